@@ -1,0 +1,46 @@
+/* cli.h — what every `stowage` subcommand shares: exit statuses, messages, tables.
+ *
+ * Only the CLI prints and decides exit statuses: 0 success, 1 failure (bad input file, I/O),
+ * 2 usage (unknown option, model, profile, or a malformed value on the command line).
+ */
+#ifndef STW_CLI_H
+#define STW_CLI_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+enum { STW_EXIT_OK = 0, STW_EXIT_FAILURE = 1, STW_EXIT_USAGE = 2 };
+
+typedef int (*StwCommandFunc)(int argc, char **argv);
+
+int stw_cmd_models(int argc, char **argv);
+int stw_cmd_hardware(int argc, char **argv);
+int stw_cmd_synth(int argc, char **argv);
+int stw_cmd_inspect(int argc, char **argv);
+
+/* Prints "stowage: MESSAGE" to stderr and returns STATUS. */
+int stw_cli_fail(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Prints ERROR's message, frees it, and returns the status its domain and code call for. */
+int stw_cli_error(GError *error);
+/* Parses ARGV with CTX (usage errors exit 2 with a hint); TRUE on success. */
+gboolean stw_cli_parse(GOptionContext *ctx, int *argc, char ***argv, const char *command);
+
+/* Aligned text tables: columns right-aligned unless the header starts with '<'. */
+typedef struct StwTable StwTable;
+StwTable *stw_table_new(guint n_cols, ...);
+void stw_table_row(StwTable *t, ...);  /* N_COLS strings, copied */
+void stw_table_print(StwTable *t, FILE *out);
+void stw_table_free(StwTable *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTable, stw_table_free)
+
+/* Parses a whole number for OPTION in [MIN, MAX]; prints a usage error and returns FALSE. */
+gboolean stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 max,
+                             guint64 *out);
+
+/* "124,439,808" */
+char *stw_cli_group_digits(guint64 v);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,58 @@
+/* main.c — `stowage COMMAND ...`: dispatch to one file per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+
+typedef struct {
+  const char *name;
+  StwCommandFunc run;
+  const char *summary;
+} Command;
+
+static const Command commands[] = {
+  { "models", stw_cmd_models, "list the model zoo with exact parameter counts" },
+  { "hardware", stw_cmd_hardware, "list the shipped hardware profiles" },
+  { "synth", stw_cmd_synth, "synthesize the trace of one training iteration of a model" },
+  { "inspect", stw_cmd_inspect, "summarize a trace: model data, peak memory, time per stage" },
+};
+
+static void
+usage(FILE *out)
+{
+  fprintf(out,
+          "Usage: stowage COMMAND [OPTIONS...]\n\n"
+          "Plan where the model data of a large-model training job lives, GPU or CPU, at\n"
+          "every operator of an iteration.\n\nCommands:\n");
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\nRun 'stowage COMMAND --help' for a command's options.\n"
+               "Example: stowage synth --model gpt2 --batch 8 --seq 1024 -o gpt2.json\n"
+               "         stowage inspect gpt2.json\n");
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc < 2) {
+    usage(stderr);
+    return STW_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return STW_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("%s\n", PACKAGE_STRING);
+    return STW_EXIT_OK;
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  }
+  fprintf(stderr, "stowage: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return STW_EXIT_USAGE;
+}

@@ -1,0 +1,233 @@
+/* hardware.c — hardware profiles: shipped ones from the GResource, others from files. */
+#include "config.h"
+
+#include "hardware.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <gio/gio.h>
+
+#include "hw-resources.h"
+#include "json.h"
+
+G_DEFINE_QUARK(stw-hardware-error-quark, stw_hardware_error)
+
+#define RESOURCE_DIR "/org/stowage/hw"
+
+static const char *const root_members[] = { "format", "version", "name", "description", "gpu",
+                                            "pcie", "cpu", "interconnect", "sources", NULL };
+static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
+                                           "flops_per_s", "matmul_efficiency",
+                                           "memory_efficiency", "op_overhead_ns", NULL };
+static const char *const pcie_members[] = { "generation", "latency_ns", "pinned", "pageable",
+                                            NULL };
+static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", NULL };
+static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", NULL };
+
+static gboolean
+read_curve(StwJsonReader *r, const cJSON *obj, const char *key, StwBandwidthPoint *points,
+           guint *n_out, GError **error)
+{
+  const cJSON *arr = NULL;
+  if (!stw_json_get_array(r, obj, key, TRUE, STW_HARDWARE_MAX_POINTS, &arr, error))
+    return FALSE;
+  gsize saved = stw_json_push_key(r, key);
+  guint n = 0;
+  for (const cJSON *p = arr->child; p != NULL; p = p->next, n++) {
+    gsize s2 = stw_json_push_index(r, n);
+    static const char *const point_members[] = { "bytes", "bytes_per_s", NULL };
+    if (!stw_json_check_object(r, p, point_members, error) ||
+        !stw_json_get_u64(r, p, "bytes", TRUE, 1, STW_JSON_INT_MAX, &points[n].bytes, error) ||
+        !stw_json_get_double(r, p, "bytes_per_s", TRUE, 1e6, 1e15, &points[n].bytes_per_s,
+                             error))
+      return FALSE;
+    if (n > 0 && points[n].bytes <= points[n - 1].bytes)
+      return stw_json_fail_at(r, "bytes", error, "points must be in ascending order of size");
+    stw_json_pop(r, s2);
+  }
+  if (n == 0)
+    return stw_json_fail(r, error, "expected at least one point");
+  stw_json_pop(r, saved);
+  *n_out = n;
+  return TRUE;
+}
+
+static gboolean
+read_profile(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
+{
+  const char *format = NULL, *name = NULL, *model = NULL, *text = NULL;
+  const cJSON *gpu = NULL, *pcie = NULL, *cpu = NULL, *link = NULL, *flops = NULL;
+  guint64 version = 0, gen = 0;
+  memset(hw, 0, sizeof *hw);
+  if (!stw_json_check_object(r, root, root_members, error) ||
+      !stw_json_get_string(r, root, "format", TRUE, 64, &format, error))
+    return FALSE;
+  if (strcmp(format, "stowage-hardware") != 0)
+    return stw_json_fail_at(r, "format", error, "expected \"stowage-hardware\", found \"%s\"",
+                            format);
+  if (!stw_json_get_u64(r, root, "version", TRUE, 1, 1, &version, error) ||
+      !stw_json_get_string(r, root, "name", TRUE, sizeof hw->name - 1, &name, error) ||
+      !stw_json_get_string(r, root, "description", FALSE, 4096, &text, error) ||
+      !stw_json_get_string(r, root, "sources", FALSE, 4096, &text, error) ||
+      !stw_json_get_object(r, root, "gpu", TRUE, &gpu, error) ||
+      !stw_json_get_object(r, root, "pcie", TRUE, &pcie, error) ||
+      !stw_json_get_object(r, root, "cpu", TRUE, &cpu, error) ||
+      !stw_json_get_object(r, root, "interconnect", FALSE, &link, error))
+    return FALSE;
+  g_strlcpy(hw->name, name, sizeof hw->name);
+
+  gsize saved = stw_json_push_key(r, "gpu");
+  if (!stw_json_check_object(r, gpu, gpu_members, error) ||
+      !stw_json_get_string(r, gpu, "model", TRUE, sizeof hw->gpu_model - 1, &model, error) ||
+      !stw_json_get_u64(r, gpu, "memory_bytes", TRUE, 1, STW_JSON_INT_MAX,
+                        &hw->gpu_memory_bytes, error) ||
+      !stw_json_get_double(r, gpu, "hbm_bytes_per_s", TRUE, 1e9, 1e15, &hw->hbm_bytes_per_s,
+                           error) ||
+      !stw_json_get_object(r, gpu, "flops_per_s", TRUE, &flops, error) ||
+      !stw_json_get_double(r, gpu, "matmul_efficiency", TRUE, 0.01, 1.0,
+                           &hw->matmul_efficiency, error) ||
+      !stw_json_get_double(r, gpu, "memory_efficiency", TRUE, 0.01, 1.0,
+                           &hw->memory_efficiency, error) ||
+      !stw_json_get_u64(r, gpu, "op_overhead_ns", TRUE, 0, 1000000000, &hw->op_overhead_ns,
+                        error))
+    return FALSE;
+  g_strlcpy(hw->gpu_model, model, sizeof hw->gpu_model);
+  gsize s2 = stw_json_push_key(r, "flops_per_s");
+  if (!stw_json_check_object(r, flops, stw_dtype_names, error))
+    return FALSE;
+  for (int d = 0; d < STW_N_DTYPES; d++) {
+    if (!stw_json_get_double(r, flops, stw_dtype_names[d], TRUE, 0, 1e18, &hw->flops_per_s[d],
+                             error))
+      return FALSE;
+  }
+  stw_json_pop(r, s2);
+  stw_json_pop(r, saved);
+
+  saved = stw_json_push_key(r, "pcie");
+  if (!stw_json_check_object(r, pcie, pcie_members, error) ||
+      !stw_json_get_u64(r, pcie, "generation", TRUE, 1, 7, &gen, error) ||
+      !stw_json_get_u64(r, pcie, "latency_ns", TRUE, 0, 1000000000, &hw->pcie_latency_ns,
+                        error) ||
+      !read_curve(r, pcie, "pinned", hw->pinned, &hw->n_pinned, error) ||
+      !read_curve(r, pcie, "pageable", hw->pageable, &hw->n_pageable, error))
+    return FALSE;
+  hw->pcie_generation = (guint32)gen;
+  stw_json_pop(r, saved);
+
+  saved = stw_json_push_key(r, "cpu");
+  if (!stw_json_check_object(r, cpu, cpu_members, error) ||
+      !stw_json_get_double(r, cpu, "adam_elems_per_s", TRUE, 1e3, 1e15,
+                           &hw->cpu_adam_elems_per_s, error) ||
+      !stw_json_get_u64(r, cpu, "memory_bytes", TRUE, 1, STW_JSON_INT_MAX,
+                        &hw->cpu_memory_bytes, error))
+    return FALSE;
+  stw_json_pop(r, saved);
+
+  if (link != NULL) {
+    saved = stw_json_push_key(r, "interconnect");
+    if (!stw_json_check_object(r, link, link_members, error) ||
+        !stw_json_get_string(r, link, "kind", TRUE, 64, &text, error) ||
+        !stw_json_get_double(r, link, "bytes_per_s", TRUE, 1e6, 1e15,
+                             &hw->interconnect_bytes_per_s, error) ||
+        !stw_json_get_u64(r, link, "latency_ns", TRUE, 0, 1000000000,
+                          &hw->interconnect_latency_ns, error))
+      return FALSE;
+    stw_json_pop(r, saved);
+  }
+  return TRUE;
+}
+
+gboolean
+stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
+                   GError **error)
+{
+  cJSON *root = NULL;
+  if (!stw_json_parse_text(file, text, len, &root, error))
+    return FALSE;
+  StwJsonReader r;
+  stw_json_reader_init(&r, file);
+  gboolean ok = read_profile(&r, root, out, error);
+  stw_json_reader_clear(&r);
+  cJSON_Delete(root);
+  return ok;
+}
+
+gboolean
+stw_hardware_load(const char *file, StwHardware *out, GError **error)
+{
+  cJSON *root = NULL;
+  if (!stw_json_parse_file(file, 1u << 20, &root, error))
+    return FALSE;
+  StwJsonReader r;
+  stw_json_reader_init(&r, file);
+  gboolean ok = read_profile(&r, root, out, error);
+  stw_json_reader_clear(&r);
+  cJSON_Delete(root);
+  return ok;
+}
+
+static int
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return g_ascii_strcasecmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **
+stw_hardware_names(void)
+{
+  char **files = g_resource_enumerate_children(stw_hw_get_resource(), RESOURCE_DIR,
+                                               G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  GPtrArray *names = g_ptr_array_new();
+  for (char **f = files; f != NULL && *f != NULL; f++) {
+    if (g_str_has_suffix(*f, ".json"))
+      g_ptr_array_add(names, g_strndup(*f, strlen(*f) - 5));
+  }
+  g_strfreev(files);
+  g_ptr_array_sort(names, compare_names);
+  g_ptr_array_add(names, NULL);
+  return (char **)g_ptr_array_free(names, FALSE);
+}
+
+gboolean
+stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError **error)
+{
+  if (g_str_has_suffix(name_or_file, ".json") || strchr(name_or_file, '/') != NULL)
+    return stw_hardware_load(name_or_file, out, error);
+
+  g_auto(GStrv) names = stw_hardware_names();
+  for (char **n = names; *n != NULL; n++) {
+    if (g_ascii_strcasecmp(*n, name_or_file) != 0)
+      continue;
+    g_autofree char *path = g_strdup_printf(RESOURCE_DIR "/%s.json", *n);
+    g_autoptr(GBytes) bytes = g_resource_lookup_data(stw_hw_get_resource(), path,
+                                                     G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+    g_assert(bytes != NULL);
+    gsize len;
+    const char *text = g_bytes_get_data(bytes, &len);
+    g_autofree char *label = g_strdup_printf("(shipped profile %s)", *n);
+    return stw_hardware_parse(label, text, len, out, error);
+  }
+  g_autofree char *list = g_strjoinv(", ", names);
+  g_set_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN,
+              "unknown hardware profile '%s': expected a profile file (.json) or one of: %s",
+              name_or_file, list);
+  return FALSE;
+}
+
+double
+stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinned)
+{
+  const StwBandwidthPoint *p = pinned ? hw->pinned : hw->pageable;
+  guint n = pinned ? hw->n_pinned : hw->n_pageable;
+  if (bytes <= p[0].bytes)
+    return p[0].bytes_per_s;
+  for (guint i = 1; i < n; i++) {
+    if (bytes <= p[i].bytes) {
+      double f = (log((double)bytes) - log((double)p[i - 1].bytes)) /
+                 (log((double)p[i].bytes) - log((double)p[i - 1].bytes));
+      return p[i - 1].bytes_per_s + f * (p[i].bytes_per_s - p[i - 1].bytes_per_s);
+    }
+  }
+  return p[n - 1].bytes_per_s;
+}

@@ -1,0 +1,499 @@
+/* json.c — checked reading and exact writing of JSON; see json.h. */
+#include "config.h"
+
+#include "json.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+G_DEFINE_QUARK(stw-json-error-quark, stw_json_error)
+
+/* Whether TEXT ends inside a string or with brackets left open: the mark of a truncated file. */
+static gboolean
+ends_early(const char *text, gsize len)
+{
+  gssize depth = 0;
+  gboolean in_string = FALSE, escaped = FALSE;
+  for (gsize i = 0; i < len; i++) {
+    char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = FALSE;
+      else if (c == '\\')
+        escaped = TRUE;
+      else if (c == '"')
+        in_string = FALSE;
+    } else if (c == '"') {
+      in_string = TRUE;
+    } else if (c == '[' || c == '{') {
+      depth++;
+    } else if (c == ']' || c == '}') {
+      depth--;
+    }
+  }
+  return in_string || depth > 0;
+}
+
+gboolean
+stw_json_parse_text(const char *file, const char *text, gsize len, cJSON **root_out,
+                    GError **error)
+{
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, FALSE);
+  if (root == NULL) {
+    gsize offset = end != NULL && end >= text ? (gsize)(end - text) : 0;
+    if (offset > len)
+      offset = len;
+    /* report line and column, as editors count them */
+    gsize line = 1, col = 1;
+    for (gsize i = 0; i < offset; i++) {
+      if (text[i] == '\n') {
+        line++;
+        col = 1;
+      } else {
+        col++;
+      }
+    }
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
+                "%s: not valid JSON (line %" G_GSIZE_FORMAT ", column %" G_GSIZE_FORMAT
+                "%s)", file, line, col,
+                ends_early(text, len) ? ", the file ends too early" : "");
+    return FALSE;
+  }
+  /* cJSON stops at the end of the first value; anything but white space after it is an error */
+  for (const char *p = end; p != NULL && p < text + len; p++) {
+    if (!g_ascii_isspace(*p)) {
+      cJSON_Delete(root);
+      g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
+                  "%s: unexpected text after the JSON value (byte %" G_GSIZE_FORMAT ")",
+                  file, (gsize)(p - text));
+      return FALSE;
+    }
+  }
+  *root_out = root;
+  return TRUE;
+}
+
+gboolean
+stw_json_parse_file(const char *file, gsize max_bytes, cJSON **root_out, GError **error)
+{
+  GStatBuf st;
+  if (g_stat(file, &st) != 0) {
+    int e = errno;
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO, "%s: cannot open: %s", file,
+                g_strerror(e));
+    return FALSE;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO, "%s: not a regular file", file);
+    return FALSE;
+  }
+  if ((guint64)st.st_size > max_bytes) {
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO,
+                "%s: file is %" G_GUINT64_FORMAT " bytes, more than the limit of %"
+                G_GSIZE_FORMAT " bytes for this kind of file", file, (guint64)st.st_size,
+                max_bytes);
+    return FALSE;
+  }
+  char *text = NULL;
+  gsize len = 0;
+  GError *local = NULL;
+  if (!g_file_get_contents(file, &text, &len, &local)) {
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO, "%s: cannot read: %s", file,
+                local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  if (len == 0) {
+    g_free(text);
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX, "%s: the file is empty", file);
+    return FALSE;
+  }
+  gboolean ok = stw_json_parse_text(file, text, len, root_out, error);
+  g_free(text);
+  return ok;
+}
+
+void
+stw_json_reader_init(StwJsonReader *r, const char *file)
+{
+  r->file = file;
+  r->path = g_string_new("$");
+}
+
+void
+stw_json_reader_clear(StwJsonReader *r)
+{
+  if (r->path != NULL)
+    g_string_free(r->path, TRUE);
+  r->path = NULL;
+}
+
+gsize
+stw_json_push_key(StwJsonReader *r, const char *key)
+{
+  gsize saved = r->path->len;
+  g_string_append_printf(r->path, ".%s", key);
+  return saved;
+}
+
+gsize
+stw_json_push_index(StwJsonReader *r, gsize index)
+{
+  gsize saved = r->path->len;
+  g_string_append_printf(r->path, "[%" G_GSIZE_FORMAT "]", index);
+  return saved;
+}
+
+void
+stw_json_pop(StwJsonReader *r, gsize saved_len)
+{
+  g_string_truncate(r->path, saved_len);
+}
+
+static gboolean
+fail_va(const StwJsonReader *r, const char *key, GError **error, const char *fmt, va_list ap)
+{
+  char *msg = g_strdup_vprintf(fmt, ap);
+  g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_INVALID, "%s: %s%s%s: %s", r->file,
+              r->path->str, key != NULL ? "." : "", key != NULL ? key : "", msg);
+  g_free(msg);
+  return FALSE;
+}
+
+gboolean
+stw_json_fail(const StwJsonReader *r, GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fail_va(r, NULL, error, fmt, ap);
+  va_end(ap);
+  return FALSE;
+}
+
+gboolean
+stw_json_fail_at(const StwJsonReader *r, const char *key, GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fail_va(r, key, error, fmt, ap);
+  va_end(ap);
+  return FALSE;
+}
+
+static const char *
+type_name(const cJSON *item)
+{
+  if (cJSON_IsObject(item))
+    return "an object";
+  if (cJSON_IsArray(item))
+    return "an array";
+  if (cJSON_IsString(item))
+    return "a string";
+  if (cJSON_IsNumber(item))
+    return "a number";
+  if (cJSON_IsBool(item))
+    return "a boolean";
+  if (cJSON_IsNull(item))
+    return "null";
+  return "an invalid value";
+}
+
+gboolean
+stw_json_check_object(const StwJsonReader *r, const cJSON *obj, const char *const *allowed,
+                      GError **error)
+{
+  if (!cJSON_IsObject(obj))
+    return stw_json_fail(r, error, "expected an object, found %s", type_name(obj));
+  for (const cJSON *c = obj->child; c != NULL; c = c->next) {
+    gboolean known = FALSE;
+    for (const char *const *a = allowed; *a != NULL; a++) {
+      if (strcmp(*a, c->string) == 0) {
+        known = TRUE;
+        break;
+      }
+    }
+    if (!known) {
+      GString *list = g_string_new(NULL);
+      for (const char *const *a = allowed; *a != NULL; a++)
+        g_string_append_printf(list, "%s%s", list->len ? ", " : "", *a);
+      stw_json_fail(r, error, "unknown member \"%.64s\" (expected one of: %s)", c->string,
+                    list->str);
+      g_string_free(list, TRUE);
+      return FALSE;
+    }
+    for (const cJSON *d = c->next; d != NULL; d = d->next) {
+      if (strcmp(c->string, d->string) == 0)
+        return stw_json_fail(r, error, "member \"%s\" appears twice", c->string);
+    }
+  }
+  return TRUE;
+}
+
+/* Finds KEY in OBJ; a missing required member is an error, a missing optional one yields NULL. */
+static gboolean
+member(const StwJsonReader *r, const cJSON *obj, const char *key, gboolean required,
+       const cJSON **out, GError **error)
+{
+  *out = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (*out == NULL && required)
+    return stw_json_fail(r, error, "missing required member \"%s\"", key);
+  return TRUE;
+}
+
+gboolean
+stw_json_get_object(const StwJsonReader *r, const cJSON *obj, const char *key,
+                    gboolean required, const cJSON **out, GError **error)
+{
+  const cJSON *m;
+  if (!member(r, obj, key, required, &m, error))
+    return FALSE;
+  if (m == NULL)
+    return TRUE;
+  if (!cJSON_IsObject(m))
+    return stw_json_fail_at(r, key, error, "expected an object, found %s", type_name(m));
+  *out = m;
+  return TRUE;
+}
+
+gboolean
+stw_json_get_array(const StwJsonReader *r, const cJSON *obj, const char *key,
+                   gboolean required, gsize max_len, const cJSON **out, GError **error)
+{
+  const cJSON *m;
+  if (!member(r, obj, key, required, &m, error))
+    return FALSE;
+  if (m == NULL)
+    return TRUE;
+  if (!cJSON_IsArray(m))
+    return stw_json_fail_at(r, key, error, "expected an array, found %s", type_name(m));
+  gsize n = 0;
+  for (const cJSON *c = m->child; c != NULL; c = c->next) {
+    if (++n > max_len)
+      return stw_json_fail_at(r, key, error, "more than %" G_GSIZE_FORMAT " elements",
+                              max_len);
+  }
+  *out = m;
+  return TRUE;
+}
+
+gboolean
+stw_json_get_string(const StwJsonReader *r, const cJSON *obj, const char *key,
+                    gboolean required, gsize max_len, const char **out, GError **error)
+{
+  const cJSON *m;
+  if (!member(r, obj, key, required, &m, error))
+    return FALSE;
+  if (m == NULL)
+    return TRUE;
+  if (!cJSON_IsString(m) || m->valuestring == NULL)
+    return stw_json_fail_at(r, key, error, "expected a string, found %s", type_name(m));
+  if (strlen(m->valuestring) > max_len)
+    return stw_json_fail_at(r, key, error, "string longer than %" G_GSIZE_FORMAT " bytes",
+                            max_len);
+  if (!g_utf8_validate(m->valuestring, -1, NULL))
+    return stw_json_fail_at(r, key, error, "string is not valid UTF-8");
+  *out = m->valuestring;
+  return TRUE;
+}
+
+static gboolean
+number_to_u64(const StwJsonReader *r, const char *key, const cJSON *m, guint64 min,
+              guint64 max, guint64 *out, GError **error)
+{
+  if (!cJSON_IsNumber(m))
+    return stw_json_fail_at(r, key, error, "expected an integer, found %s", type_name(m));
+  double d = m->valuedouble;
+  if (!isfinite(d) || d != floor(d))
+    return stw_json_fail_at(r, key, error, "expected an integer, found %g", d);
+  if (d < (double)min || d > (double)max) {
+    return stw_json_fail_at(r, key, error,
+                            "%.17g is out of range (expected %" G_GUINT64_FORMAT " to %"
+                            G_GUINT64_FORMAT ")", d, min, max);
+  }
+  *out = (guint64)d;
+  return TRUE;
+}
+
+gboolean
+stw_json_get_u64(const StwJsonReader *r, const cJSON *obj, const char *key, gboolean required,
+                 guint64 min, guint64 max, guint64 *out, GError **error)
+{
+  const cJSON *m;
+  if (!member(r, obj, key, required, &m, error))
+    return FALSE;
+  if (m == NULL)
+    return TRUE;
+  return number_to_u64(r, key, m, min, MIN(max, STW_JSON_INT_MAX), out, error);
+}
+
+gboolean
+stw_json_as_u64(const StwJsonReader *r, const cJSON *item, guint64 min, guint64 max,
+                guint64 *out, GError **error)
+{
+  return number_to_u64(r, NULL, item, min, MIN(max, STW_JSON_INT_MAX), out, error);
+}
+
+gboolean
+stw_json_get_double(const StwJsonReader *r, const cJSON *obj, const char *key,
+                    gboolean required, double min, double max, double *out, GError **error)
+{
+  const cJSON *m;
+  if (!member(r, obj, key, required, &m, error))
+    return FALSE;
+  if (m == NULL)
+    return TRUE;
+  if (!cJSON_IsNumber(m))
+    return stw_json_fail_at(r, key, error, "expected a number, found %s", type_name(m));
+  double d = m->valuedouble;
+  if (!isfinite(d) || d < min || d > max)
+    return stw_json_fail_at(r, key, error, "%g is out of range (expected %g to %g)", d, min,
+                            max);
+  *out = d;
+  return TRUE;
+}
+
+gboolean
+stw_json_get_bool(const StwJsonReader *r, const cJSON *obj, const char *key, gboolean required,
+                  gboolean *out, GError **error)
+{
+  const cJSON *m;
+  if (!member(r, obj, key, required, &m, error))
+    return FALSE;
+  if (m == NULL)
+    return TRUE;
+  if (!cJSON_IsBool(m))
+    return stw_json_fail_at(r, key, error, "expected true or false, found %s", type_name(m));
+  *out = cJSON_IsTrue(m);
+  return TRUE;
+}
+
+gboolean
+stw_json_get_enum(const StwJsonReader *r, const cJSON *obj, const char *key, gboolean required,
+                  const char *const *names, int *out, GError **error)
+{
+  const char *s = NULL;
+  if (!stw_json_get_string(r, obj, key, required, 256, &s, error))
+    return FALSE;
+  if (s == NULL)
+    return TRUE;
+  for (int i = 0; names[i] != NULL; i++) {
+    if (strcmp(names[i], s) == 0) {
+      *out = i;
+      return TRUE;
+    }
+  }
+  GString *list = g_string_new(NULL);
+  for (int i = 0; names[i] != NULL; i++)
+    g_string_append_printf(list, "%s\"%s\"", i ? ", " : "", names[i]);
+  stw_json_fail_at(r, key, error, "\"%.64s\" is not one of %s", s, list->str);
+  g_string_free(list, TRUE);
+  return FALSE;
+}
+
+cJSON *
+stw_json_u64(guint64 v)
+{
+  char buf[32];
+  g_snprintf(buf, sizeof buf, "%" G_GUINT64_FORMAT, v);
+  return cJSON_CreateRaw(buf);
+}
+
+void
+stw_json_add_u64(cJSON *obj, const char *key, guint64 v)
+{
+  cJSON_AddItemToObject(obj, key, stw_json_u64(v));
+}
+
+void
+stw_json_add_double(cJSON *obj, const char *key, double v)
+{
+  char buf[40];
+  /* %.17g round-trips every double; integral values print without an exponent below 1e17 */
+  g_snprintf(buf, sizeof buf, "%.17g", v);
+  if (strtod(buf, NULL) == v) {
+    for (int prec = 6; prec < 17; prec++) {
+      char shorter[40];
+      g_snprintf(shorter, sizeof shorter, "%.*g", prec, v);
+      if (strtod(shorter, NULL) == v) {
+        memcpy(buf, shorter, sizeof buf);
+        break;
+      }
+    }
+  }
+  cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
+}
+
+cJSON *
+stw_json_u64_array(const guint32 *v, gsize n)
+{
+  cJSON *a = cJSON_CreateArray();
+  for (gsize i = 0; i < n; i++)
+    cJSON_AddItemToArray(a, stw_json_u64(v[i]));
+  return a;
+}
+
+static void
+print_compact(GString *out, const cJSON *item)
+{
+  char *s = cJSON_PrintUnformatted(item);
+  g_string_append(out, s);
+  cJSON_free(s);
+}
+
+char *
+stw_json_print_lines(const cJSON *root)
+{
+  GString *out = g_string_new("{\n");
+  for (const cJSON *c = root->child; c != NULL; c = c->next) {
+    char *key = cJSON_PrintUnformatted(&(cJSON){ .type = cJSON_String,
+                                                 .valuestring = c->string });
+    g_string_append_printf(out, "  %s: ", key);
+    cJSON_free(key);
+    if (cJSON_IsArray(c) && c->child != NULL) {
+      g_string_append(out, "[\n");
+      for (const cJSON *e = c->child; e != NULL; e = e->next) {
+        g_string_append(out, "    ");
+        print_compact(out, e);
+        g_string_append(out, e->next != NULL ? ",\n" : "\n");
+      }
+      g_string_append(out, "  ]");
+    } else {
+      print_compact(out, c);
+    }
+    g_string_append(out, c->next != NULL ? ",\n" : "\n");
+  }
+  g_string_append(out, "}\n");
+  return g_string_free(out, FALSE);
+}
+
+gboolean
+stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error)
+{
+  if (strcmp(file, "-") == 0) {
+    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+      g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO,
+                  "cannot write to standard output: %s", g_strerror(errno));
+      return FALSE;
+    }
+    return TRUE;
+  }
+  GError *local = NULL;
+  /* GLib writes a temporary beside FILE, fsyncs it and renames it over FILE; on any failure
+   * the temporary is removed and FILE is left as it was. */
+  if (!g_file_set_contents_full(file, text, (gssize)len,
+                                G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
+                                0644, &local)) {
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO, "%s: cannot write: %s", file,
+                local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  return TRUE;
+}

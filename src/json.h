@@ -1,0 +1,100 @@
+/* json.h — the one place where stowage's file formats meet cJSON.
+ *
+ * Every format (trace, plan, hardware profile, model config) is read through a StwJsonReader,
+ * which knows the file name and the JSON path of the value being read, so that any error reads
+ * "FILE: $.ops[12].params[3]: what was expected". Numbers are range-checked as they are read;
+ * integers are exact only up to 2^53 (JSON numbers are doubles), which is the documented limit
+ * of every integer field. Writers build cJSON trees and print them with stw_json_print_lines(),
+ * which puts each element of a top-level array on its own line: compact, yet diffable.
+ */
+#ifndef STW_JSON_H
+#define STW_JSON_H
+
+#include <cjson/cJSON.h>
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define STW_JSON_ERROR (stw_json_error_quark())
+GQuark stw_json_error_quark(void);
+
+typedef enum {
+  STW_JSON_ERROR_IO,      /* the file cannot be read or written */
+  STW_JSON_ERROR_SYNTAX,  /* not JSON */
+  STW_JSON_ERROR_INVALID, /* JSON, but not what the format expects */
+} StwJsonError;
+
+/* The largest integer any stowage format holds: 2^53, exact in a double. */
+#define STW_JSON_INT_MAX (G_GUINT64_CONSTANT(1) << 53)
+
+typedef struct {
+  const char *file;  /* for messages; not owned */
+  GString *path;     /* "$", "$.ops[3]", ...: the value being read */
+} StwJsonReader;
+
+/* Reads FILE (at most MAX_BYTES) and parses it. On success *ROOT_OUT owns the tree. */
+gboolean stw_json_parse_file(const char *file, gsize max_bytes, cJSON **root_out, GError **error);
+/* Parses TEXT of LEN bytes; FILE names it in messages. */
+gboolean stw_json_parse_text(const char *file, const char *text, gsize len, cJSON **root_out,
+                             GError **error);
+
+void stw_json_reader_init(StwJsonReader *r, const char *file);
+void stw_json_reader_clear(StwJsonReader *r);
+
+/* Path bookkeeping: push returns the length to restore with stw_json_pop. */
+gsize stw_json_push_key(StwJsonReader *r, const char *key);
+gsize stw_json_push_index(StwJsonReader *r, gsize index);
+void stw_json_pop(StwJsonReader *r, gsize saved_len);
+
+/* Sets ERROR to "FILE: PATH: MESSAGE" (INVALID) and returns FALSE. */
+gboolean stw_json_fail(const StwJsonReader *r, GError **error, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+/* Like stw_json_fail for a member KEY of the current value. */
+gboolean stw_json_fail_at(const StwJsonReader *r, const char *key, GError **error,
+                          const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+/* Checks that OBJ is an object whose keys are all in ALLOWED (NULL-terminated), none twice. */
+gboolean stw_json_check_object(const StwJsonReader *r, const cJSON *obj,
+                               const char *const *allowed, GError **error);
+
+/* Member accessors. With REQUIRED false a missing member leaves *OUT unchanged and succeeds;
+ * a present member of the wrong type or range always fails. */
+gboolean stw_json_get_object(const StwJsonReader *r, const cJSON *obj, const char *key,
+                             gboolean required, const cJSON **out, GError **error);
+gboolean stw_json_get_array(const StwJsonReader *r, const cJSON *obj, const char *key,
+                            gboolean required, gsize max_len, const cJSON **out, GError **error);
+gboolean stw_json_get_string(const StwJsonReader *r, const cJSON *obj, const char *key,
+                             gboolean required, gsize max_len, const char **out, GError **error);
+gboolean stw_json_get_u64(const StwJsonReader *r, const cJSON *obj, const char *key,
+                          gboolean required, guint64 min, guint64 max, guint64 *out,
+                          GError **error);
+gboolean stw_json_get_double(const StwJsonReader *r, const cJSON *obj, const char *key,
+                             gboolean required, double min, double max, double *out,
+                             GError **error);
+gboolean stw_json_get_bool(const StwJsonReader *r, const cJSON *obj, const char *key,
+                           gboolean required, gboolean *out, GError **error);
+/* The current value (an array element, say) as an integer in [MIN, MAX]. */
+gboolean stw_json_as_u64(const StwJsonReader *r, const cJSON *item, guint64 min, guint64 max,
+                         guint64 *out, GError **error);
+
+/* Returns the index of TEXT in NAMES (NULL-terminated) or fails naming the accepted values. */
+gboolean stw_json_get_enum(const StwJsonReader *r, const cJSON *obj, const char *key,
+                           gboolean required, const char *const *names, int *out,
+                           GError **error);
+
+/* Writers. Integers are written exactly (not through a double). */
+cJSON *stw_json_u64(guint64 v);
+void stw_json_add_u64(cJSON *obj, const char *key, guint64 v);
+void stw_json_add_double(cJSON *obj, const char *key, double v);
+cJSON *stw_json_u64_array(const guint32 *v, gsize n);
+
+/* Prints ROOT with one top-level key per line and one array element per line. */
+char *stw_json_print_lines(const cJSON *root);
+
+/* Writes TEXT to FILE atomically: a temporary in the same directory, fsync, rename. A failure
+ * leaves any existing FILE untouched and no temporary behind. "-" writes to standard output. */
+gboolean stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,250 @@
+/* synth.c — synthesize a trace from a model graph; the memory model is docs/synth.md. */
+#include "config.h"
+
+#include "synth.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+G_DEFINE_QUARK(stw-synth-error-quark, stw_synth_error)
+
+typedef struct {
+  StwTrace *trace;
+  const StwModelGraph *graph;
+  const StwHardware *hw;
+  guint64 e;              /* activation element bytes */
+  guint64 live;           /* non-model bytes live now */
+  GArray *residuals;      /* guint64: skipped gradients waiting for their block's start */
+} Synth;
+
+static guint64
+op_duration_ns(const Synth *s, double flops, double bytes)
+{
+  const StwHardware *hw = s->hw;
+  double compute = flops / (hw->flops_per_s[s->graph->dtype] * hw->matmul_efficiency);
+  double memory = bytes / (hw->hbm_bytes_per_s * hw->memory_efficiency);
+  return hw->op_overhead_ns + (guint64)llround(fmax(compute, memory) * 1e9);
+}
+
+static guint64
+param_bytes(const Synth *s, const StwGraphOp *op)
+{
+  guint64 bytes = 0;
+  for (guint i = 0; i < op->params->len; i++) {
+    guint32 id = g_array_index(op->params, guint32, i);
+    bytes += ((StwGraphTensor *)s->graph->tensors->pdata[id])->numel * s->e;
+  }
+  return bytes;
+}
+
+static StwOp *
+emit(Synth *s, const StwGraphOp *g, const char *suffix, StwStage stage, gboolean grads)
+{
+  g_autofree char *name = g_strconcat(g->name, suffix, NULL);
+  guint32 *ids = (guint32 *)g->params->data;
+  return stw_trace_add_op(s->trace, name, stage, ids, g->params->len, ids,
+                          grads ? g->params->len : 0);
+}
+
+/* Runs one forward op. KEEP_SAVED is false inside a checkpointed block, where only the block's
+ * input survives; FIRST_IN_BLOCK marks the op whose input is that block input. */
+static void
+forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
+           gboolean keep_saved, gboolean first_in_block)
+{
+  StwOp *op = emit(s, g, suffix, stage, FALSE);
+  op->nonmodel_bytes = s->live;
+  s->live += g->out_bytes + g->work_bytes + g->saved_extra_bytes;
+  op->nonmodel_peak_bytes = s->live;
+  s->live -= g->work_bytes;
+  if (!keep_saved)
+    s->live -= g->saved_extra_bytes;
+  gboolean keep_input = g->saves_input && (keep_saved || first_in_block);
+  if (!g->passthrough && !keep_input)
+    s->live -= g->in_bytes;
+  op->flops = g->flops;
+  double bytes = (double)(param_bytes(s, g) + g->in_bytes + g->out_bytes + 2 * g->work_bytes +
+                          g->saved_extra_bytes);
+  op->duration_ns = op_duration_ns(s, (double)g->flops, bytes);
+}
+
+static void
+backward_op(Synth *s, const StwGraphOp *g)
+{
+  StwOp *op = emit(s, g, ".bwd", STW_STAGE_BWD, TRUE);
+  guint64 grad_in = g->passthrough ? 0 : g->in_bytes;
+  op->nonmodel_bytes = s->live;
+  s->live += grad_in + g->bwd_work_bytes;
+  op->nonmodel_peak_bytes = s->live;
+  s->live -= g->bwd_work_bytes + g->saved_extra_bytes;
+  if (!g->passthrough) {
+    if (g->saves_input)
+      s->live -= g->in_bytes;
+    /* the output's gradient is consumed, except where the residual path still needs it */
+    if (g->residual == STW_RESIDUAL_CLOSE)
+      g_array_append_val(s->residuals, g->out_bytes);
+    else
+      s->live -= g->out_bytes;
+    if (g->residual == STW_RESIDUAL_OPEN) {
+      g_assert(s->residuals->len > 0);
+      s->live -= g_array_index(s->residuals, guint64, s->residuals->len - 1);
+      g_array_set_size(s->residuals, s->residuals->len - 1);
+    }
+  }
+  op->flops = 2 * g->flops;
+  guint64 pbytes = param_bytes(s, g);
+  double bytes = (double)(2 * pbytes + 2 * g->in_bytes + g->out_bytes + 2 * g->bwd_work_bytes +
+                          g->saved_extra_bytes);
+  op->duration_ns = op_duration_ns(s, 2.0 * (double)g->flops, bytes);
+}
+
+/* Index range [*first, *last] of the ops of block LAYER. */
+static void
+block_range(const StwModelGraph *g, gint32 layer, guint *first, guint *last)
+{
+  *first = G_MAXUINT;
+  *last = 0;
+  for (guint i = 0; i < g->ops->len; i++) {
+    if (((StwGraphOp *)g->ops->pdata[i])->layer == layer) {
+      *first = MIN(*first, i);
+      *last = i;
+    }
+  }
+}
+
+static void
+optimizer_ops(Synth *s)
+{
+  StwTrace *t = s->trace;
+  for (guint32 id = 0; id < t->tensors->len; id++) {
+    const StwTensor *x = stw_trace_tensor(t, id);
+    g_autofree char *name = g_strconcat("adam.", x->name, NULL);
+    StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
+    /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
+    double bytes = (double)x->numel * (double)(2 * s->e + 24);
+    op->duration_ns = (guint64)llround(bytes / (s->hw->hbm_bytes_per_s *
+                                                s->hw->memory_efficiency) * 1e9);
+    op->flops = 12 * x->numel;
+  }
+}
+
+static gboolean
+check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardware *hw,
+              GError **error)
+{
+  if (o->batch < 1 || o->batch > STW_SYNTH_MAX_BATCH) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "batch %" G_GUINT64_FORMAT " is out of range (expected 1 to %d)", o->batch,
+                STW_SYNTH_MAX_BATCH);
+    return FALSE;
+  }
+  if (o->seq < 1 || o->seq > c->max_seq) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "sequence length %" G_GUINT64_FORMAT " is out of range for %s (expected 1 to %"
+                G_GUINT64_FORMAT ")", o->seq, c->name, c->max_seq);
+    return FALSE;
+  }
+  if (hw->flops_per_s[o->dtype] <= 0) {
+    g_set_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNSUPPORTED,
+                "%s has no %s compute: choose another --dtype", hw->name,
+                stw_dtype_name(o->dtype));
+    return FALSE;
+  }
+  /* the largest activations (scores, logits) must stay exact in a trace's integers */
+  double T = (double)o->batch * (double)o->seq;
+  double scores = (double)o->batch * (double)c->heads * (double)o->seq * (double)o->seq * 4.0;
+  double logits = T * (double)c->vocab * 4.0;
+  double total = 2.0 * (double)c->layers * (scores + T * (double)(c->ffn + c->hidden) * 8.0);
+  if (fmax(fmax(scores, logits), total) > (double)STW_JSON_INT_MAX / 16) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT " needs more "
+                "activation memory than a trace can express (2^49 bytes)", o->batch, o->seq);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static char *
+now_iso8601(void)
+{
+  /* SOURCE_DATE_EPOCH makes generated files reproducible */
+  const char *epoch = g_getenv("SOURCE_DATE_EPOCH");
+  g_autoptr(GDateTime) dt = epoch != NULL
+                                ? g_date_time_new_from_unix_utc(g_ascii_strtoll(epoch, NULL, 10))
+                                : g_date_time_new_now_utc();
+  if (dt == NULL)
+    return g_strdup("");
+  return g_date_time_format(dt, "%Y-%m-%dT%H:%M:%SZ");
+}
+
+StwTrace *
+stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
+                const StwHardware *hw, GError **error)
+{
+  if (!stw_model_config_validate(config, NULL, error) ||
+      !check_options(config, options, hw, error))
+    return NULL;
+  g_autoptr(StwModelGraph) graph = stw_model_graph_new(config, options->batch, options->seq,
+                                                       options->dtype, options->attention);
+  StwTrace *t = stw_trace_new();
+  t->source.kind = STW_SOURCE_SYNTHETIC;
+  g_free(t->source.created);
+  t->source.created = now_iso8601();
+  g_free(t->model.name);
+  t->model.name = g_strdup(config->name);
+  t->model.has_config = TRUE;
+  t->model.config = *config;
+  t->model.batch = options->batch;
+  t->model.seq = options->seq;
+  t->model.checkpointing = options->checkpointing;
+  t->model.attention = options->attention;
+  g_free(t->device.name);
+  t->device.name = g_strdup(hw->name);
+  t->device.memory_bytes = hw->gpu_memory_bytes;
+
+  for (guint i = 0; i < graph->tensors->len; i++) {
+    const StwGraphTensor *gt = graph->tensors->pdata[i];
+    guint32 id = stw_trace_add_tensor(t, gt->name, options->dtype, gt->shape, gt->ndim);
+    StwTensor *x = &g_array_index(t->tensors, StwTensor, id);
+    for (guint k = 0; k < gt->aliases->len; k++)
+      g_ptr_array_add(x->aliases, g_strdup(gt->aliases->pdata[k]));
+  }
+
+  Synth s = { .trace = t, .graph = graph, .hw = hw, .e = stw_dtype_bytes(options->dtype),
+              .live = graph->io_bytes,
+              .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)) };
+
+  /* forward */
+  for (guint i = 0; i < graph->ops->len; i++) {
+    const StwGraphOp *g = graph->ops->pdata[i];
+    gboolean ckpt = options->checkpointing && g->layer >= 0;
+    gboolean first = i == 0 || ((StwGraphOp *)graph->ops->pdata[i - 1])->layer != g->layer;
+    forward_op(&s, g, STW_STAGE_FWD, "", !ckpt, ckpt && first);
+  }
+
+  /* backward, recomputing each checkpointed block just before its gradients */
+  for (guint i = graph->ops->len; i-- > 0;) {
+    const StwGraphOp *g = graph->ops->pdata[i];
+    if (options->checkpointing && g->layer >= 0 &&
+        (i + 1 == graph->ops->len || ((StwGraphOp *)graph->ops->pdata[i + 1])->layer != g->layer)) {
+      guint first, last;
+      block_range(graph, g->layer, &first, &last);
+      for (guint k = first; k <= last; k++)
+        forward_op(&s, graph->ops->pdata[k], STW_STAGE_BWD, ".recompute", TRUE, k == first);
+      /* the block's output already lived once as the next block's input; drop the copy */
+      s.live -= ((StwGraphOp *)graph->ops->pdata[last])->out_bytes;
+    }
+    backward_op(&s, g);
+  }
+  g_assert(s.residuals->len == 0);
+  g_assert(s.live == graph->io_bytes);
+  g_array_unref(s.residuals);
+
+  optimizer_ops(&s);
+
+  if (!stw_trace_validate(t, "(synthesized trace)", error)) {
+    stw_trace_free(t);
+    return NULL;
+  }
+  return t;
+}

@@ -1,0 +1,629 @@
+/* trace.c — the trace model, its validation, and its one JSON reader and writer. */
+#include "config.h"
+
+#include "trace.h"
+
+#include <string.h>
+
+#include "json.h"
+
+G_DEFINE_QUARK(stw-trace-error-quark, stw_trace_error)
+
+static const char *const stage_names[] = { "fwd", "bwd", "optim", NULL };
+static const char *const source_kind_names[] = { "runtime", "cupti", "kineto", "synthetic",
+                                                 NULL };
+
+const char *
+stw_stage_name(StwStage stage)
+{
+  return stage_names[stage];
+}
+
+const char *
+stw_source_kind_name(StwSourceKind kind)
+{
+  return source_kind_names[kind];
+}
+
+static const char *const list_names[] = { "param", "master", "momentum", "variance" };
+
+const char *
+stw_chunk_list_name(StwChunkList list)
+{
+  return list_names[list];
+}
+
+guint64
+stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype)
+{
+  return list == STW_LIST_PARAM ? stw_dtype_bytes(dtype) : 4;
+}
+
+guint64
+stw_tensor_bytes(const StwTensor *t)
+{
+  return t->numel * stw_dtype_bytes(t->dtype);
+}
+
+static void
+tensor_clear(gpointer p)
+{
+  StwTensor *t = p;
+  g_free(t->name);
+  if (t->aliases != NULL)
+    g_ptr_array_unref(t->aliases);
+}
+
+static void
+op_clear(gpointer p)
+{
+  StwOp *op = p;
+  g_free(op->name);
+  g_free(op->params);
+  g_free(op->grads);
+}
+
+StwTrace *
+stw_trace_new(void)
+{
+  StwTrace *t = g_new0(StwTrace, 1);
+  t->tensors = g_array_new(FALSE, TRUE, sizeof(StwTensor));
+  g_array_set_clear_func(t->tensors, tensor_clear);
+  t->ops = g_array_new(FALSE, TRUE, sizeof(StwOp));
+  g_array_set_clear_func(t->ops, op_clear);
+  t->source.kind = STW_SOURCE_SYNTHETIC;
+  t->source.tool = g_strdup(PACKAGE_STRING);
+  t->source.created = g_strdup("");
+  t->model.name = g_strdup("");
+  t->device.name = g_strdup("");
+  t->device.world_size = 1;
+  return t;
+}
+
+void
+stw_trace_free(StwTrace *t)
+{
+  if (t == NULL)
+    return;
+  g_free(t->source.tool);
+  g_free(t->source.created);
+  g_free(t->model.name);
+  g_free(t->device.name);
+  g_array_unref(t->tensors);
+  g_array_unref(t->ops);
+  g_free(t);
+}
+
+guint32
+stw_trace_add_tensor(StwTrace *trace, const char *name, StwDtype dtype, const guint64 *shape,
+                     guint32 ndim)
+{
+  StwTensor t = { .name = g_strdup(name), .ndim = ndim, .dtype = dtype, .numel = 1 };
+  g_assert(ndim >= 1 && ndim <= STW_TRACE_MAX_DIMS);
+  for (guint32 i = 0; i < ndim; i++) {
+    t.shape[i] = shape[i];
+    t.numel *= shape[i];
+  }
+  t.aliases = g_ptr_array_new_with_free_func(g_free);
+  g_array_append_val(trace->tensors, t);
+  return trace->tensors->len - 1;
+}
+
+StwOp *
+stw_trace_add_op(StwTrace *trace, const char *name, StwStage stage, const guint32 *params,
+                 guint32 n_params, const guint32 *grads, guint32 n_grads)
+{
+  StwOp op = {
+    .name = g_strdup(name),
+    .stage = stage,
+    .params = g_memdup2(params, n_params * sizeof(guint32)),
+    .n_params = n_params,
+    .grads = g_memdup2(grads, n_grads * sizeof(guint32)),
+    .n_grads = n_grads,
+  };
+  g_array_append_val(trace->ops, op);
+  return &g_array_index(trace->ops, StwOp, trace->ops->len - 1);
+}
+
+/* ---- validation ------------------------------------------------------------------------ */
+
+static gboolean
+invalid(GError **error, const char *file, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static gboolean
+invalid(GError **error, const char *file, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, "%s: %s", file, msg);
+  g_free(msg);
+  return FALSE;
+}
+
+/* Checks a list of tensor ids: each exists, none twice. SEEN is scratch of n_tensors bytes,
+ * all zero on entry and on return. */
+static gboolean
+check_ids(const char *file, guint32 op_index, const char *what, const guint32 *ids, guint32 n,
+          guint32 n_tensors, guint8 *seen, GError **error)
+{
+  gboolean ok = TRUE;
+  guint32 i;
+  for (i = 0; i < n && ok; i++) {
+    if (ids[i] >= n_tensors)
+      ok = invalid(error, file,
+                   "$.ops[%u].%s[%u]: tensor id %u does not exist (the trace has %u tensors)",
+                   op_index, what, i, ids[i], n_tensors);
+    else if (seen[ids[i]])
+      ok = invalid(error, file, "$.ops[%u].%s[%u]: tensor id %u is listed twice", op_index,
+                   what, i, ids[i]);
+    else
+      seen[ids[i]] = 1;
+  }
+  for (guint32 j = 0; j < i; j++) {
+    if (ids[j] < n_tensors)
+      seen[ids[j]] = 0;
+  }
+  return ok;
+}
+
+gboolean
+stw_trace_validate(const StwTrace *t, const char *file, GError **error)
+{
+  guint32 n_tensors = t->tensors->len;
+  if (n_tensors > STW_TRACE_MAX_TENSORS)
+    return invalid(error, file, "$.tensors: more than %u tensors", STW_TRACE_MAX_TENSORS);
+  if (t->ops->len > STW_TRACE_MAX_OPS)
+    return invalid(error, file, "$.ops: more than %u ops", STW_TRACE_MAX_OPS);
+  if (t->ops->len == 0)
+    return invalid(error, file, "$.ops: a trace needs at least one op");
+  if (t->device.world_size < 1 || t->device.rank >= t->device.world_size)
+    return invalid(error, file, "$.device.rank: rank %u is not below world_size %u",
+                   t->device.rank, t->device.world_size);
+
+  g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint32 i = 0; i < n_tensors; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    guint64 product = 1;
+    if (x->name == NULL || x->name[0] == '\0')
+      return invalid(error, file, "$.tensors[%u].name: tensor names cannot be empty", i);
+    if (x->ndim < 1 || x->ndim > STW_TRACE_MAX_DIMS)
+      return invalid(error, file, "$.tensors[%u].shape: expected 1 to %d dimensions", i,
+                     STW_TRACE_MAX_DIMS);
+    for (guint32 k = 0; k < x->ndim; k++) {
+      if (x->shape[k] == 0 || product > STW_TRACE_MAX_NUMEL / x->shape[k])
+        return invalid(error, file,
+                       "$.tensors[%u].shape[%u]: dimensions must be positive and their "
+                       "product at most 2^48", i, k);
+      product *= x->shape[k];
+    }
+    if (product != x->numel)
+      return invalid(error, file,
+                     "$.tensors[%u].numel: %" G_GUINT64_FORMAT " does not match the shape's "
+                     "product %" G_GUINT64_FORMAT, i, x->numel, product);
+    guint n_aliases = x->aliases != NULL ? x->aliases->len : 0;
+    for (guint k = 0; k <= n_aliases; k++) {
+      const char *name = k == 0 ? x->name : x->aliases->pdata[k - 1];
+      if (!g_hash_table_add(names, (gpointer)name))
+        return invalid(error, file, "$.tensors[%u]: the name \"%s\" is used twice", i, name);
+    }
+  }
+
+  g_autofree guint8 *seen = g_malloc0(MAX(n_tensors, 1));
+  StwStage stage = STW_STAGE_FWD;
+  for (guint32 i = 0; i < t->ops->len; i++) {
+    const StwOp *op = stw_trace_op(t, i);
+    if (op->name == NULL || op->name[0] == '\0')
+      return invalid(error, file, "$.ops[%u].name: op names cannot be empty", i);
+    if (op->stage < stage)
+      return invalid(error, file,
+                     "$.ops[%u].stage: a %s op after %s ops (a trace holds one forward, one "
+                     "backward and one optimizer stage, in that order)", i,
+                     stw_stage_name(op->stage), stw_stage_name(stage));
+    stage = op->stage;
+    if (op->n_grads > 0 && op->stage != STW_STAGE_BWD)
+      return invalid(error, file, "$.ops[%u].grads: only bwd ops write gradients", i);
+    if (op->nonmodel_peak_bytes < op->nonmodel_bytes)
+      return invalid(error, file,
+                     "$.ops[%u].nonmodel_peak_bytes: %" G_GUINT64_FORMAT " is below "
+                     "nonmodel_bytes %" G_GUINT64_FORMAT, i, op->nonmodel_peak_bytes,
+                     op->nonmodel_bytes);
+    if (!check_ids(file, i, "params", op->params, op->n_params, n_tensors, seen, error) ||
+        !check_ids(file, i, "grads", op->grads, op->n_grads, n_tensors, seen, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+/* The trace as JSON; without SOURCE it is the canonical form that stw_trace_digest hashes. */
+static cJSON *
+trace_to_json(const StwTrace *t, gboolean with_source)
+{
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", STW_TRACE_FORMAT);
+  stw_json_add_u64(root, "version", STW_TRACE_VERSION);
+  if (with_source) {
+    cJSON *source = cJSON_AddObjectToObject(root, "source");
+    cJSON_AddStringToObject(source, "kind", stw_source_kind_name(t->source.kind));
+    cJSON_AddStringToObject(source, "tool", t->source.tool);
+    cJSON_AddStringToObject(source, "created", t->source.created);
+  }
+
+  cJSON *model = cJSON_AddObjectToObject(root, "model");
+  cJSON_AddStringToObject(model, "name", t->model.name);
+  if (t->model.has_config)
+    cJSON_AddItemToObject(model, "config", stw_model_config_to_json(&t->model.config, FALSE));
+  stw_json_add_u64(model, "batch", t->model.batch);
+  stw_json_add_u64(model, "seq", t->model.seq);
+  cJSON_AddBoolToObject(model, "checkpointing", t->model.checkpointing);
+  cJSON_AddStringToObject(model, "attention", stw_attention_name(t->model.attention));
+
+  cJSON *dev = cJSON_AddObjectToObject(root, "device");
+  cJSON_AddStringToObject(dev, "name", t->device.name);
+  stw_json_add_u64(dev, "memory_bytes", t->device.memory_bytes);
+  stw_json_add_u64(dev, "rank", t->device.rank);
+  stw_json_add_u64(dev, "world_size", t->device.world_size);
+
+  cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    cJSON *o = cJSON_CreateObject();
+    stw_json_add_u64(o, "id", i);
+    cJSON_AddStringToObject(o, "name", x->name);
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (guint32 k = 0; k < x->ndim; k++)
+      cJSON_AddItemToArray(shape, stw_json_u64(x->shape[k]));
+    stw_json_add_u64(o, "numel", x->numel);
+    cJSON_AddStringToObject(o, "dtype", stw_dtype_name(x->dtype));
+    if (x->aliases != NULL && x->aliases->len > 0) {
+      cJSON *a = cJSON_AddArrayToObject(o, "aliases");
+      for (guint k = 0; k < x->aliases->len; k++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(x->aliases->pdata[k]));
+    }
+    cJSON_AddItemToArray(tensors, o);
+  }
+
+  cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+  for (guint32 i = 0; i < t->ops->len; i++) {
+    const StwOp *op = stw_trace_op(t, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", op->name);
+    cJSON_AddStringToObject(o, "stage", stw_stage_name(op->stage));
+    cJSON_AddItemToObject(o, "params", stw_json_u64_array(op->params, op->n_params));
+    cJSON_AddItemToObject(o, "grads", stw_json_u64_array(op->grads, op->n_grads));
+    stw_json_add_u64(o, "nonmodel_bytes", op->nonmodel_bytes);
+    stw_json_add_u64(o, "nonmodel_peak_bytes", op->nonmodel_peak_bytes);
+    stw_json_add_u64(o, "duration_ns", op->duration_ns);
+    if (op->flops > 0)
+      stw_json_add_u64(o, "flops", op->flops);
+    cJSON_AddItemToArray(ops, o);
+  }
+  return root;
+}
+
+char *
+stw_trace_to_string(const StwTrace *t, GError **error)
+{
+  if (!stw_trace_validate(t, "(trace being written)", error))
+    return NULL;
+  cJSON *root = trace_to_json(t, TRUE);
+  char *text = stw_json_print_lines(root);
+  cJSON_Delete(root);
+  return text;
+}
+
+gboolean
+stw_trace_save(const StwTrace *t, const char *file, GError **error)
+{
+  g_autofree char *text = stw_trace_to_string(t, error);
+  if (text == NULL)
+    return FALSE;
+  return stw_file_write_atomic(file, text, strlen(text), error);
+}
+
+char *
+stw_trace_digest(const StwTrace *t)
+{
+  cJSON *root = trace_to_json(t, FALSE);
+  char *canonical = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  char *hex = g_compute_checksum_for_string(G_CHECKSUM_SHA256, canonical, -1);
+  cJSON_free(canonical);
+  return hex;
+}
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+static const char *const root_members[] = { "format", "version", "source", "model", "device",
+                                            "tensors", "ops", NULL };
+static const char *const source_members[] = { "kind", "tool", "created", NULL };
+static const char *const model_members[] = { "name", "config", "batch", "seq",
+                                             "checkpointing", "attention", NULL };
+static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
+                                              NULL };
+static const char *const tensor_members[] = { "id", "name", "shape", "numel", "dtype",
+                                              "aliases", NULL };
+static const char *const op_members[] = { "name", "stage", "params", "grads", "nonmodel_bytes",
+                                          "nonmodel_peak_bytes", "duration_ns", "flops", NULL };
+
+static gboolean
+read_source(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
+{
+  gsize saved = stw_json_push_key(r, "source");
+  const char *tool = "", *created = "";
+  int kind = 0;
+  gboolean ok = stw_json_check_object(r, obj, source_members, error) &&
+                stw_json_get_enum(r, obj, "kind", TRUE, source_kind_names, &kind, error) &&
+                stw_json_get_string(r, obj, "tool", FALSE, STW_TRACE_MAX_NAME, &tool, error) &&
+                stw_json_get_string(r, obj, "created", FALSE, 64, &created, error);
+  if (ok) {
+    t->source.kind = (StwSourceKind)kind;
+    g_free(t->source.tool);
+    t->source.tool = g_strdup(tool);
+    g_free(t->source.created);
+    t->source.created = g_strdup(created);
+  }
+  stw_json_pop(r, saved);
+  return ok;
+}
+
+static gboolean
+read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
+{
+  gsize saved = stw_json_push_key(r, "model");
+  const char *name = NULL;
+  const cJSON *config = NULL;
+  int attention = STW_ATTENTION_NAIVE;
+  gboolean ok =
+      stw_json_check_object(r, obj, model_members, error) &&
+      stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) &&
+      stw_json_get_object(r, obj, "config", FALSE, &config, error) &&
+      stw_json_get_u64(r, obj, "batch", FALSE, 0, G_MAXUINT32, &t->model.batch, error) &&
+      stw_json_get_u64(r, obj, "seq", FALSE, 0, STW_MODEL_MAX_SEQ, &t->model.seq, error) &&
+      stw_json_get_bool(r, obj, "checkpointing", FALSE, &t->model.checkpointing, error) &&
+      stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error);
+  if (ok && config != NULL) {
+    gsize s2 = stw_json_push_key(r, "config");
+    ok = stw_model_config_read(r, config, FALSE, &t->model.config, error);
+    t->model.has_config = ok;
+    stw_json_pop(r, s2);
+  }
+  if (ok) {
+    g_free(t->model.name);
+    t->model.name = g_strdup(name);
+    t->model.attention = (StwAttention)attention;
+  }
+  stw_json_pop(r, saved);
+  return ok;
+}
+
+static gboolean
+read_device(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
+{
+  gsize saved = stw_json_push_key(r, "device");
+  const char *name = NULL;
+  guint64 rank = 0, world = 1;
+  gboolean ok =
+      stw_json_check_object(r, obj, device_members, error) &&
+      stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) &&
+      stw_json_get_u64(r, obj, "memory_bytes", TRUE, 0, STW_JSON_INT_MAX,
+                       &t->device.memory_bytes, error) &&
+      stw_json_get_u64(r, obj, "world_size", FALSE, 1, 1u << 20, &world, error) &&
+      stw_json_get_u64(r, obj, "rank", FALSE, 0, 1u << 20, &rank, error);
+  if (ok && rank >= world)
+    ok = stw_json_fail_at(r, "rank", error, "rank %" G_GUINT64_FORMAT " is not below "
+                          "world_size %" G_GUINT64_FORMAT, rank, world);
+  if (ok) {
+    g_free(t->device.name);
+    t->device.name = g_strdup(name);
+    t->device.rank = (guint32)rank;
+    t->device.world_size = (guint32)world;
+  }
+  stw_json_pop(r, saved);
+  return ok;
+}
+
+static gboolean
+read_tensor(StwJsonReader *r, const cJSON *obj, guint32 index, StwTrace *t, GError **error)
+{
+  const char *name = NULL;
+  const cJSON *shape = NULL, *aliases = NULL;
+  guint64 id = 0, numel = 0, dims[STW_TRACE_MAX_DIMS];
+  guint32 ndim = 0;
+  int dtype = 0;
+  if (!stw_json_check_object(r, obj, tensor_members, error) ||
+      !stw_json_get_u64(r, obj, "id", TRUE, 0, STW_TRACE_MAX_TENSORS, &id, error) ||
+      !stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) ||
+      !stw_json_get_array(r, obj, "shape", TRUE, STW_TRACE_MAX_DIMS, &shape, error) ||
+      !stw_json_get_u64(r, obj, "numel", TRUE, 1, STW_TRACE_MAX_NUMEL, &numel, error) ||
+      !stw_json_get_enum(r, obj, "dtype", TRUE, stw_dtype_names, &dtype, error) ||
+      !stw_json_get_array(r, obj, "aliases", FALSE, 64, &aliases, error))
+    return FALSE;
+  if (id != index)
+    return stw_json_fail_at(r, "id", error, "expected %u: tensors are listed in id order",
+                            index);
+  gsize saved = stw_json_push_key(r, "shape");
+  for (const cJSON *d = shape->child; d != NULL; d = d->next, ndim++) {
+    gsize s2 = stw_json_push_index(r, ndim);
+    gboolean ok = stw_json_as_u64(r, d, 1, STW_TRACE_MAX_NUMEL, &dims[ndim], error);
+    stw_json_pop(r, s2);
+    if (!ok)
+      return FALSE;
+  }
+  if (ndim == 0)
+    return stw_json_fail(r, error, "expected at least one dimension");
+  stw_json_pop(r, saved);
+
+  guint32 tid = stw_trace_add_tensor(t, name, (StwDtype)dtype, dims, ndim);
+  StwTensor *x = &g_array_index(t->tensors, StwTensor, tid);
+  x->numel = numel; /* validation compares it with the shape, avoiding overflow */
+  if (aliases != NULL) {
+    saved = stw_json_push_key(r, "aliases");
+    guint k = 0;
+    for (const cJSON *a = aliases->child; a != NULL; a = a->next, k++) {
+      if (!cJSON_IsString(a) || strlen(a->valuestring) > STW_TRACE_MAX_NAME ||
+          a->valuestring[0] == '\0') {
+        gsize s2 = stw_json_push_index(r, k);
+        stw_json_fail(r, error, "expected a non-empty name");
+        stw_json_pop(r, s2);
+        return FALSE;
+      }
+      g_ptr_array_add(x->aliases, g_strdup(a->valuestring));
+    }
+    stw_json_pop(r, saved);
+  }
+  return TRUE;
+}
+
+static gboolean
+read_id_list(StwJsonReader *r, const cJSON *obj, const char *key, guint32 n_tensors,
+             guint32 **ids_out, guint32 *n_out, GError **error)
+{
+  const cJSON *arr = NULL;
+  if (!stw_json_get_array(r, obj, key, TRUE, STW_TRACE_MAX_OP_TENSORS, &arr, error))
+    return FALSE;
+  guint32 n = (guint32)cJSON_GetArraySize(arr);
+  guint32 *ids = g_new(guint32, MAX(n, 1));
+  gsize saved = stw_json_push_key(r, key);
+  guint32 k = 0;
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
+    guint64 v;
+    gsize s2 = stw_json_push_index(r, k);
+    if (!stw_json_as_u64(r, c, 0, G_MAXUINT32, &v, error)) {
+      g_free(ids);
+      return FALSE;
+    }
+    if (v >= n_tensors) {
+      stw_json_fail(r, error, "tensor id %" G_GUINT64_FORMAT " does not exist (the trace has "
+                    "%u tensors)", v, n_tensors);
+      g_free(ids);
+      return FALSE;
+    }
+    stw_json_pop(r, s2);
+    ids[k] = (guint32)v;
+  }
+  stw_json_pop(r, saved);
+  *ids_out = ids;
+  *n_out = n;
+  return TRUE;
+}
+
+static gboolean
+read_op(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
+{
+  const char *name = NULL;
+  int stage = 0;
+  if (!stw_json_check_object(r, obj, op_members, error) ||
+      !stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) ||
+      !stw_json_get_enum(r, obj, "stage", TRUE, stage_names, &stage, error))
+    return FALSE;
+  StwOp op = { .stage = (StwStage)stage };
+  if (!read_id_list(r, obj, "params", t->tensors->len, &op.params, &op.n_params, error))
+    return FALSE;
+  if (!read_id_list(r, obj, "grads", t->tensors->len, &op.grads, &op.n_grads, error)) {
+    g_free(op.params);
+    return FALSE;
+  }
+  op.name = g_strdup(name);
+  g_array_append_val(t->ops, op); /* owned by the trace from here on */
+  StwOp *o = &g_array_index(t->ops, StwOp, t->ops->len - 1);
+  if (!stw_json_get_u64(r, obj, "nonmodel_bytes", TRUE, 0, STW_JSON_INT_MAX,
+                        &o->nonmodel_bytes, error) ||
+      !stw_json_get_u64(r, obj, "nonmodel_peak_bytes", TRUE, 0, STW_JSON_INT_MAX,
+                        &o->nonmodel_peak_bytes, error) ||
+      !stw_json_get_u64(r, obj, "duration_ns", TRUE, 0, STW_JSON_INT_MAX, &o->duration_ns,
+                        error) ||
+      !stw_json_get_u64(r, obj, "flops", FALSE, 0, STW_JSON_INT_MAX, &o->flops, error))
+    return FALSE;
+  if (o->nonmodel_peak_bytes < o->nonmodel_bytes)
+    return stw_json_fail_at(r, "nonmodel_peak_bytes", error,
+                            "%" G_GUINT64_FORMAT " is below nonmodel_bytes %" G_GUINT64_FORMAT
+                            " (the peak during an op cannot be lower than at its start)",
+                            o->nonmodel_peak_bytes, o->nonmodel_bytes);
+  return TRUE;
+}
+
+static gboolean
+read_root(StwJsonReader *r, const cJSON *root, StwTrace *t, GError **error)
+{
+  const char *format = NULL;
+  guint64 version = 0;
+  const cJSON *source = NULL, *model = NULL, *device = NULL, *tensors = NULL, *ops = NULL;
+  if (!stw_json_check_object(r, root, root_members, error) ||
+      !stw_json_get_string(r, root, "format", TRUE, 64, &format, error))
+    return FALSE;
+  if (strcmp(format, STW_TRACE_FORMAT) != 0)
+    return stw_json_fail_at(r, "format", error, "expected \"%s\", found \"%s\"",
+                            STW_TRACE_FORMAT, format);
+  if (!stw_json_get_u64(r, root, "version", TRUE, 0, STW_JSON_INT_MAX, &version, error))
+    return FALSE;
+  if (version != STW_TRACE_VERSION)
+    return stw_json_fail_at(r, "version", error,
+                            "unsupported version %" G_GUINT64_FORMAT " (this stowage reads "
+                            "version %d)", version, STW_TRACE_VERSION);
+  if (!stw_json_get_object(r, root, "source", TRUE, &source, error) ||
+      !stw_json_get_object(r, root, "model", TRUE, &model, error) ||
+      !stw_json_get_object(r, root, "device", TRUE, &device, error) ||
+      !stw_json_get_array(r, root, "tensors", TRUE, STW_TRACE_MAX_TENSORS, &tensors, error) ||
+      !stw_json_get_array(r, root, "ops", TRUE, STW_TRACE_MAX_OPS, &ops, error) ||
+      !read_source(r, source, t, error) || !read_model(r, model, t, error) ||
+      !read_device(r, device, t, error))
+    return FALSE;
+
+  guint32 i = 0;
+  gsize saved = stw_json_push_key(r, "tensors");
+  for (const cJSON *c = tensors->child; c != NULL; c = c->next, i++) {
+    gsize s2 = stw_json_push_index(r, i);
+    if (!read_tensor(r, c, i, t, error))
+      return FALSE;
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  i = 0;
+  saved = stw_json_push_key(r, "ops");
+  for (const cJSON *c = ops->child; c != NULL; c = c->next, i++) {
+    gsize s2 = stw_json_push_index(r, i);
+    if (!read_op(r, c, t, error))
+      return FALSE;
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
+/* Builds and validates a trace from a parsed document; takes ROOT. */
+static StwTrace *
+trace_from_root(const char *file, cJSON *root, GError **error)
+{
+  StwTrace *t = stw_trace_new();
+  StwJsonReader r;
+  stw_json_reader_init(&r, file);
+  gboolean ok = read_root(&r, root, t, error) && stw_trace_validate(t, file, error);
+  stw_json_reader_clear(&r);
+  cJSON_Delete(root);
+  if (!ok) {
+    stw_trace_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+StwTrace *
+stw_trace_parse(const char *file, const char *text, gsize len, GError **error)
+{
+  cJSON *root = NULL;
+  if (!stw_json_parse_text(file, text, len, &root, error))
+    return NULL;
+  return trace_from_root(file, root, error);
+}
+
+StwTrace *
+stw_trace_load(const char *file, GError **error)
+{
+  cJSON *root = NULL;
+  if (!stw_json_parse_file(file, STW_TRACE_MAX_FILE_BYTES, &root, error))
+    return NULL;
+  return trace_from_root(file, root, error);
+}

@@ -1,0 +1,215 @@
+/* test-json.c — checked JSON reading with paths, exact writing, atomic files. */
+#include "config.h"
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "json.h"
+#include "testutil.h"
+
+static cJSON *
+parse(const char *text)
+{
+  cJSON *root = NULL;
+  GError *error = NULL;
+  g_assert_true(stw_json_parse_text("t.json", text, strlen(text), &root, &error));
+  g_assert_no_error(error);
+  return root;
+}
+
+static void
+test_syntax_errors(void)
+{
+  static const struct {
+    const char *text;
+    const char *needle;
+  } cases[] = {
+    { "{\"a\": 1,\n \"b\": }", "t.json: not valid JSON (line 2, column 7)" },
+    { "{\"a\": [1, 2", "the file ends too early" },
+    { "{} {}", "unexpected text after the JSON value" },
+    { "nul", "not valid JSON" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    cJSON *root = NULL;
+    GError *error = NULL;
+    g_assert_false(stw_json_parse_text("t.json", cases[i].text, strlen(cases[i].text), &root,
+                                       &error));
+    g_assert_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX);
+    stw_assert_error_contains(error, cases[i].needle);
+    g_assert_null(root);
+  }
+  /* deep nesting is refused by the parser, not by the stack */
+  GString *deep = g_string_new(NULL);
+  for (int i = 0; i < 100000; i++)
+    g_string_append_c(deep, '[');
+  cJSON *root = NULL;
+  GError *error = NULL;
+  g_assert_false(stw_json_parse_text("deep.json", deep->str, deep->len, &root, &error));
+  stw_assert_error_contains(error, "deep.json: not valid JSON");
+  g_string_free(deep, TRUE);
+}
+
+static void
+test_file_errors(void)
+{
+  cJSON *root = NULL;
+  GError *error = NULL;
+  g_assert_false(stw_json_parse_file("/nonexistent/x.json", 100, &root, &error));
+  g_assert_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO);
+  stw_assert_error_contains(error, "/nonexistent/x.json: cannot open");
+
+  g_autofree char *dir = g_dir_make_tmp("stw-json-XXXXXX", NULL);
+  g_autofree char *empty = g_build_filename(dir, "empty.json", NULL);
+  g_assert_true(g_file_set_contents(empty, "", 0, NULL));
+  g_assert_false(stw_json_parse_file(empty, 100, &root, &error));
+  stw_assert_error_contains(error, "the file is empty");
+
+  g_autofree char *big = g_build_filename(dir, "big.json", NULL);
+  g_assert_true(g_file_set_contents(big, "[1,2,3,4,5,6,7,8]", -1, NULL));
+  g_assert_false(stw_json_parse_file(big, 8, &root, &error));
+  stw_assert_error_contains(error, "more than the limit of 8 bytes");
+
+  g_assert_false(stw_json_parse_file(dir, 100, &root, &error));
+  stw_assert_error_contains(error, "not a regular file");
+  g_unlink(empty);
+  g_unlink(big);
+  g_rmdir(dir);
+}
+
+static void
+test_reader_paths(void)
+{
+  cJSON *root = parse("{\"ops\": [{\"n\": 1}, {\"n\": -2, \"s\": 5, \"x\": 1.5, \"b\": 1e300}]}");
+  StwJsonReader r;
+  stw_json_reader_init(&r, "t.json");
+  const cJSON *ops = NULL;
+  GError *error = NULL;
+  guint64 v = 0;
+  g_assert_true(stw_json_get_array(&r, root, "ops", TRUE, 10, &ops, &error));
+  gsize saved = stw_json_push_key(&r, "ops");
+  gsize s2 = stw_json_push_index(&r, 1);
+  const cJSON *op = cJSON_GetArrayItem(ops, 1);
+  g_assert_false(stw_json_get_u64(&r, op, "n", TRUE, 0, 100, &v, &error));
+  stw_assert_error_contains(error, "t.json: $.ops[1].n: -2 is out of range (expected 0 to 100)");
+  g_assert_false(stw_json_get_u64(&r, op, "x", TRUE, 0, 100, &v, &error));
+  stw_assert_error_contains(error, "$.ops[1].x: expected an integer, found 1.5");
+  g_assert_false(stw_json_get_u64(&r, op, "b", TRUE, 0, G_MAXUINT64, &v, &error));
+  stw_assert_error_contains(error, "$.ops[1].b: 1.0000000000000001e+300 is out of range");
+  g_assert_false(stw_json_get_string(&r, op, "s", TRUE, 10, NULL, &error));
+  stw_assert_error_contains(error, "$.ops[1].s: expected a string, found a number");
+  g_assert_false(stw_json_get_u64(&r, op, "missing", TRUE, 0, 1, &v, &error));
+  stw_assert_error_contains(error, "$.ops[1]: missing required member \"missing\"");
+  v = 77;
+  g_assert_true(stw_json_get_u64(&r, op, "missing", FALSE, 0, 1, &v, &error));
+  g_assert_cmpuint(v, ==, 77);
+  stw_json_pop(&r, s2);
+  stw_json_pop(&r, saved);
+  g_assert_cmpstr(r.path->str, ==, "$");
+  g_assert_false(stw_json_get_array(&r, root, "ops", TRUE, 1, &ops, &error));
+  stw_assert_error_contains(error, "$.ops: more than 1 elements");
+  stw_json_reader_clear(&r);
+  cJSON_Delete(root);
+}
+
+static void
+test_check_object(void)
+{
+  static const char *const allowed[] = { "a", "b", NULL };
+  StwJsonReader r;
+  stw_json_reader_init(&r, "t.json");
+  GError *error = NULL;
+  cJSON *ok = parse("{\"a\": 1}");
+  g_assert_true(stw_json_check_object(&r, ok, allowed, &error));
+  cJSON *unknown = parse("{\"a\": 1, \"c\": 2}");
+  g_assert_false(stw_json_check_object(&r, unknown, allowed, &error));
+  stw_assert_error_contains(error, "unknown member \"c\" (expected one of: a, b)");
+  cJSON *twice = parse("{\"a\": 1, \"b\": 2, \"a\": 3}");
+  g_assert_false(stw_json_check_object(&r, twice, allowed, &error));
+  stw_assert_error_contains(error, "member \"a\" appears twice");
+  cJSON *array = parse("[1]");
+  g_assert_false(stw_json_check_object(&r, array, allowed, &error));
+  stw_assert_error_contains(error, "t.json: $: expected an object, found an array");
+  static const char *const names[] = { "fwd", "bwd", NULL };
+  cJSON *e = parse("{\"stage\": \"up\"}");
+  int idx = -1;
+  g_assert_false(stw_json_get_enum(&r, e, "stage", TRUE, names, &idx, &error));
+  stw_assert_error_contains(error, "$.stage: \"up\" is not one of \"fwd\", \"bwd\"");
+  cJSON_Delete(ok);
+  cJSON_Delete(unknown);
+  cJSON_Delete(twice);
+  cJSON_Delete(array);
+  cJSON_Delete(e);
+  stw_json_reader_clear(&r);
+}
+
+static void
+test_exact_integers(void)
+{
+  cJSON *o = cJSON_CreateObject();
+  stw_json_add_u64(o, "max", STW_JSON_INT_MAX);
+  stw_json_add_u64(o, "big", G_GUINT64_CONSTANT(1000000000000000));
+  stw_json_add_double(o, "bw", 25e9);
+  stw_json_add_double(o, "eff", 0.6);
+  char *text = cJSON_PrintUnformatted(o);
+  g_assert_cmpstr(text, ==,
+                  "{\"max\":9007199254740992,\"big\":1000000000000000,\"bw\":2.5e+10,"
+                  "\"eff\":0.6}");
+  cJSON *back = parse(text);
+  StwJsonReader r;
+  stw_json_reader_init(&r, "t.json");
+  guint64 v = 0;
+  g_assert_true(stw_json_get_u64(&r, back, "max", TRUE, 0, G_MAXUINT64, &v, NULL));
+  g_assert_cmpuint(v, ==, STW_JSON_INT_MAX);
+  stw_json_reader_clear(&r);
+  cJSON_free(text);
+  cJSON_Delete(o);
+  cJSON_Delete(back);
+}
+
+static void
+test_print_lines(void)
+{
+  cJSON *o = parse("{\"a\": 1, \"list\": [{\"x\": 1}, {\"x\": 2}], \"empty\": []}");
+  g_autofree char *text = stw_json_print_lines(o);
+  g_assert_cmpstr(text, ==,
+                  "{\n  \"a\": 1,\n  \"list\": [\n    {\"x\":1},\n    {\"x\":2}\n  ],\n"
+                  "  \"empty\": []\n}\n");
+  cJSON_Delete(o);
+}
+
+static void
+test_atomic_write(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stw-json-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "out.json", NULL);
+  GError *error = NULL;
+  g_assert_true(stw_file_write_atomic(file, "old", 3, &error));
+  g_autofree char *missing = g_build_filename(dir, "no-such-dir", "out.json", NULL);
+  g_assert_false(stw_file_write_atomic(missing, "new", 3, &error));
+  g_assert_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO);
+  stw_assert_error_contains(error, "cannot write");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "old");
+  /* nothing but the file itself is left in the directory */
+  GDir *d = g_dir_open(dir, 0, NULL);
+  g_assert_cmpstr(g_dir_read_name(d), ==, "out.json");
+  g_assert_null(g_dir_read_name(d));
+  g_dir_close(d);
+  g_unlink(file);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/json/syntax-errors", test_syntax_errors);
+  g_test_add_func("/json/file-errors", test_file_errors);
+  g_test_add_func("/json/reader-paths", test_reader_paths);
+  g_test_add_func("/json/check-object", test_check_object);
+  g_test_add_func("/json/exact-integers", test_exact_integers);
+  g_test_add_func("/json/print-lines", test_print_lines);
+  g_test_add_func("/json/atomic-write", test_atomic_write);
+  return g_test_run();
+}

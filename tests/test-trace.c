@@ -1,0 +1,215 @@
+/* test-trace.c — the trace model: reading, validation of hostile input, round trips, digests. */
+#include "config.h"
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "testutil.h"
+#include "trace.h"
+
+/* The canonical digest of tests/fixtures/traces/mini.json. Plans carry trace digests, so a
+ * change here breaks every plan ever written: change the canonical form only with a new
+ * format version. The value was reproduced independently with the Python snippet in
+ * docs/trace-format.md. */
+#define MINI_DIGEST "4de2ba5a5d2f5443a88fa5eaa7ab3a00d35096b0b8840d8c844c608f27230447"
+
+static StwTrace *
+load_fixture(const char *name, GError **error)
+{
+  g_autofree char *path = stw_test_fixture(name);
+  return stw_trace_load(path, error);
+}
+
+static void
+test_load_mini(void)
+{
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = load_fixture("traces/mini.json", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(t->tensors->len, ==, 2);
+  g_assert_cmpuint(t->ops->len, ==, 4);
+  g_assert_cmpstr(t->model.name, ==, "mini");
+  g_assert_false(t->model.has_config);
+  g_assert_cmpuint(t->model.batch, ==, 1);
+  g_assert_cmpuint(t->device.memory_bytes, ==, 1073741824);
+  g_assert_cmpuint(t->device.world_size, ==, 1);
+  const StwOp *bwd = stw_trace_op(t, 1);
+  g_assert_cmpint(bwd->stage, ==, STW_STAGE_BWD);
+  g_assert_cmpuint(bwd->n_grads, ==, 2);
+  g_assert_cmpuint(bwd->grads[1], ==, 1);
+  g_assert_cmpuint(bwd->nonmodel_peak_bytes, ==, 192);
+  g_assert_cmpuint(stw_trace_op(t, 0)->flops, ==, 128);
+  g_assert_cmpuint(stw_trace_op(t, 1)->flops, ==, 0);
+  g_assert_cmpuint(stw_tensor_bytes(stw_trace_tensor(t, 0)), ==, 32);
+  g_assert_cmpstr(t->source.tool, ==, "hand-written");
+}
+
+static void
+test_digest_canonical(void)
+{
+  g_autoptr(StwTrace) a = load_fixture("traces/mini.json", NULL);
+  g_autoptr(StwTrace) b = load_fixture("traces/mini-reordered.json", NULL);
+  g_assert_nonnull(a);
+  g_assert_nonnull(b);
+  g_autofree char *da = stw_trace_digest(a);
+  g_autofree char *db = stw_trace_digest(b);
+  g_assert_cmpuint(strlen(da), ==, 64);
+  g_assert_cmpstr(da, ==, db);  /* key order, spacing and source do not matter */
+  g_test_message("mini digest %s", da);
+  g_assert_cmpstr(da, ==, MINI_DIGEST);
+  /* a change of any planning-relevant value does */
+  g_array_index(b->ops, StwOp, 0).nonmodel_peak_bytes++;
+  g_autofree char *dc = stw_trace_digest(b);
+  g_assert_cmpstr(da, !=, dc);
+}
+
+static void
+test_roundtrip(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 2, 64, TRUE);
+  GError *error = NULL;
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_autoptr(StwTrace) back = stw_trace_parse("mem.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_autofree char *d1 = stw_trace_digest(t);
+  g_autofree char *d2 = stw_trace_digest(back);
+  g_assert_cmpstr(d1, ==, d2);
+  g_autofree char *again = stw_trace_to_string(back, &error);
+  g_assert_cmpstr(text, ==, again);  /* writing is a fixed point */
+  g_assert_true(back->model.has_config);
+  g_assert_cmpuint(back->model.config.hidden, ==, 768);
+  g_assert_true(back->model.checkpointing);
+  const StwTensor *wte = stw_trace_tensor(back, 0);
+  g_assert_cmpuint(wte->aliases->len, ==, 1);
+  g_assert_cmpstr(wte->aliases->pdata[0], ==, "lm_head.weight");
+}
+
+static void
+test_save_atomic(void)
+{
+  g_autoptr(StwTrace) t = load_fixture("traces/mini.json", NULL);
+  g_autofree char *dir = g_dir_make_tmp("stw-trace-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "t.json", NULL);
+  GError *error = NULL;
+  g_assert_true(stw_trace_save(t, file, &error));
+  g_autoptr(StwTrace) back = stw_trace_load(file, &error);
+  g_assert_no_error(error);
+  /* an invalid trace is refused before anything is written */
+  g_array_index(t->ops, StwOp, 0).nonmodel_peak_bytes = 0;
+  g_assert_false(stw_trace_save(t, file, &error));
+  stw_assert_error_contains(error, "$.ops[0].nonmodel_peak_bytes: 0 is below nonmodel_bytes 64");
+  g_autoptr(StwTrace) still = stw_trace_load(file, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(stw_trace_op(still, 0)->nonmodel_peak_bytes, ==, 128);
+  g_unlink(file);
+  g_rmdir(dir);
+}
+
+static void
+test_bad_files(void)
+{
+  static const struct {
+    const char *file;
+    const char *needle;
+  } cases[] = {
+    { "bad-truncated.json", "not valid JSON (line 48, column 19, the file ends too early)" },
+    { "bad-not-json.json", "not valid JSON (line 1, column 1)" },
+    { "bad-empty.json", "the file is empty" },
+    { "bad-top-array.json", "$: expected an object, found an array" },
+    { "bad-format.json", "$.format: expected \"stowage-trace\", found \"stowage-plan\"" },
+    { "bad-version.json", "$.version: unsupported version 2 (this stowage reads version 1)" },
+    { "bad-missing-ops.json", "$: missing required member \"ops\"" },
+    { "bad-ops-type.json", "$.ops: expected an array, found an object" },
+    { "bad-unknown-tensor.json", "$.ops[1].params[1]: tensor id 7 does not exist (the trace has 2 tensors)" },
+    { "bad-negative.json", "$.ops[0].nonmodel_bytes: -5 is out of range" },
+    { "bad-overflow.json", "$.ops[0].nonmodel_peak_bytes: 1.0000000000000001e+300 is out of range (expected 0 to 9007199254740992)" },
+    { "bad-fraction.json", "$.ops[0].duration_ns: expected an integer, found 1.5" },
+    { "bad-string-number.json", "$.model.batch: expected an integer, found a string" },
+    { "bad-peak-below-start.json", "$.ops[1].nonmodel_peak_bytes: 100 is below nonmodel_bytes 128" },
+    { "bad-numel.json", "$.tensors[0].numel: 17 does not match the shape's product 16" },
+    { "bad-huge-numel.json", "$.tensors[0].numel: 1.152921504606847e+18 is out of range" },
+    { "bad-zero-dim.json", "$.tensors[1].shape[0]: 0 is out of range" },
+    { "bad-too-many-dims.json", "$.tensors[1].shape: more than 8 elements" },
+    { "bad-duplicate-name.json", "$.tensors[1]: the name \"fc.weight\" is used twice" },
+    { "bad-tensor-id.json", "$.tensors[1].id: expected 1: tensors are listed in id order" },
+    { "bad-repeated-param.json", "$.ops[0].params[1]: tensor id 1 is listed twice" },
+    { "bad-stage-order.json", "$.ops[4].stage: a fwd op after optim ops" },
+    { "bad-grads-in-fwd.json", "$.ops[0].grads: only bwd ops write gradients" },
+    { "bad-stage-name.json", "$.ops[0].stage: \"sideways\" is not one of \"fwd\", \"bwd\", \"optim\"" },
+    { "bad-unknown-member.json", "$.ops[0]: unknown member \"nonmodel_byts\"" },
+    { "bad-dtype.json", "$.tensors[0].dtype: \"fp8\" is not one of \"fp32\", \"fp16\", \"bf16\"" },
+    { "bad-rank.json", "$.device.rank: rank 2 is not below world_size 2" },
+    { "bad-no-ops.json", "$.ops: a trace needs at least one op" },
+    { "bad-source-kind.json", "$.source.kind: \"guess\" is not one of" },
+    { "bad-model-config.json", "$.model.config: invalid model: heads must divide hidden" },
+    { "bad-duplicate-key.json", "$: member \"version\" appears twice" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *name = g_strconcat("traces/", cases[i].file, NULL);
+    g_autofree char *path = stw_test_fixture(name);
+    GError *error = NULL;
+    g_test_message("%s", cases[i].file);
+    StwTrace *t = stw_trace_load(path, &error);
+    g_assert_null(t);
+    g_assert_nonnull(error);
+    /* every message starts with the file it is about */
+    g_assert_true(g_str_has_prefix(error->message, path));
+    stw_assert_error_contains(error, cases[i].needle);
+  }
+}
+
+/* Counts beyond the limits are refused before anything is allocated for them. */
+static void
+test_absurd_counts(void)
+{
+  GString *s = g_string_new("{\"format\":\"stowage-trace\",\"version\":1,"
+                            "\"source\":{\"kind\":\"runtime\"},\"model\":{\"name\":\"m\"},"
+                            "\"device\":{\"name\":\"d\",\"memory_bytes\":1},"
+                            "\"tensors\":[{\"id\":0,\"name\":\"w\",\"shape\":[1],\"numel\":1,"
+                            "\"dtype\":\"fp32\"}],\"ops\":[{\"name\":\"o\",\"stage\":\"fwd\","
+                            "\"grads\":[],\"nonmodel_bytes\":0,\"nonmodel_peak_bytes\":0,"
+                            "\"duration_ns\":0,\"params\":[");
+  for (guint i = 0; i <= STW_TRACE_MAX_OP_TENSORS; i++)
+    g_string_append(s, i ? ",0" : "0");
+  g_string_append(s, "]}]}");
+  GError *error = NULL;
+  StwTrace *t = stw_trace_parse("many.json", s->str, s->len, &error);
+  g_assert_null(t);
+  stw_assert_error_contains(error, "many.json: $.ops[0].params: more than 65536 elements");
+  g_string_free(s, TRUE);
+}
+
+static void
+test_validate_built(void)
+{
+  g_autoptr(StwTrace) t = stw_trace_new();
+  guint64 shape[] = { 3, 5 };
+  guint32 w = stw_trace_add_tensor(t, "w", STW_DTYPE_BF16, shape, 2);
+  g_assert_cmpuint(stw_trace_tensor(t, w)->numel, ==, 15);
+  GError *error = NULL;
+  g_assert_false(stw_trace_validate(t, "built", &error));
+  stw_assert_error_contains(error, "built: $.ops: a trace needs at least one op");
+  stw_trace_add_op(t, "f", STW_STAGE_FWD, &w, 1, NULL, 0);
+  g_assert_true(stw_trace_validate(t, "built", &error));
+  stw_trace_add_op(t, "b", STW_STAGE_BWD, &w, 1, &w, 1);
+  g_assert_true(stw_trace_validate(t, "built", &error));
+  t->device.world_size = 4;
+  t->device.rank = 4;
+  g_assert_false(stw_trace_validate(t, "built", &error));
+  stw_assert_error_contains(error, "rank 4 is not below world_size 4");
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/trace/load-mini", test_load_mini);
+  g_test_add_func("/trace/digest-canonical", test_digest_canonical);
+  g_test_add_func("/trace/roundtrip", test_roundtrip);
+  g_test_add_func("/trace/save-atomic", test_save_atomic);
+  g_test_add_func("/trace/bad-files", test_bad_files);
+  g_test_add_func("/trace/absurd-counts", test_absurd_counts);
+  g_test_add_func("/trace/validate-built", test_validate_built);
+  return g_test_run();
+}

@@ -1,0 +1,45 @@
+/* testutil.h — helpers shared by the unit tests. */
+#ifndef STW_TESTUTIL_H
+#define STW_TESTUTIL_H
+
+#include <string.h>
+
+#include <glib.h>
+
+#include "hardware.h"
+#include "synth.h"
+#include "trace.h"
+
+/* Asserts that ERROR is set and its message contains NEEDLE, then clears it. */
+#define stw_assert_error_contains(error, needle)                                          \
+  G_STMT_START {                                                                            \
+    g_assert_nonnull(error);                                                                \
+    if (strstr((error)->message, (needle)) == NULL)                                         \
+      g_error("error message \"%s\" does not contain \"%s\"", (error)->message, (needle)); \
+    g_clear_error(&(error));                                                                \
+  } G_STMT_END
+
+/* A synthesized trace of a zoo model on the default hardware profile. */
+static inline StwTrace *
+stw_test_synth(const char *model, guint64 batch, guint64 seq, gboolean checkpointing)
+{
+  StwModelConfig cfg;
+  StwHardware hw;
+  GError *error = NULL;
+  g_assert_true(stw_zoo_lookup(model, &cfg, &error));
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, &error));
+  StwSynthOptions opt = { .batch = batch, .seq = seq, .dtype = STW_DTYPE_BF16,
+                          .checkpointing = checkpointing };
+  StwTrace *t = stw_synth_trace(&cfg, &opt, &hw, &error);
+  g_assert_no_error(error);
+  return t;
+}
+
+/* A path under tests/fixtures. Free with g_free. */
+static inline char *
+stw_test_fixture(const char *name)
+{
+  return g_test_build_filename(G_TEST_DIST, "fixtures", name, NULL);
+}
+
+#endif
