@@ -1,0 +1,16 @@
+#!/bin/sh
+# bench/run.sh BUILDDIR — runs every benchmark and writes bench/results/*.txt beside this script.
+# The figures are wall times on whatever machine runs it; the results files say which.
+set -e
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$here/..}
+out=$here/results
+mkdir -p "$out"
+machine="$(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+
+{
+  echo "# bench-trace: load+validate, digest and synthesize the largest bundled trace"
+  echo "# machine: $machine; $(date -u +%Y-%m-%d)"
+  "$build/bench/bench-trace" "$(cd "$here/.." && pwd)/traces/gpt3-175b-b8-s2048.json" 20
+} > "$out/trace.txt"
+cat "$out/trace.txt"

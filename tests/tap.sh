@@ -1,0 +1,46 @@
+# tap.sh — a tiny TAP producer for the shell tests. Source it, then call the checks; finish with
+# tap_done. Every check prints "ok N - what" or "not ok N - what" with the evidence.
+tap_n=0
+tap_failed=0
+TAP_TMP=$(mktemp -d "${TMPDIR:-/tmp}/stw-test.XXXXXX")
+trap 'rm -rf "$TAP_TMP"' EXIT
+
+tap_result() { # STATUS DESCRIPTION [EVIDENCE...]
+  tap_n=$((tap_n + 1))
+  if [ "$1" = 0 ]; then
+    echo "ok $tap_n - $2"
+  else
+    tap_failed=$((tap_failed + 1))
+    echo "not ok $tap_n - $2"
+    shift 2
+    for line in "$@"; do printf '# %s\n' "$line"; done
+  fi
+}
+
+# expect STATUS NEEDLE DESCRIPTION -- COMMAND...: runs COMMAND, checks its exit status and that
+# its stdout+stderr contains NEEDLE (empty NEEDLE: anything).
+expect() {
+  want=$1 needle=$2 what=$3
+  shift 4
+  out=$("$@" 2>&1)
+  got=$?
+  if [ "$got" != "$want" ]; then
+    tap_result 1 "$what" "exit status $got, expected $want" "output: $(printf %s "$out" | head -c 600)"
+  elif [ -n "$needle" ] && ! printf '%s' "$out" | grep -qF -- "$needle"; then
+    tap_result 1 "$what" "output lacks: $needle" "output: $(printf %s "$out" | head -c 600)"
+  else
+    tap_result 0 "$what"
+  fi
+}
+
+# check DESCRIPTION -- COMMAND...: passes when COMMAND exits 0.
+check() {
+  what=$1
+  shift 2
+  if out=$("$@" 2>&1); then tap_result 0 "$what"; else tap_result 1 "$what" "$out"; fi
+}
+
+tap_done() {
+  echo "1..$tap_n"
+  [ "$tap_failed" = 0 ]
+}

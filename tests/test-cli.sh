@@ -1,0 +1,70 @@
+#!/bin/sh
+# test-cli.sh — the stowage command line: exit statuses, messages, outputs.
+. "$STW_SRCDIR/tests/tap.sh"
+S=$STOWAGE
+F=$STW_SRCDIR/tests/fixtures
+T=$TAP_TMP
+
+# usage
+expect 2 "Usage: stowage COMMAND" "no command is a usage error" -- $S
+expect 2 "unknown command 'plan-all'" "unknown command" -- $S plan-all
+expect 0 "synth" "help lists the commands" -- $S --help
+expect 0 "stowage 0.1.0" "version" -- $S --version
+expect 0 "Example: stowage synth" "synth --help shows an example" -- $S synth --help
+expect 2 "Unknown option --frobnicate" "unknown option" -- $S synth --frobnicate
+
+# models
+expect 0 "124,439,808" "models lists gpt2 with its exact count" -- $S models
+expect 0 "8,030,261,248" "models lists llama3-8b with its exact count" -- $S models --family llama
+expect 0 '"params":	109482240' "models --json" -- $S models --json --family bert
+expect 2 "unknown family 'rnn'" "unknown family" -- $S models --family rnn
+
+# hardware
+expect 0 "V100-32GB-PCIe3" "hardware lists the shipped profiles" -- $S hardware
+expect 0 "my-gpu" "hardware checks a profile file" -- $S hardware "$F/hw/my-gpu.json"
+expect 1 "bad-curve-order.json: \$.pcie.pinned[2].bytes" "a bad profile file fails with its path" -- $S hardware "$F/hw/bad-curve-order.json"
+expect 2 "unknown hardware profile 'TPU'" "an unknown profile name is a usage error" -- $S hardware TPU
+
+# synth: bad input
+expect 2 "--model is required" "synth without --model" -- $S synth -o "$T/x.json"
+expect 2 "--output FILE is required" "synth without --output" -- $S synth --model gpt2
+expect 2 "unknown model 'gpt5': expected a model config file (.json) or one of: gpt2, gpt2-medium" \
+  "unknown model lists the zoo" -- $S synth --model gpt5 -o "$T/x.json"
+expect 2 "--batch: '0' is not valid: expected a whole number from 1 to 65536" "batch 0" -- $S synth --model gpt2 --batch 0 -o "$T/x.json"
+expect 2 "--batch: 'eight' is not valid" "batch not a number" -- $S synth --model gpt2 --batch eight -o "$T/x.json"
+expect 2 "--seq: '2048' is not valid: expected a whole number from 1 to 1024" "seq beyond the model" -- $S synth --model gpt2 --seq 2048 -o "$T/x.json"
+expect 2 "--dtype: 'fp8' is not one of bf16, fp16, fp32" "unknown dtype" -- $S synth --model gpt2 --dtype fp8 -o "$T/x.json"
+expect 2 "--attention: 'sparse' is not one of naive, flash" "unknown attention" -- $S synth --model gpt2 --attention sparse -o "$T/x.json"
+expect 2 "--memory: '40X' is not a size: expected a number of bytes" "bad size lists the units" -- $S synth --model gpt2 --memory 40X -o "$T/x.json"
+expect 2 "--memory: '-4GiB' is not a size: sizes cannot be negative" "negative size" -- $S synth --model gpt2 --memory -4GiB -o "$T/x.json"
+expect 2 "V100-32GB-PCIe3 has no bf16 compute" "dtype the hardware lacks" -- $S synth --model gpt2 --hw V100-32GB-PCIe3 -o "$T/x.json"
+expect 1 "bad-heads.json: \$: invalid model: heads must divide hidden" "a bad model file fails with its path" -- $S synth --model "$F/models/bad-heads.json" -o "$T/x.json"
+test ! -e "$T/x.json"; tap_result $? "failed synths wrote nothing"
+
+# synth: output is never half-written
+echo "precious" > "$T/keep.json"
+expect 2 "" "a failing synth ..." -- $S synth --model gpt2 --batch 0 -o "$T/keep.json"
+grep -q precious "$T/keep.json"; tap_result $? "... leaves an existing output untouched"
+expect 1 "cannot write" "an unwritable output fails" -- $S synth --model gpt2 -o "$T/no/such/dir/x.json"
+
+# synth and inspect: the real thing
+expect 0 "wrote $T/g.json: gpt2 (124,439,808 parameters), 148 tensors, 348 ops" "synth gpt2" -- \
+  $S synth --model gpt2 --batch 8 --seq 1024 -o "$T/g.json"
+expect 0 "parameters  124,439,808 in 148 tensors" "inspect counts parameters" -- $S inspect "$T/g.json"
+expect 0 "peak non-model memory  7.59 GiB at op 100 loss.bwd (bwd)" "inspect finds the peak" -- $S inspect "$T/g.json"
+expect 0 "total         1.62 GiB             14" "inspect sums model data" -- $S inspect "$T/g.json"
+expect 0 '"total":	1742157312' "inspect --json" -- $S inspect --json "$T/g.json"
+expect 0 "tiny-gpt" "synth from a model config file" -- $S synth --model "$F/models/tiny-gpt.json" --seq 64 -o "$T/tiny.json"
+expect 0 '"format": "stowage-trace"' "synth to stdout" -- $S synth --model gpt2 --seq 16 -o -
+expect 0 "80.00 GiB" "the profile's memory is recorded" -- $S inspect "$T/g.json"
+$S synth --model gpt2 --seq 16 --memory 40GiB -o "$T/m.json" 2>/dev/null
+expect 0 "A100-80GB-PCIe4, 40.00 GiB" "--memory overrides it" -- $S inspect "$T/m.json"
+
+# inspect: bad input
+expect 1 "$T/none.json: cannot open" "inspect a missing file" -- $S inspect "$T/none.json"
+expect 1 "bad-unknown-tensor.json: \$.ops[1].params[1]: tensor id 7 does not exist" "inspect an inconsistent trace" -- $S inspect "$F/traces/bad-unknown-tensor.json"
+expect 1 "bad-truncated.json: not valid JSON" "inspect a truncated trace" -- $S inspect "$F/traces/bad-truncated.json"
+expect 2 "expected one trace file" "inspect without a file" -- $S inspect
+expect 2 "--top: '-1' is not valid" "inspect --top -1" -- $S inspect --top -1 "$T/g.json"
+
+tap_done

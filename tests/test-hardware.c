@@ -1,1 +1,98 @@
-int main(void){return 0;}
+/* test-hardware.c — shipped and user hardware profiles. */
+#include "config.h"
+
+#include <glib.h>
+
+#include "hardware.h"
+#include "testutil.h"
+#include "units.h"
+
+static void
+test_shipped(void)
+{
+  g_auto(GStrv) names = stw_hardware_names();
+  g_assert_cmpuint(g_strv_length(names), ==, 5);
+  g_assert_cmpstr(names[0], ==, "A100-80GB-PCIe4");
+  g_assert_cmpstr(names[4], ==, "V100-32GB-PCIe3");
+  for (char **n = names; *n != NULL; n++) {
+    StwHardware hw;
+    GError *error = NULL;
+    g_assert_true(stw_hardware_lookup(*n, &hw, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(hw.name, ==, *n);
+    g_assert_cmpuint(hw.n_pinned, >=, 2);
+    g_assert_cmpfloat(hw.flops_per_s[STW_DTYPE_FP16], >, hw.flops_per_s[STW_DTYPE_FP32]);
+  }
+  StwHardware a100;
+  g_assert_true(stw_hardware_lookup("a100-80gb-pcie4", &a100, NULL));
+  g_assert_cmpuint(a100.gpu_memory_bytes, ==, 80 * STW_GiB);
+  g_assert_cmpfloat(a100.flops_per_s[STW_DTYPE_BF16], ==, 312e12);
+  g_assert_cmpuint(a100.pcie_generation, ==, 4);
+  StwHardware v100;
+  g_assert_true(stw_hardware_lookup("V100-32GB-PCIe3", &v100, NULL));
+  g_assert_cmpfloat(v100.flops_per_s[STW_DTYPE_BF16], ==, 0); /* Volta has no bf16 */
+}
+
+static void
+test_unknown(void)
+{
+  StwHardware hw;
+  GError *error = NULL;
+  g_assert_false(stw_hardware_lookup("TPU-v5", &hw, &error));
+  g_assert_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN);
+  stw_assert_error_contains(error, "unknown hardware profile 'TPU-v5': expected a profile file "
+                                   "(.json) or one of: A100-80GB-PCIe4, H100-80GB-PCIe5");
+}
+
+static void
+test_files(void)
+{
+  StwHardware hw;
+  GError *error = NULL;
+  g_autofree char *good = stw_test_fixture("hw/my-gpu.json");
+  g_assert_true(stw_hardware_lookup(good, &hw, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(hw.name, ==, "my-gpu");
+  static const struct {
+    const char *file;
+    const char *needle;
+  } bad[] = {
+    { "hw/bad-curve-order.json", "$.pcie.pinned[2].bytes: points must be in ascending order" },
+    { "hw/bad-missing-gpu.json", "$: missing required member \"gpu\"" },
+    { "hw/bad-efficiency.json", "$.gpu.matmul_efficiency: 1.5 is out of range (expected 0.01 to 1)" },
+    { "hw/bad-flops-dtype.json", "$.gpu.flops_per_s: unknown member \"fp64\"" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *path = stw_test_fixture(bad[i].file);
+    g_assert_false(stw_hardware_lookup(path, &hw, &error));
+    g_assert_true(g_str_has_prefix(error->message, path));
+    stw_assert_error_contains(error, bad[i].needle);
+  }
+}
+
+static void
+test_bandwidth_curve(void)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+  /* at and beyond the points, the points themselves */
+  g_assert_cmpfloat(stw_hardware_pcie_bandwidth(&hw, 1, TRUE), ==, hw.pinned[0].bytes_per_s);
+  g_assert_cmpfloat(stw_hardware_pcie_bandwidth(&hw, 64 * STW_KiB, TRUE), ==, 10e9);
+  g_assert_cmpfloat(stw_hardware_pcie_bandwidth(&hw, STW_GiB, TRUE), ==, 25e9);
+  g_assert_cmpfloat(stw_hardware_pcie_bandwidth(&hw, 256 * STW_MiB, FALSE), ==, 12e9);
+  /* 256 KiB is halfway between 64 KiB and 1 MiB in log size */
+  double mid = stw_hardware_pcie_bandwidth(&hw, 256 * STW_KiB, TRUE);
+  g_assert_cmpfloat_with_epsilon(mid, (hw.pinned[0].bytes_per_s + hw.pinned[1].bytes_per_s) / 2,
+                                 1.0);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/hardware/shipped", test_shipped);
+  g_test_add_func("/hardware/unknown", test_unknown);
+  g_test_add_func("/hardware/files", test_files);
+  g_test_add_func("/hardware/bandwidth-curve", test_bandwidth_curve);
+  return g_test_run();
+}

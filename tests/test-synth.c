@@ -1,1 +1,241 @@
-int main(void){return 0;}
+/* test-synth.c — synthesized traces: op structure, exact activation bytes, modelled times. */
+#include "config.h"
+
+#include <math.h>
+
+#include <glib.h>
+
+#include "synth.h"
+#include "testutil.h"
+
+static const StwOp *
+find_op(const StwTrace *t, const char *name)
+{
+  for (guint i = 0; i < t->ops->len; i++) {
+    if (g_str_equal(stw_trace_op(t, i)->name, name))
+      return stw_trace_op(t, i);
+  }
+  g_error("no op %s", name);
+  return NULL;
+}
+
+static StwTrace *
+synth_tiny(gboolean checkpointing, StwAttention attention)
+{
+  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
+                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
+                         .tied = TRUE };
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
+                          .checkpointing = checkpointing, .attention = attention };
+  GError *error = NULL;
+  StwTrace *t = stw_synth_trace(&cfg, &opt, &hw, &error);
+  g_assert_no_error(error);
+  return t;
+}
+
+/* The activation bytes of a 1-layer GPT (T = 6 tokens, d = 4, ffn 16, vocab 10, 2 heads, fp32),
+ * worked out by hand from docs/synth.md: io = 2*T*8 = 96, one hidden state T*d*4 = 96 bytes,
+ * LayerNorm statistics T*8 = 48, qkv 288, scores B*a*S*S*4 = 144, MLP 384, logits 240. */
+static void
+test_tiny_exact_bytes(void)
+{
+  g_autoptr(StwTrace) t = synth_tiny(FALSE, STW_ATTENTION_NAIVE);
+  static const struct {
+    const char *op;
+    guint64 start, peak;
+  } expect[] = {
+    { "embed", 96, 192 },
+    { "h0.ln_1", 192, 336 },
+    { "h0.attn.qkv", 336, 624 },
+    { "h0.attn.core", 624, 1008 },  /* + output 96 + scores 144 + softmax kept 144 */
+    { "h0.attn.proj", 864, 960 },   /* the raw scores are gone */
+    { "h0.ln_2", 960, 1104 },
+    { "h0.mlp.fc", 1104, 1488 },
+    { "h0.mlp.gelu", 1488, 1872 },
+    { "h0.mlp.proj", 1872, 1968 },
+    { "ln_f", 1968, 2112 },
+    { "lm_head", 2112, 2352 },
+    { "loss", 2352, 2620 },         /* + fp32 softmax 240 + log-sum-exp 24 + the loss 4 */
+    { "loss.bwd", 2380, 2860 },     /* + grad of logits 240 + fp32 softmax 240 */
+    { "lm_head.bwd", 2352, 2448 },
+    { "h0.mlp.proj.bwd", 1968, 2352 }, /* its grad-out stays for the residual path */
+    { "h0.mlp.gelu.bwd", 1968, 2352 },
+    { "h0.mlp.fc.bwd", 1584, 1680 },
+    { "h0.ln_2.bwd", 1200, 1296 },  /* then frees the kept residual gradient too */
+    { "h0.attn.proj.bwd", 960, 1056 },
+    { "embed.bwd", 192, 192 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(expect); i++) {
+    const StwOp *op = find_op(t, expect[i].op);
+    g_test_message("%s", expect[i].op);
+    g_assert_cmpuint(op->nonmodel_bytes, ==, expect[i].start);
+    g_assert_cmpuint(op->nonmodel_peak_bytes, ==, expect[i].peak);
+  }
+  g_assert_cmpuint(t->ops->len, ==, 12 + 12 + 16);
+  /* gradients: every parameter's gradient is written in backward, wte's twice (tied) */
+  g_autofree guint *writes = g_new0(guint, t->tensors->len);
+  for (guint i = 0; i < t->ops->len; i++) {
+    const StwOp *op = stw_trace_op(t, i);
+    for (guint k = 0; k < op->n_grads; k++)
+      writes[op->grads[k]]++;
+  }
+  g_assert_cmpuint(writes[0], ==, 2);
+  for (guint i = 1; i < t->tensors->len; i++)
+    g_assert_cmpuint(writes[i], ==, 1);
+}
+
+static void
+test_tiny_checkpointing(void)
+{
+  g_autoptr(StwTrace) plain = synth_tiny(FALSE, STW_ATTENTION_NAIVE);
+  g_autoptr(StwTrace) ckpt = synth_tiny(TRUE, STW_ATTENTION_NAIVE);
+  /* 8 block ops are recomputed in backward */
+  g_assert_cmpuint(ckpt->ops->len, ==, plain->ops->len + 8);
+  const StwOp *r = find_op(ckpt, "h0.attn.qkv.recompute");
+  g_assert_cmpint(r->stage, ==, STW_STAGE_BWD);
+  g_assert_cmpuint(r->n_params, ==, 2);
+  g_assert_cmpuint(r->n_grads, ==, 0);
+  /* only the block input (96) survives the block in forward: ln_f starts at io + embed out */
+  g_assert_cmpuint(find_op(ckpt, "ln_f")->nonmodel_bytes, ==, 96 + 96 + 96);
+  g_assert_cmpuint(find_op(plain, "ln_f")->nonmodel_bytes, ==, 1968);
+  /* the recomputation runs right before the block's backward and in order */
+  guint qkv = 0, core_bwd = 0, ln1 = 0;
+  for (guint i = 0; i < ckpt->ops->len; i++) {
+    const char *n = stw_trace_op(ckpt, i)->name;
+    if (g_str_equal(n, "h0.ln_1.recompute"))
+      ln1 = i;
+    if (g_str_equal(n, "h0.attn.qkv.recompute"))
+      qkv = i;
+    if (g_str_equal(n, "h0.attn.core.bwd"))
+      core_bwd = i;
+  }
+  g_assert_cmpuint(ln1 + 1, ==, qkv);
+  g_assert_cmpuint(qkv, <, core_bwd);
+}
+
+static void
+test_flash_attention(void)
+{
+  g_autoptr(StwTrace) naive = synth_tiny(FALSE, STW_ATTENTION_NAIVE);
+  g_autoptr(StwTrace) flash = synth_tiny(FALSE, STW_ATTENTION_FLASH);
+  const StwOp *n = find_op(naive, "h0.attn.core");
+  const StwOp *f = find_op(flash, "h0.attn.core");
+  /* flash keeps only a fp32 log-sum-exp per row (B*a*S*4 = 48) and no scores */
+  g_assert_cmpuint(f->nonmodel_peak_bytes - f->nonmodel_bytes, ==, 96 + 48);
+  g_assert_cmpuint(n->nonmodel_peak_bytes - n->nonmodel_bytes, ==, 96 + 144 + 144);
+  g_assert_cmpuint(f->flops * 2, ==, n->flops);  /* causal half skipped */
+}
+
+static void
+test_gpt2_structure(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, FALSE);
+  guint counts[STW_N_STAGES] = { 0 };
+  for (guint i = 0; i < t->ops->len; i++)
+    counts[stw_trace_op(t, i)->stage]++;
+  g_assert_cmpuint(t->tensors->len, ==, 148);  /* 2 + 12 * 12 + 2 */
+  g_assert_cmpuint(counts[STW_STAGE_FWD], ==, 1 + 12 * 8 + 3);
+  g_assert_cmpuint(counts[STW_STAGE_BWD], ==, 1 + 12 * 8 + 3);
+  g_assert_cmpuint(counts[STW_STAGE_OPTIM], ==, 148);
+  const StwOp *qkv = find_op(t, "h0.attn.qkv");
+  g_assert_cmpuint(qkv->flops, ==, G_GUINT64_CONSTANT(2) * 8192 * 768 * 2304);
+  g_assert_cmpuint(find_op(t, "h0.attn.qkv.bwd")->flops, ==, 2 * qkv->flops);
+  /* a large matmul is compute-bound: overhead + flops / (312 TFLOP/s * 0.6) */
+  const StwOp *fc = find_op(t, "h0.mlp.fc");
+  guint64 expect = 10000 + (guint64)llround(38654705664.0 / (312e12 * 0.6) * 1e9);
+  g_assert_cmpuint(fc->duration_ns, ==, expect);
+  /* the largest activation moment is the loss backward, with logits and their gradient */
+  guint64 peak = 0;
+  const char *at = NULL;
+  for (guint i = 0; i < t->ops->len; i++) {
+    if (stw_trace_op(t, i)->nonmodel_peak_bytes > peak) {
+      peak = stw_trace_op(t, i)->nonmodel_peak_bytes;
+      at = stw_trace_op(t, i)->name;
+    }
+  }
+  g_assert_cmpstr(at, ==, "loss.bwd");
+  /* optimizer stage: no activations */
+  g_assert_cmpuint(stw_trace_op(t, t->ops->len - 1)->nonmodel_peak_bytes, ==, 0);
+}
+
+static void
+test_other_archs(void)
+{
+  g_autoptr(StwTrace) llama = stw_test_synth("llama2-7b", 1, 4096, TRUE);
+  g_assert_cmpuint(llama->tensors->len, ==, 1 + 32 * 9 + 2);
+  g_assert_cmpuint(find_op(llama, "h31.mlp.gate_up")->n_params, ==, 2);
+  g_autoptr(StwTrace) bert = stw_test_synth("bert-base", 32, 512, FALSE);
+  const StwOp *pooler = find_op(bert, "pooler");
+  g_assert_cmpuint(pooler->n_params, ==, 2);
+  /* the MLM head reads the word embeddings: the tied tensor has several users */
+  const StwOp *mlm = find_op(bert, "mlm_head");
+  g_assert_cmpuint(mlm->params[0], ==, 0);
+  g_assert_cmpuint(find_op(bert, "embed")->params[0], ==, 0);
+}
+
+static void
+test_bad_options(void)
+{
+  StwModelConfig cfg;
+  StwHardware v100, a100;
+  GError *error = NULL;
+  g_assert_true(stw_zoo_lookup("gpt2", &cfg, NULL));
+  g_assert_true(stw_hardware_lookup("V100-32GB-PCIe3", &v100, NULL));
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &a100, NULL));
+  StwSynthOptions opt = { .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16 };
+  g_assert_null(stw_synth_trace(&cfg, &opt, &v100, &error));
+  stw_assert_error_contains(error, "V100-32GB-PCIe3 has no bf16 compute");
+  opt.seq = 2048;
+  g_assert_null(stw_synth_trace(&cfg, &opt, &a100, &error));
+  stw_assert_error_contains(error, "sequence length 2048 is out of range for gpt2 (expected 1 to 1024)");
+  opt.seq = 1024;
+  opt.batch = 0;
+  g_assert_null(stw_synth_trace(&cfg, &opt, &a100, &error));
+  stw_assert_error_contains(error, "batch 0 is out of range");
+  g_assert_true(stw_zoo_lookup("llama3-8b", &cfg, NULL));
+  opt.batch = 65536;
+  opt.seq = 8192;
+  g_assert_null(stw_synth_trace(&cfg, &opt, &a100, &error));
+  stw_assert_error_contains(error, "more activation memory than a trace can express");
+}
+
+static void
+test_deterministic(void)
+{
+  g_setenv("SOURCE_DATE_EPOCH", "1700000000", TRUE);
+  g_autoptr(StwTrace) a = stw_test_synth("gpt2-medium", 4, 512, TRUE);
+  g_autoptr(StwTrace) b = stw_test_synth("gpt2-medium", 4, 512, TRUE);
+  g_autofree char *ta = stw_trace_to_string(a, NULL);
+  g_autofree char *tb = stw_trace_to_string(b, NULL);
+  g_assert_cmpstr(ta, ==, tb);
+  g_assert_cmpstr(a->source.created, ==, "2023-11-14T22:13:20Z");
+  g_unsetenv("SOURCE_DATE_EPOCH");
+}
+
+static void
+test_175b(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt3-175b", 8, 2048, FALSE);
+  g_assert_cmpuint(t->ops->len, ==, 2 * (1 + 96 * 8 + 3) + 1156);
+  guint64 params = 0;
+  for (guint i = 0; i < t->tensors->len; i++)
+    params += stw_trace_tensor(t, i)->numel;
+  g_assert_cmpuint(params, ==, G_GUINT64_CONSTANT(174604259328));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/synth/tiny-exact-bytes", test_tiny_exact_bytes);
+  g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
+  g_test_add_func("/synth/flash-attention", test_flash_attention);
+  g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
+  g_test_add_func("/synth/other-archs", test_other_archs);
+  g_test_add_func("/synth/bad-options", test_bad_options);
+  g_test_add_func("/synth/deterministic", test_deterministic);
+  g_test_add_func("/synth/gpt3-175b", test_175b);
+  return g_test_run();
+}

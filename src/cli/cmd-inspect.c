@@ -20,8 +20,9 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
            m->config.heads);
   if (m->batch > 0)
     printf("; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT, m->batch, m->seq);
-  printf("%s, %s attention\n", m->checkpointing ? ", checkpointing" : "",
-         stw_attention_name(m->attention));
+  if (t->tensors->len > 0)
+    printf(", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+  printf("%s, %s attention\n", m->checkpointing ? ", checkpointing" : "", stw_attention_name(m->attention));
   g_autofree char *devmem = stw_size_format(t->device.memory_bytes);
   printf("device      %s, %s (rank %u of %u)\n", t->device.name, devmem, t->device.rank,
          t->device.world_size);
