@@ -54,8 +54,9 @@ read_curve(StwJsonReader *r, const cJSON *obj, const char *key, StwBandwidthPoin
 }
 
 static gboolean
-read_profile(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
+read_profile(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
 {
+  StwHardware *hw = out;
   const char *format = NULL, *name = NULL, *model = NULL, *text = NULL;
   const cJSON *gpu = NULL, *pcie = NULL, *cpu = NULL, *link = NULL, *flops = NULL;
   guint64 version = 0, gen = 0;
@@ -142,29 +143,13 @@ gboolean
 stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
                    GError **error)
 {
-  cJSON *root = NULL;
-  if (!stw_json_parse_text(file, text, len, &root, error))
-    return FALSE;
-  StwJsonReader r;
-  stw_json_reader_init(&r, file);
-  gboolean ok = read_profile(&r, root, out, error);
-  stw_json_reader_clear(&r);
-  cJSON_Delete(root);
-  return ok;
+  return stw_json_read_text(file, text, len, read_profile, out, error);
 }
 
 gboolean
 stw_hardware_load(const char *file, StwHardware *out, GError **error)
 {
-  cJSON *root = NULL;
-  if (!stw_json_parse_file(file, 1u << 20, &root, error))
-    return FALSE;
-  StwJsonReader r;
-  stw_json_reader_init(&r, file);
-  gboolean ok = read_profile(&r, root, out, error);
-  stw_json_reader_clear(&r);
-  cJSON_Delete(root);
-  return ok;
+  return stw_json_read_file(file, 1u << 20, read_profile, out, error);
 }
 
 static int

@@ -135,6 +135,35 @@ stw_json_reader_clear(StwJsonReader *r)
   r->path = NULL;
 }
 
+static gboolean
+read_root(const char *file, cJSON *root, StwJsonReadFunc fn, gpointer out, GError **error)
+{
+  StwJsonReader r;
+  stw_json_reader_init(&r, file);
+  gboolean ok = fn(&r, root, out, error);
+  stw_json_reader_clear(&r);
+  cJSON_Delete(root);
+  return ok;
+}
+
+gboolean
+stw_json_read_text(const char *file, const char *text, gsize len, StwJsonReadFunc fn,
+                   gpointer out, GError **error)
+{
+  cJSON *root = NULL;
+  return stw_json_parse_text(file, text, len, &root, error) &&
+         read_root(file, root, fn, out, error);
+}
+
+gboolean
+stw_json_read_file(const char *file, gsize max_bytes, StwJsonReadFunc fn, gpointer out,
+                   GError **error)
+{
+  cJSON *root = NULL;
+  return stw_json_parse_file(file, max_bytes, &root, error) &&
+         read_root(file, root, fn, out, error);
+}
+
 gsize
 stw_json_push_key(StwJsonReader *r, const char *key)
 {

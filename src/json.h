@@ -38,6 +38,14 @@ gboolean stw_json_parse_file(const char *file, gsize max_bytes, cJSON **root_out
 gboolean stw_json_parse_text(const char *file, const char *text, gsize len, cJSON **root_out,
                              GError **error);
 
+/* Reads a whole document: FN is handed a reader positioned at the root ("$") and fills OUT. */
+typedef gboolean (*StwJsonReadFunc)(StwJsonReader *r, const cJSON *root, gpointer out,
+                                    GError **error);
+gboolean stw_json_read_text(const char *file, const char *text, gsize len, StwJsonReadFunc fn,
+                            gpointer out, GError **error);
+gboolean stw_json_read_file(const char *file, gsize max_bytes, StwJsonReadFunc fn, gpointer out,
+                            GError **error);
+
 void stw_json_reader_init(StwJsonReader *r, const char *file);
 void stw_json_reader_clear(StwJsonReader *r);
 

@@ -237,18 +237,16 @@ stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
   return TRUE;
 }
 
+static gboolean
+read_config_file(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
+{
+  return stw_model_config_read(r, root, TRUE, out, error);
+}
+
 gboolean
 stw_model_config_load(const char *file, StwModelConfig *out, GError **error)
 {
-  cJSON *root = NULL;
-  if (!stw_json_parse_file(file, 1u << 20, &root, error))
-    return FALSE;
-  StwJsonReader r;
-  stw_json_reader_init(&r, file);
-  gboolean ok = stw_model_config_read(&r, root, TRUE, out, error);
-  stw_json_reader_clear(&r);
-  cJSON_Delete(root);
-  return ok;
+  return stw_json_read_file(file, 1u << 20, read_config_file, out, error);
 }
 
 cJSON *

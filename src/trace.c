@@ -593,16 +593,16 @@ read_root(StwJsonReader *r, const cJSON *root, StwTrace *t, GError **error)
   return TRUE;
 }
 
-/* Builds and validates a trace from a parsed document; takes ROOT. */
-static StwTrace *
-trace_from_root(const char *file, cJSON *root, GError **error)
+/* Reads and validates a whole trace document into the StwTrace at OUT. */
+static gboolean
+read_trace(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
 {
-  StwTrace *t = stw_trace_new();
-  StwJsonReader r;
-  stw_json_reader_init(&r, file);
-  gboolean ok = read_root(&r, root, t, error) && stw_trace_validate(t, file, error);
-  stw_json_reader_clear(&r);
-  cJSON_Delete(root);
+  return read_root(r, root, out, error) && stw_trace_validate(out, r->file, error);
+}
+
+static StwTrace *
+keep_if(StwTrace *t, gboolean ok)
+{
   if (!ok) {
     stw_trace_free(t);
     return NULL;
@@ -613,17 +613,13 @@ trace_from_root(const char *file, cJSON *root, GError **error)
 StwTrace *
 stw_trace_parse(const char *file, const char *text, gsize len, GError **error)
 {
-  cJSON *root = NULL;
-  if (!stw_json_parse_text(file, text, len, &root, error))
-    return NULL;
-  return trace_from_root(file, root, error);
+  StwTrace *t = stw_trace_new();
+  return keep_if(t, stw_json_read_text(file, text, len, read_trace, t, error));
 }
 
 StwTrace *
 stw_trace_load(const char *file, GError **error)
 {
-  cJSON *root = NULL;
-  if (!stw_json_parse_file(file, STW_TRACE_MAX_FILE_BYTES, &root, error))
-    return NULL;
-  return trace_from_root(file, root, error);
+  StwTrace *t = stw_trace_new();
+  return keep_if(t, stw_json_read_file(file, STW_TRACE_MAX_FILE_BYTES, read_trace, t, error));
 }
