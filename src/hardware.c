@@ -53,10 +53,9 @@ read_curve(StwJsonReader *r, const cJSON *obj, const char *key, StwBandwidthPoin
   return TRUE;
 }
 
-static gboolean
-read_profile(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
+gboolean
+stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
 {
-  StwHardware *hw = out;
   const char *format = NULL, *name = NULL, *model = NULL, *text = NULL;
   const cJSON *gpu = NULL, *pcie = NULL, *cpu = NULL, *link = NULL, *flops = NULL;
   guint64 version = 0, gen = 0;
@@ -128,15 +127,70 @@ read_profile(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
   if (link != NULL) {
     saved = stw_json_push_key(r, "interconnect");
     if (!stw_json_check_object(r, link, link_members, error) ||
-        !stw_json_get_string(r, link, "kind", TRUE, 64, &text, error) ||
+        !stw_json_get_string(r, link, "kind", TRUE, sizeof hw->interconnect_kind - 1, &text,
+                             error) ||
         !stw_json_get_double(r, link, "bytes_per_s", TRUE, 1e6, 1e15,
                              &hw->interconnect_bytes_per_s, error) ||
         !stw_json_get_u64(r, link, "latency_ns", TRUE, 0, 1000000000,
                           &hw->interconnect_latency_ns, error))
       return FALSE;
+    g_strlcpy(hw->interconnect_kind, text, sizeof hw->interconnect_kind);
     stw_json_pop(r, saved);
   }
   return TRUE;
+}
+
+static gboolean
+read_profile(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
+{
+  return stw_hardware_read(r, root, out, error);
+}
+
+static cJSON *
+curve_to_json(const StwBandwidthPoint *p, guint n)
+{
+  cJSON *a = cJSON_CreateArray();
+  for (guint i = 0; i < n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    stw_json_add_u64(o, "bytes", p[i].bytes);
+    stw_json_add_double(o, "bytes_per_s", p[i].bytes_per_s);
+    cJSON_AddItemToArray(a, o);
+  }
+  return a;
+}
+
+cJSON *
+stw_hardware_to_json(const StwHardware *hw)
+{
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", "stowage-hardware");
+  stw_json_add_u64(root, "version", 1);
+  cJSON_AddStringToObject(root, "name", hw->name);
+  cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
+  cJSON_AddStringToObject(gpu, "model", hw->gpu_model);
+  stw_json_add_u64(gpu, "memory_bytes", hw->gpu_memory_bytes);
+  stw_json_add_double(gpu, "hbm_bytes_per_s", hw->hbm_bytes_per_s);
+  cJSON *flops = cJSON_AddObjectToObject(gpu, "flops_per_s");
+  for (int d = 0; d < STW_N_DTYPES; d++)
+    stw_json_add_double(flops, stw_dtype_names[d], hw->flops_per_s[d]);
+  stw_json_add_double(gpu, "matmul_efficiency", hw->matmul_efficiency);
+  stw_json_add_double(gpu, "memory_efficiency", hw->memory_efficiency);
+  stw_json_add_u64(gpu, "op_overhead_ns", hw->op_overhead_ns);
+  cJSON *pcie = cJSON_AddObjectToObject(root, "pcie");
+  stw_json_add_u64(pcie, "generation", hw->pcie_generation);
+  stw_json_add_u64(pcie, "latency_ns", hw->pcie_latency_ns);
+  cJSON_AddItemToObject(pcie, "pinned", curve_to_json(hw->pinned, hw->n_pinned));
+  cJSON_AddItemToObject(pcie, "pageable", curve_to_json(hw->pageable, hw->n_pageable));
+  cJSON *cpu = cJSON_AddObjectToObject(root, "cpu");
+  stw_json_add_double(cpu, "adam_elems_per_s", hw->cpu_adam_elems_per_s);
+  stw_json_add_u64(cpu, "memory_bytes", hw->cpu_memory_bytes);
+  if (hw->interconnect_kind[0] != '\0') {
+    cJSON *link = cJSON_AddObjectToObject(root, "interconnect");
+    cJSON_AddStringToObject(link, "kind", hw->interconnect_kind);
+    stw_json_add_double(link, "bytes_per_s", hw->interconnect_bytes_per_s);
+    stw_json_add_u64(link, "latency_ns", hw->interconnect_latency_ns);
+  }
+  return root;
 }
 
 gboolean

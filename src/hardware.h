@@ -9,6 +9,7 @@
 
 #include <glib.h>
 
+#include "json.h"
 #include "model.h"
 
 G_BEGIN_DECLS
@@ -46,6 +47,7 @@ typedef struct {
   guint n_pageable;
   double cpu_adam_elems_per_s;    /* CPU Adam, all threads */
   guint64 cpu_memory_bytes;       /* host memory typical of such a machine */
+  char interconnect_kind[32];     /* "pcie", "nvlink"; empty when the profile has none */
   double interconnect_bytes_per_s; /* GPU-to-GPU, per direction */
   guint64 interconnect_latency_ns;
 } StwHardware;
@@ -55,6 +57,12 @@ gboolean stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError 
 gboolean stw_hardware_load(const char *file, StwHardware *out, GError **error);
 gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
                             GError **error);
+/* Reads a profile object at R's current path (a plan embeds its profile). */
+gboolean stw_hardware_read(StwJsonReader *r, const cJSON *obj, StwHardware *out,
+                           GError **error);
+/* The profile as a JSON object, in the file format (without description and sources). */
+cJSON *stw_hardware_to_json(const StwHardware *hw);
+
 /* Names of the shipped profiles, sorted; free with g_strfreev. */
 char **stw_hardware_names(void);
 

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "hardware.h"
+#include "plan.h"
 #include "model.h"
 #include "units.h"
 

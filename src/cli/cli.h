@@ -18,6 +18,8 @@ int stw_cmd_models(int argc, char **argv);
 int stw_cmd_hardware(int argc, char **argv);
 int stw_cmd_synth(int argc, char **argv);
 int stw_cmd_inspect(int argc, char **argv);
+int stw_cmd_plan(int argc, char **argv);
+int stw_cmd_check(int argc, char **argv);
 
 /* Prints "stowage: MESSAGE" to stderr and returns STATUS. */
 int stw_cli_fail(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

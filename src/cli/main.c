@@ -16,6 +16,8 @@ static const Command commands[] = {
   { "hardware", stw_cmd_hardware, "list the shipped hardware profiles" },
   { "synth", stw_cmd_synth, "synthesize the trace of one training iteration of a model" },
   { "inspect", stw_cmd_inspect, "summarize a trace: model data, peak memory, time per stage" },
+  { "plan", stw_cmd_plan, "plan chunk placement and movement for a GPU memory budget" },
+  { "check", stw_cmd_check, "prove a plan sound for a trace without running it" },
 };
 
 static void

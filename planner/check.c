@@ -1,0 +1,143 @@
+/* check.c — replay a plan against its trace and report the first violation; see check.h. */
+#include "config.h"
+
+#include "check.h"
+
+#include <string.h>
+
+#include "units.h"
+
+static gboolean
+unsound(GError **error, const char *file, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static gboolean
+unsound(GError **error, const char *file, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_UNSOUND, "%s: %s", file, msg);
+  return FALSE;
+}
+
+static gboolean
+replay_error(const StwPlan *p, const StwTrace *t, const StwDemand *d, const StwReplay *r,
+             const char *file, GError **error)
+{
+  g_autofree char *item = stw_plan_item_name(p->chunking, r->item);
+  guint32 m = r->moment;
+  const char *op = m < t->ops->len ? stw_trace_op(t, m)->name : "(end of iteration)";
+  const char *stage = m < t->ops->len ? stw_stage_name(stw_trace_op(t, m)->stage) : "-";
+  switch (r->failure) {
+  case STW_REPLAY_FETCH_RESIDENT:
+    return unsound(error, file, "moment %u (op %s): fetch of %s, which is already on the GPU",
+                   m, op, item);
+  case STW_REPLAY_REMOVE_ABSENT:
+    return unsound(error, file, "moment %u (op %s): eviction of %s, which is not on the GPU "
+                   "(or an action out of order)", m, op, item);
+  case STW_REPLAY_DROP_DIRTY:
+    return unsound(error, file, "moment %u (op %s): dropping %s loses data: the GPU holds its "
+                   "only valid copy (evict it instead)", m, op, item);
+  case STW_REPLAY_NOT_RESIDENT:
+    return unsound(error, file, "moment %u (op %s, %s): chunk %s is needed but not on the GPU",
+                   m, op, stage, item);
+  case STW_REPLAY_FORBIDDEN:
+    return unsound(error, file, "moment %u (op %s, %s): chunk %s must be on the CPU for CPU "
+                   "Adam but is on the GPU", m, op, stage, item);
+  case STW_REPLAY_OVER_CAPACITY: {
+    guint64 nonmodel = MAX(stw_trace_op(t, m)->nonmodel_peak_bytes,
+                           stw_trace_op(t, (m + 1) % t->ops->len)->nonmodel_peak_bytes);
+    guint64 total = r->resident_bytes + nonmodel + p->budgets.reserved_bytes;
+    g_autofree char *tot = stw_size_format(total);
+    g_autofree char *ch = stw_size_format(r->resident_bytes);
+    g_autofree char *nm = stw_size_format(nonmodel);
+    g_autofree char *rs = stw_size_format(p->budgets.reserved_bytes);
+    g_autofree char *bu = stw_size_format(p->budgets.gpu_bytes);
+    g_autofree char *over = stw_size_format(total - MIN(total, p->budgets.gpu_bytes));
+    return unsound(error, file, "moment %u (op %s, %s): GPU memory %s (chunks %s + non-model "
+                   "%s + reserve %s) exceeds the budget of %s by %s (%" G_GUINT64_FORMAT
+                   " bytes)", m, op, stage, tot, ch, nm, rs, bu, over,
+                   total - MIN(total, p->budgets.gpu_bytes));
+  }
+  case STW_REPLAY_END_STATE:
+    return unsound(error, file, "the iteration does not end in the state it starts from: "
+                   "chunk %s is %s at the start but %s at the end", item,
+                   p->schedule.resident[r->item]
+                       ? (p->schedule.dirty[r->item] ? "on the GPU (dirty)" : "on the GPU")
+                       : "on the CPU",
+                   p->schedule.resident[r->item] ? "on the CPU or dirty" : "on the GPU");
+  default:
+    break;
+  }
+  (void)d;
+  return unsound(error, file, "replay failed at moment %u", m);
+}
+
+gboolean
+stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *report,
+               GError **error)
+{
+  g_autofree char *digest = stw_trace_digest(t);
+  if (strcmp(digest, p->trace_digest) != 0) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH,
+                "%s was made for the trace with digest %.16s… (%s), not this one (%.16s…): "
+                "plan the trace again", file, p->trace_digest,
+                p->trace_file[0] ? p->trace_file : "file unknown", digest);
+    return FALSE;
+  }
+  if (p->trace_ops != t->ops->len)
+    return unsound(error, file, "$.trace.ops: %u, the trace has %u ops", p->trace_ops,
+                   t->ops->len);
+  if (!stw_chunking_validate(p->chunking, t, file, error))
+    return FALSE;
+  if (p->chunking->dtype != stw_trace_tensor(t, 0)->dtype)
+    return unsound(error, file, "$.chunks.dtype: %s, the trace's tensors are %s",
+                   stw_dtype_name(p->chunking->dtype),
+                   stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+  stw_chunking_recount(p->chunking, t);
+
+  g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
+  StwReplay r;
+  gboolean ok = stw_schedule_replay(d, &p->schedule, TRUE, &r);
+  if (!ok) {
+    replay_error(p, t, d, &r, file, error);
+    stw_replay_clear(&r);
+    return FALSE;
+  }
+  stw_replay_clear(&r);
+
+  StwPlanPredictions claimed = p->pred;
+  stw_plan_predict(p, t);
+  StwPlanPredictions *got = &p->pred;
+  if (got->cpu_bytes > p->budgets.cpu_bytes) {
+    g_autofree char *need = stw_size_format(got->cpu_bytes);
+    g_autofree char *have = stw_size_format(p->budgets.cpu_bytes);
+    return unsound(error, file, "chunks need %s of host memory, more than the CPU budget of %s",
+                   need, have);
+  }
+  const struct {
+    const char *name;
+    guint64 claimed, actual;
+  } preds[] = {
+    { "h2d_bytes", claimed.h2d_bytes, got->h2d_bytes },
+    { "d2h_bytes", claimed.d2h_bytes, got->d2h_bytes },
+    { "peak_gpu_bytes", claimed.peak_gpu_bytes, got->peak_gpu_bytes },
+    { "cpu_bytes", claimed.cpu_bytes, got->cpu_bytes },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(preds); i++) {
+    if (preds[i].claimed != preds[i].actual)
+      return unsound(error, file, "$.predictions.%s: the plan predicts %" G_GUINT64_FORMAT
+                     ", its schedule gives %" G_GUINT64_FORMAT, preds[i].name, preds[i].claimed,
+                     preds[i].actual);
+  }
+  got->lower_bound_bytes = claimed.lower_bound_bytes;
+  if (report != NULL) {
+    report->n_actions = p->schedule.actions->len;
+    report->h2d_bytes = got->h2d_bytes;
+    report->d2h_bytes = got->d2h_bytes;
+    report->peak_gpu_bytes = got->peak_gpu_bytes;
+    report->peak_op = got->peak_op;
+    report->cpu_bytes = got->cpu_bytes;
+  }
+  return TRUE;
+}

@@ -1,0 +1,218 @@
+/* chunks.c — packing tensors into chunks in order of first use; see chunks.h. */
+#include "config.h"
+
+#include "chunks.h"
+
+G_DEFINE_QUARK(stw-chunks-error-quark, stw_chunks_error)
+
+guint64
+stw_trace_largest_tensor(const StwTrace *t, guint32 *id_out)
+{
+  guint64 best = 0;
+  guint32 id = 0;
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    if (stw_trace_tensor(t, i)->numel > best) {
+      best = stw_trace_tensor(t, i)->numel;
+      id = i;
+    }
+  }
+  if (id_out != NULL)
+    *id_out = id;
+  return best;
+}
+
+/* Tensor ids in order of first use; unused tensors last, in id order. */
+static guint32 *
+first_use_order(const StwTrace *t)
+{
+  guint32 n = t->tensors->len, k = 0;
+  guint32 *order = g_new(guint32, MAX(n, 1));
+  g_autofree guint8 *seen = g_malloc0(MAX(n, 1));
+  for (guint32 i = 0; i < t->ops->len; i++) {
+    const StwOp *op = stw_trace_op(t, i);
+    for (guint32 j = 0; j < op->n_params + op->n_grads; j++) {
+      guint32 id = j < op->n_params ? op->params[j] : op->grads[j - op->n_params];
+      if (!seen[id]) {
+        seen[id] = 1;
+        order[k++] = id;
+      }
+    }
+  }
+  for (guint32 id = 0; id < n; id++) {
+    if (!seen[id])
+      order[k++] = id;
+  }
+  return order;
+}
+
+StwChunking *
+stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversized,
+                  GError **error)
+{
+  guint32 largest_id;
+  guint64 largest = stw_trace_largest_tensor(t, &largest_id);
+  if (size_elems == 0) {
+    g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_TOO_SMALL,
+                "the chunk size must be positive");
+    return NULL;
+  }
+  if (largest > size_elems && !allow_oversized) {
+    g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_TOO_SMALL,
+                "chunk size %" G_GUINT64_FORMAT " elements is below the largest tensor (%s, %"
+                G_GUINT64_FORMAT " elements): use a chunk size of at least %" G_GUINT64_FORMAT
+                ", or allow oversized tensors a chunk of their own", size_elems,
+                stw_trace_tensor(t, largest_id)->name, largest, largest);
+    return NULL;
+  }
+  for (guint32 i = 1; i < t->tensors->len; i++) {
+    if (stw_trace_tensor(t, i)->dtype != stw_trace_tensor(t, 0)->dtype) {
+      g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_INVALID,
+                  "tensors %s (%s) and %s (%s) differ in compute dtype: chunks need one",
+                  stw_trace_tensor(t, 0)->name, stw_dtype_name(stw_trace_tensor(t, 0)->dtype),
+                  stw_trace_tensor(t, i)->name, stw_dtype_name(stw_trace_tensor(t, i)->dtype));
+      return NULL;
+    }
+  }
+
+  StwChunking *c = g_new0(StwChunking, 1);
+  c->size_elems = size_elems;
+  c->dtype = t->tensors->len > 0 ? stw_trace_tensor(t, 0)->dtype : STW_DTYPE_FP32;
+  c->chunks = g_array_new(FALSE, TRUE, sizeof(StwChunk));
+  c->placements = g_array_sized_new(FALSE, FALSE, sizeof(StwPlacement), t->tensors->len);
+  c->n_tensors = t->tensors->len;
+  c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
+  guint32 world = MAX(t->device.world_size, 1);
+
+  g_autofree guint32 *order = first_use_order(t);
+  StwChunk *open = NULL; /* the chunk being filled */
+  for (guint32 k = 0; k < t->tensors->len; k++) {
+    guint32 id = order[k];
+    guint64 numel = stw_trace_tensor(t, id)->numel;
+    gboolean oversized = numel > size_elems;
+    if (open == NULL || oversized || open->used_elems + numel > open->capacity_elems) {
+      StwChunk fresh = { .capacity_elems = oversized ? numel : size_elems,
+                         .first = c->placements->len,
+                         .owner = c->chunks->len % world };
+      g_array_append_val(c->chunks, fresh);
+      open = &g_array_index(c->chunks, StwChunk, c->chunks->len - 1);
+    }
+    StwPlacement p = { .tensor = id, .offset = open->used_elems };
+    g_array_append_val(c->placements, p);
+    open->used_elems += numel;
+    open->count++;
+    c->chunk_of[id] = c->chunks->len - 1;
+    if (oversized)
+      open = NULL; /* nothing shares an oversized tensor's chunk */
+  }
+  return c;
+}
+
+void
+stw_chunking_free(StwChunking *c)
+{
+  if (c == NULL)
+    return;
+  g_array_unref(c->chunks);
+  g_array_unref(c->placements);
+  g_free(c->chunk_of);
+  g_free(c);
+}
+
+guint64
+stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list)
+{
+  return stw_chunking_chunk(c, i)->capacity_elems * stw_chunk_list_elem_bytes(list, c->dtype);
+}
+
+guint64
+stw_chunking_list_bytes(const StwChunking *c, StwChunkList list)
+{
+  guint64 sum = 0;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++)
+    sum += stw_chunk_bytes(c, i, list);
+  return sum;
+}
+
+guint64
+stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list)
+{
+  guint64 sum = 0;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    const StwChunk *ch = stw_chunking_chunk(c, i);
+    sum += (ch->capacity_elems - ch->used_elems) * stw_chunk_list_elem_bytes(list, c->dtype);
+  }
+  return sum;
+}
+
+static gboolean
+invalid(GError **error, const char *file, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static gboolean
+invalid(GError **error, const char *file, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_INVALID, "%s: %s", file, msg);
+  return FALSE;
+}
+
+gboolean
+stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
+                      GError **error)
+{
+  if (c->n_tensors != t->tensors->len)
+    return invalid(error, file, "$.chunks: the layout has %u tensors, the trace %u",
+                   c->n_tensors, t->tensors->len);
+  if (c->size_elems == 0)
+    return invalid(error, file, "$.chunks.size_elems: must be positive");
+  g_autofree guint8 *placed = g_malloc0(MAX(c->n_tensors, 1));
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    const StwChunk *ch = stw_chunking_chunk(c, i);
+    if (ch->capacity_elems < c->size_elems)
+      return invalid(error, file, "$.chunks.chunks[%u].capacity_elems: %" G_GUINT64_FORMAT
+                     " is below the chunk size %" G_GUINT64_FORMAT, i, ch->capacity_elems,
+                     c->size_elems);
+    if (ch->capacity_elems > c->size_elems && ch->count != 1)
+      return invalid(error, file, "$.chunks.chunks[%u]: a chunk larger than the chunk size "
+                     "must hold exactly one (oversized) tensor", i);
+    guint64 end_prev = 0;
+    for (guint32 k = 0; k < ch->count; k++) {
+      const StwPlacement *p = &g_array_index(c->placements, StwPlacement, ch->first + k);
+      if (p->tensor >= c->n_tensors)
+        return invalid(error, file, "$.chunks.chunks[%u].tensors[%u]: tensor id %u does not "
+                       "exist", i, k, p->tensor);
+      if (placed[p->tensor])
+        return invalid(error, file, "$.chunks.chunks[%u].tensors[%u]: tensor %s is placed "
+                       "twice", i, k, stw_trace_tensor(t, p->tensor)->name);
+      placed[p->tensor] = 1;
+      guint64 numel = stw_trace_tensor(t, p->tensor)->numel;
+      if (p->offset < end_prev || p->offset > ch->capacity_elems ||
+          numel > ch->capacity_elems - p->offset)
+        return invalid(error, file, "$.chunks.chunks[%u].tensors[%u]: tensor %s at offset %"
+                       G_GUINT64_FORMAT " overlaps another or ends beyond the chunk's %"
+                       G_GUINT64_FORMAT " elements", i, k, stw_trace_tensor(t, p->tensor)->name,
+                       p->offset, ch->capacity_elems);
+      end_prev = p->offset + numel;
+    }
+  }
+  for (guint32 id = 0; id < c->n_tensors; id++) {
+    if (!placed[id])
+      return invalid(error, file, "$.chunks: tensor %s is in no chunk",
+                     stw_trace_tensor(t, id)->name);
+  }
+  return TRUE;
+}
+
+void
+stw_chunking_recount(StwChunking *c, const StwTrace *t)
+{
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    StwChunk *ch = &g_array_index(c->chunks, StwChunk, i);
+    ch->used_elems = 0;
+    for (guint32 k = 0; k < ch->count; k++) {
+      guint32 id = g_array_index(c->placements, StwPlacement, ch->first + k).tensor;
+      ch->used_elems += stw_trace_tensor(t, id)->numel;
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/* chunks.h — packing model tensors into chunks.
+ *
+ * One layout serves the four chunk lists (param, master, momentum, variance): chunk i of every
+ * list holds the same tensors at the same element offsets; only the bytes per element differ
+ * (stw_chunk_list_elem_bytes). Tensors are packed greedily in order of first use by the trace's
+ * ops (tensors no op reads come last, in id order), so that the chunks an op needs are few and
+ * neighbouring ops share them. A tensor is never split: it goes whole into the current chunk
+ * if it fits, else it opens the next one. A tensor larger than the chunk size is refused, unless
+ * oversized tensors are allowed, in which case it gets a chunk of its own, as large as itself.
+ */
+#ifndef STW_CHUNKS_H
+#define STW_CHUNKS_H
+
+#include <glib.h>
+
+#include "trace.h"
+
+G_BEGIN_DECLS
+
+#define STW_CHUNKS_ERROR (stw_chunks_error_quark())
+GQuark stw_chunks_error_quark(void);
+
+typedef enum {
+  STW_CHUNKS_ERROR_TOO_SMALL, /* a tensor is larger than the chunk size */
+  STW_CHUNKS_ERROR_INVALID,   /* a layout that does not place every tensor exactly once */
+} StwChunksError;
+
+typedef struct {
+  guint32 tensor;   /* trace tensor id */
+  guint64 offset;   /* elements from the start of the chunk */
+} StwPlacement;
+
+typedef struct {
+  guint64 capacity_elems;  /* the chunk size, or a lone oversized tensor's numel */
+  guint64 used_elems;      /* sum of its tensors' numel */
+  guint32 owner;           /* rank owning it (chunk index mod world size) */
+  guint32 first;           /* its placements: placements[first .. first + count) */
+  guint32 count;
+} StwChunk;
+
+typedef struct {
+  guint64 size_elems;      /* the chunk size */
+  StwDtype dtype;          /* compute dtype of the param list */
+  GArray *chunks;          /* StwChunk */
+  GArray *placements;      /* StwPlacement, chunk by chunk */
+  guint32 *chunk_of;       /* per tensor id: its chunk */
+  guint32 n_tensors;
+} StwChunking;
+
+/* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
+ * tensor larger than the chunk size is an error naming it and the smallest size that fits. */
+StwChunking *stw_chunking_pack(const StwTrace *trace, guint64 size_elems,
+                               gboolean allow_oversized, GError **error);
+void stw_chunking_free(StwChunking *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwChunking, stw_chunking_free)
+
+static inline guint32
+stw_chunking_count(const StwChunking *c)
+{
+  return c->chunks->len;
+}
+static inline const StwChunk *
+stw_chunking_chunk(const StwChunking *c, guint32 i)
+{
+  return &g_array_index(c->chunks, StwChunk, i);
+}
+
+/* Bytes of chunk I in LIST. */
+guint64 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list);
+/* Bytes of all chunks of LIST, and the part of them no tensor uses. */
+guint64 stw_chunking_list_bytes(const StwChunking *c, StwChunkList list);
+guint64 stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list);
+
+/* The largest tensor (elements), and a tensor id holding it. */
+guint64 stw_trace_largest_tensor(const StwTrace *trace, guint32 *id_out);
+
+/* Checks a layout against TRACE: every tensor exactly once, inside its chunk, no overlaps,
+ * capacities at least the chunk size. FILE names the layout's source in messages. */
+gboolean stw_chunking_validate(const StwChunking *c, const StwTrace *trace, const char *file,
+                               GError **error);
+
+/* Recomputes every chunk's used elements from TRACE (after stw_chunking_validate). */
+void stw_chunking_recount(StwChunking *c, const StwTrace *trace);
+
+G_END_DECLS
+
+#endif

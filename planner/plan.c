@@ -1,0 +1,580 @@
+/* plan.c — the plan model, its demand and predictions, and its one JSON reader and writer. */
+#include "config.h"
+
+#include "plan.h"
+
+#include <string.h>
+
+#include "json.h"
+
+G_DEFINE_QUARK(stw-plan-error-quark, stw_plan_error)
+
+const char *const stw_policy_names[] = { "stowage", "patrickstar", "zero-offload",
+                                         "zero-infinity", "gemini-static", "lru", NULL };
+const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", NULL };
+static const char *const list_names[] = { "param", "master", "momentum", "variance", NULL };
+static const char *const action_names[] = { "evict", "drop", "fetch" };
+
+StwPlan *
+stw_plan_new(void)
+{
+  StwPlan *p = g_new0(StwPlan, 1);
+  p->trace_digest = g_strdup("");
+  p->trace_file = g_strdup("");
+  return p;
+}
+
+void
+stw_plan_free(StwPlan *p)
+{
+  if (p == NULL)
+    return;
+  g_free(p->trace_digest);
+  g_free(p->trace_file);
+  stw_chunking_free(p->chunking);
+  g_free(p->optim);
+  stw_schedule_clear(&p->schedule);
+  g_free(p);
+}
+
+char *
+stw_plan_item_name(const StwChunking *c, guint32 item)
+{
+  guint32 n = MAX(stw_chunking_count(c), 1);
+  return g_strdup_printf("%s:%u", list_names[MIN(item / n, STW_N_LISTS - 1)], item % n);
+}
+
+guint64
+stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k)
+{
+  guint32 n = t->ops->len;
+  guint64 peak = MAX(stw_trace_op(t, k)->nonmodel_peak_bytes,
+                     stw_trace_op(t, (k + 1) % n)->nonmodel_peak_bytes);
+  guint64 taken = peak + b->reserved_bytes;
+  return taken >= b->gpu_bytes ? 0 : b->gpu_bytes - taken;
+}
+
+StwDemand *
+stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
+                const StwBudgets *b, const guint64 *capacity, const guint8 *hold)
+{
+  guint32 n = stw_chunking_count(c);
+  guint32 n_items = STW_N_LISTS * n;
+  g_autofree guint64 *bytes = g_new(guint64, MAX(n_items, 1));
+  for (int l = 0; l < STW_N_LISTS; l++)
+    for (guint32 i = 0; i < n; i++)
+      bytes[stw_plan_item(c, (StwChunkList)l, i)] = stw_chunk_bytes(c, i, (StwChunkList)l);
+  StwDemand *d = stw_demand_new(n_items, bytes);
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    stw_demand_step(d, capacity != NULL ? capacity[k] : stw_plan_capacity(t, b, k));
+    if (op->stage != STW_STAGE_OPTIM) {
+      for (guint32 i = 0; hold != NULL && i < n_items; i++) {
+        if (hold[i])
+          stw_demand_need(d, i);
+      }
+      for (guint32 i = 0; i < op->n_params; i++)
+        stw_demand_need(d, stw_plan_item(c, STW_LIST_PARAM, c->chunk_of[op->params[i]]));
+      for (guint32 i = 0; i < op->n_grads; i++) {
+        guint32 item = stw_plan_item(c, STW_LIST_PARAM, c->chunk_of[op->grads[i]]);
+        stw_demand_need(d, item);
+        stw_demand_write(d, item);
+      }
+      continue;
+    }
+    /* an optimizer op steps its tensors' chunks where the placement says */
+    for (guint32 i = 0; i < op->n_params; i++) {
+      guint32 ch = c->chunk_of[op->params[i]];
+      for (int l = 0; l < STW_N_LISTS; l++) {
+        guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
+        if (optim[ch] == STW_OPTIM_CPU) {
+          stw_demand_forbid(d, item);
+        } else {
+          stw_demand_need(d, item);
+          stw_demand_write(d, item);
+        }
+      }
+    }
+  }
+  stw_demand_finish(d);
+  return d;
+}
+
+static guint64
+transfer_ns(const StwHardware *hw, guint64 bytes)
+{
+  double bw = stw_hardware_pcie_bandwidth(hw, bytes, TRUE);
+  return hw->pcie_latency_ns + (guint64)((double)bytes / bw * 1e9);
+}
+
+void
+stw_plan_predict(StwPlan *p, const StwTrace *t)
+{
+  StwPlanPredictions *pr = &p->pred;
+  guint64 bound = pr->lower_bound_bytes;
+  memset(pr, 0, sizeof *pr);
+  pr->lower_bound_bytes = bound;
+  g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
+  StwReplay r;
+  gboolean ok = stw_schedule_replay(d, &p->schedule, FALSE, &r);
+  for (guint32 k = 0; ok && k < t->ops->len; k++) {
+    guint64 gpu = r.occupancy[k] + stw_trace_op(t, k)->nonmodel_peak_bytes;
+    if (gpu > pr->peak_gpu_bytes) {
+      pr->peak_gpu_bytes = gpu;
+      pr->peak_op = k;
+    }
+  }
+  stw_replay_clear(&r);
+
+  g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  for (guint i = 0; i < p->schedule.actions->len; i++) {
+    guint64 b = d->bytes[a[i].item];
+    moved[a[i].item] = 1;
+    if (a[i].kind == STW_ACTION_FETCH) {
+      pr->h2d_bytes += b;
+      pr->h2d_ns += transfer_ns(&p->hw, b);
+    } else if (a[i].kind == STW_ACTION_EVICT) {
+      pr->d2h_bytes += b;
+      pr->d2h_ns += transfer_ns(&p->hw, b);
+    }
+  }
+  /* host memory: every chunk that is ever off the GPU keeps a copy there */
+  for (guint32 i = 0; i < d->n_items; i++) {
+    if (moved[i] || !p->schedule.resident[i])
+      pr->cpu_bytes += d->bytes[i];
+  }
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    if (op->stage != STW_STAGE_OPTIM) {
+      pr->compute_ns += op->duration_ns;
+      continue;
+    }
+    gboolean gpu = FALSE;
+    for (guint32 i = 0; i < op->n_params; i++)
+      gpu |= p->optim[p->chunking->chunk_of[op->params[i]]] != STW_OPTIM_CPU;
+    if (gpu)
+      pr->compute_ns += op->duration_ns;
+  }
+  double cpu_elems = 0;
+  for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++) {
+    if (p->optim[i] == STW_OPTIM_CPU)
+      cpu_elems += (double)stw_chunking_chunk(p->chunking, i)->used_elems;
+  }
+  pr->cpu_adam_ns = (guint64)(cpu_elems / p->hw.cpu_adam_elems_per_s * 1e9);
+  pr->cost_ns = pr->compute_ns + pr->cpu_adam_ns + pr->h2d_ns + pr->d2h_ns;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static cJSON *
+item_ref(const StwChunking *c, guint32 item)
+{
+  g_autofree char *name = stw_plan_item_name(c, item);
+  return cJSON_CreateString(name);
+}
+
+char *
+stw_plan_to_string(const StwPlan *p, const StwTrace *t)
+{
+  const StwChunking *c = p->chunking;
+  guint32 n = stw_chunking_count(c);
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", STW_PLAN_FORMAT);
+  stw_json_add_u64(root, "version", STW_PLAN_VERSION);
+  cJSON *tr = cJSON_AddObjectToObject(root, "trace");
+  cJSON_AddStringToObject(tr, "digest", p->trace_digest);
+  cJSON_AddStringToObject(tr, "file", p->trace_file);
+  stw_json_add_u64(tr, "ops", p->trace_ops);
+  cJSON_AddStringToObject(root, "policy", stw_policy_names[p->policy]);
+  cJSON *b = cJSON_AddObjectToObject(root, "budgets");
+  stw_json_add_u64(b, "gpu_bytes", p->budgets.gpu_bytes);
+  stw_json_add_u64(b, "cpu_bytes", p->budgets.cpu_bytes);
+  stw_json_add_u64(b, "reserved_bytes", p->budgets.reserved_bytes);
+
+  cJSON *pr = cJSON_AddObjectToObject(root, "predictions");
+  const StwPlanPredictions *q = &p->pred;
+  stw_json_add_u64(pr, "h2d_bytes", q->h2d_bytes);
+  stw_json_add_u64(pr, "d2h_bytes", q->d2h_bytes);
+  stw_json_add_u64(pr, "lower_bound_bytes", q->lower_bound_bytes);
+  stw_json_add_u64(pr, "peak_gpu_bytes", q->peak_gpu_bytes);
+  stw_json_add_u64(pr, "peak_op", q->peak_op);
+  stw_json_add_u64(pr, "cpu_bytes", q->cpu_bytes);
+  stw_json_add_u64(pr, "compute_ns", q->compute_ns);
+  stw_json_add_u64(pr, "cpu_adam_ns", q->cpu_adam_ns);
+  stw_json_add_u64(pr, "h2d_ns", q->h2d_ns);
+  stw_json_add_u64(pr, "d2h_ns", q->d2h_ns);
+  stw_json_add_u64(pr, "cost_ns", q->cost_ns);
+
+  cJSON_AddItemToObject(root, "hardware", stw_hardware_to_json(&p->hw));
+
+  cJSON *ch = cJSON_AddObjectToObject(root, "chunks");
+  stw_json_add_u64(ch, "size_elems", c->size_elems);
+  cJSON_AddStringToObject(ch, "dtype", stw_dtype_name(c->dtype));
+  stw_json_add_u64(ch, "count", n);
+  cJSON *layout = cJSON_AddArrayToObject(root, "layout");
+  for (guint32 i = 0; i < n; i++) {
+    const StwChunk *k = stw_chunking_chunk(c, i);
+    cJSON *o = cJSON_CreateObject();
+    stw_json_add_u64(o, "chunk", i);
+    stw_json_add_u64(o, "capacity_elems", k->capacity_elems);
+    stw_json_add_u64(o, "owner", k->owner);
+    cJSON_AddStringToObject(o, "optimizer", stw_optim_names[p->optim[i]]);
+    cJSON *tensors = cJSON_AddArrayToObject(o, "tensors");
+    for (guint32 j = 0; j < k->count; j++) {
+      const StwPlacement *pl = &g_array_index(c->placements, StwPlacement, k->first + j);
+      cJSON *pair = cJSON_CreateArray();
+      cJSON_AddItemToArray(pair, stw_json_u64(pl->tensor));
+      cJSON_AddItemToArray(pair, stw_json_u64(pl->offset));
+      cJSON_AddItemToArray(tensors, pair);
+    }
+    cJSON_AddItemToArray(layout, o);
+  }
+
+  cJSON *initial = cJSON_AddArrayToObject(root, "initial");
+  for (guint32 item = 0; item < STW_N_LISTS * n; item++) {
+    if (!p->schedule.resident[item])
+      continue;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "chunk", item_ref(c, item));
+    cJSON_AddBoolToObject(o, "dirty", p->schedule.dirty[item]);
+    cJSON_AddItemToArray(initial, o);
+  }
+
+  cJSON *sched = cJSON_AddArrayToObject(root, "schedule");
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  guint32 na = p->schedule.actions->len;
+  for (guint32 i = 0; i < na;) {
+    guint32 m = a[i].moment;
+    cJSON *o = cJSON_CreateObject();
+    stw_json_add_u64(o, "moment", m);
+    cJSON_AddStringToObject(o, "op", m < t->ops->len ? stw_trace_op(t, m)->name : "(end)");
+    cJSON *lists[STW_N_ACTION_KINDS] = { NULL };
+    for (; i < na && a[i].moment == m; i++) {
+      if (lists[a[i].kind] == NULL)
+        lists[a[i].kind] = cJSON_AddArrayToObject(o, action_names[a[i].kind]);
+      cJSON_AddItemToArray(lists[a[i].kind], item_ref(c, a[i].item));
+    }
+    cJSON_AddItemToArray(sched, o);
+  }
+  char *text = stw_json_print_lines(root);
+  cJSON_Delete(root);
+  return text;
+}
+
+gboolean
+stw_plan_save(const StwPlan *p, const StwTrace *t, const char *file, GError **error)
+{
+  g_autofree char *text = stw_plan_to_string(p, t);
+  return stw_file_write_atomic(file, text, strlen(text), error);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+static const char *const root_members[] = { "format", "version", "trace", "policy", "budgets",
+                                            "predictions", "hardware", "chunks", "layout",
+                                            "initial", "schedule", NULL };
+static const char *const trace_members[] = { "digest", "file", "ops", NULL };
+static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes", NULL };
+static const char *const pred_members[] = { "h2d_bytes", "d2h_bytes", "lower_bound_bytes",
+                                            "peak_gpu_bytes", "peak_op", "cpu_bytes",
+                                            "compute_ns", "cpu_adam_ns", "h2d_ns", "d2h_ns",
+                                            "cost_ns", NULL };
+static const char *const chunks_members[] = { "size_elems", "dtype", "count", NULL };
+static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
+                                              "tensors", NULL };
+static const char *const initial_members[] = { "chunk", "dirty", NULL };
+static const char *const moment_members[] = { "moment", "op", "evict", "drop", "fetch", NULL };
+
+typedef struct {
+  StwPlan *plan;
+  guint32 n_chunks;
+} Reading;
+
+/* Parses "list:index" at R's current path. */
+static gboolean
+parse_ref(StwJsonReader *r, const cJSON *item, guint32 n_chunks, guint32 *out, GError **error)
+{
+  if (!cJSON_IsString(item))
+    return stw_json_fail(r, error, "expected a chunk reference such as \"param:3\"");
+  const char *s = item->valuestring, *colon = strchr(s, ':');
+  int list = -1;
+  for (int l = 0; colon != NULL && list_names[l] != NULL; l++) {
+    if (strlen(list_names[l]) == (gsize)(colon - s) && strncmp(s, list_names[l], colon - s) == 0)
+      list = l;
+  }
+  guint64 idx = 0;
+  if (list < 0 || !g_ascii_string_to_unsigned(colon + 1, 10, 0, G_MAXUINT32, &idx, NULL))
+    return stw_json_fail(r, error, "\"%.64s\" is not a chunk reference (expected LIST:INDEX "
+                         "with LIST one of param, master, momentum, variance)", s);
+  if (idx >= n_chunks)
+    return stw_json_fail(r, error, "chunk %" G_GUINT64_FORMAT " does not exist (the plan has %u "
+                         "chunks)", idx, n_chunks);
+  *out = (guint32)list * n_chunks + (guint32)idx;
+  return TRUE;
+}
+
+static gboolean
+read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
+{
+  StwPlan *p = rd->plan;
+  const cJSON *chunks = NULL, *layout = NULL;
+  guint64 size = 0, count = 0;
+  int dtype = 0;
+  gsize saved = stw_json_push_key(r, "chunks");
+  if (!stw_json_get_object(r, root, "chunks", TRUE, &chunks, error) ||
+      !stw_json_check_object(r, chunks, chunks_members, error) ||
+      !stw_json_get_u64(r, chunks, "size_elems", TRUE, 1, STW_TRACE_MAX_NUMEL, &size, error) ||
+      !stw_json_get_enum(r, chunks, "dtype", TRUE, stw_dtype_names, &dtype, error) ||
+      !stw_json_get_u64(r, chunks, "count", TRUE, 1, STW_PLAN_MAX_CHUNKS, &count, error))
+    return FALSE;
+  stw_json_pop(r, saved);
+  if (!stw_json_get_array(r, root, "layout", TRUE, STW_PLAN_MAX_CHUNKS, &layout, error))
+    return FALSE;
+  if ((guint64)cJSON_GetArraySize(layout) != count)
+    return stw_json_fail_at(r, "layout", error, "%d chunks listed, $.chunks.count says %"
+                            G_GUINT64_FORMAT, cJSON_GetArraySize(layout), count);
+  StwChunking *c = g_new0(StwChunking, 1);
+  p->chunking = c;
+  c->size_elems = size;
+  c->dtype = (StwDtype)dtype;
+  c->chunks = g_array_new(FALSE, TRUE, sizeof(StwChunk));
+  c->placements = g_array_new(FALSE, FALSE, sizeof(StwPlacement));
+  p->optim = g_new0(guint8, count);
+  rd->n_chunks = (guint32)count;
+  guint32 max_id = 0;
+  saved = stw_json_push_key(r, "layout");
+  guint32 i = 0;
+  for (const cJSON *o = layout->child; o != NULL; o = o->next, i++) {
+    gsize s2 = stw_json_push_index(r, i);
+    StwChunk k = { .first = c->placements->len };
+    guint64 idx = 0, owner = 0;
+    int optim = 0;
+    const cJSON *tensors = NULL;
+    if (!stw_json_check_object(r, o, layout_members, error) ||
+        !stw_json_get_u64(r, o, "chunk", TRUE, i, i, &idx, error) ||
+        !stw_json_get_u64(r, o, "capacity_elems", TRUE, 1, STW_TRACE_MAX_NUMEL,
+                          &k.capacity_elems, error) ||
+        !stw_json_get_u64(r, o, "owner", TRUE, 0, 1u << 20, &owner, error) ||
+        !stw_json_get_enum(r, o, "optimizer", TRUE, stw_optim_names, &optim, error) ||
+        !stw_json_get_array(r, o, "tensors", TRUE, STW_TRACE_MAX_TENSORS, &tensors, error))
+      return FALSE;
+    k.owner = (guint32)owner;
+    p->optim[i] = (guint8)optim;
+    gsize s3 = stw_json_push_key(r, "tensors");
+    guint32 j = 0;
+    for (const cJSON *pair = tensors->child; pair != NULL; pair = pair->next, j++) {
+      gsize s4 = stw_json_push_index(r, j);
+      guint64 id = 0, offset = 0;
+      if (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2)
+        return stw_json_fail(r, error, "expected [tensor id, offset]");
+      if (!stw_json_as_u64(r, pair->child, 0, STW_TRACE_MAX_TENSORS - 1, &id, error) ||
+          !stw_json_as_u64(r, pair->child->next, 0, STW_TRACE_MAX_NUMEL, &offset, error))
+        return FALSE;
+      if (c->placements->len >= STW_TRACE_MAX_TENSORS)
+        return stw_json_fail(r, error, "more than %u tensors placed", STW_TRACE_MAX_TENSORS);
+      StwPlacement pl = { .tensor = (guint32)id, .offset = offset };
+      g_array_append_val(c->placements, pl);
+      max_id = MAX(max_id, (guint32)id);
+      k.used_elems = MAX(k.used_elems, offset); /* refined against the trace by check */
+      k.count++;
+      stw_json_pop(r, s4);
+    }
+    stw_json_pop(r, s3);
+    g_array_append_val(c->chunks, k);
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  c->n_tensors = c->placements->len > 0 ? max_id + 1 : 0;
+  c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
+  for (guint32 ci = 0; ci < c->chunks->len; ci++) {
+    const StwChunk *k = stw_chunking_chunk(c, ci);
+    for (guint32 j = 0; j < k->count; j++)
+      c->chunk_of[g_array_index(c->placements, StwPlacement, k->first + j).tensor] = ci;
+  }
+  return TRUE;
+}
+
+static gboolean
+read_schedule(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
+{
+  StwPlan *p = rd->plan;
+  guint32 n_items = STW_N_LISTS * rd->n_chunks;
+  const cJSON *initial = NULL, *sched = NULL;
+  p->schedule.resident = g_malloc0(n_items);
+  p->schedule.dirty = g_malloc0(n_items);
+  p->schedule.actions = g_array_new(FALSE, FALSE, sizeof(StwAction));
+  p->schedule.feasible = TRUE;
+  if (!stw_json_get_array(r, root, "initial", TRUE, n_items, &initial, error) ||
+      !stw_json_get_array(r, root, "schedule", TRUE, (gsize)p->trace_ops + 1, &sched, error))
+    return FALSE;
+  gsize saved = stw_json_push_key(r, "initial");
+  guint32 i = 0;
+  for (const cJSON *o = initial->child; o != NULL; o = o->next, i++) {
+    gsize s2 = stw_json_push_index(r, i);
+    guint32 item;
+    gboolean dirty = FALSE;
+    if (!stw_json_check_object(r, o, initial_members, error))
+      return FALSE;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(o, "chunk");
+    if (ref == NULL)
+      return stw_json_fail(r, error, "missing required member \"chunk\"");
+    gsize s3 = stw_json_push_key(r, "chunk");
+    if (!parse_ref(r, ref, rd->n_chunks, &item, error))
+      return FALSE;
+    stw_json_pop(r, s3);
+    if (!stw_json_get_bool(r, o, "dirty", TRUE, &dirty, error))
+      return FALSE;
+    if (p->schedule.resident[item])
+      return stw_json_fail(r, error, "chunk listed twice");
+    p->schedule.resident[item] = 1;
+    p->schedule.dirty[item] = (guint8)dirty;
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+
+  saved = stw_json_push_key(r, "schedule");
+  i = 0;
+  gint64 last_moment = -1;
+  for (const cJSON *o = sched->child; o != NULL; o = o->next, i++) {
+    gsize s2 = stw_json_push_index(r, i);
+    guint64 m = 0;
+    const char *op = NULL;
+    if (!stw_json_check_object(r, o, moment_members, error) ||
+        !stw_json_get_u64(r, o, "moment", TRUE, 0, p->trace_ops, &m, error) ||
+        !stw_json_get_string(r, o, "op", FALSE, STW_TRACE_MAX_NAME, &op, error))
+      return FALSE;
+    if ((gint64)m <= last_moment)
+      return stw_json_fail_at(r, "moment", error, "moments must be listed in increasing order");
+    last_moment = (gint64)m;
+    for (int kind = 0; kind < STW_N_ACTION_KINDS; kind++) {
+      const cJSON *arr = NULL;
+      if (!stw_json_get_array(r, o, action_names[kind], FALSE, n_items, &arr, error))
+        return FALSE;
+      if (arr == NULL)
+        continue;
+      gsize s3 = stw_json_push_key(r, action_names[kind]);
+      guint32 j = 0;
+      for (const cJSON *ref = arr->child; ref != NULL; ref = ref->next, j++) {
+        gsize s4 = stw_json_push_index(r, j);
+        StwAction a = { .moment = (guint32)m, .kind = (guint32)kind };
+        if (!parse_ref(r, ref, rd->n_chunks, &a.item, error))
+          return FALSE;
+        if (p->schedule.actions->len >= STW_PLAN_MAX_ACTIONS)
+          return stw_json_fail(r, error, "more than %u actions", STW_PLAN_MAX_ACTIONS);
+        g_array_append_val(p->schedule.actions, a);
+        stw_json_pop(r, s4);
+      }
+      stw_json_pop(r, s3);
+    }
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  stw_actions_sort(p->schedule.actions);
+  return TRUE;
+}
+
+static gboolean
+read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
+{
+  StwPlan *p = out;
+  Reading rd = { .plan = p };
+  const char *format = NULL, *digest = NULL, *file = "";
+  const cJSON *tr = NULL, *b = NULL, *pr = NULL, *hw = NULL;
+  guint64 version = 0, ops = 0;
+  int policy = 0;
+  if (!stw_json_check_object(r, root, root_members, error) ||
+      !stw_json_get_string(r, root, "format", TRUE, 64, &format, error))
+    return FALSE;
+  if (strcmp(format, STW_PLAN_FORMAT) != 0)
+    return stw_json_fail_at(r, "format", error, "expected \"%s\", found \"%s\"",
+                            STW_PLAN_FORMAT, format);
+  if (!stw_json_get_u64(r, root, "version", TRUE, 0, STW_JSON_INT_MAX, &version, error))
+    return FALSE;
+  if (version != STW_PLAN_VERSION)
+    return stw_json_fail_at(r, "version", error, "unsupported version %" G_GUINT64_FORMAT
+                            " (this stowage reads version %d)", version, STW_PLAN_VERSION);
+  if (!stw_json_get_object(r, root, "trace", TRUE, &tr, error) ||
+      !stw_json_get_enum(r, root, "policy", TRUE, stw_policy_names, &policy, error) ||
+      !stw_json_get_object(r, root, "budgets", TRUE, &b, error) ||
+      !stw_json_get_object(r, root, "predictions", TRUE, &pr, error) ||
+      !stw_json_get_object(r, root, "hardware", TRUE, &hw, error))
+    return FALSE;
+  p->policy = (StwPolicy)policy;
+
+  gsize saved = stw_json_push_key(r, "trace");
+  if (!stw_json_check_object(r, tr, trace_members, error) ||
+      !stw_json_get_string(r, tr, "digest", TRUE, 64, &digest, error) ||
+      !stw_json_get_string(r, tr, "file", FALSE, 4096, &file, error) ||
+      !stw_json_get_u64(r, tr, "ops", TRUE, 1, STW_TRACE_MAX_OPS, &ops, error))
+    return FALSE;
+  if (strlen(digest) != 64 || strspn(digest, "0123456789abcdef") != 64)
+    return stw_json_fail_at(r, "digest", error, "expected 64 lower-case hex digits (SHA-256)");
+  g_free(p->trace_digest);
+  p->trace_digest = g_strdup(digest);
+  g_free(p->trace_file);
+  p->trace_file = g_strdup(file);
+  p->trace_ops = (guint32)ops;
+  stw_json_pop(r, saved);
+
+  saved = stw_json_push_key(r, "budgets");
+  if (!stw_json_check_object(r, b, budget_members, error) ||
+      !stw_json_get_u64(r, b, "gpu_bytes", TRUE, 1, STW_JSON_INT_MAX, &p->budgets.gpu_bytes,
+                        error) ||
+      !stw_json_get_u64(r, b, "cpu_bytes", TRUE, 0, STW_JSON_INT_MAX, &p->budgets.cpu_bytes,
+                        error) ||
+      !stw_json_get_u64(r, b, "reserved_bytes", TRUE, 0, STW_JSON_INT_MAX,
+                        &p->budgets.reserved_bytes, error))
+    return FALSE;
+  stw_json_pop(r, saved);
+
+  saved = stw_json_push_key(r, "predictions");
+  guint64 *fields[] = { &p->pred.h2d_bytes, &p->pred.d2h_bytes, &p->pred.lower_bound_bytes,
+                        &p->pred.peak_gpu_bytes, NULL, &p->pred.cpu_bytes,
+                        &p->pred.compute_ns, &p->pred.cpu_adam_ns, &p->pred.h2d_ns,
+                        &p->pred.d2h_ns, &p->pred.cost_ns };
+  guint64 peak_op = 0;
+  fields[4] = &peak_op;
+  if (!stw_json_check_object(r, pr, pred_members, error))
+    return FALSE;
+  for (gsize f = 0; f < G_N_ELEMENTS(fields); f++) {
+    if (!stw_json_get_u64(r, pr, pred_members[f], TRUE, 0, STW_JSON_INT_MAX, fields[f], error))
+      return FALSE;
+  }
+  if (peak_op >= ops)
+    return stw_json_fail_at(r, "peak_op", error, "op %" G_GUINT64_FORMAT " does not exist",
+                            peak_op);
+  p->pred.peak_op = (guint32)peak_op;
+  stw_json_pop(r, saved);
+
+  saved = stw_json_push_key(r, "hardware");
+  if (!stw_hardware_read(r, hw, &p->hw, error))
+    return FALSE;
+  stw_json_pop(r, saved);
+
+  return read_layout(r, root, &rd, error) && read_schedule(r, root, &rd, error);
+}
+
+static StwPlan *
+keep_if(StwPlan *p, gboolean ok)
+{
+  if (!ok) {
+    stw_plan_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+StwPlan *
+stw_plan_parse(const char *file, const char *text, gsize len, GError **error)
+{
+  StwPlan *p = stw_plan_new();
+  return keep_if(p, stw_json_read_text(file, text, len, read_plan, p, error));
+}
+
+StwPlan *
+stw_plan_load(const char *file, GError **error)
+{
+  StwPlan *p = stw_plan_new();
+  return keep_if(p, stw_json_read_file(file, STW_PLAN_MAX_FILE_BYTES, read_plan, p, error));
+}

@@ -1,0 +1,124 @@
+/* plan.h — a plan: chunk layout, optimizer placement and the schedule of one iteration.
+ *
+ * The file format is docs/plan-format.md; this module is its only reader and writer. A plan is
+ * tied to one trace by the trace's digest. Items are chunks of one list: item = list * n_chunks
+ * + chunk (stw_plan_item). Moment k is the boundary before op k; moment n_ops is the end of the
+ * iteration, where the actions that restore the start state for the next iteration happen.
+ */
+#ifndef STW_PLAN_H
+#define STW_PLAN_H
+
+#include <glib.h>
+
+#include "chunks.h"
+#include "hardware.h"
+#include "schedule.h"
+#include "trace.h"
+
+G_BEGIN_DECLS
+
+#define STW_PLAN_ERROR (stw_plan_error_quark())
+GQuark stw_plan_error_quark(void);
+
+typedef enum {
+  STW_PLAN_ERROR_INFEASIBLE, /* no plan fits the budget */
+  STW_PLAN_ERROR_MISMATCH,   /* the plan was made for another trace */
+  STW_PLAN_ERROR_UNSOUND,    /* check found a violation */
+  STW_PLAN_ERROR_INVALID,    /* bad options */
+} StwPlanError;
+
+#define STW_PLAN_FORMAT "stowage-plan"
+#define STW_PLAN_VERSION 1
+#define STW_PLAN_MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
+#define STW_PLAN_MAX_CHUNKS (1u << 20)
+#define STW_PLAN_MAX_ACTIONS (1u << 26)
+
+typedef enum {
+  STW_POLICY_STOWAGE,       /* offline schedule, chunk size and optimizer placement by cost */
+  STW_POLICY_PATRICKSTAR,   /* PatrickStar: farthest-next-use, 80% usable, 2 spare chunks */
+  STW_POLICY_ZERO_OFFLOAD,  /* DeepSpeed ZeRO-Offload: params on GPU, CPU Adam */
+  STW_POLICY_ZERO_INFINITY, /* DeepSpeed ZeRO-Infinity: params on CPU, prefetch bucket */
+  STW_POLICY_GEMINI_STATIC, /* Colossal-AI Gemini, static: a fraction of chunks on GPU */
+  STW_POLICY_LRU,           /* on demand, least recently used out */
+  STW_N_POLICIES
+} StwPolicy;
+
+extern const char *const stw_policy_names[]; /* NULL-terminated, in enum order */
+
+typedef enum {
+  STW_OPTIM_CPU,          /* CPU Adam: gradients to the CPU, updated parameters back */
+  STW_OPTIM_GPU,          /* GPU Adam in margin space: state fetched for the step, written back */
+  STW_OPTIM_GPU_RESIDENT, /* GPU Adam with the optimizer state on the GPU all iteration */
+  STW_N_OPTIMS
+} StwOptimPlace;
+
+extern const char *const stw_optim_names[];
+
+typedef struct {
+  guint64 gpu_bytes;       /* GPU memory the plan may use: chunks + non-model + reserve */
+  guint64 cpu_bytes;       /* host memory for chunks */
+  guint64 reserved_bytes;  /* kept free on the GPU at every moment */
+} StwBudgets;
+
+typedef struct {
+  guint64 h2d_bytes, d2h_bytes;  /* per iteration, steady state */
+  guint64 peak_gpu_bytes;        /* chunks + non-model peak, at the worst op */
+  guint32 peak_op;
+  guint64 cpu_bytes;             /* host memory the chunks need */
+  guint64 compute_ns;            /* GPU ops (fwd, bwd, GPU Adam) */
+  guint64 cpu_adam_ns;
+  guint64 h2d_ns, d2h_ns;        /* transfer time at the profile's pinned bandwidth */
+  guint64 cost_ns;               /* predicted iteration time (docs/algorithms.md) */
+  guint64 lower_bound_bytes;     /* no schedule of this layout and placement moves less */
+} StwPlanPredictions;
+
+typedef struct {
+  char *trace_digest;
+  char *trace_file;          /* informational */
+  guint32 trace_ops;
+  StwPolicy policy;
+  StwBudgets budgets;
+  StwHardware hw;
+  StwChunking *chunking;
+  guint8 *optim;             /* per chunk: StwOptimPlace */
+  StwSchedule schedule;      /* over items; moments 0 .. trace_ops */
+  StwPlanPredictions pred;
+} StwPlan;
+
+StwPlan *stw_plan_new(void);
+void stw_plan_free(StwPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwPlan, stw_plan_free)
+
+static inline guint32
+stw_plan_item(const StwChunking *c, StwChunkList list, guint32 chunk)
+{
+  return (guint32)list * stw_chunking_count(c) + chunk;
+}
+/* "param:12" for messages. Free with g_free. */
+char *stw_plan_item_name(const StwChunking *c, guint32 item);
+
+/* GPU bytes chunks may occupy during op K: the budget less the reserve and the non-model peak
+ * of op K and op K+1 (the next op's allocations may begin before this op's are released).
+ * Returns 0 when the non-model memory alone exceeds the budget. */
+guint64 stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k);
+
+/* The demand (schedule.h) a plan must meet: chunks each op needs, forbids and dirties, with
+ * CAPACITY bytes per op (NULL: stw_plan_capacity). A policy may also HOLD items (per item,
+ * NULL for none) resident through every forward and backward op. */
+StwDemand *stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
+                           const StwBudgets *b, const guint64 *capacity, const guint8 *hold);
+
+/* Fills PLAN->pred from its schedule (bytes, peaks, times); LOWER_BOUND is kept. */
+void stw_plan_predict(StwPlan *plan, const StwTrace *t);
+
+/* Reading and writing. Loading checks the structure; stw_plan_check (check.h) checks the plan
+ * against its trace. */
+StwPlan *stw_plan_load(const char *file, GError **error);
+StwPlan *stw_plan_parse(const char *file, const char *text, gsize len, GError **error);
+char *stw_plan_to_string(const StwPlan *plan, const StwTrace *t);
+gboolean stw_plan_save(const StwPlan *plan, const StwTrace *t, const char *file,
+                       GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,528 @@
+/* planner.c — policies, optimizer placement and chunk-size search; see planner.h. */
+#include "config.h"
+
+#include "planner.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "units.h"
+
+/* PatrickStar's own reserves (Fang et al., Sec. 6): 80% of GPU memory is usable, and two
+ * chunks are kept spare during forward and backward. */
+#define PSTAR_USABLE 0.8
+#define PSTAR_SPARE_CHUNKS 2
+/* The search: from the largest tensor upward in steps of 2^(1/4), up to 64 times larger. */
+#define SEARCH_STEPS 25
+#define SEARCH_ALIGN 1024
+
+void
+stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
+{
+  memset(o, 0, sizeof *o);
+  o->policy = STW_POLICY_STOWAGE;
+  o->hw = *hw;
+  o->budgets.gpu_bytes = hw->gpu_memory_bytes;
+  o->budgets.cpu_bytes = hw->cpu_memory_bytes;
+  o->gemini_fraction = -1;
+  o->prefetch_bucket_elems = 50000000; /* DeepSpeed's stage3_prefetch_bucket_size */
+}
+
+StwPolicy
+stw_policy_from_name(const char *name)
+{
+  for (int i = 0; stw_policy_names[i] != NULL; i++) {
+    if (strcmp(stw_policy_names[i], name) == 0)
+      return (StwPolicy)i;
+  }
+  return STW_N_POLICIES;
+}
+
+GArray *
+stw_planner_chunk_sizes(const StwTrace *t)
+{
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  guint64 total = 0;
+  for (guint32 i = 0; i < t->tensors->len; i++)
+    total += stw_trace_tensor(t, i)->numel;
+  guint64 base = MAX(stw_trace_largest_tensor(t, NULL), 1);
+  base = (base + SEARCH_ALIGN - 1) / SEARCH_ALIGN * SEARCH_ALIGN;
+  for (int i = 0; i < SEARCH_STEPS; i++) {
+    guint64 s = (guint64)ceil((double)base * pow(2.0, i / 4.0) / SEARCH_ALIGN) * SEARCH_ALIGN;
+    if (sizes->len > 0 && s <= g_array_index(sizes, guint64, sizes->len - 1))
+      continue;
+    g_array_append_val(sizes, s);
+    if (s >= total)
+      break; /* one chunk holds everything: larger sizes only waste */
+  }
+  return sizes;
+}
+
+/* ---- one policy at one chunk layout ----------------------------------------------------------- */
+
+typedef struct {
+  const StwTrace *t;
+  const StwPlannerOptions *o;
+  const StwChunking *c;
+  guint32 n;             /* chunks */
+  guint32 n_items;
+  /* the first shortfall met, for the error message */
+  gboolean failed;
+  guint32 fail_op;
+  guint64 fail_need_bytes;
+  guint64 fail_capacity;
+} Attempt;
+
+static guint64
+param_chunk_bytes(const StwChunking *c)
+{
+  return stw_chunk_bytes(c, 0, STW_LIST_PARAM);
+}
+
+/* Chunk capacity per op under the real budget, optionally with PatrickStar's reserves. */
+static guint64 *
+capacities(const Attempt *at, gboolean patrickstar)
+{
+  guint32 n_ops = at->t->ops->len;
+  guint64 *cap = g_new(guint64, n_ops);
+  StwBudgets b = at->o->budgets;
+  if (patrickstar)
+    b.gpu_bytes = (guint64)((double)b.gpu_bytes * PSTAR_USABLE);
+  for (guint32 k = 0; k < n_ops; k++) {
+    cap[k] = stw_plan_capacity(at->t, &b, k);
+    guint64 spare = PSTAR_SPARE_CHUNKS * param_chunk_bytes(at->c);
+    if (patrickstar && stw_trace_op(at->t, k)->stage != STW_STAGE_OPTIM)
+      cap[k] = cap[k] > spare ? cap[k] - spare : 0;
+  }
+  return cap;
+}
+
+static void
+note_failure(Attempt *at, const StwSchedule *s, const StwDemand *d)
+{
+  if (at->failed)
+    return;
+  at->failed = TRUE;
+  at->fail_op = s->fail_step;
+  at->fail_need_bytes = s->fail_need_bytes;
+  at->fail_capacity = d->capacity[s->fail_step];
+}
+
+/* Schedules one placement; returns a plan with predictions, or NULL after noting why. */
+static StwPlan *
+try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guint8 *hold,
+              const guint64 *cap, StwEvictRule rule, gboolean release, guint64 ahead_bytes)
+{
+  g_autoptr(StwDemand) d = stw_plan_demand(at->t, at->c, optim, &at->o->budgets, cap, hold);
+  StwEngineOptions eo = { .rule = rule, .release_after_use = release, .pinned = pinned };
+  StwSchedule s;
+  if (!stw_schedule_steady(d, &eo, &s)) {
+    note_failure(at, &s, d);
+    stw_schedule_clear(&s);
+    return NULL;
+  }
+  stw_schedule_hoist(d, &s, ahead_bytes);
+  StwPlan *p = stw_plan_new();
+  p->policy = at->o->policy;
+  p->budgets = at->o->budgets;
+  p->hw = at->o->hw;
+  p->trace_ops = at->t->ops->len;
+  p->optim = g_memdup2(optim, at->n);
+  p->schedule = s;
+  /* the layout is shared while candidates compete; the winner gets its own copy */
+  p->chunking = (StwChunking *)at->c;
+  stw_plan_predict(p, at->t);
+  return p;
+}
+
+/* Whether A beats B under OBJECTIVE (B may be NULL); equal plans do not. */
+static int
+compare(const StwPlan *a, const StwPlan *b, StwObjective objective)
+{
+  guint64 ta = a->pred.cost_ns, tb = b->pred.cost_ns;
+  guint64 ba = a->pred.h2d_bytes + a->pred.d2h_bytes, bb = b->pred.h2d_bytes + b->pred.d2h_bytes;
+  guint64 x1 = objective == STW_OBJECTIVE_TIME ? ta : ba, y1 = objective == STW_OBJECTIVE_TIME ? tb : bb;
+  guint64 x2 = objective == STW_OBJECTIVE_TIME ? ba : ta, y2 = objective == STW_OBJECTIVE_TIME ? bb : tb;
+  if (x1 != y1)
+    return x1 < y1 ? -1 : 1;
+  if (x2 != y2)
+    return x2 < y2 ? -1 : 1;
+  return 0;
+}
+
+static gboolean
+better_for(const StwPlan *a, const StwPlan *b, StwObjective objective)
+{
+  return b == NULL || compare(a, b, objective) < 0;
+}
+
+static void
+release_candidate(StwPlan *p)
+{
+  if (p == NULL)
+    return;
+  p->chunking = NULL; /* borrowed */
+  stw_plan_free(p);
+}
+
+static StwPlan *
+keep_better(const Attempt *at, StwPlan *best, StwPlan *candidate)
+{
+  if (candidate == NULL)
+    return best;
+  if (better_for(candidate, best, at->o->objective)) {
+    release_candidate(best);
+    return candidate;
+  }
+  release_candidate(candidate);
+  return best;
+}
+
+/* Marks the optimizer state (master, momentum, variance) of chunks [0, j) pinned. */
+static void
+pin_state(const Attempt *at, guint8 *pinned, guint8 *optim, guint32 j, StwOptimPlace rest)
+{
+  memset(pinned, 0, at->n_items);
+  for (guint32 i = 0; i < at->n; i++) {
+    optim[i] = i < j ? STW_OPTIM_GPU_RESIDENT : rest;
+    for (int l = STW_LIST_MASTER; i < j && l < STW_N_LISTS; l++)
+      pinned[stw_plan_item(at->c, (StwChunkList)l, i)] = 1;
+  }
+}
+
+/* PatrickStar's margin rule: the optimizer state of chunks [0, j) lives on the GPU in the
+ * margin space, the USABLE share of the budget that neither the peak non-model data nor the
+ * whole parameter list takes. Returns j. */
+static guint32
+margin_prefix(const Attempt *at, double usable_share)
+{
+  guint64 usable = (guint64)((double)at->o->budgets.gpu_bytes * usable_share);
+  guint64 peak = 0;
+  for (guint32 k = 0; k < at->t->ops->len; k++)
+    peak = MAX(peak, stw_trace_op(at->t, k)->nonmodel_peak_bytes);
+  guint64 taken = peak + at->o->budgets.reserved_bytes +
+                  stw_chunking_list_bytes(at->c, STW_LIST_PARAM);
+  guint64 margin = usable > taken ? usable - taken : 0;
+  guint32 j = 0;
+  for (guint64 sum = 0; j < at->n; j++) {
+    sum += 3 * stw_chunk_bytes(at->c, j, STW_LIST_MASTER);
+    if (sum > margin)
+      break;
+  }
+  return j;
+}
+
+/* The largest J whose pinned optimizer state fits beside every op's own chunks. */
+static guint32
+max_pinned_state(const Attempt *at, const guint64 *cap)
+{
+  g_autofree guint8 *optim = g_malloc0(at->n); /* CPU Adam: optimizer ops need no chunks */
+  g_autoptr(StwDemand) d = stw_plan_demand(at->t, at->c, optim, &at->o->budgets, cap, NULL);
+  guint64 slack = G_MAXUINT64;
+  for (guint32 k = 0; k < d->n_steps; k++) {
+    guint64 need = 0;
+    for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
+      need += d->bytes[d->need[i]];
+    slack = MIN(slack, d->capacity[k] > need ? d->capacity[k] - need : 0);
+  }
+  guint32 j = 0;
+  guint64 sum = 0;
+  while (j < at->n) {
+    guint64 state = 3 * stw_chunk_bytes(at->c, j, STW_LIST_MASTER);
+    if (sum + state > slack)
+      break;
+    sum += state;
+    j++;
+  }
+  return j;
+}
+
+static StwPlan *
+plan_stowage(Attempt *at)
+{
+  g_autofree guint64 *cap = capacities(at, FALSE);
+  g_autofree guint8 *optim = g_malloc0(at->n);
+  g_autofree guint8 *pinned = g_malloc0(at->n_items);
+  guint32 j_max = max_pinned_state(at, cap);
+  guint32 j_margin = MIN(margin_prefix(at, 1.0), j_max);
+  /* optimizer state pinned on the GPU for a prefix of chunks, the rest stepped on the CPU or
+   * in margin space; the candidates halve the prefix down from the most that fits */
+  GArray *js = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (guint32 j = j_max;; j /= 2) {
+    g_array_append_val(js, j);
+    if (j == 0)
+      break;
+  }
+  /* and the prefix PatrickStar's margin rule picks, so its placement is always a candidate */
+  gboolean seen = FALSE;
+  for (guint i = 0; i < js->len; i++)
+    seen |= g_array_index(js, guint32, i) == j_margin;
+  if (!seen)
+    g_array_append_val(js, j_margin);
+  StwPlan *best = NULL;
+  for (guint i = 0; i < js->len; i++) {
+    guint32 j = g_array_index(js, guint32, i);
+    for (int rest = STW_OPTIM_CPU; rest <= STW_OPTIM_GPU; rest++) {
+      if (j == at->n && rest == STW_OPTIM_GPU)
+        continue; /* nothing left to place */
+      pin_state(at, pinned, optim, j, (StwOptimPlace)rest);
+      for (int rule = STW_EVICT_FARTHEST; rule <= STW_EVICT_FARTHEST_CLEAN; rule++)
+        best = keep_better(at, best, try_placement(at, optim, pinned, NULL, cap, (StwEvictRule)rule,
+                                               FALSE, G_MAXUINT64));
+    }
+  }
+  g_array_unref(js);
+  return best;
+}
+
+static StwPlan *
+plan_patrickstar(Attempt *at)
+{
+  g_autofree guint64 *cap = capacities(at, TRUE);
+  g_autofree guint8 *optim = g_malloc0(at->n);
+  g_autofree guint8 *pinned = g_malloc0(at->n_items);
+  pin_state(at, pinned, optim, margin_prefix(at, PSTAR_USABLE), STW_OPTIM_CPU);
+  return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, FALSE, 0);
+}
+
+static StwPlan *
+plan_zero_offload(Attempt *at)
+{
+  g_autofree guint64 *cap = capacities(at, FALSE);
+  g_autofree guint8 *optim = g_malloc0(at->n);
+  g_autofree guint8 *hold = g_malloc0(at->n_items);
+  for (guint32 i = 0; i < at->n; i++)
+    hold[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
+  return try_placement(at, optim, NULL, hold, cap, STW_EVICT_FARTHEST, FALSE, 0);
+}
+
+static StwPlan *
+plan_zero_infinity(Attempt *at)
+{
+  g_autofree guint64 *cap = capacities(at, FALSE);
+  g_autofree guint8 *optim = g_malloc0(at->n);
+  guint64 bucket = at->o->prefetch_bucket_elems * stw_dtype_bytes(at->c->dtype);
+  return try_placement(at, optim, NULL, NULL, cap, STW_EVICT_FARTHEST, TRUE, bucket);
+}
+
+/* Gemini's static placement: chunks [0, m) live on the GPU with their optimizer state (GPU
+ * Adam); the others are fetched when used, released after, and stepped by CPU Adam. */
+static StwPlan *
+plan_gemini_m(Attempt *at, const guint64 *cap, guint32 m)
+{
+  g_autofree guint8 *optim = g_malloc0(at->n);
+  g_autofree guint8 *pinned = g_malloc0(at->n_items);
+  pin_state(at, pinned, optim, m, STW_OPTIM_CPU);
+  for (guint32 i = 0; i < m; i++)
+    pinned[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
+  return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, TRUE, 0);
+}
+
+static StwPlan *
+plan_gemini_static(Attempt *at)
+{
+  g_autofree guint64 *cap = capacities(at, FALSE);
+  if (at->o->gemini_fraction >= 0) {
+    guint32 m = (guint32)MIN(llround(at->o->gemini_fraction * at->n), at->n);
+    return plan_gemini_m(at, cap, m);
+  }
+  /* the largest fraction that fits: feasibility only shrinks as m grows */
+  StwPlan *best = plan_gemini_m(at, cap, 0);
+  if (best == NULL)
+    return NULL;
+  guint32 lo = 0, hi = at->n;
+  while (lo < hi) {
+    guint32 mid = lo + (hi - lo + 1) / 2;
+    StwPlan *p = plan_gemini_m(at, cap, mid);
+    if (p != NULL) {
+      release_candidate(best);
+      best = p;
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  at->failed = FALSE; /* the probes beyond the largest m were expected to fail */
+  return best;
+}
+
+static StwPlan *
+plan_lru(Attempt *at)
+{
+  g_autofree guint64 *cap = capacities(at, FALSE);
+  g_autofree guint8 *optim = g_malloc0(at->n);
+  return try_placement(at, optim, NULL, NULL, cap, STW_EVICT_LRU, FALSE, 0);
+}
+
+static StwPlan *
+plan_policy(Attempt *at)
+{
+  switch (at->o->policy) {
+  case STW_POLICY_STOWAGE: return plan_stowage(at);
+  case STW_POLICY_PATRICKSTAR: return plan_patrickstar(at);
+  case STW_POLICY_ZERO_OFFLOAD: return plan_zero_offload(at);
+  case STW_POLICY_ZERO_INFINITY: return plan_zero_infinity(at);
+  case STW_POLICY_GEMINI_STATIC: return plan_gemini_static(at);
+  case STW_POLICY_LRU: return plan_lru(at);
+  default: g_assert_not_reached();
+  }
+}
+
+/* The smallest budget a layout can ever use: every op's own chunks beside its non-model peak. */
+static guint64
+min_budget(const StwTrace *t, const StwChunking *c, const StwBudgets *b, guint32 *op_out)
+{
+  guint32 n = stw_chunking_count(c);
+  g_autofree guint8 *optim = g_malloc0(n);
+  StwBudgets unlimited = *b;
+  unlimited.gpu_bytes = G_MAXUINT64 / 2;
+  g_autoptr(StwDemand) d = stw_plan_demand(t, c, optim, &unlimited, NULL, NULL);
+  guint64 worst = 0;
+  for (guint32 k = 0; k < d->n_steps; k++) {
+    guint64 need = unlimited.gpu_bytes - d->capacity[k];
+    for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
+      need += d->bytes[d->need[i]];
+    if (need > worst) {
+      worst = need;
+      *op_out = k;
+    }
+  }
+  return worst;
+}
+
+static void
+infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *at,
+                 guint64 min_bytes, guint32 min_op, guint64 min_chunk, GError **error)
+{
+  const StwOp *op = stw_trace_op(t, at->fail_op);
+  g_autofree char *budget = stw_size_format(o->budgets.gpu_bytes);
+  g_autofree char *need = stw_size_format(at->fail_need_bytes);
+  g_autofree char *cap = stw_size_format(at->fail_capacity);
+  g_autofree char *shortb = stw_size_format(at->fail_need_bytes - MIN(at->fail_need_bytes,
+                                                                       at->fail_capacity));
+  g_autofree char *minb = stw_size_format(min_bytes);
+  g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+              "policy %s cannot fit a GPU budget of %s: at op %u (%s, %s) it needs %s of "
+              "chunks resident where %s is left beside non-model memory%s: %s short. The "
+              "smallest budget any plan can use is %s (chunk size %" G_GUINT64_FORMAT
+              ", tightest at op %u %s)", stw_policy_names[o->policy], budget, at->fail_op,
+              op->name, stw_stage_name(op->stage), need, cap,
+              o->policy == STW_POLICY_PATRICKSTAR ? " and PatrickStar's reserves" : "",
+              shortb, minb, min_chunk, min_op, stw_trace_op(t, min_op)->name);
+}
+
+static gboolean
+check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
+{
+  if (t->device.world_size > 1) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID,
+                "the trace is rank %u of %u: multi-rank planning is not supported yet; plan "
+                "a single-rank trace", t->device.rank, t->device.world_size);
+    return FALSE;
+  }
+  if (o->budgets.gpu_bytes == 0) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "the GPU budget must be positive");
+    return FALSE;
+  }
+  if (o->budgets.reserved_bytes >= o->budgets.gpu_bytes) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID,
+                "the reserve (%" G_GUINT64_FORMAT " bytes) leaves nothing of the GPU budget (%"
+                G_GUINT64_FORMAT " bytes)", o->budgets.reserved_bytes, o->budgets.gpu_bytes);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+StwPlan *
+stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
+                 GError **error)
+{
+  if (!check_inputs(t, o, error))
+    return NULL;
+  GArray *sizes;
+  if (o->chunk_size_elems != 0 || o->policy != STW_POLICY_STOWAGE) {
+    sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+    guint64 s = o->chunk_size_elems;
+    if (s == 0) { /* baselines without a given size: the smallest aligned size that fits */
+      g_autoptr(GArray) all = stw_planner_chunk_sizes(t);
+      s = g_array_index(all, guint64, 0);
+    }
+    g_array_append_val(sizes, s);
+  } else {
+    sizes = stw_planner_chunk_sizes(t);
+  }
+
+  StwPlan *best = NULL;
+  StwChunking *best_layout = NULL;
+  Attempt first_failure = { 0 };
+  guint64 min_bytes = G_MAXUINT64, min_chunk = 0;
+  guint32 min_op = 0;
+  for (guint i = 0; i < sizes->len; i++) {
+    guint64 size = g_array_index(sizes, guint64, i);
+    StwChunking *c = stw_chunking_pack(t, size, o->allow_oversized, error);
+    if (c == NULL) {
+      g_array_unref(sizes);
+      release_candidate(best);
+      stw_chunking_free(best_layout);
+      return NULL;
+    }
+    guint32 op = 0;
+    guint64 mb = min_budget(t, c, &o->budgets, &op);
+    if (mb < min_bytes) {
+      min_bytes = mb;
+      min_op = op;
+      min_chunk = size;
+    }
+    Attempt at = { .t = t, .o = o, .c = c, .n = stw_chunking_count(c),
+                   .n_items = STW_N_LISTS * stw_chunking_count(c) };
+    StwPlan *p = plan_policy(&at);
+    if (p == NULL && !first_failure.failed)
+      first_failure = at;
+    if (p != NULL && (better_for(p, best, o->objective) ||
+                      (compare(p, best, o->objective) == 0 &&
+                       stw_chunking_wasted_bytes(c, STW_LIST_PARAM) <
+                           stw_chunking_wasted_bytes(best_layout, STW_LIST_PARAM)))) {
+      release_candidate(best);
+      stw_chunking_free(best_layout);
+      best = p;
+      best_layout = c;
+    } else {
+      release_candidate(p);
+      stw_chunking_free(c);
+    }
+    if (o->progress != NULL)
+      o->progress(i + 1, sizes->len, o->progress_data);
+  }
+  g_array_unref(sizes);
+  if (best == NULL) {
+    infeasible_error(t, o, &first_failure, min_bytes, min_op, min_chunk, error);
+    return NULL;
+  }
+  best->chunking = best_layout; /* the plan owns its layout from here on */
+  if (best->pred.cpu_bytes > o->budgets.cpu_bytes) {
+    g_autofree char *need = stw_size_format(best->pred.cpu_bytes);
+    g_autofree char *have = stw_size_format(o->budgets.cpu_bytes);
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+                "the plan keeps %s of chunks in host memory, more than the CPU budget of %s",
+                need, have);
+    stw_plan_free(best);
+    return NULL;
+  }
+  g_autofree char *digest = stw_trace_digest(t);
+  g_free(best->trace_digest);
+  best->trace_digest = g_steal_pointer(&digest);
+  g_free(best->trace_file);
+  best->trace_file = g_strdup(trace_file != NULL ? trace_file : "");
+  /* the bound for the chosen layout and placement */
+  g_autoptr(StwDemand) d = stw_plan_demand(t, best->chunking, best->optim, &best->budgets, NULL,
+                                           NULL);
+  g_autofree guint8 *pinned = g_malloc0(MAX(d->n_items, 1));
+  for (guint32 i = 0; i < stw_chunking_count(best->chunking); i++) {
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++) {
+      guint32 item = stw_plan_item(best->chunking, (StwChunkList)l, i);
+      pinned[item] = best->optim[i] == STW_OPTIM_GPU_RESIDENT;
+    }
+  }
+  best->pred.lower_bound_bytes = stw_schedule_lower_bound(d, pinned);
+  return best;
+}

@@ -1,0 +1,650 @@
+/* schedule.c — the scheduling engine (Belady with write-back awareness), prefetch hoisting,
+ * steady state, replay and the lower bound; see schedule.h and docs/algorithms.md. */
+#include "config.h"
+
+#include "schedule.h"
+
+#include <string.h>
+
+#define NEVER G_MAXUINT32
+
+/* ---- demand ----------------------------------------------------------------------------- */
+
+StwDemand *
+stw_demand_new(guint32 n_items, const guint64 *bytes)
+{
+  StwDemand *d = g_new0(StwDemand, 1);
+  d->n_items = n_items;
+  d->bytes = g_memdup2(bytes, MAX(n_items, 1) * sizeof(guint64));
+  d->b_need = g_array_new(FALSE, FALSE, sizeof(guint32));
+  d->b_forbid = g_array_new(FALSE, FALSE, sizeof(guint32));
+  d->b_write = g_array_new(FALSE, FALSE, sizeof(guint32));
+  d->b_cap = g_array_new(FALSE, FALSE, sizeof(guint64));
+  d->b_need_start = g_array_new(FALSE, FALSE, sizeof(guint32));
+  d->b_forbid_start = g_array_new(FALSE, FALSE, sizeof(guint32));
+  d->b_write_start = g_array_new(FALSE, FALSE, sizeof(guint32));
+  d->stamp = g_new0(guint32, 3 * (gsize)MAX(n_items, 1));
+  return d;
+}
+
+void
+stw_demand_step(StwDemand *d, guint64 capacity)
+{
+  g_array_append_val(d->b_cap, capacity);
+  g_array_append_val(d->b_need_start, d->b_need->len);
+  g_array_append_val(d->b_forbid_start, d->b_forbid->len);
+  g_array_append_val(d->b_write_start, d->b_write->len);
+  d->n_steps++;
+}
+
+/* Appends ITEM to LIST once per step; KIND selects the stamp row. */
+static void
+add_once(StwDemand *d, GArray *list, guint kind, guint32 item)
+{
+  g_assert(d->n_steps > 0 && item < d->n_items);
+  guint32 *stamp = &d->stamp[(gsize)kind * d->n_items + item];
+  if (*stamp == d->n_steps)
+    return;
+  *stamp = d->n_steps;
+  g_array_append_val(list, item);
+}
+
+void
+stw_demand_need(StwDemand *d, guint32 item)
+{
+  add_once(d, d->b_need, 0, item);
+}
+
+void
+stw_demand_forbid(StwDemand *d, guint32 item)
+{
+  add_once(d, d->b_forbid, 1, item);
+}
+
+void
+stw_demand_write(StwDemand *d, guint32 item)
+{
+  add_once(d, d->b_write, 2, item);
+}
+
+static guint32 *
+close_offsets(GArray *starts, guint32 total)
+{
+  g_array_append_val(starts, total);
+  return (guint32 *)g_array_free(starts, FALSE);
+}
+
+void
+stw_demand_finish(StwDemand *d)
+{
+  d->need_start = close_offsets(d->b_need_start, d->b_need->len);
+  d->forbid_start = close_offsets(d->b_forbid_start, d->b_forbid->len);
+  d->write_start = close_offsets(d->b_write_start, d->b_write->len);
+  d->need = (guint32 *)g_array_free(d->b_need, FALSE);
+  d->forbid = (guint32 *)g_array_free(d->b_forbid, FALSE);
+  d->write = (guint32 *)g_array_free(d->b_write, FALSE);
+  d->capacity = (guint64 *)g_array_free(d->b_cap, FALSE);
+  d->b_need = d->b_forbid = d->b_write = d->b_cap = NULL;
+  d->b_need_start = d->b_forbid_start = d->b_write_start = NULL;
+  g_clear_pointer(&d->stamp, g_free);
+}
+
+void
+stw_demand_free(StwDemand *d)
+{
+  if (d == NULL)
+    return;
+  if (d->b_need != NULL) {
+    g_array_unref(d->b_need);
+    g_array_unref(d->b_forbid);
+    g_array_unref(d->b_write);
+    g_array_unref(d->b_cap);
+    g_array_unref(d->b_need_start);
+    g_array_unref(d->b_forbid_start);
+    g_array_unref(d->b_write_start);
+  }
+  g_free(d->bytes);
+  g_free(d->need_start);
+  g_free(d->need);
+  g_free(d->forbid_start);
+  g_free(d->forbid);
+  g_free(d->write_start);
+  g_free(d->write);
+  g_free(d->capacity);
+  g_free(d->stamp);
+  g_free(d);
+}
+
+StwDemand *
+stw_demand_repeat(const StwDemand *d, guint32 iterations)
+{
+  StwDemand *r = stw_demand_new(d->n_items, d->bytes);
+  for (guint32 it = 0; it < iterations; it++) {
+    for (guint32 k = 0; k < d->n_steps; k++) {
+      stw_demand_step(r, d->capacity[k]);
+      for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
+        stw_demand_need(r, d->need[i]);
+      for (guint32 i = d->forbid_start[k]; i < d->forbid_start[k + 1]; i++)
+        stw_demand_forbid(r, d->forbid[i]);
+      for (guint32 i = d->write_start[k]; i < d->write_start[k + 1]; i++)
+        stw_demand_write(r, d->write[i]);
+    }
+  }
+  stw_demand_finish(r);
+  return r;
+}
+
+/* ---- actions ------------------------------------------------------------------------------ */
+
+const char *
+stw_action_kind_name(StwActionKind kind)
+{
+  static const char *const names[] = { "evict", "drop", "fetch" };
+  return names[kind];
+}
+
+static int
+action_cmp(gconstpointer a, gconstpointer b)
+{
+  const StwAction *x = a, *y = b;
+  if (x->moment != y->moment)
+    return x->moment < y->moment ? -1 : 1;
+  gboolean xf = x->kind == STW_ACTION_FETCH, yf = y->kind == STW_ACTION_FETCH;
+  if (xf != yf)
+    return xf ? 1 : -1; /* removals first */
+  if (x->item != y->item)
+    return x->item < y->item ? -1 : 1;
+  return 0;
+}
+
+void
+stw_actions_sort(GArray *actions)
+{
+  g_array_sort(actions, action_cmp);
+}
+
+void
+stw_schedule_clear(StwSchedule *s)
+{
+  g_clear_pointer(&s->resident, g_free);
+  g_clear_pointer(&s->dirty, g_free);
+  if (s->actions != NULL)
+    g_array_unref(s->actions);
+  s->actions = NULL;
+}
+
+/* ---- the engine --------------------------------------------------------------------------- */
+
+/* Per-item lists of the steps that need or forbid it, for next-use queries that only move
+ * forward in time. */
+typedef struct {
+  guint32 *start, *steps, *ptr;
+} ItemSteps;
+
+static void
+item_steps_init(ItemSteps *s, guint32 n_items, guint32 n_steps, const guint32 *row_start,
+                const guint32 *rows)
+{
+  s->start = g_new0(guint32, (gsize)n_items + 1);
+  for (guint32 k = 0; k < n_steps; k++)
+    for (guint32 i = row_start[k]; i < row_start[k + 1]; i++)
+      s->start[rows[i] + 1]++;
+  for (guint32 i = 0; i < n_items; i++)
+    s->start[i + 1] += s->start[i];
+  s->steps = g_new(guint32, MAX(s->start[n_items], 1));
+  s->ptr = g_memdup2(s->start, ((gsize)n_items + 1) * sizeof(guint32));
+  for (guint32 k = 0; k < n_steps; k++)
+    for (guint32 i = row_start[k]; i < row_start[k + 1]; i++)
+      s->steps[s->ptr[rows[i]]++] = k;
+  memcpy(s->ptr, s->start, ((gsize)n_items + 1) * sizeof(guint32));
+}
+
+static void
+item_steps_clear(ItemSteps *s)
+{
+  g_free(s->start);
+  g_free(s->steps);
+  g_free(s->ptr);
+}
+
+/* The first step >= STEP in ITEM's list, or NEVER. STEP must not decrease between calls. */
+static guint32
+item_steps_next(ItemSteps *s, guint32 item, guint32 step)
+{
+  guint32 p = s->ptr[item], end = s->start[item + 1];
+  while (p < end && s->steps[p] < step)
+    p++;
+  s->ptr[item] = p;
+  return p < end ? s->steps[p] : NEVER;
+}
+
+typedef struct {
+  const StwDemand *d;
+  const StwEngineOptions *opt;
+  StwSchedule *out;
+  guint8 *resident, *dirty;
+  guint32 *list, *pos;   /* resident items, and each one's index in list */
+  guint32 n_list;
+  guint64 used;          /* bytes resident */
+  guint32 *needed_at;    /* step + 1 when the item is needed at that step */
+  guint32 *last_use;     /* LRU clock */
+  ItemSteps uses, forbids;
+} Engine;
+
+static void
+engine_add(Engine *e, guint32 item)
+{
+  e->resident[item] = 1;
+  e->pos[item] = e->n_list;
+  e->list[e->n_list++] = item;
+  e->used += e->d->bytes[item];
+}
+
+static void
+engine_remove(Engine *e, guint32 item, guint32 moment)
+{
+  StwAction a = { .moment = moment, .item = item,
+                  .kind = e->dirty[item] ? STW_ACTION_EVICT : STW_ACTION_DROP };
+  g_array_append_val(e->out->actions, a);
+  if (e->dirty[item])
+    e->out->d2h_bytes += e->d->bytes[item];
+  e->resident[item] = 0;
+  e->dirty[item] = 0; /* written back, or the CPU copy was valid */
+  guint32 p = e->pos[item], last = e->list[--e->n_list];
+  e->list[p] = last;
+  e->pos[last] = p;
+  e->used -= e->d->bytes[item];
+}
+
+static gboolean
+is_pinned(const Engine *e, guint32 item)
+{
+  return e->opt->pinned != NULL && e->opt->pinned[item];
+}
+
+/* The resident item to remove at step K, or NEVER when none may go. */
+static guint32
+choose_victim(Engine *e, guint32 k)
+{
+  guint32 best = NEVER, best_next = 0;
+  guint64 best_cost = 0;
+  for (guint32 i = 0; i < e->n_list; i++) {
+    guint32 item = e->list[i];
+    if (e->needed_at[item] == k + 1 || is_pinned(e, item))
+      continue;
+    if (e->opt->rule == STW_EVICT_LRU) {
+      if (best == NEVER || e->last_use[item] < e->last_use[best] ||
+          (e->last_use[item] == e->last_use[best] && item < best))
+        best = item;
+      continue;
+    }
+    /* a chunk that some step forbids before its next use will leave anyway: keeping it
+     * gains nothing, so it counts as never used again */
+    guint32 next = item_steps_next(&e->uses, item, k);
+    guint32 forbid = item_steps_next(&e->forbids, item, k);
+    if (forbid < next)
+      next = NEVER;
+    /* with the clean-preferring rule, removing costs a write-back only for a dirty chunk
+     * that would otherwise not have to be written back before its next use */
+    guint64 cost = 0;
+    if (e->opt->rule == STW_EVICT_FARTHEST_CLEAN && e->dirty[item] && forbid >= next)
+      cost = e->d->bytes[item];
+    gboolean better = best == NEVER || next > best_next ||
+                      (next == best_next && (cost < best_cost ||
+                                             (cost == best_cost && item < best)));
+    if (better) {
+      best = item;
+      best_next = next;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+gboolean
+stw_schedule_run(const StwDemand *d, const guint8 *resident, const guint8 *dirty,
+                 const StwEngineOptions *opt, StwSchedule *out)
+{
+  memset(out, 0, sizeof *out);
+  out->actions = g_array_new(FALSE, FALSE, sizeof(StwAction));
+  out->resident = g_malloc0(MAX(d->n_items, 1));
+  out->dirty = g_malloc0(MAX(d->n_items, 1));
+  out->feasible = TRUE;
+  Engine e = { .d = d, .opt = opt, .out = out };
+  gsize n = MAX(d->n_items, 1);
+  e.resident = g_malloc0(n);
+  e.dirty = g_malloc0(n);
+  e.list = g_new(guint32, n);
+  e.pos = g_new(guint32, n);
+  e.needed_at = g_new0(guint32, n);
+  e.last_use = g_new0(guint32, n);
+  item_steps_init(&e.uses, d->n_items, d->n_steps, d->need_start, d->need);
+  item_steps_init(&e.forbids, d->n_items, d->n_steps, d->forbid_start, d->forbid);
+
+  for (guint32 i = 0; i < d->n_items; i++) {
+    gboolean pinned = is_pinned(&e, i);
+    if ((resident != NULL && resident[i]) || pinned) {
+      engine_add(&e, i);
+      e.dirty[i] = pinned || (dirty != NULL && dirty[i]);
+    }
+  }
+  memcpy(out->resident, e.resident, d->n_items);
+  memcpy(out->dirty, e.dirty, d->n_items);
+
+  for (guint32 k = 0; k < d->n_steps && out->feasible; k++) {
+    guint64 missing = 0, need_bytes = 0;
+    for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++) {
+      guint32 item = d->need[i];
+      e.needed_at[item] = k + 1;
+      need_bytes += d->bytes[item];
+      if (!e.resident[item])
+        missing += d->bytes[item];
+    }
+    /* release what this step does not use; a step that uses no chunks (an activation
+     * function, say) releases nothing, as ZeRO-3 releases a module's parameters after it */
+    if (opt->release_after_use && d->need_start[k] < d->need_start[k + 1]) {
+      for (guint32 i = 0; i < e.n_list;) {
+        guint32 item = e.list[i];
+        if (e.needed_at[item] != k + 1 && !is_pinned(&e, item))
+          engine_remove(&e, item, k); /* swaps another item into slot i */
+        else
+          i++;
+      }
+    }
+    for (guint32 i = d->forbid_start[k]; i < d->forbid_start[k + 1]; i++) {
+      if (e.resident[d->forbid[i]])
+        engine_remove(&e, d->forbid[i], k);
+    }
+    while (e.used + missing > d->capacity[k]) {
+      guint32 victim = choose_victim(&e, k);
+      if (victim == NEVER) {
+        out->feasible = FALSE;
+        out->fail_step = k;
+        guint64 pinned_bytes = 0;
+        for (guint32 i = 0; i < e.n_list; i++)
+          pinned_bytes += is_pinned(&e, e.list[i]) ? d->bytes[e.list[i]] : 0;
+        out->fail_need_bytes = need_bytes + pinned_bytes;
+        break;
+      }
+      engine_remove(&e, victim, k);
+    }
+    if (!out->feasible)
+      break;
+    for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++) {
+      guint32 item = d->need[i];
+      e.last_use[item] = k + 1;
+      if (!e.resident[item]) {
+        engine_add(&e, item);
+        e.dirty[item] = 0;
+        StwAction a = { .moment = k, .item = item, .kind = STW_ACTION_FETCH };
+        g_array_append_val(out->actions, a);
+        out->h2d_bytes += d->bytes[item];
+      }
+    }
+    for (guint32 i = d->write_start[k]; i < d->write_start[k + 1]; i++)
+      e.dirty[d->write[i]] = 1;
+  }
+  stw_actions_sort(out->actions);
+
+  g_free(e.resident);
+  g_free(e.dirty);
+  g_free(e.list);
+  g_free(e.pos);
+  g_free(e.needed_at);
+  g_free(e.last_use);
+  item_steps_clear(&e.uses);
+  item_steps_clear(&e.forbids);
+  return out->feasible;
+}
+
+/* ---- replay ------------------------------------------------------------------------------- */
+
+void
+stw_replay_clear(StwReplay *r)
+{
+  g_clear_pointer(&r->occupancy, g_free);
+  g_clear_pointer(&r->removed_at, g_free);
+}
+
+static gboolean
+replay_fail(StwReplay *r, StwReplayFailure f, guint32 moment, guint32 item)
+{
+  r->failure = f;
+  r->moment = moment;
+  r->item = item;
+  return FALSE;
+}
+
+gboolean
+stw_schedule_replay(const StwDemand *d, const StwSchedule *s, gboolean cyclic, StwReplay *r)
+{
+  memset(r, 0, sizeof *r);
+  gsize n = MAX(d->n_items, 1);
+  g_autofree guint8 *res = g_memdup2(s->resident, n);
+  g_autofree guint8 *dirty = g_memdup2(s->dirty, n);
+  guint64 used = 0;
+  for (guint32 i = 0; i < d->n_items; i++)
+    used += res[i] ? d->bytes[i] : 0;
+  r->occupancy = g_new0(guint64, MAX(d->n_steps, 1));
+  const StwAction *a = (const StwAction *)s->actions->data;
+  guint32 n_actions = s->actions->len, next = 0;
+
+  for (guint32 m = 0; m <= d->n_steps; m++) {
+    for (; next < n_actions && a[next].moment == m; next++) {
+      guint32 item = a[next].item;
+      if (item >= d->n_items)
+        return replay_fail(r, STW_REPLAY_REMOVE_ABSENT, m, item);
+      if (a[next].kind == STW_ACTION_FETCH) {
+        if (res[item])
+          return replay_fail(r, STW_REPLAY_FETCH_RESIDENT, m, item);
+        res[item] = 1;
+        dirty[item] = 0;
+        used += d->bytes[item];
+        r->h2d_bytes += d->bytes[item];
+      } else {
+        if (!res[item])
+          return replay_fail(r, STW_REPLAY_REMOVE_ABSENT, m, item);
+        if (a[next].kind == STW_ACTION_DROP && dirty[item])
+          return replay_fail(r, STW_REPLAY_DROP_DIRTY, m, item);
+        if (a[next].kind == STW_ACTION_EVICT)
+          r->d2h_bytes += d->bytes[item];
+        res[item] = 0;
+        dirty[item] = 0;
+        used -= d->bytes[item];
+      }
+    }
+    if (next < n_actions && a[next].moment < m)
+      return replay_fail(r, STW_REPLAY_REMOVE_ABSENT, a[next].moment, a[next].item);
+    if (m == d->n_steps)
+      break;
+    for (guint32 i = d->need_start[m]; i < d->need_start[m + 1]; i++) {
+      if (!res[d->need[i]])
+        return replay_fail(r, STW_REPLAY_NOT_RESIDENT, m, d->need[i]);
+    }
+    for (guint32 i = d->forbid_start[m]; i < d->forbid_start[m + 1]; i++) {
+      if (res[d->forbid[i]])
+        return replay_fail(r, STW_REPLAY_FORBIDDEN, m, d->forbid[i]);
+    }
+    r->occupancy[m] = used;
+    if (used > d->capacity[m]) {
+      r->resident_bytes = used;
+      return replay_fail(r, STW_REPLAY_OVER_CAPACITY, m, 0);
+    }
+    for (guint32 i = d->write_start[m]; i < d->write_start[m + 1]; i++)
+      dirty[d->write[i]] = 1;
+  }
+  if (next < n_actions)
+    return replay_fail(r, STW_REPLAY_REMOVE_ABSENT, a[next].moment, a[next].item);
+  if (cyclic) {
+    for (guint32 i = 0; i < d->n_items; i++) {
+      if (res[i] != s->resident[i] || (dirty[i] && !s->dirty[i]))
+        return replay_fail(r, STW_REPLAY_END_STATE, d->n_steps, i);
+    }
+  }
+  r->failure = STW_REPLAY_OK;
+  return TRUE;
+}
+
+/* ---- steady state ------------------------------------------------------------------------- */
+
+gboolean
+stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, StwSchedule *out)
+{
+  g_autoptr(StwDemand) twice = stw_demand_repeat(d, 2);
+  StwSchedule run;
+  gboolean ok = stw_schedule_run(twice, NULL, NULL, opt, &run);
+  memset(out, 0, sizeof *out);
+  out->actions = g_array_new(FALSE, FALSE, sizeof(StwAction));
+  out->feasible = ok;
+  if (!ok) {
+    out->fail_step = run.fail_step % MAX(d->n_steps, 1);
+    out->fail_need_bytes = run.fail_need_bytes;
+    out->resident = g_malloc0(MAX(d->n_items, 1));
+    out->dirty = g_malloc0(MAX(d->n_items, 1));
+    stw_schedule_clear(&run);
+    return FALSE;
+  }
+  /* the state between the iterations: the cold start's state, then the first iteration */
+  gsize n = MAX(d->n_items, 1);
+  guint8 *res = g_memdup2(run.resident, n), *dirty = g_memdup2(run.dirty, n);
+  const StwAction *a = (const StwAction *)run.actions->data;
+  guint32 i = 0;
+  for (guint32 m = 0; m < d->n_steps; m++) {
+    for (; i < run.actions->len && a[i].moment == m; i++) {
+      res[a[i].item] = a[i].kind == STW_ACTION_FETCH;
+      dirty[a[i].item] = 0;
+    }
+    for (guint32 w = d->write_start[m]; w < d->write_start[m + 1]; w++)
+      dirty[d->write[w]] = 1;
+  }
+  out->resident = g_memdup2(res, n);
+  out->dirty = g_memdup2(dirty, n);
+  /* the second iteration's actions, shifted to moments 0 .. n_steps - 1 */
+  for (; i < run.actions->len; i++) {
+    StwAction x = a[i];
+    x.moment -= d->n_steps;
+    g_array_append_val(out->actions, x);
+    if (x.kind == STW_ACTION_EVICT)
+      out->d2h_bytes += d->bytes[x.item];
+    else if (x.kind == STW_ACTION_FETCH)
+      out->h2d_bytes += d->bytes[x.item];
+  }
+  /* the end state: the second iteration's actions and writes applied to the start state */
+  memcpy(dirty, out->dirty, n);
+  memcpy(res, out->resident, n);
+  i = 0;
+  const StwAction *b = (const StwAction *)out->actions->data;
+  for (guint32 m = 0; m < d->n_steps; m++) {
+    for (; i < out->actions->len && b[i].moment == m; i++) {
+      res[b[i].item] = b[i].kind == STW_ACTION_FETCH;
+      dirty[b[i].item] = 0;
+    }
+    for (guint32 w = d->write_start[m]; w < d->write_start[m + 1]; w++)
+      dirty[d->write[w]] = 1;
+  }
+  /* restore the start state at the end of the iteration */
+  for (guint32 item = 0; item < d->n_items; item++) {
+    gboolean want = out->resident[item];
+    StwAction x = { .moment = d->n_steps, .item = item };
+    if (res[item] && (!want || (dirty[item] && !out->dirty[item]))) {
+      x.kind = dirty[item] ? STW_ACTION_EVICT : STW_ACTION_DROP;
+      if (dirty[item])
+        out->d2h_bytes += d->bytes[item];
+      g_array_append_val(out->actions, x);
+      res[item] = 0;
+    }
+    if (want && !res[item]) {
+      x.kind = STW_ACTION_FETCH;
+      out->h2d_bytes += d->bytes[item];
+      g_array_append_val(out->actions, x);
+    }
+  }
+  stw_actions_sort(out->actions);
+  g_free(res);
+  g_free(dirty);
+  stw_schedule_clear(&run);
+  return TRUE;
+}
+
+/* ---- prefetch ----------------------------------------------------------------------------- */
+
+void
+stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
+{
+  if (max_ahead_bytes == 0 || d->n_steps == 0)
+    return;
+  StwReplay r;
+  if (!stw_schedule_replay(d, s, FALSE, &r)) {
+    stw_replay_clear(&r);
+    return; /* nothing to improve on an unsound schedule; check will say why */
+  }
+  g_autofree guint64 *ahead = g_new0(guint64, d->n_steps);
+  /* for each item, the latest moment before which it may not be fetched: its last removal,
+   * or the step after the last step forbidding it */
+  g_autofree guint32 *floor_at = g_new0(guint32, MAX(d->n_items, 1));
+  StwAction *a = (StwAction *)s->actions->data;
+  guint32 i = 0;
+  for (guint32 m = 0; m <= d->n_steps; m++) {
+    guint32 batch_end = i;
+    while (batch_end < s->actions->len && a[batch_end].moment == m)
+      batch_end++;
+    for (guint32 k = i; k < batch_end; k++) {
+      if (a[k].kind != STW_ACTION_FETCH) {
+        floor_at[a[k].item] = m;
+        continue;
+      }
+      guint32 item = a[k].item;
+      guint64 b = d->bytes[item];
+      guint32 lo = floor_at[item];
+      guint32 target = m;
+      while (target > lo) {
+        guint32 j = target - 1;
+        if (r.occupancy[j] + b > d->capacity[j] || ahead[j] + b > max_ahead_bytes)
+          break;
+        target = j;
+      }
+      for (guint32 j = target; j < m; j++) {
+        r.occupancy[j] += b;
+        ahead[j] += b;
+      }
+      a[k].moment = target;
+    }
+    i = batch_end;
+    if (m < d->n_steps) {
+      for (guint32 f = d->forbid_start[m]; f < d->forbid_start[m + 1]; f++)
+        floor_at[d->forbid[f]] = m + 1;
+    }
+  }
+  stw_actions_sort(s->actions);
+  stw_replay_clear(&r);
+}
+
+/* ---- lower bound -------------------------------------------------------------------------- */
+
+guint64
+stw_schedule_lower_bound(const StwDemand *d, const guint8 *pinned)
+{
+  /* fetch volume: Belady in steady state (clean or dirty, removals cost nothing here) */
+  StwEngineOptions opt = { .rule = STW_EVICT_FARTHEST, .pinned = pinned };
+  StwSchedule s;
+  guint64 bound = 0;
+  if (stw_schedule_steady(d, &opt, &s))
+    bound = s.h2d_bytes;
+  stw_schedule_clear(&s);
+  /* write-back volume: an item written and later forbidden must reach the CPU in between,
+   * once per write-then-forbid pair, counted cyclically over the iteration */
+  g_autofree guint8 *written = g_malloc0(MAX(d->n_items, 1));
+  for (guint32 pass = 0; pass < 2; pass++) {
+    for (guint32 k = 0; k < d->n_steps; k++) {
+      for (guint32 f = d->forbid_start[k]; f < d->forbid_start[k + 1]; f++) {
+        guint32 item = d->forbid[f];
+        if (written[item] && pass == 1)
+          bound += d->bytes[item];
+        written[item] = 0;
+      }
+      for (guint32 w = d->write_start[k]; w < d->write_start[k + 1]; w++)
+        written[d->write[w]] = 1;
+    }
+  }
+  return bound;
+}
