@@ -96,6 +96,14 @@ stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *
                    stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
   stw_chunking_recount(p->chunking, t);
 
+  guint64 over = 0;
+  guint32 k = stw_plan_nonmodel_overflow(t, &p->budgets, &over);
+  if (k != G_MAXUINT32) {
+    g_autofree char *o = stw_size_format(over);
+    g_autofree char *bu = stw_size_format(p->budgets.gpu_bytes);
+    return unsound(error, file, "moment %u (op %s): the non-model memory alone, with the "
+                   "reserve, exceeds the budget of %s by %s", k, stw_trace_op(t, k)->name, bu, o);
+  }
   g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
   StwReplay r;
   gboolean ok = stw_schedule_replay(d, &p->schedule, TRUE, &r);

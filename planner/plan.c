@@ -54,6 +54,21 @@ stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k)
   return taken >= b->gpu_bytes ? 0 : b->gpu_bytes - taken;
 }
 
+guint32
+stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint64 *over_bytes)
+{
+  guint32 n = t->ops->len;
+  for (guint32 k = 0; k < n; k++) {
+    guint64 taken = MAX(stw_trace_op(t, k)->nonmodel_peak_bytes,
+                        stw_trace_op(t, (k + 1) % n)->nonmodel_peak_bytes) + b->reserved_bytes;
+    if (taken > b->gpu_bytes) {
+      *over_bytes = taken - b->gpu_bytes;
+      return k;
+    }
+  }
+  return G_MAXUINT32;
+}
+
 StwDemand *
 stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
                 const StwBudgets *b, const guint64 *capacity, const guint8 *hold)
@@ -504,7 +519,7 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
 
   gsize saved = stw_json_push_key(r, "trace");
   if (!stw_json_check_object(r, tr, trace_members, error) ||
-      !stw_json_get_string(r, tr, "digest", TRUE, 64, &digest, error) ||
+      !stw_json_get_string(r, tr, "digest", TRUE, 128, &digest, error) ||
       !stw_json_get_string(r, tr, "file", FALSE, 4096, &file, error) ||
       !stw_json_get_u64(r, tr, "ops", TRUE, 1, STW_TRACE_MAX_OPS, &ops, error))
     return FALSE;

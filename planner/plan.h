@@ -102,6 +102,10 @@ char *stw_plan_item_name(const StwChunking *c, guint32 item);
  * Returns 0 when the non-model memory alone exceeds the budget. */
 guint64 stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k);
 
+/* The first op whose non-model peak (with the next op's) and the reserve alone exceed the GPU
+ * budget, or G_MAXUINT32 when every op leaves room; *OVER_BYTES says by how much. */
+guint32 stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint64 *over_bytes);
+
 /* The demand (schedule.h) a plan must meet: chunks each op needs, forbids and dirties, with
  * CAPACITY bytes per op (NULL: stw_plan_capacity). A policy may also HOLD items (per item,
  * NULL for none) resident through every forward and backward op. */

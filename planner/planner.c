@@ -452,6 +452,23 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
     sizes = stw_planner_chunk_sizes(t);
   }
 
+  guint64 over = 0;
+  guint32 k_over = stw_plan_nonmodel_overflow(t, &o->budgets, &over);
+  if (k_over != G_MAXUINT32) {
+    const StwOp *op = stw_trace_op(t, k_over);
+    g_autofree char *budget = stw_size_format(o->budgets.gpu_bytes);
+    g_autofree char *ob = stw_size_format(over);
+    g_autofree char *need = stw_size_format(o->budgets.gpu_bytes + over);
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+                "no plan fits a GPU budget of %s: at op %u (%s, %s) the non-model memory "
+                "alone, with the reserve, needs %s, %s short, before any chunk. The smallest "
+                "budget any plan can use is above %s; reduce the batch, sequence length or "
+                "activation memory (--checkpointing, --attention flash)", budget, k_over,
+                op->name, stw_stage_name(op->stage), need, ob, need);
+    g_array_unref(sizes);
+    return NULL;
+  }
+
   StwPlan *best = NULL;
   StwChunking *best_layout = NULL;
   Attempt first_failure = { 0 };

@@ -67,4 +67,36 @@ expect 1 "bad-truncated.json: not valid JSON" "inspect a truncated trace" -- $S 
 expect 2 "expected one trace file" "inspect without a file" -- $S inspect
 expect 2 "--top: '-1' is not valid" "inspect --top -1" -- $S inspect --top -1 "$T/g.json"
 
+# plan and check
+TR=$STW_SRCDIR/traces/gpt2-b8-s1024.json
+expect 0 "moves        294.48 MiB H2D + 220.86 MiB D2H per iteration; lower bound 368.10 MiB" "plan gpt2 at 9 GiB" -- \
+  $S plan "$TR" --gpu 9GiB -o "$T/p.json"
+expect 0 "is sound for $TR: 348 ops" "the plan checks" -- $S check "$T/p.json" "$TR"
+expect 0 "policy patrickstar" "plan with a baseline policy" -- $S plan "$TR" --gpu 9GiB --policy patrickstar -o "$T/ps.json"
+expect 0 "is sound" "the baseline's plan checks" -- $S check "$T/ps.json" "$TR"
+expect 0 "chunk size 40,000,256 elements" "a fixed chunk size" -- $S plan "$TR" --gpu 9GiB --chunk-size 40000256 -o "$T/pf.json"
+expect 1 "chunk size 1000 elements is below the largest tensor (wte, 38597376 elements)" "a chunk size below the largest tensor" -- \
+  $S plan "$TR" --gpu 9GiB --chunk-size 1000 -o "$T/bad.json"
+expect 0 "chunk size 1,000,000 elements" "oversized tensors allowed" -- $S plan "$TR" --gpu 9GiB --chunk-size 1000000 --oversized -o "$T/po.json"
+expect 0 "is sound" "the oversized plan checks" -- $S check "$T/po.json" "$TR"
+expect 1 "no plan fits a GPU budget of 7.00 GiB: at op 99 (loss, fwd)" "a budget below the activations" -- $S plan "$TR" --gpu 7GiB -o "$T/bad.json"
+expect 1 "more than the CPU budget of 1.00 GiB" "a CPU budget too small" -- $S plan "$TR" --gpu 8GiB --cpu 1GiB -o "$T/bad.json"
+test ! -e "$T/bad.json"; tap_result $? "failed plans wrote nothing"
+expect 2 "--gpu SIZE is required" "plan without a budget" -- $S plan "$TR" -o "$T/bad.json"
+expect 2 "--gpu: '16 GB of RAM' is not a size" "a bad budget" -- $S plan "$TR" --gpu "16 GB of RAM" -o "$T/bad.json"
+expect 2 "--gpu: the budget must be positive" "a zero budget" -- $S plan "$TR" --gpu 0 -o "$T/bad.json"
+expect 2 "--policy: 'fastest' is not one of stowage, patrickstar" "an unknown policy" -- $S plan "$TR" --gpu 9GiB --policy fastest -o "$T/bad.json"
+expect 2 "--objective: 'speed' is not one of time, bytes" "an unknown objective" -- $S plan "$TR" --gpu 9GiB --objective speed -o "$T/bad.json"
+expect 2 "--chunk-size: '0' is not valid" "a zero chunk size" -- $S plan "$TR" --gpu 9GiB --chunk-size 0 -o "$T/bad.json"
+expect 2 "--gemini-fraction: '1.5' is not a number from 0 to 1" "a bad fraction" -- $S plan "$TR" --gpu 9GiB --policy gemini-static --gemini-fraction 1.5 -o "$T/bad.json"
+expect 1 "was made for the trace with digest 35c953715d896d55" "check against another trace" -- \
+  $S check "$T/p.json" "$STW_SRCDIR/traces/bert-base-b32-s512.json"
+sed 's/"gpu_bytes":[0-9]*/"gpu_bytes":8589934592/' "$T/p.json" > "$T/small.json"
+expect 1 "exceeds the budget of 8.00 GiB by" "check a plan over its budget" -- $S check "$T/small.json" "$TR"
+sed '0,/"fetch":\["param:[0-9]*"\]/s///' "$T/p.json" | sed 's/,}/}/' > "$T/nofetch.json"
+expect 1 "is needed but not on the GPU" "check a plan missing a fetch" -- $S check "$T/nofetch.json" "$TR"
+head -c 3000 "$T/p.json" > "$T/cut.json"
+expect 1 "cut.json: not valid JSON" "check a truncated plan" -- $S check "$T/cut.json" "$TR"
+expect 2 "expected a plan and a trace" "check with one file" -- $S check "$T/p.json"
+
 tap_done

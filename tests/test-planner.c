@@ -1,1 +1,296 @@
-int main(void){return 0;}
+/* test-planner.c — every policy's plans pass check on the bundled traces; the stowage policy
+ * against PatrickStar's; infeasible budgets; tampered and malformed plans. */
+#include "config.h"
+
+#include <glib.h>
+
+#include "check.h"
+#include "planner.h"
+#include "testutil.h"
+#include "units.h"
+
+static StwTrace *
+bundled(const char *name)
+{
+  g_autofree char *path = g_build_filename(g_getenv("STW_SRCDIR") ? g_getenv("STW_SRCDIR") : ".",
+                                           "traces", name, NULL);
+  GError *error = NULL;
+  StwTrace *t = stw_trace_load(path, &error);
+  g_assert_no_error(error);
+  return t;
+}
+
+static StwPlan *
+plan(const StwTrace *t, StwPolicy policy, guint64 gpu, StwObjective objective, GError **error)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.policy = policy;
+  o.objective = objective;
+  o.budgets.gpu_bytes = gpu;
+  o.budgets.cpu_bytes = 8 * STW_TiB;
+  return stw_planner_plan(t, "bundled", &o, error);
+}
+
+/* Plans, checks, and checks again after a trip through the file format. */
+static StwPlan *
+plan_and_check(const StwTrace *t, StwPolicy policy, guint64 gpu, StwObjective objective)
+{
+  GError *error = NULL;
+  StwPlan *p = plan(t, policy, gpu, objective, &error);
+  if (p == NULL) {
+    /* a policy may not fit; it must say where and by how much */
+    g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
+    g_assert_nonnull(strstr(error->message, "short"));
+    g_test_message("  %s at %" G_GUINT64_FORMAT " GiB: %s", stw_policy_names[policy],
+                   gpu / STW_GiB, error->message);
+    g_clear_error(&error);
+    return NULL;
+  }
+  StwCheckReport rep;
+  StwPlanPredictions before = p->pred;
+  g_assert_true(stw_plan_check(p, t, "p", &rep, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(rep.h2d_bytes, ==, before.h2d_bytes);
+  g_assert_cmpuint(rep.peak_gpu_bytes, ==, before.peak_gpu_bytes);
+  g_assert_cmpuint(rep.peak_gpu_bytes + p->budgets.reserved_bytes, <=, gpu);
+  g_assert_cmpuint(before.h2d_bytes + before.d2h_bytes, >=, before.lower_bound_bytes);
+  g_autofree char *text = stw_plan_to_string(p, t);
+  g_autoptr(StwPlan) back = stw_plan_parse("p.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_true(stw_plan_check(back, t, "p.json", NULL, &error));
+  g_assert_no_error(error);
+  g_autofree char *again = stw_plan_to_string(back, t);
+  g_assert_cmpstr(text, ==, again);
+  return p;
+}
+
+static void
+test_every_policy_checks(void)
+{
+  static const struct {
+    const char *trace;
+    guint64 gib[3];
+  } cases[] = {
+    { "gpt2-b8-s1024.json", { 80, 9, 8 } },
+    { "bert-base-b32-s512.json", { 16, 12, 11 } },
+    { "llama2-7b-b4-s4096-flash-ckpt.json", { 80, 24, 12 } },
+    { "pstar-12b-b8-s1024-ckpt.json", { 40, 16, 10 } },
+  };
+  guint feasible = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(StwTrace) t = bundled(cases[i].trace);
+    for (int b = 0; b < 3; b++) {
+      guint64 gpu = cases[i].gib[b] * STW_GiB;
+      g_test_message("%s at %" G_GUINT64_FORMAT " GiB", cases[i].trace, cases[i].gib[b]);
+      for (int p = 0; p < STW_N_POLICIES; p++) {
+        StwPlan *pl = plan_and_check(t, (StwPolicy)p, gpu, STW_OBJECTIVE_TIME);
+        feasible += pl != NULL;
+        stw_plan_free(pl);
+      }
+    }
+  }
+  g_test_message("%u feasible plans checked", feasible);
+  g_assert_cmpuint(feasible, >=, 50);
+}
+
+/* The stowage policy never moves more than PatrickStar (objective bytes) and is never slower
+ * (objective time), wherever PatrickStar fits. */
+static void
+test_stowage_vs_patrickstar(void)
+{
+  static const struct {
+    const char *trace;
+    guint64 gib;
+  } cases[] = {
+    { "gpt2-b8-s1024.json", 9 }, { "gpt2-b8-s1024.json", 10 },
+    { "llama2-7b-b4-s4096-flash-ckpt.json", 24 }, { "llama2-7b-b4-s4096-flash-ckpt.json", 40 },
+    { "pstar-12b-b8-s1024-ckpt.json", 16 }, { "pstar-12b-b8-s1024-ckpt.json", 40 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(StwTrace) t = bundled(cases[i].trace);
+    guint64 gpu = cases[i].gib * STW_GiB;
+    g_autoptr(StwPlan) ps = plan(t, STW_POLICY_PATRICKSTAR, gpu, STW_OBJECTIVE_TIME, NULL);
+    g_assert_nonnull(ps);
+    g_autoptr(StwPlan) bytes = plan(t, STW_POLICY_STOWAGE, gpu, STW_OBJECTIVE_BYTES, NULL);
+    g_autoptr(StwPlan) time = plan(t, STW_POLICY_STOWAGE, gpu, STW_OBJECTIVE_TIME, NULL);
+    guint64 ps_bytes = ps->pred.h2d_bytes + ps->pred.d2h_bytes;
+    guint64 st_bytes = bytes->pred.h2d_bytes + bytes->pred.d2h_bytes;
+    g_test_message("%s at %" G_GUINT64_FORMAT " GiB: patrickstar moves %" G_GUINT64_FORMAT
+                   " MiB in %.3f s; stowage %" G_GUINT64_FORMAT " MiB (bytes), %.3f s (time)",
+                   cases[i].trace, cases[i].gib, ps_bytes >> 20, ps->pred.cost_ns / 1e9,
+                   st_bytes >> 20, time->pred.cost_ns / 1e9);
+    g_assert_cmpuint(st_bytes, <=, ps_bytes);
+    g_assert_cmpuint(time->pred.cost_ns, <=, ps->pred.cost_ns);
+  }
+}
+
+static void
+test_unlimited_moves_nothing(void)
+{
+  g_autoptr(StwTrace) t = bundled("gpt2-b8-s1024.json");
+  g_autoptr(StwPlan) p = plan(t, STW_POLICY_STOWAGE, 80 * STW_GiB, STW_OBJECTIVE_TIME, NULL);
+  g_assert_cmpuint(p->pred.h2d_bytes + p->pred.d2h_bytes, ==, 0);
+  g_assert_cmpuint(p->pred.cpu_adam_ns, ==, 0);
+  for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++)
+    g_assert_cmpint(p->optim[i], ==, STW_OPTIM_GPU_RESIDENT);
+  /* model data 1.62 GiB (14 B/param, plus waste) beside a 7.59 GiB activation peak */
+  g_assert_cmpuint(p->pred.peak_gpu_bytes, >, 9 * STW_GiB);
+  g_assert_cmpuint(p->pred.peak_gpu_bytes, <, 10 * STW_GiB);
+}
+
+static void
+test_infeasible(void)
+{
+  g_autoptr(StwTrace) t = bundled("gpt2-b8-s1024.json");
+  GError *error = NULL;
+  /* the activations alone (7.59 GiB at the loss's backward) do not fit */
+  g_assert_null(plan(t, STW_POLICY_STOWAGE, 7 * STW_GiB, STW_OBJECTIVE_TIME, &error));
+  g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
+  stw_assert_error_contains(error, "no plan fits a GPU budget of 7.00 GiB: at op 99 (loss, fwd) "
+                                   "the non-model memory alone, with the reserve, needs 7.59 GiB");
+  /* the activations fit, but not beside the chunk: mini's two tensors share one chunk of
+   * 1024 elements (2 KiB in fp16), and its ops peak at 192 bytes of activations */
+  g_autofree char *mini_path = stw_test_fixture("traces/mini.json");
+  g_autoptr(StwTrace) mini = stw_trace_load(mini_path, &error);
+  g_assert_no_error(error);
+  g_assert_null(plan(mini, STW_POLICY_STOWAGE, 2000, STW_OBJECTIVE_TIME, &error));
+  stw_assert_error_contains(error, "policy stowage cannot fit a GPU budget of 1.95 KiB: at op 0 "
+                                   "(fc, fwd) it needs 2.00 KiB of chunks resident where 1.77 "
+                                   "KiB is left beside non-model memory: 240 B short. The "
+                                   "smallest budget any plan can use is 2.19 KiB");
+  g_autoptr(StwPlan) fits = plan(mini, STW_POLICY_STOWAGE, 2240, STW_OBJECTIVE_TIME, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(fits->pred.peak_gpu_bytes, ==, 2048 + 192);
+  /* ZeRO-Offload keeps every parameter on the GPU: 237 MiB more than the activations */
+  g_assert_null(plan(t, STW_POLICY_ZERO_OFFLOAD, 7800 * STW_MiB, STW_OBJECTIVE_TIME, &error));
+  stw_assert_error_contains(error, "policy zero-offload cannot fit");
+
+  /* the CPU budget */
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 9 * STW_GiB;
+  o.budgets.cpu_bytes = STW_MiB;
+  g_assert_null(stw_planner_plan(t, "x", &o, &error));
+  stw_assert_error_contains(error, "of chunks in host memory, more than the CPU budget of 1.00 MiB");
+  o.budgets.cpu_bytes = STW_TiB;
+  o.budgets.reserved_bytes = 9 * STW_GiB;
+  g_assert_null(stw_planner_plan(t, "x", &o, &error));
+  stw_assert_error_contains(error, "leaves nothing of the GPU budget");
+  o.budgets.reserved_bytes = 0;
+  t->device.world_size = 2;
+  g_assert_null(stw_planner_plan(t, "x", &o, &error));
+  stw_assert_error_contains(error, "multi-rank planning is not supported yet");
+}
+
+static void
+test_check_catches(void)
+{
+  g_autoptr(StwTrace) t = bundled("gpt2-b8-s1024.json");
+  g_autoptr(StwTrace) other = bundled("bert-base-b32-s512.json");
+  GError *error = NULL;
+  g_autoptr(StwPlan) p = plan(t, STW_POLICY_STOWAGE, 8 * STW_GiB + 512 * STW_MiB,
+                              STW_OBJECTIVE_TIME, &error);
+  g_assert_no_error(error);
+  g_autofree char *text = stw_plan_to_string(p, t);
+  g_assert_cmpuint(p->schedule.actions->len, >, 0);
+
+  g_assert_false(stw_plan_check(p, other, "p.json", NULL, &error));
+  g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH);
+  stw_assert_error_contains(error, "p.json was made for the trace with digest 35c953715d896d55");
+
+  /* drop the first fetch: the op that needed it finds its chunk missing */
+  g_autoptr(StwPlan) a = stw_plan_parse("a.json", text, strlen(text), &error);
+  guint32 i = 0;
+  while (g_array_index(a->schedule.actions, StwAction, i).kind != STW_ACTION_FETCH)
+    i++;
+  g_array_remove_index(a->schedule.actions, i);
+  g_assert_false(stw_plan_check(a, t, "a.json", NULL, &error));
+  g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_UNSOUND);
+  stw_assert_error_contains(error, "is needed but not on the GPU");
+
+  /* a smaller budget than the plan was made for */
+  g_autoptr(StwPlan) b = stw_plan_parse("b.json", text, strlen(text), &error);
+  b->budgets.gpu_bytes = p->pred.peak_gpu_bytes - 1000;
+  g_assert_false(stw_plan_check(b, t, "b.json", NULL, &error));
+  stw_assert_error_contains(error, "exceeds the budget of");
+  g_test_message("%s", "over budget caught");
+
+  /* predictions that are not what the schedule moves */
+  g_autoptr(StwPlan) c = stw_plan_parse("c.json", text, strlen(text), &error);
+  c->pred.h2d_bytes += 1;
+  g_assert_false(stw_plan_check(c, t, "c.json", NULL, &error));
+  stw_assert_error_contains(error, "$.predictions.h2d_bytes: the plan predicts");
+
+  /* too little host memory */
+  g_autoptr(StwPlan) d = stw_plan_parse("d.json", text, strlen(text), &error);
+  d->budgets.cpu_bytes = 1;
+  g_assert_false(stw_plan_check(d, t, "d.json", NULL, &error));
+  stw_assert_error_contains(error, "more than the CPU budget of 1 B");
+
+  /* a start state that the end does not restore */
+  g_autoptr(StwPlan) e = stw_plan_parse("e.json", text, strlen(text), &error);
+  guint32 n_items = STW_N_LISTS * stw_chunking_count(e->chunking);
+  for (guint32 k = 0; k < n_items; k++) {
+    if (!e->schedule.resident[k]) {
+      e->schedule.resident[k] = 1;
+      break;
+    }
+  }
+  g_assert_false(stw_plan_check(e, t, "e.json", NULL, &error));
+  g_assert_nonnull(error);
+  g_test_message("%s", error->message);
+  g_clear_error(&error);
+}
+
+static void
+test_bad_plan_files(void)
+{
+  g_autoptr(StwTrace) t = bundled("gpt2-b8-s1024.json");
+  g_autoptr(StwPlan) p = plan(t, STW_POLICY_STOWAGE, 9 * STW_GiB, STW_OBJECTIVE_TIME, NULL);
+  g_autofree char *text = stw_plan_to_string(p, t);
+  static const struct {
+    const char *from, *to, *needle;
+  } cases[] = {
+    { "\"version\": 1", "\"version\": 2", "$.version: unsupported version 2" },
+    { "\"policy\": \"stowage\"", "\"policy\": \"magic\"", "$.policy: \"magic\" is not one of" },
+    { "\"gpu_bytes\":", "\"gpu_bytes\":-", "$.budgets.gpu_bytes: -" },
+    { "\"param:", "\"parm:", "is not a chunk reference (expected LIST:INDEX" },
+    { "\"optimizer\":\"", "\"optimizer\":\"tpu", "$.layout[0].optimizer: \"tpu" },
+    { "\"format\": \"stowage-plan\"", "\"format\": \"stowage-trace\"", "$.format: expected \"stowage-plan\"" },
+    { "\"digest\":\"", "\"digest\":\"zz", "$.trace.digest: expected 64 lower-case hex digits" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_assert_nonnull(strstr(text, cases[i].from));
+    g_autofree char *bad = g_strdup(text);
+    GString *s = g_string_new(bad);
+    g_string_replace(s, cases[i].from, cases[i].to, 1);
+    GError *error = NULL;
+    StwPlan *q = stw_plan_parse("bad.json", s->str, s->len, &error);
+    g_assert_null(q);
+    g_assert_nonnull(error);
+    g_test_message("%s", error->message);
+    stw_assert_error_contains(error, cases[i].needle);
+    g_string_free(s, TRUE);
+  }
+  GError *error = NULL;
+  g_assert_null(stw_plan_parse("cut.json", text, strlen(text) / 2, &error));
+  stw_assert_error_contains(error, "the file ends too early");
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/planner/every-policy-checks", test_every_policy_checks);
+  g_test_add_func("/planner/stowage-vs-patrickstar", test_stowage_vs_patrickstar);
+  g_test_add_func("/planner/unlimited-moves-nothing", test_unlimited_moves_nothing);
+  g_test_add_func("/planner/infeasible", test_infeasible);
+  g_test_add_func("/planner/check-catches", test_check_catches);
+  g_test_add_func("/planner/bad-plan-files", test_bad_plan_files);
+  return g_test_run();
+}
