@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/run.sh BUILDDIR — runs every benchmark and writes bench/results/*.txt beside this script.
+# bench/run.sh BUILDDIR — runs every benchmark and writes bench/results/* beside this script.
 # The figures are wall times on whatever machine runs it; the results files say which.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,3 +14,10 @@ machine="$(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cu
   "$build/bench/bench-trace" "$(cd "$here/.." && pwd)/traces/gpt3-175b-b8-s2048.json" 20
 } > "$out/trace.txt"
 cat "$out/trace.txt"
+
+{
+  echo "# bench/plan.sh — machine: $machine; $(date -u +%Y-%m-%d)"
+  echo
+  sh "$here/plan.sh" "$build"
+} > "$out/plan.md"
+cat "$out/plan.md"

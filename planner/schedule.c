@@ -568,6 +568,69 @@ stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, StwSchedule
 
 /* ---- prefetch ----------------------------------------------------------------------------- */
 
+/* Whether B more bytes fit in every step of [FROM, TO). */
+static gboolean
+room(const StwDemand *d, const guint64 *occupancy, const guint64 *ahead, guint64 max_ahead,
+     guint32 from, guint32 to, guint64 b)
+{
+  for (guint32 j = from; j < to; j++) {
+    if (occupancy[j] + b > d->capacity[j] || ahead[j] + b > max_ahead)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+take_room(guint64 *occupancy, guint64 *ahead, guint32 from, guint32 to, guint64 b)
+{
+  for (guint32 j = from; j < to; j++) {
+    occupancy[j] += b;
+    ahead[j] += b;
+  }
+}
+
+/* The second half of hoisting: a chunk that the iteration starts without, fetches at moment M
+ * and later removes (CPU Adam takes its gradients, say) can instead be fetched in the previous
+ * iteration's tail, after that removal, when there is room from then through M: the steady
+ * state then starts with it resident. This is what lets the first forward chunks arrive during
+ * the optimizer stage. */
+static void
+hoist_across(const StwDemand *d, StwSchedule *s, guint64 *occupancy, guint64 *ahead,
+             guint64 max_ahead)
+{
+  guint32 n = d->n_steps;
+  g_autofree guint32 *first = g_new(guint32, MAX(d->n_items, 1));   /* first action index */
+  g_autofree guint32 *floor_at = g_new0(guint32, MAX(d->n_items, 1)); /* tail floor */
+  for (guint32 i = 0; i < d->n_items; i++)
+    first[i] = G_MAXUINT32;
+  StwAction *a = (StwAction *)s->actions->data;
+  for (guint32 i = 0; i < s->actions->len; i++) {
+    if (first[a[i].item] == G_MAXUINT32)
+      first[a[i].item] = i;
+    if (a[i].kind != STW_ACTION_FETCH)
+      floor_at[a[i].item] = MAX(floor_at[a[i].item], a[i].moment);
+  }
+  for (guint32 k = 0; k < n; k++)
+    for (guint32 f = d->forbid_start[k]; f < d->forbid_start[k + 1]; f++)
+      floor_at[d->forbid[f]] = MAX(floor_at[d->forbid[f]], k + 1);
+  /* in order of need: the earliest fetches get the room first */
+  for (guint32 i = 0; i < s->actions->len; i++) {
+    guint32 item = a[i].item, m = a[i].moment;
+    guint64 b = d->bytes[item];
+    if (a[i].kind != STW_ACTION_FETCH || first[item] != i || s->resident[item] ||
+        floor_at[item] == 0 || m == n || !room(d, occupancy, ahead, max_ahead, 0, m, b))
+      continue;
+    guint32 t = n;
+    while (t > floor_at[item] && room(d, occupancy, ahead, max_ahead, t - 1, t, b))
+      t--;
+    take_room(occupancy, ahead, 0, m, b);
+    take_room(occupancy, ahead, t, n, b);
+    a[i].moment = t;
+    s->resident[item] = 1;
+    s->dirty[item] = 0;
+  }
+}
+
 void
 stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
 {
@@ -615,6 +678,8 @@ stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
         floor_at[d->forbid[f]] = m + 1;
     }
   }
+  stw_actions_sort(s->actions);
+  hoist_across(d, s, r.occupancy, ahead, max_ahead_bytes);
   stw_actions_sort(s->actions);
   stw_replay_clear(&r);
 }

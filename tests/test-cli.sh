@@ -93,8 +93,9 @@ expect 1 "was made for the trace with digest 35c953715d896d55" "check against an
   $S check "$T/p.json" "$STW_SRCDIR/traces/bert-base-b32-s512.json"
 sed 's/"gpu_bytes":[0-9]*/"gpu_bytes":8589934592/' "$T/p.json" > "$T/small.json"
 expect 1 "exceeds the budget of 8.00 GiB by" "check a plan over its budget" -- $S check "$T/small.json" "$TR"
-sed '0,/"fetch":\["param:[0-9]*"\]/s///' "$T/p.json" | sed 's/,}/}/' > "$T/nofetch.json"
-expect 1 "is needed but not on the GPU" "check a plan missing a fetch" -- $S check "$T/nofetch.json" "$TR"
+sed '/^    {"chunk":"param:/d' "$T/p.json" > "$T/nostart.json"
+expect 1 "moment 0 (op embed, fwd): chunk param:0 is needed but not on the GPU" "check a plan whose start state lacks a chunk" -- \
+  $S check "$T/nostart.json" "$TR"
 head -c 3000 "$T/p.json" > "$T/cut.json"
 expect 1 "cut.json: not valid JSON" "check a truncated plan" -- $S check "$T/cut.json" "$TR"
 expect 2 "expected a plan and a trace" "check with one file" -- $S check "$T/p.json"
