@@ -3,22 +3,15 @@
 
 #include "check.h"
 
+#include "errors.h"
+
+/* "FILE: message" in this module's domain */
+#define unsound(error, file, ...) \
+  stw_fail_file((error), STW_PLAN_ERROR, STW_PLAN_ERROR_UNSOUND, (file), __VA_ARGS__)
+
 #include <string.h>
 
 #include "units.h"
-
-static gboolean
-unsound(GError **error, const char *file, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static gboolean
-unsound(GError **error, const char *file, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_UNSOUND, "%s: %s", file, msg);
-  return FALSE;
-}
 
 static gboolean
 replay_error(const StwPlan *p, const StwTrace *t, const StwDemand *d, const StwReplay *r,

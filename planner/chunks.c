@@ -3,6 +3,12 @@
 
 #include "chunks.h"
 
+#include "errors.h"
+
+/* "FILE: message" in this module's domain */
+#define invalid(error, file, ...) \
+  stw_fail_file((error), STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_INVALID, (file), __VA_ARGS__)
+
 G_DEFINE_QUARK(stw-chunks-error-quark, stw_chunks_error)
 
 guint64
@@ -142,19 +148,6 @@ stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list)
     sum += (ch->capacity_elems - ch->used_elems) * stw_chunk_list_elem_bytes(list, c->dtype);
   }
   return sum;
-}
-
-static gboolean
-invalid(GError **error, const char *file, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static gboolean
-invalid(GError **error, const char *file, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_INVALID, "%s: %s", file, msg);
-  return FALSE;
 }
 
 gboolean

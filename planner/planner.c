@@ -141,8 +141,9 @@ compare(const StwPlan *a, const StwPlan *b, StwObjective objective)
 {
   guint64 ta = a->pred.cost_ns, tb = b->pred.cost_ns;
   guint64 ba = a->pred.h2d_bytes + a->pred.d2h_bytes, bb = b->pred.h2d_bytes + b->pred.d2h_bytes;
-  guint64 x1 = objective == STW_OBJECTIVE_TIME ? ta : ba, y1 = objective == STW_OBJECTIVE_TIME ? tb : bb;
-  guint64 x2 = objective == STW_OBJECTIVE_TIME ? ba : ta, y2 = objective == STW_OBJECTIVE_TIME ? bb : tb;
+  gboolean time = objective == STW_OBJECTIVE_TIME;
+  guint64 x1 = time ? ta : ba, y1 = time ? tb : bb; /* the objective */
+  guint64 x2 = time ? ba : ta, y2 = time ? bb : tb; /* the tie-breaker */
   if (x1 != y1)
     return x1 < y1 ? -1 : 1;
   if (x2 != y2)

@@ -3,6 +3,12 @@
 
 #include "trace.h"
 
+#include "errors.h"
+
+/* "FILE: message" in this module's domain */
+#define invalid(error, file, ...) \
+  stw_fail_file((error), STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, (file), __VA_ARGS__)
+
 #include <string.h>
 
 #include "json.h"
@@ -126,20 +132,6 @@ stw_trace_add_op(StwTrace *trace, const char *name, StwStage stage, const guint3
 }
 
 /* ---- validation ------------------------------------------------------------------------ */
-
-static gboolean
-invalid(GError **error, const char *file, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static gboolean
-invalid(GError **error, const char *file, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, "%s: %s", file, msg);
-  g_free(msg);
-  return FALSE;
-}
 
 /* Checks a list of tensor ids: each exists, none twice. SEEN is scratch of n_tensors bytes,
  * all zero on entry and on return. */
