@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "simulate.h"
 
 G_DEFINE_QUARK(stw-plan-error-quark, stw_plan_error)
 
@@ -115,13 +116,6 @@ stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
   return d;
 }
 
-static guint64
-transfer_ns(const StwHardware *hw, guint64 bytes)
-{
-  double bw = stw_hardware_pcie_bandwidth(hw, bytes, TRUE);
-  return hw->pcie_latency_ns + (guint64)((double)bytes / bw * 1e9);
-}
-
 void
 stw_plan_predict(StwPlan *p, const StwTrace *t)
 {
@@ -144,40 +138,26 @@ stw_plan_predict(StwPlan *p, const StwTrace *t)
   g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   for (guint i = 0; i < p->schedule.actions->len; i++) {
-    guint64 b = d->bytes[a[i].item];
     moved[a[i].item] = 1;
-    if (a[i].kind == STW_ACTION_FETCH) {
-      pr->h2d_bytes += b;
-      pr->h2d_ns += transfer_ns(&p->hw, b);
-    } else if (a[i].kind == STW_ACTION_EVICT) {
-      pr->d2h_bytes += b;
-      pr->d2h_ns += transfer_ns(&p->hw, b);
-    }
+    if (a[i].kind == STW_ACTION_FETCH)
+      pr->h2d_bytes += d->bytes[a[i].item];
+    else if (a[i].kind == STW_ACTION_EVICT)
+      pr->d2h_bytes += d->bytes[a[i].item];
   }
   /* host memory: every chunk that is ever off the GPU keeps a copy there */
   for (guint32 i = 0; i < d->n_items; i++) {
     if (moved[i] || !p->schedule.resident[i])
       pr->cpu_bytes += d->bytes[i];
   }
-  for (guint32 k = 0; k < t->ops->len; k++) {
-    const StwOp *op = stw_trace_op(t, k);
-    if (op->stage != STW_STAGE_OPTIM) {
-      pr->compute_ns += op->duration_ns;
-      continue;
-    }
-    gboolean gpu = FALSE;
-    for (guint32 i = 0; i < op->n_params; i++)
-      gpu |= p->optim[p->chunking->chunk_of[op->params[i]]] != STW_OPTIM_CPU;
-    if (gpu)
-      pr->compute_ns += op->duration_ns;
-  }
-  double cpu_elems = 0;
-  for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++) {
-    if (p->optim[i] == STW_OPTIM_CPU)
-      cpu_elems += (double)stw_chunking_chunk(p->chunking, i)->used_elems;
-  }
-  pr->cpu_adam_ns = (guint64)(cpu_elems / p->hw.cpu_adam_elems_per_s * 1e9);
-  pr->cost_ns = pr->compute_ns + pr->cpu_adam_ns + pr->h2d_ns + pr->d2h_ns;
+  StwSimulation sim;
+  stw_simulate(p, t, FALSE, &sim);
+  pr->compute_ns = sim.compute_busy_ns;
+  pr->stall_ns = sim.compute_stall_ns;
+  pr->cpu_adam_ns = sim.cpu_busy_ns;
+  pr->h2d_ns = sim.h2d_busy_ns;
+  pr->d2h_ns = sim.d2h_busy_ns;
+  pr->cost_ns = sim.iteration_ns;
+  stw_simulation_clear(&sim);
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -216,6 +196,7 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
   stw_json_add_u64(pr, "peak_op", q->peak_op);
   stw_json_add_u64(pr, "cpu_bytes", q->cpu_bytes);
   stw_json_add_u64(pr, "compute_ns", q->compute_ns);
+  stw_json_add_u64(pr, "stall_ns", q->stall_ns);
   stw_json_add_u64(pr, "cpu_adam_ns", q->cpu_adam_ns);
   stw_json_add_u64(pr, "h2d_ns", q->h2d_ns);
   stw_json_add_u64(pr, "d2h_ns", q->d2h_ns);
@@ -293,8 +274,8 @@ static const char *const trace_members[] = { "digest", "file", "ops", NULL };
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes", NULL };
 static const char *const pred_members[] = { "h2d_bytes", "d2h_bytes", "lower_bound_bytes",
                                             "peak_gpu_bytes", "peak_op", "cpu_bytes",
-                                            "compute_ns", "cpu_adam_ns", "h2d_ns", "d2h_ns",
-                                            "cost_ns", NULL };
+                                            "compute_ns", "stall_ns", "cpu_adam_ns", "h2d_ns",
+                                            "d2h_ns", "cost_ns", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
                                               "tensors", NULL };
@@ -546,7 +527,8 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
   saved = stw_json_push_key(r, "predictions");
   guint64 *fields[] = { &p->pred.h2d_bytes, &p->pred.d2h_bytes, &p->pred.lower_bound_bytes,
                         &p->pred.peak_gpu_bytes, NULL, &p->pred.cpu_bytes,
-                        &p->pred.compute_ns, &p->pred.cpu_adam_ns, &p->pred.h2d_ns,
+                        &p->pred.compute_ns, &p->pred.stall_ns, &p->pred.cpu_adam_ns,
+                        &p->pred.h2d_ns,
                         &p->pred.d2h_ns, &p->pred.cost_ns };
   guint64 peak_op = 0;
   fields[4] = &peak_op;

@@ -65,10 +65,11 @@ typedef struct {
   guint64 peak_gpu_bytes;        /* chunks + non-model peak, at the worst op */
   guint32 peak_op;
   guint64 cpu_bytes;             /* host memory the chunks need */
-  guint64 compute_ns;            /* GPU ops (fwd, bwd, GPU Adam) */
-  guint64 cpu_adam_ns;
-  guint64 h2d_ns, d2h_ns;        /* transfer time at the profile's pinned bandwidth */
-  guint64 cost_ns;               /* predicted iteration time (docs/algorithms.md) */
+  guint64 compute_ns;            /* the compute stream's busy time (fwd, bwd, GPU Adam) */
+  guint64 stall_ns;              /* the compute stream waiting for chunks or memory */
+  guint64 cpu_adam_ns;           /* the CPU's busy time */
+  guint64 h2d_ns, d2h_ns;        /* the copy engines' busy time */
+  guint64 cost_ns;               /* simulated steady-state iteration time (simulate.h) */
   guint64 lower_bound_bytes;     /* no schedule of this layout and placement moves less */
 } StwPlanPredictions;
 

@@ -74,10 +74,11 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *cost = stw_duration_format(q->cost_ns);
   g_autofree char *comp = stw_duration_format(q->compute_ns);
   g_autofree char *adam = stw_duration_format(q->cpu_adam_ns);
+  g_autofree char *stall = stw_duration_format(q->stall_ns);
   g_autofree char *th = stw_duration_format(q->h2d_ns);
   g_autofree char *td = stw_duration_format(q->d2h_ns);
-  printf("  cost         %s = compute %s + CPU Adam %s + H2D %s + D2H %s (no overlap assumed)\n",
-         cost, comp, adam, th, td);
+  printf("  iteration    %s simulated: compute %s + stalls %s; H2D busy %s, D2H busy %s, "
+         "CPU Adam %s\n", cost, comp, stall, th, td, adam);
 }
 
 int

@@ -1,0 +1,278 @@
+/* simulate.c — the event model of one steady-state iteration; see simulate.h. */
+#include "config.h"
+
+#include "simulate.h"
+
+#include <string.h>
+
+#define ITERATIONS 3
+#define MEASURED 1 /* the iteration whose figures are reported (0-based) */
+
+guint64
+stw_transfer_ns(const StwHardware *hw, guint64 bytes, gboolean pinned)
+{
+  double bw = stw_hardware_pcie_bandwidth(hw, bytes, pinned);
+  return hw->pcie_latency_ns + (guint64)((double)bytes / bw * 1e9);
+}
+
+typedef struct {
+  guint64 t;
+  guint64 bytes;
+} PendingFree;
+
+typedef struct {
+  const StwPlan *p;
+  const StwTrace *t;
+  const StwDemand *d;
+  StwSimulation *out;
+  gboolean record;            /* in the measured iteration, with detail */
+  guint64 base;               /* start of the measured iteration */
+  guint64 chunk_mem;          /* allocated chunk bytes, frees not yet applied */
+  GArray *pending;            /* PendingFree, sorted by time */
+  guint64 nonmodel;           /* activations now */
+  guint64 *gpu_ready;         /* per item: its GPU copy is valid from then */
+  guint64 *cpu_ready;         /* per item: its CPU copy is valid from then */
+  guint64 compute_free, h2d_free, d2h_free, cpu_free;
+} Sim;
+
+static void
+sample(Sim *s, guint64 t)
+{
+  guint64 total = s->chunk_mem + s->nonmodel;
+  if (total > s->out->peak_gpu_bytes && s->record) {
+    s->out->peak_gpu_bytes = total;
+    s->out->peak_time_ns = t - s->base;
+  }
+  if (total > s->p->budgets.gpu_bytes - MIN(s->p->budgets.gpu_bytes,
+                                             s->p->budgets.reserved_bytes) && s->record) {
+    guint64 over = total + s->p->budgets.reserved_bytes - s->p->budgets.gpu_bytes;
+    if (over > s->out->over_budget_bytes) {
+      s->out->over_budget_bytes = over;
+      s->out->over_budget_ns = t - s->base;
+    }
+  }
+  if (s->record && s->out->memory != NULL) {
+    StwSimSample m = { t - s->base, s->chunk_mem, s->nonmodel };
+    g_array_append_val(s->out->memory, m);
+  }
+}
+
+static void
+add_free(Sim *s, guint64 t, guint64 bytes)
+{
+  PendingFree f = { t, bytes };
+  guint i = s->pending->len;
+  while (i > 0 && g_array_index(s->pending, PendingFree, i - 1).t > t)
+    i--;
+  g_array_insert_val(s->pending, i, f);
+}
+
+/* Applies every free due by T. */
+static void
+advance(Sim *s, guint64 t)
+{
+  guint n = 0;
+  while (n < s->pending->len && g_array_index(s->pending, PendingFree, n).t <= t) {
+    s->chunk_mem -= g_array_index(s->pending, PendingFree, n).bytes;
+    n++;
+  }
+  if (n > 0)
+    g_array_remove_range(s->pending, 0, n);
+}
+
+/* The earliest time >= T at which EXTRA more bytes fit under LIMIT, waiting for frees. */
+static guint64
+wait_memory(Sim *s, guint64 t, guint64 extra, guint64 limit)
+{
+  advance(s, t);
+  while (s->chunk_mem + extra > limit && s->pending->len > 0) {
+    PendingFree f = g_array_index(s->pending, PendingFree, 0);
+    g_array_remove_index(s->pending, 0);
+    t = MAX(t, f.t);
+    s->chunk_mem -= f.bytes;
+  }
+  return t;
+}
+
+static void
+task(Sim *s, StwSimLane lane, guint32 item, guint64 start, guint64 end, guint64 bytes)
+{
+  if (!s->record)
+    return;
+  switch (lane) {
+  case STW_SIM_H2D:
+    s->out->h2d_busy_ns += end - start;
+    s->out->h2d_bytes += bytes;
+    break;
+  case STW_SIM_D2H:
+    s->out->d2h_busy_ns += end - start;
+    s->out->d2h_bytes += bytes;
+    break;
+  case STW_SIM_CPU_ADAM:
+    s->out->cpu_busy_ns += end - start;
+    break;
+  }
+  if (s->out->tasks != NULL) {
+    StwSimTask x = { lane, item, start - s->base, end - s->base, bytes };
+    g_array_append_val(s->out->tasks, x);
+  }
+}
+
+static guint64
+limit_for(const Sim *s, guint32 k)
+{
+  return stw_plan_capacity(s->t, &s->p->budgets, k % s->t->ops->len);
+}
+
+/* Issues the actions of moment M at time T. */
+static void
+issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint64 t)
+{
+  const StwHardware *hw = &s->p->hw;
+  for (; *next < n_actions && a[*next].moment == m; (*next)++) {
+    guint32 item = a[*next].item;
+    guint64 b = s->d->bytes[item];
+    switch (a[*next].kind) {
+    case STW_ACTION_DROP:
+      advance(s, t);
+      s->chunk_mem -= b;
+      break;
+    case STW_ACTION_EVICT: {
+      guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
+      guint64 end = start + stw_transfer_ns(hw, b, TRUE);
+      s->d2h_free = end;
+      s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
+      add_free(s, end, b);
+      task(s, STW_SIM_D2H, item, start, end, b);
+      break;
+    }
+    case STW_ACTION_FETCH: {
+      guint64 start = MAX(MAX(t, s->h2d_free), s->cpu_ready[item]);
+      start = wait_memory(s, start, b, limit_for(s, m));
+      s->chunk_mem += b;
+      guint64 end = start + stw_transfer_ns(hw, b, TRUE);
+      s->h2d_free = end;
+      s->gpu_ready[item] = end;
+      task(s, STW_SIM_H2D, item, start, end, b);
+      sample(s, start);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+}
+
+/* CPU Adam for the tensors of optimizer op K stepped on the CPU, after their gradients arrive. */
+static void
+cpu_adam(Sim *s, const StwOp *op, guint64 t)
+{
+  const StwChunking *c = s->p->chunking;
+  for (guint32 i = 0; i < op->n_params; i++) {
+    guint32 ch = c->chunk_of[op->params[i]];
+    if (s->p->optim[ch] != STW_OPTIM_CPU)
+      continue;
+    guint32 param = stw_plan_item(c, STW_LIST_PARAM, ch);
+    guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
+    double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
+    guint64 end = start + (guint64)(numel / s->p->hw.cpu_adam_elems_per_s * 1e9);
+    s->cpu_free = end;
+    for (int l = 0; l < STW_N_LISTS; l++) {
+      guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
+      s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
+    }
+    task(s, STW_SIM_CPU_ADAM, ch, start, end, 0);
+  }
+}
+
+static gboolean
+gpu_step(const StwPlan *p, const StwOp *op)
+{
+  if (op->stage != STW_STAGE_OPTIM)
+    return TRUE;
+  for (guint32 i = 0; i < op->n_params; i++) {
+    if (p->optim[p->chunking->chunk_of[op->params[i]]] != STW_OPTIM_CPU)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+void
+stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation *out)
+{
+  memset(out, 0, sizeof *out);
+  if (detail) {
+    out->ops = g_array_sized_new(FALSE, TRUE, sizeof(StwSimOp), t->ops->len);
+    out->tasks = g_array_new(FALSE, FALSE, sizeof(StwSimTask));
+    out->memory = g_array_new(FALSE, FALSE, sizeof(StwSimSample));
+  }
+  g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
+  Sim s = { .p = p, .t = t, .d = d, .out = out };
+  s.pending = g_array_new(FALSE, FALSE, sizeof(PendingFree));
+  s.gpu_ready = g_new0(guint64, MAX(d->n_items, 1));
+  s.cpu_ready = g_new0(guint64, MAX(d->n_items, 1));
+  for (guint32 i = 0; i < d->n_items; i++) {
+    if (p->schedule.resident[i])
+      s.chunk_mem += d->bytes[i];
+    else
+      out->cpu_bytes += d->bytes[i];
+  }
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  guint n_actions = p->schedule.actions->len;
+  guint32 n = t->ops->len;
+  guint64 starts[ITERATIONS] = { 0 };
+  for (int it = 0; it < ITERATIONS; it++) {
+    guint next = 0;
+    s.record = it == MEASURED;
+    for (guint32 k = 0; k <= n; k++) {
+      guint64 now = s.compute_free;
+      issue(&s, a, n_actions, &next, k, now);
+      if (k == n)
+        break;
+      const StwOp *op = stw_trace_op(t, k);
+      guint64 ready = now;
+      for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
+        ready = MAX(ready, s.gpu_ready[d->need[i]]);
+      /* the op's activations need room beside the chunks: wait for pending evictions */
+      guint64 budget = p->budgets.gpu_bytes - MIN(p->budgets.gpu_bytes, p->budgets.reserved_bytes);
+      guint64 limit = budget > op->nonmodel_peak_bytes ? budget - op->nonmodel_peak_bytes : 0;
+      ready = wait_memory(&s, ready, 0, limit);
+      if (k == 0) {
+        starts[it] = ready;
+        if (s.record)
+          s.base = ready;
+      }
+      guint64 dur = gpu_step(p, op) ? op->duration_ns : 0;
+      s.nonmodel = op->nonmodel_peak_bytes;
+      sample(&s, ready);
+      if (op->stage == STW_STAGE_OPTIM)
+        cpu_adam(&s, op, ready);
+      s.compute_free = ready + dur;
+      if (s.record) {
+        out->compute_busy_ns += dur;
+        out->compute_stall_ns += ready - now;
+        out->flops += op->flops;
+        if (out->ops != NULL) {
+          StwSimOp so = { ready - s.base, ready + dur - s.base, ready - now };
+          g_array_append_val(out->ops, so);
+        }
+      }
+    }
+  }
+  out->iteration_ns = starts[MEASURED + 1] - starts[MEASURED];
+  g_array_unref(s.pending);
+  g_free(s.gpu_ready);
+  g_free(s.cpu_ready);
+}
+
+void
+stw_simulation_clear(StwSimulation *s)
+{
+  if (s->ops != NULL)
+    g_array_unref(s->ops);
+  if (s->tasks != NULL)
+    g_array_unref(s->tasks);
+  if (s->memory != NULL)
+    g_array_unref(s->memory);
+  s->ops = s->tasks = s->memory = NULL;
+}
