@@ -116,6 +116,21 @@ stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
   return d;
 }
 
+guint64
+stw_plan_host_bytes(const StwPlan *p, const StwDemand *d)
+{
+  g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  for (guint i = 0; i < p->schedule.actions->len; i++)
+    moved[a[i].item] = 1;
+  guint64 bytes = 0;
+  for (guint32 i = 0; i < d->n_items; i++) {
+    if (moved[i] || !p->schedule.resident[i])
+      bytes += d->bytes[i];
+  }
+  return bytes;
+}
+
 void
 stw_plan_predict(StwPlan *p, const StwTrace *t)
 {
@@ -135,20 +150,14 @@ stw_plan_predict(StwPlan *p, const StwTrace *t)
   }
   stw_replay_clear(&r);
 
-  g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   for (guint i = 0; i < p->schedule.actions->len; i++) {
-    moved[a[i].item] = 1;
     if (a[i].kind == STW_ACTION_FETCH)
       pr->h2d_bytes += d->bytes[a[i].item];
     else if (a[i].kind == STW_ACTION_EVICT)
       pr->d2h_bytes += d->bytes[a[i].item];
   }
-  /* host memory: every chunk that is ever off the GPU keeps a copy there */
-  for (guint32 i = 0; i < d->n_items; i++) {
-    if (moved[i] || !p->schedule.resident[i])
-      pr->cpu_bytes += d->bytes[i];
-  }
+  pr->cpu_bytes = stw_plan_host_bytes(p, d);
   StwSimulation sim;
   stw_simulate(p, t, FALSE, &sim);
   pr->compute_ns = sim.compute_busy_ns;

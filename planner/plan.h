@@ -113,6 +113,10 @@ guint32 stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint
 StwDemand *stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
                            const StwBudgets *b, const guint64 *capacity, const guint8 *hold);
 
+/* Host memory the chunks of PLAN need: every chunk that is ever off the GPU keeps a copy there.
+ * D is the plan's demand (for the chunk sizes). */
+guint64 stw_plan_host_bytes(const StwPlan *plan, const StwDemand *d);
+
 /* Fills PLAN->pred from its schedule (bytes, peaks, times); LOWER_BOUND is kept. */
 void stw_plan_predict(StwPlan *plan, const StwTrace *t);
 

@@ -57,6 +57,13 @@ sample(Sim *s, guint64 t)
   }
 }
 
+static int
+sample_cmp(gconstpointer a, gconstpointer b)
+{
+  guint64 x = ((const StwSimSample *)a)->t_ns, y = ((const StwSimSample *)b)->t_ns;
+  return x < y ? -1 : x > y;
+}
+
 static void
 add_free(Sim *s, guint64 t, guint64 bytes)
 {
@@ -214,9 +221,8 @@ stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation
   for (guint32 i = 0; i < d->n_items; i++) {
     if (p->schedule.resident[i])
       s.chunk_mem += d->bytes[i];
-    else
-      out->cpu_bytes += d->bytes[i];
   }
+  out->cpu_bytes = stw_plan_host_bytes(p, d);
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   guint n_actions = p->schedule.actions->len;
   guint32 n = t->ops->len;
@@ -226,6 +232,8 @@ stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation
     s.record = it == MEASURED;
     for (guint32 k = 0; k <= n; k++) {
       guint64 now = s.compute_free;
+      /* between ops: what the next op starts with */
+      s.nonmodel = stw_trace_op(t, k % n)->nonmodel_bytes;
       issue(&s, a, n_actions, &next, k, now);
       if (k == n)
         break;
@@ -260,6 +268,9 @@ stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation
     }
   }
   out->iteration_ns = starts[MEASURED + 1] - starts[MEASURED];
+  /* samples were taken as events were processed, which is not quite time order */
+  if (out->memory != NULL)
+    g_array_sort(out->memory, sample_cmp);
   g_array_unref(s.pending);
   g_free(s.gpu_ready);
   g_free(s.cpu_ready);

@@ -146,3 +146,33 @@ stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 m
   *out = v;
   return TRUE;
 }
+
+gboolean
+stw_cli_parse_size(const char *text, const char *option, guint64 *out)
+{
+  GError *error = NULL;
+  if (text == NULL)
+    return TRUE;
+  if (!stw_size_parse(text, out, &error)) {
+    stw_cli_fail(STW_EXIT_USAGE, "%s: %s", option, error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, int *status)
+{
+  GError *error = NULL;
+  if (name == NULL) {
+    name = STW_HARDWARE_DEFAULT;
+    if (trace_device != NULL && stw_hardware_lookup(trace_device, hw, NULL))
+      name = trace_device;
+  }
+  if (!stw_hardware_lookup(name, hw, &error)) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  return TRUE;
+}

@@ -8,6 +8,8 @@
 
 #include <glib.h>
 
+#include "hardware.h"
+
 G_BEGIN_DECLS
 
 enum { STW_EXIT_OK = 0, STW_EXIT_FAILURE = 1, STW_EXIT_USAGE = 2 };
@@ -20,6 +22,12 @@ int stw_cmd_synth(int argc, char **argv);
 int stw_cmd_inspect(int argc, char **argv);
 int stw_cmd_plan(int argc, char **argv);
 int stw_cmd_check(int argc, char **argv);
+int stw_cmd_simulate(int argc, char **argv);
+int stw_cmd_compare(int argc, char **argv);
+int stw_cmd_whatif(int argc, char **argv);
+int stw_cmd_minmem(int argc, char **argv);
+int stw_cmd_capacity(int argc, char **argv);
+int stw_cmd_probe(int argc, char **argv);
 
 /* Prints "stowage: MESSAGE" to stderr and returns STATUS. */
 int stw_cli_fail(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -39,6 +47,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTable, stw_table_free)
 /* Parses a whole number for OPTION in [MIN, MAX]; prints a usage error and returns FALSE. */
 gboolean stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 max,
                              guint64 *out);
+
+/* Parses a size for OPTION (NULL text: leaves *OUT); prints a usage error and returns FALSE. */
+gboolean stw_cli_parse_size(const char *text, const char *option, guint64 *out);
+
+/* The hardware profile NAME, or when NAME is NULL the one the trace was made on (when stowage
+ * ships it), else the default. Prints the error and returns FALSE, setting *STATUS. */
+gboolean stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw,
+                          int *status);
 
 /* "124,439,808" */
 char *stw_cli_group_digits(guint64 v);

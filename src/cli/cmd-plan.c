@@ -20,21 +20,6 @@ progress(guint done, guint total, gpointer user_data)
   fflush(stderr);
 }
 
-/* Parses SIZE text for OPTION into *OUT; a usage error otherwise. */
-static gboolean
-parse_size_option(const char *text, const char *option, guint64 *out)
-{
-  GError *error = NULL;
-  if (text == NULL)
-    return TRUE;
-  if (!stw_size_parse(text, out, &error)) {
-    stw_cli_fail(STW_EXIT_USAGE, "%s: %s", option, error->message);
-    g_error_free(error);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 static void
 print_plan(const char *file, const StwPlan *p, const StwTrace *t)
 {
@@ -136,23 +121,17 @@ stw_cmd_plan(int argc, char **argv)
   if (trace == NULL)
     return stw_cli_error(error);
   StwHardware hw;
-  const char *profile = hw_name;
-  if (profile == NULL) {
-    /* the profile the trace was synthesized on, when stowage ships it */
-    profile = STW_HARDWARE_DEFAULT;
-    if (stw_hardware_lookup(trace->device.name, &hw, NULL))
-      profile = trace->device.name;
-  }
-  if (!stw_hardware_lookup(profile, &hw, &error))
-    return stw_cli_error(error);
+  int status;
+  if (!stw_cli_hardware(hw_name, trace->device.name, &hw, &status))
+    return status;
 
   StwPlannerOptions o;
   stw_planner_options_init(&o, &hw);
   o.allow_oversized = oversized;
   o.progress = progress;
-  if (!parse_size_option(gpu, "--gpu", &o.budgets.gpu_bytes) ||
-      !parse_size_option(cpu, "--cpu", &o.budgets.cpu_bytes) ||
-      !parse_size_option(reserve, "--reserve", &o.budgets.reserved_bytes))
+  if (!stw_cli_parse_size(gpu, "--gpu", &o.budgets.gpu_bytes) ||
+      !stw_cli_parse_size(cpu, "--cpu", &o.budgets.cpu_bytes) ||
+      !stw_cli_parse_size(reserve, "--reserve", &o.budgets.reserved_bytes))
     return STW_EXIT_USAGE;
   if (o.budgets.gpu_bytes == 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");

@@ -18,6 +18,12 @@ static const Command commands[] = {
   { "inspect", stw_cmd_inspect, "summarize a trace: model data, peak memory, time per stage" },
   { "plan", stw_cmd_plan, "plan chunk placement and movement for a GPU memory budget" },
   { "check", stw_cmd_check, "prove a plan sound for a trace without running it" },
+  { "simulate", stw_cmd_simulate, "predict a plan's iteration: time, stalls, engines, memory" },
+  { "compare", stw_cmd_compare, "every policy side by side on one trace and budget" },
+  { "whatif", stw_cmd_whatif, "sweep GPU budgets (and policies, batch sizes)" },
+  { "minmem", stw_cmd_minmem, "the smallest GPU budget within a slowdown of unlimited memory" },
+  { "capacity", stw_cmd_capacity, "the largest model of a family that fits the hardware" },
+  { "probe", stw_cmd_probe, "measure this machine and write a hardware profile" },
 };
 
 static void

@@ -1,0 +1,399 @@
+/* report.c — Chrome traces, simulation JSON and SVG pictures; see report.h. */
+#include "config.h"
+
+#include "report.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "json.h"
+#include "units.h"
+
+/* ---- Chrome trace --------------------------------------------------------------------------- */
+
+enum { PID = 1, TID_COMPUTE = 1, TID_H2D = 2, TID_D2H = 3, TID_CPU = 4 };
+
+static void
+add_event(cJSON *events, const char *name, const char *cat, const char *ph, int tid, double ts,
+          double dur)
+{
+  cJSON *e = cJSON_CreateObject();
+  cJSON_AddStringToObject(e, "name", name);
+  cJSON_AddStringToObject(e, "cat", cat);
+  cJSON_AddStringToObject(e, "ph", ph);
+  cJSON_AddNumberToObject(e, "pid", PID);
+  cJSON_AddNumberToObject(e, "tid", tid);
+  cJSON_AddNumberToObject(e, "ts", ts);
+  if (dur >= 0)
+    cJSON_AddNumberToObject(e, "dur", dur);
+  cJSON_AddItemToArray(events, e);
+}
+
+static void
+name_thread(cJSON *events, int tid, const char *name)
+{
+  cJSON *e = cJSON_CreateObject();
+  cJSON_AddStringToObject(e, "name", "thread_name");
+  cJSON_AddStringToObject(e, "ph", "M");
+  cJSON_AddNumberToObject(e, "pid", PID);
+  cJSON_AddNumberToObject(e, "tid", tid);
+  cJSON *args = cJSON_AddObjectToObject(e, "args");
+  cJSON_AddStringToObject(args, "name", name);
+  cJSON_AddItemToArray(events, e);
+}
+
+char *
+stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation *sim)
+{
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+  cJSON *events = cJSON_AddArrayToObject(root, "traceEvents");
+  name_thread(events, TID_COMPUTE, "compute stream");
+  name_thread(events, TID_H2D, "H2D copy engine");
+  name_thread(events, TID_D2H, "D2H copy engine");
+  name_thread(events, TID_CPU, "CPU Adam");
+  for (guint k = 0; k < sim->ops->len; k++) {
+    const StwSimOp *o = &g_array_index(sim->ops, StwSimOp, k);
+    const StwOp *op = stw_trace_op(t, k);
+    if (o->stall_ns > 0)
+      add_event(events, "stall", "stall", "X", TID_COMPUTE, (o->start_ns - o->stall_ns) / 1e3,
+                o->stall_ns / 1e3);
+    add_event(events, op->name, stw_stage_name(op->stage), "X", TID_COMPUTE, o->start_ns / 1e3,
+              (o->end_ns - o->start_ns) / 1e3);
+  }
+  for (guint i = 0; i < sim->tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
+    g_autofree char *name = x->lane == STW_SIM_CPU_ADAM
+                                ? g_strdup_printf("adam chunk %u", x->item)
+                                : stw_plan_item_name(p->chunking, x->item);
+    int tid = x->lane == STW_SIM_H2D ? TID_H2D : x->lane == STW_SIM_D2H ? TID_D2H : TID_CPU;
+    const char *cat = x->lane == STW_SIM_H2D ? "fetch" : x->lane == STW_SIM_D2H ? "evict" : "adam";
+    add_event(events, name, cat, "X", tid, x->start_ns / 1e3, (x->end_ns - x->start_ns) / 1e3);
+  }
+  for (guint i = 0; i < sim->memory->len; i++) {
+    const StwSimSample *m = &g_array_index(sim->memory, StwSimSample, i);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", "GPU memory (MiB)");
+    cJSON_AddStringToObject(e, "ph", "C");
+    cJSON_AddNumberToObject(e, "pid", PID);
+    cJSON_AddNumberToObject(e, "ts", m->t_ns / 1e3);
+    cJSON *args = cJSON_AddObjectToObject(e, "args");
+    cJSON_AddNumberToObject(args, "chunks", (double)m->chunk_bytes / STW_MiB);
+    cJSON_AddNumberToObject(args, "non-model", (double)m->nonmodel_bytes / STW_MiB);
+    cJSON_AddItemToArray(events, e);
+  }
+  char *text = cJSON_PrintUnformatted(root);
+  char *copy = g_strconcat(text, "\n", NULL);
+  cJSON_free(text);
+  cJSON_Delete(root);
+  return copy;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------ */
+
+char *
+stw_report_simulation_json(const StwPlan *p, const StwTrace *t, const StwSimulation *sim)
+{
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "hardware", p->hw.name);
+  stw_json_add_u64(root, "iteration_ns", sim->iteration_ns);
+  stw_json_add_u64(root, "compute_busy_ns", sim->compute_busy_ns);
+  stw_json_add_u64(root, "compute_stall_ns", sim->compute_stall_ns);
+  stw_json_add_u64(root, "h2d_busy_ns", sim->h2d_busy_ns);
+  stw_json_add_u64(root, "d2h_busy_ns", sim->d2h_busy_ns);
+  stw_json_add_u64(root, "cpu_busy_ns", sim->cpu_busy_ns);
+  stw_json_add_u64(root, "h2d_bytes", sim->h2d_bytes);
+  stw_json_add_u64(root, "d2h_bytes", sim->d2h_bytes);
+  stw_json_add_u64(root, "peak_gpu_bytes", sim->peak_gpu_bytes);
+  stw_json_add_u64(root, "peak_time_ns", sim->peak_time_ns);
+  stw_json_add_u64(root, "over_budget_bytes", sim->over_budget_bytes);
+  stw_json_add_u64(root, "cpu_bytes", sim->cpu_bytes);
+  stw_json_add_u64(root, "flops", sim->flops);
+  stw_json_add_double(root, "tflops_per_s",
+                      sim->iteration_ns ? (double)sim->flops / (double)sim->iteration_ns / 1e3 : 0);
+  if (sim->ops != NULL) {
+    cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+    for (guint k = 0; k < sim->ops->len; k++) {
+      const StwSimOp *o = &g_array_index(sim->ops, StwSimOp, k);
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddStringToObject(e, "name", stw_trace_op(t, k)->name);
+      stw_json_add_u64(e, "start_ns", o->start_ns);
+      stw_json_add_u64(e, "end_ns", o->end_ns);
+      stw_json_add_u64(e, "stall_ns", o->stall_ns);
+      cJSON_AddItemToArray(ops, e);
+    }
+    cJSON *tasks = cJSON_AddArrayToObject(root, "transfers");
+    for (guint i = 0; i < sim->tasks->len; i++) {
+      const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
+      cJSON *e = cJSON_CreateObject();
+      static const char *const lanes[] = { "h2d", "d2h", "cpu_adam" };
+      cJSON_AddStringToObject(e, "lane", lanes[x->lane]);
+      g_autofree char *name = x->lane == STW_SIM_CPU_ADAM
+                                  ? g_strdup_printf("chunk %u", x->item)
+                                  : stw_plan_item_name(p->chunking, x->item);
+      cJSON_AddStringToObject(e, "chunk", name);
+      stw_json_add_u64(e, "start_ns", x->start_ns);
+      stw_json_add_u64(e, "end_ns", x->end_ns);
+      stw_json_add_u64(e, "bytes", x->bytes);
+      cJSON_AddItemToArray(tasks, e);
+    }
+  }
+  char *text = stw_json_print_lines(root);
+  cJSON_Delete(root);
+  return text;
+}
+
+/* ---- SVG -------------------------------------------------------------------------------------- */
+
+static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                       "#8c564b", "#e377c2", "#7f7f7f" };
+
+static void
+svg_text(GString *s, double x, double y, const char *anchor, int size, const char *text)
+{
+  g_autofree char *esc = g_markup_escape_text(text, -1);
+  g_string_append_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\">"
+                            "%s</text>\n", x, y, anchor, size, esc);
+}
+
+/* A tick step of 1, 2 or 5 times a power of ten giving about five ticks over SPAN. */
+static double
+nice_step(double span)
+{
+  double raw = span / 5, mag = pow(10, floor(log10(raw)));
+  double f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+typedef struct {
+  double x0, y0, w, h;       /* plot area in pixels */
+  double xmin, xmax, ymin, ymax;
+} Panel;
+
+static double
+px(const Panel *p, double x)
+{
+  return p->x0 + (p->xmax > p->xmin ? (x - p->xmin) / (p->xmax - p->xmin) : 0) * p->w;
+}
+
+static double
+py(const Panel *p, double y)
+{
+  return p->y0 + p->h - (p->ymax > p->ymin ? (y - p->ymin) / (p->ymax - p->ymin) : 0) * p->h;
+}
+
+static void
+axes(GString *s, const Panel *p, const char *xlabel, const char *ylabel)
+{
+  g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                            "fill=\"none\" stroke=\"#333\"/>\n", p->x0, p->y0, p->w, p->h);
+  double xs = nice_step(p->xmax - p->xmin), ys = nice_step(p->ymax - p->ymin);
+  for (double v = ceil(p->xmin / xs) * xs; v <= p->xmax + xs * 1e-9; v += xs) {
+    char buf[32];
+    g_snprintf(buf, sizeof buf, "%g", v);
+    g_string_append_printf(s, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                              "stroke=\"#ddd\"/>\n", px(p, v), p->y0, px(p, v), p->y0 + p->h);
+    svg_text(s, px(p, v), p->y0 + p->h + 15, "middle", 11, buf);
+  }
+  for (double v = ceil(p->ymin / ys) * ys; v <= p->ymax + ys * 1e-9; v += ys) {
+    char buf[32];
+    g_snprintf(buf, sizeof buf, "%g", v);
+    g_string_append_printf(s, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                              "stroke=\"#ddd\"/>\n", p->x0, py(p, v), p->x0 + p->w, py(p, v));
+    svg_text(s, p->x0 - 6, py(p, v) + 4, "end", 11, buf);
+  }
+  svg_text(s, p->x0 + p->w / 2, p->y0 + p->h + 34, "middle", 12, xlabel);
+  g_autofree char *esc = g_markup_escape_text(ylabel, -1);
+  g_string_append_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
+                            "transform=\"rotate(-90 %.1f %.1f)\">%s</text>\n", p->x0 - 48,
+                         p->y0 + p->h / 2, p->x0 - 48, p->y0 + p->h / 2, esc);
+}
+
+static GString *
+svg_begin(double w, double h)
+{
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www"
+                            ".w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f "
+                            "%.0f\" font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\""
+                            "100%%\" fill=\"white\"/>\n", w, h, w, h);
+  return s;
+}
+
+char *
+stw_report_svg_sweep(const char *title, const GArray *x, const char *x_label,
+                     const StwSeries *top, const char *top_label, const StwSeries *bottom,
+                     const char *bottom_label, guint n_series)
+{
+  GString *s = svg_begin(900, 760);
+  svg_text(s, 450, 28, "middle", 16, title);
+  const StwSeries *sets[2] = { top, bottom };
+  const char *labels[2] = { top_label, bottom_label };
+  for (int panel = 0; panel < 2; panel++) {
+    Panel p = { .x0 = 90, .y0 = 60 + panel * 330, .w = 600, .h = 250 };
+    p.xmin = g_array_index(x, double, 0);
+    p.xmax = g_array_index(x, double, x->len - 1);
+    p.ymin = 0;
+    p.ymax = 0;
+    for (guint k = 0; k < n_series; k++)
+      for (guint i = 0; i < sets[panel][k].y->len; i++) {
+        double v = g_array_index(sets[panel][k].y, double, i);
+        if (!isnan(v))
+          p.ymax = MAX(p.ymax, v);
+      }
+    p.ymax = p.ymax > 0 ? p.ymax * 1.08 : 1;
+    if (p.xmax <= p.xmin)
+      p.xmax = p.xmin + 1;
+    axes(s, &p, x_label, labels[panel]);
+    for (guint k = 0; k < n_series; k++) {
+      const char *color = palette[k % G_N_ELEMENTS(palette)];
+      GString *path = g_string_new(NULL);
+      gboolean pen = FALSE;
+      for (guint i = 0; i < x->len; i++) {
+        double v = g_array_index(sets[panel][k].y, double, i);
+        if (isnan(v)) {
+          pen = FALSE;
+          continue;
+        }
+        double X = px(&p, g_array_index(x, double, i)), Y = py(&p, v);
+        g_string_append_printf(path, "%s%.1f %.1f ", pen ? "L" : "M", X, Y);
+        g_string_append_printf(s, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X, Y,
+                               color);
+        pen = TRUE;
+      }
+      if (path->len > 0)
+        g_string_append_printf(s, "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                               path->str, color);
+      g_string_free(path, TRUE);
+      /* the legend, right of the panels */
+      if (panel == 0) {
+        double ly = 70 + k * 20;
+        g_string_append_printf(s, "<line x1=\"710\" y1=\"%.1f\" x2=\"735\" y2=\"%.1f\" "
+                                  "stroke=\"%s\" stroke-width=\"3\"/>\n", ly, ly, color);
+        svg_text(s, 742, ly + 4, "start", 12, sets[0][k].name);
+      }
+    }
+  }
+  svg_text(s, 710, 70 + n_series * 20 + 10, "start", 10, "missing points: does not fit");
+  g_string_append(s, "</svg>\n");
+  return g_string_free(s, FALSE);
+}
+
+char *
+stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulation *sim)
+{
+  const StwChunking *c = plan->chunking;
+  guint32 n_items = STW_N_LISTS * stw_chunking_count(c);
+  /* the chunks that ever move, in item order, at most 160 rows */
+  GArray *rows = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_autofree guint8 *moves = g_malloc0(MAX(n_items, 1));
+  for (guint i = 0; i < sim->tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
+    if (x->lane != STW_SIM_CPU_ADAM)
+      moves[x->item] = 1;
+  }
+  guint32 n_moving = 0;
+  for (guint32 i = 0; i < n_items; i++)
+    n_moving += moves[i];
+  guint32 stride = MAX(1, (n_moving + 159) / 160);
+  for (guint32 i = 0, seen = 0; i < n_items; i++) {
+    if (moves[i] && seen++ % stride == 0)
+      g_array_append_val(rows, i);
+  }
+  double row_h = rows->len > 80 ? 3 : 6;
+  double map_h = MAX(rows->len * row_h, 20);
+  double H = 120 + 260 + 80 + map_h + 60;
+  GString *s = svg_begin(1000, H);
+  g_autofree char *title = g_strdup_printf("%s on %s: one iteration, %s", plan->trace_file[0]
+                                               ? plan->trace_file : t->model.name,
+                                           plan->hw.name, "");
+  g_autofree char *it = stw_duration_format(sim->iteration_ns);
+  g_autofree char *full = g_strconcat(title, it, NULL);
+  svg_text(s, 500, 28, "middle", 16, full);
+
+  double T = (double)MAX(sim->iteration_ns, 1) / 1e6; /* ms */
+  Panel p = { .x0 = 90, .y0 = 60, .w = 760, .h = 260, .xmin = 0, .xmax = T, .ymin = 0 };
+  p.ymax = (double)MAX(plan->budgets.gpu_bytes, sim->peak_gpu_bytes) / STW_GiB * 1.08;
+  /* stages shaded */
+  static const char *const stage_fill[] = { "#eef5ff", "#fff3e6", "#efffef" };
+  for (guint k = 0; k < sim->ops->len;) {
+    StwStage st = stw_trace_op(t, k)->stage;
+    guint e = k;
+    while (e + 1 < sim->ops->len && stw_trace_op(t, e + 1)->stage == st)
+      e++;
+    double a = g_array_index(sim->ops, StwSimOp, k).start_ns / 1e6;
+    double b = g_array_index(sim->ops, StwSimOp, e).end_ns / 1e6;
+    g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                              "fill=\"%s\"/>\n", px(&p, a), p.y0, MAX(px(&p, b) - px(&p, a), 0.5),
+                           p.h, stage_fill[st]);
+    svg_text(s, (px(&p, a) + px(&p, b)) / 2, p.y0 + 14, "middle", 11, stw_stage_name(st));
+    k = e + 1;
+  }
+  axes(s, &p, "time in the iteration (ms)", "GPU memory (GiB)");
+  /* stacked steps: non-model at the bottom, chunks above */
+  GString *nm = g_string_new(NULL), *all = g_string_new(NULL);
+  double last_x = p.x0;
+  for (guint i = 0; i < sim->memory->len; i++) {
+    const StwSimSample *m = &g_array_index(sim->memory, StwSimSample, i);
+    double X = px(&p, MIN(m->t_ns / 1e6, T));
+    double n = (double)m->nonmodel_bytes / STW_GiB, a = n + (double)m->chunk_bytes / STW_GiB;
+    g_string_append_printf(nm, "%s%.1f %.1f ", i ? "L" : "M", X, py(&p, n));
+    g_string_append_printf(all, "%s%.1f %.1f ", i ? "L" : "M", X, py(&p, a));
+    last_x = X;
+  }
+  if (sim->memory->len > 0) {
+    g_string_append_printf(s, "<path d=\"%sL%.1f %.1f L%.1f %.1f Z\" fill=\"#9ecae1\" "
+                              "fill-opacity=\"0.6\" stroke=\"#3182bd\"/>\n", all->str, last_x,
+                           py(&p, 0), p.x0, py(&p, 0));
+    g_string_append_printf(s, "<path d=\"%sL%.1f %.1f L%.1f %.1f Z\" fill=\"#fdae6b\" "
+                              "fill-opacity=\"0.8\" stroke=\"#e6550d\"/>\n", nm->str, last_x,
+                           py(&p, 0), p.x0, py(&p, 0));
+  }
+  g_string_free(nm, TRUE);
+  g_string_free(all, TRUE);
+  double budget = (double)plan->budgets.gpu_bytes / STW_GiB;
+  g_string_append_printf(s, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+                            "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n", p.x0, py(&p, budget),
+                         p.x0 + p.w, py(&p, budget));
+  svg_text(s, p.x0 + p.w + 4, py(&p, budget) + 4, "start", 11, "budget");
+  g_string_append(s, "<rect x=\"870\" y=\"120\" width=\"14\" height=\"10\" fill=\"#9ecae1\"/>\n"
+                     "<rect x=\"870\" y=\"140\" width=\"14\" height=\"10\" fill=\"#fdae6b\"/>\n");
+  svg_text(s, 888, 129, "start", 11, "chunks");
+  svg_text(s, 888, 149, "start", 11, "non-model");
+
+  /* where every moving chunk is */
+  Panel q = { .x0 = 90, .y0 = 60 + 260 + 80, .w = 760, .h = map_h, .xmin = 0, .xmax = T };
+  svg_text(s, 500, q.y0 - 22, "middle", 13, "where each moving chunk is: on the GPU (green), "
+                                            "in flight (orange), on the CPU (grey)");
+  for (guint r = 0; r < rows->len; r++) {
+    guint32 item = g_array_index(rows, guint32, r);
+    double y = q.y0 + r * row_h;
+    gboolean on_gpu = plan->schedule.resident[item];
+    double since = 0;
+    for (guint i = 0; i <= sim->tasks->len; i++) {
+      const StwSimTask *x = i < sim->tasks->len ? &g_array_index(sim->tasks, StwSimTask, i) : NULL;
+      if (x != NULL && (x->lane == STW_SIM_CPU_ADAM || x->item != item))
+        continue;
+      double a = MIN(x ? x->start_ns / 1e6 : T, T), b = MIN(x ? x->end_ns / 1e6 : T, T);
+      g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                                "fill=\"%s\"/>\n", px(&q, since), y, MAX(px(&q, a) - px(&q, since), 0),
+                             row_h - 0.5, on_gpu ? "#31a354" : "#d9d9d9");
+      if (x == NULL)
+        break;
+      g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                                "fill=\"#fd8d3c\"/>\n", px(&q, a), y, MAX(px(&q, b) - px(&q, a), 0.5),
+                             row_h - 0.5);
+      on_gpu = x->lane == STW_SIM_H2D;
+      since = b;
+    }
+  }
+  g_autofree char *rows_label = g_strdup_printf("%u of %u moving chunks%s", rows->len, n_moving,
+                                                stride > 1 ? " (sampled)" : "");
+  g_string_append_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
+                            "transform=\"rotate(-90 %.1f %.1f)\">%s</text>\n", q.x0 - 20,
+                         q.y0 + q.h / 2, q.x0 - 20, q.y0 + q.h / 2, rows_label);
+  svg_text(s, q.x0 + q.w / 2, q.y0 + q.h + 20, "middle", 12, "time in the iteration (ms)");
+  g_string_append(s, "</svg>\n");
+  g_array_unref(rows);
+  return g_string_free(s, FALSE);
+}

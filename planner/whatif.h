@@ -1,0 +1,44 @@
+/* whatif.h — one question at a time: "with this policy and this budget, how fast?"
+ *
+ * The sweeps of `compare`, `whatif`, `minmem` and `capacity` are made of such points. Every point
+ * is a full plan (chunk-size search included for the stowage policy), checked, and simulated.
+ */
+#ifndef STW_WHATIF_H
+#define STW_WHATIF_H
+
+#include <glib.h>
+
+#include "planner.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  StwPolicy policy;
+  guint64 gpu_bytes;
+  gboolean feasible;
+  char *why;                 /* when not feasible: the planner's message */
+  guint64 chunk_size_elems;
+  guint64 h2d_bytes, d2h_bytes;
+  guint64 iteration_ns;      /* simulated */
+  guint64 peak_gpu_bytes;
+  double slowdown;           /* iteration_ns / the unlimited-memory iteration time */
+} StwWhatifPoint;
+
+void stw_whatif_point_clear(StwWhatifPoint *p);
+
+/* Plans T with BASE's options but POLICY and GPU_BYTES; UNLIMITED_NS (0: unknown) scales the
+ * slowdown. Never fails: an infeasible point says why. */
+void stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy policy,
+                    guint64 gpu_bytes, guint64 unlimited_ns, StwWhatifPoint *out);
+
+/* The simulated iteration time with every chunk resident: the floor every budget is measured
+ * against. 0 when even that cannot be planned (the CPU budget, say). */
+guint64 stw_whatif_unlimited_ns(const StwTrace *t, const StwPlannerOptions *base);
+
+/* Parses "8GiB..80GiB:8GiB" (inclusive, ascending) or "8GiB,16GiB,24GiB" into sizes. At most
+ * 1000 points; an empty, inverted or zero-step range is an error saying so. */
+gboolean stw_parse_size_list(const char *text, GArray **out, GError **error);
+
+G_END_DECLS
+
+#endif
