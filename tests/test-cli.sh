@@ -100,4 +100,35 @@ head -c 3000 "$T/p.json" > "$T/cut.json"
 expect 1 "cut.json: not valid JSON" "check a truncated plan" -- $S check "$T/cut.json" "$TR"
 expect 2 "expected a plan and a trace" "check with one file" -- $S check "$T/p.json"
 
+# simulate, compare, whatif, minmem, capacity, probe
+expect 0 "GPU memory  peak 8.96 GiB of 9.00 GiB" "simulate a plan" -- $S simulate "$T/p.json" "$TR" --chrome-trace "$T/ct.json" --svg "$T/t.svg"
+grep -q '"thread_name"' "$T/ct.json"; tap_result $? "the Chrome trace names its tracks"
+grep -q '</svg>' "$T/t.svg"; tap_result $? "the SVG is complete"
+expect 0 '"iteration_ns":' "simulate --json" -- $S simulate "$T/p.json" "$TR" --json
+expect 0 "ms per iteration" "simulate on another profile" -- $S simulate "$T/p.json" "$TR" --hw H100-80GB-PCIe5
+expect 1 "exceeds the budget of 8.00 GiB" "simulate refuses an unsound plan" -- $S simulate "$T/small.json" "$TR"
+expect 2 "unknown hardware profile 'TPU'" "simulate on an unknown profile" -- $S simulate "$T/p.json" "$TR" --hw TPU
+expect 0 "zero-infinity" "compare lists every policy" -- $S compare "$TR" --gpu 9GiB
+expect 0 "no (1)" "compare says which do not fit" -- $S compare "$TR" --gpu 8GiB
+expect 0 '"unlimited_iteration_ns":	59233521' "compare --json" -- $S compare "$TR" --gpu 9GiB --json
+expect 2 "compare: --gpu SIZE is required" "compare without a budget" -- $S compare "$TR"
+expect 0 "batch,gpu_bytes,policy" "whatif --csv -" -- $S whatif "$TR" --gpu 8GiB..10GiB:1GiB --policy stowage,lru --csv -
+lines=$($S whatif "$TR" --gpu 8GiB..10GiB:1GiB --policy stowage,lru --csv - | wc -l)
+[ "$lines" = 7 ]; tap_result $? "whatif: 3 budgets x 2 policies (got $((lines - 1)) rows)"
+expect 0 "yes" "whatif from a model" -- $S whatif --model gpt2 --batch 2,4 --seq 512 --gpu 4GiB --policy stowage
+expect 0 "" "whatif --svg" -- $S whatif "$TR" --gpu 8GiB..12GiB:2GiB --svg "$T/w.svg" --json
+grep -q 'GPU memory budget (GiB)' "$T/w.svg"; tap_result $? "the sweep plot has its axes"
+expect 2 "the range is inverted" "whatif with an inverted range" -- $S whatif "$TR" --gpu 16GiB..8GiB:1GiB
+expect 2 "the step is zero" "whatif with a zero step" -- $S whatif "$TR" --gpu 8GiB..16GiB:0
+expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
+expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
+expect 2 "--batch, --seq, --dtype, --checkpointing and --attention go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
+expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
+expect 0 "gpt2-xl" "capacity over a zoo family" -- $S capacity --family gpt2 --policy stowage --cpu 64GiB
+expect 1 "needs multi-rank planning" "capacity with 8 GPUs" -- $S capacity --family gpt --gpus 8
+expect 2 "--family: 'rnn' is not one of" "capacity with an unknown family" -- $S capacity --family rnn
+expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
+expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
+
 tap_done

@@ -47,9 +47,10 @@ adam_job(gpointer data)
   AdamJob *j = data;
   StwAdamConfig c;
   stw_adam_config_init(&c);
+  stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, 1); /* touch every page first */
   double t0 = now();
   do
-    stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, ++j->steps);
+    stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, ++j->steps + 1);
   while ((j->seconds = now() - t0) < MIN_SECONDS);
   return NULL;
 }

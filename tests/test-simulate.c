@@ -1,0 +1,186 @@
+/* test-simulate.c — the simulator against a timeline worked out by hand, its reports, and the
+ * what-if helpers. */
+#include "config.h"
+
+#include <glib.h>
+
+#include "planner.h"
+#include "report.h"
+#include "simulate.h"
+#include "testutil.h"
+#include "units.h"
+#include "whatif.h"
+
+static StwPlan *
+plan_for(const StwTrace *t, guint64 gpu, StwPolicy policy)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.policy = policy;
+  o.budgets.gpu_bytes = gpu;
+  o.budgets.cpu_bytes = STW_TiB;
+  GError *error = NULL;
+  StwPlan *p = stw_planner_plan(t, "t", &o, &error);
+  g_assert_no_error(error);
+  return p;
+}
+
+/* mini.json at 2,240 bytes: its one chunk (2 KiB) starts on the GPU, goes to the CPU after
+ * backward (CPU Adam) and comes back at the end. On the A100 profile a 2 KiB copy takes
+ * 10,000 ns latency + 2048 B / 10 GB/s = 10,204 ns; CPU Adam does 1.5e9 elements/s. So: fc runs
+ * 0-1,000, fc.bwd 1,000-3,000; the eviction 3,000-13,204; CPU Adam on 16 + 4 elements takes 10 +
+ * 2 ns, to 13,216; the fetch 13,216-23,420; the next iteration starts at 23,420. */
+static void
+test_hand_timeline(void)
+{
+  g_autofree char *path = stw_test_fixture("traces/mini.json");
+  g_autoptr(StwTrace) t = stw_trace_load(path, NULL);
+  g_autoptr(StwPlan) p = plan_for(t, 2240, STW_POLICY_STOWAGE);
+  StwSimulation s;
+  stw_simulate(p, t, TRUE, &s);
+  g_assert_cmpuint(s.iteration_ns, ==, 23420);
+  g_assert_cmpuint(s.compute_busy_ns, ==, 3000);
+  g_assert_cmpuint(s.compute_stall_ns, ==, 20420);
+  g_assert_cmpuint(s.h2d_busy_ns, ==, 10204);
+  g_assert_cmpuint(s.d2h_busy_ns, ==, 10204);
+  g_assert_cmpuint(s.cpu_busy_ns, ==, 12);
+  g_assert_cmpuint(s.h2d_bytes, ==, 2048);
+  g_assert_cmpuint(s.peak_gpu_bytes, ==, 2048 + 192);
+  g_assert_cmpuint(s.over_budget_bytes, ==, 0);
+  g_assert_cmpuint(p->pred.cost_ns, ==, 23420); /* the planner's objective is this simulation */
+  g_assert_cmpuint(s.ops->len, ==, 4);
+  g_assert_cmpuint(g_array_index(s.ops, StwSimOp, 1).end_ns, ==, 3000);
+  const StwSimTask *evict = NULL;
+  for (guint i = 0; i < s.tasks->len; i++) {
+    if (g_array_index(s.tasks, StwSimTask, i).lane == STW_SIM_D2H)
+      evict = &g_array_index(s.tasks, StwSimTask, i);
+  }
+  g_assert_nonnull(evict);
+  g_assert_cmpuint(evict->start_ns, ==, 3000);
+  g_assert_cmpuint(evict->end_ns, ==, 13204);
+
+  /* the reports */
+  g_autofree char *chrome = stw_report_chrome_trace(p, t, &s);
+  cJSON *doc = cJSON_Parse(chrome);
+  g_assert_nonnull(doc);
+  cJSON *events = cJSON_GetObjectItem(doc, "traceEvents");
+  /* 4 track names, 4 ops, 1 stall, 2 copies, 2 CPU Adam steps, and memory counters */
+  g_assert_cmpint(cJSON_GetArraySize(events), ==, 4 + 4 + 1 + 2 + 2 + (int)s.memory->len);
+  cJSON_Delete(doc);
+  g_autofree char *svg = stw_report_svg_timeline(p, t, &s);
+  g_assert_true(g_str_has_prefix(svg, "<?xml"));
+  g_assert_nonnull(strstr(svg, "GPU memory (GiB)"));
+  g_assert_nonnull(strstr(svg, "</svg>"));
+  GMarkupParser parser = { 0 };
+  GMarkupParseContext *ctx = g_markup_parse_context_new(&parser, 0, NULL, NULL);
+  GError *error = NULL;
+  g_assert_true(g_markup_parse_context_parse(ctx, svg, -1, &error) &&
+                g_markup_parse_context_end_parse(ctx, &error));
+  g_assert_no_error(error);
+  g_markup_parse_context_free(ctx);
+  stw_simulation_clear(&s);
+}
+
+static void
+test_unlimited_is_compute(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 4, 512, TRUE);
+  g_autoptr(StwPlan) p = plan_for(t, 80 * STW_GiB, STW_POLICY_STOWAGE);
+  StwSimulation s;
+  stw_simulate(p, t, FALSE, &s);
+  guint64 total = 0;
+  for (guint i = 0; i < t->ops->len; i++)
+    total += stw_trace_op(t, i)->duration_ns;
+  g_assert_cmpuint(s.iteration_ns, ==, total);
+  g_assert_cmpuint(s.compute_stall_ns, ==, 0);
+  g_assert_cmpuint(s.h2d_bytes + s.d2h_bytes, ==, 0);
+}
+
+/* Whatever the policy, the simulated GPU memory never passes the budget. */
+static void
+test_never_over_budget(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2-medium", 8, 1024, TRUE);
+  for (int pol = 0; pol < STW_N_POLICIES; pol++) {
+    for (guint64 gib = 4; gib <= 8; gib += 2) {
+      StwHardware hw;
+      g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+      StwPlannerOptions o;
+      stw_planner_options_init(&o, &hw);
+      o.policy = (StwPolicy)pol;
+      o.budgets.gpu_bytes = gib * STW_GiB;
+      g_autoptr(StwPlan) p = stw_planner_plan(t, "t", &o, NULL);
+      if (p == NULL)
+        continue;
+      StwSimulation s;
+      stw_simulate(p, t, FALSE, &s);
+      g_assert_cmpuint(s.over_budget_bytes, ==, 0);
+      g_assert_cmpuint(s.peak_gpu_bytes, <=, gib * STW_GiB);
+      g_assert_cmpuint(s.iteration_ns, >=, s.compute_busy_ns);
+    }
+  }
+}
+
+static void
+test_size_lists(void)
+{
+  GArray *a = NULL;
+  GError *error = NULL;
+  g_assert_true(stw_parse_size_list("8GiB..24GiB:8GiB", &a, &error));
+  g_assert_cmpuint(a->len, ==, 3);
+  g_assert_cmpuint(g_array_index(a, guint64, 2), ==, 24 * STW_GiB);
+  g_array_unref(a);
+  g_assert_true(stw_parse_size_list("8GiB, 16GiB", &a, &error));
+  g_assert_cmpuint(a->len, ==, 2);
+  g_array_unref(a);
+  static const struct {
+    const char *text, *needle;
+  } bad[] = {
+    { "24GiB..8GiB:8GiB", "the range is inverted" },
+    { "8GiB..24GiB:0", "the step is zero" },
+    { "8GiB..24GiB", "the range has no :STEP" },
+    { "8GiB..9TiB:1MiB", "more than 1000 points" },
+    { "8GiB,,16GiB", "is not a size" },
+    { "0..8GiB:4GiB", "a budget of zero" },
+    { "eight..16GiB:8GiB", "'eight' is not a size" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_false(stw_parse_size_list(bad[i].text, &a, &error));
+    stw_assert_error_contains(error, bad[i].needle);
+  }
+}
+
+static void
+test_whatif_points(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, FALSE);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  guint64 unlimited = stw_whatif_unlimited_ns(t, &o);
+  g_assert_cmpuint(unlimited, >, 0);
+  StwWhatifPoint pt;
+  stw_whatif_run(t, &o, STW_POLICY_STOWAGE, 9 * STW_GiB, unlimited, &pt);
+  g_assert_true(pt.feasible);
+  g_assert_cmpfloat(pt.slowdown, >=, 1.0);
+  stw_whatif_point_clear(&pt);
+  stw_whatif_run(t, &o, STW_POLICY_STOWAGE, 4 * STW_GiB, unlimited, &pt);
+  g_assert_false(pt.feasible);
+  g_assert_nonnull(strstr(pt.why, "no plan fits a GPU budget of 4.00 GiB"));
+  stw_whatif_point_clear(&pt);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/simulate/hand-timeline", test_hand_timeline);
+  g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
+  g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
+  g_test_add_func("/simulate/size-lists", test_size_lists);
+  g_test_add_func("/simulate/whatif-points", test_whatif_points);
+  return g_test_run();
+}
