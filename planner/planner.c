@@ -66,6 +66,7 @@ typedef struct {
   const StwChunking *c;
   guint32 n;             /* chunks */
   guint32 n_items;
+  gboolean quick;        /* the search's first pass: fewer optimizer placements */
   /* the first shortfall met, for the error message */
   gboolean failed;
   guint32 fail_op;
@@ -249,7 +250,7 @@ plan_stowage(Attempt *at)
   /* optimizer state pinned on the GPU for a prefix of chunks, the rest stepped on the CPU or
    * in margin space; the candidates halve the prefix down from the most that fits */
   GArray *js = g_array_new(FALSE, FALSE, sizeof(guint32));
-  for (guint32 j = j_max;; j /= 2) {
+  for (guint32 j = j_max;; j = at->quick ? 0 : j / 2) {
     g_array_append_val(js, j);
     if (j == 0)
       break;
@@ -267,7 +268,8 @@ plan_stowage(Attempt *at)
       if (j == at->n && rest == STW_OPTIM_GPU)
         continue; /* nothing left to place */
       pin_state(at, pinned, optim, j, (StwOptimPlace)rest);
-      for (int rule = STW_EVICT_FARTHEST; rule <= STW_EVICT_FARTHEST_CLEAN; rule++)
+      for (int rule = at->quick ? STW_EVICT_FARTHEST_CLEAN : STW_EVICT_FARTHEST;
+           rule <= STW_EVICT_FARTHEST_CLEAN; rule++)
         best = keep_better(at, best, try_placement(at, optim, pinned, NULL, cap, (StwEvictRule)rule,
                                                FALSE, G_MAXUINT64));
     }
@@ -434,6 +436,87 @@ check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
   return TRUE;
 }
 
+/* The search's state: the best plan so far and what the failures said. */
+typedef struct {
+  const StwTrace *t;
+  const StwPlannerOptions *o;
+  StwPlan *best;
+  StwChunking *best_layout;
+  StwChunking *layout;       /* of the plan evaluate_size returned */
+  Attempt first_failure;
+  guint64 min_bytes, min_chunk;
+  guint32 min_op;
+} Search;
+
+typedef struct {
+  guint64 size;
+  guint64 cost_ns, bytes;
+} SizeScore;
+
+static int
+score_cmp(gconstpointer a, gconstpointer b, gpointer data)
+{
+  const SizeScore *x = a, *y = b;
+  const StwPlannerOptions *o = data;
+  guint64 x1 = o->objective == STW_OBJECTIVE_TIME ? x->cost_ns : x->bytes;
+  guint64 y1 = o->objective == STW_OBJECTIVE_TIME ? y->cost_ns : y->bytes;
+  if (x1 != y1)
+    return x1 < y1 ? -1 : 1;
+  return x->size < y->size ? -1 : x->size > y->size;
+}
+
+/* Keeps P (whose layout is SE->layout) if it beats the best so far, ties going to less waste. */
+static void
+keep_layout(Search *se, StwPlan *p)
+{
+  StwObjective obj = se->o->objective;
+  StwChunking *c = se->layout;
+  if (better_for(p, se->best, obj) ||
+      (compare(p, se->best, obj) == 0 && stw_chunking_wasted_bytes(c, STW_LIST_PARAM) <
+                                             stw_chunking_wasted_bytes(se->best_layout,
+                                                                       STW_LIST_PARAM))) {
+    release_candidate(se->best);
+    stw_chunking_free(se->best_layout);
+    se->best = p;
+    se->best_layout = c;
+  } else {
+    release_candidate(p);
+    stw_chunking_free(c);
+  }
+  se->layout = NULL;
+}
+
+/* Packs SIZE and plans it (QUICK: with the search's first-pass placements). *OUT is the plan,
+ * its layout in SE->layout, or NULL when the policy cannot fit it (noted in SE). Fails only
+ * when the tensors cannot be packed. */
+static gboolean
+evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **error)
+{
+  *out = NULL;
+  se->layout = NULL;
+  StwChunking *c = stw_chunking_pack(se->t, size, se->o->allow_oversized, error);
+  if (c == NULL)
+    return FALSE;
+  guint32 op = 0;
+  guint64 mb = min_budget(se->t, c, &se->o->budgets, &op);
+  if (se->min_bytes == 0 || mb < se->min_bytes) {
+    se->min_bytes = mb;
+    se->min_op = op;
+    se->min_chunk = size;
+  }
+  Attempt at = { .t = se->t, .o = se->o, .c = c, .n = stw_chunking_count(c),
+                 .n_items = STW_N_LISTS * stw_chunking_count(c), .quick = quick };
+  *out = plan_policy(&at);
+  if (*out == NULL) {
+    if (!se->first_failure.failed)
+      se->first_failure = at;
+    stw_chunking_free(c);
+  } else {
+    se->layout = c;
+  }
+  return TRUE;
+}
+
 StwPlan *
 stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                  GError **error)
@@ -470,48 +553,59 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
     return NULL;
   }
 
-  StwPlan *best = NULL;
-  StwChunking *best_layout = NULL;
-  Attempt first_failure = { 0 };
-  guint64 min_bytes = G_MAXUINT64, min_chunk = 0;
-  guint32 min_op = 0;
+  /* The search runs in two passes: every size with a few optimizer placements, then the two
+   * best sizes and the smallest (the baselines' size, so that they stay candidates) with all of
+   * them. Sizes only move the optimum a little once the placement is fixed, and the second
+   * pass is where placements differ. */
+  gboolean search = sizes->len > 1;
+  Search se = { .t = t, .o = o };
+  GArray *quick = g_array_new(FALSE, FALSE, sizeof(SizeScore));
   for (guint i = 0; i < sizes->len; i++) {
     guint64 size = g_array_index(sizes, guint64, i);
-    StwChunking *c = stw_chunking_pack(t, size, o->allow_oversized, error);
-    if (c == NULL) {
+    StwPlan *p = NULL;
+    if (!evaluate_size(&se, size, search, &p, error)) {
       g_array_unref(sizes);
-      release_candidate(best);
-      stw_chunking_free(best_layout);
+      g_array_unref(quick);
+      release_candidate(se.best);
+      stw_chunking_free(se.best_layout);
       return NULL;
     }
-    guint32 op = 0;
-    guint64 mb = min_budget(t, c, &o->budgets, &op);
-    if (mb < min_bytes) {
-      min_bytes = mb;
-      min_op = op;
-      min_chunk = size;
-    }
-    Attempt at = { .t = t, .o = o, .c = c, .n = stw_chunking_count(c),
-                   .n_items = STW_N_LISTS * stw_chunking_count(c) };
-    StwPlan *p = plan_policy(&at);
-    if (p == NULL && !first_failure.failed)
-      first_failure = at;
-    if (p != NULL && (better_for(p, best, o->objective) ||
-                      (compare(p, best, o->objective) == 0 &&
-                       stw_chunking_wasted_bytes(c, STW_LIST_PARAM) <
-                           stw_chunking_wasted_bytes(best_layout, STW_LIST_PARAM)))) {
-      release_candidate(best);
-      stw_chunking_free(best_layout);
-      best = p;
-      best_layout = c;
-    } else {
+    if (p != NULL && search) {
+      SizeScore sc = { size, p->pred.cost_ns, p->pred.h2d_bytes + p->pred.d2h_bytes };
+      g_array_append_val(quick, sc);
       release_candidate(p);
-      stw_chunking_free(c);
+      stw_chunking_free(se.layout);
+    } else if (p != NULL) {
+      keep_layout(&se, p);
     }
     if (o->progress != NULL)
-      o->progress(i + 1, sizes->len, o->progress_data);
+      o->progress(i + 1, sizes->len + (search ? 3 : 0), o->progress_data);
   }
+  if (search) {
+    g_array_sort_with_data(quick, score_cmp, (gpointer)o);
+    GArray *finalists = g_array_new(FALSE, FALSE, sizeof(guint64));
+    for (guint i = 0; i < MIN(quick->len, 2); i++)
+      g_array_append_val(finalists, g_array_index(quick, SizeScore, i).size);
+    guint64 smallest = g_array_index(sizes, guint64, 0);
+    if (quick->len > 0 && (finalists->len < 2 || (g_array_index(finalists, guint64, 0) != smallest
+                                                   && g_array_index(finalists, guint64, 1) != smallest)))
+      g_array_append_val(finalists, smallest);
+    for (guint i = 0; i < finalists->len; i++) {
+      StwPlan *p = NULL;
+      if (evaluate_size(&se, g_array_index(finalists, guint64, i), FALSE, &p, NULL) && p != NULL)
+        keep_layout(&se, p);
+      if (o->progress != NULL)
+        o->progress(sizes->len + i + 1, sizes->len + finalists->len, o->progress_data);
+    }
+    g_array_unref(finalists);
+  }
+  g_array_unref(quick);
   g_array_unref(sizes);
+  StwPlan *best = se.best;
+  StwChunking *best_layout = se.best_layout;
+  Attempt first_failure = se.first_failure;
+  guint64 min_bytes = se.min_bytes, min_chunk = se.min_chunk;
+  guint32 min_op = se.min_op;
   if (best == NULL) {
     infeasible_error(t, o, &first_failure, min_bytes, min_op, min_chunk, error);
     return NULL;
