@@ -21,3 +21,10 @@ cat "$out/trace.txt"
   sh "$here/plan.sh" "$build"
 } > "$out/plan.md"
 cat "$out/plan.md"
+
+{
+  echo "# bench/sim.sh — machine: $machine; $(date -u +%Y-%m-%d)"
+  echo
+  sh "$here/sim.sh" "$build" | sed "s|/tmp/tmp\.[A-Za-z0-9]*/||g"
+} > "$out/sim.md"
+cat "$out/sim.md"
