@@ -42,7 +42,7 @@ for spec in "gpt2-1.5b 10GiB 16GiB 24GiB" "gpt3-175b 64GiB 96GiB 140GiB"; do
 done
 
 echo
-echo "## Bytes moved per iteration, by policy (H2D + D2H; predicted time, no overlap assumed)"
+echo "## Bytes moved per iteration, by policy (H2D + D2H; simulated iteration time)"
 echo
 echo "| trace | GPU budget | stowage (time) | stowage (bytes) | patrickstar | zero-offload | zero-infinity | gemini-static | lru |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -58,7 +58,7 @@ for spec in "gpt2-1.5b 10GiB 16GiB 24GiB" "gpt3-175b 64GiB 96GiB 140GiB"; do
         "$S" check "$tmp/p.json" "$tmp/$trace.json" > /dev/null
         h2d=$(sed -n 's/.*moves *\([0-9.]* [KMGT]*i*B\) H2D.*/\1/p' "$tmp/out")
         d2h=$(sed -n 's/.*H2D + \([0-9.]* [KMGT]*i*B\) D2H.*/\1/p' "$tmp/out")
-        cost=$(sed -n 's/.*cost *\([0-9.]* [mun]*s\).*/\1/p' "$tmp/out")
+        cost=$(sed -n 's/.*iteration *\([0-9.]* [mun]*s\) simulated.*/\1/p' "$tmp/out")
         row="$row $h2d + $d2h ($cost) |"
       else
         row="$row does not fit |"
