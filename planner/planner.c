@@ -109,33 +109,6 @@ note_failure(Attempt *at, const StwSchedule *s, const StwDemand *d)
   at->fail_capacity = d->capacity[s->fail_step];
 }
 
-/* Schedules one placement; returns a plan with predictions, or NULL after noting why. */
-static StwPlan *
-try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guint8 *hold,
-              const guint64 *cap, StwEvictRule rule, gboolean release, guint64 ahead_bytes)
-{
-  g_autoptr(StwDemand) d = stw_plan_demand(at->t, at->c, optim, &at->o->budgets, cap, hold);
-  StwEngineOptions eo = { .rule = rule, .release_after_use = release, .pinned = pinned };
-  StwSchedule s;
-  if (!stw_schedule_steady(d, &eo, &s)) {
-    note_failure(at, &s, d);
-    stw_schedule_clear(&s);
-    return NULL;
-  }
-  stw_schedule_hoist(d, &s, ahead_bytes);
-  StwPlan *p = stw_plan_new();
-  p->policy = at->o->policy;
-  p->budgets = at->o->budgets;
-  p->hw = at->o->hw;
-  p->trace_ops = at->t->ops->len;
-  p->optim = g_memdup2(optim, at->n);
-  p->schedule = s;
-  /* the layout is shared while candidates compete; the winner gets its own copy */
-  p->chunking = (StwChunking *)at->c;
-  stw_plan_predict(p, at->t);
-  return p;
-}
-
 /* Whether A beats B under OBJECTIVE (B may be NULL); equal plans do not. */
 static int
 compare(const StwPlan *a, const StwPlan *b, StwObjective objective)
@@ -177,6 +150,66 @@ keep_better(const Attempt *at, StwPlan *best, StwPlan *candidate)
     return candidate;
   }
   release_candidate(candidate);
+  return best;
+}
+
+/* A plan from schedule S (taken) for the placement OPTIM. */
+static StwPlan *
+make_plan(const Attempt *at, const guint8 *optim, StwSchedule *s)
+{
+  StwPlan *p = stw_plan_new();
+  p->policy = at->o->policy;
+  p->budgets = at->o->budgets;
+  p->hw = at->o->hw;
+  p->trace_ops = at->t->ops->len;
+  p->optim = g_memdup2(optim, at->n);
+  p->schedule = *s;
+  memset(s, 0, sizeof *s);
+  /* the layout is shared while candidates compete; the winner gets its own copy */
+  p->chunking = (StwChunking *)at->c;
+  stw_plan_predict(p, at->t);
+  return p;
+}
+
+static void
+schedule_copy(const StwSchedule *from, StwSchedule *to, guint32 n_items)
+{
+  *to = *from;
+  to->resident = g_memdup2(from->resident, MAX(n_items, 1));
+  to->dirty = g_memdup2(from->dirty, MAX(n_items, 1));
+  to->actions = g_array_copy(from->actions);
+}
+
+/* Schedules one placement and prefetches at most AHEAD_BYTES ahead; with PREFETCH_SEARCH it also
+ * tries a short prefetch distance (two parameter chunks) and keeps whichever the simulator finds
+ * faster. Returns a plan with predictions, or NULL after noting why there is none. */
+static StwPlan *
+try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guint8 *hold,
+              const guint64 *cap, StwEvictRule rule, gboolean release, guint64 ahead_bytes,
+              gboolean prefetch_search)
+{
+  g_autoptr(StwDemand) d = stw_plan_demand(at->t, at->c, optim, &at->o->budgets, cap, hold);
+  StwEngineOptions eo = { .rule = rule, .release_after_use = release, .pinned = pinned };
+  StwSchedule s;
+  if (!stw_schedule_steady(d, &eo, &s)) {
+    note_failure(at, &s, d);
+    stw_schedule_clear(&s);
+    return NULL;
+  }
+  StwPlan *best = NULL;
+  if (prefetch_search) {
+    StwSchedule near;
+    schedule_copy(&s, &near, d->n_items);
+    stw_schedule_hoist(d, &near, 2 * param_chunk_bytes(at->c));
+    best = make_plan(at, optim, &near);
+  }
+  stw_schedule_hoist(d, &s, ahead_bytes);
+  StwPlan *far = make_plan(at, optim, &s);
+  if (best == NULL || compare(far, best, at->o->objective) <= 0) {
+    release_candidate(best);
+    return far;
+  }
+  release_candidate(far);
   return best;
 }
 
@@ -270,8 +303,9 @@ plan_stowage(Attempt *at)
       pin_state(at, pinned, optim, j, (StwOptimPlace)rest);
       for (int rule = at->quick ? STW_EVICT_FARTHEST_CLEAN : STW_EVICT_FARTHEST;
            rule <= STW_EVICT_FARTHEST_CLEAN; rule++)
-        best = keep_better(at, best, try_placement(at, optim, pinned, NULL, cap, (StwEvictRule)rule,
-                                               FALSE, G_MAXUINT64));
+        best = keep_better(at, best, try_placement(at, optim, pinned, NULL, cap,
+                                                   (StwEvictRule)rule, FALSE, G_MAXUINT64,
+                                                   !at->quick));
     }
   }
   g_array_unref(js);
@@ -285,7 +319,7 @@ plan_patrickstar(Attempt *at)
   g_autofree guint8 *optim = g_malloc0(at->n);
   g_autofree guint8 *pinned = g_malloc0(at->n_items);
   pin_state(at, pinned, optim, margin_prefix(at, PSTAR_USABLE), STW_OPTIM_CPU);
-  return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, FALSE, 0);
+  return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, FALSE, 0, FALSE);
 }
 
 static StwPlan *
@@ -296,7 +330,7 @@ plan_zero_offload(Attempt *at)
   g_autofree guint8 *hold = g_malloc0(at->n_items);
   for (guint32 i = 0; i < at->n; i++)
     hold[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
-  return try_placement(at, optim, NULL, hold, cap, STW_EVICT_FARTHEST, FALSE, 0);
+  return try_placement(at, optim, NULL, hold, cap, STW_EVICT_FARTHEST, FALSE, 0, FALSE);
 }
 
 static StwPlan *
@@ -305,7 +339,7 @@ plan_zero_infinity(Attempt *at)
   g_autofree guint64 *cap = capacities(at, FALSE);
   g_autofree guint8 *optim = g_malloc0(at->n);
   guint64 bucket = at->o->prefetch_bucket_elems * stw_dtype_bytes(at->c->dtype);
-  return try_placement(at, optim, NULL, NULL, cap, STW_EVICT_FARTHEST, TRUE, bucket);
+  return try_placement(at, optim, NULL, NULL, cap, STW_EVICT_FARTHEST, TRUE, bucket, FALSE);
 }
 
 /* Gemini's static placement: chunks [0, m) live on the GPU with their optimizer state (GPU
@@ -318,7 +352,7 @@ plan_gemini_m(Attempt *at, const guint64 *cap, guint32 m)
   pin_state(at, pinned, optim, m, STW_OPTIM_CPU);
   for (guint32 i = 0; i < m; i++)
     pinned[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
-  return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, TRUE, 0);
+  return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, TRUE, 0, FALSE);
 }
 
 static StwPlan *
@@ -354,7 +388,7 @@ plan_lru(Attempt *at)
 {
   g_autofree guint64 *cap = capacities(at, FALSE);
   g_autofree guint8 *optim = g_malloc0(at->n);
-  return try_placement(at, optim, NULL, NULL, cap, STW_EVICT_LRU, FALSE, 0);
+  return try_placement(at, optim, NULL, NULL, cap, STW_EVICT_LRU, FALSE, 0, FALSE);
 }
 
 static StwPlan *
