@@ -1,0 +1,41 @@
+/* backend.h — what the runtime needs from a device: memory on both sides and asynchronous
+ * copies with completion events.
+ *
+ * The `host` backend emulates a GPU in host memory: device memory is ordinary memory (the
+ * runtime enforces the budget byte for byte), and two copy-engine threads, one per direction,
+ * execute copies in the order they were issued, concurrently with compute. The `cuda` backend
+ * (its own issue) implements the same table with cudaMalloc, cudaHostAlloc, streams and events.
+ */
+#ifndef STW_BACKEND_H
+#define STW_BACKEND_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum { STW_COPY_H2D, STW_COPY_D2H } StwCopyDir;
+
+typedef struct StwEvent StwEvent;
+typedef struct StwBackend StwBackend;
+
+struct StwBackend {
+  const char *name;
+  void *(*device_alloc)(StwBackend *b, gsize bytes);  /* zeroed; NULL when out of memory */
+  void (*device_free)(StwBackend *b, void *p);
+  void *(*host_alloc)(StwBackend *b, gsize bytes);    /* zeroed; pinned where that exists */
+  void (*host_free)(StwBackend *b, void *p);
+  /* Queues a copy; the returned event completes when it is done. */
+  StwEvent *(*copy)(StwBackend *b, StwCopyDir dir, void *dst, const void *src, gsize bytes);
+  gboolean (*done)(StwBackend *b, StwEvent *e);       /* without blocking */
+  void (*wait)(StwBackend *b, StwEvent *e);
+  void (*event_free)(StwBackend *b, StwEvent *e);
+  void (*free)(StwBackend *b);
+  /* test hook: a delay before every copy, to make copies slower than compute */
+  guint64 copy_delay_us;
+};
+
+StwBackend *stw_backend_host_new(void);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,684 @@
+/* runtime.c — the chunk runtime; see runtime.h. */
+#include "config.h"
+
+#include "runtime.h"
+
+#include <string.h>
+
+#include "chunks.h"
+
+G_DEFINE_QUARK(stw-runtime-error-quark, stw_runtime_error)
+
+typedef struct {
+  guint32 item;
+  float *dev;        /* the slot being written back */
+  StwEvent *event;
+  guint64 expect;    /* verify: checksum of the device data at issue */
+} Leaving;
+
+struct StwRuntime {
+  StwBackend *be;
+  StwRuntimeOptions o;
+  const StwTrace *model;
+  StwChunking *chunking;
+  guint8 *optim;            /* per chunk: StwOptimPlace */
+  guint32 n, n_items;
+  guint64 *bytes;           /* per item */
+  float **host, **dev;      /* per item; dev NULL when not resident */
+  StwEvent **arriving;      /* per item: the fetch in flight */
+  guint64 *arriving_sum;    /* verify: checksum of the host data at fetch */
+  guint8 *dirty;            /* the device copy is the only valid one */
+  GQueue leaving;           /* Leaving*, in issue order */
+  guint8 *leaving_count;    /* per item: evictions in flight */
+  guint64 capacity, used;   /* device bytes: chunks (incl. leaving) + activations */
+  GHashTable *acts;         /* activation pointer -> size */
+  guint64 act_bytes, act_peak;
+  guint64 *last_use, clock; /* LRU in profile mode */
+  guint32 *needed;          /* stamp: needed by the current op */
+  guint32 stamp;
+  /* replay */
+  guint32 moment;
+  guint next_action;
+  gboolean started;
+  /* recording */
+  StwTrace *rec, *last_trace;
+  gint64 op_start_us;
+  gint64 op_start_ns;
+  StwOp *cur_op;
+  StwRuntimeStats st;
+  guint64 iter_h2d, iter_d2h;
+  GError *corrupt;          /* a checksum failure found while reaping */
+};
+
+static guint64
+checksum(const void *p, gsize n)
+{
+  const guint8 *b = p;
+  guint64 h = 1469598103934665603ull;
+  for (gsize i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+static guint32
+item_of(const StwRuntime *rt, StwChunkList list, guint32 chunk)
+{
+  return (guint32)list * rt->n + chunk;
+}
+
+/* ---- device memory ---------------------------------------------------------------------- */
+
+/* Frees the slots of finished evictions (all of them with WAIT). */
+static void
+reap(StwRuntime *rt, gboolean wait)
+{
+  while (!g_queue_is_empty(&rt->leaving)) {
+    Leaving *l = g_queue_peek_head(&rt->leaving);
+    if (!wait && !rt->be->done(rt->be, l->event))
+      break;
+    g_queue_pop_head(&rt->leaving);
+    rt->be->wait(rt->be, l->event);
+    if (rt->o.verify) {
+      if (checksum(rt->host[l->item], rt->bytes[l->item]) != l->expect && rt->corrupt == NULL)
+        rt->corrupt = g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_CORRUPT,
+                                  "chunk item %u changed in its device-to-host copy", l->item);
+      rt->st.verified_moves++;
+    }
+    rt->be->event_free(rt->be, l->event);
+    rt->be->device_free(rt->be, l->dev);
+    rt->used -= rt->bytes[l->item];
+    rt->leaving_count[l->item]--;
+    g_free(l);
+  }
+}
+
+static void
+wait_arrival(StwRuntime *rt, guint32 item)
+{
+  if (rt->arriving[item] == NULL)
+    return;
+  rt->be->wait(rt->be, rt->arriving[item]);
+  rt->be->event_free(rt->be, rt->arriving[item]);
+  rt->arriving[item] = NULL;
+  if (rt->o.verify) {
+    if (checksum(rt->dev[item], rt->bytes[item]) != rt->arriving_sum[item] && rt->corrupt == NULL)
+      rt->corrupt = g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_CORRUPT,
+                                "chunk item %u changed in its host-to-device copy", item);
+    rt->st.verified_moves++;
+  }
+}
+
+/* Waits until the host copy of ITEM is complete (no write-back in flight). */
+static void
+wait_leaving(StwRuntime *rt, guint32 item)
+{
+  while (rt->leaving_count[item] > 0) {
+    Leaving *l = g_queue_peek_head(&rt->leaving);
+    rt->be->wait(rt->be, l->event);
+    reap(rt, FALSE);
+  }
+}
+
+static void evict(StwRuntime *rt, guint32 item);
+
+/* The resident item, not needed now, to make room with: least recently used. */
+static guint32
+victim(StwRuntime *rt)
+{
+  guint32 best = G_MAXUINT32;
+  for (guint32 i = 0; i < rt->n_items; i++) {
+    if (rt->dev[i] == NULL || rt->needed[i] == rt->stamp)
+      continue;
+    if (best == G_MAXUINT32 || rt->last_use[i] < rt->last_use[best])
+      best = i;
+  }
+  return best;
+}
+
+/* Makes BYTES of device memory available: finished and then pending write-backs first, then
+ * (on demand) evicting chunks the current op does not need. */
+static gboolean
+reserve(StwRuntime *rt, guint64 bytes, GError **error)
+{
+  reap(rt, FALSE);
+  while (rt->used + bytes > rt->capacity) {
+    if (!g_queue_is_empty(&rt->leaving)) {
+      Leaving *l = g_queue_peek_head(&rt->leaving);
+      rt->be->wait(rt->be, l->event);
+      reap(rt, FALSE);
+      continue;
+    }
+    guint32 v = victim(rt);
+    if (v == G_MAXUINT32) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+                  "the device budget of %" G_GUINT64_FORMAT " bytes cannot hold %" G_GUINT64_FORMAT
+                  " more bytes: %" G_GUINT64_FORMAT " are taken by this op's chunks and by "
+                  "activations", rt->capacity, bytes, rt->used);
+      return FALSE;
+    }
+    if (rt->o.mode == STW_RUNTIME_REPLAY)
+      rt->st.deviations++;
+    evict(rt, v);
+  }
+  rt->used += bytes;
+  rt->st.peak_device_bytes = MAX(rt->st.peak_device_bytes, rt->used);
+  return TRUE;
+}
+
+static gboolean
+fetch(StwRuntime *rt, guint32 item, GError **error)
+{
+  g_assert(rt->dev[item] == NULL);
+  wait_leaving(rt, item);
+  if (!reserve(rt, rt->bytes[item], error))
+    return FALSE;
+  rt->dev[item] = rt->be->device_alloc(rt->be, rt->bytes[item]);
+  if (rt->dev[item] == NULL) {
+    rt->used -= rt->bytes[item];
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+                "the backend could not allocate %" G_GUINT64_FORMAT " bytes", rt->bytes[item]);
+    return FALSE;
+  }
+  if (rt->o.verify)
+    rt->arriving_sum[item] = checksum(rt->host[item], rt->bytes[item]);
+  rt->arriving[item] = rt->be->copy(rt->be, STW_COPY_H2D, rt->dev[item], rt->host[item],
+                                    rt->bytes[item]);
+  rt->dirty[item] = 0;
+  rt->iter_h2d += rt->bytes[item];
+  return TRUE;
+}
+
+/* Writes ITEM back and frees its slot once the copy is done. */
+static void
+evict(StwRuntime *rt, guint32 item)
+{
+  g_assert(rt->dev[item] != NULL);
+  wait_arrival(rt, item);
+  Leaving *l = g_new0(Leaving, 1);
+  l->item = item;
+  l->dev = rt->dev[item];
+  if (rt->o.verify)
+    l->expect = checksum(l->dev, rt->bytes[item]);
+  l->event = rt->be->copy(rt->be, STW_COPY_D2H, rt->host[item], l->dev, rt->bytes[item]);
+  g_queue_push_tail(&rt->leaving, l);
+  rt->leaving_count[item]++;
+  rt->dev[item] = NULL;
+  rt->dirty[item] = 0;
+  rt->iter_d2h += rt->bytes[item];
+}
+
+/* Frees a clean ITEM; a dirty one is written back instead (a deviation: data is never lost). */
+static void
+drop(StwRuntime *rt, guint32 item)
+{
+  if (rt->dirty[item]) {
+    rt->st.deviations++;
+    evict(rt, item);
+    return;
+  }
+  wait_arrival(rt, item);
+  rt->be->device_free(rt->be, rt->dev[item]);
+  rt->dev[item] = NULL;
+  rt->used -= rt->bytes[item];
+}
+
+/* ---- construction ----------------------------------------------------------------------- */
+
+StwRuntime *
+stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntimeOptions *o,
+                StwBackend *backend, GError **error)
+{
+  StwRuntime *rt = g_new0(StwRuntime, 1);
+  rt->be = backend;
+  rt->o = *o;
+  rt->model = model;
+  rt->capacity = o->device_bytes;
+  g_queue_init(&rt->leaving);
+  if (o->mode == STW_RUNTIME_REPLAY) {
+    const StwTrace *pt = o->plan_trace;
+    g_autofree char *digest = stw_trace_digest(pt);
+    gboolean same = strcmp(digest, o->plan->trace_digest) == 0 &&
+                    pt->tensors->len == model->tensors->len;
+    for (guint32 i = 0; same && i < model->tensors->len; i++)
+      same = strcmp(stw_trace_tensor(pt, i)->name, stw_trace_tensor(model, i)->name) == 0 &&
+             stw_trace_tensor(pt, i)->numel == stw_trace_tensor(model, i)->numel;
+    if (!same) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                  "the plan was made for another model: its trace's digest or tensors (%u) "
+                  "differ from this model's (%u tensors); profile this model and plan again",
+                  pt->tensors->len, model->tensors->len);
+      g_free(rt);
+      return NULL;
+    }
+    /* the runtime owns a copy of the plan's layout */
+    rt->chunking = g_new0(StwChunking, 1);
+    const StwChunking *pc = o->plan->chunking;
+    rt->chunking->size_elems = pc->size_elems;
+    rt->chunking->dtype = pc->dtype;
+    rt->chunking->chunks = g_array_copy(pc->chunks);
+    rt->chunking->placements = g_array_copy(pc->placements);
+    rt->chunking->n_tensors = pc->n_tensors;
+    rt->chunking->chunk_of = g_memdup2(pc->chunk_of, MAX(pc->n_tensors, 1) * sizeof(guint32));
+    rt->optim = g_memdup2(o->plan->optim, stw_chunking_count(pc));
+  } else {
+    guint64 size = o->chunk_size_elems;
+    if (size == 0)
+      size = stw_trace_largest_tensor(model, NULL);
+    rt->chunking = stw_chunking_pack(model, size, TRUE, error);
+    if (rt->chunking == NULL) {
+      g_free(rt);
+      return NULL;
+    }
+    rt->optim = g_malloc0(stw_chunking_count(rt->chunking)); /* CPU Adam while profiling */
+  }
+  rt->n = stw_chunking_count(rt->chunking);
+  rt->n_items = STW_N_LISTS * rt->n;
+  rt->bytes = g_new(guint64, rt->n_items);
+  rt->host = g_new0(float *, rt->n_items);
+  rt->dev = g_new0(float *, rt->n_items);
+  rt->arriving = g_new0(StwEvent *, rt->n_items);
+  rt->arriving_sum = g_new0(guint64, rt->n_items);
+  rt->dirty = g_new0(guint8, rt->n_items);
+  rt->leaving_count = g_new0(guint8, rt->n_items);
+  rt->last_use = g_new0(guint64, rt->n_items);
+  rt->needed = g_new0(guint32, rt->n_items);
+  rt->acts = g_hash_table_new(g_direct_hash, g_direct_equal);
+  for (int l = 0; l < STW_N_LISTS; l++) {
+    for (guint32 c = 0; c < rt->n; c++) {
+      guint32 item = item_of(rt, (StwChunkList)l, c);
+      rt->bytes[item] = stw_chunking_chunk(rt->chunking, c)->capacity_elems * sizeof(float);
+      rt->host[item] = backend->host_alloc(backend, rt->bytes[item]);
+    }
+  }
+  /* initial values: compute copy and master from INIT, moments zero */
+  for (guint32 c = 0; c < rt->n; c++) {
+    const StwChunk *ch = stw_chunking_chunk(rt->chunking, c);
+    for (guint32 k = 0; k < ch->count; k++) {
+      const StwPlacement *p = &g_array_index(rt->chunking->placements, StwPlacement, ch->first + k);
+      gsize n = stw_trace_tensor(model, p->tensor)->numel * sizeof(float);
+      memcpy(rt->host[item_of(rt, STW_LIST_PARAM, c)] + p->offset, init[p->tensor], n);
+      memcpy(rt->host[item_of(rt, STW_LIST_MASTER, c)] + p->offset, init[p->tensor], n);
+    }
+  }
+  rt->rec = NULL;
+  return rt;
+}
+
+void
+stw_runtime_free(StwRuntime *rt)
+{
+  if (rt == NULL)
+    return;
+  for (guint32 i = 0; i < rt->n_items; i++) {
+    if (rt->dev[i] != NULL) {
+      wait_arrival(rt, i);
+      rt->be->device_free(rt->be, rt->dev[i]);
+    }
+  }
+  reap(rt, TRUE);
+  for (guint32 i = 0; i < rt->n_items; i++)
+    rt->be->host_free(rt->be, rt->host[i]);
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, rt->acts);
+  while (g_hash_table_iter_next(&it, &key, NULL))
+    g_free(key);
+  g_hash_table_unref(rt->acts);
+  stw_chunking_free(rt->chunking);
+  g_free(rt->optim);
+  g_free(rt->bytes);
+  g_free(rt->host);
+  g_free(rt->dev);
+  g_free(rt->arriving);
+  g_free(rt->arriving_sum);
+  g_free(rt->dirty);
+  g_free(rt->leaving_count);
+  g_free(rt->last_use);
+  g_free(rt->needed);
+  stw_trace_free(rt->rec);
+  stw_trace_free(rt->last_trace);
+  g_clear_error(&rt->corrupt);
+  g_free(rt);
+}
+
+/* ---- iterations and ops ---------------------------------------------------------------------- */
+
+static void
+start_recording(StwRuntime *rt)
+{
+  stw_trace_free(rt->rec);
+  StwTrace *t = stw_trace_new();
+  t->source.kind = STW_SOURCE_RUNTIME;
+  g_free(t->source.created);
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  t->source.created = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
+  g_free(t->model.name);
+  t->model = rt->model->model;
+  t->model.name = g_strdup(rt->model->model.name);
+  g_free(t->device.name);
+  t->device.name = g_strdup(rt->be->name);
+  t->device.memory_bytes = rt->capacity;
+  for (guint32 i = 0; i < rt->model->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(rt->model, i);
+    guint32 id = stw_trace_add_tensor(t, x->name, x->dtype, x->shape, x->ndim);
+    for (guint k = 0; x->aliases != NULL && k < x->aliases->len; k++)
+      g_ptr_array_add(g_array_index(t->tensors, StwTensor, id).aliases,
+                      g_strdup(x->aliases->pdata[k]));
+  }
+  rt->rec = t;
+}
+
+static gboolean
+apply_actions(StwRuntime *rt, guint32 moment, GError **error)
+{
+  const StwAction *a = (const StwAction *)rt->o.plan->schedule.actions->data;
+  guint n = rt->o.plan->schedule.actions->len;
+  for (; rt->next_action < n && a[rt->next_action].moment == moment; rt->next_action++) {
+    guint32 item = a[rt->next_action].item;
+    switch (a[rt->next_action].kind) {
+    case STW_ACTION_EVICT:
+      if (rt->dev[item] == NULL) {
+        rt->st.deviations++;
+        break;
+      }
+      evict(rt, item);
+      break;
+    case STW_ACTION_DROP:
+      if (rt->dev[item] == NULL) {
+        rt->st.deviations++;
+        break;
+      }
+      drop(rt, item);
+      break;
+    case STW_ACTION_FETCH:
+      if (rt->dev[item] != NULL) {
+        rt->st.deviations++;
+        break;
+      }
+      if (!fetch(rt, item, error))
+        return FALSE;
+      break;
+    default:
+      break;
+    }
+  }
+  return TRUE;
+}
+
+void
+stw_runtime_iteration_begin(StwRuntime *rt)
+{
+  rt->iter_h2d = rt->iter_d2h = 0;
+  rt->moment = 0;
+  rt->next_action = 0;
+  if (rt->o.mode == STW_RUNTIME_PROFILE)
+    start_recording(rt);
+  if (rt->o.mode == STW_RUNTIME_REPLAY && !rt->started) {
+    /* load the plan's start state */
+    for (guint32 i = 0; i < rt->n_items; i++) {
+      if (rt->o.plan->schedule.resident[i] && rt->dev[i] == NULL)
+        fetch(rt, i, NULL);
+    }
+    for (guint32 i = 0; i < rt->n_items; i++)
+      wait_arrival(rt, i);
+    rt->st.warmup_h2d_bytes = rt->iter_h2d;
+    rt->iter_h2d = 0;
+    rt->started = TRUE;
+  }
+}
+
+gboolean
+stw_runtime_iteration_end(StwRuntime *rt, GError **error)
+{
+  if (rt->o.mode == STW_RUNTIME_REPLAY) {
+    if (rt->moment != rt->o.plan_trace->ops->len) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                  "the iteration ran %u ops, the plan's trace has %u", rt->moment,
+                  rt->o.plan_trace->ops->len);
+      return FALSE;
+    }
+    if (!apply_actions(rt, rt->moment, error))
+      return FALSE;
+  }
+  if (rt->o.mode == STW_RUNTIME_PROFILE && rt->rec != NULL) {
+    stw_trace_free(rt->last_trace);
+    rt->last_trace = rt->rec;
+    rt->rec = NULL;
+  }
+  rt->st.h2d_bytes = rt->iter_h2d;
+  rt->st.d2h_bytes = rt->iter_d2h;
+  if (rt->corrupt != NULL) {
+    g_propagate_error(error, rt->corrupt);
+    rt->corrupt = NULL;
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+same_ids(const guint32 *a, guint32 na, const guint32 *b, guint32 nb)
+{
+  return na == nb && (na == 0 || memcmp(a, b, na * sizeof(guint32)) == 0);
+}
+
+gboolean
+stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const guint32 *params,
+                     guint32 n_params, const guint32 *grads, guint32 n_grads, GError **error)
+{
+  gint64 t0 = g_get_monotonic_time();
+  if (rt->corrupt != NULL) {
+    g_propagate_error(error, rt->corrupt);
+    rt->corrupt = NULL;
+    return FALSE;
+  }
+  if (rt->o.mode == STW_RUNTIME_REPLAY) {
+    const StwTrace *pt = rt->o.plan_trace;
+    const StwOp *want = rt->moment < pt->ops->len ? stw_trace_op(pt, rt->moment) : NULL;
+    if (want == NULL || strcmp(want->name, name) != 0 || want->stage != stage ||
+        !same_ids(want->params, want->n_params, params, n_params) ||
+        !same_ids(want->grads, want->n_grads, grads, n_grads)) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                  "op %u is %s here but %s in the plan's trace: the plan was made for another "
+                  "model or configuration", rt->moment, name, want ? want->name : "(none)");
+      return FALSE;
+    }
+    if (!apply_actions(rt, rt->moment, error))
+      return FALSE;
+  }
+  /* what this op needs, and what it must find on the host */
+  rt->stamp++;
+  GArray *need = g_array_new(FALSE, FALSE, sizeof(guint32));
+  GArray *away = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (guint32 i = 0; i < n_params + n_grads; i++) {
+    guint32 t = i < n_params ? params[i] : grads[i - n_params];
+    guint32 c = rt->chunking->chunk_of[t];
+    if (stage != STW_STAGE_OPTIM) {
+      guint32 item = item_of(rt, STW_LIST_PARAM, c);
+      g_array_append_val(need, item);
+      continue;
+    }
+    for (int l = 0; l < STW_N_LISTS; l++) {
+      guint32 item = item_of(rt, (StwChunkList)l, c);
+      g_array_append_val(rt->optim[c] == STW_OPTIM_CPU ? away : need, item);
+    }
+  }
+  for (guint i = 0; i < need->len; i++)
+    rt->needed[g_array_index(need, guint32, i)] = rt->stamp;
+  gboolean ok = TRUE;
+  for (guint i = 0; i < away->len && ok; i++) {
+    guint32 item = g_array_index(away, guint32, i);
+    if (rt->dev[item] != NULL) {
+      if (rt->o.mode == STW_RUNTIME_REPLAY)
+        rt->st.deviations++;
+      if (rt->dirty[item])
+        evict(rt, item);
+      else
+        drop(rt, item);
+    }
+    wait_leaving(rt, item);
+  }
+  for (guint i = 0; i < need->len && ok; i++) {
+    guint32 item = g_array_index(need, guint32, i);
+    if (rt->dev[item] == NULL) {
+      if (rt->o.mode == STW_RUNTIME_REPLAY)
+        rt->st.deviations++;
+      ok = fetch(rt, item, error);
+    }
+  }
+  for (guint i = 0; i < need->len && ok; i++) {
+    guint32 item = g_array_index(need, guint32, i);
+    wait_arrival(rt, item);
+    rt->last_use[item] = ++rt->clock;
+  }
+  /* gradients and GPU Adam leave the device copies the only valid ones */
+  for (guint32 i = 0; i < n_grads && ok; i++)
+    rt->dirty[item_of(rt, STW_LIST_PARAM, rt->chunking->chunk_of[grads[i]])] = 1;
+  if (stage == STW_STAGE_OPTIM)
+    for (guint i = 0; i < need->len; i++)
+      rt->dirty[g_array_index(need, guint32, i)] = 1;
+  g_array_unref(need);
+  g_array_unref(away);
+  if (!ok)
+    return FALSE;
+  rt->act_peak = rt->act_bytes;
+  if (rt->rec != NULL) {
+    rt->cur_op = stw_trace_add_op(rt->rec, name, stage, params, n_params, grads, n_grads);
+    rt->cur_op->nonmodel_bytes = rt->act_bytes;
+  }
+  rt->st.ops++;
+  gint64 t1 = g_get_monotonic_time();
+  rt->st.bookkeeping_ns += (guint64)(t1 - t0) * 1000;
+  rt->op_start_us = t1;
+  return TRUE;
+}
+
+void
+stw_runtime_op_end(StwRuntime *rt)
+{
+  gint64 t = g_get_monotonic_time();
+  if (rt->cur_op != NULL) {
+    StwOp *op = &g_array_index(rt->rec->ops, StwOp, rt->rec->ops->len - 1);
+    op->duration_ns = (guint64)(t - rt->op_start_us) * 1000;
+    op->nonmodel_peak_bytes = rt->act_peak;
+    rt->cur_op = NULL;
+  }
+  rt->moment++;
+  reap(rt, FALSE);
+  rt->st.bookkeeping_ns += (guint64)(g_get_monotonic_time() - t) * 1000;
+}
+
+/* ---- access ------------------------------------------------------------------------------ */
+
+static const StwPlacement *
+placement_of(const StwRuntime *rt, guint32 tensor)
+{
+  const StwChunk *ch = stw_chunking_chunk(rt->chunking, rt->chunking->chunk_of[tensor]);
+  for (guint32 k = 0; k < ch->count; k++) {
+    const StwPlacement *p = &g_array_index(rt->chunking->placements, StwPlacement, ch->first + k);
+    if (p->tensor == tensor)
+      return p;
+  }
+  g_assert_not_reached();
+}
+
+float *
+stw_runtime_param(StwRuntime *rt, guint32 tensor)
+{
+  guint32 item = item_of(rt, STW_LIST_PARAM, rt->chunking->chunk_of[tensor]);
+  g_assert(rt->dev[item] != NULL);
+  return rt->dev[item] + placement_of(rt, tensor)->offset;
+}
+
+void
+stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master, float **momentum,
+                  float **variance)
+{
+  guint32 c = rt->chunking->chunk_of[tensor];
+  guint64 off = placement_of(rt, tensor)->offset;
+  float **where = rt->optim[c] == STW_OPTIM_CPU ? rt->host : rt->dev;
+  float **out[] = { param, master, momentum, variance };
+  for (int l = 0; l < STW_N_LISTS; l++) {
+    float *base = where[item_of(rt, (StwChunkList)l, c)];
+    g_assert(base != NULL);
+    *out[l] = base + off;
+  }
+}
+
+gpointer
+stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error)
+{
+  if (!reserve(rt, bytes, error))
+    return NULL;
+  gpointer p = g_malloc0(MAX(bytes, 1));
+  g_hash_table_insert(rt->acts, p, GSIZE_TO_POINTER(bytes));
+  rt->act_bytes += bytes;
+  rt->act_peak = MAX(rt->act_peak, rt->act_bytes);
+  return p;
+}
+
+void
+stw_runtime_release(StwRuntime *rt, gpointer p)
+{
+  if (p == NULL)
+    return;
+  gsize bytes = GPOINTER_TO_SIZE(g_hash_table_lookup(rt->acts, p));
+  g_hash_table_remove(rt->acts, p);
+  g_free(p);
+  rt->act_bytes -= bytes;
+  rt->used -= bytes;
+}
+
+StwTrace *
+stw_runtime_trace(StwRuntime *rt)
+{
+  return rt->last_trace;
+}
+
+const StwRuntimeStats *
+stw_runtime_stats(StwRuntime *rt)
+{
+  return &rt->st;
+}
+
+/* The valid copy of ITEM: the device's when it holds the only one. */
+static float *
+valid_copy(StwRuntime *rt, guint32 item)
+{
+  if (rt->dev[item] != NULL) {
+    wait_arrival(rt, item);
+    if (rt->dirty[item])
+      return rt->dev[item];
+  }
+  wait_leaving(rt, item);
+  return rt->host[item];
+}
+
+void
+stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v)
+{
+  guint32 c = rt->chunking->chunk_of[tensor];
+  guint64 off = placement_of(rt, tensor)->offset;
+  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  memcpy(master, valid_copy(rt, item_of(rt, STW_LIST_MASTER, c)) + off, n);
+  memcpy(m, valid_copy(rt, item_of(rt, STW_LIST_MOMENTUM, c)) + off, n);
+  memcpy(v, valid_copy(rt, item_of(rt, STW_LIST_VARIANCE, c)) + off, n);
+}
+
+void
+stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, const float *m,
+                        const float *v)
+{
+  guint32 c = rt->chunking->chunk_of[tensor];
+  guint64 off = placement_of(rt, tensor)->offset;
+  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  const float *src[] = { master, master, m, v }; /* fp32: the compute copy is the master */
+  for (int l = 0; l < STW_N_LISTS; l++) {
+    guint32 item = item_of(rt, (StwChunkList)l, c);
+    wait_leaving(rt, item);
+    memcpy(rt->host[item] + off, src[l], n);
+    if (rt->dev[item] != NULL) {
+      wait_arrival(rt, item);
+      memcpy(rt->dev[item] + off, src[l], n);
+    }
+  }
+}
