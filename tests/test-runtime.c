@@ -1,0 +1,349 @@
+/* test-runtime.c — the trainer against PyTorch, and the whole loop: profile, plan with every
+ * policy, replay with bitwise-identical losses inside the budget, moving what the plan said. */
+#include "config.h"
+
+#include <math.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "check.h"
+#include "planner.h"
+#include "testutil.h"
+#include "trainer.h"
+#include "units.h"
+
+#define STEPS 4
+
+/* Deterministic text: the project's own words, repeated. */
+static GString *
+text(void)
+{
+  GString *s = g_string_new(NULL);
+  while (s->len < 20000)
+    g_string_append(s, "Stowage plans where the model data of a large-model training job lives, "
+                       "GPU or CPU, at every operator of an iteration. ");
+  return s;
+}
+
+static void
+small_config(StwTrainerConfig *c)
+{
+  stw_trainer_config_init(c);
+  c->layers = 2;
+  c->width = 32;
+  c->heads = 4;
+  c->context = 16;
+  c->batch = 2;
+}
+
+static StwTrainer *
+trainer(const StwTrainerConfig *c, const GString *data, const StwRuntimeOptions *ro,
+        StwBackend *be)
+{
+  GError *error = NULL;
+  StwTrainer *t = stw_trainer_new(c, (const guint8 *)data->str, data->len, ro, be, &error);
+  g_assert_no_error(error);
+  return t;
+}
+
+static void
+train(StwTrainer *t, float *losses, guint steps)
+{
+  for (guint i = 0; i < steps; i++) {
+    GError *error = NULL;
+    g_assert_true(stw_trainer_step(t, &losses[i], &error));
+    g_assert_no_error(error);
+  }
+}
+
+/* ---- against PyTorch ------------------------------------------------------------------------------ */
+
+static double
+max_abs(const cJSON *arr)
+{
+  double m = 0;
+  for (const cJSON *v = arr->child; v != NULL; v = v->next)
+    m = fmax(m, fabs(v->valuedouble));
+  return m;
+}
+
+/* Every element within 1e-5 of the tensor's largest magnitude (plus 1e-7 for all-zero ones).
+ * With GRAD (for weights after an Adam step), elements whose reference gradient is below 1e-6
+ * are held only to LOOSE: Adam divides a gradient by its own magnitude, so a gradient that is
+ * rounding noise (a key bias's is exactly zero in exact arithmetic) moves its weight by an
+ * arbitrary fraction of the learning rate in any two implementations. */
+static void
+assert_close(const char *what, const char *name, const float *got, const cJSON *want,
+             const cJSON *grad, double loose)
+{
+  double tol = 1e-5 * max_abs(want) + 1e-7, worst = 0;
+  guint i = 0, noisy = 0;
+  const cJSON *g = grad != NULL ? grad->child : NULL;
+  for (const cJSON *v = want->child; v != NULL; v = v->next, i++, g = g ? g->next : NULL) {
+    double d = fabs((double)got[i] - v->valuedouble);
+    if (g != NULL && fabs(g->valuedouble) < 1e-6) {
+      noisy++;
+      if (d > loose)
+        g_error("%s of %s, element %u (gradient %g), differs from PyTorch by %g", what, name, i,
+                g->valuedouble, d);
+      continue;
+    }
+    worst = fmax(worst, d);
+  }
+  if (worst > tol)
+    g_error("%s of %s differs from PyTorch by %g (tolerance %g)", what, name, worst, tol);
+  if (noisy > 0)
+    g_test_message("%s: %u elements with a gradient below 1e-6", name, noisy);
+}
+
+static void
+test_reference(void)
+{
+  g_autofree char *path = stw_test_fixture("reference/gpt-tiny.json");
+  g_autofree char *json = NULL;
+  g_assert_true(g_file_get_contents(path, &json, NULL, NULL));
+  cJSON *ref = cJSON_Parse(json);
+  g_assert_nonnull(ref);
+  const cJSON *cfg = cJSON_GetObjectItem(ref, "config");
+  StwTrainerConfig c;
+  stw_trainer_config_init(&c);
+  c.layers = (guint64)cJSON_GetObjectItem(cfg, "layers")->valuedouble;
+  c.width = (guint64)cJSON_GetObjectItem(cfg, "width")->valuedouble;
+  c.heads = (guint64)cJSON_GetObjectItem(cfg, "heads")->valuedouble;
+  c.context = (guint64)cJSON_GetObjectItem(cfg, "context")->valuedouble;
+  c.batch = (guint64)cJSON_GetObjectItem(cfg, "batch")->valuedouble;
+  c.adam.lr = (float)cJSON_GetObjectItem(cfg, "lr")->valuedouble;
+  c.adam.weight_decay = (float)cJSON_GetObjectItem(cfg, "weight_decay")->valuedouble;
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *t = trainer(&c, data, &ro, be);
+  const StwTrace *m = stw_trainer_model_of(t);
+  const cJSON *tensors = cJSON_GetObjectItem(ref, "tensors");
+  g_assert_cmpint(cJSON_GetArraySize(tensors), ==, (int)m->tensors->len);
+  float **sink = g_new0(float *, m->tensors->len);
+  for (guint32 i = 0; i < m->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(m, i);
+    const cJSON *rt = cJSON_GetArrayItem(tensors, (int)i);
+    g_assert_cmpstr(cJSON_GetObjectItem(rt, "name")->valuestring, ==, x->name);
+    const cJSON *init = cJSON_GetObjectItem(rt, "initial");
+    g_assert_cmpint(cJSON_GetArraySize(init), ==, (int)x->numel);
+    g_autofree float *w = g_new(float, x->numel), *zero = g_new0(float, x->numel);
+    guint k = 0;
+    for (const cJSON *v = init->child; v != NULL; v = v->next)
+      w[k++] = (float)v->valuedouble;
+    stw_runtime_write_state(stw_trainer_runtime(t), i, w, zero, zero);
+    sink[i] = g_new(float, x->numel);
+  }
+  gsize n = c.batch * c.context;
+  g_autofree int *in = g_new(int, n), *tg = g_new(int, n);
+  for (gsize i = 0; i < n; i++) {
+    in[i] = (int)cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "inputs"), (int)i)->valuedouble;
+    tg[i] = (int)cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "targets"), (int)i)->valuedouble;
+  }
+  stw_trainer_set_batch(t, in, tg);
+  stw_trainer_set_grad_sink(t, sink);
+  float loss;
+  train(t, &loss, 1);
+  double want = cJSON_GetObjectItem(ref, "loss")->valuedouble;
+  g_test_message("loss %.7f, PyTorch %.7f", loss, want);
+  g_assert_cmpfloat(fabs(loss - want), <=, 1e-5 * fabs(want));
+  for (guint32 i = 0; i < m->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(m, i);
+    const cJSON *rt = cJSON_GetArrayItem(tensors, (int)i);
+    assert_close("the gradient", x->name, sink[i], cJSON_GetObjectItem(rt, "grad"), NULL, 0);
+    g_autofree float *w = g_new(float, x->numel);
+    stw_trainer_weights(t, i, w);
+    assert_close("the weights after one AdamW step", x->name, w,
+                 cJSON_GetObjectItem(rt, "after_step"), cJSON_GetObjectItem(rt, "grad"),
+                 c.adam.lr);
+    g_free(sink[i]);
+  }
+  g_free(sink);
+  stw_trainer_free(t);
+  be->free(be);
+  cJSON_Delete(ref);
+}
+
+/* ---- the loop ------------------------------------------------------------------------------------- */
+
+static void
+test_loop_every_policy(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  float resident[STEPS];
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *t = trainer(&c, data, &ro, be);
+  train(t, resident, STEPS);
+  g_assert_cmpfloat(resident[STEPS - 1], <, resident[0]); /* it learns */
+  StwTrace *trace = stw_runtime_trace(stw_trainer_runtime(t));
+  g_assert_cmpint(trace->source.kind, ==, STW_SOURCE_RUNTIME);
+  GError *error = NULL;
+  g_assert_true(stw_trace_validate(trace, "profiled", &error));
+  /* the profiled trace is written and read back unchanged */
+  g_autofree char *text_trace = stw_trace_to_string(trace, &error);
+  g_autoptr(StwTrace) back = stw_trace_parse("profiled.json", text_trace, strlen(text_trace), &error);
+  g_assert_no_error(error);
+
+  /* a budget well below the model data: the activation peak and a quarter of the model data */
+  guint64 peak = 0, model = 0;
+  for (guint i = 0; i < back->ops->len; i++)
+    peak = MAX(peak, stw_trace_op(back, i)->nonmodel_peak_bytes);
+  for (guint i = 0; i < back->tensors->len; i++)
+    model += 16 * stw_trace_tensor(back, i)->numel;
+  /* and a roomier one where every baseline fits too (PatrickStar uses only 80% of it) */
+  guint64 budgets[2] = { peak + model / 4, (peak + model) * 3 / 2 };
+  g_test_message("activation peak %" G_GUINT64_FORMAT ", model data %" G_GUINT64_FORMAT
+                 ", budgets %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT, peak, model,
+                 budgets[0], budgets[1]);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  guint replayed[STW_N_POLICIES] = { 0 };
+  for (int bi = 0; bi < 2; bi++)
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    guint64 budget = budgets[bi];
+    StwPlannerOptions o;
+    stw_planner_options_init(&o, &hw);
+    o.policy = (StwPolicy)p;
+    o.budgets.gpu_bytes = budget;
+    o.chunk_size_elems = p == STW_POLICY_STOWAGE ? 0 : 8192;
+    g_autoptr(StwPlan) plan = stw_planner_plan(back, "profiled.json", &o, &error);
+    if (plan == NULL) {
+      g_test_message("%s: %s", stw_policy_names[p], error->message);
+      g_clear_error(&error);
+      continue;
+    }
+    g_assert_true(stw_plan_check(plan, back, "plan", NULL, &error));
+    StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = budget, .plan = plan,
+                             .plan_trace = back, .verify = p == STW_POLICY_STOWAGE };
+    StwTrainer *r = trainer(&c, data, &rr, be);
+    float losses[STEPS];
+    train(r, losses, STEPS);
+    g_assert_cmpmem(losses, sizeof losses, resident, sizeof resident);
+    const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(r));
+    g_test_message("%s: moved %" G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT " bytes per iteration, "
+                   "peak %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT, stw_policy_names[p],
+                   st->h2d_bytes, st->d2h_bytes, st->peak_device_bytes, budget);
+    g_assert_cmpuint(st->peak_device_bytes, <=, budget);
+    g_assert_cmpuint(st->h2d_bytes, ==, plan->pred.h2d_bytes);
+    g_assert_cmpuint(st->d2h_bytes, ==, plan->pred.d2h_bytes);
+    g_assert_cmpuint(st->deviations, ==, 0);
+    if (rr.verify)
+      g_assert_cmpuint(st->verified_moves, >, 0);
+    replayed[p]++;
+    stw_trainer_free(r);
+  }
+  for (int p = 0; p < STW_N_POLICIES; p++)
+    g_assert_cmpuint(replayed[p], >=, 1);
+  g_assert_cmpuint(replayed[STW_POLICY_STOWAGE], ==, 2);
+  stw_trainer_free(t);
+  be->free(be);
+}
+
+static void
+test_checkpoint(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *a = trainer(&c, data, &ro, be);
+  float l[4], again[2];
+  train(a, l, 2);
+  g_autofree char *dir = g_dir_make_tmp("stw-ckpt-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "c.ckpt", NULL);
+  GError *error = NULL;
+  g_assert_true(stw_trainer_save(a, file, &error));
+  train(a, l + 2, 2);
+  StwTrainer *b = trainer(&c, data, &ro, be);
+  g_assert_true(stw_trainer_load(b, file, &error));
+  g_assert_cmpuint(stw_trainer_step_count(b), ==, 2);
+  train(b, again, 2);
+  g_assert_cmpmem(again, sizeof again, l + 2, sizeof again); /* the exact loss sequence */
+
+  /* a corrupt checkpoint is refused, and so are a truncated one and another model's */
+  g_autofree char *bytes = NULL;
+  gsize len;
+  g_assert_true(g_file_get_contents(file, &bytes, &len, NULL));
+  bytes[len / 2] ^= 0x40;
+  g_autofree char *bad = g_build_filename(dir, "bad.ckpt", NULL);
+  g_assert_true(g_file_set_contents(bad, bytes, (gssize)len, NULL));
+  StwTrainer *d = trainer(&c, data, &ro, be);
+  g_assert_false(stw_trainer_load(d, bad, &error));
+  stw_assert_error_contains(error, "checksum mismatch: the checkpoint is corrupt");
+  g_assert_true(g_file_set_contents(bad, bytes, 20, NULL));
+  g_assert_false(stw_trainer_load(d, bad, &error));
+  stw_assert_error_contains(error, "not a stowage checkpoint (or truncated)");
+  StwTrainerConfig other = c;
+  other.width = 64;
+  StwTrainer *e = trainer(&other, data, &ro, be);
+  g_assert_false(stw_trainer_load(e, file, &error));
+  stw_assert_error_contains(error, "a checkpoint of another model (layers 2, width 32");
+  stw_trainer_free(a);
+  stw_trainer_free(b);
+  stw_trainer_free(d);
+  stw_trainer_free(e);
+  g_unlink(file);
+  g_unlink(bad);
+  g_rmdir(dir);
+  be->free(be);
+}
+
+static void
+test_bad_input(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  GError *error = NULL;
+  /* a text too short for one batch */
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  g_assert_null(stw_trainer_new(&c, (const guint8 *)"abc", 3, &ro, be, &error));
+  stw_assert_error_contains(error, "the text has 3 bytes; batch 2 x context 16 needs at least 33");
+  /* a device smaller than one op's working set */
+  ro.device_bytes = 4096;
+  StwTrainer *t = trainer(&c, data, &ro, be);
+  float loss;
+  g_assert_false(stw_trainer_step(t, &loss, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET);
+  stw_assert_error_contains(error, "the device budget of 4096 bytes cannot hold");
+  stw_trainer_free(t);
+  /* a plan made for another model */
+  ro.device_bytes = STW_GiB;
+  StwTrainer *p = trainer(&c, data, &ro, be);
+  train(p, &loss, 1);
+  StwTrace *trace = stw_runtime_trace(stw_trainer_runtime(p));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = STW_GiB;
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "t", &o, &error);
+  g_assert_no_error(error);
+  StwTrainerConfig other = c;
+  other.width = 64;
+  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = STW_GiB, .plan = plan,
+                           .plan_trace = trace };
+  g_assert_null(stw_trainer_new(&other, (const guint8 *)data->str, data->len, &rr, be, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
+  stw_assert_error_contains(error, "the plan was made for another model");
+  stw_trainer_free(p);
+  be->free(be);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/runtime/reference", test_reference);
+  g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
+  g_test_add_func("/runtime/checkpoint", test_checkpoint);
+  g_test_add_func("/runtime/bad-input", test_bad_input);
+  return g_test_run();
+}
