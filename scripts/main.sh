@@ -1,13 +1,30 @@
 #!/bin/sh
-# scripts/main.sh — builds stowage and runs the main job on the bundled default: synthesize the
-# trace of one training iteration of GPT-2 (124M, batch 8 x 1024 tokens, bf16, A100 profile),
-# summarize it, plan it for a 9 GiB GPU budget and prove the plan sound. Outputs go to out/.
+# scripts/main.sh — builds stowage and runs the main job on the bundled default: train a small
+# GPT (4 blocks, width 128) on this machine's GPL-3 text (or the README) with its model state in stowage chunks on an
+# emulated device, recording the trace of an iteration; plan that trace for a device budget well
+# below the model data; prove the plan sound; train again replaying the plan, and show that the
+# losses are bitwise the same and the device never exceeded its budget. Outputs go to out/.
 set -e
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh >/dev/null
 mkdir -p out
-./stowage synth --model gpt2 --batch 8 --seq 1024 -o out/gpt2.json
-./stowage inspect out/gpt2.json
+data=/usr/share/common-licenses/GPL-3
+[ -r "$data" ] || data=README.md
+steps=20
+model="--layers 4 --width 128 --heads 4 --context 32 --batch 2"
+echo "== 1. train $steps steps with everything resident, recording a trace"
+./stowage train $model --data "$data" --steps $steps --profile out/train-trace.json | tee out/resident.log
 echo
-./stowage plan out/gpt2.json --gpu 9GiB -o out/plan.json
-./stowage check out/plan.json out/gpt2.json
+echo "== 2. plan that trace for a 4 MiB device (the model data alone is 12.67 MiB)"
+./stowage plan out/train-trace.json --gpu 4MiB -o out/train-plan.json
+./stowage check out/train-plan.json out/train-trace.json
+echo
+echo "== 3. train again, replaying the plan on a 4 MiB device"
+./stowage train $model --data "$data" --steps $steps --plan out/train-plan.json | tee out/replay.log
+echo
+if [ "$(grep '^step' out/resident.log | awk '{print $4}')" = "$(grep '^step' out/replay.log | awk '{print $4}')" ]; then
+  echo "the $steps losses are bitwise the same with and without the plan"
+else
+  echo "the losses differ" >&2
+  exit 1
+fi

@@ -131,4 +131,26 @@ expect 2 "--family: 'rnn' is not one of" "capacity with an unknown family" -- $S
 expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
 
+# train: profile, plan, replay
+D=$STW_SRCDIR/README.md
+M="--layers 2 --width 32 --heads 4 --context 16 --batch 2 --data $D"
+expect 0 "step    1  loss 5.5" "train a few steps" -- $S train $M --steps 3 --profile "$T/tt.json" --checkpoint "$T/c.ckpt"
+expect 0 "" "plan the trained model's trace" -- $S plan "$T/tt.json" --gpu 400KiB -o "$T/tp.json"
+$S train $M --steps 3 --plan "$T/tp.json" > "$T/rep.log"
+$S train $M --steps 3 | grep '^step' | awk '{print $4}' > "$T/a"
+grep '^step' "$T/rep.log" | awk '{print $4}' > "$T/b"
+cmp -s "$T/a" "$T/b"; tap_result $? "replaying the plan gives bitwise the same losses" "$(paste "$T/a" "$T/b")"
+grep -q "device peak .* of 400.00 KiB; 0 deviations" "$T/rep.log"; tap_result $? "the replay stayed in its budget without deviations" "$(tail -1 "$T/rep.log")"
+expect 0 "step    4" "resume from a checkpoint" -- $S train $M --steps 1 --resume "$T/c.ckpt"
+head -c 100 "$T/c.ckpt" > "$T/bad.ckpt"
+expect 1 "not a stowage checkpoint (or truncated)" "resume from a truncated checkpoint" -- $S train $M --steps 1 --resume "$T/bad.ckpt"
+expect 1 "the plan was made for another model" "replay a plan made for another model" -- $S train --layers 2 --width 64 --heads 4 --context 16 --batch 2 --data "$D" --steps 1 --plan "$T/tp.json"
+expect 1 "cannot read the training text" "train on a missing file" -- $S train $M --data "$T/none.txt" --steps 1
+: > "$T/empty.txt"
+expect 1 "the training text is empty" "train on an empty file" -- $S train --data "$T/empty.txt" --steps 1
+expect 1 "the device budget of 4096 bytes cannot hold" "a device smaller than one op" -- $S train $M --steps 1 --gpu 4KiB
+expect 2 "--heads: 3 does not divide the width 32" "heads that do not divide the width" -- $S train --width 32 --heads 3 --steps 1
+expect 2 "--profile and --plan exclude each other" "profile and plan at once" -- $S train $M --profile a --plan b
+expect 0 "every move checksummed" "train with --verify" -- $S train $M --steps 2 --plan "$T/tp.json" --verify
+
 tap_done

@@ -32,7 +32,7 @@ stw_cmd_train(int argc, char **argv)
     { "heads", 0, 0, G_OPTION_ARG_STRING, &heads, "attention heads (default 4)", "N" },
     { "context", 0, 0, G_OPTION_ARG_STRING, &context, "tokens per sequence (default 64)", "N" },
     { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch, "sequences per step (default 4)", "N" },
-    { "steps", 'n', 0, G_OPTION_ARG_STRING, &steps, "training steps (default 100)", "N" },
+    { "steps", 'n', 0, G_OPTION_ARG_STRING, &steps, "training steps (default 1000, about a minute)", "N" },
     { "seed", 0, 0, G_OPTION_ARG_STRING, &seed, "initialization seed (default 1337)", "N" },
     { "lr", 0, 0, G_OPTION_ARG_STRING, &lr, "AdamW learning rate (default 0.001)", "X" },
     { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "emulated device memory (default: unlimited)",
@@ -68,7 +68,7 @@ stw_cmd_train(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "train: --profile and --plan exclude each other");
   StwTrainerConfig c;
   stw_trainer_config_init(&c);
-  guint64 n_steps = 100, chunk_size = 0;
+  guint64 n_steps = 1000, chunk_size = 0;
   StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_TiB, .verify = verify };
   if (!count_option(layers, "--layers", 1, 64, &c.layers) ||
       !count_option(width, "--width", 8, 4096, &c.width) ||
@@ -149,7 +149,7 @@ stw_cmd_train(int argc, char **argv)
     if (!quiet) {
       g_autofree char *h = stw_size_format(st->h2d_bytes);
       g_autofree char *d = stw_size_format(st->d2h_bytes);
-      printf("step %4" G_GUINT64_FORMAT "  loss %.6f  %8.0f tokens/s  H2D %s  D2H %s\n",
+      printf("step %4" G_GUINT64_FORMAT "  loss %.9g  %8.0f tokens/s  H2D %s  D2H %s\n",
              stw_trainer_step_count(tr), loss, tokens / dt, h, d);
       fflush(stdout);
     }
@@ -158,7 +158,7 @@ stw_cmd_train(int argc, char **argv)
   const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(tr));
   g_autofree char *peak = stw_size_format(st->peak_device_bytes);
   g_autofree char *budget = stw_size_format(ro.device_bytes);
-  printf("trained %" G_GUINT64_FORMAT " steps: final loss %.6f, %.0f tokens/s; device peak %s of "
+  printf("trained %" G_GUINT64_FORMAT " steps: final loss %.9g, %.0f tokens/s; device peak %s of "
          "%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", n_steps, loss,
          tokens * (double)n_steps / total_s, peak, budget, st->deviations,
          verify ? ", every move checksummed" : "");
