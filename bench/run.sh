@@ -16,6 +16,13 @@ machine="$(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cu
 cat "$out/trace.txt"
 
 {
+  echo "# bench-runtime — machine: $machine; $(date -u +%Y-%m-%d)"
+  echo
+  "$build/bench/bench-runtime" 30
+} > "$out/runtime.md"
+cat "$out/runtime.md"
+
+{
   echo "# bench/plan.sh — machine: $machine; $(date -u +%Y-%m-%d)"
   echo
   sh "$here/plan.sh" "$build"

@@ -1,0 +1,154 @@
+/* bench-runtime.c — the runtime's costs: host-backend copy bandwidth against memcpy, runtime
+ * bookkeeping per op, and trainer throughput resident and at 25% of the model data.
+ *
+ * Usage: bench-runtime [STEPS]   (default 30)
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "planner.h"
+#include "trainer.h"
+#include "units.h"
+
+static double
+seconds(void)
+{
+  return (double)g_get_monotonic_time() / 1e6;
+}
+
+static void
+copy_bandwidth(void)
+{
+  StwBackend *be = stw_backend_host_new();
+  static const gsize sizes[] = { 1 << 20, 16 << 20, 64 << 20 };
+  printf("| chunk size | host-backend copy | memcpy | ratio |\n|---:|---:|---:|---:|\n");
+  for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    gsize n = sizes[i];
+    guint8 *a = g_malloc(n), *b = g_malloc(n);
+    memset(a, 1, n);
+    memset(b, 2, n);
+    int reps = (int)MAX(4, (512u << 20) / n);
+    double t0 = seconds();
+    for (int r = 0; r < reps; r++)
+      memcpy(b, a, n);
+    double mc = (double)n * reps / (seconds() - t0);
+    t0 = seconds();
+    for (int r = 0; r < reps; r++) {
+      StwEvent *e = be->copy(be, STW_COPY_H2D, b, a, n);
+      be->wait(be, e);
+      be->event_free(be, e);
+    }
+    double bc = (double)n * reps / (seconds() - t0);
+    g_autofree char *sz = stw_size_format(n);
+    printf("| %s | %.2f GB/s | %.2f GB/s | %.0f%% |\n", sz, bc / 1e9, mc / 1e9, 100 * bc / mc);
+    g_free(a);
+    g_free(b);
+  }
+  be->free(be);
+}
+
+static double
+run(const StwTrainerConfig *c, const GString *text, const StwRuntimeOptions *ro, guint steps,
+    StwRuntimeStats *st_out)
+{
+  StwBackend *be = stw_backend_host_new();
+  GError *error = NULL;
+  StwTrainer *t = stw_trainer_new(c, (const guint8 *)text->str, text->len, ro, be, &error);
+  if (t == NULL) {
+    fprintf(stderr, "bench-runtime: %s\n", error->message);
+    exit(1);
+  }
+  float loss;
+  stw_trainer_step(t, &loss, NULL); /* warm-up */
+  double t0 = seconds();
+  for (guint s = 0; s < steps; s++) {
+    if (!stw_trainer_step(t, &loss, &error)) {
+      fprintf(stderr, "bench-runtime: %s\n", error->message);
+      exit(1);
+    }
+  }
+  double tps = (double)(c->batch * c->context * steps) / (seconds() - t0);
+  *st_out = *stw_runtime_stats(stw_trainer_runtime(t));
+  stw_trainer_free(t);
+  be->free(be);
+  return tps;
+}
+
+int
+main(int argc, char **argv)
+{
+  guint steps = argc > 1 ? (guint)atoi(argv[1]) : 30;
+  printf("## Host-backend copy bandwidth\n\n");
+  copy_bandwidth();
+
+  StwTrainerConfig c;
+  stw_trainer_config_init(&c);
+  c.layers = 4;
+  c.width = 128;
+  c.context = 32;
+  c.batch = 2;
+  GString *text = g_string_new(NULL);
+  while (text->len < 200000)
+    g_string_append(text, "Stowage plans where the model data of a large-model training job "
+                          "lives, GPU or CPU, at every operator of an iteration. ");
+  /* profile with everything fitting, then plan: resident, and at 25% of the model data */
+  StwRuntimeOptions prof = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeStats st;
+  double profile_tps = run(&c, text, &prof, 3, &st);
+  StwBackend *be = stw_backend_host_new();
+  StwTrainer *t = stw_trainer_new(&c, (const guint8 *)text->str, text->len, &prof, be, NULL);
+  float loss;
+  stw_trainer_step(t, &loss, NULL);
+  StwTrace *trace = stw_runtime_trace(stw_trainer_runtime(t));
+  guint64 peak = 0, model = 0;
+  for (guint i = 0; i < trace->ops->len; i++)
+    peak = MAX(peak, stw_trace_op(trace, i)->nonmodel_peak_bytes);
+  for (guint i = 0; i < trace->tensors->len; i++)
+    model += 16 * stw_trace_tensor(trace, i)->numel;
+  StwHardware hw;
+  stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL);
+  g_autofree char *model_s = stw_size_format(model);
+  printf("\n## Trainer throughput (4 blocks, width 128, batch 2 x 32 tokens; %u steps; %s of "
+         "model data)\n\n| device budget | tokens/s | bytes moved per step | plan predicted | "
+         "runtime bookkeeping per op | its share of the step |\n|---|---:|---:|---:|---:|---:|\n",
+         steps, model_s);
+  printf("| profile mode, 1 GiB | %.0f | | | | |\n", profile_tps);
+  guint64 budgets[2] = { G_GUINT64_CONSTANT(1) << 40, peak + model / 4 };
+  const char *names[2] = { "everything resident", "25% of model data + activations" };
+  for (int i = 0; i < 2; i++) {
+    StwPlannerOptions o;
+    stw_planner_options_init(&o, &hw);
+    if (i == 0) { /* every chunk and its optimizer state on the device: nothing ever moves */
+      o.policy = STW_POLICY_GEMINI_STATIC;
+      o.gemini_fraction = 1.0;
+    }
+    o.budgets.gpu_bytes = budgets[i];
+    o.budgets.cpu_bytes = STW_TiB;
+    GError *error = NULL;
+    StwPlan *plan = stw_planner_plan(trace, "bench", &o, &error);
+    if (plan == NULL) {
+      fprintf(stderr, "bench-runtime: %s\n", error->message);
+      return 1;
+    }
+    StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = budgets[i],
+                             .plan = plan, .plan_trace = trace };
+    double tps = run(&c, text, &rr, steps, &st);
+    g_autofree char *moved = stw_size_format(st.h2d_bytes + st.d2h_bytes);
+    g_autofree char *pred = stw_size_format(plan->pred.h2d_bytes + plan->pred.d2h_bytes);
+    g_autofree char *b = stw_size_format(budgets[i]);
+    double step_s = (double)(c.batch * c.context) / tps;
+    double book_s = (double)st.bookkeeping_ns / 1e9 / (steps + 1);
+    printf("| %s (%s) | %.0f | %s | %s | %.1f us | %.1f%% |\n", names[i], b, tps, moved, pred,
+           (double)st.bookkeeping_ns / (double)st.ops / 1e3, 100 * book_s / step_s);
+    stw_plan_free(plan);
+  }
+  stw_trainer_free(t);
+  be->free(be);
+  g_string_free(text, TRUE);
+  return 0;
+}
