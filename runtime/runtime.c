@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "chunks.h"
+#include "events.h"
 
 G_DEFINE_QUARK(stw-runtime-error-quark, stw_runtime_error)
 
@@ -48,7 +49,18 @@ struct StwRuntime {
   StwRuntimeStats st;
   guint64 iter_h2d, iter_d2h;
   GError *corrupt;          /* a checksum failure found while reaping */
+  /* profile mode: the run as events (events.h), on a logical clock */
+  StwEventWriter *events;
+  guint64 ev_clock;
+  guint64 next_act_ptr;     /* virtual addresses for activations */
+  GHashTable *act_ptrs;     /* activation pointer -> virtual address */
+  guint64 op_id;
 };
+
+/* Virtual device addresses in the event stream: tensor T at (T + 1) << 32, activations above
+ * 1 << 48, each in its own 4 GiB window. */
+#define TENSOR_VADDR(t) (((guint64)(t) + 1) << 32)
+#define ACT_VADDR_BASE (G_GUINT64_CONSTANT(1) << 48)
 
 static guint64
 checksum(const void *p, gsize n)
@@ -301,6 +313,20 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     }
   }
   rt->rec = NULL;
+  if (o->mode == STW_RUNTIME_PROFILE) {
+    rt->events = stw_event_writer_new();
+    rt->act_ptrs = g_hash_table_new(g_direct_hash, g_direct_equal);
+    rt->next_act_ptr = ACT_VADDR_BASE;
+    for (guint32 i = 0; i < model->tensors->len; i++) {
+      const StwTensor *x = stw_trace_tensor(model, i);
+      stw_event_alloc(rt->events, rt->ev_clock++, TENSOR_VADDR(i), x->numel * sizeof(float));
+      GString *names = g_string_new(x->name);
+      for (guint k = 0; x->aliases != NULL && k < x->aliases->len; k++)
+        g_string_append_printf(names, " %s", (char *)x->aliases->pdata[k]);
+      stw_event_tensor(rt->events, TENSOR_VADDR(i), x->shape, x->ndim, names->str);
+      g_string_free(names, TRUE);
+    }
+  }
   return rt;
 }
 
@@ -338,6 +364,9 @@ stw_runtime_free(StwRuntime *rt)
   stw_trace_free(rt->rec);
   stw_trace_free(rt->last_trace);
   g_clear_error(&rt->corrupt);
+  stw_event_writer_free(rt->events);
+  if (rt->act_ptrs != NULL)
+    g_hash_table_unref(rt->act_ptrs);
   g_free(rt);
 }
 
@@ -411,8 +440,10 @@ stw_runtime_iteration_begin(StwRuntime *rt)
   rt->iter_h2d = rt->iter_d2h = 0;
   rt->moment = 0;
   rt->next_action = 0;
-  if (rt->o.mode == STW_RUNTIME_PROFILE)
+  if (rt->o.mode == STW_RUNTIME_PROFILE) {
     start_recording(rt);
+    stw_event_push(rt->events, rt->ev_clock++, "stowage.iteration");
+  }
   if (rt->o.mode == STW_RUNTIME_REPLAY && !rt->started) {
     /* load the plan's start state */
     for (guint32 i = 0; i < rt->n_items; i++) {
@@ -441,6 +472,7 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
       return FALSE;
   }
   if (rt->o.mode == STW_RUNTIME_PROFILE && rt->rec != NULL) {
+    stw_event_pop(rt->events, rt->ev_clock++);
     stw_trace_free(rt->last_trace);
     rt->last_trace = rt->rec;
     rt->rec = NULL;
@@ -544,6 +576,19 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
   if (rt->rec != NULL) {
     rt->cur_op = stw_trace_add_op(rt->rec, name, stage, params, n_params, grads, n_grads);
     rt->cur_op->nonmodel_bytes = rt->act_bytes;
+    /* the same op as events: a range, and one "kernel" touching what it declares */
+    stw_event_push(rt->events, rt->ev_clock++, name);
+    g_autofree guint64 *args = g_new(guint64, MAX(n_params + n_grads, 1));
+    guint n_args = 0;
+    for (guint32 i = 0; i < n_params + n_grads; i++) {
+      guint64 v = TENSOR_VADDR(i < n_params ? params[i] : grads[i - n_params]);
+      gboolean seen = FALSE;
+      for (guint k = 0; k < n_args; k++)
+        seen |= args[k] == v;
+      if (!seen)
+        args[n_args++] = v;
+    }
+    stw_event_launch(rt->events, rt->ev_clock++, ++rt->op_id, args, n_args);
   }
   rt->st.ops++;
   gint64 t1 = g_get_monotonic_time();
@@ -560,6 +605,8 @@ stw_runtime_op_end(StwRuntime *rt)
     StwOp *op = &g_array_index(rt->rec->ops, StwOp, rt->rec->ops->len - 1);
     op->duration_ns = (guint64)(t - rt->op_start_us) * 1000;
     op->nonmodel_peak_bytes = rt->act_peak;
+    stw_event_kernel(rt->events, rt->op_id, 0, op->duration_ns, op->name);
+    stw_event_pop(rt->events, rt->ev_clock++);
     rt->cur_op = NULL;
   }
   rt->moment++;
@@ -611,6 +658,12 @@ stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error)
     return NULL;
   gpointer p = g_malloc0(MAX(bytes, 1));
   g_hash_table_insert(rt->acts, p, GSIZE_TO_POINTER(bytes));
+  if (rt->events != NULL) {
+    guint64 v = rt->next_act_ptr;
+    rt->next_act_ptr += G_GUINT64_CONSTANT(1) << 32;
+    g_hash_table_insert(rt->act_ptrs, p, GSIZE_TO_POINTER(v));
+    stw_event_alloc(rt->events, rt->ev_clock++, v, MAX(bytes, 1));
+  }
   rt->act_bytes += bytes;
   rt->act_peak = MAX(rt->act_peak, rt->act_bytes);
   return p;
@@ -623,9 +676,25 @@ stw_runtime_release(StwRuntime *rt, gpointer p)
     return;
   gsize bytes = GPOINTER_TO_SIZE(g_hash_table_lookup(rt->acts, p));
   g_hash_table_remove(rt->acts, p);
+  if (rt->events != NULL) {
+    guint64 v = GPOINTER_TO_SIZE(g_hash_table_lookup(rt->act_ptrs, p));
+    g_hash_table_remove(rt->act_ptrs, p);
+    stw_event_free(rt->events, rt->ev_clock++, v);
+  }
   g_free(p);
   rt->act_bytes -= bytes;
   rt->used -= bytes;
+}
+
+const char *
+stw_runtime_events(StwRuntime *rt, gsize *len)
+{
+  if (rt->events == NULL) {
+    if (len != NULL)
+      *len = 0;
+    return "";
+  }
+  return stw_event_writer_text(rt->events, len);
 }
 
 StwTrace *

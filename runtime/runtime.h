@@ -83,6 +83,10 @@ void stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **ma
 gpointer stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error);
 void stw_runtime_release(StwRuntime *rt, gpointer p);
 
+/* Profile mode: the events of the run so far (events.h), from which stw_events_build() gives the
+ * same trace as stw_runtime_trace(): one way to describe a run, whoever profiles it. */
+const char *stw_runtime_events(StwRuntime *rt, gsize *len);
+
 /* Profile mode: the trace of the last completed iteration. */
 StwTrace *stw_runtime_trace(StwRuntime *rt);
 const StwRuntimeStats *stw_runtime_stats(StwRuntime *rt);
