@@ -30,11 +30,22 @@ struct StwBackend {
   void (*wait)(StwBackend *b, StwEvent *e);
   void (*event_free)(StwBackend *b, StwEvent *e);
   void (*free)(StwBackend *b);
+  /* optional: name the ops for profilers (NVTX on CUDA); NULL when not needed */
+  void (*range_push)(StwBackend *b, const char *name);
+  void (*range_pop)(StwBackend *b);
+  /* the last failure, for messages ("cudaMalloc: out of memory"); empty when none */
+  char error[256];
   /* test hook: a delay before every copy, to make copies slower than compute */
   guint64 copy_delay_us;
 };
 
 StwBackend *stw_backend_host_new(void);
+
+/* The CUDA backend on DEVICE: chunk slots and activations carved from one cudaMalloc arena of
+ * ARENA_BYTES, pinned host memory, dedicated H2D and D2H streams ordered after the compute stream,
+ * events for readiness, NVTX ranges per op. NULL with ERROR naming the failing call when there is
+ * no CUDA device (or this stowage was built without CUDA). */
+StwBackend *stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error);
 
 G_END_DECLS
 

@@ -348,7 +348,7 @@ stw_runtime_free(StwRuntime *rt)
   gpointer key;
   g_hash_table_iter_init(&it, rt->acts);
   while (g_hash_table_iter_next(&it, &key, NULL))
-    g_free(key);
+    rt->be->device_free(rt->be, key);
   g_hash_table_unref(rt->acts);
   stw_chunking_free(rt->chunking);
   g_free(rt->optim);
@@ -591,6 +591,8 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
     stw_event_launch(rt->events, rt->ev_clock++, ++rt->op_id, args, n_args);
   }
   rt->st.ops++;
+  if (rt->be->range_push != NULL)
+    rt->be->range_push(rt->be, name);
   gint64 t1 = g_get_monotonic_time();
   rt->st.bookkeeping_ns += (guint64)(t1 - t0) * 1000;
   rt->op_start_us = t1;
@@ -601,6 +603,8 @@ void
 stw_runtime_op_end(StwRuntime *rt)
 {
   gint64 t = g_get_monotonic_time();
+  if (rt->be->range_pop != NULL)
+    rt->be->range_pop(rt->be);
   if (rt->cur_op != NULL) {
     StwOp *op = &g_array_index(rt->rec->ops, StwOp, rt->rec->ops->len - 1);
     op->duration_ns = (guint64)(t - rt->op_start_us) * 1000;
@@ -656,7 +660,14 @@ stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error)
 {
   if (!reserve(rt, bytes, error))
     return NULL;
-  gpointer p = g_malloc0(MAX(bytes, 1));
+  gpointer p = rt->be->device_alloc(rt->be, MAX(bytes, 1));
+  if (p == NULL) {
+    rt->used -= bytes;
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+                "the backend could not allocate %" G_GSIZE_FORMAT " bytes: %s", bytes,
+                rt->be->error);
+    return NULL;
+  }
   g_hash_table_insert(rt->acts, p, GSIZE_TO_POINTER(bytes));
   if (rt->events != NULL) {
     guint64 v = rt->next_act_ptr;
@@ -681,7 +692,7 @@ stw_runtime_release(StwRuntime *rt, gpointer p)
     g_hash_table_remove(rt->act_ptrs, p);
     stw_event_free(rt->events, rt->ev_clock++, v);
   }
-  g_free(p);
+  rt->be->device_free(rt->be, p);
   rt->act_bytes -= bytes;
   rt->used -= bytes;
 }

@@ -24,6 +24,7 @@ static const Command commands[] = {
   { "minmem", stw_cmd_minmem, "the smallest GPU budget within a slowdown of unlimited memory" },
   { "capacity", stw_cmd_capacity, "the largest model of a family that fits the hardware" },
   { "probe", stw_cmd_probe, "measure this machine and write a hardware profile" },
+  { "profile", stw_cmd_profile, "the trace of any CUDA program, through CUPTI" },
   { "train", stw_cmd_train, "train a GPT with its model state in chunks: profile or replay" },
 };
 

@@ -1,0 +1,223 @@
+/* backend-cuda.c — the CUDA backend; see backend.h. Compiled only where the CUDA toolkit is. */
+#include "config.h"
+
+#include "backend.h"
+
+#include <string.h>
+
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include "runtime.h"
+
+struct StwEvent {
+  cudaEvent_t done;
+};
+
+typedef struct {
+  guint64 offset, bytes;
+} Span;
+
+typedef struct {
+  StwBackend base;
+  int device;
+  guint8 *arena;              /* one cudaMalloc */
+  guint64 arena_bytes;
+  GArray *free_spans;         /* Span, sorted by offset, coalesced */
+  GHashTable *used;           /* device pointer -> bytes */
+  cudaStream_t h2d, d2h;
+  cudaEvent_t compute;        /* recorded on the compute stream before a copy is queued */
+} CudaBackend;
+
+#define ALIGN 256
+
+static gboolean
+ok(CudaBackend *c, cudaError_t r, const char *call)
+{
+  if (r == cudaSuccess)
+    return TRUE;
+  g_snprintf(c->base.error, sizeof c->base.error, "%s: %s", call, cudaGetErrorString(r));
+  return FALSE;
+}
+
+static void *
+cuda_device_alloc(StwBackend *b, gsize bytes)
+{
+  CudaBackend *c = (CudaBackend *)b;
+  guint64 need = (MAX(bytes, 1) + ALIGN - 1) / ALIGN * ALIGN;
+  for (guint i = 0; i < c->free_spans->len; i++) {
+    Span *s = &g_array_index(c->free_spans, Span, i);
+    if (s->bytes < need)
+      continue;
+    guint8 *p = c->arena + s->offset;
+    s->offset += need;
+    s->bytes -= need;
+    if (s->bytes == 0)
+      g_array_remove_index(c->free_spans, i);
+    g_hash_table_insert(c->used, p, GSIZE_TO_POINTER(need));
+    if (!ok(c, cudaMemset(p, 0, need), "cudaMemset"))
+      return NULL;
+    return p;
+  }
+  g_snprintf(b->error, sizeof b->error, "the arena of %" G_GUINT64_FORMAT " bytes has no free "
+             "span of %" G_GUINT64_FORMAT " bytes", c->arena_bytes, need);
+  return NULL;
+}
+
+static void
+cuda_device_free(StwBackend *b, void *p)
+{
+  CudaBackend *c = (CudaBackend *)b;
+  if (p == NULL)
+    return;
+  guint64 bytes = GPOINTER_TO_SIZE(g_hash_table_lookup(c->used, p));
+  g_hash_table_remove(c->used, p);
+  Span s = { (guint64)((guint8 *)p - c->arena), bytes };
+  guint i = 0;
+  while (i < c->free_spans->len && g_array_index(c->free_spans, Span, i).offset < s.offset)
+    i++;
+  g_array_insert_val(c->free_spans, i, s);
+  /* coalesce with the neighbours */
+  if (i + 1 < c->free_spans->len) {
+    Span *n = &g_array_index(c->free_spans, Span, i + 1), *m = &g_array_index(c->free_spans, Span, i);
+    if (m->offset + m->bytes == n->offset) {
+      m->bytes += n->bytes;
+      g_array_remove_index(c->free_spans, i + 1);
+    }
+  }
+  if (i > 0) {
+    Span *pv = &g_array_index(c->free_spans, Span, i - 1), *m = &g_array_index(c->free_spans, Span, i);
+    if (pv->offset + pv->bytes == m->offset) {
+      pv->bytes += m->bytes;
+      g_array_remove_index(c->free_spans, i);
+    }
+  }
+}
+
+static void *
+cuda_host_alloc(StwBackend *b, gsize bytes)
+{
+  CudaBackend *c = (CudaBackend *)b;
+  void *p = NULL;
+  if (!ok(c, cudaHostAlloc(&p, MAX(bytes, 1), cudaHostAllocPortable), "cudaHostAlloc"))
+    return NULL;
+  memset(p, 0, MAX(bytes, 1));
+  return p;
+}
+
+static void
+cuda_host_free(StwBackend *b, void *p)
+{
+  if (p != NULL)
+    ok((CudaBackend *)b, cudaFreeHost(p), "cudaFreeHost");
+}
+
+static StwEvent *
+cuda_copy(StwBackend *b, StwCopyDir dir, void *dst, const void *src, gsize bytes)
+{
+  CudaBackend *c = (CudaBackend *)b;
+  cudaStream_t s = dir == STW_COPY_H2D ? c->h2d : c->d2h;
+  StwEvent *e = g_new0(StwEvent, 1);
+  /* a copy starts only after the compute queued so far: gradients are written before they go */
+  ok(c, cudaEventRecord(c->compute, 0), "cudaEventRecord");
+  ok(c, cudaStreamWaitEvent(s, c->compute, 0), "cudaStreamWaitEvent");
+  ok(c, cudaMemcpyAsync(dst, src, bytes,
+                        dir == STW_COPY_H2D ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s),
+     "cudaMemcpyAsync");
+  ok(c, cudaEventCreateWithFlags(&e->done, cudaEventDisableTiming), "cudaEventCreate");
+  ok(c, cudaEventRecord(e->done, s), "cudaEventRecord");
+  return e;
+}
+
+static gboolean
+cuda_done(StwBackend *b, StwEvent *e)
+{
+  (void)b;
+  return cudaEventQuery(e->done) == cudaSuccess;
+}
+
+static void
+cuda_wait(StwBackend *b, StwEvent *e)
+{
+  ok((CudaBackend *)b, cudaEventSynchronize(e->done), "cudaEventSynchronize");
+}
+
+static void
+cuda_event_free(StwBackend *b, StwEvent *e)
+{
+  if (e == NULL)
+    return;
+  cuda_wait(b, e);
+  cudaEventDestroy(e->done);
+  g_free(e);
+}
+
+static void
+cuda_range_push(StwBackend *b, const char *name)
+{
+  (void)b;
+  nvtxRangePushA(name);
+}
+
+static void
+cuda_range_pop(StwBackend *b)
+{
+  (void)b;
+  nvtxRangePop();
+}
+
+static void
+cuda_free(StwBackend *b)
+{
+  CudaBackend *c = (CudaBackend *)b;
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(c->h2d);
+  cudaStreamDestroy(c->d2h);
+  cudaEventDestroy(c->compute);
+  cudaFree(c->arena);
+  g_array_unref(c->free_spans);
+  g_hash_table_unref(c->used);
+  g_free(c);
+}
+
+StwBackend *
+stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
+{
+  int count = 0;
+  cudaError_t r = cudaGetDeviceCount(&count);
+  if (r != cudaSuccess || count == 0) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+                "no CUDA device: cudaGetDeviceCount: %s",
+                r != cudaSuccess ? cudaGetErrorString(r) : "0 devices");
+    return NULL;
+  }
+  CudaBackend *c = g_new0(CudaBackend, 1);
+  c->base = (StwBackend){ .name = "cuda", .device_alloc = cuda_device_alloc,
+                          .device_free = cuda_device_free, .host_alloc = cuda_host_alloc,
+                          .host_free = cuda_host_free, .copy = cuda_copy, .done = cuda_done,
+                          .wait = cuda_wait, .event_free = cuda_event_free, .free = cuda_free,
+                          .range_push = cuda_range_push, .range_pop = cuda_range_pop };
+  c->device = device;
+  c->arena_bytes = (arena_bytes + ALIGN - 1) / ALIGN * ALIGN;
+  c->free_spans = g_array_new(FALSE, FALSE, sizeof(Span));
+  c->used = g_hash_table_new(g_direct_hash, g_direct_equal);
+  void *arena = NULL;
+  if (!ok(c, cudaSetDevice(device), "cudaSetDevice") ||
+      !ok(c, cudaMalloc(&arena, c->arena_bytes), "cudaMalloc") ||
+      !ok(c, cudaStreamCreateWithFlags(&c->h2d, cudaStreamNonBlocking), "cudaStreamCreate") ||
+      !ok(c, cudaStreamCreateWithFlags(&c->d2h, cudaStreamNonBlocking), "cudaStreamCreate") ||
+      !ok(c, cudaEventCreateWithFlags(&c->compute, cudaEventDisableTiming), "cudaEventCreate")) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET, "CUDA backend: %s",
+                c->base.error);
+    if (arena != NULL)
+      cudaFree(arena);
+    g_array_unref(c->free_spans);
+    g_hash_table_unref(c->used);
+    g_free(c);
+    return NULL;
+  }
+  c->arena = arena;
+  Span all = { 0, c->arena_bytes };
+  g_array_append_val(c->free_spans, all);
+  return &c->base;
+}

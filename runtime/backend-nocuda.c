@@ -1,0 +1,15 @@
+/* backend-nocuda.c — stw_backend_cuda_new where stowage was built without CUDA. */
+#include "config.h"
+
+#include "backend.h"
+#include "runtime.h"
+
+StwBackend *
+stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
+{
+  (void)device;
+  (void)arena_bytes;
+  g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+              "this stowage was built without CUDA: configure where the CUDA toolkit is");
+  return NULL;
+}

@@ -1,0 +1,286 @@
+/* cupti-inject.c — the CUPTI injection library behind `stowage profile`.
+ *
+ * Loaded into any CUDA program through CUDA_INJECTION64_PATH (NVTX routed to CUPTI with
+ * NVTX_INJECTION64_PATH), it records the program's run as the events of events.h and writes them
+ * to $STOWAGE_EVENTS_OUT at exit: NVTX range pushes and pops (default domain, or only the domain
+ * named by $STOWAGE_NVTX_DOMAIN), device allocations and releases (CUPTI_ACTIVITY_KIND_MEMORY2),
+ * every kernel launch with its pointer-sized arguments (driver-API callback on cuLaunchKernel and
+ * cuLaunchKernelEx, argument layout from cuFuncGetParamInfo) and every kernel's GPU time
+ * (CONCURRENT_KERNEL). It only converts records into events; events.c makes the trace.
+ *
+ * It must never crash or change the program: every CUPTI failure disables recording with one
+ * message on stderr, and the program runs on.
+ */
+#include <cuda.h>
+#include <cupti.h>
+#include <generated_nvtx_meta.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUFFER_BYTES (8u << 20)
+#define MAX_ARGS 64
+#define MAX_DOMAINS 64
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *out;                 /* the events file, NULL when recording is off */
+static CUpti_SubscriberHandle subscriber;
+static const char *want_domain;   /* NULL: the default domain */
+static struct {
+  const void *handle;
+  char name[64];
+} domains[MAX_DOMAINS];
+static int n_domains;
+static unsigned long dropped;
+
+static void
+disable(const char *what, CUptiResult r)
+{
+  const char *msg = NULL;
+  cuptiGetResultString(r, &msg);
+  fprintf(stderr, "stowage-cupti: %s failed (%s); recording stops, the program runs on\n", what,
+          msg ? msg : "?");
+  pthread_mutex_lock(&lock);
+  if (out != NULL) {
+    fclose(out);
+    out = NULL;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+static uint64_t
+now(void)
+{
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+static void
+emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void
+emit(const char *fmt, ...)
+{
+  va_list ap;
+  pthread_mutex_lock(&lock);
+  if (out != NULL) {
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* Names may not contain newlines; spaces are fine (the name is the rest of the line). */
+static void
+clean(char *dst, size_t n, const char *src)
+{
+  size_t i = 0;
+  for (; src != NULL && src[i] != '\0' && i + 1 < n; i++)
+    dst[i] = src[i] == '\n' || src[i] == '\r' ? ' ' : src[i];
+  dst[i] = '\0';
+  if (i == 0 && n > 1) {
+    dst[0] = '?';
+    dst[1] = '\0';
+  }
+}
+
+static int
+domain_wanted(const void *handle)
+{
+  if (want_domain == NULL)
+    return handle == NULL;
+  for (int i = 0; i < n_domains; i++)
+    if (domains[i].handle == handle)
+      return strcmp(domains[i].name, want_domain) == 0;
+  return 0;
+}
+
+static void
+on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
+{
+  char name[512];
+  switch (cbid) {
+  case CUPTI_CBID_NVTX_nvtxDomainCreateA: {
+    const nvtxDomainCreateA_params *p = d->functionParams;
+    pthread_mutex_lock(&lock);
+    if (n_domains < MAX_DOMAINS && d->functionReturnValue != NULL) {
+      domains[n_domains].handle = *(const void *const *)d->functionReturnValue;
+      clean(domains[n_domains].name, sizeof domains[n_domains].name, p->name);
+      n_domains++;
+    }
+    pthread_mutex_unlock(&lock);
+    break;
+  }
+  case CUPTI_CBID_NVTX_nvtxRangePushA:
+    if (domain_wanted(NULL)) {
+      clean(name, sizeof name, ((const nvtxRangePushA_params *)d->functionParams)->message);
+      emit("push %llu %s\n", (unsigned long long)now(), name);
+    }
+    break;
+  case CUPTI_CBID_NVTX_nvtxRangePushEx:
+    if (domain_wanted(NULL)) {
+      const nvtxEventAttributes_t *a = ((const nvtxRangePushEx_params *)d->functionParams)->eventAttrib;
+      clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
+      emit("push %llu %s\n", (unsigned long long)now(), name);
+    }
+    break;
+  case CUPTI_CBID_NVTX_nvtxRangePop:
+    if (domain_wanted(NULL))
+      emit("pop %llu\n", (unsigned long long)now());
+    break;
+  case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+    const nvtxDomainRangePushEx_params *p = d->functionParams;
+    if (domain_wanted(p->domain)) {
+      const nvtxEventAttributes_t *a = p->core.eventAttrib;
+      clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
+      emit("push %llu %s\n", (unsigned long long)now(), name);
+    }
+    break;
+  }
+  case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+    if (domain_wanted(((const nvtxDomainRangePop_params *)d->functionParams)->domain))
+      emit("pop %llu\n", (unsigned long long)now());
+    break;
+  default:
+    break;
+  }
+}
+
+/* The pointer-sized arguments of a launch, as the kernel's parameter layout describes them. */
+static void
+on_launch(CUfunction f, void **params, uint32_t correlation)
+{
+  char line[64 + MAX_ARGS * 20];
+  uint64_t args[MAX_ARGS];
+  int n = 0;
+  for (size_t i = 0; params != NULL && n < MAX_ARGS; i++) {
+    size_t offset = 0, size = 0;
+    if (cuFuncGetParamInfo(f, i, &offset, &size) != CUDA_SUCCESS)
+      break;
+    if (size == sizeof(uint64_t))
+      memcpy(&args[n++], params[i], sizeof(uint64_t));
+  }
+  int len = snprintf(line, sizeof line, "launch %llu %u %d", (unsigned long long)now(),
+                     correlation, n);
+  for (int i = 0; i < n && len < (int)sizeof line - 20; i++)
+    len += snprintf(line + len, sizeof line - (size_t)len, " %llx", (unsigned long long)args[i]);
+  emit("%s\n", line);
+}
+
+static void CUPTIAPI
+on_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+  (void)user;
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    on_nvtx(cbid, data);
+    return;
+  }
+  const CUpti_CallbackData *d = data;
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || d->callbackSite != CUPTI_API_ENTER)
+    return;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
+    const cuLaunchKernel_params *p = d->functionParams;
+    on_launch(p->f, p->kernelParams, d->correlationId);
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
+    const cuLaunchKernelEx_params *p = d->functionParams;
+    on_launch(p->f, p->kernelParams, d->correlationId);
+  }
+}
+
+static void CUPTIAPI
+buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+  *buffer = aligned_alloc(8, BUFFER_BYTES);
+  *size = *buffer != NULL ? BUFFER_BYTES : 0;
+  *max_records = 0;
+}
+
+static void CUPTIAPI
+buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+{
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  CUpti_Activity *rec = NULL;
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMORY2) {
+      const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)rec;
+      if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
+        emit("alloc %llu %llx %llu\n", (unsigned long long)m->timestamp,
+             (unsigned long long)m->address, (unsigned long long)m->bytes);
+      else if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+        emit("free %llu %llx\n", (unsigned long long)m->timestamp, (unsigned long long)m->address);
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+      char name[512];
+      clean(name, sizeof name, k->name);
+      emit("kernel %u %llu %llu %s\n", k->correlationId, (unsigned long long)k->start,
+           (unsigned long long)k->end, name);
+    }
+  }
+  size_t drops = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &drops) == CUPTI_SUCCESS)
+    dropped += drops;
+  free(buffer);
+}
+
+static void
+finish(void)
+{
+  cuptiActivityFlushAll(1);
+  pthread_mutex_lock(&lock);
+  if (out != NULL) {
+    if (dropped > 0)
+      fprintf(stderr, "stowage-cupti: CUPTI dropped %lu activity records; the trace lacks them\n",
+              dropped);
+    fclose(out);
+    out = NULL;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+#define TRY(call)                                                                                 \
+  do {                                                                                            \
+    CUptiResult r_ = (call);                                                                      \
+    if (r_ != CUPTI_SUCCESS) {                                                                    \
+      disable(#call, r_);                                                                         \
+      return 1;                                                                                   \
+    }                                                                                             \
+  } while (0)
+
+int
+InitializeInjection(void)
+{
+  const char *path = getenv("STOWAGE_EVENTS_OUT");
+  if (path == NULL || out != NULL)
+    return 1;
+  uint32_t version = 0;
+  if (cuptiGetVersion(&version) != CUPTI_SUCCESS || version < CUPTI_API_VERSION) {
+    fprintf(stderr, "stowage-cupti: this CUPTI (API version %u) is older than the one stowage was "
+                    "built against (%u); not recording\n", version, (unsigned)CUPTI_API_VERSION);
+    return 1;
+  }
+  out = fopen(path, "w");
+  if (out == NULL) {
+    fprintf(stderr, "stowage-cupti: cannot write %s; not recording\n", path);
+    return 1;
+  }
+  want_domain = getenv("STOWAGE_NVTX_DOMAIN");
+  if (want_domain != NULL && want_domain[0] == '\0')
+    want_domain = NULL;
+  TRY(cuptiSubscribe(&subscriber, on_callback, NULL));
+  TRY(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX));
+  TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+  TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
+  TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  atexit(finish);
+  return 1;
+}
