@@ -153,4 +153,16 @@ expect 2 "--heads: 3 does not divide the width 32" "heads that do not divide the
 expect 2 "--profile and --plan exclude each other" "profile and plan at once" -- $S train $M --profile a --plan b
 expect 0 "every move checksummed" "train with --verify" -- $S train $M --steps 2 --plan "$T/tp.json" --verify
 
+# profile
+E=$F/events
+expect 0 "wrote $T/ev.json: 5 ops, 2 tensors from 1 iterations; 1 kernel launches had no GPU record" \
+  "profile from a recorded event stream" -- $S profile --events "$E/small.events" -o "$T/ev.json"
+expect 0 "is sound" "the profiled trace plans and checks" -- sh -c "$S plan '$T/ev.json' --gpu 1MiB -o '$T/evp.json' && $S check '$T/evp.json' '$T/ev.json'"
+expect 1 "pop-without-push.events:5: a range closes that was never opened" "an event stream with a pop too many" -- $S profile --events "$E/pop-without-push.events" -o "$T/x.json"
+expect 1 "an NVTX push without a pop" "an event stream with a range left open" -- $S profile --events "$E/unclosed.events" -o "$T/x.json"
+expect 1 "recorded no events: it never initialized CUDA" "profile a program that never uses CUDA" -- $S profile -o "$T/x.json" -- true
+expect 1 "failed (Child process exited with code 3); no trace written" "profile a program that fails" -- $S profile -o "$T/x.json" -- sh -c "exit 3"
+expect 2 "give a command after '--', or --events FILE" "profile with nothing to profile" -- $S profile -o "$T/x.json"
+expect 2 "--output FILE is required" "profile without an output" -- $S profile --events "$E/small.events"
+
 tap_done

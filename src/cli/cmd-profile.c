@@ -106,6 +106,11 @@ stw_cmd_profile(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (output == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "profile: --output FILE is required");
+  /* GOption keeps the "--" when options follow it, so that they reach the command */
+  if (argc > 1 && strcmp(argv[1], "--") == 0) {
+    argv++;
+    argc--;
+  }
   if ((events_in == NULL) == (argc < 2))
     return stw_cli_fail(STW_EXIT_USAGE, "profile: give a command after '--', or --events FILE");
   StwEventsOptions o;
