@@ -101,7 +101,7 @@ host_event_free(StwBackend *b, StwEvent *e)
 {
   if (e == NULL)
     return;
-  host_wait(b, e);
+  host_wait(b, e); /* the engine signals this event: it must finish before the event goes */
   g_mutex_clear(&e->lock);
   g_cond_clear(&e->cond);
   g_free(e);

@@ -28,7 +28,7 @@ struct StwBackend {
   StwEvent *(*copy)(StwBackend *b, StwCopyDir dir, void *dst, const void *src, gsize bytes);
   gboolean (*done)(StwBackend *b, StwEvent *e);       /* without blocking */
   void (*wait)(StwBackend *b, StwEvent *e);
-  void (*event_free)(StwBackend *b, StwEvent *e);
+  void (*event_free)(StwBackend *b, StwEvent *e);  /* must not block on a stuck copy */
   void (*free)(StwBackend *b);
   /* optional: name the ops for profilers (NVTX on CUDA); NULL when not needed */
   void (*range_push)(StwBackend *b, const char *name);
@@ -46,6 +46,16 @@ StwBackend *stw_backend_host_new(void);
  * events for readiness, NVTX ranges per op. NULL with ERROR naming the failing call when there is
  * no CUDA device (or this stowage was built without CUDA). */
 StwBackend *stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error);
+
+/* Test hook: a backend wrapping INNER (and owning it) that fails on purpose. */
+typedef struct {
+  guint fail_alloc_after;  /* the Nth device allocation fails (0: never) */
+  guint64 copy_delay_us;   /* before every copy: a slow copy engine */
+  guint corrupt_copy_at;   /* the Nth copy flips a byte of its destination */
+  guint stall_copy_at;     /* the Nth copy never completes */
+} StwFaults;
+
+StwBackend *stw_backend_fault_new(StwBackend *inner, const StwFaults *faults);
 
 G_END_DECLS
 

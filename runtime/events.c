@@ -158,7 +158,7 @@ stw_events_parse(const char *file, const char *text, gsize len, GError **error)
     if (n > 0) {
       g_autofree char *line = g_strndup(p, n);
       g_autofree char *where = g_strdup_printf("%s:%u", file, lineno);
-      Ev ev;
+      Ev ev = { 0 };
       if (memchr(line, '\0', n) != NULL || !parse_line(where, line, lineno, &ev, error)) {
         if (error != NULL && *error == NULL)
           stw_fail_file(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_SYNTAX, where, "a NUL byte");

@@ -48,7 +48,8 @@ struct StwRuntime {
   StwOp *cur_op;
   StwRuntimeStats st;
   guint64 iter_h2d, iter_d2h;
-  GError *corrupt;          /* a checksum failure found while reaping */
+  GError *corrupt;          /* a checksum failure or stuck copy found while waiting */
+  gboolean stalled;         /* a copy never completed: no more waiting, no more copies */
   /* profile mode: the run as events (events.h), on a logical clock */
   StwEventWriter *events;
   guint64 ev_clock;
@@ -80,6 +81,30 @@ item_of(const StwRuntime *rt, StwChunkList list, guint32 chunk)
 
 /* ---- device memory ---------------------------------------------------------------------- */
 
+/* Waits for E; with a copy timeout, a copy that does not complete in time is recorded as a
+ * device error (reported at the next op) instead of hanging the run. */
+static void
+wait_event(StwRuntime *rt, StwEvent *e)
+{
+  if (rt->o.copy_timeout_ms == 0) {
+    rt->be->wait(rt->be, e);
+    return;
+  }
+  gint64 deadline = g_get_monotonic_time() + (gint64)rt->o.copy_timeout_ms * 1000;
+  while (!rt->be->done(rt->be, e)) {
+    if (g_get_monotonic_time() > deadline) {
+      if (rt->corrupt == NULL)
+        rt->corrupt = g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+                                  "a copy did not complete within %" G_GUINT64_FORMAT " ms: the "
+                                  "device or its driver is stuck; the run stops here, and the "
+                                  "last checkpoint holds the model state", rt->o.copy_timeout_ms);
+      rt->stalled = TRUE;
+      return;
+    }
+    g_usleep(50);
+  }
+}
+
 /* Frees the slots of finished evictions (all of them with WAIT). */
 static void
 reap(StwRuntime *rt, gboolean wait)
@@ -88,8 +113,12 @@ reap(StwRuntime *rt, gboolean wait)
     Leaving *l = g_queue_peek_head(&rt->leaving);
     if (!wait && !rt->be->done(rt->be, l->event))
       break;
+    if (rt->stalled)
+      break;
+    wait_event(rt, l->event);
+    if (rt->stalled)
+      break;
     g_queue_pop_head(&rt->leaving);
-    rt->be->wait(rt->be, l->event);
     if (rt->o.verify) {
       if (checksum(rt->host[l->item], rt->bytes[l->item]) != l->expect && rt->corrupt == NULL)
         rt->corrupt = g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_CORRUPT,
@@ -107,9 +136,11 @@ reap(StwRuntime *rt, gboolean wait)
 static void
 wait_arrival(StwRuntime *rt, guint32 item)
 {
-  if (rt->arriving[item] == NULL)
+  if (rt->arriving[item] == NULL || rt->stalled)
     return;
-  rt->be->wait(rt->be, rt->arriving[item]);
+  wait_event(rt, rt->arriving[item]);
+  if (rt->stalled)
+    return;
   rt->be->event_free(rt->be, rt->arriving[item]);
   rt->arriving[item] = NULL;
   if (rt->o.verify) {
@@ -124,11 +155,8 @@ wait_arrival(StwRuntime *rt, guint32 item)
 static void
 wait_leaving(StwRuntime *rt, guint32 item)
 {
-  while (rt->leaving_count[item] > 0) {
-    Leaving *l = g_queue_peek_head(&rt->leaving);
-    rt->be->wait(rt->be, l->event);
-    reap(rt, FALSE);
-  }
+  while (rt->leaving_count[item] > 0 && !rt->stalled)
+    reap(rt, TRUE);
 }
 
 static void evict(StwRuntime *rt, guint32 item);
@@ -154,11 +182,16 @@ reserve(StwRuntime *rt, guint64 bytes, GError **error)
 {
   reap(rt, FALSE);
   while (rt->used + bytes > rt->capacity) {
-    if (!g_queue_is_empty(&rt->leaving)) {
+    if (!g_queue_is_empty(&rt->leaving) && !rt->stalled) {
       Leaving *l = g_queue_peek_head(&rt->leaving);
-      rt->be->wait(rt->be, l->event);
+      wait_event(rt, l->event);
       reap(rt, FALSE);
       continue;
+    }
+    if (rt->stalled) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+                  "a copy did not complete: no device memory can be reclaimed");
+      return FALSE;
     }
     guint32 v = victim(rt);
     if (v == G_MAXUINT32) {
@@ -335,13 +368,22 @@ stw_runtime_free(StwRuntime *rt)
 {
   if (rt == NULL)
     return;
+  /* events are released without waiting when a copy got stuck (event_free must not block on
+   * one that never completes) */
   for (guint32 i = 0; i < rt->n_items; i++) {
-    if (rt->dev[i] != NULL) {
-      wait_arrival(rt, i);
+    if (rt->arriving[i] != NULL)
+      rt->be->event_free(rt->be, rt->arriving[i]);
+    if (rt->dev[i] != NULL)
       rt->be->device_free(rt->be, rt->dev[i]);
-    }
   }
-  reap(rt, TRUE);
+  Leaving *l;
+  while ((l = g_queue_pop_head(&rt->leaving)) != NULL) {
+    if (!rt->stalled)
+      rt->be->wait(rt->be, l->event);
+    rt->be->event_free(rt->be, l->event);
+    rt->be->device_free(rt->be, l->dev);
+    g_free(l);
+  }
   for (guint32 i = 0; i < rt->n_items; i++)
     rt->be->host_free(rt->be, rt->host[i]);
   GHashTableIter it;
@@ -570,6 +612,11 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
       rt->dirty[g_array_index(need, guint32, i)] = 1;
   g_array_unref(need);
   g_array_unref(away);
+  if (ok && rt->corrupt != NULL) {
+    g_propagate_error(error, rt->corrupt);
+    rt->corrupt = NULL;
+    ok = FALSE;
+  }
   if (!ok)
     return FALSE;
   rt->act_peak = rt->act_bytes;

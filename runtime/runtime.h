@@ -28,6 +28,7 @@ typedef enum {
   STW_RUNTIME_ERROR_BUDGET,   /* the device budget cannot hold what an op needs */
   STW_RUNTIME_ERROR_MISMATCH, /* the plan was made for another model or op sequence */
   STW_RUNTIME_ERROR_CORRUPT,  /* a checksum failed after a move (verify mode) */
+  STW_RUNTIME_ERROR_DEVICE,   /* a copy did not complete in time */
 } StwRuntimeError;
 
 typedef enum {
@@ -42,6 +43,7 @@ typedef struct {
   const StwPlan *plan;        /* replay mode */
   const StwTrace *plan_trace; /* replay mode: the trace the plan was made for */
   gboolean verify;            /* checksum every chunk across every move */
+  guint64 copy_timeout_ms;    /* a copy not done by then is an error (0: wait forever) */
 } StwRuntimeOptions;
 
 typedef struct {

@@ -514,6 +514,13 @@ stw_file_write_atomic(const char *file, const char *text, gsize len, GError **er
     return TRUE;
   }
   GError *local = NULL;
+  /* test hook: a full disk, as the tests of docs/bad-input.md need one */
+  if (g_getenv("STOWAGE_FAULT_WRITE") != NULL) {
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO,
+                "%s: cannot write: No space left on device (injected by STOWAGE_FAULT_WRITE)",
+                file);
+    return FALSE;
+  }
   /* GLib writes a temporary beside FILE, fsyncs it and renames it over FILE; on any failure
    * the temporary is removed and FILE is left as it was. */
   if (!g_file_set_contents_full(file, text, (gssize)len,

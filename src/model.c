@@ -244,6 +244,13 @@ read_config_file(StwJsonReader *r, const cJSON *root, gpointer out, GError **err
 }
 
 gboolean
+stw_model_config_parse(const char *file, const char *text, gsize len, StwModelConfig *out,
+                       GError **error)
+{
+  return stw_json_read_text(file, text, len, read_config_file, out, error);
+}
+
+gboolean
 stw_model_config_load(const char *file, StwModelConfig *out, GError **error)
 {
   return stw_json_read_file(file, 1u << 20, read_config_file, out, error);

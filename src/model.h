@@ -80,6 +80,8 @@ gboolean stw_model_config_validate(const StwModelConfig *cfg, const char *file, 
 gboolean stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
                                StwModelConfig *out, GError **error);
 gboolean stw_model_config_load(const char *file, StwModelConfig *out, GError **error);
+gboolean stw_model_config_parse(const char *file, const char *text, gsize len,
+                                StwModelConfig *out, GError **error);
 /* Builds the members of a config object (STANDALONE adds "format" and "version"). */
 cJSON *stw_model_config_to_json(const StwModelConfig *cfg, gboolean standalone);
 

@@ -76,6 +76,8 @@ test_broken_streams(void)
     { "events/bad-launch.events", ":2: expected 'launch T ID N ARG...' with N arguments" },
     { "events/no-iteration.events", "no iteration: found 0 complete 'stowage.iteration' ranges" },
     { "events/missing.events", "cannot read" },
+    /* found by fuzz/run.sh: a NUL byte freed an uninitialized event */
+    { "events/crash-nul.events", "crash-nul.events:1: a NUL byte" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     GError *error = NULL;

@@ -1,0 +1,89 @@
+/* fuzz.c — libFuzzer targets for everything stowage reads: one binary per target, chosen at
+ * compile time with -DTARGET_<NAME>. Every input must give either a value or a GError, never a
+ * crash, a sanitizer report or unbounded allocation. Run them with fuzz/run.sh. */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "check.h"
+#include "events.h"
+#include "hardware.h"
+#include "model.h"
+#include "plan.h"
+#include "trace.h"
+#include "units.h"
+
+/* the trace that plans are checked against (tests/fixtures/traces/mini.json) */
+static const char mini[] =
+    "{\"format\":\"stowage-trace\",\"version\":1,\"source\":{\"kind\":\"synthetic\"},"
+    "\"model\":{\"name\":\"mini\",\"batch\":1,\"seq\":4},\"device\":{\"name\":\"test-gpu\","
+    "\"memory_bytes\":1073741824},\"tensors\":[{\"id\":0,\"name\":\"fc.weight\",\"shape\":[4,4],"
+    "\"numel\":16,\"dtype\":\"fp16\"},{\"id\":1,\"name\":\"fc.bias\",\"shape\":[4],\"numel\":4,"
+    "\"dtype\":\"fp16\"}],\"ops\":[{\"name\":\"fc\",\"stage\":\"fwd\",\"params\":[0,1],\"grads\":[],"
+    "\"nonmodel_bytes\":64,\"nonmodel_peak_bytes\":128,\"duration_ns\":1000,\"flops\":128},"
+    "{\"name\":\"fc.bwd\",\"stage\":\"bwd\",\"params\":[0],\"grads\":[0,1],\"nonmodel_bytes\":128,"
+    "\"nonmodel_peak_bytes\":192,\"duration_ns\":2000},{\"name\":\"adam.fc.weight\",\"stage\":"
+    "\"optim\",\"params\":[0],\"grads\":[],\"nonmodel_bytes\":0,\"nonmodel_peak_bytes\":0,"
+    "\"duration_ns\":100},{\"name\":\"adam.fc.bias\",\"stage\":\"optim\",\"params\":[1],"
+    "\"grads\":[],\"nonmodel_bytes\":0,\"nonmodel_peak_bytes\":0,\"duration_ns\":100}]}";
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  GError *error = NULL;
+  const char *text = (const char *)data;
+#if defined(TARGET_TRACE)
+  StwTrace *t = stw_trace_parse("fuzz", text, size, &error);
+  if (t != NULL) {
+    g_free(stw_trace_digest(t));
+    g_free(stw_trace_to_string(t, NULL));
+    stw_trace_free(t);
+  }
+#elif defined(TARGET_PLAN)
+  StwPlan *p = stw_plan_parse("fuzz", text, size, &error);
+  if (p != NULL) {
+    StwTrace *t = stw_trace_parse("mini", mini, sizeof mini - 1, NULL);
+    GError *e2 = NULL;
+    if (stw_plan_check(p, t, "fuzz", NULL, &e2))
+      g_free(stw_plan_to_string(p, t));
+    g_clear_error(&e2);
+    stw_trace_free(t);
+    stw_plan_free(p);
+  }
+#elif defined(TARGET_HARDWARE)
+  StwHardware hw;
+  stw_hardware_parse("fuzz", text, size, &hw, &error);
+#elif defined(TARGET_MODEL)
+  StwModelConfig cfg;
+  if (stw_model_config_parse("fuzz", text, size, &cfg, &error) && cfg.layers <= 4 &&
+      cfg.hidden <= 4096 && cfg.vocab <= 65536)
+    (void)stw_model_param_count(&cfg);
+#elif defined(TARGET_SIZE)
+  char *s = g_strndup(text, MIN(size, 256));
+  guint64 v;
+  stw_size_parse(s, &v, &error);
+  g_free(s);
+#elif defined(TARGET_EVENTS)
+  StwEvents *e = stw_events_parse("fuzz", text, size, &error);
+  if (e != NULL) {
+    StwEventsOptions o;
+    stw_events_options_init(&o);
+    StwTrace *t = stw_events_build(e, &o, NULL, NULL);
+    stw_trace_free(t);
+    o.iteration_range = "";
+    t = stw_events_build(e, &o, NULL, NULL);
+    stw_trace_free(t);
+    stw_events_free(e);
+  }
+#else
+#error "compile with -DTARGET_TRACE, _PLAN, _HARDWARE, _MODEL, _SIZE or _EVENTS"
+#endif
+  g_clear_error(&error);
+  return 0;
+}

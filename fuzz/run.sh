@@ -1,0 +1,75 @@
+#!/bin/sh
+# fuzz/run.sh [SECONDS] — builds every libFuzzer target (clang, with AddressSanitizer and
+# UndefinedBehaviorSanitizer) and runs each for SECONDS (default 10), seeded from the project's
+# own files. Ends with one line per target: executions and any crash. Needs a configured build
+# tree in the source tree (scripts/bootstrap.sh). Installs clang's fuzzer runtime when missing.
+set -u
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+out=${FUZZ_OUT:-fuzz/out}
+mkdir -p "$out"
+if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n){return 0;}' |
+     clang -x c -fsanitize=fuzzer - -o "$out/probe" 2>/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq clang libclang-rt-14-dev >/dev/null 2>&1 || true
+  fi
+fi
+[ -f src/hw-resources.c ] || make src/hw-resources.c src/hw-resources.h > /dev/null
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
+  -I. -Isrc -Iplanner -Iruntime $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
+libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) -lm"
+sources="src/adam.c src/errors.c src/json.c src/units.c src/model.c src/trace.c src/hardware.c
+  src/synth.c src/summary.c src/hw-resources.c planner/chunks.c planner/schedule.c planner/plan.c
+  planner/planner.c planner/check.c planner/simulate.c planner/whatif.c planner/report.c
+  runtime/events.c"
+
+seeds() { # TARGET DIR
+  mkdir -p "$2"
+  case $1 in
+    trace) cp tests/fixtures/traces/*.json traces/gpt2-b8-s1024.json "$2" ;;
+    plan) ./stowage plan tests/fixtures/traces/mini.json --gpu 2240 -o "$2/mini-plan.json" > /dev/null 2>&1
+          ./stowage plan tests/fixtures/traces/mini.json --gpu 1GiB --policy lru -o "$2/lru.json" > /dev/null 2>&1 ;;
+    hardware) cp hw/*.json tests/fixtures/hw/*.json "$2" ;;
+    model) cp tests/fixtures/models/*.json bench/models/*.json "$2" ;;
+    size) for s in 16GiB "1.5 GB" 512MiB 4096 0.3KiB -1 8388608TiB; do printf '%s' "$s" > "$2/$(echo "$s" | tr -c 'a-zA-Z0-9' _)"; done ;;
+    events) cp tests/fixtures/events/*.events "$2" ;;
+  esac
+}
+
+# the library once, instrumented; each target links against it
+objs=""
+for s in $sources; do
+  o="$out/obj/$(echo "$s" | tr / _).o"
+  mkdir -p "$out/obj"
+  # shellcheck disable=SC2086
+  clang $(echo "$flags" | sed 's/fuzzer,/fuzzer-no-link,/') -c "$s" -o "$o" 2>> "$out/build.log" &
+  objs="$objs $o"
+done
+wait
+status=0
+summary=""
+for t in trace plan hardware model size events; do
+  T=$(echo "$t" | tr a-z A-Z)
+  # shellcheck disable=SC2086
+  if ! clang $flags -DTARGET_$T fuzz/fuzz.c $objs $libs -o "$out/fuzz-$t" 2> "$out/build-$t.log"; then
+    cat "$out/build.log" "$out/build-$t.log"
+    exit 1
+  fi
+  seeds "$t" "$out/corpus-$t"
+  ASAN_OPTIONS=detect_leaks=0 "$out/fuzz-$t" -max_total_time="$secs" -max_len=65536 \
+    -rss_limit_mb=2048 -artifact_prefix="$out/crash-$t-" "$out/corpus-$t" > "$out/run-$t.log" 2>&1
+  rc=$?
+  execs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$out/run-$t.log")
+  [ -n "$execs" ] || execs=$(grep -o '^#[0-9]*' "$out/run-$t.log" | tail -1 | tr -d '#')
+  if [ $rc = 0 ]; then
+    summary="$summary$t: ${execs:-?} executions in ${secs}s, no crash
+"
+  else
+    status=1
+    tail -30 "$out/run-$t.log"
+    summary="$summary$t: CRASH after ${execs:-?} executions (see $out/run-$t.log, $out/crash-$t-*)
+"
+  fi
+done
+printf '%s' "$summary"
+exit $status
