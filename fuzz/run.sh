@@ -8,11 +8,17 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 out=${FUZZ_OUT:-fuzz/out}
 mkdir -p "$out"
-if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n){return 0;}' |
-     clang -x c -fsanitize=fuzzer - -o "$out/probe" 2>/dev/null; then
+probe() {
+  echo 'int LLVMFuzzerTestOneInput(const char *d, long n){return 0;}' |
+    clang -x c -fsanitize=fuzzer,address - -o "$out/probe" 2>/dev/null
+}
+if ! probe; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get install -y -qq clang libclang-rt-14-dev >/dev/null 2>&1 || true
+    echo "installing clang and its fuzzer runtime" >&2
+    apt-get update -qq >/dev/null 2>&1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null 2>&1
   fi
+  probe || { echo "fuzz/run.sh: clang with libFuzzer is not available" >&2; exit 1; }
 fi
 [ -f src/hw-resources.c ] || make src/hw-resources.c src/hw-resources.h > /dev/null
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
