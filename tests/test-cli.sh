@@ -165,4 +165,11 @@ expect 1 "failed (Child process exited with code 3); no trace written" "profile 
 expect 2 "give a command after '--', or --events FILE" "profile with nothing to profile" -- $S profile -o "$T/x.json"
 expect 2 "--output FILE is required" "profile without an output" -- $S profile --events "$E/small.events"
 
+# a full disk never leaves a half-written output
+cp "$T/p.json" "$T/keep-plan.json"
+expect 1 "No space left on device" "plan onto a full disk" -- env STOWAGE_FAULT_WRITE=1 $S plan "$TR" --gpu 9GiB -o "$T/keep-plan.json"
+cmp -s "$T/p.json" "$T/keep-plan.json"; tap_result $? "the previous plan is untouched"
+expect 1 "No space left on device" "synth onto a full disk" -- env STOWAGE_FAULT_WRITE=1 $S synth --model gpt2 --seq 16 -o "$T/full.json"
+test ! -e "$T/full.json"; tap_result $? "and nothing was written"
+
 tap_done
