@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "hardware.h"
 #include "plan.h"
+#include "planner.h"
 #include "model.h"
 #include "units.h"
 
@@ -174,5 +175,32 @@ stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, in
     *status = stw_cli_error(error);
     return FALSE;
   }
+  return TRUE;
+}
+
+gboolean
+stw_cli_planner_setup(const char *file, const char *hw_name, const char *cpu,
+                      const char *reserve, StwTrace **trace_out, gpointer options, int *status)
+{
+  StwPlannerOptions *o = options;
+  GError *error = NULL;
+  StwTrace *trace = stw_trace_load(file, &error);
+  if (trace == NULL) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  StwHardware hw;
+  if (!stw_cli_hardware(hw_name, trace->device.name, &hw, status)) {
+    stw_trace_free(trace);
+    return FALSE;
+  }
+  stw_planner_options_init(o, &hw);
+  if (!stw_cli_parse_size(cpu, "--cpu", &o->budgets.cpu_bytes) ||
+      !stw_cli_parse_size(reserve, "--reserve", &o->budgets.reserved_bytes)) {
+    stw_trace_free(trace);
+    *status = STW_EXIT_USAGE;
+    return FALSE;
+  }
+  *trace_out = trace;
   return TRUE;
 }

@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "hardware.h"
+#include "trace.h"
 
 G_BEGIN_DECLS
 
@@ -57,6 +58,13 @@ gboolean stw_cli_parse_size(const char *text, const char *option, guint64 *out);
  * ships it), else the default. Prints the error and returns FALSE, setting *STATUS. */
 gboolean stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw,
                           int *status);
+
+/* What plan, compare and minmem share: load the trace FILE, resolve the hardware profile
+ * (HW_NAME, else the trace's device), and set the planner's defaults and its --cpu and --reserve
+ * budgets. Prints the error and returns FALSE with *STATUS set. The trace goes to *TRACE_OUT. */
+gboolean stw_cli_planner_setup(const char *file, const char *hw_name, const char *cpu,
+                               const char *reserve, StwTrace **trace_out, gpointer options,
+                               int *status);
 
 /* "124,439,808" */
 char *stw_cli_group_digits(guint64 v);

@@ -32,20 +32,14 @@ stw_cmd_compare(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "compare: expected one trace file (see --help)");
   if (gpu == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "compare: --gpu SIZE is required");
-  GError *error = NULL;
-  g_autoptr(StwTrace) trace = stw_trace_load(argv[1], &error);
-  if (trace == NULL)
-    return stw_cli_error(error);
-  StwHardware hw;
-  int status;
-  if (!stw_cli_hardware(hw_name, trace->device.name, &hw, &status))
-    return status;
+  g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
+  int status;
+  if (!stw_cli_planner_setup(argv[1], hw_name, cpu, reserve, &trace, &o, &status))
+    return status;
+  const StwHardware hw = o.hw;
   guint64 budget = 0;
-  if (!stw_cli_parse_size(gpu, "--gpu", &budget) ||
-      !stw_cli_parse_size(cpu, "--cpu", &o.budgets.cpu_bytes) ||
-      !stw_cli_parse_size(reserve, "--reserve", &o.budgets.reserved_bytes))
+  if (!stw_cli_parse_size(gpu, "--gpu", &budget))
     return STW_EXIT_USAGE;
   if (budget == 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");

@@ -44,19 +44,11 @@ stw_cmd_minmem(int argc, char **argv)
   if (policy != NULL && (pol = stw_policy_from_name(policy)) == STW_N_POLICIES)
     return stw_cli_fail(STW_EXIT_USAGE, "--policy: '%s' is not a policy (see 'stowage plan "
                         "--help')", policy);
-  GError *error = NULL;
-  g_autoptr(StwTrace) trace = stw_trace_load(argv[1], &error);
-  if (trace == NULL)
-    return stw_cli_error(error);
-  StwHardware hw;
-  int status;
-  if (!stw_cli_hardware(hw_name, trace->device.name, &hw, &status))
-    return status;
+  g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  if (!stw_cli_parse_size(cpu, "--cpu", &o.budgets.cpu_bytes) ||
-      !stw_cli_parse_size(reserve, "--reserve", &o.budgets.reserved_bytes))
-    return STW_EXIT_USAGE;
+  int status;
+  if (!stw_cli_planner_setup(argv[1], hw_name, cpu, reserve, &trace, &o, &status))
+    return status;
 
   guint64 unlimited = stw_whatif_unlimited_ns(trace, &o);
   if (unlimited == 0)
@@ -98,7 +90,7 @@ stw_cmd_minmem(int argc, char **argv)
   g_autofree char *moved = stw_size_format(best.h2d_bytes + best.d2h_bytes);
   printf("%s with policy %s on %s: %s of GPU memory is enough for %s per iteration, %.1f%% "
          "slower than unlimited memory (%s); it moves %s per iteration\n", argv[1],
-         stw_policy_names[pol], hw.name, b, it, (best.slowdown - 1) * 100, un, moved);
+         stw_policy_names[pol], o.hw.name, b, it, (best.slowdown - 1) * 100, un, moved);
   stw_whatif_point_clear(&best);
   return STW_EXIT_OK;
 }

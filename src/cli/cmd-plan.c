@@ -117,21 +117,14 @@ stw_cmd_plan(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "plan: --output FILE is required ('-' for stdout)");
 
   GError *error = NULL;
-  g_autoptr(StwTrace) trace = stw_trace_load(argv[1], &error);
-  if (trace == NULL)
-    return stw_cli_error(error);
-  StwHardware hw;
-  int status;
-  if (!stw_cli_hardware(hw_name, trace->device.name, &hw, &status))
-    return status;
-
+  g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
+  int status;
+  if (!stw_cli_planner_setup(argv[1], hw_name, cpu, reserve, &trace, &o, &status))
+    return status;
   o.allow_oversized = oversized;
   o.progress = progress;
-  if (!stw_cli_parse_size(gpu, "--gpu", &o.budgets.gpu_bytes) ||
-      !stw_cli_parse_size(cpu, "--cpu", &o.budgets.cpu_bytes) ||
-      !stw_cli_parse_size(reserve, "--reserve", &o.budgets.reserved_bytes))
+  if (!stw_cli_parse_size(gpu, "--gpu", &o.budgets.gpu_bytes))
     return STW_EXIT_USAGE;
   if (o.budgets.gpu_bytes == 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
