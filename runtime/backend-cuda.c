@@ -12,6 +12,8 @@
 
 struct StwEvent {
   cudaEvent_t done;
+  gboolean created;  /* DONE exists */
+  char *failure;     /* the call that failed while queueing the copy, and why; NULL: none */
 };
 
 typedef struct {
@@ -119,13 +121,19 @@ cuda_copy(StwBackend *b, StwCopyDir dir, void *dst, const void *src, gsize bytes
   cudaStream_t s = dir == STW_COPY_H2D ? c->h2d : c->d2h;
   StwEvent *e = g_new0(StwEvent, 1);
   /* a copy starts only after the compute queued so far: gradients are written before they go */
-  ok(c, cudaEventRecord(c->compute, 0), "cudaEventRecord");
-  ok(c, cudaStreamWaitEvent(s, c->compute, 0), "cudaStreamWaitEvent");
-  ok(c, cudaMemcpyAsync(dst, src, bytes,
-                        dir == STW_COPY_H2D ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s),
-     "cudaMemcpyAsync");
-  ok(c, cudaEventCreateWithFlags(&e->done, cudaEventDisableTiming), "cudaEventCreate");
-  ok(c, cudaEventRecord(e->done, s), "cudaEventRecord");
+  if (!ok(c, cudaEventRecord(c->compute, 0), "cudaEventRecord") ||
+      !ok(c, cudaStreamWaitEvent(s, c->compute, 0), "cudaStreamWaitEvent") ||
+      !ok(c, cudaMemcpyAsync(dst, src, bytes,
+                             dir == STW_COPY_H2D ? cudaMemcpyHostToDevice
+                                                 : cudaMemcpyDeviceToHost, s),
+          "cudaMemcpyAsync") ||
+      !ok(c, cudaEventCreateWithFlags(&e->done, cudaEventDisableTiming), "cudaEventCreate")) {
+    e->failure = g_strdup(b->error);
+    return e;
+  }
+  e->created = TRUE;
+  if (!ok(c, cudaEventRecord(e->done, s), "cudaEventRecord"))
+    e->failure = g_strdup(b->error);
   return e;
 }
 
@@ -133,13 +141,18 @@ static gboolean
 cuda_done(StwBackend *b, StwEvent *e)
 {
   (void)b;
-  return cudaEventQuery(e->done) == cudaSuccess;
+  /* an error finishes a copy too; wait says which */
+  return e->failure != NULL || cudaEventQuery(e->done) != cudaErrorNotReady;
 }
 
-static void
+static gboolean
 cuda_wait(StwBackend *b, StwEvent *e)
 {
-  ok((CudaBackend *)b, cudaEventSynchronize(e->done), "cudaEventSynchronize");
+  if (e->failure != NULL) {
+    g_strlcpy(b->error, e->failure, sizeof b->error);
+    return FALSE;
+  }
+  return ok((CudaBackend *)b, cudaEventSynchronize(e->done), "cudaEventSynchronize");
 }
 
 static void
@@ -148,7 +161,9 @@ cuda_event_free(StwBackend *b, StwEvent *e)
   (void)b;
   if (e == NULL)
     return;
-  cudaEventDestroy(e->done); /* released by CUDA once the copy completes; does not block */
+  if (e->created)
+    cudaEventDestroy(e->done); /* released by CUDA once the copy completes; does not block */
+  g_free(e->failure);
   g_free(e);
 }
 

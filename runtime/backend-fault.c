@@ -1,6 +1,6 @@
 /* backend-fault.c — a backend that wraps another and misbehaves on purpose, for the tests of
  * what the runtime does when a device fails: allocations that fail, copies that are slow,
- * copies that corrupt their data, copies that never complete. */
+ * copies that corrupt their data, copies that fail, copies that never complete. */
 #include "config.h"
 
 #include "backend.h"
@@ -14,10 +14,11 @@ typedef struct {
   guint allocs, copies;
 } FaultBackend;
 
-/* The fault backend's events wrap the inner backend's; a stalled copy's never completes. */
+/* The fault backend's events wrap the inner backend's; a stalled copy's never completes, a
+ * failed copy's completes at once, as failed. Neither has an inner event. */
 typedef struct {
   StwEvent *inner;
-  gboolean stalled;
+  gboolean stalled, failed;
 } FaultEvent;
 
 static void *
@@ -64,6 +65,10 @@ f_copy(StwBackend *b, StwCopyDir dir, void *dst, const void *src, gsize bytes)
     fe->stalled = TRUE; /* a copy that never completes, and never copies */
     return (StwEvent *)fe;
   }
+  if (f->faults.fail_copy_at > 0 && f->copies == f->faults.fail_copy_at) {
+    fe->failed = TRUE; /* like a cudaMemcpyAsync that returns an error: nothing is copied */
+    return (StwEvent *)fe;
+  }
   fe->inner = f->inner->copy(f->inner, dir, dst, src, bytes);
   if (f->faults.corrupt_copy_at > 0 && f->copies == f->faults.corrupt_copy_at) {
     f->inner->wait(f->inner, fe->inner);
@@ -77,10 +82,12 @@ f_done(StwBackend *b, StwEvent *e)
 {
   FaultBackend *f = (FaultBackend *)b;
   FaultEvent *fe = (FaultEvent *)e;
+  if (fe->failed)
+    return TRUE;
   return !fe->stalled && f->inner->done(f->inner, fe->inner);
 }
 
-static void
+static gboolean
 f_wait(StwBackend *b, StwEvent *e)
 {
   FaultBackend *f = (FaultBackend *)b;
@@ -88,7 +95,15 @@ f_wait(StwBackend *b, StwEvent *e)
   if (fe->stalled)
     for (;;)
       g_usleep(G_USEC_PER_SEC); /* the runtime's timeout must catch this first */
-  f->inner->wait(f->inner, fe->inner);
+  if (fe->failed) {
+    g_snprintf(b->error, sizeof b->error, "injected copy failure");
+    return FALSE;
+  }
+  if (!f->inner->wait(f->inner, fe->inner)) {
+    g_strlcpy(b->error, f->inner->error, sizeof b->error);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 static void
@@ -98,7 +113,7 @@ f_event_free(StwBackend *b, StwEvent *e)
   FaultEvent *fe = (FaultEvent *)e;
   if (fe == NULL)
     return;
-  if (!fe->stalled)
+  if (fe->inner != NULL)
     f->inner->event_free(f->inner, fe->inner);
   g_free(fe);
 }

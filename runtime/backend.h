@@ -24,10 +24,14 @@ struct StwBackend {
   void (*device_free)(StwBackend *b, void *p);
   void *(*host_alloc)(StwBackend *b, gsize bytes);    /* zeroed; pinned where that exists */
   void (*host_free)(StwBackend *b, void *p);
-  /* Queues a copy; the returned event completes when it is done. */
+  /* Queues a copy; the returned event (never NULL) completes when it is done. A copy that could
+   * not be queued completes at once, as failed. */
   StwEvent *(*copy)(StwBackend *b, StwCopyDir dir, void *dst, const void *src, gsize bytes);
-  gboolean (*done)(StwBackend *b, StwEvent *e);       /* without blocking */
-  void (*wait)(StwBackend *b, StwEvent *e);
+  /* TRUE once the copy has finished, successfully or not; without blocking */
+  gboolean (*done)(StwBackend *b, StwEvent *e);
+  /* Blocks until the copy has finished; FALSE when it failed (the destination holds nothing
+   * reliable), with ERROR naming the failing call. */
+  gboolean (*wait)(StwBackend *b, StwEvent *e);
   void (*event_free)(StwBackend *b, StwEvent *e);  /* must not block on a stuck copy */
   void (*free)(StwBackend *b);
   /* optional: name the ops for profilers (NVTX on CUDA); NULL when not needed */
@@ -53,6 +57,7 @@ typedef struct {
   guint64 copy_delay_us;   /* before every copy: a slow copy engine */
   guint corrupt_copy_at;   /* the Nth copy flips a byte of its destination */
   guint stall_copy_at;     /* the Nth copy never completes */
+  guint fail_copy_at;      /* the Nth copy fails: nothing is copied, wait returns FALSE */
 } StwFaults;
 
 StwBackend *stw_backend_fault_new(StwBackend *inner, const StwFaults *faults);

@@ -48,8 +48,8 @@ struct StwRuntime {
   StwOp *cur_op;
   StwRuntimeStats st;
   guint64 iter_h2d, iter_d2h;
-  GError *corrupt;          /* a checksum failure or stuck copy found while waiting */
-  gboolean stalled;         /* a copy never completed: no more waiting, no more copies */
+  GError *corrupt;          /* a checksum failure, failed or stuck copy found while waiting */
+  gboolean halted;          /* a copy failed or never completed: no more waiting or copies */
   /* profile mode: the run as events (events.h), on a logical clock */
   StwEventWriter *events;
   guint64 ev_clock;
@@ -81,28 +81,41 @@ item_of(const StwRuntime *rt, StwChunkList list, guint32 chunk)
 
 /* ---- device memory ---------------------------------------------------------------------- */
 
+/* Records a device failure (the first one is reported, at the next op) and stops all copying:
+ * the copy's destination holds nothing reliable. */
+static void
+halt(StwRuntime *rt, GError *why)
+{
+  if (rt->corrupt == NULL)
+    rt->corrupt = why;
+  else
+    g_error_free(why);
+  rt->halted = TRUE;
+}
+
 /* Waits for E; with a copy timeout, a copy that does not complete in time is recorded as a
- * device error (reported at the next op) instead of hanging the run. */
+ * device error (reported at the next op) instead of hanging the run. A copy that fails is
+ * recorded the same way. */
 static void
 wait_event(StwRuntime *rt, StwEvent *e)
 {
-  if (rt->o.copy_timeout_ms == 0) {
-    rt->be->wait(rt->be, e);
-    return;
-  }
-  gint64 deadline = g_get_monotonic_time() + (gint64)rt->o.copy_timeout_ms * 1000;
-  while (!rt->be->done(rt->be, e)) {
-    if (g_get_monotonic_time() > deadline) {
-      if (rt->corrupt == NULL)
-        rt->corrupt = g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
-                                  "a copy did not complete within %" G_GUINT64_FORMAT " ms: the "
-                                  "device or its driver is stuck; the run stops here, and the "
-                                  "last checkpoint holds the model state", rt->o.copy_timeout_ms);
-      rt->stalled = TRUE;
-      return;
+  if (rt->o.copy_timeout_ms > 0) {
+    gint64 deadline = g_get_monotonic_time() + (gint64)rt->o.copy_timeout_ms * 1000;
+    while (!rt->be->done(rt->be, e)) {
+      if (g_get_monotonic_time() > deadline) {
+        halt(rt, g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+                             "a copy did not complete within %" G_GUINT64_FORMAT " ms: the "
+                             "device or its driver is stuck; the run stops here, and the last "
+                             "checkpoint holds the model state", rt->o.copy_timeout_ms));
+        return;
+      }
+      g_usleep(50);
     }
-    g_usleep(50);
   }
+  if (!rt->be->wait(rt->be, e))
+    halt(rt, g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+                         "a copy failed (%s): the run stops here, and the last checkpoint "
+                         "holds the model state", rt->be->error));
 }
 
 /* Frees the slots of finished evictions (all of them with WAIT). */
@@ -113,10 +126,10 @@ reap(StwRuntime *rt, gboolean wait)
     Leaving *l = g_queue_peek_head(&rt->leaving);
     if (!wait && !rt->be->done(rt->be, l->event))
       break;
-    if (rt->stalled)
+    if (rt->halted)
       break;
     wait_event(rt, l->event);
-    if (rt->stalled)
+    if (rt->halted)
       break;
     g_queue_pop_head(&rt->leaving);
     if (rt->o.verify) {
@@ -136,10 +149,10 @@ reap(StwRuntime *rt, gboolean wait)
 static void
 wait_arrival(StwRuntime *rt, guint32 item)
 {
-  if (rt->arriving[item] == NULL || rt->stalled)
+  if (rt->arriving[item] == NULL || rt->halted)
     return;
   wait_event(rt, rt->arriving[item]);
-  if (rt->stalled)
+  if (rt->halted)
     return;
   rt->be->event_free(rt->be, rt->arriving[item]);
   rt->arriving[item] = NULL;
@@ -155,7 +168,7 @@ wait_arrival(StwRuntime *rt, guint32 item)
 static void
 wait_leaving(StwRuntime *rt, guint32 item)
 {
-  while (rt->leaving_count[item] > 0 && !rt->stalled)
+  while (rt->leaving_count[item] > 0 && !rt->halted)
     reap(rt, TRUE);
 }
 
@@ -182,15 +195,20 @@ reserve(StwRuntime *rt, guint64 bytes, GError **error)
 {
   reap(rt, FALSE);
   while (rt->used + bytes > rt->capacity) {
-    if (!g_queue_is_empty(&rt->leaving) && !rt->stalled) {
+    if (!g_queue_is_empty(&rt->leaving) && !rt->halted) {
       Leaving *l = g_queue_peek_head(&rt->leaving);
       wait_event(rt, l->event);
       reap(rt, FALSE);
       continue;
     }
-    if (rt->stalled) {
-      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
-                  "a copy did not complete: no device memory can be reclaimed");
+    if (rt->halted) {
+      if (rt->corrupt != NULL) { /* why: the failed or stuck copy */
+        g_propagate_error(error, rt->corrupt);
+        rt->corrupt = NULL;
+      } else {
+        g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+                    "a copy failed or did not complete: no device memory can be reclaimed");
+      }
       return FALSE;
     }
     guint32 v = victim(rt);
@@ -378,7 +396,7 @@ stw_runtime_free(StwRuntime *rt)
   }
   Leaving *l;
   while ((l = g_queue_pop_head(&rt->leaving)) != NULL) {
-    if (!rt->stalled)
+    if (!rt->halted)
       rt->be->wait(rt->be, l->event);
     rt->be->event_free(rt->be, l->event);
     rt->be->device_free(rt->be, l->dev);

@@ -57,9 +57,10 @@ test_round_trip(void)
     src[i] = (guint8)(i * 131 + 7);
   void *dev = b->device_alloc(b, n);
   StwEvent *up = b->copy(b, STW_COPY_H2D, dev, src, n);
-  StwEvent *down = b->copy(b, STW_COPY_D2H, dst, dev, n); /* ordered after the upload */
-  b->wait(b, up);
-  b->wait(b, down);
+  /* the two directions are separate streams: like the runtime, wait for the upload first */
+  g_assert_true(b->wait(b, up));
+  StwEvent *down = b->copy(b, STW_COPY_D2H, dst, dev, n);
+  g_assert_true(b->wait(b, down));
   g_assert_true(b->done(b, down));
   g_assert_cmpmem(src, n, dst, n);
   b->event_free(b, up);

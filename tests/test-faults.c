@@ -119,6 +119,42 @@ test_corrupt_copy_detected(void)
 }
 
 static void
+test_failed_copy_then_resume(void)
+{
+  /* a checkpoint after two good steps, then a device whose 7th copy fails (cudaMemcpyAsync
+   * returning an error): the step stops with the failing call named, nothing is trained on data
+   * that never arrived, and resuming on a healthy device gives the losses of a run that never
+   * failed */
+  g_autofree char *dir = g_dir_make_tmp("stw-fault-XXXXXX", NULL);
+  g_autofree char *ckpt = g_build_filename(dir, "c.ckpt", NULL);
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
+  float losses[STEPS];
+  GError *error = NULL;
+  StwTrainerConfig c;
+  config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  StwTrainer *t = stw_trainer_new(&c, (const guint8 *)data->str, data->len, &ro, be, &error);
+  g_assert_true(stw_trainer_step(t, &losses[0], &error) && stw_trainer_step(t, &losses[1], &error));
+  g_assert_true(stw_trainer_save(t, ckpt, &error));
+  stw_trainer_free(t);
+  be->free(be);
+
+  for (guint at = 1; at <= 9; at += 4) {
+    StwFaults f = { .fail_copy_at = at };
+    g_assert_false(train(stw_backend_fault_new(stw_backend_host_new(), &f), &ro, ckpt, losses,
+                         STEPS, &error));
+    g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE);
+    stw_assert_error_contains(error, "a copy failed (injected copy failure)");
+    g_clear_error(&error);
+  }
+  g_assert_true(train(stw_backend_host_new(), &ro, ckpt, losses, 2, &error));
+  g_assert_cmpmem(losses, 2 * sizeof(float), reference + 2, 2 * sizeof(float));
+  g_unlink(ckpt);
+  g_rmdir(dir);
+}
+
+static void
 test_stalled_copy_times_out(void)
 {
   StwFaults f = { .stall_copy_at = 3 };
@@ -164,6 +200,7 @@ main(int argc, char **argv)
   g_test_add_func("/faults/slow-copies", test_slow_copies);
   g_test_add_func("/faults/alloc-failure-then-resume", test_alloc_failure_then_resume);
   g_test_add_func("/faults/corrupt-copy-detected", test_corrupt_copy_detected);
+  g_test_add_func("/faults/failed-copy-then-resume", test_failed_copy_then_resume);
   g_test_add_func("/faults/stalled-copy-times-out", test_stalled_copy_times_out);
   g_test_add_func("/faults/full-disk", test_full_disk);
   return g_test_run();
