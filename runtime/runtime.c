@@ -25,6 +25,7 @@ struct StwRuntime {
   guint8 *optim;            /* per chunk: StwOptimPlace */
   guint32 n, n_items;
   guint64 *bytes;           /* per item */
+  guint64 *offset;          /* per tensor: elements from the start of its chunk */
   float **host, **dev;      /* per item; dev NULL when not resident */
   StwEvent **arriving;      /* per item: the fetch in flight */
   guint64 *arriving_sum;    /* verify: checksum of the host data at fetch */
@@ -337,6 +338,11 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   rt->n = stw_chunking_count(rt->chunking);
   rt->n_items = STW_N_LISTS * rt->n;
   rt->bytes = g_new(guint64, rt->n_items);
+  rt->offset = g_new0(guint64, MAX(model->tensors->len, 1));
+  for (guint i = 0; i < rt->chunking->placements->len; i++) {
+    const StwPlacement *p = &g_array_index(rt->chunking->placements, StwPlacement, i);
+    rt->offset[p->tensor] = p->offset;
+  }
   rt->host = g_new0(float *, rt->n_items);
   rt->dev = g_new0(float *, rt->n_items);
   rt->arriving = g_new0(StwEvent *, rt->n_items);
@@ -364,6 +370,9 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     }
   }
   rt->rec = NULL;
+  if (o->mode == STW_RUNTIME_PLAIN) /* every list used in place: nothing is ever "off" */
+    for (guint32 i = 0; i < rt->n_items; i++)
+      rt->dev[i] = rt->host[i];
   if (o->mode == STW_RUNTIME_PROFILE) {
     rt->events = stw_event_writer_new();
     rt->act_ptrs = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -388,6 +397,8 @@ stw_runtime_free(StwRuntime *rt)
     return;
   /* events are released without waiting when a copy got stuck (event_free must not block on
    * one that never completes) */
+  if (rt->o.mode == STW_RUNTIME_PLAIN)
+    memset(rt->dev, 0, rt->n_items * sizeof *rt->dev); /* the host arrays, freed below */
   for (guint32 i = 0; i < rt->n_items; i++) {
     if (rt->arriving[i] != NULL)
       rt->be->event_free(rt->be, rt->arriving[i]);
@@ -413,6 +424,7 @@ stw_runtime_free(StwRuntime *rt)
   stw_chunking_free(rt->chunking);
   g_free(rt->optim);
   g_free(rt->bytes);
+  g_free(rt->offset);
   g_free(rt->host);
   g_free(rt->dev);
   g_free(rt->arriving);
@@ -557,6 +569,10 @@ gboolean
 stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const guint32 *params,
                      guint32 n_params, const guint32 *grads, guint32 n_grads, GError **error)
 {
+  if (rt->o.mode == STW_RUNTIME_PLAIN) {
+    rt->moment++;
+    return TRUE;
+  }
   gint64 t0 = g_get_monotonic_time();
   if (rt->corrupt != NULL) {
     g_propagate_error(error, rt->corrupt);
@@ -667,6 +683,8 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
 void
 stw_runtime_op_end(StwRuntime *rt)
 {
+  if (rt->o.mode == STW_RUNTIME_PLAIN)
+    return;
   gint64 t = g_get_monotonic_time();
   if (rt->be->range_pop != NULL)
     rt->be->range_pop(rt->be);
@@ -685,24 +703,12 @@ stw_runtime_op_end(StwRuntime *rt)
 
 /* ---- access ------------------------------------------------------------------------------ */
 
-static const StwPlacement *
-placement_of(const StwRuntime *rt, guint32 tensor)
-{
-  const StwChunk *ch = stw_chunking_chunk(rt->chunking, rt->chunking->chunk_of[tensor]);
-  for (guint32 k = 0; k < ch->count; k++) {
-    const StwPlacement *p = &g_array_index(rt->chunking->placements, StwPlacement, ch->first + k);
-    if (p->tensor == tensor)
-      return p;
-  }
-  g_assert_not_reached();
-}
-
 float *
 stw_runtime_param(StwRuntime *rt, guint32 tensor)
 {
   guint32 item = item_of(rt, STW_LIST_PARAM, rt->chunking->chunk_of[tensor]);
   g_assert(rt->dev[item] != NULL);
-  return rt->dev[item] + placement_of(rt, tensor)->offset;
+  return rt->dev[item] + rt->offset[tensor];
 }
 
 void
@@ -710,7 +716,7 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master,
                   float **variance)
 {
   guint32 c = rt->chunking->chunk_of[tensor];
-  guint64 off = placement_of(rt, tensor)->offset;
+  guint64 off = rt->offset[tensor];
   float **where = rt->optim[c] == STW_OPTIM_CPU ? rt->host : rt->dev;
   float **out[] = { param, master, momentum, variance };
   for (int l = 0; l < STW_N_LISTS; l++) {
@@ -723,6 +729,8 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master,
 gpointer
 stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error)
 {
+  if (rt->o.mode == STW_RUNTIME_PLAIN)
+    return g_malloc0(MAX(bytes, 1));
   if (!reserve(rt, bytes, error))
     return NULL;
   gpointer p = rt->be->device_alloc(rt->be, MAX(bytes, 1));
@@ -750,6 +758,10 @@ stw_runtime_release(StwRuntime *rt, gpointer p)
 {
   if (p == NULL)
     return;
+  if (rt->o.mode == STW_RUNTIME_PLAIN) {
+    g_free(p);
+    return;
+  }
   gsize bytes = GPOINTER_TO_SIZE(g_hash_table_lookup(rt->acts, p));
   g_hash_table_remove(rt->acts, p);
   if (rt->events != NULL) {
@@ -802,7 +814,7 @@ void
 stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v)
 {
   guint32 c = rt->chunking->chunk_of[tensor];
-  guint64 off = placement_of(rt, tensor)->offset;
+  guint64 off = rt->offset[tensor];
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
   memcpy(master, valid_copy(rt, item_of(rt, STW_LIST_MASTER, c)) + off, n);
   memcpy(m, valid_copy(rt, item_of(rt, STW_LIST_MOMENTUM, c)) + off, n);
@@ -814,7 +826,7 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
                         const float *v)
 {
   guint32 c = rt->chunking->chunk_of[tensor];
-  guint64 off = placement_of(rt, tensor)->offset;
+  guint64 off = rt->offset[tensor];
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
   const float *src[] = { master, master, m, v }; /* fp32: the compute copy is the master */
   for (int l = 0; l < STW_N_LISTS; l++) {

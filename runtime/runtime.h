@@ -34,6 +34,8 @@ typedef enum {
 typedef enum {
   STW_RUNTIME_PROFILE, /* on demand, least recently used out; records a trace */
   STW_RUNTIME_REPLAY,  /* the plan's actions at every op boundary */
+  STW_RUNTIME_PLAIN,   /* the baseline the runtime's cost is measured against: every list in
+                        * plain host arrays, no budget, no moves, no bookkeeping, no trace */
 } StwRuntimeMode;
 
 typedef struct {

@@ -240,6 +240,17 @@ test_loop_every_policy(void)
   for (int p = 0; p < STW_N_POLICIES; p++)
     g_assert_cmpuint(replayed[p], >=, 1);
   g_assert_cmpuint(replayed[STW_POLICY_STOWAGE], ==, 2);
+
+  /* the baseline of bench-runtime: the same trainer on plain arrays, the same losses */
+  StwRuntimeOptions plain = { .mode = STW_RUNTIME_PLAIN };
+  StwTrainer *pt = trainer(&c, data, &plain, be);
+  float losses[STEPS];
+  train(pt, losses, STEPS);
+  g_assert_cmpmem(losses, sizeof losses, resident, sizeof resident);
+  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(pt));
+  g_assert_cmpuint(st->h2d_bytes + st->d2h_bytes + st->peak_device_bytes + st->ops, ==, 0);
+  g_assert_null(stw_runtime_trace(stw_trainer_runtime(pt)));
+  stw_trainer_free(pt);
   stw_trainer_free(t);
   be->free(be);
 }
