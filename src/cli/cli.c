@@ -180,9 +180,9 @@ stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, in
 
 gboolean
 stw_cli_planner_setup(const char *file, const char *hw_name, const char *cpu,
-                      const char *reserve, StwTrace **trace_out, gpointer options, int *status)
+                      const char *reserve, StwTrace **trace_out, StwPlannerOptions *o,
+                      int *status)
 {
-  StwPlannerOptions *o = options;
   GError *error = NULL;
   StwTrace *trace = stw_trace_load(file, &error);
   if (trace == NULL) {
@@ -202,5 +202,26 @@ stw_cli_planner_setup(const char *file, const char *hw_name, const char *cpu,
     return FALSE;
   }
   *trace_out = trace;
+  return TRUE;
+}
+
+gboolean
+stw_cli_load_checked_plan(const char *plan_file, const char *trace_file, StwPlan **plan_out,
+                          StwTrace **trace_out, StwCheckReport *report, int *status)
+{
+  GError *error = NULL;
+  g_autoptr(StwPlan) plan = stw_plan_load(plan_file, &error);
+  if (plan == NULL) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  g_autoptr(StwTrace) trace =
+      stw_trace_load(trace_file != NULL ? trace_file : plan->trace_file, &error);
+  if (trace == NULL || !stw_plan_check(plan, trace, plan_file, report, &error)) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  *plan_out = g_steal_pointer(&plan);
+  *trace_out = g_steal_pointer(&trace);
   return TRUE;
 }

@@ -8,7 +8,9 @@
 
 #include <glib.h>
 
+#include "check.h"
 #include "hardware.h"
+#include "planner.h"
 #include "trace.h"
 
 G_BEGIN_DECLS
@@ -63,8 +65,15 @@ gboolean stw_cli_hardware(const char *name, const char *trace_device, StwHardwar
  * (HW_NAME, else the trace's device), and set the planner's defaults and its --cpu and --reserve
  * budgets. Prints the error and returns FALSE with *STATUS set. The trace goes to *TRACE_OUT. */
 gboolean stw_cli_planner_setup(const char *file, const char *hw_name, const char *cpu,
-                               const char *reserve, StwTrace **trace_out, gpointer options,
-                               int *status);
+                               const char *reserve, StwTrace **trace_out,
+                               StwPlannerOptions *options, int *status);
+
+/* What check, simulate and train share: load PLAN_FILE and its trace (TRACE_FILE, or when NULL
+ * the file the plan names) and prove the plan sound for it (REPORT may be NULL). Prints the error
+ * and returns FALSE with *STATUS set; the plan and trace go to *PLAN_OUT and *TRACE_OUT. */
+gboolean stw_cli_load_checked_plan(const char *plan_file, const char *trace_file,
+                                   StwPlan **plan_out, StwTrace **trace_out,
+                                   StwCheckReport *report, int *status);
 
 /* "124,439,808" */
 char *stw_cli_group_digits(guint64 v);

@@ -21,16 +21,12 @@ stw_cmd_check(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (argc != 3)
     return stw_cli_fail(STW_EXIT_USAGE, "check: expected a plan and a trace (see --help)");
-  GError *error = NULL;
-  g_autoptr(StwPlan) plan = stw_plan_load(argv[1], &error);
-  if (plan == NULL)
-    return stw_cli_error(error);
-  g_autoptr(StwTrace) trace = stw_trace_load(argv[2], &error);
-  if (trace == NULL)
-    return stw_cli_error(error);
+  g_autoptr(StwPlan) plan = NULL;
+  g_autoptr(StwTrace) trace = NULL;
   StwCheckReport rep;
-  if (!stw_plan_check(plan, trace, argv[1], &rep, &error))
-    return stw_cli_error(error);
+  int status;
+  if (!stw_cli_load_checked_plan(argv[1], argv[2], &plan, &trace, &rep, &status))
+    return status;
   g_autofree char *peak = stw_size_format(rep.peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(plan->budgets.gpu_bytes);
   g_autofree char *h2d = stw_size_format(rep.h2d_bytes);

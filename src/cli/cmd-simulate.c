@@ -83,24 +83,18 @@ stw_cmd_simulate(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (argc != 3)
     return stw_cli_fail(STW_EXIT_USAGE, "simulate: expected a plan and a trace (see --help)");
-  GError *error = NULL;
-  g_autoptr(StwPlan) plan = stw_plan_load(argv[1], &error);
-  if (plan == NULL)
-    return stw_cli_error(error);
-  g_autoptr(StwTrace) trace = stw_trace_load(argv[2], &error);
-  if (trace == NULL)
-    return stw_cli_error(error);
-  if (!stw_plan_check(plan, trace, argv[1], NULL, &error))
-    return stw_cli_error(error);
-  if (hw_name != NULL) {
-    int status;
-    if (!stw_cli_hardware(hw_name, NULL, &plan->hw, &status))
-      return status;
-  }
+  g_autoptr(StwPlan) plan = NULL;
+  g_autoptr(StwTrace) trace = NULL;
+  int status;
+  if (!stw_cli_load_checked_plan(argv[1], argv[2], &plan, &trace, NULL, &status))
+    return status;
+  if (hw_name != NULL && !stw_cli_hardware(hw_name, NULL, &plan->hw, &status))
+    return status;
   StwSimulation sim;
   gboolean detail = json || chrome != NULL || svg != NULL;
   stw_simulate(plan, trace, detail, &sim);
-  int status = STW_EXIT_OK;
+  GError *error = NULL;
+  status = STW_EXIT_OK;
   if (chrome != NULL) {
     g_autofree char *text = stw_report_chrome_trace(plan, trace, &sim);
     if (!stw_file_write_atomic(chrome, text, strlen(text), &error))

@@ -108,15 +108,9 @@ stw_cmd_train(int argc, char **argv)
   g_autoptr(StwPlan) plan = NULL;
   g_autoptr(StwTrace) plan_trace = NULL;
   if (plan_file != NULL) {
-    plan = stw_plan_load(plan_file, &error);
-    if (plan == NULL)
-      return stw_cli_error(error);
-    const char *tf = trace_file != NULL ? trace_file : plan->trace_file;
-    plan_trace = stw_trace_load(tf, &error);
-    if (plan_trace == NULL)
-      return stw_cli_error(error);
-    if (!stw_plan_check(plan, plan_trace, plan_file, NULL, &error))
-      return stw_cli_error(error);
+    int status;
+    if (!stw_cli_load_checked_plan(plan_file, trace_file, &plan, &plan_trace, NULL, &status))
+      return status;
     if (gpu == NULL)
       ro.device_bytes = plan->budgets.gpu_bytes;
     ro.mode = STW_RUNTIME_REPLAY;
