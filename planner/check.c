@@ -66,6 +66,67 @@ replay_error(const StwPlan *p, const StwTrace *t, const StwDemand *d, const StwR
   return unsound(error, file, "replay failed at moment %u", m);
 }
 
+/* With several ranks: every action suits its item (gathered items are gathered, dropped and
+ * reduce-scattered, never fetched or evicted; rank 0 has nothing of the chunks it does not
+ * own), a gather finds its rank's own chunk on the GPU, and each group's gradients are
+ * reduce-scattered exactly once, when they are complete. */
+static gboolean
+check_collectives(const StwPlan *p, const StwTrace *t, const char *file, GError **error)
+{
+  const StwChunking *c = p->chunking;
+  guint32 n_items = stw_plan_n_items(c), groups = stw_chunking_groups(c);
+  g_autofree guint32 *moments = c->world > 1 ? stw_plan_reduce_moments(t, c) : NULL;
+  g_autofree guint8 *reduced = g_malloc0(MAX(groups, 1));
+  g_autofree guint8 *res = g_memdup2(p->schedule.resident, MAX(n_items, 1));
+  for (guint32 i = 0; i < STW_N_LISTS * stw_chunking_count(c); i++) {
+    if (res[i] && !stw_chunking_owned(c, i % stw_chunking_count(c))) {
+      g_autofree char *name = stw_plan_item_name(c, i);
+      return unsound(error, file, "$.initial: %s is on the GPU, but rank 0 does not own chunk "
+                     "%u", name, i % stw_chunking_count(c));
+    }
+  }
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  for (guint i = 0; i < p->schedule.actions->len; i++) {
+    guint32 item = a[i].item, m = a[i].moment, g = stw_plan_item_group(c, item);
+    if (item >= n_items)
+      continue; /* replay reports it */
+    g_autofree char *name = stw_plan_item_name(c, item);
+    const char *kind = stw_action_kind_name((StwActionKind)a[i].kind);
+    gboolean collective = a[i].kind == STW_ACTION_GATHER ||
+                          a[i].kind == STW_ACTION_REDUCE_SCATTER;
+    if (g == G_MAXUINT32 && collective)
+      return unsound(error, file, "moment %u: %s of %s: only a chunk group (group:N) is "
+                     "gathered or reduce-scattered", m, kind, name);
+    if (g == G_MAXUINT32 && !stw_chunking_owned(c, item % stw_chunking_count(c)))
+      return unsound(error, file, "moment %u: %s of %s: rank 0 does not own chunk %u; it "
+                     "arrives with its group", m, kind, name, item % stw_chunking_count(c));
+    if (g != G_MAXUINT32 && (a[i].kind == STW_ACTION_FETCH || a[i].kind == STW_ACTION_EVICT))
+      return unsound(error, file, "moment %u: %s of %s: a group's other chunks have no host "
+                     "copy on this rank; they are gathered and dropped", m, kind, name);
+    if (a[i].kind == STW_ACTION_GATHER &&
+        !res[stw_plan_item(c, STW_LIST_PARAM, g * c->world)])
+      return unsound(error, file, "moment %u: gather of %s before rank 0's own chunk param:%u "
+                     "is on the GPU", m, name, g * c->world);
+    if (a[i].kind == STW_ACTION_REDUCE_SCATTER) {
+      if (moments[g] != m)
+        return unsound(error, file, "moment %u: reduce-scatter of %s, but its gradients are "
+                       "complete at moment %u", m, name, moments[g]);
+      if (reduced[g]++)
+        return unsound(error, file, "moment %u: %s is reduce-scattered twice", m, name);
+    }
+    if (a[i].kind == STW_ACTION_FETCH)
+      res[item] = 1;
+    else if (a[i].kind == STW_ACTION_EVICT || a[i].kind == STW_ACTION_DROP)
+      res[item] = 0;
+  }
+  for (guint32 g = 0; g < groups; g++) {
+    if (moments[g] != G_MAXUINT32 && !reduced[g])
+      return unsound(error, file, "group:%u is never reduce-scattered: its gradients, complete "
+                     "at moment %u, would not reach their owners", g, moments[g]);
+  }
+  return TRUE;
+}
+
 gboolean
 stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *report,
                GError **error)
@@ -97,6 +158,8 @@ stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *
     return unsound(error, file, "moment %u (op %s): the non-model memory alone, with the "
                    "reserve, exceeds the budget of %s by %s", k, stw_trace_op(t, k)->name, bu, o);
   }
+  if (!check_collectives(p, t, file, error))
+    return FALSE;
   g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
   StwReplay r;
   gboolean ok = stw_schedule_replay(d, &p->schedule, TRUE, &r);
@@ -124,6 +187,7 @@ stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *
     { "d2h_bytes", claimed.d2h_bytes, got->d2h_bytes },
     { "peak_gpu_bytes", claimed.peak_gpu_bytes, got->peak_gpu_bytes },
     { "cpu_bytes", claimed.cpu_bytes, got->cpu_bytes },
+    { "comm_bytes", claimed.comm_bytes, got->comm_bytes },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(preds); i++) {
     if (preds[i].claimed != preds[i].actual)

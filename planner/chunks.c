@@ -87,7 +87,7 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
   c->placements = g_array_sized_new(FALSE, FALSE, sizeof(StwPlacement), t->tensors->len);
   c->n_tensors = t->tensors->len;
   c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
-  guint32 world = MAX(t->device.world_size, 1);
+  c->world = 1;
 
   g_autofree guint32 *order = first_use_order(t);
   StwChunk *open = NULL; /* the chunk being filled */
@@ -97,8 +97,7 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
     gboolean oversized = numel > size_elems;
     if (open == NULL || oversized || open->used_elems + numel > open->capacity_elems) {
       StwChunk fresh = { .capacity_elems = oversized ? numel : size_elems,
-                         .first = c->placements->len,
-                         .owner = c->chunks->len % world };
+                         .first = c->placements->len };
       g_array_append_val(c->chunks, fresh);
       open = &g_array_index(c->chunks, StwChunk, c->chunks->len - 1);
     }
@@ -111,6 +110,14 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
       open = NULL; /* nothing shares an oversized tensor's chunk */
   }
   return c;
+}
+
+void
+stw_chunking_set_world(StwChunking *c, guint32 world)
+{
+  c->world = MAX(world, 1);
+  for (guint32 i = 0; i < stw_chunking_count(c); i++)
+    g_array_index(c->chunks, StwChunk, i).owner = i % c->world;
 }
 
 void
@@ -162,6 +169,10 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
   g_autofree guint8 *placed = g_malloc0(MAX(c->n_tensors, 1));
   for (guint32 i = 0; i < stw_chunking_count(c); i++) {
     const StwChunk *ch = stw_chunking_chunk(c, i);
+    if (ch->owner != i % MAX(c->world, 1))
+      return invalid(error, file, "$.layout[%u].owner: %u, but with %u ranks chunk %u belongs "
+                     "to rank %u (chunk index mod the world size)", i, ch->owner, c->world, i,
+                     i % MAX(c->world, 1));
     if (ch->capacity_elems < c->size_elems)
       return invalid(error, file, "$.chunks.chunks[%u].capacity_elems: %" G_GUINT64_FORMAT
                      " is below the chunk size %" G_GUINT64_FORMAT, i, ch->capacity_elems,

@@ -33,7 +33,7 @@ typedef struct {
 typedef struct {
   guint64 capacity_elems;  /* the chunk size, or a lone oversized tensor's numel */
   guint64 used_elems;      /* sum of its tensors' numel */
-  guint32 owner;           /* rank owning it (chunk index mod world size) */
+  guint32 owner;           /* rank owning it: chunk index mod the world size */
   guint32 first;           /* its placements: placements[first .. first + count) */
   guint32 count;
 } StwChunk;
@@ -45,6 +45,7 @@ typedef struct {
   GArray *placements;      /* StwPlacement, chunk by chunk */
   guint32 *chunk_of;       /* per tensor id: its chunk */
   guint32 n_tensors;
+  guint32 world;           /* data-parallel ranks sharing the layout (1: one GPU) */
 } StwChunking;
 
 /* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
@@ -63,6 +64,25 @@ static inline const StwChunk *
 stw_chunking_chunk(const StwChunking *c, guint32 i)
 {
   return &g_array_index(c->chunks, StwChunk, i);
+}
+
+/* Shares the layout among WORLD data-parallel ranks: chunks form groups of WORLD consecutive
+ * chunks (the last group padded with empty chunks), and rank r owns chunk r of each group, with
+ * its optimizer state and authoritative parameters. Packing gives a world of 1. */
+void stw_chunking_set_world(StwChunking *c, guint32 world);
+
+/* Groups of the layout: none for one rank, else ceil(chunks / world). */
+static inline guint32
+stw_chunking_groups(const StwChunking *c)
+{
+  return c->world > 1 ? (stw_chunking_count(c) + c->world - 1) / c->world : 0;
+}
+
+/* Whether chunk I is owned by rank 0, the rank a plan describes (every chunk with one rank). */
+static inline gboolean
+stw_chunking_owned(const StwChunking *c, guint32 i)
+{
+  return stw_chunking_chunk(c, i)->owner == 0;
 }
 
 /* Bytes of chunk I in LIST. */

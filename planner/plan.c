@@ -14,7 +14,8 @@ const char *const stw_policy_names[] = { "stowage", "patrickstar", "zero-offload
                                          "zero-infinity", "gemini-static", "lru", NULL };
 const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", NULL };
 static const char *const list_names[] = { "param", "master", "momentum", "variance", NULL };
-static const char *const action_names[] = { "evict", "drop", "fetch" };
+static const char *const action_names[] = { "evict", "drop", "fetch", "gather",
+                                             "reduce_scatter" };
 
 StwPlan *
 stw_plan_new(void)
@@ -42,7 +43,120 @@ char *
 stw_plan_item_name(const StwChunking *c, guint32 item)
 {
   guint32 n = MAX(stw_chunking_count(c), 1);
+  guint32 g = stw_plan_item_group(c, item);
+  if (g != G_MAXUINT32)
+    return g_strdup_printf("group:%u", g);
   return g_strdup_printf("%s:%u", list_names[MIN(item / n, STW_N_LISTS - 1)], item % n);
+}
+
+guint64
+stw_plan_group_bytes(const StwChunking *c, guint32 g)
+{
+  guint64 bytes = 0;
+  for (guint32 r = 1; r < c->world; r++) {
+    guint32 i = g * c->world + r;
+    bytes += i < stw_chunking_count(c)
+                 ? stw_chunk_bytes(c, i, STW_LIST_PARAM)
+                 : c->size_elems * stw_chunk_list_elem_bytes(STW_LIST_PARAM, c->dtype);
+  }
+  return bytes;
+}
+
+guint64
+stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes)
+{
+  if (world <= 1 || hw->interconnect_bytes_per_s <= 0)
+    return 0;
+  double step = (double)hw->interconnect_latency_ns +
+                (double)chunk_bytes / hw->interconnect_bytes_per_s * 1e9;
+  return (guint64)((world - 1) * step);
+}
+
+/* Rank 0's own chunk of the group holding chunk CH, in the param list. */
+static guint32
+own_param_item(const StwChunking *c, guint32 ch)
+{
+  return stw_plan_item(c, STW_LIST_PARAM, ch / c->world * c->world);
+}
+
+/* The first and last backward op writing a gradient of each group (G_MAXUINT32: none). */
+static void
+gradient_spans(const StwTrace *t, const StwChunking *c, guint32 *first, guint32 *last)
+{
+  guint32 groups = stw_chunking_groups(c);
+  for (guint32 g = 0; g < groups; g++)
+    first[g] = last[g] = G_MAXUINT32;
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    if (op->stage == STW_STAGE_OPTIM)
+      continue;
+    for (guint32 i = 0; i < op->n_grads; i++) {
+      guint32 g = c->chunk_of[op->grads[i]] / c->world;
+      if (first[g] == G_MAXUINT32)
+        first[g] = k;
+      last[g] = k;
+    }
+  }
+}
+
+guint32 *
+stw_plan_reduce_moments(const StwTrace *t, const StwChunking *c)
+{
+  guint32 groups = stw_chunking_groups(c);
+  guint32 *first = g_new(guint32, MAX(groups, 1)), *moment = g_new(guint32, MAX(groups, 1));
+  gradient_spans(t, c, first, moment);
+  for (guint32 g = 0; g < groups; g++) {
+    if (moment[g] != G_MAXUINT32)
+      moment[g]++;
+  }
+  g_free(first);
+  return moment;
+}
+
+void
+stw_plan_add_collectives(StwPlan *p, const StwTrace *t)
+{
+  const StwChunking *c = p->chunking;
+  if (c->world <= 1)
+    return;
+  GArray *actions = p->schedule.actions;
+  guint32 n_items = stw_plan_n_items(c);
+  g_autofree guint8 *res = g_memdup2(p->schedule.resident, MAX(n_items, 1));
+  for (guint i = 0; i < actions->len; i++) {
+    StwAction *a = &g_array_index(actions, StwAction, i);
+    if (stw_plan_item_group(c, a->item) != G_MAXUINT32 && a->kind == STW_ACTION_FETCH)
+      a->kind = STW_ACTION_GATHER;
+  }
+  stw_actions_sort(actions);
+  /* a gather needs its rank's own chunk on the GPU: one hoisted ahead of the chunk's fetch
+   * waits for it */
+  for (guint i = 0; i < actions->len; i++) {
+    StwAction *a = &g_array_index(actions, StwAction, i);
+    guint32 g = stw_plan_item_group(c, a->item);
+    if (g == G_MAXUINT32) {
+      res[a->item] = a->kind == STW_ACTION_FETCH;
+      continue;
+    }
+    guint32 own = stw_plan_item(c, STW_LIST_PARAM, g * c->world);
+    if (a->kind != STW_ACTION_GATHER || res[own])
+      continue;
+    for (guint j = i + 1; j < actions->len; j++) {
+      const StwAction *f = &g_array_index(actions, StwAction, j);
+      if (f->item == own && f->kind == STW_ACTION_FETCH) {
+        a->moment = f->moment;
+        break;
+      }
+    }
+  }
+  g_autofree guint32 *moments = stw_plan_reduce_moments(t, c);
+  for (guint32 g = 0; g < stw_chunking_groups(c); g++) {
+    if (moments[g] == G_MAXUINT32)
+      continue;
+    StwAction rs = { .moment = moments[g], .item = stw_plan_group_item(c, g),
+                     .kind = STW_ACTION_REDUCE_SCATTER };
+    g_array_append_val(actions, rs);
+  }
+  stw_actions_sort(actions);
 }
 
 guint64
@@ -74,12 +188,22 @@ StwDemand *
 stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
                 const StwBudgets *b, const guint64 *capacity, const guint8 *hold)
 {
-  guint32 n = stw_chunking_count(c);
-  guint32 n_items = STW_N_LISTS * n;
-  g_autofree guint64 *bytes = g_new(guint64, MAX(n_items, 1));
+  guint32 n = stw_chunking_count(c), n_items = stw_plan_n_items(c);
+  guint32 groups = stw_chunking_groups(c);
+  gboolean multi = c->world > 1;
+  g_autofree guint64 *bytes = g_new0(guint64, MAX(n_items, 1));
   for (int l = 0; l < STW_N_LISTS; l++)
-    for (guint32 i = 0; i < n; i++)
-      bytes[stw_plan_item(c, (StwChunkList)l, i)] = stw_chunk_bytes(c, i, (StwChunkList)l);
+    for (guint32 i = 0; i < n; i++) {
+      if (stw_chunking_owned(c, i))
+        bytes[stw_plan_item(c, (StwChunkList)l, i)] = stw_chunk_bytes(c, i, (StwChunkList)l);
+    }
+  for (guint32 g = 0; g < groups; g++)
+    bytes[stw_plan_group_item(c, g)] = stw_plan_group_bytes(c, g);
+  /* with several ranks a group stays whole from its first gradient to its reduce-scatter */
+  g_autofree guint32 *first = g_new(guint32, MAX(groups, 1));
+  g_autofree guint32 *last = g_new(guint32, MAX(groups, 1));
+  if (multi)
+    gradient_spans(t, c, first, last);
   StwDemand *d = stw_demand_new(n_items, bytes);
   for (guint32 k = 0; k < t->ops->len; k++) {
     const StwOp *op = stw_trace_op(t, k);
@@ -89,18 +213,32 @@ stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
         if (hold[i])
           stw_demand_need(d, i);
       }
-      for (guint32 i = 0; i < op->n_params; i++)
-        stw_demand_need(d, stw_plan_item(c, STW_LIST_PARAM, c->chunk_of[op->params[i]]));
-      for (guint32 i = 0; i < op->n_grads; i++) {
-        guint32 item = stw_plan_item(c, STW_LIST_PARAM, c->chunk_of[op->grads[i]]);
+      for (guint32 i = 0; i < op->n_params + op->n_grads; i++) {
+        gboolean grad = i >= op->n_params;
+        guint32 ch = c->chunk_of[grad ? op->grads[i - op->n_params] : op->params[i]];
+        guint32 item = multi ? own_param_item(c, ch) : stw_plan_item(c, STW_LIST_PARAM, ch);
         stw_demand_need(d, item);
-        stw_demand_write(d, item);
+        if (grad)
+          stw_demand_write(d, item);
+        if (multi)
+          stw_demand_need(d, stw_plan_group_item(c, ch / c->world));
+      }
+      for (guint32 g = 0; multi && g < groups; g++) {
+        if (first[g] != G_MAXUINT32 && first[g] <= k && k <= last[g]) {
+          stw_demand_need(d, stw_plan_item(c, STW_LIST_PARAM, g * c->world));
+          stw_demand_need(d, stw_plan_group_item(c, g));
+        }
       }
       continue;
     }
-    /* an optimizer op steps its tensors' chunks where the placement says */
+    /* an optimizer op steps its tensors' chunks where the placement says, each on its owner;
+     * the gathered copies of the others' chunks are stale once they are stepped */
     for (guint32 i = 0; i < op->n_params; i++) {
       guint32 ch = c->chunk_of[op->params[i]];
+      if (multi)
+        stw_demand_forbid(d, stw_plan_group_item(c, ch / c->world));
+      if (!stw_chunking_owned(c, ch))
+        continue;
       for (int l = 0; l < STW_N_LISTS; l++) {
         guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
         if (optim[ch] == STW_OPTIM_CPU) {
@@ -119,16 +257,17 @@ stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
 guint64
 stw_plan_host_bytes(const StwPlan *p, const StwDemand *d)
 {
+  const StwChunking *c = p->chunking;
   g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   for (guint i = 0; i < p->schedule.actions->len; i++)
     moved[a[i].item] = 1;
   guint64 bytes = 0;
-  for (guint32 i = 0; i < d->n_items; i++) {
+  for (guint32 i = 0; i < STW_N_LISTS * stw_chunking_count(c); i++) {
     if (moved[i] || !p->schedule.resident[i])
       bytes += d->bytes[i];
   }
-  return bytes;
+  return bytes * MAX(c->world, 1);
 }
 
 void
@@ -166,6 +305,8 @@ stw_plan_predict(StwPlan *p, const StwTrace *t)
   pr->h2d_ns = sim.h2d_busy_ns;
   pr->d2h_ns = sim.d2h_busy_ns;
   pr->cost_ns = sim.iteration_ns;
+  pr->comm_bytes = sim.comm_bytes;
+  pr->comm_ns = sim.comm_busy_ns;
   stw_simulation_clear(&sim);
 }
 
@@ -210,6 +351,10 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
   stw_json_add_u64(pr, "h2d_ns", q->h2d_ns);
   stw_json_add_u64(pr, "d2h_ns", q->d2h_ns);
   stw_json_add_u64(pr, "cost_ns", q->cost_ns);
+  if (c->world > 1) {
+    stw_json_add_u64(pr, "comm_bytes", q->comm_bytes);
+    stw_json_add_u64(pr, "comm_ns", q->comm_ns);
+  }
 
   cJSON_AddItemToObject(root, "hardware", stw_hardware_to_json(&p->hw));
 
@@ -217,6 +362,8 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
   stw_json_add_u64(ch, "size_elems", c->size_elems);
   cJSON_AddStringToObject(ch, "dtype", stw_dtype_name(c->dtype));
   stw_json_add_u64(ch, "count", n);
+  if (c->world > 1)
+    stw_json_add_u64(ch, "world_size", c->world);
   cJSON *layout = cJSON_AddArrayToObject(root, "layout");
   for (guint32 i = 0; i < n; i++) {
     const StwChunk *k = stw_chunking_chunk(c, i);
@@ -237,7 +384,7 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
   }
 
   cJSON *initial = cJSON_AddArrayToObject(root, "initial");
-  for (guint32 item = 0; item < STW_N_LISTS * n; item++) {
+  for (guint32 item = 0; item < stw_plan_n_items(c); item++) {
     if (!p->schedule.resident[item])
       continue;
     cJSON *o = cJSON_CreateObject();
@@ -284,21 +431,25 @@ static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserve
 static const char *const pred_members[] = { "h2d_bytes", "d2h_bytes", "lower_bound_bytes",
                                             "peak_gpu_bytes", "peak_op", "cpu_bytes",
                                             "compute_ns", "stall_ns", "cpu_adam_ns", "h2d_ns",
-                                            "d2h_ns", "cost_ns", NULL };
-static const char *const chunks_members[] = { "size_elems", "dtype", "count", NULL };
+                                            "d2h_ns", "cost_ns", "comm_bytes", "comm_ns",
+                                            NULL };
+static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size",
+                                              NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
                                               "tensors", NULL };
 static const char *const initial_members[] = { "chunk", "dirty", NULL };
-static const char *const moment_members[] = { "moment", "op", "evict", "drop", "fetch", NULL };
+static const char *const moment_members[] = { "moment", "op", "evict", "drop", "fetch",
+                                              "gather", "reduce_scatter", NULL };
 
 typedef struct {
   StwPlan *plan;
   guint32 n_chunks;
+  guint32 n_groups;
 } Reading;
 
-/* Parses "list:index" at R's current path. */
+/* Parses "list:index" or "group:index" at R's current path. */
 static gboolean
-parse_ref(StwJsonReader *r, const cJSON *item, guint32 n_chunks, guint32 *out, GError **error)
+parse_ref(StwJsonReader *r, const cJSON *item, const Reading *rd, guint32 *out, GError **error)
 {
   if (!cJSON_IsString(item))
     return stw_json_fail(r, error, "expected a chunk reference such as \"param:3\"");
@@ -308,14 +459,24 @@ parse_ref(StwJsonReader *r, const cJSON *item, guint32 n_chunks, guint32 *out, G
     if (strlen(list_names[l]) == (gsize)(colon - s) && strncmp(s, list_names[l], colon - s) == 0)
       list = l;
   }
+  gboolean group = colon != NULL && colon - s == 5 && strncmp(s, "group", 5) == 0;
   guint64 idx = 0;
-  if (list < 0 || !g_ascii_string_to_unsigned(colon + 1, 10, 0, G_MAXUINT32, &idx, NULL))
+  if ((list < 0 && !group) || !g_ascii_string_to_unsigned(colon + 1, 10, 0, G_MAXUINT32, &idx,
+                                                          NULL))
     return stw_json_fail(r, error, "\"%.64s\" is not a chunk reference (expected LIST:INDEX "
-                         "with LIST one of param, master, momentum, variance)", s);
-  if (idx >= n_chunks)
+                         "with LIST one of param, master, momentum, variance, or group:INDEX)",
+                         s);
+  if (group) {
+    if (idx >= rd->n_groups)
+      return stw_json_fail(r, error, "group %" G_GUINT64_FORMAT " does not exist (the plan has "
+                           "%u chunk groups)", idx, rd->n_groups);
+    *out = STW_N_LISTS * rd->n_chunks + (guint32)idx;
+    return TRUE;
+  }
+  if (idx >= rd->n_chunks)
     return stw_json_fail(r, error, "chunk %" G_GUINT64_FORMAT " does not exist (the plan has %u "
-                         "chunks)", idx, n_chunks);
-  *out = (guint32)list * n_chunks + (guint32)idx;
+                         "chunks)", idx, rd->n_chunks);
+  *out = (guint32)list * rd->n_chunks + (guint32)idx;
   return TRUE;
 }
 
@@ -324,14 +485,15 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
 {
   StwPlan *p = rd->plan;
   const cJSON *chunks = NULL, *layout = NULL;
-  guint64 size = 0, count = 0;
+  guint64 size = 0, count = 0, world = 1;
   int dtype = 0;
   gsize saved = stw_json_push_key(r, "chunks");
   if (!stw_json_get_object(r, root, "chunks", TRUE, &chunks, error) ||
       !stw_json_check_object(r, chunks, chunks_members, error) ||
       !stw_json_get_u64(r, chunks, "size_elems", TRUE, 1, STW_TRACE_MAX_NUMEL, &size, error) ||
       !stw_json_get_enum(r, chunks, "dtype", TRUE, stw_dtype_names, &dtype, error) ||
-      !stw_json_get_u64(r, chunks, "count", TRUE, 1, STW_PLAN_MAX_CHUNKS, &count, error))
+      !stw_json_get_u64(r, chunks, "count", TRUE, 1, STW_PLAN_MAX_CHUNKS, &count, error) ||
+      !stw_json_get_u64(r, chunks, "world_size", FALSE, 1, STW_PLAN_MAX_WORLD, &world, error))
     return FALSE;
   stw_json_pop(r, saved);
   if (!stw_json_get_array(r, root, "layout", TRUE, STW_PLAN_MAX_CHUNKS, &layout, error))
@@ -343,6 +505,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   p->chunking = c;
   c->size_elems = size;
   c->dtype = (StwDtype)dtype;
+  c->world = (guint32)world;
   c->chunks = g_array_new(FALSE, TRUE, sizeof(StwChunk));
   c->placements = g_array_new(FALSE, FALSE, sizeof(StwPlacement));
   p->optim = g_new0(guint8, count);
@@ -360,7 +523,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
         !stw_json_get_u64(r, o, "chunk", TRUE, i, i, &idx, error) ||
         !stw_json_get_u64(r, o, "capacity_elems", TRUE, 1, STW_TRACE_MAX_NUMEL,
                           &k.capacity_elems, error) ||
-        !stw_json_get_u64(r, o, "owner", TRUE, 0, 1u << 20, &owner, error) ||
+        !stw_json_get_u64(r, o, "owner", TRUE, 0, world - 1, &owner, error) ||
         !stw_json_get_enum(r, o, "optimizer", TRUE, stw_optim_names, &optim, error) ||
         !stw_json_get_array(r, o, "tensors", TRUE, STW_TRACE_MAX_TENSORS, &tensors, error))
       return FALSE;
@@ -390,6 +553,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
     stw_json_pop(r, s2);
   }
   stw_json_pop(r, saved);
+  rd->n_groups = stw_chunking_groups(c);
   c->n_tensors = c->placements->len > 0 ? max_id + 1 : 0;
   c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
   for (guint32 ci = 0; ci < c->chunks->len; ci++) {
@@ -404,7 +568,7 @@ static gboolean
 read_schedule(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
 {
   StwPlan *p = rd->plan;
-  guint32 n_items = STW_N_LISTS * rd->n_chunks;
+  guint32 n_items = STW_N_LISTS * rd->n_chunks + rd->n_groups;
   const cJSON *initial = NULL, *sched = NULL;
   p->schedule.resident = g_malloc0(n_items);
   p->schedule.dirty = g_malloc0(n_items);
@@ -425,7 +589,7 @@ read_schedule(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
     if (ref == NULL)
       return stw_json_fail(r, error, "missing required member \"chunk\"");
     gsize s3 = stw_json_push_key(r, "chunk");
-    if (!parse_ref(r, ref, rd->n_chunks, &item, error))
+    if (!parse_ref(r, ref, rd, &item, error))
       return FALSE;
     stw_json_pop(r, s3);
     if (!stw_json_get_bool(r, o, "dirty", TRUE, &dirty, error))
@@ -463,7 +627,7 @@ read_schedule(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
       for (const cJSON *ref = arr->child; ref != NULL; ref = ref->next, j++) {
         gsize s4 = stw_json_push_index(r, j);
         StwAction a = { .moment = (guint32)m, .kind = (guint32)kind };
-        if (!parse_ref(r, ref, rd->n_chunks, &a.item, error))
+        if (!parse_ref(r, ref, rd, &a.item, error))
           return FALSE;
         if (p->schedule.actions->len >= STW_PLAN_MAX_ACTIONS)
           return stw_json_fail(r, error, "more than %u actions", STW_PLAN_MAX_ACTIONS);
@@ -538,13 +702,16 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
                         &p->pred.peak_gpu_bytes, NULL, &p->pred.cpu_bytes,
                         &p->pred.compute_ns, &p->pred.stall_ns, &p->pred.cpu_adam_ns,
                         &p->pred.h2d_ns,
-                        &p->pred.d2h_ns, &p->pred.cost_ns };
+                        &p->pred.d2h_ns, &p->pred.cost_ns, &p->pred.comm_bytes,
+                        &p->pred.comm_ns };
   guint64 peak_op = 0;
   fields[4] = &peak_op;
   if (!stw_json_check_object(r, pr, pred_members, error))
     return FALSE;
   for (gsize f = 0; f < G_N_ELEMENTS(fields); f++) {
-    if (!stw_json_get_u64(r, pr, pred_members[f], TRUE, 0, STW_JSON_INT_MAX, fields[f], error))
+    gboolean required = fields[f] != &p->pred.comm_bytes && fields[f] != &p->pred.comm_ns;
+    if (!stw_json_get_u64(r, pr, pred_members[f], required, 0, STW_JSON_INT_MAX, fields[f],
+                          error))
       return FALSE;
   }
   if (peak_op >= ops)

@@ -4,6 +4,12 @@
  * tied to one trace by the trace's digest. Items are chunks of one list: item = list * n_chunks
  * + chunk (stw_plan_item). Moment k is the boundary before op k; moment n_ops is the end of the
  * iteration, where the actions that restore the start state for the next iteration happen.
+ *
+ * With several data-parallel ranks (the layout's world, chunks.h) a plan describes rank 0, and
+ * every rank r runs the same schedule with chunk r of each group in place of chunk 0. Rank 0
+ * keeps the four lists of the chunks it owns only; the other chunks of group g reach it as one
+ * more item, "group:g" (item STW_N_LISTS * n_chunks + g), which an all-gather fills beside its
+ * own chunk and which is dropped, never written back. docs/algorithms.md has the model.
  */
 #ifndef STW_PLAN_H
 #define STW_PLAN_H
@@ -32,6 +38,7 @@ typedef enum {
 #define STW_PLAN_MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
 #define STW_PLAN_MAX_CHUNKS (1u << 20)
 #define STW_PLAN_MAX_ACTIONS (1u << 26)
+#define STW_PLAN_MAX_WORLD 4096
 
 typedef enum {
   STW_POLICY_STOWAGE,       /* offline schedule, chunk size and optimizer placement by cost */
@@ -71,6 +78,8 @@ typedef struct {
   guint64 h2d_ns, d2h_ns;        /* the copy engines' busy time */
   guint64 cost_ns;               /* simulated steady-state iteration time (simulate.h) */
   guint64 lower_bound_bytes;     /* no schedule of this layout and placement moves less */
+  guint64 comm_bytes;            /* received by this rank in collectives */
+  guint64 comm_ns;               /* the collectives' busy time */
 } StwPlanPredictions;
 
 typedef struct {
@@ -95,8 +104,41 @@ stw_plan_item(const StwChunking *c, StwChunkList list, guint32 chunk)
 {
   return (guint32)list * stw_chunking_count(c) + chunk;
 }
-/* "param:12" for messages. Free with g_free. */
+/* Items of a layout: the lists' chunks, then one gathered item per group. */
+static inline guint32
+stw_plan_n_items(const StwChunking *c)
+{
+  return STW_N_LISTS * stw_chunking_count(c) + stw_chunking_groups(c);
+}
+static inline guint32
+stw_plan_group_item(const StwChunking *c, guint32 group)
+{
+  return STW_N_LISTS * stw_chunking_count(c) + group;
+}
+/* The group of a gathered item, or G_MAXUINT32 for a chunk of a list. */
+static inline guint32
+stw_plan_item_group(const StwChunking *c, guint32 item)
+{
+  guint32 first = STW_N_LISTS * stw_chunking_count(c);
+  return item >= first ? item - first : G_MAXUINT32;
+}
+/* "param:12" or "group:3" for messages and files. Free with g_free. */
 char *stw_plan_item_name(const StwChunking *c, guint32 item);
+
+/* Bytes on rank 0's GPU of group G's other chunks (the padding counted as full chunks). */
+guint64 stw_plan_group_bytes(const StwChunking *c, guint32 g);
+
+/* A ring collective (all-gather or reduce-scatter) among the layout's ranks of chunks of
+ * CHUNK_BYTES: world - 1 steps of the interconnect's latency plus CHUNK_BYTES / bandwidth. */
+guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes);
+
+/* With several ranks: the moment each group's gradients are complete, after the last backward
+ * op writing any of them (G_MAXUINT32 for a group without gradients). Per group; g_free. */
+guint32 *stw_plan_reduce_moments(const StwTrace *t, const StwChunking *c);
+
+/* With several ranks, turns the engine's fetches of gathered items into gathers, each no
+ * earlier than its rank's own chunk is fetched, and adds the reduce-scatters. */
+void stw_plan_add_collectives(StwPlan *plan, const StwTrace *t);
 
 /* GPU bytes chunks may occupy during op K: the budget less the reserve and the non-model peak
  * of op K and op K+1 (the next op's allocations may begin before this op's are released).
@@ -113,8 +155,9 @@ guint32 stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint
 StwDemand *stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
                            const StwBudgets *b, const guint64 *capacity, const guint8 *hold);
 
-/* Host memory the chunks of PLAN need: every chunk that is ever off the GPU keeps a copy there.
- * D is the plan's demand (for the chunk sizes). */
+/* Host memory the chunks of PLAN need, on all its ranks together: every chunk that is ever off
+ * the GPU keeps a copy there (gathered items never do). D is the plan's demand (for the chunk
+ * sizes). */
 guint64 stw_plan_host_bytes(const StwPlan *plan, const StwDemand *d);
 
 /* Fills PLAN->pred from its schedule (bytes, peaks, times); LOWER_BOUND is kept. */

@@ -167,6 +167,7 @@ make_plan(const Attempt *at, const guint8 *optim, StwSchedule *s)
   memset(s, 0, sizeof *s);
   /* the layout is shared while candidates compete; the winner gets its own copy */
   p->chunking = (StwChunking *)at->c;
+  stw_plan_add_collectives(p, at->t);
   stw_plan_predict(p, at->t);
   return p;
 }
@@ -213,21 +214,32 @@ try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guin
   return best;
 }
 
-/* Marks the optimizer state (master, momentum, variance) of chunks [0, j) pinned. */
+/* Marks the optimizer state (master, momentum, variance) of chunks [0, j) pinned. With several
+ * ranks only rank 0's own chunks have state here, and every chunk takes the placement of its
+ * group's first chunk, which is what its owner does with it. */
 static void
 pin_state(const Attempt *at, guint8 *pinned, guint8 *optim, guint32 j, StwOptimPlace rest)
 {
   memset(pinned, 0, at->n_items);
+  guint32 world = at->c->world;
   for (guint32 i = 0; i < at->n; i++) {
-    optim[i] = i < j ? STW_OPTIM_GPU_RESIDENT : rest;
-    for (int l = STW_LIST_MASTER; i < j && l < STW_N_LISTS; l++)
+    guint32 lead = i / world * world;
+    optim[i] = lead < j ? STW_OPTIM_GPU_RESIDENT : rest;
+    for (int l = STW_LIST_MASTER; i < j && l < STW_N_LISTS && stw_chunking_owned(at->c, i); l++)
       pinned[stw_plan_item(at->c, (StwChunkList)l, i)] = 1;
   }
 }
 
+/* Optimizer state bytes (master, momentum, variance) of chunk J on rank 0. */
+static guint64
+state_bytes(const Attempt *at, guint32 j)
+{
+  return stw_chunking_owned(at->c, j) ? 3 * stw_chunk_bytes(at->c, j, STW_LIST_MASTER) : 0;
+}
+
 /* PatrickStar's margin rule: the optimizer state of chunks [0, j) lives on the GPU in the
  * margin space, the USABLE share of the budget that neither the peak non-model data nor the
- * whole parameter list takes. Returns j. */
+ * rank's own parameter chunks take. Returns j. */
 static guint32
 margin_prefix(const Attempt *at, double usable_share)
 {
@@ -235,12 +247,13 @@ margin_prefix(const Attempt *at, double usable_share)
   guint64 peak = 0;
   for (guint32 k = 0; k < at->t->ops->len; k++)
     peak = MAX(peak, stw_trace_op(at->t, k)->nonmodel_peak_bytes);
-  guint64 taken = peak + at->o->budgets.reserved_bytes +
-                  stw_chunking_list_bytes(at->c, STW_LIST_PARAM);
+  guint64 taken = peak + at->o->budgets.reserved_bytes;
+  for (guint32 i = 0; i < at->n; i++)
+    taken += stw_chunking_owned(at->c, i) ? stw_chunk_bytes(at->c, i, STW_LIST_PARAM) : 0;
   guint64 margin = usable > taken ? usable - taken : 0;
   guint32 j = 0;
   for (guint64 sum = 0; j < at->n; j++) {
-    sum += 3 * stw_chunk_bytes(at->c, j, STW_LIST_MASTER);
+    sum += state_bytes(at, j);
     if (sum > margin)
       break;
   }
@@ -263,7 +276,7 @@ max_pinned_state(const Attempt *at, const guint64 *cap)
   guint32 j = 0;
   guint64 sum = 0;
   while (j < at->n) {
-    guint64 state = 3 * stw_chunk_bytes(at->c, j, STW_LIST_MASTER);
+    guint64 state = state_bytes(at, j);
     if (sum + state > slack)
       break;
     sum += state;
@@ -328,8 +341,14 @@ plan_zero_offload(Attempt *at)
   g_autofree guint64 *cap = capacities(at, FALSE);
   g_autofree guint8 *optim = g_malloc0(at->n);
   g_autofree guint8 *hold = g_malloc0(at->n_items);
-  for (guint32 i = 0; i < at->n; i++)
-    hold[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
+  /* every rank keeps the whole fp16 model through forward and backward (ZeRO-2 with
+   * several ranks: gathered again after each step) */
+  for (guint32 i = 0; i < at->n; i++) {
+    if (stw_chunking_owned(at->c, i))
+      hold[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
+  }
+  for (guint32 g = 0; g < stw_chunking_groups(at->c); g++)
+    hold[stw_plan_group_item(at->c, g)] = 1;
   return try_placement(at, optim, NULL, hold, cap, STW_EVICT_FARTHEST, FALSE, 0, FALSE);
 }
 
@@ -350,8 +369,10 @@ plan_gemini_m(Attempt *at, const guint64 *cap, guint32 m)
   g_autofree guint8 *optim = g_malloc0(at->n);
   g_autofree guint8 *pinned = g_malloc0(at->n_items);
   pin_state(at, pinned, optim, m, STW_OPTIM_CPU);
-  for (guint32 i = 0; i < m; i++)
-    pinned[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
+  for (guint32 i = 0; i < m; i++) {
+    if (stw_chunking_owned(at->c, i))
+      pinned[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
+  }
   return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, TRUE, 0, FALSE);
 }
 
@@ -448,13 +469,26 @@ infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *a
               shortb, minb, min_chunk, min_op, stw_trace_op(t, min_op)->name);
 }
 
+/* The data-parallel ranks a plan is for: the option, else the trace's. */
+static guint32
+planner_world(const StwTrace *t, const StwPlannerOptions *o)
+{
+  return o->world_size != 0 ? o->world_size : MAX(t->device.world_size, 1);
+}
+
 static gboolean
 check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
 {
-  if (t->device.world_size > 1) {
+  if (planner_world(t, o) > 1 && o->hw.interconnect_bytes_per_s <= 0) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID,
-                "the trace is rank %u of %u: multi-rank planning is not supported yet; plan "
-                "a single-rank trace", t->device.rank, t->device.world_size);
+                "%u GPUs need the GPU-to-GPU link for their collectives, and hardware profile "
+                "%s has none: give it interconnect.bytes_per_s and latency_ns",
+                planner_world(t, o), o->hw.name);
+    return FALSE;
+  }
+  if (planner_world(t, o) > STW_PLAN_MAX_WORLD) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "%u GPUs: at most %u are "
+                "supported", planner_world(t, o), STW_PLAN_MAX_WORLD);
     return FALSE;
   }
   if (o->budgets.gpu_bytes == 0) {
@@ -531,6 +565,7 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   StwChunking *c = stw_chunking_pack(se->t, size, se->o->allow_oversized, error);
   if (c == NULL)
     return FALSE;
+  stw_chunking_set_world(c, planner_world(se->t, se->o));
   guint32 op = 0;
   guint64 mb = min_budget(se->t, c, &se->o->budgets, &op);
   if (se->min_bytes == 0 || mb < se->min_bytes) {
@@ -539,7 +574,7 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
     se->min_chunk = size;
   }
   Attempt at = { .t = se->t, .o = se->o, .c = c, .n = stw_chunking_count(c),
-                 .n_items = STW_N_LISTS * stw_chunking_count(c), .quick = quick };
+                 .n_items = stw_plan_n_items(c), .quick = quick };
   *out = plan_policy(&at);
   if (*out == NULL) {
     if (!se->first_failure.failed)
@@ -662,9 +697,13 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
   /* the bound for the chosen layout and placement */
   g_autoptr(StwDemand) d = stw_plan_demand(t, best->chunking, best->optim, &best->budgets, NULL,
                                            NULL);
+  /* the bound counts host transfers; gathers are not */
+  for (guint32 g = 0; g < stw_chunking_groups(best->chunking); g++)
+    d->bytes[stw_plan_group_item(best->chunking, g)] = 0;
   g_autofree guint8 *pinned = g_malloc0(MAX(d->n_items, 1));
   for (guint32 i = 0; i < stw_chunking_count(best->chunking); i++) {
-    for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++) {
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_chunking_owned(best->chunking, i);
+         l++) {
       guint32 item = stw_plan_item(best->chunking, (StwChunkList)l, i);
       pinned[item] = best->optim[i] == STW_OPTIM_GPU_RESIDENT;
     }

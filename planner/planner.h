@@ -32,6 +32,7 @@ typedef struct {
   gboolean allow_oversized;      /* tensors above the chunk size get a chunk of their own */
   double gemini_fraction;        /* gemini-static: share of chunks kept on the GPU; < 0: auto */
   guint64 prefetch_bucket_elems; /* zero-infinity: elements fetched ahead at most */
+  guint32 world_size;            /* data-parallel GPUs; 0: the trace's world size */
   StwProgressFunc progress;
   gpointer progress_data;
 } StwPlannerOptions;

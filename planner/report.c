@@ -11,7 +11,7 @@
 
 /* ---- Chrome trace --------------------------------------------------------------------------- */
 
-enum { PID = 1, TID_COMPUTE = 1, TID_H2D = 2, TID_D2H = 3, TID_CPU = 4 };
+enum { PID = 1, TID_COMPUTE = 1, TID_H2D = 2, TID_D2H = 3, TID_CPU = 4, TID_COMM = 5 };
 
 static void
 add_event(cJSON *events, const char *name, const char *cat, const char *ph, int tid, double ts,
@@ -42,6 +42,18 @@ name_thread(cJSON *events, int tid, const char *name)
   cJSON_AddItemToArray(events, e);
 }
 
+/* "fetch", "evict", "adam", "gather" or "reduce_scatter" */
+static const char *
+lane_category(const StwSimTask *x)
+{
+  switch (x->lane) {
+  case STW_SIM_H2D: return "fetch";
+  case STW_SIM_D2H: return "evict";
+  case STW_SIM_CPU_ADAM: return "adam";
+  default: return stw_action_kind_name((StwActionKind)x->kind);
+  }
+}
+
 char *
 stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation *sim)
 {
@@ -52,6 +64,8 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation
   name_thread(events, TID_H2D, "H2D copy engine");
   name_thread(events, TID_D2H, "D2H copy engine");
   name_thread(events, TID_CPU, "CPU Adam");
+  if (p->chunking->world > 1)
+    name_thread(events, TID_COMM, "collectives (interconnect)");
   for (guint k = 0; k < sim->ops->len; k++) {
     const StwSimOp *o = &g_array_index(sim->ops, StwSimOp, k);
     const StwOp *op = stw_trace_op(t, k);
@@ -66,9 +80,10 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation
     g_autofree char *name = x->lane == STW_SIM_CPU_ADAM
                                 ? g_strdup_printf("adam chunk %u", x->item)
                                 : stw_plan_item_name(p->chunking, x->item);
-    int tid = x->lane == STW_SIM_H2D ? TID_H2D : x->lane == STW_SIM_D2H ? TID_D2H : TID_CPU;
-    const char *cat = x->lane == STW_SIM_H2D ? "fetch" : x->lane == STW_SIM_D2H ? "evict" : "adam";
-    add_event(events, name, cat, "X", tid, x->start_ns / 1e3, (x->end_ns - x->start_ns) / 1e3);
+    static const int tids[] = { TID_H2D, TID_D2H, TID_CPU, TID_COMM };
+    const char *cat = lane_category(x);
+    add_event(events, name, cat, "X", tids[x->lane], x->start_ns / 1e3,
+              (x->end_ns - x->start_ns) / 1e3);
   }
   for (guint i = 0; i < sim->memory->len; i++) {
     const StwSimSample *m = &g_array_index(sim->memory, StwSimSample, i);
@@ -104,6 +119,9 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *t, const StwSimulat
   stw_json_add_u64(root, "cpu_busy_ns", sim->cpu_busy_ns);
   stw_json_add_u64(root, "h2d_bytes", sim->h2d_bytes);
   stw_json_add_u64(root, "d2h_bytes", sim->d2h_bytes);
+  stw_json_add_u64(root, "world_size", p->chunking->world);
+  stw_json_add_u64(root, "comm_busy_ns", sim->comm_busy_ns);
+  stw_json_add_u64(root, "comm_bytes", sim->comm_bytes);
   stw_json_add_u64(root, "peak_gpu_bytes", sim->peak_gpu_bytes);
   stw_json_add_u64(root, "peak_time_ns", sim->peak_time_ns);
   stw_json_add_u64(root, "over_budget_bytes", sim->over_budget_bytes);
@@ -126,8 +144,10 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *t, const StwSimulat
     for (guint i = 0; i < sim->tasks->len; i++) {
       const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
       cJSON *e = cJSON_CreateObject();
-      static const char *const lanes[] = { "h2d", "d2h", "cpu_adam" };
+      static const char *const lanes[] = { "h2d", "d2h", "cpu_adam", "comm" };
       cJSON_AddStringToObject(e, "lane", lanes[x->lane]);
+      if (x->lane == STW_SIM_COMM)
+        cJSON_AddStringToObject(e, "collective", lane_category(x));
       g_autofree char *name = x->lane == STW_SIM_CPU_ADAM
                                   ? g_strdup_printf("chunk %u", x->item)
                                   : stw_plan_item_name(p->chunking, x->item);
@@ -283,7 +303,7 @@ char *
 stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulation *sim)
 {
   const StwChunking *c = plan->chunking;
-  guint32 n_items = STW_N_LISTS * stw_chunking_count(c);
+  guint32 n_items = stw_plan_n_items(c);
   /* the chunks that ever move, in item order, at most 160 rows */
   GArray *rows = g_array_new(FALSE, FALSE, sizeof(guint32));
   g_autofree guint8 *moves = g_malloc0(MAX(n_items, 1));
@@ -383,7 +403,9 @@ stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulat
       g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                                 "fill=\"#fd8d3c\"/>\n", px(&q, a), y, MAX(px(&q, b) - px(&q, a), 0.5),
                              row_h - 0.5);
-      on_gpu = x->lane == STW_SIM_H2D;
+      on_gpu = x->lane == STW_SIM_H2D ||
+               (x->lane == STW_SIM_COMM && x->kind == STW_ACTION_GATHER) ||
+               (x->lane == STW_SIM_COMM && on_gpu);
       since = b;
     }
   }

@@ -139,8 +139,22 @@ stw_demand_repeat(const StwDemand *d, guint32 iterations)
 const char *
 stw_action_kind_name(StwActionKind kind)
 {
-  static const char *const names[] = { "evict", "drop", "fetch" };
+  static const char *const names[] = { "evict", "drop", "fetch", "gather", "reduce_scatter" };
   return names[kind];
+}
+
+/* The order of kinds within a moment: a group's gradients leave before it may be dropped,
+ * removals make room for fetches, and a gather needs its rank's own chunk already fetched. */
+static int
+kind_rank(guint32 kind)
+{
+  switch (kind) {
+  case STW_ACTION_REDUCE_SCATTER: return 0;
+  case STW_ACTION_EVICT:
+  case STW_ACTION_DROP: return 1;
+  case STW_ACTION_FETCH: return 2;
+  default: return 3;
+  }
 }
 
 static int
@@ -149,9 +163,9 @@ action_cmp(gconstpointer a, gconstpointer b)
   const StwAction *x = a, *y = b;
   if (x->moment != y->moment)
     return x->moment < y->moment ? -1 : 1;
-  gboolean xf = x->kind == STW_ACTION_FETCH, yf = y->kind == STW_ACTION_FETCH;
-  if (xf != yf)
-    return xf ? 1 : -1; /* removals first */
+  int xr = kind_rank(x->kind), yr = kind_rank(y->kind);
+  if (xr != yr)
+    return xr < yr ? -1 : 1;
   if (x->item != y->item)
     return x->item < y->item ? -1 : 1;
   return 0;
@@ -428,19 +442,31 @@ stw_schedule_replay(const StwDemand *d, const StwSchedule *s, gboolean cyclic, S
   r->occupancy = g_new0(guint64, MAX(d->n_steps, 1));
   const StwAction *a = (const StwAction *)s->actions->data;
   guint32 n_actions = s->actions->len, next = 0;
+  /* in a loop the start state is also the state right after the previous iteration's end,
+   * before this one's first removals */
+  if (cyclic && d->n_steps > 0 && used > d->capacity[0]) {
+    r->resident_bytes = used;
+    return replay_fail(r, STW_REPLAY_OVER_CAPACITY, 0, 0);
+  }
 
   for (guint32 m = 0; m <= d->n_steps; m++) {
     for (; next < n_actions && a[next].moment == m; next++) {
       guint32 item = a[next].item;
       if (item >= d->n_items)
         return replay_fail(r, STW_REPLAY_REMOVE_ABSENT, m, item);
-      if (a[next].kind == STW_ACTION_FETCH) {
+      if (a[next].kind == STW_ACTION_FETCH || a[next].kind == STW_ACTION_GATHER) {
         if (res[item])
           return replay_fail(r, STW_REPLAY_FETCH_RESIDENT, m, item);
         res[item] = 1;
         dirty[item] = 0;
         used += d->bytes[item];
-        r->h2d_bytes += d->bytes[item];
+        if (a[next].kind == STW_ACTION_FETCH)
+          r->h2d_bytes += d->bytes[item];
+        else
+          r->gather_bytes += d->bytes[item];
+      } else if (a[next].kind == STW_ACTION_REDUCE_SCATTER) {
+        if (!res[item])
+          return replay_fail(r, STW_REPLAY_NOT_RESIDENT, m, item);
       } else {
         if (!res[item])
           return replay_fail(r, STW_REPLAY_REMOVE_ABSENT, m, item);
@@ -486,6 +512,50 @@ stw_schedule_replay(const StwDemand *d, const StwSchedule *s, gboolean cyclic, S
 }
 
 /* ---- steady state ------------------------------------------------------------------------- */
+
+/* Moment n_steps and the next iteration's moment 0 are one instant, and its removals must come
+ * before its fetches, or the chunks fetched at the end and those leaving at the start are on
+ * the GPU together. A removal at moment 0 moves to the end (the iteration then starts without
+ * the chunk); one that undoes a fetch at the end cancels it. */
+static void
+boundary_removals_first(const StwDemand *d, StwSchedule *s)
+{
+  guint32 n = d->n_steps;
+  g_autofree guint32 *end_fetch = g_new(guint32, MAX(d->n_items, 1));
+  for (guint32 i = 0; i < d->n_items; i++)
+    end_fetch[i] = G_MAXUINT32;
+  StwAction *a = (StwAction *)s->actions->data;
+  for (guint32 i = 0; i < s->actions->len; i++) {
+    if (a[i].moment == n && a[i].kind == STW_ACTION_FETCH)
+      end_fetch[a[i].item] = i;
+  }
+  GArray *kept = g_array_sized_new(FALSE, FALSE, sizeof(StwAction), s->actions->len);
+  g_autofree guint8 *cancelled = g_malloc0(MAX(s->actions->len, 1));
+  for (guint32 i = 0; i < s->actions->len; i++) {
+    StwAction x = a[i];
+    gboolean removal = x.kind == STW_ACTION_EVICT || x.kind == STW_ACTION_DROP;
+    if (x.moment != 0 || !removal || !s->resident[x.item])
+      continue;
+    if (end_fetch[x.item] != G_MAXUINT32) {
+      cancelled[end_fetch[x.item]] = 1;
+      cancelled[i] = 1;
+      s->h2d_bytes -= d->bytes[x.item];
+      if (x.kind == STW_ACTION_EVICT)
+        s->d2h_bytes -= d->bytes[x.item]; /* fetched clean at the end: nothing to write */
+    } else {
+      a[i].moment = n;
+    }
+    s->resident[x.item] = 0;
+    s->dirty[x.item] = 0;
+  }
+  for (guint32 i = 0; i < s->actions->len; i++) {
+    if (!cancelled[i])
+      g_array_append_val(kept, a[i]);
+  }
+  g_array_unref(s->actions);
+  s->actions = kept;
+  stw_actions_sort(s->actions);
+}
 
 gboolean
 stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, StwSchedule *out)
@@ -559,7 +629,7 @@ stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, StwSchedule
       g_array_append_val(out->actions, x);
     }
   }
-  stw_actions_sort(out->actions);
+  boundary_removals_first(d, out);
   g_free(res);
   g_free(dirty);
   stw_schedule_clear(&run);

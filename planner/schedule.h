@@ -48,7 +48,18 @@ void stw_demand_finish(StwDemand *d);
 /* The demand of ITERATIONS consecutive runs of D. */
 StwDemand *stw_demand_repeat(const StwDemand *d, guint32 iterations);
 
-typedef enum { STW_ACTION_EVICT, STW_ACTION_DROP, STW_ACTION_FETCH, STW_N_ACTION_KINDS } StwActionKind;
+/* The engine makes the first three. With several ranks the planner turns the fetch of a
+ * gathered group into GATHER (all-gather over the interconnect, no host copy involved) and
+ * adds REDUCE_SCATTER where a group's gradients are complete; replay treats a gather as a
+ * fetch and a reduce-scatter as a use of its item. */
+typedef enum {
+  STW_ACTION_EVICT,
+  STW_ACTION_DROP,
+  STW_ACTION_FETCH,
+  STW_ACTION_GATHER,
+  STW_ACTION_REDUCE_SCATTER,
+  STW_N_ACTION_KINDS
+} StwActionKind;
 
 typedef struct {
   guint32 moment;  /* 0 .. n_steps (the end) */
@@ -57,7 +68,7 @@ typedef struct {
 } StwAction;
 
 const char *stw_action_kind_name(StwActionKind kind);
-/* Sorts by moment, removals before fetches. */
+/* Sorts by moment; within one: reduce-scatters, removals, fetches, gathers. */
 void stw_actions_sort(GArray *actions);
 
 typedef enum {
@@ -121,6 +132,7 @@ typedef struct {
   guint32 item;
   guint64 resident_bytes;     /* OVER_CAPACITY: chunk bytes during the step */
   guint64 h2d_bytes, d2h_bytes;
+  guint64 gather_bytes;       /* GPU bytes filled by gathers */
   guint64 *occupancy;         /* per step: chunk bytes resident during it */
   guint32 *removed_at;        /* scratch */
 } StwReplay;

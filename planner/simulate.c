@@ -32,7 +32,7 @@ typedef struct {
   guint64 nonmodel;           /* activations now */
   guint64 *gpu_ready;         /* per item: its GPU copy is valid from then */
   guint64 *cpu_ready;         /* per item: its CPU copy is valid from then */
-  guint64 compute_free, h2d_free, d2h_free, cpu_free;
+  guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
 } Sim;
 
 static void
@@ -102,7 +102,8 @@ wait_memory(Sim *s, guint64 t, guint64 extra, guint64 limit)
 }
 
 static void
-task(Sim *s, StwSimLane lane, guint32 item, guint64 start, guint64 end, guint64 bytes)
+task(Sim *s, StwSimLane lane, guint32 item, guint32 kind, guint64 start, guint64 end,
+     guint64 bytes)
 {
   if (!s->record)
     return;
@@ -118,17 +119,47 @@ task(Sim *s, StwSimLane lane, guint32 item, guint64 start, guint64 end, guint64 
   case STW_SIM_CPU_ADAM:
     s->out->cpu_busy_ns += end - start;
     break;
+  case STW_SIM_COMM:
+    s->out->comm_busy_ns += end - start;
+    s->out->comm_bytes += bytes;
+    break;
   }
   if (s->out->tasks != NULL) {
-    StwSimTask x = { lane, item, start - s->base, end - s->base, bytes };
+    StwSimTask x = { lane, item, kind, start - s->base, end - s->base, bytes };
     g_array_append_val(s->out->tasks, x);
   }
+}
+
+/* A collective of group G's chunks on the comm lane, from T at the earliest. */
+static guint64
+collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
+{
+  const StwChunking *c = s->p->chunking;
+  guint32 g = stw_plan_item_group(c, item);
+  guint64 chunk = 0;
+  for (guint32 r = 0; r < c->world; r++) {
+    guint32 i = g * c->world + r;
+    chunk = MAX(chunk, i < stw_chunking_count(c) ? stw_chunk_bytes(c, i, STW_LIST_PARAM) : 0);
+  }
+  guint64 start = MAX(t, s->comm_free);
+  guint64 end = start + stw_collective_ns(&s->p->hw, c->world, chunk);
+  s->comm_free = end;
+  task(s, STW_SIM_COMM, item, kind, start, end, (guint64)(c->world - 1) * chunk);
+  return end;
 }
 
 static guint64
 limit_for(const Sim *s, guint32 k)
 {
   return stw_plan_capacity(s->t, &s->p->budgets, k % s->t->ops->len);
+}
+
+/* Rank 0's own chunk of the group of gathered ITEM, in the param list. */
+static guint32
+own_item(const Sim *s, guint32 item)
+{
+  const StwChunking *c = s->p->chunking;
+  return stw_plan_item(c, STW_LIST_PARAM, stw_plan_item_group(c, item) * c->world);
 }
 
 /* Issues the actions of moment M at time T. */
@@ -142,7 +173,10 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
     switch (a[*next].kind) {
     case STW_ACTION_DROP:
       advance(s, t);
-      s->chunk_mem -= b;
+      if (s->gpu_ready[item] > t)
+        add_free(s, s->gpu_ready[item], b); /* a reduce-scatter still reads it */
+      else
+        s->chunk_mem -= b;
       break;
     case STW_ACTION_EVICT: {
       guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
@@ -150,7 +184,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       s->d2h_free = end;
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
       add_free(s, end, b);
-      task(s, STW_SIM_D2H, item, start, end, b);
+      task(s, STW_SIM_D2H, item, 0, start, end, b);
       break;
     }
     case STW_ACTION_FETCH: {
@@ -160,8 +194,23 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       guint64 end = start + stw_transfer_ns(hw, b, TRUE);
       s->h2d_free = end;
       s->gpu_ready[item] = end;
-      task(s, STW_SIM_H2D, item, start, end, b);
+      task(s, STW_SIM_H2D, item, 0, start, end, b);
       sample(s, start);
+      break;
+    }
+    case STW_ACTION_GATHER: {
+      guint32 own = own_item(s, item);
+      guint64 start = wait_memory(s, MAX(t, s->gpu_ready[own]), b, limit_for(s, m));
+      s->chunk_mem += b;
+      sample(s, start);
+      s->gpu_ready[item] = collective(s, item, STW_ACTION_GATHER, start);
+      break;
+    }
+    case STW_ACTION_REDUCE_SCATTER: {
+      guint32 own = own_item(s, item);
+      guint64 end = collective(s, item, STW_ACTION_REDUCE_SCATTER,
+                               MAX(t, MAX(s->gpu_ready[own], s->gpu_ready[item])));
+      s->gpu_ready[own] = s->gpu_ready[item] = end;
       break;
     }
     default:
@@ -177,31 +226,46 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
   const StwChunking *c = s->p->chunking;
   for (guint32 i = 0; i < op->n_params; i++) {
     guint32 ch = c->chunk_of[op->params[i]];
-    if (s->p->optim[ch] != STW_OPTIM_CPU)
+    if (s->p->optim[ch] != STW_OPTIM_CPU || !stw_chunking_owned(c, ch))
       continue;
     guint32 param = stw_plan_item(c, STW_LIST_PARAM, ch);
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
     double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
-    guint64 end = start + (guint64)(numel / s->p->hw.cpu_adam_elems_per_s * 1e9);
+    /* the ranks share the host's cores */
+    double rate = s->p->hw.cpu_adam_elems_per_s / MAX(c->world, 1);
+    guint64 end = start + (guint64)(numel / rate * 1e9);
     s->cpu_free = end;
     for (int l = 0; l < STW_N_LISTS; l++) {
       guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
     }
-    task(s, STW_SIM_CPU_ADAM, ch, start, end, 0);
+    task(s, STW_SIM_CPU_ADAM, ch, 0, start, end, 0);
   }
 }
 
-static gboolean
-gpu_step(const StwPlan *p, const StwOp *op)
+/* The compute stream's time for OP. An optimizer op runs on the GPU when any chunk it steps
+ * there is placed on the GPU, and with several ranks a rank steps only the tensors of the
+ * chunks it owns: the traced time scaled by their share of the op's elements. */
+static guint64
+op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
 {
   if (op->stage != STW_STAGE_OPTIM)
-    return TRUE;
+    return op->duration_ns;
+  const StwChunking *c = p->chunking;
+  double all = 0, owned = 0;
+  gboolean on_gpu = FALSE;
   for (guint32 i = 0; i < op->n_params; i++) {
-    if (p->optim[p->chunking->chunk_of[op->params[i]]] != STW_OPTIM_CPU)
-      return TRUE;
+    guint32 ch = c->chunk_of[op->params[i]];
+    double numel = (double)stw_trace_tensor(t, op->params[i])->numel;
+    all += numel;
+    if (stw_chunking_owned(c, ch)) {
+      owned += numel;
+      on_gpu |= p->optim[ch] != STW_OPTIM_CPU;
+    }
   }
-  return FALSE;
+  if (!on_gpu)
+    return 0;
+  return owned == all ? op->duration_ns : (guint64)((double)op->duration_ns * owned / all);
 }
 
 void
@@ -250,7 +314,7 @@ stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation
         if (s.record)
           s.base = ready;
       }
-      guint64 dur = gpu_step(p, op) ? op->duration_ns : 0;
+      guint64 dur = op_duration(p, t, op);
       s.nonmodel = op->nonmodel_peak_bytes;
       sample(&s, ready);
       if (op->stage == STW_STAGE_OPTIM)

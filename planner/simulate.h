@@ -6,7 +6,10 @@
  * rate, after the chunk's gradients have arrived). Actions at moment k are issued when op k-1
  * ends. A fetch waits for GPU memory: memory an eviction frees is free only when its copy is
  * done. The iteration is simulated three times back to back from the plan's start state; the
- * second is measured, so the figures are the steady state's. docs/algorithms.md has the model.
+ * second is measured, so the figures are the steady state's. With several ranks (the layout's
+ * world) a fourth lane runs the collectives in order, each a ring of world - 1 steps over the
+ * interconnect (stw_collective_ns); the CPU's Adam rate is shared by the ranks, and each rank
+ * steps only the chunks it owns. docs/algorithms.md has the model.
  */
 #ifndef STW_SIMULATE_H
 #define STW_SIMULATE_H
@@ -22,11 +25,12 @@ typedef struct {
   guint64 stall_ns;          /* waiting for chunks or memory before it could start */
 } StwSimOp;
 
-typedef enum { STW_SIM_H2D, STW_SIM_D2H, STW_SIM_CPU_ADAM } StwSimLane;
+typedef enum { STW_SIM_H2D, STW_SIM_D2H, STW_SIM_CPU_ADAM, STW_SIM_COMM } StwSimLane;
 
 typedef struct {
   guint32 lane;              /* StwSimLane */
-  guint32 item;              /* chunk item (H2D/D2H) or chunk index (CPU Adam) */
+  guint32 item;              /* chunk item (H2D/D2H/COMM) or chunk index (CPU Adam) */
+  guint32 kind;              /* COMM: STW_ACTION_GATHER or STW_ACTION_REDUCE_SCATTER */
   guint64 start_ns, end_ns;
   guint64 bytes;             /* transfers */
 } StwSimTask;
@@ -42,6 +46,8 @@ typedef struct {
   guint64 compute_busy_ns, compute_stall_ns;
   guint64 h2d_busy_ns, d2h_busy_ns, cpu_busy_ns;
   guint64 h2d_bytes, d2h_bytes;
+  guint64 comm_busy_ns;      /* the collectives' lane (several ranks) */
+  guint64 comm_bytes;        /* received by this rank in collectives */
   guint64 peak_gpu_bytes;    /* chunks + non-model, over time */
   guint64 peak_time_ns;
   guint64 over_budget_bytes; /* the largest excursion above the budget (0: none) */

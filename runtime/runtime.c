@@ -314,6 +314,14 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
       g_free(rt);
       return NULL;
     }
+    if (o->plan->chunking->world > 1) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                  "the plan is for %u GPUs (chunk groups with gathers and reduce-scatters); "
+                  "this runtime replays one-GPU plans: plan again with --gpus 1",
+                  o->plan->chunking->world);
+      g_free(rt);
+      return NULL;
+    }
     /* the runtime owns a copy of the plan's layout */
     rt->chunking = g_new0(StwChunking, 1);
     const StwChunking *pc = o->plan->chunking;
@@ -322,6 +330,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     rt->chunking->chunks = g_array_copy(pc->chunks);
     rt->chunking->placements = g_array_copy(pc->placements);
     rt->chunking->n_tensors = pc->n_tensors;
+    rt->chunking->world = 1;
     rt->chunking->chunk_of = g_memdup2(pc->chunk_of, MAX(pc->n_tensors, 1) * sizeof(guint32));
     rt->optim = g_memdup2(o->plan->optim, stw_chunking_count(pc));
   } else {

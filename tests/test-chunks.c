@@ -67,11 +67,23 @@ static void
 test_world_owners(void)
 {
   g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
-  t->device.world_size = 4;
-  t->device.rank = 1;
   g_autoptr(StwChunking) c = stw_chunking_pack(t, 4000000, TRUE, NULL);
-  for (guint32 i = 0; i < stw_chunking_count(c); i++)
+  g_assert_cmpuint(c->world, ==, 1);
+  g_assert_cmpuint(stw_chunking_groups(c), ==, 0);
+  guint32 n = stw_chunking_count(c);
+  g_assert_cmpuint(n, ==, 37);
+  stw_chunking_set_world(c, 4);
+  g_assert_cmpuint(stw_chunking_groups(c), ==, 10); /* 37 chunks: 9 groups of 4, one of 1 */
+  for (guint32 i = 0; i < n; i++) {
     g_assert_cmpuint(stw_chunking_chunk(c, i)->owner, ==, i % 4);
+    g_assert_true(stw_chunking_owned(c, i) == (i % 4 == 0));
+  }
+  GError *error = NULL;
+  g_assert_true(stw_chunking_validate(c, t, "packed", &error));
+  g_array_index(c->chunks, StwChunk, 5).owner = 0;
+  g_assert_false(stw_chunking_validate(c, t, "bad.json", &error));
+  stw_assert_error_contains(error, "bad.json: $.layout[5].owner: 0, but with 4 ranks chunk 5 "
+                            "belongs to rank 1");
 }
 
 static void

@@ -182,9 +182,11 @@ test_infeasible(void)
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
   stw_assert_error_contains(error, "leaves nothing of the GPU budget");
   o.budgets.reserved_bytes = 0;
-  t->device.world_size = 2;
+  o.world_size = 2;
+  o.hw.interconnect_bytes_per_s = 0;
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
-  stw_assert_error_contains(error, "multi-rank planning is not supported yet");
+  stw_assert_error_contains(error, "2 GPUs need the GPU-to-GPU link for their collectives, and "
+                            "hardware profile A100-80GB-PCIe4 has none");
 }
 
 static void

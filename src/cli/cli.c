@@ -179,29 +179,56 @@ stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, in
 }
 
 gboolean
-stw_cli_planner_setup(const char *file, const char *hw_name, const char *cpu,
-                      const char *reserve, StwTrace **trace_out, StwPlannerOptions *o,
-                      int *status)
+stw_cli_parse_gpus(const char *text, guint32 *out)
+{
+  guint64 n = 0;
+  if (text == NULL)
+    return TRUE;
+  if (!stw_cli_parse_count(text, "--gpus", 1, STW_PLAN_MAX_WORLD, &n))
+    return FALSE;
+  *out = (guint32)n;
+  return TRUE;
+}
+
+void
+stw_cli_planning_clear(StwCliPlanning *p)
+{
+  g_clear_pointer(&p->hw_name, g_free);
+  g_clear_pointer(&p->cpu, g_free);
+  g_clear_pointer(&p->reserve, g_free);
+  g_clear_pointer(&p->gpus, g_free);
+}
+
+gboolean
+stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device, StwPlannerOptions *o,
+                         int *status)
+{
+  StwHardware hw;
+  if (!stw_cli_hardware(p->hw_name, trace_device, &hw, status))
+    return FALSE;
+  stw_planner_options_init(o, &hw);
+  if (!stw_cli_parse_size(p->cpu, "--cpu", &o->budgets.cpu_bytes) ||
+      !stw_cli_parse_size(p->reserve, "--reserve", &o->budgets.reserved_bytes) ||
+      !stw_cli_parse_gpus(p->gpus, &o->world_size)) {
+    *status = STW_EXIT_USAGE;
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
+                      StwPlannerOptions *o, int *status)
 {
   GError *error = NULL;
-  StwTrace *trace = stw_trace_load(file, &error);
+  g_autoptr(StwTrace) trace = stw_trace_load(file, &error);
   if (trace == NULL) {
     *status = stw_cli_error(error);
     return FALSE;
   }
-  StwHardware hw;
-  if (!stw_cli_hardware(hw_name, trace->device.name, &hw, status)) {
-    stw_trace_free(trace);
+  if (!stw_cli_planning_options(p, trace->device.name, o, status))
     return FALSE;
-  }
-  stw_planner_options_init(o, &hw);
-  if (!stw_cli_parse_size(cpu, "--cpu", &o->budgets.cpu_bytes) ||
-      !stw_cli_parse_size(reserve, "--reserve", &o->budgets.reserved_bytes)) {
-    stw_trace_free(trace);
-    *status = STW_EXIT_USAGE;
-    return FALSE;
-  }
-  *trace_out = trace;
+  *trace_out = g_steal_pointer(&trace);
   return TRUE;
 }
 

@@ -61,11 +61,39 @@ gboolean stw_cli_parse_size(const char *text, const char *option, guint64 *out);
 gboolean stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw,
                           int *status);
 
-/* What plan, compare and minmem share: load the trace FILE, resolve the hardware profile
- * (HW_NAME, else the trace's device), and set the planner's defaults and its --cpu and --reserve
- * budgets. Prints the error and returns FALSE with *STATUS set. The trace goes to *TRACE_OUT. */
-gboolean stw_cli_planner_setup(const char *file, const char *hw_name, const char *cpu,
-                               const char *reserve, StwTrace **trace_out,
+/* --gpus N (NULL text: leaves *OUT): data-parallel GPUs, 1 to STW_PLAN_MAX_WORLD. */
+gboolean stw_cli_parse_gpus(const char *text, guint32 *out);
+
+/* The planner options that plan, compare, whatif and minmem share, as the user typed them. */
+typedef struct {
+  char *hw_name; /* --hw: else the trace's device, else the default */
+  char *cpu;     /* --cpu: host memory, all GPUs together */
+  char *reserve; /* --reserve */
+  char *gpus;    /* --gpus: else the trace's world size */
+} StwCliPlanning;
+
+void stw_cli_planning_clear(StwCliPlanning *p);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
+
+#define STW_CLI_PLANNING_ENTRIES(p)                                                              \
+  { "hw", 0, 0, G_OPTION_ARG_STRING, &(p).hw_name,                                              \
+    "hardware profile or file (default: the trace's device)", "PROFILE" },                      \
+  { "cpu", 0, 0, G_OPTION_ARG_STRING, &(p).cpu,                                                 \
+    "host memory for all GPUs together (default: the profile's)", "SIZE" },                     \
+  { "reserve", 0, 0, G_OPTION_ARG_STRING, &(p).reserve, "GPU memory kept free (default 0)",     \
+    "SIZE" },                                                                                   \
+  { "gpus", 0, 0, G_OPTION_ARG_STRING, &(p).gpus,                                               \
+    "data-parallel GPUs sharing the model in chunk groups (default: the trace's world size)",   \
+    "N" }
+
+/* Sets O from the shared options, resolving the hardware profile against trace device
+ * TRACE_DEVICE (may be NULL). Prints the error and returns FALSE with *STATUS set. */
+gboolean stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device,
+                                  StwPlannerOptions *o, int *status);
+
+/* What plan, compare and minmem share: load the trace FILE and set O from the shared options.
+ * Prints the error and returns FALSE with *STATUS set. The trace goes to *TRACE_OUT. */
+gboolean stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
                                StwPlannerOptions *options, int *status);
 
 /* What check, simulate and train share: load PLAN_FILE and its trace (TRACE_FILE, or when NULL

@@ -9,14 +9,12 @@
 int
 stw_cmd_compare(int argc, char **argv)
 {
-  g_autofree char *gpu = NULL, *cpu = NULL, *reserve = NULL, *hw_name = NULL;
+  g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *gpu = NULL;
   gboolean json = FALSE;
   GOptionEntry entries[] = {
     { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "GPU memory budget (required)", "SIZE" },
-    { "cpu", 0, 0, G_OPTION_ARG_STRING, &cpu, "host memory budget (default: the profile's)",
-      "SIZE" },
-    { "reserve", 0, 0, G_OPTION_ARG_STRING, &reserve, "GPU memory kept free", "SIZE" },
-    { "hw", 0, 0, G_OPTION_ARG_STRING, &hw_name, "hardware profile", "PROFILE" },
+    STW_CLI_PLANNING_ENTRIES(pl),
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
     { NULL }
   };
@@ -35,7 +33,7 @@ stw_cmd_compare(int argc, char **argv)
   g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
   int status;
-  if (!stw_cli_planner_setup(argv[1], hw_name, cpu, reserve, &trace, &o, &status))
+  if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
     return status;
   const StwHardware hw = o.hw;
   guint64 budget = 0;

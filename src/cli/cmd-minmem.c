@@ -11,14 +11,13 @@
 int
 stw_cmd_minmem(int argc, char **argv)
 {
-  g_autofree char *slowdown = NULL, *policy = NULL, *cpu = NULL, *reserve = NULL, *hw_name = NULL;
+  g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *slowdown = NULL, *policy = NULL;
   GOptionEntry entries[] = {
     { "slowdown", 0, 0, G_OPTION_ARG_STRING, &slowdown,
       "allowed slowdown against unlimited GPU memory (default 10%)", "PERCENT" },
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "policy (default stowage)", "P" },
-    { "cpu", 0, 0, G_OPTION_ARG_STRING, &cpu, "host memory budget", "SIZE" },
-    { "reserve", 0, 0, G_OPTION_ARG_STRING, &reserve, "GPU memory kept free", "SIZE" },
-    { "hw", 0, 0, G_OPTION_ARG_STRING, &hw_name, "hardware profile", "PROFILE" },
+    STW_CLI_PLANNING_ENTRIES(pl),
     { NULL }
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE - the smallest budget that is fast enough");
@@ -47,7 +46,7 @@ stw_cmd_minmem(int argc, char **argv)
   g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
   int status;
-  if (!stw_cli_planner_setup(argv[1], hw_name, cpu, reserve, &trace, &o, &status))
+  if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
     return status;
 
   guint64 unlimited = stw_whatif_unlimited_ns(trace, &o);

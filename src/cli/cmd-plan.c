@@ -69,20 +69,14 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
 int
 stw_cmd_plan(int argc, char **argv)
 {
-  g_autofree char *gpu = NULL, *cpu = NULL, *reserve = NULL, *hw_name = NULL, *policy = NULL,
-                  *chunk = NULL, *fraction = NULL, *bucket = NULL, *output = NULL,
+  g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL, *output = NULL,
                   *objective = NULL;
   gboolean oversized = FALSE;
   GOptionEntry entries[] = {
     { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "GPU memory budget (required), e.g. 16GiB",
       "SIZE" },
-    { "cpu", 0, 0, G_OPTION_ARG_STRING, &cpu, "host memory budget (default: the profile's)",
-      "SIZE" },
-    { "reserve", 0, 0, G_OPTION_ARG_STRING, &reserve, "GPU memory kept free (default 0)",
-      "SIZE" },
-    { "hw", 0, 0, G_OPTION_ARG_STRING, &hw_name,
-      "hardware profile (default: the trace's device, else " STW_HARDWARE_DEFAULT ")",
-      "PROFILE" },
+    STW_CLI_PLANNING_ENTRIES(pl),
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy,
       "stowage (default), patrickstar, zero-offload, zero-infinity, gemini-static, lru", "P" },
     { "objective", 0, 0, G_OPTION_ARG_STRING, &objective,
@@ -120,7 +114,7 @@ stw_cmd_plan(int argc, char **argv)
   g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
   int status;
-  if (!stw_cli_planner_setup(argv[1], hw_name, cpu, reserve, &trace, &o, &status))
+  if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
     return status;
   o.allow_oversized = oversized;
   o.progress = progress;

@@ -13,14 +13,20 @@ static void
 print_simulation(const char *file, const StwPlan *p, const StwSimulation *s)
 {
   g_autofree char *it = stw_duration_format(s->iteration_ns);
-  printf("%s on %s: %s per iteration (steady state)\n", file, p->hw.name, it);
+  if (p->chunking->world > 1)
+    printf("%s on %u x %s (rank 0 of %u): %s per iteration (steady state)\n", file,
+           p->chunking->world, p->hw.name, p->chunking->world, it);
+  else
+    printf("%s on %s: %s per iteration (steady state)\n", file, p->hw.name, it);
   struct {
     const char *name;
     guint64 busy;
   } lanes[] = { { "compute", s->compute_busy_ns }, { "H2D", s->h2d_busy_ns },
-                { "D2H", s->d2h_busy_ns }, { "CPU Adam", s->cpu_busy_ns } };
+                { "D2H", s->d2h_busy_ns }, { "CPU Adam", s->cpu_busy_ns },
+                { "collectives", s->comm_busy_ns } };
+  guint32 world = p->chunking->world;
   g_autoptr(StwTable) tab = stw_table_new(4, "<engine", "busy", "share", "<notes");
-  for (gsize i = 0; i < G_N_ELEMENTS(lanes); i++) {
+  for (gsize i = 0; i < G_N_ELEMENTS(lanes) - (world > 1 ? 0 : 1); i++) {
     g_autofree char *busy = stw_duration_format(lanes[i].busy);
     g_autofree char *share = g_strdup_printf("%.0f%%", s->iteration_ns ? 100.0 * (double)lanes[i].busy /
                                                                       (double)s->iteration_ns : 0);
@@ -33,8 +39,12 @@ print_simulation(const char *file, const StwPlan *p, const StwSimulation *s)
       g_autofree char *bytes = stw_size_format(b);
       note = g_strdup_printf("%s, %.1f GB/s while busy", bytes,
                              lanes[i].busy ? (double)b / (double)lanes[i].busy : 0);
+    } else if (i == 4) {
+      g_autofree char *bytes = stw_size_format(s->comm_bytes);
+      note = g_strdup_printf("%s received, ring of %u ranks over %s", bytes, world,
+                             p->hw.interconnect_kind[0] ? p->hw.interconnect_kind : "?");
     } else {
-      note = g_strdup("");
+      note = g_strdup(world > 1 ? "the host's rate shared by the ranks" : "");
     }
     stw_table_row(tab, lanes[i].name, busy, share, note);
   }
@@ -51,7 +61,7 @@ print_simulation(const char *file, const StwPlan *p, const StwSimulation *s)
     g_autofree char *when = stw_duration_format(s->over_budget_ns);
     printf("ABOVE THE BUDGET by %s at %s\n", over, when);
   }
-  printf("host memory %s for chunks\n", cpu);
+  printf("host memory %s for chunks%s\n", cpu, p->chunking->world > 1 ? ", all ranks" : "");
   printf("achieved    %.1f TFLOP/s (%.2f TFLOP per iteration)\n",
          s->iteration_ns ? (double)s->flops / (double)s->iteration_ns / 1e3 : 0,
          (double)s->flops / 1e12);

@@ -128,8 +128,8 @@ svg(const GArray *rows, const GArray *budgets, const GArray *policies, const cha
 int
 stw_cmd_whatif(int argc, char **argv)
 {
-  g_autofree char *gpu = NULL, *cpu = NULL, *reserve = NULL, *hw_name = NULL, *policy = NULL,
-                  *model = NULL, *batch = NULL, *seq = NULL, *dtype = NULL, *chunks = NULL,
+  g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *gpu = NULL, *policy = NULL, *model = NULL, *batch = NULL, *seq = NULL, *dtype = NULL, *chunks = NULL,
                   *csv_file = NULL, *svg_file = NULL, *attention = NULL;
   gboolean json = FALSE, checkpointing = FALSE;
   GOptionEntry entries[] = {
@@ -148,9 +148,7 @@ stw_cmd_whatif(int argc, char **argv)
     { "attention", 0, 0, G_OPTION_ARG_STRING, &attention, "with --model: naive or flash", "A" },
     { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &chunks, "comma list of chunk sizes (default: "
       "search)", "LIST" },
-    { "cpu", 0, 0, G_OPTION_ARG_STRING, &cpu, "host memory budget", "SIZE" },
-    { "reserve", 0, 0, G_OPTION_ARG_STRING, &reserve, "GPU memory kept free", "SIZE" },
-    { "hw", 0, 0, G_OPTION_ARG_STRING, &hw_name, "hardware profile", "PROFILE" },
+    STW_CLI_PLANNING_ENTRIES(pl),
     { "csv", 0, 0, G_OPTION_ARG_FILENAME, &csv_file, "write the rows as CSV ('-': stdout)",
       "FILE" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "print the rows as JSON", NULL },
@@ -241,9 +239,10 @@ stw_cmd_whatif(int argc, char **argv)
       g_array_append_val(batches, one);
     }
   }
-  StwHardware hw;
-  if (!stw_cli_hardware(hw_name, device, &hw, &status))
+  StwPlannerOptions o;
+  if (!stw_cli_planning_options(&pl, device, &o, &status))
     goto out;
+  const StwHardware hw = o.hw;
   for (guint b = 0; model != NULL && b < batches->len; b++) {
     so.batch = g_array_index(batches, guint64, b);
     StwTrace *t = stw_synth_trace(&cfg, &so, &hw, &error);
@@ -253,13 +252,6 @@ stw_cmd_whatif(int argc, char **argv)
       goto out;
     }
     g_ptr_array_add(traces, t);
-  }
-  StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  if (!stw_cli_parse_size(cpu, "--cpu", &o.budgets.cpu_bytes) ||
-      !stw_cli_parse_size(reserve, "--reserve", &o.budgets.reserved_bytes)) {
-    status = STW_EXIT_USAGE;
-    goto out;
   }
 
   {
