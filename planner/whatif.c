@@ -41,6 +41,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->chunk_size_elems = p->chunking->size_elems;
   out->h2d_bytes = p->pred.h2d_bytes;
   out->d2h_bytes = p->pred.d2h_bytes;
+  out->comm_bytes = p->pred.comm_bytes;
   out->iteration_ns = p->pred.cost_ns;
   out->peak_gpu_bytes = p->pred.peak_gpu_bytes;
   out->slowdown = unlimited_ns ? (double)out->iteration_ns / (double)unlimited_ns : 0;

@@ -19,6 +19,7 @@ typedef struct {
   char *why;                 /* when not feasible: the planner's message */
   guint64 chunk_size_elems;
   guint64 h2d_bytes, d2h_bytes;
+  guint64 comm_bytes;        /* received by a rank in collectives (several GPUs) */
   guint64 iteration_ns;      /* simulated */
   guint64 peak_gpu_bytes;
   double slowdown;           /* iteration_ns / the unlimited-memory iteration time */

@@ -112,6 +112,15 @@ expect 0 "zero-infinity" "compare lists every policy" -- $S compare "$TR" --gpu 
 expect 0 "no (1)" "compare says which do not fit" -- $S compare "$TR" --gpu 8GiB
 expect 0 '"unlimited_iteration_ns":	59233521' "compare --json" -- $S compare "$TR" --gpu 9GiB --json
 expect 2 "compare: --gpu SIZE is required" "compare without a budget" -- $S compare "$TR"
+expect 0 "on 4 x A100-80GB-PCIe4 with 9.00 GiB of GPU memory each" "compare on 4 GPUs" -- $S compare "$TR" --gpu 9GiB --gpus 4
+expect 2 "--gpus: 'many' is not valid" "plan with a bad --gpus" -- $S plan "$TR" --gpu 9GiB --gpus many -o "$T/x.json"
+expect 0 "" "plan for 4 GPUs" -- $S plan "$TR" --gpu 8GiB --gpus 4 -o "$T/p4.json"
+grep -q '"reduce_scatter":\["group:0"\]' "$T/p4.json"; tap_result $? "the 4-GPU plan reduce-scatters its group"
+expect 0 "is sound for" "check a 4-GPU plan" -- $S check "$T/p4.json" "$TR"
+expect 0 "collectives" "simulate a 4-GPU plan shows the collectives" -- $S simulate "$T/p4.json" "$TR" --chrome-trace "$T/ct4.json"
+grep -q '"collectives (interconnect)"' "$T/ct4.json"; tap_result $? "the Chrome trace has a collectives track"
+sed 's/"reduce_scatter":\["group:0"\]/"gather":["group:0"]/' "$T/p4.json" > "$T/p4bad.json"
+expect 1 "group:0 is never reduce-scattered" "check a 4-GPU plan without its reduce-scatter" -- $S check "$T/p4bad.json" "$TR"
 expect 0 "batch,gpu_bytes,policy" "whatif --csv -" -- $S whatif "$TR" --gpu 8GiB..10GiB:1GiB --policy stowage,lru --csv -
 lines=$($S whatif "$TR" --gpu 8GiB..10GiB:1GiB --policy stowage,lru --csv - | wc -l)
 [ "$lines" = 7 ]; tap_result $? "whatif: 3 budgets x 2 policies (got $((lines - 1)) rows)"
@@ -126,7 +135,8 @@ expect 2 "--batch, --seq, --dtype, --checkpointing and --attention go with --mod
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
 expect 0 "gpt2-xl" "capacity over a zoo family" -- $S capacity --family gpt2 --policy stowage --cpu 64GiB
-expect 1 "needs multi-rank planning" "capacity with 8 GPUs" -- $S capacity --family gpt --gpus 8
+expect 0 "8 GPUs, 240.00 GiB of host memory" "capacity with 8 GPUs" -- $S capacity --family gpt --hidden 1024 --gpus 8 --cpu 240GiB --policy zero-offload
+expect 2 "--gpus: '0' is not valid: expected a whole number from 1 to 4096" "capacity with 0 GPUs" -- $S capacity --family gpt --gpus 0
 expect 2 "--family: 'rnn' is not one of" "capacity with an unknown family" -- $S capacity --family rnn
 expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
@@ -145,6 +155,8 @@ expect 0 "step    4" "resume from a checkpoint" -- $S train $M --steps 1 --resum
 head -c 100 "$T/c.ckpt" > "$T/bad.ckpt"
 expect 1 "not a stowage checkpoint (or truncated)" "resume from a truncated checkpoint" -- $S train $M --steps 1 --resume "$T/bad.ckpt"
 expect 1 "the plan was made for another model" "replay a plan made for another model" -- $S train --layers 2 --width 64 --heads 4 --context 16 --batch 2 --data "$D" --steps 1 --plan "$T/tp.json"
+$S plan "$T/tt.json" --gpu 400KiB --gpus 2 -o "$T/tp2.json" >/dev/null
+expect 1 "the plan is for 2 GPUs" "train refuses a 2-GPU plan" -- $S train $M --steps 1 --plan "$T/tp2.json"
 expect 1 "cannot read the training text" "train on a missing file" -- $S train $M --data "$T/none.txt" --steps 1
 : > "$T/empty.txt"
 expect 1 "the training text is empty" "train on an empty file" -- $S train --data "$T/empty.txt" --steps 1

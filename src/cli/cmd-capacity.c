@@ -61,15 +61,12 @@ gpt_of_width(StwModelConfig *c, guint64 hidden, guint64 layers, guint64 seq)
 int
 stw_cmd_capacity(int argc, char **argv)
 {
-  g_autofree char *hw_name = NULL, *gpus = NULL, *cpu = NULL, *family = NULL, *hidden = NULL,
-                  *batch = NULL, *seq = NULL, *policy = NULL, *reserve = NULL, *attention = NULL;
+  g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
+                  *attention = NULL;
   gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
-    { "hw", 0, 0, G_OPTION_ARG_STRING, &hw_name, "hardware profile (default " STW_HARDWARE_DEFAULT
-      ")", "PROFILE" },
-    { "gpus", 0, 0, G_OPTION_ARG_STRING, &gpus, "GPUs (default 1)", "N" },
-    { "cpu", 0, 0, G_OPTION_ARG_STRING, &cpu, "host memory (default: the profile's)", "SIZE" },
-    { "reserve", 0, 0, G_OPTION_ARG_STRING, &reserve, "GPU memory kept free", "SIZE" },
+    STW_CLI_PLANNING_ENTRIES(pl),
     { "family", 'f', 0, G_OPTION_ARG_STRING, &family,
       "gpt (layers at --hidden), or a zoo family: gpt2, gpt3, patrickstar, llama, bert", "F" },
     { "hidden", 0, 0, G_OPTION_ARG_STRING, &hidden, "with --family gpt: the width (default 4096)",
@@ -88,7 +85,9 @@ stw_cmd_capacity(int argc, char **argv)
       ctx, "For each policy, the largest model of the family whose checked plan fits the GPU\n"
            "and the host memory: layers at a fixed width (--family gpt), bisected, or the\n"
            "zoo's sizes in order.\n\n"
-           "Example: stowage capacity --hw A100-80GB-PCIe4 --cpu 240GiB --family gpt "
+           "With --gpus N the ranks train data-parallel in chunk groups and share the host\n"
+           "memory and its CPU Adam rate; the batch is per GPU.\n\n"
+           "Example: stowage capacity --hw A100-80GB-PCIe4 --gpus 8 --cpu 240GiB --family gpt "
            "--hidden 4096\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "capacity"))
     return STW_EXIT_USAGE;
@@ -97,22 +96,13 @@ stw_cmd_capacity(int argc, char **argv)
   if (family == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "capacity: --family is required (gpt, gpt2, gpt3, "
                         "patrickstar, llama, bert)");
-  guint64 n_gpus = 1, width = 4096;
-  if (gpus != NULL && !stw_cli_parse_count(gpus, "--gpus", 1, 4096, &n_gpus))
-    return STW_EXIT_USAGE;
-  if (n_gpus > 1)
-    return stw_cli_fail(STW_EXIT_FAILURE, "capacity: --gpus %" G_GUINT64_FORMAT " needs "
-                        "multi-rank planning (chunk groups, gather and reduce-scatter), which "
-                        "stowage does not have yet; use --gpus 1", n_gpus);
-  StwHardware hw;
-  int status;
-  if (!stw_cli_hardware(hw_name, NULL, &hw, &status))
-    return status;
+  guint64 width = 4096;
   StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  if (!stw_cli_parse_size(cpu, "--cpu", &o.budgets.cpu_bytes) ||
-      !stw_cli_parse_size(reserve, "--reserve", &o.budgets.reserved_bytes))
-    return STW_EXIT_USAGE;
+  int status;
+  if (!stw_cli_planning_options(&pl, NULL, &o, &status))
+    return status;
+  o.world_size = MAX(o.world_size, 1);
+  const StwHardware hw = o.hw;
   Probe pr = { .o = &o, .hw = &hw,
                .so = { .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16,
                        .checkpointing = !no_ckpt, .attention = STW_ATTENTION_FLASH } };
@@ -189,8 +179,9 @@ stw_cmd_capacity(int argc, char **argv)
   if (isatty(STDERR_FILENO))
     fprintf(stderr, "\r%*s\r", 60, "");
   g_autofree char *cpub = stw_size_format(o.budgets.cpu_bytes);
-  printf("%s, 1 GPU, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens, %s, %s attention\n\n", hw.name, cpub, pr.so.batch, pr.so.seq,
+  printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+         " tokens per GPU, %s, %s attention\n\n", hw.name, o.world_size,
+         o.world_size > 1 ? "s" : "", cpub, pr.so.batch, pr.so.seq,
          pr.so.checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(pr.so.attention));
   stw_table_print(tab, stdout);

@@ -44,8 +44,12 @@ stw_cmd_compare(int argc, char **argv)
 
   guint64 unlimited = stw_whatif_unlimited_ns(trace, &o);
   cJSON *arr = cJSON_CreateArray();
-  g_autoptr(StwTable) tab = stw_table_new(7, "<policy", "chunk size", "H2D", "D2H", "iteration",
-                                          "slowdown", "<fits?");
+  gboolean multi = o.world_size > 1 || (o.world_size == 0 && trace->device.world_size > 1);
+  g_autoptr(StwTable) tab =
+      multi ? stw_table_new(8, "<policy", "chunk size", "H2D", "D2H", "gathered", "iteration",
+                            "slowdown", "<fits?")
+            : stw_table_new(7, "<policy", "chunk size", "H2D", "D2H", "iteration", "slowdown",
+                            "<fits?");
   GPtrArray *whys = g_ptr_array_new_with_free_func(g_free);
   for (int p = 0; p < STW_N_POLICIES; p++) {
     StwWhatifPoint pt;
@@ -59,15 +63,23 @@ stw_cmd_compare(int argc, char **argv)
       g_autofree char *d = stw_size_format(pt.d2h_bytes);
       g_autofree char *it = stw_duration_format(pt.iteration_ns);
       g_autofree char *sd = g_strdup_printf("%.2fx", pt.slowdown);
-      stw_table_row(tab, stw_policy_names[p], cs, h, d, it, sd, "yes");
+      g_autofree char *g = stw_size_format(pt.comm_bytes);
+      if (multi)
+        stw_table_row(tab, stw_policy_names[p], cs, h, d, g, it, sd, "yes");
+      else
+        stw_table_row(tab, stw_policy_names[p], cs, h, d, it, sd, "yes");
       cJSON_AddNumberToObject(row, "chunk_size_elems", (double)pt.chunk_size_elems);
       cJSON_AddNumberToObject(row, "h2d_bytes", (double)pt.h2d_bytes);
       cJSON_AddNumberToObject(row, "d2h_bytes", (double)pt.d2h_bytes);
+      cJSON_AddNumberToObject(row, "comm_bytes", (double)pt.comm_bytes);
       cJSON_AddNumberToObject(row, "iteration_ns", (double)pt.iteration_ns);
       cJSON_AddNumberToObject(row, "slowdown", pt.slowdown);
     } else {
       g_autofree char *note = g_strdup_printf("no (%u)", whys->len + 1);
-      stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", note);
+      if (multi)
+        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", "-", note);
+      else
+        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", note);
       g_ptr_array_add(whys, g_strdup(pt.why));
       cJSON_AddStringToObject(row, "why", pt.why);
     }
@@ -79,6 +91,8 @@ stw_cmd_compare(int argc, char **argv)
     cJSON_AddStringToObject(root, "trace", argv[1]);
     cJSON_AddStringToObject(root, "hardware", hw.name);
     cJSON_AddNumberToObject(root, "gpu_bytes", (double)budget);
+    cJSON_AddNumberToObject(root, "gpus", multi ? (o.world_size ? o.world_size
+                                                                 : trace->device.world_size) : 1);
     cJSON_AddNumberToObject(root, "unlimited_iteration_ns", (double)unlimited);
     cJSON_AddItemToObject(root, "policies", arr);
     char *text = cJSON_Print(root);
@@ -88,8 +102,13 @@ stw_cmd_compare(int argc, char **argv)
   } else {
     g_autofree char *b = stw_size_format(budget);
     g_autofree char *u = stw_duration_format(unlimited);
-    printf("%s on %s with %s of GPU memory (unlimited memory: %s per iteration)\n\n", argv[1],
-           hw.name, b, u);
+    if (multi)
+      printf("%s on %u x %s with %s of GPU memory each (unlimited memory: %s per iteration)\n"
+             "\n", argv[1], o.world_size ? o.world_size : trace->device.world_size, hw.name, b,
+             u);
+    else
+      printf("%s on %s with %s of GPU memory (unlimited memory: %s per iteration)\n\n",
+             argv[1], hw.name, b, u);
     stw_table_print(tab, stdout);
     for (guint i = 0; i < whys->len; i++)
       printf("(%u) %s\n", i + 1, (char *)whys->pdata[i]);

@@ -1,0 +1,301 @@
+/* test-multirank.c — plans for several data-parallel GPUs: chunk groups, ownership, gathers and
+ * reduce-scatters, the collectives' cost, shared host memory, and what check refuses. */
+#include "config.h"
+
+#include <math.h>
+
+#include <glib.h>
+
+#include "check.h"
+#include "planner.h"
+#include "simulate.h"
+#include "testutil.h"
+#include "units.h"
+
+#define CHUNK 4000000 /* elements: GPT-2's 37 chunks, its embedding in one of its own */
+#define WORLD 4
+
+static StwPlan *
+plan_world(const StwTrace *t, StwPolicy policy, guint64 gpu, guint32 world, GError **error)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.policy = policy;
+  o.budgets.gpu_bytes = gpu;
+  o.budgets.cpu_bytes = STW_TiB;
+  o.chunk_size_elems = CHUNK;
+  o.allow_oversized = TRUE;
+  o.world_size = world;
+  return stw_planner_plan(t, "gpt2.json", &o, error);
+}
+
+static guint
+count_kind(const StwPlan *p, StwActionKind kind)
+{
+  guint n = 0;
+  for (guint i = 0; i < p->schedule.actions->len; i++)
+    n += g_array_index(p->schedule.actions, StwAction, i).kind == kind;
+  return n;
+}
+
+static void
+test_collective_time(void)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+  /* a ring of 8: 7 steps of 10 us + 100 MiB at 25 GB/s (4,194,304 ns) */
+  g_assert_cmpuint(stw_collective_ns(&hw, 8, 100 * STW_MiB), ==, 7 * (10000 + 4194304));
+  g_assert_cmpuint(stw_collective_ns(&hw, 2, 100 * STW_MiB), ==, 10000 + 4194304);
+  g_assert_cmpuint(stw_collective_ns(&hw, 1, 100 * STW_MiB), ==, 0);
+}
+
+/* Every policy's plan for 4 GPUs checks, survives the file format, and has the structure of
+ * ZeRO-style data parallelism: one reduce-scatter per group, gathers only of groups, nothing
+ * of the chunks rank 0 does not own. */
+static void
+test_every_policy_checks(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  for (int pol = 0; pol < STW_N_POLICIES; pol++) {
+    GError *error = NULL;
+    g_autoptr(StwPlan) p = plan_world(t, (StwPolicy)pol, 400 * STW_MiB, WORLD, &error);
+    if (p == NULL) {
+      g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
+      g_test_message("%s: %s", stw_policy_names[pol], error->message);
+      g_assert_true(pol == STW_POLICY_ZERO_OFFLOAD); /* it keeps the whole fp16 model */
+      g_clear_error(&error);
+      continue;
+    }
+    const StwChunking *c = p->chunking;
+    g_assert_cmpuint(c->world, ==, WORLD);
+    g_assert_cmpuint(stw_chunking_count(c), ==, 37);
+    g_assert_cmpuint(stw_chunking_groups(c), ==, 10);
+    g_assert_true(stw_plan_check(p, t, "p.json", NULL, &error));
+    g_assert_no_error(error);
+    /* every group has gradients: one reduce-scatter each */
+    g_assert_cmpuint(count_kind(p, STW_ACTION_REDUCE_SCATTER), ==, 10);
+    guint gathers = count_kind(p, STW_ACTION_GATHER);
+    g_assert_cmpuint(gathers, >=, 10); /* each group at least once per iteration */
+    /* the ring moves (world - 1) chunks per collective; groups 1..9 hold 4M-element chunks
+     * (8 MB in bf16), group 0 the 38.6M-element embedding's chunk */
+    guint64 expected = 0;
+    for (guint i = 0; i < p->schedule.actions->len; i++) {
+      const StwAction *a = &g_array_index(p->schedule.actions, StwAction, i);
+      guint32 g = stw_plan_item_group(c, a->item);
+      if (g == G_MAXUINT32)
+        continue;
+      if (a->kind == STW_ACTION_GATHER || a->kind == STW_ACTION_REDUCE_SCATTER)
+        expected += 3 * (g == 0 ? 38597376 * 2 : 8000000);
+    }
+    g_assert_cmpuint(p->pred.comm_bytes, ==, expected);
+    g_assert_cmpuint(p->pred.comm_ns, >, 0);
+
+    g_autofree char *text = stw_plan_to_string(p, t);
+    g_assert_nonnull(strstr(text, "\"world_size\":4"));
+    g_assert_nonnull(strstr(text, "\"reduce_scatter\""));
+    g_autoptr(StwPlan) back = stw_plan_parse("p.json", text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(back->chunking->world, ==, WORLD);
+    g_assert_cmpuint(back->schedule.actions->len, ==, p->schedule.actions->len);
+    g_assert_true(stw_plan_check(back, t, "p.json", NULL, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(back->pred.cost_ns, ==, p->pred.cost_ns);
+  }
+}
+
+/* ZeRO-Offload keeps every rank's own optimizer state on the CPU: the host holds four ranks'
+ * shares of the fp16, master, momentum and variance lists, 14 bytes per element owned. */
+static void
+test_host_memory_is_shared(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  GError *error = NULL;
+  g_autoptr(StwPlan) p = plan_world(t, STW_POLICY_ZERO_OFFLOAD, 8 * STW_GiB, WORLD, &error);
+  g_assert_no_error(error);
+  guint64 owned = 0;
+  for (guint32 i = 0; i < stw_chunking_count(p->chunking); i += WORLD)
+    owned += stw_chunking_chunk(p->chunking, i)->capacity_elems;
+  g_assert_cmpuint(owned, ==, 38597376 + 9 * CHUNK);
+  g_assert_cmpuint(p->pred.cpu_bytes, ==, WORLD * 14 * owned);
+
+  /* one GPU holds the whole model's state, and there is nothing to gather */
+  g_autoptr(StwPlan) one = plan_world(t, STW_POLICY_ZERO_OFFLOAD, 8 * STW_GiB, 1, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(one->pred.cpu_bytes, ==, 14 * (38597376 + 36 * (guint64)CHUNK));
+  g_assert_cmpuint(one->pred.comm_bytes, ==, 0);
+  g_assert_cmpuint(count_kind(one, STW_ACTION_GATHER), ==, 0);
+}
+
+/* The simulator runs each collective on its own lane, a reduce-scatter after the backward op
+ * that completes its group, and CPU Adam of a quarter of the model at a quarter of the rate. */
+static void
+test_simulation(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  GError *error = NULL;
+  g_autoptr(StwPlan) p = plan_world(t, STW_POLICY_ZERO_OFFLOAD, 8 * STW_GiB, WORLD, &error);
+  g_assert_no_error(error);
+  g_autoptr(StwPlan) one = plan_world(t, STW_POLICY_ZERO_OFFLOAD, 8 * STW_GiB, 1, &error);
+  g_assert_no_error(error);
+  StwSimulation s, s1;
+  stw_simulate(p, t, TRUE, &s);
+  stw_simulate(one, t, FALSE, &s1);
+  guint comm = 0;
+  guint64 busy = 0;
+  for (guint i = 0; i < s.tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(s.tasks, StwSimTask, i);
+    if (x->lane != STW_SIM_COMM)
+      continue;
+    comm++;
+    busy += x->end_ns - x->start_ns;
+    guint32 g = stw_plan_item_group(p->chunking, x->item);
+    guint64 chunk = g == 0 ? 38597376 * 2 : 8000000;
+    g_assert_cmpuint(x->end_ns - x->start_ns, ==, stw_collective_ns(&p->hw, WORLD, chunk));
+  }
+  g_assert_cmpuint(comm, ==, count_kind(p, STW_ACTION_GATHER) +
+                                 count_kind(p, STW_ACTION_REDUCE_SCATTER));
+  g_assert_cmpuint(s.comm_busy_ns, ==, busy);
+  g_assert_cmpuint(s.over_budget_bytes, ==, 0);
+  /* each reduce-scatter starts after the op whose gradients complete its group */
+  g_autofree guint32 *moments = stw_plan_reduce_moments(t, p->chunking);
+  for (guint i = 0; i < s.tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(s.tasks, StwSimTask, i);
+    if (x->lane == STW_SIM_COMM && x->kind == STW_ACTION_REDUCE_SCATTER) {
+      guint32 m = moments[stw_plan_item_group(p->chunking, x->item)];
+      g_assert_cmpuint(x->start_ns, >=, g_array_index(s.ops, StwSimOp, m - 1).end_ns);
+    }
+  }
+  /* CPU Adam: the elements rank 0 owns at a quarter of the rate, within the rounding of one
+   * tensor's time each */
+  double owned = 0, all = 0;
+  for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++) {
+    all += (double)stw_chunking_chunk(p->chunking, i)->used_elems;
+    owned += i % WORLD == 0 ? (double)stw_chunking_chunk(p->chunking, i)->used_elems : 0;
+  }
+  double owned_share = owned / all;
+  g_assert_cmpfloat(owned_share, >, 0.40);
+  double ratio = (double)s.cpu_busy_ns / (double)s1.cpu_busy_ns;
+  g_assert_cmpfloat(fabs(ratio - owned_share * WORLD), <, 0.01);
+  stw_simulation_clear(&s);
+  stw_simulation_clear(&s1);
+}
+
+static void
+replace_once(GString *s, const char *from, const char *to)
+{
+  g_assert_nonnull(strstr(s->str, from));
+  g_string_replace(s, from, to, 1);
+}
+
+static void
+test_check_catches(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  GError *error = NULL;
+  g_autoptr(StwPlan) p = plan_world(t, STW_POLICY_STOWAGE, 400 * STW_MiB, WORLD, &error);
+  g_assert_no_error(error);
+  g_autofree char *text = stw_plan_to_string(p, t);
+
+  /* a reduce-scatter left out: the owners never get their gradients */
+  g_autoptr(StwPlan) a = stw_plan_parse("a.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < a->schedule.actions->len; i++) {
+    if (g_array_index(a->schedule.actions, StwAction, i).kind == STW_ACTION_REDUCE_SCATTER) {
+      g_array_remove_index(a->schedule.actions, i);
+      break;
+    }
+  }
+  g_assert_false(stw_plan_check(a, t, "a.json", NULL, &error));
+  stw_assert_error_contains(error, "is never reduce-scattered: its gradients, complete at moment");
+
+  /* a reduce-scatter before its gradients are complete */
+  g_autoptr(StwPlan) b = stw_plan_parse("b.json", text, strlen(text), &error);
+  for (guint i = 0; i < b->schedule.actions->len; i++) {
+    StwAction *x = &g_array_index(b->schedule.actions, StwAction, i);
+    if (x->kind == STW_ACTION_REDUCE_SCATTER) {
+      x->moment--;
+      break;
+    }
+  }
+  g_assert_false(stw_plan_check(b, t, "b.json", NULL, &error));
+  stw_assert_error_contains(error, "but its gradients are complete at moment");
+
+  /* a gather turned into a fetch: the group has no host copy here */
+  g_autoptr(GString) c = g_string_new(text);
+  replace_once(c, "\"gather\":", "\"fetch\":");
+  g_autoptr(StwPlan) pc = stw_plan_parse("c.json", c->str, c->len, &error);
+  g_assert_no_error(error);
+  g_assert_false(stw_plan_check(pc, t, "c.json", NULL, &error));
+  stw_assert_error_contains(error, "have no host copy on this rank; they are gathered and dropped");
+
+  /* a chunk of another rank moved by rank 0 */
+  g_autoptr(StwPlan) d = stw_plan_parse("d.json", text, strlen(text), &error);
+  StwAction extra = { .moment = 1, .item = stw_plan_item(d->chunking, STW_LIST_MASTER, 1),
+                      .kind = STW_ACTION_FETCH };
+  g_array_append_val(d->schedule.actions, extra);
+  stw_actions_sort(d->schedule.actions);
+  g_assert_false(stw_plan_check(d, t, "d.json", NULL, &error));
+  stw_assert_error_contains(error, "fetch of master:1: rank 0 does not own chunk 1");
+
+  /* a gather before the rank's own chunk is on the GPU */
+  g_autoptr(StwPlan) e = stw_plan_parse("e.json", text, strlen(text), &error);
+  guint32 own = stw_plan_item(e->chunking, STW_LIST_PARAM, 4);
+  e->schedule.resident[own] = 0;
+  e->schedule.resident[stw_plan_group_item(e->chunking, 1)] = 0;
+  StwAction early = { .moment = 0, .item = stw_plan_group_item(e->chunking, 1),
+                      .kind = STW_ACTION_GATHER };
+  g_array_append_val(e->schedule.actions, early);
+  stw_actions_sort(e->schedule.actions);
+  g_assert_false(stw_plan_check(e, t, "e.json", NULL, &error));
+  stw_assert_error_contains(error, "moment 0: gather of group:1 before rank 0's own chunk "
+                            "param:4 is on the GPU");
+
+  /* malformed references and owners */
+  static const struct {
+    const char *from, *to, *needle;
+  } cases[] = {
+    { "\"group:1\"", "\"group:99\"", "group 99 does not exist (the plan has 10 chunk groups)" },
+    { "\"world_size\":4", "\"world_size\":0", "$.chunks.world_size: 0" },
+    { "\"owner\":1", "\"owner\":7", "$.layout[1].owner: 7" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GString) s = g_string_new(text);
+    replace_once(s, cases[i].from, cases[i].to);
+    g_assert_null(stw_plan_parse("bad.json", s->str, s->len, &error));
+    g_test_message("%s", error->message);
+    stw_assert_error_contains(error, cases[i].needle);
+  }
+}
+
+/* More GPUs share the optimizer state: at the same per-GPU budget the stowage policy moves less
+ * over PCIe with 4 GPUs than with 1. */
+static void
+test_more_gpus_move_less(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  GError *error = NULL;
+  g_autoptr(StwPlan) one = plan_world(t, STW_POLICY_STOWAGE, 1 * STW_GiB, 1, &error);
+  g_assert_no_error(error);
+  g_autoptr(StwPlan) four = plan_world(t, STW_POLICY_STOWAGE, 1 * STW_GiB, WORLD, &error);
+  g_assert_no_error(error);
+  g_test_message("1 GPU: %" G_GUINT64_FORMAT " B H2D, 4 GPUs: %" G_GUINT64_FORMAT " B H2D",
+                 one->pred.h2d_bytes, four->pred.h2d_bytes);
+  g_assert_cmpuint(four->pred.h2d_bytes + four->pred.d2h_bytes, <,
+                   one->pred.h2d_bytes + one->pred.d2h_bytes);
+  g_assert_cmpuint(four->pred.peak_gpu_bytes, <=, 1 * STW_GiB);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/multirank/collective-time", test_collective_time);
+  g_test_add_func("/multirank/every-policy-checks", test_every_policy_checks);
+  g_test_add_func("/multirank/host-memory-is-shared", test_host_memory_is_shared);
+  g_test_add_func("/multirank/simulation", test_simulation);
+  g_test_add_func("/multirank/check-catches", test_check_catches);
+  g_test_add_func("/multirank/more-gpus-move-less", test_more_gpus_move_less);
+  return g_test_run();
+}
