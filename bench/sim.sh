@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/sim.sh BUILDDIR — the simulator and the what-if tools: simulating GPT-3 175B, 32-point
 # sweeps, `compare` tables for 1.5B, 12B and 175B GPTs on V100-32GB and A100-80GB, and
-# `capacity` with 240 GiB of host memory.
+# `capacity` with 240 GiB of host memory on 1 and 8 GPUs; planning and simulating on 8 GPUs.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 S=${1:-$here/..}/stowage
@@ -31,6 +31,21 @@ cat "$tmp/out"
 echo '```'
 echo
 
+echo "## Planning and simulating GPT-3 175B on 8 GPUs (chunk groups, gathers, reduce-scatters)"
+echo
+/usr/bin/time -f "%e %M" -o "$tmp/time" "$S" plan "$tmp/gpt3-175b-a100.json" --gpu 80GiB --gpus 8 \
+  --cpu 4TiB -o "$tmp/p175x8.json" > /dev/null
+read -r wall rss < "$tmp/time"
+echo "\`stowage plan --gpus 8\` (chunk-size search): ${wall} s wall, $((rss / 1024)) MiB peak RSS"
+/usr/bin/time -f "%e %M" -o "$tmp/time" "$S" simulate "$tmp/p175x8.json" "$tmp/gpt3-175b-a100.json" > "$tmp/out"
+read -r wall rss < "$tmp/time"
+echo "\`stowage simulate\` (plan check included): ${wall} s wall, $((rss / 1024)) MiB peak RSS"
+echo
+echo '```'
+cat "$tmp/out"
+echo '```'
+echo
+
 echo "## 32-point what-if sweeps (stowage policy, chunk-size search at every point)"
 echo
 for spec in "gpt2-1.5b-a100 10GiB..72GiB:2GiB" "gpt-12b-a100 16GiB..78GiB:2GiB"; do
@@ -53,10 +68,26 @@ for hw in A100-80GB-PCIe4:80GiB:a100 V100-32GB-PCIe3:32GiB:v100; do
   done
 done
 
+echo "## compare: gpt-12b on 8 x A100-80GB-PCIe4, 32GiB of GPU memory each, 240 GiB of host memory"
+echo
+echo '```'
+"$S" compare "$tmp/gpt-12b-a100.json" --gpu 32GiB --gpus 8 --cpu 240GiB
+echo '```'
+echo
+
 echo "## capacity: A100-80GB, 1 GPU, 240 GiB of host memory, batch 8 x 1024, checkpointing, flash attention"
 echo
 echo '```'
 "$S" capacity --hw A100-80GB-PCIe4 --cpu 240GiB --family gpt --hidden 4096 2>/dev/null
 echo
 "$S" capacity --hw A100-80GB-PCIe4 --cpu 240GiB --family patrickstar 2>/dev/null
+echo '```'
+echo
+
+echo "## capacity: A100-80GB, 8 GPUs, 240 GiB of host memory, batch 8 x 1024 per GPU, checkpointing, flash attention"
+echo
+echo '```'
+"$S" capacity --hw A100-80GB-PCIe4 --gpus 8 --cpu 240GiB --family gpt --hidden 4096 2>/dev/null
+echo
+"$S" capacity --hw A100-80GB-PCIe4 --gpus 8 --cpu 240GiB --family patrickstar 2>/dev/null
 echo '```'
