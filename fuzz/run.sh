@@ -34,7 +34,8 @@ seeds() { # TARGET DIR
   case $1 in
     trace) cp tests/fixtures/traces/*.json traces/gpt2-b8-s1024.json "$2" ;;
     plan) ./stowage plan tests/fixtures/traces/mini.json --gpu 2240 -o "$2/mini-plan.json" > /dev/null 2>&1
-          ./stowage plan tests/fixtures/traces/mini.json --gpu 1GiB --policy lru -o "$2/lru.json" > /dev/null 2>&1 ;;
+          ./stowage plan tests/fixtures/traces/mini.json --gpu 1GiB --policy lru -o "$2/lru.json" > /dev/null 2>&1
+          ./stowage plan tests/fixtures/traces/mini.json --gpu 4400 --gpus 2 -o "$2/two.json" > /dev/null 2>&1 ;;
     hardware) cp hw/*.json tests/fixtures/hw/*.json "$2" ;;
     model) cp tests/fixtures/models/*.json bench/models/*.json "$2" ;;
     size) for s in 16GiB "1.5 GB" 512MiB 4096 0.3KiB -1 8388608TiB; do printf '%s' "$s" > "$2/$(echo "$s" | tr -c 'a-zA-Z0-9' _)"; done ;;
