@@ -130,7 +130,8 @@ StwBackend *
 stw_backend_fault_new(StwBackend *inner, const StwFaults *faults)
 {
   FaultBackend *f = g_new0(FaultBackend, 1);
-  f->base = (StwBackend){ .name = inner->name, .device_alloc = f_device_alloc,
+  f->base = (StwBackend){ .name = inner->name, .device_is_host = inner->device_is_host,
+                          .device_alloc = f_device_alloc,
                           .device_free = f_device_free, .host_alloc = f_host_alloc,
                           .host_free = f_host_free, .copy = f_copy, .done = f_done,
                           .wait = f_wait, .event_free = f_event_free, .free = f_free };

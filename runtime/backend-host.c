@@ -124,7 +124,8 @@ StwBackend *
 stw_backend_host_new(void)
 {
   HostBackend *h = g_new0(HostBackend, 1);
-  h->base = (StwBackend){ .name = "host", .device_alloc = host_device_alloc,
+  h->base = (StwBackend){ .name = "host", .device_is_host = TRUE,
+                          .device_alloc = host_device_alloc,
                           .device_free = host_device_free, .host_alloc = host_device_alloc,
                           .host_free = host_device_free, .copy = host_copy, .done = host_done,
                           .wait = host_wait, .event_free = host_event_free, .free = host_free };

@@ -37,6 +37,9 @@ struct StwBackend {
   /* optional: name the ops for profilers (NVTX on CUDA); NULL when not needed */
   void (*range_push)(StwBackend *b, const char *name);
   void (*range_pop)(StwBackend *b);
+  /* device memory is host memory (the host backend): the runtime may read and write it
+   * directly; otherwise it goes through copies */
+  gboolean device_is_host;
   /* the last failure, for messages ("cudaMalloc: out of memory"); empty when none */
   char error[256];
   /* test hook: a delay before every copy, to make copies slower than compute */

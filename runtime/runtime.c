@@ -292,6 +292,12 @@ StwRuntime *
 stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntimeOptions *o,
                 StwBackend *backend, GError **error)
 {
+  if (o->verify && !backend->device_is_host) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+                "verify checksums device memory from the host, which the %s backend's is not; "
+                "verify with the host backend", backend->name);
+    return NULL;
+  }
   StwRuntime *rt = g_new0(StwRuntime, 1);
   rt->be = backend;
   rt->o = *o;
@@ -720,12 +726,13 @@ stw_runtime_param(StwRuntime *rt, guint32 tensor)
   return rt->dev[item] + rt->offset[tensor];
 }
 
-void
+gboolean
 stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master, float **momentum,
                   float **variance)
 {
   guint32 c = rt->chunking->chunk_of[tensor];
   guint64 off = rt->offset[tensor];
+  gboolean on_device = rt->optim[c] != STW_OPTIM_CPU && rt->o.mode != STW_RUNTIME_PLAIN;
   float **where = rt->optim[c] == STW_OPTIM_CPU ? rt->host : rt->dev;
   float **out[] = { param, master, momentum, variance };
   for (int l = 0; l < STW_N_LISTS; l++) {
@@ -733,6 +740,7 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master,
     g_assert(base != NULL);
     *out[l] = base + off;
   }
+  return on_device;
 }
 
 gpointer
@@ -806,17 +814,45 @@ stw_runtime_stats(StwRuntime *rt)
   return &rt->st;
 }
 
-/* The valid copy of ITEM: the device's when it holds the only one. */
-static float *
-valid_copy(StwRuntime *rt, guint32 item)
+/* Copies BYTES between host memory and device memory DEV: directly where the backend's device
+ * memory is host memory, else through a copy, waited for. */
+static void
+device_read(StwRuntime *rt, void *host, const void *dev, gsize bytes)
+{
+  if (rt->be->device_is_host) {
+    memcpy(host, dev, bytes);
+    return;
+  }
+  StwEvent *e = rt->be->copy(rt->be, STW_COPY_D2H, host, dev, bytes);
+  wait_event(rt, e);
+  rt->be->event_free(rt->be, e);
+}
+
+static void
+device_write(StwRuntime *rt, void *dev, const void *host, gsize bytes)
+{
+  if (rt->be->device_is_host) {
+    memcpy(dev, host, bytes);
+    return;
+  }
+  StwEvent *e = rt->be->copy(rt->be, STW_COPY_H2D, dev, host, bytes);
+  wait_event(rt, e);
+  rt->be->event_free(rt->be, e);
+}
+
+/* Reads N bytes at element OFF of ITEM's valid copy: the device's when it holds the only one. */
+static void
+read_valid(StwRuntime *rt, guint32 item, guint64 off, void *out, gsize n)
 {
   if (rt->dev[item] != NULL) {
     wait_arrival(rt, item);
-    if (rt->dirty[item])
-      return rt->dev[item];
+    if (rt->dirty[item]) {
+      device_read(rt, out, rt->dev[item] + off, n);
+      return;
+    }
   }
   wait_leaving(rt, item);
-  return rt->host[item];
+  memcpy(out, rt->host[item] + off, n);
 }
 
 void
@@ -825,9 +861,9 @@ stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, 
   guint32 c = rt->chunking->chunk_of[tensor];
   guint64 off = rt->offset[tensor];
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
-  memcpy(master, valid_copy(rt, item_of(rt, STW_LIST_MASTER, c)) + off, n);
-  memcpy(m, valid_copy(rt, item_of(rt, STW_LIST_MOMENTUM, c)) + off, n);
-  memcpy(v, valid_copy(rt, item_of(rt, STW_LIST_VARIANCE, c)) + off, n);
+  read_valid(rt, item_of(rt, STW_LIST_MASTER, c), off, master, n);
+  read_valid(rt, item_of(rt, STW_LIST_MOMENTUM, c), off, m, n);
+  read_valid(rt, item_of(rt, STW_LIST_VARIANCE, c), off, v, n);
 }
 
 void
@@ -842,9 +878,9 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
     guint32 item = item_of(rt, (StwChunkList)l, c);
     wait_leaving(rt, item);
     memcpy(rt->host[item] + off, src[l], n);
-    if (rt->dev[item] != NULL) {
+    if (rt->dev[item] != NULL && rt->dev[item] != rt->host[item]) {
       wait_arrival(rt, item);
-      memcpy(rt->dev[item] + off, src[l], n);
+      device_write(rt, rt->dev[item] + off, src[l], n);
     }
   }
 }

@@ -79,9 +79,10 @@ void stw_runtime_op_end(StwRuntime *rt);
  * needs the parameter. */
 float *stw_runtime_param(StwRuntime *rt, guint32 tensor);
 
-/* For the optimizer op of TENSOR: its four lists wherever the plan steps it (host or device). */
-void stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master,
-                       float **momentum, float **variance);
+/* For the optimizer op of TENSOR: its four lists wherever the plan steps it. TRUE when they are
+ * device slots (GPU Adam: the backend's memory), FALSE when host memory (CPU Adam). */
+gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master,
+                           float **momentum, float **variance);
 
 /* Activation memory, counted against the device budget. Zeroed. */
 gpointer stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error);

@@ -33,7 +33,9 @@ struct StwTrainer {
   StwRuntime *rt;
   const guint8 *text;
   gsize len, pos;
-  int *inputs, *targets;      /* (B, T) */
+  StwCompute *cx;             /* where the math runs */
+  int *inputs, *targets;      /* (B, T), on the host */
+  int *d_inputs, *d_targets;  /* where the compute table reads them */
   gboolean fixed_batch;
   guint64 step;
   float **grad_sink;
@@ -173,8 +175,15 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
                 c->batch * c->context + 1);
     return NULL;
   }
+  if (c->compute != NULL && c->compute->device_memory && ro->mode == STW_RUNTIME_PLAIN) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "plain mode keeps the model in host arrays; the %s compute table needs the "
+                "runtime's device memory", c->compute->name);
+    return NULL;
+  }
   StwTrainer *t = g_new0(StwTrainer, 1);
   t->c = *c;
+  t->cx = c->compute != NULL ? c->compute : stw_compute_cpu();
   t->text = text;
   t->len = len;
   t->model = stw_trainer_model(c, error);
@@ -222,6 +231,9 @@ typedef struct {
   gboolean failed;
 } Ctx;
 
+/* the compute table of the trainer in scope as T */
+#define CX (t->cx)
+
 static float *
 act(Ctx *x, gsize floats)
 {
@@ -254,12 +266,32 @@ commit_grad(Ctx *x, guint32 tensor, const float *scratch)
   StwTrainer *t = x->t;
   float *slot = stw_runtime_param(t->rt, tensor);
   guint64 n = stw_trace_tensor(t->model, tensor)->numel;
-  if (!t->grad_written[tensor])
-    memcpy(slot, scratch, n * sizeof(float));
-  else
-    for (guint64 i = 0; i < n; i++)
-      slot[i] += scratch[i];
+  CX->grad_commit(CX, slot, scratch, n, !t->grad_written[tensor]);
   t->grad_written[tensor] = 1;
+}
+
+/* Token ids where the compute table reads them: the host array itself on the CPU, else an
+ * activation of the same size with the ids uploaded. */
+static int *
+tokens(Ctx *x, const int *host)
+{
+  StwTrainer *t = x->t;
+  if (!CX->device_memory)
+    return (int *)host;
+  gsize n = t->c.batch * t->c.context;
+  G_STATIC_ASSERT(sizeof(int) == sizeof(float));
+  int *dev = (int *)act(x, n);
+  if (dev != NULL)
+    CX->upload(CX, dev, host, n * sizeof(int));
+  return dev;
+}
+
+static void
+release_tokens(Ctx *x, int **p)
+{
+  if (x->t->cx->device_memory)
+    stw_runtime_release(x->t->rt, *p);
+  *p = NULL;
 }
 
 static guint64
@@ -280,9 +312,10 @@ forward_op(Ctx *x, guint k)
   Block *prev = op->layer > 0 ? &t->blocks[op->layer - 1] : NULL;
   switch (t->kinds[k]) {
   case K_EMBED:
+    t->d_inputs = tokens(x, t->inputs);
     t->blocks[0].x = act(x, BTC);
     if (!x->failed)
-      stw_encoder_forward(t->blocks[0].x, t->inputs, P(x, op, 0), P(x, op, 1), B, T, C);
+      CX->encoder_forward(CX, t->blocks[0].x, t->d_inputs, P(x, op, 0), P(x, op, 1), B, T, C);
     break;
   case K_LN1:
     if (prev != NULL)
@@ -291,27 +324,27 @@ forward_op(Ctx *x, guint k)
     b->ln1_mean = act(x, (gsize)B * T);
     b->ln1_rstd = act(x, (gsize)B * T);
     if (!x->failed)
-      stw_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, b->x, P(x, op, 0), P(x, op, 1), B,
+      CX->layernorm_forward(CX, b->ln1, b->ln1_mean, b->ln1_rstd, b->x, P(x, op, 0), P(x, op, 1), B,
                             T, C);
     break;
   case K_QKV:
     b->qkv = act(x, 3 * BTC);
     if (!x->failed)
-      stw_matmul_forward(b->qkv, b->ln1, P(x, op, 0), P(x, op, 1), B, T, C, 3 * C);
+      CX->matmul_forward(CX, b->qkv, b->ln1, P(x, op, 0), P(x, op, 1), B, T, C, 3 * C);
     break;
   case K_CORE:
     b->preatt = act(x, (gsize)B * NH * T * T);
     b->att = act(x, (gsize)B * NH * T * T);
     b->atty = act(x, BTC);
     if (!x->failed)
-      stw_attention_forward(b->atty, b->preatt, b->att, b->qkv, B, T, C, NH);
+      CX->attention_forward(CX, b->atty, b->preatt, b->att, b->qkv, B, T, C, NH);
     break;
   case K_PROJ: {
     float *proj = act(x, BTC);
     b->res2 = act(x, BTC);
     if (!x->failed) {
-      stw_matmul_forward(proj, b->atty, P(x, op, 0), P(x, op, 1), B, T, C, C);
-      stw_residual_forward(b->res2, b->x, proj, BTC);
+      CX->matmul_forward(CX, proj, b->atty, P(x, op, 0), P(x, op, 1), B, T, C, C);
+      CX->residual_forward(CX, b->res2, b->x, proj, BTC);
     }
     release(x, &proj);
     break;
@@ -321,25 +354,25 @@ forward_op(Ctx *x, guint k)
     b->ln2_mean = act(x, (gsize)B * T);
     b->ln2_rstd = act(x, (gsize)B * T);
     if (!x->failed)
-      stw_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P(x, op, 0), P(x, op, 1),
+      CX->layernorm_forward(CX, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P(x, op, 0), P(x, op, 1),
                             B, T, C);
     break;
   case K_FC:
     b->fch = act(x, 4 * BTC);
     if (!x->failed)
-      stw_matmul_forward(b->fch, b->ln2, P(x, op, 0), P(x, op, 1), B, T, C, 4 * C);
+      CX->matmul_forward(CX, b->fch, b->ln2, P(x, op, 0), P(x, op, 1), B, T, C, 4 * C);
     break;
   case K_GELU:
     b->fch_gelu = act(x, 4 * BTC);
     if (!x->failed)
-      stw_gelu_forward(b->fch_gelu, b->fch, 4 * BTC);
+      CX->gelu_forward(CX, b->fch_gelu, b->fch, 4 * BTC);
     break;
   case K_MLP_PROJ: {
     float *proj = act(x, BTC);
     b->res3 = act(x, BTC);
     if (!x->failed) {
-      stw_matmul_forward(proj, b->fch_gelu, P(x, op, 0), P(x, op, 1), B, T, 4 * C, C);
-      stw_residual_forward(b->res3, b->res2, proj, BTC);
+      CX->matmul_forward(CX, proj, b->fch_gelu, P(x, op, 0), P(x, op, 1), B, T, 4 * C, C);
+      CX->residual_forward(CX, b->res3, b->res2, proj, BTC);
     }
     release(x, &proj);
     break;
@@ -350,20 +383,22 @@ forward_op(Ctx *x, guint k)
     t->lnf_mean = act(x, (gsize)B * T);
     t->lnf_rstd = act(x, (gsize)B * T);
     if (!x->failed)
-      stw_layernorm_forward(t->lnf, t->lnf_mean, t->lnf_rstd, last->res3, P(x, op, 0),
+      CX->layernorm_forward(CX, t->lnf, t->lnf_mean, t->lnf_rstd, last->res3, P(x, op, 0),
                             P(x, op, 1), B, T, C);
     break;
   }
   case K_HEAD:
     t->logits = act(x, (gsize)B * T * V);
     if (!x->failed)
-      stw_matmul_forward(t->logits, t->lnf, P(x, op, 0), NULL, B, T, C, V);
+      CX->matmul_forward(CX, t->logits, t->lnf, P(x, op, 0), NULL, B, T, C, V);
     break;
   case K_LOSS:
+    t->d_targets = tokens(x, t->targets);
     t->probs = act(x, (gsize)B * T * V);
     t->losses = act(x, (gsize)B * T);
     if (!x->failed)
-      t->loss = stw_crossentropy_forward(t->probs, t->losses, t->logits, t->targets, B, T, V);
+      t->loss = CX->crossentropy_forward(CX, t->probs, t->losses, t->logits, t->d_targets, B, T,
+                                         V);
     break;
   }
 }
@@ -386,7 +421,8 @@ backward_op(Ctx *x, guint k)
   case K_LOSS:
     t->dlogits = act(x, (gsize)B * T * V);
     if (!x->failed)
-      stw_crossentropy_backward(t->dlogits, t->probs, t->targets, B, T, V);
+      CX->crossentropy_backward(CX, t->dlogits, t->probs, t->d_targets, B, T, V);
+    release_tokens(x, &t->d_targets);
     release(x, &t->probs);
     release(x, &t->losses);
     release(x, &t->logits);
@@ -394,13 +430,13 @@ backward_op(Ctx *x, guint k)
   case K_HEAD:
     t->dlnf = act(x, BTC);
     if (!x->failed)
-      stw_matmul_backward(t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, op, 0), B, T, C, V);
+      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, op, 0), B, T, C, V);
     release(x, &t->dlogits);
     break;
   case K_LNF:
     t->dx = act(x, BTC);
     if (!x->failed)
-      stw_layernorm_backward(t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, op, 0),
+      CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, op, 0),
                              t->lnf_mean, t->lnf_rstd, B, T, C);
     release(x, &t->dlnf);
     release(x, &t->lnf);
@@ -410,24 +446,24 @@ backward_op(Ctx *x, guint k)
   case K_MLP_PROJ: /* res3 = res2 + proj(gelu): dx flows to res2 unchanged */
     t->dfch_gelu = act(x, 4 * BTC);
     if (!x->failed)
-      stw_matmul_backward(t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, op, 0), B, T, 4 * C, C);
+      CX->matmul_backward(CX, t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, op, 0), B, T, 4 * C, C);
     break;
   case K_GELU:
     t->dfch = act(x, 4 * BTC);
     if (!x->failed)
-      stw_gelu_backward(t->dfch, b->fch, t->dfch_gelu, 4 * BTC);
+      CX->gelu_backward(CX, t->dfch, b->fch, t->dfch_gelu, 4 * BTC);
     release(x, &t->dfch_gelu);
     release(x, &b->fch_gelu);
     break;
   case K_FC:
     t->dln2 = act(x, BTC);
     if (!x->failed)
-      stw_matmul_backward(t->dln2, dw, db, t->dfch, b->ln2, P(x, op, 0), B, T, C, 4 * C);
+      CX->matmul_backward(CX, t->dln2, dw, db, t->dfch, b->ln2, P(x, op, 0), B, T, C, 4 * C);
     release(x, &t->dfch);
     release(x, &b->fch);
     break;
   case K_LN2:
-    stw_layernorm_backward(t->dx, dw, db, t->dln2, b->res2, P(x, op, 0), b->ln2_mean,
+    CX->layernorm_backward(CX, t->dx, dw, db, t->dln2, b->res2, P(x, op, 0), b->ln2_mean,
                            b->ln2_rstd, B, T, C);
     release(x, &t->dln2);
     release(x, &b->ln2);
@@ -438,13 +474,13 @@ backward_op(Ctx *x, guint k)
   case K_PROJ: /* res2 = x + proj(atty): dx flows to x unchanged */
     t->datty = act(x, BTC);
     if (!x->failed)
-      stw_matmul_backward(t->datty, dw, db, t->dx, b->atty, P(x, op, 0), B, T, C, C);
+      CX->matmul_backward(CX, t->datty, dw, db, t->dx, b->atty, P(x, op, 0), B, T, C, C);
     break;
   case K_CORE: {
     t->dqkv = act(x, 3 * BTC);
     float *dpre = act(x, (gsize)B * NH * T * T), *datt = act(x, (gsize)B * NH * T * T);
     if (!x->failed)
-      stw_attention_backward(t->dqkv, dpre, datt, t->datty, b->qkv, b->att, B, T, C, NH);
+      CX->attention_backward(CX, t->dqkv, dpre, datt, t->datty, b->qkv, b->att, B, T, C, NH);
     release(x, &dpre);
     release(x, &datt);
     release(x, &t->datty);
@@ -456,12 +492,12 @@ backward_op(Ctx *x, guint k)
   case K_QKV:
     t->dln1 = act(x, BTC);
     if (!x->failed)
-      stw_matmul_backward(t->dln1, dw, db, t->dqkv, b->ln1, P(x, op, 0), B, T, C, 3 * C);
+      CX->matmul_backward(CX, t->dln1, dw, db, t->dqkv, b->ln1, P(x, op, 0), B, T, C, 3 * C);
     release(x, &t->dqkv);
     release(x, &b->qkv);
     break;
   case K_LN1:
-    stw_layernorm_backward(t->dx, dw, db, t->dln1, b->x, P(x, op, 0), b->ln1_mean, b->ln1_rstd, B,
+    CX->layernorm_backward(CX, t->dx, dw, db, t->dln1, b->x, P(x, op, 0), b->ln1_mean, b->ln1_rstd, B,
                            T, C);
     release(x, &t->dln1);
     release(x, &b->ln1);
@@ -472,7 +508,8 @@ backward_op(Ctx *x, guint k)
       release(x, &b->x); /* the embedding's output */
     break;
   case K_EMBED:
-    stw_encoder_backward(dw, db, t->dx, t->inputs, B, T, C);
+    CX->encoder_backward(CX, dw, db, t->dx, t->d_inputs, B, T, C);
+    release_tokens(x, &t->d_inputs);
     release(x, &t->dx);
     break;
   }
@@ -547,6 +584,10 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     backward_op(&x, k);
     stw_runtime_op_end(t->rt);
   }
+  if (!x.failed && !t->cx->ok(t->cx)) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE, "%s", t->cx->error);
+    x.failed = TRUE;
+  }
   if (x.failed)
     return FALSE;
   t->step++;
@@ -556,13 +597,23 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     if (!stw_runtime_op_begin(t->rt, name, STW_STAGE_OPTIM, &id, 1, NULL, 0, error))
       return FALSE;
     float *param, *master, *m, *v;
-    stw_runtime_optim(t->rt, id, &param, &master, &m, &v);
-    if (t->grad_sink != NULL)
-      memcpy(t->grad_sink[id], param, ten->numel * sizeof(float));
+    gboolean on_device = stw_runtime_optim(t->rt, id, &param, &master, &m, &v);
+    if (t->grad_sink != NULL) {
+      if (on_device)
+        t->cx->download(t->cx, t->grad_sink[id], param, ten->numel * sizeof(float));
+      else
+        memcpy(t->grad_sink[id], param, ten->numel * sizeof(float));
+    }
     /* the compute copy holds the gradient; the master weights get the update */
-    stw_adam_update(master, param, m, v, ten->numel, &t->c.adam, t->step);
-    memcpy(param, master, ten->numel * sizeof(float));
+    if (on_device)
+      t->cx->adam(t->cx, param, master, m, v, ten->numel, &t->c.adam, t->step);
+    else
+      stw_compute_host_adam(param, master, m, v, ten->numel, &t->c.adam, t->step);
     stw_runtime_op_end(t->rt);
+  }
+  if (!t->cx->ok(t->cx)) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE, "%s", t->cx->error);
+    return FALSE;
   }
   if (!stw_runtime_iteration_end(t->rt, error))
     return FALSE;

@@ -3,7 +3,8 @@
  * The model is the zoo's GPT architecture (model.h: pre-norm blocks, GELU MLP, learned positions,
  * LM head tied to the token embedding) over byte tokens (vocabulary 256); its tensors and ops are
  * exactly those `stowage synth` describes for the same configuration, so a trace profiled here
- * and a synthesized one speak the same names. Math in fp32 on the CPU (kernels.h); parameters,
+ * and a synthesized one speak the same names. Math in fp32 on the CPU (kernels.h), or on the GPU
+ * through another compute table (compute.h) over the CUDA backend's memory; parameters,
  * gradients (in the parameters' slots), master weights and Adam state in the runtime's chunks.
  * Deterministic for a given seed, whatever the plan or the thread count.
  */
@@ -13,6 +14,7 @@
 #include <glib.h>
 
 #include "adam.h"
+#include "compute.h"
 #include "runtime.h"
 
 G_BEGIN_DECLS
@@ -24,12 +26,14 @@ typedef enum {
   STW_TRAINER_ERROR_DATA,       /* the text cannot be read or is too short */
   STW_TRAINER_ERROR_CHECKPOINT, /* a checkpoint that is corrupt or of another model */
   STW_TRAINER_ERROR_CONFIG,
+  STW_TRAINER_ERROR_DEVICE,     /* a kernel or copy of the compute table failed */
 } StwTrainerError;
 
 typedef struct {
   guint64 layers, width, heads, context, batch;
   guint64 seed;
   StwAdamConfig adam;
+  StwCompute *compute;  /* where the math runs (not owned); NULL: the CPU */
 } StwTrainerConfig;
 
 void stw_trainer_config_init(StwTrainerConfig *c);  /* 2 layers, width 64, 4 heads, 64, batch 4 */
