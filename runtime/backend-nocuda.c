@@ -13,3 +13,4 @@ stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
               "this stowage was built without CUDA: configure where the CUDA toolkit is");
   return NULL;
 }
+

@@ -157,6 +157,9 @@ expect 1 "not a stowage checkpoint (or truncated)" "resume from a truncated chec
 expect 1 "the plan was made for another model" "replay a plan made for another model" -- $S train --layers 2 --width 64 --heads 4 --context 16 --batch 2 --data "$D" --steps 1 --plan "$T/tp.json"
 $S plan "$T/tt.json" --gpu 400KiB --gpus 2 -o "$T/tp2.json" >/dev/null
 expect 1 "the plan is for 2 GPUs" "train refuses a 2-GPU plan" -- $S train $M --steps 1 --plan "$T/tp2.json"
+expect 2 "--device: 'tpu' is not one of cpu, cuda" "train on an unknown device" -- $S train $M --steps 1 --device tpu
+expect 2 "--precision goes with --device cuda" "train --precision without CUDA" -- $S train $M --steps 1 --precision fp32
+expect 1 "no CUDA device" "train --device cuda without a GPU" -- $S train $M --steps 1 --device cuda
 expect 1 "cannot read the training text" "train on a missing file" -- $S train $M --data "$T/none.txt" --steps 1
 : > "$T/empty.txt"
 expect 1 "the training text is empty" "train on an empty file" -- $S train --data "$T/empty.txt" --steps 1

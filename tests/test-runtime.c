@@ -255,6 +255,119 @@ test_loop_every_policy(void)
   be->free(be);
 }
 
+/* A compute table that says its memory is the device's (so tokens are uploaded and GPU Adam
+ * runs through it) but computes on the CPU, counting the calls that cross the table. */
+typedef struct {
+  StwCompute base;
+  guint uploads, downloads, adams, commits;
+} Counting;
+
+static void
+count_upload(StwCompute *x, void *dst, const void *src, size_t bytes)
+{
+  ((Counting *)x)->uploads++;
+  memcpy(dst, src, bytes);
+}
+
+static void
+count_download(StwCompute *x, void *dst, const void *src, size_t bytes)
+{
+  ((Counting *)x)->downloads++;
+  memcpy(dst, src, bytes);
+}
+
+static void
+count_adam(StwCompute *x, float *param, float *master, float *m, float *v, size_t n,
+           const StwAdamConfig *c, guint64 step)
+{
+  ((Counting *)x)->adams++;
+  stw_compute_host_adam(param, master, m, v, n, c, step);
+}
+
+static void
+count_commit(StwCompute *x, float *slot, const float *grad, size_t n, gboolean first)
+{
+  ((Counting *)x)->commits++;
+  stw_compute_cpu()->grad_commit(stw_compute_cpu(), slot, grad, n, first);
+}
+
+/* The trainer's device path (tokens uploaded into activations, gradients committed and GPU Adam
+ * run by the table, the runtime reading and writing device memory through copies) trains the
+ * same losses bitwise as the CPU path, and keeps the same weights. */
+static void
+test_compute_table(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *cpu = trainer(&c, data, &ro, be);
+  float want[STEPS];
+  train(cpu, want, STEPS);
+
+  Counting counting = { .base = *stw_compute_cpu() };
+  counting.base.name = "counting";
+  counting.base.device_memory = TRUE;
+  counting.base.upload = count_upload;
+  counting.base.download = count_download;
+  counting.base.adam = count_adam;
+  counting.base.grad_commit = count_commit;
+  StwBackend *dev = stw_backend_host_new();
+  dev->device_is_host = FALSE; /* the runtime reads and writes it through copies */
+  c.compute = &counting.base;
+  StwTrainer *t = trainer(&c, data, &ro, dev);
+  float got[STEPS];
+  train(t, got, STEPS);
+  g_assert_cmpmem(got, sizeof got, want, sizeof want);
+  guint32 n_tensors = stw_trainer_model_of(t)->tensors->len;
+  g_assert_cmpuint(counting.uploads, ==, 2 * STEPS);    /* inputs and targets */
+  g_assert_cmpuint(counting.adams, ==, 0);               /* profile mode steps on the CPU */
+  g_assert_cmpuint(counting.commits, >=, STEPS * n_tensors);
+
+  /* a plan with every optimizer state on the GPU: GPU Adam runs through the table */
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 64 * STW_MiB;
+  o.policy = STW_POLICY_GEMINI_STATIC;
+  o.gemini_fraction = 1.0; /* every chunk and its state on the GPU, stepped by GPU Adam */
+  o.chunk_size_elems = 8192;
+  StwTrace *trace = stw_runtime_trace(stw_trainer_runtime(cpu));
+  GError *error = NULL;
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "profiled", &o, &error);
+  g_assert_no_error(error);
+  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+                           .plan = plan, .plan_trace = trace };
+  StwTrainer *r = trainer(&c, data, &rr, dev);
+  train(r, got, STEPS);
+  g_assert_cmpmem(got, sizeof got, want, sizeof want);
+  g_assert_cmpuint(counting.adams, ==, STEPS * n_tensors);
+  stw_trainer_free(r);
+  for (guint32 id = 0; id < n_tensors; id++) {
+    guint64 n = stw_trace_tensor(stw_trainer_model_of(t), id)->numel;
+    g_autofree float *a = g_new(float, n), *b = g_new(float, n);
+    stw_trainer_weights(cpu, id, a);
+    stw_trainer_weights(t, id, b);
+    g_assert_cmpmem(a, n * sizeof(float), b, n * sizeof(float));
+  }
+  /* a device table cannot run on plain host arrays */
+  StwRuntimeOptions plain = { .mode = STW_RUNTIME_PLAIN };
+  g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &plain, dev, &error));
+  stw_assert_error_contains(error, "plain mode keeps the model in host arrays; the counting "
+                            "compute table needs the runtime's device memory");
+  /* nor can verify checksum memory the host cannot read */
+  StwRuntimeOptions verify = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB,
+                               .verify = TRUE };
+  g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &verify, dev, &error));
+  stw_assert_error_contains(error, "verify checksums device memory from the host");
+  stw_trainer_free(t);
+  stw_trainer_free(cpu);
+  be->free(be);
+  dev->free(dev);
+}
+
 static void
 test_checkpoint(void)
 {
@@ -354,6 +467,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/runtime/reference", test_reference);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
+  g_test_add_func("/runtime/compute-table", test_compute_table);
   g_test_add_func("/runtime/checkpoint", test_checkpoint);
   g_test_add_func("/runtime/bad-input", test_bad_input);
   return g_test_run();

@@ -22,7 +22,7 @@ stw_cmd_train(int argc, char **argv)
   g_autofree char *data = NULL, *layers = NULL, *width = NULL, *heads = NULL, *context = NULL,
                   *batch = NULL, *steps = NULL, *seed = NULL, *lr = NULL, *gpu = NULL,
                   *profile = NULL, *plan_file = NULL, *trace_file = NULL, *checkpoint = NULL,
-                  *resume = NULL, *chunk = NULL;
+                  *resume = NULL, *chunk = NULL, *device = NULL, *precision = NULL;
   gboolean verify = FALSE, quiet = FALSE;
   GOptionEntry entries[] = {
     { "data", 'd', 0, G_OPTION_ARG_FILENAME, &data, "text to train on, as bytes (default "
@@ -35,8 +35,12 @@ stw_cmd_train(int argc, char **argv)
     { "steps", 'n', 0, G_OPTION_ARG_STRING, &steps, "training steps (default 1000, about a minute)", "N" },
     { "seed", 0, 0, G_OPTION_ARG_STRING, &seed, "initialization seed (default 1337)", "N" },
     { "lr", 0, 0, G_OPTION_ARG_STRING, &lr, "AdamW learning rate (default 0.001)", "X" },
-    { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "emulated device memory (default: unlimited)",
-      "SIZE" },
+    { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "device memory for the runtime (default: "
+      "unlimited on the emulated device, 4 GiB on CUDA)", "SIZE" },
+    { "device", 0, 0, G_OPTION_ARG_STRING, &device,
+      "cpu (default: the host backend emulates the device) or cuda (GPU 0, CUDA kernels)", "D" },
+    { "precision", 0, 0, G_OPTION_ARG_STRING, &precision,
+      "with --device cuda: mixed (default: bf16 tensor-core matmuls) or fp32", "P" },
     { "profile", 0, 0, G_OPTION_ARG_FILENAME, &profile,
       "record the last step's trace to FILE", "FILE" },
     { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &chunk,
@@ -64,6 +68,17 @@ stw_cmd_train(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (argc > 1)
     return stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
+  gboolean cuda = device != NULL && strcmp(device, "cuda") == 0;
+  if (device != NULL && !cuda && strcmp(device, "cpu") != 0)
+    return stw_cli_fail(STW_EXIT_USAGE, "--device: '%s' is not one of cpu, cuda", device);
+  if (precision != NULL && strcmp(precision, "mixed") != 0 && strcmp(precision, "fp32") != 0)
+    return stw_cli_fail(STW_EXIT_USAGE, "--precision: '%s' is not one of mixed, fp32", precision);
+  if (precision != NULL && !cuda)
+    return stw_cli_fail(STW_EXIT_USAGE, "--precision goes with --device cuda (the CPU computes "
+                        "in fp32)");
+  if (verify && cuda)
+    return stw_cli_fail(STW_EXIT_USAGE, "--verify checksums device memory from the host: use "
+                        "it with --device cpu");
   if (profile != NULL && plan_file != NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "train: --profile and --plan exclude each other");
   StwTrainerConfig c;
@@ -118,10 +133,29 @@ stw_cmd_train(int argc, char **argv)
     ro.plan_trace = plan_trace;
   }
 
-  StwBackend *be = stw_backend_host_new();
+  StwBackend *be = NULL;
+  StwCompute *cx = NULL;
+  if (cuda) {
+    if (gpu == NULL && plan_file == NULL)
+      ro.device_bytes = 4 * STW_GiB;
+    /* the arena rounds every allocation up to 256 bytes: room for that beside the budget */
+    be = stw_backend_cuda_new(0, ro.device_bytes + ro.device_bytes / 16 + 64 * STW_MiB, &error);
+    if (be == NULL)
+      return stw_cli_error(error);
+    cx = stw_compute_cuda_new(precision == NULL || strcmp(precision, "mixed") == 0, &error);
+    if (cx == NULL) {
+      be->free(be);
+      return stw_cli_error(error);
+    }
+    c.compute = cx;
+  } else {
+    be = stw_backend_host_new();
+  }
   StwTrainer *tr = stw_trainer_new(&c, (const guint8 *)text, len, &ro, be, &error);
   if (tr == NULL) {
     be->free(be);
+    if (cx != NULL)
+      cx->free(cx);
     return stw_cli_error(error);
   }
   int status = STW_EXIT_OK;
@@ -152,8 +186,9 @@ stw_cmd_train(int argc, char **argv)
   const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(tr));
   g_autofree char *peak = stw_size_format(st->peak_device_bytes);
   g_autofree char *budget = stw_size_format(ro.device_bytes);
-  printf("trained %" G_GUINT64_FORMAT " steps: final loss %.9g, %.0f tokens/s; device peak %s of "
-         "%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", n_steps, loss,
+  printf("trained %" G_GUINT64_FORMAT " steps%s%s: final loss %.9g, %.0f tokens/s; device "
+         "peak %s of %s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", n_steps,
+         cx != NULL ? " on " : "", cx != NULL ? cx->name : "", loss,
          tokens * (double)n_steps / total_s, peak, budget, st->deviations,
          verify ? ", every move checksummed" : "");
   if (profile != NULL) {
@@ -175,5 +210,7 @@ stw_cmd_train(int argc, char **argv)
 out:
   stw_trainer_free(tr);
   be->free(be);
+  if (cx != NULL)
+    cx->free(cx);
   return status;
 }
