@@ -4,11 +4,9 @@
  * for, so that cuBLAS loads only then.
  *
  * Everything runs on the legacy default stream, in issue order: the CUDA backend orders its
- * copies against it, and a slot freed by the runtime is reused only by later work on it. Each
- * kernel gives every output element to one thread, except where gradients from several positions
- * meet (a token's embedding row, an attention key or value row): those add with atomicAdd, so
- * their sums are not bitwise reproducible, and the CPU's are the reference. Attention backward
- * uses the softmax identity dpre = a * (da - sum(a * da)), which the CPU expands term by term.
+ * copies against it, and a slot freed by the runtime is reused only by later work on it. What
+ * each thread computes is in compute-cuda-bodies.h, which the tests also run on the CPU against
+ * kernels.c; this file launches those bodies and calls cuBLAS.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +15,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "compute-cuda-bodies.h"
 #include "compute.h"
 
 /* the module links no stowage symbol: its errors have a domain of their own, and the loader
@@ -24,7 +23,6 @@
 #define DEVICE_ERROR g_quark_from_static_string("stw-compute-cuda-error-quark")
 #define DEVICE_ERROR_CODE 0
 
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
 #define THREADS 256
 
 typedef struct {
@@ -65,299 +63,64 @@ launched(Cuda *c, const char *kernel)
   check(c, cudaGetLastError(), kernel);
 }
 
-/* ---- kernels ------------------------------------------------------------------------------- */
+/* ---- kernels: one thread per index of compute-cuda-bodies.h ---------------------------------- */
 
-__global__ void
-encoder_forward_k(float *out, const int *inp, const float *wte, const float *wpe, int B, int T,
-                  int C)
-{
-  size_t i = INDEX();
-  if (i >= (size_t)B * T * C)
-    return;
-  size_t bt = i / C;
-  int c = (int)(i % C), t = (int)(bt % T);
-  out[i] = wte[(size_t)inp[bt] * C + c] + wpe[(size_t)t * C + c];
-}
-
-__global__ void
-encoder_backward_k(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T,
-                   int C)
-{
-  size_t i = INDEX();
-  if (i >= (size_t)B * T * C)
-    return;
-  size_t bt = i / C;
-  int c = (int)(i % C), t = (int)(bt % T);
-  atomicAdd(&dwte[(size_t)inp[bt] * C + c], dout[i]);
-  atomicAdd(&dwpe[(size_t)t * C + c], dout[i]);
-}
-
-__device__ float
-warp_sum(float v)
-{
-  for (int o = 16; o > 0; o /= 2)
-    v += __shfl_down_sync(0xffffffffu, v, o);
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-
-/* one warp per row */
-__global__ void
-layernorm_forward_k(float *out, float *mean, float *rstd, const float *inp, const float *weight,
-                    const float *bias, int N, int C)
-{
-  int row = blockIdx.x, lane = threadIdx.x;
-  if (row >= N)
-    return;
-  const float *x = inp + (size_t)row * C;
-  float s = 0;
-  for (int i = lane; i < C; i += 32)
-    s += x[i];
-  float m = warp_sum(s) / C;
-  float v = 0;
-  for (int i = lane; i < C; i += 32)
-    v += (x[i] - m) * (x[i] - m);
-  float r = 1.0f / sqrtf(warp_sum(v) / C + 1e-5f);
-  float *o = out + (size_t)row * C;
-  for (int i = lane; i < C; i += 32)
-    o[i] = r * (x[i] - m) * weight[i] + bias[i];
-  if (lane == 0) {
-    mean[row] = m;
-    rstd[row] = r;
+/* a kernel over N indices running BODY(i, ...) */
+#define KERNEL(name, body, params, args)                                                       \
+  __global__ void name params                                                                 \
+  {                                                                                           \
+    size_t i = INDEX();                                                                       \
+    if (i < n)                                                                                \
+      body args;                                                                              \
   }
-}
 
-__global__ void
-layernorm_backward_inp_k(float *dinp, const float *dout, const float *inp, const float *weight,
-                         const float *mean, const float *rstd, int N, int C)
-{
-  int row = blockIdx.x, lane = threadIdx.x;
-  if (row >= N)
-    return;
-  const float *d = dout + (size_t)row * C, *x = inp + (size_t)row * C;
-  float *di = dinp + (size_t)row * C;
-  float m = mean[row], s = rstd[row], a = 0, b = 0;
-  for (int i = lane; i < C; i += 32) {
-    float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-    a += dnorm;
-    b += dnorm * norm;
-  }
-  float dnorm_mean = warp_sum(a) / C, dnorm_norm_mean = warp_sum(b) / C;
-  for (int i = lane; i < C; i += 32) {
-    float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-    di[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
-  }
-}
-
-/* one thread per column, rows in order */
-__global__ void
-layernorm_backward_params_k(float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *mean, const float *rstd, int N, int C)
-{
-  size_t i = INDEX();
-  if (i >= (size_t)C)
-    return;
-  float dw = 0, db = 0;
-  for (int r = 0; r < N; r++) {
-    float d = dout[(size_t)r * C + i];
-    dw += (inp[(size_t)r * C + i] - mean[r]) * rstd[r] * d;
-    db += d;
-  }
-  dweight[i] += dw;
-  dbias[i] += db;
-}
-
-__global__ void
-add_bias_k(float *out, const float *bias, size_t rows, int OC)
-{
-  size_t i = INDEX();
-  if (i < rows * OC)
-    out[i] += bias[i % OC];
-}
-
-__global__ void
-bias_grad_k(float *dbias, const float *dout, size_t rows, int OC)
-{
-  size_t o = INDEX();
-  if (o >= (size_t)OC)
-    return;
-  float s = 0;
-  for (size_t r = 0; r < rows; r++)
-    s += dout[r * OC + o];
-  dbias[o] += s;
-}
-
-/* one thread per (b, t, h) */
-__global__ void
-attention_forward_k(float *out, float *preatt, float *att, const float *inp, int B, int T, int C,
-                    int NH)
-{
-  size_t idx = INDEX();
-  if (idx >= (size_t)B * T * NH)
-    return;
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-  float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-  float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float maxv = -1e30f;
-  for (int t2 = 0; t2 <= t; t2++) {
-    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float v = 0;
-    for (int i = 0; i < hs; i++)
-      v += q[i] * k[i];
-    v *= scale;
-    maxv = fmaxf(maxv, v);
-    pre[t2] = v;
-  }
-  float sum = 0;
-  for (int t2 = 0; t2 <= t; t2++) {
-    float e = expf(pre[t2] - maxv);
-    sum += e;
-    a[t2] = e;
-  }
-  float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-  for (int t2 = 0; t2 < T; t2++)
-    a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
-  float *o = out + ((size_t)b * T + t) * C + h * hs;
-  for (int i = 0; i < hs; i++) {
-    float s = 0;
-    for (int t2 = 0; t2 <= t; t2++)
-      s += a[t2] * inp[((size_t)b * T + t2) * C3 + h * hs + 2 * C + i];
-    o[i] = s;
-  }
-}
-
-__global__ void
-attention_backward_k(float *dinp, float *dpreatt, float *datt, const float *dout,
-                     const float *inp, const float *att, int B, int T, int C, int NH)
-{
-  size_t idx = INDEX();
-  if (idx >= (size_t)B * T * NH)
-    return;
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-  float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-  float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
-  const float *d = dout + ((size_t)b * T + t) * C + h * hs;
-  float dot = 0;
-  for (int t2 = 0; t2 <= t; t2++) {
-    const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-    float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-    float s = 0;
-    for (int i = 0; i < hs; i++) {
-      s += v[i] * d[i];
-      atomicAdd(&dv[i], a[t2] * d[i]);
-    }
-    da[t2] += s;
-    dot += a[t2] * da[t2];
-  }
-  for (int t2 = 0; t2 <= t; t2++)
-    dpre[t2] += a[t2] * (da[t2] - dot);
-  for (int t2 = 0; t2 <= t; t2++) {
-    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float g = dpre[t2] * scale;
-    for (int i = 0; i < hs; i++) {
-      dq[i] += k[i] * g;
-      atomicAdd(&dk[i], q[i] * g);
-    }
-  }
-}
-
-__global__ void
-gelu_forward_k(float *out, const float *inp, size_t n)
-{
-  size_t i = INDEX();
-  if (i >= n)
-    return;
-  float x = inp[i], cube = 0.044715f * x * x * x;
-  out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + cube)));
-}
-
-__global__ void
-gelu_backward_k(float *dinp, const float *inp, const float *dout, size_t n)
-{
-  size_t i = INDEX();
-  if (i >= n)
-    return;
-  float x = inp[i], cube = 0.044715f * x * x * x;
-  float arg = GELU_SCALE * (x + cube), th = tanhf(arg), ch = coshf(arg);
-  float sech2 = 1.0f / (ch * ch);
-  float grad = 0.5f * (1.0f + th) + x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-  dinp[i] += grad * dout[i];
-}
-
-__global__ void
-residual_forward_k(float *out, const float *a, const float *b, size_t n)
-{
-  size_t i = INDEX();
-  if (i < n)
-    out[i] = a[i] + b[i];
-}
-
-/* one thread per row */
-__global__ void
-crossentropy_forward_k(float *probs, float *losses, const float *logits, const int *targets,
-                       int N, int V)
-{
-  size_t r = INDEX();
-  if (r >= (size_t)N)
-    return;
-  const float *l = logits + r * V;
-  float *p = probs + r * V;
-  float maxv = -1e30f, sum = 0;
-  for (int i = 0; i < V; i++)
-    maxv = fmaxf(maxv, l[i]);
-  for (int i = 0; i < V; i++) {
-    p[i] = expf(l[i] - maxv);
-    sum += p[i];
-  }
-  for (int i = 0; i < V; i++)
-    p[i] /= sum;
-  losses[r] = -logf(p[targets[r]]);
-}
-
-__global__ void
-crossentropy_backward_k(float *dlogits, const float *probs, const int *targets, int N, int V)
-{
-  size_t i = INDEX();
-  if (i >= (size_t)N * V)
-    return;
-  size_t r = i / V;
-  int v = (int)(i % V);
-  dlogits[i] += (probs[i] - (v == targets[r] ? 1.0f : 0.0f)) * (1.0f / (float)N);
-}
-
-__global__ void
-add_k(float *dst, const float *src, size_t n)
-{
-  size_t i = INDEX();
-  if (i < n)
-    dst[i] += src[i];
-}
-
-__global__ void
-adam_k(float *param, float *master, float *m, float *v, size_t n, float lr, float b1, float b2,
-       float eps, float wd, float bc1, float bc2)
-{
-  size_t i = INDEX();
-  if (i >= n)
-    return;
-  float g = param[i];
-  float mi = b1 * m[i] + (1.0f - b1) * g;
-  float vi = b2 * v[i] + (1.0f - b2) * g * g;
-  m[i] = mi;
-  v[i] = vi;
-  float mhat = mi / bc1, vhat = vi / bc2, w = master[i];
-  w -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w);
-  master[i] = w;
-  param[i] = w;
-}
+KERNEL(encoder_forward_k, stw_cb_encoder_forward,
+       (size_t n, float *out, const int *inp, const float *wte, const float *wpe, int T, int C),
+       (i, out, inp, wte, wpe, T, C))
+KERNEL(encoder_backward_k, stw_cb_encoder_backward,
+       (size_t n, float *dwte, float *dwpe, const float *dout, const int *inp, int T, int C),
+       (i, dwte, dwpe, dout, inp, T, C))
+KERNEL(layernorm_forward_k, stw_cb_layernorm_forward,
+       (size_t n, float *out, float *mean, float *rstd, const float *inp, const float *weight,
+        const float *bias, int C),
+       (i, out, mean, rstd, inp, weight, bias, C))
+KERNEL(layernorm_backward_inp_k, stw_cb_layernorm_backward_inp,
+       (size_t n, float *dinp, const float *dout, const float *inp, const float *weight,
+        const float *mean, const float *rstd, int C),
+       (i, dinp, dout, inp, weight, mean, rstd, C))
+KERNEL(layernorm_backward_params_k, stw_cb_layernorm_backward_params,
+       (size_t n, float *dweight, float *dbias, const float *dout, const float *inp,
+        const float *mean, const float *rstd, int N, int C),
+       (i, dweight, dbias, dout, inp, mean, rstd, N, C))
+KERNEL(add_bias_k, stw_cb_add_bias, (size_t n, float *out, const float *bias, int OC),
+       (i, out, bias, OC))
+KERNEL(bias_grad_k, stw_cb_bias_grad,
+       (size_t n, float *dbias, const float *dout, size_t rows, int OC),
+       (i, dbias, dout, rows, OC))
+KERNEL(attention_forward_k, stw_cb_attention_forward,
+       (size_t n, float *out, float *preatt, float *att, const float *inp, int T, int C, int NH),
+       (i, out, preatt, att, inp, T, C, NH))
+KERNEL(attention_backward_k, stw_cb_attention_backward,
+       (size_t n, float *dinp, float *dpreatt, float *datt, const float *dout, const float *inp,
+        const float *att, int T, int C, int NH),
+       (i, dinp, dpreatt, datt, dout, inp, att, T, C, NH))
+KERNEL(gelu_forward_k, stw_cb_gelu_forward, (size_t n, float *out, const float *inp),
+       (i, out, inp))
+KERNEL(gelu_backward_k, stw_cb_gelu_backward,
+       (size_t n, float *dinp, const float *inp, const float *dout), (i, dinp, inp, dout))
+KERNEL(residual_forward_k, stw_cb_residual, (size_t n, float *out, const float *a, const float *b),
+       (i, out, a, b))
+KERNEL(crossentropy_forward_k, stw_cb_crossentropy_forward,
+       (size_t n, float *probs, float *losses, const float *logits, const int *targets, int V),
+       (i, probs, losses, logits, targets, V))
+KERNEL(crossentropy_backward_k, stw_cb_crossentropy_backward,
+       (size_t n, float *dlogits, const float *probs, const int *targets, int N, int V),
+       (i, dlogits, probs, targets, N, V))
+KERNEL(add_k, stw_cb_add, (size_t n, float *dst, const float *src), (i, dst, src))
+KERNEL(adam_k, stw_cb_adam,
+       (size_t n, float *param, float *master, float *m, float *v, float lr, float b1, float b2,
+        float eps, float wd, float bc1, float bc2),
+       (i, param, master, m, v, lr, b1, b2, eps, wd, bc1, bc2))
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
@@ -365,7 +128,8 @@ static void
 encoder_forward(StwCompute *x, float *out, const int *inp, const float *wte, const float *wpe,
                 int B, int T, int C)
 {
-  encoder_forward_k<<<blocks_for((size_t)B * T * C), THREADS>>>(out, inp, wte, wpe, B, T, C);
+  size_t n = (size_t)B * T * C;
+  encoder_forward_k<<<blocks_for(n), THREADS>>>(n, out, inp, wte, wpe, T, C);
   launched((Cuda *)x, "encoder_forward");
 }
 
@@ -373,7 +137,8 @@ static void
 encoder_backward(StwCompute *x, float *dwte, float *dwpe, const float *dout, const int *inp,
                  int B, int T, int C)
 {
-  encoder_backward_k<<<blocks_for((size_t)B * T * C), THREADS>>>(dwte, dwpe, dout, inp, B, T, C);
+  size_t n = (size_t)B * T * C;
+  encoder_backward_k<<<blocks_for(n), THREADS>>>(n, dwte, dwpe, dout, inp, T, C);
   launched((Cuda *)x, "encoder_backward");
 }
 
@@ -381,7 +146,8 @@ static void
 layernorm_forward(StwCompute *x, float *out, float *mean, float *rstd, const float *inp,
                   const float *weight, const float *bias, int B, int T, int C)
 {
-  layernorm_forward_k<<<B * T, 32>>>(out, mean, rstd, inp, weight, bias, B * T, C);
+  size_t n = (size_t)B * T;
+  layernorm_forward_k<<<blocks_for(n), THREADS>>>(n, out, mean, rstd, inp, weight, bias, C);
   launched((Cuda *)x, "layernorm_forward");
 }
 
@@ -390,10 +156,13 @@ layernorm_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, con
                    const float *inp, const float *weight, const float *mean, const float *rstd,
                    int B, int T, int C)
 {
-  layernorm_backward_inp_k<<<B * T, 32>>>(dinp, dout, inp, weight, mean, rstd, B * T, C);
+  size_t n = (size_t)B * T;
+  layernorm_backward_inp_k<<<blocks_for(n), THREADS>>>(n, dinp, dout, inp, weight, mean, rstd,
+                                                        C);
   launched((Cuda *)x, "layernorm_backward");
-  layernorm_backward_params_k<<<blocks_for((size_t)C), THREADS>>>(dweight, dbias, dout, inp,
-                                                                   mean, rstd, B * T, C);
+  layernorm_backward_params_k<<<blocks_for((size_t)C), THREADS>>>((size_t)C, dweight, dbias,
+                                                                   dout, inp, mean, rstd, B * T,
+                                                                   C);
   launched((Cuda *)x, "layernorm_backward (weights)");
 }
 
@@ -412,30 +181,30 @@ blas_status(cublasStatus_t s)
   }
 }
 
-/* C (column-major, m x n) = op(A) op(B) + beta C, in the table's precision */
+/* One GEMM of compute-cuda-bodies.h, with the matmul's operands, in the table's precision. */
 static void
-gemm(Cuda *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *A,
-     int lda, const float *B, int ldb, float beta, float *C, int ldc)
+gemm(Cuda *c, StwGemm g, const float *const operands[])
 {
   float alpha = 1.0f;
-  cublasStatus_t s = cublasGemmEx(c->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B,
-                                  CUDA_R_32F, ldb, &beta, C, CUDA_R_32F, ldc, c->gemm_compute,
-                                  CUBLAS_GEMM_DEFAULT);
+  cublasStatus_t s = cublasGemmEx(
+      c->blas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m,
+      g.n, g.k, &alpha, operands[g.a], CUDA_R_32F, g.lda, operands[g.b], CUDA_R_32F, g.ldb,
+      &g.beta, (float *)operands[g.c], CUDA_R_32F, g.ldc, c->gemm_compute, CUBLAS_GEMM_DEFAULT);
   if (s != CUBLAS_STATUS_SUCCESS)
     note(c, "cublasGemmEx", blas_status(s));
 }
 
-/* Row-major out (BT, OC) = inp (BT, C) weight (OC, C)^T + bias. cuBLAS sees the row-major
- * arrays as their transposes, column-major: out^T (OC, BT) = (weight^T)^T (OC, C) inp^T (C, BT). */
 static void
 matmul_forward(StwCompute *x, float *out, const float *inp, const float *weight,
                const float *bias, int B, int T, int C, int OC)
 {
   Cuda *c = (Cuda *)x;
   int BT = B * T;
-  gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, OC, BT, C, weight, C, inp, C, 0.0f, out, OC);
+  const float *ops[] = { inp, weight, out, NULL, NULL, NULL };
+  gemm(c, stw_cb_matmul_forward_gemm(BT, C, OC), ops);
   if (bias != NULL) {
-    add_bias_k<<<blocks_for((size_t)BT * OC), THREADS>>>(out, bias, (size_t)BT, OC);
+    size_t n = (size_t)BT * OC;
+    add_bias_k<<<blocks_for(n), THREADS>>>(n, out, bias, OC);
     launched(c, "matmul_forward (bias)");
   }
 }
@@ -446,12 +215,11 @@ matmul_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const 
 {
   Cuda *c = (Cuda *)x;
   int BT = B * T;
-  /* dinp (BT, C) += dout (BT, OC) weight (OC, C) */
-  gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, C, BT, OC, weight, C, dout, OC, 1.0f, dinp, C);
-  /* dweight (OC, C) += dout^T (OC, BT) inp (BT, C) */
-  gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, BT, inp, C, dout, OC, 1.0f, dweight, C);
+  const float *ops[] = { inp, weight, NULL, dout, dinp, dweight };
+  gemm(c, stw_cb_matmul_dinp_gemm(BT, C, OC), ops);
+  gemm(c, stw_cb_matmul_dweight_gemm(BT, C, OC), ops);
   if (dbias != NULL) {
-    bias_grad_k<<<blocks_for((size_t)OC), THREADS>>>(dbias, dout, (size_t)BT, OC);
+    bias_grad_k<<<blocks_for((size_t)OC), THREADS>>>((size_t)OC, dbias, dout, (size_t)BT, OC);
     launched(c, "matmul_backward (bias)");
   }
 }
@@ -460,8 +228,8 @@ static void
 attention_forward(StwCompute *x, float *out, float *preatt, float *att, const float *inp, int B,
                   int T, int C, int NH)
 {
-  attention_forward_k<<<blocks_for((size_t)B * T * NH), THREADS>>>(out, preatt, att, inp, B, T,
-                                                                     C, NH);
+  size_t n = (size_t)B * T * NH;
+  attention_forward_k<<<blocks_for(n), THREADS>>>(n, out, preatt, att, inp, T, C, NH);
   launched((Cuda *)x, "attention_forward");
 }
 
@@ -469,29 +237,30 @@ static void
 attention_backward(StwCompute *x, float *dinp, float *dpreatt, float *datt, const float *dout,
                    const float *inp, const float *att, int B, int T, int C, int NH)
 {
-  attention_backward_k<<<blocks_for((size_t)B * T * NH), THREADS>>>(dinp, dpreatt, datt, dout,
-                                                                      inp, att, B, T, C, NH);
+  size_t n = (size_t)B * T * NH;
+  attention_backward_k<<<blocks_for(n), THREADS>>>(n, dinp, dpreatt, datt, dout, inp, att, T, C,
+                                                    NH);
   launched((Cuda *)x, "attention_backward");
 }
 
 static void
 gelu_forward(StwCompute *x, float *out, const float *inp, size_t n)
 {
-  gelu_forward_k<<<blocks_for(n), THREADS>>>(out, inp, n);
+  gelu_forward_k<<<blocks_for(n), THREADS>>>(n, out, inp);
   launched((Cuda *)x, "gelu_forward");
 }
 
 static void
 gelu_backward(StwCompute *x, float *dinp, const float *inp, const float *dout, size_t n)
 {
-  gelu_backward_k<<<blocks_for(n), THREADS>>>(dinp, inp, dout, n);
+  gelu_backward_k<<<blocks_for(n), THREADS>>>(n, dinp, inp, dout);
   launched((Cuda *)x, "gelu_backward");
 }
 
 static void
 residual_forward(StwCompute *x, float *out, const float *a, const float *b, size_t n)
 {
-  residual_forward_k<<<blocks_for(n), THREADS>>>(out, a, b, n);
+  residual_forward_k<<<blocks_for(n), THREADS>>>(n, out, a, b);
   launched((Cuda *)x, "residual_forward");
 }
 
@@ -501,8 +270,8 @@ crossentropy_forward(StwCompute *x, float *probs, float *losses, const float *lo
 {
   Cuda *c = (Cuda *)x;
   int N = B * T;
-  crossentropy_forward_k<<<blocks_for((size_t)N), THREADS>>>(probs, losses, logits, targets, N,
-                                                              V);
+  crossentropy_forward_k<<<blocks_for((size_t)N), THREADS>>>((size_t)N, probs, losses, logits,
+                                                              targets, V);
   launched(c, "crossentropy_forward");
   float *host = g_new(float, N);
   check(c, cudaMemcpy(host, losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost),
@@ -520,7 +289,8 @@ crossentropy_backward(StwCompute *x, float *dlogits, const float *probs, const i
                       int B, int T, int V)
 {
   int N = B * T;
-  crossentropy_backward_k<<<blocks_for((size_t)N * V), THREADS>>>(dlogits, probs, targets, N, V);
+  crossentropy_backward_k<<<blocks_for((size_t)N * V), THREADS>>>((size_t)N * V, dlogits, probs,
+                                                                  targets, N, V);
   launched((Cuda *)x, "crossentropy_backward");
 }
 
@@ -533,7 +303,7 @@ grad_commit(StwCompute *x, float *slot, const float *grad, size_t n, gboolean fi
           "cudaMemcpyAsync (gradient)");
     return;
   }
-  add_k<<<blocks_for(n), THREADS>>>(slot, grad, n);
+  add_k<<<blocks_for(n), THREADS>>>(n, slot, grad);
   launched(c, "grad_commit");
 }
 
@@ -544,7 +314,7 @@ adam(StwCompute *x, float *param, float *master, float *m, float *v, size_t n,
   /* bias corrections in double, as the CPU's */
   float bc1 = (float)(1.0 - pow(cfg->beta1, (double)step));
   float bc2 = (float)(1.0 - pow(cfg->beta2, (double)step));
-  adam_k<<<blocks_for(n), THREADS>>>(param, master, m, v, n, cfg->lr, cfg->beta1, cfg->beta2,
+  adam_k<<<blocks_for(n), THREADS>>>(n, param, master, m, v, cfg->lr, cfg->beta1, cfg->beta2,
                                      cfg->eps, cfg->weight_decay, bc1, bc2);
   launched((Cuda *)x, "adam");
 }

@@ -1,0 +1,322 @@
+/* compute-cuda-bodies.h — what each thread of the CUDA compute table's kernels computes, as
+ * functions of the thread's index that compile both as CUDA (nvcc, compute-cuda.cu: one thread
+ * per index) and as C (gcc, tests/test-compute.c: a loop over every index). The tests run them on
+ * the CPU against kernels.c, so the CUDA table's index arithmetic and formulas are checked on a
+ * machine without a GPU; only the launch and the memory are CUDA's alone.
+ *
+ * Where several threads add into one element (a token's embedding row, attention's key and value
+ * rows, a tied weight) STW_ADD is atomicAdd on the device and a plain += in the CPU loop. The
+ * cuBLAS calls of the matmuls are described by StwGemm, which the test executes with a plain
+ * column-major GEMM.
+ */
+#ifndef STW_COMPUTE_CUDA_BODIES_H
+#define STW_COMPUTE_CUDA_BODIES_H
+
+#include <math.h>
+#include <stddef.h>
+
+#ifdef __CUDACC__
+#define STW_HD static __host__ __device__ inline
+#else
+#define STW_HD static inline
+#endif
+
+#ifdef __CUDA_ARCH__
+#define STW_ADD(p, v) atomicAdd((p), (v))
+#else
+#define STW_ADD(p, v) (*(p) += (v))
+#endif
+
+#define STW_GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
+
+/* index i over (B, T, C) */
+STW_HD void
+stw_cb_encoder_forward(size_t i, float *out, const int *inp, const float *wte, const float *wpe,
+                       int T, int C)
+{
+  size_t bt = i / C;
+  int c = (int)(i % C), t = (int)(bt % T);
+  out[i] = wte[(size_t)inp[bt] * C + c] + wpe[(size_t)t * C + c];
+}
+
+/* index i over (B, T, C); adds into rows other threads share */
+STW_HD void
+stw_cb_encoder_backward(size_t i, float *dwte, float *dwpe, const float *dout, const int *inp,
+                        int T, int C)
+{
+  size_t bt = i / C;
+  int c = (int)(i % C), t = (int)(bt % T);
+  STW_ADD(&dwte[(size_t)inp[bt] * C + c], dout[i]);
+  STW_ADD(&dwpe[(size_t)t * C + c], dout[i]);
+}
+
+/* index: a row of (B*T) */
+STW_HD void
+stw_cb_layernorm_forward(size_t row, float *out, float *mean, float *rstd, const float *inp,
+                         const float *weight, const float *bias, int C)
+{
+  const float *x = inp + row * C;
+  float m = 0, v = 0;
+  for (int i = 0; i < C; i++)
+    m += x[i];
+  m /= C;
+  for (int i = 0; i < C; i++)
+    v += (x[i] - m) * (x[i] - m);
+  v /= C;
+  float s = 1.0f / sqrtf(v + 1e-5f);
+  float *o = out + row * C;
+  for (int i = 0; i < C; i++)
+    o[i] = s * (x[i] - m) * weight[i] + bias[i];
+  mean[row] = m;
+  rstd[row] = s;
+}
+
+/* index: a row of (B*T) */
+STW_HD void
+stw_cb_layernorm_backward_inp(size_t row, float *dinp, const float *dout, const float *inp,
+                              const float *weight, const float *mean, const float *rstd, int C)
+{
+  const float *d = dout + row * C, *x = inp + row * C;
+  float *di = dinp + row * C;
+  float m = mean[row], s = rstd[row], a = 0, b = 0;
+  for (int i = 0; i < C; i++) {
+    float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+    a += dnorm;
+    b += dnorm * norm;
+  }
+  a /= C;
+  b /= C;
+  for (int i = 0; i < C; i++) {
+    float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+    di[i] += (dnorm - a - norm * b) * s;
+  }
+}
+
+/* index: a column of C; rows in order */
+STW_HD void
+stw_cb_layernorm_backward_params(size_t i, float *dweight, float *dbias, const float *dout,
+                                 const float *inp, const float *mean, const float *rstd, int N,
+                                 int C)
+{
+  float dw = 0, db = 0;
+  for (int r = 0; r < N; r++) {
+    float d = dout[(size_t)r * C + i];
+    dw += (inp[(size_t)r * C + i] - mean[r]) * rstd[r] * d;
+    db += d;
+  }
+  dweight[i] += dw;
+  dbias[i] += db;
+}
+
+/* index over (rows, OC) */
+STW_HD void
+stw_cb_add_bias(size_t i, float *out, const float *bias, int OC)
+{
+  out[i] += bias[i % OC];
+}
+
+/* index: an output column o of OC; rows in order */
+STW_HD void
+stw_cb_bias_grad(size_t o, float *dbias, const float *dout, size_t rows, int OC)
+{
+  float s = 0;
+  for (size_t r = 0; r < rows; r++)
+    s += dout[r * OC + o];
+  dbias[o] += s;
+}
+
+/* index over (B, T, NH) */
+STW_HD void
+stw_cb_attention_forward(size_t idx, float *out, float *preatt, float *att, const float *inp,
+                         int T, int C, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+  float *a = att + (((size_t)b * NH + h) * T + t) * T;
+  float maxv = -1e30f;
+  for (int t2 = 0; t2 <= t; t2++) {
+    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
+    float v = 0;
+    for (int i = 0; i < hs; i++)
+      v += q[i] * k[i];
+    v *= scale;
+    maxv = fmaxf(maxv, v);
+    pre[t2] = v;
+  }
+  float sum = 0;
+  for (int t2 = 0; t2 <= t; t2++) {
+    float e = expf(pre[t2] - maxv);
+    sum += e;
+    a[t2] = e;
+  }
+  float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+  for (int t2 = 0; t2 < T; t2++)
+    a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
+  float *o = out + ((size_t)b * T + t) * C + h * hs;
+  for (int i = 0; i < hs; i++) {
+    float s = 0;
+    for (int t2 = 0; t2 <= t; t2++)
+      s += a[t2] * inp[((size_t)b * T + t2) * C3 + h * hs + 2 * C + i];
+    o[i] = s;
+  }
+}
+
+/* index over (B, T, NH); adds into the key and value rows other threads share. The softmax's
+ * backward as dpre = a (da - sum(a da)), which kernels.c expands term by term. */
+STW_HD void
+stw_cb_attention_backward(size_t idx, float *dinp, float *dpreatt, float *datt, const float *dout,
+                          const float *inp, const float *att, int T, int C, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+  float *da = datt + (((size_t)b * NH + h) * T + t) * T;
+  float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+  const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+  float dot = 0;
+  for (int t2 = 0; t2 <= t; t2++) {
+    const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
+    float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
+    float s = 0;
+    for (int i = 0; i < hs; i++) {
+      s += v[i] * d[i];
+      STW_ADD(&dv[i], a[t2] * d[i]);
+    }
+    da[t2] += s;
+    dot += a[t2] * da[t2];
+  }
+  for (int t2 = 0; t2 <= t; t2++)
+    dpre[t2] += a[t2] * (da[t2] - dot);
+  for (int t2 = 0; t2 <= t; t2++) {
+    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
+    float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
+    float g = dpre[t2] * scale;
+    for (int i = 0; i < hs; i++) {
+      dq[i] += k[i] * g;
+      STW_ADD(&dk[i], q[i] * g);
+    }
+  }
+}
+
+STW_HD void
+stw_cb_gelu_forward(size_t i, float *out, const float *inp)
+{
+  float x = inp[i], cube = 0.044715f * x * x * x;
+  out[i] = 0.5f * x * (1.0f + tanhf(STW_GELU_SCALE * (x + cube)));
+}
+
+STW_HD void
+stw_cb_gelu_backward(size_t i, float *dinp, const float *inp, const float *dout)
+{
+  float x = inp[i], cube = 0.044715f * x * x * x;
+  float arg = STW_GELU_SCALE * (x + cube), th = tanhf(arg), ch = coshf(arg);
+  float sech2 = 1.0f / (ch * ch);
+  float grad = 0.5f * (1.0f + th) +
+               x * 0.5f * sech2 * STW_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+  dinp[i] += grad * dout[i];
+}
+
+STW_HD void
+stw_cb_residual(size_t i, float *out, const float *a, const float *b)
+{
+  out[i] = a[i] + b[i];
+}
+
+/* index: a row of (B*T) */
+STW_HD void
+stw_cb_crossentropy_forward(size_t r, float *probs, float *losses, const float *logits,
+                            const int *targets, int V)
+{
+  const float *l = logits + r * V;
+  float *p = probs + r * V;
+  float maxv = -1e30f, sum = 0;
+  for (int i = 0; i < V; i++)
+    maxv = fmaxf(maxv, l[i]);
+  for (int i = 0; i < V; i++) {
+    p[i] = expf(l[i] - maxv);
+    sum += p[i];
+  }
+  for (int i = 0; i < V; i++)
+    p[i] /= sum;
+  losses[r] = -logf(p[targets[r]]);
+}
+
+/* index over (B*T, V) */
+STW_HD void
+stw_cb_crossentropy_backward(size_t i, float *dlogits, const float *probs, const int *targets,
+                             int N, int V)
+{
+  size_t r = i / V;
+  int v = (int)(i % V);
+  dlogits[i] += (probs[i] - (v == targets[r] ? 1.0f : 0.0f)) * (1.0f / (float)N);
+}
+
+STW_HD void
+stw_cb_add(size_t i, float *dst, const float *src)
+{
+  dst[i] += src[i];
+}
+
+/* AdamW: PARAM holds the gradient and gets the new weights; BC1, BC2 the bias corrections */
+STW_HD void
+stw_cb_adam(size_t i, float *param, float *master, float *m, float *v, float lr, float b1,
+            float b2, float eps, float wd, float bc1, float bc2)
+{
+  float g = param[i];
+  float mi = b1 * m[i] + (1.0f - b1) * g;
+  float vi = b2 * v[i] + (1.0f - b2) * g * g;
+  m[i] = mi;
+  v[i] = vi;
+  float mhat = mi / bc1, vhat = vi / bc2, w = master[i];
+  w -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w);
+  master[i] = w;
+  param[i] = w;
+}
+
+/* ---- the matmuls' GEMMs ---------------------------------------------------------------------- */
+
+/* One cuBLAS GEMM on column-major arrays: C (m x n) = op(A) op(B) + beta C, op transposing where
+ * TRANS_A / TRANS_B say. Row-major arrays are their transposes to cuBLAS. A, B and C name the
+ * matmul's operands. */
+typedef enum { STW_GEMM_INP, STW_GEMM_WEIGHT, STW_GEMM_OUT, STW_GEMM_DOUT, STW_GEMM_DINP,
+               STW_GEMM_DWEIGHT } StwGemmOperand;
+
+typedef struct {
+  int trans_a, trans_b;
+  int m, n, k;
+  StwGemmOperand a, b, c;
+  int lda, ldb, ldc;
+  float beta;
+} StwGemm;
+
+/* out (BT, OC) = inp (BT, C) weight (OC, C)^T: out^T (OC, BT) = (weight^T)^T inp^T */
+STW_HD StwGemm
+stw_cb_matmul_forward_gemm(int BT, int C, int OC)
+{
+  StwGemm g = { 1, 0, OC, BT, C, STW_GEMM_WEIGHT, STW_GEMM_INP, STW_GEMM_OUT, C, C, OC, 0.0f };
+  return g;
+}
+
+/* dinp (BT, C) += dout (BT, OC) weight (OC, C): dinp^T (C, BT) += weight^T dout^T */
+STW_HD StwGemm
+stw_cb_matmul_dinp_gemm(int BT, int C, int OC)
+{
+  StwGemm g = { 0, 0, C, BT, OC, STW_GEMM_WEIGHT, STW_GEMM_DOUT, STW_GEMM_DINP, C, OC, C, 1.0f };
+  return g;
+}
+
+/* dweight (OC, C) += dout^T (OC, BT) inp (BT, C): dweight^T (C, OC) += inp^T (dout^T)^T */
+STW_HD StwGemm
+stw_cb_matmul_dweight_gemm(int BT, int C, int OC)
+{
+  StwGemm g = { 0, 1, C, OC, BT, STW_GEMM_INP, STW_GEMM_DOUT, STW_GEMM_DWEIGHT, C, OC, C, 1.0f };
+  return g;
+}
+
+#endif
