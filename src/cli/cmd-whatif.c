@@ -66,7 +66,7 @@ static char *
 csv(const GArray *rows)
 {
   GString *s = g_string_new("batch,gpu_bytes,policy,feasible,chunk_size_elems,h2d_bytes,"
-                            "d2h_bytes,iteration_ns,slowdown,why\n");
+                            "d2h_bytes,comm_bytes,iteration_ns,slowdown,why\n");
   for (guint i = 0; i < rows->len; i++) {
     const Row *r = &g_array_index(rows, Row, i);
     g_autofree char *why = g_strdup(r->pt.why ? r->pt.why : "");
@@ -75,10 +75,10 @@ csv(const GArray *rows)
         *c = '\'';
     g_string_append_printf(s, "%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%s,%s,%" G_GUINT64_FORMAT
                            ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-                           ",%.4f,\"%s\"\n", r->batch, r->pt.gpu_bytes,
+                           ",%" G_GUINT64_FORMAT ",%.4f,\"%s\"\n", r->batch, r->pt.gpu_bytes,
                            stw_policy_names[r->pt.policy], r->pt.feasible ? "yes" : "no",
                            r->pt.chunk_size_elems, r->pt.h2d_bytes, r->pt.d2h_bytes,
-                           r->pt.iteration_ns, r->pt.slowdown, why);
+                           r->pt.comm_bytes, r->pt.iteration_ns, r->pt.slowdown, why);
   }
   return g_string_free(s, FALSE);
 }
@@ -304,6 +304,7 @@ stw_cmd_whatif(int argc, char **argv)
           stw_json_add_u64(o2, "chunk_size_elems", r->pt.chunk_size_elems);
           stw_json_add_u64(o2, "h2d_bytes", r->pt.h2d_bytes);
           stw_json_add_u64(o2, "d2h_bytes", r->pt.d2h_bytes);
+          stw_json_add_u64(o2, "comm_bytes", r->pt.comm_bytes);
           stw_json_add_u64(o2, "iteration_ns", r->pt.iteration_ns);
           stw_json_add_double(o2, "slowdown", r->pt.slowdown);
         } else {
