@@ -1,8 +1,9 @@
 /* compute-cuda-bodies.h — what each thread of the CUDA compute table's kernels computes, as
  * functions of the thread's index that compile both as CUDA (nvcc, compute-cuda.cu: one thread
- * per index) and as C (gcc, tests/test-compute.c: a loop over every index). The tests run them on
- * the CPU against kernels.c, so the CUDA table's index arithmetic and formulas are checked on a
- * machine without a GPU; only the launch and the memory are CUDA's alone.
+ * per index) and as C (gcc: kernels.c's loops run the same bodies wherever the CPU's loop has the
+ * GPU's shape, so both devices share one copy of the arithmetic). Where the GPU's way is its own
+ * (attention's backward, AdamW on device chunks, the matmuls' GEMMs) tests/test-compute.c runs the
+ * bodies on the CPU against the CPU's code; only the launch and the memory are CUDA's alone.
  *
  * Where several threads add into one element (a token's embedding row, attention's key and value
  * rows, a tied weight) STW_ADD is atomicAdd on the device and a plain += in the CPU loop. The

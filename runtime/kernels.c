@@ -1,27 +1,26 @@
 /* kernels.c — see kernels.h. The formulas are llm.c's (Karpathy), reorganized so that every
- * parallel loop writes disjoint outputs. */
+ * parallel loop writes disjoint outputs. Where the CPU's loop has the GPU's shape (one iteration
+ * per element, row or column) it runs the CUDA table's thread body (compute-cuda-bodies.h), so
+ * both devices share one copy of the arithmetic; the matmuls and attention's backward have loops
+ * of their own here (the GPU uses cuBLAS and atomic adds there). */
 #include "config.h"
 
 #include "kernels.h"
 
+#include "compute-cuda-bodies.h"
+
 #include <math.h>
 #include <string.h>
 
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
 
 void
 stw_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T,
                     int C)
 {
-#pragma omp parallel for collapse(2)
-  for (int b = 0; b < B; b++) {
-    for (int t = 0; t < T; t++) {
-      float *o = out + ((size_t)b * T + t) * C;
-      const float *e = wte + (size_t)inp[b * T + t] * C, *p = wpe + (size_t)t * C;
-      for (int i = 0; i < C; i++)
-        o[i] = e[i] + p[i];
-    }
-  }
+  size_t n = (size_t)B * T * C;
+#pragma omp parallel for
+  for (size_t i = 0; i < n; i++)
+    stw_cb_encoder_forward(i, out, inp, wte, wpe, T, C);
 }
 
 void
@@ -29,40 +28,18 @@ stw_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp
                      int C)
 {
   /* serial: token rows repeat, and a fixed order keeps the sums reproducible */
-  for (int b = 0; b < B; b++) {
-    for (int t = 0; t < T; t++) {
-      const float *d = dout + ((size_t)b * T + t) * C;
-      float *e = dwte + (size_t)inp[b * T + t] * C, *p = dwpe + (size_t)t * C;
-      for (int i = 0; i < C; i++) {
-        e[i] += d[i];
-        p[i] += d[i];
-      }
-    }
-  }
+  size_t n = (size_t)B * T * C;
+  for (size_t i = 0; i < n; i++)
+    stw_cb_encoder_backward(i, dwte, dwpe, dout, inp, T, C);
 }
 
 void
 stw_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                       const float *bias, int B, int T, int C)
 {
-  const float eps = 1e-5f;
 #pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++) {
-    const float *x = inp + (size_t)bt * C;
-    float m = 0, v = 0;
-    for (int i = 0; i < C; i++)
-      m += x[i];
-    m /= C;
-    for (int i = 0; i < C; i++)
-      v += (x[i] - m) * (x[i] - m);
-    v /= C;
-    float s = 1.0f / sqrtf(v + eps);
-    float *o = out + (size_t)bt * C;
-    for (int i = 0; i < C; i++)
-      o[i] = s * (x[i] - m) * weight[i] + bias[i];
-    mean[bt] = m;
-    rstd[bt] = s;
-  }
+  for (int bt = 0; bt < B * T; bt++)
+    stw_cb_layernorm_forward((size_t)bt, out, mean, rstd, inp, weight, bias, C);
 }
 
 void
@@ -71,33 +48,11 @@ stw_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *d
                        int B, int T, int C)
 {
 #pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++) {
-    const float *d = dout + (size_t)bt * C, *x = inp + (size_t)bt * C;
-    float *di = dinp + (size_t)bt * C;
-    float m = mean[bt], s = rstd[bt], dnorm_mean = 0, dnorm_norm_mean = 0;
-    for (int i = 0; i < C; i++) {
-      float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-    }
-    dnorm_mean /= C;
-    dnorm_norm_mean /= C;
-    for (int i = 0; i < C; i++) {
-      float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-      di[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
-    }
-  }
+  for (int bt = 0; bt < B * T; bt++)
+    stw_cb_layernorm_backward_inp((size_t)bt, dinp, dout, inp, weight, mean, rstd, C);
 #pragma omp parallel for
-  for (int i = 0; i < C; i++) {
-    float dw = 0, db = 0;
-    for (int bt = 0; bt < B * T; bt++) {
-      float d = dout[(size_t)bt * C + i];
-      dw += (inp[(size_t)bt * C + i] - mean[bt]) * rstd[bt] * d;
-      db += d;
-    }
-    dweight[i] += dw;
-    dbias[i] += db;
-  }
+  for (int i = 0; i < C; i++)
+    stw_cb_layernorm_backward_params((size_t)i, dweight, dbias, dout, inp, mean, rstd, B * T, C);
 }
 
 void
@@ -149,45 +104,10 @@ void
 stw_attention_forward(float *out, float *preatt, float *att, const float *inp, int B, int T,
                       int C, int NH)
 {
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(3)
-  for (int b = 0; b < B; b++) {
-    for (int t = 0; t < T; t++) {
-      for (int h = 0; h < NH; h++) {
-        const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-        float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-        float *a = att + (((size_t)b * NH + h) * T + t) * T;
-        float maxv = -1e30f;
-        for (int t2 = 0; t2 <= t; t2++) {
-          const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-          float v = 0;
-          for (int i = 0; i < hs; i++)
-            v += q[i] * k[i];
-          v *= scale;
-          maxv = v > maxv ? v : maxv;
-          pre[t2] = v;
-        }
-        float sum = 0;
-        for (int t2 = 0; t2 <= t; t2++) {
-          float e = expf(pre[t2] - maxv);
-          sum += e;
-          a[t2] = e;
-        }
-        float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-        for (int t2 = 0; t2 < T; t2++)
-          a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
-        float *o = out + ((size_t)b * T + t) * C + h * hs;
-        for (int i = 0; i < hs; i++)
-          o[i] = 0;
-        for (int t2 = 0; t2 <= t; t2++) {
-          const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-          for (int i = 0; i < hs; i++)
-            o[i] += a[t2] * v[i];
-        }
-      }
-    }
-  }
+  size_t n = (size_t)B * T * NH;
+#pragma omp parallel for
+  for (size_t i = 0; i < n; i++)
+    stw_cb_attention_forward(i, out, preatt, att, inp, T, C, NH);
 }
 
 void
@@ -235,23 +155,16 @@ void
 stw_gelu_forward(float *out, const float *inp, size_t n)
 {
 #pragma omp parallel for
-  for (size_t i = 0; i < n; i++) {
-    float x = inp[i], cube = 0.044715f * x * x * x;
-    out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + cube)));
-  }
+  for (size_t i = 0; i < n; i++)
+    stw_cb_gelu_forward(i, out, inp);
 }
 
 void
 stw_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
 #pragma omp parallel for
-  for (size_t i = 0; i < n; i++) {
-    float x = inp[i], cube = 0.044715f * x * x * x;
-    float arg = GELU_SCALE * (x + cube), th = tanhf(arg), ch = coshf(arg);
-    float sech2 = 1.0f / (ch * ch);
-    float grad = 0.5f * (1.0f + th) + x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-    dinp[i] += grad * dout[i];
-  }
+  for (size_t i = 0; i < n; i++)
+    stw_cb_gelu_backward(i, dinp, inp, dout);
 }
 
 void
@@ -259,7 +172,7 @@ stw_residual_forward(float *out, const float *a, const float *b, size_t n)
 {
 #pragma omp parallel for
   for (size_t i = 0; i < n; i++)
-    out[i] = a[i] + b[i];
+    stw_cb_residual(i, out, a, b);
 }
 
 float
@@ -267,20 +180,8 @@ stw_crossentropy_forward(float *probs, float *losses, const float *logits, const
                          int B, int T, int V)
 {
 #pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++) {
-    const float *l = logits + (size_t)bt * V;
-    float *p = probs + (size_t)bt * V;
-    float maxv = -1e30f, sum = 0;
-    for (int i = 0; i < V; i++)
-      maxv = l[i] > maxv ? l[i] : maxv;
-    for (int i = 0; i < V; i++) {
-      p[i] = expf(l[i] - maxv);
-      sum += p[i];
-    }
-    for (int i = 0; i < V; i++)
-      p[i] /= sum;
-    losses[bt] = -logf(p[targets[bt]]);
-  }
+  for (int bt = 0; bt < B * T; bt++)
+    stw_cb_crossentropy_forward((size_t)bt, probs, losses, logits, targets, V);
   double mean = 0;
   for (int bt = 0; bt < B * T; bt++)
     mean += losses[bt];
@@ -291,12 +192,8 @@ void
 stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int B, int T,
                           int V)
 {
-  float scale = 1.0f / (float)(B * T);
+  size_t n = (size_t)B * T * V;
 #pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++) {
-    const float *p = probs + (size_t)bt * V;
-    float *d = dlogits + (size_t)bt * V;
-    for (int i = 0; i < V; i++)
-      d[i] += (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * scale;
-  }
+  for (size_t i = 0; i < n; i++)
+    stw_cb_crossentropy_backward(i, dlogits, probs, targets, B * T, V);
 }
