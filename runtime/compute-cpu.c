@@ -3,8 +3,10 @@
 
 #include "compute.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "compute-cuda-bodies.h"
 #include "kernels.h"
 
 static void
@@ -110,32 +112,59 @@ crossentropy_backward(StwCompute *x, float *dlogits, const float *probs, const i
 }
 
 static void
-grad_commit(StwCompute *x, float *slot, const float *grad, size_t n, gboolean first)
+grad_commit(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t n,
+            gboolean first)
 {
   (void)x;
+  if (dtype == STW_DTYPE_BF16) {
+    for (size_t i = 0; i < n; i++)
+      stw_cb_commit_bf16(i, slot, grad, first);
+    return;
+  }
+  float *s = slot;
   if (first) {
-    memcpy(slot, grad, n * sizeof(float));
+    memcpy(s, grad, n * sizeof(float));
     return;
   }
   for (size_t i = 0; i < n; i++)
-    slot[i] += grad[i];
+    s[i] += grad[i];
+}
+
+static void
+widen(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n)
+{
+  (void)x;
+  if (dtype != STW_DTYPE_BF16) {
+    memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    stw_cb_widen_bf16(i, dst, src);
 }
 
 void
-stw_compute_host_adam(float *param, float *master, float *m, float *v, size_t n,
+stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
                       const StwAdamConfig *c, guint64 step)
 {
+  if (dtype == STW_DTYPE_BF16) {
+    float bc1 = (float)(1.0 - pow(c->beta1, (double)step));
+    float bc2 = (float)(1.0 - pow(c->beta2, (double)step));
+    for (size_t i = 0; i < n; i++)
+      stw_cb_adam_bf16(i, param, master, m, v, c->lr, c->beta1, c->beta2, c->eps,
+                       c->weight_decay, bc1, bc2);
+    return;
+  }
   /* the compute copy holds the gradient; the master weights get the update */
   stw_adam_update(master, param, m, v, n, c, step);
   memcpy(param, master, n * sizeof(float));
 }
 
 static void
-adam(StwCompute *x, float *param, float *master, float *m, float *v, size_t n,
+adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
      const StwAdamConfig *c, guint64 step)
 {
   (void)x;
-  stw_compute_host_adam(param, master, m, v, n, c, step);
+  stw_compute_host_adam(param, dtype, master, m, v, n, c, step);
 }
 
 static void
@@ -174,6 +203,7 @@ static StwCompute cpu = {
   .residual_forward = residual_forward,
   .crossentropy_forward = crossentropy_forward,
   .crossentropy_backward = crossentropy_backward,
+  .widen = widen,
   .grad_commit = grad_commit,
   .adam = adam,
   .upload = copy_bytes,

@@ -16,6 +16,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "bf16.h"
+
 #ifdef __CUDACC__
 #define STW_HD static __host__ __device__ inline
 #else
@@ -264,12 +266,12 @@ stw_cb_add(size_t i, float *dst, const float *src)
   dst[i] += src[i];
 }
 
-/* AdamW: PARAM holds the gradient and gets the new weights; BC1, BC2 the bias corrections */
-STW_HD void
-stw_cb_adam(size_t i, float *param, float *master, float *m, float *v, float lr, float b1,
-            float b2, float eps, float wd, float bc1, float bc2)
+/* One AdamW step of element I for gradient G: updates M, V and MASTER; BC1, BC2 are the bias
+ * corrections. Returns the new weight. */
+STW_HD float
+stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, float lr, float b1,
+                    float b2, float eps, float wd, float bc1, float bc2)
 {
-  float g = param[i];
   float mi = b1 * m[i] + (1.0f - b1) * g;
   float vi = b2 * v[i] + (1.0f - b2) * g * g;
   m[i] = mi;
@@ -277,7 +279,41 @@ stw_cb_adam(size_t i, float *param, float *master, float *m, float *v, float lr,
   float mhat = mi / bc1, vhat = vi / bc2, w = master[i];
   w -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w);
   master[i] = w;
-  param[i] = w;
+  return w;
+}
+
+/* AdamW: PARAM holds the gradient and gets the new weights */
+STW_HD void
+stw_cb_adam(size_t i, float *param, float *master, float *m, float *v, float lr, float b1,
+            float b2, float eps, float wd, float bc1, float bc2)
+{
+  param[i] = stw_cb_adam_element(i, param[i], master, m, v, lr, b1, b2, eps, wd, bc1, bc2);
+}
+
+/* ---- bf16 compute copies ------------------------------------------------------------------------ */
+
+STW_HD void
+stw_cb_widen_bf16(size_t i, float *dst, const uint16_t *src)
+{
+  dst[i] = stw_bf16_to_float(src[i]);
+}
+
+/* a gradient into a bf16 slot: replaced, or added to what the slot holds (a tied weight) */
+STW_HD void
+stw_cb_commit_bf16(size_t i, uint16_t *slot, const float *grad, int first)
+{
+  float g = first ? grad[i] : stw_bf16_to_float(slot[i]) + grad[i];
+  slot[i] = stw_bf16_from_float(g);
+}
+
+/* AdamW with a bf16 compute copy: PARAM holds the gradient and gets the rounded new weights */
+STW_HD void
+stw_cb_adam_bf16(size_t i, uint16_t *param, float *master, float *m, float *v, float lr,
+                 float b1, float b2, float eps, float wd, float bc1, float bc2)
+{
+  float w = stw_cb_adam_element(i, stw_bf16_to_float(param[i]), master, m, v, lr, b1, b2, eps,
+                                wd, bc1, bc2);
+  param[i] = stw_bf16_from_float(w);
 }
 
 /* ---- the matmuls' GEMMs ---------------------------------------------------------------------- */

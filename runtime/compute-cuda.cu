@@ -117,6 +117,14 @@ KERNEL(crossentropy_backward_k, stw_cb_crossentropy_backward,
        (size_t n, float *dlogits, const float *probs, const int *targets, int N, int V),
        (i, dlogits, probs, targets, N, V))
 KERNEL(add_k, stw_cb_add, (size_t n, float *dst, const float *src), (i, dst, src))
+KERNEL(widen_bf16_k, stw_cb_widen_bf16, (size_t n, float *dst, const uint16_t *src),
+       (i, dst, src))
+KERNEL(commit_bf16_k, stw_cb_commit_bf16,
+       (size_t n, uint16_t *slot, const float *grad, int first), (i, slot, grad, first))
+KERNEL(adam_bf16_k, stw_cb_adam_bf16,
+       (size_t n, uint16_t *param, float *master, float *m, float *v, float lr, float b1,
+        float b2, float eps, float wd, float bc1, float bc2),
+       (i, param, master, m, v, lr, b1, b2, eps, wd, bc1, bc2))
 KERNEL(adam_k, stw_cb_adam,
        (size_t n, float *param, float *master, float *m, float *v, float lr, float b1, float b2,
         float eps, float wd, float bc1, float bc2),
@@ -295,27 +303,51 @@ crossentropy_backward(StwCompute *x, float *dlogits, const float *probs, const i
 }
 
 static void
-grad_commit(StwCompute *x, float *slot, const float *grad, size_t n, gboolean first)
+grad_commit(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t n,
+            gboolean first)
 {
   Cuda *c = (Cuda *)x;
+  if (dtype == STW_DTYPE_BF16) {
+    commit_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)slot, grad, first);
+    launched(c, "grad_commit (bf16)");
+    return;
+  }
   if (first) {
     check(c, cudaMemcpyAsync(slot, grad, n * sizeof(float), cudaMemcpyDeviceToDevice, 0),
           "cudaMemcpyAsync (gradient)");
     return;
   }
-  add_k<<<blocks_for(n), THREADS>>>(n, slot, grad);
+  add_k<<<blocks_for(n), THREADS>>>(n, (float *)slot, grad);
   launched(c, "grad_commit");
 }
 
 static void
-adam(StwCompute *x, float *param, float *master, float *m, float *v, size_t n,
+widen(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n)
+{
+  Cuda *c = (Cuda *)x;
+  if (dtype != STW_DTYPE_BF16) {
+    check(c, cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, 0),
+          "cudaMemcpyAsync (weights)");
+    return;
+  }
+  widen_bf16_k<<<blocks_for(n), THREADS>>>(n, dst, (const uint16_t *)src);
+  launched(c, "widen (bf16)");
+}
+
+static void
+adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
      const StwAdamConfig *cfg, guint64 step)
 {
   /* bias corrections in double, as the CPU's */
   float bc1 = (float)(1.0 - pow(cfg->beta1, (double)step));
   float bc2 = (float)(1.0 - pow(cfg->beta2, (double)step));
-  adam_k<<<blocks_for(n), THREADS>>>(n, param, master, m, v, cfg->lr, cfg->beta1, cfg->beta2,
-                                     cfg->eps, cfg->weight_decay, bc1, bc2);
+  if (dtype == STW_DTYPE_BF16)
+    adam_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, cfg->lr,
+                                            cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
+                                            bc1, bc2);
+  else
+    adam_k<<<blocks_for(n), THREADS>>>(n, (float *)param, master, m, v, cfg->lr, cfg->beta1,
+                                       cfg->beta2, cfg->eps, cfg->weight_decay, bc1, bc2);
   launched((Cuda *)x, "adam");
 }
 
@@ -390,6 +422,7 @@ stw_compute_cuda_module_new(gboolean mixed, GError **error)
   t->residual_forward = residual_forward;
   t->crossentropy_forward = crossentropy_forward;
   t->crossentropy_backward = crossentropy_backward;
+  t->widen = widen;
   t->grad_commit = grad_commit;
   t->adam = adam;
   t->upload = upload;

@@ -6,7 +6,12 @@
  * computed. The CUDA table (compute-cuda.cu) runs CUDA kernels and cuBLAS on the CUDA backend's
  * device memory, on the legacy default stream, which the backend's copies are ordered against;
  * with `mixed` precision its matmuls round their inputs to bf16 for the tensor cores and
- * accumulate in fp32, while weights, master weights, Adam state and every other kernel stay fp32.
+ * accumulate in fp32.
+ *
+ * The compute copy of the weights is fp32, or bf16 in mixed precision (the model's dtype); the
+ * kernels read fp32, so the trainer widens a bf16 weight into an activation before an op, and
+ * commits gradients and runs Adam through the table in the slot's dtype. Master weights, Adam
+ * state, activations and gradients before their commit are always fp32.
  *
  * Token ids and the loss cross between host and device through `upload` and `download`; the
  * CPU table's copies are memcpy.
@@ -19,6 +24,7 @@
 #include <glib.h>
 
 #include "adam.h"
+#include "trace.h"
 
 G_BEGIN_DECLS
 
@@ -56,12 +62,16 @@ struct StwCompute {
                                 const int *targets, int B, int T, int V);
   void (*crossentropy_backward)(StwCompute *x, float *dlogits, const float *probs,
                                 const int *targets, int B, int T, int V);
-  /* a gradient into its tensor's slot: the first write replaces, later ones add (tied weights) */
-  void (*grad_commit)(StwCompute *x, float *slot, const float *grad, size_t n, gboolean first);
-  /* AdamW on chunks in this table's memory: PARAM holds the gradient; MASTER, M and V are
-   * updated and PARAM gets the new weights */
-  void (*adam)(StwCompute *x, float *param, float *master, float *m, float *v, size_t n,
-               const StwAdamConfig *c, guint64 step);
+  /* N compute-copy values of SRC (fp32 or bf16, as DTYPE says) as fp32 in DST */
+  void (*widen)(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n);
+  /* a gradient into its tensor's slot (of DTYPE): the first write replaces, later ones add (tied
+   * weights) */
+  void (*grad_commit)(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t n,
+                      gboolean first);
+  /* AdamW on chunks in this table's memory: PARAM (of DTYPE) holds the gradient; MASTER, M and
+   * V are updated and PARAM gets the new weights */
+  void (*adam)(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v,
+               size_t n, const StwAdamConfig *c, guint64 step);
   void (*upload)(StwCompute *x, void *dst, const void *host_src, size_t bytes);
   void (*download)(StwCompute *x, void *host_dst, const void *src, size_t bytes);
   /* FALSE once a kernel or a copy has failed, with ERROR naming it */
@@ -78,9 +88,9 @@ StwCompute *stw_compute_cpu(void);
 StwCompute *stw_compute_cuda_new(gboolean mixed, GError **error);
 
 /* AdamW over host memory, as the CPU table does it: the update of the master weights, copied
- * into the compute copy. */
-void stw_compute_host_adam(float *param, float *master, float *m, float *v, size_t n,
-                           const StwAdamConfig *c, guint64 step);
+ * into the compute copy (of DTYPE). */
+void stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, float *v,
+                           size_t n, const StwAdamConfig *c, guint64 step);
 
 G_END_DECLS
 

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "bf16.h"
 #include "chunks.h"
 #include "events.h"
 
@@ -12,7 +13,7 @@ G_DEFINE_QUARK(stw-runtime-error-quark, stw_runtime_error)
 
 typedef struct {
   guint32 item;
-  float *dev;        /* the slot being written back */
+  guint8 *dev;       /* the slot being written back */
   StwEvent *event;
   guint64 expect;    /* verify: checksum of the device data at issue */
 } Leaving;
@@ -26,7 +27,9 @@ struct StwRuntime {
   guint32 n, n_items;
   guint64 *bytes;           /* per item */
   guint64 *offset;          /* per tensor: elements from the start of its chunk */
-  float **host, **dev;      /* per item; dev NULL when not resident */
+  guint8 **host, **dev;     /* per item; dev NULL when not resident */
+  guint64 elem[STW_N_LISTS];/* bytes per element of each list: the param list's is the model's
+                             * dtype (bf16 in mixed precision), the others fp32 */
   StwEvent **arriving;      /* per item: the fetch in flight */
   guint64 *arriving_sum;    /* verify: checksum of the host data at fetch */
   guint8 *dirty;            /* the device copy is the only valid one */
@@ -78,6 +81,26 @@ static guint32
 item_of(const StwRuntime *rt, StwChunkList list, guint32 chunk)
 {
   return (guint32)list * rt->n + chunk;
+}
+
+/* TENSOR's place in BASE, a chunk of LIST */
+static guint8 *
+at(const StwRuntime *rt, guint8 *base, StwChunkList list, guint32 tensor)
+{
+  return base + rt->offset[tensor] * rt->elem[list];
+}
+
+/* N values of FROM (fp32) as ELEM-byte elements (fp32 or bf16) in TO */
+static void
+store_values(void *to, const float *from, gsize n, guint64 elem)
+{
+  if (elem == sizeof(float)) {
+    memcpy(to, from, n * sizeof(float));
+    return;
+  }
+  guint16 *h = to;
+  for (gsize i = 0; i < n; i++)
+    h[i] = stw_bf16_from_float(from[i]);
 }
 
 /* ---- device memory ---------------------------------------------------------------------- */
@@ -358,8 +381,10 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     const StwPlacement *p = &g_array_index(rt->chunking->placements, StwPlacement, i);
     rt->offset[p->tensor] = p->offset;
   }
-  rt->host = g_new0(float *, rt->n_items);
-  rt->dev = g_new0(float *, rt->n_items);
+  rt->host = g_new0(guint8 *, rt->n_items);
+  rt->dev = g_new0(guint8 *, rt->n_items);
+  for (int l = 0; l < STW_N_LISTS; l++)
+    rt->elem[l] = l == STW_LIST_PARAM ? stw_dtype_bytes(rt->chunking->dtype) : sizeof(float);
   rt->arriving = g_new0(StwEvent *, rt->n_items);
   rt->arriving_sum = g_new0(guint64, rt->n_items);
   rt->dirty = g_new0(guint8, rt->n_items);
@@ -370,7 +395,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   for (int l = 0; l < STW_N_LISTS; l++) {
     for (guint32 c = 0; c < rt->n; c++) {
       guint32 item = item_of(rt, (StwChunkList)l, c);
-      rt->bytes[item] = stw_chunking_chunk(rt->chunking, c)->capacity_elems * sizeof(float);
+      rt->bytes[item] = stw_chunking_chunk(rt->chunking, c)->capacity_elems * rt->elem[l];
       rt->host[item] = backend->host_alloc(backend, rt->bytes[item]);
     }
   }
@@ -379,9 +404,11 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     const StwChunk *ch = stw_chunking_chunk(rt->chunking, c);
     for (guint32 k = 0; k < ch->count; k++) {
       const StwPlacement *p = &g_array_index(rt->chunking->placements, StwPlacement, ch->first + k);
-      gsize n = stw_trace_tensor(model, p->tensor)->numel * sizeof(float);
-      memcpy(rt->host[item_of(rt, STW_LIST_PARAM, c)] + p->offset, init[p->tensor], n);
-      memcpy(rt->host[item_of(rt, STW_LIST_MASTER, c)] + p->offset, init[p->tensor], n);
+      gsize n = stw_trace_tensor(model, p->tensor)->numel;
+      store_values(at(rt, rt->host[item_of(rt, STW_LIST_PARAM, c)], STW_LIST_PARAM, p->tensor),
+                   init[p->tensor], n, rt->elem[STW_LIST_PARAM]);
+      store_values(at(rt, rt->host[item_of(rt, STW_LIST_MASTER, c)], STW_LIST_MASTER, p->tensor),
+                   init[p->tensor], n, sizeof(float));
     }
   }
   rt->rec = NULL;
@@ -394,7 +421,8 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     rt->next_act_ptr = ACT_VADDR_BASE;
     for (guint32 i = 0; i < model->tensors->len; i++) {
       const StwTensor *x = stw_trace_tensor(model, i);
-      stw_event_alloc(rt->events, rt->ev_clock++, TENSOR_VADDR(i), x->numel * sizeof(float));
+      stw_event_alloc(rt->events, rt->ev_clock++, TENSOR_VADDR(i),
+                      x->numel * rt->elem[STW_LIST_PARAM]);
       GString *names = g_string_new(x->name);
       for (guint k = 0; x->aliases != NULL && k < x->aliases->len; k++)
         g_string_append_printf(names, " %s", (char *)x->aliases->pdata[k]);
@@ -718,27 +746,26 @@ stw_runtime_op_end(StwRuntime *rt)
 
 /* ---- access ------------------------------------------------------------------------------ */
 
-float *
+gpointer
 stw_runtime_param(StwRuntime *rt, guint32 tensor)
 {
   guint32 item = item_of(rt, STW_LIST_PARAM, rt->chunking->chunk_of[tensor]);
   g_assert(rt->dev[item] != NULL);
-  return rt->dev[item] + rt->offset[tensor];
+  return at(rt, rt->dev[item], STW_LIST_PARAM, tensor);
 }
 
 gboolean
-stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master, float **momentum,
-                  float **variance)
+stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
+                  float **momentum, float **variance)
 {
   guint32 c = rt->chunking->chunk_of[tensor];
-  guint64 off = rt->offset[tensor];
   gboolean on_device = rt->optim[c] != STW_OPTIM_CPU && rt->o.mode != STW_RUNTIME_PLAIN;
-  float **where = rt->optim[c] == STW_OPTIM_CPU ? rt->host : rt->dev;
-  float **out[] = { param, master, momentum, variance };
+  guint8 **where = rt->optim[c] == STW_OPTIM_CPU ? rt->host : rt->dev;
+  gpointer *out[] = { param, (gpointer *)master, (gpointer *)momentum, (gpointer *)variance };
   for (int l = 0; l < STW_N_LISTS; l++) {
-    float *base = where[item_of(rt, (StwChunkList)l, c)];
+    guint8 *base = where[item_of(rt, (StwChunkList)l, c)];
     g_assert(base != NULL);
-    *out[l] = base + off;
+    *out[l] = at(rt, base, (StwChunkList)l, tensor);
   }
   return on_device;
 }
@@ -840,7 +867,7 @@ device_write(StwRuntime *rt, void *dev, const void *host, gsize bytes)
   rt->be->event_free(rt->be, e);
 }
 
-/* Reads N bytes at element OFF of ITEM's valid copy: the device's when it holds the only one. */
+/* Reads N bytes at byte OFF of ITEM's valid copy: the device's when it holds the only one. */
 static void
 read_valid(StwRuntime *rt, guint32 item, guint64 off, void *out, gsize n)
 {
@@ -859,7 +886,7 @@ void
 stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v)
 {
   guint32 c = rt->chunking->chunk_of[tensor];
-  guint64 off = rt->offset[tensor];
+  guint64 off = rt->offset[tensor] * sizeof(float);
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
   read_valid(rt, item_of(rt, STW_LIST_MASTER, c), off, master, n);
   read_valid(rt, item_of(rt, STW_LIST_MOMENTUM, c), off, m, n);
@@ -871,16 +898,19 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
                         const float *v)
 {
   guint32 c = rt->chunking->chunk_of[tensor];
-  guint64 off = rt->offset[tensor];
-  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
-  const float *src[] = { master, master, m, v }; /* fp32: the compute copy is the master */
+  gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
+  /* the compute copy is the master weights, in the param list's precision */
+  g_autofree guint8 *compute = g_malloc(MAX(numel * rt->elem[STW_LIST_PARAM], 1));
+  store_values(compute, master, numel, rt->elem[STW_LIST_PARAM]);
+  const void *src[] = { compute, master, m, v };
   for (int l = 0; l < STW_N_LISTS; l++) {
     guint32 item = item_of(rt, (StwChunkList)l, c);
+    gsize n = numel * rt->elem[l];
     wait_leaving(rt, item);
-    memcpy(rt->host[item] + off, src[l], n);
+    memcpy(at(rt, rt->host[item], (StwChunkList)l, tensor), src[l], n);
     if (rt->dev[item] != NULL && rt->dev[item] != rt->host[item]) {
       wait_arrival(rt, item);
-      device_write(rt, rt->dev[item] + off, src[l], n);
+      device_write(rt, at(rt, rt->dev[item], (StwChunkList)l, tensor), src[l], n);
     }
   }
 }

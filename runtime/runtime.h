@@ -74,14 +74,15 @@ gboolean stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage,
                               guint32 n_grads, GError **error);
 void stw_runtime_op_end(StwRuntime *rt);
 
-/* The compute copy of TENSOR on the device, for the current op (which must declare it). A
- * backward op that declares TENSOR's gradient writes the gradient there once it no longer
- * needs the parameter. */
-float *stw_runtime_param(StwRuntime *rt, guint32 tensor);
+/* The compute copy of TENSOR on the device, for the current op (which must declare it), in the
+ * model's dtype (fp32, or bf16 in mixed precision; the other lists are always fp32). A backward
+ * op that declares TENSOR's gradient writes the gradient there once it no longer needs the
+ * parameter. */
+gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
 
 /* For the optimizer op of TENSOR: its four lists wherever the plan steps it. TRUE when they are
  * device slots (GPU Adam: the backend's memory), FALSE when host memory (CPU Adam). */
-gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, float **param, float **master,
+gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
                            float **momentum, float **variance);
 
 /* Activation memory, counted against the device budget. Zeroed. */

@@ -52,7 +52,7 @@ void
 stw_trainer_config_init(StwTrainerConfig *c)
 {
   *c = (StwTrainerConfig){ .layers = 2, .width = 64, .heads = 4, .context = 64, .batch = 4,
-                           .seed = 1337 };
+                           .seed = 1337, .dtype = STW_DTYPE_FP32 };
   stw_adam_config_init(&c->adam);
 }
 
@@ -71,6 +71,12 @@ config_model(const StwTrainerConfig *c, StwModelConfig *m, GError **error)
   m->vocab = 256;
   m->max_seq = c->context;
   m->tied = TRUE;
+  if (c->dtype != STW_DTYPE_FP32 && c->dtype != STW_DTYPE_BF16) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "the trainer keeps its compute copy in fp32 or bf16, not %s",
+                stw_dtype_name(c->dtype));
+    return FALSE;
+  }
   GError *local = NULL;
   if (!stw_model_config_validate(m, "trainer", &local) || c->batch < 1 || c->batch > 4096) {
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG, "%s",
@@ -98,7 +104,7 @@ stw_trainer_model(const StwTrainerConfig *c, GError **error)
   t->model.seq = c->context;
   for (guint i = 0; i < g->tensors->len; i++) {
     const StwGraphTensor *gt = g->tensors->pdata[i];
-    guint32 id = stw_trace_add_tensor(t, gt->name, STW_DTYPE_FP32, gt->shape, gt->ndim);
+    guint32 id = stw_trace_add_tensor(t, gt->name, c->dtype, gt->shape, gt->ndim);
     for (guint k = 0; k < gt->aliases->len; k++)
       g_ptr_array_add(g_array_index(t->tensors, StwTensor, id).aliases,
                       g_strdup(gt->aliases->pdata[k]));
@@ -229,6 +235,8 @@ typedef struct {
   StwTrainer *t;
   GError **error;
   gboolean failed;
+  float *w[4];        /* the current op's weights as the kernels read them: fp32 */
+  gboolean widened;   /* W are activations (bf16 weights widened), released at the op's end */
 } Ctx;
 
 /* the compute table of the trainer in scope as T */
@@ -252,10 +260,47 @@ release(Ctx *x, float **p)
   *p = NULL;
 }
 
+static guint64
+numel(const StwTrainer *t, const StwGraphOp *op, guint i)
+{
+  return stw_trace_tensor(t->model, g_array_index(op->params, guint32, i))->numel;
+}
+
+/* The op's weights where the kernels read them: the compute copies themselves in fp32; in mixed
+ * precision widened from bf16 into activations (counted in the budget) until the op ends. */
+static void
+weights_in(Ctx *x, const StwGraphOp *op)
+{
+  StwTrainer *t = x->t;
+  g_assert(op->params->len <= G_N_ELEMENTS(x->w));
+  x->widened = t->c.dtype == STW_DTYPE_BF16;
+  for (guint i = 0; i < op->params->len; i++) {
+    gpointer slot = stw_runtime_param(t->rt, g_array_index(op->params, guint32, i));
+    if (!x->widened) {
+      x->w[i] = slot;
+      continue;
+    }
+    x->w[i] = act(x, numel(t, op, i));
+    if (x->w[i] != NULL)
+      CX->widen(CX, x->w[i], slot, STW_DTYPE_BF16, numel(t, op, i));
+  }
+}
+
+static void
+weights_out(Ctx *x)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(x->w); i++) {
+    if (x->widened && x->w[i] != NULL)
+      stw_runtime_release(x->t->rt, x->w[i]);
+    x->w[i] = NULL;
+  }
+}
+
 static float *
 P(Ctx *x, const StwGraphOp *op, guint i)
 {
-  return stw_runtime_param(x->t->rt, g_array_index(op->params, guint32, i));
+  (void)op;
+  return x->w[i];
 }
 
 /* Writes a gradient computed in SCRATCH into the tensor's slot: the first write of the
@@ -264,9 +309,9 @@ static void
 commit_grad(Ctx *x, guint32 tensor, const float *scratch)
 {
   StwTrainer *t = x->t;
-  float *slot = stw_runtime_param(t->rt, tensor);
+  gpointer slot = stw_runtime_param(t->rt, tensor);
   guint64 n = stw_trace_tensor(t->model, tensor)->numel;
-  CX->grad_commit(CX, slot, scratch, n, !t->grad_written[tensor]);
+  CX->grad_commit(CX, slot, t->c.dtype, scratch, n, !t->grad_written[tensor]);
   t->grad_written[tensor] = 1;
 }
 
@@ -292,12 +337,6 @@ release_tokens(Ctx *x, int **p)
   if (x->t->cx->device_memory)
     stw_runtime_release(x->t->rt, *p);
   *p = NULL;
-}
-
-static guint64
-numel(const StwTrainer *t, const StwGraphOp *op, guint i)
-{
-  return stw_trace_tensor(t->model, g_array_index(op->params, guint32, i))->numel;
 }
 
 static void
@@ -551,6 +590,20 @@ stw_trainer_set_grad_sink(StwTrainer *t, float **sink)
   t->grad_sink = sink;
 }
 
+/* Copies TENSOR's gradient (in its compute copy PARAM) to the sink, as fp32. */
+static void
+sink_gradient(StwTrainer *t, guint32 tensor, gconstpointer param, gboolean on_device)
+{
+  guint64 n = stw_trace_tensor(t->model, tensor)->numel;
+  gsize bytes = n * stw_dtype_bytes(t->c.dtype);
+  g_autofree guint8 *host = g_malloc(MAX(bytes, 1));
+  if (on_device)
+    t->cx->download(t->cx, host, param, bytes);
+  else
+    memcpy(host, param, bytes);
+  stw_compute_cpu()->widen(stw_compute_cpu(), t->grad_sink[tensor], host, t->c.dtype, n);
+}
+
 static gboolean
 run_op(Ctx *x, const char *name, StwStage stage, const GArray *params, gboolean grads)
 {
@@ -573,7 +626,9 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     const StwGraphOp *op = t->graph->ops->pdata[k];
     if (!run_op(&x, op->name, STW_STAGE_FWD, op->params, FALSE))
       return FALSE;
+    weights_in(&x, op);
     forward_op(&x, k);
+    weights_out(&x);
     stw_runtime_op_end(t->rt);
   }
   for (guint k = n_ops; k-- > 0 && !x.failed;) {
@@ -581,7 +636,9 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     g_autofree char *name = g_strconcat(op->name, ".bwd", NULL);
     if (!run_op(&x, name, STW_STAGE_BWD, op->params, TRUE))
       return FALSE;
+    weights_in(&x, op);
     backward_op(&x, k);
+    weights_out(&x);
     stw_runtime_op_end(t->rt);
   }
   if (!x.failed && !t->cx->ok(t->cx)) {
@@ -596,19 +653,16 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     g_autofree char *name = g_strconcat("adam.", ten->name, NULL);
     if (!stw_runtime_op_begin(t->rt, name, STW_STAGE_OPTIM, &id, 1, NULL, 0, error))
       return FALSE;
-    float *param, *master, *m, *v;
+    gpointer param;
+    float *master, *m, *v;
     gboolean on_device = stw_runtime_optim(t->rt, id, &param, &master, &m, &v);
-    if (t->grad_sink != NULL) {
-      if (on_device)
-        t->cx->download(t->cx, t->grad_sink[id], param, ten->numel * sizeof(float));
-      else
-        memcpy(t->grad_sink[id], param, ten->numel * sizeof(float));
-    }
+    if (t->grad_sink != NULL)
+      sink_gradient(t, id, param, on_device);
     /* the compute copy holds the gradient; the master weights get the update */
     if (on_device)
-      t->cx->adam(t->cx, param, master, m, v, ten->numel, &t->c.adam, t->step);
+      t->cx->adam(t->cx, param, t->c.dtype, master, m, v, ten->numel, &t->c.adam, t->step);
     else
-      stw_compute_host_adam(param, master, m, v, ten->numel, &t->c.adam, t->step);
+      stw_compute_host_adam(param, t->c.dtype, master, m, v, ten->numel, &t->c.adam, t->step);
     stw_runtime_op_end(t->rt);
   }
   if (!t->cx->ok(t->cx)) {

@@ -34,9 +34,11 @@ typedef struct {
   guint64 seed;
   StwAdamConfig adam;
   StwCompute *compute;  /* where the math runs (not owned); NULL: the CPU */
+  StwDtype dtype;       /* the compute copy: fp32, or bf16 (mixed precision, fp32 master) */
 } StwTrainerConfig;
 
-void stw_trainer_config_init(StwTrainerConfig *c);  /* 2 layers, width 64, 4 heads, 64, batch 4 */
+/* 2 layers, width 64, 4 heads, context 64, batch 4, seed 1337, fp32 */
+void stw_trainer_config_init(StwTrainerConfig *c);
 
 typedef struct StwTrainer StwTrainer;
 

@@ -130,7 +130,7 @@ test_gradient_accumulation(void)
   size_t n = BT * 4 * C;
   g_autofree float *x = randoms(n), *s1 = randoms(n);
   g_autofree float *s2 = copy(s1, n);
-  stw_compute_cpu()->grad_commit(stw_compute_cpu(), s1, x, n, FALSE);
+  stw_compute_cpu()->grad_commit(stw_compute_cpu(), s1, STW_DTYPE_FP32, x, n, FALSE);
   for (size_t i = 0; i < n; i++)
     stw_cb_add(i, s2, x);
   assert_close("gradient accumulation", s2, s1, n);
@@ -148,7 +148,7 @@ test_adam(void)
   g_autofree float *grad2 = copy(grad, n), *master2 = copy(master, n), *m2 = copy(m, n),
                    *v2 = copy(v, n);
   guint64 step = 3;
-  stw_compute_host_adam(grad, master, m, v, n, &c, step);
+  stw_compute_host_adam(grad, STW_DTYPE_FP32, master, m, v, n, &c, step);
   float bc1 = (float)(1.0 - pow(c.beta1, (double)step));
   float bc2 = (float)(1.0 - pow(c.beta2, (double)step));
   for (size_t i = 0; i < n; i++)

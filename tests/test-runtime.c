@@ -277,18 +277,19 @@ count_download(StwCompute *x, void *dst, const void *src, size_t bytes)
 }
 
 static void
-count_adam(StwCompute *x, float *param, float *master, float *m, float *v, size_t n,
-           const StwAdamConfig *c, guint64 step)
+count_adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v,
+           size_t n, const StwAdamConfig *c, guint64 step)
 {
   ((Counting *)x)->adams++;
-  stw_compute_host_adam(param, master, m, v, n, c, step);
+  stw_compute_host_adam(param, dtype, master, m, v, n, c, step);
 }
 
 static void
-count_commit(StwCompute *x, float *slot, const float *grad, size_t n, gboolean first)
+count_commit(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t n,
+             gboolean first)
 {
   ((Counting *)x)->commits++;
-  stw_compute_cpu()->grad_commit(stw_compute_cpu(), slot, grad, n, first);
+  stw_compute_cpu()->grad_commit(stw_compute_cpu(), slot, dtype, grad, n, first);
 }
 
 /* The trainer's device path (tokens uploaded into activations, gradients committed and GPU Adam
