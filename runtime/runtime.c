@@ -334,12 +334,16 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
                     pt->tensors->len == model->tensors->len;
     for (guint32 i = 0; same && i < model->tensors->len; i++)
       same = strcmp(stw_trace_tensor(pt, i)->name, stw_trace_tensor(model, i)->name) == 0 &&
-             stw_trace_tensor(pt, i)->numel == stw_trace_tensor(model, i)->numel;
+             stw_trace_tensor(pt, i)->numel == stw_trace_tensor(model, i)->numel &&
+             stw_trace_tensor(pt, i)->dtype == stw_trace_tensor(model, i)->dtype;
     if (!same) {
       g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
-                  "the plan was made for another model: its trace's digest or tensors (%u) "
-                  "differ from this model's (%u tensors); profile this model and plan again",
-                  pt->tensors->len, model->tensors->len);
+                  "the plan was made for another model: its trace's digest or tensors (%u, %s) "
+                  "differ from this model's (%u tensors, %s); profile this model and plan again",
+                  pt->tensors->len,
+                  pt->tensors->len ? stw_dtype_name(stw_trace_tensor(pt, 0)->dtype) : "-",
+                  model->tensors->len,
+                  model->tensors->len ? stw_dtype_name(stw_trace_tensor(model, 0)->dtype) : "-");
       g_free(rt);
       return NULL;
     }

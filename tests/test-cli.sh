@@ -158,7 +158,10 @@ expect 1 "the plan was made for another model" "replay a plan made for another m
 $S plan "$T/tt.json" --gpu 400KiB --gpus 2 -o "$T/tp2.json" >/dev/null
 expect 1 "the plan is for 2 GPUs" "train refuses a 2-GPU plan" -- $S train $M --steps 1 --plan "$T/tp2.json"
 expect 2 "--device: 'tpu' is not one of cpu, cuda" "train on an unknown device" -- $S train $M --steps 1 --device tpu
-expect 2 "--precision goes with --device cuda" "train --precision without CUDA" -- $S train $M --steps 1 --precision fp32
+expect 2 "--precision: 'fp8' is not one of mixed, fp32" "train with an unknown precision" -- $S train $M --steps 1 --precision fp8
+expect 0 "trained 2 steps in mixed precision" "train in mixed precision on the CPU" -- $S train $M --steps 2 --precision mixed --profile "$T/tm.json"
+grep -q '"dtype":"bf16"' "$T/tm.json"; tap_result $? "the mixed-precision trace has bf16 tensors"
+expect 1 "the plan was made for another model" "replay an fp32 plan in mixed precision" -- $S train $M --steps 1 --precision mixed --plan "$T/tp.json"
 expect 1 "no CUDA device" "train --device cuda without a GPU" -- $S train $M --steps 1 --device cuda
 expect 1 "cannot read the training text" "train on a missing file" -- $S train $M --data "$T/none.txt" --steps 1
 : > "$T/empty.txt"

@@ -369,6 +369,74 @@ test_compute_table(void)
   dev->free(dev);
 }
 
+/* Mixed precision: a bf16 compute copy (2 bytes per parameter in the param list) with fp32
+ * master weights trains within 1e-3 of fp32, and its plan replays bitwise, moving what the plan
+ * predicts, inside the budget. */
+static void
+test_mixed_precision(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *fp32 = trainer(&c, data, &ro, be);
+  float want[STEPS];
+  train(fp32, want, STEPS);
+  c.dtype = STW_DTYPE_BF16;
+  StwTrainer *t = trainer(&c, data, &ro, be);
+  float got[STEPS];
+  train(t, got, STEPS);
+  for (guint i = 0; i < STEPS; i++) {
+    g_test_message("step %u: fp32 %.9g, mixed %.9g", i + 1, want[i], got[i]);
+    g_assert_cmpfloat(fabs(got[i] - want[i]) / want[i], <, 1e-3);
+  }
+  g_assert_cmpfloat(got[STEPS - 1], <, got[0]);
+  g_assert_true(memcmp(got, want, sizeof got) != 0); /* it is another precision */
+
+  StwTrace *trace = stw_runtime_trace(stw_trainer_runtime(t));
+  guint64 params = 0, peak = 0;
+  for (guint i = 0; i < trace->tensors->len; i++) {
+    g_assert_cmpint(stw_trace_tensor(trace, i)->dtype, ==, STW_DTYPE_BF16);
+    params += stw_trace_tensor(trace, i)->numel;
+  }
+  for (guint i = 0; i < trace->ops->len; i++)
+    peak = MAX(peak, stw_trace_op(trace, i)->nonmodel_peak_bytes);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = peak + 14 * params / 4; /* a quarter of the model data */
+  GError *error = NULL;
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "mixed", &o, &error);
+  g_assert_no_error(error);
+  const StwChunking *layout = plan->chunking;
+  g_assert_cmpuint(stw_chunk_bytes(layout, 0, STW_LIST_PARAM), ==,
+                   2 * stw_chunking_chunk(layout, 0)->capacity_elems);
+  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+                           .plan = plan, .plan_trace = trace };
+  StwTrainer *r = trainer(&c, data, &rr, be);
+  float replayed[STEPS];
+  train(r, replayed, STEPS);
+  g_assert_cmpmem(replayed, sizeof replayed, got, sizeof got);
+  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(r));
+  g_assert_cmpuint(st->h2d_bytes, ==, plan->pred.h2d_bytes);
+  g_assert_cmpuint(st->d2h_bytes, ==, plan->pred.d2h_bytes);
+  g_assert_cmpuint(st->h2d_bytes, >, 0);
+  g_assert_cmpuint(st->deviations, ==, 0);
+  g_assert_cmpuint(st->peak_device_bytes, <=, o.budgets.gpu_bytes);
+  /* the master weights are fp32 and agree with the bf16 run's own */
+  guint64 n = stw_trace_tensor(trace, 0)->numel;
+  g_autofree float *a = g_new(float, n), *b = g_new(float, n);
+  stw_trainer_weights(t, 0, a);
+  stw_trainer_weights(r, 0, b);
+  g_assert_cmpmem(a, n * sizeof(float), b, n * sizeof(float));
+  stw_trainer_free(r);
+  stw_trainer_free(t);
+  stw_trainer_free(fp32);
+  be->free(be);
+}
+
 static void
 test_checkpoint(void)
 {
@@ -469,6 +537,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/reference", test_reference);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
   g_test_add_func("/runtime/compute-table", test_compute_table);
+  g_test_add_func("/runtime/mixed-precision", test_mixed_precision);
   g_test_add_func("/runtime/checkpoint", test_checkpoint);
   g_test_add_func("/runtime/bad-input", test_bad_input);
   return g_test_run();

@@ -40,7 +40,8 @@ stw_cmd_train(int argc, char **argv)
     { "device", 0, 0, G_OPTION_ARG_STRING, &device,
       "cpu (default: the host backend emulates the device) or cuda (GPU 0, CUDA kernels)", "D" },
     { "precision", 0, 0, G_OPTION_ARG_STRING, &precision,
-      "with --device cuda: mixed (default: bf16 tensor-core matmuls) or fp32", "P" },
+      "fp32 (the default on the CPU) or mixed (bf16 compute copy, fp32 master weights; on "
+      "CUDA, the default, also bf16 tensor-core matmuls)", "P" },
     { "profile", 0, 0, G_OPTION_ARG_FILENAME, &profile,
       "record the last step's trace to FILE", "FILE" },
     { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &chunk,
@@ -73,9 +74,6 @@ stw_cmd_train(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "--device: '%s' is not one of cpu, cuda", device);
   if (precision != NULL && strcmp(precision, "mixed") != 0 && strcmp(precision, "fp32") != 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--precision: '%s' is not one of mixed, fp32", precision);
-  if (precision != NULL && !cuda)
-    return stw_cli_fail(STW_EXIT_USAGE, "--precision goes with --device cuda (the CPU computes "
-                        "in fp32)");
   if (verify && cuda)
     return stw_cli_fail(STW_EXIT_USAGE, "--verify checksums device memory from the host: use "
                         "it with --device cpu");
@@ -83,6 +81,8 @@ stw_cmd_train(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "train: --profile and --plan exclude each other");
   StwTrainerConfig c;
   stw_trainer_config_init(&c);
+  gboolean mixed = precision != NULL ? strcmp(precision, "mixed") == 0 : cuda;
+  c.dtype = mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
   guint64 n_steps = 1000, chunk_size = 0;
   StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_TiB, .verify = verify };
   if (!count_option(layers, "--layers", 1, 64, &c.layers) ||
@@ -142,7 +142,7 @@ stw_cmd_train(int argc, char **argv)
     be = stw_backend_cuda_new(0, ro.device_bytes + ro.device_bytes / 16 + 64 * STW_MiB, &error);
     if (be == NULL)
       return stw_cli_error(error);
-    cx = stw_compute_cuda_new(precision == NULL || strcmp(precision, "mixed") == 0, &error);
+    cx = stw_compute_cuda_new(mixed, &error);
     if (cx == NULL) {
       be->free(be);
       return stw_cli_error(error);
@@ -188,7 +188,7 @@ stw_cmd_train(int argc, char **argv)
   g_autofree char *budget = stw_size_format(ro.device_bytes);
   printf("trained %" G_GUINT64_FORMAT " steps%s%s: final loss %.9g, %.0f tokens/s; device "
          "peak %s of %s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", n_steps,
-         cx != NULL ? " on " : "", cx != NULL ? cx->name : "", loss,
+         cx != NULL ? " on " : mixed ? " in " : "", cx != NULL ? cx->name : mixed ? "mixed precision" : "", loss,
          tokens * (double)n_steps / total_s, peak, budget, st->deviations,
          verify ? ", every move checksummed" : "");
   if (profile != NULL) {
