@@ -159,6 +159,56 @@ test_adam(void)
   assert_close("adam (momentum)", m2, m, n);
   assert_close("adam (variance)", v2, v, n);
   g_assert_cmpmem(grad2, n * sizeof(float), master2, n * sizeof(float)); /* param = master */
+
+  /* with a bf16 compute copy: the gradient widened, the update in fp32 (adam.c here), the new
+   * weights rounded */
+  g_autofree uint16_t *h = g_new(uint16_t, n);
+  g_autofree float *g32 = g_new(float, n), *master3 = randoms(n), *m3 = randoms(n),
+                   *v3 = randoms(n);
+  for (size_t i = 0; i < n; i++) {
+    v3[i] = fabsf(v3[i]);
+    h[i] = stw_bf16_from_float(uniform());
+    g32[i] = stw_bf16_to_float(h[i]);
+  }
+  g_autofree float *master4 = copy(master3, n), *m4 = copy(m3, n), *v4 = copy(v3, n);
+  stw_compute_host_adam(h, STW_DTYPE_BF16, master3, m3, v3, n, &c, step);
+  stw_adam_update(master4, g32, m4, v4, n, &c, step);
+  assert_close("adam, bf16 compute copy (master)", master3, master4, n);
+  assert_close("adam, bf16 compute copy (momentum)", m3, m4, n);
+  for (size_t i = 0; i < n; i++)
+    g_assert_cmphex(h[i], ==, stw_bf16_from_float(master3[i]));
+}
+
+/* bf16: the top half of a float, rounded to nearest with ties to even */
+static void
+test_bf16_rounding(void)
+{
+  static const struct {
+    float f;
+    uint16_t h;
+  } cases[] = {
+    { 1.0f, 0x3f80 },
+    { 1.00390625f, 0x3f80 },          /* 1 + 2^-8: halfway, to the even 0x3f80 */
+    { 1.01171875f, 0x3f82 },          /* 1 + 3 * 2^-8: halfway, to the even 0x3f82 */
+    { 1.00390720f, 0x3f81 },          /* just above halfway: up */
+    { -2.5f, 0xc020 },
+    { 0.0f, 0x0000 },
+    { 3.4028234663852886e38f, 0x7f80 }, /* the largest float rounds to infinity */
+    { 1e-40f, 0x0001 },               /* a subnormal keeps its top bits */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_test_message("%.9g -> 0x%04x", cases[i].f, stw_bf16_from_float(cases[i].f));
+    g_assert_cmphex(stw_bf16_from_float(cases[i].f), ==, cases[i].h);
+  }
+  g_assert_cmpfloat(stw_bf16_to_float(0x3f80), ==, 1.0f);
+  g_assert_cmpfloat(stw_bf16_to_float(0xc020), ==, -2.5f);
+  g_assert_true(isnan(stw_bf16_to_float(stw_bf16_from_float(NAN))));
+  /* every bf16 value survives the round trip */
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    float f = stw_bf16_to_float((uint16_t)h);
+    if (!isnan(f))
+      g_assert_cmphex(stw_bf16_from_float(f), ==, h);
+  }
 }
 
 int
@@ -169,5 +219,6 @@ main(int argc, char **argv)
   g_test_add_func("/compute/attention-backward", test_attention_backward);
   g_test_add_func("/compute/gradient-accumulation", test_gradient_accumulation);
   g_test_add_func("/compute/adam", test_adam);
+  g_test_add_func("/compute/bf16-rounding", test_bf16_rounding);
   return g_test_run();
 }
