@@ -161,6 +161,10 @@ expect 2 "--device: 'tpu' is not one of cpu, cuda" "train on an unknown device" 
 expect 2 "--precision: 'fp8' is not one of mixed, fp32" "train with an unknown precision" -- $S train $M --steps 1 --precision fp8
 expect 0 "trained 2 steps in mixed precision" "train in mixed precision on the CPU" -- $S train $M --steps 2 --precision mixed --profile "$T/tm.json"
 grep -q '"dtype":"bf16"' "$T/tm.json"; tap_result $? "the mixed-precision trace has bf16 tensors"
+$S train $M --steps 4 --precision mixed | grep '^step' | awk '{print $4}' | tail -n 2 > "$T/m4"
+$S train $M --steps 2 --precision mixed --checkpoint "$T/m.ckpt" --quiet > /dev/null
+$S train $M --steps 2 --precision mixed --resume "$T/m.ckpt" | grep '^step' | awk '{print $4}' > "$T/m2"
+[ -s "$T/m2" ] && cmp -s "$T/m4" "$T/m2"; tap_result $? "mixed precision resumes from a checkpoint with the same losses"
 expect 1 "the plan was made for another model" "replay an fp32 plan in mixed precision" -- $S train $M --steps 1 --precision mixed --plan "$T/tp.json"
 expect 1 "no CUDA device" "train --device cuda without a GPU" -- $S train $M --steps 1 --device cuda
 expect 1 "cannot read the training text" "train on a missing file" -- $S train $M --data "$T/none.txt" --steps 1
