@@ -18,13 +18,8 @@
 static StwPlan *
 plan_world(const StwTrace *t, StwPolicy policy, guint64 gpu, guint32 world, GError **error)
 {
-  StwHardware hw;
-  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
   StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  o.policy = policy;
-  o.budgets.gpu_bytes = gpu;
-  o.budgets.cpu_bytes = STW_TiB;
+  stw_test_planner_options(&o, policy, gpu, STW_TiB);
   o.chunk_size_elems = CHUNK;
   o.allow_oversized = TRUE;
   o.world_size = world;

@@ -23,14 +23,9 @@ bundled(const char *name)
 static StwPlan *
 plan(const StwTrace *t, StwPolicy policy, guint64 gpu, StwObjective objective, GError **error)
 {
-  StwHardware hw;
-  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
   StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  o.policy = policy;
+  stw_test_planner_options(&o, policy, gpu, 8 * STW_TiB);
   o.objective = objective;
-  o.budgets.gpu_bytes = gpu;
-  o.budgets.cpu_bytes = 8 * STW_TiB;
   return stw_planner_plan(t, "bundled", &o, error);
 }
 

@@ -14,13 +14,8 @@
 static StwPlan *
 plan_for(const StwTrace *t, guint64 gpu, StwPolicy policy)
 {
-  StwHardware hw;
-  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
   StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  o.policy = policy;
-  o.budgets.gpu_bytes = gpu;
-  o.budgets.cpu_bytes = STW_TiB;
+  stw_test_planner_options(&o, policy, gpu, STW_TiB);
   GError *error = NULL;
   StwPlan *p = stw_planner_plan(t, "t", &o, &error);
   g_assert_no_error(error);

@@ -7,8 +7,10 @@
 #include <glib.h>
 
 #include "hardware.h"
+#include "planner.h"
 #include "synth.h"
 #include "trace.h"
+#include "units.h"
 
 /* Asserts that ERROR is set and its message contains NEEDLE, then clears it. */
 #define stw_assert_error_contains(error, needle)                                          \
@@ -33,6 +35,20 @@ stw_test_synth(const char *model, guint64 batch, guint64 seq, gboolean checkpoin
   StwTrace *t = stw_synth_trace(&cfg, &opt, &hw, &error);
   g_assert_no_error(error);
   return t;
+}
+
+/* Planner options on the default hardware profile: POLICY, GPU_BYTES of GPU memory, and a host
+ * of CPU_BYTES. */
+static inline void
+stw_test_planner_options(StwPlannerOptions *o, StwPolicy policy, guint64 gpu_bytes,
+                         guint64 cpu_bytes)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  stw_planner_options_init(o, &hw);
+  o->policy = policy;
+  o->budgets.gpu_bytes = gpu_bytes;
+  o->budgets.cpu_bytes = cpu_bytes;
 }
 
 /* A path under tests/fixtures. Free with g_free. */
