@@ -680,15 +680,22 @@ hoist_across(const StwDemand *d, StwSchedule *s, guint64 *occupancy, guint64 *ah
     if (a[i].kind != STW_ACTION_FETCH)
       floor_at[a[i].item] = MAX(floor_at[a[i].item], a[i].moment);
   }
+  g_autofree guint32 *first_forbid = g_new(guint32, MAX(d->n_items, 1));
+  for (guint32 i = 0; i < d->n_items; i++)
+    first_forbid[i] = G_MAXUINT32;
   for (guint32 k = 0; k < n; k++)
-    for (guint32 f = d->forbid_start[k]; f < d->forbid_start[k + 1]; f++)
+    for (guint32 f = d->forbid_start[k]; f < d->forbid_start[k + 1]; f++) {
       floor_at[d->forbid[f]] = MAX(floor_at[d->forbid[f]], k + 1);
-  /* in order of need: the earliest fetches get the room first */
+      first_forbid[d->forbid[f]] = MIN(first_forbid[d->forbid[f]], k);
+    }
+  /* in order of need: the earliest fetches get the room first; a chunk that must be off the GPU
+   * before its fetch cannot start the iteration on it */
   for (guint32 i = 0; i < s->actions->len; i++) {
     guint32 item = a[i].item, m = a[i].moment;
     guint64 b = d->bytes[item];
     if (a[i].kind != STW_ACTION_FETCH || first[item] != i || s->resident[item] ||
-        floor_at[item] == 0 || m == n || !room(d, occupancy, ahead, max_ahead, 0, m, b))
+        floor_at[item] == 0 || m == n || first_forbid[item] < m ||
+        !room(d, occupancy, ahead, max_ahead, 0, m, b))
       continue;
     guint32 t = n;
     while (t > floor_at[item] && room(d, occupancy, ahead, max_ahead, t - 1, t, b))

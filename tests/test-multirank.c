@@ -86,6 +86,12 @@ test_every_policy_checks(void)
     }
     g_assert_cmpuint(p->pred.comm_bytes, ==, expected);
     g_assert_cmpuint(p->pred.comm_ns, >, 0);
+    /* over time, not only at moments, the GPU stays within the budget */
+    StwSimulation sim;
+    stw_simulate(p, t, FALSE, &sim);
+    g_assert_cmpuint(sim.over_budget_bytes, ==, 0);
+    g_assert_cmpuint(sim.peak_gpu_bytes, <=, 400 * STW_MiB);
+    stw_simulation_clear(&sim);
 
     g_autofree char *text = stw_plan_to_string(p, t);
     g_assert_nonnull(strstr(text, "\"world_size\":4"));

@@ -373,6 +373,95 @@ test_random_mixed(void)
   run_random(TRUE);
 }
 
+/* The end of one iteration and moment 0 of the next are one instant: a steady schedule removes
+ * nothing at moment 0, so its start state is what op 0 runs with and fits op 0's capacity; and
+ * replay refuses a start state that does not. */
+static void
+test_iteration_boundary(void)
+{
+  GRand *rng = g_rand_new_with_seed(31);
+  guint moved_fetches = 0;
+  for (guint i = 0; i < 500; i++) {
+    g_autoptr(StwDemand) d = random_demand(rng, i % 2 == 1);
+    StwEngineOptions o = { .rule = STW_EVICT_FARTHEST_CLEAN };
+    StwSchedule s;
+    if (!stw_schedule_steady(d, &o, &s)) {
+      stw_schedule_clear(&s);
+      continue;
+    }
+    stw_schedule_hoist(d, &s, G_MAXUINT64);
+    guint64 start = 0;
+    for (guint32 k = 0; k < d->n_items; k++)
+      start += s.resident[k] ? d->bytes[k] : 0;
+    g_assert_cmpuint(start, <=, d->capacity[0]);
+    for (guint k = 0; k < s.actions->len; k++) {
+      const StwAction *a = &g_array_index(s.actions, StwAction, k);
+      g_assert_true(a->moment != 0 || a->kind == STW_ACTION_FETCH);
+      moved_fetches += a->moment == d->n_steps && a->kind == STW_ACTION_FETCH;
+    }
+    StwReplay r;
+    if (!stw_schedule_replay(d, &s, TRUE, &r))
+      g_error("instance %u: replay fails with %d at moment %u, item %u (%" G_GUINT64_FORMAT
+              " bytes of %" G_GUINT64_FORMAT ")", i, r.failure, r.moment, r.item,
+              r.resident_bytes, r.moment < d->n_steps ? d->capacity[r.moment] : 0);
+    stw_replay_clear(&r);
+    stw_schedule_clear(&s);
+  }
+  g_assert_cmpuint(moved_fetches, >, 0); /* the instances do prefetch across the boundary */
+  g_rand_free(rng);
+
+  /* the last step holds A and C; op 0 has room for B alone and must not find A (CPU Adam's
+   * pattern): the steady state leaves A and C at the end instead of at moment 0 */
+  {
+    guint64 sizes[] = { 10, 10, 10 };
+    g_autoptr(StwDemand) e = stw_demand_new(3, sizes);
+    stw_demand_step(e, 10);
+    stw_demand_need(e, 1);
+    stw_demand_forbid(e, 0);
+    stw_demand_step(e, 20);
+    stw_demand_need(e, 0);
+    stw_demand_step(e, 20);
+    stw_demand_need(e, 0);
+    stw_demand_need(e, 2);
+    stw_demand_finish(e);
+    StwEngineOptions o = { .rule = STW_EVICT_FARTHEST_CLEAN };
+    StwSchedule t;
+    g_assert_true(stw_schedule_steady(e, &o, &t));
+    for (guint k = 0; k < t.actions->len; k++) {
+      const StwAction *a = &g_array_index(t.actions, StwAction, k);
+      g_assert_true(a->moment != 0 || a->kind == STW_ACTION_FETCH);
+    }
+    g_assert_false(t.resident[0]);
+    g_assert_false(t.resident[2]);
+    StwReplay r;
+    g_assert_true(stw_schedule_replay(e, &t, TRUE, &r));
+    stw_replay_clear(&r);
+    stw_schedule_clear(&t);
+  }
+
+  /* a start state above op 0's capacity, relieved only by a removal at moment 0 */
+  guint64 bytes[] = { 10, 10 };
+  g_autoptr(StwDemand) d = stw_demand_new(2, bytes);
+  stw_demand_step(d, 10);
+  stw_demand_need(d, 1);
+  stw_demand_step(d, 20);
+  stw_demand_need(d, 0);
+  stw_demand_need(d, 1);
+  stw_demand_finish(d);
+  StwSchedule s = { .resident = (guint8[]){ 1, 1 }, .dirty = (guint8[]){ 0, 0 } };
+  s.actions = g_array_new(FALSE, FALSE, sizeof(StwAction));
+  StwAction drop = { 0, 0, STW_ACTION_DROP }, fetch = { 1, 0, STW_ACTION_FETCH };
+  g_array_append_val(s.actions, drop);
+  g_array_append_val(s.actions, fetch);
+  StwReplay r;
+  g_assert_false(stw_schedule_replay(d, &s, TRUE, &r));
+  g_assert_cmpint(r.failure, ==, STW_REPLAY_OVER_CAPACITY);
+  g_assert_cmpuint(r.moment, ==, 0);
+  g_assert_cmpuint(r.resident_bytes, ==, 20);
+  stw_replay_clear(&r);
+  g_array_unref(s.actions);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -384,5 +473,6 @@ main(int argc, char **argv)
   g_test_add_func("/schedule/replay-failures", test_replay_failures);
   g_test_add_func("/schedule/random-uniform", test_random_uniform);
   g_test_add_func("/schedule/random-mixed", test_random_mixed);
+  g_test_add_func("/schedule/iteration-boundary", test_iteration_boundary);
   return g_test_run();
 }
