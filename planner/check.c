@@ -103,8 +103,7 @@ check_collectives(const StwPlan *p, const StwTrace *t, const char *file, GError 
     if (g != G_MAXUINT32 && (a[i].kind == STW_ACTION_FETCH || a[i].kind == STW_ACTION_EVICT))
       return unsound(error, file, "moment %u: %s of %s: a group's other chunks have no host "
                      "copy on this rank; they are gathered and dropped", m, kind, name);
-    if (a[i].kind == STW_ACTION_GATHER &&
-        !res[stw_plan_item(c, STW_LIST_PARAM, g * c->world)])
+    if (a[i].kind == STW_ACTION_GATHER && !res[stw_plan_own_item(c, g)])
       return unsound(error, file, "moment %u: gather of %s before rank 0's own chunk param:%u "
                      "is on the GPU", m, name, g * c->world);
     if (a[i].kind == STW_ACTION_REDUCE_SCATTER) {

@@ -63,6 +63,15 @@ stw_plan_group_bytes(const StwChunking *c, guint32 g)
 }
 
 guint64
+stw_plan_group_chunk_bytes(const StwChunking *c, guint32 g)
+{
+  guint64 chunk = 0;
+  for (guint32 i = g * c->world; i < MIN((g + 1) * c->world, stw_chunking_count(c)); i++)
+    chunk = MAX(chunk, stw_chunk_bytes(c, i, STW_LIST_PARAM));
+  return chunk;
+}
+
+guint64
 stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes)
 {
   if (world <= 1 || hw->interconnect_bytes_per_s <= 0)
@@ -70,13 +79,6 @@ stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes)
   double step = (double)hw->interconnect_latency_ns +
                 (double)chunk_bytes / hw->interconnect_bytes_per_s * 1e9;
   return (guint64)((world - 1) * step);
-}
-
-/* Rank 0's own chunk of the group holding chunk CH, in the param list. */
-static guint32
-own_param_item(const StwChunking *c, guint32 ch)
-{
-  return stw_plan_item(c, STW_LIST_PARAM, ch / c->world * c->world);
 }
 
 /* The first and last backward op writing a gradient of each group (G_MAXUINT32: none). */
@@ -137,7 +139,7 @@ stw_plan_add_collectives(StwPlan *p, const StwTrace *t)
       res[a->item] = a->kind == STW_ACTION_FETCH;
       continue;
     }
-    guint32 own = stw_plan_item(c, STW_LIST_PARAM, g * c->world);
+    guint32 own = stw_plan_own_item(c, g);
     if (a->kind != STW_ACTION_GATHER || res[own])
       continue;
     for (guint j = i + 1; j < actions->len; j++) {
@@ -216,7 +218,8 @@ stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
       for (guint32 i = 0; i < op->n_params + op->n_grads; i++) {
         gboolean grad = i >= op->n_params;
         guint32 ch = c->chunk_of[grad ? op->grads[i - op->n_params] : op->params[i]];
-        guint32 item = multi ? own_param_item(c, ch) : stw_plan_item(c, STW_LIST_PARAM, ch);
+        guint32 item = multi ? stw_plan_own_item(c, ch / c->world)
+                             : stw_plan_item(c, STW_LIST_PARAM, ch);
         stw_demand_need(d, item);
         if (grad)
           stw_demand_write(d, item);
@@ -225,7 +228,7 @@ stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
       }
       for (guint32 g = 0; multi && g < groups; g++) {
         if (first[g] != G_MAXUINT32 && first[g] <= k && k <= last[g]) {
-          stw_demand_need(d, stw_plan_item(c, STW_LIST_PARAM, g * c->world));
+          stw_demand_need(d, stw_plan_own_item(c, g));
           stw_demand_need(d, stw_plan_group_item(c, g));
         }
       }

@@ -125,8 +125,18 @@ stw_plan_item_group(const StwChunking *c, guint32 item)
 /* "param:12" or "group:3" for messages and files. Free with g_free. */
 char *stw_plan_item_name(const StwChunking *c, guint32 item);
 
+/* Rank 0's own chunk of group G, in the param list: what it adds to the group's all-gather. */
+static inline guint32
+stw_plan_own_item(const StwChunking *c, guint32 g)
+{
+  return stw_plan_item(c, STW_LIST_PARAM, g * c->world);
+}
+
 /* Bytes on rank 0's GPU of group G's other chunks (the padding counted as full chunks). */
 guint64 stw_plan_group_bytes(const StwChunking *c, guint32 g);
+
+/* The largest param chunk of group G: what each step of its ring collectives moves. */
+guint64 stw_plan_group_chunk_bytes(const StwChunking *c, guint32 g);
 
 /* A ring collective (all-gather or reduce-scatter) among the layout's ranks of chunks of
  * CHUNK_BYTES: world - 1 steps of the interconnect's latency plus CHUNK_BYTES / bandwidth. */

@@ -403,9 +403,9 @@ stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulat
       g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                                 "fill=\"#fd8d3c\"/>\n", px(&q, a), y, MAX(px(&q, b) - px(&q, a), 0.5),
                              row_h - 0.5);
-      on_gpu = x->lane == STW_SIM_H2D ||
-               (x->lane == STW_SIM_COMM && x->kind == STW_ACTION_GATHER) ||
-               (x->lane == STW_SIM_COMM && on_gpu);
+      /* a gather brings the group; a reduce-scatter leaves it where it is */
+      on_gpu = x->lane == STW_SIM_COMM ? on_gpu || x->kind == STW_ACTION_GATHER
+                                       : x->lane == STW_SIM_H2D;
       since = b;
     }
   }

@@ -462,8 +462,6 @@ stw_schedule_replay(const StwDemand *d, const StwSchedule *s, gboolean cyclic, S
         used += d->bytes[item];
         if (a[next].kind == STW_ACTION_FETCH)
           r->h2d_bytes += d->bytes[item];
-        else
-          r->gather_bytes += d->bytes[item];
       } else if (a[next].kind == STW_ACTION_REDUCE_SCATTER) {
         if (!res[item])
           return replay_fail(r, STW_REPLAY_NOT_RESIDENT, m, item);

@@ -132,7 +132,6 @@ typedef struct {
   guint32 item;
   guint64 resident_bytes;     /* OVER_CAPACITY: chunk bytes during the step */
   guint64 h2d_bytes, d2h_bytes;
-  guint64 gather_bytes;       /* GPU bytes filled by gathers */
   guint64 *occupancy;         /* per step: chunk bytes resident during it */
   guint32 *removed_at;        /* scratch */
 } StwReplay;

@@ -135,12 +135,7 @@ static guint64
 collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
 {
   const StwChunking *c = s->p->chunking;
-  guint32 g = stw_plan_item_group(c, item);
-  guint64 chunk = 0;
-  for (guint32 r = 0; r < c->world; r++) {
-    guint32 i = g * c->world + r;
-    chunk = MAX(chunk, i < stw_chunking_count(c) ? stw_chunk_bytes(c, i, STW_LIST_PARAM) : 0);
-  }
+  guint64 chunk = stw_plan_group_chunk_bytes(c, stw_plan_item_group(c, item));
   guint64 start = MAX(t, s->comm_free);
   guint64 end = start + stw_collective_ns(&s->p->hw, c->world, chunk);
   s->comm_free = end;
@@ -154,12 +149,11 @@ limit_for(const Sim *s, guint32 k)
   return stw_plan_capacity(s->t, &s->p->budgets, k % s->t->ops->len);
 }
 
-/* Rank 0's own chunk of the group of gathered ITEM, in the param list. */
+/* Rank 0's own chunk of the group of gathered ITEM. */
 static guint32
 own_item(const Sim *s, guint32 item)
 {
-  const StwChunking *c = s->p->chunking;
-  return stw_plan_item(c, STW_LIST_PARAM, stw_plan_item_group(c, item) * c->world);
+  return stw_plan_own_item(s->p->chunking, stw_plan_item_group(s->p->chunking, item));
 }
 
 /* Issues the actions of moment M at time T. */

@@ -236,7 +236,6 @@ typedef struct {
   GError **error;
   gboolean failed;
   float *w[4];        /* the current op's weights as the kernels read them: fp32 */
-  gboolean widened;   /* W are activations (bf16 weights widened), released at the op's end */
 } Ctx;
 
 /* the compute table of the trainer in scope as T */
@@ -273,10 +272,9 @@ weights_in(Ctx *x, const StwGraphOp *op)
 {
   StwTrainer *t = x->t;
   g_assert(op->params->len <= G_N_ELEMENTS(x->w));
-  x->widened = t->c.dtype == STW_DTYPE_BF16;
   for (guint i = 0; i < op->params->len; i++) {
     gpointer slot = stw_runtime_param(t->rt, g_array_index(op->params, guint32, i));
-    if (!x->widened) {
+    if (t->c.dtype != STW_DTYPE_BF16) {
       x->w[i] = slot;
       continue;
     }
@@ -289,17 +287,18 @@ weights_in(Ctx *x, const StwGraphOp *op)
 static void
 weights_out(Ctx *x)
 {
+  gboolean widened = x->t->c.dtype == STW_DTYPE_BF16;
   for (guint i = 0; i < G_N_ELEMENTS(x->w); i++) {
-    if (x->widened && x->w[i] != NULL)
+    if (widened && x->w[i] != NULL)
       stw_runtime_release(x->t->rt, x->w[i]);
     x->w[i] = NULL;
   }
 }
 
+/* the op's weight I, as weights_in left it */
 static float *
-P(Ctx *x, const StwGraphOp *op, guint i)
+P(Ctx *x, guint i)
 {
-  (void)op;
   return x->w[i];
 }
 
@@ -354,7 +353,7 @@ forward_op(Ctx *x, guint k)
     t->d_inputs = tokens(x, t->inputs);
     t->blocks[0].x = act(x, BTC);
     if (!x->failed)
-      CX->encoder_forward(CX, t->blocks[0].x, t->d_inputs, P(x, op, 0), P(x, op, 1), B, T, C);
+      CX->encoder_forward(CX, t->blocks[0].x, t->d_inputs, P(x, 0), P(x, 1), B, T, C);
     break;
   case K_LN1:
     if (prev != NULL)
@@ -363,13 +362,13 @@ forward_op(Ctx *x, guint k)
     b->ln1_mean = act(x, (gsize)B * T);
     b->ln1_rstd = act(x, (gsize)B * T);
     if (!x->failed)
-      CX->layernorm_forward(CX, b->ln1, b->ln1_mean, b->ln1_rstd, b->x, P(x, op, 0), P(x, op, 1), B,
+      CX->layernorm_forward(CX, b->ln1, b->ln1_mean, b->ln1_rstd, b->x, P(x, 0), P(x, 1), B,
                             T, C);
     break;
   case K_QKV:
     b->qkv = act(x, 3 * BTC);
     if (!x->failed)
-      CX->matmul_forward(CX, b->qkv, b->ln1, P(x, op, 0), P(x, op, 1), B, T, C, 3 * C);
+      CX->matmul_forward(CX, b->qkv, b->ln1, P(x, 0), P(x, 1), B, T, C, 3 * C);
     break;
   case K_CORE:
     b->preatt = act(x, (gsize)B * NH * T * T);
@@ -382,7 +381,7 @@ forward_op(Ctx *x, guint k)
     float *proj = act(x, BTC);
     b->res2 = act(x, BTC);
     if (!x->failed) {
-      CX->matmul_forward(CX, proj, b->atty, P(x, op, 0), P(x, op, 1), B, T, C, C);
+      CX->matmul_forward(CX, proj, b->atty, P(x, 0), P(x, 1), B, T, C, C);
       CX->residual_forward(CX, b->res2, b->x, proj, BTC);
     }
     release(x, &proj);
@@ -393,13 +392,13 @@ forward_op(Ctx *x, guint k)
     b->ln2_mean = act(x, (gsize)B * T);
     b->ln2_rstd = act(x, (gsize)B * T);
     if (!x->failed)
-      CX->layernorm_forward(CX, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P(x, op, 0), P(x, op, 1),
+      CX->layernorm_forward(CX, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P(x, 0), P(x, 1),
                             B, T, C);
     break;
   case K_FC:
     b->fch = act(x, 4 * BTC);
     if (!x->failed)
-      CX->matmul_forward(CX, b->fch, b->ln2, P(x, op, 0), P(x, op, 1), B, T, C, 4 * C);
+      CX->matmul_forward(CX, b->fch, b->ln2, P(x, 0), P(x, 1), B, T, C, 4 * C);
     break;
   case K_GELU:
     b->fch_gelu = act(x, 4 * BTC);
@@ -410,7 +409,7 @@ forward_op(Ctx *x, guint k)
     float *proj = act(x, BTC);
     b->res3 = act(x, BTC);
     if (!x->failed) {
-      CX->matmul_forward(CX, proj, b->fch_gelu, P(x, op, 0), P(x, op, 1), B, T, 4 * C, C);
+      CX->matmul_forward(CX, proj, b->fch_gelu, P(x, 0), P(x, 1), B, T, 4 * C, C);
       CX->residual_forward(CX, b->res3, b->res2, proj, BTC);
     }
     release(x, &proj);
@@ -422,14 +421,14 @@ forward_op(Ctx *x, guint k)
     t->lnf_mean = act(x, (gsize)B * T);
     t->lnf_rstd = act(x, (gsize)B * T);
     if (!x->failed)
-      CX->layernorm_forward(CX, t->lnf, t->lnf_mean, t->lnf_rstd, last->res3, P(x, op, 0),
-                            P(x, op, 1), B, T, C);
+      CX->layernorm_forward(CX, t->lnf, t->lnf_mean, t->lnf_rstd, last->res3, P(x, 0),
+                            P(x, 1), B, T, C);
     break;
   }
   case K_HEAD:
     t->logits = act(x, (gsize)B * T * V);
     if (!x->failed)
-      CX->matmul_forward(CX, t->logits, t->lnf, P(x, op, 0), NULL, B, T, C, V);
+      CX->matmul_forward(CX, t->logits, t->lnf, P(x, 0), NULL, B, T, C, V);
     break;
   case K_LOSS:
     t->d_targets = tokens(x, t->targets);
@@ -469,13 +468,13 @@ backward_op(Ctx *x, guint k)
   case K_HEAD:
     t->dlnf = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, op, 0), B, T, C, V);
+      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, 0), B, T, C, V);
     release(x, &t->dlogits);
     break;
   case K_LNF:
     t->dx = act(x, BTC);
     if (!x->failed)
-      CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, op, 0),
+      CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, 0),
                              t->lnf_mean, t->lnf_rstd, B, T, C);
     release(x, &t->dlnf);
     release(x, &t->lnf);
@@ -485,7 +484,7 @@ backward_op(Ctx *x, guint k)
   case K_MLP_PROJ: /* res3 = res2 + proj(gelu): dx flows to res2 unchanged */
     t->dfch_gelu = act(x, 4 * BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, op, 0), B, T, 4 * C, C);
+      CX->matmul_backward(CX, t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, 0), B, T, 4 * C, C);
     break;
   case K_GELU:
     t->dfch = act(x, 4 * BTC);
@@ -497,12 +496,12 @@ backward_op(Ctx *x, guint k)
   case K_FC:
     t->dln2 = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dln2, dw, db, t->dfch, b->ln2, P(x, op, 0), B, T, C, 4 * C);
+      CX->matmul_backward(CX, t->dln2, dw, db, t->dfch, b->ln2, P(x, 0), B, T, C, 4 * C);
     release(x, &t->dfch);
     release(x, &b->fch);
     break;
   case K_LN2:
-    CX->layernorm_backward(CX, t->dx, dw, db, t->dln2, b->res2, P(x, op, 0), b->ln2_mean,
+    CX->layernorm_backward(CX, t->dx, dw, db, t->dln2, b->res2, P(x, 0), b->ln2_mean,
                            b->ln2_rstd, B, T, C);
     release(x, &t->dln2);
     release(x, &b->ln2);
@@ -513,7 +512,7 @@ backward_op(Ctx *x, guint k)
   case K_PROJ: /* res2 = x + proj(atty): dx flows to x unchanged */
     t->datty = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->datty, dw, db, t->dx, b->atty, P(x, op, 0), B, T, C, C);
+      CX->matmul_backward(CX, t->datty, dw, db, t->dx, b->atty, P(x, 0), B, T, C, C);
     break;
   case K_CORE: {
     t->dqkv = act(x, 3 * BTC);
@@ -531,12 +530,12 @@ backward_op(Ctx *x, guint k)
   case K_QKV:
     t->dln1 = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dln1, dw, db, t->dqkv, b->ln1, P(x, op, 0), B, T, C, 3 * C);
+      CX->matmul_backward(CX, t->dln1, dw, db, t->dqkv, b->ln1, P(x, 0), B, T, C, 3 * C);
     release(x, &t->dqkv);
     release(x, &b->qkv);
     break;
   case K_LN1:
-    CX->layernorm_backward(CX, t->dx, dw, db, t->dln1, b->x, P(x, op, 0), b->ln1_mean, b->ln1_rstd, B,
+    CX->layernorm_backward(CX, t->dx, dw, db, t->dln1, b->x, P(x, 0), b->ln1_mean, b->ln1_rstd, B,
                            T, C);
     release(x, &t->dln1);
     release(x, &b->ln1);

@@ -166,6 +166,7 @@ $S train $M --steps 2 --precision mixed --checkpoint "$T/m.ckpt" --quiet > /dev/
 $S train $M --steps 2 --precision mixed --resume "$T/m.ckpt" | grep '^step' | awk '{print $4}' > "$T/m2"
 [ -s "$T/m2" ] && cmp -s "$T/m4" "$T/m2"; tap_result $? "mixed precision resumes from a checkpoint with the same losses"
 expect 1 "the plan was made for another model" "replay an fp32 plan in mixed precision" -- $S train $M --steps 1 --precision mixed --plan "$T/tp.json"
+expect 2 "--verify checksums device memory from the host" "train --device cuda --verify" -- $S train $M --steps 1 --device cuda --verify
 expect 1 "no CUDA device" "train --device cuda without a GPU" -- $S train $M --steps 1 --device cuda
 expect 1 "cannot read the training text" "train on a missing file" -- $S train $M --data "$T/none.txt" --steps 1
 : > "$T/empty.txt"

@@ -253,6 +253,34 @@ test_check_catches(void)
   stw_assert_error_contains(error, "moment 0: gather of group:1 before rank 0's own chunk "
                             "param:4 is on the GPU");
 
+  /* a chunk of another rank in the start state */
+  g_autoptr(StwPlan) f = stw_plan_parse("f.json", text, strlen(text), &error);
+  f->schedule.resident[stw_plan_item(f->chunking, STW_LIST_PARAM, 1)] = 1;
+  g_assert_false(stw_plan_check(f, t, "f.json", NULL, &error));
+  stw_assert_error_contains(error, "$.initial: param:1 is on the GPU, but rank 0 does not own "
+                            "chunk 1");
+
+  /* a reduce-scatter of a chunk, not a group; and one group reduce-scattered twice */
+  g_autoptr(StwPlan) g = stw_plan_parse("g.json", text, strlen(text), &error);
+  StwAction chunk_rs = { .moment = 1, .item = stw_plan_item(g->chunking, STW_LIST_PARAM, 0),
+                         .kind = STW_ACTION_REDUCE_SCATTER };
+  g_array_append_val(g->schedule.actions, chunk_rs);
+  stw_actions_sort(g->schedule.actions);
+  g_assert_false(stw_plan_check(g, t, "g.json", NULL, &error));
+  stw_assert_error_contains(error, "reduce_scatter of param:0: only a chunk group (group:N) is "
+                            "gathered or reduce-scattered");
+  g_autoptr(StwPlan) h = stw_plan_parse("h.json", text, strlen(text), &error);
+  for (guint i = 0; i < h->schedule.actions->len; i++) {
+    StwAction x = g_array_index(h->schedule.actions, StwAction, i);
+    if (x.kind == STW_ACTION_REDUCE_SCATTER) {
+      g_array_append_val(h->schedule.actions, x);
+      break;
+    }
+  }
+  stw_actions_sort(h->schedule.actions);
+  g_assert_false(stw_plan_check(h, t, "h.json", NULL, &error));
+  stw_assert_error_contains(error, "is reduce-scattered twice");
+
   /* malformed references and owners */
   static const struct {
     const char *from, *to, *needle;

@@ -182,6 +182,10 @@ test_infeasible(void)
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
   stw_assert_error_contains(error, "2 GPUs need the GPU-to-GPU link for their collectives, and "
                             "hardware profile A100-80GB-PCIe4 has none");
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &o.hw, NULL));
+  o.world_size = STW_PLAN_MAX_WORLD + 1;
+  g_assert_null(stw_planner_plan(t, "x", &o, &error));
+  stw_assert_error_contains(error, "4097 GPUs: at most 4096 are supported");
 }
 
 static void

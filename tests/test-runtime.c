@@ -526,6 +526,28 @@ test_bad_input(void)
   g_assert_null(stw_trainer_new(&other, (const guint8 *)data->str, data->len, &rr, be, &error));
   g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
   stw_assert_error_contains(error, "the plan was made for another model");
+
+  /* a compute copy the trainer does not keep */
+  StwTrainerConfig fp16 = c;
+  fp16.dtype = STW_DTYPE_FP16;
+  StwRuntimeOptions prof = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  g_assert_null(stw_trainer_new(&fp16, (const guint8 *)data->str, data->len, &prof, be, &error));
+  stw_assert_error_contains(error, "the trainer keeps its compute copy in fp32 or bf16, not fp16");
+
+  /* the CUDA compute table's module: missing, or a library that is not it */
+#ifdef STW_HAVE_CUDA
+  g_setenv("STOWAGE_COMPUTE_CUDA", "/nonexistent/libstowage-compute-cuda.so", TRUE);
+  g_assert_null(stw_compute_cuda_new(TRUE, &error));
+  stw_assert_error_contains(error, "cannot load the CUDA compute table "
+                            "/nonexistent/libstowage-compute-cuda.so");
+  g_setenv("STOWAGE_COMPUTE_CUDA", "libm.so.6", TRUE);
+  g_assert_null(stw_compute_cuda_new(TRUE, &error));
+  stw_assert_error_contains(error, "libm.so.6 is not stowage's CUDA compute table");
+  g_unsetenv("STOWAGE_COMPUTE_CUDA");
+#else
+  g_assert_null(stw_compute_cuda_new(TRUE, &error));
+  stw_assert_error_contains(error, "this stowage was built without CUDA");
+#endif
   stw_trainer_free(p);
   be->free(be);
 }

@@ -178,8 +178,9 @@ stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, in
   return TRUE;
 }
 
-gboolean
-stw_cli_parse_gpus(const char *text, guint32 *out)
+/* --gpus N (NULL text: leaves *OUT): data-parallel GPUs, 1 to STW_PLAN_MAX_WORLD. */
+static gboolean
+parse_gpus(const char *text, guint32 *out)
 {
   guint64 n = 0;
   if (text == NULL)
@@ -209,7 +210,7 @@ stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device, StwP
   stw_planner_options_init(o, &hw);
   if (!stw_cli_parse_size(p->cpu, "--cpu", &o->budgets.cpu_bytes) ||
       !stw_cli_parse_size(p->reserve, "--reserve", &o->budgets.reserved_bytes) ||
-      !stw_cli_parse_gpus(p->gpus, &o->world_size)) {
+      !parse_gpus(p->gpus, &o->world_size)) {
     *status = STW_EXIT_USAGE;
     return FALSE;
   }
@@ -228,6 +229,8 @@ stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trac
   }
   if (!stw_cli_planning_options(p, trace->device.name, o, status))
     return FALSE;
+  if (o->world_size == 0) /* without --gpus, the world the trace was profiled in */
+    o->world_size = MAX(trace->device.world_size, 1);
   *trace_out = g_steal_pointer(&trace);
   return TRUE;
 }

@@ -61,9 +61,6 @@ gboolean stw_cli_parse_size(const char *text, const char *option, guint64 *out);
 gboolean stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw,
                           int *status);
 
-/* --gpus N (NULL text: leaves *OUT): data-parallel GPUs, 1 to STW_PLAN_MAX_WORLD. */
-gboolean stw_cli_parse_gpus(const char *text, guint32 *out);
-
 /* The planner options that plan, compare, whatif and minmem share, as the user typed them. */
 typedef struct {
   char *hw_name; /* --hw: else the trace's device, else the default */
@@ -91,8 +88,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
 gboolean stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device,
                                   StwPlannerOptions *o, int *status);
 
-/* What plan, compare and minmem share: load the trace FILE and set O from the shared options.
- * Prints the error and returns FALSE with *STATUS set. The trace goes to *TRACE_OUT. */
+/* What plan, compare and minmem share: load the trace FILE and set O from the shared options
+ * (without --gpus, the trace's world size). Prints the error and returns FALSE with *STATUS
+ * set. The trace goes to *TRACE_OUT. */
 gboolean stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
                                StwPlannerOptions *options, int *status);
 

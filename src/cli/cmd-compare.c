@@ -44,7 +44,7 @@ stw_cmd_compare(int argc, char **argv)
 
   guint64 unlimited = stw_whatif_unlimited_ns(trace, &o);
   cJSON *arr = cJSON_CreateArray();
-  gboolean multi = o.world_size > 1 || (o.world_size == 0 && trace->device.world_size > 1);
+  gboolean multi = o.world_size > 1;
   g_autoptr(StwTable) tab =
       multi ? stw_table_new(8, "<policy", "chunk size", "H2D", "D2H", "gathered", "iteration",
                             "slowdown", "<fits?")
@@ -91,8 +91,7 @@ stw_cmd_compare(int argc, char **argv)
     cJSON_AddStringToObject(root, "trace", argv[1]);
     cJSON_AddStringToObject(root, "hardware", hw.name);
     cJSON_AddNumberToObject(root, "gpu_bytes", (double)budget);
-    cJSON_AddNumberToObject(root, "gpus", multi ? (o.world_size ? o.world_size
-                                                                 : trace->device.world_size) : 1);
+    cJSON_AddNumberToObject(root, "gpus", o.world_size);
     cJSON_AddNumberToObject(root, "unlimited_iteration_ns", (double)unlimited);
     cJSON_AddItemToObject(root, "policies", arr);
     char *text = cJSON_Print(root);
@@ -104,8 +103,7 @@ stw_cmd_compare(int argc, char **argv)
     g_autofree char *u = stw_duration_format(unlimited);
     if (multi)
       printf("%s on %u x %s with %s of GPU memory each (unlimited memory: %s per iteration)\n"
-             "\n", argv[1], o.world_size ? o.world_size : trace->device.world_size, hw.name, b,
-             u);
+             "\n", argv[1], o.world_size, hw.name, b, u);
     else
       printf("%s on %s with %s of GPU memory (unlimited memory: %s per iteration)\n\n",
              argv[1], hw.name, b, u);
