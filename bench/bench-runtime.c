@@ -11,9 +11,9 @@
 
 #include <glib.h>
 
-#include "planner.h"
-#include "trainer.h"
-#include "units.h"
+#include <stowage/planner.h>
+#include <stowage/trainer.h>
+#include <stowage/units.h>
 
 static double
 seconds(void)

@@ -12,9 +12,9 @@
 
 #include <glib.h>
 
-#include "hardware.h"
-#include "synth.h"
-#include "trace.h"
+#include <stowage/hardware.h>
+#include <stowage/synth.h>
+#include <stowage/trace.h>
 
 static int
 cmp_double(const void *a, const void *b)

@@ -9,13 +9,13 @@
 
 #include <glib.h>
 
-#include "check.h"
-#include "events.h"
-#include "hardware.h"
-#include "model.h"
-#include "plan.h"
-#include "trace.h"
-#include "units.h"
+#include <stowage/check.h>
+#include <stowage/events-build.h>
+#include <stowage/hardware.h>
+#include <stowage/model.h>
+#include <stowage/plan.h>
+#include <stowage/trace.h>
+#include <stowage/units.h>
 
 /* the trace that plans are checked against (tests/fixtures/traces/mini.json) */
 static const char mini[] =
@@ -50,7 +50,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (p != NULL) {
     StwTrace *t = stw_trace_parse("mini", mini, sizeof mini - 1, NULL);
     GError *e2 = NULL;
-    if (stw_plan_check(p, t, "fuzz", NULL, &e2))
+    if (stw_plan_check(p, t, "fuzz", NULL, NULL, &e2))
       g_free(stw_plan_to_string(p, t));
     g_clear_error(&e2);
     stw_trace_free(t);

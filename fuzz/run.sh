@@ -22,12 +22,11 @@ if ! probe; then
 fi
 [ -f src/hw-resources.c ] || make src/hw-resources.c src/hw-resources.h > /dev/null
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
-  -I. -Isrc -Iplanner -Iruntime $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
+  -I. -Iinclude -Isrc -Iplanner $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
 libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) -lm"
-sources="src/adam.c src/errors.c src/json.c src/units.c src/model.c src/trace.c src/hardware.c
-  src/synth.c src/summary.c src/hw-resources.c planner/chunks.c planner/schedule.c planner/plan.c
-  planner/planner.c planner/check.c planner/simulate.c planner/whatif.c planner/report.c
-  runtime/events.c"
+# the readers' layers: the core, the planner and the event-stream builder
+sources="$(ls src/*.c | grep -v hw-resources) src/hw-resources.c $(ls planner/*.c)
+  profile/events-build.c"
 
 seeds() { # TARGET DIR
   mkdir -p "$2"

@@ -1,9 +1,13 @@
 /* check.c — replay a plan against its trace and report the first violation; see check.h. */
 #include "config.h"
 
-#include "check.h"
+#include <stowage/check.h>
 
-#include "errors.h"
+#include <stowage/errors.h>
+
+#include "demand.h"
+#include "evaluate.h"
+#include "schedule.h"
 
 /* "FILE: message" in this module's domain */
 #define unsound(error, file, ...) \
@@ -11,7 +15,7 @@
 
 #include <string.h>
 
-#include "units.h"
+#include <stowage/units.h>
 
 static gboolean
 replay_error(const StwPlan *p, const StwTrace *t, const StwDemand *d, const StwReplay *r,
@@ -75,7 +79,7 @@ check_collectives(const StwPlan *p, const StwTrace *t, const char *file, GError 
 {
   const StwChunking *c = p->chunking;
   guint32 n_items = stw_plan_n_items(c), groups = stw_chunking_groups(c);
-  g_autofree guint32 *moments = c->world > 1 ? stw_plan_reduce_moments(t, c) : NULL;
+  g_autofree guint32 *moments = c->world > 1 ? stw_demand_reduce_moments(t, c) : NULL;
   g_autofree guint8 *reduced = g_malloc0(MAX(groups, 1));
   g_autofree guint8 *res = g_memdup2(p->schedule.resident, MAX(n_items, 1));
   for (guint32 i = 0; i < STW_N_LISTS * stw_chunking_count(c); i++) {
@@ -127,8 +131,8 @@ check_collectives(const StwPlan *p, const StwTrace *t, const char *file, GError 
 }
 
 gboolean
-stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *report,
-               GError **error)
+stw_plan_check(const StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *report,
+               StwSimulation *sim, GError **error)
 {
   g_autofree char *digest = stw_trace_digest(t);
   if (strcmp(digest, p->trace_digest) != 0) {
@@ -147,7 +151,6 @@ stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *
     return unsound(error, file, "$.chunks.dtype: %s, the trace's tensors are %s",
                    stw_dtype_name(p->chunking->dtype),
                    stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
-  stw_chunking_recount(p->chunking, t);
 
   guint64 over = 0;
   guint32 k = stw_plan_nonmodel_overflow(t, &p->budgets, &over);
@@ -159,7 +162,7 @@ stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *
   }
   if (!check_collectives(p, t, file, error))
     return FALSE;
-  g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
+  g_autoptr(StwDemand) d = stw_demand_of_plan(p, t);
   StwReplay r;
   gboolean ok = stw_schedule_replay(d, &p->schedule, TRUE, &r);
   if (!ok) {
@@ -169,12 +172,14 @@ stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *
   }
   stw_replay_clear(&r);
 
-  StwPlanPredictions claimed = p->pred;
-  stw_plan_predict(p, t);
-  StwPlanPredictions *got = &p->pred;
-  if (got->cpu_bytes > p->budgets.cpu_bytes) {
-    g_autofree char *need = stw_size_format(got->cpu_bytes);
+  const StwPlanPredictions *claimed = &p->pred;
+  StwPlanPredictions got = { .lower_bound_bytes = claimed->lower_bound_bytes };
+  StwSimulation local;
+  stw_plan_evaluate(p, t, d, sim != NULL, &got, &local);
+  if (got.cpu_bytes > p->budgets.cpu_bytes) {
+    g_autofree char *need = stw_size_format(got.cpu_bytes);
     g_autofree char *have = stw_size_format(p->budgets.cpu_bytes);
+    stw_simulation_clear(&local);
     return unsound(error, file, "chunks need %s of host memory, more than the CPU budget of %s",
                    need, have);
   }
@@ -182,26 +187,25 @@ stw_plan_check(StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *
     const char *name;
     guint64 claimed, actual;
   } preds[] = {
-    { "h2d_bytes", claimed.h2d_bytes, got->h2d_bytes },
-    { "d2h_bytes", claimed.d2h_bytes, got->d2h_bytes },
-    { "peak_gpu_bytes", claimed.peak_gpu_bytes, got->peak_gpu_bytes },
-    { "cpu_bytes", claimed.cpu_bytes, got->cpu_bytes },
-    { "comm_bytes", claimed.comm_bytes, got->comm_bytes },
+    { "h2d_bytes", claimed->h2d_bytes, got.h2d_bytes },
+    { "d2h_bytes", claimed->d2h_bytes, got.d2h_bytes },
+    { "peak_gpu_bytes", claimed->peak_gpu_bytes, got.peak_gpu_bytes },
+    { "cpu_bytes", claimed->cpu_bytes, got.cpu_bytes },
+    { "comm_bytes", claimed->comm_bytes, got.comm_bytes },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(preds); i++) {
-    if (preds[i].claimed != preds[i].actual)
+    if (preds[i].claimed != preds[i].actual) {
+      stw_simulation_clear(&local);
       return unsound(error, file, "$.predictions.%s: the plan predicts %" G_GUINT64_FORMAT
                      ", its schedule gives %" G_GUINT64_FORMAT, preds[i].name, preds[i].claimed,
                      preds[i].actual);
+    }
   }
-  got->lower_bound_bytes = claimed.lower_bound_bytes;
-  if (report != NULL) {
-    report->n_actions = p->schedule.actions->len;
-    report->h2d_bytes = got->h2d_bytes;
-    report->d2h_bytes = got->d2h_bytes;
-    report->peak_gpu_bytes = got->peak_gpu_bytes;
-    report->peak_op = got->peak_op;
-    report->cpu_bytes = got->cpu_bytes;
-  }
+  if (report != NULL)
+    *report = (StwCheckReport){ .n_actions = p->schedule.actions->len, .pred = got };
+  if (sim != NULL)
+    *sim = local;
+  else
+    stw_simulation_clear(&local);
   return TRUE;
 }

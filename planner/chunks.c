@@ -1,31 +1,15 @@
 /* chunks.c — packing tensors into chunks in order of first use; see chunks.h. */
 #include "config.h"
 
-#include "chunks.h"
+#include <stowage/chunks.h>
 
-#include "errors.h"
+#include <stowage/errors.h>
 
 /* "FILE: message" in this module's domain */
 #define invalid(error, file, ...) \
   stw_fail_file((error), STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_INVALID, (file), __VA_ARGS__)
 
 G_DEFINE_QUARK(stw-chunks-error-quark, stw_chunks_error)
-
-guint64
-stw_trace_largest_tensor(const StwTrace *t, guint32 *id_out)
-{
-  guint64 best = 0;
-  guint32 id = 0;
-  for (guint32 i = 0; i < t->tensors->len; i++) {
-    if (stw_trace_tensor(t, i)->numel > best) {
-      best = stw_trace_tensor(t, i)->numel;
-      id = i;
-    }
-  }
-  if (id_out != NULL)
-    *id_out = id;
-  return best;
-}
 
 /* Tensor ids in order of first use; unused tensors last, in id order. */
 static guint32 *

@@ -1,19 +1,19 @@
-/* plan.c — the plan model, its demand and predictions, and its one JSON reader and writer. */
+/* plan.c — the plan model, its schedule's actions, and its one JSON reader and writer. */
 #include "config.h"
 
-#include "plan.h"
+#include <stowage/plan.h>
 
 #include <string.h>
 
+#include <stowage/files.h>
+
 #include "json.h"
-#include "simulate.h"
 
 G_DEFINE_QUARK(stw-plan-error-quark, stw_plan_error)
 
 const char *const stw_policy_names[] = { "stowage", "patrickstar", "zero-offload",
                                          "zero-infinity", "gemini-static", "lru", NULL };
 const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", NULL };
-static const char *const list_names[] = { "param", "master", "momentum", "variance", NULL };
 static const char *const action_names[] = { "evict", "drop", "fetch", "gather",
                                              "reduce_scatter" };
 
@@ -46,7 +46,7 @@ stw_plan_item_name(const StwChunking *c, guint32 item)
   guint32 g = stw_plan_item_group(c, item);
   if (g != G_MAXUINT32)
     return g_strdup_printf("group:%u", g);
-  return g_strdup_printf("%s:%u", list_names[MIN(item / n, STW_N_LISTS - 1)], item % n);
+  return g_strdup_printf("%s:%u", stw_chunk_list_names[MIN(item / n, STW_N_LISTS - 1)], item % n);
 }
 
 guint64
@@ -69,96 +69,6 @@ stw_plan_group_chunk_bytes(const StwChunking *c, guint32 g)
   for (guint32 i = g * c->world; i < MIN((g + 1) * c->world, stw_chunking_count(c)); i++)
     chunk = MAX(chunk, stw_chunk_bytes(c, i, STW_LIST_PARAM));
   return chunk;
-}
-
-guint64
-stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes)
-{
-  if (world <= 1 || hw->interconnect_bytes_per_s <= 0)
-    return 0;
-  double step = (double)hw->interconnect_latency_ns +
-                (double)chunk_bytes / hw->interconnect_bytes_per_s * 1e9;
-  return (guint64)((world - 1) * step);
-}
-
-/* The first and last backward op writing a gradient of each group (G_MAXUINT32: none). */
-static void
-gradient_spans(const StwTrace *t, const StwChunking *c, guint32 *first, guint32 *last)
-{
-  guint32 groups = stw_chunking_groups(c);
-  for (guint32 g = 0; g < groups; g++)
-    first[g] = last[g] = G_MAXUINT32;
-  for (guint32 k = 0; k < t->ops->len; k++) {
-    const StwOp *op = stw_trace_op(t, k);
-    if (op->stage == STW_STAGE_OPTIM)
-      continue;
-    for (guint32 i = 0; i < op->n_grads; i++) {
-      guint32 g = c->chunk_of[op->grads[i]] / c->world;
-      if (first[g] == G_MAXUINT32)
-        first[g] = k;
-      last[g] = k;
-    }
-  }
-}
-
-guint32 *
-stw_plan_reduce_moments(const StwTrace *t, const StwChunking *c)
-{
-  guint32 groups = stw_chunking_groups(c);
-  guint32 *first = g_new(guint32, MAX(groups, 1)), *moment = g_new(guint32, MAX(groups, 1));
-  gradient_spans(t, c, first, moment);
-  for (guint32 g = 0; g < groups; g++) {
-    if (moment[g] != G_MAXUINT32)
-      moment[g]++;
-  }
-  g_free(first);
-  return moment;
-}
-
-void
-stw_plan_add_collectives(StwPlan *p, const StwTrace *t)
-{
-  const StwChunking *c = p->chunking;
-  if (c->world <= 1)
-    return;
-  GArray *actions = p->schedule.actions;
-  guint32 n_items = stw_plan_n_items(c);
-  g_autofree guint8 *res = g_memdup2(p->schedule.resident, MAX(n_items, 1));
-  for (guint i = 0; i < actions->len; i++) {
-    StwAction *a = &g_array_index(actions, StwAction, i);
-    if (stw_plan_item_group(c, a->item) != G_MAXUINT32 && a->kind == STW_ACTION_FETCH)
-      a->kind = STW_ACTION_GATHER;
-  }
-  stw_actions_sort(actions);
-  /* a gather needs its rank's own chunk on the GPU: one hoisted ahead of the chunk's fetch
-   * waits for it */
-  for (guint i = 0; i < actions->len; i++) {
-    StwAction *a = &g_array_index(actions, StwAction, i);
-    guint32 g = stw_plan_item_group(c, a->item);
-    if (g == G_MAXUINT32) {
-      res[a->item] = a->kind == STW_ACTION_FETCH;
-      continue;
-    }
-    guint32 own = stw_plan_own_item(c, g);
-    if (a->kind != STW_ACTION_GATHER || res[own])
-      continue;
-    for (guint j = i + 1; j < actions->len; j++) {
-      const StwAction *f = &g_array_index(actions, StwAction, j);
-      if (f->item == own && f->kind == STW_ACTION_FETCH) {
-        a->moment = f->moment;
-        break;
-      }
-    }
-  }
-  g_autofree guint32 *moments = stw_plan_reduce_moments(t, c);
-  for (guint32 g = 0; g < stw_chunking_groups(c); g++) {
-    if (moments[g] == G_MAXUINT32)
-      continue;
-    StwAction rs = { .moment = moments[g], .item = stw_plan_group_item(c, g),
-                     .kind = STW_ACTION_REDUCE_SCATTER };
-    g_array_append_val(actions, rs);
-  }
-  stw_actions_sort(actions);
 }
 
 guint64
@@ -186,131 +96,56 @@ stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint64 *over
   return G_MAXUINT32;
 }
 
-StwDemand *
-stw_plan_demand(const StwTrace *t, const StwChunking *c, const guint8 *optim,
-                const StwBudgets *b, const guint64 *capacity, const guint8 *hold)
+/* ---- the schedule ------------------------------------------------------------------------ */
+
+const char *
+stw_action_kind_name(StwActionKind kind)
 {
-  guint32 n = stw_chunking_count(c), n_items = stw_plan_n_items(c);
-  guint32 groups = stw_chunking_groups(c);
-  gboolean multi = c->world > 1;
-  g_autofree guint64 *bytes = g_new0(guint64, MAX(n_items, 1));
-  for (int l = 0; l < STW_N_LISTS; l++)
-    for (guint32 i = 0; i < n; i++) {
-      if (stw_chunking_owned(c, i))
-        bytes[stw_plan_item(c, (StwChunkList)l, i)] = stw_chunk_bytes(c, i, (StwChunkList)l);
-    }
-  for (guint32 g = 0; g < groups; g++)
-    bytes[stw_plan_group_item(c, g)] = stw_plan_group_bytes(c, g);
-  /* with several ranks a group stays whole from its first gradient to its reduce-scatter */
-  g_autofree guint32 *first = g_new(guint32, MAX(groups, 1));
-  g_autofree guint32 *last = g_new(guint32, MAX(groups, 1));
-  if (multi)
-    gradient_spans(t, c, first, last);
-  StwDemand *d = stw_demand_new(n_items, bytes);
-  for (guint32 k = 0; k < t->ops->len; k++) {
-    const StwOp *op = stw_trace_op(t, k);
-    stw_demand_step(d, capacity != NULL ? capacity[k] : stw_plan_capacity(t, b, k));
-    if (op->stage != STW_STAGE_OPTIM) {
-      for (guint32 i = 0; hold != NULL && i < n_items; i++) {
-        if (hold[i])
-          stw_demand_need(d, i);
-      }
-      for (guint32 i = 0; i < op->n_params + op->n_grads; i++) {
-        gboolean grad = i >= op->n_params;
-        guint32 ch = c->chunk_of[grad ? op->grads[i - op->n_params] : op->params[i]];
-        guint32 item = multi ? stw_plan_own_item(c, ch / c->world)
-                             : stw_plan_item(c, STW_LIST_PARAM, ch);
-        stw_demand_need(d, item);
-        if (grad)
-          stw_demand_write(d, item);
-        if (multi)
-          stw_demand_need(d, stw_plan_group_item(c, ch / c->world));
-      }
-      for (guint32 g = 0; multi && g < groups; g++) {
-        if (first[g] != G_MAXUINT32 && first[g] <= k && k <= last[g]) {
-          stw_demand_need(d, stw_plan_own_item(c, g));
-          stw_demand_need(d, stw_plan_group_item(c, g));
-        }
-      }
-      continue;
-    }
-    /* an optimizer op steps its tensors' chunks where the placement says, each on its owner;
-     * the gathered copies of the others' chunks are stale once they are stepped */
-    for (guint32 i = 0; i < op->n_params; i++) {
-      guint32 ch = c->chunk_of[op->params[i]];
-      if (multi)
-        stw_demand_forbid(d, stw_plan_group_item(c, ch / c->world));
-      if (!stw_chunking_owned(c, ch))
-        continue;
-      for (int l = 0; l < STW_N_LISTS; l++) {
-        guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
-        if (optim[ch] == STW_OPTIM_CPU) {
-          stw_demand_forbid(d, item);
-        } else {
-          stw_demand_need(d, item);
-          stw_demand_write(d, item);
-        }
-      }
-    }
-  }
-  stw_demand_finish(d);
-  return d;
+  return action_names[kind];
 }
 
-guint64
-stw_plan_host_bytes(const StwPlan *p, const StwDemand *d)
+/* The order of kinds within a moment: a group's gradients leave before it may be dropped,
+ * removals make room for fetches, and a gather needs its rank's own chunk already fetched. */
+static int
+kind_rank(guint32 kind)
 {
-  const StwChunking *c = p->chunking;
-  g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
-  const StwAction *a = (const StwAction *)p->schedule.actions->data;
-  for (guint i = 0; i < p->schedule.actions->len; i++)
-    moved[a[i].item] = 1;
-  guint64 bytes = 0;
-  for (guint32 i = 0; i < STW_N_LISTS * stw_chunking_count(c); i++) {
-    if (moved[i] || !p->schedule.resident[i])
-      bytes += d->bytes[i];
+  switch (kind) {
+  case STW_ACTION_REDUCE_SCATTER: return 0;
+  case STW_ACTION_EVICT:
+  case STW_ACTION_DROP: return 1;
+  case STW_ACTION_FETCH: return 2;
+  default: return 3;
   }
-  return bytes * MAX(c->world, 1);
+}
+
+static int
+action_cmp(gconstpointer a, gconstpointer b)
+{
+  const StwAction *x = a, *y = b;
+  if (x->moment != y->moment)
+    return x->moment < y->moment ? -1 : 1;
+  int xr = kind_rank(x->kind), yr = kind_rank(y->kind);
+  if (xr != yr)
+    return xr < yr ? -1 : 1;
+  if (x->item != y->item)
+    return x->item < y->item ? -1 : 1;
+  return 0;
 }
 
 void
-stw_plan_predict(StwPlan *p, const StwTrace *t)
+stw_actions_sort(GArray *actions)
 {
-  StwPlanPredictions *pr = &p->pred;
-  guint64 bound = pr->lower_bound_bytes;
-  memset(pr, 0, sizeof *pr);
-  pr->lower_bound_bytes = bound;
-  g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
-  StwReplay r;
-  gboolean ok = stw_schedule_replay(d, &p->schedule, FALSE, &r);
-  for (guint32 k = 0; ok && k < t->ops->len; k++) {
-    guint64 gpu = r.occupancy[k] + stw_trace_op(t, k)->nonmodel_peak_bytes;
-    if (gpu > pr->peak_gpu_bytes) {
-      pr->peak_gpu_bytes = gpu;
-      pr->peak_op = k;
-    }
-  }
-  stw_replay_clear(&r);
+  g_array_sort(actions, action_cmp);
+}
 
-  const StwAction *a = (const StwAction *)p->schedule.actions->data;
-  for (guint i = 0; i < p->schedule.actions->len; i++) {
-    if (a[i].kind == STW_ACTION_FETCH)
-      pr->h2d_bytes += d->bytes[a[i].item];
-    else if (a[i].kind == STW_ACTION_EVICT)
-      pr->d2h_bytes += d->bytes[a[i].item];
-  }
-  pr->cpu_bytes = stw_plan_host_bytes(p, d);
-  StwSimulation sim;
-  stw_simulate(p, t, FALSE, &sim);
-  pr->compute_ns = sim.compute_busy_ns;
-  pr->stall_ns = sim.compute_stall_ns;
-  pr->cpu_adam_ns = sim.cpu_busy_ns;
-  pr->h2d_ns = sim.h2d_busy_ns;
-  pr->d2h_ns = sim.d2h_busy_ns;
-  pr->cost_ns = sim.iteration_ns;
-  pr->comm_bytes = sim.comm_bytes;
-  pr->comm_ns = sim.comm_busy_ns;
-  stw_simulation_clear(&sim);
+void
+stw_schedule_clear(StwSchedule *s)
+{
+  g_clear_pointer(&s->resident, g_free);
+  g_clear_pointer(&s->dirty, g_free);
+  if (s->actions != NULL)
+    g_array_unref(s->actions);
+  s->actions = NULL;
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -458,8 +293,8 @@ parse_ref(StwJsonReader *r, const cJSON *item, const Reading *rd, guint32 *out, 
     return stw_json_fail(r, error, "expected a chunk reference such as \"param:3\"");
   const char *s = item->valuestring, *colon = strchr(s, ':');
   int list = -1;
-  for (int l = 0; colon != NULL && list_names[l] != NULL; l++) {
-    if (strlen(list_names[l]) == (gsize)(colon - s) && strncmp(s, list_names[l], colon - s) == 0)
+  for (int l = 0; colon != NULL && stw_chunk_list_names[l] != NULL; l++) {
+    if (strlen(stw_chunk_list_names[l]) == (gsize)(colon - s) && strncmp(s, stw_chunk_list_names[l], colon - s) == 0)
       list = l;
   }
   gboolean group = colon != NULL && colon - s == 5 && strncmp(s, "group", 5) == 0;
@@ -547,7 +382,6 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
       StwPlacement pl = { .tensor = (guint32)id, .offset = offset };
       g_array_append_val(c->placements, pl);
       max_id = MAX(max_id, (guint32)id);
-      k.used_elems = MAX(k.used_elems, offset); /* refined against the trace by check */
       k.count++;
       stw_json_pop(r, s4);
     }

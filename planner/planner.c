@@ -1,12 +1,16 @@
 /* planner.c — policies, optimizer placement and chunk-size search; see planner.h. */
 #include "config.h"
 
-#include "planner.h"
+#include <stowage/planner.h>
 
 #include <math.h>
 #include <string.h>
 
-#include "units.h"
+#include <stowage/units.h>
+
+#include "demand.h"
+#include "evaluate.h"
+#include "schedule.h"
 
 /* PatrickStar's own reserves (Fang et al., Sec. 6): 80% of GPU memory is usable, and two
  * chunks are kept spare during forward and backward. */
@@ -58,6 +62,54 @@ stw_planner_chunk_sizes(const StwTrace *t)
   return sizes;
 }
 
+/* With several ranks, turns the engine's fetches of gathered items into gathers, each no earlier
+ * than its rank's own chunk is fetched, and adds the reduce-scatters. */
+static void
+add_collectives(StwPlan *p, const StwTrace *t)
+{
+  const StwChunking *c = p->chunking;
+  if (c->world <= 1)
+    return;
+  GArray *actions = p->schedule.actions;
+  guint32 n_items = stw_plan_n_items(c);
+  g_autofree guint8 *res = g_memdup2(p->schedule.resident, MAX(n_items, 1));
+  for (guint i = 0; i < actions->len; i++) {
+    StwAction *a = &g_array_index(actions, StwAction, i);
+    if (stw_plan_item_group(c, a->item) != G_MAXUINT32 && a->kind == STW_ACTION_FETCH)
+      a->kind = STW_ACTION_GATHER;
+  }
+  stw_actions_sort(actions);
+  /* a gather needs its rank's own chunk on the GPU: one hoisted ahead of the chunk's fetch
+   * waits for it */
+  for (guint i = 0; i < actions->len; i++) {
+    StwAction *a = &g_array_index(actions, StwAction, i);
+    guint32 g = stw_plan_item_group(c, a->item);
+    if (g == G_MAXUINT32) {
+      res[a->item] = a->kind == STW_ACTION_FETCH;
+      continue;
+    }
+    guint32 own = stw_plan_own_item(c, g);
+    if (a->kind != STW_ACTION_GATHER || res[own])
+      continue;
+    for (guint j = i + 1; j < actions->len; j++) {
+      const StwAction *f = &g_array_index(actions, StwAction, j);
+      if (f->item == own && f->kind == STW_ACTION_FETCH) {
+        a->moment = f->moment;
+        break;
+      }
+    }
+  }
+  g_autofree guint32 *moments = stw_demand_reduce_moments(t, c);
+  for (guint32 g = 0; g < stw_chunking_groups(c); g++) {
+    if (moments[g] == G_MAXUINT32)
+      continue;
+    StwAction rs = { .moment = moments[g], .item = stw_plan_group_item(c, g),
+                     .kind = STW_ACTION_REDUCE_SCATTER };
+    g_array_append_val(actions, rs);
+  }
+  stw_actions_sort(actions);
+}
+
 /* ---- one policy at one chunk layout ----------------------------------------------------------- */
 
 typedef struct {
@@ -96,6 +148,17 @@ capacities(const Attempt *at, gboolean patrickstar)
       cap[k] = cap[k] > spare ? cap[k] - spare : 0;
   }
   return cap;
+}
+
+/* Whether CAP are the budget's own capacities (stw_plan_capacity), without a policy's reserves. */
+static gboolean
+plan_capacities(const Attempt *at, const guint64 *cap)
+{
+  for (guint32 k = 0; k < at->t->ops->len; k++) {
+    if (cap[k] != stw_plan_capacity(at->t, &at->o->budgets, k))
+      return FALSE;
+  }
+  return TRUE;
 }
 
 static void
@@ -153,9 +216,10 @@ keep_better(const Attempt *at, StwPlan *best, StwPlan *candidate)
   return best;
 }
 
-/* A plan from schedule S (taken) for the placement OPTIM. */
+/* A plan from schedule S (taken) for the placement OPTIM, evaluated over PLAN_DEMAND, the
+ * demand such a plan must meet (stw_demand_of_plan). */
 static StwPlan *
-make_plan(const Attempt *at, const guint8 *optim, StwSchedule *s)
+make_plan(const Attempt *at, const guint8 *optim, StwSchedule *s, const StwDemand *plan_demand)
 {
   StwPlan *p = stw_plan_new();
   p->policy = at->o->policy;
@@ -167,8 +231,8 @@ make_plan(const Attempt *at, const guint8 *optim, StwSchedule *s)
   memset(s, 0, sizeof *s);
   /* the layout is shared while candidates compete; the winner gets its own copy */
   p->chunking = (StwChunking *)at->c;
-  stw_plan_add_collectives(p, at->t);
-  stw_plan_predict(p, at->t);
+  add_collectives(p, at->t);
+  stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
   return p;
 }
 
@@ -189,7 +253,7 @@ try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guin
               const guint64 *cap, StwEvictRule rule, gboolean release, guint64 ahead_bytes,
               gboolean prefetch_search)
 {
-  g_autoptr(StwDemand) d = stw_plan_demand(at->t, at->c, optim, &at->o->budgets, cap, hold);
+  g_autoptr(StwDemand) d = stw_demand_build(at->t, at->c, optim, &at->o->budgets, cap, hold);
   StwEngineOptions eo = { .rule = rule, .release_after_use = release, .pinned = pinned };
   StwSchedule s;
   if (!stw_schedule_steady(d, &eo, &s)) {
@@ -197,15 +261,21 @@ try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guin
     stw_schedule_clear(&s);
     return NULL;
   }
+  /* the plan is evaluated against its own demand: the budget's capacities, nothing held; the
+   * engine's demand is that one unless the policy held items or kept reserves */
+  g_autoptr(StwDemand) own = NULL;
+  if (hold != NULL || !plan_capacities(at, cap))
+    own = stw_demand_build(at->t, at->c, optim, &at->o->budgets, NULL, NULL);
+  const StwDemand *pd = own != NULL ? own : d;
   StwPlan *best = NULL;
   if (prefetch_search) {
     StwSchedule near;
     schedule_copy(&s, &near, d->n_items);
     stw_schedule_hoist(d, &near, 2 * param_chunk_bytes(at->c));
-    best = make_plan(at, optim, &near);
+    best = make_plan(at, optim, &near, pd);
   }
   stw_schedule_hoist(d, &s, ahead_bytes);
-  StwPlan *far = make_plan(at, optim, &s);
+  StwPlan *far = make_plan(at, optim, &s, pd);
   if (best == NULL || compare(far, best, at->o->objective) <= 0) {
     release_candidate(best);
     return far;
@@ -265,7 +335,7 @@ static guint32
 max_pinned_state(const Attempt *at, const guint64 *cap)
 {
   g_autofree guint8 *optim = g_malloc0(at->n); /* CPU Adam: optimizer ops need no chunks */
-  g_autoptr(StwDemand) d = stw_plan_demand(at->t, at->c, optim, &at->o->budgets, cap, NULL);
+  g_autoptr(StwDemand) d = stw_demand_build(at->t, at->c, optim, &at->o->budgets, cap, NULL);
   guint64 slack = G_MAXUINT64;
   for (guint32 k = 0; k < d->n_steps; k++) {
     guint64 need = 0;
@@ -434,7 +504,7 @@ min_budget(const StwTrace *t, const StwChunking *c, const StwBudgets *b, guint32
   g_autofree guint8 *optim = g_malloc0(n);
   StwBudgets unlimited = *b;
   unlimited.gpu_bytes = G_MAXUINT64 / 2;
-  g_autoptr(StwDemand) d = stw_plan_demand(t, c, optim, &unlimited, NULL, NULL);
+  g_autoptr(StwDemand) d = stw_demand_build(t, c, optim, &unlimited, NULL, NULL);
   guint64 worst = 0;
   for (guint32 k = 0; k < d->n_steps; k++) {
     guint64 need = unlimited.gpu_bytes - d->capacity[k];
@@ -695,7 +765,7 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
   g_free(best->trace_file);
   best->trace_file = g_strdup(trace_file != NULL ? trace_file : "");
   /* the bound for the chosen layout and placement */
-  g_autoptr(StwDemand) d = stw_plan_demand(t, best->chunking, best->optim, &best->budgets, NULL,
+  g_autoptr(StwDemand) d = stw_demand_build(t, best->chunking, best->optim, &best->budgets, NULL,
                                            NULL);
   /* the bound counts host transfers; gathers are not */
   for (guint32 g = 0; g < stw_chunking_groups(best->chunking); g++)

@@ -1,13 +1,13 @@
 /* report.c — Chrome traces, simulation JSON and SVG pictures; see report.h. */
 #include "config.h"
 
-#include "report.h"
+#include <stowage/report.h>
 
 #include <math.h>
 #include <string.h>
 
 #include "json.h"
-#include "units.h"
+#include <stowage/units.h>
 
 /* ---- Chrome trace --------------------------------------------------------------------------- */
 

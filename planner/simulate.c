@@ -1,19 +1,16 @@
 /* simulate.c — the event model of one steady-state iteration; see simulate.h. */
 #include "config.h"
 
-#include "simulate.h"
+#include <stowage/simulate.h>
 
 #include <string.h>
 
+#include <stowage/cost.h>
+
+#include "simulate-demand.h"
+
 #define ITERATIONS 3
 #define MEASURED 1 /* the iteration whose figures are reported (0-based) */
-
-guint64
-stw_transfer_ns(const StwHardware *hw, guint64 bytes, gboolean pinned)
-{
-  double bw = stw_hardware_pcie_bandwidth(hw, bytes, pinned);
-  return hw->pcie_latency_ns + (guint64)((double)bytes / bw * 1e9);
-}
 
 typedef struct {
   guint64 t;
@@ -265,13 +262,20 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
 void
 stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation *out)
 {
+  g_autoptr(StwDemand) d = stw_demand_of_plan(p, t);
+  stw_simulate_demand(p, t, d, detail, out);
+}
+
+void
+stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gboolean detail,
+                    StwSimulation *out)
+{
   memset(out, 0, sizeof *out);
   if (detail) {
     out->ops = g_array_sized_new(FALSE, TRUE, sizeof(StwSimOp), t->ops->len);
     out->tasks = g_array_new(FALSE, FALSE, sizeof(StwSimTask));
     out->memory = g_array_new(FALSE, FALSE, sizeof(StwSimSample));
   }
-  g_autoptr(StwDemand) d = stw_plan_demand(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
   Sim s = { .p = p, .t = t, .d = d, .out = out };
   s.pending = g_array_new(FALSE, FALSE, sizeof(PendingFree));
   s.gpu_ready = g_new0(guint64, MAX(d->n_items, 1));
@@ -280,7 +284,7 @@ stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation
     if (p->schedule.resident[i])
       s.chunk_mem += d->bytes[i];
   }
-  out->cpu_bytes = stw_plan_host_bytes(p, d);
+  out->cpu_bytes = stw_demand_host_bytes(d, p->chunking, &p->schedule);
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   guint n_actions = p->schedule.actions->len;
   guint32 n = t->ops->len;

@@ -1,14 +1,14 @@
 /* backend-cuda.c — the CUDA backend; see backend.h. Compiled only where the CUDA toolkit is. */
 #include "config.h"
 
-#include "backend.h"
+#include <stowage/backend.h>
 
 #include <string.h>
 
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
-#include "runtime.h"
+#include <stowage/runtime.h>
 
 struct StwEvent {
   cudaEvent_t done;

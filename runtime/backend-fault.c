@@ -3,7 +3,7 @@
  * copies that corrupt their data, copies that fail, copies that never complete. */
 #include "config.h"
 
-#include "backend.h"
+#include <stowage/backend.h>
 
 #include <string.h>
 

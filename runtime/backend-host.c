@@ -1,7 +1,7 @@
 /* backend-host.c — the emulated device: host memory and two copy-engine threads. */
 #include "config.h"
 
-#include "backend.h"
+#include <stowage/backend.h>
 
 #include <string.h>
 

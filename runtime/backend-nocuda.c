@@ -1,8 +1,8 @@
 /* backend-nocuda.c — stw_backend_cuda_new where stowage was built without CUDA. */
 #include "config.h"
 
-#include "backend.h"
-#include "runtime.h"
+#include <stowage/backend.h>
+#include <stowage/runtime.h>
 
 StwBackend *
 stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)

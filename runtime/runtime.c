@@ -1,13 +1,13 @@
 /* runtime.c — the chunk runtime; see runtime.h. */
 #include "config.h"
 
-#include "runtime.h"
+#include <stowage/runtime.h>
 
 #include <string.h>
 
 #include "bf16.h"
-#include "chunks.h"
-#include "events.h"
+#include <stowage/chunks.h>
+#include <stowage/events.h>
 
 G_DEFINE_QUARK(stw-runtime-error-quark, stw_runtime_error)
 

@@ -1,7 +1,7 @@
 /* errors.c — see errors.h. */
 #include "config.h"
 
-#include "errors.h"
+#include <stowage/errors.h>
 
 gboolean
 stw_fail_file(GError **error, GQuark domain, int code, const char *file, const char *fmt, ...)

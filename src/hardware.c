@@ -1,7 +1,7 @@
 /* hardware.c — hardware profiles: shipped ones from the GResource, others from files. */
 #include "config.h"
 
-#include "hardware.h"
+#include <stowage/hardware.h>
 
 #include <math.h>
 #include <string.h>

@@ -5,7 +5,12 @@
  * "FILE: $.ops[12].params[3]: what was expected". Numbers are range-checked as they are read;
  * integers are exact only up to 2^53 (JSON numbers are doubles), which is the documented limit
  * of every integer field. Writers build cJSON trees and print them with stw_json_print_lines(),
- * which puts each element of a top-level array on its own line: compact, yet diffable.
+ * which puts each element of a top-level array on its own line: compact, yet diffable. The
+ * functions that turn one module's records into JSON for another format (a trace's model
+ * section, a plan's hardware profile, `inspect --json`) are declared here too, so that no public
+ * header needs cJSON.
+ *
+ * Internal to the library: not installed.
  */
 #ifndef STW_JSON_H
 #define STW_JSON_H
@@ -13,14 +18,17 @@
 #include <cjson/cJSON.h>
 #include <glib.h>
 
+#include <stowage/hardware.h>
+#include <stowage/model.h>
+#include <stowage/summary.h>
+
 G_BEGIN_DECLS
 
 #define STW_JSON_ERROR (stw_json_error_quark())
 GQuark stw_json_error_quark(void);
 
 typedef enum {
-  STW_JSON_ERROR_IO,      /* the file cannot be read or written */
-  STW_JSON_ERROR_SYNTAX,  /* not JSON */
+  STW_JSON_ERROR_SYNTAX,  /* not JSON, or an empty file */
   STW_JSON_ERROR_INVALID, /* JSON, but not what the format expects */
 } StwJsonError;
 
@@ -32,7 +40,8 @@ typedef struct {
   GString *path;     /* "$", "$.ops[3]", ...: the value being read */
 } StwJsonReader;
 
-/* Reads FILE (at most MAX_BYTES) and parses it. On success *ROOT_OUT owns the tree. */
+/* Reads FILE (a regular file of at most MAX_BYTES; errors of the reading are STW_FILES_ERROR)
+ * and parses it. On success *ROOT_OUT owns the tree. */
 gboolean stw_json_parse_file(const char *file, gsize max_bytes, cJSON **root_out, GError **error);
 /* Parses TEXT of LEN bytes; FILE names it in messages. */
 gboolean stw_json_parse_text(const char *file, const char *text, gsize len, cJSON **root_out,
@@ -99,9 +108,22 @@ cJSON *stw_json_u64_array(const guint32 *v, gsize n);
 /* Prints ROOT with one top-level key per line and one array element per line. */
 char *stw_json_print_lines(const cJSON *root);
 
-/* Writes TEXT to FILE atomically: a temporary in the same directory, fsync, rename. A failure
- * leaves any existing FILE untouched and no temporary behind. "-" writes to standard output. */
-gboolean stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error);
+/* ---- sections of one format inside another, and JSON outputs ------------------------------- */
+
+/* Reads a config object (the members of docs/model-format.md) at R's current path. */
+gboolean stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
+                               StwModelConfig *out, GError **error);
+/* Builds the members of a config object (STANDALONE adds "format" and "version"). */
+cJSON *stw_model_config_to_json(const StwModelConfig *cfg, gboolean standalone);
+
+/* Reads a profile object at R's current path (a plan embeds its profile). */
+gboolean stw_hardware_read(StwJsonReader *r, const cJSON *obj, StwHardware *out,
+                           GError **error);
+/* The profile as a JSON object, in the file format (without description and sources). */
+cJSON *stw_hardware_to_json(const StwHardware *hw);
+
+/* The summary (summary.h) as the JSON object `stowage inspect --json` prints. */
+cJSON *stw_trace_summary_to_json(const StwTrace *t, const StwTraceSummary *s);
 
 G_END_DECLS
 

@@ -1,7 +1,9 @@
 /* model.c — architectures, the zoo and operator graphs; see model.h and docs/models.md. */
 #include "config.h"
 
-#include "model.h"
+#include <stowage/model.h>
+
+#include "json.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -631,4 +633,18 @@ stw_model_param_count(const StwModelConfig *cfg)
   for (guint i = 0; i < g->tensors->len; i++)
     n += ((StwGraphTensor *)g->tensors->pdata[i])->numel;
   return n;
+}
+
+const char *const stw_chunk_list_names[] = { "param", "master", "momentum", "variance", NULL };
+
+const char *
+stw_chunk_list_name(StwChunkList list)
+{
+  return stw_chunk_list_names[list];
+}
+
+guint64
+stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype)
+{
+  return list == STW_LIST_PARAM ? stw_dtype_bytes(dtype) : 4;
 }

@@ -1,7 +1,7 @@
 /* summary.c — trace statistics for `stowage inspect`. */
 #include "config.h"
 
-#include "summary.h"
+#include <stowage/summary.h>
 
 #include "json.h"
 

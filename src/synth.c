@@ -1,7 +1,9 @@
 /* synth.c — synthesize a trace from a model graph; the memory model is docs/synth.md. */
 #include "config.h"
 
-#include "synth.h"
+#include <stowage/synth.h>
+
+#include "json.h"
 
 #include <math.h>
 #include <stdlib.h>

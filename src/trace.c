@@ -1,9 +1,11 @@
 /* trace.c — the trace model, its validation, and its one JSON reader and writer. */
 #include "config.h"
 
-#include "trace.h"
+#include <stowage/trace.h>
 
-#include "errors.h"
+#include <stowage/files.h>
+
+#include <stowage/errors.h>
 
 /* "FILE: message" in this module's domain */
 #define invalid(error, file, ...) \
@@ -31,18 +33,20 @@ stw_source_kind_name(StwSourceKind kind)
   return source_kind_names[kind];
 }
 
-static const char *const list_names[] = { "param", "master", "momentum", "variance" };
-
-const char *
-stw_chunk_list_name(StwChunkList list)
-{
-  return list_names[list];
-}
-
 guint64
-stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype)
+stw_trace_largest_tensor(const StwTrace *t, guint32 *id_out)
 {
-  return list == STW_LIST_PARAM ? stw_dtype_bytes(dtype) : 4;
+  guint64 best = 0;
+  guint32 id = 0;
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    if (stw_trace_tensor(t, i)->numel > best) {
+      best = stw_trace_tensor(t, i)->numel;
+      id = i;
+    }
+  }
+  if (id_out != NULL)
+    *id_out = id;
+  return best;
 }
 
 guint64

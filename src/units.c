@@ -1,7 +1,7 @@
 /* units.c — see units.h for the accepted grammar. */
 #include "config.h"
 
-#include "units.h"
+#include <stowage/units.h>
 
 #include <string.h>
 
@@ -133,4 +133,69 @@ stw_duration_format(guint64 ns)
   if (ns < 1000000000)
     return g_strdup_printf("%.2f ms", (double)ns / 1e6);
   return g_strdup_printf("%.3f s", (double)ns / 1e9);
+}
+
+/* ---- lists of sizes ------------------------------------------------------------------------- */
+
+#define MAX_POINTS 1000
+
+static gboolean
+list_error(GError **error, const char *text, const char *why)
+{
+  g_set_error(error, STW_UNITS_ERROR, STW_UNITS_ERROR_SYNTAX,
+              "'%s' is not a list of sizes: %s (expected FROM..TO:STEP such as 8GiB..80GiB:8GiB, "
+              "or sizes separated by commas)", text, why);
+  return FALSE;
+}
+
+gboolean
+stw_size_list_parse(const char *text, GArray **out, GError **error)
+{
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  const char *dots = strstr(text, "..");
+  gboolean ok = TRUE;
+  if (dots != NULL) {
+    const char *colon = strchr(dots, ':');
+    g_autofree char *from_s = g_strndup(text, (gsize)(dots - text));
+    g_autofree char *to_s = colon ? g_strndup(dots + 2, (gsize)(colon - dots - 2))
+                                  : g_strdup(dots + 2);
+    guint64 from, to, step;
+    if (colon == NULL)
+      ok = list_error(error, text, "the range has no :STEP");
+    else if (!stw_size_parse(from_s, &from, error) || !stw_size_parse(to_s, &to, error) ||
+             !stw_size_parse(colon + 1, &step, error))
+      ok = FALSE;
+    else if (step == 0)
+      ok = list_error(error, text, "the step is zero");
+    else if (to < from)
+      ok = list_error(error, text, "the range is inverted (TO is below FROM)");
+    else if ((to - from) / step >= MAX_POINTS)
+      ok = list_error(error, text, "more than 1000 points");
+    else
+      for (guint64 v = from; v <= to; v += step)
+        g_array_append_val(sizes, v);
+  } else {
+    g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+    for (char **p = parts; ok && *p != NULL; p++) {
+      guint64 v;
+      if (sizes->len >= MAX_POINTS)
+        ok = list_error(error, text, "more than 1000 points");
+      else if (!stw_size_parse(g_strstrip(*p), &v, error))
+        ok = FALSE;
+      else
+        g_array_append_val(sizes, v);
+    }
+  }
+  if (ok && sizes->len == 0)
+    ok = list_error(error, text, "the list is empty");
+  for (guint i = 0; ok && i < sizes->len; i++) {
+    if (g_array_index(sizes, guint64, i) == 0)
+      ok = list_error(error, text, "a budget of zero");
+  }
+  if (!ok) {
+    g_array_unref(sizes);
+    return FALSE;
+  }
+  *out = sizes;
+  return TRUE;
 }

@@ -3,7 +3,7 @@
 
 #include <glib.h>
 
-#include "chunks.h"
+#include <stowage/chunks.h>
 #include "testutil.h"
 
 static void

@@ -11,7 +11,7 @@
 #include <glib.h>
 
 #include "compute-cuda-bodies.h"
-#include "compute.h"
+#include <stowage/compute.h>
 #include "kernels.h"
 
 enum { B = 2, T = 5, C = 8, NH = 2, OC = 12, BT = B * T };

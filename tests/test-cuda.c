@@ -6,8 +6,8 @@
 
 #include <glib.h>
 
-#include "backend.h"
-#include "units.h"
+#include <stowage/backend.h>
+#include <stowage/units.h>
 
 static StwBackend *
 backend_or_skip(guint64 arena)

@@ -4,10 +4,10 @@
 
 #include <glib.h>
 
-#include "events.h"
+#include <stowage/events-build.h>
 #include "testutil.h"
-#include "trainer.h"
-#include "units.h"
+#include <stowage/trainer.h>
+#include <stowage/units.h>
 
 static StwTrace *
 build(const char *fixture, GError **error, StwEventsReport *rep)

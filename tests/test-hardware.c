@@ -3,9 +3,9 @@
 
 #include <glib.h>
 
-#include "hardware.h"
+#include <stowage/hardware.h>
 #include "testutil.h"
-#include "units.h"
+#include <stowage/units.h>
 
 static void
 test_shipped(void)

@@ -1,8 +1,10 @@
-/* test-json.c — checked JSON reading with paths, exact writing, atomic files. */
+/* test-json.c — checked JSON reading with paths, exact writing. */
 #include "config.h"
 
 #include <glib.h>
 #include <glib/gstdio.h>
+
+#include <stowage/files.h>
 
 #include "json.h"
 #include "testutil.h"
@@ -55,7 +57,7 @@ test_file_errors(void)
   cJSON *root = NULL;
   GError *error = NULL;
   g_assert_false(stw_json_parse_file("/nonexistent/x.json", 100, &root, &error));
-  g_assert_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO);
+  g_assert_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO);
   stw_assert_error_contains(error, "/nonexistent/x.json: cannot open");
 
   g_autofree char *dir = g_dir_make_tmp("stw-json-XXXXXX", NULL);
@@ -177,29 +179,6 @@ test_print_lines(void)
   cJSON_Delete(o);
 }
 
-static void
-test_atomic_write(void)
-{
-  g_autofree char *dir = g_dir_make_tmp("stw-json-XXXXXX", NULL);
-  g_autofree char *file = g_build_filename(dir, "out.json", NULL);
-  GError *error = NULL;
-  g_assert_true(stw_file_write_atomic(file, "old", 3, &error));
-  g_autofree char *missing = g_build_filename(dir, "no-such-dir", "out.json", NULL);
-  g_assert_false(stw_file_write_atomic(missing, "new", 3, &error));
-  g_assert_error(error, STW_JSON_ERROR, STW_JSON_ERROR_IO);
-  stw_assert_error_contains(error, "cannot write");
-  g_autofree char *text = NULL;
-  g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
-  g_assert_cmpstr(text, ==, "old");
-  /* nothing but the file itself is left in the directory */
-  GDir *d = g_dir_open(dir, 0, NULL);
-  g_assert_cmpstr(g_dir_read_name(d), ==, "out.json");
-  g_assert_null(g_dir_read_name(d));
-  g_dir_close(d);
-  g_unlink(file);
-  g_rmdir(dir);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -210,6 +189,5 @@ main(int argc, char **argv)
   g_test_add_func("/json/check-object", test_check_object);
   g_test_add_func("/json/exact-integers", test_exact_integers);
   g_test_add_func("/json/print-lines", test_print_lines);
-  g_test_add_func("/json/atomic-write", test_atomic_write);
   return g_test_run();
 }

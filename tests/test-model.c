@@ -3,7 +3,8 @@
 
 #include <glib.h>
 
-#include "model.h"
+#include <stowage/model.h>
+#include "json.h"
 #include "testutil.h"
 
 static void

@@ -6,11 +6,13 @@
 
 #include <glib.h>
 
-#include "check.h"
-#include "planner.h"
-#include "simulate.h"
+#include <stowage/check.h>
+#include <stowage/cost.h>
+#include <stowage/planner.h>
+#include <stowage/simulate.h>
+#include "demand.h"
 #include "testutil.h"
-#include "units.h"
+#include <stowage/units.h>
 
 #define CHUNK 4000000 /* elements: GPT-2's 37 chunks, its embedding in one of its own */
 #define WORLD 4
@@ -67,7 +69,7 @@ test_every_policy_checks(void)
     g_assert_cmpuint(c->world, ==, WORLD);
     g_assert_cmpuint(stw_chunking_count(c), ==, 37);
     g_assert_cmpuint(stw_chunking_groups(c), ==, 10);
-    g_assert_true(stw_plan_check(p, t, "p.json", NULL, &error));
+    g_assert_true(stw_plan_check(p, t, "p.json", NULL, NULL, &error));
     g_assert_no_error(error);
     /* every group has gradients: one reduce-scatter each */
     g_assert_cmpuint(count_kind(p, STW_ACTION_REDUCE_SCATTER), ==, 10);
@@ -100,7 +102,7 @@ test_every_policy_checks(void)
     g_assert_no_error(error);
     g_assert_cmpuint(back->chunking->world, ==, WORLD);
     g_assert_cmpuint(back->schedule.actions->len, ==, p->schedule.actions->len);
-    g_assert_true(stw_plan_check(back, t, "p.json", NULL, &error));
+    g_assert_true(stw_plan_check(back, t, "p.json", NULL, NULL, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(back->pred.cost_ns, ==, p->pred.cost_ns);
   }
@@ -160,7 +162,7 @@ test_simulation(void)
   g_assert_cmpuint(s.comm_busy_ns, ==, busy);
   g_assert_cmpuint(s.over_budget_bytes, ==, 0);
   /* each reduce-scatter starts after the op whose gradients complete its group */
-  g_autofree guint32 *moments = stw_plan_reduce_moments(t, p->chunking);
+  g_autofree guint32 *moments = stw_demand_reduce_moments(t, p->chunking);
   for (guint i = 0; i < s.tasks->len; i++) {
     const StwSimTask *x = &g_array_index(s.tasks, StwSimTask, i);
     if (x->lane == STW_SIM_COMM && x->kind == STW_ACTION_REDUCE_SCATTER) {
@@ -208,7 +210,7 @@ test_check_catches(void)
       break;
     }
   }
-  g_assert_false(stw_plan_check(a, t, "a.json", NULL, &error));
+  g_assert_false(stw_plan_check(a, t, "a.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "is never reduce-scattered: its gradients, complete at moment");
 
   /* a reduce-scatter before its gradients are complete */
@@ -220,7 +222,7 @@ test_check_catches(void)
       break;
     }
   }
-  g_assert_false(stw_plan_check(b, t, "b.json", NULL, &error));
+  g_assert_false(stw_plan_check(b, t, "b.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "but its gradients are complete at moment");
 
   /* a gather turned into a fetch: the group has no host copy here */
@@ -228,7 +230,7 @@ test_check_catches(void)
   replace_once(c, "\"gather\":", "\"fetch\":");
   g_autoptr(StwPlan) pc = stw_plan_parse("c.json", c->str, c->len, &error);
   g_assert_no_error(error);
-  g_assert_false(stw_plan_check(pc, t, "c.json", NULL, &error));
+  g_assert_false(stw_plan_check(pc, t, "c.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "have no host copy on this rank; they are gathered and dropped");
 
   /* a chunk of another rank moved by rank 0 */
@@ -237,7 +239,7 @@ test_check_catches(void)
                       .kind = STW_ACTION_FETCH };
   g_array_append_val(d->schedule.actions, extra);
   stw_actions_sort(d->schedule.actions);
-  g_assert_false(stw_plan_check(d, t, "d.json", NULL, &error));
+  g_assert_false(stw_plan_check(d, t, "d.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "fetch of master:1: rank 0 does not own chunk 1");
 
   /* a gather before the rank's own chunk is on the GPU */
@@ -249,14 +251,14 @@ test_check_catches(void)
                       .kind = STW_ACTION_GATHER };
   g_array_append_val(e->schedule.actions, early);
   stw_actions_sort(e->schedule.actions);
-  g_assert_false(stw_plan_check(e, t, "e.json", NULL, &error));
+  g_assert_false(stw_plan_check(e, t, "e.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "moment 0: gather of group:1 before rank 0's own chunk "
                             "param:4 is on the GPU");
 
   /* a chunk of another rank in the start state */
   g_autoptr(StwPlan) f = stw_plan_parse("f.json", text, strlen(text), &error);
   f->schedule.resident[stw_plan_item(f->chunking, STW_LIST_PARAM, 1)] = 1;
-  g_assert_false(stw_plan_check(f, t, "f.json", NULL, &error));
+  g_assert_false(stw_plan_check(f, t, "f.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "$.initial: param:1 is on the GPU, but rank 0 does not own "
                             "chunk 1");
 
@@ -266,7 +268,7 @@ test_check_catches(void)
                          .kind = STW_ACTION_REDUCE_SCATTER };
   g_array_append_val(g->schedule.actions, chunk_rs);
   stw_actions_sort(g->schedule.actions);
-  g_assert_false(stw_plan_check(g, t, "g.json", NULL, &error));
+  g_assert_false(stw_plan_check(g, t, "g.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "reduce_scatter of param:0: only a chunk group (group:N) is "
                             "gathered or reduce-scattered");
   g_autoptr(StwPlan) h = stw_plan_parse("h.json", text, strlen(text), &error);
@@ -278,7 +280,7 @@ test_check_catches(void)
     }
   }
   stw_actions_sort(h->schedule.actions);
-  g_assert_false(stw_plan_check(h, t, "h.json", NULL, &error));
+  g_assert_false(stw_plan_check(h, t, "h.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "is reduce-scattered twice");
 
   /* malformed references and owners */

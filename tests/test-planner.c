@@ -4,10 +4,10 @@
 
 #include <glib.h>
 
-#include "check.h"
-#include "planner.h"
+#include <stowage/check.h>
+#include <stowage/planner.h>
 #include "testutil.h"
-#include "units.h"
+#include <stowage/units.h>
 
 static StwTrace *
 bundled(const char *name)
@@ -46,16 +46,16 @@ plan_and_check(const StwTrace *t, StwPolicy policy, guint64 gpu, StwObjective ob
   }
   StwCheckReport rep;
   StwPlanPredictions before = p->pred;
-  g_assert_true(stw_plan_check(p, t, "p", &rep, &error));
+  g_assert_true(stw_plan_check(p, t, "p", &rep, NULL, &error));
   g_assert_no_error(error);
-  g_assert_cmpuint(rep.h2d_bytes, ==, before.h2d_bytes);
-  g_assert_cmpuint(rep.peak_gpu_bytes, ==, before.peak_gpu_bytes);
-  g_assert_cmpuint(rep.peak_gpu_bytes + p->budgets.reserved_bytes, <=, gpu);
+  g_assert_cmpuint(rep.pred.h2d_bytes, ==, before.h2d_bytes);
+  g_assert_cmpuint(rep.pred.peak_gpu_bytes, ==, before.peak_gpu_bytes);
+  g_assert_cmpuint(rep.pred.peak_gpu_bytes + p->budgets.reserved_bytes, <=, gpu);
   g_assert_cmpuint(before.h2d_bytes + before.d2h_bytes, >=, before.lower_bound_bytes);
   g_autofree char *text = stw_plan_to_string(p, t);
   g_autoptr(StwPlan) back = stw_plan_parse("p.json", text, strlen(text), &error);
   g_assert_no_error(error);
-  g_assert_true(stw_plan_check(back, t, "p.json", NULL, &error));
+  g_assert_true(stw_plan_check(back, t, "p.json", NULL, NULL, &error));
   g_assert_no_error(error);
   g_autofree char *again = stw_plan_to_string(back, t);
   g_assert_cmpstr(text, ==, again);
@@ -200,7 +200,7 @@ test_check_catches(void)
   g_autofree char *text = stw_plan_to_string(p, t);
   g_assert_cmpuint(p->schedule.actions->len, >, 0);
 
-  g_assert_false(stw_plan_check(p, other, "p.json", NULL, &error));
+  g_assert_false(stw_plan_check(p, other, "p.json", NULL, NULL, &error));
   g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH);
   stw_assert_error_contains(error, "p.json was made for the trace with digest 35c953715d896d55");
 
@@ -210,27 +210,27 @@ test_check_catches(void)
   while (g_array_index(a->schedule.actions, StwAction, i).kind != STW_ACTION_FETCH)
     i++;
   g_array_remove_index(a->schedule.actions, i);
-  g_assert_false(stw_plan_check(a, t, "a.json", NULL, &error));
+  g_assert_false(stw_plan_check(a, t, "a.json", NULL, NULL, &error));
   g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_UNSOUND);
   stw_assert_error_contains(error, "is needed but not on the GPU");
 
   /* a smaller budget than the plan was made for */
   g_autoptr(StwPlan) b = stw_plan_parse("b.json", text, strlen(text), &error);
   b->budgets.gpu_bytes = p->pred.peak_gpu_bytes - 1000;
-  g_assert_false(stw_plan_check(b, t, "b.json", NULL, &error));
+  g_assert_false(stw_plan_check(b, t, "b.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "exceeds the budget of");
   g_test_message("%s", "over budget caught");
 
   /* predictions that are not what the schedule moves */
   g_autoptr(StwPlan) c = stw_plan_parse("c.json", text, strlen(text), &error);
   c->pred.h2d_bytes += 1;
-  g_assert_false(stw_plan_check(c, t, "c.json", NULL, &error));
+  g_assert_false(stw_plan_check(c, t, "c.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "$.predictions.h2d_bytes: the plan predicts");
 
   /* too little host memory */
   g_autoptr(StwPlan) d = stw_plan_parse("d.json", text, strlen(text), &error);
   d->budgets.cpu_bytes = 1;
-  g_assert_false(stw_plan_check(d, t, "d.json", NULL, &error));
+  g_assert_false(stw_plan_check(d, t, "d.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "more than the CPU budget of 1 B");
 
   /* a start state without a chunk the iteration expects to find there */
@@ -240,7 +240,7 @@ test_check_catches(void)
     target++;
   g_assert_cmpuint(target, <, n_items);
   e->schedule.resident[target] = 0;
-  g_assert_false(stw_plan_check(e, t, "e.json", NULL, &error));
+  g_assert_false(stw_plan_check(e, t, "e.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "not on the GPU");
 }
 

@@ -7,11 +7,12 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "check.h"
-#include "planner.h"
+#include <stowage/check.h>
+#include <stowage/planner.h>
+#include "json.h"
 #include "testutil.h"
-#include "trainer.h"
-#include "units.h"
+#include <stowage/trainer.h>
+#include <stowage/units.h>
 
 #define STEPS 4
 
@@ -217,7 +218,7 @@ test_loop_every_policy(void)
       g_clear_error(&error);
       continue;
     }
-    g_assert_true(stw_plan_check(plan, back, "plan", NULL, &error));
+    g_assert_true(stw_plan_check(plan, back, "plan", NULL, NULL, &error));
     StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = budget, .plan = plan,
                              .plan_trace = back, .verify = p == STW_POLICY_STOWAGE };
     StwTrainer *r = trainer(&c, data, &rr, be);

@@ -4,12 +4,13 @@
 
 #include <glib.h>
 
-#include "planner.h"
-#include "report.h"
-#include "simulate.h"
+#include <stowage/planner.h>
+#include <stowage/report.h>
+#include <stowage/simulate.h>
+#include "json.h"
 #include "testutil.h"
-#include "units.h"
-#include "whatif.h"
+#include <stowage/units.h>
+#include <stowage/whatif.h>
 
 static StwPlan *
 plan_for(const StwTrace *t, guint64 gpu, StwPolicy policy)
@@ -119,35 +120,6 @@ test_never_over_budget(void)
 }
 
 static void
-test_size_lists(void)
-{
-  GArray *a = NULL;
-  GError *error = NULL;
-  g_assert_true(stw_parse_size_list("8GiB..24GiB:8GiB", &a, &error));
-  g_assert_cmpuint(a->len, ==, 3);
-  g_assert_cmpuint(g_array_index(a, guint64, 2), ==, 24 * STW_GiB);
-  g_array_unref(a);
-  g_assert_true(stw_parse_size_list("8GiB, 16GiB", &a, &error));
-  g_assert_cmpuint(a->len, ==, 2);
-  g_array_unref(a);
-  static const struct {
-    const char *text, *needle;
-  } bad[] = {
-    { "24GiB..8GiB:8GiB", "the range is inverted" },
-    { "8GiB..24GiB:0", "the step is zero" },
-    { "8GiB..24GiB", "the range has no :STEP" },
-    { "8GiB..9TiB:1MiB", "more than 1000 points" },
-    { "8GiB,,16GiB", "is not a size" },
-    { "0..8GiB:4GiB", "a budget of zero" },
-    { "eight..16GiB:8GiB", "'eight' is not a size" },
-  };
-  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
-    g_assert_false(stw_parse_size_list(bad[i].text, &a, &error));
-    stw_assert_error_contains(error, bad[i].needle);
-  }
-}
-
-static void
 test_whatif_points(void)
 {
   g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, FALSE);
@@ -175,7 +147,6 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/hand-timeline", test_hand_timeline);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
-  g_test_add_func("/simulate/size-lists", test_size_lists);
   g_test_add_func("/simulate/whatif-points", test_whatif_points);
   return g_test_run();
 }

@@ -3,7 +3,8 @@
 
 #include <glib.h>
 
-#include "summary.h"
+#include <stowage/summary.h>
+#include "json.h"
 #include "testutil.h"
 
 static void

@@ -5,7 +5,7 @@
 
 #include <glib.h>
 
-#include "synth.h"
+#include <stowage/synth.h>
 #include "testutil.h"
 
 static const StwOp *

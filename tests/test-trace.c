@@ -5,7 +5,7 @@
 #include <glib/gstdio.h>
 
 #include "testutil.h"
-#include "trace.h"
+#include <stowage/trace.h>
 
 /* The canonical digest of tests/fixtures/traces/mini.json. Plans carry trace digests, so a
  * change here breaks every plan ever written: change the canonical form only with a new

@@ -4,7 +4,7 @@
 #include <glib.h>
 
 #include "testutil.h"
-#include "units.h"
+#include <stowage/units.h>
 
 static void
 test_parse_valid(void)
@@ -113,6 +113,36 @@ test_duration(void)
   }
 }
 
+static void
+test_size_lists(void)
+{
+  GArray *a = NULL;
+  GError *error = NULL;
+  g_assert_true(stw_size_list_parse("8GiB..24GiB:8GiB", &a, &error));
+  g_assert_cmpuint(a->len, ==, 3);
+  g_assert_cmpuint(g_array_index(a, guint64, 2), ==, 24 * STW_GiB);
+  g_array_unref(a);
+  g_assert_true(stw_size_list_parse("8GiB, 16GiB", &a, &error));
+  g_assert_cmpuint(a->len, ==, 2);
+  g_array_unref(a);
+  static const struct {
+    const char *text, *needle;
+  } bad[] = {
+    { "24GiB..8GiB:8GiB", "the range is inverted" },
+    { "8GiB..24GiB:0", "the step is zero" },
+    { "8GiB..24GiB", "the range has no :STEP" },
+    { "8GiB..9TiB:1MiB", "more than 1000 points" },
+    { "8GiB,,16GiB", "is not a size" },
+    { "0..8GiB:4GiB", "a budget of zero" },
+    { "eight..16GiB:8GiB", "'eight' is not a size" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_false(stw_size_list_parse(bad[i].text, &a, &error));
+    g_assert_true(error->domain == STW_UNITS_ERROR);
+    stw_assert_error_contains(error, bad[i].needle);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -121,5 +151,6 @@ main(int argc, char **argv)
   g_test_add_func("/units/parse-invalid", test_parse_invalid);
   g_test_add_func("/units/format", test_format);
   g_test_add_func("/units/duration", test_duration);
+  g_test_add_func("/units/size-lists", test_size_lists);
   return g_test_run();
 }

@@ -6,11 +6,11 @@
 
 #include <glib.h>
 
-#include "hardware.h"
-#include "planner.h"
-#include "synth.h"
-#include "trace.h"
-#include "units.h"
+#include <stowage/hardware.h>
+#include <stowage/planner.h>
+#include <stowage/synth.h>
+#include <stowage/trace.h>
+#include <stowage/units.h>
 
 /* Asserts that ERROR is set and its message contains NEEDLE, then clears it. */
 #define stw_assert_error_contains(error, needle)                                          \

@@ -7,8 +7,8 @@
 #include <cuda_runtime.h>
 #include <glib.h>
 
-#include "backend.h"
-#include "units.h"
+#include <stowage/backend.h>
+#include <stowage/units.h>
 
 static double
 now(void)

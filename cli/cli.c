@@ -1,0 +1,258 @@
+/* cli.c — shared CLI plumbing: error reporting, option parsing, aligned tables. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include <stowage/hardware.h>
+#include <stowage/plan.h>
+#include <stowage/planner.h>
+#include <stowage/model.h>
+#include <stowage/units.h>
+
+int
+stw_cli_fail(int status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "stowage: %s\n", msg);
+  g_free(msg);
+  return status;
+}
+
+int
+stw_cli_error(GError *error)
+{
+  /* names the user typed that mean nothing are usage errors; bad files are failures */
+  gboolean usage = g_error_matches(error, STW_MODEL_ERROR, STW_MODEL_ERROR_UNKNOWN) ||
+                   g_error_matches(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN) ||
+                   error->domain == STW_UNITS_ERROR || error->domain == G_OPTION_ERROR;
+  int status = stw_cli_fail(usage ? STW_EXIT_USAGE : STW_EXIT_FAILURE, "%s", error->message);
+  g_error_free(error);
+  return status;
+}
+
+gboolean
+stw_cli_parse(GOptionContext *ctx, int *argc, char ***argv, const char *command)
+{
+  GError *error = NULL;
+  if (!g_option_context_parse(ctx, argc, argv, &error)) {
+    fprintf(stderr, "stowage %s: %s\nTry 'stowage %s --help'.\n", command, error->message,
+            command);
+    g_error_free(error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+struct StwTable {
+  guint n_cols;
+  GPtrArray *cells; /* char*, row-major, the header first */
+};
+
+StwTable *
+stw_table_new(guint n_cols, ...)
+{
+  StwTable *t = g_new0(StwTable, 1);
+  t->n_cols = n_cols;
+  t->cells = g_ptr_array_new_with_free_func(g_free);
+  va_list ap;
+  va_start(ap, n_cols);
+  for (guint i = 0; i < n_cols; i++)
+    g_ptr_array_add(t->cells, g_strdup(va_arg(ap, const char *)));
+  va_end(ap);
+  return t;
+}
+
+void
+stw_table_row(StwTable *t, ...)
+{
+  va_list ap;
+  va_start(ap, t);
+  for (guint i = 0; i < t->n_cols; i++)
+    g_ptr_array_add(t->cells, g_strdup(va_arg(ap, const char *)));
+  va_end(ap);
+}
+
+void
+stw_table_print(StwTable *t, FILE *out)
+{
+  guint rows = t->cells->len / t->n_cols;
+  g_autofree gsize *width = g_new0(gsize, t->n_cols);
+  for (guint r = 0; r < rows; r++) {
+    for (guint c = 0; c < t->n_cols; c++) {
+      const char *s = t->cells->pdata[r * t->n_cols + c];
+      if (r == 0 && s[0] == '<')
+        s++;
+      width[c] = MAX(width[c], (gsize)g_utf8_strlen(s, -1));
+    }
+  }
+  for (guint r = 0; r < rows; r++) {
+    for (guint c = 0; c < t->n_cols; c++) {
+      const char *head = t->cells->pdata[c];
+      const char *s = t->cells->pdata[r * t->n_cols + c];
+      gboolean left = head[0] == '<';
+      if (r == 0 && left)
+        s++;
+      int pad = (int)(width[c] - (gsize)g_utf8_strlen(s, -1));
+      const char *sep = c + 1 < t->n_cols ? "  " : "";
+      if (left)
+        fprintf(out, "%s%*s%s", s, c + 1 < t->n_cols ? pad : 0, "", sep);
+      else
+        fprintf(out, "%*s%s%s", pad, "", s, sep);
+    }
+    fputc('\n', out);
+  }
+}
+
+void
+stw_table_free(StwTable *t)
+{
+  if (t == NULL)
+    return;
+  g_ptr_array_unref(t->cells);
+  g_free(t);
+}
+
+char *
+stw_cli_group_digits(guint64 v)
+{
+  char digits[32];
+  g_snprintf(digits, sizeof digits, "%" G_GUINT64_FORMAT, v);
+  GString *out = g_string_new(NULL);
+  gsize n = strlen(digits);
+  for (gsize i = 0; i < n; i++) {
+    if (i > 0 && (n - i) % 3 == 0)
+      g_string_append_c(out, ',');
+    g_string_append_c(out, digits[i]);
+  }
+  return g_string_free(out, FALSE);
+}
+
+gboolean
+stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 max,
+                    guint64 *out)
+{
+  guint64 v = 0;
+  GError *error = NULL;
+  if (!g_ascii_string_to_unsigned(text, 10, min, max, &v, &error)) {
+    stw_cli_fail(STW_EXIT_USAGE,
+                 "%s: '%s' is not valid: expected a whole number from %" G_GUINT64_FORMAT
+                 " to %" G_GUINT64_FORMAT, option, text, min, max);
+    g_error_free(error);
+    return FALSE;
+  }
+  *out = v;
+  return TRUE;
+}
+
+gboolean
+stw_cli_parse_size(const char *text, const char *option, guint64 *out)
+{
+  GError *error = NULL;
+  if (text == NULL)
+    return TRUE;
+  if (!stw_size_parse(text, out, &error)) {
+    stw_cli_fail(STW_EXIT_USAGE, "%s: %s", option, error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, int *status)
+{
+  GError *error = NULL;
+  if (name == NULL) {
+    name = STW_HARDWARE_DEFAULT;
+    if (trace_device != NULL && stw_hardware_lookup(trace_device, hw, NULL))
+      name = trace_device;
+  }
+  if (!stw_hardware_lookup(name, hw, &error)) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* --gpus N (NULL text: leaves *OUT): data-parallel GPUs, 1 to STW_PLAN_MAX_WORLD. */
+static gboolean
+parse_gpus(const char *text, guint32 *out)
+{
+  guint64 n = 0;
+  if (text == NULL)
+    return TRUE;
+  if (!stw_cli_parse_count(text, "--gpus", 1, STW_PLAN_MAX_WORLD, &n))
+    return FALSE;
+  *out = (guint32)n;
+  return TRUE;
+}
+
+void
+stw_cli_planning_clear(StwCliPlanning *p)
+{
+  g_clear_pointer(&p->hw_name, g_free);
+  g_clear_pointer(&p->cpu, g_free);
+  g_clear_pointer(&p->reserve, g_free);
+  g_clear_pointer(&p->gpus, g_free);
+}
+
+gboolean
+stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device, StwPlannerOptions *o,
+                         int *status)
+{
+  StwHardware hw;
+  if (!stw_cli_hardware(p->hw_name, trace_device, &hw, status))
+    return FALSE;
+  stw_planner_options_init(o, &hw);
+  if (!stw_cli_parse_size(p->cpu, "--cpu", &o->budgets.cpu_bytes) ||
+      !stw_cli_parse_size(p->reserve, "--reserve", &o->budgets.reserved_bytes) ||
+      !parse_gpus(p->gpus, &o->world_size)) {
+    *status = STW_EXIT_USAGE;
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
+                      StwPlannerOptions *o, int *status)
+{
+  GError *error = NULL;
+  g_autoptr(StwTrace) trace = stw_trace_load(file, &error);
+  if (trace == NULL) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  if (!stw_cli_planning_options(p, trace->device.name, o, status))
+    return FALSE;
+  if (o->world_size == 0) /* without --gpus, the world the trace was profiled in */
+    o->world_size = MAX(trace->device.world_size, 1);
+  *trace_out = g_steal_pointer(&trace);
+  return TRUE;
+}
+
+gboolean
+stw_cli_load_checked_plan(const char *plan_file, const char *trace_file, StwPlan **plan_out,
+                          StwTrace **trace_out, StwCheckReport *report, StwSimulation *sim,
+                          int *status)
+{
+  GError *error = NULL;
+  g_autoptr(StwPlan) plan = stw_plan_load(plan_file, &error);
+  if (plan == NULL) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  g_autoptr(StwTrace) trace =
+      stw_trace_load(trace_file != NULL ? trace_file : plan->trace_file, &error);
+  if (trace == NULL || !stw_plan_check(plan, trace, plan_file, report, sim, &error)) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  *plan_out = g_steal_pointer(&plan);
+  *trace_out = g_steal_pointer(&trace);
+  return TRUE;
+}

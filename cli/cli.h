@@ -1,0 +1,111 @@
+/* cli.h — what every `stowage` subcommand shares: exit statuses, messages, tables.
+ *
+ * Only the CLI prints and decides exit statuses: 0 success, 1 failure (bad input file, I/O),
+ * 2 usage (unknown option, model, profile, or a malformed value on the command line).
+ */
+#ifndef STW_CLI_H
+#define STW_CLI_H
+
+#include <glib.h>
+
+#include <stowage/check.h>
+#include <stowage/files.h>
+#include <stowage/hardware.h>
+#include <stowage/planner.h>
+#include <stowage/trace.h>
+
+G_BEGIN_DECLS
+
+enum { STW_EXIT_OK = 0, STW_EXIT_FAILURE = 1, STW_EXIT_USAGE = 2 };
+
+typedef int (*StwCommandFunc)(int argc, char **argv);
+
+int stw_cmd_models(int argc, char **argv);
+int stw_cmd_hardware(int argc, char **argv);
+int stw_cmd_synth(int argc, char **argv);
+int stw_cmd_inspect(int argc, char **argv);
+int stw_cmd_plan(int argc, char **argv);
+int stw_cmd_check(int argc, char **argv);
+int stw_cmd_simulate(int argc, char **argv);
+int stw_cmd_compare(int argc, char **argv);
+int stw_cmd_whatif(int argc, char **argv);
+int stw_cmd_minmem(int argc, char **argv);
+int stw_cmd_capacity(int argc, char **argv);
+int stw_cmd_probe(int argc, char **argv);
+int stw_cmd_train(int argc, char **argv);
+int stw_cmd_profile(int argc, char **argv);
+
+/* Prints "stowage: MESSAGE" to stderr and returns STATUS. */
+int stw_cli_fail(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Prints ERROR's message, frees it, and returns the status its domain and code call for. */
+int stw_cli_error(GError *error);
+/* Parses ARGV with CTX (usage errors exit 2 with a hint); TRUE on success. */
+gboolean stw_cli_parse(GOptionContext *ctx, int *argc, char ***argv, const char *command);
+
+/* Aligned text tables: columns right-aligned unless the header starts with '<'. */
+typedef struct StwTable StwTable;
+StwTable *stw_table_new(guint n_cols, ...);
+void stw_table_row(StwTable *t, ...);  /* N_COLS strings, copied */
+void stw_table_print(StwTable *t, FILE *out);
+void stw_table_free(StwTable *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTable, stw_table_free)
+
+/* Parses a whole number for OPTION in [MIN, MAX]; prints a usage error and returns FALSE. */
+gboolean stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 max,
+                             guint64 *out);
+
+/* Parses a size for OPTION (NULL text: leaves *OUT); prints a usage error and returns FALSE. */
+gboolean stw_cli_parse_size(const char *text, const char *option, guint64 *out);
+
+/* The hardware profile NAME, or when NAME is NULL the one the trace was made on (when stowage
+ * ships it), else the default. Prints the error and returns FALSE, setting *STATUS. */
+gboolean stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw,
+                          int *status);
+
+/* The planner options that plan, compare, whatif and minmem share, as the user typed them. */
+typedef struct {
+  char *hw_name; /* --hw: else the trace's device, else the default */
+  char *cpu;     /* --cpu: host memory, all GPUs together */
+  char *reserve; /* --reserve */
+  char *gpus;    /* --gpus: else the trace's world size */
+} StwCliPlanning;
+
+void stw_cli_planning_clear(StwCliPlanning *p);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
+
+#define STW_CLI_PLANNING_ENTRIES(p)                                                              \
+  { "hw", 0, 0, G_OPTION_ARG_STRING, &(p).hw_name,                                              \
+    "hardware profile or file (default: the trace's device)", "PROFILE" },                      \
+  { "cpu", 0, 0, G_OPTION_ARG_STRING, &(p).cpu,                                                 \
+    "host memory for all GPUs together (default: the profile's)", "SIZE" },                     \
+  { "reserve", 0, 0, G_OPTION_ARG_STRING, &(p).reserve, "GPU memory kept free (default 0)",     \
+    "SIZE" },                                                                                   \
+  { "gpus", 0, 0, G_OPTION_ARG_STRING, &(p).gpus,                                               \
+    "data-parallel GPUs sharing the model in chunk groups (default: the trace's world size)",   \
+    "N" }
+
+/* Sets O from the shared options, resolving the hardware profile against trace device
+ * TRACE_DEVICE (may be NULL). Prints the error and returns FALSE with *STATUS set. */
+gboolean stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device,
+                                  StwPlannerOptions *o, int *status);
+
+/* What plan, compare and minmem share: load the trace FILE and set O from the shared options
+ * (without --gpus, the trace's world size). Prints the error and returns FALSE with *STATUS
+ * set. The trace goes to *TRACE_OUT. */
+gboolean stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
+                               StwPlannerOptions *options, int *status);
+
+/* What check, simulate and train share: load PLAN_FILE and its trace (TRACE_FILE, or when NULL
+ * the file the plan names) and prove the plan sound for it (REPORT and SIM may be NULL: what
+ * check recomputed, and its simulation in detail). Prints the error and returns FALSE with
+ * *STATUS set; the plan and trace go to *PLAN_OUT and *TRACE_OUT. */
+gboolean stw_cli_load_checked_plan(const char *plan_file, const char *trace_file,
+                                   StwPlan **plan_out, StwTrace **trace_out,
+                                   StwCheckReport *report, StwSimulation *sim, int *status);
+
+/* "124,439,808" */
+char *stw_cli_group_digits(guint64 v);
+
+G_END_DECLS
+
+#endif

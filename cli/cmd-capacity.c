@@ -1,0 +1,189 @@
+/* cmd-capacity.c — `stowage capacity`: the largest model of a family the hardware can train. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include <stowage/synth.h>
+#include <stowage/units.h>
+#include <stowage/whatif.h>
+
+typedef struct {
+  const StwPlannerOptions *o;
+  const StwHardware *hw;
+  StwSynthOptions so;
+  StwPolicy policy;
+  StwWhatifPoint last;  /* of the last feasible probe */
+} Probe;
+
+/* Synthesizes CFG and plans it; TRUE when the policy fits. */
+static gboolean
+fits(Probe *pr, const StwModelConfig *cfg)
+{
+  StwSynthOptions so = pr->so;
+  so.seq = MIN(so.seq, cfg->max_seq);
+  g_autoptr(StwTrace) t = stw_synth_trace(cfg, &so, pr->hw, NULL);
+  if (t == NULL)
+    return FALSE;
+  StwWhatifPoint pt;
+  stw_whatif_run(t, pr->o, pr->policy, pr->o->budgets.gpu_bytes, 0, &pt);
+  if (isatty(STDERR_FILENO)) {
+    fprintf(stderr, "\rcapacity: %-14s %-16s %s   ", stw_policy_names[pr->policy], cfg->name,
+            pt.feasible ? "fits" : "does not fit");
+    fflush(stderr);
+  }
+  if (!pt.feasible) {
+    stw_whatif_point_clear(&pt);
+    return FALSE;
+  }
+  stw_whatif_point_clear(&pr->last);
+  pr->last = pt;
+  return TRUE;
+}
+
+static void
+gpt_of_width(StwModelConfig *c, guint64 hidden, guint64 layers, guint64 seq)
+{
+  memset(c, 0, sizeof *c);
+  g_snprintf(c->name, sizeof c->name, "gpt-h%" G_GUINT64_FORMAT "-l%" G_GUINT64_FORMAT, hidden,
+             layers);
+  c->arch = STW_ARCH_GPT;
+  c->layers = layers;
+  c->hidden = hidden;
+  c->heads = hidden % 128 == 0 ? hidden / 128 : hidden % 64 == 0 ? hidden / 64 : 1;
+  c->kv_heads = c->heads;
+  c->ffn = 4 * hidden;
+  c->vocab = 50257;
+  c->max_seq = MAX(seq, 1024);
+  c->tied = TRUE;
+}
+
+int
+stw_cmd_capacity(int argc, char **argv)
+{
+  g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
+                  *attention = NULL;
+  gboolean no_ckpt = FALSE;
+  GOptionEntry entries[] = {
+    STW_CLI_PLANNING_ENTRIES(pl),
+    { "family", 'f', 0, G_OPTION_ARG_STRING, &family,
+      "gpt (layers at --hidden), or a zoo family: gpt2, gpt3, patrickstar, llama, bert", "F" },
+    { "hidden", 0, 0, G_OPTION_ARG_STRING, &hidden, "with --family gpt: the width (default 4096)",
+      "D" },
+    { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch, "sequences per iteration (default 8)", "B" },
+    { "seq", 's', 0, G_OPTION_ARG_STRING, &seq, "tokens per sequence (default 1024)", "S" },
+    { "no-checkpointing", 0, 0, G_OPTION_ARG_NONE, &no_ckpt,
+      "keep all activations (default: checkpoint every block)", NULL },
+    { "attention", 0, 0, G_OPTION_ARG_STRING, &attention, "flash (default) or naive", "A" },
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "one policy (default: every one)", "P" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("- the largest model that fits");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(
+      ctx, "For each policy, the largest model of the family whose checked plan fits the GPU\n"
+           "and the host memory: layers at a fixed width (--family gpt), bisected, or the\n"
+           "zoo's sizes in order.\n\n"
+           "With --gpus N the ranks train data-parallel in chunk groups and share the host\n"
+           "memory and its CPU Adam rate; the batch is per GPU.\n\n"
+           "Example: stowage capacity --hw A100-80GB-PCIe4 --gpus 8 --cpu 240GiB --family gpt "
+           "--hidden 4096\n");
+  if (!stw_cli_parse(ctx, &argc, &argv, "capacity"))
+    return STW_EXIT_USAGE;
+  if (argc > 1)
+    return stw_cli_fail(STW_EXIT_USAGE, "capacity: unexpected argument '%s'", argv[1]);
+  if (family == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "capacity: --family is required (gpt, gpt2, gpt3, "
+                        "patrickstar, llama, bert)");
+  guint64 width = 4096;
+  StwPlannerOptions o;
+  int status;
+  if (!stw_cli_planning_options(&pl, NULL, &o, &status))
+    return status;
+  o.world_size = MAX(o.world_size, 1);
+  const StwHardware hw = o.hw;
+  Probe pr = { .o = &o, .hw = &hw,
+               .so = { .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16,
+                       .checkpointing = !no_ckpt, .attention = STW_ATTENTION_FLASH } };
+  if (hw.flops_per_s[STW_DTYPE_BF16] <= 0)
+    pr.so.dtype = STW_DTYPE_FP16;
+  if ((batch != NULL && !stw_cli_parse_count(batch, "--batch", 1, STW_SYNTH_MAX_BATCH,
+                                             &pr.so.batch)) ||
+      (seq != NULL && !stw_cli_parse_count(seq, "--seq", 1, STW_MODEL_MAX_SEQ, &pr.so.seq)) ||
+      (hidden != NULL && !stw_cli_parse_count(hidden, "--hidden", 64, 65536, &width)))
+    return STW_EXIT_USAGE;
+  if (attention != NULL) {
+    if (strcmp(attention, "naive") == 0)
+      pr.so.attention = STW_ATTENTION_NAIVE;
+    else if (strcmp(attention, "flash") != 0)
+      return stw_cli_fail(STW_EXIT_USAGE, "--attention: '%s' is not one of naive, flash",
+                          attention);
+  }
+  gboolean by_layers = strcmp(family, "gpt") == 0;
+  gsize n_zoo;
+  const StwZooEntry *zoo = stw_zoo_entries(&n_zoo);
+  g_autoptr(GArray) members = g_array_new(FALSE, FALSE, sizeof(StwModelConfig));
+  for (gsize i = 0; !by_layers && i < n_zoo; i++) {
+    if (strcmp(zoo[i].family, family) == 0)
+      g_array_append_val(members, zoo[i].config);
+  }
+  if (!by_layers && members->len == 0)
+    return stw_cli_fail(STW_EXIT_USAGE, "--family: '%s' is not one of gpt, gpt2, gpt3, "
+                        "patrickstar, llama, bert", family);
+
+  g_autoptr(StwTable) tab = stw_table_new(6, "<policy", "<largest model", "layers", "parameters",
+                                          "iteration", "moves");
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    if (policy != NULL && strcmp(policy, stw_policy_names[p]) != 0)
+      continue;
+    pr.policy = (StwPolicy)p;
+    StwModelConfig best = { 0 };
+    gboolean any = FALSE;
+    if (by_layers) {
+      guint64 lo = 0, hi = STW_MODEL_MAX_LAYERS;
+      while (lo < hi) { /* the largest L that fits, in [0, hi] */
+        guint64 mid = lo + (hi - lo + 1) / 2;
+        StwModelConfig c;
+        gpt_of_width(&c, width, mid, pr.so.seq);
+        if (fits(&pr, &c)) {
+          lo = mid;
+          best = c;
+          any = TRUE;
+        } else {
+          hi = mid - 1;
+        }
+      }
+    } else {
+      for (guint i = 0; i < members->len; i++) {
+        const StwModelConfig *c = &g_array_index(members, StwModelConfig, i);
+        if (stw_model_param_count(c) <= (any ? stw_model_param_count(&best) : 0))
+          continue;
+        if (fits(&pr, c)) {
+          best = *c;
+          any = TRUE;
+        }
+      }
+    }
+    if (!any) {
+      stw_table_row(tab, stw_policy_names[p], "none fits", "-", "-", "-", "-");
+      continue;
+    }
+    g_autofree char *layers = g_strdup_printf("%" G_GUINT64_FORMAT, best.layers);
+    g_autofree char *params = stw_cli_group_digits(stw_model_param_count(&best));
+    g_autofree char *it = stw_duration_format(pr.last.iteration_ns);
+    g_autofree char *mv = stw_size_format(pr.last.h2d_bytes + pr.last.d2h_bytes);
+    stw_table_row(tab, stw_policy_names[p], best.name, layers, params, it, mv);
+  }
+  stw_whatif_point_clear(&pr.last);
+  if (isatty(STDERR_FILENO))
+    fprintf(stderr, "\r%*s\r", 60, "");
+  g_autofree char *cpub = stw_size_format(o.budgets.cpu_bytes);
+  printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+         " tokens per GPU, %s, %s attention\n\n", hw.name, o.world_size,
+         o.world_size > 1 ? "s" : "", cpub, pr.so.batch, pr.so.seq,
+         pr.so.checkpointing ? "checkpointing" : "no checkpointing",
+         stw_attention_name(pr.so.attention));
+  stw_table_print(tab, stdout);
+  return STW_EXIT_OK;
+}

@@ -1,0 +1,40 @@
+/* cmd-hardware.c — `stowage hardware`: the shipped hardware profiles. */
+#include <stdio.h>
+
+#include "cli.h"
+#include <stowage/hardware.h>
+#include <stowage/units.h>
+
+int
+stw_cmd_hardware(int argc, char **argv)
+{
+  GOptionEntry entries[] = { { NULL } };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("[PROFILE.json] - list hardware profiles");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(ctx, "Given a profile file, checks and shows it.\n\n"
+                                        "Example: stowage hardware\n"
+                                        "         stowage hardware my-gpu.json\n");
+  if (!stw_cli_parse(ctx, &argc, &argv, "hardware"))
+    return STW_EXIT_USAGE;
+
+  g_auto(GStrv) names = argc > 1 ? g_strdupv(argv + 1) : stw_hardware_names();
+  g_autoptr(StwTable) table = stw_table_new(8, "<profile", "<gpu", "memory", "HBM GB/s",
+                                            "bf16 TFLOP/s", "fp32 TFLOP/s", "PCIe",
+                                            "pinned GB/s");
+  for (char **n = names; *n != NULL; n++) {
+    StwHardware hw;
+    GError *error = NULL;
+    if (!stw_hardware_lookup(*n, &hw, &error))
+      return stw_cli_error(error);
+    g_autofree char *mem = stw_size_format(hw.gpu_memory_bytes);
+    char hbm[32], bf16[32], fp32[32], gen[16], pcie[32];
+    g_snprintf(hbm, sizeof hbm, "%.0f", hw.hbm_bytes_per_s / 1e9);
+    g_snprintf(bf16, sizeof bf16, "%.1f", hw.flops_per_s[STW_DTYPE_BF16] / 1e12);
+    g_snprintf(fp32, sizeof fp32, "%.1f", hw.flops_per_s[STW_DTYPE_FP32] / 1e12);
+    g_snprintf(gen, sizeof gen, "gen%u", hw.pcie_generation);
+    g_snprintf(pcie, sizeof pcie, "%.1f", hw.pinned[hw.n_pinned - 1].bytes_per_s / 1e9);
+    stw_table_row(table, hw.name, hw.gpu_model, mem, hbm, bf16, fp32, gen, pcie);
+  }
+  stw_table_print(table, stdout);
+  return STW_EXIT_OK;
+}

@@ -1,0 +1,122 @@
+/* cmd-inspect.c — `stowage inspect TRACE`: what a trace holds, at a glance. */
+#include <stdio.h>
+
+#include "cli.h"
+#include "json.h"
+#include <stowage/summary.h>
+#include <stowage/trace.h>
+#include <stowage/units.h>
+
+static void
+print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
+{
+  const StwTraceModel *m = &t->model;
+  printf("trace       %s (%s, %s%s%s)\n", file, stw_source_kind_name(t->source.kind),
+         t->source.tool, t->source.created[0] ? ", " : "", t->source.created);
+  printf("digest      %s\n", s->digest);
+  printf("model       %s", m->name);
+  if (m->has_config)
+    printf(": %s, %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+           " heads", stw_arch_name(m->config.arch), m->config.layers, m->config.hidden,
+           m->config.heads);
+  if (m->batch > 0)
+    printf("; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT, m->batch, m->seq);
+  if (t->tensors->len > 0)
+    printf(", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+  printf("%s, %s attention\n", m->checkpointing ? ", checkpointing" : "", stw_attention_name(m->attention));
+  g_autofree char *devmem = stw_size_format(t->device.memory_bytes);
+  printf("device      %s, %s (rank %u of %u)\n", t->device.name, devmem, t->device.rank,
+         t->device.world_size);
+  g_autofree char *params = stw_cli_group_digits(s->params);
+  printf("parameters  %s in %u tensors\n\n", params, t->tensors->len);
+
+  g_autoptr(StwTable) md = stw_table_new(3, "<model data", "bytes", "per parameter");
+  for (int l = 0; l < STW_N_LISTS; l++) {
+    g_autofree char *b = stw_size_format(s->list_bytes[l]);
+    g_autofree char *per = g_strdup_printf("%.0f", s->params ? (double)s->list_bytes[l] /
+                                                                   (double)s->params : 0.0);
+    stw_table_row(md, stw_chunk_list_name((StwChunkList)l), b, per);
+  }
+  g_autofree char *total = stw_size_format(s->model_bytes);
+  g_autofree char *per = g_strdup_printf("%.0f", s->params ? (double)s->model_bytes /
+                                                                 (double)s->params : 0.0);
+  stw_table_row(md, "total", total, per);
+  stw_table_print(md, stdout);
+
+  const StwOp *peak = stw_trace_op(t, s->peak_op);
+  g_autofree char *pk = stw_size_format(s->peak_nonmodel_bytes);
+  printf("\npeak non-model memory  %s at op %u %s (%s)\n\n", pk, s->peak_op, peak->name,
+         stw_stage_name(peak->stage));
+
+  g_autoptr(StwTable) st = stw_table_new(4, "<stage", "ops", "time", "TFLOP");
+  guint64 ops = 0, ns = 0, flops = 0;
+  for (int i = 0; i < STW_N_STAGES; i++) {
+    g_autofree char *n = g_strdup_printf("%u", s->stage_ops[i]);
+    g_autofree char *d = stw_duration_format(s->stage_ns[i]);
+    g_autofree char *f = g_strdup_printf("%.2f", (double)s->stage_flops[i] / 1e12);
+    stw_table_row(st, stw_stage_name((StwStage)i), n, d, f);
+    ops += s->stage_ops[i];
+    ns += s->stage_ns[i];
+    flops += s->stage_flops[i];
+  }
+  g_autofree char *n = g_strdup_printf("%" G_GUINT64_FORMAT, ops);
+  g_autofree char *d = stw_duration_format(ns);
+  g_autofree char *f = g_strdup_printf("%.2f", (double)flops / 1e12);
+  stw_table_row(st, "total", n, d, f);
+  stw_table_print(st, stdout);
+
+  if (s->n_largest == 0)
+    return;
+  printf("\n");
+  g_autoptr(StwTable) lt = stw_table_new(4, "<largest tensors", "<shape", "elements", "bytes");
+  for (guint32 i = 0; i < s->n_largest; i++) {
+    const StwTensor *x = stw_trace_tensor(t, s->largest[i]);
+    GString *shape = g_string_new(NULL);
+    for (guint32 k = 0; k < x->ndim; k++)
+      g_string_append_printf(shape, "%s%" G_GUINT64_FORMAT, k ? " x " : "", x->shape[k]);
+    g_autofree char *num = stw_cli_group_digits(x->numel);
+    g_autofree char *b = stw_size_format(stw_tensor_bytes(x));
+    stw_table_row(lt, x->name, shape->str, num, b);
+    g_string_free(shape, TRUE);
+  }
+  stw_table_print(lt, stdout);
+}
+
+int
+stw_cmd_inspect(int argc, char **argv)
+{
+  gboolean json = FALSE;
+  g_autofree char *top_text = NULL;
+  GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
+    { "top", 'n', 0, G_OPTION_ARG_STRING, &top_text, "largest tensors to list (default 5)",
+      "N" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE - summarize a trace");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(ctx, "Example: stowage inspect traces/gpt2-b8-s1024.json\n");
+  if (!stw_cli_parse(ctx, &argc, &argv, "inspect"))
+    return STW_EXIT_USAGE;
+  if (argc != 2)
+    return stw_cli_fail(STW_EXIT_USAGE, "inspect: expected one trace file (see --help)");
+  guint64 top = 5;
+  if (top_text != NULL && !stw_cli_parse_count(top_text, "--top", 0, 1000000, &top))
+    return STW_EXIT_USAGE;
+
+  GError *error = NULL;
+  g_autoptr(StwTrace) trace = stw_trace_load(argv[1], &error);
+  if (trace == NULL)
+    return stw_cli_error(error);
+  g_autoptr(StwTraceSummary) s = stw_trace_summary_new(trace, (guint32)top);
+  if (json) {
+    cJSON *o = stw_trace_summary_to_json(trace, s);
+    char *text = cJSON_Print(o);
+    printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(o);
+  } else {
+    print_summary(argv[1], trace, s);
+  }
+  return STW_EXIT_OK;
+}

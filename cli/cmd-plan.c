@@ -1,0 +1,162 @@
+/* cmd-plan.c — `stowage plan`: a trace and a budget in, a sound plan out. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include <stowage/hardware.h>
+#include <stowage/planner.h>
+#include <stowage/units.h>
+
+static void
+progress(guint done, guint total, gpointer user_data)
+{
+  (void)user_data;
+  if (!isatty(STDERR_FILENO))
+    return;
+  fprintf(stderr, "\rplanning: chunk size %u of %u", done, total);
+  if (done == total)
+    fprintf(stderr, "\r%*s\r", 40, "");
+  fflush(stderr);
+}
+
+static void
+print_plan(const char *file, const StwPlan *p, const StwTrace *t)
+{
+  const StwChunking *c = p->chunking;
+  const StwPlanPredictions *q = &p->pred;
+  guint32 n = stw_chunking_count(c);
+  g_autofree char *size = stw_cli_group_digits(c->size_elems);
+  g_autofree char *chunk_bytes = stw_size_format(stw_chunk_bytes(c, 0, STW_LIST_PARAM));
+  printf("%s: policy %s, chunk size %s elements (%s per param chunk), %u chunks per list\n",
+         file, stw_policy_names[p->policy], size, chunk_bytes, n);
+  guint counts[STW_N_OPTIMS] = { 0 };
+  for (guint32 i = 0; i < n; i++)
+    counts[p->optim[i]]++;
+  printf("  optimizer    %u chunks CPU Adam, %u GPU Adam in margin space, %u GPU Adam with "
+         "resident state\n", counts[STW_OPTIM_CPU], counts[STW_OPTIM_GPU],
+         counts[STW_OPTIM_GPU_RESIDENT]);
+  g_autofree char *waste = stw_size_format(stw_chunking_wasted_bytes(c, STW_LIST_PARAM));
+  g_autofree char *waste_all = NULL;
+  guint64 wall = 0;
+  for (int l = 0; l < STW_N_LISTS; l++)
+    wall += stw_chunking_wasted_bytes(c, (StwChunkList)l);
+  waste_all = stw_size_format(wall);
+  printf("  waste        %s in the param list, %s in all four\n", waste, waste_all);
+  g_autofree char *h2d = stw_size_format(q->h2d_bytes);
+  g_autofree char *d2h = stw_size_format(q->d2h_bytes);
+  g_autofree char *lb = stw_size_format(q->lower_bound_bytes);
+  guint64 moved = q->h2d_bytes + q->d2h_bytes;
+  g_autofree char *gap = stw_size_format(moved - MIN(moved, q->lower_bound_bytes));
+  printf("  moves        %s H2D + %s D2H per iteration; lower bound %s, gap %s\n", h2d, d2h, lb,
+         gap);
+  g_autofree char *peak = stw_size_format(q->peak_gpu_bytes);
+  g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
+  g_autofree char *cpu = stw_size_format(q->cpu_bytes);
+  g_autofree char *cpub = stw_size_format(p->budgets.cpu_bytes);
+  printf("  GPU peak     %s of %s (chunks and non-model at op %u %s); host %s of %s\n", peak,
+         budget, q->peak_op, stw_trace_op(t, q->peak_op)->name, cpu, cpub);
+  g_autofree char *cost = stw_duration_format(q->cost_ns);
+  g_autofree char *comp = stw_duration_format(q->compute_ns);
+  g_autofree char *adam = stw_duration_format(q->cpu_adam_ns);
+  g_autofree char *stall = stw_duration_format(q->stall_ns);
+  g_autofree char *th = stw_duration_format(q->h2d_ns);
+  g_autofree char *td = stw_duration_format(q->d2h_ns);
+  printf("  iteration    %s simulated: compute %s + stalls %s; H2D busy %s, D2H busy %s, "
+         "CPU Adam %s\n", cost, comp, stall, th, td, adam);
+}
+
+int
+stw_cmd_plan(int argc, char **argv)
+{
+  g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL, *output = NULL,
+                  *objective = NULL;
+  gboolean oversized = FALSE;
+  GOptionEntry entries[] = {
+    { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "GPU memory budget (required), e.g. 16GiB",
+      "SIZE" },
+    STW_CLI_PLANNING_ENTRIES(pl),
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy,
+      "stowage (default), patrickstar, zero-offload, zero-infinity, gemini-static, lru", "P" },
+    { "objective", 0, 0, G_OPTION_ARG_STRING, &objective,
+      "what the stowage policy minimizes: time (default) or bytes moved", "O" },
+    { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &chunk, "chunk size in elements (default: search)",
+      "N" },
+    { "oversized", 0, 0, G_OPTION_ARG_NONE, &oversized,
+      "let tensors larger than the chunk size have a chunk of their own", NULL },
+    { "gemini-fraction", 0, 0, G_OPTION_ARG_STRING, &fraction,
+      "gemini-static: share of chunks kept on the GPU (default: the most that fit)", "F" },
+    { "prefetch-bucket", 0, 0, G_OPTION_ARG_STRING, &bucket,
+      "zero-infinity: elements fetched ahead (default 50000000)", "N" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "plan file to write ('-': stdout)",
+      "FILE" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE - plan chunk placement for a budget");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(
+      ctx, "Packs the trace's tensors into chunks, schedules every fetch and eviction of one\n"
+           "iteration and places each chunk's optimizer step, within the budget. The plan\n"
+           "passes 'stowage check' by construction. docs/algorithms.md explains the choices.\n\n"
+           "Example: stowage plan traces/gpt2-xl-b8-s1024-v100.json --gpu 24GiB --cpu 240GiB "
+           "-o plan.json\n");
+  if (!stw_cli_parse(ctx, &argc, &argv, "plan"))
+    return STW_EXIT_USAGE;
+  if (argc != 2)
+    return stw_cli_fail(STW_EXIT_USAGE, "plan: expected one trace file (see --help)");
+  if (gpu == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "plan: --gpu SIZE is required");
+  if (output == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "plan: --output FILE is required ('-' for stdout)");
+
+  GError *error = NULL;
+  g_autoptr(StwTrace) trace = NULL;
+  StwPlannerOptions o;
+  int status;
+  if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
+    return status;
+  o.allow_oversized = oversized;
+  o.progress = progress;
+  if (!stw_cli_parse_size(gpu, "--gpu", &o.budgets.gpu_bytes))
+    return STW_EXIT_USAGE;
+  if (o.budgets.gpu_bytes == 0)
+    return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
+  if (policy != NULL) {
+    o.policy = stw_policy_from_name(policy);
+    if (o.policy == STW_N_POLICIES)
+      return stw_cli_fail(STW_EXIT_USAGE, "--policy: '%s' is not one of stowage, patrickstar, "
+                          "zero-offload, zero-infinity, gemini-static, lru", policy);
+  }
+  if (objective != NULL) {
+    if (strcmp(objective, "time") == 0)
+      o.objective = STW_OBJECTIVE_TIME;
+    else if (strcmp(objective, "bytes") == 0)
+      o.objective = STW_OBJECTIVE_BYTES;
+    else
+      return stw_cli_fail(STW_EXIT_USAGE, "--objective: '%s' is not one of time, bytes",
+                          objective);
+  }
+  if (chunk != NULL &&
+      !stw_cli_parse_count(chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &o.chunk_size_elems))
+    return STW_EXIT_USAGE;
+  if (bucket != NULL && !stw_cli_parse_count(bucket, "--prefetch-bucket", 1, STW_TRACE_MAX_NUMEL,
+                                             &o.prefetch_bucket_elems))
+    return STW_EXIT_USAGE;
+  if (fraction != NULL) {
+    char *end = NULL;
+    o.gemini_fraction = g_ascii_strtod(fraction, &end);
+    if (end == fraction || *end != '\0' || !(o.gemini_fraction >= 0 && o.gemini_fraction <= 1))
+      return stw_cli_fail(STW_EXIT_USAGE, "--gemini-fraction: '%s' is not a number from 0 to 1",
+                          fraction);
+  }
+
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, argv[1], &o, &error);
+  if (plan == NULL)
+    return stw_cli_error(error);
+  if (!stw_plan_save(plan, trace, output, &error))
+    return stw_cli_error(error);
+  if (strcmp(output, "-") != 0)
+    print_plan(output, plan, trace);
+  return STW_EXIT_OK;
+}

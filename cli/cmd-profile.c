@@ -1,0 +1,174 @@
+/* cmd-profile.c — `stowage profile -- COMMAND`: the trace of any CUDA program, through CUPTI. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "cli.h"
+#include <stowage/events-build.h>
+#include "json.h"
+#include <stowage/units.h>
+
+static const char *
+injection_library(void)
+{
+  const char *env = g_getenv("STOWAGE_CUPTI_LIB");
+  if (env != NULL)
+    return env;
+  if (g_file_test(STW_CUPTI_BUILT, G_FILE_TEST_EXISTS))
+    return STW_CUPTI_BUILT;
+  return STW_CUPTI_INSTALLED;
+}
+
+/* Runs ARGV under the injection library; the events land in EVENTS. */
+static int
+run_command(char **argv, const char *events, const char *domain)
+{
+#ifndef STW_HAVE_CUPTI
+  (void)argv;
+  (void)events;
+  (void)domain;
+  return stw_cli_fail(STW_EXIT_FAILURE, "profile: this stowage was built without CUPTI; build it "
+                      "where the CUDA toolkit is installed, or pass --events FILE");
+#else
+  const char *lib = injection_library();
+  if (!g_file_test(lib, G_FILE_TEST_EXISTS))
+    return stw_cli_fail(STW_EXIT_FAILURE, "profile: the injection library %s is missing "
+                        "(set STOWAGE_CUPTI_LIB)", lib);
+  g_auto(GStrv) env = g_get_environ();
+  env = g_environ_setenv(env, "CUDA_INJECTION64_PATH", lib, TRUE);
+  g_autofree char *cupti = g_build_filename(STW_CUDA_DIR, "lib64", "libcupti.so", NULL);
+  env = g_environ_setenv(env, "NVTX_INJECTION64_PATH", cupti, FALSE);
+  env = g_environ_setenv(env, "STOWAGE_EVENTS_OUT", events, TRUE);
+  if (domain != NULL)
+    env = g_environ_setenv(env, "STOWAGE_NVTX_DOMAIN", domain, TRUE);
+  int wait_status = 0;
+  GError *error = NULL;
+  if (!g_spawn_sync(NULL, argv, env, G_SPAWN_SEARCH_PATH | G_SPAWN_CHILD_INHERITS_STDIN, NULL,
+                    NULL, NULL, NULL, &wait_status, &error)) {
+    int st = stw_cli_fail(STW_EXIT_FAILURE, "profile: cannot run %s: %s", argv[0], error->message);
+    g_error_free(error);
+    return st;
+  }
+  if (!g_spawn_check_wait_status(wait_status, &error)) {
+    int st = stw_cli_fail(STW_EXIT_FAILURE, "profile: %s failed (%s); no trace written", argv[0],
+                          error->message);
+    g_error_free(error);
+    return st;
+  }
+  GStatBuf sb;
+  if (g_stat(events, &sb) != 0 || sb.st_size == 0)
+    return stw_cli_fail(STW_EXIT_FAILURE, "profile: %s recorded no events: it never initialized "
+                        "CUDA (is it a CUDA program, and is there a CUDA driver and a GPU?)",
+                        argv[0]);
+  return STW_EXIT_OK;
+#endif
+}
+
+int
+stw_cmd_profile(int argc, char **argv)
+{
+  g_autofree char *output = NULL, *iteration = NULL, *range = NULL, *depth = NULL,
+                  *domain = NULL, *dtype = NULL, *events_in = NULL, *keep = NULL;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "trace file to write", "FILE" },
+    { "iteration", 0, 0, G_OPTION_ARG_STRING, &iteration,
+      "which iteration, from 1 (default: the last complete one)", "N" },
+    { "iteration-range", 0, 0, G_OPTION_ARG_STRING, &range,
+      "the NVTX range that marks an iteration (default stowage.iteration; '' = whole run)",
+      "NAME" },
+    { "depth", 0, 0, G_OPTION_ARG_STRING, &depth,
+      "depth of op ranges below the iteration range (default 1)", "N" },
+    { "nvtx-domain", 0, 0, G_OPTION_ARG_STRING, &domain,
+      "only ranges of this NVTX domain (default: the default domain)", "D" },
+    { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype, "element type of model tensors (default fp32)",
+      "T" },
+    { "events", 0, 0, G_OPTION_ARG_FILENAME, &events_in,
+      "build from a recorded event stream instead of running a command", "FILE" },
+    { "keep-events", 0, 0, G_OPTION_ARG_FILENAME, &keep, "also keep the event stream here",
+      "FILE" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) ctx =
+      g_option_context_new("-o TRACE -- COMMAND [ARGS...] - profile a CUDA program");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(
+      ctx, "Runs COMMAND with stowage's CUPTI injection library and writes the trace of one\n"
+           "iteration: ops from NVTX ranges, model tensors from long-lived allocations matched\n"
+           "against kernel arguments, non-model memory from the others, kernel times from CUPTI.\n"
+           "See docs/profiling.md (PyTorch: PYTORCH_NO_CUDA_MEMORY_CACHING=1, emit_nvtx).\n\n"
+           "Example: stowage profile --iteration-range step -o trace.json -- python train.py\n");
+  if (!stw_cli_parse(ctx, &argc, &argv, "profile"))
+    return STW_EXIT_USAGE;
+  if (output == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "profile: --output FILE is required");
+  /* GOption keeps the "--" when options follow it, so that they reach the command */
+  if (argc > 1 && strcmp(argv[1], "--") == 0) {
+    argv++;
+    argc--;
+  }
+  if ((events_in == NULL) == (argc < 2))
+    return stw_cli_fail(STW_EXIT_USAGE, "profile: give a command after '--', or --events FILE");
+  StwEventsOptions o;
+  stw_events_options_init(&o);
+  guint64 v;
+  if (iteration != NULL) {
+    if (!stw_cli_parse_count(iteration, "--iteration", 1, G_MAXUINT32, &v))
+      return STW_EXIT_USAGE;
+    o.iteration = (guint)v;
+  }
+  if (depth != NULL) {
+    if (!stw_cli_parse_count(depth, "--depth", 1, 64, &v))
+      return STW_EXIT_USAGE;
+    o.depth = (guint)v;
+  }
+  if (range != NULL)
+    o.iteration_range = range;
+  if (dtype != NULL && !stw_dtype_parse(dtype, &o.dtype))
+    return stw_cli_fail(STW_EXIT_USAGE, "--dtype: '%s' is not one of bf16, fp16, fp32", dtype);
+
+  g_autofree char *tmp = NULL;
+  const char *events = events_in;
+  int status = STW_EXIT_OK;
+  if (events == NULL) {
+    int fd = g_file_open_tmp("stowage-events-XXXXXX", &tmp, NULL);
+    if (fd >= 0)
+      close(fd);
+    events = tmp;
+    status = run_command(argv + 1, events, domain);
+  }
+  GError *error = NULL;
+  if (status == STW_EXIT_OK) {
+    g_autoptr(StwEvents) ev = stw_events_load(events, &error);
+    StwEventsReport rep;
+    g_autoptr(StwTrace) t = ev != NULL ? stw_events_build(ev, &o, &rep, &error) : NULL;
+    if (t == NULL) {
+      status = stw_cli_error(error);
+    } else {
+      g_free(t->model.name);
+      t->model.name = g_strdup(argc > 1 ? argv[1] : events);
+      if (!stw_trace_save(t, output, &error)) {
+        status = stw_cli_error(error);
+      } else {
+        printf("wrote %s: %u ops, %u tensors from %u iterations%s", output, t->ops->len,
+               t->tensors->len, rep.iterations, rep.dropped_launches ? "" : "\n");
+        if (rep.dropped_launches)
+          printf("; %u kernel launches had no GPU record (dropped by CUPTI)\n",
+                 rep.dropped_launches);
+      }
+    }
+  }
+  if (keep != NULL && events != NULL) {
+    g_autofree char *text = NULL;
+    gsize len;
+    if (g_file_get_contents(events, &text, &len, NULL))
+      stw_file_write_atomic(keep, text, len, NULL);
+  }
+  if (tmp != NULL)
+    g_unlink(tmp);
+  return status;
+}

@@ -1,0 +1,38 @@
+/* adam.h — AdamW on fp32 arrays: the CPU Adam of the optimizer stage.
+ *
+ * One fused pass per element reads the gradient, updates momentum and variance and the fp32
+ * master weight, as DeepSpeed's and PatrickStar's CPU Adam do. Used by `stowage probe` to
+ * measure this machine's rate, and by the trainer.
+ */
+#ifndef STW_ADAM_H
+#define STW_ADAM_H
+
+#include <stddef.h>
+
+#include <glib.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_TRAIN || STW_BUILDING_LAYER == STW_LAYER_PROFILE
+#error "<stowage/adam.h> belongs to the trainer: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+typedef struct {
+  float lr;            /* learning rate */
+  float beta1, beta2;  /* moment decay rates */
+  float eps;
+  float weight_decay;  /* decoupled (AdamW) */
+} StwAdamConfig;
+
+/* The usual defaults: lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weight decay 0.01. */
+void stw_adam_config_init(StwAdamConfig *c);
+
+/* One AdamW step (STEP counts from 1) on N elements. */
+void stw_adam_update(float *param, const float *grad, float *m, float *v, size_t n,
+                     const StwAdamConfig *c, guint64 step);
+
+STW_END_DECLS
+
+#endif

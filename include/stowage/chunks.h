@@ -1,0 +1,111 @@
+/* chunks.h — packing model tensors into chunks.
+ *
+ * One layout serves the four chunk lists (param, master, momentum, variance): chunk i of every
+ * list holds the same tensors at the same element offsets; only the bytes per element differ
+ * (stw_chunk_list_elem_bytes). Tensors are packed greedily in order of first use by the trace's
+ * ops (tensors no op reads come last, in id order), so that the chunks an op needs are few and
+ * neighbouring ops share them. A tensor is never split: it goes whole into the current chunk
+ * if it fits, else it opens the next one. A tensor larger than the chunk size is refused, unless
+ * oversized tensors are allowed, in which case it gets a chunk of its own, as large as itself.
+ */
+#ifndef STW_CHUNKS_H
+#define STW_CHUNKS_H
+
+#include <glib.h>
+
+#include <stowage/trace.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_PLANNER
+#error "<stowage/chunks.h> belongs to the planner: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_CHUNKS_ERROR (stw_chunks_error_quark())
+GQuark stw_chunks_error_quark(void);
+
+typedef enum {
+  STW_CHUNKS_ERROR_TOO_SMALL, /* a tensor is larger than the chunk size */
+  STW_CHUNKS_ERROR_INVALID,   /* a layout that does not place every tensor exactly once */
+} StwChunksError;
+
+typedef struct {
+  guint32 tensor;   /* trace tensor id */
+  guint64 offset;   /* elements from the start of the chunk */
+} StwPlacement;
+
+typedef struct {
+  guint64 capacity_elems;  /* the chunk size, or a lone oversized tensor's numel */
+  guint64 used_elems;      /* sum of its tensors' numel; 0 in a layout read from a plan file,
+                            * which does not say (stw_chunking_recount fills it in) */
+  guint32 owner;           /* rank owning it: chunk index mod the world size */
+  guint32 first;           /* its placements: placements[first .. first + count) */
+  guint32 count;
+} StwChunk;
+
+typedef struct {
+  guint64 size_elems;      /* the chunk size */
+  StwDtype dtype;          /* compute dtype of the param list */
+  GArray *chunks;          /* StwChunk */
+  GArray *placements;      /* StwPlacement, chunk by chunk */
+  guint32 *chunk_of;       /* per tensor id: its chunk */
+  guint32 n_tensors;
+  guint32 world;           /* data-parallel ranks sharing the layout (1: one GPU) */
+} StwChunking;
+
+/* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
+ * tensor larger than the chunk size is an error naming it and the smallest size that fits. */
+StwChunking *stw_chunking_pack(const StwTrace *trace, guint64 size_elems,
+                               gboolean allow_oversized, GError **error);
+void stw_chunking_free(StwChunking *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwChunking, stw_chunking_free)
+
+static inline guint32
+stw_chunking_count(const StwChunking *c)
+{
+  return c->chunks->len;
+}
+static inline const StwChunk *
+stw_chunking_chunk(const StwChunking *c, guint32 i)
+{
+  return &g_array_index(c->chunks, StwChunk, i);
+}
+
+/* Shares the layout among WORLD data-parallel ranks: chunks form groups of WORLD consecutive
+ * chunks (the last group padded with empty chunks), and rank r owns chunk r of each group, with
+ * its optimizer state and authoritative parameters. Packing gives a world of 1. */
+void stw_chunking_set_world(StwChunking *c, guint32 world);
+
+/* Groups of the layout: none for one rank, else ceil(chunks / world). */
+static inline guint32
+stw_chunking_groups(const StwChunking *c)
+{
+  return c->world > 1 ? (stw_chunking_count(c) + c->world - 1) / c->world : 0;
+}
+
+/* Whether chunk I is owned by rank 0, the rank a plan describes (every chunk with one rank). */
+static inline gboolean
+stw_chunking_owned(const StwChunking *c, guint32 i)
+{
+  return stw_chunking_chunk(c, i)->owner == 0;
+}
+
+/* Bytes of chunk I in LIST. */
+guint64 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list);
+/* Bytes of all chunks of LIST, and the part of them no tensor uses. */
+guint64 stw_chunking_list_bytes(const StwChunking *c, StwChunkList list);
+guint64 stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list);
+
+/* Checks a layout against TRACE: every tensor exactly once, inside its chunk, no overlaps,
+ * capacities at least the chunk size. FILE names the layout's source in messages. */
+gboolean stw_chunking_validate(const StwChunking *c, const StwTrace *trace, const char *file,
+                               GError **error);
+
+/* Recomputes every chunk's used elements from TRACE (after stw_chunking_validate). */
+void stw_chunking_recount(StwChunking *c, const StwTrace *trace);
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,103 @@
+/* compute.h — where the trainer's math runs.
+ *
+ * One table of the trainer's kernels (kernels.h's, in the same order and with the same meaning:
+ * backward kernels add into what they are given) over memory the runtime hands out: chunk slots
+ * and activations. The CPU table runs kernels.c on host memory, bitwise what the trainer always
+ * computed. The CUDA table (compute-cuda.cu) runs CUDA kernels and cuBLAS on the CUDA backend's
+ * device memory, on the legacy default stream, which the backend's copies are ordered against;
+ * with `mixed` precision its matmuls round their inputs to bf16 for the tensor cores and
+ * accumulate in fp32.
+ *
+ * The compute copy of the weights is fp32, or bf16 in mixed precision (the model's dtype); the
+ * kernels read fp32, so the trainer widens a bf16 weight into an activation before an op, and
+ * commits gradients and runs Adam through the table in the slot's dtype. Master weights, Adam
+ * state, activations and gradients before their commit are always fp32.
+ *
+ * Token ids and the loss cross between host and device through `upload` and `download`; the
+ * CPU table's copies are memcpy.
+ */
+#ifndef STW_COMPUTE_H
+#define STW_COMPUTE_H
+
+#include <stddef.h>
+
+#include <glib.h>
+
+#include <stowage/adam.h>
+#include <stowage/trace.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_TRAIN || STW_BUILDING_LAYER == STW_LAYER_PROFILE
+#error "<stowage/compute.h> belongs to the trainer: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+typedef struct StwCompute StwCompute;
+
+struct StwCompute {
+  const char *name;           /* "cpu", "cuda" or "cuda-mixed" */
+  gboolean device_memory;     /* its pointers are not host memory: tokens must be uploaded */
+  void (*encoder_forward)(StwCompute *x, float *out, const int *inp, const float *wte,
+                          const float *wpe, int B, int T, int C);
+  void (*encoder_backward)(StwCompute *x, float *dwte, float *dwpe, const float *dout,
+                           const int *inp, int B, int T, int C);
+  void (*layernorm_forward)(StwCompute *x, float *out, float *mean, float *rstd,
+                            const float *inp, const float *weight, const float *bias, int B,
+                            int T, int C);
+  void (*layernorm_backward)(StwCompute *x, float *dinp, float *dweight, float *dbias,
+                             const float *dout, const float *inp, const float *weight,
+                             const float *mean, const float *rstd, int B, int T, int C);
+  void (*matmul_forward)(StwCompute *x, float *out, const float *inp, const float *weight,
+                         const float *bias, int B, int T, int C, int OC);
+  void (*matmul_backward)(StwCompute *x, float *dinp, float *dweight, float *dbias,
+                          const float *dout, const float *inp, const float *weight, int B, int T,
+                          int C, int OC);
+  void (*attention_forward)(StwCompute *x, float *out, float *preatt, float *att,
+                            const float *inp, int B, int T, int C, int NH);
+  void (*attention_backward)(StwCompute *x, float *dinp, float *dpreatt, float *datt,
+                             const float *dout, const float *inp, const float *att, int B, int T,
+                             int C, int NH);
+  void (*gelu_forward)(StwCompute *x, float *out, const float *inp, size_t n);
+  void (*gelu_backward)(StwCompute *x, float *dinp, const float *inp, const float *dout,
+                        size_t n);
+  void (*residual_forward)(StwCompute *x, float *out, const float *a, const float *b, size_t n);
+  /* the mean loss, on the host */
+  float (*crossentropy_forward)(StwCompute *x, float *probs, float *losses, const float *logits,
+                                const int *targets, int B, int T, int V);
+  void (*crossentropy_backward)(StwCompute *x, float *dlogits, const float *probs,
+                                const int *targets, int B, int T, int V);
+  /* N compute-copy values of SRC (fp32 or bf16, as DTYPE says) as fp32 in DST */
+  void (*widen)(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n);
+  /* a gradient into its tensor's slot (of DTYPE): the first write replaces, later ones add (tied
+   * weights) */
+  void (*grad_commit)(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t n,
+                      gboolean first);
+  /* AdamW on chunks in this table's memory: PARAM (of DTYPE) holds the gradient; MASTER, M and
+   * V are updated and PARAM gets the new weights */
+  void (*adam)(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v,
+               size_t n, const StwAdamConfig *c, guint64 step);
+  void (*upload)(StwCompute *x, void *dst, const void *host_src, size_t bytes);
+  void (*download)(StwCompute *x, void *host_dst, const void *src, size_t bytes);
+  /* FALSE once a kernel or a copy has failed, with ERROR naming it */
+  gboolean (*ok)(StwCompute *x);
+  void (*free)(StwCompute *x);
+  char error[256];
+};
+
+/* The CPU table; static, never freed. */
+StwCompute *stw_compute_cpu(void);
+
+/* The CUDA table on the current device; MIXED: bf16 tensor-core matmuls. NULL with ERROR naming
+ * the failing call when there is no device, or this stowage was built without CUDA. */
+StwCompute *stw_compute_cuda_new(gboolean mixed, GError **error);
+
+/* AdamW over host memory, as the CPU table does it: the update of the master weights, copied
+ * into the compute copy (of DTYPE). */
+void stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, float *v,
+                           size_t n, const StwAdamConfig *c, guint64 step);
+
+STW_END_DECLS
+
+#endif

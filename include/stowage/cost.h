@@ -1,0 +1,33 @@
+/* cost.h — the cost model's transfer times: one place for what a copy and a collective cost.
+ *
+ * A copy over PCIe costs the profile's latency plus bytes over the bandwidth its curve gives for
+ * that size (pinned or pageable host memory); a ring collective among N ranks costs N - 1 steps
+ * of the interconnect's latency plus one chunk over its bandwidth. The simulator and the planner
+ * use these; docs/algorithms.md derives them.
+ */
+#ifndef STW_COST_H
+#define STW_COST_H
+
+#include <glib.h>
+
+#include <stowage/hardware.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_PLANNER
+#error "<stowage/cost.h> belongs to the planner: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+/* Transfer time of BYTES over the profile's PCIe link (pinned or pageable host memory). */
+guint64 stw_transfer_ns(const StwHardware *hw, guint64 bytes, gboolean pinned);
+
+/* A ring collective (all-gather or reduce-scatter) among WORLD ranks of chunks of CHUNK_BYTES:
+ * world - 1 steps of the interconnect's latency plus CHUNK_BYTES / bandwidth. 0 for one rank or
+ * a profile without an interconnect. */
+guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes);
+
+STW_END_DECLS
+
+#endif

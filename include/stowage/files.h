@@ -1,0 +1,40 @@
+/* files.h — whole files read and written safely: the one place stowage touches the file system
+ * for its formats.
+ *
+ * Reading refuses what is not a regular file (a FIFO, a device such as /dev/zero) and files
+ * above a stated size before reading a byte, so that no reader allocates without bound. Writing
+ * is atomic: a temporary in the same directory, fsync, rename; a failure leaves any existing file
+ * untouched and no temporary behind.
+ */
+#ifndef STW_FILES_H
+#define STW_FILES_H
+
+#include <glib.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_CORE
+#error "<stowage/files.h> belongs to the core: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_FILES_ERROR (stw_files_error_quark())
+GQuark stw_files_error_quark(void);
+
+typedef enum {
+  STW_FILES_ERROR_IO,    /* the file cannot be opened, read or written */
+  STW_FILES_ERROR_LIMIT, /* not a regular file, or larger than the limit for its kind */
+} StwFilesError;
+
+/* Reads FILE, a regular file of at most MAX_BYTES bytes, into *TEXT_OUT (NUL-terminated, the
+ * caller frees it with g_free) and *LEN_OUT. Errors name FILE and say what was expected. */
+gboolean stw_file_read(const char *file, gsize max_bytes, char **text_out, gsize *len_out,
+                       GError **error);
+
+/* Writes TEXT to FILE atomically (see above). "-" writes to standard output. */
+gboolean stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error);
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,73 @@
+/* hardware.h — hardware profiles: what a GPU, its PCIe link and its host can do.
+ *
+ * Profiles are data files (format in docs/hardware.md). The ones stowage ships live in hw/ and
+ * are compiled into the library as a GResource, so `--hw A100-80GB-PCIe4` works from any
+ * directory; any other profile is given as a path to its JSON file.
+ */
+#ifndef STW_HARDWARE_H
+#define STW_HARDWARE_H
+
+#include <glib.h>
+
+#include <stowage/model.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_CORE
+#error "<stowage/hardware.h> belongs to the core: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_HARDWARE_ERROR (stw_hardware_error_quark())
+GQuark stw_hardware_error_quark(void);
+
+typedef enum {
+  STW_HARDWARE_ERROR_UNKNOWN, /* no shipped profile of that name */
+  STW_HARDWARE_ERROR_UNSUPPORTED, /* the profile cannot do what was asked (a dtype, say) */
+} StwHardwareError;
+
+#define STW_HARDWARE_MAX_POINTS 16
+#define STW_HARDWARE_DEFAULT "A100-80GB-PCIe4"
+
+typedef struct {
+  guint64 bytes;        /* transfer size */
+  double bytes_per_s;   /* sustained bandwidth at that size, latency excluded */
+} StwBandwidthPoint;
+
+typedef struct {
+  char name[64];                  /* "A100-80GB-PCIe4" */
+  char gpu_model[128];            /* "NVIDIA A100 80GB PCIe" */
+  guint64 gpu_memory_bytes;       /* total device memory */
+  double hbm_bytes_per_s;         /* peak device memory bandwidth */
+  double flops_per_s[STW_N_DTYPES]; /* dense matmul peak per compute dtype; 0 = unsupported */
+  double matmul_efficiency;       /* achieved fraction of flops_per_s in large matmuls */
+  double memory_efficiency;       /* achieved fraction of hbm_bytes_per_s */
+  guint64 op_overhead_ns;         /* fixed cost per operator: launches, framework */
+  guint32 pcie_generation;
+  guint64 pcie_latency_ns;        /* per transfer */
+  StwBandwidthPoint pinned[STW_HARDWARE_MAX_POINTS];   /* by size, ascending */
+  guint n_pinned;
+  StwBandwidthPoint pageable[STW_HARDWARE_MAX_POINTS];
+  guint n_pageable;
+  double cpu_adam_elems_per_s;    /* CPU Adam, all threads */
+  guint64 cpu_memory_bytes;       /* host memory typical of such a machine */
+  char interconnect_kind[32];     /* "pcie", "nvlink"; empty when the profile has none */
+  double interconnect_bytes_per_s; /* GPU-to-GPU, per direction */
+  guint64 interconnect_latency_ns;
+} StwHardware;
+
+/* A shipped profile's name (case-insensitive), or a path to a profile file. */
+gboolean stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError **error);
+gboolean stw_hardware_load(const char *file, StwHardware *out, GError **error);
+gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
+                            GError **error);
+/* Names of the shipped profiles, sorted; free with g_strfreev. */
+char **stw_hardware_names(void);
+
+/* Bandwidth for a transfer of BYTES, interpolated (log-size) between the profile's points. */
+double stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinned);
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,161 @@
+/* model.h — transformer architectures, the model zoo, and each model's operator graph.
+ *
+ * A model is an StwModelConfig: an architecture (GPT-2 style decoder, LLaMA-style decoder, BERT
+ * encoder) and its sizes. The zoo names the published configurations; stw_model_config_load()
+ * reads a small JSON file for any other. stw_model_graph_new() lays out a model's parameter
+ * tensors and its forward operators with their FLOPs and activation sizes for a given batch and
+ * sequence length; synth.c turns that graph into a trace. Parameter counts are the sum of the
+ * graph's tensors, so the count and the trace can never disagree.
+ */
+#ifndef STW_MODEL_H
+#define STW_MODEL_H
+
+#include <glib.h>
+
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_CORE
+#error "<stowage/model.h> belongs to the core: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_MODEL_ERROR (stw_model_error_quark())
+GQuark stw_model_error_quark(void);
+
+typedef enum {
+  STW_MODEL_ERROR_UNKNOWN, /* no zoo model of that name */
+  STW_MODEL_ERROR_INVALID, /* a configuration that does not describe a model */
+} StwModelError;
+
+typedef enum { STW_DTYPE_FP32, STW_DTYPE_FP16, STW_DTYPE_BF16, STW_N_DTYPES } StwDtype;
+
+typedef enum {
+  STW_ARCH_GPT,   /* GPT-2/GPT-3: learned positions, LayerNorm with bias, GELU MLP, biases */
+  STW_ARCH_LLAMA, /* LLaMA: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention */
+  STW_ARCH_BERT,  /* BERT: post-norm encoder, token types, pooler, MLM head tied to embeddings */
+  STW_N_ARCHS
+} StwArch;
+
+typedef enum {
+  STW_ATTENTION_NAIVE, /* materializes the (seq x seq) scores and keeps the softmax for backward */
+  STW_ATTENTION_FLASH, /* fused (FlashAttention): keeps only the log-sum-exp per row */
+  STW_N_ATTENTIONS
+} StwAttention;
+
+#define STW_MODEL_MAX_NAME 128
+
+typedef struct {
+  char name[STW_MODEL_MAX_NAME];
+  StwArch arch;
+  guint64 layers;     /* transformer blocks */
+  guint64 hidden;     /* model width d */
+  guint64 heads;      /* attention heads; hidden % heads == 0 */
+  guint64 kv_heads;   /* key/value heads (grouped-query attention); heads % kv_heads == 0 */
+  guint64 ffn;        /* MLP inner width */
+  guint64 vocab;      /* token vocabulary */
+  guint64 max_seq;    /* learned position table rows (gpt, bert); the longest sequence */
+  gboolean tied;      /* the LM head is the token embedding */
+} StwModelConfig;
+
+/* Limits on configurations read from files (hostile input must not allocate without bound). */
+#define STW_MODEL_MAX_LAYERS 4096
+#define STW_MODEL_MAX_WIDTH (1u << 20)
+#define STW_MODEL_MAX_VOCAB (1u << 24)
+#define STW_MODEL_MAX_SEQ (1u << 24)
+
+/* The zoo. */
+typedef struct {
+  const char *family;   /* "gpt2", "gpt3", "patrickstar", "llama", "bert" */
+  const char *note;     /* where the configuration comes from */
+  StwModelConfig config;
+} StwZooEntry;
+
+const StwZooEntry *stw_zoo_entries(gsize *n_out);
+/* Finds a zoo model by name; the error lists the zoo's names. */
+gboolean stw_zoo_lookup(const char *name, StwModelConfig *out, GError **error);
+/* A zoo name, or else a path to a JSON model config. */
+gboolean stw_model_resolve(const char *name_or_file, StwModelConfig *out, GError **error);
+
+/* Checks sizes and divisibility; FILE (may be NULL) names the source. */
+gboolean stw_model_config_validate(const StwModelConfig *cfg, const char *file, GError **error);
+gboolean stw_model_config_load(const char *file, StwModelConfig *out, GError **error);
+gboolean stw_model_config_parse(const char *file, const char *text, gsize len,
+                                StwModelConfig *out, GError **error);
+/* Exact parameter count. */
+guint64 stw_model_param_count(const StwModelConfig *cfg);
+
+/* The operator graph of one forward pass. Backward runs the same ops in reverse. */
+typedef enum {
+  STW_RESIDUAL_NONE,
+  STW_RESIDUAL_OPEN,  /* first op of a residual block: backward adds the skipped gradient here */
+  STW_RESIDUAL_CLOSE, /* the op that adds the block's input back */
+} StwResidual;
+
+typedef struct {
+  char *name;
+  gint32 layer;               /* transformer block, -1 outside the blocks */
+  GArray *params;             /* guint32 tensor ids read; backward writes their gradients */
+  guint64 flops;              /* forward FLOPs; backward is modelled as twice this */
+  guint64 in_bytes;           /* the activation consumed (the previous op's output) */
+  guint64 out_bytes;          /* the activation produced */
+  guint64 saved_extra_bytes;  /* kept for backward besides the input (softmax, norm stats) */
+  guint64 work_bytes;         /* forward transient, freed before the op ends */
+  guint64 bwd_work_bytes;     /* backward transient */
+  gboolean saves_input;       /* the input stays live until this op's backward */
+  gboolean passthrough;       /* reads the current activation without consuming it */
+  StwResidual residual;
+} StwGraphOp;
+
+typedef struct {
+  char *name;
+  guint32 ndim;
+  guint64 shape[2];
+  guint64 numel;
+  GPtrArray *aliases;         /* char*: names of tied uses ("lm_head.weight") */
+} StwGraphTensor;
+
+typedef struct {
+  StwModelConfig config;
+  guint64 batch, seq;
+  StwDtype dtype;
+  StwAttention attention;
+  GPtrArray *tensors;         /* StwGraphTensor* */
+  GPtrArray *ops;             /* StwGraphOp* */
+  guint64 io_bytes;           /* token ids, targets, masks: live for the whole fwd and bwd */
+} StwModelGraph;
+
+StwModelGraph *stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq,
+                                   StwDtype dtype, StwAttention attention);
+void stw_model_graph_free(StwModelGraph *graph);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwModelGraph, stw_model_graph_free)
+
+/* The model data of mixed-precision Adam: four copies of every parameter, which the planner keeps
+ * in four chunk lists (DESIGN.md, "The model data, in chunks"). */
+typedef enum {
+  STW_LIST_PARAM,    /* compute copy; holds the gradient once backward is done with it */
+  STW_LIST_MASTER,   /* fp32 master weights */
+  STW_LIST_MOMENTUM, /* fp32 Adam first moment */
+  STW_LIST_VARIANCE, /* fp32 Adam second moment */
+  STW_N_LISTS
+} StwChunkList;
+
+extern const char *const stw_chunk_list_names[]; /* NULL-terminated, in enum order */
+const char *stw_chunk_list_name(StwChunkList list);
+/* Bytes per element of LIST for a tensor whose compute dtype is DTYPE. */
+guint64 stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype);
+
+guint64 stw_dtype_bytes(StwDtype dtype);
+const char *stw_dtype_name(StwDtype dtype);
+gboolean stw_dtype_parse(const char *text, StwDtype *out);
+const char *stw_arch_name(StwArch arch);
+const char *stw_attention_name(StwAttention attention);
+
+extern const char *const stw_dtype_names[];     /* NULL-terminated, in enum order */
+extern const char *const stw_arch_names[];
+extern const char *const stw_attention_names[];
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,208 @@
+/* plan.h — a plan: chunk layout, optimizer placement and the schedule of one iteration.
+ *
+ * The file format is docs/plan-format.md; this module is its only reader and writer. A plan is
+ * tied to one trace by the trace's digest. Items are chunks of one list: item = list * n_chunks
+ * + chunk (stw_plan_item). Moment k is the boundary before op k; moment n_ops is the end of the
+ * iteration, where the actions that restore the start state for the next iteration happen.
+ *
+ * With several data-parallel ranks (the layout's world, chunks.h) a plan describes rank 0, and
+ * every rank r runs the same schedule with chunk r of each group in place of chunk 0. Rank 0
+ * keeps the four lists of the chunks it owns only; the other chunks of group g reach it as one
+ * more item, "group:g" (item STW_N_LISTS * n_chunks + g), which an all-gather fills beside its
+ * own chunk and which is dropped, never written back. docs/algorithms.md has the model.
+ */
+#ifndef STW_PLAN_H
+#define STW_PLAN_H
+
+#include <glib.h>
+
+#include <stowage/chunks.h>
+#include <stowage/hardware.h>
+#include <stowage/trace.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_PLANNER
+#error "<stowage/plan.h> belongs to the planner: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_PLAN_ERROR (stw_plan_error_quark())
+GQuark stw_plan_error_quark(void);
+
+typedef enum {
+  STW_PLAN_ERROR_INFEASIBLE, /* no plan fits the budget */
+  STW_PLAN_ERROR_MISMATCH,   /* the plan was made for another trace */
+  STW_PLAN_ERROR_UNSOUND,    /* check found a violation */
+  STW_PLAN_ERROR_INVALID,    /* bad options */
+} StwPlanError;
+
+#define STW_PLAN_FORMAT "stowage-plan"
+#define STW_PLAN_VERSION 1
+#define STW_PLAN_MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
+#define STW_PLAN_MAX_CHUNKS (1u << 20)
+#define STW_PLAN_MAX_ACTIONS (1u << 26)
+#define STW_PLAN_MAX_WORLD 4096
+
+/* ---- the schedule ---------------------------------------------------------------------- */
+
+/* The engine makes the first three. With several ranks the planner turns the fetch of a
+ * gathered group into GATHER (all-gather over the interconnect, no host copy involved) and
+ * adds REDUCE_SCATTER where a group's gradients are complete; replay treats a gather as a
+ * fetch and a reduce-scatter as a use of its item. */
+typedef enum {
+  STW_ACTION_EVICT,
+  STW_ACTION_DROP,
+  STW_ACTION_FETCH,
+  STW_ACTION_GATHER,
+  STW_ACTION_REDUCE_SCATTER,
+  STW_N_ACTION_KINDS
+} StwActionKind;
+
+typedef struct {
+  guint32 moment;  /* 0 .. n_steps (the end) */
+  guint32 item;
+  guint32 kind;    /* StwActionKind */
+} StwAction;
+
+const char *stw_action_kind_name(StwActionKind kind);
+/* Sorts by moment; within one: reduce-scatters, removals, fetches, gathers. */
+void stw_actions_sort(GArray *actions);
+
+/* A schedule: the state at moment 0, the actions, and what they move. */
+typedef struct {
+  guint8 *resident;   /* per item, at moment 0 */
+  guint8 *dirty;      /* per item, at moment 0 */
+  GArray *actions;    /* StwAction, sorted */
+  guint64 h2d_bytes;
+  guint64 d2h_bytes;
+  /* when no schedule exists */
+  gboolean feasible;
+  guint32 fail_step;  /* the step that cannot fit */
+  guint64 fail_need_bytes; /* what it needs resident */
+} StwSchedule;
+
+void stw_schedule_clear(StwSchedule *s);
+
+
+/* ---- the plan ------------------------------------------------------------------------- */
+
+typedef enum {
+  STW_POLICY_STOWAGE,       /* offline schedule, chunk size and optimizer placement by cost */
+  STW_POLICY_PATRICKSTAR,   /* PatrickStar: farthest-next-use, 80% usable, 2 spare chunks */
+  STW_POLICY_ZERO_OFFLOAD,  /* DeepSpeed ZeRO-Offload: params on GPU, CPU Adam */
+  STW_POLICY_ZERO_INFINITY, /* DeepSpeed ZeRO-Infinity: params on CPU, prefetch bucket */
+  STW_POLICY_GEMINI_STATIC, /* Colossal-AI Gemini, static: a fraction of chunks on GPU */
+  STW_POLICY_LRU,           /* on demand, least recently used out */
+  STW_N_POLICIES
+} StwPolicy;
+
+extern const char *const stw_policy_names[]; /* NULL-terminated, in enum order */
+
+typedef enum {
+  STW_OPTIM_CPU,          /* CPU Adam: gradients to the CPU, updated parameters back */
+  STW_OPTIM_GPU,          /* GPU Adam in margin space: state fetched for the step, written back */
+  STW_OPTIM_GPU_RESIDENT, /* GPU Adam with the optimizer state on the GPU all iteration */
+  STW_N_OPTIMS
+} StwOptimPlace;
+
+extern const char *const stw_optim_names[];
+
+typedef struct {
+  guint64 gpu_bytes;       /* GPU memory the plan may use: chunks + non-model + reserve */
+  guint64 cpu_bytes;       /* host memory for chunks */
+  guint64 reserved_bytes;  /* kept free on the GPU at every moment */
+} StwBudgets;
+
+typedef struct {
+  guint64 h2d_bytes, d2h_bytes;  /* per iteration, steady state */
+  guint64 peak_gpu_bytes;        /* chunks + non-model peak, at the worst op */
+  guint32 peak_op;
+  guint64 cpu_bytes;             /* host memory the chunks need */
+  guint64 compute_ns;            /* the compute stream's busy time (fwd, bwd, GPU Adam) */
+  guint64 stall_ns;              /* the compute stream waiting for chunks or memory */
+  guint64 cpu_adam_ns;           /* the CPU's busy time */
+  guint64 h2d_ns, d2h_ns;        /* the copy engines' busy time */
+  guint64 cost_ns;               /* simulated steady-state iteration time (simulate.h) */
+  guint64 lower_bound_bytes;     /* no schedule of this layout and placement moves less */
+  guint64 comm_bytes;            /* received by this rank in collectives */
+  guint64 comm_ns;               /* the collectives' busy time */
+} StwPlanPredictions;
+
+typedef struct {
+  char *trace_digest;
+  char *trace_file;          /* informational */
+  guint32 trace_ops;
+  StwPolicy policy;
+  StwBudgets budgets;
+  StwHardware hw;
+  StwChunking *chunking;
+  guint8 *optim;             /* per chunk: StwOptimPlace */
+  StwSchedule schedule;      /* over items; moments 0 .. trace_ops */
+  StwPlanPredictions pred;
+} StwPlan;
+
+StwPlan *stw_plan_new(void);
+void stw_plan_free(StwPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwPlan, stw_plan_free)
+
+static inline guint32
+stw_plan_item(const StwChunking *c, StwChunkList list, guint32 chunk)
+{
+  return (guint32)list * stw_chunking_count(c) + chunk;
+}
+/* Items of a layout: the lists' chunks, then one gathered item per group. */
+static inline guint32
+stw_plan_n_items(const StwChunking *c)
+{
+  return STW_N_LISTS * stw_chunking_count(c) + stw_chunking_groups(c);
+}
+static inline guint32
+stw_plan_group_item(const StwChunking *c, guint32 group)
+{
+  return STW_N_LISTS * stw_chunking_count(c) + group;
+}
+/* The group of a gathered item, or G_MAXUINT32 for a chunk of a list. */
+static inline guint32
+stw_plan_item_group(const StwChunking *c, guint32 item)
+{
+  guint32 first = STW_N_LISTS * stw_chunking_count(c);
+  return item >= first ? item - first : G_MAXUINT32;
+}
+/* "param:12" or "group:3" for messages and files. Free with g_free. */
+char *stw_plan_item_name(const StwChunking *c, guint32 item);
+
+/* Rank 0's own chunk of group G, in the param list: what it adds to the group's all-gather. */
+static inline guint32
+stw_plan_own_item(const StwChunking *c, guint32 g)
+{
+  return stw_plan_item(c, STW_LIST_PARAM, g * c->world);
+}
+
+/* Bytes on rank 0's GPU of group G's other chunks (the padding counted as full chunks). */
+guint64 stw_plan_group_bytes(const StwChunking *c, guint32 g);
+
+/* The largest param chunk of group G: what each step of its ring collectives moves. */
+guint64 stw_plan_group_chunk_bytes(const StwChunking *c, guint32 g);
+
+/* GPU bytes chunks may occupy during op K: the budget less the reserve and the non-model peak
+ * of op K and op K+1 (the next op's allocations may begin before this op's are released).
+ * Returns 0 when the non-model memory alone exceeds the budget. */
+guint64 stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k);
+
+/* The first op whose non-model peak (with the next op's) and the reserve alone exceed the GPU
+ * budget, or G_MAXUINT32 when every op leaves room; *OVER_BYTES says by how much. */
+guint32 stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint64 *over_bytes);
+
+/* Reading and writing. Loading checks the structure; stw_plan_check (check.h) checks the plan
+ * against its trace. */
+StwPlan *stw_plan_load(const char *file, GError **error);
+StwPlan *stw_plan_parse(const char *file, const char *text, gsize len, GError **error);
+char *stw_plan_to_string(const StwPlan *plan, const StwTrace *t);
+gboolean stw_plan_save(const StwPlan *plan, const StwTrace *t, const char *file,
+                       GError **error);
+
+STW_END_DECLS
+
+#endif

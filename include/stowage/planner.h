@@ -1,0 +1,60 @@
+/* planner.h — from a trace and a budget to a plan, by policy.
+ *
+ * The `stowage` policy searches chunk sizes and optimizer placements and keeps the plan with
+ * the lowest predicted cost (stw_plan_predict); the other policies reproduce what PatrickStar,
+ * DeepSpeed ZeRO-Offload and ZeRO-Infinity, Colossal-AI Gemini's static placement and a plain
+ * LRU cache would do, on the same engine, so that every comparison is like for like. A policy
+ * that cannot fit the budget fails with the op where it falls short and by how many bytes.
+ * docs/algorithms.md explains every choice.
+ */
+#ifndef STW_PLANNER_H
+#define STW_PLANNER_H
+
+#include <glib.h>
+
+#include <stowage/plan.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_PLANNER
+#error "<stowage/planner.h> belongs to the planner: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+typedef void (*StwProgressFunc)(guint done, guint total, gpointer user_data);
+
+typedef enum {
+  STW_OBJECTIVE_TIME,  /* the lowest predicted iteration time; ties: fewer bytes */
+  STW_OBJECTIVE_BYTES, /* the fewest bytes moved; ties: lower time */
+} StwObjective;
+
+typedef struct {
+  StwPolicy policy;
+  StwObjective objective;        /* what the stowage policy's search minimizes */
+  StwBudgets budgets;
+  StwHardware hw;
+  guint64 chunk_size_elems;      /* 0: search (stowage), or the smallest that fits */
+  gboolean allow_oversized;      /* tensors above the chunk size get a chunk of their own */
+  double gemini_fraction;        /* gemini-static: share of chunks kept on the GPU; < 0: auto */
+  guint64 prefetch_bucket_elems; /* zero-infinity: elements fetched ahead at most */
+  guint32 world_size;            /* data-parallel GPUs; 0: the trace's world size */
+  StwProgressFunc progress;
+  gpointer progress_data;
+} StwPlannerOptions;
+
+/* Defaults: policy stowage, chunk-size search, auto fraction, a 5e7-element prefetch bucket. */
+void stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw);
+
+/* TRACE_FILE is recorded in the plan for people; the digest is what binds it. */
+StwPlan *stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
+                          GError **error);
+
+/* The chunk sizes the search tries, ascending (docs/algorithms.md). */
+GArray *stw_planner_chunk_sizes(const StwTrace *t);
+
+StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown */
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,113 @@
+/* runtime.h — the chunk runtime: model data in chunks, moved between host and device at op
+ * boundaries, either on demand while recording a trace (profile) or exactly as a plan says
+ * (replay).
+ *
+ * A training step is a sequence of ops bracketed by stw_runtime_op_begin/op_end; the runtime
+ * makes every chunk the op declares resident before it returns, and the pointers it hands out
+ * (stw_runtime_param, stw_runtime_optim) are valid until op_end. Activations are allocated
+ * through stw_runtime_alloc so that they count against the same device budget as the chunks. Data
+ * is never lost: a chunk whose device copy is the only valid one is written back before its slot
+ * is freed, whatever the plan says (a deviation, counted), and with `verify` every move is
+ * checksummed.
+ */
+#ifndef STW_RUNTIME_H
+#define STW_RUNTIME_H
+
+#include <glib.h>
+
+#include <stowage/backend.h>
+#include <stowage/plan.h>
+#include <stowage/trace.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_RUNTIME
+#error "<stowage/runtime.h> belongs to the runtime: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_RUNTIME_ERROR (stw_runtime_error_quark())
+GQuark stw_runtime_error_quark(void);
+
+typedef enum {
+  STW_RUNTIME_ERROR_BUDGET,   /* the device budget cannot hold what an op needs */
+  STW_RUNTIME_ERROR_MISMATCH, /* the plan was made for another model or op sequence */
+  STW_RUNTIME_ERROR_CORRUPT,  /* a checksum failed after a move (verify mode) */
+  STW_RUNTIME_ERROR_DEVICE,   /* a copy did not complete in time */
+} StwRuntimeError;
+
+typedef enum {
+  STW_RUNTIME_PROFILE, /* on demand, least recently used out; records a trace */
+  STW_RUNTIME_REPLAY,  /* the plan's actions at every op boundary */
+  STW_RUNTIME_PLAIN,   /* the baseline the runtime's cost is measured against: every list in
+                        * plain host arrays, no budget, no moves, no bookkeeping, no trace */
+} StwRuntimeMode;
+
+typedef struct {
+  StwRuntimeMode mode;
+  guint64 device_bytes;       /* the emulated device's budget: chunks + activations */
+  guint64 chunk_size_elems;   /* profile mode: 0 = the largest tensor */
+  const StwPlan *plan;        /* replay mode */
+  const StwTrace *plan_trace; /* replay mode: the trace the plan was made for */
+  gboolean verify;            /* checksum every chunk across every move */
+  guint64 copy_timeout_ms;    /* a copy not done by then is an error (0: wait forever) */
+} StwRuntimeOptions;
+
+typedef struct {
+  guint64 h2d_bytes, d2h_bytes;     /* in the last completed iteration */
+  guint64 warmup_h2d_bytes;         /* replay: loading the plan's start state */
+  guint64 peak_device_bytes;        /* over the run */
+  guint64 deviations;               /* moves the plan did not foresee */
+  guint64 verified_moves;
+  guint64 bookkeeping_ns;           /* time spent in op_begin/op_end */
+  guint64 ops;
+} StwRuntimeStats;
+
+typedef struct StwRuntime StwRuntime;
+
+/* MODEL gives the tensors (fp32) and, for profile traces, the model section. Every tensor is
+ * initialized from INIT (numel floats each, in id order), master included. */
+StwRuntime *stw_runtime_new(const StwTrace *model, const float *const *init,
+                            const StwRuntimeOptions *o, StwBackend *backend, GError **error);
+void stw_runtime_free(StwRuntime *rt);
+
+void stw_runtime_iteration_begin(StwRuntime *rt);
+gboolean stw_runtime_iteration_end(StwRuntime *rt, GError **error);
+
+gboolean stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage,
+                              const guint32 *params, guint32 n_params, const guint32 *grads,
+                              guint32 n_grads, GError **error);
+void stw_runtime_op_end(StwRuntime *rt);
+
+/* The compute copy of TENSOR on the device, for the current op (which must declare it), in the
+ * model's dtype (fp32, or bf16 in mixed precision; the other lists are always fp32). A backward
+ * op that declares TENSOR's gradient writes the gradient there once it no longer needs the
+ * parameter. */
+gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
+
+/* For the optimizer op of TENSOR: its four lists wherever the plan steps it. TRUE when they are
+ * device slots (GPU Adam: the backend's memory), FALSE when host memory (CPU Adam). */
+gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
+                           float **momentum, float **variance);
+
+/* Activation memory, counted against the device budget. Zeroed. */
+gpointer stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error);
+void stw_runtime_release(StwRuntime *rt, gpointer p);
+
+/* Profile mode: the events of the run so far (events.h), from which stw_events_build() gives the
+ * same trace as stw_runtime_trace(): one way to describe a run, whoever profiles it. */
+const char *stw_runtime_events(StwRuntime *rt, gsize *len);
+
+/* Profile mode: the trace of the last completed iteration. */
+StwTrace *stw_runtime_trace(StwRuntime *rt);
+const StwRuntimeStats *stw_runtime_stats(StwRuntime *rt);
+
+/* Copies every tensor's master weights, momentum and variance out (for checkpoints), or in. */
+void stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v);
+void stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, const float *m,
+                             const float *v);
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,76 @@
+/* simulate.h — an event model of a plan's iteration: how long it takes and where time goes.
+ *
+ * Resources: the compute stream (ops in order; an op waits for its chunks to arrive and for GPU
+ * memory for its activations), the H2D and D2H copy engines (FIFO; a copy of n bytes takes the
+ * profile's latency + n / bandwidth(n), pinned memory), and the CPU (CPU Adam at the profile's
+ * rate, after the chunk's gradients have arrived). Actions at moment k are issued when op k-1
+ * ends. A fetch waits for GPU memory: memory an eviction frees is free only when its copy is
+ * done. The iteration is simulated three times back to back from the plan's start state; the
+ * second is measured, so the figures are the steady state's. With several ranks (the layout's
+ * world) a fourth lane runs the collectives in order, each a ring of world - 1 steps over the
+ * interconnect (stw_collective_ns, cost.h); the CPU's Adam rate is shared by the ranks, and each rank
+ * steps only the chunks it owns. docs/algorithms.md has the model.
+ */
+#ifndef STW_SIMULATE_H
+#define STW_SIMULATE_H
+
+#include <glib.h>
+
+#include <stowage/plan.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_PLANNER
+#error "<stowage/simulate.h> belongs to the planner: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+typedef struct {
+  guint64 start_ns, end_ns;  /* within the measured iteration */
+  guint64 stall_ns;          /* waiting for chunks or memory before it could start */
+} StwSimOp;
+
+typedef enum { STW_SIM_H2D, STW_SIM_D2H, STW_SIM_CPU_ADAM, STW_SIM_COMM } StwSimLane;
+
+typedef struct {
+  guint32 lane;              /* StwSimLane */
+  guint32 item;              /* chunk item (H2D/D2H/COMM) or chunk index (CPU Adam) */
+  guint32 kind;              /* COMM: STW_ACTION_GATHER or STW_ACTION_REDUCE_SCATTER */
+  guint64 start_ns, end_ns;
+  guint64 bytes;             /* transfers */
+} StwSimTask;
+
+typedef struct {
+  guint64 t_ns;
+  guint64 chunk_bytes;       /* GPU memory held by chunks */
+  guint64 nonmodel_bytes;    /* activations and workspace */
+} StwSimSample;
+
+typedef struct {
+  guint64 iteration_ns;      /* steady-state period: op 0 to op 0 of the next iteration */
+  guint64 compute_busy_ns, compute_stall_ns;
+  guint64 h2d_busy_ns, d2h_busy_ns, cpu_busy_ns;
+  guint64 h2d_bytes, d2h_bytes;
+  guint64 comm_busy_ns;      /* the collectives' lane (several ranks) */
+  guint64 comm_bytes;        /* received by this rank in collectives */
+  guint64 peak_gpu_bytes;    /* chunks + non-model, over time */
+  guint64 peak_time_ns;
+  guint64 over_budget_bytes; /* the largest excursion above the budget (0: none) */
+  guint64 over_budget_ns;    /* when it happened */
+  guint64 cpu_bytes;         /* host memory for chunks */
+  guint64 flops;             /* of the iteration's ops, for achieved FLOP/s */
+  /* with detail: the measured iteration */
+  GArray *ops;               /* StwSimOp, one per trace op */
+  GArray *tasks;             /* StwSimTask */
+  GArray *memory;            /* StwSimSample, in time order */
+} StwSimulation;
+
+/* Simulates PLAN on its own hardware profile (set PLAN->hw to ask "what if"). The plan must
+ * already be known sound for T (stw_plan_check); an unsound plan gives meaningless times. */
+void stw_simulate(const StwPlan *plan, const StwTrace *t, gboolean detail, StwSimulation *out);
+void stw_simulation_clear(StwSimulation *s);
+
+STW_END_DECLS
+
+#endif

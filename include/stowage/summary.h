@@ -1,0 +1,39 @@
+/* summary.h — what `stowage inspect` reports about a trace, computed once for every output. */
+#ifndef STW_SUMMARY_H
+#define STW_SUMMARY_H
+
+#include <glib.h>
+
+#include <stowage/trace.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_CORE
+#error "<stowage/summary.h> belongs to the core: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+typedef struct {
+  guint64 params;                   /* elements of all model tensors */
+  guint64 list_bytes[STW_N_LISTS];  /* model-data bytes per list */
+  guint64 model_bytes;              /* the sum of list_bytes */
+  guint64 peak_nonmodel_bytes;      /* max nonmodel_peak_bytes over ops */
+  guint32 peak_op;                  /* the op where that peak occurs (first, if several) */
+  guint32 stage_ops[STW_N_STAGES];
+  guint64 stage_ns[STW_N_STAGES];   /* summed durations */
+  guint64 stage_flops[STW_N_STAGES];
+  guint32 *largest;                 /* tensor ids, largest first */
+  guint32 n_largest;
+  char *digest;                     /* stw_trace_digest() */
+} StwTraceSummary;
+
+/* Summarizes T, listing its TOP largest tensors. Free with stw_trace_summary_free. */
+StwTraceSummary *stw_trace_summary_new(const StwTrace *t, guint32 top);
+void stw_trace_summary_free(StwTraceSummary *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTraceSummary, stw_trace_summary_free)
+
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,47 @@
+/* synth.h — the trace of a training iteration that has not run yet.
+ *
+ * stw_synth_trace() walks a model's operator graph (model.h) forward and backward, replaying
+ * the allocations of a PyTorch-style autograd engine to get the non-model memory live at the
+ * start of and at the peak within each op, and models each op's duration from its FLOPs and
+ * bytes on a hardware profile. The derivation is written out in docs/synth.md.
+ */
+#ifndef STW_SYNTH_H
+#define STW_SYNTH_H
+
+#include <glib.h>
+
+#include <stowage/hardware.h>
+#include <stowage/model.h>
+#include <stowage/trace.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_CORE
+#error "<stowage/synth.h> belongs to the core: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_SYNTH_ERROR (stw_synth_error_quark())
+GQuark stw_synth_error_quark(void);
+
+typedef enum {
+  STW_SYNTH_ERROR_INVALID, /* options that do not fit the model or the hardware */
+} StwSynthError;
+
+#define STW_SYNTH_MAX_BATCH 65536
+
+typedef struct {
+  guint64 batch;            /* sequences per iteration, 1..65536 */
+  guint64 seq;              /* tokens per sequence, 1..config.max_seq */
+  StwDtype dtype;           /* compute dtype of parameters and activations */
+  gboolean checkpointing;   /* keep only each block's input; recompute the block in backward */
+  StwAttention attention;
+} StwSynthOptions;
+
+StwTrace *stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
+                          const StwHardware *hw, GError **error);
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,156 @@
+/* trace.h — one training iteration of one rank, as a sequence of operators.
+ *
+ * The trace is the input to every planning tool. It is data from outside: stw_trace_load()
+ * validates every field and every cross-reference and rejects, with the file name and JSON path,
+ * anything inconsistent. The file format is docs/trace-format.md; this module is its only reader
+ * and writer.
+ *
+ * The structs are plain records (read them freely); build traces with stw_trace_new() and the
+ * stw_trace_add_*() helpers so the invariants checked by stw_trace_validate() hold.
+ */
+#ifndef STW_TRACE_H
+#define STW_TRACE_H
+
+#include <glib.h>
+
+#include <stowage/model.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_CORE
+#error "<stowage/trace.h> belongs to the core: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_TRACE_ERROR (stw_trace_error_quark())
+GQuark stw_trace_error_quark(void);
+
+typedef enum {
+  STW_TRACE_ERROR_INVALID, /* the trace breaks an invariant (see stw_trace_validate) */
+} StwTraceError;
+
+#define STW_TRACE_FORMAT "stowage-trace"
+#define STW_TRACE_VERSION 1
+
+/* Limits that keep hostile files from allocating without bound. */
+#define STW_TRACE_MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
+#define STW_TRACE_MAX_TENSORS (1u << 20)
+#define STW_TRACE_MAX_OPS (1u << 22)
+#define STW_TRACE_MAX_OP_TENSORS (1u << 16)   /* params or grads of one op */
+#define STW_TRACE_MAX_NAME 1024               /* bytes */
+#define STW_TRACE_MAX_DIMS 8
+#define STW_TRACE_MAX_NUMEL (G_GUINT64_CONSTANT(1) << 48)
+
+typedef enum { STW_STAGE_FWD, STW_STAGE_BWD, STW_STAGE_OPTIM, STW_N_STAGES } StwStage;
+
+typedef enum { STW_SOURCE_RUNTIME, STW_SOURCE_CUPTI, STW_SOURCE_KINETO, STW_SOURCE_SYNTHETIC }
+    StwSourceKind;
+
+typedef struct {
+  char *name;                        /* unique within the trace */
+  guint32 ndim;                      /* 1..STW_TRACE_MAX_DIMS */
+  guint64 shape[STW_TRACE_MAX_DIMS]; /* elements per dimension */
+  guint64 numel;                     /* elements: the product of shape */
+  StwDtype dtype;                    /* the compute copy's dtype */
+  GPtrArray *aliases;                /* char*: other names of a tied tensor; may be empty */
+} StwTensor;
+
+typedef struct {
+  char *name;
+  StwStage stage;
+  guint32 *params;              /* tensor ids read as parameters */
+  guint32 n_params;
+  guint32 *grads;               /* tensor ids whose gradients this op writes (bwd only) */
+  guint32 n_grads;
+  guint64 nonmodel_bytes;       /* non-model memory live when the op starts */
+  guint64 nonmodel_peak_bytes;  /* peak non-model memory while it runs, >= nonmodel_bytes */
+  guint64 duration_ns;          /* measured or modelled */
+  guint64 flops;                /* floating-point operations; 0 when unknown */
+} StwOp;
+
+typedef struct {
+  StwSourceKind kind;
+  char *tool;      /* "stowage 0.1.0" */
+  char *created;   /* ISO 8601 UTC */
+} StwTraceSource;
+
+typedef struct {
+  char *name;
+  gboolean has_config;      /* config is valid (synthetic traces; others may not know) */
+  StwModelConfig config;
+  guint64 batch;            /* sequences per iteration on this rank; 0 = unknown */
+  guint64 seq;              /* tokens per sequence; 0 = unknown */
+  gboolean checkpointing;   /* activation checkpointing per transformer block */
+  StwAttention attention;
+} StwTraceModel;
+
+typedef struct {
+  char *name;
+  guint64 memory_bytes;  /* total device memory */
+  guint32 rank;          /* the profiled rank, < world_size */
+  guint32 world_size;    /* data-parallel ranks */
+} StwTraceDevice;
+
+typedef struct {
+  StwTraceSource source;
+  StwTraceModel model;
+  StwTraceDevice device;
+  GArray *tensors;  /* StwTensor, index = id */
+  GArray *ops;      /* StwOp, in execution order; op boundary i is "moment" i */
+} StwTrace;
+
+StwTrace *stw_trace_new(void);
+void stw_trace_free(StwTrace *trace);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTrace, stw_trace_free)
+
+/* Appends a tensor; returns its id. SHAPE has NDIM entries. */
+guint32 stw_trace_add_tensor(StwTrace *trace, const char *name, StwDtype dtype,
+                             const guint64 *shape, guint32 ndim);
+/* Appends an op (copying PARAMS and GRADS); returns a pointer valid until the next append. */
+StwOp *stw_trace_add_op(StwTrace *trace, const char *name, StwStage stage,
+                        const guint32 *params, guint32 n_params, const guint32 *grads,
+                        guint32 n_grads);
+
+static inline const StwTensor *
+stw_trace_tensor(const StwTrace *t, guint32 id)
+{
+  return &g_array_index(t->tensors, StwTensor, id);
+}
+static inline const StwOp *
+stw_trace_op(const StwTrace *t, guint32 i)
+{
+  return &g_array_index(t->ops, StwOp, i);
+}
+
+/* Checks every invariant; FILE names the trace in messages. Returns FALSE with ERROR set at
+ * the first violation: tensor names unique and non-empty, shapes matching numel, op tensor ids
+ * existing and not repeated within an op, grads only in bwd ops, stages in the order fwd, bwd,
+ * optim, peak >= start, rank < world_size. */
+gboolean stw_trace_validate(const StwTrace *trace, const char *file, GError **error);
+
+/* Reads and validates a trace file. Errors name FILE and the JSON path. */
+StwTrace *stw_trace_load(const char *file, GError **error);
+/* Parses a trace from memory; FILE names it in messages. */
+StwTrace *stw_trace_parse(const char *file, const char *text, gsize len, GError **error);
+/* Serializes (validating first); the text is the canonical form plus a source block. */
+char *stw_trace_to_string(const StwTrace *trace, GError **error);
+/* Writes atomically (temporary + rename); "-" is standard output. */
+gboolean stw_trace_save(const StwTrace *trace, const char *file, GError **error);
+
+/* SHA-256 (64 hex digits) of the canonical trace: every member but "source", in a fixed order,
+ * without white space. Equal for equal traces whatever the key order or spacing of their files. */
+char *stw_trace_digest(const StwTrace *trace);
+
+/* The largest tensor (elements), and a tensor id holding it (0 when there is none). */
+guint64 stw_trace_largest_tensor(const StwTrace *trace, guint32 *id_out);
+
+/* Model-data bytes of a tensor's compute copy. */
+guint64 stw_tensor_bytes(const StwTensor *tensor);
+
+const char *stw_stage_name(StwStage stage);
+const char *stw_source_kind_name(StwSourceKind kind);
+
+STW_END_DECLS
+
+#endif

@@ -1,0 +1,78 @@
+/* trainer.h — a GPT trained in C whose model state lives in runtime chunks.
+ *
+ * The model is the zoo's GPT architecture (model.h: pre-norm blocks, GELU MLP, learned positions,
+ * LM head tied to the token embedding) over byte tokens (vocabulary 256); its tensors and ops are
+ * exactly those `stowage synth` describes for the same configuration, so a trace profiled here
+ * and a synthesized one speak the same names. Math in fp32 on the CPU (kernels.h), or on the GPU
+ * through another compute table (compute.h) over the CUDA backend's memory; parameters,
+ * gradients (in the parameters' slots), master weights and Adam state in the runtime's chunks.
+ * Deterministic for a given seed, whatever the plan or the thread count.
+ */
+#ifndef STW_TRAINER_H
+#define STW_TRAINER_H
+
+#include <glib.h>
+
+#include <stowage/adam.h>
+#include <stowage/compute.h>
+#include <stowage/runtime.h>
+
+#include <stowage/api.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_TRAIN || STW_BUILDING_LAYER == STW_LAYER_PROFILE
+#error "<stowage/trainer.h> belongs to the trainer: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+#define STW_TRAINER_ERROR (stw_trainer_error_quark())
+GQuark stw_trainer_error_quark(void);
+
+typedef enum {
+  STW_TRAINER_ERROR_DATA,       /* the text cannot be read or is too short */
+  STW_TRAINER_ERROR_CHECKPOINT, /* a checkpoint that is corrupt or of another model */
+  STW_TRAINER_ERROR_CONFIG,
+  STW_TRAINER_ERROR_DEVICE,     /* a kernel or copy of the compute table failed */
+} StwTrainerError;
+
+typedef struct {
+  guint64 layers, width, heads, context, batch;
+  guint64 seed;
+  StwAdamConfig adam;
+  StwCompute *compute;  /* where the math runs (not owned); NULL: the CPU */
+  StwDtype dtype;       /* the compute copy: fp32, or bf16 (mixed precision, fp32 master) */
+} StwTrainerConfig;
+
+/* 2 layers, width 64, 4 heads, context 64, batch 4, seed 1337, fp32 */
+void stw_trainer_config_init(StwTrainerConfig *c);
+
+typedef struct StwTrainer StwTrainer;
+
+/* The model a configuration describes (tensors and the model section), for runtimes and plans. */
+StwTrace *stw_trainer_model(const StwTrainerConfig *c, GError **error);
+
+/* TEXT (LEN bytes) is the training data; it must hold at least batch * context + 1 bytes. */
+StwTrainer *stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
+                            const StwRuntimeOptions *ro, StwBackend *backend, GError **error);
+void stw_trainer_free(StwTrainer *t);
+
+/* One step on the next batch: forward, backward, AdamW. */
+gboolean stw_trainer_step(StwTrainer *t, float *loss, GError **error);
+/* Before the optimizer runs, copy every tensor's gradient to SINK[id] (numel floats each). */
+void stw_trainer_set_grad_sink(StwTrainer *t, float **sink);
+/* Use these tokens (batch * context inputs, the same number of targets) for the next step. */
+void stw_trainer_set_batch(StwTrainer *t, const int *inputs, const int *targets);
+
+StwRuntime *stw_trainer_runtime(StwTrainer *t);
+const StwTrace *stw_trainer_model_of(StwTrainer *t);
+guint64 stw_trainer_step_count(StwTrainer *t);
+/* The current weights of TENSOR (numel floats). */
+void stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out);
+
+/* Checkpoints: weights, Adam state, step and data position; SHA-256 checked; written atomically. */
+gboolean stw_trainer_save(StwTrainer *t, const char *file, GError **error);
+gboolean stw_trainer_load(StwTrainer *t, const char *file, GError **error);
+
+STW_END_DECLS
+
+#endif

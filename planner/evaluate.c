@@ -1,0 +1,46 @@
+/* evaluate.c — a plan's predictions from its schedule; see evaluate.h. */
+#include "config.h"
+
+#include "evaluate.h"
+
+#include "schedule.h"
+#include "simulate-demand.h"
+
+void
+stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gboolean detail,
+                  StwPlanPredictions *out, StwSimulation *sim)
+{
+  guint64 bound = out->lower_bound_bytes;
+  *out = (StwPlanPredictions){ .lower_bound_bytes = bound };
+  StwReplay r;
+  gboolean ok = stw_schedule_replay(d, &p->schedule, FALSE, &r);
+  for (guint32 k = 0; ok && k < t->ops->len; k++) {
+    guint64 gpu = r.occupancy[k] + stw_trace_op(t, k)->nonmodel_peak_bytes;
+    if (gpu > out->peak_gpu_bytes) {
+      out->peak_gpu_bytes = gpu;
+      out->peak_op = k;
+    }
+  }
+  stw_replay_clear(&r);
+
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  for (guint i = 0; i < p->schedule.actions->len; i++) {
+    if (a[i].kind == STW_ACTION_FETCH)
+      out->h2d_bytes += d->bytes[a[i].item];
+    else if (a[i].kind == STW_ACTION_EVICT)
+      out->d2h_bytes += d->bytes[a[i].item];
+  }
+  out->cpu_bytes = stw_demand_host_bytes(d, p->chunking, &p->schedule);
+  StwSimulation local, *s = sim != NULL ? sim : &local;
+  stw_simulate_demand(p, t, d, detail && sim != NULL, s);
+  out->compute_ns = s->compute_busy_ns;
+  out->stall_ns = s->compute_stall_ns;
+  out->cpu_adam_ns = s->cpu_busy_ns;
+  out->h2d_ns = s->h2d_busy_ns;
+  out->d2h_ns = s->d2h_busy_ns;
+  out->cost_ns = s->iteration_ns;
+  out->comm_bytes = s->comm_bytes;
+  out->comm_ns = s->comm_busy_ns;
+  if (sim == NULL)
+    stw_simulation_clear(&local);
+}

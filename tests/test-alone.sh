@@ -1,0 +1,20 @@
+#!/bin/sh
+# test-alone.sh — every case of every unit test binary passes when run alone (`-p PATH`), as it
+# does in its binary: no case depends on what an earlier one left behind.
+. "$STW_SRCDIR/tests/tap.sh"
+n=0
+for t in "$STW_BUILDDIR"/tests/test-*; do
+  case $t in *.sh|*.c|*.o|*.log|*.trs) continue ;; esac
+  [ -f "$t" ] && [ -x "$t" ] || continue
+  cases=$("$t" -l 2>/dev/null | grep '^/')
+  [ -n "$cases" ] || continue
+  n=$((n + 1))
+  failed=
+  for p in $cases; do
+    "$t" -p "$p" > "$TAP_TMP/out" 2>&1 || failed="$failed $p"
+  done
+  [ -z "$failed" ]; tap_result $? "$(basename "$t"): every case alone ($(echo "$cases" | wc -l))" \
+    "failed alone:$failed" "$(tail -n 20 "$TAP_TMP/out")"
+done
+[ "$n" -ge 10 ]; tap_result $? "the unit test binaries were found ($n)"
+tap_done

@@ -1,0 +1,78 @@
+/* test-files.c — bounded reads and atomic writes (files.h). */
+#include "config.h"
+
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <glib/gstdio.h>
+
+#include <stowage/files.h>
+
+#include "testutil.h"
+
+static void
+test_atomic_write(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stw-files-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "out.json", NULL);
+  GError *error = NULL;
+  g_assert_true(stw_file_write_atomic(file, "old", 3, &error));
+  g_autofree char *missing = g_build_filename(dir, "no-such-dir", "out.json", NULL);
+  g_assert_false(stw_file_write_atomic(missing, "new", 3, &error));
+  g_assert_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO);
+  stw_assert_error_contains(error, "cannot write");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "old");
+  /* nothing but the file itself is left in the directory */
+  GDir *d = g_dir_open(dir, 0, NULL);
+  g_assert_cmpstr(g_dir_read_name(d), ==, "out.json");
+  g_assert_null(g_dir_read_name(d));
+  g_dir_close(d);
+  g_unlink(file);
+  g_rmdir(dir);
+}
+
+static void
+test_bounded_read(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stw-files-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "in.txt", NULL);
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(file, "0123456789", 10, NULL));
+  char *text = NULL;
+  gsize len = 0;
+  g_assert_true(stw_file_read(file, 10, &text, &len, &error));
+  g_assert_cmpuint(len, ==, 10);
+  g_assert_cmpstr(text, ==, "0123456789");
+  g_free(text);
+  text = NULL;
+  /* one byte over the limit is refused before anything is read */
+  g_assert_false(stw_file_read(file, 9, &text, &len, &error));
+  g_assert_error(error, STW_FILES_ERROR, STW_FILES_ERROR_LIMIT);
+  stw_assert_error_contains(error, "in.txt: file is 10 bytes, more than the limit of 9 bytes");
+  g_assert_null(text);
+  /* a FIFO or a device would be read until memory runs out: refused unopened */
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_assert_false(stw_file_read(fifo, 1 << 20, &text, &len, &error));
+  g_assert_error(error, STW_FILES_ERROR, STW_FILES_ERROR_LIMIT);
+  stw_assert_error_contains(error, "fifo: not a regular file");
+  g_assert_false(stw_file_read("/dev/zero", 1 << 20, &text, &len, &error));
+  stw_assert_error_contains(error, "/dev/zero: not a regular file");
+  g_assert_false(stw_file_read("/nonexistent/in.txt", 1 << 20, &text, &len, &error));
+  g_assert_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO);
+  stw_assert_error_contains(error, "/nonexistent/in.txt: cannot open: No such file or directory");
+  g_unlink(fifo);
+  g_unlink(file);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/files/atomic-write", test_atomic_write);
+  g_test_add_func("/files/bounded-read", test_bounded_read);
+  return g_test_run();
+}

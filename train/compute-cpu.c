@@ -1,0 +1,219 @@
+/* compute-cpu.c — the CPU table of compute.h: kernels.c on host memory. */
+#include "config.h"
+
+#include <stowage/compute.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "compute-cuda-bodies.h"
+#include "kernels.h"
+
+static void
+encoder_forward(StwCompute *x, float *out, const int *inp, const float *wte, const float *wpe,
+                int B, int T, int C)
+{
+  (void)x;
+  stw_encoder_forward(out, inp, wte, wpe, B, T, C);
+}
+
+static void
+encoder_backward(StwCompute *x, float *dwte, float *dwpe, const float *dout, const int *inp,
+                 int B, int T, int C)
+{
+  (void)x;
+  stw_encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+}
+
+static void
+layernorm_forward(StwCompute *x, float *out, float *mean, float *rstd, const float *inp,
+                  const float *weight, const float *bias, int B, int T, int C)
+{
+  (void)x;
+  stw_layernorm_forward(out, mean, rstd, inp, weight, bias, B, T, C);
+}
+
+static void
+layernorm_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const float *dout,
+                   const float *inp, const float *weight, const float *mean, const float *rstd,
+                   int B, int T, int C)
+{
+  (void)x;
+  stw_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C);
+}
+
+static void
+matmul_forward(StwCompute *x, float *out, const float *inp, const float *weight,
+               const float *bias, int B, int T, int C, int OC)
+{
+  (void)x;
+  stw_matmul_forward(out, inp, weight, bias, B, T, C, OC);
+}
+
+static void
+matmul_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const float *dout,
+                const float *inp, const float *weight, int B, int T, int C, int OC)
+{
+  (void)x;
+  stw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, B, T, C, OC);
+}
+
+static void
+attention_forward(StwCompute *x, float *out, float *preatt, float *att, const float *inp, int B,
+                  int T, int C, int NH)
+{
+  (void)x;
+  stw_attention_forward(out, preatt, att, inp, B, T, C, NH);
+}
+
+static void
+attention_backward(StwCompute *x, float *dinp, float *dpreatt, float *datt, const float *dout,
+                   const float *inp, const float *att, int B, int T, int C, int NH)
+{
+  (void)x;
+  stw_attention_backward(dinp, dpreatt, datt, dout, inp, att, B, T, C, NH);
+}
+
+static void
+gelu_forward(StwCompute *x, float *out, const float *inp, size_t n)
+{
+  (void)x;
+  stw_gelu_forward(out, inp, n);
+}
+
+static void
+gelu_backward(StwCompute *x, float *dinp, const float *inp, const float *dout, size_t n)
+{
+  (void)x;
+  stw_gelu_backward(dinp, inp, dout, n);
+}
+
+static void
+residual_forward(StwCompute *x, float *out, const float *a, const float *b, size_t n)
+{
+  (void)x;
+  stw_residual_forward(out, a, b, n);
+}
+
+static float
+crossentropy_forward(StwCompute *x, float *probs, float *losses, const float *logits,
+                     const int *targets, int B, int T, int V)
+{
+  (void)x;
+  return stw_crossentropy_forward(probs, losses, logits, targets, B, T, V);
+}
+
+static void
+crossentropy_backward(StwCompute *x, float *dlogits, const float *probs, const int *targets,
+                      int B, int T, int V)
+{
+  (void)x;
+  stw_crossentropy_backward(dlogits, probs, targets, B, T, V);
+}
+
+static void
+grad_commit(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t n,
+            gboolean first)
+{
+  (void)x;
+  if (dtype == STW_DTYPE_BF16) {
+    for (size_t i = 0; i < n; i++)
+      stw_cb_commit_bf16(i, slot, grad, first);
+    return;
+  }
+  float *s = slot;
+  if (first) {
+    memcpy(s, grad, n * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    s[i] += grad[i];
+}
+
+static void
+widen(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n)
+{
+  (void)x;
+  if (dtype != STW_DTYPE_BF16) {
+    memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    stw_cb_widen_bf16(i, dst, src);
+}
+
+void
+stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+                      const StwAdamConfig *c, guint64 step)
+{
+  if (dtype == STW_DTYPE_BF16) {
+    float bc1 = (float)(1.0 - pow(c->beta1, (double)step));
+    float bc2 = (float)(1.0 - pow(c->beta2, (double)step));
+    for (size_t i = 0; i < n; i++)
+      stw_cb_adam_bf16(i, param, master, m, v, c->lr, c->beta1, c->beta2, c->eps,
+                       c->weight_decay, bc1, bc2);
+    return;
+  }
+  /* the compute copy holds the gradient; the master weights get the update */
+  stw_adam_update(master, param, m, v, n, c, step);
+  memcpy(param, master, n * sizeof(float));
+}
+
+static void
+adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+     const StwAdamConfig *c, guint64 step)
+{
+  (void)x;
+  stw_compute_host_adam(param, dtype, master, m, v, n, c, step);
+}
+
+static void
+copy_bytes(StwCompute *x, void *dst, const void *src, size_t bytes)
+{
+  (void)x;
+  memcpy(dst, src, bytes);
+}
+
+static gboolean
+always_ok(StwCompute *x)
+{
+  (void)x;
+  return TRUE;
+}
+
+static void
+no_free(StwCompute *x)
+{
+  (void)x;
+}
+
+static StwCompute cpu = {
+  .name = "cpu",
+  .device_memory = FALSE,
+  .encoder_forward = encoder_forward,
+  .encoder_backward = encoder_backward,
+  .layernorm_forward = layernorm_forward,
+  .layernorm_backward = layernorm_backward,
+  .matmul_forward = matmul_forward,
+  .matmul_backward = matmul_backward,
+  .attention_forward = attention_forward,
+  .attention_backward = attention_backward,
+  .gelu_forward = gelu_forward,
+  .gelu_backward = gelu_backward,
+  .residual_forward = residual_forward,
+  .crossentropy_forward = crossentropy_forward,
+  .crossentropy_backward = crossentropy_backward,
+  .widen = widen,
+  .grad_commit = grad_commit,
+  .adam = adam,
+  .upload = copy_bytes,
+  .download = copy_bytes,
+  .ok = always_ok,
+  .free = no_free,
+};
+
+StwCompute *
+stw_compute_cpu(void)
+{
+  return &cpu;
+}

@@ -1,0 +1,792 @@
+/* trainer.c — the GPT trainer: the model graph's ops executed with kernels.c over runtime
+ * chunks; see trainer.h. */
+#include "config.h"
+
+#include <stowage/trainer.h>
+
+#include <math.h>
+#include <string.h>
+
+#include <stowage/files.h>
+#include "kernels.h"
+#include <stowage/model.h>
+
+G_DEFINE_QUARK(stw-trainer-error-quark, stw_trainer_error)
+
+#define CKPT_MAGIC "STWCKPT1"
+
+typedef enum {
+  K_EMBED, K_LN1, K_QKV, K_CORE, K_PROJ, K_LN2, K_FC, K_GELU, K_MLP_PROJ, K_LNF, K_HEAD, K_LOSS
+} Kind;
+
+typedef struct {
+  /* forward activations of one block; x is its input */
+  float *x, *ln1, *ln1_mean, *ln1_rstd, *qkv, *preatt, *att, *atty, *res2, *ln2, *ln2_mean,
+      *ln2_rstd, *fch, *fch_gelu, *res3;
+} Block;
+
+struct StwTrainer {
+  StwTrainerConfig c;
+  StwTrace *model;            /* tensors and model section */
+  StwModelGraph *graph;
+  Kind *kinds;                /* per graph op */
+  StwRuntime *rt;
+  const guint8 *text;
+  gsize len, pos;
+  StwCompute *cx;             /* where the math runs */
+  int *inputs, *targets;      /* (B, T), on the host */
+  int *d_inputs, *d_targets;  /* where the compute table reads them */
+  gboolean fixed_batch;
+  guint64 step;
+  float **grad_sink;
+  guint8 *grad_written;       /* per tensor, this iteration */
+  /* activations */
+  Block *blocks;
+  float *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
+  float *dx;                  /* gradient of the residual stream flowing back */
+  float *dlogits, *dlnf, *dfch_gelu, *dfch, *dln2, *datty, *dqkv, *dln1;
+  float loss;
+};
+
+void
+stw_trainer_config_init(StwTrainerConfig *c)
+{
+  *c = (StwTrainerConfig){ .layers = 2, .width = 64, .heads = 4, .context = 64, .batch = 4,
+                           .seed = 1337, .dtype = STW_DTYPE_FP32 };
+  stw_adam_config_init(&c->adam);
+}
+
+static gboolean
+config_model(const StwTrainerConfig *c, StwModelConfig *m, GError **error)
+{
+  memset(m, 0, sizeof *m);
+  g_snprintf(m->name, sizeof m->name, "gpt-bytes-l%" G_GUINT64_FORMAT "-w%" G_GUINT64_FORMAT,
+             c->layers, c->width);
+  m->arch = STW_ARCH_GPT;
+  m->layers = c->layers;
+  m->hidden = c->width;
+  m->heads = c->heads;
+  m->kv_heads = c->heads;
+  m->ffn = 4 * c->width;
+  m->vocab = 256;
+  m->max_seq = c->context;
+  m->tied = TRUE;
+  if (c->dtype != STW_DTYPE_FP32 && c->dtype != STW_DTYPE_BF16) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "the trainer keeps its compute copy in fp32 or bf16, not %s",
+                stw_dtype_name(c->dtype));
+    return FALSE;
+  }
+  GError *local = NULL;
+  if (!stw_model_config_validate(m, "trainer", &local) || c->batch < 1 || c->batch > 4096) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG, "%s",
+                local ? local->message : "the batch must be 1 to 4096");
+    g_clear_error(&local);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+StwTrace *
+stw_trainer_model(const StwTrainerConfig *c, GError **error)
+{
+  StwModelConfig m;
+  if (!config_model(c, &m, error))
+    return NULL;
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&m, c->batch, c->context, STW_DTYPE_FP32,
+                                                   STW_ATTENTION_NAIVE);
+  StwTrace *t = stw_trace_new();
+  g_free(t->model.name);
+  t->model.name = g_strdup(m.name);
+  t->model.has_config = TRUE;
+  t->model.config = m;
+  t->model.batch = c->batch;
+  t->model.seq = c->context;
+  for (guint i = 0; i < g->tensors->len; i++) {
+    const StwGraphTensor *gt = g->tensors->pdata[i];
+    guint32 id = stw_trace_add_tensor(t, gt->name, c->dtype, gt->shape, gt->ndim);
+    for (guint k = 0; k < gt->aliases->len; k++)
+      g_ptr_array_add(g_array_index(t->tensors, StwTensor, id).aliases,
+                      g_strdup(gt->aliases->pdata[k]));
+  }
+  return t;
+}
+
+static Kind
+kind_of(const char *name)
+{
+  static const struct {
+    const char *suffix;
+    Kind kind;
+  } table[] = { { "embed", K_EMBED }, { "ln_1", K_LN1 }, { "attn.qkv", K_QKV },
+                { "attn.core", K_CORE }, { "attn.proj", K_PROJ }, { "ln_2", K_LN2 },
+                { "mlp.fc", K_FC }, { "mlp.gelu", K_GELU }, { "mlp.proj", K_MLP_PROJ },
+                { "ln_f", K_LNF }, { "lm_head", K_HEAD }, { "loss", K_LOSS } };
+  for (gsize i = 0; i < G_N_ELEMENTS(table); i++) {
+    if (g_str_has_suffix(name, table[i].suffix))
+      return table[i].kind;
+  }
+  g_assert_not_reached();
+}
+
+/* ---- initialization --------------------------------------------------------------------------- */
+
+static guint64
+splitmix(guint64 *s)
+{
+  guint64 z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static float
+normal(guint64 *s)
+{
+  double u1 = ((double)(splitmix(s) >> 11) + 0.5) / 9007199254740992.0;
+  double u2 = ((double)(splitmix(s) >> 11) + 0.5) / 9007199254740992.0;
+  return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * G_PI * u2));
+}
+
+/* GPT-2's initialization: N(0, 0.02) weights, the residual projections scaled by 1/sqrt(2L),
+ * zero biases, unit LayerNorm gains. */
+static float **
+initial_weights(const StwTrace *m, guint64 seed, guint64 layers)
+{
+  float **w = g_new0(float *, m->tensors->len);
+  guint64 s = seed;
+  for (guint32 i = 0; i < m->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(m, i);
+    w[i] = g_new0(float, x->numel);
+    gboolean ln = strstr(x->name, "ln_") != NULL;
+    gboolean bias = g_str_has_suffix(x->name, ".bias");
+    float std = strstr(x->name, "c_proj.weight") ? 0.02f / sqrtf(2.0f * (float)layers) : 0.02f;
+    for (guint64 k = 0; k < x->numel; k++)
+      w[i][k] = bias ? 0.0f : ln ? 1.0f : std * normal(&s);
+  }
+  return w;
+}
+
+StwTrainer *
+stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
+                const StwRuntimeOptions *ro, StwBackend *backend, GError **error)
+{
+  StwModelConfig m;
+  if (!config_model(c, &m, error))
+    return NULL;
+  if (len < c->batch * c->context + 1) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DATA,
+                "the text has %" G_GSIZE_FORMAT " bytes; batch %" G_GUINT64_FORMAT " x context %"
+                G_GUINT64_FORMAT " needs at least %" G_GUINT64_FORMAT, len, c->batch, c->context,
+                c->batch * c->context + 1);
+    return NULL;
+  }
+  if (c->compute != NULL && c->compute->device_memory && ro->mode == STW_RUNTIME_PLAIN) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "plain mode keeps the model in host arrays; the %s compute table needs the "
+                "runtime's device memory", c->compute->name);
+    return NULL;
+  }
+  StwTrainer *t = g_new0(StwTrainer, 1);
+  t->c = *c;
+  t->cx = c->compute != NULL ? c->compute : stw_compute_cpu();
+  t->text = text;
+  t->len = len;
+  t->model = stw_trainer_model(c, error);
+  t->graph = stw_model_graph_new(&m, c->batch, c->context, STW_DTYPE_FP32, STW_ATTENTION_NAIVE);
+  t->kinds = g_new(Kind, t->graph->ops->len);
+  for (guint i = 0; i < t->graph->ops->len; i++)
+    t->kinds[i] = kind_of(((StwGraphOp *)t->graph->ops->pdata[i])->name);
+  float **init = initial_weights(t->model, c->seed, c->layers);
+  t->rt = stw_runtime_new(t->model, (const float *const *)init, ro, backend, error);
+  for (guint32 i = 0; i < t->model->tensors->len; i++)
+    g_free(init[i]);
+  g_free(init);
+  if (t->rt == NULL) {
+    stw_trainer_free(t);
+    return NULL;
+  }
+  t->inputs = g_new(int, c->batch * c->context);
+  t->targets = g_new(int, c->batch * c->context);
+  t->blocks = g_new0(Block, c->layers);
+  t->grad_written = g_new0(guint8, t->model->tensors->len);
+  return t;
+}
+
+void
+stw_trainer_free(StwTrainer *t)
+{
+  if (t == NULL)
+    return;
+  stw_runtime_free(t->rt);
+  stw_model_graph_free(t->graph);
+  stw_trace_free(t->model);
+  g_free(t->kinds);
+  g_free(t->inputs);
+  g_free(t->targets);
+  g_free(t->blocks);
+  g_free(t->grad_written);
+  g_free(t);
+}
+
+/* ---- one step --------------------------------------------------------------------------------- */
+
+typedef struct {
+  StwTrainer *t;
+  GError **error;
+  gboolean failed;
+  float *w[4];        /* the current op's weights as the kernels read them: fp32 */
+} Ctx;
+
+/* the compute table of the trainer in scope as T */
+#define CX (t->cx)
+
+static float *
+act(Ctx *x, gsize floats)
+{
+  if (x->failed)
+    return NULL;
+  float *p = stw_runtime_alloc(x->t->rt, floats * sizeof(float), x->error);
+  if (p == NULL)
+    x->failed = TRUE;
+  return p;
+}
+
+static void
+release(Ctx *x, float **p)
+{
+  stw_runtime_release(x->t->rt, *p);
+  *p = NULL;
+}
+
+static guint64
+numel(const StwTrainer *t, const StwGraphOp *op, guint i)
+{
+  return stw_trace_tensor(t->model, g_array_index(op->params, guint32, i))->numel;
+}
+
+/* The op's weights where the kernels read them: the compute copies themselves in fp32; in mixed
+ * precision widened from bf16 into activations (counted in the budget) until the op ends. */
+static void
+weights_in(Ctx *x, const StwGraphOp *op)
+{
+  StwTrainer *t = x->t;
+  g_assert(op->params->len <= G_N_ELEMENTS(x->w));
+  for (guint i = 0; i < op->params->len; i++) {
+    gpointer slot = stw_runtime_param(t->rt, g_array_index(op->params, guint32, i));
+    if (t->c.dtype != STW_DTYPE_BF16) {
+      x->w[i] = slot;
+      continue;
+    }
+    x->w[i] = act(x, numel(t, op, i));
+    if (x->w[i] != NULL)
+      CX->widen(CX, x->w[i], slot, STW_DTYPE_BF16, numel(t, op, i));
+  }
+}
+
+static void
+weights_out(Ctx *x)
+{
+  gboolean widened = x->t->c.dtype == STW_DTYPE_BF16;
+  for (guint i = 0; i < G_N_ELEMENTS(x->w); i++) {
+    if (widened && x->w[i] != NULL)
+      stw_runtime_release(x->t->rt, x->w[i]);
+    x->w[i] = NULL;
+  }
+}
+
+/* the op's weight I, as weights_in left it */
+static float *
+P(Ctx *x, guint i)
+{
+  return x->w[i];
+}
+
+/* Writes a gradient computed in SCRATCH into the tensor's slot: the first write of the
+ * iteration replaces the parameter (no longer needed), later ones add up (tied weights). */
+static void
+commit_grad(Ctx *x, guint32 tensor, const float *scratch)
+{
+  StwTrainer *t = x->t;
+  gpointer slot = stw_runtime_param(t->rt, tensor);
+  guint64 n = stw_trace_tensor(t->model, tensor)->numel;
+  CX->grad_commit(CX, slot, t->c.dtype, scratch, n, !t->grad_written[tensor]);
+  t->grad_written[tensor] = 1;
+}
+
+/* Token ids where the compute table reads them: the host array itself on the CPU, else an
+ * activation of the same size with the ids uploaded. */
+static int *
+tokens(Ctx *x, const int *host)
+{
+  StwTrainer *t = x->t;
+  if (!CX->device_memory)
+    return (int *)host;
+  gsize n = t->c.batch * t->c.context;
+  G_STATIC_ASSERT(sizeof(int) == sizeof(float));
+  int *dev = (int *)act(x, n);
+  if (dev != NULL)
+    CX->upload(CX, dev, host, n * sizeof(int));
+  return dev;
+}
+
+static void
+release_tokens(Ctx *x, int **p)
+{
+  if (x->t->cx->device_memory)
+    stw_runtime_release(x->t->rt, *p);
+  *p = NULL;
+}
+
+static void
+forward_op(Ctx *x, guint k)
+{
+  StwTrainer *t = x->t;
+  const StwGraphOp *op = t->graph->ops->pdata[k];
+  int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, NH = (int)t->c.heads;
+  int V = 256;
+  gsize BTC = (gsize)B * T * C;
+  Block *b = op->layer >= 0 ? &t->blocks[op->layer] : NULL;
+  Block *prev = op->layer > 0 ? &t->blocks[op->layer - 1] : NULL;
+  switch (t->kinds[k]) {
+  case K_EMBED:
+    t->d_inputs = tokens(x, t->inputs);
+    t->blocks[0].x = act(x, BTC);
+    if (!x->failed)
+      CX->encoder_forward(CX, t->blocks[0].x, t->d_inputs, P(x, 0), P(x, 1), B, T, C);
+    break;
+  case K_LN1:
+    if (prev != NULL)
+      b->x = prev->res3;
+    b->ln1 = act(x, BTC);
+    b->ln1_mean = act(x, (gsize)B * T);
+    b->ln1_rstd = act(x, (gsize)B * T);
+    if (!x->failed)
+      CX->layernorm_forward(CX, b->ln1, b->ln1_mean, b->ln1_rstd, b->x, P(x, 0), P(x, 1), B,
+                            T, C);
+    break;
+  case K_QKV:
+    b->qkv = act(x, 3 * BTC);
+    if (!x->failed)
+      CX->matmul_forward(CX, b->qkv, b->ln1, P(x, 0), P(x, 1), B, T, C, 3 * C);
+    break;
+  case K_CORE:
+    b->preatt = act(x, (gsize)B * NH * T * T);
+    b->att = act(x, (gsize)B * NH * T * T);
+    b->atty = act(x, BTC);
+    if (!x->failed)
+      CX->attention_forward(CX, b->atty, b->preatt, b->att, b->qkv, B, T, C, NH);
+    break;
+  case K_PROJ: {
+    float *proj = act(x, BTC);
+    b->res2 = act(x, BTC);
+    if (!x->failed) {
+      CX->matmul_forward(CX, proj, b->atty, P(x, 0), P(x, 1), B, T, C, C);
+      CX->residual_forward(CX, b->res2, b->x, proj, BTC);
+    }
+    release(x, &proj);
+    break;
+  }
+  case K_LN2:
+    b->ln2 = act(x, BTC);
+    b->ln2_mean = act(x, (gsize)B * T);
+    b->ln2_rstd = act(x, (gsize)B * T);
+    if (!x->failed)
+      CX->layernorm_forward(CX, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P(x, 0), P(x, 1),
+                            B, T, C);
+    break;
+  case K_FC:
+    b->fch = act(x, 4 * BTC);
+    if (!x->failed)
+      CX->matmul_forward(CX, b->fch, b->ln2, P(x, 0), P(x, 1), B, T, C, 4 * C);
+    break;
+  case K_GELU:
+    b->fch_gelu = act(x, 4 * BTC);
+    if (!x->failed)
+      CX->gelu_forward(CX, b->fch_gelu, b->fch, 4 * BTC);
+    break;
+  case K_MLP_PROJ: {
+    float *proj = act(x, BTC);
+    b->res3 = act(x, BTC);
+    if (!x->failed) {
+      CX->matmul_forward(CX, proj, b->fch_gelu, P(x, 0), P(x, 1), B, T, 4 * C, C);
+      CX->residual_forward(CX, b->res3, b->res2, proj, BTC);
+    }
+    release(x, &proj);
+    break;
+  }
+  case K_LNF: {
+    Block *last = &t->blocks[t->c.layers - 1];
+    t->lnf = act(x, BTC);
+    t->lnf_mean = act(x, (gsize)B * T);
+    t->lnf_rstd = act(x, (gsize)B * T);
+    if (!x->failed)
+      CX->layernorm_forward(CX, t->lnf, t->lnf_mean, t->lnf_rstd, last->res3, P(x, 0),
+                            P(x, 1), B, T, C);
+    break;
+  }
+  case K_HEAD:
+    t->logits = act(x, (gsize)B * T * V);
+    if (!x->failed)
+      CX->matmul_forward(CX, t->logits, t->lnf, P(x, 0), NULL, B, T, C, V);
+    break;
+  case K_LOSS:
+    t->d_targets = tokens(x, t->targets);
+    t->probs = act(x, (gsize)B * T * V);
+    t->losses = act(x, (gsize)B * T);
+    if (!x->failed)
+      t->loss = CX->crossentropy_forward(CX, t->probs, t->losses, t->logits, t->d_targets, B, T,
+                                         V);
+    break;
+  }
+}
+
+/* Computes the weight and bias gradients of op K into scratch and commits them. */
+static void
+backward_op(Ctx *x, guint k)
+{
+  StwTrainer *t = x->t;
+  const StwGraphOp *op = t->graph->ops->pdata[k];
+  int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, NH = (int)t->c.heads;
+  int V = 256;
+  gsize BTC = (gsize)B * T * C;
+  Block *b = op->layer >= 0 ? &t->blocks[op->layer] : NULL;
+  float *dw = op->params->len > 0 ? act(x, numel(t, op, 0)) : NULL;
+  float *db = op->params->len > 1 ? act(x, numel(t, op, 1)) : NULL;
+  if (x->failed)
+    return;
+  switch (t->kinds[k]) {
+  case K_LOSS:
+    t->dlogits = act(x, (gsize)B * T * V);
+    if (!x->failed)
+      CX->crossentropy_backward(CX, t->dlogits, t->probs, t->d_targets, B, T, V);
+    release_tokens(x, &t->d_targets);
+    release(x, &t->probs);
+    release(x, &t->losses);
+    release(x, &t->logits);
+    break;
+  case K_HEAD:
+    t->dlnf = act(x, BTC);
+    if (!x->failed)
+      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, 0), B, T, C, V);
+    release(x, &t->dlogits);
+    break;
+  case K_LNF:
+    t->dx = act(x, BTC);
+    if (!x->failed)
+      CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, 0),
+                             t->lnf_mean, t->lnf_rstd, B, T, C);
+    release(x, &t->dlnf);
+    release(x, &t->lnf);
+    release(x, &t->lnf_mean);
+    release(x, &t->lnf_rstd);
+    break;
+  case K_MLP_PROJ: /* res3 = res2 + proj(gelu): dx flows to res2 unchanged */
+    t->dfch_gelu = act(x, 4 * BTC);
+    if (!x->failed)
+      CX->matmul_backward(CX, t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, 0), B, T, 4 * C, C);
+    break;
+  case K_GELU:
+    t->dfch = act(x, 4 * BTC);
+    if (!x->failed)
+      CX->gelu_backward(CX, t->dfch, b->fch, t->dfch_gelu, 4 * BTC);
+    release(x, &t->dfch_gelu);
+    release(x, &b->fch_gelu);
+    break;
+  case K_FC:
+    t->dln2 = act(x, BTC);
+    if (!x->failed)
+      CX->matmul_backward(CX, t->dln2, dw, db, t->dfch, b->ln2, P(x, 0), B, T, C, 4 * C);
+    release(x, &t->dfch);
+    release(x, &b->fch);
+    break;
+  case K_LN2:
+    CX->layernorm_backward(CX, t->dx, dw, db, t->dln2, b->res2, P(x, 0), b->ln2_mean,
+                           b->ln2_rstd, B, T, C);
+    release(x, &t->dln2);
+    release(x, &b->ln2);
+    release(x, &b->ln2_mean);
+    release(x, &b->ln2_rstd);
+    release(x, &b->res3);
+    break;
+  case K_PROJ: /* res2 = x + proj(atty): dx flows to x unchanged */
+    t->datty = act(x, BTC);
+    if (!x->failed)
+      CX->matmul_backward(CX, t->datty, dw, db, t->dx, b->atty, P(x, 0), B, T, C, C);
+    break;
+  case K_CORE: {
+    t->dqkv = act(x, 3 * BTC);
+    float *dpre = act(x, (gsize)B * NH * T * T), *datt = act(x, (gsize)B * NH * T * T);
+    if (!x->failed)
+      CX->attention_backward(CX, t->dqkv, dpre, datt, t->datty, b->qkv, b->att, B, T, C, NH);
+    release(x, &dpre);
+    release(x, &datt);
+    release(x, &t->datty);
+    release(x, &b->preatt);
+    release(x, &b->att);
+    release(x, &b->atty);
+    break;
+  }
+  case K_QKV:
+    t->dln1 = act(x, BTC);
+    if (!x->failed)
+      CX->matmul_backward(CX, t->dln1, dw, db, t->dqkv, b->ln1, P(x, 0), B, T, C, 3 * C);
+    release(x, &t->dqkv);
+    release(x, &b->qkv);
+    break;
+  case K_LN1:
+    CX->layernorm_backward(CX, t->dx, dw, db, t->dln1, b->x, P(x, 0), b->ln1_mean, b->ln1_rstd, B,
+                           T, C);
+    release(x, &t->dln1);
+    release(x, &b->ln1);
+    release(x, &b->ln1_mean);
+    release(x, &b->ln1_rstd);
+    release(x, &b->res2);
+    if (op->layer == 0)
+      release(x, &b->x); /* the embedding's output */
+    break;
+  case K_EMBED:
+    CX->encoder_backward(CX, dw, db, t->dx, t->d_inputs, B, T, C);
+    release_tokens(x, &t->d_inputs);
+    release(x, &t->dx);
+    break;
+  }
+  if (!x->failed) {
+    if (dw != NULL)
+      commit_grad(x, g_array_index(op->params, guint32, 0), dw);
+    if (db != NULL)
+      commit_grad(x, g_array_index(op->params, guint32, 1), db);
+  }
+  release(x, &dw);
+  release(x, &db);
+}
+
+static void
+next_batch(StwTrainer *t)
+{
+  gsize n = t->c.batch * t->c.context;
+  if (t->pos + n + 1 > t->len)
+    t->pos = 0;
+  for (gsize i = 0; i < n; i++) {
+    t->inputs[i] = t->text[t->pos + i];
+    t->targets[i] = t->text[t->pos + i + 1];
+  }
+  t->pos += n;
+}
+
+void
+stw_trainer_set_batch(StwTrainer *t, const int *inputs, const int *targets)
+{
+  gsize n = t->c.batch * t->c.context;
+  memcpy(t->inputs, inputs, n * sizeof(int));
+  memcpy(t->targets, targets, n * sizeof(int));
+  t->fixed_batch = TRUE;
+}
+
+void
+stw_trainer_set_grad_sink(StwTrainer *t, float **sink)
+{
+  t->grad_sink = sink;
+}
+
+/* Copies TENSOR's gradient (in its compute copy PARAM) to the sink, as fp32. */
+static void
+sink_gradient(StwTrainer *t, guint32 tensor, gconstpointer param, gboolean on_device)
+{
+  guint64 n = stw_trace_tensor(t->model, tensor)->numel;
+  gsize bytes = n * stw_dtype_bytes(t->c.dtype);
+  g_autofree guint8 *host = g_malloc(MAX(bytes, 1));
+  if (on_device)
+    t->cx->download(t->cx, host, param, bytes);
+  else
+    memcpy(host, param, bytes);
+  stw_compute_cpu()->widen(stw_compute_cpu(), t->grad_sink[tensor], host, t->c.dtype, n);
+}
+
+static gboolean
+run_op(Ctx *x, const char *name, StwStage stage, const GArray *params, gboolean grads)
+{
+  const guint32 *ids = (const guint32 *)params->data;
+  return stw_runtime_op_begin(x->t->rt, name, stage, ids, params->len, ids,
+                              grads ? params->len : 0, x->error);
+}
+
+gboolean
+stw_trainer_step(StwTrainer *t, float *loss, GError **error)
+{
+  if (!t->fixed_batch)
+    next_batch(t);
+  t->fixed_batch = FALSE;
+  memset(t->grad_written, 0, t->model->tensors->len);
+  Ctx x = { .t = t, .error = error };
+  guint n_ops = t->graph->ops->len;
+  stw_runtime_iteration_begin(t->rt);
+  for (guint k = 0; k < n_ops && !x.failed; k++) {
+    const StwGraphOp *op = t->graph->ops->pdata[k];
+    if (!run_op(&x, op->name, STW_STAGE_FWD, op->params, FALSE))
+      return FALSE;
+    weights_in(&x, op);
+    forward_op(&x, k);
+    weights_out(&x);
+    stw_runtime_op_end(t->rt);
+  }
+  for (guint k = n_ops; k-- > 0 && !x.failed;) {
+    const StwGraphOp *op = t->graph->ops->pdata[k];
+    g_autofree char *name = g_strconcat(op->name, ".bwd", NULL);
+    if (!run_op(&x, name, STW_STAGE_BWD, op->params, TRUE))
+      return FALSE;
+    weights_in(&x, op);
+    backward_op(&x, k);
+    weights_out(&x);
+    stw_runtime_op_end(t->rt);
+  }
+  if (!x.failed && !t->cx->ok(t->cx)) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE, "%s", t->cx->error);
+    x.failed = TRUE;
+  }
+  if (x.failed)
+    return FALSE;
+  t->step++;
+  for (guint32 id = 0; id < t->model->tensors->len; id++) {
+    const StwTensor *ten = stw_trace_tensor(t->model, id);
+    g_autofree char *name = g_strconcat("adam.", ten->name, NULL);
+    if (!stw_runtime_op_begin(t->rt, name, STW_STAGE_OPTIM, &id, 1, NULL, 0, error))
+      return FALSE;
+    gpointer param;
+    float *master, *m, *v;
+    gboolean on_device = stw_runtime_optim(t->rt, id, &param, &master, &m, &v);
+    if (t->grad_sink != NULL)
+      sink_gradient(t, id, param, on_device);
+    /* the compute copy holds the gradient; the master weights get the update */
+    if (on_device)
+      t->cx->adam(t->cx, param, t->c.dtype, master, m, v, ten->numel, &t->c.adam, t->step);
+    else
+      stw_compute_host_adam(param, t->c.dtype, master, m, v, ten->numel, &t->c.adam, t->step);
+    stw_runtime_op_end(t->rt);
+  }
+  if (!t->cx->ok(t->cx)) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE, "%s", t->cx->error);
+    return FALSE;
+  }
+  if (!stw_runtime_iteration_end(t->rt, error))
+    return FALSE;
+  *loss = t->loss;
+  return TRUE;
+}
+
+StwRuntime *
+stw_trainer_runtime(StwTrainer *t)
+{
+  return t->rt;
+}
+
+const StwTrace *
+stw_trainer_model_of(StwTrainer *t)
+{
+  return t->model;
+}
+
+guint64
+stw_trainer_step_count(StwTrainer *t)
+{
+  return t->step;
+}
+
+void
+stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out)
+{
+  guint64 n = stw_trace_tensor(t->model, tensor)->numel;
+  g_autofree float *m = g_new(float, n), *v = g_new(float, n);
+  stw_runtime_read_state(t->rt, tensor, out, m, v);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------------ */
+
+typedef struct {
+  char magic[8];
+  guint64 layers, width, heads, context, batch, seed;
+  guint64 step, pos, n_tensors, total_floats;
+} CkptHeader;
+
+gboolean
+stw_trainer_save(StwTrainer *t, const char *file, GError **error)
+{
+  guint32 n = t->model->tensors->len;
+  guint64 total = 0;
+  for (guint32 i = 0; i < n; i++)
+    total += stw_trace_tensor(t->model, i)->numel;
+  CkptHeader h = { .layers = t->c.layers, .width = t->c.width, .heads = t->c.heads,
+                   .context = t->c.context, .batch = t->c.batch, .seed = t->c.seed,
+                   .step = t->step, .pos = t->pos, .n_tensors = n, .total_floats = total };
+  memcpy(h.magic, CKPT_MAGIC, 8);
+  gsize body = sizeof h + 3 * total * sizeof(float);
+  guint8 *buf = g_malloc(body + 32);
+  memcpy(buf, &h, sizeof h);
+  float *p = (float *)(buf + sizeof h);
+  for (guint32 i = 0; i < n; i++) {
+    guint64 k = stw_trace_tensor(t->model, i)->numel;
+    stw_runtime_read_state(t->rt, i, p, p + total, p + 2 * total);
+    p += k;
+  }
+  GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_checksum_update(sum, buf, body);
+  gsize dlen = 32;
+  g_checksum_get_digest(sum, buf + body, &dlen);
+  g_checksum_free(sum);
+  gboolean ok = stw_file_write_atomic(file, (const char *)buf, body + 32, error);
+  g_free(buf);
+  return ok;
+}
+
+gboolean
+stw_trainer_load(StwTrainer *t, const char *file, GError **error)
+{
+  g_autofree guint8 *buf = NULL;
+  gsize len = 0;
+  GError *local = NULL;
+  if (!g_file_get_contents(file, (char **)&buf, &len, &local)) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT, "%s: cannot read: %s",
+                file, local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  CkptHeader h;
+  if (len < sizeof h + 32 || memcmp(buf, CKPT_MAGIC, 8) != 0) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT,
+                "%s: not a stowage checkpoint (or truncated)", file);
+    return FALSE;
+  }
+  memcpy(&h, buf, sizeof h);
+  guint8 digest[32];
+  gsize dlen = 32;
+  GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_checksum_update(sum, buf, len - 32);
+  g_checksum_get_digest(sum, digest, &dlen);
+  g_checksum_free(sum);
+  if (memcmp(digest, buf + len - 32, 32) != 0) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT,
+                "%s: checksum mismatch: the checkpoint is corrupt", file);
+    return FALSE;
+  }
+  guint64 total = 0;
+  for (guint32 i = 0; i < t->model->tensors->len; i++)
+    total += stw_trace_tensor(t->model, i)->numel;
+  if (h.layers != t->c.layers || h.width != t->c.width || h.heads != t->c.heads ||
+      h.context != t->c.context || h.batch != t->c.batch || h.n_tensors != t->model->tensors->len ||
+      h.total_floats != total || len != sizeof h + 3 * total * sizeof(float) + 32) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT,
+                "%s: a checkpoint of another model (layers %" G_GUINT64_FORMAT ", width %"
+                G_GUINT64_FORMAT ", heads %" G_GUINT64_FORMAT ", context %" G_GUINT64_FORMAT
+                ", batch %" G_GUINT64_FORMAT ")", file, h.layers, h.width, h.heads, h.context,
+                h.batch);
+    return FALSE;
+  }
+  const float *p = (const float *)(buf + sizeof h);
+  for (guint32 i = 0; i < t->model->tensors->len; i++) {
+    stw_runtime_write_state(t->rt, i, p, p + total, p + 2 * total);
+    p += stw_trace_tensor(t->model, i)->numel;
+  }
+  t->step = h.step;
+  t->pos = h.pos;
+  return TRUE;
+}
