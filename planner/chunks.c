@@ -115,6 +115,17 @@ stw_chunking_free(StwChunking *c)
   g_free(c);
 }
 
+StwChunking *
+stw_chunking_copy(const StwChunking *c)
+{
+  StwChunking *d = g_new(StwChunking, 1);
+  *d = *c;
+  d->chunks = g_array_copy(c->chunks);
+  d->placements = g_array_copy(c->placements);
+  d->chunk_of = g_memdup2(c->chunk_of, MAX(c->n_tensors, 1) * sizeof(guint32));
+  return d;
+}
+
 guint64
 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list)
 {

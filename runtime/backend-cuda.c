@@ -201,7 +201,7 @@ stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
   int count = 0;
   cudaError_t r = cudaGetDeviceCount(&count);
   if (r != cudaSuccess || count == 0) {
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
                 "no CUDA device: cudaGetDeviceCount: %s",
                 r != cudaSuccess ? cudaGetErrorString(r) : "0 devices");
     return NULL;
@@ -222,7 +222,7 @@ stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
       !ok(c, cudaStreamCreateWithFlags(&c->h2d, cudaStreamNonBlocking), "cudaStreamCreate") ||
       !ok(c, cudaStreamCreateWithFlags(&c->d2h, cudaStreamNonBlocking), "cudaStreamCreate") ||
       !ok(c, cudaEventCreateWithFlags(&c->compute, cudaEventDisableTiming), "cudaEventCreate")) {
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET, "CUDA backend: %s",
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE, "CUDA backend: %s",
                 c->base.error);
     if (arena != NULL)
       cudaFree(arena);

@@ -10,6 +10,7 @@
 #include <stowage/check.h>
 #include <stowage/planner.h>
 #include "json.h"
+#include "store.h"
 #include "testutil.h"
 #include <stowage/trainer.h>
 #include <stowage/units.h>
@@ -363,6 +364,7 @@ test_compute_table(void)
   StwRuntimeOptions verify = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB,
                                .verify = TRUE };
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &verify, dev, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED);
   stw_assert_error_contains(error, "verify checksums device memory from the host");
   stw_trainer_free(t);
   stw_trainer_free(cpu);
@@ -539,6 +541,7 @@ test_bad_input(void)
 #ifdef STW_HAVE_CUDA
   g_setenv("STOWAGE_COMPUTE_CUDA", "/nonexistent/libstowage-compute-cuda.so", TRUE);
   g_assert_null(stw_compute_cuda_new(TRUE, &error));
+  g_assert_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE);
   stw_assert_error_contains(error, "cannot load the CUDA compute table "
                             "/nonexistent/libstowage-compute-cuda.so");
   g_setenv("STOWAGE_COMPUTE_CUDA", "libm.so.6", TRUE);
@@ -547,9 +550,63 @@ test_bad_input(void)
   g_unsetenv("STOWAGE_COMPUTE_CUDA");
 #else
   g_assert_null(stw_compute_cuda_new(TRUE, &error));
+  g_assert_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_UNSUPPORTED);
   stw_assert_error_contains(error, "this stowage was built without CUDA");
 #endif
   stw_trainer_free(p);
+  be->free(be);
+}
+
+/* The store's places: every move takes an item from one to the next, with the budget counted byte
+ * for byte, and a drop never loses the only valid copy. */
+static void
+test_store_places(void)
+{
+  StwBackend *be = stw_backend_host_new();
+  guint64 bytes[3] = { 4096, 4096, 8192 };
+  StwStore *s = stw_store_new(be, 3, bytes, 12288, TRUE, 0);
+  GError *error = NULL;
+  memset(stw_store_host(s, 0), 7, 4096);
+  g_assert_cmpint(stw_store_place(s, 0), ==, STW_AT_HOST);
+  g_assert_true(stw_store_fetch(s, 0, &error));
+  g_assert_true(stw_store_resident(s, 0));
+  guint8 *dev = stw_store_device(s, 0);
+  g_assert_cmpint(stw_store_place(s, 0), ==, STW_ON_DEVICE);
+  g_assert_cmpuint(dev[4095], ==, 7);
+  dev[0] = 9;
+  stw_store_set_dirty(s, 0);
+  /* a dirty item is written back, not dropped */
+  g_assert_false(stw_store_drop(s, 0));
+  g_assert_cmpint(stw_store_place(s, 0), ==, STW_TO_HOST);
+  g_assert_false(stw_store_resident(s, 0));
+  g_assert_cmpuint(stw_store_host(s, 0)[0], ==, 9);
+  g_assert_cmpint(stw_store_place(s, 0), ==, STW_AT_HOST);
+  /* two items fill the budget; a third is refused while both are needed */
+  stw_store_next_op(s);
+  g_assert_true(stw_store_fetch(s, 0, &error));
+  g_assert_true(stw_store_fetch(s, 2, &error));
+  stw_store_need(s, 0);
+  stw_store_need(s, 2);
+  g_assert_false(stw_store_fetch(s, 1, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET);
+  stw_assert_error_contains(error, "the device budget of 12288 bytes cannot hold 4096 more bytes");
+  /* and on the next op the least recently used makes room */
+  stw_store_next_op(s);
+  stw_store_need(s, 2);
+  g_assert_true(stw_store_fetch(s, 1, &error));
+  g_assert_cmpint(stw_store_place(s, 0), ==, STW_AT_HOST);
+  g_assert_cmpuint(stw_store_room_evictions(s), ==, 1);
+  g_assert_true(stw_store_drop(s, 2));
+  g_assert_cmpint(stw_store_place(s, 2), ==, STW_AT_HOST);
+  const StwStoreStats *st = stw_store_stats(s);
+  g_assert_cmpuint(st->h2d_bytes, ==, 4096 + 4096 + 8192 + 4096);
+  g_assert_cmpuint(st->d2h_bytes, ==, 4096 + 4096);
+  g_assert_cmpuint(st->peak_bytes, ==, 12288);
+  stw_store_settle(s, 0);
+  stw_store_settle(s, 1);
+  g_assert_null(stw_store_take_failure(s));
+  g_assert_cmpuint(stw_store_stats(s)->verified_moves, ==, 6);
+  stw_store_free(s);
   be->free(be);
 }
 
@@ -557,6 +614,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/runtime/store-places", test_store_places);
   g_test_add_func("/runtime/reference", test_reference);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
   g_test_add_func("/runtime/compute-table", test_compute_table);

@@ -6,7 +6,7 @@
 
 #include <dlfcn.h>
 
-#include <stowage/runtime.h>
+#include <stowage/trainer.h>
 
 #ifdef STW_HAVE_CUDA
 /* The module: $STOWAGE_COMPUTE_CUDA, else the build tree's when it is there, else the
@@ -28,21 +28,21 @@ stw_compute_cuda_new(gboolean mixed, GError **error)
 {
 #ifndef STW_HAVE_CUDA
   (void)mixed;
-  g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+  g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_UNSUPPORTED,
               "this stowage was built without CUDA: configure where the CUDA toolkit is");
   return NULL;
 #else
   const char *path = module_path();
   void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (module == NULL) {
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE,
                 "cannot load the CUDA compute table %s: %s", path, dlerror());
     return NULL;
   }
   typedef StwCompute *(*Make)(gboolean mixed, GError **error);
   Make make = (Make)dlsym(module, "stw_compute_cuda_module_new");
   if (make == NULL) {
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE,
                 "%s is not stowage's CUDA compute table: %s", path, dlerror());
     dlclose(module);
     return NULL;
@@ -50,7 +50,7 @@ stw_compute_cuda_new(gboolean mixed, GError **error)
   GError *inner = NULL;
   StwCompute *x = make(mixed, &inner);
   if (x == NULL) {
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE, "%s",
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE, "%s",
                 inner != NULL ? inner->message : "the CUDA compute table failed to start");
     g_clear_error(&inner);
     dlclose(module);

@@ -60,6 +60,8 @@ typedef struct {
 StwChunking *stw_chunking_pack(const StwTrace *trace, guint64 size_elems,
                                gboolean allow_oversized, GError **error);
 void stw_chunking_free(StwChunking *c);
+/* A copy of C that owns its arrays: the caller frees it with stw_chunking_free. */
+StwChunking *stw_chunking_copy(const StwChunking *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwChunking, stw_chunking_free)
 
 static inline guint32

@@ -32,7 +32,9 @@ typedef enum {
   STW_TRAINER_ERROR_DATA,       /* the text cannot be read or is too short */
   STW_TRAINER_ERROR_CHECKPOINT, /* a checkpoint that is corrupt or of another model */
   STW_TRAINER_ERROR_CONFIG,
-  STW_TRAINER_ERROR_DEVICE,     /* a kernel or copy of the compute table failed */
+  STW_TRAINER_ERROR_DEVICE,     /* a kernel or copy of the compute table failed, or its module
+                                 * could not be loaded */
+  STW_TRAINER_ERROR_UNSUPPORTED, /* a compute table this build does not have */
 } StwTrainerError;
 
 typedef struct {

@@ -1,0 +1,168 @@
+/* replay.c — a plan matched to the model and its actions performed; see replay.h. */
+#include "config.h"
+
+#include "replay.h"
+
+#include <string.h>
+
+#include <stowage/runtime.h>
+
+struct StwReplayer {
+  const StwPlan *plan;
+  const StwTrace *plan_trace;
+  StwChunking *chunking;    /* the plan's layout, a copy the replayer owns */
+  StwDemand *demand;        /* the plan's */
+  guint next_action;        /* in the plan's sorted actions */
+};
+
+/* Whether the plan's trace describes the same tensors as MODEL's. */
+static gboolean
+same_tensors(const StwTrace *pt, const StwTrace *model)
+{
+  if (pt->tensors->len != model->tensors->len)
+    return FALSE;
+  for (guint32 i = 0; i < model->tensors->len; i++) {
+    const StwTensor *a = stw_trace_tensor(pt, i), *b = stw_trace_tensor(model, i);
+    if (strcmp(a->name, b->name) != 0 || a->numel != b->numel || a->dtype != b->dtype)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+StwReplayer *
+stw_replayer_new(const StwPlan *plan, const StwTrace *pt, const StwTrace *model, GError **error)
+{
+  g_autofree char *digest = stw_trace_digest(pt);
+  if (strcmp(digest, plan->trace_digest) != 0 || !same_tensors(pt, model)) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "the plan was made for another model: its trace's digest or tensors (%u, %s) "
+                "differ from this model's (%u tensors, %s); profile this model and plan again",
+                pt->tensors->len,
+                pt->tensors->len ? stw_dtype_name(stw_trace_tensor(pt, 0)->dtype) : "-",
+                model->tensors->len,
+                model->tensors->len ? stw_dtype_name(stw_trace_tensor(model, 0)->dtype) : "-");
+    return NULL;
+  }
+  if (plan->chunking->world > 1) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "the plan is for %u GPUs (chunk groups with gathers and reduce-scatters); "
+                "this runtime replays one-GPU plans: plan again with --gpus 1",
+                plan->chunking->world);
+    return NULL;
+  }
+  StwReplayer *r = g_new0(StwReplayer, 1);
+  r->plan = plan;
+  r->plan_trace = pt;
+  r->chunking = stw_chunking_copy(plan->chunking);
+  r->demand = stw_demand_of_plan(plan, pt);
+  return r;
+}
+
+void
+stw_replayer_free(StwReplayer *r)
+{
+  if (r == NULL)
+    return;
+  stw_chunking_free(r->chunking);
+  stw_demand_free(r->demand);
+  g_free(r);
+}
+
+const StwChunking *
+stw_replayer_chunking(const StwReplayer *r)
+{
+  return r->chunking;
+}
+
+const guint8 *
+stw_replayer_optim(const StwReplayer *r)
+{
+  return r->plan->optim;
+}
+
+const StwDemand *
+stw_replayer_demand(const StwReplayer *r)
+{
+  return r->demand;
+}
+
+guint32
+stw_replayer_n_ops(const StwReplayer *r)
+{
+  return r->plan_trace->ops->len;
+}
+
+static gboolean
+same_ids(const guint32 *a, guint32 na, const guint32 *b, guint32 nb)
+{
+  return na == nb && (na == 0 || memcmp(a, b, na * sizeof(guint32)) == 0);
+}
+
+gboolean
+stw_replayer_match(const StwReplayer *r, guint32 moment, const char *name, StwStage stage,
+                   const guint32 *params, guint32 n_params, const guint32 *grads,
+                   guint32 n_grads, GError **error)
+{
+  const StwTrace *pt = r->plan_trace;
+  const StwOp *want = moment < pt->ops->len ? stw_trace_op(pt, moment) : NULL;
+  if (want == NULL || strcmp(want->name, name) != 0 || want->stage != stage ||
+      !same_ids(want->params, want->n_params, params, n_params) ||
+      !same_ids(want->grads, want->n_grads, grads, n_grads)) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "op %u is %s here but %s in the plan's trace: the plan was made for another "
+                "model or configuration", moment, name, want ? want->name : "(none)");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void
+stw_replayer_start(StwReplayer *r, StwStore *s)
+{
+  const StwSchedule *sc = &r->plan->schedule;
+  for (guint32 i = 0; i < r->demand->n_items; i++) {
+    if (sc->resident[i] && !stw_store_resident(s, i))
+      stw_store_fetch(s, i, NULL);
+  }
+  for (guint32 i = 0; i < r->demand->n_items; i++)
+    stw_store_settle(s, i);
+}
+
+void
+stw_replayer_rewind(StwReplayer *r)
+{
+  r->next_action = 0;
+}
+
+gboolean
+stw_replayer_apply(StwReplayer *r, StwStore *s, guint32 moment, guint64 *deviations,
+                   GError **error)
+{
+  const StwAction *a = (const StwAction *)r->plan->schedule.actions->data;
+  guint n = r->plan->schedule.actions->len;
+  for (; r->next_action < n && a[r->next_action].moment == moment; r->next_action++) {
+    guint32 item = a[r->next_action].item;
+    gboolean resident = stw_store_resident(s, item);
+    switch (a[r->next_action].kind) {
+    case STW_ACTION_EVICT:
+      if (resident)
+        stw_store_evict(s, item);
+      else
+        (*deviations)++;
+      break;
+    case STW_ACTION_DROP:
+      if (!resident || !stw_store_drop(s, item))
+        (*deviations)++;
+      break;
+    case STW_ACTION_FETCH:
+      if (resident)
+        (*deviations)++;
+      else if (!stw_store_fetch(s, item, error))
+        return FALSE;
+      break;
+    default: /* gathers and reduce-scatters: several ranks, refused at the start */
+      break;
+    }
+  }
+  return TRUE;
+}

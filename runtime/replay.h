@@ -1,0 +1,58 @@
+/* replay.h — the runtime's replay mode: a plan matched to the model it is asked to train, and
+ * its actions performed at every op boundary.
+ *
+ * The replayer refuses a plan made for another model (the trace's digest, the tensors' names,
+ * sizes and dtypes) or for several ranks; it owns a copy of the plan's layout and the plan's
+ * demand (demand.h), from which the runtime looks up what each op needs. At each moment it
+ * performs the plan's evictions, drops and fetches on the store; an action that finds its chunk
+ * elsewhere than the plan says is skipped and counted as a deviation, and data is never lost (a
+ * drop of a dirty chunk writes it back).
+ *
+ * Internal to the library: not installed.
+ */
+#ifndef STW_REPLAY_H
+#define STW_REPLAY_H
+
+#include <glib.h>
+
+#include <stowage/plan.h>
+#include <stowage/trace.h>
+
+#include "demand.h"
+#include "store.h"
+
+G_BEGIN_DECLS
+
+typedef struct StwReplayer StwReplayer;
+
+/* A replayer of PLAN, made for PLAN_TRACE, for the model MODEL (neither copied: both must outlive
+ * it). NULL with ERROR (STW_RUNTIME_ERROR_MISMATCH) when the plan does not fit the model. */
+StwReplayer *stw_replayer_new(const StwPlan *plan, const StwTrace *plan_trace,
+                              const StwTrace *model, GError **error);
+void stw_replayer_free(StwReplayer *r);
+
+/* The plan's layout and optimizer placement (per chunk), owned by the replayer. */
+const StwChunking *stw_replayer_chunking(const StwReplayer *r);
+const guint8 *stw_replayer_optim(const StwReplayer *r);
+/* What op K needs, forbids and dirties: step K of the plan's demand. */
+const StwDemand *stw_replayer_demand(const StwReplayer *r);
+guint32 stw_replayer_n_ops(const StwReplayer *r);
+
+/* Whether the op the model runs at MOMENT is the plan trace's op there (name, stage, tensors);
+ * FALSE with ERROR (STW_RUNTIME_ERROR_MISMATCH) when not. */
+gboolean stw_replayer_match(const StwReplayer *r, guint32 moment, const char *name, StwStage stage,
+                            const guint32 *params, guint32 n_params, const guint32 *grads,
+                            guint32 n_grads, GError **error);
+
+/* Fetches the plan's start state into S and waits for it. */
+void stw_replayer_start(StwReplayer *r, StwStore *s);
+/* Restarts the iteration: the next actions are moment 0's. */
+void stw_replayer_rewind(StwReplayer *r);
+/* Performs the actions of MOMENT on S, adding to *DEVIATIONS each one that finds its chunk
+ * elsewhere than the plan says. FALSE with ERROR when a fetch cannot be made. */
+gboolean stw_replayer_apply(StwReplayer *r, StwStore *s, guint32 moment, guint64 *deviations,
+                            GError **error);
+
+G_END_DECLS
+
+#endif

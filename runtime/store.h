@@ -1,0 +1,113 @@
+/* store.h — the chunk store: every item's host copy, its device slot, where its valid data is,
+ * and the device budget, byte for byte.
+ *
+ * An item (a chunk of one list; plan.h) is always in one of four places. Its host copy always
+ * exists; a device slot exists from the moment a fetch is issued until a write-back has landed or
+ * a drop frees it:
+ *
+ *   AT_HOST     no slot; the host copy is the valid one
+ *   TO_DEVICE   a fetch (H2D) in flight: the slot is allocated and counted, its data not valid yet
+ *   ON_DEVICE   resident; with `dirty` the device copy is the only valid one
+ *   TO_HOST     a write-back (D2H) in flight: the slot is still counted, the host copy becomes valid
+ *               when it lands
+ *
+ * Another tier (NVMe) or another kind of copy (a collective filling a gathered group) is another
+ * place, not another array of pointers. Copies complete lazily: a fetch is waited for when the
+ * item is used, a write-back when its slot is needed or its host copy is read. A copy that fails,
+ * or does not complete within the timeout, halts the store: nothing more is copied, and the
+ * failure is reported at the next call that can fail. With `verify` every move is checksummed.
+ *
+ * Activations share the budget: they are allocated here too, and counted beside the slots.
+ *
+ * Internal to the library: not installed.
+ */
+#ifndef STW_STORE_H
+#define STW_STORE_H
+
+#include <glib.h>
+
+#include <stowage/backend.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  STW_AT_HOST,
+  STW_TO_DEVICE,
+  STW_ON_DEVICE,
+  STW_TO_HOST,
+} StwPlace;
+
+typedef struct StwStore StwStore;
+
+/* A store of N_ITEMS items of BYTES each (copied), host copies allocated (zeroed) on BACKEND,
+ * with CAPACITY device bytes for slots and activations. COPY_TIMEOUT_MS (0: none) bounds every
+ * wait for a copy. */
+StwStore *stw_store_new(StwBackend *backend, guint32 n_items, const guint64 *bytes,
+                        guint64 capacity, gboolean verify, guint64 copy_timeout_ms);
+void stw_store_free(StwStore *s);
+
+/* Every item's host copy is its device copy, resident for good: the plain mode, with no budget,
+ * no moves and no bookkeeping (the baseline the runtime's cost is measured against). */
+void stw_store_make_plain(StwStore *s);
+
+StwPlace stw_store_place(const StwStore *s, guint32 item);
+/* Whether ITEM has a device slot: fetched, or on its way there. */
+gboolean stw_store_resident(const StwStore *s, guint32 item);
+gboolean stw_store_dirty(const StwStore *s, guint32 item);
+/* The device copy is the only valid one from now (a gradient, an optimizer step). */
+void stw_store_set_dirty(StwStore *s, guint32 item);
+guint64 stw_store_bytes(const StwStore *s, guint32 item);
+
+/* The host copy of ITEM, complete (any write-back in flight is waited for). */
+guint8 *stw_store_host(StwStore *s, guint32 item);
+/* The device copy of resident ITEM, complete (its fetch is waited for). */
+guint8 *stw_store_device(StwStore *s, guint32 item);
+
+/* Issues the fetch of ITEM (AT_HOST or TO_HOST; a write-back is waited for first), making room
+ * by evicting the least recently used items not needed by the current op. FALSE with ERROR when
+ * the budget cannot hold it or the backend refuses the slot. */
+gboolean stw_store_fetch(StwStore *s, guint32 item, GError **error);
+/* Issues the write-back of resident ITEM; its slot is freed when the copy lands. */
+void stw_store_evict(StwStore *s, guint32 item);
+/* Frees the slot of resident ITEM. A dirty item is written back instead: data is never lost.
+ * Returns FALSE when it had to be (the caller counts a deviation). */
+gboolean stw_store_drop(StwStore *s, guint32 item);
+/* Waits for ITEM's copy in flight either way, if any. */
+void stw_store_settle(StwStore *s, guint32 item);
+/* Frees the slots of write-backs that have landed, without waiting. */
+void stw_store_reap(StwStore *s);
+
+/* The on-demand policy: ITEM is needed by the current op (not a victim until the next op), and
+ * it was used now (least recently used goes first). */
+void stw_store_next_op(StwStore *s);
+void stw_store_need(StwStore *s, guint32 item);
+/* How many items were evicted to make room since the store was made. */
+guint64 stw_store_room_evictions(const StwStore *s);
+
+/* Activation memory of BYTES on the device, counted against the budget; zeroed. NULL with
+ * ERROR when the budget or the backend cannot hold it. */
+gpointer stw_store_alloc(StwStore *s, gsize bytes, GError **error);
+/* Frees P (from stw_store_alloc) and returns its size. */
+gsize stw_store_release(StwStore *s, gpointer p);
+guint64 stw_store_activation_bytes(const StwStore *s);
+
+/* Reads N bytes at OFF of ITEM's valid copy (the device's when it holds the only one). */
+void stw_store_read(StwStore *s, guint32 item, guint64 off, void *out, gsize n);
+/* Writes N bytes at OFF into ITEM's host copy and, when resident, its device copy. */
+void stw_store_write(StwStore *s, guint32 item, guint64 off, const void *in, gsize n);
+
+typedef struct {
+  guint64 h2d_bytes, d2h_bytes;  /* since stw_store_reset_moved */
+  guint64 peak_bytes;            /* device bytes in use, over the store's life */
+  guint64 verified_moves;
+} StwStoreStats;
+
+const StwStoreStats *stw_store_stats(const StwStore *s);
+void stw_store_reset_moved(StwStore *s);
+
+/* The first copy failure or checksum mismatch not reported yet (the caller owns it), or NULL. */
+GError *stw_store_take_failure(StwStore *s);
+
+G_END_DECLS
+
+#endif
