@@ -13,6 +13,11 @@ G_DEFINE_QUARK(stw-model-error-quark, stw_model_error)
 const char *const stw_dtype_names[] = { "fp32", "fp16", "bf16", NULL };
 const char *const stw_arch_names[] = { "gpt", "llama", "bert", NULL };
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
+const char *const stw_op_kind_names[] = {
+  "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
+  "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",
+  "pooler", "lm_head", "loss", NULL
+};
 
 guint64
 stw_dtype_bytes(StwDtype dtype)
@@ -338,11 +343,12 @@ tensor(Builder *b, guint64 d0, guint64 d1, const char *fmt, ...)
 /* A forward op reading N_PARAMS tensor ids (given after the name's format arguments end: the
  * caller adds them with op_params). */
 static StwGraphOp *
-op(Builder *b, gint32 layer, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+op(Builder *b, gint32 layer, StwOpKind kind, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
 static StwGraphOp *
-op(Builder *b, gint32 layer, const char *fmt, ...)
+op(Builder *b, gint32 layer, StwOpKind kind, const char *fmt, ...)
 {
   StwGraphOp *o = g_new0(StwGraphOp, 1);
+  o->kind = kind;
   va_list ap;
   va_start(ap, fmt);
   char *base = g_strdup_vprintf(fmt, ap);
@@ -363,10 +369,10 @@ op_params(StwGraphOp *o, guint n, const guint32 *ids)
 
 /* A matmul-like op: consumes IN_W-wide activations, produces OUT_W-wide ones, keeps its input. */
 static StwGraphOp *
-linear(Builder *b, gint32 layer, const char *name, guint64 in_w, guint64 out_w, guint n,
-       const guint32 *ids)
+linear(Builder *b, gint32 layer, StwOpKind kind, const char *name, guint64 in_w, guint64 out_w,
+       guint n, const guint32 *ids)
 {
-  StwGraphOp *o = op(b, layer, "%s", name);
+  StwGraphOp *o = op(b, layer, kind, "%s", name);
   op_params(o, n, ids);
   o->flops = 2 * b->T * in_w * out_w;
   o->in_bytes = b->T * in_w * b->e;
@@ -377,10 +383,10 @@ linear(Builder *b, gint32 layer, const char *name, guint64 in_w, guint64 out_w, 
 
 /* LayerNorm or RMSNorm over width D: keeps its input and per-token fp32 statistics. */
 static StwGraphOp *
-norm(Builder *b, gint32 layer, const char *name, guint64 d, gboolean rms, guint n,
+norm(Builder *b, gint32 layer, StwOpKind kind, const char *name, guint64 d, gboolean rms, guint n,
      const guint32 *ids)
 {
-  StwGraphOp *o = op(b, layer, "%s", name);
+  StwGraphOp *o = op(b, layer, kind, "%s", name);
   op_params(o, n, ids);
   o->flops = (rms ? 4 : 8) * b->T * d;
   o->in_bytes = o->out_bytes = b->T * d * b->e;
@@ -391,10 +397,10 @@ norm(Builder *b, gint32 layer, const char *name, guint64 d, gboolean rms, guint 
 
 /* An elementwise op (activation function) that keeps its input. */
 static StwGraphOp *
-elementwise(Builder *b, gint32 layer, const char *name, guint64 in_w, guint64 out_w,
-            guint64 flops_per_elem, gboolean saves)
+elementwise(Builder *b, gint32 layer, StwOpKind kind, const char *name, guint64 in_w,
+            guint64 out_w, guint64 flops_per_elem, gboolean saves)
 {
-  StwGraphOp *o = op(b, layer, "%s", name);
+  StwGraphOp *o = op(b, layer, kind, "%s", name);
   o->flops = flops_per_elem * b->T * in_w;
   o->in_bytes = b->T * in_w * b->e;
   o->out_bytes = b->T * out_w * b->e;
@@ -408,7 +414,7 @@ attention_core(Builder *b, gint32 layer, guint64 q_w, guint64 kv_w, gboolean cau
 {
   StwModelGraph *g = b->g;
   guint64 B = g->batch, S = g->seq, a = g->config.heads;
-  StwGraphOp *o = op(b, layer, "attn.core");
+  StwGraphOp *o = op(b, layer, STW_OP_ATTN_CORE, "attn.core");
   o->in_bytes = b->T * (q_w + 2 * kv_w) * b->e;
   o->out_bytes = b->T * q_w * b->e;
   o->saves_input = TRUE;
@@ -431,7 +437,7 @@ attention_core(Builder *b, gint32 layer, guint64 q_w, guint64 kv_w, gboolean cau
 static void
 loss(Builder *b, guint64 vocab)
 {
-  StwGraphOp *o = op(b, -1, "loss");
+  StwGraphOp *o = op(b, -1, STW_OP_LOSS, "loss");
   o->flops = 5 * b->T * vocab;
   o->in_bytes = b->T * vocab * b->e;
   o->out_bytes = 4;
@@ -453,7 +459,7 @@ build_gpt(Builder *b)
     g_ptr_array_add(((StwGraphTensor *)b->g->tensors->pdata[wte])->aliases,
                     g_strdup("lm_head.weight"));
 
-  StwGraphOp *o = op(b, -1, "embed");
+  StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 2, (guint32[]){ wte, wpe });
   o->flops = b->T * d;
   o->out_bytes = b->T * d * b->e;
@@ -472,22 +478,22 @@ build_gpt(Builder *b)
     guint32 mpw = tensor(b, f, d, "h.%d.mlp.c_proj.weight", l);
     guint32 mpb = tensor(b, d, 0, "h.%d.mlp.c_proj.bias", l);
 
-    norm(b, l, "ln_1", d, FALSE, 2, (guint32[]){ ln1w, ln1b })->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, "attn.qkv", d, 3 * d, 2, (guint32[]){ qkvw, qkvb });
+    norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, FALSE, 2, (guint32[]){ ln1w, ln1b })->residual = STW_RESIDUAL_OPEN;
+    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * d, 2, (guint32[]){ qkvw, qkvb });
     attention_core(b, l, d, d, TRUE);
-    linear(b, l, "attn.proj", d, d, 2, (guint32[]){ projw, projb })->residual =
+    linear(b, l, STW_OP_ATTN_OUT, "attn.proj", d, d, 2, (guint32[]){ projw, projb })->residual =
         STW_RESIDUAL_CLOSE;
-    norm(b, l, "ln_2", d, FALSE, 2, (guint32[]){ ln2w, ln2b })->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, "mlp.fc", d, f, 2, (guint32[]){ fcw, fcb });
-    elementwise(b, l, "mlp.gelu", f, f, 8, TRUE);
-    linear(b, l, "mlp.proj", f, d, 2, (guint32[]){ mpw, mpb })->residual = STW_RESIDUAL_CLOSE;
+    norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, 2, (guint32[]){ ln2w, ln2b })->residual = STW_RESIDUAL_OPEN;
+    linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, 2, (guint32[]){ fcw, fcb });
+    elementwise(b, l, STW_OP_MLP_ACT, "mlp.gelu", f, f, 8, TRUE);
+    linear(b, l, STW_OP_MLP_OUT, "mlp.proj", f, d, 2, (guint32[]){ mpw, mpb })->residual = STW_RESIDUAL_CLOSE;
   }
   guint32 lnfw = tensor(b, d, 0, "ln_f.weight");
   guint32 lnfb = tensor(b, d, 0, "ln_f.bias");
   if (!c->tied)
     lm = tensor(b, V, d, "lm_head.weight");
-  norm(b, -1, "ln_f", d, FALSE, 2, (guint32[]){ lnfw, lnfb });
-  linear(b, -1, "lm_head", d, V, 1, &lm);
+  norm(b, -1, STW_OP_NORM_FINAL, "ln_f", d, FALSE, 2, (guint32[]){ lnfw, lnfb });
+  linear(b, -1, STW_OP_LM_HEAD, "lm_head", d, V, 1, &lm);
   loss(b, V);
   b->g->io_bytes = 2 * b->T * 8; /* int64 input ids and targets */
 }
@@ -504,7 +510,7 @@ build_llama(Builder *b)
     g_ptr_array_add(((StwGraphTensor *)b->g->tensors->pdata[emb])->aliases,
                     g_strdup("lm_head.weight"));
 
-  StwGraphOp *o = op(b, -1, "embed");
+  StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 1, &emb);
   o->out_bytes = b->T * d * b->e;
 
@@ -519,21 +525,21 @@ build_llama(Builder *b)
     guint32 up = tensor(b, f, d, "layers.%d.mlp.up_proj.weight", l);
     guint32 down = tensor(b, d, f, "layers.%d.mlp.down_proj.weight", l);
 
-    norm(b, l, "ln_1", d, TRUE, 1, &ln1)->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, "attn.qkv", d, d + 2 * kv, 3, (guint32[]){ q, k, v });
-    elementwise(b, l, "attn.rope", d + 2 * kv, d + 2 * kv, 3, FALSE);
+    norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, 1, &ln1)->residual = STW_RESIDUAL_OPEN;
+    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, d + 2 * kv, 3, (guint32[]){ q, k, v });
+    elementwise(b, l, STW_OP_ROPE, "attn.rope", d + 2 * kv, d + 2 * kv, 3, FALSE);
     attention_core(b, l, d, kv, TRUE);
-    linear(b, l, "attn.o_proj", d, d, 1, &out)->residual = STW_RESIDUAL_CLOSE;
-    norm(b, l, "ln_2", d, TRUE, 1, &ln2)->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, "mlp.gate_up", d, 2 * f, 2, (guint32[]){ gate, up });
-    elementwise(b, l, "mlp.swiglu", 2 * f, f, 3, TRUE);
-    linear(b, l, "mlp.down", f, d, 1, &down)->residual = STW_RESIDUAL_CLOSE;
+    linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", d, d, 1, &out)->residual = STW_RESIDUAL_CLOSE;
+    norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, 1, &ln2)->residual = STW_RESIDUAL_OPEN;
+    linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * f, 2, (guint32[]){ gate, up });
+    elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * f, f, 3, TRUE);
+    linear(b, l, STW_OP_MLP_OUT, "mlp.down", f, d, 1, &down)->residual = STW_RESIDUAL_CLOSE;
   }
   guint32 nw = tensor(b, d, 0, "norm.weight");
   if (!c->tied)
     lm = tensor(b, V, d, "lm_head.weight");
-  norm(b, -1, "ln_f", d, TRUE, 1, &nw);
-  linear(b, -1, "lm_head", d, V, 1, &lm);
+  norm(b, -1, STW_OP_NORM_FINAL, "ln_f", d, TRUE, 1, &nw);
+  linear(b, -1, STW_OP_LM_HEAD, "lm_head", d, V, 1, &lm);
   loss(b, V);
   b->g->io_bytes = 2 * b->T * 8;
 }
@@ -551,11 +557,11 @@ build_bert(Builder *b)
   guint32 elnw = tensor(b, d, 0, "embeddings.LayerNorm.weight");
   guint32 elnb = tensor(b, d, 0, "embeddings.LayerNorm.bias");
 
-  StwGraphOp *o = op(b, -1, "embed");
+  StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 3, (guint32[]){ word, pos, type });
   o->flops = 2 * b->T * d;
   o->out_bytes = b->T * d * b->e;
-  norm(b, -1, "embed.ln", d, FALSE, 2, (guint32[]){ elnw, elnb });
+  norm(b, -1, STW_OP_NORM_EMBED, "embed.ln", d, FALSE, 2, (guint32[]){ elnw, elnb });
 
   for (gint32 l = 0; l < (gint32)c->layers; l++) {
     const char *p = "encoder.layer";
@@ -576,28 +582,28 @@ build_bert(Builder *b)
     guint32 olnw = tensor(b, d, 0, "%s.%d.output.LayerNorm.weight", p, l);
     guint32 olnb = tensor(b, d, 0, "%s.%d.output.LayerNorm.bias", p, l);
 
-    linear(b, l, "attn.qkv", d, 3 * d, 6, (guint32[]){ qw, qb, kw, kb, vw, vb })->residual =
+    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * d, 6, (guint32[]){ qw, qb, kw, kb, vw, vb })->residual =
         STW_RESIDUAL_OPEN;
     attention_core(b, l, d, d, FALSE);
-    linear(b, l, "attn.out", d, d, 2, (guint32[]){ aow, aob })->residual = STW_RESIDUAL_CLOSE;
-    norm(b, l, "attn.ln", d, FALSE, 2, (guint32[]){ alnw, alnb });
-    linear(b, l, "ffn.in", d, f, 2, (guint32[]){ iw, ib })->residual = STW_RESIDUAL_OPEN;
-    elementwise(b, l, "ffn.gelu", f, f, 8, TRUE);
-    linear(b, l, "ffn.out", f, d, 2, (guint32[]){ ow, ob })->residual = STW_RESIDUAL_CLOSE;
-    norm(b, l, "ffn.ln", d, FALSE, 2, (guint32[]){ olnw, olnb });
+    linear(b, l, STW_OP_ATTN_OUT, "attn.out", d, d, 2, (guint32[]){ aow, aob })->residual = STW_RESIDUAL_CLOSE;
+    norm(b, l, STW_OP_NORM_POST_ATTN, "attn.ln", d, FALSE, 2, (guint32[]){ alnw, alnb });
+    linear(b, l, STW_OP_MLP_IN, "ffn.in", d, f, 2, (guint32[]){ iw, ib })->residual = STW_RESIDUAL_OPEN;
+    elementwise(b, l, STW_OP_MLP_ACT, "ffn.gelu", f, f, 8, TRUE);
+    linear(b, l, STW_OP_MLP_OUT, "ffn.out", f, d, 2, (guint32[]){ ow, ob })->residual = STW_RESIDUAL_CLOSE;
+    norm(b, l, STW_OP_NORM_POST_MLP, "ffn.ln", d, FALSE, 2, (guint32[]){ olnw, olnb });
   }
   guint32 pw = tensor(b, d, d, "pooler.dense.weight");
   guint32 pb = tensor(b, d, 0, "pooler.dense.bias");
   /* The pooler reads the first token of every sequence for next-sentence prediction (whose
    * two-way classifier is omitted) and leaves the hidden states to the MLM head. */
-  o = op(b, -1, "pooler");
+  o = op(b, -1, STW_OP_POOLER, "pooler");
   op_params(o, 2, (guint32[]){ pw, pb });
   o->passthrough = TRUE;
   o->flops = 2 * b->g->batch * d * d;
   o->saved_extra_bytes = b->g->batch * d * b->e;
   o->work_bytes = b->g->batch * d * b->e;
   o->bwd_work_bytes = b->g->batch * d * b->e;
-  linear(b, -1, "mlm_head", d, V, 1, &word);
+  linear(b, -1, STW_OP_LM_HEAD, "mlm_head", d, V, 1, &word);
   loss(b, V);
   b->g->io_bytes = 4 * b->T * 8; /* ids, token types, attention mask, targets */
 }

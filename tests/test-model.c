@@ -186,6 +186,43 @@ test_graph_shapes(void)
   g_assert_cmpuint(last->numel, ==, G_GUINT64_CONSTANT(128256) * 4096);
 }
 
+/* Every op of a graph says what it does: the same sequence of kinds per block, per architecture. */
+static void
+test_op_kinds(void)
+{
+  static const struct {
+    const char *model;
+    const char *kinds; /* the first block's, and the ops before and after the blocks */
+  } cases[] = {
+    { "gpt2", "embed | norm_attn attn_qkv attn_core attn_out norm_mlp mlp_in mlp_act mlp_out | "
+              "norm_final lm_head loss" },
+    { "llama2-7b", "embed | norm_attn attn_qkv rope attn_core attn_out norm_mlp mlp_in mlp_act "
+                   "mlp_out | norm_final lm_head loss" },
+    { "bert-base", "embed norm_embed | attn_qkv attn_core attn_out norm_post_attn mlp_in mlp_act "
+                   "mlp_out norm_post_mlp | pooler lm_head loss" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    StwModelConfig cfg;
+    g_assert_true(stw_zoo_lookup(cases[i].model, &cfg, NULL));
+    g_autoptr(StwModelGraph) g = stw_model_graph_new(&cfg, 1, 16, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_NAIVE);
+    GString *s = g_string_new(NULL);
+    gint32 last = -2;
+    for (guint k = 0; k < g->ops->len; k++) {
+      const StwGraphOp *op = g->ops->pdata[k];
+      g_assert_cmpint(op->kind, <, STW_N_OP_KINDS);
+      if (op->layer > 0)
+        continue;
+      if (op->layer != last && k > 0)
+        g_string_append(s, " |");
+      last = op->layer;
+      g_string_append_printf(s, "%s%s", s->len ? " " : "", stw_op_kind_names[op->kind]);
+    }
+    g_assert_cmpstr(s->str, ==, cases[i].kinds);
+    g_string_free(s, TRUE);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -197,5 +234,6 @@ main(int argc, char **argv)
   g_test_add_func("/model/config-roundtrip", test_config_roundtrip);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);
+  g_test_add_func("/model/op-kinds", test_op_kinds);
   return g_test_run();
 }

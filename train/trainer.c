@@ -15,10 +15,6 @@ G_DEFINE_QUARK(stw-trainer-error-quark, stw_trainer_error)
 
 #define CKPT_MAGIC "STWCKPT1"
 
-typedef enum {
-  K_EMBED, K_LN1, K_QKV, K_CORE, K_PROJ, K_LN2, K_FC, K_GELU, K_MLP_PROJ, K_LNF, K_HEAD, K_LOSS
-} Kind;
-
 typedef struct {
   /* forward activations of one block; x is its input */
   float *x, *ln1, *ln1_mean, *ln1_rstd, *qkv, *preatt, *att, *atty, *res2, *ln2, *ln2_mean,
@@ -29,7 +25,6 @@ struct StwTrainer {
   StwTrainerConfig c;
   StwTrace *model;            /* tensors and model section */
   StwModelGraph *graph;
-  Kind *kinds;                /* per graph op */
   StwRuntime *rt;
   const guint8 *text;
   gsize len, pos;
@@ -112,23 +107,6 @@ stw_trainer_model(const StwTrainerConfig *c, GError **error)
   return t;
 }
 
-static Kind
-kind_of(const char *name)
-{
-  static const struct {
-    const char *suffix;
-    Kind kind;
-  } table[] = { { "embed", K_EMBED }, { "ln_1", K_LN1 }, { "attn.qkv", K_QKV },
-                { "attn.core", K_CORE }, { "attn.proj", K_PROJ }, { "ln_2", K_LN2 },
-                { "mlp.fc", K_FC }, { "mlp.gelu", K_GELU }, { "mlp.proj", K_MLP_PROJ },
-                { "ln_f", K_LNF }, { "lm_head", K_HEAD }, { "loss", K_LOSS } };
-  for (gsize i = 0; i < G_N_ELEMENTS(table); i++) {
-    if (g_str_has_suffix(name, table[i].suffix))
-      return table[i].kind;
-  }
-  g_assert_not_reached();
-}
-
 /* ---- initialization --------------------------------------------------------------------------- */
 
 static guint64
@@ -194,9 +172,6 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
   t->len = len;
   t->model = stw_trainer_model(c, error);
   t->graph = stw_model_graph_new(&m, c->batch, c->context, STW_DTYPE_FP32, STW_ATTENTION_NAIVE);
-  t->kinds = g_new(Kind, t->graph->ops->len);
-  for (guint i = 0; i < t->graph->ops->len; i++)
-    t->kinds[i] = kind_of(((StwGraphOp *)t->graph->ops->pdata[i])->name);
   float **init = initial_weights(t->model, c->seed, c->layers);
   t->rt = stw_runtime_new(t->model, (const float *const *)init, ro, backend, error);
   for (guint32 i = 0; i < t->model->tensors->len; i++)
@@ -221,7 +196,6 @@ stw_trainer_free(StwTrainer *t)
   stw_runtime_free(t->rt);
   stw_model_graph_free(t->graph);
   stw_trace_free(t->model);
-  g_free(t->kinds);
   g_free(t->inputs);
   g_free(t->targets);
   g_free(t->blocks);
@@ -338,6 +312,17 @@ release_tokens(Ctx *x, int **p)
   *p = NULL;
 }
 
+/* An op of a kind the GPT trainer has no kernels for (the graph of another architecture). */
+static void
+unsupported(Ctx *x, const StwGraphOp *op)
+{
+  if (!x->failed)
+    g_set_error(x->error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "op %s: the GPT trainer has no kernels for a %s op", op->name,
+                stw_op_kind_names[op->kind]);
+  x->failed = TRUE;
+}
+
 static void
 forward_op(Ctx *x, guint k)
 {
@@ -348,14 +333,14 @@ forward_op(Ctx *x, guint k)
   gsize BTC = (gsize)B * T * C;
   Block *b = op->layer >= 0 ? &t->blocks[op->layer] : NULL;
   Block *prev = op->layer > 0 ? &t->blocks[op->layer - 1] : NULL;
-  switch (t->kinds[k]) {
-  case K_EMBED:
+  switch (op->kind) {
+  case STW_OP_EMBED:
     t->d_inputs = tokens(x, t->inputs);
     t->blocks[0].x = act(x, BTC);
     if (!x->failed)
       CX->encoder_forward(CX, t->blocks[0].x, t->d_inputs, P(x, 0), P(x, 1), B, T, C);
     break;
-  case K_LN1:
+  case STW_OP_NORM_ATTN:
     if (prev != NULL)
       b->x = prev->res3;
     b->ln1 = act(x, BTC);
@@ -365,19 +350,19 @@ forward_op(Ctx *x, guint k)
       CX->layernorm_forward(CX, b->ln1, b->ln1_mean, b->ln1_rstd, b->x, P(x, 0), P(x, 1), B,
                             T, C);
     break;
-  case K_QKV:
+  case STW_OP_ATTN_QKV:
     b->qkv = act(x, 3 * BTC);
     if (!x->failed)
       CX->matmul_forward(CX, b->qkv, b->ln1, P(x, 0), P(x, 1), B, T, C, 3 * C);
     break;
-  case K_CORE:
+  case STW_OP_ATTN_CORE:
     b->preatt = act(x, (gsize)B * NH * T * T);
     b->att = act(x, (gsize)B * NH * T * T);
     b->atty = act(x, BTC);
     if (!x->failed)
       CX->attention_forward(CX, b->atty, b->preatt, b->att, b->qkv, B, T, C, NH);
     break;
-  case K_PROJ: {
+  case STW_OP_ATTN_OUT: {
     float *proj = act(x, BTC);
     b->res2 = act(x, BTC);
     if (!x->failed) {
@@ -387,7 +372,7 @@ forward_op(Ctx *x, guint k)
     release(x, &proj);
     break;
   }
-  case K_LN2:
+  case STW_OP_NORM_MLP:
     b->ln2 = act(x, BTC);
     b->ln2_mean = act(x, (gsize)B * T);
     b->ln2_rstd = act(x, (gsize)B * T);
@@ -395,17 +380,17 @@ forward_op(Ctx *x, guint k)
       CX->layernorm_forward(CX, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P(x, 0), P(x, 1),
                             B, T, C);
     break;
-  case K_FC:
+  case STW_OP_MLP_IN:
     b->fch = act(x, 4 * BTC);
     if (!x->failed)
       CX->matmul_forward(CX, b->fch, b->ln2, P(x, 0), P(x, 1), B, T, C, 4 * C);
     break;
-  case K_GELU:
+  case STW_OP_MLP_ACT:
     b->fch_gelu = act(x, 4 * BTC);
     if (!x->failed)
       CX->gelu_forward(CX, b->fch_gelu, b->fch, 4 * BTC);
     break;
-  case K_MLP_PROJ: {
+  case STW_OP_MLP_OUT: {
     float *proj = act(x, BTC);
     b->res3 = act(x, BTC);
     if (!x->failed) {
@@ -415,7 +400,7 @@ forward_op(Ctx *x, guint k)
     release(x, &proj);
     break;
   }
-  case K_LNF: {
+  case STW_OP_NORM_FINAL: {
     Block *last = &t->blocks[t->c.layers - 1];
     t->lnf = act(x, BTC);
     t->lnf_mean = act(x, (gsize)B * T);
@@ -425,18 +410,21 @@ forward_op(Ctx *x, guint k)
                             P(x, 1), B, T, C);
     break;
   }
-  case K_HEAD:
+  case STW_OP_LM_HEAD:
     t->logits = act(x, (gsize)B * T * V);
     if (!x->failed)
       CX->matmul_forward(CX, t->logits, t->lnf, P(x, 0), NULL, B, T, C, V);
     break;
-  case K_LOSS:
+  case STW_OP_LOSS:
     t->d_targets = tokens(x, t->targets);
     t->probs = act(x, (gsize)B * T * V);
     t->losses = act(x, (gsize)B * T);
     if (!x->failed)
       t->loss = CX->crossentropy_forward(CX, t->probs, t->losses, t->logits, t->d_targets, B, T,
                                          V);
+    break;
+  default:
+    unsupported(x, op);
     break;
   }
 }
@@ -455,8 +443,8 @@ backward_op(Ctx *x, guint k)
   float *db = op->params->len > 1 ? act(x, numel(t, op, 1)) : NULL;
   if (x->failed)
     return;
-  switch (t->kinds[k]) {
-  case K_LOSS:
+  switch (op->kind) {
+  case STW_OP_LOSS:
     t->dlogits = act(x, (gsize)B * T * V);
     if (!x->failed)
       CX->crossentropy_backward(CX, t->dlogits, t->probs, t->d_targets, B, T, V);
@@ -465,13 +453,13 @@ backward_op(Ctx *x, guint k)
     release(x, &t->losses);
     release(x, &t->logits);
     break;
-  case K_HEAD:
+  case STW_OP_LM_HEAD:
     t->dlnf = act(x, BTC);
     if (!x->failed)
       CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, 0), B, T, C, V);
     release(x, &t->dlogits);
     break;
-  case K_LNF:
+  case STW_OP_NORM_FINAL:
     t->dx = act(x, BTC);
     if (!x->failed)
       CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, 0),
@@ -481,26 +469,26 @@ backward_op(Ctx *x, guint k)
     release(x, &t->lnf_mean);
     release(x, &t->lnf_rstd);
     break;
-  case K_MLP_PROJ: /* res3 = res2 + proj(gelu): dx flows to res2 unchanged */
+  case STW_OP_MLP_OUT: /* res3 = res2 + proj(gelu): dx flows to res2 unchanged */
     t->dfch_gelu = act(x, 4 * BTC);
     if (!x->failed)
       CX->matmul_backward(CX, t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, 0), B, T, 4 * C, C);
     break;
-  case K_GELU:
+  case STW_OP_MLP_ACT:
     t->dfch = act(x, 4 * BTC);
     if (!x->failed)
       CX->gelu_backward(CX, t->dfch, b->fch, t->dfch_gelu, 4 * BTC);
     release(x, &t->dfch_gelu);
     release(x, &b->fch_gelu);
     break;
-  case K_FC:
+  case STW_OP_MLP_IN:
     t->dln2 = act(x, BTC);
     if (!x->failed)
       CX->matmul_backward(CX, t->dln2, dw, db, t->dfch, b->ln2, P(x, 0), B, T, C, 4 * C);
     release(x, &t->dfch);
     release(x, &b->fch);
     break;
-  case K_LN2:
+  case STW_OP_NORM_MLP:
     CX->layernorm_backward(CX, t->dx, dw, db, t->dln2, b->res2, P(x, 0), b->ln2_mean,
                            b->ln2_rstd, B, T, C);
     release(x, &t->dln2);
@@ -509,12 +497,12 @@ backward_op(Ctx *x, guint k)
     release(x, &b->ln2_rstd);
     release(x, &b->res3);
     break;
-  case K_PROJ: /* res2 = x + proj(atty): dx flows to x unchanged */
+  case STW_OP_ATTN_OUT: /* res2 = x + proj(atty): dx flows to x unchanged */
     t->datty = act(x, BTC);
     if (!x->failed)
       CX->matmul_backward(CX, t->datty, dw, db, t->dx, b->atty, P(x, 0), B, T, C, C);
     break;
-  case K_CORE: {
+  case STW_OP_ATTN_CORE: {
     t->dqkv = act(x, 3 * BTC);
     float *dpre = act(x, (gsize)B * NH * T * T), *datt = act(x, (gsize)B * NH * T * T);
     if (!x->failed)
@@ -527,14 +515,14 @@ backward_op(Ctx *x, guint k)
     release(x, &b->atty);
     break;
   }
-  case K_QKV:
+  case STW_OP_ATTN_QKV:
     t->dln1 = act(x, BTC);
     if (!x->failed)
       CX->matmul_backward(CX, t->dln1, dw, db, t->dqkv, b->ln1, P(x, 0), B, T, C, 3 * C);
     release(x, &t->dqkv);
     release(x, &b->qkv);
     break;
-  case K_LN1:
+  case STW_OP_NORM_ATTN:
     CX->layernorm_backward(CX, t->dx, dw, db, t->dln1, b->x, P(x, 0), b->ln1_mean, b->ln1_rstd, B,
                            T, C);
     release(x, &t->dln1);
@@ -545,10 +533,13 @@ backward_op(Ctx *x, guint k)
     if (op->layer == 0)
       release(x, &b->x); /* the embedding's output */
     break;
-  case K_EMBED:
+  case STW_OP_EMBED:
     CX->encoder_backward(CX, dw, db, t->dx, t->d_inputs, B, T, C);
     release_tokens(x, &t->d_inputs);
     release(x, &t->dx);
+    break;
+  default:
+    unsupported(x, op);
     break;
   }
   if (!x->failed) {

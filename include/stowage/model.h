@@ -93,8 +93,31 @@ typedef enum {
   STW_RESIDUAL_CLOSE, /* the op that adds the block's input back */
 } StwResidual;
 
+/* What an op of the graph does in its architecture: the trainer dispatches on it. */
+typedef enum {
+  STW_OP_EMBED,          /* token embeddings (and positions, token types) */
+  STW_OP_NORM_EMBED,     /* the norm of the embeddings (BERT) */
+  STW_OP_NORM_ATTN,      /* the norm before attention (pre-norm: ln_1) */
+  STW_OP_ATTN_QKV,       /* the query, key and value projections */
+  STW_OP_ROPE,           /* rotary positions on queries and keys */
+  STW_OP_ATTN_CORE,      /* scaled dot-product attention */
+  STW_OP_ATTN_OUT,       /* the attention's output projection, the residual added */
+  STW_OP_NORM_POST_ATTN, /* the norm after attention (post-norm, BERT) */
+  STW_OP_NORM_MLP,       /* the norm before the MLP (pre-norm: ln_2) */
+  STW_OP_MLP_IN,         /* the MLP's up (and gate) projection */
+  STW_OP_MLP_ACT,        /* the MLP's activation (GELU, SwiGLU) */
+  STW_OP_MLP_OUT,        /* the MLP's down projection, the residual added */
+  STW_OP_NORM_POST_MLP,  /* the norm after the MLP (post-norm, BERT) */
+  STW_OP_NORM_FINAL,     /* the final norm (ln_f) */
+  STW_OP_POOLER,         /* BERT's pooler */
+  STW_OP_LM_HEAD,        /* the projection to the vocabulary */
+  STW_OP_LOSS,           /* cross-entropy */
+  STW_N_OP_KINDS
+} StwOpKind;
+
 typedef struct {
   char *name;
+  StwOpKind kind;
   gint32 layer;               /* transformer block, -1 outside the blocks */
   GArray *params;             /* guint32 tensor ids read; backward writes their gradients */
   guint64 flops;              /* forward FLOPs; backward is modelled as twice this */
@@ -155,6 +178,7 @@ const char *stw_attention_name(StwAttention attention);
 extern const char *const stw_dtype_names[];     /* NULL-terminated, in enum order */
 extern const char *const stw_arch_names[];
 extern const char *const stw_attention_names[];
+extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 
 STW_END_DECLS
 
