@@ -77,250 +77,330 @@ stage_after(StwStage current, const char *name)
   return current;
 }
 
-StwTrace *
-stw_events_build(const StwEvents *ev, const StwEventsOptions *o, StwEventsReport *report,
-                 GError **error)
+/* The builder's state, pass by pass. */
+typedef struct {
+  const StwEvents *ev;
+  const StwEventsOptions *o;
+  const StwEventRecord *e;  /* the records */
+  guint n;
+  StwEventsReport rep;
+  GArray *ranges;           /* Range, in push order */
+  guint open;               /* ranges still open at the end */
+  guint64 w0, w1;           /* the iteration's window */
+  guint want_depth;         /* the ops' ranges' depth */
+  GPtrArray *allocs;        /* Alloc*, every allocation */
+  GPtrArray *lasting;       /* Alloc*, alive across the window, in allocation order */
+  GPtrArray *sorted;        /* the same, by address */
+  GHashTable *gpu;          /* launch id -> kernel record */
+  GArray *ops;              /* guint indices into ranges */
+  GPtrArray *touch;         /* per op: Alloc* it touches */
+  StwStage *stages;         /* per op */
+  guint64 *gpu_ns;          /* per op: its kernels' GPU time */
+  guint8 *timed;            /* per op: some kernel record matched */
+  StwTrace *t;
+} Build;
+
+static void
+build_clear(Build *b)
 {
-  StwEventsReport rep = { 0 };
-  const StwEventRecord *e = (const StwEventRecord *)ev->records->data;
-  guint n = ev->records->len;
-  /* ranges, with nesting checked */
-  GArray *ranges = g_array_new(FALSE, FALSE, sizeof(Range));
-  GArray *stack = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint i = 0; i < n; i++) {
-    if (e[i].kind == STW_EVENT_PUSH) {
-      Range r = { e[i].name, e[i].t, G_MAXUINT64, stack->len };
-      g_array_append_val(ranges, r);
-      guint idx = ranges->len - 1;
+  g_clear_pointer(&b->ranges, g_array_unref);
+  g_clear_pointer(&b->allocs, g_ptr_array_unref);
+  g_clear_pointer(&b->lasting, g_ptr_array_unref);
+  g_clear_pointer(&b->sorted, g_ptr_array_unref);
+  g_clear_pointer(&b->gpu, g_hash_table_unref);
+  g_clear_pointer(&b->ops, g_array_unref);
+  g_clear_pointer(&b->touch, g_ptr_array_unref);
+  g_clear_pointer(&b->stages, g_free);
+  g_clear_pointer(&b->gpu_ns, g_free);
+  g_clear_pointer(&b->timed, g_free);
+  g_clear_pointer(&b->t, stw_trace_free);
+}
+
+/* Pass 1: the ranges, with their nesting checked. */
+static gboolean
+collect_ranges(Build *b, GError **error)
+{
+  b->ranges = g_array_new(FALSE, FALSE, sizeof(Range));
+  g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < b->n; i++) {
+    const StwEventRecord *e = &b->e[i];
+    if (e->kind == STW_EVENT_PUSH) {
+      Range r = { e->name, e->t, G_MAXUINT64, stack->len };
+      g_array_append_val(b->ranges, r);
+      guint idx = b->ranges->len - 1;
       g_array_append_val(stack, idx);
-    } else if (e[i].kind == STW_EVENT_POP) {
+    } else if (e->kind == STW_EVENT_POP) {
       if (stack->len == 0) {
         g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_NESTING,
-                    "%s:%u: a range closes that was never opened (pop without push)", ev->file,
-                    e[i].line);
-        g_array_unref(ranges);
-        g_array_unref(stack);
-        return NULL;
+                    "%s:%u: a range closes that was never opened (pop without push)",
+                    b->ev->file, e->line);
+        return FALSE;
       }
-      g_array_index(ranges, Range, g_array_index(stack, guint, stack->len - 1)).end = e[i].t;
+      g_array_index(b->ranges, Range, g_array_index(stack, guint, stack->len - 1)).end = e->t;
       g_array_set_size(stack, stack->len - 1);
     }
   }
-  guint open = stack->len;
-  g_array_unref(stack);
-  /* the iteration window */
+  b->open = stack->len;
+  return TRUE;
+}
+
+/* Pass 2: the iteration's window (the whole run when no iteration range is named), and the
+ * depth of the ranges that become ops. */
+static gboolean
+choose_window(Build *b, GError **error)
+{
+  const StwEventsOptions *o = b->o;
   gboolean whole = o->iteration_range == NULL || o->iteration_range[0] == '\0';
-  guint64 w0 = 0, w1 = G_MAXUINT64;
   guint base_depth = 0;
-  if (!whole) {
+  b->w0 = 0;
+  b->w1 = G_MAXUINT64;
+  if (whole) {
+    if (b->open > 0) {
+      g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_NESTING,
+                  "%s: %u ranges are still open at the end (an NVTX push without a pop)",
+                  b->ev->file, b->open);
+      return FALSE;
+    }
+  } else {
     guint found = 0, chosen = 0;
-    for (guint i = 0; i < ranges->len; i++) {
-      Range *r = &g_array_index(ranges, Range, i);
+    for (guint i = 0; i < b->ranges->len; i++) {
+      const Range *r = &g_array_index(b->ranges, Range, i);
       if (strcmp(r->name, o->iteration_range) != 0 || r->end == G_MAXUINT64)
         continue;
       found++;
       if (o->iteration == 0 || found == o->iteration) {
         chosen = found;
-        w0 = r->start;
-        w1 = r->end;
+        b->w0 = r->start;
+        b->w1 = r->end;
         base_depth = r->depth + 1;
       }
     }
-    rep.iterations = found;
+    b->rep.iterations = found;
     if (chosen == 0) {
       g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_EMPTY,
-                  "%s: %s: found %u complete '%s' ranges%s", ev->file,
+                  "%s: %s: found %u complete '%s' ranges%s", b->ev->file,
                   found == 0 ? "no iteration" : "no such iteration", found, o->iteration_range,
-                  open > 0 ? ", and ranges left open at the end (an NVTX push without a pop?)"
-                           : "");
-      g_array_unref(ranges);
-      return NULL;
+                  b->open > 0 ? ", and ranges left open at the end (an NVTX push without a pop?)"
+                              : "");
+      return FALSE;
     }
-  } else if (open > 0) {
-    g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_NESTING,
-                "%s: %u ranges are still open at the end (an NVTX push without a pop)", ev->file,
-                open);
-    g_array_unref(ranges);
-    return NULL;
   }
-  guint want_depth = base_depth + MAX(o->depth, 1) - 1;
+  b->want_depth = base_depth + MAX(o->depth, 1) - 1;
+  return TRUE;
+}
 
-  /* allocations: live intervals, duplicates ignored; long-lived ones span the window */
-  GHashTable *live = g_hash_table_new(g_int64_hash, g_int64_equal);
-  GPtrArray *allocs = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; i < n; i++) {
-    if (e[i].kind == STW_EVENT_ALLOC) {
-      if (g_hash_table_contains(live, &e[i].ptr)) {
-        rep.duplicate_allocs++;
+/* Pass 3: every allocation's live interval (repeated records ignored, and counted), the names
+ * the stream gives them, the ones alive across the window, and the kernels by launch id. */
+static void
+collect_allocs(Build *b)
+{
+  g_autoptr(GHashTable) live = g_hash_table_new(g_int64_hash, g_int64_equal);
+  b->allocs = g_ptr_array_new_with_free_func(g_free);
+  b->gpu = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < b->n; i++) {
+    const StwEventRecord *e = &b->e[i];
+    if (e->kind == STW_EVENT_ALLOC) {
+      if (g_hash_table_contains(live, &e->ptr)) {
+        b->rep.duplicate_allocs++;
         continue;
       }
       Alloc *a = g_new0(Alloc, 1);
-      *a = (Alloc){ e[i].ptr, e[i].bytes, e[i].t, G_MAXUINT64, -1, NULL };
-      g_ptr_array_add(allocs, a);
+      *a = (Alloc){ e->ptr, e->bytes, e->t, G_MAXUINT64, -1, NULL };
+      g_ptr_array_add(b->allocs, a);
       g_hash_table_insert(live, &a->ptr, a);
-    } else if (e[i].kind == STW_EVENT_FREE) {
-      Alloc *a = g_hash_table_lookup(live, &e[i].ptr);
+    } else if (e->kind == STW_EVENT_FREE) {
+      Alloc *a = g_hash_table_lookup(live, &e->ptr);
       if (a == NULL) {
-        rep.duplicate_allocs++;
+        b->rep.duplicate_allocs++;
         continue;
       }
-      a->t_free = e[i].t;
-      g_hash_table_remove(live, &e[i].ptr);
-    } else if (e[i].kind == STW_EVENT_TENSOR) {
-      Alloc *a = g_hash_table_lookup(live, &e[i].ptr);
+      a->t_free = e->t;
+      g_hash_table_remove(live, &e->ptr);
+    } else if (e->kind == STW_EVENT_TENSOR) {
+      Alloc *a = g_hash_table_lookup(live, &e->ptr);
       if (a != NULL)
-        a->named = &e[i];
+        a->named = e;
+    } else if (e->kind == STW_EVENT_KERNEL) {
+      g_hash_table_insert(b->gpu, (gpointer)&e->id, (gpointer)e);
     }
   }
-  g_hash_table_unref(live);
-  GPtrArray *lasting = g_ptr_array_new();
-  for (guint i = 0; i < allocs->len; i++) {
-    Alloc *a = allocs->pdata[i];
-    if (a->t_alloc <= w0 && a->t_free >= w1)
-      g_ptr_array_add(lasting, a);
+  b->lasting = g_ptr_array_new();
+  for (guint i = 0; i < b->allocs->len; i++) {
+    Alloc *a = b->allocs->pdata[i];
+    if (a->t_alloc <= b->w0 && a->t_free >= b->w1)
+      g_ptr_array_add(b->lasting, a);
   }
-  GPtrArray *sorted = g_ptr_array_copy(lasting, NULL, NULL);
-  g_ptr_array_sort(sorted, alloc_by_ptr);
+  b->sorted = g_ptr_array_copy(b->lasting, NULL, NULL);
+  g_ptr_array_sort(b->sorted, alloc_by_ptr);
+}
 
-  /* kernels by launch id */
-  GHashTable *gpu = g_hash_table_new(g_int64_hash, g_int64_equal);
-  for (guint i = 0; i < n; i++)
-    if (e[i].kind == STW_EVENT_KERNEL)
-      g_hash_table_insert(gpu, (gpointer)&e[i].id, (gpointer)&e[i]);
-
-  /* the ops: ranges at the wanted depth inside the window */
-  StwTrace *t = stw_trace_new();
-  t->source.kind = STW_SOURCE_CUPTI;
-  GArray *ops = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint i = 0; i < ranges->len; i++) {
-    Range *r = &g_array_index(ranges, Range, i);
-    if (r->depth == want_depth && r->start >= w0 && r->end <= w1 && r->end != G_MAXUINT64)
-      g_array_append_val(ops, i);
+/* Pass 4: the ops, ranges at the wanted depth inside the window; which long-lived allocations
+ * each touches through its kernels' arguments, its stage and its kernels' GPU time. Allocations
+ * a forward op touches are marked to become tensors. */
+static void
+touch_pass(Build *b)
+{
+  b->ops = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < b->ranges->len; i++) {
+    const Range *r = &g_array_index(b->ranges, Range, i);
+    if (r->depth == b->want_depth && r->start >= b->w0 && r->end <= b->w1 &&
+        r->end != G_MAXUINT64)
+      g_array_append_val(b->ops, i);
   }
-  /* pass 1: which long-lived allocations each op touches; forward ones become tensors */
-  GPtrArray *touch = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  guint n_ops = b->ops->len;
+  b->touch = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  b->stages = g_new(StwStage, MAX(n_ops, 1));
+  b->gpu_ns = g_new0(guint64, MAX(n_ops, 1));
+  b->timed = g_new0(guint8, MAX(n_ops, 1));
   StwStage stage = STW_STAGE_FWD;
-  g_autofree StwStage *stages = g_new(StwStage, MAX(ops->len, 1));
-  g_autofree guint64 *gpu_ns = g_new0(guint64, MAX(ops->len, 1));
-  g_autofree guint8 *timed = g_new0(guint8, MAX(ops->len, 1)); /* some kernel record matched */
+  const StwEventRecord *e = b->e;
   guint li = 0;
-  for (guint k = 0; k < ops->len; k++) {
-    Range *r = &g_array_index(ranges, Range, g_array_index(ops, guint, k));
+  for (guint k = 0; k < n_ops; k++) {
+    const Range *r = &g_array_index(b->ranges, Range, g_array_index(b->ops, guint, k));
     stage = stage_after(stage, r->name);
-    stages[k] = stage;
+    b->stages[k] = stage;
     GPtrArray *tk = g_ptr_array_new();
-    while (li < n && (e[li].kind != STW_EVENT_LAUNCH || e[li].t < r->start))
+    while (li < b->n && (e[li].kind != STW_EVENT_LAUNCH || e[li].t < r->start))
       li++;
-    for (guint j = li; j < n; j++) {
+    for (guint j = li; j < b->n; j++) {
       if (e[j].kind != STW_EVENT_LAUNCH)
         continue;
       if (e[j].t > r->end)
         break;
-      const StwEventRecord *kern = g_hash_table_lookup(gpu, &e[j].id);
+      const StwEventRecord *kern = g_hash_table_lookup(b->gpu, &e[j].id);
       if (kern != NULL) {
-        gpu_ns[k] += kern->end - kern->t;
-        timed[k] = 1;
+        b->gpu_ns[k] += kern->end - kern->t;
+        b->timed[k] = 1;
+      } else {
+        b->rep.dropped_launches++;
       }
-      else
-        rep.dropped_launches++;
       for (guint a = 0; a < e[j].n_args; a++) {
-        Alloc *al = find(sorted, e[j].args[a]);
+        Alloc *al = find(b->sorted, e[j].args[a]);
         if (al != NULL && g_ptr_array_find(tk, al, NULL) == FALSE)
           g_ptr_array_add(tk, al);
       }
     }
-    g_ptr_array_add(touch, tk);
+    g_ptr_array_add(b->touch, tk);
     for (guint a = 0; stage == STW_STAGE_FWD && a < tk->len; a++)
       ((Alloc *)tk->pdata[a])->tensor = 0; /* marked: a forward tensor */
   }
-  /* tensors in allocation order */
-  for (guint i = 0; i < lasting->len; i++) {
-    Alloc *a = lasting->pdata[i];
+}
+
+/* Pass 5: the marked allocations become the trace's tensors, in allocation order, named by the
+ * stream where it names them. */
+static void
+add_tensors(Build *b)
+{
+  StwDtype dtype = b->o->dtype;
+  StwTrace *t = b->t;
+  for (guint i = 0; i < b->lasting->len; i++) {
+    Alloc *a = b->lasting->pdata[i];
     if (a->tensor != 0) {
       a->tensor = -1;
       continue;
     }
-    guint64 elem = stw_dtype_bytes(o->dtype);
     if (a->named != NULL) {
       g_auto(GStrv) names = g_strsplit(a->named->name, " ", 0);
-      a->tensor = (gint32)stw_trace_add_tensor(t, names[0], o->dtype, a->named->args,
+      a->tensor = (gint32)stw_trace_add_tensor(t, names[0], dtype, a->named->args,
                                                a->named->n_args);
       for (guint k = 1; names[k] != NULL; k++)
         g_ptr_array_add(g_array_index(t->tensors, StwTensor, a->tensor).aliases,
                         g_strdup(names[k]));
     } else {
-      g_autofree char *name = g_strdup_printf("tensor%u@0x%" G_GINT64_MODIFIER "x", t->tensors->len,
-                                              a->ptr);
-      guint64 shape[1] = { MAX(a->bytes / elem, 1) };
-      a->tensor = (gint32)stw_trace_add_tensor(t, name, o->dtype, shape, 1);
+      g_autofree char *name = g_strdup_printf("tensor%u@0x%" G_GINT64_MODIFIER "x",
+                                              t->tensors->len, a->ptr);
+      guint64 shape[1] = { MAX(a->bytes / stw_dtype_bytes(dtype), 1) };
+      a->tensor = (gint32)stw_trace_add_tensor(t, name, dtype, shape, 1);
     }
   }
-  /* pass 2: the ops, with non-model memory from the other allocations */
-  for (guint k = 0; k < ops->len; k++) {
-    Range *r = &g_array_index(ranges, Range, g_array_index(ops, guint, k));
-    GPtrArray *tk = touch->pdata[k];
-    GArray *ids = g_array_new(FALSE, FALSE, sizeof(guint32));
+}
+
+/* The non-model memory of op range R: every allocation that is neither a tensor nor alive
+ * across the window, live at R's start, then swept through its allocations and frees. */
+static void
+nonmodel_memory(const Build *b, const Range *r, StwOp *op)
+{
+  guint64 at_start = 0;
+  g_autoptr(GArray) deltas = g_array_new(FALSE, FALSE, sizeof(Delta));
+  for (guint i = 0; i < b->allocs->len; i++) {
+    const Alloc *a = b->allocs->pdata[i];
+    if (a->tensor >= 0 || (a->t_alloc <= b->w0 && a->t_free >= b->w1))
+      continue;
+    if (a->t_alloc <= r->start && a->t_free > r->start)
+      at_start += a->bytes;
+    if (a->t_alloc > r->start && a->t_alloc <= r->end) {
+      Delta d = { a->t_alloc, (gint64)a->bytes };
+      g_array_append_val(deltas, d);
+    }
+    if (a->t_free > r->start && a->t_free <= r->end && a->t_alloc <= r->end) {
+      Delta d = { a->t_free, -(gint64)a->bytes };
+      g_array_append_val(deltas, d);
+    }
+  }
+  g_array_sort(deltas, delta_cmp);
+  gint64 cur = (gint64)at_start, peak = cur;
+  for (guint i = 0; i < deltas->len; i++) {
+    cur += g_array_index(deltas, Delta, i).bytes;
+    peak = MAX(peak, cur);
+  }
+  op->nonmodel_bytes = at_start;
+  op->nonmodel_peak_bytes = (guint64)peak;
+}
+
+/* Pass 6: the trace's ops, reading the tensors they touch (a backward op writing their
+ * gradients), with their non-model memory and durations. */
+static void
+add_ops(Build *b)
+{
+  for (guint k = 0; k < b->ops->len; k++) {
+    const Range *r = &g_array_index(b->ranges, Range, g_array_index(b->ops, guint, k));
+    GPtrArray *tk = b->touch->pdata[k];
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint32));
     for (guint a = 0; a < tk->len; a++) {
-      Alloc *al = tk->pdata[a];
+      const Alloc *al = tk->pdata[a];
       if (al->tensor >= 0) {
         guint32 id = (guint32)al->tensor;
         g_array_append_val(ids, id);
       }
     }
-    StwOp *op = stw_trace_add_op(t, r->name, stages[k], (guint32 *)ids->data, ids->len,
+    StwOp *op = stw_trace_add_op(b->t, r->name, b->stages[k], (guint32 *)ids->data, ids->len,
                                  (guint32 *)ids->data,
-                                 stages[k] == STW_STAGE_BWD ? ids->len : 0);
-    g_array_unref(ids);
-    /* non-model memory: live at the op's start, then swept through its allocations and frees */
-    guint64 at_start = 0;
-    GArray *deltas = g_array_new(FALSE, FALSE, sizeof(Delta));
-    for (guint i = 0; i < allocs->len; i++) {
-      Alloc *a = allocs->pdata[i];
-      if (a->tensor >= 0 || (a->t_alloc <= w0 && a->t_free >= w1))
-        continue;
-      if (a->t_alloc <= r->start && a->t_free > r->start)
-        at_start += a->bytes;
-      if (a->t_alloc > r->start && a->t_alloc <= r->end) {
-        Delta d = { a->t_alloc, (gint64)a->bytes };
-        g_array_append_val(deltas, d);
-      }
-      if (a->t_free > r->start && a->t_free <= r->end && a->t_alloc <= r->end) {
-        Delta d = { a->t_free, -(gint64)a->bytes };
-        g_array_append_val(deltas, d);
-      }
-    }
-    g_array_sort(deltas, delta_cmp);
-    gint64 cur = (gint64)at_start, peak = cur;
-    for (guint i = 0; i < deltas->len; i++) {
-      cur += g_array_index(deltas, Delta, i).bytes;
-      peak = MAX(peak, cur);
-    }
-    g_array_unref(deltas);
-    op->nonmodel_bytes = at_start;
-    op->nonmodel_peak_bytes = (guint64)peak;
-    op->duration_ns = timed[k] ? gpu_ns[k] : r->end - r->start;
+                                 b->stages[k] == STW_STAGE_BWD ? ids->len : 0);
+    nonmodel_memory(b, r, op);
+    op->duration_ns = b->timed[k] ? b->gpu_ns[k] : r->end - r->start;
   }
-  g_ptr_array_unref(touch);
-  g_ptr_array_unref(sorted);
-  g_ptr_array_unref(lasting);
-  g_ptr_array_unref(allocs);
-  g_hash_table_unref(gpu);
-  guint n_ops = ops->len;
-  g_array_unref(ops);
-  g_array_unref(ranges);
+}
+
+StwTrace *
+stw_events_build(const StwEvents *ev, const StwEventsOptions *o, StwEventsReport *report,
+                 GError **error)
+{
+  Build b = { .ev = ev, .o = o, .e = (const StwEventRecord *)ev->records->data,
+              .n = ev->records->len };
+  if (!collect_ranges(&b, error) || !choose_window(&b, error)) {
+    build_clear(&b);
+    return NULL;
+  }
+  collect_allocs(&b);
+  touch_pass(&b);
+  b.t = stw_trace_new();
+  b.t->source.kind = STW_SOURCE_CUPTI;
+  add_tensors(&b);
+  add_ops(&b);
   if (report != NULL)
-    *report = rep;
-  if (n_ops == 0) {
+    *report = b.rep;
+  if (b.ops->len == 0) {
     g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_EMPTY,
                 "%s: the iteration has no ranges at depth %u to make ops of", ev->file,
                 MAX(o->depth, 1));
-    stw_trace_free(t);
+    build_clear(&b);
     return NULL;
   }
-  if (!stw_trace_validate(t, ev->file, error)) {
-    stw_trace_free(t);
+  if (!stw_trace_validate(b.t, ev->file, error)) {
+    build_clear(&b);
     return NULL;
   }
+  StwTrace *t = g_steal_pointer(&b.t);
+  build_clear(&b);
   return t;
 }
-
