@@ -149,6 +149,47 @@ stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 m
 }
 
 gboolean
+stw_cli_parse_enum(const char *text, const char *option, const char *const *names, int *out)
+{
+  if (text == NULL)
+    return TRUE;
+  for (int i = 0; names[i] != NULL; i++) {
+    if (g_ascii_strcasecmp(text, names[i]) == 0) {
+      *out = i;
+      return TRUE;
+    }
+  }
+  g_autofree char *all = g_strjoinv(", ", (char **)names);
+  stw_cli_fail(STW_EXIT_USAGE, "%s: '%s' is not one of %s", option, text, all);
+  return FALSE;
+}
+
+gboolean
+stw_cli_parse_enum_list(const char *text, const char *option, const char *const *names,
+                        GArray *out)
+{
+  if (text == NULL || strcmp(text, "all") == 0) {
+    for (int i = 0; names[i] != NULL; i++)
+      g_array_append_val(out, i);
+    return TRUE;
+  }
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  if (parts[0] == NULL) {
+    g_autofree char *all = g_strjoinv(", ", (char **)names);
+    stw_cli_fail(STW_EXIT_USAGE, "%s: the list is empty: give one or more of %s, or all",
+                 option, all);
+    return FALSE;
+  }
+  for (char **p = parts; *p != NULL; p++) {
+    int v = 0;
+    if (!stw_cli_parse_enum(g_strstrip(*p), option, names, &v))
+      return FALSE;
+    g_array_append_val(out, v);
+  }
+  return TRUE;
+}
+
+gboolean
 stw_cli_parse_size(const char *text, const char *option, guint64 *out)
 {
   GError *error = NULL;

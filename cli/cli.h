@@ -54,6 +54,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTable, stw_table_free)
 gboolean stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 max,
                              guint64 *out);
 
+/* Parses TEXT (NULL: leaves *OUT) as one of NAMES (NULL-terminated, an enum's name table) for
+ * OPTION, without regard to case: *OUT gets its index. Prints "OPTION: 'TEXT' is not one of
+ * A, B, C" (a usage error) and returns FALSE otherwise. */
+gboolean stw_cli_parse_enum(const char *text, const char *option, const char *const *names,
+                            int *out);
+/* A comma list of NAMES, or "all" (NULL text: all), appended to OUT as ints. */
+gboolean stw_cli_parse_enum_list(const char *text, const char *option, const char *const *names,
+                                 GArray *out);
+
 /* Parses a size for OPTION (NULL text: leaves *OUT); prints a usage error and returns FALSE. */
 gboolean stw_cli_parse_size(const char *text, const char *option, guint64 *out);
 

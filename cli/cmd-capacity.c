@@ -3,10 +3,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include <stowage/synth.h>
 #include <stowage/units.h>
 #include <stowage/whatif.h>
+
+#include "cli.h"
 
 typedef struct {
   const StwPlannerOptions *o;
@@ -58,6 +59,66 @@ gpt_of_width(StwModelConfig *c, guint64 hidden, guint64 layers, guint64 seq)
   c->tied = TRUE;
 }
 
+/* The largest GPT of WIDTH whose plan fits, by layers: bisected. FALSE when none fits. */
+static gboolean
+largest_by_layers(Probe *pr, guint64 width, StwModelConfig *best)
+{
+  gboolean any = FALSE;
+  guint64 lo = 0, hi = STW_MODEL_MAX_LAYERS;
+  while (lo < hi) { /* the largest L that fits, in [0, hi] */
+    guint64 mid = lo + (hi - lo + 1) / 2;
+    StwModelConfig c;
+    gpt_of_width(&c, width, mid, pr->so.seq);
+    if (fits(pr, &c)) {
+      lo = mid;
+      *best = c;
+      any = TRUE;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return any;
+}
+
+/* The largest of MEMBERS (zoo models) whose plan fits. FALSE when none fits. */
+static gboolean
+largest_of(Probe *pr, const GArray *members, StwModelConfig *best)
+{
+  gboolean any = FALSE;
+  for (guint i = 0; i < members->len; i++) {
+    const StwModelConfig *c = &g_array_index(members, StwModelConfig, i);
+    if (stw_model_param_count(c) <= (any ? stw_model_param_count(best) : 0))
+      continue;
+    if (fits(pr, c)) {
+      *best = *c;
+      any = TRUE;
+    }
+  }
+  return any;
+}
+
+/* --family: gpt (layers at a width), or one of the zoo's families. */
+static gboolean
+parse_family(const char *family, gboolean *by_layers, GArray *members)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_ptr_array_add(names, (gpointer) "gpt");
+  for (int i = 0; stw_zoo_families[i] != NULL; i++)
+    g_ptr_array_add(names, (gpointer)stw_zoo_families[i]);
+  g_ptr_array_add(names, NULL);
+  int f = 0;
+  if (!stw_cli_parse_enum(family, "--family", (const char *const *)names->pdata, &f))
+    return FALSE;
+  *by_layers = f == 0;
+  gsize n_zoo;
+  const StwZooEntry *zoo = stw_zoo_entries(&n_zoo);
+  for (gsize i = 0; f > 0 && i < n_zoo; i++) {
+    if (strcmp(zoo[i].family, stw_zoo_families[f - 1]) == 0)
+      g_array_append_val(members, zoo[i].config);
+  }
+  return TRUE;
+}
+
 int
 stw_cmd_capacity(int argc, char **argv)
 {
@@ -76,7 +137,8 @@ stw_cmd_capacity(int argc, char **argv)
     { "no-checkpointing", 0, 0, G_OPTION_ARG_NONE, &no_ckpt,
       "keep all activations (default: checkpoint every block)", NULL },
     { "attention", 0, 0, G_OPTION_ARG_STRING, &attention, "flash (default) or naive", "A" },
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "one policy (default: every one)", "P" },
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "comma list of policies, or all (default)",
+      "LIST" },
     { NULL }
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- the largest model that fits");
@@ -108,64 +170,27 @@ stw_cmd_capacity(int argc, char **argv)
                        .checkpointing = !no_ckpt, .attention = STW_ATTENTION_FLASH } };
   if (hw.flops_per_s[STW_DTYPE_BF16] <= 0)
     pr.so.dtype = STW_DTYPE_FP16;
+  int att = pr.so.attention;
+  gboolean by_layers = FALSE;
+  g_autoptr(GArray) members = g_array_new(FALSE, FALSE, sizeof(StwModelConfig));
+  g_autoptr(GArray) policies = g_array_new(FALSE, FALSE, sizeof(int));
   if ((batch != NULL && !stw_cli_parse_count(batch, "--batch", 1, STW_SYNTH_MAX_BATCH,
                                              &pr.so.batch)) ||
       (seq != NULL && !stw_cli_parse_count(seq, "--seq", 1, STW_MODEL_MAX_SEQ, &pr.so.seq)) ||
-      (hidden != NULL && !stw_cli_parse_count(hidden, "--hidden", 64, 65536, &width)))
+      (hidden != NULL && !stw_cli_parse_count(hidden, "--hidden", 64, 65536, &width)) ||
+      !stw_cli_parse_enum(attention, "--attention", stw_attention_names, &att) ||
+      !parse_family(family, &by_layers, members) ||
+      !stw_cli_parse_enum_list(policy, "--policy", stw_policy_names, policies))
     return STW_EXIT_USAGE;
-  if (attention != NULL) {
-    if (strcmp(attention, "naive") == 0)
-      pr.so.attention = STW_ATTENTION_NAIVE;
-    else if (strcmp(attention, "flash") != 0)
-      return stw_cli_fail(STW_EXIT_USAGE, "--attention: '%s' is not one of naive, flash",
-                          attention);
-  }
-  gboolean by_layers = strcmp(family, "gpt") == 0;
-  gsize n_zoo;
-  const StwZooEntry *zoo = stw_zoo_entries(&n_zoo);
-  g_autoptr(GArray) members = g_array_new(FALSE, FALSE, sizeof(StwModelConfig));
-  for (gsize i = 0; !by_layers && i < n_zoo; i++) {
-    if (strcmp(zoo[i].family, family) == 0)
-      g_array_append_val(members, zoo[i].config);
-  }
-  if (!by_layers && members->len == 0)
-    return stw_cli_fail(STW_EXIT_USAGE, "--family: '%s' is not one of gpt, gpt2, gpt3, "
-                        "patrickstar, llama, bert", family);
+  pr.so.attention = (StwAttention)att;
 
   g_autoptr(StwTable) tab = stw_table_new(6, "<policy", "<largest model", "layers", "parameters",
                                           "iteration", "moves");
-  for (int p = 0; p < STW_N_POLICIES; p++) {
-    if (policy != NULL && strcmp(policy, stw_policy_names[p]) != 0)
-      continue;
+  for (guint k = 0; k < policies->len; k++) {
+    int p = g_array_index(policies, int, k);
     pr.policy = (StwPolicy)p;
     StwModelConfig best = { 0 };
-    gboolean any = FALSE;
-    if (by_layers) {
-      guint64 lo = 0, hi = STW_MODEL_MAX_LAYERS;
-      while (lo < hi) { /* the largest L that fits, in [0, hi] */
-        guint64 mid = lo + (hi - lo + 1) / 2;
-        StwModelConfig c;
-        gpt_of_width(&c, width, mid, pr.so.seq);
-        if (fits(&pr, &c)) {
-          lo = mid;
-          best = c;
-          any = TRUE;
-        } else {
-          hi = mid - 1;
-        }
-      }
-    } else {
-      for (guint i = 0; i < members->len; i++) {
-        const StwModelConfig *c = &g_array_index(members, StwModelConfig, i);
-        if (stw_model_param_count(c) <= (any ? stw_model_param_count(&best) : 0))
-          continue;
-        if (fits(&pr, c)) {
-          best = *c;
-          any = TRUE;
-        }
-      }
-    }
-    if (!any) {
+    if (by_layers ? !largest_by_layers(&pr, width, &best) : !largest_of(&pr, members, &best)) {
       stw_table_row(tab, stw_policy_names[p], "none fits", "-", "-", "-", "-");
       continue;
     }

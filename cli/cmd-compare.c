@@ -2,10 +2,101 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "json.h"
 #include <stowage/units.h>
 #include <stowage/whatif.h>
+
+#include "cli.h"
+#include "json.h"
+
+/* What was compared: one point per policy. */
+typedef struct {
+  const char *trace_file;
+  const StwPlannerOptions *o;
+  guint64 budget;
+  guint64 unlimited_ns;
+  StwWhatifPoint pts[STW_N_POLICIES];
+} Comparison;
+
+static void
+print_json(const Comparison *c)
+{
+  cJSON *arr = cJSON_CreateArray();
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    const StwWhatifPoint *pt = &c->pts[p];
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddStringToObject(row, "policy", stw_policy_names[p]);
+    cJSON_AddBoolToObject(row, "feasible", pt->feasible);
+    if (pt->feasible) {
+      cJSON_AddNumberToObject(row, "chunk_size_elems", (double)pt->chunk_size_elems);
+      cJSON_AddNumberToObject(row, "h2d_bytes", (double)pt->h2d_bytes);
+      cJSON_AddNumberToObject(row, "d2h_bytes", (double)pt->d2h_bytes);
+      cJSON_AddNumberToObject(row, "comm_bytes", (double)pt->comm_bytes);
+      cJSON_AddNumberToObject(row, "iteration_ns", (double)pt->iteration_ns);
+      cJSON_AddNumberToObject(row, "slowdown", pt->slowdown);
+    } else {
+      cJSON_AddStringToObject(row, "why", pt->why);
+    }
+    cJSON_AddItemToArray(arr, row);
+  }
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "trace", c->trace_file);
+  cJSON_AddStringToObject(root, "hardware", c->o->hw.name);
+  cJSON_AddNumberToObject(root, "gpu_bytes", (double)c->budget);
+  cJSON_AddNumberToObject(root, "gpus", c->o->world_size);
+  cJSON_AddNumberToObject(root, "unlimited_iteration_ns", (double)c->unlimited_ns);
+  cJSON_AddItemToObject(root, "policies", arr);
+  char *text = cJSON_Print(root);
+  printf("%s\n", text);
+  cJSON_free(text);
+  cJSON_Delete(root);
+}
+
+static void
+print_table(const Comparison *c)
+{
+  gboolean multi = c->o->world_size > 1;
+  g_autoptr(StwTable) tab =
+      multi ? stw_table_new(8, "<policy", "chunk size", "H2D", "D2H", "gathered", "iteration",
+                            "slowdown", "<fits?")
+            : stw_table_new(7, "<policy", "chunk size", "H2D", "D2H", "iteration", "slowdown",
+                            "<fits?");
+  guint n_why = 0;
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    const StwWhatifPoint *pt = &c->pts[p];
+    if (!pt->feasible) {
+      g_autofree char *note = g_strdup_printf("no (%u)", ++n_why);
+      if (multi)
+        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", "-", note);
+      else
+        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", note);
+      continue;
+    }
+    g_autofree char *cs = stw_cli_group_digits(pt->chunk_size_elems);
+    g_autofree char *h = stw_size_format(pt->h2d_bytes);
+    g_autofree char *d = stw_size_format(pt->d2h_bytes);
+    g_autofree char *it = stw_duration_format(pt->iteration_ns);
+    g_autofree char *sd = g_strdup_printf("%.2fx", pt->slowdown);
+    g_autofree char *g = stw_size_format(pt->comm_bytes);
+    if (multi)
+      stw_table_row(tab, stw_policy_names[p], cs, h, d, g, it, sd, "yes");
+    else
+      stw_table_row(tab, stw_policy_names[p], cs, h, d, it, sd, "yes");
+  }
+  g_autofree char *b = stw_size_format(c->budget);
+  g_autofree char *u = stw_duration_format(c->unlimited_ns);
+  if (multi)
+    printf("%s on %u x %s with %s of GPU memory each (unlimited memory: %s per iteration)\n"
+           "\n", c->trace_file, c->o->world_size, c->o->hw.name, b, u);
+  else
+    printf("%s on %s with %s of GPU memory (unlimited memory: %s per iteration)\n\n",
+           c->trace_file, c->o->hw.name, b, u);
+  stw_table_print(tab, stdout);
+  n_why = 0;
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    if (!c->pts[p].feasible)
+      printf("(%u) %s\n", ++n_why, c->pts[p].why);
+  }
+}
 
 int
 stw_cmd_compare(int argc, char **argv)
@@ -36,83 +127,19 @@ stw_cmd_compare(int argc, char **argv)
   int status;
   if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
     return status;
-  const StwHardware hw = o.hw;
-  guint64 budget = 0;
-  if (!stw_cli_parse_size(gpu, "--gpu", &budget))
+  Comparison c = { .trace_file = argv[1], .o = &o };
+  if (!stw_cli_parse_size(gpu, "--gpu", &c.budget))
     return STW_EXIT_USAGE;
-  if (budget == 0)
+  if (c.budget == 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
-
-  guint64 unlimited = stw_whatif_unlimited_ns(trace, &o);
-  cJSON *arr = cJSON_CreateArray();
-  gboolean multi = o.world_size > 1;
-  g_autoptr(StwTable) tab =
-      multi ? stw_table_new(8, "<policy", "chunk size", "H2D", "D2H", "gathered", "iteration",
-                            "slowdown", "<fits?")
-            : stw_table_new(7, "<policy", "chunk size", "H2D", "D2H", "iteration", "slowdown",
-                            "<fits?");
-  GPtrArray *whys = g_ptr_array_new_with_free_func(g_free);
-  for (int p = 0; p < STW_N_POLICIES; p++) {
-    StwWhatifPoint pt;
-    stw_whatif_run(trace, &o, (StwPolicy)p, budget, unlimited, &pt);
-    cJSON *row = cJSON_CreateObject();
-    cJSON_AddStringToObject(row, "policy", stw_policy_names[p]);
-    cJSON_AddBoolToObject(row, "feasible", pt.feasible);
-    if (pt.feasible) {
-      g_autofree char *cs = stw_cli_group_digits(pt.chunk_size_elems);
-      g_autofree char *h = stw_size_format(pt.h2d_bytes);
-      g_autofree char *d = stw_size_format(pt.d2h_bytes);
-      g_autofree char *it = stw_duration_format(pt.iteration_ns);
-      g_autofree char *sd = g_strdup_printf("%.2fx", pt.slowdown);
-      g_autofree char *g = stw_size_format(pt.comm_bytes);
-      if (multi)
-        stw_table_row(tab, stw_policy_names[p], cs, h, d, g, it, sd, "yes");
-      else
-        stw_table_row(tab, stw_policy_names[p], cs, h, d, it, sd, "yes");
-      cJSON_AddNumberToObject(row, "chunk_size_elems", (double)pt.chunk_size_elems);
-      cJSON_AddNumberToObject(row, "h2d_bytes", (double)pt.h2d_bytes);
-      cJSON_AddNumberToObject(row, "d2h_bytes", (double)pt.d2h_bytes);
-      cJSON_AddNumberToObject(row, "comm_bytes", (double)pt.comm_bytes);
-      cJSON_AddNumberToObject(row, "iteration_ns", (double)pt.iteration_ns);
-      cJSON_AddNumberToObject(row, "slowdown", pt.slowdown);
-    } else {
-      g_autofree char *note = g_strdup_printf("no (%u)", whys->len + 1);
-      if (multi)
-        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", "-", note);
-      else
-        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", note);
-      g_ptr_array_add(whys, g_strdup(pt.why));
-      cJSON_AddStringToObject(row, "why", pt.why);
-    }
-    cJSON_AddItemToArray(arr, row);
-    stw_whatif_point_clear(&pt);
-  }
-  if (json) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "trace", argv[1]);
-    cJSON_AddStringToObject(root, "hardware", hw.name);
-    cJSON_AddNumberToObject(root, "gpu_bytes", (double)budget);
-    cJSON_AddNumberToObject(root, "gpus", o.world_size);
-    cJSON_AddNumberToObject(root, "unlimited_iteration_ns", (double)unlimited);
-    cJSON_AddItemToObject(root, "policies", arr);
-    char *text = cJSON_Print(root);
-    printf("%s\n", text);
-    cJSON_free(text);
-    cJSON_Delete(root);
-  } else {
-    g_autofree char *b = stw_size_format(budget);
-    g_autofree char *u = stw_duration_format(unlimited);
-    if (multi)
-      printf("%s on %u x %s with %s of GPU memory each (unlimited memory: %s per iteration)\n"
-             "\n", argv[1], o.world_size, hw.name, b, u);
-    else
-      printf("%s on %s with %s of GPU memory (unlimited memory: %s per iteration)\n\n",
-             argv[1], hw.name, b, u);
-    stw_table_print(tab, stdout);
-    for (guint i = 0; i < whys->len; i++)
-      printf("(%u) %s\n", i + 1, (char *)whys->pdata[i]);
-    cJSON_Delete(arr);
-  }
-  g_ptr_array_unref(whys);
+  c.unlimited_ns = stw_whatif_unlimited_ns(trace, &o);
+  for (int p = 0; p < STW_N_POLICIES; p++)
+    stw_whatif_run(trace, &o, (StwPolicy)p, c.budget, c.unlimited_ns, &c.pts[p]);
+  if (json)
+    print_json(&c);
+  else
+    print_table(&c);
+  for (int p = 0; p < STW_N_POLICIES; p++)
+    stw_whatif_point_clear(&c.pts[p]);
   return STW_EXIT_OK;
 }

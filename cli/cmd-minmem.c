@@ -39,10 +39,9 @@ stw_cmd_minmem(int argc, char **argv)
       return stw_cli_fail(STW_EXIT_USAGE, "--slowdown: '%s' is not a percentage such as 10%%",
                           slowdown);
   }
-  StwPolicy pol = STW_POLICY_STOWAGE;
-  if (policy != NULL && (pol = stw_policy_from_name(policy)) == STW_N_POLICIES)
-    return stw_cli_fail(STW_EXIT_USAGE, "--policy: '%s' is not a policy (see 'stowage plan "
-                        "--help')", policy);
+  int pol = STW_POLICY_STOWAGE;
+  if (!stw_cli_parse_enum(policy, "--policy", stw_policy_names, &pol))
+    return STW_EXIT_USAGE;
   g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
   int status;
@@ -60,7 +59,7 @@ stw_cmd_minmem(int argc, char **argv)
   hi = top.peak_gpu_bytes + o.budgets.reserved_bytes;
   stw_whatif_point_clear(&top);
   StwWhatifPoint best = { 0 };
-  stw_whatif_run(trace, &o, pol, hi, unlimited, &best);
+  stw_whatif_run(trace, &o, (StwPolicy)pol, hi, unlimited, &best);
   if (!best.feasible || best.slowdown > 1 + allowed) {
     g_autofree char *b = stw_size_format(hi);
     int st = stw_cli_fail(STW_EXIT_FAILURE, "minmem: policy %s is not within %.0f%% of unlimited "
@@ -73,7 +72,7 @@ stw_cmd_minmem(int argc, char **argv)
   while (hi - lo > PRECISION) {
     guint64 mid = lo + (hi - lo) / 2;
     StwWhatifPoint pt;
-    stw_whatif_run(trace, &o, pol, mid, unlimited, &pt);
+    stw_whatif_run(trace, &o, (StwPolicy)pol, mid, unlimited, &pt);
     if (pt.feasible && pt.slowdown <= 1 + allowed) {
       hi = mid;
       stw_whatif_point_clear(&best);

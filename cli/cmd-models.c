@@ -29,14 +29,15 @@ stw_cmd_models(int argc, char **argv)
   if (argc > 1)
     return stw_cli_fail(STW_EXIT_USAGE, "models: unexpected argument '%s'", argv[1]);
 
+  int fam = 0;
+  if (!stw_cli_parse_enum(family, "--family", stw_zoo_families, &fam))
+    return STW_EXIT_USAGE;
+  if (family != NULL) { /* as the zoo spells it */
+    g_free(family);
+    family = g_strdup(stw_zoo_families[fam]);
+  }
   gsize n;
   const StwZooEntry *zoo = stw_zoo_entries(&n);
-  gboolean any = FALSE;
-  for (gsize i = 0; i < n; i++)
-    any |= family == NULL || strcmp(zoo[i].family, family) == 0;
-  if (!any)
-    return stw_cli_fail(STW_EXIT_USAGE, "models: unknown family '%s' (expected gpt2, gpt3, "
-                        "patrickstar, llama or bert)", family);
 
   cJSON *arr = cJSON_CreateArray();
   g_autoptr(StwTable) table = stw_table_new(11, "<model", "<family", "<arch", "layers", "hidden",

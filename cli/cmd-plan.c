@@ -122,21 +122,12 @@ stw_cmd_plan(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (o.budgets.gpu_bytes == 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
-  if (policy != NULL) {
-    o.policy = stw_policy_from_name(policy);
-    if (o.policy == STW_N_POLICIES)
-      return stw_cli_fail(STW_EXIT_USAGE, "--policy: '%s' is not one of stowage, patrickstar, "
-                          "zero-offload, zero-infinity, gemini-static, lru", policy);
-  }
-  if (objective != NULL) {
-    if (strcmp(objective, "time") == 0)
-      o.objective = STW_OBJECTIVE_TIME;
-    else if (strcmp(objective, "bytes") == 0)
-      o.objective = STW_OBJECTIVE_BYTES;
-    else
-      return stw_cli_fail(STW_EXIT_USAGE, "--objective: '%s' is not one of time, bytes",
-                          objective);
-  }
+  int pol = o.policy, obj = o.objective;
+  if (!stw_cli_parse_enum(policy, "--policy", stw_policy_names, &pol) ||
+      !stw_cli_parse_enum(objective, "--objective", stw_objective_names, &obj))
+    return STW_EXIT_USAGE;
+  o.policy = (StwPolicy)pol;
+  o.objective = (StwObjective)obj;
   if (chunk != NULL &&
       !stw_cli_parse_count(chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &o.chunk_size_elems))
     return STW_EXIT_USAGE;

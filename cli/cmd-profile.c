@@ -128,8 +128,10 @@ stw_cmd_profile(int argc, char **argv)
   }
   if (range != NULL)
     o.iteration_range = range;
-  if (dtype != NULL && !stw_dtype_parse(dtype, &o.dtype))
-    return stw_cli_fail(STW_EXIT_USAGE, "--dtype: '%s' is not one of bf16, fp16, fp32", dtype);
+  int dt = o.dtype;
+  if (!stw_cli_parse_enum(dtype, "--dtype", stw_dtype_names, &dt))
+    return STW_EXIT_USAGE;
+  o.dtype = (StwDtype)dt;
 
   g_autofree char *tmp = NULL;
   const char *events = events_in;

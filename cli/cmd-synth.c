@@ -63,17 +63,12 @@ stw_cmd_synth(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (seq != NULL && !stw_cli_parse_count(seq, "--seq", 1, config.max_seq, &opt.seq))
     return STW_EXIT_USAGE;
-  if (dtype != NULL && !stw_dtype_parse(dtype, &opt.dtype))
-    return stw_cli_fail(STW_EXIT_USAGE, "--dtype: '%s' is not one of bf16, fp16, fp32", dtype);
-  if (attention != NULL) {
-    if (strcmp(attention, "naive") == 0)
-      opt.attention = STW_ATTENTION_NAIVE;
-    else if (strcmp(attention, "flash") == 0)
-      opt.attention = STW_ATTENTION_FLASH;
-    else
-      return stw_cli_fail(STW_EXIT_USAGE, "--attention: '%s' is not one of naive, flash",
-                          attention);
-  }
+  int dt = opt.dtype, att = opt.attention;
+  if (!stw_cli_parse_enum(dtype, "--dtype", stw_dtype_names, &dt) ||
+      !stw_cli_parse_enum(attention, "--attention", stw_attention_names, &att))
+    return STW_EXIT_USAGE;
+  opt.dtype = (StwDtype)dt;
+  opt.attention = (StwAttention)att;
   StwHardware hw;
   if (!stw_hardware_lookup(hw_name != NULL ? hw_name : STW_HARDWARE_DEFAULT, &hw, &error))
     return stw_cli_error(error);

@@ -3,12 +3,53 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include <stowage/trainer.h>
 #include <stowage/check.h>
+#include <stowage/trainer.h>
 #include <stowage/units.h>
 
+#include "cli.h"
+
 #define DEFAULT_TEXT "/usr/share/common-licenses/GPL-3"
+
+static const char *const device_names[] = { "cpu", "cuda", NULL };
+static const char *const precision_names[] = { "mixed", "fp32", NULL };
+
+/* The training as the user asked for it, and what it runs on. */
+typedef struct {
+  char *data, *layers, *width, *heads, *context, *batch, *steps, *seed, *lr, *gpu, *profile,
+      *plan_file, *trace_file, *checkpoint, *resume, *chunk, *device, *precision;
+  gboolean verify, quiet;
+  gboolean cuda, mixed;
+  guint64 n_steps;
+  StwTrainerConfig c;
+  StwRuntimeOptions ro;
+  char *text;              /* the training data */
+  gsize len;
+  StwPlan *plan;           /* replay */
+  StwTrace *plan_trace;
+  StwBackend *be;
+  StwCompute *cx;          /* CUDA's compute table, or NULL for the CPU's */
+  StwTrainer *tr;
+} Training;
+
+static void
+training_clear(Training *x)
+{
+  stw_trainer_free(x->tr);
+  if (x->be != NULL)
+    x->be->free(x->be);
+  if (x->cx != NULL)
+    x->cx->free(x->cx);
+  stw_plan_free(x->plan);
+  stw_trace_free(x->plan_trace);
+  char **strings[] = { &x->data, &x->layers, &x->width, &x->heads, &x->context, &x->batch,
+                       &x->steps, &x->seed, &x->lr, &x->gpu, &x->profile, &x->plan_file,
+                       &x->trace_file, &x->checkpoint, &x->resume, &x->chunk, &x->device,
+                       &x->precision, &x->text };
+  for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
+    g_clear_pointer(strings[i], g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Training, training_clear)
 
 static gboolean
 count_option(const char *text, const char *option, guint64 min, guint64 max, guint64 *out)
@@ -16,44 +57,44 @@ count_option(const char *text, const char *option, guint64 min, guint64 max, gui
   return text == NULL || stw_cli_parse_count(text, option, min, max, out);
 }
 
-int
-stw_cmd_train(int argc, char **argv)
+/* ---- parse ------------------------------------------------------------------------------------ */
+
+static gboolean
+parse_options(Training *x, int *argc, char ***argv)
 {
-  g_autofree char *data = NULL, *layers = NULL, *width = NULL, *heads = NULL, *context = NULL,
-                  *batch = NULL, *steps = NULL, *seed = NULL, *lr = NULL, *gpu = NULL,
-                  *profile = NULL, *plan_file = NULL, *trace_file = NULL, *checkpoint = NULL,
-                  *resume = NULL, *chunk = NULL, *device = NULL, *precision = NULL;
-  gboolean verify = FALSE, quiet = FALSE;
   GOptionEntry entries[] = {
-    { "data", 'd', 0, G_OPTION_ARG_FILENAME, &data, "text to train on, as bytes (default "
+    { "data", 'd', 0, G_OPTION_ARG_FILENAME, &x->data, "text to train on, as bytes (default "
       DEFAULT_TEXT ")", "FILE" },
-    { "layers", 0, 0, G_OPTION_ARG_STRING, &layers, "transformer blocks (default 2)", "N" },
-    { "width", 0, 0, G_OPTION_ARG_STRING, &width, "model width (default 64)", "N" },
-    { "heads", 0, 0, G_OPTION_ARG_STRING, &heads, "attention heads (default 4)", "N" },
-    { "context", 0, 0, G_OPTION_ARG_STRING, &context, "tokens per sequence (default 64)", "N" },
-    { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch, "sequences per step (default 4)", "N" },
-    { "steps", 'n', 0, G_OPTION_ARG_STRING, &steps, "training steps (default 1000, about a minute)", "N" },
-    { "seed", 0, 0, G_OPTION_ARG_STRING, &seed, "initialization seed (default 1337)", "N" },
-    { "lr", 0, 0, G_OPTION_ARG_STRING, &lr, "AdamW learning rate (default 0.001)", "X" },
-    { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "device memory for the runtime (default: "
+    { "layers", 0, 0, G_OPTION_ARG_STRING, &x->layers, "transformer blocks (default 2)", "N" },
+    { "width", 0, 0, G_OPTION_ARG_STRING, &x->width, "model width (default 64)", "N" },
+    { "heads", 0, 0, G_OPTION_ARG_STRING, &x->heads, "attention heads (default 4)", "N" },
+    { "context", 0, 0, G_OPTION_ARG_STRING, &x->context, "tokens per sequence (default 64)",
+      "N" },
+    { "batch", 'b', 0, G_OPTION_ARG_STRING, &x->batch, "sequences per step (default 4)", "N" },
+    { "steps", 'n', 0, G_OPTION_ARG_STRING, &x->steps,
+      "training steps (default 1000, about a minute)", "N" },
+    { "seed", 0, 0, G_OPTION_ARG_STRING, &x->seed, "initialization seed (default 1337)", "N" },
+    { "lr", 0, 0, G_OPTION_ARG_STRING, &x->lr, "AdamW learning rate (default 0.001)", "X" },
+    { "gpu", 'g', 0, G_OPTION_ARG_STRING, &x->gpu, "device memory for the runtime (default: "
       "unlimited on the emulated device, 4 GiB on CUDA)", "SIZE" },
-    { "device", 0, 0, G_OPTION_ARG_STRING, &device,
+    { "device", 0, 0, G_OPTION_ARG_STRING, &x->device,
       "cpu (default: the host backend emulates the device) or cuda (GPU 0, CUDA kernels)", "D" },
-    { "precision", 0, 0, G_OPTION_ARG_STRING, &precision,
+    { "precision", 0, 0, G_OPTION_ARG_STRING, &x->precision,
       "fp32 (the default on the CPU) or mixed (bf16 compute copy, fp32 master weights; on "
       "CUDA, the default, also bf16 tensor-core matmuls)", "P" },
-    { "profile", 0, 0, G_OPTION_ARG_FILENAME, &profile,
+    { "profile", 0, 0, G_OPTION_ARG_FILENAME, &x->profile,
       "record the last step's trace to FILE", "FILE" },
-    { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &chunk,
+    { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &x->chunk,
       "profile mode: chunk size in elements (default: the largest tensor)", "N" },
-    { "plan", 0, 0, G_OPTION_ARG_FILENAME, &plan_file, "replay this plan", "FILE" },
-    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_file,
+    { "plan", 0, 0, G_OPTION_ARG_FILENAME, &x->plan_file, "replay this plan", "FILE" },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &x->trace_file,
       "with --plan: the trace it was made for (default: the plan's)", "FILE" },
-    { "verify", 0, 0, G_OPTION_ARG_NONE, &verify, "checksum every chunk across every move", NULL },
-    { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint, "save the state here at the end",
-      "FILE" },
-    { "resume", 0, 0, G_OPTION_ARG_FILENAME, &resume, "start from this checkpoint", "FILE" },
-    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "only the summary", NULL },
+    { "verify", 0, 0, G_OPTION_ARG_NONE, &x->verify, "checksum every chunk across every move",
+      NULL },
+    { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &x->checkpoint,
+      "save the state here at the end", "FILE" },
+    { "resume", 0, 0, G_OPTION_ARG_FILENAME, &x->resume, "start from this checkpoint", "FILE" },
+    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &x->quiet, "only the summary", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- train a GPT on a text file");
@@ -65,153 +106,181 @@ stw_cmd_train(int argc, char **argv)
            "Example: stowage train --steps 5 --profile t.json\n"
            "         stowage plan t.json --gpu 2MiB -o p.json\n"
            "         stowage train --steps 5 --plan p.json --gpu 2MiB\n");
-  if (!stw_cli_parse(ctx, &argc, &argv, "train"))
-    return STW_EXIT_USAGE;
-  if (argc > 1)
-    return stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
-  gboolean cuda = device != NULL && strcmp(device, "cuda") == 0;
-  if (device != NULL && !cuda && strcmp(device, "cpu") != 0)
-    return stw_cli_fail(STW_EXIT_USAGE, "--device: '%s' is not one of cpu, cuda", device);
-  if (precision != NULL && strcmp(precision, "mixed") != 0 && strcmp(precision, "fp32") != 0)
-    return stw_cli_fail(STW_EXIT_USAGE, "--precision: '%s' is not one of mixed, fp32", precision);
-  if (verify && cuda)
-    return stw_cli_fail(STW_EXIT_USAGE, "--verify checksums device memory from the host: use "
-                        "it with --device cpu");
-  if (profile != NULL && plan_file != NULL)
-    return stw_cli_fail(STW_EXIT_USAGE, "train: --profile and --plan exclude each other");
-  StwTrainerConfig c;
-  stw_trainer_config_init(&c);
-  gboolean mixed = precision != NULL ? strcmp(precision, "mixed") == 0 : cuda;
-  c.dtype = mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
-  guint64 n_steps = 1000, chunk_size = 0;
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_TiB, .verify = verify };
-  if (!count_option(layers, "--layers", 1, 64, &c.layers) ||
-      !count_option(width, "--width", 8, 4096, &c.width) ||
-      !count_option(heads, "--heads", 1, 256, &c.heads) ||
-      !count_option(context, "--context", 2, 4096, &c.context) ||
-      !count_option(batch, "--batch", 1, 4096, &c.batch) ||
-      !count_option(steps, "--steps", 1, 10000000, &n_steps) ||
-      !count_option(seed, "--seed", 0, G_MAXUINT64 / 2, &c.seed) ||
-      !count_option(chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &chunk_size) ||
-      !stw_cli_parse_size(gpu, "--gpu", &ro.device_bytes))
-    return STW_EXIT_USAGE;
-  ro.chunk_size_elems = chunk_size;
-  if (c.width % c.heads != 0)
-    return stw_cli_fail(STW_EXIT_USAGE, "--heads: %" G_GUINT64_FORMAT " does not divide the "
-                        "width %" G_GUINT64_FORMAT, c.heads, c.width);
-  if (lr != NULL) {
+  return stw_cli_parse(ctx, argc, argv, "train");
+}
+
+static gboolean
+parse(Training *x, int argc, char **argv)
+{
+  if (!parse_options(x, &argc, &argv))
+    return FALSE;
+  if (argc > 1) {
+    stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
+    return FALSE;
+  }
+  int device = 0, precision = -1;
+  if (!stw_cli_parse_enum(x->device, "--device", device_names, &device) ||
+      !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision))
+    return FALSE;
+  x->cuda = device == 1;
+  if (x->verify && x->cuda) {
+    stw_cli_fail(STW_EXIT_USAGE, "--verify checksums device memory from the host: use it with "
+                 "--device cpu");
+    return FALSE;
+  }
+  if (x->profile != NULL && x->plan_file != NULL) {
+    stw_cli_fail(STW_EXIT_USAGE, "train: --profile and --plan exclude each other");
+    return FALSE;
+  }
+  stw_trainer_config_init(&x->c);
+  x->mixed = precision >= 0 ? precision == 0 : x->cuda;
+  x->c.dtype = x->mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
+  x->n_steps = 1000;
+  guint64 chunk_size = 0;
+  x->ro = (StwRuntimeOptions){ .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_TiB,
+                               .verify = x->verify };
+  if (!count_option(x->layers, "--layers", 1, 64, &x->c.layers) ||
+      !count_option(x->width, "--width", 8, 4096, &x->c.width) ||
+      !count_option(x->heads, "--heads", 1, 256, &x->c.heads) ||
+      !count_option(x->context, "--context", 2, 4096, &x->c.context) ||
+      !count_option(x->batch, "--batch", 1, 4096, &x->c.batch) ||
+      !count_option(x->steps, "--steps", 1, 10000000, &x->n_steps) ||
+      !count_option(x->seed, "--seed", 0, G_MAXUINT64 / 2, &x->c.seed) ||
+      !count_option(x->chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &chunk_size) ||
+      !stw_cli_parse_size(x->gpu, "--gpu", &x->ro.device_bytes))
+    return FALSE;
+  x->ro.chunk_size_elems = chunk_size;
+  if (x->c.width % x->c.heads != 0) {
+    stw_cli_fail(STW_EXIT_USAGE, "--heads: %" G_GUINT64_FORMAT " does not divide the width %"
+                 G_GUINT64_FORMAT, x->c.heads, x->c.width);
+    return FALSE;
+  }
+  if (x->lr != NULL) {
     char *end = NULL;
-    double v = g_ascii_strtod(lr, &end);
-    if (end == lr || *end != '\0' || !(v > 0 && v < 10))
-      return stw_cli_fail(STW_EXIT_USAGE, "--lr: '%s' is not a learning rate (0 to 10)", lr);
-    c.adam.lr = (float)v;
-  }
-
-  GError *error = NULL;
-  const char *path = data != NULL ? data : DEFAULT_TEXT;
-  g_autofree char *text = NULL;
-  gsize len = 0;
-  if (!g_file_get_contents(path, &text, &len, &error)) {
-    int st = stw_cli_fail(STW_EXIT_FAILURE, "%s: cannot read the training text: %s", path,
-                          error->message);
-    g_error_free(error);
-    return st;
-  }
-  if (len == 0)
-    return stw_cli_fail(STW_EXIT_FAILURE, "%s: the training text is empty", path);
-
-  g_autoptr(StwPlan) plan = NULL;
-  g_autoptr(StwTrace) plan_trace = NULL;
-  if (plan_file != NULL) {
-    int status;
-    if (!stw_cli_load_checked_plan(plan_file, trace_file, &plan, &plan_trace, NULL, NULL,
-                                   &status))
-      return status;
-    if (gpu == NULL)
-      ro.device_bytes = plan->budgets.gpu_bytes;
-    ro.mode = STW_RUNTIME_REPLAY;
-    ro.plan = plan;
-    ro.plan_trace = plan_trace;
-  }
-
-  StwBackend *be = NULL;
-  StwCompute *cx = NULL;
-  if (cuda) {
-    if (gpu == NULL && plan_file == NULL)
-      ro.device_bytes = 4 * STW_GiB;
-    /* the arena rounds every allocation up to 256 bytes: room for that beside the budget */
-    be = stw_backend_cuda_new(0, ro.device_bytes + ro.device_bytes / 16 + 64 * STW_MiB, &error);
-    if (be == NULL)
-      return stw_cli_error(error);
-    cx = stw_compute_cuda_new(mixed, &error);
-    if (cx == NULL) {
-      be->free(be);
-      return stw_cli_error(error);
+    double v = g_ascii_strtod(x->lr, &end);
+    if (end == x->lr || *end != '\0' || !(v > 0 && v < 10)) {
+      stw_cli_fail(STW_EXIT_USAGE, "--lr: '%s' is not a learning rate (0 to 10)", x->lr);
+      return FALSE;
     }
-    c.compute = cx;
+    x->c.adam.lr = (float)v;
+  }
+  return TRUE;
+}
+
+/* ---- set up: the data, the plan, the device, the trainer ------------------------------------- */
+
+static gboolean
+set_up(Training *x, int *status)
+{
+  GError *error = NULL;
+  const char *path = x->data != NULL ? x->data : DEFAULT_TEXT;
+  if (!g_file_get_contents(path, &x->text, &x->len, &error)) {
+    *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: cannot read the training text: %s", path,
+                           error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  if (x->len == 0) {
+    *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: the training text is empty", path);
+    return FALSE;
+  }
+  if (x->plan_file != NULL) {
+    if (!stw_cli_load_checked_plan(x->plan_file, x->trace_file, &x->plan, &x->plan_trace, NULL,
+                                   NULL, status))
+      return FALSE;
+    if (x->gpu == NULL)
+      x->ro.device_bytes = x->plan->budgets.gpu_bytes;
+    x->ro.mode = STW_RUNTIME_REPLAY;
+    x->ro.plan = x->plan;
+    x->ro.plan_trace = x->plan_trace;
+  }
+  if (x->cuda) {
+    if (x->gpu == NULL && x->plan_file == NULL)
+      x->ro.device_bytes = 4 * STW_GiB;
+    /* the arena rounds every allocation up to 256 bytes: room for that beside the budget */
+    guint64 arena = x->ro.device_bytes + x->ro.device_bytes / 16 + 64 * STW_MiB;
+    if ((x->be = stw_backend_cuda_new(0, arena, &error)) == NULL ||
+        (x->cx = stw_compute_cuda_new(x->mixed, &error)) == NULL) {
+      *status = stw_cli_error(error);
+      return FALSE;
+    }
+    x->c.compute = x->cx;
   } else {
-    be = stw_backend_host_new();
+    x->be = stw_backend_host_new();
   }
-  StwTrainer *tr = stw_trainer_new(&c, (const guint8 *)text, len, &ro, be, &error);
-  if (tr == NULL) {
-    be->free(be);
-    if (cx != NULL)
-      cx->free(cx);
-    return stw_cli_error(error);
+  x->tr = stw_trainer_new(&x->c, (const guint8 *)x->text, x->len, &x->ro, x->be, &error);
+  if (x->tr == NULL || (x->resume != NULL && !stw_trainer_load(x->tr, x->resume, &error))) {
+    *status = stw_cli_error(error);
+    return FALSE;
   }
-  int status = STW_EXIT_OK;
-  if (resume != NULL && !stw_trainer_load(tr, resume, &error)) {
-    status = stw_cli_error(error);
-    goto out;
-  }
-  float loss = 0;
-  double tokens = (double)(c.batch * c.context), total_s = 0;
-  for (guint64 s = 0; s < n_steps; s++) {
+  return TRUE;
+}
+
+/* ---- run and output --------------------------------------------------------------------------- */
+
+static gboolean
+run(Training *x, float *loss, double *total_s, int *status)
+{
+  GError *error = NULL;
+  double tokens = (double)(x->c.batch * x->c.context);
+  for (guint64 s = 0; s < x->n_steps; s++) {
     gint64 t0 = g_get_monotonic_time();
-    if (!stw_trainer_step(tr, &loss, &error)) {
-      status = stw_cli_error(error);
-      goto out;
+    if (!stw_trainer_step(x->tr, loss, &error)) {
+      *status = stw_cli_error(error);
+      return FALSE;
     }
     double dt = (double)(g_get_monotonic_time() - t0) / 1e6;
-    total_s += dt;
-    const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(tr));
-    if (!quiet) {
+    *total_s += dt;
+    const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
+    if (!x->quiet) {
       g_autofree char *h = stw_size_format(st->h2d_bytes);
       g_autofree char *d = stw_size_format(st->d2h_bytes);
       printf("step %4" G_GUINT64_FORMAT "  loss %.9g  %8.0f tokens/s  H2D %s  D2H %s\n",
-             stw_trainer_step_count(tr), loss, tokens / dt, h, d);
+             stw_trainer_step_count(x->tr), *loss, tokens / dt, h, d);
       fflush(stdout);
     }
   }
-  {
-  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(tr));
+  return TRUE;
+}
+
+static int
+output(const Training *x, float loss, double total_s)
+{
+  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
   g_autofree char *peak = stw_size_format(st->peak_device_bytes);
-  g_autofree char *budget = stw_size_format(ro.device_bytes);
+  g_autofree char *budget = stw_size_format(x->ro.device_bytes);
+  double tokens = (double)(x->c.batch * x->c.context);
+  const char *on = x->cx != NULL ? " on " : x->mixed ? " in " : "";
+  const char *what = x->cx != NULL ? x->cx->name : x->mixed ? "mixed precision" : "";
   printf("trained %" G_GUINT64_FORMAT " steps%s%s: final loss %.9g, %.0f tokens/s; device "
-         "peak %s of %s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", n_steps,
-         cx != NULL ? " on " : mixed ? " in " : "", cx != NULL ? cx->name : mixed ? "mixed precision" : "", loss,
-         tokens * (double)n_steps / total_s, peak, budget, st->deviations,
-         verify ? ", every move checksummed" : "");
-  if (profile != NULL) {
-    StwTrace *t = stw_runtime_trace(stw_trainer_runtime(tr));
-    if (!stw_trace_save(t, profile, &error)) {
-      status = stw_cli_error(error);
-      goto out;
-    }
-    printf("wrote %s: %u ops\n", profile, t->ops->len);
+         "peak %s of %s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps, on,
+         what, loss, tokens * (double)x->n_steps / total_s, peak, budget, st->deviations,
+         x->verify ? ", every move checksummed" : "");
+  GError *error = NULL;
+  if (x->profile != NULL) {
+    StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
+    if (!stw_trace_save(t, x->profile, &error))
+      return stw_cli_error(error);
+    printf("wrote %s: %u ops\n", x->profile, t->ops->len);
   }
-  if (checkpoint != NULL) {
-    if (!stw_trainer_save(tr, checkpoint, &error)) {
-      status = stw_cli_error(error);
-      goto out;
-    }
-    printf("wrote %s\n", checkpoint);
+  if (x->checkpoint != NULL) {
+    if (!stw_trainer_save(x->tr, x->checkpoint, &error))
+      return stw_cli_error(error);
+    printf("wrote %s\n", x->checkpoint);
   }
-  }
-out:
-  stw_trainer_free(tr);
-  be->free(be);
-  if (cx != NULL)
-    cx->free(cx);
-  return status;
+  return STW_EXIT_OK;
+}
+
+int
+stw_cmd_train(int argc, char **argv)
+{
+  g_auto(Training) x = { 0 };
+  if (!parse(&x, argc, argv))
+    return STW_EXIT_USAGE;
+  int status = STW_EXIT_OK;
+  float loss = 0;
+  double total_s = 0;
+  if (!set_up(&x, &status) || !run(&x, &loss, &total_s, &status))
+    return status;
+  return output(&x, loss, total_s);
 }

@@ -32,6 +32,8 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
   o->prefetch_bucket_elems = 50000000; /* DeepSpeed's stage3_prefetch_bucket_size */
 }
 
+const char *const stw_objective_names[] = { "time", "bytes", NULL };
+
 StwPolicy
 stw_policy_from_name(const char *name)
 {

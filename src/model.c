@@ -11,6 +11,8 @@
 G_DEFINE_QUARK(stw-model-error-quark, stw_model_error)
 
 const char *const stw_dtype_names[] = { "fp32", "fp16", "bf16", NULL };
+const char *const stw_zoo_families[] = { "gpt2", "gpt3", "patrickstar", "llama", "bert",
+                                          NULL };
 const char *const stw_arch_names[] = { "gpt", "llama", "bert", NULL };
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
 const char *const stw_op_kind_names[] = {

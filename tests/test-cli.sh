@@ -17,7 +17,7 @@ expect 2 "Unknown option --frobnicate" "unknown option" -- $S synth --frobnicate
 expect 0 "124,439,808" "models lists gpt2 with its exact count" -- $S models
 expect 0 "8,030,261,248" "models lists llama3-8b with its exact count" -- $S models --family llama
 expect 0 '"params":	109482240' "models --json" -- $S models --json --family bert
-expect 2 "unknown family 'rnn'" "unknown family" -- $S models --family rnn
+expect 2 "--family: 'rnn' is not one of gpt2, gpt3, patrickstar, llama, bert" "unknown family" -- $S models --family rnn
 
 # hardware
 expect 0 "V100-32GB-PCIe3" "hardware lists the shipped profiles" -- $S hardware
@@ -33,7 +33,7 @@ expect 2 "unknown model 'gpt5': expected a model config file (.json) or one of: 
 expect 2 "--batch: '0' is not valid: expected a whole number from 1 to 65536" "batch 0" -- $S synth --model gpt2 --batch 0 -o "$T/x.json"
 expect 2 "--batch: 'eight' is not valid" "batch not a number" -- $S synth --model gpt2 --batch eight -o "$T/x.json"
 expect 2 "--seq: '2048' is not valid: expected a whole number from 1 to 1024" "seq beyond the model" -- $S synth --model gpt2 --seq 2048 -o "$T/x.json"
-expect 2 "--dtype: 'fp8' is not one of bf16, fp16, fp32" "unknown dtype" -- $S synth --model gpt2 --dtype fp8 -o "$T/x.json"
+expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "unknown dtype" -- $S synth --model gpt2 --dtype fp8 -o "$T/x.json"
 expect 2 "--attention: 'sparse' is not one of naive, flash" "unknown attention" -- $S synth --model gpt2 --attention sparse -o "$T/x.json"
 expect 2 "--memory: '40X' is not a size: expected a number of bytes" "bad size lists the units" -- $S synth --model gpt2 --memory 40X -o "$T/x.json"
 expect 2 "--memory: '-4GiB' is not a size: sizes cannot be negative" "negative size" -- $S synth --model gpt2 --memory -4GiB -o "$T/x.json"
@@ -138,6 +138,11 @@ expect 0 "gpt2-xl" "capacity over a zoo family" -- $S capacity --family gpt2 --p
 expect 0 "8 GPUs, 240.00 GiB of host memory" "capacity with 8 GPUs" -- $S capacity --family gpt --hidden 1024 --gpus 8 --cpu 240GiB --policy zero-offload
 expect 2 "--gpus: '0' is not valid: expected a whole number from 1 to 4096" "capacity with 0 GPUs" -- $S capacity --family gpt --gpus 0
 expect 2 "--family: 'rnn' is not one of" "capacity with an unknown family" -- $S capacity --family rnn
+expect 2 "--policy: 'fastest' is not one of stowage, patrickstar" "capacity with an unknown policy" -- $S capacity --family gpt2 --policy fastest
+expect 2 "--attention: 'sparse' is not one of naive, flash" "capacity with an unknown attention" -- $S capacity --family gpt2 --attention sparse
+expect 2 "--policy: the list is empty" "whatif with an empty policy list" -- $S whatif "$TR" --gpu 8GiB --policy ""
+expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "whatif with an unknown dtype" -- $S whatif --model gpt2 --gpu 8GiB --dtype fp8
+expect 0 "stowage" "enum options ignore case" -- $S plan "$TR" --gpu 9GiB --policy STOWAGE -o "$T/case.json"
 expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
 

@@ -72,6 +72,9 @@ typedef struct {
   StwModelConfig config;
 } StwZooEntry;
 
+/* The zoo's families, NULL-terminated. */
+extern const char *const stw_zoo_families[];
+
 const StwZooEntry *stw_zoo_entries(gsize *n_out);
 /* Finds a zoo model by name; the error lists the zoo's names. */
 gboolean stw_zoo_lookup(const char *name, StwModelConfig *out, GError **error);

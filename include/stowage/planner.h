@@ -29,6 +29,8 @@ typedef enum {
   STW_OBJECTIVE_BYTES, /* the fewest bytes moved; ties: lower time */
 } StwObjective;
 
+extern const char *const stw_objective_names[]; /* NULL-terminated, in enum order */
+
 typedef struct {
   StwPolicy policy;
   StwObjective objective;        /* what the stowage policy's search minimizes */
