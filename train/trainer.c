@@ -323,23 +323,15 @@ unsupported(Ctx *x, const StwGraphOp *op)
   x->failed = TRUE;
 }
 
+/* The forward pass of op OP of transformer block B (PREV: the block before, NULL for the
+ * first). */
 static void
-forward_op(Ctx *x, guint k)
+forward_block(Ctx *x, const StwGraphOp *op, Block *b, const Block *prev)
 {
   StwTrainer *t = x->t;
-  const StwGraphOp *op = t->graph->ops->pdata[k];
   int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, NH = (int)t->c.heads;
-  int V = 256;
   gsize BTC = (gsize)B * T * C;
-  Block *b = op->layer >= 0 ? &t->blocks[op->layer] : NULL;
-  Block *prev = op->layer > 0 ? &t->blocks[op->layer - 1] : NULL;
   switch (op->kind) {
-  case STW_OP_EMBED:
-    t->d_inputs = tokens(x, t->inputs);
-    t->blocks[0].x = act(x, BTC);
-    if (!x->failed)
-      CX->encoder_forward(CX, t->blocks[0].x, t->d_inputs, P(x, 0), P(x, 1), B, T, C);
-    break;
   case STW_OP_NORM_ATTN:
     if (prev != NULL)
       b->x = prev->res3;
@@ -400,6 +392,31 @@ forward_op(Ctx *x, guint k)
     release(x, &proj);
     break;
   }
+  default:
+    unsupported(x, op);
+    break;
+  }
+}
+
+/* The forward pass of op K. */
+static void
+forward_op(Ctx *x, guint k)
+{
+  StwTrainer *t = x->t;
+  const StwGraphOp *op = t->graph->ops->pdata[k];
+  int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, V = 256;
+  gsize BTC = (gsize)B * T * C;
+  if (op->layer >= 0) {
+    forward_block(x, op, &t->blocks[op->layer], op->layer > 0 ? &t->blocks[op->layer - 1] : NULL);
+    return;
+  }
+  switch (op->kind) {
+  case STW_OP_EMBED:
+    t->d_inputs = tokens(x, t->inputs);
+    t->blocks[0].x = act(x, BTC);
+    if (!x->failed)
+      CX->encoder_forward(CX, t->blocks[0].x, t->d_inputs, P(x, 0), P(x, 1), B, T, C);
+    break;
   case STW_OP_NORM_FINAL: {
     Block *last = &t->blocks[t->c.layers - 1];
     t->lnf = act(x, BTC);
@@ -430,45 +447,15 @@ forward_op(Ctx *x, guint k)
 }
 
 /* Computes the weight and bias gradients of op K into scratch and commits them. */
+/* The backward pass of op OP of transformer block B, its weight and bias gradients into DW and
+ * DB. */
 static void
-backward_op(Ctx *x, guint k)
+backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db)
 {
   StwTrainer *t = x->t;
-  const StwGraphOp *op = t->graph->ops->pdata[k];
   int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, NH = (int)t->c.heads;
-  int V = 256;
   gsize BTC = (gsize)B * T * C;
-  Block *b = op->layer >= 0 ? &t->blocks[op->layer] : NULL;
-  float *dw = op->params->len > 0 ? act(x, numel(t, op, 0)) : NULL;
-  float *db = op->params->len > 1 ? act(x, numel(t, op, 1)) : NULL;
-  if (x->failed)
-    return;
   switch (op->kind) {
-  case STW_OP_LOSS:
-    t->dlogits = act(x, (gsize)B * T * V);
-    if (!x->failed)
-      CX->crossentropy_backward(CX, t->dlogits, t->probs, t->d_targets, B, T, V);
-    release_tokens(x, &t->d_targets);
-    release(x, &t->probs);
-    release(x, &t->losses);
-    release(x, &t->logits);
-    break;
-  case STW_OP_LM_HEAD:
-    t->dlnf = act(x, BTC);
-    if (!x->failed)
-      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, 0), B, T, C, V);
-    release(x, &t->dlogits);
-    break;
-  case STW_OP_NORM_FINAL:
-    t->dx = act(x, BTC);
-    if (!x->failed)
-      CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, 0),
-                             t->lnf_mean, t->lnf_rstd, B, T, C);
-    release(x, &t->dlnf);
-    release(x, &t->lnf);
-    release(x, &t->lnf_mean);
-    release(x, &t->lnf_rstd);
-    break;
   case STW_OP_MLP_OUT: /* res3 = res2 + proj(gelu): dx flows to res2 unchanged */
     t->dfch_gelu = act(x, 4 * BTC);
     if (!x->failed)
@@ -533,6 +520,45 @@ backward_op(Ctx *x, guint k)
     if (op->layer == 0)
       release(x, &b->x); /* the embedding's output */
     break;
+  default:
+    unsupported(x, op);
+    break;
+  }
+}
+
+/* The backward pass of op OP outside the blocks, its weight and bias gradients into DW and DB. */
+static void
+backward_edge(Ctx *x, const StwGraphOp *op, float *dw, float *db)
+{
+  StwTrainer *t = x->t;
+  int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, V = 256;
+  gsize BTC = (gsize)B * T * C;
+  switch (op->kind) {
+  case STW_OP_LOSS:
+    t->dlogits = act(x, (gsize)B * T * V);
+    if (!x->failed)
+      CX->crossentropy_backward(CX, t->dlogits, t->probs, t->d_targets, B, T, V);
+    release_tokens(x, &t->d_targets);
+    release(x, &t->probs);
+    release(x, &t->losses);
+    release(x, &t->logits);
+    break;
+  case STW_OP_LM_HEAD:
+    t->dlnf = act(x, BTC);
+    if (!x->failed)
+      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, 0), B, T, C, V);
+    release(x, &t->dlogits);
+    break;
+  case STW_OP_NORM_FINAL:
+    t->dx = act(x, BTC);
+    if (!x->failed)
+      CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, 0),
+                             t->lnf_mean, t->lnf_rstd, B, T, C);
+    release(x, &t->dlnf);
+    release(x, &t->lnf);
+    release(x, &t->lnf_mean);
+    release(x, &t->lnf_rstd);
+    break;
   case STW_OP_EMBED:
     CX->encoder_backward(CX, dw, db, t->dx, t->d_inputs, B, T, C);
     release_tokens(x, &t->d_inputs);
@@ -542,6 +568,19 @@ backward_op(Ctx *x, guint k)
     unsupported(x, op);
     break;
   }
+}
+
+static void
+backward_op(Ctx *x, guint k)
+{
+  StwTrainer *t = x->t;
+  const StwGraphOp *op = t->graph->ops->pdata[k];
+  float *dw = op->params->len > 0 ? act(x, numel(t, op, 0)) : NULL;
+  float *db = op->params->len > 1 ? act(x, numel(t, op, 1)) : NULL;
+  if (!x->failed && op->layer >= 0)
+    backward_block(x, op, &t->blocks[op->layer], dw, db);
+  else if (!x->failed)
+    backward_edge(x, op, dw, db);
   if (!x->failed) {
     if (dw != NULL)
       commit_grad(x, g_array_index(op->params, guint32, 0), dw);
