@@ -98,6 +98,28 @@ compare_doubles(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* ROUNDS rounds of every configuration, in alternating order so that no position is favoured:
+ * each one's best round (TPS, STATS) and, per round, resident over plain (RATIO, sorted). */
+static void
+interleaved_rounds(const StwTrainerConfig *c, GString *text, const StwRuntimeOptions *ros,
+                   guint steps, double *tps, StwRuntimeStats *stats, double *ratio)
+{
+  for (int r = 0; r < ROUNDS; r++) {
+    double round_tps[N_CONFIGS];
+    for (int k = 0; k < N_CONFIGS; k++) {
+      int i = r % 2 == 0 ? k : N_CONFIGS - 1 - k;
+      StwRuntimeStats st_round;
+      round_tps[i] = run(c, text, &ros[i], steps, &st_round);
+      if (round_tps[i] > tps[i]) { /* the best round, and its own stats */
+        tps[i] = round_tps[i];
+        stats[i] = st_round;
+      }
+    }
+    ratio[r] = round_tps[1] / round_tps[0];
+  }
+  qsort(ratio, ROUNDS, sizeof ratio[0], compare_doubles);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -166,20 +188,7 @@ main(int argc, char **argv)
   double tps[N_CONFIGS] = { 0 };
   StwRuntimeStats stats[N_CONFIGS];
   double ratio[ROUNDS]; /* resident / plain, within a round: pairs that ran side by side */
-  for (int r = 0; r < ROUNDS; r++) {
-    double round_tps[N_CONFIGS];
-    for (int k = 0; k < N_CONFIGS; k++) {
-      int i = r % 2 == 0 ? k : N_CONFIGS - 1 - k; /* alternate the order: no position favoured */
-      StwRuntimeStats st_round;
-      round_tps[i] = run(&c, text, &ros[i], steps, &st_round);
-      if (round_tps[i] > tps[i]) { /* the best round, and its own stats */
-        tps[i] = round_tps[i];
-        stats[i] = st_round;
-      }
-    }
-    ratio[r] = round_tps[1] / round_tps[0];
-  }
-  qsort(ratio, ROUNDS, sizeof ratio[0], compare_doubles);
+  interleaved_rounds(&c, text, ros, steps, tps, stats, ratio);
   printf("| %s | %.0f | 0 B | | | |\n", names[0], tps[0]);
   for (int i = 1; i < N_CONFIGS; i++) {
     const StwRuntimeStats *s = &stats[i];

@@ -69,6 +69,27 @@ run_command(char **argv, const char *events, const char *domain)
 #endif
 }
 
+/* Builds the trace of the events in EVENTS, names its model NAME and saves it to OUTPUT. */
+static int
+save_trace(const char *events, const StwEventsOptions *o, const char *name, const char *output)
+{
+  GError *error = NULL;
+  g_autoptr(StwEvents) ev = stw_events_load(events, &error);
+  StwEventsReport rep;
+  g_autoptr(StwTrace) t = ev != NULL ? stw_events_build(ev, o, &rep, &error) : NULL;
+  if (t == NULL)
+    return stw_cli_error(error);
+  g_free(t->model.name);
+  t->model.name = g_strdup(name);
+  if (!stw_trace_save(t, output, &error))
+    return stw_cli_error(error);
+  printf("wrote %s: %u ops, %u tensors from %u iterations%s", output, t->ops->len,
+         t->tensors->len, rep.iterations, rep.dropped_launches ? "" : "\n");
+  if (rep.dropped_launches)
+    printf("; %u kernel launches had no GPU record (dropped by CUPTI)\n", rep.dropped_launches);
+  return STW_EXIT_OK;
+}
+
 int
 stw_cmd_profile(int argc, char **argv)
 {
@@ -143,27 +164,8 @@ stw_cmd_profile(int argc, char **argv)
     events = tmp;
     status = run_command(argv + 1, events, domain);
   }
-  GError *error = NULL;
-  if (status == STW_EXIT_OK) {
-    g_autoptr(StwEvents) ev = stw_events_load(events, &error);
-    StwEventsReport rep;
-    g_autoptr(StwTrace) t = ev != NULL ? stw_events_build(ev, &o, &rep, &error) : NULL;
-    if (t == NULL) {
-      status = stw_cli_error(error);
-    } else {
-      g_free(t->model.name);
-      t->model.name = g_strdup(argc > 1 ? argv[1] : events);
-      if (!stw_trace_save(t, output, &error)) {
-        status = stw_cli_error(error);
-      } else {
-        printf("wrote %s: %u ops, %u tensors from %u iterations%s", output, t->ops->len,
-               t->tensors->len, rep.iterations, rep.dropped_launches ? "" : "\n");
-        if (rep.dropped_launches)
-          printf("; %u kernel launches had no GPU record (dropped by CUPTI)\n",
-                 rep.dropped_launches);
-      }
-    }
-  }
+  if (status == STW_EXIT_OK)
+    status = save_trace(events, &o, argc > 1 ? argv[1] : events, output);
   if (keep != NULL && events != NULL) {
     g_autofree char *text = NULL;
     gsize len;

@@ -658,100 +658,126 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   return TRUE;
 }
 
-StwPlan *
-stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
-                 GError **error)
+/* The chunk sizes to plan: the search's for the stowage policy without a given size, else the
+ * size given or the smallest aligned size that fits. */
+static GArray *
+candidate_sizes(const StwTrace *t, const StwPlannerOptions *o)
 {
-  if (!check_inputs(t, o, error))
-    return NULL;
-  GArray *sizes;
-  if (o->chunk_size_elems != 0 || o->policy != STW_POLICY_STOWAGE) {
-    sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
-    guint64 s = o->chunk_size_elems;
-    if (s == 0) { /* baselines without a given size: the smallest aligned size that fits */
-      g_autoptr(GArray) all = stw_planner_chunk_sizes(t);
-      s = g_array_index(all, guint64, 0);
-    }
-    g_array_append_val(sizes, s);
-  } else {
-    sizes = stw_planner_chunk_sizes(t);
+  if (o->chunk_size_elems == 0 && o->policy == STW_POLICY_STOWAGE)
+    return stw_planner_chunk_sizes(t);
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  guint64 s = o->chunk_size_elems;
+  if (s == 0) {
+    g_autoptr(GArray) all = stw_planner_chunk_sizes(t);
+    s = g_array_index(all, guint64, 0);
   }
+  g_array_append_val(sizes, s);
+  return sizes;
+}
 
+/* FALSE with ERROR when the non-model memory alone leaves no room for any chunk. */
+static gboolean
+check_nonmodel(const StwTrace *t, const StwPlannerOptions *o, GError **error)
+{
   guint64 over = 0;
-  guint32 k_over = stw_plan_nonmodel_overflow(t, &o->budgets, &over);
-  if (k_over != G_MAXUINT32) {
-    const StwOp *op = stw_trace_op(t, k_over);
-    g_autofree char *budget = stw_size_format(o->budgets.gpu_bytes);
-    g_autofree char *ob = stw_size_format(over);
-    g_autofree char *need = stw_size_format(o->budgets.gpu_bytes + over);
-    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
-                "no plan fits a GPU budget of %s: at op %u (%s, %s) the non-model memory "
-                "alone, with the reserve, needs %s, %s short, before any chunk. The smallest "
-                "budget any plan can use is above %s; reduce the batch, sequence length or "
-                "activation memory (--checkpointing, --attention flash)", budget, k_over,
-                op->name, stw_stage_name(op->stage), need, ob, need);
-    g_array_unref(sizes);
-    return NULL;
-  }
+  guint32 k = stw_plan_nonmodel_overflow(t, &o->budgets, &over);
+  if (k == G_MAXUINT32)
+    return TRUE;
+  const StwOp *op = stw_trace_op(t, k);
+  g_autofree char *budget = stw_size_format(o->budgets.gpu_bytes);
+  g_autofree char *ob = stw_size_format(over);
+  g_autofree char *need = stw_size_format(o->budgets.gpu_bytes + over);
+  g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+              "no plan fits a GPU budget of %s: at op %u (%s, %s) the non-model memory "
+              "alone, with the reserve, needs %s, %s short, before any chunk. The smallest "
+              "budget any plan can use is above %s; reduce the batch, sequence length or "
+              "activation memory (--checkpointing, --attention flash)", budget, k,
+              op->name, stw_stage_name(op->stage), need, ob, need);
+  return FALSE;
+}
 
-  /* The search runs in two passes: every size with a few optimizer placements, then the two
-   * best sizes and the smallest (the baselines' size, so that they stay candidates) with all of
-   * them. Sizes only move the optimum a little once the placement is fixed, and the second
-   * pass is where placements differ. */
+/* The search runs in two passes: every size with a few optimizer placements, then the two best
+ * sizes and the smallest (the baselines' size, so that they stay candidates) with all of them.
+ * Sizes only move the optimum a little once the placement is fixed, and the second pass is where
+ * placements differ. Leaves the best plan in SE; FALSE only when the tensors cannot be packed. */
+static gboolean
+search_sizes(Search *se, const GArray *sizes, GError **error)
+{
+  const StwPlannerOptions *o = se->o;
   gboolean search = sizes->len > 1;
-  Search se = { .t = t, .o = o };
-  GArray *quick = g_array_new(FALSE, FALSE, sizeof(SizeScore));
+  g_autoptr(GArray) quick = g_array_new(FALSE, FALSE, sizeof(SizeScore));
   for (guint i = 0; i < sizes->len; i++) {
     guint64 size = g_array_index(sizes, guint64, i);
     StwPlan *p = NULL;
-    if (!evaluate_size(&se, size, search, &p, error)) {
-      g_array_unref(sizes);
-      g_array_unref(quick);
-      release_candidate(se.best);
-      stw_chunking_free(se.best_layout);
-      return NULL;
-    }
+    if (!evaluate_size(se, size, search, &p, error))
+      return FALSE;
     if (p != NULL && search) {
       SizeScore sc = { size, p->pred.cost_ns, p->pred.h2d_bytes + p->pred.d2h_bytes };
       g_array_append_val(quick, sc);
       release_candidate(p);
-      stw_chunking_free(se.layout);
+      stw_chunking_free(se->layout);
     } else if (p != NULL) {
-      keep_layout(&se, p);
+      keep_layout(se, p);
     }
     if (o->progress != NULL)
       o->progress(i + 1, sizes->len + (search ? 3 : 0), o->progress_data);
   }
-  if (search) {
-    g_array_sort_with_data(quick, score_cmp, (gpointer)o);
-    GArray *finalists = g_array_new(FALSE, FALSE, sizeof(guint64));
-    for (guint i = 0; i < MIN(quick->len, 2); i++)
-      g_array_append_val(finalists, g_array_index(quick, SizeScore, i).size);
-    guint64 smallest = g_array_index(sizes, guint64, 0);
-    if (quick->len > 0 && (finalists->len < 2 || (g_array_index(finalists, guint64, 0) != smallest
-                                                   && g_array_index(finalists, guint64, 1) != smallest)))
-      g_array_append_val(finalists, smallest);
-    for (guint i = 0; i < finalists->len; i++) {
-      StwPlan *p = NULL;
-      if (evaluate_size(&se, g_array_index(finalists, guint64, i), FALSE, &p, NULL) && p != NULL)
-        keep_layout(&se, p);
-      if (o->progress != NULL)
-        o->progress(sizes->len + i + 1, sizes->len + finalists->len, o->progress_data);
-    }
-    g_array_unref(finalists);
+  if (!search)
+    return TRUE;
+  g_array_sort_with_data(quick, score_cmp, (gpointer)o);
+  g_autoptr(GArray) finalists = g_array_new(FALSE, FALSE, sizeof(guint64));
+  for (guint i = 0; i < MIN(quick->len, 2); i++)
+    g_array_append_val(finalists, g_array_index(quick, SizeScore, i).size);
+  guint64 smallest = g_array_index(sizes, guint64, 0);
+  if (quick->len > 0 && (finalists->len < 2 || (g_array_index(finalists, guint64, 0) != smallest
+                                                 && g_array_index(finalists, guint64, 1) != smallest)))
+    g_array_append_val(finalists, smallest);
+  for (guint i = 0; i < finalists->len; i++) {
+    StwPlan *p = NULL;
+    if (evaluate_size(se, g_array_index(finalists, guint64, i), FALSE, &p, NULL) && p != NULL)
+      keep_layout(se, p);
+    if (o->progress != NULL)
+      o->progress(sizes->len + i + 1, sizes->len + finalists->len, o->progress_data);
   }
-  g_array_unref(quick);
-  g_array_unref(sizes);
-  StwPlan *best = se.best;
-  StwChunking *best_layout = se.best_layout;
-  Attempt first_failure = se.first_failure;
-  guint64 min_bytes = se.min_bytes, min_chunk = se.min_chunk;
-  guint32 min_op = se.min_op;
-  if (best == NULL) {
-    infeasible_error(t, o, &first_failure, min_bytes, min_op, min_chunk, error);
+  return TRUE;
+}
+
+/* No schedule of BEST's layout and placement moves fewer host bytes than this. */
+static guint64
+lower_bound(const StwTrace *t, const StwPlan *best)
+{
+  const StwChunking *c = best->chunking;
+  g_autoptr(StwDemand) d = stw_demand_build(t, c, best->optim, &best->budgets, NULL, NULL);
+  /* the bound counts host transfers; gathers are not */
+  for (guint32 g = 0; g < stw_chunking_groups(c); g++)
+    d->bytes[stw_plan_group_item(c, g)] = 0;
+  g_autofree guint8 *pinned = g_malloc0(MAX(d->n_items, 1));
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_chunking_owned(c, i); l++)
+      pinned[stw_plan_item(c, (StwChunkList)l, i)] = best->optim[i] == STW_OPTIM_GPU_RESIDENT;
+  }
+  return stw_schedule_lower_bound(d, pinned);
+}
+
+StwPlan *
+stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
+                 GError **error)
+{
+  if (!check_inputs(t, o, error) || !check_nonmodel(t, o, error))
+    return NULL;
+  g_autoptr(GArray) sizes = candidate_sizes(t, o);
+  Search se = { .t = t, .o = o };
+  if (!search_sizes(&se, sizes, error)) {
+    release_candidate(se.best);
+    stw_chunking_free(se.best_layout);
     return NULL;
   }
-  best->chunking = best_layout; /* the plan owns its layout from here on */
+  StwPlan *best = se.best;
+  if (best == NULL) {
+    infeasible_error(t, o, &se.first_failure, se.min_bytes, se.min_op, se.min_chunk, error);
+    return NULL;
+  }
+  best->chunking = se.best_layout; /* the plan owns its layout from here on */
   if (best->pred.cpu_bytes > o->budgets.cpu_bytes) {
     g_autofree char *need = stw_size_format(best->pred.cpu_bytes);
     g_autofree char *have = stw_size_format(o->budgets.cpu_bytes);
@@ -761,25 +787,10 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
     stw_plan_free(best);
     return NULL;
   }
-  g_autofree char *digest = stw_trace_digest(t);
   g_free(best->trace_digest);
-  best->trace_digest = g_steal_pointer(&digest);
+  best->trace_digest = stw_trace_digest(t);
   g_free(best->trace_file);
   best->trace_file = g_strdup(trace_file != NULL ? trace_file : "");
-  /* the bound for the chosen layout and placement */
-  g_autoptr(StwDemand) d = stw_demand_build(t, best->chunking, best->optim, &best->budgets, NULL,
-                                           NULL);
-  /* the bound counts host transfers; gathers are not */
-  for (guint32 g = 0; g < stw_chunking_groups(best->chunking); g++)
-    d->bytes[stw_plan_group_item(best->chunking, g)] = 0;
-  g_autofree guint8 *pinned = g_malloc0(MAX(d->n_items, 1));
-  for (guint32 i = 0; i < stw_chunking_count(best->chunking); i++) {
-    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_chunking_owned(best->chunking, i);
-         l++) {
-      guint32 item = stw_plan_item(best->chunking, (StwChunkList)l, i);
-      pinned[item] = best->optim[i] == STW_OPTIM_GPU_RESIDENT;
-    }
-  }
-  best->pred.lower_bound_bytes = stw_schedule_lower_bound(d, pinned);
+  best->pred.lower_bound_bytes = lower_bound(t, best);
   return best;
 }

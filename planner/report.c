@@ -299,12 +299,13 @@ stw_report_svg_sweep(const char *title, const GArray *x, const char *x_label,
   return g_string_free(s, FALSE);
 }
 
-char *
-stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulation *sim)
+/* The items that ever move, in item order, sampled to at most 160 rows; *N_MOVING counts them
+ * all and *STRIDE is the sampling step. */
+static GArray *
+moving_rows(const StwPlan *plan, const StwSimulation *sim, guint32 *n_moving_out,
+            guint32 *stride_out)
 {
-  const StwChunking *c = plan->chunking;
-  guint32 n_items = stw_plan_n_items(c);
-  /* the chunks that ever move, in item order, at most 160 rows */
+  guint32 n_items = stw_plan_n_items(plan->chunking);
   GArray *rows = g_array_new(FALSE, FALSE, sizeof(guint32));
   g_autofree guint8 *moves = g_malloc0(MAX(n_items, 1));
   for (guint i = 0; i < sim->tasks->len; i++) {
@@ -320,18 +321,17 @@ stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulat
     if (moves[i] && seen++ % stride == 0)
       g_array_append_val(rows, i);
   }
-  double row_h = rows->len > 80 ? 3 : 6;
-  double map_h = MAX(rows->len * row_h, 20);
-  double H = 120 + 260 + 80 + map_h + 60;
-  GString *s = svg_begin(1000, H);
-  g_autofree char *title = g_strdup_printf("%s on %s: one iteration, %s", plan->trace_file[0]
-                                               ? plan->trace_file : t->model.name,
-                                           plan->hw.name, "");
-  g_autofree char *it = stw_duration_format(sim->iteration_ns);
-  g_autofree char *full = g_strconcat(title, it, NULL);
-  svg_text(s, 500, 28, "middle", 16, full);
+  *n_moving_out = n_moving;
+  *stride_out = stride;
+  return rows;
+}
 
-  double T = (double)MAX(sim->iteration_ns, 1) / 1e6; /* ms */
+/* The upper picture: GPU memory over time, non-model and chunks stacked, the stages shaded,
+ * the budget drawn. */
+static void
+memory_panel(GString *s, const StwPlan *plan, const StwTrace *t, const StwSimulation *sim,
+             double T)
+{
   Panel p = { .x0 = 90, .y0 = 60, .w = 760, .h = 260, .xmin = 0, .xmax = T, .ymin = 0 };
   p.ymax = (double)MAX(plan->budgets.gpu_bytes, sim->peak_gpu_bytes) / STW_GiB * 1.08;
   /* stages shaded */
@@ -381,10 +381,14 @@ stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulat
   svg_text(s, 888, 129, "start", 11, "chunks");
   svg_text(s, 888, 149, "start", 11, "non-model");
 
-  /* where every moving chunk is */
-  Panel q = { .x0 = 90, .y0 = 60 + 260 + 80, .w = 760, .h = map_h, .xmin = 0, .xmax = T };
-  svg_text(s, 500, q.y0 - 22, "middle", 13, "where each moving chunk is: on the GPU (green), "
-                                            "in flight (orange), on the CPU (grey)");
+}
+
+/* The lower picture: where each of ROWS (items) is over time, from Q's top. */
+static void
+chunk_map(GString *s, const StwPlan *plan, const StwSimulation *sim, const GArray *rows,
+          const Panel *pq, double row_h, double T)
+{
+  const Panel q = *pq;
   for (guint r = 0; r < rows->len; r++) {
     guint32 item = g_array_index(rows, guint32, r);
     double y = q.y0 + r * row_h;
@@ -409,6 +413,31 @@ stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulat
       since = b;
     }
   }
+}
+
+char *
+stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulation *sim)
+{
+  guint32 n_moving = 0, stride = 1;
+  g_autoptr(GArray) rows = moving_rows(plan, sim, &n_moving, &stride);
+  double row_h = rows->len > 80 ? 3 : 6;
+  double map_h = MAX(rows->len * row_h, 20);
+  double H = 120 + 260 + 80 + map_h + 60;
+  GString *s = svg_begin(1000, H);
+  g_autofree char *title = g_strdup_printf("%s on %s: one iteration, %s", plan->trace_file[0]
+                                               ? plan->trace_file : t->model.name,
+                                           plan->hw.name, "");
+  g_autofree char *it = stw_duration_format(sim->iteration_ns);
+  g_autofree char *full = g_strconcat(title, it, NULL);
+  svg_text(s, 500, 28, "middle", 16, full);
+  double T = (double)MAX(sim->iteration_ns, 1) / 1e6; /* ms */
+  memory_panel(s, plan, t, sim, T);
+
+  /* where every moving chunk is */
+  Panel q = { .x0 = 90, .y0 = 60 + 260 + 80, .w = 760, .h = map_h, .xmin = 0, .xmax = T };
+  svg_text(s, 500, q.y0 - 22, "middle", 13, "where each moving chunk is: on the GPU (green), "
+                                            "in flight (orange), on the CPU (grey)");
+  chunk_map(s, plan, sim, rows, &q, row_h, T);
   g_autofree char *rows_label = g_strdup_printf("%u of %u moving chunks%s", rows->len, n_moving,
                                                 stride > 1 ? " (sampled)" : "");
   g_string_append_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
@@ -416,6 +445,5 @@ stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulat
                          q.y0 + q.h / 2, q.x0 - 20, q.y0 + q.h / 2, rows_label);
   svg_text(s, q.x0 + q.w / 2, q.y0 + q.h + 20, "middle", 12, "time in the iteration (ms)");
   g_string_append(s, "</svg>\n");
-  g_array_unref(rows);
   return g_string_free(s, FALSE);
 }
