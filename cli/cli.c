@@ -3,12 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include <stowage/hardware.h>
+#include <stowage/model.h>
 #include <stowage/plan.h>
 #include <stowage/planner.h>
-#include <stowage/model.h>
 #include <stowage/units.h>
+
+#include "cli.h"
 
 int
 stw_cli_fail(int status, const char *fmt, ...)

@@ -2,8 +2,9 @@
 #include <stdio.h>
 
 #include <stowage/check.h>
-#include "cli.h"
 #include <stowage/units.h>
+
+#include "cli.h"
 
 int
 stw_cmd_check(int argc, char **argv)

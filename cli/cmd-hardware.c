@@ -1,9 +1,10 @@
 /* cmd-hardware.c — `stowage hardware`: the shipped hardware profiles. */
 #include <stdio.h>
 
-#include "cli.h"
 #include <stowage/hardware.h>
 #include <stowage/units.h>
+
+#include "cli.h"
 
 int
 stw_cmd_hardware(int argc, char **argv)

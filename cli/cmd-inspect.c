@@ -1,11 +1,12 @@
 /* cmd-inspect.c — `stowage inspect TRACE`: what a trace holds, at a glance. */
 #include <stdio.h>
 
-#include "cli.h"
-#include "json.h"
 #include <stowage/summary.h>
 #include <stowage/trace.h>
 #include <stowage/units.h>
+
+#include "cli.h"
+#include "json.h"
 
 static void
 print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)

@@ -2,9 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
 #include <stowage/units.h>
 #include <stowage/whatif.h>
+
+#include "cli.h"
 
 #define PRECISION (64 * STW_MiB) /* the answer is within this of the true minimum */
 

@@ -2,10 +2,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "json.h"
 #include <stowage/model.h>
 #include <stowage/units.h>
+
+#include "cli.h"
+#include "json.h"
 
 int
 stw_cmd_models(int argc, char **argv)

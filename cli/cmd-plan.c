@@ -3,10 +3,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include <stowage/hardware.h>
 #include <stowage/planner.h>
 #include <stowage/units.h>
+
+#include "cli.h"
 
 static void
 progress(guint done, guint total, gpointer user_data)

@@ -3,9 +3,10 @@
 #include <string.h>
 
 #include <stowage/adam.h>
+#include <stowage/units.h>
+
 #include "cli.h"
 #include "json.h"
-#include <stowage/units.h>
 
 #define ADAM_ELEMS (8u << 20)   /* per thread: 8M elements, 128 MiB of state */
 #define MIN_SECONDS 0.2

@@ -8,10 +8,11 @@
 
 #include <glib/gstdio.h>
 
-#include "cli.h"
 #include <stowage/events-build.h>
-#include "json.h"
 #include <stowage/units.h>
+
+#include "cli.h"
+#include "json.h"
 
 static const char *
 injection_library(void)

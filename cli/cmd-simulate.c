@@ -3,11 +3,12 @@
 #include <string.h>
 
 #include <stowage/check.h>
-#include "cli.h"
-#include "json.h"
 #include <stowage/report.h>
 #include <stowage/simulate.h>
 #include <stowage/units.h>
+
+#include "cli.h"
+#include "json.h"
 
 static void
 print_simulation(const char *file, const StwPlan *p, const StwSimulation *s)

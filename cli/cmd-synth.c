@@ -2,11 +2,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include <stowage/hardware.h>
 #include <stowage/model.h>
 #include <stowage/synth.h>
 #include <stowage/units.h>
+
+#include "cli.h"
 
 int
 stw_cmd_synth(int argc, char **argv)

@@ -6,8 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "json.h"
 #include <stowage/units.h>
+
+#include "json.h"
 
 /* ---- Chrome trace --------------------------------------------------------------------------- */
 

@@ -4,6 +4,7 @@
 #include <glib.h>
 
 #include <stowage/chunks.h>
+
 #include "testutil.h"
 
 static void

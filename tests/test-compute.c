@@ -10,8 +10,9 @@
 
 #include <glib.h>
 
-#include "compute-cuda-bodies.h"
 #include <stowage/compute.h>
+
+#include "compute-cuda-bodies.h"
 #include "kernels.h"
 
 enum { B = 2, T = 5, C = 8, NH = 2, OC = 12, BT = B * T };

@@ -5,9 +5,10 @@
 #include <glib.h>
 
 #include <stowage/events-build.h>
-#include "testutil.h"
 #include <stowage/trainer.h>
 #include <stowage/units.h>
+
+#include "testutil.h"
 
 static StwTrace *
 build(const char *fixture, GError **error, StwEventsReport *rep)

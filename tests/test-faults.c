@@ -7,9 +7,10 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "testutil.h"
 #include <stowage/trainer.h>
 #include <stowage/units.h>
+
+#include "testutil.h"
 
 #define STEPS 4
 

@@ -4,8 +4,9 @@
 #include <glib.h>
 
 #include <stowage/hardware.h>
-#include "testutil.h"
 #include <stowage/units.h>
+
+#include "testutil.h"
 
 static void
 test_shipped(void)

@@ -4,6 +4,7 @@
 #include <glib.h>
 
 #include <stowage/model.h>
+
 #include "json.h"
 #include "testutil.h"
 

@@ -10,9 +10,10 @@
 #include <stowage/cost.h>
 #include <stowage/planner.h>
 #include <stowage/simulate.h>
+#include <stowage/units.h>
+
 #include "demand.h"
 #include "testutil.h"
-#include <stowage/units.h>
 
 #define CHUNK 4000000 /* elements: GPT-2's 37 chunks, its embedding in one of its own */
 #define WORLD 4

@@ -6,8 +6,9 @@
 
 #include <stowage/check.h>
 #include <stowage/planner.h>
-#include "testutil.h"
 #include <stowage/units.h>
+
+#include "testutil.h"
 
 static StwTrace *
 bundled(const char *name)

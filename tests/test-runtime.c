@@ -9,11 +9,12 @@
 
 #include <stowage/check.h>
 #include <stowage/planner.h>
+#include <stowage/trainer.h>
+#include <stowage/units.h>
+
 #include "json.h"
 #include "store.h"
 #include "testutil.h"
-#include <stowage/trainer.h>
-#include <stowage/units.h>
 
 #define STEPS 4
 

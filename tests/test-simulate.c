@@ -7,10 +7,11 @@
 #include <stowage/planner.h>
 #include <stowage/report.h>
 #include <stowage/simulate.h>
-#include "json.h"
-#include "testutil.h"
 #include <stowage/units.h>
 #include <stowage/whatif.h>
+
+#include "json.h"
+#include "testutil.h"
 
 static StwPlan *
 plan_for(const StwTrace *t, guint64 gpu, StwPolicy policy)

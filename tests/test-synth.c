@@ -6,6 +6,7 @@
 #include <glib.h>
 
 #include <stowage/synth.h>
+
 #include "testutil.h"
 
 static const StwOp *

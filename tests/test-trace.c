@@ -4,8 +4,9 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "testutil.h"
 #include <stowage/trace.h>
+
+#include "testutil.h"
 
 /* The canonical digest of tests/fixtures/traces/mini.json. Plans carry trace digests, so a
  * change here breaks every plan ever written: change the canonical form only with a new

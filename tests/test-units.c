@@ -3,8 +3,9 @@
 
 #include <glib.h>
 
-#include "testutil.h"
 #include <stowage/units.h>
+
+#include "testutil.h"
 
 static void
 test_parse_valid(void)

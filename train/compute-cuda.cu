@@ -15,8 +15,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "compute-cuda-bodies.h"
 #include <stowage/compute.h>
+
+#include "compute-cuda-bodies.h"
 
 /* the module links no stowage symbol: its errors have a domain of their own, and the loader
  * passes their message on in the runtime's */

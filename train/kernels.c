@@ -12,7 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-
 void
 stw_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T,
                     int C)

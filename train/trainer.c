@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include <stowage/files.h>
-#include "kernels.h"
 #include <stowage/model.h>
+
+#include "kernels.h"
 
 G_DEFINE_QUARK(stw-trainer-error-quark, stw_trainer_error)
 

@@ -12,7 +12,6 @@
 
 #include <glib.h>
 
-
 #include <stowage/api.h>
 
 #if STW_BUILDING_LAYER < STW_LAYER_CORE

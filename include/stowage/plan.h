@@ -85,7 +85,6 @@ typedef struct {
 
 void stw_schedule_clear(StwSchedule *s);
 
-
 /* ---- the plan ------------------------------------------------------------------------- */
 
 typedef enum {

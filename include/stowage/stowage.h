@@ -10,24 +10,24 @@
 
 /* core: errors, files, sizes, models, traces, event streams, hardware profiles, synthesis */
 #include <stowage/errors.h>
-#include <stowage/files.h>
-#include <stowage/units.h>
-#include <stowage/model.h>
-#include <stowage/trace.h>
 #include <stowage/events.h>
+#include <stowage/files.h>
 #include <stowage/hardware.h>
-#include <stowage/synth.h>
+#include <stowage/model.h>
 #include <stowage/summary.h>
+#include <stowage/synth.h>
+#include <stowage/trace.h>
+#include <stowage/units.h>
 
 /* the planner: chunk layouts, plans, the cost model, simulation, check, policies, what-if */
-#include <stowage/chunks.h>
-#include <stowage/plan.h>
-#include <stowage/cost.h>
-#include <stowage/simulate.h>
 #include <stowage/check.h>
+#include <stowage/chunks.h>
+#include <stowage/cost.h>
+#include <stowage/plan.h>
 #include <stowage/planner.h>
-#include <stowage/whatif.h>
 #include <stowage/report.h>
+#include <stowage/simulate.h>
+#include <stowage/whatif.h>
 
 /* the runtime: chunks on a device, moved as a plan says */
 #include <stowage/backend.h>

@@ -33,7 +33,6 @@ StwTraceSummary *stw_trace_summary_new(const StwTrace *t, guint32 top);
 void stw_trace_summary_free(StwTraceSummary *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTraceSummary, stw_trace_summary_free)
 
-
 STW_END_DECLS
 
 #endif
