@@ -52,12 +52,14 @@ struct StwBackend {
   guint64 copy_delay_us;
 };
 
+/* The host backend: never NULL; the caller frees it with its free function. */
 StwBackend *stw_backend_host_new(void);
 
 /* The CUDA backend on DEVICE: chunk slots and activations carved from one cudaMalloc arena of
  * ARENA_BYTES, pinned host memory, dedicated H2D and D2H streams ordered after the compute stream,
  * events for readiness, NVTX ranges per op. NULL with ERROR naming the failing call when there is
- * no CUDA device (or this stowage was built without CUDA). */
+ * no CUDA device (STW_RUNTIME_ERROR_DEVICE), or this stowage was built without CUDA
+ * (STW_RUNTIME_ERROR_UNSUPPORTED). The caller frees the backend with its free function. */
 StwBackend *stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error);
 
 /* Test hook: a backend wrapping INNER (and owning it) that fails on purpose. */
@@ -69,6 +71,7 @@ typedef struct {
   guint fail_copy_at;      /* the Nth copy fails: nothing is copied, wait returns FALSE */
 } StwFaults;
 
+/* Never NULL; freeing it frees INNER. */
 StwBackend *stw_backend_fault_new(StwBackend *inner, const StwFaults *faults);
 
 STW_END_DECLS

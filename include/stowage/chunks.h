@@ -56,7 +56,8 @@ typedef struct {
 } StwChunking;
 
 /* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
- * tensor larger than the chunk size is an error naming it and the smallest size that fits. */
+ * tensor larger than the chunk size is an error naming it and the smallest size that fits (NULL
+ * returned). The caller frees the layout with stw_chunking_free. */
 StwChunking *stw_chunking_pack(const StwTrace *trace, guint64 size_elems,
                                gboolean allow_oversized, GError **error);
 void stw_chunking_free(StwChunking *c);

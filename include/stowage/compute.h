@@ -86,11 +86,13 @@ struct StwCompute {
   char error[256];
 };
 
-/* The CPU table; static, never freed. */
+/* The CPU table: never NULL, static, never freed. */
 StwCompute *stw_compute_cpu(void);
 
 /* The CUDA table on the current device; MIXED: bf16 tensor-core matmuls. NULL with ERROR naming
- * the failing call when there is no device, or this stowage was built without CUDA. */
+ * the failing call when there is no device or its module cannot be loaded
+ * (STW_TRAINER_ERROR_DEVICE), or this stowage was built without CUDA (UNSUPPORTED). The caller
+ * frees the table with its free function. */
 StwCompute *stw_compute_cuda_new(gboolean mixed, GError **error);
 
 /* AdamW over host memory, as the CPU table does it: the update of the master weights, copied

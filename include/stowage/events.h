@@ -74,6 +74,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwEvents, stw_events_free)
 
 /* Writing events (the runtime's profile mode). */
 typedef struct StwEventWriter StwEventWriter;
+/* A writer (never NULL), the caller's (stw_event_writer_free). */
 StwEventWriter *stw_event_writer_new(void);
 void stw_event_push(StwEventWriter *w, guint64 t, const char *name);
 void stw_event_pop(StwEventWriter *w, guint64 t);

@@ -62,7 +62,7 @@ gboolean stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError 
 gboolean stw_hardware_load(const char *file, StwHardware *out, GError **error);
 gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
                             GError **error);
-/* Names of the shipped profiles, sorted; free with g_strfreev. */
+/* Names of the shipped profiles, sorted, never NULL; the caller frees them with g_strfreev. */
 char **stw_hardware_names(void);
 
 /* Bandwidth for a transfer of BYTES, interpolated (log-size) between the profile's points. */

@@ -74,6 +74,7 @@ typedef struct {
 /* The zoo's families, NULL-terminated. */
 extern const char *const stw_zoo_families[];
 
+/* The zoo, static: *N_OUT entries, never NULL. */
 const StwZooEntry *stw_zoo_entries(gsize *n_out);
 /* Finds a zoo model by name; the error lists the zoo's names. */
 gboolean stw_zoo_lookup(const char *name, StwModelConfig *out, GError **error);
@@ -151,6 +152,8 @@ typedef struct {
   guint64 io_bytes;           /* token ids, targets, masks: live for the whole fwd and bwd */
 } StwModelGraph;
 
+/* The graph of a valid configuration CFG (stw_model_config_validate) for BATCH sequences of SEQ
+ * tokens: never NULL; the caller frees it with stw_model_graph_free. */
 StwModelGraph *stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq,
                                    StwDtype dtype, StwAttention attention);
 void stw_model_graph_free(StwModelGraph *graph);
@@ -171,6 +174,7 @@ const char *stw_chunk_list_name(StwChunkList list);
 /* Bytes per element of LIST for a tensor whose compute dtype is DTYPE. */
 guint64 stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype);
 
+/* The names below are static strings, never NULL for a value of the enum. */
 guint64 stw_dtype_bytes(StwDtype dtype);
 const char *stw_dtype_name(StwDtype dtype);
 gboolean stw_dtype_parse(const char *text, StwDtype *out);

@@ -66,6 +66,7 @@ typedef struct {
   guint32 kind;    /* StwActionKind */
 } StwAction;
 
+/* A static string: "fetch", "evict", ... */
 const char *stw_action_kind_name(StwActionKind kind);
 /* Sorts by moment; within one: reduce-scatters, removals, fetches, gathers. */
 void stw_actions_sort(GArray *actions);
@@ -142,6 +143,8 @@ typedef struct {
   StwPlanPredictions pred;
 } StwPlan;
 
+/* An empty plan (never NULL); the caller frees it with stw_plan_free, which frees its layout,
+ * placement and schedule too. */
 StwPlan *stw_plan_new(void);
 void stw_plan_free(StwPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwPlan, stw_plan_free)
@@ -195,7 +198,8 @@ guint64 stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k);
 guint32 stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint64 *over_bytes);
 
 /* Reading and writing. Loading checks the structure; stw_plan_check (check.h) checks the plan
- * against its trace. */
+ * against its trace. A plan read is the caller's (stw_plan_free), NULL with ERROR naming the file
+ * and the JSON path when the file is not a plan; the text written is the caller's (g_free). */
 StwPlan *stw_plan_load(const char *file, GError **error);
 StwPlan *stw_plan_parse(const char *file, const char *text, gsize len, GError **error);
 char *stw_plan_to_string(const StwPlan *plan, const StwTrace *t);

@@ -48,11 +48,14 @@ typedef struct {
 /* Defaults: policy stowage, chunk-size search, auto fraction, a 5e7-element prefetch bucket. */
 void stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw);
 
-/* TRACE_FILE is recorded in the plan for people; the digest is what binds it. */
+/* The best plan of T under O, the caller's (stw_plan_free); NULL with ERROR (STW_PLAN_ERROR) when
+ * no plan of the policy fits, saying where it falls short and by how much. TRACE_FILE is recorded
+ * in the plan for people; the digest is what binds it. */
 StwPlan *stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                           GError **error);
 
-/* The chunk sizes the search tries, ascending (docs/algorithms.md). */
+/* The chunk sizes the search tries, ascending (docs/algorithms.md): a new array of guint64, the
+ * caller's. */
 GArray *stw_planner_chunk_sizes(const StwTrace *t);
 
 StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown */

@@ -20,6 +20,8 @@
 
 STW_BEGIN_DECLS
 
+/* Each returns a new string, the caller's (g_free). */
+
 /* The measured iteration of SIM (run with detail) as a Trace Event Format document. */
 char *stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation *sim);
 /* SIM's summary, and with detail every op and transfer, as JSON. */

@@ -68,7 +68,10 @@ typedef struct {
 typedef struct StwRuntime StwRuntime;
 
 /* MODEL gives the tensors (fp32) and, for profile traces, the model section. Every tensor is
- * initialized from INIT (numel floats each, in id order), master included. */
+ * initialized from INIT (numel floats each, in id order), master included. MODEL, BACKEND and, in
+ * replay, the plan and its trace must outlive the runtime. NULL with ERROR when the plan does not
+ * fit the model (STW_RUNTIME_ERROR_MISMATCH) or the backend cannot do what is asked
+ * (UNSUPPORTED); the caller frees the runtime with stw_runtime_free. */
 StwRuntime *stw_runtime_new(const StwTrace *model, const float *const *init,
                             const StwRuntimeOptions *o, StwBackend *backend, GError **error);
 void stw_runtime_free(StwRuntime *rt);
@@ -92,16 +95,20 @@ gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
 gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
                            float **momentum, float **variance);
 
-/* Activation memory, counted against the device budget. Zeroed. */
+/* Activation memory, counted against the device budget. Zeroed. NULL with ERROR when the budget
+ * cannot hold it (STW_RUNTIME_ERROR_BUDGET) or the device fails; stw_runtime_release frees it. */
 gpointer stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error);
 void stw_runtime_release(StwRuntime *rt, gpointer p);
 
 /* Profile mode: the events of the run so far (events.h), from which stw_events_build() gives the
- * same trace as stw_runtime_trace(): one way to describe a run, whoever profiles it. */
+ * same trace as stw_runtime_trace(): one way to describe a run, whoever profiles it. Owned by the
+ * runtime, valid until its next op; "" in the other modes. */
 const char *stw_runtime_events(StwRuntime *rt, gsize *len);
 
-/* Profile mode: the trace of the last completed iteration. */
+/* Profile mode: the trace of the last completed iteration, owned by the runtime and valid until
+ * the next iteration ends; NULL before the first one and in the other modes. */
 StwTrace *stw_runtime_trace(StwRuntime *rt);
+/* The runtime's figures, owned by it and updated as it runs; never NULL. */
 const StwRuntimeStats *stw_runtime_stats(StwRuntime *rt);
 
 /* Copies every tensor's master weights, momentum and variance out (for checkpoints), or in. */

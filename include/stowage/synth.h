@@ -39,6 +39,9 @@ typedef struct {
   StwAttention attention;
 } StwSynthOptions;
 
+/* The trace of one iteration of CONFIG under OPTIONS on HW, the caller's (stw_trace_free); NULL
+ * with ERROR (STW_SYNTH_ERROR) when the options do not fit the model or the hardware, or the
+ * trace would break the format's limits. */
 StwTrace *stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
                           const StwHardware *hw, GError **error);
 

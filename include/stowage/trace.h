@@ -100,6 +100,7 @@ typedef struct {
   GArray *ops;      /* StwOp, in execution order; op boundary i is "moment" i */
 } StwTrace;
 
+/* An empty trace (never NULL), the caller's (stw_trace_free). */
 StwTrace *stw_trace_new(void);
 void stw_trace_free(StwTrace *trace);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTrace, stw_trace_free)
@@ -129,17 +130,20 @@ stw_trace_op(const StwTrace *t, guint32 i)
  * optim, peak >= start, rank < world_size. */
 gboolean stw_trace_validate(const StwTrace *trace, const char *file, GError **error);
 
-/* Reads and validates a trace file. Errors name FILE and the JSON path. */
+/* Reads and validates a trace file: the caller's (stw_trace_free), or NULL with ERROR naming FILE
+ * and the JSON path. */
 StwTrace *stw_trace_load(const char *file, GError **error);
-/* Parses a trace from memory; FILE names it in messages. */
+/* Parses a trace from memory, as stw_trace_load; FILE names it in messages. */
 StwTrace *stw_trace_parse(const char *file, const char *text, gsize len, GError **error);
-/* Serializes (validating first); the text is the canonical form plus a source block. */
+/* Serializes (validating first); the text is the canonical form plus a source block, the
+ * caller's (g_free), or NULL with ERROR when the trace is invalid. */
 char *stw_trace_to_string(const StwTrace *trace, GError **error);
 /* Writes atomically (temporary + rename); "-" is standard output. */
 gboolean stw_trace_save(const StwTrace *trace, const char *file, GError **error);
 
 /* SHA-256 (64 hex digits) of the canonical trace: every member but "source", in a fixed order,
- * without white space. Equal for equal traces whatever the key order or spacing of their files. */
+ * without white space. Equal for equal traces whatever the key order or spacing of their files.
+ * A new string, the caller's (g_free). */
 char *stw_trace_digest(const StwTrace *trace);
 
 /* The largest tensor (elements), and a tensor id holding it (0 when there is none). */
@@ -148,6 +152,7 @@ guint64 stw_trace_largest_tensor(const StwTrace *trace, guint32 *id_out);
 /* Model-data bytes of a tensor's compute copy. */
 guint64 stw_tensor_bytes(const StwTensor *tensor);
 
+/* Static strings. */
 const char *stw_stage_name(StwStage stage);
 const char *stw_source_kind_name(StwSourceKind kind);
 

@@ -50,10 +50,13 @@ void stw_trainer_config_init(StwTrainerConfig *c);
 
 typedef struct StwTrainer StwTrainer;
 
-/* The model a configuration describes (tensors and the model section), for runtimes and plans. */
+/* The model a configuration describes (tensors and the model section), for runtimes and plans:
+ * the caller's (stw_trace_free), or NULL with ERROR (STW_TRAINER_ERROR_CONFIG). */
 StwTrace *stw_trainer_model(const StwTrainerConfig *c, GError **error);
 
-/* TEXT (LEN bytes) is the training data; it must hold at least batch * context + 1 bytes. */
+/* TEXT (LEN bytes) is the training data; it must hold at least batch * context + 1 bytes. TEXT,
+ * BACKEND and what RO points to must outlive the trainer. NULL with ERROR when the data, the
+ * configuration or the runtime cannot be had; the caller frees it with stw_trainer_free. */
 StwTrainer *stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
                             const StwRuntimeOptions *ro, StwBackend *backend, GError **error);
 void stw_trainer_free(StwTrainer *t);
@@ -65,6 +68,7 @@ void stw_trainer_set_grad_sink(StwTrainer *t, float **sink);
 /* Use these tokens (batch * context inputs, the same number of targets) for the next step. */
 void stw_trainer_set_batch(StwTrainer *t, const int *inputs, const int *targets);
 
+/* The trainer's runtime and model, owned by the trainer; never NULL. */
 StwRuntime *stw_trainer_runtime(StwTrainer *t);
 const StwTrace *stw_trainer_model_of(StwTrainer *t);
 guint64 stw_trainer_step_count(StwTrainer *t);
