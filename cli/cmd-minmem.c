@@ -55,7 +55,7 @@ stw_cmd_minmem(int argc, char **argv)
                         "unlimited GPU memory (is the CPU budget large enough?)");
   /* bracket: below, the non-model peak alone; above, what everything resident needs */
   StwWhatifPoint top;
-  guint64 hi = G_GUINT64_CONSTANT(1) << 56;
+  guint64 hi = STW_TRACE_MAX_INT; /* the largest budget a plan holds */
   stw_whatif_run(trace, &o, STW_POLICY_STOWAGE, hi, unlimited, &top);
   hi = top.peak_gpu_bytes + o.budgets.reserved_bytes;
   stw_whatif_point_clear(&top);

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include <stowage/cost.h>
+
 /* The lists of a demand while its steps are added. */
 struct StwDemandBuild {
   GArray *need, *forbid, *write;                  /* guint32 items */
@@ -319,7 +321,8 @@ stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const StwSchedul
   guint64 bytes = 0;
   for (guint32 i = 0; i < STW_N_LISTS * stw_chunking_count(c); i++) {
     if (moved[i] || !s->resident[i])
-      bytes += d->bytes[i];
+      bytes = stw_cost_add(bytes, d->bytes[i]);
   }
-  return bytes * MAX(c->world, 1);
+  guint64 world = MAX(c->world, 1);
+  return bytes > STW_COST_MAX / world ? STW_COST_MAX : bytes * world;
 }

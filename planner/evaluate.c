@@ -3,6 +3,8 @@
 
 #include "evaluate.h"
 
+#include <stowage/cost.h>
+
 #include "schedule.h"
 #include "simulate-demand.h"
 
@@ -11,7 +13,7 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
                   StwPlanPredictions *out, StwSimulation *sim)
 {
   guint64 bound = out->lower_bound_bytes;
-  *out = (StwPlanPredictions){ .lower_bound_bytes = bound };
+  *out = (StwPlanPredictions){ .lower_bound_bytes = bound, .cost_model = STW_COST_MODEL };
   StwReplay r;
   gboolean ok = stw_schedule_replay(d, &p->schedule, FALSE, &r);
   for (guint32 k = 0; ok && k < t->ops->len; k++) {
@@ -26,9 +28,9 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   for (guint i = 0; i < p->schedule.actions->len; i++) {
     if (a[i].kind == STW_ACTION_FETCH)
-      out->h2d_bytes += d->bytes[a[i].item];
+      out->h2d_bytes = stw_cost_add(out->h2d_bytes, d->bytes[a[i].item]);
     else if (a[i].kind == STW_ACTION_EVICT)
-      out->d2h_bytes += d->bytes[a[i].item];
+      out->d2h_bytes = stw_cost_add(out->d2h_bytes, d->bytes[a[i].item]);
   }
   out->cpu_bytes = stw_demand_host_bytes(d, p->chunking, &p->schedule);
   StwSimulation local, *s = sim != NULL ? sim : &local;
@@ -43,4 +45,20 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
   out->comm_ns = s->comm_busy_ns;
   if (sim == NULL)
     stw_simulation_clear(&local);
+}
+
+guint64
+stw_plan_lower_bound(const StwPlan *best, const StwTrace *t)
+{
+  const StwChunking *c = best->chunking;
+  g_autoptr(StwDemand) d = stw_demand_build(t, c, best->optim, &best->budgets, NULL, NULL);
+  /* the bound counts host transfers; gathers are not */
+  for (guint32 g = 0; g < stw_chunking_groups(c); g++)
+    d->bytes[stw_plan_group_item(c, g)] = 0;
+  g_autofree guint8 *pinned = g_malloc0(MAX(d->n_items, 1));
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_chunking_owned(c, i); l++)
+      pinned[stw_plan_item(c, (StwChunkList)l, i)] = best->optim[i] == STW_OPTIM_GPU_RESIDENT;
+  }
+  return stw_schedule_lower_bound(d, pinned);
 }

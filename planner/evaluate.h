@@ -26,6 +26,10 @@ G_BEGIN_DECLS
 void stw_plan_evaluate(const StwPlan *plan, const StwTrace *t, const StwDemand *d, gboolean detail,
                        StwPlanPredictions *out, StwSimulation *sim);
 
+/* No schedule of PLAN's layout and placement moves fewer host bytes than this, in steady state
+ * (docs/algorithms.md): the plan's lower_bound_bytes. */
+guint64 stw_plan_lower_bound(const StwPlan *plan, const StwTrace *t);
+
 G_END_DECLS
 
 #endif

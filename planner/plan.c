@@ -17,6 +17,64 @@ const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", NULL };
 static const char *const action_names[] = { "evict", "drop", "fetch", "gather",
                                              "reduce_scatter" };
 
+/* The predictions in the file's order: the one list the reader, the writer, the limits and check
+ * share. */
+static const struct {
+  const char *name;
+  gsize offset;      /* into StwPlanPredictions; G_MAXSIZE: peak_op, a guint32 */
+  gboolean time, multi;
+} pred_fields[STW_N_PREDICTIONS] = {
+#define F(field, time, multi) { #field, G_STRUCT_OFFSET(StwPlanPredictions, field), time, multi }
+  F(h2d_bytes, FALSE, FALSE),    F(d2h_bytes, FALSE, FALSE), F(lower_bound_bytes, FALSE, FALSE),
+  F(peak_gpu_bytes, FALSE, FALSE), { "peak_op", G_MAXSIZE, FALSE, FALSE },
+  F(cpu_bytes, FALSE, FALSE),    F(compute_ns, TRUE, FALSE), F(stall_ns, TRUE, FALSE),
+  F(cpu_adam_ns, TRUE, FALSE),   F(h2d_ns, TRUE, FALSE),     F(d2h_ns, TRUE, FALSE),
+  F(cost_ns, TRUE, FALSE),       F(comm_bytes, FALSE, TRUE), F(comm_ns, TRUE, TRUE),
+#undef F
+};
+
+void
+stw_plan_predictions_list(const StwPlanPredictions *p, StwPrediction out[STW_N_PREDICTIONS])
+{
+  for (gsize f = 0; f < STW_N_PREDICTIONS; f++) {
+    guint64 v = pred_fields[f].offset == G_MAXSIZE
+                    ? p->peak_op
+                    : G_STRUCT_MEMBER(guint64, p, pred_fields[f].offset);
+    out[f] = (StwPrediction){ pred_fields[f].name, v, pred_fields[f].time, pred_fields[f].multi };
+  }
+}
+
+gboolean
+stw_plan_within_limits(const StwPlan *p, GError **error)
+{
+  const struct {
+    const char *name;
+    guint64 v;
+  } budgets[] = { { "gpu_bytes", p->budgets.gpu_bytes }, { "cpu_bytes", p->budgets.cpu_bytes },
+                  { "reserved_bytes", p->budgets.reserved_bytes } };
+  for (gsize i = 0; i < G_N_ELEMENTS(budgets); i++) {
+    if (budgets[i].v > STW_JSON_INT_MAX) {
+      g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+                  "the budget %s of %" G_GUINT64_FORMAT " bytes is more than a plan holds "
+                  "(2^53)", budgets[i].name, budgets[i].v);
+      return FALSE;
+    }
+  }
+  StwPrediction pr[STW_N_PREDICTIONS];
+  stw_plan_predictions_list(&p->pred, pr);
+  for (gsize f = 0; f < STW_N_PREDICTIONS; f++) {
+    if (pr[f].value > STW_JSON_INT_MAX) {
+      g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+                  "the plan's prediction %s is %" G_GUINT64_FORMAT "%s, more than a plan holds "
+                  "(2^53): the trace and the hardware profile describe an iteration beyond "
+                  "this world's", pr[f].name, pr[f].value,
+                  pr[f].value >= G_GUINT64_CONSTANT(1) << 62 ? " or more" : "");
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 StwPlan *
 stw_plan_new(void)
 {
@@ -177,22 +235,13 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
 
   cJSON *pr = cJSON_AddObjectToObject(root, "predictions");
   const StwPlanPredictions *q = &p->pred;
-  stw_json_add_u64(pr, "h2d_bytes", q->h2d_bytes);
-  stw_json_add_u64(pr, "d2h_bytes", q->d2h_bytes);
-  stw_json_add_u64(pr, "lower_bound_bytes", q->lower_bound_bytes);
-  stw_json_add_u64(pr, "peak_gpu_bytes", q->peak_gpu_bytes);
-  stw_json_add_u64(pr, "peak_op", q->peak_op);
-  stw_json_add_u64(pr, "cpu_bytes", q->cpu_bytes);
-  stw_json_add_u64(pr, "compute_ns", q->compute_ns);
-  stw_json_add_u64(pr, "stall_ns", q->stall_ns);
-  stw_json_add_u64(pr, "cpu_adam_ns", q->cpu_adam_ns);
-  stw_json_add_u64(pr, "h2d_ns", q->h2d_ns);
-  stw_json_add_u64(pr, "d2h_ns", q->d2h_ns);
-  stw_json_add_u64(pr, "cost_ns", q->cost_ns);
-  if (c->world > 1) {
-    stw_json_add_u64(pr, "comm_bytes", q->comm_bytes);
-    stw_json_add_u64(pr, "comm_ns", q->comm_ns);
+  StwPrediction fields[STW_N_PREDICTIONS];
+  stw_plan_predictions_list(q, fields);
+  for (gsize f = 0; f < STW_N_PREDICTIONS; f++) {
+    if (!fields[f].multi || c->world > 1)
+      stw_json_add_u64(pr, fields[f].name, fields[f].value);
   }
+  stw_json_add_u64(pr, "cost_model", q->cost_model);
 
   cJSON_AddItemToObject(root, "hardware", stw_hardware_to_json(&p->hw));
 
@@ -255,6 +304,8 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
 gboolean
 stw_plan_save(const StwPlan *p, const StwTrace *t, const char *file, GError **error)
 {
+  if (!stw_plan_within_limits(p, error))
+    return FALSE;
   g_autofree char *text = stw_plan_to_string(p, t);
   return stw_file_write_atomic(file, text, strlen(text), error);
 }
@@ -266,11 +317,6 @@ static const char *const root_members[] = { "format", "version", "trace", "polic
                                             "initial", "schedule", NULL };
 static const char *const trace_members[] = { "digest", "file", "ops", NULL };
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes", NULL };
-static const char *const pred_members[] = { "h2d_bytes", "d2h_bytes", "lower_bound_bytes",
-                                            "peak_gpu_bytes", "peak_op", "cpu_bytes",
-                                            "compute_ns", "stall_ns", "cpu_adam_ns", "h2d_ns",
-                                            "d2h_ns", "cost_ns", "comm_bytes", "comm_ns",
-                                            NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size",
                                               NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
@@ -489,12 +535,10 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
   const cJSON *tr = NULL, *b = NULL, *pr = NULL, *hw = NULL;
   guint64 version = 0, ops = 0;
   int policy = 0;
-  if (!stw_json_check_object(r, root, root_members, error) ||
+  if (!stw_json_check_format(r, root, STW_PLAN_FORMAT, error) ||
+      !stw_json_check_object(r, root, root_members, error) ||
       !stw_json_get_string(r, root, "format", TRUE, 64, &format, error))
     return FALSE;
-  if (strcmp(format, STW_PLAN_FORMAT) != 0)
-    return stw_json_fail_at(r, "format", error, "expected \"%s\", found \"%s\"",
-                            STW_PLAN_FORMAT, format);
   if (!stw_json_get_u64(r, root, "version", TRUE, 0, STW_JSON_INT_MAX, &version, error))
     return FALSE;
   if (version != STW_PLAN_VERSION)
@@ -535,22 +579,25 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
   stw_json_pop(r, saved);
 
   saved = stw_json_push_key(r, "predictions");
-  guint64 *fields[] = { &p->pred.h2d_bytes, &p->pred.d2h_bytes, &p->pred.lower_bound_bytes,
-                        &p->pred.peak_gpu_bytes, NULL, &p->pred.cpu_bytes,
-                        &p->pred.compute_ns, &p->pred.stall_ns, &p->pred.cpu_adam_ns,
-                        &p->pred.h2d_ns,
-                        &p->pred.d2h_ns, &p->pred.cost_ns, &p->pred.comm_bytes,
-                        &p->pred.comm_ns };
-  guint64 peak_op = 0;
-  fields[4] = &peak_op;
-  if (!stw_json_check_object(r, pr, pred_members, error))
+  const char *members[STW_N_PREDICTIONS + 2];
+  for (gsize f = 0; f < STW_N_PREDICTIONS; f++)
+    members[f] = pred_fields[f].name;
+  members[STW_N_PREDICTIONS] = "cost_model";
+  members[STW_N_PREDICTIONS + 1] = NULL;
+  if (!stw_json_check_object(r, pr, members, error))
     return FALSE;
-  for (gsize f = 0; f < G_N_ELEMENTS(fields); f++) {
-    gboolean required = fields[f] != &p->pred.comm_bytes && fields[f] != &p->pred.comm_ns;
-    if (!stw_json_get_u64(r, pr, pred_members[f], required, 0, STW_JSON_INT_MAX, fields[f],
-                          error))
+  guint64 peak_op = 0, cost_model = 0;
+  for (gsize f = 0; f < STW_N_PREDICTIONS; f++) {
+    guint64 *field = pred_fields[f].offset == G_MAXSIZE
+                         ? &peak_op
+                         : &G_STRUCT_MEMBER(guint64, &p->pred, pred_fields[f].offset);
+    if (!stw_json_get_u64(r, pr, pred_fields[f].name, !pred_fields[f].multi, 0, STW_JSON_INT_MAX,
+                          field, error))
       return FALSE;
   }
+  if (!stw_json_get_u64(r, pr, "cost_model", FALSE, 0, G_MAXUINT32, &cost_model, error))
+    return FALSE;
+  p->pred.cost_model = (guint32)cost_model;
   if (peak_op >= ops)
     return stw_json_fail_at(r, "peak_op", error, "op %" G_GUINT64_FORMAT " does not exist",
                             peak_op);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <stowage/cost.h>
 #include <stowage/units.h>
 
 #include "demand.h"
@@ -342,7 +343,7 @@ max_pinned_state(const Attempt *at, const guint64 *cap)
   for (guint32 k = 0; k < d->n_steps; k++) {
     guint64 need = 0;
     for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
-      need += d->bytes[d->need[i]];
+      need = stw_cost_add(need, d->bytes[d->need[i]]);
     slack = MIN(slack, d->capacity[k] > need ? d->capacity[k] - need : 0);
   }
   guint32 j = 0;
@@ -511,7 +512,7 @@ min_budget(const StwTrace *t, const StwChunking *c, const StwBudgets *b, guint32
   for (guint32 k = 0; k < d->n_steps; k++) {
     guint64 need = unlimited.gpu_bytes - d->capacity[k];
     for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
-      need += d->bytes[d->need[i]];
+      need = stw_cost_add(need, d->bytes[d->need[i]]);
     if (need > worst) {
       worst = need;
       *op_out = k;
@@ -742,23 +743,6 @@ search_sizes(Search *se, const GArray *sizes, GError **error)
   return TRUE;
 }
 
-/* No schedule of BEST's layout and placement moves fewer host bytes than this. */
-static guint64
-lower_bound(const StwTrace *t, const StwPlan *best)
-{
-  const StwChunking *c = best->chunking;
-  g_autoptr(StwDemand) d = stw_demand_build(t, c, best->optim, &best->budgets, NULL, NULL);
-  /* the bound counts host transfers; gathers are not */
-  for (guint32 g = 0; g < stw_chunking_groups(c); g++)
-    d->bytes[stw_plan_group_item(c, g)] = 0;
-  g_autofree guint8 *pinned = g_malloc0(MAX(d->n_items, 1));
-  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
-    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_chunking_owned(c, i); l++)
-      pinned[stw_plan_item(c, (StwChunkList)l, i)] = best->optim[i] == STW_OPTIM_GPU_RESIDENT;
-  }
-  return stw_schedule_lower_bound(d, pinned);
-}
-
 StwPlan *
 stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                  GError **error)
@@ -791,6 +775,10 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
   best->trace_digest = stw_trace_digest(t);
   g_free(best->trace_file);
   best->trace_file = g_strdup(trace_file != NULL ? trace_file : "");
-  best->pred.lower_bound_bytes = lower_bound(t, best);
+  best->pred.lower_bound_bytes = stw_plan_lower_bound(best, t);
+  if (!stw_plan_within_limits(best, error)) {
+    stw_plan_free(best);
+    return NULL;
+  }
   return best;
 }

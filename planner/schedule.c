@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include <stowage/cost.h>
+
 #define NEVER G_MAXUINT32
 
 /* ---- the engine --------------------------------------------------------------------------- */
@@ -72,7 +74,7 @@ engine_add(Engine *e, guint32 item)
   e->resident[item] = 1;
   e->pos[item] = e->n_list;
   e->list[e->n_list++] = item;
-  e->used += e->d->bytes[item];
+  e->used = stw_cost_add(e->used, e->d->bytes[item]);
 }
 
 static void
@@ -82,7 +84,7 @@ engine_remove(Engine *e, guint32 item, guint32 moment)
                   .kind = e->dirty[item] ? STW_ACTION_EVICT : STW_ACTION_DROP };
   g_array_append_val(e->out->actions, a);
   if (e->dirty[item])
-    e->out->d2h_bytes += e->d->bytes[item];
+    e->out->d2h_bytes = stw_cost_add(e->out->d2h_bytes, e->d->bytes[item]);
   e->resident[item] = 0;
   e->dirty[item] = 0; /* written back, or the CPU copy was valid */
   guint32 p = e->pos[item], last = e->list[--e->n_list];
@@ -171,9 +173,9 @@ stw_schedule_run(const StwDemand *d, const guint8 *resident, const guint8 *dirty
     for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++) {
       guint32 item = d->need[i];
       e.needed_at[item] = k + 1;
-      need_bytes += d->bytes[item];
+      need_bytes = stw_cost_add(need_bytes, d->bytes[item]);
       if (!e.resident[item])
-        missing += d->bytes[item];
+        missing = stw_cost_add(missing, d->bytes[item]);
     }
     /* release what this step does not use; a step that uses no chunks (an activation
      * function, say) releases nothing, as ZeRO-3 releases a module's parameters after it */
@@ -197,7 +199,7 @@ stw_schedule_run(const StwDemand *d, const guint8 *resident, const guint8 *dirty
         out->fail_step = k;
         guint64 pinned_bytes = 0;
         for (guint32 i = 0; i < e.n_list; i++)
-          pinned_bytes += is_pinned(&e, e.list[i]) ? d->bytes[e.list[i]] : 0;
+          pinned_bytes = stw_cost_add(pinned_bytes, is_pinned(&e, e.list[i]) ? d->bytes[e.list[i]] : 0);
         out->fail_need_bytes = need_bytes + pinned_bytes;
         break;
       }
@@ -213,7 +215,7 @@ stw_schedule_run(const StwDemand *d, const guint8 *resident, const guint8 *dirty
         e.dirty[item] = 0;
         StwAction a = { .moment = k, .item = item, .kind = STW_ACTION_FETCH };
         g_array_append_val(out->actions, a);
-        out->h2d_bytes += d->bytes[item];
+        out->h2d_bytes = stw_cost_add(out->h2d_bytes, d->bytes[item]);
       }
     }
     for (guint32 i = d->write_start[k]; i < d->write_start[k + 1]; i++)
@@ -259,7 +261,7 @@ stw_schedule_replay(const StwDemand *d, const StwSchedule *s, gboolean cyclic, S
   g_autofree guint8 *dirty = g_memdup2(s->dirty, n);
   guint64 used = 0;
   for (guint32 i = 0; i < d->n_items; i++)
-    used += res[i] ? d->bytes[i] : 0;
+    used = stw_cost_add(used, res[i] ? d->bytes[i] : 0);
   r->occupancy = g_new0(guint64, MAX(d->n_steps, 1));
   const StwAction *a = (const StwAction *)s->actions->data;
   guint32 n_actions = s->actions->len, next = 0;
@@ -280,9 +282,9 @@ stw_schedule_replay(const StwDemand *d, const StwSchedule *s, gboolean cyclic, S
           return replay_fail(r, STW_REPLAY_FETCH_RESIDENT, m, item);
         res[item] = 1;
         dirty[item] = 0;
-        used += d->bytes[item];
+        used = stw_cost_add(used, d->bytes[item]);
         if (a[next].kind == STW_ACTION_FETCH)
-          r->h2d_bytes += d->bytes[item];
+          r->h2d_bytes = stw_cost_add(r->h2d_bytes, d->bytes[item]);
       } else if (a[next].kind == STW_ACTION_REDUCE_SCATTER) {
         if (!res[item])
           return replay_fail(r, STW_REPLAY_NOT_RESIDENT, m, item);
@@ -292,7 +294,7 @@ stw_schedule_replay(const StwDemand *d, const StwSchedule *s, gboolean cyclic, S
         if (a[next].kind == STW_ACTION_DROP && dirty[item])
           return replay_fail(r, STW_REPLAY_DROP_DIRTY, m, item);
         if (a[next].kind == STW_ACTION_EVICT)
-          r->d2h_bytes += d->bytes[item];
+          r->d2h_bytes = stw_cost_add(r->d2h_bytes, d->bytes[item]);
         res[item] = 0;
         dirty[item] = 0;
         used -= d->bytes[item];
@@ -414,9 +416,9 @@ stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, StwSchedule
     x.moment -= d->n_steps;
     g_array_append_val(out->actions, x);
     if (x.kind == STW_ACTION_EVICT)
-      out->d2h_bytes += d->bytes[x.item];
+      out->d2h_bytes = stw_cost_add(out->d2h_bytes, d->bytes[x.item]);
     else if (x.kind == STW_ACTION_FETCH)
-      out->h2d_bytes += d->bytes[x.item];
+      out->h2d_bytes = stw_cost_add(out->h2d_bytes, d->bytes[x.item]);
   }
   /* the end state: the second iteration's actions and writes applied to the start state */
   memcpy(dirty, out->dirty, n);
@@ -438,13 +440,13 @@ stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, StwSchedule
     if (res[item] && (!want || (dirty[item] && !out->dirty[item]))) {
       x.kind = dirty[item] ? STW_ACTION_EVICT : STW_ACTION_DROP;
       if (dirty[item])
-        out->d2h_bytes += d->bytes[item];
+        out->d2h_bytes = stw_cost_add(out->d2h_bytes, d->bytes[item]);
       g_array_append_val(out->actions, x);
       res[item] = 0;
     }
     if (want && !res[item]) {
       x.kind = STW_ACTION_FETCH;
-      out->h2d_bytes += d->bytes[item];
+      out->h2d_bytes = stw_cost_add(out->h2d_bytes, d->bytes[item]);
       g_array_append_val(out->actions, x);
     }
   }
@@ -473,8 +475,8 @@ static void
 take_room(guint64 *occupancy, guint64 *ahead, guint32 from, guint32 to, guint64 b)
 {
   for (guint32 j = from; j < to; j++) {
-    occupancy[j] += b;
-    ahead[j] += b;
+    occupancy[j] = stw_cost_add(occupancy[j], b);
+    ahead[j] = stw_cost_add(ahead[j], b);
   }
 }
 
@@ -563,8 +565,8 @@ stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
         target = j;
       }
       for (guint32 j = target; j < m; j++) {
-        r.occupancy[j] += b;
-        ahead[j] += b;
+        r.occupancy[j] = stw_cost_add(r.occupancy[j], b);
+        ahead[j] = stw_cost_add(ahead[j], b);
       }
       a[k].moment = target;
     }
@@ -600,7 +602,7 @@ stw_schedule_lower_bound(const StwDemand *d, const guint8 *pinned)
       for (guint32 f = d->forbid_start[k]; f < d->forbid_start[k + 1]; f++) {
         guint32 item = d->forbid[f];
         if (written[item] && pass == 1)
-          bound += d->bytes[item];
+          bound = stw_cost_add(bound, d->bytes[item]);
         written[item] = 0;
       }
       for (guint32 w = d->write_start[k]; w < d->write_start[k + 1]; w++)

@@ -106,19 +106,19 @@ task(Sim *s, StwSimLane lane, guint32 item, guint32 kind, guint64 start, guint64
     return;
   switch (lane) {
   case STW_SIM_H2D:
-    s->out->h2d_busy_ns += end - start;
-    s->out->h2d_bytes += bytes;
+    s->out->h2d_busy_ns = stw_cost_add(s->out->h2d_busy_ns, end - start);
+    s->out->h2d_bytes = stw_cost_add(s->out->h2d_bytes, bytes);
     break;
   case STW_SIM_D2H:
-    s->out->d2h_busy_ns += end - start;
-    s->out->d2h_bytes += bytes;
+    s->out->d2h_busy_ns = stw_cost_add(s->out->d2h_busy_ns, end - start);
+    s->out->d2h_bytes = stw_cost_add(s->out->d2h_bytes, bytes);
     break;
   case STW_SIM_CPU_ADAM:
-    s->out->cpu_busy_ns += end - start;
+    s->out->cpu_busy_ns = stw_cost_add(s->out->cpu_busy_ns, end - start);
     break;
   case STW_SIM_COMM:
-    s->out->comm_busy_ns += end - start;
-    s->out->comm_bytes += bytes;
+    s->out->comm_busy_ns = stw_cost_add(s->out->comm_busy_ns, end - start);
+    s->out->comm_bytes = stw_cost_add(s->out->comm_bytes, bytes);
     break;
   }
   if (s->out->tasks != NULL) {
@@ -134,7 +134,7 @@ collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
   const StwChunking *c = s->p->chunking;
   guint64 chunk = stw_plan_group_chunk_bytes(c, stw_plan_item_group(c, item));
   guint64 start = MAX(t, s->comm_free);
-  guint64 end = start + stw_collective_ns(&s->p->hw, c->world, chunk);
+  guint64 end = stw_cost_add(start, stw_collective_ns(&s->p->hw, c->world, chunk));
   s->comm_free = end;
   task(s, STW_SIM_COMM, item, kind, start, end, (guint64)(c->world - 1) * chunk);
   return end;
@@ -171,7 +171,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       break;
     case STW_ACTION_EVICT: {
       guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
-      guint64 end = start + stw_transfer_ns(hw, b, TRUE);
+      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, b, TRUE));
       s->d2h_free = end;
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
       add_free(s, end, b);
@@ -182,7 +182,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       guint64 start = MAX(MAX(t, s->h2d_free), s->cpu_ready[item]);
       start = wait_memory(s, start, b, limit_for(s, m));
       s->chunk_mem += b;
-      guint64 end = start + stw_transfer_ns(hw, b, TRUE);
+      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, b, TRUE));
       s->h2d_free = end;
       s->gpu_ready[item] = end;
       task(s, STW_SIM_H2D, item, 0, start, end, b);
@@ -224,7 +224,7 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
     /* the ranks share the host's cores */
     double rate = s->p->hw.cpu_adam_elems_per_s / MAX(c->world, 1);
-    guint64 end = start + (guint64)(numel / rate * 1e9);
+    guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
     for (int l = 0; l < STW_N_LISTS; l++) {
       guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
@@ -317,13 +317,13 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       sample(&s, ready);
       if (op->stage == STW_STAGE_OPTIM)
         cpu_adam(&s, op, ready);
-      s.compute_free = ready + dur;
+      s.compute_free = stw_cost_add(ready, dur);
       if (s.record) {
-        out->compute_busy_ns += dur;
-        out->compute_stall_ns += ready - now;
-        out->flops += op->flops;
+        out->compute_busy_ns = stw_cost_add(out->compute_busy_ns, dur);
+        out->compute_stall_ns = stw_cost_add(out->compute_stall_ns, ready - now);
+        out->flops += op->flops; /* a valid trace holds at most 2^62 */
         if (out->ops != NULL) {
-          StwSimOp so = { ready - s.base, ready + dur - s.base, ready - now };
+          StwSimOp so = { ready - s.base, s.compute_free - s.base, ready - now };
           g_array_append_val(out->ops, so);
         }
       }

@@ -7,7 +7,7 @@
 
 #include <stowage/check.h>
 
-#define UNLIMITED (G_GUINT64_CONSTANT(1) << 56) /* 64 PiB: nothing is ever short */
+#define UNLIMITED STW_TRACE_MAX_INT /* 8 PiB, the most a plan holds: nothing is ever short */
 
 void
 stw_whatif_point_clear(StwWhatifPoint *p)

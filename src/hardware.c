@@ -60,12 +60,10 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
   const cJSON *gpu = NULL, *pcie = NULL, *cpu = NULL, *link = NULL, *flops = NULL;
   guint64 version = 0, gen = 0;
   memset(hw, 0, sizeof *hw);
-  if (!stw_json_check_object(r, root, root_members, error) ||
+  if (!stw_json_check_format(r, root, "stowage-hardware", error) ||
+      !stw_json_check_object(r, root, root_members, error) ||
       !stw_json_get_string(r, root, "format", TRUE, 64, &format, error))
     return FALSE;
-  if (strcmp(format, "stowage-hardware") != 0)
-    return stw_json_fail_at(r, "format", error, "expected \"stowage-hardware\", found \"%s\"",
-                            format);
   if (!stw_json_get_u64(r, root, "version", TRUE, 1, 1, &version, error) ||
       !stw_json_get_string(r, root, "name", TRUE, sizeof hw->name - 1, &name, error) ||
       !stw_json_get_string(r, root, "description", FALSE, 4096, &text, error) ||
@@ -96,11 +94,16 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
   gsize s2 = stw_json_push_key(r, "flops_per_s");
   if (!stw_json_check_object(r, flops, stw_dtype_names, error))
     return FALSE;
+  double any = 0;
   for (int d = 0; d < STW_N_DTYPES; d++) {
     if (!stw_json_get_double(r, flops, stw_dtype_names[d], TRUE, 0, 1e18, &hw->flops_per_s[d],
                              error))
       return FALSE;
+    any = MAX(any, hw->flops_per_s[d]);
   }
+  if (!(any > 0))
+    return stw_json_fail(r, error, "no dtype has any compute: a profile needs the FLOP/s of at "
+                         "least one of fp32, fp16, bf16");
   stw_json_pop(r, s2);
   stw_json_pop(r, saved);
 

@@ -213,6 +213,44 @@ type_name(const cJSON *item)
   return "an invalid value";
 }
 
+/* stowage's formats, and what each is called in messages */
+static const struct {
+  const char *format, *what;
+} formats[] = {
+  { "stowage-trace", "a stowage trace" },
+  { "stowage-plan", "a stowage plan" },
+  { "stowage-hardware", "a stowage hardware profile" },
+  { "stowage-model", "a stowage model configuration" },
+};
+
+static const char *
+format_what(const char *format)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(formats); i++) {
+    if (strcmp(formats[i].format, format) == 0)
+      return formats[i].what;
+  }
+  return NULL;
+}
+
+gboolean
+stw_json_check_format(const StwJsonReader *r, const cJSON *obj, const char *format,
+                      GError **error)
+{
+  const char *found = NULL;
+  if (!cJSON_IsObject(obj))
+    return TRUE; /* the object check says what it is */
+  if (!stw_json_get_string(r, obj, "format", TRUE, 64, &found, error))
+    return FALSE;
+  if (strcmp(found, format) == 0)
+    return TRUE;
+  const char *what = format_what(found), *want = format_what(format);
+  if (what != NULL && want != NULL)
+    return stw_json_fail_at(r, "format", error, "this is %s (\"%s\"), not %s: give each file "
+                            "where its kind is expected", what, found, want);
+  return stw_json_fail_at(r, "format", error, "expected \"%s\", found \"%s\"", format, found);
+}
+
 gboolean
 stw_json_check_object(const StwJsonReader *r, const cJSON *obj, const char *const *allowed,
                       GError **error)

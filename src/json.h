@@ -70,6 +70,12 @@ gboolean stw_json_fail(const StwJsonReader *r, GError **error, const char *fmt, 
 gboolean stw_json_fail_at(const StwJsonReader *r, const char *key, GError **error,
                           const char *fmt, ...) G_GNUC_PRINTF(4, 5);
 
+/* Checks that OBJ's "format" member says FORMAT ("stowage-trace", ...) before anything else is
+ * read, so that another of stowage's files given in its place is named for what it is ("this is
+ * a stowage plan, not a trace") rather than refused member by member. */
+gboolean stw_json_check_format(const StwJsonReader *r, const cJSON *obj, const char *format,
+                               GError **error);
+
 /* Checks that OBJ is an object whose keys are all in ALLOWED (NULL-terminated), none twice. */
 gboolean stw_json_check_object(const StwJsonReader *r, const cJSON *obj,
                                const char *const *allowed, GError **error);

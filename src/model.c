@@ -205,15 +205,12 @@ stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
   int arch = 0;
   guint64 version = 0;
 
-  if (!stw_json_check_object(r, obj, standalone ? standalone_members : config_members, error))
+  if ((standalone && !stw_json_check_format(r, obj, "stowage-model", error)) ||
+      !stw_json_check_object(r, obj, standalone ? standalone_members : config_members, error))
     return FALSE;
   if (standalone) {
-    if (!stw_json_get_string(r, obj, "format", TRUE, 64, &format, error))
-      return FALSE;
-    if (strcmp(format, "stowage-model") != 0)
-      return stw_json_fail_at(r, "format", error, "expected \"stowage-model\", found \"%s\"",
-                              format);
-    if (!stw_json_get_u64(r, obj, "version", TRUE, 1, 1, &version, error))
+    if (!stw_json_get_string(r, obj, "format", TRUE, 64, &format, error) ||
+        !stw_json_get_u64(r, obj, "version", TRUE, 1, 1, &version, error))
       return FALSE;
   }
   if (!stw_json_get_string(r, obj, "name", TRUE, STW_MODEL_MAX_NAME - 1, &name, error) ||

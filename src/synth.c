@@ -244,7 +244,10 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
 
   optimizer_ops(&s);
 
-  if (!stw_trace_validate(t, "(synthesized trace)", error)) {
+  g_autofree char *what = g_strdup_printf("the trace of %s at batch %" G_GUINT64_FORMAT " x seq %"
+                                          G_GUINT64_FORMAT, config->name, options->batch,
+                                          options->seq);
+  if (!stw_trace_validate(t, what, error)) {
     stw_trace_free(t);
     return NULL;
   }

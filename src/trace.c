@@ -173,11 +173,22 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
     return invalid(error, file, "$.ops: more than %u ops", STW_TRACE_MAX_OPS);
   if (t->ops->len == 0)
     return invalid(error, file, "$.ops: a trace needs at least one op");
-  if (t->device.world_size < 1 || t->device.rank >= t->device.world_size)
-    return invalid(error, file, "$.device.rank: rank %u is not below world_size %u",
-                   t->device.rank, t->device.world_size);
+  if (n_tensors == 0)
+    return invalid(error, file, "$.tensors: a trace needs at least one model tensor (there is "
+                   "no model data to plan)");
+  if (t->device.world_size < 1 || t->device.world_size > STW_TRACE_MAX_WORLD ||
+      t->device.rank >= t->device.world_size)
+    return invalid(error, file, "$.device.rank: rank %u is not below world_size %u (at most "
+                   "%u)", t->device.rank, t->device.world_size, STW_TRACE_MAX_WORLD);
+  if (t->device.memory_bytes > STW_TRACE_MAX_INT)
+    return invalid(error, file, "$.device.memory_bytes: more than 2^53 bytes");
+  if (t->model.batch > STW_TRACE_MAX_BATCH || t->model.seq > STW_MODEL_MAX_SEQ)
+    return invalid(error, file, "$.model: batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT
+                   " is beyond the format's limits (%u, %u)", t->model.batch, t->model.seq,
+                   STW_TRACE_MAX_BATCH, STW_MODEL_MAX_SEQ);
 
   g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
+  guint64 total_numel = 0;
   for (guint32 i = 0; i < n_tensors; i++) {
     const StwTensor *x = stw_trace_tensor(t, i);
     guint64 product = 1;
@@ -197,6 +208,10 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
       return invalid(error, file,
                      "$.tensors[%u].numel: %" G_GUINT64_FORMAT " does not match the shape's "
                      "product %" G_GUINT64_FORMAT, i, x->numel, product);
+    total_numel += x->numel; /* at most 2^20 tensors of 2^48: no wrap */
+    if (total_numel > STW_TRACE_MAX_TOTAL_NUMEL)
+      return invalid(error, file, "$.tensors[%u]: the tensors hold more than 2^49 elements in "
+                     "all (2^53 bytes of model data)", i);
     guint n_aliases = x->aliases != NULL ? x->aliases->len : 0;
     for (guint k = 0; k <= n_aliases; k++) {
       const char *name = k == 0 ? x->name : x->aliases->pdata[k - 1];
@@ -207,10 +222,31 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
 
   g_autofree guint8 *seen = g_malloc0(MAX(n_tensors, 1));
   StwStage stage = STW_STAGE_FWD;
+  guint64 total_ns = 0, total_flops = 0;
   for (guint32 i = 0; i < t->ops->len; i++) {
     const StwOp *op = stw_trace_op(t, i);
     if (op->name == NULL || op->name[0] == '\0')
       return invalid(error, file, "$.ops[%u].name: op names cannot be empty", i);
+    const struct {
+      const char *name;
+      guint64 v;
+    } ints[] = { { "nonmodel_bytes", op->nonmodel_bytes },
+                 { "nonmodel_peak_bytes", op->nonmodel_peak_bytes },
+                 { "duration_ns", op->duration_ns }, { "flops", op->flops } };
+    for (gsize k = 0; k < G_N_ELEMENTS(ints); k++) {
+      if (ints[k].v > STW_TRACE_MAX_INT)
+        return invalid(error, file, "$.ops[%u].%s: %" G_GUINT64_FORMAT " is more than the "
+                       "format's limit of 2^53", i, ints[k].name, ints[k].v);
+    }
+    /* each term is at most 2^53 and the sums are checked at every step: no wrap */
+    total_ns += op->duration_ns;
+    total_flops += op->flops;
+    if (total_ns > STW_TRACE_MAX_TOTAL_NS)
+      return invalid(error, file, "$.ops[%u].duration_ns: the ops' durations add up to more "
+                     "than 2^53 ns (104 days) by this op", i);
+    if (total_flops > STW_TRACE_MAX_TOTAL_FLOPS)
+      return invalid(error, file, "$.ops[%u].flops: the ops' FLOPs add up to more than 2^62 "
+                     "by this op", i);
     if (op->stage < stage)
       return invalid(error, file,
                      "$.ops[%u].stage: a %s op after %s ops (a trace holds one forward, one "
@@ -376,7 +412,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_check_object(r, obj, model_members, error) &&
       stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) &&
       stw_json_get_object(r, obj, "config", FALSE, &config, error) &&
-      stw_json_get_u64(r, obj, "batch", FALSE, 0, G_MAXUINT32, &t->model.batch, error) &&
+      stw_json_get_u64(r, obj, "batch", FALSE, 0, STW_TRACE_MAX_BATCH, &t->model.batch, error) &&
       stw_json_get_u64(r, obj, "seq", FALSE, 0, STW_MODEL_MAX_SEQ, &t->model.seq, error) &&
       stw_json_get_bool(r, obj, "checkpointing", FALSE, &t->model.checkpointing, error) &&
       stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error);
@@ -404,10 +440,10 @@ read_device(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   gboolean ok =
       stw_json_check_object(r, obj, device_members, error) &&
       stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) &&
-      stw_json_get_u64(r, obj, "memory_bytes", TRUE, 0, STW_JSON_INT_MAX,
+      stw_json_get_u64(r, obj, "memory_bytes", TRUE, 0, STW_TRACE_MAX_INT,
                        &t->device.memory_bytes, error) &&
-      stw_json_get_u64(r, obj, "world_size", FALSE, 1, 1u << 20, &world, error) &&
-      stw_json_get_u64(r, obj, "rank", FALSE, 0, 1u << 20, &rank, error);
+      stw_json_get_u64(r, obj, "world_size", FALSE, 1, STW_TRACE_MAX_WORLD, &world, error) &&
+      stw_json_get_u64(r, obj, "rank", FALSE, 0, STW_TRACE_MAX_WORLD, &rank, error);
   if (ok && rank >= world)
     ok = stw_json_fail_at(r, "rank", error, "rank %" G_GUINT64_FORMAT " is not below "
                           "world_size %" G_GUINT64_FORMAT, rank, world);
@@ -525,13 +561,13 @@ read_op(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   op.name = g_strdup(name);
   g_array_append_val(t->ops, op); /* owned by the trace from here on */
   StwOp *o = &g_array_index(t->ops, StwOp, t->ops->len - 1);
-  if (!stw_json_get_u64(r, obj, "nonmodel_bytes", TRUE, 0, STW_JSON_INT_MAX,
+  if (!stw_json_get_u64(r, obj, "nonmodel_bytes", TRUE, 0, STW_TRACE_MAX_INT,
                         &o->nonmodel_bytes, error) ||
-      !stw_json_get_u64(r, obj, "nonmodel_peak_bytes", TRUE, 0, STW_JSON_INT_MAX,
+      !stw_json_get_u64(r, obj, "nonmodel_peak_bytes", TRUE, 0, STW_TRACE_MAX_INT,
                         &o->nonmodel_peak_bytes, error) ||
-      !stw_json_get_u64(r, obj, "duration_ns", TRUE, 0, STW_JSON_INT_MAX, &o->duration_ns,
+      !stw_json_get_u64(r, obj, "duration_ns", TRUE, 0, STW_TRACE_MAX_INT, &o->duration_ns,
                         error) ||
-      !stw_json_get_u64(r, obj, "flops", FALSE, 0, STW_JSON_INT_MAX, &o->flops, error))
+      !stw_json_get_u64(r, obj, "flops", FALSE, 0, STW_TRACE_MAX_INT, &o->flops, error))
     return FALSE;
   if (o->nonmodel_peak_bytes < o->nonmodel_bytes)
     return stw_json_fail_at(r, "nonmodel_peak_bytes", error,
@@ -547,12 +583,10 @@ read_root(StwJsonReader *r, const cJSON *root, StwTrace *t, GError **error)
   const char *format = NULL;
   guint64 version = 0;
   const cJSON *source = NULL, *model = NULL, *device = NULL, *tensors = NULL, *ops = NULL;
-  if (!stw_json_check_object(r, root, root_members, error) ||
+  if (!stw_json_check_format(r, root, STW_TRACE_FORMAT, error) ||
+      !stw_json_check_object(r, root, root_members, error) ||
       !stw_json_get_string(r, root, "format", TRUE, 64, &format, error))
     return FALSE;
-  if (strcmp(format, STW_TRACE_FORMAT) != 0)
-    return stw_json_fail_at(r, "format", error, "expected \"%s\", found \"%s\"",
-                            STW_TRACE_FORMAT, format);
   if (!stw_json_get_u64(r, root, "version", TRUE, 0, STW_JSON_INT_MAX, &version, error))
     return FALSE;
   if (version != STW_TRACE_VERSION)

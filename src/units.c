@@ -25,7 +25,9 @@ static const SizeUnit size_units[] = {
   { "tb", 1000000000000ull }, { "pb", 1000000000000000ull },
 };
 
-static const guint64 size_max = G_GUINT64_CONSTANT(1) << 63;
+/* The largest size stowage's files hold (STW_TRACE_MAX_INT), so that every size the command line
+ * accepts can be written: 2^53 bytes, 8 PiB. */
+static const guint64 size_max = G_GUINT64_CONSTANT(1) << 53;
 
 static gboolean
 syntax_error(const char *text, GError **error)
@@ -53,7 +55,7 @@ stw_size_parse(const char *text, guint64 *bytes_out, GError **error)
   if (*p == '+')
     p++;
   for (; g_ascii_isdigit(*p); p++) {
-    if (whole > (size_max - 9) / 10)
+    if (whole > (G_MAXUINT64 - 9) / 10) /* the digits alone overflow */
       goto too_large;
     whole = whole * 10 + (guint64)(*p - '0');
     any_digit = TRUE;
@@ -104,7 +106,8 @@ stw_size_parse(const char *text, guint64 *bytes_out, GError **error)
 
 too_large:
   g_set_error(error, STW_UNITS_ERROR, STW_UNITS_ERROR_RANGE,
-              "'%s' is too large: sizes are limited to 2^63 bytes (8 EiB)", text);
+              "'%s' is too large: sizes are at most 2^53 bytes (8 PiB), the largest stowage's "
+              "files hold", text);
   return FALSE;
 }
 

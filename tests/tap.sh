@@ -13,7 +13,7 @@ tap_result() { # STATUS DESCRIPTION [EVIDENCE...]
     tap_failed=$((tap_failed + 1))
     echo "not ok $tap_n - $2"
     shift 2
-    for line in "$@"; do printf '# %s\n' "$line"; done
+    for line in "$@"; do printf '%s\n' "$line" | sed 's/^/# /'; done
   fi
 }
 

@@ -61,6 +61,7 @@ test_files(void)
     { "hw/bad-curve-order.json", "$.pcie.pinned[2].bytes: points must be in ascending order" },
     { "hw/bad-missing-gpu.json", "$: missing required member \"gpu\"" },
     { "hw/bad-efficiency.json", "$.gpu.matmul_efficiency: 1.5 is out of range (expected 0.01 to 1)" },
+    { "hw/bad-no-compute.json", "$.gpu.flops_per_s: no dtype has any compute: a profile needs the FLOP/s of at least one of fp32, fp16, bf16" },
     { "hw/bad-flops-dtype.json", "$.gpu.flops_per_s: unknown member \"fp64\"" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {

@@ -103,7 +103,7 @@ test_config_files(void)
     { "models/bad-heads.json", "$: invalid model: heads must divide hidden" },
     { "models/bad-arch.json", "$.arch: \"rnn\" is not one of \"gpt\", \"llama\", \"bert\"" },
     { "models/bad-layers.json", "$.layers: 100000 is out of range (expected 1 to 4096)" },
-    { "models/bad-format.json", "$.format: expected \"stowage-model\"" },
+    { "models/bad-format.json", "$.format: this is a stowage trace (\"stowage-trace\"), not a stowage model configuration" },
     { "models/missing.json", "cannot open" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <glib.h>
+#include <glib/gstdio.h>
 
 #include <stowage/check.h>
 #include <stowage/planner.h>
@@ -243,6 +244,31 @@ test_check_catches(void)
   e->schedule.resident[target] = 0;
   g_assert_false(stw_plan_check(e, t, "e.json", NULL, NULL, &error));
   stw_assert_error_contains(error, "not on the GPU");
+
+  /* every other prediction is recomputed too: the times, the peak's op, the lower bound */
+  static const char *const fields[] = { "cost_ns", "stall_ns", "compute_ns", "cpu_adam_ns",
+                                        "h2d_ns", "d2h_ns", "peak_op", "lower_bound_bytes" };
+  for (gsize f = 0; f < G_N_ELEMENTS(fields); f++) {
+    g_autoptr(StwPlan) x = stw_plan_parse("x.json", text, strlen(text), &error);
+    guint64 *fieldp[] = { &x->pred.cost_ns, &x->pred.stall_ns, &x->pred.compute_ns,
+                          &x->pred.cpu_adam_ns, &x->pred.h2d_ns, &x->pred.d2h_ns, NULL,
+                          &x->pred.lower_bound_bytes };
+    if (fieldp[f] != NULL)
+      *fieldp[f] += 1;
+    else
+      x->pred.peak_op = (x->pred.peak_op + 1) % t->ops->len;
+    g_assert_false(stw_plan_check(x, t, "x.json", NULL, NULL, &error));
+    g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_UNSOUND);
+    g_autofree char *needle = g_strdup_printf("$.predictions.%s: the plan predicts", fields[f]);
+    stw_assert_error_contains(error, needle);
+  }
+  /* times made by another cost model are the plan's, informational: check passes them */
+  g_autoptr(StwPlan) y = stw_plan_parse("y.json", text, strlen(text), &error);
+  y->pred.cost_model = STW_COST_MODEL + 1;
+  y->pred.cost_ns += 12345;
+  StwCheckReport rep;
+  g_assert_true(stw_plan_check(y, t, "y.json", &rep, NULL, &error));
+  g_assert_cmpuint(rep.pred.cost_ns, ==, p->pred.cost_ns);
 }
 
 static void
@@ -259,7 +285,8 @@ test_bad_plan_files(void)
     { "\"gpu_bytes\":", "\"gpu_bytes\":-", "$.budgets.gpu_bytes: -" },
     { "\"param:", "\"parm:", "is not a chunk reference (expected LIST:INDEX" },
     { "\"optimizer\":\"", "\"optimizer\":\"tpu", "$.layout[0].optimizer: \"tpu" },
-    { "\"format\": \"stowage-plan\"", "\"format\": \"stowage-trace\"", "$.format: expected \"stowage-plan\"" },
+    { "\"format\": \"stowage-plan\"", "\"format\": \"stowage-trace\"", "$.format: this is a stowage trace (\"stowage-trace\"), not a stowage plan" },
+    { "\"format\": \"stowage-plan\"", "\"format\": \"stowage-plot\"", "$.format: expected \"stowage-plan\", found \"stowage-plot\"" },
     { "\"digest\":\"", "\"digest\":\"zz", "$.trace.digest: expected 64 lower-case hex digits" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -280,6 +307,44 @@ test_bad_plan_files(void)
   stw_assert_error_contains(error, "the file ends too early");
 }
 
+/* A plan is never made that its own format could not hold: predictions beyond 2^53 are refused
+ * when planned, and stw_plan_save refuses them too. */
+static void
+test_plan_limits(void)
+{
+  g_autofree char *file = stw_test_fixture("traces/mini.json");
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_trace_load(file, &error);
+  g_assert_no_error(error);
+  /* the trace holds the most a trace may: every op's duration adds up to 2^53 ns */
+  for (guint32 k = 0; k < t->ops->len; k++)
+    g_array_index(t->ops, StwOp, k).duration_ns = k == 0 ? STW_TRACE_MAX_INT : 0;
+  g_assert_true(stw_trace_validate(t, "t", &error));
+  g_array_index(t->ops, StwOp, 2).duration_ns++;
+  g_assert_false(stw_trace_validate(t, "t", &error));
+  stw_assert_error_contains(error, "t: $.ops[2].duration_ns: the ops' durations add up to more "
+                                   "than 2^53 ns (104 days) by this op");
+  g_array_index(t->ops, StwOp, 2).duration_ns--;
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_LRU, 2240, STW_GiB);
+  g_autoptr(StwPlan) p = stw_planner_plan(t, "t.json", &o, &error);
+  g_assert_null(p);
+  g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
+  stw_assert_error_contains(error, "more than a plan holds (2^53)");
+  /* and a plan edited past the limits is not written */
+  g_autoptr(StwTrace) mini = stw_trace_load(file, &error);
+  g_autoptr(StwPlan) q = stw_planner_plan(mini, "t.json", &o, &error);
+  g_assert_no_error(error);
+  q->pred.cost_ns = STW_TRACE_MAX_INT + 1;
+  g_autofree char *dir = g_dir_make_tmp("stw-planner-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "p.json", NULL);
+  g_assert_false(stw_plan_save(q, mini, out, &error));
+  stw_assert_error_contains(error, "the plan's prediction cost_ns is 9007199254740993, more than "
+                                   "a plan holds (2^53)");
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -290,5 +355,6 @@ main(int argc, char **argv)
   g_test_add_func("/planner/infeasible", test_infeasible);
   g_test_add_func("/planner/check-catches", test_check_catches);
   g_test_add_func("/planner/bad-plan-files", test_bad_plan_files);
+  g_test_add_func("/planner/plan-limits", test_plan_limits);
   return g_test_run();
 }

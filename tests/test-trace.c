@@ -118,7 +118,12 @@ test_bad_files(void)
     { "bad-not-json.json", "not valid JSON (line 1, column 1)" },
     { "bad-empty.json", "the file is empty" },
     { "bad-top-array.json", "$: expected an object, found an array" },
-    { "bad-format.json", "$.format: expected \"stowage-trace\", found \"stowage-plan\"" },
+    { "bad-format.json", "$.format: this is a stowage plan (\"stowage-plan\"), not a stowage trace" },
+    /* a real plan (stowage plan mini.json --gpu 2240), where a trace is expected */
+    { "bad-is-plan.json", "$.format: this is a stowage plan (\"stowage-plan\"), not a stowage trace: give each file where its kind is expected" },
+    { "bad-no-tensors.json", "$.tensors: a trace needs at least one model tensor" },
+    { "bad-total-duration.json", "$.ops[2].duration_ns: the ops' durations add up to more than 2^53 ns (104 days) by this op" },
+    { "bad-huge-flops.json", "$.ops[0].flops: 9007199254740994 is out of range (expected 0 to 9007199254740992)" },
     { "bad-version.json", "$.version: unsupported version 2 (this stowage reads version 1)" },
     { "bad-missing-ops.json", "$: missing required member \"ops\"" },
     { "bad-ops-type.json", "$.ops: expected an array, found an object" },

@@ -31,7 +31,10 @@ test_parse_valid(void)
     { "2 TB", G_GUINT64_CONSTANT(2000000000000) },
     { "240GiB", G_GUINT64_CONSTANT(257698037760) },
     { "1PiB", G_GUINT64_CONSTANT(1125899906842624) },
-    { "8388608TiB", G_GUINT64_CONSTANT(1) << 63 },
+    { "8PiB", G_GUINT64_CONSTANT(1) << 53 },            /* the largest: what the formats hold */
+    { "8192TiB", G_GUINT64_CONSTANT(1) << 53 },
+    { "9007199254740992", G_GUINT64_CONSTANT(1) << 53 },
+    { "9007199254740991", (G_GUINT64_CONSTANT(1) << 53) - 1 },
     { ".5MiB", 524288 },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -62,6 +65,12 @@ test_parse_invalid(void)
     { "-1GiB", STW_UNITS_ERROR_RANGE, "cannot be negative" },
     { "8388609TiB", STW_UNITS_ERROR_RANGE, "too large" },
     { "99999999999999999999", STW_UNITS_ERROR_RANGE, "too large" },
+    { "9007199254740993", STW_UNITS_ERROR_RANGE, "at most 2^53 bytes (8 PiB)" },
+    { "8PiB 1", STW_UNITS_ERROR_SYNTAX, "not a size" },
+    { "8.0000001PiB", STW_UNITS_ERROR_RANGE, "too large" },
+    { "9PiB", STW_UNITS_ERROR_RANGE, "too large" },
+    { "9223372036854775808", STW_UNITS_ERROR_RANGE, "too large" },
+    { "9223372036854775807", STW_UNITS_ERROR_RANGE, "too large" },
     { "1EiB", STW_UNITS_ERROR_SYNTAX, "not a size" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -20,6 +20,25 @@
 
 STW_BEGIN_DECLS
 
+/* The simulator's times and the predictions' byte counts saturate at STW_COST_MAX instead of
+ * wrapping: a sum of input values never wraps, and a plan whose predictions pass the plan
+ * format's 2^53 is refused when it is made (planner.h). */
+#define STW_COST_MAX (G_GUINT64_CONSTANT(1) << 62)
+
+/* A + B, at most STW_COST_MAX. */
+static inline guint64
+stw_cost_add(guint64 a, guint64 b)
+{
+  return a >= STW_COST_MAX || b >= STW_COST_MAX - a ? STW_COST_MAX : a + b;
+}
+
+/* NS (a double: a size over a rate) as whole nanoseconds, from 0 to STW_COST_MAX. */
+static inline guint64
+stw_cost_ns(double ns)
+{
+  return !(ns > 0) ? 0 : ns >= (double)STW_COST_MAX ? STW_COST_MAX : (guint64)ns;
+}
+
 /* Transfer time of BYTES over the profile's PCIe link (pinned or pageable host memory). */
 guint64 stw_transfer_ns(const StwHardware *hw, guint64 bytes, gboolean pinned);
 

@@ -128,7 +128,29 @@ typedef struct {
   guint64 lower_bound_bytes;     /* no schedule of this layout and placement moves less */
   guint64 comm_bytes;            /* received by this rank in collectives */
   guint64 comm_ns;               /* the collectives' busy time */
+  guint32 cost_model;            /* the cost model that made the times (STW_COST_MODEL); 0 in a
+                                  * plan that does not say */
 } StwPlanPredictions;
+
+/* The version of the cost model (the simulator and cost.h): a plan's time predictions are
+ * checked against a new simulation only when they were made by this one. */
+#define STW_COST_MODEL 1
+
+/* One prediction, by name: every field but cost_model, in the file's order. */
+typedef struct {
+  const char *name;  /* "h2d_bytes", ... as in the plan file */
+  guint64 value;
+  gboolean time;     /* made by the cost model (the simulated times) */
+  gboolean multi;    /* written only for several ranks */
+} StwPrediction;
+
+#define STW_N_PREDICTIONS 14
+
+/* P's predictions as named values into OUT. */
+void stw_plan_predictions_list(const StwPlanPredictions *p,
+                               StwPrediction out[STW_N_PREDICTIONS]);
+
+
 
 typedef struct {
   char *trace_digest;
@@ -196,6 +218,11 @@ guint64 stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k);
 /* The first op whose non-model peak (with the next op's) and the reserve alone exceed the GPU
  * budget, or G_MAXUINT32 when every op leaves room; *OVER_BYTES says by how much. */
 guint32 stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint64 *over_bytes);
+
+/* Whether PLAN holds only what its file format can: every budget and prediction at most 2^53.
+ * FALSE with ERROR (STW_PLAN_ERROR_INFEASIBLE) naming the first that does not. The planner and
+ * stw_plan_save call it: nothing is written that the reader would refuse. */
+gboolean stw_plan_within_limits(const StwPlan *plan, GError **error);
 
 /* Reading and writing. Loading checks the structure; stw_plan_check (check.h) checks the plan
  * against its trace. A plan read is the caller's (stw_plan_free), NULL with ERROR naming the file

@@ -41,6 +41,13 @@ typedef enum {
 #define STW_TRACE_MAX_NAME 1024               /* bytes */
 #define STW_TRACE_MAX_DIMS 8
 #define STW_TRACE_MAX_NUMEL (G_GUINT64_CONSTANT(1) << 48)
+#define STW_TRACE_MAX_INT (G_GUINT64_CONSTANT(1) << 53)   /* bytes, ns, flops: exact in JSON */
+#define STW_TRACE_MAX_WORLD (1u << 20)
+#define STW_TRACE_MAX_BATCH G_MAXUINT32
+/* Sums over a trace, so that no sum a tool forms from a valid trace can wrap: */
+#define STW_TRACE_MAX_TOTAL_NS STW_TRACE_MAX_INT              /* all ops' durations */
+#define STW_TRACE_MAX_TOTAL_FLOPS (G_GUINT64_CONSTANT(1) << 62)
+#define STW_TRACE_MAX_TOTAL_NUMEL (G_GUINT64_CONSTANT(1) << 49) /* 16 bytes each: 2^53 bytes */
 
 typedef enum { STW_STAGE_FWD, STW_STAGE_BWD, STW_STAGE_OPTIM, STW_N_STAGES } StwStage;
 

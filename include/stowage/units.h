@@ -26,7 +26,7 @@ GQuark stw_units_error_quark(void);
 
 typedef enum {
   STW_UNITS_ERROR_SYNTAX,   /* not a number, or an unknown unit */
-  STW_UNITS_ERROR_RANGE,    /* negative, or beyond 2^63 bytes */
+  STW_UNITS_ERROR_RANGE,    /* negative, or beyond 2^53 bytes (8 PiB, what stowage's files hold) */
 } StwUnitsError;
 
 #define STW_KiB ((guint64)1024)
