@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include <stowage/hardware.h>
 #include <stowage/model.h>
 #include <stowage/plan.h>
@@ -115,6 +117,41 @@ stw_table_free(StwTable *t)
     return;
   g_ptr_array_unref(t->cells);
   g_free(t);
+}
+
+gboolean
+stw_cli_option_needs(const char *command, const char *option, gboolean given, const char *needs,
+                     gboolean satisfied)
+{
+  if (!given || satisfied)
+    return TRUE;
+  stw_cli_fail(STW_EXIT_USAGE, "%s: %s goes with %s; without it the option would be ignored",
+               command, option, needs);
+  return FALSE;
+}
+
+gboolean
+stw_cli_outputs_apart(const char *command, const StwCliFile *inputs, gsize n_inputs,
+                      const StwCliFile *outputs, gsize n_outputs)
+{
+  for (gsize o = 0; o < n_outputs; o++) {
+    GStatBuf so;
+    if (outputs[o].path == NULL || strcmp(outputs[o].path, "-") == 0 ||
+        g_stat(outputs[o].path, &so) != 0)
+      continue; /* a file that does not exist yet is none of the inputs */
+    for (gsize i = 0; i < n_inputs; i++) {
+      GStatBuf si;
+      if (inputs[i].path == NULL || g_stat(inputs[i].path, &si) != 0)
+        continue;
+      if (si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+        stw_cli_fail(STW_EXIT_USAGE, "%s: %s %s is %s %s: writing it would replace what %s "
+                     "reads; choose another %s", command, outputs[o].option, outputs[o].path,
+                     inputs[i].option, inputs[i].path, command, outputs[o].option);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
 }
 
 char *

@@ -112,6 +112,22 @@ gboolean stw_cli_load_checked_plan(const char *plan_file, const char *trace_file
                                    StwPlan **plan_out, StwTrace **trace_out,
                                    StwCheckReport *report, StwSimulation *sim, int *status);
 
+/* FALSE, with a usage error "COMMAND: OPTION goes with NEEDS", when OPTION was GIVEN but what it
+ * needs is not SATISFIED: an option that would be ignored is refused instead. */
+gboolean stw_cli_option_needs(const char *command, const char *option, gboolean given,
+                              const char *needs, gboolean satisfied);
+
+/* A file a command reads or writes, by the option that names it. */
+typedef struct {
+  const char *option;  /* "--output", "the trace", ... for messages */
+  const char *path;    /* NULL: not given */
+} StwCliFile;
+
+/* FALSE, with a usage error printed, when one of OUTPUTS is the same file as one of INPUTS (the
+ * same inode; "-" is standard output): writing it would replace what the command reads. */
+gboolean stw_cli_outputs_apart(const char *command, const StwCliFile *inputs, gsize n_inputs,
+                               const StwCliFile *outputs, gsize n_outputs);
+
 /* "124,439,808" */
 char *stw_cli_group_digits(guint64 v);
 

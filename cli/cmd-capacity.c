@@ -183,6 +183,8 @@ stw_cmd_capacity(int argc, char **argv)
       !stw_cli_parse_enum_list(policy, "--policy", stw_policy_names, policies))
     return STW_EXIT_USAGE;
   pr.so.attention = (StwAttention)att;
+  if (!stw_cli_option_needs("capacity", "--hidden", hidden != NULL, "--family gpt", by_layers))
+    return STW_EXIT_USAGE;
 
   g_autoptr(StwTable) tab = stw_table_new(6, "<policy", "<largest model", "layers", "parameters",
                                           "iteration", "moves");

@@ -110,6 +110,9 @@ stw_cmd_plan(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "plan: --gpu SIZE is required");
   if (output == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "plan: --output FILE is required ('-' for stdout)");
+  const StwCliFile in[] = { { "the trace", argv[1] } }, out[] = { { "--output", output } };
+  if (!stw_cli_outputs_apart("plan", in, 1, out, 1))
+    return STW_EXIT_USAGE;
 
   GError *error = NULL;
   g_autoptr(StwTrace) trace = NULL;
@@ -129,6 +132,13 @@ stw_cmd_plan(int argc, char **argv)
     return STW_EXIT_USAGE;
   o.policy = (StwPolicy)pol;
   o.objective = (StwObjective)obj;
+  if (!stw_cli_option_needs("plan", "--gemini-fraction", fraction != NULL,
+                            "--policy gemini-static", o.policy == STW_POLICY_GEMINI_STATIC) ||
+      !stw_cli_option_needs("plan", "--prefetch-bucket", bucket != NULL,
+                            "--policy zero-infinity", o.policy == STW_POLICY_ZERO_INFINITY) ||
+      !stw_cli_option_needs("plan", "--objective", objective != NULL,
+                            "--policy stowage (the default)", o.policy == STW_POLICY_STOWAGE))
+    return STW_EXIT_USAGE;
   if (chunk != NULL &&
       !stw_cli_parse_count(chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &o.chunk_size_elems))
     return STW_EXIT_USAGE;

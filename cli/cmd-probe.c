@@ -114,6 +114,9 @@ stw_cmd_probe(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "probe: unexpected argument '%s'", argv[1]);
   StwHardware hw;
   int status;
+  const StwCliFile in[] = { { "--base", base } }, out[] = { { "--output", output } };
+  if (!stw_cli_outputs_apart("probe", in, 1, out, 1))
+    return STW_EXIT_USAGE;
   if (!stw_cli_hardware(base != NULL ? base : STW_HARDWARE_DEFAULT, NULL, &hw, &status))
     return status;
   guint threads = g_get_num_processors();

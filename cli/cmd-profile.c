@@ -135,6 +135,13 @@ stw_cmd_profile(int argc, char **argv)
   }
   if ((events_in == NULL) == (argc < 2))
     return stw_cli_fail(STW_EXIT_USAGE, "profile: give a command after '--', or --events FILE");
+  if (!stw_cli_option_needs("profile", "--nvtx-domain", domain != NULL,
+                            "a command to profile (not --events)", events_in == NULL))
+    return STW_EXIT_USAGE;
+  const StwCliFile in[] = { { "--events", events_in } };
+  const StwCliFile out[] = { { "--output", output }, { "--keep-events", keep } };
+  if (!stw_cli_outputs_apart("profile", in, 1, out, 2))
+    return STW_EXIT_USAGE;
   StwEventsOptions o;
   stw_events_options_init(&o);
   guint64 v;

@@ -94,6 +94,10 @@ stw_cmd_simulate(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (argc != 3)
     return stw_cli_fail(STW_EXIT_USAGE, "simulate: expected a plan and a trace (see --help)");
+  const StwCliFile in[] = { { "the plan", argv[1] }, { "the trace", argv[2] } };
+  const StwCliFile out[] = { { "--chrome-trace", chrome }, { "--svg", svg } };
+  if (!stw_cli_outputs_apart("simulate", in, 2, out, 2))
+    return STW_EXIT_USAGE;
   g_autoptr(StwPlan) plan = NULL;
   g_autoptr(StwTrace) trace = NULL;
   int status;

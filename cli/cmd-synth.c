@@ -52,6 +52,9 @@ stw_cmd_synth(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "synth: --model is required (see 'stowage models')");
   if (output == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "synth: --output FILE is required ('-' for stdout)");
+  const StwCliFile in[] = { { "--model", model } }, out[] = { { "--output", output } };
+  if (!stw_cli_outputs_apart("synth", in, 1, out, 1))
+    return STW_EXIT_USAGE;
 
   GError *error = NULL;
   StwModelConfig config;

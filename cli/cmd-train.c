@@ -132,6 +132,20 @@ parse(Training *x, int argc, char **argv)
     stw_cli_fail(STW_EXIT_USAGE, "train: --profile and --plan exclude each other");
     return FALSE;
   }
+  if (!stw_cli_option_needs("train", "--trace", x->trace_file != NULL, "--plan",
+                            x->plan_file != NULL) ||
+      !stw_cli_option_needs("train", "--chunk-size", x->chunk != NULL,
+                            "profiling (a plan fixes the layout)", x->plan_file == NULL))
+    return FALSE;
+  /* --checkpoint may be the --resume file: it is read whole at the start and replaced
+   * atomically, so that resuming and saving to one file is the usual loop */
+  const StwCliFile in[] = { { "--data", x->data }, { "--plan", x->plan_file },
+                            { "--trace", x->trace_file } };
+  const StwCliFile out[] = { { "--profile", x->profile }, { "--checkpoint", x->checkpoint } };
+  const StwCliFile resume[] = { { "--resume", x->resume } };
+  if (!stw_cli_outputs_apart("train", in, G_N_ELEMENTS(in), out, G_N_ELEMENTS(out)) ||
+      !stw_cli_outputs_apart("train", resume, 1, out, 1))
+    return FALSE;
   stw_trainer_config_init(&x->c);
   x->mixed = precision >= 0 ? precision == 0 : x->cuda;
   x->c.dtype = x->mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;

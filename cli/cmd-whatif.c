@@ -139,6 +139,10 @@ parse(Sweep *w, int argc, char **argv, int *status)
     return FALSE;
   }
   w->trace_file = w->model == NULL ? argv[1] : NULL;
+  const StwCliFile in[] = { { "the trace", w->trace_file }, { "--model", w->model } };
+  const StwCliFile out[] = { { "--csv", w->csv_file }, { "--svg", w->svg_file } };
+  if (!stw_cli_outputs_apart("whatif", in, 2, out, 2))
+    return FALSE;
   GError *error = NULL;
   if (!stw_size_list_parse(w->gpu, &w->budgets, &error)) {
     stw_cli_fail(STW_EXIT_USAGE, "--gpu: %s", error->message);

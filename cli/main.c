@@ -1,4 +1,5 @@
 /* main.c — `stowage COMMAND ...`: dispatch to one file per subcommand. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,25 @@ usage(FILE *out)
                "         stowage inspect gpt2.json\n");
 }
 
+/* What was printed must have been written: a full disk or a closed pipe under stdout is a
+ * failure (exit 1), not a truncated output with exit 0. */
+static int
+finish(int status)
+{
+  errno = 0;
+  gboolean failed = fflush(stdout) != 0 || ferror(stdout);
+  int e = errno;
+  if (fclose(stdout) != 0 && !failed) {
+    failed = TRUE;
+    e = errno;
+  }
+  if (!failed)
+    return status;
+  fprintf(stderr, "stowage: cannot write to standard output: %s\n",
+          e != 0 ? g_strerror(e) : "write error");
+  return status == STW_EXIT_OK ? STW_EXIT_FAILURE : status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -52,15 +72,15 @@ main(int argc, char **argv)
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
       strcmp(argv[1], "help") == 0) {
     usage(stdout);
-    return STW_EXIT_OK;
+    return finish(STW_EXIT_OK);
   }
   if (strcmp(argv[1], "--version") == 0) {
     printf("%s\n", PACKAGE_STRING);
-    return STW_EXIT_OK;
+    return finish(STW_EXIT_OK);
   }
   for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
     if (strcmp(argv[1], commands[i].name) == 0)
-      return commands[i].run(argc - 1, argv + 1);
+      return finish(commands[i].run(argc - 1, argv + 1));
   }
   fprintf(stderr, "stowage: unknown command '%s'\n\n", argv[1]);
   usage(stderr);

@@ -200,4 +200,32 @@ cmp -s "$T/p.json" "$T/keep-plan.json"; tap_result $? "the previous plan is unto
 expect 1 "No space left on device" "synth onto a full disk" -- env STOWAGE_FAULT_WRITE=1 $S synth --model gpt2 --seq 16 -o "$T/full.json"
 test ! -e "$T/full.json"; tap_result $? "and nothing was written"
 
+# hardening (docs/bad-input.md): what could not be written to stdout fails
+for c in "inspect --json $TR" "models" "simulate $T/p.json $TR --json" "compare $TR --gpu 9GiB --json" "synth --model gpt2 --seq 16 -o -"; do
+  # shellcheck disable=SC2086
+  expect 1 "cannot write to standard output" "$(echo "$c" | cut -d' ' -f1) onto a full stdout" -- sh -c "$S $c > /dev/full"
+done
+# an output that is an input
+cp "$TR" "$T/in.json"
+expect 2 "plan: --output $T/in.json is the trace $T/in.json: writing it would replace what plan reads" "plan over its own trace" -- $S plan "$T/in.json" --gpu 9GiB -o "$T/in.json"
+cmp -s "$TR" "$T/in.json"; tap_result $? "and the trace is untouched"
+expect 2 "simulate: --svg $T/p.json is the plan" "simulate over its plan" -- $S simulate "$T/p.json" "$TR" --svg "$T/p.json"
+expect 2 "whatif: --csv $T/in.json is the trace" "whatif over its trace" -- $S whatif "$T/in.json" --gpu 9GiB --csv "$T/in.json"
+expect 2 "train: --checkpoint $T/tp.json is --plan" "train over its plan" -- $S train $M --steps 1 --plan "$T/tp.json" --checkpoint "$T/tp.json"
+# options that would be ignored
+expect 2 "plan: --gemini-fraction goes with --policy gemini-static" "a fraction without gemini" -- $S plan "$TR" --gpu 9GiB --gemini-fraction 0.5 -o "$T/x.json"
+expect 2 "plan: --prefetch-bucket goes with --policy zero-infinity" "a bucket without zero-infinity" -- $S plan "$TR" --gpu 9GiB --prefetch-bucket 1000 -o "$T/x.json"
+expect 2 "plan: --objective goes with --policy stowage" "an objective for a baseline" -- $S plan "$TR" --gpu 9GiB --policy lru --objective bytes -o "$T/x.json"
+expect 2 "train: --trace goes with --plan" "train --trace without --plan" -- $S train $M --steps 1 --trace "$TR"
+expect 2 "train: --chunk-size goes with profiling" "train --chunk-size with a plan" -- $S train $M --steps 1 --plan "$T/tp.json" --chunk-size 1000
+expect 2 "capacity: --hidden goes with --family gpt" "capacity --hidden with a zoo family" -- $S capacity --family gpt2 --hidden 1024
+expect 2 "profile: --nvtx-domain goes with a command to profile" "profile --nvtx-domain with --events" -- $S profile --events "$E/small.events" --nvtx-domain d -o "$T/x.json"
+# one file where another kind is expected
+expect 1 "$TR: \$.format: this is a stowage trace (\"stowage-trace\"), not a stowage plan" "check with its arguments swapped" -- $S check "$TR" "$T/p.json"
+expect 1 "\$.format: this is a stowage plan (\"stowage-plan\"), not a stowage trace" "inspect of a plan" -- $S inspect "$T/p.json"
+# what the formats cannot hold is refused before anything is written
+expect 2 "--gpu: '9PiB' is too large: sizes are at most 2^53 bytes (8 PiB)" "a budget beyond the formats" -- $S plan "$TR" --gpu 9PiB -o "$T/x.json"
+expect 2 "the trace of gpt2 at batch 65536 x seq 1024: \$.ops[101].flops: 10360904226963456 is more than the format's limit of 2^53" "synth beyond the trace format" -- $S synth --model gpt2 --batch 65536 -o "$T/huge.json"
+test ! -e "$T/huge.json"; tap_result $? "and no trace was written"
+
 tap_done
