@@ -154,6 +154,51 @@ stw_cli_outputs_apart(const char *command, const StwCliFile *inputs, gsize n_inp
   return TRUE;
 }
 
+/* PATH's components, canonical (absolute, without "." and ".."). */
+static char **
+components(const char *path)
+{
+  g_autofree char *canon = g_canonicalize_filename(path, NULL);
+  return g_strsplit(canon + 1, "/", -1); /* past the leading "/" */
+}
+
+char *
+stw_cli_trace_name_for_plan(const char *trace_file, const char *plan_file)
+{
+  if (strcmp(plan_file, "-") == 0)
+    return g_canonicalize_filename(trace_file, NULL);
+  g_autofree char *plan_dir = g_path_get_dirname(plan_file);
+  g_auto(GStrv) from = components(plan_dir), to = components(trace_file);
+  guint common = 0;
+  while (from[common] != NULL && to[common] != NULL && strcmp(from[common], to[common]) == 0)
+    common++;
+  GString *rel = g_string_new(NULL);
+  for (guint i = common; from[i] != NULL; i++) {
+    if (from[i][0] != '\0')
+      g_string_append(rel, "../");
+  }
+  for (guint i = common; to[i] != NULL; i++)
+    g_string_append_printf(rel, "%s%s", to[i], to[i + 1] != NULL ? "/" : "");
+  return g_string_free(rel, FALSE);
+}
+
+/* The trace file a plan names: relative to the plan's folder; a name that is not there but is
+ * from the current folder (a plan written before names were recorded that way) is taken from
+ * there. */
+static char *
+plan_trace_path(const char *plan_file, const char *recorded)
+{
+  if (g_path_is_absolute(recorded))
+    return g_strdup(recorded);
+  g_autofree char *dir = g_path_get_dirname(plan_file);
+  char *path = g_build_filename(dir, recorded, NULL);
+  if (!g_file_test(path, G_FILE_TEST_EXISTS) && g_file_test(recorded, G_FILE_TEST_EXISTS)) {
+    g_free(path);
+    return g_strdup(recorded);
+  }
+  return path;
+}
+
 char *
 stw_cli_group_digits(guint64 v)
 {
@@ -325,8 +370,22 @@ stw_cli_load_checked_plan(const char *plan_file, const char *trace_file, StwPlan
     *status = stw_cli_error(error);
     return FALSE;
   }
-  g_autoptr(StwTrace) trace =
-      stw_trace_load(trace_file != NULL ? trace_file : plan->trace_file, &error);
+  g_autofree char *named = NULL;
+  if (trace_file == NULL) {
+    if (plan->trace_file[0] == '\0') {
+      *status = stw_cli_fail(STW_EXIT_USAGE, "%s names no trace: give the trace it was made "
+                             "for", plan_file);
+      return FALSE;
+    }
+    named = plan_trace_path(plan_file, plan->trace_file);
+  }
+  g_autoptr(StwTrace) trace = stw_trace_load(trace_file != NULL ? trace_file : named, &error);
+  if (trace == NULL && named != NULL) {
+    g_prefix_error(&error, "%s names its trace \"%s\", looked for as %s (give the trace after "
+                   "the plan to use another): ", plan_file, plan->trace_file, named);
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
   if (trace == NULL || !stw_plan_check(plan, trace, plan_file, report, sim, &error)) {
     *status = stw_cli_error(error);
     return FALSE;

@@ -128,6 +128,10 @@ typedef struct {
 gboolean stw_cli_outputs_apart(const char *command, const StwCliFile *inputs, gsize n_inputs,
                                const StwCliFile *outputs, gsize n_outputs);
 
+/* The name a plan written to PLAN_FILE records for its trace TRACE_FILE: relative to the plan's
+ * own folder, so that the pair can move together; absolute when the plan goes to stdout. */
+char *stw_cli_trace_name_for_plan(const char *trace_file, const char *plan_file);
+
 /* "124,439,808" */
 char *stw_cli_group_digits(guint64 v);
 

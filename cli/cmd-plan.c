@@ -153,7 +153,8 @@ stw_cmd_plan(int argc, char **argv)
                           fraction);
   }
 
-  g_autoptr(StwPlan) plan = stw_planner_plan(trace, argv[1], &o, &error);
+  g_autofree char *trace_name = stw_cli_trace_name_for_plan(argv[1], output);
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, trace_name, &o, &error);
   if (plan == NULL)
     return stw_cli_error(error);
   if (!stw_plan_save(plan, trace, output, &error))

@@ -157,7 +157,7 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
                       GError **error)
 {
   if (c->n_tensors != t->tensors->len)
-    return invalid(error, file, "$.chunks: the layout has %u tensors, the trace %u",
+    return invalid(error, file, "$.layout: the layout places %u tensors, the trace has %u",
                    c->n_tensors, t->tensors->len);
   if (c->size_elems == 0)
     return invalid(error, file, "$.chunks.size_elems: must be positive");
@@ -169,26 +169,26 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
                      "to rank %u (chunk index mod the world size)", i, ch->owner, c->world, i,
                      i % MAX(c->world, 1));
     if (ch->capacity_elems < c->size_elems)
-      return invalid(error, file, "$.chunks.chunks[%u].capacity_elems: %" G_GUINT64_FORMAT
+      return invalid(error, file, "$.layout[%u].capacity_elems: %" G_GUINT64_FORMAT
                      " is below the chunk size %" G_GUINT64_FORMAT, i, ch->capacity_elems,
                      c->size_elems);
     if (ch->capacity_elems > c->size_elems && ch->count != 1)
-      return invalid(error, file, "$.chunks.chunks[%u]: a chunk larger than the chunk size "
+      return invalid(error, file, "$.layout[%u]: a chunk larger than the chunk size "
                      "must hold exactly one (oversized) tensor", i);
     guint64 end_prev = 0;
     for (guint32 k = 0; k < ch->count; k++) {
       const StwPlacement *p = &g_array_index(c->placements, StwPlacement, ch->first + k);
       if (p->tensor >= c->n_tensors)
-        return invalid(error, file, "$.chunks.chunks[%u].tensors[%u]: tensor id %u does not "
+        return invalid(error, file, "$.layout[%u].tensors[%u]: tensor id %u does not "
                        "exist", i, k, p->tensor);
       if (placed[p->tensor])
-        return invalid(error, file, "$.chunks.chunks[%u].tensors[%u]: tensor %s is placed "
+        return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s is placed "
                        "twice", i, k, stw_trace_tensor(t, p->tensor)->name);
       placed[p->tensor] = 1;
       guint64 numel = stw_trace_tensor(t, p->tensor)->numel;
       if (p->offset < end_prev || p->offset > ch->capacity_elems ||
           numel > ch->capacity_elems - p->offset)
-        return invalid(error, file, "$.chunks.chunks[%u].tensors[%u]: tensor %s at offset %"
+        return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s at offset %"
                        G_GUINT64_FORMAT " overlaps another or ends beyond the chunk's %"
                        G_GUINT64_FORMAT " elements", i, k, stw_trace_tensor(t, p->tensor)->name,
                        p->offset, ch->capacity_elems);
@@ -197,7 +197,7 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
   }
   for (guint32 id = 0; id < c->n_tensors; id++) {
     if (!placed[id])
-      return invalid(error, file, "$.chunks: tensor %s is in no chunk",
+      return invalid(error, file, "$.layout: tensor %s is in no chunk",
                      stw_trace_tensor(t, id)->name);
   }
   return TRUE;

@@ -371,9 +371,10 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   const cJSON *chunks = NULL, *layout = NULL;
   guint64 size = 0, count = 0, world = 1;
   int dtype = 0;
+  if (!stw_json_get_object(r, root, "chunks", TRUE, &chunks, error))
+    return FALSE;
   gsize saved = stw_json_push_key(r, "chunks");
-  if (!stw_json_get_object(r, root, "chunks", TRUE, &chunks, error) ||
-      !stw_json_check_object(r, chunks, chunks_members, error) ||
+  if (!stw_json_check_object(r, chunks, chunks_members, error) ||
       !stw_json_get_u64(r, chunks, "size_elems", TRUE, 1, STW_TRACE_MAX_NUMEL, &size, error) ||
       !stw_json_get_enum(r, chunks, "dtype", TRUE, stw_dtype_names, &dtype, error) ||
       !stw_json_get_u64(r, chunks, "count", TRUE, 1, STW_PLAN_MAX_CHUNKS, &count, error) ||

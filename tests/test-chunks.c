@@ -96,7 +96,7 @@ test_validate_errors(void)
   StwPlacement *p = &g_array_index(c->placements, StwPlacement, 1);
   p->offset = 100; /* wpe over wte */
   g_assert_false(stw_chunking_validate(c, t, "L", &error));
-  stw_assert_error_contains(error, "L: $.chunks.chunks[0].tensors[1]: tensor wpe at offset 100 "
+  stw_assert_error_contains(error, "L: $.layout[0].tensors[1]: tensor wpe at offset 100 "
                                    "overlaps another");
   p->offset = 38597376;
   guint32 saved = p->tensor;

@@ -180,6 +180,13 @@ expect 1 "the device budget of 4096 bytes cannot hold" "a device smaller than on
 expect 2 "--heads: 3 does not divide the width 32" "heads that do not divide the width" -- $S train --width 32 --heads 3 --steps 1
 expect 2 "--profile and --plan exclude each other" "profile and plan at once" -- $S train $M --profile a --plan b
 expect 0 "every move checksummed" "train with --verify" -- $S train $M --steps 2 --plan "$T/tp.json" --verify
+# a plan names its trace relative to its own folder: found from anywhere, and said when it is not
+mkdir -p "$T/moved"
+$S plan "$T/tt.json" --gpu 400KiB -o "$T/moved/p.json" > /dev/null
+grep -q '"file":"../tt.json"' "$T/moved/p.json"; tap_result $? "the plan records its trace relative to itself"
+expect 0 "0 deviations from the plan" "train finds the plan's trace from another folder" -- sh -c "cd / && $S train $M --steps 1 --plan '$T/moved/p.json'"
+cp "$T/moved/p.json" "$T/moved/q.json"; sed -i 's|"file":"../tt.json"|"file":"gone.json"|' "$T/moved/q.json"
+expect 1 "q.json names its trace \"gone.json\", looked for as $T/moved/gone.json (give the trace after the plan to use another)" "a plan whose trace is missing" -- $S train $M --steps 1 --plan "$T/moved/q.json"
 
 # profile
 E=$F/events
