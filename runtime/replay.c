@@ -29,6 +29,49 @@ same_tensors(const StwTrace *pt, const StwTrace *model)
   return TRUE;
 }
 
+static void
+differs_u64(GString *plan, GString *run, const char *what, guint64 a, guint64 b)
+{
+  if (a == b)
+    return;
+  g_string_append_printf(plan, "%s%s %" G_GUINT64_FORMAT, plan->len ? ", " : "", what, a);
+  g_string_append_printf(run, "%s%s %" G_GUINT64_FORMAT, run->len ? ", " : "", what, b);
+}
+
+/* What the plan's trace was recorded for that this run is not (batch, sequence, heads, layers,
+ * width, ...), as "batch 2, heads 4" and "batch 8, heads 16"; both empty when nothing differs.
+ * A trace that does not know a figure (0, or no configuration) is not held to it. */
+static void
+configuration_differences(const StwTrace *pt, const StwTrace *model, GString *plan, GString *run)
+{
+  const StwTraceModel *a = &pt->model, *b = &model->model;
+  if (a->batch != 0 && b->batch != 0)
+    differs_u64(plan, run, "batch", a->batch, b->batch);
+  if (a->seq != 0 && b->seq != 0)
+    differs_u64(plan, run, "sequence", a->seq, b->seq);
+  if (a->has_config && b->has_config) {
+    const StwModelConfig *x = &a->config, *y = &b->config;
+    differs_u64(plan, run, "layers", x->layers, y->layers);
+    differs_u64(plan, run, "width", x->hidden, y->hidden);
+    differs_u64(plan, run, "heads", x->heads, y->heads);
+    differs_u64(plan, run, "key/value heads", x->kv_heads, y->kv_heads);
+    differs_u64(plan, run, "MLP width", x->ffn, y->ffn);
+    differs_u64(plan, run, "vocabulary", x->vocab, y->vocab);
+    differs_u64(plan, run, "context", x->max_seq, y->max_seq);
+    if (x->arch != y->arch) {
+      g_string_append_printf(plan, "%sarch %s", plan->len ? ", " : "", stw_arch_name(x->arch));
+      g_string_append_printf(run, "%sarch %s", run->len ? ", " : "", stw_arch_name(y->arch));
+    }
+  }
+  if (a->checkpointing != b->checkpointing) {
+    g_string_append_printf(plan, "%s%s", plan->len ? ", " : "",
+                           a->checkpointing ? "checkpointing" : "no checkpointing");
+    g_string_append_printf(run, "%s%s", run->len ? ", " : "",
+                           b->checkpointing ? "checkpointing" : "no checkpointing");
+  }
+  differs_u64(plan, run, "ranks", MAX(pt->device.world_size, 1), MAX(model->device.world_size, 1));
+}
+
 StwReplayer *
 stw_replayer_new(const StwPlan *plan, const StwTrace *pt, const StwTrace *model, GError **error)
 {
@@ -41,6 +84,16 @@ stw_replayer_new(const StwPlan *plan, const StwTrace *pt, const StwTrace *model,
                 pt->tensors->len ? stw_dtype_name(stw_trace_tensor(pt, 0)->dtype) : "-",
                 model->tensors->len,
                 model->tensors->len ? stw_dtype_name(stw_trace_tensor(model, 0)->dtype) : "-");
+    return NULL;
+  }
+  g_autoptr(GString) was = g_string_new(NULL);
+  g_autoptr(GString) is = g_string_new(NULL);
+  configuration_differences(pt, model, was, is);
+  if (was->len > 0) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "the plan was made for another configuration: its trace was recorded for %s, "
+                "and this run has %s; profile this configuration and plan again", was->str,
+                is->str);
     return NULL;
   }
   if (plan->chunking->world > 1) {

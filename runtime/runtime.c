@@ -72,6 +72,13 @@ static gboolean
 set_layout(StwRuntime *rt, GError **error)
 {
   const StwRuntimeOptions *o = &rt->o;
+  if (o->mode == STW_RUNTIME_REPLAY && o->device_bytes < o->plan->budgets.gpu_bytes) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "the device has %" G_GUINT64_FORMAT " bytes, less than the plan's budget of %"
+                G_GUINT64_FORMAT ": give it at least the budget, or plan for the smaller device",
+                o->device_bytes, o->plan->budgets.gpu_bytes);
+    return FALSE;
+  }
   if (o->mode == STW_RUNTIME_REPLAY) {
     rt->replayer = stw_replayer_new(o->plan, o->plan_trace, rt->model, error);
     if (rt->replayer == NULL)

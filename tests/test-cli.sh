@@ -180,6 +180,9 @@ expect 1 "the device budget of 4096 bytes cannot hold" "a device smaller than on
 expect 2 "--heads: 3 does not divide the width 32" "heads that do not divide the width" -- $S train --width 32 --heads 3 --steps 1
 expect 2 "--profile and --plan exclude each other" "profile and plan at once" -- $S train $M --profile a --plan b
 expect 0 "every move checksummed" "train with --verify" -- $S train $M --steps 2 --plan "$T/tp.json" --verify
+# a plan replays only what its trace was recorded for, on a device at least its budget
+expect 1 "the plan was made for another configuration: its trace was recorded for batch 2, heads 4, key/value heads 4, and this run has batch 8, heads 8, key/value heads 8" "replay at another batch and head count" -- $S train --layers 2 --width 32 --heads 8 --context 16 --batch 8 --data "$D" --steps 1 --plan "$T/tp.json"
+expect 1 "the device has 204800 bytes, less than the plan's budget of 409600" "replay on a device smaller than the plan's budget" -- $S train $M --steps 1 --plan "$T/tp.json" --gpu 200KiB
 # a plan names its trace relative to its own folder: found from anywhere, and said when it is not
 mkdir -p "$T/moved"
 $S plan "$T/tt.json" --gpu 400KiB -o "$T/moved/p.json" > /dev/null

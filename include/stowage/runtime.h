@@ -32,7 +32,7 @@ GQuark stw_runtime_error_quark(void);
 
 typedef enum {
   STW_RUNTIME_ERROR_BUDGET,   /* the device budget cannot hold what an op needs */
-  STW_RUNTIME_ERROR_MISMATCH, /* the plan was made for another model or op sequence */
+  STW_RUNTIME_ERROR_MISMATCH, /* the plan was made for another model, configuration or device */
   STW_RUNTIME_ERROR_CORRUPT,  /* a checksum failed after a move (verify mode) */
   STW_RUNTIME_ERROR_DEVICE,   /* the device failed: no device, a copy failed or did not complete */
   STW_RUNTIME_ERROR_UNSUPPORTED, /* what this build or this backend cannot do */
