@@ -325,6 +325,26 @@ static const char *const initial_members[] = { "chunk", "dirty", NULL };
 static const char *const moment_members[] = { "moment", "op", "evict", "drop", "fetch",
                                               "gather", "reduce_scatter", NULL };
 
+/* The sizes the reader allows, checked before the tree is built (json.h). */
+static const StwJsonArrayLimit plan_arrays[] = {
+  { "$.layout", STW_PLAN_MAX_CHUNKS },
+  { "$.layout[].tensors", STW_TRACE_MAX_TENSORS },
+  { "$.layout[].tensors[]", 2 },
+  { "$.initial", STW_N_LISTS * STW_PLAN_MAX_CHUNKS + STW_PLAN_MAX_CHUNKS },
+  { "$.schedule", STW_TRACE_MAX_OPS + 1 },
+  { "$.schedule[].evict", STW_PLAN_MAX_ACTIONS },
+  { "$.schedule[].drop", STW_PLAN_MAX_ACTIONS },
+  { "$.schedule[].fetch", STW_PLAN_MAX_ACTIONS },
+  { "$.schedule[].gather", STW_PLAN_MAX_ACTIONS },
+  { "$.schedule[].reduce_scatter", STW_PLAN_MAX_ACTIONS },
+  { "$.hardware.pcie.pinned", 64 },
+  { "$.hardware.pcie.pageable", 64 },
+  { NULL, 0 },
+};
+static const StwJsonLimits plan_limits = { .format = STW_PLAN_FORMAT,
+                                           .max_values = STW_PLAN_MAX_VALUES, .max_array = 64,
+                                           .arrays = plan_arrays };
+
 typedef struct {
   StwPlan *plan;
   guint32 n_chunks;
@@ -627,12 +647,13 @@ StwPlan *
 stw_plan_parse(const char *file, const char *text, gsize len, GError **error)
 {
   StwPlan *p = stw_plan_new();
-  return keep_if(p, stw_json_read_text(file, text, len, read_plan, p, error));
+  return keep_if(p, stw_json_read_text(file, text, len, &plan_limits, read_plan, p, error));
 }
 
 StwPlan *
 stw_plan_load(const char *file, GError **error)
 {
   StwPlan *p = stw_plan_new();
-  return keep_if(p, stw_json_read_file(file, STW_PLAN_MAX_FILE_BYTES, read_plan, p, error));
+  return keep_if(p, stw_json_read_file(file, STW_PLAN_MAX_FILE_BYTES, &plan_limits, read_plan, p,
+                                       error));
 }

@@ -4,6 +4,9 @@
 #include <stowage/files.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +45,52 @@ stw_file_read(const char *file, gsize max_bytes, char **text_out, gsize *len_out
   return TRUE;
 }
 
+/* Temporaries are FILE.stowage-tmp-PID-XXXXXX: a save that was killed leaves one behind, and the
+ * next save of FILE removes those whose writer no longer runs. */
+#define TMP_TAG ".stowage-tmp-"
+
+/* Removes the temporaries of FILE left by saves whose process is gone. */
+static void
+clean_stale_temporaries(const char *file)
+{
+  g_autofree char *dir = g_path_get_dirname(file);
+  g_autofree char *base = g_path_get_basename(file);
+  g_autofree char *prefix = g_strconcat(base, TMP_TAG, NULL);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d == NULL)
+    return;
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    if (!g_str_has_prefix(name, prefix))
+      continue;
+    guint64 pid = 0;
+    const char *p = name + strlen(prefix), *dash = strchr(p, '-');
+    g_autofree char *digits = dash != NULL ? g_strndup(p, (gsize)(dash - p)) : NULL;
+    if (digits == NULL || !g_ascii_string_to_unsigned(digits, 10, 1, G_MAXINT32, &pid, NULL))
+      continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue; /* its writer may still be writing */
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_unlink(path);
+  }
+  g_dir_close(d);
+}
+
+static gboolean
+write_all(int fd, const char *text, gsize len)
+{
+  while (len > 0) {
+    gssize n = write(fd, text, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return FALSE;
+    text += n;
+    len -= (gsize)n;
+  }
+  return TRUE;
+}
+
 gboolean
 stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error)
 {
@@ -53,7 +102,6 @@ stw_file_write_atomic(const char *file, const char *text, gsize len, GError **er
     }
     return TRUE;
   }
-  GError *local = NULL;
   /* test hook: a full disk, as the tests of docs/bad-input.md need one */
   if (g_getenv("STOWAGE_FAULT_WRITE") != NULL) {
     g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO,
@@ -61,15 +109,37 @@ stw_file_write_atomic(const char *file, const char *text, gsize len, GError **er
                 file);
     return FALSE;
   }
-  /* GLib writes a temporary beside FILE, fsyncs it and renames it over FILE; on any failure
-   * the temporary is removed and FILE is left as it was. */
-  if (!g_file_set_contents_full(file, text, (gssize)len,
-                                G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
-                                0644, &local)) {
+  clean_stale_temporaries(file);
+  /* a temporary beside FILE, synced, renamed over it, and the folder synced: on any failure the
+   * temporary is removed and FILE is left as it was */
+  g_autofree char *tmp = g_strdup_printf("%s" TMP_TAG "%d-XXXXXX", file, (int)getpid());
+  int fd = g_mkstemp_full(tmp, O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) {
     g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot write: %s", file,
-                local->message);
-    g_error_free(local);
+                g_strerror(errno));
     return FALSE;
+  }
+  gboolean ok = write_all(fd, text, len) && fsync(fd) == 0;
+  int e = errno;
+  if (close(fd) != 0 && ok) {
+    ok = FALSE;
+    e = errno;
+  }
+  if (ok && rename(tmp, file) != 0) {
+    ok = FALSE;
+    e = errno;
+  }
+  if (!ok) {
+    g_unlink(tmp);
+    g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot write: %s", file,
+                g_strerror(e));
+    return FALSE;
+  }
+  g_autofree char *dir = g_path_get_dirname(file);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) { /* the rename is durable once the folder is */
+    fsync(dfd);
+    close(dfd);
   }
   return TRUE;
 }

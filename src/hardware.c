@@ -15,6 +15,11 @@ G_DEFINE_QUARK(stw-hardware-error-quark, stw_hardware_error)
 
 #define RESOURCE_DIR "/org/stowage/hw"
 
+/* A small file: its kind named when another kind is given. */
+static const StwJsonLimits hardware_limits = { .format = "stowage-hardware",
+                                              .max_values = 1u << 16,
+                                          .max_array = 1u << 12 };
+
 static const char *const root_members[] = { "format", "version", "name", "description", "gpu",
                                             "pcie", "cpu", "interconnect", "sources", NULL };
 static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
@@ -200,13 +205,13 @@ gboolean
 stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
                    GError **error)
 {
-  return stw_json_read_text(file, text, len, read_profile, out, error);
+  return stw_json_read_text(file, text, len, &hardware_limits, read_profile, out, error);
 }
 
 gboolean
 stw_hardware_load(const char *file, StwHardware *out, GError **error)
 {
-  return stw_json_read_file(file, 1u << 20, read_profile, out, error);
+  return stw_json_read_file(file, 1u << 20, &hardware_limits, read_profile, out, error);
 }
 
 static int

@@ -42,10 +42,194 @@ ends_early(const char *text, gsize len)
   return in_string || depth > 0;
 }
 
-gboolean
-stw_json_parse_text(const char *file, const char *text, gsize len, cJSON **root_out,
-                    GError **error)
+/* stowage's formats, and what each is called in messages */
+static const struct {
+  const char *format, *what;
+} formats[] = {
+  { "stowage-trace", "a stowage trace" },
+  { "stowage-plan", "a stowage plan" },
+  { "stowage-hardware", "a stowage hardware profile" },
+  { "stowage-model", "a stowage model configuration" },
+};
+
+static const char *
+format_what(const char *format)
 {
+  for (gsize i = 0; i < G_N_ELEMENTS(formats); i++) {
+    if (strcmp(formats[i].format, format) == 0)
+      return formats[i].what;
+  }
+  return NULL;
+}
+
+/* "FILE: $.format: this is a stowage plan (...), not a stowage trace: ..." for FOUND where FORMAT
+ * is expected; FALSE. */
+static gboolean
+format_mismatch(const char *file, const char *found, const char *format, GError **error)
+{
+  const char *what = format_what(found), *want = format_what(format);
+  if (what != NULL && want != NULL)
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_INVALID, "%s: $.format: this is %s "
+                "(\"%s\"), not %s: give each file where its kind is expected", file, what,
+                found, want);
+  else
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_INVALID, "%s: $.format: expected \"%s\", "
+                "found \"%.64s\"", file, format, found);
+  return FALSE;
+}
+
+/* ---- the size of a document, before its tree ---------------------------------------------- */
+
+const StwJsonLimits stw_json_small_limits = { .max_values = 1u << 16, .max_array = 1u << 12 };
+
+#define PRESCAN_MAX_DEPTH 256
+
+typedef struct {
+  gboolean array;
+  gsize count;          /* elements so far (arrays), members so far (objects) */
+  gsize max;            /* arrays: the limit for this path */
+  gsize pattern_len;    /* the pattern's length before this container */
+  const char *key;      /* objects: the key of the member being read (into the text) */
+  gsize key_len;
+  gboolean want_key;    /* objects: the next string is a key */
+} Frame;
+
+/* The path of the value being read, with real indices, for the message. */
+static char *
+frame_path(const Frame *f, guint depth)
+{
+  GString *p = g_string_new("$");
+  for (guint i = 0; i < depth; i++) {
+    if (f[i].array)
+      g_string_append_printf(p, "[%" G_GSIZE_FORMAT "]", f[i].count > 0 ? f[i].count - 1 : 0);
+    else if (f[i].key != NULL)
+      g_string_append_printf(p, ".%.*s", (int)MIN(f[i].key_len, 64), f[i].key);
+  }
+  return g_string_free(p, FALSE);
+}
+
+static gsize
+array_limit(const StwJsonLimits *l, const char *pattern)
+{
+  for (const StwJsonArrayLimit *a = l->arrays; a != NULL && a->path != NULL; a++) {
+    if (strcmp(a->path, pattern) == 0)
+      return a->max;
+  }
+  return l->max_array;
+}
+
+/* A value starts in the innermost container F (depth DEPTH): counted against its limits. */
+static gboolean
+count_value(const char *file, const StwJsonLimits *l, Frame *f, guint depth, gsize *values,
+            GError **error)
+{
+  if (++*values > l->max_values) {
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_INVALID,
+                "%s: more than %" G_GSIZE_FORMAT " JSON values, more than a file of this kind "
+                "holds", file, l->max_values);
+    return FALSE;
+  }
+  if (depth == 0 || !f[depth - 1].array)
+    return TRUE;
+  Frame *a = &f[depth - 1];
+  if (++a->count > a->max) {
+    a->count = a->max + 1;
+    g_autofree char *path = frame_path(f, depth - 1);
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_INVALID, "%s: %s: more than %"
+                G_GSIZE_FORMAT " elements", file, path, a->max);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* One pass over TEXT: every array within its limit, the values within theirs. Text that is not
+ * JSON is left to the parser, which says where. */
+static gboolean
+prescan(const char *file, const char *text, gsize len, const StwJsonLimits *l, GError **error)
+{
+  Frame f[PRESCAN_MAX_DEPTH];
+  guint depth = 0;
+  gsize values = 0;
+  g_autofree char *format = NULL; /* the top-level "format" member, once read */
+  g_autoptr(GString) pattern = g_string_new("$");
+  const char *p = text, *end = text + len;
+  while (p < end) {
+    char c = *p;
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == ':') {
+      p++;
+      continue;
+    }
+    Frame *top = depth > 0 ? &f[depth - 1] : NULL;
+    if (c == ',') {
+      if (top != NULL && !top->array)
+        top->want_key = TRUE;
+      p++;
+      continue;
+    }
+    if (c == '}' || c == ']') {
+      if (depth == 0)
+        return TRUE;
+      g_string_truncate(pattern, f[depth - 1].pattern_len);
+      depth--;
+      p++;
+      continue;
+    }
+    if (c == '"') {
+      const char *s = ++p;
+      while (p < end && *p != '"')
+        p += *p == '\\' ? 2 : 1;
+      if (p >= end)
+        return TRUE;
+      if (top != NULL && !top->array && top->want_key) {
+        top->key = s;
+        top->key_len = (gsize)(p - s);
+        top->want_key = FALSE;
+      } else {
+        if (depth == 1 && top->key_len == 6 && strncmp(top->key, "format", 6) == 0 &&
+            format == NULL)
+          format = g_strndup(s, (gsize)MIN(p - s, 64));
+        if (!count_value(file, l, f, depth, &values, error))
+          goto over;
+      }
+      p++;
+      continue;
+    }
+    if (!count_value(file, l, f, depth, &values, error))
+      goto over;
+    if (c == '{' || c == '[') {
+      if (depth == PRESCAN_MAX_DEPTH)
+        return TRUE; /* the parser refuses what is nested this deep */
+      Frame n = { .array = c == '[', .pattern_len = pattern->len, .want_key = c == '{' };
+      if (top != NULL && top->array)
+        g_string_append(pattern, "[]");
+      else if (top != NULL && top->key != NULL)
+        g_string_append_printf(pattern, ".%.*s", (int)top->key_len, top->key);
+      if (n.array)
+        n.max = array_limit(l, pattern->str);
+      f[depth++] = n;
+      p++;
+      continue;
+    }
+    /* a number or a literal */
+    while (p < end && *p != ',' && *p != '}' && *p != ']' && !g_ascii_isspace(*p))
+      p++;
+  }
+  return TRUE;
+over:
+  /* a file of another kind is named for what it is, rather than for a limit of this kind */
+  if (format != NULL && l->format != NULL && strcmp(format, l->format) != 0) {
+    g_clear_error(error);
+    return format_mismatch(file, format, l->format, error);
+  }
+  return FALSE;
+}
+
+gboolean
+stw_json_parse_text(const char *file, const char *text, gsize len, const StwJsonLimits *limits,
+                    cJSON **root_out, GError **error)
+{
+  if (!prescan(file, text, len, limits != NULL ? limits : &stw_json_small_limits, error))
+    return FALSE;
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, FALSE);
   if (root == NULL) {
@@ -83,7 +267,8 @@ stw_json_parse_text(const char *file, const char *text, gsize len, cJSON **root_
 }
 
 gboolean
-stw_json_parse_file(const char *file, gsize max_bytes, cJSON **root_out, GError **error)
+stw_json_parse_file(const char *file, gsize max_bytes, const StwJsonLimits *limits,
+                    cJSON **root_out, GError **error)
 {
   char *text = NULL;
   gsize len = 0;
@@ -94,7 +279,7 @@ stw_json_parse_file(const char *file, gsize max_bytes, cJSON **root_out, GError 
     g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX, "%s: the file is empty", file);
     return FALSE;
   }
-  gboolean ok = stw_json_parse_text(file, text, len, root_out, error);
+  gboolean ok = stw_json_parse_text(file, text, len, limits, root_out, error);
   g_free(text);
   return ok;
 }
@@ -126,20 +311,20 @@ read_root(const char *file, cJSON *root, StwJsonReadFunc fn, gpointer out, GErro
 }
 
 gboolean
-stw_json_read_text(const char *file, const char *text, gsize len, StwJsonReadFunc fn,
-                   gpointer out, GError **error)
+stw_json_read_text(const char *file, const char *text, gsize len, const StwJsonLimits *limits,
+                   StwJsonReadFunc fn, gpointer out, GError **error)
 {
   cJSON *root = NULL;
-  return stw_json_parse_text(file, text, len, &root, error) &&
+  return stw_json_parse_text(file, text, len, limits, &root, error) &&
          read_root(file, root, fn, out, error);
 }
 
 gboolean
-stw_json_read_file(const char *file, gsize max_bytes, StwJsonReadFunc fn, gpointer out,
-                   GError **error)
+stw_json_read_file(const char *file, gsize max_bytes, const StwJsonLimits *limits,
+                   StwJsonReadFunc fn, gpointer out, GError **error)
 {
   cJSON *root = NULL;
-  return stw_json_parse_file(file, max_bytes, &root, error) &&
+  return stw_json_parse_file(file, max_bytes, limits, &root, error) &&
          read_root(file, root, fn, out, error);
 }
 
@@ -213,26 +398,6 @@ type_name(const cJSON *item)
   return "an invalid value";
 }
 
-/* stowage's formats, and what each is called in messages */
-static const struct {
-  const char *format, *what;
-} formats[] = {
-  { "stowage-trace", "a stowage trace" },
-  { "stowage-plan", "a stowage plan" },
-  { "stowage-hardware", "a stowage hardware profile" },
-  { "stowage-model", "a stowage model configuration" },
-};
-
-static const char *
-format_what(const char *format)
-{
-  for (gsize i = 0; i < G_N_ELEMENTS(formats); i++) {
-    if (strcmp(formats[i].format, format) == 0)
-      return formats[i].what;
-  }
-  return NULL;
-}
-
 gboolean
 stw_json_check_format(const StwJsonReader *r, const cJSON *obj, const char *format,
                       GError **error)
@@ -244,11 +409,7 @@ stw_json_check_format(const StwJsonReader *r, const cJSON *obj, const char *form
     return FALSE;
   if (strcmp(found, format) == 0)
     return TRUE;
-  const char *what = format_what(found), *want = format_what(format);
-  if (what != NULL && want != NULL)
-    return stw_json_fail_at(r, "format", error, "this is %s (\"%s\"), not %s: give each file "
-                            "where its kind is expected", what, found, want);
-  return stw_json_fail_at(r, "format", error, "expected \"%s\", found \"%s\"", format, found);
+  return format_mismatch(r->file, found, format, error);
 }
 
 gboolean

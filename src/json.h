@@ -40,20 +40,41 @@ typedef struct {
   GString *path;     /* "$", "$.ops[3]", ...: the value being read */
 } StwJsonReader;
 
+/* How large a document of one format may be, checked in one pass over the text before any tree
+ * is built: a hostile file is refused in linear time and without memory beyond its own text.
+ * Arrays are matched by their path with every index written "[]" ("$.ops[].params"). */
+typedef struct {
+  const char *path;  /* NULL ends a list */
+  gsize max;         /* elements */
+} StwJsonArrayLimit;
+
+typedef struct {
+  const char *format;                /* "stowage-trace", ...: another format named in the file
+                                      * before a limit is met is said instead */
+  gsize max_values;                  /* JSON values in the whole document */
+  gsize max_array;                   /* elements of an array no rule names */
+  const StwJsonArrayLimit *arrays;   /* may be NULL */
+} StwJsonLimits;
+
+/* The limits of a small document (a hardware profile, a model configuration). */
+extern const StwJsonLimits stw_json_small_limits;
+
 /* Reads FILE (a regular file of at most MAX_BYTES; errors of the reading are STW_FILES_ERROR)
- * and parses it. On success *ROOT_OUT owns the tree. */
-gboolean stw_json_parse_file(const char *file, gsize max_bytes, cJSON **root_out, GError **error);
-/* Parses TEXT of LEN bytes; FILE names it in messages. */
-gboolean stw_json_parse_text(const char *file, const char *text, gsize len, cJSON **root_out,
-                             GError **error);
+ * and parses it within LIMITS. On success *ROOT_OUT owns the tree. */
+gboolean stw_json_parse_file(const char *file, gsize max_bytes, const StwJsonLimits *limits,
+                             cJSON **root_out, GError **error);
+/* Parses TEXT of LEN bytes within LIMITS; FILE names it in messages. */
+gboolean stw_json_parse_text(const char *file, const char *text, gsize len,
+                             const StwJsonLimits *limits, cJSON **root_out, GError **error);
 
 /* Reads a whole document: FN is handed a reader positioned at the root ("$") and fills OUT. */
 typedef gboolean (*StwJsonReadFunc)(StwJsonReader *r, const cJSON *root, gpointer out,
                                     GError **error);
-gboolean stw_json_read_text(const char *file, const char *text, gsize len, StwJsonReadFunc fn,
-                            gpointer out, GError **error);
-gboolean stw_json_read_file(const char *file, gsize max_bytes, StwJsonReadFunc fn, gpointer out,
+gboolean stw_json_read_text(const char *file, const char *text, gsize len,
+                            const StwJsonLimits *limits, StwJsonReadFunc fn, gpointer out,
                             GError **error);
+gboolean stw_json_read_file(const char *file, gsize max_bytes, const StwJsonLimits *limits,
+                            StwJsonReadFunc fn, gpointer out, GError **error);
 
 void stw_json_reader_init(StwJsonReader *r, const char *file);
 void stw_json_reader_clear(StwJsonReader *r);

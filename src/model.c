@@ -187,6 +187,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   return TRUE;
 }
 
+/* A small file: its kind named when another kind is given. */
+static const StwJsonLimits model_limits = { .format = "stowage-model", .max_values = 1u << 16,
+                                          .max_array = 1u << 12 };
+
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   NULL
@@ -253,13 +257,13 @@ gboolean
 stw_model_config_parse(const char *file, const char *text, gsize len, StwModelConfig *out,
                        GError **error)
 {
-  return stw_json_read_text(file, text, len, read_config_file, out, error);
+  return stw_json_read_text(file, text, len, &model_limits, read_config_file, out, error);
 }
 
 gboolean
 stw_model_config_load(const char *file, StwModelConfig *out, GError **error)
 {
-  return stw_json_read_file(file, 1u << 20, read_config_file, out, error);
+  return stw_json_read_file(file, 1u << 20, &model_limits, read_config_file, out, error);
 }
 
 cJSON *

@@ -375,6 +375,21 @@ static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
+/* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
+ * all, so that no trace file makes the parser hold more than a few GiB whatever its size. */
+static const StwJsonArrayLimit trace_arrays[] = {
+  { "$.tensors", STW_TRACE_MAX_TENSORS },
+  { "$.ops", STW_TRACE_MAX_OPS },
+  { "$.tensors[].shape", STW_TRACE_MAX_DIMS },
+  { "$.tensors[].aliases", STW_TRACE_MAX_ALIASES },
+  { "$.ops[].params", STW_TRACE_MAX_OP_TENSORS },
+  { "$.ops[].grads", STW_TRACE_MAX_OP_TENSORS },
+  { NULL, 0 },
+};
+static const StwJsonLimits trace_limits = { .format = STW_TRACE_FORMAT,
+                                            .max_values = STW_TRACE_MAX_VALUES,
+                                            .max_array = 64, .arrays = trace_arrays };
+
 static const char *const tensor_members[] = { "id", "name", "shape", "numel", "dtype",
                                               "aliases", NULL };
 static const char *const op_members[] = { "name", "stage", "params", "grads", "nonmodel_bytes",
@@ -471,7 +486,7 @@ read_tensor(StwJsonReader *r, const cJSON *obj, guint32 index, StwTrace *t, GErr
       !stw_json_get_array(r, obj, "shape", TRUE, STW_TRACE_MAX_DIMS, &shape, error) ||
       !stw_json_get_u64(r, obj, "numel", TRUE, 1, STW_TRACE_MAX_NUMEL, &numel, error) ||
       !stw_json_get_enum(r, obj, "dtype", TRUE, stw_dtype_names, &dtype, error) ||
-      !stw_json_get_array(r, obj, "aliases", FALSE, 64, &aliases, error))
+      !stw_json_get_array(r, obj, "aliases", FALSE, STW_TRACE_MAX_ALIASES, &aliases, error))
     return FALSE;
   if (id != index)
     return stw_json_fail_at(r, "id", error, "expected %u: tensors are listed in id order",
@@ -644,12 +659,13 @@ StwTrace *
 stw_trace_parse(const char *file, const char *text, gsize len, GError **error)
 {
   StwTrace *t = stw_trace_new();
-  return keep_if(t, stw_json_read_text(file, text, len, read_trace, t, error));
+  return keep_if(t, stw_json_read_text(file, text, len, &trace_limits, read_trace, t, error));
 }
 
 StwTrace *
 stw_trace_load(const char *file, GError **error)
 {
   StwTrace *t = stw_trace_new();
-  return keep_if(t, stw_json_read_file(file, STW_TRACE_MAX_FILE_BYTES, read_trace, t, error));
+  return keep_if(t, stw_json_read_file(file, STW_TRACE_MAX_FILE_BYTES, &trace_limits, read_trace,
+                                       t, error));
 }

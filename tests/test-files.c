@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <unistd.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 
 #include <glib/gstdio.h>
@@ -68,11 +69,45 @@ test_bounded_read(void)
   g_rmdir(dir);
 }
 
+/* A save killed half-way leaves its temporary; the next save of the same file removes it, and
+ * leaves alone the temporaries of writers still running. */
+static void
+test_stale_temporaries(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stw-files-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "ckpt.bin", NULL);
+  /* a process that has exited: its pid is free */
+  pid_t gone = fork();
+  if (gone == 0)
+    _exit(0);
+  int st;
+  waitpid(gone, &st, 0);
+  g_autofree char *stale = g_strdup_printf("%s.stowage-tmp-%d-AbCdEf", file, (int)gone);
+  g_autofree char *live = g_strdup_printf("%s.stowage-tmp-%d-GhIjKl", file, (int)getpid());
+  g_autofree char *other = g_build_filename(dir, "ckpt.bin.backup", NULL);
+  g_assert_true(g_file_set_contents(stale, "half", 4, NULL));
+  g_assert_true(g_file_set_contents(live, "busy", 4, NULL));
+  g_assert_true(g_file_set_contents(other, "mine", 4, NULL));
+  GError *error = NULL;
+  g_assert_true(stw_file_write_atomic(file, "whole", 5, &error));
+  g_assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(live, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(other, G_FILE_TEST_EXISTS));
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "whole");
+  g_unlink(live);
+  g_unlink(other);
+  g_unlink(file);
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/files/atomic-write", test_atomic_write);
   g_test_add_func("/files/bounded-read", test_bounded_read);
+  g_test_add_func("/files/stale-temporaries", test_stale_temporaries);
   return g_test_run();
 }

@@ -14,7 +14,7 @@ parse(const char *text)
 {
   cJSON *root = NULL;
   GError *error = NULL;
-  g_assert_true(stw_json_parse_text("t.json", text, strlen(text), &root, &error));
+  g_assert_true(stw_json_parse_text("t.json", text, strlen(text), NULL, &root, &error));
   g_assert_no_error(error);
   return root;
 }
@@ -34,7 +34,7 @@ test_syntax_errors(void)
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     cJSON *root = NULL;
     GError *error = NULL;
-    g_assert_false(stw_json_parse_text("t.json", cases[i].text, strlen(cases[i].text), &root,
+    g_assert_false(stw_json_parse_text("t.json", cases[i].text, strlen(cases[i].text), NULL, &root,
                                        &error));
     g_assert_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX);
     stw_assert_error_contains(error, cases[i].needle);
@@ -46,7 +46,7 @@ test_syntax_errors(void)
     g_string_append_c(deep, '[');
   cJSON *root = NULL;
   GError *error = NULL;
-  g_assert_false(stw_json_parse_text("deep.json", deep->str, deep->len, &root, &error));
+  g_assert_false(stw_json_parse_text("deep.json", deep->str, deep->len, NULL, &root, &error));
   stw_assert_error_contains(error, "deep.json: not valid JSON");
   g_string_free(deep, TRUE);
 }
@@ -56,22 +56,22 @@ test_file_errors(void)
 {
   cJSON *root = NULL;
   GError *error = NULL;
-  g_assert_false(stw_json_parse_file("/nonexistent/x.json", 100, &root, &error));
+  g_assert_false(stw_json_parse_file("/nonexistent/x.json", 100, NULL, &root, &error));
   g_assert_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO);
   stw_assert_error_contains(error, "/nonexistent/x.json: cannot open");
 
   g_autofree char *dir = g_dir_make_tmp("stw-json-XXXXXX", NULL);
   g_autofree char *empty = g_build_filename(dir, "empty.json", NULL);
   g_assert_true(g_file_set_contents(empty, "", 0, NULL));
-  g_assert_false(stw_json_parse_file(empty, 100, &root, &error));
+  g_assert_false(stw_json_parse_file(empty, 100, NULL, &root, &error));
   stw_assert_error_contains(error, "the file is empty");
 
   g_autofree char *big = g_build_filename(dir, "big.json", NULL);
   g_assert_true(g_file_set_contents(big, "[1,2,3,4,5,6,7,8]", -1, NULL));
-  g_assert_false(stw_json_parse_file(big, 8, &root, &error));
+  g_assert_false(stw_json_parse_file(big, 8, NULL, &root, &error));
   stw_assert_error_contains(error, "more than the limit of 8 bytes");
 
-  g_assert_false(stw_json_parse_file(dir, 100, &root, &error));
+  g_assert_false(stw_json_parse_file(dir, 100, NULL, &root, &error));
   stw_assert_error_contains(error, "not a regular file");
   g_unlink(empty);
   g_unlink(big);
@@ -179,6 +179,39 @@ test_print_lines(void)
   cJSON_Delete(o);
 }
 
+/* The size of a document is checked in one pass before any tree is built: arrays by their path,
+ * values in all, and a file of another kind named for what it is. */
+static void
+test_prescan(void)
+{
+  static const StwJsonArrayLimit arrays[] = { { "$.ops[].params", 3 }, { NULL, 0 } };
+  const StwJsonLimits l = { .format = "stowage-trace", .max_values = 12, .max_array = 5,
+                            .arrays = arrays };
+  cJSON *root = NULL;
+  GError *error = NULL;
+  const char *ok = "{\"format\": \"stowage-trace\", \"ops\": [{\"params\": [1, 2, 3]}]}";
+  g_assert_true(stw_json_parse_text("t.json", ok, strlen(ok), &l, &root, &error));
+  cJSON_Delete(root);
+  const char *params = "{\"ops\": [{\"params\": [1]}, {\"x\": \"]\", \"params\": [1, 2, 3, 4]}]}";
+  g_assert_false(stw_json_parse_text("t.json", params, strlen(params), &l, &root, &error));
+  stw_assert_error_contains(error, "t.json: $.ops[1].params: more than 3 elements");
+  const char *other = "{\"ops\": [[1, 2, 3, 4, 5, 6]]}";
+  g_assert_false(stw_json_parse_text("t.json", other, strlen(other), &l, &root, &error));
+  stw_assert_error_contains(error, "t.json: $.ops[0]: more than 5 elements");
+  const char *many = "{\"a\": [1, 2, 3], \"b\": [1, 2, 3], \"c\": [1, 2, 3], \"d\": [1, 2]}";
+  g_assert_false(stw_json_parse_text("t.json", many, strlen(many), &l, &root, &error));
+  stw_assert_error_contains(error, "t.json: more than 12 JSON values");
+  /* a plan where a trace is expected: its kind, not the limit its arrays break */
+  const char *plan = "{\"format\": \"stowage-plan\", \"ops\": [[1, 2, 3, 4, 5, 6]]}";
+  g_assert_false(stw_json_parse_text("p.json", plan, strlen(plan), &l, &root, &error));
+  stw_assert_error_contains(error, "p.json: $.format: this is a stowage plan (\"stowage-plan\"), "
+                                   "not a stowage trace");
+  /* what is not JSON is left to the parser, which says where */
+  const char *broken = "{\"ops\": [1, 2";
+  g_assert_false(stw_json_parse_text("b.json", broken, strlen(broken), &l, &root, &error));
+  stw_assert_error_contains(error, "b.json: not valid JSON");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -189,5 +222,6 @@ main(int argc, char **argv)
   g_test_add_func("/json/check-object", test_check_object);
   g_test_add_func("/json/exact-integers", test_exact_integers);
   g_test_add_func("/json/print-lines", test_print_lines);
+  g_test_add_func("/json/prescan", test_prescan);
   return g_test_run();
 }

@@ -42,8 +42,9 @@ typedef enum {
 #define STW_PLAN_VERSION 1
 #define STW_PLAN_MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
 #define STW_PLAN_MAX_CHUNKS (1u << 20)
-#define STW_PLAN_MAX_ACTIONS (1u << 26)
+#define STW_PLAN_MAX_ACTIONS (1u << 24)
 #define STW_PLAN_MAX_WORLD 4096
+#define STW_PLAN_MAX_VALUES (1u << 24)    /* JSON values in a plan file: ~1.3 GiB parsed */
 
 /* ---- the schedule ---------------------------------------------------------------------- */
 

@@ -40,6 +40,8 @@ typedef enum {
 #define STW_TRACE_MAX_OP_TENSORS (1u << 16)   /* params or grads of one op */
 #define STW_TRACE_MAX_NAME 1024               /* bytes */
 #define STW_TRACE_MAX_DIMS 8
+#define STW_TRACE_MAX_ALIASES 64
+#define STW_TRACE_MAX_VALUES (1u << 24)   /* JSON values in a trace file: ~1.3 GiB parsed */
 #define STW_TRACE_MAX_NUMEL (G_GUINT64_CONSTANT(1) << 48)
 #define STW_TRACE_MAX_INT (G_GUINT64_CONSTANT(1) << 53)   /* bytes, ns, flops: exact in JSON */
 #define STW_TRACE_MAX_WORLD (1u << 20)
