@@ -1,7 +1,12 @@
 /* cmd-train.c — `stowage train`: a GPT trained in C with its model state in runtime chunks. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include <stowage/check.h>
 #include <stowage/trainer.h>
@@ -10,6 +15,8 @@
 #include "cli.h"
 
 #define DEFAULT_TEXT "/usr/share/common-licenses/GPL-3"
+/* The training text is mapped, not read: any size up to this costs no memory until it is used. */
+#define MAX_TEXT_BYTES (G_GUINT64_CONSTANT(1) << 40)
 
 static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const precision_names[] = { "mixed", "fp32", NULL };
@@ -17,13 +24,14 @@ static const char *const precision_names[] = { "mixed", "fp32", NULL };
 /* The training as the user asked for it, and what it runs on. */
 typedef struct {
   char *data, *layers, *width, *heads, *context, *batch, *steps, *seed, *lr, *gpu, *profile,
-      *plan_file, *trace_file, *checkpoint, *resume, *chunk, *device, *precision;
+      *plan_file, *trace_file, *checkpoint, *resume, *chunk, *device, *precision, *every;
   gboolean verify, quiet;
   gboolean cuda, mixed;
   guint64 n_steps;
+  guint64 checkpoint_every;  /* steps between checkpoints; 0: only at the end */
   StwTrainerConfig c;
   StwRuntimeOptions ro;
-  char *text;              /* the training data */
+  GMappedFile *text;        /* the training data */
   gsize len;
   StwPlan *plan;           /* replay */
   StwTrace *plan_trace;
@@ -40,12 +48,13 @@ training_clear(Training *x)
     x->be->free(x->be);
   if (x->cx != NULL)
     x->cx->free(x->cx);
+  g_clear_pointer(&x->text, g_mapped_file_unref);
   stw_plan_free(x->plan);
   stw_trace_free(x->plan_trace);
   char **strings[] = { &x->data, &x->layers, &x->width, &x->heads, &x->context, &x->batch,
                        &x->steps, &x->seed, &x->lr, &x->gpu, &x->profile, &x->plan_file,
                        &x->trace_file, &x->checkpoint, &x->resume, &x->chunk, &x->device,
-                       &x->precision, &x->text };
+                       &x->precision, &x->every };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
 }
@@ -92,7 +101,9 @@ parse_options(Training *x, int *argc, char ***argv)
     { "verify", 0, 0, G_OPTION_ARG_NONE, &x->verify, "checksum every chunk across every move",
       NULL },
     { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &x->checkpoint,
-      "save the state here at the end", "FILE" },
+      "save the state here at the end, and when interrupted (SIGINT, SIGTERM)", "FILE" },
+    { "checkpoint-every", 0, 0, G_OPTION_ARG_STRING, &x->every,
+      "with --checkpoint: save it every N steps too", "N" },
     { "resume", 0, 0, G_OPTION_ARG_FILENAME, &x->resume, "start from this checkpoint", "FILE" },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &x->quiet, "only the summary", NULL },
     { NULL }
@@ -132,7 +143,9 @@ parse(Training *x, int argc, char **argv)
     stw_cli_fail(STW_EXIT_USAGE, "train: --profile and --plan exclude each other");
     return FALSE;
   }
-  if (!stw_cli_option_needs("train", "--trace", x->trace_file != NULL, "--plan",
+  if (!stw_cli_option_needs("train", "--checkpoint-every", x->every != NULL, "--checkpoint",
+                            x->checkpoint != NULL) ||
+      !stw_cli_option_needs("train", "--trace", x->trace_file != NULL, "--plan",
                             x->plan_file != NULL) ||
       !stw_cli_option_needs("train", "--chunk-size", x->chunk != NULL,
                             "profiling (a plan fixes the layout)", x->plan_file == NULL))
@@ -161,6 +174,7 @@ parse(Training *x, int argc, char **argv)
       !count_option(x->steps, "--steps", 1, 10000000, &x->n_steps) ||
       !count_option(x->seed, "--seed", 0, G_MAXUINT64 / 2, &x->c.seed) ||
       !count_option(x->chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &chunk_size) ||
+      !count_option(x->every, "--checkpoint-every", 1, 10000000, &x->checkpoint_every) ||
       !stw_cli_parse_size(x->gpu, "--gpu", &x->ro.device_bytes))
     return FALSE;
   x->ro.chunk_size_elems = chunk_size;
@@ -188,12 +202,26 @@ set_up(Training *x, int *status)
 {
   GError *error = NULL;
   const char *path = x->data != NULL ? x->data : DEFAULT_TEXT;
-  if (!g_file_get_contents(path, &x->text, &x->len, &error)) {
+  /* a regular file only (not /dev/zero, not a FIFO), mapped */
+  GStatBuf st;
+  if (g_stat(path, &st) != 0) {
+    *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: cannot read the training text: %s", path,
+                           g_strerror(errno));
+    return FALSE;
+  }
+  if (!S_ISREG(st.st_mode) || (guint64)st.st_size > MAX_TEXT_BYTES) {
+    *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: the training text must be a regular file of "
+                           "at most 1 TiB", path);
+    return FALSE;
+  }
+  x->text = g_mapped_file_new(path, FALSE, &error);
+  if (x->text == NULL) {
     *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: cannot read the training text: %s", path,
                            error->message);
     g_error_free(error);
     return FALSE;
   }
+  x->len = g_mapped_file_get_length(x->text);
   if (x->len == 0) {
     *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: the training text is empty", path);
     return FALSE;
@@ -222,7 +250,8 @@ set_up(Training *x, int *status)
   } else {
     x->be = stw_backend_host_new();
   }
-  x->tr = stw_trainer_new(&x->c, (const guint8 *)x->text, x->len, &x->ro, x->be, &error);
+  x->tr = stw_trainer_new(&x->c, (const guint8 *)g_mapped_file_get_contents(x->text), x->len,
+                          &x->ro, x->be, &error);
   if (x->tr == NULL || (x->resume != NULL && !stw_trainer_load(x->tr, x->resume, &error))) {
     *status = stw_cli_error(error);
     return FALSE;
@@ -232,12 +261,60 @@ set_up(Training *x, int *status)
 
 /* ---- run and output --------------------------------------------------------------------------- */
 
+/* SIGINT and SIGTERM end the run at the next step boundary, after a last checkpoint. */
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal(int sig)
+{
+  interrupted = sig;
+}
+
+static void
+catch_signals(void)
+{
+  struct sigaction sa = { .sa_handler = on_signal };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+static gboolean
+save_checkpoint(const Training *x, int *status)
+{
+  GError *error = NULL;
+  if (!stw_trainer_save(x->tr, x->checkpoint, &error)) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 run(Training *x, float *loss, double *total_s, int *status)
 {
   GError *error = NULL;
   double tokens = (double)(x->c.batch * x->c.context);
+  catch_signals();
+  /* test hook: a SIGINT after this many steps, as the tests of docs/bad-input.md need one */
+  guint64 fault_at = 0;
+  const char *fault = g_getenv("STOWAGE_FAULT_INTERRUPT_AFTER");
+  if (fault != NULL)
+    fault_at = g_ascii_strtoull(fault, NULL, 10);
   for (guint64 s = 0; s < x->n_steps; s++) {
+    if (fault_at > 0 && s == fault_at)
+      raise(SIGINT);
+    if (interrupted) {
+      guint64 done = stw_trainer_step_count(x->tr);
+      if (x->checkpoint != NULL && !save_checkpoint(x, status))
+        return FALSE;
+      *status = stw_cli_fail(STW_EXIT_FAILURE, "train: interrupted (%s) after step %"
+                             G_GUINT64_FORMAT "%s%s", interrupted == SIGINT ? "SIGINT" : "SIGTERM",
+                             done, x->checkpoint != NULL ? ": saved " : "; nothing saved (give "
+                             "--checkpoint to keep the state)", x->checkpoint != NULL ?
+                             x->checkpoint : "");
+      return FALSE;
+    }
     gint64 t0 = g_get_monotonic_time();
     if (!stw_trainer_step(x->tr, loss, &error)) {
       *status = stw_cli_error(error);
@@ -253,6 +330,9 @@ run(Training *x, float *loss, double *total_s, int *status)
              stw_trainer_step_count(x->tr), *loss, tokens / dt, h, d);
       fflush(stdout);
     }
+    if (x->checkpoint_every > 0 && (s + 1) % x->checkpoint_every == 0 && s + 1 < x->n_steps &&
+        !save_checkpoint(x, status))
+      return FALSE;
   }
   return TRUE;
 }

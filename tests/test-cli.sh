@@ -180,6 +180,24 @@ expect 1 "the device budget of 4096 bytes cannot hold" "a device smaller than on
 expect 2 "--heads: 3 does not divide the width 32" "heads that do not divide the width" -- $S train --width 32 --heads 3 --steps 1
 expect 2 "--profile and --plan exclude each other" "profile and plan at once" -- $S train $M --profile a --plan b
 expect 0 "every move checksummed" "train with --verify" -- $S train $M --steps 2 --plan "$T/tp.json" --verify
+# training data, checkpoints and runs that go wrong (docs/bad-input.md)
+expect 1 "/dev/zero: the training text must be a regular file" "train on /dev/zero" -- $S train $M --data /dev/zero --steps 1
+mkfifo "$T/fifo"
+expect 1 "the training text must be a regular file" "train on a FIFO" -- $S train $M --data "$T/fifo" --steps 1
+expect 1 "/dev/urandom: not a regular file" "resume from /dev/urandom" -- $S train $M --steps 1 --resume /dev/urandom
+expect 2 "train: --checkpoint-every goes with --checkpoint" "checkpoint-every without a checkpoint" -- $S train $M --steps 2 --checkpoint-every 1
+$S train $M --steps 8 | awk '/^step/{print $2, $4}' > "$T/full.txt"
+expect 1 "train: interrupted (SIGINT) after step 3: saved $T/int.bin" "SIGINT saves a checkpoint at the next step" -- env STOWAGE_FAULT_INTERRUPT_AFTER=3 $S train $M --steps 8 --checkpoint "$T/int.bin"
+$S train $M --steps 5 --resume "$T/int.bin" | awk '/^step/{print $2, $4}' > "$T/rest.txt"
+tail -n 5 "$T/full.txt" | cmp -s - "$T/rest.txt"; tap_result $? "and resuming from it gives the same losses" "$(cat "$T/rest.txt")"
+expect 1 "interrupted (SIGINT) after step 2; nothing saved (give --checkpoint to keep the state)" "SIGINT without a checkpoint" -- env STOWAGE_FAULT_INTERRUPT_AFTER=2 $S train $M --steps 8
+$S train $M --steps 2 --checkpoint "$T/good.bin" > /dev/null
+cp "$T/good.bin" "$T/good-copy.bin"
+expect 1 "the loss is inf: training diverged" "a diverging run stops" -- $S train $M --steps 20 --lr 9 --resume "$T/good.bin" --checkpoint "$T/good.bin"
+cmp -s "$T/good.bin" "$T/good-copy.bin"; tap_result $? "and does not save its state over the good checkpoint"
+expect 1 "the loss is inf: training diverged" "a diverging run with periodic checkpoints stops" -- $S train $M --steps 20 --lr 9 --resume "$T/good.bin" --checkpoint "$T/good.bin" --checkpoint-every 1
+expect 1 "step 4: the loss is inf: training diverged (lower the learning rate); the model state of step 3 is kept" "its last checkpoint is the last finite state, step 3, and loads" -- $S train $M --steps 1 --resume "$T/good.bin" --lr 9
+
 # a plan replays only what its trace was recorded for, on a device at least its budget
 expect 1 "the plan was made for another configuration: its trace was recorded for batch 2, heads 4, key/value heads 4, and this run has batch 8, heads 8, key/value heads 8" "replay at another batch and head count" -- $S train --layers 2 --width 32 --heads 8 --context 16 --batch 8 --data "$D" --steps 1 --plan "$T/tp.json"
 expect 1 "the device has 204800 bytes, less than the plan's budget of 409600" "replay on a device smaller than the plan's budget" -- $S train $M --steps 1 --plan "$T/tp.json" --gpu 200KiB

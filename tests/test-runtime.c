@@ -611,6 +611,82 @@ test_store_places(void)
   be->free(be);
 }
 
+/* Rewrites the checkpoint BYTES (LEN) with the 8-byte header field at OFFSET set to VALUE, or
+ * the first master weight set to NaN (OFFSET 0), and its checksum made right again: a file edited
+ * by someone who knows the format. */
+static void
+forge(const char *file, const char *bytes, gsize len, gsize offset, guint64 value)
+{
+  g_autofree guint8 *b = g_memdup2(bytes, len);
+  if (offset > 0) {
+    memcpy(b + offset, &value, 8);
+  } else {
+    float nan = NAN;
+    memcpy(b + 88, &nan, sizeof nan);
+  }
+  GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_checksum_update(sum, b, len - 32);
+  gsize dlen = 32;
+  g_checksum_get_digest(sum, b + len - 32, &dlen);
+  g_checksum_free(sum);
+  g_assert_true(g_file_set_contents(file, (const char *)b, (gssize)len, NULL));
+}
+
+/* The checksum is no key: every header field is checked against the model and the data before
+ * it is used, and a state that is not finite is neither loaded nor saved. */
+static void
+test_checkpoint_fields(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *a = trainer(&c, data, &ro, be);
+  float l[2];
+  train(a, l, 2);
+  g_autofree char *dir = g_dir_make_tmp("stw-ckpt-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "c.ckpt", NULL);
+  g_autofree char *bad = g_build_filename(dir, "bad.ckpt", NULL);
+  GError *error = NULL;
+  g_assert_true(stw_trainer_save(a, file, &error));
+  g_autofree char *bytes = NULL;
+  gsize len;
+  g_assert_true(g_file_get_contents(file, &bytes, &len, NULL));
+  StwTrainer *b = trainer(&c, data, &ro, be);
+  /* the header: magic, then layers, width, heads, context, batch, seed, step, pos (8 bytes each) */
+  forge(bad, bytes, len, 8 + 7 * 8, G_MAXUINT64 - 5); /* pos near 2^64: wrapped the bounds test */
+  g_assert_false(stw_trainer_load(b, bad, &error));
+  g_assert_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT);
+  stw_assert_error_contains(error, "data position 18446744073709551610 is past the last batch of "
+                                   "the training text");
+  forge(bad, bytes, len, 8 + 6 * 8, G_MAXUINT64 / 2); /* a step that trained NaN */
+  g_assert_false(stw_trainer_load(b, bad, &error));
+  stw_assert_error_contains(error, "step 9223372036854775807 is beyond the 1099511627776 steps");
+  forge(bad, bytes, len, 0, 0);
+  g_assert_false(stw_trainer_load(b, bad, &error));
+  stw_assert_error_contains(error, "the master weights of wte hold a NaN or an infinity: the "
+                                   "checkpoint of a diverged run");
+  /* a file of another size is refused unread, and so is what is not a regular file */
+  g_assert_true(g_file_set_contents(bad, bytes, (gssize)len - 4, NULL));
+  g_assert_false(stw_trainer_load(b, bad, &error));
+  g_autofree char *sizes = g_strdup_printf("%" G_GSIZE_FORMAT " bytes, where a checkpoint of "
+                                           "this model has %" G_GSIZE_FORMAT, len - 4, len);
+  stw_assert_error_contains(error, sizes);
+  g_assert_false(stw_trainer_load(b, "/dev/zero", &error));
+  stw_assert_error_contains(error, "/dev/zero: not a regular file (a checkpoint is a regular file "
+                                   "of a fixed size)");
+  /* the untouched checkpoint still loads: nothing above changed it */
+  g_assert_true(stw_trainer_load(b, file, &error));
+  g_assert_cmpuint(stw_trainer_step_count(b), ==, 2);
+  stw_trainer_free(a);
+  stw_trainer_free(b);
+  g_unlink(file);
+  g_unlink(bad);
+  g_rmdir(dir);
+  be->free(be);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -621,6 +697,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/compute-table", test_compute_table);
   g_test_add_func("/runtime/mixed-precision", test_mixed_precision);
   g_test_add_func("/runtime/checkpoint", test_checkpoint);
+  g_test_add_func("/runtime/checkpoint-fields", test_checkpoint_fields);
   g_test_add_func("/runtime/bad-input", test_bad_input);
   return g_test_run();
 }

@@ -5,7 +5,10 @@
 #include <stowage/trainer.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+#include <glib/gstdio.h>
 
 #include <stowage/files.h>
 #include <stowage/model.h>
@@ -596,7 +599,7 @@ static void
 next_batch(StwTrainer *t)
 {
   gsize n = t->c.batch * t->c.context;
-  if (t->pos + n + 1 > t->len)
+  if (t->pos > t->len || t->len - t->pos < n + 1) /* no wrap, whatever pos holds */
     t->pos = 0;
   for (gsize i = 0; i < n; i++) {
     t->inputs[i] = t->text[t->pos + i];
@@ -660,6 +663,14 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     forward_op(&x, k);
     weights_out(&x);
     stw_runtime_op_end(t->rt);
+  }
+  if (!x.failed && !isfinite(t->loss)) {
+    /* stopped before backward: the model state is still the last step's */
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DIVERGED,
+                "step %" G_GUINT64_FORMAT ": the loss is %g: training diverged (lower the "
+                "learning rate); the model state of step %" G_GUINT64_FORMAT " is kept, and no "
+                "checkpoint is written from here", t->step + 1, t->loss, t->step);
+    return FALSE;
   }
   for (guint k = n_ops; k-- > 0 && !x.failed;) {
     const StwGraphOp *op = t->graph->ops->pdata[k];
@@ -739,54 +750,140 @@ typedef struct {
   guint64 step, pos, n_tensors, total_floats;
 } CkptHeader;
 
+G_STATIC_ASSERT(sizeof(CkptHeader) % sizeof(float) == 0);
+
+/* Checkpoints hold at most 2^40 steps: beyond, AdamW's bias corrections are 1 to the last bit
+ * and a step counter has no meaning. */
+#define CKPT_MAX_STEP (G_GUINT64_CONSTANT(1) << 40)
+
+static guint64
+total_floats(const StwTrainer *t)
+{
+  guint64 total = 0;
+  for (guint32 i = 0; i < t->model->tensors->len; i++)
+    total += stw_trace_tensor(t->model, i)->numel;
+  return total;
+}
+
+/* The first tensor of STATE (master weights, then momentum, then variance, TOTAL floats each,
+ * tensor by tensor) holding a NaN or an infinity, or -1 with none; *LIST_OUT says which list. */
+static gint64
+first_non_finite(const StwTrainer *t, const float *state, guint64 total, int *list_out)
+{
+  for (int l = 0; l < 3; l++) {
+    const float *p = state + (gsize)l * total;
+    for (guint32 i = 0; i < t->model->tensors->len; i++) {
+      guint64 n = stw_trace_tensor(t->model, i)->numel;
+      for (guint64 k = 0; k < n; k++) {
+        if (!isfinite(p[k])) {
+          *list_out = l;
+          return i;
+        }
+      }
+      p += n;
+    }
+  }
+  return -1;
+}
+
+static const char *const state_names[] = { "master weights", "Adam momentum", "Adam variance" };
+
 gboolean
 stw_trainer_save(StwTrainer *t, const char *file, GError **error)
 {
   guint32 n = t->model->tensors->len;
-  guint64 total = 0;
-  for (guint32 i = 0; i < n; i++)
-    total += stw_trace_tensor(t->model, i)->numel;
+  guint64 total = total_floats(t);
   CkptHeader h = { .layers = t->c.layers, .width = t->c.width, .heads = t->c.heads,
                    .context = t->c.context, .batch = t->c.batch, .seed = t->c.seed,
                    .step = t->step, .pos = t->pos, .n_tensors = n, .total_floats = total };
   memcpy(h.magic, CKPT_MAGIC, 8);
   gsize body = sizeof h + 3 * total * sizeof(float);
-  guint8 *buf = g_malloc(body + 32);
+  g_autofree guint8 *buf = g_malloc(body + 32);
   memcpy(buf, &h, sizeof h);
-  float *p = (float *)(buf + sizeof h);
+  float *state = (float *)(buf + sizeof h), *p = state;
   for (guint32 i = 0; i < n; i++) {
     guint64 k = stw_trace_tensor(t->model, i)->numel;
     stw_runtime_read_state(t->rt, i, p, p + total, p + 2 * total);
     p += k;
+  }
+  /* a diverged state never replaces a checkpoint */
+  int list = 0;
+  gint64 bad = first_non_finite(t, state, total, &list);
+  if (bad >= 0) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DIVERGED,
+                "%s: not saved: the %s of %s hold a NaN or an infinity at step %" G_GUINT64_FORMAT
+                " (training diverged); the file is left as it was", file, state_names[list],
+                stw_trace_tensor(t->model, (guint32)bad)->name, t->step);
+    return FALSE;
   }
   GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
   g_checksum_update(sum, buf, body);
   gsize dlen = 32;
   g_checksum_get_digest(sum, buf + body, &dlen);
   g_checksum_free(sum);
-  gboolean ok = stw_file_write_atomic(file, (const char *)buf, body + 32, error);
-  g_free(buf);
-  return ok;
+  return stw_file_write_atomic(file, (const char *)buf, body + 32, error);
+}
+
+#define ckpt_fail(...) \
+  (g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT, __VA_ARGS__), FALSE)
+
+/* Every field of H against this trainer's model and data, before any is used. */
+static gboolean
+check_header(const StwTrainer *t, const char *file, const CkptHeader *h, guint64 total,
+             GError **error)
+{
+  if (h->layers != t->c.layers || h->width != t->c.width || h->heads != t->c.heads ||
+      h->context != t->c.context || h->batch != t->c.batch ||
+      h->n_tensors != t->model->tensors->len || h->total_floats != total)
+    return ckpt_fail("%s: a checkpoint of another model (layers %" G_GUINT64_FORMAT ", width %"
+                     G_GUINT64_FORMAT ", heads %" G_GUINT64_FORMAT ", context %" G_GUINT64_FORMAT
+                     ", batch %" G_GUINT64_FORMAT ")", file, h->layers, h->width, h->heads,
+                     h->context, h->batch);
+  if (h->step > CKPT_MAX_STEP)
+    return ckpt_fail("%s: step %" G_GUINT64_FORMAT " is beyond the %" G_GUINT64_FORMAT " steps a "
+                     "checkpoint holds", file, h->step, CKPT_MAX_STEP);
+  gsize n = t->c.batch * t->c.context;
+  if (h->pos > t->len || t->len - h->pos < n + 1)
+    return ckpt_fail("%s: data position %" G_GUINT64_FORMAT " is past the last batch of the "
+                     "training text (%" G_GSIZE_FORMAT " bytes): a checkpoint of training on "
+                     "another text", file, h->pos, t->len);
+  return TRUE;
 }
 
 gboolean
 stw_trainer_load(StwTrainer *t, const char *file, GError **error)
 {
-  g_autofree guint8 *buf = NULL;
+  guint64 total = total_floats(t);
+  gsize expect = sizeof(CkptHeader) + 3 * total * sizeof(float) + 32;
+  g_autofree char *text = NULL;
   gsize len = 0;
   GError *local = NULL;
-  if (!g_file_get_contents(file, (char **)&buf, &len, &local)) {
-    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT, "%s: cannot read: %s",
-                file, local->message);
+  /* a checkpoint of this model has one size: anything else is refused unread */
+  GStatBuf st;
+  if (g_stat(file, &st) == 0 && S_ISREG(st.st_mode) && (guint64)st.st_size != expect &&
+      st.st_size >= (goffset)(sizeof(CkptHeader) + 32)) {
+    CkptHeader h = { 0 };
+    FILE *f = fopen(file, "rb");
+    gboolean ours = f != NULL && fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, CKPT_MAGIC, 8) == 0;
+    if (f != NULL)
+      fclose(f);
+    if (ours && !check_header(t, file, &h, total, error))
+      return FALSE;
+    return ckpt_fail("%s: %" G_GUINT64_FORMAT " bytes, where a checkpoint of this model has %"
+                     G_GSIZE_FORMAT ": truncated, or not a stowage checkpoint", file,
+                     (guint64)st.st_size, expect);
+  }
+  if (!stw_file_read(file, expect, &text, &len, &local)) {
+    gboolean limit = g_error_matches(local, STW_FILES_ERROR, STW_FILES_ERROR_LIMIT);
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT, "%s%s", local->message,
+                limit ? " (a checkpoint is a regular file of a fixed size)" : "");
     g_error_free(local);
     return FALSE;
   }
+  const guint8 *buf = (const guint8 *)text;
   CkptHeader h;
-  if (len < sizeof h + 32 || memcmp(buf, CKPT_MAGIC, 8) != 0) {
-    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT,
-                "%s: not a stowage checkpoint (or truncated)", file);
-    return FALSE;
-  }
+  if (len < sizeof h + 32 || memcmp(buf, CKPT_MAGIC, 8) != 0)
+    return ckpt_fail("%s: not a stowage checkpoint (or truncated)", file);
   memcpy(&h, buf, sizeof h);
   guint8 digest[32];
   gsize dlen = 32;
@@ -794,25 +891,19 @@ stw_trainer_load(StwTrainer *t, const char *file, GError **error)
   g_checksum_update(sum, buf, len - 32);
   g_checksum_get_digest(sum, digest, &dlen);
   g_checksum_free(sum);
-  if (memcmp(digest, buf + len - 32, 32) != 0) {
-    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT,
-                "%s: checksum mismatch: the checkpoint is corrupt", file);
+  if (memcmp(digest, buf + len - 32, 32) != 0)
+    return ckpt_fail("%s: checksum mismatch: the checkpoint is corrupt", file);
+  /* the checksum is no key: every field is checked before it is used */
+  if (!check_header(t, file, &h, total, error))
     return FALSE;
-  }
-  guint64 total = 0;
-  for (guint32 i = 0; i < t->model->tensors->len; i++)
-    total += stw_trace_tensor(t->model, i)->numel;
-  if (h.layers != t->c.layers || h.width != t->c.width || h.heads != t->c.heads ||
-      h.context != t->c.context || h.batch != t->c.batch || h.n_tensors != t->model->tensors->len ||
-      h.total_floats != total || len != sizeof h + 3 * total * sizeof(float) + 32) {
-    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT,
-                "%s: a checkpoint of another model (layers %" G_GUINT64_FORMAT ", width %"
-                G_GUINT64_FORMAT ", heads %" G_GUINT64_FORMAT ", context %" G_GUINT64_FORMAT
-                ", batch %" G_GUINT64_FORMAT ")", file, h.layers, h.width, h.heads, h.context,
-                h.batch);
-    return FALSE;
-  }
-  const float *p = (const float *)(buf + sizeof h);
+  const float *state = (const float *)(buf + sizeof h); /* 88 bytes in: aligned for floats */
+  int list = 0;
+  gint64 bad = first_non_finite(t, state, total, &list);
+  if (bad >= 0)
+    return ckpt_fail("%s: the %s of %s hold a NaN or an infinity: the checkpoint of a diverged "
+                     "run", file, state_names[list],
+                     stw_trace_tensor(t->model, (guint32)bad)->name);
+  const float *p = state;
   for (guint32 i = 0; i < t->model->tensors->len; i++) {
     stw_runtime_write_state(t->rt, i, p, p + total, p + 2 * total);
     p += stw_trace_tensor(t->model, i)->numel;

@@ -35,6 +35,7 @@ typedef enum {
   STW_TRAINER_ERROR_DEVICE,     /* a kernel or copy of the compute table failed, or its module
                                  * could not be loaded */
   STW_TRAINER_ERROR_UNSUPPORTED, /* a compute table this build does not have */
+  STW_TRAINER_ERROR_DIVERGED,   /* the loss or the model state is no longer finite */
 } StwTrainerError;
 
 typedef struct {
