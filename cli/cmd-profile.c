@@ -88,6 +88,9 @@ save_trace(const char *events, const StwEventsOptions *o, const char *name, cons
          t->tensors->len, rep.iterations, rep.dropped_launches ? "" : "\n");
   if (rep.dropped_launches)
     printf("; %u kernel launches had no GPU record (dropped by CUPTI)\n", rep.dropped_launches);
+  if (rep.unknown_frees > 0 || rep.open_ranges > 0)
+    printf("counted in the trace's source: %u frees of memory allocated before profiling began, "
+           "%u ranges never closed\n", rep.unknown_frees, rep.open_ranges);
   return STW_EXIT_OK;
 }
 

@@ -74,6 +74,24 @@ emit(const char *fmt, ...)
   pthread_mutex_unlock(&lock);
 }
 
+/* A host event, "KIND T REST": its time is read under the lock, so that the host events of all
+ * threads are written in time order, as the event format requires. */
+static void
+emit_timed(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void
+emit_timed(const char *kind, const char *fmt, ...)
+{
+  va_list ap;
+  pthread_mutex_lock(&lock);
+  if (out != NULL) {
+    fprintf(out, "%s %llu", kind, (unsigned long long)now());
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
 /* Names may not contain newlines; spaces are fine (the name is the rest of the line). */
 static void
 clean(char *dst, size_t n, const char *src)
@@ -118,32 +136,32 @@ on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
   case CUPTI_CBID_NVTX_nvtxRangePushA:
     if (domain_wanted(NULL)) {
       clean(name, sizeof name, ((const nvtxRangePushA_params *)d->functionParams)->message);
-      emit("push %llu %s\n", (unsigned long long)now(), name);
+      emit_timed("push", " %s\n", name);
     }
     break;
   case CUPTI_CBID_NVTX_nvtxRangePushEx:
     if (domain_wanted(NULL)) {
       const nvtxEventAttributes_t *a = ((const nvtxRangePushEx_params *)d->functionParams)->eventAttrib;
       clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
-      emit("push %llu %s\n", (unsigned long long)now(), name);
+      emit_timed("push", " %s\n", name);
     }
     break;
   case CUPTI_CBID_NVTX_nvtxRangePop:
     if (domain_wanted(NULL))
-      emit("pop %llu\n", (unsigned long long)now());
+      emit_timed("pop", "\n");
     break;
   case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
     const nvtxDomainRangePushEx_params *p = d->functionParams;
     if (domain_wanted(p->domain)) {
       const nvtxEventAttributes_t *a = p->core.eventAttrib;
       clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
-      emit("push %llu %s\n", (unsigned long long)now(), name);
+      emit_timed("push", " %s\n", name);
     }
     break;
   }
   case CUPTI_CBID_NVTX_nvtxDomainRangePop:
     if (domain_wanted(((const nvtxDomainRangePop_params *)d->functionParams)->domain))
-      emit("pop %llu\n", (unsigned long long)now());
+      emit_timed("pop", "\n");
     break;
   default:
     break;
@@ -164,11 +182,10 @@ on_launch(CUfunction f, void **params, uint32_t correlation)
     if (size == sizeof(uint64_t))
       memcpy(&args[n++], params[i], sizeof(uint64_t));
   }
-  int len = snprintf(line, sizeof line, "launch %llu %u %d", (unsigned long long)now(),
-                     correlation, n);
+  int len = snprintf(line, sizeof line, " %u %d", correlation, n);
   for (int i = 0; i < n && len < (int)sizeof line - 20; i++)
     len += snprintf(line + len, sizeof line - (size_t)len, " %llx", (unsigned long long)args[i]);
-  emit("%s\n", line);
+  emit_timed("launch", "%s\n", line);
 }
 
 static void CUPTIAPI

@@ -191,8 +191,35 @@ choose_window(Build *b, GError **error)
 
 /* Pass 3: every allocation's live interval (repeated records ignored, and counted), the names
  * the stream gives them, the ones alive across the window, and the kernels by launch id. */
-static void
-collect_allocs(Build *b)
+/* A tensor line names the live allocation A at its address, which must hold it. */
+static gboolean
+name_allocation(const Build *b, Alloc *a, const StwEventRecord *e, GError **error)
+{
+  g_auto(GStrv) names = g_strsplit(e->name, " ", 2);
+  if (a == NULL) {
+    g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_ORDER,
+                "%s:%u: tensor %s at %" G_GINT64_MODIFIER "x names no live allocation",
+                b->ev->file, e->line, names[0], e->ptr);
+    return FALSE;
+  }
+  guint64 numel = 1;
+  for (guint i = 0; i < e->n_args; i++)
+    numel = numel > STW_TRACE_MAX_NUMEL / e->args[i] ? STW_TRACE_MAX_NUMEL + 1 : numel * e->args[i];
+  guint64 elem = stw_dtype_bytes(b->o->dtype);
+  if (numel > STW_TRACE_MAX_NUMEL || numel * elem > a->bytes) {
+    g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_ORDER,
+                "%s:%u: tensor %s of %" G_GUINT64_FORMAT " elements is %" G_GUINT64_FORMAT
+                " bytes at %s (--dtype), more than its allocation of %" G_GUINT64_FORMAT
+                " bytes", b->ev->file, e->line, names[0], numel, numel * elem,
+                stw_dtype_name(b->o->dtype), a->bytes);
+    return FALSE;
+  }
+  a->named = e;
+  return TRUE;
+}
+
+static gboolean
+collect_allocs(Build *b, GError **error)
 {
   g_autoptr(GHashTable) live = g_hash_table_new(g_int64_hash, g_int64_equal);
   b->allocs = g_ptr_array_new_with_free_func(g_free);
@@ -210,16 +237,16 @@ collect_allocs(Build *b)
       g_hash_table_insert(live, &a->ptr, a);
     } else if (e->kind == STW_EVENT_FREE) {
       Alloc *a = g_hash_table_lookup(live, &e->ptr);
-      if (a == NULL) {
-        b->rep.duplicate_allocs++;
+      if (a == NULL) { /* allocated before the profiler attached */
+        b->rep.unknown_frees++;
         continue;
       }
       a->t_free = e->t;
       g_hash_table_remove(live, &e->ptr);
     } else if (e->kind == STW_EVENT_TENSOR) {
       Alloc *a = g_hash_table_lookup(live, &e->ptr);
-      if (a != NULL)
-        a->named = e;
+      if (!name_allocation(b, a, e, error))
+        return FALSE;
     } else if (e->kind == STW_EVENT_KERNEL) {
       g_hash_table_insert(b->gpu, (gpointer)&e->id, (gpointer)e);
     }
@@ -232,6 +259,7 @@ collect_allocs(Build *b)
   }
   b->sorted = g_ptr_array_copy(b->lasting, NULL, NULL);
   g_ptr_array_sort(b->sorted, alloc_by_ptr);
+  return TRUE;
 }
 
 /* Pass 4: the ops, ranges at the wanted depth inside the window; which long-lived allocations
@@ -381,12 +409,21 @@ stw_events_build(const StwEvents *ev, const StwEventsOptions *o, StwEventsReport
     build_clear(&b);
     return NULL;
   }
-  collect_allocs(&b);
+  if (!collect_allocs(&b, error)) {
+    build_clear(&b);
+    return NULL;
+  }
   touch_pass(&b);
   b.t = stw_trace_new();
   b.t->source.kind = STW_SOURCE_CUPTI;
   add_tensors(&b);
   add_ops(&b);
+  b.rep.open_ranges = b.open;
+  /* what a real profiler produces and the trace does without, counted in its source */
+  stw_trace_warn(b.t, "dropped_launches", b.rep.dropped_launches);
+  stw_trace_warn(b.t, "duplicate_allocs", b.rep.duplicate_allocs);
+  stw_trace_warn(b.t, "unknown_frees", b.rep.unknown_frees);
+  stw_trace_warn(b.t, "open_ranges", b.rep.open_ranges);
   if (report != NULL)
     *report = b.rep;
   if (b.ops->len == 0) {

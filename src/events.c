@@ -7,11 +7,14 @@
 #include <string.h>
 
 #include <stowage/errors.h>
+#include <stowage/files.h>
 #include <stowage/trace.h>
 
 G_DEFINE_QUARK(stw-events-error-quark, stw_events_error)
 
-#define MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 31)
+/* A stream is read whole and kept as records of 72 bytes and their names: at most 2^24 records
+ * (about 1.2 GiB besides the file) from a regular file of at most 1 GiB. */
+#define MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
 #define MAX_ARGS 4096
 
 static void
@@ -120,6 +123,15 @@ parse_line(const char *where, char *line, guint lineno, StwEventRecord *e, GErro
   return TRUE;
 }
 
+/* Host events (push, pop, launch) are written as they happen, on one clock: their times never go
+ * back. Allocations and kernels come from the device's activity records, later and in their
+ * own order. */
+static gboolean
+host_event(const StwEventRecord *e)
+{
+  return e->kind == STW_EVENT_PUSH || e->kind == STW_EVENT_POP || e->kind == STW_EVENT_LAUNCH;
+}
+
 StwEvents *
 stw_events_parse(const char *file, const char *text, gsize len, GError **error)
 {
@@ -127,7 +139,8 @@ stw_events_parse(const char *file, const char *text, gsize len, GError **error)
   e->file = g_strdup(file);
   e->records = g_array_new(FALSE, TRUE, sizeof(StwEventRecord));
   g_array_set_clear_func(e->records, ev_clear);
-  guint lineno = 0;
+  guint lineno = 0, last_line = 0;
+  guint64 last_t = 0;
   const char *p = text, *end = text + len;
   while (p < end) {
     const char *nl = memchr(p, '\n', (gsize)(end - p));
@@ -137,12 +150,28 @@ stw_events_parse(const char *file, const char *text, gsize len, GError **error)
       g_autofree char *line = g_strndup(p, n);
       g_autofree char *where = g_strdup_printf("%s:%u", file, lineno);
       StwEventRecord ev = { 0 };
-      if (memchr(line, '\0', n) != NULL || !parse_line(where, line, lineno, &ev, error)) {
-        if (error != NULL && *error == NULL)
-          stw_fail_file(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_SYNTAX, where, "a NUL byte");
+      gboolean ok = FALSE;
+      if (e->records->len >= STW_EVENTS_MAX_RECORDS)
+        stw_fail_file(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_SYNTAX, where, "more than %u "
+                      "events: a stream holds at most that many", STW_EVENTS_MAX_RECORDS);
+      else if (memchr(line, '\0', n) != NULL)
+        stw_fail_file(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_SYNTAX, where, "a NUL byte");
+      else if (!parse_line(where, line, lineno, &ev, error))
+        ;
+      else if (host_event(&ev) && ev.t < last_t)
+        stw_fail_file(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_ORDER, where, "time goes back: %"
+                      G_GUINT64_FORMAT " ns, after %" G_GUINT64_FORMAT " at line %u (host events "
+                      "are written as they happen)", ev.t, last_t, last_line);
+      else
+        ok = TRUE;
+      if (!ok) {
         ev_clear(&ev);
         stw_events_free(e);
         return NULL;
+      }
+      if (host_event(&ev)) {
+        last_t = ev.t;
+        last_line = lineno;
       }
       g_array_append_val(e->records, ev);
     }
@@ -156,17 +185,8 @@ stw_events_load(const char *file, GError **error)
 {
   g_autofree char *text = NULL;
   gsize len = 0;
-  GError *local = NULL;
-  if (!g_file_get_contents(file, &text, &len, &local)) {
-    g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_SYNTAX, "%s: cannot read: %s", file,
-                local->message);
-    g_error_free(local);
+  if (!stw_file_read(file, MAX_FILE_BYTES, &text, &len, error))
     return NULL;
-  }
-  if (len > MAX_FILE_BYTES) {
-    g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_SYNTAX, "%s: larger than 2 GiB", file);
-    return NULL;
-  }
   return stw_events_parse(file, text, len, error);
 }
 

@@ -73,6 +73,28 @@ op_clear(gpointer p)
   g_free(op->grads);
 }
 
+static void
+warning_clear(gpointer p)
+{
+  g_free(((StwTraceWarning *)p)->name);
+}
+
+void
+stw_trace_warn(StwTrace *t, const char *name, guint64 count)
+{
+  if (count == 0)
+    return;
+  for (guint i = 0; i < t->source.warnings->len; i++) {
+    StwTraceWarning *w = &g_array_index(t->source.warnings, StwTraceWarning, i);
+    if (strcmp(w->name, name) == 0) {
+      w->count = MIN(w->count + MIN(count, STW_TRACE_MAX_INT), STW_TRACE_MAX_INT);
+      return;
+    }
+  }
+  StwTraceWarning w = { g_strdup(name), MIN(count, STW_TRACE_MAX_INT) };
+  g_array_append_val(t->source.warnings, w);
+}
+
 StwTrace *
 stw_trace_new(void)
 {
@@ -84,6 +106,8 @@ stw_trace_new(void)
   t->source.kind = STW_SOURCE_SYNTHETIC;
   t->source.tool = g_strdup(PACKAGE_STRING);
   t->source.created = g_strdup("");
+  t->source.warnings = g_array_new(FALSE, TRUE, sizeof(StwTraceWarning));
+  g_array_set_clear_func(t->source.warnings, warning_clear);
   t->model.name = g_strdup("");
   t->device.name = g_strdup("");
   t->device.world_size = 1;
@@ -97,6 +121,7 @@ stw_trace_free(StwTrace *t)
     return;
   g_free(t->source.tool);
   g_free(t->source.created);
+  g_array_unref(t->source.warnings);
   g_free(t->model.name);
   g_free(t->device.name);
   g_array_unref(t->tensors);
@@ -281,6 +306,13 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     cJSON_AddStringToObject(source, "kind", stw_source_kind_name(t->source.kind));
     cJSON_AddStringToObject(source, "tool", t->source.tool);
     cJSON_AddStringToObject(source, "created", t->source.created);
+    if (t->source.warnings->len > 0) {
+      cJSON *w = cJSON_AddObjectToObject(source, "warnings");
+      for (guint i = 0; i < t->source.warnings->len; i++) {
+        const StwTraceWarning *x = &g_array_index(t->source.warnings, StwTraceWarning, i);
+        stw_json_add_u64(w, x->name, x->count);
+      }
+    }
   }
 
   cJSON *model = cJSON_AddObjectToObject(root, "model");
@@ -370,7 +402,7 @@ stw_trace_digest(const StwTrace *t)
 
 static const char *const root_members[] = { "format", "version", "source", "model", "device",
                                             "tensors", "ops", NULL };
-static const char *const source_members[] = { "kind", "tool", "created", NULL };
+static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
@@ -395,16 +427,41 @@ static const char *const tensor_members[] = { "id", "name", "shape", "numel", "d
 static const char *const op_members[] = { "name", "stage", "params", "grads", "nonmodel_bytes",
                                           "nonmodel_peak_bytes", "duration_ns", "flops", NULL };
 
+/* "warnings": {"unknown_frees": 3, ...} */
+static gboolean
+read_warnings(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
+{
+  gsize saved = stw_json_push_key(r, "warnings");
+  guint n = 0;
+  for (const cJSON *w = obj->child; w != NULL; w = w->next, n++) {
+    const char *name = w->string;
+    if (n >= STW_TRACE_MAX_WARNINGS)
+      return stw_json_fail(r, error, "more than %d warnings", STW_TRACE_MAX_WARNINGS);
+    if (name == NULL || name[0] == '\0' || strlen(name) > 64 ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyz_") != strlen(name))
+      return stw_json_fail(r, error, "warning names are lower-case words joined by '_'");
+    guint64 count = 0;
+    if (!stw_json_get_u64(r, obj, name, TRUE, 0, STW_TRACE_MAX_INT, &count, error))
+      return FALSE;
+    stw_trace_warn(t, name, count);
+  }
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
 static gboolean
 read_source(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
 {
   gsize saved = stw_json_push_key(r, "source");
   const char *tool = "", *created = "";
   int kind = 0;
+  const cJSON *warnings = NULL;
   gboolean ok = stw_json_check_object(r, obj, source_members, error) &&
                 stw_json_get_enum(r, obj, "kind", TRUE, source_kind_names, &kind, error) &&
                 stw_json_get_string(r, obj, "tool", FALSE, STW_TRACE_MAX_NAME, &tool, error) &&
-                stw_json_get_string(r, obj, "created", FALSE, 64, &created, error);
+                stw_json_get_string(r, obj, "created", FALSE, 64, &created, error) &&
+                stw_json_get_object(r, obj, "warnings", FALSE, &warnings, error) &&
+                (warnings == NULL || read_warnings(r, warnings, t, error));
   if (ok) {
     t->source.kind = (StwSourceKind)kind;
     g_free(t->source.tool);

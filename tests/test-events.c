@@ -76,7 +76,14 @@ test_broken_streams(void)
                                 "ranges left open at the end (an NVTX push without a pop?)" },
     { "events/bad-launch.events", ":2: expected 'launch T ID N ARG...' with N arguments" },
     { "events/no-iteration.events", "no iteration: found 0 complete 'stowage.iteration' ranges" },
-    { "events/missing.events", "cannot read" },
+    { "events/missing.events", "missing.events: cannot open: No such file or directory" },
+    { "events/time-back.events", "time-back.events:3: time goes back: 105 ns, after 110 at line 2 "
+                                 "(host events are written as they happen)" },
+    { "events/tensor-too-big.events", "tensor-too-big.events:2: tensor big.weight of 256 elements "
+                                      "is 1024 bytes at fp32 (--dtype), more than its allocation "
+                                      "of 64 bytes" },
+    { "events/tensor-no-alloc.events", "tensor-no-alloc.events:2: tensor lost.weight at 2000 "
+                                       "names no live allocation" },
     /* found by fuzz/run.sh: a NUL byte freed an uninitialized event */
     { "events/crash-nul.events", "crash-nul.events:1: a NUL byte" },
   };
@@ -86,6 +93,31 @@ test_broken_streams(void)
     g_assert_null(t);
     stw_assert_error_contains(error, cases[i].needle);
   }
+}
+
+/* What a real profiler produces and the trace can do without is counted, in the report and in
+ * the trace's source: frees of memory allocated before it attached, ranges the program never
+ * closed. */
+static void
+test_counted_warnings(void)
+{
+  GError *error = NULL;
+  StwEventsReport rep;
+  g_autoptr(StwTrace) t = build("events/warnings.events", &error, &rep);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rep.unknown_frees, ==, 2);
+  g_assert_cmpuint(rep.open_ranges, ==, 1);
+  g_assert_cmpuint(t->source.warnings->len, ==, 3);
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_nonnull(strstr(text, "\"warnings\":{\"dropped_launches\":1,\"unknown_frees\":2,"
+                                "\"open_ranges\":1}"));
+  /* and they come back from the file */
+  g_autoptr(StwTrace) back = stw_trace_parse("w.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->source.warnings->len, ==, 3);
+  g_assert_cmpstr(g_array_index(back->source.warnings, StwTraceWarning, 1).name, ==,
+                  "unknown_frees");
+  g_assert_cmpuint(g_array_index(back->source.warnings, StwTraceWarning, 1).count, ==, 2);
 }
 
 /* The runtime's own profile and the event path give the same trace for the same run. */
@@ -156,6 +188,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/events/small-stream", test_small_stream);
   g_test_add_func("/events/broken-streams", test_broken_streams);
+  g_test_add_func("/events/counted-warnings", test_counted_warnings);
   g_test_add_func("/events/runtime-same-trace", test_runtime_events_same_trace);
   return g_test_run();
 }

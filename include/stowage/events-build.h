@@ -40,6 +40,8 @@ typedef struct {
   guint iterations;        /* complete iteration ranges found */
   guint dropped_launches;  /* launches with no GPU record (dropped by CUPTI) */
   guint duplicate_allocs;  /* repeated allocation records ignored */
+  guint unknown_frees;     /* frees of memory allocated before the profiler attached */
+  guint open_ranges;       /* ranges still open at the end (the program exited inside them) */
 } StwEventsReport;
 
 /* The trace of one iteration of E, validated; the caller frees it. NULL with ERROR set

@@ -33,7 +33,10 @@ typedef enum {
   STW_EVENTS_ERROR_SYNTAX,  /* a line that is not an event */
   STW_EVENTS_ERROR_NESTING, /* a pop without a push, a push never popped */
   STW_EVENTS_ERROR_EMPTY,   /* no iteration, or no op in it */
+  STW_EVENTS_ERROR_ORDER,   /* time going back, or a record that contradicts another */
 } StwEventsError;
+
+#define STW_EVENTS_MAX_RECORDS (1u << 24)
 
 typedef enum {
   STW_EVENT_PUSH,
@@ -66,7 +69,8 @@ typedef struct {
 } StwEvents;
 
 /* Parses an event stream; FILE names it in messages ("FILE:LINE: ..."). Returns a stream the
- * caller frees with stw_events_free, or NULL with ERROR set. */
+ * caller frees with stw_events_free, or NULL with ERROR set (STW_EVENTS_ERROR; reading the file:
+ * STW_FILES_ERROR, a regular file of at most 1 GiB). */
 StwEvents *stw_events_parse(const char *file, const char *text, gsize len, GError **error);
 StwEvents *stw_events_load(const char *file, GError **error);
 void stw_events_free(StwEvents *e);

@@ -78,10 +78,19 @@ typedef struct {
   guint64 flops;                /* floating-point operations; 0 when unknown */
 } StwOp;
 
+/* Something a profiler can produce that the trace does without, and how often it did. */
+typedef struct {
+  char *name;      /* "unknown_frees", "open_ranges", ...: [a-z_], at most 64 bytes */
+  guint64 count;
+} StwTraceWarning;
+
+#define STW_TRACE_MAX_WARNINGS 64
+
 typedef struct {
   StwSourceKind kind;
   char *tool;      /* "stowage 0.1.0" */
   char *created;   /* ISO 8601 UTC */
+  GArray *warnings; /* StwTraceWarning: what the source saw and could not use, counted */
 } StwTraceSource;
 
 typedef struct {
@@ -113,6 +122,9 @@ typedef struct {
 StwTrace *stw_trace_new(void);
 void stw_trace_free(StwTrace *trace);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTrace, stw_trace_free)
+
+/* Adds COUNT to the source's warning NAME (nothing when COUNT is 0). */
+void stw_trace_warn(StwTrace *trace, const char *name, guint64 count);
 
 /* Appends a tensor; returns its id. SHAPE has NDIM entries. */
 guint32 stw_trace_add_tensor(StwTrace *trace, const char *name, StwDtype dtype,
