@@ -15,6 +15,7 @@
 #include <stowage/model.h>
 #include <stowage/plan.h>
 #include <stowage/trace.h>
+#include <stowage/trainer.h>
 #include <stowage/units.h>
 
 /* the trace that plans are checked against (tests/fixtures/traces/mini.json) */
@@ -30,6 +31,23 @@ static const char mini[] =
     "\"optim\",\"params\":[0],\"grads\":[],\"nonmodel_bytes\":0,\"nonmodel_peak_bytes\":0,"
     "\"duration_ns\":100},{\"name\":\"adam.fc.bias\",\"stage\":\"optim\",\"params\":[1],"
     "\"grads\":[],\"nonmodel_bytes\":0,\"nonmodel_peak_bytes\":0,\"duration_ns\":100}]}";
+
+#if defined(TARGET_CHECKPOINT) || defined(TARGET_TEXT)
+/* A trainer small enough to make per input: 1 block of width 8, 2 heads, 4 tokens, batch 1. */
+static StwTrainer *
+tiny_trainer(const guint8 *text, gsize len, StwBackend *be, GError **error)
+{
+  StwTrainerConfig c;
+  stw_trainer_config_init(&c);
+  c.layers = 1;
+  c.width = 8;
+  c.heads = 2;
+  c.context = 4;
+  c.batch = 1;
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 1u << 24 };
+  return stw_trainer_new(&c, text, len, &ro, be, error);
+}
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -81,8 +99,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     stw_trace_free(t);
     stw_events_free(e);
   }
+#elif defined(TARGET_CHECKPOINT)
+  /* a checkpoint from anywhere, for a trainer on a fixed text */
+  static const char words[] = "a checkpoint is data from outside: every field is checked.";
+  StwBackend *be = stw_backend_host_new();
+  StwTrainer *t = tiny_trainer((const guint8 *)words, sizeof words - 1, be, NULL);
+  if (t != NULL && stw_trainer_load_data(t, "fuzz", data, size, &error)) {
+    float loss;
+    stw_trainer_step(t, &loss, NULL);
+  }
+  stw_trainer_free(t);
+  be->free(be);
+#elif defined(TARGET_TEXT)
+  /* any bytes as the training text: two steps over them */
+  StwBackend *be = stw_backend_host_new();
+  StwTrainer *t = tiny_trainer(data, size, be, &error);
+  float loss;
+  for (int i = 0; t != NULL && i < 2 && stw_trainer_step(t, &loss, &error); i++)
+    ;
+  stw_trainer_free(t);
+  be->free(be);
 #else
-#error "compile with -DTARGET_TRACE, _PLAN, _HARDWARE, _MODEL, _SIZE or _EVENTS"
+#error "compile with -DTARGET_TRACE, _PLAN, _HARDWARE, _MODEL, _SIZE, _EVENTS, _CHECKPOINT or _TEXT"
 #endif
   g_clear_error(&error);
   return 0;

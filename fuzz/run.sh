@@ -22,11 +22,12 @@ if ! probe; then
 fi
 [ -f src/hw-resources.c ] || make src/hw-resources.c src/hw-resources.h > /dev/null
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
-  -I. -Iinclude -Isrc -Iplanner $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
+  -I. -Iinclude -Isrc -Iplanner -Iruntime -Itrain $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
 libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) -lm"
-# the readers' layers: the core, the planner and the event-stream builder
+# the readers' layers: the core, the planner, the event-stream builder, and the runtime and the
+# trainer for checkpoints and training text (without the CUDA modules)
 sources="$(ls src/*.c | grep -v hw-resources) src/hw-resources.c $(ls planner/*.c)
-  profile/events-build.c"
+  profile/events-build.c $(ls runtime/*.c | grep -v backend-cuda) $(ls train/*.c | grep -v compute-load)"
 
 seeds() { # TARGET DIR
   mkdir -p "$2"
@@ -39,6 +40,9 @@ seeds() { # TARGET DIR
     model) cp tests/fixtures/models/*.json bench/models/*.json "$2" ;;
     size) for s in 16GiB "1.5 GB" 512MiB 4096 0.3KiB -1 8388608TiB; do printf '%s' "$s" > "$2/$(echo "$s" | tr -c 'a-zA-Z0-9' _)"; done ;;
     events) cp tests/fixtures/events/*.events "$2" ;;
+    checkpoint) ./stowage train --layers 1 --width 8 --heads 2 --context 4 --batch 1 --steps 2 \
+                  --data fuzz/fuzz.c --checkpoint "$2/tiny.ckpt" > /dev/null 2>&1 ;;
+    text) cp README.md "$2"; printf 'abcde' > "$2/short"; printf '\377\000\001\002\003\004' > "$2/bytes" ;;
   esac
 }
 
@@ -54,7 +58,7 @@ done
 wait
 status=0
 summary=""
-for t in trace plan hardware model size events; do
+for t in trace plan hardware model size events checkpoint text; do
   T=$(echo "$t" | tr a-z A-Z)
   # shellcheck disable=SC2086
   if ! clang $flags -DTARGET_$T fuzz/fuzz.c $objs $libs -o "$out/fuzz-$t" 2> "$out/build-$t.log"; then

@@ -147,7 +147,8 @@ count_value(const char *file, const StwJsonLimits *l, Frame *f, guint depth, gsi
 static gboolean
 prescan(const char *file, const char *text, gsize len, const StwJsonLimits *l, GError **error)
 {
-  Frame f[PRESCAN_MAX_DEPTH];
+  g_autoptr(GArray) frames = g_array_sized_new(FALSE, FALSE, sizeof(Frame), 16);
+  Frame *f = (Frame *)frames->data;
   guint depth = 0;
   gsize values = 0;
   g_autofree char *format = NULL; /* the top-level "format" member, once read */
@@ -199,6 +200,11 @@ prescan(const char *file, const char *text, gsize len, const StwJsonLimits *l, G
     if (c == '{' || c == '[') {
       if (depth == PRESCAN_MAX_DEPTH)
         return TRUE; /* the parser refuses what is nested this deep */
+      if (depth == frames->len) {
+        g_array_set_size(frames, depth + 1);
+        f = (Frame *)frames->data;
+        top = depth > 0 ? &f[depth - 1] : NULL; /* the frames moved */
+      }
       Frame n = { .array = c == '[', .pattern_len = pattern->len, .want_key = c == '{' };
       if (top != NULL && top->array)
         g_string_append(pattern, "[]");
@@ -210,9 +216,11 @@ prescan(const char *file, const char *text, gsize len, const StwJsonLimits *l, G
       p++;
       continue;
     }
-    /* a number or a literal */
-    while (p < end && *p != ',' && *p != '}' && *p != ']' && !g_ascii_isspace(*p))
+    /* a number or a literal (or a byte that is neither, which the parser will refuse): at
+     * least one byte, so that the scan always moves on */
+    do
       p++;
+    while (p < end && *p != ',' && *p != '}' && *p != ']' && !g_ascii_isspace(*p));
   }
   return TRUE;
 over:

@@ -880,7 +880,14 @@ stw_trainer_load(StwTrainer *t, const char *file, GError **error)
     g_error_free(local);
     return FALSE;
   }
-  const guint8 *buf = (const guint8 *)text;
+  return stw_trainer_load_data(t, file, (const guint8 *)text, len, error);
+}
+
+gboolean
+stw_trainer_load_data(StwTrainer *t, const char *file, const guint8 *buf, gsize len,
+                      GError **error)
+{
+  guint64 total = total_floats(t);
   CkptHeader h;
   if (len < sizeof h + 32 || memcmp(buf, CKPT_MAGIC, 8) != 0)
     return ckpt_fail("%s: not a stowage checkpoint (or truncated)", file);
@@ -896,7 +903,15 @@ stw_trainer_load(StwTrainer *t, const char *file, GError **error)
   /* the checksum is no key: every field is checked before it is used */
   if (!check_header(t, file, &h, total, error))
     return FALSE;
-  const float *state = (const float *)(buf + sizeof h); /* 88 bytes in: aligned for floats */
+  gsize expect = sizeof h + 3 * total * sizeof(float) + 32;
+  if (len != expect)
+    return ckpt_fail("%s: %" G_GSIZE_FORMAT " bytes, where a checkpoint of this model has %"
+                     G_GSIZE_FORMAT ": truncated, or not a stowage checkpoint", file, len, expect);
+  /* the state as floats: in place when BYTES is aligned for them (a file read whole is) */
+  g_autofree float *copy = NULL;
+  const float *state = (const float *)(buf + sizeof h);
+  if ((guintptr)state % G_ALIGNOF(float) != 0)
+    state = copy = g_memdup2(buf + sizeof h, 3 * total * sizeof(float));
   int list = 0;
   gint64 bad = first_non_finite(t, state, total, &list);
   if (bad >= 0)

@@ -79,6 +79,9 @@ void stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out);
 /* Checkpoints: weights, Adam state, step and data position; SHA-256 checked; written atomically. */
 gboolean stw_trainer_save(StwTrainer *t, const char *file, GError **error);
 gboolean stw_trainer_load(StwTrainer *t, const char *file, GError **error);
+/* A checkpoint of LEN bytes already in memory; FILE names it in messages. */
+gboolean stw_trainer_load_data(StwTrainer *t, const char *file, const guint8 *bytes, gsize len,
+                               GError **error);
 
 STW_END_DECLS
 
