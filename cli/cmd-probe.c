@@ -114,6 +114,11 @@ stw_cmd_probe(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "probe: unexpected argument '%s'", argv[1]);
   StwHardware hw;
   int status;
+  if (!stw_cli_option_needs("probe", "--name", name != NULL, "--output", output != NULL))
+    return STW_EXIT_USAGE;
+  if (name != NULL && strlen(name) >= sizeof((StwHardware *)NULL)->name)
+    return stw_cli_fail(STW_EXIT_USAGE, "--name: at most %zu bytes",
+                        sizeof((StwHardware *)NULL)->name - 1);
   const StwCliFile in[] = { { "--base", base } }, out[] = { { "--output", output } };
   if (!stw_cli_outputs_apart("probe", in, 1, out, 1))
     return STW_EXIT_USAGE;
@@ -148,7 +153,9 @@ stw_cmd_probe(int argc, char **argv)
     g_autofree char *text = stw_json_print_lines(o);
     cJSON_Delete(o);
     GError *error = NULL;
-    if (!stw_file_write_atomic(output, text, strlen(text), &error)) {
+    StwHardware back; /* what is written is what the reader takes */
+    if (!stw_hardware_parse(output, text, strlen(text), &back, &error) ||
+        !stw_file_write_atomic(output, text, strlen(text), &error)) {
       g_string_free(desc, TRUE);
       return stw_cli_error(error);
     }
