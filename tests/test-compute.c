@@ -1,8 +1,9 @@
 /* test-compute.c — where the CUDA compute table's arithmetic is its own, checked on the CPU
  * against the CPU's: the three cuBLAS GEMMs of a matmul (executed here by a plain column-major
- * GEMM), attention's backward, gradient accumulation and AdamW (compute-cuda-bodies.h run over
- * every index). The other kernels are one body that kernels.c runs too, so the trainer's tests
- * cover them. No GPU needed. */
+ * GEMM, against the CPU's BLAS and its portable loops), attention's backward, gradient
+ * accumulation and AdamW (compute-cuda-bodies.h run over every index); what the backward kernels
+ * write and add into, with NaN where nothing may be read; the CPU's tanh. The other kernels are
+ * one body that kernels.c runs too, so the trainer's tests cover them. No GPU needed. */
 #include "config.h"
 
 #include <math.h>
@@ -55,7 +56,17 @@ assert_close(const char *what, const float *got, const float *want, size_t n)
   g_test_message("%s: within %g", what, worst);
 }
 
-/* cuBLAS's contract, plainly: column-major, element (i, j) of X at X[i + j * ld] */
+static float *
+nans(size_t n)
+{
+  float *p = g_new(float, n);
+  for (size_t i = 0; i < n; i++)
+    p[i] = NAN;
+  return p;
+}
+
+/* cuBLAS's contract, plainly: column-major, element (i, j) of X at X[i + j * ld]; with beta 0,
+ * C is not read */
 static void
 reference_gemm(StwGemm g, float *const ops[])
 {
@@ -69,7 +80,7 @@ reference_gemm(StwGemm g, float *const ops[])
         float b = g.trans_b ? Bm[j + (size_t)l * g.ldb] : Bm[l + (size_t)j * g.ldb];
         acc += a * b;
       }
-      Cm[i + (size_t)j * g.ldc] = acc + g.beta * Cm[i + (size_t)j * g.ldc];
+      Cm[i + (size_t)j * g.ldc] = g.beta == 0.0f ? acc : acc + g.beta * Cm[i + (size_t)j * g.ldc];
     }
   }
 }
@@ -78,7 +89,7 @@ static void
 test_matmul(void)
 {
   g_autofree float *inp = randoms(BT * C), *weight = randoms(OC * C), *bias = randoms(OC);
-  g_autofree float *o1 = g_new0(float, BT * OC), *o2 = randoms(BT * OC); /* beta 0 ignores it */
+  g_autofree float *o1 = nans(BT * OC), *o2 = nans(BT * OC); /* beta 0 does not read them */
   stw_matmul_forward(o1, inp, weight, bias, B, T, C, OC);
   float *fwd[] = { inp, weight, o2, NULL, NULL, NULL };
   reference_gemm(stw_cb_matmul_forward_gemm(BT, C, OC), fwd);
@@ -86,19 +97,91 @@ test_matmul(void)
     stw_cb_add_bias(i, o2, bias, OC);
   assert_close("matmul forward", o2, o1, BT * OC);
 
-  /* backward adds into what it is given */
-  g_autofree float *dout = randoms(BT * OC), *dinp = randoms(BT * C), *dw = randoms(OC * C),
-                   *db = randoms(OC);
-  g_autofree float *dinp2 = copy(dinp, BT * C), *dw2 = copy(dw, OC * C), *db2 = copy(db, OC);
-  stw_matmul_backward(dinp, dw, db, dout, inp, weight, B, T, C, OC);
-  float *bwd[] = { inp, weight, NULL, dout, dinp2, dw2 };
-  reference_gemm(stw_cb_matmul_dinp_gemm(BT, C, OC), bwd);
-  reference_gemm(stw_cb_matmul_dweight_gemm(BT, C, OC), bwd);
-  for (size_t o = 0; o < OC; o++)
-    stw_cb_bias_grad(o, db2, dout, BT, OC);
-  assert_close("matmul backward (input)", dinp2, dinp, BT * C);
-  assert_close("matmul backward (weight)", dw2, dw, OC * C);
-  assert_close("matmul backward (bias)", db2, db, OC);
+  /* backward: the input's gradient written, the weights' written (first) or added to */
+  for (int accumulate = 0; accumulate <= 1; accumulate++) {
+    g_autofree float *dout = randoms(BT * OC), *dinp = nans(BT * C);
+    g_autofree float *dw = accumulate ? randoms(OC * C) : nans(OC * C);
+    g_autofree float *db = accumulate ? randoms(OC) : nans(OC);
+    g_autofree float *dinp2 = copy(dinp, BT * C), *dw2 = copy(dw, OC * C), *db2 = copy(db, OC);
+    stw_matmul_backward(dinp, dw, db, dout, inp, weight, B, T, C, OC, accumulate);
+    float *bwd[] = { inp, weight, NULL, dout, dinp2, dw2 };
+    reference_gemm(stw_cb_matmul_dinp_gemm(BT, C, OC), bwd);
+    reference_gemm(stw_cb_matmul_dweight_gemm(BT, C, OC, accumulate), bwd);
+    for (size_t o = 0; o < OC; o++)
+      stw_cb_bias_grad(o, db2, dout, BT, OC, accumulate);
+    assert_close("matmul backward (input)", dinp2, dinp, BT * C);
+    assert_close(accumulate ? "matmul backward (weight, added)" : "matmul backward (weight)", dw2,
+                 dw, OC * C);
+    assert_close("matmul backward (bias)", db2, db, OC);
+  }
+}
+
+/* the portable GEMM, which a build without a BLAS runs, on every transposition the matmuls use
+ * and on shapes that leave partial blocks (GEMM_ROWS 256, GEMM_COLS 4) */
+static void
+test_portable_gemm(void)
+{
+  int bt = 300, c = 7, oc = 10;
+  g_autofree float *inp = randoms((size_t)bt * c), *weight = randoms((size_t)oc * c);
+  g_autofree float *dout = randoms((size_t)bt * oc);
+  StwGemm gemms[] = { stw_cb_matmul_forward_gemm(bt, c, oc), stw_cb_matmul_dinp_gemm(bt, c, oc),
+                      stw_cb_matmul_dweight_gemm(bt, c, oc, 0),
+                      stw_cb_matmul_dweight_gemm(bt, c, oc, 1) };
+  for (gsize k = 0; k < G_N_ELEMENTS(gemms); k++) {
+    size_t n = (size_t)gemms[k].m * gemms[k].n;
+    g_autofree float *got = gemms[k].beta == 0.0f ? nans(n) : randoms(n);
+    g_autofree float *want = copy(got, n);
+    float *ops[] = { inp, weight, got, dout, got, got };
+    stw_gemm_portable(&gemms[k], (const float *const *)ops);
+    float *ref[] = { inp, weight, want, dout, want, want };
+    reference_gemm(gemms[k], ref);
+    assert_close("portable GEMM", got, want, n);
+  }
+}
+
+/* LayerNorm's backward: the input's gradient adds (the residual stream's), the weights' are
+ * written or added to */
+static void
+test_layernorm_backward(void)
+{
+  g_autofree float *inp = randoms(BT * C), *w = randoms(C), *bias = randoms(C);
+  g_autofree float *out = g_new(float, BT * C), *mean = g_new(float, BT), *rstd = g_new(float, BT);
+  stw_layernorm_forward(out, mean, rstd, inp, w, bias, B, T, C);
+  g_autofree float *dout = randoms(BT * C), *before = randoms(BT * C);
+  /* written: from NaN */
+  g_autofree float *dx = copy(before, BT * C), *dw = nans(C), *db = nans(C);
+  stw_layernorm_backward(dx, dw, db, dout, inp, w, mean, rstd, B, T, C, FALSE);
+  /* added to: what was there plus the same gradient */
+  g_autofree float *dx2 = copy(before, BT * C), *dw0 = randoms(C), *db0 = randoms(C);
+  g_autofree float *dw2 = copy(dw0, C), *db2 = copy(db0, C);
+  stw_layernorm_backward(dx2, dw2, db2, dout, inp, w, mean, rstd, B, T, C, TRUE);
+  for (size_t i = 0; i < C; i++) {
+    g_assert_true(isfinite(dw[i]) && isfinite(db[i]));
+    g_assert_cmpfloat(dw2[i], ==, dw0[i] + dw[i]);
+    g_assert_cmpfloat(db2[i], ==, db0[i] + db[i]);
+  }
+  /* the input's gradient adds in both */
+  g_autofree float *g = g_new0(float, BT * C);
+  stw_layernorm_backward(g, dw0, db0, dout, inp, w, mean, rstd, B, T, C, FALSE);
+  for (size_t i = 0; i < BT * C; i++) {
+    g_assert_cmpfloat(dx[i], ==, before[i] + g[i]);
+    g_assert_cmpfloat(dx2[i], ==, dx[i]);
+  }
+}
+
+/* GELU's tanh, vectorizable on the CPU: within 2e-7 of libm's */
+static void
+test_tanh(void)
+{
+  double worst = 0;
+  for (int k = -200000; k <= 200000; k++) {
+    float a = (float)k * 1e-4f; /* -20 .. 20 */
+    worst = fmax(worst, fabs((double)stw_cb_tanhf(a) - tanh((double)a)));
+  }
+  g_test_message("tanh: within %g of libm's", worst);
+  g_assert_cmpfloat(worst, <=, 2e-7);
+  g_assert_cmpfloat(stw_cb_tanhf(1e30f), ==, 1.0f);
+  g_assert_cmpfloat(stw_cb_tanhf(-1e30f), ==, -1.0f);
 }
 
 /* attention backward: the GPU's thread per query position adds into the key and value rows
@@ -111,11 +194,11 @@ test_attention_backward(void)
   g_autofree float *out = g_new0(float, BT * C), *pre = g_new0(float, n_att);
   g_autofree float *att = g_new0(float, n_att);
   stw_attention_forward(out, pre, att, qkv, B, T, C, NH);
-  /* zeroed scratch, as the trainer's activations are; dinp adds */
-  g_autofree float *dout = randoms(BT * C), *dinp = randoms(BT * 3 * C);
-  g_autofree float *dinp2 = copy(dinp, BT * 3 * C);
-  g_autofree float *dp1 = g_new0(float, n_att), *dp2 = g_new0(float, n_att);
-  g_autofree float *da1 = g_new0(float, n_att), *da2 = g_new0(float, n_att);
+  /* the CPU's kernel writes all three; the GPU's launch zeroes them for the bodies */
+  g_autofree float *dout = randoms(BT * C), *dinp = nans(BT * 3 * C);
+  g_autofree float *dinp2 = g_new0(float, BT * 3 * C);
+  g_autofree float *dp1 = nans(n_att), *dp2 = g_new0(float, n_att);
+  g_autofree float *da1 = nans(n_att), *da2 = g_new0(float, n_att);
   stw_attention_backward(dinp, dp1, da1, dout, qkv, att, B, T, C, NH);
   for (size_t i = 0; i < (size_t)B * T * NH; i++)
     stw_cb_attention_backward(i, dinp2, dp2, da2, dout, qkv, att, T, C, NH);
@@ -150,11 +233,9 @@ test_adam(void)
                    *v2 = copy(v, n);
   guint64 step = 3;
   stw_compute_host_adam(grad, STW_DTYPE_FP32, master, m, v, n, &c, step);
-  float bc1 = (float)(1.0 - pow(c.beta1, (double)step));
-  float bc2 = (float)(1.0 - pow(c.beta2, (double)step));
+  StwAdamStep s = stw_adam_step(&c, step);
   for (size_t i = 0; i < n; i++)
-    stw_cb_adam(i, grad2, master2, m2, v2, c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, bc1,
-                bc2);
+    stw_cb_adam(i, grad2, master2, m2, v2, s);
   assert_close("adam (weights)", grad2, grad, n);
   assert_close("adam (master)", master2, master, n);
   assert_close("adam (momentum)", m2, m, n);
@@ -217,6 +298,9 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/compute/matmul-gemms", test_matmul);
+  g_test_add_func("/compute/portable-gemm", test_portable_gemm);
+  g_test_add_func("/compute/layernorm-backward", test_layernorm_backward);
+  g_test_add_func("/compute/tanh", test_tanh);
   g_test_add_func("/compute/attention-backward", test_attention_backward);
   g_test_add_func("/compute/gradient-accumulation", test_gradient_accumulation);
   g_test_add_func("/compute/adam", test_adam);

@@ -36,10 +36,11 @@ layernorm_forward(StwCompute *x, float *out, float *mean, float *rstd, const flo
 static void
 layernorm_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const float *dout,
                    const float *inp, const float *weight, const float *mean, const float *rstd,
-                   int B, int T, int C)
+                   int B, int T, int C, gboolean accumulate)
 {
   (void)x;
-  stw_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C);
+  stw_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C,
+                         accumulate);
 }
 
 static void
@@ -52,10 +53,11 @@ matmul_forward(StwCompute *x, float *out, const float *inp, const float *weight,
 
 static void
 matmul_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const float *dout,
-                const float *inp, const float *weight, int B, int T, int C, int OC)
+                const float *inp, const float *weight, int B, int T, int C, int OC,
+                gboolean accumulate)
 {
   (void)x;
-  stw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, B, T, C, OC);
+  stw_matmul_backward(dinp, dweight, dbias, dout, inp, weight, B, T, C, OC, accumulate);
 }
 
 static void
@@ -117,8 +119,7 @@ grad_commit(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t
 {
   (void)x;
   if (dtype == STW_DTYPE_BF16) {
-    for (size_t i = 0; i < n; i++)
-      stw_cb_commit_bf16(i, slot, grad, first);
+    stw_commit_bf16(slot, grad, n, first);
     return;
   }
   float *s = slot;
@@ -138,25 +139,15 @@ widen(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n)
     memcpy(dst, src, n * sizeof(float));
     return;
   }
-  for (size_t i = 0; i < n; i++)
-    stw_cb_widen_bf16(i, dst, src);
+  stw_widen_bf16(dst, src, n);
 }
 
 void
 stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
                       const StwAdamConfig *c, guint64 step)
 {
-  if (dtype == STW_DTYPE_BF16) {
-    float bc1 = (float)(1.0 - pow(c->beta1, (double)step));
-    float bc2 = (float)(1.0 - pow(c->beta2, (double)step));
-    for (size_t i = 0; i < n; i++)
-      stw_cb_adam_bf16(i, param, master, m, v, c->lr, c->beta1, c->beta2, c->eps,
-                       c->weight_decay, bc1, bc2);
-    return;
-  }
-  /* the compute copy holds the gradient; the master weights get the update */
-  stw_adam_update(master, param, m, v, n, c, step);
-  memcpy(param, master, n * sizeof(float));
+  /* the compute copy holds the gradient; it and the master weights get the update */
+  stw_adam_host(param, dtype == STW_DTYPE_BF16, master, m, v, n, stw_adam_step(c, step));
 }
 
 static void
@@ -165,6 +156,13 @@ adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float 
 {
   (void)x;
   stw_compute_host_adam(param, dtype, master, m, v, n, c, step);
+}
+
+static void
+zero(StwCompute *x, void *dst, size_t bytes)
+{
+  (void)x;
+  memset(dst, 0, bytes);
 }
 
 static void
@@ -206,6 +204,7 @@ static StwCompute cpu = {
   .widen = widen,
   .grad_commit = grad_commit,
   .adam = adam,
+  .zero = zero,
   .upload = copy_bytes,
   .download = copy_bytes,
   .ok = always_ok,

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "bf16.h"
 
@@ -99,7 +100,7 @@ stw_cb_layernorm_backward_inp(size_t row, float *dinp, const float *dout, const 
 STW_HD void
 stw_cb_layernorm_backward_params(size_t i, float *dweight, float *dbias, const float *dout,
                                  const float *inp, const float *mean, const float *rstd, int N,
-                                 int C)
+                                 int C, int accumulate)
 {
   float dw = 0, db = 0;
   for (int r = 0; r < N; r++) {
@@ -107,8 +108,8 @@ stw_cb_layernorm_backward_params(size_t i, float *dweight, float *dbias, const f
     dw += (inp[(size_t)r * C + i] - mean[r]) * rstd[r] * d;
     db += d;
   }
-  dweight[i] += dw;
-  dbias[i] += db;
+  dweight[i] = accumulate ? dweight[i] + dw : dw;
+  dbias[i] = accumulate ? dbias[i] + db : db;
 }
 
 /* index over (rows, OC) */
@@ -120,12 +121,12 @@ stw_cb_add_bias(size_t i, float *out, const float *bias, int OC)
 
 /* index: an output column o of OC; rows in order */
 STW_HD void
-stw_cb_bias_grad(size_t o, float *dbias, const float *dout, size_t rows, int OC)
+stw_cb_bias_grad(size_t o, float *dbias, const float *dout, size_t rows, int OC, int accumulate)
 {
   float s = 0;
   for (size_t r = 0; r < rows; r++)
     s += dout[r * OC + o];
-  dbias[o] += s;
+  dbias[o] = accumulate ? dbias[o] + s : s;
 }
 
 /* index over (B, T, NH) */
@@ -167,8 +168,9 @@ stw_cb_attention_forward(size_t idx, float *out, float *preatt, float *att, cons
   }
 }
 
-/* index over (B, T, NH); adds into the key and value rows other threads share. The softmax's
- * backward as dpre = a (da - sum(a da)), which kernels.c expands term by term. */
+/* index over (B, T, NH); adds into the key and value rows other threads share, and into its own
+ * rows of DINP, DPREATT and DATT, which the launch zeroes first. The softmax's backward as
+ * dpre = a (da - sum(a da)), which kernels.c expands term by term. */
 STW_HD void
 stw_cb_attention_backward(size_t idx, float *dinp, float *dpreatt, float *datt, const float *dout,
                           const float *inp, const float *att, int T, int C, int NH)
@@ -207,22 +209,52 @@ stw_cb_attention_backward(size_t idx, float *dinp, float *dpreatt, float *datt, 
   }
 }
 
+/* tanh for GELU. On the GPU its own tanhf; on the CPU 1 - 2 / (e^2a + 1) with e^x by range
+ * reduction (x = n ln 2 + r, |r| <= ln 2 / 2; r's Taylor polynomial to degree 7, error below
+ * 1e-8; 2^n into the exponent bits), branch-free so that GELU's loops vectorize where libm's
+ * tanhf would not. Within 2e-7 of tanhf. */
+STW_HD float
+stw_cb_tanhf(float a)
+{
+#ifdef __CUDA_ARCH__
+  return tanhf(a);
+#else
+  float x = 2.0f * a;
+  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  float n = floorf(x * 1.44269504f + 0.5f);
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  union {
+    int32_t i;
+    float f;
+  } scale;
+  scale.i = ((int32_t)n + 127) << 23;
+  return 1.0f - 2.0f / (p * scale.f + 1.0f);
+#endif
+}
+
 STW_HD void
 stw_cb_gelu_forward(size_t i, float *out, const float *inp)
 {
   float x = inp[i], cube = 0.044715f * x * x * x;
-  out[i] = 0.5f * x * (1.0f + tanhf(STW_GELU_SCALE * (x + cube)));
+  out[i] = 0.5f * x * (1.0f + stw_cb_tanhf(STW_GELU_SCALE * (x + cube)));
 }
 
 STW_HD void
 stw_cb_gelu_backward(size_t i, float *dinp, const float *inp, const float *dout)
 {
   float x = inp[i], cube = 0.044715f * x * x * x;
-  float arg = STW_GELU_SCALE * (x + cube), th = tanhf(arg), ch = coshf(arg);
-  float sech2 = 1.0f / (ch * ch);
+  float th = stw_cb_tanhf(STW_GELU_SCALE * (x + cube)), sech2 = 1.0f - th * th;
   float grad = 0.5f * (1.0f + th) +
                x * 0.5f * sech2 * STW_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-  dinp[i] += grad * dout[i];
+  dinp[i] = grad * dout[i];
 }
 
 STW_HD void
@@ -257,7 +289,7 @@ stw_cb_crossentropy_backward(size_t i, float *dlogits, const float *probs, const
 {
   size_t r = i / V;
   int v = (int)(i % V);
-  dlogits[i] += (probs[i] - (v == targets[r] ? 1.0f : 0.0f)) * (1.0f / (float)N);
+  dlogits[i] = (probs[i] - (v == targets[r] ? 1.0f : 0.0f)) * (1.0f / (float)N);
 }
 
 STW_HD void
@@ -266,28 +298,41 @@ stw_cb_add(size_t i, float *dst, const float *src)
   dst[i] += src[i];
 }
 
-/* One AdamW step of element I for gradient G: updates M, V and MASTER; BC1, BC2 are the bias
- * corrections. Returns the new weight. */
-STW_HD float
-stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, float lr, float b1,
-                    float b2, float eps, float wd, float bc1, float bc2)
+/* One AdamW step's constants; the bias corrections 1 - beta^step are taken in double (powf
+ * loses precision for large steps) and kept as reciprocals, so that an element costs one
+ * division. */
+typedef struct {
+  float lr, b1, b2, eps, wd;
+  float rbc1, rbc2;
+} StwAdamStep;
+
+STW_HD StwAdamStep
+stw_cb_adam_step(float lr, float b1, float b2, float eps, float wd, double step)
 {
-  float mi = b1 * m[i] + (1.0f - b1) * g;
-  float vi = b2 * v[i] + (1.0f - b2) * g * g;
+  StwAdamStep s = { lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, step))),
+                    (float)(1.0 / (1.0 - pow(b2, step))) };
+  return s;
+}
+
+/* One AdamW step of element I for gradient G: updates M, V and MASTER. Returns the new weight. */
+STW_HD float
+stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, StwAdamStep s)
+{
+  float mi = s.b1 * m[i] + (1.0f - s.b1) * g;
+  float vi = s.b2 * v[i] + (1.0f - s.b2) * g * g;
   m[i] = mi;
   v[i] = vi;
-  float mhat = mi / bc1, vhat = vi / bc2, w = master[i];
-  w -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w);
+  float mhat = mi * s.rbc1, vhat = vi * s.rbc2, w = master[i];
+  w -= s.lr * (mhat / (sqrtf(vhat) + s.eps) + s.wd * w);
   master[i] = w;
   return w;
 }
 
-/* AdamW: PARAM holds the gradient and gets the new weights */
+/* AdamW: PARAM holds the gradient and gets the new weights, in the same pass as MASTER */
 STW_HD void
-stw_cb_adam(size_t i, float *param, float *master, float *m, float *v, float lr, float b1,
-            float b2, float eps, float wd, float bc1, float bc2)
+stw_cb_adam(size_t i, float *param, float *master, float *m, float *v, StwAdamStep s)
 {
-  param[i] = stw_cb_adam_element(i, param[i], master, m, v, lr, b1, b2, eps, wd, bc1, bc2);
+  param[i] = stw_cb_adam_element(i, param[i], master, m, v, s);
 }
 
 /* ---- bf16 compute copies ------------------------------------------------------------------------ */
@@ -308,23 +353,21 @@ stw_cb_commit_bf16(size_t i, uint16_t *slot, const float *grad, int first)
 
 /* AdamW with a bf16 compute copy: PARAM holds the gradient and gets the rounded new weights */
 STW_HD void
-stw_cb_adam_bf16(size_t i, uint16_t *param, float *master, float *m, float *v, float lr,
-                 float b1, float b2, float eps, float wd, float bc1, float bc2)
+stw_cb_adam_bf16(size_t i, uint16_t *param, float *master, float *m, float *v, StwAdamStep s)
 {
-  float w = stw_cb_adam_element(i, stw_bf16_to_float(param[i]), master, m, v, lr, b1, b2, eps,
-                                wd, bc1, bc2);
+  float w = stw_cb_adam_element(i, stw_bf16_to_float(param[i]), master, m, v, s);
   param[i] = stw_bf16_from_float(w);
 }
 
 /* ---- the matmuls' GEMMs ---------------------------------------------------------------------- */
 
 /* One cuBLAS GEMM on column-major arrays: C (m x n) = op(A) op(B) + beta C, op transposing where
- * TRANS_A / TRANS_B say. Row-major arrays are their transposes to cuBLAS. A, B and C name the
- * matmul's operands. */
+ * TRANS_A / TRANS_B say; with beta 0, C is written without being read. Row-major arrays are
+ * their transposes to cuBLAS. A, B and C name the matmul's operands. */
 typedef enum { STW_GEMM_INP, STW_GEMM_WEIGHT, STW_GEMM_OUT, STW_GEMM_DOUT, STW_GEMM_DINP,
                STW_GEMM_DWEIGHT } StwGemmOperand;
 
-typedef struct {
+typedef struct StwGemm {
   int trans_a, trans_b;
   int m, n, k;
   StwGemmOperand a, b, c;
@@ -340,19 +383,21 @@ stw_cb_matmul_forward_gemm(int BT, int C, int OC)
   return g;
 }
 
-/* dinp (BT, C) += dout (BT, OC) weight (OC, C): dinp^T (C, BT) += weight^T dout^T */
+/* dinp (BT, C) = dout (BT, OC) weight (OC, C): dinp^T (C, BT) = weight^T dout^T */
 STW_HD StwGemm
 stw_cb_matmul_dinp_gemm(int BT, int C, int OC)
 {
-  StwGemm g = { 0, 0, C, BT, OC, STW_GEMM_WEIGHT, STW_GEMM_DOUT, STW_GEMM_DINP, C, OC, C, 1.0f };
+  StwGemm g = { 0, 0, C, BT, OC, STW_GEMM_WEIGHT, STW_GEMM_DOUT, STW_GEMM_DINP, C, OC, C, 0.0f };
   return g;
 }
 
-/* dweight (OC, C) += dout^T (OC, BT) inp (BT, C): dweight^T (C, OC) += inp^T (dout^T)^T */
+/* dweight (OC, C) = dout^T (OC, BT) inp (BT, C), or += with ACCUMULATE:
+ * dweight^T (C, OC) = inp^T (dout^T)^T */
 STW_HD StwGemm
-stw_cb_matmul_dweight_gemm(int BT, int C, int OC)
+stw_cb_matmul_dweight_gemm(int BT, int C, int OC, int accumulate)
 {
-  StwGemm g = { 0, 1, C, OC, BT, STW_GEMM_INP, STW_GEMM_DOUT, STW_GEMM_DWEIGHT, C, OC, C, 1.0f };
+  StwGemm g = { 0, 1, C, OC, BT, STW_GEMM_INP, STW_GEMM_DOUT, STW_GEMM_DWEIGHT, C, OC, C,
+                accumulate ? 1.0f : 0.0f };
   return g;
 }
 

@@ -91,13 +91,13 @@ KERNEL(layernorm_backward_inp_k, stw_cb_layernorm_backward_inp,
        (i, dinp, dout, inp, weight, mean, rstd, C))
 KERNEL(layernorm_backward_params_k, stw_cb_layernorm_backward_params,
        (size_t n, float *dweight, float *dbias, const float *dout, const float *inp,
-        const float *mean, const float *rstd, int N, int C),
-       (i, dweight, dbias, dout, inp, mean, rstd, N, C))
+        const float *mean, const float *rstd, int N, int C, int accumulate),
+       (i, dweight, dbias, dout, inp, mean, rstd, N, C, accumulate))
 KERNEL(add_bias_k, stw_cb_add_bias, (size_t n, float *out, const float *bias, int OC),
        (i, out, bias, OC))
 KERNEL(bias_grad_k, stw_cb_bias_grad,
-       (size_t n, float *dbias, const float *dout, size_t rows, int OC),
-       (i, dbias, dout, rows, OC))
+       (size_t n, float *dbias, const float *dout, size_t rows, int OC, int accumulate),
+       (i, dbias, dout, rows, OC, accumulate))
 KERNEL(attention_forward_k, stw_cb_attention_forward,
        (size_t n, float *out, float *preatt, float *att, const float *inp, int T, int C, int NH),
        (i, out, preatt, att, inp, T, C, NH))
@@ -123,13 +123,11 @@ KERNEL(widen_bf16_k, stw_cb_widen_bf16, (size_t n, float *dst, const uint16_t *s
 KERNEL(commit_bf16_k, stw_cb_commit_bf16,
        (size_t n, uint16_t *slot, const float *grad, int first), (i, slot, grad, first))
 KERNEL(adam_bf16_k, stw_cb_adam_bf16,
-       (size_t n, uint16_t *param, float *master, float *m, float *v, float lr, float b1,
-        float b2, float eps, float wd, float bc1, float bc2),
-       (i, param, master, m, v, lr, b1, b2, eps, wd, bc1, bc2))
+       (size_t n, uint16_t *param, float *master, float *m, float *v, StwAdamStep s),
+       (i, param, master, m, v, s))
 KERNEL(adam_k, stw_cb_adam,
-       (size_t n, float *param, float *master, float *m, float *v, float lr, float b1, float b2,
-        float eps, float wd, float bc1, float bc2),
-       (i, param, master, m, v, lr, b1, b2, eps, wd, bc1, bc2))
+       (size_t n, float *param, float *master, float *m, float *v, StwAdamStep s),
+       (i, param, master, m, v, s))
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
@@ -163,7 +161,7 @@ layernorm_forward(StwCompute *x, float *out, float *mean, float *rstd, const flo
 static void
 layernorm_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const float *dout,
                    const float *inp, const float *weight, const float *mean, const float *rstd,
-                   int B, int T, int C)
+                   int B, int T, int C, gboolean accumulate)
 {
   size_t n = (size_t)B * T;
   layernorm_backward_inp_k<<<blocks_for(n), THREADS>>>(n, dinp, dout, inp, weight, mean, rstd,
@@ -171,7 +169,7 @@ layernorm_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, con
   launched((Cuda *)x, "layernorm_backward");
   layernorm_backward_params_k<<<blocks_for((size_t)C), THREADS>>>((size_t)C, dweight, dbias,
                                                                    dout, inp, mean, rstd, B * T,
-                                                                   C);
+                                                                   C, accumulate);
   launched((Cuda *)x, "layernorm_backward (weights)");
 }
 
@@ -220,15 +218,18 @@ matmul_forward(StwCompute *x, float *out, const float *inp, const float *weight,
 
 static void
 matmul_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const float *dout,
-                const float *inp, const float *weight, int B, int T, int C, int OC)
+                const float *inp, const float *weight, int B, int T, int C, int OC,
+                gboolean accumulate)
 {
   Cuda *c = (Cuda *)x;
   int BT = B * T;
   const float *ops[] = { inp, weight, NULL, dout, dinp, dweight };
+  /* the input's gradient first: DWEIGHT may be WEIGHT's own memory */
   gemm(c, stw_cb_matmul_dinp_gemm(BT, C, OC), ops);
-  gemm(c, stw_cb_matmul_dweight_gemm(BT, C, OC), ops);
+  gemm(c, stw_cb_matmul_dweight_gemm(BT, C, OC, accumulate), ops);
   if (dbias != NULL) {
-    bias_grad_k<<<blocks_for((size_t)OC), THREADS>>>((size_t)OC, dbias, dout, (size_t)BT, OC);
+    bias_grad_k<<<blocks_for((size_t)OC), THREADS>>>((size_t)OC, dbias, dout, (size_t)BT, OC,
+                                                     accumulate);
     launched(c, "matmul_backward (bias)");
   }
 }
@@ -246,10 +247,18 @@ static void
 attention_backward(StwCompute *x, float *dinp, float *dpreatt, float *datt, const float *dout,
                    const float *inp, const float *att, int B, int T, int C, int NH)
 {
-  size_t n = (size_t)B * T * NH;
+  Cuda *c = (Cuda *)x;
+  size_t n = (size_t)B * T * NH, n_att = n * T;
+  /* the kernel adds into what it writes */
+  check(c, cudaMemsetAsync(dinp, 0, (size_t)B * T * 3 * C * sizeof(float), 0),
+        "cudaMemsetAsync (attention backward)");
+  check(c, cudaMemsetAsync(dpreatt, 0, n_att * sizeof(float), 0),
+        "cudaMemsetAsync (attention backward)");
+  check(c, cudaMemsetAsync(datt, 0, n_att * sizeof(float), 0),
+        "cudaMemsetAsync (attention backward)");
   attention_backward_k<<<blocks_for(n), THREADS>>>(n, dinp, dpreatt, datt, dout, inp, att, T, C,
                                                     NH);
-  launched((Cuda *)x, "attention_backward");
+  launched(c, "attention_backward");
 }
 
 static void
@@ -339,17 +348,19 @@ static void
 adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
      const StwAdamConfig *cfg, guint64 step)
 {
-  /* bias corrections in double, as the CPU's */
-  float bc1 = (float)(1.0 - pow(cfg->beta1, (double)step));
-  float bc2 = (float)(1.0 - pow(cfg->beta2, (double)step));
+  StwAdamStep s = stw_cb_adam_step(cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
+                                    (double)step); /* as the CPU's */
   if (dtype == STW_DTYPE_BF16)
-    adam_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, cfg->lr,
-                                            cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
-                                            bc1, bc2);
+    adam_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, s);
   else
-    adam_k<<<blocks_for(n), THREADS>>>(n, (float *)param, master, m, v, cfg->lr, cfg->beta1,
-                                       cfg->beta2, cfg->eps, cfg->weight_decay, bc1, bc2);
+    adam_k<<<blocks_for(n), THREADS>>>(n, (float *)param, master, m, v, s);
   launched((Cuda *)x, "adam");
+}
+
+static void
+zero(StwCompute *x, void *dst, size_t bytes)
+{
+  check((Cuda *)x, cudaMemsetAsync(dst, 0, bytes, 0), "cudaMemsetAsync");
 }
 
 static void
@@ -426,6 +437,7 @@ stw_compute_cuda_module_new(gboolean mixed, GError **error)
   t->widen = widen;
   t->grad_commit = grad_commit;
   t->adam = adam;
+  t->zero = zero;
   t->upload = upload;
   t->download = download;
   t->ok = ok;

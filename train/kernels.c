@@ -1,8 +1,9 @@
 /* kernels.c — see kernels.h. The formulas are llm.c's (Karpathy), reorganized so that every
  * parallel loop writes disjoint outputs. Where the CPU's loop has the GPU's shape (one iteration
  * per element, row or column) it runs the CUDA table's thread body (compute-cuda-bodies.h), so
- * both devices share one copy of the arithmetic; the matmuls and attention's backward have loops
- * of their own here (the GPU uses cuBLAS and atomic adds there). */
+ * both devices share one copy of the arithmetic; the matmuls run the GEMMs the GPU gives cuBLAS
+ * (a BLAS's sgemm here, or the loops below), and attention's backward has a loop of its own (the
+ * GPU adds atomically there). */
 #include "config.h"
 
 #include "kernels.h"
@@ -12,14 +13,28 @@
 #include <math.h>
 #include <string.h>
 
+#include <glib.h>
+
+#ifdef STW_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+/* ---- loops over elements and rows: a cloned range function each, run over the threads ------- */
+
+STW_CLONES static void
+encoder_forward_range(size_t lo, size_t hi, float *out, const int *inp, const float *wte,
+                      const float *wpe, int T, int C)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_encoder_forward(i, out, inp, wte, wpe, T, C);
+}
+
 void
 stw_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T,
                     int C)
 {
   size_t n = (size_t)B * T * C;
-#pragma omp parallel for
-  for (size_t i = 0; i < n; i++)
-    stw_cb_encoder_forward(i, out, inp, wte, wpe, T, C);
+  STW_PARALLEL_RANGE(n, n, encoder_forward_range, out, inp, wte, wpe, T, C);
 }
 
 void
@@ -32,71 +47,170 @@ stw_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp
     stw_cb_encoder_backward(i, dwte, dwpe, dout, inp, T, C);
 }
 
+STW_CLONES static void
+layernorm_forward_rows(size_t lo, size_t hi, float *out, float *mean, float *rstd,
+                       const float *inp, const float *weight, const float *bias, int C)
+{
+  for (size_t r = lo; r < hi; r++)
+    stw_cb_layernorm_forward(r, out, mean, rstd, inp, weight, bias, C);
+}
+
 void
 stw_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                       const float *bias, int B, int T, int C)
 {
-#pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++)
-    stw_cb_layernorm_forward((size_t)bt, out, mean, rstd, inp, weight, bias, C);
+  size_t rows = (size_t)B * T;
+  STW_PARALLEL_RANGE(rows, rows * C, layernorm_forward_rows, out, mean, rstd, inp, weight, bias,
+                     C);
+}
+
+STW_CLONES static void
+layernorm_backward_rows(size_t lo, size_t hi, float *dinp, const float *dout, const float *inp,
+                        const float *weight, const float *mean, const float *rstd, int C)
+{
+  for (size_t r = lo; r < hi; r++)
+    stw_cb_layernorm_backward_inp(r, dinp, dout, inp, weight, mean, rstd, C);
+}
+
+STW_CLONES static void
+layernorm_backward_columns(size_t lo, size_t hi, float *dweight, float *dbias, const float *dout,
+                           const float *inp, const float *mean, const float *rstd, int N, int C,
+                           int accumulate)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_layernorm_backward_params(i, dweight, dbias, dout, inp, mean, rstd, N, C, accumulate);
 }
 
 void
 stw_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                        const float *inp, const float *weight, const float *mean, const float *rstd,
-                       int B, int T, int C)
+                       int B, int T, int C, int accumulate)
 {
-#pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++)
-    stw_cb_layernorm_backward_inp((size_t)bt, dinp, dout, inp, weight, mean, rstd, C);
-#pragma omp parallel for
-  for (int i = 0; i < C; i++)
-    stw_cb_layernorm_backward_params((size_t)i, dweight, dbias, dout, inp, mean, rstd, B * T, C);
+  size_t rows = (size_t)B * T;
+  /* the input's gradient first: DWEIGHT may be WEIGHT's own memory */
+  STW_PARALLEL_RANGE(rows, rows * C, layernorm_backward_rows, dinp, dout, inp, weight, mean, rstd,
+                     C);
+  STW_PARALLEL_RANGE((size_t)C, rows * C, layernorm_backward_columns, dweight, dbias, dout, inp,
+                     mean, rstd, (int)rows, C, accumulate);
+}
+
+/* ---- GEMMs ------------------------------------------------------------------------------- */
+
+/* The portable GEMM: column-major as cuBLAS, C (m x n) = op(A) op(B) + beta C. Each thread owns
+ * blocks of columns of C and sums every element over l in order, so the result is the same
+ * whatever the thread count. op(A)'s columns are read contiguously (A transposed is copied
+ * first); four columns of C at a time reuse each of them, in row blocks that stay in cache. */
+#define GEMM_ROWS 256
+#define GEMM_COLS 4
+
+void
+stw_gemm_portable(const StwGemm *g, const float *const operands[])
+{
+  const float *A = operands[g->a], *Bm = operands[g->b];
+  float *Cm = (float *)operands[g->c];
+  int m = g->m, n = g->n, k = g->k;
+  g_autofree float *at = NULL;
+  size_t lda = (size_t)g->lda;
+  if (g->trans_a) { /* op(A) (m x k) gathered column by column */
+    at = g_new(float, (size_t)m * k);
+    for (int l = 0; l < k; l++)
+      for (int i = 0; i < m; i++)
+        at[i + (size_t)l * m] = A[l + (size_t)i * lda];
+    A = at;
+    lda = (size_t)m;
+  }
+  int col_blocks = (n + GEMM_COLS - 1) / GEMM_COLS;
+#pragma omp parallel for schedule(static)
+  for (int jb = 0; jb < col_blocks; jb++) {
+    int j0 = jb * GEMM_COLS, nj = MIN(GEMM_COLS, n - j0);
+    for (int i0 = 0; i0 < m; i0 += GEMM_ROWS) {
+      int ni = MIN(GEMM_ROWS, m - i0);
+      float acc[GEMM_COLS][GEMM_ROWS];
+      for (int j = 0; j < nj; j++)
+        for (int i = 0; i < ni; i++)
+          acc[j][i] = g->beta == 0.0f ? 0.0f : g->beta * Cm[i0 + i + (size_t)(j0 + j) * g->ldc];
+      for (int l = 0; l < k; l++) {
+        const float *a = A + i0 + (size_t)l * lda;
+        for (int j = 0; j < nj; j++) {
+          size_t jj = (size_t)(j0 + j);
+          float b = g->trans_b ? Bm[jj + (size_t)l * g->ldb] : Bm[l + jj * g->ldb];
+          float *c = acc[j];
+          for (int i = 0; i < ni; i++)
+            c[i] += a[i] * b;
+        }
+      }
+      for (int j = 0; j < nj; j++)
+        memcpy(Cm + i0 + (size_t)(j0 + j) * g->ldc, acc[j], (size_t)ni * sizeof(float));
+    }
+  }
+}
+
+void
+stw_gemm_host(const StwGemm *g, const float *const operands[])
+{
+#ifdef STW_HAVE_BLAS
+  cblas_sgemm(CblasColMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+              g->trans_b ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f, operands[g->a],
+              g->lda, operands[g->b], g->ldb, g->beta, (float *)operands[g->c], g->ldc);
+#else
+  stw_gemm_portable(g, operands);
+#endif
+}
+
+STW_CLONES static void
+add_bias_rows(size_t lo, size_t hi, float *out, const float *bias, int OC)
+{
+  for (size_t i = lo * OC; i < hi * OC; i++)
+    stw_cb_add_bias(i, out, bias, OC);
+}
+
+STW_CLONES static void
+bias_grad_columns(size_t lo, size_t hi, float *dbias, const float *dout, size_t rows, int OC,
+                  int accumulate)
+{
+  for (size_t o = lo; o < hi; o++)
+    stw_cb_bias_grad(o, dbias, dout, rows, OC, accumulate);
 }
 
 void
 stw_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int B,
                    int T, int C, int OC)
 {
-#pragma omp parallel for collapse(2)
-  for (int bt = 0; bt < B * T; bt++) {
-    for (int o = 0; o < OC; o++) {
-      const float *x = inp + (size_t)bt * C, *w = weight + (size_t)o * C;
-      float v = bias != NULL ? bias[o] : 0.0f;
-      for (int i = 0; i < C; i++)
-        v += x[i] * w[i];
-      out[(size_t)bt * OC + o] = v;
-    }
-  }
+  int BT = B * T;
+  const float *ops[] = { inp, weight, out, NULL, NULL, NULL };
+  StwGemm g = stw_cb_matmul_forward_gemm(BT, C, OC);
+  stw_gemm_host(&g, ops);
+  if (bias == NULL)
+    return;
+  STW_PARALLEL_RANGE((size_t)BT, (size_t)BT * OC, add_bias_rows, out, bias, OC);
 }
 
 void
 stw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                    const float *inp, const float *weight, int B, int T, int C, int OC)
+                    const float *inp, const float *weight, int B, int T, int C, int OC,
+                    int accumulate)
 {
-#pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++) {
-    const float *d = dout + (size_t)bt * OC;
-    float *di = dinp + (size_t)bt * C;
-    for (int o = 0; o < OC; o++) {
-      const float *w = weight + (size_t)o * C;
-      for (int i = 0; i < C; i++)
-        di[i] += w[i] * d[o];
-    }
-  }
-#pragma omp parallel for
-  for (int o = 0; o < OC; o++) {
-    float *dw = dweight + (size_t)o * C, db = 0;
-    for (int bt = 0; bt < B * T; bt++) {
-      float d = dout[(size_t)bt * OC + o];
-      const float *x = inp + (size_t)bt * C;
-      for (int i = 0; i < C; i++)
-        dw[i] += x[i] * d;
-      db += d;
-    }
-    if (dbias != NULL)
-      dbias[o] += db;
-  }
+  int BT = B * T;
+  const float *ops[] = { inp, weight, NULL, dout, dinp, dweight };
+  /* the input's gradient first: DWEIGHT may be WEIGHT's own memory */
+  StwGemm gi = stw_cb_matmul_dinp_gemm(BT, C, OC), gw = stw_cb_matmul_dweight_gemm(BT, C, OC,
+                                                                                   accumulate);
+  stw_gemm_host(&gi, ops);
+  stw_gemm_host(&gw, ops);
+  if (dbias == NULL)
+    return;
+  STW_PARALLEL_RANGE((size_t)OC, (size_t)BT * OC, bias_grad_columns, dbias, dout, (size_t)BT, OC,
+                     accumulate);
+}
+
+/* ---- the rest ------------------------------------------------------------------------------ */
+
+STW_CLONES static void
+attention_forward_range(size_t lo, size_t hi, float *out, float *preatt, float *att,
+                        const float *inp, int T, int C, int NH)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_attention_forward(i, out, preatt, att, inp, T, C, NH);
 }
 
 void
@@ -104,9 +218,8 @@ stw_attention_forward(float *out, float *preatt, float *att, const float *inp, i
                       int C, int NH)
 {
   size_t n = (size_t)B * T * NH;
-#pragma omp parallel for
-  for (size_t i = 0; i < n; i++)
-    stw_cb_attention_forward(i, out, preatt, att, inp, T, C, NH);
+  STW_PARALLEL_RANGE(n, n * T * (C / NH), attention_forward_range, out, preatt, att, inp, T, C,
+                     NH);
 }
 
 void
@@ -115,10 +228,18 @@ stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *do
 {
   int hs = C / NH, C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
-  /* per (b, h): t and t2 both write dk and dv rows, so the loop over t stays serial */
+  /* per (b, h): t and t2 both write dk and dv rows, so the loop over t stays serial; each task
+   * first zeroes what it then adds into */
 #pragma omp parallel for collapse(2)
   for (int b = 0; b < B; b++) {
     for (int h = 0; h < NH; h++) {
+      for (int t = 0; t < T; t++) {
+        for (int part = 0; part < 3; part++)
+          memset(dinp + ((size_t)b * T + t) * C3 + part * C + h * hs, 0,
+                 (size_t)hs * sizeof(float));
+      }
+      memset(datt + ((size_t)b * NH + h) * T * T, 0, (size_t)T * T * sizeof(float));
+      memset(dpreatt + ((size_t)b * NH + h) * T * T, 0, (size_t)T * T * sizeof(float));
       for (int t = 0; t < T; t++) {
         const float *a = att + (((size_t)b * NH + h) * T + t) * T;
         float *da = datt + (((size_t)b * NH + h) * T + t) * T;
@@ -150,41 +271,72 @@ stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *do
   }
 }
 
+STW_CLONES static void
+gelu_forward_range(size_t lo, size_t hi, float *out, const float *inp)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_gelu_forward(i, out, inp);
+}
+
 void
 stw_gelu_forward(float *out, const float *inp, size_t n)
 {
-#pragma omp parallel for
-  for (size_t i = 0; i < n; i++)
-    stw_cb_gelu_forward(i, out, inp);
+  STW_PARALLEL_RANGE(n, 8 * n, gelu_forward_range, out, inp);
+}
+
+STW_CLONES static void
+gelu_backward_range(size_t lo, size_t hi, float *dinp, const float *inp, const float *dout)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_gelu_backward(i, dinp, inp, dout);
 }
 
 void
 stw_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
-#pragma omp parallel for
-  for (size_t i = 0; i < n; i++)
-    stw_cb_gelu_backward(i, dinp, inp, dout);
+  STW_PARALLEL_RANGE(n, 8 * n, gelu_backward_range, dinp, inp, dout);
+}
+
+STW_CLONES static void
+residual_range(size_t lo, size_t hi, float *out, const float *a, const float *b)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_residual(i, out, a, b);
 }
 
 void
 stw_residual_forward(float *out, const float *a, const float *b, size_t n)
 {
-#pragma omp parallel for
-  for (size_t i = 0; i < n; i++)
-    stw_cb_residual(i, out, a, b);
+  STW_PARALLEL_RANGE(n, n, residual_range, out, a, b);
+}
+
+STW_CLONES static void
+crossentropy_forward_rows(size_t lo, size_t hi, float *probs, float *losses, const float *logits,
+                          const int *targets, int V)
+{
+  for (size_t r = lo; r < hi; r++)
+    stw_cb_crossentropy_forward(r, probs, losses, logits, targets, V);
 }
 
 float
 stw_crossentropy_forward(float *probs, float *losses, const float *logits, const int *targets,
                          int B, int T, int V)
 {
-#pragma omp parallel for
-  for (int bt = 0; bt < B * T; bt++)
-    stw_cb_crossentropy_forward((size_t)bt, probs, losses, logits, targets, V);
+  size_t rows = (size_t)B * T;
+  STW_PARALLEL_RANGE(rows, rows * V * 4, crossentropy_forward_rows, probs, losses, logits,
+                     targets, V);
   double mean = 0;
-  for (int bt = 0; bt < B * T; bt++)
-    mean += losses[bt];
-  return (float)(mean / (B * T));
+  for (size_t r = 0; r < rows; r++)
+    mean += losses[r];
+  return (float)(mean / (double)rows);
+}
+
+STW_CLONES static void
+crossentropy_backward_range(size_t lo, size_t hi, float *dlogits, const float *probs,
+                            const int *targets, int N, int V)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_crossentropy_backward(i, dlogits, probs, targets, N, V);
 }
 
 void
@@ -192,7 +344,66 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
                           int V)
 {
   size_t n = (size_t)B * T * V;
-#pragma omp parallel for
-  for (size_t i = 0; i < n; i++)
-    stw_cb_crossentropy_backward(i, dlogits, probs, targets, B * T, V);
+  STW_PARALLEL_RANGE(n, n, crossentropy_backward_range, dlogits, probs, targets, B * T, V);
+}
+
+/* ---- AdamW and bf16 copies ------------------------------------------------------------------ */
+
+STW_CLONES void
+stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
+               StwAdamStep s)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam_element(i, grad[i], param, m, v, s);
+}
+
+STW_CLONES static void
+adam_slot_range(size_t lo, size_t hi, float *param, float *master, float *m, float *v,
+                StwAdamStep s)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam(i, param, master, m, v, s);
+}
+
+STW_CLONES static void
+adam_bf16_range(size_t lo, size_t hi, uint16_t *param, float *master, float *m, float *v,
+                StwAdamStep s)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam_bf16(i, param, master, m, v, s);
+}
+
+void
+stw_adam_host(void *param, int bf16, float *master, float *m, float *v, size_t n, StwAdamStep s)
+{
+  if (bf16)
+    STW_PARALLEL_RANGE(n, 4 * n, adam_bf16_range, param, master, m, v, s);
+  else
+    STW_PARALLEL_RANGE(n, 4 * n, adam_slot_range, param, master, m, v, s);
+}
+
+STW_CLONES static void
+widen_bf16_range(size_t lo, size_t hi, float *dst, const uint16_t *src)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_widen_bf16(i, dst, src);
+}
+
+void
+stw_widen_bf16(float *dst, const uint16_t *src, size_t n)
+{
+  STW_PARALLEL_RANGE(n, n, widen_bf16_range, dst, src);
+}
+
+STW_CLONES static void
+commit_bf16_range(size_t lo, size_t hi, uint16_t *slot, const float *grad, int first)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_commit_bf16(i, slot, grad, first);
+}
+
+void
+stw_commit_bf16(uint16_t *slot, const float *grad, size_t n, int first)
+{
+  STW_PARALLEL_RANGE(n, n, commit_bf16_range, slot, grad, first);
 }

@@ -1,16 +1,71 @@
 /* kernels.h — the GPT trainer's math on the CPU, fp32, after llm.c.
  *
  * Shapes in comments: B batch, T tokens per sequence, C width, NH heads, V vocabulary, OC a
- * matmul's output width. Weights are (OC, C) row-major, as nn.Linear stores them. Backward
- * kernels accumulate (+=) into the gradients they are given, so that a tied weight's two uses add
- * up; callers zero a gradient before its first use. Every loop gives each output element to one
- * thread and sums in a fixed order, so results are bitwise reproducible whatever the thread
- * count.
+ * matmul's output width. Weights are (OC, C) row-major, as nn.Linear stores them.
+ *
+ * What a backward kernel does with the gradients it is given (none relies on memory being zero):
+ * input gradients (dinp) are written, except LayerNorm's, which adds into the residual stream's
+ * gradient; weight gradients are written, or added to with ACCUMULATE (a tied weight's second
+ * use); the embedding's backward adds by token, so callers zero its gradients before their first
+ * write. A weight gradient may be the weight itself (the runtime's param slot, which the gradient
+ * replaces): every kernel reads the weight before it writes the weight's gradient.
+ *
+ * The matmuls are GEMMs (compute-cuda-bodies.h describes them, for cuBLAS and for the CPU): a
+ * BLAS's sgemm where configure found one, else register-tiled loops of this file. Every other
+ * loop gives each output element to one thread and sums in a fixed order. Results are bitwise
+ * reproducible from run to run for a given thread count (the BLAS splits its work by it) on a
+ * given machine (the BLAS picks its kernels by CPU); without a BLAS, whatever the thread count.
  */
 #ifndef STW_KERNELS_H
 #define STW_KERNELS_H
 
 #include <stddef.h>
+
+#include <stowage/adam.h>
+
+#include "compute-cuda-bodies.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The hot loops are compiled for several x86-64 levels, the best one picked when the program
+ * starts, so that an installed binary runs anywhere and uses the vector units it finds. FMA
+ * contraction stays off (-std=c11) and no loop reassociates a sum, so every level computes
+ * bitwise the same results. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define STW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define STW_CLONES
+#endif
+
+/* [*LO, *HI): the calling thread's even share of N items in its OpenMP team. */
+static inline void
+stw_team_share(size_t n, size_t *lo, size_t *hi)
+{
+#ifdef _OPENMP
+  size_t t = (size_t)omp_get_num_threads(), k = (size_t)omp_get_thread_num();
+#else
+  size_t t = 1, k = 0;
+#endif
+  size_t q = n / t, r = n % t;
+  *lo = k * q + (k < r ? k : r);
+  *hi = *lo + q + (k < r ? 1 : 0);
+}
+
+/* FN(lo, hi, ...) over [0, N), split evenly over the threads when there is WORK enough (about
+ * that many elements touched) to pay for them: an item's result does not depend on which thread
+ * computes it. */
+#define STW_PARALLEL_RANGE(n, work, fn, ...)                                                    \
+  do {                                                                                         \
+    size_t stw_n_ = (n), stw_work_ = (work);                                                   \
+    _Pragma("omp parallel if (stw_work_ > 16384)")                                             \
+    {                                                                                          \
+      size_t stw_lo_, stw_hi_;                                                                 \
+      stw_team_share(stw_n_, &stw_lo_, &stw_hi_);                                              \
+      fn(stw_lo_, stw_hi_, __VA_ARGS__);                                                       \
+    }                                                                                          \
+  } while (0)
 
 void stw_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B,
                          int T, int C);
@@ -20,13 +75,19 @@ void stw_layernorm_forward(float *out, float *mean, float *rstd, const float *in
                            const float *weight, const float *bias, int B, int T, int C);
 void stw_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, const float *mean,
-                            const float *rstd, int B, int T, int C);
+                            const float *rstd, int B, int T, int C, int accumulate);
 void stw_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         int B, int T, int C, int OC);
 void stw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                         const float *inp, const float *weight, int B, int T, int C, int OC);
+                         const float *inp, const float *weight, int B, int T, int C, int OC,
+                         int accumulate);
+/* One GEMM of compute-cuda-bodies.h on host memory, OPERANDS indexed by StwGemmOperand: the
+ * BLAS's sgemm, or without one the portable loops, which every build has (and tests). */
+void stw_gemm_host(const StwGemm *g, const float *const operands[]);
+void stw_gemm_portable(const StwGemm *g, const float *const operands[]);
 void stw_attention_forward(float *out, float *preatt, float *att, const float *inp, int B, int T,
                            int C, int NH);
+/* dinp (B, T, 3C), dpreatt and datt (B, NH, T, T) written */
 void stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *dout,
                             const float *inp, const float *att, int B, int T, int C, int NH);
 void stw_gelu_forward(float *out, const float *inp, size_t n);
@@ -35,8 +96,22 @@ void stw_residual_forward(float *out, const float *a, const float *b, size_t n);
 /* probs (B,T,V) from logits; losses (B,T); returns the mean loss */
 float stw_crossentropy_forward(float *probs, float *losses, const float *logits,
                                const int *targets, int B, int T, int V);
-/* dlogits = (probs - onehot) / (B*T) */
+/* dlogits = (probs - onehot) / (B*T), written */
 void stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int B,
                                int T, int V);
+
+/* AdamW's constants for step STEP (from 1) of C */
+StwAdamStep stw_adam_step(const StwAdamConfig *c, guint64 step);
+/* AdamW on host memory. The range [LO, HI) of PARAM updated in place from GRAD, one thread: */
+void stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
+                    StwAdamStep s);
+/* N elements over the threads, PARAM holding the gradient (fp32, or bf16 with BF16) and
+ * getting the new weights in the same pass as MASTER. */
+void stw_adam_host(void *param, int bf16, float *master, float *m, float *v, size_t n,
+                   StwAdamStep s);
+/* bf16 compute copies: N values widened to fp32; a gradient into a bf16 slot (FIRST: replacing
+ * what it holds, else added to it) */
+void stw_widen_bf16(float *dst, const uint16_t *src, size_t n);
+void stw_commit_bf16(uint16_t *slot, const float *grad, size_t n, int first);
 
 #endif

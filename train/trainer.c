@@ -280,16 +280,47 @@ P(Ctx *x, guint i)
   return x->w[i];
 }
 
-/* Writes a gradient computed in SCRATCH into the tensor's slot: the first write of the
- * iteration replaces the parameter (no longer needed), later ones add up (tied weights). */
-static void
-commit_grad(Ctx *x, guint32 tensor, const float *scratch)
+/* Where the kernel of an op writes the gradient of its weight I: in fp32 straight into the
+ * tensor's slot, which it replaces (the kernels read a weight before they write its gradient);
+ * with a bf16 slot into an fp32 activation, committed after the kernel. *ACCUMULATE: whether the
+ * kernel adds to what is there (a tied weight's second gradient of the iteration). */
+static float *
+grad_in(Ctx *x, const StwGraphOp *op, guint i, gboolean *accumulate)
 {
   StwTrainer *t = x->t;
-  gpointer slot = stw_runtime_param(t->rt, tensor);
-  guint64 n = stw_trace_tensor(t->model, tensor)->numel;
-  CX->grad_commit(CX, slot, t->c.dtype, scratch, n, !t->grad_written[tensor]);
-  t->grad_written[tensor] = 1;
+  guint32 tensor = g_array_index(op->params, guint32, i);
+  if (t->c.dtype == STW_DTYPE_BF16) {
+    *accumulate = FALSE;
+    return act(x, numel(t, op, i));
+  }
+  *accumulate = t->grad_written[tensor];
+  return stw_runtime_param(t->rt, tensor);
+}
+
+/* The gradient of weight I is complete: a bf16 slot gets it from G (the first write of the
+ * iteration replaces the weight, later ones add up), which is released. */
+static void
+grad_out(Ctx *x, const StwGraphOp *op, guint i, float **g)
+{
+  StwTrainer *t = x->t;
+  guint32 tensor = g_array_index(op->params, guint32, i);
+  if (t->c.dtype == STW_DTYPE_BF16) {
+    if (!x->failed)
+      CX->grad_commit(CX, stw_runtime_param(t->rt, tensor), STW_DTYPE_BF16, *g,
+                      numel(t, op, i), !t->grad_written[tensor]);
+    release(x, g);
+  }
+  *g = NULL;
+  if (!x->failed)
+    t->grad_written[tensor] = 1;
+}
+
+/* A gradient a kernel only adds into (the embedding's) made zero before its first write. */
+static void
+zero_unless(Ctx *x, float *g, gboolean accumulate, guint64 n)
+{
+  if (!x->failed && !accumulate)
+    x->t->cx->zero(x->t->cx, g, n * sizeof(float));
 }
 
 /* Token ids where the compute table reads them: the host array itself on the CPU, else an
@@ -450,11 +481,10 @@ forward_op(Ctx *x, guint k)
   }
 }
 
-/* Computes the weight and bias gradients of op K into scratch and commits them. */
 /* The backward pass of op OP of transformer block B, its weight and bias gradients into DW and
- * DB. */
+ * DB (added to with ACC). */
 static void
-backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db)
+backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db, gboolean acc)
 {
   StwTrainer *t = x->t;
   int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, NH = (int)t->c.heads;
@@ -463,7 +493,8 @@ backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db)
   case STW_OP_MLP_OUT: /* res3 = res2 + proj(gelu): dx flows to res2 unchanged */
     t->dfch_gelu = act(x, 4 * BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, 0), B, T, 4 * C, C);
+      CX->matmul_backward(CX, t->dfch_gelu, dw, db, t->dx, b->fch_gelu, P(x, 0), B, T, 4 * C, C,
+                          acc);
     break;
   case STW_OP_MLP_ACT:
     t->dfch = act(x, 4 * BTC);
@@ -475,13 +506,14 @@ backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db)
   case STW_OP_MLP_IN:
     t->dln2 = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dln2, dw, db, t->dfch, b->ln2, P(x, 0), B, T, C, 4 * C);
+      CX->matmul_backward(CX, t->dln2, dw, db, t->dfch, b->ln2, P(x, 0), B, T, C, 4 * C, acc);
     release(x, &t->dfch);
     release(x, &b->fch);
     break;
   case STW_OP_NORM_MLP:
-    CX->layernorm_backward(CX, t->dx, dw, db, t->dln2, b->res2, P(x, 0), b->ln2_mean,
-                           b->ln2_rstd, B, T, C);
+    if (!x->failed)
+      CX->layernorm_backward(CX, t->dx, dw, db, t->dln2, b->res2, P(x, 0), b->ln2_mean,
+                             b->ln2_rstd, B, T, C, acc);
     release(x, &t->dln2);
     release(x, &b->ln2);
     release(x, &b->ln2_mean);
@@ -491,7 +523,7 @@ backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db)
   case STW_OP_ATTN_OUT: /* res2 = x + proj(atty): dx flows to x unchanged */
     t->datty = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->datty, dw, db, t->dx, b->atty, P(x, 0), B, T, C, C);
+      CX->matmul_backward(CX, t->datty, dw, db, t->dx, b->atty, P(x, 0), B, T, C, C, acc);
     break;
   case STW_OP_ATTN_CORE: {
     t->dqkv = act(x, 3 * BTC);
@@ -509,13 +541,14 @@ backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db)
   case STW_OP_ATTN_QKV:
     t->dln1 = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dln1, dw, db, t->dqkv, b->ln1, P(x, 0), B, T, C, 3 * C);
+      CX->matmul_backward(CX, t->dln1, dw, db, t->dqkv, b->ln1, P(x, 0), B, T, C, 3 * C, acc);
     release(x, &t->dqkv);
     release(x, &b->qkv);
     break;
   case STW_OP_NORM_ATTN:
-    CX->layernorm_backward(CX, t->dx, dw, db, t->dln1, b->x, P(x, 0), b->ln1_mean, b->ln1_rstd, B,
-                           T, C);
+    if (!x->failed)
+      CX->layernorm_backward(CX, t->dx, dw, db, t->dln1, b->x, P(x, 0), b->ln1_mean, b->ln1_rstd,
+                             B, T, C, acc);
     release(x, &t->dln1);
     release(x, &b->ln1);
     release(x, &b->ln1_mean);
@@ -530,9 +563,10 @@ backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db)
   }
 }
 
-/* The backward pass of op OP outside the blocks, its weight and bias gradients into DW and DB. */
+/* The backward pass of op OP outside the blocks, its weight and bias gradients into DW and DB
+ * (added to with ACC_W and ACC_B). */
 static void
-backward_edge(Ctx *x, const StwGraphOp *op, float *dw, float *db)
+backward_edge(Ctx *x, const StwGraphOp *op, float *dw, float *db, gboolean acc_w, gboolean acc_b)
 {
   StwTrainer *t = x->t;
   int B = (int)t->c.batch, T = (int)t->c.context, C = (int)t->c.width, V = 256;
@@ -550,21 +584,25 @@ backward_edge(Ctx *x, const StwGraphOp *op, float *dw, float *db)
   case STW_OP_LM_HEAD:
     t->dlnf = act(x, BTC);
     if (!x->failed)
-      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, 0), B, T, C, V);
+      CX->matmul_backward(CX, t->dlnf, dw, NULL, t->dlogits, t->lnf, P(x, 0), B, T, C, V, acc_w);
     release(x, &t->dlogits);
     break;
   case STW_OP_NORM_FINAL:
     t->dx = act(x, BTC);
+    zero_unless(x, t->dx, FALSE, BTC); /* the residual stream's gradient: LayerNorms add into it */
     if (!x->failed)
       CX->layernorm_backward(CX, t->dx, dw, db, t->dlnf, t->blocks[t->c.layers - 1].res3, P(x, 0),
-                             t->lnf_mean, t->lnf_rstd, B, T, C);
+                             t->lnf_mean, t->lnf_rstd, B, T, C, acc_w);
     release(x, &t->dlnf);
     release(x, &t->lnf);
     release(x, &t->lnf_mean);
     release(x, &t->lnf_rstd);
     break;
   case STW_OP_EMBED:
-    CX->encoder_backward(CX, dw, db, t->dx, t->d_inputs, B, T, C);
+    zero_unless(x, dw, acc_w, numel(t, op, 0));
+    zero_unless(x, db, acc_b, numel(t, op, 1));
+    if (!x->failed)
+      CX->encoder_backward(CX, dw, db, t->dx, t->d_inputs, B, T, C);
     release_tokens(x, &t->d_inputs);
     release(x, &t->dx);
     break;
@@ -579,20 +617,20 @@ backward_op(Ctx *x, guint k)
 {
   StwTrainer *t = x->t;
   const StwGraphOp *op = t->graph->ops->pdata[k];
-  float *dw = op->params->len > 0 ? act(x, numel(t, op, 0)) : NULL;
-  float *db = op->params->len > 1 ? act(x, numel(t, op, 1)) : NULL;
-  if (!x->failed && op->layer >= 0)
-    backward_block(x, op, &t->blocks[op->layer], dw, db);
-  else if (!x->failed)
-    backward_edge(x, op, dw, db);
-  if (!x->failed) {
-    if (dw != NULL)
-      commit_grad(x, g_array_index(op->params, guint32, 0), dw);
-    if (db != NULL)
-      commit_grad(x, g_array_index(op->params, guint32, 1), db);
+  gboolean acc_w = FALSE, acc_b = FALSE;
+  float *dw = op->params->len > 0 ? grad_in(x, op, 0, &acc_w) : NULL;
+  float *db = op->params->len > 1 ? grad_in(x, op, 1, &acc_b) : NULL;
+  if (!x->failed && op->layer >= 0) {
+    /* a block's weights are never tied: weight and bias gradients are first writes alike */
+    g_assert(acc_w == acc_b || db == NULL);
+    backward_block(x, op, &t->blocks[op->layer], dw, db, acc_w);
+  } else if (!x->failed) {
+    backward_edge(x, op, dw, db, acc_w, acc_b);
   }
-  release(x, &dw);
-  release(x, &db);
+  if (dw != NULL)
+    grad_out(x, op, 0, &dw);
+  if (db != NULL)
+    grad_out(x, op, 1, &db);
 }
 
 static void

@@ -1,8 +1,9 @@
 /* compute.h — where the trainer's math runs.
  *
  * One table of the trainer's kernels (kernels.h's, in the same order and with the same meaning:
- * backward kernels add into what they are given) over memory the runtime hands out: chunk slots
- * and activations. The CPU table runs kernels.c on host memory, bitwise what the trainer always
+ * what each backward kernel writes and what it adds into is said there; none relies on memory
+ * being zero) over memory the runtime hands out: chunk slots and activations, which are not
+ * zeroed. The CPU table runs kernels.c on host memory, bitwise what the trainer always
  * computed. The CUDA table (compute-cuda.cu) runs CUDA kernels and cuBLAS on the CUDA backend's
  * device memory, on the legacy default stream, which the backend's copies are ordered against;
  * with `mixed` precision its matmuls round their inputs to bf16 for the tensor cores and
@@ -48,12 +49,13 @@ struct StwCompute {
                             int T, int C);
   void (*layernorm_backward)(StwCompute *x, float *dinp, float *dweight, float *dbias,
                              const float *dout, const float *inp, const float *weight,
-                             const float *mean, const float *rstd, int B, int T, int C);
+                             const float *mean, const float *rstd, int B, int T, int C,
+                             gboolean accumulate);
   void (*matmul_forward)(StwCompute *x, float *out, const float *inp, const float *weight,
                          const float *bias, int B, int T, int C, int OC);
   void (*matmul_backward)(StwCompute *x, float *dinp, float *dweight, float *dbias,
                           const float *dout, const float *inp, const float *weight, int B, int T,
-                          int C, int OC);
+                          int C, int OC, gboolean accumulate);
   void (*attention_forward)(StwCompute *x, float *out, float *preatt, float *att,
                             const float *inp, int B, int T, int C, int NH);
   void (*attention_backward)(StwCompute *x, float *dinp, float *dpreatt, float *datt,
@@ -78,6 +80,8 @@ struct StwCompute {
    * V are updated and PARAM gets the new weights */
   void (*adam)(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v,
                size_t n, const StwAdamConfig *c, guint64 step);
+  /* BYTES of zeros at DST, in this table's memory */
+  void (*zero)(StwCompute *x, void *dst, size_t bytes);
   void (*upload)(StwCompute *x, void *dst, const void *host_src, size_t bytes);
   void (*download)(StwCompute *x, void *host_dst, const void *src, size_t bytes);
   /* FALSE once a kernel or a copy has failed, with ERROR naming it */
