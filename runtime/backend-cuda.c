@@ -57,8 +57,6 @@ cuda_device_alloc(StwBackend *b, gsize bytes)
     if (s->bytes == 0)
       g_array_remove_index(c->free_spans, i);
     g_hash_table_insert(c->used, p, GSIZE_TO_POINTER(need));
-    if (!ok(c, cudaMemset(p, 0, need), "cudaMemset"))
-      return NULL;
     return p;
   }
   g_snprintf(b->error, sizeof b->error, "the arena of %" G_GUINT64_FORMAT " bytes has no free "

@@ -1,9 +1,18 @@
-/* backend-host.c — the emulated device: host memory and two copy-engine threads. */
+/* backend-host.c — the emulated device: host memory and two copy-engine threads.
+ *
+ * Device blocks are reused: a freed block is kept, by its size, for the next allocation of that
+ * size (chunk slots and activation arenas come and go every iteration; fresh memory would be
+ * mapped and faulted in each time). A size never holds more spare blocks than were once live at
+ * the same time, so the memory kept is bounded by the peak of each size. */
 #include "config.h"
 
 #include <stowage/backend.h>
 
 #include <string.h>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 struct StwEvent {
   GMutex lock;
@@ -22,6 +31,8 @@ typedef struct {
   StwBackend base;
   GAsyncQueue *queues[2];  /* per direction */
   GThread *engines[2];
+  GHashTable *sizes;       /* device block -> its bytes */
+  GHashTable *spare;       /* bytes -> GSList of free device blocks of that size */
 } HostBackend;
 
 static Job stop_job; /* a job that tells an engine to exit */
@@ -50,12 +61,64 @@ engine(gpointer data)
 static void *
 host_device_alloc(StwBackend *b, gsize bytes)
 {
-  (void)b;
-  return g_try_malloc0(MAX(bytes, 1));
+  HostBackend *h = (HostBackend *)b;
+  bytes = MAX(bytes, 1);
+  gpointer key = GSIZE_TO_POINTER(bytes);
+  GSList *free_list = g_hash_table_lookup(h->spare, key);
+  void *p;
+  if (free_list != NULL) {
+    p = free_list->data;
+    g_hash_table_insert(h->spare, key, g_slist_delete_link(free_list, free_list));
+  } else if ((p = g_try_malloc(bytes)) == NULL) {
+    g_snprintf(b->error, sizeof b->error, "out of host memory for %" G_GSIZE_FORMAT " bytes",
+               bytes);
+    return NULL;
+  }
+  g_hash_table_insert(h->sizes, p, key);
+  return p;
 }
 
 static void
 host_device_free(StwBackend *b, void *p)
+{
+  HostBackend *h = (HostBackend *)b;
+  if (p == NULL)
+    return;
+  gpointer key = g_hash_table_lookup(h->sizes, p);
+  g_hash_table_remove(h->sizes, p);
+  g_hash_table_insert(h->spare, key, g_slist_prepend(g_hash_table_lookup(h->spare, key), p));
+}
+
+static void
+host_trim(StwBackend *b)
+{
+  HostBackend *h = (HostBackend *)b;
+  GHashTableIter it;
+  GSList *spares;
+  g_hash_table_iter_init(&it, h->spare);
+  while (g_hash_table_iter_next(&it, NULL, (gpointer *)&spares))
+    g_slist_free_full(spares, g_free);
+  g_hash_table_remove_all(h->spare);
+#ifdef __GLIBC__
+  malloc_trim(0); /* blocks below glibc's mmap threshold went to its heap: give the pages back */
+#endif
+}
+
+/* Host copies: zeroed, and written to so that their pages are the process's from the start (a
+ * page first read as the shared zero page and then written costs a fault and a TLB shootdown
+ * on every core the process runs on). */
+static void *
+host_host_alloc(StwBackend *b, gsize bytes)
+{
+  (void)b;
+  void *p = g_try_malloc(MAX(bytes, 1));
+  if (p != NULL)
+    memset(p, 0, MAX(bytes, 1));
+  return p;
+}
+
+static void
+host_host_free(StwBackend *b, void *p)
 {
   (void)b;
   g_free(p);
@@ -117,6 +180,14 @@ host_free(StwBackend *b)
     g_thread_join(h->engines[i]);
     g_async_queue_unref(h->queues[i]);
   }
+  GHashTableIter it;
+  gpointer block;
+  g_hash_table_iter_init(&it, h->sizes); /* blocks never freed by the user */
+  while (g_hash_table_iter_next(&it, &block, NULL))
+    g_free(block);
+  g_hash_table_unref(h->sizes);
+  host_trim(b);
+  g_hash_table_unref(h->spare);
   g_free(h);
 }
 
@@ -126,9 +197,11 @@ stw_backend_host_new(void)
   HostBackend *h = g_new0(HostBackend, 1);
   h->base = (StwBackend){ .name = "host", .device_is_host = TRUE,
                           .device_alloc = host_device_alloc,
-                          .device_free = host_device_free, .host_alloc = host_device_alloc,
-                          .host_free = host_device_free, .copy = host_copy, .done = host_done,
+                          .device_free = host_device_free, .host_alloc = host_host_alloc,
+                          .host_free = host_host_free, .trim = host_trim, .copy = host_copy, .done = host_done,
                           .wait = host_wait, .event_free = host_event_free, .free = host_free };
+  h->sizes = g_hash_table_new(g_direct_hash, g_direct_equal);
+  h->spare = g_hash_table_new(g_direct_hash, g_direct_equal);
   static const char *const names[] = { "stowage-h2d", "stowage-d2h" };
   for (int i = 0; i < 2; i++) {
     h->queues[i] = g_async_queue_new();

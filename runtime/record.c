@@ -23,6 +23,8 @@ struct StwRecorder {
   guint64 next_act;         /* the next activation's virtual address */
   GHashTable *act_vaddr;    /* activation pointer -> virtual address */
   guint64 op_id;
+  guint iterations;         /* begun so far */
+  gboolean writing;         /* events of this iteration go into the stream */
 };
 
 StwRecorder *
@@ -84,7 +86,9 @@ stw_recorder_iteration_begin(StwRecorder *r)
                       g_strdup(x->aliases->pdata[k]));
   }
   r->rec = t;
-  stw_event_push(r->events, r->clock++, "stowage.iteration");
+  r->writing = r->iterations++ < STW_RECORDED_ITERATIONS;
+  if (r->writing)
+    stw_event_push(r->events, r->clock++, "stowage.iteration");
 }
 
 void
@@ -92,7 +96,9 @@ stw_recorder_iteration_end(StwRecorder *r)
 {
   if (r->rec == NULL)
     return;
-  stw_event_pop(r->events, r->clock++);
+  if (r->writing)
+    stw_event_pop(r->events, r->clock++);
+  r->writing = FALSE;
   stw_trace_free(r->last);
   r->last = g_steal_pointer(&r->rec);
 }
@@ -108,6 +114,8 @@ stw_recorder_op_begin(StwRecorder *r, const char *name, StwStage stage, const gu
   r->cur_op = stw_trace_add_op(r->rec, name, stage, params, n_params, grads, n_grads);
   r->cur_op->nonmodel_bytes = nonmodel_bytes;
   /* the same op as events: a range, and one "kernel" touching what it declares */
+  if (!r->writing)
+    return;
   stw_event_push(r->events, r->clock++, name);
   g_autofree guint64 *args = g_new(guint64, MAX(n_params + n_grads, 1));
   guint n_args = 0;
@@ -130,27 +138,33 @@ stw_recorder_op_end(StwRecorder *r, guint64 duration_ns)
   StwOp *op = &g_array_index(r->rec->ops, StwOp, r->rec->ops->len - 1);
   op->duration_ns = duration_ns;
   op->nonmodel_peak_bytes = r->act_peak;
-  stw_event_kernel(r->events, r->op_id, 0, op->duration_ns, op->name);
-  stw_event_pop(r->events, r->clock++);
+  if (r->writing) {
+    stw_event_kernel(r->events, r->op_id, 0, op->duration_ns, op->name);
+    stw_event_pop(r->events, r->clock++);
+  }
   r->cur_op = NULL;
 }
 
 void
 stw_recorder_alloc(StwRecorder *r, gconstpointer p, gsize bytes, guint64 live_bytes)
 {
+  r->act_peak = MAX(r->act_peak, live_bytes);
+  if (!r->writing)
+    return;
   guint64 v = r->next_act;
   r->next_act += G_GUINT64_CONSTANT(1) << 32;
   g_hash_table_insert(r->act_vaddr, (gpointer)p, GSIZE_TO_POINTER(v));
   stw_event_alloc(r->events, r->clock++, v, MAX(bytes, 1));
-  r->act_peak = MAX(r->act_peak, live_bytes);
 }
 
 void
 stw_recorder_release(StwRecorder *r, gconstpointer p)
 {
-  guint64 v = GPOINTER_TO_SIZE(g_hash_table_lookup(r->act_vaddr, p));
+  gpointer v;
+  if (!g_hash_table_lookup_extended(r->act_vaddr, p, NULL, &v))
+    return; /* allocated after the stream's iterations */
   g_hash_table_remove(r->act_vaddr, p);
-  stw_event_free(r->events, r->clock++, v);
+  stw_event_free(r->events, r->clock++, GPOINTER_TO_SIZE(v));
 }
 
 const char *

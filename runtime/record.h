@@ -6,7 +6,8 @@
  * stream describes the same run the way the CUPTI injection library describes any CUDA program
  * (a range per op, one "kernel" touching what the op declares, an allocation per activation, on
  * virtual addresses), so that stw_events_build() of the stream gives the same trace: one way to
- * describe a run, whoever profiles it.
+ * describe a run, whoever profiles it. The stream holds the run's first STW_RECORDED_ITERATIONS
+ * iterations: a profile needs no more, and a long training run in profile mode stays bounded.
  *
  * Internal to the library: not installed.
  */
@@ -20,6 +21,8 @@
 G_BEGIN_DECLS
 
 typedef struct StwRecorder StwRecorder;
+
+#define STW_RECORDED_ITERATIONS 2
 
 /* A recorder for MODEL's tensors (not copied: it must outlive the recorder) on a device named
  * DEVICE with DEVICE_BYTES; PARAM_ELEM_BYTES is the compute copy's element size. */

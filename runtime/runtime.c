@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <stowage/chunks.h>
+#include <stowage/planner.h>
 
 #include "bf16.h"
 #include "demand.h"
@@ -23,7 +24,8 @@ struct StwRuntime {
   StwChunking *chunking;    /* profile mode's own layout; NULL in replay (the replayer's) */
   const StwChunking *c;     /* the layout in use */
   const guint8 *optim;      /* per chunk: StwOptimPlace */
-  guint8 *own_optim;        /* profile mode: CPU Adam for every chunk */
+  guint8 *own_optim;        /* profile mode: the optimizer's place, for every chunk alike */
+  gboolean stays;           /* profile mode: the budget holds the model state, which stays */
   guint32 n;                /* chunks */
   guint64 *offset;          /* per tensor: elements from the start of its chunk */
   guint64 elem[STW_N_LISTS];/* bytes per element of each list: the param list's is the model's
@@ -67,6 +69,25 @@ store_values(void *to, const float *from, gsize n, guint64 elem)
 
 /* ---- construction ----------------------------------------------------------------------- */
 
+/* Profile mode's chunk size when none is asked for: of the sizes the planner's search tries, the
+ * one that pads the model least (the smallest of equals). */
+static guint64
+least_padded_size(const StwTrace *model)
+{
+  g_autoptr(GArray) sizes = stw_planner_chunk_sizes(model);
+  guint64 best = stw_trace_largest_tensor(model, NULL), least = G_MAXUINT64;
+  for (guint i = 0; i < sizes->len; i++) {
+    guint64 size = g_array_index(sizes, guint64, i);
+    g_autoptr(StwChunking) c = stw_chunking_pack(model, size, TRUE, NULL);
+    guint64 padding = c != NULL ? stw_chunking_wasted_bytes(c, STW_LIST_PARAM) : G_MAXUINT64;
+    if (padding < least) {
+      least = padding;
+      best = size;
+    }
+  }
+  return best;
+}
+
 /* The layout: the plan's in replay mode, else the model packed at the chunk size asked for. */
 static gboolean
 set_layout(StwRuntime *rt, GError **error)
@@ -87,14 +108,21 @@ set_layout(StwRuntime *rt, GError **error)
     rt->optim = stw_replayer_optim(rt->replayer);
     return TRUE;
   }
-  guint64 size = o->chunk_size_elems;
-  if (size == 0)
-    size = stw_trace_largest_tensor(rt->model, NULL);
+  guint64 size = o->chunk_size_elems != 0 ? o->chunk_size_elems : least_padded_size(rt->model);
   rt->chunking = stw_chunking_pack(rt->model, size, TRUE, error);
   if (rt->chunking == NULL)
     return FALSE;
   rt->c = rt->chunking;
-  rt->own_optim = g_malloc0(stw_chunking_count(rt->c)); /* CPU Adam while profiling */
+  /* What the budget lets stay stays: with room for the whole model state twice over (the other
+   * half for activations), GPU Adam on every chunk, each fetched once and never moved again;
+   * else CPU Adam, as a tight budget has it. */
+  guint64 state = 0;
+  for (int l = 0; l < STW_N_LISTS; l++)
+    state += stw_chunking_list_bytes(rt->c, (StwChunkList)l);
+  rt->stays = o->mode == STW_RUNTIME_PROFILE && o->device_bytes / 2 >= state;
+  guint32 n = stw_chunking_count(rt->c);
+  rt->own_optim = g_malloc(MAX(n, 1));
+  memset(rt->own_optim, rt->stays ? STW_OPTIM_GPU_RESIDENT : STW_OPTIM_CPU, MAX(n, 1));
   rt->optim = rt->own_optim;
   return TRUE;
 }
@@ -152,9 +180,14 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
       bytes[item_of(rt, (StwChunkList)l, c)] = stw_chunk_bytes(rt->c, c, (StwChunkList)l);
   rt->store = stw_store_new(backend, n_items, bytes, o->device_bytes, o->verify,
                             o->copy_timeout_ms);
-  initialize(rt, init);
+  if (init != NULL)
+    initialize(rt, init);
   if (o->mode == STW_RUNTIME_PLAIN) /* every list used in place: nothing is ever "off" */
     stw_store_make_plain(rt->store);
+  /* a model state that stays on a device whose memory is the host's stays in its host copies:
+   * a second copy of it would only be a copy */
+  if (rt->stays && backend->device_is_host)
+    stw_store_keep_in_place(rt->store);
   if (o->mode == STW_RUNTIME_PROFILE)
     rt->recorder = stw_recorder_new(model, backend->name, o->device_bytes,
                                     rt->elem[STW_LIST_PARAM]);
@@ -199,6 +232,7 @@ void
 stw_runtime_iteration_begin(StwRuntime *rt)
 {
   stw_store_reset_moved(rt->store);
+  stw_store_iteration_begin(rt->store);
   rt->moment = 0;
   if (rt->recorder != NULL)
     stw_recorder_iteration_begin(rt->recorder);
@@ -228,6 +262,7 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
   }
   if (rt->recorder != NULL)
     stw_recorder_iteration_end(rt->recorder);
+  stw_store_iteration_end(rt->store);
   const StwStoreStats *ss = stw_store_stats(rt->store);
   rt->st.h2d_bytes = ss->h2d_bytes;
   rt->st.d2h_bytes = ss->d2h_bytes;
@@ -399,6 +434,8 @@ stw_runtime_stats(StwRuntime *rt)
   const StwStoreStats *ss = stw_store_stats(rt->store);
   rt->st.peak_device_bytes = ss->peak_bytes;
   rt->st.verified_moves = ss->verified_moves;
+  rt->st.arena_bytes = ss->arena_bytes;
+  rt->st.arena_iterations = ss->arena_iterations;
   rt->st.deviations = rt->replayer != NULL ? deviations(rt) : 0;
   return &rt->st;
 }

@@ -7,6 +7,16 @@
 
 #include <stowage/runtime.h>
 
+/* One activation allocation of an iteration: its size, its lifetime on the iteration's clock of
+ * allocations and releases, and its offset in the arena once laid out. */
+typedef struct {
+  guint64 bytes, offset;
+  guint32 born, died;
+} ActBlock;
+
+#define ALIVE G_MAXUINT32
+#define ARENA_ALIGN 256
+
 struct StwStore {
   StwBackend *be;
   guint32 n_items;
@@ -21,10 +31,20 @@ struct StwStore {
   guint64 capacity, used;   /* device bytes: slots (incl. leaving) + activations */
   GHashTable *acts;         /* activation pointer -> size */
   guint64 act_bytes;
+  /* the activation arena (store.h) */
+  GArray *learning;         /* ActBlock per allocation of the iteration being learned, or NULL */
+  GHashTable *learn_index;  /* while learning: activation pointer -> its index + 1 */
+  guint32 act_clock;        /* allocations and releases so far in this iteration */
+  GArray *layout;           /* ActBlock: the learned allocations in order, laid out; or NULL */
+  guint8 *arena;
+  guint32 next;             /* the next allocation's index in the layout */
+  gboolean following;       /* this iteration's allocations have matched the layout so far */
+  gboolean no_arena;        /* the backend had no room for one: allocate one by one */
   guint64 *last_use, clock; /* the on-demand policy: least recently used out */
   guint32 *needed, stamp;   /* per item: the op that needs it */
   guint64 room_evictions;
   gboolean verify, plain;
+  gboolean in_place;        /* every item resident in its host copy for good */
   guint64 copy_timeout_ms;
   StwStoreStats st;
   GError *failure;          /* a checksum failure, failed or stuck copy, not reported yet */
@@ -39,6 +59,23 @@ checksum(const void *p, gsize n)
   for (gsize i = 0; i < n; i++)
     h = (h ^ b[i]) * 1099511628211ull;
   return h;
+}
+
+static gboolean
+in_arena(const StwStore *s, gconstpointer p)
+{
+  const guint8 *b = p;
+  return s->arena != NULL && b >= s->arena && b < s->arena + s->st.arena_bytes;
+}
+
+static void
+drop_arena(StwStore *s)
+{
+  if (s->arena != NULL)
+    s->be->device_free(s->be, s->arena);
+  s->arena = NULL;
+  s->st.arena_bytes = 0;
+  g_clear_pointer(&s->layout, g_array_unref);
 }
 
 StwStore *
@@ -79,6 +116,19 @@ stw_store_make_plain(StwStore *s)
 }
 
 void
+stw_store_keep_in_place(StwStore *s)
+{
+  g_assert(s->be->device_is_host && s->used == 0);
+  s->in_place = TRUE;
+  for (guint32 i = 0; i < s->n_items; i++) {
+    s->slot[i] = s->host[i];
+    s->place[i] = STW_ON_DEVICE;
+    s->used += s->bytes[i];
+  }
+  s->st.peak_bytes = MAX(s->st.peak_bytes, s->used);
+}
+
+void
 stw_store_free(StwStore *s)
 {
   if (s == NULL)
@@ -91,7 +141,7 @@ stw_store_free(StwStore *s)
         s->be->wait(s->be, s->copy[i]);
       s->be->event_free(s->be, s->copy[i]);
     }
-    if (s->slot[i] != NULL && !s->plain)
+    if (s->slot[i] != NULL && !s->plain && !s->in_place)
       s->be->device_free(s->be, s->slot[i]);
     s->be->host_free(s->be, s->host[i]);
   }
@@ -99,8 +149,12 @@ stw_store_free(StwStore *s)
   gpointer key;
   g_hash_table_iter_init(&it, s->acts);
   while (g_hash_table_iter_next(&it, &key, NULL))
-    s->be->device_free(s->be, key);
+    if (!in_arena(s, key))
+      s->be->device_free(s->be, key);
   g_hash_table_unref(s->acts);
+  drop_arena(s);
+  g_clear_pointer(&s->learning, g_array_unref);
+  g_clear_pointer(&s->learn_index, g_hash_table_unref);
   g_queue_clear(&s->leaving);
   g_clear_error(&s->failure);
   g_free(s->bytes);
@@ -281,7 +335,7 @@ static guint32
 victim(const StwStore *s)
 {
   guint32 best = G_MAXUINT32;
-  for (guint32 i = 0; i < s->n_items; i++) {
+  for (guint32 i = 0; i < s->n_items && !s->in_place; i++) {
     if (!stw_store_resident(s, i) || s->needed[i] == s->stamp)
       continue;
     if (best == G_MAXUINT32 || s->last_use[i] < s->last_use[best])
@@ -401,25 +455,146 @@ stw_store_drop(StwStore *s, guint32 item)
   return TRUE;
 }
 
-/* ---- activations --------------------------------------------------------------------------- */
+/* ---- activations ------------------------------------------------------------------------- */
+
+static gint
+larger_first(gconstpointer a, gconstpointer b, gpointer data)
+{
+  const ActBlock *x = &g_array_index((GArray *)data, ActBlock, *(const guint32 *)a);
+  const ActBlock *y = &g_array_index((GArray *)data, ActBlock, *(const guint32 *)b);
+  if (x->bytes != y->bytes)
+    return x->bytes > y->bytes ? -1 : 1;
+  return x->born < y->born ? -1 : x->born > y->born;
+}
+
+static gint
+lower_offset(gconstpointer a, gconstpointer b)
+{
+  const ActBlock *x = *(ActBlock *const *)a, *y = *(ActBlock *const *)b;
+  return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* A block's room in the arena: at least one alignment unit, so that no two live blocks share an
+ * address. */
+static guint64
+aligned(guint64 bytes)
+{
+  return (MAX(bytes, 1) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
+/* Lays BLOCKS out (greedy by size: the largest first, each at the lowest aligned offset that no
+ * block alive at the same time holds) and returns the arena's size. */
+static guint64
+lay_out(GArray *blocks)
+{
+  guint32 n = blocks->len;
+  g_autofree guint32 *order = g_new(guint32, MAX(n, 1));
+  for (guint32 i = 0; i < n; i++)
+    order[i] = i;
+  g_qsort_with_data(order, (gint)n, sizeof(guint32), larger_first, blocks);
+  g_autoptr(GPtrArray) placed = g_ptr_array_new(), overlapping = g_ptr_array_new();
+  guint64 size = 0;
+  for (guint32 k = 0; k < n; k++) {
+    ActBlock *b = &g_array_index(blocks, ActBlock, order[k]);
+    g_ptr_array_set_size(overlapping, 0);
+    for (guint i = 0; i < placed->len; i++) {
+      const ActBlock *o = placed->pdata[i];
+      if (b->born < o->died && o->born < b->died)
+        g_ptr_array_add(overlapping, (gpointer)o);
+    }
+    g_ptr_array_sort(overlapping, lower_offset);
+    guint64 at = 0, need = aligned(b->bytes);
+    for (guint i = 0; i < overlapping->len; i++) {
+      const ActBlock *o = overlapping->pdata[i];
+      if (at + need <= o->offset)
+        break;
+      guint64 end = o->offset + aligned(o->bytes);
+      at = MAX(at, end);
+    }
+    b->offset = at;
+    size = MAX(size, at + need);
+    g_ptr_array_add(placed, b);
+  }
+  return size;
+}
+
+void
+stw_store_iteration_begin(StwStore *s)
+{
+  s->act_clock = 0;
+  s->next = 0;
+  s->following = s->layout != NULL;
+  /* learn from an iteration that starts with no activation alive */
+  if (s->layout == NULL && !s->no_arena && !s->plain && s->act_bytes == 0 && s->learning == NULL) {
+    s->learning = g_array_new(FALSE, FALSE, sizeof(ActBlock));
+    s->learn_index = g_hash_table_new(g_direct_hash, g_direct_equal);
+  }
+}
+
+void
+stw_store_iteration_end(StwStore *s)
+{
+  if (s->layout != NULL) {
+    if (s->following && s->next == s->layout->len)
+      s->st.arena_iterations++;
+    else if (s->act_bytes == 0) /* the run changed its allocations: learn them again */
+      drop_arena(s);
+  }
+  if (s->learning == NULL)
+    return;
+  gboolean complete = s->act_bytes == 0 && s->learning->len > 0;
+  for (guint i = 0; complete && i < s->learning->len; i++)
+    complete = g_array_index(s->learning, ActBlock, i).died != ALIVE;
+  if (complete) {
+    guint64 size = lay_out(s->learning);
+    if (s->be->trim != NULL) /* the blocks of the iteration learned from are not needed again */
+      s->be->trim(s->be);
+    s->arena = s->be->device_alloc(s->be, size);
+    if (s->arena != NULL) {
+      s->layout = g_steal_pointer(&s->learning);
+      s->st.arena_bytes = size;
+    } else {
+      s->no_arena = TRUE; /* no room beside the slots: one by one, as they come */
+    }
+  }
+  g_clear_pointer(&s->learning, g_array_unref);
+  g_clear_pointer(&s->learn_index, g_hash_table_unref);
+}
 
 gpointer
 stw_store_alloc(StwStore *s, gsize bytes, GError **error)
 {
-  if (s->plain)
-    return g_malloc0(MAX(bytes, 1));
-  if (!reserve(s, bytes, error))
-    return NULL;
-  gpointer p = s->be->device_alloc(s->be, MAX(bytes, 1));
-  if (p == NULL) {
-    s->used -= bytes;
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
-                "the backend could not allocate %" G_GSIZE_FORMAT " bytes: %s", bytes,
-                s->be->error);
-    return NULL;
+  gpointer p = NULL;
+  if (s->plain) {
+    p = g_malloc(MAX(bytes, 1));
+  } else {
+    if (!reserve(s, bytes, error))
+      return NULL;
+    if (s->following && s->next < s->layout->len &&
+        g_array_index(s->layout, ActBlock, s->next).bytes == bytes) {
+      p = s->arena + g_array_index(s->layout, ActBlock, s->next).offset;
+      s->next++;
+    } else {
+      s->following = FALSE;
+      p = s->be->device_alloc(s->be, MAX(bytes, 1));
+      if (p == NULL) {
+        s->used -= bytes;
+        g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+                    "the backend could not allocate %" G_GSIZE_FORMAT " bytes: %s", bytes,
+                    s->be->error);
+        return NULL;
+      }
+    }
+    if (s->learning != NULL) {
+      ActBlock b = { .bytes = bytes, .born = s->act_clock++, .died = ALIVE };
+      g_array_append_val(s->learning, b);
+      g_hash_table_insert(s->learn_index, p, GUINT_TO_POINTER(s->learning->len));
+    }
+    g_hash_table_insert(s->acts, p, GSIZE_TO_POINTER(bytes));
+    s->act_bytes += bytes;
   }
-  g_hash_table_insert(s->acts, p, GSIZE_TO_POINTER(bytes));
-  s->act_bytes += bytes;
+  if (s->verify)
+    memset(p, 0xff, bytes); /* a NaN in every float: a kernel reading before writing shows */
   return p;
 }
 
@@ -432,7 +607,14 @@ stw_store_release(StwStore *s, gpointer p)
   }
   gsize bytes = GPOINTER_TO_SIZE(g_hash_table_lookup(s->acts, p));
   g_hash_table_remove(s->acts, p);
-  s->be->device_free(s->be, p);
+  if (!in_arena(s, p))
+    s->be->device_free(s->be, p);
+  if (s->learning != NULL) {
+    guint index = GPOINTER_TO_UINT(g_hash_table_lookup(s->learn_index, p));
+    if (index > 0)
+      g_array_index(s->learning, ActBlock, index - 1).died = s->act_clock++;
+    g_hash_table_remove(s->learn_index, p);
+  }
   s->act_bytes -= bytes;
   s->used -= bytes;
   return bytes;
@@ -477,7 +659,7 @@ void
 stw_store_write(StwStore *s, guint32 item, guint64 off, const void *in, gsize n)
 {
   memcpy(stw_store_host(s, item) + off, in, n);
-  if (stw_store_resident(s, item) && !s->plain)
+  if (stw_store_resident(s, item) && !s->plain && !s->in_place)
     device_copy(s, STW_COPY_H2D, stw_store_device(s, item) + off, in, n);
 }
 

@@ -17,7 +17,13 @@
  * or does not complete within the timeout, halts the store: nothing more is copied, and the
  * failure is reported at the next call that can fail. With `verify` every move is checksummed.
  *
- * Activations share the budget: they are allocated here too, and counted beside the slots.
+ * Activations share the budget: they are allocated here too, and counted beside the slots. Their
+ * memory comes from an arena whose layout the store learns from the first iteration: the
+ * iterations of a training run allocate and free the same sizes in the same order, so the first
+ * one's allocations are laid out offline (by size, largest first, each at the lowest offset no
+ * allocation alive at the same time holds) and later iterations take their offsets, with no
+ * allocation at all. An iteration that allocates otherwise falls back to the backend from that
+ * point and the layout is learned again. The budget counts bytes in use either way.
  *
  * Internal to the library: not installed.
  */
@@ -49,6 +55,10 @@ void stw_store_free(StwStore *s);
 /* Every item's host copy is its device copy, resident for good: the plain mode, with no budget,
  * no moves and no bookkeeping (the baseline the runtime's cost is measured against). */
 void stw_store_make_plain(StwStore *s);
+
+/* Every item resident for good in its host copy, counted against the budget: on a device whose
+ * memory is host memory, a model state that stays needs no second copy. Nothing is moved. */
+void stw_store_keep_in_place(StwStore *s);
 
 StwPlace stw_store_place(const StwStore *s, guint32 item);
 /* Whether ITEM has a device slot: fetched, or on its way there. */
@@ -84,8 +94,14 @@ void stw_store_need(StwStore *s, guint32 item);
 /* How many items were evicted to make room since the store was made. */
 guint64 stw_store_room_evictions(const StwStore *s);
 
-/* Activation memory of BYTES on the device, counted against the budget; zeroed. NULL with
- * ERROR when the budget or the backend cannot hold it. */
+/* An iteration's activations begin and end: the arena is learned from, and then used by, what
+ * happens between the two. */
+void stw_store_iteration_begin(StwStore *s);
+void stw_store_iteration_end(StwStore *s);
+
+/* Activation memory of BYTES on the device, counted against the budget; not zeroed (with
+ * verify: every byte 0xff, a NaN, so that a read before a write shows). NULL with ERROR when the
+ * budget or the backend cannot hold it. */
 gpointer stw_store_alloc(StwStore *s, gsize bytes, GError **error);
 /* Frees P (from stw_store_alloc) and returns its size. */
 gsize stw_store_release(StwStore *s, gpointer p);
@@ -100,6 +116,8 @@ typedef struct {
   guint64 h2d_bytes, d2h_bytes;  /* since stw_store_reset_moved */
   guint64 peak_bytes;            /* device bytes in use, over the store's life */
   guint64 verified_moves;
+  guint64 arena_bytes;           /* the activation arena's size; 0 before it is learned */
+  guint64 arena_iterations;      /* iterations whose activations all came from it */
 } StwStoreStats;
 
 const StwStoreStats *stw_store_stats(const StwStore *s);

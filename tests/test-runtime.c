@@ -235,8 +235,15 @@ test_loop_every_policy(void)
     g_assert_cmpuint(st->h2d_bytes, ==, plan->pred.h2d_bytes);
     g_assert_cmpuint(st->d2h_bytes, ==, plan->pred.d2h_bytes);
     g_assert_cmpuint(st->deviations, ==, 0);
-    if (rr.verify)
+    if (rr.verify) /* and every activation NaN until written: no kernel read one before */
       g_assert_cmpuint(st->verified_moves, >, 0);
+    /* activations from the arena the first iteration laid out, from the second on; the arena
+     * within an eighth of the activation peak */
+    g_test_message("arena %" G_GUINT64_FORMAT " bytes for an activation peak of %" G_GUINT64_FORMAT,
+                   st->arena_bytes, peak);
+    g_assert_cmpuint(st->arena_iterations, ==, STEPS - 1);
+    g_assert_cmpuint(st->arena_bytes, >=, peak);
+    g_assert_cmpuint(st->arena_bytes, <=, peak + peak / 8);
     replayed[p]++;
     stw_trainer_free(r);
   }
@@ -316,6 +323,9 @@ test_compute_table(void)
   StwTrainer *cpu = trainer(&c, data, &ro, be);
   float want[STEPS];
   train(cpu, want, STEPS);
+  /* profile mode with room for the model state: it stays, on a host-memory device in place */
+  g_assert_cmpuint(stw_runtime_stats(stw_trainer_runtime(cpu))->h2d_bytes +
+                   stw_runtime_stats(stw_trainer_runtime(cpu))->d2h_bytes, ==, 0);
 
   Counting counting = { .base = *stw_compute_cpu() };
   counting.base.name = "counting";
@@ -334,7 +344,11 @@ test_compute_table(void)
   g_assert_cmpmem(got, sizeof got, want, sizeof want);
   guint32 n_tensors = stw_trainer_model_of(t)->tensors->len;
   g_assert_cmpuint(counting.uploads, ==, 2 * STEPS);    /* inputs and targets */
-  g_assert_cmpuint(counting.adams, ==, 0);               /* profile mode steps on the CPU */
+  /* the model state fits twice over: it stays on the device, stepped there, fetched once */
+  g_assert_cmpuint(counting.adams, ==, STEPS * stw_trainer_model_of(t)->tensors->len);
+  const StwRuntimeStats *stays = stw_runtime_stats(stw_trainer_runtime(t));
+  g_assert_cmpuint(stays->h2d_bytes + stays->d2h_bytes, ==, 0);
+  g_assert_cmpuint(stays->warmup_h2d_bytes, ==, 0);
   /* fp32 gradients go straight into their slots: nothing to commit; two zeroed per step, the
    * residual stream's gradient and the position embedding's (which the embedding's backward adds
    * into; the token embedding's holds the LM head's already) */
@@ -360,8 +374,19 @@ test_compute_table(void)
   StwTrainer *r = trainer(&c, data, &rr, dev);
   train(r, got, STEPS);
   g_assert_cmpmem(got, sizeof got, want, sizeof want);
-  g_assert_cmpuint(counting.adams, ==, STEPS * n_tensors);
+  g_assert_cmpuint(counting.adams, ==, 2 * STEPS * n_tensors);
   stw_trainer_free(r);
+  /* profile mode on a budget below twice the model state (546,816 bytes here) steps on the CPU,
+   * moving every parameter chunk out and in each step */
+  StwRuntimeOptions tight = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_MiB };
+  StwTrainer *p = trainer(&c, data, &tight, dev);
+  train(p, got, STEPS);
+  g_assert_cmpmem(got, sizeof got, want, sizeof want);
+  g_assert_cmpuint(counting.adams, ==, 2 * STEPS * n_tensors);
+  const StwRuntimeStats *moves = stw_runtime_stats(stw_trainer_runtime(p));
+  g_assert_cmpuint(moves->h2d_bytes, >, 0);
+  g_assert_cmpuint(moves->d2h_bytes, ==, moves->h2d_bytes);
+  stw_trainer_free(p);
   for (guint32 id = 0; id < n_tensors; id++) {
     guint64 n = stw_trace_tensor(stw_trainer_model_of(t), id)->numel;
     g_autofree float *a = g_new(float, n), *b = g_new(float, n);

@@ -130,23 +130,23 @@ normal(guint64 *s)
   return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * G_PI * u2));
 }
 
-/* GPT-2's initialization: N(0, 0.02) weights, the residual projections scaled by 1/sqrt(2L),
- * zero biases, unit LayerNorm gains. */
-static float **
-initial_weights(const StwTrace *m, guint64 seed, guint64 layers)
+/* GPT-2's initialization, tensor by tensor in id order into the runtime's state: N(0, 0.02)
+ * weights, the residual projections scaled by 1/sqrt(2L), zero biases, unit LayerNorm gains;
+ * zero moments. One tensor at a time, so that the model is never held twice. */
+static void
+initialize_weights(StwRuntime *rt, const StwTrace *m, guint64 seed, guint64 layers)
 {
-  float **w = g_new0(float *, m->tensors->len);
-  guint64 s = seed;
+  guint64 s = seed, largest = stw_trace_largest_tensor(m, NULL);
+  g_autofree float *w = g_new(float, MAX(largest, 1)), *zero = g_new0(float, MAX(largest, 1));
   for (guint32 i = 0; i < m->tensors->len; i++) {
     const StwTensor *x = stw_trace_tensor(m, i);
-    w[i] = g_new0(float, x->numel);
     gboolean ln = strstr(x->name, "ln_") != NULL;
     gboolean bias = g_str_has_suffix(x->name, ".bias");
     float std = strstr(x->name, "c_proj.weight") ? 0.02f / sqrtf(2.0f * (float)layers) : 0.02f;
     for (guint64 k = 0; k < x->numel; k++)
-      w[i][k] = bias ? 0.0f : ln ? 1.0f : std * normal(&s);
+      w[k] = bias ? 0.0f : ln ? 1.0f : std * normal(&s);
+    stw_runtime_write_state(rt, i, w, zero, zero);
   }
-  return w;
 }
 
 StwTrainer *
@@ -176,15 +176,12 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
   t->len = len;
   t->model = stw_trainer_model(c, error);
   t->graph = stw_model_graph_new(&m, c->batch, c->context, STW_DTYPE_FP32, STW_ATTENTION_NAIVE);
-  float **init = initial_weights(t->model, c->seed, c->layers);
-  t->rt = stw_runtime_new(t->model, (const float *const *)init, ro, backend, error);
-  for (guint32 i = 0; i < t->model->tensors->len; i++)
-    g_free(init[i]);
-  g_free(init);
+  t->rt = stw_runtime_new(t->model, NULL, ro, backend, error);
   if (t->rt == NULL) {
     stw_trainer_free(t);
     return NULL;
   }
+  initialize_weights(t->rt, t->model, c->seed, c->layers);
   t->inputs = g_new(int, c->batch * c->context);
   t->targets = g_new(int, c->batch * c->context);
   t->blocks = g_new0(Block, c->layers);

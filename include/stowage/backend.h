@@ -26,7 +26,7 @@ typedef struct StwBackend StwBackend;
 
 struct StwBackend {
   const char *name;
-  void *(*device_alloc)(StwBackend *b, gsize bytes);  /* zeroed; NULL when out of memory */
+  void *(*device_alloc)(StwBackend *b, gsize bytes);  /* not zeroed; NULL when out of memory */
   void (*device_free)(StwBackend *b, void *p);
   void *(*host_alloc)(StwBackend *b, gsize bytes);    /* zeroed; pinned where that exists */
   void (*host_free)(StwBackend *b, void *p);
@@ -40,6 +40,8 @@ struct StwBackend {
   gboolean (*wait)(StwBackend *b, StwEvent *e);
   void (*event_free)(StwBackend *b, StwEvent *e);  /* must not block on a stuck copy */
   void (*free)(StwBackend *b);
+  /* optional: give back the memory of freed device blocks kept for reuse; NULL when none is */
+  void (*trim)(StwBackend *b);
   /* optional: name the ops for profilers (NVTX on CUDA); NULL when not needed */
   void (*range_push)(StwBackend *b, const char *name);
   void (*range_pop)(StwBackend *b);

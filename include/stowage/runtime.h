@@ -63,12 +63,15 @@ typedef struct {
   guint64 verified_moves;
   guint64 bookkeeping_ns;           /* time spent in op_begin/op_end */
   guint64 ops;
+  guint64 arena_bytes;              /* the activation arena learned from the first iteration */
+  guint64 arena_iterations;         /* iterations whose activations all came from it */
 } StwRuntimeStats;
 
 typedef struct StwRuntime StwRuntime;
 
 /* MODEL gives the tensors (fp32) and, for profile traces, the model section. Every tensor is
- * initialized from INIT (numel floats each, in id order), master included. MODEL, BACKEND and, in
+ * initialized from INIT (numel floats each, in id order), master included; with INIT NULL the
+ * state starts at zero, for stw_runtime_write_state to fill tensor by tensor. MODEL, BACKEND and, in
  * replay, the plan and its trace must outlive the runtime. NULL with ERROR when the plan does not
  * fit the model (STW_RUNTIME_ERROR_MISMATCH) or the backend cannot do what is asked
  * (UNSUPPORTED); the caller frees the runtime with stw_runtime_free. */
@@ -95,14 +98,17 @@ gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
 gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
                            float **momentum, float **variance);
 
-/* Activation memory, counted against the device budget. Zeroed. NULL with ERROR when the budget
- * cannot hold it (STW_RUNTIME_ERROR_BUDGET) or the device fails; stw_runtime_release frees it. */
+/* Activation memory, counted against the device budget; not zeroed (with verify, filled with
+ * NaN). From the second iteration on it comes from an arena laid out from the first one, as
+ * long as the iterations allocate alike. NULL with ERROR when the budget cannot hold it
+ * (STW_RUNTIME_ERROR_BUDGET) or the device fails; stw_runtime_release frees it. */
 gpointer stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error);
 void stw_runtime_release(StwRuntime *rt, gpointer p);
 
-/* Profile mode: the events of the run so far (events.h), from which stw_events_build() gives the
- * same trace as stw_runtime_trace(): one way to describe a run, whoever profiles it. Owned by the
- * runtime, valid until its next op; "" in the other modes. */
+/* Profile mode: the events of the run's first two iterations (events.h; a longer run writes no
+ * more, so that its memory stays bounded), from which stw_events_build() gives the same trace as
+ * stw_runtime_trace() gives after the second: one way to describe a run, whoever profiles it.
+ * Owned by the runtime, valid until its next op; "" in the other modes. */
 const char *stw_runtime_events(StwRuntime *rt, gsize *len);
 
 /* Profile mode: the trace of the last completed iteration, owned by the runtime and valid until
