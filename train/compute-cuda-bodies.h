@@ -220,7 +220,8 @@ stw_cb_tanhf(float a)
   return tanhf(a);
 #else
   float x = 2.0f * a;
-  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  x = x < -87.0f ? -87.0f : x; /* two selects, which vectorize */
+  x = x > 88.0f ? 88.0f : x;
   float n = floorf(x * 1.44269504f + 0.5f);
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.0f / 5040.0f;

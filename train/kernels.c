@@ -157,19 +157,28 @@ stw_gemm_host(const StwGemm *g, const float *const operands[])
 #endif
 }
 
-STW_CLONES static void
-add_bias_rows(size_t lo, size_t hi, float *out, const float *bias, int OC)
-{
-  for (size_t i = lo * OC; i < hi * OC; i++)
-    stw_cb_add_bias(i, out, bias, OC);
-}
-
+/* The bias gradient's columns [LO, HI): each the sum of its column over the rows in row order,
+ * as the GPU's body sums it, taken row by row so that the loads are contiguous. */
 STW_CLONES static void
 bias_grad_columns(size_t lo, size_t hi, float *dbias, const float *dout, size_t rows, int OC,
                   int accumulate)
 {
-  for (size_t o = lo; o < hi; o++)
-    stw_cb_bias_grad(o, dbias, dout, rows, OC, accumulate);
+  size_t n = hi - lo;
+  g_autofree float *sum = g_new0(float, MAX(n, 1));
+  for (size_t r = 0; r < rows; r++) {
+    const float *d = dout + r * OC + lo;
+    for (size_t o = 0; o < n; o++)
+      sum[o] += d[o];
+  }
+  for (size_t o = 0; o < n; o++)
+    dbias[lo + o] = accumulate ? dbias[lo + o] + sum[o] : sum[o];
+}
+
+STW_CLONES static void
+bias_rows(size_t lo, size_t hi, float *out, const float *bias, int OC)
+{
+  for (size_t r = lo; r < hi; r++)
+    memcpy(out + r * OC, bias, (size_t)OC * sizeof(float));
 }
 
 void
@@ -179,10 +188,11 @@ stw_matmul_forward(float *out, const float *inp, const float *weight, const floa
   int BT = B * T;
   const float *ops[] = { inp, weight, out, NULL, NULL, NULL };
   StwGemm g = stw_cb_matmul_forward_gemm(BT, C, OC);
+  if (bias != NULL) { /* the bias in every row first, the GEMM adding to it: one pass fewer */
+    STW_PARALLEL_RANGE((size_t)BT, (size_t)BT * OC, bias_rows, out, bias, OC);
+    g.beta = 1.0f;
+  }
   stw_gemm_host(&g, ops);
-  if (bias == NULL)
-    return;
-  STW_PARALLEL_RANGE((size_t)BT, (size_t)BT * OC, add_bias_rows, out, bias, OC);
 }
 
 void
@@ -222,53 +232,61 @@ stw_attention_forward(float *out, float *preatt, float *att, const float *inp, i
                      NH);
 }
 
+/* Attention's backward for one (batch row, head): every position t adds into the key and value
+ * rows of the positions it attends to, so t runs in order; the softmax's backward as
+ * dpre = a (da - sum(a da)), as the GPU's body takes it. */
+STW_CLONES static void
+attention_backward_head(int b, int h, float *dinp, float *dpreatt, float *datt, const float *dout,
+                        const float *inp, const float *att, int T, int C, int NH)
+{
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  for (int t = 0; t < T; t++)
+    for (int part = 0; part < 3; part++)
+      memset(dinp + ((size_t)b * T + t) * C3 + part * C + h * hs, 0, (size_t)hs * sizeof(float));
+  for (int t = 0; t < T; t++) {
+    const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+    float *da = datt + (((size_t)b * NH + h) * T + t) * T;
+    float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+    const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+    float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+    const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+    float dot = 0;
+    for (int t2 = 0; t2 <= t; t2++) {
+      const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
+      float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
+      float sum = 0;
+      for (int i = 0; i < hs; i++)
+        sum += v[i] * d[i];
+      for (int i = 0; i < hs; i++)
+        dv[i] += a[t2] * d[i];
+      da[t2] = sum;
+      dot += a[t2] * sum;
+    }
+    for (int t2 = 0; t2 <= t; t2++)
+      dpre[t2] = a[t2] * (da[t2] - dot);
+    for (int t2 = t + 1; t2 < T; t2++)
+      da[t2] = dpre[t2] = 0.0f;
+    for (int t2 = 0; t2 <= t; t2++) {
+      const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
+      float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
+      float g = dpre[t2] * scale;
+      for (int i = 0; i < hs; i++)
+        dq[i] += k[i] * g;
+      for (int i = 0; i < hs; i++)
+        dk[i] += q[i] * g;
+    }
+  }
+}
+
 void
 stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *dout,
                        const float *inp, const float *att, int B, int T, int C, int NH)
 {
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  /* per (b, h): t and t2 both write dk and dv rows, so the loop over t stays serial; each task
-   * first zeroes what it then adds into */
 #pragma omp parallel for collapse(2)
-  for (int b = 0; b < B; b++) {
-    for (int h = 0; h < NH; h++) {
-      for (int t = 0; t < T; t++) {
-        for (int part = 0; part < 3; part++)
-          memset(dinp + ((size_t)b * T + t) * C3 + part * C + h * hs, 0,
-                 (size_t)hs * sizeof(float));
-      }
-      memset(datt + ((size_t)b * NH + h) * T * T, 0, (size_t)T * T * sizeof(float));
-      memset(dpreatt + ((size_t)b * NH + h) * T * T, 0, (size_t)T * T * sizeof(float));
-      for (int t = 0; t < T; t++) {
-        const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-        float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-        float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-        const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-        float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
-        const float *d = dout + ((size_t)b * T + t) * C + h * hs;
-        for (int t2 = 0; t2 <= t; t2++) {
-          const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-          float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-          for (int i = 0; i < hs; i++) {
-            da[t2] += v[i] * d[i];
-            dv[i] += a[t2] * d[i];
-          }
-        }
-        for (int t2 = 0; t2 <= t; t2++)
-          for (int t3 = 0; t3 <= t; t3++)
-            dpre[t3] += a[t2] * ((t2 == t3 ? 1.0f : 0.0f) - a[t3]) * da[t2];
-        for (int t2 = 0; t2 <= t; t2++) {
-          const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-          float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
-          for (int i = 0; i < hs; i++) {
-            dq[i] += k[i] * dpre[t2] * scale;
-            dk[i] += q[i] * dpre[t2] * scale;
-          }
-        }
-      }
-    }
-  }
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++)
+      attention_backward_head(b, h, dinp, dpreatt, datt, dout, inp, att, T, C, NH);
 }
 
 STW_CLONES static void
