@@ -23,6 +23,13 @@ cat "$out/trace.txt"
 cat "$out/runtime.md"
 
 {
+  echo "# bench/train.sh — machine: $machine; $(date -u +%Y-%m-%d)"
+  echo
+  sh "$here/train.sh" "$build"
+} > "$out/train.md"
+cat "$out/train.md"
+
+{
   echo "# bench/plan.sh — machine: $machine; $(date -u +%Y-%m-%d)"
   echo
   sh "$here/plan.sh" "$build"

@@ -1,7 +1,8 @@
 /* test-compute.c — where the CUDA compute table's arithmetic is its own, checked on the CPU
  * against the CPU's: the three cuBLAS GEMMs of a matmul (executed here by a plain column-major
- * GEMM, against the CPU's BLAS and its portable loops), attention's backward, gradient
- * accumulation and AdamW (compute-cuda-bodies.h run over every index); what the backward kernels
+ * GEMM, against the CPU's BLAS and its portable loops), attention's backward, the rows the GPU
+ * gives a warp (every lane's body and the lanes' tree), the column sums it takes in two stages,
+ * gradient accumulation and AdamW (compute-cuda-bodies.h run over every index); what the backward kernels
  * write and add into, with NaN where nothing may be read; the CPU's tanh. The other kernels are
  * one body that kernels.c runs too, so the trainer's tests cover them. No GPU needed. */
 #include "config.h"
@@ -207,6 +208,168 @@ test_attention_backward(void)
   assert_close("attention backward (weights)", da2, da1, n_att);
 }
 
+/* ---- the GPU's rows by warps, every lane run here ---------------------------------------- */
+
+/* LayerNorm forward and backward to the input by warp lanes against kernels.c, on rows narrower
+ * and wider than a warp */
+static void
+test_warp_layernorm(void)
+{
+  static const int widths[] = { 8, 72 };
+  for (gsize k = 0; k < G_N_ELEMENTS(widths); k++) {
+    int c = widths[k];
+    size_t n = (size_t)BT * c;
+    g_autofree float *inp = randoms(n), *w = randoms(c), *bias = randoms(c);
+    g_autofree float *o1 = g_new(float, n), *m1 = g_new(float, BT), *r1 = g_new(float, BT);
+    g_autofree float *o2 = nans(n), *m2 = nans(BT), *r2 = nans(BT);
+    stw_layernorm_forward(o1, m1, r1, inp, w, bias, B, T, c);
+    float p[STW_LANES];
+    for (size_t row = 0; row < BT; row++) {
+      for (int l = 0; l < STW_LANES; l++)
+        p[l] = stw_cb_ln_lane_sum(row, l, inp, c);
+      float m = stw_cb_lane_sum(p) / c;
+      for (int l = 0; l < STW_LANES; l++)
+        p[l] = stw_cb_ln_lane_var(row, l, inp, m, c);
+      float rs = 1.0f / sqrtf(stw_cb_lane_sum(p) / c + 1e-5f);
+      for (int l = 0; l < STW_LANES; l++)
+        stw_cb_ln_lane_write(row, l, o2, inp, w, bias, m, rs, c);
+      m2[row] = m;
+      r2[row] = rs;
+    }
+    assert_close("layernorm forward by warps", o2, o1, n);
+    assert_close("layernorm forward by warps (mean)", m2, m1, BT);
+    assert_close("layernorm forward by warps (rstd)", r2, r1, BT);
+
+    g_autofree float *dout = randoms(n), *d1 = randoms(n), *dw = g_new(float, c),
+                     *db = g_new(float, c);
+    g_autofree float *d2 = copy(d1, n);
+    stw_layernorm_backward(d1, dw, db, dout, inp, w, m1, r1, B, T, c, FALSE);
+    float pa[STW_LANES], pb[STW_LANES];
+    for (size_t row = 0; row < BT; row++) {
+      for (int l = 0; l < STW_LANES; l++)
+        stw_cb_lnb_lane_sums(row, l, dout, inp, w, m1, r1, c, &pa[l], &pb[l]);
+      float a = stw_cb_lane_sum(pa) / c, b = stw_cb_lane_sum(pb) / c;
+      for (int l = 0; l < STW_LANES; l++)
+        stw_cb_lnb_lane_write(row, l, d2, dout, inp, w, m1, r1, a, b, c);
+    }
+    assert_close("layernorm backward by warps", d2, d1, n);
+  }
+}
+
+/* cross-entropy forward by warp lanes, the target in any lane */
+static void
+test_warp_crossentropy(void)
+{
+  static const int vocabs[] = { 256, 50 };
+  for (gsize k = 0; k < G_N_ELEMENTS(vocabs); k++) {
+    int v = vocabs[k];
+    size_t n = (size_t)BT * v;
+    g_autofree float *logits = randoms(n), *p1 = g_new(float, n), *p2 = nans(n);
+    g_autofree float *l1 = g_new(float, BT), *l2 = nans(BT);
+    g_autofree int *targets = g_new(int, BT);
+    for (size_t r = 0; r < BT; r++)
+      targets[r] = (int)((r * 37 + 11) % (size_t)v);
+    stw_crossentropy_forward(p1, l1, logits, targets, B, T, v);
+    float part[STW_LANES];
+    for (size_t r = 0; r < BT; r++) {
+      for (int l = 0; l < STW_LANES; l++)
+        part[l] = stw_cb_ce_lane_max(r, l, logits, v);
+      float m = stw_cb_lane_max(part);
+      for (int l = 0; l < STW_LANES; l++)
+        part[l] = stw_cb_ce_lane_exp(r, l, p2, logits, m, v);
+      float sum = stw_cb_lane_sum(part);
+      for (int l = 0; l < STW_LANES; l++)
+        stw_cb_ce_lane_write(r, l, p2, l2, targets, sum, v);
+    }
+    assert_close("cross-entropy by warps (probabilities)", p2, p1, n);
+    assert_close("cross-entropy by warps (losses)", l2, l1, BT);
+  }
+}
+
+/* attention forward and backward by warp lanes (a query position and head each; T above a
+ * warp's width, so that lanes take several keys) */
+static void
+test_warp_attention(void)
+{
+  enum { b = 2, t = 40, c = 8, nh = 2, bt = b * t };
+  size_t n_att = (size_t)b * nh * t * t, n_idx = (size_t)b * t * nh;
+  g_autofree float *qkv = randoms((size_t)bt * 3 * c);
+  g_autofree float *o1 = g_new(float, (size_t)bt * c), *pre1 = g_new0(float, n_att),
+                   *a1 = g_new(float, n_att);
+  g_autofree float *o2 = nans((size_t)bt * c), *pre2 = g_new0(float, n_att), *a2 = nans(n_att);
+  stw_attention_forward(o1, pre1, a1, qkv, b, t, c, nh);
+  float part[STW_LANES];
+  for (size_t idx = 0; idx < n_idx; idx++) {
+    for (int l = 0; l < STW_LANES; l++)
+      part[l] = stw_cb_att_lane_scores(idx, l, pre2, qkv, t, c, nh);
+    float m = stw_cb_lane_max(part);
+    for (int l = 0; l < STW_LANES; l++)
+      part[l] = stw_cb_att_lane_exp(idx, l, pre2, a2, m, t, nh);
+    float sum = stw_cb_lane_sum(part);
+    for (int l = 0; l < STW_LANES; l++)
+      stw_cb_att_lane_norm(idx, l, a2, sum, t, nh);
+    for (int l = 0; l < STW_LANES; l++)
+      stw_cb_att_lane_out(idx, l, o2, a2, qkv, t, c, nh);
+  }
+  assert_close("attention forward by warps", o2, o1, (size_t)bt * c);
+  assert_close("attention forward by warps (scores)", pre2, pre1, n_att);
+  assert_close("attention forward by warps (weights)", a2, a1, n_att);
+
+  g_autofree float *dout = randoms((size_t)bt * c), *d1 = nans((size_t)bt * 3 * c);
+  g_autofree float *dp1 = nans(n_att), *da1 = nans(n_att);
+  g_autofree float *d2 = g_new0(float, (size_t)bt * 3 * c), *dp2 = nans(n_att), *da2 = nans(n_att);
+  stw_attention_backward(d1, dp1, da1, dout, qkv, a1, b, t, c, nh);
+  for (size_t idx = 0; idx < n_idx; idx++) {
+    for (int l = 0; l < STW_LANES; l++)
+      part[l] = stw_cb_attb_lane_values(idx, l, d2, da2, dout, qkv, a1, t, c, nh);
+    float dot = stw_cb_lane_sum(part);
+    for (int l = 0; l < STW_LANES; l++)
+      stw_cb_attb_lane_keys(idx, l, d2, dp2, da2, qkv, a1, dot, t, c, nh);
+    for (int l = 0; l < STW_LANES; l++)
+      stw_cb_attb_lane_query(idx, l, d2, dp2, qkv, t, c, nh);
+  }
+  assert_close("attention backward by warps", d2, d1, (size_t)bt * 3 * c);
+  assert_close("attention backward by warps (scores)", dp2, dp1, n_att);
+  assert_close("attention backward by warps (weights)", da2, da1, n_att);
+}
+
+/* the GPU's column sums in two stages (chunks of STW_COLUMN_ROWS rows) against kernels.c, over
+ * more rows than one chunk */
+static void
+test_column_sums(void)
+{
+  enum { rows = 600, c = 8 };
+  int chunks = (rows + STW_COLUMN_ROWS - 1) / STW_COLUMN_ROWS;
+  g_autofree float *inp = randoms(rows * c), *w = randoms(c), *bias = randoms(c);
+  g_autofree float *out = g_new(float, rows * c), *mean = g_new(float, rows),
+                   *rstd = g_new(float, rows);
+  stw_layernorm_forward(out, mean, rstd, inp, w, bias, 1, rows, c);
+  g_autofree float *dout = randoms(rows * c), *dx = g_new0(float, rows * c);
+  g_autofree float *dw1 = randoms(c), *db1 = randoms(c);
+  g_autofree float *dw2 = copy(dw1, c), *db2 = copy(db1, c);
+  stw_layernorm_backward(dx, dw1, db1, dout, inp, w, mean, rstd, 1, rows, c, TRUE);
+  g_autofree float *pw = nans((size_t)chunks * c), *pb = nans((size_t)chunks * c);
+  for (int k = 0; k < chunks; k++)
+    for (size_t i = 0; i < c; i++)
+      stw_cb_ln_column_partial(i, k, pw, pb, dout, inp, mean, rstd, rows, c);
+  for (size_t i = 0; i < c; i++) {
+    stw_cb_column_total(i, chunks, dw2, pw, c, TRUE);
+    stw_cb_column_total(i, chunks, db2, pb, c, TRUE);
+  }
+  assert_close("layernorm weight gradient in two stages", dw2, dw1, c);
+  assert_close("layernorm bias gradient in two stages", db2, db1, c);
+
+  g_autofree float *bg1 = nans(c), *bg2 = nans(c), *part = nans((size_t)chunks * c);
+  for (size_t o = 0; o < c; o++)
+    stw_cb_bias_grad(o, bg1, dout, rows, c, FALSE);
+  for (int k = 0; k < chunks; k++)
+    for (size_t o = 0; o < c; o++)
+      stw_cb_bias_column_partial(o, k, part, dout, rows, c);
+  for (size_t o = 0; o < c; o++)
+    stw_cb_column_total(o, chunks, bg2, part, c, FALSE);
+  assert_close("bias gradient in two stages", bg2, bg1, c);
+}
+
 /* a tied weight's second gradient: the GPU's add against the CPU table's */
 static void
 test_gradient_accumulation(void)
@@ -302,6 +465,10 @@ main(int argc, char **argv)
   g_test_add_func("/compute/layernorm-backward", test_layernorm_backward);
   g_test_add_func("/compute/tanh", test_tanh);
   g_test_add_func("/compute/attention-backward", test_attention_backward);
+  g_test_add_func("/compute/warp-layernorm", test_warp_layernorm);
+  g_test_add_func("/compute/warp-crossentropy", test_warp_crossentropy);
+  g_test_add_func("/compute/warp-attention", test_warp_attention);
+  g_test_add_func("/compute/column-sums", test_column_sums);
   g_test_add_func("/compute/gradient-accumulation", test_gradient_accumulation);
   g_test_add_func("/compute/adam", test_adam);
   g_test_add_func("/compute/bf16-rounding", test_bf16_rounding);

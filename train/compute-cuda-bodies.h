@@ -2,8 +2,9 @@
  * functions of the thread's index that compile both as CUDA (nvcc, compute-cuda.cu: one thread
  * per index) and as C (gcc: kernels.c's loops run the same bodies wherever the CPU's loop has the
  * GPU's shape, so both devices share one copy of the arithmetic). Where the GPU's way is its own
- * (attention's backward, AdamW on device chunks, the matmuls' GEMMs) tests/test-compute.c runs the
- * bodies on the CPU against the CPU's code; only the launch and the memory are CUDA's alone.
+ * (rows by warps, sums down columns in two stages, attention's backward, AdamW on device chunks,
+ * the matmuls' GEMMs) tests/test-compute.c runs the bodies on the CPU against the CPU's code;
+ * only the launch and the memory are CUDA's alone.
  *
  * Where several threads add into one element (a token's embedding row, attention's key and value
  * rows, a tied weight) STW_ADD is atomicAdd on the device and a plain += in the CPU loop. The
@@ -358,6 +359,323 @@ stw_cb_adam_bf16(size_t i, uint16_t *param, float *master, float *m, float *v, S
 {
   float w = stw_cb_adam_element(i, stw_bf16_to_float(param[i]), master, m, v, s);
   param[i] = stw_bf16_from_float(w);
+}
+
+/* ---- rows by warps ---------------------------------------------------------------------------
+ *
+ * On the GPU a row (LayerNorm's, cross-entropy's) or a query position and head (attention's) is
+ * a warp's: each of its STW_LANES lanes takes every 32nd element, and the lanes' partial sums
+ * meet in a fixed tree, which every lane evaluates over the partials in shared memory. The
+ * tests run the same lane bodies and the same tree for every lane on the CPU, so that what the
+ * GPU computes is checked here, to the order of its sums. */
+
+#define STW_LANES 32
+
+/* The sum of 32 lane partials in a fixed order: lane i with lane i + 16, then halving. */
+STW_HD float
+stw_cb_lane_sum(const float *p)
+{
+  float s[16];
+  for (int i = 0; i < 16; i++)
+    s[i] = p[i] + p[i + 16];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; i++)
+      s[i] = s[i] + s[i + w];
+  return s[0];
+}
+
+STW_HD float
+stw_cb_lane_max(const float *p)
+{
+  float m = p[0];
+  for (int i = 1; i < STW_LANES; i++)
+    m = fmaxf(m, p[i]);
+  return m;
+}
+
+/* LayerNorm forward, lane LANE of ROW: the partial sum of its elements; of their squared
+ * deviations from the mean M; then its outputs. */
+STW_HD float
+stw_cb_ln_lane_sum(size_t row, int lane, const float *inp, int C)
+{
+  const float *x = inp + row * C;
+  float s = 0;
+  for (int i = lane; i < C; i += STW_LANES)
+    s += x[i];
+  return s;
+}
+
+STW_HD float
+stw_cb_ln_lane_var(size_t row, int lane, const float *inp, float m, int C)
+{
+  const float *x = inp + row * C;
+  float s = 0;
+  for (int i = lane; i < C; i += STW_LANES)
+    s += (x[i] - m) * (x[i] - m);
+  return s;
+}
+
+STW_HD void
+stw_cb_ln_lane_write(size_t row, int lane, float *out, const float *inp, const float *weight,
+                     const float *bias, float m, float rs, int C)
+{
+  const float *x = inp + row * C;
+  float *o = out + row * C;
+  for (int i = lane; i < C; i += STW_LANES)
+    o[i] = rs * (x[i] - m) * weight[i] + bias[i];
+}
+
+/* LayerNorm backward to the input, lane LANE of ROW: its partial sums of dnorm and dnorm * norm,
+ * then its elements of DINP, added into. */
+STW_HD void
+stw_cb_lnb_lane_sums(size_t row, int lane, const float *dout, const float *inp,
+                     const float *weight, const float *mean, const float *rstd, int C, float *a,
+                     float *b)
+{
+  const float *d = dout + row * C, *x = inp + row * C;
+  float m = mean[row], rs = rstd[row], sa = 0, sb = 0;
+  for (int i = lane; i < C; i += STW_LANES) {
+    float norm = (x[i] - m) * rs, dnorm = weight[i] * d[i];
+    sa += dnorm;
+    sb += dnorm * norm;
+  }
+  *a = sa;
+  *b = sb;
+}
+
+STW_HD void
+stw_cb_lnb_lane_write(size_t row, int lane, float *dinp, const float *dout, const float *inp,
+                      const float *weight, const float *mean, const float *rstd, float a,
+                      float b, int C)
+{
+  const float *d = dout + row * C, *x = inp + row * C;
+  float *di = dinp + row * C;
+  float m = mean[row], rs = rstd[row];
+  for (int i = lane; i < C; i += STW_LANES) {
+    float norm = (x[i] - m) * rs, dnorm = weight[i] * d[i];
+    di[i] += (dnorm - a - norm * b) * rs;
+  }
+}
+
+/* Cross-entropy forward, lane LANE of row R: its largest logit; the exponentials of its logits
+ * (into PROBS) and their partial sum; then its probabilities, and the row's loss from the lane
+ * holding the target. */
+STW_HD float
+stw_cb_ce_lane_max(size_t r, int lane, const float *logits, int V)
+{
+  const float *l = logits + r * V;
+  float m = -1e30f;
+  for (int i = lane; i < V; i += STW_LANES)
+    m = fmaxf(m, l[i]);
+  return m;
+}
+
+STW_HD float
+stw_cb_ce_lane_exp(size_t r, int lane, float *probs, const float *logits, float maxv, int V)
+{
+  const float *l = logits + r * V;
+  float *p = probs + r * V, s = 0;
+  for (int i = lane; i < V; i += STW_LANES) {
+    p[i] = expf(l[i] - maxv);
+    s += p[i];
+  }
+  return s;
+}
+
+STW_HD void
+stw_cb_ce_lane_write(size_t r, int lane, float *probs, float *losses, const int *targets,
+                     float sum, int V)
+{
+  float *p = probs + r * V;
+  for (int i = lane; i < V; i += STW_LANES)
+    p[i] /= sum;
+  if (targets[r] % STW_LANES == lane)
+    losses[r] = -logf(p[targets[r]]);
+}
+
+/* Attention forward, lane LANE of query position and head IDX (over (B, T, NH)): the scores of
+ * its keys t2 = lane, lane + 32, ... <= t (into PREATT) and their largest; their exponentials
+ * (into ATT) and partial sum; the normalization of its ATT entries (zero past t); its dimensions
+ * of the output. */
+STW_HD float
+stw_cb_att_lane_scores(size_t idx, int lane, float *preatt, const float *inp, int T, int C,
+                       int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs), maxv = -1e30f;
+  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
+    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
+    float v = 0;
+    for (int i = 0; i < hs; i++)
+      v += q[i] * k[i];
+    v *= scale;
+    maxv = fmaxf(maxv, v);
+    pre[t2] = v;
+  }
+  return maxv;
+}
+
+STW_HD float
+stw_cb_att_lane_exp(size_t idx, int lane, const float *preatt, float *att, float maxv, int T,
+                    int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  const float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+  float *a = att + (((size_t)b * NH + h) * T + t) * T, s = 0;
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
+    a[t2] = expf(pre[t2] - maxv);
+    s += a[t2];
+  }
+  return s;
+}
+
+STW_HD void
+stw_cb_att_lane_norm(size_t idx, int lane, float *att, float sum, int T, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  float *a = att + (((size_t)b * NH + h) * T + t) * T;
+  float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+  for (int t2 = lane; t2 < T; t2 += STW_LANES)
+    a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
+}
+
+STW_HD void
+stw_cb_att_lane_out(size_t idx, int lane, float *out, const float *att, const float *inp, int T,
+                    int C, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+  float *o = out + ((size_t)b * T + t) * C + h * hs;
+  for (int i = lane; i < hs; i += STW_LANES) {
+    float s = 0;
+    for (int t2 = 0; t2 <= t; t2++)
+      s += a[t2] * inp[((size_t)b * T + t2) * C3 + h * hs + 2 * C + i];
+    o[i] = s;
+  }
+}
+
+/* Attention backward, lane LANE of query position and head IDX: for its keys t2 <= t, the
+ * attention weight's gradient (into DATT) and its share of sum(a da), adding into the values'
+ * rows; then the scores' gradients (DPREATT, zero past t), adding into the keys' rows; then its
+ * dimensions of the query's gradient, written. DINP's key and value parts are added into by
+ * every position (atomically on the GPU): the launch zeroes DINP first. */
+STW_HD float
+stw_cb_attb_lane_values(size_t idx, int lane, float *dinp, float *datt, const float *dout,
+                        const float *inp, const float *att, int T, int C, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+  float *da = datt + (((size_t)b * NH + h) * T + t) * T;
+  const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+  float dot = 0;
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
+    const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
+    float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
+    float s = 0;
+    for (int i = 0; i < hs; i++) {
+      s += v[i] * d[i];
+      STW_ADD(&dv[i], a[t2] * d[i]);
+    }
+    da[t2] = s;
+    dot += a[t2] * s;
+  }
+  return dot;
+}
+
+STW_HD void
+stw_cb_attb_lane_keys(size_t idx, int lane, float *dinp, float *dpreatt, float *datt,
+                      const float *inp, const float *att, float dot, int T, int C, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+  float *da = datt + (((size_t)b * NH + h) * T + t) * T;
+  float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  for (int t2 = lane; t2 < T; t2 += STW_LANES) {
+    if (t2 > t) {
+      da[t2] = dpre[t2] = 0.0f;
+      continue;
+    }
+    dpre[t2] = a[t2] * (da[t2] - dot);
+    float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
+    float g = dpre[t2] * scale;
+    for (int i = 0; i < hs; i++)
+      STW_ADD(&dk[i], q[i] * g);
+  }
+}
+
+STW_HD void
+stw_cb_attb_lane_query(size_t idx, int lane, float *dinp, const float *dpreatt, const float *inp,
+                       int T, int C, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  const float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+  float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+  for (int i = lane; i < hs; i += STW_LANES) {
+    float s = 0;
+    for (int t2 = 0; t2 <= t; t2++)
+      s += inp[((size_t)b * T + t2) * C3 + h * hs + C + i] * (dpre[t2] * scale);
+    dq[i] = s;
+  }
+}
+
+/* ---- sums down columns, in two stages -------------------------------------------------------
+ *
+ * LayerNorm's weight and bias gradients and a matmul's bias gradient sum a column over every
+ * row. On the GPU the rows are cut into chunks of STW_COLUMN_ROWS, one thread per (column,
+ * chunk) sums its chunk into a partial, and one thread per column adds the partials in chunk
+ * order, so that thousands of threads share the work and the result is the same every run. */
+
+#define STW_COLUMN_ROWS 256
+
+/* LayerNorm: the partials of column I over the rows of CHUNK (of N rows), into PW and PB at
+ * [CHUNK * C + I] */
+STW_HD void
+stw_cb_ln_column_partial(size_t i, int chunk, float *pw, float *pb, const float *dout,
+                         const float *inp, const float *mean, const float *rstd, int N, int C)
+{
+  float dw = 0, db = 0;
+  int end = (chunk + 1) * STW_COLUMN_ROWS < N ? (chunk + 1) * STW_COLUMN_ROWS : N;
+  for (int r = chunk * STW_COLUMN_ROWS; r < end; r++) {
+    float d = dout[(size_t)r * C + i];
+    dw += (inp[(size_t)r * C + i] - mean[r]) * rstd[r] * d;
+    db += d;
+  }
+  pw[(size_t)chunk * C + i] = dw;
+  pb[(size_t)chunk * C + i] = db;
+}
+
+/* a matmul's bias: the partial of column O over the rows of CHUNK */
+STW_HD void
+stw_cb_bias_column_partial(size_t o, int chunk, float *pb, const float *dout, size_t rows,
+                           int OC)
+{
+  float s = 0;
+  size_t end = (size_t)(chunk + 1) * STW_COLUMN_ROWS;
+  end = end < rows ? end : rows;
+  for (size_t r = (size_t)chunk * STW_COLUMN_ROWS; r < end; r++)
+    s += dout[r * OC + o];
+  pb[(size_t)chunk * OC + o] = s;
+}
+
+/* column I's partials of CHUNKS chunks, in order, into OUT (written, or added to) */
+STW_HD void
+stw_cb_column_total(size_t i, int chunks, float *out, const float *partial, int C,
+                    int accumulate)
+{
+  float s = 0;
+  for (int k = 0; k < chunks; k++)
+    s += partial[(size_t)k * C + i];
+  out[i] = accumulate ? out[i] + s : s;
 }
 
 /* ---- the matmuls' GEMMs ---------------------------------------------------------------------- */

@@ -31,6 +31,8 @@ typedef struct {
   cublasHandle_t blas;
   cublasComputeType_t gemm_compute; /* fp32, or fp32 through bf16 tensor cores */
   gboolean failed;
+  float *partials;                  /* the column sums' first stage, the table's own memory */
+  size_t partials_bytes;
 } Cuda;
 
 static unsigned
@@ -81,39 +83,14 @@ KERNEL(encoder_forward_k, stw_cb_encoder_forward,
 KERNEL(encoder_backward_k, stw_cb_encoder_backward,
        (size_t n, float *dwte, float *dwpe, const float *dout, const int *inp, int T, int C),
        (i, dwte, dwpe, dout, inp, T, C))
-KERNEL(layernorm_forward_k, stw_cb_layernorm_forward,
-       (size_t n, float *out, float *mean, float *rstd, const float *inp, const float *weight,
-        const float *bias, int C),
-       (i, out, mean, rstd, inp, weight, bias, C))
-KERNEL(layernorm_backward_inp_k, stw_cb_layernorm_backward_inp,
-       (size_t n, float *dinp, const float *dout, const float *inp, const float *weight,
-        const float *mean, const float *rstd, int C),
-       (i, dinp, dout, inp, weight, mean, rstd, C))
-KERNEL(layernorm_backward_params_k, stw_cb_layernorm_backward_params,
-       (size_t n, float *dweight, float *dbias, const float *dout, const float *inp,
-        const float *mean, const float *rstd, int N, int C, int accumulate),
-       (i, dweight, dbias, dout, inp, mean, rstd, N, C, accumulate))
 KERNEL(add_bias_k, stw_cb_add_bias, (size_t n, float *out, const float *bias, int OC),
        (i, out, bias, OC))
-KERNEL(bias_grad_k, stw_cb_bias_grad,
-       (size_t n, float *dbias, const float *dout, size_t rows, int OC, int accumulate),
-       (i, dbias, dout, rows, OC, accumulate))
-KERNEL(attention_forward_k, stw_cb_attention_forward,
-       (size_t n, float *out, float *preatt, float *att, const float *inp, int T, int C, int NH),
-       (i, out, preatt, att, inp, T, C, NH))
-KERNEL(attention_backward_k, stw_cb_attention_backward,
-       (size_t n, float *dinp, float *dpreatt, float *datt, const float *dout, const float *inp,
-        const float *att, int T, int C, int NH),
-       (i, dinp, dpreatt, datt, dout, inp, att, T, C, NH))
 KERNEL(gelu_forward_k, stw_cb_gelu_forward, (size_t n, float *out, const float *inp),
        (i, out, inp))
 KERNEL(gelu_backward_k, stw_cb_gelu_backward,
        (size_t n, float *dinp, const float *inp, const float *dout), (i, dinp, inp, dout))
 KERNEL(residual_forward_k, stw_cb_residual, (size_t n, float *out, const float *a, const float *b),
        (i, out, a, b))
-KERNEL(crossentropy_forward_k, stw_cb_crossentropy_forward,
-       (size_t n, float *probs, float *losses, const float *logits, const int *targets, int V),
-       (i, probs, losses, logits, targets, V))
 KERNEL(crossentropy_backward_k, stw_cb_crossentropy_backward,
        (size_t n, float *dlogits, const float *probs, const int *targets, int N, int V),
        (i, dlogits, probs, targets, N, V))
@@ -128,6 +105,153 @@ KERNEL(adam_bf16_k, stw_cb_adam_bf16,
 KERNEL(adam_k, stw_cb_adam,
        (size_t n, float *param, float *master, float *m, float *v, StwAdamStep s),
        (i, param, master, m, v, s))
+
+/* ---- rows by warps (compute-cuda-bodies.h): WARPS rows per block, a lane's partials meet in
+ * shared memory, and every lane takes the same tree over them ------------------------------- */
+
+#define WARPS (THREADS / STW_LANES)
+
+/* the warp's row, lane and partials; the whole warp leaves together past the last row */
+#define WARP_ROW(rows)                                                                        \
+  __shared__ float parts[WARPS][STW_LANES];                                                   \
+  int warp = threadIdx.x / STW_LANES, lane = threadIdx.x % STW_LANES;                         \
+  size_t row = (size_t)blockIdx.x * WARPS + warp;                                             \
+  if (row >= (rows))                                                                          \
+    return;                                                                                   \
+  float *part = parts[warp]
+
+/* the tree of every lane's V, in every lane */
+__device__ static float
+warp_sum(float *part, int lane, float v)
+{
+  part[lane] = v;
+  __syncwarp();
+  float s = stw_cb_lane_sum(part);
+  __syncwarp();
+  return s;
+}
+
+__device__ static float
+warp_max(float *part, int lane, float v)
+{
+  part[lane] = v;
+  __syncwarp();
+  float m = stw_cb_lane_max(part);
+  __syncwarp();
+  return m;
+}
+
+static unsigned
+warp_blocks(size_t rows)
+{
+  return (unsigned)((rows + WARPS - 1) / WARPS);
+}
+
+__global__ void
+layernorm_forward_k(size_t rows, float *out, float *mean, float *rstd, const float *inp,
+                    const float *weight, const float *bias, int C)
+{
+  WARP_ROW(rows);
+  float m = warp_sum(part, lane, stw_cb_ln_lane_sum(row, lane, inp, C)) / C;
+  float v = warp_sum(part, lane, stw_cb_ln_lane_var(row, lane, inp, m, C)) / C;
+  float rs = 1.0f / sqrtf(v + 1e-5f);
+  stw_cb_ln_lane_write(row, lane, out, inp, weight, bias, m, rs, C);
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = rs;
+  }
+}
+
+__global__ void
+layernorm_backward_inp_k(size_t rows, float *dinp, const float *dout, const float *inp,
+                         const float *weight, const float *mean, const float *rstd, int C)
+{
+  WARP_ROW(rows);
+  float a, b;
+  stw_cb_lnb_lane_sums(row, lane, dout, inp, weight, mean, rstd, C, &a, &b);
+  a = warp_sum(part, lane, a) / C;
+  b = warp_sum(part, lane, b) / C;
+  stw_cb_lnb_lane_write(row, lane, dinp, dout, inp, weight, mean, rstd, a, b, C);
+}
+
+__global__ void
+crossentropy_forward_k(size_t rows, float *probs, float *losses, const float *logits,
+                       const int *targets, int V)
+{
+  WARP_ROW(rows);
+  float m = warp_max(part, lane, stw_cb_ce_lane_max(row, lane, logits, V));
+  float sum = warp_sum(part, lane, stw_cb_ce_lane_exp(row, lane, probs, logits, m, V));
+  stw_cb_ce_lane_write(row, lane, probs, losses, targets, sum, V);
+}
+
+/* one warp per query position and head */
+__global__ void
+attention_forward_k(size_t n, float *out, float *preatt, float *att, const float *inp, int T,
+                    int C, int NH)
+{
+  WARP_ROW(n);
+  float m = warp_max(part, lane, stw_cb_att_lane_scores(row, lane, preatt, inp, T, C, NH));
+  float sum = warp_sum(part, lane, stw_cb_att_lane_exp(row, lane, preatt, att, m, T, NH));
+  stw_cb_att_lane_norm(row, lane, att, sum, T, NH);
+  __syncwarp(); /* every lane reads every weight */
+  stw_cb_att_lane_out(row, lane, out, att, inp, T, C, NH);
+}
+
+__global__ void
+attention_backward_k(size_t n, float *dinp, float *dpreatt, float *datt, const float *dout,
+                     const float *inp, const float *att, int T, int C, int NH)
+{
+  WARP_ROW(n);
+  float dot = warp_sum(part, lane,
+                       stw_cb_attb_lane_values(row, lane, dinp, datt, dout, inp, att, T, C, NH));
+  stw_cb_attb_lane_keys(row, lane, dinp, dpreatt, datt, inp, att, dot, T, C, NH);
+  __syncwarp(); /* every lane reads every score's gradient */
+  stw_cb_attb_lane_query(row, lane, dinp, dpreatt, inp, T, C, NH);
+}
+
+/* ---- sums down columns, in two stages (compute-cuda-bodies.h) ------------------------------ */
+
+__global__ void
+ln_column_partial_k(int C, int chunks, float *pw, float *pb, const float *dout, const float *inp,
+                    const float *mean, const float *rstd, int N)
+{
+  size_t i = INDEX();
+  if (i < (size_t)C)
+    stw_cb_ln_column_partial(i, (int)blockIdx.y, pw, pb, dout, inp, mean, rstd, N, C);
+}
+
+__global__ void
+bias_column_partial_k(int OC, float *pb, const float *dout, size_t rows)
+{
+  size_t o = INDEX();
+  if (o < (size_t)OC)
+    stw_cb_bias_column_partial(o, (int)blockIdx.y, pb, dout, rows, OC);
+}
+
+KERNEL(column_total_k, stw_cb_column_total,
+       (size_t n, int chunks, float *out, const float *partial, int C, int accumulate),
+       (i, chunks, out, partial, C, accumulate))
+
+/* The table's memory for LISTS first-stage partials of COLUMNS columns over ROWS rows: its
+ * chunk count, or 0 when it cannot be had (recorded). */
+static int
+column_chunks(Cuda *c, size_t rows, int columns, int lists)
+{
+  int chunks = (int)((rows + STW_COLUMN_ROWS - 1) / STW_COLUMN_ROWS);
+  size_t need = (size_t)chunks * columns * lists * sizeof(float);
+  if (need > c->partials_bytes) {
+    if (c->partials != NULL)
+      check(c, cudaFree(c->partials), "cudaFree (column partials)");
+    c->partials = NULL;
+    c->partials_bytes = 0;
+    if (cudaMalloc((void **)&c->partials, need) != cudaSuccess) {
+      note(c, "cudaMalloc (column partials)", "out of device memory");
+      return 0;
+    }
+    c->partials_bytes = need;
+  }
+  return chunks;
+}
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
@@ -154,7 +278,7 @@ layernorm_forward(StwCompute *x, float *out, float *mean, float *rstd, const flo
                   const float *weight, const float *bias, int B, int T, int C)
 {
   size_t n = (size_t)B * T;
-  layernorm_forward_k<<<blocks_for(n), THREADS>>>(n, out, mean, rstd, inp, weight, bias, C);
+  layernorm_forward_k<<<warp_blocks(n), THREADS>>>(n, out, mean, rstd, inp, weight, bias, C);
   launched((Cuda *)x, "layernorm_forward");
 }
 
@@ -163,14 +287,22 @@ layernorm_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, con
                    const float *inp, const float *weight, const float *mean, const float *rstd,
                    int B, int T, int C, gboolean accumulate)
 {
+  Cuda *c = (Cuda *)x;
   size_t n = (size_t)B * T;
-  layernorm_backward_inp_k<<<blocks_for(n), THREADS>>>(n, dinp, dout, inp, weight, mean, rstd,
-                                                        C);
-  launched((Cuda *)x, "layernorm_backward");
-  layernorm_backward_params_k<<<blocks_for((size_t)C), THREADS>>>((size_t)C, dweight, dbias,
-                                                                   dout, inp, mean, rstd, B * T,
-                                                                   C, accumulate);
-  launched((Cuda *)x, "layernorm_backward (weights)");
+  layernorm_backward_inp_k<<<warp_blocks(n), THREADS>>>(n, dinp, dout, inp, weight, mean, rstd,
+                                                         C);
+  launched(c, "layernorm_backward");
+  int chunks = column_chunks(c, n, C, 2);
+  if (chunks == 0)
+    return;
+  float *pw = c->partials, *pb = c->partials + (size_t)chunks * C;
+  dim3 grid(blocks_for((size_t)C), (unsigned)chunks);
+  ln_column_partial_k<<<grid, THREADS>>>(C, chunks, pw, pb, dout, inp, mean, rstd, (int)n);
+  column_total_k<<<blocks_for((size_t)C), THREADS>>>((size_t)C, chunks, dweight, pw, C,
+                                                     accumulate);
+  column_total_k<<<blocks_for((size_t)C), THREADS>>>((size_t)C, chunks, dbias, pb, C,
+                                                     accumulate);
+  launched(c, "layernorm_backward (weights)");
 }
 
 static const char *
@@ -227,9 +359,12 @@ matmul_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const 
   /* the input's gradient first: DWEIGHT may be WEIGHT's own memory */
   gemm(c, stw_cb_matmul_dinp_gemm(BT, C, OC), ops);
   gemm(c, stw_cb_matmul_dweight_gemm(BT, C, OC, accumulate), ops);
-  if (dbias != NULL) {
-    bias_grad_k<<<blocks_for((size_t)OC), THREADS>>>((size_t)OC, dbias, dout, (size_t)BT, OC,
-                                                     accumulate);
+  int chunks = dbias != NULL ? column_chunks(c, (size_t)BT, OC, 1) : 0;
+  if (chunks > 0) {
+    dim3 grid(blocks_for((size_t)OC), (unsigned)chunks);
+    bias_column_partial_k<<<grid, THREADS>>>(OC, c->partials, dout, (size_t)BT);
+    column_total_k<<<blocks_for((size_t)OC), THREADS>>>((size_t)OC, chunks, dbias, c->partials,
+                                                        OC, accumulate);
     launched(c, "matmul_backward (bias)");
   }
 }
@@ -239,7 +374,7 @@ attention_forward(StwCompute *x, float *out, float *preatt, float *att, const fl
                   int T, int C, int NH)
 {
   size_t n = (size_t)B * T * NH;
-  attention_forward_k<<<blocks_for(n), THREADS>>>(n, out, preatt, att, inp, T, C, NH);
+  attention_forward_k<<<warp_blocks(n), THREADS>>>(n, out, preatt, att, inp, T, C, NH);
   launched((Cuda *)x, "attention_forward");
 }
 
@@ -248,16 +383,12 @@ attention_backward(StwCompute *x, float *dinp, float *dpreatt, float *datt, cons
                    const float *inp, const float *att, int B, int T, int C, int NH)
 {
   Cuda *c = (Cuda *)x;
-  size_t n = (size_t)B * T * NH, n_att = n * T;
-  /* the kernel adds into what it writes */
+  size_t n = (size_t)B * T * NH;
+  /* every position adds into the keys' and values' rows */
   check(c, cudaMemsetAsync(dinp, 0, (size_t)B * T * 3 * C * sizeof(float), 0),
         "cudaMemsetAsync (attention backward)");
-  check(c, cudaMemsetAsync(dpreatt, 0, n_att * sizeof(float), 0),
-        "cudaMemsetAsync (attention backward)");
-  check(c, cudaMemsetAsync(datt, 0, n_att * sizeof(float), 0),
-        "cudaMemsetAsync (attention backward)");
-  attention_backward_k<<<blocks_for(n), THREADS>>>(n, dinp, dpreatt, datt, dout, inp, att, T, C,
-                                                    NH);
+  attention_backward_k<<<warp_blocks(n), THREADS>>>(n, dinp, dpreatt, datt, dout, inp, att, T,
+                                                     C, NH);
   launched(c, "attention_backward");
 }
 
@@ -288,7 +419,7 @@ crossentropy_forward(StwCompute *x, float *probs, float *losses, const float *lo
 {
   Cuda *c = (Cuda *)x;
   int N = B * T;
-  crossentropy_forward_k<<<blocks_for((size_t)N), THREADS>>>((size_t)N, probs, losses, logits,
+  crossentropy_forward_k<<<warp_blocks((size_t)N), THREADS>>>((size_t)N, probs, losses, logits,
                                                               targets, V);
   launched(c, "crossentropy_forward");
   float *host = g_new(float, N);
@@ -390,6 +521,8 @@ cuda_free(StwCompute *x)
   if (c == NULL)
     return;
   cublasDestroy(c->blas);
+  if (c->partials != NULL)
+    cudaFree(c->partials);
   g_free(c);
 }
 
