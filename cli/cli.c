@@ -342,6 +342,20 @@ stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device, StwP
 }
 
 gboolean
+stw_cli_budget_on_device(const StwCliPlanning *p, const StwHardware *hw, guint64 bytes,
+                         const char *option, int *status)
+{
+  if (p->beyond_device || bytes <= hw->gpu_memory_bytes)
+    return TRUE;
+  g_autofree char *b = stw_size_format(bytes);
+  g_autofree char *m = stw_size_format(hw->gpu_memory_bytes);
+  *status = stw_cli_fail(STW_EXIT_USAGE, "%s: %s is more than the %s of GPU memory that %s has: "
+                         "choose a larger GPU with --hw, or say --beyond-device to plan for one "
+                         "that does not exist", option, b, m, hw->name);
+  return FALSE;
+}
+
+gboolean
 stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
                       StwPlannerOptions *o, int *status)
 {

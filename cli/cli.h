@@ -77,6 +77,7 @@ typedef struct {
   char *cpu;     /* --cpu: host memory, all GPUs together */
   char *reserve; /* --reserve */
   char *gpus;    /* --gpus: else the trace's world size */
+  gboolean beyond_device; /* --beyond-device: GPU budgets above the profile's memory allowed */
 } StwCliPlanning;
 
 void stw_cli_planning_clear(StwCliPlanning *p);
@@ -91,7 +92,14 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "SIZE" },                                                                                   \
   { "gpus", 0, 0, G_OPTION_ARG_STRING, &(p).gpus,                                               \
     "data-parallel GPUs sharing the model in chunk groups (default: the trace's world size)",   \
-    "N" }
+    "N" },                                                                                      \
+  { "beyond-device", 0, 0, G_OPTION_ARG_NONE, &(p).beyond_device,                               \
+    "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL }
+
+/* TRUE when a GPU budget of BYTES is one the profile's GPU has (or --beyond-device says to plan
+ * beyond it); else prints the usage error for OPTION and sets *STATUS. */
+gboolean stw_cli_budget_on_device(const StwCliPlanning *p, const StwHardware *hw, guint64 bytes,
+                                  const char *option, int *status);
 
 /* Sets O from the shared options, resolving the hardware profile against trace device
  * TRACE_DEVICE (may be NULL). Prints the error and returns FALSE with *STATUS set. */

@@ -132,6 +132,8 @@ stw_cmd_compare(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (c.budget == 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
+  if (!stw_cli_budget_on_device(&pl, &o.hw, c.budget, "--gpu", &status))
+    return status;
   c.unlimited_ns = stw_whatif_unlimited_ns(trace, &o);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_run(trace, &o, (StwPolicy)p, c.budget, c.unlimited_ns, &c.pts[p]);

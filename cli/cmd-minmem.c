@@ -59,12 +59,17 @@ stw_cmd_minmem(int argc, char **argv)
   stw_whatif_run(trace, &o, STW_POLICY_STOWAGE, hi, unlimited, &top);
   hi = top.peak_gpu_bytes + o.budgets.reserved_bytes;
   stw_whatif_point_clear(&top);
+  /* never more than the GPU has, unless asked to look beyond it */
+  if (!pl.beyond_device && hi > o.hw.gpu_memory_bytes)
+    hi = o.hw.gpu_memory_bytes;
   StwWhatifPoint best = { 0 };
   stw_whatif_run(trace, &o, (StwPolicy)pol, hi, unlimited, &best);
   if (!best.feasible || best.slowdown > 1 + allowed) {
     g_autofree char *b = stw_size_format(hi);
+    gboolean device = !pl.beyond_device && hi == o.hw.gpu_memory_bytes;
     int st = stw_cli_fail(STW_EXIT_FAILURE, "minmem: policy %s is not within %.0f%% of unlimited "
-                          "memory even at %s: %s", stw_policy_names[pol], allowed * 100, b,
+                          "memory even at %s%s: %s", stw_policy_names[pol], allowed * 100, b,
+                          device ? ", all the GPU memory the profile has" : "",
                           best.feasible ? "it is slower" : best.why);
     stw_whatif_point_clear(&best);
     return st;

@@ -126,6 +126,8 @@ stw_cmd_plan(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (o.budgets.gpu_bytes == 0)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
+  if (!stw_cli_budget_on_device(&pl, &o.hw, o.budgets.gpu_bytes, "--gpu", &status))
+    return status;
   int pol = o.policy, obj = o.objective;
   if (!stw_cli_parse_enum(policy, "--policy", stw_policy_names, &pol) ||
       !stw_cli_parse_enum(objective, "--objective", stw_objective_names, &obj))

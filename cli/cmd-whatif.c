@@ -218,6 +218,18 @@ set_up(Sweep *w, int *status)
   return TRUE;
 }
 
+/* Every budget of the sweep one the GPU has (or --beyond-device). */
+static gboolean
+budgets_on_device(const Sweep *w, int *status)
+{
+  for (guint b = 0; b < w->budgets->len; b++) {
+    if (!stw_cli_budget_on_device(&w->pl, &w->o.hw, g_array_index(w->budgets, guint64, b),
+                                  "--gpu", status))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 /* ---- run: every point ------------------------------------------------------------------------- */
 
 static void
@@ -399,7 +411,7 @@ stw_cmd_whatif(int argc, char **argv)
 {
   g_auto(Sweep) w = { 0 };
   int status;
-  if (!parse(&w, argc, argv, &status) || !set_up(&w, &status))
+  if (!parse(&w, argc, argv, &status) || !set_up(&w, &status) || !budgets_on_device(&w, &status))
     return status;
   run(&w);
   return output(&w);

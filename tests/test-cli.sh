@@ -134,6 +134,12 @@ expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S 
 expect 2 "--batch, --seq, --dtype, --checkpointing and --attention go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
+# no budget above the GPU the profile describes, unless asked for
+expect 2 "--gpu: 100.00 GiB is more than the 80.00 GiB of GPU memory that A100-80GB-PCIe4 has" "plan refuses a budget above the device" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 -o "$T/over.json"
+expect 0 "" "plan beyond the device when asked" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 --beyond-device -o "$T/over.json"
+expect 2 "--gpu: 32.00 GiB is more than the 23.99 GiB of GPU memory that RTX4090-24GB-PCIe4 has" "compare refuses a budget above the device" -- $S compare "$TR" --gpu 32GiB --hw RTX4090-24GB-PCIe4
+expect 2 "--gpu: 40.00 GiB is more than" "whatif refuses a sweep past the device" -- $S whatif "$TR" --gpu 8GiB,40GiB --hw V100-32GB-PCIe3
+expect 1 "even at 23.99 GiB, all the GPU memory the profile has" "minmem never answers more than the device has" -- $S minmem "$STW_SRCDIR/traces/llama2-7b-b4-s4096-flash-ckpt.json" --hw RTX4090-24GB-PCIe4
 expect 0 "gpt2-xl" "capacity over a zoo family" -- $S capacity --family gpt2 --policy stowage --cpu 64GiB
 expect 0 "8 GPUs, 240.00 GiB of host memory" "capacity with 8 GPUs" -- $S capacity --family gpt --hidden 1024 --gpus 8 --cpu 240GiB --policy zero-offload
 expect 2 "--gpus: '0' is not valid: expected a whole number from 1 to 4096" "capacity with 0 GPUs" -- $S capacity --family gpt --gpus 0
