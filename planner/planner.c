@@ -127,6 +127,9 @@ typedef struct {
   guint32 fail_op;
   guint64 fail_need_bytes;
   guint64 fail_capacity;
+  /* the least host memory a plan that fitted the GPU needed, when none fitted the host */
+  guint64 host_need_bytes;
+  gboolean ignore_host;  /* a search over the GPU alone (gemini's fraction) */
 } Attempt;
 
 static guint64
@@ -220,9 +223,10 @@ keep_better(const Attempt *at, StwPlan *best, StwPlan *candidate)
 }
 
 /* A plan from schedule S (taken) for the placement OPTIM, evaluated over PLAN_DEMAND, the
- * demand such a plan must meet (stw_demand_of_plan). */
+ * demand such a plan must meet (stw_demand_of_plan); NULL when it keeps more in host memory than
+ * the host budget holds (noted: every budget the plan is given binds it). */
 static StwPlan *
-make_plan(const Attempt *at, const guint8 *optim, StwSchedule *s, const StwDemand *plan_demand)
+make_plan(Attempt *at, const guint8 *optim, StwSchedule *s, const StwDemand *plan_demand)
 {
   StwPlan *p = stw_plan_new();
   p->policy = at->o->policy;
@@ -236,6 +240,12 @@ make_plan(const Attempt *at, const guint8 *optim, StwSchedule *s, const StwDeman
   p->chunking = (StwChunking *)at->c;
   add_collectives(p, at->t);
   stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
+  if (!at->ignore_host && p->pred.cpu_bytes > at->o->budgets.cpu_bytes) {
+    if (at->host_need_bytes == 0 || p->pred.cpu_bytes < at->host_need_bytes)
+      at->host_need_bytes = p->pred.cpu_bytes;
+    release_candidate(p);
+    return NULL;
+  }
   return p;
 }
 
@@ -279,6 +289,8 @@ try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guin
   }
   stw_schedule_hoist(d, &s, ahead_bytes);
   StwPlan *far = make_plan(at, optim, &s, pd);
+  if (far == NULL)
+    return best;
   if (best == NULL || compare(far, best, at->o->objective) <= 0) {
     release_candidate(best);
     return far;
@@ -312,7 +324,9 @@ state_bytes(const Attempt *at, guint32 j)
 
 /* PatrickStar's margin rule: the optimizer state of chunks [0, j) lives on the GPU in the
  * margin space, the USABLE share of the budget that neither the peak non-model data nor the
- * rank's own parameter chunks take. Returns j. */
+ * rank's own parameter chunks take, nor, with several ranks, the gathered chunks of the groups in
+ * use (two: an op can span a group's end), whose gradients stay until their reduce-scatter.
+ * Returns j. */
 static guint32
 margin_prefix(const Attempt *at, double usable_share)
 {
@@ -323,6 +337,8 @@ margin_prefix(const Attempt *at, double usable_share)
   guint64 taken = peak + at->o->budgets.reserved_bytes;
   for (guint32 i = 0; i < at->n; i++)
     taken += stw_chunking_owned(at->c, i) ? stw_chunk_bytes(at->c, i, STW_LIST_PARAM) : 0;
+  if (at->c->world > 1)
+    taken += 2 * (guint64)(at->c->world - 1) * param_chunk_bytes(at->c);
   guint64 margin = usable > taken ? usable - taken : 0;
   guint32 j = 0;
   for (guint64 sum = 0; j < at->n; j++) {
@@ -358,54 +374,20 @@ max_pinned_state(const Attempt *at, const guint64 *cap)
   return j;
 }
 
-static StwPlan *
-plan_stowage(Attempt *at)
-{
-  g_autofree guint64 *cap = capacities(at, FALSE);
-  g_autofree guint8 *optim = g_malloc0(at->n);
-  g_autofree guint8 *pinned = g_malloc0(at->n_items);
-  guint32 j_max = max_pinned_state(at, cap);
-  guint32 j_margin = MIN(margin_prefix(at, 1.0), j_max);
-  /* optimizer state pinned on the GPU for a prefix of chunks, the rest stepped on the CPU or
-   * in margin space; the candidates halve the prefix down from the most that fits */
-  GArray *js = g_array_new(FALSE, FALSE, sizeof(guint32));
-  for (guint32 j = j_max;; j = at->quick ? 0 : j / 2) {
-    g_array_append_val(js, j);
-    if (j == 0)
-      break;
-  }
-  /* and the prefix PatrickStar's margin rule picks, so its placement is always a candidate */
-  gboolean seen = FALSE;
-  for (guint i = 0; i < js->len; i++)
-    seen |= g_array_index(js, guint32, i) == j_margin;
-  if (!seen)
-    g_array_append_val(js, j_margin);
-  StwPlan *best = NULL;
-  for (guint i = 0; i < js->len; i++) {
-    guint32 j = g_array_index(js, guint32, i);
-    for (int rest = STW_OPTIM_CPU; rest <= STW_OPTIM_GPU; rest++) {
-      if (j == at->n && rest == STW_OPTIM_GPU)
-        continue; /* nothing left to place */
-      pin_state(at, pinned, optim, j, (StwOptimPlace)rest);
-      for (int rule = at->quick ? STW_EVICT_FARTHEST_CLEAN : STW_EVICT_FARTHEST;
-           rule <= STW_EVICT_FARTHEST_CLEAN; rule++)
-        best = keep_better(at, best, try_placement(at, optim, pinned, NULL, cap,
-                                                   (StwEvictRule)rule, FALSE, G_MAXUINT64,
-                                                   !at->quick));
-    }
-  }
-  g_array_unref(js);
-  return best;
-}
-
+/* PatrickStar measures the memory its margin can take while it runs: where the margin rule's
+ * prefix leaves too little for an op, it takes less, halving down to none. */
 static StwPlan *
 plan_patrickstar(Attempt *at)
 {
   g_autofree guint64 *cap = capacities(at, TRUE);
   g_autofree guint8 *optim = g_malloc0(at->n);
   g_autofree guint8 *pinned = g_malloc0(at->n_items);
-  pin_state(at, pinned, optim, margin_prefix(at, PSTAR_USABLE), STW_OPTIM_CPU);
-  return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, FALSE, 0, FALSE);
+  for (guint32 j = margin_prefix(at, PSTAR_USABLE);; j /= 2) {
+    pin_state(at, pinned, optim, j, STW_OPTIM_CPU);
+    StwPlan *p = try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, FALSE, 0, FALSE);
+    if (p != NULL || j == 0)
+      return p;
+  }
 }
 
 static StwPlan *
@@ -457,24 +439,27 @@ plan_gemini_static(Attempt *at)
     guint32 m = (guint32)MIN(llround(at->o->gemini_fraction * at->n), at->n);
     return plan_gemini_m(at, cap, m);
   }
-  /* the largest fraction that fits: feasibility only shrinks as m grows */
-  StwPlan *best = plan_gemini_m(at, cap, 0);
-  if (best == NULL)
-    return NULL;
+  /* the largest fraction the GPU holds (the GPU's room only shrinks as m grows), then the host
+   * budget at it (the host holds less the larger m is: if it cannot hold m's, no m fits) */
+  at->ignore_host = TRUE;
+  StwPlan *probe = plan_gemini_m(at, cap, 0);
   guint32 lo = 0, hi = at->n;
-  while (lo < hi) {
-    guint32 mid = lo + (hi - lo + 1) / 2;
-    StwPlan *p = plan_gemini_m(at, cap, mid);
-    if (p != NULL) {
-      release_candidate(best);
-      best = p;
-      lo = mid;
-    } else {
-      hi = mid - 1;
+  if (probe != NULL) {
+    release_candidate(probe);
+    while (lo < hi) {
+      guint32 mid = lo + (hi - lo + 1) / 2;
+      StwPlan *p = plan_gemini_m(at, cap, mid);
+      if (p != NULL)
+        lo = mid;
+      else
+        hi = mid - 1;
+      release_candidate(p);
     }
   }
-  at->failed = FALSE; /* the probes beyond the largest m were expected to fail */
-  return best;
+  at->ignore_host = FALSE;
+  gboolean gpu_fits = probe != NULL;
+  at->failed = !gpu_fits && at->failed; /* the probes beyond the largest m were expected to fail */
+  return gpu_fits ? plan_gemini_m(at, cap, lo) : NULL;
 }
 
 static StwPlan *
@@ -483,6 +468,54 @@ plan_lru(Attempt *at)
   g_autofree guint64 *cap = capacities(at, FALSE);
   g_autofree guint8 *optim = g_malloc0(at->n);
   return try_placement(at, optim, NULL, NULL, cap, STW_EVICT_LRU, FALSE, 0, FALSE);
+}
+
+static StwPlan *
+plan_stowage(Attempt *at)
+{
+  g_autofree guint64 *cap = capacities(at, FALSE);
+  g_autofree guint8 *optim = g_malloc0(at->n);
+  g_autofree guint8 *pinned = g_malloc0(at->n_items);
+  guint32 j_max = max_pinned_state(at, cap);
+  guint32 j_margin = MIN(margin_prefix(at, 1.0), j_max);
+  /* optimizer state pinned on the GPU for a prefix of chunks, the rest stepped on the CPU or
+   * in margin space; the candidates halve the prefix down from the most that fits */
+  GArray *js = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (guint32 j = j_max;; j = at->quick ? 0 : j / 2) {
+    g_array_append_val(js, j);
+    if (j == 0)
+      break;
+  }
+  /* and the prefix PatrickStar's margin rule picks, so its placement is always a candidate */
+  gboolean seen = FALSE;
+  for (guint i = 0; i < js->len; i++)
+    seen |= g_array_index(js, guint32, i) == j_margin;
+  if (!seen)
+    g_array_append_val(js, j_margin);
+  StwPlan *best = NULL;
+  for (guint i = 0; i < js->len; i++) {
+    guint32 j = g_array_index(js, guint32, i);
+    for (int rest = STW_OPTIM_CPU; rest <= STW_OPTIM_GPU; rest++) {
+      if (j == at->n && rest == STW_OPTIM_GPU)
+        continue; /* nothing left to place */
+      pin_state(at, pinned, optim, j, (StwOptimPlace)rest);
+      for (int rule = at->quick ? STW_EVICT_FARTHEST_CLEAN : STW_EVICT_FARTHEST;
+           rule <= STW_EVICT_FARTHEST_CLEAN; rule++)
+        best = keep_better(at, best, try_placement(at, optim, pinned, NULL, cap,
+                                                   (StwEvictRule)rule, FALSE, G_MAXUINT64,
+                                                   !at->quick));
+    }
+  }
+  g_array_unref(js);
+  /* and in the full pass every baseline's own placement, so that no baseline fits where the
+   * default does not */
+  if (!at->quick) {
+    StwPlan *(*baselines[])(Attempt *) = { plan_patrickstar, plan_zero_offload,
+                                            plan_zero_infinity, plan_gemini_static, plan_lru };
+    for (gsize i = 0; i < G_N_ELEMENTS(baselines); i++)
+      best = keep_better(at, best, baselines[i](at));
+  }
+  return best;
 }
 
 static StwPlan *
@@ -521,10 +554,21 @@ min_budget(const StwTrace *t, const StwChunking *c, const StwBudgets *b, guint32
   return worst;
 }
 
+/* Why no plan of the policy fits: the host budget when some plan fitted the GPU (HOST_NEED, the
+ * least host memory one needed), else the GPU shortfall AT met first. */
 static void
 infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *at,
-                 guint64 min_bytes, guint32 min_op, guint64 min_chunk, GError **error)
+                 guint64 host_need, guint64 min_bytes, guint32 min_op, guint64 min_chunk,
+                 GError **error)
 {
+  if (host_need > 0) {
+    g_autofree char *need = stw_size_format(host_need);
+    g_autofree char *have = stw_size_format(o->budgets.cpu_bytes);
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+                "policy %s cannot fit the host budget of %s: its plans that fit the GPU keep at "
+                "least %s of chunks in host memory", stw_policy_names[o->policy], have, need);
+    return;
+  }
   const StwOp *op = stw_trace_op(t, at->fail_op);
   g_autofree char *budget = stw_size_format(o->budgets.gpu_bytes);
   g_autofree char *need = stw_size_format(at->fail_need_bytes);
@@ -585,6 +629,7 @@ typedef struct {
   StwChunking *best_layout;
   StwChunking *layout;       /* of the plan evaluate_size returned */
   Attempt first_failure;
+  guint64 host_need;         /* the least host memory of the plans that fitted the GPU only */
   guint64 min_bytes, min_chunk;
   guint32 min_op;
 } Search;
@@ -649,6 +694,8 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   Attempt at = { .t = se->t, .o = se->o, .c = c, .n = stw_chunking_count(c),
                  .n_items = stw_plan_n_items(c), .quick = quick };
   *out = plan_policy(&at);
+  if (at.host_need_bytes > 0 && (se->host_need == 0 || at.host_need_bytes < se->host_need))
+    se->host_need = at.host_need_bytes;
   if (*out == NULL) {
     if (!se->first_failure.failed)
       se->first_failure = at;
@@ -659,20 +706,14 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   return TRUE;
 }
 
-/* The chunk sizes to plan: the search's for the stowage policy without a given size, else the
- * size given or the smallest aligned size that fits. */
+/* The chunk sizes to plan: the size given, else the search's (ascending). */
 static GArray *
 candidate_sizes(const StwTrace *t, const StwPlannerOptions *o)
 {
-  if (o->chunk_size_elems == 0 && o->policy == STW_POLICY_STOWAGE)
+  if (o->chunk_size_elems == 0)
     return stw_planner_chunk_sizes(t);
   GArray *sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
-  guint64 s = o->chunk_size_elems;
-  if (s == 0) {
-    g_autoptr(GArray) all = stw_planner_chunk_sizes(t);
-    s = g_array_index(all, guint64, 0);
-  }
-  g_array_append_val(sizes, s);
+  g_array_append_val(sizes, o->chunk_size_elems);
   return sizes;
 }
 
@@ -697,6 +738,23 @@ check_nonmodel(const StwTrace *t, const StwPlannerOptions *o, GError **error)
   return FALSE;
 }
 
+/* A baseline policy without a chunk size given takes the smallest size that fits, as a user of
+ * its system would raise the chunk size until the model fits: the first of SIZES it plans. */
+static gboolean
+first_size_that_fits(Search *se, const GArray *sizes, GError **error)
+{
+  for (guint i = 0; i < sizes->len && se->best == NULL; i++) {
+    StwPlan *p = NULL;
+    if (!evaluate_size(se, g_array_index(sizes, guint64, i), FALSE, &p, error))
+      return FALSE;
+    if (p != NULL)
+      keep_layout(se, p);
+    if (se->o->progress != NULL)
+      se->o->progress(i + 1, sizes->len, se->o->progress_data);
+  }
+  return TRUE;
+}
+
 /* The search runs in two passes: every size with a few optimizer placements, then the two best
  * sizes and the smallest (the baselines' size, so that they stay candidates) with all of them.
  * Sizes only move the optimum a little once the placement is fixed, and the second pass is where
@@ -705,6 +763,8 @@ static gboolean
 search_sizes(Search *se, const GArray *sizes, GError **error)
 {
   const StwPlannerOptions *o = se->o;
+  if (sizes->len > 1 && o->policy != STW_POLICY_STOWAGE)
+    return first_size_that_fits(se, sizes, error);
   gboolean search = sizes->len > 1;
   g_autoptr(GArray) quick = g_array_new(FALSE, FALSE, sizeof(SizeScore));
   for (guint i = 0; i < sizes->len; i++) {
@@ -726,12 +786,18 @@ search_sizes(Search *se, const GArray *sizes, GError **error)
   if (!search)
     return TRUE;
   g_array_sort_with_data(quick, score_cmp, (gpointer)o);
+  /* the finalists: the two best of the first pass, and always the smallest size, where every
+   * baseline plans (the full pass includes their placements), even when the first pass found
+   * nothing there or anywhere */
   g_autoptr(GArray) finalists = g_array_new(FALSE, FALSE, sizeof(guint64));
-  for (guint i = 0; i < MIN(quick->len, 2); i++)
-    g_array_append_val(finalists, g_array_index(quick, SizeScore, i).size);
   guint64 smallest = g_array_index(sizes, guint64, 0);
-  if (quick->len > 0 && (finalists->len < 2 || (g_array_index(finalists, guint64, 0) != smallest
-                                                 && g_array_index(finalists, guint64, 1) != smallest)))
+  gboolean has_smallest = FALSE;
+  for (guint i = 0; i < MIN(quick->len, 2); i++) {
+    guint64 size = g_array_index(quick, SizeScore, i).size;
+    g_array_append_val(finalists, size);
+    has_smallest |= size == smallest;
+  }
+  if (!has_smallest)
     g_array_append_val(finalists, smallest);
   for (guint i = 0; i < finalists->len; i++) {
     StwPlan *p = NULL;
@@ -758,7 +824,8 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
   }
   StwPlan *best = se.best;
   if (best == NULL) {
-    infeasible_error(t, o, &se.first_failure, se.min_bytes, se.min_op, se.min_chunk, error);
+    infeasible_error(t, o, &se.first_failure, se.host_need, se.min_bytes, se.min_op,
+                     se.min_chunk, error);
     return NULL;
   }
   best->chunking = se.best_layout; /* the plan owns its layout from here on */

@@ -80,7 +80,7 @@ expect 1 "chunk size 1000 elements is below the largest tensor (wte, 38597376 el
 expect 0 "chunk size 1,000,000 elements" "oversized tensors allowed" -- $S plan "$TR" --gpu 9GiB --chunk-size 1000000 --oversized -o "$T/po.json"
 expect 0 "is sound" "the oversized plan checks" -- $S check "$T/po.json" "$TR"
 expect 1 "no plan fits a GPU budget of 7.00 GiB: at op 99 (loss, fwd)" "a budget below the activations" -- $S plan "$TR" --gpu 7GiB -o "$T/bad.json"
-expect 1 "more than the CPU budget of 1.00 GiB" "a CPU budget too small" -- $S plan "$TR" --gpu 8GiB --cpu 1GiB -o "$T/bad.json"
+expect 1 "cannot fit the host budget of 1.00 GiB: its plans that fit the GPU keep at least 1.45 GiB of chunks in host memory" "a CPU budget too small" -- $S plan "$TR" --gpu 8GiB --cpu 1GiB -o "$T/bad.json"
 test ! -e "$T/bad.json"; tap_result $? "failed plans wrote nothing"
 expect 2 "--gpu SIZE is required" "plan without a budget" -- $S plan "$TR" -o "$T/bad.json"
 expect 2 "--gpu: '16 GB of RAM' is not a size" "a bad budget" -- $S plan "$TR" --gpu "16 GB of RAM" -o "$T/bad.json"
@@ -134,6 +134,9 @@ expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S 
 expect 2 "--batch, --seq, --dtype, --checkpointing and --attention go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
+# the default policy uses the host budget it is given: where only a placement that keeps more on
+# the GPU fits the host, it finds one (and beats gemini's)
+expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.524 s     5.31x  yes" "stowage fits a host budget that binds" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static
 # no budget above the GPU the profile describes, unless asked for
 expect 2 "--gpu: 100.00 GiB is more than the 80.00 GiB of GPU memory that A100-80GB-PCIe4 has" "plan refuses a budget above the device" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 -o "$T/over.json"
 expect 0 "" "plan beyond the device when asked" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 --beyond-device -o "$T/over.json"

@@ -7,6 +7,8 @@
 
 #include <stowage/check.h>
 #include <stowage/planner.h>
+#include <stowage/synth.h>
+#include <stowage/whatif.h>
 #include <stowage/units.h>
 
 #include "testutil.h"
@@ -173,7 +175,7 @@ test_infeasible(void)
   o.budgets.gpu_bytes = 9 * STW_GiB;
   o.budgets.cpu_bytes = STW_MiB;
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
-  stw_assert_error_contains(error, "of chunks in host memory, more than the CPU budget of 1.00 MiB");
+  stw_assert_error_contains(error, "policy stowage cannot fit the host budget of 1.00 MiB: its plans that fit the GPU keep at least ");
   o.budgets.cpu_bytes = STW_TiB;
   o.budgets.reserved_bytes = 9 * STW_GiB;
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
@@ -345,6 +347,71 @@ test_plan_limits(void)
   g_rmdir(dir);
 }
 
+
+/* Feasibility is monotone for every policy: a plan that fits a budget fits every larger one,
+ * and one that fits a batch fits every smaller one, on one GPU and on eight; and the default
+ * policy fits wherever any baseline does. */
+static gboolean
+feasible(const StwTrace *t, const StwPlannerOptions *o, int policy, guint64 budget)
+{
+  StwWhatifPoint pt;
+  stw_whatif_run(t, o, (StwPolicy)policy, budget, 0, &pt);
+  gboolean ok = pt.feasible;
+  stw_whatif_point_clear(&pt);
+  return ok;
+}
+
+static void
+test_feasibility_monotone(void)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup("V100-32GB-PCIe3", &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.cpu_bytes = 64 * STW_GiB;
+  /* by budget: GPT-2, batch 8 x 1024, from 6 to 16 GiB */
+  g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "traces", "gpt2-b8-s1024.json",
+                                                NULL);
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_trace_load(path, &error);
+  g_assert_no_error(error);
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    gboolean was = FALSE;
+    for (guint64 gib = 6; gib <= 16; gib++) {
+      gboolean now = feasible(t, &o, p, gib * STW_GiB);
+      if (was && !now)
+        g_error("%s fits %" G_GUINT64_FORMAT " GiB but not %" G_GUINT64_FORMAT " GiB",
+                stw_policy_names[p], gib - 1, gib);
+      if (now && p != STW_POLICY_STOWAGE)
+        g_assert_true(feasible(t, &o, STW_POLICY_STOWAGE, gib * STW_GiB));
+      was = now;
+    }
+  }
+  /* by batch: a 2.1B PatrickStar GPT on 8 GPUs of 32 GiB and on one */
+  StwModelConfig cfg;
+  g_assert_true(stw_model_resolve("pstar-2b", &cfg, &error));
+  for (guint32 world = 1; world <= 8; world *= 8) {
+    o.world_size = world;
+    o.budgets.cpu_bytes = 240 * STW_GiB;
+    gboolean fits[STW_N_POLICIES][9] = { { FALSE } };
+    for (guint64 b = 1; b <= 8; b++) {
+      StwSynthOptions so = { .batch = b, .seq = 1024, .dtype = STW_DTYPE_FP16,
+                             .checkpointing = TRUE, .attention = STW_ATTENTION_FLASH };
+      g_autoptr(StwTrace) s = stw_synth_trace(&cfg, &so, &hw, &error);
+      g_assert_no_error(error);
+      for (int p = 0; p < STW_N_POLICIES; p++)
+        fits[p][b] = feasible(s, &o, p, 30 * STW_GiB);
+      for (int p = 0; p < STW_N_POLICIES; p++) {
+        if (fits[p][b] && b > 1 && !fits[p][b - 1])
+          g_error("%u GPUs: %s fits batch %" G_GUINT64_FORMAT " but not %" G_GUINT64_FORMAT,
+                  world, stw_policy_names[p], b, b - 1);
+        if (fits[p][b])
+          g_assert_true(fits[STW_POLICY_STOWAGE][b]);
+      }
+    }
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -356,5 +423,6 @@ main(int argc, char **argv)
   g_test_add_func("/planner/check-catches", test_check_catches);
   g_test_add_func("/planner/bad-plan-files", test_bad_plan_files);
   g_test_add_func("/planner/plan-limits", test_plan_limits);
+  g_test_add_func("/planner/feasibility-monotone", test_feasibility_monotone);
   return g_test_run();
 }
