@@ -59,25 +59,45 @@ gpt_of_width(StwModelConfig *c, guint64 hidden, guint64 layers, guint64 seq)
   c->tied = TRUE;
 }
 
-/* The largest GPT of WIDTH whose plan fits, by layers: bisected. FALSE when none fits. */
+/* Depths above a bisection's answer that are tried too: feasibility need not be monotone in the
+ * layers (a chunk size or a placement that fits one depth can miss the next). */
+#define NEIGHBOURS 4
+
+/* The largest GPT of WIDTH whose plan fits, by layers: bisected, then the NEIGHBOURS depths above
+ * the answer tried, and bisected again above any of them that fits. FALSE when none fits. */
 static gboolean
 largest_by_layers(Probe *pr, guint64 width, StwModelConfig *best)
 {
   gboolean any = FALSE;
   guint64 lo = 0, hi = STW_MODEL_MAX_LAYERS;
-  while (lo < hi) { /* the largest L that fits, in [0, hi] */
-    guint64 mid = lo + (hi - lo + 1) / 2;
-    StwModelConfig c;
-    gpt_of_width(&c, width, mid, pr->so.seq);
-    if (fits(pr, &c)) {
-      lo = mid;
-      *best = c;
-      any = TRUE;
-    } else {
-      hi = mid - 1;
+  for (;;) {
+    while (lo < hi) { /* the largest L that fits, in [lo, hi], lo fitting (or 0) */
+      guint64 mid = lo + (hi - lo + 1) / 2;
+      StwModelConfig c;
+      gpt_of_width(&c, width, mid, pr->so.seq);
+      if (fits(pr, &c)) {
+        lo = mid;
+        *best = c;
+        any = TRUE;
+      } else {
+        hi = mid - 1;
+      }
     }
+    guint64 above = 0;
+    for (guint64 l = lo + 2; l <= MIN(lo + 1 + NEIGHBOURS, STW_MODEL_MAX_LAYERS) && !above; l++) {
+      StwModelConfig c; /* lo + 1 failed in the bisection */
+      gpt_of_width(&c, width, l, pr->so.seq);
+      if (fits(pr, &c)) {
+        above = l;
+        *best = c;
+        any = TRUE;
+      }
+    }
+    if (above == 0)
+      return any;
+    lo = above;
+    hi = STW_MODEL_MAX_LAYERS;
   }
-  return any;
 }
 
 /* The largest of MEMBERS (zoo models) whose plan fits. FALSE when none fits. */
@@ -124,7 +144,7 @@ stw_cmd_capacity(int argc, char **argv)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
-                  *attention = NULL;
+                  *attention = NULL, *dtype = NULL;
   gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -137,6 +157,8 @@ stw_cmd_capacity(int argc, char **argv)
     { "no-checkpointing", 0, 0, G_OPTION_ARG_NONE, &no_ckpt,
       "keep all activations (default: checkpoint every block)", NULL },
     { "attention", 0, 0, G_OPTION_ARG_STRING, &attention, "flash (default) or naive", "A" },
+    { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype,
+      "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "comma list of policies, or all (default)",
       "LIST" },
     { NULL }
@@ -168,9 +190,9 @@ stw_cmd_capacity(int argc, char **argv)
   Probe pr = { .o = &o, .hw = &hw,
                .so = { .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16,
                        .checkpointing = !no_ckpt, .attention = STW_ATTENTION_FLASH } };
-  if (hw.flops_per_s[STW_DTYPE_BF16] <= 0)
+  if (hw.flops_per_s[STW_DTYPE_BF16] <= 0) /* V100: no bf16 */
     pr.so.dtype = STW_DTYPE_FP16;
-  int att = pr.so.attention;
+  int att = pr.so.attention, dt = pr.so.dtype;
   gboolean by_layers = FALSE;
   g_autoptr(GArray) members = g_array_new(FALSE, FALSE, sizeof(StwModelConfig));
   g_autoptr(GArray) policies = g_array_new(FALSE, FALSE, sizeof(int));
@@ -179,10 +201,15 @@ stw_cmd_capacity(int argc, char **argv)
       (seq != NULL && !stw_cli_parse_count(seq, "--seq", 1, STW_MODEL_MAX_SEQ, &pr.so.seq)) ||
       (hidden != NULL && !stw_cli_parse_count(hidden, "--hidden", 64, 65536, &width)) ||
       !stw_cli_parse_enum(attention, "--attention", stw_attention_names, &att) ||
+      !stw_cli_parse_enum(dtype, "--dtype", stw_dtype_names, &dt) ||
       !parse_family(family, &by_layers, members) ||
       !stw_cli_parse_enum_list(policy, "--policy", stw_policy_names, policies))
     return STW_EXIT_USAGE;
   pr.so.attention = (StwAttention)att;
+  pr.so.dtype = (StwDtype)dt;
+  if (hw.flops_per_s[pr.so.dtype] <= 0)
+    return stw_cli_fail(STW_EXIT_USAGE, "--dtype: %s has no %s compute", hw.name,
+                        stw_dtype_name(pr.so.dtype));
   if (!stw_cli_option_needs("capacity", "--hidden", hidden != NULL, "--family gpt", by_layers))
     return STW_EXIT_USAGE;
 
@@ -206,11 +233,26 @@ stw_cmd_capacity(int argc, char **argv)
   if (isatty(STDERR_FILENO))
     fprintf(stderr, "\r%*s\r", 60, "");
   g_autofree char *cpub = stw_size_format(o.budgets.cpu_bytes);
+  /* what was assumed, the defaults named as such */
+  GString *assumed = g_string_new(NULL);
+  if (batch == NULL || seq == NULL)
+    g_string_append_printf(assumed, "%s%s", assumed->len ? ", " : "",
+                           batch == NULL && seq == NULL ? "the batch and sequence"
+                           : batch == NULL ? "the batch" : "the sequence");
+  if (!no_ckpt)
+    g_string_append_printf(assumed, "%scheckpointing", assumed->len ? ", " : "");
+  if (attention == NULL)
+    g_string_append_printf(assumed, "%sflash attention", assumed->len ? ", " : "");
+  if (dtype == NULL)
+    g_string_append_printf(assumed, "%s%s", assumed->len ? ", " : "",
+                           stw_dtype_name(pr.so.dtype));
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens per GPU, %s, %s attention\n\n", hw.name, o.world_size,
+         " tokens per GPU, %s, %s attention, %s%s%s%s\n\n", hw.name, o.world_size,
          o.world_size > 1 ? "s" : "", cpub, pr.so.batch, pr.so.seq,
          pr.so.checkpointing ? "checkpointing" : "no checkpointing",
-         stw_attention_name(pr.so.attention));
+         stw_attention_name(pr.so.attention), stw_dtype_name(pr.so.dtype),
+         assumed->len ? " (defaults: " : "", assumed->str, assumed->len ? ")" : "");
+  g_string_free(assumed, TRUE);
   stw_table_print(tab, stdout);
   return STW_EXIT_OK;
 }

@@ -149,6 +149,10 @@ expect 2 "--gpus: '0' is not valid: expected a whole number from 1 to 4096" "cap
 expect 2 "--family: 'rnn' is not one of" "capacity with an unknown family" -- $S capacity --family rnn
 expect 2 "--policy: 'fastest' is not one of stowage, patrickstar" "capacity with an unknown policy" -- $S capacity --family gpt2 --policy fastest
 expect 2 "--attention: 'sparse' is not one of naive, flash" "capacity with an unknown attention" -- $S capacity --family gpt2 --attention sparse
+expect 0 "V100-32GB-PCIe3, 1 GPU, 64.00 GiB of host memory; batch 8 x 1024 tokens per GPU, checkpointing, flash attention, fp16 (defaults: the batch and sequence, checkpointing, flash attention, fp16)" "capacity names what it assumed" -- $S capacity --family patrickstar --hw V100-32GB-PCIe3 --cpu 64GiB --policy patrickstar
+$S capacity --family gpt2 --batch 2 --seq 512 --no-checkpointing --attention naive --dtype bf16 --policy stowage > "$T/cap.txt" 2>&1
+head -n1 "$T/cap.txt" | grep -qx "A100-80GB-PCIe4, 1 GPU, 512.00 GiB of host memory; batch 2 x 512 tokens per GPU, no checkpointing, naive attention, bf16"; tap_result $? "capacity with nothing assumed names no defaults" "$(head -n1 "$T/cap.txt")"
+expect 2 "--dtype: V100-32GB-PCIe3 has no bf16 compute" "capacity with a dtype the GPU lacks" -- $S capacity --family gpt2 --hw V100-32GB-PCIe3 --dtype bf16
 expect 2 "--policy: the list is empty" "whatif with an empty policy list" -- $S whatif "$TR" --gpu 8GiB --policy ""
 expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "whatif with an unknown dtype" -- $S whatif --model gpt2 --gpu 8GiB --dtype fp8
 expect 0 "stowage" "enum options ignore case" -- $S plan "$TR" --gpu 9GiB --policy STOWAGE -o "$T/case.json"
