@@ -1,5 +1,6 @@
 /* cli.c — shared CLI plumbing: error reporting, option parsing, aligned tables. */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,23 @@ stw_table_row(StwTable *t, ...)
   for (guint i = 0; i < t->n_cols; i++)
     g_ptr_array_add(t->cells, g_strdup(va_arg(ap, const char *)));
   va_end(ap);
+}
+
+StwTable *
+stw_table_new_v(guint n_cols, const char *const *heads)
+{
+  StwTable *t = g_new0(StwTable, 1);
+  t->n_cols = n_cols;
+  t->cells = g_ptr_array_new_with_free_func(g_free);
+  stw_table_row_v(t, heads);
+  return t;
+}
+
+void
+stw_table_row_v(StwTable *t, const char *const *cells)
+{
+  for (guint i = 0; i < t->n_cols; i++)
+    g_ptr_array_add(t->cells, g_strdup(cells[i]));
 }
 
 void
@@ -197,6 +215,38 @@ plan_trace_path(const char *plan_file, const char *recorded)
     return g_strdup(recorded);
   }
   return path;
+}
+
+void
+stw_cli_throughput_cells(const StwThroughput *th, char **tokens_per_s, char **mfu)
+{
+  if (th->tokens_per_s <= 0) {
+    *tokens_per_s = g_strdup("-");
+    *mfu = g_strdup("-");
+    return;
+  }
+  *tokens_per_s = stw_cli_rate_format(th->tokens_per_s);
+  *mfu = g_strdup_printf("%.1f%%", th->mfu * 100);
+}
+
+void
+stw_cli_json_throughput(cJSON *obj, const StwThroughput *th)
+{
+  if (th->tokens_per_s <= 0)
+    return;
+  cJSON_AddNumberToObject(obj, "tokens_per_s", th->tokens_per_s);
+  cJSON_AddNumberToObject(obj, "model_flops_per_s", th->model_flops_per_s);
+  cJSON_AddNumberToObject(obj, "hardware_flops_per_s", th->hardware_flops_per_s);
+  cJSON_AddNumberToObject(obj, "mfu", th->mfu);
+  cJSON_AddBoolToObject(obj, "recompute", th->recompute);
+}
+
+char *
+stw_cli_rate_format(double v)
+{
+  if (!(v >= 100))
+    return g_strdup_printf("%.1f", v >= 0 ? v : 0);
+  return stw_cli_group_digits((guint64)llround(fmin(v, 1e18)));
 }
 
 char *

@@ -12,7 +12,10 @@
 #include <stowage/files.h>
 #include <stowage/hardware.h>
 #include <stowage/planner.h>
+#include <stowage/simulate.h>
 #include <stowage/trace.h>
+
+#include <cjson/cJSON.h>
 
 G_BEGIN_DECLS
 
@@ -46,6 +49,9 @@ gboolean stw_cli_parse(GOptionContext *ctx, int *argc, char ***argv, const char 
 typedef struct StwTable StwTable;
 StwTable *stw_table_new(guint n_cols, ...);
 void stw_table_row(StwTable *t, ...);  /* N_COLS strings, copied */
+/* the same from arrays: N_COLS headers, or N_COLS cells */
+StwTable *stw_table_new_v(guint n_cols, const char *const *heads);
+void stw_table_row_v(StwTable *t, const char *const *cells);
 void stw_table_print(StwTable *t, FILE *out);
 void stw_table_free(StwTable *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTable, stw_table_free)
@@ -142,6 +148,13 @@ char *stw_cli_trace_name_for_plan(const char *trace_file, const char *plan_file)
 
 /* "124,439,808" */
 char *stw_cli_group_digits(guint64 v);
+/* A point's throughput as table cells (tokens/s; MFU), "-" where the trace does not say its
+ * batch; and as JSON members of OBJ (tokens_per_s, model_flops_per_s, mfu, recompute). */
+void stw_cli_throughput_cells(const StwThroughput *th, char **tokens_per_s, char **mfu);
+void stw_cli_json_throughput(cJSON *obj, const StwThroughput *th);
+
+/* A rate for people: whole and grouped from 100 up ("12,345"), one decimal below ("42.5"). */
+char *stw_cli_rate_format(double v);
 
 G_END_DECLS
 

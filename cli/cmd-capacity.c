@@ -213,21 +213,23 @@ stw_cmd_capacity(int argc, char **argv)
   if (!stw_cli_option_needs("capacity", "--hidden", hidden != NULL, "--family gpt", by_layers))
     return STW_EXIT_USAGE;
 
-  g_autoptr(StwTable) tab = stw_table_new(6, "<policy", "<largest model", "layers", "parameters",
-                                          "iteration", "moves");
+  g_autoptr(StwTable) tab = stw_table_new(8, "<policy", "<largest model", "layers", "parameters",
+                                          "iteration", "tokens/s", "MFU", "moves");
   for (guint k = 0; k < policies->len; k++) {
     int p = g_array_index(policies, int, k);
     pr.policy = (StwPolicy)p;
     StwModelConfig best = { 0 };
     if (by_layers ? !largest_by_layers(&pr, width, &best) : !largest_of(&pr, members, &best)) {
-      stw_table_row(tab, stw_policy_names[p], "none fits", "-", "-", "-", "-");
+      stw_table_row(tab, stw_policy_names[p], "none fits", "-", "-", "-", "-", "-", "-");
       continue;
     }
     g_autofree char *layers = g_strdup_printf("%" G_GUINT64_FORMAT, best.layers);
     g_autofree char *params = stw_cli_group_digits(stw_model_param_count(&best));
     g_autofree char *it = stw_duration_format(pr.last.iteration_ns);
     g_autofree char *mv = stw_size_format(pr.last.h2d_bytes + pr.last.d2h_bytes);
-    stw_table_row(tab, stw_policy_names[p], best.name, layers, params, it, mv);
+    g_autofree char *tps = NULL, *mfu = NULL;
+    stw_cli_throughput_cells(&pr.last.throughput, &tps, &mfu);
+    stw_table_row(tab, stw_policy_names[p], best.name, layers, params, it, tps, mfu, mv);
   }
   stw_whatif_point_clear(&pr.last);
   if (isatty(STDERR_FILENO))

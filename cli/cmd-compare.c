@@ -33,6 +33,7 @@ print_json(const Comparison *c)
       cJSON_AddNumberToObject(row, "comm_bytes", (double)pt->comm_bytes);
       cJSON_AddNumberToObject(row, "iteration_ns", (double)pt->iteration_ns);
       cJSON_AddNumberToObject(row, "slowdown", pt->slowdown);
+      stw_cli_json_throughput(row, &pt->throughput);
     } else {
       cJSON_AddStringToObject(row, "why", pt->why);
     }
@@ -55,32 +56,35 @@ static void
 print_table(const Comparison *c)
 {
   gboolean multi = c->o->world_size > 1;
-  g_autoptr(StwTable) tab =
-      multi ? stw_table_new(8, "<policy", "chunk size", "H2D", "D2H", "gathered", "iteration",
-                            "slowdown", "<fits?")
-            : stw_table_new(7, "<policy", "chunk size", "H2D", "D2H", "iteration", "slowdown",
-                            "<fits?");
+  /* the gathered column only with several GPUs */
+  const char *heads[] = { "<policy", "chunk size", "H2D", "D2H", "gathered", "iteration",
+                          "tokens/s", "MFU", "slowdown", "<fits?" };
+  enum { GATHERED = 4, N_COLS = G_N_ELEMENTS(heads) };
+  const char *shown[N_COLS];
+  guint n = 0;
+  for (guint i = 0; i < N_COLS; i++)
+    if (multi || i != GATHERED)
+      shown[n++] = heads[i];
+  g_autoptr(StwTable) tab = stw_table_new_v(n, shown);
   guint n_why = 0;
   for (int p = 0; p < STW_N_POLICIES; p++) {
     const StwWhatifPoint *pt = &c->pts[p];
-    if (!pt->feasible) {
-      g_autofree char *note = g_strdup_printf("no (%u)", ++n_why);
-      if (multi)
-        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", "-", note);
-      else
-        stw_table_row(tab, stw_policy_names[p], "-", "-", "-", "-", "-", note);
-      continue;
-    }
+    g_autofree char *note = pt->feasible ? g_strdup("yes") : g_strdup_printf("no (%u)", ++n_why);
     g_autofree char *cs = stw_cli_group_digits(pt->chunk_size_elems);
     g_autofree char *h = stw_size_format(pt->h2d_bytes);
     g_autofree char *d = stw_size_format(pt->d2h_bytes);
-    g_autofree char *it = stw_duration_format(pt->iteration_ns);
-    g_autofree char *sd = g_strdup_printf("%.2fx", pt->slowdown);
     g_autofree char *g = stw_size_format(pt->comm_bytes);
-    if (multi)
-      stw_table_row(tab, stw_policy_names[p], cs, h, d, g, it, sd, "yes");
-    else
-      stw_table_row(tab, stw_policy_names[p], cs, h, d, it, sd, "yes");
+    g_autofree char *it = stw_duration_format(pt->iteration_ns);
+    g_autofree char *tps = NULL, *mfu = NULL;
+    stw_cli_throughput_cells(&pt->throughput, &tps, &mfu);
+    g_autofree char *sd = g_strdup_printf("%.2fx", pt->slowdown);
+    const char *cells[] = { stw_policy_names[p], cs, h, d, g, it, tps, mfu, sd, note };
+    const char *row[N_COLS];
+    guint k = 0;
+    for (guint i = 0; i < N_COLS; i++)
+      if (multi || i != GATHERED)
+        row[k++] = pt->feasible || i == 0 || i == N_COLS - 1 ? cells[i] : "-";
+    stw_table_row_v(tab, row);
   }
   g_autofree char *b = stw_size_format(c->budget);
   g_autofree char *u = stw_duration_format(c->unlimited_ns);

@@ -11,7 +11,7 @@
 #include "json.h"
 
 static void
-print_simulation(const char *file, const StwPlan *p, const StwSimulation *s)
+print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const StwSimulation *s)
 {
   g_autofree char *it = stw_duration_format(s->iteration_ns);
   if (p->chunking->world > 1)
@@ -66,6 +66,14 @@ print_simulation(const char *file, const StwPlan *p, const StwSimulation *s)
   printf("achieved    %.1f TFLOP/s (%.2f TFLOP per iteration)\n",
          s->iteration_ns ? (double)s->flops / (double)s->iteration_ns / 1e3 : 0,
          (double)s->flops / 1e12);
+  StwThroughput th;
+  g_autofree char *tps = NULL;
+  if (stw_throughput(t, &p->hw, p->chunking->world, s->iteration_ns, &th))
+    printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s), MFU %.1f%% of %.1f "
+           "TFLOP/s dense %s\n", tps = stw_cli_rate_format(th.tokens_per_s),
+           th.model_flops_per_s / 1e12,
+           th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "", th.mfu * 100,
+           th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
 }
 
 int
@@ -129,7 +137,7 @@ stw_cmd_simulate(int argc, char **argv)
       g_autofree char *text = stw_report_simulation_json(plan, trace, &sim);
       fputs(text, stdout);
     } else {
-      print_simulation(argv[1], plan, &sim);
+      print_simulation(argv[1], plan, trace, &sim);
     }
   }
   stw_simulation_clear(&sim);

@@ -262,7 +262,7 @@ static char *
 csv(const GArray *rows)
 {
   GString *s = g_string_new("batch,gpu_bytes,policy,feasible,chunk_size_elems,h2d_bytes,"
-                            "d2h_bytes,comm_bytes,iteration_ns,slowdown,why\n");
+                            "d2h_bytes,comm_bytes,iteration_ns,slowdown,tokens_per_s,mfu,why\n");
   for (guint i = 0; i < rows->len; i++) {
     const Row *r = &g_array_index(rows, Row, i);
     g_autofree char *why = g_strdup(r->pt.why ? r->pt.why : "");
@@ -271,10 +271,11 @@ csv(const GArray *rows)
         *c = '\'';
     g_string_append_printf(s, "%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%s,%s,%" G_GUINT64_FORMAT
                            ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-                           ",%" G_GUINT64_FORMAT ",%.4f,\"%s\"\n", r->batch, r->pt.gpu_bytes,
-                           stw_policy_names[r->pt.policy], r->pt.feasible ? "yes" : "no",
-                           r->pt.chunk_size_elems, r->pt.h2d_bytes, r->pt.d2h_bytes,
-                           r->pt.comm_bytes, r->pt.iteration_ns, r->pt.slowdown, why);
+                           ",%" G_GUINT64_FORMAT ",%.4f,%.1f,%.4f,\"%s\"\n", r->batch,
+                           r->pt.gpu_bytes, stw_policy_names[r->pt.policy],
+                           r->pt.feasible ? "yes" : "no", r->pt.chunk_size_elems, r->pt.h2d_bytes,
+                           r->pt.d2h_bytes, r->pt.comm_bytes, r->pt.iteration_ns, r->pt.slowdown,
+                           r->pt.throughput.tokens_per_s, r->pt.throughput.mfu, why);
   }
   return g_string_free(s, FALSE);
 }
@@ -348,6 +349,7 @@ print_json(const GArray *rows)
       stw_json_add_u64(o, "comm_bytes", r->pt.comm_bytes);
       stw_json_add_u64(o, "iteration_ns", r->pt.iteration_ns);
       stw_json_add_double(o, "slowdown", r->pt.slowdown);
+      stw_cli_json_throughput(o, &r->pt.throughput);
     } else {
       cJSON_AddStringToObject(o, "why", r->pt.why);
     }
@@ -362,15 +364,17 @@ print_json(const GArray *rows)
 static void
 print_table(const GArray *rows)
 {
-  g_autoptr(StwTable) tab = stw_table_new(9, "batch", "budget", "<policy", "chunk size", "H2D",
-                                          "D2H", "iteration", "slowdown", "<fits?");
+  g_autoptr(StwTable) tab = stw_table_new(11, "batch", "budget", "<policy", "chunk size", "H2D",
+                                          "D2H", "iteration", "tokens/s", "MFU", "slowdown",
+                                          "<fits?");
   for (guint i = 0; i < rows->len; i++) {
     const Row *r = &g_array_index(rows, Row, i);
     g_autofree char *bt = r->batch ? g_strdup_printf("%" G_GUINT64_FORMAT, r->batch)
                                    : g_strdup("-");
     g_autofree char *bu = stw_size_format(r->pt.gpu_bytes);
     if (!r->pt.feasible) { /* --json and --csv carry the reason */
-      stw_table_row(tab, bt, bu, stw_policy_names[r->pt.policy], "-", "-", "-", "-", "-", "no");
+      stw_table_row(tab, bt, bu, stw_policy_names[r->pt.policy], "-", "-", "-", "-", "-", "-",
+                    "-", "no");
       continue;
     }
     g_autofree char *cs = stw_cli_group_digits(r->pt.chunk_size_elems);
@@ -378,7 +382,9 @@ print_table(const GArray *rows)
     g_autofree char *d = stw_size_format(r->pt.d2h_bytes);
     g_autofree char *it = stw_duration_format(r->pt.iteration_ns);
     g_autofree char *sd = g_strdup_printf("%.2fx", r->pt.slowdown);
-    stw_table_row(tab, bt, bu, stw_policy_names[r->pt.policy], cs, h, d, it, sd, "yes");
+    g_autofree char *tps = NULL, *mfu = NULL;
+    stw_cli_throughput_cells(&r->pt.throughput, &tps, &mfu);
+    stw_table_row(tab, bt, bu, stw_policy_names[r->pt.policy], cs, h, d, it, tps, mfu, sd, "yes");
   }
   stw_table_print(tab, stdout);
 }

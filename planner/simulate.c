@@ -349,3 +349,25 @@ stw_simulation_clear(StwSimulation *s)
     g_array_unref(s->memory);
   s->ops = s->tasks = s->memory = NULL;
 }
+
+gboolean
+stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world, guint64 iteration_ns,
+               StwThroughput *out)
+{
+  memset(out, 0, sizeof *out);
+  if (t->model.batch == 0 || t->model.seq == 0 || iteration_ns == 0 || t->tensors->len == 0)
+    return FALSE;
+  double n = 0;
+  for (guint32 i = 0; i < t->tensors->len; i++)
+    n += (double)stw_trace_tensor(t, i)->numel;
+  double ranks = MAX(world, 1), seconds = (double)iteration_ns / 1e9;
+  double tokens = (double)t->model.batch * (double)t->model.seq * ranks;
+  StwDtype dtype = stw_trace_tensor(t, 0)->dtype;
+  out->recompute = t->model.checkpointing;
+  out->tokens_per_s = tokens / seconds;
+  out->model_flops_per_s = 6.0 * n * out->tokens_per_s;
+  out->hardware_flops_per_s = (out->recompute ? 8.0 : 6.0) * n * out->tokens_per_s;
+  out->peak_flops_per_s = hw->flops_per_s[dtype] * ranks;
+  out->mfu = out->peak_flops_per_s > 0 ? out->model_flops_per_s / out->peak_flops_per_s : 0;
+  return TRUE;
+}

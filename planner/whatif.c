@@ -43,6 +43,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->iteration_ns = p->pred.cost_ns;
   out->peak_gpu_bytes = p->pred.peak_gpu_bytes;
   out->slowdown = unlimited_ns ? (double)out->iteration_ns / (double)unlimited_ns : 0;
+  stw_throughput(t, &o.hw, p->chunking->world, out->iteration_ns, &out->throughput);
 }
 
 guint64

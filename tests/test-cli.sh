@@ -136,7 +136,7 @@ expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
 # the default policy uses the host budget it is given: where only a placement that keeps more on
 # the GPU fits the host, it finds one (and beats gemini's)
-expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.524 s     5.31x  yes" "stowage fits a host budget that binds" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static
+expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.524 s       240  7.0%     5.31x  yes" "stowage fits a host budget that binds" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static
 # no budget above the GPU the profile describes, unless asked for
 expect 2 "--gpu: 100.00 GiB is more than the 80.00 GiB of GPU memory that A100-80GB-PCIe4 has" "plan refuses a budget above the device" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 -o "$T/over.json"
 expect 0 "" "plan beyond the device when asked" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 --beyond-device -o "$T/over.json"

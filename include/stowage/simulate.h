@@ -71,6 +71,24 @@ typedef struct {
 void stw_simulate(const StwPlan *plan, const StwTrace *t, gboolean detail, StwSimulation *out);
 void stw_simulation_clear(StwSimulation *s);
 
+/* What an iteration's time means as throughput, for all ranks together. Model FLOPs are the
+ * usual 6 N per token (N the model's parameters: forward 2N, backward 4N; attention's score
+ * FLOPs not counted, as in PaLM's MFU); with checkpointing the GPUs also re-run each block's
+ * forward, 2N more per token, which `hardware_flops_per_s` counts and MFU does not. */
+typedef struct {
+  double tokens_per_s;
+  double model_flops_per_s;     /* 6 N per token */
+  double hardware_flops_per_s;  /* 6 N, or 8 N with recompute, per token */
+  double mfu;                   /* model FLOP/s over the ranks' dense peak in the trace's dtype */
+  double peak_flops_per_s;      /* that peak, all ranks */
+  gboolean recompute;           /* the trace checkpoints its blocks */
+} StwThroughput;
+
+/* The throughput of T (its batch and sequence per rank) on WORLD ranks of HW at ITERATION_NS.
+ * FALSE (and zeros) when the trace does not say its batch and sequence, or no time is given. */
+gboolean stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world,
+                        guint64 iteration_ns, StwThroughput *out);
+
 STW_END_DECLS
 
 #endif

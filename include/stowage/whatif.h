@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include <stowage/planner.h>
+#include <stowage/simulate.h>
 
 #include <stowage/api.h>
 
@@ -29,6 +30,7 @@ typedef struct {
   guint64 iteration_ns;      /* simulated */
   guint64 peak_gpu_bytes;
   double slowdown;           /* iteration_ns / the unlimited-memory iteration time */
+  StwThroughput throughput;  /* zeros where the trace does not say its batch and sequence */
 } StwWhatifPoint;
 
 void stw_whatif_point_clear(StwWhatifPoint *p);
