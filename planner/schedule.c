@@ -2,6 +2,8 @@
  * steady state, replay and the lower bound; see schedule.h and docs/algorithms.md. */
 #include "config.h"
 
+#include <math.h>
+
 #include "schedule.h"
 
 #include <string.h>
@@ -584,16 +586,122 @@ stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
 
 /* ---- lower bound -------------------------------------------------------------------------- */
 
+/* Items in the order the fractional Belady evicts them: the farthest next use first. */
+typedef struct {
+  guint32 item;
+  guint64 next;   /* steps until its next need, cyclically; never needed: G_MAXUINT64 */
+} Victim;
+
+static gint
+farther_first(gconstpointer a, gconstpointer b)
+{
+  const Victim *x = a, *y = b;
+  return x->next > y->next ? -1 : x->next < y->next ? 1 : (x->item > y->item) - (x->item < y->item);
+}
+
+/* The fetch volume of the fractional relaxation in steady state: an item may be partly resident,
+ * a need makes it whole (paying the missing bytes), a forbid removes it, and where a step's
+ * capacity is short the items needed farthest ahead give up bytes first, in any amount. Belady
+ * evicting by bytes is optimal for that relaxation, whose optimum is at most any real
+ * schedule's, whatever the items' sizes (with one size it is the integral optimum). PINNED items
+ * are never evicted. Three iterations are run; the third is counted. */
+static double
+fractional_fetches(const StwDemand *d, const guint8 *pinned)
+{
+  guint32 n = d->n_items, steps = d->n_steps;
+  if (n == 0 || steps == 0)
+    return 0;
+  /* every item's need steps, ascending, for its next use */
+  g_autofree guint32 *count = g_new0(guint32, n + 1), *uses = NULL;
+  for (guint32 k = 0; k < steps; k++)
+    for (guint32 j = d->need_start[k]; j < d->need_start[k + 1]; j++)
+      count[d->need[j] + 1]++;
+  for (guint32 i = 0; i < n; i++)
+    count[i + 1] += count[i];
+  uses = g_new(guint32, MAX(count[n], 1));
+  g_autofree guint32 *fill = g_memdup2(count, (n + 1) * sizeof(guint32));
+  for (guint32 k = 0; k < steps; k++)
+    for (guint32 j = d->need_start[k]; j < d->need_start[k + 1]; j++)
+      uses[fill[d->need[j]]++] = k;
+  g_autofree double *frac = g_new0(double, n);
+  g_autofree guint32 *needed_at = g_new0(guint32, n); /* step + 1 of the last need seen */
+  g_autoptr(GArray) victims = g_array_new(FALSE, FALSE, sizeof(Victim));
+  double fetched = 0;
+  for (guint32 pass = 0; pass < 3; pass++) {
+    for (guint32 k = 0; k < steps; k++) {
+      guint32 stamp = pass * steps + k + 1;
+      for (guint32 f = d->forbid_start[k]; f < d->forbid_start[k + 1]; f++)
+        frac[d->forbid[f]] = 0;
+      double resident = 0;
+      for (guint32 j = d->need_start[k]; j < d->need_start[k + 1]; j++) {
+        guint32 i = d->need[j];
+        if (pass == 2)
+          fetched += (1 - frac[i]) * (double)d->bytes[i];
+        frac[i] = 1;
+        needed_at[i] = stamp;
+      }
+      g_array_set_size(victims, 0);
+      for (guint32 i = 0; i < n; i++) {
+        if (pinned != NULL && pinned[i]) {
+          frac[i] = 1; /* resident all along: fetched once, before the steady state */
+          needed_at[i] = stamp;
+        }
+        resident += frac[i] * (double)d->bytes[i];
+        if (frac[i] <= 0 || needed_at[i] == stamp)
+          continue;
+        /* the next need after step k, cyclically */
+        Victim v = { .item = i, .next = G_MAXUINT64 };
+        for (guint32 u = count[i]; u < count[i + 1]; u++) {
+          guint64 ahead = uses[u] > k ? uses[u] - k : uses[u] + steps - k;
+          v.next = MIN(v.next, ahead);
+        }
+        g_array_append_val(victims, v);
+      }
+      double over = resident - (double)d->capacity[k];
+      if (over <= 0)
+        continue;
+      g_array_sort(victims, farther_first);
+      for (guint v = 0; v < victims->len && over > 0; v++) {
+        guint32 i = g_array_index(victims, Victim, v).item;
+        double give = MIN(frac[i] * (double)d->bytes[i], over);
+        frac[i] -= give / (double)d->bytes[i];
+        over -= give;
+      }
+    }
+  }
+  return fetched;
+}
+
 guint64
 stw_schedule_lower_bound(const StwDemand *d, const guint8 *pinned)
 {
-  /* fetch volume: Belady in steady state (clean or dirty, removals cost nothing here) */
-  StwEngineOptions opt = { .rule = STW_EVICT_FARTHEST, .pinned = pinned };
-  StwSchedule s;
+  /* fetch volume. With one size among the items fetched (pinned ones and those of no bytes aside)
+   * Belady is optimal: its steady
+   * state, evictions free. With several it is not, and the fractional relaxation bounds every
+   * schedule instead; any schedule moves whole bytes, so at least the next integer (less a
+   * rounding allowance for the sums of fractions). */
+  g_autofree guint8 *used = g_malloc0(MAX(d->n_items, 1));
+  for (guint32 j = 0; j < d->need_start[d->n_steps]; j++)
+    used[d->need[j]] = 1;
+  guint64 size = 0;
+  gboolean uniform = TRUE;
+  for (guint32 i = 0; i < d->n_items && uniform; i++) {
+    if (d->bytes[i] == 0 || !used[i] || (pinned != NULL && pinned[i]))
+      continue; /* never fetched in steady state: on the GPU all along, or never there */
+    uniform = size == 0 || d->bytes[i] == size;
+    size = d->bytes[i];
+  }
   guint64 bound = 0;
-  if (stw_schedule_steady(d, &opt, &s))
-    bound = s.h2d_bytes;
-  stw_schedule_clear(&s);
+  if (uniform) {
+    StwEngineOptions opt = { .rule = STW_EVICT_FARTHEST, .pinned = pinned };
+    StwSchedule s;
+    if (stw_schedule_steady(d, &opt, &s))
+      bound = s.h2d_bytes;
+    stw_schedule_clear(&s);
+  } else {
+    double fetches = fractional_fetches(d, pinned);
+    bound = fetches > 0 ? (guint64)ceil(fetches - 1e-6 * MAX(1.0, fetches)) : 0;
+  }
   /* write-back volume: an item written and later forbidden must reach the CPU in between,
    * once per write-then-forbid pair, counted cyclically over the iteration */
   g_autofree guint8 *written = g_malloc0(MAX(d->n_items, 1));

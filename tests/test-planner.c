@@ -412,6 +412,40 @@ test_feasibility_monotone(void)
   }
 }
 
+
+/* With oversized chunks (several sizes) the lower bound is still one: never above the bytes the
+ * plan moves, at budgets from tight to roomy. */
+static void
+test_bound_mixed_sizes(void)
+{
+  g_autofree char *path = g_test_build_filename(G_TEST_DIST, "..", "traces", "gpt2-b8-s1024.json",
+                                                NULL);
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_trace_load(path, &error);
+  g_assert_no_error(error);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  guint checked = 0;
+  for (guint64 gib = 8; gib <= 12; gib++) {
+    StwPlannerOptions o;
+    stw_planner_options_init(&o, &hw);
+    o.budgets.gpu_bytes = gib * STW_GiB;
+    o.allow_oversized = TRUE;
+    o.chunk_size_elems = stw_trace_largest_tensor(t, NULL) / 4; /* the embedding alone, larger */
+    g_autoptr(StwPlan) p = stw_planner_plan(t, "x", &o, &error);
+    if (p == NULL) {
+      g_clear_error(&error);
+      continue;
+    }
+    guint64 moved = p->pred.h2d_bytes + p->pred.d2h_bytes;
+    g_test_message("%" G_GUINT64_FORMAT " GiB: moves %" G_GUINT64_FORMAT ", bound %"
+                   G_GUINT64_FORMAT, gib, moved, p->pred.lower_bound_bytes);
+    g_assert_cmpuint(p->pred.lower_bound_bytes, <=, moved);
+    checked++;
+  }
+  g_assert_cmpuint(checked, >=, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -424,5 +458,6 @@ main(int argc, char **argv)
   g_test_add_func("/planner/bad-plan-files", test_bad_plan_files);
   g_test_add_func("/planner/plan-limits", test_plan_limits);
   g_test_add_func("/planner/feasibility-monotone", test_feasibility_monotone);
+  g_test_add_func("/planner/bound-mixed-sizes", test_bound_mixed_sizes);
   return g_test_run();
 }
