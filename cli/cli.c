@@ -372,6 +372,7 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->cpu, g_free);
   g_clear_pointer(&p->reserve, g_free);
   g_clear_pointer(&p->gpus, g_free);
+  g_clear_pointer(&p->nodes, g_free);
 }
 
 gboolean
@@ -386,6 +387,28 @@ stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device, StwP
       !stw_cli_parse_size(p->reserve, "--reserve", &o->budgets.reserved_bytes) ||
       !parse_gpus(p->gpus, &o->world_size)) {
     *status = STW_EXIT_USAGE;
+    return FALSE;
+  }
+  if (p->nodes != NULL) { /* --gpus is per node: the profile's node without it */
+    guint64 nodes = 0;
+    if (!stw_cli_parse_count(p->nodes, "--nodes", 1, STW_PLAN_MAX_WORLD, &nodes)) {
+      *status = STW_EXIT_USAGE;
+      return FALSE;
+    }
+    guint64 per_node = o->world_size != 0 ? o->world_size : MAX(hw.node_gpus, 1);
+    if (per_node * nodes > STW_PLAN_MAX_WORLD) {
+      *status = stw_cli_fail(STW_EXIT_USAGE, "--nodes: %" G_GUINT64_FORMAT " nodes of %"
+                             G_GUINT64_FORMAT " GPUs are more than the %u ranks a plan holds",
+                             nodes, per_node, STW_PLAN_MAX_WORLD);
+      return FALSE;
+    }
+    o->nodes = (guint32)nodes;
+    o->world_size = (guint32)(per_node * nodes);
+  }
+  GError *error = NULL;
+  if (o->world_size != 0 && !stw_planner_check_topology(&hw, o->world_size, o->nodes, &error)) {
+    *status = stw_cli_fail(STW_EXIT_USAGE, "%s", error->message);
+    g_error_free(error);
     return FALSE;
   }
   return TRUE;
@@ -417,8 +440,14 @@ stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trac
   }
   if (!stw_cli_planning_options(p, trace->device.name, o, status))
     return FALSE;
-  if (o->world_size == 0) /* without --gpus, the world the trace was profiled in */
+  if (o->world_size == 0) { /* without --gpus, the world the trace was profiled in */
     o->world_size = MAX(trace->device.world_size, 1);
+    if (!stw_planner_check_topology(&o->hw, o->world_size, o->nodes, &error)) {
+      *status = stw_cli_fail(STW_EXIT_USAGE, "%s", error->message);
+      g_error_free(error);
+      return FALSE;
+    }
+  }
   *trace_out = g_steal_pointer(&trace);
   return TRUE;
 }

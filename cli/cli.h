@@ -82,7 +82,8 @@ typedef struct {
   char *hw_name; /* --hw: else the trace's device, else the default */
   char *cpu;     /* --cpu: host memory, all GPUs together */
   char *reserve; /* --reserve */
-  char *gpus;    /* --gpus: else the trace's world size */
+  char *gpus;    /* --gpus: else the trace's world size; per node with --nodes */
+  char *nodes;   /* --nodes: the ranks spread over that many nodes */
   gboolean beyond_device; /* --beyond-device: GPU budgets above the profile's memory allowed */
 } StwCliPlanning;
 
@@ -99,6 +100,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "gpus", 0, 0, G_OPTION_ARG_STRING, &(p).gpus,                                               \
     "data-parallel GPUs sharing the model in chunk groups (default: the trace's world size)",   \
     "N" },                                                                                      \
+  { "nodes", 0, 0, G_OPTION_ARG_STRING, &(p).nodes,                                             \
+    "nodes of --gpus GPUs each (default 1; --gpus defaults to the profile's node)", "M" },     \
   { "beyond-device", 0, 0, G_OPTION_ARG_NONE, &(p).beyond_device,                               \
     "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL }
 

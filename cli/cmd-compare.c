@@ -88,7 +88,11 @@ print_table(const Comparison *c)
   }
   g_autofree char *b = stw_size_format(c->budget);
   g_autofree char *u = stw_duration_format(c->unlimited_ns);
-  if (multi)
+  if (c->o->nodes > 1)
+    printf("%s on %u nodes of %u x %s with %s of GPU memory each (unlimited memory: %s per "
+           "iteration)\n\n", c->trace_file, c->o->nodes, c->o->world_size / c->o->nodes,
+           c->o->hw.name, b, u);
+  else if (multi)
     printf("%s on %u x %s with %s of GPU memory each (unlimited memory: %s per iteration)\n"
            "\n", c->trace_file, c->o->world_size, c->o->hw.name, b, u);
   else

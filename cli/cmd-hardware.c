@@ -19,9 +19,10 @@ stw_cmd_hardware(int argc, char **argv)
     return STW_EXIT_USAGE;
 
   g_auto(GStrv) names = argc > 1 ? g_strdupv(argv + 1) : stw_hardware_names();
-  g_autoptr(StwTable) table = stw_table_new(8, "<profile", "<gpu", "memory", "HBM GB/s",
+  g_autoptr(StwTable) table = stw_table_new(11, "<profile", "<gpu", "memory", "HBM GB/s",
                                             "bf16 TFLOP/s", "fp32 TFLOP/s", "PCIe",
-                                            "pinned GB/s");
+                                            "pinned GB/s", "GPUs/node", "<GPU link GB/s",
+                                            "<network GB/s");
   for (char **n = names; *n != NULL; n++) {
     StwHardware hw;
     GError *error = NULL;
@@ -34,7 +35,16 @@ stw_cmd_hardware(int argc, char **argv)
     g_snprintf(fp32, sizeof fp32, "%.1f", hw.flops_per_s[STW_DTYPE_FP32] / 1e12);
     g_snprintf(gen, sizeof gen, "gen%u", hw.pcie_generation);
     g_snprintf(pcie, sizeof pcie, "%.1f", hw.pinned[hw.n_pinned - 1].bytes_per_s / 1e9);
-    stw_table_row(table, hw.name, hw.gpu_model, mem, hbm, bf16, fp32, gen, pcie);
+    g_autofree char *node = hw.node_gpus ? g_strdup_printf("%u", hw.node_gpus) : g_strdup("-");
+    g_autofree char *link = hw.interconnect_kind[0]
+                                ? g_strdup_printf("%s %.0f", hw.interconnect_kind,
+                                                  hw.interconnect_bytes_per_s / 1e9)
+                                : g_strdup("-");
+    g_autofree char *net = hw.network_kind[0] ? g_strdup_printf("%s %.0f", hw.network_kind,
+                                                                hw.network_bytes_per_s / 1e9)
+                                              : g_strdup("-");
+    stw_table_row(table, hw.name, hw.gpu_model, mem, hbm, bf16, fp32, gen, pcie, node, link,
+                  net);
   }
   stw_table_print(table, stdout);
   return STW_EXIT_OK;

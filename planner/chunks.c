@@ -72,6 +72,7 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
   c->n_tensors = t->tensors->len;
   c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
   c->world = 1;
+  c->nodes = 1;
 
   g_autofree guint32 *order = first_use_order(t);
   StwChunk *open = NULL; /* the chunk being filled */

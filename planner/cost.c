@@ -4,18 +4,37 @@
 #include <stowage/cost.h>
 
 guint64
-stw_transfer_ns(const StwHardware *hw, guint64 bytes, gboolean pinned)
+stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gboolean pinned)
 {
+  guint32 ranks = MAX(ranks_per_node, 1);
   double bw = stw_hardware_pcie_bandwidth(hw, bytes, pinned);
+  /* the ranks behind one switch share its link to the host */
+  bw /= MIN(MAX(hw->gpus_per_pcie_switch, 1), ranks);
+  /* and all of the node's ranks share the host's memory */
+  if (hw->host_memory_bytes_per_s > 0)
+    bw = MIN(bw, hw->host_memory_bytes_per_s / ranks);
   return stw_cost_add(hw->pcie_latency_ns, stw_cost_ns((double)bytes / bw * 1e9));
 }
 
 guint64
-stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes)
+stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes, guint64 chunk_bytes)
 {
-  if (world <= 1 || hw->interconnect_bytes_per_s <= 0)
+  nodes = MAX(nodes, 1);
+  if (world <= 1)
     return 0;
-  double step = (double)hw->interconnect_latency_ns +
-                (double)chunk_bytes / hw->interconnect_bytes_per_s * 1e9;
-  return stw_cost_ns((world - 1) * step);
+  guint32 per_node = MAX(world / nodes, 1);
+  double ns = 0;
+  if (per_node > 1 && hw->interconnect_bytes_per_s > 0)
+    ns += (per_node - 1) * ((double)hw->interconnect_latency_ns +
+                            (double)chunk_bytes / hw->interconnect_bytes_per_s * 1e9);
+  if (nodes > 1 && hw->network_bytes_per_s > 0)
+    ns += (nodes - 1) * ((double)hw->network_latency_ns +
+                         (double)per_node * (double)chunk_bytes / hw->network_bytes_per_s * 1e9);
+  return stw_cost_ns(ns);
+}
+
+double
+stw_cpu_adam_rate(const StwHardware *hw, guint32 ranks_per_node)
+{
+  return hw->cpu_adam_elems_per_s / MAX(ranks_per_node, 1);
 }

@@ -593,16 +593,44 @@ planner_world(const StwTrace *t, const StwPlannerOptions *o)
   return o->world_size != 0 ? o->world_size : MAX(t->device.world_size, 1);
 }
 
-static gboolean
-check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
+gboolean
+stw_planner_check_topology(const StwHardware *hw, guint32 world, guint32 nodes, GError **error)
 {
-  if (planner_world(t, o) > 1 && o->hw.interconnect_bytes_per_s <= 0) {
+  const StwPlannerOptions o_ = { .hw = *hw }, *o = &o_;
+  nodes = MAX(nodes, 1);
+  guint32 per_node = world / nodes;
+  if (world % nodes != 0) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID,
+                "%u nodes do not share %u GPUs evenly", nodes, world);
+    return FALSE;
+  }
+  if (o->hw.node_gpus > 0 && per_node > o->hw.node_gpus) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID,
+                "%u GPUs per node, and a node of hardware profile %s holds %u: give more nodes "
+                "(--nodes) or fewer GPUs", per_node, o->hw.name, o->hw.node_gpus);
+    return FALSE;
+  }
+  if (per_node > 1 && o->hw.interconnect_bytes_per_s <= 0) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID,
                 "%u GPUs need the GPU-to-GPU link for their collectives, and hardware profile "
                 "%s has none: give it interconnect.bytes_per_s and latency_ns",
-                planner_world(t, o), o->hw.name);
+                world, o->hw.name);
     return FALSE;
   }
+  if (nodes > 1 && o->hw.network_bytes_per_s <= 0) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID,
+                "%u nodes need a network between them, and hardware profile %s has none: give "
+                "it network.bytes_per_s and latency_ns", nodes, o->hw.name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
+{
+  if (!stw_planner_check_topology(&o->hw, planner_world(t, o), o->nodes, error))
+    return FALSE;
   if (planner_world(t, o) > STW_PLAN_MAX_WORLD) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "%u GPUs: at most %u are "
                 "supported", planner_world(t, o), STW_PLAN_MAX_WORLD);
@@ -684,6 +712,7 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   if (c == NULL)
     return FALSE;
   stw_chunking_set_world(c, planner_world(se->t, se->o));
+  c->nodes = MAX(se->o->nodes, 1);
   guint32 op = 0;
   guint64 mb = min_budget(se->t, c, &se->o->budgets, &op);
   if (se->min_bytes == 0 || mb < se->min_bytes) {

@@ -134,7 +134,7 @@ collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
   const StwChunking *c = s->p->chunking;
   guint64 chunk = stw_plan_group_chunk_bytes(c, stw_plan_item_group(c, item));
   guint64 start = MAX(t, s->comm_free);
-  guint64 end = stw_cost_add(start, stw_collective_ns(&s->p->hw, c->world, chunk));
+  guint64 end = stw_cost_add(start, stw_collective_ns(&s->p->hw, c->world, c->nodes, chunk));
   s->comm_free = end;
   task(s, STW_SIM_COMM, item, kind, start, end, (guint64)(c->world - 1) * chunk);
   return end;
@@ -158,6 +158,7 @@ static void
 issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint64 t)
 {
   const StwHardware *hw = &s->p->hw;
+  guint32 ranks = stw_chunking_ranks_per_node(s->p->chunking);
   for (; *next < n_actions && a[*next].moment == m; (*next)++) {
     guint32 item = a[*next].item;
     guint64 b = s->d->bytes[item];
@@ -171,7 +172,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       break;
     case STW_ACTION_EVICT: {
       guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
-      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, b, TRUE));
+      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, TRUE));
       s->d2h_free = end;
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
       add_free(s, end, b);
@@ -182,7 +183,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       guint64 start = MAX(MAX(t, s->h2d_free), s->cpu_ready[item]);
       start = wait_memory(s, start, b, limit_for(s, m));
       s->chunk_mem += b;
-      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, b, TRUE));
+      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, TRUE));
       s->h2d_free = end;
       s->gpu_ready[item] = end;
       task(s, STW_SIM_H2D, item, 0, start, end, b);
@@ -223,7 +224,7 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
     double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
     /* the ranks share the host's cores */
-    double rate = s->p->hw.cpu_adam_elems_per_s / MAX(c->world, 1);
+    double rate = stw_cpu_adam_rate(&s->p->hw, stw_chunking_ranks_per_node(c));
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
     for (int l = 0; l < STW_N_LISTS; l++) {

@@ -21,7 +21,8 @@ static const StwJsonLimits hardware_limits = { .format = "stowage-hardware",
                                           .max_array = 1u << 12 };
 
 static const char *const root_members[] = { "format", "version", "name", "description", "gpu",
-                                            "pcie", "cpu", "interconnect", "sources", NULL };
+                                            "pcie", "cpu", "interconnect", "node", "network",
+                                            "sources", NULL };
 static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
                                            "flops_per_s", "matmul_efficiency",
                                            "memory_efficiency", "op_overhead_ns", NULL };
@@ -29,6 +30,54 @@ static const char *const pcie_members[] = { "generation", "latency_ns", "pinned"
                                             NULL };
 static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", NULL };
 static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", NULL };
+static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
+                                            "host_memory_bytes_per_s", NULL };
+
+/* A link (interconnect or network): kind, bandwidth, latency. */
+static gboolean
+read_link(StwJsonReader *r, const cJSON *root, const char *key, char *kind, gsize kind_size,
+          double *bytes_per_s, guint64 *latency_ns, GError **error)
+{
+  const cJSON *link = NULL;
+  const char *text = NULL;
+  if (!stw_json_get_object(r, root, key, FALSE, &link, error))
+    return FALSE;
+  if (link == NULL)
+    return TRUE;
+  gsize saved = stw_json_push_key(r, key);
+  if (!stw_json_check_object(r, link, link_members, error) ||
+      !stw_json_get_string(r, link, "kind", TRUE, kind_size - 1, &text, error) ||
+      !stw_json_get_double(r, link, "bytes_per_s", TRUE, 1e6, 1e15, bytes_per_s, error) ||
+      !stw_json_get_u64(r, link, "latency_ns", TRUE, 0, 1000000000, latency_ns, error))
+    return FALSE;
+  g_strlcpy(kind, text, kind_size);
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
+/* The node: GPUs, their sharing of PCIe switches, the host memory bandwidth. */
+static gboolean
+read_node(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
+{
+  const cJSON *node = NULL;
+  hw->gpus_per_pcie_switch = 1;
+  if (!stw_json_get_object(r, root, "node", FALSE, &node, error))
+    return FALSE;
+  if (node == NULL)
+    return TRUE;
+  gsize saved = stw_json_push_key(r, "node");
+  guint64 gpus = 0, share = 1;
+  if (!stw_json_check_object(r, node, node_members, error) ||
+      !stw_json_get_u64(r, node, "gpus", TRUE, 1, 4096, &gpus, error) ||
+      !stw_json_get_u64(r, node, "gpus_per_pcie_switch", FALSE, 1, gpus, &share, error) ||
+      !stw_json_get_double(r, node, "host_memory_bytes_per_s", FALSE, 1e9, 1e15,
+                           &hw->host_memory_bytes_per_s, error))
+    return FALSE;
+  hw->node_gpus = (guint32)gpus;
+  hw->gpus_per_pcie_switch = (guint32)MAX(share, 1);
+  stw_json_pop(r, saved);
+  return TRUE;
+}
 
 static gboolean
 read_curve(StwJsonReader *r, const cJSON *obj, const char *key, StwBandwidthPoint *points,
@@ -62,7 +111,7 @@ gboolean
 stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
 {
   const char *format = NULL, *name = NULL, *model = NULL, *text = NULL;
-  const cJSON *gpu = NULL, *pcie = NULL, *cpu = NULL, *link = NULL, *flops = NULL;
+  const cJSON *gpu = NULL, *pcie = NULL, *cpu = NULL, *flops = NULL;
   guint64 version = 0, gen = 0;
   memset(hw, 0, sizeof *hw);
   if (!stw_json_check_format(r, root, "stowage-hardware", error) ||
@@ -75,8 +124,7 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_string(r, root, "sources", FALSE, 4096, &text, error) ||
       !stw_json_get_object(r, root, "gpu", TRUE, &gpu, error) ||
       !stw_json_get_object(r, root, "pcie", TRUE, &pcie, error) ||
-      !stw_json_get_object(r, root, "cpu", TRUE, &cpu, error) ||
-      !stw_json_get_object(r, root, "interconnect", FALSE, &link, error))
+      !stw_json_get_object(r, root, "cpu", TRUE, &cpu, error))
     return FALSE;
   g_strlcpy(hw->name, name, sizeof hw->name);
 
@@ -132,20 +180,11 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
     return FALSE;
   stw_json_pop(r, saved);
 
-  if (link != NULL) {
-    saved = stw_json_push_key(r, "interconnect");
-    if (!stw_json_check_object(r, link, link_members, error) ||
-        !stw_json_get_string(r, link, "kind", TRUE, sizeof hw->interconnect_kind - 1, &text,
-                             error) ||
-        !stw_json_get_double(r, link, "bytes_per_s", TRUE, 1e6, 1e15,
-                             &hw->interconnect_bytes_per_s, error) ||
-        !stw_json_get_u64(r, link, "latency_ns", TRUE, 0, 1000000000,
-                          &hw->interconnect_latency_ns, error))
-      return FALSE;
-    g_strlcpy(hw->interconnect_kind, text, sizeof hw->interconnect_kind);
-    stw_json_pop(r, saved);
-  }
-  return TRUE;
+  return read_link(r, root, "interconnect", hw->interconnect_kind, sizeof hw->interconnect_kind,
+                   &hw->interconnect_bytes_per_s, &hw->interconnect_latency_ns, error) &&
+         read_node(r, root, hw, error) &&
+         read_link(r, root, "network", hw->network_kind, sizeof hw->network_kind,
+                   &hw->network_bytes_per_s, &hw->network_latency_ns, error);
 }
 
 static gboolean
@@ -197,6 +236,19 @@ stw_hardware_to_json(const StwHardware *hw)
     cJSON_AddStringToObject(link, "kind", hw->interconnect_kind);
     stw_json_add_double(link, "bytes_per_s", hw->interconnect_bytes_per_s);
     stw_json_add_u64(link, "latency_ns", hw->interconnect_latency_ns);
+  }
+  if (hw->node_gpus > 0) {
+    cJSON *node = cJSON_AddObjectToObject(root, "node");
+    stw_json_add_u64(node, "gpus", hw->node_gpus);
+    stw_json_add_u64(node, "gpus_per_pcie_switch", hw->gpus_per_pcie_switch);
+    if (hw->host_memory_bytes_per_s > 0)
+      stw_json_add_double(node, "host_memory_bytes_per_s", hw->host_memory_bytes_per_s);
+  }
+  if (hw->network_kind[0] != '\0') {
+    cJSON *net = cJSON_AddObjectToObject(root, "network");
+    cJSON_AddStringToObject(net, "kind", hw->network_kind);
+    stw_json_add_double(net, "bytes_per_s", hw->network_bytes_per_s);
+    stw_json_add_u64(net, "latency_ns", hw->network_latency_ns);
   }
   return root;
 }

@@ -137,6 +137,11 @@ expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -
 # the default policy uses the host budget it is given: where only a placement that keeps more on
 # the GPU fits the host, it finds one (and beats gemini's)
 expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.524 s       240  7.0%     5.31x  yes" "stowage fits a host budget that binds" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static
+# nodes: --gpus per node, the profile's node size and links checked first
+P12=$STW_SRCDIR/traces/pstar-12b-b8-s1024-ckpt.json
+expect 0 "on 2 nodes of 8 x A100-SXM4-80GB with 32.00 GiB of GPU memory each" "compare on two DGX A100 nodes" -- $S compare "$P12" --gpu 32GiB --nodes 2 --cpu 480GiB --hw A100-SXM4-80GB
+expect 2 "16 GPUs per node, and a node of hardware profile A100-SXM4-80GB holds 8: give more nodes (--nodes) or fewer GPUs" "more GPUs than a node holds" -- $S compare "$P12" --gpu 32GiB --gpus 16 --hw A100-SXM4-80GB
+expect 2 "2 nodes need a network between them, and hardware profile A100-80GB-PCIe4 has none" "nodes without a network" -- $S plan "$P12" --gpu 32GiB --nodes 2 --gpus 4 --hw A100-80GB-PCIe4 -o "$T/nodes.json"
 # no budget above the GPU the profile describes, unless asked for
 expect 2 "--gpu: 100.00 GiB is more than the 80.00 GiB of GPU memory that A100-80GB-PCIe4 has" "plan refuses a budget above the device" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 -o "$T/over.json"
 expect 0 "" "plan beyond the device when asked" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 --beyond-device -o "$T/over.json"

@@ -12,9 +12,9 @@ static void
 test_shipped(void)
 {
   g_auto(GStrv) names = stw_hardware_names();
-  g_assert_cmpuint(g_strv_length(names), ==, 5);
+  g_assert_cmpuint(g_strv_length(names), ==, 13);
   g_assert_cmpstr(names[0], ==, "A100-80GB-PCIe4");
-  g_assert_cmpstr(names[4], ==, "V100-32GB-PCIe3");
+  g_assert_cmpstr(names[12], ==, "V100-SXM2-32GB");
   for (char **n = names; *n != NULL; n++) {
     StwHardware hw;
     GError *error = NULL;
@@ -32,6 +32,21 @@ test_shipped(void)
   StwHardware v100;
   g_assert_true(stw_hardware_lookup("V100-32GB-PCIe3", &v100, NULL));
   g_assert_cmpfloat(v100.flops_per_s[STW_DTYPE_BF16], ==, 0); /* Volta has no bf16 */
+  g_assert_cmpuint(v100.node_gpus, ==, 0);                   /* a PCIe card: no node given */
+  g_assert_cmpuint(v100.gpus_per_pcie_switch, ==, 1);
+  /* the servers: nodes, fabrics, networks */
+  StwHardware dgx;
+  g_assert_true(stw_hardware_lookup("A100-SXM4-80GB", &dgx, NULL));
+  g_assert_cmpuint(dgx.node_gpus, ==, 8);
+  g_assert_cmpuint(dgx.gpus_per_pcie_switch, ==, 2);
+  g_assert_cmpstr(dgx.interconnect_kind, ==, "nvswitch");
+  g_assert_cmpfloat(dgx.interconnect_bytes_per_s, ==, 240e9);
+  g_assert_cmpfloat(dgx.host_memory_bytes_per_s, ==, 300e9);
+  g_assert_cmpstr(dgx.network_kind, ==, "infiniband");
+  g_assert_cmpfloat(dgx.network_bytes_per_s, ==, 200e9);
+  StwHardware gh;
+  g_assert_true(stw_hardware_lookup("GH200-96GB", &gh, NULL));
+  g_assert_cmpfloat(stw_hardware_pcie_bandwidth(&gh, 1u << 28, TRUE), ==, 400e9); /* C2C */
 }
 
 static void
@@ -42,7 +57,7 @@ test_unknown(void)
   g_assert_false(stw_hardware_lookup("TPU-v5", &hw, &error));
   g_assert_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN);
   stw_assert_error_contains(error, "unknown hardware profile 'TPU-v5': expected a profile file "
-                                   "(.json) or one of: A100-80GB-PCIe4, H100-80GB-PCIe5");
+                                   "(.json) or one of: A100-80GB-PCIe4, A100-SXM4-40GB, A100-SXM4-80GB, GH200-96GB");
 }
 
 static void

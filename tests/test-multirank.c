@@ -44,9 +44,25 @@ test_collective_time(void)
   StwHardware hw;
   g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
   /* a ring of 8: 7 steps of 10 us + 100 MiB at 25 GB/s (4,194,304 ns) */
-  g_assert_cmpuint(stw_collective_ns(&hw, 8, 100 * STW_MiB), ==, 7 * (10000 + 4194304));
-  g_assert_cmpuint(stw_collective_ns(&hw, 2, 100 * STW_MiB), ==, 10000 + 4194304);
-  g_assert_cmpuint(stw_collective_ns(&hw, 1, 100 * STW_MiB), ==, 0);
+  g_assert_cmpuint(stw_collective_ns(&hw, 8, 1, 100 * STW_MiB), ==, 7 * (10000 + 4194304));
+  g_assert_cmpuint(stw_collective_ns(&hw, 2, 1, 100 * STW_MiB), ==, 10000 + 4194304);
+  g_assert_cmpuint(stw_collective_ns(&hw, 1, 1, 100 * STW_MiB), ==, 0);
+  /* on nodes: a ring in each node over the interconnect, then one between the nodes over the
+   * network carrying a node's chunks together (16 ranks on 2 nodes of 8, a 12.5 GB/s network
+   * with 5 us: 7 intra steps, then 1 step of 8 chunks) */
+  hw.network_bytes_per_s = 12.5e9;
+  hw.network_latency_ns = 5000;
+  g_assert_cmpuint(stw_collective_ns(&hw, 16, 2, 100 * STW_MiB), ==,
+                   7 * (10000 + 4194304) + 5000 + 67108864);
+  /* PCIe copies shared by the GPUs behind one switch, and capped by the host's memory */
+  guint64 alone = stw_transfer_ns(&hw, 1, 256 * STW_MiB, TRUE);
+  hw.gpus_per_pcie_switch = 2;
+  g_assert_cmpuint(stw_transfer_ns(&hw, 8, 256 * STW_MiB, TRUE) - hw.pcie_latency_ns, ==,
+                   2 * (alone - hw.pcie_latency_ns));
+  g_assert_cmpuint(stw_transfer_ns(&hw, 1, 256 * STW_MiB, TRUE), ==, alone); /* alone on it */
+  hw.host_memory_bytes_per_s = 8 * 5e9; /* 5 GB/s each for 8 ranks: below PCIe */
+  g_assert_cmpuint(stw_transfer_ns(&hw, 8, 256 * STW_MiB, TRUE), ==,
+                   hw.pcie_latency_ns + (guint64)(256.0 * STW_MiB / 5e9 * 1e9));
 }
 
 /* Every policy's plan for 4 GPUs checks, survives the file format, and has the structure of
@@ -156,7 +172,7 @@ test_simulation(void)
     busy += x->end_ns - x->start_ns;
     guint32 g = stw_plan_item_group(p->chunking, x->item);
     guint64 chunk = g == 0 ? 38597376 * 2 : 8000000;
-    g_assert_cmpuint(x->end_ns - x->start_ns, ==, stw_collective_ns(&p->hw, WORLD, chunk));
+    g_assert_cmpuint(x->end_ns - x->start_ns, ==, stw_collective_ns(&p->hw, WORLD, 1, chunk));
   }
   g_assert_cmpuint(comm, ==, count_kind(p, STW_ACTION_GATHER) +
                                  count_kind(p, STW_ACTION_REDUCE_SCATTER));

@@ -53,6 +53,7 @@ typedef struct {
   guint32 *chunk_of;       /* per tensor id: its chunk */
   guint32 n_tensors;
   guint32 world;           /* data-parallel ranks sharing the layout (1: one GPU) */
+  guint32 nodes;           /* the nodes they are spread over, evenly (1: one machine) */
 } StwChunking;
 
 /* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
@@ -80,6 +81,12 @@ stw_chunking_chunk(const StwChunking *c, guint32 i)
  * chunks (the last group padded with empty chunks), and rank r owns chunk r of each group, with
  * its optimizer state and authoritative parameters. Packing gives a world of 1. */
 void stw_chunking_set_world(StwChunking *c, guint32 world);
+/* The ranks of one node: world / nodes. */
+static inline guint32
+stw_chunking_ranks_per_node(const StwChunking *c)
+{
+  return MAX(c->world / MAX(c->nodes, 1), 1);
+}
 
 /* Groups of the layout: none for one rank, else ceil(chunks / world). */
 static inline guint32

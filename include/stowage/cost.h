@@ -1,9 +1,12 @@
 /* cost.h — the cost model's transfer times: one place for what a copy and a collective cost.
  *
  * A copy over PCIe costs the profile's latency plus bytes over the bandwidth its curve gives for
- * that size (pinned or pageable host memory); a ring collective among N ranks costs N - 1 steps
- * of the interconnect's latency plus one chunk over its bandwidth. The simulator and the planner
- * use these; docs/algorithms.md derives them.
+ * that size (pinned or pageable host memory), shared with the node's other ranks copying at the
+ * same time behind the same PCIe switch, and at most their share of the host's memory
+ * bandwidth. A collective among ranks on several nodes is hierarchical: a ring inside each node
+ * over the GPU interconnect, then a ring between the nodes over the network, carrying the
+ * node's pieces together. CPU Adam's rate is the host's, shared by the node's ranks. The
+ * simulator and the planner use these; docs/algorithms.md derives them.
  */
 #ifndef STW_COST_H
 #define STW_COST_H
@@ -39,13 +42,20 @@ stw_cost_ns(double ns)
   return !(ns > 0) ? 0 : ns >= (double)STW_COST_MAX ? STW_COST_MAX : (guint64)ns;
 }
 
-/* Transfer time of BYTES over the profile's PCIe link (pinned or pageable host memory). */
-guint64 stw_transfer_ns(const StwHardware *hw, guint64 bytes, gboolean pinned);
+/* Transfer time of BYTES over the profile's PCIe link (pinned or pageable host memory) for one of
+ * RANKS_PER_NODE ranks copying in lockstep. */
+guint64 stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes,
+                        gboolean pinned);
 
-/* A ring collective (all-gather or reduce-scatter) among WORLD ranks of chunks of CHUNK_BYTES:
- * world - 1 steps of the interconnect's latency plus CHUNK_BYTES / bandwidth. 0 for one rank or
- * a profile without an interconnect. */
-guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint64 chunk_bytes);
+/* A collective (all-gather or reduce-scatter) of chunks of CHUNK_BYTES among WORLD ranks on
+ * NODES nodes: (g - 1) steps of the interconnect's latency plus a chunk over its bandwidth, g the
+ * ranks of a node, then (nodes - 1) steps of the network's latency plus g chunks over the node's
+ * network bandwidth. 0 for one rank; the planner refuses a profile without the links it needs. */
+guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes,
+                          guint64 chunk_bytes);
+
+/* CPU Adam elements per second for one of RANKS_PER_NODE ranks sharing the host. */
+double stw_cpu_adam_rate(const StwHardware *hw, guint32 ranks_per_node);
 
 STW_END_DECLS
 

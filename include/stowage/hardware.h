@@ -52,9 +52,19 @@ typedef struct {
   guint n_pageable;
   double cpu_adam_elems_per_s;    /* CPU Adam, all threads */
   guint64 cpu_memory_bytes;       /* host memory typical of such a machine */
-  char interconnect_kind[32];     /* "pcie", "nvlink"; empty when the profile has none */
-  double interconnect_bytes_per_s; /* GPU-to-GPU, per direction */
+  char interconnect_kind[32];     /* "pcie", "nvlink", "nvswitch"; empty when there is none */
+  double interconnect_bytes_per_s; /* GPU-to-GPU inside a node, per GPU and direction */
   guint64 interconnect_latency_ns;
+  /* the node: how many GPUs one holds (0: any number), how many share a PCIe switch and its
+   * link to the host (each GPU's PCIe bandwidth divided among those copying at once), and the
+   * host memory bandwidth all of them share for copies and CPU Adam (0: not a limit) */
+  guint32 node_gpus;
+  guint32 gpus_per_pcie_switch;   /* >= 1 */
+  double host_memory_bytes_per_s;
+  /* between nodes (empty kind: a single-node machine) */
+  char network_kind[32];          /* "infiniband", "ethernet" */
+  double network_bytes_per_s;     /* per node, per direction: all its NICs together */
+  guint64 network_latency_ns;
 } StwHardware;
 
 /* A shipped profile's name (case-insensitive), or a path to a profile file. */

@@ -41,6 +41,7 @@ typedef struct {
   double gemini_fraction;        /* gemini-static: share of chunks kept on the GPU; < 0: auto */
   guint64 prefetch_bucket_elems; /* zero-infinity: elements fetched ahead at most */
   guint32 world_size;            /* data-parallel GPUs; 0: the trace's world size */
+  guint32 nodes;                 /* the nodes they are spread over, evenly; 0: one */
   StwProgressFunc progress;
   gpointer progress_data;
 } StwPlannerOptions;
@@ -59,6 +60,12 @@ StwPlan *stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPl
 GArray *stw_planner_chunk_sizes(const StwTrace *t);
 
 StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown */
+
+/* Whether WORLD ranks on NODES nodes of HW can run: the nodes share the ranks evenly, a node holds
+ * that many GPUs, and the links their collectives need exist. FALSE with ERROR
+ * (STW_PLAN_ERROR_INVALID) saying which does not hold. */
+gboolean stw_planner_check_topology(const StwHardware *hw, guint32 world, guint32 nodes,
+                                    GError **error);
 
 STW_END_DECLS
 
