@@ -25,7 +25,8 @@ static const char *const root_members[] = { "format", "version", "name", "descri
                                             "sources", NULL };
 static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
                                            "flops_per_s", "matmul_efficiency",
-                                           "memory_efficiency", "op_overhead_ns", NULL };
+                                           "matmul_half_time_ns", "memory_efficiency",
+                                           "op_overhead_ns", NULL };
 static const char *const pcie_members[] = { "generation", "latency_ns", "pinned", "pageable",
                                             NULL };
 static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", NULL };
@@ -138,6 +139,8 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_object(r, gpu, "flops_per_s", TRUE, &flops, error) ||
       !stw_json_get_double(r, gpu, "matmul_efficiency", TRUE, 0.01, 1.0,
                            &hw->matmul_efficiency, error) ||
+      !stw_json_get_u64(r, gpu, "matmul_half_time_ns", FALSE, 1, 1000000000,
+                        &hw->matmul_half_time_ns, error) ||
       !stw_json_get_double(r, gpu, "memory_efficiency", TRUE, 0.01, 1.0,
                            &hw->memory_efficiency, error) ||
       !stw_json_get_u64(r, gpu, "op_overhead_ns", TRUE, 0, 1000000000, &hw->op_overhead_ns,
@@ -221,6 +224,8 @@ stw_hardware_to_json(const StwHardware *hw)
   for (int d = 0; d < STW_N_DTYPES; d++)
     stw_json_add_double(flops, stw_dtype_names[d], hw->flops_per_s[d]);
   stw_json_add_double(gpu, "matmul_efficiency", hw->matmul_efficiency);
+  if (hw->matmul_half_time_ns != 0)
+    stw_json_add_u64(gpu, "matmul_half_time_ns", hw->matmul_half_time_ns);
   stw_json_add_double(gpu, "memory_efficiency", hw->memory_efficiency);
   stw_json_add_u64(gpu, "op_overhead_ns", hw->op_overhead_ns);
   cJSON *pcie = cJSON_AddObjectToObject(root, "pcie");
@@ -312,6 +317,25 @@ stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError **error)
               "unknown hardware profile '%s': expected a profile file (.json) or one of: %s",
               name_or_file, list);
   return FALSE;
+}
+
+guint64
+stw_hardware_matmul_ns(const StwHardware *hw, StwDtype dtype, double flops, double bytes)
+{
+  double rate = hw->flops_per_s[dtype] * hw->matmul_efficiency;
+  double half_ns = (double)(hw->matmul_half_time_ns ? hw->matmul_half_time_ns
+                                                    : STW_HARDWARE_MATMUL_HALF_TIME_NS);
+  double f_half = rate * half_ns / 1e9;
+  double compute = flops > 0 ? flops / (rate * flops / (flops + f_half)) : 0;
+  double memory = bytes / (hw->hbm_bytes_per_s * hw->memory_efficiency);
+  return hw->op_overhead_ns + (guint64)llround(fmax(compute, memory) * 1e9);
+}
+
+guint64
+stw_hardware_memory_op_ns(const StwHardware *hw, double bytes)
+{
+  return hw->op_overhead_ns +
+         (guint64)llround(bytes / (hw->hbm_bytes_per_s * hw->memory_efficiency) * 1e9);
 }
 
 double

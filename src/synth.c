@@ -19,13 +19,33 @@ typedef struct {
   GArray *residuals;      /* guint64: skipped gradients waiting for their block's start */
 } Synth;
 
-static guint64
-op_duration_ns(const Synth *s, double flops, double bytes)
+/* Whether op G's time is its GEMMs' (projections; attention's scores and weighted sum, fused or
+ * not) rather than its memory traffic's (norms, activations, residuals, embeddings, the loss). */
+static gboolean
+is_matmul(const StwGraphOp *g)
 {
-  const StwHardware *hw = s->hw;
-  double compute = flops / (hw->flops_per_s[s->graph->dtype] * hw->matmul_efficiency);
-  double memory = bytes / (hw->hbm_bytes_per_s * hw->memory_efficiency);
-  return hw->op_overhead_ns + (guint64)llround(fmax(compute, memory) * 1e9);
+  switch (g->kind) {
+  case STW_OP_ATTN_QKV:
+  case STW_OP_ATTN_CORE:
+  case STW_OP_ATTN_OUT:
+  case STW_OP_MLP_IN:
+  case STW_OP_MLP_OUT:
+  case STW_OP_POOLER:
+  case STW_OP_LM_HEAD:
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
+/* The per-op cost model (docs/synth.md): matmuls at the efficiency their size reaches, the rest
+ * from the bytes they touch. */
+static guint64
+op_duration_ns(const Synth *s, const StwGraphOp *g, double flops, double bytes)
+{
+  if (is_matmul(g))
+    return stw_hardware_matmul_ns(s->hw, s->graph->dtype, flops, bytes);
+  return stw_hardware_memory_op_ns(s->hw, bytes);
 }
 
 static guint64
@@ -67,7 +87,7 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
   op->flops = g->flops;
   double bytes = (double)(param_bytes(s, g) + g->in_bytes + g->out_bytes + 2 * g->work_bytes +
                           g->saved_extra_bytes);
-  op->duration_ns = op_duration_ns(s, (double)g->flops, bytes);
+  op->duration_ns = op_duration_ns(s, g, (double)g->flops, bytes);
 }
 
 static void
@@ -97,7 +117,7 @@ backward_op(Synth *s, const StwGraphOp *g)
   guint64 pbytes = param_bytes(s, g);
   double bytes = (double)(2 * pbytes + 2 * g->in_bytes + g->out_bytes + 2 * g->bwd_work_bytes +
                           g->saved_extra_bytes);
-  op->duration_ns = op_duration_ns(s, 2.0 * (double)g->flops, bytes);
+  op->duration_ns = op_duration_ns(s, g, 2.0 * (double)g->flops, bytes);
 }
 
 /* Index range [*first, *last] of the ops of block LAYER. */
@@ -124,8 +144,8 @@ optimizer_ops(Synth *s)
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
     double bytes = (double)x->numel * (double)(2 * s->e + 24);
-    op->duration_ns = (guint64)llround(bytes / (s->hw->hbm_bytes_per_s *
-                                                s->hw->memory_efficiency) * 1e9);
+    /* no per-operator overhead: optimizers step many tensors per launch (multi-tensor apply) */
+    op->duration_ns = stw_hardware_memory_op_ns(s->hw, bytes) - s->hw->op_overhead_ns;
     op->flops = 12 * x->numel;
   }
 }

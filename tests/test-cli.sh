@@ -89,7 +89,7 @@ expect 2 "--policy: 'fastest' is not one of stowage, patrickstar" "an unknown po
 expect 2 "--objective: 'speed' is not one of time, bytes" "an unknown objective" -- $S plan "$TR" --gpu 9GiB --objective speed -o "$T/bad.json"
 expect 2 "--chunk-size: '0' is not valid" "a zero chunk size" -- $S plan "$TR" --gpu 9GiB --chunk-size 0 -o "$T/bad.json"
 expect 2 "--gemini-fraction: '1.5' is not a number from 0 to 1" "a bad fraction" -- $S plan "$TR" --gpu 9GiB --policy gemini-static --gemini-fraction 1.5 -o "$T/bad.json"
-expect 1 "was made for the trace with digest 35c953715d896d55" "check against another trace" -- \
+expect 1 "was made for the trace with digest 49c43ffb62cf5c71" "check against another trace" -- \
   $S check "$T/p.json" "$STW_SRCDIR/traces/bert-base-b32-s512.json"
 sed 's/"gpu_bytes":[0-9]*/"gpu_bytes":8589934592/' "$T/p.json" > "$T/small.json"
 expect 1 "exceeds the budget of 8.00 GiB by" "check a plan over its budget" -- $S check "$T/small.json" "$TR"
@@ -110,7 +110,7 @@ expect 1 "exceeds the budget of 8.00 GiB" "simulate refuses an unsound plan" -- 
 expect 2 "unknown hardware profile 'TPU'" "simulate on an unknown profile" -- $S simulate "$T/p.json" "$TR" --hw TPU
 expect 0 "zero-infinity" "compare lists every policy" -- $S compare "$TR" --gpu 9GiB
 expect 0 "no (1)" "compare says which do not fit" -- $S compare "$TR" --gpu 8GiB
-expect 0 '"unlimited_iteration_ns":	59233521' "compare --json" -- $S compare "$TR" --gpu 9GiB --json
+expect 0 '"unlimited_iteration_ns":	59380521' "compare --json" -- $S compare "$TR" --gpu 9GiB --json
 expect 2 "compare: --gpu SIZE is required" "compare without a budget" -- $S compare "$TR"
 expect 0 "on 4 x A100-80GB-PCIe4 with 9.00 GiB of GPU memory each" "compare on 4 GPUs" -- $S compare "$TR" --gpu 9GiB --gpus 4
 expect 2 "--gpus: 'many' is not valid" "plan with a bad --gpus" -- $S plan "$TR" --gpu 9GiB --gpus many -o "$T/x.json"

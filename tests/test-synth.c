@@ -143,10 +143,22 @@ test_gpt2_structure(void)
   const StwOp *qkv = find_op(t, "h0.attn.qkv");
   g_assert_cmpuint(qkv->flops, ==, G_GUINT64_CONSTANT(2) * 8192 * 768 * 2304);
   g_assert_cmpuint(find_op(t, "h0.attn.qkv.bwd")->flops, ==, 2 * qkv->flops);
-  /* a large matmul is compute-bound: overhead + flops / (312 TFLOP/s * 0.6) */
+  /* a large matmul is compute-bound: overhead + flops / (312 TFLOP/s * 0.6 * f / (f + f_half)),
+   * f_half what that rate does in 1.5 us: 280.8 GFLOP */
   const StwOp *fc = find_op(t, "h0.mlp.fc");
-  guint64 expect = 10000 + (guint64)llround(38654705664.0 / (312e12 * 0.6) * 1e9);
+  double f = 38654705664.0, rate = 312e12 * 0.6, f_half = rate * 1.5e-6;
+  guint64 expect = 10000 + (guint64)llround(f / (rate * f / (f + f_half)) * 1e9);
   g_assert_cmpuint(fc->duration_ns, ==, expect);
+  g_assert_cmpuint(expect, ==, 10000 + 206489 + 1500); /* 1.5 us more than at the full rate */
+  /* a small one runs well below the rate: the same layer at batch 1 x 128 */
+  g_autoptr(StwTrace) small = stw_test_synth("gpt2", 1, 128, FALSE);
+  const StwOp *sfc = find_op(small, "h0.mlp.fc");
+  double fs = 2.0 * 128 * 768 * 3072;
+  g_assert_cmpuint(sfc->duration_ns, ==, 10000 + (guint64)llround((fs + f_half) / rate * 1e9));
+  /* and a norm is memory-bound: its bytes at 80% of 1,935 GB/s */
+  const StwOp *ln = find_op(t, "h0.ln_1");
+  g_assert_cmpuint(ln->duration_ns, >, 10000);
+  g_assert_cmpuint(ln->flops, >, 0);
   /* the largest activation moment is the loss backward, with logits and their gradient */
   guint64 peak = 0;
   const char *at = NULL;

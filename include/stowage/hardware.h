@@ -42,6 +42,8 @@ typedef struct {
   double hbm_bytes_per_s;         /* peak device memory bandwidth */
   double flops_per_s[STW_N_DTYPES]; /* dense matmul peak per compute dtype; 0 = unsupported */
   double matmul_efficiency;       /* achieved fraction of flops_per_s in large matmuls */
+  guint64 matmul_half_time_ns;    /* a matmul that would take this long at that rate reaches
+                                   * half of it (small ones fill the GPU poorly); 0: 1.5 us */
   double memory_efficiency;       /* achieved fraction of hbm_bytes_per_s */
   guint64 op_overhead_ns;         /* fixed cost per operator: launches, framework */
   guint32 pcie_generation;
@@ -74,6 +76,18 @@ gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHa
                             GError **error);
 /* Names of the shipped profiles, sorted, never NULL; the caller frees them with g_strfreev. */
 char **stw_hardware_names(void);
+
+/* The default of matmul_half_time_ns: a matmul of 1.5 us at full rate runs at half of it. */
+#define STW_HARDWARE_MATMUL_HALF_TIME_NS 1500
+
+/* The time of a matmul (or a flash attention, its GEMMs fused) of FLOPS in DTYPE reading and
+ * writing BYTES: its FLOPs at the efficiency its size reaches, e * f / (f + f_half) with f_half
+ * what the GPU does in matmul_half_time_ns, or its bytes at the achieved HBM bandwidth, whichever
+ * is longer; plus the per-operator overhead. */
+guint64 stw_hardware_matmul_ns(const StwHardware *hw, StwDtype dtype, double flops, double bytes);
+/* The time of a memory-bound operator (norms, activations, softmax, residuals, Adam) touching
+ * BYTES: bytes at the achieved HBM bandwidth, plus the per-operator overhead. */
+guint64 stw_hardware_memory_op_ns(const StwHardware *hw, double bytes);
 
 /* Bandwidth for a transfer of BYTES, interpolated (log-size) between the profile's points. */
 double stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinned);
