@@ -30,6 +30,13 @@ cat "$out/runtime.md"
 cat "$out/train.md"
 
 {
+  echo "# bench/fidelity.sh — machine: $machine; $(date -u +%Y-%m-%d)"
+  echo
+  sh "$here/fidelity.sh" "$build"
+} > "$out/fidelity.md"
+cat "$out/fidelity.md"
+
+{
   echo "# bench/plan.sh — machine: $machine; $(date -u +%Y-%m-%d)"
   echo
   sh "$here/plan.sh" "$build"

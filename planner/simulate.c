@@ -211,11 +211,20 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
   }
 }
 
-/* CPU Adam for the tensors of optimizer op K stepped on the CPU, after their gradients arrive. */
+/* CPU Adam for the tensors of optimizer op K stepped on the CPU, after their gradients arrive. On
+ * a device that computes on the host's cores it runs at the traced op's own rate, and the
+ * compute stream waits for it (simulate's loop). */
 static void
 cpu_adam(Sim *s, const StwOp *op, guint64 t)
 {
   const StwChunking *c = s->p->chunking;
+  double traced_rate = 0;
+  if (s->p->hw.compute_on_host && op->duration_ns > 0) {
+    double all = 0;
+    for (guint32 i = 0; i < op->n_params; i++)
+      all += (double)stw_trace_tensor(s->t, op->params[i])->numel;
+    traced_rate = all / ((double)op->duration_ns / 1e9);
+  }
   for (guint32 i = 0; i < op->n_params; i++) {
     guint32 ch = c->chunk_of[op->params[i]];
     if (s->p->optim[ch] != STW_OPTIM_CPU || !stw_chunking_owned(c, ch))
@@ -224,7 +233,8 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
     double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
     /* the ranks share the host's cores */
-    double rate = stw_cpu_adam_rate(&s->p->hw, stw_chunking_ranks_per_node(c));
+    double rate = traced_rate > 0 ? traced_rate
+                                  : stw_cpu_adam_rate(&s->p->hw, stw_chunking_ranks_per_node(c));
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
     for (int l = 0; l < STW_N_LISTS; l++) {
@@ -316,8 +326,11 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       guint64 dur = op_duration(p, t, op);
       s.nonmodel = op->nonmodel_peak_bytes;
       sample(&s, ready);
-      if (op->stage == STW_STAGE_OPTIM)
+      if (op->stage == STW_STAGE_OPTIM) {
         cpu_adam(&s, op, ready);
+        if (p->hw.compute_on_host) /* the same cores: the stream waits for them */
+          ready = MAX(ready, s.cpu_free);
+      }
       s.compute_free = stw_cost_add(ready, dur);
       if (s.record) {
         out->compute_busy_ns = stw_cost_add(out->compute_busy_ns, dur);

@@ -26,7 +26,7 @@ static const char *const root_members[] = { "format", "version", "name", "descri
 static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
                                            "flops_per_s", "matmul_efficiency",
                                            "matmul_half_time_ns", "memory_efficiency",
-                                           "op_overhead_ns", NULL };
+                                           "op_overhead_ns", "compute_on_host", NULL };
 static const char *const pcie_members[] = { "generation", "latency_ns", "pinned", "pageable",
                                             NULL };
 static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", NULL };
@@ -144,7 +144,8 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_double(r, gpu, "memory_efficiency", TRUE, 0.01, 1.0,
                            &hw->memory_efficiency, error) ||
       !stw_json_get_u64(r, gpu, "op_overhead_ns", TRUE, 0, 1000000000, &hw->op_overhead_ns,
-                        error))
+                        error) ||
+      !stw_json_get_bool(r, gpu, "compute_on_host", FALSE, &hw->compute_on_host, error))
     return FALSE;
   g_strlcpy(hw->gpu_model, model, sizeof hw->gpu_model);
   gsize s2 = stw_json_push_key(r, "flops_per_s");
@@ -228,6 +229,8 @@ stw_hardware_to_json(const StwHardware *hw)
     stw_json_add_u64(gpu, "matmul_half_time_ns", hw->matmul_half_time_ns);
   stw_json_add_double(gpu, "memory_efficiency", hw->memory_efficiency);
   stw_json_add_u64(gpu, "op_overhead_ns", hw->op_overhead_ns);
+  if (hw->compute_on_host)
+    cJSON_AddBoolToObject(gpu, "compute_on_host", TRUE);
   cJSON *pcie = cJSON_AddObjectToObject(root, "pcie");
   stw_json_add_u64(pcie, "generation", hw->pcie_generation);
   stw_json_add_u64(pcie, "latency_ns", hw->pcie_latency_ns);

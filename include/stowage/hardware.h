@@ -46,6 +46,9 @@ typedef struct {
                                    * half of it (small ones fill the GPU poorly); 0: 1.5 us */
   double memory_efficiency;       /* achieved fraction of hbm_bytes_per_s */
   guint64 op_overhead_ns;         /* fixed cost per operator: launches, framework */
+  gboolean compute_on_host;       /* the device computes on the host's cores (the host backend's
+                                   * emulated device): CPU Adam takes its place in the compute
+                                   * stream instead of running beside it */
   guint32 pcie_generation;
   guint64 pcie_latency_ns;        /* per transfer */
   StwBandwidthPoint pinned[STW_HARDWARE_MAX_POINTS];   /* by size, ascending */

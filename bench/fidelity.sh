@@ -1,0 +1,63 @@
+#!/bin/sh
+# bench/fidelity.sh [BUILDDIR] — do the predictions hold on this machine? Measures the host
+# backend's emulated device (`stowage probe --device host`), profiles the trainer (`train
+# --profile`), plans its trace at several budgets and policies against that profile, replays
+# every plan, and compares the predicted iteration time and GPU peak with the measured ones
+# (median step of the replay; the runtime's device peak). Prints a Markdown report with the
+# error of every case and their mean absolute percentage.
+set -e
+build=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+S=$build/stowage
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+text=$(cd "$(dirname "$0")/.." && pwd)/README.md
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+
+"$S" probe --device host -o "$tmp/host.json" > "$tmp/probe.txt"
+# bytes of a size as the CLI prints it ("12.37 MiB")
+bytes() { echo "$1 $2" | awk '{ m = $2 == "B" ? 1 : $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : $2 == "GiB" ? 1073741824 : 1099511627776; printf "%.0f", $1 * m }'; }
+ns() { echo "$1 $2" | awk '{ m = $2 == "ns" ? 1 : $2 == "us" ? 1e3 : $2 == "ms" ? 1e6 : 1e9; printf "%.0f", $1 * m }'; }
+
+echo "| model | budget | policy | predicted | measured | error | predicted peak | measured peak | error |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+errs=$tmp/errs
+: > "$errs"
+for shape in "4 256 4 64 4" "8 384 6 64 4"; do
+  set -- $shape
+  M="--layers $1 --width $2 --heads $3 --context $4 --batch $5 --data $text"
+  name="L$1-C$2"
+  # shellcheck disable=SC2086
+  "$S" train $M --steps 3 --profile "$tmp/$name.json" > /dev/null
+  model=$("$S" inspect "$tmp/$name.json" | awk '/^total/ && $3 ~ /B$/ { print $2, $3; exit }')
+  peak=$("$S" inspect "$tmp/$name.json" | sed -n 's/^peak non-model memory *\([0-9.]*\) \([KMGT]*i*B\).*/\1 \2/p')
+  mb=$(bytes $model)
+  pb=$(bytes $peak)
+  for share in 25 50 100; do
+    budget=$(( pb + mb * share / 100 + 1048576 ))
+    for policy in stowage lru zero-infinity; do
+      plan=$tmp/$name-$share-$policy.json
+      if ! "$S" plan "$tmp/$name.json" --gpu "$budget" --policy "$policy" --hw "$tmp/host.json" \
+           -o "$plan" > "$tmp/plan.txt" 2>&1; then
+        echo "| $name | $share% | $policy | does not fit | | | | | |"
+        continue
+      fi
+      pred=$(sed -n 's/^  iteration *\([0-9.]*\) \([a-z]*\) simulated.*/\1 \2/p' "$tmp/plan.txt")
+      ppeak=$(sed -n 's/^  GPU peak *\([0-9.]*\) \([KMGT]*i*B\) of.*/\1 \2/p' "$tmp/plan.txt")
+      # shellcheck disable=SC2086
+      "$S" train $M --steps 9 --plan "$plan" --trace "$tmp/$name.json" > "$tmp/run.txt"
+      tokens=$(( $4 * $5 ))
+      step=$(sed -n 's/^step *[0-9]* *loss [0-9.]* *\([0-9]*\) tokens\/s.*/\1/p' "$tmp/run.txt" |
+             tail -n +2 | sort -n | awk -v t="$tokens" '{ v[NR] = $1 } END { printf "%.0f", t / v[int((NR + 1) / 2)] * 1e9 }')
+      mpeak=$(sed -n 's/.*device peak \([0-9.]*\) \([KMGT]*i*B\) of.*/\1 \2/p' "$tmp/run.txt")
+      pn=$(ns $pred)
+      e=$(awk -v p="$pn" -v m="$step" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')
+      pe=$(awk -v p="$(bytes $ppeak)" -v m="$(bytes $mpeak)" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')
+      echo "$e $pe" >> "$errs"
+      echo "| $name | $share% | $policy | $pred | $(awk -v n="$step" 'BEGIN { printf "%.2f ms", n / 1e6 }') | $e% | $ppeak | $mpeak | $pe% |"
+    done
+  done
+done
+echo
+awk '{ t += ($1 < 0 ? -$1 : $1); m += ($2 < 0 ? -$2 : $2); n++ } END { if (n) printf "Mean absolute error over %d cases: iteration time %.1f%%, GPU peak %.1f%%.\n", n, t / n, m / n }' "$errs"
+echo
+echo "The profile: $(sed -n 's/^copy latency/copy latency/p' "$tmp/probe.txt"); OMP_NUM_THREADS=$OMP_NUM_THREADS."
