@@ -15,7 +15,23 @@ typedef struct {
   StwSynthOptions so;
   StwPolicy policy;
   StwWhatifPoint last;  /* of the last feasible probe */
+  guint64 bound_params; /* the smallest model that did not fit, and why */
+  char *bound_why;
 } Probe;
+
+/* What stopped a policy at its largest model: the budget the next larger model's plan failed on
+ * (the planner's message names it). */
+static const char *
+bound_by(const Probe *pr)
+{
+  if (pr->bound_why == NULL)
+    return "nothing larger tried";
+  if (strstr(pr->bound_why, "host budget") != NULL)
+    return "host memory";
+  if (strstr(pr->bound_why, "GPU budget") != NULL)
+    return "GPU memory";
+  return "the model's size";
+}
 
 /* Synthesizes CFG and plans it; TRUE when the policy fits. */
 static gboolean
@@ -34,6 +50,12 @@ fits(Probe *pr, const StwModelConfig *cfg)
     fflush(stderr);
   }
   if (!pt.feasible) {
+    guint64 n = stw_model_param_count(cfg);
+    if (pr->bound_why == NULL || n < pr->bound_params) {
+      g_free(pr->bound_why);
+      pr->bound_why = g_strdup(pt.why);
+      pr->bound_params = n;
+    }
     stw_whatif_point_clear(&pt);
     return FALSE;
   }
@@ -213,25 +235,32 @@ stw_cmd_capacity(int argc, char **argv)
   if (!stw_cli_option_needs("capacity", "--hidden", hidden != NULL, "--family gpt", by_layers))
     return STW_EXIT_USAGE;
 
-  g_autoptr(StwTable) tab = stw_table_new(8, "<policy", "<largest model", "layers", "parameters",
-                                          "iteration", "tokens/s", "MFU", "moves");
+  g_autoptr(StwTable) tab = stw_table_new(9, "<policy", "<largest model", "layers", "parameters",
+                                          "iteration", "tokens/s", "MFU", "moves", "<bound by");
   for (guint k = 0; k < policies->len; k++) {
     int p = g_array_index(policies, int, k);
     pr.policy = (StwPolicy)p;
     StwModelConfig best = { 0 };
+    g_clear_pointer(&pr.bound_why, g_free);
     if (by_layers ? !largest_by_layers(&pr, width, &best) : !largest_of(&pr, members, &best)) {
-      stw_table_row(tab, stw_policy_names[p], "none fits", "-", "-", "-", "-", "-", "-");
+      stw_table_row(tab, stw_policy_names[p], "none fits", "-", "-", "-", "-", "-", "-",
+                    bound_by(&pr));
       continue;
     }
+    /* the smallest failure above the best is what bound it */
+    if (pr.bound_params <= stw_model_param_count(&best))
+      g_clear_pointer(&pr.bound_why, g_free);
     g_autofree char *layers = g_strdup_printf("%" G_GUINT64_FORMAT, best.layers);
     g_autofree char *params = stw_cli_group_digits(stw_model_param_count(&best));
     g_autofree char *it = stw_duration_format(pr.last.iteration_ns);
     g_autofree char *mv = stw_size_format(pr.last.h2d_bytes + pr.last.d2h_bytes);
     g_autofree char *tps = NULL, *mfu = NULL;
     stw_cli_throughput_cells(&pr.last.throughput, &tps, &mfu);
-    stw_table_row(tab, stw_policy_names[p], best.name, layers, params, it, tps, mfu, mv);
+    stw_table_row(tab, stw_policy_names[p], best.name, layers, params, it, tps, mfu, mv,
+                  bound_by(&pr));
   }
   stw_whatif_point_clear(&pr.last);
+  g_free(pr.bound_why);
   if (isatty(STDERR_FILENO))
     fprintf(stderr, "\r%*s\r", 60, "");
   g_autofree char *cpub = stw_size_format(o.budgets.cpu_bytes);
