@@ -242,6 +242,16 @@ stw_cli_json_throughput(cJSON *obj, const StwThroughput *th)
 }
 
 char *
+stw_cli_host_figure(const StwPlanPredictions *q, guint32 world)
+{
+  g_autofree char *all = stw_size_format(q->cpu_bytes + q->host_overhead_bytes);
+  g_autofree char *chunks = stw_size_format(q->cpu_bytes);
+  g_autofree char *over = stw_size_format(q->host_overhead_bytes);
+  return g_strdup_printf("%s (%s of chunks, %s for the %s)", all, chunks, over,
+                         world > 1 ? "ranks' processes" : "process");
+}
+
+char *
 stw_cli_rate_format(double v)
 {
   if (!(v >= 100))

@@ -32,7 +32,7 @@ stw_cmd_check(int argc, char **argv)
   g_autofree char *budget = stw_size_format(plan->budgets.gpu_bytes);
   g_autofree char *h2d = stw_size_format(rep.pred.h2d_bytes);
   g_autofree char *d2h = stw_size_format(rep.pred.d2h_bytes);
-  g_autofree char *cpu = stw_size_format(rep.pred.cpu_bytes);
+  g_autofree char *cpu = stw_size_format(rep.pred.cpu_bytes + rep.pred.host_overhead_bytes);
   g_autofree char *cpub = stw_size_format(plan->budgets.cpu_bytes);
   printf("%s is sound for %s: %u ops, %u actions; GPU peak %s of %s (op %u %s); host %s of %s; "
          "moves %s H2D + %s D2H per iteration\n", argv[1], argv[2], trace->ops->len,

@@ -53,10 +53,11 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
          gap);
   g_autofree char *peak = stw_size_format(q->peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
-  g_autofree char *cpu = stw_size_format(q->cpu_bytes);
   g_autofree char *cpub = stw_size_format(p->budgets.cpu_bytes);
-  printf("  GPU peak     %s of %s (chunks and non-model at op %u %s); host %s of %s\n", peak,
-         budget, q->peak_op, stw_trace_op(t, q->peak_op)->name, cpu, cpub);
+  g_autofree char *host = stw_cli_host_figure(q, p->chunking->world);
+  printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
+         stw_trace_op(t, q->peak_op)->name);
+  printf("  host         %s of %s\n", host, cpub);
   g_autofree char *cost = stw_duration_format(q->cost_ns);
   g_autofree char *comp = stw_duration_format(q->compute_ns);
   g_autofree char *adam = stw_duration_format(q->cpu_adam_ns);

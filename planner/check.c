@@ -3,6 +3,8 @@
 
 #include <stowage/check.h>
 
+#include <stowage/cost.h>
+
 #include <stowage/errors.h>
 
 #include "demand.h"
@@ -176,12 +178,15 @@ stw_plan_check(const StwPlan *p, const StwTrace *t, const char *file, StwCheckRe
   StwPlanPredictions got = { 0 };
   StwSimulation local;
   stw_plan_evaluate(p, t, d, sim != NULL, &got, &local);
-  if (got.cpu_bytes > p->budgets.cpu_bytes) {
+  /* the process overhead only where the plan's cost model counts it */
+  guint64 overhead = claimed->cost_model >= 2 ? got.host_overhead_bytes : 0;
+  if (stw_cost_add(got.cpu_bytes, overhead) > p->budgets.cpu_bytes) {
     g_autofree char *need = stw_size_format(got.cpu_bytes);
+    g_autofree char *processes = stw_size_format(overhead);
     g_autofree char *have = stw_size_format(p->budgets.cpu_bytes);
     stw_simulation_clear(&local);
-    return unsound(error, file, "chunks need %s of host memory, more than the CPU budget of %s",
-                   need, have);
+    return unsound(error, file, "chunks need %s of host memory and the ranks' processes %s, "
+                   "more than the CPU budget of %s", need, processes, have);
   }
   /* every prediction is recomputed; the times only when the same cost model made them */
   got.lower_bound_bytes = stw_plan_lower_bound(p, t);

@@ -33,6 +33,7 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
       out->d2h_bytes = stw_cost_add(out->d2h_bytes, d->bytes[a[i].item]);
   }
   out->cpu_bytes = stw_demand_host_bytes(d, p->chunking, &p->schedule);
+  out->host_overhead_bytes = stw_hardware_host_overhead(&p->hw) * MAX(p->chunking->world, 1);
   StwSimulation local, *s = sim != NULL ? sim : &local;
   stw_simulate_demand(p, t, d, detail && sim != NULL, s);
   out->compute_ns = s->compute_busy_ns;

@@ -23,13 +23,16 @@ static const struct {
   const char *name;
   gsize offset;      /* into StwPlanPredictions; G_MAXSIZE: peak_op, a guint32 */
   gboolean time, multi;
+  guint32 since;     /* the cost model that brought it: older plans do not have it */
 } pred_fields[STW_N_PREDICTIONS] = {
-#define F(field, time, multi) { #field, G_STRUCT_OFFSET(StwPlanPredictions, field), time, multi }
+#define F(field, time, multi) { #field, G_STRUCT_OFFSET(StwPlanPredictions, field), time, multi, 1 }
   F(h2d_bytes, FALSE, FALSE),    F(d2h_bytes, FALSE, FALSE), F(lower_bound_bytes, FALSE, FALSE),
-  F(peak_gpu_bytes, FALSE, FALSE), { "peak_op", G_MAXSIZE, FALSE, FALSE },
+  F(peak_gpu_bytes, FALSE, FALSE), { "peak_op", G_MAXSIZE, FALSE, FALSE, 1 },
   F(cpu_bytes, FALSE, FALSE),    F(compute_ns, TRUE, FALSE), F(stall_ns, TRUE, FALSE),
   F(cpu_adam_ns, TRUE, FALSE),   F(h2d_ns, TRUE, FALSE),     F(d2h_ns, TRUE, FALSE),
   F(cost_ns, TRUE, FALSE),       F(comm_bytes, FALSE, TRUE), F(comm_ns, TRUE, TRUE),
+  { "host_overhead_bytes", G_STRUCT_OFFSET(StwPlanPredictions, host_overhead_bytes), TRUE, FALSE,
+    2 },
 #undef F
 };
 
@@ -619,8 +622,9 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
     guint64 *field = pred_fields[f].offset == G_MAXSIZE
                          ? &peak_op
                          : &G_STRUCT_MEMBER(guint64, &p->pred, pred_fields[f].offset);
-    if (!stw_json_get_u64(r, pr, pred_fields[f].name, !pred_fields[f].multi, 0, STW_JSON_INT_MAX,
-                          field, error))
+    gboolean required = !pred_fields[f].multi && pred_fields[f].since <= 1;
+    if (!stw_json_get_u64(r, pr, pred_fields[f].name, required, 0, STW_JSON_INT_MAX, field,
+                          error))
       return FALSE;
   }
   if (!stw_json_get_u64(r, pr, "cost_model", FALSE, 0, G_MAXUINT32, &cost_model, error))

@@ -240,9 +240,10 @@ make_plan(Attempt *at, const guint8 *optim, StwSchedule *s, const StwDemand *pla
   p->chunking = (StwChunking *)at->c;
   add_collectives(p, at->t);
   stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
-  if (!at->ignore_host && p->pred.cpu_bytes > at->o->budgets.cpu_bytes) {
-    if (at->host_need_bytes == 0 || p->pred.cpu_bytes < at->host_need_bytes)
-      at->host_need_bytes = p->pred.cpu_bytes;
+  guint64 host = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+  if (!at->ignore_host && host > at->o->budgets.cpu_bytes) {
+    if (at->host_need_bytes == 0 || host < at->host_need_bytes)
+      at->host_need_bytes = host;
     release_candidate(p);
     return NULL;
   }
@@ -563,10 +564,12 @@ infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *a
 {
   if (host_need > 0) {
     g_autofree char *need = stw_size_format(host_need);
+    g_autofree char *over = stw_size_format(stw_hardware_host_overhead(&o->hw));
     g_autofree char *have = stw_size_format(o->budgets.cpu_bytes);
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
-                "policy %s cannot fit the host budget of %s: its plans that fit the GPU keep at "
-                "least %s of chunks in host memory", stw_policy_names[o->policy], have, need);
+                "policy %s cannot fit the host budget of %s: its plans that fit the GPU need at "
+                "least %s of host memory (chunks, and %s per rank for the process)",
+                stw_policy_names[o->policy], have, need, over);
     return;
   }
   const StwOp *op = stw_trace_op(t, at->fail_op);
@@ -858,7 +861,7 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
     return NULL;
   }
   best->chunking = se.best_layout; /* the plan owns its layout from here on */
-  if (best->pred.cpu_bytes > o->budgets.cpu_bytes) {
+  if (stw_cost_add(best->pred.cpu_bytes, best->pred.host_overhead_bytes) > o->budgets.cpu_bytes) {
     g_autofree char *need = stw_size_format(best->pred.cpu_bytes);
     g_autofree char *have = stw_size_format(o->budgets.cpu_bytes);
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,

@@ -29,7 +29,8 @@ static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_p
                                            "op_overhead_ns", "compute_on_host", NULL };
 static const char *const pcie_members[] = { "generation", "latency_ns", "pinned", "pageable",
                                             NULL };
-static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", NULL };
+static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", "overhead_bytes",
+                                           NULL };
 static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", NULL };
 static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
                                             "host_memory_bytes_per_s", NULL };
@@ -180,7 +181,9 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_double(r, cpu, "adam_elems_per_s", TRUE, 1e3, 1e15,
                            &hw->cpu_adam_elems_per_s, error) ||
       !stw_json_get_u64(r, cpu, "memory_bytes", TRUE, 1, STW_JSON_INT_MAX,
-                        &hw->cpu_memory_bytes, error))
+                        &hw->cpu_memory_bytes, error) ||
+      !stw_json_get_u64(r, cpu, "overhead_bytes", FALSE, 1, STW_JSON_INT_MAX,
+                        &hw->cpu_overhead_bytes, error))
     return FALSE;
   stw_json_pop(r, saved);
 
@@ -239,6 +242,8 @@ stw_hardware_to_json(const StwHardware *hw)
   cJSON *cpu = cJSON_AddObjectToObject(root, "cpu");
   stw_json_add_double(cpu, "adam_elems_per_s", hw->cpu_adam_elems_per_s);
   stw_json_add_u64(cpu, "memory_bytes", hw->cpu_memory_bytes);
+  if (hw->cpu_overhead_bytes != 0)
+    stw_json_add_u64(cpu, "overhead_bytes", hw->cpu_overhead_bytes);
   if (hw->interconnect_kind[0] != '\0') {
     cJSON *link = cJSON_AddObjectToObject(root, "interconnect");
     cJSON_AddStringToObject(link, "kind", hw->interconnect_kind);

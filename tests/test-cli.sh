@@ -80,7 +80,7 @@ expect 1 "chunk size 1000 elements is below the largest tensor (wte, 38597376 el
 expect 0 "chunk size 1,000,000 elements" "oversized tensors allowed" -- $S plan "$TR" --gpu 9GiB --chunk-size 1000000 --oversized -o "$T/po.json"
 expect 0 "is sound" "the oversized plan checks" -- $S check "$T/po.json" "$TR"
 expect 1 "no plan fits a GPU budget of 7.00 GiB: at op 99 (loss, fwd)" "a budget below the activations" -- $S plan "$TR" --gpu 7GiB -o "$T/bad.json"
-expect 1 "cannot fit the host budget of 1.00 GiB: its plans that fit the GPU keep at least 1.45 GiB of chunks in host memory" "a CPU budget too small" -- $S plan "$TR" --gpu 8GiB --cpu 1GiB -o "$T/bad.json"
+expect 1 "cannot fit the host budget of 1.00 GiB: its plans that fit the GPU need at least 3.45 GiB of host memory (chunks, and 2.00 GiB per rank for the process)" "a CPU budget too small" -- $S plan "$TR" --gpu 8GiB --cpu 1GiB -o "$T/bad.json"
 test ! -e "$T/bad.json"; tap_result $? "failed plans wrote nothing"
 expect 2 "--gpu SIZE is required" "plan without a budget" -- $S plan "$TR" -o "$T/bad.json"
 expect 2 "--gpu: '16 GB of RAM' is not a size" "a bad budget" -- $S plan "$TR" --gpu "16 GB of RAM" -o "$T/bad.json"

@@ -175,7 +175,7 @@ test_infeasible(void)
   o.budgets.gpu_bytes = 9 * STW_GiB;
   o.budgets.cpu_bytes = STW_MiB;
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
-  stw_assert_error_contains(error, "policy stowage cannot fit the host budget of 1.00 MiB: its plans that fit the GPU keep at least ");
+  stw_assert_error_contains(error, "policy stowage cannot fit the host budget of 1.00 MiB: its plans that fit the GPU need at least 2.48 GiB of host memory (chunks, and 2.00 GiB per rank for the process)");
   o.budgets.cpu_bytes = STW_TiB;
   o.budgets.reserved_bytes = 9 * STW_GiB;
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
@@ -328,7 +328,7 @@ test_plan_limits(void)
                                    "than 2^53 ns (104 days) by this op");
   g_array_index(t->ops, StwOp, 2).duration_ns--;
   StwPlannerOptions o;
-  stw_test_planner_options(&o, STW_POLICY_LRU, 2240, STW_GiB);
+  stw_test_planner_options(&o, STW_POLICY_LRU, 2240, 4 * STW_GiB);
   g_autoptr(StwPlan) p = stw_planner_plan(t, "t.json", &o, &error);
   g_assert_null(p);
   g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
@@ -446,6 +446,35 @@ test_bound_mixed_sizes(void)
   g_assert_cmpuint(checked, >=, 3);
 }
 
+
+/* A plan of cost model 1 (before the host overhead) still reads and checks, its times and host
+ * figures informational: no field it lacks is required. */
+static void
+test_older_cost_model(void)
+{
+  g_autofree char *file = stw_test_fixture("traces/mini.json");
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_trace_load(file, &error);
+  g_assert_no_error(error);
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 2240, 4 * STW_GiB);
+  g_autoptr(StwPlan) p = stw_planner_plan(t, "mini.json", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(p->pred.host_overhead_bytes, ==, 2 * STW_GiB);
+  g_autofree char *text = stw_plan_to_string(p, t);
+  g_autoptr(GString) old = g_string_new(text);
+  g_autofree char *field = g_strdup_printf("\"host_overhead_bytes\":%" G_GUINT64_FORMAT ",",
+                                           p->pred.host_overhead_bytes);
+  g_assert_cmpuint(g_string_replace(old, field, "", 1), ==, 1);
+  g_assert_cmpuint(g_string_replace(old, "\"cost_model\":2", "\"cost_model\":1", 1), ==, 1);
+  g_autoptr(StwPlan) q = stw_plan_parse("old.json", old->str, old->len, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(q->pred.cost_model, ==, 1);
+  g_assert_cmpuint(q->pred.host_overhead_bytes, ==, 0);
+  g_assert_true(stw_plan_check(q, t, "old.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -459,5 +488,6 @@ main(int argc, char **argv)
   g_test_add_func("/planner/plan-limits", test_plan_limits);
   g_test_add_func("/planner/feasibility-monotone", test_feasibility_monotone);
   g_test_add_func("/planner/bound-mixed-sizes", test_bound_mixed_sizes);
+  g_test_add_func("/planner/older-cost-model", test_older_cost_model);
   return g_test_run();
 }

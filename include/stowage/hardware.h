@@ -57,6 +57,9 @@ typedef struct {
   guint n_pageable;
   double cpu_adam_elems_per_s;    /* CPU Adam, all threads */
   guint64 cpu_memory_bytes;       /* host memory typical of such a machine */
+  guint64 cpu_overhead_bytes;     /* host memory a training process takes beside the model
+                                   * state (CUDA context, framework, allocator slack), per rank;
+                                   * 0: STW_HARDWARE_HOST_OVERHEAD_BYTES */
   char interconnect_kind[32];     /* "pcie", "nvlink", "nvswitch"; empty when there is none */
   double interconnect_bytes_per_s; /* GPU-to-GPU inside a node, per GPU and direction */
   guint64 interconnect_latency_ns;
@@ -79,6 +82,18 @@ gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHa
                             GError **error);
 /* Names of the shipped profiles, sorted, never NULL; the caller frees them with g_strfreev. */
 char **stw_hardware_names(void);
+
+/* The default of cpu_overhead_bytes: 2 GiB per rank, what a PyTorch process with a CUDA
+ * context, its libraries and its allocators' slack takes on the host before any model state. */
+#define STW_HARDWARE_HOST_OVERHEAD_BYTES (G_GUINT64_CONSTANT(2) << 30)
+
+/* A rank's host memory beside the model state: the profile's cpu_overhead_bytes or the
+ * default. */
+static inline guint64
+stw_hardware_host_overhead(const StwHardware *hw)
+{
+  return hw->cpu_overhead_bytes ? hw->cpu_overhead_bytes : STW_HARDWARE_HOST_OVERHEAD_BYTES;
+}
 
 /* The default of matmul_half_time_ns: a matmul of 1.5 us at full rate runs at half of it. */
 #define STW_HARDWARE_MATMUL_HALF_TIME_NS 1500

@@ -129,23 +129,29 @@ typedef struct {
   guint64 lower_bound_bytes;     /* no schedule of this layout and placement moves less */
   guint64 comm_bytes;            /* received by this rank in collectives */
   guint64 comm_ns;               /* the collectives' busy time */
+  guint64 host_overhead_bytes;   /* host memory beside the chunks: every rank's process (its CUDA
+                                  * context, framework, allocator slack); cpu_bytes plus this
+                                  * must fit the host budget */
   guint32 cost_model;            /* the cost model that made the times (STW_COST_MODEL); 0 in a
                                   * plan that does not say */
 } StwPlanPredictions;
 
-/* The version of the cost model (the simulator and cost.h): a plan's time predictions are
- * checked against a new simulation only when they were made by this one. */
-#define STW_COST_MODEL 1
+/* The version of the cost model (the simulator, cost.h and the host overhead): a plan's time
+ * predictions are checked against a new simulation only when they were made by this one.
+ * 1: the first; 2: PCIe shared behind a switch and capped by host memory, hierarchical
+ * collectives, CPU Adam shared by a node's ranks, devices that compute on the host, and the host
+ * overhead per rank. */
+#define STW_COST_MODEL 2
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
 typedef struct {
   const char *name;  /* "h2d_bytes", ... as in the plan file */
   guint64 value;
-  gboolean time;     /* made by the cost model (the simulated times) */
+  gboolean time;     /* made by the cost model: checked only against the same one */
   gboolean multi;    /* written only for several ranks */
 } StwPrediction;
 
-#define STW_N_PREDICTIONS 14
+#define STW_N_PREDICTIONS 15
 
 /* P's predictions as named values into OUT. */
 void stw_plan_predictions_list(const StwPlanPredictions *p,
