@@ -23,7 +23,11 @@ fi
 [ -f src/hw-resources.c ] || make src/hw-resources.c src/hw-resources.h > /dev/null
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
   -I. -Iinclude -Isrc -Iplanner -Iruntime -Itrain $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
-libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) -lm"
+# the BLAS configure found (config.h says whether there is one)
+blas_cflags=$(sed -n 's/^BLAS_CFLAGS = //p' Makefile)
+blas_libs=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
+flags="$flags $blas_cflags"
+libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) $blas_libs -lm"
 # the readers' layers: the core, the planner, the event-stream builder, and the runtime and the
 # trainer for checkpoints and training text (without the CUDA modules)
 sources="$(ls src/*.c | grep -v hw-resources) src/hw-resources.c $(ls planner/*.c)

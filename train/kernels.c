@@ -367,12 +367,20 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
 
 /* ---- AdamW and bf16 copies ------------------------------------------------------------------ */
 
-STW_CLONES void
-stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
-               StwAdamStep s)
+STW_CLONES static void
+adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
+           StwAdamStep s)
 {
   for (size_t i = lo; i < hi; i++)
     stw_cb_adam_element(i, grad[i], param, m, v, s);
+}
+
+/* (the clones stay static: an exported cloned function does not link across compilers) */
+void
+stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
+               StwAdamStep s)
+{
+  adam_range(lo, hi, param, grad, m, v, s);
 }
 
 STW_CLONES static void
