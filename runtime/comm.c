@@ -1,0 +1,128 @@
+/* comm.c — one rank's communicator and what every communicator shares; see comm.h. */
+#include "config.h"
+
+#include <stowage/comm.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+G_DEFINE_QUARK(stw-comm-error-quark, stw_comm_error)
+
+/* ---- one rank ---------------------------------------------------------------------------- */
+
+struct StwCommOp {
+  int unused;
+};
+
+static StwCommOp done_op;
+
+static StwCommOp *
+self_all_gather(StwComm *c, const void *own, void *others, gsize bytes)
+{
+  (void)c, (void)own, (void)others, (void)bytes; /* no other rank */
+  return &done_op;
+}
+
+static StwCommOp *
+self_reduce_scatter(StwComm *c, void *own, const void *others, gsize bytes, StwDtype dtype)
+{
+  (void)c, (void)own, (void)others, (void)bytes, (void)dtype; /* the mean of one */
+  return &done_op;
+}
+
+static StwCommOp *
+self_all_reduce(StwComm *c, float *buf, gsize count)
+{
+  (void)c, (void)buf, (void)count;
+  return &done_op;
+}
+
+static StwCommOp *
+self_broadcast(StwComm *c, void *buf, gsize bytes, guint32 root)
+{
+  (void)c, (void)buf, (void)bytes, (void)root;
+  return &done_op;
+}
+
+static gboolean
+self_done(StwComm *c, StwCommOp *op)
+{
+  (void)c, (void)op;
+  return TRUE;
+}
+
+static void
+self_op_free(StwComm *c, StwCommOp *op)
+{
+  (void)c, (void)op;
+}
+
+static void
+self_free(StwComm *c)
+{
+  g_free(c);
+}
+
+StwComm *
+stw_comm_self_new(void)
+{
+  StwComm *c = g_new0(StwComm, 1);
+  *c = (StwComm){ .name = "self", .rank = 0, .world = 1, .all_gather = self_all_gather,
+                  .reduce_scatter = self_reduce_scatter, .all_reduce = self_all_reduce,
+                  .broadcast = self_broadcast, .done = self_done, .wait = self_done,
+                  .op_free = self_op_free, .free = self_free };
+  return c;
+}
+
+/* ---- shared ------------------------------------------------------------------------------ */
+
+gboolean
+stw_comm_launched_with_ranks(void)
+{
+  static const char *const sizes[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+                                       "MPI_LOCALNRANKS" };
+  for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    const char *v = g_getenv(sizes[i]);
+    if (v != NULL && atoi(v) > 1)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+gboolean
+stw_comm_finish(StwComm *c, StwCommOp *op, const char *what, GError **error)
+{
+  gboolean ok = c->wait(c, op);
+  c->op_free(c, op);
+  if (!ok)
+    g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_FAILED, "rank %u of %u: %s: %s", c->rank,
+                c->world, what, c->error);
+  return ok;
+}
+
+gboolean
+stw_comm_agree(StwComm *c, const char *what, const char *key, GError **error)
+{
+  if (c->world <= 1)
+    return TRUE;
+  /* rank 0's key, padded to a fixed length, to everyone; then who differs, to everyone */
+  char buf[256] = { 0 };
+  g_strlcpy(buf, key, sizeof buf);
+  char mine[256];
+  memcpy(mine, buf, sizeof buf);
+  if (!stw_comm_finish(c, c->broadcast(c, buf, sizeof buf, 0), what, error))
+    return FALSE;
+  g_autofree float *differs = g_new0(float, c->world);
+  differs[c->rank] = memcmp(buf, mine, sizeof buf) != 0;
+  if (!stw_comm_finish(c, c->all_reduce(c, differs, c->world), what, error))
+    return FALSE;
+  for (guint32 r = 0; r < c->world; r++) {
+    if (differs[r] > 0) {
+      g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_MISMATCH,
+                  "the ranks disagree on %s: rank %u has another than rank 0 (%s here); start "
+                  "every rank with the same files", what, r, key);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
