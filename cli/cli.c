@@ -14,6 +14,16 @@
 
 #include "cli.h"
 
+/* the rank messages come from, on several ranks (cli.h) */
+static guint32 cli_rank, cli_world;
+
+void
+stw_cli_set_rank(guint32 rank, guint32 world)
+{
+  cli_rank = rank;
+  cli_world = world;
+}
+
 int
 stw_cli_fail(int status, const char *fmt, ...)
 {
@@ -21,7 +31,10 @@ stw_cli_fail(int status, const char *fmt, ...)
   va_start(ap, fmt);
   char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  fprintf(stderr, "stowage: %s\n", msg);
+  if (cli_world > 1)
+    fprintf(stderr, "stowage (rank %u of %u): %s\n", cli_rank, cli_world, msg);
+  else
+    fprintf(stderr, "stowage: %s\n", msg);
   g_free(msg);
   return status;
 }

@@ -40,6 +40,8 @@ int stw_cmd_profile(int argc, char **argv);
 
 /* Prints "stowage: MESSAGE" to stderr and returns STATUS. */
 int stw_cli_fail(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* On several ranks, messages name the rank they come from. */
+void stw_cli_set_rank(guint32 rank, guint32 world);
 /* Prints ERROR's message, frees it, and returns the status its domain and code call for. */
 int stw_cli_error(GError *error);
 /* Parses ARGV with CTX (usage errors exit 2 with a hint); TRUE on success. */

@@ -9,6 +9,7 @@
 #include <glib/gstdio.h>
 
 #include <stowage/check.h>
+#include <stowage/comm.h>
 #include <stowage/trainer.h>
 #include <stowage/units.h>
 
@@ -38,7 +39,12 @@ typedef struct {
   StwBackend *be;
   StwCompute *cx;          /* CUDA's compute table, or NULL for the CPU's */
   StwTrainer *tr;
+  StwComm *comm;           /* started by mpirun with several ranks: MPI; else NULL */
+  gboolean speaks;         /* this rank prints (rank 0) */
 } Training;
+
+/* How long a rank waits for the others in a collective before it says one is gone. */
+#define COLLECTIVE_TIMEOUT_MS (10 * 60 * 1000)
 
 static void
 training_clear(Training *x)
@@ -51,6 +57,8 @@ training_clear(Training *x)
   g_clear_pointer(&x->text, g_mapped_file_unref);
   stw_plan_free(x->plan);
   stw_trace_free(x->plan_trace);
+  if (x->comm != NULL) /* last: MPI ends here */
+    x->comm->free(x->comm);
   char **strings[] = { &x->data, &x->layers, &x->width, &x->heads, &x->context, &x->batch,
                        &x->steps, &x->seed, &x->lr, &x->gpu, &x->profile, &x->plan_file,
                        &x->trace_file, &x->checkpoint, &x->resume, &x->chunk, &x->device,
@@ -198,10 +206,53 @@ parse(Training *x, int argc, char **argv)
 
 /* ---- set up: the data, the plan, the device, the trainer ------------------------------------- */
 
+/* Started by mpirun with several ranks: the ranks' communicator, and only rank 0 prints. */
+static gboolean
+set_up_ranks(Training *x, int *status)
+{
+  x->speaks = TRUE;
+  if (!stw_comm_launched_with_ranks())
+    return TRUE;
+  GError *error = NULL;
+  x->comm = stw_comm_mpi_new(COLLECTIVE_TIMEOUT_MS, &error);
+  if (x->comm == NULL) {
+    *status = stw_cli_fail(STW_EXIT_FAILURE, "train: started with several ranks, but %s",
+                           error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  stw_cli_set_rank(x->comm->rank, x->comm->world);
+  x->ro.comm = x->comm;
+  x->speaks = x->comm->rank == 0;
+  if (!x->speaks)
+    x->quiet = TRUE;
+  return TRUE;
+}
+
+/* Every rank has the same data and plan: compared across ranks before any training. */
+static gboolean
+ranks_agree(Training *x, int *status)
+{
+  if (x->comm == NULL || x->comm->world <= 1)
+    return TRUE;
+  GError *error = NULL;
+  const guint8 *text = (const guint8 *)g_mapped_file_get_contents(x->text);
+  g_autofree char *data = g_compute_checksum_for_data(G_CHECKSUM_SHA256, text, x->len);
+  g_autofree char *data_key = g_strdup_printf("%" G_GSIZE_FORMAT " bytes, %s", x->len, data);
+  if (!stw_comm_agree(x->comm, "the training text", data_key, &error) ||
+      (x->plan != NULL && !stw_comm_agree(x->comm, "the plan", x->plan->trace_digest, &error))) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 set_up(Training *x, int *status)
 {
   GError *error = NULL;
+  if (!set_up_ranks(x, status))
+    return FALSE;
   const char *path = x->data != NULL ? x->data : DEFAULT_TEXT;
   /* a regular file only (not /dev/zero, not a FIFO), mapped */
   GStatBuf st;
@@ -251,6 +302,8 @@ set_up(Training *x, int *status)
   } else {
     x->be = stw_backend_host_new();
   }
+  if (!ranks_agree(x, status))
+    return FALSE;
   x->tr = stw_trainer_new(&x->c, (const guint8 *)g_mapped_file_get_contents(x->text), x->len,
                           &x->ro, x->be, &error);
   if (x->tr == NULL || (x->resume != NULL && !stw_trainer_load(x->tr, x->resume, &error))) {
@@ -295,7 +348,7 @@ static gboolean
 run(Training *x, float *loss, double *total_s, int *status)
 {
   GError *error = NULL;
-  double tokens = (double)(x->c.batch * x->c.context);
+  double tokens = (double)(x->c.batch * x->c.context) * (x->comm != NULL ? x->comm->world : 1);
   catch_signals();
   /* test hook: a SIGINT after this many steps, as the tests of docs/bad-input.md need one */
   guint64 fault_at = 0;
@@ -305,6 +358,17 @@ run(Training *x, float *loss, double *total_s, int *status)
   for (guint64 s = 0; s < x->n_steps; s++) {
     if (fault_at > 0 && s == fault_at)
       raise(SIGINT);
+    /* on several ranks all stop at the same step, whichever saw the signal */
+    if (x->comm != NULL && x->comm->world > 1) {
+      float stop = interrupted != 0;
+      if (!stw_comm_finish(x->comm, x->comm->all_reduce(x->comm, &stop, 1), "stopping together",
+                           &error)) {
+        *status = stw_cli_error(error);
+        return FALSE;
+      }
+      if (stop > 0 && !interrupted)
+        interrupted = SIGTERM;
+    }
     if (interrupted) {
       guint64 done = stw_trainer_step_count(x->tr);
       if (x->checkpoint != NULL && !save_checkpoint(x, status))
@@ -341,17 +405,25 @@ run(Training *x, float *loss, double *total_s, int *status)
 static int
 output(const Training *x, float loss, double total_s)
 {
+  GError *error = NULL;
+  if (!x->speaks) { /* the others keep their own checkpoint, and say nothing */
+    if (x->checkpoint != NULL && !stw_trainer_save(x->tr, x->checkpoint, &error))
+      return stw_cli_error(error);
+    return STW_EXIT_OK;
+  }
   const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
   g_autofree char *peak = stw_size_format(st->peak_device_bytes);
   g_autofree char *budget = stw_size_format(x->ro.device_bytes);
-  double tokens = (double)(x->c.batch * x->c.context);
+  guint32 world = x->comm != NULL ? x->comm->world : 1;
+  double tokens = (double)(x->c.batch * x->c.context) * world;
   const char *on = x->cx != NULL ? " on " : x->mixed ? " in " : "";
   const char *what = x->cx != NULL ? x->cx->name : x->mixed ? "mixed precision" : "";
-  printf("trained %" G_GUINT64_FORMAT " steps%s%s: final loss %.9g, %.0f tokens/s; device "
-         "peak %s of %s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps, on,
-         what, loss, tokens * (double)x->n_steps / total_s, peak, budget, st->deviations,
+  g_autofree char *ranks = world > 1 ? g_strdup_printf(" on %u ranks", world) : g_strdup("");
+  printf("trained %" G_GUINT64_FORMAT " steps%s%s%s: final loss %.9g, %.0f tokens/s; device "
+         "peak %s of %s%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps,
+         ranks, on, what, loss, tokens * (double)x->n_steps / total_s, peak, budget,
+         world > 1 ? " (rank 0)" : "", st->deviations,
          x->verify ? ", every move checksummed" : "");
-  GError *error = NULL;
   if (x->profile != NULL) {
     StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
     if (!stw_trace_save(t, x->profile, &error))
@@ -361,7 +433,10 @@ output(const Training *x, float loss, double total_s)
   if (x->checkpoint != NULL) {
     if (!stw_trainer_save(x->tr, x->checkpoint, &error))
       return stw_cli_error(error);
-    printf("wrote %s\n", x->checkpoint);
+    if (world > 1)
+      printf("wrote %s.rank-R-of-%u, one file per rank\n", x->checkpoint, world);
+    else
+      printf("wrote %s\n", x->checkpoint);
   }
   return STW_EXIT_OK;
 }

@@ -14,6 +14,7 @@ struct StwRecorder {
   const StwTrace *model;
   char *device;
   guint64 device_bytes;
+  guint32 world;            /* the ranks the traces are for (rank 0's) */
   StwTrace *rec;            /* the iteration being recorded */
   StwTrace *last;           /* the last completed one */
   StwOp *cur_op;            /* the op being recorded, NULL between ops */
@@ -29,9 +30,10 @@ struct StwRecorder {
 
 StwRecorder *
 stw_recorder_new(const StwTrace *model, const char *device, guint64 device_bytes,
-                 guint64 param_elem_bytes)
+                 guint64 param_elem_bytes, guint32 world)
 {
   StwRecorder *r = g_new0(StwRecorder, 1);
+  r->world = MAX(world, 1);
   r->model = model;
   r->device = g_strdup(device);
   r->device_bytes = device_bytes;
@@ -78,6 +80,7 @@ stw_recorder_iteration_begin(StwRecorder *r)
   g_free(t->device.name);
   t->device.name = g_strdup(r->device);
   t->device.memory_bytes = r->device_bytes;
+  t->device.world_size = r->world;
   for (guint32 i = 0; i < r->model->tensors->len; i++) {
     const StwTensor *x = stw_trace_tensor(r->model, i);
     guint32 id = stw_trace_add_tensor(t, x->name, x->dtype, x->shape, x->ndim);

@@ -27,7 +27,7 @@ typedef struct StwRecorder StwRecorder;
 /* A recorder for MODEL's tensors (not copied: it must outlive the recorder) on a device named
  * DEVICE with DEVICE_BYTES; PARAM_ELEM_BYTES is the compute copy's element size. */
 StwRecorder *stw_recorder_new(const StwTrace *model, const char *device, guint64 device_bytes,
-                              guint64 param_elem_bytes);
+                              guint64 param_elem_bytes, guint32 world);
 void stw_recorder_free(StwRecorder *r);
 
 void stw_recorder_iteration_begin(StwRecorder *r);

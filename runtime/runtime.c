@@ -146,6 +146,13 @@ initialize(StwRuntime *rt, const float *const *init)
   }
 }
 
+/* The ranks of O: its communicator's, or one. */
+static guint32
+world_of(const StwRuntimeOptions *o)
+{
+  return o->comm != NULL ? o->comm->world : 1;
+}
+
 StwRuntime *
 stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntimeOptions *o,
                 StwBackend *backend, GError **error)
@@ -178,6 +185,17 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   for (int l = 0; l < STW_N_LISTS; l++)
     for (guint32 c = 0; c < rt->n; c++)
       bytes[item_of(rt, (StwChunkList)l, c)] = stw_chunk_bytes(rt->c, c, (StwChunkList)l);
+  if (o->mode == STW_RUNTIME_PROFILE && world_of(o) > 1 && !rt->stays) {
+    guint64 state = 0;
+    for (int l = 0; l < STW_N_LISTS; l++)
+      state += stw_chunking_list_bytes(rt->c, (StwChunkList)l);
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+                "profiling on %u ranks keeps the model state on every rank's device: give it at "
+                "least %" G_GUINT64_FORMAT " bytes (twice the state), or profile one rank",
+                world_of(o), 2 * state);
+    stw_runtime_free(rt);
+    return NULL;
+  }
   rt->store = stw_store_new(backend, n_items, bytes, o->device_bytes, o->verify,
                             o->copy_timeout_ms);
   if (init != NULL)
@@ -190,7 +208,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     stw_store_keep_in_place(rt->store);
   if (o->mode == STW_RUNTIME_PROFILE)
     rt->recorder = stw_recorder_new(model, backend->name, o->device_bytes,
-                                    rt->elem[STW_LIST_PARAM]);
+                                    rt->elem[STW_LIST_PARAM], world_of(o));
   return rt;
 }
 
@@ -366,6 +384,54 @@ stw_runtime_op_end(StwRuntime *rt)
   rt->moment++;
   stw_store_reap(rt->store);
   rt->st.bookkeeping_ns += (guint64)(g_get_monotonic_time() - t) * 1000;
+}
+
+/* ---- ranks ------------------------------------------------------------------------------- */
+
+StwRuntimeMode
+stw_runtime_mode(const StwRuntime *rt)
+{
+  return rt->o.mode;
+}
+
+guint32
+stw_runtime_world(const StwRuntime *rt)
+{
+  return world_of(&rt->o);
+}
+
+guint32
+stw_runtime_rank(const StwRuntime *rt)
+{
+  return rt->o.comm != NULL ? rt->o.comm->rank : 0;
+}
+
+gboolean
+stw_runtime_reduce_gradients(StwRuntime *rt, GError **error)
+{
+  StwComm *comm = rt->o.comm;
+  if (comm == NULL || comm->world <= 1)
+    return TRUE;
+  g_assert(rt->stays); /* every chunk's gradients on the device, in host memory */
+  for (guint32 c = 0; c < rt->n; c++) {
+    guint32 item = item_of(rt, STW_LIST_PARAM, c);
+    guint8 *slot = stw_store_device(rt->store, item);
+    gsize n = stw_chunk_bytes(rt->c, c, STW_LIST_PARAM) / rt->elem[STW_LIST_PARAM];
+    g_autofree float *wide = NULL;
+    float *buf = (float *)slot;
+    if (rt->elem[STW_LIST_PARAM] != sizeof(float)) { /* bf16 gradients: averaged in fp32 */
+      wide = g_new(float, MAX(n, 1));
+      for (gsize i = 0; i < n; i++)
+        wide[i] = stw_bf16_to_float(((guint16 *)slot)[i]);
+      buf = wide;
+    }
+    if (!stw_comm_finish(comm, comm->all_reduce(comm, buf, n), "averaging the gradients",
+                         error))
+      return FALSE;
+    if (wide != NULL)
+      store_values(slot, wide, n, rt->elem[STW_LIST_PARAM]);
+  }
+  return TRUE;
 }
 
 /* ---- access ------------------------------------------------------------------------------ */

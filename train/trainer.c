@@ -33,6 +33,8 @@ struct StwTrainer {
   const guint8 *text;
   gsize len, pos;
   StwCompute *cx;             /* where the math runs */
+  StwComm *comm;              /* the data-parallel ranks (the runtime options'); NULL: one */
+  guint32 rank, world;
   int *inputs, *targets;      /* (B, T), on the host */
   int *d_inputs, *d_targets;  /* where the compute table reads them */
   gboolean fixed_batch;
@@ -156,11 +158,19 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
   StwModelConfig m;
   if (!config_model(c, &m, error))
     return NULL;
-  if (len < c->batch * c->context + 1) {
+  guint64 world = ro->comm != NULL ? ro->comm->world : 1;
+  if (len < world * c->batch * c->context + 1) {
+    g_autofree char *ranks = world > 1 ? g_strdup_printf(" on %" G_GUINT64_FORMAT " ranks", world)
+                                       : g_strdup("");
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DATA,
                 "the text has %" G_GSIZE_FORMAT " bytes; batch %" G_GUINT64_FORMAT " x context %"
-                G_GUINT64_FORMAT " needs at least %" G_GUINT64_FORMAT, len, c->batch, c->context,
-                c->batch * c->context + 1);
+                G_GUINT64_FORMAT "%s needs at least %" G_GUINT64_FORMAT, len, c->batch,
+                c->context, ranks, world * c->batch * c->context + 1);
+    return NULL;
+  }
+  if (world > 1 && ro->mode == STW_RUNTIME_PLAIN) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "plain mode trains one rank: several ranks need the runtime (profile or replay)");
     return NULL;
   }
   if (c->compute != NULL && c->compute->device_memory && ro->mode == STW_RUNTIME_PLAIN) {
@@ -172,6 +182,9 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
   StwTrainer *t = g_new0(StwTrainer, 1);
   t->c = *c;
   t->cx = c->compute != NULL ? c->compute : stw_compute_cpu();
+  t->comm = ro->comm;
+  t->world = (guint32)world;
+  t->rank = ro->comm != NULL ? ro->comm->rank : 0;
   t->text = text;
   t->len = len;
   t->model = stw_trainer_model(c, error);
@@ -630,17 +643,20 @@ backward_op(Ctx *x, guint k)
     grad_out(x, op, 1, &db);
 }
 
+/* The next global batch, world x batch x context tokens from the text's position on; this rank
+ * trains on its slice of it (rank r: the r-th), the same for a seed and world size every run. */
 static void
 next_batch(StwTrainer *t)
 {
-  gsize n = t->c.batch * t->c.context;
-  if (t->pos > t->len || t->len - t->pos < n + 1) /* no wrap, whatever pos holds */
+  gsize n = t->c.batch * t->c.context, global = n * t->world;
+  if (t->pos > t->len || t->len - t->pos < global + 1) /* no wrap, whatever pos holds */
     t->pos = 0;
+  const guint8 *slice = t->text + t->pos + (gsize)t->rank * n;
   for (gsize i = 0; i < n; i++) {
-    t->inputs[i] = t->text[t->pos + i];
-    t->targets[i] = t->text[t->pos + i + 1];
+    t->inputs[i] = slice[i];
+    t->targets[i] = slice[i + 1];
   }
-  t->pos += n;
+  t->pos += global;
 }
 
 void
@@ -699,6 +715,10 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     weights_out(&x);
     stw_runtime_op_end(t->rt);
   }
+  /* the global batch's loss: the mean of the ranks' (their slices are the same size) */
+  if (!x.failed && t->world > 1 &&
+      !stw_comm_finish(t->comm, t->comm->all_reduce(t->comm, &t->loss, 1), "the loss", error))
+    return FALSE;
   if (!x.failed && !isfinite(t->loss)) {
     /* stopped before backward: the model state is still the last step's */
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DIVERGED,
@@ -722,6 +742,10 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     x.failed = TRUE;
   }
   if (x.failed)
+    return FALSE;
+  /* profile mode on several ranks: every rank steps the mean gradient (a plan's replay
+   * reduce-scatters them at its own moments instead) */
+  if (stw_runtime_mode(t->rt) == STW_RUNTIME_PROFILE && !stw_runtime_reduce_gradients(t->rt, error))
     return FALSE;
   t->step++;
   for (guint32 id = 0; id < t->model->tensors->len; id++) {
@@ -823,8 +847,76 @@ first_non_finite(const StwTrainer *t, const float *state, guint64 total, int *li
 
 static const char *const state_names[] = { "master weights", "Adam momentum", "Adam variance" };
 
+#define ckpt_fail(...) \
+  (g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT, __VA_ARGS__), FALSE)
+
+/* FILE is a checkpoint of one rank where N ranks look for theirs (MINE) */
+static gboolean
+ckpt_fail_world(GError **error, const char *file, const char *mine)
+{
+  return ckpt_fail("%s: a checkpoint of one rank, and this run has several (each reads its own, "
+                   "%s here): resume on the world size that wrote it", file, mine);
+}
+
+/* A rank's own checkpoint file: FILE on one rank, FILE.rank-R-of-N on N (the caller's). */
+static char *
+rank_file(const StwTrainer *t, const char *file)
+{
+  if (t->world <= 1)
+    return g_strdup(file);
+  return g_strdup_printf("%s.rank-%u-of-%u", file, t->rank, t->world);
+}
+
+static gboolean save_file(StwTrainer *t, const char *file, GError **error);
+static gboolean load_file(StwTrainer *t, const char *file, GError **error);
+
 gboolean
 stw_trainer_save(StwTrainer *t, const char *file, GError **error)
+{
+  g_autofree char *mine = rank_file(t, file);
+  return save_file(t, mine, error);
+}
+
+/* The world size of FILE's per-rank checkpoints (FILE.rank-0-of-N), or 0 when there are none. */
+static guint32
+ranks_of(const char *file)
+{
+  g_autofree char *dir = g_path_get_dirname(file), *base = g_path_get_basename(file);
+  g_autofree char *prefix = g_strconcat(base, ".rank-0-of-", NULL);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  guint32 world = 0;
+  for (const char *name; d != NULL && (name = g_dir_read_name(d)) != NULL;) {
+    if (g_str_has_prefix(name, prefix))
+      world = (guint32)g_ascii_strtoull(name + strlen(prefix), NULL, 10);
+  }
+  if (d != NULL)
+    g_dir_close(d);
+  return world;
+}
+
+gboolean
+stw_trainer_load(StwTrainer *t, const char *file, GError **error)
+{
+  g_autofree char *mine = rank_file(t, file);
+  if (!g_file_test(mine, G_FILE_TEST_EXISTS)) {
+    guint32 other = ranks_of(file);
+    if (t->world > 1 && g_file_test(file, G_FILE_TEST_EXISTS))
+      return ckpt_fail_world(error, file, mine);
+    if (other > 0 && other != t->world)
+      return ckpt_fail("%s: the checkpoint of %u ranks (%s.rank-R-of-%u), and this run has %u: "
+                       "resume on the world size that wrote it", file, other, file, other,
+                       t->world);
+  }
+  if (!load_file(t, mine, error))
+    return FALSE;
+  /* every rank at the same step and position: no mix of checkpoints across steps */
+  g_autofree char *at = g_strdup_printf("step %" G_GUINT64_FORMAT " at position %" G_GSIZE_FORMAT,
+                                        t->step, t->pos);
+  return t->world <= 1 || stw_comm_agree(t->comm, "the checkpoint's step", at, error);
+}
+
+static gboolean
+save_file(StwTrainer *t, const char *file, GError **error)
 {
   guint32 n = t->model->tensors->len;
   guint64 total = total_floats(t);
@@ -859,9 +951,6 @@ stw_trainer_save(StwTrainer *t, const char *file, GError **error)
   return stw_file_write_atomic(file, (const char *)buf, body + 32, error);
 }
 
-#define ckpt_fail(...) \
-  (g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT, __VA_ARGS__), FALSE)
-
 /* Every field of H against this trainer's model and data, before any is used. */
 static gboolean
 check_header(const StwTrainer *t, const char *file, const CkptHeader *h, guint64 total,
@@ -877,7 +966,7 @@ check_header(const StwTrainer *t, const char *file, const CkptHeader *h, guint64
   if (h->step > CKPT_MAX_STEP)
     return ckpt_fail("%s: step %" G_GUINT64_FORMAT " is beyond the %" G_GUINT64_FORMAT " steps a "
                      "checkpoint holds", file, h->step, CKPT_MAX_STEP);
-  gsize n = t->c.batch * t->c.context;
+  gsize n = t->c.batch * t->c.context * t->world;
   if (h->pos > t->len || t->len - h->pos < n + 1)
     return ckpt_fail("%s: data position %" G_GUINT64_FORMAT " is past the last batch of the "
                      "training text (%" G_GSIZE_FORMAT " bytes): a checkpoint of training on "
@@ -885,8 +974,8 @@ check_header(const StwTrainer *t, const char *file, const CkptHeader *h, guint64
   return TRUE;
 }
 
-gboolean
-stw_trainer_load(StwTrainer *t, const char *file, GError **error)
+static gboolean
+load_file(StwTrainer *t, const char *file, GError **error)
 {
   guint64 total = total_floats(t);
   gsize expect = sizeof(CkptHeader) + 3 * total * sizeof(float) + 32;

@@ -16,6 +16,7 @@
 #include <glib.h>
 
 #include <stowage/backend.h>
+#include <stowage/comm.h>
 #include <stowage/plan.h>
 #include <stowage/trace.h>
 
@@ -53,6 +54,7 @@ typedef struct {
   const StwTrace *plan_trace; /* replay mode: the trace the plan was made for */
   gboolean verify;            /* checksum every chunk across every move */
   guint64 copy_timeout_ms;    /* a copy not done by then is an error (0: wait forever) */
+  StwComm *comm;              /* the data-parallel ranks (not owned); NULL: one rank */
 } StwRuntimeOptions;
 
 typedef struct {
@@ -97,6 +99,17 @@ gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
  * device slots (GPU Adam: the backend's memory), FALSE when host memory (CPU Adam). */
 gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
                            float **momentum, float **variance);
+
+/* Profile mode on several ranks: every gradient (the chunks' param list, after backward) made
+ * the mean over the ranks, in place, so that every rank steps the same update. FALSE with ERROR
+ * when a collective fails. */
+gboolean stw_runtime_reduce_gradients(StwRuntime *rt, GError **error);
+
+StwRuntimeMode stw_runtime_mode(const StwRuntime *rt);
+
+/* The ranks (1 without a communicator) and this one's. */
+guint32 stw_runtime_world(const StwRuntime *rt);
+guint32 stw_runtime_rank(const StwRuntime *rt);
 
 /* Activation memory, counted against the device budget; not zeroed (with verify, filled with
  * NaN). From the second iteration on it comes from an arena laid out from the first one, as
