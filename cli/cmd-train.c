@@ -402,28 +402,65 @@ run(Training *x, float *loss, double *total_s, int *status)
   return TRUE;
 }
 
+/* Every rank's figures, to every rank: the largest device peak and the most deviations of
+ * all, and whether every rank moved and received what rank 0 did. */
+typedef struct {
+  guint64 peak, h2d, d2h, comm, deviations;
+} RankFigures;
+
+static gboolean
+all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboolean *same,
+          GError **error)
+{
+  RankFigures mine = { st->peak_device_bytes, st->h2d_bytes, st->d2h_bytes, st->comm_bytes,
+                       st->deviations };
+  *worst = mine;
+  *same = TRUE;
+  guint32 world = x->comm != NULL ? x->comm->world : 1;
+  RankFigures first = mine;
+  for (guint32 r = 0; r < world && world > 1; r++) {
+    RankFigures f = mine;
+    if (!stw_comm_finish(x->comm, x->comm->broadcast(x->comm, &f, sizeof f, r),
+                         "the ranks' figures", error))
+      return FALSE;
+    if (r == 0)
+      first = f;
+    worst->peak = MAX(worst->peak, f.peak);
+    worst->deviations = MAX(worst->deviations, f.deviations);
+    *same &= f.h2d == first.h2d && f.d2h == first.d2h && f.comm == first.comm;
+  }
+  return TRUE;
+}
+
 static int
 output(const Training *x, float loss, double total_s)
 {
   GError *error = NULL;
+  RankFigures worst;
+  gboolean same;
+  if (!all_ranks(x, stw_runtime_stats(stw_trainer_runtime(x->tr)), &worst, &same, &error))
+    return stw_cli_error(error);
   if (!x->speaks) { /* the others keep their own checkpoint, and say nothing */
     if (x->checkpoint != NULL && !stw_trainer_save(x->tr, x->checkpoint, &error))
       return stw_cli_error(error);
     return STW_EXIT_OK;
   }
-  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
-  g_autofree char *peak = stw_size_format(st->peak_device_bytes);
+  g_autofree char *peak = stw_size_format(worst.peak);
   g_autofree char *budget = stw_size_format(x->ro.device_bytes);
   guint32 world = x->comm != NULL ? x->comm->world : 1;
   double tokens = (double)(x->c.batch * x->c.context) * world;
   const char *on = x->cx != NULL ? " on " : x->mixed ? " in " : "";
   const char *what = x->cx != NULL ? x->cx->name : x->mixed ? "mixed precision" : "";
   g_autofree char *ranks = world > 1 ? g_strdup_printf(" on %u ranks", world) : g_strdup("");
+  g_autofree char *comm = stw_size_format(worst.comm);
+  g_autofree char *each = world > 1 ? g_strdup_printf(" on every rank; collectives %s received "
+                                                     "per rank and step%s", comm, same ? "" :
+                                                     " (the ranks moved different bytes)")
+                                    : g_strdup("");
   printf("trained %" G_GUINT64_FORMAT " steps%s%s%s: final loss %.9g, %.0f tokens/s; device "
          "peak %s of %s%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps,
-         ranks, on, what, loss, tokens * (double)x->n_steps / total_s, peak, budget,
-         world > 1 ? " (rank 0)" : "", st->deviations,
-         x->verify ? ", every move checksummed" : "");
+         ranks, on, what, loss, tokens * (double)x->n_steps / total_s, peak, budget, each,
+         worst.deviations, x->verify ? ", every move checksummed" : "");
   if (x->profile != NULL) {
     StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
     if (!stw_trace_save(t, x->profile, &error))

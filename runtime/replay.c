@@ -13,6 +13,7 @@ struct StwReplayer {
   StwChunking *chunking;    /* the plan's layout, a copy the replayer owns */
   StwDemand *demand;        /* the plan's */
   guint next_action;        /* in the plan's sorted actions */
+  StwReplayCollectives coll; /* several ranks */
 };
 
 /* Whether the plan's trace describes the same tensors as MODEL's. */
@@ -69,7 +70,9 @@ configuration_differences(const StwTrace *pt, const StwTrace *model, GString *pl
     g_string_append_printf(run, "%s%s", run->len ? ", " : "",
                            b->checkpointing ? "checkpointing" : "no checkpointing");
   }
-  differs_u64(plan, run, "ranks", MAX(pt->device.world_size, 1), MAX(model->device.world_size, 1));
+  /* (the ranks are the plan's layout's, checked against the run's by the runtime: a trace of
+   * one rank plans for several) */
+
 }
 
 StwReplayer *
@@ -94,13 +97,6 @@ stw_replayer_new(const StwPlan *plan, const StwTrace *pt, const StwTrace *model,
                 "the plan was made for another configuration: its trace was recorded for %s, "
                 "and this run has %s; profile this configuration and plan again", was->str,
                 is->str);
-    return NULL;
-  }
-  if (plan->chunking->world > 1) {
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
-                "the plan is for %u GPUs (chunk groups with gathers and reduce-scatters); "
-                "this runtime replays one-GPU plans: plan again with --gpus 1",
-                plan->chunking->world);
     return NULL;
   }
   StwReplayer *r = g_new0(StwReplayer, 1);
@@ -170,15 +166,29 @@ stw_replayer_match(const StwReplayer *r, guint32 moment, const char *name, StwSt
 }
 
 void
-stw_replayer_start(StwReplayer *r, StwStore *s)
+stw_replayer_set_collectives(StwReplayer *r, const StwReplayCollectives *c)
+{
+  r->coll = *c;
+}
+
+gboolean
+stw_replayer_start(StwReplayer *r, StwStore *s, GError **error)
 {
   const StwSchedule *sc = &r->plan->schedule;
+  const StwChunking *c = r->chunking;
   for (guint32 i = 0; i < r->demand->n_items; i++) {
-    if (sc->resident[i] && !stw_store_resident(s, i))
+    if (sc->resident[i] && !stw_store_resident(s, i) && stw_plan_item_group(c, i) == G_MAXUINT32)
       stw_store_fetch(s, i, NULL);
   }
   for (guint32 i = 0; i < r->demand->n_items; i++)
     stw_store_settle(s, i);
+  /* the groups resident at the start are gathered from the own chunks just fetched */
+  for (guint32 i = 0; i < r->demand->n_items; i++) {
+    if (sc->resident[i] && stw_plan_item_group(c, i) != G_MAXUINT32 && !stw_store_resident(s, i) &&
+        !r->coll.perform(r->coll.data, STW_ACTION_GATHER, i, error))
+      return FALSE;
+  }
+  return TRUE;
 }
 
 void
@@ -195,6 +205,8 @@ stw_replayer_apply(StwReplayer *r, StwStore *s, guint32 moment, guint64 *deviati
   guint n = r->plan->schedule.actions->len;
   for (; r->next_action < n && a[r->next_action].moment == moment; r->next_action++) {
     guint32 item = a[r->next_action].item;
+    if (r->coll.settle != NULL && !r->coll.settle(r->coll.data, item, error))
+      return FALSE;
     gboolean resident = stw_store_resident(s, item);
     switch (a[r->next_action].kind) {
     case STW_ACTION_EVICT:
@@ -213,7 +225,17 @@ stw_replayer_apply(StwReplayer *r, StwStore *s, guint32 moment, guint64 *deviati
       else if (!stw_store_fetch(s, item, error))
         return FALSE;
       break;
-    default: /* gathers and reduce-scatters: several ranks, refused at the start */
+    case STW_ACTION_GATHER:
+      if (resident)
+        (*deviations)++;
+      else if (!r->coll.perform(r->coll.data, STW_ACTION_GATHER, item, error))
+        return FALSE;
+      break;
+    case STW_ACTION_REDUCE_SCATTER:
+      if (!r->coll.perform(r->coll.data, STW_ACTION_REDUCE_SCATTER, item, error))
+        return FALSE;
+      break;
+    default:
       break;
     }
   }

@@ -2,7 +2,7 @@
  * its actions performed at every op boundary.
  *
  * The replayer refuses a plan made for another model (the trace's digest, the tensors' names,
- * sizes and dtypes) or for several ranks; it owns a copy of the plan's layout and the plan's
+ * sizes and dtypes, the configuration and the world size); it owns a copy of the plan's layout and the plan's
  * demand (demand.h), from which the runtime looks up what each op needs. At each moment it
  * performs the plan's evictions, drops and fetches on the store; an action that finds its chunk
  * elsewhere than the plan says is skipped and counted as a deviation, and data is never lost (a
@@ -44,8 +44,20 @@ gboolean stw_replayer_match(const StwReplayer *r, guint32 moment, const char *na
                             const guint32 *params, guint32 n_params, const guint32 *grads,
                             guint32 n_grads, GError **error);
 
-/* Fetches the plan's start state into S and waits for it. */
-void stw_replayer_start(StwReplayer *r, StwStore *s);
+/* Several ranks: what the runtime does for a plan's collectives. PERFORM runs a gather or a
+ * reduce-scatter of ITEM (a group, or the own chunk it reduces into); SETTLE completes a
+ * collective in flight on ITEM before another action touches it. */
+typedef struct {
+  gboolean (*perform)(gpointer data, StwActionKind kind, guint32 item, GError **error);
+  gboolean (*settle)(gpointer data, guint32 item, GError **error);
+  gpointer data;
+} StwReplayCollectives;
+
+void stw_replayer_set_collectives(StwReplayer *r, const StwReplayCollectives *c);
+
+/* Fetches the plan's start state into S (gathers its groups) and waits for it. FALSE with ERROR
+ * when a gather fails. */
+gboolean stw_replayer_start(StwReplayer *r, StwStore *s, GError **error);
 /* Restarts the iteration: the next actions are moment 0's. */
 void stw_replayer_rewind(StwReplayer *r);
 /* Performs the actions of MOMENT on S, adding to *DEVIATIONS each one that finds its chunk

@@ -39,7 +39,23 @@ struct StwRuntime {
   guint64 deviations;       /* replay: actions that found their chunk elsewhere */
   gint64 op_start_us;
   StwRuntimeStats st;
+  /* several ranks replaying a plan of chunk groups (rank r owns chunk r of every group) */
+  gboolean multi;
+  guint32 world, rank;
+  GHashTable *pending;      /* item -> Pending: a collective in flight that touches it */
+  guint32 *first_of_chunk;  /* per chunk: its lowest tensor id, where its optimizer step runs */
+  guint64 comm_start;       /* the communicator's received bytes when the iteration began */
+  GError *failure;          /* what went wrong between ops, reported at the next op */
 };
+
+/* A collective in flight and the items it touches (a reduce-scatter: the own chunk and the
+ * group). */
+typedef struct {
+  StwCommOp *op;
+  guint32 items[2];
+  guint n_items;
+  gboolean reduces;         /* a reduce-scatter: the group's gradients are consumed after it */
+} Pending;
 
 static guint32
 item_of(const StwRuntime *rt, StwChunkList list, guint32 chunk)
@@ -52,6 +68,47 @@ static guint64
 offset_of(const StwRuntime *rt, StwChunkList list, guint32 tensor)
 {
   return rt->offset[tensor] * rt->elem[list];
+}
+
+/* block index of rank Q in this rank's gathered group, which leaves itself out (comm.h) */
+static guint32
+slot_of(const StwRuntime *rt, guint32 q)
+{
+  return q < rt->rank ? q : q - 1;
+}
+
+/* Where TENSOR's LIST values are for this rank: its item and the byte offset in it. One rank:
+ * the tensor's chunk. Several: a tensor of this rank's own chunk of its group (chunk g N + rank)
+ * in the item the plan names for rank 0's (chunk g N), since every rank runs the same schedule
+ * on its own chunks; another rank's tensor, in the param list only, in the group's gathered
+ * item at that rank's block. FALSE for another rank's tensor in the other lists (its state is
+ * that rank's). */
+static gboolean
+locate(const StwRuntime *rt, StwChunkList list, guint32 tensor, guint32 *item, guint64 *off)
+{
+  guint32 c = rt->c->chunk_of[tensor];
+  *off = offset_of(rt, list, tensor);
+  if (!rt->multi) {
+    *item = item_of(rt, list, c);
+    return TRUE;
+  }
+  guint32 g = c / rt->world, q = c % rt->world;
+  if (q == rt->rank) {
+    *item = item_of(rt, list, g * rt->world);
+    return TRUE;
+  }
+  if (list != STW_LIST_PARAM)
+    return FALSE;
+  *item = stw_plan_group_item(rt->c, g);
+  *off += (guint64)slot_of(rt, q) * stw_chunk_bytes(rt->c, g * rt->world, STW_LIST_PARAM);
+  return TRUE;
+}
+
+/* The ranks of O: its communicator's, or one. */
+static guint32
+world_of(const StwRuntimeOptions *o)
+{
+  return o->comm != NULL ? o->comm->world : 1;
 }
 
 /* N values of FROM (fp32) as ELEM-byte elements (fp32 or bf16) in TO */
@@ -68,6 +125,25 @@ store_values(void *to, const float *from, gsize n, guint64 elem)
 }
 
 /* ---- construction ----------------------------------------------------------------------- */
+
+/* Several ranks replay rank 0's schedule on their own chunks: every chunk of a group must be the
+ * size of the group's first (no oversized tensor). */
+static gboolean
+groups_replayable(const StwChunking *c, GError **error)
+{
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    guint32 lead = i - i % c->world;
+    if (stw_chunking_chunk(c, i)->capacity_elems != stw_chunking_chunk(c, lead)->capacity_elems) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+                  "chunk %u holds %" G_GUINT64_FORMAT " elements and chunk %u of its group %"
+                  G_GUINT64_FORMAT ": the ranks replay one schedule on chunks of one size; plan "
+                  "without --oversized", i, stw_chunking_chunk(c, i)->capacity_elems, lead,
+                  stw_chunking_chunk(c, lead)->capacity_elems);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
 
 /* Profile mode's chunk size when none is asked for: of the sizes the planner's search tries, the
  * one that pads the model least (the smallest of equals). */
@@ -101,12 +177,19 @@ set_layout(StwRuntime *rt, GError **error)
     return FALSE;
   }
   if (o->mode == STW_RUNTIME_REPLAY) {
+    guint32 pw = o->plan->chunking->world, cw = world_of(o);
+    if (pw != cw) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                  "the plan is for %u rank%s, and this run has %u: start %u (mpirun -np %u), or "
+                  "plan for %u (--gpus %u)", pw, pw > 1 ? "s" : "", cw, pw, pw, cw, cw);
+      return FALSE;
+    }
     rt->replayer = stw_replayer_new(o->plan, o->plan_trace, rt->model, error);
     if (rt->replayer == NULL)
       return FALSE;
     rt->c = stw_replayer_chunking(rt->replayer);
     rt->optim = stw_replayer_optim(rt->replayer);
-    return TRUE;
+    return cw <= 1 || groups_replayable(rt->c, error);
   }
   guint64 size = o->chunk_size_elems != 0 ? o->chunk_size_elems : least_padded_size(rt->model);
   rt->chunking = stw_chunking_pack(rt->model, size, TRUE, error);
@@ -146,11 +229,107 @@ initialize(StwRuntime *rt, const float *const *init)
   }
 }
 
-/* The ranks of O: its communicator's, or one. */
-static guint32
-world_of(const StwRuntimeOptions *o)
+/* ---- several ranks: the plan's collectives --------------------------------------------------- */
+
+/* Completes the collective in flight on ITEM, if any: FALSE with ERROR when it failed. A
+ * reduce-scatter leaves the group's gradients consumed: they need not reach the host. */
+static gboolean
+finish(StwRuntime *rt, guint32 item, GError **error)
 {
-  return o->comm != NULL ? o->comm->world : 1;
+  if (rt->pending == NULL)
+    return TRUE;
+  Pending *p = g_hash_table_lookup(rt->pending, GUINT_TO_POINTER(item));
+  if (p == NULL)
+    return TRUE;
+  for (guint i = 0; i < p->n_items; i++)
+    g_hash_table_remove(rt->pending, GUINT_TO_POINTER(p->items[i]));
+  gboolean ok = stw_comm_finish(rt->o.comm, p->op, p->reduces ? "a reduce-scatter" : "a gather",
+                                error);
+  if (ok && p->reduces)
+    stw_store_clear_dirty(rt->store, p->items[1]);
+  g_free(p);
+  return ok;
+}
+
+static gboolean
+finish_all(StwRuntime *rt, GError **error)
+{
+  gboolean ok = TRUE;
+  while (rt->pending != NULL && g_hash_table_size(rt->pending) > 0) {
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, rt->pending);
+    g_hash_table_iter_next(&it, &key, NULL);
+    ok &= finish(rt, GPOINTER_TO_UINT(key), ok ? error : NULL);
+  }
+  return ok;
+}
+
+static void
+track(StwRuntime *rt, StwCommOp *op, guint32 a, guint32 b, gboolean reduces)
+{
+  Pending *p = g_new0(Pending, 1);
+  *p = (Pending){ .op = op, .items = { a, b }, .n_items = a == b ? 1 : 2, .reduces = reduces };
+  for (guint i = 0; i < p->n_items; i++)
+    g_hash_table_insert(rt->pending, GUINT_TO_POINTER(p->items[i]), p);
+}
+
+/* Gathers group G: every rank's own chunk of it (on the device) into the group's slot here. */
+static gboolean
+gather(StwRuntime *rt, guint32 g, GError **error)
+{
+  guint32 own = stw_plan_own_item(rt->c, g), group = stw_plan_group_item(rt->c, g);
+  if (!finish(rt, own, error) || !finish(rt, group, error))
+    return FALSE;
+  if (!stw_store_resident(rt->store, own)) { /* the plan should have fetched it */
+    rt->deviations++;
+    if (!stw_store_fetch(rt->store, own, error))
+      return FALSE;
+  }
+  stw_store_settle(rt->store, own);
+  if (!stw_store_claim(rt->store, group, error))
+    return FALSE;
+  StwComm *c = rt->o.comm;
+  gsize bytes = stw_chunk_bytes(rt->c, g * rt->world, STW_LIST_PARAM);
+  track(rt, c->all_gather(c, stw_store_device(rt->store, own),
+                          stw_store_device(rt->store, group), bytes), group, group, FALSE);
+  return TRUE;
+}
+
+/* Reduce-scatters group G's gradients: this rank's own chunk becomes the mean of every rank's
+ * gradients for it. */
+static gboolean
+reduce_scatter(StwRuntime *rt, guint32 g, GError **error)
+{
+  guint32 own = stw_plan_own_item(rt->c, g), group = stw_plan_group_item(rt->c, g);
+  if (!finish(rt, own, error) || !finish(rt, group, error))
+    return FALSE;
+  if (!stw_store_resident(rt->store, own) || !stw_store_resident(rt->store, group)) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "group %u: its gradients are not on the device for their reduce-scatter", g);
+    return FALSE;
+  }
+  StwComm *c = rt->o.comm;
+  gsize bytes = stw_chunk_bytes(rt->c, g * rt->world, STW_LIST_PARAM);
+  track(rt, c->reduce_scatter(c, stw_store_device(rt->store, own),
+                              stw_store_device(rt->store, group), bytes, rt->c->dtype),
+        own, group, TRUE);
+  return TRUE;
+}
+
+static gboolean
+perform_collective(gpointer data, StwActionKind kind, guint32 item, GError **error)
+{
+  StwRuntime *rt = data;
+  guint32 g = stw_plan_item_group(rt->c, item);
+  g_assert(g != G_MAXUINT32);
+  return kind == STW_ACTION_GATHER ? gather(rt, g, error) : reduce_scatter(rt, g, error);
+}
+
+static gboolean
+settle_item(gpointer data, guint32 item, GError **error)
+{
+  return finish(data, item, error);
 }
 
 StwRuntime *
@@ -180,11 +359,28 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   }
   for (int l = 0; l < STW_N_LISTS; l++)
     rt->elem[l] = stw_chunk_list_elem_bytes((StwChunkList)l, rt->c->dtype);
-  guint32 n_items = STW_N_LISTS * rt->n;
-  g_autofree guint64 *bytes = g_new(guint64, MAX(n_items, 1));
+  rt->world = world_of(o);
+  rt->rank = o->comm != NULL ? o->comm->rank : 0;
+  rt->multi = o->mode == STW_RUNTIME_REPLAY && rt->world > 1;
+  guint32 n_items = stw_plan_n_items(rt->c);
+  g_autofree guint64 *bytes = g_new0(guint64, MAX(n_items, 1));
   for (int l = 0; l < STW_N_LISTS; l++)
+    for (guint32 c = 0; c < rt->n; c++) /* several ranks: only the items of own chunks */
+      bytes[item_of(rt, (StwChunkList)l, c)] =
+          !rt->multi || c % rt->world == 0 ? stw_chunk_bytes(rt->c, c, (StwChunkList)l) : 0;
+  for (guint32 g = 0; g < stw_chunking_groups(rt->c); g++)
+    bytes[stw_plan_group_item(rt->c, g)] = stw_plan_group_bytes(rt->c, g);
+  if (rt->multi) {
+    rt->pending = g_hash_table_new(g_direct_hash, g_direct_equal);
+    rt->first_of_chunk = g_new(guint32, MAX(rt->n, 1));
     for (guint32 c = 0; c < rt->n; c++)
-      bytes[item_of(rt, (StwChunkList)l, c)] = stw_chunk_bytes(rt->c, c, (StwChunkList)l);
+      rt->first_of_chunk[c] = G_MAXUINT32;
+    for (guint i = 0; i < rt->c->placements->len; i++) {
+      const StwPlacement *p = &g_array_index(rt->c->placements, StwPlacement, i);
+      guint32 c = rt->c->chunk_of[p->tensor];
+      rt->first_of_chunk[c] = MIN(rt->first_of_chunk[c], p->tensor);
+    }
+  }
   if (o->mode == STW_RUNTIME_PROFILE && world_of(o) > 1 && !rt->stays) {
     guint64 state = 0;
     for (int l = 0; l < STW_N_LISTS; l++)
@@ -198,6 +394,13 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   }
   rt->store = stw_store_new(backend, n_items, bytes, o->device_bytes, o->verify,
                             o->copy_timeout_ms);
+  for (guint32 g = 0; rt->multi && g < stw_chunking_groups(rt->c); g++)
+    stw_store_set_volatile(rt->store, stw_plan_group_item(rt->c, g));
+  if (rt->multi) {
+    StwReplayCollectives coll = { .perform = perform_collective, .settle = settle_item,
+                                  .data = rt };
+    stw_replayer_set_collectives(rt->replayer, &coll);
+  }
   if (init != NULL)
     initialize(rt, init);
   if (o->mode == STW_RUNTIME_PLAIN) /* every list used in place: nothing is ever "off" */
@@ -217,6 +420,14 @@ stw_runtime_free(StwRuntime *rt)
 {
   if (rt == NULL)
     return;
+  if (rt->pending != NULL) {
+    GError *ignored = NULL;
+    finish_all(rt, &ignored);
+    g_clear_error(&ignored);
+    g_hash_table_unref(rt->pending);
+  }
+  g_free(rt->first_of_chunk);
+  g_clear_error(&rt->failure);
   stw_store_free(rt->store);
   stw_replayer_free(rt->replayer);
   stw_recorder_free(rt->recorder);
@@ -233,6 +444,10 @@ stw_runtime_free(StwRuntime *rt)
 static gboolean
 no_failure(StwRuntime *rt, GError **error)
 {
+  if (rt->failure != NULL) {
+    g_propagate_error(error, g_steal_pointer(&rt->failure));
+    return FALSE;
+  }
   GError *failure = stw_store_take_failure(rt->store);
   if (failure == NULL)
     return TRUE;
@@ -257,12 +472,16 @@ stw_runtime_iteration_begin(StwRuntime *rt)
   if (rt->replayer != NULL) {
     stw_replayer_rewind(rt->replayer);
     if (!rt->started) {
-      stw_replayer_start(rt->replayer, rt->store);
+      GError *error = NULL;
+      if (!stw_replayer_start(rt->replayer, rt->store, &error) && rt->failure == NULL)
+        rt->failure = error;
       rt->st.warmup_h2d_bytes = stw_store_stats(rt->store)->h2d_bytes;
       stw_store_reset_moved(rt->store);
       rt->started = TRUE;
     }
   }
+  if (rt->o.comm != NULL)
+    rt->comm_start = rt->o.comm->received_bytes;
 }
 
 gboolean
@@ -275,9 +494,12 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
                   "the iteration ran %u ops, the plan's trace has %u", rt->moment, n_ops);
       return FALSE;
     }
-    if (!stw_replayer_apply(rt->replayer, rt->store, rt->moment, &rt->deviations, error))
+    if (!stw_replayer_apply(rt->replayer, rt->store, rt->moment, &rt->deviations, error) ||
+        !finish_all(rt, error))
       return FALSE;
   }
+  if (rt->o.comm != NULL)
+    rt->st.comm_bytes = rt->o.comm->received_bytes - rt->comm_start;
   if (rt->recorder != NULL)
     stw_recorder_iteration_end(rt->recorder);
   stw_store_iteration_end(rt->store);
@@ -296,6 +518,13 @@ make_ready(StwRuntime *rt, const guint32 *need, guint n_need, const guint32 *for
 {
   StwStore *s = rt->store;
   gboolean replay = rt->replayer != NULL;
+  /* collectives in flight on what the op touches complete first */
+  const guint32 *lists[] = { need, forbid, write };
+  guint counts[] = { n_need, n_forbid, n_write };
+  for (int l = 0; l < 3; l++)
+    for (guint i = 0; i < counts[l]; i++)
+      if (!finish(rt, lists[l][i], error))
+        return FALSE;
   stw_store_next_op(s);
   for (guint i = 0; i < n_need; i++)
     stw_store_need(s, need[i]);
@@ -316,7 +545,9 @@ make_ready(StwRuntime *rt, const guint32 *need, guint n_need, const guint32 *for
       continue;
     if (replay)
       rt->deviations++;
-    if (!stw_store_fetch(s, need[i], error))
+    guint32 g = rt->multi ? stw_plan_item_group(rt->c, need[i]) : G_MAXUINT32;
+    if (g != G_MAXUINT32 ? !gather(rt, g, error) || !finish(rt, need[i], error)
+                         : !stw_store_fetch(s, need[i], error))
       return FALSE;
   }
   for (guint i = 0; i < n_need; i++)
@@ -439,8 +670,30 @@ stw_runtime_reduce_gradients(StwRuntime *rt, GError **error)
 gpointer
 stw_runtime_param(StwRuntime *rt, guint32 tensor)
 {
-  guint32 item = item_of(rt, STW_LIST_PARAM, rt->c->chunk_of[tensor]);
-  return stw_store_device(rt->store, item) + offset_of(rt, STW_LIST_PARAM, tensor);
+  guint32 item;
+  guint64 off;
+  locate(rt, STW_LIST_PARAM, tensor, &item, &off);
+  return stw_store_device(rt->store, item) + off;
+}
+
+void
+stw_runtime_optim_tensors(StwRuntime *rt, guint32 tensor, GArray *out)
+{
+  g_array_set_size(out, 0);
+  if (!rt->multi) {
+    g_array_append_val(out, tensor);
+    return;
+  }
+  /* at the step of rank 0's own chunk (its first tensor), this rank steps all of its own */
+  guint32 c = rt->c->chunk_of[tensor];
+  if (c % rt->world != 0 || rt->first_of_chunk[c] != tensor)
+    return;
+  guint32 mine = c + rt->rank;
+  if (mine >= rt->n)
+    return; /* the last group has no chunk of this rank */
+  const StwChunk *ch = stw_chunking_chunk(rt->c, mine);
+  for (guint32 k = 0; k < ch->count; k++)
+    g_array_append_val(out, g_array_index(rt->c->placements, StwPlacement, ch->first + k).tensor);
 }
 
 gboolean
@@ -448,12 +701,16 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
                   float **momentum, float **variance)
 {
   guint32 c = rt->c->chunk_of[tensor];
-  gboolean cpu = rt->optim[c] == STW_OPTIM_CPU;
+  /* several ranks: a rank's own chunk takes the placement of its group's first (rank 0's) */
+  gboolean cpu = rt->optim[rt->multi ? c - c % rt->world : c] == STW_OPTIM_CPU;
   gpointer *out[] = { param, (gpointer *)master, (gpointer *)momentum, (gpointer *)variance };
   for (int l = 0; l < STW_N_LISTS; l++) {
-    guint32 item = item_of(rt, (StwChunkList)l, c);
+    guint32 item;
+    guint64 off;
+    gboolean mine = locate(rt, (StwChunkList)l, tensor, &item, &off);
+    g_assert(mine); /* stw_runtime_optim_tensors hands out this rank's own */
     guint8 *base = cpu ? stw_store_host(rt->store, item) : stw_store_device(rt->store, item);
-    *out[l] = base + offset_of(rt, (StwChunkList)l, tensor);
+    *out[l] = base + off;
   }
   return !cpu && rt->o.mode != STW_RUNTIME_PLAIN;
 }
@@ -509,12 +766,19 @@ stw_runtime_stats(StwRuntime *rt)
 void
 stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v)
 {
-  guint32 c = rt->c->chunk_of[tensor];
-  guint64 off = offset_of(rt, STW_LIST_MASTER, tensor);
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
-  stw_store_read(rt->store, item_of(rt, STW_LIST_MASTER, c), off, master, n);
-  stw_store_read(rt->store, item_of(rt, STW_LIST_MOMENTUM, c), off, m, n);
-  stw_store_read(rt->store, item_of(rt, STW_LIST_VARIANCE, c), off, v, n);
+  float *out[] = { master, m, v };
+  GError *ignored = NULL;
+  finish_all(rt, &ignored); /* a failure has been reported where it happened */
+  g_clear_error(&ignored);
+  for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++) {
+    guint32 item;
+    guint64 off;
+    if (locate(rt, (StwChunkList)l, tensor, &item, &off))
+      stw_store_read(rt->store, item, off, out[l - STW_LIST_MASTER], n);
+    else /* another rank's state: zeros here (its checkpoint holds it) */
+      memset(out[l - STW_LIST_MASTER], 0, n);
+  }
 }
 
 void
@@ -527,7 +791,13 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
   g_autofree guint8 *compute = g_malloc(MAX(numel * rt->elem[STW_LIST_PARAM], 1));
   store_values(compute, master, numel, rt->elem[STW_LIST_PARAM]);
   const void *src[] = { compute, master, m, v };
-  for (int l = 0; l < STW_N_LISTS; l++)
-    stw_store_write(rt->store, item_of(rt, (StwChunkList)l, c),
-                    offset_of(rt, (StwChunkList)l, tensor), src[l], numel * rt->elem[l]);
+  (void)c;
+  for (int l = 0; l < STW_N_LISTS; l++) {
+    guint32 item;
+    guint64 off;
+    /* several ranks: this rank's own tensors only (the others' arrive by gathers) */
+    if (locate(rt, (StwChunkList)l, tensor, &item, &off) &&
+        (!rt->multi || stw_plan_item_group(rt->c, item) == G_MAXUINT32))
+      stw_store_write(rt->store, item, off, src[l], numel * rt->elem[l]);
+  }
 }

@@ -45,6 +45,7 @@ struct StwStore {
   guint64 room_evictions;
   gboolean verify, plain;
   gboolean in_place;        /* every item resident in its host copy for good */
+  guint8 *volatile_;        /* per item: stw_store_set_volatile */
   guint64 copy_timeout_ms;
   StwStoreStats st;
   GError *failure;          /* a checksum failure, failed or stuck copy, not reported yet */
@@ -95,6 +96,7 @@ stw_store_new(StwBackend *be, guint32 n_items, const guint64 *bytes, guint64 cap
   s->sum = g_new0(guint64, n);
   s->last_use = g_new0(guint64, n);
   s->needed = g_new0(guint32, n);
+  s->volatile_ = g_new0(guint8, n);
   g_queue_init(&s->leaving);
   s->capacity = capacity;
   s->acts = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -166,6 +168,7 @@ stw_store_free(StwStore *s)
   g_free(s->sum);
   g_free(s->last_use);
   g_free(s->needed);
+  g_free(s->volatile_);
   g_free(s);
 }
 
@@ -336,7 +339,7 @@ victim(const StwStore *s)
 {
   guint32 best = G_MAXUINT32;
   for (guint32 i = 0; i < s->n_items && !s->in_place; i++) {
-    if (!stw_store_resident(s, i) || s->needed[i] == s->stamp)
+    if (!stw_store_resident(s, i) || s->needed[i] == s->stamp || s->volatile_[i])
       continue;
     if (best == G_MAXUINT32 || s->last_use[i] < s->last_use[best])
       best = i;
@@ -423,6 +426,43 @@ stw_store_fetch(StwStore *s, guint32 item, GError **error)
   s->dirty[item] = 0;
   s->st.h2d_bytes += s->bytes[item];
   return TRUE;
+}
+
+gboolean
+stw_store_claim(StwStore *s, guint32 item, GError **error)
+{
+  g_assert(!stw_store_resident(s, item));
+  stw_store_host(s, item);
+  if (!reserve(s, s->bytes[item], error))
+    return FALSE;
+  s->slot[item] = s->be->device_alloc(s->be, MAX(s->bytes[item], 1));
+  if (s->slot[item] == NULL) {
+    s->used -= s->bytes[item];
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
+                "the backend could not allocate %" G_GUINT64_FORMAT " bytes", s->bytes[item]);
+    return FALSE;
+  }
+  s->place[item] = STW_ON_DEVICE;
+  s->dirty[item] = 0;
+  return TRUE;
+}
+
+void
+stw_store_set_volatile(StwStore *s, guint32 item)
+{
+  s->volatile_[item] = 1;
+}
+
+gboolean
+stw_store_volatile(const StwStore *s, guint32 item)
+{
+  return s->volatile_[item];
+}
+
+void
+stw_store_clear_dirty(StwStore *s, guint32 item)
+{
+  s->dirty[item] = 0;
 }
 
 void

@@ -77,6 +77,17 @@ guint8 *stw_store_device(StwStore *s, guint32 item);
  * by evicting the least recently used items not needed by the current op. FALSE with ERROR when
  * the budget cannot hold it or the backend refuses the slot. */
 gboolean stw_store_fetch(StwStore *s, guint32 item, GError **error);
+/* A slot for ITEM without copying anything into it (AT_HOST to ON_DEVICE): what a collective
+ * fills (the others' chunks of a group, all-gathered). FALSE with ERROR when the budget cannot
+ * hold it. */
+gboolean stw_store_claim(StwStore *s, guint32 item, GError **error);
+/* ITEM's data lives only on the device while it is there (a gathered group): it is never chosen
+ * to make room, and never fetched from its host copy. */
+void stw_store_set_volatile(StwStore *s, guint32 item);
+gboolean stw_store_volatile(const StwStore *s, guint32 item);
+/* The device copy need not reach the host (a group's gradients, reduce-scattered). */
+void stw_store_clear_dirty(StwStore *s, guint32 item);
+
 /* Issues the write-back of resident ITEM; its slot is freed when the copy lands. */
 void stw_store_evict(StwStore *s, guint32 item);
 /* Frees the slot of resident ITEM. A dirty item is written back instead: data is never lost.

@@ -179,7 +179,7 @@ head -c 100 "$T/c.ckpt" > "$T/bad.ckpt"
 expect 1 "not a stowage checkpoint (or truncated)" "resume from a truncated checkpoint" -- $S train $M --steps 1 --resume "$T/bad.ckpt"
 expect 1 "the plan was made for another model" "replay a plan made for another model" -- $S train --layers 2 --width 64 --heads 4 --context 16 --batch 2 --data "$D" --steps 1 --plan "$T/tp.json"
 $S plan "$T/tt.json" --gpu 400KiB --gpus 2 -o "$T/tp2.json" >/dev/null
-expect 1 "the plan is for 2 GPUs" "train refuses a 2-GPU plan" -- $S train $M --steps 1 --plan "$T/tp2.json"
+expect 1 "the plan is for 2 ranks, and this run has 1: start 2 (mpirun -np 2), or plan for 1 (--gpus 1)" "train refuses a 2-rank plan on one rank" -- $S train $M --steps 1 --plan "$T/tp2.json"
 expect 2 "--device: 'tpu' is not one of cpu, cuda" "train on an unknown device" -- $S train $M --steps 1 --device tpu
 expect 2 "--precision: 'fp8' is not one of mixed, fp32" "train with an unknown precision" -- $S train $M --steps 1 --precision fp8
 expect 0 "trained 2 steps in mixed precision" "train in mixed precision on the CPU" -- $S train $M --steps 2 --precision mixed --profile "$T/tm.json"

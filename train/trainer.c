@@ -748,21 +748,28 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
   if (stw_runtime_mode(t->rt) == STW_RUNTIME_PROFILE && !stw_runtime_reduce_gradients(t->rt, error))
     return FALSE;
   t->step++;
+  g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
   for (guint32 id = 0; id < t->model->tensors->len; id++) {
     const StwTensor *ten = stw_trace_tensor(t->model, id);
     g_autofree char *name = g_strconcat("adam.", ten->name, NULL);
     if (!stw_runtime_op_begin(t->rt, name, STW_STAGE_OPTIM, &id, 1, NULL, 0, error))
       return FALSE;
-    gpointer param;
-    float *master, *m, *v;
-    gboolean on_device = stw_runtime_optim(t->rt, id, &param, &master, &m, &v);
-    if (t->grad_sink != NULL)
-      sink_gradient(t, id, param, on_device);
-    /* the compute copy holds the gradient; the master weights get the update */
-    if (on_device)
-      t->cx->adam(t->cx, param, t->c.dtype, master, m, v, ten->numel, &t->c.adam, t->step);
-    else
-      stw_compute_host_adam(param, t->c.dtype, master, m, v, ten->numel, &t->c.adam, t->step);
+    /* the tensor itself; on several ranks, this rank's own chunk at rank 0's op of its own */
+    stw_runtime_optim_tensors(t->rt, id, stepped);
+    for (guint i = 0; i < stepped->len; i++) {
+      guint32 tensor = g_array_index(stepped, guint32, i);
+      guint64 numel = stw_trace_tensor(t->model, tensor)->numel;
+      gpointer param;
+      float *master, *m, *v;
+      gboolean on_device = stw_runtime_optim(t->rt, tensor, &param, &master, &m, &v);
+      if (t->grad_sink != NULL)
+        sink_gradient(t, tensor, param, on_device);
+      /* the compute copy holds the gradient; the master weights get the update */
+      if (on_device)
+        t->cx->adam(t->cx, param, t->c.dtype, master, m, v, numel, &t->c.adam, t->step);
+      else
+        stw_compute_host_adam(param, t->c.dtype, master, m, v, numel, &t->c.adam, t->step);
+    }
     stw_runtime_op_end(t->rt);
   }
   if (!t->cx->ok(t->cx)) {

@@ -67,6 +67,7 @@ typedef struct {
   guint64 ops;
   guint64 arena_bytes;              /* the activation arena learned from the first iteration */
   guint64 arena_iterations;         /* iterations whose activations all came from it */
+  guint64 comm_bytes;               /* received in collectives in the last iteration */
 } StwRuntimeStats;
 
 typedef struct StwRuntime StwRuntime;
@@ -94,6 +95,11 @@ void stw_runtime_op_end(StwRuntime *rt);
  * op that declares TENSOR's gradient writes the gradient there once it no longer needs the
  * parameter. */
 gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
+
+/* The tensors this rank steps at the optimizer op of TENSOR, into OUT (guint32): TENSOR itself
+ * on one rank; on several replaying a plan, at the op of the first tensor of rank 0's own chunk
+ * of a group, every tensor of this rank's own chunk of it, and nothing at the others. */
+void stw_runtime_optim_tensors(StwRuntime *rt, guint32 tensor, GArray *out);
 
 /* For the optimizer op of TENSOR: its four lists wherever the plan steps it. TRUE when they are
  * device slots (GPU Adam: the backend's memory), FALSE when host memory (CPU Adam). */
