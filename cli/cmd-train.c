@@ -239,8 +239,12 @@ ranks_agree(Training *x, int *status)
   const guint8 *text = (const guint8 *)g_mapped_file_get_contents(x->text);
   g_autofree char *data = g_compute_checksum_for_data(G_CHECKSUM_SHA256, text, x->len);
   g_autofree char *data_key = g_strdup_printf("%" G_GSIZE_FORMAT " bytes, %s", x->len, data);
+  /* the plan as it would be written: two files of one plan agree, two plans of one trace not */
+  g_autofree char *plan_text = x->plan != NULL ? stw_plan_to_string(x->plan, x->plan_trace) : NULL;
+  g_autofree char *plan_key =
+    plan_text != NULL ? g_compute_checksum_for_string(G_CHECKSUM_SHA256, plan_text, -1) : NULL;
   if (!stw_comm_agree(x->comm, "the training text", data_key, &error) ||
-      (x->plan != NULL && !stw_comm_agree(x->comm, "the plan", x->plan->trace_digest, &error))) {
+      (plan_key != NULL && !stw_comm_agree(x->comm, "the plan", plan_key, &error))) {
     *status = stw_cli_error(error);
     return FALSE;
   }

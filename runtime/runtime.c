@@ -44,7 +44,8 @@ struct StwRuntime {
   guint32 world, rank;
   GHashTable *pending;      /* item -> Pending: a collective in flight that touches it */
   guint32 *first_of_chunk;  /* per chunk: its lowest tensor id, where its optimizer step runs */
-  guint64 comm_start;       /* the communicator's received bytes when the iteration began */
+  guint64 comm_received;    /* received in this runtime's own collectives this iteration (the
+                             * trainer's, such as the loss's mean, are not the plan's) */
   GError *failure;          /* what went wrong between ops, reported at the next op */
 };
 
@@ -291,8 +292,10 @@ gather(StwRuntime *rt, guint32 g, GError **error)
     return FALSE;
   StwComm *c = rt->o.comm;
   gsize bytes = stw_chunk_bytes(rt->c, g * rt->world, STW_LIST_PARAM);
+  guint64 before = c->received_bytes;
   track(rt, c->all_gather(c, stw_store_device(rt->store, own),
                           stw_store_device(rt->store, group), bytes), group, group, FALSE);
+  rt->comm_received += c->received_bytes - before;
   return TRUE;
 }
 
@@ -311,9 +314,11 @@ reduce_scatter(StwRuntime *rt, guint32 g, GError **error)
   }
   StwComm *c = rt->o.comm;
   gsize bytes = stw_chunk_bytes(rt->c, g * rt->world, STW_LIST_PARAM);
+  guint64 before = c->received_bytes;
   track(rt, c->reduce_scatter(c, stw_store_device(rt->store, own),
                               stw_store_device(rt->store, group), bytes, rt->c->dtype),
         own, group, TRUE);
+  rt->comm_received += c->received_bytes - before;
   return TRUE;
 }
 
@@ -480,8 +485,7 @@ stw_runtime_iteration_begin(StwRuntime *rt)
       rt->started = TRUE;
     }
   }
-  if (rt->o.comm != NULL)
-    rt->comm_start = rt->o.comm->received_bytes;
+  rt->comm_received = 0;
 }
 
 gboolean
@@ -498,8 +502,7 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
         !finish_all(rt, error))
       return FALSE;
   }
-  if (rt->o.comm != NULL)
-    rt->st.comm_bytes = rt->o.comm->received_bytes - rt->comm_start;
+  rt->st.comm_bytes = rt->comm_received;
   if (rt->recorder != NULL)
     stw_recorder_iteration_end(rt->recorder);
   stw_store_iteration_end(rt->store);
@@ -656,9 +659,11 @@ stw_runtime_reduce_gradients(StwRuntime *rt, GError **error)
         wide[i] = stw_bf16_to_float(((guint16 *)slot)[i]);
       buf = wide;
     }
+    guint64 before = comm->received_bytes;
     if (!stw_comm_finish(comm, comm->all_reduce(comm, buf, n), "averaging the gradients",
                          error))
       return FALSE;
+    rt->comm_received += comm->received_bytes - before;
     if (wide != NULL)
       store_values(slot, wide, n, rt->elem[STW_LIST_PARAM]);
   }

@@ -1,6 +1,10 @@
 #!/bin/sh
 # test-mpi.sh — several ranks under mpirun: the communicators (test-comm, with 2 and 4 ranks and
-# alone). Skipped, saying so, in a build without MPI or without mpirun.
+# alone), then the whole loop on 2 and 4 ranks: profile, plan every policy for those ranks at a
+# budget below the model data, replay each, with every rank inside its budget, moving and
+# receiving what the plan predicts, and the same losses bitwise from run to run; resuming from
+# per-rank checkpoints; ranks started with other data, another plan or a plan for another world.
+# Skipped, saying so, in a build without MPI or without mpirun.
 . "$STW_SRCDIR/tests/tap.sh"
 B=$STW_BUILDDIR
 if ! grep -q '^#define STW_HAVE_MPI 1' "$B/config.h" 2>/dev/null; then
@@ -24,4 +28,91 @@ for n in 2 4; do
   oks=$(printf '%s\n' "$out" | grep -c "^ok .* ($n ranks)")
   [ "$st" = 0 ] && [ "$oks" = 6 ]; tap_result $? "the communicators on $n ranks (6 checks)" "$out"
 done
+S=$STOWAGE
+D=$STW_SRCDIR/README.md
+M="--layers 2 --width 32 --heads 4 --context 16 --batch 2 --data $D"
+T=$TAP_TMP
+losses() { grep '^step' "$1" | awk '{print $4}' | tr '\n' ' '; }
+# a prediction of a plan file, by name
+pred() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1" | head -n1; }
+# bytes as the CLI prints them, for comparing with a plan's
+bytes() { echo "$1 $2" | awk '{ m = $2 == "B" ? 1 : $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : 1073741824; printf "%.0f", $1 * m }'; }
+
+for n in 2 4; do
+  # shellcheck disable=SC2086
+  $MPIRUN -np $n $S train $M --steps 2 --profile "$T/t$n.json" > "$T/prof$n.log" 2>&1
+  grep -q "(rank 0 of $n)" "$T/prof$n.log" 2>/dev/null || $S inspect "$T/t$n.json" | grep -q "(rank 0 of $n)"
+  tap_result $? "profiling on $n ranks records rank 0's trace of $n" "$(tail -3 "$T/prof$n.log")"
+  replayed=0
+  for policy in stowage patrickstar zero-offload zero-infinity gemini-static lru; do
+    if ! $S plan "$T/t$n.json" --gpu 400KiB --policy $policy -o "$T/p$n-$policy.json" > "$T/plan.log" 2>&1; then
+      continue # this policy does not fit the budget; the planner says why
+    fi
+    # shellcheck disable=SC2086
+    $MPIRUN -np $n $S train $M --steps 4 --plan "$T/p$n-$policy.json" > "$T/r$n-$policy.log" 2>&1
+    st=$?
+    last=$(tail -n1 "$T/r$n-$policy.log")
+    h2d=$(grep '^step' "$T/r$n-$policy.log" | tail -n1 | sed 's/.*H2D \([0-9.]*\) \([KMG]*i*B\).*/\1 \2/')
+    d2h=$(grep '^step' "$T/r$n-$policy.log" | tail -n1 | sed 's/.*D2H \([0-9.]*\) \([KMG]*i*B\).*/\1 \2/')
+    comm=$(echo "$last" | sed -n 's/.*collectives \([0-9.]*\) \([KMG]*i*B\) received.*/\1 \2/p')
+    [ "$st" = 0 ] &&
+      echo "$last" | grep -q "device peak .* of 400.00 KiB on every rank; collectives .* received per rank and step; 0 deviations" &&
+      ! echo "$last" | grep -q "different bytes" &&
+      [ "$(bytes $h2d)" = "$(pred "$T/p$n-$policy.json" h2d_bytes)" ] &&
+      [ "$(bytes $d2h)" = "$(pred "$T/p$n-$policy.json" d2h_bytes)" ] &&
+      [ "$(bytes $comm)" = "$(pred "$T/p$n-$policy.json" comm_bytes)" ]
+    tap_result $? "$n ranks replay the $policy plan: inside the budget on every rank, the predicted bytes over PCIe and in collectives, no deviation" "$last" "H2D $h2d, D2H $d2h, collectives $comm; predicted $(pred "$T/p$n-$policy.json" h2d_bytes), $(pred "$T/p$n-$policy.json" d2h_bytes), $(pred "$T/p$n-$policy.json" comm_bytes)"
+    replayed=$((replayed + 1))
+  done
+  [ "$replayed" -ge 3 ]; tap_result $? "$n ranks: at least three policies' plans replayed ($replayed)"
+  # bitwise the same from run to run, and as profile mode's data parallelism
+  # shellcheck disable=SC2086
+  $MPIRUN -np $n $S train $M --steps 4 --plan "$T/p$n-stowage.json" > "$T/again$n.log" 2>&1
+  # shellcheck disable=SC2086
+  $MPIRUN -np $n $S train $M --steps 4 > "$T/dp$n.log" 2>&1
+  a=$(losses "$T/r$n-stowage.log"); b=$(losses "$T/again$n.log"); c=$(losses "$T/dp$n.log")
+  [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ]
+  tap_result $? "$n ranks: the replay's losses are bitwise the same from run to run and as without a plan" "$a" "$b" "$c"
+  # one rank training the same global batches: the same within 1e-5 (the sums run in another order)
+  # shellcheck disable=SC2086
+  $S train --layers 2 --width 32 --heads 4 --context 16 --batch $((2 * n)) --data "$D" --steps 4 > "$T/one$n.log" 2>&1
+  one=$(losses "$T/one$n.log")
+  printf '%s\n%s\n' "$a" "$one" | awk 'NR == 1 { split($0, x) } NR == 2 { n = split($0, y); for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > 1e-5 * y[i]) bad = 1 } } END { exit bad }'
+  tap_result $? "$n ranks train within 1e-5 of one rank on the same global batches" "$a" "$one"
+done
+
+# checkpoints, one file per rank: resuming gives the uninterrupted losses; another world refused
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M --steps 6 --plan "$T/p2-stowage.json" > "$T/six.log" 2>&1
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M --steps 3 --plan "$T/p2-stowage.json" --checkpoint "$T/c.ckpt" > /dev/null 2>&1
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M --steps 3 --plan "$T/p2-stowage.json" --resume "$T/c.ckpt" > "$T/rest.log" 2>&1
+[ -f "$T/c.ckpt.rank-0-of-2" ] && [ -f "$T/c.ckpt.rank-1-of-2" ] &&
+  [ "$(losses "$T/six.log" | cut -d' ' -f4-6)" = "$(losses "$T/rest.log" | cut -d' ' -f1-3)" ]
+tap_result $? "2 ranks resume from their checkpoints with the same losses" "$(losses "$T/six.log")" "$(losses "$T/rest.log")"
+# shellcheck disable=SC2086
+out=$($MPIRUN -np 4 $S train $M --steps 1 --resume "$T/c.ckpt" 2>&1)
+echo "$out" | grep -q "the checkpoint of 2 ranks (.*), and this run has 4: resume on the world size that wrote it"
+tap_result $? "a checkpoint of 2 ranks is refused on 4" "$out"
+
+# bad input across ranks: another world's plan, other data, another plan
+# shellcheck disable=SC2086
+out=$($MPIRUN -np 4 $S train $M --steps 1 --plan "$T/p2-stowage.json" 2>&1)
+echo "$out" | grep -q "the plan is for 2 ranks, and this run has 4: start 2 (mpirun -np 2), or plan for 4 (--gpus 4)"
+tap_result $? "a plan for 2 ranks is refused on 4" "$out"
+head -c 3000 "$D" > "$T/other.txt"
+# shellcheck disable=SC2086
+out=$(timeout 120 $MPIRUN -np 1 $S train $M --steps 1 : -np 1 $S train --layers 2 --width 32 --heads 4 --context 16 --batch 2 --data "$T/other.txt" --steps 1 2>&1)
+echo "$out" | grep -q "the ranks disagree on the training text: rank 1 has another than rank 0"
+tap_result $? "ranks started with other data stop before training" "$out"
+# shellcheck disable=SC2086
+out=$(timeout 120 $MPIRUN -np 1 $S train $M --steps 1 --plan "$T/p2-stowage.json" : -np 1 $S train $M --steps 1 --plan "$T/p2-lru.json" 2>&1)
+echo "$out" | grep -q "the ranks disagree on the plan: rank 1 has another than rank 0"
+tap_result $? "ranks started with other plans stop before training" "$out"
+# a rank that dies: the others do not hang (mpirun ends the job, and no collective waits forever)
+# shellcheck disable=SC2086
+timeout 120 $MPIRUN -np 1 $S train $M --steps 3 : -np 1 $S train $M --steps 3 --lr nonsense > "$T/dead.log" 2>&1
+st=$?
+[ "$st" != 0 ] && [ "$st" != 124 ]; tap_result $? "a rank that dies stops the job with an error, not a hang (exit $st)" "$(tail -5 "$T/dead.log")"
 tap_done
