@@ -40,6 +40,7 @@ typedef struct {
   StwCompute *cx;          /* CUDA's compute table, or NULL for the CPU's */
   StwTrainer *tr;
   StwComm *comm;           /* started by mpirun with several ranks: MPI; else NULL */
+  StwComm *gpu_comm;       /* and on CUDA: NCCL between the ranks' GPUs, for the chunks */
   gboolean speaks;         /* this rank prints (rank 0) */
 } Training;
 
@@ -50,6 +51,8 @@ static void
 training_clear(Training *x)
 {
   stw_trainer_free(x->tr);
+  if (x->gpu_comm != NULL) /* its stream and memory before the device's */
+    x->gpu_comm->free(x->gpu_comm);
   if (x->be != NULL)
     x->be->free(x->be);
   if (x->cx != NULL)
@@ -297,12 +300,18 @@ set_up(Training *x, int *status)
       x->ro.device_bytes = 4 * STW_GiB;
     /* the arena rounds every allocation up to 256 bytes: room for that beside the budget */
     guint64 arena = x->ro.device_bytes + x->ro.device_bytes / 16 + 64 * STW_MiB;
-    if ((x->be = stw_backend_cuda_new(0, arena, &error)) == NULL ||
-        (x->cx = stw_compute_cuda_new(x->mixed, &error)) == NULL) {
+    /* one GPU per rank, by its rank on this machine; the chunks' collectives over NCCL */
+    int gpu = x->comm != NULL ? (int)x->comm->local_rank : 0;
+    if ((x->be = stw_backend_cuda_new(gpu, arena, &error)) == NULL ||
+        (x->cx = stw_compute_cuda_new(x->mixed, &error)) == NULL ||
+        (x->comm != NULL && x->comm->world > 1 &&
+         (x->gpu_comm = stw_comm_nccl_new(x->comm, COLLECTIVE_TIMEOUT_MS, &error)) == NULL)) {
       *status = stw_cli_error(error);
       return FALSE;
     }
     x->c.compute = x->cx;
+    if (x->gpu_comm != NULL)
+      x->ro.comm = x->gpu_comm;
   } else {
     x->be = stw_backend_host_new();
   }
@@ -365,7 +374,7 @@ run(Training *x, float *loss, double *total_s, int *status)
     /* on several ranks all stop at the same step, whichever saw the signal */
     if (x->comm != NULL && x->comm->world > 1) {
       float stop = interrupted != 0;
-      if (!stw_comm_finish(x->comm, x->comm->all_reduce(x->comm, &stop, 1), "stopping together",
+      if (!stw_comm_finish(x->comm, x->comm->all_reduce(x->comm, &stop, 1, STW_DTYPE_FP32), "stopping together",
                            &error)) {
         *status = stw_cli_error(error);
         return FALSE;

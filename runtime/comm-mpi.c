@@ -114,16 +114,17 @@ mpi_reduce_scatter(StwComm *c, void *own, const void *others, gsize bytes, StwDt
 }
 
 static StwCommOp *
-mpi_all_reduce(StwComm *c, float *buf, gsize count)
+mpi_all_reduce(StwComm *c, void *buf, gsize count, StwDtype dtype)
 {
   Mpi *m = (Mpi *)c;
   StwCommOp *op = new_op();
   int tag = tag_of(m);
-  gsize bytes = count * sizeof(float);
+  g_assert(dtype == STW_DTYPE_FP32 || dtype == STW_DTYPE_BF16);
+  gsize bytes = count * stw_dtype_bytes(dtype);
   op->reduce = REDUCE_ALL;
   op->target = buf;
   op->bytes = bytes;
-  op->dtype = STW_DTYPE_FP32;
+  op->dtype = dtype;
   op->parts = g_malloc(MAX((c->world - 1) * bytes, 1));
   for (guint32 q = 0; q < c->world; q++) {
     if (q == c->rank)
@@ -154,12 +155,24 @@ mpi_broadcast(StwComm *c, void *buf, gsize bytes, guint32 root)
   return op;
 }
 
+static StwCommOp *
+mpi_barrier(StwComm *c)
+{
+  (void)c;
+  StwCommOp *op = new_op();
+  MPI_Request rq;
+  MPI_Ibarrier(MPI_COMM_WORLD, &rq);
+  g_array_append_val(op->requests, rq);
+  return op;
+}
+
 /* The mean over the ranks of one element I: every rank's value in rank order, this rank's own
  * (in TARGET) at its place, summed, then scaled. */
 static void
 reduce(StwComm *c, StwCommOp *op)
 {
-  gsize elem = op->dtype == STW_DTYPE_BF16 ? 2 : 4, n = op->bytes / elem;
+  g_assert(op->dtype == STW_DTYPE_FP32 || op->dtype == STW_DTYPE_BF16);
+  gsize elem = stw_dtype_bytes(op->dtype), n = op->bytes / elem;
   float scale = 1.0f / (float)c->world;
   for (gsize i = 0; i < n; i++) {
     float sum = 0;
@@ -266,7 +279,9 @@ stw_comm_mpi_new(guint64 timeout_ms, GError **error)
   m->base = (StwComm){ .name = "mpi", .rank = (guint32)rank, .world = (guint32)world,
                        .local_rank = (guint32)local_rank, .all_gather = mpi_all_gather,
                        .reduce_scatter = mpi_reduce_scatter, .all_reduce = mpi_all_reduce,
-                       .broadcast = mpi_broadcast, .done = mpi_done, .wait = mpi_wait,
-                       .op_free = mpi_op_free, .free = mpi_free, .timeout_ms = timeout_ms };
+                       .broadcast = mpi_broadcast, .barrier = mpi_barrier, .done = mpi_done,
+                       .wait = mpi_wait, .op_free = mpi_op_free, .free = mpi_free,
+                       .timeout_ms = timeout_ms };
+  m->base.host = &m->base;
   return &m->base;
 }

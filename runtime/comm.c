@@ -3,6 +3,7 @@
 
 #include <stowage/comm.h>
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,16 @@ self_reduce_scatter(StwComm *c, void *own, const void *others, gsize bytes, StwD
 }
 
 static StwCommOp *
-self_all_reduce(StwComm *c, float *buf, gsize count)
+self_all_reduce(StwComm *c, void *buf, gsize count, StwDtype dtype)
 {
-  (void)c, (void)buf, (void)count;
+  (void)c, (void)buf, (void)count, (void)dtype;
+  return &done_op;
+}
+
+static StwCommOp *
+self_barrier(StwComm *c)
+{
+  (void)c;
   return &done_op;
 }
 
@@ -69,9 +77,65 @@ stw_comm_self_new(void)
   StwComm *c = g_new0(StwComm, 1);
   *c = (StwComm){ .name = "self", .rank = 0, .world = 1, .all_gather = self_all_gather,
                   .reduce_scatter = self_reduce_scatter, .all_reduce = self_all_reduce,
-                  .broadcast = self_broadcast, .done = self_done, .wait = self_done,
-                  .op_free = self_op_free, .free = self_free };
+                  .broadcast = self_broadcast, .barrier = self_barrier, .done = self_done,
+                  .wait = self_done, .op_free = self_op_free, .free = self_free };
+  c->host = c;
   return c;
+}
+
+/* ---- NCCL, a module loaded on demand (comm-nccl.cu) ---------------------------------------- */
+
+#ifdef STW_HAVE_NCCL
+/* The module: $STOWAGE_COMM_NCCL, else the build tree's when it is there, else the installed one. */
+static const char *
+nccl_module_path(void)
+{
+  const char *env = g_getenv("STOWAGE_COMM_NCCL");
+  if (env != NULL && env[0] != '\0')
+    return env;
+  if (g_file_test(STW_COMM_NCCL_BUILT, G_FILE_TEST_EXISTS))
+    return STW_COMM_NCCL_BUILT;
+  return STW_COMM_NCCL_INSTALLED;
+}
+#endif
+
+StwComm *
+stw_comm_nccl_new(StwComm *host, guint64 timeout_ms, GError **error)
+{
+#ifndef STW_HAVE_NCCL
+  (void)host, (void)timeout_ms;
+  g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_UNSUPPORTED,
+              "this stowage was built without NCCL, which training on several GPUs needs: "
+              "configure where NCCL is (--with-nccl=DIR)");
+  return NULL;
+#else
+  g_return_val_if_fail(host != NULL && !host->device_memory, NULL);
+  const char *path = nccl_module_path();
+  void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (module == NULL) {
+    g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_UNSUPPORTED,
+                "cannot load the NCCL communicator %s: %s", path, dlerror());
+    return NULL;
+  }
+  typedef StwComm *(*Make)(StwComm *host, guint64 timeout_ms, GError **error);
+  Make make = (Make)dlsym(module, "stw_comm_nccl_module_new");
+  if (make == NULL) {
+    g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_UNSUPPORTED,
+                "%s is not stowage's NCCL communicator: %s", path, dlerror());
+    dlclose(module);
+    return NULL;
+  }
+  GError *inner = NULL;
+  StwComm *c = make(host, timeout_ms, &inner);
+  if (c == NULL) {
+    g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_FAILED, "rank %u of %u: %s", host->rank,
+                host->world, inner != NULL ? inner->message : "NCCL failed to start");
+    g_clear_error(&inner);
+    dlclose(module);
+    return NULL;
+  }
+  return c; /* the module stays loaded: the communicator's functions live in it */
+#endif
 }
 
 /* ---- shared ------------------------------------------------------------------------------ */
@@ -114,7 +178,7 @@ stw_comm_agree(StwComm *c, const char *what, const char *key, GError **error)
     return FALSE;
   g_autofree float *differs = g_new0(float, c->world);
   differs[c->rank] = memcmp(buf, mine, sizeof buf) != 0;
-  if (!stw_comm_finish(c, c->all_reduce(c, differs, c->world), what, error))
+  if (!stw_comm_finish(c, c->all_reduce(c, differs, c->world, STW_DTYPE_FP32), what, error))
     return FALSE;
   for (guint32 r = 0; r < c->world; r++) {
     if (differs[r] > 0) {

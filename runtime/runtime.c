@@ -347,6 +347,13 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
                 "verify with the host backend", backend->name);
     return NULL;
   }
+  if (o->comm != NULL && o->comm->world > 1 && o->comm->device_memory == backend->device_is_host) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+                "the %s communicator works on %s memory and the %s backend's device memory is "
+                "not: on several ranks the CUDA backend takes NCCL, the host backend MPI",
+                o->comm->name, o->comm->device_memory ? "GPU" : "host", backend->name);
+    return NULL;
+  }
   StwRuntime *rt = g_new0(StwRuntime, 1);
   rt->be = backend;
   rt->o = *o;
@@ -646,26 +653,16 @@ stw_runtime_reduce_gradients(StwRuntime *rt, GError **error)
   StwComm *comm = rt->o.comm;
   if (comm == NULL || comm->world <= 1)
     return TRUE;
-  g_assert(rt->stays); /* every chunk's gradients on the device, in host memory */
+  g_assert(rt->stays); /* every chunk's gradients on the device */
   for (guint32 c = 0; c < rt->n; c++) {
     guint32 item = item_of(rt, STW_LIST_PARAM, c);
-    guint8 *slot = stw_store_device(rt->store, item);
     gsize n = stw_chunk_bytes(rt->c, c, STW_LIST_PARAM) / rt->elem[STW_LIST_PARAM];
-    g_autofree float *wide = NULL;
-    float *buf = (float *)slot;
-    if (rt->elem[STW_LIST_PARAM] != sizeof(float)) { /* bf16 gradients: averaged in fp32 */
-      wide = g_new(float, MAX(n, 1));
-      for (gsize i = 0; i < n; i++)
-        wide[i] = stw_bf16_to_float(((guint16 *)slot)[i]);
-      buf = wide;
-    }
     guint64 before = comm->received_bytes;
-    if (!stw_comm_finish(comm, comm->all_reduce(comm, buf, n), "averaging the gradients",
-                         error))
+    if (!stw_comm_finish(comm, comm->all_reduce(comm, stw_store_device(rt->store, item), n,
+                                                rt->c->dtype),
+                         "averaging the gradients", error))
       return FALSE;
     rt->comm_received += comm->received_bytes - before;
-    if (wide != NULL)
-      store_values(slot, wide, n, rt->elem[STW_LIST_PARAM]);
   }
   return TRUE;
 }

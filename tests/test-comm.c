@@ -13,6 +13,8 @@
 
 #include <stowage/comm.h>
 
+#include "bf16.h"
+
 static StwComm *c;
 static int failures;
 
@@ -29,7 +31,7 @@ check(const char *what, gboolean ok)
 {
   float bad = ok ? 0.0f : 1.0f;
   GError *error = NULL;
-  if (!stw_comm_finish(c, c->all_reduce(c, &bad, 1), "the verdict", &error))
+  if (!stw_comm_finish(c, c->all_reduce(c, &bad, 1, STW_DTYPE_FP32), "the verdict", &error))
     g_error("%s", error->message);
   gboolean all = bad == 0.0f;
   if (c->rank == 0)
@@ -94,7 +96,7 @@ test_all_reduce_broadcast(void)
 {
   float v[3] = { (float)c->rank, 1.0f, (float)(c->rank * c->rank) };
   GError *error = NULL;
-  gboolean ok = stw_comm_finish(c, c->all_reduce(c, v, 3), "all_reduce", &error);
+  gboolean ok = stw_comm_finish(c, c->all_reduce(c, v, 3, STW_DTYPE_FP32), "all_reduce", &error);
   double mean = 0, sq = 0;
   for (guint32 q = 0; q < c->world; q++) {
     mean += q;
@@ -109,6 +111,43 @@ test_all_reduce_broadcast(void)
   char want[32];
   g_snprintf(want, sizeof want, "from rank %u", c->world - 1);
   check("broadcast from the last rank", ok && strcmp(text, want) == 0);
+  g_clear_error(&error);
+}
+
+/* bf16 gradients are averaged as they are: widened, added in rank order, rounded once */
+static void
+test_all_reduce_bf16(void)
+{
+  gsize n = 301;
+  g_autofree guint16 *v = g_new(guint16, n);
+  for (gsize i = 0; i < n; i++)
+    v[i] = stw_bf16_from_float(value(c->rank, 1, i));
+  GError *error = NULL;
+  gboolean ok = stw_comm_finish(c, c->all_reduce(c, v, n, STW_DTYPE_BF16), "all_reduce", &error);
+  for (gsize i = 0; i < n && ok; i++) {
+    float sum = 0;
+    for (guint32 q = 0; q < c->world; q++) {
+      float x = stw_bf16_to_float(stw_bf16_from_float(value(q, 1, i)));
+      sum = q == 0 ? x : sum + x;
+    }
+    ok = v[i] == stw_bf16_from_float(sum * (1.0f / (float)c->world));
+  }
+  check("all_reduce of bf16 rounds the rank-order mean once, bitwise", ok);
+  g_clear_error(&error);
+}
+
+/* the last rank comes 200 ms late: nobody leaves the barrier before it has come */
+static void
+test_barrier(void)
+{
+  if (c->rank == c->world - 1 && c->world > 1)
+    g_usleep(200000);
+  gint64 t0 = g_get_monotonic_time();
+  GError *error = NULL;
+  gboolean ok = stw_comm_finish(c, c->barrier(c), "barrier", &error);
+  gint64 waited = g_get_monotonic_time() - t0;
+  check("a barrier waits for the last rank", ok && (c->world == 1 || c->rank == c->world - 1 ||
+                                                    waited >= 150000));
   g_clear_error(&error);
 }
 
@@ -129,6 +168,32 @@ test_agree(void)
   g_clear_error(&error);
 }
 
+/* One rank alone: NCCL starts on a GPU, or says which call failed and why; a build without it
+ * says so. (The collectives on GPUs are run on a machine that has them.) */
+static void
+test_nccl_alone(void)
+{
+  if (c->world != 1)
+    return;
+  GError *error = NULL;
+  StwComm *g = stw_comm_nccl_new(c, 1000, &error);
+  gboolean ok;
+#ifdef STW_HAVE_NCCL
+  ok = g != NULL ? g->device_memory && g->host == c && strcmp(g->name, "nccl") == 0
+                 : g_error_matches(error, STW_COMM_ERROR, STW_COMM_ERROR_FAILED) &&
+                     g_str_has_prefix(error->message, "rank 0 of 1: NCCL on GPU 0: cuda");
+#else
+  ok = g == NULL && g_error_matches(error, STW_COMM_ERROR, STW_COMM_ERROR_UNSUPPORTED) &&
+       strstr(error->message, "built without NCCL") != NULL;
+#endif
+  if (g != NULL)
+    g->free(g);
+  if (error != NULL && c->rank == 0)
+    printf("# %s\n", error->message);
+  check("NCCL starts on a GPU, or says why not", ok);
+  g_clear_error(&error);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -142,7 +207,10 @@ main(int argc, char **argv)
   test_all_gather();
   test_reduce_scatter();
   test_all_reduce_broadcast();
+  test_all_reduce_bf16();
+  test_barrier();
   test_agree();
+  test_nccl_alone();
   int status = failures > 0;
   c->free(c);
   return status;

@@ -26,7 +26,7 @@ for n in 2 4; do
   out=$($MPIRUN -np $n "$B/tests/test-comm" 2>&1)
   st=$?
   oks=$(printf '%s\n' "$out" | grep -c "^ok .* ($n ranks)")
-  [ "$st" = 0 ] && [ "$oks" = 6 ]; tap_result $? "the communicators on $n ranks (6 checks)" "$out"
+  [ "$st" = 0 ] && [ "$oks" = 8 ]; tap_result $? "the communicators on $n ranks (8 checks)" "$out"
 done
 S=$STOWAGE
 D=$STW_SRCDIR/README.md

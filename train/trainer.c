@@ -33,7 +33,7 @@ struct StwTrainer {
   const guint8 *text;
   gsize len, pos;
   StwCompute *cx;             /* where the math runs */
-  StwComm *comm;              /* the data-parallel ranks (the runtime options'); NULL: one */
+  StwComm *comm;              /* the data-parallel ranks, for host memory; NULL: one */
   guint32 rank, world;
   int *inputs, *targets;      /* (B, T), on the host */
   int *d_inputs, *d_targets;  /* where the compute table reads them */
@@ -182,7 +182,7 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
   StwTrainer *t = g_new0(StwTrainer, 1);
   t->c = *c;
   t->cx = c->compute != NULL ? c->compute : stw_compute_cpu();
-  t->comm = ro->comm;
+  t->comm = ro->comm != NULL ? ro->comm->host : NULL; /* the loss and flags: host memory */
   t->world = (guint32)world;
   t->rank = ro->comm != NULL ? ro->comm->rank : 0;
   t->text = text;
@@ -717,7 +717,7 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
   }
   /* the global batch's loss: the mean of the ranks' (their slices are the same size) */
   if (!x.failed && t->world > 1 &&
-      !stw_comm_finish(t->comm, t->comm->all_reduce(t->comm, &t->loss, 1), "the loss", error))
+      !stw_comm_finish(t->comm, t->comm->all_reduce(t->comm, &t->loss, 1, STW_DTYPE_FP32), "the loss", error))
     return FALSE;
   if (!x.failed && !isfinite(t->loss)) {
     /* stopped before backward: the model state is still the last step's */

@@ -11,8 +11,9 @@
  *                                       this rank: its own OWN and block (this rank) of every
  *                                       other rank's OTHERS, summed in rank order, then scaled
  *                                       by 1/N (data parallelism averages the gradients)
- *   all_reduce(buf, count)              the mean over the ranks, in place (fp32)
+ *   all_reduce(buf, count, dtype)       the mean over the ranks, in place, in rank order
  *   broadcast(buf, bytes, root)
+ *   barrier()                           completes once every rank has called it
  *
  * The reductions add in rank order whatever the world, so every rank gets bitwise the same
  * result and a run is bitwise reproducible. Each call returns an operation in flight, completed
@@ -21,7 +22,10 @@
  * dead rank stops the others instead of hanging them.
  *
  * Implementations: one rank (stw_comm_self_new: every collective is the identity), MPI between
- * processes (Open MPI or MPICH, on host memory), NCCL between GPUs (bootstrapped through MPI).
+ * processes (Open MPI or MPICH, on host memory), NCCL between GPUs (on the CUDA backend's device
+ * memory, bootstrapped through an MPI communicator: rank 0's NCCL id broadcast over it). A
+ * communicator on device memory says so (device_memory) and names, in host, the one for host
+ * memory (the loss, a flag): for MPI and one rank, itself.
  */
 #ifndef STW_COMM_H
 #define STW_COMM_H
@@ -58,14 +62,18 @@ struct StwComm {
   StwCommOp *(*all_gather)(StwComm *c, const void *own, void *others, gsize bytes);
   StwCommOp *(*reduce_scatter)(StwComm *c, void *own, const void *others, gsize bytes,
                                StwDtype dtype);
-  StwCommOp *(*all_reduce)(StwComm *c, float *buf, gsize count);
+  StwCommOp *(*all_reduce)(StwComm *c, void *buf, gsize count, StwDtype dtype);
   StwCommOp *(*broadcast)(StwComm *c, void *buf, gsize bytes, guint32 root);
+  StwCommOp *(*barrier)(StwComm *c);
   /* TRUE once OP has finished, without blocking */
   gboolean (*done)(StwComm *c, StwCommOp *op);
   /* Blocks until OP has finished; FALSE with ERROR when it failed or timed out. */
   gboolean (*wait)(StwComm *c, StwCommOp *op);
   void (*op_free)(StwComm *c, StwCommOp *op);
   void (*free)(StwComm *c);
+  gboolean device_memory; /* its buffers are the CUDA backend's device memory (NCCL) */
+  StwComm *host;        /* the communicator for host memory, on the same ranks: this one
+                         * unless device_memory */
   guint64 timeout_ms;   /* for wait; 0: none */
   guint64 sent_bytes, received_bytes; /* since the communicator was made */
   char error[256];
@@ -77,6 +85,13 @@ StwComm *stw_comm_self_new(void);
 /* MPI_COMM_WORLD (initialized here, finalized by free), its collectives on host memory. NULL
  * with ERROR (STW_COMM_ERROR_UNSUPPORTED) in a build without MPI. */
 StwComm *stw_comm_mpi_new(guint64 timeout_ms, GError **error);
+
+/* NCCL between the GPUs of HOST's ranks (an MPI communicator, which must outlive it): each rank
+ * on its GPU LOCAL_RANK (made current), rank 0's NCCL id broadcast over HOST. Loaded on demand
+ * (libstowage-comm-nccl.so) so that NCCL loads only then; NULL with ERROR
+ * (STW_COMM_ERROR_UNSUPPORTED) in a build without NCCL and MPI, STW_COMM_ERROR_FAILED when NCCL
+ * does not start. Its collectives run on a CUDA stream of their own. */
+StwComm *stw_comm_nccl_new(StwComm *host, guint64 timeout_ms, GError **error);
 
 /* Whether this process was started by mpirun (or a launcher like it) with more than one rank:
  * what a CLI asks before it starts MPI. */
