@@ -418,7 +418,7 @@ run(Training *x, float *loss, double *total_s, int *status)
 /* Every rank's figures, to every rank: the largest device peak and the most deviations of
  * all, and whether every rank moved and received what rank 0 did. */
 typedef struct {
-  guint64 peak, h2d, d2h, comm, deviations;
+  guint64 peak, h2d, d2h, comm, deviations, comm_wait_ns;
 } RankFigures;
 
 static gboolean
@@ -426,7 +426,7 @@ all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboo
           GError **error)
 {
   RankFigures mine = { st->peak_device_bytes, st->h2d_bytes, st->d2h_bytes, st->comm_bytes,
-                       st->deviations };
+                       st->deviations, st->comm_wait_ns };
   *worst = mine;
   *same = TRUE;
   guint32 world = x->comm != NULL ? x->comm->world : 1;
@@ -440,6 +440,7 @@ all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboo
       first = f;
     worst->peak = MAX(worst->peak, f.peak);
     worst->deviations = MAX(worst->deviations, f.deviations);
+    worst->comm_wait_ns = MAX(worst->comm_wait_ns, f.comm_wait_ns);
     *same &= f.h2d == first.h2d && f.d2h == first.d2h && f.comm == first.comm;
   }
   return TRUE;
@@ -466,8 +467,10 @@ output(const Training *x, float loss, double total_s)
   const char *what = x->cx != NULL ? x->cx->name : x->mixed ? "mixed precision" : "";
   g_autofree char *ranks = world > 1 ? g_strdup_printf(" on %u ranks", world) : g_strdup("");
   g_autofree char *comm = stw_size_format(worst.comm);
+  double waited_ms = (double)worst.comm_wait_ns / 1e6 / (double)MAX(x->n_steps, 1);
   g_autofree char *each = world > 1 ? g_strdup_printf(" on every rank; collectives %s received "
-                                                     "per rank and step%s", comm, same ? "" :
+                                                     "per rank and step (%.2f ms waiting for "
+                                                     "them)%s", comm, waited_ms, same ? "" :
                                                      " (the ranks moved different bytes)")
                                     : g_strdup("");
   printf("trained %" G_GUINT64_FORMAT " steps%s%s%s: final loss %.9g, %.0f tokens/s; device "

@@ -244,8 +244,10 @@ finish(StwRuntime *rt, guint32 item, GError **error)
     return TRUE;
   for (guint i = 0; i < p->n_items; i++)
     g_hash_table_remove(rt->pending, GUINT_TO_POINTER(p->items[i]));
+  gint64 t0 = g_get_monotonic_time();
   gboolean ok = stw_comm_finish(rt->o.comm, p->op, p->reduces ? "a reduce-scatter" : "a gather",
                                 error);
+  rt->st.comm_wait_ns += (guint64)(g_get_monotonic_time() - t0) * 1000;
   if (ok && p->reduces)
     stw_store_clear_dirty(rt->store, p->items[1]);
   g_free(p);
@@ -658,10 +660,12 @@ stw_runtime_reduce_gradients(StwRuntime *rt, GError **error)
     guint32 item = item_of(rt, STW_LIST_PARAM, c);
     gsize n = stw_chunk_bytes(rt->c, c, STW_LIST_PARAM) / rt->elem[STW_LIST_PARAM];
     guint64 before = comm->received_bytes;
+    gint64 t0 = g_get_monotonic_time();
     if (!stw_comm_finish(comm, comm->all_reduce(comm, stw_store_device(rt->store, item), n,
                                                 rt->c->dtype),
                          "averaging the gradients", error))
       return FALSE;
+    rt->st.comm_wait_ns += (guint64)(g_get_monotonic_time() - t0) * 1000;
     rt->comm_received += comm->received_bytes - before;
   }
   return TRUE;

@@ -56,7 +56,7 @@ for n in 2 4; do
     d2h=$(grep '^step' "$T/r$n-$policy.log" | tail -n1 | sed 's/.*D2H \([0-9.]*\) \([KMG]*i*B\).*/\1 \2/')
     comm=$(echo "$last" | sed -n 's/.*collectives \([0-9.]*\) \([KMG]*i*B\) received.*/\1 \2/p')
     [ "$st" = 0 ] &&
-      echo "$last" | grep -q "device peak .* of 400.00 KiB on every rank; collectives .* received per rank and step; 0 deviations" &&
+      echo "$last" | grep -q "device peak .* of 400.00 KiB on every rank; collectives .* received per rank and step ([0-9.]* ms waiting for them); 0 deviations" &&
       ! echo "$last" | grep -q "different bytes" &&
       [ "$(bytes $h2d)" = "$(pred "$T/p$n-$policy.json" h2d_bytes)" ] &&
       [ "$(bytes $d2h)" = "$(pred "$T/p$n-$policy.json" d2h_bytes)" ] &&
