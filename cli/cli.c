@@ -6,6 +6,7 @@
 
 #include <glib/gstdio.h>
 
+#include <stowage/comm.h>
 #include <stowage/hardware.h>
 #include <stowage/model.h>
 #include <stowage/plan.h>
@@ -22,6 +23,24 @@ stw_cli_set_rank(guint32 rank, guint32 world)
 {
   cli_rank = rank;
   cli_world = world;
+}
+
+gboolean
+stw_cli_start_ranks(const char *command, StwComm **comm, int *status)
+{
+  *comm = NULL;
+  if (!stw_comm_launched_with_ranks())
+    return TRUE;
+  GError *error = NULL;
+  *comm = stw_comm_mpi_new(STW_CLI_COLLECTIVE_TIMEOUT_MS, &error);
+  if (*comm == NULL) {
+    *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: started with several ranks, but %s", command,
+                           error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  stw_cli_set_rank((*comm)->rank, (*comm)->world);
+  return TRUE;
 }
 
 int

@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include <stowage/check.h>
+#include <stowage/comm.h>
 #include <stowage/files.h>
 #include <stowage/hardware.h>
 #include <stowage/planner.h>
@@ -42,6 +43,14 @@ int stw_cmd_profile(int argc, char **argv);
 int stw_cli_fail(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* On several ranks, messages name the rank they come from. */
 void stw_cli_set_rank(guint32 rank, guint32 world);
+
+/* How long a rank waits for the others in a collective before it says one is gone. */
+#define STW_CLI_COLLECTIVE_TIMEOUT_MS (10 * 60 * 1000)
+
+/* Started by mpirun (or a launcher like it) with several ranks: *COMM the ranks' MPI
+ * communicator, and messages name the rank from then on; else *COMM NULL, one rank. FALSE with
+ * *STATUS when MPI cannot start (a build without it among the reasons), COMMAND in the message. */
+gboolean stw_cli_start_ranks(const char *command, StwComm **comm, int *status);
 /* Prints ERROR's message, frees it, and returns the status its domain and code call for. */
 int stw_cli_error(GError *error);
 /* Parses ARGV with CTX (usage errors exit 2 with a hint); TRUE on success. */

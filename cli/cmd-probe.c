@@ -4,6 +4,7 @@
 
 #include <stowage/adam.h>
 #include <stowage/backend.h>
+#include <stowage/comm.h>
 #include <stowage/units.h>
 
 #include "cli.h"
@@ -182,10 +183,90 @@ probe_host_device(StwHardware *hw, GString *desc, StwTable *tab)
   be->free(be);
 }
 
+/* Seconds per call of a collective, on rank 0: REPS of them between barriers. */
+static gboolean
+time_collective(StwComm *c, gboolean reduce, guint8 *own, guint8 *others, gsize bytes,
+                guint reps, double *seconds, GError **error)
+{
+  if (!stw_comm_finish(c, c->barrier(c), "a barrier", error))
+    return FALSE;
+  double t0 = now();
+  for (guint r = 0; r < reps; r++) {
+    StwCommOp *op = reduce ? c->reduce_scatter(c, own, others, bytes, STW_DTYPE_FP32)
+                           : c->all_gather(c, own, others, bytes);
+    if (!stw_comm_finish(c, op, reduce ? "a reduce-scatter" : "an all-gather", error))
+      return FALSE;
+  }
+  if (!stw_comm_finish(c, c->barrier(c), "a barrier", error))
+    return FALSE;
+  *seconds = (now() - t0) / reps;
+  return TRUE;
+}
+
+/* The ranks' collectives as the runtime issues them (comm.h): a chunk group's all-gather and
+ * reduce-scatter by chunk size, timed on rank 0. The cost model takes a collective over N ranks
+ * as N - 1 steps of (latency + chunk bytes / bandwidth) (cost.h): the mean of the two at each
+ * size, per step, fitted to that line is the profile's interconnect. */
+static gboolean
+probe_collectives(StwComm *c, StwHardware *hw, GString *desc, StwTable *tab, GError **error)
+{
+  static const gsize sizes[] = { 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20 };
+  const gsize largest = sizes[G_N_ELEMENTS(sizes) - 1], steps = c->world - 1;
+  guint8 *own = g_malloc(largest), *others = g_malloc(steps * largest);
+  memset(own, 1, largest);
+  memset(others, 2, steps * largest);
+  double x[G_N_ELEMENTS(sizes)], y[G_N_ELEMENTS(sizes)];
+  gboolean ok = TRUE;
+  g_string_append_printf(desc, " collectives of %u ranks (MPI):", c->world);
+  for (gsize i = 0; i < G_N_ELEMENTS(sizes) && ok; i++) {
+    gsize n = sizes[i];
+    /* the same count on every rank: about 256 MiB received per collective kind */
+    guint reps = (guint)CLAMP((256u << 20) / (n * steps), 4, 400);
+    double gather = 0, scatter = 0;
+    ok = time_collective(c, FALSE, own, others, n, reps, &gather, error) &&
+         time_collective(c, TRUE, own, others, n, reps, &scatter, error);
+    x[i] = (double)n;
+    y[i] = (gather + scatter) / 2 / (double)steps;
+    g_autofree char *sz = stw_size_format(n);
+    g_autofree char *g = g_strdup_printf("%.1f us", gather * 1e6);
+    g_autofree char *r = g_strdup_printf("%.1f us", scatter * 1e6);
+    g_autofree char *bw = g_strdup_printf("%.2f GB/s", (double)n / y[i] / 1e9);
+    stw_table_row(tab, sz, g, r, bw);
+    g_string_append_printf(desc, " %s all-gather %.1f us, reduce-scatter %.1f us;", sz,
+                           gather * 1e6, scatter * 1e6);
+  }
+  g_free(own);
+  g_free(others);
+  if (!ok)
+    return FALSE;
+  /* y = latency + x / bandwidth, fitted to the relative errors (each size counts the same,
+   * not the largest most): least squares of (latency + x slope) / y against 1 */
+  gsize k = G_N_ELEMENTS(sizes);
+  double a = 0, b = 0, d = 0, e = 0, f = 0; /* normal equations [a b; b d] [l s] = [e f] */
+  for (gsize i = 0; i < k; i++) {
+    double u = 1 / y[i], v = x[i] / y[i];
+    a += u * u, b += u * v, d += v * v, e += u, f += v;
+  }
+  double det = a * d - b * b;
+  double latency = (e * d - b * f) / det, slope = (a * f - b * e) / det;
+  if (slope <= 0) /* noise over the sizes: the largest's rate, no latency */
+    slope = y[k - 1] / x[k - 1], latency = 0;
+  if (latency < 0)
+    latency = 0;
+  g_strlcpy(hw->interconnect_kind, "mpi", sizeof hw->interconnect_kind);
+  hw->interconnect_bytes_per_s = 1 / slope;
+  hw->interconnect_latency_ns = (guint64)(latency * 1e9);
+  hw->node_gpus = MAX(hw->node_gpus, c->world);
+  g_string_append_printf(desc, " fitted %.2f GB/s and %" G_GUINT64_FORMAT " ns per step",
+                         hw->interconnect_bytes_per_s / 1e9, hw->interconnect_latency_ns);
+  return TRUE;
+}
+
 int
 stw_cmd_probe(int argc, char **argv)
 {
   g_autofree char *base = NULL, *name = NULL, *output = NULL, *device = NULL;
+  gboolean collectives = FALSE;
   GOptionEntry entries[] = {
     { "base", 0, 0, G_OPTION_ARG_STRING, &base,
       "profile to start from for what cannot be measured here (default " STW_HARDWARE_DEFAULT ")",
@@ -196,6 +277,9 @@ stw_cmd_probe(int argc, char **argv)
     { "device", 0, 0, G_OPTION_ARG_STRING, &device,
       "host: also measure the host backend's emulated device (copy engines by size, latency) "
       "as the profile's host link", "host" },
+    { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
+      "under mpirun: also measure the ranks' all-gathers and reduce-scatters by chunk size, as "
+      "the profile's interconnect", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- measure this machine");
@@ -204,7 +288,10 @@ stw_cmd_probe(int argc, char **argv)
       ctx, "Measures memcpy bandwidth by transfer size and CPU Adam elements per second (one\n"
            "thread and all), and writes a hardware profile with the measured CPU figures; the\n"
            "GPU and PCIe figures come from the base profile (this build measures no GPU).\n\n"
-           "Example: stowage probe --base H100-80GB-PCIe5 -o my-host.json\n");
+           "With --collectives, started by mpirun on N ranks, it first times the collectives of\n"
+           "chunk groups between them (as `train` runs them), and rank 0 measures the rest.\n\n"
+           "Example: stowage probe --base H100-80GB-PCIe5 -o my-host.json\n"
+           "         mpirun -np 2 stowage probe --device host --collectives -o ranks.json\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "probe"))
     return STW_EXIT_USAGE;
   if (argc > 1)
@@ -225,10 +312,44 @@ stw_cmd_probe(int argc, char **argv)
   int dev = -1;
   if (!stw_cli_parse_enum(device, "--device", devices, &dev))
     return STW_EXIT_USAGE;
+  StwComm *comm = NULL;
+  if (!stw_cli_start_ranks("probe", &comm, &status))
+    return status;
+  if (collectives && (comm == NULL || comm->world < 2)) {
+    if (comm != NULL)
+      comm->free(comm);
+    return stw_cli_fail(STW_EXIT_USAGE, "probe: --collectives measures the collectives between "
+                        "ranks: start it under mpirun with 2 ranks or more (mpirun -np 2 "
+                        "stowage probe --collectives ...)");
+  }
+  g_autoptr(StwTable) links = stw_table_new(4, "<chunk", "all-gather", "reduce-scatter",
+                                            "per step");
+  GString *desc = g_string_new("probed:");
+  if (comm != NULL) {
+    GError *error = NULL;
+    gboolean ok = !collectives || probe_collectives(comm, &hw, desc, links, &error);
+    /* MPI ends here on every rank: the others leave, and rank 0 measures the rest alone */
+    gboolean speaks = comm->rank == 0;
+    guint32 world = comm->world;
+    comm->free(comm);
+    if (!ok) {
+      g_string_free(desc, TRUE);
+      return stw_cli_error(error);
+    }
+    if (!speaks) {
+      g_string_free(desc, TRUE);
+      return STW_EXIT_OK;
+    }
+    if (collectives) {
+      stw_table_print(links, stdout);
+      printf("collectives of %u ranks: %.2f GB/s and %" G_GUINT64_FORMAT " ns per step\n", world,
+             hw.interconnect_bytes_per_s / 1e9, hw.interconnect_latency_ns);
+    }
+  }
   guint threads = g_get_num_processors();
   static const gsize sizes[] = { 64 << 10, 1 << 20, 16 << 20, 256 << 20 };
   g_autoptr(StwTable) tab = stw_table_new(2, "<memcpy size", "bandwidth");
-  GString *desc = g_string_new("probed: memcpy");
+  g_string_append(desc, " memcpy");
   for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
     double r = memcpy_rate(sizes[i]);
     g_autofree char *sz = stw_size_format(sizes[i]);

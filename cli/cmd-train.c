@@ -44,9 +44,6 @@ typedef struct {
   gboolean speaks;         /* this rank prints (rank 0) */
 } Training;
 
-/* How long a rank waits for the others in a collective before it says one is gone. */
-#define COLLECTIVE_TIMEOUT_MS (10 * 60 * 1000)
-
 static void
 training_clear(Training *x)
 {
@@ -214,17 +211,10 @@ static gboolean
 set_up_ranks(Training *x, int *status)
 {
   x->speaks = TRUE;
-  if (!stw_comm_launched_with_ranks())
-    return TRUE;
-  GError *error = NULL;
-  x->comm = stw_comm_mpi_new(COLLECTIVE_TIMEOUT_MS, &error);
-  if (x->comm == NULL) {
-    *status = stw_cli_fail(STW_EXIT_FAILURE, "train: started with several ranks, but %s",
-                           error->message);
-    g_error_free(error);
+  if (!stw_cli_start_ranks("train", &x->comm, status))
     return FALSE;
-  }
-  stw_cli_set_rank(x->comm->rank, x->comm->world);
+  if (x->comm == NULL)
+    return TRUE;
   x->ro.comm = x->comm;
   x->speaks = x->comm->rank == 0;
   if (!x->speaks)
@@ -305,7 +295,7 @@ set_up(Training *x, int *status)
     if ((x->be = stw_backend_cuda_new(gpu, arena, &error)) == NULL ||
         (x->cx = stw_compute_cuda_new(x->mixed, &error)) == NULL ||
         (x->comm != NULL && x->comm->world > 1 &&
-         (x->gpu_comm = stw_comm_nccl_new(x->comm, COLLECTIVE_TIMEOUT_MS, &error)) == NULL)) {
+         (x->gpu_comm = stw_comm_nccl_new(x->comm, STW_CLI_COLLECTIVE_TIMEOUT_MS, &error)) == NULL)) {
       *status = stw_cli_error(error);
       return FALSE;
     }

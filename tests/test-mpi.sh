@@ -110,6 +110,17 @@ tap_result $? "ranks started with other data stop before training" "$out"
 out=$(timeout 120 $MPIRUN -np 1 $S train $M --steps 1 --plan "$T/p2-stowage.json" : -np 1 $S train $M --steps 1 --plan "$T/p2-lru.json" 2>&1)
 echo "$out" | grep -q "the ranks disagree on the plan: rank 1 has another than rank 0"
 tap_result $? "ranks started with other plans stop before training" "$out"
+# the collectives probed on 2 ranks become the profile's interconnect, which the planner reads
+# shellcheck disable=SC2086
+out=$($MPIRUN -np 2 $S probe --device host --collectives -o "$T/ranks.json" 2>&1)
+st=$?
+[ "$st" = 0 ] && echo "$out" | grep -q "^16.00 MiB " && echo "$out" | grep -q "^collectives of 2 ranks: [0-9.]* GB/s and [0-9]* ns per step" &&
+  grep -q '"kind": *"mpi"' "$T/ranks.json" && $S plan "$T/t2.json" --gpu 400KiB --hw "$T/ranks.json" -o "$T/p2-probed.json" > /dev/null &&
+  [ "$(pred "$T/p2-probed.json" comm_ns)" -gt 0 ]
+tap_result $? "probe --collectives on 2 ranks writes an MPI interconnect the planner uses" "$out"
+out=$($S probe --collectives 2>&1)
+[ $? = 2 ] && echo "$out" | grep -q "probe: --collectives measures the collectives between ranks: start it under mpirun with 2 ranks or more"
+tap_result $? "probe --collectives on one rank says to start it under mpirun" "$out"
 # a rank that dies: the others do not hang (mpirun ends the job, and no collective waits forever)
 # shellcheck disable=SC2086
 timeout 120 $MPIRUN -np 1 $S train $M --steps 3 : -np 1 $S train $M --steps 3 --lr nonsense > "$T/dead.log" 2>&1
