@@ -206,7 +206,8 @@ time_collective(StwComm *c, gboolean reduce, guint8 *own, guint8 *others, gsize 
 /* The ranks' collectives as the runtime issues them (comm.h): a chunk group's all-gather and
  * reduce-scatter by chunk size, timed on rank 0. The cost model takes a collective over N ranks
  * as N - 1 steps of (latency + chunk bytes / bandwidth) (cost.h): the mean of the two at each
- * size, per step, fitted to that line is the profile's interconnect. */
+ * size, per step, fitted to that line gives the profile's interconnect latency and bandwidth,
+ * and each size's own bandwidth beside the latency its curve by size. */
 static gboolean
 probe_collectives(StwComm *c, StwHardware *hw, GString *desc, StwTable *tab, GError **error)
 {
@@ -256,6 +257,13 @@ probe_collectives(StwComm *c, StwHardware *hw, GString *desc, StwTable *tab, GEr
   g_strlcpy(hw->interconnect_kind, "mpi", sizeof hw->interconnect_kind);
   hw->interconnect_bytes_per_s = 1 / slope;
   hw->interconnect_latency_ns = (guint64)(latency * 1e9);
+  /* and what each size measured, beside the latency: caches make the rate far from constant */
+  for (gsize i = 0; i < k; i++) {
+    double bare = y[i] - latency;
+    hw->interconnect_by_size[i] = (StwBandwidthPoint){
+      .bytes = (guint64)x[i], .bytes_per_s = x[i] / (bare > y[i] / 2 ? bare : y[i]) };
+  }
+  hw->n_interconnect_by_size = (guint)k;
   hw->node_gpus = MAX(hw->node_gpus, c->world);
   g_string_append_printf(desc, " fitted %.2f GB/s and %" G_GUINT64_FORMAT " ns per step",
                          hw->interconnect_bytes_per_s / 1e9, hw->interconnect_latency_ns);

@@ -26,7 +26,8 @@ stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes, guint64 c
   double ns = 0;
   if (per_node > 1 && hw->interconnect_bytes_per_s > 0)
     ns += (per_node - 1) * ((double)hw->interconnect_latency_ns +
-                            (double)chunk_bytes / hw->interconnect_bytes_per_s * 1e9);
+                            (double)chunk_bytes /
+                                stw_hardware_interconnect_bandwidth(hw, chunk_bytes) * 1e9);
   if (nodes > 1 && hw->network_bytes_per_s > 0)
     ns += (nodes - 1) * ((double)hw->network_latency_ns +
                          (double)per_node * (double)chunk_bytes / hw->network_bytes_per_s * 1e9);

@@ -254,6 +254,23 @@ finish(StwRuntime *rt, guint32 item, GError **error)
   return ok;
 }
 
+/* Lets the collectives in flight move on: a communicator whose messages progress only when it is
+ * called (MPI) would otherwise move nothing while the ops compute, and all of a prefetched
+ * gather would wait for its first use. */
+static void
+progress(StwRuntime *rt)
+{
+  if (rt->pending == NULL || g_hash_table_size(rt->pending) == 0)
+    return;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, rt->pending);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    Pending *p = value;
+    rt->o.comm->done(rt->o.comm, p->op);
+  }
+}
+
 static gboolean
 finish_all(StwRuntime *rt, GError **error)
 {
@@ -626,6 +643,7 @@ stw_runtime_op_end(StwRuntime *rt)
     stw_recorder_op_end(rt->recorder, (guint64)(t - rt->op_start_us) * 1000);
   rt->moment++;
   stw_store_reap(rt->store);
+  progress(rt);
   rt->st.bookkeeping_ns += (guint64)(g_get_monotonic_time() - t) * 1000;
 }
 

@@ -31,14 +31,49 @@ static const char *const pcie_members[] = { "generation", "latency_ns", "pinned"
                                             NULL };
 static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", "overhead_bytes",
                                            NULL };
-static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", NULL };
+static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", "by_size",
+                                            NULL };
 static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
                                             "host_memory_bytes_per_s", NULL };
 
-/* A link (interconnect or network): kind, bandwidth, latency. */
+/* A bandwidth curve: points by size, ascending. */
+static gboolean
+read_curve(StwJsonReader *r, const cJSON *obj, const char *key, gboolean required,
+           StwBandwidthPoint *points, guint *n_out, GError **error)
+{
+  const cJSON *arr = NULL;
+  *n_out = 0;
+  if (!stw_json_get_array(r, obj, key, required, STW_HARDWARE_MAX_POINTS, &arr, error))
+    return FALSE;
+  if (arr == NULL)
+    return TRUE;
+  gsize saved = stw_json_push_key(r, key);
+  guint n = 0;
+  for (const cJSON *p = arr->child; p != NULL; p = p->next, n++) {
+    gsize s2 = stw_json_push_index(r, n);
+    static const char *const point_members[] = { "bytes", "bytes_per_s", NULL };
+    if (!stw_json_check_object(r, p, point_members, error) ||
+        !stw_json_get_u64(r, p, "bytes", TRUE, 1, STW_JSON_INT_MAX, &points[n].bytes, error) ||
+        !stw_json_get_double(r, p, "bytes_per_s", TRUE, 1e6, 1e15, &points[n].bytes_per_s,
+                             error))
+      return FALSE;
+    if (n > 0 && points[n].bytes <= points[n - 1].bytes)
+      return stw_json_fail_at(r, "bytes", error, "points must be in ascending order of size");
+    stw_json_pop(r, s2);
+  }
+  if (n == 0)
+    return stw_json_fail(r, error, "expected at least one point");
+  stw_json_pop(r, saved);
+  *n_out = n;
+  return TRUE;
+}
+
+/* A link (interconnect or network): kind, bandwidth, latency, and where BY_SIZE is given, an
+ * optional curve by size. */
 static gboolean
 read_link(StwJsonReader *r, const cJSON *root, const char *key, char *kind, gsize kind_size,
-          double *bytes_per_s, guint64 *latency_ns, GError **error)
+          double *bytes_per_s, guint64 *latency_ns, StwBandwidthPoint *by_size, guint *n_by_size,
+          GError **error)
 {
   const cJSON *link = NULL;
   const char *text = NULL;
@@ -52,6 +87,12 @@ read_link(StwJsonReader *r, const cJSON *root, const char *key, char *kind, gsiz
       !stw_json_get_double(r, link, "bytes_per_s", TRUE, 1e6, 1e15, bytes_per_s, error) ||
       !stw_json_get_u64(r, link, "latency_ns", TRUE, 0, 1000000000, latency_ns, error))
     return FALSE;
+  if (by_size != NULL) {
+    if (!read_curve(r, link, "by_size", FALSE, by_size, n_by_size, error))
+      return FALSE;
+  } else if (cJSON_GetObjectItemCaseSensitive(link, "by_size") != NULL) {
+    return stw_json_fail_at(r, "by_size", error, "only the interconnect has a curve by size");
+  }
   g_strlcpy(kind, text, kind_size);
   stw_json_pop(r, saved);
   return TRUE;
@@ -78,34 +119,6 @@ read_node(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
   hw->node_gpus = (guint32)gpus;
   hw->gpus_per_pcie_switch = (guint32)MAX(share, 1);
   stw_json_pop(r, saved);
-  return TRUE;
-}
-
-static gboolean
-read_curve(StwJsonReader *r, const cJSON *obj, const char *key, StwBandwidthPoint *points,
-           guint *n_out, GError **error)
-{
-  const cJSON *arr = NULL;
-  if (!stw_json_get_array(r, obj, key, TRUE, STW_HARDWARE_MAX_POINTS, &arr, error))
-    return FALSE;
-  gsize saved = stw_json_push_key(r, key);
-  guint n = 0;
-  for (const cJSON *p = arr->child; p != NULL; p = p->next, n++) {
-    gsize s2 = stw_json_push_index(r, n);
-    static const char *const point_members[] = { "bytes", "bytes_per_s", NULL };
-    if (!stw_json_check_object(r, p, point_members, error) ||
-        !stw_json_get_u64(r, p, "bytes", TRUE, 1, STW_JSON_INT_MAX, &points[n].bytes, error) ||
-        !stw_json_get_double(r, p, "bytes_per_s", TRUE, 1e6, 1e15, &points[n].bytes_per_s,
-                             error))
-      return FALSE;
-    if (n > 0 && points[n].bytes <= points[n - 1].bytes)
-      return stw_json_fail_at(r, "bytes", error, "points must be in ascending order of size");
-    stw_json_pop(r, s2);
-  }
-  if (n == 0)
-    return stw_json_fail(r, error, "expected at least one point");
-  stw_json_pop(r, saved);
-  *n_out = n;
   return TRUE;
 }
 
@@ -170,8 +183,8 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_u64(r, pcie, "generation", TRUE, 1, 7, &gen, error) ||
       !stw_json_get_u64(r, pcie, "latency_ns", TRUE, 0, 1000000000, &hw->pcie_latency_ns,
                         error) ||
-      !read_curve(r, pcie, "pinned", hw->pinned, &hw->n_pinned, error) ||
-      !read_curve(r, pcie, "pageable", hw->pageable, &hw->n_pageable, error))
+      !read_curve(r, pcie, "pinned", TRUE, hw->pinned, &hw->n_pinned, error) ||
+      !read_curve(r, pcie, "pageable", TRUE, hw->pageable, &hw->n_pageable, error))
     return FALSE;
   hw->pcie_generation = (guint32)gen;
   stw_json_pop(r, saved);
@@ -188,10 +201,11 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
   stw_json_pop(r, saved);
 
   return read_link(r, root, "interconnect", hw->interconnect_kind, sizeof hw->interconnect_kind,
-                   &hw->interconnect_bytes_per_s, &hw->interconnect_latency_ns, error) &&
+                   &hw->interconnect_bytes_per_s, &hw->interconnect_latency_ns,
+                   hw->interconnect_by_size, &hw->n_interconnect_by_size, error) &&
          read_node(r, root, hw, error) &&
          read_link(r, root, "network", hw->network_kind, sizeof hw->network_kind,
-                   &hw->network_bytes_per_s, &hw->network_latency_ns, error);
+                   &hw->network_bytes_per_s, &hw->network_latency_ns, NULL, NULL, error);
 }
 
 static gboolean
@@ -249,6 +263,9 @@ stw_hardware_to_json(const StwHardware *hw)
     cJSON_AddStringToObject(link, "kind", hw->interconnect_kind);
     stw_json_add_double(link, "bytes_per_s", hw->interconnect_bytes_per_s);
     stw_json_add_u64(link, "latency_ns", hw->interconnect_latency_ns);
+    if (hw->n_interconnect_by_size > 0)
+      cJSON_AddItemToObject(link, "by_size",
+                            curve_to_json(hw->interconnect_by_size, hw->n_interconnect_by_size));
   }
   if (hw->node_gpus > 0) {
     cJSON *node = cJSON_AddObjectToObject(root, "node");
@@ -346,11 +363,10 @@ stw_hardware_memory_op_ns(const StwHardware *hw, double bytes)
          (guint64)llround(bytes / (hw->hbm_bytes_per_s * hw->memory_efficiency) * 1e9);
 }
 
-double
-stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinned)
+/* A curve at BYTES: interpolated in the logarithm of the size, flat beyond its ends. */
+static double
+curve_at(const StwBandwidthPoint *p, guint n, guint64 bytes)
 {
-  const StwBandwidthPoint *p = pinned ? hw->pinned : hw->pageable;
-  guint n = pinned ? hw->n_pinned : hw->n_pageable;
   if (bytes <= p[0].bytes)
     return p[0].bytes_per_s;
   for (guint i = 1; i < n; i++) {
@@ -361,4 +377,19 @@ stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinne
     }
   }
   return p[n - 1].bytes_per_s;
+}
+
+double
+stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinned)
+{
+  return pinned ? curve_at(hw->pinned, hw->n_pinned, bytes)
+                : curve_at(hw->pageable, hw->n_pageable, bytes);
+}
+
+double
+stw_hardware_interconnect_bandwidth(const StwHardware *hw, guint64 bytes)
+{
+  return hw->n_interconnect_by_size > 0
+             ? curve_at(hw->interconnect_by_size, hw->n_interconnect_by_size, bytes)
+             : hw->interconnect_bytes_per_s;
 }

@@ -6,6 +6,9 @@
 #include <stowage/hardware.h>
 #include <stowage/units.h>
 
+#include <string.h>
+
+#include "json.h"
 #include "testutil.h"
 
 static void
@@ -103,6 +106,37 @@ test_bandwidth_curve(void)
                                  1.0);
 }
 
+/* A measured interconnect carries its bandwidth by chunk size: written, read back, interpolated
+ * like PCIe's; the network has no such curve. */
+static void
+test_interconnect_by_size(void)
+{
+  StwHardware hw, back;
+  g_assert_true(stw_hardware_lookup("A100-SXM4-80GB", &hw, NULL));
+  g_assert_cmpfloat(stw_hardware_interconnect_bandwidth(&hw, STW_MiB), ==, 240e9);
+  hw.interconnect_by_size[0] = (StwBandwidthPoint){ 64 * STW_KiB, 2e9 };
+  hw.interconnect_by_size[1] = (StwBandwidthPoint){ STW_MiB, 4e9 };
+  hw.n_interconnect_by_size = 2;
+  cJSON *o = stw_hardware_to_json(&hw);
+  g_autofree char *text = cJSON_PrintUnformatted(o);
+  GError *error = NULL;
+  g_assert_true(stw_hardware_parse("m.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(back.n_interconnect_by_size, ==, 2);
+  g_assert_cmpfloat(stw_hardware_interconnect_bandwidth(&back, 1), ==, 2e9);
+  g_assert_cmpfloat(stw_hardware_interconnect_bandwidth(&back, STW_GiB), ==, 4e9);
+  g_assert_cmpfloat_with_epsilon(stw_hardware_interconnect_bandwidth(&back, 256 * STW_KiB), 3e9,
+                                 1.0);
+  cJSON *net = cJSON_GetObjectItem(o, "network");
+  cJSON_AddItemToObject(net, "by_size", cJSON_Duplicate(cJSON_GetObjectItem(
+                                            cJSON_GetObjectItem(o, "interconnect"), "by_size"), 1));
+  g_autofree char *bad = cJSON_PrintUnformatted(o);
+  g_assert_false(stw_hardware_parse("m.json", bad, strlen(bad), &back, &error));
+  stw_assert_error_contains(error, "$.network.by_size: only the interconnect has a curve by size");
+  g_clear_error(&error);
+  cJSON_Delete(o);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -111,5 +145,6 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/unknown", test_unknown);
   g_test_add_func("/hardware/files", test_files);
   g_test_add_func("/hardware/bandwidth-curve", test_bandwidth_curve);
+  g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);
   return g_test_run();
 }

@@ -63,6 +63,10 @@ typedef struct {
   char interconnect_kind[32];     /* "pcie", "nvlink", "nvswitch"; empty when there is none */
   double interconnect_bytes_per_s; /* GPU-to-GPU inside a node, per GPU and direction */
   guint64 interconnect_latency_ns;
+  /* optional: a collective step's bandwidth by chunk size, latency excluded (as probe
+   * --collectives measures it); where there is none, interconnect_bytes_per_s at every size */
+  StwBandwidthPoint interconnect_by_size[STW_HARDWARE_MAX_POINTS];
+  guint n_interconnect_by_size;
   /* the node: how many GPUs one holds (0: any number), how many share a PCIe switch and its
    * link to the host (each GPU's PCIe bandwidth divided among those copying at once), and the
    * host memory bandwidth all of them share for copies and CPU Adam (0: not a limit) */
@@ -109,6 +113,10 @@ guint64 stw_hardware_memory_op_ns(const StwHardware *hw, double bytes);
 
 /* Bandwidth for a transfer of BYTES, interpolated (log-size) between the profile's points. */
 double stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinned);
+
+/* The interconnect's bandwidth for one collective step of BYTES: its curve by size when it has
+ * one, else its one figure. */
+double stw_hardware_interconnect_bandwidth(const StwHardware *hw, guint64 bytes);
 
 STW_END_DECLS
 
