@@ -24,7 +24,7 @@ run() { # N LOG ARGS...: one run, its CPU seconds (all ranks) appended to LOG.cp
   n=$1 log=$2
   shift 2
   if [ "$n" = 1 ]; then
-    /usr/bin/time -f "%U %S" -o "$log.t" "$S" train $M --steps $steps "$@" > "$log" 2>&1
+    OMP_NUM_THREADS=1 /usr/bin/time -f "%U %S" -o "$log.t" "$S" train $M --steps $steps "$@" > "$log" 2>&1
   else
     # shellcheck disable=SC2086
     /usr/bin/time -f "%U %S" -o "$log.t" $MPIRUN -np "$n" "$S" train $M --steps $steps "$@" > "$log" 2>&1
@@ -36,7 +36,7 @@ run() { # N LOG ARGS...: one run, its CPU seconds (all ranks) appended to LOG.cp
 
 for n in 1 2 4; do
   if [ "$n" = 1 ]; then
-    "$S" train $M --steps 2 --profile "$tmp/t$n.json" > /dev/null
+    OMP_NUM_THREADS=1 "$S" train $M --steps 2 --profile "$tmp/t$n.json" > /dev/null
     "$S" probe --device host -o "$tmp/hw$n.json" > /dev/null
   else
     # shellcheck disable=SC2086
@@ -55,7 +55,7 @@ for n in 1 2 4; do
     budget=$(echo "$smallest" | awk '{ m = $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : 1073741824; printf "%.0f", $1 * m + 1 }')
     "$S" plan "$tmp/t$n.json" --gpu "$budget" --hw "$tmp/hw$n.json" -o "$tmp/p$n.json" > "$tmp/plan$n"
   fi
-  echo "$budget $model $n" > "$tmp/budget$n"
+  echo "$budget $model $n $peak" > "$tmp/budget$n"
 done
 
 r=1
@@ -77,7 +77,7 @@ for n in 1 2 4; do
     wait="-"; predicted="-"; recv="-"
     budget="everything resident"
     if [ "$mode" = quarter ]; then
-      budget=$(awk '{ printf "%.2f MiB (model data %.2f MiB per rank)", $1 / 1048576, $2 / $3 / 1048576 }' "$tmp/budget$n")
+      budget=$(awk '{ printf "%.2f MiB (non-model peak %.2f MiB; model data %.2f MiB per rank)", $1 / 1048576, $4 / 1048576, $2 / $3 / 1048576 }' "$tmp/budget$n")
     fi
     if [ "$n" -gt 1 ]; then
       wait="$(median < "$f.wait") ms"

@@ -66,6 +66,12 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *td = stw_duration_format(q->d2h_ns);
   printf("  iteration    %s simulated: compute %s + stalls %s; H2D busy %s, D2H busy %s, "
          "CPU Adam %s\n", cost, comp, stall, th, td, adam);
+  if (c->world > 1) {
+    g_autofree char *recv = stw_size_format(q->comm_bytes);
+    g_autofree char *busy = stw_duration_format(q->comm_ns);
+    printf("  ranks        %u, sharing the model in chunk groups: %s received per rank and "
+           "iteration in collectives, busy %s\n", c->world, recv, busy);
+  }
 }
 
 int
