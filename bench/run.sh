@@ -30,6 +30,13 @@ cat "$out/runtime.md"
 cat "$out/train.md"
 
 {
+  echo "# bench/ranks.sh — machine: $machine; $(date -u +%Y-%m-%d)"
+  echo
+  sh "$here/ranks.sh" "$build"
+} > "$out/ranks.md"
+cat "$out/ranks.md"
+
+{
   echo "# bench/fidelity.sh — machine: $machine; $(date -u +%Y-%m-%d)"
   echo
   sh "$here/fidelity.sh" "$build"
