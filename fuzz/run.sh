@@ -29,9 +29,13 @@ blas_libs=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
 flags="$flags $blas_cflags"
 libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) $blas_libs -lm"
 # the readers' layers: the core, the planner, the event-stream builder, and the runtime and the
-# trainer for checkpoints and training text (without the CUDA modules)
+# trainer for checkpoints and training text (without the CUDA modules, and one rank: no MPI; the
+# NCCL module's path as the build's, though no target loads it)
 sources="$(ls src/*.c | grep -v hw-resources) src/hw-resources.c $(ls planner/*.c)
-  profile/events-build.c $(ls runtime/*.c | grep -v backend-cuda) $(ls train/*.c | grep -v compute-load)"
+  profile/events-build.c $(ls runtime/*.c | grep -v 'backend-cuda\|comm-mpi')
+  $(ls train/*.c | grep -v compute-load)"
+flags="$flags -DSTW_COMM_NCCL_BUILT=\"$PWD/.libs/libstowage-comm-nccl.so\"
+  -DSTW_COMM_NCCL_INSTALLED=\"$PWD/.libs/libstowage-comm-nccl.so\""
 
 seeds() { # TARGET DIR
   mkdir -p "$2"

@@ -17,6 +17,15 @@ tap_result() { # STATUS DESCRIPTION [EVIDENCE...]
   fi
 }
 
+# mpirun as the tests start ranks: as root, more ranks than cores, shared memory only (no network
+# here), one thread each; under the sanitizers, Open MPI's own leaks at MPI_Finalize suppressed
+# (tests/lsan-mpi.supp: its components kept loaded and full stacks, so that they match).
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader \
+  --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1 \
+  -x OMPI_MCA_mca_base_component_disable_dlclose=1 \
+  -x ASAN_OPTIONS=fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS} \
+  -x LSAN_OPTIONS=suppressions=$STW_SRCDIR/tests/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
 tap_skip() { # REASON: a check that cannot run here, saying why
   tap_n=$((tap_n + 1))
   echo "ok $tap_n # SKIP $1"

@@ -15,9 +15,6 @@ if ! command -v mpirun > /dev/null 2>&1; then
   echo "1..0 # SKIP mpirun is not installed (Debian: openmpi-bin)"
   exit 0
 fi
-# as root, more ranks than cores, shared memory only (no network here)
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader \
-  --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1"
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 out=$("$B/tests/test-comm" 2>&1); tap_result $? "the communicators alone: one rank" "$out"

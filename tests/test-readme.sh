@@ -57,8 +57,7 @@ else
     tap_skip "README: two ranks' losses need MPI and mpirun"
   else
     # shellcheck disable=SC2086
-    mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none \
-      -x OMP_NUM_THREADS=1 -np 2 $STOWAGE train $model --data "$data" --steps 20 > "$T/two.log" 2>&1
+    $MPIRUN -np 2 $STOWAGE train $model --data "$data" --steps 20 > "$T/two.log" 2>&1
     missing=$( (shown 4; shown 6) | while read -r s l; do got "$T/two.log" | grep -q -x "$s $l" || echo "step $s loss $l"; done)
     [ -n "$(shown 6)" ] && [ -z "$missing" ]
     tap_result $? "README: two ranks' losses are what training on two ranks gives" "$missing" "$(tail -n 3 "$T/two.log")"
