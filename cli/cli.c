@@ -181,6 +181,22 @@ stw_cli_option_needs(const char *command, const char *option, gboolean given, co
 }
 
 gboolean
+stw_cli_model_option(const char *command, char **model, char **model_config)
+{
+  if (*model_config == NULL)
+    return TRUE;
+  if (*model != NULL) {
+    stw_cli_fail(STW_EXIT_USAGE, "%s: give --model or --model-config, not both", command);
+    return FALSE;
+  }
+  /* a path with a folder in it is read as a file by stw_model_resolve */
+  *model = strchr(*model_config, '/') != NULL ? g_strdup(*model_config)
+                                              : g_build_filename(".", *model_config, NULL);
+  g_clear_pointer(model_config, g_free);
+  return TRUE;
+}
+
+gboolean
 stw_cli_outputs_apart(const char *command, const StwCliFile *inputs, gsize n_inputs,
                       const StwCliFile *outputs, gsize n_outputs)
 {

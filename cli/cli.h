@@ -145,6 +145,15 @@ gboolean stw_cli_load_checked_plan(const char *plan_file, const char *trace_file
 gboolean stw_cli_option_needs(const char *command, const char *option, gboolean given,
                               const char *needs, gboolean satisfied);
 
+/* Folds --model-config FILE into --model: *MODEL becomes FILE as a path (a model config file,
+ * stowage's or a Hugging Face config.json, whatever its name). FALSE, with a usage error, when
+ * both are given. */
+gboolean stw_cli_model_option(const char *command, char **model, char **model_config);
+
+/* The help line of --model-config, one for every command that takes a model. */
+#define STW_CLI_MODEL_CONFIG_HELP \
+  "a model config file: stowage's format or a Hugging Face config.json (docs/models.md)"
+
 /* A file a command reads or writes, by the option that names it. */
 typedef struct {
   const char *option;  /* "--output", "the trace", ... for messages */

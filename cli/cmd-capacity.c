@@ -171,7 +171,8 @@ stw_cmd_capacity(int argc, char **argv)
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
     { "family", 'f', 0, G_OPTION_ARG_STRING, &family,
-      "gpt (layers at --hidden), or a zoo family: gpt2, gpt3, patrickstar, llama, bert", "F" },
+      "gpt (layers at --hidden), or a zoo family: gpt2, gpt3, patrickstar, llama, mistral, "
+      "qwen2, neox, bert", "F" },
     { "hidden", 0, 0, G_OPTION_ARG_STRING, &hidden, "with --family gpt: the width (default 4096)",
       "D" },
     { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch, "sequences per iteration (default 8)", "B" },
@@ -201,7 +202,7 @@ stw_cmd_capacity(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "capacity: unexpected argument '%s'", argv[1]);
   if (family == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "capacity: --family is required (gpt, gpt2, gpt3, "
-                        "patrickstar, llama, bert)");
+                        "patrickstar, llama, mistral, qwen2, neox, bert)");
   guint64 width = 4096;
   StwPlannerOptions o;
   int status;

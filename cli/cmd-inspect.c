@@ -20,6 +20,11 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
     printf(": %s, %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
            " heads", stw_arch_name(m->config.arch), m->config.layers, m->config.hidden,
            m->config.heads);
+  if (m->has_config && m->config.kv_heads != m->config.heads)
+    printf(" (%" G_GUINT64_FORMAT " key/value)", m->config.kv_heads);
+  if (m->has_config && stw_model_experts(&m->config) > 1)
+    printf(", %" G_GUINT64_FORMAT " experts, top %" G_GUINT64_FORMAT,
+           stw_model_experts(&m->config), stw_model_active_experts(&m->config));
   if (m->batch > 0)
     printf("; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT, m->batch, m->seq);
   if (t->tensors->len > 0)

@@ -1,4 +1,5 @@
-/* cmd-models.c — `stowage models`: the zoo with exact parameter counts. */
+/* cmd-models.c — `stowage models`: the zoo with exact parameter counts, or one model from a
+ * config file (stowage's or a Hugging Face config.json). */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,14 +9,90 @@
 #include "cli.h"
 #include "json.h"
 
+static StwTable *
+models_table(void)
+{
+  return stw_table_new(11, "<model", "<family", "<arch", "layers", "hidden", "heads", "kv", "ffn",
+                       "vocab", "parameters", "model data");
+}
+
+static void
+models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64 params)
+{
+  char num[6][32];
+  guint64 v[] = { c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab };
+  for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
+    g_snprintf(num[k], sizeof num[k], "%" G_GUINT64_FORMAT, v[k]);
+  g_autofree char *p = stw_cli_group_digits(params);
+  g_autofree char *bytes = stw_size_format(params * 14);
+  stw_table_row(table, c->name, family, stw_arch_name(c->arch), num[0], num[1], num[2], num[3],
+                num[4], num[5], p, bytes);
+}
+
+/* The parameters one token's forward pass uses: all but the experts it is not routed to. */
+static guint64
+active_params(const StwModelConfig *c, guint64 params)
+{
+  guint64 E = stw_model_experts(c), k = stw_model_active_experts(c);
+  guint64 expert = 3 * c->hidden * c->ffn +
+                   (stw_model_has_bias(c, STW_SITE_MLP) ? 2 * c->ffn + c->hidden : 0);
+  return params - (E - k) * expert * c->layers;
+}
+
+static int
+print_config_file(const char *file, gboolean json)
+{
+  StwModelConfig c;
+  g_autoptr(GError) error = NULL;
+  if (!stw_model_config_load(file, &c, &error))
+    return stw_cli_fail(STW_EXIT_FAILURE, "models: %s", error->message);
+  guint64 params = stw_model_param_count(&c);
+  if (json) {
+    /* "model" is a model file as it stands (stowage's format): it loads where a model goes */
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "model", stw_model_config_to_json(&c, TRUE));
+    stw_json_add_u64(o, "params", params);
+    stw_json_add_u64(o, "active_params", active_params(&c, params));
+    stw_json_add_u64(o, "model_bytes_16bit", params * 14);
+    char *text = cJSON_Print(o);
+    printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(o);
+    return STW_EXIT_OK;
+  }
+  g_autoptr(StwTable) table = models_table();
+  models_row(table, &c, "-", params);
+  stw_table_print(table, stdout);
+  GString *biases = g_string_new(NULL);
+  for (int site = 0; site < STW_N_SITES; site++)
+    if (stw_model_has_bias(&c, site))
+      g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
+                             (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
+  printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+         " key/value heads; biases: %s; LM head %s; context %" G_GUINT64_FORMAT "\n",
+         c.heads, stw_model_head_dim(&c), c.kv_heads, biases->len ? biases->str : "none",
+         c.tied ? "tied to the embeddings" : "its own", c.max_seq);
+  g_string_free(biases, TRUE);
+  if (stw_model_experts(&c) > 1) {
+    g_autofree char *active = stw_cli_group_digits(active_params(&c, params));
+    printf("experts: %" G_GUINT64_FORMAT " per block, %" G_GUINT64_FORMAT
+           " per token; %s parameters active per token\n",
+           stw_model_experts(&c), stw_model_active_experts(&c), active);
+  }
+  return STW_EXIT_OK;
+}
+
 int
 stw_cmd_models(int argc, char **argv)
 {
   gboolean json = FALSE;
-  g_autofree char *family = NULL;
+  g_autofree char *family = NULL, *hf = NULL;
   GOptionEntry entries[] = {
+    { "hf", 0, 0, G_OPTION_ARG_FILENAME, &hf,
+      "print the model of this config file (a Hugging Face config.json, or stowage's format)",
+      "FILE" },
     { "family", 'f', 0, G_OPTION_ARG_STRING, &family,
-      "only this family: gpt2, gpt3, patrickstar, llama, bert", "F" },
+      "only this family: gpt2, gpt3, patrickstar, llama, mistral, qwen2, neox, bert", "F" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
     { NULL }
   };
@@ -24,12 +101,17 @@ stw_cmd_models(int argc, char **argv)
   g_option_context_set_description(
       ctx, "Model data is 14 bytes per parameter with a 16-bit compute dtype: the compute\n"
            "copy (2), fp32 master weights (4), Adam momentum (4) and variance (4).\n\n"
-           "Example: stowage models --family llama\n");
+           "Examples: stowage models --family llama\n"
+           "          stowage models --hf Mistral-7B-v0.1/config.json\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "models"))
     return STW_EXIT_USAGE;
   if (argc > 1)
     return stw_cli_fail(STW_EXIT_USAGE, "models: unexpected argument '%s'", argv[1]);
 
+  if (hf != NULL && family != NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "models: give --hf or --family, not both");
+  if (hf != NULL)
+    return print_config_file(hf, json);
   int fam = 0;
   if (!stw_cli_parse_enum(family, "--family", stw_zoo_families, &fam))
     return STW_EXIT_USAGE;
@@ -41,9 +123,7 @@ stw_cmd_models(int argc, char **argv)
   const StwZooEntry *zoo = stw_zoo_entries(&n);
 
   cJSON *arr = cJSON_CreateArray();
-  g_autoptr(StwTable) table = stw_table_new(11, "<model", "<family", "<arch", "layers", "hidden",
-                                            "heads", "kv", "ffn", "vocab", "parameters",
-                                            "model data");
+  g_autoptr(StwTable) table = models_table();
   for (gsize i = 0; i < n; i++) {
     const StwModelConfig *c = &zoo[i].config;
     if (family != NULL && strcmp(zoo[i].family, family) != 0)
@@ -58,14 +138,7 @@ stw_cmd_models(int argc, char **argv)
       cJSON_AddItemToArray(arr, o);
       continue;
     }
-    char num[9][32];
-    guint64 v[] = { c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab };
-    for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
-      g_snprintf(num[k], sizeof num[k], "%" G_GUINT64_FORMAT, v[k]);
-    g_autofree char *p = stw_cli_group_digits(params);
-    g_autofree char *bytes = stw_size_format(params * 14);
-    stw_table_row(table, c->name, zoo[i].family, stw_arch_name(c->arch), num[0], num[1], num[2],
-                  num[3], num[4], num[5], p, bytes);
+    models_row(table, c, zoo[i].family, params);
   }
   if (json) {
     char *text = cJSON_Print(arr);

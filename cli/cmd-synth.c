@@ -12,12 +12,14 @@
 int
 stw_cmd_synth(int argc, char **argv)
 {
-  g_autofree char *model = NULL, *batch = NULL, *seq = NULL, *dtype = NULL, *attention = NULL,
+  g_autofree char *model = NULL, *model_config = NULL, *batch = NULL, *seq = NULL, *dtype = NULL, *attention = NULL,
                   *hw_name = NULL, *memory = NULL, *output = NULL;
   gboolean checkpointing = FALSE;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_STRING, &model,
       "zoo model (see 'stowage models') or a model config .json", "M" },
+    { "model-config", 0, 0, G_OPTION_ARG_FILENAME, &model_config, STW_CLI_MODEL_CONFIG_HELP,
+      "FILE" },
     { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch, "sequences per iteration (default 1)", "B" },
     { "seq", 's', 0, G_OPTION_ARG_STRING, &seq,
       "tokens per sequence (default: the model's maximum)", "S" },
@@ -48,8 +50,11 @@ stw_cmd_synth(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (argc > 1)
     return stw_cli_fail(STW_EXIT_USAGE, "synth: unexpected argument '%s'", argv[1]);
+  if (!stw_cli_model_option("synth", &model, &model_config))
+    return STW_EXIT_USAGE;
   if (model == NULL)
-    return stw_cli_fail(STW_EXIT_USAGE, "synth: --model is required (see 'stowage models')");
+    return stw_cli_fail(STW_EXIT_USAGE, "synth: --model or --model-config is required (see "
+                        "'stowage models')");
   if (output == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "synth: --output FILE is required ('-' for stdout)");
   const StwCliFile in[] = { { "--model", model } }, out[] = { { "--output", output } };

@@ -21,7 +21,7 @@ typedef struct {
 /* The sweep as the user asked for it. */
 typedef struct {
   StwCliPlanning pl;
-  char *gpu, *policy, *model, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file, *attention;
+  char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file, *attention;
   gboolean json, checkpointing;
   const char *trace_file;  /* or the model */
   GArray *budgets;         /* guint64 */
@@ -40,6 +40,7 @@ sweep_clear(Sweep *w)
   g_free(w->gpu);
   g_free(w->policy);
   g_free(w->model);
+  g_free(w->model_config);
   g_free(w->batch);
   g_free(w->seq);
   g_free(w->dtype);
@@ -95,6 +96,8 @@ parse(Sweep *w, int argc, char **argv, int *status)
       "comma list of policies, or all (default)", "LIST" },
     { "model", 'm', 0, G_OPTION_ARG_STRING, &w->model, "synthesize this model instead of a trace",
       "M" },
+    { "model-config", 0, 0, G_OPTION_ARG_FILENAME, &w->model_config, STW_CLI_MODEL_CONFIG_HELP,
+      "FILE" },
     { "batch", 'b', 0, G_OPTION_ARG_STRING, &w->batch, "with --model: comma list of batch sizes",
       "LIST" },
     { "seq", 's', 0, G_OPTION_ARG_STRING, &w->seq, "with --model: tokens per sequence", "S" },
@@ -124,6 +127,8 @@ parse(Sweep *w, int argc, char **argv, int *status)
            "         stowage whatif --model gpt2-xl --batch 4,8 --seq 1024 --checkpointing "
            "--gpu 8GiB,16GiB,24GiB\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "whatif"))
+    return FALSE;
+  if (!stw_cli_model_option("whatif", &w->model, &w->model_config))
     return FALSE;
   if ((w->model == NULL) == (argc != 2)) {
     stw_cli_fail(STW_EXIT_USAGE, "whatif: give either one trace file or --model");

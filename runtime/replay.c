@@ -59,6 +59,9 @@ configuration_differences(const StwTrace *pt, const StwTrace *model, GString *pl
     differs_u64(plan, run, "MLP width", x->ffn, y->ffn);
     differs_u64(plan, run, "vocabulary", x->vocab, y->vocab);
     differs_u64(plan, run, "context", x->max_seq, y->max_seq);
+    if (x->head_dim != 0 || y->head_dim != 0) /* else it follows from width and heads */
+      differs_u64(plan, run, "head width", stw_model_head_dim(x), stw_model_head_dim(y));
+    differs_u64(plan, run, "experts", stw_model_experts(x), stw_model_experts(y));
     if (x->arch != y->arch) {
       g_string_append_printf(plan, "%sarch %s", plan->len ? ", " : "", stw_arch_name(x->arch));
       g_string_append_printf(run, "%sarch %s", run->len ? ", " : "", stw_arch_name(y->arch));

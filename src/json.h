@@ -142,6 +142,11 @@ gboolean stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean stan
                                StwModelConfig *out, GError **error);
 /* Builds the members of a config object (STANDALONE adds "format" and "version"). */
 cJSON *stw_model_config_to_json(const StwModelConfig *cfg, gboolean standalone);
+/* Whether ROOT is a Hugging Face config.json (a "model_type", no "format"), and reads one
+ * (model-hf.c). */
+gboolean stw_model_config_is_hf(const cJSON *root);
+gboolean stw_model_config_read_hf(StwJsonReader *r, const cJSON *root, StwModelConfig *out,
+                                  GError **error);
 
 /* Reads a profile object at R's current path (a plan embeds its profile). */
 gboolean stw_hardware_read(StwJsonReader *r, const cJSON *obj, StwHardware *out,

@@ -11,14 +11,16 @@
 G_DEFINE_QUARK(stw-model-error-quark, stw_model_error)
 
 const char *const stw_dtype_names[] = { "fp32", "fp16", "bf16", NULL };
-const char *const stw_zoo_families[] = { "gpt2", "gpt3", "patrickstar", "llama", "bert",
-                                          NULL };
-const char *const stw_arch_names[] = { "gpt", "llama", "bert", NULL };
+const char *const stw_zoo_families[] = { "gpt2", "gpt3", "patrickstar", "llama", "mistral",
+                                          "qwen2", "neox", "bert", NULL };
+const char *const stw_arch_names[] = { "gpt", "llama", "bert", "neox", NULL };
+const char *const stw_bias_names[] = { "default", "yes", "no", NULL };
+const char *const stw_bias_site_names[] = { "qkv_bias", "out_bias", "mlp_bias", NULL };
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
 const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",
-  "pooler", "lm_head", "loss", NULL
+  "pooler", "lm_head", "loss", "moe_router", NULL
 };
 
 guint64
@@ -57,6 +59,38 @@ stw_attention_name(StwAttention attention)
   return stw_attention_names[attention];
 }
 
+const char *
+stw_bias_name(StwBias bias)
+{
+  return stw_bias_names[bias];
+}
+
+gboolean
+stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site)
+{
+  if (cfg->bias[site] != STW_BIAS_DEFAULT)
+    return cfg->bias[site] == STW_BIAS_YES;
+  return cfg->arch != STW_ARCH_LLAMA;
+}
+
+guint64
+stw_model_head_dim(const StwModelConfig *cfg)
+{
+  return cfg->head_dim != 0 ? cfg->head_dim : cfg->hidden / cfg->heads;
+}
+
+guint64
+stw_model_experts(const StwModelConfig *cfg)
+{
+  return MAX(cfg->experts, 1);
+}
+
+guint64
+stw_model_active_experts(const StwModelConfig *cfg)
+{
+  return stw_model_experts(cfg) > 1 ? MAX(cfg->experts_per_token, 1) : 1;
+}
+
 /* ---- the zoo ---------------------------------------------------------------------------- */
 
 #define GPT(n, l, d, h, v, s) \
@@ -65,6 +99,9 @@ stw_attention_name(StwAttention attention)
 #define LLAMA(n, l, d, h, kv, f, v, s, t) \
   { .name = n, .arch = STW_ARCH_LLAMA, .layers = l, .hidden = d, .heads = h, .kv_heads = kv, \
     .ffn = f, .vocab = v, .max_seq = s, .tied = t }
+#define NEOX(n, l, d, h, v) \
+  { .name = n, .arch = STW_ARCH_NEOX, .layers = l, .hidden = d, .heads = h, .kv_heads = h, \
+    .ffn = 4 * (d), .vocab = v, .max_seq = 2048, .tied = FALSE }
 #define BERT(n, l, d, h) \
   { .name = n, .arch = STW_ARCH_BERT, .layers = l, .hidden = d, .heads = h, .kv_heads = h, \
     .ffn = 4 * (d), .vocab = 30522, .max_seq = 512, .tied = TRUE }
@@ -112,6 +149,21 @@ static const StwZooEntry zoo[] = {
     LLAMA("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, FALSE) },
   { "llama", "Meta 2024 (Llama 3), Hugging Face config",
     LLAMA("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, FALSE) },
+  { "mistral", "Jiang et al. 2023 (Mistral 7B), Hugging Face config",
+    LLAMA("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768, FALSE) },
+  { "mistral", "Jiang et al. 2024 (Mixtral of Experts), Hugging Face config: 8 experts, top 2",
+    { .name = "mixtral-8x7b", .arch = STW_ARCH_LLAMA, .layers = 32, .hidden = 4096, .heads = 32,
+      .kv_heads = 8, .ffn = 14336, .vocab = 32000, .max_seq = 32768, .tied = FALSE,
+      .experts = 8, .experts_per_token = 2 } },
+  { "qwen2", "Yang et al. 2024 (Qwen2), Hugging Face config: biases on q, k and v only",
+    { .name = "qwen2-7b", .arch = STW_ARCH_LLAMA, .layers = 28, .hidden = 3584, .heads = 28,
+      .kv_heads = 4, .ffn = 18944, .vocab = 152064, .max_seq = 32768, .tied = FALSE,
+      .bias = { [STW_SITE_QKV] = STW_BIAS_YES } } },
+  { "neox", "Biderman et al. 2023 (Pythia), Hugging Face config", NEOX("pythia-70m", 6, 512, 8, 50304) },
+  { "neox", "Biderman et al. 2023 (Pythia), Hugging Face config",
+    NEOX("pythia-1.4b", 24, 2048, 16, 50304) },
+  { "neox", "Black et al. 2022 (GPT-NeoX-20B), Hugging Face config",
+    NEOX("gpt-neox-20b", 44, 6144, 64, 50432) },
   { "bert", "Devlin et al. 2019, with pooler; MLM decoder tied, its transform omitted",
     BERT("bert-base", 12, 768, 12) },
   { "bert", "Devlin et al. 2019, with pooler; MLM decoder tied, its transform omitted",
@@ -165,18 +217,33 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "layers must be 1 to 4096";
   else if (c->hidden < 1 || c->hidden > STW_MODEL_MAX_WIDTH)
     problem = "hidden must be 1 to 1048576";
-  else if (c->heads < 1 || c->hidden % c->heads != 0)
-    problem = "heads must divide hidden";
+  else if (c->heads < 1 || c->heads > STW_MODEL_MAX_WIDTH)
+    problem = "heads must be 1 to 1048576";
+  else if (c->head_dim == 0 && c->hidden % c->heads != 0)
+    problem = "heads must divide hidden (or head_dim be given)";
+  else if (c->head_dim > STW_MODEL_MAX_WIDTH || c->heads * c->head_dim > 8 * (guint64)STW_MODEL_MAX_WIDTH)
+    problem = "heads * head_dim must be at most 8388608";
+  else if (c->arch == STW_ARCH_BERT && c->head_dim != 0 && c->head_dim * c->heads != c->hidden)
+    problem = "bert's heads are hidden / heads wide";
   else if (c->kv_heads < 1 || c->heads % c->kv_heads != 0)
     problem = "kv_heads must divide heads";
   else if (c->arch != STW_ARCH_LLAMA && c->kv_heads != c->heads)
-    problem = "kv_heads must equal heads for gpt and bert (grouped-query attention is llama's)";
+    problem = "kv_heads must equal heads for gpt, neox and bert (grouped-query attention is llama's)";
+  else if (c->experts > STW_MODEL_MAX_EXPERTS)
+    problem = "experts must be at most 1024";
+  else if (c->experts > 1 && c->arch != STW_ARCH_LLAMA)
+    problem = "a mixture of experts is modelled for llama-style blocks only";
+  else if (c->experts_per_token > stw_model_experts(c))
+    problem = "experts_per_token must be at most experts";
   else if (c->ffn < 1 || c->ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
     problem = "ffn must be 1 to 8388608";
   else if (c->vocab < 1 || c->vocab > STW_MODEL_MAX_VOCAB)
     problem = "vocab must be 1 to 16777216";
   else if (c->max_seq < 1 || c->max_seq > STW_MODEL_MAX_SEQ)
     problem = "max_seq must be 1 to 16777216";
+  else if ((guint)c->bias[STW_SITE_QKV] >= STW_N_BIAS || (guint)c->bias[STW_SITE_OUT] >= STW_N_BIAS ||
+           (guint)c->bias[STW_SITE_MLP] >= STW_N_BIAS || (guint)c->arch >= STW_N_ARCHS)
+    problem = "an unknown architecture or bias setting";
   else if (c->arch == STW_ARCH_BERT && !c->tied)
     problem = "bert's MLM decoder is always tied to the word embeddings";
   if (problem != NULL) {
@@ -193,12 +260,33 @@ static const StwJsonLimits model_limits = { .format = "stowage-model", .max_valu
 
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
-  NULL
+  "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
-  "max_seq", "tied", NULL
+  "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
+  "experts_per_token", NULL
 };
+
+/* The members written only where a model has them (a model without them reads as before). */
+static gboolean
+read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
+{
+  if (!stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
+      !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
+      !stw_json_get_u64(r, obj, "experts_per_token", FALSE, 1, STW_MODEL_MAX_EXPERTS,
+                        &c->experts_per_token, error))
+    return FALSE;
+  for (int site = 0; site < STW_N_SITES; site++) {
+    if (cJSON_GetObjectItemCaseSensitive(obj, stw_bias_site_names[site]) == NULL)
+      continue;
+    gboolean on = FALSE;
+    if (!stw_json_get_bool(r, obj, stw_bias_site_names[site], TRUE, &on, error))
+      return FALSE;
+    c->bias[site] = on ? STW_BIAS_YES : STW_BIAS_NO;
+  }
+  return TRUE;
+}
 
 gboolean
 stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
@@ -232,7 +320,8 @@ stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
                         error) ||
       !stw_json_get_u64(r, obj, "vocab", TRUE, 1, STW_MODEL_MAX_VOCAB, &c.vocab, error) ||
       !stw_json_get_u64(r, obj, "max_seq", FALSE, 1, STW_MODEL_MAX_SEQ, &c.max_seq, error) ||
-      !stw_json_get_bool(r, obj, "tied", FALSE, &c.tied, error))
+      !stw_json_get_bool(r, obj, "tied", FALSE, &c.tied, error) ||
+      !read_optional_shape(r, obj, &c, error))
     return FALSE;
   g_strlcpy(c.name, name, sizeof c.name);
   GError *local = NULL;
@@ -250,6 +339,8 @@ stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
 static gboolean
 read_config_file(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
 {
+  if (stw_model_config_is_hf(root))
+    return stw_model_config_read_hf(r, root, out, error);
   return stw_model_config_read(r, root, TRUE, out, error);
 }
 
@@ -284,6 +375,17 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   stw_json_add_u64(o, "vocab", c->vocab);
   stw_json_add_u64(o, "max_seq", c->max_seq);
   cJSON_AddBoolToObject(o, "tied", c->tied);
+  if (c->head_dim != 0)
+    stw_json_add_u64(o, "head_dim", c->head_dim);
+  for (int site = 0; site < STW_N_SITES; site++) {
+    StwModelConfig arch_default = { .arch = c->arch };
+    if (stw_model_has_bias(c, site) != stw_model_has_bias(&arch_default, site))
+      cJSON_AddBoolToObject(o, stw_bias_site_names[site], stw_model_has_bias(c, site));
+  }
+  if (stw_model_experts(c) > 1) {
+    stw_json_add_u64(o, "experts", c->experts);
+    stw_json_add_u64(o, "experts_per_token", stw_model_active_experts(c));
+  }
   return o;
 }
 
@@ -450,101 +552,257 @@ loss(Builder *b, guint64 vocab)
   o->bwd_work_bytes = b->T * vocab * 4;
 }
 
+/* The tensor ids one op reads. */
+typedef struct {
+  guint32 id[8];
+  guint n;
+} Ids;
+
+static void
+ids_add(Ids *ids, guint32 id)
+{
+  g_assert(ids->n < G_N_ELEMENTS(ids->id));
+  ids->id[ids->n++] = id;
+}
+
+/* A tensor whose name is PREFIX.SUFFIX, added to IDS. */
+static guint32
+named(Builder *b, Ids *ids, guint64 d0, guint64 d1, const char *prefix, const char *suffix)
+{
+  guint32 id = tensor(b, d0, d1, "%s.%s", prefix, suffix);
+  ids_add(ids, id);
+  return id;
+}
+
+/* PREFIX.weight of [D0, D1], and PREFIX.bias of [BIAS_W] where the model has biases at SITE. */
+static void
+projection(Builder *b, Ids *ids, StwBiasSite site, guint64 d0, guint64 d1, guint64 bias_w,
+           const char *prefix)
+{
+  named(b, ids, d0, d1, prefix, "weight");
+  if (stw_model_has_bias(&b->g->config, site))
+    named(b, ids, bias_w, 0, prefix, "bias");
+}
+
+/* A LayerNorm's PREFIX.weight and PREFIX.bias (RMSNorm: the weight only). */
+static void
+norm_params(Builder *b, Ids *ids, guint64 d, gboolean rms, const char *prefix)
+{
+  named(b, ids, d, 0, prefix, "weight");
+  if (!rms)
+    named(b, ids, d, 0, prefix, "bias");
+}
+
+static void
+tie(Builder *b, guint32 embedding, const char *alias)
+{
+  g_ptr_array_add(((StwGraphTensor *)b->g->tensors->pdata[embedding])->aliases, g_strdup(alias));
+}
+
+/* The widths of a block's attention: queries, and keys (= values). */
+static guint64
+q_width(const StwModelConfig *c)
+{
+  return c->heads * stw_model_head_dim(c);
+}
+
+static guint64
+kv_width(const StwModelConfig *c)
+{
+  return c->kv_heads * stw_model_head_dim(c);
+}
+
+/* A pre-norm decoder block with LayerNorms and a GELU MLP (GPT-2; GPT-NeoX with ROPE), its
+ * parameters named as NAMES gives them. */
+typedef struct {
+  const char *block, *ln_1, *qkv, *out, *ln_2, *fc, *proj;
+} GeluBlockNames;
+
+static void
+gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, f = c->ffn, q = q_width(c);
+  Ids ln1 = { 0 }, qkv = { 0 }, out = { 0 }, ln2 = { 0 }, fc = { 0 }, proj = { 0 };
+  g_autofree char *p = g_strdup_printf(nm->block, l);
+  g_autofree char *n_ln1 = g_strconcat(p, ".", nm->ln_1, NULL);
+  g_autofree char *n_qkv = g_strconcat(p, ".", nm->qkv, NULL);
+  g_autofree char *n_out = g_strconcat(p, ".", nm->out, NULL);
+  g_autofree char *n_ln2 = g_strconcat(p, ".", nm->ln_2, NULL);
+  g_autofree char *n_fc = g_strconcat(p, ".", nm->fc, NULL);
+  g_autofree char *n_proj = g_strconcat(p, ".", nm->proj, NULL);
+  norm_params(b, &ln1, d, FALSE, n_ln1);
+  /* GPT-2's Conv1D weights are [in, out]; NeoX's Linear ones [out, in]: the same bytes */
+  projection(b, &qkv, STW_SITE_QKV, d, 3 * q, 3 * q, n_qkv);
+  projection(b, &out, STW_SITE_OUT, q, d, d, n_out);
+  norm_params(b, &ln2, d, FALSE, n_ln2);
+  projection(b, &fc, STW_SITE_MLP, d, f, f, n_fc);
+  projection(b, &proj, STW_SITE_MLP, f, d, d, n_proj);
+
+  norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, FALSE, ln1.n, ln1.id)->residual = STW_RESIDUAL_OPEN;
+  linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * q, qkv.n, qkv.id);
+  if (rope)
+    elementwise(b, l, STW_OP_ROPE, "attn.rope", 3 * q, 3 * q, 3, FALSE);
+  attention_core(b, l, q, q, TRUE);
+  linear(b, l, STW_OP_ATTN_OUT, "attn.proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
+  norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
+  linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, fc.n, fc.id);
+  elementwise(b, l, STW_OP_MLP_ACT, "mlp.gelu", f, f, 8, TRUE);
+  linear(b, l, STW_OP_MLP_OUT, "mlp.proj", f, d, proj.n, proj.id)->residual = STW_RESIDUAL_CLOSE;
+}
+
+/* The final norm, the LM head (EMBEDDING when tied, else a tensor named HEAD) and the loss. */
+static void
+decoder_head(Builder *b, guint32 embedding, gboolean rms, const char *final_norm,
+             const char *head)
+{
+  const StwModelConfig *c = &b->g->config;
+  Ids ln = { 0 }, lm = { 0 };
+  norm_params(b, &ln, c->hidden, rms, final_norm);
+  if (c->tied) {
+    tie(b, embedding, head);
+    ids_add(&lm, embedding);
+  } else {
+    ids_add(&lm, tensor(b, c->vocab, c->hidden, "%s", head));
+  }
+  norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, rms, ln.n, ln.id);
+  linear(b, -1, STW_OP_LM_HEAD, "lm_head", c->hidden, c->vocab, lm.n, lm.id);
+  loss(b, c->vocab);
+  b->g->io_bytes = 2 * b->T * 8; /* int64 input ids and targets */
+}
+
 static void
 build_gpt(Builder *b)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 d = c->hidden, f = c->ffn, V = c->vocab;
-  guint32 wte = tensor(b, V, d, "wte");
+  guint64 d = c->hidden;
+  guint32 wte = tensor(b, c->vocab, d, "wte");
   guint32 wpe = tensor(b, c->max_seq, d, "wpe");
-  guint32 lm = wte;
-  if (c->tied)
-    g_ptr_array_add(((StwGraphTensor *)b->g->tensors->pdata[wte])->aliases,
-                    g_strdup("lm_head.weight"));
-
   StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 2, (guint32[]){ wte, wpe });
   o->flops = b->T * d;
   o->out_bytes = b->T * d * b->e;
 
-  for (gint32 l = 0; l < (gint32)c->layers; l++) {
-    guint32 ln1w = tensor(b, d, 0, "h.%d.ln_1.weight", l);
-    guint32 ln1b = tensor(b, d, 0, "h.%d.ln_1.bias", l);
-    guint32 qkvw = tensor(b, d, 3 * d, "h.%d.attn.c_attn.weight", l);
-    guint32 qkvb = tensor(b, 3 * d, 0, "h.%d.attn.c_attn.bias", l);
-    guint32 projw = tensor(b, d, d, "h.%d.attn.c_proj.weight", l);
-    guint32 projb = tensor(b, d, 0, "h.%d.attn.c_proj.bias", l);
-    guint32 ln2w = tensor(b, d, 0, "h.%d.ln_2.weight", l);
-    guint32 ln2b = tensor(b, d, 0, "h.%d.ln_2.bias", l);
-    guint32 fcw = tensor(b, d, f, "h.%d.mlp.c_fc.weight", l);
-    guint32 fcb = tensor(b, f, 0, "h.%d.mlp.c_fc.bias", l);
-    guint32 mpw = tensor(b, f, d, "h.%d.mlp.c_proj.weight", l);
-    guint32 mpb = tensor(b, d, 0, "h.%d.mlp.c_proj.bias", l);
+  static const GeluBlockNames names = { "h.%d", "ln_1", "attn.c_attn", "attn.c_proj", "ln_2",
+                                        "mlp.c_fc", "mlp.c_proj" };
+  for (gint32 l = 0; l < (gint32)c->layers; l++)
+    gelu_block(b, l, &names, FALSE);
+  /* ln_f comes before an untied head, as in the published checkpoints */
+  decoder_head(b, wte, FALSE, "ln_f", "lm_head.weight");
+}
 
-    norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, FALSE, 2, (guint32[]){ ln1w, ln1b })->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * d, 2, (guint32[]){ qkvw, qkvb });
-    attention_core(b, l, d, d, TRUE);
-    linear(b, l, STW_OP_ATTN_OUT, "attn.proj", d, d, 2, (guint32[]){ projw, projb })->residual =
-        STW_RESIDUAL_CLOSE;
-    norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, 2, (guint32[]){ ln2w, ln2b })->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, 2, (guint32[]){ fcw, fcb });
-    elementwise(b, l, STW_OP_MLP_ACT, "mlp.gelu", f, f, 8, TRUE);
-    linear(b, l, STW_OP_MLP_OUT, "mlp.proj", f, d, 2, (guint32[]){ mpw, mpb })->residual = STW_RESIDUAL_CLOSE;
+/* GPT-NeoX: GPT-2's block with rotary positions instead of a position table, and an untied
+ * head by default. Its parallel residual (attention and MLP read the same input) is modelled as
+ * the sequential one: the same parameters, FLOPs and activations to within one block input. */
+static void
+build_neox(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint32 emb = tensor(b, c->vocab, c->hidden, "gpt_neox.embed_in.weight");
+  StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
+  op_params(o, 1, &emb);
+  o->out_bytes = b->T * c->hidden * b->e;
+
+  static const GeluBlockNames names = {
+    "gpt_neox.layers.%d", "input_layernorm", "attention.query_key_value", "attention.dense",
+    "post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"
+  };
+  for (gint32 l = 0; l < (gint32)c->layers; l++)
+    gelu_block(b, l, &names, TRUE);
+  decoder_head(b, emb, FALSE, "gpt_neox.final_layer_norm", "embed_out.weight");
+}
+
+/* A mixture of experts' MLP: the router scores every expert for every token, and each token runs
+ * through its top-k experts, so FLOPs and activations are k experts' while every expert's
+ * parameters are read (some token reaches each, at any useful batch). */
+static void
+moe_mlp(Builder *b, gint32 l, const char *p)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, f = c->ffn, E = stw_model_experts(c), k = stw_model_active_experts(c);
+  Ids gate = { 0 };
+  g_autofree char *gate_name = g_strdup_printf("%s.block_sparse_moe.gate", p);
+  named(b, &gate, E, d, gate_name, "weight");
+  StwGraphOp *r = op(b, l, STW_OP_MOE_ROUTER, "moe.router");
+  op_params(r, gate.n, gate.id);
+  r->flops = 2 * b->T * d * E;
+  r->in_bytes = b->T * d * b->e;
+  r->passthrough = TRUE;
+  r->saved_extra_bytes = b->T * (E * 4 + k * 8); /* fp32 router logits; the chosen experts */
+
+  StwGraphOp *in = op(b, l, STW_OP_MLP_IN, "moe.w1_w3");
+  StwGraphOp *out = op(b, l, STW_OP_MLP_OUT, "moe.w2");
+  g_ptr_array_steal_index(b->g->ops, b->g->ops->len - 1); /* placed after the activation */
+  for (guint64 e = 0; e < E; e++) {
+    Ids w13 = { 0 }, w2 = { 0 };
+    g_autofree char *x = g_strdup_printf("%s.block_sparse_moe.experts.%" G_GUINT64_FORMAT, p, e);
+    g_autofree char *w1 = g_strconcat(x, ".w1", NULL), *w3 = g_strconcat(x, ".w3", NULL);
+    g_autofree char *w2n = g_strconcat(x, ".w2", NULL);
+    projection(b, &w13, STW_SITE_MLP, f, d, f, w1);
+    projection(b, &w2, STW_SITE_MLP, d, f, d, w2n);
+    projection(b, &w13, STW_SITE_MLP, f, d, f, w3);
+    op_params(in, w13.n, w13.id);
+    op_params(out, w2.n, w2.id);
   }
-  guint32 lnfw = tensor(b, d, 0, "ln_f.weight");
-  guint32 lnfb = tensor(b, d, 0, "ln_f.bias");
-  if (!c->tied)
-    lm = tensor(b, V, d, "lm_head.weight");
-  norm(b, -1, STW_OP_NORM_FINAL, "ln_f", d, FALSE, 2, (guint32[]){ lnfw, lnfb });
-  linear(b, -1, STW_OP_LM_HEAD, "lm_head", d, V, 1, &lm);
-  loss(b, V);
-  b->g->io_bytes = 2 * b->T * 8; /* int64 input ids and targets */
+  in->flops = 2 * b->T * k * d * 2 * f;
+  in->in_bytes = b->T * d * b->e;
+  in->out_bytes = b->T * k * 2 * f * b->e;
+  in->saves_input = TRUE;
+  elementwise(b, l, STW_OP_MLP_ACT, "moe.swiglu", k * 2 * f, k * f, 3, TRUE);
+  g_ptr_array_add(b->g->ops, out);
+  out->flops = 2 * b->T * k * f * d;
+  out->in_bytes = b->T * k * f * b->e;
+  out->out_bytes = b->T * d * b->e;
+  out->saves_input = TRUE;
+  out->residual = STW_RESIDUAL_CLOSE;
 }
 
 static void
 build_llama(Builder *b)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 d = c->hidden, f = c->ffn, V = c->vocab;
-  guint64 kv = d / c->heads * c->kv_heads; /* key/value width */
-  guint32 emb = tensor(b, V, d, "embed_tokens.weight");
-  guint32 lm = emb;
-  if (c->tied)
-    g_ptr_array_add(((StwGraphTensor *)b->g->tensors->pdata[emb])->aliases,
-                    g_strdup("lm_head.weight"));
-
+  guint64 d = c->hidden, f = c->ffn, q = q_width(c), kv = kv_width(c);
+  guint32 emb = tensor(b, c->vocab, d, "embed_tokens.weight");
   StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 1, &emb);
   o->out_bytes = b->T * d * b->e;
 
   for (gint32 l = 0; l < (gint32)c->layers; l++) {
-    guint32 ln1 = tensor(b, d, 0, "layers.%d.input_layernorm.weight", l);
-    guint32 q = tensor(b, d, d, "layers.%d.self_attn.q_proj.weight", l);
-    guint32 k = tensor(b, kv, d, "layers.%d.self_attn.k_proj.weight", l);
-    guint32 v = tensor(b, kv, d, "layers.%d.self_attn.v_proj.weight", l);
-    guint32 out = tensor(b, d, d, "layers.%d.self_attn.o_proj.weight", l);
-    guint32 ln2 = tensor(b, d, 0, "layers.%d.post_attention_layernorm.weight", l);
-    guint32 gate = tensor(b, f, d, "layers.%d.mlp.gate_proj.weight", l);
-    guint32 up = tensor(b, f, d, "layers.%d.mlp.up_proj.weight", l);
-    guint32 down = tensor(b, d, f, "layers.%d.mlp.down_proj.weight", l);
+    g_autofree char *p = g_strdup_printf("layers.%d", l);
+    g_autofree char *pa = g_strconcat(p, ".self_attn", NULL), *pm = g_strconcat(p, ".mlp", NULL);
+    g_autofree char *n1 = g_strconcat(p, ".input_layernorm", NULL);
+    g_autofree char *n2 = g_strconcat(p, ".post_attention_layernorm", NULL);
+    g_autofree char *nq = g_strconcat(pa, ".q_proj", NULL), *nk = g_strconcat(pa, ".k_proj", NULL);
+    g_autofree char *nv = g_strconcat(pa, ".v_proj", NULL), *no = g_strconcat(pa, ".o_proj", NULL);
+    Ids ln1 = { 0 }, qkv = { 0 }, out = { 0 }, ln2 = { 0 };
+    norm_params(b, &ln1, d, TRUE, n1);
+    projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
+    projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
+    projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
+    projection(b, &out, STW_SITE_OUT, d, q, d, no);
+    norm_params(b, &ln2, d, TRUE, n2);
 
-    norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, 1, &ln1)->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, d + 2 * kv, 3, (guint32[]){ q, k, v });
-    elementwise(b, l, STW_OP_ROPE, "attn.rope", d + 2 * kv, d + 2 * kv, 3, FALSE);
-    attention_core(b, l, d, kv, TRUE);
-    linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", d, d, 1, &out)->residual = STW_RESIDUAL_CLOSE;
-    norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, 1, &ln2)->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * f, 2, (guint32[]){ gate, up });
+    norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, ln1.n, ln1.id)->residual = STW_RESIDUAL_OPEN;
+    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
+    elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
+    attention_core(b, l, q, kv, TRUE);
+    linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
+    norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
+    if (stw_model_experts(c) > 1) {
+      moe_mlp(b, l, p);
+      continue;
+    }
+    Ids gate_up = { 0 }, down = { 0 };
+    g_autofree char *ng = g_strconcat(pm, ".gate_proj", NULL), *nu = g_strconcat(pm, ".up_proj", NULL);
+    g_autofree char *nd = g_strconcat(pm, ".down_proj", NULL);
+    projection(b, &gate_up, STW_SITE_MLP, f, d, f, ng);
+    projection(b, &gate_up, STW_SITE_MLP, f, d, f, nu);
+    projection(b, &down, STW_SITE_MLP, d, f, d, nd);
+    linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * f, gate_up.n, gate_up.id);
     elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * f, f, 3, TRUE);
-    linear(b, l, STW_OP_MLP_OUT, "mlp.down", f, d, 1, &down)->residual = STW_RESIDUAL_CLOSE;
+    linear(b, l, STW_OP_MLP_OUT, "mlp.down", f, d, down.n, down.id)->residual = STW_RESIDUAL_CLOSE;
   }
-  guint32 nw = tensor(b, d, 0, "norm.weight");
-  if (!c->tied)
-    lm = tensor(b, V, d, "lm_head.weight");
-  norm(b, -1, STW_OP_NORM_FINAL, "ln_f", d, TRUE, 1, &nw);
-  linear(b, -1, STW_OP_LM_HEAD, "lm_head", d, V, 1, &lm);
-  loss(b, V);
-  b->g->io_bytes = 2 * b->T * 8;
+  decoder_head(b, emb, TRUE, "norm", "lm_head.weight");
 }
 
 static void
@@ -567,33 +825,33 @@ build_bert(Builder *b)
   norm(b, -1, STW_OP_NORM_EMBED, "embed.ln", d, FALSE, 2, (guint32[]){ elnw, elnb });
 
   for (gint32 l = 0; l < (gint32)c->layers; l++) {
-    const char *p = "encoder.layer";
-    guint32 qw = tensor(b, d, d, "%s.%d.attention.self.query.weight", p, l);
-    guint32 qb = tensor(b, d, 0, "%s.%d.attention.self.query.bias", p, l);
-    guint32 kw = tensor(b, d, d, "%s.%d.attention.self.key.weight", p, l);
-    guint32 kb = tensor(b, d, 0, "%s.%d.attention.self.key.bias", p, l);
-    guint32 vw = tensor(b, d, d, "%s.%d.attention.self.value.weight", p, l);
-    guint32 vb = tensor(b, d, 0, "%s.%d.attention.self.value.bias", p, l);
-    guint32 aow = tensor(b, d, d, "%s.%d.attention.output.dense.weight", p, l);
-    guint32 aob = tensor(b, d, 0, "%s.%d.attention.output.dense.bias", p, l);
-    guint32 alnw = tensor(b, d, 0, "%s.%d.attention.output.LayerNorm.weight", p, l);
-    guint32 alnb = tensor(b, d, 0, "%s.%d.attention.output.LayerNorm.bias", p, l);
-    guint32 iw = tensor(b, f, d, "%s.%d.intermediate.dense.weight", p, l);
-    guint32 ib = tensor(b, f, 0, "%s.%d.intermediate.dense.bias", p, l);
-    guint32 ow = tensor(b, d, f, "%s.%d.output.dense.weight", p, l);
-    guint32 ob = tensor(b, d, 0, "%s.%d.output.dense.bias", p, l);
-    guint32 olnw = tensor(b, d, 0, "%s.%d.output.LayerNorm.weight", p, l);
-    guint32 olnb = tensor(b, d, 0, "%s.%d.output.LayerNorm.bias", p, l);
+    g_autofree char *p = g_strdup_printf("encoder.layer.%d", l);
+    g_autofree char *nq = g_strconcat(p, ".attention.self.query", NULL);
+    g_autofree char *nk = g_strconcat(p, ".attention.self.key", NULL);
+    g_autofree char *nv = g_strconcat(p, ".attention.self.value", NULL);
+    g_autofree char *nao = g_strconcat(p, ".attention.output.dense", NULL);
+    g_autofree char *naln = g_strconcat(p, ".attention.output.LayerNorm", NULL);
+    g_autofree char *ni = g_strconcat(p, ".intermediate.dense", NULL);
+    g_autofree char *no = g_strconcat(p, ".output.dense", NULL);
+    g_autofree char *noln = g_strconcat(p, ".output.LayerNorm", NULL);
+    Ids qkv = { 0 }, ao = { 0 }, aln = { 0 }, in = { 0 }, out = { 0 }, oln = { 0 };
+    projection(b, &qkv, STW_SITE_QKV, d, d, d, nq);
+    projection(b, &qkv, STW_SITE_QKV, d, d, d, nk);
+    projection(b, &qkv, STW_SITE_QKV, d, d, d, nv);
+    projection(b, &ao, STW_SITE_OUT, d, d, d, nao);
+    norm_params(b, &aln, d, FALSE, naln);
+    projection(b, &in, STW_SITE_MLP, f, d, f, ni);
+    projection(b, &out, STW_SITE_MLP, d, f, d, no);
+    norm_params(b, &oln, d, FALSE, noln);
 
-    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * d, 6, (guint32[]){ qw, qb, kw, kb, vw, vb })->residual =
-        STW_RESIDUAL_OPEN;
+    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * d, qkv.n, qkv.id)->residual = STW_RESIDUAL_OPEN;
     attention_core(b, l, d, d, FALSE);
-    linear(b, l, STW_OP_ATTN_OUT, "attn.out", d, d, 2, (guint32[]){ aow, aob })->residual = STW_RESIDUAL_CLOSE;
-    norm(b, l, STW_OP_NORM_POST_ATTN, "attn.ln", d, FALSE, 2, (guint32[]){ alnw, alnb });
-    linear(b, l, STW_OP_MLP_IN, "ffn.in", d, f, 2, (guint32[]){ iw, ib })->residual = STW_RESIDUAL_OPEN;
+    linear(b, l, STW_OP_ATTN_OUT, "attn.out", d, d, ao.n, ao.id)->residual = STW_RESIDUAL_CLOSE;
+    norm(b, l, STW_OP_NORM_POST_ATTN, "attn.ln", d, FALSE, aln.n, aln.id);
+    linear(b, l, STW_OP_MLP_IN, "ffn.in", d, f, in.n, in.id)->residual = STW_RESIDUAL_OPEN;
     elementwise(b, l, STW_OP_MLP_ACT, "ffn.gelu", f, f, 8, TRUE);
-    linear(b, l, STW_OP_MLP_OUT, "ffn.out", f, d, 2, (guint32[]){ ow, ob })->residual = STW_RESIDUAL_CLOSE;
-    norm(b, l, STW_OP_NORM_POST_MLP, "ffn.ln", d, FALSE, 2, (guint32[]){ olnw, olnb });
+    linear(b, l, STW_OP_MLP_OUT, "ffn.out", f, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
+    norm(b, l, STW_OP_NORM_POST_MLP, "ffn.ln", d, FALSE, oln.n, oln.id);
   }
   guint32 pw = tensor(b, d, d, "pooler.dense.weight");
   guint32 pb = tensor(b, d, 0, "pooler.dense.bias");
@@ -628,6 +886,7 @@ stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq, StwDt
   case STW_ARCH_GPT: build_gpt(&b); break;
   case STW_ARCH_LLAMA: build_llama(&b); break;
   case STW_ARCH_BERT: build_bert(&b); break;
+  case STW_ARCH_NEOX: build_neox(&b); break;
   default: g_assert_not_reached();
   }
   return g;

@@ -32,6 +32,7 @@ is_matmul(const StwGraphOp *g)
   case STW_OP_MLP_OUT:
   case STW_OP_POOLER:
   case STW_OP_LM_HEAD:
+  case STW_OP_MOE_ROUTER:
     return TRUE;
   default:
     return FALSE;

@@ -17,7 +17,15 @@ expect 2 "Unknown option --frobnicate" "unknown option" -- $S synth --frobnicate
 expect 0 "124,439,808" "models lists gpt2 with its exact count" -- $S models
 expect 0 "8,030,261,248" "models lists llama3-8b with its exact count" -- $S models --family llama
 expect 0 '"params":	109482240' "models --json" -- $S models --json --family bert
-expect 2 "--family: 'rnn' is not one of gpt2, gpt3, patrickstar, llama, bert" "unknown family" -- $S models --family rnn
+expect 0 "Mixtral-8x7B-v0.1  -       llama      32    4096     32   8  14336  32000  46,702,792,704  608.94 GiB" "models --hf reads a Hugging Face config.json" -- $S models --hf "$F/hf/Mixtral-8x7B-v0.1/config.json"
+expect 0 "experts: 8 per block, 2 per token; 12,879,925,248 parameters active per token" "models --hf counts the active parameters" -- $S models --hf "$F/hf/Mixtral-8x7B-v0.1/config.json"
+expect 0 '"active_params":	494032768' "models --hf --json" -- $S models --hf "$F/hf/Qwen2-0.5B/config.json" --json
+expect 1 "bad-type.json: \$.model_type: \"t5\" is not one of" "models --hf with an unknown model type" -- $S models --hf "$F/hf/bad-type.json"
+expect 2 "models: give --hf or --family, not both" "models --hf with --family" -- $S models --hf "$F/hf/gpt2/config.json" --family gpt2
+expect 0 "Mistral-7B-v0.1 (7,241,732,096 parameters), 291 tensors" "synth --model-config" -- $S synth --model-config "$F/hf/Mistral-7B-v0.1/config.json" --seq 128 -o "$T/mistral.json"
+expect 2 "synth: give --model or --model-config, not both" "synth with both models" -- $S synth --model gpt2 --model-config "$F/hf/gpt2/config.json" -o "$T/x.json"
+expect 0 "stowage" "whatif --model-config" -- $S whatif --model-config "$F/hf/pythia-70m/config.json" --batch 2 --seq 256 --gpu 1GiB
+expect 2 "--family: 'rnn' is not one of gpt2, gpt3, patrickstar, llama, mistral, qwen2, neox, bert" "unknown family" -- $S models --family rnn
 
 # hardware
 expect 0 "V100-32GB-PCIe3" "hardware lists the shipped profiles" -- $S hardware
@@ -26,7 +34,7 @@ expect 1 "bad-curve-order.json: \$.pcie.pinned[2].bytes" "a bad profile file fai
 expect 2 "unknown hardware profile 'TPU'" "an unknown profile name is a usage error" -- $S hardware TPU
 
 # synth: bad input
-expect 2 "--model is required" "synth without --model" -- $S synth -o "$T/x.json"
+expect 2 "--model or --model-config is required" "synth without --model" -- $S synth -o "$T/x.json"
 expect 2 "--output FILE is required" "synth without --output" -- $S synth --model gpt2
 expect 2 "unknown model 'gpt5': expected a model config file (.json) or one of: gpt2, gpt2-medium" \
   "unknown model lists the zoo" -- $S synth --model gpt5 -o "$T/x.json"

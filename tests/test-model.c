@@ -26,6 +26,12 @@ test_param_counts(void)
     { "llama3-8b", G_GUINT64_CONSTANT(8030261248) },
     { "bert-base", G_GUINT64_CONSTANT(109482240) },
     { "bert-large", G_GUINT64_CONSTANT(335141888) },
+    { "mistral-7b", G_GUINT64_CONSTANT(7241732096) },
+    { "mixtral-8x7b", G_GUINT64_CONSTANT(46702792704) },
+    { "qwen2-7b", G_GUINT64_CONSTANT(7615616512) },
+    { "pythia-70m", G_GUINT64_CONSTANT(70426624) },
+    { "pythia-1.4b", G_GUINT64_CONSTANT(1414647808) },
+    { "gpt-neox-20b", G_GUINT64_CONSTANT(20554567680) },
     /* 12*L*d^2 + 13*L*d + (V + S)*d + 2d, checked by hand for the largest */
     { "gpt3-175b", G_GUINT64_CONSTANT(174604259328) },
   };
@@ -114,31 +120,151 @@ test_config_files(void)
   }
 }
 
+/* Hugging Face config.json files as published with the checkpoints (tests/fixtures/hf): each
+ * reads as its architecture with the checkpoint's exact parameter count. */
+static void
+test_hf_configs(void)
+{
+  static const struct {
+    const char *dir;
+    StwArch arch;
+    guint64 params; /* the checkpoint's, from its safetensors index or model card */
+    guint64 kv_heads, head_dim;
+    gboolean tied;
+  } cases[] = {
+    { "gpt2", STW_ARCH_GPT, G_GUINT64_CONSTANT(124439808), 12, 64, TRUE },
+    { "pythia-70m", STW_ARCH_NEOX, G_GUINT64_CONSTANT(70426624), 8, 64, FALSE },
+    { "Llama-2-7b-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6738415616), 32, 128, FALSE },
+    { "Llama-3.2-1B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1235814400), 8, 64, TRUE },
+    { "Mistral-7B-v0.1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7241732096), 8, 128, FALSE },
+    { "Mixtral-8x7B-v0.1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(46702792704), 8, 128, FALSE },
+    { "Qwen2-7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7615616512), 4, 128, FALSE },
+    { "Qwen2-0.5B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(494032768), 2, 64, TRUE },
+    { "gemma-7b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8537680896), 16, 256, TRUE },
+    { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
+    g_autofree char *path = stw_test_fixture(rel);
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", cases[i].dir);
+    g_assert_true(stw_model_resolve(path, &cfg, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(cfg.name, ==, cases[i].dir); /* the folder, or the checkpoint's name */
+    g_assert_cmpint(cfg.arch, ==, cases[i].arch);
+    g_assert_cmpuint(stw_model_param_count(&cfg), ==, cases[i].params);
+    g_assert_cmpuint(cfg.kv_heads, ==, cases[i].kv_heads);
+    g_assert_cmpuint(stw_model_head_dim(&cfg), ==, cases[i].head_dim);
+    g_assert_cmpint(cfg.tied, ==, cases[i].tied);
+  }
+  /* Qwen2: biases on q, k and v, none on o_proj; Mixtral: 8 experts, top 2 */
+  StwModelConfig q, m;
+  g_autofree char *qp = stw_test_fixture("hf/Qwen2-7B/config.json");
+  g_autofree char *mp = stw_test_fixture("hf/Mixtral-8x7B-v0.1/config.json");
+  g_assert_true(stw_model_resolve(qp, &q, NULL));
+  g_assert_true(stw_model_has_bias(&q, STW_SITE_QKV));
+  g_assert_false(stw_model_has_bias(&q, STW_SITE_OUT));
+  g_assert_false(stw_model_has_bias(&q, STW_SITE_MLP));
+  g_assert_true(stw_model_resolve(mp, &m, NULL));
+  g_assert_cmpuint(stw_model_experts(&m), ==, 8);
+  g_assert_cmpuint(stw_model_active_experts(&m), ==, 2);
+
+  static const struct {
+    const char *file;
+    const char *needle;
+  } bad[] = {
+    { "hf/bad-type.json", "$.model_type: \"t5\" is not one of \"gpt2\", \"gpt_neox\", \"llama\"" },
+    { "hf/bad-missing.json", "$: expected the member 'num_hidden_layers' of a llama config.json: "
+                             "it is missing" },
+    { "hf/bad-kv.json", "$: as a mistral model: kv_heads must divide heads" },
+    { "hf/bad-types.json", "$.type_vocab_size: 1 token types: bert is modelled with 2" },
+    { "hf/bad-layers.json", "$.n_layer: expected an integer" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *path = stw_test_fixture(bad[i].file);
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_assert_false(stw_model_resolve(path, &cfg, &error));
+    g_assert_nonnull(strstr(error->message, path));
+    stw_assert_error_contains(error, bad[i].needle);
+  }
+}
+
+/* A mixture of experts reads every expert's parameters and computes with the top-k: its MLP's
+ * FLOPs are k dense MLPs', its activations k tokens' worth. */
+static void
+test_moe_graph(void)
+{
+  StwModelConfig moe, dense;
+  g_assert_true(stw_zoo_lookup("mixtral-8x7b", &moe, NULL));
+  dense = moe;
+  dense.experts = 0;
+  dense.experts_per_token = 0;
+  g_autoptr(StwModelGraph) gm = stw_model_graph_new(&moe, 2, 64, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
+  g_autoptr(StwModelGraph) gd = stw_model_graph_new(&dense, 2, 64, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
+  const StwGraphOp *in_m = NULL, *in_d = NULL, *router = NULL;
+  for (guint i = 0; i < gm->ops->len; i++) {
+    const StwGraphOp *o = gm->ops->pdata[i];
+    if (o->layer == 0 && o->kind == STW_OP_MLP_IN)
+      in_m = o;
+    if (o->layer == 0 && o->kind == STW_OP_MOE_ROUTER)
+      router = o;
+  }
+  for (guint i = 0; i < gd->ops->len; i++) {
+    const StwGraphOp *o = gd->ops->pdata[i];
+    if (o->layer == 0 && o->kind == STW_OP_MLP_IN)
+      in_d = o;
+  }
+  g_assert_nonnull(in_m);
+  g_assert_nonnull(in_d);
+  g_assert_nonnull(router);
+  g_assert_cmpuint(in_m->flops, ==, 2 * in_d->flops);
+  g_assert_cmpuint(in_m->out_bytes, ==, 2 * in_d->out_bytes);
+  g_assert_cmpuint(in_m->params->len, ==, 16); /* w1 and w3 of 8 experts */
+  g_assert_cmpuint(in_d->params->len, ==, 2);
+  g_assert_cmpuint(router->flops, ==, 2 * 128 * 4096 * 8);
+  g_assert_cmpuint(router->params->len, ==, 1);
+  const StwGraphTensor *gate = gm->tensors->pdata[g_array_index(router->params, guint32, 0)];
+  g_assert_cmpstr(gate->name, ==, "layers.0.block_sparse_moe.gate.weight");
+  g_assert_cmpuint(gate->numel, ==, 8 * 4096);
+}
+
 static void
 test_config_roundtrip(void)
 {
-  StwModelConfig a, b;
-  g_assert_true(stw_zoo_lookup("llama3-8b", &a, NULL));
-  cJSON *o = stw_model_config_to_json(&a, TRUE);
-  char *text = cJSON_Print(o);
-  cJSON *back = cJSON_Parse(text);
-  StwJsonReader r;
-  stw_json_reader_init(&r, "x");
-  GError *error = NULL;
-  g_assert_true(stw_model_config_read(&r, back, TRUE, &b, &error));
-  g_assert_no_error(error);
-  g_assert_cmpmem(&a, sizeof a, &b, sizeof b);
-  stw_json_reader_clear(&r);
-  cJSON_free(text);
+  const char *models[] = { "llama3-8b", "mixtral-8x7b", "qwen2-7b", "pythia-70m" };
+  for (gsize i = 0; i < G_N_ELEMENTS(models); i++) {
+    StwModelConfig a, b;
+    g_assert_true(stw_zoo_lookup(models[i], &a, NULL));
+    cJSON *o = stw_model_config_to_json(&a, TRUE);
+    char *text = cJSON_Print(o);
+    cJSON *back = cJSON_Parse(text);
+    StwJsonReader r;
+    stw_json_reader_init(&r, "x");
+    GError *error = NULL;
+    g_assert_true(stw_model_config_read(&r, back, TRUE, &b, &error));
+    g_assert_no_error(error);
+    g_assert_cmpmem(&a, sizeof a, &b, sizeof b);
+    stw_json_reader_clear(&r);
+    cJSON_free(text);
+    cJSON_Delete(o);
+    cJSON_Delete(back);
+  }
+  /* a model without the newer members writes none of them: older traces keep their digests */
+  StwModelConfig gpt;
+  g_assert_true(stw_zoo_lookup("gpt2", &gpt, NULL));
+  cJSON *o = stw_model_config_to_json(&gpt, FALSE);
+  g_assert_cmpint(cJSON_GetArraySize(o), ==, 10);
   cJSON_Delete(o);
-  cJSON_Delete(back);
 }
 
 /* Every op consumes what the op before it produced, for every architecture. */
 static void
 test_graph_chain(void)
 {
-  const char *models[] = { "gpt2", "llama3-8b", "bert-base" };
+  const char *models[] = { "gpt2", "llama3-8b", "bert-base", "mixtral-8x7b", "qwen2-7b",
+                           "pythia-70m" };
   for (gsize m = 0; m < G_N_ELEMENTS(models); m++) {
     StwModelConfig cfg;
     g_assert_true(stw_zoo_lookup(models[m], &cfg, NULL));
@@ -201,6 +327,10 @@ test_op_kinds(void)
                    "mlp_out | norm_final lm_head loss" },
     { "bert-base", "embed norm_embed | attn_qkv attn_core attn_out norm_post_attn mlp_in mlp_act "
                    "mlp_out norm_post_mlp | pooler lm_head loss" },
+    { "pythia-70m", "embed | norm_attn attn_qkv rope attn_core attn_out norm_mlp mlp_in mlp_act "
+                    "mlp_out | norm_final lm_head loss" },
+    { "mixtral-8x7b", "embed | norm_attn attn_qkv rope attn_core attn_out norm_mlp moe_router "
+                      "mlp_in mlp_act mlp_out | norm_final lm_head loss" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     StwModelConfig cfg;
@@ -233,6 +363,8 @@ main(int argc, char **argv)
   g_test_add_func("/model/lookup", test_lookup);
   g_test_add_func("/model/config-files", test_config_files);
   g_test_add_func("/model/config-roundtrip", test_config_roundtrip);
+  g_test_add_func("/model/hf-configs", test_hf_configs);
+  g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);
   g_test_add_func("/model/op-kinds", test_op_kinds);

@@ -1,8 +1,9 @@
 /* model.h — transformer architectures, the model zoo, and each model's operator graph.
  *
- * A model is an StwModelConfig: an architecture (GPT-2 style decoder, LLaMA-style decoder, BERT
- * encoder) and its sizes. The zoo names the published configurations; stw_model_config_load()
- * reads a small JSON file for any other. stw_model_graph_new() lays out a model's parameter
+ * A model is an StwModelConfig: an architecture (GPT-2 style decoder, GPT-NeoX decoder, LLaMA-style
+ * decoder with or without a mixture of experts, BERT encoder) and its sizes. The zoo names the
+ * published configurations; stw_model_config_load() reads a small JSON file for any other: stowage's
+ * own model format or a Hugging Face `config.json` (docs/models.md lists the model types read). stw_model_graph_new() lays out a model's parameter
  * tensors and its forward operators with their FLOPs and activation sizes for a given batch and
  * sequence length; synth.c turns that graph into a trace. Parameter counts are the sum of the
  * graph's tensors, so the count and the trace can never disagree.
@@ -34,8 +35,25 @@ typedef enum {
   STW_ARCH_GPT,   /* GPT-2/GPT-3: learned positions, LayerNorm with bias, GELU MLP, biases */
   STW_ARCH_LLAMA, /* LLaMA: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention */
   STW_ARCH_BERT,  /* BERT: post-norm encoder, token types, pooler, MLM head tied to embeddings */
+  STW_ARCH_NEOX,  /* GPT-NeoX (Pythia): rotary positions, LayerNorm with bias, GELU MLP, biases */
   STW_N_ARCHS
 } StwArch;
+
+/* Whether a model's projections have biases: DEFAULT (0) takes its architecture's (gpt, neox and
+ * bert: yes; llama: no), so that a config built field by field keeps its published shape. */
+typedef enum {
+  STW_BIAS_DEFAULT,
+  STW_BIAS_YES,
+  STW_BIAS_NO,
+  STW_N_BIAS
+} StwBias;
+
+typedef enum {
+  STW_SITE_QKV, /* the query, key and value projections */
+  STW_SITE_OUT, /* the attention's output projection */
+  STW_SITE_MLP, /* the MLP's projections */
+  STW_N_SITES
+} StwBiasSite;
 
 typedef enum {
   STW_ATTENTION_NAIVE, /* materializes the (seq x seq) scores and keeps the softmax for backward */
@@ -50,19 +68,32 @@ typedef struct {
   StwArch arch;
   guint64 layers;     /* transformer blocks */
   guint64 hidden;     /* model width d */
-  guint64 heads;      /* attention heads; hidden % heads == 0 */
+  guint64 heads;      /* attention heads; hidden % heads == 0 unless head_dim is given */
   guint64 kv_heads;   /* key/value heads (grouped-query attention); heads % kv_heads == 0 */
-  guint64 ffn;        /* MLP inner width */
+  guint64 ffn;        /* MLP inner width (of each expert) */
   guint64 vocab;      /* token vocabulary */
   guint64 max_seq;    /* learned position table rows (gpt, bert); the longest sequence */
   gboolean tied;      /* the LM head is the token embedding */
+  guint64 head_dim;   /* width of one attention head; 0: hidden / heads */
+  StwBias bias[STW_N_SITES]; /* by StwBiasSite */
+  guint64 experts;    /* MLP experts per block (mixture of experts, llama only); 0 or 1: dense */
+  guint64 experts_per_token; /* experts each token is routed to (top-k); 0: 1 */
 } StwModelConfig;
+
+/* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
+gboolean stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site);
+/* The width of one attention head: head_dim, or hidden / heads. */
+guint64 stw_model_head_dim(const StwModelConfig *cfg);
+/* Experts per block (1 for a dense MLP) and experts active per token (1 for a dense MLP). */
+guint64 stw_model_experts(const StwModelConfig *cfg);
+guint64 stw_model_active_experts(const StwModelConfig *cfg);
 
 /* Limits on configurations read from files (hostile input must not allocate without bound). */
 #define STW_MODEL_MAX_LAYERS 4096
 #define STW_MODEL_MAX_WIDTH (1u << 20)
 #define STW_MODEL_MAX_VOCAB (1u << 24)
 #define STW_MODEL_MAX_SEQ (1u << 24)
+#define STW_MODEL_MAX_EXPERTS 1024
 
 /* The zoo. */
 typedef struct {
@@ -78,7 +109,8 @@ extern const char *const stw_zoo_families[];
 const StwZooEntry *stw_zoo_entries(gsize *n_out);
 /* Finds a zoo model by name; the error lists the zoo's names. */
 gboolean stw_zoo_lookup(const char *name, StwModelConfig *out, GError **error);
-/* A zoo name, or else a path to a JSON model config. */
+/* A zoo name, or else a path to a JSON model config: stowage's format or a Hugging Face
+ * config.json (told apart by its "model_type" member). */
 gboolean stw_model_resolve(const char *name_or_file, StwModelConfig *out, GError **error);
 
 /* Checks sizes and divisibility; FILE (may be NULL) names the source. */
@@ -86,6 +118,8 @@ gboolean stw_model_config_validate(const StwModelConfig *cfg, const char *file, 
 gboolean stw_model_config_load(const char *file, StwModelConfig *out, GError **error);
 gboolean stw_model_config_parse(const char *file, const char *text, gsize len,
                                 StwModelConfig *out, GError **error);
+/* The Hugging Face model types read from a config.json, NULL-terminated. */
+extern const char *const stw_hf_model_types[];
 /* Exact parameter count. */
 guint64 stw_model_param_count(const StwModelConfig *cfg);
 
@@ -115,6 +149,7 @@ typedef enum {
   STW_OP_POOLER,         /* BERT's pooler */
   STW_OP_LM_HEAD,        /* the projection to the vocabulary */
   STW_OP_LOSS,           /* cross-entropy */
+  STW_OP_MOE_ROUTER,     /* a mixture of experts' router: a score per expert, top-k chosen */
   STW_N_OP_KINDS
 } StwOpKind;
 
@@ -180,10 +215,13 @@ const char *stw_dtype_name(StwDtype dtype);
 gboolean stw_dtype_parse(const char *text, StwDtype *out);
 const char *stw_arch_name(StwArch arch);
 const char *stw_attention_name(StwAttention attention);
+const char *stw_bias_name(StwBias bias);
 
 extern const char *const stw_dtype_names[];     /* NULL-terminated, in enum order */
 extern const char *const stw_arch_names[];
 extern const char *const stw_attention_names[];
+extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
+extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 
 STW_END_DECLS
