@@ -38,6 +38,7 @@ int stw_cmd_capacity(int argc, char **argv);
 int stw_cmd_probe(int argc, char **argv);
 int stw_cmd_train(int argc, char **argv);
 int stw_cmd_profile(int argc, char **argv);
+int stw_cmd_import(int argc, char **argv);
 
 /* Prints "stowage: MESSAGE" to stderr and returns STATUS. */
 int stw_cli_fail(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

@@ -26,6 +26,7 @@ static const Command commands[] = {
   { "capacity", stw_cmd_capacity, "the largest model of a family that fits the hardware" },
   { "probe", stw_cmd_probe, "measure this machine and write a hardware profile" },
   { "profile", stw_cmd_profile, "the trace of any CUDA program, through CUPTI" },
+  { "import", stw_cmd_import, "the trace of a PyTorch profiler trace (Kineto, execution trace)" },
   { "train", stw_cmd_train, "train a GPT with its model state in chunks: profile or replay" },
 };
 

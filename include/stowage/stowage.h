@@ -41,5 +41,6 @@
 
 /* the profilers: traces from event streams */
 #include <stowage/events-build.h>
+#include <stowage/import.h>
 
 #endif

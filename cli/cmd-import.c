@@ -1,0 +1,206 @@
+/* cmd-import.c — `stowage import`: PyTorch's profiler files as a trace (docs/profiling.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include <stowage/import.h>
+#include <stowage/units.h>
+
+#include "cli.h"
+#include "json.h"
+
+/* --iteration: N, "last" or "whole". */
+static gboolean
+parse_iteration(const char *text, gint64 *out)
+{
+  if (text == NULL || strcmp(text, "last") == 0) {
+    *out = STW_IMPORT_LAST;
+    return TRUE;
+  }
+  if (strcmp(text, "whole") == 0) {
+    *out = STW_IMPORT_WHOLE;
+    return TRUE;
+  }
+  guint64 n;
+  if (!stw_cli_parse_count(text, "--iteration", 0, G_MAXINT32, &n))
+    return FALSE;
+  *out = (gint64)n;
+  return TRUE;
+}
+
+static void
+print_report(const char *output, const StwTrace *t, const StwImportReport *r)
+{
+  guint64 by_stage[STW_N_STAGES] = { 0 };
+  for (guint i = 0; i < t->ops->len; i++)
+    by_stage[stw_trace_op(t, i)->stage]++;
+  g_autofree char *pbytes = stw_size_format(r->param_bytes);
+  printf("wrote %s: %u ops (%" G_GUINT64_FORMAT " forward, %" G_GUINT64_FORMAT " backward, %"
+         G_GUINT64_FORMAT " optimizer), %" G_GUINT64_FORMAT " parameters (%s, from %s)\n",
+         output, t->ops->len, by_stage[STW_STAGE_FWD], by_stage[STW_STAGE_BWD],
+         by_stage[STW_STAGE_OPTIM], r->params, pbytes, r->param_source);
+  if (r->iteration >= 0)
+    printf("iteration   ProfilerStep#%" G_GINT64_FORMAT " of %" G_GUINT64_FORMAT ", %.3f ms "
+           "(%" G_GUINT64_FORMAT " op events of %" G_GUINT64_FORMAT " events read)\n",
+           r->iteration, r->iterations, (r->end_us - r->start_us) / 1000.0, r->cpu_ops,
+           r->events);
+  else
+    printf("iteration   the whole trace (%" G_GUINT64_FORMAT " op events of %" G_GUINT64_FORMAT
+           " events read)\n", r->cpu_ops, r->events);
+  printf("durations   %" G_GUINT64_FORMAT " ops timed by their %" G_GUINT64_FORMAT
+         " GPU kernels, %" G_GUINT64_FORMAT " by their CPU time%s\n",
+         r->ops_gpu_timed, r->kernels, r->ops_cpu_timed,
+         by_stage[STW_STAGE_OPTIM] > 0 ? " (the optimizer step shared by its parameters)" : "");
+  g_autofree char *peak = stw_size_format(r->peak_above_start);
+  if (r->memory_events == 0) {
+    printf("memory      no [memory] events%s: non-model memory unknown (0)\n",
+           r->device_id >= 0 ? " for this device" : "");
+  } else {
+    printf("memory      %" G_GUINT64_FORMAT " [memory] events on %s; peak %s above the "
+           "iteration's start", r->memory_events, r->device_id >= 0 ? "the GPU" : "the CPU", peak);
+    if (r->has_total_allocated) {
+      g_autofree char *start = stw_size_format(r->allocated_at_start);
+      g_autofree char *high = stw_size_format(r->allocated_peak);
+      printf(" (the file's Total Allocated: %s at the start, %s at the peak)", start, high);
+    }
+    printf("\n");
+  }
+  if (r->unknown_events > 0)
+    printf("skipped     %" G_GUINT64_FORMAT " events of kinds the importer does not use\n",
+           r->unknown_events);
+  if (t->source.warnings->len > 0) {
+    printf("source      ");
+    for (guint i = 0; i < t->source.warnings->len; i++) {
+      const StwTraceWarning *w = &g_array_index(t->source.warnings, StwTraceWarning, i);
+      printf("%s%s %" G_GUINT64_FORMAT, i ? ", " : "", w->name, w->count);
+    }
+    printf("\n");
+  }
+}
+
+static void
+print_report_json(const char *output, const StwTrace *t, const StwImportReport *r)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "output", output);
+  stw_json_add_u64(o, "ops", t->ops->len);
+  stw_json_add_u64(o, "events", r->events);
+  stw_json_add_u64(o, "unknown_events", r->unknown_events);
+  cJSON_AddNumberToObject(o, "iteration", (double)r->iteration);
+  stw_json_add_u64(o, "iterations", r->iterations);
+  cJSON_AddNumberToObject(o, "start_us", r->start_us);
+  cJSON_AddNumberToObject(o, "end_us", r->end_us);
+  stw_json_add_u64(o, "op_events", r->cpu_ops);
+  stw_json_add_u64(o, "kernels", r->kernels);
+  stw_json_add_u64(o, "ops_gpu_timed", r->ops_gpu_timed);
+  stw_json_add_u64(o, "ops_cpu_timed", r->ops_cpu_timed);
+  stw_json_add_u64(o, "memory_events", r->memory_events);
+  cJSON_AddNumberToObject(o, "device_id", (double)r->device_id);
+  cJSON_AddBoolToObject(o, "has_total_allocated", r->has_total_allocated);
+  stw_json_add_u64(o, "allocated_at_start", r->allocated_at_start);
+  stw_json_add_u64(o, "allocated_peak", r->allocated_peak);
+  stw_json_add_u64(o, "peak_above_start", r->peak_above_start);
+  cJSON_AddStringToObject(o, "param_source", r->param_source);
+  stw_json_add_u64(o, "params", r->params);
+  stw_json_add_u64(o, "param_bytes", r->param_bytes);
+  stw_json_add_u64(o, "et_nodes", r->et_nodes);
+  stw_json_add_u64(o, "et_linked", r->et_linked);
+  stw_json_add_u64(o, "timeline_rows", r->timeline_rows);
+  char *text = cJSON_Print(o);
+  printf("%s\n", text);
+  cJSON_free(text);
+  cJSON_Delete(o);
+}
+
+int
+stw_cmd_import(int argc, char **argv)
+{
+  g_autofree char *output = NULL, *kind = NULL, *iteration = NULL, *depth = NULL,
+                  *device = NULL, *pid = NULL, *et = NULL, *timeline = NULL;
+  gboolean from_memory = FALSE, json = FALSE;
+  GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "print what was imported as JSON", NULL },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "trace file to write", "FILE" },
+    { "kind", 0, 0, G_OPTION_ARG_STRING, &kind,
+      "what FILE is: auto (default: detected), kineto, et, timeline", "K" },
+    { "iteration", 0, 0, G_OPTION_ARG_STRING, &iteration,
+      "which ProfilerStep#N, 'last' (default: the last complete one) or 'whole'", "N" },
+    { "depth", 0, 0, G_OPTION_ARG_STRING, &depth,
+      "ops are the events at this nesting depth in the iteration (default 1: outermost)", "N" },
+    { "device-id", 0, 0, G_OPTION_ARG_STRING, &device,
+      "the CUDA device of memory and kernels (default: the only one)", "N" },
+    { "pid", 0, 0, G_OPTION_ARG_STRING, &pid, "the process (default: the only one)", "P" },
+    { "et", 0, 0, G_OPTION_ARG_FILENAME, &et,
+      "the execution trace of the same run: tensor identity", "FILE" },
+    { "memory-timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
+      "the memory timeline of the same run (export_memory_timeline_raw)", "FILE" },
+    { "params-from-memory", 0, 0, G_OPTION_ARG_NONE, &from_memory,
+      "with no parameter in the files: the memory held at the iteration's start as one "
+      "model-state tensor", NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) ctx =
+      g_option_context_new("FILE -o TRACE - import a PyTorch profiler trace");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(
+      ctx, "FILE is a torch.profiler (Kineto) trace, .json or .json.gz. The trace gets one op\n"
+           "per event at --depth of one iteration, in order, with its stage, its GPU kernels'\n"
+           "time (else its CPU time), the memory allocated while it ran, and the parameters\n"
+           "that the recorded shapes (record_shapes=True) or the execution trace show.\n"
+           "See docs/profiling.md.\n\n"
+           "Example: stowage import trace.json.gz --et et.json -o trace-stowage.json\n");
+  if (!stw_cli_parse(ctx, &argc, &argv, "import"))
+    return STW_EXIT_USAGE;
+  if (argc != 2)
+    return stw_cli_fail(STW_EXIT_USAGE, "import: give one PyTorch trace file");
+  if (output == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "import: --output FILE is required");
+  StwImportOptions o;
+  stw_import_options_init(&o);
+  int k = 0;
+  guint64 n;
+  if (!stw_cli_parse_enum(kind, "--kind", stw_import_kind_names, &k) ||
+      !parse_iteration(iteration, &o.iteration))
+    return STW_EXIT_USAGE;
+  if (depth != NULL) {
+    if (!stw_cli_parse_count(depth, "--depth", 1, 64, &n))
+      return STW_EXIT_USAGE;
+    o.depth = (guint)n;
+  }
+  if (device != NULL) {
+    if (!stw_cli_parse_count(device, "--device-id", 0, 4095, &n))
+      return STW_EXIT_USAGE;
+    o.device_id = (gint64)n;
+  }
+  if (pid != NULL) {
+    if (!stw_cli_parse_count(pid, "--pid", 0, G_MAXINT32, &n))
+      return STW_EXIT_USAGE;
+    o.pid = (gint64)n;
+  }
+  o.et_file = et;
+  o.timeline_file = timeline;
+  o.params_from_memory = from_memory;
+  const StwCliFile in[] = { { "the trace", argv[1] }, { "--et", et },
+                            { "--memory-timeline", timeline } };
+  const StwCliFile out[] = { { "--output", output } };
+  if (!stw_cli_outputs_apart("import", in, G_N_ELEMENTS(in), out, 1))
+    return STW_EXIT_USAGE;
+
+  GError *error = NULL;
+  if (k != STW_IMPORT_AUTO) {
+    StwImportKind found = stw_import_detect(argv[1], &error);
+    if (found == STW_IMPORT_AUTO)
+      return stw_cli_error(error);
+    if ((int)found != k)
+      return stw_cli_fail(STW_EXIT_FAILURE, "import: %s: --kind %s, but the file is a %s file",
+                          argv[1], stw_import_kind_names[k], stw_import_kind_names[found]);
+  }
+  StwImportReport rep;
+  g_autoptr(StwTrace) t = stw_import(argv[1], &o, &rep, &error);
+  if (t == NULL || !stw_trace_save(t, output, &error))
+    return stw_cli_error(error);
+  if (json)
+    print_report_json(output, t, &rep);
+  else
+    print_report(output, t, &rep);
+  return STW_EXIT_OK;
+}

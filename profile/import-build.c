@@ -1,0 +1,631 @@
+/* import-build.c — one iteration's records as a trace: nesting, ops at a depth, stages,
+ * durations, memory and parameters; see import.h and docs/profiling.md ("PyTorch files"). */
+#include "config.h"
+
+#include "import-internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parameters from shapes ----------------------------------------------------------------- */
+
+/* The ops that take parameters, and where: the input positions of the weight and the bias. */
+static const struct {
+  const char *name;
+  int weight, bias;
+} param_ops[] = {
+  { "aten::linear", 1, 2 },       { "aten::conv1d", 1, 2 },       { "aten::conv2d", 1, 2 },
+  { "aten::conv3d", 1, 2 },       { "aten::conv_transpose1d", 1, 2 },
+  { "aten::conv_transpose2d", 1, 2 }, { "aten::conv_transpose3d", 1, 2 },
+  { "aten::convolution", 1, 2 },  { "aten::batch_norm", 1, 2 },   { "aten::layer_norm", 2, 3 },
+  { "aten::group_norm", 2, 3 },   { "aten::instance_norm", 1, 2 }, { "aten::rms_norm", 2, -1 },
+  { "aten::embedding", 0, -1 },   { "aten::embedding_bag", 0, -1 },
+};
+
+static StwDtype
+dtype_of(const cJSON *type)
+{
+  if (!cJSON_IsString(type))
+    return STW_DTYPE_FP32;
+  if (strstr(type->valuestring, "BFloat16") != NULL)
+    return STW_DTYPE_BF16;
+  if (strstr(type->valuestring, "Half") != NULL)
+    return STW_DTYPE_FP16;
+  return STW_DTYPE_FP32;
+}
+
+static gboolean
+shape_of(const cJSON *dims, ImportParam *p)
+{
+  if (!cJSON_IsArray(dims))
+    return FALSE;
+  int n = cJSON_GetArraySize(dims);
+  if (n < 1 || n > IMPORT_MAX_SHAPE_DIMS)
+    return FALSE;
+  p->ndim = (guint)n;
+  guint64 numel = 1;
+  for (int i = 0; i < n; i++) {
+    const cJSON *d = cJSON_GetArrayItem(dims, i);
+    if (!cJSON_IsNumber(d) || d->valuedouble < 1 || d->valuedouble > 1e12)
+      return FALSE;
+    p->shape[i] = (guint64)d->valuedouble;
+    numel *= p->shape[i];
+    if (numel > (G_GUINT64_CONSTANT(1) << 40))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+ImportShapes *
+import_shapes_of(const char *name, const cJSON *args)
+{
+  const cJSON *dims = cJSON_GetObjectItemCaseSensitive(args, "Input Dims");
+  if (!cJSON_IsArray(dims))
+    return NULL;
+  const cJSON *types = cJSON_GetObjectItemCaseSensitive(args, "Input type");
+  for (gsize i = 0; i < G_N_ELEMENTS(param_ops); i++) {
+    if (strcmp(param_ops[i].name, name) != 0)
+      continue;
+    ImportShapes sh = { 0 };
+    const int pos[2] = { param_ops[i].weight, param_ops[i].bias };
+    static const char *const roles[2] = { "weight", "bias" };
+    for (int k = 0; k < 2; k++) {
+      if (pos[k] < 0)
+        continue;
+      ImportParam *p = &sh.p[sh.n];
+      p->role = roles[k];
+      p->dtype = dtype_of(cJSON_GetArrayItem(types, pos[k]));
+      if (shape_of(cJSON_GetArrayItem(dims, pos[k]), p))
+        sh.n++;
+    }
+    return sh.n > 0 ? g_memdup2(&sh, sizeof sh) : NULL;
+  }
+  return NULL;
+}
+
+void
+import_shapes_free(ImportShapes *shapes)
+{
+  g_free(shapes);
+}
+
+/* ---- the device ----------------------------------------------------------------------------- */
+
+void
+import_device_info(ImportIteration *it, const cJSON *props, const cJSON *dist)
+{
+  it->rank = 0;
+  it->world_size = 1;
+  g_free(it->device_name);
+  it->device_name = g_strdup(it->device >= 0 ? "cuda" : "cpu");
+  const cJSON *p;
+  cJSON_ArrayForEach(p, props) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(p, "id");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(p, "totalGlobalMem");
+    if (cJSON_IsNumber(id) && (gint64)id->valuedouble == it->device && cJSON_IsString(name)) {
+      g_free(it->device_name);
+      it->device_name = g_strndup(name->valuestring, 120);
+      if (cJSON_IsNumber(mem) && mem->valuedouble > 0 && mem->valuedouble < 9e15)
+        it->device_memory = (guint64)mem->valuedouble;
+    }
+  }
+  const cJSON *rank = cJSON_GetObjectItemCaseSensitive(dist, "rank");
+  const cJSON *world = cJSON_GetObjectItemCaseSensitive(dist, "world_size");
+  if (cJSON_IsNumber(rank) && cJSON_IsNumber(world) && world->valuedouble >= 1 &&
+      world->valuedouble <= 65536 && rank->valuedouble >= 0 &&
+      rank->valuedouble < world->valuedouble) {
+    it->rank = (guint32)rank->valuedouble;
+    it->world_size = (guint32)world->valuedouble;
+  }
+}
+
+void
+import_iteration_clear(ImportIteration *it)
+{
+  for (guint i = 0; i < it->n_evs; i++)
+    import_shapes_free(it->evs[i].shapes);
+  g_clear_pointer(&it->evs, g_free);
+  g_clear_pointer(&it->kernels, g_free);
+  g_clear_pointer(&it->mems, g_free);
+  g_clear_pointer(&it->runtimes, g_free);
+  g_clear_pointer(&it->device_name, g_free);
+  g_clear_pointer(&it->et_reads, g_hash_table_unref);
+  g_clear_pointer(&it->et_optimized, g_hash_table_unref);
+}
+
+/* ---- nesting -------------------------------------------------------------------------------- */
+
+static const ImportEvent *sort_evs;
+
+static int
+by_thread_time(const void *a, const void *b)
+{
+  const ImportEvent *x = &sort_evs[*(const guint32 *)a], *y = &sort_evs[*(const guint32 *)b];
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  if (x->end != y->end)
+    return x->end > y->end ? -1 : 1; /* the enclosing one first */
+  return *(const guint32 *)a < *(const guint32 *)b ? -1 : 1;
+}
+
+static gboolean
+is_optimizer(const ImportEvent *e)
+{
+  return g_str_has_prefix(e->name, "Optimizer.step");
+}
+
+static gboolean
+is_backward_name(const char *name)
+{
+  return g_str_has_prefix(name, "autograd::engine::evaluate_function") ||
+         strstr(name, "Backward") != NULL || strstr(name, "AccumulateGrad") != NULL;
+}
+
+/* Parents and depths per thread (1: outermost); an optimizer step is one unit. */
+static void
+nest(ImportIteration *it)
+{
+  guint n = it->n_evs;
+  g_autofree guint32 *order = g_new(guint32, MAX(n, 1));
+  for (guint i = 0; i < n; i++)
+    order[i] = i;
+  sort_evs = it->evs;
+  qsort(order, n, sizeof *order, by_thread_time);
+  g_autofree guint32 *stack = g_new(guint32, MAX(n, 1));
+  guint top = 0;
+  for (guint k = 0; k < n; k++) {
+    ImportEvent *e = &it->evs[order[k]];
+    if (k > 0 && it->evs[order[k - 1]].tid != e->tid)
+      top = 0;
+    /* an event ends its enclosing ones that closed before it (microsecond timestamps round:
+     * a child may end a fraction after its parent) */
+    while (top > 0 && it->evs[stack[top - 1]].end <= e->ts)
+      top--;
+    e->parent = top > 0 ? stack[top - 1] : G_MAXUINT32;
+    e->depth = top + 1;
+    if (top > 0)
+      it->evs[stack[top - 1]].has_children = TRUE;
+    stack[top++] = order[k];
+  }
+}
+
+/* The event that is E's trace op: its ancestor (or itself) at the chosen depth, or an
+ * optimizer step above that; G_MAXUINT32 for an enclosing event above the depth. */
+static guint32
+unit_of(const ImportIteration *it, guint32 i, guint depth)
+{
+  guint32 unit = G_MAXUINT32;
+  for (guint32 j = i; j != G_MAXUINT32; j = it->evs[j].parent) {
+    const ImportEvent *e = &it->evs[j];
+    if (e->depth == depth || (e->depth < depth && j == i && !e->has_children) || is_optimizer(e))
+      unit = j;
+  }
+  return unit;
+}
+
+/* ---- the trace ------------------------------------------------------------------------------ */
+
+typedef struct {
+  guint32 ev;               /* the event it is */
+  StwStage stage;
+  GArray *params;           /* guint32 tensor ids read */
+  GArray *grads;            /* guint32 tensor ids whose gradients it writes */
+  double gpu_us;            /* its kernels' time */
+  guint kernels;
+  guint64 nonmodel, peak;
+} Unit;
+
+static const ImportEvent *sort_units_evs;
+
+static int
+unit_by_time(const void *a, const void *b)
+{
+  const ImportEvent *x = &sort_units_evs[((const Unit *)a)->ev];
+  const ImportEvent *y = &sort_units_evs[((const Unit *)b)->ev];
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  return ((const Unit *)a)->ev < ((const Unit *)b)->ev ? -1 : 1;
+}
+
+static void
+add_unique(GArray *ids, guint32 id)
+{
+  for (guint i = 0; i < ids->len; i++)
+    if (g_array_index(ids, guint32, i) == id)
+      return;
+  g_array_append_val(ids, id);
+}
+
+/* A parameter's name: the module path where the trace has one, else the op's short name and
+ * its occurrence ("linear.3.weight"). */
+static char *
+param_name(const ImportEvent *e, const char *role, GHashTable *counts, GHashTable *used)
+{
+  char *name;
+  if (e->module != NULL) {
+    /* "top(GPT2)::transformer.h.3(Block)::attn(Attention)::c_attn(Linear)" */
+    g_auto(GStrv) parts = g_strsplit(e->module, "::", -1);
+    GString *path = g_string_new(NULL);
+    for (guint k = 1; parts[k] != NULL; k++) { /* parts[0] is the model itself */
+      char *paren = strchr(parts[k], '(');
+      if (paren != NULL)
+        *paren = '\0';
+      g_string_append_printf(path, "%s%s", path->len ? "." : "", parts[k]);
+    }
+    g_string_append_printf(path, "%s%s", path->len ? "." : "", role);
+    name = g_string_free(path, FALSE);
+  } else {
+    const char *shortname = g_str_has_prefix(e->name, "aten::") ? e->name + 6 : e->name;
+    guint n = GPOINTER_TO_UINT(g_hash_table_lookup(counts, shortname));
+    if (g_str_equal(role, "weight") || n == 0)
+      g_hash_table_insert(counts, (gpointer)shortname, GUINT_TO_POINTER(++n));
+    name = g_strdup_printf("%s.%u.%s", shortname, n - 1, role);
+  }
+  /* a module that runs twice (or a name that repeats) gets a suffix: names are unique */
+  for (guint k = 2; g_hash_table_contains(used, name); k++) {
+    char *again = g_strdup_printf("%s#%u", name, k);
+    g_free(name);
+    name = again;
+  }
+  g_hash_table_add(used, g_strdup(name));
+  return name;
+}
+
+static void
+units_clear(GArray *units)
+{
+  for (guint i = 0; i < units->len; i++) {
+    Unit *u = &g_array_index(units, Unit, i);
+    g_array_unref(u->params);
+    g_array_unref(u->grads);
+  }
+  g_array_unref(units);
+}
+
+static int
+mem_by_time(const void *a, const void *b)
+{
+  const ImportMem *x = a, *y = b;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Non-model memory at each unit's start and peak: the running sum of the device's allocations
+ * since the iteration began (what was allocated before it — parameters, optimizer state,
+ * the caching allocator's blocks — is not the iteration's). */
+static void
+memory(ImportIteration *it, GArray *units, StwImportReport *rep)
+{
+  qsort(it->mems, it->n_mems, sizeof *it->mems, mem_by_time);
+  rep->memory_events = it->n_mems;
+  gint64 level = 0, peak = 0;
+  guint m = 0;
+  rep->has_total_allocated = it->n_mems > 0 && it->mems[0].total >= 0;
+  if (rep->has_total_allocated) {
+    /* the file's own count before the first event of the iteration */
+    rep->allocated_at_start = (guint64)MAX(it->mems[0].total - it->mems[0].bytes, 0);
+    for (guint i = 0; i < it->n_mems; i++)
+      rep->allocated_peak = MAX(rep->allocated_peak, (guint64)MAX(it->mems[i].total, 0));
+  }
+  for (guint u = 0; u < units->len; u++) {
+    Unit *x = &g_array_index(units, Unit, u);
+    const ImportEvent *e = &it->evs[x->ev];
+    while (m < it->n_mems && it->mems[m].ts < e->ts) {
+      level += it->mems[m++].bytes;
+      peak = MAX(peak, level);
+    }
+    x->nonmodel = (guint64)MAX(level, 0);
+    gint64 high = level;
+    while (m < it->n_mems && it->mems[m].ts <= e->end) {
+      level += it->mems[m++].bytes;
+      high = MAX(high, level);
+    }
+    peak = MAX(peak, high);
+    x->peak = (guint64)MAX(high, 0);
+  }
+  while (m < it->n_mems) {
+    level += it->mems[m++].bytes;
+    peak = MAX(peak, level);
+  }
+  rep->peak_above_start = (guint64)MAX(peak, 0);
+}
+
+/* The innermost event of thread TID running at TS, or G_MAXUINT32; BY_THREAD holds the event
+ * indices sorted by (thread, start). */
+static guint32
+running_at(const ImportIteration *it, const guint32 *by_thread, gint64 tid, double ts)
+{
+  guint lo = 0, hi = it->n_evs;
+  while (lo < hi) { /* the first event after (tid, ts) */
+    guint mid = (lo + hi) / 2;
+    const ImportEvent *e = &it->evs[by_thread[mid]];
+    if (e->tid < tid || (e->tid == tid && e->ts <= ts))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0 || it->evs[by_thread[lo - 1]].tid != tid)
+    return G_MAXUINT32;
+  for (guint32 j = by_thread[lo - 1]; j != G_MAXUINT32; j = it->evs[j].parent)
+    if (it->evs[j].end >= ts)
+      return j;
+  return G_MAXUINT32;
+}
+
+/* Durations: the GPU time of the kernels each unit (and the ops inside it) launched, found by
+ * the runtime call that launched each (its correlation id, the op around the call), else by the
+ * kernel's external id. */
+static void
+durations(ImportIteration *it, GArray *units, const guint32 *unit_ev, GHashTable *unit_of_ext,
+          StwImportReport *rep)
+{
+  g_autofree guint32 *by_thread = g_new(guint32, MAX(it->n_evs, 1));
+  for (guint i = 0; i < it->n_evs; i++)
+    by_thread[i] = i;
+  sort_evs = it->evs;
+  qsort(by_thread, it->n_evs, sizeof *by_thread, by_thread_time);
+  g_autoptr(GHashTable) unit_of_corr = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                                             g_free, NULL);
+  for (guint r = 0; r < it->n_runtimes; r++) {
+    const ImportRuntime *rt = &it->runtimes[r];
+    guint32 ev = running_at(it, by_thread, rt->tid, rt->ts);
+    if (ev == G_MAXUINT32 || unit_ev[ev] == G_MAXUINT32)
+      continue;
+    g_hash_table_insert(unit_of_corr, g_memdup2(&rt->correlation, sizeof rt->correlation),
+                        GUINT_TO_POINTER(unit_ev[ev] + 1));
+  }
+  for (guint k = 0; k < it->n_kernels; k++) {
+    const ImportKernel *kn = &it->kernels[k];
+    if (it->device >= 0 && kn->device >= 0 && kn->device != it->device)
+      continue;
+    guint u = kn->correlation >= 0
+                  ? GPOINTER_TO_UINT(g_hash_table_lookup(unit_of_corr, &kn->correlation))
+                  : 0;
+    gpointer v;
+    if (u == 0 && kn->ext_id >= 0 &&
+        g_hash_table_lookup_extended(unit_of_ext, &kn->ext_id, NULL, &v))
+      u = GPOINTER_TO_UINT(v) + 1;
+    if (u == 0)
+      continue;
+    Unit *x = &g_array_index(units, Unit, u - 1);
+    x->gpu_us += kn->dur;
+    x->kernels++;
+    rep->kernels++;
+  }
+}
+
+static StwTrace *
+fail_empty(ImportIteration *it, GError **error, const char *what)
+{
+  g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_EMPTY, "%s: %s", it->file, what);
+  return NULL;
+}
+
+StwTrace *
+import_build(ImportIteration *it, GError **error)
+{
+  StwImportReport *rep = it->rep;
+  const StwImportOptions *o = it->o;
+  guint depth = MAX(o->depth, 1);
+  /* the process's events only */
+  guint kept = 0;
+  for (guint i = 0; i < it->n_evs; i++) {
+    if (it->pid >= 0 && it->evs[i].pid != it->pid) {
+      import_shapes_free(it->evs[i].shapes);
+      continue;
+    }
+    it->evs[kept++] = it->evs[i];
+  }
+  it->n_evs = kept;
+  rep->cpu_ops = kept;
+  rep->start_us = it->t0;
+  rep->end_us = it->t1;
+  rep->device_id = it->device;
+  if (kept == 0)
+    return fail_empty(it, error, "the iteration holds no op events (cpu_op or Operator)");
+  if (it->main_tid < 0) { /* the thread with the most events */
+    g_autoptr(GHashTable) per = g_hash_table_new(g_int64_hash, g_int64_equal);
+    guint best = 0;
+    for (guint i = 0; i < it->n_evs; i++) {
+      guint c = GPOINTER_TO_UINT(g_hash_table_lookup(per, &it->evs[i].tid)) + 1;
+      g_hash_table_insert(per, &it->evs[i].tid, GUINT_TO_POINTER(c));
+      if (c > best) {
+        best = c;
+        it->main_tid = it->evs[i].tid;
+      }
+    }
+  }
+  nest(it);
+
+  /* the units: trace ops before the optimizer's expansion */
+  GArray *units = g_array_new(FALSE, TRUE, sizeof(Unit));
+  for (guint32 i = 0; i < it->n_evs; i++) {
+    if (unit_of(it, i, depth) != i)
+      continue;
+    Unit u = { .ev = i, .params = g_array_new(FALSE, FALSE, sizeof(guint32)),
+               .grads = g_array_new(FALSE, FALSE, sizeof(guint32)) };
+    g_array_append_val(units, u);
+  }
+  sort_units_evs = it->evs;
+  qsort(units->data, units->len, sizeof(Unit), unit_by_time);
+  for (guint u = 0; u < units->len; u++)
+    it->evs[g_array_index(units, Unit, u).ev].trace_op = u;
+  /* each event's unit, and the units by external id and by sequence number */
+  g_autoptr(GHashTable) unit_of_ext = g_hash_table_new(g_int64_hash, g_int64_equal);
+  g_autoptr(GHashTable) fwd_of_seq = g_hash_table_new(g_int64_hash, g_int64_equal);
+  g_autofree guint32 *unit_ev = g_new(guint32, MAX(it->n_evs, 1));
+  for (guint32 i = 0; i < it->n_evs; i++) {
+    guint32 uev = unit_of(it, i, depth);
+    unit_ev[i] = uev == G_MAXUINT32 ? G_MAXUINT32 : it->evs[uev].trace_op;
+    if (unit_ev[i] != G_MAXUINT32 && it->evs[i].ext_id >= 0)
+      g_hash_table_insert(unit_of_ext, &it->evs[i].ext_id, GUINT_TO_POINTER(unit_ev[i]));
+  }
+
+  /* stages, in order: forward until backward starts, backward until the optimizer steps */
+  StwStage stage = STW_STAGE_FWD;
+  gboolean saw_bwd = FALSE, saw_optim = FALSE;
+  for (guint u = 0; u < units->len; u++) {
+    Unit *x = &g_array_index(units, Unit, u);
+    const ImportEvent *e = &it->evs[x->ev];
+    if (is_optimizer(e)) {
+      stage = STW_STAGE_OPTIM;
+      saw_optim = TRUE;
+    } else if (stage == STW_STAGE_FWD && (is_backward_name(e->name) || e->tid != it->main_tid)) {
+      stage = STW_STAGE_BWD;
+      saw_bwd = TRUE;
+    }
+    x->stage = stage;
+  }
+  /* a backward op's descendants name the autograd nodes it ran ("AddmmBackward0", with the
+   * forward op's sequence number) */
+  for (guint32 i = 0; i < it->n_evs; i++) {
+    guint32 u = unit_ev[i];
+    if (u != G_MAXUINT32 && it->evs[i].seq >= 0 &&
+        g_array_index(units, Unit, u).stage == STW_STAGE_FWD &&
+        !g_hash_table_contains(fwd_of_seq, &it->evs[i].seq))
+      g_hash_table_insert(fwd_of_seq, &it->evs[i].seq, GUINT_TO_POINTER(u));
+  }
+
+  /* parameters: from the shapes of the forward ops that take them */
+  StwTrace *t = stw_trace_new();
+  t->source.kind = STW_SOURCE_KINETO;
+  g_free(t->source.created);
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  t->source.created = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
+  g_autoptr(GHashTable) counts = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint32 i = 0; i < it->n_evs; i++) {
+    const ImportEvent *e = &it->evs[i];
+    guint32 u = unit_ev[i];
+    if (e->shapes == NULL || u == G_MAXUINT32 ||
+        g_array_index(units, Unit, u).stage != STW_STAGE_FWD)
+      continue;
+    /* the outermost op that takes parameters (aten::linear, not the aten::addmm inside it) */
+    gboolean inner = FALSE;
+    for (guint32 j = e->parent; j != G_MAXUINT32 && !inner; j = it->evs[j].parent)
+      inner = it->evs[j].shapes != NULL;
+    if (inner)
+      continue;
+    for (guint k = 0; k < e->shapes->n; k++) {
+      const ImportParam *p = &e->shapes->p[k];
+      g_autofree char *name = param_name(e, p->role, counts, used);
+      guint32 id = stw_trace_add_tensor(t, name, p->dtype, p->shape, p->ndim);
+      add_unique(g_array_index(units, Unit, u).params, id);
+    }
+  }
+  rep->param_source = t->tensors->len > 0 ? "shapes" : NULL;
+  if (t->tensors->len > 0)
+    stw_trace_warn(t, "params_from_shapes", t->tensors->len);
+
+  /* backward: each unit reads and writes the gradients of the forward units it pairs with */
+  for (guint32 i = 0; i < it->n_evs; i++) {
+    guint32 u = unit_ev[i];
+    if (u == G_MAXUINT32 || it->evs[i].seq < 0 ||
+        g_array_index(units, Unit, u).stage != STW_STAGE_BWD)
+      continue;
+    gpointer v;
+    if (!g_hash_table_lookup_extended(fwd_of_seq, &it->evs[i].seq, NULL, &v))
+      continue;
+    const Unit *f = &g_array_index(units, Unit, GPOINTER_TO_UINT(v));
+    Unit *b = &g_array_index(units, Unit, u);
+    for (guint k = 0; k < f->params->len; k++) {
+      add_unique(b->params, g_array_index(f->params, guint32, k));
+      add_unique(b->grads, g_array_index(f->params, guint32, k));
+    }
+  }
+
+  durations(it, units, unit_ev, unit_of_ext, rep);
+  memory(it, units, rep);
+
+  if (t->tensors->len == 0) {
+    if (!o->params_from_memory || it->total_before < 0 || rep->allocated_at_start == 0) {
+      stw_trace_free(t);
+      units_clear(units);
+      return fail_empty(it, error,
+                        o->params_from_memory
+                            ? "no parameters, and no Total Allocated to take the model state "
+                              "from: record with profile_memory=True on a newer PyTorch"
+                            : "the trace shows no parameters: record with record_shapes=True, "
+                              "give the execution trace of the run (--et), or take the memory "
+                              "held at the iteration's start as one unattributed model state "
+                              "(--params-from-memory)");
+    }
+    guint64 numel = rep->allocated_at_start / 4;
+    guint32 id = stw_trace_add_tensor(t, "model_state", STW_DTYPE_FP32, &numel, 1);
+    (void)id;
+    rep->param_source = "memory";
+    stw_trace_warn(t, "params_from_memory", rep->allocated_at_start);
+  }
+  for (guint i = 0; i < t->tensors->len; i++)
+    rep->param_bytes += stw_tensor_bytes(stw_trace_tensor(t, i));
+  rep->params = t->tensors->len;
+
+  /* the ops */
+  double optim_us = 0;
+  guint64 optim_nonmodel = 0, optim_peak = 0;
+  guint64 cpu_timed = 0;
+  for (guint u = 0; u < units->len; u++) {
+    Unit *x = &g_array_index(units, Unit, u);
+    const ImportEvent *e = &it->evs[x->ev];
+    double us = x->kernels > 0 ? x->gpu_us : e->end - e->ts;
+    if (x->kernels > 0)
+      rep->ops_gpu_timed++;
+    else
+      cpu_timed++;
+    if (x->stage == STW_STAGE_OPTIM && is_optimizer(e)) {
+      optim_us += us;
+      optim_nonmodel = MAX(optim_nonmodel, x->nonmodel);
+      optim_peak = MAX(optim_peak, x->peak);
+      continue;
+    }
+    StwOp *op = stw_trace_add_op(t, e->name, x->stage, (guint32 *)x->params->data,
+                                 x->params->len, (guint32 *)x->grads->data, x->grads->len);
+    op->duration_ns = (guint64)llround(MAX(us, 0) * 1000.0);
+    op->nonmodel_bytes = x->nonmodel;
+    op->nonmodel_peak_bytes = MAX(x->peak, x->nonmodel);
+  }
+  /* the optimizer step, one op per parameter as the planner places them, its time shared by
+   * size */
+  guint64 total_numel = 0;
+  for (guint i = 0; i < t->tensors->len; i++)
+    total_numel += stw_trace_tensor(t, i)->numel;
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    g_autofree char *name = g_strconcat("optimizer.", x->name, NULL);
+    StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &i, 1, NULL, 0);
+    op->duration_ns = (guint64)llround(optim_us * 1000.0 * (double)x->numel /
+                                       (double)MAX(total_numel, 1));
+    op->nonmodel_bytes = optim_nonmodel;
+    op->nonmodel_peak_bytes = optim_peak;
+  }
+  units_clear(units);
+
+  stw_trace_warn(t, "unknown_events", rep->unknown_events);
+  rep->ops_cpu_timed = cpu_timed;
+  stw_trace_warn(t, "cpu_timed_ops", cpu_timed);
+  if (it->n_mems == 0)
+    stw_trace_warn(t, "no_memory_events", 1);
+  if (!saw_bwd)
+    stw_trace_warn(t, "no_backward", 1);
+  if (!saw_optim)
+    stw_trace_warn(t, "no_optimizer_step", 1);
+
+  g_free(t->device.name);
+  t->device.name = g_strdup(it->device_name != NULL ? it->device_name : "cpu");
+  t->device.memory_bytes = it->device_memory;
+  t->device.rank = it->rank;
+  t->device.world_size = it->world_size;
+  g_free(t->model.name);
+  g_autofree char *base = g_path_get_basename(it->file);
+  t->model.name = g_strdup(base);
+  if (!stw_trace_validate(t, it->file, error)) {
+    stw_trace_free(t);
+    return NULL;
+  }
+  return t;
+}

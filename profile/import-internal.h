@@ -1,0 +1,102 @@
+/* import-internal.h — the importer's parts: the Kineto reader hands one iteration's records to
+ * the builder, which makes the trace. Internal to the profilers' layer. */
+#ifndef STW_IMPORT_INTERNAL_H
+#define STW_IMPORT_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <glib.h>
+
+#include <stowage/import.h>
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
+
+/* The parameters an op takes, from its recorded input shapes ("Input Dims", "Input type"). */
+#define IMPORT_MAX_SHAPE_DIMS 8
+typedef struct {
+  const char *role;  /* "weight", "bias" (static) */
+  guint ndim;
+  guint64 shape[IMPORT_MAX_SHAPE_DIMS];
+  StwDtype dtype;
+} ImportParam;
+
+typedef struct {
+  guint n;
+  ImportParam p[4];
+} ImportShapes;
+
+/* The parameters of an op NAME that takes them (aten::linear, aten::conv2d, aten::layer_norm,
+ * ...) from its ARGS, or NULL (another op, no shapes recorded). */
+ImportShapes *import_shapes_of(const char *name, const cJSON *args);
+void import_shapes_free(ImportShapes *shapes);
+
+typedef struct {
+  double ts, end;      /* µs, the file's clock */
+  const char *name;    /* owned by the reader's string chunk */
+  gint64 pid, tid;
+  gint64 ext_id, seq, rf_id;
+  const char *module;  /* "Module Hierarchy", or NULL */
+  ImportShapes *shapes; /* owned */
+  gboolean annotation; /* a user annotation (Optimizer.step#..., record_function) */
+  /* set by the builder */
+  guint32 parent, depth, trace_op;
+  gboolean has_children;
+} ImportEvent;
+
+typedef struct {
+  double ts, dur;
+  gint64 ext_id, correlation, device;
+} ImportKernel;
+
+/* A CUDA runtime call (cudaLaunchKernel, cudaMemcpyAsync): which op launched a kernel, by the
+ * kernel's correlation id and the call's place on the op's thread. */
+typedef struct {
+  double ts;
+  gint64 tid, correlation;
+} ImportRuntime;
+
+typedef struct {
+  double ts;
+  gint64 order, bytes, total; /* total: Total Allocated, -1 when absent */
+} ImportMem;
+
+/* The execution trace's view of one op: which tensors it reads, by the op's rf_id. */
+typedef struct {
+  guint64 storage;  /* storage id */
+  guint64 bytes;    /* numel * itemsize of the view read */
+  guint64 numel;
+  guint itemsize;
+} ImportTensorRef;
+
+typedef struct {
+  const char *file;
+  const StwImportOptions *o;
+  StwImportReport *rep;
+  gint64 pid, device, main_tid;
+  double t0, t1;
+  ImportEvent *evs;
+  guint n_evs;
+  ImportKernel *kernels;
+  guint n_kernels;
+  ImportMem *mems;
+  guint n_mems;
+  ImportRuntime *runtimes;
+  guint n_runtimes;
+  gint64 total_before; /* Total Allocated of the last memory event before the iteration; -1 */
+  char *device_name;
+  guint64 device_memory;
+  guint32 rank, world_size;
+  /* from an execution trace, when linked: rf_id -> GArray of ImportTensorRef read, and the
+   * storages the optimizer updates */
+  GHashTable *et_reads;       /* gint64* rf_id -> GArray* */
+  GHashTable *et_optimized;   /* storage id (guint64*) -> itself */
+} ImportIteration;
+
+void import_device_info(ImportIteration *it, const cJSON *device_properties,
+                        const cJSON *distributed_info);
+void import_iteration_clear(ImportIteration *it);
+StwTrace *import_build(ImportIteration *it, GError **error);
+
+StwTrace *stw_import_kineto(const char *file, const StwImportOptions *o, StwImportReport *rep,
+                            GError **error);
+
+#endif

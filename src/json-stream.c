@@ -1,0 +1,307 @@
+/* json-stream.c — large JSON documents element by element; see json-stream.h. */
+#include "config.h"
+
+#include "json-stream.h"
+
+#include <stowage/files.h>
+
+#include "json.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <string.h>
+
+#define BUFFER_BYTES (1u << 20)
+
+typedef struct {
+  const char *file;
+  GInputStream *in;
+  guint8 *buf;
+  gsize pos, len;
+  guint64 offset;   /* bytes of the document consumed before buf */
+  gboolean eof;
+  GError *io_error; /* a read that failed (a corrupt gzip stream) */
+} Reader;
+
+static gboolean
+refill(Reader *r)
+{
+  if (r->eof || r->io_error != NULL)
+    return FALSE;
+  r->offset += r->len;
+  r->pos = 0;
+  gssize n = g_input_stream_read(r->in, r->buf, BUFFER_BYTES, NULL, &r->io_error);
+  if (n <= 0) {
+    r->len = 0;
+    r->eof = n == 0;
+    return FALSE;
+  }
+  r->len = (gsize)n;
+  return TRUE;
+}
+
+/* The next byte without consuming it; -1 at the end (or a read error). */
+static int
+peek(Reader *r)
+{
+  if (r->pos >= r->len && !refill(r))
+    return -1;
+  return r->buf[r->pos];
+}
+
+static int
+next(Reader *r)
+{
+  int c = peek(r);
+  if (c >= 0)
+    r->pos++;
+  return c;
+}
+
+static int
+skip_space(Reader *r)
+{
+  for (;;) {
+    int c = peek(r);
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
+      return c;
+    r->pos++;
+  }
+}
+
+static gboolean
+fail(Reader *r, GError **error, const char *what)
+{
+  if (r->io_error != NULL) {
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
+                "%s: cannot be read at byte %" G_GUINT64_FORMAT " of its content: %s", r->file,
+                r->offset + r->pos, r->io_error->message);
+    return FALSE;
+  }
+  if (peek(r) < 0)
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
+                "%s: the file ends at byte %" G_GUINT64_FORMAT " %s: truncated?", r->file,
+                r->offset + r->pos, what);
+  else
+    g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
+                "%s: byte %" G_GUINT64_FORMAT ": expected %s, found '%c'", r->file,
+                r->offset + r->pos, what, peek(r));
+  return FALSE;
+}
+
+/* Reads one JSON value into OUT (when STORE; at most MAX bytes, else a refusal naming WHAT),
+ * checking only that brackets and strings close: the element's own parser checks the rest. */
+static gboolean
+capture(Reader *r, GString *out, gboolean store, gsize max, const char *what, GError **error)
+{
+  g_string_truncate(out, 0);
+  int depth = 0;
+  gboolean in_string = FALSE, escaped = FALSE;
+  char stack[256];
+  gboolean done = FALSE;
+  while (!done) {
+    if (r->pos >= r->len && !refill(r))
+      return fail(r, error, in_string || depth > 0 ? "inside a value" : "in a value");
+    /* the run of bytes to the next one that matters is copied at once */
+    gsize start = r->pos;
+    while (r->pos < r->len && !done) {
+      guint8 c = r->buf[r->pos];
+      if (in_string) {
+        r->pos++;
+        if (escaped)
+          escaped = FALSE;
+        else if (c == '\\')
+          escaped = TRUE;
+        else if (c == '"')
+          in_string = FALSE;
+        done = !in_string && depth == 0; /* a string scalar */
+        continue;
+      }
+      if (c == '"') {
+        in_string = TRUE;
+      } else if (c == '{' || c == '[') {
+        if (depth == (int)sizeof stack) {
+          g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
+                      "%s: %s nests more than %zu deep", r->file, what, sizeof stack);
+          return FALSE;
+        }
+        stack[depth++] = c == '{' ? '}' : ']';
+      } else if (c == '}' || c == ']') {
+        if (depth == 0) {
+          done = TRUE; /* the enclosing array or object ends: a scalar ended */
+          break;
+        }
+        if (stack[--depth] != (char)c) {
+          r->pos++;
+          return fail(r, error, "a matching bracket");
+        }
+        done = depth == 0;
+      } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+        done = TRUE; /* a scalar ended */
+        break;
+      }
+      r->pos++;
+    }
+    if (store) {
+      if (out->len + (r->pos - start) > max) {
+        g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
+                    "%s: %s is larger than %zu bytes: not a file of this kind, or one this "
+                    "reader refuses", r->file, what, max);
+        return FALSE;
+      }
+      g_string_append_len(out, (const char *)r->buf + start, (gssize)(r->pos - start));
+    }
+  }
+  if (store && out->len == 0)
+    return fail(r, error, "a value");
+  return TRUE;
+}
+
+static gboolean
+is_streamed(const StwJsonStreamSpec *spec, const char *key)
+{
+  for (gsize i = 0; spec->streamed != NULL && spec->streamed[i] != NULL; i++)
+    if (key != NULL && strcmp(spec->streamed[i], key) == 0)
+      return TRUE;
+  return key == NULL;
+}
+
+/* The elements of the array whose '[' is next. */
+static gboolean
+read_array(Reader *r, const StwJsonStreamSpec *spec, const char *key, GString *text,
+           GError **error)
+{
+  next(r); /* '[' */
+  guint64 index = 0;
+  g_autofree char *what = NULL;
+  if (skip_space(r) == ']') {
+    next(r);
+    return TRUE;
+  }
+  for (;;) {
+    g_free(what);
+    what = g_strdup_printf("%s[%" G_GUINT64_FORMAT "]", key != NULL ? key : "$", index);
+    if (!capture(r, text, TRUE, spec->max_element, what, error) ||
+        !spec->on_element(key, index, text->str, text->len, spec->data, error))
+      return FALSE;
+    index++;
+    int c = skip_space(r);
+    next(r);
+    if (c == ']')
+      return TRUE;
+    if (c != ',') {
+      r->pos -= c >= 0 ? 1 : 0;
+      return fail(r, error, "',' or ']' between elements");
+    }
+    skip_space(r);
+  }
+}
+
+static gboolean
+read_object(Reader *r, const StwJsonStreamSpec *spec, GString *text, GError **error)
+{
+  next(r); /* '{' */
+  g_autoptr(GString) key = g_string_new(NULL);
+  if (skip_space(r) == '}') {
+    next(r);
+    return TRUE;
+  }
+  for (;;) {
+    if (peek(r) != '"')
+      return fail(r, error, "a member name");
+    if (!capture(r, key, TRUE, 4096, "a member name", error))
+      return FALSE;
+    /* the name without its quotes (escapes are not expected in the names that matter) */
+    g_string_erase(key, 0, 1);
+    g_string_truncate(key, key->len > 0 ? key->len - 1 : 0);
+    if (skip_space(r) != ':')
+      return fail(r, error, "':' after a member name");
+    next(r);
+    int c = skip_space(r);
+    if (c == '[' && is_streamed(spec, key->str)) {
+      if (!read_array(r, spec, key->str, text, error))
+        return FALSE;
+    } else {
+      gboolean store = spec->on_member != NULL;
+      g_autofree char *what = g_strdup_printf("the member \"%s\"", key->str);
+      if (!capture(r, text, store, spec->max_element, what, error) ||
+          (store && !spec->on_member(key->str, 0, text->str, text->len, spec->data, error)))
+        return FALSE;
+    }
+    c = skip_space(r);
+    next(r);
+    if (c == '}')
+      return TRUE;
+    if (c != ',') {
+      r->pos -= c >= 0 ? 1 : 0;
+      return fail(r, error, "',' or '}' between members");
+    }
+    skip_space(r);
+  }
+}
+
+gboolean
+stw_json_stream_is_gzip(const char *file)
+{
+  guint8 magic[2] = { 0 };
+  FILE *f = fopen(file, "rb");
+  if (f == NULL)
+    return FALSE;
+  gboolean gz = fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  fclose(f);
+  return gz;
+}
+
+gboolean
+stw_json_stream_read(const char *file, const StwJsonStreamSpec *spec, GError **error)
+{
+  GStatBuf st;
+  if (g_stat(file, &st) != 0) {
+    g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot open: %s", file,
+                g_strerror(errno));
+    return FALSE;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_LIMIT,
+                "%s: not a regular file (a trace is read from a file)", file);
+    return FALSE;
+  }
+  g_autoptr(GFile) gf = g_file_new_for_path(file);
+  GError *local = NULL;
+  g_autoptr(GFileInputStream) fin = g_file_read(gf, NULL, &local);
+  if (fin == NULL) {
+    g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot open: %s", file,
+                local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  g_autoptr(GInputStream) in = NULL;
+  if (stw_json_stream_is_gzip(file)) {
+    g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
+    in = g_converter_input_stream_new(G_INPUT_STREAM(fin), G_CONVERTER(z));
+  } else {
+    in = G_INPUT_STREAM(g_object_ref(fin));
+  }
+  Reader r = { .file = file, .in = in, .buf = g_malloc(BUFFER_BYTES) };
+  g_autoptr(GString) text = g_string_new(NULL);
+  gboolean ok;
+  int c = skip_space(&r);
+  if (c == '{')
+    ok = read_object(&r, spec, text, error);
+  else if (c == '[')
+    ok = read_array(&r, spec, NULL, text, error);
+  else
+    ok = fail(&r, error, c < 0 && r.io_error == NULL && r.offset == 0
+                             ? "a JSON document (the file is empty)"
+                             : "a JSON object or array");
+  if (ok && skip_space(&r) >= 0)
+    ok = fail(&r, error, "the end of the file after the document");
+  if (ok && r.io_error != NULL)
+    ok = fail(&r, error, "the end of the document");
+  g_clear_error(&r.io_error);
+  g_free(r.buf);
+  return ok;
+}

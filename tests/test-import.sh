@@ -1,0 +1,104 @@
+#!/bin/sh
+# test-import.sh — stowage import on the real PyTorch profiler files of ../shared/data/pytorch
+# (their READMEs give the counts asserted here) and on broken ones.
+. "$STW_SRCDIR/tests/tap.sh"
+S=$STOWAGE
+F=$STW_SRCDIR/tests/fixtures
+T=$TAP_TMP
+
+# the shared data sits beside the checkout; a distcheck's tree is a level or two further down
+D=
+for up in .. ../.. ../../.. ../../../..; do
+  if [ -d "$STW_SRCDIR/$up/shared/data/pytorch" ]; then D=$STW_SRCDIR/$up/shared/data/pytorch; break; fi
+done
+K=$D/kineto/worker0.1623143089861.pt.trace.json.gz
+K2=$D/kineto/worker0.1623143566756.pt.trace.json.gz
+HTA=$D/HolisticTraceAnalysis/df_index_resolver.json.gz
+MI=$D/HolisticTraceAnalysis/mi250_minitoy_train_ROCm6_2_kineto.json.gz
+ADD=$D/HolisticTraceAnalysis/benchmark_simple_add_trace.json.gz
+ADD_ET=$D/HolisticTraceAnalysis/benchmark_simple_add_et.json.gz
+TL=$D/HolisticTraceAnalysis/memory_timeline.raw.gz
+
+# json VALUE KEY FILE: the report's member KEY is VALUE
+json_is() {
+  got=$(grep "\"$2\":" "$3" | head -n1 | sed 's/.*:[[:space:]]*//; s/,$//')
+  [ "$got" = "$1" ]; tap_result $? "$4" "$2 is '$got', expected '$1'"
+}
+
+if [ -z "$D" ]; then
+  tap_skip "the real PyTorch traces (../shared/data/pytorch) are not beside this tree"
+else
+  # ResNet-50 on a V100, the 2021 format: Operator events, [memory] without Addr
+  $S import "$K" -o "$T/resnet.json" --json > "$T/resnet.rep" 2>&1
+  tap_result $? "the 2021 Kineto trace of ResNet-50 imports" "$(cat "$T/resnet.rep")"
+  json_is 10 iteration "$T/resnet.rep" "the last complete iteration is ProfilerStep#10"
+  json_is 6 iterations "$T/resnet.rep" "6 ProfilerStep# markers"
+  json_is 75718 events "$T/resnet.rep" "every one of the 75,718 events is read"
+  json_is 161 params "$T/resnet.rep" "ResNet-50's 161 parameter tensors, from the recorded shapes"
+  json_is 102228128 param_bytes "$T/resnet.rep" "ResNet-50's 25,557,032 fp32 parameters"
+  json_is 756 ops "$T/resnet.rep" "756 ops: 237 forward, 358 backward, one optimizer op per parameter"
+  json_is 1370 memory_events "$T/resnet.rep" "the iteration's 1,370 [memory] events on the GPU"
+  json_is false has_total_allocated "$T/resnet.rep" "the older [memory] form has no Total Allocated"
+  expect 0 "parameters  25,557,032 in 161 tensors" "the imported trace inspects" -- $S inspect "$T/resnet.json"
+  expect 0 "device      Tesla V100-DGXS-32GB, 31.74 GiB" "its device from deviceProperties" -- $S inspect "$T/resnet.json"
+  expect 0 "conv2d.0.weight" "parameters are named by op and occurrence" -- grep -o '"conv2d.0.weight"' "$T/resnet.json"
+  expect 0 "GPU peak     2.72 GiB of 3.00 GiB" "the imported trace plans" -- $S plan "$T/resnet.json" --gpu 3GiB --hw V100-32GB-PCIe3 -o "$T/resnet-plan.json"
+  expect 0 "stowage " "and compares" -- $S compare "$T/resnet.json" --gpu 3GiB --hw V100-32GB-PCIe3
+  $S import "$K" --iteration 7 -o "$T/r7.json" --json > "$T/r7.rep" 2>&1
+  json_is 7 iteration "$T/r7.rep" "--iteration 7 takes ProfilerStep#7"
+  json_is 161 params "$T/r7.rep" "the same parameters in another iteration"
+  $S import "$K2" -o "$T/resnet2.json" --json > "$T/resnet2.rep" 2>&1
+  json_is 21 iteration "$T/resnet2.rep" "the second window's last step is ProfilerStep#21"
+  json_is 756 ops "$T/resnet2.rep" "the second window: the same ops"
+  expect 1 "no ProfilerStep#3: the trace holds 5, 6, 7, 8, 9, 10" "an iteration the trace lacks" -- $S import "$K" --iteration 3 -o "$T/x.json"
+
+  # 2 V100s, rank 1, the newer format: [memory] with Addr and Total Allocated, out of time order
+  expect 1 "the trace shows no parameters: record with record_shapes=True" "a trace without shapes or tensor identity is refused" -- $S import "$HTA" -o "$T/x.json"
+  $S import "$HTA" --params-from-memory -o "$T/hta.json" --json > "$T/hta.rep" 2>&1
+  tap_result $? "with --params-from-memory it imports" "$(cat "$T/hta.rep")"
+  json_is 6 iteration "$T/hta.rep" "the HTA trace's last step is ProfilerStep#6"
+  json_is 1 device_id "$T/hta.rep" "the CUDA device is the only one in the file, 1"
+  json_is true has_total_allocated "$T/hta.rep" "the newer [memory] form"
+  json_is 4096614400 allocated_at_start "$T/hta.rep" "Total Allocated before the iteration: 4,096,614,400"
+  json_is 6629508096 allocated_peak "$T/hta.rep" "the file's largest Total Allocated: 6,629,508,096"
+  json_is 2532893696 peak_above_start "$T/hta.rep" "the running sum's peak equals the file's own Total Allocated peak minus its start"
+  json_is 4096614400 param_bytes "$T/hta.rep" "the model state held at the start, one unattributed tensor"
+  expect 0 '"params_from_memory":4096614400' "the guess is recorded in the trace's source" -- grep -F '"params_from_memory":4096614400' "$T/hta.json"
+  expect 1 "no CUDA device 0 in the iteration: it has 1" "a device the trace lacks" -- $S import "$HTA" --params-from-memory --device-id 0 -o "$T/x.json"
+
+  # AMD MI250, a 2025 trace: one Linear layer, a stub second step
+  $S import "$MI" -o "$T/mi.json" --json > "$T/mi.rep" 2>&1
+  json_is 1 iteration "$T/mi.rep" "the stub ProfilerStep#2 is not complete: #1 is imported"
+  json_is 2 params "$T/mi.rep" "the Linear layer's weight and bias"
+  json_is 66048 param_bytes "$T/mi.rep" "128 x 128 + 128 fp32 parameters"
+  json_is 17 ops "$T/mi.rep" "17 ops"
+
+  # no iteration marker
+  expect 1 "no iteration marker (ProfilerStep#N)" "a trace without ProfilerStep# is refused" -- $S import "$ADD" -o "$T/x.json"
+  expect 1 "this is an execution trace, which has no durations or memory" "an execution trace alone is refused, naming --et" -- $S import "$ADD_ET" -o "$T/x.json"
+  expect 1 "this is a memory timeline, which has no ops" "a memory timeline alone is refused" -- $S import "$TL" -o "$T/x.json"
+  expect 1 "--kind et, but the file is a kineto file" "--kind that does not match the file" -- $S import "$K" --kind et -o "$T/x.json"
+
+  # broken files
+  head -c 300000 "$K" > "$T/truncated.json.gz"
+  expect 1 "truncated.json.gz: cannot be read" "a truncated gzip file" -- $S import "$T/truncated.json.gz" -o "$T/x.json"
+  gzip -dc "$K" | head -c 2000000 > "$T/cut.json"
+  expect 1 "cut.json: the file ends at byte 2000000 inside a value: truncated?" "a JSON document cut short" -- $S import "$T/cut.json" -o "$T/x.json"
+  test ! -e "$T/x.json"; tap_result $? "no output is written for a broken input"
+fi
+
+# files made here
+printf '' > "$T/empty.json"
+expect 1 "empty.json: not a PyTorch profiler file" "an empty file" -- $S import "$T/empty.json" -o "$T/x.json"
+printf '\037\213garbage-not-deflate' > "$T/bad.json.gz"
+expect 1 "bad.json.gz: cannot be read" "a corrupt gzip file" -- $S import "$T/bad.json.gz" -o "$T/x.json"
+expect 1 "not a regular file" "a device file" -- $S import /dev/zero -o "$T/x.json"
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}, 5]}' > "$T/five.json"
+expect 1 "five.json: traceEvents[1]: not a JSON object" "an event that is not an object" -- $S import "$T/five.json" --iteration whole -o "$T/x.json"
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": "x", "dur": 2}]}' > "$T/badts.json"
+expect 1 "badts.json: traceEvents[0]: a ProfilerStep# event without a number ts and dur" "a marker without times" -- $S import "$T/badts.json" -o "$T/x.json"
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9, "pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 3, "dur": 2, "pid": 2, "tid": 1}]}' > "$T/twopids.json"
+expect 1 "the iteration has several processes (1, 2): choose one with --pid" "several processes are refused without --pid" -- $S import "$T/twopids.json" -o "$T/x.json"
+expect 2 "--depth" "--depth 0 is a usage error" -- $S import "$T/twopids.json" --depth 0 -o "$T/x.json"
+expect 2 "import: --output FILE is required" "no output" -- $S import "$T/twopids.json"
+tap_done
