@@ -133,6 +133,7 @@ import_iteration_clear(ImportIteration *it)
   g_clear_pointer(&it->device_name, g_free);
   g_clear_pointer(&it->et_reads, g_hash_table_unref);
   g_clear_pointer(&it->et_optimized, g_hash_table_unref);
+  g_clear_pointer(&it->et_created, g_hash_table_unref);
 }
 
 /* ---- nesting -------------------------------------------------------------------------------- */
@@ -399,6 +400,87 @@ durations(ImportIteration *it, GArray *units, const guint32 *unit_ev, GHashTable
   }
 }
 
+/* The tensors an event reads, by the execution trace node of the same name with its rf_id (or,
+ * in traces that link by it, its external id); NULL when no node links. */
+static GArray *
+et_reads_of(const ImportIteration *it, const ImportEvent *e)
+{
+  const ImportEtOp *op = e->rf_id >= 0 ? g_hash_table_lookup(it->et_reads, &e->rf_id) : NULL;
+  if ((op == NULL || strcmp(op->name, e->name) != 0) && e->ext_id >= 0)
+    op = g_hash_table_lookup(it->et_reads, &e->ext_id);
+  return op != NULL && strcmp(op->name, e->name) == 0 ? op->reads : NULL;
+}
+
+/* Parameters by tensor identity: the storages that forward ops read and the optimizer updates
+ * (with no optimizer step: that no node made during the run), one tensor per storage however
+ * many views of it are read, so that tied weights are one. */
+static void
+params_from_et(ImportIteration *it, GArray *units, const guint32 *unit_ev, StwTrace *t,
+               StwImportReport *rep, GHashTable *used)
+{
+  gboolean optimizer = g_hash_table_size(it->et_optimized) > 0;
+  g_autoptr(GHashTable) largest = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                                        g_free);
+  for (int pass = 0; pass < 2; pass++) {
+    g_autoptr(GHashTable) id_of = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    g_autoptr(GHashTable) counts = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint32 i = 0; i < it->n_evs; i++) {
+      const ImportEvent *e = &it->evs[i];
+      GArray *reads = et_reads_of(it, e);
+      if (reads == NULL)
+        continue;
+      if (pass == 0)
+        rep->et_linked++;
+      guint32 u = unit_ev[i];
+      if (u == G_MAXUINT32 || g_array_index(units, Unit, u).stage != STW_STAGE_FWD)
+        continue;
+      for (guint k = 0; k < reads->len; k++) {
+        const ImportTensorRef *ref = &g_array_index(reads, ImportTensorRef, k);
+        gint64 st = (gint64)ref->storage;
+        gboolean param = optimizer ? g_hash_table_contains(it->et_optimized, &st)
+                                   : !g_hash_table_contains(it->et_created, &st);
+        if (!param)
+          continue;
+        if (pass == 0) {
+          ImportTensorRef *big = g_hash_table_lookup(largest, &st);
+          if (big == NULL)
+            g_hash_table_insert(largest, g_memdup2(&st, sizeof st), g_memdup2(ref, sizeof *ref));
+          else if (ref->numel > big->numel)
+            *big = *ref;
+          continue;
+        }
+        gpointer v;
+        guint32 id;
+        if (g_hash_table_lookup_extended(id_of, &st, NULL, &v)) {
+          id = GPOINTER_TO_UINT(v);
+        } else {
+          const ImportTensorRef *big = g_hash_table_lookup(largest, &st);
+          /* named as its role in the op that first reads it where its size tells the role */
+          const char *role = NULL;
+          for (guint r = 0; e->shapes != NULL && r < e->shapes->n && role == NULL; r++) {
+            guint64 numel = 1;
+            for (guint d = 0; d < e->shapes->p[r].ndim; d++)
+              numel *= e->shapes->p[r].shape[d];
+            if (numel == ref->numel)
+              role = e->shapes->p[r].role;
+          }
+          g_autofree char *name = NULL;
+          if (role != NULL) {
+            name = param_name(e, role, counts, used);
+          } else {
+            const char *shortname = g_str_has_prefix(e->name, "aten::") ? e->name + 6 : e->name;
+            name = g_strdup_printf("%s.storage%" G_GINT64_FORMAT, shortname, st);
+            g_hash_table_add(used, g_strdup(name));
+          }
+          id = stw_trace_add_tensor(t, name, big->dtype, &big->numel, 1);
+          g_hash_table_insert(id_of, g_memdup2(&st, sizeof st), GUINT_TO_POINTER(id));
+        }
+        add_unique(g_array_index(units, Unit, u).params, id);
+      }
+    }
+  }
+}
+
 static StwTrace *
 fail_empty(ImportIteration *it, GError **error, const char *what)
 {
@@ -499,7 +581,9 @@ import_build(ImportIteration *it, GError **error)
   t->source.created = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
   g_autoptr(GHashTable) counts = g_hash_table_new(g_str_hash, g_str_equal);
   g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  for (guint32 i = 0; i < it->n_evs; i++) {
+  if (it->et_reads != NULL)
+    params_from_et(it, units, unit_ev, t, rep, used);
+  for (guint32 i = 0; i < it->n_evs && it->et_reads == NULL; i++) {
     const ImportEvent *e = &it->evs[i];
     guint32 u = unit_ev[i];
     if (e->shapes == NULL || u == G_MAXUINT32 ||
@@ -518,9 +602,12 @@ import_build(ImportIteration *it, GError **error)
       add_unique(g_array_index(units, Unit, u).params, id);
     }
   }
-  rep->param_source = t->tensors->len > 0 ? "shapes" : NULL;
-  if (t->tensors->len > 0)
-    stw_trace_warn(t, "params_from_shapes", t->tensors->len);
+  if (it->et_reads != NULL) {
+    rep->param_source = "the execution trace";
+  } else if (t->tensors->len > 0) {
+    rep->param_source = "shapes";
+    stw_trace_warn(t, "params_from_shapes", t->tensors->len); /* no tensor identity */
+  }
 
   /* backward: each unit reads and writes the gradients of the forward units it pairs with */
   for (guint32 i = 0; i < it->n_evs; i++) {
@@ -546,6 +633,13 @@ import_build(ImportIteration *it, GError **error)
     if (!o->params_from_memory || it->total_before < 0 || rep->allocated_at_start == 0) {
       stw_trace_free(t);
       units_clear(units);
+      if (it->et_reads != NULL) {
+        g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_EMPTY,
+                    "%s: the execution trace links %" G_GUINT64_FORMAT " of %u ops but shows no "
+                    "parameters: no optimizer step updates a tensor the forward ops read, and "
+                    "no tensor they read outlives the run", it->file, rep->et_linked, it->n_evs);
+        return NULL;
+      }
       return fail_empty(it, error,
                         o->params_from_memory
                             ? "no parameters, and no Total Allocated to take the model state "

@@ -65,7 +65,14 @@ typedef struct {
   guint64 bytes;    /* numel * itemsize of the view read */
   guint64 numel;
   guint itemsize;
+  StwDtype dtype;
 } ImportTensorRef;
+
+/* An execution trace node as the builder sees it: its name (to check a link) and its reads. */
+typedef struct {
+  char *name;
+  GArray *reads; /* ImportTensorRef */
+} ImportEtOp;
 
 typedef struct {
   const char *file;
@@ -87,9 +94,13 @@ typedef struct {
   guint32 rank, world_size;
   /* from an execution trace, when linked: rf_id -> GArray of ImportTensorRef read, and the
    * storages the optimizer updates */
-  GHashTable *et_reads;       /* gint64* rf_id -> GArray* */
-  GHashTable *et_optimized;   /* storage id (guint64*) -> itself */
+  GHashTable *et_reads;       /* gint64* rf_id -> ImportEtOp* */
+  GHashTable *et_optimized;   /* storage ids (gint64*) the optimizer's nodes read */
+  GHashTable *et_created;     /* storage ids first seen as an output: made during the run */
 } ImportIteration;
+
+/* Reads the execution trace FILE into IT's et_* tables. */
+gboolean import_et_load(ImportIteration *it, const char *file, GError **error);
 
 void import_device_info(ImportIteration *it, const cJSON *device_properties,
                         const cJSON *distributed_info);

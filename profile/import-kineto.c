@@ -556,7 +556,8 @@ stw_import_kineto(const char *file, const StwImportOptions *o, StwImportReport *
           it.total_before = m->total;
       }
       import_device_info(&it, s.device_properties, s.distributed_info);
-      t = import_build(&it, error);
+      if (o->et_file == NULL || import_et_load(&it, o->et_file, error))
+        t = import_build(&it, error);
       import_iteration_clear(&it);
     }
   }

@@ -73,6 +73,15 @@ else
   json_is 66048 param_bytes "$T/mi.rep" "128 x 128 + 128 fp32 parameters"
   json_is 17 ops "$T/mi.rep" "17 ops"
 
+  # the execution trace of the same run, linked by rf_id and name
+  $S import "$ADD" --et "$ADD_ET" --iteration whole -o "$T/add.json" --json > "$T/add.rep" 2>&1
+  tap_result $? "the HTA benchmark imports whole with its execution trace" "$(cat "$T/add.rep")"
+  json_is 38 et_nodes "$T/add.rep" "the execution trace's 38 nodes are read"
+  json_is 36 et_linked "$T/add.rep" "all 36 op events (28 cpu_ops, 8 annotations) link to a node of the same name"
+  mkdir -p "$T/chakra" && tar xzf "$D/chakra/1.0.2-chakra.0.0.4.tgz" -C "$T/chakra" 2>/dev/null
+  expect 1 "the execution trace links 1 of 36 ops but shows no parameters" "the nested 1.0.2-chakra layout reads; another run's trace links nothing useful" -- $S import "$ADD" --et "$T/chakra/1.0.2-chakra.0.0.4.json" --iteration whole -o "$T/x.json"
+  expect 1 "--et expects an execution trace" "--et given a Kineto trace" -- $S import "$ADD" --et "$ADD" --iteration whole -o "$T/x.json"
+
   # no iteration marker
   expect 1 "no iteration marker (ProfilerStep#N)" "a trace without ProfilerStep# is refused" -- $S import "$ADD" -o "$T/x.json"
   expect 1 "this is an execution trace, which has no durations or memory" "an execution trace alone is refused, naming --et" -- $S import "$ADD_ET" -o "$T/x.json"
@@ -86,6 +95,23 @@ else
   expect 1 "cut.json: the file ends at byte 2000000 inside a value: truncated?" "a JSON document cut short" -- $S import "$T/cut.json" -o "$T/x.json"
   test ! -e "$T/x.json"; tap_result $? "no output is written for a broken input"
 fi
+
+# a hand-made pair: a tiny LM whose head is tied to its embedding
+P=$F/pytorch
+$S import "$P/tied-kineto.json" -o "$T/tied-shapes.json" --json > "$T/tied1.rep" 2>&1
+json_is 4 params "$T/tied1.rep" "from shapes alone the tied head is a parameter of its own: 4"
+json_is 400 param_bytes "$T/tied1.rep" "400 bytes of parameters from shapes"
+json_is 1 kernels "$T/tied1.rep" "the kernel is found through its runtime call's correlation id"
+json_is 5904 allocated_at_start "$T/tied1.rep" "Total Allocated before the first event of the iteration"
+json_is 7168 peak_above_start "$T/tied1.rep" "the peak above the iteration's start"
+$S import "$P/tied-kineto.json" --et "$P/tied-et.json" -o "$T/tied.json" --json > "$T/tied2.rep" 2>&1
+json_is 3 params "$T/tied2.rep" "with the execution trace the tied weight is one tensor: 3"
+json_is 240 param_bytes "$T/tied2.rep" "240 bytes: the embedding counted once"
+json_is '"the execution trace"' param_source "$T/tied2.rep" "the parameters' source is said"
+expect 0 '"embedding.0.weight"' "a parameter named by its role in the op that first reads it" -- grep -o '"embedding.0.weight"' "$T/tied.json"
+expect 0 '{"name":"autograd::engine::evaluate_function: MmBackward0","stage":"bwd","params":[0],"grads":[0]' "the tied head's backward writes the embedding's gradient" -- grep -F '{"name":"autograd::engine::evaluate_function: MmBackward0","stage":"bwd","params":[0],"grads":[0]' "$T/tied.json"
+expect 0 '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "non-model memory at an op's start and peak" -- grep -F '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "$T/tied.json"
+expect 0 '"duration_ns":12000' "an op timed by its kernel" -- grep -F '"duration_ns":12000' "$T/tied.json"
 
 # files made here
 printf '' > "$T/empty.json"

@@ -1,0 +1,246 @@
+/* import-et.c — a PyTorch execution trace (ExecutionTraceObserver) read for tensor identity:
+ * which storages each op reads, by the op's rf_id, and which the optimizer updates. Both
+ * layouts are read: schema 1.0.1 (flat "inputs", "input_types", "rf_id") and 1.0.2-chakra
+ * (nested "inputs": {"values", "types"}, "attrs": [{"name": "rf_id", ...}], "ctrl_deps"). */
+#include "config.h"
+
+#include "import-internal.h"
+#include "json-stream.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+  gint64 id, parent, rf_id;
+  char *name;
+  gboolean optimizer; /* an Optimizer.step#... node */
+  GArray *reads;      /* ImportTensorRef: tensors among its inputs */
+  GArray *writes;     /* ImportTensorRef: among its outputs */
+} Node;
+
+typedef struct {
+  const char *file;
+  GArray *nodes; /* Node */
+} Et;
+
+static gboolean
+int_value(const cJSON *v, gint64 *out)
+{
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 9e15)
+    return FALSE;
+  *out = (gint64)v->valuedouble;
+  return TRUE;
+}
+
+/* A tensor value: [tensor_id, storage_id, offset, numel, itemsize, device]. */
+static gboolean
+tensor_ref(const cJSON *v, const char *type, ImportTensorRef *out)
+{
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 6)
+    return FALSE;
+  gint64 storage, numel, itemsize;
+  if (!int_value(cJSON_GetArrayItem(v, 1), &storage) ||
+      !int_value(cJSON_GetArrayItem(v, 3), &numel) ||
+      !int_value(cJSON_GetArrayItem(v, 4), &itemsize) || storage < 0 || numel < 1 ||
+      numel > (G_GINT64_CONSTANT(1) << 44) || itemsize < 1 || itemsize > 16)
+    return FALSE;
+  out->storage = (guint64)storage;
+  out->numel = (guint64)numel;
+  out->itemsize = (guint)itemsize;
+  out->bytes = out->numel * out->itemsize;
+  out->dtype = itemsize == 4   ? STW_DTYPE_FP32
+               : type != NULL && strstr(type, "Half") != NULL ? STW_DTYPE_FP16
+                                                               : STW_DTYPE_BF16;
+  return TRUE;
+}
+
+/* The tensors in VALUE of TYPE ("Tensor(float)", "GenericList[Tensor(float)]", ...). */
+static void
+collect(const cJSON *value, const char *type, GArray *out, guint depth)
+{
+  if (type == NULL || strstr(type, "Tensor") == NULL || depth > 8)
+    return;
+  ImportTensorRef ref;
+  if (g_str_has_prefix(type, "Tensor") && tensor_ref(value, type, &ref)) {
+    g_array_append_val(out, ref);
+    return;
+  }
+  const cJSON *item;
+  cJSON_ArrayForEach(item, value) {
+    if (tensor_ref(item, type, &ref))
+      g_array_append_val(out, ref);
+    else if (cJSON_IsArray(item))
+      collect(item, type, out, depth + 1);
+  }
+}
+
+/* A node's values and types: flat (1.0.1) or nested (1.0.2-chakra). */
+static void
+values_of(const cJSON *node, const char *flat_values, const char *flat_types, GArray *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(node, flat_values);
+  const cJSON *types = cJSON_GetObjectItemCaseSensitive(node, flat_types);
+  if (cJSON_IsObject(v)) {
+    types = cJSON_GetObjectItemCaseSensitive(v, "types");
+    v = cJSON_GetObjectItemCaseSensitive(v, "values");
+  }
+  if (!cJSON_IsArray(v) || !cJSON_IsArray(types))
+    return;
+  int n = MIN(cJSON_GetArraySize(v), cJSON_GetArraySize(types));
+  for (int i = 0; i < n; i++) {
+    const cJSON *t = cJSON_GetArrayItem(types, i);
+    collect(cJSON_GetArrayItem(v, i), cJSON_IsString(t) ? t->valuestring : NULL, out, 0);
+  }
+}
+
+static gint64
+attr_of(const cJSON *node, const char *name, gint64 fallback)
+{
+  gint64 v;
+  if (int_value(cJSON_GetObjectItemCaseSensitive(node, name), &v))
+    return v;
+  const cJSON *a;
+  cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(node, "attrs")) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(a, "name");
+    if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0 &&
+        int_value(cJSON_GetObjectItemCaseSensitive(a, "value"), &v))
+      return v;
+  }
+  return fallback;
+}
+
+static gboolean
+et_node(const char *key, guint64 index, const char *text, gsize len, gpointer data,
+        GError **error)
+{
+  (void)key;
+  Et *et = data;
+  g_autoptr(cJSON) n = cJSON_ParseWithLength(text, len);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(n, "name");
+  gint64 id;
+  if (!cJSON_IsObject(n) || !cJSON_IsString(name) ||
+      !int_value(cJSON_GetObjectItemCaseSensitive(n, "id"), &id)) {
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: nodes[%" G_GUINT64_FORMAT "]: expected an object with a name and an id",
+                et->file, index);
+    return FALSE;
+  }
+  if (et->nodes->len >= STW_IMPORT_MAX_EVENTS) {
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: more than %u nodes (the importer's bound)", et->file, STW_IMPORT_MAX_EVENTS);
+    return FALSE;
+  }
+  Node node = { .id = id, .parent = attr_of(n, "parent", attr_of(n, "ctrl_deps", -1)),
+                .rf_id = attr_of(n, "rf_id", -1), .name = g_strdup(name->valuestring),
+                .optimizer = g_str_has_prefix(name->valuestring, "Optimizer.step"),
+                .reads = g_array_new(FALSE, FALSE, sizeof(ImportTensorRef)),
+                .writes = g_array_new(FALSE, FALSE, sizeof(ImportTensorRef)) };
+  values_of(n, "inputs", "input_types", node.reads);
+  values_of(n, "outputs", "output_types", node.writes);
+  g_array_append_val(et->nodes, node);
+  return TRUE;
+}
+
+static gboolean
+et_member(const char *key, guint64 index, const char *text, gsize len, gpointer data,
+          GError **error)
+{
+  (void)index;
+  Et *et = data;
+  if (strcmp(key, "schema") == 0 && (len < 2 || text[0] != '"')) {
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_KIND,
+                "%s: \"schema\" is not a string: not an execution trace", et->file);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+et_clear(Et *et)
+{
+  for (guint i = 0; i < et->nodes->len; i++) {
+    Node *n = &g_array_index(et->nodes, Node, i);
+    g_array_unref(n->reads);
+    g_array_unref(n->writes);
+    g_free(n->name);
+  }
+  g_array_unref(et->nodes);
+}
+
+static void
+free_op(gpointer p)
+{
+  ImportEtOp *op = p;
+  g_array_unref(op->reads);
+  g_free(op->name);
+  g_free(op);
+}
+
+gboolean
+import_et_load(ImportIteration *it, const char *file, GError **error)
+{
+  StwImportKind kind = stw_import_detect(file, error);
+  if (kind == STW_IMPORT_AUTO)
+    return FALSE;
+  if (kind != STW_IMPORT_ET) {
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_KIND,
+                "%s: --et expects an execution trace (\"schema\" and \"nodes\"), not a %s file",
+                file, stw_import_kind_names[kind]);
+    return FALSE;
+  }
+  Et et = { .file = file, .nodes = g_array_new(FALSE, FALSE, sizeof(Node)) };
+  static const char *const streamed[] = { "nodes", NULL };
+  StwJsonStreamSpec spec = { .streamed = streamed, .max_element = STW_IMPORT_MAX_EVENT_BYTES,
+                             .on_element = et_node, .on_member = et_member, .data = &et };
+  if (!stw_json_stream_read(file, &spec, error)) {
+    et_clear(&et);
+    return FALSE;
+  }
+  it->rep->et_nodes = et.nodes->len;
+  /* the optimizer's nodes: those under an Optimizer.step node */
+  g_autoptr(GHashTable) index_of = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < et.nodes->len; i++)
+    g_hash_table_insert(index_of, &g_array_index(et.nodes, Node, i).id, GUINT_TO_POINTER(i));
+  it->et_reads = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, free_op);
+  it->et_optimized = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  it->et_created = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  for (guint i = 0; i < et.nodes->len; i++) {
+    Node *n = &g_array_index(et.nodes, Node, i);
+    gboolean in_optimizer = FALSE;
+    gint64 at = n->id;
+    for (guint hops = 0; hops < 256 && !in_optimizer; hops++) {
+      gpointer v;
+      if (!g_hash_table_lookup_extended(index_of, &at, NULL, &v))
+        break;
+      const Node *up = &g_array_index(et.nodes, Node, GPOINTER_TO_UINT(v));
+      in_optimizer = up->optimizer;
+      if (up->parent == at)
+        break;
+      at = up->parent;
+    }
+    for (guint k = 0; k < n->reads->len; k++) {
+      const ImportTensorRef *ref = &g_array_index(n->reads, ImportTensorRef, k);
+      gint64 s = (gint64)ref->storage;
+      if (in_optimizer)
+        g_hash_table_add(it->et_optimized, g_memdup2(&s, sizeof s));
+      g_hash_table_add(seen, g_memdup2(&s, sizeof s));
+    }
+    /* a storage first seen as an output is made during the run: not a parameter */
+    for (guint k = 0; k < n->writes->len; k++) {
+      gint64 s = (gint64)g_array_index(n->writes, ImportTensorRef, k).storage;
+      if (!g_hash_table_contains(seen, &s)) {
+        g_hash_table_add(it->et_created, g_memdup2(&s, sizeof s));
+        g_hash_table_add(seen, g_memdup2(&s, sizeof s));
+      }
+    }
+    if (n->rf_id >= 0 && !g_hash_table_contains(it->et_reads, &n->rf_id)) {
+      ImportEtOp *op = g_new(ImportEtOp, 1);
+      op->name = g_strdup(n->name);
+      op->reads = g_array_ref(n->reads);
+      g_hash_table_insert(it->et_reads, g_memdup2(&n->rf_id, sizeof n->rf_id), op);
+    }
+  }
+  et_clear(&et);
+  return TRUE;
+}
