@@ -64,6 +64,15 @@ print_report(const char *output, const StwTrace *t, const StwImportReport *r)
     }
     printf("\n");
   }
+  if (r->timeline_rows > 0) {
+    g_autofree char *tp = stw_size_format(r->timeline_peak);
+    g_autofree char *act = stw_size_format(r->timeline_at_peak[4]);
+    g_autofree char *par = stw_size_format(r->timeline_at_peak[0] + r->timeline_at_peak[1] +
+                                           r->timeline_at_peak[5]);
+    printf("timeline    %" G_GUINT64_FORMAT " rows; at its peak of %s, %s of activations and "
+           "%s of parameters, gradients and optimizer state; non-model memory from its "
+           "categories\n", r->timeline_rows, tp, act, par);
+  }
   if (r->unknown_events > 0)
     printf("skipped     %" G_GUINT64_FORMAT " events of kinds the importer does not use\n",
            r->unknown_events);
@@ -105,6 +114,12 @@ print_report_json(const char *output, const StwTrace *t, const StwImportReport *
   stw_json_add_u64(o, "et_nodes", r->et_nodes);
   stw_json_add_u64(o, "et_linked", r->et_linked);
   stw_json_add_u64(o, "timeline_rows", r->timeline_rows);
+  stw_json_add_u64(o, "timeline_peak", r->timeline_peak);
+  cJSON *at = cJSON_AddObjectToObject(o, "timeline_at_peak");
+  static const char *const cats[] = { "parameter", "optimizer_state", "input", "temporary",
+                                      "activation", "gradient", "autograd", "unknown" };
+  for (int c = 0; c < 8; c++)
+    stw_json_add_u64(at, cats[c], r->timeline_at_peak[c]);
   char *text = cJSON_Print(o);
   printf("%s\n", text);
   cJSON_free(text);

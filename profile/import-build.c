@@ -134,6 +134,7 @@ import_iteration_clear(ImportIteration *it)
   g_clear_pointer(&it->et_reads, g_hash_table_unref);
   g_clear_pointer(&it->et_optimized, g_hash_table_unref);
   g_clear_pointer(&it->et_created, g_hash_table_unref);
+  g_clear_pointer(&it->timeline, g_free);
 }
 
 /* ---- nesting -------------------------------------------------------------------------------- */
@@ -628,6 +629,22 @@ import_build(ImportIteration *it, GError **error)
 
   durations(it, units, unit_ev, unit_of_ext, rep);
   memory(it, units, rep);
+  if (it->timeline != NULL) { /* the categories say which bytes are not model data */
+    guint n = units->len;
+    g_autofree double *s0 = g_new(double, MAX(n, 1)), *s1 = g_new(double, MAX(n, 1));
+    g_autofree guint64 *nm = g_new(guint64, MAX(n, 1)), *pk = g_new(guint64, MAX(n, 1));
+    for (guint u = 0; u < n; u++) {
+      const ImportEvent *e = &it->evs[g_array_index(units, Unit, u).ev];
+      s0[u] = e->ts;
+      s1[u] = e->end;
+    }
+    import_timeline_apply(it, it->base_ns, s0, s1, nm, pk, n);
+    for (guint u = 0; u < n; u++) {
+      g_array_index(units, Unit, u).nonmodel = nm[u];
+      g_array_index(units, Unit, u).peak = pk[u];
+    }
+    stw_trace_warn(t, "memory_from_timeline", n);
+  }
 
   if (t->tensors->len == 0) {
     if (!o->params_from_memory || it->total_before < 0 || rep->allocated_at_start == 0) {

@@ -68,6 +68,16 @@ typedef struct {
   StwDtype dtype;
 } ImportTensorRef;
 
+#define IMPORT_TIMELINE_CATEGORIES 8
+typedef struct {
+  double ns;        /* the timeline's clock (epoch ns); -1: before profiling */
+  gint64 bytes;
+  guint category;   /* 0 parameter ... 7 unknown (import_timeline_categories) */
+  guint order;      /* in the file */
+} ImportTimelineRow;
+
+extern const char *const import_timeline_categories[];
+
 /* An execution trace node as the builder sees it: its name (to check a link) and its reads. */
 typedef struct {
   char *name;
@@ -97,9 +107,19 @@ typedef struct {
   GHashTable *et_reads;       /* gint64* rf_id -> ImportEtOp* */
   GHashTable *et_optimized;   /* storage ids (gint64*) the optimizer's nodes read */
   GHashTable *et_created;     /* storage ids first seen as an output: made during the run */
+  ImportTimelineRow *timeline; /* sorted by time; NULL: none */
+  guint n_timeline;
+  double base_ns;             /* baseTimeNanoseconds: the Kineto clock's origin in epoch ns */
 } ImportIteration;
 
 /* Reads the execution trace FILE into IT's et_* tables. */
+/* Reads a memory timeline into IT's timeline, and its peak into the report. */
+gboolean import_timeline_load(ImportIteration *it, const char *file, GError **error);
+/* The non-model memory (all categories but parameters, gradients and optimizer state) at the
+ * start and the peak of each of N spans [START_US, END_US] in the Kineto clock, BASE_NS
+ * converting it to the timeline's. */
+void import_timeline_apply(const ImportIteration *it, double base_ns, const double *start_us,
+                           const double *end_us, guint64 *nonmodel, guint64 *peak, guint n);
 gboolean import_et_load(ImportIteration *it, const char *file, GError **error);
 
 void import_device_info(ImportIteration *it, const cJSON *device_properties,

@@ -84,6 +84,7 @@ typedef struct {
   Mem before;       /* the last memory event before the window, per device chosen later */
   GArray *befores;  /* Mem: the last before t0 for each (type, id) */
   cJSON *device_properties, *distributed_info;
+  double base_ns;   /* baseTimeNanoseconds, 0 when absent */
   guint64 kept;
 } Scan;
 
@@ -349,6 +350,11 @@ top_member(const char *key, guint64 index, const char *text, gsize len, gpointer
                                                         : NULL;
   if (slot != NULL && *slot == NULL)
     *slot = cJSON_ParseWithLength(text, len);
+  if (strcmp(key, "baseTimeNanoseconds") == 0) {
+    g_autoptr(cJSON) v = cJSON_ParseWithLength(text, len);
+    if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0)
+      s->base_ns = v->valuedouble;
+  }
   return TRUE;
 }
 
@@ -556,7 +562,9 @@ stw_import_kineto(const char *file, const StwImportOptions *o, StwImportReport *
           it.total_before = m->total;
       }
       import_device_info(&it, s.device_properties, s.distributed_info);
-      if (o->et_file == NULL || import_et_load(&it, o->et_file, error))
+      it.base_ns = s.base_ns;
+      if ((o->et_file == NULL || import_et_load(&it, o->et_file, error)) &&
+          (o->timeline_file == NULL || import_timeline_load(&it, o->timeline_file, error)))
         t = import_build(&it, error);
       import_iteration_clear(&it);
     }

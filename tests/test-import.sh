@@ -82,6 +82,18 @@ else
   expect 1 "the execution trace links 1 of 36 ops but shows no parameters" "the nested 1.0.2-chakra layout reads; another run's trace links nothing useful" -- $S import "$ADD" --et "$T/chakra/1.0.2-chakra.0.0.4.json" --iteration whole -o "$T/x.json"
   expect 1 "--et expects an execution trace" "--et given a Kineto trace" -- $S import "$ADD" --et "$ADD" --iteration whole -o "$T/x.json"
 
+  # the memory timeline of HTA's test data (paired here with the hand-made trace: its times lie
+  # outside the timeline's, and its counts are the file's own)
+  $S import "$F/pytorch/tied-kineto.json" --memory-timeline "$TL" -o "$T/tl.json" --json > "$T/tl.rep" 2>&1
+  tap_result $? "a memory timeline is read with a trace" "$(cat "$T/tl.rep")"
+  json_is 16845 timeline_rows "$T/tl.rep" "the timeline's 16,845 rows"
+  json_is 3082832104 timeline_peak "$T/tl.rep" "its peak of 3,082,832,104 bytes"
+  json_is 2592465920 activation "$T/tl.rep" "2,592,465,920 bytes of activations at the peak"
+  json_is 102440608 parameter "$T/tl.rep" "102,440,608 bytes of parameters at the peak"
+  json_is 102228128 optimizer_state "$T/tl.rep" "102,228,128 bytes of optimizer state at the peak"
+  json_is 67858432 gradient "$T/tl.rep" "67,858,432 bytes of gradients at the peak"
+  expect 1 "--memory-timeline expects export_memory_timeline_raw's rows, not a kineto file" "--memory-timeline given a Kineto trace" -- $S import "$F/pytorch/tied-kineto.json" --memory-timeline "$K" -o "$T/x.json"
+
   # no iteration marker
   expect 1 "no iteration marker (ProfilerStep#N)" "a trace without ProfilerStep# is refused" -- $S import "$ADD" -o "$T/x.json"
   expect 1 "this is an execution trace, which has no durations or memory" "an execution trace alone is refused, naming --et" -- $S import "$ADD_ET" -o "$T/x.json"
@@ -112,6 +124,12 @@ expect 0 '"embedding.0.weight"' "a parameter named by its role in the op that fi
 expect 0 '{"name":"autograd::engine::evaluate_function: MmBackward0","stage":"bwd","params":[0],"grads":[0]' "the tied head's backward writes the embedding's gradient" -- grep -F '{"name":"autograd::engine::evaluate_function: MmBackward0","stage":"bwd","params":[0],"grads":[0]' "$T/tied.json"
 expect 0 '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "non-model memory at an op's start and peak" -- grep -F '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "$T/tied.json"
 expect 0 '"duration_ns":12000' "an op timed by its kernel" -- grep -F '"duration_ns":12000' "$T/tied.json"
+
+printf '[[1, 2, 100, 4], [2, 2, 50]]' > "$T/badrow.json"
+expect 1 "badrow.json: \$[1]: expected [time, action, bytes, category 0-7]" "a timeline row of three" -- $S import "$P/tied-kineto.json" --memory-timeline "$T/badrow.json" -o "$T/x.json"
+printf '[[0, 2, 100, 4], [10000, 2, 50, 4], [10000000, 4, -150, 4]]' > "$T/small-tl.json"
+$S import "$P/tied-kineto.json" --memory-timeline "$T/small-tl.json" -o "$T/tl-small.json" > /dev/null 2>&1
+expect 0 '"nonmodel_bytes":100,"nonmodel_peak_bytes":150' "non-model memory from the timeline's categories at an op" -- grep -F '"nonmodel_bytes":100,"nonmodel_peak_bytes":150' "$T/tl-small.json"
 
 # files made here
 printf '' > "$T/empty.json"

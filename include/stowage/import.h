@@ -91,6 +91,9 @@ typedef struct {
   guint64 et_nodes;          /* execution trace nodes read */
   guint64 et_linked;         /* Kineto ops matched to an execution trace node */
   guint64 timeline_rows;     /* memory timeline rows read */
+  guint64 timeline_peak;     /* the timeline's peak of all bytes */
+  guint64 timeline_at_peak[8]; /* by category at that peak: parameter, optimizer state, input,
+                                * temporary, activation, gradient, autograd, unknown */
 } StwImportReport;
 
 /* Builds the trace of FILE (a Kineto trace) by OPTIONS; NULL with ERROR set on failure
