@@ -6,12 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <glib.h>
 
 #include <stowage/check.h>
 #include <stowage/events-build.h>
 #include <stowage/hardware.h>
+#include <stowage/import.h>
 #include <stowage/model.h>
 #include <stowage/plan.h>
 #include <stowage/trace.h>
@@ -119,8 +121,32 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ;
   stw_trainer_free(t);
   be->free(be);
+#elif defined(TARGET_IMPORT)
+  /* the importer reads files: the input goes to one, read as a Kineto trace by the last
+   * iteration and by the whole trace, and as an execution trace and a memory timeline beside
+   * the hand-made Kineto trace */
+  static char *path = NULL;
+  if (path == NULL) {
+    int fd = g_file_open_tmp("stw-fuzz-import-XXXXXX.json", &path, NULL);
+    if (fd >= 0)
+      close(fd);
+  }
+  if (path == NULL || !g_file_set_contents(path, text, (gssize)size, NULL))
+    return 0;
+  StwImportOptions o;
+  stw_import_options_init(&o);
+  for (int pass = 0; pass < 4; pass++) {
+    const char *main_file = pass < 2 ? path : "tests/fixtures/pytorch/tied-kineto.json";
+    o.iteration = pass == 1 ? STW_IMPORT_WHOLE : STW_IMPORT_LAST;
+    o.et_file = pass == 2 ? path : NULL;
+    o.timeline_file = pass == 3 ? path : NULL;
+    o.params_from_memory = pass == 1;
+    StwTrace *t = stw_import(main_file, &o, NULL, &error);
+    stw_trace_free(t);
+    g_clear_error(&error);
+  }
 #else
-#error "compile with -DTARGET_TRACE, _PLAN, _HARDWARE, _MODEL, _SIZE, _EVENTS, _CHECKPOINT or _TEXT"
+#error "compile with -DTARGET_TRACE, _PLAN, _HARDWARE, _MODEL, _SIZE, _EVENTS, _CHECKPOINT, _TEXT or _IMPORT"
 #endif
   g_clear_error(&error);
   return 0;

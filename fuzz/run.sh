@@ -22,7 +22,7 @@ if ! probe; then
 fi
 [ -f src/hw-resources.c ] || make src/hw-resources.c src/hw-resources.h > /dev/null
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
-  -I. -Iinclude -Isrc -Iplanner -Iruntime -Itrain $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
+  -I. -Iinclude -Isrc -Iplanner -Iruntime -Itrain -Iprofile $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
 # the BLAS configure found (config.h says whether there is one)
 blas_cflags=$(sed -n 's/^BLAS_CFLAGS = //p' Makefile)
 blas_libs=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
@@ -32,7 +32,7 @@ libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) $blas_libs -lm"
 # trainer for checkpoints and training text (without the CUDA modules, and one rank: no MPI; the
 # NCCL module's path as the build's, though no target loads it)
 sources="$(ls src/*.c | grep -v hw-resources) src/hw-resources.c $(ls planner/*.c)
-  profile/events-build.c $(ls runtime/*.c | grep -v 'backend-cuda\|comm-mpi')
+  $(ls profile/events-build.c profile/import*.c) $(ls runtime/*.c | grep -v 'backend-cuda\|comm-mpi')
   $(ls train/*.c | grep -v compute-load)"
 flags="$flags -DSTW_COMM_NCCL_BUILT=\"$PWD/.libs/libstowage-comm-nccl.so\"
   -DSTW_COMM_NCCL_INSTALLED=\"$PWD/.libs/libstowage-comm-nccl.so\""
@@ -45,7 +45,10 @@ seeds() { # TARGET DIR
           ./stowage plan tests/fixtures/traces/mini.json --gpu 1GiB --policy lru -o "$2/lru.json" > /dev/null 2>&1
           ./stowage plan tests/fixtures/traces/mini.json --gpu 4400 --gpus 2 -o "$2/two.json" > /dev/null 2>&1 ;;
     hardware) cp hw/*.json tests/fixtures/hw/*.json "$2" ;;
-    model) cp tests/fixtures/models/*.json bench/models/*.json "$2" ;;
+    model) cp tests/fixtures/models/*.json bench/models/*.json "$2"
+           for d in tests/fixtures/hf/*/; do cp "$d/config.json" "$2/hf-$(basename "$d").json"; done ;;
+    import) cp tests/fixtures/pytorch/*.json "$2"
+            printf '[[-1, 1, 100, 0], [5, 2, 50, 4], [9, 4, -50, 4]]' > "$2/timeline.json" ;;
     size) for s in 16GiB "1.5 GB" 512MiB 4096 0.3KiB -1 8388608TiB; do printf '%s' "$s" > "$2/$(echo "$s" | tr -c 'a-zA-Z0-9' _)"; done ;;
     events) cp tests/fixtures/events/*.events "$2" ;;
     checkpoint) ./stowage train --layers 1 --width 8 --heads 2 --context 4 --batch 1 --steps 2 \
@@ -66,7 +69,7 @@ done
 wait
 status=0
 summary=""
-for t in trace plan hardware model size events checkpoint text; do
+for t in trace plan hardware model size events checkpoint text import; do
   T=$(echo "$t" | tr a-z A-Z)
   # shellcheck disable=SC2086
   if ! clang $flags -DTARGET_$T fuzz/fuzz.c $objs $libs -o "$out/fuzz-$t" 2> "$out/build-$t.log"; then
