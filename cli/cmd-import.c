@@ -46,6 +46,10 @@ print_report(const char *output, const StwTrace *t, const StwImportReport *r)
   else
     printf("iteration   the whole trace (%" G_GUINT64_FORMAT " op events of %" G_GUINT64_FORMAT
            " events read)\n", r->cpu_ops, r->events);
+  if (r->modules > 0)
+    printf("ops         the nn.Module forwards at depth %u of the module tree (%" G_GUINT64_FORMAT
+           " module events), the ops outside them, backward and the optimizer\n", r->depth,
+           r->modules);
   printf("durations   %" G_GUINT64_FORMAT " ops timed by their %" G_GUINT64_FORMAT
          " GPU kernels, %" G_GUINT64_FORMAT " by their CPU time%s\n",
          r->ops_gpu_timed, r->kernels, r->ops_cpu_timed,
@@ -99,6 +103,8 @@ print_report_json(const char *output, const StwTrace *t, const StwImportReport *
   cJSON_AddNumberToObject(o, "start_us", r->start_us);
   cJSON_AddNumberToObject(o, "end_us", r->end_us);
   stw_json_add_u64(o, "op_events", r->cpu_ops);
+  stw_json_add_u64(o, "modules", r->modules);
+  stw_json_add_u64(o, "depth", r->depth);
   stw_json_add_u64(o, "kernels", r->kernels);
   stw_json_add_u64(o, "ops_gpu_timed", r->ops_gpu_timed);
   stw_json_add_u64(o, "ops_cpu_timed", r->ops_cpu_timed);

@@ -21,6 +21,8 @@ static const struct {
   { "aten::convolution", 1, 2 },  { "aten::batch_norm", 1, 2 },   { "aten::layer_norm", 2, 3 },
   { "aten::group_norm", 2, 3 },   { "aten::instance_norm", 1, 2 }, { "aten::rms_norm", 2, -1 },
   { "aten::embedding", 0, -1 },   { "aten::embedding_bag", 0, -1 },
+  /* a Conv1D (GPT-2's) is addmm(bias, x, weight): outermost only, as every op here */
+  { "aten::addmm", 2, 0 },
 };
 
 static StwDtype
@@ -124,8 +126,10 @@ import_device_info(ImportIteration *it, const cJSON *props, const cJSON *dist)
 void
 import_iteration_clear(ImportIteration *it)
 {
-  for (guint i = 0; i < it->n_evs; i++)
+  for (guint i = 0; i < it->n_evs; i++) {
     import_shapes_free(it->evs[i].shapes);
+    g_free(it->evs[i].path);
+  }
   g_clear_pointer(&it->evs, g_free);
   g_clear_pointer(&it->kernels, g_free);
   g_clear_pointer(&it->mems, g_free);
@@ -189,6 +193,18 @@ nest(ImportIteration *it)
       top--;
     e->parent = top > 0 ? stack[top - 1] : G_MAXUINT32;
     e->depth = top + 1;
+    const ImportEvent *up = top > 0 ? &it->evs[stack[top - 1]] : NULL;
+    e->mdepth = (up != NULL ? up->mdepth : 0) + (e->is_module ? 1 : 0);
+    if (e->is_module) {
+      const char *cls = e->name + strlen("nn.Module: ");
+      const char *above = NULL;
+      for (guint32 j = e->parent; j != G_MAXUINT32 && above == NULL; j = it->evs[j].parent)
+        above = it->evs[j].path;
+      e->path = above != NULL ? g_strconcat(above, ".", cls, NULL) : g_strdup(cls);
+      for (guint32 j = e->parent; j != G_MAXUINT32 && !it->evs[j].has_module_desc;
+           j = it->evs[j].parent)
+        it->evs[j].has_module_desc = TRUE;
+    }
     if (top > 0)
       it->evs[stack[top - 1]].has_children = TRUE;
     stack[top++] = order[k];
@@ -198,15 +214,71 @@ nest(ImportIteration *it)
 /* The event that is E's trace op: its ancestor (or itself) at the chosen depth, or an
  * optimizer step above that; G_MAXUINT32 for an enclosing event above the depth. */
 static guint32
-unit_of(const ImportIteration *it, guint32 i, guint depth)
+unit_of(const ImportIteration *it, guint32 i, guint depth, gboolean modules)
 {
   guint32 unit = G_MAXUINT32;
+  if (!modules) {
+    for (guint32 j = i; j != G_MAXUINT32; j = it->evs[j].parent) {
+      const ImportEvent *e = &it->evs[j];
+      if (e->is_module)
+        continue;
+      if (e->depth == depth || (e->depth < depth && j == i && !e->has_children) ||
+          is_optimizer(e))
+        unit = j;
+    }
+    return unit;
+  }
+  /* by modules: a module at the depth, or a leaf module above it, or else the outermost op
+   * that no such module holds (the loss, backward, the optimizer) */
+  guint32 outer_op = G_MAXUINT32;
   for (guint32 j = i; j != G_MAXUINT32; j = it->evs[j].parent) {
     const ImportEvent *e = &it->evs[j];
-    if (e->depth == depth || (e->depth < depth && j == i && !e->has_children) || is_optimizer(e))
+    if (is_optimizer(e))
+      return j;
+    if (e->is_module && (e->mdepth == depth || (e->mdepth < depth && !e->has_module_desc)))
       unit = j;
+    if (!e->is_module && (e->parent == G_MAXUINT32 || it->evs[e->parent].is_module))
+      outer_op = j;
   }
-  return unit;
+  return unit != G_MAXUINT32 ? unit : outer_op;
+}
+
+/* The path of the innermost module around event I (itself included), or NULL. */
+static const char *
+module_path(const ImportIteration *it, guint32 i)
+{
+  for (guint32 j = i; j != G_MAXUINT32; j = it->evs[j].parent)
+    if (it->evs[j].path != NULL)
+      return it->evs[j].path;
+  return NULL;
+}
+
+/* The default module depth: the shallowest at which one module class runs more than once (the
+ * repeated blocks of a network), else the deepest there is. */
+static guint
+layer_depth(const ImportIteration *it)
+{
+  guint deepest = 0;
+  for (guint d = 1; d <= 64; d++) {
+    g_autoptr(GHashTable) classes = g_hash_table_new(g_str_hash, g_str_equal);
+    gboolean any = FALSE;
+    for (guint i = 0; i < it->n_evs; i++) {
+      const ImportEvent *e = &it->evs[i];
+      if (!e->is_module || e->mdepth != d || e->tid != it->main_tid)
+        continue;
+      any = TRUE;
+      /* "nn.Module: GPT2Block_3" is of class "GPT2Block" */
+      const char *cls = e->name + strlen("nn.Module: ");
+      const char *us = strrchr(cls, '_');
+      g_autofree char *c = us != NULL ? g_strndup(cls, (gsize)(us - cls)) : g_strdup(cls);
+      if (!g_hash_table_add(classes, g_strdup(c)))
+        return d;
+    }
+    if (!any)
+      break;
+    deepest = d;
+  }
+  return MAX(deepest, 1);
 }
 
 /* ---- the trace ------------------------------------------------------------------------------ */
@@ -245,10 +317,14 @@ add_unique(GArray *ids, guint32 id)
 /* A parameter's name: the module path where the trace has one, else the op's short name and
  * its occurrence ("linear.3.weight"). */
 static char *
-param_name(const ImportEvent *e, const char *role, GHashTable *counts, GHashTable *used)
+param_name(const ImportEvent *e, const char *mpath, const char *role, GHashTable *counts,
+           GHashTable *used)
 {
   char *name;
-  if (e->module != NULL) {
+  if (mpath != NULL && strchr(mpath, '.') != NULL) {
+    /* the module path under the model itself: "GPT2Model_0.GPT2Block_1.Conv1D_4.weight" */
+    name = g_strconcat(strchr(mpath, '.') + 1, ".", role, NULL);
+  } else if (e->module != NULL) {
     /* "top(GPT2)::transformer.h.3(Block)::attn(Attention)::c_attn(Linear)" */
     g_auto(GStrv) parts = g_strsplit(e->module, "::", -1);
     GString *path = g_string_new(NULL);
@@ -412,6 +488,20 @@ et_reads_of(const ImportIteration *it, const ImportEvent *e)
   return op != NULL && strcmp(op->name, e->name) == 0 ? op->reads : NULL;
 }
 
+/* Whether an op around event I reads storage ST too: then I's read is the outer op's inner
+ * business (addmm's expand of its bias is a view larger than the bias). */
+static gboolean
+outer_reads(const ImportIteration *it, guint32 i, gint64 st)
+{
+  for (guint32 j = it->evs[i].parent; j != G_MAXUINT32; j = it->evs[j].parent) {
+    GArray *reads = et_reads_of(it, &it->evs[j]);
+    for (guint k = 0; reads != NULL && k < reads->len; k++)
+      if ((gint64)g_array_index(reads, ImportTensorRef, k).storage == st)
+        return TRUE;
+  }
+  return FALSE;
+}
+
 /* Parameters by tensor identity: the storages that forward ops read and the optimizer updates
  * (with no optimizer step: that no node made during the run), one tensor per storage however
  * many views of it are read, so that tied weights are one. */
@@ -435,19 +525,22 @@ params_from_et(ImportIteration *it, GArray *units, const guint32 *unit_ev, StwTr
       guint32 u = unit_ev[i];
       if (u == G_MAXUINT32 || g_array_index(units, Unit, u).stage != STW_STAGE_FWD)
         continue;
+      guint roles_taken = 0; /* the op's weight and bias, each named once */
       for (guint k = 0; k < reads->len; k++) {
         const ImportTensorRef *ref = &g_array_index(reads, ImportTensorRef, k);
         gint64 st = (gint64)ref->storage;
-        gboolean param = optimizer ? g_hash_table_contains(it->et_optimized, &st)
-                                   : !g_hash_table_contains(it->et_created, &st);
-        if (!param)
+        /* storage ids are the allocator's: an activation's may be reused by optimizer state
+         * later, so a parameter is also never made during the run */
+        gboolean param = !g_hash_table_contains(it->et_created, &st) &&
+                         (!optimizer || g_hash_table_contains(it->et_optimized, &st));
+        if (!param || outer_reads(it, i, st))
           continue;
         if (pass == 0) {
           ImportTensorRef *big = g_hash_table_lookup(largest, &st);
           if (big == NULL)
             g_hash_table_insert(largest, g_memdup2(&st, sizeof st), g_memdup2(ref, sizeof *ref));
           else if (ref->numel > big->numel)
-            *big = *ref;
+            *big = *ref; /* the largest of the outermost reads: a slice is smaller */
           continue;
         }
         gpointer v;
@@ -462,12 +555,14 @@ params_from_et(ImportIteration *it, GArray *units, const guint32 *unit_ev, StwTr
             guint64 numel = 1;
             for (guint d = 0; d < e->shapes->p[r].ndim; d++)
               numel *= e->shapes->p[r].shape[d];
-            if (numel == ref->numel)
+            if (numel == ref->numel && !(roles_taken & (1u << r))) {
               role = e->shapes->p[r].role;
+              roles_taken |= 1u << r;
+            }
           }
           g_autofree char *name = NULL;
           if (role != NULL) {
-            name = param_name(e, role, counts, used);
+            name = param_name(e, module_path(it, i), role, counts, used);
           } else {
             const char *shortname = g_str_has_prefix(e->name, "aten::") ? e->name + 6 : e->name;
             name = g_strdup_printf("%s.storage%" G_GINT64_FORMAT, shortname, st);
@@ -494,7 +589,6 @@ import_build(ImportIteration *it, GError **error)
 {
   StwImportReport *rep = it->rep;
   const StwImportOptions *o = it->o;
-  guint depth = MAX(o->depth, 1);
   /* the process's events only */
   guint kept = 0;
   for (guint i = 0; i < it->n_evs; i++) {
@@ -524,11 +618,16 @@ import_build(ImportIteration *it, GError **error)
     }
   }
   nest(it);
+  for (guint i = 0; i < it->n_evs; i++)
+    rep->modules += it->evs[i].is_module ? 1 : 0;
+  gboolean modules = rep->modules > 0;
+  guint depth = o->depth > 0 ? o->depth : modules ? layer_depth(it) : 1;
+  rep->depth = depth;
 
   /* the units: trace ops before the optimizer's expansion */
   GArray *units = g_array_new(FALSE, TRUE, sizeof(Unit));
   for (guint32 i = 0; i < it->n_evs; i++) {
-    if (unit_of(it, i, depth) != i)
+    if (unit_of(it, i, depth, modules) != i)
       continue;
     Unit u = { .ev = i, .params = g_array_new(FALSE, FALSE, sizeof(guint32)),
                .grads = g_array_new(FALSE, FALSE, sizeof(guint32)) };
@@ -543,7 +642,7 @@ import_build(ImportIteration *it, GError **error)
   g_autoptr(GHashTable) fwd_of_seq = g_hash_table_new(g_int64_hash, g_int64_equal);
   g_autofree guint32 *unit_ev = g_new(guint32, MAX(it->n_evs, 1));
   for (guint32 i = 0; i < it->n_evs; i++) {
-    guint32 uev = unit_of(it, i, depth);
+    guint32 uev = unit_of(it, i, depth, modules);
     unit_ev[i] = uev == G_MAXUINT32 ? G_MAXUINT32 : it->evs[uev].trace_op;
     if (unit_ev[i] != G_MAXUINT32 && it->evs[i].ext_id >= 0)
       g_hash_table_insert(unit_of_ext, &it->evs[i].ext_id, GUINT_TO_POINTER(unit_ev[i]));
@@ -598,7 +697,7 @@ import_build(ImportIteration *it, GError **error)
       continue;
     for (guint k = 0; k < e->shapes->n; k++) {
       const ImportParam *p = &e->shapes->p[k];
-      g_autofree char *name = param_name(e, p->role, counts, used);
+      g_autofree char *name = param_name(e, module_path(it, i), p->role, counts, used);
       guint32 id = stw_trace_add_tensor(t, name, p->dtype, p->shape, p->ndim);
       add_unique(g_array_index(units, Unit, u).params, id);
     }
@@ -694,7 +793,11 @@ import_build(ImportIteration *it, GError **error)
       optim_peak = MAX(optim_peak, x->peak);
       continue;
     }
-    StwOp *op = stw_trace_add_op(t, e->name, x->stage, (guint32 *)x->params->data,
+    /* a module's op is named by its path under the model: "GPT2Model_0.GPT2Block_3" */
+    const char *name = e->path != NULL && strchr(e->path, '.') != NULL ? strchr(e->path, '.') + 1
+                       : e->path != NULL                                 ? e->path
+                                                                         : e->name;
+    StwOp *op = stw_trace_add_op(t, name, x->stage, (guint32 *)x->params->data,
                                  x->params->len, (guint32 *)x->grads->data, x->grads->len);
     op->duration_ns = (guint64)llround(MAX(us, 0) * 1000.0);
     op->nonmodel_bytes = x->nonmodel;

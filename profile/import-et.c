@@ -176,6 +176,13 @@ free_op(gpointer p)
   g_free(op);
 }
 
+static gint
+node_by_id(gconstpointer a, gconstpointer b)
+{
+  const Node *x = a, *y = b;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
 gboolean
 import_et_load(ImportIteration *it, const char *file, GError **error)
 {
@@ -197,6 +204,8 @@ import_et_load(ImportIteration *it, const char *file, GError **error)
     return FALSE;
   }
   it->rep->et_nodes = et.nodes->len;
+  /* in the order the ops began (a node's id), which is not the file's in every schema */
+  g_array_sort(et.nodes, node_by_id);
   /* the optimizer's nodes: those under an Optimizer.step node */
   g_autoptr(GHashTable) index_of = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint i = 0; i < et.nodes->len; i++)
@@ -204,7 +213,6 @@ import_et_load(ImportIteration *it, const char *file, GError **error)
   it->et_reads = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, free_op);
   it->et_optimized = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   it->et_created = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   for (guint i = 0; i < et.nodes->len; i++) {
     Node *n = &g_array_index(et.nodes, Node, i);
     gboolean in_optimizer = FALSE;
@@ -224,15 +232,17 @@ import_et_load(ImportIteration *it, const char *file, GError **error)
       gint64 s = (gint64)ref->storage;
       if (in_optimizer)
         g_hash_table_add(it->et_optimized, g_memdup2(&s, sizeof s));
-      g_hash_table_add(seen, g_memdup2(&s, sizeof s));
     }
-    /* a storage first seen as an output is made during the run: not a parameter */
+    /* a storage an op outputs without reading it (not a view, not in place) is made during
+     * the run: not a parameter. Storage ids are the allocator's, so one that held a parameter
+     * of another life can be made again: made anywhere in the run counts. */
     for (guint k = 0; k < n->writes->len; k++) {
       gint64 s = (gint64)g_array_index(n->writes, ImportTensorRef, k).storage;
-      if (!g_hash_table_contains(seen, &s)) {
+      gboolean read = FALSE;
+      for (guint j = 0; j < n->reads->len && !read; j++)
+        read = (gint64)g_array_index(n->reads, ImportTensorRef, j).storage == s;
+      if (!read)
         g_hash_table_add(it->et_created, g_memdup2(&s, sizeof s));
-        g_hash_table_add(seen, g_memdup2(&s, sizeof s));
-      }
     }
     if (n->rf_id >= 0 && !g_hash_table_contains(it->et_reads, &n->rf_id)) {
       ImportEtOp *op = g_new(ImportEtOp, 1);

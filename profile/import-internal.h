@@ -37,9 +37,13 @@ typedef struct {
   const char *module;  /* "Module Hierarchy", or NULL */
   ImportShapes *shapes; /* owned */
   gboolean annotation; /* a user annotation (Optimizer.step#..., record_function) */
+  gboolean is_module;  /* an nn.Module's forward ("nn.Module: Linear_3", python_function) */
   /* set by the builder */
   guint32 parent, depth, trace_op;
   gboolean has_children;
+  guint32 mdepth;          /* modules among its ancestors and itself */
+  gboolean has_module_desc; /* a module nests inside it */
+  char *path;              /* a module's path ("GPT2Model_0.GPT2Block_1"), owned; or NULL */
 } ImportEvent;
 
 typedef struct {
@@ -106,7 +110,7 @@ typedef struct {
    * storages the optimizer updates */
   GHashTable *et_reads;       /* gint64* rf_id -> ImportEtOp* */
   GHashTable *et_optimized;   /* storage ids (gint64*) the optimizer's nodes read */
-  GHashTable *et_created;     /* storage ids first seen as an output: made during the run */
+  GHashTable *et_created;     /* storage ids an op outputs without reading: made in the run */
   ImportTimelineRow *timeline; /* sorted by time; NULL: none */
   guint n_timeline;
   double base_ns;             /* baseTimeNanoseconds: the Kineto clock's origin in epoch ns */

@@ -26,7 +26,7 @@ const char *const stw_import_kind_names[] = { "auto", "kineto", "et", "timeline"
 void
 stw_import_options_init(StwImportOptions *o)
 {
-  *o = (StwImportOptions){ .iteration = STW_IMPORT_LAST, .depth = 1,
+  *o = (StwImportOptions){ .iteration = STW_IMPORT_LAST, .depth = 0,
                            .device_id = STW_IMPORT_ANY_DEVICE, .pid = -1 };
 }
 
@@ -48,6 +48,7 @@ typedef struct {
   ImportShapes *shapes; /* the inputs of an op that takes parameters, or NULL */
   guint32 parent, depth, trace_op;
   gboolean annotation;
+  gboolean module_event; /* an nn.Module's forward (a python_function event) */
 } Ev;
 
 typedef struct {
@@ -278,7 +279,9 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
     memory_event(s, args, ts, index);
     return TRUE;
   }
-  if (strcmp(p, "X") == 0 && in_list(op_cats, c)) {
+  gboolean module = strcmp(p, "X") == 0 && strcmp(c, "python_function") == 0 &&
+                    cJSON_IsString(name) && g_str_has_prefix(name->valuestring, "nn.Module: ");
+  if (strcmp(p, "X") == 0 && (in_list(op_cats, c) || module)) {
     if (!cJSON_IsString(name) || !timed || dur < 0)
       return bad_event(s, index, error, "an op without a name, a number ts and a dur");
     gint64 number;
@@ -292,6 +295,7 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
               .rf_id = -1, .parent = G_MAXUINT32, .trace_op = G_MAXUINT32 };
     ev.name = intern(s, name->valuestring);
     ev.annotation = strcmp(c, "user_annotation") == 0;
+    ev.module_event = module;
     int_of(cJSON_GetObjectItemCaseSensitive(e, "pid"), &ev.pid);
     int_of(cJSON_GetObjectItemCaseSensitive(e, "tid"), &ev.tid);
     ev.ext_id = arg_int(args, "External id", -1);
@@ -534,7 +538,8 @@ stw_import_kineto(const char *file, const StwImportOptions *o, StwImportReport *
         it.evs[i] = (ImportEvent){ .ts = e->ts, .end = e->end, .name = e->name, .pid = e->pid,
                                    .tid = e->tid, .ext_id = e->ext_id, .seq = e->seq,
                                    .rf_id = e->rf_id, .module = e->module,
-                                   .shapes = e->shapes, .annotation = e->annotation };
+                                   .shapes = e->shapes, .annotation = e->annotation,
+                                   .is_module = e->module_event };
         e->shapes = NULL;
       }
       it.n_kernels = s.kernels->len;

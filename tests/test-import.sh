@@ -131,6 +131,24 @@ printf '[[0, 2, 100, 4], [10000, 2, 50, 4], [10000000, 4, -150, 4]]' > "$T/small
 $S import "$P/tied-kineto.json" --memory-timeline "$T/small-tl.json" -o "$T/tl-small.json" > /dev/null 2>&1
 expect 0 '"nonmodel_bytes":100,"nonmodel_peak_bytes":150' "non-model memory from the timeline's categories at an op" -- grep -F '"nonmodel_bytes":100,"nonmodel_peak_bytes":150' "$T/tl-small.json"
 
+# a fresh GPT-2 (2 layers, width 64, tied head) from CPU PyTorch 2.15 with the execution trace
+# observer and the memory timeline (tests/make-pytorch-trace.py made them): 120,576 parameters
+G=$P/gpt2-small
+$S import "$G-kineto.json.gz" --et "$G-et.json.gz" --memory-timeline "$G-timeline.raw.json.gz" -o "$T/gpt2.json" --json > "$T/gpt2.rep" 2>&1
+tap_result $? "the PyTorch 2.15 trace imports with its execution trace and memory timeline" "$(head -c 600 "$T/gpt2.rep")"
+json_is 28 params "$T/gpt2.rep" "GPT-2's 28 parameter tensors, the tied head once"
+json_is 482304 param_bytes "$T/gpt2.rep" "120,576 fp32 parameters: the model's own count"
+json_is 31 modules "$T/gpt2.rep" "31 nn.Module forwards in the iteration"
+json_is 3 depth "$T/gpt2.rep" "the layers' depth found: the first at which a module class repeats"
+json_is 3 iteration "$T/gpt2.rep" "the last of ProfilerStep#2 and #3"
+json_is 3404 timeline_rows "$T/gpt2.rep" "the memory timeline's rows"
+expect 0 '"GPT2Model_0.GPT2Block_1"' "an op per block, named by its module path" -- grep -o '"GPT2Model_0.GPT2Block_1"' "$T/gpt2.json"
+expect 0 '"GPT2Model_0.GPT2Block_0.GPT2Attention_0.Conv1D_0.weight"' "parameters named by their module path" -- grep -o '"GPT2Model_0.GPT2Block_0.GPT2Attention_0.Conv1D_0.weight"' "$T/gpt2.json"
+$S import "$G-kineto.json.gz" -o "$T/gpt2-shapes.json" --json > "$T/gpt2s.rep" 2>&1
+json_is 29 params "$T/gpt2s.rep" "from shapes alone the tied head counts twice: 29"
+json_is 547840 param_bytes "$T/gpt2s.rep" "547,840 bytes: the head's 16,384 parameters again"
+expect 0 "GPU peak" "the fresh trace plans" -- $S plan "$T/gpt2.json" --gpu 2MiB -o "$T/gpt2-plan.json"
+
 # files made here
 printf '' > "$T/empty.json"
 expect 1 "empty.json: not a PyTorch profiler file" "an empty file" -- $S import "$T/empty.json" -o "$T/x.json"

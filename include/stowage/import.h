@@ -59,7 +59,10 @@ typedef struct {
   const char *et_file;       /* the execution trace of the same run; NULL: none */
   const char *timeline_file; /* the memory timeline of the same run; NULL: none */
   gint64 iteration;          /* N of ProfilerStep#N, STW_IMPORT_LAST or STW_IMPORT_WHOLE */
-  guint depth;               /* ops: events at this nesting depth in the iteration (1: outermost) */
+  guint depth;               /* ops: events at this nesting depth in the iteration (1: outermost);
+                              * in a trace with nn.Module events, modules at this depth of the
+                              * module tree; 0: the trace's default (1, or for modules the
+                              * shallowest depth at which a module class repeats: the layers) */
   gint64 device_id;          /* CUDA device of kernels and memory; STW_IMPORT_ANY_DEVICE: the one */
   gint64 pid;                /* the process; -1: the one */
   gboolean params_from_memory; /* no parameter evidence: one tensor of the memory held at the
@@ -76,6 +79,8 @@ typedef struct {
   guint64 iterations;        /* ProfilerStep# markers in the file */
   double start_us, end_us;   /* the iteration's bounds in the file's clock */
   guint64 cpu_ops;           /* op events inside the iteration */
+  guint64 modules;           /* nn.Module events inside it (with_stack=True) */
+  guint depth;               /* the depth the ops were cut at (of modules when there are some) */
   guint64 kernels;           /* GPU kernels (and copies) attributed to ops */
   guint64 ops_gpu_timed;     /* ops timed by their kernels */
   guint64 ops_cpu_timed;     /* ops timed by their CPU time (no kernel, or none recorded) */
