@@ -291,6 +291,8 @@ typedef struct {
   double gpu_us;            /* its kernels' time */
   guint kernels;
   guint64 nonmodel, peak;
+  guint32 pair;             /* backward: the forward unit most of its autograd nodes came from */
+  guint32 pair_hits;
 } Unit;
 
 static const ImportEvent *sort_units_evs;
@@ -630,7 +632,7 @@ import_build(ImportIteration *it, GError **error)
     if (unit_of(it, i, depth, modules) != i)
       continue;
     Unit u = { .ev = i, .params = g_array_new(FALSE, FALSE, sizeof(guint32)),
-               .grads = g_array_new(FALSE, FALSE, sizeof(guint32)) };
+               .grads = g_array_new(FALSE, FALSE, sizeof(guint32)), .pair = G_MAXUINT32 };
     g_array_append_val(units, u);
   }
   sort_units_evs = it->evs;
@@ -665,12 +667,20 @@ import_build(ImportIteration *it, GError **error)
   }
   /* a backward op's descendants name the autograd nodes it ran ("AddmmBackward0", with the
    * forward op's sequence number) */
+  /* An op reports the sequence number autograd will give the next node it makes, so ops that
+   * make none (a view of the input ids) share it with the one that does: the last of them in
+   * time made the node. */
+  g_autoptr(GHashTable) seq_ts = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint32 i = 0; i < it->n_evs; i++) {
     guint32 u = unit_ev[i];
-    if (u != G_MAXUINT32 && it->evs[i].seq >= 0 &&
-        g_array_index(units, Unit, u).stage == STW_STAGE_FWD &&
-        !g_hash_table_contains(fwd_of_seq, &it->evs[i].seq))
+    if (u == G_MAXUINT32 || it->evs[i].seq < 0 ||
+        g_array_index(units, Unit, u).stage != STW_STAGE_FWD)
+      continue;
+    const ImportEvent *last = g_hash_table_lookup(seq_ts, &it->evs[i].seq);
+    if (last == NULL || it->evs[i].ts >= last->ts) {
+      g_hash_table_insert(seq_ts, &it->evs[i].seq, &it->evs[i]);
       g_hash_table_insert(fwd_of_seq, &it->evs[i].seq, GUINT_TO_POINTER(u));
+    }
   }
 
   /* parameters: from the shapes of the forward ops that take them */
@@ -724,6 +734,10 @@ import_build(ImportIteration *it, GError **error)
       add_unique(b->params, g_array_index(f->params, guint32, k));
       add_unique(b->grads, g_array_index(f->params, guint32, k));
     }
+    /* the pair: the forward unit of the first autograd node it ran (its own, not those of
+     * AccumulateGrad and the like, which have none) */
+    if (b->pair == G_MAXUINT32)
+      b->pair = GPOINTER_TO_UINT(v);
   }
 
   durations(it, units, unit_ev, unit_of_ext, rep);
@@ -779,6 +793,7 @@ import_build(ImportIteration *it, GError **error)
   double optim_us = 0;
   guint64 optim_nonmodel = 0, optim_peak = 0;
   guint64 cpu_timed = 0;
+  guint32 last_bwd_pair = G_MAXUINT32;
   for (guint u = 0; u < units->len; u++) {
     Unit *x = &g_array_index(units, Unit, u);
     const ImportEvent *e = &it->evs[x->ev];
@@ -793,15 +808,45 @@ import_build(ImportIteration *it, GError **error)
       optim_peak = MAX(optim_peak, x->peak);
       continue;
     }
+    /* by modules, the backward of one forward unit is one op: the run of backward units whose
+     * autograd nodes came from it (and those that came from none, AccumulateGrad's) */
+    guint64 ns = (guint64)llround(MAX(us, 0) * 1000.0);
+    if (modules && x->stage == STW_STAGE_BWD && t->ops->len > 0 && last_bwd_pair != G_MAXUINT32 &&
+        (x->pair == G_MAXUINT32 || x->pair == last_bwd_pair)) {
+      StwOp *op = &g_array_index(t->ops, StwOp, t->ops->len - 1);
+      g_autoptr(GArray) ps = g_array_new(FALSE, FALSE, sizeof(guint32));
+      g_autoptr(GArray) gs = g_array_new(FALSE, FALSE, sizeof(guint32));
+      g_array_append_vals(ps, op->params, op->n_params);
+      g_array_append_vals(gs, op->grads, op->n_grads);
+      for (guint k = 0; k < x->params->len; k++)
+        add_unique(ps, g_array_index(x->params, guint32, k));
+      for (guint k = 0; k < x->grads->len; k++)
+        add_unique(gs, g_array_index(x->grads, guint32, k));
+      g_free(op->params);
+      g_free(op->grads);
+      op->n_params = ps->len;
+      op->n_grads = gs->len;
+      op->params = g_memdup2(ps->data, MAX(ps->len, 1) * sizeof(guint32));
+      op->grads = g_memdup2(gs->data, MAX(gs->len, 1) * sizeof(guint32));
+      op->duration_ns += ns;
+      op->nonmodel_peak_bytes = MAX(op->nonmodel_peak_bytes, MAX(x->peak, x->nonmodel));
+      continue;
+    }
     /* a module's op is named by its path under the model: "GPT2Model_0.GPT2Block_3" */
-    const char *name = e->path != NULL && strchr(e->path, '.') != NULL ? strchr(e->path, '.') + 1
-                       : e->path != NULL                                 ? e->path
-                                                                         : e->name;
+    const ImportEvent *named = e;
+    if (modules && x->stage == STW_STAGE_BWD && x->pair != G_MAXUINT32)
+      named = &it->evs[g_array_index(units, Unit, x->pair).ev];
+    const char *base = named->path != NULL && strchr(named->path, '.') != NULL
+                           ? strchr(named->path, '.') + 1
+                       : named->path != NULL ? named->path
+                                             : named->name;
+    g_autofree char *name = named != e ? g_strconcat(base, ".bwd", NULL) : g_strdup(base);
     StwOp *op = stw_trace_add_op(t, name, x->stage, (guint32 *)x->params->data,
                                  x->params->len, (guint32 *)x->grads->data, x->grads->len);
-    op->duration_ns = (guint64)llround(MAX(us, 0) * 1000.0);
+    op->duration_ns = ns;
     op->nonmodel_bytes = x->nonmodel;
     op->nonmodel_peak_bytes = MAX(x->peak, x->nonmodel);
+    last_bwd_pair = x->stage == STW_STAGE_BWD ? x->pair : G_MAXUINT32;
   }
   /* the optimizer step, one op per parameter as the planner places them, its time shared by
    * size */
