@@ -260,7 +260,7 @@ layer_depth(const ImportIteration *it)
 {
   guint deepest = 0;
   for (guint d = 1; d <= 64; d++) {
-    g_autoptr(GHashTable) classes = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) classes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     gboolean any = FALSE;
     for (guint i = 0; i < it->n_evs; i++) {
       const ImportEvent *e = &it->evs[i];

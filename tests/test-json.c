@@ -6,7 +6,10 @@
 
 #include <stowage/files.h>
 
+#include "json-stream.h"
 #include "json.h"
+
+#include <gio/gio.h>
 #include "testutil.h"
 
 static cJSON *
@@ -218,6 +221,105 @@ test_prescan(void)
   stw_assert_error_contains(error, "b.json: not valid JSON");
 }
 
+typedef struct {
+  guint64 elements, sum;
+  GString *members;
+} StreamSeen;
+
+static gboolean
+stream_element(const char *key, guint64 index, const char *text, gsize len, gpointer data,
+               GError **error)
+{
+  StreamSeen *seen = data;
+  g_assert_cmpstr(key, ==, "traceEvents");
+  g_assert_cmpuint(index, ==, seen->elements);
+  g_assert_cmpuint(strlen(text), ==, len);
+  cJSON *e = cJSON_ParseWithLength(text, len);
+  g_assert_nonnull(e);
+  seen->sum += (guint64)cJSON_GetObjectItem(e, "i")->valuedouble;
+  cJSON_Delete(e);
+  seen->elements++;
+  (void)error;
+  return TRUE;
+}
+
+static gboolean
+stream_member(const char *key, guint64 index, const char *text, gsize len, gpointer data,
+              GError **error)
+{
+  StreamSeen *seen = data;
+  (void)index;
+  (void)error;
+  g_string_append_printf(seen->members, "%s=%.*s;", key, (int)len, text);
+  return TRUE;
+}
+
+/* A document of 3 MiB, elements crossing the reader's 1 MiB buffer, strings holding brackets,
+ * quotes and escapes; plain and gzip, whole and cut short. */
+static void
+test_stream(void)
+{
+  GString *doc = g_string_new("{\"a\": {\"x\": [1, 2]}, \"n\": 7, \"traceEvents\": [");
+  guint64 want_sum = 0;
+  for (guint i = 0; i < 30000; i++) {
+    g_string_append_printf(doc, "%s{\"i\": %u, \"name\": \"op]}\\\"[{%u\", \"pad\": \"%s\"}",
+                           i ? ",\n" : "\n", i, i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    want_sum += i;
+  }
+  g_string_append(doc, "], \"z\": \"s]\\\"}\"}\n");
+  g_assert_cmpuint(doc->len, >, 3u << 20);
+  g_autofree char *dir = g_dir_make_tmp("stw-stream-XXXXXX", NULL);
+  g_autofree char *plain = g_build_filename(dir, "doc.json", NULL);
+  g_autofree char *gz = g_build_filename(dir, "doc.json.gz", NULL);
+  g_autofree char *cut = g_build_filename(dir, "cut.json", NULL);
+  g_assert_true(g_file_set_contents(plain, doc->str, (gssize)doc->len, NULL));
+  g_assert_true(g_file_set_contents(cut, doc->str, (gssize)(doc->len / 2), NULL));
+  /* gzip it with GIO's compressor */
+  g_autoptr(GZlibCompressor) z = g_zlib_compressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP, 6);
+  gsize cap = doc->len + 1024, read = 0, written = 0;
+  g_autofree char *out = g_malloc(cap);
+  g_assert_cmpint(g_converter_convert(G_CONVERTER(z), doc->str, doc->len, out, cap,
+                                      G_CONVERTER_INPUT_AT_END, &read, &written, NULL),
+                  ==, G_CONVERTER_FINISHED);
+  g_assert_true(g_file_set_contents(gz, out, (gssize)written, NULL));
+  g_assert_false(stw_json_stream_is_gzip(plain));
+  g_assert_true(stw_json_stream_is_gzip(gz));
+
+  static const char *const streamed[] = { "traceEvents", NULL };
+  const char *files[] = { plain, gz };
+  for (gsize f = 0; f < G_N_ELEMENTS(files); f++) {
+    StreamSeen seen = { .members = g_string_new(NULL) };
+    StwJsonStreamSpec spec = { .streamed = streamed, .max_element = 4096,
+                               .on_element = stream_element, .on_member = stream_member,
+                               .data = &seen };
+    GError *error = NULL;
+    g_assert_true(stw_json_stream_read(files[f], &spec, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(seen.elements, ==, 30000);
+    g_assert_cmpuint(seen.sum, ==, want_sum);
+    g_assert_cmpstr(seen.members->str, ==, "a={\"x\": [1, 2]};n=7;z=\"s]\\\"}\";");
+    g_string_free(seen.members, TRUE);
+  }
+  /* cut short, and an element over the bound */
+  StreamSeen seen = { .members = g_string_new(NULL) };
+  StwJsonStreamSpec spec = { .streamed = streamed, .max_element = 4096,
+                             .on_element = stream_element, .data = &seen };
+  GError *error = NULL;
+  g_assert_false(stw_json_stream_read(cut, &spec, &error));
+  stw_assert_error_contains(error, "inside a value: truncated?");
+  seen.elements = 0;
+  seen.sum = 0;
+  spec.max_element = 64;
+  g_assert_false(stw_json_stream_read(plain, &spec, &error));
+  stw_assert_error_contains(error, "traceEvents[0] is larger than 64 bytes");
+  g_string_free(seen.members, TRUE);
+  g_unlink(plain);
+  g_unlink(gz);
+  g_unlink(cut);
+  g_rmdir(dir);
+  g_string_free(doc, TRUE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -229,5 +331,6 @@ main(int argc, char **argv)
   g_test_add_func("/json/exact-integers", test_exact_integers);
   g_test_add_func("/json/print-lines", test_print_lines);
   g_test_add_func("/json/prescan", test_prescan);
+  g_test_add_func("/json/stream", test_stream);
   return g_test_run();
 }
