@@ -38,7 +38,11 @@ print_report(const char *output, const StwTrace *t, const StwImportReport *r)
          G_GUINT64_FORMAT " optimizer), %" G_GUINT64_FORMAT " parameters (%s, from %s)\n",
          output, t->ops->len, by_stage[STW_STAGE_FWD], by_stage[STW_STAGE_BWD],
          by_stage[STW_STAGE_OPTIM], r->params, pbytes, r->param_source);
-  if (r->iteration >= 0)
+  if (r->iteration >= 0 && r->untimed)
+    printf("iteration   ProfilerStep#%" G_GINT64_FORMAT " of %" G_GUINT64_FORMAT " (%"
+           G_GUINT64_FORMAT " nodes of %" G_GUINT64_FORMAT " in the execution trace)\n",
+           r->iteration, r->iterations, r->cpu_ops, r->events);
+  else if (r->iteration >= 0)
     printf("iteration   ProfilerStep#%" G_GINT64_FORMAT " of %" G_GUINT64_FORMAT ", %.3f ms "
            "(%" G_GUINT64_FORMAT " op events of %" G_GUINT64_FORMAT " events read)\n",
            r->iteration, r->iterations, (r->end_us - r->start_us) / 1000.0, r->cpu_ops,
@@ -50,7 +54,11 @@ print_report(const char *output, const StwTrace *t, const StwImportReport *r)
     printf("ops         the nn.Module forwards at depth %u of the module tree (%" G_GUINT64_FORMAT
            " module events), the ops outside them, backward and the optimizer\n", r->depth,
            r->modules);
-  printf("durations   %" G_GUINT64_FORMAT " ops timed by their %" G_GUINT64_FORMAT
+  if (r->untimed)
+    printf("durations   none: an execution trace records no times (import its Kineto trace "
+           "with --et for them)\n");
+  else
+    printf("durations   %" G_GUINT64_FORMAT " ops timed by their %" G_GUINT64_FORMAT
          " GPU kernels, %" G_GUINT64_FORMAT " by their CPU time%s\n",
          r->ops_gpu_timed, r->kernels, r->ops_cpu_timed,
          by_stage[STW_STAGE_OPTIM] > 0 ? " (the optimizer step shared by its parameters)" : "");
@@ -111,6 +119,7 @@ print_report_json(const char *output, const StwTrace *t, const StwImportReport *
   stw_json_add_u64(o, "memory_events", r->memory_events);
   cJSON_AddNumberToObject(o, "device_id", (double)r->device_id);
   cJSON_AddBoolToObject(o, "has_total_allocated", r->has_total_allocated);
+  cJSON_AddBoolToObject(o, "untimed", r->untimed);
   stw_json_add_u64(o, "allocated_at_start", r->allocated_at_start);
   stw_json_add_u64(o, "allocated_peak", r->allocated_peak);
   stw_json_add_u64(o, "peak_above_start", r->peak_above_start);
@@ -151,7 +160,7 @@ stw_cmd_import(int argc, char **argv)
       "the CUDA device of memory and kernels (default: the only one)", "N" },
     { "pid", 0, 0, G_OPTION_ARG_STRING, &pid, "the process (default: the only one)", "P" },
     { "et", 0, 0, G_OPTION_ARG_FILENAME, &et,
-      "the execution trace of the same run: tensor identity", "FILE" },
+      "the execution trace of the same run: tensor identity (FILE may also be one alone)", "FILE" },
     { "memory-timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
       "the memory timeline of the same run (export_memory_timeline_raw)", "FILE" },
     { "params-from-memory", 0, 0, G_OPTION_ARG_NONE, &from_memory,

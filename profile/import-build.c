@@ -797,10 +797,10 @@ import_build(ImportIteration *it, GError **error)
   for (guint u = 0; u < units->len; u++) {
     Unit *x = &g_array_index(units, Unit, u);
     const ImportEvent *e = &it->evs[x->ev];
-    double us = x->kernels > 0 ? x->gpu_us : e->end - e->ts;
+    double us = it->untimed ? 0 : x->kernels > 0 ? x->gpu_us : e->end - e->ts;
     if (x->kernels > 0)
       rep->ops_gpu_timed++;
-    else
+    else if (!it->untimed)
       cpu_timed++;
     if (x->stage == STW_STAGE_OPTIM && is_optimizer(e)) {
       optim_us += us;
@@ -867,8 +867,10 @@ import_build(ImportIteration *it, GError **error)
   stw_trace_warn(t, "unknown_events", rep->unknown_events);
   rep->ops_cpu_timed = cpu_timed;
   stw_trace_warn(t, "cpu_timed_ops", cpu_timed);
-  if (it->n_mems == 0)
+  if (it->n_mems == 0 && it->timeline == NULL)
     stw_trace_warn(t, "no_memory_events", 1);
+  if (it->untimed)
+    stw_trace_warn(t, "no_durations", t->ops->len);
   if (!saw_bwd)
     stw_trace_warn(t, "no_backward", 1);
   if (!saw_optim)

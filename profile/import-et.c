@@ -11,7 +11,7 @@
 #include <string.h>
 
 typedef struct {
-  gint64 id, parent, rf_id;
+  gint64 id, parent, rf_id, tid, seq;
   char *name;
   gboolean optimizer; /* an Optimizer.step#... node */
   GArray *reads;      /* ImportTensorRef: tensors among its inputs */
@@ -132,6 +132,7 @@ et_node(const char *key, guint64 index, const char *text, gsize len, gpointer da
   }
   Node node = { .id = id, .parent = attr_of(n, "parent", attr_of(n, "ctrl_deps", -1)),
                 .rf_id = attr_of(n, "rf_id", -1), .name = g_strdup(name->valuestring),
+                .tid = attr_of(n, "tid", 0), .seq = attr_of(n, "seq_id", -1),
                 .optimizer = g_str_has_prefix(name->valuestring, "Optimizer.step"),
                 .reads = g_array_new(FALSE, FALSE, sizeof(ImportTensorRef)),
                 .writes = g_array_new(FALSE, FALSE, sizeof(ImportTensorRef)) };
@@ -183,8 +184,11 @@ node_by_id(gconstpointer a, gconstpointer b)
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-gboolean
-import_et_load(ImportIteration *it, const char *file, GError **error)
+static void build_tables(ImportIteration *it, Et *et);
+static gboolean build_events(ImportIteration *it, Et *et, GError **error);
+
+static gboolean
+et_load(ImportIteration *it, const char *file, gboolean as_trace, GError **error)
 {
   StwImportKind kind = stw_import_detect(file, error);
   if (kind == STW_IMPORT_AUTO)
@@ -206,6 +210,28 @@ import_et_load(ImportIteration *it, const char *file, GError **error)
   it->rep->et_nodes = et.nodes->len;
   /* in the order the ops began (a node's id), which is not the file's in every schema */
   g_array_sort(et.nodes, node_by_id);
+  build_tables(it, &et);
+  gboolean ok = !as_trace || build_events(it, &et, error);
+  et_clear(&et);
+  return ok;
+}
+
+gboolean
+import_et_load(ImportIteration *it, const char *file, GError **error)
+{
+  return et_load(it, file, FALSE, error);
+}
+
+gboolean
+import_et_as_trace(ImportIteration *it, const char *file, GError **error)
+{
+  return et_load(it, file, TRUE, error);
+}
+
+static void
+build_tables(ImportIteration *it, Et *et_in)
+{
+  Et et = *et_in;
   /* the optimizer's nodes: those under an Optimizer.step node */
   g_autoptr(GHashTable) index_of = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint i = 0; i < et.nodes->len; i++)
@@ -251,6 +277,86 @@ import_et_load(ImportIteration *it, const char *file, GError **error)
       g_hash_table_insert(it->et_reads, g_memdup2(&n->rf_id, sizeof n->rf_id), op);
     }
   }
-  et_clear(&et);
+}
+
+/* The execution trace's own ops as the importer's events: nested by their parents, timed by
+ * their order alone (a node's start is its place in a walk of the tree, its end after its
+ * last descendant's), for a trace of the iteration without durations or memory. */
+static gboolean
+build_events(ImportIteration *it, Et *et, GError **error)
+{
+  guint n = et->nodes->len;
+  g_autoptr(GHashTable) index_of = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < n; i++)
+    g_hash_table_insert(index_of, &g_array_index(et->nodes, Node, i).id, GUINT_TO_POINTER(i));
+  /* children in id order; the observer's own process and thread nodes are not ops */
+  g_autofree guint *first = g_new(guint, MAX(n, 1)), *next = g_new(guint, MAX(n, 1));
+  g_autofree guint *last = g_new(guint, MAX(n, 1));
+  g_autofree gboolean *root = g_new0(gboolean, MAX(n, 1));
+  for (guint i = 0; i < n; i++)
+    first[i] = next[i] = last[i] = G_MAXUINT;
+  for (guint i = 0; i < n; i++) {
+    const Node *x = &g_array_index(et->nodes, Node, i);
+    gpointer v;
+    guint p = G_MAXUINT;
+    if (x->parent != x->id && g_hash_table_lookup_extended(index_of, &x->parent, NULL, &v))
+      p = GPOINTER_TO_UINT(v);
+    if (p == G_MAXUINT) {
+      root[i] = TRUE;
+      continue;
+    }
+    if (first[p] == G_MAXUINT)
+      first[p] = i;
+    else
+      next[last[p]] = i;
+    last[p] = i;
+  }
+  it->evs = g_new0(ImportEvent, MAX(n, 1));
+  it->n_evs = 0;
+  g_autofree guint *stack = g_new(guint, MAX(n, 1) + 1);
+  g_autofree guint *slot = g_new(guint, MAX(n, 1));
+  double clock = 0;
+  for (guint r = 0; r < n; r++) {
+    if (!root[r])
+      continue;
+    guint top = 0;
+    stack[top++] = r;
+    /* a walk of the tree: a node's start when it is reached, its end when its subtree is done */
+    g_autofree guint *child = g_new(guint, MAX(n, 1));
+    child[r] = first[r];
+    slot[r] = G_MAXUINT;
+    const Node *x = &g_array_index(et->nodes, Node, r);
+    if (!g_str_has_prefix(x->name, "[pytorch|profiler|execution_trace|")) {
+      slot[r] = it->n_evs;
+      it->evs[it->n_evs++] = (ImportEvent){ .ts = clock, .name = g_intern_string(x->name),
+                                            .tid = x->tid, .seq = x->seq, .rf_id = x->rf_id,
+                                            .ext_id = -1, .pid = -1 };
+    }
+    clock += 1;
+    while (top > 0) {
+      guint at = stack[top - 1];
+      guint c = child[at];
+      if (c == G_MAXUINT) {
+        if (slot[at] != G_MAXUINT)
+          it->evs[slot[at]].end = clock;
+        clock += 1;
+        top--;
+        continue;
+      }
+      child[at] = next[c];
+      const Node *y = &g_array_index(et->nodes, Node, c);
+      slot[c] = G_MAXUINT;
+      if (!g_str_has_prefix(y->name, "[pytorch|profiler|execution_trace|")) {
+        slot[c] = it->n_evs;
+        it->evs[it->n_evs++] = (ImportEvent){ .ts = clock, .name = g_intern_string(y->name),
+                                              .tid = y->tid, .seq = y->seq, .rf_id = y->rf_id,
+                                              .ext_id = -1, .pid = -1 };
+      }
+      clock += 1;
+      child[c] = first[c];
+      stack[top++] = c;
+    }
+  }
+  (void)error;
   return TRUE;
 }

@@ -114,9 +114,14 @@ typedef struct {
   ImportTimelineRow *timeline; /* sorted by time; NULL: none */
   guint n_timeline;
   double base_ns;             /* baseTimeNanoseconds: the Kineto clock's origin in epoch ns */
+  gboolean untimed;           /* events ordered but not timed (an execution trace alone) */
 } ImportIteration;
 
 /* Reads the execution trace FILE into IT's et_* tables. */
+/* Reads the execution trace FILE as the trace itself: its tables, and its nodes as IT's events
+ * (ordered and nested, without times). */
+gboolean import_et_as_trace(ImportIteration *it, const char *file, GError **error);
+
 /* Reads a memory timeline into IT's timeline, and its peak into the report. */
 gboolean import_timeline_load(ImportIteration *it, const char *file, GError **error);
 /* The non-model memory (all categories but parameters, gradients and optimizer state) at the

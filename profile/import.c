@@ -87,6 +87,76 @@ stw_import_detect(const char *file, GError **error)
   return STW_IMPORT_AUTO;
 }
 
+/* An execution trace alone: its ops in order, nested, the parameters by identity, no durations
+ * and no memory (both said in the trace's source). */
+static StwTrace *
+import_et_alone(const char *file, const StwImportOptions *o, StwImportReport *rep,
+                GError **error)
+{
+  ImportIteration it = { .file = file, .o = o, .rep = rep, .pid = -1, .device = -1,
+                         .main_tid = -1, .total_before = -1, .untimed = TRUE, .rank = 0,
+                         .world_size = 1 };
+  if (!import_et_as_trace(&it, file, error)) {
+    import_iteration_clear(&it);
+    return NULL;
+  }
+  /* the iteration: a ProfilerStep#N node, as in a Kineto trace */
+  gint64 want = o->iteration;
+  guint chosen = G_MAXUINT, steps = 0;
+  GString *numbers = g_string_new(NULL);
+  for (guint i = 0; i < it.n_evs; i++) {
+    gint64 n;
+    const char *name = it.evs[i].name;
+    if (!g_str_has_prefix(name, "ProfilerStep#"))
+      continue;
+    char *end = NULL;
+    n = g_ascii_strtoll(name + 13, &end, 10);
+    if (end == name + 13 || *end != '\0')
+      continue;
+    steps++;
+    g_string_append_printf(numbers, "%s%" G_GINT64_FORMAT, numbers->len ? ", " : "", n);
+    if (want == STW_IMPORT_LAST || want == n)
+      chosen = i;
+    if (want == STW_IMPORT_LAST || want == n)
+      rep->iteration = n;
+  }
+  rep->iterations = steps;
+  if (want != STW_IMPORT_WHOLE && chosen == G_MAXUINT) {
+    if (steps == 0)
+      g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_ITERATION,
+                  "%s: no iteration marker (ProfilerStep#N node): record the execution trace "
+                  "inside a profiler schedule, or give --iteration whole", file);
+    else
+      g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_ITERATION,
+                  "%s: no ProfilerStep#%" G_GINT64_FORMAT ": the execution trace holds %s", file,
+                  want, numbers->str);
+    g_string_free(numbers, TRUE);
+    import_iteration_clear(&it);
+    return NULL;
+  }
+  g_string_free(numbers, TRUE);
+  if (want == STW_IMPORT_WHOLE) {
+    rep->iteration = -1;
+  } else {
+    /* the step's descendants only */
+    ImportEvent step = it.evs[chosen];
+    guint kept = 0;
+    for (guint i = 0; i < it.n_evs; i++)
+      if (it.evs[i].ts > step.ts && it.evs[i].end < step.end)
+        it.evs[kept++] = it.evs[i];
+    it.n_evs = kept;
+    it.main_tid = step.tid;
+    it.t0 = step.ts;
+    it.t1 = step.end;
+  }
+  rep->events = rep->et_nodes;
+  rep->untimed = TRUE;
+  it.device_name = g_strdup("cpu");
+  StwTrace *t = import_build(&it, error);
+  import_iteration_clear(&it);
+  return t;
+}
+
 StwTrace *
 stw_import(const char *file, const StwImportOptions *options, StwImportReport *report,
            GError **error)
@@ -97,14 +167,19 @@ stw_import(const char *file, const StwImportOptions *options, StwImportReport *r
   StwImportKind kind = stw_import_detect(file, error);
   if (kind == STW_IMPORT_AUTO)
     return NULL;
-  if (kind != STW_IMPORT_KINETO) {
+  if (kind == STW_IMPORT_TIMELINE) {
     g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_KIND,
-                "%s: this is %s, which has no %s: import the Kineto trace of the same run and "
-                "give this file with %s", file,
-                kind == STW_IMPORT_ET ? "an execution trace" : "a memory timeline",
-                kind == STW_IMPORT_ET ? "durations or memory" : "ops",
-                kind == STW_IMPORT_ET ? "--et" : "--memory-timeline");
+                "%s: this is a memory timeline, which has no ops: import the Kineto trace of "
+                "the same run and give this file with --memory-timeline", file);
     return NULL;
+  }
+  if (kind == STW_IMPORT_ET) {
+    if (options->et_file != NULL) {
+      g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_KIND,
+                  "%s: this is an execution trace already: --et goes with a Kineto trace", file);
+      return NULL;
+    }
+    return import_et_alone(file, options, rep, error);
   }
   return stw_import_kineto(file, options, rep, error);
 }

@@ -96,7 +96,7 @@ else
 
   # no iteration marker
   expect 1 "no iteration marker (ProfilerStep#N)" "a trace without ProfilerStep# is refused" -- $S import "$ADD" -o "$T/x.json"
-  expect 1 "this is an execution trace, which has no durations or memory" "an execution trace alone is refused, naming --et" -- $S import "$ADD_ET" -o "$T/x.json"
+  expect 1 "no iteration marker (ProfilerStep#N node)" "an execution trace alone without a step is refused" -- $S import "$ADD_ET" -o "$T/x.json"
   expect 1 "this is a memory timeline, which has no ops" "a memory timeline alone is refused" -- $S import "$TL" -o "$T/x.json"
   expect 1 "--kind et, but the file is a kineto file" "--kind that does not match the file" -- $S import "$K" --kind et -o "$T/x.json"
 
@@ -147,6 +147,13 @@ expect 0 '"name":"GPT2Model_0.GPT2Block_1.bwd","stage":"bwd","params":[14,15,16,
 expect 0 '"name":"GPT2Model_0.Embedding_0.bwd","stage":"bwd","params":[0],"grads":[0]' "the embedding's backward writes the tied weight's gradient too" -- grep -F '"name":"GPT2Model_0.Embedding_0.bwd","stage":"bwd","params":[0],"grads":[0]' "$T/gpt2.json"
 expect 0 '"GPT2Model_0.GPT2Block_1"' "an op per block, named by its module path" -- grep -o '"GPT2Model_0.GPT2Block_1"' "$T/gpt2.json"
 expect 0 '"GPT2Model_0.GPT2Block_0.GPT2Attention_0.Conv1D_0.weight"' "parameters named by their module path" -- grep -o '"GPT2Model_0.GPT2Block_0.GPT2Attention_0.Conv1D_0.weight"' "$T/gpt2.json"
+$S import "$G-et.json.gz" -o "$T/gpt2-et.json" --json > "$T/gpt2e.rep" 2>&1
+tap_result $? "the execution trace alone imports" "$(head -c 600 "$T/gpt2e.rep")"
+json_is 28 params "$T/gpt2e.rep" "alone it finds the same 28 parameter tensors"
+json_is 482304 param_bytes "$T/gpt2e.rep" "of the same 120,576 parameters"
+json_is true untimed "$T/gpt2e.rep" "and says it has no durations"
+expect 0 '"no_durations":305' "the trace's source counts the untimed ops" -- grep -o '"no_durations":305' "$T/gpt2-et.json"
+expect 1 "this is an execution trace already: --et goes with a Kineto trace" "an execution trace with --et" -- $S import "$G-et.json.gz" --et "$G-et.json.gz" -o "$T/x.json"
 $S import "$G-kineto.json.gz" -o "$T/gpt2-shapes.json" --json > "$T/gpt2s.rep" 2>&1
 json_is 29 params "$T/gpt2s.rep" "from shapes alone the tied head counts twice: 29"
 json_is 547840 param_bytes "$T/gpt2s.rep" "547,840 bytes: the head's 16,384 parameters again"

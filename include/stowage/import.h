@@ -95,6 +95,7 @@ typedef struct {
   guint64 param_bytes;
   guint64 et_nodes;          /* execution trace nodes read */
   guint64 et_linked;         /* Kineto ops matched to an execution trace node */
+  gboolean untimed;          /* an execution trace alone: the ops have no durations */
   guint64 timeline_rows;     /* memory timeline rows read */
   guint64 timeline_peak;     /* the timeline's peak of all bytes */
   guint64 timeline_at_peak[8]; /* by category at that peak: parameter, optimizer state, input,
