@@ -160,7 +160,7 @@ stw_cmd_import(int argc, char **argv)
       "the CUDA device of memory and kernels (default: the only one)", "N" },
     { "pid", 0, 0, G_OPTION_ARG_STRING, &pid, "the process (default: the only one)", "P" },
     { "et", 0, 0, G_OPTION_ARG_FILENAME, &et,
-      "the execution trace of the same run: tensor identity (FILE may also be one alone)", "FILE" },
+      "the execution trace of the same run: tensor identity", "FILE" },
     { "memory-timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
       "the memory timeline of the same run (export_memory_timeline_raw)", "FILE" },
     { "params-from-memory", 0, 0, G_OPTION_ARG_NONE, &from_memory,
@@ -172,7 +172,8 @@ stw_cmd_import(int argc, char **argv)
       g_option_context_new("FILE -o TRACE - import a PyTorch profiler trace");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_description(
-      ctx, "FILE is a torch.profiler (Kineto) trace, .json or .json.gz. The trace gets one op\n"
+      ctx, "FILE is a torch.profiler (Kineto) trace, .json or .json.gz (or an execution trace\n"
+           "alone: ops and parameters, no durations). The trace gets one op\n"
            "per event at --depth of one iteration, in order, with its stage, its GPU kernels'\n"
            "time (else its CPU time), the memory allocated while it ran, and the parameters\n"
            "that the recorded shapes (record_shapes=True) or the execution trace show.\n"
