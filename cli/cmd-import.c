@@ -155,7 +155,8 @@ stw_cmd_import(int argc, char **argv)
     { "iteration", 0, 0, G_OPTION_ARG_STRING, &iteration,
       "which ProfilerStep#N, 'last' (default: the last complete one) or 'whole'", "N" },
     { "depth", 0, 0, G_OPTION_ARG_STRING, &depth,
-      "ops are the events at this nesting depth in the iteration (default 1: outermost)", "N" },
+      "ops are the events at this nesting depth in the iteration (default 1, the outermost; "
+      "with nn.Module events, modules at this depth, by default the layers')", "N" },
     { "device-id", 0, 0, G_OPTION_ARG_STRING, &device,
       "the CUDA device of memory and kernels (default: the only one)", "N" },
     { "pid", 0, 0, G_OPTION_ARG_STRING, &pid, "the process (default: the only one)", "P" },
