@@ -20,22 +20,10 @@
 static char *
 head_of(const char *file, gsize *len_out, GError **error)
 {
-  g_autoptr(GFile) gf = g_file_new_for_path(file);
-  GError *local = NULL;
-  g_autoptr(GFileInputStream) fin = g_file_read(gf, NULL, &local);
-  if (fin == NULL) {
-    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_KIND, "%s: cannot open: %s", file,
-                local->message);
-    g_error_free(local);
+  g_autoptr(GInputStream) in = stw_json_stream_open(file, error);
+  if (in == NULL)
     return NULL;
-  }
-  g_autoptr(GInputStream) in = NULL;
-  if (stw_json_stream_is_gzip(file)) {
-    g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
-    in = g_converter_input_stream_new(G_INPUT_STREAM(fin), G_CONVERTER(z));
-  } else {
-    in = G_INPUT_STREAM(g_object_ref(fin));
-  }
+  GError *local = NULL;
   char *buf = g_malloc(HEAD_BYTES + 1);
   gsize len = 0;
   if (!g_input_stream_read_all(in, buf, HEAD_BYTES, &len, NULL, &local)) {
@@ -54,13 +42,6 @@ head_of(const char *file, gsize *len_out, GError **error)
 StwImportKind
 stw_import_detect(const char *file, GError **error)
 {
-  GStatBuf st;
-  if (g_stat(file, &st) != 0 || !S_ISREG(st.st_mode)) {
-    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_KIND,
-                "%s: %s", file, g_stat(file, &st) != 0 ? "cannot open: no such file"
-                                                       : "not a regular file");
-    return STW_IMPORT_AUTO;
-  }
   gsize len = 0;
   g_autofree char *head = head_of(file, &len, error);
   if (head == NULL)

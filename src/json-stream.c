@@ -255,19 +255,19 @@ stw_json_stream_is_gzip(const char *file)
   return gz;
 }
 
-gboolean
-stw_json_stream_read(const char *file, const StwJsonStreamSpec *spec, GError **error)
+GInputStream *
+stw_json_stream_open(const char *file, GError **error)
 {
   GStatBuf st;
   if (g_stat(file, &st) != 0) {
     g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot open: %s", file,
                 g_strerror(errno));
-    return FALSE;
+    return NULL;
   }
   if (!S_ISREG(st.st_mode)) {
     g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_LIMIT,
                 "%s: not a regular file (a trace is read from a file)", file);
-    return FALSE;
+    return NULL;
   }
   g_autoptr(GFile) gf = g_file_new_for_path(file);
   GError *local = NULL;
@@ -276,15 +276,20 @@ stw_json_stream_read(const char *file, const StwJsonStreamSpec *spec, GError **e
     g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot open: %s", file,
                 local->message);
     g_error_free(local);
+    return NULL;
+  }
+  if (!stw_json_stream_is_gzip(file))
+    return G_INPUT_STREAM(g_object_ref(fin));
+  g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
+  return g_converter_input_stream_new(G_INPUT_STREAM(fin), G_CONVERTER(z));
+}
+
+gboolean
+stw_json_stream_read(const char *file, const StwJsonStreamSpec *spec, GError **error)
+{
+  g_autoptr(GInputStream) in = stw_json_stream_open(file, error);
+  if (in == NULL)
     return FALSE;
-  }
-  g_autoptr(GInputStream) in = NULL;
-  if (stw_json_stream_is_gzip(file)) {
-    g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
-    in = g_converter_input_stream_new(G_INPUT_STREAM(fin), G_CONVERTER(z));
-  } else {
-    in = G_INPUT_STREAM(g_object_ref(fin));
-  }
   Reader r = { .file = file, .in = in, .buf = g_malloc(BUFFER_BYTES) };
   g_autoptr(GString) text = g_string_new(NULL);
   gboolean ok;

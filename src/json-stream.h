@@ -12,6 +12,7 @@
 #ifndef STW_JSON_STREAM_H
 #define STW_JSON_STREAM_H
 
+#include <gio/gio.h>
 #include <glib.h>
 
 G_BEGIN_DECLS
@@ -33,6 +34,10 @@ typedef struct {
 /* Reads FILE (a regular file, gzip or plain) by SPEC. Errors (STW_JSON_ERROR_SYNTAX, or
  * STW_FILES_ERROR for the file itself) name the file and where the document broke off. */
 gboolean stw_json_stream_read(const char *file, const StwJsonStreamSpec *spec, GError **error);
+
+/* FILE (a regular file) as a stream of its content, decompressed when it is gzip; NULL with
+ * ERROR (STW_FILES_ERROR) naming the file. */
+GInputStream *stw_json_stream_open(const char *file, GError **error);
 
 /* Whether FILE starts with gzip's magic bytes. */
 gboolean stw_json_stream_is_gzip(const char *file);
