@@ -196,14 +196,6 @@ stw_zoo_lookup(const char *name, StwModelConfig *out, GError **error)
   return FALSE;
 }
 
-gboolean
-stw_model_resolve(const char *name_or_file, StwModelConfig *out, GError **error)
-{
-  if (g_str_has_suffix(name_or_file, ".json") || strchr(name_or_file, '/') != NULL)
-    return stw_model_config_load(name_or_file, out, error);
-  return stw_zoo_lookup(name_or_file, out, error);
-}
-
 /* ---- configs ---------------------------------------------------------------------------- */
 
 gboolean
@@ -253,10 +245,6 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   }
   return TRUE;
 }
-
-/* A small file: its kind named when another kind is given. */
-static const StwJsonLimits model_limits = { .format = "stowage-model", .max_values = 1u << 16,
-                                          .max_array = 1u << 12 };
 
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
@@ -334,27 +322,6 @@ stw_model_config_read(StwJsonReader *r, const cJSON *obj, gboolean standalone,
   }
   *out = c;
   return TRUE;
-}
-
-static gboolean
-read_config_file(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
-{
-  if (stw_model_config_is_hf(root))
-    return stw_model_config_read_hf(r, root, out, error);
-  return stw_model_config_read(r, root, TRUE, out, error);
-}
-
-gboolean
-stw_model_config_parse(const char *file, const char *text, gsize len, StwModelConfig *out,
-                       GError **error)
-{
-  return stw_json_read_text(file, text, len, &model_limits, read_config_file, out, error);
-}
-
-gboolean
-stw_model_config_load(const char *file, StwModelConfig *out, GError **error)
-{
-  return stw_json_read_file(file, 1u << 20, &model_limits, read_config_file, out, error);
 }
 
 cJSON *
