@@ -586,12 +586,42 @@ fail_empty(ImportIteration *it, GError **error, const char *what)
   return NULL;
 }
 
-StwTrace *
-import_build(ImportIteration *it, GError **error)
+/* One build: the iteration, the units cut from it and the trace made of them. */
+typedef struct {
+  ImportIteration *it;
+  StwImportReport *rep;
+  const StwImportOptions *o;
+  StwTrace *t;
+  GArray *units;            /* Unit, in time order */
+  guint32 *unit_ev;         /* per event: its unit, or G_MAXUINT32 */
+  GHashTable *unit_of_ext;  /* external id -> unit */
+  GHashTable *fwd_of_seq;   /* sequence number -> the forward unit that made the node */
+  GHashTable *counts, *used; /* parameter names */
+  gboolean modules, saw_bwd, saw_optim;
+  guint depth;
+  double optim_us;          /* the optimizer step's time, shared by its parameters */
+  guint64 optim_nonmodel, optim_peak, cpu_timed;
+  guint32 last_bwd_pair;
+} Build;
+
+static void
+build_clear(Build *b)
 {
-  StwImportReport *rep = it->rep;
-  const StwImportOptions *o = it->o;
-  /* the process's events only */
+  if (b->units != NULL)
+    units_clear(b->units);
+  g_free(b->unit_ev);
+  g_clear_pointer(&b->unit_of_ext, g_hash_table_unref);
+  g_clear_pointer(&b->fwd_of_seq, g_hash_table_unref);
+  g_clear_pointer(&b->counts, g_hash_table_unref);
+  g_clear_pointer(&b->used, g_hash_table_unref);
+  stw_trace_free(b->t);
+}
+
+/* The process's events, nested, and the depth to cut them at. */
+static gboolean
+select_events(Build *b, GError **error)
+{
+  ImportIteration *it = b->it;
   guint kept = 0;
   for (guint i = 0; i < it->n_evs; i++) {
     if (it->pid >= 0 && it->evs[i].pid != it->pid) {
@@ -601,12 +631,14 @@ import_build(ImportIteration *it, GError **error)
     it->evs[kept++] = it->evs[i];
   }
   it->n_evs = kept;
-  rep->cpu_ops = kept;
-  rep->start_us = it->t0;
-  rep->end_us = it->t1;
-  rep->device_id = it->device;
-  if (kept == 0)
-    return fail_empty(it, error, "the iteration holds no op events (cpu_op or Operator)");
+  b->rep->cpu_ops = kept;
+  b->rep->start_us = it->t0;
+  b->rep->end_us = it->t1;
+  b->rep->device_id = it->device;
+  if (kept == 0) {
+    fail_empty(it, error, "the iteration holds no op events (cpu_op or Operator)");
+    return FALSE;
+  }
   if (it->main_tid < 0) { /* the thread with the most events */
     g_autoptr(GHashTable) per = g_hash_table_new(g_int64_hash, g_int64_equal);
     guint best = 0;
@@ -621,85 +653,99 @@ import_build(ImportIteration *it, GError **error)
   }
   nest(it);
   for (guint i = 0; i < it->n_evs; i++)
-    rep->modules += it->evs[i].is_module ? 1 : 0;
-  gboolean modules = rep->modules > 0;
-  guint depth = o->depth > 0 ? o->depth : modules ? layer_depth(it) : 1;
-  rep->depth = depth;
+    b->rep->modules += it->evs[i].is_module ? 1 : 0;
+  b->modules = b->rep->modules > 0;
+  b->depth = b->o->depth > 0 ? b->o->depth : b->modules ? layer_depth(it) : 1;
+  b->rep->depth = b->depth;
+  return TRUE;
+}
 
-  /* the units: trace ops before the optimizer's expansion */
-  GArray *units = g_array_new(FALSE, TRUE, sizeof(Unit));
+/* The units (the trace's ops before the optimizer's expansion), in time order, and each
+ * event's unit. */
+static void
+cut_units(Build *b)
+{
+  ImportIteration *it = b->it;
+  b->units = g_array_new(FALSE, TRUE, sizeof(Unit));
   for (guint32 i = 0; i < it->n_evs; i++) {
-    if (unit_of(it, i, depth, modules) != i)
+    if (unit_of(it, i, b->depth, b->modules) != i)
       continue;
     Unit u = { .ev = i, .params = g_array_new(FALSE, FALSE, sizeof(guint32)),
                .grads = g_array_new(FALSE, FALSE, sizeof(guint32)), .pair = G_MAXUINT32 };
-    g_array_append_val(units, u);
+    g_array_append_val(b->units, u);
   }
   sort_units_evs = it->evs;
-  qsort(units->data, units->len, sizeof(Unit), unit_by_time);
-  for (guint u = 0; u < units->len; u++)
-    it->evs[g_array_index(units, Unit, u).ev].trace_op = u;
-  /* each event's unit, and the units by external id and by sequence number */
-  g_autoptr(GHashTable) unit_of_ext = g_hash_table_new(g_int64_hash, g_int64_equal);
-  g_autoptr(GHashTable) fwd_of_seq = g_hash_table_new(g_int64_hash, g_int64_equal);
-  g_autofree guint32 *unit_ev = g_new(guint32, MAX(it->n_evs, 1));
+  qsort(b->units->data, b->units->len, sizeof(Unit), unit_by_time);
+  for (guint u = 0; u < b->units->len; u++)
+    it->evs[g_array_index(b->units, Unit, u).ev].trace_op = u;
+  b->unit_of_ext = g_hash_table_new(g_int64_hash, g_int64_equal);
+  b->unit_ev = g_new(guint32, MAX(it->n_evs, 1));
   for (guint32 i = 0; i < it->n_evs; i++) {
-    guint32 uev = unit_of(it, i, depth, modules);
-    unit_ev[i] = uev == G_MAXUINT32 ? G_MAXUINT32 : it->evs[uev].trace_op;
-    if (unit_ev[i] != G_MAXUINT32 && it->evs[i].ext_id >= 0)
-      g_hash_table_insert(unit_of_ext, &it->evs[i].ext_id, GUINT_TO_POINTER(unit_ev[i]));
+    guint32 uev = unit_of(it, i, b->depth, b->modules);
+    b->unit_ev[i] = uev == G_MAXUINT32 ? G_MAXUINT32 : it->evs[uev].trace_op;
+    if (b->unit_ev[i] != G_MAXUINT32 && it->evs[i].ext_id >= 0)
+      g_hash_table_insert(b->unit_of_ext, &it->evs[i].ext_id, GUINT_TO_POINTER(b->unit_ev[i]));
   }
+}
 
-  /* stages, in order: forward until backward starts, backward until the optimizer steps */
+static Unit *
+unit_at(const Build *b, guint32 u)
+{
+  return &g_array_index(b->units, Unit, u);
+}
+
+/* Stages, in order: forward until backward starts, backward until the optimizer steps. */
+static void
+assign_stages(Build *b)
+{
   StwStage stage = STW_STAGE_FWD;
-  gboolean saw_bwd = FALSE, saw_optim = FALSE;
-  for (guint u = 0; u < units->len; u++) {
-    Unit *x = &g_array_index(units, Unit, u);
-    const ImportEvent *e = &it->evs[x->ev];
+  for (guint u = 0; u < b->units->len; u++) {
+    Unit *x = unit_at(b, u);
+    const ImportEvent *e = &b->it->evs[x->ev];
     if (is_optimizer(e)) {
       stage = STW_STAGE_OPTIM;
-      saw_optim = TRUE;
-    } else if (stage == STW_STAGE_FWD && (is_backward_name(e->name) || e->tid != it->main_tid)) {
+      b->saw_optim = TRUE;
+    } else if (stage == STW_STAGE_FWD &&
+               (is_backward_name(e->name) || e->tid != b->it->main_tid)) {
       stage = STW_STAGE_BWD;
-      saw_bwd = TRUE;
+      b->saw_bwd = TRUE;
     }
     x->stage = stage;
   }
-  /* a backward op's descendants name the autograd nodes it ran ("AddmmBackward0", with the
-   * forward op's sequence number) */
-  /* An op reports the sequence number autograd will give the next node it makes, so ops that
-   * make none (a view of the input ids) share it with the one that does: the last of them in
-   * time made the node. */
-  g_autoptr(GHashTable) seq_ts = g_hash_table_new(g_int64_hash, g_int64_equal);
+}
+
+/* Which forward unit made each autograd node. An op reports the sequence number autograd will
+ * give the next node it makes, so ops that make none (a view of the input ids) share it with
+ * the one that does: the last of them in time made the node. */
+static void
+index_sequences(Build *b)
+{
+  ImportIteration *it = b->it;
+  b->fwd_of_seq = g_hash_table_new(g_int64_hash, g_int64_equal);
+  g_autoptr(GHashTable) latest = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint32 i = 0; i < it->n_evs; i++) {
-    guint32 u = unit_ev[i];
-    if (u == G_MAXUINT32 || it->evs[i].seq < 0 ||
-        g_array_index(units, Unit, u).stage != STW_STAGE_FWD)
+    guint32 u = b->unit_ev[i];
+    if (u == G_MAXUINT32 || it->evs[i].seq < 0 || unit_at(b, u)->stage != STW_STAGE_FWD)
       continue;
-    const ImportEvent *last = g_hash_table_lookup(seq_ts, &it->evs[i].seq);
+    const ImportEvent *last = g_hash_table_lookup(latest, &it->evs[i].seq);
     if (last == NULL || it->evs[i].ts >= last->ts) {
-      g_hash_table_insert(seq_ts, &it->evs[i].seq, &it->evs[i]);
-      g_hash_table_insert(fwd_of_seq, &it->evs[i].seq, GUINT_TO_POINTER(u));
+      g_hash_table_insert(latest, &it->evs[i].seq, &it->evs[i]);
+      g_hash_table_insert(b->fwd_of_seq, &it->evs[i].seq, GUINT_TO_POINTER(u));
     }
   }
+}
 
-  /* parameters: from the shapes of the forward ops that take them */
-  StwTrace *t = stw_trace_new();
-  t->source.kind = STW_SOURCE_KINETO;
-  g_free(t->source.created);
-  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
-  t->source.created = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
-  g_autoptr(GHashTable) counts = g_hash_table_new(g_str_hash, g_str_equal);
-  g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  if (it->et_reads != NULL)
-    params_from_et(it, units, unit_ev, t, rep, used);
-  for (guint32 i = 0; i < it->n_evs && it->et_reads == NULL; i++) {
+/* Parameters from the recorded shapes of the outermost forward ops that take them
+ * (aten::linear, not the aten::addmm inside it). */
+static void
+params_from_shapes(Build *b)
+{
+  ImportIteration *it = b->it;
+  for (guint32 i = 0; i < it->n_evs; i++) {
     const ImportEvent *e = &it->evs[i];
-    guint32 u = unit_ev[i];
-    if (e->shapes == NULL || u == G_MAXUINT32 ||
-        g_array_index(units, Unit, u).stage != STW_STAGE_FWD)
+    guint32 u = b->unit_ev[i];
+    if (e->shapes == NULL || u == G_MAXUINT32 || unit_at(b, u)->stage != STW_STAGE_FWD)
       continue;
-    /* the outermost op that takes parameters (aten::linear, not the aten::addmm inside it) */
     gboolean inner = FALSE;
     for (guint32 j = e->parent; j != G_MAXUINT32 && !inner; j = it->evs[j].parent)
       inner = it->evs[j].shapes != NULL;
@@ -707,149 +753,160 @@ import_build(ImportIteration *it, GError **error)
       continue;
     for (guint k = 0; k < e->shapes->n; k++) {
       const ImportParam *p = &e->shapes->p[k];
-      g_autofree char *name = param_name(e, module_path(it, i), p->role, counts, used);
-      guint32 id = stw_trace_add_tensor(t, name, p->dtype, p->shape, p->ndim);
-      add_unique(g_array_index(units, Unit, u).params, id);
+      g_autofree char *name = param_name(e, module_path(it, i), p->role, b->counts, b->used);
+      guint32 id = stw_trace_add_tensor(b->t, name, p->dtype, p->shape, p->ndim);
+      add_unique(unit_at(b, u)->params, id);
     }
   }
-  if (it->et_reads != NULL) {
-    rep->param_source = "the execution trace";
-  } else if (t->tensors->len > 0) {
-    rep->param_source = "shapes";
-    stw_trace_warn(t, "params_from_shapes", t->tensors->len); /* no tensor identity */
+  if (b->t->tensors->len > 0) {
+    b->rep->param_source = "shapes";
+    stw_trace_warn(b->t, "params_from_shapes", b->t->tensors->len); /* no tensor identity */
   }
+}
 
-  /* backward: each unit reads and writes the gradients of the forward units it pairs with */
+/* Each backward unit reads and writes the gradients of the forward units whose nodes it ran,
+ * and pairs with the first of them (AccumulateGrad and the like pair with none). */
+static void
+pair_backward(Build *b)
+{
+  ImportIteration *it = b->it;
   for (guint32 i = 0; i < it->n_evs; i++) {
-    guint32 u = unit_ev[i];
-    if (u == G_MAXUINT32 || it->evs[i].seq < 0 ||
-        g_array_index(units, Unit, u).stage != STW_STAGE_BWD)
-      continue;
+    guint32 u = b->unit_ev[i];
     gpointer v;
-    if (!g_hash_table_lookup_extended(fwd_of_seq, &it->evs[i].seq, NULL, &v))
+    if (u == G_MAXUINT32 || it->evs[i].seq < 0 || unit_at(b, u)->stage != STW_STAGE_BWD ||
+        !g_hash_table_lookup_extended(b->fwd_of_seq, &it->evs[i].seq, NULL, &v))
       continue;
-    const Unit *f = &g_array_index(units, Unit, GPOINTER_TO_UINT(v));
-    Unit *b = &g_array_index(units, Unit, u);
+    const Unit *f = unit_at(b, GPOINTER_TO_UINT(v));
+    Unit *x = unit_at(b, u);
     for (guint k = 0; k < f->params->len; k++) {
-      add_unique(b->params, g_array_index(f->params, guint32, k));
-      add_unique(b->grads, g_array_index(f->params, guint32, k));
+      add_unique(x->params, g_array_index(f->params, guint32, k));
+      add_unique(x->grads, g_array_index(f->params, guint32, k));
     }
-    /* the pair: the forward unit of the first autograd node it ran (its own, not those of
-     * AccumulateGrad and the like, which have none) */
-    if (b->pair == G_MAXUINT32)
-      b->pair = GPOINTER_TO_UINT(v);
+    if (x->pair == G_MAXUINT32)
+      x->pair = GPOINTER_TO_UINT(v);
   }
+}
 
-  durations(it, units, unit_ev, unit_of_ext, rep);
-  memory(it, units, rep);
-  if (it->timeline != NULL) { /* the categories say which bytes are not model data */
-    guint n = units->len;
-    g_autofree double *s0 = g_new(double, MAX(n, 1)), *s1 = g_new(double, MAX(n, 1));
-    g_autofree guint64 *nm = g_new(guint64, MAX(n, 1)), *pk = g_new(guint64, MAX(n, 1));
-    for (guint u = 0; u < n; u++) {
-      const ImportEvent *e = &it->evs[g_array_index(units, Unit, u).ev];
-      s0[u] = e->ts;
-      s1[u] = e->end;
-    }
-    import_timeline_apply(it, it->base_ns, s0, s1, nm, pk, n);
-    for (guint u = 0; u < n; u++) {
-      g_array_index(units, Unit, u).nonmodel = nm[u];
-      g_array_index(units, Unit, u).peak = pk[u];
-    }
-    stw_trace_warn(t, "memory_from_timeline", n);
+/* With a memory timeline, the categories say which bytes are not model data. */
+static void
+memory_from_timeline(Build *b)
+{
+  guint n = b->units->len;
+  g_autofree double *s0 = g_new(double, MAX(n, 1)), *s1 = g_new(double, MAX(n, 1));
+  g_autofree guint64 *nm = g_new(guint64, MAX(n, 1)), *pk = g_new(guint64, MAX(n, 1));
+  for (guint u = 0; u < n; u++) {
+    const ImportEvent *e = &b->it->evs[unit_at(b, u)->ev];
+    s0[u] = e->ts;
+    s1[u] = e->end;
   }
+  import_timeline_apply(b->it, b->it->base_ns, s0, s1, nm, pk, n);
+  for (guint u = 0; u < n; u++) {
+    unit_at(b, u)->nonmodel = nm[u];
+    unit_at(b, u)->peak = pk[u];
+  }
+  stw_trace_warn(b->t, "memory_from_timeline", n);
+}
 
-  if (t->tensors->len == 0) {
-    if (!o->params_from_memory || it->total_before < 0 || rep->allocated_at_start == 0) {
-      stw_trace_free(t);
-      units_clear(units);
-      if (it->et_reads != NULL) {
-        g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_EMPTY,
-                    "%s: the execution trace links %" G_GUINT64_FORMAT " of %u ops but shows no "
-                    "parameters: no optimizer step updates a tensor the forward ops read, and "
-                    "no tensor they read outlives the run", it->file, rep->et_linked, it->n_evs);
-        return NULL;
-      }
-      return fail_empty(it, error,
-                        o->params_from_memory
-                            ? "no parameters, and no Total Allocated to take the model state "
-                              "from: record with profile_memory=True on a newer PyTorch"
-                            : "the trace shows no parameters: record with record_shapes=True, "
-                              "give the execution trace of the run (--et), or take the memory "
-                              "held at the iteration's start as one unattributed model state "
-                              "(--params-from-memory)");
-    }
-    guint64 numel = rep->allocated_at_start / 4;
-    guint32 id = stw_trace_add_tensor(t, "model_state", STW_DTYPE_FP32, &numel, 1);
-    (void)id;
-    rep->param_source = "memory";
-    stw_trace_warn(t, "params_from_memory", rep->allocated_at_start);
+/* No parameter in the files: the memory held at the iteration's start as one tensor, when the
+ * user asks for it and the file has the figure; else an error saying what would show them. */
+static gboolean
+params_from_memory(Build *b, GError **error)
+{
+  ImportIteration *it = b->it;
+  if (b->o->params_from_memory && it->total_before >= 0 && b->rep->allocated_at_start > 0) {
+    guint64 numel = b->rep->allocated_at_start / 4;
+    stw_trace_add_tensor(b->t, "model_state", STW_DTYPE_FP32, &numel, 1);
+    b->rep->param_source = "memory";
+    stw_trace_warn(b->t, "params_from_memory", b->rep->allocated_at_start);
+    return TRUE;
   }
-  for (guint i = 0; i < t->tensors->len; i++)
-    rep->param_bytes += stw_tensor_bytes(stw_trace_tensor(t, i));
-  rep->params = t->tensors->len;
+  if (it->et_reads != NULL)
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_EMPTY,
+                "%s: the execution trace links %" G_GUINT64_FORMAT " of %u ops but shows no "
+                "parameters: no optimizer step updates a tensor the forward ops read, and no "
+                "tensor they read outlives the run", it->file, b->rep->et_linked, it->n_evs);
+  else
+    fail_empty(it, error,
+               b->o->params_from_memory
+                   ? "no parameters, and no Total Allocated to take the model state from: "
+                     "record with profile_memory=True on a newer PyTorch"
+                   : "the trace shows no parameters: record with record_shapes=True, give the "
+                     "execution trace of the run (--et), or take the memory held at the "
+                     "iteration's start as one unattributed model state (--params-from-memory)");
+  return FALSE;
+}
 
-  /* the ops */
-  double optim_us = 0;
-  guint64 optim_nonmodel = 0, optim_peak = 0;
-  guint64 cpu_timed = 0;
-  guint32 last_bwd_pair = G_MAXUINT32;
-  for (guint u = 0; u < units->len; u++) {
-    Unit *x = &g_array_index(units, Unit, u);
-    const ImportEvent *e = &it->evs[x->ev];
-    double us = it->untimed ? 0 : x->kernels > 0 ? x->gpu_us : e->end - e->ts;
-    if (x->kernels > 0)
-      rep->ops_gpu_timed++;
-    else if (!it->untimed)
-      cpu_timed++;
-    if (x->stage == STW_STAGE_OPTIM && is_optimizer(e)) {
-      optim_us += us;
-      optim_nonmodel = MAX(optim_nonmodel, x->nonmodel);
-      optim_peak = MAX(optim_peak, x->peak);
-      continue;
-    }
-    /* by modules, the backward of one forward unit is one op: the run of backward units whose
-     * autograd nodes came from it (and those that came from none, AccumulateGrad's) */
-    guint64 ns = (guint64)llround(MAX(us, 0) * 1000.0);
-    if (modules && x->stage == STW_STAGE_BWD && t->ops->len > 0 && last_bwd_pair != G_MAXUINT32 &&
-        (x->pair == G_MAXUINT32 || x->pair == last_bwd_pair)) {
-      StwOp *op = &g_array_index(t->ops, StwOp, t->ops->len - 1);
-      g_autoptr(GArray) ps = g_array_new(FALSE, FALSE, sizeof(guint32));
-      g_autoptr(GArray) gs = g_array_new(FALSE, FALSE, sizeof(guint32));
-      g_array_append_vals(ps, op->params, op->n_params);
-      g_array_append_vals(gs, op->grads, op->n_grads);
-      for (guint k = 0; k < x->params->len; k++)
-        add_unique(ps, g_array_index(x->params, guint32, k));
-      for (guint k = 0; k < x->grads->len; k++)
-        add_unique(gs, g_array_index(x->grads, guint32, k));
-      g_free(op->params);
-      g_free(op->grads);
-      op->n_params = ps->len;
-      op->n_grads = gs->len;
-      op->params = g_memdup2(ps->data, MAX(ps->len, 1) * sizeof(guint32));
-      op->grads = g_memdup2(gs->data, MAX(gs->len, 1) * sizeof(guint32));
-      op->duration_ns += ns;
-      op->nonmodel_peak_bytes = MAX(op->nonmodel_peak_bytes, MAX(x->peak, x->nonmodel));
-      continue;
-    }
-    /* a module's op is named by its path under the model: "GPT2Model_0.GPT2Block_3" */
-    const ImportEvent *named = e;
-    if (modules && x->stage == STW_STAGE_BWD && x->pair != G_MAXUINT32)
-      named = &it->evs[g_array_index(units, Unit, x->pair).ev];
-    const char *base = named->path != NULL && strchr(named->path, '.') != NULL
-                           ? strchr(named->path, '.') + 1
-                       : named->path != NULL ? named->path
-                                             : named->name;
-    g_autofree char *name = named != e ? g_strconcat(base, ".bwd", NULL) : g_strdup(base);
-    StwOp *op = stw_trace_add_op(t, name, x->stage, (guint32 *)x->params->data,
-                                 x->params->len, (guint32 *)x->grads->data, x->grads->len);
-    op->duration_ns = ns;
-    op->nonmodel_bytes = x->nonmodel;
-    op->nonmodel_peak_bytes = MAX(x->peak, x->nonmodel);
-    last_bwd_pair = x->stage == STW_STAGE_BWD ? x->pair : G_MAXUINT32;
+/* Folds backward unit X (NS long) into OP, the backward op of the same forward unit. */
+static void
+merge_into(StwOp *op, const Unit *x, guint64 ns)
+{
+  g_autoptr(GArray) ps = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_autoptr(GArray) gs = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_array_append_vals(ps, op->params, op->n_params);
+  g_array_append_vals(gs, op->grads, op->n_grads);
+  for (guint k = 0; k < x->params->len; k++)
+    add_unique(ps, g_array_index(x->params, guint32, k));
+  for (guint k = 0; k < x->grads->len; k++)
+    add_unique(gs, g_array_index(x->grads, guint32, k));
+  g_free(op->params);
+  g_free(op->grads);
+  op->n_params = ps->len;
+  op->n_grads = gs->len;
+  op->params = g_memdup2(ps->data, MAX(ps->len, 1) * sizeof(guint32));
+  op->grads = g_memdup2(gs->data, MAX(gs->len, 1) * sizeof(guint32));
+  op->duration_ns += ns;
+  op->nonmodel_peak_bytes = MAX(op->nonmodel_peak_bytes, MAX(x->peak, x->nonmodel));
+}
+
+/* Unit U as an op; by modules, the backward of one forward unit is one op: the run of backward
+ * units whose autograd nodes came from it (and those that came from none, AccumulateGrad's). */
+static void
+emit_unit(Build *b, guint u)
+{
+  ImportIteration *it = b->it;
+  const Unit *x = unit_at(b, u);
+  const ImportEvent *e = &it->evs[x->ev];
+  double us = it->untimed ? 0 : x->kernels > 0 ? x->gpu_us : e->end - e->ts;
+  if (x->kernels > 0)
+    b->rep->ops_gpu_timed++;
+  else if (!it->untimed)
+    b->cpu_timed++;
+  if (x->stage == STW_STAGE_OPTIM && is_optimizer(e)) {
+    b->optim_us += us;
+    b->optim_nonmodel = MAX(b->optim_nonmodel, x->nonmodel);
+    b->optim_peak = MAX(b->optim_peak, x->peak);
+    return;
   }
-  /* the optimizer step, one op per parameter as the planner places them, its time shared by
-   * size */
+  guint64 ns = (guint64)llround(MAX(us, 0) * 1000.0);
+  StwTrace *t = b->t;
+  if (b->modules && x->stage == STW_STAGE_BWD && t->ops->len > 0 &&
+      b->last_bwd_pair != G_MAXUINT32 && (x->pair == G_MAXUINT32 || x->pair == b->last_bwd_pair)) {
+    merge_into(&g_array_index(t->ops, StwOp, t->ops->len - 1), x, ns);
+    return;
+  }
+  /* a module's op is named by its path under the model: "GPT2Model_0.GPT2Block_3" */
+  const ImportEvent *named = e;
+  if (b->modules && x->stage == STW_STAGE_BWD && x->pair != G_MAXUINT32)
+    named = &it->evs[unit_at(b, x->pair)->ev];
+  const char *base = named->path != NULL && strchr(named->path, '.') != NULL
+                         ? strchr(named->path, '.') + 1
+                     : named->path != NULL ? named->path
+                                           : named->name;
+  g_autofree char *name = named != e ? g_strconcat(base, ".bwd", NULL) : g_strdup(base);
+  StwOp *op = stw_trace_add_op(t, name, x->stage, (guint32 *)x->params->data, x->params->len,
+                               (guint32 *)x->grads->data, x->grads->len);
+  op->duration_ns = ns;
+  op->nonmodel_bytes = x->nonmodel;
+  op->nonmodel_peak_bytes = MAX(x->peak, x->nonmodel);
+  b->last_bwd_pair = x->stage == STW_STAGE_BWD ? x->pair : G_MAXUINT32;
+}
+
+/* The optimizer step, one op per parameter as the planner places them, its time shared by
+ * size. */
+static void
+emit_optimizer(Build *b)
+{
+  StwTrace *t = b->t;
   guint64 total_numel = 0;
   for (guint i = 0; i < t->tensors->len; i++)
     total_numel += stw_trace_tensor(t, i)->numel;
@@ -857,36 +914,82 @@ import_build(ImportIteration *it, GError **error)
     const StwTensor *x = stw_trace_tensor(t, i);
     g_autofree char *name = g_strconcat("optimizer.", x->name, NULL);
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &i, 1, NULL, 0);
-    op->duration_ns = (guint64)llround(optim_us * 1000.0 * (double)x->numel /
+    op->duration_ns = (guint64)llround(b->optim_us * 1000.0 * (double)x->numel /
                                        (double)MAX(total_numel, 1));
-    op->nonmodel_bytes = optim_nonmodel;
-    op->nonmodel_peak_bytes = optim_peak;
+    op->nonmodel_bytes = b->optim_nonmodel;
+    op->nonmodel_peak_bytes = b->optim_peak;
   }
-  units_clear(units);
+}
 
-  stw_trace_warn(t, "unknown_events", rep->unknown_events);
-  rep->ops_cpu_timed = cpu_timed;
-  stw_trace_warn(t, "cpu_timed_ops", cpu_timed);
+/* What the files could not tell, the device and the name; then the trace must validate. */
+static gboolean
+finish(Build *b, GError **error)
+{
+  ImportIteration *it = b->it;
+  StwTrace *t = b->t;
+  stw_trace_warn(t, "unknown_events", b->rep->unknown_events);
+  b->rep->ops_cpu_timed = b->cpu_timed;
+  stw_trace_warn(t, "cpu_timed_ops", b->cpu_timed);
   if (it->n_mems == 0 && it->timeline == NULL)
     stw_trace_warn(t, "no_memory_events", 1);
   if (it->untimed)
     stw_trace_warn(t, "no_durations", t->ops->len);
-  if (!saw_bwd)
+  if (!b->saw_bwd)
     stw_trace_warn(t, "no_backward", 1);
-  if (!saw_optim)
+  if (!b->saw_optim)
     stw_trace_warn(t, "no_optimizer_step", 1);
-
   g_free(t->device.name);
   t->device.name = g_strdup(it->device_name != NULL ? it->device_name : "cpu");
   t->device.memory_bytes = it->device_memory;
   t->device.rank = it->rank;
   t->device.world_size = it->world_size;
   g_free(t->model.name);
-  g_autofree char *base = g_path_get_basename(it->file);
-  t->model.name = g_strdup(base);
-  if (!stw_trace_validate(t, it->file, error)) {
-    stw_trace_free(t);
+  t->model.name = g_path_get_basename(it->file);
+  return stw_trace_validate(t, it->file, error);
+}
+
+StwTrace *
+import_build(ImportIteration *it, GError **error)
+{
+  Build b = { .it = it, .rep = it->rep, .o = it->o, .last_bwd_pair = G_MAXUINT32 };
+  if (!select_events(&b, error))
+    return NULL;
+  cut_units(&b);
+  assign_stages(&b);
+  index_sequences(&b);
+  b.t = stw_trace_new();
+  b.t->source.kind = STW_SOURCE_KINETO;
+  g_free(b.t->source.created);
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  b.t->source.created = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
+  b.counts = g_hash_table_new(g_str_hash, g_str_equal);
+  b.used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  if (it->et_reads != NULL) {
+    params_from_et(it, b.units, b.unit_ev, b.t, b.rep, b.used);
+    b.rep->param_source = "the execution trace";
+  } else {
+    params_from_shapes(&b);
+  }
+  pair_backward(&b);
+  durations(it, b.units, b.unit_ev, b.unit_of_ext, b.rep);
+  memory(it, b.units, b.rep);
+  if (it->timeline != NULL)
+    memory_from_timeline(&b);
+  if (b.t->tensors->len == 0 && !params_from_memory(&b, error)) {
+    build_clear(&b);
     return NULL;
   }
+  for (guint i = 0; i < b.t->tensors->len; i++)
+    b.rep->param_bytes += stw_tensor_bytes(stw_trace_tensor(b.t, i));
+  b.rep->params = b.t->tensors->len;
+  for (guint u = 0; u < b.units->len; u++)
+    emit_unit(&b, u);
+  emit_optimizer(&b);
+  if (!finish(&b, error)) {
+    build_clear(&b);
+    return NULL;
+  }
+  StwTrace *t = g_steal_pointer(&b.t);
+  build_clear(&b);
   return t;
 }

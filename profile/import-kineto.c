@@ -486,6 +486,62 @@ choose_one(Scan *s, GHashTable *set, gint64 wanted, gint64 none, const char *wha
   return ok;
 }
 
+/* The iteration's records, handed to the builder: the op events, the kernels and runtime
+ * calls, and the memory events of the chosen DEVICE (-1: the CPU's). */
+static void
+hand_over(Scan *s, ImportIteration *it, gint64 pid, gint64 device)
+{
+  it->file = s->file;
+  it->o = s->o;
+  it->rep = s->rep;
+  it->pid = pid;
+  it->device = device;
+  it->t0 = s->t0;
+  it->t1 = s->t1;
+  it->main_tid = -1;
+  for (guint i = 0; i < s->steps->len; i++) {
+    const Step *st = &g_array_index(s->steps, Step, i);
+    if (st->number == s->rep->iteration && st->ts == s->t0)
+      it->main_tid = st->tid;
+  }
+  /* the records, handed over */
+  it->n_evs = s->evs->len;
+  it->evs = g_new0(ImportEvent, MAX(it->n_evs, 1));
+  for (guint i = 0; i < s->evs->len; i++) {
+    Ev *e = &g_array_index(s->evs, Ev, i);
+    it->evs[i] = (ImportEvent){ .ts = e->ts, .end = e->end, .name = e->name, .pid = e->pid,
+               .tid = e->tid, .ext_id = e->ext_id, .seq = e->seq,
+               .rf_id = e->rf_id, .module = e->module,
+               .shapes = e->shapes, .annotation = e->annotation,
+               .is_module = e->module_event };
+    e->shapes = NULL;
+  }
+  it->n_kernels = s->kernels->len;
+  it->kernels = g_new0(ImportKernel, MAX(it->n_kernels, 1));
+  for (guint i = 0; i < s->kernels->len; i++) {
+    const Kernel *k = &g_array_index(s->kernels, Kernel, i);
+    it->kernels[i] = (ImportKernel){ .ts = k->ts, .dur = k->dur, .ext_id = k->ext_id,
+                .correlation = k->correlation, .device = k->device };
+  }
+  it->n_runtimes = s->runtimes->len;
+  it->runtimes = (ImportRuntime *)g_array_free(g_steal_pointer(&s->runtimes), FALSE);
+  it->n_mems = 0;
+  it->mems = g_new0(ImportMem, MAX(s->mems->len, 1));
+  gint64 type = device >= 0 ? 1 : 0;
+  for (guint i = 0; i < s->mems->len; i++) {
+    const Mem *m = &g_array_index(s->mems, Mem, i);
+    if (m->device_type == type && (type == 0 || m->device_id == device))
+      it->mems[it->n_mems++] = (ImportMem){ .ts = m->ts, .order = m->order,
+                  .bytes = m->bytes, .total = m->total };
+  }
+  it->total_before = -1;
+  for (guint i = 0; i < s->befores->len; i++) {
+    const Mem *m = &g_array_index(s->befores, Mem, i);
+    if (m->device_type == type && (type == 0 || m->device_id == device))
+      it->total_before = m->total;
+  }
+}
+
 StwTrace *
 stw_import_kineto(const char *file, const StwImportOptions *o, StwImportReport *rep,
                   GError **error)
@@ -517,55 +573,7 @@ stw_import_kineto(const char *file, const StwImportOptions *o, StwImportReport *
                    "CUDA devices", "--device-id", &device, error)) {
       if (device == STW_IMPORT_ANY_DEVICE)
         device = -1; /* no CUDA device: the CPU's memory */
-      it.file = file;
-      it.o = o;
-      it.rep = rep;
-      it.pid = pid;
-      it.device = device;
-      it.t0 = s.t0;
-      it.t1 = s.t1;
-      it.main_tid = -1;
-      for (guint i = 0; i < s.steps->len; i++) {
-        const Step *st = &g_array_index(s.steps, Step, i);
-        if (st->number == rep->iteration && st->ts == s.t0)
-          it.main_tid = st->tid;
-      }
-      /* the records, handed over */
-      it.n_evs = s.evs->len;
-      it.evs = g_new0(ImportEvent, MAX(it.n_evs, 1));
-      for (guint i = 0; i < s.evs->len; i++) {
-        Ev *e = &g_array_index(s.evs, Ev, i);
-        it.evs[i] = (ImportEvent){ .ts = e->ts, .end = e->end, .name = e->name, .pid = e->pid,
-                                   .tid = e->tid, .ext_id = e->ext_id, .seq = e->seq,
-                                   .rf_id = e->rf_id, .module = e->module,
-                                   .shapes = e->shapes, .annotation = e->annotation,
-                                   .is_module = e->module_event };
-        e->shapes = NULL;
-      }
-      it.n_kernels = s.kernels->len;
-      it.kernels = g_new0(ImportKernel, MAX(it.n_kernels, 1));
-      for (guint i = 0; i < s.kernels->len; i++) {
-        const Kernel *k = &g_array_index(s.kernels, Kernel, i);
-        it.kernels[i] = (ImportKernel){ .ts = k->ts, .dur = k->dur, .ext_id = k->ext_id,
-                                        .correlation = k->correlation, .device = k->device };
-      }
-      it.n_runtimes = s.runtimes->len;
-      it.runtimes = (ImportRuntime *)g_array_free(g_steal_pointer(&s.runtimes), FALSE);
-      it.n_mems = 0;
-      it.mems = g_new0(ImportMem, MAX(s.mems->len, 1));
-      gint64 type = device >= 0 ? 1 : 0;
-      for (guint i = 0; i < s.mems->len; i++) {
-        const Mem *m = &g_array_index(s.mems, Mem, i);
-        if (m->device_type == type && (type == 0 || m->device_id == device))
-          it.mems[it.n_mems++] = (ImportMem){ .ts = m->ts, .order = m->order,
-                                              .bytes = m->bytes, .total = m->total };
-      }
-      it.total_before = -1;
-      for (guint i = 0; i < s.befores->len; i++) {
-        const Mem *m = &g_array_index(s.befores, Mem, i);
-        if (m->device_type == type && (type == 0 || m->device_id == device))
-          it.total_before = m->total;
-      }
+      hand_over(&s, &it, pid, device);
       import_device_info(&it, s.device_properties, s.distributed_info);
       it.base_ns = s.base_ns;
       if ((o->et_file == NULL || import_et_load(&it, o->et_file, error)) &&
