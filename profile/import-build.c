@@ -381,7 +381,8 @@ mem_by_time(const void *a, const void *b)
 static void
 memory(ImportIteration *it, GArray *units, StwImportReport *rep)
 {
-  qsort(it->mems, it->n_mems, sizeof *it->mems, mem_by_time);
+  if (it->n_mems > 1)
+    qsort(it->mems, it->n_mems, sizeof *it->mems, mem_by_time);
   rep->memory_events = it->n_mems;
   gint64 level = 0, peak = 0;
   guint m = 0;

@@ -10,6 +10,7 @@ R=$STW_SRCDIR
 layer_of_dir() {
   case $1 in
     src) echo 1 ;; planner) echo 2 ;; runtime) echo 3 ;; train) echo 4 ;; profile) echo 5 ;;
+    bind) echo 6 ;;
     *) echo 0 ;;
   esac
 }
@@ -18,6 +19,7 @@ public_layer() {
   l=$(sed -n 's/^#if STW_BUILDING_LAYER < STW_LAYER_\([A-Z]*\).*/\1/p' "$R/include/stowage/$1" | head -n1)
   case $l in
     CORE) echo 1 ;; PLANNER) echo 2 ;; RUNTIME) echo 3 ;; TRAIN) echo 4 ;; PROFILE) echo 5 ;;
+    BIND) echo 6 ;;
     *) echo 0 ;;
   esac
 }
@@ -31,7 +33,7 @@ allowed() {
 up=0
 n_edges=0
 : > "$TAP_TMP/up"
-for dir in src planner runtime train profile; do
+for dir in src planner runtime train profile bind; do
   from=$(layer_of_dir $dir)
   for f in "$R/$dir"/*.c "$R/$dir"/*.h "$R/$dir"/*.cu; do
     [ -f "$f" ] || continue

@@ -5,8 +5,8 @@
  * default visibility while the library itself is compiled with -fvisibility=hidden, so exactly
  * the functions of include/stowage/ are exported from libstowage.so.
  *
- * The library is built in layers (docs/architecture.md): core (src/), planner, runtime, and over
- * the runtime the trainer and the profilers side by side. Each layer is compiled with
+ * The library is built in layers (docs/architecture.md): core (src/), planner, runtime, over
+ * the runtime the trainer and the profilers side by side, and over all of them the bindings. Each layer is compiled with
  * STW_BUILDING_LAYER set to its number, and each public header refuses, at compile time, a layer
  * below its own: an upward include does not compile. Programs using the library see no layer.
  */
@@ -20,6 +20,7 @@
 #define STW_LAYER_RUNTIME 3
 #define STW_LAYER_TRAIN 4   /* beside the profilers: neither includes the other */
 #define STW_LAYER_PROFILE 5
+#define STW_LAYER_BIND 6    /* the library for other languages, over all the others */
 #define STW_LAYER_CLIENT 99 /* the CLI, tests, benchmarks, programs using the library */
 
 #ifndef STW_BUILDING_LAYER

@@ -42,5 +42,6 @@
 /* the profilers: traces from event streams */
 #include <stowage/events-build.h>
 #include <stowage/import.h>
+#include <stowage/bind.h>
 
 #endif

@@ -1,0 +1,76 @@
+/* bind.h — the library for other languages: opaque handles, JSON in and out, errors as strings.
+ *
+ * Python's package (python/stowage, through ctypes) and any other binding call these and
+ * nothing else, so that no struct layout crosses the boundary and no logic is written twice:
+ * each function is a few lines over the public C API it names. Strings returned are the
+ * caller's, freed with stw_bind_free; on failure a function returns NULL (or FALSE) and sets
+ * *ERROR_OUT to the message (the caller's too). Handles are freed with their own _free.
+ */
+#ifndef STW_BIND_H
+#define STW_BIND_H
+
+#include <glib.h>
+
+#include <stowage/api.h>
+#include <stowage/plan.h>
+#include <stowage/trace.h>
+
+#if STW_BUILDING_LAYER < STW_LAYER_BIND
+#error "<stowage/bind.h> belongs to the bindings: a layer below it may not include it"
+#endif
+
+STW_BEGIN_DECLS
+
+void stw_bind_free(void *p);
+/* "stowage 0.1.0" (static) */
+const char *stw_bind_version(void);
+
+/* Traces: stw_trace_load, stw_import (OPTIONS_JSON: {"et", "memory_timeline", "iteration"
+ * (a number, "last" or "whole"), "depth", "device_id", "pid", "params_from_memory"}; NULL for
+ * the defaults), stw_trace_save. */
+StwTrace *stw_bind_trace_load(const char *file, char **error_out);
+StwTrace *stw_bind_import(const char *file, const char *options_json, char **error_out);
+gboolean stw_bind_trace_save(const StwTrace *t, const char *file, char **error_out);
+void stw_bind_trace_free(StwTrace *t);
+/* What `stowage inspect --json` prints: the summary with the TOP largest tensors. */
+char *stw_bind_trace_summary(const StwTrace *t, guint32 top);
+
+/* Building a trace (a profiler in another language): a new trace named NAME for DEVICE of
+ * MEMORY_BYTES; tensors (DTYPE "fp32", "fp16", "bf16"), ops (STAGE "fwd", "bwd", "optim") with
+ * the tensors they read and the gradients they write, the non-model memory at their start and
+ * peak and their duration; a warning for its source. Indices are returned; -1 with *ERROR_OUT
+ * on a bad argument. stw_bind_trace_validate checks the whole trace. */
+StwTrace *stw_bind_trace_new(const char *name, const char *device, guint64 memory_bytes);
+gint64 stw_bind_trace_add_tensor(StwTrace *t, const char *name, const char *dtype,
+                                 const guint64 *shape, guint32 ndim, char **error_out);
+gint64 stw_bind_trace_add_op(StwTrace *t, const char *name, const char *stage,
+                             const guint32 *params, guint32 n_params, const guint32 *grads,
+                             guint32 n_grads, guint64 nonmodel_bytes, guint64 peak_bytes,
+                             guint64 duration_ns, char **error_out);
+void stw_bind_trace_warn(StwTrace *t, const char *name, guint64 count);
+void stw_bind_trace_set_shape(StwTrace *t, guint64 batch, guint64 seq);
+gboolean stw_bind_trace_validate(const StwTrace *t, char **error_out);
+
+/* Plans: stw_planner_plan by OPTIONS_JSON ({"gpu" (required), "cpu", "reserve": sizes as
+ * numbers of bytes or strings such as "4GiB"; "gpus", "chunk_size": numbers; "policy",
+ * "objective", "hw": names}; the hardware profile defaults as the CLI's: the trace's device
+ * when it names a profile, else the default), stw_plan_load and stw_plan_save. */
+StwPlan *stw_bind_plan(const StwTrace *t, const char *trace_file, const char *options_json,
+                       char **error_out);
+StwPlan *stw_bind_plan_load(const char *file, char **error_out);
+gboolean stw_bind_plan_save(const StwPlan *plan, const StwTrace *t, const char *file,
+                            char **error_out);
+void stw_bind_plan_free(StwPlan *plan);
+/* The plan's predictions as JSON (the plan file's "predictions" names), its policy and chunk
+ * size. */
+char *stw_bind_plan_predictions(const StwPlan *plan);
+
+/* stw_plan_check: NULL with *ERROR_OUT naming the first failure; else the recomputed
+ * predictions as JSON. */
+char *stw_bind_check(const StwPlan *plan, const StwTrace *t, char **error_out);
+/* stw_simulate on the plan's hardware (the plan must check): the simulation's totals as JSON. */
+char *stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out);
+
+STW_END_DECLS
+
+#endif

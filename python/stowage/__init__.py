@@ -1,0 +1,120 @@
+"""stowage — chunk-based memory planning for training models larger than GPU memory.
+
+The Python face of libstowage: every call goes to the C library (<stowage/bind.h> through
+ctypes), whose error messages arrive as StowageError.
+"""
+import ctypes
+import json
+import os
+
+from . import _lib
+
+__all__ = ["StowageError", "Trace", "Plan", "plan", "check", "simulate", "import_trace",
+           "version"]
+
+
+class StowageError(Exception):
+    """A failure of the C library, with its message (the file, the field, what was expected)."""
+
+
+def version():
+    return _lib.version().decode()
+
+
+def _path(p):
+    return os.fsencode(os.fspath(p))
+
+
+def _call(fn, *args):
+    """FN(*ARGS, &error): its result, or StowageError with the library's message."""
+    err = ctypes.c_void_p()
+    result = fn(*args, ctypes.byref(err))
+    failed = result < 0 if fn.restype is ctypes.c_int64 else not result
+    if failed:
+        message = _lib.take(err.value) or "stowage: unknown error"
+        raise StowageError(message)
+    return result
+
+
+class Trace:
+    """One training iteration: model tensors and ops (docs/trace-format.md)."""
+
+    def __init__(self, handle, path=None):
+        self._h = handle
+        self.path = os.fspath(path) if path is not None else None
+
+    @classmethod
+    def load(cls, path):
+        return cls(_call(_lib.trace_load, _path(path)), path)
+
+    def save(self, path):
+        _call(_lib.trace_save, self._h, _path(path))
+        self.path = os.fspath(path)
+
+    def summary(self, top=10):
+        """What `stowage inspect --json` prints, as a dict."""
+        return json.loads(_lib.take(_lib.trace_summary(self._h, top)))
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.trace_free(h)
+
+
+def import_trace(path, et=None, memory_timeline=None, iteration=None, depth=None,
+                 device_id=None, pid=None, params_from_memory=False):
+    """A PyTorch profiler file as a Trace (stowage import; docs/profiling.md)."""
+    opts = {"params_from_memory": bool(params_from_memory)}
+    for key, value in (("et", et), ("memory_timeline", memory_timeline),
+                       ("iteration", iteration), ("depth", depth), ("device_id", device_id),
+                       ("pid", pid)):
+        if value is not None:
+            opts[key] = os.fspath(value) if key in ("et", "memory_timeline") else value
+    return Trace(_call(_lib.import_trace, _path(path), json.dumps(opts).encode()), None)
+
+
+class Plan:
+    """Where every chunk lives at every op, and the moves between (docs/plan-format.md)."""
+
+    def __init__(self, handle):
+        self._h = handle
+
+    @classmethod
+    def load(cls, path):
+        return cls(_call(_lib.plan_load, _path(path)))
+
+    def save(self, path, trace):
+        _call(_lib.plan_save, self._h, trace._h, _path(path))
+
+    @property
+    def predictions(self):
+        """The plan's predictions (bytes each way, peak, times), its policy and chunk size."""
+        return json.loads(_lib.take(_lib.plan_predictions(self._h)))
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.plan_free(h)
+
+
+def plan(trace, gpu, cpu=None, reserve=None, gpus=None, policy=None, objective=None, hw=None,
+         chunk_size=None):
+    """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan."""
+    opts = {"gpu": gpu}
+    for key, value in (("cpu", cpu), ("reserve", reserve), ("gpus", gpus), ("policy", policy),
+                       ("objective", objective), ("hw", hw), ("chunk_size", chunk_size)):
+        if value is not None:
+            opts[key] = value
+    trace_file = _path(trace.path) if trace.path else None
+    return Plan(_call(_lib.plan, trace._h, trace_file, json.dumps(opts).encode()))
+
+
+def check(plan, trace):
+    """Proves PLAN sound for TRACE (stowage check): the recomputed predictions, or StowageError
+    naming the first failure."""
+    return json.loads(_lib.take(_call(_lib.check, plan._h, trace._h)))
+
+
+def simulate(plan, trace):
+    """Simulates PLAN on its hardware (stowage simulate): the iteration's totals."""
+    return json.loads(_lib.take(_call(_lib.simulate, plan._h, trace._h)))

@@ -1,0 +1,101 @@
+"""The C library, loaded once, every function of <stowage/bind.h> declared for ctypes."""
+import ctypes
+import ctypes.util
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _candidates():
+    env = os.environ.get("STOWAGE_LIB")
+    if env:
+        yield env
+        return
+    try:  # the checkout's library that `pip install ./python` was built beside
+        from ._built import LIBRARY
+        if LIBRARY:
+            yield LIBRARY
+    except ImportError:
+        pass
+    # a checkout: python/stowage/ sits two folders below the build's .libs/
+    for up in ("..", os.path.join("..", "..")):
+        yield os.path.normpath(os.path.join(_HERE, up, ".libs", "libstowage.so"))
+    found = ctypes.util.find_library("stowage")
+    if found:
+        yield found
+    for prefix in ("/usr/local/lib", "/usr/lib"):
+        yield os.path.join(prefix, "libstowage.so")
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.path.sep in path and not os.path.exists(path):
+            tried.append(path)
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise ImportError("stowage: libstowage.so not found (set STOWAGE_LIB to its path); tried: "
+                      + "; ".join(tried))
+
+
+lib = _load()
+
+c_char_pp = ctypes.POINTER(ctypes.c_char_p)
+u64 = ctypes.c_uint64
+u32 = ctypes.c_uint32
+
+
+def _fn(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+# strings the library returns are the caller's: received as void pointers and freed
+free = _fn("stw_bind_free", None, ctypes.c_void_p)
+version = _fn("stw_bind_version", ctypes.c_char_p)
+
+trace_load = _fn("stw_bind_trace_load", ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+import_trace = _fn("stw_bind_import", ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                   ctypes.POINTER(ctypes.c_void_p))
+trace_save = _fn("stw_bind_trace_save", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                 ctypes.POINTER(ctypes.c_void_p))
+trace_free = _fn("stw_bind_trace_free", None, ctypes.c_void_p)
+trace_summary = _fn("stw_bind_trace_summary", ctypes.c_void_p, ctypes.c_void_p, u32)
+trace_new = _fn("stw_bind_trace_new", ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, u64)
+trace_add_tensor = _fn("stw_bind_trace_add_tensor", ctypes.c_int64, ctypes.c_void_p,
+                       ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(u64), u32,
+                       ctypes.POINTER(ctypes.c_void_p))
+trace_add_op = _fn("stw_bind_trace_add_op", ctypes.c_int64, ctypes.c_void_p, ctypes.c_char_p,
+                   ctypes.c_char_p, ctypes.POINTER(u32), u32, ctypes.POINTER(u32), u32, u64, u64,
+                   u64, ctypes.POINTER(ctypes.c_void_p))
+trace_warn = _fn("stw_bind_trace_warn", None, ctypes.c_void_p, ctypes.c_char_p, u64)
+trace_set_shape = _fn("stw_bind_trace_set_shape", None, ctypes.c_void_p, u64, u64)
+trace_validate = _fn("stw_bind_trace_validate", ctypes.c_int, ctypes.c_void_p,
+                     ctypes.POINTER(ctypes.c_void_p))
+
+plan = _fn("stw_bind_plan", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+           ctypes.POINTER(ctypes.c_void_p))
+plan_load = _fn("stw_bind_plan_load", ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+plan_save = _fn("stw_bind_plan_save", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+plan_free = _fn("stw_bind_plan_free", None, ctypes.c_void_p)
+plan_predictions = _fn("stw_bind_plan_predictions", ctypes.c_void_p, ctypes.c_void_p)
+check = _fn("stw_bind_check", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_void_p))
+simulate = _fn("stw_bind_simulate", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+               ctypes.POINTER(ctypes.c_void_p))
+
+
+def take(ptr):
+    """The library's string at PTR as a Python str, freed; None for NULL."""
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr).decode("utf-8", "replace")
+    finally:
+        free(ptr)

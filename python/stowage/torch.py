@@ -1,0 +1,228 @@
+"""stowage.torch — a PyTorch training step recorded as a stowage trace.
+
+    with stowage.torch.profile(model, optimizer) as p:
+        for step in range(3):
+            loss = model(x).loss; loss.backward(); optimizer.step(); optimizer.zero_grad()
+    p.save("trace.json")
+
+Module hooks mark the ops: each forward of a module at the chosen depth of the module tree (by
+default the layers': the first depth at which a module class repeats) is an op reading the
+parameters that module owns, and its backward an op writing their gradients; parameters of no
+such module are read by ops of their own (the module that owns them, wherever it runs). The
+optimizer's step is one op per parameter, its time shared by size. Names are the model's own
+(`transformer.h.3.attn.c_attn.weight`), a tied parameter once. Durations are measured; non-model
+memory comes from the CUDA allocator on a GPU and is not known on the CPU (recorded in the
+trace's source). The last complete iteration (forward, backward, optimizer step) is kept. The
+trace is built and checked by the C library.
+"""
+import collections
+import time
+
+import torch as _torch
+
+from . import StowageError, Trace, _call, _lib
+
+_DTYPES = {_torch.float32: "fp32", _torch.float16: "fp16", _torch.bfloat16: "bf16"}
+
+
+_CONTAINERS = (_torch.nn.ModuleList, _torch.nn.ModuleDict, _torch.nn.ParameterList,
+               _torch.nn.ParameterDict)
+
+
+def _tree(model):
+    """(name, module, depth) of every module that runs: containers that have no forward of
+    their own (ModuleList, ModuleDict) are not levels of the tree."""
+    out = []
+
+    def walk(prefix, module, depth):
+        for child_name, child in module.named_children():
+            name = prefix + "." + child_name if prefix else child_name
+            if isinstance(child, _CONTAINERS):
+                walk(name, child, depth)
+            else:
+                out.append((name, child, depth + 1))
+                walk(name, child, depth + 1)
+
+    walk("", model, 0)
+    return out
+
+
+def _layer_depth(model):
+    """The first depth of the module tree at which a module class appears twice (the layers);
+    else the deepest."""
+    by_depth = collections.defaultdict(list)
+    for _, m, d in _tree(model):
+        by_depth[d].append(type(m).__name__)
+    for d in sorted(by_depth):
+        if len(set(by_depth[d])) < len(by_depth[d]):
+            return d
+    return max(by_depth) if by_depth else 1
+
+
+class _Op:
+    __slots__ = ("name", "stage", "params", "grads", "start", "end", "mem0", "peak")
+
+    def __init__(self, name, stage, params, grads, start):
+        self.name, self.stage, self.params, self.grads = name, stage, params, grads
+        self.start, self.end, self.mem0, self.peak = start, start, 0, 0
+
+
+class profile:
+    """Records the iterations run inside it; save() writes the last complete one."""
+
+    def __init__(self, model, optimizer, depth=None, name=None):
+        self.model, self.optimizer = model, optimizer
+        self.depth = depth if depth is not None else _layer_depth(model)
+        self.name = name or type(model).__name__
+        self.cuda = any(p.is_cuda for p in model.parameters())
+        # parameters by identity, named once (named_parameters drops the duplicates of a tie)
+        self.params = []
+        self.index = {}
+        for pname, p in model.named_parameters():
+            if p.dtype not in _DTYPES:
+                raise StowageError("parameter %s is %s: stowage traces hold fp32, fp16 or bf16"
+                                   % (pname, p.dtype))
+            self.index[id(p)] = len(self.params)
+            self.params.append((pname, p))
+        self.handles = []
+        self.iterations = []
+        self.current = []
+        self.open = {}
+
+    # ---- hooks --------------------------------------------------------------------------
+    def _memory(self):
+        if not self.cuda:
+            return 0, 0
+        return _torch.cuda.memory_allocated(), _torch.cuda.max_memory_allocated()
+
+    def _begin(self, name, stage, ids, grads):
+        if self.cuda:
+            _torch.cuda.synchronize()
+            _torch.cuda.reset_peak_memory_stats()
+        op = _Op(name, stage, ids, grads, time.perf_counter_ns())
+        op.mem0, _ = self._memory()
+        self.current.append(op)
+        return op
+
+    def _end(self, op):
+        if self.cuda:
+            _torch.cuda.synchronize()
+        op.end = time.perf_counter_ns()
+        _, op.peak = self._memory()
+
+    def _ids(self, params):
+        return sorted({self.index[id(p)] for p in params if id(p) in self.index})
+
+    def _marked(self):
+        """The modules that are ops, with the parameters each reads: those at the depth (all
+        their parameters), and above it those holding parameters themselves (only those: a
+        tied LM head reads the embedding it shares)."""
+        marked = []
+        below = []
+        for name, m, d in _tree(self.model):
+            if d == self.depth:
+                marked.append((name, m, self._ids(m.parameters())))
+                below.append(name + ".")
+        roots = [("", self.model, 0)] + _tree(self.model)
+        for name, m, d in roots:
+            if d >= self.depth or any(name.startswith(b) for b in below):
+                continue
+            own = self._ids(m.parameters(recurse=False))
+            if own:
+                marked.append((name or self.name, m, own))
+        return marked
+
+    def __enter__(self):
+        for name, m, ids in self._marked():
+            self.handles.append(m.register_forward_pre_hook(self._fwd_pre(name, ids)))
+            self.handles.append(m.register_forward_hook(self._fwd_post(name)))
+            self.handles.append(m.register_full_backward_pre_hook(self._bwd_pre(name, ids)))
+            self.handles.append(m.register_full_backward_hook(self._bwd_post(name)))
+        step = self.optimizer.step
+
+        def timed_step(*args, **kwargs):
+            op = self._begin("optimizer.step", "optim", [], [])
+            try:
+                return step(*args, **kwargs)
+            finally:
+                self._end(op)
+                self.iterations.append(self.current)
+                self.current = []
+
+        self._step = step
+        self.optimizer.step = timed_step
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+        self.optimizer.step = self._step
+        return False
+
+    def _fwd_pre(self, name, ids):
+        def hook(module, args):
+            self.open[("fwd", name)] = self._begin(name, "fwd", ids, [])
+        return hook
+
+    def _fwd_post(self, name):
+        def hook(module, args, out):
+            op = self.open.pop(("fwd", name), None)
+            if op is not None:
+                self._end(op)
+        return hook
+
+    def _bwd_pre(self, name, ids):
+        def hook(module, grad_out):
+            self.open[("bwd", name)] = self._begin(name + ".bwd", "bwd", ids, ids)
+        return hook
+
+    def _bwd_post(self, name):
+        def hook(module, grad_in, grad_out):
+            op = self.open.pop(("bwd", name), None)
+            if op is not None:
+                self._end(op)
+        return hook
+
+    # ---- the trace ----------------------------------------------------------------------
+    def trace(self, batch=0, seq=0):
+        """The last complete iteration as a stowage.Trace."""
+        if not self.iterations:
+            raise StowageError("profile: no iteration completed inside the profile (an "
+                               "iteration ends with optimizer.step())")
+        ops = sorted(self.iterations[-1], key=lambda o: o.start)
+        device = _torch.cuda.get_device_name() if self.cuda else "cpu"
+        memory = _torch.cuda.get_device_properties(0).total_memory if self.cuda else 0
+        t = Trace(_lib.trace_new(self.name.encode(), device.encode(), memory))
+        for pname, p in self.params:
+            shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
+            _call(_lib.trace_add_tensor, t._h, pname.encode(), _DTYPES[p.dtype].encode(), shape,
+                  max(p.dim(), 1))
+        order = {"fwd": 0, "bwd": 1, "optim": 2}
+        ops = sorted(ops, key=lambda o: (order[o.stage], o.start))
+        base = ops[0].mem0 if ops else 0
+        step_ns = 0
+        for op in ops:
+            if op.stage == "optim":
+                step_ns += op.end - op.start
+                continue
+            self._add_op(t, op.name, op.stage, op.params, op.grads, max(op.mem0 - base, 0),
+                         max(op.peak - base, op.mem0 - base, 0), op.end - op.start)
+        total = sum(p.numel() for _, p in self.params) or 1
+        for i, (pname, p) in enumerate(self.params):
+            self._add_op(t, "optimizer." + pname, "optim", [i], [], 0, 0,
+                         step_ns * p.numel() // total)
+        if not self.cuda:
+            _lib.trace_warn(t._h, b"no_memory_events", 1)
+        _lib.trace_set_shape(t._h, batch, seq)
+        _call(_lib.trace_validate, t._h)
+        return t
+
+    @staticmethod
+    def _add_op(t, name, stage, params, grads, nonmodel, peak, ns):
+        ps = (_lib.u32 * max(len(params), 1))(*params)
+        gs = (_lib.u32 * max(len(grads), 1))(*grads)
+        _call(_lib.trace_add_op, t._h, name.encode(), stage.encode(), ps, len(params), gs,
+              len(grads), nonmodel, peak, max(ns, 0))
+
+    def save(self, path, batch=0, seq=0):
+        self.trace(batch, seq).save(path)

@@ -1,0 +1,145 @@
+"""The Python package over libstowage: traces, plans, check, simulate, import, errors.
+
+Run from the build: STOWAGE_LIB=.libs/libstowage.so PYTHONPATH=python python3 -m unittest
+discover -s python/tests (tests/test-python.sh does, under make check). STW_SRCDIR names the
+source tree (the fixtures)."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import stowage
+
+SRC = os.environ.get("STW_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+FIX = os.path.join(SRC, "tests", "fixtures")
+MINI = os.path.join(FIX, "traces", "mini.json")
+
+
+class TestTraces(unittest.TestCase):
+    def test_version(self):
+        self.assertEqual(stowage.version(), "stowage 0.1.0")
+
+    def test_load_and_summary(self):
+        t = stowage.Trace.load(MINI)
+        s = t.summary()
+        self.assertEqual(s["params"], 20)  # fc.weight 4x4 and fc.bias 4
+        self.assertEqual(s["model"], "mini")
+
+    def test_load_errors_carry_the_message(self):
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.Trace.load("/nonexistent/t.json")
+        self.assertIn("/nonexistent/t.json: cannot open", str(e.exception))
+        bad = os.path.join(FIX, "models", "tiny-gpt.json")
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.Trace.load(bad)
+        self.assertIn("tiny-gpt.json: $.format: this is a stowage model", str(e.exception))
+
+    def test_save_round_trip(self):
+        t = stowage.Trace.load(MINI)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.json")
+            t.save(out)
+            self.assertEqual(stowage.Trace.load(out).summary()["digest"], t.summary()["digest"])
+
+    def test_import(self):
+        p = os.path.join(FIX, "pytorch")
+        t = stowage.import_trace(os.path.join(p, "tied-kineto.json"),
+                                 et=os.path.join(p, "tied-et.json"))
+        self.assertEqual(t.summary()["params"], 60)  # the tied embedding once
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.import_trace(os.path.join(p, "tied-et.json"), iteration=9)
+        self.assertIn("no ProfilerStep#9: the execution trace holds 3", str(e.exception))
+
+
+def built_trace():
+    """A trace built through the library's builder, as stowage.torch.profile builds one."""
+    from stowage import _call, _lib
+    t = stowage.Trace(_lib.trace_new(b"built", b"test-gpu", 1 << 30))
+    shape = (_lib.u64 * 2)(8, 8)
+    w = _call(_lib.trace_add_tensor, t._h, b"w", b"fp16", shape, 2)
+    ids = (_lib.u32 * 1)(w)
+    _call(_lib.trace_add_op, t._h, b"mm", b"fwd", ids, 1, ids, 0, 0, 256, 1000)
+    _call(_lib.trace_add_op, t._h, b"mm.bwd", b"bwd", ids, 1, ids, 1, 256, 512, 2000)
+    _call(_lib.trace_add_op, t._h, b"adam.w", b"optim", ids, 1, ids, 0, 0, 0, 100)
+    _call(_lib.trace_validate, t._h)
+    return t
+
+
+class TestBuild(unittest.TestCase):
+    def test_built_trace_plans(self):
+        t = built_trace()
+        self.assertEqual(t.summary()["params"], 64)
+        # one chunk of 1,024 fp16 elements beside the 512 B non-model peak
+        self.assertEqual(stowage.check(stowage.plan(t, gpu=4096), t)["peak_gpu_bytes"], 2560)
+
+    def test_builder_refuses_bad_arguments(self):
+        from stowage import _call, _lib
+        t = stowage.Trace(_lib.trace_new(b"bad", b"cpu", 0))
+        shape = (_lib.u64 * 1)(4)
+        with self.assertRaises(stowage.StowageError) as e:
+            _call(_lib.trace_add_tensor, t._h, b"w", b"int8", shape, 1)
+        self.assertIn("tensor w: dtype 'int8' is not fp32, fp16 or bf16", str(e.exception))
+        ids = (_lib.u32 * 1)(0)
+        with self.assertRaises(stowage.StowageError) as e:
+            _call(_lib.trace_add_op, t._h, b"x", b"sideways", ids, 0, ids, 0, 0, 0, 0)
+        self.assertIn("op x: stage 'sideways' is not fwd, bwd or optim", str(e.exception))
+        with self.assertRaises(stowage.StowageError) as e:
+            _call(_lib.trace_validate, t._h)
+        self.assertIn("a trace needs at least one op", str(e.exception))
+
+
+class TestPlans(unittest.TestCase):
+    def setUp(self):
+        self.t = stowage.Trace.load(MINI)
+
+    def test_plan_matches_the_cli(self):
+        p = stowage.plan(self.t, gpu=2240)
+        pred = p.predictions
+        self.assertEqual((pred["h2d_bytes"], pred["d2h_bytes"], pred["peak_gpu_bytes"]),
+                         (2048, 2048, 2240))
+        self.assertEqual(pred["policy"], "stowage")
+        self.assertEqual(pred["chunk_size"], 1024)
+        # the same plan as `stowage plan`, byte for byte
+        cli = os.environ.get("STOWAGE")
+        if cli:
+            with tempfile.TemporaryDirectory() as d:
+                a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+                subprocess.run([cli, "plan", MINI, "--gpu", "2240", "-o", a], check=True,
+                               capture_output=True)
+                p.save(b, self.t)
+                with open(a) as fa, open(b) as fb:
+                    ja, jb = json.load(fa), json.load(fb)
+                # the trace's path is written relative to each plan's folder
+                ja["trace"].pop("file")
+                jb["trace"].pop("file")
+                self.assertEqual(ja, jb)
+
+    def test_check_and_simulate(self):
+        p = stowage.plan(self.t, gpu="2240")
+        self.assertEqual(stowage.check(p, self.t)["h2d_bytes"], 2048)
+        sim = stowage.simulate(p, self.t)
+        self.assertEqual(sim["iteration_ns"], p.predictions["cost_ns"])
+        self.assertEqual(sim["over_budget_bytes"], 0)
+
+    def test_plan_errors(self):
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.plan(self.t, gpu="1 KiB")
+        self.assertIn("cannot fit a GPU budget of 1.00 KiB", str(e.exception))
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.plan(self.t, gpu="lots")
+        self.assertIn("plan: gpu: 'lots' is not a size", str(e.exception))
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.plan(self.t, gpu=4096, policy="fastest")
+        self.assertIn("plan: policy: expected one of stowage, patrickstar", str(e.exception))
+
+    def test_check_refuses_another_trace(self):
+        p = stowage.plan(self.t, gpu=2240)
+        other = built_trace()
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.check(p, other)
+        self.assertIn("digest", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,47 @@
+#!/bin/sh
+# test-python.sh — the Python package (python/) over the built libstowage: its unittest suite
+# (python/tests; the PyTorch cases skip themselves without torch), each case a TAP result, and
+# `pip install` of the package into a fresh virtual environment, offline. Skips itself in a
+# sanitizer build (Python cannot load an AddressSanitizer library) or without python3.
+. "$STW_SRCDIR/tests/tap.sh"
+B=$STW_BUILDDIR
+lib=$B/.libs/libstowage.so
+PY=${STW_PYTHON:-python3}
+if ! command -v "$PY" >/dev/null 2>&1; then
+  echo "1..0 # SKIP $PY is not installed"
+  exit 0
+fi
+if ldd "$lib" 2>/dev/null | grep -q libasan; then
+  echo "1..0 # SKIP a sanitizer build (Python cannot load an AddressSanitizer library)"
+  exit 0
+fi
+STOWAGE_LIB=$lib PYTHONPATH=$STW_SRCDIR/python STW_SRCDIR=$STW_SRCDIR STOWAGE=$B/stowage \
+  "$PY" -m unittest discover -s "$STW_SRCDIR/python/tests" -v > "$TAP_TMP/unittest.log" 2>&1
+status=$?
+# "test_x (test_stowage.TestTraces.test_x) ... ok" (or FAIL, ERROR, skipped '...')
+cases=0
+while IFS= read -r line; do
+  case $line in
+    *" ... ok") tap_result 0 "python: ${line%% ... ok}"; cases=$((cases + 1)) ;;
+    *" ... FAIL"|*" ... ERROR") tap_result 1 "python: ${line%% ... *}" "$(cat "$TAP_TMP/unittest.log")"; cases=$((cases + 1)) ;;
+    *" ... skipped "*) tap_skip "python: ${line%% ... *}: ${line#* ... skipped }"; cases=$((cases + 1)) ;;
+  esac
+done < "$TAP_TMP/unittest.log"
+[ "$cases" -gt 0 ] && [ "$status" = 0 ]
+tap_result $? "python: the unittest suite ran and passed" "$(tail -n 30 "$TAP_TMP/unittest.log")"
+
+# pip install ./python into a fresh environment, offline (the package is pure Python over ctypes)
+cp -R "$STW_SRCDIR/python" "$TAP_TMP/pkg" && chmod -R u+w "$TAP_TMP/pkg"
+if "$PY" -m venv "$TAP_TMP/venv" > "$TAP_TMP/venv.log" 2>&1; then
+  "$TAP_TMP/venv/bin/pip" install -q --no-deps --no-index "$TAP_TMP/pkg" \
+    > "$TAP_TMP/pip.log" 2>&1
+  tap_result $? "pip install ./python into a virtual environment" "$(cat "$TAP_TMP/pip.log")"
+  out=$(cd / && STOWAGE_LIB=$lib "$TAP_TMP/venv/bin/python" -c 'import stowage; print(stowage.version())' 2>&1)
+  [ "$out" = "stowage 0.1.0" ]; tap_result $? "the installed package loads the library" "$out"
+  out=$(cd / && STOWAGE_LIB=/nonexistent/libstowage.so "$TAP_TMP/venv/bin/python" -c 'import stowage' 2>&1)
+  printf '%s' "$out" | grep -q "libstowage.so not found (set STOWAGE_LIB to its path); tried: /nonexistent/libstowage.so"
+  tap_result $? "without the library, import says where it looked" "$out"
+else
+  tap_skip "python3 -m venv is not available: $(tail -n 1 "$TAP_TMP/venv.log")"
+fi
+tap_done
