@@ -272,8 +272,13 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
   gboolean timed = num_of(cJSON_GetObjectItemCaseSensitive(e, "ts"), &ts);
   num_of(cJSON_GetObjectItemCaseSensitive(e, "dur"), &dur);
   if (cJSON_IsString(name) && strcmp(name->valuestring, "[memory]") == 0) {
+    gint64 bytes;
     if (!timed)
       return bad_event(s, index, error, "a [memory] event without a number ts");
+    if (!int_of(cJSON_GetObjectItemCaseSensitive(args, "Bytes"), &bytes) ||
+        bytes > (G_GINT64_CONSTANT(1) << 53) || bytes < -(G_GINT64_CONSTANT(1) << 53))
+      return bad_event(s, index, error, "a [memory] event without Bytes, an integer of at "
+                       "most 2^53 either way");
     if (ts >= s->t0 && ts <= s->t1 && !keep(s, index, error))
       return FALSE;
     memory_event(s, args, ts, index);

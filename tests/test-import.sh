@@ -125,6 +125,8 @@ expect 0 '{"name":"autograd::engine::evaluate_function: MmBackward0","stage":"bw
 expect 0 '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "non-model memory at an op's start and peak" -- grep -F '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "$T/tied.json"
 expect 0 '"duration_ns":12000' "an op timed by its kernel" -- grep -F '"duration_ns":12000' "$T/tied.json"
 
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9}, {"ph": "i", "name": "[memory]", "ts": 2, "args": {"Bytes": 9e18}}]}' > "$T/hugebytes.json"
+expect 1 "hugebytes.json: traceEvents[1]: a [memory] event without Bytes, an integer of at most 2^53 either way" "a memory event of 9e18 bytes" -- $S import "$T/hugebytes.json" -o "$T/x.json"
 printf '[[1, 2, 100, 4], [2, 2, 50]]' > "$T/badrow.json"
 expect 1 "badrow.json: \$[1]: expected [time, action, bytes, category 0-7]" "a timeline row of three" -- $S import "$P/tied-kineto.json" --memory-timeline "$T/badrow.json" -o "$T/x.json"
 printf '[[0, 2, 100, 4], [10000, 2, 50, 4], [10000000, 4, -150, 4]]' > "$T/small-tl.json"
