@@ -365,3 +365,167 @@ stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out)
   stw_simulation_clear(&sim);
   return print(o);
 }
+
+/* ---- the runtime ------------------------------------------------------------------------ */
+
+char *
+stw_bind_trace_json(const StwTrace *t, char **error_out)
+{
+  GError *error = NULL;
+  char *text = stw_trace_to_string(t, &error);
+  if (text == NULL)
+    give(error, error_out);
+  return text;
+}
+
+struct StwBindRuntime {
+  StwBackend *backend;
+  StwRuntime *rt;
+  const StwTrace *model;
+};
+
+StwBindRuntime *
+stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwPlan *plan,
+                     const StwTrace *plan_trace, guint64 device_bytes, char **error_out)
+{
+  StwBindRuntime *r = g_new0(StwBindRuntime, 1);
+  r->model = model;
+  r->backend = stw_backend_host_new();
+  StwRuntimeOptions o = { .mode = plan != NULL ? STW_RUNTIME_REPLAY : STW_RUNTIME_PROFILE,
+                          .device_bytes = device_bytes, .plan = plan,
+                          .plan_trace = plan_trace };
+  GError *error = NULL;
+  r->rt = stw_runtime_new(model, init, &o, r->backend, &error);
+  if (r->rt == NULL) {
+    give(error, error_out);
+    stw_bind_runtime_free(r);
+    return NULL;
+  }
+  return r;
+}
+
+void
+stw_bind_runtime_free(StwBindRuntime *r)
+{
+  if (r == NULL)
+    return;
+  stw_runtime_free(r->rt);
+  if (r->backend != NULL)
+    r->backend->free(r->backend);
+  g_free(r);
+}
+
+void
+stw_bind_runtime_iteration_begin(StwBindRuntime *r)
+{
+  stw_runtime_iteration_begin(r->rt);
+}
+
+gboolean
+stw_bind_runtime_iteration_end(StwBindRuntime *r, char **error_out)
+{
+  GError *error = NULL;
+  return stw_runtime_iteration_end(r->rt, &error) || give(error, error_out);
+}
+
+gboolean
+stw_bind_runtime_op_begin(StwBindRuntime *r, const char *name, const char *stage,
+                          const guint32 *params, guint32 n_params, const guint32 *grads,
+                          guint32 n_grads, char **error_out)
+{
+  int s = -1;
+  for (int i = 0; i < STW_N_STAGES; i++)
+    if (g_strcmp0(stage, stw_stage_name((StwStage)i)) == 0)
+      s = i;
+  if (s < 0)
+    return say(error_out, "op %s: stage '%s' is not fwd, bwd or optim", name,
+               stage != NULL ? stage : "");
+  for (guint32 i = 0; i < n_params + n_grads; i++) {
+    guint32 id = i < n_params ? params[i] : grads[i - n_params];
+    if (id >= r->model->tensors->len)
+      return say(error_out, "op %s: tensor %u is not one of the model's %u", name, id,
+                 r->model->tensors->len);
+  }
+  GError *error = NULL;
+  return stw_runtime_op_begin(r->rt, name, (StwStage)s, params, n_params, grads, n_grads,
+                              &error) ||
+         give(error, error_out);
+}
+
+void
+stw_bind_runtime_op_end(StwBindRuntime *r)
+{
+  stw_runtime_op_end(r->rt);
+}
+
+float *
+stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor)
+{
+  if (tensor >= r->model->tensors->len)
+    return NULL;
+  return stw_runtime_param(r->rt, tensor);
+}
+
+static float
+adam_member(const cJSON *o, const char *key, float fallback)
+{
+  const cJSON *v = cJSON_GetObjectItem(o, key);
+  return cJSON_IsNumber(v) ? (float)v->valuedouble : fallback;
+}
+
+gboolean
+stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, guint64 step,
+                      char **error_out)
+{
+  cJSON *o = options_of("adam", adam_json, error_out);
+  if (o == NULL)
+    return FALSE;
+  StwAdamConfig c;
+  stw_adam_config_init(&c);
+  c.lr = adam_member(o, "lr", c.lr);
+  c.beta1 = adam_member(o, "beta1", c.beta1);
+  c.beta2 = adam_member(o, "beta2", c.beta2);
+  c.eps = adam_member(o, "eps", c.eps);
+  c.weight_decay = adam_member(o, "weight_decay", c.weight_decay);
+  cJSON_Delete(o);
+  if (tensor >= r->model->tensors->len || step < 1)
+    return say(error_out, "adam: tensor %u of %u, step %" G_GUINT64_FORMAT " (from 1)", tensor,
+               r->model->tensors->len, step);
+  g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
+  stw_runtime_optim_tensors(r->rt, tensor, stepped);
+  for (guint i = 0; i < stepped->len; i++) {
+    guint32 id = g_array_index(stepped, guint32, i);
+    gpointer param;
+    float *master, *m, *v;
+    /* the host backend's device is host memory: its Adam and the CPU's are the same code */
+    stw_runtime_optim(r->rt, id, &param, &master, &m, &v);
+    stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v,
+                          stw_trace_tensor(r->model, id)->numel, &c, step);
+  }
+  return TRUE;
+}
+
+char *
+stw_bind_runtime_stats(StwBindRuntime *r)
+{
+  const StwRuntimeStats *s = stw_runtime_stats(r->rt);
+  cJSON *o = cJSON_CreateObject();
+  stw_json_add_u64(o, "h2d_bytes", s->h2d_bytes);
+  stw_json_add_u64(o, "d2h_bytes", s->d2h_bytes);
+  stw_json_add_u64(o, "warmup_h2d_bytes", s->warmup_h2d_bytes);
+  stw_json_add_u64(o, "peak_device_bytes", s->peak_device_bytes);
+  stw_json_add_u64(o, "deviations", s->deviations);
+  stw_json_add_u64(o, "ops", s->ops);
+  stw_json_add_u64(o, "bookkeeping_ns", s->bookkeeping_ns);
+  return print(o);
+}
+
+void
+stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out)
+{
+  if (tensor >= r->model->tensors->len)
+    return;
+  gsize n = stw_trace_tensor(r->model, tensor)->numel;
+  g_autofree float *m = g_new(float, MAX(n, 1)), *v = g_new(float, MAX(n, 1));
+  stw_runtime_read_state(r->rt, tensor, out, m, v);
+}

@@ -71,6 +71,37 @@ char *stw_bind_check(const StwPlan *plan, const StwTrace *t, char **error_out);
 /* stw_simulate on the plan's hardware (the plan must check): the simulation's totals as JSON. */
 char *stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out);
 
+/* The trace's JSON (the file's text), for a binding to read its ops. */
+char *stw_bind_trace_json(const StwTrace *t, char **error_out);
+
+/* The runtime on the host backend (the emulated device of DEVICE_BYTES), replaying PLAN (made
+ * for PLAN_TRACE) or, with PLAN NULL, in profile mode; MODEL's tensors (fp32) start from INIT
+ * (one array of numel floats per tensor, in id order; NULL: zeros). MODEL, PLAN and PLAN_TRACE
+ * must outlive it. The op-by-op calls are stw_runtime_*'s (runtime.h). */
+typedef struct StwBindRuntime StwBindRuntime;
+StwBindRuntime *stw_bind_runtime_new(const StwTrace *model, const float *const *init,
+                                     const StwPlan *plan, const StwTrace *plan_trace,
+                                     guint64 device_bytes, char **error_out);
+void stw_bind_runtime_free(StwBindRuntime *r);
+void stw_bind_runtime_iteration_begin(StwBindRuntime *r);
+gboolean stw_bind_runtime_iteration_end(StwBindRuntime *r, char **error_out);
+gboolean stw_bind_runtime_op_begin(StwBindRuntime *r, const char *name, const char *stage,
+                                   const guint32 *params, guint32 n_params,
+                                   const guint32 *grads, guint32 n_grads, char **error_out);
+void stw_bind_runtime_op_end(StwBindRuntime *r);
+/* The compute copy of TENSOR for the current op (fp32, numel floats); after its backward, its
+ * gradient. */
+float *stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor);
+/* At the optimizer op of TENSOR: one AdamW step (ADAM_JSON: {"lr", "beta1", "beta2", "eps",
+ * "weight_decay"}, missing members at their defaults; STEP from 1) of every tensor this rank
+ * steps there, wherever the plan places it, the library's CPU Adam on the host backend. */
+gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json,
+                               guint64 step, char **error_out);
+/* The runtime's figures (runtime.h's StwRuntimeStats) as JSON. */
+char *stw_bind_runtime_stats(StwBindRuntime *r);
+/* TENSOR's fp32 master weights into OUT (numel floats). */
+void stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out);
+
 STW_END_DECLS
 
 #endif

@@ -9,8 +9,8 @@ import os
 
 from . import _lib
 
-__all__ = ["StowageError", "Trace", "Plan", "plan", "check", "simulate", "import_trace",
-           "version"]
+__all__ = ["StowageError", "Trace", "Plan", "Runtime", "plan", "check", "simulate",
+           "import_trace", "version"]
 
 
 class StowageError(Exception):
@@ -50,6 +50,10 @@ class Trace:
     def save(self, path):
         _call(_lib.trace_save, self._h, _path(path))
         self.path = os.fspath(path)
+
+    def json(self):
+        """The trace as the dict of its file (docs/trace-format.md)."""
+        return json.loads(_lib.take(_call(_lib.trace_json, self._h)))
 
     def summary(self, top=10):
         """What `stowage inspect --json` prints, as a dict."""
@@ -118,3 +122,70 @@ def check(plan, trace):
 def simulate(plan, trace):
     """Simulates PLAN on its hardware (stowage simulate): the iteration's totals."""
     return json.loads(_lib.take(_call(_lib.simulate, plan._h, trace._h)))
+
+
+class Runtime:
+    """The C runtime on the host backend (an emulated device of DEVICE_BYTES): the model data
+    in chunks, moved as PLAN says (made for PLAN_TRACE) or, without a plan, on demand (profile
+    mode). MODEL's tensors are fp32 and start from INIT (a list of float sequences, one per
+    tensor in id order; None: zeros). Ops are run as in runtime.h: op_begin, param, op_end."""
+
+    _STAGES = ("fwd", "bwd", "optim")
+
+    def __init__(self, model, device_bytes, plan=None, plan_trace=None, init=None):
+        self._h = None
+        self._keep = (model, plan, plan_trace)  # the library holds pointers to them
+        self.model = model
+        self.numel = [x["numel"] for x in model.json()["tensors"]]
+        arrays = None
+        if init is not None:
+            if len(init) != len(self.numel):
+                raise StowageError("runtime: %d initial tensors for a model of %d"
+                                   % (len(init), len(self.numel)))
+            self._init = [(ctypes.c_float * n)(*values) for n, values in zip(self.numel, init)]
+            arrays = (_lib.f32p * len(self._init))(
+                *[ctypes.cast(a, _lib.f32p) for a in self._init])
+        self._h = _call(_lib.runtime_new, model._h, arrays, plan._h if plan else None,
+                        (plan_trace or model)._h if plan else None, device_bytes)
+
+    def iteration_begin(self):
+        _lib.runtime_iteration_begin(self._h)
+
+    def iteration_end(self):
+        _call(_lib.runtime_iteration_end, self._h)
+
+    def op_begin(self, name, stage, params=(), grads=()):
+        ps = (_lib.u32 * max(len(params), 1))(*params)
+        gs = (_lib.u32 * max(len(grads), 1))(*grads)
+        _call(_lib.runtime_op_begin, self._h, name.encode(), stage.encode(), ps, len(params),
+              gs, len(grads))
+
+    def op_end(self):
+        _lib.runtime_op_end(self._h)
+
+    def param(self, tensor):
+        """The compute copy of TENSOR for the current op, a ctypes float array over the
+        runtime's memory (valid until the op ends)."""
+        ptr = _lib.runtime_param(self._h, tensor)
+        if not ptr:
+            raise StowageError("runtime: tensor %d is not resident for this op" % tensor)
+        return (ctypes.c_float * self.numel[tensor]).from_address(ptr)
+
+    def adam(self, tensor, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
+                "weight_decay": weight_decay}
+        _call(_lib.runtime_adam, self._h, tensor, json.dumps(opts).encode(), step)
+
+    def master(self, tensor):
+        out = (ctypes.c_float * self.numel[tensor])()
+        _lib.runtime_master(self._h, tensor, out)
+        return list(out)
+
+    @property
+    def stats(self):
+        return json.loads(_lib.take(_lib.runtime_stats(self._h)))
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.runtime_free(h)

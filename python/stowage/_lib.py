@@ -91,6 +91,27 @@ simulate = _fn("stw_bind_simulate", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_v
                ctypes.POINTER(ctypes.c_void_p))
 
 
+trace_json = _fn("stw_bind_trace_json", ctypes.c_void_p, ctypes.c_void_p,
+                 ctypes.POINTER(ctypes.c_void_p))
+f32p = ctypes.POINTER(ctypes.c_float)
+runtime_new = _fn("stw_bind_runtime_new", ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(f32p), ctypes.c_void_p, ctypes.c_void_p, u64,
+                  ctypes.POINTER(ctypes.c_void_p))
+runtime_free = _fn("stw_bind_runtime_free", None, ctypes.c_void_p)
+runtime_iteration_begin = _fn("stw_bind_runtime_iteration_begin", None, ctypes.c_void_p)
+runtime_iteration_end = _fn("stw_bind_runtime_iteration_end", ctypes.c_int, ctypes.c_void_p,
+                            ctypes.POINTER(ctypes.c_void_p))
+runtime_op_begin = _fn("stw_bind_runtime_op_begin", ctypes.c_int, ctypes.c_void_p,
+                       ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(u32), u32,
+                       ctypes.POINTER(u32), u32, ctypes.POINTER(ctypes.c_void_p))
+runtime_op_end = _fn("stw_bind_runtime_op_end", None, ctypes.c_void_p)
+runtime_param = _fn("stw_bind_runtime_param", ctypes.c_void_p, ctypes.c_void_p, u32)
+runtime_adam = _fn("stw_bind_runtime_adam", ctypes.c_int, ctypes.c_void_p, u32, ctypes.c_char_p,
+                   u64, ctypes.POINTER(ctypes.c_void_p))
+runtime_stats = _fn("stw_bind_runtime_stats", ctypes.c_void_p, ctypes.c_void_p)
+runtime_master = _fn("stw_bind_runtime_master", None, ctypes.c_void_p, u32, f32p)
+
+
 def take(ptr):
     """The library's string at PTR as a Python str, freed; None for NULL."""
     if not ptr:

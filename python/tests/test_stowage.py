@@ -89,6 +89,87 @@ class TestBuild(unittest.TestCase):
         self.assertIn("a trace needs at least one op", str(e.exception))
 
 
+def fp32_trace(n_layers=3, width=16):
+    """An fp32 MLP of N_LAYERS square layers, its optimizer op per tensor: a model the runtime
+    can hold (fp32)."""
+    from stowage import _call, _lib
+    t = stowage.Trace(_lib.trace_new(b"mlp", b"test-gpu", 1 << 30))
+    ids = []
+    for i in range(n_layers):
+        shape = (_lib.u64 * 2)(width, width)
+        ids.append(_call(_lib.trace_add_tensor, t._h, b"l%d.weight" % i, b"fp32", shape, 2))
+    for i in ids:
+        a = (_lib.u32 * 1)(i)
+        _call(_lib.trace_add_op, t._h, b"l%d" % i, b"fwd", a, 1, a, 0, 64, 128, 1000)
+    for i in reversed(ids):
+        a = (_lib.u32 * 1)(i)
+        _call(_lib.trace_add_op, t._h, b"l%d.bwd" % i, b"bwd", a, 1, a, 1, 64, 128, 2000)
+    for i in ids:
+        a = (_lib.u32 * 1)(i)
+        _call(_lib.trace_add_op, t._h, b"adam.l%d.weight" % i, b"optim", a, 1, a, 0, 0, 0, 100)
+    _call(_lib.trace_validate, t._h)
+    return t
+
+
+class TestRuntime(unittest.TestCase):
+    """The C runtime driven from Python: a plan's replay moves what it predicts, within its
+    budget, and training through it gives the values of the same steps without it."""
+
+    def run_steps(self, t, rt, steps):
+        ops = t.json()["ops"]
+        for step in range(1, steps + 1):
+            rt.iteration_begin()
+            for op in ops:
+                rt.op_begin(op["name"], op["stage"], op["params"], op["grads"])
+                if op["stage"] == "bwd":  # a gradient the same at every step: 0.01 everywhere
+                    for g in op["grads"]:
+                        buf = rt.param(g)
+                        for k in range(len(buf)):
+                            buf[k] = 0.01
+                if op["stage"] == "optim":
+                    rt.adam(op["params"][0], step, lr=0.1)
+                rt.op_end()
+            rt.iteration_end()
+
+    def test_replay_moves_what_the_plan_says(self):
+        t = fp32_trace()
+        model_bytes = 3 * 16 * 16 * 4
+        budget = model_bytes // 2 + 1024  # room for a third of the weights beside activations
+        p = stowage.plan(t, gpu=budget, chunk_size=256)
+        pred = stowage.check(p, t)
+        init = [[0.5] * 256 for _ in range(3)]
+        rt = stowage.Runtime(t, budget, plan=p, plan_trace=t, init=init)
+        self.run_steps(t, rt, 2)
+        st = rt.stats
+        self.assertEqual(st["h2d_bytes"], pred["h2d_bytes"])
+        self.assertEqual(st["d2h_bytes"], pred["d2h_bytes"])
+        self.assertLessEqual(st["peak_device_bytes"], budget)
+        self.assertEqual(st["deviations"], 0)
+        self.assertGreater(pred["h2d_bytes"], 0)
+        # the same two steps with everything resident give the same weights, bit for bit
+        whole = stowage.Runtime(t, 1 << 20, init=init)
+        self.run_steps(t, whole, 2)
+        for i in range(3):
+            self.assertEqual(rt.master(i), whole.master(i))
+        self.assertNotEqual(rt.master(0)[0], 0.5)
+
+    def test_runtime_errors(self):
+        t = fp32_trace()
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.Runtime(t, 1 << 20, init=[[0.0] * 256])
+        self.assertIn("runtime: 1 initial tensors for a model of 3", str(e.exception))
+        rt = stowage.Runtime(t, 1 << 20)
+        rt.iteration_begin()
+        with self.assertRaises(stowage.StowageError) as e:
+            rt.op_begin("l0", "fwd", [7])
+        self.assertIn("op l0: tensor 7 is not one of the model's 3", str(e.exception))
+        other = stowage.plan(built_trace(), gpu=4096)
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.Runtime(t, 1 << 20, plan=other, plan_trace=built_trace())
+        self.assertIn("the plan was made for another model: its trace's digest or tensors (1, fp16) "
+                      "differ from this model's (3 tensors, fp32)", str(e.exception))
+
+
 class TestPlans(unittest.TestCase):
     def setUp(self):
         self.t = stowage.Trace.load(MINI)
