@@ -72,6 +72,16 @@ options_of(const char *what, const char *options_json, char **error_out)
 
 /* ---- traces ---------------------------------------------------------------------------- */
 
+/* The stage named TEXT ("fwd", "bwd", "optim"), or -1. */
+static int
+stage_of(const char *text)
+{
+  for (int i = 0; i < STW_N_STAGES; i++)
+    if (g_strcmp0(text, stw_stage_name((StwStage)i)) == 0)
+      return i;
+  return -1;
+}
+
 StwTrace *
 stw_bind_trace_load(const char *file, char **error_out)
 {
@@ -165,10 +175,7 @@ stw_bind_trace_add_op(StwTrace *t, const char *name, const char *stage, const gu
                       guint64 nonmodel_bytes, guint64 peak_bytes, guint64 duration_ns,
                       char **error_out)
 {
-  int s = -1;
-  for (int i = 0; i < STW_N_STAGES; i++)
-    if (g_strcmp0(stage, stw_stage_name((StwStage)i)) == 0)
-      s = i;
+  int s = stage_of(stage);
   if (s < 0)
     return say(error_out, "op %s: stage '%s' is not fwd, bwd or optim", name,
                stage != NULL ? stage : "") - 1;
@@ -433,10 +440,7 @@ stw_bind_runtime_op_begin(StwBindRuntime *r, const char *name, const char *stage
                           const guint32 *params, guint32 n_params, const guint32 *grads,
                           guint32 n_grads, char **error_out)
 {
-  int s = -1;
-  for (int i = 0; i < STW_N_STAGES; i++)
-    if (g_strcmp0(stage, stw_stage_name((StwStage)i)) == 0)
-      s = i;
+  int s = stage_of(stage);
   if (s < 0)
     return say(error_out, "op %s: stage '%s' is not fwd, bwd or optim", name,
                stage != NULL ? stage : "");
