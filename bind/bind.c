@@ -477,21 +477,53 @@ adam_member(const cJSON *o, const char *key, float fallback)
   return cJSON_IsNumber(v) ? (float)v->valuedouble : fallback;
 }
 
-gboolean
-stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, guint64 step,
-                      char **error_out)
+static gboolean
+adam_config(const char *adam_json, StwAdamConfig *c, char **error_out)
 {
   cJSON *o = options_of("adam", adam_json, error_out);
   if (o == NULL)
     return FALSE;
-  StwAdamConfig c;
-  stw_adam_config_init(&c);
-  c.lr = adam_member(o, "lr", c.lr);
-  c.beta1 = adam_member(o, "beta1", c.beta1);
-  c.beta2 = adam_member(o, "beta2", c.beta2);
-  c.eps = adam_member(o, "eps", c.eps);
-  c.weight_decay = adam_member(o, "weight_decay", c.weight_decay);
+  stw_adam_config_init(c);
+  c->lr = adam_member(o, "lr", c->lr);
+  c->beta1 = adam_member(o, "beta1", c->beta1);
+  c->beta2 = adam_member(o, "beta2", c->beta2);
+  c->eps = adam_member(o, "eps", c->eps);
+  c->weight_decay = adam_member(o, "weight_decay", c->weight_decay);
   cJSON_Delete(o);
+  return TRUE;
+}
+
+gboolean
+stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n, const char *adam_json,
+              guint64 step, char **error_out)
+{
+  StwAdamConfig c;
+  if (!adam_config(adam_json, &c, error_out))
+    return FALSE;
+  if (step < 1)
+    return say(error_out, "adam: step %" G_GUINT64_FORMAT " (from 1)", step);
+  stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v, n, &c, step);
+  return TRUE;
+}
+
+float *
+stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor)
+{
+  if (tensor >= r->model->tensors->len)
+    return NULL;
+  gpointer param;
+  float *master, *m, *v;
+  stw_runtime_optim(r->rt, tensor, &param, &master, &m, &v);
+  return param;
+}
+
+gboolean
+stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, guint64 step,
+                      char **error_out)
+{
+  StwAdamConfig c;
+  if (!adam_config(adam_json, &c, error_out))
+    return FALSE;
   if (tensor >= r->model->tensors->len || step < 1)
     return say(error_out, "adam: tensor %u of %u, step %" G_GUINT64_FORMAT " (from 1)", tensor,
                r->model->tensors->len, step);

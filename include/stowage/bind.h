@@ -97,6 +97,13 @@ float *stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor);
  * steps there, wherever the plan places it, the library's CPU Adam on the host backend. */
 gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json,
                                guint64 step, char **error_out);
+/* At the optimizer op of TENSOR: where its gradient goes for the step (the compute copy
+ * wherever the plan steps it), numel floats. */
+float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor);
+/* The same AdamW step on plain arrays (the reference a binding compares with): PARAM holds the
+ * gradient and gets the new weights, MASTER the fp32 weights, M and V the moments. */
+gboolean stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n,
+                       const char *adam_json, guint64 step, char **error_out);
 /* The runtime's figures (runtime.h's StwRuntimeStats) as JSON. */
 char *stw_bind_runtime_stats(StwBindRuntime *r);
 /* TENSOR's fp32 master weights into OUT (numel floats). */

@@ -132,19 +132,22 @@ class Runtime:
 
     _STAGES = ("fwd", "bwd", "optim")
 
-    def __init__(self, model, device_bytes, plan=None, plan_trace=None, init=None):
+    def __init__(self, model, device_bytes, plan=None, plan_trace=None, init=None,
+                 init_addresses=None):
         self._h = None
         self._keep = (model, plan, plan_trace)  # the library holds pointers to them
         self.model = model
         self.numel = [x["numel"] for x in model.json()["tensors"]]
         arrays = None
-        if init is not None:
-            if len(init) != len(self.numel):
+        if init is not None or init_addresses is not None:
+            n = len(init if init is not None else init_addresses)
+            if n != len(self.numel):
                 raise StowageError("runtime: %d initial tensors for a model of %d"
-                                   % (len(init), len(self.numel)))
-            self._init = [(ctypes.c_float * n)(*values) for n, values in zip(self.numel, init)]
-            arrays = (_lib.f32p * len(self._init))(
-                *[ctypes.cast(a, _lib.f32p) for a in self._init])
+                                   % (n, len(self.numel)))
+            if init is not None:
+                self._init = [(ctypes.c_float * k)(*values) for k, values in zip(self.numel, init)]
+                init_addresses = [ctypes.addressof(a) for a in self._init]
+            arrays = (ctypes.c_void_p * n)(*init_addresses)
         self._h = _call(_lib.runtime_new, model._h, arrays, plan._h if plan else None,
                         (plan_trace or model)._h if plan else None, device_bytes)
 
@@ -176,6 +179,10 @@ class Runtime:
                 "weight_decay": weight_decay}
         _call(_lib.runtime_adam, self._h, tensor, json.dumps(opts).encode(), step)
 
+    def optim_grad(self, tensor):
+        """At TENSOR's optimizer op: where its gradient goes for the step (an address)."""
+        return _lib.runtime_optim_grad(self._h, tensor)
+
     def master(self, tensor):
         out = (ctypes.c_float * self.numel[tensor])()
         _lib.runtime_master(self._h, tensor, out)
@@ -189,3 +196,11 @@ class Runtime:
         h, self._h = getattr(self, "_h", None), None
         if h:
             _lib.runtime_free(h)
+
+
+def adam(param, master, m, v, n, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    """The library's AdamW step on plain fp32 arrays at these addresses (N elements): PARAM holds
+    the gradient and gets the new weights; the same code the runtime steps its chunks with."""
+    opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
+            "weight_decay": weight_decay}
+    _call(_lib.adam, param, master, m, v, n, json.dumps(opts).encode(), step)

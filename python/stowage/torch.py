@@ -217,6 +217,20 @@ class profile:
         _call(_lib.trace_validate, t._h)
         return t
 
+    def model_trace(self):
+        """The model's tensors as a trace of their own (one op), for the runtime to hold them
+        and to hold a plan's trace against."""
+        t = Trace(_lib.trace_new(self.name.encode(), b"cpu", 0))
+        for pname, p in self.params:
+            shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
+            _call(_lib.trace_add_tensor, t._h, pname.encode(), _DTYPES[p.dtype].encode(), shape,
+                  max(p.dim(), 1))
+        self._add_op(t, "model", "fwd", [], [], 0, 0, 0)
+        for i, (pname, _) in enumerate(self.params):
+            self._add_op(t, "optimizer." + pname, "optim", [i], [], 0, 0, 0)
+        _call(_lib.trace_validate, t._h)
+        return t
+
     @staticmethod
     def _add_op(t, name, stage, params, grads, nonmodel, peak, ns):
         ps = (_lib.u32 * max(len(params), 1))(*params)
@@ -226,3 +240,129 @@ class profile:
 
     def save(self, path, batch=0, seq=0):
         self.trace(batch, seq).save(path)
+
+
+class wrap:
+    """Trains MODEL with PLAN: the model data lives in the C runtime's chunks on the emulated
+    device (the host backend), moved as the plan says; before each module runs, its parameters
+    become views of their resident chunk memory; the optimizer step is the library's AdamW,
+    where the plan places it, with OPTIMIZER's hyperparameters as they are at each step (a
+    scheduler's learning rate included).
+
+        p = stowage.torch.profile(model, optimizer) ...; p.save("trace.json")
+        plan = stowage.plan(stowage.Trace.load("trace.json"), gpu="1MiB")
+        with stowage.torch.wrap(model, optimizer, plan, "trace.json", gpu_bytes) as w:
+            for step in range(10):
+                loss = ...; loss.backward(); optimizer.step(); optimizer.zero_grad()
+
+    TRACE is the profile the plan was made from (a path or a stowage.Trace); the model must be
+    the one profiled (the runtime refuses another: its message). Gradients are PyTorch's (in
+    its own memory) until the optimizer op, where each is written where the plan steps it.
+    Between ops a parameter is NaN (one element expanded to its shape, no memory): a use outside
+    the modules the trace knows gives NaN instead of reading memory the runtime has reused."""
+
+    def __init__(self, model, optimizer, plan, trace, device_bytes):
+        self.p = profile(model, optimizer)  # the same ops, names and tensor ids
+        if isinstance(optimizer, _torch.optim.Adam) and not isinstance(optimizer,
+                                                                       _torch.optim.AdamW):
+            for g in optimizer.param_groups:
+                if g.get("weight_decay", 0):
+                    raise StowageError("wrap: Adam's weight decay is L2 (added to the gradient);"
+                                       " the runtime steps AdamW's decoupled decay")
+        self.trace = trace if isinstance(trace, Trace) else Trace.load(trace)
+        self.plan = plan
+        for name, p in self.p.params:
+            if p.dtype != _torch.float32 or not p.is_contiguous() or p.is_cuda:
+                raise StowageError("wrap: parameter %s must be a contiguous fp32 CPU tensor "
+                                   "(it is %s%s)" % (name, p.dtype,
+                                                     ", not contiguous" if not p.is_contiguous()
+                                                     else ""))
+        addresses = [p.data_ptr() for _, p in self.p.params]
+        from . import Runtime
+        # this model's tensors, held against the plan's trace by the runtime (its message when
+        # the plan was made for another model)
+        self.model = self.p.model_trace()
+        self.rt = Runtime(self.model, device_bytes, plan=plan, plan_trace=self.trace,
+                          init_addresses=addresses)
+        self.shapes = [tuple(p.shape) for _, p in self.p.params]
+        # between ops a parameter is NaN of its shape, in no memory (one element, expanded)
+        self.nan = _torch.tensor(float("nan"))
+        self.step = 0
+        self.in_iteration = False
+        self.handles = []
+
+    def _view(self, i):
+        buf = self.rt.param(i)
+        return _torch.frombuffer(buf, dtype=_torch.float32).view(self.shapes[i])
+
+    def _begin(self, name, stage, ids, grads):
+        if not self.in_iteration:
+            self.rt.iteration_begin()
+            self.in_iteration = True
+        self.rt.op_begin(name, stage, ids, grads)
+        if stage != "optim":  # the optimizer's lists are where the plan steps them
+            for i in ids:
+                self.p.params[i][1].data = self._view(i)
+
+    def _placeholder(self, i):
+        return self.nan.expand(self.shapes[i])
+
+    def _end(self, ids):
+        self.rt.op_end()
+        for i in ids:
+            self.p.params[i][1].data = self._placeholder(i)
+
+    def __enter__(self):
+        for name, m, ids in self.p._marked():
+            self.handles.append(m.register_forward_pre_hook(
+                lambda mod, args, name=name, ids=ids: self._begin(name, "fwd", ids, [])))
+            self.handles.append(m.register_forward_hook(
+                lambda mod, args, out, ids=ids: self._end(ids)))
+            self.handles.append(m.register_full_backward_pre_hook(
+                lambda mod, g, name=name, ids=ids: self._begin(name + ".bwd", "bwd", ids, ids)))
+            self.handles.append(m.register_full_backward_hook(
+                lambda mod, gi, go, ids=ids: self._end(ids)))
+        self._step = self.p.optimizer.step
+        self.p.optimizer.step = self._optimizer_step
+        for i, (_, p) in enumerate(self.p.params):
+            p.data = self._placeholder(i)
+        return self
+
+    def _optimizer_step(self, *args, **kwargs):
+        self.step += 1
+        group_of = {}
+        for g in self.p.optimizer.param_groups:
+            for q in g["params"]:
+                group_of[id(q)] = g
+        for i, (name, p) in enumerate(self.p.params):
+            g = group_of[id(p)]
+            self._begin("optimizer." + name, "optim", [i], [])
+            grad = p.grad
+            if grad is None:
+                raise StowageError("wrap: %s has no gradient at the optimizer step" % name)
+            dst = self.rt.optim_grad(i)
+            src = grad.contiguous()
+            _ctypes_memmove(dst, src.data_ptr(), src.numel() * 4)
+            self.rt.adam(i, self.step, lr=float(g["lr"]), betas=tuple(g["betas"]),
+                         eps=float(g["eps"]), weight_decay=float(g.get("weight_decay", 0.0)))
+            self.rt.op_end()
+        self.rt.iteration_end()
+        self.in_iteration = False
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+        self.p.optimizer.step = self._step
+        # the trained weights back into the model's own memory
+        for i, (name, p) in enumerate(self.p.params):
+            p.data = _torch.tensor(self.rt.master(i), dtype=_torch.float32).view(self.shapes[i])
+        return False
+
+    @property
+    def stats(self):
+        return self.rt.stats
+
+
+def _ctypes_memmove(dst, src, n):
+    import ctypes
+    ctypes.memmove(dst, src, n)

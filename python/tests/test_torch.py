@@ -84,6 +84,110 @@ class TestProfile(unittest.TestCase):
         plan = stowage.plan(t, gpu=64 << 10)
         self.assertEqual(stowage.check(plan, t)["h2d_bytes"], plan.predictions["h2d_bytes"])
 
+    def test_wrap_trains_with_the_plan_bitwise(self):
+        """Profiled, planned at a quarter of the model data, trained 10 steps with the plan:
+        the losses are bitwise those of plain PyTorch stepping the library's AdamW, the device
+        stays in budget, and the bytes moved are the plan's."""
+        def loss_of(m, x):
+            return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
+
+        torch.manual_seed(0)
+        m = TinyLM(vocab=64, d=32, layers=6)
+        start = {k: v.clone() for k, v in m.state_dict().items()}
+        x = torch.randint(0, 64, (2, 8))
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        with st.profile(m, opt) as p:
+            for _ in range(2):
+                loss_of(m, x).backward()
+                opt.step()
+                opt.zero_grad()
+        t = p.trace(batch=2, seq=8)
+        n = sum(q.numel() for q in m.parameters())
+        budget = 16 * n // 4  # a quarter of the model data: 4 fp32 lists
+        plan = stowage.plan(t, gpu=budget)
+        pred = stowage.check(plan, t)
+
+        m.load_state_dict(start)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
+        wrapped = []
+        with st.wrap(m, opt, plan, t, budget) as w:
+            for _ in range(10):
+                loss = loss_of(m, x)
+                wrapped.append(loss.item())
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                sched.step()
+            stats = w.stats
+        trained = {k: v.clone() for k, v in m.state_dict().items()}
+        self.assertEqual(stats["h2d_bytes"], pred["h2d_bytes"])
+        self.assertEqual(stats["d2h_bytes"], pred["d2h_bytes"])
+        self.assertGreater(pred["h2d_bytes"], 0)
+        self.assertLessEqual(stats["peak_device_bytes"], budget)
+        self.assertEqual(stats["deviations"], 0)
+
+        # the reference: plain PyTorch, the library's AdamW on plain arrays
+        m.load_state_dict(start)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
+        params = [q for _, q in m.named_parameters()]
+        master = [q.detach().clone() for q in params]
+        mom = [torch.zeros_like(q) for q in params]
+        var = [torch.zeros_like(q) for q in params]
+        plain = []
+        for step in range(1, 11):
+            loss = loss_of(m, x)
+            plain.append(loss.item())
+            loss.backward()
+            g = opt.param_groups[0]
+            for i, q in enumerate(params):
+                buf = q.grad.detach().clone().contiguous()
+                stowage.adam(buf.data_ptr(), master[i].data_ptr(), mom[i].data_ptr(),
+                             var[i].data_ptr(), q.numel(), step, lr=g["lr"], betas=g["betas"],
+                             eps=g["eps"], weight_decay=g["weight_decay"])
+                q.data = buf
+            opt.zero_grad()
+            sched.step()
+        self.assertEqual(wrapped, plain)
+        for k, v in m.state_dict().items():
+            self.assertTrue(torch.equal(trained[k], v), k)
+        self.assertLess(wrapped[-1], wrapped[0])
+
+        # torch.optim.AdamW itself: the same update in another order of float operations
+        m.load_state_dict(start)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
+        reference = []
+        for _ in range(10):
+            loss = loss_of(m, x)
+            reference.append(loss.item())
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            sched.step()
+        for a, b in zip(wrapped, reference):
+            self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
+
+    def test_wrap_refuses_another_model(self):
+        torch.manual_seed(0)
+        small = TinyLM(d=16, layers=2)
+        opt = torch.optim.AdamW(small.parameters())
+        x = torch.randint(0, 64, (1, 4))
+        with st.profile(small, opt) as p:
+            torch.nn.functional.cross_entropy(small(x).flatten(0, 1), x.flatten()).backward()
+            opt.step()
+        t = p.trace()
+        plan = stowage.plan(t, gpu=1 << 20)
+        other = TinyLM(d=16, layers=3)
+        with self.assertRaises(stowage.StowageError) as e:
+            st.wrap(other, torch.optim.AdamW(other.parameters()), plan, t, 1 << 20)
+        self.assertIn("the plan was made for another model", str(e.exception))
+        half = TinyLM(d=16, layers=2).to(torch.float64)
+        with self.assertRaises(stowage.StowageError) as e:
+            st.wrap(half, torch.optim.AdamW(half.parameters()), plan, t, 1 << 20)
+        self.assertIn("wte.weight is torch.float64", str(e.exception))
+
     def test_no_iteration(self):
         m = TinyLM()
         opt = torch.optim.AdamW(m.parameters())

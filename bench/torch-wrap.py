@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""bench/torch-wrap.py — tokens/s of a small PyTorch GPT trained plain, wrapped by
+stowage.torch.wrap with everything resident, and wrapped at a quarter of its model data; the
+wrapper's overhead per op in µs. Each configuration trains STEPS steps in its own round, rounds
+interleaved, medians of ROUNDS; CPU, one thread. Needs PyTorch and the built library
+(STOWAGE_LIB, PYTHONPATH=python). Usage: bench/torch-wrap.py [ROUNDS] [STEPS]"""
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "tests"))
+import stowage  # noqa: E402
+import stowage.torch as st  # noqa: E402
+from test_torch import TinyLM  # noqa: E402
+
+torch.set_num_threads(1)
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+B, T, D, L, V = 4, 64, 128, 4, 256
+
+
+def loss_of(m, x):
+    return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
+
+
+torch.manual_seed(0)
+model = TinyLM(vocab=V, d=D, layers=L)
+start = {k: v.clone() for k, v in model.state_dict().items()}
+x = torch.randint(0, V, (B, T))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+with st.profile(model, opt) as p:
+    for _ in range(2):
+        loss_of(model, x).backward()
+        opt.step()
+        opt.zero_grad()
+trace = p.trace(batch=B, seq=T)
+n = sum(q.numel() for q in model.parameters())
+data = 16 * n
+ops_per_step = len(trace.json()["ops"])
+plans = {"resident": (stowage.plan(trace, gpu=4 * data), 4 * data),
+         "quarter": (stowage.plan(trace, gpu=data // 4), data // 4)}
+
+
+def run(kind):
+    model.load_state_dict(start)
+    o = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ctx = st.wrap(model, o, *plans[kind][:1], trace, plans[kind][1]) if kind != "plain" else None
+    if ctx:
+        ctx.__enter__()
+    loss_of(model, x).backward()  # a first step outside the timing
+    o.step()
+    o.zero_grad()
+    t0 = time.process_time()
+    for _ in range(STEPS):
+        loss_of(model, x).backward()
+        o.step()
+        o.zero_grad()
+    dt = time.process_time() - t0
+    moved = ctx.stats["h2d_bytes"] if ctx else 0
+    if ctx:
+        ctx.__exit__(None, None, None)
+    return dt, moved
+
+
+times = {k: [] for k in ("plain", "resident", "quarter")}
+moved = {}
+for _ in range(ROUNDS):
+    for k in times:
+        dt, mv = run(k)
+        times[k].append(dt)
+        moved[k] = mv
+med = {k: statistics.median(v) for k, v in times.items()}
+print("GPT of %d parameters (%d layers, width %d, vocab %d), batch %d x %d tokens, %d ops per "
+      "step, %d steps, medians of %d rounds, CPU seconds, 1 thread" % (n, L, D, V, B, T,
+                                                                      ops_per_step, STEPS, ROUNDS))
+print("| run | tokens/s | CPU s per step | vs plain | H2D per step | overhead per op |")
+print("|---|---:|---:|---:|---:|---:|")
+for k in times:
+    per = med[k] / STEPS
+    over = (per - med["plain"] / STEPS) / ops_per_step * 1e6
+    print("| %s | %.0f | %.4f | %.2fx | %d | %s |" % (k, B * T / per, per, per / (med["plain"] / STEPS),
+                                                   moved[k], "-" if k == "plain" else "%.0f us" % over))
