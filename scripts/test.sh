@@ -2,9 +2,13 @@
 # scripts/test.sh — builds stowage and runs the whole test suite: `make check`; then `make
 # distcheck` (the release tarball builds, installs and passes) with the suite again under
 # AddressSanitizer and UndefinedBehaviorSanitizer; then every fuzz target for a few seconds
-# (fuzz/run.sh; FUZZ_SECONDS, default 10). Ends with "N passed, N failed, N skipped".
+# (fuzz/run.sh; FUZZ_SECONDS, default 10). The Python package's tests run in `make check`, its
+# PyTorch ones with scripts/torch-env.sh's PyTorch from PyPI. Ends with "N passed, N failed, N
+# skipped".
 cd "$(dirname "$0")/.." || exit 1
 ./scripts/bootstrap.sh || exit 1
+# CPU PyTorch for the Python package's torch tests (best effort: without it they skip)
+sh scripts/torch-env.sh || true
 make -j"$(nproc)" check
 status=$?
 log=test-suite.log

@@ -6,7 +6,10 @@
 . "$STW_SRCDIR/tests/tap.sh"
 B=$STW_BUILDDIR
 lib=$B/.libs/libstowage.so
+# scripts/torch-env.sh's Python with PyTorch where it made one, else the system's
 PY=${STW_PYTHON:-python3}
+[ -z "${STW_PYTHON:-}" ] && [ -x "$STW_SRCDIR/.venv-torch/bin/python-torch" ] &&
+  PY=$STW_SRCDIR/.venv-torch/bin/python-torch
 if ! command -v "$PY" >/dev/null 2>&1; then
   echo "1..0 # SKIP $PY is not installed"
   exit 0
@@ -16,7 +19,7 @@ if ldd "$lib" 2>/dev/null | grep -q libasan; then
   exit 0
 fi
 STOWAGE_LIB=$lib PYTHONPATH=$STW_SRCDIR/python STW_SRCDIR=$STW_SRCDIR STOWAGE=$B/stowage \
-  "$PY" -m unittest discover -s "$STW_SRCDIR/python/tests" -v > "$TAP_TMP/unittest.log" 2>&1
+  "$PY" -W ignore -m unittest discover -s "$STW_SRCDIR/python/tests" -v > "$TAP_TMP/unittest.log" 2>&1
 status=$?
 # "test_x (test_stowage.TestTraces.test_x) ... ok" (or FAIL, ERROR, skipped '...')
 cases=0
@@ -32,7 +35,7 @@ tap_result $? "python: the unittest suite ran and passed" "$(tail -n 30 "$TAP_TM
 
 # pip install ./python into a fresh environment, offline (the package is pure Python over ctypes)
 cp -R "$STW_SRCDIR/python" "$TAP_TMP/pkg" && chmod -R u+w "$TAP_TMP/pkg"
-if "$PY" -m venv "$TAP_TMP/venv" > "$TAP_TMP/venv.log" 2>&1; then
+if python3 -m venv "$TAP_TMP/venv" > "$TAP_TMP/venv.log" 2>&1; then
   "$TAP_TMP/venv/bin/pip" install -q --no-deps --no-index "$TAP_TMP/pkg" \
     > "$TAP_TMP/pip.log" 2>&1
   tap_result $? "pip install ./python into a virtual environment" "$(cat "$TAP_TMP/pip.log")"

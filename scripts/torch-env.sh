@@ -1,0 +1,35 @@
+#!/bin/sh
+# scripts/torch-env.sh — CPU PyTorch from PyPI in .venv-torch, for the Python package's torch
+# tests (tests/test-python.sh uses it when it is there). Best effort: without a package
+# registry it says so and the torch tests skip themselves. PyPI's wheel is the CUDA build, which
+# imports on a machine without a GPU given the CUDA libraries: the toolkit's (installed here)
+# and four that the toolkit lacks (cuFile, cuSPARSELt, NVSHMEM, and an NCCL as new as the
+# wheel's), from PyPI too. .venv-torch/bin/python-torch runs Python with them found.
+cd "$(dirname "$0")/.." || exit 1
+venv=.venv-torch
+run=$venv/bin/python-torch
+if [ -x "$run" ] && "$run" -c 'import torch' >/dev/null 2>&1; then
+  exit 0
+fi
+start=$(date +%s)
+python3 -m venv "$venv" || { echo "torch-env: python3 -m venv failed" >&2; exit 1; }
+if ! "$venv/bin/pip" install -q --no-deps torch nvidia-cufile nvidia-cusparselt-cu13 \
+       nvidia-nvshmem-cu13 nvidia-nccl-cu13 > "$venv/install.log" 2>&1 ||
+   ! "$venv/bin/pip" install -q filelock typing-extensions sympy networkx jinja2 fsspec \
+       >> "$venv/install.log" 2>&1; then
+  echo "torch-env: PyTorch could not be installed from PyPI (see $venv/install.log); the torch tests will skip" >&2
+  exit 1
+fi
+site=$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')
+libs=$(find "$site/nvidia" -name 'lib' -type d 2>/dev/null | tr '\n' ':')
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [ -d "$d" ] && libs="$libs$d:"; done
+cat > "$run" <<EOT
+#!/bin/sh
+LD_LIBRARY_PATH="$libs\${LD_LIBRARY_PATH:-}" exec "$PWD/$venv/bin/python" "\$@"
+EOT
+chmod +x "$run"
+if ! "$run" -c 'import torch' > "$venv/import.log" 2>&1; then
+  echo "torch-env: PyTorch was installed but does not import (see $venv/import.log); the torch tests will skip" >&2
+  exit 1
+fi
+echo "torch-env: $("$run" -c 'import torch; print("torch", torch.__version__)') in $(( $(date +%s) - start )) s, $(du -sh "$venv" | cut -f1)" >&2
