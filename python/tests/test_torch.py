@@ -169,6 +169,37 @@ class TestProfile(unittest.TestCase):
         for a, b in zip(wrapped, reference):
             self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
 
+    def test_wrap_refuses_modules_out_of_order(self):
+        """Modules run in another order than the trace's: the runtime refuses the op with its
+        message, and the model's weights are those of the last step, not corrupted."""
+        def loss_of(logits, x):
+            return torch.nn.functional.cross_entropy(logits.flatten(0, 1), x.flatten())
+
+        torch.manual_seed(0)
+        m = TinyLM(d=16, layers=3)
+        x = torch.randint(0, 64, (2, 8))
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        with st.profile(m, opt) as p:
+            loss_of(m(x), x).backward()
+            opt.step()
+            opt.zero_grad()
+        t = p.trace()
+        budget = 16 * sum(q.numel() for q in m.parameters()) // 2
+        plan = stowage.plan(t, gpu=budget)
+        w = st.wrap(m, opt, plan, t, budget)
+        with w:
+            loss_of(m(x), x).backward()
+            opt.step()
+            opt.zero_grad()
+            after_step = [w.rt.master(i) for i in range(len(w.p.params))]
+            y = m.wte(x)
+            with self.assertRaises(stowage.StowageError) as e:
+                m.h[2](y)  # the last block first
+        self.assertIn("op 1 is h.2 here but h.0 in the plan's trace: the plan was made for "
+                      "another model or configuration", str(e.exception))
+        for i, (_, q) in enumerate(w.p.params):
+            self.assertEqual(q.detach().flatten().tolist(), after_step[i])
+
     def test_wrap_refuses_another_model(self):
         torch.manual_seed(0)
         small = TinyLM(d=16, layers=2)
