@@ -242,6 +242,9 @@ class profile:
         self.trace(batch, seq).save(path)
 
 
+_PARAM_VIEW = object()  # marks a saved tensor kept as a view of a parameter
+
+
 class wrap:
     """Trains MODEL with PLAN: the model data lives in the C runtime's chunks on the emulated
     device (the host backend), moved as the plan says; before each module runs, its parameters
@@ -290,6 +293,7 @@ class wrap:
         self.step = 0
         self.in_iteration = False
         self.handles = []
+        self.resident = {}  # the storage of each resident parameter view -> its tensor id
 
     def _view(self, i):
         buf = self.rt.param(i)
@@ -302,7 +306,32 @@ class wrap:
         self.rt.op_begin(name, stage, ids, grads)
         if stage != "optim":  # the optimizer's lists are where the plan steps them
             for i in ids:
-                self.p.params[i][1].data = self._view(i)
+                view = self._view(i)
+                self.p.params[i][1].data = view
+                self.resident[view.untyped_storage().data_ptr()] = i
+
+    # Autograd keeps tensors for backward, among them views of parameters (addmm's weight.t()):
+    # kept as they are, they would point into chunk memory the runtime has since reused. They
+    # are kept as (parameter, size, stride, offset) instead and made again, at backward, from
+    # the parameter's resident memory of that moment.
+    def _pack(self, t):
+        try:
+            i = self.resident.get(t.untyped_storage().data_ptr())
+        except RuntimeError:  # a tensor without storage (sparse, nested): as it is
+            return t
+        if i is None:
+            return t
+        return (_PARAM_VIEW, i, tuple(t.size()), tuple(t.stride()), t.storage_offset())
+
+    def _unpack(self, packed):
+        if not (isinstance(packed, tuple) and packed and packed[0] is _PARAM_VIEW):
+            return packed
+        _, i, size, stride, offset = packed
+        base = self.p.params[i][1].data
+        if base.untyped_storage().data_ptr() not in self.resident:
+            raise StowageError("wrap: backward needs %s outside an op that holds it resident"
+                               % self.p.params[i][0])
+        return base.as_strided(size, stride, offset)
 
     def _placeholder(self, i):
         return self.nan.expand(self.shapes[i])
@@ -310,7 +339,9 @@ class wrap:
     def _end(self, ids):
         self.rt.op_end()
         for i in ids:
-            self.p.params[i][1].data = self._placeholder(i)
+            p = self.p.params[i][1]
+            self.resident.pop(p.data.untyped_storage().data_ptr(), None)
+            p.data = self._placeholder(i)
 
     def __enter__(self):
         for name, m, ids in self.p._marked():
@@ -326,6 +357,8 @@ class wrap:
         self.p.optimizer.step = self._optimizer_step
         for i, (_, p) in enumerate(self.p.params):
             p.data = self._placeholder(i)
+        self._saved = _torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._saved.__enter__()
         return self
 
     def _optimizer_step(self, *args, **kwargs):
@@ -350,6 +383,7 @@ class wrap:
         self.in_iteration = False
 
     def __exit__(self, *exc):
+        self._saved.__exit__(*exc)
         for h in self.handles:
             h.remove()
         self.p.optimizer.step = self._step
