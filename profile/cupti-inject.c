@@ -199,11 +199,19 @@ on_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
   const CUpti_CallbackData *d = data;
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || d->callbackSite != CUPTI_API_ENTER)
     return;
+  /* the legacy entry points and the per-thread-default-stream ones (--default-stream
+   * per-thread, and the runtime's own launches in that mode) */
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
     const cuLaunchKernel_params *p = d->functionParams;
     on_launch(p->f, p->kernelParams, d->correlationId);
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+    const cuLaunchKernel_ptsz_params *p = d->functionParams;
+    on_launch(p->f, p->kernelParams, d->correlationId);
   } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
     const cuLaunchKernelEx_params *p = d->functionParams;
+    on_launch(p->f, p->kernelParams, d->correlationId);
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    const cuLaunchKernelEx_ptsz_params *p = d->functionParams;
     on_launch(p->f, p->kernelParams, d->correlationId);
   }
 }
@@ -226,6 +234,11 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, s
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_MEMORY2) {
       const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)rec;
+      /* the GPU's memory only: pinned host and static allocations are not non-model GPU
+       * memory; an empty record is no allocation */
+      if ((m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
+           m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_MANAGED) || m->bytes == 0)
+        continue;
       if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
         emit("alloc %llu %llx %llu\n", (unsigned long long)m->timestamp,
              (unsigned long long)m->address, (unsigned long long)m->bytes);
@@ -295,6 +308,10 @@ InitializeInjection(void)
                           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
   TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
                           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+  TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz));
+  TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz));
   TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
   TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));

@@ -247,6 +247,8 @@ collect_allocs(Build *b, GError **error)
       Alloc *a = g_hash_table_lookup(live, &e->ptr);
       if (!name_allocation(b, a, e, error))
         return FALSE;
+    } else if (e->kind == STW_EVENT_KERNEL && e->incomplete) {
+      b->rep.incomplete_kernels++; /* its launch gets the host time, as a dropped one */
     } else if (e->kind == STW_EVENT_KERNEL) {
       g_hash_table_insert(b->gpu, (gpointer)&e->id, (gpointer)e);
     }
@@ -421,6 +423,7 @@ stw_events_build(const StwEvents *ev, const StwEventsOptions *o, StwEventsReport
   b.rep.open_ranges = b.open;
   /* what a real profiler produces and the trace does without, counted in its source */
   stw_trace_warn(b.t, "dropped_launches", b.rep.dropped_launches);
+  stw_trace_warn(b.t, "incomplete_kernels", b.rep.incomplete_kernels);
   stw_trace_warn(b.t, "duplicate_allocs", b.rep.duplicate_allocs);
   stw_trace_warn(b.t, "unknown_frees", b.rep.unknown_frees);
   stw_trace_warn(b.t, "open_ranges", b.rep.open_ranges);

@@ -98,6 +98,23 @@ test_broken_streams(void)
 /* What a real profiler produces and the trace can do without is counted, in the report and in
  * the trace's source: frees of memory allocated before it attached, ranges the program never
  * closed. */
+/* A kernel record CUPTI flushed before the kernel ended (END before START) is left out and
+ * counted: its op takes the range's time, as for a dropped record; the stream still builds. */
+static void
+test_incomplete_kernel(void)
+{
+  GError *error = NULL;
+  StwEventsReport rep;
+  g_autoptr(StwTrace) t = build("events/incomplete-kernel.events", &error, &rep);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rep.incomplete_kernels, ==, 1);
+  g_assert_cmpuint(rep.dropped_launches, ==, 2); /* fc2.bwd's, and now fc1.bwd's */
+  g_assert_cmpstr(stw_trace_op(t, 3)->name, ==, "fc1.bwd");
+  g_assert_cmpuint(stw_trace_op(t, 3)->duration_ns, ==, 10); /* push 180 .. pop 190 */
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_nonnull(strstr(text, "\"incomplete_kernels\":1"));
+}
+
 static void
 test_counted_warnings(void)
 {
@@ -189,6 +206,7 @@ main(int argc, char **argv)
   g_test_add_func("/events/small-stream", test_small_stream);
   g_test_add_func("/events/broken-streams", test_broken_streams);
   g_test_add_func("/events/counted-warnings", test_counted_warnings);
+  g_test_add_func("/events/incomplete-kernel", test_incomplete_kernel);
   g_test_add_func("/events/runtime-same-trace", test_runtime_events_same_trace);
   return g_test_run();
 }

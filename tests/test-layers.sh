@@ -90,4 +90,14 @@ if try 5 src planner runtime profile -- '<stowage/trainer.h>'; then r=1; else r=
 tap_result $r "the profilers cannot include the trainer beside them"
 if try 3 src planner runtime -- '<stowage/events-build.h>'; then r=1; else r=0; fi
 tap_result $r "the runtime cannot include the profilers above it"
+# the installed library finds the CUDA runtime where configure found it (its RUNPATH), not only
+# through the loader cache
+if grep -q '^#define STW_HAVE_CUDA 1' "$STW_BUILDDIR/config.h" 2>/dev/null && command -v readelf >/dev/null; then
+  dir=$(sed -n 's/^CUDA_DIR = //p' "$STW_BUILDDIR/Makefile")
+  rp=$(readelf -d "$STW_BUILDDIR/.libs/libstowage.so" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+  printf '%s' "$rp" | tr ':' '\n' | grep -qx "$dir/lib64"
+  tap_result $? "libstowage.so's RUNPATH holds $dir/lib64" "RUNPATH: $rp"
+else
+  tap_skip "libstowage.so's RUNPATH: a build without CUDA (or no readelf)"
+fi
 tap_done

@@ -39,6 +39,7 @@ void stw_events_options_init(StwEventsOptions *o);
 typedef struct {
   guint iterations;        /* complete iteration ranges found */
   guint dropped_launches;  /* launches with no GPU record (dropped by CUPTI) */
+  guint incomplete_kernels; /* kernel records that ended before they started (left out) */
   guint duplicate_allocs;  /* repeated allocation records ignored */
   guint unknown_frees;     /* frees of memory allocated before the profiler attached */
   guint open_ranges;       /* ranges still open at the end (the program exited inside them) */

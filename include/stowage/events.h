@@ -8,7 +8,8 @@
  *   alloc T PTR BYTES           device memory is allocated (CUPTI MEMORY2, deduplicated)
  *   free T PTR                  and released
  *   launch T ID N ARG...        a kernel is launched at T with N pointer-sized arguments (hex)
- *   kernel ID START END NAME    the launch ID ran on the GPU from START to END
+ *   kernel ID START END NAME    the launch ID ran on the GPU from START to END (END < START: a
+ *                               record flushed before the kernel ended, left out and counted)
  *   tensor PTR NDIM D... NAME [ALIAS...]  names a long-lived allocation (optional)
  *
  * This module is the format's one reader and writer; events-build.h makes a trace of a stream.
@@ -59,6 +60,7 @@ typedef struct {
   guint64 *args;    /* launch: the pointer arguments; tensor: the shape */
   guint n_args;
   char *name;       /* push, kernel: the name; tensor: its names, space-separated */
+  gboolean incomplete; /* kernel: END before START (a record flushed before the kernel ended) */
   guint line;       /* in the file, from 1 */
 } StwEventRecord;
 
