@@ -5,7 +5,8 @@
  * to $STOWAGE_EVENTS_OUT at exit: NVTX range pushes and pops (default domain, or only the domain
  * named by $STOWAGE_NVTX_DOMAIN), device allocations and releases (CUPTI_ACTIVITY_KIND_MEMORY2),
  * every kernel launch with its pointer-sized arguments (driver-API callback on cuLaunchKernel and
- * cuLaunchKernelEx, argument layout from cuFuncGetParamInfo) and every kernel's GPU time
+ * cuLaunchKernelEx and their per-thread-stream forms, argument layout from cuFuncGetParamInfo or,
+ * for a CUkernel, cuKernelGetParamInfo) and every kernel's GPU time
  * (CONCURRENT_KERNEL). It only converts records into events; events.c makes the trace.
  *
  * It must never crash or change the program: every CUPTI failure disables recording with one
@@ -175,9 +176,16 @@ on_launch(CUfunction f, void **params, uint32_t correlation)
   char line[64 + MAX_ARGS * 20];
   uint64_t args[MAX_ARGS];
   int n = 0;
+  /* cuLaunchKernel also takes a CUkernel (a library's kernel, cuLibraryGetKernel) cast to a
+   * CUfunction, whose layout only cuKernelGetParamInfo gives: the first parameter tells which */
+  size_t offset0 = 0, size0 = 0;
+  int as_kernel = params != NULL && cuFuncGetParamInfo(f, 0, &offset0, &size0) != CUDA_SUCCESS &&
+                  cuKernelGetParamInfo((CUkernel)f, 0, &offset0, &size0) == CUDA_SUCCESS;
   for (size_t i = 0; params != NULL && n < MAX_ARGS; i++) {
     size_t offset = 0, size = 0;
-    if (cuFuncGetParamInfo(f, i, &offset, &size) != CUDA_SUCCESS)
+    CUresult r = as_kernel ? cuKernelGetParamInfo((CUkernel)f, i, &offset, &size)
+                           : cuFuncGetParamInfo(f, i, &offset, &size);
+    if (r != CUDA_SUCCESS)
       break;
     if (size == sizeof(uint64_t))
       memcpy(&args[n++], params[i], sizeof(uint64_t));
