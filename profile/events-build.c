@@ -8,7 +8,7 @@
 void
 stw_events_options_init(StwEventsOptions *o)
 {
-  *o = (StwEventsOptions){ .iteration_range = "stowage.iteration", .depth = 1,
+  *o = (StwEventsOptions){ .iteration_range = STW_ITERATION_RANGE, .depth = 1,
                            .dtype = STW_DTYPE_FP32 };
 }
 

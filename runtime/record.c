@@ -91,7 +91,7 @@ stw_recorder_iteration_begin(StwRecorder *r)
   r->rec = t;
   r->writing = r->iterations++ < STW_RECORDED_ITERATIONS;
   if (r->writing)
-    stw_event_push(r->events, r->clock++, "stowage.iteration");
+    stw_event_push(r->events, r->clock++, STW_ITERATION_RANGE);
 }
 
 void

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <stowage/chunks.h>
+#include <stowage/events.h>
 #include <stowage/planner.h>
 
 #include "bf16.h"
@@ -498,6 +499,9 @@ stw_runtime_iteration_begin(StwRuntime *rt)
   stw_store_reset_moved(rt->store);
   stw_store_iteration_begin(rt->store);
   rt->moment = 0;
+  /* the iteration as a range profilers see (NVTX on CUDA: `stowage profile` finds it there) */
+  if (rt->be->range_push != NULL)
+    rt->be->range_push(rt->be, STW_ITERATION_RANGE);
   if (rt->recorder != NULL)
     stw_recorder_iteration_begin(rt->recorder);
   if (rt->replayer != NULL) {
@@ -517,6 +521,8 @@ stw_runtime_iteration_begin(StwRuntime *rt)
 gboolean
 stw_runtime_iteration_end(StwRuntime *rt, GError **error)
 {
+  if (rt->be->range_pop != NULL) /* the iteration's range: the ops' are closed by now */
+    rt->be->range_pop(rt->be);
   if (rt->replayer != NULL) {
     guint32 n_ops = stw_replayer_n_ops(rt->replayer);
     if (rt->moment != n_ops) {

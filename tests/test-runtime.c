@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 
 #include <stowage/check.h>
+#include <stowage/events.h>
 #include <stowage/planner.h>
 #include <stowage/trainer.h>
 #include <stowage/units.h>
@@ -725,11 +726,65 @@ test_checkpoint_fields(void)
   be->free(be);
 }
 
+/* The ranges a backend is told of (NVTX on CUDA): the iteration's, around the ops'. */
+static GPtrArray *ranges;
+
+static void
+record_push(StwBackend *b, const char *name)
+{
+  (void)b;
+  g_ptr_array_add(ranges, g_strdup(name));
+}
+
+static void
+record_pop(StwBackend *b)
+{
+  (void)b;
+  g_ptr_array_add(ranges, g_strdup("pop"));
+}
+
+static void
+test_iteration_range(void)
+{
+  StwTrainerConfig c;
+  stw_trainer_config_init(&c);
+  c.layers = 1;
+  c.width = 16;
+  c.heads = 2;
+  c.context = 8;
+  c.batch = 1;
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  be->range_push = record_push;
+  be->range_pop = record_pop;
+  ranges = g_ptr_array_new_with_free_func(g_free);
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *t = trainer(&c, data, &ro, be);
+  float loss;
+  train(t, &loss, 1);
+  g_assert_cmpuint(ranges->len, >, 4);
+  /* the iteration opens first and closes last; every op's range inside it is closed */
+  g_assert_cmpstr(ranges->pdata[0], ==, STW_ITERATION_RANGE);
+  g_assert_cmpstr(ranges->pdata[ranges->len - 1], ==, "pop");
+  gint depth = 0, deepest = 0;
+  for (guint i = 0; i < ranges->len; i++) {
+    depth += g_str_equal(ranges->pdata[i], "pop") ? -1 : 1;
+    deepest = MAX(deepest, depth);
+    g_assert_cmpint(depth, >=, i + 1 < ranges->len ? 1 : 0);
+  }
+  g_assert_cmpint(depth, ==, 0);
+  g_assert_cmpint(deepest, ==, 2); /* the iteration, and one op at a time inside it */
+  stw_trainer_free(t);
+  be->free(be);
+  g_ptr_array_unref(ranges);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/runtime/store-places", test_store_places);
+  g_test_add_func("/runtime/iteration-range", test_iteration_range);
   g_test_add_func("/runtime/reference", test_reference);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
   g_test_add_func("/runtime/compute-table", test_compute_table);

@@ -39,6 +39,10 @@ typedef enum {
 
 #define STW_EVENTS_MAX_RECORDS (1u << 24)
 
+/* The range that marks one training iteration: the runtime pushes it through the backend (NVTX on
+ * CUDA, so that CUPTI sees it) and its own recorder, and the builder looks for it by default. */
+#define STW_ITERATION_RANGE "stowage.iteration"
+
 typedef enum {
   STW_EVENT_PUSH,
   STW_EVENT_POP,
