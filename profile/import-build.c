@@ -814,7 +814,7 @@ static gboolean
 params_from_memory(Build *b, GError **error)
 {
   ImportIteration *it = b->it;
-  if (b->o->params_from_memory && it->total_before >= 0 && b->rep->allocated_at_start > 0) {
+  if (b->o->params_from_memory && b->rep->has_total_allocated && b->rep->allocated_at_start > 0) {
     guint64 numel = b->rep->allocated_at_start / 4;
     stw_trace_add_tensor(b->t, "model_state", STW_DTYPE_FP32, &numel, 1);
     b->rep->param_source = "memory";

@@ -47,7 +47,6 @@ tensor_ref(const cJSON *v, const char *type, ImportTensorRef *out)
   out->storage = (guint64)storage;
   out->numel = (guint64)numel;
   out->itemsize = (guint)itemsize;
-  out->bytes = out->numel * out->itemsize;
   out->dtype = itemsize == 4   ? STW_DTYPE_FP32
                : type != NULL && strstr(type, "Half") != NULL ? STW_DTYPE_FP16
                                                                : STW_DTYPE_BF16;

@@ -10,6 +10,20 @@
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
 
+/* Whether NAME is an iteration marker, "ProfilerStep#N", and its N. */
+static inline gboolean
+import_step_number(const char *name, gint64 *number)
+{
+  if (!g_str_has_prefix(name, "ProfilerStep#"))
+    return FALSE;
+  char *end = NULL;
+  gint64 n = g_ascii_strtoll(name + 13, &end, 10);
+  if (end == name + 13 || *end != '\0')
+    return FALSE;
+  *number = n;
+  return TRUE;
+}
+
 /* The parameters an op takes, from its recorded input shapes ("Input Dims", "Input type"). */
 #define IMPORT_MAX_SHAPE_DIMS 8
 typedef struct {
@@ -36,7 +50,6 @@ typedef struct {
   gint64 ext_id, seq, rf_id;
   const char *module;  /* "Module Hierarchy", or NULL */
   ImportShapes *shapes; /* owned */
-  gboolean annotation; /* a user annotation (Optimizer.step#..., record_function) */
   gboolean is_module;  /* an nn.Module's forward ("nn.Module: Linear_3", python_function) */
   /* set by the builder */
   guint32 parent, depth, trace_op;
@@ -66,7 +79,6 @@ typedef struct {
 /* The execution trace's view of one op: which tensors it reads, by the op's rf_id. */
 typedef struct {
   guint64 storage;  /* storage id */
-  guint64 bytes;    /* numel * itemsize of the view read */
   guint64 numel;
   guint itemsize;
   StwDtype dtype;
@@ -102,7 +114,6 @@ typedef struct {
   guint n_mems;
   ImportRuntime *runtimes;
   guint n_runtimes;
-  gint64 total_before; /* Total Allocated of the last memory event before the iteration; -1 */
   char *device_name;
   guint64 device_memory;
   guint32 rank, world_size;

@@ -47,7 +47,6 @@ typedef struct {
   const char *module; /* "Module Hierarchy", or NULL */
   ImportShapes *shapes; /* the inputs of an op that takes parameters, or NULL */
   guint32 parent, depth, trace_op;
-  gboolean annotation;
   gboolean module_event; /* an nn.Module's forward (a python_function event) */
 } Ev;
 
@@ -82,8 +81,6 @@ typedef struct {
   GArray *runtimes; /* ImportRuntime */
   GHashTable *pids; /* op pids seen in the window */
   GHashTable *cuda_devices;
-  Mem before;       /* the last memory event before the window, per device chosen later */
-  GArray *befores;  /* Mem: the last before t0 for each (type, id) */
   cJSON *device_properties, *distributed_info;
   double base_ns;   /* baseTimeNanoseconds, 0 when absent */
   guint64 kept;
@@ -146,19 +143,6 @@ bad_event(Scan *s, guint64 index, GError **error, const char *what)
 }
 
 static gboolean
-is_step_name(const char *name, gint64 *number)
-{
-  if (!g_str_has_prefix(name, "ProfilerStep#"))
-    return FALSE;
-  char *end = NULL;
-  gint64 n = g_ascii_strtoll(name + 13, &end, 10);
-  if (end == name + 13 || *end != '\0')
-    return FALSE;
-  *number = n;
-  return TRUE;
-}
-
-static gboolean
 pass1_event(const char *key, guint64 index, const char *text, gsize len, gpointer data,
             GError **error)
 {
@@ -175,7 +159,7 @@ pass1_event(const char *key, guint64 index, const char *text, gsize len, gpointe
   const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
   Step st;
   double ts, dur;
-  if (!cJSON_IsString(name) || !is_step_name(name->valuestring, &st.number) ||
+  if (!cJSON_IsString(name) || !import_step_number(name->valuestring, &st.number) ||
       !cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0)
     return TRUE;
   if (cJSON_IsString(cat) && strcmp(cat->valuestring, "gpu_user_annotation") == 0)
@@ -234,23 +218,11 @@ memory_event(Scan *s, const cJSON *args, double ts, guint64 index)
             .bytes = arg_int(args, "Bytes", 0), .total = arg_int(args, "Total Allocated", -1),
             .device_type = arg_int(args, "Device Type", 0),
             .device_id = arg_int(args, "Device Id", -1) };
+  if (ts < s->t0 || ts > s->t1)
+    return;
   if (m.device_type == 1)
     g_hash_table_add(s->cuda_devices, GINT_TO_POINTER((gint)m.device_id + 1));
-  if (ts < s->t0) {
-    for (guint i = 0; i < s->befores->len; i++) {
-      Mem *b = &g_array_index(s->befores, Mem, i);
-      if (b->device_type == m.device_type && b->device_id == m.device_id) {
-        if (b->ts < m.ts || (b->ts == m.ts && b->order < m.order))
-          *b = m;
-        return;
-      }
-    }
-    if (s->befores->len < 64)
-      g_array_append_val(s->befores, m);
-    return;
-  }
-  if (ts <= s->t1)
-    g_array_append_val(s->mems, m);
+  g_array_append_val(s->mems, m);
 }
 
 static gboolean
@@ -290,7 +262,7 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
     if (!cJSON_IsString(name) || !timed || dur < 0)
       return bad_event(s, index, error, "an op without a name, a number ts and a dur");
     gint64 number;
-    if (is_step_name(name->valuestring, &number))
+    if (import_step_number(name->valuestring, &number))
       return TRUE;
     if (ts < s->t0 || ts > s->t1)
       return TRUE;
@@ -299,7 +271,6 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
     Ev ev = { .ts = ts, .end = ts + dur, .pid = -1, .tid = -1, .ext_id = -1, .seq = -1,
               .rf_id = -1, .parent = G_MAXUINT32, .trace_op = G_MAXUINT32 };
     ev.name = intern(s, name->valuestring);
-    ev.annotation = strcmp(c, "user_annotation") == 0;
     ev.module_event = module;
     int_of(cJSON_GetObjectItemCaseSensitive(e, "pid"), &ev.pid);
     int_of(cJSON_GetObjectItemCaseSensitive(e, "tid"), &ev.tid);
@@ -438,7 +409,6 @@ scan_clear(Scan *s)
   g_clear_pointer(&s->kernels, g_array_unref);
   g_clear_pointer(&s->mems, g_array_unref);
   g_clear_pointer(&s->runtimes, g_array_unref);
-  g_clear_pointer(&s->befores, g_array_unref);
   g_clear_pointer(&s->pids, g_hash_table_unref);
   g_clear_pointer(&s->cuda_devices, g_hash_table_unref);
   g_clear_pointer(&s->interned, g_hash_table_unref);
@@ -517,8 +487,7 @@ hand_over(Scan *s, ImportIteration *it, gint64 pid, gint64 device)
     it->evs[i] = (ImportEvent){ .ts = e->ts, .end = e->end, .name = e->name, .pid = e->pid,
                .tid = e->tid, .ext_id = e->ext_id, .seq = e->seq,
                .rf_id = e->rf_id, .module = e->module,
-               .shapes = e->shapes, .annotation = e->annotation,
-               .is_module = e->module_event };
+               .shapes = e->shapes, .is_module = e->module_event };
     e->shapes = NULL;
   }
   it->n_kernels = s->kernels->len;
@@ -539,12 +508,6 @@ hand_over(Scan *s, ImportIteration *it, gint64 pid, gint64 device)
       it->mems[it->n_mems++] = (ImportMem){ .ts = m->ts, .order = m->order,
                   .bytes = m->bytes, .total = m->total };
   }
-  it->total_before = -1;
-  for (guint i = 0; i < s->befores->len; i++) {
-    const Mem *m = &g_array_index(s->befores, Mem, i);
-    if (m->device_type == type && (type == 0 || m->device_id == device))
-      it->total_before = m->total;
-  }
 }
 
 StwTrace *
@@ -557,7 +520,6 @@ stw_import_kineto(const char *file, const StwImportOptions *o, StwImportReport *
   s.kernels = g_array_new(FALSE, FALSE, sizeof(Kernel));
   s.mems = g_array_new(FALSE, FALSE, sizeof(Mem));
   s.runtimes = g_array_new(FALSE, FALSE, sizeof(ImportRuntime));
-  s.befores = g_array_new(FALSE, FALSE, sizeof(Mem));
   s.pids = g_hash_table_new(NULL, NULL);
   s.cuda_devices = g_hash_table_new(NULL, NULL);
   s.strings = g_string_chunk_new(1 << 16);

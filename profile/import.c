@@ -15,7 +15,7 @@ import_et_alone(const char *file, const StwImportOptions *o, StwImportReport *re
                 GError **error)
 {
   ImportIteration it = { .file = file, .o = o, .rep = rep, .pid = -1, .device = -1,
-                         .main_tid = -1, .total_before = -1, .untimed = TRUE, .rank = 0,
+                         .main_tid = -1, .untimed = TRUE, .rank = 0,
                          .world_size = 1 };
   if (!import_et_as_trace(&it, file, error)) {
     import_iteration_clear(&it);
@@ -27,19 +27,14 @@ import_et_alone(const char *file, const StwImportOptions *o, StwImportReport *re
   GString *numbers = g_string_new(NULL);
   for (guint i = 0; i < it.n_evs; i++) {
     gint64 n;
-    const char *name = it.evs[i].name;
-    if (!g_str_has_prefix(name, "ProfilerStep#"))
-      continue;
-    char *end = NULL;
-    n = g_ascii_strtoll(name + 13, &end, 10);
-    if (end == name + 13 || *end != '\0')
+    if (!import_step_number(it.evs[i].name, &n))
       continue;
     steps++;
     g_string_append_printf(numbers, "%s%" G_GINT64_FORMAT, numbers->len ? ", " : "", n);
-    if (want == STW_IMPORT_LAST || want == n)
+    if (want == STW_IMPORT_LAST || want == n) {
       chosen = i;
-    if (want == STW_IMPORT_LAST || want == n)
       rep->iteration = n;
+    }
   }
   rep->iterations = steps;
   if (want != STW_IMPORT_WHOLE && chosen == G_MAXUINT) {

@@ -92,10 +92,28 @@ fail(Reader *r, GError **error, const char *what)
   return FALSE;
 }
 
-/* Reads one JSON value into OUT (when STORE; at most MAX bytes, else a refusal naming WHAT),
- * checking only that brackets and strings close: the element's own parser checks the rest. */
+/* Which value is being read, for messages only (formatted when one is needed: elements are
+ * read by the million). */
+typedef struct {
+  const char *key; /* the top-level member; NULL: the document's own array */
+  guint64 index;   /* the element's */
+  gboolean member; /* a member's value (or its name) rather than an element */
+} Where;
+
+static char *
+where_text(const Where *w)
+{
+  if (w->member)
+    return w->key != NULL ? g_strdup_printf("the member \"%s\"", w->key)
+                          : g_strdup("a member name");
+  return g_strdup_printf("%s[%" G_GUINT64_FORMAT "]", w->key != NULL ? w->key : "$", w->index);
+}
+
+/* Reads one JSON value into OUT (when STORE; at most MAX bytes, else a refusal naming the value
+ * at W), checking only that brackets and strings close: the element's own parser checks the
+ * rest. */
 static gboolean
-capture(Reader *r, GString *out, gboolean store, gsize max, const char *what, GError **error)
+capture(Reader *r, GString *out, gboolean store, gsize max, const Where *w, GError **error)
 {
   g_string_truncate(out, 0);
   int depth = 0;
@@ -124,6 +142,7 @@ capture(Reader *r, GString *out, gboolean store, gsize max, const char *what, GE
         in_string = TRUE;
       } else if (c == '{' || c == '[') {
         if (depth == (int)sizeof stack) {
+          g_autofree char *what = where_text(w);
           g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
                       "%s: %s nests more than %zu deep", r->file, what, sizeof stack);
           return FALSE;
@@ -147,6 +166,7 @@ capture(Reader *r, GString *out, gboolean store, gsize max, const char *what, GE
     }
     if (store) {
       if (out->len + (r->pos - start) > max) {
+        g_autofree char *what = where_text(w);
         g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX,
                     "%s: %s is larger than %zu bytes: not a file of this kind, or one this "
                     "reader refuses", r->file, what, max);
@@ -175,19 +195,16 @@ read_array(Reader *r, const StwJsonStreamSpec *spec, const char *key, GString *t
            GError **error)
 {
   next(r); /* '[' */
-  guint64 index = 0;
-  g_autofree char *what = NULL;
+  Where w = { .key = key };
   if (skip_space(r) == ']') {
     next(r);
     return TRUE;
   }
   for (;;) {
-    g_free(what);
-    what = g_strdup_printf("%s[%" G_GUINT64_FORMAT "]", key != NULL ? key : "$", index);
-    if (!capture(r, text, TRUE, spec->max_element, what, error) ||
-        !spec->on_element(key, index, text->str, text->len, spec->data, error))
+    if (!capture(r, text, TRUE, spec->max_element, &w, error) ||
+        !spec->on_element(key, w.index, text->str, text->len, spec->data, error))
       return FALSE;
-    index++;
+    w.index++;
     int c = skip_space(r);
     next(r);
     if (c == ']')
@@ -212,7 +229,8 @@ read_object(Reader *r, const StwJsonStreamSpec *spec, GString *text, GError **er
   for (;;) {
     if (peek(r) != '"')
       return fail(r, error, "a member name");
-    if (!capture(r, key, TRUE, 4096, "a member name", error))
+    const Where name = { .member = TRUE };
+    if (!capture(r, key, TRUE, 4096, &name, error))
       return FALSE;
     /* the name without its quotes (escapes are not expected in the names that matter) */
     g_string_erase(key, 0, 1);
@@ -226,8 +244,8 @@ read_object(Reader *r, const StwJsonStreamSpec *spec, GString *text, GError **er
         return FALSE;
     } else {
       gboolean store = spec->on_member != NULL;
-      g_autofree char *what = g_strdup_printf("the member \"%s\"", key->str);
-      if (!capture(r, text, store, spec->max_element, what, error) ||
+      const Where value = { .key = key->str, .member = TRUE };
+      if (!capture(r, text, store, spec->max_element, &value, error) ||
           (store && !spec->on_member(key->str, 0, text->str, text->len, spec->data, error)))
         return FALSE;
     }

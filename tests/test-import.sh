@@ -173,6 +173,8 @@ printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", 
 expect 1 "badts.json: traceEvents[0]: a ProfilerStep# event without a number ts and dur" "a marker without times" -- $S import "$T/badts.json" -o "$T/x.json"
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9, "pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 3, "dur": 2, "pid": 2, "tid": 1}]}' > "$T/twopids.json"
 expect 1 "the iteration has several processes (1, 2): choose one with --pid" "several processes are refused without --pid" -- $S import "$T/twopids.json" -o "$T/x.json"
+python3 -c 'print("{\"traceEvents\": [" + "[" * 300 + "]" * 300 + "]}")' > "$T/deep.json"
+expect 1 "deep.json: traceEvents[0] nests more than 256 deep" "an event nested 300 deep" -- $S import "$T/deep.json" -o "$T/x.json"
 expect 2 "--depth" "--depth 0 is a usage error" -- $S import "$T/twopids.json" --depth 0 -o "$T/x.json"
 expect 2 "import: --output FILE is required" "no output" -- $S import "$T/twopids.json"
 tap_done

@@ -189,6 +189,16 @@ test_hf_configs(void)
     g_assert_nonnull(strstr(error->message, path));
     stw_assert_error_contains(error, bad[i].needle);
   }
+  /* experts where the model type has none */
+  static const char moe[] = "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, "
+                            "\"hidden_size\": 64, \"num_attention_heads\": 4, "
+                            "\"intermediate_size\": 128, \"vocab_size\": 100, "
+                            "\"num_experts\": 4}";
+  StwModelConfig cfg;
+  GError *error = NULL;
+  g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
+  stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
+                                   "mixtral only");
 }
 
 /* A mixture of experts reads every expert's parameters and computes with the top-k: its MLP's

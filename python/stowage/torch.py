@@ -16,6 +16,7 @@ trace's source). The last complete iteration (forward, backward, optimizer step)
 trace is built and checked by the C library.
 """
 import collections
+import ctypes
 import time
 
 import torch as _torch
@@ -375,7 +376,7 @@ class wrap:
                 raise StowageError("wrap: %s has no gradient at the optimizer step" % name)
             dst = self.rt.optim_grad(i)
             src = grad.contiguous()
-            _ctypes_memmove(dst, src.data_ptr(), src.numel() * 4)
+            ctypes.memmove(dst, src.data_ptr(), src.numel() * 4)
             self.rt.adam(i, self.step, lr=float(g["lr"]), betas=tuple(g["betas"]),
                          eps=float(g["eps"]), weight_decay=float(g.get("weight_decay", 0.0)))
             self.rt.op_end()
@@ -396,7 +397,3 @@ class wrap:
     def stats(self):
         return self.rt.stats
 
-
-def _ctypes_memmove(dst, src, n):
-    import ctypes
-    ctypes.memmove(dst, src, n)

@@ -219,6 +219,37 @@ class TestProfile(unittest.TestCase):
             st.wrap(half, torch.optim.AdamW(half.parameters()), plan, t, 1 << 20)
         self.assertIn("wte.weight is torch.float64", str(e.exception))
 
+    def test_wrap_refuses_what_it_cannot_step(self):
+        torch.manual_seed(0)
+        m = TinyLM(d=16, layers=2)
+        opt = torch.optim.AdamW(m.parameters())
+        x = torch.randint(0, 64, (1, 4))
+        with st.profile(m, opt) as p:
+            torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten()).backward()
+            opt.step()
+            opt.zero_grad()
+        t = p.trace()
+        plan = stowage.plan(t, gpu=1 << 20)
+        l2 = torch.optim.Adam(m.parameters(), weight_decay=0.1)
+        with self.assertRaises(stowage.StowageError) as e:
+            st.wrap(m, l2, plan, t, 1 << 20)
+        self.assertIn("Adam's weight decay is L2", str(e.exception))
+        with st.wrap(m, opt, plan, t, 1 << 20):
+            # a step without backward: the runtime refuses the op out of the trace's order
+            m(x)
+            with self.assertRaises(stowage.StowageError) as e:
+                opt.step()
+            self.assertIn("op 5 is optimizer.wte.weight here but head.bwd in the plan's trace",
+                          str(e.exception))
+        with st.wrap(m, opt, plan, t, 1 << 20):
+            # the ops in order, but a gradient taken away before the step
+            torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten()).backward()
+            m.wte.weight.grad = None
+            with self.assertRaises(stowage.StowageError) as e:
+                opt.step()
+            self.assertIn("wrap: wte.weight has no gradient at the optimizer step",
+                          str(e.exception))
+
     def test_no_iteration(self):
         m = TinyLM()
         opt = torch.optim.AdamW(m.parameters())
