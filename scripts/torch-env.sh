@@ -4,18 +4,21 @@
 # registry it says so and the torch tests skip themselves. PyPI's wheel is the CUDA build, which
 # imports on a machine without a GPU given the CUDA libraries: the toolkit's (installed here)
 # and four that the toolkit lacks (cuFile, cuSPARSELt, NVSHMEM, and an NCCL as new as the
-# wheel's), from PyPI too. .venv-torch/bin/python-torch runs Python with them found.
+# wheel's), from PyPI too, and pytest, which runs the package's tests. .venv-torch/bin/python-torch
+# runs Python with them found.
 cd "$(dirname "$0")/.." || exit 1
 venv=.venv-torch
 run=$venv/bin/python-torch
 if [ -x "$run" ] && "$run" -c 'import torch' >/dev/null 2>&1; then
+  "$run" -c 'import pytest' >/dev/null 2>&1 || "$venv/bin/pip" install -q pytest \
+    >> "$venv/install.log" 2>&1 || echo "torch-env: pytest could not be installed" >&2
   exit 0
 fi
 start=$(date +%s)
 python3 -m venv "$venv" || { echo "torch-env: python3 -m venv failed" >&2; exit 1; }
 if ! "$venv/bin/pip" install -q --no-deps torch nvidia-cufile nvidia-cusparselt-cu13 \
        nvidia-nvshmem-cu13 nvidia-nccl-cu13 > "$venv/install.log" 2>&1 ||
-   ! "$venv/bin/pip" install -q filelock typing-extensions sympy networkx jinja2 fsspec \
+   ! "$venv/bin/pip" install -q filelock typing-extensions sympy networkx jinja2 fsspec pytest \
        >> "$venv/install.log" 2>&1; then
   echo "torch-env: PyTorch could not be installed from PyPI (see $venv/install.log); the torch tests will skip" >&2
   exit 1

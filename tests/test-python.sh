@@ -1,6 +1,7 @@
 #!/bin/sh
-# test-python.sh — the Python package (python/) over the built libstowage: its unittest suite
-# (python/tests; the PyTorch cases skip themselves without torch), each case a TAP result, and
+# test-python.sh — the Python package (python/) over the built libstowage: its test suite
+# (python/tests, run by pytest, or unittest where pytest is missing; the PyTorch cases skip
+# themselves without torch), each case a TAP result, and
 # `pip install` of the package into a fresh virtual environment, offline. Skips itself in a
 # sanitizer build (Python cannot load an AddressSanitizer library) or without python3.
 . "$STW_SRCDIR/tests/tap.sh"
@@ -18,20 +19,42 @@ if ldd "$lib" 2>/dev/null | grep -q libasan; then
   echo "1..0 # SKIP a sanitizer build (Python cannot load an AddressSanitizer library)"
   exit 0
 fi
-STOWAGE_LIB=$lib PYTHONPATH=$STW_SRCDIR/python STW_SRCDIR=$STW_SRCDIR STOWAGE=$B/stowage \
-  "$PY" -W ignore -m unittest discover -s "$STW_SRCDIR/python/tests" -v > "$TAP_TMP/unittest.log" 2>&1
-status=$?
-# "test_x (test_stowage.TestTraces.test_x) ... ok" (or FAIL, ERROR, skipped '...')
+# pytest where that Python has it (scripts/torch-env.sh installs it), else unittest: the cases
+# are unittest.TestCase classes, which both run
+export STOWAGE_LIB=$lib PYTHONPATH=$STW_SRCDIR/python STW_SRCDIR STOWAGE=$B/stowage \
+  PYTHONDONTWRITEBYTECODE=1 # the source tree may be read-only (distcheck)
+log=$TAP_TMP/python-tests.log
 cases=0
-while IFS= read -r line; do
-  case $line in
-    *" ... ok") tap_result 0 "python: ${line%% ... ok}"; cases=$((cases + 1)) ;;
-    *" ... FAIL"|*" ... ERROR") tap_result 1 "python: ${line%% ... *}" "$(cat "$TAP_TMP/unittest.log")"; cases=$((cases + 1)) ;;
-    *" ... skipped "*) tap_skip "python: ${line%% ... *}: ${line#* ... skipped }"; cases=$((cases + 1)) ;;
-  esac
-done < "$TAP_TMP/unittest.log"
+if "$PY" -c 'import pytest' >/dev/null 2>&1; then
+  runner=pytest
+  (cd "$STW_SRCDIR/python" && "$PY" -W ignore -m pytest -v -p no:cacheprovider tests) > "$log" 2>&1
+  status=$?
+  # "tests/test_stowage.py::TestTraces::test_x PASSED [ 5%]" (FAILED, ERROR, SKIPPED (why))
+  while IFS= read -r line; do
+    case $line in
+      tests/*::*" PASSED"*) tap_result 0 "python: ${line%% PASSED*}"; cases=$((cases + 1)) ;;
+      tests/*::*" FAILED"*|tests/*::*" ERROR"*)
+        tap_result 1 "python: ${line%% [FE][AR]*}" "$(tail -n 60 "$log")"; cases=$((cases + 1)) ;;
+      tests/*::*" SKIPPED"*)
+        why=${line#* SKIPPED (}; tap_skip "python: ${line%% SKIPPED*}: ${why%%)*}"
+        cases=$((cases + 1)) ;;
+    esac
+  done < "$log"
+else
+  runner=unittest
+  "$PY" -W ignore -m unittest discover -s "$STW_SRCDIR/python/tests" -v > "$log" 2>&1
+  status=$?
+  # "test_x (test_stowage.TestTraces.test_x) ... ok" (or FAIL, ERROR, skipped '...')
+  while IFS= read -r line; do
+    case $line in
+      *" ... ok") tap_result 0 "python: ${line%% ... ok}"; cases=$((cases + 1)) ;;
+      *" ... FAIL"|*" ... ERROR") tap_result 1 "python: ${line%% ... *}" "$(cat "$log")"; cases=$((cases + 1)) ;;
+      *" ... skipped "*) tap_skip "python: ${line%% ... *}: ${line#* ... skipped }"; cases=$((cases + 1)) ;;
+    esac
+  done < "$log"
+fi
 [ "$cases" -gt 0 ] && [ "$status" = 0 ]
-tap_result $? "python: the unittest suite ran and passed" "$(tail -n 30 "$TAP_TMP/unittest.log")"
+tap_result $? "python: the $runner suite ran and passed" "$(tail -n 30 "$log")"
 
 # pip install ./python into a fresh environment, offline (the package is pure Python over ctypes)
 cp -R "$STW_SRCDIR/python" "$TAP_TMP/pkg" && chmod -R u+w "$TAP_TMP/pkg"

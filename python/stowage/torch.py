@@ -10,11 +10,16 @@ default the layers': the first depth at which a module class repeats) is an op r
 parameters that module owns, and its backward an op writing their gradients; parameters of no
 such module are read by ops of their own (the module that owns them, wherever it runs). The
 optimizer's step is one op per parameter, its time shared by size. Names are the model's own
-(`transformer.h.3.attn.c_attn.weight`), a tied parameter once. Durations are measured; non-model
-memory comes from the CUDA allocator on a GPU and is not known on the CPU (recorded in the
-trace's source). The last complete iteration (forward, backward, optimizer step) is kept. The
-trace is built and checked by the C library.
+(`transformer.h.3.attn.c_attn.weight`), a tied parameter once. Durations are measured. Non-model
+memory is what the allocator holds beyond the model data, at each op's start and at its peak,
+relative to the first op of the iteration: on a GPU from the CUDA allocator
+(`torch.cuda.memory_allocated`, `max_memory_allocated`); on the CPU from the PyTorch profiler's
+memory events (every allocation and free, with its bytes), each op a `record_function` range.
+Gradients that PyTorch allocates during the iteration are model data (they live in the
+gradient chunks), so their bytes are taken out. The last complete iteration (forward,
+backward, optimizer step) is kept. The trace is built and checked by the C library.
 """
+import bisect
 import collections
 import ctypes
 import time
@@ -61,11 +66,68 @@ def _layer_depth(model):
 
 
 class _Op:
-    __slots__ = ("name", "stage", "params", "grads", "start", "end", "mem0", "peak")
+    __slots__ = ("name", "stage", "params", "grads", "start", "end", "mem0", "peak", "grads0",
+                 "grads1", "range")
 
     def __init__(self, name, stage, params, grads, start):
         self.name, self.stage, self.params, self.grads = name, stage, params, grads
         self.start, self.end, self.mem0, self.peak = start, start, 0, 0
+        self.grads0 = self.grads1 = 0  # bytes of the gradients PyTorch holds at start, at end
+        self.range = None  # on the CPU: the profiler range that times its memory events
+
+
+class _CpuMemory:
+    """The CPU allocator's bytes over time, from the PyTorch profiler's memory events: each op
+    is a record_function range; after the profile, the bytes held at a range's start and the
+    most held within it (both relative to the profile's start)."""
+
+    def __init__(self):
+        from torch.profiler import ProfilerActivity
+        self.prof = _torch.profiler.profile(activities=[ProfilerActivity.CPU],
+                                            profile_memory=True)
+        self.open_ranges = {}  # range name -> its record_function, while the op runs
+        self.ranges = {}  # range name -> (start ns, end ns), on the profiler's clock
+        self.times, self.held = [], []  # each memory event's time, the bytes held after it
+        self.count = 0
+
+    def start(self):
+        self.prof.__enter__()
+
+    def open(self, op):
+        self.count += 1
+        op.range = "stowage.op#%d" % self.count
+        self.open_ranges[op.range] = _torch.autograd.profiler.record_function(op.range)
+        self.open_ranges[op.range].__enter__()
+
+    def close(self, op):
+        r = self.open_ranges.pop(op.range, None)
+        if r is not None:
+            r.__exit__(None, None, None)
+
+    def stop(self):
+        self.prof.__exit__(None, None, None)
+        events = []
+        for e in self.prof.profiler.kineto_results.events():
+            name = e.name()
+            if name == "[memory]" and str(e.device_type()) == "DeviceType.CPU":
+                events.append((e.start_ns(), e.nbytes()))  # a free's bytes are negative
+            elif name.startswith("stowage.op#"):
+                self.ranges[name] = (e.start_ns(), e.end_ns())
+        total = 0
+        for t, b in sorted(events):
+            total += b
+            self.times.append(t)
+            self.held.append(total)
+
+    def measure(self, op):
+        """(bytes held at OP's start, most held within it), or None for an op not seen."""
+        span = self.ranges.get(op.range)
+        if span is None:
+            return None
+        lo = bisect.bisect_left(self.times, span[0])
+        hi = bisect.bisect_right(self.times, span[1])
+        at_start = self.held[lo - 1] if lo > 0 else 0
+        return at_start, max([at_start] + self.held[lo:hi])
 
 
 class profile:
@@ -89,19 +151,25 @@ class profile:
         self.iterations = []
         self.current = []
         self.open = {}
+        self.cpu_memory = None  # on the CPU, while profiling: the allocator's events
+        self.measured = False
 
     # ---- hooks --------------------------------------------------------------------------
-    def _memory(self):
-        if not self.cuda:
-            return 0, 0
-        return _torch.cuda.memory_allocated(), _torch.cuda.max_memory_allocated()
+    def _grad_bytes(self):
+        """Bytes of the gradients PyTorch holds now (model data, not activations)."""
+        return sum(p.grad.numel() * p.grad.element_size() for _, p in self.params
+                   if p.grad is not None)
 
     def _begin(self, name, stage, ids, grads):
+        op = _Op(name, stage, ids, grads, 0)
+        op.grads0 = self._grad_bytes()
         if self.cuda:
             _torch.cuda.synchronize()
             _torch.cuda.reset_peak_memory_stats()
-        op = _Op(name, stage, ids, grads, time.perf_counter_ns())
-        op.mem0, _ = self._memory()
+            op.mem0 = _torch.cuda.memory_allocated()
+        else:
+            self.cpu_memory.open(op)
+        op.start = time.perf_counter_ns()
         self.current.append(op)
         return op
 
@@ -109,7 +177,11 @@ class profile:
         if self.cuda:
             _torch.cuda.synchronize()
         op.end = time.perf_counter_ns()
-        _, op.peak = self._memory()
+        if self.cuda:
+            op.peak = _torch.cuda.max_memory_allocated()
+        else:
+            self.cpu_memory.close(op)
+        op.grads1 = self._grad_bytes()
 
     def _ids(self, params):
         return sorted({self.index[id(p)] for p in params if id(p) in self.index})
@@ -134,6 +206,9 @@ class profile:
         return marked
 
     def __enter__(self):
+        if not self.cuda:
+            self.cpu_memory = _CpuMemory()
+            self.cpu_memory.start()
         for name, m, ids in self._marked():
             self.handles.append(m.register_forward_pre_hook(self._fwd_pre(name, ids)))
             self.handles.append(m.register_forward_hook(self._fwd_post(name)))
@@ -158,6 +233,12 @@ class profile:
         for h in self.handles:
             h.remove()
         self.optimizer.step = self._step
+        if self.cpu_memory is not None:
+            self.cpu_memory.stop()
+            for op in (op for it in self.iterations for op in it):
+                op.mem0, op.peak = self.cpu_memory.measure(op) or (0, 0)
+            self.cpu_memory = None
+        self.measured = True
         return False
 
     def _fwd_pre(self, name, ids):
@@ -190,6 +271,9 @@ class profile:
         if not self.iterations:
             raise StowageError("profile: no iteration completed inside the profile (an "
                                "iteration ends with optimizer.step())")
+        if not self.measured:
+            raise StowageError("profile: the trace is made after the `with` block (its "
+                               "memory is measured when the profile ends)")
         ops = sorted(self.iterations[-1], key=lambda o: o.start)
         device = _torch.cuda.get_device_name() if self.cuda else "cpu"
         memory = _torch.cuda.get_device_properties(0).total_memory if self.cuda else 0
@@ -200,20 +284,22 @@ class profile:
                   max(p.dim(), 1))
         order = {"fwd": 0, "bwd": 1, "optim": 2}
         ops = sorted(ops, key=lambda o: (order[o.stage], o.start))
-        base = ops[0].mem0 if ops else 0
+        # non-model bytes: what the allocator holds beyond its holding at the iteration's
+        # first op, less the gradients PyTorch has allocated since (model data)
+        base, grads_base = (ops[0].mem0, ops[0].grads0) if ops else (0, 0)
         step_ns = 0
         for op in ops:
             if op.stage == "optim":
                 step_ns += op.end - op.start
                 continue
-            self._add_op(t, op.name, op.stage, op.params, op.grads, max(op.mem0 - base, 0),
-                         max(op.peak - base, op.mem0 - base, 0), op.end - op.start)
+            at_start = max(op.mem0 - base - (op.grads0 - grads_base), 0)
+            peak = max(op.peak - base - (op.grads1 - grads_base), at_start)
+            self._add_op(t, op.name, op.stage, op.params, op.grads, at_start, peak,
+                         op.end - op.start)
         total = sum(p.numel() for _, p in self.params) or 1
         for i, (pname, p) in enumerate(self.params):
             self._add_op(t, "optimizer." + pname, "optim", [i], [], 0, 0,
                          step_ns * p.numel() // total)
-        if not self.cuda:
-            _lib.trace_warn(t._h, b"no_memory_events", 1)
         _lib.trace_set_shape(t._h, batch, seq)
         _call(_lib.trace_validate, t._h)
         return t

@@ -84,6 +84,36 @@ class TestProfile(unittest.TestCase):
         plan = stowage.plan(t, gpu=64 << 10)
         self.assertEqual(stowage.check(plan, t)["h2d_bytes"], plan.predictions["h2d_bytes"])
 
+    def test_cpu_memory_from_the_profiler(self):
+        """On the CPU, non-model memory comes from the profiler's memory events: a stack of
+        Linear(8, 8) on a 4 x 8 input allocates 128 bytes per output, each kept for backward."""
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(4)])
+        opt = torch.optim.AdamW(m.parameters())
+        x = torch.randn(4, 8)
+        with st.profile(m, opt) as p:
+            for _ in range(2):
+                m(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+        ops = {o["name"]: o for o in p.trace().json()["ops"]}
+        got = [(ops[str(i)]["nonmodel_bytes"], ops[str(i)]["nonmodel_peak_bytes"])
+               for i in range(4)]
+        self.assertEqual(got, [(0, 128), (128, 256), (256, 384), (384, 512)])
+        # backward starts with the outputs the layers keep (3 x 128), the loss and its
+        # gradient (4 bytes each): the last output went when .sum() had read it
+        self.assertEqual(ops["3.bwd"]["nonmodel_bytes"], 3 * 128 + 8)
+        self.assertNotIn("warnings", p.trace().json().get("source", {}))
+
+    def test_trace_inside_the_profile_is_refused(self):
+        m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+        opt = torch.optim.AdamW(m.parameters())
+        with st.profile(m, opt) as p:
+            m(torch.randn(2, 4)).sum().backward()
+            opt.step()
+            with self.assertRaisesRegex(stowage.StowageError, "after the `with` block"):
+                p.trace()
+
     def test_wrap_trains_with_the_plan_bitwise(self):
         """Profiled, planned at a quarter of the model data, trained 10 steps with the plan:
         the losses are bitwise those of plain PyTorch stepping the library's AdamW, the device
