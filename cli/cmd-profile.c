@@ -9,21 +9,11 @@
 #include <glib/gstdio.h>
 
 #include <stowage/events-build.h>
+#include <stowage/files.h>
 #include <stowage/units.h>
 
 #include "cli.h"
 #include "json.h"
-
-static const char *
-injection_library(void)
-{
-  const char *env = g_getenv("STOWAGE_CUPTI_LIB");
-  if (env != NULL)
-    return env;
-  if (g_file_test(STW_CUPTI_BUILT, G_FILE_TEST_EXISTS))
-    return STW_CUPTI_BUILT;
-  return STW_CUPTI_INSTALLED;
-}
 
 /* Runs ARGV under the injection library; the events land in EVENTS. */
 static int
@@ -36,7 +26,9 @@ run_command(char **argv, const char *events, const char *domain)
   return stw_cli_fail(STW_EXIT_FAILURE, "profile: this stowage was built without CUPTI; build it "
                       "where the CUDA toolkit is installed, or pass --events FILE");
 #else
-  const char *lib = injection_library();
+  /* $STOWAGE_CUPTI_LIB, the build tree's, the one beside the library, the installed one */
+  g_autofree char *lib = stw_module_path("STOWAGE_CUPTI_LIB", STW_CUPTI_BUILT,
+                                         STW_CUPTI_INSTALLED);
   if (!g_file_test(lib, G_FILE_TEST_EXISTS))
     return stw_cli_fail(STW_EXIT_FAILURE, "profile: the injection library %s is missing "
                         "(set STOWAGE_CUPTI_LIB)", lib);
@@ -74,6 +66,41 @@ run_command(char **argv, const char *events, const char *domain)
                         argv[0]);
   return STW_EXIT_OK;
 #endif
+}
+
+/* Other CUDA processes of the run (a child, a sibling rank) record to EVENTS.PID (the injection
+ * library leaves EVENTS to the first): said, kept beside KEEP when given (KEEP.PID), else removed. */
+static void
+other_processes(const char *events, const char *keep)
+{
+  g_autofree char *dir = g_path_get_dirname(events);
+  g_autofree char *base = g_path_get_basename(events);
+  g_autofree char *prefix = g_strconcat(base, ".", NULL);
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  guint n = 0;
+  GString *kept = g_string_new(NULL);
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    const char *pid = name + strlen(prefix);
+    if (!g_str_has_prefix(name, prefix) || *pid == '\0' || strspn(pid, "0123456789") != strlen(pid))
+      continue;
+    n++;
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    if (keep != NULL) {
+      g_autofree char *to = g_strconcat(keep, ".", pid, NULL);
+      g_autofree char *text = NULL;
+      gsize len;
+      if (g_file_get_contents(path, &text, &len, NULL) &&
+          stw_file_write_atomic(to, text, len, NULL))
+        g_string_append_printf(kept, " %s", to);
+    }
+    g_unlink(path);
+  }
+  if (n > 0)
+    g_printerr("stowage: profile: %u other CUDA process%s of the run recorded events of %s own; "
+               "the trace is the first process's%s%s\n", n, n == 1 ? "" : "es",
+               n == 1 ? "its" : "their", kept->len > 0 ? "; kept:" : "", kept->str);
+  g_string_free(kept, TRUE);
 }
 
 /* Builds the trace of the events in EVENTS, names its model NAME and saves it to OUTPUT. */
@@ -180,6 +207,7 @@ stw_cmd_profile(int argc, char **argv)
       close(fd);
     events = tmp;
     status = run_command(argv + 1, events, domain);
+    other_processes(events, keep);
   }
   if (status == STW_EXIT_OK)
     status = save_trace(events, &o, argc > 1 ? argv[1] : events, output);

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stowage/files.h>
+
 #include "cli.h"
 #include "config.h"
 
@@ -39,9 +41,65 @@ usage(FILE *out)
           "every operator of an iteration.\n\nCommands:\n");
   for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(out, "\nRun 'stowage COMMAND --help' for a command's options.\n"
+  fprintf(out, "\nRun 'stowage COMMAND --help' for a command's options; 'stowage --build-info'\n"
+               "for what this build can do and where its modules are.\n"
                "Example: stowage synth --model gpt2 --batch 8 --seq 1024 -o gpt2.json\n"
                "         stowage inspect gpt2.json\n");
+}
+
+/* `stowage --build-info`: what this build can do and where its modules and libraries are, as
+ * the running binary finds them (the GPU script's preflight prints it). */
+static void
+module_line(const char *what, gboolean built_with, const char *env, const char *built,
+            const char *installed)
+{
+  if (!built_with) {
+    printf("%-18s no (not in this build)\n", what);
+    return;
+  }
+  g_autofree char *path = stw_module_path(env, built, installed);
+  printf("%-18s %s (%s; $%s)\n", what, path,
+         g_file_test(path, G_FILE_TEST_EXISTS) ? "found" : "MISSING", env);
+}
+
+static void
+build_info(void)
+{
+  printf("%s\n", PACKAGE_STRING);
+#ifdef STW_HAVE_CUDA
+  printf("%-18s yes (%s)\n", "cuda", STW_CUDA_DIR);
+#else
+  printf("%-18s no\n", "cuda");
+#endif
+#ifdef STW_HAVE_BLAS
+  printf("%-18s yes\n", "blas");
+#else
+  printf("%-18s no (portable GEMM)\n", "blas");
+#endif
+#ifdef STW_HAVE_MPI
+  printf("%-18s yes\n", "mpi");
+#else
+  printf("%-18s no\n", "mpi");
+#endif
+  gboolean cuda = FALSE, cupti = FALSE, nccl = FALSE;
+#ifdef STW_HAVE_CUDA
+  cuda = TRUE;
+#endif
+#ifdef STW_HAVE_CUPTI
+  cupti = TRUE;
+  g_autofree char *nvtx = g_build_filename(STW_CUPTI_LIBDIR, "libcupti.so", NULL);
+  printf("%-18s %s (%s; $NVTX_INJECTION64_PATH)\n", "nvtx injection", nvtx,
+         g_file_test(nvtx, G_FILE_TEST_EXISTS) ? "found" : "MISSING");
+#endif
+#ifdef STW_HAVE_NCCL
+  nccl = TRUE;
+#endif
+  module_line("cuda compute", cuda, "STOWAGE_COMPUTE_CUDA", STW_COMPUTE_CUDA_BUILT,
+              STW_COMPUTE_CUDA_INSTALLED);
+  module_line("cupti injection", cupti, "STOWAGE_CUPTI_LIB", STW_CUPTI_BUILT,
+              STW_CUPTI_INSTALLED);
+  module_line("nccl communicator", nccl, "STOWAGE_COMM_NCCL", STW_COMM_NCCL_BUILT,
+              STW_COMM_NCCL_INSTALLED);
 }
 
 /* What was printed must have been written: a full disk or a closed pipe under stdout is a
@@ -77,6 +135,10 @@ main(int argc, char **argv)
   }
   if (strcmp(argv[1], "--version") == 0) {
     printf("%s\n", PACKAGE_STRING);
+    return finish(STW_EXIT_OK);
+  }
+  if (strcmp(argv[1], "--build-info") == 0) {
+    build_info();
     return finish(STW_EXIT_OK);
   }
   for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {

@@ -1,21 +1,30 @@
 /* cupti-inject.c — the CUPTI injection library behind `stowage profile`.
  *
  * Loaded into any CUDA program through CUDA_INJECTION64_PATH (NVTX routed to CUPTI with
- * NVTX_INJECTION64_PATH), it records the program's run as the events of events.h and writes them
- * to $STOWAGE_EVENTS_OUT at exit: NVTX range pushes and pops (default domain, or only the domain
+ * NVTX_INJECTION64_PATH), it records the program's run as the events of events.h, written as they
+ * come to $STOWAGE_EVENTS_OUT (flushed and closed at exit; a second CUDA process of the run, a
+ * child or a sibling, writes $STOWAGE_EVENTS_OUT.PID instead): NVTX range pushes and pops (default domain, or only the domain
  * named by $STOWAGE_NVTX_DOMAIN), device allocations and releases (CUPTI_ACTIVITY_KIND_MEMORY2),
- * every kernel launch with its pointer-sized arguments (driver-API callback on cuLaunchKernel and
- * cuLaunchKernelEx and their per-thread-stream forms, argument layout from cuFuncGetParamInfo or,
- * for a CUkernel, cuKernelGetParamInfo) and every kernel's GPU time
+ * every kernel launch with its pointer-sized arguments (driver-API callback on cuLaunchKernel,
+ * cuLaunchKernelEx and cuLaunchCooperativeKernel and their per-thread-stream forms; the arguments
+ * from kernelParams or the `extra` buffer, their layout from cuFuncGetParamInfo or, for a
+ * CUkernel, cuKernelGetParamInfo) and every kernel's GPU time
  * (CONCURRENT_KERNEL). It only converts records into events; events.c makes the trace.
  *
  * It must never crash or change the program: every CUPTI failure disables recording with one
- * message on stderr, and the program runs on.
+ * message on stderr, and the program runs on. $STOWAGE_CUPTI_DEBUG=N prints what it sees of
+ * the first N launches (the callback, the driver function, the kernel, the arguments found) and
+ * of its start, to stderr: whether driver callbacks fire for a program's launches and whether
+ * the argument lookup works, in one run.
  */
 #include <cuda.h>
 #include <cupti.h>
+#include <fcntl.h>
 #include <generated_nvtx_meta.h>
 #include <pthread.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,7 +44,16 @@ static struct {
   char name[64];
 } domains[MAX_DOMAINS];
 static int n_domains;
-static unsigned long dropped;
+static unsigned long dropped;     /* under the lock: buffers complete on CUPTI's thread */
+static int debug_left;            /* launches still to describe on stderr ($STOWAGE_CUPTI_DEBUG) */
+/* The events hold one stack of ranges for the whole process, which is right while threads hand
+ * off (PyTorch's autograd thread runs backward while the main thread waits in backward()); the
+ * threads of the open ranges, under the lock, count the pops that close another thread's range
+ * (concurrent threads' ranges interleave: the trace may nest them wrongly), said at exit. */
+#define MAX_DEPTH 256
+static pthread_t range_thread[MAX_DEPTH];
+static int range_depth;
+static unsigned long foreign_pops;
 
 static void
 disable(const char *what, CUptiResult r)
@@ -93,6 +111,30 @@ emit_timed(const char *kind, const char *fmt, ...)
   pthread_mutex_unlock(&lock);
 }
 
+static void
+range_push(const char *name)
+{
+  pthread_mutex_lock(&lock);
+  if (range_depth < MAX_DEPTH)
+    range_thread[range_depth] = pthread_self();
+  range_depth++;
+  pthread_mutex_unlock(&lock);
+  emit_timed("push", " %s\n", name);
+}
+
+static void
+range_pop(void)
+{
+  pthread_mutex_lock(&lock);
+  if (range_depth > 0) {
+    range_depth--;
+    if (range_depth < MAX_DEPTH && !pthread_equal(range_thread[range_depth], pthread_self()))
+      foreign_pops++;
+  }
+  pthread_mutex_unlock(&lock);
+  emit_timed("pop", "\n");
+}
+
 /* Names may not contain newlines; spaces are fine (the name is the rest of the line). */
 static void
 clean(char *dst, size_t n, const char *src)
@@ -112,10 +154,15 @@ domain_wanted(const void *handle)
 {
   if (want_domain == NULL)
     return handle == NULL;
+  int wanted = 0;
+  pthread_mutex_lock(&lock); /* another thread may be creating a domain */
   for (int i = 0; i < n_domains; i++)
-    if (domains[i].handle == handle)
-      return strcmp(domains[i].name, want_domain) == 0;
-  return 0;
+    if (domains[i].handle == handle) {
+      wanted = strcmp(domains[i].name, want_domain) == 0;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  return wanted;
 }
 
 static void
@@ -137,63 +184,86 @@ on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
   case CUPTI_CBID_NVTX_nvtxRangePushA:
     if (domain_wanted(NULL)) {
       clean(name, sizeof name, ((const nvtxRangePushA_params *)d->functionParams)->message);
-      emit_timed("push", " %s\n", name);
+      range_push(name);
     }
     break;
   case CUPTI_CBID_NVTX_nvtxRangePushEx:
     if (domain_wanted(NULL)) {
       const nvtxEventAttributes_t *a = ((const nvtxRangePushEx_params *)d->functionParams)->eventAttrib;
       clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
-      emit_timed("push", " %s\n", name);
+      range_push(name);
     }
     break;
   case CUPTI_CBID_NVTX_nvtxRangePop:
     if (domain_wanted(NULL))
-      emit_timed("pop", "\n");
+      range_pop();
     break;
   case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
     const nvtxDomainRangePushEx_params *p = d->functionParams;
     if (domain_wanted(p->domain)) {
       const nvtxEventAttributes_t *a = p->core.eventAttrib;
       clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
-      emit_timed("push", " %s\n", name);
+      range_push(name);
     }
     break;
   }
   case CUPTI_CBID_NVTX_nvtxDomainRangePop:
     if (domain_wanted(((const nvtxDomainRangePop_params *)d->functionParams)->domain))
-      emit_timed("pop", "\n");
+      range_pop();
     break;
   default:
     break;
   }
 }
 
-/* The pointer-sized arguments of a launch, as the kernel's parameter layout describes them. */
+/* A launch's argument buffer when it passes its arguments through EXTRA
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER, one buffer holding them at their offsets) instead of an array
+ * of pointers; NULL when it does not. */
+static const char *
+extra_buffer(void **extra)
+{
+  for (size_t i = 0; extra != NULL && extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2)
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      return extra[i + 1];
+  return NULL;
+}
+
+/* The pointer-sized arguments of a launch, as the kernel's parameter layout describes them,
+ * from PARAMS (a pointer to each argument) or else EXTRA's buffer. */
 static void
-on_launch(CUfunction f, void **params, uint32_t correlation)
+on_launch(const CUpti_CallbackData *d, CUpti_CallbackId cbid, CUfunction f, void **params,
+          void **extra)
 {
   char line[64 + MAX_ARGS * 20];
   uint64_t args[MAX_ARGS];
   int n = 0;
+  const char *buffer = params == NULL ? extra_buffer(extra) : NULL;
+  int have = params != NULL || buffer != NULL;
   /* cuLaunchKernel also takes a CUkernel (a library's kernel, cuLibraryGetKernel) cast to a
    * CUfunction, whose layout only cuKernelGetParamInfo gives: the first parameter tells which */
   size_t offset0 = 0, size0 = 0;
-  int as_kernel = params != NULL && cuFuncGetParamInfo(f, 0, &offset0, &size0) != CUDA_SUCCESS &&
+  int as_kernel = have && cuFuncGetParamInfo(f, 0, &offset0, &size0) != CUDA_SUCCESS &&
                   cuKernelGetParamInfo((CUkernel)f, 0, &offset0, &size0) == CUDA_SUCCESS;
-  for (size_t i = 0; params != NULL && n < MAX_ARGS; i++) {
+  size_t i = 0;
+  for (; have && n < MAX_ARGS; i++) {
     size_t offset = 0, size = 0;
     CUresult r = as_kernel ? cuKernelGetParamInfo((CUkernel)f, i, &offset, &size)
                            : cuFuncGetParamInfo(f, i, &offset, &size);
     if (r != CUDA_SUCCESS)
       break;
     if (size == sizeof(uint64_t))
-      memcpy(&args[n++], params[i], sizeof(uint64_t));
+      memcpy(&args[n++], params != NULL ? params[i] : buffer + offset, sizeof(uint64_t));
   }
-  int len = snprintf(line, sizeof line, " %u %d", correlation, n);
-  for (int i = 0; i < n && len < (int)sizeof line - 20; i++)
-    len += snprintf(line + len, sizeof line - (size_t)len, " %llx", (unsigned long long)args[i]);
+  int len = snprintf(line, sizeof line, " %u %d", d->correlationId, n);
+  for (int k = 0; k < n && len < (int)sizeof line - 20; k++)
+    len += snprintf(line + len, sizeof line - (size_t)len, " %llx", (unsigned long long)args[k]);
   emit_timed("launch", "%s\n", line);
+  if (debug_left > 0 && __atomic_sub_fetch(&debug_left, 1, __ATOMIC_RELAXED) >= 0)
+    fprintf(stderr, "stowage-cupti: launch %u: callback %u %s, kernel %s: %zu parameters (%s "
+            "layout) from %s, %d pointer-sized\n", d->correlationId, (unsigned)cbid,
+            d->functionName != NULL ? d->functionName : "?",
+            d->symbolName != NULL ? d->symbolName : "?", i, as_kernel ? "CUkernel" : "CUfunction",
+            params != NULL ? "kernelParams" : buffer != NULL ? "the extra buffer" : "nowhere", n);
 }
 
 static void CUPTIAPI
@@ -208,19 +278,40 @@ on_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || d->callbackSite != CUPTI_API_ENTER)
     return;
   /* the legacy entry points and the per-thread-default-stream ones (--default-stream
-   * per-thread, and the runtime's own launches in that mode) */
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
+   * per-thread, and the runtime's own launches in that mode); cooperative launches */
+  switch (cbid) {
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: {
     const cuLaunchKernel_params *p = d->functionParams;
-    on_launch(p->f, p->kernelParams, d->correlationId);
-  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+    on_launch(d, cbid, p->f, p->kernelParams, p->extra);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
     const cuLaunchKernel_ptsz_params *p = d->functionParams;
-    on_launch(p->f, p->kernelParams, d->correlationId);
-  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
+    on_launch(d, cbid, p->f, p->kernelParams, p->extra);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: {
     const cuLaunchKernelEx_params *p = d->functionParams;
-    on_launch(p->f, p->kernelParams, d->correlationId);
-  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    on_launch(d, cbid, p->f, p->kernelParams, p->extra);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
     const cuLaunchKernelEx_ptsz_params *p = d->functionParams;
-    on_launch(p->f, p->kernelParams, d->correlationId);
+    on_launch(d, cbid, p->f, p->kernelParams, p->extra);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel: {
+    const cuLaunchCooperativeKernel_params *p = d->functionParams;
+    on_launch(d, cbid, p->f, p->kernelParams, NULL);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+    const cuLaunchCooperativeKernel_ptsz_params *p = d->functionParams;
+    on_launch(d, cbid, p->f, p->kernelParams, NULL);
+    break;
+  }
+  default:
+    break;
   }
 }
 
@@ -261,8 +352,11 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, s
     }
   }
   size_t drops = 0;
-  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &drops) == CUPTI_SUCCESS)
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &drops) == CUPTI_SUCCESS) {
+    pthread_mutex_lock(&lock);
     dropped += drops;
+    pthread_mutex_unlock(&lock);
+  }
   free(buffer);
 }
 
@@ -275,10 +369,37 @@ finish(void)
     if (dropped > 0)
       fprintf(stderr, "stowage-cupti: CUPTI dropped %lu activity records; the trace lacks them\n",
               dropped);
+    if (foreign_pops > 0)
+      fprintf(stderr, "stowage-cupti: %lu NVTX pops closed a range another thread opened: ranges "
+              "of threads running at once interleave, and the trace may nest them wrongly\n",
+              foreign_pops);
     fclose(out);
     out = NULL;
   }
   pthread_mutex_unlock(&lock);
+}
+
+/* This process's events file: PATH when it is the run's first CUDA process (PATH is empty and no
+ * other process holds it; the lock is kept for the process's life), else PATH.PID, so that a
+ * child, a sibling rank or a later process never truncates another's events. */
+static FILE *
+open_events(const char *path)
+{
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  struct stat st;
+  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st) == 0 && st.st_size == 0) {
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL)
+      close(fd);
+    return f;
+  }
+  if (fd >= 0)
+    close(fd);
+  char own[4096];
+  snprintf(own, sizeof own, "%s.%ld", path, (long)getpid());
+  fprintf(stderr, "stowage-cupti: %s is another process's; this one (pid %ld) records to %s\n",
+          path, (long)getpid(), own);
+  return fopen(own, "w");
 }
 
 #define TRY(call)                                                                                 \
@@ -302,7 +423,7 @@ InitializeInjection(void)
                     "built against (%u); not recording\n", version, (unsigned)CUPTI_API_VERSION);
     return 1;
   }
-  out = fopen(path, "w");
+  out = open_events(path);
   if (out == NULL) {
     fprintf(stderr, "stowage-cupti: cannot write %s; not recording\n", path);
     return 1;
@@ -310,6 +431,13 @@ InitializeInjection(void)
   want_domain = getenv("STOWAGE_NVTX_DOMAIN");
   if (want_domain != NULL && want_domain[0] == '\0')
     want_domain = NULL;
+  const char *debug = getenv("STOWAGE_CUPTI_DEBUG");
+  debug_left = debug != NULL ? atoi(debug) : 0;
+  if (debug_left > 0)
+    fprintf(stderr, "stowage-cupti: recording to %s (CUPTI API version %u, built against %u), "
+            "NVTX domain %s, NVTX_INJECTION64_PATH=%s\n", path, version,
+            (unsigned)CUPTI_API_VERSION, want_domain != NULL ? want_domain : "(default)",
+            getenv("NVTX_INJECTION64_PATH") != NULL ? getenv("NVTX_INJECTION64_PATH") : "(unset)");
   TRY(cuptiSubscribe(&subscriber, on_callback, NULL));
   TRY(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX));
   TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
@@ -320,6 +448,10 @@ InitializeInjection(void)
                           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz));
   TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
                           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz));
+  TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel));
+  TRY(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz));
   TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2));
   TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));

@@ -70,7 +70,10 @@ cuda_device_free(StwBackend *b, void *p)
   CudaBackend *c = (CudaBackend *)b;
   if (p == NULL)
     return;
-  guint64 bytes = GPOINTER_TO_SIZE(g_hash_table_lookup(c->used, p));
+  gpointer held = NULL;
+  if (!g_hash_table_lookup_extended(c->used, p, NULL, &held))
+    return; /* not the arena's: a free span of 0 bytes would be a lie */
+  guint64 bytes = GPOINTER_TO_SIZE(held);
   g_hash_table_remove(c->used, p);
   Span s = { (guint64)((guint8 *)p - c->arena), bytes };
   guint i = 0;

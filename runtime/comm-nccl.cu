@@ -33,7 +33,8 @@
 
 /* the module links no stowage symbol: its errors have comm.h's domain by name, and the loader
  * passes their message on */
-#define COMM_ERROR g_quark_from_static_string("stw-comm-error-quark")
+/* g_quark_from_string copies the name: this module may be unloaded while the quark lives */
+#define COMM_ERROR g_quark_from_string("stw-comm-error-quark")
 
 #define THREADS 256
 

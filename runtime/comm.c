@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stowage/comm.h>
+#include <stowage/files.h>
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -85,20 +86,6 @@ stw_comm_self_new(void)
 
 /* ---- NCCL, a module loaded on demand (comm-nccl.cu) ---------------------------------------- */
 
-#ifdef STW_HAVE_NCCL
-/* The module: $STOWAGE_COMM_NCCL, else the build tree's when it is there, else the installed one. */
-static const char *
-nccl_module_path(void)
-{
-  const char *env = g_getenv("STOWAGE_COMM_NCCL");
-  if (env != NULL && env[0] != '\0')
-    return env;
-  if (g_file_test(STW_COMM_NCCL_BUILT, G_FILE_TEST_EXISTS))
-    return STW_COMM_NCCL_BUILT;
-  return STW_COMM_NCCL_INSTALLED;
-}
-#endif
-
 StwComm *
 stw_comm_nccl_new(StwComm *host, guint64 timeout_ms, GError **error)
 {
@@ -110,7 +97,9 @@ stw_comm_nccl_new(StwComm *host, guint64 timeout_ms, GError **error)
   return NULL;
 #else
   g_return_val_if_fail(host != NULL && !host->device_memory, NULL);
-  const char *path = nccl_module_path();
+  /* $STOWAGE_COMM_NCCL, the build tree's, the one beside the library, the installed one */
+  g_autofree char *path = stw_module_path("STOWAGE_COMM_NCCL", STW_COMM_NCCL_BUILT,
+                                          STW_COMM_NCCL_INSTALLED);
   void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (module == NULL) {
     g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_UNSUPPORTED,

@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 need=""
 # libopenblas-openmp-dev: the CPU trainer's matmuls (OpenBLAS's OpenMP build shares the trainer's
 # threads); configure falls back to the trainer's own loops without it. libopenmpi-dev and
-# openmpi-bin: training on several ranks (without them, one rank)
+# openmpi-bin: training on several ranks (without them, one rank); patchelf and xz-utils: `make
+# gpu-bundle` (the tree a GPU machine runs, scripts/gpu-bundle.sh)
 for p in gcc make autoconf automake libtool pkg-config libglib2.0-dev libglib2.0-dev-bin \
-         libcjson-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin; do
+         libcjson-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin patchelf xz-utils; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -244,6 +244,17 @@ expect 1 "pop-without-push.events:5: a range closes that was never opened" "an e
 expect 1 "an NVTX push without a pop" "an event stream with a range left open" -- $S profile --events "$E/unclosed.events" -o "$T/x.json"
 expect 1 "recorded no events: it never initialized CUDA" "profile a program that never uses CUDA" -- $S profile -o "$T/x.json" -- true
 expect 1 "failed (Child process exited with code 3); no trace written" "profile a program that fails" -- $S profile -o "$T/x.json" -- sh -c "exit 3"
+# a second CUDA process of the run (a child, a rank) records to EVENTS.PID: said, kept with
+# --keep-events, else removed; the trace is the first process's
+mkdir -p "$T/evtmp"
+two="cp '$E/small.events' \"\$STOWAGE_EVENTS_OUT\"; echo 'push 1 x' > \"\$STOWAGE_EVENTS_OUT.4242\""
+expect 0 "1 other CUDA process of the run recorded events of its own; the trace is the first process's; kept: $T/kept.events.4242" \
+  "profile a run of two CUDA processes" -- env TMPDIR="$T/evtmp" $S profile --keep-events "$T/kept.events" -o "$T/two.json" -- sh -c "$two"
+cmp -s "$E/small.events" "$T/kept.events" && [ "$(cat "$T/kept.events.4242")" = "push 1 x" ]
+tap_result $? "both processes' events are kept, each in its own file"
+expect 0 "1 other CUDA process of the run recorded events of its own; the trace is the first process's" \
+  "... and without --keep-events" -- env TMPDIR="$T/evtmp" $S profile -o "$T/two.json" -- sh -c "$two"
+[ -z "$(ls -A "$T/evtmp")" ]; tap_result $? "and no event file is left behind" "$(ls -A "$T/evtmp")"
 expect 2 "give a command after '--', or --events FILE" "profile with nothing to profile" -- $S profile -o "$T/x.json"
 expect 2 "--output FILE is required" "profile without an output" -- $S profile --events "$E/small.events"
 

@@ -1,4 +1,4 @@
-/* test-files.c — bounded reads and atomic writes (files.h). */
+/* test-files.c — bounded reads, atomic writes and module paths (files.h). */
 #include "config.h"
 
 #include <unistd.h>
@@ -102,6 +102,56 @@ test_stale_temporaries(void)
   g_rmdir(dir);
 }
 
+/* A module is $ENV_VAR's, else the one beside the running code (for a program linking the
+ * library statically, as this test does: ../lib/stowage/), else the build tree's, else the
+ * installed one. */
+static void
+test_module_path(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stw-modules-XXXXXX", NULL);
+  g_autofree char *built = g_build_filename(dir, "libstowage-module-path-test.so", NULL);
+  const char *installed = "/nonexistent/lib/stowage/libstowage-module-path-test.so";
+  g_unsetenv("STOWAGE_TEST_MODULE");
+  g_autofree char *p1 = stw_module_path("STOWAGE_TEST_MODULE", built, installed);
+  g_assert_cmpstr(p1, ==, installed); /* nothing built, nothing beside */
+  g_assert_true(g_file_set_contents(built, "", 0, NULL));
+  g_autofree char *p2 = stw_module_path("STOWAGE_TEST_MODULE", built, installed);
+  g_assert_cmpstr(p2, ==, built);
+  g_setenv("STOWAGE_TEST_MODULE", "/elsewhere/m.so", TRUE);
+  g_autofree char *p3 = stw_module_path("STOWAGE_TEST_MODULE", built, installed);
+  g_assert_cmpstr(p3, ==, "/elsewhere/m.so");
+  g_setenv("STOWAGE_TEST_MODULE", "", TRUE); /* empty: not set */
+  g_autofree char *p4 = stw_module_path("STOWAGE_TEST_MODULE", built, installed);
+  g_assert_cmpstr(p4, ==, built);
+  g_unsetenv("STOWAGE_TEST_MODULE");
+  g_unlink(built);
+
+  /* beside this program: <its folder>/../lib/stowage/NAME */
+  g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+  g_assert_nonnull(self);
+  g_autofree char *bindir = g_path_get_dirname(self);
+  g_autofree char *libdir = g_build_filename(bindir, "..", "lib", NULL);
+  g_autofree char *moddir = g_build_filename(libdir, "stowage", NULL);
+  gboolean made_lib = !g_file_test(libdir, G_FILE_TEST_IS_DIR);
+  g_assert_cmpint(g_mkdir_with_parents(moddir, 0755), ==, 0);
+  g_autofree char *beside = g_build_filename(moddir, "libstowage-module-path-test.so", NULL);
+  g_assert_true(g_file_set_contents(beside, "", 0, NULL));
+  g_assert_true(g_file_set_contents(built, "", 0, NULL));
+  g_autofree char *p5 = stw_module_path("STOWAGE_TEST_MODULE", built, installed);
+  g_autofree char *want = g_canonicalize_filename(beside, NULL);
+  g_assert_cmpstr(p5, ==, want); /* before the build tree's */
+  g_setenv("STOWAGE_TEST_MODULE", "/elsewhere/m.so", TRUE);
+  g_autofree char *p6 = stw_module_path("STOWAGE_TEST_MODULE", built, installed);
+  g_assert_cmpstr(p6, ==, "/elsewhere/m.so");
+  g_unsetenv("STOWAGE_TEST_MODULE");
+  g_unlink(built);
+  g_unlink(beside);
+  g_rmdir(moddir);
+  if (made_lib)
+    g_rmdir(libdir);
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -109,5 +159,6 @@ main(int argc, char **argv)
   g_test_add_func("/files/atomic-write", test_atomic_write);
   g_test_add_func("/files/bounded-read", test_bounded_read);
   g_test_add_func("/files/stale-temporaries", test_stale_temporaries);
+  g_test_add_func("/files/module-path", test_module_path);
   return g_test_run();
 }

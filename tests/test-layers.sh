@@ -94,9 +94,11 @@ tap_result $r "the runtime cannot include the profilers above it"
 # through the loader cache
 if grep -q '^#define STW_HAVE_CUDA 1' "$STW_BUILDDIR/config.h" 2>/dev/null && command -v readelf >/dev/null; then
   dir=$(sed -n 's/^CUDA_DIR = //p' "$STW_BUILDDIR/Makefile")
-  rp=$(readelf -d "$STW_BUILDDIR/.libs/libstowage.so" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
-  printf '%s' "$rp" | tr ':' '\n' | grep -qx "$dir/lib64"
-  tap_result $? "libstowage.so's RUNPATH holds $dir/lib64" "RUNPATH: $rp"
+  for f in .libs/libstowage.so stowage; do
+    rp=$(readelf -d "$STW_BUILDDIR/$f" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+    printf '%s' "$rp" | tr ':' '\n' | grep -qx "$dir/lib64"
+    tap_result $? "${f#.libs/}'s RUNPATH holds $dir/lib64" "RUNPATH: $rp"
+  done
 else
   tap_skip "libstowage.so's RUNPATH: a build without CUDA (or no readelf)"
 fi

@@ -21,7 +21,8 @@
 
 /* the module links no stowage symbol: its errors have a domain of their own, and the loader
  * passes their message on in the runtime's */
-#define DEVICE_ERROR g_quark_from_static_string("stw-compute-cuda-error-quark")
+/* g_quark_from_string copies the name: this module may be unloaded while the quark lives */
+#define DEVICE_ERROR g_quark_from_string("stw-compute-cuda-error-quark")
 #define DEVICE_ERROR_CODE 0
 
 #define THREADS 256
@@ -549,7 +550,12 @@ stw_compute_cuda_module_new(gboolean mixed, GError **error)
     g_free(c);
     return NULL;
   }
-  cublasSetStream(c->blas, 0);
+  if ((s = cublasSetStream(c->blas, 0)) != CUBLAS_STATUS_SUCCESS) {
+    g_set_error(error, DEVICE_ERROR, DEVICE_ERROR_CODE, "cublasSetStream: %s", blas_status(s));
+    cublasDestroy(c->blas);
+    g_free(c);
+    return NULL;
+  }
   c->gemm_compute = mixed ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
   StwCompute *t = &c->base;
   t->name = mixed ? "cuda-mixed" : "cuda";

@@ -6,22 +6,8 @@
 
 #include <dlfcn.h>
 
+#include <stowage/files.h>
 #include <stowage/trainer.h>
-
-#ifdef STW_HAVE_CUDA
-/* The module: $STOWAGE_COMPUTE_CUDA, else the build tree's when it is there, else the
- * installed one. */
-static const char *
-module_path(void)
-{
-  const char *env = g_getenv("STOWAGE_COMPUTE_CUDA");
-  if (env != NULL && env[0] != '\0')
-    return env;
-  if (g_file_test(STW_COMPUTE_CUDA_BUILT, G_FILE_TEST_EXISTS))
-    return STW_COMPUTE_CUDA_BUILT;
-  return STW_COMPUTE_CUDA_INSTALLED;
-}
-#endif
 
 StwCompute *
 stw_compute_cuda_new(gboolean mixed, GError **error)
@@ -32,7 +18,9 @@ stw_compute_cuda_new(gboolean mixed, GError **error)
               "this stowage was built without CUDA: configure where the CUDA toolkit is");
   return NULL;
 #else
-  const char *path = module_path();
+  /* $STOWAGE_COMPUTE_CUDA, the build tree's, the one beside the library, the installed one */
+  g_autofree char *path = stw_module_path("STOWAGE_COMPUTE_CUDA", STW_COMPUTE_CUDA_BUILT,
+                                          STW_COMPUTE_CUDA_INSTALLED);
   void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (module == NULL) {
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_DEVICE,

@@ -4,7 +4,7 @@
  * Reading refuses what is not a regular file (a FIFO, a device such as /dev/zero) and files
  * above a stated size before reading a byte, so that no reader allocates without bound. Writing
  * is atomic: a temporary in the same directory, fsync, rename; a failure leaves any existing file
- * untouched and no temporary behind.
+ * untouched and no temporary behind. And where stowage's own loadable modules are.
  */
 #ifndef STW_FILES_H
 #define STW_FILES_H
@@ -34,6 +34,15 @@ gboolean stw_file_read(const char *file, gsize max_bytes, char **text_out, gsize
 
 /* Writes TEXT to FILE atomically (see above). "-" writes to standard output. */
 gboolean stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error);
+
+/* The path of one of stowage's loadable modules (INSTALLED's file name, e.g.
+ * libstowage-cupti.so), for dlopen: $ENV_VAR when it is set and not empty; else the one beside
+ * the running libstowage, in its folder's stowage/ (where an install puts it: pkglibdir), or
+ * beside a program that links the library statically, in ../lib/stowage/ (an installed tree
+ * moved elsewhere; the GPU bundle), when it exists; else BUILT (the build tree's) when it
+ * exists; else INSTALLED. The running code's own module comes before a build tree's that may
+ * be of another version. Free with g_free. */
+char *stw_module_path(const char *env_var, const char *built, const char *installed);
 
 STW_END_DECLS
 

@@ -1,83 +1,234 @@
 #!/bin/sh
-# tests/gpu/run.sh — everything that needs a GPU, in one run (under 10 minutes on one H200):
-# build with CUDA, run the whole test suite (the GPU tests run instead of skipping), measure the
-# CUDA backend's pinned copy bandwidth against cudaMemcpy, profile a CUDA program through the
-# CUPTI injection library, then plan and check the trace; train the GPT on CUDA (fp32 and mixed
-# precision) against the CPU trainer, profile it -> plan a quarter of its model data -> replay,
-# and profile it through CUPTI. Prints a summary at the end.
+# tests/gpu/run.sh [BUNDLE] — everything that needs a GPU, in one run of a few minutes, on a
+# machine that has only the GPU image's software (CUDA, PyTorch, Python; no autotools, no GLib or
+# cJSON development files, no package registry). It builds nothing: it runs the bundle that
+# `make gpu-bundle` made on the CPU machine (BUNDLE, default gpu-bundle/stowage-gpu.tar.xz; a
+# folder works too), or else this tree's own build when it has one.
+#
+# Every step runs under a time limit, its output in a log; the whole run stops starting steps
+# after $STW_GPU_BUDGET seconds (default 480). What comes back is three files in $STW_GPU_OUT
+# (default $OUT, else /tmp/stowage-gpu-out): summary.txt (one line per figure or failure),
+# preflight.txt (the machine, the libraries found, the bundle's manifest) and logs.tar.gz
+# (every log, event stream and trace).
+#
+# Steps: preflight (free); the CUDA backend's unit tests; the backend's copy bandwidth against
+# cudaMemcpyAsync, and copy/compute overlap; a CUDA program (nvtx-demo) through the CUPTI
+# injection library, with counts per event kind and a debug run describing its first launches;
+# the CUDA trainer against the CPU trainer (fp32, mixed); resident training twice (the noise of
+# atomics) and the quarter-budget plan replayed normally and with CUDA_LAUNCH_BLOCKING=1 (a
+# difference beyond that noise, or one that blocking removes, is a copy racing compute);
+# compute-sanitizer memcheck over one step; the CUDA trainer through CUPTI; a PyTorch program
+# through `stowage profile` (emit_nvtx) and stowage.torch.profile on CUDA, each planned and
+# checked; the Python package's tests under the machine's PyTorch.
 set -u
 cd "$(dirname "$0")/../.."
-log=${TMPDIR:-/tmp}/stowage-gpu
+src=$(pwd)
+out=${STW_GPU_OUT:-${OUT:-/tmp/stowage-gpu-out}}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+root=$(mktemp -d "${TMPDIR:-/tmp}/stowage-gpu.XXXXXX")
+log=$root/logs
 mkdir -p "$log"
-summary=""
-note() { summary="$summary$1
-"; echo "== $1"; }
-
-nvidia-smi -L 2>/dev/null || note "nvidia-smi: no GPU visible"
-./scripts/bootstrap.sh > "$log/build.log" 2>&1 || { tail -30 "$log/build.log"; exit 1; }
-grep -E "CUDA|CUPTI|NCCL" config.log | grep -E "^(have_|checking for CU)" | head -5
-
-make -j"$(nproc)" check > "$log/check.log" 2>&1
-note "make check: $(sed -n 's/^# \(PASS\|FAIL\|SKIP\|ERROR\): *\([0-9]*\)/\1 \2/p' test-suite.log | tr '\n' ' ')"
-grep -h "^ok\|^not ok\|SKIP" tests/test-cuda.log | sed 's/^/   /'
-
-if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  make -j"$(nproc)" bench/bench-cuda > /dev/null 2>&1 && ./bench/bench-cuda | tee "$log/bench-cuda.md"
-  note "copy bandwidth: see the table above ($log/bench-cuda.md)"
-  "$NVCC" -O2 -o "$log/nvtx-demo" tests/gpu/nvtx-demo.cu > "$log/nvcc.log" 2>&1 || cat "$log/nvcc.log"
-  if ./stowage profile --keep-events "$log/demo.events" -o "$log/demo-trace.json" -- "$log/nvtx-demo"; then
-    ./stowage inspect "$log/demo-trace.json" | head -12
-    ops=$(grep -c '"stage"' "$log/demo-trace.json")
-    tensors=$(grep -c '"numel"' "$log/demo-trace.json")
-    note "profile of nvtx-demo: $ops ops (expected 5), $tensors tensors (expected 2)"
-    ./stowage plan "$log/demo-trace.json" --gpu 64MiB -o "$log/demo-plan.json" && \
-      ./stowage check "$log/demo-plan.json" "$log/demo-trace.json" && note "the demo's plan checks"
-  else
-    note "stowage profile of nvtx-demo FAILED"
+budget=${STW_GPU_BUDGET:-480}
+start=$(date +%s)
+: > "$out/summary.txt"
+note() { echo "$1" >> "$out/summary.txt"; echo "== $1"; }
+finish() {
+  note "total: $(( $(date +%s) - start )) s"
+  cp "$out/summary.txt" "$log/"
+  tar -C "$root" -czf "$out/logs.tar.gz" logs 2>/dev/null
+  echo
+  echo "==== summary ($out)"
+  cat "$out/summary.txt"
+}
+trap finish EXIT
+# step NAME SECONDS COMMAND...: COMMAND's output in $log/NAME.log, killed after SECONDS; its
+# exit status (124: timed out; 125: not started, the run's budget is spent)
+step() {
+  name=$1 limit=$2
+  shift 2
+  if [ $(( $(date +%s) - start )) -gt "$budget" ]; then
+    echo "$name: not started (the run's $budget s are spent)" >> "$log/steps.txt"
+    echo "not started: budget" > "$log/$name.log"
+    return 125
   fi
-fi
-# ---- the trainer on CUDA against the CPU trainer, then profile -> plan -> replay on CUDA ----------
-S=./stowage
-M="--layers 2 --width 128 --heads 4 --context 128 --batch 4 --data README.md --seed 7"
-losses() { grep '^step' "$1" | awk '{print $4}'; }
-# largest |a-b| / |a| over the steps of two runs
-maxrel() { paste "$1" "$2" | awk 'BEGIN{m=0} {d=($1-$2)/$1; if(d<0)d=-d; if(d>m)m=d} END{printf "%.2e", m}'; }
-for prec in fp32 mixed; do
-  # the CPU in the same precision (mixed: the same bf16 compute copy, fp32 matmuls)
-  $S train $M --steps 10 --precision $prec > "$log/cpu-$prec.log" 2>&1
-  losses "$log/cpu-$prec.log" > "$log/cpu-$prec.loss"
-  if $S train $M --steps 10 --device cuda --precision $prec > "$log/cuda-$prec.log" 2>&1; then
-    losses "$log/cuda-$prec.log" > "$log/cuda-$prec.loss"
-    note "CUDA trainer ($prec) against the CPU trainer ($prec) over 10 steps: max relative loss difference $(maxrel "$log/cpu-$prec.loss" "$log/cuda-$prec.loss") (tolerance: fp32 1e-3, mixed 3e-2); $(tail -1 "$log/cuda-$prec.log")"
+  t0=$(date +%s)
+  timeout -k 10 "$limit" "$@" > "$log/$name.log" 2>&1
+  st=$?
+  echo "$name: exit $st in $(( $(date +%s) - t0 )) s" >> "$log/steps.txt"
+  return $st
+}
+last() { tail -n "${2:-2}" "$log/$1.log" | tr '\n' ' ' | cut -c1-400; }
+
+# ---- the bundle ---------------------------------------------------------------------------
+bundle=${1:-${STOWAGE_GPU_BUNDLE:-gpu-bundle/stowage-gpu.tar.xz}}
+if [ -f "$bundle" ]; then
+  if command -v xz >/dev/null; then
+    xz -dc "$bundle" | tar -C "$root" -xf -
   else
-    note "CUDA trainer ($prec) FAILED: $(tail -3 "$log/cuda-$prec.log")"
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$bundle" "$root"
+  fi
+  g=$root/stowage-gpu
+elif [ -d "$bundle/bin" ]; then
+  g=$(cd "$bundle" && pwd)
+else
+  g=""
+fi
+if [ -n "$g" ] && [ -x "$g/bin/stowage" ]; then
+  S=$g/bin/stowage TEST_CUDA=$g/bin/test-cuda BENCH_CUDA=$g/bin/bench-cuda
+  DEMO=$g/bin/nvtx-demo LIB=$g/lib/libstowage.so
+  note "bundle: $(head -n 1 "$g/MANIFEST")"
+elif [ -x ./stowage ] && [ -x tests/test-cuda ]; then
+  S=$src/stowage TEST_CUDA=$src/tests/test-cuda BENCH_CUDA=$src/bench/bench-cuda
+  DEMO=$root/nvtx-demo LIB=$src/.libs/libstowage.so
+  nvcc -O2 -o "$DEMO" tests/gpu/nvtx-demo.cu > "$log/nvcc.log" 2>&1 || note "nvcc nvtx-demo FAILED"
+  note "no bundle: this tree's own build"
+else
+  note "no bundle at $bundle and no build here: run 'make gpu-bundle' on the CPU machine and carry gpu-bundle/"
+  exit 1
+fi
+
+# ---- preflight (free): the machine, and every library the bundle loads ---------------------
+# a library that a bundled file needs and the loader does not find (CUDA's, where the image puts
+# it elsewhere) is looked for and its folder put on LD_LIBRARY_PATH
+missing() {
+  for f in "$S" "$TEST_CUDA" "$LIB" ${g:+"$g"/lib/stowage/*}; do ldd "$f" 2>/dev/null; done |
+    awk '$2 == "=>" && $3 == "not" {print $1}' | sort -u | grep -v '^libcuda\.so'
+}
+for name in $(missing); do
+  found=$(find /usr/local /opt /usr/lib -name "$name" 2>/dev/null | head -n 1)
+  [ -n "$found" ] && LD_LIBRARY_PATH=$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+# NVTX reaches CUPTI through a libcupti.so: the build's, else the first one here
+if "$S" --build-info 2>/dev/null | grep -q "^nvtx injection.*MISSING" && [ -z "${NVTX_INJECTION64_PATH:-}" ]; then
+  cupti=$(find /usr/local/cuda* /opt /usr/lib -name 'libcupti.so*' 2>/dev/null | sort | head -n 1)
+  [ -n "$cupti" ] && export NVTX_INJECTION64_PATH=$cupti && note "NVTX through $cupti"
+fi
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "system: $(uname -srm); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"); $(nproc) CPUs"
+  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -n 2)"
+  echo "nvcc: $(nvcc --version 2>&1 | tail -n 2 | tr '\n' ' ')"
+  for t in compute-sanitizer ncu xz timeout python3; do echo "$t: $(command -v $t || echo missing)"; done
+  echo "python: $(python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1 | tail -n 1)"
+  echo "pytest: $(python3 -m pytest --version 2>&1 | tail -n 1)"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "NVTX_INJECTION64_PATH=${NVTX_INJECTION64_PATH:-}"
+  echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"
+  echo "--- stowage --build-info"
+  "$S" --build-info 2>&1
+  echo "--- libraries not found (libcuda is the driver's)"
+  for f in "$S" "$TEST_CUDA" "$BENCH_CUDA" "$DEMO" "$LIB" ${g:+"$g"/lib/stowage/*}; do
+    ldd "$f" 2>&1 | grep "not found" | sed "s|^|$(basename "$f"): |"
+  done
+  echo "--- libcupti, libnccl, libcudart here"
+  find /usr/local/cuda* /opt /usr/lib \( -name 'libcupti.so*' -o -name 'libnccl.so*' -o -name 'libcudart.so*' \) 2>/dev/null | head -n 20
+  [ -n "$g" ] && { echo "--- the bundle"; cat "$g/MANIFEST"; }
+} > "$out/preflight.txt" 2>&1
+cp "$out/preflight.txt" "$log/"
+note "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
+
+# ---- the CUDA backend's unit tests and its copies --------------------------------------------
+step test-cuda 120 "$TEST_CUDA"
+note "test-cuda: exit $?, $(grep '^ok' "$log/test-cuda.log" | grep -vc SKIP) passed, $(grep -c '^not ok' "$log/test-cuda.log") failed, $(grep -c '^ok.*# SKIP' "$log/test-cuda.log") skipped"
+grep '^not ok' "$log/test-cuda.log" | head -n 5 | while read -r l; do note "  $l"; done
+step bench-cuda 120 "$BENCH_CUDA"
+note "bench-cuda: exit $?$(grep -q '^|' "$log/bench-cuda.log" || echo ": $(last bench-cuda 2)")"
+grep '^|\|^overlap' "$log/bench-cuda.log" | while read -r l; do note "  $l"; done
+
+# ---- a CUDA program through CUPTI ------------------------------------------------------------
+# counts per kind of event: do driver callbacks fire for runtime launches, does the argument
+# lookup work, do kernels match launches by correlation id
+counts() {
+  awk 'NR == FNR { if ($1 == "launch") id[$3] = 1; next }
+       $1 == "push" { push++ } $1 == "pop" { pop++ } $1 == "alloc" { alloc++ } $1 == "free" { fr++ }
+       $1 == "tensor" { tensor++ }
+       $1 == "launch" { launch++; args += $4; if ($4 == 0) none++ }
+       $1 == "kernel" { kernel++; if ($2 in id) matched++; if ($4 < $3) incomplete++ }
+       END { printf "push %d, pop %d, launch %d (%d arguments, %d with none), kernel %d (%d matched to a launch, %d incomplete), alloc %d, free %d, tensor %d",
+             push, pop, launch, args, none, kernel, matched, incomplete, alloc, fr, tensor }' "$1" "$1"
+}
+if step demo 90 "$S" profile --keep-events "$log/demo.events" -o "$log/demo-trace.json" -- "$DEMO"; then
+  note "nvtx-demo events: $(counts "$log/demo.events")"
+  note "nvtx-demo trace: $(grep -c '"stage"' "$log/demo-trace.json") ops (expected 5), $(grep -c '"numel"' "$log/demo-trace.json") tensors (expected 2)"
+  step demo-plan 30 sh -c "'$S' plan '$log/demo-trace.json' --gpu 64MiB -o '$log/demo-plan.json' && '$S' check '$log/demo-plan.json' '$log/demo-trace.json'"
+  note "nvtx-demo plan and check: exit $?"
+else
+  note "stowage profile of nvtx-demo FAILED: $(last demo 4)"
+fi
+step demo-debug 60 env STOWAGE_CUPTI_DEBUG=8 "$S" profile -o "$log/demo-debug.json" -- "$DEMO"
+grep '^stowage-cupti' "$log/demo-debug.log" | head -n 9 | while read -r l; do note "  $l"; done
+
+# ---- the trainer on CUDA ---------------------------------------------------------------------
+M="--layers 2 --width 128 --heads 4 --context 128 --batch 4 --data README.md --seed 7"
+B="--layers 6 --width 512 --heads 8 --context 256 --batch 8 --data README.md"
+losses() { grep '^step' "$log/$1.log" | awk '{print $4}' > "$log/$1.loss"; }
+# the largest |a-b|/|a| over the steps of two runs
+maxrel() { paste "$log/$1.loss" "$log/$2.loss" | awk 'BEGIN { m = 0 } $1 != 0 { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > m) m = d } END { printf "%.2e", m }'; }
+for prec in fp32 mixed; do
+  step "cpu-$prec" 120 "$S" train $M --steps 10 --precision $prec && losses "cpu-$prec"
+  if step "cuda-$prec" 120 "$S" train $M --steps 10 --device cuda --precision $prec; then
+    losses "cuda-$prec"
+    note "CUDA trainer ($prec) against the CPU ($prec), 10 steps: max relative loss difference $(maxrel "cpu-$prec" "cuda-$prec") (tolerance: fp32 1e-3, mixed 3e-2); $(last "cuda-$prec" 1)"
+  else
+    note "CUDA trainer ($prec) FAILED: $(last "cuda-$prec" 3)"
   fi
 done
-B="--layers 6 --width 512 --heads 8 --context 256 --batch 8 --data README.md"
-if $S train $B --steps 6 --device cuda --profile "$log/cuda-trace.json" > "$log/cuda-resident.log" 2>&1; then
-  note "CUDA trainer, everything resident: $(tail -2 "$log/cuda-resident.log" | head -1)"
-  j=$($S inspect "$log/cuda-trace.json" --json | tr -d ' \t\n')
+if step resident 120 "$S" train $B --steps 6 --device cuda --profile "$log/cuda-trace.json"; then
+  losses resident
+  note "CUDA, everything resident: $(last resident 1)"
+  step resident2 120 "$S" train $B --steps 6 --device cuda && losses resident2 &&
+    note "resident twice: max relative loss difference $(maxrel resident resident2) (the noise of atomics)"
+  j=$("$S" inspect "$log/cuda-trace.json" --json | tr -d ' \t\n')
   peak=$(echo "$j" | sed -n 's/.*"peak_nonmodel":{"bytes":\([0-9]*\).*/\1/p')
   model=$(echo "$j" | sed -n 's/.*"model_bytes":{[^}]*"total":\([0-9]*\)}.*/\1/p')
-  budget=$(( ${peak:-0} + ${model:-0} / 4 ))
-  if $S plan "$log/cuda-trace.json" --gpu "$budget" -o "$log/cuda-plan.json" > "$log/cuda-plan.log" 2>&1 &&
-     $S train $B --steps 6 --device cuda --plan "$log/cuda-plan.json" > "$log/cuda-replay.log" 2>&1; then
-    losses "$log/cuda-resident.log" > "$log/a.loss"; losses "$log/cuda-replay.log" > "$log/b.loss"
-    note "CUDA replay at a quarter of the model data ($budget bytes): $(tail -1 "$log/cuda-replay.log"); loss difference to resident $(maxrel "$log/a.loss" "$log/b.loss")"
+  budget_bytes=$(( ${peak:-0} + ${model:-0} / 4 ))
+  if step plan 60 "$S" plan "$log/cuda-trace.json" --gpu "$budget_bytes" -o "$log/cuda-plan.json"; then
+    for mode in normal blocking; do
+      blocking=0
+      [ $mode = blocking ] && blocking=1
+      if step replay-$mode 180 env CUDA_LAUNCH_BLOCKING=$blocking "$S" train $B --steps 6 \
+           --device cuda --plan "$log/cuda-plan.json"; then
+        losses replay-$mode
+        note "replay at a quarter of the model data ($budget_bytes bytes), $mode: $(last replay-$mode 1); loss difference to resident $(maxrel resident replay-$mode)"
+      else
+        note "replay ($mode) FAILED: $(last replay-$mode 3)"
+      fi
+    done
   else
-    note "CUDA plan/replay FAILED: $(tail -3 "$log/cuda-plan.log" "$log/cuda-replay.log")"
+    note "plan of the CUDA trace FAILED: $(last plan 3)"
   fi
-  if $S profile -o "$log/cupti-trace.json" -- $S train $B --steps 3 --device cuda --quiet > "$log/cupti.log" 2>&1; then
-    a=$(grep -c '"stage"' "$log/cuda-trace.json"); b=$(grep -c '"stage"' "$log/cupti-trace.json")
-    note "CUPTI profile of the CUDA trainer: $b ops against the runtime's own $a"
+  if step cupti-train 180 "$S" profile -o "$log/cupti-trace.json" -- "$S" train $B --steps 3 --device cuda --quiet; then
+    note "CUPTI profile of the CUDA trainer: $(grep -c '"stage"' "$log/cupti-trace.json") ops against the runtime's own $(grep -c '"stage"' "$log/cuda-trace.json")"
   else
-    note "CUPTI profile of the CUDA trainer FAILED: $(tail -3 "$log/cupti.log")"
+    note "CUPTI profile of the CUDA trainer FAILED: $(last cupti-train 3)"
   fi
 else
-  note "CUDA trainer FAILED: $(tail -3 "$log/cuda-resident.log")"
+  note "CUDA trainer FAILED: $(last resident 3)"
+fi
+if command -v compute-sanitizer >/dev/null; then
+  step memcheck 180 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    "$S" train $M --steps 1 --device cuda
+  note "compute-sanitizer memcheck, one step: exit $? ($(grep -c '^========= Invalid\|^========= Program hit' "$log/memcheck.log") errors); $(grep 'ERROR SUMMARY' "$log/memcheck.log" | tail -n 1)"
+else
+  note "compute-sanitizer: not on this machine"
 fi
 
-echo
-echo "==== summary"
-printf '%s' "$summary"
+# ---- PyTorch on this machine -----------------------------------------------------------------
+export STOWAGE_LIB=$LIB PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1
+if step torch-nvtx 240 "$S" profile --iteration-range stowage.iteration --keep-events "$log/torch.events" \
+     -o "$log/torch-trace.json" -- python3 tests/gpu/torch-nvtx.py "$log/torch-hooks-trace.json"; then
+  note "PyTorch through stowage profile: $(counts "$log/torch.events")"
+  note "  trace: $("$S" inspect "$log/torch-trace.json" 2>&1 | head -n 4 | tr '\n' ' ' | cut -c1-300)"
+  for t in torch-trace torch-hooks-trace; do
+    [ -f "$log/$t.json" ] || { note "$t: not written"; continue; }
+    step "$t-plan" 60 sh -c "'$S' plan '$log/$t.json' --gpu 64MiB -o '$log/$t-plan.json' && '$S' check '$log/$t-plan.json' '$log/$t.json'"
+    note "$t planned at 64 MiB and checked: exit $? $(last "$t-plan" 1)"
+  done
+else
+  note "PyTorch through stowage profile FAILED: $(last torch-nvtx 4)"
+fi
+(cd python && STOWAGE=$S STW_SRCDIR=$src step pytest 240 python3 -m pytest -q -p no:cacheprovider tests)
+note "the Python package's tests under this machine's PyTorch: $(last pytest 1)"
