@@ -2,8 +2,10 @@
 """bench/torch-wrap.py — tokens/s of a small PyTorch GPT trained plain, wrapped by
 stowage.torch.wrap with everything resident, and wrapped at a quarter of its model data; the
 wrapper's overhead per op in µs. Each configuration trains STEPS steps in its own round, rounds
-interleaved, medians of ROUNDS; CPU, one thread. Needs PyTorch and the built library
-(STOWAGE_LIB, PYTHONPATH=python). Usage: bench/torch-wrap.py [ROUNDS] [STEPS]"""
+interleaved, medians of ROUNDS; on the CPU (one thread, CPU seconds) or on CUDA (wall seconds,
+synchronized; the CUDA backend). The budgets are the model data (4 fp32 lists) times 4 and a
+quarter of it, each with the trace's peak non-model memory beside. Needs PyTorch and the built
+library (STOWAGE_LIB, PYTHONPATH=python). Usage: bench/torch-wrap.py [ROUNDS] [STEPS] [cpu|cuda]"""
 import os
 import statistics
 import sys
@@ -19,6 +21,7 @@ from test_torch import TinyLM  # noqa: E402
 torch.set_num_threads(1)
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+DEVICE = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 B, T, D, L, V = 4, 64, 128, 4, 256
 
 
@@ -27,9 +30,9 @@ def loss_of(m, x):
 
 
 torch.manual_seed(0)
-model = TinyLM(vocab=V, d=D, layers=L)
+model = TinyLM(vocab=V, d=D, layers=L).to(DEVICE)
 start = {k: v.clone() for k, v in model.state_dict().items()}
-x = torch.randint(0, V, (B, T))
+x = torch.randint(0, V, (B, T), device=DEVICE)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 with st.profile(model, opt) as p:
     for _ in range(2):
@@ -39,9 +42,17 @@ with st.profile(model, opt) as p:
 trace = p.trace(batch=B, seq=T)
 n = sum(q.numel() for q in model.parameters())
 data = 16 * n
+nonmodel = trace.summary()["peak_nonmodel"]["bytes"]
 ops_per_step = len(trace.json()["ops"])
-plans = {"resident": (stowage.plan(trace, gpu=4 * data), 4 * data),
-         "quarter": (stowage.plan(trace, gpu=data // 4), data // 4)}
+plans = {"resident": (stowage.plan(trace, gpu=4 * data + nonmodel), 4 * data + nonmodel),
+         "quarter": (stowage.plan(trace, gpu=data // 4 + nonmodel), data // 4 + nonmodel)}
+
+
+def clock():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+        return time.perf_counter()
+    return time.process_time()
 
 
 class LibraryAdamW:
@@ -79,12 +90,12 @@ def run(kind):
     loss_of(model, x).backward()  # a first step outside the timing
     o.step()
     o.zero_grad()
-    t0 = time.process_time()
+    t0 = clock()
     for _ in range(STEPS):
         loss_of(model, x).backward()
         o.step()
         o.zero_grad()
-    dt = time.process_time() - t0
+    dt = clock() - t0
     moved = ctx.stats["h2d_bytes"] if ctx else 0
     if ctx:
         ctx.__exit__(None, None, None)
@@ -100,9 +111,10 @@ for _ in range(ROUNDS):
         moved[k] = mv
 med = {k: statistics.median(v) for k, v in times.items()}
 print("GPT of %d parameters (%d layers, width %d, vocab %d), batch %d x %d tokens, %d ops per "
-      "step, %d steps, medians of %d rounds, CPU seconds, 1 thread" % (n, L, D, V, B, T,
-                                                                      ops_per_step, STEPS, ROUNDS))
-print("| run | tokens/s | CPU s per step | vs plain | H2D per step | overhead per op (vs plain with the library's AdamW) |")
+      "step, %d steps, medians of %d rounds, %s" % (
+          n, L, D, V, B, T, ops_per_step, STEPS, ROUNDS,
+          "CUDA, wall seconds" if DEVICE == "cuda" else "CPU seconds, 1 thread"))
+print("| run | tokens/s | s per step | vs plain | H2D per step | overhead per op (vs plain with the library's AdamW) |")
 print("|---|---:|---:|---:|---:|---:|")
 for k in times:
     per = med[k] / STEPS

@@ -389,19 +389,36 @@ struct StwBindRuntime {
   StwBackend *backend;
   StwRuntime *rt;
   const StwTrace *model;
+  StwCompute *cuda; /* the CUDA compute table, for GPU Adam: made at the first device step */
 };
 
 StwBindRuntime *
 stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwPlan *plan,
-                     const StwTrace *plan_trace, guint64 device_bytes, char **error_out)
+                     const StwTrace *plan_trace, guint64 device_bytes, const char *device,
+                     char **error_out)
 {
+  if (device == NULL)
+    device = "host";
+  if (strcmp(device, "host") != 0 && strcmp(device, "cuda") != 0) {
+    say(error_out, "runtime: device '%s' is not host or cuda", device);
+    return NULL;
+  }
   StwBindRuntime *r = g_new0(StwBindRuntime, 1);
   r->model = model;
-  r->backend = stw_backend_host_new();
+  GError *error = NULL;
+  if (strcmp(device, "cuda") == 0) {
+    r->backend = stw_backend_cuda_new(0, device_bytes, &error);
+    if (r->backend == NULL) {
+      give(error, error_out);
+      g_free(r);
+      return NULL;
+    }
+  } else {
+    r->backend = stw_backend_host_new();
+  }
   StwRuntimeOptions o = { .mode = plan != NULL ? STW_RUNTIME_REPLAY : STW_RUNTIME_PROFILE,
                           .device_bytes = device_bytes, .plan = plan,
                           .plan_trace = plan_trace };
-  GError *error = NULL;
   r->rt = stw_runtime_new(model, init, &o, r->backend, &error);
   if (r->rt == NULL) {
     give(error, error_out);
@@ -417,6 +434,8 @@ stw_bind_runtime_free(StwBindRuntime *r)
   if (r == NULL)
     return;
   stw_runtime_free(r->rt);
+  if (r->cuda != NULL)
+    r->cuda->free(r->cuda);
   if (r->backend != NULL)
     r->backend->free(r->backend);
   g_free(r);
@@ -507,13 +526,15 @@ stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n, const 
 }
 
 float *
-stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor)
+stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_device)
 {
   if (tensor >= r->model->tensors->len)
     return NULL;
   gpointer param;
   float *master, *m, *v;
-  stw_runtime_optim(r->rt, tensor, &param, &master, &m, &v);
+  gboolean device = stw_runtime_optim(r->rt, tensor, &param, &master, &m, &v);
+  if (on_device != NULL)
+    *on_device = device && !r->backend->device_is_host;
   return param;
 }
 
@@ -533,10 +554,18 @@ stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, 
     guint32 id = g_array_index(stepped, guint32, i);
     gpointer param;
     float *master, *m, *v;
+    gsize numel = stw_trace_tensor(r->model, id)->numel;
     /* the host backend's device is host memory: its Adam and the CPU's are the same code */
-    stw_runtime_optim(r->rt, id, &param, &master, &m, &v);
-    stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v,
-                          stw_trace_tensor(r->model, id)->numel, &c, step);
+    if (!stw_runtime_optim(r->rt, id, &param, &master, &m, &v) || r->backend->device_is_host) {
+      stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v, numel, &c, step);
+      continue;
+    }
+    GError *error = NULL;
+    if (r->cuda == NULL && (r->cuda = stw_compute_cuda_new(FALSE, &error)) == NULL)
+      return give(error, error_out);
+    r->cuda->adam(r->cuda, param, STW_DTYPE_FP32, master, m, v, numel, &c, step);
+    if (!r->cuda->ok(r->cuda))
+      return say(error_out, "adam of tensor %u on the GPU: %s", id, r->cuda->error);
   }
   return TRUE;
 }

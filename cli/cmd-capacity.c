@@ -184,7 +184,7 @@ stw_cmd_capacity(int argc, char **argv)
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "comma list of policies, or all (default)",
       "LIST" },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- the largest model that fits");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -9,7 +9,7 @@
 int
 stw_cmd_check(int argc, char **argv)
 {
-  GOptionEntry entries[] = { { NULL } };
+  GOptionEntry entries[] = { G_OPTION_ENTRY_NULL };
   g_autoptr(GOptionContext) ctx = g_option_context_new("PLAN TRACE - prove a plan sound");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_option_context_set_description(

@@ -116,7 +116,7 @@ stw_cmd_compare(int argc, char **argv)
     { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "GPU memory budget (required)", "SIZE" },
     STW_CLI_PLANNING_ENTRIES(pl),
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE - every policy on one budget");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -167,7 +167,7 @@ stw_cmd_import(int argc, char **argv)
     { "params-from-memory", 0, 0, G_OPTION_ARG_NONE, &from_memory,
       "with no parameter in the files: the memory held at the iteration's start as one "
       "model-state tensor", NULL },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx =
       g_option_context_new("FILE -o TRACE - import a PyTorch profiler trace");

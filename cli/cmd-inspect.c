@@ -97,7 +97,7 @@ stw_cmd_inspect(int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
     { "top", 'n', 0, G_OPTION_ARG_STRING, &top_text, "largest tensors to list (default 5)",
       "N" },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE - summarize a trace");
   g_option_context_add_main_entries(ctx, entries, NULL);

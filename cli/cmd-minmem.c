@@ -19,7 +19,7 @@ stw_cmd_minmem(int argc, char **argv)
       "allowed slowdown against unlimited GPU memory (default 10%)", "PERCENT" },
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "policy (default stowage)", "P" },
     STW_CLI_PLANNING_ENTRIES(pl),
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE - the smallest budget that is fast enough");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -94,7 +94,7 @@ stw_cmd_models(int argc, char **argv)
     { "family", 'f', 0, G_OPTION_ARG_STRING, &family,
       "only this family: gpt2, gpt3, patrickstar, llama, mistral, qwen2, neox, bert", "F" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- list the model zoo");
   g_option_context_add_main_entries(ctx, entries, NULL);

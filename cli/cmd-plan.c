@@ -99,7 +99,7 @@ stw_cmd_plan(int argc, char **argv)
       "zero-infinity: elements fetched ahead (default 50000000)", "N" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "plan file to write ('-': stdout)",
       "FILE" },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE - plan chunk placement for a budget");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -288,7 +288,7 @@ stw_cmd_probe(int argc, char **argv)
     { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
       "under mpirun: also measure the ranks' all-gathers and reduce-scatters by chunk size, as "
       "the profile's interconnect", NULL },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- measure this machine");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -149,7 +149,7 @@ stw_cmd_profile(int argc, char **argv)
       "build from a recorded event stream instead of running a command", "FILE" },
     { "keep-events", 0, 0, G_OPTION_ARG_FILENAME, &keep, "also keep the event stream here",
       "FILE" },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx =
       g_option_context_new("-o TRACE -- COMMAND [ARGS...] - profile a CUDA program");

@@ -89,7 +89,7 @@ stw_cmd_simulate(int argc, char **argv)
       "write a Trace Event Format file (Perfetto, chrome://tracing)", "FILE" },
     { "svg", 0, 0, G_OPTION_ARG_FILENAME, &svg,
       "draw GPU memory over time and where each chunk is", "FILE" },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("PLAN TRACE - predict an iteration");
   g_option_context_add_main_entries(ctx, entries, NULL);

@@ -35,7 +35,7 @@ stw_cmd_synth(int argc, char **argv)
       "device memory to record, overriding the profile's (e.g. 40GiB)", "SIZE" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "trace file to write ('-': stdout)",
       "FILE" },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx =
       g_option_context_new("- synthesize the trace of one training iteration");

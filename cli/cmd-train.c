@@ -115,7 +115,7 @@ parse_options(Training *x, int *argc, char ***argv)
       "with --checkpoint: save it every N steps too", "N" },
     { "resume", 0, 0, G_OPTION_ARG_FILENAME, &x->resume, "start from this checkpoint", "FILE" },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &x->quiet, "only the summary", NULL },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- train a GPT on a text file");
   g_option_context_add_main_entries(ctx, entries, NULL);

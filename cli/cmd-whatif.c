@@ -114,7 +114,7 @@ parse(Sweep *w, int argc, char **argv, int *status)
     { "json", 0, 0, G_OPTION_ARG_NONE, &w->json, "print the rows as JSON", NULL },
     { "svg", 0, 0, G_OPTION_ARG_FILENAME, &w->svg_file,
       "plot iteration time and bytes moved against the budget", "FILE" },
-    { NULL }
+    G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("[TRACE] - sweep GPU budgets");
   g_option_context_add_main_entries(ctx, entries, NULL);

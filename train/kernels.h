@@ -60,6 +60,7 @@ stw_team_share(size_t n, size_t *lo, size_t *hi)
 #define STW_PARALLEL_RANGE(n, work, fn, ...)                                                    \
   do {                                                                                         \
     size_t stw_n_ = (n), stw_work_ = (work);                                                   \
+    (void)stw_work_; /* read only by OpenMP's if clause */                                     \
     _Pragma("omp parallel if (stw_work_ > 16384)")                                             \
     {                                                                                          \
       size_t stw_lo_, stw_hi_;                                                                 \

@@ -74,14 +74,16 @@ char *stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out
 /* The trace's JSON (the file's text), for a binding to read its ops. */
 char *stw_bind_trace_json(const StwTrace *t, char **error_out);
 
-/* The runtime on the host backend (the emulated device of DEVICE_BYTES), replaying PLAN (made
- * for PLAN_TRACE) or, with PLAN NULL, in profile mode; MODEL's tensors (fp32) start from INIT
- * (one array of numel floats per tensor, in id order; NULL: zeros). MODEL, PLAN and PLAN_TRACE
- * must outlive it. The op-by-op calls are stw_runtime_*'s (runtime.h). */
+/* The runtime on DEVICE ("host": the host backend, an emulated device; "cuda": the CUDA
+ * backend on GPU 0, DEVICE_BYTES its arena), replaying PLAN (made for PLAN_TRACE) or, with PLAN
+ * NULL, in profile mode; MODEL's tensors (fp32) start from INIT (one host array of numel floats
+ * per tensor, in id order; NULL: zeros). MODEL, PLAN and PLAN_TRACE must outlive it. The
+ * op-by-op calls are stw_runtime_*'s (runtime.h). */
 typedef struct StwBindRuntime StwBindRuntime;
 StwBindRuntime *stw_bind_runtime_new(const StwTrace *model, const float *const *init,
                                      const StwPlan *plan, const StwTrace *plan_trace,
-                                     guint64 device_bytes, char **error_out);
+                                     guint64 device_bytes, const char *device,
+                                     char **error_out);
 void stw_bind_runtime_free(StwBindRuntime *r);
 void stw_bind_runtime_iteration_begin(StwBindRuntime *r);
 gboolean stw_bind_runtime_iteration_end(StwBindRuntime *r, char **error_out);
@@ -89,17 +91,19 @@ gboolean stw_bind_runtime_op_begin(StwBindRuntime *r, const char *name, const ch
                                    const guint32 *params, guint32 n_params,
                                    const guint32 *grads, guint32 n_grads, char **error_out);
 void stw_bind_runtime_op_end(StwBindRuntime *r);
-/* The compute copy of TENSOR for the current op (fp32, numel floats); after its backward, its
- * gradient. */
+/* The compute copy of TENSOR for the current op (fp32, numel floats; on "cuda", device memory,
+ * its fetch complete); after its backward, its gradient. */
 float *stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor);
 /* At the optimizer op of TENSOR: one AdamW step (ADAM_JSON: {"lr", "beta1", "beta2", "eps",
  * "weight_decay"}, missing members at their defaults; STEP from 1) of every tensor this rank
- * steps there, wherever the plan places it, the library's CPU Adam on the host backend. */
+ * steps there, wherever the plan places it: the library's CPU Adam on host memory, the CUDA
+ * compute table's on a GPU's (queued on the legacy default stream, after the work before it). */
 gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json,
                                guint64 step, char **error_out);
 /* At the optimizer op of TENSOR: where its gradient goes for the step (the compute copy
- * wherever the plan steps it), numel floats. */
-float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor);
+ * wherever the plan steps it), numel floats; *ON_DEVICE (may be NULL) TRUE when that is a GPU's
+ * memory, FALSE when host memory (the host backend's emulated device included). */
+float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_device);
 /* The same AdamW step on plain arrays (the reference a binding compares with): PARAM holds the
  * gradient and gets the new weights, MASTER the fp32 weights, M and V the moments. */
 gboolean stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n,

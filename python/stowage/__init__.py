@@ -125,15 +125,17 @@ def simulate(plan, trace):
 
 
 class Runtime:
-    """The C runtime on the host backend (an emulated device of DEVICE_BYTES): the model data
-    in chunks, moved as PLAN says (made for PLAN_TRACE) or, without a plan, on demand (profile
-    mode). MODEL's tensors are fp32 and start from INIT (a list of float sequences, one per
-    tensor in id order; None: zeros). Ops are run as in runtime.h: op_begin, param, op_end."""
+    """The C runtime on DEVICE: "host", the host backend (an emulated device of DEVICE_BYTES), or
+    "cuda", the CUDA backend on GPU 0 (an arena of DEVICE_BYTES): the model data in chunks,
+    moved as PLAN says (made for PLAN_TRACE) or, without a plan, on demand (profile mode).
+    MODEL's tensors are fp32 and start from INIT (a list of float sequences, one per tensor in
+    id order; None: zeros) or from host arrays at INIT_ADDRESSES. Ops are run as in runtime.h:
+    op_begin, param, op_end."""
 
     _STAGES = ("fwd", "bwd", "optim")
 
     def __init__(self, model, device_bytes, plan=None, plan_trace=None, init=None,
-                 init_addresses=None):
+                 init_addresses=None, device="host"):
         self._h = None
         self._keep = (model, plan, plan_trace)  # the library holds pointers to them
         self.model = model
@@ -148,8 +150,10 @@ class Runtime:
                 self._init = [(ctypes.c_float * k)(*values) for k, values in zip(self.numel, init)]
                 init_addresses = [ctypes.addressof(a) for a in self._init]
             arrays = (ctypes.c_void_p * n)(*init_addresses)
+        self.device = device
         self._h = _call(_lib.runtime_new, model._h, arrays, plan._h if plan else None,
-                        (plan_trace or model)._h if plan else None, device_bytes)
+                        (plan_trace or model)._h if plan else None, device_bytes,
+                        device.encode())
 
     def iteration_begin(self):
         _lib.runtime_iteration_begin(self._h)
@@ -166,13 +170,21 @@ class Runtime:
     def op_end(self):
         _lib.runtime_op_end(self._h)
 
-    def param(self, tensor):
-        """The compute copy of TENSOR for the current op, a ctypes float array over the
-        runtime's memory (valid until the op ends)."""
+    def param_address(self, tensor):
+        """The address of TENSOR's compute copy for the current op (device memory on "cuda",
+        its fetch complete), valid until the op ends."""
         ptr = _lib.runtime_param(self._h, tensor)
         if not ptr:
             raise StowageError("runtime: tensor %d is not resident for this op" % tensor)
-        return (ctypes.c_float * self.numel[tensor]).from_address(ptr)
+        return ptr
+
+    def param(self, tensor):
+        """The compute copy of TENSOR for the current op, a ctypes float array over the
+        runtime's memory (valid until the op ends); host memory only."""
+        if self.device != "host":
+            raise StowageError("runtime: param() reads host memory; on %s use param_address()"
+                               % self.device)
+        return (ctypes.c_float * self.numel[tensor]).from_address(self.param_address(tensor))
 
     def adam(self, tensor, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
         opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
@@ -180,8 +192,11 @@ class Runtime:
         _call(_lib.runtime_adam, self._h, tensor, json.dumps(opts).encode(), step)
 
     def optim_grad(self, tensor):
-        """At TENSOR's optimizer op: where its gradient goes for the step (an address)."""
-        return _lib.runtime_optim_grad(self._h, tensor)
+        """At TENSOR's optimizer op: where its gradient goes for the step, (address, on_device):
+        on_device True when that is a GPU's memory (the plan steps it there)."""
+        on_device = ctypes.c_int(0)
+        ptr = _lib.runtime_optim_grad(self._h, tensor, ctypes.byref(on_device))
+        return ptr, bool(on_device.value)
 
     def master(self, tensor):
         out = (ctypes.c_float * self.numel[tensor])()

@@ -96,7 +96,7 @@ trace_json = _fn("stw_bind_trace_json", ctypes.c_void_p, ctypes.c_void_p,
 f32p = ctypes.POINTER(ctypes.c_float)
 runtime_new = _fn("stw_bind_runtime_new", ctypes.c_void_p, ctypes.c_void_p,
                   ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, u64,
-                  ctypes.POINTER(ctypes.c_void_p))
+                  ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 runtime_free = _fn("stw_bind_runtime_free", None, ctypes.c_void_p)
 runtime_iteration_begin = _fn("stw_bind_runtime_iteration_begin", None, ctypes.c_void_p)
 runtime_iteration_end = _fn("stw_bind_runtime_iteration_end", ctypes.c_int, ctypes.c_void_p,
@@ -108,7 +108,8 @@ runtime_op_end = _fn("stw_bind_runtime_op_end", None, ctypes.c_void_p)
 runtime_param = _fn("stw_bind_runtime_param", ctypes.c_void_p, ctypes.c_void_p, u32)
 runtime_adam = _fn("stw_bind_runtime_adam", ctypes.c_int, ctypes.c_void_p, u32, ctypes.c_char_p,
                    u64, ctypes.POINTER(ctypes.c_void_p))
-runtime_optim_grad = _fn("stw_bind_runtime_optim_grad", ctypes.c_void_p, ctypes.c_void_p, u32)
+runtime_optim_grad = _fn("stw_bind_runtime_optim_grad", ctypes.c_void_p, ctypes.c_void_p,
+                         u32, ctypes.POINTER(ctypes.c_int))
 adam = _fn("stw_bind_adam", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
            ctypes.c_void_p, u64, ctypes.c_char_p, u64, ctypes.POINTER(ctypes.c_void_p))
 runtime_stats = _fn("stw_bind_runtime_stats", ctypes.c_void_p, ctypes.c_void_p)

@@ -332,12 +332,28 @@ class profile:
 _PARAM_VIEW = object()  # marks a saved tensor kept as a view of a parameter
 
 
+class _DeviceArray:
+    """NUMEL fp32 at a CUDA device address, for torch.as_tensor through
+    __cuda_array_interface__ (version 3): the runtime's memory itself, not a copy. There is no
+    stream to wait on: the runtime's fetches are complete when op_begin returns, and its copies
+    out wait for the work queued on the legacy default stream, where PyTorch computes."""
+
+    def __init__(self, address, numel):
+        self.__cuda_array_interface__ = {"shape": (numel,), "typestr": "<f4",
+                                         "data": (address, False), "strides": None,
+                                         "version": 3, "stream": None}
+
+
 class wrap:
-    """Trains MODEL with PLAN: the model data lives in the C runtime's chunks on the emulated
-    device (the host backend), moved as the plan says; before each module runs, its parameters
-    become views of their resident chunk memory; the optimizer step is the library's AdamW,
-    where the plan places it, with OPTIMIZER's hyperparameters as they are at each step (a
-    scheduler's learning rate included).
+    """Trains MODEL with PLAN: the model data lives in the C runtime's chunks, moved as the plan
+    says, on the emulated device (the host backend) for a model on the CPU, on the GPU (the CUDA
+    backend, an arena of DEVICE_BYTES on cuda:0) for a model there; before each module runs,
+    its parameters become views of their resident chunk memory (a buffer view on the CPU,
+    __cuda_array_interface__ over the device pointer on a GPU); the optimizer step is the
+    library's AdamW where the plan places it (the CPU's on host memory, the CUDA compute
+    table's on the GPU), with OPTIMIZER's hyperparameters as they are at each step (a
+    scheduler's learning rate included). On a GPU, PyTorch must compute on the default stream,
+    which the runtime's copies are ordered against.
 
         p = stowage.torch.profile(model, optimizer) ...; p.save("trace.json")
         plan = stowage.plan(stowage.Trace.load("trace.json"), gpu="1MiB")
@@ -361,30 +377,52 @@ class wrap:
                                        " the runtime steps AdamW's decoupled decay")
         self.trace = trace if isinstance(trace, Trace) else Trace.load(trace)
         self.plan = plan
+        devices = {p.device for _, p in self.p.params}
+        if len(devices) != 1:
+            raise StowageError("wrap: the parameters are on %s; stowage holds a model on one "
+                               "device" % ", ".join(sorted(str(d) for d in devices)))
+        self.device = devices.pop()
+        if self.device.type == "cuda" and self.device.index not in (None, 0):
+            raise StowageError("wrap: the model is on %s; the CUDA runtime runs on cuda:0"
+                               % self.device)
+        if self.device.type not in ("cpu", "cuda"):
+            raise StowageError("wrap: the model is on %s; stowage runs on the CPU or CUDA"
+                               % self.device)
         for name, p in self.p.params:
-            if p.dtype != _torch.float32 or not p.is_contiguous() or p.is_cuda:
-                raise StowageError("wrap: parameter %s must be a contiguous fp32 CPU tensor "
+            if p.dtype != _torch.float32 or not p.is_contiguous():
+                raise StowageError("wrap: parameter %s must be a contiguous fp32 tensor "
                                    "(it is %s%s)" % (name, p.dtype,
                                                      ", not contiguous" if not p.is_contiguous()
                                                      else ""))
-        addresses = [p.data_ptr() for _, p in self.p.params]
+        self.cuda = self.device.type == "cuda"
+        # the initial weights from host memory (a GPU model's copied to the host first)
+        self._init = [p.detach().cpu() if self.cuda else p.detach() for _, p in self.p.params]
+        addresses = [t.data_ptr() for t in self._init]
         from . import Runtime
         # this model's tensors, held against the plan's trace by the runtime (its message when
         # the plan was made for another model)
         self.model = self.p.model_trace()
         self.rt = Runtime(self.model, device_bytes, plan=plan, plan_trace=self.trace,
-                          init_addresses=addresses)
+                          init_addresses=addresses, device="cuda" if self.cuda else "host")
+        self._init = None
         self.shapes = [tuple(p.shape) for _, p in self.p.params]
+        self.numel = [p.numel() for _, p in self.p.params]
         # between ops a parameter is NaN of its shape, in no memory (one element, expanded)
-        self.nan = _torch.tensor(float("nan"))
+        self.nan = _torch.tensor(float("nan"), device=self.device)
         self.step = 0
         self.in_iteration = False
         self.handles = []
         self.resident = {}  # the storage of each resident parameter view -> its tensor id
 
     def _view(self, i):
+        """Tensor I's resident compute copy, as a tensor over the runtime's memory."""
+        if self.cuda:
+            return self._device_tensor(self.rt.param_address(i), i).view(self.shapes[i])
         buf = self.rt.param(i)
         return _torch.frombuffer(buf, dtype=_torch.float32).view(self.shapes[i])
+
+    def _device_tensor(self, address, i):
+        return _torch.as_tensor(_DeviceArray(address, self.numel[i]), device=self.device)
 
     def _begin(self, name, stage, ids, grads):
         if not self.in_iteration:
@@ -460,9 +498,15 @@ class wrap:
             grad = p.grad
             if grad is None:
                 raise StowageError("wrap: %s has no gradient at the optimizer step" % name)
-            dst = self.rt.optim_grad(i)
-            src = grad.contiguous()
-            ctypes.memmove(dst, src.data_ptr(), src.numel() * 4)
+            dst, on_device = self.rt.optim_grad(i)
+            src = grad.contiguous().view(-1)
+            if on_device:  # GPU Adam: the gradient into its device slot, on the default stream
+                self._device_tensor(dst, i).copy_(src)
+            elif src.is_cuda:  # CPU Adam: into host memory, a copy that ends before it returns
+                host = (ctypes.c_float * self.numel[i]).from_address(dst)
+                _torch.frombuffer(host, dtype=_torch.float32).copy_(src)
+            else:
+                ctypes.memmove(dst, src.data_ptr(), src.numel() * 4)
             self.rt.adam(i, self.step, lr=float(g["lr"]), betas=tuple(g["betas"]),
                          eps=float(g["eps"]), weight_decay=float(g.get("weight_decay", 0.0)))
             self.rt.op_end()
@@ -476,7 +520,8 @@ class wrap:
         self.p.optimizer.step = self._step
         # the trained weights back into the model's own memory
         for i, (name, p) in enumerate(self.p.params):
-            p.data = _torch.tensor(self.rt.master(i), dtype=_torch.float32).view(self.shapes[i])
+            p.data = _torch.tensor(self.rt.master(i), dtype=_torch.float32).view(
+                self.shapes[i]).to(self.device)
         return False
 
     @property

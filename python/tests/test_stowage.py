@@ -168,6 +168,23 @@ class TestRuntime(unittest.TestCase):
             stowage.Runtime(t, 1 << 20, plan=other, plan_trace=built_trace())
         self.assertIn("the plan was made for another model: its trace's digest or tensors (1, fp16) "
                       "differ from this model's (3 tensors, fp32)", str(e.exception))
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.Runtime(t, 1 << 20, device="tpu")
+        self.assertEqual("runtime: device 'tpu' is not host or cuda", str(e.exception))
+
+    def test_cuda_runtime_without_a_gpu(self):
+        """On a machine without a GPU the CUDA runtime is refused with the backend's reason."""
+        t = fp32_trace()
+        try:
+            rt = stowage.Runtime(t, 1 << 20, device="cuda")
+        except stowage.StowageError as e:
+            self.assertRegex(str(e), r"^no CUDA device: cudaGetDeviceCount: |built without CUDA")
+            return
+        self.assertEqual(rt.device, "cuda")  # a GPU is here: it runs (test_torch trains on it)
+        with self.assertRaisesRegex(stowage.StowageError, "param\\(\\) reads host memory"):
+            rt.iteration_begin()
+            rt.op_begin("l0", "fwd", [0])
+            rt.param(0)
 
 
 class TestPlans(unittest.TestCase):

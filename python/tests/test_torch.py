@@ -199,6 +199,77 @@ class TestProfile(unittest.TestCase):
         for a, b in zip(wrapped, reference):
             self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
 
+    @unittest.skipIf(torch is None or not torch.cuda.is_available(), "no CUDA device here")
+    def test_wrap_trains_on_cuda(self):
+        """On a GPU: profiled on CUDA (the allocator's memory), planned at a quarter of the model
+        data, trained 10 steps with the plan on the CUDA backend (views of device chunks, Adam
+        where the plan puts it): the bytes are the plan's, the arena never above budget, no
+        deviation, and the losses those of torch.optim.AdamW on CUDA to 1e-4."""
+        def loss_of(m, x):
+            return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
+
+        torch.manual_seed(0)
+        m = TinyLM(vocab=64, d=32, layers=6).cuda()
+        start = {k: v.clone() for k, v in m.state_dict().items()}
+        x = torch.randint(0, 64, (2, 8), device="cuda")
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        with st.profile(m, opt) as p:
+            for _ in range(2):
+                loss_of(m, x).backward()
+                opt.step()
+                opt.zero_grad()
+        t = p.trace(batch=2, seq=8)
+        n = sum(q.numel() for q in m.parameters())
+        budget = 16 * n // 4
+        plan = stowage.plan(t, gpu=budget + t.summary()["peak_nonmodel"]["bytes"])
+        pred = stowage.check(plan, t)
+
+        m.load_state_dict(start)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        wrapped = []
+        with st.wrap(m, opt, plan, t, budget + t.summary()["peak_nonmodel"]["bytes"]) as w:
+            for _ in range(10):
+                loss = loss_of(m, x)
+                wrapped.append(loss.item())
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            stats = w.stats
+        self.assertEqual(stats["h2d_bytes"], pred["h2d_bytes"])
+        self.assertEqual(stats["d2h_bytes"], pred["d2h_bytes"])
+        self.assertEqual(stats["deviations"], 0)
+        self.assertTrue(all(q.is_cuda for q in m.parameters()))
+
+        m.load_state_dict(start)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        reference = []
+        for _ in range(10):
+            loss = loss_of(m, x)
+            reference.append(loss.item())
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        for a, b in zip(wrapped, reference):
+            self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
+
+    def test_wrap_refuses_a_device_it_cannot_hold(self):
+        torch.manual_seed(0)
+        m = TinyLM(d=16, layers=2)
+        x = torch.randint(0, 64, (2, 8))
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        with st.profile(m, opt) as p:
+            torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten()).backward()
+            opt.step()
+        t = p.trace()
+        plan = stowage.plan(t, gpu=1 << 20)
+        m.to("meta")
+        with self.assertRaisesRegex(stowage.StowageError,
+                                    "^wrap: the model is on meta; stowage runs on the CPU or CUDA$"):
+            st.wrap(m, opt, plan, t, 1 << 20)
+        m.h[0].to_empty(device="cpu")
+        with self.assertRaisesRegex(stowage.StowageError, "^wrap: the parameters are on cpu, meta;"):
+            st.wrap(m, opt, plan, t, 1 << 20)
+
     def test_wrap_refuses_modules_out_of_order(self):
         """Modules run in another order than the trace's: the runtime refuses the op with its
         message, and the model's weights are those of the last step, not corrupted."""

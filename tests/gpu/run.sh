@@ -19,7 +19,8 @@
 # difference beyond that noise, or one that blocking removes, is a copy racing compute);
 # compute-sanitizer memcheck over one step; the CUDA trainer through CUPTI; a PyTorch program
 # through `stowage profile` (emit_nvtx) and stowage.torch.profile on CUDA, each planned and
-# checked; the Python package's tests under the machine's PyTorch.
+# checked; the Python package's tests under the machine's PyTorch (stowage.torch.wrap training
+# on CUDA among them); the wrapper's tokens/s on CUDA (bench/torch-wrap.py).
 set -u
 cd "$(dirname "$0")/../.."
 src=$(pwd)
@@ -230,5 +231,11 @@ if step torch-nvtx 240 "$S" profile --iteration-range stowage.iteration --keep-e
 else
   note "PyTorch through stowage profile FAILED: $(last torch-nvtx 4)"
 fi
-(cd python && STOWAGE=$S STW_SRCDIR=$src step pytest 240 python3 -m pytest -q -p no:cacheprovider tests)
-note "the Python package's tests under this machine's PyTorch: $(last pytest 1)"
+(cd python && STOWAGE=$S STW_SRCDIR=$src step pytest 240 python3 -m pytest -q -rs -p no:cacheprovider tests)
+note "the Python package's tests under this machine's PyTorch (stowage.torch.wrap on CUDA among them): $(last pytest 1)"
+grep -E '^(FAILED|ERROR|SKIPPED)' "$log/pytest.log" | head -n 5 | while read -r l; do note "  $l"; done
+if step torch-wrap-bench 150 python3 bench/torch-wrap.py 3 20 cuda; then
+  grep '^|\|^GPT' "$log/torch-wrap-bench.log" | while read -r l; do note "  $l"; done
+else
+  note "bench/torch-wrap.py on CUDA FAILED: $(last torch-wrap-bench 3)"
+fi
