@@ -114,42 +114,60 @@ class TestProfile(unittest.TestCase):
             with self.assertRaisesRegex(stowage.StowageError, "after the `with` block"):
                 p.trace()
 
+    @staticmethod
+    def loss_of(m, x):
+        return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
+
+    def profiled(self, device):
+        """A 6-block GPT on DEVICE, its first weights, its batch and the trace of its step."""
+        torch.manual_seed(0)
+        m = TinyLM(vocab=64, d=32, layers=6).to(device)
+        start = {k: v.clone() for k, v in m.state_dict().items()}
+        x = torch.randint(0, 64, (2, 8), device=device)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        with st.profile(m, opt) as p:
+            for _ in range(2):
+                self.loss_of(m, x).backward()
+                opt.step()
+                opt.zero_grad()
+        return m, start, x, p.trace(batch=2, seq=8)
+
+    def train(self, m, start, x, steps=10, plan=None, trace=None, budget=None, stepper=None):
+        """STEPS steps of M from START, AdamW (lr 1e-2, weight decay 0.1, the rate halved every
+        4 steps): wrapped with PLAN when given, stepped by STEPPER(opt, step) when given, else
+        by torch.optim.AdamW. The losses, and the wrapper's figures."""
+        m.load_state_dict(start)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
+        ctx = st.wrap(m, opt, plan, trace, budget) if plan is not None else None
+        if ctx:
+            ctx.__enter__()
+        losses = []
+        for step in range(1, steps + 1):
+            loss = self.loss_of(m, x)
+            losses.append(loss.item())
+            loss.backward()
+            if stepper:
+                stepper(opt, step)
+            else:
+                opt.step()
+            opt.zero_grad()
+            sched.step()
+        stats = ctx.stats if ctx else None
+        if ctx:
+            ctx.__exit__(None, None, None)
+        return losses, stats
+
     def test_wrap_trains_with_the_plan_bitwise(self):
         """Profiled, planned at a quarter of the model data, trained 10 steps with the plan:
         the losses are bitwise those of plain PyTorch stepping the library's AdamW, the device
         stays in budget, and the bytes moved are the plan's."""
-        def loss_of(m, x):
-            return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
-
-        torch.manual_seed(0)
-        m = TinyLM(vocab=64, d=32, layers=6)
-        start = {k: v.clone() for k, v in m.state_dict().items()}
-        x = torch.randint(0, 64, (2, 8))
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        with st.profile(m, opt) as p:
-            for _ in range(2):
-                loss_of(m, x).backward()
-                opt.step()
-                opt.zero_grad()
-        t = p.trace(batch=2, seq=8)
+        m, start, x, t = self.profiled("cpu")
         n = sum(q.numel() for q in m.parameters())
         budget = 16 * n // 4  # a quarter of the model data: 4 fp32 lists
         plan = stowage.plan(t, gpu=budget)
         pred = stowage.check(plan, t)
-
-        m.load_state_dict(start)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
-        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
-        wrapped = []
-        with st.wrap(m, opt, plan, t, budget) as w:
-            for _ in range(10):
-                loss = loss_of(m, x)
-                wrapped.append(loss.item())
-                loss.backward()
-                opt.step()
-                opt.zero_grad()
-                sched.step()
-            stats = w.stats
+        wrapped, stats = self.train(m, start, x, plan=plan, trace=t, budget=budget)
         trained = {k: v.clone() for k, v in m.state_dict().items()}
         self.assertEqual(stats["h2d_bytes"], pred["h2d_bytes"])
         self.assertEqual(stats["d2h_bytes"], pred["d2h_bytes"])
@@ -158,18 +176,14 @@ class TestProfile(unittest.TestCase):
         self.assertEqual(stats["deviations"], 0)
 
         # the reference: plain PyTorch, the library's AdamW on plain arrays
-        m.load_state_dict(start)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
-        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
         params = [q for _, q in m.named_parameters()]
-        master = [q.detach().clone() for q in params]
-        mom = [torch.zeros_like(q) for q in params]
-        var = [torch.zeros_like(q) for q in params]
-        plain = []
-        for step in range(1, 11):
-            loss = loss_of(m, x)
-            plain.append(loss.item())
-            loss.backward()
+        master, mom, var = [], [], []
+
+        def library_adamw(opt, step):
+            if step == 1:
+                master[:] = [q.detach().clone() for q in params]
+                mom[:] = [torch.zeros_like(q) for q in params]
+                var[:] = [torch.zeros_like(q) for q in params]
             g = opt.param_groups[0]
             for i, q in enumerate(params):
                 buf = q.grad.detach().clone().contiguous()
@@ -177,78 +191,36 @@ class TestProfile(unittest.TestCase):
                              var[i].data_ptr(), q.numel(), step, lr=g["lr"], betas=g["betas"],
                              eps=g["eps"], weight_decay=g["weight_decay"])
                 q.data = buf
-            opt.zero_grad()
-            sched.step()
+
+        plain, _ = self.train(m, start, x, stepper=library_adamw)
         self.assertEqual(wrapped, plain)
         for k, v in m.state_dict().items():
             self.assertTrue(torch.equal(trained[k], v), k)
         self.assertLess(wrapped[-1], wrapped[0])
 
         # torch.optim.AdamW itself: the same update in another order of float operations
-        m.load_state_dict(start)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
-        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
-        reference = []
-        for _ in range(10):
-            loss = loss_of(m, x)
-            reference.append(loss.item())
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            sched.step()
+        reference, _ = self.train(m, start, x)
         for a, b in zip(wrapped, reference):
             self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
 
     @unittest.skipIf(torch is None or not torch.cuda.is_available(), "no CUDA device here")
     def test_wrap_trains_on_cuda(self):
         """On a GPU: profiled on CUDA (the allocator's memory), planned at a quarter of the model
-        data, trained 10 steps with the plan on the CUDA backend (views of device chunks, Adam
-        where the plan puts it): the bytes are the plan's, the arena never above budget, no
+        data beside the non-model peak, trained 10 steps with the plan on the CUDA backend
+        (views of device chunks, Adam where the plan puts it): the bytes are the plan's, no
         deviation, and the losses those of torch.optim.AdamW on CUDA to 1e-4."""
-        def loss_of(m, x):
-            return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
-
-        torch.manual_seed(0)
-        m = TinyLM(vocab=64, d=32, layers=6).cuda()
-        start = {k: v.clone() for k, v in m.state_dict().items()}
-        x = torch.randint(0, 64, (2, 8), device="cuda")
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        with st.profile(m, opt) as p:
-            for _ in range(2):
-                loss_of(m, x).backward()
-                opt.step()
-                opt.zero_grad()
-        t = p.trace(batch=2, seq=8)
+        m, start, x, t = self.profiled("cuda")
         n = sum(q.numel() for q in m.parameters())
-        budget = 16 * n // 4
-        plan = stowage.plan(t, gpu=budget + t.summary()["peak_nonmodel"]["bytes"])
+        budget = 16 * n // 4 + t.summary()["peak_nonmodel"]["bytes"]
+        plan = stowage.plan(t, gpu=budget)
         pred = stowage.check(plan, t)
-
-        m.load_state_dict(start)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
-        wrapped = []
-        with st.wrap(m, opt, plan, t, budget + t.summary()["peak_nonmodel"]["bytes"]) as w:
-            for _ in range(10):
-                loss = loss_of(m, x)
-                wrapped.append(loss.item())
-                loss.backward()
-                opt.step()
-                opt.zero_grad()
-            stats = w.stats
+        wrapped, stats = self.train(m, start, x, plan=plan, trace=t, budget=budget)
         self.assertEqual(stats["h2d_bytes"], pred["h2d_bytes"])
         self.assertEqual(stats["d2h_bytes"], pred["d2h_bytes"])
         self.assertEqual(stats["deviations"], 0)
+        self.assertLessEqual(stats["peak_device_bytes"], budget)
         self.assertTrue(all(q.is_cuda for q in m.parameters()))
-
-        m.load_state_dict(start)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
-        reference = []
-        for _ in range(10):
-            loss = loss_of(m, x)
-            reference.append(loss.item())
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
+        reference, _ = self.train(m, start, x)
         for a, b in zip(wrapped, reference):
             self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
 
