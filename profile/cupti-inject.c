@@ -19,17 +19,15 @@
  */
 #include <cuda.h>
 #include <cupti.h>
-#include <fcntl.h>
 #include <generated_nvtx_meta.h>
 #include <pthread.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cupti-rules.h"
 
 #define BUFFER_BYTES (8u << 20)
 #define MAX_ARGS 64
@@ -46,14 +44,7 @@ static struct {
 static int n_domains;
 static unsigned long dropped;     /* under the lock: buffers complete on CUPTI's thread */
 static int debug_left;            /* launches still to describe on stderr ($STOWAGE_CUPTI_DEBUG) */
-/* The events hold one stack of ranges for the whole process, which is right while threads hand
- * off (PyTorch's autograd thread runs backward while the main thread waits in backward()); the
- * threads of the open ranges, under the lock, count the pops that close another thread's range
- * (concurrent threads' ranges interleave: the trace may nest them wrongly), said at exit. */
-#define MAX_DEPTH 256
-static pthread_t range_thread[MAX_DEPTH];
-static int range_depth;
-static unsigned long foreign_pops;
+static StwCuptiRanges ranges;     /* under the lock: the pops of another thread's range, said at exit */
 
 static void
 disable(const char *what, CUptiResult r)
@@ -115,9 +106,7 @@ static void
 range_push(const char *name)
 {
   pthread_mutex_lock(&lock);
-  if (range_depth < MAX_DEPTH)
-    range_thread[range_depth] = pthread_self();
-  range_depth++;
+  stw_cupti_range_push(&ranges, pthread_self());
   pthread_mutex_unlock(&lock);
   emit_timed("push", " %s\n", name);
 }
@@ -126,11 +115,7 @@ static void
 range_pop(void)
 {
   pthread_mutex_lock(&lock);
-  if (range_depth > 0) {
-    range_depth--;
-    if (range_depth < MAX_DEPTH && !pthread_equal(range_thread[range_depth], pthread_self()))
-      foreign_pops++;
-  }
+  stw_cupti_range_pop(&ranges, pthread_self());
   pthread_mutex_unlock(&lock);
   emit_timed("pop", "\n");
 }
@@ -216,18 +201,6 @@ on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
   }
 }
 
-/* A launch's argument buffer when it passes its arguments through EXTRA
- * (CU_LAUNCH_PARAM_BUFFER_POINTER, one buffer holding them at their offsets) instead of an array
- * of pointers; NULL when it does not. */
-static const char *
-extra_buffer(void **extra)
-{
-  for (size_t i = 0; extra != NULL && extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2)
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-      return extra[i + 1];
-  return NULL;
-}
-
 /* The pointer-sized arguments of a launch, as the kernel's parameter layout describes them,
  * from PARAMS (a pointer to each argument) or else EXTRA's buffer. */
 static void
@@ -237,7 +210,7 @@ on_launch(const CUpti_CallbackData *d, CUpti_CallbackId cbid, CUfunction f, void
   char line[64 + MAX_ARGS * 20];
   uint64_t args[MAX_ARGS];
   int n = 0;
-  const char *buffer = params == NULL ? extra_buffer(extra) : NULL;
+  const char *buffer = params == NULL ? stw_cupti_extra_buffer(extra) : NULL;
   int have = params != NULL || buffer != NULL;
   /* cuLaunchKernel also takes a CUkernel (a library's kernel, cuLibraryGetKernel) cast to a
    * CUfunction, whose layout only cuKernelGetParamInfo gives: the first parameter tells which */
@@ -333,10 +306,7 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, s
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_MEMORY2) {
       const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)rec;
-      /* the GPU's memory only: pinned host and static allocations are not non-model GPU
-       * memory; an empty record is no allocation */
-      if ((m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
-           m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_MANAGED) || m->bytes == 0)
+      if (!stw_cupti_keeps_memory(m->memoryKind, m->bytes))
         continue;
       if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
         emit("alloc %llu %llx %llu\n", (unsigned long long)m->timestamp,
@@ -369,37 +339,14 @@ finish(void)
     if (dropped > 0)
       fprintf(stderr, "stowage-cupti: CUPTI dropped %lu activity records; the trace lacks them\n",
               dropped);
-    if (foreign_pops > 0)
+    if (ranges.foreign_pops > 0)
       fprintf(stderr, "stowage-cupti: %lu NVTX pops closed a range another thread opened: ranges "
               "of threads running at once interleave, and the trace may nest them wrongly\n",
-              foreign_pops);
+              ranges.foreign_pops);
     fclose(out);
     out = NULL;
   }
   pthread_mutex_unlock(&lock);
-}
-
-/* This process's events file: PATH when it is the run's first CUDA process (PATH is empty and no
- * other process holds it; the lock is kept for the process's life), else PATH.PID, so that a
- * child, a sibling rank or a later process never truncates another's events. */
-static FILE *
-open_events(const char *path)
-{
-  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  struct stat st;
-  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st) == 0 && st.st_size == 0) {
-    FILE *f = fdopen(fd, "w");
-    if (f == NULL)
-      close(fd);
-    return f;
-  }
-  if (fd >= 0)
-    close(fd);
-  char own[4096];
-  snprintf(own, sizeof own, "%s.%ld", path, (long)getpid());
-  fprintf(stderr, "stowage-cupti: %s is another process's; this one (pid %ld) records to %s\n",
-          path, (long)getpid(), own);
-  return fopen(own, "w");
 }
 
 #define TRY(call)                                                                                 \
@@ -423,9 +370,10 @@ InitializeInjection(void)
                     "built against (%u); not recording\n", version, (unsigned)CUPTI_API_VERSION);
     return 1;
   }
-  out = open_events(path);
+  char own[4096];
+  out = stw_cupti_open_events(path, own, sizeof own);
   if (out == NULL) {
-    fprintf(stderr, "stowage-cupti: cannot write %s; not recording\n", path);
+    fprintf(stderr, "stowage-cupti: cannot write %s; not recording\n", own);
     return 1;
   }
   want_domain = getenv("STOWAGE_NVTX_DOMAIN");
@@ -435,7 +383,7 @@ InitializeInjection(void)
   debug_left = debug != NULL ? atoi(debug) : 0;
   if (debug_left > 0)
     fprintf(stderr, "stowage-cupti: recording to %s (CUPTI API version %u, built against %u), "
-            "NVTX domain %s, NVTX_INJECTION64_PATH=%s\n", path, version,
+            "NVTX domain %s, NVTX_INJECTION64_PATH=%s\n", own, version,
             (unsigned)CUPTI_API_VERSION, want_domain != NULL ? want_domain : "(default)",
             getenv("NVTX_INJECTION64_PATH") != NULL ? getenv("NVTX_INJECTION64_PATH") : "(unset)");
   TRY(cuptiSubscribe(&subscriber, on_callback, NULL));
