@@ -1,6 +1,7 @@
 #!/bin/sh
 # test-python.sh — the Python package (python/) over the built libstowage: its test suite
-# (python/tests, run by pytest, or unittest where pytest is missing; the PyTorch cases skip
+# (python/tests, run by pytest, or unittest where pytest is missing; with pytest each case alone
+# too; the PyTorch cases skip
 # themselves without torch), each case a TAP result, and
 # `pip install` of the package into a fresh virtual environment, offline. Skips itself in a
 # sanitizer build (Python cannot load an AddressSanitizer library) or without python3.
@@ -40,6 +41,17 @@ if "$PY" -c 'import pytest' >/dev/null 2>&1; then
         cases=$((cases + 1)) ;;
     esac
   done < "$log"
+  # every case alone too (as test-alone.sh runs the C cases): none depends on an earlier one
+  ids=$(cd "$STW_SRCDIR/python" && "$PY" -m pytest --collect-only -q -p no:cacheprovider tests 2>/dev/null |
+        grep '::')
+  failed=""
+  for id in $ids; do
+    (cd "$STW_SRCDIR/python" && "$PY" -W ignore -m pytest -q -p no:cacheprovider "$id") \
+      > "$TAP_TMP/alone.log" 2>&1 || failed="$failed $id"
+  done
+  [ -n "$ids" ] && [ -z "$failed" ]
+  tap_result $? "python: every case alone ($(echo "$ids" | wc -l))" "failed alone:$failed" \
+    "$(tail -n 20 "$TAP_TMP/alone.log")"
 else
   runner=unittest
   "$PY" -W ignore -m unittest discover -s "$STW_SRCDIR/python/tests" -v > "$log" 2>&1
