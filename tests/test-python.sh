@@ -1,8 +1,7 @@
 #!/bin/sh
 # test-python.sh — the Python package (python/) over the built libstowage: its test suite
 # (python/tests, run by pytest, or unittest where pytest is missing; with pytest each case alone
-# too; the PyTorch cases skip
-# themselves without torch), each case a TAP result, and
+# too; the PyTorch cases skip themselves without torch), each case a TAP result, and
 # `pip install` of the package into a fresh virtual environment, offline. Skips itself in a
 # sanitizer build (Python cannot load an AddressSanitizer library) or without python3.
 . "$STW_SRCDIR/tests/tap.sh"
