@@ -407,7 +407,7 @@ stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwP
   r->model = model;
   GError *error = NULL;
   if (strcmp(device, "cuda") == 0) {
-    r->backend = stw_backend_cuda_new(0, device_bytes, &error);
+    r->backend = stw_backend_cuda_new(0, stw_backend_cuda_arena_for(device_bytes), &error);
     if (r->backend == NULL) {
       give(error, error_out);
       g_free(r);

@@ -288,8 +288,7 @@ set_up(Training *x, int *status)
   if (x->cuda) {
     if (x->gpu == NULL && x->plan_file == NULL)
       x->ro.device_bytes = 4 * STW_GiB;
-    /* the arena rounds every allocation up to 256 bytes: room for that beside the budget */
-    guint64 arena = x->ro.device_bytes + x->ro.device_bytes / 16 + 64 * STW_MiB;
+    guint64 arena = stw_backend_cuda_arena_for(x->ro.device_bytes);
     /* one GPU per rank, by its rank on this machine; the chunks' collectives over NCCL */
     int gpu = x->comm != NULL ? (int)x->comm->local_rank : 0;
     if ((x->be = stw_backend_cuda_new(gpu, arena, &error)) == NULL ||

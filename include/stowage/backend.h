@@ -64,6 +64,14 @@ StwBackend *stw_backend_host_new(void);
  * (STW_RUNTIME_ERROR_UNSUPPORTED). The caller frees the backend with its free function. */
 StwBackend *stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error);
 
+/* The arena a CUDA backend needs to hold BUDGET bytes of a runtime's allocations: the arena
+ * rounds each up to 256 bytes, so room for that beside the budget. */
+static inline guint64
+stw_backend_cuda_arena_for(guint64 budget)
+{
+  return budget + budget / 16 + ((guint64)64 << 20);
+}
+
 /* Test hook: a backend wrapping INNER (and owning it) that fails on purpose. */
 typedef struct {
   guint fail_alloc_after;  /* the Nth device allocation fails (0: never) */

@@ -75,8 +75,8 @@ char *stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out
 char *stw_bind_trace_json(const StwTrace *t, char **error_out);
 
 /* The runtime on DEVICE ("host": the host backend, an emulated device; "cuda": the CUDA
- * backend on GPU 0, DEVICE_BYTES its arena), replaying PLAN (made for PLAN_TRACE) or, with PLAN
- * NULL, in profile mode; MODEL's tensors (fp32) start from INIT (one host array of numel floats
+ * backend on GPU 0, its arena DEVICE_BYTES and room for rounding) with a budget of DEVICE_BYTES,
+ * replaying PLAN (made for PLAN_TRACE) or, with PLAN NULL, in profile mode; MODEL's tensors (fp32) start from INIT (one host array of numel floats
  * per tensor, in id order; NULL: zeros). MODEL, PLAN and PLAN_TRACE must outlive it. The
  * op-by-op calls are stw_runtime_*'s (runtime.h). */
 typedef struct StwBindRuntime StwBindRuntime;

@@ -126,7 +126,7 @@ def simulate(plan, trace):
 
 class Runtime:
     """The C runtime on DEVICE: "host", the host backend (an emulated device of DEVICE_BYTES), or
-    "cuda", the CUDA backend on GPU 0 (an arena of DEVICE_BYTES): the model data in chunks,
+    "cuda", the CUDA backend on GPU 0 (a budget of DEVICE_BYTES): the model data in chunks,
     moved as PLAN says (made for PLAN_TRACE) or, without a plan, on demand (profile mode).
     MODEL's tensors are fp32 and start from INIT (a list of float sequences, one per tensor in
     id order; None: zeros) or from host arrays at INIT_ADDRESSES. Ops are run as in runtime.h:

@@ -347,7 +347,7 @@ class _DeviceArray:
 class wrap:
     """Trains MODEL with PLAN: the model data lives in the C runtime's chunks, moved as the plan
     says, on the emulated device (the host backend) for a model on the CPU, on the GPU (the CUDA
-    backend, an arena of DEVICE_BYTES on cuda:0) for a model there; before each module runs,
+    backend, a budget of DEVICE_BYTES on cuda:0) for a model there; before each module runs,
     its parameters become views of their resident chunk memory (a buffer view on the CPU,
     __cuda_array_interface__ over the device pointer on a GPU); the optimizer step is the
     library's AdamW where the plan places it (the CPU's on host memory, the CUDA compute
