@@ -4,7 +4,9 @@
 # --profile`), plans its trace at several budgets and policies against that profile, replays
 # every plan, and compares the predicted iteration time and GPU peak with the measured ones
 # (median step of the replay; the runtime's device peak). Prints a Markdown report with the
-# error of every case and their mean absolute percentage.
+# error of every case and their mean absolute percentage. STW_FIDELITY_DEVICE=cuda does the same
+# on GPU 0 (`probe --device cuda` over the profile STW_FIDELITY_BASE, default H200-SXM-141GB;
+# `train --device cuda`); STW_FIDELITY_SHAPES replaces the shapes ("L C H T B" each, ';' apart).
 set -e
 build=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 S=$build/stowage
@@ -12,8 +14,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 text=$(cd "$(dirname "$0")/.." && pwd)/README.md
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-
-"$S" probe --device host -o "$tmp/host.json" > "$tmp/probe.txt"
+device=${STW_FIDELITY_DEVICE:-host}
+case $device in
+  host) "$S" probe --device host -o "$tmp/host.json" > "$tmp/probe.txt"; on="" ;;
+  cuda) "$S" probe --device cuda --base "${STW_FIDELITY_BASE:-H200-SXM-141GB}" -o "$tmp/host.json" \
+          > "$tmp/probe.txt"; on="--device cuda" ;;
+  *) echo "fidelity: STW_FIDELITY_DEVICE is host or cuda, not '$device'" >&2; exit 1 ;;
+esac
 # bytes of a size as the CLI prints it ("12.37 MiB")
 bytes() { echo "$1 $2" | awk '{ m = $2 == "B" ? 1 : $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : $2 == "GiB" ? 1073741824 : 1099511627776; printf "%.0f", $1 * m }'; }
 ns() { echo "$1 $2" | awk '{ m = $2 == "ns" ? 1 : $2 == "us" ? 1e3 : $2 == "ms" ? 1e6 : 1e9; printf "%.0f", $1 * m }'; }
@@ -22,12 +29,15 @@ echo "| model | budget | policy | predicted | measured | error | predicted peak 
 echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
 errs=$tmp/errs
 : > "$errs"
-for shape in "4 256 4 64 4" "8 384 6 64 4"; do
+shapes=${STW_FIDELITY_SHAPES:-4 256 4 64 4;8 384 6 64 4}
+IFS=';'
+for shape in $shapes; do
+  unset IFS
   set -- $shape
   M="--layers $1 --width $2 --heads $3 --context $4 --batch $5 --data $text"
   name="L$1-C$2"
   # shellcheck disable=SC2086
-  "$S" train $M --steps 3 --profile "$tmp/$name.json" > /dev/null
+  "$S" train $M $on --steps 3 --profile "$tmp/$name.json" > /dev/null
   model=$("$S" inspect "$tmp/$name.json" | awk '/^total/ && $3 ~ /B$/ { print $2, $3; exit }')
   peak=$("$S" inspect "$tmp/$name.json" | sed -n 's/^peak non-model memory *\([0-9.]*\) \([KMGT]*i*B\).*/\1 \2/p')
   mb=$(bytes $model)
@@ -44,7 +54,7 @@ for shape in "4 256 4 64 4" "8 384 6 64 4"; do
       pred=$(sed -n 's/^  iteration *\([0-9.]*\) \([a-z]*\) simulated.*/\1 \2/p' "$tmp/plan.txt")
       ppeak=$(sed -n 's/^  GPU peak *\([0-9.]*\) \([KMGT]*i*B\) of.*/\1 \2/p' "$tmp/plan.txt")
       # shellcheck disable=SC2086
-      "$S" train $M --steps 9 --plan "$plan" --trace "$tmp/$name.json" > "$tmp/run.txt"
+      "$S" train $M $on --steps 9 --plan "$plan" --trace "$tmp/$name.json" > "$tmp/run.txt"
       tokens=$(( $4 * $5 ))
       step=$(sed -n 's/^step *[0-9]* *loss [0-9.]* *\([0-9]*\) tokens\/s.*/\1/p' "$tmp/run.txt" |
              tail -n +2 | sort -n | awk -v t="$tokens" '{ v[NR] = $1 } END { printf "%.0f", t / v[int((NR + 1) / 2)] * 1e9 }')

@@ -124,63 +124,75 @@ host_memory_rate(guint threads)
   return rate;
 }
 
-/* The emulated device of the host backend: a copy engine's bandwidth by transfer size, as the
- * runtime uses it (copies queued, then waited for), and its latency: the time of a 4 KiB copy. */
-static void
-probe_host_device(StwHardware *hw, GString *desc, StwTable *tab)
+/* Seconds for COUNT copies of N bytes in direction DIR between HOST and DEV, queued 64 at a time
+ * and waited for, as the runtime queues them. */
+static double
+time_copies(StwBackend *be, StwCopyDir dir, guint8 *host, guint8 *dev, gsize n, gsize count)
 {
-  StwBackend *be = stw_backend_host_new();
-  static const gsize sizes[] = { 64 << 10, 1 << 20, 16 << 20, 256 << 20 };
-  guint8 *src = g_malloc(512u << 20), *dst = g_malloc(512u << 20);
-  memset(src, 1, 512u << 20);
-  memset(dst, 2, 512u << 20);
-  /* the latency: the time of a 4 KiB copy among 64 queued back to back, as the runtime queues
-   * them (a lone copy also waits for its engine thread to wake) */
   double t0 = now();
-  for (int r = 0; r < 16; r++) {
+  for (gsize done = 0; done < count;) {
     StwEvent *e[64];
-    for (int c = 0; c < 64; c++)
-      e[c] = be->copy(be, STW_COPY_H2D, dst + (gsize)c * 4096, src + (gsize)c * 4096, 4096);
-    for (int c = 0; c < 64; c++) {
+    gsize k = MIN(count - done, G_N_ELEMENTS(e));
+    for (gsize c = 0; c < k; c++) {
+      gsize at = ((done + c) * n) % (512u << 20);
+      e[c] = dir == STW_COPY_H2D ? be->copy(be, dir, dev + at, host + at, n)
+                                 : be->copy(be, dir, host + at, dev + at, n);
+    }
+    for (gsize c = 0; c < k; c++) {
       be->wait(be, e[c]);
       be->event_free(be, e[c]);
     }
+    done += k;
   }
-  guint64 latency_ns = (guint64)((now() - t0) / (16 * 64) * 1e9);
+  return now() - t0;
+}
+
+/* A backend's device link: a copy's bandwidth by transfer size both ways (the profile's curve is
+ * their mean), as the runtime uses it (copies queued, then waited for), and its latency: the time
+ * of a 4 KiB copy among 64 queued back to back (a lone copy also waits for its engine to wake).
+ * The host backend's emulated device, or a GPU's pinned copies through the CUDA backend. */
+static void
+probe_device(StwBackend *be, StwHardware *hw, GString *desc, StwTable *tab)
+{
+  static const gsize sizes[] = { 64 << 10, 1 << 20, 16 << 20, 256 << 20 };
+  gsize span = 512u << 20;
+  guint8 *host = be->host_alloc(be, span), *dev = be->device_alloc(be, span);
+  if (host != NULL)
+    memset(host, 1, span);
+  if (host == NULL || dev == NULL) {
+    g_string_append_printf(desc, " (no %s memory for the copies: %s)", host ? "device" : "host",
+                           be->error);
+    return;
+  }
+  guint64 latency_ns = (guint64)(time_copies(be, STW_COPY_H2D, host, dev, 4096, 16 * 64) /
+                                 (16 * 64) * 1e9);
   hw->pcie_latency_ns = latency_ns;
   for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
-    gsize n = sizes[i], count = (512u << 20) / n;
-    guint64 moved = 0;
-    double start = now(), t;
-    do {
-      StwEvent *e[64];
-      gsize k = MIN(count, G_N_ELEMENTS(e));
-      for (gsize c = 0; c < k; c++)
-        e[c] = be->copy(be, STW_COPY_H2D, dst + c * n, src + c * n, n);
-      for (gsize c = 0; c < k; c++) {
-        be->wait(be, e[c]);
-        be->event_free(be, e[c]);
-      }
-      moved += (guint64)k * n;
-    } while ((t = now() - start) < MIN_SECONDS);
-    /* the latency is the profile's own term: the curve is the bandwidth beside it */
-    double per_copy = t / ((double)moved / (double)n), bare = per_copy - (double)latency_ns / 1e9;
-    double bw = (double)n / (bare > per_copy / 2 ? bare : per_copy);
-    hw->pinned[i] = hw->pageable[i] = (StwBandwidthPoint){ .bytes = n, .bytes_per_s = bw };
+    gsize n = sizes[i];
+    double bw[2];
+    for (int d = 0; d < 2; d++) {
+      StwCopyDir dir = d == 0 ? STW_COPY_H2D : STW_COPY_D2H;
+      gsize count = span / n;
+      time_copies(be, dir, host, dev, n, MIN(count, 64)); /* warm-up */
+      double t;
+      while ((t = time_copies(be, dir, host, dev, n, count)) < MIN_SECONDS / 2 && count < (1u << 24))
+        count *= 2;
+      /* the latency is the profile's own term: the curve is the bandwidth beside it */
+      double per_copy = t / (double)count, bare = per_copy - (double)latency_ns / 1e9;
+      bw[d] = (double)n / (bare > per_copy / 2 ? bare : per_copy);
+    }
+    double mean = (bw[0] + bw[1]) / 2;
+    hw->pinned[i] = (StwBandwidthPoint){ .bytes = n, .bytes_per_s = mean };
     g_autofree char *sz = stw_size_format(n);
-    g_autofree char *b = g_strdup_printf("%.2f GB/s", bw / 1e9);
-    stw_table_row(tab, sz, b);
-    g_string_append_printf(desc, " %s %.2f GB/s;", sz, bw / 1e9);
+    g_autofree char *b = g_strdup_printf("%.2f GB/s", bw[0] / 1e9);
+    g_autofree char *b2 = g_strdup_printf("%.2f GB/s", bw[1] / 1e9);
+    stw_table_row(tab, sz, b, b2);
+    g_string_append_printf(desc, " %s %.2f/%.2f GB/s;", sz, bw[0] / 1e9, bw[1] / 1e9);
   }
-  hw->n_pinned = hw->n_pageable = G_N_ELEMENTS(sizes);
-  hw->pcie_generation = 1;
-  hw->gpu_memory_bytes = STW_TiB;
-  hw->compute_on_host = TRUE;
-  g_strlcpy(hw->gpu_model, "stowage host backend (emulated device)", sizeof hw->gpu_model);
+  hw->n_pinned = G_N_ELEMENTS(sizes);
   g_string_append_printf(desc, " latency %" G_GUINT64_FORMAT " ns", latency_ns);
-  g_free(src);
-  g_free(dst);
-  be->free(be);
+  be->device_free(be, dev);
+  be->host_free(be, host);
 }
 
 /* Seconds per call of a collective, on rank 0: REPS of them between barriers. */
@@ -283,8 +295,9 @@ stw_cmd_probe(int argc, char **argv)
       "NAME" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "profile file to write", "FILE" },
     { "device", 0, 0, G_OPTION_ARG_STRING, &device,
-      "host: also measure the host backend's emulated device (copy engines by size, latency) "
-      "as the profile's host link", "host" },
+      "also measure a device link as the profile's: host, the host backend's emulated device; "
+      "cuda, GPU 0's pinned copies through the CUDA backend (by size both ways, latency)",
+      "host|cuda" },
     { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
       "under mpirun: also measure the ranks' all-gathers and reduce-scatters by chunk size, as "
       "the profile's interconnect", NULL },
@@ -295,10 +308,12 @@ stw_cmd_probe(int argc, char **argv)
   g_option_context_set_description(
       ctx, "Measures memcpy bandwidth by transfer size and CPU Adam elements per second (one\n"
            "thread and all), and writes a hardware profile with the measured CPU figures; the\n"
-           "GPU and PCIe figures come from the base profile (this build measures no GPU).\n\n"
+           "GPU and PCIe figures come from the base profile, and with --device cuda the pinned\n"
+           "copies are GPU 0's as the runtime makes them.\n\n"
            "With --collectives, started by mpirun on N ranks, it first times the collectives of\n"
            "chunk groups between them (as `train` runs them), and rank 0 measures the rest.\n\n"
            "Example: stowage probe --base H100-80GB-PCIe5 -o my-host.json\n"
+           "         stowage probe --device cuda --base H200-SXM-141GB -o this-gpu.json\n"
            "         mpirun -np 2 stowage probe --device host --collectives -o ranks.json\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "probe"))
     return STW_EXIT_USAGE;
@@ -316,7 +331,7 @@ stw_cmd_probe(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (!stw_cli_hardware(base != NULL ? base : STW_HARDWARE_DEFAULT, NULL, &hw, &status))
     return status;
-  static const char *const devices[] = { "host", NULL };
+  static const char *const devices[] = { "host", "cuda", NULL };
   int dev = -1;
   if (!stw_cli_parse_enum(device, "--device", devices, &dev))
     return STW_EXIT_USAGE;
@@ -354,6 +369,17 @@ stw_cmd_probe(int argc, char **argv)
              hw.interconnect_bytes_per_s / 1e9, hw.interconnect_latency_ns);
     }
   }
+  /* the device before the host: a GPU that is not there fails before anything is measured */
+  StwBackend *be = NULL;
+  if (dev >= 0) {
+    GError *error = NULL;
+    be = dev == 0 ? stw_backend_host_new()
+                  : stw_backend_cuda_new(0, stw_backend_cuda_arena_for(1u << 30), &error);
+    if (be == NULL) {
+      g_string_free(desc, TRUE);
+      return stw_cli_error(error);
+    }
+  }
   guint threads = g_get_num_processors();
   static const gsize sizes[] = { 64 << 10, 1 << 20, 16 << 20, 256 << 20 };
   g_autoptr(StwTable) tab = stw_table_new(2, "<memcpy size", "bandwidth");
@@ -389,12 +415,26 @@ stw_cmd_probe(int argc, char **argv)
   hw.host_memory_bytes_per_s = mem;
   if (hw.node_gpus == 0) /* the host memory bandwidth belongs to a node */
     hw.node_gpus = 1;
-  if (dev == 0) {
-    g_autoptr(StwTable) copies = stw_table_new(2, "<emulated device copy", "bandwidth");
-    g_string_append(desc, " emulated device copies:");
-    probe_host_device(&hw, desc, copies);
+  if (dev >= 0) {
+    g_autoptr(StwTable) copies = stw_table_new(3, dev == 0 ? "<emulated device copy" : "<GPU copy",
+                                               "H2D", "D2H");
+    g_string_append(desc, dev == 0 ? " emulated device copies (H2D/D2H):"
+                                   : " GPU pinned copies (H2D/D2H):");
+    probe_device(be, &hw, desc, copies);
+    be->free(be);
     stw_table_print(copies, stdout);
     printf("copy latency %" G_GUINT64_FORMAT " ns\n", hw.pcie_latency_ns);
+    if (dev == 0) { /* the emulated device is the host itself */
+      memcpy(hw.pageable, hw.pinned, sizeof hw.pinned);
+      hw.n_pageable = hw.n_pinned;
+      hw.pcie_generation = 1;
+      hw.gpu_memory_bytes = STW_TiB;
+      hw.compute_on_host = TRUE;
+      g_strlcpy(hw.gpu_model, "stowage host backend (emulated device)", sizeof hw.gpu_model);
+    } else {
+      g_string_append_printf(desc, "; the GPU's compute, memory and pageable copies from %s",
+                             hw.name);
+    }
   } else {
     g_string_append_printf(desc, " GPU and PCIe from %s (no GPU measured)", hw.name);
   }

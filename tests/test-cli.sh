@@ -171,6 +171,9 @@ expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "whatif with an unknown
 expect 0 "stowage" "enum options ignore case" -- $S plan "$TR" --gpu 9GiB --policy STOWAGE -o "$T/case.json"
 expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
+expect 1 "no CUDA device" "probe --device cuda without a GPU, before measuring anything" -- $S probe --device cuda -o "$T/gpu.json"
+test ! -e "$T/gpu.json"; tap_result $? "and no profile is written"
+expect 2 "--device: 'tpu' is not one of host, cuda" "probe on an unknown device" -- $S probe --device tpu
 
 # train: profile, plan, replay
 D=$STW_SRCDIR/README.md

@@ -16,7 +16,8 @@
 # injection library, with counts per event kind and a debug run describing its first launches;
 # the CUDA trainer against the CPU trainer (fp32, mixed); resident training twice (the noise of
 # atomics) and the quarter-budget plan replayed normally and with CUDA_LAUNCH_BLOCKING=1 (a
-# difference beyond that noise, or one that blocking removes, is a copy racing compute);
+# difference beyond that noise, or one that blocking removes, is a copy racing compute); the
+# predictions against measured CUDA replays (bench/fidelity.sh on CUDA, GPU 0's copies probed);
 # compute-sanitizer memcheck over one step; the CUDA trainer through CUPTI; a PyTorch program
 # through `stowage profile` (emit_nvtx) and stowage.torch.profile on CUDA, each planned and
 # checked; the Python package's tests under the machine's PyTorch (stowage.torch.wrap training
@@ -208,6 +209,14 @@ if step resident 120 "$S" train $B --steps 6 --device cuda --profile "$log/cuda-
   fi
 else
   note "CUDA trainer FAILED: $(last resident 3)"
+fi
+# the predictions against the GPU: GPU 0's copies probed, the trainer's traces planned at three
+# budgets and policies against that profile, every plan replayed on CUDA (bench/fidelity.sh)
+if step fidelity 240 env STW_FIDELITY_DEVICE=cuda STW_FIDELITY_SHAPES="12 768 12 256 8;6 512 8 256 8" \
+     sh bench/fidelity.sh "$(dirname "$S")"; then
+  grep '^Mean absolute\|^The profile' "$log/fidelity.log" | while read -r l; do note "fidelity on CUDA: $l"; done
+else
+  note "fidelity on CUDA FAILED: $(last fidelity 3)"
 fi
 if command -v compute-sanitizer >/dev/null; then
   step memcheck 180 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
