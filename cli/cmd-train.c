@@ -466,6 +466,17 @@ output(const Training *x, float loss, double total_s)
          "peak %s of %s%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps,
          ranks, on, what, loss, tokens * (double)x->n_steps / total_s, peak, budget, each,
          worst.deviations, x->verify ? ", every move checksummed" : "");
+  /* the model's arithmetic per token as llm.c counts it: 6 per parameter (forward and backward)
+   * and attention's 12 L C T; MFU is this over the device's peak */
+  const StwTrace *model = stw_trainer_model_of(x->tr);
+  guint64 params = 0;
+  for (guint i = 0; i < model->tensors->len; i++)
+    params += stw_trace_tensor(model, i)->numel;
+  double per_token = 6.0 * (double)params +
+                     12.0 * (double)(x->c.layers * x->c.width * x->c.context);
+  printf("model arithmetic %.3f TFLOP/s (%.4g FLOP per token: 6 x %" G_GUINT64_FORMAT
+         " parameters + 12 L C T)\n", per_token * tokens * (double)x->n_steps / total_s / 1e12,
+         per_token, params);
   if (x->profile != NULL) {
     StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
     if (!stw_trace_save(t, x->profile, &error))

@@ -14,7 +14,8 @@
 # Steps: preflight (free); the CUDA backend's unit tests; the backend's copy bandwidth against
 # cudaMemcpyAsync, and copy/compute overlap; a CUDA program (nvtx-demo) through the CUPTI
 # injection library, with counts per event kind and a debug run describing its first launches;
-# the CUDA trainer against the CPU trainer (fp32, mixed); resident training twice (the noise of
+# the CUDA trainer against the CPU trainer (fp32, mixed); GPT-2 small's shape at batch 16 x 1024
+# in mixed precision (tokens/s, MFU); resident training twice (the noise of
 # atomics) and the quarter-budget plan replayed normally and with CUDA_LAUNCH_BLOCKING=1 (a
 # difference beyond that noise, or one that blocking removes, is a copy racing compute); the
 # predictions against measured CUDA replays (bench/fidelity.sh on CUDA, GPU 0's copies probed);
@@ -209,6 +210,17 @@ if step resident 120 "$S" train $B --steps 6 --device cuda --profile "$log/cuda-
   fi
 else
   note "CUDA trainer FAILED: $(last resident 3)"
+fi
+# issue 13's target: GPT-2 small's shape (over byte tokens), batch 16 x 1024, mixed precision,
+# everything resident; MFU against the H200's dense bf16 peak (989 TFLOP/s by the datasheet; 788
+# measured through PyTorch on one of these machines)
+cat README.md docs/*.md > "$root/text.txt" # 16 x 1024 tokens and one more
+if step gpt2-mfu 240 "$S" train --layers 12 --width 768 --heads 12 --context 1024 --batch 16 \
+     --data "$root/text.txt" --steps 6 --device cuda --precision mixed --gpu 100GiB; then
+  tf=$(sed -n 's/^model arithmetic \([0-9.]*\) TFLOP.*/\1/p' "$log/gpt2-mfu.log")
+  note "GPT-2 small shape, B16 x T1024, mixed, resident: $(grep '^trained' "$log/gpt2-mfu.log" | cut -c1-160); $tf TFLOP/s of model arithmetic: MFU $(awk -v t="${tf:-0}" 'BEGIN { printf "%.1f%% of 989, %.1f%% of 788", 100 * t / 989, 100 * t / 788 }')"
+else
+  note "GPT-2 small shape on CUDA FAILED: $(last gpt2-mfu 3)"
 fi
 # the predictions against the GPU: GPU 0's copies probed, the trainer's traces planned at three
 # budgets and policies against that profile, every plan replayed on CUDA (bench/fidelity.sh)
