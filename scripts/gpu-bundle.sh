@@ -6,6 +6,9 @@
 #   bin/   stowage, test-cuda (the CUDA backend's unit tests), bench-cuda, nvtx-demo
 #   lib/   libstowage.so.0 and every shared library these need that is not the C library's or
 #          CUDA's (GLib, cJSON, OpenBLAS, Open MPI, ...): the GPU image may lack them
+#   lib/fallback/  the base system's libraries among those (libstdc++, libgcc_s, zlib, libffi,
+#          libmount, ...): a newer image has its own, which PyTorch in the same process needs,
+#          so tests/gpu/run.sh moves one into lib/ only where the machine lacks it
 #   lib/stowage/  the modules: the CUDA compute table, the CUPTI injection library, NCCL's
 #   MANIFEST  what built it, and every file with its size
 # Every file's RUNPATH finds the bundle first ($ORIGIN), then the CUDA toolkit's folder; the CUDA
@@ -42,7 +45,7 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/stowage-bundle.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 b=$work/stowage-gpu
-mkdir -p "$b/bin" "$b/lib/stowage"
+mkdir -p "$b/bin" "$b/lib/stowage" "$b/lib/fallback"
 cp stowage tests/test-cuda bench/bench-cuda "$b/bin/"
 "$nvcc" -O2 -o "$b/bin/nvtx-demo" "$src/tests/gpu/nvtx-demo.cu" > "$work/nvcc.log" 2>&1 ||
   fail "nvcc could not build tests/gpu/nvtx-demo.cu: $(tail -n 3 "$work/nvcc.log")"
@@ -56,6 +59,7 @@ done
 # toolkit's and the driver's: the GPU machine has them, matched to its driver).
 system='^(linux-vdso|ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libutil|libresolv)\.so'
 gpu='^lib(cuda|cudart|cublas|cublasLt|cupti|nccl|nvToolsExt|nvrtc|cudnn[a-z_]*|nvJitLink)\.so'
+base='^lib(stdc\+\+|gcc_s|z|ffi|selinux|mount|blkid|udev|pcre2-8)\.so'
 queue=$(find "$b/bin" "$b/lib" -type f)
 while [ -n "$queue" ]; do
   next=""
@@ -65,9 +69,11 @@ while [ -n "$queue" ]; do
       [ "$arrow" = "=>" ] || continue
       if printf '%s' "$name" | grep -Eq "$system|$gpu"; then continue; fi
       [ "$path" = "not" ] && fail "$f needs $name, which is not found here"
-      [ -e "$b/lib/$name" ] && continue
-      cp -L "$path" "$b/lib/$name"
-      next="$next $b/lib/$name"
+      dest=$b/lib
+      printf '%s' "$name" | grep -Eq "$base" && dest=$b/lib/fallback
+      [ -e "$dest/$name" ] && continue
+      cp -L "$path" "$dest/$name"
+      next="$next $dest/$name"
     done < "$work/ldd"
   done
   queue=$next
@@ -77,6 +83,7 @@ done
 for f in "$b"/bin/*; do patchelf --set-rpath "\$ORIGIN/../lib:$cuda/lib64" "$f"; done
 for f in "$b"/lib/*.so*; do [ -L "$f" ] || patchelf --set-rpath "\$ORIGIN:$cuda/lib64" "$f"; done
 for f in "$b"/lib/stowage/*; do patchelf --set-rpath "\$ORIGIN/..:$cuda/lib64" "$f"; done
+for f in "$b"/lib/fallback/*; do patchelf --set-rpath "\$ORIGIN/..:\$ORIGIN" "$f"; done
 
 {
   echo "stowage GPU bundle: $(./stowage --version 2>&1 | head -n 1), built $(date -u +%Y-%m-%dT%H:%M:%SZ)"

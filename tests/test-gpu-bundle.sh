@@ -57,12 +57,18 @@ for f in $(find "$g/bin" "$g/lib" -type f ! -name MANIFEST); do
       not) [ "$name" = libcuda.so.1 ] || bad="$bad ${f#$g/}:$name:missing" ;;
       "$cuda"/*) ;;
       *) printf '%s' "$name" | grep -Eq '^(libc|libm|libdl|libpthread|librt|libutil|libresolv)\.so' ||
-           printf '%s' "$name" | grep -Eq '^lib(cudart|cublas|cublasLt|cupti|nccl|gcc_s)\.so' ||
-           bad="$bad ${f#$g/}:$name:$path" ;;
+           printf '%s' "$name" | grep -Eq '^lib(cudart|cublas|cublasLt|cupti|nccl)\.so' ||
+           [ -f "$g/lib/fallback/$name" ] || bad="$bad ${f#$g/}:$name:$path" ;;
     esac
   done < "$TAP_TMP/ldd"
 done
-[ -z "$bad" ]; tap_result $? "every library a bundled file loads is the bundle's, the C library's or CUDA's" "$bad"
+[ -z "$bad" ]; tap_result $? "every library a bundled file loads is the bundle's, the C library's, CUDA's or (held in lib/fallback/) the base system's" "$bad"
+# the base system's libraries wait in lib/fallback/, out of every RUNPATH: the machine's own come
+# first (PyTorch in the same process needs a libstdc++ as new as its own)
+for name in libstdc++.so.6 libz.so.1 libffi.so.8; do
+  [ -f "$g/lib/fallback/$name" ] && [ ! -e "$g/lib/$name" ]
+  tap_result $? "$name waits in lib/fallback/, not in lib/"
+done
 
 out=$(env -u LD_LIBRARY_PATH "$g/bin/stowage" --build-info 2>&1)
 printf '%s\n' "$out" | grep -q "^cuda compute *$g/lib/stowage/libstowage-compute-cuda.so (found"

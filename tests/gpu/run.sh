@@ -92,6 +92,19 @@ else
   exit 1
 fi
 
+# the base system's libraries the bundle carries only for a machine without them
+fallbacks=""
+if [ -n "$g" ]; then
+  for f in "$g"/lib/fallback/*; do
+    [ -f "$f" ] || continue
+    name=$(basename "$f")
+    if ! ldconfig -p 2>/dev/null | grep -q " $name "; then
+      cp "$f" "$g/lib/" && fallbacks="$fallbacks $name"
+    fi
+  done
+  [ -n "$fallbacks" ] && note "the bundle's own copies of:$fallbacks (this machine has none)"
+fi
+
 # ---- preflight (free): the machine, and every library the bundle loads ---------------------
 # a library that a bundled file needs and the loader does not find (CUDA's, where the image puts
 # it elsewhere) is looked for and its folder put on LD_LIBRARY_PATH
