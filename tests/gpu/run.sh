@@ -98,7 +98,9 @@ if [ -n "$g" ]; then
   for f in "$g"/lib/fallback/*; do
     [ -f "$f" ] || continue
     name=$(basename "$f")
-    if ! ldconfig -p 2>/dev/null | grep -q " $name "; then
+    if ! { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q "[[:space:]]$name[[:space:]]" &&
+       ! ls /lib/x86_64-linux-gnu/"$name" /usr/lib/x86_64-linux-gnu/"$name" /lib64/"$name" \
+            /usr/lib64/"$name" >/dev/null 2>&1; then
       cp "$f" "$g/lib/" && fallbacks="$fallbacks $name"
     fi
   done
