@@ -48,7 +48,7 @@ for n in 2 4; do
     # shellcheck disable=SC2086
     $MPIRUN -np $n $S train $M --steps 4 --plan "$T/p$n-$policy.json" > "$T/r$n-$policy.log" 2>&1
     st=$?
-    last=$(tail -n1 "$T/r$n-$policy.log")
+    last=$(grep "^trained" "$T/r$n-$policy.log" | tail -n1)
     h2d=$(grep '^step' "$T/r$n-$policy.log" | tail -n1 | sed 's/.*H2D \([0-9.]*\) \([KMG]*i*B\).*/\1 \2/')
     d2h=$(grep '^step' "$T/r$n-$policy.log" | tail -n1 | sed 's/.*D2H \([0-9.]*\) \([KMG]*i*B\).*/\1 \2/')
     comm=$(echo "$last" | sed -n 's/.*collectives \([0-9.]*\) \([KMG]*i*B\) received.*/\1 \2/p')

@@ -62,6 +62,8 @@ step() {
   return $st
 }
 last() { tail -n "${2:-2}" "$log/$1.log" | tr '\n' ' ' | cut -c1-400; }
+# a training's summary line (the last is its arithmetic rate)
+trained() { grep '^trained' "$log/$1.log" | tail -n 1 | cut -c1-300; }
 
 # ---- the bundle ---------------------------------------------------------------------------
 bundle=${1:-${STOWAGE_GPU_BUNDLE:-gpu-bundle/stowage-gpu.tar.xz}}
@@ -189,14 +191,14 @@ for prec in fp32 mixed; do
   step "cpu-$prec" 120 "$S" train $M --steps 10 --precision $prec && losses "cpu-$prec"
   if step "cuda-$prec" 120 "$S" train $M --steps 10 --device cuda --precision $prec; then
     losses "cuda-$prec"
-    note "CUDA trainer ($prec) against the CPU ($prec), 10 steps: max relative loss difference $(maxrel "cpu-$prec" "cuda-$prec") (tolerance: fp32 1e-3, mixed 3e-2); $(last "cuda-$prec" 1)"
+    note "CUDA trainer ($prec) against the CPU ($prec), 10 steps: max relative loss difference $(maxrel "cpu-$prec" "cuda-$prec") (tolerance: fp32 1e-3, mixed 3e-2); $(trained "cuda-$prec")"
   else
     note "CUDA trainer ($prec) FAILED: $(last "cuda-$prec" 3)"
   fi
 done
 if step resident 120 "$S" train $B --steps 6 --device cuda --profile "$log/cuda-trace.json"; then
   losses resident
-  note "CUDA, everything resident: $(last resident 1)"
+  note "CUDA, everything resident: $(trained resident)"
   step resident2 120 "$S" train $B --steps 6 --device cuda && losses resident2 &&
     note "resident twice: max relative loss difference $(maxrel resident resident2) (the noise of atomics)"
   j=$("$S" inspect "$log/cuda-trace.json" --json | tr -d ' \t\n')
@@ -210,7 +212,7 @@ if step resident 120 "$S" train $B --steps 6 --device cuda --profile "$log/cuda-
       if step replay-$mode 180 env CUDA_LAUNCH_BLOCKING=$blocking "$S" train $B --steps 6 \
            --device cuda --plan "$log/cuda-plan.json"; then
         losses replay-$mode
-        note "replay at a quarter of the model data ($budget_bytes bytes), $mode: $(last replay-$mode 1); loss difference to resident $(maxrel resident replay-$mode)"
+        note "replay at a quarter of the model data ($budget_bytes bytes), $mode: $(trained replay-$mode); loss difference to resident $(maxrel resident replay-$mode)"
       else
         note "replay ($mode) FAILED: $(last replay-$mode 3)"
       fi
