@@ -257,7 +257,8 @@ fi
 
 # ---- PyTorch on this machine -----------------------------------------------------------------
 export STOWAGE_LIB=$LIB PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1
-if step torch-nvtx 240 "$S" profile --iteration-range stowage.iteration --keep-events "$log/torch.events" \
+# without the caching allocator every tensor is an allocation of its own, as CUPTI must see it
+if step torch-nvtx 240 env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$S" profile --iteration-range stowage.iteration --keep-events "$log/torch.events" \
      -o "$log/torch-trace.json" -- python3 tests/gpu/torch-nvtx.py "$log/torch-hooks-trace.json"; then
   note "PyTorch through stowage profile: $(counts "$log/torch.events")"
   note "  trace: $("$S" inspect "$log/torch-trace.json" 2>&1 | head -n 4 | tr '\n' ' ' | cut -c1-300)"
