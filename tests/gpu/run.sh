@@ -262,6 +262,9 @@ if step torch-nvtx 240 env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$S" profile --itera
      -o "$log/torch-trace.json" -- python3 tests/gpu/torch-nvtx.py "$log/torch-hooks-trace.json"; then
   note "PyTorch through stowage profile: $(counts "$log/torch.events")"
   note "  trace: $("$S" inspect "$log/torch-trace.json" 2>&1 | head -n 4 | tr '\n' ' ' | cut -c1-300)"
+  # the same events at depth 2 (docs/profiling.md's example), for which is the better level
+  step torch-depth2 60 "$S" profile --events "$log/torch.events" --depth 2 -o "$log/torch-trace-d2.json"
+  note "  at depth 2: $(last torch-depth2 1)"
   for t in torch-trace torch-hooks-trace; do
     [ -f "$log/$t.json" ] || { note "$t: not written"; continue; }
     step "$t-plan" 60 sh -c "'$S' plan '$log/$t.json' --gpu 64MiB -o '$log/$t-plan.json' && '$S' check '$log/$t-plan.json' '$log/$t.json'"
