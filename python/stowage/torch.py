@@ -23,6 +23,7 @@ import bisect
 import collections
 import ctypes
 import time
+import warnings
 
 import torch as _torch
 
@@ -89,9 +90,20 @@ class _CpuMemory:
         self.ranges = {}  # range name -> (start ns, end ns), on the profiler's clock
         self.times, self.held = [], []  # each memory event's time, the bytes held after it
         self.count = 0
+        self.running = False
+        self.unknown = None  # why the memory is not known, when it is not
 
     def start(self):
-        self.prof.__enter__()
+        # one profiler at a time: inside the user's own, ours would end theirs
+        enabled = getattr(_torch.autograd, "_profiler_enabled", lambda: False)
+        if enabled():
+            self.unknown = "a PyTorch profiler is already running (the profile leaves it alone)"
+            return
+        try:
+            self.prof.__enter__()
+            self.running = True
+        except RuntimeError as e:
+            self.unknown = "the PyTorch profiler could not start (%s)" % e
 
     def open(self, op):
         self.count += 1
@@ -105,14 +117,22 @@ class _CpuMemory:
             r.__exit__(None, None, None)
 
     def stop(self):
+        if not self.running:
+            return
         self.prof.__exit__(None, None, None)
         events = []
-        for e in self.prof.profiler.kineto_results.events():
-            name = e.name()
-            if name == "[memory]" and str(e.device_type()) == "DeviceType.CPU":
-                events.append((e.start_ns(), e.nbytes()))  # a free's bytes are negative
-            elif name.startswith("stowage.op#"):
-                self.ranges[name] = (e.start_ns(), e.end_ns())
+        try:
+            for e in self.prof.profiler.kineto_results.events():
+                name = e.name()
+                if name == "[memory]" and str(e.device_type()) == "DeviceType.CPU":
+                    events.append((e.start_ns(), e.nbytes()))  # a free's bytes are negative
+                elif name.startswith("stowage.op#"):
+                    self.ranges[name] = (e.start_ns(), e.end_ns())
+        except (AttributeError, RuntimeError) as e:  # another PyTorch's profiler results
+            self.unknown = "this PyTorch's profiler results cannot be read (%s)" % e
+            return
+        if not events:
+            self.unknown = "the PyTorch profiler recorded no memory events"
         total = 0
         for t, b in sorted(events):
             total += b
@@ -152,6 +172,7 @@ class profile:
         self.current = []
         self.open = {}
         self.cpu_memory = None  # on the CPU, while profiling: the allocator's events
+        self.memory_unknown = None  # why non-model memory is not known, when it is not
         self.measured = False
 
     # ---- hooks --------------------------------------------------------------------------
@@ -237,7 +258,11 @@ class profile:
             self.cpu_memory.stop()
             for op in (op for it in self.iterations for op in it):
                 op.mem0, op.peak = self.cpu_memory.measure(op) or (0, 0)
+            self.memory_unknown = self.cpu_memory.unknown
             self.cpu_memory = None
+            if self.memory_unknown is not None:
+                warnings.warn("stowage.torch.profile: the non-model memory is not known: %s; "
+                              "the trace says so (no_memory_events)" % self.memory_unknown)
         self.measured = True
         return False
 
@@ -300,6 +325,8 @@ class profile:
         for i, (pname, p) in enumerate(self.params):
             self._add_op(t, "optimizer." + pname, "optim", [i], [], 0, 0,
                          step_ns * p.numel() // total)
+        if self.memory_unknown is not None:  # said in the trace's source, as the importer does
+            _lib.trace_warn(t._h, b"no_memory_events", 1)
         _lib.trace_set_shape(t._h, batch, seq)
         _call(_lib.trace_validate, t._h)
         return t

@@ -105,6 +105,22 @@ class TestProfile(unittest.TestCase):
         self.assertEqual(ops["3.bwd"]["nonmodel_bytes"], 3 * 128 + 8)
         self.assertNotIn("warnings", p.trace().json().get("source", {}))
 
+    def test_inside_another_pytorch_profiler(self):
+        """Inside the user's own torch.profiler the profile leaves it alone: memory unknown, said
+        in a warning and in the trace's source, and the user's profiler still records."""
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+        opt = torch.optim.AdamW(m.parameters())
+        with torch.profiler.profile(profile_memory=True) as outer:
+            with self.assertWarnsRegex(UserWarning, "a PyTorch profiler is already running"):
+                with st.profile(m, opt) as p:
+                    m(torch.randn(4, 8)).sum().backward()
+                    opt.step()
+        t = p.trace().json()
+        self.assertEqual(t["source"]["warnings"], {"no_memory_events": 1})
+        self.assertEqual({o["nonmodel_peak_bytes"] for o in t["ops"]}, {0})
+        self.assertTrue(any(e.name == "aten::addmm" for e in outer.events()))
+
     def test_trace_inside_the_profile_is_refused(self):
         m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
         opt = torch.optim.AdamW(m.parameters())
