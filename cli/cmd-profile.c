@@ -88,10 +88,7 @@ other_processes(const char *events, const char *keep)
     g_autofree char *path = g_build_filename(dir, name, NULL);
     if (keep != NULL) {
       g_autofree char *to = g_strconcat(keep, ".", pid, NULL);
-      g_autofree char *text = NULL;
-      gsize len;
-      if (g_file_get_contents(path, &text, &len, NULL) &&
-          stw_file_write_atomic(to, text, len, NULL))
+      if (stw_file_copy_atomic(path, to, NULL))
         g_string_append_printf(kept, " %s", to);
     }
     g_unlink(path);
@@ -211,11 +208,14 @@ stw_cmd_profile(int argc, char **argv)
   }
   if (status == STW_EXIT_OK)
     status = save_trace(events, &o, argc > 1 ? argv[1] : events, output);
-  if (keep != NULL && events != NULL) {
-    g_autofree char *text = NULL;
-    gsize len;
-    if (g_file_get_contents(events, &text, &len, NULL))
-      stw_file_write_atomic(keep, text, len, NULL);
+  if (keep != NULL && events != NULL) { /* a block at a time: an event stream may be large */
+    GError *error = NULL;
+    if (!stw_file_copy_atomic(events, keep, &error)) {
+      g_printerr("stowage: profile: --keep-events: %s\n", error->message);
+      g_error_free(error);
+      if (status == STW_EXIT_OK)
+        status = STW_EXIT_FAILURE;
+    }
   }
   if (tmp != NULL)
     g_unlink(tmp);

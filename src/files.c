@@ -91,17 +91,13 @@ write_all(int fd, const char *text, gsize len)
   return TRUE;
 }
 
-gboolean
-stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error)
+/* Writes FILE atomically with FILL(fd, DATA), which returns FALSE with errno set on failure (and
+ * *WHAT naming what failed when not FILE itself). */
+typedef gboolean (*Fill)(int fd, gconstpointer data, const char **what);
+
+static gboolean
+write_atomic_with(const char *file, Fill fill, gconstpointer data, GError **error)
 {
-  if (strcmp(file, "-") == 0) {
-    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
-      g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO,
-                  "cannot write to standard output: %s", g_strerror(errno));
-      return FALSE;
-    }
-    return TRUE;
-  }
   /* test hook: a full disk, as the tests of docs/bad-input.md need one */
   if (g_getenv("STOWAGE_FAULT_WRITE") != NULL) {
     g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO,
@@ -119,7 +115,8 @@ stw_file_write_atomic(const char *file, const char *text, gsize len, GError **er
                 g_strerror(errno));
     return FALSE;
   }
-  gboolean ok = write_all(fd, text, len) && fsync(fd) == 0;
+  const char *what = NULL;
+  gboolean ok = fill(fd, data, &what) && fsync(fd) == 0;
   int e = errno;
   if (close(fd) != 0 && ok) {
     ok = FALSE;
@@ -131,8 +128,12 @@ stw_file_write_atomic(const char *file, const char *text, gsize len, GError **er
   }
   if (!ok) {
     g_unlink(tmp);
-    g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot write: %s", file,
-                g_strerror(e));
+    if (what != NULL)
+      g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot read: %s", what,
+                  g_strerror(e));
+    else
+      g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot write: %s", file,
+                  g_strerror(e));
     return FALSE;
   }
   g_autofree char *dir = g_path_get_dirname(file);
@@ -142,4 +143,68 @@ stw_file_write_atomic(const char *file, const char *text, gsize len, GError **er
     close(dfd);
   }
   return TRUE;
+}
+
+typedef struct {
+  const char *text;
+  gsize len;
+} Text;
+
+static gboolean
+fill_text(int fd, gconstpointer data, const char **what)
+{
+  (void)what;
+  const Text *t = data;
+  return write_all(fd, t->text, t->len);
+}
+
+gboolean
+stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error)
+{
+  if (strcmp(file, "-") == 0) {
+    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+      g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO,
+                  "cannot write to standard output: %s", g_strerror(errno));
+      return FALSE;
+    }
+    return TRUE;
+  }
+  Text t = { text, len };
+  return write_atomic_with(file, fill_text, &t, error);
+}
+
+/* copies the file named DATA into FD, a block at a time */
+static gboolean
+fill_copy(int fd, gconstpointer data, const char **what)
+{
+  const char *src = data;
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    *what = src;
+    return FALSE;
+  }
+  g_autofree char *block = g_malloc(1u << 20);
+  gboolean ok = TRUE;
+  for (;;) {
+    gssize n = read(in, block, 1u << 20);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      *what = src;
+      ok = FALSE;
+      break;
+    }
+    if (n == 0 || !(ok = write_all(fd, block, (gsize)n)))
+      break;
+  }
+  int e = errno;
+  close(in);
+  errno = e;
+  return ok;
+}
+
+gboolean
+stw_file_copy_atomic(const char *src, const char *file, GError **error)
+{
+  return write_atomic_with(file, fill_copy, src, error);
 }

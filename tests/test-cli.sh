@@ -258,6 +258,8 @@ tap_result $? "both processes' events are kept, each in its own file"
 expect 0 "1 other CUDA process of the run recorded events of its own; the trace is the first process's" \
   "... and without --keep-events" -- env TMPDIR="$T/evtmp" $S profile -o "$T/two.json" -- sh -c "$two"
 [ -z "$(ls -A "$T/evtmp")" ]; tap_result $? "and no event file is left behind" "$(ls -A "$T/evtmp")"
+expect 1 "profile: --keep-events: $T/no/such/dir/k.events" "a --keep-events that cannot be written fails" -- \
+  $S profile --keep-events "$T/no/such/dir/k.events" -o "$T/kk.json" -- sh -c "cp '$E/small.events' \"\$STOWAGE_EVENTS_OUT\""
 expect 2 "give a command after '--', or --events FILE" "profile with nothing to profile" -- $S profile -o "$T/x.json"
 expect 2 "--output FILE is required" "profile without an output" -- $S profile --events "$E/small.events"
 

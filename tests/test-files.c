@@ -1,6 +1,7 @@
 /* test-files.c — bounded reads, atomic writes and module paths (files.h). */
 #include "config.h"
 
+#include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -102,6 +103,46 @@ test_stale_temporaries(void)
   g_rmdir(dir);
 }
 
+/* A copy goes a block at a time (3 MiB and a byte: several blocks) and atomically: a source that
+ * cannot be read is named, and the destination keeps what it had. */
+static void
+test_copy_atomic(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stw-copy-XXXXXX", NULL);
+  g_autofree char *src = g_build_filename(dir, "src", NULL);
+  g_autofree char *dst = g_build_filename(dir, "dst", NULL);
+  gsize n = (3u << 20) + 1;
+  g_autofree char *data = g_malloc(n);
+  for (gsize i = 0; i < n; i++)
+    data[i] = (char)(i * 7 + i / 4096);
+  g_assert_true(g_file_set_contents(src, data, (gssize)n, NULL));
+  GError *error = NULL;
+  g_assert_true(stw_file_copy_atomic(src, dst, &error));
+  g_assert_no_error(error);
+  g_autofree char *back = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(dst, &back, &len, NULL));
+  g_assert_cmpuint(len, ==, n);
+  g_assert_true(memcmp(back, data, n) == 0);
+  g_autofree char *gone = g_build_filename(dir, "gone", NULL);
+  g_assert_false(stw_file_copy_atomic(gone, dst, &error));
+  g_autofree char *want = g_strdup_printf("%s: cannot read: No such file or directory", gone);
+  g_assert_cmpstr(error->message, ==, want);
+  g_clear_error(&error);
+  g_autofree char *after = NULL;
+  g_assert_true(g_file_get_contents(dst, &after, &len, NULL));
+  g_assert_cmpuint(len, ==, n); /* untouched */
+  GDir *d = g_dir_open(dir, 0, NULL);
+  guint entries = 0;
+  while (g_dir_read_name(d) != NULL)
+    entries++;
+  g_dir_close(d);
+  g_assert_cmpuint(entries, ==, 2); /* no temporary left behind */
+  g_unlink(src);
+  g_unlink(dst);
+  g_rmdir(dir);
+}
+
 /* A module is $ENV_VAR's, else the one beside the running code (for a program linking the
  * library statically, as this test does: ../lib/stowage/), else the build tree's, else the
  * installed one. */
@@ -159,6 +200,7 @@ main(int argc, char **argv)
   g_test_add_func("/files/atomic-write", test_atomic_write);
   g_test_add_func("/files/bounded-read", test_bounded_read);
   g_test_add_func("/files/stale-temporaries", test_stale_temporaries);
+  g_test_add_func("/files/copy-atomic", test_copy_atomic);
   g_test_add_func("/files/module-path", test_module_path);
   return g_test_run();
 }

@@ -35,6 +35,10 @@ gboolean stw_file_read(const char *file, gsize max_bytes, char **text_out, gsize
 /* Writes TEXT to FILE atomically (see above). "-" writes to standard output. */
 gboolean stw_file_write_atomic(const char *file, const char *text, gsize len, GError **error);
 
+/* Copies the file SRC to FILE atomically (see above), a block at a time: memory does not grow
+ * with SRC's size. Errors name SRC when it cannot be read, FILE when it cannot be written. */
+gboolean stw_file_copy_atomic(const char *src, const char *file, GError **error);
+
 /* The path of one of stowage's loadable modules (INSTALLED's file name, e.g.
  * libstowage-cupti.so), for dlopen: $ENV_VAR when it is set and not empty; else the one beside
  * the running libstowage, in its folder's stowage/ (where an install puts it: pkglibdir), or
