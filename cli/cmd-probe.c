@@ -175,7 +175,8 @@ probe_device(StwBackend *be, StwHardware *hw, GString *desc, StwTable *tab)
       gsize count = span / n;
       time_copies(be, dir, host, dev, n, MIN(count, 64)); /* warm-up */
       double t;
-      while ((t = time_copies(be, dir, host, dev, n, count)) < MIN_SECONDS / 2 && count < (1u << 24))
+      while ((t = time_copies(be, dir, host, dev, n, count)) < MIN_SECONDS / 2 &&
+             count < (1u << 24))
         count *= 2;
       /* the latency is the profile's own term: the curve is the bandwidth beside it */
       double per_copy = t / (double)count, bare = per_copy - (double)latency_ns / 1e9;

@@ -69,7 +69,8 @@ run_command(char **argv, const char *events, const char *domain)
 }
 
 /* Other CUDA processes of the run (a child, a sibling rank) record to EVENTS.PID (the injection
- * library leaves EVENTS to the first): said, kept beside KEEP when given (KEEP.PID), else removed. */
+ * library leaves EVENTS to the first): said, kept beside KEEP when given (KEEP.PID), else
+ * removed. */
 static void
 other_processes(const char *events, const char *keep)
 {
