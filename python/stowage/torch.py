@@ -363,7 +363,8 @@ class _DeviceArray:
     """NUMEL fp32 at a CUDA device address, for torch.as_tensor through
     __cuda_array_interface__ (version 3): the runtime's memory itself, not a copy. There is no
     stream to wait on: the runtime's fetches are complete when op_begin returns, and its copies
-    out wait for the work queued on the legacy default stream, where PyTorch computes."""
+    out wait for the work queued on the legacy default stream (wrap orders PyTorch's current
+    stream against that one when they differ)."""
 
     def __init__(self, address, numel):
         self.__cuda_array_interface__ = {"shape": (numel,), "typestr": "<f4",
@@ -379,8 +380,9 @@ class wrap:
     __cuda_array_interface__ over the device pointer on a GPU); the optimizer step is the
     library's AdamW where the plan places it (the CPU's on host memory, the CUDA compute
     table's on the GPU), with OPTIMIZER's hyperparameters as they are at each step (a
-    scheduler's learning rate included). On a GPU, PyTorch must compute on the default stream,
-    which the runtime's copies are ordered against.
+    scheduler's learning rate included). On a GPU, the runtime's copies and GPU Adam follow the
+    work on the legacy default stream; PyTorch computing on another stream is ordered against
+    it at every op's start and end.
 
         p = stowage.torch.profile(model, optimizer) ...; p.save("trace.json")
         plan = stowage.plan(stowage.Trace.load("trace.json"), gpu="1MiB")
@@ -451,11 +453,26 @@ class wrap:
     def _device_tensor(self, address, i):
         return _torch.as_tensor(_DeviceArray(address, self.numel[i]), device=self.device)
 
+    def _ordered(self, fn, *args, **kwargs):
+        """The runtime's FN, ordered against PyTorch's current stream: the runtime queues its
+        copies and GPU Adam after the work on the legacy default stream, so PyTorch computing
+        on another stream waits for that stream and is waited for, each way."""
+        if not self.cuda:
+            return fn(*args, **kwargs)
+        current = _torch.cuda.current_stream(self.device)
+        default = _torch.cuda.default_stream(self.device)
+        if current == default:
+            return fn(*args, **kwargs)
+        default.wait_stream(current)
+        result = fn(*args, **kwargs)
+        current.wait_stream(default)
+        return result
+
     def _begin(self, name, stage, ids, grads):
         if not self.in_iteration:
             self.rt.iteration_begin()
             self.in_iteration = True
-        self.rt.op_begin(name, stage, ids, grads)
+        self._ordered(self.rt.op_begin, name, stage, ids, grads)
         if stage != "optim":  # the optimizer's lists are where the plan steps them
             for i in ids:
                 view = self._view(i)
@@ -489,7 +506,7 @@ class wrap:
         return self.nan.expand(self.shapes[i])
 
     def _end(self, ids):
-        self.rt.op_end()
+        self._ordered(self.rt.op_end)
         for i in ids:
             p = self.p.params[i][1]
             self.resident.pop(p.data.untyped_storage().data_ptr(), None)
@@ -534,10 +551,11 @@ class wrap:
                 _torch.frombuffer(host, dtype=_torch.float32).copy_(src)
             else:
                 ctypes.memmove(dst, src.data_ptr(), src.numel() * 4)
-            self.rt.adam(i, self.step, lr=float(g["lr"]), betas=tuple(g["betas"]),
-                         eps=float(g["eps"]), weight_decay=float(g.get("weight_decay", 0.0)))
-            self.rt.op_end()
-        self.rt.iteration_end()
+            self._ordered(self.rt.adam, i, self.step, lr=float(g["lr"]),
+                          betas=tuple(g["betas"]), eps=float(g["eps"]),
+                          weight_decay=float(g.get("weight_decay", 0.0)))
+            self._ordered(self.rt.op_end)
+        self._ordered(self.rt.iteration_end)
         self.in_iteration = False
 
     def __exit__(self, *exc):

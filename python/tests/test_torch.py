@@ -239,6 +239,13 @@ class TestProfile(unittest.TestCase):
         reference, _ = self.train(m, start, x)
         for a, b in zip(wrapped, reference):
             self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
+        # PyTorch on a stream of its own: wrap orders it against the runtime's, each way
+        with torch.cuda.stream(torch.cuda.Stream()):
+            side, stats = self.train(m, start, x, plan=plan, trace=t, budget=budget)
+            torch.cuda.synchronize()
+        self.assertEqual(stats["h2d_bytes"], pred["h2d_bytes"])
+        for a, b in zip(side, reference):
+            self.assertLess(abs(a - b), 1e-4 * max(1.0, abs(b)))
 
     def test_wrap_refuses_a_device_it_cannot_hold(self):
         torch.manual_seed(0)
