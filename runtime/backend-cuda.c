@@ -182,6 +182,13 @@ cuda_range_pop(StwBackend *b)
   nvtxRangePop();
 }
 
+/* the legacy default stream, where the compute tables run; not the copy streams */
+static void
+cuda_sync(StwBackend *b)
+{
+  ok((CudaBackend *)b, cudaStreamSynchronize(0), "cudaStreamSynchronize");
+}
+
 static void
 cuda_free(StwBackend *b)
 {
@@ -212,7 +219,8 @@ stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
                           .device_free = cuda_device_free, .host_alloc = cuda_host_alloc,
                           .host_free = cuda_host_free, .copy = cuda_copy, .done = cuda_done,
                           .wait = cuda_wait, .event_free = cuda_event_free, .free = cuda_free,
-                          .range_push = cuda_range_push, .range_pop = cuda_range_pop };
+                          .range_push = cuda_range_push, .range_pop = cuda_range_pop,
+                          .sync = cuda_sync };
   c->device = device;
   c->arena_bytes = (arena_bytes + ALIGN - 1) / ALIGN * ALIGN;
   c->free_spans = g_array_new(FALSE, FALSE, sizeof(Span));

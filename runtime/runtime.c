@@ -631,6 +631,9 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
   rt->st.ops++;
   if (rt->be->range_push != NULL)
     rt->be->range_push(rt->be, name);
+  /* profile mode times the op's own compute: what was queued before it has finished */
+  if (rt->recorder != NULL && rt->be->sync != NULL)
+    rt->be->sync(rt->be);
   gint64 t1 = g_get_monotonic_time();
   rt->st.bookkeeping_ns += (guint64)(t1 - t0) * 1000;
   rt->op_start_us = t1;
@@ -642,6 +645,8 @@ stw_runtime_op_end(StwRuntime *rt)
 {
   if (rt->o.mode == STW_RUNTIME_PLAIN)
     return;
+  if (rt->recorder != NULL && rt->be->sync != NULL) /* and what the op queued has too */
+    rt->be->sync(rt->be);
   gint64 t = g_get_monotonic_time();
   if (rt->be->range_pop != NULL)
     rt->be->range_pop(rt->be);

@@ -313,6 +313,16 @@ count_commit(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_
 /* The trainer's device path (tokens uploaded into activations, fp32 gradients written straight
  * into their slots, GPU Adam run by the table, the runtime reading and writing device memory
  * through copies) trains the same losses bitwise as the CPU path, and keeps the same weights. */
+/* the waits for the device a backend is asked for (profile mode times ops between them) */
+static guint syncs;
+
+static void
+count_sync(StwBackend *b)
+{
+  (void)b;
+  syncs++;
+}
+
 static void
 test_compute_table(void)
 {
@@ -372,10 +382,14 @@ test_compute_table(void)
   g_assert_no_error(error);
   StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
                            .plan = plan, .plan_trace = trace };
+  dev->sync = count_sync; /* a replay never waits for the device to time its ops */
+  syncs = 0;
   StwTrainer *r = trainer(&c, data, &rr, dev);
   train(r, got, STEPS);
   g_assert_cmpmem(got, sizeof got, want, sizeof want);
   g_assert_cmpuint(counting.adams, ==, 2 * STEPS * n_tensors);
+  g_assert_cmpuint(syncs, ==, 0);
+  dev->sync = NULL;
   stw_trainer_free(r);
   /* profile mode on a budget below twice the model state (546,816 bytes here) steps on the CPU,
    * moving every parameter chunk out and in each step */
@@ -757,6 +771,8 @@ test_iteration_range(void)
   StwBackend *be = stw_backend_host_new();
   be->range_push = record_push;
   be->range_pop = record_pop;
+  be->sync = count_sync;
+  syncs = 0;
   ranges = g_ptr_array_new_with_free_func(g_free);
   StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *t = trainer(&c, data, &ro, be);
@@ -774,6 +790,8 @@ test_iteration_range(void)
   }
   g_assert_cmpint(depth, ==, 0);
   g_assert_cmpint(deepest, ==, 2); /* the iteration, and one op at a time inside it */
+  /* profile mode times each op between two waits for the device: one before, one after */
+  g_assert_cmpuint(syncs, ==, ranges->len - 2);
   stw_trainer_free(t);
   be->free(be);
   g_ptr_array_unref(ranges);

@@ -45,6 +45,10 @@ struct StwBackend {
   /* optional: name the ops for profilers (NVTX on CUDA); NULL when not needed */
   void (*range_push)(StwBackend *b, const char *name);
   void (*range_pop)(StwBackend *b);
+  /* optional: wait for the compute queued on the device (profile mode times each op between
+   * two of these, so that a trace holds an asynchronous device's op times, not its launch
+   * times); NULL where compute is synchronous (the host backend) */
+  void (*sync)(StwBackend *b);
   /* device memory is host memory (the host backend): the runtime may read and write it
    * directly; otherwise it goes through copies */
   gboolean device_is_host;
