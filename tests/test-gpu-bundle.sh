@@ -2,8 +2,9 @@
 # test-gpu-bundle.sh — scripts/gpu-bundle.sh makes a tree that runs where it lands, without this
 # machine's libraries: every file's RUNPATH starts at the bundle, every library it loads
 # (but the C library's and CUDA's) comes from the bundle, a moved bundle finds its own modules,
-# its programs and the Python package over its library run, and the tarball is well under the
-# 64 MiB a GPU run may carry. Skips without CUDA, patchelf or xz, and in a sanitizer build.
+# its programs and the Python package over its library run, the tarball is well under the 64 MiB
+# a GPU run may carry, and tests/gpu/run.sh goes through every step of it here (each failing
+# without a GPU). Skips without CUDA, patchelf or xz, and in a sanitizer build.
 . "$STW_SRCDIR/tests/tap.sh"
 B=$STW_BUILDDIR
 if ! grep -q '^#define STW_HAVE_CUDA 1' "$B/config.h" 2>/dev/null; then
@@ -93,4 +94,18 @@ if command -v python3 >/dev/null 2>&1; then
 else
   tap_skip "python3 is not installed"
 fi
+
+# the GPU script itself, on this machine without a GPU: it must go through every step (each
+# failing in a line of its own), and leave its three files; a shell error would end the one
+# GPU run there is
+out=$(env -u LD_LIBRARY_PATH STW_GPU_OUT="$TAP_TMP/gpu-out" sh "$STW_SRCDIR/tests/gpu/run.sh" "$tarball" 2>&1)
+st=$?
+ls "$TAP_TMP/gpu-out" > "$TAP_TMP/gpu-files" 2>&1
+[ $st = 0 ] && [ "$(cat "$TAP_TMP/gpu-files" | tr '\n' ' ')" = "logs.tar.gz preflight.txt summary.txt " ]
+tap_result $? "tests/gpu/run.sh runs the bundle to its end and leaves three files" "$(tail -n 20 "$TAP_TMP/gpu-out/summary.txt" 2>/dev/null)" "$(echo "$out" | tail -n 5)"
+steps=$(tar -xzf "$TAP_TMP/gpu-out/logs.tar.gz" -O logs/steps.txt 2>/dev/null | cut -d: -f1 | tr '\n' ' ')
+want="test-cuda bench-cuda demo demo-debug cpu-fp32 cuda-fp32 cpu-mixed cuda-mixed resident gpt2-mfu fidelity torch-nvtx pytest torch-wrap-bench "
+[ "$steps" = "$want" ]; tap_result $? "... every step, in order" "ran: $steps" "want: $want"
+grep -q "^cuda compute .*/stowage-gpu/lib/stowage/libstowage-compute-cuda.so (found" "$TAP_TMP/gpu-out/preflight.txt"
+tap_result $? "... and its preflight finds the bundle's modules" "$(grep -A8 'build-info' "$TAP_TMP/gpu-out/preflight.txt")"
 tap_done
