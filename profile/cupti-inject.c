@@ -44,7 +44,7 @@ static struct {
 static int n_domains;
 static unsigned long dropped;     /* under the lock: buffers complete on CUPTI's thread */
 static int debug_left;            /* launches still to describe on stderr ($STOWAGE_CUPTI_DEBUG) */
-static StwCuptiRanges ranges;     /* under the lock: the pops of another thread's range, said at exit */
+static StwCuptiThreads threads;   /* under the lock: the threads of the pushes and pops */
 
 static void
 disable(const char *what, CUptiResult r)
@@ -102,22 +102,22 @@ emit_timed(const char *kind, const char *fmt, ...)
   pthread_mutex_unlock(&lock);
 }
 
+/* A push (NAME) or a pop (NAME NULL), after `thread N` when another thread wrote the last one:
+ * one write under the lock, so that no other thread's event comes between. */
 static void
-range_push(const char *name)
+range_event(const char *name)
 {
   pthread_mutex_lock(&lock);
-  stw_cupti_range_push(&ranges, pthread_self());
+  if (out != NULL) {
+    int number;
+    if (stw_cupti_thread_switch(&threads, pthread_self(), &number))
+      fprintf(out, "thread %d\n", number);
+    if (name != NULL)
+      fprintf(out, "push %llu %s\n", (unsigned long long)now(), name);
+    else
+      fprintf(out, "pop %llu\n", (unsigned long long)now());
+  }
   pthread_mutex_unlock(&lock);
-  emit_timed("push", " %s\n", name);
-}
-
-static void
-range_pop(void)
-{
-  pthread_mutex_lock(&lock);
-  stw_cupti_range_pop(&ranges, pthread_self());
-  pthread_mutex_unlock(&lock);
-  emit_timed("pop", "\n");
 }
 
 /* Names may not contain newlines; spaces are fine (the name is the rest of the line). */
@@ -169,32 +169,32 @@ on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
   case CUPTI_CBID_NVTX_nvtxRangePushA:
     if (domain_wanted(NULL)) {
       clean(name, sizeof name, ((const nvtxRangePushA_params *)d->functionParams)->message);
-      range_push(name);
+      range_event(name);
     }
     break;
   case CUPTI_CBID_NVTX_nvtxRangePushEx:
     if (domain_wanted(NULL)) {
       const nvtxEventAttributes_t *a = ((const nvtxRangePushEx_params *)d->functionParams)->eventAttrib;
       clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
-      range_push(name);
+      range_event(name);
     }
     break;
   case CUPTI_CBID_NVTX_nvtxRangePop:
     if (domain_wanted(NULL))
-      range_pop();
+      range_event(NULL);
     break;
   case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
     const nvtxDomainRangePushEx_params *p = d->functionParams;
     if (domain_wanted(p->domain)) {
       const nvtxEventAttributes_t *a = p->core.eventAttrib;
       clean(name, sizeof name, a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "?");
-      range_push(name);
+      range_event(name);
     }
     break;
   }
   case CUPTI_CBID_NVTX_nvtxDomainRangePop:
     if (domain_wanted(((const nvtxDomainRangePop_params *)d->functionParams)->domain))
-      range_pop();
+      range_event(NULL);
     break;
   default:
     break;
@@ -339,10 +339,6 @@ finish(void)
     if (dropped > 0)
       fprintf(stderr, "stowage-cupti: CUPTI dropped %lu activity records; the trace lacks them\n",
               dropped);
-    if (ranges.foreign_pops > 0)
-      fprintf(stderr, "stowage-cupti: %lu NVTX pops closed a range another thread opened: ranges "
-              "of threads running at once interleave, and the trace may nest them wrongly\n",
-              ranges.foreign_pops);
     fclose(out);
     out = NULL;
   }

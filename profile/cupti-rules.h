@@ -1,7 +1,6 @@
 /* cupti-rules.h — the CUPTI injection library's decisions that need no GPU, so that the tests run
  * them on the CPU (tests/test-cupti.c): which memory records are device allocations, where a
- * launch's arguments are, which file a process records to, and whether a range is closed by the
- * thread that opened it. Header-only: the library (cupti-inject.c) is a module of its own that
+ * launch's arguments are, which file a process records to, and which thread a range is on. Header-only: the library (cupti-inject.c) is a module of its own that
  * links no stowage code. Needs <cuda.h> and <cupti.h> for their constants only.
  */
 #ifndef STW_CUPTI_RULES_H
@@ -63,34 +62,35 @@ stw_cupti_open_events(const char *path, char *own, size_t own_len)
   return fopen(own, "w");
 }
 
-/* The threads of the open NVTX ranges. The events hold one stack of ranges per process, which is
- * right while threads hand off (PyTorch's autograd thread runs backward while the main thread
- * waits in backward()); a pop that closes a range another thread opened means ranges of threads
- * running at once interleave, and the trace may nest them wrongly: counted. The caller
- * serializes the calls. */
-#define STW_CUPTI_MAX_DEPTH 256
+/* The threads that push and pop NVTX ranges, numbered as they first do (events.h's `thread N`):
+ * NVTX keeps a stack per thread, and so does the builder. The writer names the thread of a push
+ * or pop when it is not the one it named last. Threads beyond the numbers kept share the last
+ * number (their ranges then share one stack). The caller serializes the calls. */
+#define STW_CUPTI_MAX_THREADS 256
 typedef struct {
-  pthread_t thread[STW_CUPTI_MAX_DEPTH];
-  int depth;
-  unsigned long foreign_pops;
-} StwCuptiRanges;
+  pthread_t thread[STW_CUPTI_MAX_THREADS];
+  int n;
+  int last; /* the number last written; thread 0 until one is */
+} StwCuptiThreads;
 
-static inline void
-stw_cupti_range_push(StwCuptiRanges *r, pthread_t self)
+/* SELF's number into *NUMBER; TRUE when the writer must say `thread *NUMBER` first. */
+static inline int
+stw_cupti_thread_switch(StwCuptiThreads *t, pthread_t self, int *number)
 {
-  if (r->depth < STW_CUPTI_MAX_DEPTH)
-    r->thread[r->depth] = self;
-  r->depth++;
-}
-
-static inline void
-stw_cupti_range_pop(StwCuptiRanges *r, pthread_t self)
-{
-  if (r->depth == 0)
-    return;
-  r->depth--;
-  if (r->depth < STW_CUPTI_MAX_DEPTH && !pthread_equal(r->thread[r->depth], self))
-    r->foreign_pops++;
+  int k = 0;
+  while (k < t->n && !pthread_equal(t->thread[k], self))
+    k++;
+  if (k == t->n) {
+    if (t->n < STW_CUPTI_MAX_THREADS)
+      t->thread[t->n++] = self;
+    else
+      k = STW_CUPTI_MAX_THREADS - 1;
+  }
+  *number = k;
+  if (k == t->last)
+    return 0;
+  t->last = k;
+  return 1;
 }
 
 #endif

@@ -116,31 +116,61 @@ build_clear(Build *b)
   g_clear_pointer(&b->t, stw_trace_free);
 }
 
-/* Pass 1: the ranges, with their nesting checked. */
+/* The open ranges of one thread: indexes into the ranges, innermost last. */
+static GArray *
+stack_of(GHashTable *stacks, guint64 thread)
+{
+  GArray *s = g_hash_table_lookup(stacks, GSIZE_TO_POINTER(thread + 1));
+  if (s == NULL) {
+    s = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_hash_table_insert(stacks, GSIZE_TO_POINTER(thread + 1), s);
+  }
+  return s;
+}
+
+/* Pass 1: the ranges, with their nesting checked, on a stack per thread (events.h): a thread's
+ * outermost range nests in the innermost one open on the first thread that pushed. */
 static gboolean
 collect_ranges(Build *b, GError **error)
 {
   b->ranges = g_array_new(FALSE, FALSE, sizeof(Range));
-  g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GHashTable) stacks =
+      g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+  guint64 thread = 0, first = G_MAXUINT64;
   for (guint i = 0; i < b->n; i++) {
     const StwEventRecord *e = &b->e[i];
-    if (e->kind == STW_EVENT_PUSH) {
-      Range r = { e->name, e->t, G_MAXUINT64, stack->len };
+    if (e->kind == STW_EVENT_THREAD) {
+      thread = e->id;
+    } else if (e->kind == STW_EVENT_PUSH) {
+      if (first == G_MAXUINT64)
+        first = thread;
+      GArray *stack = stack_of(stacks, thread), *first_stack = stack_of(stacks, first);
+      guint depth = stack->len > 0
+                        ? g_array_index(b->ranges, Range,
+                                        g_array_index(stack, guint, stack->len - 1)).depth + 1
+                        : thread != first ? first_stack->len : 0;
+      Range r = { e->name, e->t, G_MAXUINT64, depth };
       g_array_append_val(b->ranges, r);
       guint idx = b->ranges->len - 1;
       g_array_append_val(stack, idx);
     } else if (e->kind == STW_EVENT_POP) {
+      GArray *stack = stack_of(stacks, thread);
       if (stack->len == 0) {
         g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_NESTING,
-                    "%s:%u: a range closes that was never opened (pop without push)",
-                    b->ev->file, e->line);
+                    "%s:%u: a range closes that was never opened (pop without push%s)",
+                    b->ev->file, e->line, thread != 0 ? " on this thread" : "");
         return FALSE;
       }
       g_array_index(b->ranges, Range, g_array_index(stack, guint, stack->len - 1)).end = e->t;
       g_array_set_size(stack, stack->len - 1);
     }
   }
-  b->open = stack->len;
+  b->open = 0;
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, stacks);
+  while (g_hash_table_iter_next(&it, &key, &value))
+    b->open += ((GArray *)value)->len;
   return TRUE;
 }
 

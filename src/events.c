@@ -105,6 +105,10 @@ parse_line(const char *where, char *line, guint lineno, StwEventRecord *e, GErro
      * left out by the builder, which counts it */
     e->incomplete = e->end < e->t;
     e->name = g_strdup(name);
+  } else if (strcmp(w[0], "thread") == 0) {
+    if (n != 2 || !num(w[1], 10, &e->id) || e->id > G_MAXUINT32)
+      return bad("expected 'thread N' with N a number");
+    e->kind = STW_EVENT_THREAD;
   } else if (strcmp(w[0], "tensor") == 0) {
     guint64 ndim;
     if (n < 4 || !num(w[1], 16, &e->ptr) || !num(w[2], 10, &ndim) || ndim < 1 ||
@@ -120,8 +124,8 @@ parse_line(const char *where, char *line, guint lineno, StwEventRecord *e, GErro
     if (e->name == NULL || e->name[0] == '\0')
       return bad("the tensor has no name");
   } else {
-    return bad("unknown event '%.32s' (expected push, pop, alloc, free, launch, kernel, tensor)",
-               w[0]);
+    return bad("unknown event '%.32s' (expected push, pop, thread, alloc, free, launch, kernel, "
+               "tensor)", w[0]);
   }
   return TRUE;
 }

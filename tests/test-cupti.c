@@ -1,6 +1,6 @@
 /* test-cupti.c — the CUPTI injection library's rules that need no GPU (profile/cupti-rules.h):
  * which memory records count, where an `extra`-buffer launch's arguments are, which events file
- * each process of a run writes, and the count of ranges closed by another thread. Built against
+ * each process of a run writes, and the numbers of the threads that push and pop. Built against
  * CUDA's and CUPTI's headers only; without CUPTI every case skips. */
 #include "config.h"
 
@@ -72,36 +72,41 @@ test_events_file_per_process(void)
   g_rmdir(dir);
 }
 
-static StwCuptiRanges shared;
+static StwCuptiThreads threads;
+static int other_number, other_switched;
 
 static gpointer
-pop_from_another_thread(gpointer data)
+push_from_another_thread(gpointer data)
 {
   (void)data;
-  stw_cupti_range_pop(&shared, pthread_self());
+  other_switched = stw_cupti_thread_switch(&threads, pthread_self(), &other_number);
   return NULL;
 }
 
+/* Threads are numbered as they first push or pop; the writer names one only when it changes. */
 static void
-test_ranges_of_threads(void)
+test_threads(void)
 {
-  memset(&shared, 0, sizeof shared);
-  pthread_t self = pthread_self();
-  stw_cupti_range_push(&shared, self);
-  stw_cupti_range_push(&shared, self);
-  stw_cupti_range_pop(&shared, self);
-  g_assert_cmpuint(shared.foreign_pops, ==, 0);
-  GThread *t = g_thread_new("pop", pop_from_another_thread, NULL);
+  memset(&threads, 0, sizeof threads);
+  int number = -1;
+  g_assert_false(stw_cupti_thread_switch(&threads, pthread_self(), &number)); /* thread 0 */
+  g_assert_cmpint(number, ==, 0);
+  g_assert_false(stw_cupti_thread_switch(&threads, pthread_self(), &number));
+  GThread *t = g_thread_new("push", push_from_another_thread, NULL);
   g_thread_join(t);
-  g_assert_cmpuint(shared.foreign_pops, ==, 1);
-  g_assert_cmpint(shared.depth, ==, 0);
-  stw_cupti_range_pop(&shared, self); /* a pop too many: the builder's to refuse */
-  g_assert_cmpint(shared.depth, ==, 0);
-  for (int i = 0; i < STW_CUPTI_MAX_DEPTH + 10; i++) /* deeper than it tracks: no overflow */
-    stw_cupti_range_push(&shared, self);
-  for (int i = 0; i < STW_CUPTI_MAX_DEPTH + 10; i++)
-    stw_cupti_range_pop(&shared, self);
-  g_assert_cmpuint(shared.foreign_pops, ==, 1);
+  g_assert_true(other_switched);
+  g_assert_cmpint(other_number, ==, 1);
+  g_assert_true(stw_cupti_thread_switch(&threads, pthread_self(), &number)); /* back to 0 */
+  g_assert_cmpint(number, ==, 0);
+  g_assert_cmpint(threads.n, ==, 2);
+  /* full (of threads gone: a joined thread's id may be reused): a new one shares the last
+   * number */
+  for (int k = 1; k < STW_CUPTI_MAX_THREADS; k++)
+    threads.thread[k] = pthread_self();
+  threads.n = STW_CUPTI_MAX_THREADS;
+  t = g_thread_new("push", push_from_another_thread, NULL);
+  g_thread_join(t);
+  g_assert_cmpint(other_number, ==, STW_CUPTI_MAX_THREADS - 1);
 }
 #endif
 
@@ -113,7 +118,7 @@ main(int argc, char **argv)
   g_test_add_func("/cupti/memory-kinds", test_memory_kinds);
   g_test_add_func("/cupti/extra-buffer", test_extra_buffer);
   g_test_add_func("/cupti/events-file-per-process", test_events_file_per_process);
-  g_test_add_func("/cupti/ranges-of-threads", test_ranges_of_threads);
+  g_test_add_func("/cupti/threads", test_threads);
 #else
   g_test_skip("built without CUPTI");
 #endif

@@ -22,12 +22,16 @@ build(const char *fixture, GError **error, StwEventsReport *rep)
   return stw_events_build(e, &o, rep, error);
 }
 
+/* small.events, and threads.events: the same run with fc1.bwd on another thread (as PyTorch's
+ * autograd thread runs backward), and a third thread's range opened inside fc2.bwd and closed
+ * after it: each thread's pops close its own ranges, and another thread's outermost range nests
+ * in the innermost one open on the first thread. */
 static void
-test_small_stream(void)
+check_small_stream(const char *fixture)
 {
   GError *error = NULL;
   StwEventsReport rep;
-  g_autoptr(StwTrace) t = build("events/small.events", &error, &rep);
+  g_autoptr(StwTrace) t = build(fixture, &error, &rep);
   g_assert_no_error(error);
   g_assert_cmpuint(rep.iterations, ==, 1);
   g_assert_cmpuint(rep.dropped_launches, ==, 1);  /* fc2.bwd's kernel record never came */
@@ -66,12 +70,28 @@ test_small_stream(void)
 }
 
 static void
+test_small_stream(void)
+{
+  check_small_stream("events/small.events");
+}
+
+static void
+test_threads(void)
+{
+  /* one stack for all threads would close loader.prefetch at fc2.bwd's pop (170) and fc2.bwd
+   * at 175: 15 ns, not its 10 */
+  check_small_stream("events/threads.events");
+}
+
+static void
 test_broken_streams(void)
 {
   static const struct {
     const char *file, *needle;
   } cases[] = {
     { "events/pop-without-push.events", ":5: a range closes that was never opened" },
+    { "events/thread-pop.events", "thread-pop.events:4: a range closes that was never opened "
+                                  "(pop without push on this thread)" },
     { "events/unclosed.events", "no iteration: found 0 complete 'stowage.iteration' ranges, and "
                                 "ranges left open at the end (an NVTX push without a pop?)" },
     { "events/bad-launch.events", ":2: expected 'launch T ID N ARG...' with N arguments" },
@@ -207,6 +227,7 @@ main(int argc, char **argv)
   g_test_add_func("/events/broken-streams", test_broken_streams);
   g_test_add_func("/events/counted-warnings", test_counted_warnings);
   g_test_add_func("/events/incomplete-kernel", test_incomplete_kernel);
+  g_test_add_func("/events/threads", test_threads);
   g_test_add_func("/events/runtime-same-trace", test_runtime_events_same_trace);
   return g_test_run();
 }

@@ -4,7 +4,13 @@
  * describe a run as the same kind of events, written one per line:
  *
  *   push T NAME                 an NVTX range opens at T (ns) on the host
- *   pop T                       the innermost range closes
+ *   pop T                       the innermost range of the pushing thread closes
+ *   thread N                    the pushes and pops after it are thread N's (a small number;
+ *                               thread 0 until a line names another): each thread has its own
+ *                               stack of ranges, as NVTX does, and a thread's outermost range
+ *                               nests in the innermost one open on the first thread that pushed
+ *                               (PyTorch's autograd thread runs backward inside the main
+ *                               thread's step)
  *   alloc T PTR BYTES           device memory is allocated (CUPTI MEMORY2, deduplicated)
  *   free T PTR                  and released
  *   launch T ID N ARG...        a kernel is launched at T with N pointer-sized arguments (hex)
@@ -51,6 +57,7 @@ typedef enum {
   STW_EVENT_LAUNCH,
   STW_EVENT_KERNEL,
   STW_EVENT_TENSOR,
+  STW_EVENT_THREAD,
 } StwEventKind;
 
 /* One line of the stream. */
@@ -59,7 +66,7 @@ typedef struct {
   guint64 t;        /* ns; a kernel's start */
   guint64 ptr;      /* alloc, free, tensor: the address */
   guint64 bytes;    /* alloc */
-  guint64 id;       /* launch, kernel: the correlation id */
+  guint64 id;       /* launch, kernel: the correlation id; thread: its number */
   guint64 end;      /* kernel: ns */
   guint64 *args;    /* launch: the pointer arguments; tensor: the shape */
   guint n_args;
