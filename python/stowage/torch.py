@@ -150,6 +150,42 @@ class _CpuMemory:
         return at_start, max([at_start] + self.held[lo:hi])
 
 
+# what a function may do to a parameter outside the ops that hold it: look at it, not compute
+_LOOKS = frozenset(("numel", "nelement", "size", "dim", "stride", "element_size", "data_ptr",
+                    "is_contiguous", "untyped_storage", "storage_offset", "is_floating_point",
+                    "requires_grad_", "register_hook", "detach", "__get__", "__set__",
+                    "__repr__", "__format__", "__hash__", "__len__", "__eq__"))
+
+
+def _tensors_in(args, kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, (list, tuple)):
+            yield from (x for x in a if isinstance(x, _torch.Tensor))
+        elif isinstance(a, _torch.Tensor):
+            yield a
+
+
+class _OutsideUses(_torch.overrides.TorchFunctionMode):
+    """Every torch function the profiled iterations call: a parameter passed to one outside the
+    ops that hold it (a tied head computed in the parent's forward, F.linear(x, wte.weight)) is
+    used where no op makes it resident, which the trace cannot say and wrap cannot serve."""
+
+    def __init__(self, prof):
+        super().__init__()
+        self.prof = prof
+        self.found = {}  # parameter name -> the first function that used it so
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        p = self.prof
+        if not p.in_step and getattr(func, "__name__", "") not in _LOOKS:
+            for t in _tensors_in(args, kwargs):
+                i = p.index.get(id(t))
+                if i is not None and not p.held.get(i):
+                    self.found.setdefault(p.params[i][0], getattr(func, "__name__", str(func)))
+        return func(*args, **kwargs)
+
+
 class profile:
     """Records the iterations run inside it; save() writes the last complete one."""
 
@@ -171,6 +207,9 @@ class profile:
         self.iterations = []
         self.current = []
         self.open = {}
+        self.held = collections.Counter()  # parameter id -> the open ops that hold it
+        self.in_step = False  # inside optimizer.step, which steps every parameter
+        self.outside = {}  # parameter name -> a function that used it outside its ops
         self.cpu_memory = None  # on the CPU, while profiling: the allocator's events
         self.memory_unknown = None  # why non-model memory is not known, when it is not
         self.measured = False
@@ -182,6 +221,8 @@ class profile:
                    if p.grad is not None)
 
     def _begin(self, name, stage, ids, grads):
+        self.held.update(ids)
+        self.in_step = self.in_step or stage == "optim"
         op = _Op(name, stage, ids, grads, 0)
         op.grads0 = self._grad_bytes()
         if self.cuda:
@@ -195,6 +236,9 @@ class profile:
         return op
 
     def _end(self, op):
+        self.held.subtract(op.params)
+        if op.stage == "optim":
+            self.in_step = False
         if self.cuda:
             _torch.cuda.synchronize()
         op.end = time.perf_counter_ns()
@@ -248,9 +292,19 @@ class profile:
 
         self._step = step
         self.optimizer.step = timed_step
+        self._uses = _OutsideUses(self)
+        self._uses.__enter__()
         return self
 
     def __exit__(self, *exc):
+        self._uses.__exit__(*exc)
+        self.outside = self._uses.found
+        if self.outside:
+            warnings.warn("stowage.torch.profile: parameters used outside the modules that hold "
+                          "them: %s; no op of the trace makes them resident there, and wrap "
+                          "refuses the trace (make the use a module's, or profile at a depth "
+                          "whose modules contain it)" % ", ".join(
+                              "%s (%s)" % kv for kv in sorted(self.outside.items())))
         for h in self.handles:
             h.remove()
         self.optimizer.step = self._step
@@ -327,6 +381,8 @@ class profile:
                          step_ns * p.numel() // total)
         if self.memory_unknown is not None:  # said in the trace's source, as the importer does
             _lib.trace_warn(t._h, b"no_memory_events", 1)
+        if self.outside:
+            _lib.trace_warn(t._h, b"params_outside_ops", len(self.outside))
         _lib.trace_set_shape(t._h, batch, seq)
         _call(_lib.trace_validate, t._h)
         return t
@@ -405,6 +461,14 @@ class wrap:
                     raise StowageError("wrap: Adam's weight decay is L2 (added to the gradient);"
                                        " the runtime steps AdamW's decoupled decay")
         self.trace = trace if isinstance(trace, Trace) else Trace.load(trace)
+        outside = self.trace.json().get("source", {}).get("warnings", {}).get(
+            "params_outside_ops", 0)
+        if outside:
+            raise StowageError("wrap: the profile saw %d parameter%s used outside the modules "
+                               "that hold them (its warning names them): no op makes them "
+                               "resident there; make each use a module's, or profile at a "
+                               "depth whose modules contain it" % (outside,
+                                                                   "" if outside == 1 else "s"))
         self.plan = plan
         devices = {p.device for _, p in self.p.params}
         if len(devices) != 1:

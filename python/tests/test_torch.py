@@ -121,6 +121,34 @@ class TestProfile(unittest.TestCase):
         self.assertEqual({o["nonmodel_peak_bytes"] for o in t["ops"]}, {0})
         self.assertTrue(any(e.name == "aten::addmm" for e in outer.events()))
 
+    def test_a_parameter_used_outside_its_module(self):
+        """A tied head computed in the parent's forward (F.linear over the embedding's weight)
+        uses a parameter where no op holds it: the profile names it in a warning and in the
+        trace's source, and wrap refuses the trace instead of computing on a placeholder."""
+        class ParentHead(TinyLM):
+            def forward(self, x):
+                y = self.wte(x)
+                for b in self.h:
+                    y = b(y)
+                return torch.nn.functional.linear(self.ln_f(y), self.wte.weight)
+
+        torch.manual_seed(0)
+        m = ParentHead(d=16, layers=2)
+        del m.head
+        x = torch.randint(0, 64, (2, 8))
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        with self.assertWarnsRegex(UserWarning, r"used outside the modules that hold them: "
+                                                r"wte\.weight \(linear\);"):
+            with st.profile(m, opt) as p:
+                torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten()).backward()
+                opt.step()
+        t = p.trace()
+        self.assertEqual(t.json()["source"]["warnings"], {"params_outside_ops": 1})
+        plan = stowage.plan(t, gpu=1 << 20)
+        with self.assertRaisesRegex(stowage.StowageError, "^wrap: the profile saw 1 parameter "
+                                    "used outside the modules that hold them"):
+            st.wrap(m, opt, plan, t, 1 << 20)
+
     def test_trace_inside_the_profile_is_refused(self):
         m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
         opt = torch.optim.AdamW(m.parameters())
