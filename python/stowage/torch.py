@@ -210,6 +210,7 @@ class profile:
         self.held = collections.Counter()  # parameter id -> the open ops that hold it
         self.in_step = False  # inside optimizer.step, which steps every parameter
         self.outside = {}  # parameter name -> a function that used it outside its ops
+        self._uses = None  # while the first iteration runs: the watch that finds them
         self.cpu_memory = None  # on the CPU, while profiling: the allocator's events
         self.memory_unknown = None  # why non-model memory is not known, when it is not
         self.measured = False
@@ -289,16 +290,24 @@ class profile:
                 self._end(op)
                 self.iterations.append(self.current)
                 self.current = []
+                self._stop_watching_uses()
 
         self._step = step
         self.optimizer.step = timed_step
+        # the first iteration is watched for parameters used outside their ops; the later ones,
+        # whose times the trace keeps, run without the watch's cost
         self._uses = _OutsideUses(self)
         self._uses.__enter__()
         return self
 
+    def _stop_watching_uses(self):
+        if self._uses is not None:
+            self._uses.__exit__(None, None, None)
+            self.outside = self._uses.found
+            self._uses = None
+
     def __exit__(self, *exc):
-        self._uses.__exit__(*exc)
-        self.outside = self._uses.found
+        self._stop_watching_uses()
         if self.outside:
             warnings.warn("stowage.torch.profile: parameters used outside the modules that hold "
                           "them: %s; no op of the trace makes them resident there, and wrap "
