@@ -90,6 +90,7 @@ test_broken_streams(void)
     const char *file, *needle;
   } cases[] = {
     { "events/pop-without-push.events", ":5: a range closes that was never opened" },
+    { "events/bad-thread.events", "bad-thread.events:2: expected 'thread N' with N a number" },
     { "events/thread-pop.events", "thread-pop.events:4: a range closes that was never opened "
                                   "(pop without push on this thread)" },
     { "events/unclosed.events", "no iteration: found 0 complete 'stowage.iteration' ranges, and "

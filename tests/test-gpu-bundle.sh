@@ -23,6 +23,11 @@ if ldd "$B/stowage" 2>/dev/null | grep -q libasan; then
 fi
 cuda=$(sed -n 's/^CUDA_DIR = //p' "$B/Makefile")
 
+mkdir -p "$TAP_TMP/empty"
+out=$(sh "$STW_SRCDIR/scripts/gpu-bundle.sh" --builddir "$TAP_TMP/empty" "$TAP_TMP/none" 2>&1)
+[ $? = 1 ] && [ "$out" = "gpu-bundle: $TAP_TMP/empty is not a configured build tree (scripts/bootstrap.sh)" ] &&
+  [ ! -e "$TAP_TMP/none/stowage-gpu.tar.xz" ]
+tap_result $? "gpu-bundle.sh refuses a folder that is no build tree, and writes nothing" "$out"
 sh "$STW_SRCDIR/scripts/gpu-bundle.sh" --builddir "$B" "$TAP_TMP/out" > "$TAP_TMP/bundle.log" 2>&1
 tap_result $? "gpu-bundle.sh makes the tarball" "$(cat "$TAP_TMP/bundle.log")"
 tarball=$TAP_TMP/out/stowage-gpu.tar.xz

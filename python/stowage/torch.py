@@ -106,6 +106,8 @@ class _CpuMemory:
             self.unknown = "the PyTorch profiler could not start (%s)" % e
 
     def open(self, op):
+        if not self.running:  # nothing to place: no range of ours in another profiler
+            return
         self.count += 1
         op.range = "stowage.op#%d" % self.count
         self.open_ranges[op.range] = _torch.autograd.profiler.record_function(op.range)

@@ -139,10 +139,7 @@ class TestProfile(unittest.TestCase):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
         with self.assertWarnsRegex(UserWarning, r"used outside the modules that hold them: "
                                                 r"wte\.weight \(linear\);"):
-            with st.profile(m, opt) as p:
-                torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten()).backward()
-                opt.step()
-        t = p.trace()
+            t = self.traced(m, x, opt)
         self.assertEqual(t.json()["source"]["warnings"], {"params_outside_ops": 1})
         plan = stowage.plan(t, gpu=1 << 20)
         with self.assertRaisesRegex(stowage.StowageError, "^wrap: the profile saw 1 parameter "
@@ -161,6 +158,14 @@ class TestProfile(unittest.TestCase):
     @staticmethod
     def loss_of(m, x):
         return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
+
+    def traced(self, m, x, opt):
+        """The trace of one profiled step of M on X."""
+        with st.profile(m, opt) as p:
+            self.loss_of(m, x).backward()
+            opt.step()
+            opt.zero_grad()
+        return p.trace()
 
     def profiled(self, device):
         """A 6-block GPT on DEVICE, its first weights, its batch and the trace of its step."""
@@ -280,10 +285,7 @@ class TestProfile(unittest.TestCase):
         m = TinyLM(d=16, layers=2)
         x = torch.randint(0, 64, (2, 8))
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        with st.profile(m, opt) as p:
-            torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten()).backward()
-            opt.step()
-        t = p.trace()
+        t = self.traced(m, x, opt)
         plan = stowage.plan(t, gpu=1 << 20)
         m.to("meta")
         with self.assertRaisesRegex(stowage.StowageError,
@@ -329,10 +331,7 @@ class TestProfile(unittest.TestCase):
         small = TinyLM(d=16, layers=2)
         opt = torch.optim.AdamW(small.parameters())
         x = torch.randint(0, 64, (1, 4))
-        with st.profile(small, opt) as p:
-            torch.nn.functional.cross_entropy(small(x).flatten(0, 1), x.flatten()).backward()
-            opt.step()
-        t = p.trace()
+        t = self.traced(small, x, opt)
         plan = stowage.plan(t, gpu=1 << 20)
         other = TinyLM(d=16, layers=3)
         with self.assertRaises(stowage.StowageError) as e:
@@ -348,11 +347,7 @@ class TestProfile(unittest.TestCase):
         m = TinyLM(d=16, layers=2)
         opt = torch.optim.AdamW(m.parameters())
         x = torch.randint(0, 64, (1, 4))
-        with st.profile(m, opt) as p:
-            torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten()).backward()
-            opt.step()
-            opt.zero_grad()
-        t = p.trace()
+        t = self.traced(m, x, opt)
         plan = stowage.plan(t, gpu=1 << 20)
         l2 = torch.optim.Adam(m.parameters(), weight_decay=0.1)
         with self.assertRaises(stowage.StowageError) as e:
