@@ -3,8 +3,10 @@
  *
  * Usage:
  *   bench-train sgemm L C T B          the BLAS's sgemm GFLOP/s at the model's matmul shapes
- *   bench-train plan L C H T B DIR     profile two steps, plan at 25% of the model data (plus the
- *                                      activation peak), write DIR/trace.json and DIR/plan.json
+ *   bench-train plan L C H T B DIR HW  profile two steps, plan at 25% of the model data (plus the
+ *                                      activation peak) on hardware profile HW (this machine's,
+ *                                      from `stowage probe --device host` at the same threads),
+ *                                      write DIR/trace.json and DIR/plan.json
  *   bench-train run L C H T B STEPS [DIR]
  *                                      STEPS steps after one warm-up: everything resident (profile
  *                                      mode with the default budget, as `stowage train` runs), or
@@ -132,7 +134,8 @@ plan(char **argv)
   for (guint i = 0; i < trace->tensors->len; i++)
     model += 16 * stw_trace_tensor(trace, i)->numel;
   StwHardware hw;
-  stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL);
+  if (!stw_hardware_lookup(argv[7], &hw, &error))
+    die("hardware", error);
   StwPlannerOptions o;
   stw_planner_options_init(&o, &hw);
   o.budgets.gpu_bytes = peak + model / 4;
@@ -173,6 +176,7 @@ run(int argc, char **argv)
   float loss;
   if (tr == NULL || !stw_trainer_step(tr, &loss, &error))
     die("warm-up", error);
+  guint64 wait0_ns = stw_runtime_stats(stw_trainer_runtime(tr))->copy_wait_ns;
   g_autofree double *step_s = g_new(double, steps);
   for (guint s = 0; s < steps; s++) {
     double t0 = seconds();
@@ -187,8 +191,9 @@ run(int argc, char **argv)
   getrusage(RUSAGE_SELF, &ru);
   g_autofree char *moved = stw_size_format(st->h2d_bytes + st->d2h_bytes);
   printf("tokens/s %.1f  step %.3f s  matmul %.1f GFLOP/s  rss %.0f MiB  moved %s/step  "
-         "loss %.6f\n", (double)(c.batch * c.context) / median, median,
-         matmul_flops(&c) / median / 1e9, (double)ru.ru_maxrss / 1024.0, moved, loss);
+         "copy-wait %.3f s/step  loss %.6f\n", (double)(c.batch * c.context) / median, median,
+         matmul_flops(&c) / median / 1e9, (double)ru.ru_maxrss / 1024.0, moved,
+         (double)(st->copy_wait_ns - wait0_ns) / 1e9 / steps, loss);
   stw_trainer_free(tr);
   be->free(be);
   return 0;
@@ -199,11 +204,11 @@ main(int argc, char **argv)
 {
   if (argc >= 5 && strcmp(argv[1], "sgemm") == 0)
     return sgemm(argv + 1);
-  if (argc >= 8 && strcmp(argv[1], "plan") == 0)
+  if (argc >= 9 && strcmp(argv[1], "plan") == 0)
     return plan(argv + 1);
   if (argc >= 8 && strcmp(argv[1], "run") == 0)
     return run(argc - 1, argv + 1);
-  fprintf(stderr, "usage: bench-train sgemm L C T B | plan L C H T B DIR | "
+  fprintf(stderr, "usage: bench-train sgemm L C T B | plan L C H T B DIR HW | "
                   "run L C H T B STEPS [DIR]\n");
   return 2;
 }

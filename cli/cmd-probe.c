@@ -5,6 +5,7 @@
 #include <stowage/adam.h>
 #include <stowage/backend.h>
 #include <stowage/comm.h>
+#include <stowage/compute.h>
 #include <stowage/units.h>
 
 #include "cli.h"
@@ -147,6 +148,125 @@ time_copies(StwBackend *be, StwCopyDir dir, guint8 *host, guint8 *dev, gsize n, 
   return now() - t0;
 }
 
+typedef struct {
+  StwBackend *be;
+  guint8 *host, *dev;
+  gsize size;
+  gint stop;              /* atomic: set to end the copies */
+  gsize bytes;            /* atomic: copied so far */
+} CopyFeed;
+
+/* Copies SIZE bytes host to device back to back, as the runtime's fetches keep an engine busy,
+ * until told to stop. */
+static gpointer
+copy_feed(gpointer data)
+{
+  CopyFeed *f = data;
+  while (!g_atomic_int_get(&f->stop)) {
+    StwEvent *e = f->be->copy(f->be, STW_COPY_H2D, f->dev, f->host, f->size);
+    f->be->wait(f->be, e);
+    f->be->event_free(f->be, e);
+    g_atomic_pointer_add(&f->bytes, f->size);
+  }
+  return NULL;
+}
+
+/* The buffers of one MLP block of the trainer at GPT-2 small's width: 256 tokens of 768, a
+ * 3072-wide hidden layer. */
+typedef struct {
+  float *inp, *w, *bias, *pre, *act, *dact, *dpre, *dinp, *dw, *dbias;
+} Block;
+
+#define BLOCK_T 256
+#define BLOCK_C 768
+#define BLOCK_H 3072
+
+static void
+block_init(Block *k)
+{
+  gsize n_in = BLOCK_T * BLOCK_C, n_w = BLOCK_H * BLOCK_C, n_h = BLOCK_T * BLOCK_H;
+  k->inp = g_new(float, n_in);
+  k->dinp = g_new(float, n_in);
+  k->w = g_new(float, n_w);
+  k->dw = g_new0(float, n_w);
+  k->bias = g_new0(float, BLOCK_H);
+  k->dbias = g_new0(float, BLOCK_H);
+  k->pre = g_new(float, n_h);
+  k->act = g_new(float, n_h);
+  k->dact = g_new(float, n_h);
+  k->dpre = g_new(float, n_h);
+  for (gsize i = 0; i < n_w; i++)
+    k->w[i] = 0.001f * (float)(i % 31) - 0.015f;
+  for (gsize i = 0; i < n_in; i++)
+    k->inp[i] = 0.01f * (float)(i % 17);
+  for (gsize i = 0; i < n_h; i++)
+    k->dact[i] = 0.001f * (float)(i % 13);
+}
+
+static void
+block_clear(Block *k)
+{
+  float **all[] = { &k->inp, &k->w, &k->bias, &k->pre, &k->act, &k->dact, &k->dpre, &k->dinp,
+                    &k->dw, &k->dbias };
+  for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+    g_clear_pointer(all[i], g_free);
+}
+
+/* Seconds for REPS forward and backward passes of the block on the trainer's threads: its
+ * matmuls and its memory-bound GELU, in about the trainer's proportion. */
+static double
+time_block(Block *k, guint reps)
+{
+  StwCompute *x = stw_compute_cpu();
+  gsize n_h = BLOCK_T * BLOCK_H;
+  double t0 = now();
+  for (guint r = 0; r < reps; r++) {
+    x->matmul_forward(x, k->pre, k->inp, k->w, k->bias, 4, 64, BLOCK_C, BLOCK_H);
+    x->gelu_forward(x, k->act, k->pre, n_h);
+    x->gelu_backward(x, k->dpre, k->pre, k->dact, n_h);
+    x->matmul_backward(x, k->dinp, k->dw, k->dbias, k->dpre, k->inp, k->w, 4, 64, BLOCK_C,
+                       BLOCK_H, FALSE);
+  }
+  return now() - t0;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* On the emulated device, copies run on the host's cores beside compute: the compute time lost
+ * per second of copy (at the copy's own RATE, bytes/s, as the simulator times copies), from
+ * matmuls alone and beside a busy copy engine, in 5 interleaved pairs (the median). */
+static double
+copy_interference(StwBackend *be, guint8 *host, guint8 *dev, double rate)
+{
+  Block k;
+  block_init(&k);
+  guint reps = 1;
+  while (time_block(&k, reps) < MIN_SECONDS / 2)
+    reps *= 2;
+  double f[5];
+  for (gsize round = 0; round < G_N_ELEMENTS(f); round++) {
+    double alone = time_block(&k, reps);
+    CopyFeed feed = { .be = be, .host = host, .dev = dev, .size = 16u << 20 };
+    GThread *th = g_thread_new("copy-feed", copy_feed, &feed);
+    g_usleep(2000); /* the engine is busy before the compute starts */
+    guint64 b0 = (guint64)g_atomic_pointer_get(&feed.bytes);
+    double beside = time_block(&k, reps);
+    guint64 b1 = (guint64)g_atomic_pointer_get(&feed.bytes);
+    g_atomic_int_set(&feed.stop, 1);
+    g_thread_join(th);
+    double copy_s = (double)(b1 - b0) / rate;
+    f[round] = copy_s > 0 ? (beside - alone) / copy_s : 0;
+  }
+  qsort(f, G_N_ELEMENTS(f), sizeof f[0], cmp_double);
+  block_clear(&k);
+  return CLAMP(f[G_N_ELEMENTS(f) / 2], 0, 4);
+}
+
 /* A backend's device link: a copy's bandwidth by transfer size both ways (the profile's curve is
  * their mean), as the runtime uses it (copies queued, then waited for), and its latency: the time
  * of a 4 KiB copy among 64 queued back to back (a lone copy also waits for its engine to wake).
@@ -192,6 +312,13 @@ probe_device(StwBackend *be, StwHardware *hw, GString *desc, StwTable *tab)
   }
   hw->n_pinned = G_N_ELEMENTS(sizes);
   g_string_append_printf(desc, " latency %" G_GUINT64_FORMAT " ns", latency_ns);
+  if (be->device_is_host) {
+    hw->copy_interference = copy_interference(be, host, dev, hw->pinned[2].bytes_per_s);
+    const char *threads = g_getenv("OMP_NUM_THREADS");
+    g_string_append_printf(desc, "; copy interference %.2f (compute threads: %s)",
+                           hw->copy_interference,
+                           threads != NULL ? threads : "OpenMP's default");
+  }
   be->device_free(be, dev);
   be->host_free(be, host);
 }
@@ -425,6 +552,9 @@ stw_cmd_probe(int argc, char **argv)
     be->free(be);
     stw_table_print(copies, stdout);
     printf("copy latency %" G_GUINT64_FORMAT " ns\n", hw.pcie_latency_ns);
+    if (dev == 0)
+      printf("copy interference %.2f: compute time lost per second of copy beside it\n",
+             hw.copy_interference);
     if (dev == 0) { /* the emulated device is the host itself */
       memcpy(hw.pageable, hw.pinned, sizeof hw.pinned);
       hw.n_pageable = hw.n_pinned;

@@ -115,6 +115,7 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *t, const StwSimulat
   stw_json_add_u64(root, "iteration_ns", sim->iteration_ns);
   stw_json_add_u64(root, "compute_busy_ns", sim->compute_busy_ns);
   stw_json_add_u64(root, "compute_stall_ns", sim->compute_stall_ns);
+  stw_json_add_u64(root, "copy_slowdown_ns", sim->copy_slowdown_ns);
   stw_json_add_u64(root, "h2d_busy_ns", sim->h2d_busy_ns);
   stw_json_add_u64(root, "d2h_busy_ns", sim->d2h_busy_ns);
   stw_json_add_u64(root, "cpu_busy_ns", sim->cpu_busy_ns);

@@ -18,6 +18,10 @@ typedef struct {
 } PendingFree;
 
 typedef struct {
+  guint64 start_ns, end_ns;
+} Interval;
+
+typedef struct {
   const StwPlan *p;
   const StwTrace *t;
   const StwDemand *d;
@@ -30,6 +34,8 @@ typedef struct {
   guint64 *gpu_ready;         /* per item: its GPU copy is valid from then */
   guint64 *cpu_ready;         /* per item: its CPU copy is valid from then */
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
+  GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
+                               * in issue order */
 } Sim;
 
 static void
@@ -127,6 +133,43 @@ task(Sim *s, StwSimLane lane, guint32 item, guint32 kind, guint64 start, guint64
   }
 }
 
+/* A copy on the compute's own cores (copy_interference): kept for the ops it overlaps. */
+static void
+copy_on_cores(Sim *s, guint64 start, guint64 end)
+{
+  if (s->p->hw.copy_interference > 0 && end > start) {
+    Interval c = { start, end };
+    g_array_append_val(s->copies, c);
+  }
+}
+
+/* The time of an op of DUR from START while copies run on the same cores: each nanosecond of
+ * copy that overlaps it costs copy_interference more, found by fixed-point iteration (the
+ * longer op overlaps more of the copies; at most twice its own time). Copies that ended before
+ * START are dropped. */
+static guint64
+slowed(Sim *s, guint64 start, guint64 dur)
+{
+  guint n = 0;
+  while (n < s->copies->len && g_array_index(s->copies, Interval, n).end_ns <= start)
+    n++;
+  g_array_remove_range(s->copies, 0, n);
+  guint64 d = dur;
+  for (int round = 0; round < 4 && s->copies->len > 0; round++) {
+    double overlap = 0;
+    for (guint i = 0; i < s->copies->len; i++) {
+      const Interval *c = &g_array_index(s->copies, Interval, i);
+      guint64 a = MAX(c->start_ns, start), b = MIN(c->end_ns, start + d);
+      overlap += b > a ? (double)(b - a) : 0;
+    }
+    guint64 next = dur + MIN(dur, stw_cost_ns(overlap * s->p->hw.copy_interference));
+    if (next == d)
+      break;
+    d = next;
+  }
+  return d;
+}
+
 /* A collective of group G's chunks on the comm lane, from T at the earliest. */
 static guint64
 collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
@@ -174,6 +217,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
       guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, TRUE));
       s->d2h_free = end;
+      copy_on_cores(s, start, end);
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
       add_free(s, end, b);
       task(s, STW_SIM_D2H, item, 0, start, end, b);
@@ -185,6 +229,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       s->chunk_mem += b;
       guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, TRUE));
       s->h2d_free = end;
+      copy_on_cores(s, start, end);
       s->gpu_ready[item] = end;
       task(s, STW_SIM_H2D, item, 0, start, end, b);
       sample(s, start);
@@ -289,6 +334,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   }
   Sim s = { .p = p, .t = t, .d = d, .out = out };
   s.pending = g_array_new(FALSE, FALSE, sizeof(PendingFree));
+  s.copies = g_array_new(FALSE, FALSE, sizeof(Interval));
   s.gpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   s.cpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   for (guint32 i = 0; i < d->n_items; i++) {
@@ -331,9 +377,13 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
         if (p->hw.compute_on_host) /* the same cores: the stream waits for them */
           ready = MAX(ready, s.cpu_free);
       }
+      guint64 own = dur;
+      if (p->hw.copy_interference > 0 && dur > 0)
+        dur = slowed(&s, ready, dur);
       s.compute_free = stw_cost_add(ready, dur);
       if (s.record) {
         out->compute_busy_ns = stw_cost_add(out->compute_busy_ns, dur);
+        out->copy_slowdown_ns = stw_cost_add(out->copy_slowdown_ns, dur - own);
         out->compute_stall_ns = stw_cost_add(out->compute_stall_ns, ready - now);
         out->flops += op->flops; /* a valid trace holds at most 2^62 */
         if (out->ops != NULL) {
@@ -348,6 +398,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   if (out->memory != NULL)
     g_array_sort(out->memory, sample_cmp);
   g_array_unref(s.pending);
+  g_array_unref(s.copies);
   g_free(s.gpu_ready);
   g_free(s.cpu_ready);
 }

@@ -794,6 +794,7 @@ stw_runtime_stats(StwRuntime *rt)
   rt->st.verified_moves = ss->verified_moves;
   rt->st.arena_bytes = ss->arena_bytes;
   rt->st.arena_iterations = ss->arena_iterations;
+  rt->st.copy_wait_ns = ss->copy_wait_ns;
   rt->st.deviations = rt->replayer != NULL ? deviations(rt) : 0;
   return &rt->st;
 }

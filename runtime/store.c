@@ -230,6 +230,7 @@ corrupt(StwStore *s, guint32 item, const char *direction)
 static void
 wait_event(StwStore *s, StwEvent *e)
 {
+  gint64 t0 = g_get_monotonic_time();
   if (s->copy_timeout_ms > 0) {
     gint64 deadline = g_get_monotonic_time() + (gint64)s->copy_timeout_ms * 1000;
     while (!s->be->done(s->be, e)) {
@@ -247,6 +248,7 @@ wait_event(StwStore *s, StwEvent *e)
     halt(s, g_error_new(STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
                         "a copy failed (%s): the run stops here, and the last checkpoint "
                         "holds the model state", s->be->error));
+  s->st.copy_wait_ns += (guint64)(g_get_monotonic_time() - t0) * 1000;
 }
 
 /* A write-back of ITEM has landed: its slot is freed. */

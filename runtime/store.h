@@ -129,6 +129,7 @@ typedef struct {
   guint64 verified_moves;
   guint64 arena_bytes;           /* the activation arena's size; 0 before it is learned */
   guint64 arena_iterations;      /* iterations whose activations all came from it */
+  guint64 copy_wait_ns;          /* over the store's life: blocked on copies not yet done */
 } StwStoreStats;
 
 const StwStoreStats *stw_store_stats(const StwStore *s);

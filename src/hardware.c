@@ -26,7 +26,8 @@ static const char *const root_members[] = { "format", "version", "name", "descri
 static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
                                            "flops_per_s", "matmul_efficiency",
                                            "matmul_half_time_ns", "memory_efficiency",
-                                           "op_overhead_ns", "compute_on_host", NULL };
+                                           "op_overhead_ns", "compute_on_host",
+                                           "copy_interference", NULL };
 static const char *const pcie_members[] = { "generation", "latency_ns", "pinned", "pageable",
                                             NULL };
 static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", "overhead_bytes",
@@ -159,8 +160,14 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
                            &hw->memory_efficiency, error) ||
       !stw_json_get_u64(r, gpu, "op_overhead_ns", TRUE, 0, 1000000000, &hw->op_overhead_ns,
                         error) ||
-      !stw_json_get_bool(r, gpu, "compute_on_host", FALSE, &hw->compute_on_host, error))
+      !stw_json_get_bool(r, gpu, "compute_on_host", FALSE, &hw->compute_on_host, error) ||
+      !stw_json_get_double(r, gpu, "copy_interference", FALSE, 0, 4, &hw->copy_interference,
+                           error))
     return FALSE;
+  if (hw->copy_interference > 0 && !hw->compute_on_host)
+    return stw_json_fail_at(r, "copy_interference", error,
+                            "needs compute_on_host: only copies on the compute's own cores slow "
+                            "it");
   g_strlcpy(hw->gpu_model, model, sizeof hw->gpu_model);
   gsize s2 = stw_json_push_key(r, "flops_per_s");
   if (!stw_json_check_object(r, flops, stw_dtype_names, error))
@@ -248,6 +255,8 @@ stw_hardware_to_json(const StwHardware *hw)
   stw_json_add_u64(gpu, "op_overhead_ns", hw->op_overhead_ns);
   if (hw->compute_on_host)
     cJSON_AddBoolToObject(gpu, "compute_on_host", TRUE);
+  if (hw->copy_interference > 0)
+    stw_json_add_double(gpu, "copy_interference", hw->copy_interference);
   cJSON *pcie = cJSON_AddObjectToObject(root, "pcie");
   stw_json_add_u64(pcie, "generation", hw->pcie_generation);
   stw_json_add_u64(pcie, "latency_ns", hw->pcie_latency_ns);

@@ -171,6 +171,14 @@ expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "whatif with an unknown
 expect 0 "stowage" "enum options ignore case" -- $S plan "$TR" --gpu 9GiB --policy STOWAGE -o "$T/case.json"
 expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
+# the emulated device: its copies run on the compute's cores, at a measured cost to compute
+out=$(OMP_NUM_THREADS=2 $S probe --device host -o "$T/emulated.json" 2>&1)
+f=$(printf '%s\n' "$out" | sed -n 's/^copy interference \([0-9.]*\): compute time lost per second of copy beside it$/\1/p')
+[ -n "$f" ] && grep -q '"compute_on_host": *true' "$T/emulated.json" &&
+  if [ "$f" = 0.00 ]; then ! grep -q copy_interference "$T/emulated.json"
+  else grep -q '"copy_interference": *0*[.0-9]' "$T/emulated.json"; fi &&
+  $S hardware "$T/emulated.json" > /dev/null
+tap_result $? "probe --device host measures what the emulated device's copies cost compute" "$out"
 expect 1 "no CUDA device" "probe --device cuda without a GPU, before measuring anything" -- $S probe --device cuda -o "$T/gpu.json"
 test ! -e "$T/gpu.json"; tap_result $? "and no profile is written"
 expect 2 "--device: 'tpu' is not one of host, cuda" "probe on an unknown device" -- $S probe --device tpu

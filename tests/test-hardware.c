@@ -137,6 +137,39 @@ test_interconnect_by_size(void)
   cJSON_Delete(o);
 }
 
+/* The emulated device's copy interference: written, read back, and refused where it means
+ * nothing (a device with cores of its own) or is out of range. */
+static void
+test_copy_interference(void)
+{
+  StwHardware hw, back;
+  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+  hw.compute_on_host = TRUE;
+  hw.copy_interference = 0.5;
+  cJSON *o = stw_hardware_to_json(&hw);
+  g_autofree char *text = cJSON_PrintUnformatted(o);
+  GError *error = NULL;
+  g_assert_true(stw_hardware_parse("h.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_true(back.compute_on_host);
+  g_assert_cmpfloat(back.copy_interference, ==, 0.5);
+  cJSON *gpu = cJSON_GetObjectItem(o, "gpu");
+  cJSON_ReplaceItemInObject(gpu, "copy_interference", cJSON_CreateNumber(4.5));
+  g_autofree char *big = cJSON_PrintUnformatted(o);
+  g_assert_false(stw_hardware_parse("h.json", big, strlen(big), &back, &error));
+  stw_assert_error_contains(error, "h.json: $.gpu.copy_interference: 4.5 is out of range "
+                                   "(expected 0 to 4)");
+  g_clear_error(&error);
+  cJSON_ReplaceItemInObject(gpu, "copy_interference", cJSON_CreateNumber(0.5));
+  cJSON_DeleteItemFromObject(gpu, "compute_on_host");
+  g_autofree char *alone = cJSON_PrintUnformatted(o);
+  g_assert_false(stw_hardware_parse("h.json", alone, strlen(alone), &back, &error));
+  stw_assert_error_contains(error, "h.json: $.gpu.copy_interference: needs compute_on_host: "
+                                   "only copies on the compute's own cores slow it");
+  g_clear_error(&error);
+  cJSON_Delete(o);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -146,5 +179,6 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/files", test_files);
   g_test_add_func("/hardware/bandwidth-curve", test_bandwidth_curve);
   g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);
+  g_test_add_func("/hardware/copy-interference", test_copy_interference);
   return g_test_run();
 }

@@ -141,6 +141,45 @@ test_whatif_points(void)
   stw_whatif_point_clear(&pt);
 }
 
+/* On the emulated device the copy engines run on the compute's cores: each nanosecond of copy
+ * beside an op costs it copy_interference more (at most its own time again). GPT-2 at 8 GiB
+ * moves chunks beside compute: those ops are slower by no more than the copies allow, and the
+ * planner, told so, moves fewer bytes for a plan that is faster on such a device. */
+static void
+test_copy_interference(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, FALSE);
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 8 * STW_GiB, STW_TiB);
+  o.hw.compute_on_host = TRUE;
+  g_autoptr(StwPlan) free_copies = stw_planner_plan(t, "t", &o, NULL);
+  g_assert_nonnull(free_copies);
+  StwSimulation s0, s1;
+  stw_simulate(free_copies, t, FALSE, &s0);
+  g_assert_cmpuint(s0.copy_slowdown_ns, ==, 0);
+  g_assert_cmpuint(s0.h2d_busy_ns, >, 0);
+  free_copies->hw.copy_interference = 1.0;
+  stw_simulate(free_copies, t, FALSE, &s1);
+  g_assert_cmpuint(s1.copy_slowdown_ns, >, 0);
+  g_assert_cmpuint(s1.compute_busy_ns, ==, s0.compute_busy_ns + s1.copy_slowdown_ns);
+  g_assert_cmpuint(s1.copy_slowdown_ns, <=, s1.h2d_busy_ns + s1.d2h_busy_ns);
+  g_assert_cmpuint(s1.copy_slowdown_ns, <=, s0.compute_busy_ns);
+  g_assert_cmpuint(s1.iteration_ns, >, s0.iteration_ns);
+  g_test_message("copies %" G_GUINT64_FORMAT " ns, slowdown %" G_GUINT64_FORMAT " ns",
+                 s1.h2d_busy_ns + s1.d2h_busy_ns, s1.copy_slowdown_ns);
+
+  o.hw.copy_interference = 1.0;
+  g_autoptr(StwPlan) told = stw_planner_plan(t, "t", &o, NULL);
+  g_assert_nonnull(told);
+  StwSimulation s2;
+  stw_simulate(told, t, FALSE, &s2);
+  g_test_message("bytes %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT ", time %" G_GUINT64_FORMAT
+                 " -> %" G_GUINT64_FORMAT, s1.h2d_bytes + s1.d2h_bytes,
+                 s2.h2d_bytes + s2.d2h_bytes, s1.iteration_ns, s2.iteration_ns);
+  g_assert_cmpuint(s2.h2d_bytes + s2.d2h_bytes, <, s1.h2d_bytes + s1.d2h_bytes);
+  g_assert_cmpuint(s2.iteration_ns, <, s1.iteration_ns);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -149,5 +188,6 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
   g_test_add_func("/simulate/whatif-points", test_whatif_points);
+  g_test_add_func("/simulate/copy-interference", test_copy_interference);
   return g_test_run();
 }

@@ -49,6 +49,9 @@ typedef struct {
   gboolean compute_on_host;       /* the device computes on the host's cores (the host backend's
                                    * emulated device): CPU Adam takes its place in the compute
                                    * stream instead of running beside it */
+  double copy_interference;       /* compute_on_host: compute time lost per second of device
+                                   * copy (the copy engines run on the same cores as compute);
+                                   * 0: none */
   guint32 pcie_generation;
   guint64 pcie_latency_ns;        /* per transfer */
   StwBandwidthPoint pinned[STW_HARDWARE_MAX_POINTS];   /* by size, ascending */

@@ -68,6 +68,7 @@ typedef struct {
   guint64 arena_bytes;              /* the activation arena learned from the first iteration */
   guint64 arena_iterations;         /* iterations whose activations all came from it */
   guint64 comm_bytes;               /* received in collectives in the last iteration */
+  guint64 copy_wait_ns;             /* over the run: blocked until chunk copies completed */
   guint64 comm_wait_ns;             /* over the run: blocked until collectives completed (with
                                      * MPI, whose messages progress while waited for, about
                                      * their whole time) */

@@ -50,6 +50,8 @@ typedef struct {
 typedef struct {
   guint64 iteration_ns;      /* steady-state period: op 0 to op 0 of the next iteration */
   guint64 compute_busy_ns, compute_stall_ns;
+  guint64 copy_slowdown_ns;  /* of compute_busy_ns: lost to copies on the compute's own cores
+                              * (the profile's copy_interference) */
   guint64 h2d_busy_ns, d2h_busy_ns, cpu_busy_ns;
   guint64 h2d_bytes, d2h_bytes;
   guint64 comm_busy_ns;      /* the collectives' lane (several ranks) */
