@@ -25,7 +25,8 @@ static const char *const precision_names[] = { "mixed", "fp32", NULL };
 /* The training as the user asked for it, and what it runs on. */
 typedef struct {
   char *data, *layers, *width, *heads, *context, *batch, *steps, *seed, *lr, *gpu, *profile,
-      *plan_file, *trace_file, *checkpoint, *resume, *chunk, *device, *precision, *every;
+      *plan_file, *trace_file, *checkpoint, *resume, *chunk, *device, *precision, *every,
+      *attention;
   gboolean verify, quiet;
   gboolean cuda, mixed;
   guint64 n_steps;
@@ -62,7 +63,7 @@ training_clear(Training *x)
   char **strings[] = { &x->data, &x->layers, &x->width, &x->heads, &x->context, &x->batch,
                        &x->steps, &x->seed, &x->lr, &x->gpu, &x->profile, &x->plan_file,
                        &x->trace_file, &x->checkpoint, &x->resume, &x->chunk, &x->device,
-                       &x->precision, &x->every };
+                       &x->precision, &x->every, &x->attention };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
 }
@@ -99,6 +100,9 @@ parse_options(Training *x, int *argc, char ***argv)
     { "precision", 0, 0, G_OPTION_ARG_STRING, &x->precision,
       "fp32 (the default on the CPU) or mixed (bf16 compute copy, fp32 master weights; on "
       "CUDA, the default, also bf16 tensor-core matmuls)", "P" },
+    { "attention", 0, 0, G_OPTION_ARG_STRING, &x->attention,
+      "naive (the default: keeps the T x T softmax for backward) or flash (fused: keeps a "
+      "log-sum-exp per row, memory linear in the context)", "A" },
     { "profile", 0, 0, G_OPTION_ARG_FILENAME, &x->profile,
       "record the last step's trace to FILE", "FILE" },
     { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &x->chunk,
@@ -138,9 +142,10 @@ parse(Training *x, int argc, char **argv)
     stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
     return FALSE;
   }
-  int device = 0, precision = -1;
+  int device = 0, precision = -1, attention = STW_ATTENTION_NAIVE;
   if (!stw_cli_parse_enum(x->device, "--device", device_names, &device) ||
-      !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision))
+      !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision) ||
+      !stw_cli_parse_enum(x->attention, "--attention", stw_attention_names, &attention))
     return FALSE;
   x->cuda = device == 1;
   if (x->verify && x->cuda) {
@@ -171,6 +176,7 @@ parse(Training *x, int argc, char **argv)
   stw_trainer_config_init(&x->c);
   x->mixed = precision >= 0 ? precision == 0 : x->cuda;
   x->c.dtype = x->mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
+  x->c.attention = (StwAttention)attention;
   x->n_steps = 1000;
   guint64 chunk_size = 0;
   x->ro = (StwRuntimeOptions){ .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_TiB,

@@ -73,9 +73,14 @@ configuration_differences(const StwTrace *pt, const StwTrace *model, GString *pl
     g_string_append_printf(run, "%s%s", run->len ? ", " : "",
                            b->checkpointing ? "checkpointing" : "no checkpointing");
   }
+  if (a->attention != b->attention) { /* the activations differ: the plan's room for them */
+    g_string_append_printf(plan, "%s%s attention", plan->len ? ", " : "",
+                           stw_attention_name(a->attention));
+    g_string_append_printf(run, "%s%s attention", run->len ? ", " : "",
+                           stw_attention_name(b->attention));
+  }
   /* (the ranks are the plan's layout's, checked against the run's by the runtime: a trace of
    * one rank plans for several) */
-
 }
 
 StwReplayer *

@@ -1,7 +1,7 @@
 /* test-compute.c — where the CUDA compute table's arithmetic is its own, checked on the CPU
  * against the CPU's: the three cuBLAS GEMMs of a matmul (executed here by a plain column-major
  * GEMM, against the CPU's BLAS and its portable loops), attention's backward, the rows the GPU
- * gives a warp (every lane's body and the lanes' tree), the column sums it takes in two stages,
+ * gives a warp (every lane's body and the lanes' tree; fused attention's too), the column sums it takes in two stages,
  * gradient accumulation and AdamW (compute-cuda-bodies.h run over every index); what the backward kernels
  * write and add into, with NaN where nothing may be read; the CPU's tanh. The other kernels are
  * one body that kernels.c runs too, so the trainer's tests cover them. No GPU needed. */
@@ -333,6 +333,138 @@ test_warp_attention(void)
   assert_close("attention backward by warps (weights)", da2, da1, n_att);
 }
 
+/* Fused attention as the GPU's warps compute it: every query or key row by its 32 lanes in
+ * turn, their partials through the same tree (compute-cuda-bodies.h, compute-cuda.cu). */
+static void
+warp_flash_forward(size_t lo, size_t hi, float *out, float *lse, const float *inp, int seq, int width,
+                   int heads)
+{
+  int hs = width / heads;
+  float m[STW_LANES], l[STW_LANES], part[STW_LANES], acc[STW_LANES][STW_FA_MAX_HS];
+  for (size_t idx = lo; idx < hi; idx++) {
+    int h = (int)(idx % heads), t = (int)((idx / heads) % seq), b = (int)(idx / ((size_t)heads * seq));
+    for (int lane = 0; lane < STW_LANES; lane++)
+      stw_cb_fa_lane_stats(idx, lane, inp, seq, width, heads, &m[lane], &l[lane]);
+    float maxv = stw_cb_lane_max(m);
+    for (int lane = 0; lane < STW_LANES; lane++)
+      part[lane] = stw_cb_fa_lane_rescaled(m[lane], l[lane], maxv);
+    float e = maxv + logf(stw_cb_lane_sum(part));
+    lse[((size_t)b * heads + h) * seq + t] = e;
+    for (int lane = 0; lane < STW_LANES; lane++)
+      stw_cb_fa_lane_out(idx, lane, acc[lane], inp, e, seq, width, heads);
+    float *o = out + ((size_t)b * seq + t) * width + h * hs;
+    for (int i = 0; i < hs; i++) {
+      for (int lane = 0; lane < STW_LANES; lane++)
+        part[lane] = acc[lane][i];
+      o[i] = stw_cb_lane_sum(part);
+    }
+  }
+}
+
+static void
+warp_flash_dq(size_t lo, size_t hi, float *dinp, float *delta, const float *dout,
+              const float *inp, const float *out, const float *lse, int seq, int width, int heads)
+{
+  int hs = width / heads, C3 = 3 * width;
+  float part[STW_LANES], acc[STW_LANES][STW_FA_MAX_HS];
+  for (size_t idx = lo; idx < hi; idx++) {
+    int h = (int)(idx % heads), t = (int)((idx / heads) % seq), b = (int)(idx / ((size_t)heads * seq));
+    size_t r = ((size_t)b * heads + h) * seq + t;
+    for (int lane = 0; lane < STW_LANES; lane++)
+      part[lane] = stw_cb_fa_lane_delta(idx, lane, dout, out, seq, width, heads);
+    delta[r] = stw_cb_lane_sum(part);
+    for (int lane = 0; lane < STW_LANES; lane++)
+      stw_cb_fa_dq(idx, lane, STW_LANES, acc[lane], dout, inp, lse[r], delta[r], seq, width,
+                   heads);
+    float *dq = dinp + ((size_t)b * seq + t) * C3 + h * hs;
+    for (int i = 0; i < hs; i++) {
+      for (int lane = 0; lane < STW_LANES; lane++)
+        part[lane] = acc[lane][i];
+      dq[i] = stw_cb_lane_sum(part);
+    }
+  }
+}
+
+static void
+warp_flash_dkv(size_t lo, size_t hi, float *dinp, const float *dout, const float *inp,
+               const float *lse, const float *delta, int seq, int width, int heads)
+{
+  int hs = width / heads, C3 = 3 * width;
+  float part[STW_LANES], acck[STW_LANES][STW_FA_MAX_HS], accv[STW_LANES][STW_FA_MAX_HS];
+  for (size_t idx = lo; idx < hi; idx++) {
+    int h = (int)(idx % heads), t2 = (int)((idx / heads) % seq), b = (int)(idx / ((size_t)heads * seq));
+    for (int lane = 0; lane < STW_LANES; lane++)
+      stw_cb_fa_dkv(idx, lane, STW_LANES, acck[lane], accv[lane], dout, inp, lse, delta, seq,
+                    width, heads);
+    float *dk = dinp + ((size_t)b * seq + t2) * C3 + h * hs + width, *dv = dk + width;
+    for (int i = 0; i < hs; i++) {
+      for (int lane = 0; lane < STW_LANES; lane++)
+        part[lane] = acck[lane][i];
+      dk[i] = stw_cb_lane_sum(part);
+      for (int lane = 0; lane < STW_LANES; lane++)
+        part[lane] = accv[lane][i];
+      dv[i] = stw_cb_lane_sum(part);
+    }
+  }
+}
+
+/* Fused attention against the naive kernels, and by warps against the CPU's loops: the same
+ * outputs, each query row's log-sum-exp of the naive scores, and the same gradients, with every
+ * output written (NaN before) and no (T x T) matrix; lanes with several keys (T above 32) and
+ * none (T below), heads up to the widest. */
+static void
+flash_case(int b, int t, int c, int nh)
+{
+  size_t bt = (size_t)b * t, n_att = (size_t)b * nh * t * t, n_rows = (size_t)b * nh * t;
+  g_autofree float *qkv = randoms(bt * 3 * c), *dout = randoms(bt * c);
+  g_autofree float *o1 = g_new(float, bt * c), *pre = g_new(float, n_att),
+                   *att = g_new(float, n_att);
+  stw_attention_forward(o1, pre, att, qkv, b, t, c, nh);
+  g_autofree float *o2 = nans(bt * c), *lse = nans(n_rows), *want_lse = g_new(float, n_rows);
+  stw_attention_flash_forward(o2, lse, qkv, b, t, c, nh);
+  assert_close("flash attention forward", o2, o1, bt * c);
+  for (size_t r = 0; r < n_rows; r++) { /* row r = (b, h, t): its scores up to t */
+    int q = (int)(r % t);
+    double m = -1e30, sum = 0;
+    for (int k = 0; k <= q; k++)
+      m = fmax(m, pre[r * t + k]);
+    for (int k = 0; k <= q; k++)
+      sum += exp(pre[r * t + k] - m);
+    want_lse[r] = (float)(m + log(sum));
+  }
+  assert_close("flash attention log-sum-exp", lse, want_lse, n_rows);
+
+  g_autofree float *d1 = nans(bt * 3 * c), *dp = nans(n_att), *da = nans(n_att);
+  stw_attention_backward(d1, dp, da, dout, qkv, att, b, t, c, nh);
+  g_autofree float *d2 = nans(bt * 3 * c), *delta = nans(n_rows);
+  stw_attention_flash_backward(d2, delta, dout, qkv, o2, lse, b, t, c, nh);
+  assert_close("flash attention backward", d2, d1, bt * 3 * c);
+  /* the GPU's lanes and tree against the CPU's loops */
+  size_t n_idx = (size_t)b * t * nh;
+  g_autofree float *o4 = nans(bt * c), *lse4 = nans(n_rows), *d4 = nans(bt * 3 * c),
+                   *delta4 = nans(n_rows);
+  warp_flash_forward(0, n_idx, o4, lse4, qkv, t, c, nh);
+  assert_close("flash attention forward by warps", o4, o2, bt * c);
+  assert_close("flash attention log-sum-exp by warps", lse4, lse, n_rows);
+  warp_flash_dq(0, n_idx, d4, delta4, dout, qkv, o2, lse, t, c, nh);
+  warp_flash_dkv(0, n_idx, d4, dout, qkv, lse, delta4, t, c, nh);
+  assert_close("flash attention backward by warps", d4, d2, bt * 3 * c);
+  assert_close("flash attention's delta by warps", delta4, delta, n_rows);
+  g_autofree float *d3 = nans(bt * 3 * c), *o3 = nans(bt * c);
+  stw_attention_flash_forward(o3, lse, qkv, b, t, c, nh);
+  stw_attention_flash_backward(d3, delta, dout, qkv, o3, lse, b, t, c, nh);
+  g_assert_cmpmem(o3, bt * c * sizeof(float), o2, bt * c * sizeof(float));
+  g_assert_cmpmem(d3, bt * 3 * c * sizeof(float), d2, bt * 3 * c * sizeof(float));
+}
+
+static void
+test_flash_attention(void)
+{
+  flash_case(B, T, C, NH);
+  flash_case(2, 70, 128, 2);                            /* GPT-2's heads: 64 wide */
+  flash_case(1, 33, 2 * STW_FLASH_MAX_HEAD_WIDTH, 2);   /* the widest */
+}
+
 /* the GPU's column sums in two stages (chunks of STW_COLUMN_ROWS rows) against kernels.c, over
  * more rows than one chunk */
 static void
@@ -465,6 +597,7 @@ main(int argc, char **argv)
   g_test_add_func("/compute/layernorm-backward", test_layernorm_backward);
   g_test_add_func("/compute/tanh", test_tanh);
   g_test_add_func("/compute/attention-backward", test_attention_backward);
+  g_test_add_func("/compute/flash-attention", test_flash_attention);
   g_test_add_func("/compute/warp-layernorm", test_warp_layernorm);
   g_test_add_func("/compute/warp-crossentropy", test_warp_crossentropy);
   g_test_add_func("/compute/warp-attention", test_warp_attention);

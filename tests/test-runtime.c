@@ -101,8 +101,10 @@ assert_close(const char *what, const char *name, const float *got, const cJSON *
     g_test_message("%s: %u elements with a gradient below 1e-6", name, noisy);
 }
 
+/* One step from the PyTorch reference's weights and batch: its loss, gradients and weights after
+ * AdamW, with ATTENTION's kernels. */
 static void
-test_reference(void)
+reference_check(StwAttention attention)
 {
   g_autofree char *path = stw_test_fixture("reference/gpt-tiny.json");
   g_autofree char *json = NULL;
@@ -119,6 +121,7 @@ test_reference(void)
   c.batch = (guint64)cJSON_GetObjectItem(cfg, "batch")->valuedouble;
   c.adam.lr = (float)cJSON_GetObjectItem(cfg, "lr")->valuedouble;
   c.adam.weight_decay = (float)cJSON_GetObjectItem(cfg, "weight_decay")->valuedouble;
+  c.attention = attention;
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
   StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
@@ -170,6 +173,18 @@ test_reference(void)
   cJSON_Delete(ref);
 }
 
+static void
+test_reference(void)
+{
+  reference_check(STW_ATTENTION_NAIVE);
+}
+
+static void
+test_reference_flash(void)
+{
+  reference_check(STW_ATTENTION_FLASH);
+}
+
 /* ---- the loop ------------------------------------------------------------------------------------- */
 
 static void
@@ -194,11 +209,8 @@ test_loop_every_policy(void)
   g_assert_no_error(error);
 
   /* a budget well below the model data: the activation peak and a quarter of the model data */
-  guint64 peak = 0, model = 0;
-  for (guint i = 0; i < back->ops->len; i++)
-    peak = MAX(peak, stw_trace_op(back, i)->nonmodel_peak_bytes);
-  for (guint i = 0; i < back->tensors->len; i++)
-    model += 16 * stw_trace_tensor(back, i)->numel;
+  guint64 peak, model;
+  stw_test_peak_and_model(back, &peak, &model);
   /* and a roomier one where every baseline fits too (PatrickStar uses only 80% of it) */
   guint64 budgets[2] = { peak + model / 4, (peak + model) * 3 / 2 };
   g_test_message("activation peak %" G_GUINT64_FORMAT ", model data %" G_GUINT64_FORMAT
@@ -429,6 +441,80 @@ test_compute_table(void)
 /* Mixed precision: a bf16 compute copy (2 bytes per parameter in the param list) with fp32
  * master weights trains within 1e-3 of fp32, and its plan replays bitwise, moving what the plan
  * predicts, inside the budget. */
+/* Flash attention trains the same model within rounding of the naive kernels, keeps a
+ * log-sum-exp per query row instead of two (T x T) matrices per layer (the trace says which, and
+ * its activation peak is that much lower), replays its own plan bitwise, and refuses a plan
+ * profiled with the other attention. */
+static void
+test_flash_attention(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  c.context = 40; /* past a warp's 32 lanes */
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *naive = trainer(&c, data, &ro, be);
+  float want[STEPS];
+  train(naive, want, STEPS);
+  c.attention = STW_ATTENTION_FLASH;
+  StwTrainer *t = trainer(&c, data, &ro, be);
+  float got[STEPS];
+  train(t, got, STEPS);
+  for (guint i = 0; i < STEPS; i++) {
+    g_test_message("step %u: naive %.9g, flash %.9g", i + 1, want[i], got[i]);
+    g_assert_cmpfloat(fabs(got[i] - want[i]) / want[i], <, 1e-5);
+  }
+  StwTrace *nt = stw_runtime_trace(stw_trainer_runtime(naive));
+  StwTrace *ft = stw_runtime_trace(stw_trainer_runtime(t));
+  g_assert_cmpint(nt->model.attention, ==, STW_ATTENTION_NAIVE);
+  g_assert_cmpint(ft->model.attention, ==, STW_ATTENTION_FLASH);
+  g_assert_cmpuint(ft->ops->len, ==, nt->ops->len);
+  /* each attention op's forward keeps B NH T floats instead of 2 B NH T T: the ops after it
+   * start with that much less */
+  guint64 B = c.batch, NH = c.heads, T = c.context, saved = 4 * (2 * B * NH * T * T - B * NH * T);
+  guint cores = 0;
+  for (guint i = 0; i + 1 < nt->ops->len; i++) {
+    const StwOp *a = stw_trace_op(nt, i), *b = stw_trace_op(ft, i);
+    g_assert_cmpstr(a->name, ==, b->name);
+    if (g_str_has_suffix(a->name, "attn.core") && a->stage == STW_STAGE_FWD) {
+      cores++;
+      g_assert_cmpuint(stw_trace_op(nt, i + 1)->nonmodel_bytes -
+                           stw_trace_op(ft, i + 1)->nonmodel_bytes, ==, cores * saved);
+    }
+  }
+  g_assert_cmpuint(cores, ==, c.layers);
+
+  GError *error = NULL;
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  guint64 peak, model;
+  stw_test_peak_and_model(ft, &peak, &model);
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = peak + model / 4;
+  g_autoptr(StwPlan) plan = stw_planner_plan(ft, "flash.json", &o, &error);
+  g_assert_no_error(error);
+  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+                           .plan = plan, .plan_trace = ft };
+  StwTrainer *r = trainer(&c, data, &rr, be);
+  float replayed[STEPS];
+  train(r, replayed, STEPS);
+  g_assert_cmpmem(replayed, sizeof replayed, got, sizeof got);
+  g_assert_cmpuint(stw_runtime_stats(stw_trainer_runtime(r))->h2d_bytes, ==, plan->pred.h2d_bytes);
+  stw_trainer_free(r);
+
+  c.attention = STW_ATTENTION_NAIVE;
+  g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
+  stw_assert_error_contains(error, "the plan was made for another configuration: its trace was "
+                                   "recorded for flash attention, and this run has naive "
+                                   "attention");
+  g_clear_error(&error);
+  stw_trainer_free(naive);
+  stw_trainer_free(t);
+  be->free(be);
+}
+
 static void
 test_mixed_precision(void)
 {
@@ -804,9 +890,11 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/store-places", test_store_places);
   g_test_add_func("/runtime/iteration-range", test_iteration_range);
   g_test_add_func("/runtime/reference", test_reference);
+  g_test_add_func("/runtime/reference-flash", test_reference_flash);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
   g_test_add_func("/runtime/compute-table", test_compute_table);
   g_test_add_func("/runtime/mixed-precision", test_mixed_precision);
+  g_test_add_func("/runtime/flash-attention", test_flash_attention);
   g_test_add_func("/runtime/checkpoint", test_checkpoint);
   g_test_add_func("/runtime/checkpoint-fields", test_checkpoint_fields);
   g_test_add_func("/runtime/bad-input", test_bad_input);

@@ -51,6 +51,18 @@ stw_test_planner_options(StwPlannerOptions *o, StwPolicy policy, guint64 gpu_byt
   o->budgets.cpu_bytes = cpu_bytes;
 }
 
+/* T's activation peak (the largest non-model peak of its ops) and its model data (16 bytes per
+ * parameter: fp32 weights, gradients, master weights and two Adam moments' worth). */
+static inline void
+stw_test_peak_and_model(const StwTrace *t, guint64 *peak, guint64 *model)
+{
+  *peak = *model = 0;
+  for (guint i = 0; i < t->ops->len; i++)
+    *peak = MAX(*peak, stw_trace_op(t, i)->nonmodel_peak_bytes);
+  for (guint i = 0; i < t->tensors->len; i++)
+    *model += 16 * stw_trace_tensor(t, i)->numel;
+}
+
 /* A path under tests/fixtures. Free with g_free. */
 static inline char *
 stw_test_fixture(const char *name)

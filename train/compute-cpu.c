@@ -76,6 +76,25 @@ attention_backward(StwCompute *x, float *dinp, float *dpreatt, float *datt, cons
   stw_attention_backward(dinp, dpreatt, datt, dout, inp, att, B, T, C, NH);
 }
 
+G_STATIC_ASSERT(STW_FA_MAX_HS == STW_FLASH_MAX_HEAD_WIDTH);
+
+static void
+attention_flash_forward(StwCompute *x, float *out, float *lse, const float *inp, int B, int T,
+                        int C, int NH)
+{
+  (void)x;
+  stw_attention_flash_forward(out, lse, inp, B, T, C, NH);
+}
+
+static void
+attention_flash_backward(StwCompute *x, float *dinp, float *delta, const float *dout,
+                         const float *inp, const float *out, const float *lse, int B, int T,
+                         int C, int NH)
+{
+  (void)x;
+  stw_attention_flash_backward(dinp, delta, dout, inp, out, lse, B, T, C, NH);
+}
+
 static void
 gelu_forward(StwCompute *x, float *out, const float *inp, size_t n)
 {
@@ -196,6 +215,8 @@ static StwCompute cpu = {
   .matmul_backward = matmul_backward,
   .attention_forward = attention_forward,
   .attention_backward = attention_backward,
+  .attention_flash_forward = attention_flash_forward,
+  .attention_flash_backward = attention_flash_backward,
   .gelu_forward = gelu_forward,
   .gelu_backward = gelu_backward,
   .residual_forward = residual_forward,

@@ -628,6 +628,153 @@ stw_cb_attb_lane_query(size_t idx, int lane, float *dinp, const float *dpreatt, 
   }
 }
 
+/* ---- fused attention (FlashAttention's arithmetic) ------------------------------------------
+ *
+ * Causal attention that keeps no (T x T) matrix: the forward keeps each query row's log-sum-exp
+ * of its scores (LSE, (B, NH, T)) beside the output, and the backward recomputes the scores and
+ * weights from Q, K and LSE. The work is by warps, as above. A query row's lanes take its keys
+ * t2 = lane, lane + 32, ... <= t; each keeps its own running maximum and sum of exponentials,
+ * then its share of the output row (or of the query's gradient) over its keys in ACC, which the
+ * warp's tree combines dimension by dimension. The keys' and values' gradients are a key row's
+ * warp's, its lanes taking the queries t = t2 + lane, t2 + lane + 32, ... < T that see it. Every
+ * gradient is written once, by one warp: nothing is added into across threads, so the result is
+ * the same on every run and on both devices. DELTA (B, NH, T) carries each query row's
+ * sum(dout * out) from the queries' pass to the keys' pass. Head widths up to STW_FA_MAX_HS. */
+
+#define STW_FA_MAX_HS 128
+
+/* Q K^T / sqrt(hs) for one query and key row: the same arithmetic in every pass */
+STW_HD float
+stw_cb_fa_score(const float *q, const float *k, int hs, float scale)
+{
+  float v = 0;
+  for (int i = 0; i < hs; i++)
+    v += q[i] * k[i];
+  return v * scale;
+}
+
+STW_HD float
+stw_cb_fa_dot(const float *a, const float *b, int hs)
+{
+  float v = 0;
+  for (int i = 0; i < hs; i++)
+    v += a[i] * b[i];
+  return v;
+}
+
+/* Forward, lane LANE of query row IDX (over (B, T, NH)): the largest of its keys' scores (*M;
+ * -1e30 without keys) and the sum of their exponentials relative to it (*L), in one pass. */
+STW_HD void
+stw_cb_fa_lane_stats(size_t idx, int lane, const float *inp, int T, int C, int NH, float *m,
+                     float *l)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs), mx = -1e30f, sum = 0;
+  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
+    float s = stw_cb_fa_score(q, inp + ((size_t)b * T + t2) * C3 + h * hs + C, hs, scale);
+    if (s > mx) {
+      sum = sum * expf(mx - s) + 1.0f;
+      mx = s;
+    } else {
+      sum += expf(s - mx);
+    }
+  }
+  *m = mx;
+  *l = sum;
+}
+
+/* The lanes' (M, L) combined: the row's log-sum-exp from the lanes' maximum MAXV and their
+ * sums rescaled to it, added by the warp's tree */
+STW_HD float
+stw_cb_fa_lane_rescaled(float m, float l, float maxv)
+{
+  return l * expf(m - maxv);
+}
+
+/* Forward, lane LANE: its keys' share of the output row, sum of exp(s - LSE) v, into ACC (hs) */
+STW_HD void
+stw_cb_fa_lane_out(size_t idx, int lane, float *acc, const float *inp, float lse, int T, int C,
+                   int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  for (int i = 0; i < hs; i++)
+    acc[i] = 0.0f;
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
+    const float *kv = inp + ((size_t)b * T + t2) * C3 + h * hs;
+    float p = expf(stw_cb_fa_score(q, kv + C, hs, scale) - lse);
+    for (int i = 0; i < hs; i++)
+      acc[i] += p * kv[2 * C + i];
+  }
+}
+
+/* Backward, lane LANE of query row IDX: its dimensions' share of sum(dout * out) */
+STW_HD float
+stw_cb_fa_lane_delta(size_t idx, int lane, const float *dout, const float *out, int T, int C,
+                     int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH;
+  size_t at = ((size_t)b * T + t) * C + h * hs;
+  float s = 0;
+  for (int i = lane; i < hs; i += STW_LANES)
+    s += dout[at + i] * out[at + i];
+  return s;
+}
+
+/* Backward, query row IDX: the keys t2 = FIRST, FIRST + STRIDE, ... <= t (a lane's: LANE and
+ * STW_LANES; the CPU's: 0 and 1), their share of the query's gradient, sum of
+ * p (dout . v - DELTA) k / sqrt(hs), into ACC (hs, written) */
+STW_HD void
+stw_cb_fa_dq(size_t idx, int first, int stride, float *acc, const float *dout, const float *inp,
+             float lse, float delta, int T, int C, int NH)
+{
+  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+  for (int i = 0; i < hs; i++)
+    acc[i] = 0.0f;
+  for (int t2 = first; t2 <= t; t2 += stride) {
+    const float *kv = inp + ((size_t)b * T + t2) * C3 + h * hs;
+    float p = expf(stw_cb_fa_score(q, kv + C, hs, scale) - lse);
+    float g = p * (stw_cb_fa_dot(d, kv + 2 * C, hs) - delta) * scale;
+    for (int i = 0; i < hs; i++)
+      acc[i] += g * kv[C + i];
+  }
+}
+
+/* Backward, key row IDX (over (B, T, NH)): the queries t = t2 + FIRST, t2 + FIRST + STRIDE, ...
+ * < T that see it, their share of the key's gradient (into ACCK) and of the value's (ACCV),
+ * both written */
+STW_HD void
+stw_cb_fa_dkv(size_t idx, int first, int stride, float *acck, float *accv, const float *dout,
+              const float *inp, const float *lse, const float *delta, int T, int C, int NH)
+{
+  int h = (int)(idx % NH), t2 = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  const float *kv = inp + ((size_t)b * T + t2) * C3 + h * hs;
+  for (int i = 0; i < hs; i++)
+    acck[i] = accv[i] = 0.0f;
+  for (int t = t2 + first; t < T; t += stride) {
+    const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+    const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+    size_t r = ((size_t)b * NH + h) * T + t;
+    float p = expf(stw_cb_fa_score(q, kv + C, hs, scale) - lse[r]);
+    float g = p * (stw_cb_fa_dot(d, kv + 2 * C, hs) - delta[r]) * scale;
+    for (int i = 0; i < hs; i++) {
+      accv[i] += p * d[i];
+      acck[i] += g * q[i];
+    }
+  }
+}
+
 /* ---- sums down columns, in two stages -------------------------------------------------------
  *
  * LayerNorm's weight and bias gradients and a matmul's bias gradient sum a column over every

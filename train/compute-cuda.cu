@@ -210,6 +210,70 @@ attention_backward_k(size_t n, float *dinp, float *dpreatt, float *datt, const f
   stw_cb_attb_lane_query(row, lane, dinp, dpreatt, inp, T, C, NH);
 }
 
+/* fused attention: one warp per query row and head, its lanes' partial rows in ACC meeting in
+ * the tree one dimension at a time */
+__global__ void
+flash_forward_k(size_t n, float *out, float *lse, const float *inp, int T, int C, int NH)
+{
+  WARP_ROW(n);
+  int h = (int)(row % NH), t = (int)((row / NH) % T), b = (int)(row / ((size_t)NH * T));
+  int hs = C / NH;
+  float m, l, acc[STW_FA_MAX_HS];
+  stw_cb_fa_lane_stats(row, lane, inp, T, C, NH, &m, &l);
+  float maxv = warp_max(part, lane, m);
+  float e = maxv + logf(warp_sum(part, lane, stw_cb_fa_lane_rescaled(m, l, maxv)));
+  stw_cb_fa_lane_out(row, lane, acc, inp, e, T, C, NH);
+  float *o = out + ((size_t)b * T + t) * C + h * hs;
+  for (int i = 0; i < hs; i++) {
+    float s = warp_sum(part, lane, acc[i]);
+    if (lane == 0)
+      o[i] = s;
+  }
+  if (lane == 0)
+    lse[((size_t)b * NH + h) * T + t] = e;
+}
+
+__global__ void
+flash_dq_k(size_t n, float *dinp, float *delta, const float *dout, const float *inp,
+           const float *out, const float *lse, int T, int C, int NH)
+{
+  WARP_ROW(n);
+  int h = (int)(row % NH), t = (int)((row / NH) % T), b = (int)(row / ((size_t)NH * T));
+  int hs = C / NH;
+  size_t r = ((size_t)b * NH + h) * T + t;
+  float acc[STW_FA_MAX_HS];
+  float d = warp_sum(part, lane, stw_cb_fa_lane_delta(row, lane, dout, out, T, C, NH));
+  stw_cb_fa_dq(row, lane, STW_LANES, acc, dout, inp, lse[r], d, T, C, NH);
+  float *dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
+  for (int i = 0; i < hs; i++) {
+    float s = warp_sum(part, lane, acc[i]);
+    if (lane == 0)
+      dq[i] = s;
+  }
+  if (lane == 0)
+    delta[r] = d;
+}
+
+__global__ void
+flash_dkv_k(size_t n, float *dinp, const float *dout, const float *inp, const float *lse,
+            const float *delta, int T, int C, int NH)
+{
+  WARP_ROW(n);
+  int h = (int)(row % NH), t2 = (int)((row / NH) % T), b = (int)(row / ((size_t)NH * T));
+  int hs = C / NH;
+  float acck[STW_FA_MAX_HS], accv[STW_FA_MAX_HS];
+  stw_cb_fa_dkv(row, lane, STW_LANES, acck, accv, dout, inp, lse, delta, T, C, NH);
+  float *dk = dinp + ((size_t)b * T + t2) * 3 * C + h * hs + C, *dv = dk + C;
+  for (int i = 0; i < hs; i++) {
+    float sk = warp_sum(part, lane, acck[i]);
+    float sv = warp_sum(part, lane, accv[i]);
+    if (lane == 0) {
+      dk[i] = sk;
+      dv[i] = sv;
+    }
+  }
+}
+
 /* ---- sums down columns, in two stages (compute-cuda-bodies.h) ------------------------------ */
 
 __global__ void
@@ -394,6 +458,28 @@ attention_backward(StwCompute *x, float *dinp, float *dpreatt, float *datt, cons
 }
 
 static void
+attention_flash_forward(StwCompute *x, float *out, float *lse, const float *inp, int B, int T,
+                        int C, int NH)
+{
+  size_t n = (size_t)B * T * NH;
+  flash_forward_k<<<warp_blocks(n), THREADS>>>(n, out, lse, inp, T, C, NH);
+  launched((Cuda *)x, "attention_flash_forward");
+}
+
+static void
+attention_flash_backward(StwCompute *x, float *dinp, float *delta, const float *dout,
+                         const float *inp, const float *out, const float *lse, int B, int T,
+                         int C, int NH)
+{
+  Cuda *c = (Cuda *)x;
+  size_t n = (size_t)B * T * NH;
+  /* the queries' pass writes DELTA, which the keys' pass reads: the stream orders them */
+  flash_dq_k<<<warp_blocks(n), THREADS>>>(n, dinp, delta, dout, inp, out, lse, T, C, NH);
+  flash_dkv_k<<<warp_blocks(n), THREADS>>>(n, dinp, dout, inp, lse, delta, T, C, NH);
+  launched(c, "attention_flash_backward");
+}
+
+static void
 gelu_forward(StwCompute *x, float *out, const float *inp, size_t n)
 {
   gelu_forward_k<<<blocks_for(n), THREADS>>>(n, out, inp);
@@ -568,6 +654,8 @@ stw_compute_cuda_module_new(gboolean mixed, GError **error)
   t->matmul_backward = matmul_backward;
   t->attention_forward = attention_forward;
   t->attention_backward = attention_backward;
+  t->attention_flash_forward = attention_flash_forward;
+  t->attention_flash_backward = attention_flash_backward;
   t->gelu_forward = gelu_forward;
   t->gelu_backward = gelu_backward;
   t->residual_forward = residual_forward;

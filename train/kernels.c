@@ -289,6 +289,100 @@ stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *do
       attention_backward_head(b, h, dinp, dpreatt, datt, dout, inp, att, T, C, NH);
 }
 
+/* Fused attention on the CPU: a query row's keys in blocks of FA_BLOCK, their scores once, the
+ * output row rescaled whenever the running maximum grows (FlashAttention's forward); the
+ * backward recomputes each weight from LSE, the queries' gradients by query rows and the keys'
+ * and values' by key rows, so that every row is one thread's and nothing is added across
+ * threads. The GPU takes a row by a warp's lanes (compute-cuda-bodies.h), which
+ * tests/test-compute.c checks against these loops. */
+#define FA_BLOCK 32
+
+STW_CLONES static void
+flash_forward_range(size_t lo, size_t hi, float *out, float *lse, const float *inp, int T, int C,
+                    int NH)
+{
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs), sc[FA_BLOCK];
+  for (size_t idx = lo; idx < hi; idx++) {
+    int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+    const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+    const float *base = inp + (size_t)b * T * C3 + h * hs;
+    float *o = out + ((size_t)b * T + t) * C + h * hs;
+    float m = -1e30f, l = 0;
+    for (int i = 0; i < hs; i++)
+      o[i] = 0.0f;
+    for (int k0 = 0; k0 <= t; k0 += FA_BLOCK) {
+      int n = MIN(FA_BLOCK, t + 1 - k0);
+      float bm = m;
+      for (int j = 0; j < n; j++) {
+        sc[j] = stw_cb_fa_score(q, base + (size_t)(k0 + j) * C3 + C, hs, scale);
+        bm = fmaxf(bm, sc[j]);
+      }
+      if (bm > m) {
+        float corr = expf(m - bm);
+        l *= corr;
+        for (int i = 0; i < hs; i++)
+          o[i] *= corr;
+        m = bm;
+      }
+      for (int j = 0; j < n; j++) {
+        float p = expf(sc[j] - m);
+        const float *v = base + (size_t)(k0 + j) * C3 + 2 * C;
+        l += p;
+        for (int i = 0; i < hs; i++)
+          o[i] += p * v[i];
+      }
+    }
+    float inv = 1.0f / l;
+    for (int i = 0; i < hs; i++)
+      o[i] *= inv;
+    lse[((size_t)b * NH + h) * T + t] = m + logf(l);
+  }
+}
+
+void
+stw_attention_flash_forward(float *out, float *lse, const float *inp, int B, int T, int C, int NH)
+{
+  size_t n = (size_t)B * T * NH;
+  STW_PARALLEL_RANGE(n, n * T * (C / NH), flash_forward_range, out, lse, inp, T, C, NH);
+}
+
+STW_CLONES static void
+flash_dq_range(size_t lo, size_t hi, float *dinp, float *delta, const float *dout,
+               const float *inp, const float *out, const float *lse, int T, int C, int NH)
+{
+  int hs = C / NH, C3 = 3 * C;
+  for (size_t idx = lo; idx < hi; idx++) {
+    int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+    size_t r = ((size_t)b * NH + h) * T + t, at = ((size_t)b * T + t) * C + h * hs;
+    delta[r] = stw_cb_fa_dot(dout + at, out + at, hs);
+    stw_cb_fa_dq(idx, 0, 1, dinp + ((size_t)b * T + t) * C3 + h * hs, dout, inp, lse[r],
+                 delta[r], T, C, NH);
+  }
+}
+
+STW_CLONES static void
+flash_dkv_range(size_t lo, size_t hi, float *dinp, const float *dout, const float *inp,
+                const float *lse, const float *delta, int T, int C, int NH)
+{
+  int hs = C / NH, C3 = 3 * C;
+  for (size_t idx = lo; idx < hi; idx++) {
+    int h = (int)(idx % NH), t2 = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
+    float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
+    stw_cb_fa_dkv(idx, 0, 1, dk, dk + C, dout, inp, lse, delta, T, C, NH);
+  }
+}
+
+void
+stw_attention_flash_backward(float *dinp, float *delta, const float *dout, const float *inp,
+                             const float *out, const float *lse, int B, int T, int C, int NH)
+{
+  size_t n = (size_t)B * T * NH, work = n * T * (C / NH);
+  /* the queries' pass writes DELTA, which the keys' pass reads */
+  STW_PARALLEL_RANGE(n, work, flash_dq_range, dinp, delta, dout, inp, out, lse, T, C, NH);
+  STW_PARALLEL_RANGE(n, work, flash_dkv_range, dinp, dout, inp, lse, delta, T, C, NH);
+}
+
 STW_CLONES static void
 gelu_forward_range(size_t lo, size_t hi, float *out, const float *inp)
 {

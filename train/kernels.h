@@ -92,6 +92,14 @@ void stw_attention_forward(float *out, float *preatt, float *att, const float *i
 /* dinp (B, T, 3C), dpreatt and datt (B, NH, T, T) written */
 void stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *dout,
                             const float *inp, const float *att, int B, int T, int C, int NH);
+/* Fused causal attention (compute-cuda-bodies.h): out (B, T, C) and lse (B, NH, T), the log-sum-
+ * exp of each query row's scores, written; head widths up to STW_FA_MAX_HS */
+void stw_attention_flash_forward(float *out, float *lse, const float *inp, int B, int T, int C,
+                                 int NH);
+/* dinp (B, T, 3C) and delta (B, NH, T, sum(dout * out) per query row) written, from the
+ * forward's OUT and LSE */
+void stw_attention_flash_backward(float *dinp, float *delta, const float *dout, const float *inp,
+                                  const float *out, const float *lse, int B, int T, int C, int NH);
 void stw_gelu_forward(float *out, const float *inp, size_t n);
 void stw_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void stw_residual_forward(float *out, const float *a, const float *b, size_t n);

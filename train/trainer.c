@@ -23,6 +23,7 @@ typedef struct {
   /* forward activations of one block; x is its input */
   float *x, *ln1, *ln1_mean, *ln1_rstd, *qkv, *preatt, *att, *atty, *res2, *ln2, *ln2_mean,
       *ln2_rstd, *fch, *fch_gelu, *res3;
+  float *lse; /* flash attention: (B, NH, T), in place of preatt and att (B, NH, T, T) */
 } Block;
 
 struct StwTrainer {
@@ -53,7 +54,8 @@ void
 stw_trainer_config_init(StwTrainerConfig *c)
 {
   *c = (StwTrainerConfig){ .layers = 2, .width = 64, .heads = 4, .context = 64, .batch = 4,
-                           .seed = 1337, .dtype = STW_DTYPE_FP32 };
+                           .seed = 1337, .dtype = STW_DTYPE_FP32,
+                           .attention = STW_ATTENTION_NAIVE };
   stw_adam_config_init(&c->adam);
 }
 
@@ -78,6 +80,20 @@ config_model(const StwTrainerConfig *c, StwModelConfig *m, GError **error)
                 stw_dtype_name(c->dtype));
     return FALSE;
   }
+  if (c->attention != STW_ATTENTION_NAIVE && c->attention != STW_ATTENTION_FLASH) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "the trainer's attention is naive or flash");
+    return FALSE;
+  }
+  if (c->attention == STW_ATTENTION_FLASH && c->heads > 0 &&
+      c->width / c->heads > STW_FLASH_MAX_HEAD_WIDTH) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "flash attention takes heads up to %d wide, and width %" G_GUINT64_FORMAT
+                " over %" G_GUINT64_FORMAT " heads makes them %" G_GUINT64_FORMAT ": use more "
+                "heads, or naive attention", STW_FLASH_MAX_HEAD_WIDTH, c->width, c->heads,
+                c->width / c->heads);
+    return FALSE;
+  }
   GError *local = NULL;
   if (!stw_model_config_validate(m, "trainer", &local) || c->batch < 1 || c->batch > 4096) {
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG, "%s",
@@ -95,7 +111,7 @@ stw_trainer_model(const StwTrainerConfig *c, GError **error)
   if (!config_model(c, &m, error))
     return NULL;
   g_autoptr(StwModelGraph) g = stw_model_graph_new(&m, c->batch, c->context, STW_DTYPE_FP32,
-                                                   STW_ATTENTION_NAIVE);
+                                                   c->attention);
   StwTrace *t = stw_trace_new();
   g_free(t->model.name);
   t->model.name = g_strdup(m.name);
@@ -103,6 +119,7 @@ stw_trainer_model(const StwTrainerConfig *c, GError **error)
   t->model.config = m;
   t->model.batch = c->batch;
   t->model.seq = c->context;
+  t->model.attention = c->attention;
   for (guint i = 0; i < g->tensors->len; i++) {
     const StwGraphTensor *gt = g->tensors->pdata[i];
     guint32 id = stw_trace_add_tensor(t, gt->name, c->dtype, gt->shape, gt->ndim);
@@ -188,7 +205,7 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
   t->text = text;
   t->len = len;
   t->model = stw_trainer_model(c, error);
-  t->graph = stw_model_graph_new(&m, c->batch, c->context, STW_DTYPE_FP32, STW_ATTENTION_NAIVE);
+  t->graph = stw_model_graph_new(&m, c->batch, c->context, STW_DTYPE_FP32, c->attention);
   t->rt = stw_runtime_new(t->model, NULL, ro, backend, error);
   if (t->rt == NULL) {
     stw_trainer_free(t);
@@ -393,6 +410,13 @@ forward_block(Ctx *x, const StwGraphOp *op, Block *b, const Block *prev)
       CX->matmul_forward(CX, b->qkv, b->ln1, P(x, 0), P(x, 1), B, T, C, 3 * C);
     break;
   case STW_OP_ATTN_CORE:
+    if (t->c.attention == STW_ATTENTION_FLASH) {
+      b->lse = act(x, (gsize)B * NH * T);
+      b->atty = act(x, BTC);
+      if (!x->failed)
+        CX->attention_flash_forward(CX, b->atty, b->lse, b->qkv, B, T, C, NH);
+      break;
+    }
     b->preatt = act(x, (gsize)B * NH * T * T);
     b->att = act(x, (gsize)B * NH * T * T);
     b->atty = act(x, BTC);
@@ -537,6 +561,17 @@ backward_block(Ctx *x, const StwGraphOp *op, Block *b, float *dw, float *db, gbo
     break;
   case STW_OP_ATTN_CORE: {
     t->dqkv = act(x, 3 * BTC);
+    if (t->c.attention == STW_ATTENTION_FLASH) {
+      float *delta = act(x, (gsize)B * NH * T);
+      if (!x->failed)
+        CX->attention_flash_backward(CX, t->dqkv, delta, t->datty, b->qkv, b->atty, b->lse, B, T,
+                                     C, NH);
+      release(x, &delta);
+      release(x, &t->datty);
+      release(x, &b->lse);
+      release(x, &b->atty);
+      break;
+    }
     float *dpre = act(x, (gsize)B * NH * T * T), *datt = act(x, (gsize)B * NH * T * T);
     if (!x->failed)
       CX->attention_backward(CX, t->dqkv, dpre, datt, t->datty, b->qkv, b->att, B, T, C, NH);

@@ -37,6 +37,9 @@ STW_BEGIN_DECLS
 
 typedef struct StwCompute StwCompute;
 
+/* The widest attention head the fused attention takes (its rows' partial sums are per lane). */
+#define STW_FLASH_MAX_HEAD_WIDTH 128
+
 struct StwCompute {
   const char *name;           /* "cpu", "cuda" or "cuda-mixed" */
   gboolean device_memory;     /* its pointers are not host memory: tokens must be uploaded */
@@ -61,6 +64,15 @@ struct StwCompute {
   void (*attention_backward)(StwCompute *x, float *dinp, float *dpreatt, float *datt,
                              const float *dout, const float *inp, const float *att, int B, int T,
                              int C, int NH);
+  /* fused causal attention (FlashAttention's arithmetic, no (T x T) matrix): OUT and LSE
+   * (B, NH, T), each query row's log-sum-exp, written; head widths up to
+   * STW_FLASH_MAX_HEAD_WIDTH */
+  void (*attention_flash_forward)(StwCompute *x, float *out, float *lse, const float *inp, int B,
+                                  int T, int C, int NH);
+  /* DINP (B, T, 3C) written from the forward's OUT and LSE; DELTA (B, NH, T) is scratch */
+  void (*attention_flash_backward)(StwCompute *x, float *dinp, float *delta, const float *dout,
+                                   const float *inp, const float *out, const float *lse, int B,
+                                   int T, int C, int NH);
   void (*gelu_forward)(StwCompute *x, float *out, const float *inp, size_t n);
   void (*gelu_backward)(StwCompute *x, float *dinp, const float *inp, const float *dout,
                         size_t n);

@@ -187,13 +187,15 @@ B="--layers 6 --width 512 --heads 8 --context 256 --batch 8 --data README.md"
 losses() { grep '^step' "$log/$1.log" | awk '{print $4}' > "$log/$1.loss"; }
 # the largest |a-b|/|a| over the steps of two runs
 maxrel() { paste "$log/$1.loss" "$log/$2.loss" | awk 'BEGIN { m = 0 } $1 != 0 { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > m) m = d } END { printf "%.2e", m }'; }
-for prec in fp32 mixed; do
-  step "cpu-$prec" 120 "$S" train $M --steps 10 --precision $prec && losses "cpu-$prec"
-  if step "cuda-$prec" 120 "$S" train $M --steps 10 --device cuda --precision $prec; then
-    losses "cuda-$prec"
-    note "CUDA trainer ($prec) against the CPU ($prec), 10 steps: max relative loss difference $(maxrel "cpu-$prec" "cuda-$prec") (tolerance: fp32 1e-3, mixed 3e-2); $(trained "cuda-$prec")"
+# fp32 and mixed precision with the naive attention; fp32 with the fused one (flash)
+for run in fp32:naive mixed:naive fp32:flash; do
+  prec=${run%:*} att=${run#*:} tag=$prec; [ "$att" = flash ] && tag=$prec-flash
+  step "cpu-$tag" 120 "$S" train $M --steps 10 --precision $prec --attention $att && losses "cpu-$tag"
+  if step "cuda-$tag" 120 "$S" train $M --steps 10 --device cuda --precision $prec --attention $att; then
+    losses "cuda-$tag"
+    note "CUDA trainer ($prec, $att attention) against the CPU's, 10 steps: max relative loss difference $(maxrel "cpu-$tag" "cuda-$tag") (tolerance: fp32 1e-3, mixed 3e-2); $(trained "cuda-$tag")"
   else
-    note "CUDA trainer ($prec) FAILED: $(last "cuda-$prec" 3)"
+    note "CUDA trainer ($prec, $att attention) FAILED: $(last "cuda-$tag" 3)"
   fi
 done
 if step resident 120 "$S" train $B --steps 6 --device cuda --profile "$log/cuda-trace.json"; then
@@ -232,10 +234,12 @@ fi
 # everything resident; MFU against the H200's dense bf16 peak (989 TFLOP/s by the datasheet; 788
 # measured through PyTorch on one of these machines)
 cat README.md docs/*.md > "$root/text.txt" # 16 x 1024 tokens and one more
+# with the fused attention: the naive one keeps 2 x 16 x 12 x 1024^2 floats per layer
 if step gpt2-mfu 240 "$S" train --layers 12 --width 768 --heads 12 --context 1024 --batch 16 \
-     --data "$root/text.txt" --steps 6 --device cuda --precision mixed --gpu 100GiB; then
+     --data "$root/text.txt" --steps 6 --device cuda --precision mixed --attention flash \
+     --gpu 100GiB; then
   tf=$(sed -n 's/^model arithmetic \([0-9.]*\) TFLOP.*/\1/p' "$log/gpt2-mfu.log")
-  note "GPT-2 small shape, B16 x T1024, mixed, resident: $(grep '^trained' "$log/gpt2-mfu.log" | cut -c1-160); $tf TFLOP/s of model arithmetic: MFU $(awk -v t="${tf:-0}" 'BEGIN { printf "%.1f%% of 989, %.1f%% of 788", 100 * t / 989, 100 * t / 788 }')"
+  note "GPT-2 small shape, B16 x T1024, mixed, flash attention, resident: $(grep '^trained' "$log/gpt2-mfu.log" | cut -c1-160); $tf TFLOP/s of model arithmetic: MFU $(awk -v t="${tf:-0}" 'BEGIN { printf "%.1f%% of 989, %.1f%% of 788", 100 * t / 989, 100 * t / 788 }')"
 else
   note "GPT-2 small shape on CUDA FAILED: $(last gpt2-mfu 3)"
 fi
