@@ -1,9 +1,9 @@
 /* test-compute.c — where the CUDA compute table's arithmetic is its own, checked on the CPU
  * against the CPU's: the three cuBLAS GEMMs of a matmul (executed here by a plain column-major
- * GEMM, against the CPU's BLAS and its portable loops), attention's backward, the rows the GPU
- * gives a warp (every lane's body and the lanes' tree; fused attention's too), the column sums it takes in two stages,
- * gradient accumulation and AdamW (compute-cuda-bodies.h run over every index); what the backward kernels
- * write and add into, with NaN where nothing may be read; the CPU's tanh. The other kernels are
+ * GEMM, against the CPU's BLAS and its portable loops), the rows the GPU gives a warp (every
+ * lane's body and the lanes' tree, the fused attention's too), the column sums it takes in two
+ * stages, gradient accumulation and AdamW (compute-cuda-bodies.h run over every index); what the
+ * backward kernels write and add into, with NaN where nothing may be read; the CPU's tanh. The other kernels are
  * one body that kernels.c runs too, so the trainer's tests cover them. No GPU needed. */
 #include "config.h"
 
@@ -185,29 +185,6 @@ test_tanh(void)
   g_assert_cmpfloat(stw_cb_tanhf(-1e30f), ==, -1.0f);
 }
 
-/* attention backward: the GPU's thread per query position adds into the key and value rows
- * (atomically) and takes the softmax's backward as an identity; the CPU's loop is its own */
-static void
-test_attention_backward(void)
-{
-  size_t n_att = (size_t)B * NH * T * T;
-  g_autofree float *qkv = randoms(BT * 3 * C);
-  g_autofree float *out = g_new0(float, BT * C), *pre = g_new0(float, n_att);
-  g_autofree float *att = g_new0(float, n_att);
-  stw_attention_forward(out, pre, att, qkv, B, T, C, NH);
-  /* the CPU's kernel writes all three; the GPU's launch zeroes them for the bodies */
-  g_autofree float *dout = randoms(BT * C), *dinp = nans(BT * 3 * C);
-  g_autofree float *dinp2 = g_new0(float, BT * 3 * C);
-  g_autofree float *dp1 = nans(n_att), *dp2 = g_new0(float, n_att);
-  g_autofree float *da1 = nans(n_att), *da2 = g_new0(float, n_att);
-  stw_attention_backward(dinp, dp1, da1, dout, qkv, att, B, T, C, NH);
-  for (size_t i = 0; i < (size_t)B * T * NH; i++)
-    stw_cb_attention_backward(i, dinp2, dp2, da2, dout, qkv, att, T, C, NH);
-  assert_close("attention backward (qkv)", dinp2, dinp, BT * 3 * C);
-  assert_close("attention backward (scores)", dp2, dp1, n_att);
-  assert_close("attention backward (weights)", da2, da1, n_att);
-}
-
 /* ---- the GPU's rows by warps, every lane run here ---------------------------------------- */
 
 /* LayerNorm forward and backward to the input by warp lanes against kernels.c, on rows narrower
@@ -374,8 +351,7 @@ warp_flash_dq(size_t lo, size_t hi, float *dinp, float *delta, const float *dout
       part[lane] = stw_cb_fa_lane_delta(idx, lane, dout, out, seq, width, heads);
     delta[r] = stw_cb_lane_sum(part);
     for (int lane = 0; lane < STW_LANES; lane++)
-      stw_cb_fa_dq(idx, lane, STW_LANES, acc[lane], dout, inp, lse[r], delta[r], seq, width,
-                   heads);
+      stw_cb_fa_lane_dq(idx, lane, acc[lane], dout, inp, lse[r], delta[r], seq, width, heads);
     float *dq = dinp + ((size_t)b * seq + t) * C3 + h * hs;
     for (int i = 0; i < hs; i++) {
       for (int lane = 0; lane < STW_LANES; lane++)
@@ -394,8 +370,8 @@ warp_flash_dkv(size_t lo, size_t hi, float *dinp, const float *dout, const float
   for (size_t idx = lo; idx < hi; idx++) {
     int h = (int)(idx % heads), t2 = (int)((idx / heads) % seq), b = (int)(idx / ((size_t)heads * seq));
     for (int lane = 0; lane < STW_LANES; lane++)
-      stw_cb_fa_dkv(idx, lane, STW_LANES, acck[lane], accv[lane], dout, inp, lse, delta, seq,
-                    width, heads);
+      stw_cb_fa_lane_dkv(idx, lane, acck[lane], accv[lane], dout, inp, lse, delta, seq, width,
+                         heads);
     float *dk = dinp + ((size_t)b * seq + t2) * C3 + h * hs + width, *dv = dk + width;
     for (int i = 0; i < hs; i++) {
       for (int lane = 0; lane < STW_LANES; lane++)
@@ -462,6 +438,7 @@ test_flash_attention(void)
 {
   flash_case(B, T, C, NH);
   flash_case(2, 70, 128, 2);                            /* GPT-2's heads: 64 wide */
+  flash_case(1, 130, 64, 4);                            /* three tiles of the CPU's 64 */
   flash_case(1, 33, 2 * STW_FLASH_MAX_HEAD_WIDTH, 2);   /* the widest */
 }
 
@@ -596,7 +573,6 @@ main(int argc, char **argv)
   g_test_add_func("/compute/portable-gemm", test_portable_gemm);
   g_test_add_func("/compute/layernorm-backward", test_layernorm_backward);
   g_test_add_func("/compute/tanh", test_tanh);
-  g_test_add_func("/compute/attention-backward", test_attention_backward);
   g_test_add_func("/compute/flash-attention", test_flash_attention);
   g_test_add_func("/compute/warp-layernorm", test_warp_layernorm);
   g_test_add_func("/compute/warp-crossentropy", test_warp_crossentropy);

@@ -2,12 +2,11 @@
  * functions of the thread's index that compile both as CUDA (nvcc, compute-cuda.cu: one thread
  * per index) and as C (gcc: kernels.c's loops run the same bodies wherever the CPU's loop has the
  * GPU's shape, so both devices share one copy of the arithmetic). Where the GPU's way is its own
- * (rows by warps, sums down columns in two stages, attention's backward, AdamW on device chunks,
- * the matmuls' GEMMs) tests/test-compute.c runs the bodies on the CPU against the CPU's code;
+ * (rows by warps, sums down columns in two stages, AdamW on device chunks, the matmuls' GEMMs) tests/test-compute.c runs the bodies on the CPU against the CPU's code;
  * only the launch and the memory are CUDA's alone.
  *
- * Where several threads add into one element (a token's embedding row, attention's key and value
- * rows, a tied weight) STW_ADD is atomicAdd on the device and a plain += in the CPU loop. The
+ * Where several threads add into one element (a token's embedding row, the naive attention's key
+ * and value rows, a tied weight) STW_ADD is atomicAdd on the device and a plain += in the CPU loop. The
  * cuBLAS calls of the matmuls are described by StwGemm, which the test executes with a plain
  * column-major GEMM.
  */
@@ -128,86 +127,6 @@ stw_cb_bias_grad(size_t o, float *dbias, const float *dout, size_t rows, int OC,
   for (size_t r = 0; r < rows; r++)
     s += dout[r * OC + o];
   dbias[o] = accumulate ? dbias[o] + s : s;
-}
-
-/* index over (B, T, NH) */
-STW_HD void
-stw_cb_attention_forward(size_t idx, float *out, float *preatt, float *att, const float *inp,
-                         int T, int C, int NH)
-{
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-  float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-  float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float maxv = -1e30f;
-  for (int t2 = 0; t2 <= t; t2++) {
-    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float v = 0;
-    for (int i = 0; i < hs; i++)
-      v += q[i] * k[i];
-    v *= scale;
-    maxv = fmaxf(maxv, v);
-    pre[t2] = v;
-  }
-  float sum = 0;
-  for (int t2 = 0; t2 <= t; t2++) {
-    float e = expf(pre[t2] - maxv);
-    sum += e;
-    a[t2] = e;
-  }
-  float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-  for (int t2 = 0; t2 < T; t2++)
-    a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
-  float *o = out + ((size_t)b * T + t) * C + h * hs;
-  for (int i = 0; i < hs; i++) {
-    float s = 0;
-    for (int t2 = 0; t2 <= t; t2++)
-      s += a[t2] * inp[((size_t)b * T + t2) * C3 + h * hs + 2 * C + i];
-    o[i] = s;
-  }
-}
-
-/* index over (B, T, NH); adds into the key and value rows other threads share, and into its own
- * rows of DINP, DPREATT and DATT, which the launch zeroes first. The softmax's backward as
- * dpre = a (da - sum(a da)), which kernels.c expands term by term. */
-STW_HD void
-stw_cb_attention_backward(size_t idx, float *dinp, float *dpreatt, float *datt, const float *dout,
-                          const float *inp, const float *att, int T, int C, int NH)
-{
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-  float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-  float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
-  const float *d = dout + ((size_t)b * T + t) * C + h * hs;
-  float dot = 0;
-  for (int t2 = 0; t2 <= t; t2++) {
-    const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-    float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-    float s = 0;
-    for (int i = 0; i < hs; i++) {
-      s += v[i] * d[i];
-      STW_ADD(&dv[i], a[t2] * d[i]);
-    }
-    da[t2] += s;
-    dot += a[t2] * da[t2];
-  }
-  for (int t2 = 0; t2 <= t; t2++)
-    dpre[t2] += a[t2] * (da[t2] - dot);
-  for (int t2 = 0; t2 <= t; t2++) {
-    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float g = dpre[t2] * scale;
-    for (int i = 0; i < hs; i++) {
-      dq[i] += k[i] * g;
-      STW_ADD(&dk[i], q[i] * g);
-    }
-  }
 }
 
 /* tanh for GELU. On the GPU its own tanhf; on the CPU 1 - 2 / (e^2a + 1) with e^x by range
@@ -726,12 +645,11 @@ stw_cb_fa_lane_delta(size_t idx, int lane, const float *dout, const float *out, 
   return s;
 }
 
-/* Backward, query row IDX: the keys t2 = FIRST, FIRST + STRIDE, ... <= t (a lane's: LANE and
- * STW_LANES; the CPU's: 0 and 1), their share of the query's gradient, sum of
+/* Backward, lane LANE of query row IDX: its keys' share of the query's gradient, sum of
  * p (dout . v - DELTA) k / sqrt(hs), into ACC (hs, written) */
 STW_HD void
-stw_cb_fa_dq(size_t idx, int first, int stride, float *acc, const float *dout, const float *inp,
-             float lse, float delta, int T, int C, int NH)
+stw_cb_fa_lane_dq(size_t idx, int lane, float *acc, const float *dout, const float *inp,
+                  float lse, float delta, int T, int C, int NH)
 {
   int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
   int hs = C / NH, C3 = 3 * C;
@@ -740,7 +658,7 @@ stw_cb_fa_dq(size_t idx, int first, int stride, float *acc, const float *dout, c
   const float *d = dout + ((size_t)b * T + t) * C + h * hs;
   for (int i = 0; i < hs; i++)
     acc[i] = 0.0f;
-  for (int t2 = first; t2 <= t; t2 += stride) {
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
     const float *kv = inp + ((size_t)b * T + t2) * C3 + h * hs;
     float p = expf(stw_cb_fa_score(q, kv + C, hs, scale) - lse);
     float g = p * (stw_cb_fa_dot(d, kv + 2 * C, hs) - delta) * scale;
@@ -749,12 +667,12 @@ stw_cb_fa_dq(size_t idx, int first, int stride, float *acc, const float *dout, c
   }
 }
 
-/* Backward, key row IDX (over (B, T, NH)): the queries t = t2 + FIRST, t2 + FIRST + STRIDE, ...
- * < T that see it, their share of the key's gradient (into ACCK) and of the value's (ACCV),
- * both written */
+/* Backward, lane LANE of key row IDX (over (B, T, NH)): the queries t = t2 + lane,
+ * t2 + lane + 32, ... < T that see it, their share of the key's gradient (into ACCK) and of the
+ * value's (ACCV), both written */
 STW_HD void
-stw_cb_fa_dkv(size_t idx, int first, int stride, float *acck, float *accv, const float *dout,
-              const float *inp, const float *lse, const float *delta, int T, int C, int NH)
+stw_cb_fa_lane_dkv(size_t idx, int lane, float *acck, float *accv, const float *dout,
+                   const float *inp, const float *lse, const float *delta, int T, int C, int NH)
 {
   int h = (int)(idx % NH), t2 = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
   int hs = C / NH, C3 = 3 * C;
@@ -762,7 +680,7 @@ stw_cb_fa_dkv(size_t idx, int first, int stride, float *acck, float *accv, const
   const float *kv = inp + ((size_t)b * T + t2) * C3 + h * hs;
   for (int i = 0; i < hs; i++)
     acck[i] = accv[i] = 0.0f;
-  for (int t = t2 + first; t < T; t += stride) {
+  for (int t = t2 + lane; t < T; t += STW_LANES) {
     const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
     const float *d = dout + ((size_t)b * T + t) * C + h * hs;
     size_t r = ((size_t)b * NH + h) * T + t;

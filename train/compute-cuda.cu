@@ -243,7 +243,7 @@ flash_dq_k(size_t n, float *dinp, float *delta, const float *dout, const float *
   size_t r = ((size_t)b * NH + h) * T + t;
   float acc[STW_FA_MAX_HS];
   float d = warp_sum(part, lane, stw_cb_fa_lane_delta(row, lane, dout, out, T, C, NH));
-  stw_cb_fa_dq(row, lane, STW_LANES, acc, dout, inp, lse[r], d, T, C, NH);
+  stw_cb_fa_lane_dq(row, lane, acc, dout, inp, lse[r], d, T, C, NH);
   float *dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
   for (int i = 0; i < hs; i++) {
     float s = warp_sum(part, lane, acc[i]);
@@ -262,7 +262,7 @@ flash_dkv_k(size_t n, float *dinp, const float *dout, const float *inp, const fl
   int h = (int)(row % NH), t2 = (int)((row / NH) % T), b = (int)(row / ((size_t)NH * T));
   int hs = C / NH;
   float acck[STW_FA_MAX_HS], accv[STW_FA_MAX_HS];
-  stw_cb_fa_dkv(row, lane, STW_LANES, acck, accv, dout, inp, lse, delta, T, C, NH);
+  stw_cb_fa_lane_dkv(row, lane, acck, accv, dout, inp, lse, delta, T, C, NH);
   float *dk = dinp + ((size_t)b * T + t2) * 3 * C + h * hs + C, *dv = dk + C;
   for (int i = 0; i < hs; i++) {
     float sk = warp_sum(part, lane, acck[i]);

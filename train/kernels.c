@@ -215,161 +215,263 @@ stw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout
 
 /* ---- the rest ------------------------------------------------------------------------------ */
 
-STW_CLONES static void
-attention_forward_range(size_t lo, size_t hi, float *out, float *preatt, float *att,
-                        const float *inp, int T, int C, int NH)
+/* Attention by heads: for each (batch row, head) its four products are GEMMs (the BLAS's, or the
+ * portable loops), the scores of the whole T x T square (the masked half too: a GEMM of it is
+ * faster than loops over the causal half) and the softmax and its backward by rows between
+ * them. The heads are shared among the threads, each GEMM one thread's, so no result depends on
+ * the thread count. Row-major (T, hs) views into the (B, T, 3C) qkv rows are column-major
+ * (hs, T) matrices of leading dimension 3C to the GEMM. */
+enum { HEAD_A = STW_GEMM_INP, HEAD_B = STW_GEMM_WEIGHT, HEAD_C = STW_GEMM_OUT };
+
+/* C = op(A) op(B) + BETA C, column-major (m x n); with BETA 0, C is written without being read */
+static void
+head_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda, const float *b,
+          int ldb, float beta, float *c, int ldc)
 {
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_attention_forward(i, out, preatt, att, inp, T, C, NH);
+  StwGemm g = { trans_a, trans_b, m, n, k, (StwGemmOperand)HEAD_A, (StwGemmOperand)HEAD_B,
+                (StwGemmOperand)HEAD_C, lda, ldb, ldc, beta };
+  const float *ops[STW_GEMM_DWEIGHT + 1] = { NULL };
+  ops[HEAD_A] = a;
+  ops[HEAD_B] = b;
+  ops[HEAD_C] = c;
+  stw_gemm_host(&g, ops);
+}
+
+/* PRE's row t: the scores of keys t2 <= t, scaled; ATT's: their softmax, zero past t */
+STW_CLONES static void
+softmax_rows(float *pre, float *att, int T, float scale)
+{
+  for (int t = 0; t < T; t++) {
+    float *p = pre + (size_t)t * T, *a = att + (size_t)t * T, maxv = -1e30f, sum = 0;
+    for (int t2 = 0; t2 <= t; t2++) {
+      p[t2] *= scale;
+      maxv = fmaxf(maxv, p[t2]);
+    }
+    for (int t2 = 0; t2 <= t; t2++) {
+      a[t2] = expf(p[t2] - maxv);
+      sum += a[t2];
+    }
+    float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+    for (int t2 = 0; t2 < T; t2++) {
+      a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
+      if (t2 > t)
+        p[t2] = 0.0f;
+    }
+  }
 }
 
 void
 stw_attention_forward(float *out, float *preatt, float *att, const float *inp, int B, int T,
                       int C, int NH)
 {
-  size_t n = (size_t)B * T * NH;
-  STW_PARALLEL_RANGE(n, n * T * (C / NH), attention_forward_range, out, preatt, att, inp, T, C,
-                     NH);
-}
-
-/* Attention's backward for one (batch row, head): every position t adds into the key and value
- * rows of the positions it attends to, so t runs in order; the softmax's backward as
- * dpre = a (da - sum(a da)), as the GPU's body takes it. */
-STW_CLONES static void
-attention_backward_head(int b, int h, float *dinp, float *dpreatt, float *datt, const float *dout,
-                        const float *inp, const float *att, int T, int C, int NH)
-{
   int hs = C / NH, C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
-  for (int t = 0; t < T; t++)
-    for (int part = 0; part < 3; part++)
-      memset(dinp + ((size_t)b * T + t) * C3 + part * C + h * hs, 0, (size_t)hs * sizeof(float));
-  for (int t = 0; t < T; t++) {
-    const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-    float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-    float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-    const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-    float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
-    const float *d = dout + ((size_t)b * T + t) * C + h * hs;
-    float dot = 0;
-    for (int t2 = 0; t2 <= t; t2++) {
-      const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-      float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-      float sum = 0;
-      for (int i = 0; i < hs; i++)
-        sum += v[i] * d[i];
-      for (int i = 0; i < hs; i++)
-        dv[i] += a[t2] * d[i];
-      da[t2] = sum;
-      dot += a[t2] * sum;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++) {
+      const float *q = inp + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+      float *pre = preatt + ((size_t)b * NH + h) * T * T, *a = att + ((size_t)b * NH + h) * T * T;
+      head_gemm(1, 0, T, T, hs, k, C3, q, C3, 0, pre, T);                  /* S = Q K^T */
+      softmax_rows(pre, a, T, scale);
+      head_gemm(0, 0, hs, T, T, v, C3, a, T, 0, out + (size_t)b * T * C + h * hs, C); /* O = A V */
     }
+}
+
+/* DA's row t (in: dA = dO V^T) and DPRE's: the softmax's backward, dpre = a (da - sum(a da)),
+ * zero past t, with dpre scaled by SCALE for the products after it */
+STW_CLONES static void
+softmax_backward_rows(float *dpre, float *da, const float *att, int T)
+{
+  for (int t = 0; t < T; t++) {
+    const float *a = att + (size_t)t * T;
+    float *d = da + (size_t)t * T, *dp = dpre + (size_t)t * T, dot = 0;
     for (int t2 = 0; t2 <= t; t2++)
-      dpre[t2] = a[t2] * (da[t2] - dot);
-    for (int t2 = t + 1; t2 < T; t2++)
-      da[t2] = dpre[t2] = 0.0f;
-    for (int t2 = 0; t2 <= t; t2++) {
-      const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-      float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
-      float g = dpre[t2] * scale;
-      for (int i = 0; i < hs; i++)
-        dq[i] += k[i] * g;
-      for (int i = 0; i < hs; i++)
-        dk[i] += q[i] * g;
+      dot += a[t2] * d[t2];
+    for (int t2 = 0; t2 < T; t2++) {
+      dp[t2] = t2 <= t ? a[t2] * (d[t2] - dot) : 0.0f;
+      if (t2 > t)
+        d[t2] = 0.0f;
     }
   }
+}
+
+STW_CLONES static void
+scale_rows(float *x, int rows, int cols, int ld, float scale)
+{
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++)
+      x[(size_t)r * ld + c] *= scale;
+}
+
+/* row r of X (ROWS x COLS, leading dimension LD) times F[r] */
+STW_CLONES static void
+scale_rows_by(float *x, int rows, int cols, int ld, const float *f)
+{
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++)
+      x[(size_t)r * ld + c] *= f[r];
 }
 
 void
 stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *dout,
                        const float *inp, const float *att, int B, int T, int C, int NH)
 {
-#pragma omp parallel for collapse(2)
+  int hs = C / NH, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; b++)
-    for (int h = 0; h < NH; h++)
-      attention_backward_head(b, h, dinp, dpreatt, datt, dout, inp, att, T, C, NH);
+    for (int h = 0; h < NH; h++) {
+      size_t head = ((size_t)b * NH + h) * T * T;
+      const float *q = inp + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+      const float *d = dout + (size_t)b * T * C + h * hs, *a = att + head;
+      float *dq = dinp + (size_t)b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
+      float *da = datt + head, *dp = dpreatt + head;
+      head_gemm(0, 1, hs, T, T, d, C, a, T, 0, dv, C3);  /* dV = A^T dO */
+      head_gemm(1, 0, T, T, hs, v, C3, d, C, 0, da, T);  /* dA = dO V^T */
+      softmax_backward_rows(dp, da, a, T);
+      head_gemm(0, 0, hs, T, T, k, C3, dp, T, 0, dq, C3); /* dQ = dS K */
+      head_gemm(0, 1, hs, T, T, q, C3, dp, T, 0, dk, C3); /* dK = dS^T Q */
+      scale_rows(dq, T, hs, C3, scale);
+      scale_rows(dk, T, hs, C3, scale);
+    }
 }
 
-/* Fused attention on the CPU: a query row's keys in blocks of FA_BLOCK, their scores once, the
- * output row rescaled whenever the running maximum grows (FlashAttention's forward); the
- * backward recomputes each weight from LSE, the queries' gradients by query rows and the keys'
- * and values' by key rows, so that every row is one thread's and nothing is added across
- * threads. The GPU takes a row by a warp's lanes (compute-cuda-bodies.h), which
- * tests/test-compute.c checks against these loops. */
-#define FA_BLOCK 32
+/* Fused attention on the CPU, FlashAttention's way over tiles of FA_TILE queries by FA_TILE
+ * keys, one head per thread: a tile's scores are one GEMM; the forward keeps each query row's
+ * running maximum and sum, rescales the row's output when the maximum grows, and adds the tile's
+ * weights times its values (a second GEMM) into it; the backward recomputes each tile's weights
+ * from the log-sum-exp and takes its four products as GEMMs. No (T x T) matrix, and no result
+ * depends on the thread count. The GPU takes a row by a warp's lanes (compute-cuda-bodies.h),
+ * which tests/test-compute.c checks against these. */
+#define FA_TILE 64
 
+/* The tile's weights P (ROWS x COLS, leading dimension FA_TILE) from its raw scores in P: query
+ * I0 + r sees keys J0 + c <= I0 + r; with MAXV (per row, updated), the forward's running
+ * maximum, and SUM and CORR (per row) its sums and rescale factors; with LSE instead, the
+ * backward's weights exp(s - lse). Masked weights are 0. */
 STW_CLONES static void
-flash_forward_range(size_t lo, size_t hi, float *out, float *lse, const float *inp, int T, int C,
-                    int NH)
+fa_tile_weights(float *p, int rows, int cols, int i0, int j0, float scale, float *maxv,
+                float *sum, float *corr, const float *lse)
 {
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs), sc[FA_BLOCK];
-  for (size_t idx = lo; idx < hi; idx++) {
-    int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-    const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-    const float *base = inp + (size_t)b * T * C3 + h * hs;
-    float *o = out + ((size_t)b * T + t) * C + h * hs;
-    float m = -1e30f, l = 0;
-    for (int i = 0; i < hs; i++)
-      o[i] = 0.0f;
-    for (int k0 = 0; k0 <= t; k0 += FA_BLOCK) {
-      int n = MIN(FA_BLOCK, t + 1 - k0);
-      float bm = m;
-      for (int j = 0; j < n; j++) {
-        sc[j] = stw_cb_fa_score(q, base + (size_t)(k0 + j) * C3 + C, hs, scale);
-        bm = fmaxf(bm, sc[j]);
+  for (int r = 0; r < rows; r++) {
+    float *pr = p + (size_t)r * FA_TILE;
+    int last = MIN(cols - 1, i0 + r - j0); /* the row's last key in the tile; < 0: none */
+    for (int c = 0; c <= last; c++)
+      pr[c] *= scale;
+    if (lse != NULL) {
+      for (int c = 0; c <= last; c++)
+        pr[c] = expf(pr[c] - lse[r]);
+    } else {
+      float m = maxv[r];
+      for (int c = 0; c <= last; c++)
+        m = fmaxf(m, pr[c]);
+      corr[r] = expf(maxv[r] - m);
+      maxv[r] = m;
+      float s = 0;
+      for (int c = 0; c <= last; c++) {
+        pr[c] = expf(pr[c] - m);
+        s += pr[c];
       }
-      if (bm > m) {
-        float corr = expf(m - bm);
-        l *= corr;
-        for (int i = 0; i < hs; i++)
-          o[i] *= corr;
-        m = bm;
-      }
-      for (int j = 0; j < n; j++) {
-        float p = expf(sc[j] - m);
-        const float *v = base + (size_t)(k0 + j) * C3 + 2 * C;
-        l += p;
-        for (int i = 0; i < hs; i++)
-          o[i] += p * v[i];
-      }
+      sum[r] = sum[r] * corr[r] + s;
     }
-    float inv = 1.0f / l;
-    for (int i = 0; i < hs; i++)
-      o[i] *= inv;
-    lse[((size_t)b * NH + h) * T + t] = m + logf(l);
+    for (int c = MAX(last + 1, 0); c < cols; c++)
+      pr[c] = 0.0f;
+  }
+}
+
+static void
+flash_forward_head(float *out, float *lse, const float *q, const float *k, const float *v,
+                   int T, int C, int hs)
+{
+  int C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  float p[FA_TILE * FA_TILE], maxv[FA_TILE], sum[FA_TILE], corr[FA_TILE];
+  for (int i0 = 0; i0 < T; i0 += FA_TILE) {
+    int rows = MIN(FA_TILE, T - i0);
+    float *o = out + (size_t)i0 * C;
+    for (int r = 0; r < rows; r++) {
+      maxv[r] = -1e30f;
+      sum[r] = 0;
+    }
+    for (int j0 = 0; j0 < i0 + rows; j0 += FA_TILE) {
+      int cols = MIN(FA_TILE, i0 + rows - j0);
+      /* P = Q_i K_j^T, then the tile's weights */
+      head_gemm(1, 0, cols, rows, hs, k + (size_t)j0 * C3, C3, q + (size_t)i0 * C3, C3, 0, p,
+                FA_TILE);
+      fa_tile_weights(p, rows, cols, i0, j0, scale, maxv, sum, corr, NULL);
+      if (j0 > 0)
+        scale_rows_by(o, rows, hs, C, corr);
+      /* O_i = (first tile) or += P V_j */
+      head_gemm(0, 0, hs, rows, cols, v + (size_t)j0 * C3, C3, p, FA_TILE, j0 > 0 ? 1.0f : 0.0f,
+                o, C);
+    }
+    for (int r = 0; r < rows; r++) {
+      corr[r] = 1.0f / sum[r];
+      lse[i0 + r] = maxv[r] + logf(sum[r]);
+    }
+    scale_rows_by(o, rows, hs, C, corr);
   }
 }
 
 void
 stw_attention_flash_forward(float *out, float *lse, const float *inp, int B, int T, int C, int NH)
 {
-  size_t n = (size_t)B * T * NH;
-  STW_PARALLEL_RANGE(n, n * T * (C / NH), flash_forward_range, out, lse, inp, T, C, NH);
+  int hs = C / NH, C3 = 3 * C;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++) {
+      const float *q = inp + (size_t)b * T * C3 + h * hs;
+      flash_forward_head(out + (size_t)b * T * C + h * hs, lse + ((size_t)b * NH + h) * T, q,
+                         q + C, q + 2 * C, T, C, hs);
+    }
 }
 
+/* dS = P (dP - delta) scale, in DP, for the tile's ROWS */
 STW_CLONES static void
-flash_dq_range(size_t lo, size_t hi, float *dinp, float *delta, const float *dout,
-               const float *inp, const float *out, const float *lse, int T, int C, int NH)
+fa_tile_dscores(float *dp, const float *p, int rows, int cols, const float *delta, float scale)
 {
-  int hs = C / NH, C3 = 3 * C;
-  for (size_t idx = lo; idx < hi; idx++) {
-    int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-    size_t r = ((size_t)b * NH + h) * T + t, at = ((size_t)b * T + t) * C + h * hs;
-    delta[r] = stw_cb_fa_dot(dout + at, out + at, hs);
-    stw_cb_fa_dq(idx, 0, 1, dinp + ((size_t)b * T + t) * C3 + h * hs, dout, inp, lse[r],
-                 delta[r], T, C, NH);
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      size_t at = (size_t)r * FA_TILE + c;
+      dp[at] = p[at] * (dp[at] - delta[r]) * scale;
+    }
+}
+
+static void
+flash_backward_head(float *dq, float *delta, const float *d, const float *q, const float *o,
+                    const float *lse, int T, int C, int hs)
+{
+  int C3 = 3 * C;
+  const float *k = q + C, *v = q + 2 * C;
+  float *dk = dq + C, *dv = dq + 2 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  float p[FA_TILE * FA_TILE], dp[FA_TILE * FA_TILE];
+  for (int t = 0; t < T; t++) {
+    const float *dt = d + (size_t)t * C, *ot = o + (size_t)t * C;
+    float s = 0;
+    for (int i = 0; i < hs; i++)
+      s += dt[i] * ot[i];
+    delta[t] = s;
   }
-}
-
-STW_CLONES static void
-flash_dkv_range(size_t lo, size_t hi, float *dinp, const float *dout, const float *inp,
-                const float *lse, const float *delta, int T, int C, int NH)
-{
-  int hs = C / NH, C3 = 3 * C;
-  for (size_t idx = lo; idx < hi; idx++) {
-    int h = (int)(idx % NH), t2 = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-    float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    stw_cb_fa_dkv(idx, 0, 1, dk, dk + C, dout, inp, lse, delta, T, C, NH);
+  for (int j0 = 0; j0 < T; j0 += FA_TILE) {
+    int cols = MIN(FA_TILE, T - j0);
+    for (int i0 = j0 / FA_TILE * FA_TILE; i0 < T; i0 += FA_TILE) {
+      int rows = MIN(FA_TILE, T - i0);
+      float first = i0 == j0 / FA_TILE * FA_TILE ? 0.0f : 1.0f; /* dK_j, dV_j: first tile */
+      head_gemm(1, 0, cols, rows, hs, k + (size_t)j0 * C3, C3, q + (size_t)i0 * C3, C3, 0, p,
+                FA_TILE);
+      fa_tile_weights(p, rows, cols, i0, j0, scale, NULL, NULL, NULL, lse + i0);
+      /* dV_j (+)= P^T dO_i; dP = dO_i V_j^T; dS; dQ_i (+)= dS K_j; dK_j (+)= dS^T Q_i */
+      head_gemm(0, 1, hs, cols, rows, d + (size_t)i0 * C, C, p, FA_TILE, first,
+                dv + (size_t)j0 * C3, C3);
+      head_gemm(1, 0, cols, rows, hs, v + (size_t)j0 * C3, C3, d + (size_t)i0 * C, C, 0, dp,
+                FA_TILE);
+      fa_tile_dscores(dp, p, rows, cols, delta + i0, scale);
+      head_gemm(0, 0, hs, rows, cols, k + (size_t)j0 * C3, C3, dp, FA_TILE, j0 > 0 ? 1.0f : 0.0f,
+                dq + (size_t)i0 * C3, C3);
+      head_gemm(0, 1, hs, cols, rows, q + (size_t)i0 * C3, C3, dp, FA_TILE, first,
+                dk + (size_t)j0 * C3, C3);
+    }
   }
 }
 
@@ -377,10 +479,14 @@ void
 stw_attention_flash_backward(float *dinp, float *delta, const float *dout, const float *inp,
                              const float *out, const float *lse, int B, int T, int C, int NH)
 {
-  size_t n = (size_t)B * T * NH, work = n * T * (C / NH);
-  /* the queries' pass writes DELTA, which the keys' pass reads */
-  STW_PARALLEL_RANGE(n, work, flash_dq_range, dinp, delta, dout, inp, out, lse, T, C, NH);
-  STW_PARALLEL_RANGE(n, work, flash_dkv_range, dinp, dout, inp, lse, delta, T, C, NH);
+  int hs = C / NH, C3 = 3 * C;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++) {
+      size_t at = (size_t)b * T * C + h * hs, row = ((size_t)b * NH + h) * T;
+      flash_backward_head(dinp + (size_t)b * T * C3 + h * hs, delta + row, dout + at,
+                          inp + (size_t)b * T * C3 + h * hs, out + at, lse + row, T, C, hs);
+    }
 }
 
 STW_CLONES static void
