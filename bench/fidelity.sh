@@ -6,7 +6,9 @@
 # (median step of the replay; the runtime's device peak). Prints a Markdown report with the
 # error of every case and their mean absolute percentage. STW_FIDELITY_DEVICE=cuda does the same
 # on GPU 0 (`probe --device cuda` over the profile STW_FIDELITY_BASE, default H200-SXM-141GB;
-# `train --device cuda`); STW_FIDELITY_SHAPES replaces the shapes ("L C H T B" each, ';' apart).
+# `train --device cuda`); STW_FIDELITY_SHAPES replaces the shapes ("L C H T B" each, ';' apart);
+# STW_FIDELITY_INTERFERENCE=off drops the probed copy interference from the profile, to see what
+# the cost model predicts without it.
 set -e
 build=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 S=$build/stowage
@@ -21,6 +23,12 @@ case $device in
           > "$tmp/probe.txt"; on="--device cuda" ;;
   *) echo "fidelity: STW_FIDELITY_DEVICE is host or cuda, not '$device'" >&2; exit 1 ;;
 esac
+interference=$(sed -n 's/^copy interference \([0-9.]*\).*/\1/p' "$tmp/probe.txt")
+if [ "${STW_FIDELITY_INTERFERENCE:-on}" = off ]; then
+  sed 's/, *"copy_interference": *[0-9.e+-]*//' "$tmp/host.json" > "$tmp/host-off.json"
+  mv "$tmp/host-off.json" "$tmp/host.json"
+  interference="${interference:-0} measured, left out of the profile"
+fi
 # bytes of a size as the CLI prints it ("12.37 MiB")
 bytes() { echo "$1 $2" | awk '{ m = $2 == "B" ? 1 : $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : $2 == "GiB" ? 1073741824 : 1099511627776; printf "%.0f", $1 * m }'; }
 ns() { echo "$1 $2" | awk '{ m = $2 == "ns" ? 1 : $2 == "us" ? 1e3 : $2 == "ms" ? 1e6 : 1e9; printf "%.0f", $1 * m }'; }
@@ -70,4 +78,4 @@ done
 echo
 awk '{ t += ($1 < 0 ? -$1 : $1); m += ($2 < 0 ? -$2 : $2); n++ } END { if (n) printf "Mean absolute error over %d cases: iteration time %.1f%%, GPU peak %.1f%%.\n", n, t / n, m / n }' "$errs"
 echo
-echo "The profile: $(sed -n 's/^copy latency/copy latency/p' "$tmp/probe.txt"); OMP_NUM_THREADS=$OMP_NUM_THREADS."
+echo "The profile: $(sed -n 's/^copy latency/copy latency/p' "$tmp/probe.txt"); copy interference ${interference:-none}; OMP_NUM_THREADS=$OMP_NUM_THREADS."

@@ -101,8 +101,8 @@ parse_options(Training *x, int *argc, char ***argv)
       "fp32 (the default on the CPU) or mixed (bf16 compute copy, fp32 master weights; on "
       "CUDA, the default, also bf16 tensor-core matmuls)", "P" },
     { "attention", 0, 0, G_OPTION_ARG_STRING, &x->attention,
-      "naive (the default: keeps the T x T softmax for backward) or flash (fused: keeps a "
-      "log-sum-exp per row, memory linear in the context)", "A" },
+      "flash (the default: fused, keeps a log-sum-exp per row, memory linear in the "
+      "context) or naive (keeps the T x T softmax for backward)", "A" },
     { "profile", 0, 0, G_OPTION_ARG_FILENAME, &x->profile,
       "record the last step's trace to FILE", "FILE" },
     { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &x->chunk,
@@ -142,7 +142,7 @@ parse(Training *x, int argc, char **argv)
     stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
     return FALSE;
   }
-  int device = 0, precision = -1, attention = STW_ATTENTION_NAIVE;
+  int device = 0, precision = -1, attention = STW_ATTENTION_FLASH;
   if (!stw_cli_parse_enum(x->device, "--device", device_names, &device) ||
       !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision) ||
       !stw_cli_parse_enum(x->attention, "--attention", stw_attention_names, &attention))

@@ -210,11 +210,11 @@ $S train $M --steps 2 --precision mixed --resume "$T/m.ckpt" | grep '^step' | aw
 expect 1 "the plan was made for another model" "replay an fp32 plan in mixed precision" -- $S train $M --steps 1 --precision mixed --plan "$T/tp.json"
 expect 2 "--attention: 'sparse' is not one of naive, flash" "train with an unknown attention" -- $S train $M --steps 1 --attention sparse
 $S train $M --steps 3 --attention flash --profile "$T/tf.json" | grep '^step' | awk '{print $4}' > "$T/f3"
-$S train $M --steps 3 | grep '^step' | awk '{print $4}' > "$T/n3"
-grep -q '"attention": *"flash"' "$T/tf.json" && [ "$(wc -l < "$T/f3")" = 3 ] &&
+$S train $M --steps 3 --attention naive | grep '^step' | awk '{print $4}' > "$T/n3"
+grep -q '"attention": *"flash"' "$T/tf.json" && grep -q '"attention": *"flash"' "$T/tt.json" && [ "$(wc -l < "$T/f3")" = 3 ] &&
   paste "$T/n3" "$T/f3" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) exit 1 }'
-tap_result $? "train with flash attention: the losses of naive attention within 1e-5, and the trace says flash" "$(paste "$T/n3" "$T/f3")"
-expect 1 "its trace was recorded for naive attention, and this run has flash attention" "replay a naive-attention plan with flash attention" -- $S train $M --steps 1 --attention flash --plan "$T/tp.json"
+tap_result $? "train with flash attention (the default): the losses of naive attention within 1e-5, and the trace says flash" "$(paste "$T/n3" "$T/f3")"
+expect 1 "its trace was recorded for flash attention, and this run has naive attention" "replay a flash-attention plan with naive attention" -- $S train $M --steps 1 --attention naive --plan "$T/tp.json"
 expect 1 "flash attention takes heads up to 128 wide, and width 512 over 2 heads makes them 256: use more heads, or naive attention" "flash attention with heads too wide" -- $S train --width 512 --heads 2 --layers 1 --context 8 --batch 1 --data "$D" --steps 1 --attention flash
 expect 2 "--verify checksums device memory from the host" "train --device cuda --verify" -- $S train $M --steps 1 --device cuda --verify
 expect 1 "no CUDA device" "train --device cuda without a GPU" -- $S train $M --steps 1 --device cuda

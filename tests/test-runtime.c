@@ -451,6 +451,7 @@ test_flash_attention(void)
   StwTrainerConfig c;
   small_config(&c);
   c.context = 40; /* past a warp's 32 lanes */
+  c.attention = STW_ATTENTION_NAIVE;
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
   StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };

@@ -55,7 +55,7 @@ stw_trainer_config_init(StwTrainerConfig *c)
 {
   *c = (StwTrainerConfig){ .layers = 2, .width = 64, .heads = 4, .context = 64, .batch = 4,
                            .seed = 1337, .dtype = STW_DTYPE_FP32,
-                           .attention = STW_ATTENTION_NAIVE };
+                           .attention = STW_ATTENTION_FLASH };
   stw_adam_config_init(&c->adam);
 }
 

@@ -44,12 +44,12 @@ typedef struct {
   StwAdamConfig adam;
   StwCompute *compute;  /* where the math runs (not owned); NULL: the CPU */
   StwDtype dtype;       /* the compute copy: fp32, or bf16 (mixed precision, fp32 master) */
-  StwAttention attention; /* naive: keeps the (T x T) softmax for backward; flash: fused, keeps
-                           * each query row's log-sum-exp (head widths up to
-                           * STW_FLASH_MAX_HEAD_WIDTH) */
+  StwAttention attention; /* flash: fused, keeps each query row's log-sum-exp (head widths up
+                           * to STW_FLASH_MAX_HEAD_WIDTH); naive: keeps the (T x T) softmax for
+                           * backward */
 } StwTrainerConfig;
 
-/* 2 layers, width 64, 4 heads, context 64, batch 4, seed 1337, fp32, naive attention */
+/* 2 layers, width 64, 4 heads, context 64, batch 4, seed 1337, fp32, flash attention */
 void stw_trainer_config_init(StwTrainerConfig *c);
 
 typedef struct StwTrainer StwTrainer;
