@@ -38,7 +38,8 @@ struct StwRuntime {
   guint32 moment;           /* the op boundary the iteration is at */
   gboolean started;         /* replay: the plan's start state is loaded */
   guint64 deviations;       /* replay: actions that found their chunk elsewhere */
-  gint64 op_start_us;
+  gint64 op_start_us;         /* where the recorded op's time starts */
+  gint64 op_end_us;           /* when the last op_end returned; 0 before the first */
   StwRuntimeStats st;
   /* several ranks replaying a plan of chunk groups (rank r owns chunk r of every group) */
   gboolean multi;
@@ -636,7 +637,9 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
     rt->be->sync(rt->be);
   gint64 t1 = g_get_monotonic_time();
   rt->st.bookkeeping_ns += (guint64)(t1 - t0) * 1000;
-  rt->op_start_us = t1;
+  /* the emulated device's stream is the host itself: the host's time since the last op (the
+   * caller's work between ops, and this bookkeeping) is on it too, as it will be in a replay */
+  rt->op_start_us = rt->be->device_is_host && rt->op_end_us != 0 ? rt->op_end_us : t1;
   return TRUE;
 }
 
@@ -655,7 +658,8 @@ stw_runtime_op_end(StwRuntime *rt)
   rt->moment++;
   stw_store_reap(rt->store);
   progress(rt);
-  rt->st.bookkeeping_ns += (guint64)(g_get_monotonic_time() - t) * 1000;
+  rt->op_end_us = g_get_monotonic_time();
+  rt->st.bookkeeping_ns += (guint64)(rt->op_end_us - t) * 1000;
 }
 
 /* ---- ranks ------------------------------------------------------------------------------- */
