@@ -39,7 +39,7 @@ struct StwRuntime {
   gboolean started;         /* replay: the plan's start state is loaded */
   guint64 deviations;       /* replay: actions that found their chunk elsewhere */
   gint64 op_start_us;         /* where the recorded op's time starts */
-  gint64 op_end_us;           /* when the last op_end returned; 0 before the first */
+  gint64 op_end_us;           /* when the iteration's last op_end returned; 0 before its first */
   StwRuntimeStats st;
   /* several ranks replaying a plan of chunk groups (rank r owns chunk r of every group) */
   gboolean multi;
@@ -500,6 +500,7 @@ stw_runtime_iteration_begin(StwRuntime *rt)
   stw_store_reset_moved(rt->store);
   stw_store_iteration_begin(rt->store);
   rt->moment = 0;
+  rt->op_end_us = 0; /* what ran between iterations (a checkpoint, a report) is no op's */
   /* the iteration as a range profilers see (NVTX on CUDA: `stowage profile` finds it there) */
   if (rt->be->range_push != NULL)
     rt->be->range_push(rt->be, STW_ITERATION_RANGE);

@@ -884,12 +884,65 @@ test_iteration_range(void)
   g_ptr_array_unref(ranges);
 }
 
+/* Profile mode's op times on the host backend start where the op before ended: the caller's
+ * work between two ops (30 ms here) is in the second op's time, as it runs on the emulated
+ * device's cores; what runs between iterations (200 ms here) is in no op's. On a device of its
+ * own the time is the op's alone. */
+static void
+op_times(gboolean device_is_host, guint64 *first_ns, guint64 *second_ns)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  GError *error = NULL;
+  g_autoptr(StwTrace) model = stw_trainer_model(&c, &error);
+  g_assert_no_error(error);
+  StwBackend *be = stw_backend_host_new();
+  be->device_is_host = device_is_host;
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntime *rt = stw_runtime_new(model, NULL, &ro, be, &error);
+  g_assert_no_error(error);
+  for (int it = 0; it < 2; it++) {
+    if (it > 0)
+      g_usleep(200000);
+    stw_runtime_iteration_begin(rt);
+    g_assert_true(stw_runtime_op_begin(rt, "first", STW_STAGE_FWD, NULL, 0, NULL, 0, &error));
+    stw_runtime_op_end(rt);
+    g_usleep(30000);
+    g_assert_true(stw_runtime_op_begin(rt, "second", STW_STAGE_FWD, NULL, 0, NULL, 0, &error));
+    stw_runtime_op_end(rt);
+    g_assert_true(stw_runtime_iteration_end(rt, &error));
+  }
+  StwTrace *t = stw_runtime_trace(rt);
+  g_assert_cmpuint(t->ops->len, ==, 2);
+  *first_ns = stw_trace_op(t, 0)->duration_ns;
+  *second_ns = stw_trace_op(t, 1)->duration_ns;
+  stw_runtime_free(rt);
+  be->free(be);
+}
+
+static void
+test_op_times(void)
+{
+  guint64 first, second;
+  op_times(TRUE, &first, &second);
+  g_test_message("host backend: %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT " ns", first,
+                 second);
+  g_assert_cmpuint(second, >=, 30000000);
+  g_assert_cmpuint(first, <, 100000000);
+  op_times(FALSE, &first, &second);
+  g_test_message("a device of its own: %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT " ns",
+                 first, second);
+  g_assert_cmpuint(second, <, 30000000);
+  g_assert_cmpuint(first, <, 100000000);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/runtime/store-places", test_store_places);
   g_test_add_func("/runtime/iteration-range", test_iteration_range);
+  g_test_add_func("/runtime/op-times", test_op_times);
   g_test_add_func("/runtime/reference", test_reference);
   g_test_add_func("/runtime/reference-flash", test_reference_flash);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
