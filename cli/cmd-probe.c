@@ -148,6 +148,8 @@ time_copies(StwBackend *be, StwCopyDir dir, guint8 *host, guint8 *dev, gsize n, 
   return now() - t0;
 }
 
+#define FEED_BYTES (16u << 20) /* the interference probe's copies, as large as a chunk */
+
 typedef struct {
   StwBackend *be;
   guint8 *host, *dev;
@@ -238,8 +240,8 @@ cmp_double(const void *a, const void *b)
 }
 
 /* On the emulated device, copies run on the host's cores beside compute: the compute time lost
- * per second of copy (at the copy's own RATE, bytes/s, as the simulator times copies), from
- * matmuls alone and beside a busy copy engine, in 5 interleaved pairs (the median). */
+ * per second of copy (at the copy's own RATE, bytes/s, as the simulator times copies), from the
+ * block alone and beside a busy copy engine, in 5 interleaved pairs (the median). */
 static double
 copy_interference(StwBackend *be, guint8 *host, guint8 *dev, double rate)
 {
@@ -251,7 +253,7 @@ copy_interference(StwBackend *be, guint8 *host, guint8 *dev, double rate)
   double f[5];
   for (gsize round = 0; round < G_N_ELEMENTS(f); round++) {
     double alone = time_block(&k, reps);
-    CopyFeed feed = { .be = be, .host = host, .dev = dev, .size = 16u << 20 };
+    CopyFeed feed = { .be = be, .host = host, .dev = dev, .size = FEED_BYTES };
     GThread *th = g_thread_new("copy-feed", copy_feed, &feed);
     g_usleep(2000); /* the engine is busy before the compute starts */
     guint64 b0 = (guint64)g_atomic_pointer_get(&feed.bytes);
@@ -313,7 +315,8 @@ probe_device(StwBackend *be, StwHardware *hw, GString *desc, StwTable *tab)
   hw->n_pinned = G_N_ELEMENTS(sizes);
   g_string_append_printf(desc, " latency %" G_GUINT64_FORMAT " ns", latency_ns);
   if (be->device_is_host) {
-    hw->copy_interference = copy_interference(be, host, dev, hw->pinned[2].bytes_per_s);
+    hw->copy_interference = copy_interference(be, host, dev,
+                                              stw_hardware_pcie_bandwidth(hw, FEED_BYTES, TRUE));
     const char *threads = g_getenv("OMP_NUM_THREADS");
     g_string_append_printf(desc, "; copy interference %.2f (compute threads: %s)",
                            hw->copy_interference,

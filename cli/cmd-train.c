@@ -101,8 +101,8 @@ parse_options(Training *x, int *argc, char ***argv)
       "fp32 (the default on the CPU) or mixed (bf16 compute copy, fp32 master weights; on "
       "CUDA, the default, also bf16 tensor-core matmuls)", "P" },
     { "attention", 0, 0, G_OPTION_ARG_STRING, &x->attention,
-      "flash (the default: fused, keeps a log-sum-exp per row, memory linear in the "
-      "context) or naive (keeps the T x T softmax for backward)", "A" },
+      "flash (the default for heads up to 128 wide: fused, keeps a log-sum-exp per row, "
+      "memory linear in the context) or naive (keeps the T x T softmax for backward)", "A" },
     { "profile", 0, 0, G_OPTION_ARG_FILENAME, &x->profile,
       "record the last step's trace to FILE", "FILE" },
     { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &x->chunk,
@@ -142,7 +142,7 @@ parse(Training *x, int argc, char **argv)
     stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
     return FALSE;
   }
-  int device = 0, precision = -1, attention = STW_ATTENTION_FLASH;
+  int device = 0, precision = -1, attention = -1;
   if (!stw_cli_parse_enum(x->device, "--device", device_names, &device) ||
       !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision) ||
       !stw_cli_parse_enum(x->attention, "--attention", stw_attention_names, &attention))
@@ -176,7 +176,6 @@ parse(Training *x, int argc, char **argv)
   stw_trainer_config_init(&x->c);
   x->mixed = precision >= 0 ? precision == 0 : x->cuda;
   x->c.dtype = x->mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
-  x->c.attention = (StwAttention)attention;
   x->n_steps = 1000;
   guint64 chunk_size = 0;
   x->ro = (StwRuntimeOptions){ .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_TiB,
@@ -198,6 +197,13 @@ parse(Training *x, int argc, char **argv)
                  G_GUINT64_FORMAT, x->c.heads, x->c.width);
     return FALSE;
   }
+  /* the trainer's default attention where its heads fit, naive where they are too wide for it
+   * (asked for by name, flash refuses them) */
+  if (attention >= 0)
+    x->c.attention = (StwAttention)attention;
+  else if (x->c.attention == STW_ATTENTION_FLASH &&
+           x->c.width / x->c.heads > STW_FLASH_MAX_HEAD_WIDTH)
+    x->c.attention = STW_ATTENTION_NAIVE;
   if (x->lr != NULL) {
     char *end = NULL;
     double v = g_ascii_strtod(x->lr, &end);

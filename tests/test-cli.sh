@@ -215,6 +215,8 @@ grep -q '"attention": *"flash"' "$T/tf.json" && grep -q '"attention": *"flash"' 
   paste "$T/n3" "$T/f3" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) exit 1 }'
 tap_result $? "train with flash attention (the default): the losses of naive attention within 1e-5, and the trace says flash" "$(paste "$T/n3" "$T/f3")"
 expect 1 "its trace was recorded for flash attention, and this run has naive attention" "replay a flash-attention plan with naive attention" -- $S train $M --steps 1 --attention naive --plan "$T/tp.json"
+$S train --width 512 --heads 2 --layers 1 --context 8 --batch 1 --data "$D" --steps 1 --profile "$T/wide.json" > /dev/null 2>&1 && grep -q '"attention": *"naive"' "$T/wide.json"
+tap_result $? "heads too wide for flash attention train with naive attention when none is asked for"
 expect 1 "flash attention takes heads up to 128 wide, and width 512 over 2 heads makes them 256: use more heads, or naive attention" "flash attention with heads too wide" -- $S train --width 512 --heads 2 --layers 1 --context 8 --batch 1 --data "$D" --steps 1 --attention flash
 expect 2 "--verify checksums device memory from the host" "train --device cuda --verify" -- $S train $M --steps 1 --device cuda --verify
 expect 1 "no CUDA device" "train --device cuda without a GPU" -- $S train $M --steps 1 --device cuda
