@@ -394,6 +394,9 @@ run(Training *x, float *loss, double *total_s, int *status)
                              x->checkpoint : "");
       return FALSE;
     }
+    /* profile mode times the ops of the step whose trace --profile writes, the last, alone: the
+     * others run unsynchronized (a wait for the device per op costs a GPU its launch queue) */
+    stw_runtime_set_timed(stw_trainer_runtime(x->tr), x->profile != NULL && s + 1 == x->n_steps);
     gint64 t0 = g_get_monotonic_time();
     if (!stw_trainer_step(x->tr, loss, &error)) {
       *status = stw_cli_error(error);

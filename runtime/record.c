@@ -95,13 +95,17 @@ stw_recorder_iteration_begin(StwRecorder *r)
 }
 
 void
-stw_recorder_iteration_end(StwRecorder *r)
+stw_recorder_iteration_end(StwRecorder *r, gboolean keep)
 {
   if (r->rec == NULL)
     return;
   if (r->writing)
     stw_event_pop(r->events, r->clock++);
   r->writing = FALSE;
+  if (!keep) {
+    g_clear_pointer(&r->rec, stw_trace_free);
+    return;
+  }
   stw_trace_free(r->last);
   r->last = g_steal_pointer(&r->rec);
 }

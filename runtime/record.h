@@ -31,8 +31,9 @@ StwRecorder *stw_recorder_new(const StwTrace *model, const char *device, guint64
 void stw_recorder_free(StwRecorder *r);
 
 void stw_recorder_iteration_begin(StwRecorder *r);
-/* The iteration is complete: it becomes the last trace. */
-void stw_recorder_iteration_end(StwRecorder *r);
+/* The iteration is complete: with KEEP it becomes the last trace, else it is dropped (an
+ * iteration whose ops were not timed) and the last trace stays. */
+void stw_recorder_iteration_end(StwRecorder *r, gboolean keep);
 
 /* An op starts with NONMODEL_BYTES of activations live. */
 void stw_recorder_op_begin(StwRecorder *r, const char *name, StwStage stage,

@@ -34,6 +34,8 @@ struct StwRuntime {
   StwStore *store;
   StwReplayer *replayer;    /* replay mode */
   StwRecorder *recorder;    /* profile mode */
+  gboolean timed;           /* profile mode: the iterations begun from now on are timed */
+  gboolean iteration_timed; /* ... and the current one is */
   StwOpItems items;         /* profile mode: the current op's, derived as the planner does */
   guint32 moment;           /* the op boundary the iteration is at */
   gboolean started;         /* replay: the plan's start state is loaded */
@@ -445,6 +447,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   if (o->mode == STW_RUNTIME_PROFILE)
     rt->recorder = stw_recorder_new(model, backend->name, o->device_bytes,
                                     rt->elem[STW_LIST_PARAM], world_of(o));
+  rt->timed = TRUE;
   return rt;
 }
 
@@ -504,6 +507,7 @@ stw_runtime_iteration_begin(StwRuntime *rt)
   /* the iteration as a range profilers see (NVTX on CUDA: `stowage profile` finds it there) */
   if (rt->be->range_push != NULL)
     rt->be->range_push(rt->be, STW_ITERATION_RANGE);
+  rt->iteration_timed = rt->timed;
   if (rt->recorder != NULL)
     stw_recorder_iteration_begin(rt->recorder);
   if (rt->replayer != NULL) {
@@ -538,7 +542,7 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
   }
   rt->st.comm_bytes = rt->comm_received;
   if (rt->recorder != NULL)
-    stw_recorder_iteration_end(rt->recorder);
+    stw_recorder_iteration_end(rt->recorder, rt->iteration_timed);
   stw_store_iteration_end(rt->store);
   const StwStoreStats *ss = stw_store_stats(rt->store);
   rt->st.h2d_bytes = ss->h2d_bytes;
@@ -634,7 +638,7 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
   if (rt->be->range_push != NULL)
     rt->be->range_push(rt->be, name);
   /* profile mode times the op's own compute: what was queued before it has finished */
-  if (rt->recorder != NULL && rt->be->sync != NULL)
+  if (rt->recorder != NULL && rt->iteration_timed && rt->be->sync != NULL)
     rt->be->sync(rt->be);
   gint64 t1 = g_get_monotonic_time();
   rt->st.bookkeeping_ns += (guint64)(t1 - t0) * 1000;
@@ -649,7 +653,7 @@ stw_runtime_op_end(StwRuntime *rt)
 {
   if (rt->o.mode == STW_RUNTIME_PLAIN)
     return;
-  if (rt->recorder != NULL && rt->be->sync != NULL) /* and what the op queued has too */
+  if (rt->recorder != NULL && rt->iteration_timed && rt->be->sync != NULL) /* and its own */
     rt->be->sync(rt->be);
   gint64 t = g_get_monotonic_time();
   if (rt->be->range_pop != NULL)
@@ -783,6 +787,12 @@ stw_runtime_events(StwRuntime *rt, gsize *len)
     return "";
   }
   return stw_recorder_events(rt->recorder, len);
+}
+
+void
+stw_runtime_set_timed(StwRuntime *rt, gboolean timed)
+{
+  rt->timed = timed;
 }
 
 StwTrace *

@@ -879,6 +879,20 @@ test_iteration_range(void)
   g_assert_cmpint(deepest, ==, 2); /* the iteration, and one op at a time inside it */
   /* profile mode times each op between two waits for the device: one before, one after */
   g_assert_cmpuint(syncs, ==, ranges->len - 2);
+  /* an untimed step waits for nothing, and the timed step's trace stays the runtime's */
+  StwRuntime *rt = stw_trainer_runtime(t);
+  StwTrace *timed = stw_runtime_trace(rt);
+  guint64 first_op_ns = stw_trace_op(timed, 0)->duration_ns;
+  guint n_ops = timed->ops->len, waits = syncs;
+  stw_runtime_set_timed(rt, FALSE);
+  train(t, &loss, 1);
+  g_assert_cmpuint(syncs, ==, waits);
+  g_assert_true(stw_runtime_trace(rt) == timed);
+  g_assert_cmpuint(stw_trace_op(timed, 0)->duration_ns, ==, first_op_ns);
+  stw_runtime_set_timed(rt, TRUE);
+  train(t, &loss, 1);
+  g_assert_cmpuint(syncs, ==, waits + 2 * n_ops);
+  g_assert_cmpuint(stw_runtime_trace(rt)->ops->len, ==, n_ops);
   stw_trainer_free(t);
   be->free(be);
   g_ptr_array_unref(ranges);

@@ -134,9 +134,16 @@ void stw_runtime_release(StwRuntime *rt, gpointer p);
  * Owned by the runtime, valid until its next op; "" in the other modes. */
 const char *stw_runtime_events(StwRuntime *rt, gsize *len);
 
-/* Profile mode: the trace of the last completed iteration, owned by the runtime and valid until
- * the next iteration ends; NULL before the first one and in the other modes. */
+/* Profile mode: the trace of the last completed timed iteration, owned by the runtime and valid
+ * until the next one ends; NULL before the first one and in the other modes. */
 StwTrace *stw_runtime_trace(StwRuntime *rt);
+
+/* Profile mode: whether the iterations begun from now on are timed (the default): each op
+ * between two waits for the device, so that the trace holds compute times, and the iteration
+ * becomes stw_runtime_trace's. An untimed iteration runs as a replay does, never waiting for
+ * the device, and its trace is dropped: a run that keeps one iteration's trace times that one
+ * alone (on CUDA a wait per op costs its launch queue). */
+void stw_runtime_set_timed(StwRuntime *rt, gboolean timed);
 /* The runtime's figures, owned by it and updated as it runs; never NULL. */
 const StwRuntimeStats *stw_runtime_stats(StwRuntime *rt);
 
