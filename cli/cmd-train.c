@@ -22,6 +22,11 @@
 static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const precision_names[] = { "mixed", "fp32", NULL };
 
+/* Seconds of the steps: all of them, the first and the last. */
+typedef struct {
+  double total_s, first_s, last_s;
+} StepTimes;
+
 /* The training as the user asked for it, and what it runs on. */
 typedef struct {
   char *data, *layers, *width, *heads, *context, *batch, *steps, *seed, *lr, *gpu, *profile,
@@ -359,7 +364,7 @@ save_checkpoint(const Training *x, int *status)
 }
 
 static gboolean
-run(Training *x, float *loss, double *total_s, int *status)
+run(Training *x, float *loss, StepTimes *times, int *status)
 {
   GError *error = NULL;
   double tokens = (double)(x->c.batch * x->c.context) * (x->comm != NULL ? x->comm->world : 1);
@@ -403,7 +408,10 @@ run(Training *x, float *loss, double *total_s, int *status)
       return FALSE;
     }
     double dt = (double)(g_get_monotonic_time() - t0) / 1e6;
-    *total_s += dt;
+    times->total_s += dt;
+    if (s == 0)
+      times->first_s = dt;
+    times->last_s = dt;
     const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
     if (!x->quiet) {
       g_autofree char *h = stw_size_format(st->h2d_bytes);
@@ -451,8 +459,9 @@ all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboo
 }
 
 static int
-output(const Training *x, float loss, double total_s)
+output(const Training *x, float loss, const StepTimes *times)
 {
+  double total_s = times->total_s;
   GError *error = NULL;
   RankFigures worst;
   gboolean same;
@@ -489,8 +498,18 @@ output(const Training *x, float loss, double total_s)
     params += stw_trace_tensor(model, i)->numel;
   double per_token = 6.0 * (double)params +
                      12.0 * (double)(x->c.layers * x->c.width * x->c.context);
-  printf("model arithmetic %.3f TFLOP/s (%.4g FLOP per token: 6 x %" G_GUINT64_FORMAT
-         " parameters + 12 L C T)\n", per_token * tokens * (double)x->n_steps / total_s / 1e12,
+  /* at speed: without the first step (the device's warm-up, the arena's layout) and a profiled
+   * last step (timed, it waits for the device at every op), where there are others */
+  guint64 first = x->n_steps > 1 ? 1 : 0;
+  guint64 last = x->profile != NULL && x->n_steps > first + 1 ? x->n_steps - 1 : x->n_steps;
+  double span_s = total_s - (first ? times->first_s : 0) -
+                  (last < x->n_steps ? times->last_s : 0);
+  g_autofree char *steps = last - first > 1
+      ? g_strdup_printf(" over steps %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT, first + 1, last)
+      : g_strdup_printf(" over step %" G_GUINT64_FORMAT, last);
+  printf("model arithmetic %.3f TFLOP/s%s (%.4g FLOP per token: 6 x %" G_GUINT64_FORMAT
+         " parameters + 12 L C T)\n",
+         span_s > 0 ? per_token * tokens * (double)(last - first) / span_s / 1e12 : 0, steps,
          per_token, params);
   if (x->profile != NULL) {
     StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
@@ -517,8 +536,8 @@ stw_cmd_train(int argc, char **argv)
     return STW_EXIT_USAGE;
   int status = STW_EXIT_OK;
   float loss = 0;
-  double total_s = 0;
-  if (!set_up(&x, &status) || !run(&x, &loss, &total_s, &status))
+  StepTimes times = { 0 };
+  if (!set_up(&x, &status) || !run(&x, &loss, &times, &status))
     return status;
-  return output(&x, loss, total_s);
+  return output(&x, loss, &times);
 }
