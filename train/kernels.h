@@ -11,7 +11,9 @@
  * replaces): every kernel reads the weight before it writes the weight's gradient.
  *
  * The matmuls are GEMMs (compute-cuda-bodies.h describes them, for cuBLAS and for the CPU): a
- * BLAS's sgemm where configure found one, else register-tiled loops of this file. Every other
+ * BLAS's sgemm where configure found one, else register-tiled loops of this file; so are the
+ * attention's products, per head (and per 64 x 64 tile in the fused attention), one head per
+ * thread. Every other
  * loop gives each output element to one thread and sums in a fixed order. Results are bitwise
  * reproducible from run to run for a given thread count (the BLAS splits its work by it) on a
  * given machine (the BLAS picks its kernels by CPU); without a BLAS, whatever the thread count.
