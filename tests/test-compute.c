@@ -263,48 +263,82 @@ test_warp_crossentropy(void)
   }
 }
 
-/* attention forward and backward by warp lanes (a query position and head each; T above a
- * warp's width, so that lanes take several keys) */
+/* Attention's product P for every head, as cuBLAS runs the GPU's strided batches: column-major,
+ * by the plain GEMM, over the operands' arrays in BASE */
+static void
+att_gemm_reference(StwAttProduct p, float *const base[], int b, int t, int c, int nh)
+{
+  StwAttGemm g = stw_cb_att_gemm(p, t, c / nh);
+  for (int bi = 0; bi < b; bi++)
+    for (int h = 0; h < nh; h++) {
+      /* the GPU reaches head h as the batch row's first head plus h strides */
+      StwAttOperand roles[] = { g.a, g.b, g.c };
+      for (int k = 0; k < 3; k++)
+        g_assert_cmpuint(stw_cb_att_offset(roles[k], bi, h, t, c, nh), ==,
+                         stw_cb_att_offset(roles[k], bi, 0, t, c, nh) +
+                             (size_t)h * stw_cb_att_head_stride(roles[k], t, c, nh));
+      float *ops[STW_GEMM_DWEIGHT + 1] = { NULL };
+      ops[STW_GEMM_INP] = base[g.a] + stw_cb_att_offset(g.a, bi, h, t, c, nh);
+      ops[STW_GEMM_WEIGHT] = base[g.b] + stw_cb_att_offset(g.b, bi, h, t, c, nh);
+      ops[STW_GEMM_OUT] = base[g.c] + stw_cb_att_offset(g.c, bi, h, t, c, nh);
+      StwGemm x = { g.trans_a, g.trans_b, g.m, g.n, g.k, STW_GEMM_INP, STW_GEMM_WEIGHT,
+                    STW_GEMM_OUT, stw_cb_att_ld(g.a, t, c), stw_cb_att_ld(g.b, t, c),
+                    stw_cb_att_ld(g.c, t, c), 0.0f };
+      reference_gemm(x, ops);
+    }
+}
+
+/* The naive attention as the GPU computes it — its products as strided batches of GEMMs, the
+ * softmax and its backward by warp lanes (a score row each; T above a warp's width, so that
+ * lanes take several keys), the queries' and keys' gradients scaled last — against kernels.c;
+ * every output written (NaN before) */
 static void
 test_warp_attention(void)
 {
   enum { b = 2, t = 40, c = 8, nh = 2, bt = b * t };
-  size_t n_att = (size_t)b * nh * t * t, n_idx = (size_t)b * t * nh;
+  size_t n_att = (size_t)b * nh * t * t, rows = (size_t)b * nh * t;
+  float scale = 1.0f / sqrtf((float)(c / nh));
   g_autofree float *qkv = randoms((size_t)bt * 3 * c);
-  g_autofree float *o1 = g_new(float, (size_t)bt * c), *pre1 = g_new0(float, n_att),
-                   *a1 = g_new(float, n_att);
-  g_autofree float *o2 = nans((size_t)bt * c), *pre2 = g_new0(float, n_att), *a2 = nans(n_att);
+  g_autofree float *o1 = nans((size_t)bt * c), *pre1 = nans(n_att), *a1 = nans(n_att);
+  g_autofree float *o2 = nans((size_t)bt * c), *pre2 = nans(n_att), *a2 = nans(n_att);
   stw_attention_forward(o1, pre1, a1, qkv, b, t, c, nh);
+  float *base[STW_ATT_N_OPERANDS];
+  stw_cb_att_operands(base, qkv, o2, pre2, a2, NULL, NULL, NULL, NULL);
   float part[STW_LANES];
-  for (size_t idx = 0; idx < n_idx; idx++) {
+  att_gemm_reference(STW_ATT_SCORES, base, b, t, c, nh);
+  for (size_t r = 0; r < rows; r++) {
     for (int l = 0; l < STW_LANES; l++)
-      part[l] = stw_cb_att_lane_scores(idx, l, pre2, qkv, t, c, nh);
+      part[l] = stw_cb_att_lane_max(r, l, pre2, t, scale);
     float m = stw_cb_lane_max(part);
     for (int l = 0; l < STW_LANES; l++)
-      part[l] = stw_cb_att_lane_exp(idx, l, pre2, a2, m, t, nh);
+      part[l] = stw_cb_att_lane_exp(r, l, pre2, a2, m, t);
     float sum = stw_cb_lane_sum(part);
     for (int l = 0; l < STW_LANES; l++)
-      stw_cb_att_lane_norm(idx, l, a2, sum, t, nh);
-    for (int l = 0; l < STW_LANES; l++)
-      stw_cb_att_lane_out(idx, l, o2, a2, qkv, t, c, nh);
+      stw_cb_att_lane_norm(r, l, pre2, a2, sum, t);
   }
+  att_gemm_reference(STW_ATT_VALUES, base, b, t, c, nh);
   assert_close("attention forward by warps", o2, o1, (size_t)bt * c);
   assert_close("attention forward by warps (scores)", pre2, pre1, n_att);
   assert_close("attention forward by warps (weights)", a2, a1, n_att);
 
   g_autofree float *dout = randoms((size_t)bt * c), *d1 = nans((size_t)bt * 3 * c);
   g_autofree float *dp1 = nans(n_att), *da1 = nans(n_att);
-  g_autofree float *d2 = g_new0(float, (size_t)bt * 3 * c), *dp2 = nans(n_att), *da2 = nans(n_att);
+  g_autofree float *d2 = nans((size_t)bt * 3 * c), *dp2 = nans(n_att), *da2 = nans(n_att);
   stw_attention_backward(d1, dp1, da1, dout, qkv, a1, b, t, c, nh);
-  for (size_t idx = 0; idx < n_idx; idx++) {
+  stw_cb_att_operands(base, qkv, NULL, NULL, a1, dout, d2, da2, dp2);
+  att_gemm_reference(STW_ATT_GRAD_V, base, b, t, c, nh);
+  att_gemm_reference(STW_ATT_GRAD_ATT, base, b, t, c, nh);
+  for (size_t r = 0; r < rows; r++) {
     for (int l = 0; l < STW_LANES; l++)
-      part[l] = stw_cb_attb_lane_values(idx, l, d2, da2, dout, qkv, a1, t, c, nh);
+      part[l] = stw_cb_attb_lane_dot(r, l, a1, da2, t);
     float dot = stw_cb_lane_sum(part);
     for (int l = 0; l < STW_LANES; l++)
-      stw_cb_attb_lane_keys(idx, l, d2, dp2, da2, qkv, a1, dot, t, c, nh);
-    for (int l = 0; l < STW_LANES; l++)
-      stw_cb_attb_lane_query(idx, l, d2, dp2, qkv, t, c, nh);
+      stw_cb_attb_lane_grad(r, l, dp2, da2, a1, dot, t);
   }
+  att_gemm_reference(STW_ATT_GRAD_Q, base, b, t, c, nh);
+  att_gemm_reference(STW_ATT_GRAD_K, base, b, t, c, nh);
+  for (size_t i = 0; i < (size_t)bt * c; i++)
+    stw_cb_att_scale_dqk(i, d2, c, scale);
   assert_close("attention backward by warps", d2, d1, (size_t)bt * 3 * c);
   assert_close("attention backward by warps (scores)", dp2, dp1, n_att);
   assert_close("attention backward by warps (weights)", da2, da1, n_att);

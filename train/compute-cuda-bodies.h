@@ -2,11 +2,12 @@
  * functions of the thread's index that compile both as CUDA (nvcc, compute-cuda.cu: one thread
  * per index) and as C (gcc: kernels.c's loops run the same bodies wherever the CPU's loop has the
  * GPU's shape, so both devices share one copy of the arithmetic). Where the GPU's way is its own
- * (rows by warps, sums down columns in two stages, AdamW on device chunks, the matmuls' GEMMs) tests/test-compute.c runs the bodies on the CPU against the CPU's code;
- * only the launch and the memory are CUDA's alone.
+ * (rows by warps, sums down columns in two stages, AdamW on device chunks, the matmuls' and the
+ * attention's GEMMs) tests/test-compute.c runs the bodies on the CPU against the CPU's code; only
+ * the launch and the memory are CUDA's alone.
  *
- * Where several threads add into one element (a token's embedding row, the naive attention's key
- * and value rows, a tied weight) STW_ADD is atomicAdd on the device and a plain += in the CPU loop. The
+ * Where several threads add into one element (a token's embedding row, a tied weight) STW_ADD is
+ * atomicAdd on the device and a plain += in the CPU loop. The
  * cuBLAS calls of the matmuls are described by StwGemm, which the test executes with a plain
  * column-major GEMM.
  */
@@ -412,139 +413,186 @@ stw_cb_ce_lane_write(size_t r, int lane, float *probs, float *losses, const int 
     losses[r] = -logf(p[targets[r]]);
 }
 
-/* Attention forward, lane LANE of query position and head IDX (over (B, T, NH)): the scores of
- * its keys t2 = lane, lane + 32, ... <= t (into PREATT) and their largest; their exponentials
- * (into ATT) and partial sum; the normalization of its ATT entries (zero past t); its dimensions
- * of the output. */
-STW_HD float
-stw_cb_att_lane_scores(size_t idx, int lane, float *preatt, const float *inp, int T, int C,
-                       int NH)
+/* ---- attention by heads: its products as GEMMs ----------------------------------------------
+ *
+ * The naive attention's six products for a (batch row b, head h) are GEMMs over (T, hs) views
+ * into the (B, T, 3C) qkv rows, the (B, T, C) output and their gradients, and over the head's
+ * (T, T) scores: on the CPU one call per head (kernels.c), on the GPU one strided batch of the
+ * NH heads per batch row (compute-cuda.cu, cuBLAS). A row-major (T, hs) view of leading
+ * dimension ld is a column-major (hs, T) matrix of that ld to the GEMM, and a row-major (T, T)
+ * matrix its own transpose. The softmax and its backward run by rows between them. */
+
+typedef enum { STW_ATT_Q, STW_ATT_K, STW_ATT_V, STW_ATT_OUT, STW_ATT_PRE, STW_ATT_ATT,
+               STW_ATT_DOUT, STW_ATT_DQ, STW_ATT_DK, STW_ATT_DV, STW_ATT_DATT, STW_ATT_DPRE,
+               STW_ATT_N_OPERANDS } StwAttOperand;
+
+typedef enum { STW_ATT_SCORES,     /* pre = Q K^T (scaled later, by rows) */
+               STW_ATT_VALUES,     /* out = att V */
+               STW_ATT_GRAD_V,     /* dV = att^T dout */
+               STW_ATT_GRAD_ATT,   /* datt = dout V^T */
+               STW_ATT_GRAD_Q,     /* dQ = dpre K (scaled later) */
+               STW_ATT_GRAD_K,     /* dK = dpre^T Q (scaled later) */
+               STW_ATT_N_PRODUCTS } StwAttProduct;
+
+/* C (m x n, column-major) = op(A) op(B), written; A, B and C by their role */
+typedef struct {
+  int trans_a, trans_b, m, n, k;
+  StwAttOperand a, b, c;
+} StwAttGemm;
+
+STW_HD StwAttGemm
+stw_cb_att_gemm(StwAttProduct p, int T, int hs)
 {
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs), maxv = -1e30f;
-  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-  float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
-    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float v = 0;
-    for (int i = 0; i < hs; i++)
-      v += q[i] * k[i];
-    v *= scale;
-    maxv = fmaxf(maxv, v);
-    pre[t2] = v;
+  StwAttGemm g[STW_ATT_N_PRODUCTS] = {
+    { 1, 0, T, T, hs, STW_ATT_K, STW_ATT_Q, STW_ATT_PRE },
+    { 0, 0, hs, T, T, STW_ATT_V, STW_ATT_ATT, STW_ATT_OUT },
+    { 0, 1, hs, T, T, STW_ATT_DOUT, STW_ATT_ATT, STW_ATT_DV },
+    { 1, 0, T, T, hs, STW_ATT_V, STW_ATT_DOUT, STW_ATT_DATT },
+    { 0, 0, hs, T, T, STW_ATT_K, STW_ATT_DPRE, STW_ATT_DQ },
+    { 0, 1, hs, T, T, STW_ATT_Q, STW_ATT_DPRE, STW_ATT_DK },
+  };
+  return g[p];
+}
+
+/* An operand's leading dimension: the qkv rows' 3C, the output's C, the scores' T */
+STW_HD int
+stw_cb_att_ld(StwAttOperand o, int T, int C)
+{
+  switch (o) {
+  case STW_ATT_OUT:
+  case STW_ATT_DOUT:
+    return C;
+  case STW_ATT_PRE:
+  case STW_ATT_ATT:
+  case STW_ATT_DATT:
+  case STW_ATT_DPRE:
+    return T;
+  default:
+    return 3 * C;
   }
-  return maxv;
+}
+
+/* The operands' whole arrays by role, for the products of a forward (DOUT, DINP, DATT and DPRE
+ * NULL) or a backward (OUT and PRE NULL) */
+STW_HD void
+stw_cb_att_operands(float *base[STW_ATT_N_OPERANDS], const float *inp, float *out, float *pre,
+                    const float *att, const float *dout, float *dinp, float *datt, float *dpre)
+{
+  base[STW_ATT_Q] = base[STW_ATT_K] = base[STW_ATT_V] = (float *)inp;
+  base[STW_ATT_OUT] = out;
+  base[STW_ATT_PRE] = pre;
+  base[STW_ATT_ATT] = (float *)att;
+  base[STW_ATT_DOUT] = (float *)dout;
+  base[STW_ATT_DQ] = base[STW_ATT_DK] = base[STW_ATT_DV] = dinp;
+  base[STW_ATT_DATT] = datt;
+  base[STW_ATT_DPRE] = dpre;
+}
+
+/* Where head H of batch row B starts in its operand, in elements */
+STW_HD size_t
+stw_cb_att_offset(StwAttOperand o, int b, int h, int T, int C, int NH)
+{
+  size_t hs = (size_t)(C / NH), rows = (size_t)b * T;
+  switch (o) {
+  case STW_ATT_Q:
+  case STW_ATT_DQ:
+    return rows * 3 * C + h * hs;
+  case STW_ATT_K:
+  case STW_ATT_DK:
+    return rows * 3 * C + C + h * hs;
+  case STW_ATT_V:
+  case STW_ATT_DV:
+    return rows * 3 * C + 2 * (size_t)C + h * hs;
+  case STW_ATT_OUT:
+  case STW_ATT_DOUT:
+    return rows * C + h * hs;
+  default:
+    return ((size_t)b * NH + h) * T * T;
+  }
+}
+
+/* The step from one head's start to the next's in an operand (the GPU's batch stride) */
+STW_HD size_t
+stw_cb_att_head_stride(StwAttOperand o, int T, int C, int NH)
+{
+  return stw_cb_att_offset(o, 0, 1, T, C, NH) - stw_cb_att_offset(o, 0, 0, T, C, NH);
+}
+
+/* The softmax of score row R (over (B, NH, T), query t = R % T) by lane LANE: its scores up to t
+ * scaled (in PRE) and their largest; their exponentials (into ATT) and partial sum; then ATT
+ * normalized and both zero past t. */
+STW_HD float
+stw_cb_att_lane_max(size_t r, int lane, float *pre, int T, float scale)
+{
+  int t = (int)(r % T);
+  float *p = pre + r * T, m = -1e30f;
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
+    p[t2] *= scale;
+    m = fmaxf(m, p[t2]);
+  }
+  return m;
 }
 
 STW_HD float
-stw_cb_att_lane_exp(size_t idx, int lane, const float *preatt, float *att, float maxv, int T,
-                    int NH)
+stw_cb_att_lane_exp(size_t r, int lane, const float *pre, float *att, float maxv, int T)
 {
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  const float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-  float *a = att + (((size_t)b * NH + h) * T + t) * T, s = 0;
+  int t = (int)(r % T);
+  const float *p = pre + r * T;
+  float *a = att + r * T, s = 0;
   for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
-    a[t2] = expf(pre[t2] - maxv);
+    a[t2] = expf(p[t2] - maxv);
     s += a[t2];
   }
   return s;
 }
 
 STW_HD void
-stw_cb_att_lane_norm(size_t idx, int lane, float *att, float sum, int T, int NH)
+stw_cb_att_lane_norm(size_t r, int lane, float *pre, float *att, float sum, int T)
 {
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-  for (int t2 = lane; t2 < T; t2 += STW_LANES)
-    a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
-}
-
-STW_HD void
-stw_cb_att_lane_out(size_t idx, int lane, float *out, const float *att, const float *inp, int T,
-                    int C, int NH)
-{
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float *o = out + ((size_t)b * T + t) * C + h * hs;
-  for (int i = lane; i < hs; i += STW_LANES) {
-    float s = 0;
-    for (int t2 = 0; t2 <= t; t2++)
-      s += a[t2] * inp[((size_t)b * T + t2) * C3 + h * hs + 2 * C + i];
-    o[i] = s;
-  }
-}
-
-/* Attention backward, lane LANE of query position and head IDX: for its keys t2 <= t, the
- * attention weight's gradient (into DATT) and its share of sum(a da), adding into the values'
- * rows; then the scores' gradients (DPREATT, zero past t), adding into the keys' rows; then its
- * dimensions of the query's gradient, written. DINP's key and value parts are added into by
- * every position (atomically on the GPU): the launch zeroes DINP first. */
-STW_HD float
-stw_cb_attb_lane_values(size_t idx, int lane, float *dinp, float *datt, const float *dout,
-                        const float *inp, const float *att, int T, int C, int NH)
-{
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-  const float *d = dout + ((size_t)b * T + t) * C + h * hs;
-  float dot = 0;
-  for (int t2 = lane; t2 <= t; t2 += STW_LANES) {
-    const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-    float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-    float s = 0;
-    for (int i = 0; i < hs; i++) {
-      s += v[i] * d[i];
-      STW_ADD(&dv[i], a[t2] * d[i]);
-    }
-    da[t2] = s;
-    dot += a[t2] * s;
-  }
-  return dot;
-}
-
-STW_HD void
-stw_cb_attb_lane_keys(size_t idx, int lane, float *dinp, float *dpreatt, float *datt,
-                      const float *inp, const float *att, float dot, int T, int C, int NH)
-{
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-  float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-  float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-  const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+  int t = (int)(r % T);
+  float *p = pre + r * T, *a = att + r * T, inv = sum == 0.0f ? 0.0f : 1.0f / sum;
   for (int t2 = lane; t2 < T; t2 += STW_LANES) {
-    if (t2 > t) {
-      da[t2] = dpre[t2] = 0.0f;
-      continue;
-    }
-    dpre[t2] = a[t2] * (da[t2] - dot);
-    float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
-    float g = dpre[t2] * scale;
-    for (int i = 0; i < hs; i++)
-      STW_ADD(&dk[i], q[i] * g);
+    a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
+    if (t2 > t)
+      p[t2] = 0.0f;
   }
 }
 
-STW_HD void
-stw_cb_attb_lane_query(size_t idx, int lane, float *dinp, const float *dpreatt, const float *inp,
-                       int T, int C, int NH)
+/* The softmax's backward of row R by lane LANE: its share of sum(a da); then
+ * dpre = a (da - sum(a da)), both zero past t */
+STW_HD float
+stw_cb_attb_lane_dot(size_t r, int lane, const float *att, const float *datt, int T)
 {
-  int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / ((size_t)NH * T));
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  const float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-  float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
-  for (int i = lane; i < hs; i += STW_LANES) {
-    float s = 0;
-    for (int t2 = 0; t2 <= t; t2++)
-      s += inp[((size_t)b * T + t2) * C3 + h * hs + C + i] * (dpre[t2] * scale);
-    dq[i] = s;
+  int t = (int)(r % T);
+  const float *a = att + r * T, *d = datt + r * T;
+  float s = 0;
+  for (int t2 = lane; t2 <= t; t2 += STW_LANES)
+    s += a[t2] * d[t2];
+  return s;
+}
+
+STW_HD void
+stw_cb_attb_lane_grad(size_t r, int lane, float *dpre, float *datt, const float *att, float dot,
+                      int T)
+{
+  int t = (int)(r % T);
+  const float *a = att + r * T;
+  float *d = datt + r * T, *dp = dpre + r * T;
+  for (int t2 = lane; t2 < T; t2 += STW_LANES) {
+    dp[t2] = t2 <= t ? a[t2] * (d[t2] - dot) : 0.0f;
+    if (t2 > t)
+      d[t2] = 0.0f;
   }
+}
+
+/* index i over (B, T, C): the query's and the key's gradient element, times SCALE (the scores'
+ * 1 / sqrt(hs), left out of the GEMMs) */
+STW_HD void
+stw_cb_att_scale_dqk(size_t i, float *dinp, int C, float scale)
+{
+  size_t bt = i / C, c = i % C;
+  dinp[bt * 3 * C + c] *= scale;
+  dinp[bt * 3 * C + C + c] *= scale;
 }
 
 /* ---- fused attention (FlashAttention's arithmetic) ------------------------------------------

@@ -185,30 +185,26 @@ crossentropy_forward_k(size_t rows, float *probs, float *losses, const float *lo
   stw_cb_ce_lane_write(row, lane, probs, losses, targets, sum, V);
 }
 
-/* one warp per query position and head */
+/* the naive attention's softmax and its backward: one warp per score row */
 __global__ void
-attention_forward_k(size_t n, float *out, float *preatt, float *att, const float *inp, int T,
-                    int C, int NH)
+softmax_rows_k(size_t rows, float *pre, float *att, int T, float scale)
 {
-  WARP_ROW(n);
-  float m = warp_max(part, lane, stw_cb_att_lane_scores(row, lane, preatt, inp, T, C, NH));
-  float sum = warp_sum(part, lane, stw_cb_att_lane_exp(row, lane, preatt, att, m, T, NH));
-  stw_cb_att_lane_norm(row, lane, att, sum, T, NH);
-  __syncwarp(); /* every lane reads every weight */
-  stw_cb_att_lane_out(row, lane, out, att, inp, T, C, NH);
+  WARP_ROW(rows);
+  float m = warp_max(part, lane, stw_cb_att_lane_max(row, lane, pre, T, scale));
+  float sum = warp_sum(part, lane, stw_cb_att_lane_exp(row, lane, pre, att, m, T));
+  stw_cb_att_lane_norm(row, lane, pre, att, sum, T);
 }
 
 __global__ void
-attention_backward_k(size_t n, float *dinp, float *dpreatt, float *datt, const float *dout,
-                     const float *inp, const float *att, int T, int C, int NH)
+softmax_backward_rows_k(size_t rows, float *dpre, float *datt, const float *att, int T)
 {
-  WARP_ROW(n);
-  float dot = warp_sum(part, lane,
-                       stw_cb_attb_lane_values(row, lane, dinp, datt, dout, inp, att, T, C, NH));
-  stw_cb_attb_lane_keys(row, lane, dinp, dpreatt, datt, inp, att, dot, T, C, NH);
-  __syncwarp(); /* every lane reads every score's gradient */
-  stw_cb_attb_lane_query(row, lane, dinp, dpreatt, inp, T, C, NH);
+  WARP_ROW(rows);
+  float dot = warp_sum(part, lane, stw_cb_attb_lane_dot(row, lane, att, datt, T));
+  stw_cb_attb_lane_grad(row, lane, dpre, datt, att, dot, T);
 }
+
+KERNEL(scale_dqk_k, stw_cb_att_scale_dqk, (size_t n, float *dinp, int C, float scale),
+       (i, dinp, C, scale))
 
 /* fused attention: one warp per query row and head, its lanes' partial rows in ACC meeting in
  * the tree one dimension at a time */
@@ -434,13 +430,44 @@ matmul_backward(StwCompute *x, float *dinp, float *dweight, float *dbias, const 
   }
 }
 
+/* Attention's product P (compute-cuda-bodies.h) for every head of every batch row: per batch
+ * row one strided batch of its NH heads, over the operands' whole arrays in BASE */
+static void
+att_gemm(Cuda *c, StwAttProduct p, float *const base[], int B, int T, int C, int NH)
+{
+  StwAttGemm g = stw_cb_att_gemm(p, T, C / NH);
+  float alpha = 1.0f, beta = 0.0f;
+  for (int b = 0; b < B; b++) {
+    cublasStatus_t s = cublasGemmStridedBatchedEx(
+        c->blas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        g.m, g.n, g.k, &alpha, base[g.a] + stw_cb_att_offset(g.a, b, 0, T, C, NH), CUDA_R_32F,
+        stw_cb_att_ld(g.a, T, C), (long long)stw_cb_att_head_stride(g.a, T, C, NH),
+        base[g.b] + stw_cb_att_offset(g.b, b, 0, T, C, NH), CUDA_R_32F,
+        stw_cb_att_ld(g.b, T, C), (long long)stw_cb_att_head_stride(g.b, T, C, NH), &beta,
+        base[g.c] + stw_cb_att_offset(g.c, b, 0, T, C, NH), CUDA_R_32F,
+        stw_cb_att_ld(g.c, T, C), (long long)stw_cb_att_head_stride(g.c, T, C, NH), NH,
+        c->gemm_compute, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      note(c, "cublasGemmStridedBatchedEx (attention)", blas_status(s));
+      return;
+    }
+  }
+}
+
+/* as kernels.c's: the scores by GEMMs, the softmax by rows, the output by GEMMs */
 static void
 attention_forward(StwCompute *x, float *out, float *preatt, float *att, const float *inp, int B,
                   int T, int C, int NH)
 {
-  size_t n = (size_t)B * T * NH;
-  attention_forward_k<<<warp_blocks(n), THREADS>>>(n, out, preatt, att, inp, T, C, NH);
-  launched((Cuda *)x, "attention_forward");
+  Cuda *c = (Cuda *)x;
+  float *base[STW_ATT_N_OPERANDS];
+  stw_cb_att_operands(base, inp, out, preatt, att, NULL, NULL, NULL, NULL);
+  size_t rows = (size_t)B * NH * T;
+  att_gemm(c, STW_ATT_SCORES, base, B, T, C, NH);
+  softmax_rows_k<<<warp_blocks(rows), THREADS>>>(rows, preatt, att, T,
+                                                 1.0f / sqrtf((float)(C / NH)));
+  launched(c, "attention_forward (softmax)");
+  att_gemm(c, STW_ATT_VALUES, base, B, T, C, NH);
 }
 
 static void
@@ -448,13 +475,17 @@ attention_backward(StwCompute *x, float *dinp, float *dpreatt, float *datt, cons
                    const float *inp, const float *att, int B, int T, int C, int NH)
 {
   Cuda *c = (Cuda *)x;
-  size_t n = (size_t)B * T * NH;
-  /* every position adds into the keys' and values' rows */
-  check(c, cudaMemsetAsync(dinp, 0, (size_t)B * T * 3 * C * sizeof(float), 0),
-        "cudaMemsetAsync (attention backward)");
-  attention_backward_k<<<warp_blocks(n), THREADS>>>(n, dinp, dpreatt, datt, dout, inp, att, T,
-                                                     C, NH);
-  launched(c, "attention_backward");
+  float *base[STW_ATT_N_OPERANDS];
+  stw_cb_att_operands(base, inp, NULL, NULL, att, dout, dinp, datt, dpreatt);
+  size_t rows = (size_t)B * NH * T, n = (size_t)B * T * C;
+  att_gemm(c, STW_ATT_GRAD_V, base, B, T, C, NH);
+  att_gemm(c, STW_ATT_GRAD_ATT, base, B, T, C, NH);
+  softmax_backward_rows_k<<<warp_blocks(rows), THREADS>>>(rows, dpreatt, datt, att, T);
+  launched(c, "attention_backward (softmax)");
+  att_gemm(c, STW_ATT_GRAD_Q, base, B, T, C, NH);
+  att_gemm(c, STW_ATT_GRAD_K, base, B, T, C, NH);
+  scale_dqk_k<<<blocks_for(n), THREADS>>>(n, dinp, C, 1.0f / sqrtf((float)(C / NH)));
+  launched(c, "attention_backward (scale)");
 }
 
 static void

@@ -215,12 +215,11 @@ stw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout
 
 /* ---- the rest ------------------------------------------------------------------------------ */
 
-/* Attention by heads: for each (batch row, head) its four products are GEMMs (the BLAS's, or the
- * portable loops), the scores of the whole T x T square (the masked half too: a GEMM of it is
- * faster than loops over the causal half) and the softmax and its backward by rows between
- * them. The heads are shared among the threads, each GEMM one thread's, so no result depends on
- * the thread count. Row-major (T, hs) views into the (B, T, 3C) qkv rows are column-major
- * (hs, T) matrices of leading dimension 3C to the GEMM. */
+/* Attention by heads: for each (batch row, head) its products are GEMMs (compute-cuda-bodies.h
+ * describes them; the BLAS's, or the portable loops), the scores of the whole T x T square (the
+ * masked half too: a GEMM of it is faster than loops over the causal half), and the softmax and
+ * its backward by rows between them. The heads are shared among the threads, each GEMM one
+ * thread's, so no result depends on the thread count. */
 enum { HEAD_A = STW_GEMM_INP, HEAD_B = STW_GEMM_WEIGHT, HEAD_C = STW_GEMM_OUT };
 
 /* C = op(A) op(B) + BETA C, column-major (m x n); with BETA 0, C is written without being read */
@@ -260,20 +259,32 @@ softmax_rows(float *pre, float *att, int T, float scale)
   }
 }
 
+/* Attention's product P for head H of batch row B (compute-cuda-bodies.h), over the operands'
+ * whole arrays in BASE (StwAttOperand) */
+static void
+att_gemm(StwAttProduct p, float *const base[], int b, int h, int T, int C, int NH)
+{
+  StwAttGemm g = stw_cb_att_gemm(p, T, C / NH);
+  head_gemm(g.trans_a, g.trans_b, g.m, g.n, g.k,
+            base[g.a] + stw_cb_att_offset(g.a, b, h, T, C, NH), stw_cb_att_ld(g.a, T, C), base[g.b] + stw_cb_att_offset(g.b, b, h, T, C, NH),
+            stw_cb_att_ld(g.b, T, C), 0, base[g.c] + stw_cb_att_offset(g.c, b, h, T, C, NH),
+            stw_cb_att_ld(g.c, T, C));
+}
+
 void
 stw_attention_forward(float *out, float *preatt, float *att, const float *inp, int B, int T,
                       int C, int NH)
 {
-  int hs = C / NH, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
+  float scale = 1.0f / sqrtf((float)(C / NH));
+  float *base[STW_ATT_N_OPERANDS];
+  stw_cb_att_operands(base, inp, out, preatt, att, NULL, NULL, NULL, NULL);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; b++)
     for (int h = 0; h < NH; h++) {
-      const float *q = inp + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-      float *pre = preatt + ((size_t)b * NH + h) * T * T, *a = att + ((size_t)b * NH + h) * T * T;
-      head_gemm(1, 0, T, T, hs, k, C3, q, C3, 0, pre, T);                  /* S = Q K^T */
-      softmax_rows(pre, a, T, scale);
-      head_gemm(0, 0, hs, T, T, v, C3, a, T, 0, out + (size_t)b * T * C + h * hs, C); /* O = A V */
+      size_t head = stw_cb_att_offset(STW_ATT_PRE, b, h, T, C, NH);
+      att_gemm(STW_ATT_SCORES, base, b, h, T, C, NH);
+      softmax_rows(preatt + head, att + head, T, scale);
+      att_gemm(STW_ATT_VALUES, base, b, h, T, C, NH);
     }
 }
 
@@ -318,21 +329,19 @@ stw_attention_backward(float *dinp, float *dpreatt, float *datt, const float *do
 {
   int hs = C / NH, C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
+  float *base[STW_ATT_N_OPERANDS];
+  stw_cb_att_operands(base, inp, NULL, NULL, att, dout, dinp, datt, dpreatt);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; b++)
     for (int h = 0; h < NH; h++) {
-      size_t head = ((size_t)b * NH + h) * T * T;
-      const float *q = inp + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-      const float *d = dout + (size_t)b * T * C + h * hs, *a = att + head;
-      float *dq = dinp + (size_t)b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-      float *da = datt + head, *dp = dpreatt + head;
-      head_gemm(0, 1, hs, T, T, d, C, a, T, 0, dv, C3);  /* dV = A^T dO */
-      head_gemm(1, 0, T, T, hs, v, C3, d, C, 0, da, T);  /* dA = dO V^T */
-      softmax_backward_rows(dp, da, a, T);
-      head_gemm(0, 0, hs, T, T, k, C3, dp, T, 0, dq, C3); /* dQ = dS K */
-      head_gemm(0, 1, hs, T, T, q, C3, dp, T, 0, dk, C3); /* dK = dS^T Q */
-      scale_rows(dq, T, hs, C3, scale);
-      scale_rows(dk, T, hs, C3, scale);
+      size_t head = stw_cb_att_offset(STW_ATT_PRE, b, h, T, C, NH);
+      att_gemm(STW_ATT_GRAD_V, base, b, h, T, C, NH);
+      att_gemm(STW_ATT_GRAD_ATT, base, b, h, T, C, NH);
+      softmax_backward_rows(dpreatt + head, datt + head, att + head, T);
+      att_gemm(STW_ATT_GRAD_Q, base, b, h, T, C, NH);
+      att_gemm(STW_ATT_GRAD_K, base, b, h, T, C, NH);
+      scale_rows(dinp + stw_cb_att_offset(STW_ATT_DQ, b, h, T, C, NH), T, hs, C3, scale);
+      scale_rows(dinp + stw_cb_att_offset(STW_ATT_DK, b, h, T, C, NH), T, hs, C3, scale);
     }
 }
 

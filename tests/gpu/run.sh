@@ -243,6 +243,16 @@ if step gpt2-mfu 240 "$S" train --layers 12 --width 768 --heads 12 --context 102
 else
   note "GPT-2 small shape on CUDA FAILED: $(last gpt2-mfu 3)"
 fi
+# the same with the naive attention: its products on cuBLAS's tensor cores, its T x T matrices
+# in memory; which of the two is faster here decides CUDA's default
+if step gpt2-mfu-naive 180 "$S" train --layers 12 --width 768 --heads 12 --context 1024 \
+     --batch 16 --data "$root/text.txt" --steps 6 --device cuda --precision mixed \
+     --attention naive --gpu 100GiB; then
+  tf=$(sed -n 's/^model arithmetic \([0-9.]*\) TFLOP.*/\1/p' "$log/gpt2-mfu-naive.log")
+  note "GPT-2 small shape, naive attention: $(grep '^trained' "$log/gpt2-mfu-naive.log" | cut -c1-160); $tf TFLOP/s: MFU $(awk -v t="${tf:-0}" 'BEGIN { printf "%.1f%% of 989", 100 * t / 989 }')"
+else
+  note "GPT-2 small shape with naive attention on CUDA FAILED: $(last gpt2-mfu-naive 3)"
+fi
 # the predictions against the GPU: GPU 0's copies probed, the trainer's traces planned at three
 # budgets and policies against that profile, every plan replayed on CUDA (bench/fidelity.sh)
 if step fidelity 240 env STW_FIDELITY_DEVICE=cuda STW_FIDELITY_SHAPES="12 768 12 256 8;6 512 8 256 8" \
