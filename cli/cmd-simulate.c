@@ -34,14 +34,11 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
     g_autofree char *note = NULL;
     if (i == 0) {
       g_autofree char *stall = stw_duration_format(s->compute_stall_ns);
-      note = g_strdup_printf("stalled %s waiting for chunks or memory", stall);
-      if (s->copy_slowdown_ns > 0) {
-        g_autofree char *slow = stw_duration_format(s->copy_slowdown_ns);
-        g_autofree char *more = g_strdup_printf("%s; %s of it slowed by copies on its cores",
-                                                note, slow);
-        g_free(note);
-        note = g_steal_pointer(&more);
-      }
+      g_autofree char *slow = stw_duration_format(s->copy_slowdown_ns);
+      note = g_strdup_printf("stalled %s waiting for chunks or memory%s%s%s", stall,
+                             s->copy_slowdown_ns > 0 ? "; " : "",
+                             s->copy_slowdown_ns > 0 ? slow : "",
+                             s->copy_slowdown_ns > 0 ? " of it slowed by copies on its cores" : "");
     } else if (i < 3) {
       guint64 b = i == 1 ? s->h2d_bytes : s->d2h_bytes;
       g_autofree char *bytes = stw_size_format(b);

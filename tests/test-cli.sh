@@ -179,6 +179,11 @@ f=$(printf '%s\n' "$out" | sed -n 's/^copy interference \([0-9.]*\): compute tim
   else grep -q '"copy_interference": *0*[.0-9]' "$T/emulated.json"; fi &&
   $S hardware "$T/emulated.json" > /dev/null
 tap_result $? "probe --device host measures what the emulated device's copies cost compute" "$out"
+# a profile whose copies slow the compute beside them: simulate says by how much, and plans for it
+sed 's/"op_overhead_ns": 10000/"op_overhead_ns": 10000, "compute_on_host": true, "copy_interference": 1.0/; s/"name": "A100-80GB-PCIe4"/"name": "slowed"/' \
+  "$STW_SRCDIR/hw/A100-80GB-PCIe4.json" > "$T/slowed.json"
+$S plan "$TR" --gpu 8GiB --hw "$T/slowed.json" -o "$T/slowed-plan.json" > /dev/null 2>&1
+expect 0 "of it slowed by copies on its cores" "simulate on a profile with copy interference" -- $S simulate "$T/slowed-plan.json" "$TR"
 expect 1 "no CUDA device" "probe --device cuda without a GPU, before measuring anything" -- $S probe --device cuda -o "$T/gpu.json"
 test ! -e "$T/gpu.json"; tap_result $? "and no profile is written"
 expect 2 "--device: 'tpu' is not one of host, cuda" "probe on an unknown device" -- $S probe --device tpu

@@ -677,6 +677,24 @@ test_bad_input(void)
   StwRuntimeOptions prof = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   g_assert_null(stw_trainer_new(&fp16, (const guint8 *)data->str, data->len, &prof, be, &error));
   stw_assert_error_contains(error, "the trainer keeps its compute copy in fp32 or bf16, not fp16");
+  g_clear_error(&error);
+
+  /* an attention the trainer does not have, and heads too wide for the fused one */
+  StwTrainerConfig odd = c;
+  odd.attention = (StwAttention)7;
+  g_assert_null(stw_trainer_new(&odd, (const guint8 *)data->str, data->len, &prof, be, &error));
+  g_assert_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG);
+  stw_assert_error_contains(error, "the trainer's attention is naive or flash, not 7");
+  g_clear_error(&error);
+  StwTrainerConfig wide = c;
+  wide.attention = STW_ATTENTION_FLASH;
+  wide.heads = 1;
+  wide.width = 2 * STW_FLASH_MAX_HEAD_WIDTH;
+  g_assert_null(stw_trainer_new(&wide, (const guint8 *)data->str, data->len, &prof, be, &error));
+  g_assert_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG);
+  stw_assert_error_contains(error, "flash attention takes heads up to 128 wide, and width 256 "
+                                   "over 1 head makes them 256: use more heads, or naive "
+                                   "attention");
 
   /* the CUDA compute table's module: missing, or a library that is not it */
 #ifdef STW_HAVE_CUDA

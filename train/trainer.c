@@ -82,16 +82,16 @@ config_model(const StwTrainerConfig *c, StwModelConfig *m, GError **error)
   }
   if (c->attention != STW_ATTENTION_NAIVE && c->attention != STW_ATTENTION_FLASH) {
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
-                "the trainer's attention is naive or flash");
+                "the trainer's attention is naive or flash, not %d", (int)c->attention);
     return FALSE;
   }
   if (c->attention == STW_ATTENTION_FLASH && c->heads > 0 &&
       c->width / c->heads > STW_FLASH_MAX_HEAD_WIDTH) {
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
                 "flash attention takes heads up to %d wide, and width %" G_GUINT64_FORMAT
-                " over %" G_GUINT64_FORMAT " heads makes them %" G_GUINT64_FORMAT ": use more "
-                "heads, or naive attention", STW_FLASH_MAX_HEAD_WIDTH, c->width, c->heads,
-                c->width / c->heads);
+                " over %" G_GUINT64_FORMAT " head%s makes them %" G_GUINT64_FORMAT ": use "
+                "more heads, or naive attention", STW_FLASH_MAX_HEAD_WIDTH, c->width, c->heads,
+                c->heads == 1 ? "" : "s", c->width / c->heads);
     return FALSE;
   }
   GError *local = NULL;
