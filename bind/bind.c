@@ -200,6 +200,41 @@ stw_bind_trace_set_shape(StwTrace *t, guint64 batch, guint64 seq)
 }
 
 gboolean
+stw_bind_trace_set_steps(StwTrace *t, guint32 micro_steps, const char *gradients,
+                         char **error_out)
+{
+  int g = -1;
+  for (int i = 0; gradients != NULL && stw_gradients_names[i] != NULL; i++)
+    if (strcmp(gradients, stw_gradients_names[i]) == 0)
+      g = i;
+  if (g < 0)
+    return say(error_out, "trace: gradients '%s' are not chunks or framework",
+               gradients != NULL ? gradients : "");
+  if (micro_steps < 1 || micro_steps > STW_TRACE_MAX_MICRO_STEPS)
+    return say(error_out, "trace: %u micro-steps (1 to %u)", micro_steps,
+               STW_TRACE_MAX_MICRO_STEPS);
+  t->model.micro_steps = micro_steps;
+  t->model.gradients = (StwGradients)g;
+  return TRUE;
+}
+
+gboolean
+stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out)
+{
+  if (tensor >= t->tensors->len)
+    return say(error_out, "trace: tensor %u is not one of the %u", tensor, t->tensors->len);
+  g_array_index(t->tensors, StwTensor, tensor).frozen = TRUE;
+  return TRUE;
+}
+
+gboolean
+stw_bind_size_parse(const char *text, guint64 *bytes_out, char **error_out)
+{
+  GError *error = NULL;
+  return stw_size_parse(text != NULL ? text : "", bytes_out, &error) || give(error, error_out);
+}
+
+gboolean
 stw_bind_trace_validate(const StwTrace *t, char **error_out)
 {
   GError *error = NULL;
@@ -332,6 +367,8 @@ stw_bind_plan_predictions(const StwPlan *plan)
   if (plan->chunking != NULL)
     stw_json_add_u64(o, "chunk_size", plan->chunking->size_elems);
   stw_json_add_u64(o, "gpu_budget", plan->budgets.gpu_bytes);
+  if (plan->trace_file != NULL)
+    cJSON_AddStringToObject(o, "trace_file", plan->trace_file);
   return print(o);
 }
 
@@ -403,9 +440,15 @@ stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwP
     say(error_out, "runtime: device '%s' is not host or cuda", device);
     return NULL;
   }
+  GError *error = NULL;
+  /* a plan is proved sound for its trace before anything of it runs (an edited file, another
+   * trace's plan) */
+  if (plan != NULL && !stw_plan_check(plan, plan_trace, "the plan", NULL, NULL, &error)) {
+    give(error, error_out);
+    return NULL;
+  }
   StwBindRuntime *r = g_new0(StwBindRuntime, 1);
   r->model = model;
-  GError *error = NULL;
   if (strcmp(device, "cuda") == 0) {
     r->backend = stw_backend_cuda_new(0, stw_backend_cuda_arena_for(device_bytes), &error);
     if (r->backend == NULL) {
@@ -481,6 +524,20 @@ stw_bind_runtime_op_end(StwBindRuntime *r)
   stw_runtime_op_end(r->rt);
 }
 
+gboolean
+stw_bind_runtime_unplanned_op_begin(StwBindRuntime *r, const char *name, const guint32 *params,
+                                    guint32 n_params, char **error_out)
+{
+  for (guint32 i = 0; i < n_params; i++) {
+    if (params[i] >= r->model->tensors->len)
+      return say(error_out, "op %s: tensor %u is not one of the model's %u", name, params[i],
+                 r->model->tensors->len);
+  }
+  GError *error = NULL;
+  return stw_runtime_unplanned_op_begin(r->rt, name, params, n_params, &error) ||
+         give(error, error_out);
+}
+
 float *
 stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor)
 {
@@ -528,7 +585,7 @@ stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n, const 
 float *
 stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_device)
 {
-  if (tensor >= r->model->tensors->len)
+  if (tensor >= r->model->tensors->len || stw_trace_tensor(r->model, tensor)->frozen)
     return NULL;
   gpointer param;
   float *master, *m, *v;
@@ -548,6 +605,9 @@ stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, 
   if (tensor >= r->model->tensors->len || step < 1)
     return say(error_out, "adam: tensor %u of %u, step %" G_GUINT64_FORMAT " (from 1)", tensor,
                r->model->tensors->len, step);
+  if (stw_trace_tensor(r->model, tensor)->frozen)
+    return say(error_out, "adam: tensor %s is frozen: it has no optimizer state",
+               stw_trace_tensor(r->model, tensor)->name);
   g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
   stw_runtime_optim_tensors(r->rt, tensor, stepped);
   for (guint i = 0; i < stepped->len; i++) {
@@ -582,6 +642,10 @@ stw_bind_runtime_stats(StwBindRuntime *r)
   stw_json_add_u64(o, "deviations", s->deviations);
   stw_json_add_u64(o, "ops", s->ops);
   stw_json_add_u64(o, "bookkeeping_ns", s->bookkeeping_ns);
+  stw_json_add_u64(o, "copy_wait_ns", s->copy_wait_ns);
+  stw_json_add_u64(o, "unplanned_ops", s->unplanned_ops);
+  stw_json_add_u64(o, "unplanned_h2d_bytes", s->unplanned_h2d_bytes);
+  stw_json_add_u64(o, "unplanned_d2h_bytes", s->unplanned_d2h_bytes);
   return print(o);
 }
 
@@ -593,4 +657,26 @@ stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out)
   gsize n = stw_trace_tensor(r->model, tensor)->numel;
   g_autofree float *m = g_new(float, MAX(n, 1)), *v = g_new(float, MAX(n, 1));
   stw_runtime_read_state(r->rt, tensor, out, m, v);
+}
+
+gboolean
+stw_bind_runtime_read_state(StwBindRuntime *r, guint32 tensor, float *master, float *m,
+                            float *v, char **error_out)
+{
+  if (tensor >= r->model->tensors->len)
+    return say(error_out, "runtime: tensor %u is not one of the model's %u", tensor,
+               r->model->tensors->len);
+  stw_runtime_read_state(r->rt, tensor, master, m, v);
+  return TRUE;
+}
+
+gboolean
+stw_bind_runtime_write_state(StwBindRuntime *r, guint32 tensor, const float *master,
+                             const float *m, const float *v, char **error_out)
+{
+  if (tensor >= r->model->tensors->len)
+    return say(error_out, "runtime: tensor %u is not one of the model's %u", tensor,
+               r->model->tensors->len);
+  stw_runtime_write_state(r->rt, tensor, master, m, v);
+  return TRUE;
 }

@@ -34,7 +34,17 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
   printf("device      %s, %s (rank %u of %u)\n", t->device.name, devmem, t->device.rank,
          t->device.world_size);
   g_autofree char *params = stw_cli_group_digits(s->params);
-  printf("parameters  %s in %u tensors\n\n", params, t->tensors->len);
+  printf("parameters  %s in %u tensors\n", params, t->tensors->len);
+  if (s->frozen_tensors > 0) {
+    g_autofree char *frozen = stw_cli_group_digits(s->frozen_params);
+    printf("frozen      %s in %u tensors (no gradient, no optimizer state)\n", frozen,
+           s->frozen_tensors);
+  }
+  if (stw_trace_micro_steps(t) > 1 || t->model.gradients != STW_GRADIENTS_CHUNKS)
+    printf("iteration   %u micro-step%s; gradients in the %s\n", stw_trace_micro_steps(t),
+           stw_trace_micro_steps(t) > 1 ? "s" : "",
+           t->model.gradients == STW_GRADIENTS_CHUNKS ? "param chunks" : "framework's tensors");
+  printf("\n");
 
   g_autoptr(StwTable) md = stw_table_new(3, "<model data", "bytes", "per parameter");
   for (int l = 0; l < STW_N_LISTS; l++) {

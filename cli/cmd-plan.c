@@ -31,12 +31,19 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *chunk_bytes = stw_size_format(stw_chunk_bytes(c, 0, STW_LIST_PARAM));
   printf("%s: policy %s, chunk size %s elements (%s per param chunk), %u chunks per list\n",
          file, stw_policy_names[p->policy], size, chunk_bytes, n);
-  guint counts[STW_N_OPTIMS] = { 0 };
-  for (guint32 i = 0; i < n; i++)
-    counts[p->optim[i]]++;
+  guint counts[STW_N_OPTIMS] = { 0 }, frozen = 0;
+  for (guint32 i = 0; i < n; i++) {
+    if (stw_chunking_chunk(c, i)->frozen)
+      frozen++; /* no optimizer state: stepped nowhere */
+    else
+      counts[p->optim[i]]++;
+  }
+  g_autofree char *frozen_note = frozen > 0 ? g_strdup_printf("; %u frozen (no optimizer state)",
+                                                              frozen)
+                                            : g_strdup("");
   printf("  optimizer    %u chunks CPU Adam, %u GPU Adam in margin space, %u GPU Adam with "
-         "resident state\n", counts[STW_OPTIM_CPU], counts[STW_OPTIM_GPU],
-         counts[STW_OPTIM_GPU_RESIDENT]);
+         "resident state%s\n", counts[STW_OPTIM_CPU], counts[STW_OPTIM_GPU],
+         counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
   g_autofree char *waste = stw_size_format(stw_chunking_wasted_bytes(c, STW_LIST_PARAM));
   g_autofree char *waste_all = NULL;
   guint64 wall = 0;

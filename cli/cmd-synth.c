@@ -13,7 +13,7 @@ int
 stw_cmd_synth(int argc, char **argv)
 {
   g_autofree char *model = NULL, *model_config = NULL, *batch = NULL, *seq = NULL, *dtype = NULL, *attention = NULL,
-                  *hw_name = NULL, *memory = NULL, *output = NULL;
+                  *hw_name = NULL, *memory = NULL, *output = NULL, *freeze = NULL;
   gboolean checkpointing = FALSE;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_STRING, &model,
@@ -29,6 +29,9 @@ stw_cmd_synth(int argc, char **argv)
       "activation checkpointing per transformer block", NULL },
     { "attention", 0, 0, G_OPTION_ARG_STRING, &attention,
       "attention kernel: naive (default) or flash", "A" },
+    { "freeze", 0, 0, G_OPTION_ARG_STRING, &freeze,
+      "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
+      "no gradient, no optimizer state", "PATTERNS" },
     { "hw", 0, 0, G_OPTION_ARG_STRING, &hw_name,
       "hardware profile name or file (default " STW_HARDWARE_DEFAULT ")", "PROFILE" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory,
@@ -68,6 +71,7 @@ stw_cmd_synth(int argc, char **argv)
 
   StwSynthOptions opt = { .batch = 1, .seq = config.max_seq, .dtype = STW_DTYPE_BF16 };
   opt.checkpointing = checkpointing;
+  opt.freeze = freeze;
   if (batch != NULL && !stw_cli_parse_count(batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt.batch))
     return STW_EXIT_USAGE;
   if (seq != NULL && !stw_cli_parse_count(seq, "--seq", 1, config.max_seq, &opt.seq))
@@ -102,8 +106,14 @@ stw_cmd_synth(int argc, char **argv)
     return stw_cli_error(error);
   if (strcmp(output, "-") != 0) {
     g_autofree char *params = stw_cli_group_digits(stw_model_param_count(&config));
-    fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors, %u ops\n", output,
-            config.name, params, trace->tensors->len, trace->ops->len);
+    guint64 frozen_numel = 0;
+    guint32 frozen = stw_trace_frozen(trace, &frozen_numel);
+    g_autofree char *frozen_params = stw_cli_group_digits(frozen_numel);
+    g_autofree char *of_them = frozen > 0 ? g_strdup_printf(" (%u frozen: %s parameters)", frozen,
+                                                            frozen_params)
+                                          : g_strdup("");
+    fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors%s, %u ops\n", output,
+            config.name, params, trace->tensors->len, of_them, trace->ops->len);
   }
   return STW_EXIT_OK;
 }

@@ -74,25 +74,46 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
   c->world = 1;
   c->nodes = 1;
 
+  /* Frozen and trained tensors fill chunks of their own, each kind its open chunk; a chunk's
+   * placements are contiguous in the layout, so they are gathered per chunk at the end. */
   g_autofree guint32 *order = first_use_order(t);
-  StwChunk *open = NULL; /* the chunk being filled */
+  guint32 open[2] = { G_MAXUINT32, G_MAXUINT32 }; /* per kind (trained, frozen): the chunk
+                                                     * being filled */
+  g_autoptr(GArray) chunk_tensors = g_array_new(FALSE, FALSE, sizeof(StwPlacement));
   for (guint32 k = 0; k < t->tensors->len; k++) {
     guint32 id = order[k];
-    guint64 numel = stw_trace_tensor(t, id)->numel;
+    const StwTensor *x = stw_trace_tensor(t, id);
+    guint64 numel = x->numel;
     gboolean oversized = numel > size_elems;
-    if (open == NULL || oversized || open->used_elems + numel > open->capacity_elems) {
+    guint32 *o = &open[x->frozen ? 1 : 0];
+    StwChunk *ch = *o != G_MAXUINT32 ? &g_array_index(c->chunks, StwChunk, *o) : NULL;
+    if (ch == NULL || oversized || ch->used_elems + numel > ch->capacity_elems) {
       StwChunk fresh = { .capacity_elems = oversized ? numel : size_elems,
-                         .first = c->placements->len };
+                         .frozen = x->frozen };
       g_array_append_val(c->chunks, fresh);
-      open = &g_array_index(c->chunks, StwChunk, c->chunks->len - 1);
+      *o = c->chunks->len - 1;
+      ch = &g_array_index(c->chunks, StwChunk, *o);
     }
-    StwPlacement p = { .tensor = id, .offset = open->used_elems };
-    g_array_append_val(c->placements, p);
-    open->used_elems += numel;
-    open->count++;
-    c->chunk_of[id] = c->chunks->len - 1;
+    StwPlacement p = { .tensor = id, .offset = ch->used_elems };
+    g_array_append_val(chunk_tensors, p);
+    ch->used_elems += numel;
+    ch->count++;
+    c->chunk_of[id] = *o;
     if (oversized)
-      open = NULL; /* nothing shares an oversized tensor's chunk */
+      *o = G_MAXUINT32; /* nothing shares an oversized tensor's chunk */
+  }
+  /* the placements chunk by chunk, each chunk's in the order they were placed */
+  guint32 n = c->chunks->len;
+  g_autofree guint32 *next = g_new0(guint32, MAX(n, 1));
+  for (guint32 i = 0, first = 0; i < n; i++) {
+    StwChunk *ch = &g_array_index(c->chunks, StwChunk, i);
+    ch->first = next[i] = first;
+    first += ch->count;
+  }
+  g_array_set_size(c->placements, chunk_tensors->len);
+  for (guint i = 0; i < chunk_tensors->len; i++) {
+    const StwPlacement *p = &g_array_index(chunk_tensors, StwPlacement, i);
+    g_array_index(c->placements, StwPlacement, next[c->chunk_of[p->tensor]]++) = *p;
   }
   return c;
 }
@@ -127,10 +148,18 @@ stw_chunking_copy(const StwChunking *c)
   return d;
 }
 
+/* Elements of chunk CH in LIST: its capacity, or none in a frozen chunk's optimizer lists. */
+static guint64
+list_elems(const StwChunk *ch, StwChunkList list, guint64 elems)
+{
+  return ch->frozen && list != STW_LIST_PARAM ? 0 : elems;
+}
+
 guint64
 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list)
 {
-  return stw_chunking_chunk(c, i)->capacity_elems * stw_chunk_list_elem_bytes(list, c->dtype);
+  const StwChunk *ch = stw_chunking_chunk(c, i);
+  return list_elems(ch, list, ch->capacity_elems) * stw_chunk_list_elem_bytes(list, c->dtype);
 }
 
 guint64
@@ -148,7 +177,8 @@ stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list)
   guint64 sum = 0;
   for (guint32 i = 0; i < stw_chunking_count(c); i++) {
     const StwChunk *ch = stw_chunking_chunk(c, i);
-    sum += (ch->capacity_elems - ch->used_elems) * stw_chunk_list_elem_bytes(list, c->dtype);
+    sum += list_elems(ch, list, ch->capacity_elems - ch->used_elems) *
+           stw_chunk_list_elem_bytes(list, c->dtype);
   }
   return sum;
 }
@@ -177,6 +207,7 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
       return invalid(error, file, "$.layout[%u]: a chunk larger than the chunk size "
                      "must hold exactly one (oversized) tensor", i);
     guint64 end_prev = 0;
+    guint32 frozen = 0;
     for (guint32 k = 0; k < ch->count; k++) {
       const StwPlacement *p = &g_array_index(c->placements, StwPlacement, ch->first + k);
       if (p->tensor >= c->n_tensors)
@@ -194,7 +225,15 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
                        G_GUINT64_FORMAT " elements", i, k, stw_trace_tensor(t, p->tensor)->name,
                        p->offset, ch->capacity_elems);
       end_prev = p->offset + numel;
+      frozen += stw_trace_tensor(t, p->tensor)->frozen ? 1 : 0;
     }
+    if (ch->frozen && frozen < ch->count)
+      return invalid(error, file, "$.layout[%u].frozen: the chunk holds %u tensor%s that %s "
+                     "trained (a frozen chunk keeps no optimizer state)", i, ch->count - frozen,
+                     ch->count - frozen == 1 ? "" : "s", ch->count - frozen == 1 ? "is" : "are");
+    if (!ch->frozen && ch->count > 0 && frozen == ch->count)
+      return invalid(error, file, "$.layout[%u].frozen: every tensor of the chunk is frozen, "
+                     "and the chunk is not (its optimizer state would be kept for nothing)", i);
   }
   for (guint32 id = 0; id < c->n_tensors; id++) {
     if (!placed[id])

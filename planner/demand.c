@@ -170,14 +170,16 @@ append(GArray *list, guint32 item)
 }
 
 void
-stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwStage stage,
-                    const guint32 *params, guint32 n_params, const guint32 *grads,
-                    guint32 n_grads, StwOpItems *out)
+stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwGradients gradients,
+                    StwStage stage, const guint32 *params, guint32 n_params,
+                    const guint32 *grads, guint32 n_grads, StwOpItems *out)
 {
   gboolean multi = c->world > 1;
   g_array_set_size(out->need, 0);
   g_array_set_size(out->forbid, 0);
   g_array_set_size(out->write, 0);
+  if (gradients == STW_GRADIENTS_FRAMEWORK)
+    n_grads = 0; /* the framework's own tensors: nothing of the chunks is written */
   if (stage != STW_STAGE_OPTIM) {
     for (guint32 i = 0; i < n_params + n_grads; i++) {
       gboolean grad = i >= n_params;
@@ -285,8 +287,8 @@ stw_demand_build(const StwTrace *t, const StwChunking *c, const guint8 *optim,
       if (hold[i])
         stw_demand_need(d, i);
     }
-    stw_demand_op_items(c, optim, op->stage, op->params, op->n_params, op->grads, op->n_grads,
-                        &x);
+    stw_demand_op_items(c, optim, t->model.gradients, op->stage, op->params, op->n_params,
+                        op->grads, op->n_grads, &x);
     for (guint i = 0; i < x.need->len; i++)
       stw_demand_need(d, g_array_index(x.need, guint32, i));
     for (guint i = 0; i < x.forbid->len; i++)

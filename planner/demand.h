@@ -72,12 +72,13 @@ void stw_op_items_clear(StwOpItems *x);
 /* The items op STAGE over tensors PARAMS (read) and GRADS (gradients written) asks for, under
  * layout C and optimizer placement OPTIM (per chunk, StwOptimPlace): forward and backward ops
  * need their parameters' chunks (with several ranks, the rank's own chunk of each group and the
- * gathered rest) and dirty those they write gradients into; an optimizer op needs the four lists
- * of each chunk it steps on the GPU and dirties them, and forbids those stepped by CPU Adam.
- * Appends to OUT (cleared first). */
-void stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwStage stage,
-                         const guint32 *params, guint32 n_params, const guint32 *grads,
-                         guint32 n_grads, StwOpItems *out);
+ * gathered rest) and, when GRADIENTS are the chunks', dirty those they write gradients into (the
+ * framework's gradients touch no chunk until the optimizer op); an optimizer op needs the four
+ * lists of each chunk it steps on the GPU and dirties them, and forbids those stepped by CPU
+ * Adam. Appends to OUT (cleared first). */
+void stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwGradients gradients,
+                         StwStage stage, const guint32 *params, guint32 n_params,
+                         const guint32 *grads, guint32 n_grads, StwOpItems *out);
 
 /* The demand of trace T under layout C and placement OPTIM, with CAPACITY[k] bytes for chunks
  * during op k (n_ops values; NULL: the plan capacity of BUDGETS, stw_plan_capacity). A policy may

@@ -264,6 +264,8 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
     stw_json_add_u64(o, "capacity_elems", k->capacity_elems);
     stw_json_add_u64(o, "owner", k->owner);
     cJSON_AddStringToObject(o, "optimizer", stw_optim_names[p->optim[i]]);
+    if (k->frozen)
+      cJSON_AddBoolToObject(o, "frozen", TRUE);
     cJSON *tensors = cJSON_AddArrayToObject(o, "tensors");
     for (guint32 j = 0; j < k->count; j++) {
       const StwPlacement *pl = &g_array_index(c->placements, StwPlacement, k->first + j);
@@ -325,7 +327,7 @@ static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserve
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
                                               NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
-                                              "tensors", NULL };
+                                              "frozen", "tensors", NULL };
 static const char *const initial_members[] = { "chunk", "dirty", NULL };
 static const char *const moment_members[] = { "moment", "op", "evict", "drop", "fetch",
                                               "gather", "reduce_scatter", NULL };
@@ -440,6 +442,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
                           &k.capacity_elems, error) ||
         !stw_json_get_u64(r, o, "owner", TRUE, 0, world - 1, &owner, error) ||
         !stw_json_get_enum(r, o, "optimizer", TRUE, stw_optim_names, &optim, error) ||
+        !stw_json_get_bool(r, o, "frozen", FALSE, &k.frozen, error) ||
         !stw_json_get_array(r, o, "tensors", TRUE, STW_TRACE_MAX_TENSORS, &tensors, error))
       return FALSE;
     k.owner = (guint32)owner;

@@ -639,6 +639,14 @@ check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
                 "supported", planner_world(t, o), STW_PLAN_MAX_WORLD);
     return FALSE;
   }
+  /* the ranks reduce-scatter gradients out of the chunks, where the framework's never are */
+  if (planner_world(t, o) > 1 && t->model.gradients == STW_GRADIENTS_FRAMEWORK) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "%u GPUs: the trace's gradients "
+                "are the framework's own tensors (model.gradients \"framework\"), which the "
+                "ranks cannot reduce-scatter out of the chunks; plan it for one GPU",
+                planner_world(t, o));
+    return FALSE;
+  }
   if (o->budgets.gpu_bytes == 0) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "the GPU budget must be positive");
     return FALSE;

@@ -84,6 +84,7 @@ stw_recorder_iteration_begin(StwRecorder *r)
   for (guint32 i = 0; i < r->model->tensors->len; i++) {
     const StwTensor *x = stw_trace_tensor(r->model, i);
     guint32 id = stw_trace_add_tensor(t, x->name, x->dtype, x->shape, x->ndim);
+    g_array_index(t->tensors, StwTensor, id).frozen = x->frozen;
     for (guint k = 0; x->aliases != NULL && k < x->aliases->len; k++)
       g_ptr_array_add(g_array_index(t->tensors, StwTensor, id).aliases,
                       g_strdup(x->aliases->pdata[k]));

@@ -16,18 +16,31 @@ struct StwReplayer {
   StwReplayCollectives coll; /* several ranks */
 };
 
-/* Whether the plan's trace describes the same tensors as MODEL's. */
-static gboolean
-same_tensors(const StwTrace *pt, const StwTrace *model)
+/* A tensor as messages name it: "h.0.fc.weight (fp32, 4096 elements, frozen)". */
+static char *
+tensor_text(const StwTensor *x)
 {
-  if (pt->tensors->len != model->tensors->len)
-    return FALSE;
-  for (guint32 i = 0; i < model->tensors->len; i++) {
+  return g_strdup_printf("%s (%s, %" G_GUINT64_FORMAT " elements%s)", x->name,
+                         stw_dtype_name(x->dtype), x->numel, x->frozen ? ", frozen" : "");
+}
+
+/* How the plan's trace's tensors differ from MODEL's, as a sentence; NULL when they do not. */
+static char *
+tensor_difference(const StwTrace *pt, const StwTrace *model)
+{
+  guint32 n = MIN(pt->tensors->len, model->tensors->len);
+  for (guint32 i = 0; i < n; i++) {
     const StwTensor *a = stw_trace_tensor(pt, i), *b = stw_trace_tensor(model, i);
-    if (strcmp(a->name, b->name) != 0 || a->numel != b->numel || a->dtype != b->dtype)
-      return FALSE;
+    if (strcmp(a->name, b->name) != 0 || a->numel != b->numel || a->dtype != b->dtype ||
+        a->frozen != b->frozen) {
+      g_autofree char *want = tensor_text(a), *got = tensor_text(b);
+      return g_strdup_printf("tensor %u is %s in the plan's trace and %s here", i, want, got);
+    }
   }
-  return TRUE;
+  if (pt->tensors->len != model->tensors->len)
+    return g_strdup_printf("the plan's trace has %u tensors and this model %u", pt->tensors->len,
+                           model->tensors->len);
+  return NULL;
 }
 
 static void
@@ -87,14 +100,17 @@ StwReplayer *
 stw_replayer_new(const StwPlan *plan, const StwTrace *pt, const StwTrace *model, GError **error)
 {
   g_autofree char *digest = stw_trace_digest(pt);
-  if (strcmp(digest, plan->trace_digest) != 0 || !same_tensors(pt, model)) {
+  if (strcmp(digest, plan->trace_digest) != 0) {
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
-                "the plan was made for another model: its trace's digest or tensors (%u, %s) "
-                "differ from this model's (%u tensors, %s); profile this model and plan again",
-                pt->tensors->len,
-                pt->tensors->len ? stw_dtype_name(stw_trace_tensor(pt, 0)->dtype) : "-",
-                model->tensors->len,
-                model->tensors->len ? stw_dtype_name(stw_trace_tensor(model, 0)->dtype) : "-");
+                "the plan was made for another trace: its digest %.16s is not the given trace's "
+                "%.16s; give the trace the plan was made from", plan->trace_digest, digest);
+    return NULL;
+  }
+  g_autofree char *differs = tensor_difference(pt, model);
+  if (differs != NULL) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "the plan was made for another model: %s; profile this model and plan again",
+                differs);
     return NULL;
   }
   g_autoptr(GString) was = g_string_new(NULL);
@@ -155,6 +171,17 @@ same_ids(const guint32 *a, guint32 na, const guint32 *b, guint32 nb)
   return na == nb && (na == 0 || memcmp(a, b, na * sizeof(guint32)) == 0);
 }
 
+/* The forward-backward run (micro-step, from 1) op K of trace T belongs to. */
+static guint32
+run_of(const StwTrace *t, guint32 k)
+{
+  guint32 run = 1;
+  for (guint32 i = 1; i <= k && i < t->ops->len; i++)
+    if (stw_trace_op(t, i)->stage == STW_STAGE_FWD && stw_trace_op(t, i - 1)->stage == STW_STAGE_BWD)
+      run++;
+  return run;
+}
+
 gboolean
 stw_replayer_match(const StwReplayer *r, guint32 moment, const char *name, StwStage stage,
                    const guint32 *params, guint32 n_params, const guint32 *grads,
@@ -162,15 +189,33 @@ stw_replayer_match(const StwReplayer *r, guint32 moment, const char *name, StwSt
 {
   const StwTrace *pt = r->plan_trace;
   const StwOp *want = moment < pt->ops->len ? stw_trace_op(pt, moment) : NULL;
-  if (want == NULL || strcmp(want->name, name) != 0 || want->stage != stage ||
-      !same_ids(want->params, want->n_params, params, n_params) ||
-      !same_ids(want->grads, want->n_grads, grads, n_grads)) {
+  if (want != NULL && strcmp(want->name, name) == 0 && want->stage == stage &&
+      same_ids(want->params, want->n_params, params, n_params) &&
+      same_ids(want->grads, want->n_grads, grads, n_grads))
+    return TRUE;
+  if (want == NULL) {
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
-                "op %u is %s here but %s in the plan's trace: the plan was made for another "
-                "model or configuration", moment, name, want ? want->name : "(none)");
+                "op %u is %s (%s) here, and the plan's trace ends after %u ops: the loop runs "
+                "more ops per iteration than the one profiled (a module run twice, more "
+                "micro-steps of gradient accumulation than profiled, an evaluation forward "
+                "with gradients on); profile the loop as it runs and plan again", moment, name,
+                stw_stage_name(stage), pt->ops->len);
     return FALSE;
   }
-  return TRUE;
+  const char *what = strcmp(want->name, name) != 0 || want->stage != stage
+                         ? "the op"
+                         : !same_ids(want->params, want->n_params, params, n_params)
+                               ? "its parameters"
+                               : "its gradients (a parameter frozen or unfrozen since)";
+  g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+              "op %u is %s (%s) here but %s (%s, micro-step %u of %u) in the plan's trace: %s "
+              "differs; the plan was made for another model or configuration, or the loop "
+              "runs otherwise than profiled (a module skipped or run twice, another number of "
+              "micro-steps of gradient accumulation, an optimizer step before backward); "
+              "profile the loop as it runs and plan again", moment, name,
+              stw_stage_name(stage), want->name, stw_stage_name(want->stage), run_of(pt, moment),
+              stw_trace_micro_steps(pt), what);
+  return FALSE;
 }
 
 void

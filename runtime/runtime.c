@@ -40,6 +40,10 @@ struct StwRuntime {
   guint32 moment;           /* the op boundary the iteration is at */
   gboolean started;         /* replay: the plan's start state is loaded */
   guint64 deviations;       /* replay: actions that found their chunk elsewhere */
+  gboolean unplanned;       /* an unplanned op is open */
+  gboolean perturbed;       /* unplanned ops moved chunks since the last iteration */
+  guint64 unplanned_room;   /* evictions to make room that unplanned ops and restoring the
+                             * plan's start state caused (no deviations from the plan) */
   gint64 op_start_us;         /* where the recorded op's time starts */
   gint64 op_end_us;           /* when the iteration's last op_end returned; 0 before its first */
   StwRuntimeStats st;
@@ -215,7 +219,8 @@ set_layout(StwRuntime *rt, GError **error)
   return TRUE;
 }
 
-/* The initial values: compute copy and master weights from INIT, moments zero. */
+/* The initial values: compute copy and master weights from INIT (a frozen chunk has no master),
+ * moments zero. */
 static void
 initialize(StwRuntime *rt, const float *const *init)
 {
@@ -228,10 +233,18 @@ initialize(StwRuntime *rt, const float *const *init)
       gsize n = stw_trace_tensor(rt->model, p->tensor)->numel;
       store_values(param + offset_of(rt, STW_LIST_PARAM, p->tensor), init[p->tensor], n,
                    rt->elem[STW_LIST_PARAM]);
-      store_values(master + offset_of(rt, STW_LIST_MASTER, p->tensor), init[p->tensor], n,
-                   sizeof(float));
+      if (!ch->frozen)
+        store_values(master + offset_of(rt, STW_LIST_MASTER, p->tensor), init[p->tensor], n,
+                     sizeof(float));
     }
   }
+}
+
+/* Whether TENSOR is in a frozen chunk: the param list only. */
+static gboolean
+frozen(const StwRuntime *rt, guint32 tensor)
+{
+  return stw_chunking_chunk(rt->c, rt->c->chunk_of[tensor])->frozen;
 }
 
 /* ---- several ranks: the plan's collectives --------------------------------------------------- */
@@ -494,12 +507,86 @@ no_failure(StwRuntime *rt, GError **error)
 static guint64
 deviations(const StwRuntime *rt)
 {
-  return rt->deviations + stw_store_room_evictions(rt->store);
+  return rt->deviations + stw_store_room_evictions(rt->store) - rt->unplanned_room;
+}
+
+/* Runs FN(RT, DATA) as unplanned work: what it moves is counted in the unplanned figures, and
+ * none of it as a deviation from the plan. */
+static gboolean
+as_unplanned(StwRuntime *rt, gboolean (*fn)(StwRuntime *, gconstpointer, GError **),
+             gconstpointer data, GError **error)
+{
+  const StwStoreStats *ss = stw_store_stats(rt->store);
+  guint64 h2d = ss->h2d_bytes, d2h = ss->d2h_bytes, room = stw_store_room_evictions(rt->store);
+  guint64 devs = rt->deviations;
+  gboolean ok = fn(rt, data, error);
+  rt->st.unplanned_h2d_bytes += ss->h2d_bytes - h2d;
+  rt->st.unplanned_d2h_bytes += ss->d2h_bytes - d2h;
+  rt->unplanned_room += stw_store_room_evictions(rt->store) - room;
+  rt->deviations = devs;
+  if (ss->h2d_bytes != h2d || ss->d2h_bytes != d2h)
+    rt->perturbed = TRUE;
+  return ok;
+}
+
+/* Replay: every item where the plan has it at the iteration's start (after unplanned ops moved
+ * some): the others' slots freed first, then the plan's fetched. */
+static gboolean
+restore_start(StwRuntime *rt, gconstpointer unused, GError **error)
+{
+  (void)unused;
+  const StwSchedule *sc = &rt->o.plan->schedule;
+  guint32 n_items = STW_N_LISTS * rt->n; /* groups are gathered by the plan's actions */
+  StwStore *s = rt->store;
+  stw_store_next_op(s);
+  for (guint32 i = 0; i < n_items; i++) {
+    if (!sc->resident[i] && stw_store_resident(s, i)) {
+      if (stw_store_dirty(s, i))
+        stw_store_evict(s, i);
+      else
+        stw_store_drop(s, i);
+    }
+  }
+  for (guint32 i = 0; i < n_items; i++) {
+    if (sc->resident[i])
+      stw_store_need(s, i);
+  }
+  for (guint32 i = 0; i < n_items; i++) {
+    if (sc->resident[i] && !stw_store_resident(s, i) && !stw_store_fetch(s, i, error))
+      return FALSE;
+  }
+  for (guint32 i = 0; i < n_items; i++)
+    stw_store_settle(s, i);
+  return TRUE;
+}
+
+/* Replay: the plan's start state, once (its moves are the warm-up's). */
+static void
+load_start(StwRuntime *rt)
+{
+  if (rt->replayer == NULL || rt->started)
+    return;
+  GError *error = NULL;
+  if (!stw_replayer_start(rt->replayer, rt->store, &error) && rt->failure == NULL)
+    rt->failure = error;
+  else
+    g_clear_error(&error);
+  rt->st.warmup_h2d_bytes = stw_store_stats(rt->store)->h2d_bytes;
+  stw_store_reset_moved(rt->store);
+  rt->started = TRUE;
 }
 
 void
 stw_runtime_iteration_begin(StwRuntime *rt)
 {
+  if (rt->perturbed && rt->replayer != NULL && rt->started) {
+    GError *error = NULL;
+    if (!as_unplanned(rt, restore_start, NULL, &error) && rt->failure == NULL)
+      rt->failure = error;
+    else
+      g_clear_error(&error);
+  }
+  rt->perturbed = FALSE;
   stw_store_reset_moved(rt->store);
   stw_store_iteration_begin(rt->store);
   rt->moment = 0;
@@ -512,14 +599,7 @@ stw_runtime_iteration_begin(StwRuntime *rt)
     stw_recorder_iteration_begin(rt->recorder);
   if (rt->replayer != NULL) {
     stw_replayer_rewind(rt->replayer);
-    if (!rt->started) {
-      GError *error = NULL;
-      if (!stw_replayer_start(rt->replayer, rt->store, &error) && rt->failure == NULL)
-        rt->failure = error;
-      rt->st.warmup_h2d_bytes = stw_store_stats(rt->store)->h2d_bytes;
-      stw_store_reset_moved(rt->store);
-      rt->started = TRUE;
-    }
+    load_start(rt);
   }
   rt->comm_received = 0;
 }
@@ -558,7 +638,7 @@ make_ready(StwRuntime *rt, const guint32 *need, guint n_need, const guint32 *for
            guint n_forbid, const guint32 *write, guint n_write, GError **error)
 {
   StwStore *s = rt->store;
-  gboolean replay = rt->replayer != NULL;
+  gboolean replay = rt->replayer != NULL && !rt->unplanned;
   /* collectives in flight on what the op touches complete first */
   const guint32 *lists[] = { need, forbid, write };
   guint counts[] = { n_need, n_forbid, n_write };
@@ -624,7 +704,8 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
                     error);
   } else {
     StwOpItems *x = &rt->items;
-    stw_demand_op_items(rt->c, rt->optim, stage, params, n_params, grads, n_grads, x);
+    stw_demand_op_items(rt->c, rt->optim, rt->model->model.gradients, stage, params, n_params,
+                        grads, n_grads, x);
     ok = make_ready(rt, (const guint32 *)x->need->data, x->need->len,
                     (const guint32 *)x->forbid->data, x->forbid->len,
                     (const guint32 *)x->write->data, x->write->len, error);
@@ -648,9 +729,57 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
   return TRUE;
 }
 
+/* The unplanned op's chunks made resident on demand (DATA: the op's items, derived). */
+static gboolean
+ready_unplanned(StwRuntime *rt, gconstpointer data, GError **error)
+{
+  const StwOpItems *x = data;
+  return make_ready(rt, (const guint32 *)x->need->data, x->need->len, NULL, 0, NULL, 0, error);
+}
+
+gboolean
+stw_runtime_unplanned_op_begin(StwRuntime *rt, const char *name, const guint32 *params,
+                               guint32 n_params, GError **error)
+{
+  if (rt->unplanned) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                "unplanned op %s: another unplanned op is open", name);
+    return FALSE;
+  }
+  rt->st.unplanned_ops++;
+  if (rt->o.mode == STW_RUNTIME_PLAIN) {
+    rt->unplanned = TRUE;
+    return TRUE;
+  }
+  if (rt->multi) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+                "unplanned op %s: several ranks run the plan's ops only", name);
+    return FALSE;
+  }
+  if (!no_failure(rt, error))
+    return FALSE;
+  load_start(rt); /* the plan's start state first, counted as its warm-up */
+  if (!no_failure(rt, error))
+    return FALSE;
+  StwOpItems *x = &rt->items;
+  stw_demand_op_items(rt->c, rt->optim, rt->model->model.gradients, STW_STAGE_FWD, params,
+                      n_params, NULL, 0, x);
+  rt->unplanned = TRUE;
+  gboolean ok = as_unplanned(rt, ready_unplanned, x, error);
+  if (!ok)
+    rt->unplanned = FALSE;
+  return ok;
+}
+
 void
 stw_runtime_op_end(StwRuntime *rt)
 {
+  if (rt->unplanned) { /* no moment of the plan's, nothing recorded */
+    rt->unplanned = FALSE;
+    if (rt->o.mode != STW_RUNTIME_PLAIN)
+      stw_store_reap(rt->store);
+    return;
+  }
   if (rt->o.mode == STW_RUNTIME_PLAIN)
     return;
   if (rt->recorder != NULL && rt->iteration_timed && rt->be->sync != NULL) /* and its own */
@@ -815,10 +944,38 @@ stw_runtime_stats(StwRuntime *rt)
 }
 
 void
+stw_runtime_read_param(StwRuntime *rt, guint32 tensor, float *out)
+{
+  gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
+  GError *ignored = NULL;
+  finish_all(rt, &ignored); /* a failure has been reported where it happened */
+  g_clear_error(&ignored);
+  guint32 item;
+  guint64 off;
+  locate(rt, STW_LIST_PARAM, tensor, &item, &off);
+  guint64 elem = rt->elem[STW_LIST_PARAM];
+  if (elem == sizeof(float)) {
+    stw_store_read(rt->store, item, off, out, numel * sizeof(float));
+    return;
+  }
+  /* 16-bit values into the front of OUT's bytes, widened from the last down */
+  stw_store_read(rt->store, item, off, out, numel * elem);
+  const guint16 *h = (const guint16 *)out;
+  for (gsize i = numel; i-- > 0;)
+    out[i] = stw_bf16_to_float(h[i]);
+}
+
+void
 stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v)
 {
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
   float *out[] = { master, m, v };
+  if (frozen(rt, tensor)) { /* its weights are its compute copy; it has no moments */
+    stw_runtime_read_param(rt, tensor, master);
+    memset(m, 0, n);
+    memset(v, 0, n);
+    return;
+  }
   GError *ignored = NULL;
   finish_all(rt, &ignored); /* a failure has been reported where it happened */
   g_clear_error(&ignored);
@@ -842,8 +999,7 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
   g_autofree guint8 *compute = g_malloc(MAX(numel * rt->elem[STW_LIST_PARAM], 1));
   store_values(compute, master, numel, rt->elem[STW_LIST_PARAM]);
   const void *src[] = { compute, master, m, v };
-  (void)c;
-  for (int l = 0; l < STW_N_LISTS; l++) {
+  for (int l = 0; l < (stw_chunking_chunk(rt->c, c)->frozen ? 1 : STW_N_LISTS); l++) {
     guint32 item;
     guint64 off;
     /* several ranks: this rank's own tensors only (the others' arrive by gathers) */

@@ -25,7 +25,11 @@ stw_trace_summary_new(const StwTrace *t, guint32 top)
   for (guint32 i = 0; i < n; i++) {
     const StwTensor *x = stw_trace_tensor(t, i);
     s->params += x->numel;
-    for (int l = 0; l < STW_N_LISTS; l++)
+    if (x->frozen) {
+      s->frozen_params += x->numel;
+      s->frozen_tensors++;
+    }
+    for (int l = 0; l < (x->frozen ? 1 : STW_N_LISTS); l++)
       s->list_bytes[l] += x->numel * stw_chunk_list_elem_bytes((StwChunkList)l, x->dtype);
   }
   for (int l = 0; l < STW_N_LISTS; l++)
@@ -74,6 +78,11 @@ stw_trace_summary_to_json(const StwTrace *t, const StwTraceSummary *s)
   cJSON_AddStringToObject(root, "digest", s->digest);
   stw_json_add_u64(root, "tensors", t->tensors->len);
   stw_json_add_u64(root, "params", s->params);
+  cJSON *frozen = cJSON_AddObjectToObject(root, "frozen");
+  stw_json_add_u64(frozen, "tensors", s->frozen_tensors);
+  stw_json_add_u64(frozen, "params", s->frozen_params);
+  stw_json_add_u64(root, "micro_steps", stw_trace_micro_steps(t));
+  cJSON_AddStringToObject(root, "gradients", stw_gradients_names[t->model.gradients]);
   cJSON *md = cJSON_AddObjectToObject(root, "model_bytes");
   for (int l = 0; l < STW_N_LISTS; l++)
     stw_json_add_u64(md, stw_chunk_list_name((StwChunkList)l), s->list_bytes[l]);

@@ -60,13 +60,30 @@ param_bytes(const Synth *s, const StwGraphOp *op)
   return bytes;
 }
 
+/* The share of op G's parameter elements that are trained (1 without parameters). */
+static double
+trained_share(const Synth *s, const StwGraphOp *g)
+{
+  guint64 all = 0, trained = 0;
+  for (guint i = 0; i < g->params->len; i++) {
+    const StwTensor *x = stw_trace_tensor(s->trace, g_array_index(g->params, guint32, i));
+    all += x->numel;
+    trained += x->frozen ? 0 : x->numel;
+  }
+  return all > 0 ? (double)trained / (double)all : 1.0;
+}
+
 static StwOp *
 emit(Synth *s, const StwGraphOp *g, const char *suffix, StwStage stage, gboolean grads)
 {
   g_autofree char *name = g_strconcat(g->name, suffix, NULL);
   guint32 *ids = (guint32 *)g->params->data;
-  return stw_trace_add_op(s->trace, name, stage, ids, g->params->len, ids,
-                          grads ? g->params->len : 0);
+  g_autofree guint32 *trained = g_new(guint32, MAX(g->params->len, 1));
+  guint32 n = 0;
+  for (guint i = 0; grads && i < g->params->len; i++)
+    if (!stw_trace_tensor(s->trace, ids[i])->frozen)
+      trained[n++] = ids[i];
+  return stw_trace_add_op(s->trace, name, stage, ids, g->params->len, trained, n);
 }
 
 /* Runs one forward op. KEEP_SAVED is false inside a checkpointed block, where only the block's
@@ -114,11 +131,16 @@ backward_op(Synth *s, const StwGraphOp *g)
       g_array_set_size(s->residuals, s->residuals->len - 1);
     }
   }
-  op->flops = 2 * g->flops;
+  /* the input's gradient costs the forward's FLOPs, the weights' gradient as much again: a
+   * frozen weight has none */
+  double share = trained_share(s, g);
+  double flops = (1.0 + share) * (double)g->flops;
+  op->flops = (guint64)flops;
   guint64 pbytes = param_bytes(s, g);
-  double bytes = (double)(2 * pbytes + 2 * g->in_bytes + g->out_bytes + 2 * g->bwd_work_bytes +
+  double bytes = (double)pbytes * (1.0 + share) +
+                 (double)(2 * g->in_bytes + g->out_bytes + 2 * g->bwd_work_bytes +
                           g->saved_extra_bytes);
-  op->duration_ns = op_duration_ns(s, g, 2.0 * (double)g->flops, bytes);
+  op->duration_ns = op_duration_ns(s, g, flops, bytes);
 }
 
 /* Index range [*first, *last] of the ops of block LAYER. */
@@ -141,6 +163,8 @@ optimizer_ops(Synth *s)
   StwTrace *t = s->trace;
   for (guint32 id = 0; id < t->tensors->len; id++) {
     const StwTensor *x = stw_trace_tensor(t, id);
+    if (x->frozen)
+      continue;
     g_autofree char *name = g_strconcat("adam.", x->name, NULL);
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
@@ -231,6 +255,11 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     StwTensor *x = &g_array_index(t->tensors, StwTensor, id);
     for (guint k = 0; k < gt->aliases->len; k++)
       g_ptr_array_add(x->aliases, g_strdup(gt->aliases->pdata[k]));
+  }
+
+  if (options->freeze != NULL && !stw_trace_freeze(t, options->freeze, NULL, error)) {
+    stw_trace_free(t);
+    return NULL;
   }
 
   Synth s = { .trace = t, .graph = graph, .hw = hw, .e = stw_dtype_bytes(options->dtype),

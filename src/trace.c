@@ -18,6 +18,7 @@
 G_DEFINE_QUARK(stw-trace-error-quark, stw_trace_error)
 
 static const char *const stage_names[] = { "fwd", "bwd", "optim", NULL };
+const char *const stw_gradients_names[] = { "chunks", "framework", NULL };
 static const char *const source_kind_names[] = { "runtime", "cupti", "kineto", "synthetic",
                                                  NULL };
 
@@ -111,6 +112,7 @@ stw_trace_new(void)
   t->model.name = g_strdup("");
   t->device.name = g_strdup("");
   t->device.world_size = 1;
+  t->model.micro_steps = 1;
   return t;
 }
 
@@ -245,8 +247,19 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
     }
   }
 
+  guint32 micro_steps = t->model.micro_steps;
+  if (micro_steps < 1 || micro_steps > STW_TRACE_MAX_MICRO_STEPS)
+    return invalid(error, file, "$.model.micro_steps: %u is not 1 to %u", micro_steps,
+                   STW_TRACE_MAX_MICRO_STEPS);
+  if (micro_steps > 1 && t->model.gradients == STW_GRADIENTS_CHUNKS)
+    return invalid(error, file, "$.model.micro_steps: %u micro-steps need the gradients apart "
+                   "from the parameters (\"gradients\": \"framework\"): written into the "
+                   "parameters' chunks, they would be what the next micro-step's forward reads",
+                   micro_steps);
+
   g_autofree guint8 *seen = g_malloc0(MAX(n_tensors, 1));
   StwStage stage = STW_STAGE_FWD;
+  guint32 runs = 1; /* forward-backward runs begun so far */
   guint64 total_ns = 0, total_flops = 0;
   for (guint32 i = 0; i < t->ops->len; i++) {
     const StwOp *op = stw_trace_op(t, i);
@@ -272,14 +285,31 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
     if (total_flops > STW_TRACE_MAX_TOTAL_FLOPS)
       return invalid(error, file, "$.ops[%u].flops: the ops' FLOPs add up to more than 2^62 "
                      "by this op", i);
-    if (op->stage < stage)
+    if (op->stage == STW_STAGE_FWD && stage == STW_STAGE_BWD) {
+      if (++runs > micro_steps)
+        return invalid(error, file,
+                       "$.ops[%u].stage: a fwd op after bwd ops begins forward-backward run %u, "
+                       "and the trace has %u (model.micro_steps: a trace of gradient "
+                       "accumulation says how many)", i, runs, micro_steps);
+    } else if (op->stage < stage) {
       return invalid(error, file,
-                     "$.ops[%u].stage: a %s op after %s ops (a trace holds one forward, one "
-                     "backward and one optimizer stage, in that order)", i,
+                     "$.ops[%u].stage: a %s op after %s ops (a trace holds forward and "
+                     "backward stages, micro_steps times, then one optimizer stage)", i,
                      stw_stage_name(op->stage), stw_stage_name(stage));
+    }
     stage = op->stage;
     if (op->n_grads > 0 && op->stage != STW_STAGE_BWD)
       return invalid(error, file, "$.ops[%u].grads: only bwd ops write gradients", i);
+    for (guint32 k = 0; k < op->n_grads; k++) {
+      if (op->grads[k] < n_tensors && stw_trace_tensor(t, op->grads[k])->frozen)
+        return invalid(error, file, "$.ops[%u].grads[%u]: tensor %s is frozen: it has no "
+                       "gradient", i, k, stw_trace_tensor(t, op->grads[k])->name);
+    }
+    for (guint32 k = 0; op->stage == STW_STAGE_OPTIM && k < op->n_params; k++) {
+      if (op->params[k] < n_tensors && stw_trace_tensor(t, op->params[k])->frozen)
+        return invalid(error, file, "$.ops[%u].params[%u]: tensor %s is frozen: no optimizer "
+                       "op steps it", i, k, stw_trace_tensor(t, op->params[k])->name);
+    }
     if (op->nonmodel_peak_bytes < op->nonmodel_bytes)
       return invalid(error, file,
                      "$.ops[%u].nonmodel_peak_bytes: %" G_GUINT64_FORMAT " is below "
@@ -289,7 +319,98 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
         !check_ids(file, i, "grads", op->grads, op->n_grads, n_tensors, seen, error))
       return FALSE;
   }
+  if (runs < micro_steps)
+    return invalid(error, file, "$.model.micro_steps: %u, but the ops hold %u forward-backward "
+                   "run%s", micro_steps, runs, runs == 1 ? "" : "s");
   return TRUE;
+}
+
+/* Whether tensor X's name or one of its aliases matches PATTERN. */
+static gboolean
+tensor_matches(const StwTensor *x, GPatternSpec *pattern)
+{
+  if (g_pattern_spec_match_string(pattern, x->name))
+    return TRUE;
+  for (guint k = 0; x->aliases != NULL && k < x->aliases->len; k++)
+    if (g_pattern_spec_match_string(pattern, x->aliases->pdata[k]))
+      return TRUE;
+  return FALSE;
+}
+
+/* Drops the frozen tensors from IDS (N of them), in place. */
+static void
+drop_frozen(const StwTrace *t, guint32 *ids, guint32 *n)
+{
+  guint32 k = 0;
+  for (guint32 i = 0; i < *n; i++)
+    if (!stw_trace_tensor(t, ids[i])->frozen)
+      ids[k++] = ids[i];
+  *n = k;
+}
+
+gboolean
+stw_trace_freeze(StwTrace *t, const char *patterns, guint32 *n_out, GError **error)
+{
+  g_auto(GStrv) list = g_strsplit(patterns, ",", -1);
+  guint32 n = 0;
+  for (guint p = 0; list[p] != NULL; p++) {
+    const char *glob = g_strstrip(list[p]);
+    if (*glob == '\0') {
+      g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID,
+                  "--freeze: an empty pattern in \"%s\"", patterns);
+      return FALSE;
+    }
+    GPatternSpec *spec = g_pattern_spec_new(glob);
+    guint32 matched = 0;
+    for (guint32 i = 0; i < t->tensors->len; i++) {
+      StwTensor *x = &g_array_index(t->tensors, StwTensor, i);
+      if (!tensor_matches(x, spec))
+        continue;
+      matched++;
+      n += x->frozen ? 0 : 1;
+      x->frozen = TRUE;
+    }
+    g_pattern_spec_free(spec);
+    if (matched == 0) {
+      g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID,
+                  "--freeze: \"%s\" matches none of the %u tensors (names such as %s; '*' "
+                  "matches any text)", glob, t->tensors->len,
+                  t->tensors->len > 0 ? stw_trace_tensor(t, t->tensors->len - 1)->name : "-");
+      return FALSE;
+    }
+  }
+  for (guint32 i = 0; i < t->ops->len;) {
+    StwOp *op = &g_array_index(t->ops, StwOp, i);
+    drop_frozen(t, op->grads, &op->n_grads);
+    if (op->stage == STW_STAGE_OPTIM) {
+      drop_frozen(t, op->params, &op->n_params);
+      if (op->n_params == 0) {
+        g_array_remove_index(t->ops, i);
+        continue;
+      }
+    }
+    i++;
+  }
+  if (n_out != NULL)
+    *n_out = n;
+  return TRUE;
+}
+
+guint32
+stw_trace_frozen(const StwTrace *t, guint64 *numel_out)
+{
+  guint32 n = 0;
+  guint64 numel = 0;
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    if (x->frozen) {
+      n++;
+      numel += x->numel;
+    }
+  }
+  if (numel_out != NULL)
+    *numel_out = numel;
+  return n;
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -323,6 +444,11 @@ trace_to_json(const StwTrace *t, gboolean with_source)
   stw_json_add_u64(model, "seq", t->model.seq);
   cJSON_AddBoolToObject(model, "checkpointing", t->model.checkpointing);
   cJSON_AddStringToObject(model, "attention", stw_attention_name(t->model.attention));
+  /* written only when not the default, so that the traces before them keep their digests */
+  if (stw_trace_micro_steps(t) > 1)
+    stw_json_add_u64(model, "micro_steps", stw_trace_micro_steps(t));
+  if (t->model.gradients != STW_GRADIENTS_CHUNKS)
+    cJSON_AddStringToObject(model, "gradients", stw_gradients_names[t->model.gradients]);
 
   cJSON *dev = cJSON_AddObjectToObject(root, "device");
   cJSON_AddStringToObject(dev, "name", t->device.name);
@@ -346,6 +472,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
       for (guint k = 0; k < x->aliases->len; k++)
         cJSON_AddItemToArray(a, cJSON_CreateString(x->aliases->pdata[k]));
     }
+    if (x->frozen)
+      cJSON_AddBoolToObject(o, "frozen", TRUE);
     cJSON_AddItemToArray(tensors, o);
   }
 
@@ -404,7 +532,8 @@ static const char *const root_members[] = { "format", "version", "source", "mode
                                             "tensors", "ops", NULL };
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
-                                             "checkpointing", "attention", NULL };
+                                             "checkpointing", "attention", "micro_steps",
+                                             "gradients", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -423,7 +552,7 @@ static const StwJsonLimits trace_limits = { .format = STW_TRACE_FORMAT,
                                             .max_array = 64, .arrays = trace_arrays };
 
 static const char *const tensor_members[] = { "id", "name", "shape", "numel", "dtype",
-                                              "aliases", NULL };
+                                              "aliases", "frozen", NULL };
 static const char *const op_members[] = { "name", "stage", "params", "grads", "nonmodel_bytes",
                                           "nonmodel_peak_bytes", "duration_ns", "flops", NULL };
 
@@ -479,7 +608,8 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   gsize saved = stw_json_push_key(r, "model");
   const char *name = NULL;
   const cJSON *config = NULL;
-  int attention = STW_ATTENTION_NAIVE;
+  int attention = STW_ATTENTION_NAIVE, gradients = STW_GRADIENTS_CHUNKS;
+  guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
       stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) &&
@@ -487,7 +617,10 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_u64(r, obj, "batch", FALSE, 0, STW_TRACE_MAX_BATCH, &t->model.batch, error) &&
       stw_json_get_u64(r, obj, "seq", FALSE, 0, STW_MODEL_MAX_SEQ, &t->model.seq, error) &&
       stw_json_get_bool(r, obj, "checkpointing", FALSE, &t->model.checkpointing, error) &&
-      stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error);
+      stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error) &&
+      stw_json_get_u64(r, obj, "micro_steps", FALSE, 1, STW_TRACE_MAX_MICRO_STEPS, &micro_steps,
+                       error) &&
+      stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error);
   if (ok && config != NULL) {
     gsize s2 = stw_json_push_key(r, "config");
     ok = stw_model_config_read(r, config, FALSE, &t->model.config, error);
@@ -498,6 +631,8 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     g_free(t->model.name);
     t->model.name = g_strdup(name);
     t->model.attention = (StwAttention)attention;
+    t->model.micro_steps = (guint32)micro_steps;
+    t->model.gradients = (StwGradients)gradients;
   }
   stw_json_pop(r, saved);
   return ok;
@@ -537,13 +672,15 @@ read_tensor(StwJsonReader *r, const cJSON *obj, guint32 index, StwTrace *t, GErr
   guint64 id = 0, numel = 0, dims[STW_TRACE_MAX_DIMS];
   guint32 ndim = 0;
   int dtype = 0;
+  gboolean frozen = FALSE;
   if (!stw_json_check_object(r, obj, tensor_members, error) ||
       !stw_json_get_u64(r, obj, "id", TRUE, 0, STW_TRACE_MAX_TENSORS, &id, error) ||
       !stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) ||
       !stw_json_get_array(r, obj, "shape", TRUE, STW_TRACE_MAX_DIMS, &shape, error) ||
       !stw_json_get_u64(r, obj, "numel", TRUE, 1, STW_TRACE_MAX_NUMEL, &numel, error) ||
       !stw_json_get_enum(r, obj, "dtype", TRUE, stw_dtype_names, &dtype, error) ||
-      !stw_json_get_array(r, obj, "aliases", FALSE, STW_TRACE_MAX_ALIASES, &aliases, error))
+      !stw_json_get_array(r, obj, "aliases", FALSE, STW_TRACE_MAX_ALIASES, &aliases, error) ||
+      !stw_json_get_bool(r, obj, "frozen", FALSE, &frozen, error))
     return FALSE;
   if (id != index)
     return stw_json_fail_at(r, "id", error, "expected %u: tensors are listed in id order",
@@ -563,6 +700,7 @@ read_tensor(StwJsonReader *r, const cJSON *obj, guint32 index, StwTrace *t, GErr
   guint32 tid = stw_trace_add_tensor(t, name, (StwDtype)dtype, dims, ndim);
   StwTensor *x = &g_array_index(t->tensors, StwTensor, tid);
   x->numel = numel; /* validation compares it with the shape, avoiding overflow */
+  x->frozen = frozen;
   if (aliases != NULL) {
     saved = stw_json_push_key(r, "aliases");
     guint k = 0;

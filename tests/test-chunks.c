@@ -121,6 +121,61 @@ test_mixed_dtypes(void)
   stw_assert_error_contains(error, "differ in compute dtype");
 }
 
+/* Frozen tensors fill chunks of their own, in the same order of first use, and those chunks
+ * keep no optimizer state: a LoRA-like GPT-2 with its attention frozen. */
+static void
+test_frozen(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  GError *error = NULL;
+  guint32 frozen = 0;
+  g_assert_true(stw_trace_freeze(t, "h.*.attn.*", &frozen, &error));
+  g_assert_cmpuint(frozen, ==, 48);
+  guint64 size = 40000000;
+  g_autoptr(StwChunking) c = stw_chunking_pack(t, size, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(stw_chunking_validate(c, t, "packed", &error));
+  guint64 frozen_numel = 0, frozen_elems = 0;
+  stw_trace_frozen(t, &frozen_numel);
+  guint32 n_frozen = 0;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    const StwChunk *ch = stw_chunking_chunk(c, i);
+    for (guint32 k = 0; k < ch->count; k++) {
+      guint32 id = g_array_index(c->placements, StwPlacement, ch->first + k).tensor;
+      g_assert_cmpint(stw_trace_tensor(t, id)->frozen, ==, ch->frozen);
+      g_assert_cmpuint(c->chunk_of[id], ==, i);
+    }
+    if (ch->frozen) {
+      n_frozen++;
+      frozen_elems += ch->used_elems;
+      g_assert_cmpuint(stw_chunk_bytes(c, i, STW_LIST_PARAM), ==, size * 2);
+      g_assert_cmpuint(stw_chunk_bytes(c, i, STW_LIST_MASTER), ==, 0);
+      g_assert_cmpuint(stw_chunk_bytes(c, i, STW_LIST_VARIANCE), ==, 0);
+    }
+  }
+  g_assert_cmpuint(frozen_elems, ==, frozen_numel);
+  g_assert_cmpuint(frozen_numel, ==, 12 * (768 * 2304 + 2304 + 768 * 768 + 768));
+  g_assert_cmpuint(n_frozen, ==, 1); /* 28.3M elements: one chunk of 40M */
+  /* the optimizer's lists hold the trained chunks only */
+  g_assert_cmpuint(stw_chunking_list_bytes(c, STW_LIST_MASTER), ==,
+                   (stw_chunking_count(c) - 1) * size * 4);
+  /* a layout that says otherwise than the trace is refused */
+  g_autoptr(StwChunking) bad = stw_chunking_copy(c);
+  guint32 f = 0;
+  while (!stw_chunking_chunk(bad, f)->frozen)
+    f++;
+  g_array_index(bad->chunks, StwChunk, f).frozen = FALSE;
+  g_assert_false(stw_chunking_validate(bad, t, "edited", &error));
+  stw_assert_error_contains(error, "edited: $.layout[1].frozen: every tensor of the chunk is "
+                            "frozen, and the chunk is not (its optimizer state would be kept for "
+                            "nothing)");
+  g_array_index(bad->chunks, StwChunk, f).frozen = TRUE;
+  g_array_index(bad->chunks, StwChunk, 0).frozen = TRUE;
+  g_assert_false(stw_chunking_validate(bad, t, "edited", &error));
+  stw_assert_error_contains(error, "edited: $.layout[0].frozen: the chunk holds 6 tensors that "
+                            "are trained (a frozen chunk keeps no optimizer state)");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -130,5 +185,6 @@ main(int argc, char **argv)
   g_test_add_func("/chunks/world-owners", test_world_owners);
   g_test_add_func("/chunks/validate-errors", test_validate_errors);
   g_test_add_func("/chunks/mixed-dtypes", test_mixed_dtypes);
+  g_test_add_func("/chunks/frozen", test_frozen);
   return g_test_run();
 }

@@ -47,7 +47,17 @@ expect 2 "--memory: '40X' is not a size: expected a number of bytes" "bad size l
 expect 2 "--memory: '-4GiB' is not a size: sizes cannot be negative" "negative size" -- $S synth --model gpt2 --memory -4GiB -o "$T/x.json"
 expect 2 "V100-32GB-PCIe3 has no bf16 compute" "dtype the hardware lacks" -- $S synth --model gpt2 --hw V100-32GB-PCIe3 -o "$T/x.json"
 expect 1 "bad-heads.json: \$: invalid model: heads must divide hidden" "a bad model file fails with its path" -- $S synth --model "$F/models/bad-heads.json" -o "$T/x.json"
+expect 2 "synth: --freeze: \"head*\" matches none of the 148 tensors (names such as ln_f.bias; '*' matches any text)" "freeze matching nothing" -- $S synth --model gpt2 --seq 128 --freeze 'h.0.*,head*' -o "$T/x.json"
 test ! -e "$T/x.json"; tap_result $? "failed synths wrote nothing"
+
+# frozen tensors (a LoRA-like base): no gradient, no optimizer op, chunks without optimizer state
+expect 0 "wrote $T/frozen.json: gpt2 (124,439,808 parameters), 148 tensors (48 frozen: 28,348,416 parameters), 300 ops" \
+  "synth --freeze names what it froze" -- $S synth --model gpt2 --batch 2 --seq 128 --freeze 'h.*.attn.*' -o "$T/frozen.json"
+expect 0 "optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 3 GPU Adam with resident state; 1 frozen (no optimizer state)" \
+  "plan says which chunks are frozen" -- $S plan "$T/frozen.json" --gpu 2GiB -o "$T/frozen-plan.json"
+expect 0 "is sound for" "a frozen plan checks" -- $S check "$T/frozen-plan.json" "$T/frozen.json"
+grep -q '"frozen":true' "$T/frozen-plan.json"; tap_result $? "the plan file marks the frozen chunk"
+expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "a trace of PyTorch's gradients plans for one GPU" -- $S plan "$F/traces/accumulate.json" --gpu 1GiB --gpus 2 -o "$T/x.json"
 
 # synth: output is never half-written
 echo "precious" > "$T/keep.json"

@@ -968,6 +968,180 @@ test_op_times(void)
   g_assert_cmpuint(first, <, 100000000);
 }
 
+/* The ops of accumulate.json (2 micro-steps; fc.bias frozen; gradients PyTorch's) in order. */
+static void
+run_accumulate(StwRuntime *rt, const StwTrace *t)
+{
+  GError *error = NULL;
+  stw_runtime_iteration_begin(rt);
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    g_assert_true(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
+                                       op->grads, op->n_grads, &error));
+    g_assert_no_error(error);
+    if (op->stage == STW_STAGE_OPTIM) {
+      gpointer param;
+      float *master, *m, *v;
+      stw_runtime_optim(rt, 0, &param, &master, &m, &v);
+      for (int i = 0; i < 16; i++) { /* a step of our own: every list changes */
+        master[i] += 1.0f;
+        ((float *)param)[i] = master[i];
+        m[i] += 0.5f;
+        v[i] += 0.25f;
+      }
+    }
+    stw_runtime_op_end(rt);
+  }
+  g_assert_true(stw_runtime_iteration_end(rt, &error));
+  g_assert_no_error(error);
+}
+
+/* A plan of gradient accumulation over a frozen tensor replayed: the frozen chunk has the param
+ * list alone and is never written back; an evaluation forward between iterations runs outside
+ * the plan, counted apart, and the next iteration moves exactly the plan's bytes again. */
+static void
+test_unplanned_and_frozen(void)
+{
+  GError *error = NULL;
+  g_autofree char *path = stw_test_fixture("traces/accumulate.json");
+  g_autoptr(StwTrace) t = stw_trace_load(path, &error);
+  g_assert_no_error(error);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 256 + 8192; /* the non-model peak and two of the five 4 KiB chunks */
+  g_autoptr(StwPlan) plan = stw_planner_plan(t, path, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->pred.h2d_bytes, >, 0);
+  guint32 frozen = plan->chunking->chunk_of[1];
+  g_assert_true(stw_chunking_chunk(plan->chunking, frozen)->frozen);
+  g_assert_cmpuint(stw_chunk_bytes(plan->chunking, frozen, STW_LIST_MOMENTUM), ==, 0);
+  float w[16], b[4] = { 1, 2, 3, 4 };
+  for (int i = 0; i < 16; i++)
+    w[i] = (float)i;
+  const float *init[] = { w, b };
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+                           .plan = plan, .plan_trace = t, .verify = TRUE };
+  StwRuntime *rt = stw_runtime_new(t, init, &ro, be, &error);
+  g_assert_no_error(error);
+  for (int it = 0; it < 3; it++) {
+    run_accumulate(rt, t);
+    const StwRuntimeStats *st = stw_runtime_stats(rt);
+    g_assert_cmpuint(st->h2d_bytes, ==, plan->pred.h2d_bytes);
+    g_assert_cmpuint(st->d2h_bytes, ==, plan->pred.d2h_bytes);
+    g_assert_cmpuint(st->deviations, ==, 0);
+    g_assert_cmpuint(st->unplanned_ops, ==, (guint64)it);
+    /* an evaluation between the iterations: both tensors, on demand, within the budget */
+    guint32 both[] = { 0, 1 };
+    g_assert_true(stw_runtime_unplanned_op_begin(rt, "eval", both, 2, &error));
+    g_assert_no_error(error);
+    g_assert_cmpfloat(((float *)stw_runtime_param(rt, 1))[3], ==, 4.0f);
+    g_assert_cmpfloat(((float *)stw_runtime_param(rt, 0))[5], ==, 5.0f + (float)(it + 1));
+    g_assert_false(stw_runtime_unplanned_op_begin(rt, "again", both, 2, &error));
+    stw_assert_error_contains(error, "unplanned op again: another unplanned op is open");
+    stw_runtime_op_end(rt);
+    g_assert_cmpuint(stw_runtime_stats(rt)->peak_device_bytes, <=, o.budgets.gpu_bytes);
+  }
+  const StwRuntimeStats *st = stw_runtime_stats(rt);
+  g_assert_cmpuint(st->unplanned_ops, ==, 3);
+  g_assert_cmpuint(st->unplanned_h2d_bytes, ==, 0); /* the start state holds both */
+  g_assert_cmpuint(st->deviations, ==, 0);
+  /* a frozen tensor's weights are its compute copy, untouched, and it has no moments */
+  float master[16], m[16], v[16];
+  stw_runtime_read_state(rt, 1, master, m, v);
+  g_assert_cmpfloat(master[3], ==, 4.0f);
+  g_assert_cmpfloat(m[0], ==, 0.0f);
+  stw_runtime_read_state(rt, 0, master, m, v);
+  g_assert_cmpfloat(master[5], ==, 8.0f);
+  g_assert_cmpfloat(m[5], ==, 1.5f);
+  g_assert_cmpfloat(v[5], ==, 0.75f);
+  float b2[4] = { 9, 9, 9, 9 }, zeros[4] = { 0 };
+  stw_runtime_write_state(rt, 1, b2, zeros, zeros);
+  stw_runtime_read_param(rt, 1, master);
+  g_assert_cmpfloat(master[0], ==, 9.0f);
+  stw_runtime_free(rt);
+  be->free(be);
+}
+
+/* An evaluation that needs a chunk the plan's start state does not hold: fetched on demand
+ * (another made room for), counted as unplanned, and the start state restored before the next
+ * iteration, whose moves are the plan's again. Three layers of 1024 weights, room for two. */
+static void
+test_unplanned_restores(void)
+{
+  g_autoptr(StwTrace) t = stw_trace_new();
+  t->model.gradients = STW_GRADIENTS_FRAMEWORK;
+  guint64 shape[] = { 1024 };
+  const char *names[] = { "a", "b", "c" };
+  for (guint32 i = 0; i < 3; i++)
+    stw_trace_add_tensor(t, names[i], STW_DTYPE_FP32, shape, 1);
+  for (guint32 i = 0; i < 3; i++)
+    stw_trace_add_op(t, names[i], STW_STAGE_FWD, &i, 1, NULL, 0)->duration_ns = 1000;
+  for (guint32 i = 3; i-- > 0;)
+    stw_trace_add_op(t, names[i], STW_STAGE_BWD, &i, 1, &i, 1)->duration_ns = 2000;
+  for (guint32 i = 0; i < 3; i++)
+    stw_trace_add_op(t, names[i], STW_STAGE_OPTIM, &i, 1, NULL, 0)->duration_ns = 100;
+  GError *error = NULL;
+  g_assert_true(stw_trace_validate(t, "three", &error));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 2 * 4096;
+  o.chunk_size_elems = 1024;
+  g_autoptr(StwPlan) plan = stw_planner_plan(t, NULL, &o, &error);
+  g_assert_no_error(error);
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+                           .plan = plan, .plan_trace = t, .verify = TRUE };
+  StwRuntime *rt = stw_runtime_new(t, NULL, &ro, be, &error);
+  g_assert_no_error(error);
+  /* the chunk the start state does not hold */
+  guint32 absent = G_MAXUINT32;
+  for (guint32 i = 0; i < 3 && absent == G_MAXUINT32; i++)
+    if (!plan->schedule.resident[stw_plan_item(plan->chunking, STW_LIST_PARAM,
+                                               plan->chunking->chunk_of[i])])
+      absent = i;
+  g_assert_cmpuint(absent, <, 3);
+  for (int it = 0; it < 2; it++) {
+    stw_runtime_iteration_begin(rt);
+    for (guint32 k = 0; k < t->ops->len; k++) {
+      const StwOp *op = stw_trace_op(t, k);
+      g_assert_true(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
+                                         op->grads, op->n_grads, &error));
+      stw_runtime_op_end(rt);
+    }
+    g_assert_true(stw_runtime_iteration_end(rt, &error));
+    g_assert_cmpuint(stw_runtime_stats(rt)->h2d_bytes, ==, plan->pred.h2d_bytes);
+    g_assert_cmpuint(stw_runtime_stats(rt)->deviations, ==, 0);
+    g_assert_true(stw_runtime_unplanned_op_begin(rt, "eval", &absent, 1, &error));
+    stw_runtime_op_end(rt);
+    g_assert_cmpuint(stw_runtime_stats(rt)->unplanned_h2d_bytes, >=, (guint64)(it + 1) * 4096);
+  }
+  const StwRuntimeStats *st = stw_runtime_stats(rt);
+  g_assert_cmpuint(st->unplanned_ops, ==, 2);
+  g_assert_cmpuint(st->deviations, ==, 0);
+  g_assert_cmpuint(st->peak_device_bytes, <=, o.budgets.gpu_bytes);
+  /* the next iteration restores the start state first, and moves the plan's bytes */
+  guint64 before = st->unplanned_h2d_bytes + st->unplanned_d2h_bytes;
+  stw_runtime_iteration_begin(rt);
+  g_assert_cmpuint(stw_runtime_stats(rt)->unplanned_h2d_bytes +
+                       stw_runtime_stats(rt)->unplanned_d2h_bytes, >, before);
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    g_assert_true(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
+                                       op->grads, op->n_grads, &error));
+    stw_runtime_op_end(rt);
+  }
+  g_assert_true(stw_runtime_iteration_end(rt, &error));
+  g_assert_cmpuint(stw_runtime_stats(rt)->h2d_bytes, ==, plan->pred.h2d_bytes);
+  g_assert_cmpuint(stw_runtime_stats(rt)->deviations, ==, 0);
+  stw_runtime_free(rt);
+  be->free(be);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -984,5 +1158,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/checkpoint", test_checkpoint);
   g_test_add_func("/runtime/checkpoint-fields", test_checkpoint_fields);
   g_test_add_func("/runtime/bad-input", test_bad_input);
+  g_test_add_func("/runtime/unplanned-and-frozen", test_unplanned_and_frozen);
+  g_test_add_func("/runtime/unplanned-restores", test_unplanned_restores);
   return g_test_run();
 }

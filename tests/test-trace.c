@@ -150,6 +150,12 @@ test_bad_files(void)
     { "bad-source-kind.json", "$.source.kind: \"guess\" is not one of" },
     { "bad-model-config.json", "$.model.config: invalid model: heads must divide hidden" },
     { "bad-duplicate-key.json", "$: member \"version\" appears twice" },
+    { "bad-frozen-grad.json", "$.ops[1].grads[1]: tensor fc.bias is frozen: it has no gradient" },
+    { "bad-frozen-optim.json", "$.ops[4].params[1]: tensor fc.bias is frozen: no optimizer op steps it" },
+    { "bad-micro-steps-chunks.json", "$.model.micro_steps: 2 micro-steps need the gradients apart from the parameters (\"gradients\": \"framework\"): written into the parameters' chunks, they would be what the next micro-step's forward reads" },
+    { "bad-micro-steps-count.json", "$.model.micro_steps: 3, but the ops hold 2 forward-backward runs" },
+    { "bad-fwd-after-bwd.json", "$.ops[2].stage: a fwd op after bwd ops begins forward-backward run 2, and the trace has 1 (model.micro_steps: a trace of gradient accumulation says how many)" },
+    { "bad-gradients.json", "$.model.gradients: \"somewhere\" is not one of \"chunks\", \"framework\"" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *name = g_strconcat("traces/", cases[i].file, NULL);
@@ -186,6 +192,69 @@ test_absurd_counts(void)
   g_string_free(s, TRUE);
 }
 
+/* Gradient accumulation and frozen tensors: read, written back the same, in the digest only
+ * where they are not the defaults (mini's digest above does not move). */
+static void
+test_accumulate(void)
+{
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = load_fixture("traces/accumulate.json", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(t->model.micro_steps, ==, 2);
+  g_assert_cmpuint(stw_trace_micro_steps(t), ==, 2);
+  g_assert_cmpint(t->model.gradients, ==, STW_GRADIENTS_FRAMEWORK);
+  g_assert_false(stw_trace_tensor(t, 0)->frozen);
+  g_assert_true(stw_trace_tensor(t, 1)->frozen);
+  guint64 numel = 0;
+  g_assert_cmpuint(stw_trace_frozen(t, &numel), ==, 1);
+  g_assert_cmpuint(numel, ==, 4);
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(text, "\"micro_steps\":2,\"gradients\":\"framework\""));
+  g_assert_nonnull(strstr(text, "\"dtype\":\"fp32\",\"frozen\":true}"));
+  g_autoptr(StwTrace) again = stw_trace_parse("again", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_autofree char *d1 = stw_trace_digest(t), *d2 = stw_trace_digest(again);
+  g_assert_cmpstr(d1, ==, d2);
+  /* each of them is in the digest */
+  g_array_index(again->tensors, StwTensor, 1).frozen = FALSE;
+  g_autofree char *d3 = stw_trace_digest(again);
+  g_assert_cmpstr(d1, !=, d3);
+  g_autoptr(StwTrace) mini = load_fixture("traces/mini.json", NULL);
+  g_autofree char *mtext = stw_trace_to_string(mini, &error);
+  g_assert_null(strstr(mtext, "micro_steps"));
+  g_assert_null(strstr(mtext, "gradients"));
+  g_assert_null(strstr(mtext, "frozen"));
+}
+
+/* stw_trace_freeze: by name or alias, out of the gradients and the optimizer's ops. */
+static void
+test_freeze(void)
+{
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = load_fixture("traces/mini.json", &error);
+  g_assert_no_error(error);
+  guint32 n = 0;
+  g_assert_true(stw_trace_freeze(t, "fc.b*", &n, &error));
+  g_assert_cmpuint(n, ==, 1);
+  g_assert_true(stw_trace_tensor(t, 1)->frozen);
+  g_assert_cmpuint(t->ops->len, ==, 3); /* adam.fc.bias is gone */
+  g_assert_cmpuint(stw_trace_op(t, 1)->n_grads, ==, 1);
+  g_assert_cmpuint(stw_trace_op(t, 1)->grads[0], ==, 0);
+  g_assert_true(stw_trace_validate(t, "frozen", &error));
+  /* again, and both: the weight's optimizer op goes too, nothing is frozen twice */
+  g_assert_true(stw_trace_freeze(t, "fc.bias, fc.weight", &n, &error));
+  g_assert_cmpuint(n, ==, 1);
+  g_assert_cmpuint(t->ops->len, ==, 2);
+  g_assert_true(stw_trace_validate(t, "frozen", &error));
+  g_assert_false(stw_trace_freeze(t, "lm_head.*", &n, &error));
+  stw_assert_error_contains(error, "--freeze: \"lm_head.*\" matches none of the 2 tensors (names "
+                            "such as fc.bias; '*' matches any text)");
+  g_clear_error(&error);
+  g_assert_false(stw_trace_freeze(t, "fc.weight,,", &n, &error));
+  stw_assert_error_contains(error, "--freeze: an empty pattern in \"fc.weight,,\"");
+}
+
 static void
 test_validate_built(void)
 {
@@ -217,5 +286,7 @@ main(int argc, char **argv)
   g_test_add_func("/trace/bad-files", test_bad_files);
   g_test_add_func("/trace/absurd-counts", test_absurd_counts);
   g_test_add_func("/trace/validate-built", test_validate_built);
+  g_test_add_func("/trace/accumulate", test_accumulate);
+  g_test_add_func("/trace/freeze", test_freeze);
   return g_test_run();
 }

@@ -49,6 +49,14 @@ gint64 stw_bind_trace_add_op(StwTrace *t, const char *name, const char *stage,
                              guint64 duration_ns, char **error_out);
 void stw_bind_trace_warn(StwTrace *t, const char *name, guint64 count);
 void stw_bind_trace_set_shape(StwTrace *t, guint64 batch, guint64 seq);
+/* The iteration's shape: MICRO_STEPS forward-backward runs, GRADIENTS "chunks" or "framework"
+ * (trace.h's StwGradients); FALSE with *ERROR_OUT on a bad value. */
+gboolean stw_bind_trace_set_steps(StwTrace *t, guint32 micro_steps, const char *gradients,
+                                  char **error_out);
+/* TENSOR is frozen: no gradient, no optimizer state. */
+gboolean stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out);
+/* A size as the CLI reads it ("24MiB", "1.5GB", "4096") into *BYTES_OUT. */
+gboolean stw_bind_size_parse(const char *text, guint64 *bytes_out, char **error_out);
 gboolean stw_bind_trace_validate(const StwTrace *t, char **error_out);
 
 /* Plans: stw_planner_plan by OPTIONS_JSON ({"gpu" (required), "cpu", "reserve": sizes as
@@ -61,8 +69,8 @@ StwPlan *stw_bind_plan_load(const char *file, char **error_out);
 gboolean stw_bind_plan_save(const StwPlan *plan, const StwTrace *t, const char *file,
                             char **error_out);
 void stw_bind_plan_free(StwPlan *plan);
-/* The plan's predictions as JSON (the plan file's "predictions" names), its policy and chunk
- * size. */
+/* The plan's predictions as JSON (the plan file's "predictions" names), its policy, chunk
+ * size, GPU budget ("gpu_budget") and, when it names one, its trace's file ("trace_file"). */
 char *stw_bind_plan_predictions(const StwPlan *plan);
 
 /* stw_plan_check: NULL with *ERROR_OUT naming the first failure; else the recomputed
@@ -76,9 +84,10 @@ char *stw_bind_trace_json(const StwTrace *t, char **error_out);
 
 /* The runtime on DEVICE ("host": the host backend, an emulated device; "cuda": the CUDA
  * backend on GPU 0, its arena DEVICE_BYTES and room for rounding) with a budget of DEVICE_BYTES,
- * replaying PLAN (made for PLAN_TRACE) or, with PLAN NULL, in profile mode; MODEL's tensors (fp32) start from INIT (one host array of numel floats
- * per tensor, in id order; NULL: zeros). MODEL, PLAN and PLAN_TRACE must outlive it. The
- * op-by-op calls are stw_runtime_*'s (runtime.h). */
+ * replaying PLAN (made for PLAN_TRACE, which it must check for: stw_plan_check's message
+ * otherwise) or, with PLAN NULL, in profile mode; MODEL's tensors (fp32) start from INIT (one
+ * host array of numel floats per tensor, in id order; NULL: zeros). MODEL, PLAN and PLAN_TRACE
+ * must outlive it. The op-by-op calls are stw_runtime_*'s (runtime.h). */
 typedef struct StwBindRuntime StwBindRuntime;
 StwBindRuntime *stw_bind_runtime_new(const StwTrace *model, const float *const *init,
                                      const StwPlan *plan, const StwTrace *plan_trace,
@@ -91,6 +100,10 @@ gboolean stw_bind_runtime_op_begin(StwBindRuntime *r, const char *name, const ch
                                    const guint32 *params, guint32 n_params,
                                    const guint32 *grads, guint32 n_grads, char **error_out);
 void stw_bind_runtime_op_end(StwBindRuntime *r);
+/* stw_runtime_unplanned_op_begin: an op outside the plan (an evaluation), ended by op_end. */
+gboolean stw_bind_runtime_unplanned_op_begin(StwBindRuntime *r, const char *name,
+                                             const guint32 *params, guint32 n_params,
+                                             char **error_out);
 /* The compute copy of TENSOR for the current op (fp32, numel floats; on "cuda", device memory,
  * its fetch complete); after its backward, its gradient. */
 float *stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor);
@@ -112,6 +125,12 @@ gboolean stw_bind_adam(float *param, float *master, float *m, float *v, guint64 
 char *stw_bind_runtime_stats(StwBindRuntime *r);
 /* TENSOR's fp32 master weights into OUT (numel floats). */
 void stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out);
+/* stw_runtime_read_state and write_state: TENSOR's weights (its master; a frozen tensor's compute
+ * copy), momentum and variance, numel floats each, wherever the runtime holds them. */
+gboolean stw_bind_runtime_read_state(StwBindRuntime *r, guint32 tensor, float *master, float *m,
+                                     float *v, char **error_out);
+gboolean stw_bind_runtime_write_state(StwBindRuntime *r, guint32 tensor, const float *master,
+                                      const float *m, const float *v, char **error_out);
 
 STW_END_DECLS
 

@@ -7,6 +7,8 @@
  * neighbouring ops share them. A tensor is never split: it goes whole into the current chunk
  * if it fits, else it opens the next one. A tensor larger than the chunk size is refused, unless
  * oversized tensors are allowed, in which case it gets a chunk of its own, as large as itself.
+ * Frozen tensors (trace.h) fill chunks of their own, beside the others in the same order of first
+ * use, so that no optimizer state is kept for them.
  */
 #ifndef STW_CHUNKS_H
 #define STW_CHUNKS_H
@@ -43,6 +45,8 @@ typedef struct {
   guint32 owner;           /* rank owning it: chunk index mod the world size */
   guint32 first;           /* its placements: placements[first .. first + count) */
   guint32 count;
+  gboolean frozen;         /* holds frozen tensors only: the param list alone, never dirty; its
+                            * master, momentum and variance chunks are empty (0 bytes) */
 } StwChunk;
 
 typedef struct {
@@ -102,18 +106,21 @@ stw_chunking_owned(const StwChunking *c, guint32 i)
   return stw_chunking_chunk(c, i)->owner == 0;
 }
 
-/* Bytes of chunk I in LIST. */
+/* Bytes of chunk I in LIST: none in the optimizer's lists of a frozen chunk. */
 guint64 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list);
 /* Bytes of all chunks of LIST, and the part of them no tensor uses. */
 guint64 stw_chunking_list_bytes(const StwChunking *c, StwChunkList list);
 guint64 stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list);
 
 /* Checks a layout against TRACE: every tensor exactly once, inside its chunk, no overlaps,
- * capacities at least the chunk size. FILE names the layout's source in messages. */
+ * capacities at least the chunk size, a chunk frozen exactly when it holds frozen tensors only.
+ * FILE names the layout's source in messages. */
 gboolean stw_chunking_validate(const StwChunking *c, const StwTrace *trace, const char *file,
                                GError **error);
 
 /* Recomputes every chunk's used elements from TRACE (after stw_chunking_validate). */
+/* (A chunk's frozen flag is the layout's own, written in plans, and checked against the trace by
+ * stw_chunking_validate.) */
 void stw_chunking_recount(StwChunking *c, const StwTrace *trace);
 
 STW_END_DECLS

@@ -72,6 +72,9 @@ typedef struct {
   guint64 comm_wait_ns;             /* over the run: blocked until collectives completed (with
                                      * MPI, whose messages progress while waited for, about
                                      * their whole time) */
+  guint64 unplanned_ops;            /* over the run: ops outside the plan (evaluations) */
+  guint64 unplanned_h2d_bytes;      /* over the run: moved for them, and to restore the plan's */
+  guint64 unplanned_d2h_bytes;      /* start state after them; none of it in h2d_bytes */
 } StwRuntimeStats;
 
 typedef struct StwRuntime StwRuntime;
@@ -93,6 +96,17 @@ gboolean stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage,
                               const guint32 *params, guint32 n_params, const guint32 *grads,
                               guint32 n_grads, GError **error);
 void stw_runtime_op_end(StwRuntime *rt);
+
+/* An op outside the plan's trace (an evaluation forward between training steps): PARAMS' chunks
+ * are made resident on demand within the budget, least recently used out, and
+ * stw_runtime_param serves them until stw_runtime_op_end. What it moves is counted in the stats'
+ * unplanned figures, not as deviations; in replay the next iteration first restores the plan's
+ * start state (counted there too), so that the plan's own figures stay exact. Within an
+ * iteration the plan's later actions find the chunks where the op left them (their misses are
+ * deviations, handled safely). FALSE with ERROR when the budget cannot hold the chunks, on
+ * several ranks (STW_RUNTIME_ERROR_UNSUPPORTED), or while another unplanned op is open. */
+gboolean stw_runtime_unplanned_op_begin(StwRuntime *rt, const char *name, const guint32 *params,
+                                        guint32 n_params, GError **error);
 
 /* The compute copy of TENSOR on the device, for the current op (which must declare it), in the
  * model's dtype (fp32, or bf16 in mixed precision; the other lists are always fp32). A backward
@@ -147,10 +161,15 @@ void stw_runtime_set_timed(StwRuntime *rt, gboolean timed);
 /* The runtime's figures, owned by it and updated as it runs; never NULL. */
 const StwRuntimeStats *stw_runtime_stats(StwRuntime *rt);
 
-/* Copies every tensor's master weights, momentum and variance out (for checkpoints), or in. */
+/* Copies every tensor's master weights, momentum and variance out (for checkpoints), or in,
+ * from and to wherever they are (a device copy, the host's). The compute copy is written from the
+ * master weights, in its precision. A frozen tensor's weights are its compute copy, and its
+ * moments read as zeros and are not written. */
 void stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v);
 void stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, const float *m,
                              const float *v);
+/* TENSOR's compute copy, widened to fp32, into OUT (numel floats). */
+void stw_runtime_read_param(StwRuntime *rt, guint32 tensor, float *out);
 
 STW_END_DECLS
 

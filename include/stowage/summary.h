@@ -16,7 +16,10 @@ STW_BEGIN_DECLS
 
 typedef struct {
   guint64 params;                   /* elements of all model tensors */
-  guint64 list_bytes[STW_N_LISTS];  /* model-data bytes per list */
+  guint64 frozen_params;            /* ... of the frozen ones (no gradient, no optimizer state) */
+  guint32 frozen_tensors;
+  guint64 list_bytes[STW_N_LISTS];  /* model-data bytes per list (a frozen tensor in the param
+                                     * list only) */
   guint64 model_bytes;              /* the sum of list_bytes */
   guint64 peak_nonmodel_bytes;      /* max nonmodel_peak_bytes over ops */
   guint32 peak_op;                  /* the op where that peak occurs (first, if several) */

@@ -37,6 +37,9 @@ typedef struct {
   StwDtype dtype;           /* compute dtype of parameters and activations */
   gboolean checkpointing;   /* keep only each block's input; recompute the block in backward */
   StwAttention attention;
+  const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
+                             * no gradient, no optimizer op, and a backward without the weight
+                             * gradient's half of the FLOPs */
 } StwSynthOptions;
 
 /* The trace of one iteration of CONFIG under OPTIONS on HW, the caller's (stw_trace_free); NULL

@@ -63,6 +63,8 @@ typedef struct {
   guint64 numel;                     /* elements: the product of shape */
   StwDtype dtype;                    /* the compute copy's dtype */
   GPtrArray *aliases;                /* char*: other names of a tied tensor; may be empty */
+  gboolean frozen;                   /* trained by no one (a LoRA base): no gradient, no
+                                      * optimizer state; its chunks hold the param list only */
 } StwTensor;
 
 typedef struct {
@@ -93,6 +95,21 @@ typedef struct {
   GArray *warnings; /* StwTraceWarning: what the source saw and could not use, counted */
 } StwTraceSource;
 
+/* Where a trace's gradients live from the backward op that writes them to the optimizer op that
+ * consumes them. */
+typedef enum {
+  STW_GRADIENTS_CHUNKS,    /* in the param list's chunks, over the parameters (PatrickStar's
+                            * reuse): a backward op leaves its gradients' chunks dirty */
+  STW_GRADIENTS_FRAMEWORK, /* in the framework's own tensors (PyTorch's .grad), counted in the
+                            * ops' non-model memory; the optimizer op takes them into the chunks
+                            * where it steps them, and the parameters stay clean until then */
+  STW_N_GRADIENTS
+} StwGradients;
+
+extern const char *const stw_gradients_names[]; /* NULL-terminated, in enum order */
+
+#define STW_TRACE_MAX_MICRO_STEPS 65536
+
 typedef struct {
   char *name;
   gboolean has_config;      /* config is valid (synthetic traces; others may not know) */
@@ -101,6 +118,10 @@ typedef struct {
   guint64 seq;              /* tokens per sequence; 0 = unknown */
   gboolean checkpointing;   /* activation checkpointing per transformer block */
   StwAttention attention;
+  guint32 micro_steps;      /* forward-backward passes per iteration (gradient accumulation):
+                             * the ops are that many runs of forward then backward ops, then the
+                             * optimizer's; 1 in a new trace */
+  StwGradients gradients;   /* where the gradients live until the optimizer op */
 } StwTraceModel;
 
 typedef struct {
@@ -147,8 +168,9 @@ stw_trace_op(const StwTrace *t, guint32 i)
 
 /* Checks every invariant; FILE names the trace in messages. Returns FALSE with ERROR set at
  * the first violation: tensor names unique and non-empty, shapes matching numel, op tensor ids
- * existing and not repeated within an op, grads only in bwd ops, stages in the order fwd, bwd,
- * optim, peak >= start, rank < world_size. */
+ * existing and not repeated within an op, grads only in bwd ops and never of a frozen tensor,
+ * no optimizer op over a frozen tensor, stages in the order fwd, bwd (micro_steps times: with
+ * several, gradients held by the framework), then optim, peak >= start, rank < world_size. */
 gboolean stw_trace_validate(const StwTrace *trace, const char *file, GError **error);
 
 /* Reads and validates a trace file: the caller's (stw_trace_free), or NULL with ERROR naming FILE
@@ -169,6 +191,23 @@ char *stw_trace_digest(const StwTrace *trace);
 
 /* The largest tensor (elements), and a tensor id holding it (0 when there is none). */
 guint64 stw_trace_largest_tensor(const StwTrace *trace, guint32 *id_out);
+
+/* The trace's micro-steps (forward-backward passes per iteration), at least 1. */
+static inline guint32
+stw_trace_micro_steps(const StwTrace *t)
+{
+  return MAX(t->model.micro_steps, 1);
+}
+
+/* How many of the trace's tensors are frozen, and their elements. */
+guint32 stw_trace_frozen(const StwTrace *trace, guint64 *numel_out);
+
+/* Freezes every tensor whose name or an alias matches one of PATTERNS (globs separated by
+ * commas: '*' any text, '?' one character), and takes the frozen tensors out of the ops: out of
+ * backward ops' grads and optimizer ops' params (an optimizer op left with none is removed).
+ * *N_OUT (may be NULL): the tensors newly frozen. FALSE with ERROR when a pattern is empty or
+ * matches no tensor. */
+gboolean stw_trace_freeze(StwTrace *trace, const char *patterns, guint32 *n_out, GError **error);
 
 /* Model-data bytes of a tensor's compute copy. */
 guint64 stw_tensor_bytes(const StwTensor *tensor);
