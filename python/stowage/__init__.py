@@ -10,7 +10,7 @@ import os
 from . import _lib
 
 __all__ = ["StowageError", "Trace", "Plan", "Runtime", "plan", "check", "simulate",
-           "import_trace", "version"]
+           "import_trace", "parse_size", "version"]
 
 
 class StowageError(Exception):
@@ -23,6 +23,22 @@ def version():
 
 def _path(p):
     return os.fsencode(os.fspath(p))
+
+
+def parse_size(size, what="size"):
+    """SIZE in bytes: a whole number of bytes, or a string the CLI reads ("24MiB", "1.5GB")."""
+    if isinstance(size, bool) or not isinstance(size, (int, str)):
+        raise StowageError("%s: expected a number of bytes or a size such as \"4GiB\", not %r"
+                           % (what, size))
+    if isinstance(size, int):
+        if size < 0:
+            raise StowageError("%s: %d bytes is negative" % (what, size))
+        return size
+    out = _lib.u64()
+    err = ctypes.c_void_p()
+    if not _lib.size_parse(size.encode(), ctypes.byref(out), ctypes.byref(err)):
+        raise StowageError("%s: %s" % (what, _lib.take(err.value)))
+    return out.value
 
 
 def _call(fn, *args):
@@ -85,14 +101,19 @@ class Plan:
 
     @classmethod
     def load(cls, path):
-        return cls(_call(_lib.plan_load, _path(path)))
+        plan = cls(_call(_lib.plan_load, _path(path)))
+        plan.path = os.fspath(path)
+        return plan
+
+    path = None  # the file it was loaded from, if any
 
     def save(self, path, trace):
         _call(_lib.plan_save, self._h, trace._h, _path(path))
 
     @property
     def predictions(self):
-        """The plan's predictions (bytes each way, peak, times), its policy and chunk size."""
+        """The plan's predictions (bytes each way, peak, times), its policy, chunk size, GPU
+        budget ("gpu_budget") and the file of the trace it was made from ("trace_file")."""
         return json.loads(_lib.take(_lib.plan_predictions(self._h)))
 
     def __del__(self):
@@ -169,6 +190,22 @@ class Runtime:
 
     def op_end(self):
         _lib.runtime_op_end(self._h)
+
+    def unplanned_op_begin(self, name, params=()):
+        """An op outside the plan (an evaluation forward): PARAMS resident on demand within the
+        budget, counted in the stats' unplanned figures; ended by op_end."""
+        ps = (_lib.u32 * max(len(params), 1))(*params)
+        _call(_lib.runtime_unplanned_op_begin, self._h, name.encode(), ps, len(params))
+
+    def read_state(self, tensor, master, m, v):
+        """TENSOR's weights, momentum and variance (fp32, numel each) into host memory at the
+        addresses MASTER, M, V, from wherever the runtime holds them."""
+        _call(_lib.runtime_read_state, self._h, tensor, master, m, v)
+
+    def write_state(self, tensor, master, m, v):
+        """TENSOR's weights (its compute copy too), momentum and variance from host memory at
+        the addresses MASTER, M, V (a frozen tensor: its weights only)."""
+        _call(_lib.runtime_write_state, self._h, tensor, master, m, v)
 
     def param_address(self, tensor):
         """The address of TENSOR's compute copy for the current op (device memory on "cuda",

@@ -77,6 +77,12 @@ trace_warn = _fn("stw_bind_trace_warn", None, ctypes.c_void_p, ctypes.c_char_p, 
 trace_set_shape = _fn("stw_bind_trace_set_shape", None, ctypes.c_void_p, u64, u64)
 trace_validate = _fn("stw_bind_trace_validate", ctypes.c_int, ctypes.c_void_p,
                      ctypes.POINTER(ctypes.c_void_p))
+trace_set_steps = _fn("stw_bind_trace_set_steps", ctypes.c_int, ctypes.c_void_p, u32,
+                      ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+trace_freeze = _fn("stw_bind_trace_freeze", ctypes.c_int, ctypes.c_void_p, u32,
+                   ctypes.POINTER(ctypes.c_void_p))
+size_parse = _fn("stw_bind_size_parse", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(u64),
+                 ctypes.POINTER(ctypes.c_void_p))
 
 plan = _fn("stw_bind_plan", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
            ctypes.POINTER(ctypes.c_void_p))
@@ -105,6 +111,9 @@ runtime_op_begin = _fn("stw_bind_runtime_op_begin", ctypes.c_int, ctypes.c_void_
                        ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(u32), u32,
                        ctypes.POINTER(u32), u32, ctypes.POINTER(ctypes.c_void_p))
 runtime_op_end = _fn("stw_bind_runtime_op_end", None, ctypes.c_void_p)
+runtime_unplanned_op_begin = _fn("stw_bind_runtime_unplanned_op_begin", ctypes.c_int,
+                                 ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(u32), u32,
+                                 ctypes.POINTER(ctypes.c_void_p))
 runtime_param = _fn("stw_bind_runtime_param", ctypes.c_void_p, ctypes.c_void_p, u32)
 runtime_adam = _fn("stw_bind_runtime_adam", ctypes.c_int, ctypes.c_void_p, u32, ctypes.c_char_p,
                    u64, ctypes.POINTER(ctypes.c_void_p))
@@ -114,6 +123,12 @@ adam = _fn("stw_bind_adam", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctyp
            ctypes.c_void_p, u64, ctypes.c_char_p, u64, ctypes.POINTER(ctypes.c_void_p))
 runtime_stats = _fn("stw_bind_runtime_stats", ctypes.c_void_p, ctypes.c_void_p)
 runtime_master = _fn("stw_bind_runtime_master", None, ctypes.c_void_p, u32, f32p)
+runtime_read_state = _fn("stw_bind_runtime_read_state", ctypes.c_int, ctypes.c_void_p, u32,
+                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                         ctypes.POINTER(ctypes.c_void_p))
+runtime_write_state = _fn("stw_bind_runtime_write_state", ctypes.c_int, ctypes.c_void_p, u32,
+                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.POINTER(ctypes.c_void_p))
 
 
 def take(ptr):

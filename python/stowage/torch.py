@@ -1,80 +1,37 @@
-"""stowage.torch — a PyTorch training step recorded as a stowage trace.
+"""stowage.torch — a PyTorch training loop profiled into a stowage trace, and trained with a plan.
 
-    with stowage.torch.profile(model, optimizer) as p:
-        for step in range(3):
-            loss = model(x).loss; loss.backward(); optimizer.step(); optimizer.zero_grad()
-    p.save("trace.json")
+The five lines (docs/pytorch.md):
 
-Module hooks mark the ops: each forward of a module at the chosen depth of the module tree (by
-default the layers': the first depth at which a module class repeats) is an op reading the
-parameters that module owns, and its backward an op writing their gradients; parameters of no
-such module are read by ops of their own (the module that owns them, wherever it runs). The
-optimizer's step is one op per parameter, its time shared by size. Names are the model's own
-(`transformer.h.3.attn.c_attn.weight`), a tied parameter once. Durations are measured. Non-model
-memory is what the allocator holds beyond the model data, at each op's start and at its peak,
-relative to the first op of the iteration: on a GPU from the CUDA allocator
-(`torch.cuda.memory_allocated`, `max_memory_allocated`); on the CPU from the PyTorch profiler's
-memory events (every allocation and free, with its bytes), each op a `record_function` range.
-Gradients that PyTorch allocates during the iteration are model data (they live in the
-gradient chunks), so their bytes are taken out. The last complete iteration (forward,
-backward, optimizer step) is kept. The trace is built and checked by the C library.
+    with stowage.torch.profile(model, optimizer) as p:    # one or more real training steps
+        train_step(batch)
+    p.save("trace.json")                                   # then: stowage plan trace.json --gpu 6GiB -o plan.json
+    model, optimizer = stowage.torch.wrap(model, optimizer, plan="plan.json")
+    ...                                                    # train as before; stowage.torch.unwrap(model)
+
+The ops are the model's modules at a depth of its module tree (stowage/_torchmodel.py says
+which, and which parameters each reads); every forward-backward pass between two optimizer steps
+is a micro-step (gradient accumulation); forwards run without gradients (evaluation) are not the
+iteration's. Gradients are PyTorch's own tensors from backward to the optimizer step (clipping,
+scaling and the Trainer read them there), counted in the non-model memory; the optimizer's step
+is one op per trained parameter. Durations are measured. Non-model memory is what the allocator
+holds beyond the model's weights, at each op's start and at its peak: on a GPU from the CUDA
+allocator (`torch.cuda.memory_allocated`, `max_memory_allocated`); on the CPU from the PyTorch
+profiler's memory events (every allocation and free, with its bytes), each op a
+`record_function` range. The last complete iteration is kept; the trace is built and checked by
+the C library.
 """
 import bisect
 import collections
 import ctypes
 import time
+import types
 import warnings
 
 import torch as _torch
 
-from . import StowageError, Trace, _call, _lib
-
-_DTYPES = {_torch.float32: "fp32", _torch.float16: "fp16", _torch.bfloat16: "bf16"}
-
-
-_CONTAINERS = (_torch.nn.ModuleList, _torch.nn.ModuleDict, _torch.nn.ParameterList,
-               _torch.nn.ParameterDict)
-
-
-def _tree(model):
-    """(name, module, depth) of every module that runs: containers that have no forward of
-    their own (ModuleList, ModuleDict) are not levels of the tree."""
-    out = []
-
-    def walk(prefix, module, depth):
-        for child_name, child in module.named_children():
-            name = prefix + "." + child_name if prefix else child_name
-            if isinstance(child, _CONTAINERS):
-                walk(name, child, depth)
-            else:
-                out.append((name, child, depth + 1))
-                walk(name, child, depth + 1)
-
-    walk("", model, 0)
-    return out
-
-
-def _layer_depth(model):
-    """The first depth of the module tree at which a module class appears twice (the layers);
-    else the deepest."""
-    by_depth = collections.defaultdict(list)
-    for _, m, d in _tree(model):
-        by_depth[d].append(type(m).__name__)
-    for d in sorted(by_depth):
-        if len(set(by_depth[d])) < len(by_depth[d]):
-            return d
-    return max(by_depth) if by_depth else 1
-
-
-class _Op:
-    __slots__ = ("name", "stage", "params", "grads", "start", "end", "mem0", "peak", "grads0",
-                 "grads1", "range")
-
-    def __init__(self, name, stage, params, grads, start):
-        self.name, self.stage, self.params, self.grads = name, stage, params, grads
-        self.start, self.end, self.mem0, self.peak = start, start, 0, 0
-        self.grads0 = self.grads1 = 0  # bytes of the gradients PyTorch holds at start, at end
-        self.range = None  # on the CPU: the profiler range that times its memory events
+from . import Plan, StowageError, Trace, _call, _lib, parse_size
+from ._torchmodel import DTYPES as _DTYPES
+from ._torchmodel import Model, refusals
 
 
 class _CpuMemory:
@@ -156,7 +113,8 @@ class _CpuMemory:
 _LOOKS = frozenset(("numel", "nelement", "size", "dim", "stride", "element_size", "data_ptr",
                     "is_contiguous", "untyped_storage", "storage_offset", "is_floating_point",
                     "requires_grad_", "register_hook", "detach", "__get__", "__set__",
-                    "__repr__", "__format__", "__hash__", "__len__", "__eq__"))
+                    "__repr__", "__format__", "__hash__", "__len__", "__eq__",
+                    "register_post_accumulate_grad_hook"))
 
 
 def _tensors_in(args, kwargs):
@@ -168,65 +126,200 @@ def _tensors_in(args, kwargs):
 
 
 class _OutsideUses(_torch.overrides.TorchFunctionMode):
-    """Every torch function the profiled iterations call: a parameter passed to one outside the
+    """Every torch function the watched iteration calls: a parameter passed to one outside the
     ops that hold it (a tied head computed in the parent's forward, F.linear(x, wte.weight)) is
-    used where no op makes it resident, which the trace cannot say and wrap cannot serve."""
+    used where no op makes it resident. ON_USE(parameter index, function name) hears of each
+    such use; HOLDS(index) says whether an op holds the parameter now."""
 
-    def __init__(self, prof):
+    def __init__(self, index, holds, on_use):
         super().__init__()
-        self.prof = prof
-        self.found = {}  # parameter name -> the first function that used it so
+        self.index, self.holds, self.on_use = index, holds, on_use
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, types=(), args=(), kwargs=None):
         kwargs = kwargs or {}
-        p = self.prof
-        if not p.in_step and getattr(func, "__name__", "") not in _LOOKS:
+        name = getattr(func, "__name__", str(func))
+        if name not in _LOOKS and _torch.is_grad_enabled():
             for t in _tensors_in(args, kwargs):
-                i = p.index.get(id(t))
-                if i is not None and not p.held.get(i):
-                    self.found.setdefault(p.params[i][0], getattr(func, "__name__", str(func)))
+                i = self.index.get(id(t))
+                if i is not None and not self.holds(i):
+                    self.on_use(i, name)
         return func(*args, **kwargs)
 
 
+def _first_input(args, kwargs):
+    """The batch's tensor among a forward's arguments: `input_ids`, else the first tensor."""
+    x = kwargs.get("input_ids")
+    if isinstance(x, _torch.Tensor):
+        return x
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, _torch.Tensor):
+            return a
+    return None
+
+
+def _shape_of(x):
+    """(batch, sequence) of a forward's input tensor X: its first dimension and, for token ids
+    (an integer tensor of two or more dimensions), its second; 0 where not known."""
+    if x is None or x.dim() == 0:
+        return (0, 0)
+    seq = x.shape[1] if x.dim() >= 2 and not x.is_floating_point() else 0
+    return (int(x.shape[0]), int(seq))
+
+
+def _grad_tensors(out):
+    """The tensors of a module's output that need gradients (in tuples, lists, dicts and
+    Hugging Face ModelOutputs)."""
+    found = []
+
+    def walk(o):
+        if isinstance(o, _torch.Tensor):
+            if o.requires_grad:
+                found.append(o)
+        elif isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict):
+            for x in o.values():
+                walk(x)
+
+    walk(out)
+    return found
+
+
+def _micro_steps(stages):
+    """Forward-backward runs in a sequence of stages (a forward after a backward begins one)."""
+    runs = 1
+    for a, b in zip(stages, stages[1:]):
+        if a == "bwd" and b == "fwd":
+            runs += 1
+    return runs
+
+
+def _replace_step(optimizer, fn):
+    """OPTIMIZER.step becomes FN(optimizer, *args, **kwargs) (a plain function) as a bound
+    method, so that an LR scheduler created afterwards wraps it as it wraps the class's (it
+    rebinds the function); returns how to undo it."""
+    had = "step" in optimizer.__dict__
+    old = optimizer.__dict__.get("step")
+
+    def step(opt, *args, **kwargs):
+        opt._opt_called = True  # what an LR scheduler's own wrapper would say
+        return fn(opt, *args, **kwargs)
+
+    # an LR scheduler made before or after finds a step it need not wrap again, and one that
+    # says when it has been called
+    step._wrapped_by_lr_sched = True
+    optimizer.step = types.MethodType(step, optimizer)
+
+    def undo():
+        if had:
+            optimizer.step = old
+        else:
+            optimizer.__dict__.pop("step", None)
+    return undo
+
+
+class _Op:
+    __slots__ = ("name", "stage", "params", "start", "end", "mem0", "peak", "grads0", "range")
+
+    def __init__(self, name, stage, params, start):
+        self.name, self.stage, self.params = name, stage, params
+        self.start, self.end, self.mem0, self.peak = start, start, 0, 0
+        self.grads0 = 0  # bytes of the gradients PyTorch holds at its start
+        self.range = None  # on the CPU: the profiler range that times its memory events
+
+
+class _Hooks:
+    """The module hooks both the profile and wrap install: each op's forward and backward begin
+    and end, and the root's forward begin and end (whose output's gradients begin its backward),
+    calling the owner's begin(name, stage, ids) and end(name, stage), and forward_begins(args,
+    kwargs) at each forward of the root."""
+
+    # PyTorch's word for a module whose inputs need no gradient (a frozen embedding's, the
+    # token ids): its backward hooks fire early, which the ops allow for (a backward op ends
+    # where the next begins); the hooks are ours, not the user's, so the word is not for them
+    _EARLY = "Full backward hook is firing when gradients are computed with respect to module"
+
+    def __init__(self, m, owner):
+        self.m, self.owner, self.handles = m, owner, []
+        warnings.filterwarnings("ignore", message=self._EARLY, category=UserWarning)
+        root = m.model
+        self.handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
+        self.handles.append(root.register_forward_hook(self._root_post))
+        for name, mod, ids in m.ops:
+            self.handles.append(mod.register_forward_pre_hook(
+                lambda mod, args, name=name, ids=ids: owner.begin(name, "fwd", ids)))
+            self.handles.append(mod.register_forward_hook(
+                lambda mod, args, out, name=name: owner.end(name, "fwd")))
+            self.handles.append(mod.register_full_backward_pre_hook(
+                lambda mod, g, name=name, ids=ids: owner.begin(name + ".bwd", "bwd", ids)))
+            self.handles.append(mod.register_full_backward_hook(
+                lambda mod, gi, go, name=name: owner.end(name + ".bwd", "bwd")))
+
+    def _root_pre(self, module, args, kwargs):
+        self.owner.forward_begins(args, kwargs)
+
+    def _root_post(self, module, args, out):
+        self.owner.forward_ends()
+        if not _torch.is_grad_enabled() or not self.owner.wants_backward_start():
+            return
+        # the first gradient of the output begins the model's backward: a hook on the nodes
+        # that make the output (one on the tensors would keep them alive until backward)
+        fired = []
+
+        def first(grad_outputs):
+            if not fired:
+                fired.append(True)
+                self.owner.backward_begins()
+
+        for node in {id(t.grad_fn): t.grad_fn for t in _grad_tensors(out)
+                     if t.grad_fn is not None}.values():
+            node.register_prehook(first)
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        for f in warnings.filters:
+            if f[0] == "ignore" and f[1] is not None and f[1].pattern == self._EARLY:
+                warnings.filters.remove(f)
+                break
+
+
 class profile:
-    """Records the iterations run inside it; save() writes the last complete one."""
+    """Records the training iterations run inside it (an iteration ends with optimizer.step());
+    save() writes the last complete one."""
 
     def __init__(self, model, optimizer, depth=None, name=None):
+        self.m = Model(model, optimizer, depth, name)
         self.model, self.optimizer = model, optimizer
-        self.depth = depth if depth is not None else _layer_depth(model)
-        self.name = name or type(model).__name__
-        self.cuda = any(p.is_cuda for p in model.parameters())
-        # parameters by identity, named once (named_parameters drops the duplicates of a tie)
-        self.params = []
-        self.index = {}
-        for pname, p in model.named_parameters():
-            if p.dtype not in _DTYPES:
-                raise StowageError("parameter %s is %s: stowage traces hold fp32, fp16 or bf16"
-                                   % (pname, p.dtype))
-            self.index[id(p)] = len(self.params)
-            self.params.append((pname, p))
-        self.handles = []
-        self.iterations = []
+        self.depth, self.name = self.m.depth, self.m.name
+        self.params, self.index = self.m.params, self.m.index
+        self.cuda = any(p.is_cuda for _, p in self.params)
+        self.iterations = []  # (ops, input shape) of every iteration completed
         self.current = []
-        self.open = {}
-        self.held = collections.Counter()  # parameter id -> the open ops that hold it
+        self.op = None  # the open _Op (the ops never nest)
+        self.shape = None  # the iteration's first training forward's (batch, sequence)
+        self.holding = collections.Counter()  # parameter id -> the open ops that hold it
         self.in_step = False  # inside optimizer.step, which steps every parameter
         self.outside = {}  # parameter name -> a function that used it outside its ops
         self._uses = None  # while the first iteration runs: the watch that finds them
+        self._hooks = None
         self.cpu_memory = None  # on the CPU, while profiling: the allocator's events
         self.memory_unknown = None  # why non-model memory is not known, when it is not
         self.measured = False
+        self.refused = refusals(model, optimizer, self.params)
 
-    # ---- hooks --------------------------------------------------------------------------
+    # ---- hooks ----------------------------------------------------------------------------
     def _grad_bytes(self):
-        """Bytes of the gradients PyTorch holds now (model data, not activations)."""
+        """Bytes of the gradients PyTorch holds now."""
         return sum(p.grad.numel() * p.grad.element_size() for _, p in self.params
                    if p.grad is not None)
 
-    def _begin(self, name, stage, ids, grads):
-        self.held.update(ids)
+    def _begin(self, name, stage, ids):
+        self.holding.update(ids or ())
         self.in_step = self.in_step or stage == "optim"
-        op = _Op(name, stage, ids, grads, 0)
+        op = _Op(name, stage, ids, 0)
         op.grads0 = self._grad_bytes()
         if self.cuda:
             _torch.cuda.synchronize()
@@ -239,7 +332,7 @@ class profile:
         return op
 
     def _end(self, op):
-        self.held.subtract(op.params)
+        self.holding.subtract(op.params or ())
         if op.stage == "optim":
             self.in_step = False
         if self.cuda:
@@ -249,79 +342,105 @@ class profile:
             op.peak = _torch.cuda.max_memory_allocated()
         else:
             self.cpu_memory.close(op)
-        op.grads1 = self._grad_bytes()
 
-    def _ids(self, params):
-        return sorted({self.index[id(p)] for p in params if id(p) in self.index})
+    def _close(self):
+        if self.op is not None:
+            self._end(self.op)
+            self.op = None
 
-    def _marked(self):
-        """The modules that are ops, with the parameters each reads: those at the depth (all
-        their parameters), and above it those holding parameters themselves (only those: a
-        tied LM head reads the embedding it shares)."""
-        marked = []
-        below = []
-        for name, m, d in _tree(self.model):
-            if d == self.depth:
-                marked.append((name, m, self._ids(m.parameters())))
-                below.append(name + ".")
-        roots = [("", self.model, 0)] + _tree(self.model)
-        for name, m, d in roots:
-            if d >= self.depth or any(name.startswith(b) for b in below):
-                continue
-            own = self._ids(m.parameters(recurse=False))
-            if own:
-                marked.append((name or self.name, m, own))
-        return marked
+    def begin(self, name, stage, ids):
+        if stage == "fwd" and not _torch.is_grad_enabled():
+            return  # an evaluation: not the iteration's
+        self._close()
+        self.op = self._begin(name, stage, ids)
+
+    def end(self, name, stage):
+        if stage == "fwd" and self.op is not None and self.op.name == name:
+            self._close()
+        # a backward op ends where the next begins: a module's backward goes on past its hook
+        # (its parameters' gradients; the whole of it when no input of the module needs one)
+
+    def forward_begins(self, args, kwargs):
+        if not _torch.is_grad_enabled():
+            return
+        if self.shape is None:
+            self.shape = _shape_of(_first_input(args, kwargs))
+        self._close()
+        self.op = self._begin(self.name, "fwd", None)  # None: the held parameters
+
+    def forward_ends(self):
+        if _torch.is_grad_enabled():
+            self._close()
+
+    def backward_begins(self):
+        self._close()
+        self.op = self._begin(self.name + ".bwd", "bwd", None)
+
+    def _holds(self, i):
+        return self.in_step or self.holding[i] > 0 or i in self.m.held
+
+    def wants_backward_start(self):
+        """Whether the backward's start is an op: only with held parameters (and while the
+        first iteration is watched for them)."""
+        return bool(self.m.held or self.outside or self._uses is not None)
 
     def __enter__(self):
+        for why in self.refused:
+            warnings.warn("stowage.torch.profile: wrap would refuse this model: " + why)
         if not self.cuda:
             self.cpu_memory = _CpuMemory()
             self.cpu_memory.start()
-        for name, m, ids in self._marked():
-            self.handles.append(m.register_forward_pre_hook(self._fwd_pre(name, ids)))
-            self.handles.append(m.register_forward_hook(self._fwd_post(name)))
-            self.handles.append(m.register_full_backward_pre_hook(self._bwd_pre(name, ids)))
-            self.handles.append(m.register_full_backward_hook(self._bwd_post(name)))
+        self._hooks = _Hooks(self.m, self)
         step = self.optimizer.step
 
-        def timed_step(*args, **kwargs):
-            op = self._begin("optimizer.step", "optim", [], [])
+        def timed_step(opt, *args, **kwargs):
+            self._close()
+            op = self._begin("optimizer.step", "optim", [])
             try:
                 return step(*args, **kwargs)
             finally:
                 self._end(op)
-                self.iterations.append(self.current)
-                self.current = []
+                self.iterations.append((self.current, self.shape))
+                self.current, self.shape = [], None
                 self._stop_watching_uses()
 
-        self._step = step
-        self.optimizer.step = timed_step
+        self._restore_step = _replace_step(self.optimizer, timed_step)
         # the first iteration is watched for parameters used outside their ops; the later ones,
         # whose times the trace keeps, run without the watch's cost
-        self._uses = _OutsideUses(self)
+        self._uses = _OutsideUses(self.index, self._holds,
+                                  lambda i, fn: self.outside.setdefault(self.params[i][0], fn))
         self._uses.__enter__()
         return self
 
     def _stop_watching_uses(self):
         if self._uses is not None:
             self._uses.__exit__(None, None, None)
-            self.outside = self._uses.found
             self._uses = None
+
+    def _held(self):
+        """The parameters every forward and backward op of the trace holds: those of the
+        modules above the ops, and those seen used outside their ops."""
+        return sorted(set(self.m.held) | {self.index[id(p)] for n, p in self.params
+                                          if n in self.outside})
 
     def __exit__(self, *exc):
         self._stop_watching_uses()
+        self._close()
         if self.outside:
+            held = [self.index[id(p)] for n, p in self.params if n in self.outside]
+            mib = sum(self.params[i][1].numel() for i in held) * 4 / 2.0 ** 20
             warnings.warn("stowage.torch.profile: parameters used outside the modules that hold "
-                          "them: %s; no op of the trace makes them resident there, and wrap "
-                          "refuses the trace (make the use a module's, or profile at a depth "
-                          "whose modules contain it)" % ", ".join(
-                              "%s (%s)" % kv for kv in sorted(self.outside.items())))
-        for h in self.handles:
-            h.remove()
-        self.optimizer.step = self._step
+                          "them: %s; the trace holds them resident from the first forward op "
+                          "to the last backward op (%.2f MiB of weights); to let the plan move "
+                          "them, make each use a module's (a tied head as an nn.Linear whose "
+                          "weight is the embedding's)" % (", ".join(
+                              "%s (%s)" % kv for kv in sorted(self.outside.items())), mib))
+        self._warn_uneven()
+        self._hooks.remove()
+        self._restore_step()
         if self.cpu_memory is not None:
             self.cpu_memory.stop()
-            for op in (op for it in self.iterations for op in it):
+            for op in (op for it, _ in self.iterations for op in it):
                 op.mem0, op.peak = self.cpu_memory.measure(op) or (0, 0)
             self.memory_unknown = self.cpu_memory.unknown
             self.cpu_memory = None
@@ -331,70 +450,85 @@ class profile:
         self.measured = True
         return False
 
-    def _fwd_pre(self, name, ids):
-        def hook(module, args):
-            self.open[("fwd", name)] = self._begin(name, "fwd", ids, [])
-        return hook
+    def _warn_uneven(self):
+        """Iterations that ran other ops than the last (which the trace keeps and wrap replays)."""
+        def seq(it):
+            return [(o.name, o.stage) for o in sorted(it, key=lambda o: o.start)
+                    if o.params is not None and o.stage != "optim"]
+        if len(self.iterations) < 2:
+            return
+        last = seq(self.iterations[-1][0])
+        for n, (it, _) in enumerate(self.iterations[:-1], 1):
+            other = seq(it)
+            if other == last:
+                continue
+            k = next((k for k, (a, b) in enumerate(zip(other, last)) if a != b),
+                     min(len(other), len(last)))
+            at = lambda s: "%s (%s)" % s[k] if k < len(s) else "the end"  # noqa: E731
+            warnings.warn("stowage.torch.profile: iteration %d ran other ops than the last "
+                          "(op %d is %s there and %s in the last: %d and %d ops); the trace "
+                          "keeps the last, and wrap refuses an iteration that runs otherwise "
+                          "(a module skipped or run twice, another number of micro-steps)"
+                          % (n, k, at(other), at(last), len(other), len(last)))
+            return
 
-    def _fwd_post(self, name):
-        def hook(module, args, out):
-            op = self.open.pop(("fwd", name), None)
-            if op is not None:
-                self._end(op)
-        return hook
+    # ---- the trace ------------------------------------------------------------------------
+    def _tensors(self, t):
+        for i, (pname, p) in enumerate(self.params):
+            shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
+            _call(_lib.trace_add_tensor, t._h, pname.encode(), _DTYPES[p.dtype].encode(), shape,
+                  max(p.dim(), 1))
+            if self.m.frozen[i]:
+                _call(_lib.trace_freeze, t._h, i)
 
-    def _bwd_pre(self, name, ids):
-        def hook(module, grad_out):
-            self.open[("bwd", name)] = self._begin(name + ".bwd", "bwd", ids, ids)
-        return hook
-
-    def _bwd_post(self, name):
-        def hook(module, grad_in, grad_out):
-            op = self.open.pop(("bwd", name), None)
-            if op is not None:
-                self._end(op)
-        return hook
-
-    # ---- the trace ----------------------------------------------------------------------
-    def trace(self, batch=0, seq=0):
-        """The last complete iteration as a stowage.Trace."""
+    def trace(self, batch=None, seq=None):
+        """The last complete iteration as a stowage.Trace. BATCH and SEQ (sequences per
+        iteration, tokens per sequence) default to what the first forward's input says (its
+        first dimension, times the micro-steps, and a token tensor's second); 0: unknown."""
         if not self.iterations:
             raise StowageError("profile: no iteration completed inside the profile (an "
                                "iteration ends with optimizer.step())")
         if not self.measured:
             raise StowageError("profile: the trace is made after the `with` block (its "
                                "memory is measured when the profile ends)")
-        ops = sorted(self.iterations[-1], key=lambda o: o.start)
+        recorded, shape = self.iterations[-1]
+        held = self._held()
+        ops = sorted((o for o in recorded if o.params is not None or held),
+                     key=lambda o: o.start)
         device = _torch.cuda.get_device_name() if self.cuda else "cpu"
         memory = _torch.cuda.get_device_properties(0).total_memory if self.cuda else 0
         t = Trace(_lib.trace_new(self.name.encode(), device.encode(), memory))
-        for pname, p in self.params:
-            shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
-            _call(_lib.trace_add_tensor, t._h, pname.encode(), _DTYPES[p.dtype].encode(), shape,
-                  max(p.dim(), 1))
-        order = {"fwd": 0, "bwd": 1, "optim": 2}
-        ops = sorted(ops, key=lambda o: (order[o.stage], o.start))
-        # non-model bytes: what the allocator holds beyond its holding at the iteration's
-        # first op, less the gradients PyTorch has allocated since (model data)
-        base, grads_base = (ops[0].mem0, ops[0].grads0) if ops else (0, 0)
-        step_ns = 0
+        self._tensors(t)
+        micro = _micro_steps([o.stage for o in ops if o.stage != "optim"])
+        _call(_lib.trace_set_steps, t._h, micro, b"framework")
+        # non-model bytes: what the allocator holds beyond the model's weights (its holding at
+        # the iteration's first op, less the gradients PyTorch held then): activations, and the
+        # gradients, which are PyTorch's until the optimizer step
+        base = ops[0].mem0 - ops[0].grads0 if ops else 0
+        step_ns, step_bytes = 0, 0
         for op in ops:
+            at_start = max(op.mem0 - base, 0)
             if op.stage == "optim":
                 step_ns += op.end - op.start
+                step_bytes = max(step_bytes, at_start)
                 continue
-            at_start = max(op.mem0 - base - (op.grads0 - grads_base), 0)
-            peak = max(op.peak - base - (op.grads1 - grads_base), at_start)
-            self._add_op(t, op.name, op.stage, op.params, op.grads, at_start, peak,
-                         op.end - op.start)
-        total = sum(p.numel() for _, p in self.params) or 1
-        for i, (pname, p) in enumerate(self.params):
-            self._add_op(t, "optimizer." + pname, "optim", [i], [], 0, 0,
+            params = self.m.op_params(op.params or [], held)
+            grads = self.m.trained(params) if op.stage == "bwd" else []
+            self._add_op(t, op.name, op.stage, params, grads, at_start,
+                         max(op.peak - base, at_start), op.end - op.start)
+        trained = self.m.trained(range(len(self.params)))
+        total = sum(self.params[i][1].numel() for i in trained) or 1
+        for i in trained:
+            pname, p = self.params[i]
+            self._add_op(t, "optimizer." + pname, "optim", [i], [], step_bytes, step_bytes,
                          step_ns * p.numel() // total)
         if self.memory_unknown is not None:  # said in the trace's source, as the importer does
             _lib.trace_warn(t._h, b"no_memory_events", 1)
         if self.outside:
             _lib.trace_warn(t._h, b"params_outside_ops", len(self.outside))
-        _lib.trace_set_shape(t._h, batch, seq)
+        b, s = shape or (0, 0)
+        _lib.trace_set_shape(t._h, b * micro if batch is None else batch,
+                             s if seq is None else seq)
         _call(_lib.trace_validate, t._h)
         return t
 
@@ -402,13 +536,11 @@ class profile:
         """The model's tensors as a trace of their own (one op), for the runtime to hold them
         and to hold a plan's trace against."""
         t = Trace(_lib.trace_new(self.name.encode(), b"cpu", 0))
-        for pname, p in self.params:
-            shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
-            _call(_lib.trace_add_tensor, t._h, pname.encode(), _DTYPES[p.dtype].encode(), shape,
-                  max(p.dim(), 1))
+        self._tensors(t)
+        _call(_lib.trace_set_steps, t._h, 1, b"framework")
         self._add_op(t, "model", "fwd", [], [], 0, 0, 0)
-        for i, (pname, _) in enumerate(self.params):
-            self._add_op(t, "optimizer." + pname, "optim", [i], [], 0, 0, 0)
+        for i in self.m.trained(range(len(self.params))):
+            self._add_op(t, "optimizer." + self.params[i][0], "optim", [i], [], 0, 0, 0)
         _call(_lib.trace_validate, t._h)
         return t
 
@@ -419,7 +551,7 @@ class profile:
         _call(_lib.trace_add_op, t._h, name.encode(), stage.encode(), ps, len(params), gs,
               len(grads), nonmodel, peak, max(ns, 0))
 
-    def save(self, path, batch=0, seq=0):
+    def save(self, path, batch=None, seq=None):
         self.trace(batch, seq).save(path)
 
 
@@ -439,85 +571,263 @@ class _DeviceArray:
                                          "version": 3, "stream": None}
 
 
+def _load_plan(plan):
+    if isinstance(plan, Plan):
+        return plan
+    if isinstance(plan, (str, bytes)) or hasattr(plan, "__fspath__"):
+        return Plan.load(plan)
+    raise StowageError("wrap: plan= is a file or a stowage.Plan, not %s" % type(plan).__name__)
+
+
+def _plan_trace(plan, trace):
+    """The trace PLAN was made from: TRACE (a path or a stowage.Trace), else the file the plan
+    names, as given or beside the plan's own file."""
+    if isinstance(trace, Trace):
+        return trace
+    if trace is not None:
+        return Trace.load(trace)
+    import os
+    named = plan.predictions.get("trace_file")
+    if not named:
+        raise StowageError("wrap: the plan does not name the trace it was made from: give it "
+                           "as trace=")
+    tried = [named]
+    if plan.path is not None and not os.path.isabs(named):
+        tried.append(os.path.join(os.path.dirname(os.path.abspath(plan.path)), named))
+    for path in tried:
+        if os.path.isfile(path):
+            return Trace.load(path)
+    raise StowageError("wrap: the plan was made from %s, which is not there (%s): give the "
+                       "trace as trace=" % (named, " nor ".join(tried)))
+
+
 class wrap:
-    """Trains MODEL with PLAN: the model data lives in the C runtime's chunks, moved as the plan
-    says, on the emulated device (the host backend) for a model on the CPU, on the GPU (the CUDA
-    backend, a budget of DEVICE_BYTES on cuda:0) for a model there; before each module runs,
-    its parameters become views of their resident chunk memory (a buffer view on the CPU,
-    __cuda_array_interface__ over the device pointer on a GPU); the optimizer step is the
-    library's AdamW where the plan places it (the CPU's on host memory, the CUDA compute
-    table's on the GPU), with OPTIMIZER's hyperparameters as they are at each step (a
-    scheduler's learning rate included). On a GPU, the runtime's copies and GPU Adam follow the
-    work on the legacy default stream; PyTorch computing on another stream is ordered against
-    it at every op's start and end.
+    """Trains MODEL with PLAN until unwrap(MODEL) or the end of a `with` block: the model data
+    lives in the C runtime's chunks, moved as the plan says, on the emulated device (the host
+    backend) for a model on the CPU, on the GPU (the CUDA backend) for a model on cuda:0.
 
-        p = stowage.torch.profile(model, optimizer) ...; p.save("trace.json")
-        plan = stowage.plan(stowage.Trace.load("trace.json"), gpu="1MiB")
-        with stowage.torch.wrap(model, optimizer, plan, "trace.json", gpu_bytes) as w:
-            for step in range(10):
-                loss = ...; loss.backward(); optimizer.step(); optimizer.zero_grad()
+        model, optimizer = stowage.torch.wrap(model, optimizer, plan="plan.json")
+        with stowage.torch.wrap(model, optimizer, plan) as w: ...; print(w.stats)
 
-    TRACE is the profile the plan was made from (a path or a stowage.Trace); the model must be
-    the one profiled (the runtime refuses another: its message). Gradients are PyTorch's (in
-    its own memory) until the optimizer op, where each is written where the plan steps it.
-    Between ops a parameter is NaN (one element expanded to its shape, no memory): a use outside
-    the modules the trace knows gives NaN instead of reading memory the runtime has reused."""
+    PLAN is a plan file or a stowage.Plan; TRACE the trace it was made from (default: the file
+    the plan names); DEVICE_BYTES the device's budget (bytes or a size such as "24MiB"; default:
+    the plan's). The same model and optimizer objects train, wrapped in place: before each op its
+    parameters become views of their resident chunk memory, and between ops they are NaN of their
+    shape in no memory (weights are read through state_dict(), which gathers them). The
+    optimizer's state comes in (step counts, moments) and goes back out on leaving; its step is
+    the library's AdamW where the plan places each chunk, with the optimizer's hyperparameters
+    as they are at each step (maximize and Adam's L2 decay applied to the gradient, as PyTorch
+    does). Forwards without gradients (evaluation) run outside the plan, their parameters made
+    resident on demand within the budget (stats: unplanned_*)."""
 
-    def __init__(self, model, optimizer, plan, trace, device_bytes):
-        self.p = profile(model, optimizer)  # the same ops, names and tensor ids
-        if isinstance(optimizer, _torch.optim.Adam) and not isinstance(optimizer,
-                                                                       _torch.optim.AdamW):
-            for g in optimizer.param_groups:
-                if g.get("weight_decay", 0):
-                    raise StowageError("wrap: Adam's weight decay is L2 (added to the gradient);"
-                                       " the runtime steps AdamW's decoupled decay")
-        self.trace = trace if isinstance(trace, Trace) else Trace.load(trace)
-        outside = self.trace.json().get("source", {}).get("warnings", {}).get(
-            "params_outside_ops", 0)
-        if outside:
+    def __init__(self, model, optimizer, plan, trace=None, device_bytes=None, depth=None):
+        if getattr(model, "_stowage_wrap", None) is not None:
+            raise StowageError("wrap: the model is wrapped already; stowage.torch.unwrap(model) "
+                               "first")
+        self.model, self.optimizer = model, optimizer
+        self.plan = _load_plan(plan)
+        self.trace = _plan_trace(self.plan, trace)
+        tj = self.trace.json()
+        if tj["model"].get("gradients", "chunks") != "framework":
+            raise StowageError("wrap: the trace's gradients live in the chunks (a trace of "
+                               "stowage's own trainer, synth or an import), and PyTorch's are its "
+                               "own tensors: profile the model with stowage.torch.profile and "
+                               "plan that trace")
+        self.m = self._model(tj, depth)
+        self.p = self.m  # (params, index: the tests' and older callers' name for it)
+        why = refusals(model, optimizer, self.m.params)
+        if why:
+            raise StowageError("wrap: " + why[0])
+        outside = tj.get("source", {}).get("warnings", {}).get("params_outside_ops", 0)
+        self.held = self._held(tj)
+        if outside and not self.held:
             raise StowageError("wrap: the profile saw %d parameter%s used outside the modules "
-                               "that hold them (its warning names them): no op makes them "
-                               "resident there; make each use a module's, or profile at a "
-                               "depth whose modules contain it" % (outside,
-                                                                   "" if outside == 1 else "s"))
-        self.plan = plan
-        devices = {p.device for _, p in self.p.params}
-        if len(devices) != 1:
-            raise StowageError("wrap: the parameters are on %s; stowage holds a model on one "
-                               "device" % ", ".join(sorted(str(d) for d in devices)))
-        self.device = devices.pop()
-        if self.device.type == "cuda" and self.device.index not in (None, 0):
-            raise StowageError("wrap: the model is on %s; the CUDA runtime runs on cuda:0"
-                               % self.device)
-        if self.device.type not in ("cpu", "cuda"):
-            raise StowageError("wrap: the model is on %s; stowage runs on the CPU or CUDA"
-                               % self.device)
-        for name, p in self.p.params:
-            if p.dtype != _torch.float32 or not p.is_contiguous():
-                raise StowageError("wrap: parameter %s must be a contiguous fp32 tensor "
-                                   "(it is %s%s)" % (name, p.dtype,
-                                                     ", not contiguous" if not p.is_contiguous()
-                                                     else ""))
+                               "that hold them, and its trace holds none through the ops: "
+                               "profile again with this version" % (outside,
+                                                                    "" if outside == 1 else "s"))
+        self.micro_steps = tj["model"].get("micro_steps", 1)
+        batch, seq = tj["model"].get("batch", 0), tj["model"].get("seq", 0)
+        self.shape = (batch // self.micro_steps, seq)
+        self.device = self.m.params[0][1].device if self.m.params else _torch.device("cpu")
         self.cuda = self.device.type == "cuda"
+        budget = self.plan.predictions["gpu_budget"] if device_bytes is None else \
+            parse_size(device_bytes, "wrap: device_bytes")
         # the initial weights from host memory (a GPU model's copied to the host first)
-        self._init = [p.detach().cpu() if self.cuda else p.detach() for _, p in self.p.params]
-        addresses = [t.data_ptr() for t in self._init]
+        init = [p.detach().cpu() if self.cuda else p.detach() for _, p in self.m.params]
         from . import Runtime
-        # this model's tensors, held against the plan's trace by the runtime (its message when
-        # the plan was made for another model)
-        self.model = self.p.model_trace()
-        self.rt = Runtime(self.model, device_bytes, plan=plan, plan_trace=self.trace,
-                          init_addresses=addresses, device="cuda" if self.cuda else "host")
-        self._init = None
-        self.shapes = [tuple(p.shape) for _, p in self.p.params]
-        self.numel = [p.numel() for _, p in self.p.params]
-        # between ops a parameter is NaN of its shape, in no memory (one element, expanded)
+        self.model_trace = profile(model, optimizer, depth=self.m.depth,
+                                   name=self.m.name).model_trace()
+        self.rt = Runtime(self.model_trace, budget, plan=self.plan, plan_trace=self.trace,
+                          init_addresses=[t.data_ptr() for t in init],
+                          device="cuda" if self.cuda else "host")
+        del init
+        self.shapes = [tuple(p.shape) for _, p in self.m.params]
+        self.numel = [p.numel() for _, p in self.m.params]
+        self.steps = [0] * len(self.m.params)  # AdamW steps taken, per parameter
+        self.step_like = {}  # parameter index -> its state's "step" tensor, as a model for ours
         self.nan = _torch.tensor(float("nan"), device=self.device)
-        self.step = 0
         self.in_iteration = False
-        self.handles = []
+        self.version = 0  # counts changes of the weights: every step and load
         self.resident = {}  # the storage of each resident parameter view -> its tensor id
+        self.op = None  # (name, module parameter ids, saved-tensor hooks) of the open op
+        self._sd_cache = (None, {})
+        self._loading = set()
+        self.closed = False
+        self._take_state()
+        self._activate()
 
+    # ---- what the plan was made for --------------------------------------------------------
+    def _model(self, tj, depth):
+        """The model as the trace saw it: at DEPTH, else at the depth whose ops are the trace's
+        (the profile's depth= is not in the trace)."""
+        name = tj["model"]["name"]
+        m = Model(self.model, self.optimizer, depth, name)
+        if depth is not None:
+            return m
+        want = {o["name"] for o in tj["ops"] if o["stage"] == "fwd"} - {name}
+        if {n for n, _, _ in m.ops} == want:
+            return m
+        for d in range(1, 64):
+            other = Model(self.model, self.optimizer, d, name)
+            if {n for n, _, _ in other.ops} == want:
+                return other
+            if not other.ops:
+                break
+        return m
+
+    def _held(self, tj):
+        """The parameters the trace's ops hold throughout: those of its op of the root's own
+        work (named as the model), when it has one."""
+        names = {n for n, _, _ in self.m.ops}
+        for o in tj["ops"]:
+            if o["stage"] == "fwd" and o["name"] == self.m.name and self.m.name not in names:
+                return list(o["params"])
+        return []
+
+    # ---- state in and out ------------------------------------------------------------------
+    def _host(self, i):
+        return _torch.empty(self.numel[i], dtype=_torch.float32)
+
+    def _read(self, i):
+        """Tensor I's weights, momentum and variance, as host tensors (gathered from wherever
+        the runtime holds them)."""
+        master, m, v = self._host(i), self._host(i), self._host(i)
+        self.rt.read_state(i, master.data_ptr(), m.data_ptr(), v.data_ptr())
+        return master, m, v
+
+    def _write(self, i, master, m=None, v=None):
+        if m is None or v is None:
+            _, m0, v0 = self._read(i)
+            m, v = (m0 if m is None else m), (v0 if v is None else v)
+        args = [x.detach().to("cpu", _torch.float32).contiguous().view(-1)
+                for x in (master, m, v)]
+        for x in args:
+            if x.numel() != self.numel[i]:
+                raise StowageError("wrap: %s holds %d elements, and a value of %d was given"
+                                   % (self.m.params[i][0], self.numel[i], x.numel()))
+        self.rt.write_state(i, *(x.data_ptr() for x in args))
+        self.version += 1
+
+    def _take_state(self, loaded=False):
+        """The optimizer's state (step counts, moments) into the chunks; PyTorch's copy goes.
+        The weights beside them are the model's own when entering, the chunks' when the
+        optimizer's state alone was LOADED."""
+        for i, (name, p) in enumerate(self.m.params):
+            state = self.optimizer.state.get(p)
+            if not state or self.m.frozen[i]:
+                continue
+            step = state.get("step")
+            if isinstance(step, _torch.Tensor):
+                self.step_like[i] = step
+            self.steps[i] = int(float(step)) if step is not None else 0
+            if "exp_avg" in state and "exp_avg_sq" in state:
+                weights = self._read(i)[0] if loaded else p.detach()
+                self._write(i, weights, state["exp_avg"], state["exp_avg_sq"])
+            del self.optimizer.state[p]
+
+    def _step_tensor(self, i):
+        like = self.step_like.get(i)
+        if like is None:
+            return _torch.tensor(float(self.steps[i]), dtype=_torch.float32)
+        return _torch.tensor(float(self.steps[i]), dtype=like.dtype, device=like.device)
+
+    def _optimizer_state(self, i):
+        _, m, v = self._read(i)
+        shape = self.shapes[i]
+        return {"step": self._step_tensor(i), "exp_avg": m.view(shape).to(self.device),
+                "exp_avg_sq": v.view(shape).to(self.device)}
+
+    def _weights(self, i, key):
+        """Tensor I's weights as a tensor of its own on the model's device, one per state_dict
+        call (a tie's names share it, as they share the parameter)."""
+        if self._sd_cache[0] != key:
+            self._sd_cache = (key, {})
+        cache = self._sd_cache[1]
+        if i not in cache:
+            master, _, _ = self._read(i)
+            cache[i] = master.view(self.shapes[i]).to(self.device)
+        return cache[i]
+
+    # ---- the hooks -------------------------------------------------------------------------
+    def _activate(self):
+        self.hooks = _Hooks(self.m, self)
+        def hook(method):  # a function of its own: torch marks the hooks it is given
+            return lambda *args: method(*args)
+
+        for m in {id(m): m for i in self.m.owners for m, _ in self.m.owners[i]}.values():
+            self.hooks.handles += [
+                m.register_state_dict_post_hook(hook(self._state_dict_hook)),
+                m.register_load_state_dict_pre_hook(hook(self._load_pre_hook)),
+                m.register_load_state_dict_post_hook(hook(self._load_post_hook))]
+        opt = self.optimizer
+        self._opt_filled = []
+        self.hooks.handles.append(opt.register_state_dict_pre_hook(self._opt_state_pre))
+        self.hooks.handles.append(opt.register_state_dict_post_hook(self._opt_state_post))
+        self.hooks.handles.append(opt.register_load_state_dict_post_hook(self._opt_load_post))
+        self._restore_step = _replace_step(opt, lambda o, *a, **k: self._optimizer_step(o, *a, **k))
+        for i, (_, p) in enumerate(self.m.params):
+            p.data = self._placeholder(i)
+        self.model._stowage_wrap = self
+
+    def _state_dict_hook(self, module, state_dict, prefix, local_metadata):
+        for attr, p in module._parameters.items():
+            i = self.m.index.get(id(p)) if p is not None else None
+            if i is not None and prefix + attr in state_dict:
+                state_dict[prefix + attr] = self._weights(i, (id(state_dict), self.version))
+
+    def _load_pre_hook(self, module, state_dict, prefix, *args):
+        # the model's own loading copies into a real tensor of the parameter's shape, with its
+        # checks; the post hook takes the values into the chunks
+        for attr, p in module._parameters.items():
+            i = self.m.index.get(id(p)) if p is not None else None
+            if i is not None and prefix + attr in state_dict and i not in self._loading:
+                p.data = _torch.empty(self.shapes[i], dtype=_torch.float32, device=self.device)
+                self._loading.add(i)
+
+    def _load_post_hook(self, module, incompatible_keys):
+        for attr, p in module._parameters.items():
+            i = self.m.index.get(id(p)) if p is not None else None
+            if i is not None and i in self._loading:
+                self._loading.discard(i)
+                self._write(i, p.data)
+                p.data = self._placeholder(i)
+
+    def _opt_state_pre(self, optimizer):
+        for i, (_, p) in enumerate(self.m.params):
+            if not self.m.frozen[i] and self.steps[i] > 0:
+                optimizer.state[p] = self._optimizer_state(i)
+                self._opt_filled.append(p)
+
+    def _opt_state_post(self, optimizer, state_dict):
+        for p in self._opt_filled:
+            optimizer.state.pop(p, None)
+        self._opt_filled = []
+        return state_dict
+
+    def _opt_load_post(self, optimizer):
+        self._take_state(loaded=True)
+
+    # ---- ops -------------------------------------------------------------------------------
     def _view(self, i):
         """Tensor I's resident compute copy, as a tensor over the runtime's memory."""
         if self.cuda:
@@ -527,6 +837,10 @@ class wrap:
 
     def _device_tensor(self, address, i):
         return _torch.as_tensor(_DeviceArray(address, self.numel[i]), device=self.device)
+
+    def _host_tensor(self, address, i):
+        return _torch.frombuffer((ctypes.c_float * self.numel[i]).from_address(address),
+                                 dtype=_torch.float32)
 
     def _ordered(self, fn, *args, **kwargs):
         """The runtime's FN, ordered against PyTorch's current stream: the runtime queues its
@@ -543,16 +857,91 @@ class wrap:
         current.wait_stream(default)
         return result
 
-    def _begin(self, name, stage, ids, grads):
-        if not self.in_iteration:
-            self.rt.iteration_begin()
-            self.in_iteration = True
-        self._ordered(self.rt.op_begin, name, stage, ids, grads)
-        if stage != "optim":  # the optimizer's lists are where the plan steps them
-            for i in ids:
-                view = self._view(i)
-                self.p.params[i][1].data = view
-                self.resident[view.untyped_storage().data_ptr()] = i
+    def _placeholder(self, i):
+        return self.nan.expand(self.shapes[i])
+
+    def _show(self, ids):
+        for i in ids:
+            view = self._view(i)
+            self.m.params[i][1].data = view
+            self.resident[view.untyped_storage().data_ptr()] = i
+
+    def _hide(self, ids):
+        for i in ids:
+            p = self.m.params[i][1]
+            self.resident.pop(p.data.untyped_storage().data_ptr(), None)
+            p.data = self._placeholder(i)
+
+    def _open(self, name, stage, ids):
+        """Begins op NAME over module parameters IDS (and the held ones): the plan's next op in
+        a training pass, an unplanned one in a forward without gradients."""
+        params = self.m.op_params(ids, self.held)
+        unplanned = stage == "fwd" and not _torch.is_grad_enabled()
+        if unplanned:
+            self._ordered(self.rt.unplanned_op_begin, name, params)
+        else:
+            if not self.in_iteration:
+                self.rt.iteration_begin()
+                self.in_iteration = True
+                self._sd_cache = (None, {})
+            grads = self.m.trained(params) if stage == "bwd" else []
+            self._ordered(self.rt.op_begin, name, stage, params, grads)
+        self._show(params)
+        saved = None  # what the forward saves for backward (autograd's engine has its own
+        if stage == "fwd" and not unplanned:  # thread state in backward, which saves nothing)
+            saved = _torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+            saved.__enter__()
+        self.op = (name, ids, saved)
+
+    def _close(self):
+        if self.op is None:
+            return
+        name, ids, saved = self.op
+        self.op = None
+        if saved is not None:
+            saved.__exit__(None, None, None)
+        self._ordered(self.rt.op_end)
+        # the held parameters stay visible: they are used between the ops too
+        self._hide([i for i in ids if i not in self.held] if self.held else ids)
+
+    def begin(self, name, stage, ids):
+        self._close()
+        self._open(name, stage, ids)
+
+    def end(self, name, stage):
+        # a backward op ends where the next begins (profile.end says why)
+        if stage == "fwd" and self.op is not None and self.op[0] == name:
+            self._close()
+
+    def forward_begins(self, args, kwargs):
+        if _torch.is_grad_enabled():
+            self._check_shape(args, kwargs)
+        self._close()
+        if self.held:
+            self._open(self.m.name, "fwd", [])
+
+    def forward_ends(self):
+        self._close()
+        if self.held and not _torch.is_grad_enabled():
+            self._hide(self.held)  # an evaluation's: its chunks may move before the next op
+
+    def wants_backward_start(self):
+        return bool(self.held)
+
+    def backward_begins(self):
+        if self.held:
+            self._close()
+            self._open(self.m.name + ".bwd", "bwd", [])
+
+    def _check_shape(self, args, kwargs):
+        b, s = _shape_of(_first_input(args, kwargs))
+        tb, ts = self.shape
+        if (tb and b > tb) or (ts and s > ts):
+            raise StowageError(
+                "wrap: this forward's input is %d x %d (batch x sequence), and the plan's trace "
+                "was profiled at %d x %d per micro-step: larger activations than the plan leaves "
+                "room for (on a GPU, past its budget); profile this shape and plan again (a "
+                "smaller batch, such as an epoch's last, trains under the plan)" % (b, s, tb, ts))
 
     # Autograd keeps tensors for backward, among them views of parameters (addmm's weight.t()):
     # kept as they are, they would point into chunk memory the runtime has since reused. They
@@ -571,80 +960,110 @@ class wrap:
         if not (isinstance(packed, tuple) and packed and packed[0] is _PARAM_VIEW):
             return packed
         _, i, size, stride, offset = packed
-        base = self.p.params[i][1].data
+        base = self.m.params[i][1].data
         if base.untyped_storage().data_ptr() not in self.resident:
             raise StowageError("wrap: backward needs %s outside an op that holds it resident"
-                               % self.p.params[i][0])
+                               % self.m.params[i][0])
         return base.as_strided(size, stride, offset)
 
-    def _placeholder(self, i):
-        return self.nan.expand(self.shapes[i])
-
-    def _end(self, ids):
-        self._ordered(self.rt.op_end)
-        for i in ids:
-            p = self.p.params[i][1]
-            self.resident.pop(p.data.untyped_storage().data_ptr(), None)
-            p.data = self._placeholder(i)
-
-    def __enter__(self):
-        for name, m, ids in self.p._marked():
-            self.handles.append(m.register_forward_pre_hook(
-                lambda mod, args, name=name, ids=ids: self._begin(name, "fwd", ids, [])))
-            self.handles.append(m.register_forward_hook(
-                lambda mod, args, out, ids=ids: self._end(ids)))
-            self.handles.append(m.register_full_backward_pre_hook(
-                lambda mod, g, name=name, ids=ids: self._begin(name + ".bwd", "bwd", ids, ids)))
-            self.handles.append(m.register_full_backward_hook(
-                lambda mod, gi, go, ids=ids: self._end(ids)))
-        self._step = self.p.optimizer.step
-        self.p.optimizer.step = self._optimizer_step
-        for i, (_, p) in enumerate(self.p.params):
-            p.data = self._placeholder(i)
-        self._saved = _torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
-        self._saved.__enter__()
-        return self
-
-    def _optimizer_step(self, *args, **kwargs):
-        self.step += 1
-        group_of = {}
-        for g in self.p.optimizer.param_groups:
-            for q in g["params"]:
-                group_of[id(q)] = g
-        for i, (name, p) in enumerate(self.p.params):
-            g = group_of[id(p)]
-            self._begin("optimizer." + name, "optim", [i], [])
-            grad = p.grad
-            if grad is None:
-                raise StowageError("wrap: %s has no gradient at the optimizer step" % name)
-            dst, on_device = self.rt.optim_grad(i)
-            src = grad.contiguous().view(-1)
-            if on_device:  # GPU Adam: the gradient into its device slot, on the default stream
-                self._device_tensor(dst, i).copy_(src)
-            elif src.is_cuda:  # CPU Adam: into host memory, a copy that ends before it returns
-                host = (ctypes.c_float * self.numel[i]).from_address(dst)
-                _torch.frombuffer(host, dtype=_torch.float32).copy_(src)
-            else:
-                ctypes.memmove(dst, src.data_ptr(), src.numel() * 4)
-            self._ordered(self.rt.adam, i, self.step, lr=float(g["lr"]),
-                          betas=tuple(g["betas"]), eps=float(g["eps"]),
-                          weight_decay=float(g.get("weight_decay", 0.0)))
-            self._ordered(self.rt.op_end)
+    # ---- the optimizer's step --------------------------------------------------------------
+    def _optimizer_step(self, optimizer, closure=None):
+        loss = None
+        if closure is not None:
+            with _torch.enable_grad():
+                loss = closure()
+        self._close()
+        self._hide(self.held)
+        if not self.in_iteration:
+            self.rt.iteration_begin()
+            self.in_iteration = True
+        group_of = {id(q): g for g in optimizer.param_groups for q in g["params"]}
+        for i, (name, p) in enumerate(self.m.params):
+            if self.m.frozen[i]:
+                continue
+            self._ordered(self.rt.op_begin, "optimizer." + name, "optim", [i], [])
+            try:
+                self._adam(i, name, p, group_of[id(p)])
+            finally:
+                self._ordered(self.rt.op_end)
         self._ordered(self.rt.iteration_end)
         self.in_iteration = False
+        self.version += 1
+        return loss
+
+    def _adam(self, i, name, p, g):
+        """One AdamW step of parameter I where the plan steps it, as PyTorch's Adam would: no
+        gradient, no step; maximize and Adam's L2 decay applied to the gradient."""
+        grad = p.grad
+        if grad is None:
+            return
+        if grad.is_sparse:
+            raise StowageError("wrap: %s has a sparse gradient, which the library's AdamW does "
+                               "not step" % name)
+        self.steps[i] += 1
+        dst, on_device = self.rt.optim_grad(i)
+        if on_device:  # GPU Adam: the gradient into its device slot, on the default stream
+            slot = self._device_tensor(dst, i)
+        else:  # CPU Adam (or the emulated device): host memory
+            slot = self._host_tensor(dst, i)
+        src = grad.detach().reshape(-1).to(slot.device, _torch.float32)
+        if g.get("maximize"):
+            src = -src
+        decoupled = isinstance(self.optimizer, _torch.optim.AdamW) or \
+            g.get("decoupled_weight_decay", False)
+        wd = float(g.get("weight_decay", 0.0))
+        if wd and not decoupled:  # Adam's L2: the decay is part of the gradient
+            src = src.add(slot, alpha=wd)
+        slot.copy_(src)
+        beta1, beta2 = g["betas"]
+        self._ordered(self.rt.adam, i, self.steps[i], lr=float(g["lr"]),
+                      betas=(float(beta1), float(beta2)), eps=float(g["eps"]),
+                      weight_decay=wd if decoupled else 0.0)
+
+    # ---- leaving ---------------------------------------------------------------------------
+    def __iter__(self):
+        return iter((self.model, self.optimizer))
+
+    def __enter__(self):
+        return self
 
     def __exit__(self, *exc):
-        self._saved.__exit__(*exc)
-        for h in self.handles:
-            h.remove()
-        self.p.optimizer.step = self._step
-        # the trained weights back into the model's own memory
-        for i, (name, p) in enumerate(self.p.params):
-            p.data = _torch.tensor(self.rt.master(i), dtype=_torch.float32).view(
-                self.shapes[i]).to(self.device)
+        self.close()
         return False
+
+    def close(self):
+        """Hands everything back: the trained weights into the model's own memory, the
+        optimizer's state (step counts, moments) into the optimizer."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.op is not None and self.op[2] is not None:
+            self.op[2].__exit__(None, None, None)
+        self.op = None
+        self.hooks.remove()
+        self._restore_step()
+        for i, (name, p) in enumerate(self.m.params):
+            master, m, v = self._read(i)
+            p.data = master.view(self.shapes[i]).to(self.device)
+            if not self.m.frozen[i] and self.steps[i] > 0:
+                self.optimizer.state[p] = {"step": self._step_tensor(i),
+                                           "exp_avg": m.view(self.shapes[i]).to(self.device),
+                                           "exp_avg_sq": v.view(self.shapes[i]).to(self.device)}
+        self.final_stats = self.rt.stats
+        self.rt = None
+        if getattr(self.model, "_stowage_wrap", None) is self:
+            del self.model._stowage_wrap
 
     @property
     def stats(self):
-        return self.rt.stats
+        return self.rt.stats if self.rt is not None else self.final_stats
 
+
+def unwrap(model):
+    """Ends stowage.torch.wrap on MODEL: its weights and its optimizer's state are PyTorch's
+    again. Returns the model."""
+    w = getattr(model, "_stowage_wrap", None)
+    if w is None:
+        raise StowageError("unwrap: the model is not wrapped")
+    w.close()
+    return model

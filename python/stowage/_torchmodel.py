@@ -1,0 +1,155 @@
+"""The model as stowage's ops see it: shared by stowage.torch.profile and stowage.torch.wrap, so
+that the ops the profile records are, by construction, the ops wrap replays.
+
+A module at the chosen depth of the module tree (by default the layers': the first depth at
+which a module class repeats) is an op reading the parameters it holds; its backward, an op of
+the same parameters writing the gradients of those that are trained. A module above the depth
+that holds parameters of its own and runs no op below it (a head beside the layers) is an op of
+its own too. The parameters of a module above the depth that does run ops below it (minGPT's
+`pos_emb` and ViT's `cls_token` on the root) are used between those ops, so they are *held*:
+read by every forward and backward op, resident from the first forward op to the last backward
+op; so are the parameters the profile saw used outside the ops that hold them (a head tied to
+the embedding and computed in the parent's forward). A parameter is frozen when it needs no
+gradient or no optimizer group holds it: no gradient, no optimizer op, no optimizer state.
+"""
+import collections
+
+import torch as _torch
+
+from . import StowageError
+
+DTYPES = {_torch.float32: "fp32", _torch.float16: "fp16", _torch.bfloat16: "bf16"}
+
+_CONTAINERS = (_torch.nn.ModuleList, _torch.nn.ModuleDict, _torch.nn.ParameterList,
+               _torch.nn.ParameterDict)
+
+
+def tree(model):
+    """(name, module, depth) of every module that runs: containers that have no forward of
+    their own (ModuleList, ModuleDict) are not levels of the tree."""
+    out = []
+
+    def walk(prefix, module, depth):
+        for child_name, child in module.named_children():
+            name = prefix + "." + child_name if prefix else child_name
+            if isinstance(child, _CONTAINERS):
+                walk(name, child, depth)
+            else:
+                out.append((name, child, depth + 1))
+                walk(name, child, depth + 1)
+
+    walk("", model, 0)
+    return out
+
+
+def layer_depth(model):
+    """The first depth of the module tree at which a module class appears twice (the layers);
+    else the deepest."""
+    by_depth = collections.defaultdict(list)
+    for _, m, d in tree(model):
+        by_depth[d].append(type(m).__name__)
+    for d in sorted(by_depth):
+        if len(set(by_depth[d])) < len(by_depth[d]):
+            return d
+    return max(by_depth) if by_depth else 1
+
+
+def _is_adam(optimizer):
+    return isinstance(optimizer, _torch.optim.Adam)  # AdamW is one
+
+
+def refusals(model, optimizer, params):
+    """What wrap cannot train, each with the fix: the profile warns of them at its start, and
+    wrap refuses the first. PARAMS: (name, parameter) of every distinct parameter."""
+    out = []
+    kind = type(optimizer).__name__
+    if not _is_adam(optimizer):
+        out.append("the optimizer is %s; stowage steps Adam and AdamW (the library's AdamW on "
+                   "the chunks): use torch.optim.AdamW(model.parameters(), ...)" % kind)
+    else:
+        for i, g in enumerate(optimizer.param_groups):
+            if g.get("amsgrad"):
+                out.append("%s(amsgrad=True) (group %d) keeps a fourth state tensor per "
+                           "parameter (the largest variance so far), which stowage's chunks do "
+                           "not hold: use amsgrad=False" % (kind, i))
+                break
+            if g.get("differentiable"):
+                out.append("%s(differentiable=True) (group %d) makes the step part of the "
+                           "autograd graph, which a step in the runtime's chunks is not: use "
+                           "differentiable=False" % (kind, i))
+                break
+    devices = sorted({str(p.device) for _, p in params})
+    if len(devices) > 1:
+        out.append("the parameters are on %s; stowage holds a model on one device: "
+                   "model.to(one device)" % ", ".join(devices))
+    elif devices and devices[0] not in ("cpu", "cuda", "cuda:0"):
+        out.append("the model is on %s; stowage runs on the CPU or CUDA (cuda:0): "
+                   "model.to(\"cpu\") or model.to(\"cuda:0\")" % devices[0])
+    for name, p in params:
+        if p.dtype != _torch.float32 or not p.is_contiguous():
+            out.append("parameter %s must be a contiguous fp32 tensor (it is %s%s): "
+                       "model.float() keeps fp32 weights" % (
+                           name, p.dtype, ", not contiguous" if not p.is_contiguous() else ""))
+            break
+    return out
+
+
+class Model:
+    """MODEL's parameters by identity, named once (named_parameters drops the duplicates of a
+    tie), which of them are frozen, and its ops."""
+
+    def __init__(self, model, optimizer, depth=None, name=None):
+        self.model, self.optimizer = model, optimizer
+        self.depth = depth if depth is not None else layer_depth(model)
+        self.name = name or type(model).__name__
+        self.params = []
+        self.index = {}
+        for pname, p in model.named_parameters():
+            if p.dtype not in DTYPES:
+                raise StowageError("parameter %s is %s: stowage traces hold fp32, fp16 or bf16"
+                                   % (pname, p.dtype))
+            self.index[id(p)] = len(self.params)
+            self.params.append((pname, p))
+        stepped = {id(q) for g in optimizer.param_groups for q in g["params"]}
+        self.frozen = [not p.requires_grad or id(p) not in stepped for _, p in self.params]
+        self.ops = []  # (name, module, parameter ids): the modules that are ops
+        self.held = []  # ids of the parameters every forward and backward op holds
+        below = []
+        for name, m, d in tree(model):
+            if d == self.depth:
+                self.ops.append((name, m, self._ids(m.parameters())))
+                below.append(name + ".")
+        # above the depth, in pre-order: a module with an op below it holds its own parameters
+        # through the ops; one with none is an op of its whole subtree's parameters
+        for name, m, d in [("", model, 0)] + tree(model):
+            if d >= self.depth or any(name.startswith(b) for b in below):
+                continue
+            if any(b.startswith(name + "." if name else "") for b in below):
+                self.held.extend(self._ids(m.parameters(recurse=False)))
+                continue
+            ids = self._ids(m.parameters())
+            if ids:
+                self.ops.append((name or self.name, m, ids))
+                if not name:
+                    break  # the root, with no op below it: the one op
+                below.append(name + ".")
+        self.held = sorted(set(self.held))
+        # a tied parameter is one tensor: a module's own parameters may be another's
+        self.owners = collections.defaultdict(list)  # id -> [(module, attribute name)]
+        for m in model.modules():
+            for attr, p in m._parameters.items():
+                if p is not None and id(p) in self.index:
+                    self.owners[self.index[id(p)]].append((m, attr))
+
+    def _ids(self, params):
+        return sorted({self.index[id(p)] for p in params if id(p) in self.index})
+
+    def trained(self, ids):
+        return [i for i in ids if not self.frozen[i]]
+
+    def op_params(self, ids, held):
+        """The parameters an op of module parameters IDS reads: them and the HELD ones."""
+        return sorted(set(ids) | set(held)) if held else ids
+
+    def numel(self):
+        return sum(p.numel() for _, p in self.params)

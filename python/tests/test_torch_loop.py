@@ -1,0 +1,666 @@
+"""stowage.torch on the loops people write: the five-line API, state in and out (state_dict,
+optimizer state, checkpoints), gradient accumulation, evaluation between steps, frozen
+parameters, parameters of the root and heads tied in the parent's forward, every AdamW option,
+schedulers, and the refusals that say what differs. Each case trains wrapped and holds the
+losses bitwise to plain PyTorch stepping the library's AdamW the way wrap does (LibraryAdam), the
+bytes moved to the plan's, the device to its budget. Skips without PyTorch."""
+import os
+import tempfile
+import unittest
+import warnings
+
+import stowage
+
+try:
+    import torch
+    import stowage.torch as st
+except ImportError as e:  # the C library and the CLI never need PyTorch
+    torch = None
+    WHY = str(e)
+
+if torch is not None:
+    from test_torch import Block, TinyLM
+
+
+def loss_of(m, x):
+    return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
+
+
+class LibraryAdam:
+    """Plain PyTorch stepping the library's AdamW (stowage.adam) as wrap does: per parameter
+    with a gradient, its own step count; maximize and Adam's L2 decay on the gradient."""
+
+    def __init__(self, opt):
+        self.opt = opt
+        self.state = {}  # id(parameter) -> [master, m, v, step]
+
+    def take(self, opt):
+        """Starts from OPT's state (moments and steps of torch's own AdamW)."""
+        for g in opt.param_groups:
+            for q in g["params"]:
+                s = opt.state.get(q)
+                if s:
+                    self.state[id(q)] = [q.detach().clone(), s["exp_avg"].clone(),
+                                         s["exp_avg_sq"].clone(), int(float(s["step"]))]
+
+    def step(self):
+        opt = self.opt
+        opt._opt_called = True  # (an LR scheduler's check that the step ran)
+        for g in opt.param_groups:
+            decoupled = isinstance(opt, torch.optim.AdamW) or g.get("decoupled_weight_decay")
+            for q in g["params"]:
+                if q.grad is None:
+                    continue
+                s = self.state.setdefault(id(q), [q.detach().clone(), torch.zeros_like(q),
+                                                  torch.zeros_like(q), 0])
+                s[3] += 1
+                buf = q.grad.detach().clone().contiguous()
+                if g.get("maximize"):
+                    buf = -buf
+                wd = float(g["weight_decay"])
+                if wd and not decoupled:
+                    buf = buf.add(q.detach(), alpha=wd)
+                stowage.adam(buf.data_ptr(), s[0].data_ptr(), s[1].data_ptr(), s[2].data_ptr(),
+                             q.numel(), s[3], lr=float(g["lr"]),
+                             betas=tuple(float(b) for b in g["betas"]), eps=g["eps"],
+                             weight_decay=wd if decoupled else 0.0)
+                q.data = buf
+
+
+class RootParams(torch.nn.Module if torch else object):
+    """minGPT's shape: a position embedding and a class token on the root, used between the
+    ops (before the first, between two)."""
+
+    def __init__(self, vocab=64, d=16, layers=2, seq=8):
+        super().__init__()
+        self.cls = torch.nn.Parameter(torch.randn(1, 1, d) * 0.02)
+        self.wte = torch.nn.Embedding(vocab, d)
+        self.pos_emb = torch.nn.Parameter(torch.randn(1, seq + 1, d) * 0.02)
+        self.h = torch.nn.ModuleList(Block(d) for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, x):
+        y = torch.cat([self.cls.expand(x.shape[0], -1, -1), self.wte(x)], 1)
+        y = y + self.pos_emb[:, :y.shape[1]]
+        for b in self.h:
+            y = b(y)
+        return self.head(self.ln_f(y))[:, 1:]
+
+
+class ParentHead(TinyLM if torch else object):
+    """A head tied to the embedding and computed in the parent's forward."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        del self.head
+
+    def forward(self, x):
+        y = self.wte(x)
+        for b in self.h:
+            y = b(y)
+        return torch.nn.functional.linear(self.ln_f(y), self.wte.weight)
+
+
+def quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+@unittest.skipIf(torch is None, "PyTorch is not installed: %s" % (None if torch else WHY))
+class TestLoops(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def profiled(self, m, opt, x, steps=2, accumulate=1, evaluate=False):
+        """The trace of STEPS real steps of M (each ACCUMULATE micro-steps, an evaluation
+        forward between steps with EVALUATE), profiled; the model and optimizer come back to
+        their state before (the profile trains them)."""
+        start = {k: v.clone() for k, v in m.state_dict().items()}
+        with st.profile(m, opt) as p:
+            for _ in range(steps):
+                self.step(m, opt, x, accumulate)
+                if evaluate:
+                    self.evaluate(m, x)
+        m.load_state_dict(start)
+        opt.state.clear()
+        return p.trace()
+
+    @staticmethod
+    def step(m, opt, x, accumulate=1, stepper=None):
+        loss = 0.0
+        for k in range(accumulate):
+            part = loss_of(m, x[k::accumulate] if accumulate > 1 else x) / accumulate
+            part.backward()
+            loss += part.item()
+        (stepper or opt).step()
+        opt.zero_grad()
+        return loss
+
+    @staticmethod
+    def evaluate(m, x):
+        m.eval()
+        with torch.no_grad():
+            value = loss_of(m, x).item()
+        m.train()
+        return value
+
+    def budget(self, t, share):
+        """SHARE of the model data (4 fp32 lists) beside the trace's peak non-model memory,
+        or the least above it that a plan fits (whole chunks must fit beside the activations)."""
+        n = t.summary()["params"]
+        budget = int(16 * n * share) + t.summary()["peak_nonmodel"]["bytes"]
+        for _ in range(20):
+            try:
+                stowage.plan(t, gpu=budget)
+                return budget
+            except stowage.StowageError:
+                budget = budget * 9 // 8
+        return budget
+
+    def train(self, m, opt, x, steps, plan=None, t=None, share=None, accumulate=1,
+              evaluate=False, sched=None):
+        """STEPS steps of M: wrapped under PLAN (made at SHARE of the model data when SHARE is
+        given) or plain with LibraryAdam; the losses and the wrapper's stats."""
+        if share is not None:
+            plan = stowage.plan(t, gpu=self.budget(t, share))
+        w = st.wrap(m, opt, plan, t) if plan is not None else None
+        ref = None if w else LibraryAdam(opt)
+        if ref:
+            ref.take(opt)
+        losses = []
+        for _ in range(steps):
+            losses.append(self.step(m, opt, x, accumulate, ref))
+            if sched is not None:
+                sched.step()
+            if evaluate:
+                self.evaluate(m, x)
+        stats = w.stats if w else None
+        if w:
+            st.unwrap(m)
+            pred = stowage.check(plan, t)
+            self.assertEqual((stats["h2d_bytes"], stats["d2h_bytes"]),
+                             (pred["h2d_bytes"], pred["d2h_bytes"]))
+            self.assertLessEqual(stats["peak_device_bytes"], stowage.Plan.predictions.fget(
+                plan)["gpu_budget"])
+            self.assertEqual(stats["deviations"], 0)
+        return losses, stats
+
+    def tiny(self, cls=TinyLM if torch else None, **kw):
+        torch.manual_seed(0)
+        m = cls(**kw)
+        x = torch.randint(0, 64, (4, 8))
+        return m, x
+
+    def same_training(self, make, steps=4, shares=(4, 0.25), learns=True, **kw):
+        """M trained wrapped at each share of its model data and plain with LibraryAdam from
+        the same start: the losses bitwise equal, and so are the weights after unwrap."""
+        runs = []
+        for share in list(shares) + [None]:
+            m, opt, x, t = make()
+            if share is None:
+                losses, _ = self.train(m, opt, x, steps, **kw)
+            else:
+                losses, stats = self.train(m, opt, x, steps, t=t, share=share, **kw)
+            runs.append((losses, {k: v.clone() for k, v in m.state_dict().items()}))
+        for losses, weights in runs[:-1]:
+            self.assertEqual(losses, runs[-1][0])
+            for k, v in weights.items():
+                self.assertTrue(torch.equal(v, runs[-1][1][k]), k)
+        if learns:
+            self.assertLess(runs[-1][0][-1], runs[-1][0][0])
+        return runs
+
+    # ---- the five lines ------------------------------------------------------------------
+    def test_the_five_lines(self):
+        """profile, save, plan with the CLI's sizes, wrap(model, optimizer, plan="plan.json")
+        finds its trace and budget, the same objects come back, unwrap hands them back."""
+        m, x = self.tiny()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        start = {k: v.clone() for k, v in m.state_dict().items()}
+        with st.profile(m, opt) as p:
+            self.step(m, opt, x)
+        p.save(self.path("trace.json"))
+        t = stowage.Trace.load(self.path("trace.json"))
+        self.assertEqual((t.json()["model"]["batch"], t.json()["model"]["seq"]), (4, 8))
+        budget = self.budget(t, 0.25)
+        stowage.plan(t, gpu="%dKiB" % (budget // 1024 + 1)).save(self.path("plan.json"), t)
+        m.load_state_dict(start)
+        opt.state.clear()
+        model, optimizer = st.wrap(m, opt, plan=self.path("plan.json"))
+        self.assertIs(model, m)
+        self.assertIs(optimizer, opt)
+        self.assertIs(m._stowage_wrap.stats["deviations"], 0)
+        wrapped = [self.step(m, opt, x) for _ in range(3)]
+        self.assertIs(st.unwrap(m), m)
+        self.assertFalse(hasattr(m, "_stowage_wrap"))
+        self.assertTrue(all(torch.isfinite(q).all() for q in m.parameters()))
+        m.load_state_dict(start)
+        opt.state.clear()
+        ref = LibraryAdam(opt)
+        self.assertEqual(wrapped, [self.step(m, opt, x, 1, ref) for _ in range(3)])
+        # the budget as a size, the trace beside the plan even from another directory
+        os.chdir(self.dir.name)
+        self.addCleanup(os.chdir, os.path.dirname(os.path.abspath(__file__)))
+        with st.wrap(m, opt, stowage.Plan.load("plan.json"), device_bytes="1MiB") as w:
+            self.step(m, opt, x)
+        self.assertGreater(w.stats["ops"], 0)
+        with self.assertRaisesRegex(stowage.StowageError, "^unwrap: the model is not wrapped$"):
+            st.unwrap(m)
+
+    def test_wrap_arguments_refused_with_their_reason(self):
+        m, x = self.tiny()
+        opt = torch.optim.AdamW(m.parameters())
+        t = quiet(self.profiled, m, opt, x, steps=1)
+        t.save(self.path("t.json"))
+        plan = stowage.plan(stowage.Trace.load(self.path("t.json")), gpu="1MiB")
+        with self.assertRaisesRegex(stowage.StowageError, "^wrap: device_bytes: "):
+            st.wrap(m, opt, plan, device_bytes="24 parsecs")
+        with self.assertRaisesRegex(stowage.StowageError, "less than the plan's budget"):
+            st.wrap(m, opt, plan, device_bytes="512KiB")
+        plan.save(self.path("p.json"), t)
+        os.remove(self.path("t.json"))
+        with self.assertRaisesRegex(stowage.StowageError, "^wrap: the plan was made from .*t.json"
+                                    ", which is not there .*: give the trace as trace="):
+            st.wrap(m, opt, plan=self.path("p.json"))
+        with self.assertRaisesRegex(stowage.StowageError, "^wrap: plan= is a file or a "
+                                    "stowage.Plan, not int"):
+            st.wrap(m, opt, plan=3)
+        with st.wrap(m, opt, plan, t):
+            with self.assertRaisesRegex(stowage.StowageError, "^wrap: the model is wrapped "
+                                        "already"):
+                st.wrap(m, opt, plan, t)
+        # a plan edited by hand is checked before anything of it runs
+        text = open(self.path("p.json")).read().replace('"gpu_bytes":1048576',
+                                                        '"gpu_bytes":4096')
+        with open(self.path("p.json"), "w") as f:
+            f.write(text)
+        with self.assertRaisesRegex(stowage.StowageError, "the plan"):
+            st.wrap(m, opt, plan=self.path("p.json"), trace=t)
+        self.assertTrue(torch.isfinite(m.wte.weight).all())
+
+    # ---- state in and out ----------------------------------------------------------------
+    def test_state_dict_inside_and_checkpoints(self):
+        """model.state_dict() and optimizer.state_dict() inside wrap hold the real values; a
+        checkpoint saved inside loads into a plain model and optimizer with bitwise the tensors
+        wrap hands back; load_state_dict inside wrap takes effect."""
+        m, x = self.tiny()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        t = quiet(self.profiled, m, opt, x)
+        plan = stowage.plan(t, gpu=self.budget(t, 0.25))
+        with st.wrap(m, opt, plan, t):
+            for _ in range(3):
+                self.step(m, opt, x)
+            sd, osd = m.state_dict(), opt.state_dict()
+            torch.save({"model": sd, "optimizer": osd}, self.path("ckpt.pt"))
+            self.assertFalse(any(torch.isnan(v).any() for v in sd.values()))
+            self.assertEqual(sd["head.weight"].data_ptr(), sd["wte.weight"].data_ptr())  # tied
+            self.assertEqual(len(osd["state"]), len(list(m.parameters())))
+            self.assertEqual(float(osd["state"][0]["step"]), 3.0)
+            self.assertEqual(len(opt.state), 0)  # the chunks hold it, not PyTorch
+        self.assertEqual(int(float(opt.state[m.wte.weight]["step"])), 3)
+        ck = torch.load(self.path("ckpt.pt"))
+        plain = TinyLM()
+        plain_opt = torch.optim.AdamW(plain.parameters(), lr=1e-2, weight_decay=0.1)
+        plain.load_state_dict(ck["model"])
+        plain_opt.load_state_dict(ck["optimizer"])
+        for k, v in m.state_dict().items():
+            self.assertTrue(torch.equal(plain.state_dict()[k], v), k)
+        for (qa, sa), (qb, sb) in zip(opt.state.items(), plain_opt.state.items()):
+            for key in ("step", "exp_avg", "exp_avg_sq"):
+                self.assertTrue(torch.equal(sa[key], sb[key]), key)
+        # loading inside: the weights and the optimizer's state of the checkpoint, then the same
+        # training as the plain model and optimizer that loaded it
+        with st.wrap(m, opt, plan, t):
+            self.step(m, opt, x)
+            m.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["optimizer"])
+            for k, v in m.state_dict().items():
+                self.assertTrue(torch.equal(ck["model"][k], v), k)
+            wrapped = [self.step(m, opt, x) for _ in range(2)]
+        ref = LibraryAdam(plain_opt)
+        ref.take(plain_opt)
+        self.assertEqual(wrapped, [self.step(plain, plain_opt, x, 1, ref) for _ in range(2)])
+
+    def test_state_carries_across_profile_and_wrap_blocks(self):
+        """3 profiled steps of torch's AdamW, then two wrap blocks of 2 steps: Adam continues
+        from step 4 with the moments it had (not from step 1), the same as one plain run."""
+        runs = []
+        for blocks in ((2, 2), (4,), None):
+            m, x = self.tiny()
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+            with st.profile(m, opt) as p:
+                for _ in range(3):
+                    self.step(m, opt, x)
+            t = p.trace()
+            losses = []
+            if blocks is None:
+                ref = LibraryAdam(opt)
+                ref.take(opt)
+                losses = [self.step(m, opt, x, 1, ref) for _ in range(4)]
+            else:
+                plan = stowage.plan(t, gpu=self.budget(t, 0.25))
+                for n in blocks:
+                    with st.wrap(m, opt, plan, t):
+                        losses += [self.step(m, opt, x) for _ in range(n)]
+                self.assertEqual(int(float(opt.state[m.wte.weight]["step"])), 7)
+            runs.append(losses)
+        self.assertEqual(runs[0], runs[2])
+        self.assertEqual(runs[1], runs[2])
+        # against torch's own AdamW, which computes the same update in another order
+        m, x = self.tiny()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        torch_losses = [self.step(m, opt, x) for _ in range(7)][3:]
+        for a, b in zip(runs[0], torch_losses):
+            self.assertLess(abs(a - b), 1e-5 * abs(b))
+
+    # ---- loop shapes ---------------------------------------------------------------------
+    def test_gradient_accumulation(self):
+        """2 micro-steps per step: the trace says so and keeps the order that ran (fwd, bwd,
+        fwd, bwd); wrap trains it bitwise as plain PyTorch does, the bytes as planned."""
+        def make():
+            m, x = self.tiny(layers=3)
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+            return m, opt, x, quiet(self.profiled, m, opt, x, accumulate=2)
+
+        t = make()[3]
+        j = t.json()
+        self.assertEqual(j["model"]["micro_steps"], 2)
+        self.assertEqual(j["model"]["batch"], 4)  # two micro-batches of 2
+        stages = [o["stage"] for o in j["ops"] if o["stage"] != "optim"]
+        n = len(stages) // 2
+        self.assertEqual(stages, (["fwd"] * (n // 2) + ["bwd"] * (n // 2)) * 2)
+        self.same_training(make, accumulate=2)
+        # a loop that accumulates otherwise than profiled: the op that differs, and why
+        m, opt, x, t = make()
+        with st.wrap(m, opt, stowage.plan(t, gpu=self.budget(t, 4)), t):
+            with self.assertRaisesRegex(stowage.StowageError, r"op 12 is optimizer\.wte\.weight "
+                                        r"\(optim\) here but wte \(fwd, micro-step 2 of 2\) in the "
+                                        "plan's trace: the op differs; .*another number of "
+                                        "micro-steps of gradient accumulation"):
+                self.step(m, opt, x[:2], accumulate=1)
+
+    def test_evaluation_between_steps(self):
+        """model.eval() and a no_grad forward between steps: outside the plan, counted, and
+        the training the same bitwise; the profile leaves the evaluations out of the trace."""
+        def make():
+            m, x = self.tiny()
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+            return m, opt, x, quiet(self.profiled, m, opt, x, evaluate=True)
+
+        t = make()[3]
+        self.assertEqual(len([o for o in t.json()["ops"] if o["stage"] == "fwd"]), 5)
+        runs = self.same_training(make, evaluate=True, shares=(0.25,))
+        m, opt, x, t = make()
+        plain = self.same_training(make, shares=())[0][0]
+        self.assertEqual(runs[0][0], plain)  # evaluating changes nothing of the training
+        _, stats = self.train(m, opt, x, 3, t=t, share=0.25, evaluate=True)
+        self.assertEqual(stats["unplanned_ops"], 3 * 5)
+
+    def test_frozen_parameters(self):
+        """requires_grad_(False) and parameters left out of the optimizer: frozen in the trace
+        (no gradient, no optimizer op), chunks of their own without optimizer state in the
+        plan, untouched by training, which is bitwise plain PyTorch's for the others."""
+        def make():
+            m, x = self.tiny(layers=3)
+            m.wte.weight.requires_grad_(False)  # (and the tied head with it)
+            trained = [q for n, q in m.named_parameters() if not n.startswith("h.0.")]
+            opt = torch.optim.AdamW([q for q in trained if q.requires_grad], lr=1e-2)
+            return m, opt, x, quiet(self.profiled, m, opt, x)
+
+        m, opt, x, t = make()
+        j = t.json()
+        frozen = [x_["name"] for x_ in j["tensors"] if x_.get("frozen")]
+        self.assertEqual(frozen, ["wte.weight"] + [n for n, _ in m.named_parameters()
+                                                  if n.startswith("h.0.")])
+        self.assertEqual(len([o for o in j["ops"] if o["stage"] == "optim"]),
+                         len(j["tensors"]) - len(frozen))
+        plan = stowage.plan(t, gpu=self.budget(t, 0.25))
+        plan.save(self.path("p.json"), t)
+        import json
+        layout = json.load(open(self.path("p.json")))["layout"]
+        self.assertTrue(any(c.get("frozen") for c in layout))
+        start = m.wte.weight.detach().clone()
+        runs = self.same_training(make)
+        self.assertTrue(torch.equal(runs[0][1]["wte.weight"], start))
+
+    def test_parameters_of_the_root_and_a_head_in_the_parent(self):
+        """A class token and a position embedding on the root, and a head tied to the
+        embedding computed in the parent's forward: held by every op of the iteration (an op of
+        the root's own work begins the forward and the backward), trained bitwise."""
+        for cls in (RootParams, ParentHead):
+            def make():
+                m, x = self.tiny(cls)
+                opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+                return m, opt, x, quiet(self.profiled, m, opt, x)
+
+            t = make()[3]
+            j = t.json()
+            ops = [o for o in j["ops"] if o["stage"] != "optim"]
+            held = set(ops[0]["params"])
+            self.assertEqual(ops[0]["name"], cls.__name__)
+            self.assertEqual(ops[len(ops) // 2]["name"], cls.__name__ + ".bwd")
+            self.assertTrue(all(held <= set(o["params"]) for o in ops))
+            names = {j["tensors"][i]["name"] for i in held}
+            self.assertEqual(names, {"cls", "pos_emb"} if cls is RootParams else {"wte.weight"})
+            self.same_training(make)
+
+    def test_a_head_in_the_parent_is_named_in_a_warning(self):
+        m, x = self.tiny(ParentHead)
+        opt = torch.optim.AdamW(m.parameters())
+        with self.assertWarnsRegex(UserWarning, r"used outside the modules that hold them: "
+                                   r"wte\.weight \(linear\); the trace holds them resident from "
+                                   r"the first forward op to the last backward op \(0\.00 MiB"):
+            t = self.profiled(m, opt, x)
+        self.assertEqual(t.json()["source"]["warnings"], {"params_outside_ops": 1})
+
+    def test_every_adam_option(self):
+        """maximize, Adam's L2 decay, per-group hyperparameters, foreach/fused, a scheduler
+        made inside the block: bitwise the library's step as PyTorch defines it, and within
+        1e-5 of torch's own."""
+        options = [dict(cls=torch.optim.AdamW, maximize=True),
+                   dict(cls=torch.optim.Adam, weight_decay=0.1),
+                   dict(cls=torch.optim.AdamW, foreach=True, weight_decay=0.05),
+                   dict(cls=torch.optim.AdamW, fused=True),
+                   dict(cls=torch.optim.Adam, decoupled_weight_decay=True, weight_decay=0.1),
+                   dict(cls=torch.optim.AdamW, groups=True)]
+        for o in options:
+            o = dict(o)
+            cls, groups = o.pop("cls"), o.pop("groups", False)
+            o.setdefault("lr", 1e-2)
+
+            def make():
+                m, x = self.tiny()
+                params = m.parameters()
+                if groups:
+                    params = [{"params": m.h.parameters(), "lr": 3e-3, "weight_decay": 0.2,
+                               "betas": (0.8, 0.95)},
+                              {"params": [m.wte.weight, m.ln_f.weight, m.ln_f.bias]}]
+                opt = cls(params, **o)
+                return m, opt, x, quiet(self.profiled, m, opt, x)
+
+            runs = self.same_training(make, shares=(0.25,), learns=not o.get("maximize"))
+            m, opt, x, _ = make()
+            torch_losses = [self.step(m, opt, x) for _ in range(4)]
+            for a, b in zip(runs[0][0], torch_losses):
+                self.assertLess(abs(a - b), 1e-5 * abs(b), (cls.__name__, o))
+
+    def test_a_scheduler_made_inside_the_block(self):
+        runs = []
+        for wrapped in (True, False):
+            m, x = self.tiny()
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+            t = quiet(self.profiled, m, opt, x)
+            w = st.wrap(m, opt, stowage.plan(t, gpu=self.budget(t, 0.25)), t) if wrapped \
+                else None
+            ref = None if wrapped else LibraryAdam(opt)
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+            losses = []
+            for _ in range(5):
+                losses.append(self.step(m, opt, x, 1, ref))
+                sched.step()
+            if w:
+                self.assertEqual(w.stats["deviations"], 0)
+                st.unwrap(m)
+            runs.append(losses)
+        self.assertEqual(runs[0], runs[1])
+        self.assertEqual(opt.param_groups[0]["lr"], 1e-2 / 4)
+
+    def test_a_batch_larger_than_profiled_is_refused(self):
+        m, x = self.tiny()
+        opt = torch.optim.AdamW(m.parameters())
+        t = quiet(self.profiled, m, opt, x)  # 4 x 8
+        with st.wrap(m, opt, stowage.plan(t, gpu=self.budget(t, 0.25)), t) as w:
+            with self.assertRaisesRegex(stowage.StowageError, r"^wrap: this forward's input is 8 "
+                                        r"x 16 \(batch x sequence\), and the plan's trace was "
+                                        r"profiled at 4 x 8 per micro-step"):
+                loss_of(m, torch.randint(0, 64, (8, 16)))
+            self.step(m, opt, x[:2])  # a smaller one (an epoch's last) trains
+            self.assertEqual(w.stats["deviations"], 0)
+
+    def test_the_profile_warns_of_what_wrap_refuses(self):
+        m, x = self.tiny()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        with self.assertWarnsRegex(UserWarning, "wrap would refuse this model: the optimizer is "
+                                   r"SGD; .* use torch\.optim\.AdamW\(model\.parameters\(\), "):
+            with st.profile(m, opt):
+                self.step(m, opt, x)
+
+    def test_iterations_that_differ_are_named(self):
+        class Skipping(TinyLM):
+            skip = False
+
+            def forward(self, x):
+                y = self.wte(x)
+                for k, b in enumerate(self.h):
+                    y = y if self.skip and k == 1 else b(y)
+                return self.head(self.ln_f(y))
+
+        m, x = self.tiny(Skipping, layers=2)
+        opt = torch.optim.AdamW(m.parameters())
+        with self.assertWarnsRegex(UserWarning, r"iteration 1 ran other ops than the last \(op "
+                                   r"2 is h\.1 \(fwd\) there and ln_f \(fwd\) in the last: 10 "
+                                   r"and 8 ops\)"):
+            with st.profile(m, opt):
+                self.step(m, opt, x)
+                m.skip = True  # the block skipped from now on
+                self.step(m, opt, x)
+
+
+@unittest.skipIf(torch is None, "PyTorch is not installed")
+class TestHuggingFace(unittest.TestCase):
+    """GPT-2 and Llama (tied and untied) from transformers, built from configs with random
+    weights: wrapped training bitwise across plans and equal to plain PyTorch, and a Trainer."""
+
+    def setUp(self):
+        try:
+            import transformers  # noqa: F401
+        except ImportError as e:
+            self.skipTest("transformers is not installed: %s" % e)
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    @staticmethod
+    def model(kind):
+        import transformers as tf
+        torch.manual_seed(0)
+        if kind == "gpt2":
+            return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=128,
+                                                    n_positions=32, bos_token_id=0,
+                                                    eos_token_id=0))
+        return tf.LlamaForCausalLM(tf.LlamaConfig(
+            num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+            num_key_value_heads=1, vocab_size=128, max_position_embeddings=32,
+            tie_word_embeddings=kind == "llama-tied", bos_token_id=0, eos_token_id=0,
+            pad_token_id=0))
+
+    def test_models_train_as_plain_pytorch(self):
+        x = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+
+        def step(m, opt, stepper=None):
+            loss = m(input_ids=x, labels=x).loss
+            loss.backward()
+            (stepper or opt).step()
+            opt.zero_grad()
+            return loss.item()
+
+        for kind in ("gpt2", "llama", "llama-tied"):
+            runs = []
+            for share in (4, 0.25, None):
+                m = self.model(kind)
+                m.config.attn_pdrop = m.config.resid_pdrop = m.config.embd_pdrop = 0.0
+                m.eval()  # no dropout: the runs compare bitwise
+                opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+                start = {k: v.clone() for k, v in m.state_dict().items()}
+                with st.profile(m, opt) as p:
+                    step(m, opt)
+                t = p.trace()
+                m.load_state_dict(start)
+                opt.state.clear()
+                if share is None:
+                    ref = LibraryAdam(opt)
+                    runs.append([step(m, opt, ref) for _ in range(3)])
+                    continue
+                n = t.summary()["params"]
+                budget = int(16 * n * share) + t.summary()["peak_nonmodel"]["bytes"]
+                plan = stowage.plan(t, gpu=budget)
+                with st.wrap(m, opt, plan, t) as w:
+                    runs.append([step(m, opt) for _ in range(3)])
+                pred = stowage.check(plan, t)
+                self.assertEqual(w.stats["h2d_bytes"], pred["h2d_bytes"], kind)
+                self.assertEqual(w.stats["deviations"], 0, kind)
+                self.assertLessEqual(w.stats["peak_device_bytes"], budget)
+            self.assertEqual(runs[0], runs[2], kind)
+            self.assertEqual(runs[1], runs[2], kind)
+
+    def test_a_trainer(self):
+        """A Hugging Face Trainer given the wrapped model and optimizer: 20 steps with an
+        evaluation and a save_pretrained; from_pretrained gives bitwise the weights."""
+        import transformers as tf
+        m = self.model("gpt2")
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        data = [{"input_ids": torch.randint(0, 128, (16,), generator=torch.Generator()
+                                            .manual_seed(i))} for i in range(8)]
+        for d in data:
+            d["labels"] = d["input_ids"]
+        args = tf.TrainingArguments(output_dir=self.dir.name, per_device_train_batch_size=2,
+                                    max_steps=20, report_to=[], save_strategy="no",
+                                    eval_strategy="steps", eval_steps=10, logging_steps=5,
+                                    use_cpu=True, dataloader_num_workers=0,
+                                    disable_tqdm=True)
+        with st.profile(m, opt) as p:
+            x = torch.stack([d["input_ids"] for d in data[:2]])
+            m(input_ids=x, labels=x).loss.backward()
+            opt.step()
+            opt.zero_grad()
+        t = p.trace()
+        n = t.summary()["params"]
+        plan = stowage.plan(t, gpu=4 * n + t.summary()["peak_nonmodel"]["bytes"])
+        model, optimizer = st.wrap(m, opt, plan, t)
+        sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+        trainer = tf.Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:4],
+                             optimizers=(optimizer, sched))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trainer.train()
+        stats = m._stowage_wrap.stats
+        self.assertEqual(stats["deviations"], 0)
+        self.assertGreater(stats["unplanned_ops"], 0)  # the evaluations
+        self.assertEqual(int(float(optimizer.state_dict()["state"][0]["step"])), 21)
+        out = os.path.join(self.dir.name, "saved")
+        model.save_pretrained(out)
+        weights = {k: v.clone() for k, v in model.state_dict().items()}
+        st.unwrap(model)
+        loaded = tf.GPT2LMHeadModel.from_pretrained(out)
+        for k, v in loaded.state_dict().items():
+            self.assertTrue(torch.equal(v, weights[k]), k)
+            self.assertTrue(torch.equal(v, model.state_dict()[k]), k)
+
+
+if __name__ == "__main__":
+    unittest.main()
