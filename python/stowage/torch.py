@@ -230,19 +230,17 @@ class _Op:
 
 
 class _Hooks:
-    """The module hooks both the profile and wrap install: each op's forward and backward begin
-    and end, and the root's forward begin and end (whose output's gradients begin its backward),
-    calling the owner's begin(name, stage, ids) and end(name, stage), and forward_begins(args,
-    kwargs) at each forward of the root."""
-
-    # PyTorch's word for a module whose inputs need no gradient (a frozen embedding's, the
-    # token ids): its backward hooks fire early, which the ops allow for (a backward op ends
-    # where the next begins); the hooks are ours, not the user's, so the word is not for them
-    _EARLY = "Full backward hook is firing when gradients are computed with respect to module"
+    """The module hooks both the profile and wrap install, calling the owner's begin(name, stage,
+    ids) and end(name, stage) at each op's forward and backward, and forward_begins(args,
+    kwargs), forward_ends() and backward_begins() at the root's. A module's backward begins when
+    the first gradient of its forward's output arrives: a pre-hook on the autograd nodes that made
+    the output (cheaper than a full backward hook, which puts a Python autograd function around
+    every input and output, and the same moment). Nothing marks a backward's end: a backward op
+    ends where the next op begins (a module's backward goes on past the gradients of its inputs,
+    with those of its parameters)."""
 
     def __init__(self, m, owner):
         self.m, self.owner, self.handles = m, owner, []
-        warnings.filterwarnings("ignore", message=self._EARLY, category=UserWarning)
         root = m.model
         self.handles.append(root.register_forward_pre_hook(self._root_pre, with_kwargs=True))
         self.handles.append(root.register_forward_hook(self._root_post))
@@ -250,40 +248,40 @@ class _Hooks:
             self.handles.append(mod.register_forward_pre_hook(
                 lambda mod, args, name=name, ids=ids: owner.begin(name, "fwd", ids)))
             self.handles.append(mod.register_forward_hook(
-                lambda mod, args, out, name=name: owner.end(name, "fwd")))
-            self.handles.append(mod.register_full_backward_pre_hook(
-                lambda mod, g, name=name, ids=ids: owner.begin(name + ".bwd", "bwd", ids)))
-            self.handles.append(mod.register_full_backward_hook(
-                lambda mod, gi, go, name=name: owner.end(name + ".bwd", "bwd")))
+                lambda mod, args, out, name=name, ids=ids: self._op_post(name, ids, out)))
+
+    @staticmethod
+    def _on_first_gradient(out, fn):
+        """FN() when the first gradient of OUT's tensors arrives in backward (a hook on the
+        nodes that made them: one on the tensors would keep them alive until backward)."""
+        fired = []
+
+        def first(grad_outputs):
+            if not fired:
+                fired.append(True)
+                fn()
+
+        for node in {id(t.grad_fn): t.grad_fn for t in _grad_tensors(out)
+                     if t.grad_fn is not None}.values():
+            node.register_prehook(first)
+
+    def _op_post(self, name, ids, out):
+        self.owner.end(name, "fwd")
+        if _torch.is_grad_enabled():
+            self._on_first_gradient(out, lambda: self.owner.begin(name + ".bwd", "bwd", ids))
 
     def _root_pre(self, module, args, kwargs):
         self.owner.forward_begins(args, kwargs)
 
     def _root_post(self, module, args, out):
         self.owner.forward_ends()
-        if not _torch.is_grad_enabled() or not self.owner.wants_backward_start():
-            return
-        # the first gradient of the output begins the model's backward: a hook on the nodes
-        # that make the output (one on the tensors would keep them alive until backward)
-        fired = []
-
-        def first(grad_outputs):
-            if not fired:
-                fired.append(True)
-                self.owner.backward_begins()
-
-        for node in {id(t.grad_fn): t.grad_fn for t in _grad_tensors(out)
-                     if t.grad_fn is not None}.values():
-            node.register_prehook(first)
+        if _torch.is_grad_enabled() and self.owner.wants_backward_start():
+            self._on_first_gradient(out, self.owner.backward_begins)
 
     def remove(self):
         for h in self.handles:
             h.remove()
         self.handles = []
-        for f in warnings.filters:
-            if f[0] == "ignore" and f[1] is not None and f[1].pattern == self._EARLY:
-                warnings.filters.remove(f)
-                break
 
 
 class profile:
@@ -664,6 +662,8 @@ class wrap:
         self.shapes = [tuple(p.shape) for _, p in self.m.params]
         self.numel = [p.numel() for _, p in self.m.params]
         self.steps = [0] * len(self.m.params)  # AdamW steps taken, per parameter
+        self.views = [None] * len(self.m.params)  # (address, tensor) of each last view
+        self.placeholders = [None] * len(self.m.params)  # NaN of each shape, in no memory
         self.step_like = {}  # parameter index -> its state's "step" tensor, as a model for ours
         self.nan = _torch.tensor(float("nan"), device=self.device)
         self.in_iteration = False
@@ -829,11 +829,18 @@ class wrap:
 
     # ---- ops -------------------------------------------------------------------------------
     def _view(self, i):
-        """Tensor I's resident compute copy, as a tensor over the runtime's memory."""
+        """Tensor I's resident compute copy, as a tensor over the runtime's memory (the one
+        made last time while the chunk stays at the same address)."""
+        address = self.rt.param_address(i)
+        cached = self.views[i]
+        if cached is not None and cached[0] == address:
+            return cached[1]
         if self.cuda:
-            return self._device_tensor(self.rt.param_address(i), i).view(self.shapes[i])
-        buf = self.rt.param(i)
-        return _torch.frombuffer(buf, dtype=_torch.float32).view(self.shapes[i])
+            view = self._device_tensor(address, i).view(self.shapes[i])
+        else:
+            view = self._host_tensor(address, i).view(self.shapes[i])
+        self.views[i] = (address, view)
+        return view
 
     def _device_tensor(self, address, i):
         return _torch.as_tensor(_DeviceArray(address, self.numel[i]), device=self.device)
@@ -858,7 +865,9 @@ class wrap:
         return result
 
     def _placeholder(self, i):
-        return self.nan.expand(self.shapes[i])
+        if self.placeholders[i] is None:
+            self.placeholders[i] = self.nan.expand(self.shapes[i])
+        return self.placeholders[i]
 
     def _show(self, ids):
         for i in ids:

@@ -100,9 +100,10 @@ class TestProfile(unittest.TestCase):
         got = [(ops[str(i)]["nonmodel_bytes"], ops[str(i)]["nonmodel_peak_bytes"])
                for i in range(4)]
         self.assertEqual(got, [(0, 128), (128, 256), (256, 384), (384, 512)])
-        # backward starts with the outputs the layers keep (3 x 128), the loss and its
-        # gradient (4 bytes each): the last output went when .sum() had read it
-        self.assertEqual(ops["3.bwd"]["nonmodel_bytes"], 3 * 128 + 8)
+        # the last layer's backward starts with the outputs the layers keep (3 x 128), the loss
+        # and its gradient (4 bytes each) and the gradient of its own output (128): the last
+        # output went when .sum() had read it
+        self.assertEqual(ops["3.bwd"]["nonmodel_bytes"], 3 * 128 + 8 + 128)
         self.assertNotIn("warnings", p.trace().json().get("source", {}))
 
     def test_inside_another_pytorch_profiler(self):
