@@ -28,7 +28,7 @@ STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 DEVICE = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 MODEL = sys.argv[4] if len(sys.argv) > 4 else "tiny"
 ACCUM = int(sys.argv[5]) if len(sys.argv) > 5 else 1
-B, T, D, L, V = 4 * ACCUM, 64, 128, 4, 256  # B: sequences per step, B / ACCUM per micro-step
+B, T, D, L, V = 2 * ACCUM, 64, 128, 4, 256  # B: sequences per step, 2 per micro-step
 
 
 def build():

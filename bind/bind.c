@@ -218,6 +218,12 @@ stw_bind_trace_set_steps(StwTrace *t, guint32 micro_steps, const char *gradients
   return TRUE;
 }
 
+void
+stw_bind_trace_set_amsgrad(StwTrace *t, gboolean amsgrad)
+{
+  t->model.amsgrad = amsgrad;
+}
+
 gboolean
 stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out)
 {
@@ -565,6 +571,7 @@ adam_config(const char *adam_json, StwAdamConfig *c, char **error_out)
   c->beta2 = adam_member(o, "beta2", c->beta2);
   c->eps = adam_member(o, "eps", c->eps);
   c->weight_decay = adam_member(o, "weight_decay", c->weight_decay);
+  c->amsgrad = cJSON_IsTrue(cJSON_GetObjectItem(o, "amsgrad"));
   cJSON_Delete(o);
   return TRUE;
 }
@@ -608,6 +615,10 @@ stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, 
   if (stw_trace_tensor(r->model, tensor)->frozen)
     return say(error_out, "adam: tensor %s is frozen: it has no optimizer state",
                stw_trace_tensor(r->model, tensor)->name);
+  if (c.amsgrad && !stw_runtime_amsgrad(r->rt))
+    return say(error_out, "adam: amsgrad, and the plan's layout keeps no largest variances (its "
+               "trace's optimizer has no model.amsgrad): profile with amsgrad=True and plan "
+               "again");
   g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
   stw_runtime_optim_tensors(r->rt, tensor, stepped);
   for (guint i = 0; i < stepped->len; i++) {
@@ -661,22 +672,27 @@ stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out)
 
 gboolean
 stw_bind_runtime_read_state(StwBindRuntime *r, guint32 tensor, float *master, float *m,
-                            float *v, char **error_out)
+                            float *v, float *vmax, char **error_out)
 {
   if (tensor >= r->model->tensors->len)
     return say(error_out, "runtime: tensor %u is not one of the model's %u", tensor,
                r->model->tensors->len);
   stw_runtime_read_state(r->rt, tensor, master, m, v);
+  if (vmax != NULL)
+    stw_runtime_read_max_variance(r->rt, tensor, vmax);
   return TRUE;
 }
 
 gboolean
 stw_bind_runtime_write_state(StwBindRuntime *r, guint32 tensor, const float *master,
-                             const float *m, const float *v, char **error_out)
+                             const float *m, const float *v, const float *vmax,
+                             char **error_out)
 {
   if (tensor >= r->model->tensors->len)
     return say(error_out, "runtime: tensor %u is not one of the model's %u", tensor,
                r->model->tensors->len);
   stw_runtime_write_state(r->rt, tensor, master, m, v);
+  if (vmax != NULL)
+    stw_runtime_write_max_variance(r->rt, tensor, vmax);
   return TRUE;
 }

@@ -73,6 +73,7 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
   c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
   c->world = 1;
   c->nodes = 1;
+  c->amsgrad = t->model.amsgrad;
 
   /* Frozen and trained tensors fill chunks of their own, each kind its open chunk; a chunk's
    * placements are contiguous in the layout, so they are gathered per chunk at the end. */
@@ -156,10 +157,17 @@ list_elems(const StwChunk *ch, StwChunkList list, guint64 elems)
 }
 
 guint64
+stw_chunking_elem_bytes(const StwChunking *c, StwChunkList list)
+{
+  guint64 bytes = stw_chunk_list_elem_bytes(list, c->dtype);
+  return list == STW_LIST_VARIANCE && c->amsgrad ? 2 * bytes : bytes;
+}
+
+guint64
 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list)
 {
   const StwChunk *ch = stw_chunking_chunk(c, i);
-  return list_elems(ch, list, ch->capacity_elems) * stw_chunk_list_elem_bytes(list, c->dtype);
+  return list_elems(ch, list, ch->capacity_elems) * stw_chunking_elem_bytes(c, list);
 }
 
 guint64
@@ -178,7 +186,7 @@ stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list)
   for (guint32 i = 0; i < stw_chunking_count(c); i++) {
     const StwChunk *ch = stw_chunking_chunk(c, i);
     sum += list_elems(ch, list, ch->capacity_elems - ch->used_elems) *
-           stw_chunk_list_elem_bytes(list, c->dtype);
+           stw_chunking_elem_bytes(c, list);
   }
   return sum;
 }
@@ -192,6 +200,10 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
                    c->n_tensors, t->tensors->len);
   if (c->size_elems == 0)
     return invalid(error, file, "$.chunks.size_elems: must be positive");
+  if (c->amsgrad != t->model.amsgrad)
+    return invalid(error, file, "$.chunks.amsgrad: the layout %s AMSGrad's largest variances, "
+                   "and the trace's optimizer %s", c->amsgrad ? "keeps" : "has no room for",
+                   t->model.amsgrad ? "keeps them (model.amsgrad)" : "has none");
   g_autofree guint8 *placed = g_malloc0(MAX(c->n_tensors, 1));
   for (guint32 i = 0; i < stw_chunking_count(c); i++) {
     const StwChunk *ch = stw_chunking_chunk(c, i);

@@ -256,6 +256,8 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
     stw_json_add_u64(ch, "world_size", c->world);
   if (c->nodes > 1)
     stw_json_add_u64(ch, "nodes", c->nodes);
+  if (c->amsgrad)
+    cJSON_AddBoolToObject(ch, "amsgrad", TRUE);
   cJSON *layout = cJSON_AddArrayToObject(root, "layout");
   for (guint32 i = 0; i < n; i++) {
     const StwChunk *k = stw_chunking_chunk(c, i);
@@ -325,7 +327,7 @@ static const char *const root_members[] = { "format", "version", "trace", "polic
 static const char *const trace_members[] = { "digest", "file", "ops", NULL };
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
-                                              NULL };
+                                              "amsgrad", NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
                                               "frozen", "tensors", NULL };
 static const char *const initial_members[] = { "chunk", "dirty", NULL };
@@ -398,6 +400,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   const cJSON *chunks = NULL, *layout = NULL;
   guint64 size = 0, count = 0, world = 1, nodes = 1;
   int dtype = 0;
+  gboolean amsgrad = FALSE;
   if (!stw_json_get_object(r, root, "chunks", TRUE, &chunks, error))
     return FALSE;
   gsize saved = stw_json_push_key(r, "chunks");
@@ -406,7 +409,8 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
       !stw_json_get_enum(r, chunks, "dtype", TRUE, stw_dtype_names, &dtype, error) ||
       !stw_json_get_u64(r, chunks, "count", TRUE, 1, STW_PLAN_MAX_CHUNKS, &count, error) ||
       !stw_json_get_u64(r, chunks, "world_size", FALSE, 1, STW_PLAN_MAX_WORLD, &world, error) ||
-      !stw_json_get_u64(r, chunks, "nodes", FALSE, 1, world, &nodes, error))
+      !stw_json_get_u64(r, chunks, "nodes", FALSE, 1, world, &nodes, error) ||
+      !stw_json_get_bool(r, chunks, "amsgrad", FALSE, &amsgrad, error))
     return FALSE;
   if (world % nodes != 0)
     return stw_json_fail_at(r, "nodes", error, "%" G_GUINT64_FORMAT " nodes do not divide the %"
@@ -423,6 +427,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   c->dtype = (StwDtype)dtype;
   c->world = (guint32)world;
   c->nodes = (guint32)nodes;
+  c->amsgrad = amsgrad;
   c->chunks = g_array_new(FALSE, TRUE, sizeof(StwChunk));
   c->placements = g_array_new(FALSE, FALSE, sizeof(StwPlacement));
   p->optim = g_new0(guint8, count);

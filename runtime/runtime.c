@@ -30,7 +30,9 @@ struct StwRuntime {
   guint32 n;                /* chunks */
   guint64 *offset;          /* per tensor: elements from the start of its chunk */
   guint64 elem[STW_N_LISTS];/* bytes per element of each list: the param list's is the model's
-                             * dtype (bf16 in mixed precision), the others fp32 */
+                             * dtype (bf16 in mixed precision), the others fp32 (the variance
+                             * list's two of them with AMSGrad: a tensor's variances, then their
+                             * largest so far) */
   StwStore *store;
   StwReplayer *replayer;    /* replay mode */
   StwRecorder *recorder;    /* profile mode */
@@ -406,7 +408,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     rt->offset[p->tensor] = p->offset;
   }
   for (int l = 0; l < STW_N_LISTS; l++)
-    rt->elem[l] = stw_chunk_list_elem_bytes((StwChunkList)l, rt->c->dtype);
+    rt->elem[l] = stw_chunking_elem_bytes(rt->c, (StwChunkList)l);
   rt->world = world_of(o);
   rt->rank = o->comm != NULL ? o->comm->rank : 0;
   rt->multi = o->mode == STW_RUNTIME_REPLAY && rt->world > 1;
@@ -798,6 +800,12 @@ stw_runtime_op_end(StwRuntime *rt)
 
 /* ---- ranks ------------------------------------------------------------------------------- */
 
+gboolean
+stw_runtime_amsgrad(const StwRuntime *rt)
+{
+  return rt->c->amsgrad;
+}
+
 StwRuntimeMode
 stw_runtime_mode(const StwRuntime *rt)
 {
@@ -1005,6 +1013,45 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
     /* several ranks: this rank's own tensors only (the others' arrive by gathers) */
     if (locate(rt, (StwChunkList)l, tensor, &item, &off) &&
         (!rt->multi || stw_plan_item_group(rt->c, item) == G_MAXUINT32))
-      stw_store_write(rt->store, item, off, src[l], numel * rt->elem[l]);
+      stw_store_write(rt->store, item, off, src[l],
+                      numel * (l == STW_LIST_PARAM ? rt->elem[l] : sizeof(float)));
   }
+}
+
+/* Where TENSOR's largest variances are (AMSGrad): after its variances, in its variance region.
+ * FALSE when the layout keeps none, or they are another rank's. */
+static gboolean
+locate_max_variance(const StwRuntime *rt, guint32 tensor, guint32 *item, guint64 *off)
+{
+  if (!rt->c->amsgrad || frozen(rt, tensor) ||
+      !locate(rt, STW_LIST_VARIANCE, tensor, item, off))
+    return FALSE;
+  *off += stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  return TRUE;
+}
+
+void
+stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out)
+{
+  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  guint32 item;
+  guint64 off;
+  GError *ignored = NULL;
+  finish_all(rt, &ignored); /* a failure has been reported where it happened */
+  g_clear_error(&ignored);
+  if (locate_max_variance(rt, tensor, &item, &off))
+    stw_store_read(rt->store, item, off, out, n);
+  else
+    memset(out, 0, n);
+}
+
+void
+stw_runtime_write_max_variance(StwRuntime *rt, guint32 tensor, const float *in)
+{
+  guint32 item;
+  guint64 off;
+  if (locate_max_variance(rt, tensor, &item, &off) &&
+      (!rt->multi || stw_plan_item_group(rt->c, item) == G_MAXUINT32))
+    stw_store_write(rt->store, item, off, in, stw_trace_tensor(rt->model, tensor)->numel *
+                                                  sizeof(float));
 }

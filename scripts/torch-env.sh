@@ -1,8 +1,8 @@
 #!/bin/sh
 # scripts/torch-env.sh — CPU PyTorch from PyPI in .venv-torch, for the Python package's torch
-# tests (tests/test-python.sh uses it when it is there), with Hugging Face transformers and
-# accelerate (the tests build GPT-2 and Llama from configs, with random weights, and run a
-# Trainer). Best effort: without a package registry it says so and the torch tests skip
+# tests (tests/test-python.sh uses it when it is there), with Hugging Face transformers,
+# accelerate and peft (the tests build GPT-2 and Llama from configs, with random weights, run a
+# Trainer and train LoRA adapters). Best effort: without a package registry it says so and the torch tests skip
 # themselves. PyPI's wheel is the CUDA build, which imports on a machine without a GPU given the
 # CUDA libraries: the toolkit's (installed here) and four that the toolkit lacks (cuFile,
 # cuSPARSELt, NVSHMEM, and an NCCL as new as the wheel's), from PyPI too, and pytest, which runs
@@ -12,8 +12,8 @@
 cd "$(dirname "$0")/.." || exit 1
 venv=.venv-torch
 run=$venv/bin/python-torch
-hf() { # transformers and accelerate, their dependencies but torch
-  "$venv/bin/pip" install -q --no-deps transformers accelerate >> "$venv/install.log" 2>&1 &&
+hf() { # transformers, accelerate and peft, their dependencies but torch
+  "$venv/bin/pip" install -q --no-deps transformers accelerate peft >> "$venv/install.log" 2>&1 &&
     "$venv/bin/pip" install -q numpy huggingface_hub tokenizers safetensors regex pyyaml tqdm \
       typer packaging psutil >> "$venv/install.log" 2>&1 ||
     echo "torch-env: transformers could not be installed (see $venv/install.log); its tests will skip" >&2
@@ -21,7 +21,7 @@ hf() { # transformers and accelerate, their dependencies but torch
 if [ -x "$run" ] && "$run" -c 'import torch' >/dev/null 2>&1; then
   "$run" -c 'import pytest' >/dev/null 2>&1 || "$venv/bin/pip" install -q pytest \
     >> "$venv/install.log" 2>&1 || echo "torch-env: pytest could not be installed" >&2
-  "$run" -c 'import transformers, accelerate' >/dev/null 2>&1 || hf
+  "$run" -c 'import transformers, accelerate, peft' >/dev/null 2>&1 || hf
   exit 0
 fi
 start=$(date +%s)

@@ -449,6 +449,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     stw_json_add_u64(model, "micro_steps", stw_trace_micro_steps(t));
   if (t->model.gradients != STW_GRADIENTS_CHUNKS)
     cJSON_AddStringToObject(model, "gradients", stw_gradients_names[t->model.gradients]);
+  if (t->model.amsgrad)
+    cJSON_AddBoolToObject(model, "amsgrad", TRUE);
 
   cJSON *dev = cJSON_AddObjectToObject(root, "device");
   cJSON_AddStringToObject(dev, "name", t->device.name);
@@ -533,7 +535,7 @@ static const char *const root_members[] = { "format", "version", "source", "mode
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "micro_steps",
-                                             "gradients", NULL };
+                                             "gradients", "amsgrad", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -620,7 +622,8 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error) &&
       stw_json_get_u64(r, obj, "micro_steps", FALSE, 1, STW_TRACE_MAX_MICRO_STEPS, &micro_steps,
                        error) &&
-      stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error);
+      stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
+      stw_json_get_bool(r, obj, "amsgrad", FALSE, &t->model.amsgrad, error);
   if (ok && config != NULL) {
     gsize s2 = stw_json_push_key(r, "config");
     ok = stw_model_config_read(r, config, FALSE, &t->model.config, error);

@@ -176,6 +176,28 @@ test_frozen(void)
                             "are trained (a frozen chunk keeps no optimizer state)");
 }
 
+/* AMSGrad's largest variances live after the variances: the variance list twice as large, the
+ * rest as without; a layout that says otherwise than the trace is refused. */
+static void
+test_amsgrad(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  t->model.amsgrad = TRUE;
+  GError *error = NULL;
+  g_autoptr(StwChunking) c = stw_chunking_pack(t, 40000000, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(c->amsgrad);
+  g_assert_cmpuint(stw_chunking_elem_bytes(c, STW_LIST_VARIANCE), ==, 8);
+  g_assert_cmpuint(stw_chunking_elem_bytes(c, STW_LIST_MOMENTUM), ==, 4);
+  g_assert_cmpuint(stw_chunking_list_bytes(c, STW_LIST_VARIANCE), ==,
+                   2 * stw_chunking_list_bytes(c, STW_LIST_MASTER));
+  g_assert_true(stw_chunking_validate(c, t, "packed", &error));
+  t->model.amsgrad = FALSE;
+  g_assert_false(stw_chunking_validate(c, t, "edited", &error));
+  stw_assert_error_contains(error, "edited: $.chunks.amsgrad: the layout keeps AMSGrad's largest "
+                            "variances, and the trace's optimizer has none");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -186,5 +208,6 @@ main(int argc, char **argv)
   g_test_add_func("/chunks/validate-errors", test_validate_errors);
   g_test_add_func("/chunks/mixed-dtypes", test_mixed_dtypes);
   g_test_add_func("/chunks/frozen", test_frozen);
+  g_test_add_func("/chunks/amsgrad", test_amsgrad);
   return g_test_run();
 }

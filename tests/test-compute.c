@@ -539,7 +539,7 @@ test_adam(void)
                    *v2 = copy(v, n);
   guint64 step = 3;
   stw_compute_host_adam(grad, STW_DTYPE_FP32, master, m, v, n, &c, step);
-  StwAdamStep s = stw_adam_step(&c, step);
+  StwAdamStep s = stw_adam_step(&c, step, n);
   for (size_t i = 0; i < n; i++)
     stw_cb_adam(i, grad2, master2, m2, v2, s);
   assert_close("adam (weights)", grad2, grad, n);
@@ -565,6 +565,38 @@ test_adam(void)
   assert_close("adam, bf16 compute copy (momentum)", m3, m4, n);
   for (size_t i = 0; i < n; i++)
     g_assert_cmphex(h[i], ==, stw_bf16_from_float(master3[i]));
+
+  /* AMSGrad (PyTorch's amsgrad=True): the largest variance so far, after the variances, is what
+   * the step divides by; against the update written out in double */
+  c.amsgrad = TRUE;
+  c.weight_decay = 0.0f;
+  g_autofree float *w5 = randoms(n), *g5 = randoms(n), *m5 = randoms(n), *v5 = g_new(float, 2 * n);
+  g_autofree double *w6 = g_new(double, n), *m6 = g_new(double, n), *v6 = g_new(double, 2 * n);
+  for (size_t i = 0; i < n; i++) {
+    v5[i] = fabsf(uniform());
+    v5[n + i] = i % 2 ? fabsf(uniform()) : 0.0f; /* half above what the step makes, half not */
+    w6[i] = w5[i];
+    m6[i] = m5[i];
+    v6[i] = v5[i];
+    v6[n + i] = v5[n + i];
+  }
+  g_autofree float *param5 = copy(g5, n);
+  g_autofree float *w5m = copy(w5, n);
+  stw_compute_host_adam(param5, STW_DTYPE_FP32, w5m, m5, v5, n, &c, step);
+  double bc1 = 1.0 - pow(c.beta1, (double)step), bc2 = 1.0 - pow(c.beta2, (double)step);
+  guint kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    m6[i] = c.beta1 * m6[i] + (1.0 - c.beta1) * g5[i];
+    v6[i] = c.beta2 * v6[i] + (1.0 - c.beta2) * (double)g5[i] * g5[i];
+    kept += v6[n + i] > v6[i];
+    v6[n + i] = MAX(v6[n + i], v6[i]);
+    w6[i] -= c.lr * (m6[i] / bc1) / (sqrt(v6[n + i] / bc2) + c.eps);
+    g_assert_cmpfloat(fabs(w6[i] - w5m[i]), <=, 1e-6 * MAX(1.0, fabs(w6[i])));
+    g_assert_cmpfloat(fabs(v6[n + i] - v5[n + i]), <=, 1e-6 * MAX(1e-3, v6[n + i]));
+    g_assert_cmpfloat(param5[i], ==, w5m[i]);
+  }
+  g_assert_cmpuint(kept, >, 0); /* both branches of the maximum were taken */
+  g_assert_cmpuint(kept, <, n);
 }
 
 /* bf16: the top half of a float, rounded to nearest with ties to even */

@@ -220,8 +220,17 @@ test_accumulate(void)
   g_array_index(again->tensors, StwTensor, 1).frozen = FALSE;
   g_autofree char *d3 = stw_trace_digest(again);
   g_assert_cmpstr(d1, !=, d3);
+  again->model.amsgrad = TRUE;
+  g_autofree char *amsgrad = stw_trace_to_string(again, &error);
+  g_assert_nonnull(strstr(amsgrad, "\"gradients\":\"framework\",\"amsgrad\":true}"));
+  g_autoptr(StwTrace) back = stw_trace_parse("amsgrad", amsgrad, strlen(amsgrad), &error);
+  g_assert_no_error(error);
+  g_assert_true(back->model.amsgrad);
+  g_autofree char *d4 = stw_trace_digest(back);
+  g_assert_cmpstr(d3, !=, d4);
   g_autoptr(StwTrace) mini = load_fixture("traces/mini.json", NULL);
   g_autofree char *mtext = stw_trace_to_string(mini, &error);
+  g_assert_null(strstr(mtext, "amsgrad"));
   g_assert_null(strstr(mtext, "micro_steps"));
   g_assert_null(strstr(mtext, "gradients"));
   g_assert_null(strstr(mtext, "frozen"));

@@ -13,18 +13,22 @@ stw_adam_config_init(StwAdamConfig *c)
   c->beta2 = 0.999f;
   c->eps = 1e-8f;
   c->weight_decay = 0.01f;
+  c->amsgrad = FALSE;
 }
 
 StwAdamStep
-stw_adam_step(const StwAdamConfig *c, guint64 step)
+stw_adam_step(const StwAdamConfig *c, guint64 step, size_t n)
 {
-  return stw_cb_adam_step(c->lr, c->beta1, c->beta2, c->eps, c->weight_decay, (double)step);
+  StwAdamStep s =
+      stw_cb_adam_step(c->lr, c->beta1, c->beta2, c->eps, c->weight_decay, (double)step);
+  s.vmax = c->amsgrad ? n : 0;
+  return s;
 }
 
 void
 stw_adam_update(float *param, const float *grad, float *m, float *v, size_t n,
                 const StwAdamConfig *c, guint64 step)
 {
-  StwAdamStep s = stw_adam_step(c, step);
+  StwAdamStep s = stw_adam_step(c, step, n);
   stw_adam_range(0, n, param, grad, m, v, s);
 }

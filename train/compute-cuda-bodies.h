@@ -226,17 +226,19 @@ stw_cb_add(size_t i, float *dst, const float *src)
 typedef struct {
   float lr, b1, b2, eps, wd;
   float rbc1, rbc2;
+  size_t vmax; /* AMSGrad: element i's largest variance so far is v[i + vmax]; 0: plain Adam */
 } StwAdamStep;
 
 STW_HD StwAdamStep
 stw_cb_adam_step(float lr, float b1, float b2, float eps, float wd, double step)
 {
   StwAdamStep s = { lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, step))),
-                    (float)(1.0 / (1.0 - pow(b2, step))) };
+                    (float)(1.0 / (1.0 - pow(b2, step))), 0 };
   return s;
 }
 
-/* One AdamW step of element I for gradient G: updates M, V and MASTER. Returns the new weight. */
+/* One AdamW step of element I for gradient G: updates M, V (and with AMSGrad the largest V) and
+ * MASTER. Returns the new weight. */
 STW_HD float
 stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, StwAdamStep s)
 {
@@ -244,6 +246,10 @@ stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, StwAda
   float vi = s.b2 * v[i] + (1.0f - s.b2) * g * g;
   m[i] = mi;
   v[i] = vi;
+  if (s.vmax != 0) { /* the step divides by the largest variance so far (torch.maximum's) */
+    vi = vi > v[i + s.vmax] || vi != vi ? vi : v[i + s.vmax];
+    v[i + s.vmax] = vi;
+  }
   float mhat = mi * s.rbc1, vhat = vi * s.rbc2, w = master[i];
   w -= s.lr * (mhat / (sqrtf(vhat) + s.eps) + s.wd * w);
   master[i] = w;

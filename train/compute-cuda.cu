@@ -599,6 +599,7 @@ adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float 
 {
   StwAdamStep s = stw_cb_adam_step(cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                                     (double)step); /* as the CPU's */
+  s.vmax = cfg->amsgrad ? n : 0;
   if (dtype == STW_DTYPE_BF16)
     adam_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, s);
   else

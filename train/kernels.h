@@ -112,8 +112,9 @@ float stw_crossentropy_forward(float *probs, float *losses, const float *logits,
 void stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int B,
                                int T, int V);
 
-/* AdamW's constants for step STEP (from 1) of C */
-StwAdamStep stw_adam_step(const StwAdamConfig *c, guint64 step);
+/* AdamW's constants for step STEP (from 1) of C, over N elements (where AMSGrad's largest
+ * variances begin after the variances) */
+StwAdamStep stw_adam_step(const StwAdamConfig *c, guint64 step, size_t n);
 /* AdamW on host memory. The range [LO, HI) of PARAM updated in place from GRAD, one thread: */
 void stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
                     StwAdamStep s);

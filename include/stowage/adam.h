@@ -24,12 +24,15 @@ typedef struct {
   float beta1, beta2;  /* moment decay rates */
   float eps;
   float weight_decay;  /* decoupled (AdamW) */
+  gboolean amsgrad;    /* AMSGrad: the step divides by the largest variance so far, kept after
+                        * the variance: V holds 2 N values (a tensor's region of a variance chunk
+                        * in a trace of model.amsgrad) */
 } StwAdamConfig;
 
-/* The usual defaults: lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weight decay 0.01. */
+/* The usual defaults: lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weight decay 0.01, no AMSGrad. */
 void stw_adam_config_init(StwAdamConfig *c);
 
-/* One AdamW step (STEP counts from 1) on N elements. */
+/* One AdamW step (STEP counts from 1) on N elements (V: 2 N with AMSGrad). */
 void stw_adam_update(float *param, const float *grad, float *m, float *v, size_t n,
                      const StwAdamConfig *c, guint64 step);
 

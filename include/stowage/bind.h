@@ -53,6 +53,8 @@ void stw_bind_trace_set_shape(StwTrace *t, guint64 batch, guint64 seq);
  * (trace.h's StwGradients); FALSE with *ERROR_OUT on a bad value. */
 gboolean stw_bind_trace_set_steps(StwTrace *t, guint32 micro_steps, const char *gradients,
                                   char **error_out);
+/* The trace's optimizer keeps AMSGrad's largest variances (model.amsgrad). */
+void stw_bind_trace_set_amsgrad(StwTrace *t, gboolean amsgrad);
 /* TENSOR is frozen: no gradient, no optimizer state. */
 gboolean stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out);
 /* A size as the CLI reads it ("24MiB", "1.5GB", "4096") into *BYTES_OUT. */
@@ -108,7 +110,8 @@ gboolean stw_bind_runtime_unplanned_op_begin(StwBindRuntime *r, const char *name
  * its fetch complete); after its backward, its gradient. */
 float *stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor);
 /* At the optimizer op of TENSOR: one AdamW step (ADAM_JSON: {"lr", "beta1", "beta2", "eps",
- * "weight_decay"}, missing members at their defaults; STEP from 1) of every tensor this rank
+ * "weight_decay", "amsgrad" (true: the layout must keep the largest variances, a trace of
+ * model.amsgrad)}, missing members at their defaults; STEP from 1) of every tensor this rank
  * steps there, wherever the plan places it: the library's CPU Adam on host memory, the CUDA
  * compute table's on a GPU's (queued on the legacy default stream, after the work before it). */
 gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json,
@@ -118,7 +121,8 @@ gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *ad
  * memory, FALSE when host memory (the host backend's emulated device included). */
 float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_device);
 /* The same AdamW step on plain arrays (the reference a binding compares with): PARAM holds the
- * gradient and gets the new weights, MASTER the fp32 weights, M and V the moments. */
+ * gradient and gets the new weights, MASTER the fp32 weights, M and V the moments (V 2 N values
+ * with "amsgrad": the variances, then their largest so far). */
 gboolean stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n,
                        const char *adam_json, guint64 step, char **error_out);
 /* The runtime's figures (runtime.h's StwRuntimeStats) as JSON. */
@@ -126,11 +130,13 @@ char *stw_bind_runtime_stats(StwBindRuntime *r);
 /* TENSOR's fp32 master weights into OUT (numel floats). */
 void stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out);
 /* stw_runtime_read_state and write_state: TENSOR's weights (its master; a frozen tensor's compute
- * copy), momentum and variance, numel floats each, wherever the runtime holds them. */
+ * copy), momentum and variance, and with VMAX (may be NULL) AMSGrad's largest variances, numel
+ * floats each, wherever the runtime holds them. */
 gboolean stw_bind_runtime_read_state(StwBindRuntime *r, guint32 tensor, float *master, float *m,
-                                     float *v, char **error_out);
+                                     float *v, float *vmax, char **error_out);
 gboolean stw_bind_runtime_write_state(StwBindRuntime *r, guint32 tensor, const float *master,
-                                      const float *m, const float *v, char **error_out);
+                                      const float *m, const float *v, const float *vmax,
+                                      char **error_out);
 
 STW_END_DECLS
 

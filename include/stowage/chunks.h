@@ -58,6 +58,8 @@ typedef struct {
   guint32 n_tensors;
   guint32 world;           /* data-parallel ranks sharing the layout (1: one GPU) */
   guint32 nodes;           /* the nodes they are spread over, evenly (1: one machine) */
+  gboolean amsgrad;        /* the variance list holds two fp32 values per element (the
+                            * variance, then its largest so far: AMSGrad); the trace's */
 } StwChunking;
 
 /* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
@@ -106,6 +108,10 @@ stw_chunking_owned(const StwChunking *c, guint32 i)
   return stw_chunking_chunk(c, i)->owner == 0;
 }
 
+/* Bytes per element of LIST in layout C: stw_chunk_list_elem_bytes's, twice it in the variance
+ * list with AMSGrad. */
+guint64 stw_chunking_elem_bytes(const StwChunking *c, StwChunkList list);
+
 /* Bytes of chunk I in LIST: none in the optimizer's lists of a frozen chunk. */
 guint64 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list);
 /* Bytes of all chunks of LIST, and the part of them no tensor uses. */
@@ -113,7 +119,8 @@ guint64 stw_chunking_list_bytes(const StwChunking *c, StwChunkList list);
 guint64 stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list);
 
 /* Checks a layout against TRACE: every tensor exactly once, inside its chunk, no overlaps,
- * capacities at least the chunk size, a chunk frozen exactly when it holds frozen tensors only.
+ * capacities at least the chunk size, a chunk frozen exactly when it holds frozen tensors only,
+ * AMSGrad's state exactly when the trace's optimizer keeps it.
  * FILE names the layout's source in messages. */
 gboolean stw_chunking_validate(const StwChunking *c, const StwTrace *trace, const char *file,
                                GError **error);

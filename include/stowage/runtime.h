@@ -131,6 +131,10 @@ gboolean stw_runtime_reduce_gradients(StwRuntime *rt, GError **error);
 
 StwRuntimeMode stw_runtime_mode(const StwRuntime *rt);
 
+/* Whether the layout keeps AMSGrad's largest variances (stw_runtime_optim's variance pointer
+ * then has 2 numel floats). */
+gboolean stw_runtime_amsgrad(const StwRuntime *rt);
+
 /* The ranks (1 without a communicator) and this one's. */
 guint32 stw_runtime_world(const StwRuntime *rt);
 guint32 stw_runtime_rank(const StwRuntime *rt);
@@ -170,6 +174,10 @@ void stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master
                              const float *v);
 /* TENSOR's compute copy, widened to fp32, into OUT (numel floats). */
 void stw_runtime_read_param(StwRuntime *rt, guint32 tensor, float *out);
+/* With AMSGrad (a layout of the trace's model.amsgrad): TENSOR's largest variances so far,
+ * numel floats, out or in; zeros out (and nothing in) without them. */
+void stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out);
+void stw_runtime_write_max_variance(StwRuntime *rt, guint32 tensor, const float *in);
 
 STW_END_DECLS
 

@@ -122,6 +122,8 @@ typedef struct {
                              * the ops are that many runs of forward then backward ops, then the
                              * optimizer's; 1 in a new trace */
   StwGradients gradients;   /* where the gradients live until the optimizer op */
+  gboolean amsgrad;         /* the optimizer keeps the largest variance too (AMSGrad): the
+                             * variance list holds two fp32 values per element */
 } StwTraceModel;
 
 typedef struct {

@@ -197,15 +197,17 @@ class Runtime:
         ps = (_lib.u32 * max(len(params), 1))(*params)
         _call(_lib.runtime_unplanned_op_begin, self._h, name.encode(), ps, len(params))
 
-    def read_state(self, tensor, master, m, v):
+    def read_state(self, tensor, master, m, v, vmax=None):
         """TENSOR's weights, momentum and variance (fp32, numel each) into host memory at the
-        addresses MASTER, M, V, from wherever the runtime holds them."""
-        _call(_lib.runtime_read_state, self._h, tensor, master, m, v)
+        addresses MASTER, M, V, and at VMAX AMSGrad's largest variances (zeros when the plan
+        keeps none), from wherever the runtime holds them."""
+        _call(_lib.runtime_read_state, self._h, tensor, master, m, v, vmax)
 
-    def write_state(self, tensor, master, m, v):
+    def write_state(self, tensor, master, m, v, vmax=None):
         """TENSOR's weights (its compute copy too), momentum and variance from host memory at
-        the addresses MASTER, M, V (a frozen tensor: its weights only)."""
-        _call(_lib.runtime_write_state, self._h, tensor, master, m, v)
+        the addresses MASTER, M, V, and AMSGrad's largest variances at VMAX (a frozen tensor:
+        its weights only)."""
+        _call(_lib.runtime_write_state, self._h, tensor, master, m, v, vmax)
 
     def param_address(self, tensor):
         """The address of TENSOR's compute copy for the current op (device memory on "cuda",
@@ -223,9 +225,10 @@ class Runtime:
                                % self.device)
         return (ctypes.c_float * self.numel[tensor]).from_address(self.param_address(tensor))
 
-    def adam(self, tensor, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    def adam(self, tensor, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+             amsgrad=False):
         opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
-                "weight_decay": weight_decay}
+                "weight_decay": weight_decay, "amsgrad": bool(amsgrad)}
         _call(_lib.runtime_adam, self._h, tensor, json.dumps(opts).encode(), step)
 
     def optim_grad(self, tensor):
@@ -250,9 +253,11 @@ class Runtime:
             _lib.runtime_free(h)
 
 
-def adam(param, master, m, v, n, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+def adam(param, master, m, v, n, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+         amsgrad=False):
     """The library's AdamW step on plain fp32 arrays at these addresses (N elements): PARAM holds
-    the gradient and gets the new weights; the same code the runtime steps its chunks with."""
+    the gradient and gets the new weights; the same code the runtime steps its chunks with. With
+    AMSGRAD, V holds 2 N values: the variances, then their largest so far."""
     opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
-            "weight_decay": weight_decay}
+            "weight_decay": weight_decay, "amsgrad": bool(amsgrad)}
     _call(_lib.adam, param, master, m, v, n, json.dumps(opts).encode(), step)

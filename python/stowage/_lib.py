@@ -81,6 +81,7 @@ trace_set_steps = _fn("stw_bind_trace_set_steps", ctypes.c_int, ctypes.c_void_p,
                       ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 trace_freeze = _fn("stw_bind_trace_freeze", ctypes.c_int, ctypes.c_void_p, u32,
                    ctypes.POINTER(ctypes.c_void_p))
+trace_set_amsgrad = _fn("stw_bind_trace_set_amsgrad", None, ctypes.c_void_p, ctypes.c_int)
 size_parse = _fn("stw_bind_size_parse", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(u64),
                  ctypes.POINTER(ctypes.c_void_p))
 
@@ -124,10 +125,10 @@ adam = _fn("stw_bind_adam", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctyp
 runtime_stats = _fn("stw_bind_runtime_stats", ctypes.c_void_p, ctypes.c_void_p)
 runtime_master = _fn("stw_bind_runtime_master", None, ctypes.c_void_p, u32, f32p)
 runtime_read_state = _fn("stw_bind_runtime_read_state", ctypes.c_int, ctypes.c_void_p, u32,
-                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                          ctypes.POINTER(ctypes.c_void_p))
 runtime_write_state = _fn("stw_bind_runtime_write_state", ctypes.c_int, ctypes.c_void_p, u32,
-                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                           ctypes.POINTER(ctypes.c_void_p))
 
 

@@ -58,6 +58,12 @@ def _is_adam(optimizer):
     return isinstance(optimizer, _torch.optim.Adam)  # AdamW is one
 
 
+def amsgrad(optimizer):
+    """Whether a group of OPTIMIZER keeps AMSGrad's largest variances (the trace says so, and
+    the plan keeps room for them)."""
+    return any(g.get("amsgrad") for g in optimizer.param_groups)
+
+
 def refusals(model, optimizer, params):
     """What wrap cannot train, each with the fix: the profile warns of them at its start, and
     wrap refuses the first. PARAMS: (name, parameter) of every distinct parameter."""
@@ -68,11 +74,6 @@ def refusals(model, optimizer, params):
                    "the chunks): use torch.optim.AdamW(model.parameters(), ...)" % kind)
     else:
         for i, g in enumerate(optimizer.param_groups):
-            if g.get("amsgrad"):
-                out.append("%s(amsgrad=True) (group %d) keeps a fourth state tensor per "
-                           "parameter (the largest variance so far), which stowage's chunks do "
-                           "not hold: use amsgrad=False" % (kind, i))
-                break
             if g.get("differentiable"):
                 out.append("%s(differentiable=True) (group %d) makes the step part of the "
                            "autograd graph, which a step in the runtime's chunks is not: use "

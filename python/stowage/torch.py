@@ -31,7 +31,7 @@ import torch as _torch
 
 from . import Plan, StowageError, Trace, _call, _lib, parse_size
 from ._torchmodel import DTYPES as _DTYPES
-from ._torchmodel import Model, refusals
+from ._torchmodel import Model, amsgrad, refusals
 
 
 class _CpuMemory:
@@ -472,6 +472,7 @@ class profile:
 
     # ---- the trace ------------------------------------------------------------------------
     def _tensors(self, t):
+        _lib.trace_set_amsgrad(t._h, amsgrad(self.optimizer))
         for i, (pname, p) in enumerate(self.params):
             shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
             _call(_lib.trace_add_tensor, t._h, pname.encode(), _DTYPES[p.dtype].encode(), shape,
@@ -636,6 +637,11 @@ class wrap:
         why = refusals(model, optimizer, self.m.params)
         if why:
             raise StowageError("wrap: " + why[0])
+        self.amsgrad = bool(tj["model"].get("amsgrad"))
+        if amsgrad(optimizer) and not self.amsgrad:
+            raise StowageError("wrap: the optimizer has amsgrad=True, and the plan's trace was "
+                               "profiled without it (its chunks keep no largest variances): "
+                               "profile with this optimizer and plan again")
         outside = tj.get("source", {}).get("warnings", {}).get("params_outside_ops", 0)
         self.held = self._held(tj)
         if outside and not self.held:
@@ -709,18 +715,18 @@ class wrap:
         return _torch.empty(self.numel[i], dtype=_torch.float32)
 
     def _read(self, i):
-        """Tensor I's weights, momentum and variance, as host tensors (gathered from wherever
-        the runtime holds them)."""
-        master, m, v = self._host(i), self._host(i), self._host(i)
-        self.rt.read_state(i, master.data_ptr(), m.data_ptr(), v.data_ptr())
-        return master, m, v
+        """Tensor I's weights, momentum, variance and AMSGrad's largest variance (zeros
+        without), as host tensors gathered from wherever the runtime holds them."""
+        master, m, v, vmax = (self._host(i) for _ in range(4))
+        self.rt.read_state(i, master.data_ptr(), m.data_ptr(), v.data_ptr(), vmax.data_ptr())
+        return master, m, v, vmax
 
-    def _write(self, i, master, m=None, v=None):
-        if m is None or v is None:
-            _, m0, v0 = self._read(i)
-            m, v = (m0 if m is None else m), (v0 if v is None else v)
-        args = [x.detach().to("cpu", _torch.float32).contiguous().view(-1)
-                for x in (master, m, v)]
+    def _write(self, i, master, m=None, v=None, vmax=None):
+        """Tensor I's state from these tensors, the parts not given as they are."""
+        given = (master, m, v, vmax)
+        if any(x is None for x in given):
+            given = tuple(x if x is not None else old for x, old in zip(given, self._read(i)))
+        args = [x.detach().to("cpu", _torch.float32).contiguous().view(-1) for x in given]
         for x in args:
             if x.numel() != self.numel[i]:
                 raise StowageError("wrap: %s holds %d elements, and a value of %d was given"
@@ -742,7 +748,9 @@ class wrap:
             self.steps[i] = int(float(step)) if step is not None else 0
             if "exp_avg" in state and "exp_avg_sq" in state:
                 weights = self._read(i)[0] if loaded else p.detach()
-                self._write(i, weights, state["exp_avg"], state["exp_avg_sq"])
+                vmax = state.get("max_exp_avg_sq")
+                self._write(i, weights, state["exp_avg"], state["exp_avg_sq"],
+                            vmax if vmax is not None else _torch.zeros(self.numel[i]))
             del self.optimizer.state[p]
 
     def _step_tensor(self, i):
@@ -752,10 +760,19 @@ class wrap:
         return _torch.tensor(float(self.steps[i]), dtype=like.dtype, device=like.device)
 
     def _optimizer_state(self, i):
-        _, m, v = self._read(i)
+        """Parameter I's state as PyTorch's Adam keeps it."""
+        _, m, v, vmax = self._read(i)
         shape = self.shapes[i]
-        return {"step": self._step_tensor(i), "exp_avg": m.view(shape).to(self.device),
-                "exp_avg_sq": v.view(shape).to(self.device)}
+        state = {"step": self._step_tensor(i), "exp_avg": m.view(shape).to(self.device),
+                 "exp_avg_sq": v.view(shape).to(self.device)}
+        if self.group_of(i).get("amsgrad"):
+            state["max_exp_avg_sq"] = vmax.view(shape).to(self.device)
+        return state
+
+    def group_of(self, i):
+        p = self.m.params[i][1]
+        return next((g for g in self.optimizer.param_groups
+                     if any(q is p for q in g["params"])), {})
 
     def _weights(self, i, key):
         """Tensor I's weights as a tensor of its own on the model's device, one per state_dict
@@ -764,7 +781,7 @@ class wrap:
             self._sd_cache = (key, {})
         cache = self._sd_cache[1]
         if i not in cache:
-            master, _, _ = self._read(i)
+            master = self._read(i)[0]
             cache[i] = master.view(self.shapes[i]).to(self.device)
         return cache[i]
 
@@ -1027,7 +1044,7 @@ class wrap:
         beta1, beta2 = g["betas"]
         self._ordered(self.rt.adam, i, self.steps[i], lr=float(g["lr"]),
                       betas=(float(beta1), float(beta2)), eps=float(g["eps"]),
-                      weight_decay=wd if decoupled else 0.0)
+                      weight_decay=wd if decoupled else 0.0, amsgrad=bool(g.get("amsgrad")))
 
     # ---- leaving ---------------------------------------------------------------------------
     def __iter__(self):
@@ -1052,12 +1069,11 @@ class wrap:
         self.hooks.remove()
         self._restore_step()
         for i, (name, p) in enumerate(self.m.params):
-            master, m, v = self._read(i)
-            p.data = master.view(self.shapes[i]).to(self.device)
-            if not self.m.frozen[i] and self.steps[i] > 0:
-                self.optimizer.state[p] = {"step": self._step_tensor(i),
-                                           "exp_avg": m.view(self.shapes[i]).to(self.device),
-                                           "exp_avg_sq": v.view(self.shapes[i]).to(self.device)}
+            state = self._optimizer_state(i) if not self.m.frozen[i] and self.steps[i] > 0 \
+                else None
+            p.data = self._read(i)[0].view(self.shapes[i]).to(self.device)
+            if state is not None:
+                self.optimizer.state[p] = state
         self.final_stats = self.rt.stats
         self.rt = None
         if getattr(self.model, "_stowage_wrap", None) is self:

@@ -40,8 +40,11 @@ class LibraryAdam:
             for q in g["params"]:
                 s = opt.state.get(q)
                 if s:
-                    self.state[id(q)] = [q.detach().clone(), s["exp_avg"].clone(),
-                                         s["exp_avg_sq"].clone(), int(float(s["step"]))]
+                    v = s["exp_avg_sq"].flatten()
+                    if g.get("amsgrad"):  # the library keeps the largest after the variances
+                        v = torch.cat([v, s["max_exp_avg_sq"].flatten()])
+                    self.state[id(q)] = [q.detach().clone(), s["exp_avg"].clone(), v.clone(),
+                                         int(float(s["step"]))]
 
     def step(self):
         opt = self.opt
@@ -51,8 +54,9 @@ class LibraryAdam:
             for q in g["params"]:
                 if q.grad is None:
                     continue
+                n = 2 if g.get("amsgrad") else 1
                 s = self.state.setdefault(id(q), [q.detach().clone(), torch.zeros_like(q),
-                                                  torch.zeros_like(q), 0])
+                                                  torch.zeros(n * q.numel()), 0])
                 s[3] += 1
                 buf = q.grad.detach().clone().contiguous()
                 if g.get("maximize"):
@@ -63,7 +67,8 @@ class LibraryAdam:
                 stowage.adam(buf.data_ptr(), s[0].data_ptr(), s[1].data_ptr(), s[2].data_ptr(),
                              q.numel(), s[3], lr=float(g["lr"]),
                              betas=tuple(float(b) for b in g["betas"]), eps=g["eps"],
-                             weight_decay=wd if decoupled else 0.0)
+                             weight_decay=wd if decoupled else 0.0,
+                             amsgrad=bool(g.get("amsgrad")))
                 q.data = buf
 
 
@@ -288,9 +293,10 @@ class TestLoops(unittest.TestCase):
     def test_state_dict_inside_and_checkpoints(self):
         """model.state_dict() and optimizer.state_dict() inside wrap hold the real values; a
         checkpoint saved inside loads into a plain model and optimizer with bitwise the tensors
-        wrap hands back; load_state_dict inside wrap takes effect."""
+        wrap hands back; load_state_dict inside wrap takes effect. With amsgrad, whose largest
+        variances come and go with the rest."""
         m, x = self.tiny()
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1, amsgrad=True)
         t = quiet(self.profiled, m, opt, x)
         plan = stowage.plan(t, gpu=self.budget(t, 0.25))
         with st.wrap(m, opt, plan, t):
@@ -306,13 +312,14 @@ class TestLoops(unittest.TestCase):
         self.assertEqual(int(float(opt.state[m.wte.weight]["step"])), 3)
         ck = torch.load(self.path("ckpt.pt"))
         plain = TinyLM()
-        plain_opt = torch.optim.AdamW(plain.parameters(), lr=1e-2, weight_decay=0.1)
+        plain_opt = torch.optim.AdamW(plain.parameters(), lr=1e-2, weight_decay=0.1, amsgrad=True)
         plain.load_state_dict(ck["model"])
         plain_opt.load_state_dict(ck["optimizer"])
         for k, v in m.state_dict().items():
             self.assertTrue(torch.equal(plain.state_dict()[k], v), k)
         for (qa, sa), (qb, sb) in zip(opt.state.items(), plain_opt.state.items()):
-            for key in ("step", "exp_avg", "exp_avg_sq"):
+            self.assertEqual(set(sa), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+            for key in sa:
                 self.assertTrue(torch.equal(sa[key], sb[key]), key)
         # loading inside: the weights and the optimizer's state of the checkpoint, then the same
         # training as the plain model and optimizer that loaded it
@@ -460,10 +467,12 @@ class TestLoops(unittest.TestCase):
         self.assertEqual(t.json()["source"]["warnings"], {"params_outside_ops": 1})
 
     def test_every_adam_option(self):
-        """maximize, Adam's L2 decay, per-group hyperparameters, foreach/fused, a scheduler
-        made inside the block: bitwise the library's step as PyTorch defines it, and within
-        1e-5 of torch's own."""
+        """maximize, amsgrad, Adam's L2 decay, per-group hyperparameters, foreach/fused, a
+        scheduler made inside the block: bitwise the library's step as PyTorch defines it, and
+        within 1e-5 of torch's own."""
         options = [dict(cls=torch.optim.AdamW, maximize=True),
+                   dict(cls=torch.optim.AdamW, amsgrad=True, weight_decay=0.1),
+                   dict(cls=torch.optim.Adam, amsgrad=True, maximize=True),
                    dict(cls=torch.optim.Adam, weight_decay=0.1),
                    dict(cls=torch.optim.AdamW, foreach=True, weight_decay=0.05),
                    dict(cls=torch.optim.AdamW, fused=True),
@@ -617,6 +626,64 @@ class TestHuggingFace(unittest.TestCase):
                 self.assertLessEqual(w.stats["peak_device_bytes"], budget)
             self.assertEqual(runs[0], runs[2], kind)
             self.assertEqual(runs[1], runs[2], kind)
+
+    def test_lora_with_peft(self):
+        """LoRA adapters from peft on a Llama: the base frozen (its chunks without optimizer
+        state, untouched), the adapters trained bitwise as plain PyTorch trains them, and
+        save_pretrained writes the adapters' trained weights."""
+        try:
+            import peft
+        except ImportError as e:
+            self.skipTest("peft is not installed: %s" % e)
+        x = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+
+        def step(m, opt, stepper=None):
+            loss = m(input_ids=x, labels=x).loss
+            loss.backward()
+            (stepper or opt).step()
+            opt.zero_grad()
+            return loss.item()
+
+        runs = []
+        for share in (0.25, None):
+            m = peft.get_peft_model(self.model("llama"), peft.LoraConfig(
+                r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], lora_dropout=0.0))
+            opt = torch.optim.AdamW([q for q in m.parameters() if q.requires_grad], lr=1e-2)
+            base = {k: v.clone() for k, v in m.state_dict().items() if "lora" not in k}
+            if share is None:
+                ref = LibraryAdam(opt)
+                runs.append([step(m, opt, ref) for _ in range(3)])
+            else:
+                start = {k: v.clone() for k, v in m.state_dict().items()}
+                with st.profile(m, opt) as p:
+                    step(m, opt)
+                t = p.trace()
+                m.load_state_dict(start)
+                opt.state.clear()
+                j = t.json()
+                frozen = [x_["name"] for x_ in j["tensors"] if x_.get("frozen")]
+                self.assertEqual(len(frozen), len(j["tensors"]) - 8)  # 2 layers x 2 x (A, B)
+                self.assertTrue(all("lora" not in n for n in frozen))
+                n = t.summary()["params"]
+                plan = stowage.plan(t, gpu=int(16 * n * share) +
+                                    t.summary()["peak_nonmodel"]["bytes"])
+                with st.wrap(m, opt, plan, t) as w:
+                    runs.append([step(m, opt) for _ in range(3)])
+                    m.save_pretrained(self.dir.name)
+                    adapters = {k: v.clone() for k, v in m.state_dict().items() if "lora" in k}
+                self.assertEqual(w.stats["deviations"], 0)
+                self.assertEqual(w.stats["h2d_bytes"], stowage.check(plan, t)["h2d_bytes"])
+            for k, v in base.items():
+                self.assertTrue(torch.equal(m.state_dict()[k], v), k)
+        self.assertEqual(runs[0], runs[1])
+        from safetensors.torch import load_file
+        saved = load_file(os.path.join(self.dir.name, "adapter_model.safetensors"))
+        self.assertEqual(len(saved), 8)
+        for k, v in saved.items():
+            match = [a for n_, a in adapters.items() if n_.replace(".default", "").endswith(
+                k.replace("base_model.model.", ""))]
+            self.assertEqual(len(match), 1, k)
+            self.assertTrue(torch.equal(v, match[0]), k)
 
     def test_a_trainer(self):
         """A Hugging Face Trainer given the wrapped model and optimizer: 20 steps with an
