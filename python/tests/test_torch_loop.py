@@ -575,6 +575,15 @@ class TestHuggingFace(unittest.TestCase):
         self.addCleanup(self.dir.cleanup)
 
     @staticmethod
+    def hf_step(m, opt, x, stepper=None):
+        """A training step of a Hugging Face causal LM on token ids X: its loss."""
+        loss = m(input_ids=x, labels=x).loss
+        loss.backward()
+        (stepper or opt).step()
+        opt.zero_grad()
+        return loss.item()
+
+    @staticmethod
     def model(kind):
         import transformers as tf
         torch.manual_seed(0)
@@ -592,11 +601,7 @@ class TestHuggingFace(unittest.TestCase):
         x = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
 
         def step(m, opt, stepper=None):
-            loss = m(input_ids=x, labels=x).loss
-            loss.backward()
-            (stepper or opt).step()
-            opt.zero_grad()
-            return loss.item()
+            return self.hf_step(m, opt, x, stepper)
 
         for kind in ("gpt2", "llama", "llama-tied"):
             runs = []
@@ -638,11 +643,7 @@ class TestHuggingFace(unittest.TestCase):
         x = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
 
         def step(m, opt, stepper=None):
-            loss = m(input_ids=x, labels=x).loss
-            loss.backward()
-            (stepper or opt).step()
-            opt.zero_grad()
-            return loss.item()
+            return self.hf_step(m, opt, x, stepper)
 
         runs = []
         for share in (0.25, None):
