@@ -16,12 +16,22 @@ struct StwReplayer {
   StwReplayCollectives coll; /* several ranks */
 };
 
-/* A tensor as messages name it: "h.0.fc.weight (fp32, 4096 elements, frozen)". */
+/* A tensor as messages name it: "h.0.fc.weight (fp32 [64, 64], frozen)". */
 static char *
 tensor_text(const StwTensor *x)
 {
-  return g_strdup_printf("%s (%s, %" G_GUINT64_FORMAT " elements%s)", x->name,
-                         stw_dtype_name(x->dtype), x->numel, x->frozen ? ", frozen" : "");
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "%s (%s [", x->name, stw_dtype_name(x->dtype));
+  for (guint32 k = 0; k < x->ndim; k++)
+    g_string_append_printf(s, "%s%" G_GUINT64_FORMAT, k ? ", " : "", x->shape[k]);
+  g_string_append_printf(s, "]%s)", x->frozen ? ", frozen" : "");
+  return g_string_free(s, FALSE);
+}
+
+static gboolean
+same_shape(const StwTensor *a, const StwTensor *b)
+{
+  return a->ndim == b->ndim && memcmp(a->shape, b->shape, a->ndim * sizeof(guint64)) == 0;
 }
 
 /* How the plan's trace's tensors differ from MODEL's, as a sentence; NULL when they do not. */
@@ -31,7 +41,7 @@ tensor_difference(const StwTrace *pt, const StwTrace *model)
   guint32 n = MIN(pt->tensors->len, model->tensors->len);
   for (guint32 i = 0; i < n; i++) {
     const StwTensor *a = stw_trace_tensor(pt, i), *b = stw_trace_tensor(model, i);
-    if (strcmp(a->name, b->name) != 0 || a->numel != b->numel || a->dtype != b->dtype ||
+    if (strcmp(a->name, b->name) != 0 || !same_shape(a, b) || a->dtype != b->dtype ||
         a->frozen != b->frozen) {
       g_autofree char *want = tensor_text(a), *got = tensor_text(b);
       return g_strdup_printf("tensor %u is %s in the plan's trace and %s here", i, want, got);

@@ -166,9 +166,9 @@ class TestRuntime(unittest.TestCase):
         other = stowage.plan(built_trace(), gpu=4096)
         with self.assertRaises(stowage.StowageError) as e:
             stowage.Runtime(t, 1 << 20, plan=other, plan_trace=built_trace())
-        self.assertIn("the plan was made for another model: tensor 0 is w (fp16, 64 elements) "
-                      "in the plan's trace and l0.weight (fp32, 256 elements) here; profile this "
-                      "model and plan again", str(e.exception))
+        self.assertIn("the plan was made for another model: tensor 0 is w (fp16 [8, 8]) in the "
+                      "plan's trace and l0.weight (fp32 [16, 16]) here; profile this model and "
+                      "plan again", str(e.exception))
         with self.assertRaises(stowage.StowageError) as e:
             stowage.Runtime(t, 1 << 20, device="tpu")
         self.assertEqual("runtime: device 'tpu' is not host or cuda", str(e.exception))

@@ -320,6 +320,14 @@ class TestProfile(unittest.TestCase):
         with self.assertRaises(stowage.StowageError) as e:
             st.wrap(other, torch.optim.AdamW(other.parameters()), plan, t, 1 << 20)
         self.assertIn("the plan was made for another model", str(e.exception))
+        # the same number of elements in another shape: named, with both shapes
+        turned = TinyLM(d=16, layers=2)
+        turned.h[0].fc.weight = torch.nn.Parameter(torch.randn(16, 64))
+        with self.assertRaises(stowage.StowageError) as e:
+            st.wrap(turned, torch.optim.AdamW(turned.parameters()), plan, t, 1 << 20)
+        self.assertIn("the plan was made for another model: tensor 3 is h.0.fc.weight (fp32 "
+                      "[64, 16]) in the plan's trace and h.0.fc.weight (fp32 [16, 64]) here",
+                      str(e.exception))
         half = TinyLM(d=16, layers=2).to(torch.float64)
         with self.assertRaises(stowage.StowageError) as e:
             st.wrap(half, torch.optim.AdamW(half.parameters()), plan, t, 1 << 20)

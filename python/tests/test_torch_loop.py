@@ -598,39 +598,56 @@ class TestHuggingFace(unittest.TestCase):
             pad_token_id=0))
 
     def test_models_train_as_plain_pytorch(self):
-        x = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+        """GPT-2 and Llama (tied and untied), each step 2 micro-steps with an evaluation
+        between steps: wrapped at everything resident and at a quarter of the model data, the
+        losses and the weights state_dict gathers inside wrap bitwise plain PyTorch's."""
+        x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
 
         def step(m, opt, stepper=None):
-            return self.hf_step(m, opt, x, stepper)
+            loss = 0.0
+            for k in range(2):
+                part = m(input_ids=x[k::2], labels=x[k::2]).loss / 2
+                part.backward()
+                loss += part.item()
+            (stepper or opt).step()
+            opt.zero_grad()
+            with torch.no_grad():
+                m(input_ids=x[:1])
+            return loss
 
         for kind in ("gpt2", "llama", "llama-tied"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
-                m.config.attn_pdrop = m.config.resid_pdrop = m.config.embd_pdrop = 0.0
                 m.eval()  # no dropout: the runs compare bitwise
                 opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
                 start = {k: v.clone() for k, v in m.state_dict().items()}
                 with st.profile(m, opt) as p:
                     step(m, opt)
                 t = p.trace()
+                self.assertEqual(t.json()["model"]["micro_steps"], 2)
                 m.load_state_dict(start)
                 opt.state.clear()
                 if share is None:
                     ref = LibraryAdam(opt)
-                    runs.append([step(m, opt, ref) for _ in range(3)])
+                    runs.append(([step(m, opt, ref) for _ in range(3)], m.state_dict()))
                     continue
                 n = t.summary()["params"]
                 budget = int(16 * n * share) + t.summary()["peak_nonmodel"]["bytes"]
                 plan = stowage.plan(t, gpu=budget)
                 with st.wrap(m, opt, plan, t) as w:
-                    runs.append([step(m, opt) for _ in range(3)])
+                    losses = [step(m, opt) for _ in range(3)]
+                    runs.append((losses, {k: v.clone() for k, v in m.state_dict().items()}))
                 pred = stowage.check(plan, t)
                 self.assertEqual(w.stats["h2d_bytes"], pred["h2d_bytes"], kind)
                 self.assertEqual(w.stats["deviations"], 0, kind)
+                self.assertEqual(w.stats["unplanned_ops"], 3 * len(
+                    [o for o in t.json()["ops"] if o["stage"] == "fwd"]) // 2, kind)
                 self.assertLessEqual(w.stats["peak_device_bytes"], budget)
-            self.assertEqual(runs[0], runs[2], kind)
-            self.assertEqual(runs[1], runs[2], kind)
+            for losses, weights in runs[:2]:
+                self.assertEqual(losses, runs[2][0], kind)
+                for k, v in weights.items():
+                    self.assertTrue(torch.equal(v, runs[2][1][k]), (kind, k))
 
     def test_lora_with_peft(self):
         """LoRA adapters from peft on a Llama: the base frozen (its chunks without optimizer
