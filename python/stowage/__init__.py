@@ -172,6 +172,8 @@ class Runtime:
                 init_addresses = [ctypes.addressof(a) for a in self._init]
             arrays = (ctypes.c_void_p * n)(*init_addresses)
         self.device = device
+        self._arrays = {}
+        self._adam_json = {}
         self._h = _call(_lib.runtime_new, model._h, arrays, plan._h if plan else None,
                         (plan_trace or model)._h if plan else None, device_bytes,
                         device.encode())
@@ -182,11 +184,17 @@ class Runtime:
     def iteration_end(self):
         _call(_lib.runtime_iteration_end, self._h)
 
+    def _ids(self, ids):
+        """IDS as a ctypes array, made once per distinct list (an iteration repeats its ops)."""
+        key = tuple(ids)
+        array = self._arrays.get(key)
+        if array is None:
+            array = self._arrays[key] = (_lib.u32 * max(len(key), 1))(*key)
+        return array
+
     def op_begin(self, name, stage, params=(), grads=()):
-        ps = (_lib.u32 * max(len(params), 1))(*params)
-        gs = (_lib.u32 * max(len(grads), 1))(*grads)
-        _call(_lib.runtime_op_begin, self._h, name.encode(), stage.encode(), ps, len(params),
-              gs, len(grads))
+        _call(_lib.runtime_op_begin, self._h, name.encode(), stage.encode(), self._ids(params),
+              len(params), self._ids(grads), len(grads))
 
     def op_end(self):
         _lib.runtime_op_end(self._h)
@@ -227,9 +235,15 @@ class Runtime:
 
     def adam(self, tensor, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
              amsgrad=False):
-        opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
-                "weight_decay": weight_decay, "amsgrad": bool(amsgrad)}
-        _call(_lib.runtime_adam, self._h, tensor, json.dumps(opts).encode(), step)
+        key = (lr, betas[0], betas[1], eps, weight_decay, bool(amsgrad))
+        text = self._adam_json.get(key)
+        if text is None:  # the same settings step every tensor of a group, step after step
+            opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
+                    "weight_decay": weight_decay, "amsgrad": bool(amsgrad)}
+            if len(self._adam_json) > 64:  # a scheduler's every rate: keep the recent ones
+                self._adam_json.clear()
+            text = self._adam_json[key] = json.dumps(opts).encode()
+        _call(_lib.runtime_adam, self._h, tensor, text, step)
 
     def optim_grad(self, tensor):
         """At TENSOR's optimizer op: where its gradient goes for the step, (address, on_device):

@@ -670,6 +670,7 @@ class wrap:
         self.steps = [0] * len(self.m.params)  # AdamW steps taken, per parameter
         self.views = [None] * len(self.m.params)  # (address, tensor) of each last view
         self.placeholders = [None] * len(self.m.params)  # NaN of each shape, in no memory
+        self.slots = {}  # (index, address) -> the tensor over a parameter's optimizer slot
         self.step_like = {}  # parameter index -> its state's "step" tensor, as a model for ours
         self.nan = _torch.tensor(float("nan"), device=self.device)
         self.in_iteration = False
@@ -888,15 +889,14 @@ class wrap:
 
     def _show(self, ids):
         for i in ids:
-            view = self._view(i)
-            self.m.params[i][1].data = view
-            self.resident[view.untyped_storage().data_ptr()] = i
+            self.m.params[i][1].data = self._view(i)
+            self.resident[self.views[i][0]] = i  # the view's storage begins at the address
 
     def _hide(self, ids):
         for i in ids:
-            p = self.m.params[i][1]
-            self.resident.pop(p.data.untyped_storage().data_ptr(), None)
-            p.data = self._placeholder(i)
+            if self.views[i] is not None and self.resident.get(self.views[i][0]) == i:
+                del self.resident[self.views[i][0]]
+            self.m.params[i][1].data = self._placeholder(i)
 
     def _open(self, name, stage, ids):
         """Begins op NAME over module parameters IDS (and the held ones): the plan's next op in
@@ -1028,10 +1028,13 @@ class wrap:
                                "not step" % name)
         self.steps[i] += 1
         dst, on_device = self.rt.optim_grad(i)
-        if on_device:  # GPU Adam: the gradient into its device slot, on the default stream
-            slot = self._device_tensor(dst, i)
-        else:  # CPU Adam (or the emulated device): host memory
-            slot = self._host_tensor(dst, i)
+        slot = self.slots.get((i, dst))
+        if slot is None:  # the slot this parameter is stepped in, made once while it stays
+            # GPU Adam: the gradient into its device slot, on the default stream; CPU Adam (or
+            # the emulated device): host memory
+            slot = self._device_tensor(dst, i) if on_device else self._host_tensor(dst, i)
+            self.slots = {k: v for k, v in self.slots.items() if k[0] != i}
+            self.slots[(i, dst)] = slot
         src = grad.detach().reshape(-1).to(slot.device, _torch.float32)
         if g.get("maximize"):
             src = -src
