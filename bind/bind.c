@@ -70,6 +70,66 @@ options_of(const char *what, const char *options_json, char **error_out)
   return o;
 }
 
+/* Refuses OPTIONS' members that are not among KNOWN (a misspelt option is never ignored). */
+static gboolean
+known_members(const char *what, const cJSON *o, const char *const *known, char **error_out)
+{
+  for (const cJSON *m = o->child; m != NULL; m = m->next) {
+    gboolean found = FALSE;
+    for (int i = 0; known[i] != NULL && !found; i++)
+      found = strcmp(m->string, known[i]) == 0;
+    if (!found) {
+      g_autofree char *list = g_strjoinv(", ", (char **)known);
+      return say(error_out, "%s: unknown option '%s' (the options are %s)", what, m->string,
+                 list);
+    }
+  }
+  return TRUE;
+}
+
+/* Member KEY of O as a whole number from MIN to MAX: a JSON number or a string of digits, as
+ * the CLI reads its counts. *PRESENT (may be NULL) says whether O has it; absent or null leaves
+ * *OUT alone. */
+static gboolean
+count_member(const char *what, const cJSON *o, const char *key, guint64 min, guint64 max,
+             gboolean *present, guint64 *out, char **error_out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (present != NULL)
+    *present = v != NULL && !cJSON_IsNull(v);
+  if (v == NULL || cJSON_IsNull(v))
+    return TRUE;
+  guint64 n = 0;
+  gboolean ok = FALSE;
+  if (cJSON_IsNumber(v)) {
+    ok = v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0 &&
+         v->valuedouble == (double)(guint64)v->valuedouble;
+    n = ok ? (guint64)v->valuedouble : 0;
+  } else if (cJSON_IsString(v) && v->valuestring[0] != '\0') {
+    ok = g_ascii_string_to_unsigned(v->valuestring, 10, 0, G_MAXUINT64, &n, NULL);
+  }
+  if (!ok || n < min || n > max)
+    return say(error_out, "%s: %s: expected a whole number from %" G_GUINT64_FORMAT " to %"
+               G_GUINT64_FORMAT, what, key, min, max);
+  *out = n;
+  return TRUE;
+}
+
+/* Member KEY of O as a string (absent or null: *OUT NULL). */
+static gboolean
+string_member(const char *what, const cJSON *o, const char *key, const char **out,
+              char **error_out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  *out = NULL;
+  if (v == NULL || cJSON_IsNull(v))
+    return TRUE;
+  if (!cJSON_IsString(v))
+    return say(error_out, "%s: %s: expected a string", what, key);
+  *out = v->valuestring;
+  return TRUE;
+}
+
 /* ---- traces ---------------------------------------------------------------------------- */
 
 /* The stage named TEXT ("fwd", "bwd", "optim"), or -1. */
@@ -118,27 +178,58 @@ stw_bind_import(const char *file, const char *options_json, char **error_out)
   cJSON *o = options_of("import", options_json, error_out);
   if (o == NULL)
     return NULL;
+  static const char *const known[] = { "et", "memory_timeline", "iteration", "depth",
+                                       "device_id", "pid", "params_from_memory", NULL };
   StwImportOptions io;
   stw_import_options_init(&io);
-  const cJSON *v;
-  io.et_file = cJSON_GetStringValue(cJSON_GetObjectItem(o, "et"));
-  io.timeline_file = cJSON_GetStringValue(cJSON_GetObjectItem(o, "memory_timeline"));
-  if ((v = cJSON_GetObjectItem(o, "iteration")) != NULL)
-    io.iteration = cJSON_IsNumber(v) ? (gint64)v->valuedouble
-                   : g_strcmp0(cJSON_GetStringValue(v), "whole") == 0 ? STW_IMPORT_WHOLE
-                                                                       : STW_IMPORT_LAST;
-  if (cJSON_IsNumber(v = cJSON_GetObjectItem(o, "depth")) && v->valuedouble >= 1)
-    io.depth = (guint)v->valuedouble;
-  if (cJSON_IsNumber(v = cJSON_GetObjectItem(o, "device_id")))
-    io.device_id = (gint64)v->valuedouble;
-  if (cJSON_IsNumber(v = cJSON_GetObjectItem(o, "pid")))
-    io.pid = (gint64)v->valuedouble;
-  io.params_from_memory = cJSON_IsTrue(cJSON_GetObjectItem(o, "params_from_memory"));
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "iteration");
+  const char *iteration = cJSON_GetStringValue(v);
+  guint64 n = 0;
+  gboolean has = FALSE;
+  StwTrace *t = NULL;
+  /* the CLI's --iteration, --depth, --device-id and --pid, with their ranges */
+  if (!known_members("import", o, known, error_out) ||
+      !string_member("import", o, "et", &io.et_file, error_out) ||
+      !string_member("import", o, "memory_timeline", &io.timeline_file, error_out))
+    goto out;
+  if (g_strcmp0(iteration, "last") == 0) {
+    io.iteration = STW_IMPORT_LAST;
+  } else if (g_strcmp0(iteration, "whole") == 0) {
+    io.iteration = STW_IMPORT_WHOLE;
+  } else {
+    if (!count_member("import", o, "iteration", 0, G_MAXINT32, &has, &n, error_out)) {
+      g_free(*error_out);
+      *error_out = g_strdup("import: iteration: expected a ProfilerStep number (0 to "
+                            "2147483647), \"last\" or \"whole\"");
+      goto out;
+    }
+    if (has)
+      io.iteration = (gint64)n;
+  }
+  if (!count_member("import", o, "depth", 1, 64, &has, &n, error_out))
+    goto out;
+  if (has)
+    io.depth = (guint)n;
+  if (!count_member("import", o, "device_id", 0, 4095, &has, &n, error_out))
+    goto out;
+  if (has)
+    io.device_id = (gint64)n;
+  if (!count_member("import", o, "pid", 0, G_MAXINT32, &has, &n, error_out))
+    goto out;
+  if (has)
+    io.pid = (gint64)n;
+  v = cJSON_GetObjectItemCaseSensitive(o, "params_from_memory");
+  if (v != NULL && !cJSON_IsBool(v) && !cJSON_IsNull(v)) {
+    say(error_out, "import: params_from_memory: expected true or false");
+    goto out;
+  }
+  io.params_from_memory = cJSON_IsTrue(v);
   GError *error = NULL;
-  StwTrace *t = stw_import(file, &io, NULL, &error);
-  cJSON_Delete(o);
+  t = stw_import(file, &io, NULL, &error);
   if (t == NULL)
     give(error, error_out);
+out:
+  cJSON_Delete(o);
   return t;
 }
 
@@ -256,7 +347,8 @@ size_member(const cJSON *o, const char *key, gboolean required, guint64 *out, ch
   const cJSON *v = cJSON_GetObjectItem(o, key);
   if (v == NULL)
     return !required || say(error_out, "plan: the option '%s' is required", key);
-  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9.0e15) {
+  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0 &&
+      v->valuedouble == (double)(guint64)v->valuedouble) {
     *out = (guint64)v->valuedouble;
     return TRUE;
   }
@@ -297,14 +389,25 @@ stw_bind_plan(const StwTrace *t, const char *trace_file, const char *options_jso
     return NULL;
   StwHardware hw;
   GError *error = NULL;
-  const char *hw_name = cJSON_GetStringValue(cJSON_GetObjectItem(o, "hw"));
+  const cJSON *hw_member = cJSON_GetObjectItemCaseSensitive(o, "hw");
+  const char *hw_name = cJSON_GetStringValue(hw_member);
+  gboolean hw_bad = hw_member != NULL && !cJSON_IsNull(hw_member) && hw_name == NULL;
   if (hw_name == NULL) /* as the CLI: the trace's device when a profile has its name */
     hw_name = stw_hardware_lookup(t->device.name, &hw, NULL) ? t->device.name
                                                               : STW_HARDWARE_DEFAULT;
+  static const char *const known[] = { "gpu", "cpu", "reserve", "gpus", "policy", "objective",
+                                       "hw", "chunk_size", NULL };
   StwPlannerOptions po;
   StwPlan *plan = NULL;
   int policy = STW_POLICY_STOWAGE, objective = STW_OBJECTIVE_TIME;
-  const cJSON *v;
+  guint64 gpus = 0, chunk = 0;
+  gboolean has_gpus = FALSE, has_chunk = FALSE;
+  if (!known_members("plan", o, known, error_out))
+    goto out;
+  if (hw_bad) {
+    say(error_out, "plan: hw: expected the name or file of a hardware profile");
+    goto out;
+  }
   if (!stw_hardware_lookup(hw_name, &hw, &error)) {
     give(error, error_out);
     goto out;
@@ -318,11 +421,15 @@ stw_bind_plan(const StwTrace *t, const char *trace_file, const char *options_jso
     goto out;
   po.policy = (StwPolicy)policy;
   po.objective = (StwObjective)objective;
-  if (cJSON_IsNumber(v = cJSON_GetObjectItem(o, "gpus")) && v->valuedouble >= 1 &&
-      v->valuedouble <= STW_PLAN_MAX_WORLD)
-    po.world_size = (guint32)v->valuedouble;
-  if (cJSON_IsNumber(v = cJSON_GetObjectItem(o, "chunk_size")) && v->valuedouble >= 1)
-    po.chunk_size_elems = (guint64)v->valuedouble;
+  /* the CLI's --gpus and --chunk-size, with their ranges */
+  if (!count_member("plan", o, "gpus", 1, STW_PLAN_MAX_WORLD, &has_gpus, &gpus, error_out) ||
+      !count_member("plan", o, "chunk_size", 1, STW_TRACE_MAX_NUMEL, &has_chunk, &chunk,
+                    error_out))
+    goto out;
+  if (has_gpus)
+    po.world_size = (guint32)gpus;
+  if (has_chunk)
+    po.chunk_size_elems = chunk;
   plan = stw_planner_plan(t, trace_file, &po, &error);
   if (plan == NULL)
     give(error, error_out);
@@ -496,6 +603,12 @@ stw_bind_runtime_iteration_begin(StwBindRuntime *r)
   stw_runtime_iteration_begin(r->rt);
 }
 
+void
+stw_bind_runtime_iteration_abandon(StwBindRuntime *r)
+{
+  stw_runtime_iteration_abandon(r->rt);
+}
+
 gboolean
 stw_bind_runtime_iteration_end(StwBindRuntime *r, char **error_out)
 {
@@ -549,7 +662,7 @@ stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor)
 {
   if (tensor >= r->model->tensors->len)
     return NULL;
-  return stw_runtime_param(r->rt, tensor);
+  return stw_runtime_param(r->rt, tensor); /* NULL when no op holds it resident */
 }
 
 static float
@@ -585,6 +698,10 @@ stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n, const 
     return FALSE;
   if (step < 1)
     return say(error_out, "adam: step %" G_GUINT64_FORMAT " (from 1)", step);
+  if (param == NULL || master == NULL || m == NULL || v == NULL)
+    return say(error_out, "adam: an array is NULL (param, master, m and v are all needed)");
+  if (n < 1 || n > STW_TRACE_MAX_NUMEL)
+    return say(error_out, "adam: %" G_GUINT64_FORMAT " elements (1 to 2^48)", n);
   stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v, n, &c, step);
   return TRUE;
 }
@@ -657,17 +774,20 @@ stw_bind_runtime_stats(StwBindRuntime *r)
   stw_json_add_u64(o, "unplanned_ops", s->unplanned_ops);
   stw_json_add_u64(o, "unplanned_h2d_bytes", s->unplanned_h2d_bytes);
   stw_json_add_u64(o, "unplanned_d2h_bytes", s->unplanned_d2h_bytes);
+  stw_json_add_u64(o, "abandoned_iterations", s->abandoned_iterations);
   return print(o);
 }
 
-void
-stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out)
+gboolean
+stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out, char **error_out)
 {
-  if (tensor >= r->model->tensors->len)
-    return;
+  if (tensor >= r->model->tensors->len || out == NULL)
+    return say(error_out, "runtime: tensor %u is not one of the model's %u", tensor,
+               r->model->tensors->len);
   gsize n = stw_trace_tensor(r->model, tensor)->numel;
   g_autofree float *m = g_new(float, MAX(n, 1)), *v = g_new(float, MAX(n, 1));
   stw_runtime_read_state(r->rt, tensor, out, m, v);
+  return TRUE;
 }
 
 gboolean
@@ -677,6 +797,8 @@ stw_bind_runtime_read_state(StwBindRuntime *r, guint32 tensor, float *master, fl
   if (tensor >= r->model->tensors->len)
     return say(error_out, "runtime: tensor %u is not one of the model's %u", tensor,
                r->model->tensors->len);
+  if (master == NULL || m == NULL || v == NULL)
+    return say(error_out, "runtime: read_state: an array is NULL");
   stw_runtime_read_state(r->rt, tensor, master, m, v);
   if (vmax != NULL)
     stw_runtime_read_max_variance(r->rt, tensor, vmax);
@@ -691,6 +813,8 @@ stw_bind_runtime_write_state(StwBindRuntime *r, guint32 tensor, const float *mas
   if (tensor >= r->model->tensors->len)
     return say(error_out, "runtime: tensor %u is not one of the model's %u", tensor,
                r->model->tensors->len);
+  if (master == NULL || m == NULL || v == NULL)
+    return say(error_out, "runtime: write_state: an array is NULL");
   stw_runtime_write_state(r->rt, tensor, master, m, v);
   if (vmax != NULL)
     stw_runtime_write_max_variance(r->rt, tensor, vmax);

@@ -632,6 +632,31 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
   return no_failure(rt, error);
 }
 
+void
+stw_runtime_iteration_abandon(StwRuntime *rt)
+{
+  if (rt->o.mode == STW_RUNTIME_PLAIN) {
+    rt->moment = 0;
+    return;
+  }
+  if (rt->be->range_pop != NULL) /* the iteration's range */
+    rt->be->range_pop(rt->be);
+  GError *ignored = NULL;
+  finish_all(rt, &ignored); /* a failure is reported at the next op, as ever */
+  if (ignored != NULL && rt->failure == NULL)
+    rt->failure = ignored;
+  else
+    g_clear_error(&ignored);
+  if (rt->recorder != NULL)
+    stw_recorder_iteration_end(rt->recorder, FALSE);
+  stw_store_iteration_end(rt->store);
+  /* the chunks are where the abandoned ops left them: the next iteration puts them back where
+   * the plan starts, and counts those moves as unplanned */
+  rt->perturbed = TRUE;
+  rt->moment = 0;
+  rt->st.abandoned_iterations++;
+}
+
 /* Makes the op's items as its step asks: the forbidden ones written back to the host (a CPU Adam
  * step reads the host copies), the needed ones fetched and waited for, the written ones dirty. An
  * item the plan should have placed otherwise is moved anyway, and counted, in replay. */
@@ -854,6 +879,8 @@ stw_runtime_param(StwRuntime *rt, guint32 tensor)
   guint32 item;
   guint64 off;
   locate(rt, STW_LIST_PARAM, tensor, &item, &off);
+  if (!stw_store_resident(rt->store, item))
+    return NULL;
   return stw_store_device(rt->store, item) + off;
 }
 

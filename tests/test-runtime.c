@@ -1065,6 +1065,20 @@ test_unplanned_and_frozen(void)
   be->free(be);
 }
 
+/* Runs ops [FROM, TO) of T as the trace has them. */
+static void
+run_ops(StwRuntime *rt, const StwTrace *t, guint32 from, guint32 to)
+{
+  GError *error = NULL;
+  for (guint32 k = from; k < to; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    g_assert_true(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
+                                       op->grads, op->n_grads, &error));
+    g_assert_no_error(error);
+    stw_runtime_op_end(rt);
+  }
+}
+
 /* An evaluation that needs a chunk the plan's start state does not hold: fetched on demand
  * (another made room for), counted as unplanned, and the start state restored before the next
  * iteration, whose moves are the plan's again. Three layers of 1024 weights, room for two. */
@@ -1107,12 +1121,7 @@ test_unplanned_restores(void)
   g_assert_cmpuint(absent, <, 3);
   for (int it = 0; it < 2; it++) {
     stw_runtime_iteration_begin(rt);
-    for (guint32 k = 0; k < t->ops->len; k++) {
-      const StwOp *op = stw_trace_op(t, k);
-      g_assert_true(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
-                                         op->grads, op->n_grads, &error));
-      stw_runtime_op_end(rt);
-    }
+    run_ops(rt, t, 0, t->ops->len);
     g_assert_true(stw_runtime_iteration_end(rt, &error));
     g_assert_cmpuint(stw_runtime_stats(rt)->h2d_bytes, ==, plan->pred.h2d_bytes);
     g_assert_cmpuint(stw_runtime_stats(rt)->deviations, ==, 0);
@@ -1129,15 +1138,21 @@ test_unplanned_restores(void)
   stw_runtime_iteration_begin(rt);
   g_assert_cmpuint(stw_runtime_stats(rt)->unplanned_h2d_bytes +
                        stw_runtime_stats(rt)->unplanned_d2h_bytes, >, before);
-  for (guint32 k = 0; k < t->ops->len; k++) {
-    const StwOp *op = stw_trace_op(t, k);
-    g_assert_true(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
-                                       op->grads, op->n_grads, &error));
-    stw_runtime_op_end(rt);
-  }
+  run_ops(rt, t, 0, t->ops->len);
   g_assert_true(stw_runtime_iteration_end(rt, &error));
   g_assert_cmpuint(stw_runtime_stats(rt)->h2d_bytes, ==, plan->pred.h2d_bytes);
   g_assert_cmpuint(stw_runtime_stats(rt)->deviations, ==, 0);
+  /* an iteration stopped after 4 ops (the caller's step raised) and abandoned: the next one
+   * runs the plan from its first op, moving the plan's bytes, with no deviation */
+  stw_runtime_iteration_begin(rt);
+  run_ops(rt, t, 0, 4);
+  stw_runtime_iteration_abandon(rt);
+  stw_runtime_iteration_begin(rt);
+  run_ops(rt, t, 0, t->ops->len);
+  g_assert_true(stw_runtime_iteration_end(rt, &error));
+  g_assert_cmpuint(stw_runtime_stats(rt)->h2d_bytes, ==, plan->pred.h2d_bytes);
+  g_assert_cmpuint(stw_runtime_stats(rt)->deviations, ==, 0);
+  g_assert_cmpuint(stw_runtime_stats(rt)->abandoned_iterations, ==, 1);
   stw_runtime_free(rt);
   be->free(be);
 }

@@ -97,6 +97,8 @@ StwBindRuntime *stw_bind_runtime_new(const StwTrace *model, const float *const *
                                      char **error_out);
 void stw_bind_runtime_free(StwBindRuntime *r);
 void stw_bind_runtime_iteration_begin(StwBindRuntime *r);
+/* stw_runtime_iteration_abandon: the iteration ended early (an exception in the caller's step). */
+void stw_bind_runtime_iteration_abandon(StwBindRuntime *r);
 gboolean stw_bind_runtime_iteration_end(StwBindRuntime *r, char **error_out);
 gboolean stw_bind_runtime_op_begin(StwBindRuntime *r, const char *name, const char *stage,
                                    const guint32 *params, guint32 n_params,
@@ -107,7 +109,8 @@ gboolean stw_bind_runtime_unplanned_op_begin(StwBindRuntime *r, const char *name
                                              const guint32 *params, guint32 n_params,
                                              char **error_out);
 /* The compute copy of TENSOR for the current op (fp32, numel floats; on "cuda", device memory,
- * its fetch complete); after its backward, its gradient. */
+ * its fetch complete); after its backward, its gradient. NULL for a tensor the model does not
+ * have or that no open op holds resident. */
 float *stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor);
 /* At the optimizer op of TENSOR: one AdamW step (ADAM_JSON: {"lr", "beta1", "beta2", "eps",
  * "weight_decay", "amsgrad" (true: the layout must keep the largest variances, a trace of
@@ -127,8 +130,10 @@ gboolean stw_bind_adam(float *param, float *master, float *m, float *v, guint64 
                        const char *adam_json, guint64 step, char **error_out);
 /* The runtime's figures (runtime.h's StwRuntimeStats) as JSON. */
 char *stw_bind_runtime_stats(StwBindRuntime *r);
-/* TENSOR's fp32 master weights into OUT (numel floats). */
-void stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out);
+/* TENSOR's fp32 master weights into OUT (numel floats); FALSE with *ERROR_OUT for a tensor the
+ * model does not have. */
+gboolean stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out,
+                                 char **error_out);
 /* stw_runtime_read_state and write_state: TENSOR's weights (its master; a frozen tensor's compute
  * copy), momentum and variance, and with VMAX (may be NULL) AMSGrad's largest variances, numel
  * floats each, wherever the runtime holds them. */

@@ -75,6 +75,7 @@ typedef struct {
   guint64 unplanned_ops;            /* over the run: ops outside the plan (evaluations) */
   guint64 unplanned_h2d_bytes;      /* over the run: moved for them, and to restore the plan's */
   guint64 unplanned_d2h_bytes;      /* start state after them; none of it in h2d_bytes */
+  guint64 abandoned_iterations;     /* over the run: stw_runtime_iteration_abandon's */
 } StwRuntimeStats;
 
 typedef struct StwRuntime StwRuntime;
@@ -91,6 +92,13 @@ void stw_runtime_free(StwRuntime *rt);
 
 void stw_runtime_iteration_begin(StwRuntime *rt);
 gboolean stw_runtime_iteration_end(StwRuntime *rt, GError **error);
+/* Ends the iteration begun without running the rest of its ops (the caller's step raised an
+ * exception, or was interrupted, before its end): nothing of the model data is lost (every chunk
+ * keeps its valid copy), the next iteration first puts every chunk back where the plan starts
+ * (moves counted as unplanned, as after an unplanned op), and the runtime replays the plan from
+ * its first op again. Counted in the stats (abandoned_iterations). An iteration whose
+ * optimizer ops have begun should not be abandoned: its tensors stepped so far keep their step. */
+void stw_runtime_iteration_abandon(StwRuntime *rt);
 
 gboolean stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage,
                               const guint32 *params, guint32 n_params, const guint32 *grads,
@@ -109,9 +117,9 @@ gboolean stw_runtime_unplanned_op_begin(StwRuntime *rt, const char *name, const 
                                         guint32 n_params, GError **error);
 
 /* The compute copy of TENSOR on the device, for the current op (which must declare it), in the
- * model's dtype (fp32, or bf16 in mixed precision; the other lists are always fp32). A backward
- * op that declares TENSOR's gradient writes the gradient there once it no longer needs the
- * parameter. */
+ * model's dtype (fp32, or bf16 in mixed precision; the other lists are always fp32); NULL when
+ * its chunk is not resident (no op holds it). A backward op that declares TENSOR's gradient
+ * writes the gradient there once it no longer needs the parameter. */
 gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
 
 /* The tensors this rank steps at the optimizer op of TENSOR, into OUT (guint32): TENSOR itself

@@ -22,7 +22,33 @@ def version():
 
 
 def _path(p):
+    if not isinstance(p, (str, bytes)) and not hasattr(p, "__fspath__"):
+        raise StowageError("expected a file name, not %s" % type(p).__name__)
     return os.fsencode(os.fspath(p))
+
+
+def _whole(value, what, low=0, high=2 ** 64 - 1):
+    """VALUE as a whole number from LOW to HIGH (ctypes would wrap a negative or a larger one
+    silently), or StowageError naming WHAT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise StowageError("%s: expected a whole number from %d to %d, not %r"
+                           % (what, low, high, value))
+    return value
+
+
+def _address(value, what):
+    """VALUE as a memory address: a positive whole number (a tensor's data_ptr())."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value >= 2 ** 64:
+        raise StowageError("%s: expected the address of an array (a positive whole number such "
+                           "as a tensor's data_ptr()), not %r" % (what, value))
+    return value
+
+
+def _of(value, cls, what):
+    if not isinstance(value, cls):
+        raise StowageError("%s: expected a stowage.%s, not %s" % (what, cls.__name__,
+                                                                  type(value).__name__))
+    return value
 
 
 def parse_size(size, what="size"):
@@ -73,7 +99,8 @@ class Trace:
 
     def summary(self, top=10):
         """What `stowage inspect --json` prints, as a dict."""
-        return json.loads(_lib.take(_lib.trace_summary(self._h, top)))
+        return json.loads(_lib.take(_lib.trace_summary(self._h, _whole(top, "summary: top", 0,
+                                                                       2 ** 32 - 1))))
 
     def __del__(self):
         h, self._h = getattr(self, "_h", None), None
@@ -84,7 +111,10 @@ class Trace:
 def import_trace(path, et=None, memory_timeline=None, iteration=None, depth=None,
                  device_id=None, pid=None, params_from_memory=False):
     """A PyTorch profiler file as a Trace (stowage import; docs/profiling.md)."""
-    opts = {"params_from_memory": bool(params_from_memory)}
+    if not isinstance(params_from_memory, bool):
+        raise StowageError("import: params_from_memory: expected true or false, not %r"
+                           % (params_from_memory,))
+    opts = {"params_from_memory": params_from_memory}
     for key, value in (("et", et), ("memory_timeline", memory_timeline),
                        ("iteration", iteration), ("depth", depth), ("device_id", device_id),
                        ("pid", pid)):
@@ -108,7 +138,7 @@ class Plan:
     path = None  # the file it was loaded from, if any
 
     def save(self, path, trace):
-        _call(_lib.plan_save, self._h, trace._h, _path(path))
+        _call(_lib.plan_save, self._h, _of(trace, Trace, "Plan.save: trace")._h, _path(path))
 
     @property
     def predictions(self):
@@ -130,19 +160,26 @@ def plan(trace, gpu, cpu=None, reserve=None, gpus=None, policy=None, objective=N
                        ("objective", objective), ("hw", hw), ("chunk_size", chunk_size)):
         if value is not None:
             opts[key] = value
+    _of(trace, Trace, "plan: trace")
     trace_file = _path(trace.path) if trace.path else None
-    return Plan(_call(_lib.plan, trace._h, trace_file, json.dumps(opts).encode()))
+    try:
+        text = json.dumps(opts)
+    except (TypeError, ValueError) as e:
+        raise StowageError("plan: the options cannot be read: %s" % e)
+    return Plan(_call(_lib.plan, trace._h, trace_file, text.encode()))
 
 
 def check(plan, trace):
     """Proves PLAN sound for TRACE (stowage check): the recomputed predictions, or StowageError
     naming the first failure."""
-    return json.loads(_lib.take(_call(_lib.check, plan._h, trace._h)))
+    return json.loads(_lib.take(_call(_lib.check, _of(plan, Plan, "check: plan")._h,
+                                      _of(trace, Trace, "check: trace")._h)))
 
 
 def simulate(plan, trace):
     """Simulates PLAN on its hardware (stowage simulate): the iteration's totals."""
-    return json.loads(_lib.take(_call(_lib.simulate, plan._h, trace._h)))
+    return json.loads(_lib.take(_call(_lib.simulate, _of(plan, Plan, "simulate: plan")._h,
+                                      _of(trace, Trace, "simulate: trace")._h)))
 
 
 class Runtime:
@@ -158,6 +195,14 @@ class Runtime:
     def __init__(self, model, device_bytes, plan=None, plan_trace=None, init=None,
                  init_addresses=None, device="host"):
         self._h = None
+        _of(model, Trace, "runtime: model")
+        if plan is not None:
+            _of(plan, Plan, "runtime: plan")
+            _of(plan_trace or model, Trace, "runtime: plan_trace")
+        device_bytes = _whole(parse_size(device_bytes, "runtime: device_bytes"),
+                              "runtime: device_bytes", 1)
+        if device not in ("host", "cuda"):
+            raise StowageError("runtime: device '%s' is not host or cuda" % (device,))
         self._keep = (model, plan, plan_trace)  # the library holds pointers to them
         self.model = model
         self.numel = [x["numel"] for x in model.json()["tensors"]]
@@ -170,7 +215,8 @@ class Runtime:
             if init is not None:
                 self._init = [(ctypes.c_float * k)(*values) for k, values in zip(self.numel, init)]
                 init_addresses = [ctypes.addressof(a) for a in self._init]
-            arrays = (ctypes.c_void_p * n)(*init_addresses)
+            arrays = (ctypes.c_void_p * n)(*(_address(a, "runtime: init_addresses")
+                                             for a in init_addresses))
         self.device = device
         self._arrays = {}
         self._adam_json = {}
@@ -181,6 +227,14 @@ class Runtime:
     def iteration_begin(self):
         _lib.runtime_iteration_begin(self._h)
 
+    def iteration_abandon(self):
+        """The iteration ended early (an exception in the caller's step): the next one starts
+        from the plan's start state again (runtime.h)."""
+        _lib.runtime_iteration_abandon(self._h)
+
+    def _tensor(self, tensor, what):
+        return _whole(tensor, "runtime: %s: tensor" % what, 0, len(self.numel) - 1)
+
     def iteration_end(self):
         _call(_lib.runtime_iteration_end, self._h)
 
@@ -189,6 +243,8 @@ class Runtime:
         key = tuple(ids)
         array = self._arrays.get(key)
         if array is None:
+            for i in key:
+                _whole(i, "runtime: a tensor id", 0, 2 ** 32 - 1)
             array = self._arrays[key] = (_lib.u32 * max(len(key), 1))(*key)
         return array
 
@@ -202,27 +258,31 @@ class Runtime:
     def unplanned_op_begin(self, name, params=()):
         """An op outside the plan (an evaluation forward): PARAMS resident on demand within the
         budget, counted in the stats' unplanned figures; ended by op_end."""
-        ps = (_lib.u32 * max(len(params), 1))(*params)
-        _call(_lib.runtime_unplanned_op_begin, self._h, name.encode(), ps, len(params))
+        _call(_lib.runtime_unplanned_op_begin, self._h, name.encode(), self._ids(params),
+              len(params))
 
     def read_state(self, tensor, master, m, v, vmax=None):
         """TENSOR's weights, momentum and variance (fp32, numel each) into host memory at the
         addresses MASTER, M, V, and at VMAX AMSGrad's largest variances (zeros when the plan
         keeps none), from wherever the runtime holds them."""
-        _call(_lib.runtime_read_state, self._h, tensor, master, m, v, vmax)
+        _call(_lib.runtime_read_state, self._h, self._tensor(tensor, "read_state"),
+              *(_address(a, "runtime: read_state") for a in (master, m, v)),
+              None if vmax is None else _address(vmax, "runtime: read_state"))
 
     def write_state(self, tensor, master, m, v, vmax=None):
         """TENSOR's weights (its compute copy too), momentum and variance from host memory at
         the addresses MASTER, M, V, and AMSGrad's largest variances at VMAX (a frozen tensor:
         its weights only)."""
-        _call(_lib.runtime_write_state, self._h, tensor, master, m, v, vmax)
+        _call(_lib.runtime_write_state, self._h, self._tensor(tensor, "write_state"),
+              *(_address(a, "runtime: write_state") for a in (master, m, v)),
+              None if vmax is None else _address(vmax, "runtime: write_state"))
 
     def param_address(self, tensor):
         """The address of TENSOR's compute copy for the current op (device memory on "cuda",
         its fetch complete), valid until the op ends."""
-        ptr = _lib.runtime_param(self._h, tensor)
+        ptr = _lib.runtime_param(self._h, self._tensor(tensor, "param"))
         if not ptr:
-            raise StowageError("runtime: tensor %d is not resident for this op" % tensor)
+            raise StowageError("runtime: tensor %d is not resident: no open op holds it" % tensor)
         return ptr
 
     def param(self, tensor):
@@ -231,7 +291,8 @@ class Runtime:
         if self.device != "host":
             raise StowageError("runtime: param() reads host memory; on %s use param_address()"
                                % self.device)
-        return (ctypes.c_float * self.numel[tensor]).from_address(self.param_address(tensor))
+        address = self.param_address(tensor)
+        return (ctypes.c_float * self.numel[tensor]).from_address(address)
 
     def adam(self, tensor, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
              amsgrad=False):
@@ -243,18 +304,23 @@ class Runtime:
             if len(self._adam_json) > 64:  # a scheduler's every rate: keep the recent ones
                 self._adam_json.clear()
             text = self._adam_json[key] = json.dumps(opts).encode()
-        _call(_lib.runtime_adam, self._h, tensor, text, step)
+        _call(_lib.runtime_adam, self._h, self._tensor(tensor, "adam"), text,
+              _whole(step, "runtime: adam: step", 1))
 
     def optim_grad(self, tensor):
         """At TENSOR's optimizer op: where its gradient goes for the step, (address, on_device):
         on_device True when that is a GPU's memory (the plan steps it there)."""
         on_device = ctypes.c_int(0)
-        ptr = _lib.runtime_optim_grad(self._h, tensor, ctypes.byref(on_device))
+        ptr = _lib.runtime_optim_grad(self._h, self._tensor(tensor, "optim_grad"),
+                                      ctypes.byref(on_device))
+        if not ptr:
+            raise StowageError("runtime: optim_grad: tensor %d is frozen: it has no optimizer "
+                               "state" % tensor)
         return ptr, bool(on_device.value)
 
     def master(self, tensor):
-        out = (ctypes.c_float * self.numel[tensor])()
-        _lib.runtime_master(self._h, tensor, out)
+        out = (ctypes.c_float * self.numel[self._tensor(tensor, "master")])()
+        _call(_lib.runtime_master, self._h, tensor, out)
         return list(out)
 
     @property
@@ -274,4 +340,7 @@ def adam(param, master, m, v, n, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, we
     AMSGRAD, V holds 2 N values: the variances, then their largest so far."""
     opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
             "weight_decay": weight_decay, "amsgrad": bool(amsgrad)}
-    _call(_lib.adam, param, master, m, v, n, json.dumps(opts).encode(), step)
+    arrays = [_address(a, "adam: " + what) for a, what in
+              ((param, "param"), (master, "master"), (m, "m"), (v, "v"))]
+    _call(_lib.adam, *arrays, _whole(n, "adam: n", 1, 2 ** 48), json.dumps(opts).encode(),
+          _whole(step, "adam: step", 1))

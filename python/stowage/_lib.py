@@ -123,7 +123,9 @@ runtime_optim_grad = _fn("stw_bind_runtime_optim_grad", ctypes.c_void_p, ctypes.
 adam = _fn("stw_bind_adam", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
            ctypes.c_void_p, u64, ctypes.c_char_p, u64, ctypes.POINTER(ctypes.c_void_p))
 runtime_stats = _fn("stw_bind_runtime_stats", ctypes.c_void_p, ctypes.c_void_p)
-runtime_master = _fn("stw_bind_runtime_master", None, ctypes.c_void_p, u32, f32p)
+runtime_master = _fn("stw_bind_runtime_master", ctypes.c_int, ctypes.c_void_p, u32, f32p,
+                     ctypes.POINTER(ctypes.c_void_p))
+runtime_iteration_abandon = _fn("stw_bind_runtime_iteration_abandon", None, ctypes.c_void_p)
 runtime_read_state = _fn("stw_bind_runtime_read_state", ctypes.c_int, ctypes.c_void_p, u32,
                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                          ctypes.POINTER(ctypes.c_void_p))

@@ -195,6 +195,27 @@ def _micro_steps(stages):
     return runs
 
 
+class _interrupts_deferred:
+    """Ctrl-C (SIGINT) held back until the block ends, then raised: an optimizer step is not
+    left half done. Outside the main thread, where Python cannot catch signals, a no-op."""
+
+    def __enter__(self):
+        import signal
+        import threading
+        self.old, self.caught = None, []
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGINT, lambda sig, frame: self.caught.append(sig))
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+            if self.caught and exc[0] is None:
+                raise KeyboardInterrupt
+        return False
+
+
 def _replace_step(optimizer, fn):
     """OPTIMIZER.step becomes FN(optimizer, *args, **kwargs) (a plain function) as a bound
     method, so that an LR scheduler created afterwards wraps it as it wraps the class's (it
@@ -650,6 +671,10 @@ class wrap:
                                "profile again with this version" % (outside,
                                                                     "" if outside == 1 else "s"))
         self.micro_steps = tj["model"].get("micro_steps", 1)
+        self.trace_stages = [o["stage"] for o in tj["ops"]]
+        self.run_starts = {k for k, s in enumerate(self.trace_stages)
+                           if s == "fwd" and (k == 0 or self.trace_stages[k - 1] == "bwd")}
+        self.k = 0  # the plan's ops begun in this iteration
         batch, seq = tj["model"].get("batch", 0), tj["model"].get("seq", 0)
         self.shape = (batch // self.micro_steps, seq)
         self.device = self.m.params[0][1].device if self.m.params else _torch.device("cpu")
@@ -906,12 +931,10 @@ class wrap:
         if unplanned:
             self._ordered(self.rt.unplanned_op_begin, name, params)
         else:
-            if not self.in_iteration:
-                self.rt.iteration_begin()
-                self.in_iteration = True
-                self._sd_cache = (None, {})
+            self._iteration()
             grads = self.m.trained(params) if stage == "bwd" else []
             self._ordered(self.rt.op_begin, name, stage, params, grads)
+            self.k += 1
         self._show(params)
         saved = None  # what the forward saves for backward (autograd's engine has its own
         if stage == "fwd" and not unplanned:  # thread state in backward, which saves nothing)
@@ -939,9 +962,31 @@ class wrap:
         if stage == "fwd" and self.op is not None and self.op[0] == name:
             self._close()
 
+    def _iteration(self):
+        """An iteration begun, if none is."""
+        if not self.in_iteration:
+            self.rt.iteration_begin()
+            self.in_iteration = True
+            self.k = 0
+            self._sd_cache = (None, {})
+
+    def _abandon(self):
+        """Ends an iteration that stopped part way (an exception in the step): the runtime
+        starts the plan's ops again at the next, as the model does."""
+        self._close()
+        self._hide(range(len(self.m.params)))
+        self.rt.iteration_abandon()
+        self.in_iteration = False
+        warnings.warn("stowage.torch.wrap: the last iteration stopped after %d of its %d ops "
+                      "(an exception in the step?): it is abandoned, and this forward begins "
+                      "the next; the gradients PyTorch holds from it are left as they are"
+                      % (self.k, len(self.trace_stages)))
+
     def forward_begins(self, args, kwargs):
         if _torch.is_grad_enabled():
             self._check_shape(args, kwargs)
+            if self.in_iteration and self.k not in self.run_starts:
+                self._abandon()
         self._close()
         if self.held:
             self._open(self.m.name, "fwd", [])
@@ -1000,21 +1045,40 @@ class wrap:
                 loss = closure()
         self._close()
         self._hide(self.held)
-        if not self.in_iteration:
-            self.rt.iteration_begin()
-            self.in_iteration = True
         group_of = {id(q): g for g in optimizer.param_groups for q in g["params"]}
+        # everything that can refuse the step is checked before any parameter is stepped, and
+        # Ctrl-C waits for the step's end: the step completes, or leaves the model as it was
         for i, (name, p) in enumerate(self.m.params):
-            if self.m.frozen[i]:
+            grad = p.grad
+            if self.m.frozen[i] or grad is None:
                 continue
-            self._ordered(self.rt.op_begin, "optimizer." + name, "optim", [i], [])
-            try:
-                self._adam(i, name, p, group_of[id(p)])
-            finally:
-                self._ordered(self.rt.op_end)
-        self._ordered(self.rt.iteration_end)
-        self.in_iteration = False
-        self.version += 1
+            if grad.is_sparse:
+                raise StowageError("wrap: %s has a sparse gradient, which the library's AdamW "
+                                   "does not step" % name)
+            if grad.numel() != self.numel[i]:
+                raise StowageError("wrap: %s has a gradient of %d elements for %d"
+                                   % (name, grad.numel(), self.numel[i]))
+        first = self.trace_stages.index("optim") if "optim" in self.trace_stages else 0
+        trained = self.m.trained(range(len(self.m.params)))
+        if self.in_iteration and self.k != first and trained:
+            # not where the plan steps: the runtime refuses the step's first op with its message
+            # (which op the plan has here, and why that happens), before anything is stepped
+            i = trained[0]
+            self._ordered(self.rt.op_begin, "optimizer." + self.m.params[i][0], "optim", [i], [])
+        self._iteration()
+        with _interrupts_deferred():
+            for i, (name, p) in enumerate(self.m.params):
+                if self.m.frozen[i]:
+                    continue
+                self._ordered(self.rt.op_begin, "optimizer." + name, "optim", [i], [])
+                self.k += 1
+                try:
+                    self._adam(i, name, p, group_of[id(p)])
+                finally:
+                    self._ordered(self.rt.op_end)
+            self._ordered(self.rt.iteration_end)
+            self.in_iteration = False
+            self.version += 1
         return loss
 
     def _adam(self, i, name, p, g):
@@ -1023,9 +1087,6 @@ class wrap:
         grad = p.grad
         if grad is None:
             return
-        if grad.is_sparse:
-            raise StowageError("wrap: %s has a sparse gradient, which the library's AdamW does "
-                               "not step" % name)
         self.steps[i] += 1
         dst, on_device = self.rt.optim_grad(i)
         slot = self.slots.get((i, dst))

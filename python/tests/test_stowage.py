@@ -51,6 +51,28 @@ class TestTraces(unittest.TestCase):
             stowage.import_trace(os.path.join(p, "tied-et.json"), iteration=9)
         self.assertIn("no ProfilerStep#9: the execution trace holds 3", str(e.exception))
 
+    def test_import_options_are_checked(self):
+        """Every option is read as the CLI reads it or refused by name: iteration "2" is
+        ProfilerStep#2 (it used to import the last), never silently another."""
+        et = os.path.join(FIX, "pytorch", "tied-et.json")
+        with self.assertRaisesRegex(stowage.StowageError, "no ProfilerStep#2: the execution trace "
+                                    "holds 3"):
+            stowage.import_trace(et, iteration="2")
+        a = stowage.import_trace(et, iteration="3").summary()["digest"]
+        self.assertEqual(a, stowage.import_trace(et, iteration=3).summary()["digest"])
+        self.assertEqual(a, stowage.import_trace(et, iteration="last").summary()["digest"])
+        for bad, message in ((dict(iteration="two"), "import: iteration: expected a "
+                              "ProfilerStep number (0 to 2147483647), \"last\" or \"whole\""),
+                             (dict(iteration=-1), "import: iteration: expected"),
+                             (dict(depth=0), "import: depth: expected a whole number from 1 to 64"),
+                             (dict(depth=2.5), "import: depth: expected a whole number"),
+                             (dict(pid="me"), "import: pid: expected a whole number"),
+                             (dict(params_from_memory="yes"), "import: params_from_memory: "
+                              "expected true or false")):
+            with self.assertRaises(stowage.StowageError) as e:
+                stowage.import_trace(et, **bad)
+            self.assertIn(message, str(e.exception), bad)
+
 
 def built_trace():
     """A trace built through the library's builder, as stowage.torch.profile builds one."""
@@ -186,6 +208,83 @@ class TestRuntime(unittest.TestCase):
             rt.iteration_begin()
             rt.op_begin("l0", "fwd", [0])
             rt.param(0)
+
+
+class TestArguments(unittest.TestCase):
+    """The API checks every argument before the library sees it: a wrong one is a StowageError
+    naming it, never a crash of the interpreter or a silently wrapped number."""
+
+    def test_runtime_arguments(self):
+        t = fp32_trace()
+        rt = stowage.Runtime(t, "16KiB")  # less than twice the model state: nothing stays
+        for call, message in ((lambda: rt.param_address(0), "runtime: tensor 0 is not "
+                               "resident: no open op holds it"),
+                              (lambda: rt.param_address(3), "runtime: param: tensor: expected a "
+                               "whole number from 0 to 2, not 3"),
+                              (lambda: rt.master(-1), "runtime: master: tensor: expected a whole "
+                               "number from 0 to 2, not -1"),
+                              (lambda: rt.adam(0, 0), "runtime: adam: step: expected a whole "
+                               "number from 1"),
+                              (lambda: rt.read_state(0, None, 1, 1), "runtime: read_state: "
+                               "expected the address of an array"),
+                              (lambda: rt.op_begin("l0", "fwd", [-1]), "runtime: a tensor id: "
+                               "expected a whole number from 0 to 4294967295, not -1"),
+                              (lambda: stowage.Runtime(t, -5), "runtime: device_bytes: -5 "
+                               "bytes is negative"),
+                              (lambda: stowage.Runtime(t, 0), "runtime: device_bytes: expected a "
+                               "whole number from 1"),
+                              (lambda: stowage.Runtime("t", 1 << 20), "runtime: model: expected "
+                               "a stowage.Trace, not str")):
+            with self.assertRaises(stowage.StowageError) as e:
+                call()
+            self.assertIn(message, str(e.exception))
+        rt.iteration_begin()
+        rt.op_begin("l0", "fwd", [0])
+        self.assertGreater(rt.param_address(0), 0)
+        rt.op_end()
+        self.assertEqual(rt.master(2), [0.0] * 256)
+
+    def test_adam_arguments(self):
+        import ctypes
+        a = [(ctypes.c_float * 4)() for _ in range(4)]
+        p, master, m, v = (ctypes.addressof(x) for x in a)
+        for args, message in (((None, master, m, v, 4, 1), "adam: param: expected the address"),
+                              ((p, master, m, v, -1, 1), "adam: n: expected a whole number from "
+                               "1 to 281474976710656, not -1"),
+                              ((p, master, m, v, 4, 0), "adam: step: expected a whole number "
+                               "from 1"),
+                              ((p, 0, m, v, 4, 1), "adam: master: expected the address")):
+            with self.assertRaises(stowage.StowageError) as e:
+                stowage.adam(*args)
+            self.assertIn(message, str(e.exception))
+        stowage.adam(p, master, m, v, 4, 1)  # the arrays as given: a real step
+
+    def test_plan_options_are_checked(self):
+        t = stowage.Trace.load(MINI)
+        self.assertEqual(stowage.plan(t, gpu=4096, chunk_size="1024").predictions["chunk_size"],
+                         1024)
+        for bad, message in ((dict(gpus=0), "plan: gpus: expected a whole number from 1 to "
+                              "4096"),
+                             (dict(gpus="8x"), "plan: gpus: expected a whole number"),
+                             (dict(chunk_size="big"), "plan: chunk_size: expected a whole "
+                              "number"),
+                             (dict(chunk_size=1.5), "plan: chunk_size: expected a whole number"),
+                             (dict(hw=3), "plan: hw: expected the name or file of a hardware "
+                              "profile"),
+                             (dict(cpu=object()), "plan: the options cannot be read")):
+            with self.assertRaises(stowage.StowageError) as e:
+                stowage.plan(t, gpu=4096, **bad)
+            self.assertIn(message, str(e.exception), bad)
+        for call, message in ((lambda: stowage.check("plan.json", t), "check: plan: expected a "
+                               "stowage.Plan, not str"),
+                              (lambda: stowage.plan(None, gpu=1), "plan: trace: expected a "
+                               "stowage.Trace, not NoneType"),
+                              (lambda: t.summary(-1), "summary: top: expected a whole number"),
+                              (lambda: stowage.Trace.load(None), "expected a file name, not "
+                               "NoneType")):
+            with self.assertRaises(stowage.StowageError) as e:
+                call()
+            self.assertIn(message, str(e.exception))
 
 
 class TestPlans(unittest.TestCase):

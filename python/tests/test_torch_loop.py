@@ -532,6 +532,88 @@ class TestLoops(unittest.TestCase):
             self.step(m, opt, x[:2])  # a smaller one (an epoch's last) trains
             self.assertEqual(w.stats["deviations"], 0)
 
+    def test_a_step_completes_or_leaves_the_model_as_it_was(self):
+        """A step refused part way (a sparse gradient) steps nothing; Ctrl-C during
+        a step waits for its end; an exception in a forward abandons the iteration, and the next
+        trains as if it had never begun: the losses and weights bitwise those of plain PyTorch
+        doing the same."""
+        import signal
+
+        class Failing(TinyLM):
+            fail = False
+
+            def forward(self, x):
+                y = self.wte(x)
+                for k, b in enumerate(self.h):
+                    if self.fail and k == 1:
+                        raise RuntimeError("a failure in the forward")
+                    y = b(y)
+                return self.head(self.ln_f(y))
+
+        runs = []
+        for wrapped in (True, False):
+            m, x = self.tiny(Failing, layers=3)
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+            w = None
+            ref = LibraryAdam(opt)
+            if wrapped:
+                t = quiet(self.profiled, m, opt, x)
+                w = st.wrap(m, opt, stowage.plan(t, gpu=self.budget(t, 0.25)), t)
+                ref = None
+            losses = [self.step(m, opt, x, 1, ref) for _ in range(2)]
+            if wrapped:
+                before = {k: v.clone() for k, v in m.state_dict().items()}
+                loss_of(m, x).backward()
+                m.h[1].fc.weight.grad = m.h[1].fc.weight.grad.to_sparse()
+                with self.assertRaisesRegex(stowage.StowageError, r"^wrap: h\.1\.fc\.weight has a "
+                                            "sparse gradient, which the library's AdamW does not "
+                                            "step$"):
+                    opt.step()
+                for k, v in m.state_dict().items():  # nothing stepped
+                    self.assertTrue(torch.equal(v, before[k]), k)
+                self.assertEqual(float(opt.state_dict()["state"][0]["step"]), 2.0)
+                opt.zero_grad()
+                # Ctrl-C in the middle of a step: raised when the step has ended (the refused
+                # iteration abandoned at this forward)
+                adam, sent = w.rt.adam, []
+
+                def interrupting(*args, **kwargs):
+                    if not sent:
+                        sent.append(True)
+                        os.kill(os.getpid(), signal.SIGINT)
+                    return adam(*args, **kwargs)
+
+                w.rt.adam = interrupting
+                loss = loss_of(m, x)
+                loss.backward()
+                with self.assertRaises(KeyboardInterrupt):
+                    opt.step()
+                w.rt.adam = adam
+                opt.zero_grad()
+                losses.append(loss.item())
+                self.assertEqual({int(float(s["step"])) for s in
+                                  opt.state_dict()["state"].values()}, {3})
+                # an exception in a forward: the next step begins afresh
+                m.fail = True
+                with self.assertRaisesRegex(RuntimeError, "a failure in the forward"):
+                    loss_of(m, x)
+                m.fail = False
+                with self.assertWarnsRegex(UserWarning, r"the last iteration stopped after 2 of "
+                                           "its 33 ops"):
+                    losses.append(self.step(m, opt, x))
+                losses += [self.step(m, opt, x) for _ in range(2)]
+                stats = w.stats
+                st.unwrap(m)
+                # the refused step's and the failed forward's
+                self.assertEqual(stats["abandoned_iterations"], 2)
+                self.assertEqual(stats["deviations"], 0)
+            else:
+                losses += [self.step(m, opt, x, 1, ref) for _ in range(4)]
+            runs.append((losses, {k: v.clone() for k, v in m.state_dict().items()}))
+        self.assertEqual(runs[0][0], runs[1][0])
+        for k, v in runs[0][1].items():
+            self.assertTrue(torch.equal(v, runs[1][1][k]), k)
+
     def test_the_profile_warns_of_what_wrap_refuses(self):
         m, x = self.tiny()
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
