@@ -28,20 +28,78 @@ typedef enum {
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
                                            "qwen2",   "gemma",    "bert",  NULL };
 
-/* Member names by what they hold: GPT-2's names first where it has its own. */
+/* What transformers' config class of a model type reads, and its defaults: a member left out
+ * takes the default; one written null takes it too where the class's default is None (the
+ * NULL_OK flags), and is refused where transformers refuses it. The table follows transformers 5
+ * (python/tests/test_hf_configs.py holds stowage to it, family by family). */
 typedef struct {
-  const char *layers, *hidden, *heads, *ffn, *max_seq;
-} HfNames;
+  const char *layers, *hidden, *heads, *ffn, *max_seq; /* the members' names */
+  guint64 layers_default, hidden_default, heads_default, ffn_default, max_seq_default,
+      vocab_default;                /* ffn 0: 4 x hidden (GPT-2's n_inner None) */
+  guint64 kv_default;               /* num_key_value_heads: 0 = the heads (None); NOT_READ: the
+                                     * architecture has as many as heads whatever the file says
+                                     * (Qwen2's default is 32, and null is the heads) */
+  guint64 head_dim_default;         /* head_dim: 0 = hidden / heads (None); NOT_READ: always */
+  gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
+  gboolean ffn_null_ok;
+  gboolean tied;                    /* tie_word_embeddings' default */
+  gboolean reads_tie;               /* a head to tie (BERT's encoder has none: ignored) */
+  gboolean attention_bias;          /* attention_bias's default, read where reads_attention_bias */
+  gboolean reads_attention_bias, reads_mlp_bias;
+} HfRow;
 
-static const HfNames gpt2_names = { "n_layer", "n_embd", "n_head", "n_inner", "n_positions" };
-static const HfNames common_names = { "num_hidden_layers", "hidden_size", "num_attention_heads",
-                                      "intermediate_size", "max_position_embeddings" };
+#define NOT_READ G_MAXUINT64
+
+static const HfRow hf_rows[] = {
+  [HF_GPT2] = { .layers = "n_layer", .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",
+                .max_seq = "n_positions", .layers_default = 12, .hidden_default = 768,
+                .heads_default = 12, .ffn_default = 0, .max_seq_default = 1024,
+                .vocab_default = 50257, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+                .ffn_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE },
+  [HF_NEOX] = { .layers_default = 44, .hidden_default = 6144, .heads_default = 64,
+                .ffn_default = 24576, .max_seq_default = 2048, .vocab_default = 50432,
+                .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = FALSE,
+                .reads_tie = TRUE, .attention_bias = TRUE, .reads_attention_bias = TRUE },
+  [HF_LLAMA] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                 .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 32000,
+                 .kv_null_ok = TRUE, .head_dim_null_ok = TRUE, .reads_tie = TRUE,
+                 .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  [HF_MISTRAL] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                   .ffn_default = 14336, .max_seq_default = 131072, .vocab_default = 32000,
+                   .kv_default = 8, .head_dim_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_MIXTRAL] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                   .ffn_default = 14336, .max_seq_default = 131072, .vocab_default = 32000,
+                   .kv_default = 8, .head_dim_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_QWEN2] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                 .ffn_default = 22016, .max_seq_default = 32768, .vocab_default = 151936,
+                 .kv_default = 32, .kv_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_GEMMA] = { .layers_default = 28, .hidden_default = 3072, .heads_default = 16,
+                 .ffn_default = 24576, .max_seq_default = 8192, .vocab_default = 256000,
+                 .kv_default = 16, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
+                 .reads_attention_bias = TRUE },
+  [HF_BERT] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
+                .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
+                .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
+                .attention_bias = TRUE },
+};
+
+/* OBJ's member KEY as Python's json reads it: the last of its name (a member given twice takes
+ * its last value); NULL when absent. */
+static const cJSON *
+last_member(const cJSON *obj, const char *key)
+{
+  const cJSON *found = NULL;
+  for (const cJSON *m = obj->child; m != NULL; m = m->next)
+    if (m->string != NULL && strcmp(m->string, key) == 0)
+      found = m;
+  return found;
+}
 
 /* OBJ's member KEY unless it is absent or null (config.json writes null for "the default"). */
 static const cJSON *
 member(const cJSON *obj, const char *key)
 {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  const cJSON *v = last_member(obj, key);
   return v == NULL || cJSON_IsNull(v) ? NULL : v;
 }
 
@@ -52,24 +110,40 @@ typedef struct {
   const char *type;
 } Hf;
 
+/* Member KEY as a whole number from 1 to MAX into *OUT: left as it is when absent; when null,
+ * 0 (the class's None: "the usual", which the caller resolves) with NULL_OK, else refused, as
+ * transformers refuses it. */
 static gboolean
-get_u64(const Hf *h, const char *key, gboolean required, guint64 max, guint64 *out,
+get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *out,
         GError **error)
 {
-  if (member(h->root, key) == NULL) {
-    if (required)
-      return stw_json_fail(h->r, error, "expected the member '%s' of a %s config.json: it is %s",
-                           key, h->type,
-                           cJSON_GetObjectItemCaseSensitive(h->root, key) ? "null" : "missing");
+  const cJSON *v = last_member(h->root, key);
+  if (v == NULL)
     return TRUE;
+  if (cJSON_IsNull(v)) {
+    if (null_ok) {
+      *out = 0;
+      return TRUE;
+    }
+    return stw_json_fail_at(h->r, key, error, "null, where a %s config.json needs a whole number "
+                            "(transformers refuses it)", h->type);
   }
-  return stw_json_get_u64(h->r, h->root, key, TRUE, 1, max, out, error);
+  gsize saved = stw_json_push_key(h->r, key);
+  gboolean ok = stw_json_as_u64(h->r, v, 1, max, out, error);
+  stw_json_pop(h->r, saved);
+  return ok;
 }
 
 static gboolean
 get_bool(const Hf *h, const char *key, gboolean *out, GError **error)
 {
-  return member(h->root, key) == NULL || stw_json_get_bool(h->r, h->root, key, TRUE, out, error);
+  const cJSON *v = member(h->root, key);
+  if (v == NULL)
+    return TRUE;
+  if (!cJSON_IsBool(v))
+    return stw_json_fail_at(h->r, key, error, "expected true or false");
+  *out = cJSON_IsTrue(v);
+  return TRUE;
 }
 
 /* The model's name: the checkpoint's (its "_name_or_path" after the last '/'), else the folder
@@ -117,15 +191,16 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   return TRUE;
 }
 
-/* The biases TYPE's transformers class gives a model, and what the file says of them. */
+/* The biases TYPE's transformers class gives a model, and what the file says of them where the
+ * class reads it (Mistral's, Mixtral's and Gemma's MLPs have none whatever the file says;
+ * GPT-NeoX's always has one). */
 static gboolean
-read_biases(const Hf *h, HfType type, StwModelConfig *c, GError **error)
+read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GError **error)
 {
-  gboolean attn = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT, mlp = attn;
+  gboolean attn = row->attention_bias, mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT;
   gboolean qkv_only = type == HF_QWEN2; /* Qwen2: q, k and v have biases, o_proj has none */
-  if (type != HF_GPT2 && type != HF_BERT && type != HF_QWEN2 &&
-      (!get_bool(h, "attention_bias", &attn, error) ||
-       !get_bool(h, "mlp_bias", &mlp, error)))
+  if ((row->reads_attention_bias && !get_bool(h, "attention_bias", &attn, error)) ||
+      (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
     return FALSE;
   c->bias[STW_SITE_QKV] = attn || qkv_only ? STW_BIAS_YES : STW_BIAS_NO;
   c->bias[STW_SITE_OUT] = attn ? STW_BIAS_YES : STW_BIAS_NO;
@@ -139,6 +214,18 @@ read_biases(const Hf *h, HfType type, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* A size of the model: member NAME of the row (GPT-2's own name, and the common name COMMON
+ * that transformers maps onto it and that wins when both are given), else DEFAULT. */
+static gboolean
+get_size(const Hf *h, const char *name, const char *common, gboolean null_ok, guint64 max,
+         guint64 dflt, guint64 *out, GError **error)
+{
+  *out = dflt;
+  if (name != NULL && !get_u64(h, name, null_ok, max, out, error))
+    return FALSE;
+  return common == NULL || get_u64(h, common, FALSE, max, out, error);
+}
+
 static gboolean
 read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *out,
         GError **error)
@@ -149,42 +236,54 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   HfType type = (HfType)t;
   const char *type_name = stw_hf_model_types[t];
   const Hf hf = { .r = r, .root = root, .type = type_name }, *h = &hf;
+  const HfRow *row = &hf_rows[type];
   static const StwArch arch_of[] = { [HF_GPT2] = STW_ARCH_GPT,     [HF_NEOX] = STW_ARCH_NEOX,
                                      [HF_LLAMA] = STW_ARCH_LLAMA,  [HF_MISTRAL] = STW_ARCH_LLAMA,
                                      [HF_MIXTRAL] = STW_ARCH_LLAMA, [HF_QWEN2] = STW_ARCH_LLAMA,
                                      [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT };
-  StwModelConfig c = { .arch = arch_of[type] };
-  const HfNames *n = type == HF_GPT2 ? &gpt2_names : &common_names;
-  c.tied = type == HF_GPT2 || type == HF_GEMMA || type == HF_BERT;
-  c.max_seq = type == HF_GPT2 ? 1024 : 2048;
-  if (!get_u64(h, n->layers, TRUE, STW_MODEL_MAX_LAYERS, &c.layers, error) ||
-      !get_u64(h, n->hidden, TRUE, STW_MODEL_MAX_WIDTH, &c.hidden, error) ||
-      !get_u64(h, n->heads, TRUE, STW_MODEL_MAX_WIDTH, &c.heads, error) ||
-      !get_u64(h, "vocab_size", TRUE, STW_MODEL_MAX_VOCAB, &c.vocab, error))
-    return FALSE;
-  c.ffn = 4 * c.hidden; /* GPT-2's n_inner: null */
-  c.kv_heads = c.heads;
-  if (!get_u64(h, n->ffn, type != HF_GPT2, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.ffn,
-               error) ||
-      !get_u64(h, n->max_seq, FALSE, STW_MODEL_MAX_SEQ, &c.max_seq, error) ||
-      !get_bool(h, "tie_word_embeddings", &c.tied, error))
-    return FALSE;
-  if (c.arch == STW_ARCH_LLAMA &&
-      (!get_u64(h, "num_key_value_heads", FALSE, STW_MODEL_MAX_WIDTH, &c.kv_heads,
+  StwModelConfig c = { .arch = arch_of[type], .tied = row->tied };
+  gboolean gpt2 = type == HF_GPT2;
+  /* GPT-2 has names of its own, and takes the common ones too */
+  if (!get_size(h, gpt2 ? row->layers : NULL, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS,
+                row->layers_default, &c.layers, error) ||
+      !get_size(h, gpt2 ? row->hidden : NULL, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH,
+                row->hidden_default, &c.hidden, error) ||
+      !get_size(h, gpt2 ? row->heads : NULL, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH,
+                row->heads_default, &c.heads, error) ||
+      !get_size(h, gpt2 ? row->max_seq : NULL, "max_position_embeddings", FALSE,
+                STW_MODEL_MAX_SEQ, row->max_seq_default, &c.max_seq, error) ||
+      !get_size(h, NULL, "vocab_size", FALSE, STW_MODEL_MAX_VOCAB, row->vocab_default, &c.vocab,
                 error) ||
-       !get_u64(h, "head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.head_dim, error)))
+      !get_size(h, gpt2 ? row->ffn : "intermediate_size", NULL, row->ffn_null_ok,
+                8 * (guint64)STW_MODEL_MAX_WIDTH, row->ffn_default, &c.ffn, error))
     return FALSE;
+  if (c.ffn == 0)
+    c.ffn = 4 * c.hidden; /* GPT-2's n_inner: None */
+  if (row->reads_tie && !get_bool(h, "tie_word_embeddings", &c.tied, error))
+    return FALSE;
+  c.kv_heads = c.heads;
+  if (row->kv_default != NOT_READ) {
+    guint64 kv = row->kv_default;
+    if (!get_u64(h, "num_key_value_heads", row->kv_null_ok, STW_MODEL_MAX_WIDTH, &kv, error))
+      return FALSE;
+    c.kv_heads = kv != 0 ? kv : c.heads;
+  }
+  if (row->head_dim_default != NOT_READ) {
+    c.head_dim = row->head_dim_default;
+    if (!get_u64(h, "head_dim", row->head_dim_null_ok, STW_MODEL_MAX_WIDTH, &c.head_dim, error))
+      return FALSE;
+  }
   if (type == HF_MIXTRAL) {
     c.experts = 8;
     c.experts_per_token = 2;
     if (!get_u64(h, "num_local_experts", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
-        !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS,
-                 &c.experts_per_token, error))
+        !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts_per_token,
+                 error))
       return FALSE;
   }
   if (c.head_dim != 0 && c.head_dim * c.heads == c.hidden)
     c.head_dim = 0; /* the usual width: written as the default */
-  if (!read_biases(h, type, &c, error) || !check_unmodelled(h, type, error))
+  if (!read_biases(h, type, row, &c, error) || !check_unmodelled(h, type, error))
     return FALSE;
   model_name(root, file, type_name, c.name);
 

@@ -1,0 +1,141 @@
+"""stowage's reader of Hugging Face config.json files against transformers' own: the same
+config.json (every family stowage reads, members left out for their defaults, written null,
+given under another name, given twice, biases and head widths set) read by `stowage models --hf`
+and by transformers (AutoConfig, then the model built on the meta device, no weights): the
+parameter counts must be equal, and so must the attention's key/value heads. Skips without
+transformers."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+STOWAGE = os.environ.get("STOWAGE")
+
+try:
+    import torch
+    import transformers
+except ImportError as e:
+    torch = transformers = None
+    WHY = str(e)
+
+SMALL = {
+    "gpt2": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    "gpt_neox": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
+    "llama": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64},
+    "mistral": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8,
+                "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64},
+    "mixtral": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 8,
+                "intermediate_size": 96, "vocab_size": 128, "max_position_embeddings": 64},
+    "qwen2": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+              "max_position_embeddings": 64},
+    "gemma": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 1, "intermediate_size": 160, "vocab_size": 128,
+              "max_position_embeddings": 64},
+    "bert": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+             "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
+}
+
+
+def variants(kind):
+    """(what, config.json text) of KIND: its defaults, and small models with one thing each."""
+    base = dict(SMALL[kind], model_type=kind)
+    out = [("defaults", {"model_type": kind}), ("small", base)]
+    for key in list(SMALL[kind]):
+        if key not in ("vocab_size",):
+            out.append(("without " + key, {k: v for k, v in base.items() if k != key}))
+    out.append(("untied", dict(base, tie_word_embeddings=False)))
+    out.append(("tied", dict(base, tie_word_embeddings=True)))
+    for bias in ("attention_bias", "mlp_bias"):
+        out.append((bias, dict(base, **{bias: True})))
+        out.append(("no " + bias, dict(base, **{bias: False})))
+    if kind != "gpt2" and kind != "bert":
+        out.append(("head_dim 32", dict(base, head_dim=32)))
+        out.append(("head_dim null", dict(base, head_dim=None)))
+        out.append(("kv heads null", dict(base, num_key_value_heads=None)))
+        out.append(("kv heads 2", dict(base, num_key_value_heads=2)))
+    if kind == "gpt2":
+        out.append(("n_inner null", dict(base, n_inner=None)))
+        out.append(("n_inner 96", dict(base, n_inner=96)))
+        out.append(("common names", {"model_type": "gpt2", "num_hidden_layers": 3,
+                                     "hidden_size": 32, "num_attention_heads": 2,
+                                     "vocab_size": 100}))
+    if kind == "mixtral":
+        out.append(("4 experts", dict(base, num_local_experts=4, num_experts_per_tok=1)))
+    texts = [(what, json.dumps(c)) for what, c in out]
+    # a member given twice: Python's json (and so transformers) reads the last
+    layers = "n_layer" if kind == "gpt2" else "num_hidden_layers"
+    twice = json.dumps(base)[:-1] + ', "%s": 3}' % layers
+    texts.append(("%s twice" % layers, twice))
+    return texts
+
+
+def transformers_count(path, kind):
+    """(parameters, key/value heads) of the model transformers builds from PATH, or (None,
+    why) when it builds none."""
+    try:
+        cfg = transformers.AutoConfig.from_pretrained(os.path.dirname(path))
+        with torch.device("meta"):
+            if kind == "bert":
+                model = transformers.AutoModel.from_config(cfg)
+            else:
+                model = transformers.AutoModelForCausalLM.from_config(cfg)
+    except Exception as e:  # noqa: BLE001 (a config transformers cannot build either)
+        return None, str(e)
+    import inspect
+    # the heads of keys and values where the class has them (GPT-NeoX keeps an extra member of
+    # that name without using it), else the heads
+    reads_kv = "num_key_value_heads" in inspect.signature(type(cfg).__init__).parameters
+    kv = (getattr(cfg, "num_key_value_heads", None) if reads_kv else None) or \
+        getattr(cfg, "num_attention_heads", None)
+    return sum(p.numel() for p in model.parameters()), kv
+
+
+def stowage_count(path):
+    r = subprocess.run([STOWAGE, "models", "--hf", path, "--json"], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    j = json.loads(r.stdout)
+    return j["params"], j["model"].get("kv_heads", j["model"].get("heads"))
+
+
+@unittest.skipIf(transformers is None, "transformers is not installed: %s"
+                 % (None if transformers else WHY))
+@unittest.skipIf(not STOWAGE, "STOWAGE (the built stowage) is not set")
+class TestHfConfigs(unittest.TestCase):
+    def test_every_family_as_transformers_reads_it(self):
+        wrong = []
+        checked = 0
+        with tempfile.TemporaryDirectory() as d:
+            for kind in SMALL:
+                for what, text in variants(kind):
+                    folder = os.path.join(d, "%s-%d" % (kind, checked))
+                    os.makedirs(folder)
+                    path = os.path.join(folder, "config.json")
+                    with open(path, "w") as f:
+                        f.write(text)
+                    theirs = transformers_count(path, kind)
+                    ours = stowage_count(path)
+                    checked += 1
+                    if theirs[0] is None:
+                        if ours[0] is not None:
+                            wrong.append("%s, %s: transformers builds no model (%s), stowage "
+                                         "reads %s" % (kind, what, theirs[1][:100], ours))
+                        continue
+                    heads = json.loads(text).get("num_attention_heads")
+                    if theirs[1] and heads and heads % theirs[1] != 0 and ours[0] is None and \
+                            "kv_heads must divide heads" in ours[1]:
+                        continue  # weights transformers builds, and no forward it can run
+                    if ours != theirs:
+                        wrong.append("%s, %s: transformers %s parameters, %s kv heads; stowage "
+                                     "%s" % (kind, what, theirs[0], theirs[1], ours))
+        self.assertGreater(checked, 100)
+        self.assertEqual(wrong, [], "\n".join(wrong))
+
+
+if __name__ == "__main__":
+    unittest.main()
