@@ -198,6 +198,32 @@ stw_zoo_lookup(const char *name, StwModelConfig *out, GError **error)
 
 /* ---- configs ---------------------------------------------------------------------------- */
 
+/* The parameters of CFG, every size otherwise valid, into *OUT (may be NULL): FALSE when they are
+ * more than STW_MODEL_MAX_PARAMS. The blocks are alike, so the count is a line in the layers,
+ * found from models of one and two blocks in checked arithmetic: no sum wraps, and a model of
+ * thousands of blocks costs two small graphs. */
+static gboolean
+param_count_checked(const StwModelConfig *cfg, guint64 *out)
+{
+  guint64 n[2] = { 0, 0 };
+  for (int l = 0; l < 2; l++) {
+    StwModelConfig one = *cfg;
+    one.layers = (guint64)l + 1;
+    g_autoptr(StwModelGraph) g = stw_model_graph_new(&one, 1, 1, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_NAIVE);
+    for (guint i = 0; i < g->tensors->len; i++)
+      if (!g_uint64_checked_add(&n[l], n[l], ((StwGraphTensor *)g->tensors->pdata[i])->numel))
+        return FALSE;
+  }
+  guint64 block = n[1] - n[0], blocks, total;
+  if (!g_uint64_checked_mul(&blocks, block, cfg->layers - 1) ||
+      !g_uint64_checked_add(&total, n[0], blocks) || total > STW_MODEL_MAX_PARAMS)
+    return FALSE;
+  if (out != NULL)
+    *out = total;
+  return TRUE;
+}
+
 gboolean
 stw_model_config_validate(const StwModelConfig *c, const char *file, GError **error)
 {
@@ -238,6 +264,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "an unknown architecture or bias setting";
   else if (c->arch == STW_ARCH_BERT && !c->tied)
     problem = "bert's MLM decoder is always tied to the word embeddings";
+  else if (!param_count_checked(c, NULL))
+    problem = "more than 2^53 parameters (9.0e15): beyond what stowage's files count exactly";
   if (problem != NULL) {
     g_set_error(error, STW_MODEL_ERROR, STW_MODEL_ERROR_INVALID, "%s: invalid model: %s",
                 where, problem);
@@ -862,12 +890,8 @@ stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq, StwDt
 guint64
 stw_model_param_count(const StwModelConfig *cfg)
 {
-  g_autoptr(StwModelGraph) g = stw_model_graph_new(cfg, 1, 1, STW_DTYPE_BF16,
-                                                   STW_ATTENTION_NAIVE);
   guint64 n = 0;
-  for (guint i = 0; i < g->tensors->len; i++)
-    n += ((StwGraphTensor *)g->tensors->pdata[i])->numel;
-  return n;
+  return param_count_checked(cfg, &n) ? n : G_MAXUINT64;
 }
 
 const char *const stw_chunk_list_names[] = { "param", "master", "momentum", "variance", NULL };

@@ -220,6 +220,9 @@ test_hf_configs(void)
     { "hf/bad-kv.json", "$: as a mistral model: kv_heads must divide heads" },
     { "hf/bad-types.json", "$.type_vocab_size: 1 token types: bert is modelled with 2" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
+    /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
+    { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "
+                          "stowage's files count exactly" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *path = stw_test_fixture(bad[i].file);

@@ -94,6 +94,7 @@ guint64 stw_model_active_experts(const StwModelConfig *cfg);
 #define STW_MODEL_MAX_VOCAB (1u << 24)
 #define STW_MODEL_MAX_SEQ (1u << 24)
 #define STW_MODEL_MAX_EXPERTS 1024
+#define STW_MODEL_MAX_PARAMS (G_GUINT64_CONSTANT(1) << 53) /* counted exactly in files */
 
 /* The zoo. */
 typedef struct {
@@ -120,7 +121,8 @@ gboolean stw_model_config_parse(const char *file, const char *text, gsize len,
                                 StwModelConfig *out, GError **error);
 /* The Hugging Face model types read from a config.json, NULL-terminated. */
 extern const char *const stw_hf_model_types[];
-/* Exact parameter count. */
+/* Exact parameter count of a valid model (at most STW_MODEL_MAX_PARAMS: validation refuses
+ * more); G_MAXUINT64 for one beyond it. */
 guint64 stw_model_param_count(const StwModelConfig *cfg);
 
 /* The operator graph of one forward pass. Backward runs the same ops in reverse. */
