@@ -48,6 +48,7 @@ typedef struct {
   StwComm *comm;           /* started by mpirun with several ranks: MPI; else NULL */
   StwComm *gpu_comm;       /* and on CUDA: NCCL between the ranks' GPUs, for the chunks */
   gboolean speaks;         /* this rank prints (rank 0) */
+  gboolean stopped_together; /* interrupted: every rank ended at the same step */
 } Training;
 
 static void
@@ -239,13 +240,52 @@ set_up_ranks(Training *x, int *status)
   return TRUE;
 }
 
-/* Every rank has the same data and plan: compared across ranks before any training. */
+/* The training as the ranks must share it: every option that changes the model, the data each
+ * reads, the update or how long it runs (a rank of another width or precision would exchange
+ * chunks of another size; another seed or rate would train another model). */
+static gboolean
+configuration_agrees(const Training *x, GError **error)
+{
+  const StwTrainerConfig *c = &x->c;
+  char values[16][64];
+  const char *names[] = { "--layers", "--width", "--heads", "--context", "--batch", "--seed",
+                          "--lr", "--precision", "--attention", "--device", "--steps",
+                          "--checkpoint-every", "--resume (given or not)",
+                          "--checkpoint (given or not)", "--verify", "--gpu" };
+  g_snprintf(values[0], 64, "%" G_GUINT64_FORMAT, c->layers);
+  g_snprintf(values[1], 64, "%" G_GUINT64_FORMAT, c->width);
+  g_snprintf(values[2], 64, "%" G_GUINT64_FORMAT, c->heads);
+  g_snprintf(values[3], 64, "%" G_GUINT64_FORMAT, c->context);
+  g_snprintf(values[4], 64, "%" G_GUINT64_FORMAT, c->batch);
+  g_snprintf(values[5], 64, "%" G_GUINT64_FORMAT, c->seed);
+  g_snprintf(values[6], 64, "%.9g", (double)c->adam.lr);
+  g_strlcpy(values[7], x->mixed ? "mixed" : "fp32", 64);
+  g_strlcpy(values[8], stw_attention_name(c->attention), 64);
+  g_strlcpy(values[9], x->cuda ? "cuda" : "cpu", 64);
+  g_snprintf(values[10], 64, "%" G_GUINT64_FORMAT, x->n_steps);
+  g_snprintf(values[11], 64, "%" G_GUINT64_FORMAT, x->checkpoint_every);
+  g_strlcpy(values[12], x->resume != NULL ? "given" : "not given", 64);
+  g_strlcpy(values[13], x->checkpoint != NULL ? "given" : "not given", 64);
+  g_strlcpy(values[14], x->verify ? "on" : "off", 64);
+  g_snprintf(values[15], 64, "%" G_GUINT64_FORMAT " bytes", x->ro.device_bytes);
+  const char *vals[G_N_ELEMENTS(names)];
+  for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
+    vals[i] = values[i];
+  return stw_comm_agree_fields(x->comm, "the training's options", names, vals,
+                               G_N_ELEMENTS(names), error);
+}
+
+/* Every rank has the same options, data and plan: compared across ranks before any training. */
 static gboolean
 ranks_agree(Training *x, int *status)
 {
   if (x->comm == NULL || x->comm->world <= 1)
     return TRUE;
   GError *error = NULL;
+  if (!configuration_agrees(x, &error)) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
   const guint8 *text = (const guint8 *)g_mapped_file_get_contents(x->text);
   g_autofree char *data = g_compute_checksum_for_data(G_CHECKSUM_SHA256, text, x->len);
   g_autofree char *data_key = g_strdup_printf("%" G_GSIZE_FORMAT " bytes, %s", x->len, data);
@@ -261,11 +301,32 @@ ranks_agree(Training *x, int *status)
   return TRUE;
 }
 
+/* Whether this rank can write its checkpoint where --checkpoint says: found before the training
+ * rather than after it (a folder that is missing or read-only). */
+static gboolean
+checkpoint_writable(const Training *x, int *status)
+{
+  if (x->checkpoint == NULL)
+    return TRUE;
+  g_autofree char *dir = g_path_get_dirname(x->checkpoint);
+  g_autofree char *probe = g_build_filename(dir, ".stowage-checkpoint-XXXXXX", NULL);
+  int fd = g_mkstemp(probe);
+  if (fd < 0) {
+    *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: the checkpoint cannot be written there (%s: "
+                           "%s): give a --checkpoint in a folder this run can write, before it "
+                           "trains", x->checkpoint, dir, g_strerror(errno));
+    return FALSE;
+  }
+  close(fd);
+  g_remove(probe);
+  return TRUE;
+}
+
 static gboolean
 set_up(Training *x, int *status)
 {
   GError *error = NULL;
-  if (!set_up_ranks(x, status))
+  if (!set_up_ranks(x, status) || !checkpoint_writable(x, status))
     return FALSE;
   const char *path = x->data != NULL ? x->data : DEFAULT_TEXT;
   /* a regular file only (not /dev/zero, not a FIFO), mapped */
@@ -390,6 +451,7 @@ run(Training *x, float *loss, StepTimes *times, int *status)
     }
     if (interrupted) {
       guint64 done = stw_trainer_step_count(x->tr);
+      x->stopped_together = TRUE; /* every rank stops here: none is waited for */
       if (x->checkpoint != NULL && !save_checkpoint(x, status))
         return FALSE;
       *status = stw_cli_fail(STW_EXIT_FAILURE, "train: interrupted (%s) after step %"
@@ -521,7 +583,9 @@ output(const Training *x, float loss, const StepTimes *times)
     if (!stw_trainer_save(x->tr, x->checkpoint, &error))
       return stw_cli_error(error);
     if (world > 1)
-      printf("wrote %s.rank-R-of-%u, one file per rank\n", x->checkpoint, world);
+      printf("wrote %s (the set's manifest) and %s.rank-R-of-%u.step-%" G_GUINT64_FORMAT
+             ", one file per rank\n", x->checkpoint, x->checkpoint, world,
+             stw_trainer_step_count(x->tr));
     else
       printf("wrote %s\n", x->checkpoint);
   }
@@ -537,7 +601,12 @@ stw_cmd_train(int argc, char **argv)
   int status = STW_EXIT_OK;
   float loss = 0;
   StepTimes times = { 0 };
-  if (!set_up(&x, &status) || !run(&x, &loss, &times, &status))
-    return status;
-  return output(&x, loss, &times);
+  if (set_up(&x, &status) && run(&x, &loss, &times, &status))
+    status = output(&x, loss, &times);
+  /* a rank that failed (its message printed) ends the job now: the others would otherwise wait
+   * for it in their next collective until the timeout, and it in MPI_Finalize for them */
+  if (status != STW_EXIT_OK && !x.stopped_together && x.comm != NULL && x.comm->world > 1 &&
+      x.comm->abort != NULL)
+    x.comm->abort(x.comm, status);
+  return status;
 }

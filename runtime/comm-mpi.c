@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <mpi.h>
+#include <stdio.h>
 
 #include "bf16.h"
 
@@ -269,6 +270,15 @@ mpi_op_free(StwComm *c, StwCommOp *op)
 }
 
 static void
+mpi_abort(StwComm *c, int status)
+{
+  (void)c;
+  fflush(stdout);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, status);
+}
+
+static void
 mpi_free(StwComm *c)
 {
   int finalized = 0;
@@ -302,6 +312,7 @@ stw_comm_mpi_new(guint64 timeout_ms, GError **error)
                        .reduce_scatter = mpi_reduce_scatter, .all_reduce = mpi_all_reduce,
                        .broadcast = mpi_broadcast, .barrier = mpi_barrier, .done = mpi_done,
                        .wait = mpi_wait, .op_free = mpi_op_free, .free = mpi_free,
+                       .abort = mpi_abort,
                        .timeout_ms = timeout_ms };
   m->base.host = &m->base;
   return &m->base;

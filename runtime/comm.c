@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 G_DEFINE_QUARK(stw-comm-error-quark, stw_comm_error)
@@ -151,6 +152,47 @@ stw_comm_finish(StwComm *c, StwCommOp *op, const char *what, GError **error)
     g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_FAILED, "rank %u of %u: %s: %s", c->rank,
                 c->world, what, c->error);
   return ok;
+}
+
+#define FIELD_BYTES 64
+
+gboolean
+stw_comm_agree_fields(StwComm *c, const char *what, const char *const *names,
+                      const char *const *values, guint n, GError **error)
+{
+  if (c->world <= 1 || n == 0)
+    return TRUE;
+  /* rank 0's values to everyone; each rank's first value that differs, to everyone */
+  g_autofree char *theirs = g_malloc0((gsize)n * FIELD_BYTES);
+  for (guint i = 0; i < n; i++)
+    g_strlcpy(theirs + (gsize)i * FIELD_BYTES, values[i], FIELD_BYTES);
+  if (!stw_comm_finish(c, c->broadcast(c, theirs, (gsize)n * FIELD_BYTES, 0), what, error))
+    return FALSE;
+  g_autofree float *first = g_new0(float, c->world); /* 1 + the field's index; 0: none (each
+                                                     * rank sets its own, the others are 0) */
+  for (guint i = 0; i < n && first[c->rank] == 0; i++) {
+    char mine[FIELD_BYTES];
+    g_strlcpy(mine, values[i], FIELD_BYTES);
+    if (strcmp(mine, theirs + (gsize)i * FIELD_BYTES) != 0)
+      first[c->rank] = (float)(i + 1);
+  }
+  if (!stw_comm_finish(c, c->all_reduce(c, first, c->world, STW_DTYPE_FP32), what, error))
+    return FALSE;
+  for (guint32 r = 0; r < c->world; r++) {
+    /* the all-reduce averages: rank r's own value, times the ranks */
+    guint i = (guint)lrintf(first[r] * (float)c->world);
+    if (i > 0 && i <= n) {
+      i--;
+      g_autofree char *here = r == c->rank ? g_strdup_printf(", %s here", values[i])
+                                           : g_strdup("");
+      g_set_error(error, STW_COMM_ERROR, STW_COMM_ERROR_MISMATCH,
+                  "the ranks disagree on %s: rank %u has another %s than rank 0 (%s there%s); "
+                  "start every rank with the same options", what, r, names[i],
+                  theirs + (gsize)i * FIELD_BYTES, here);
+      return FALSE;
+    }
+  }
+  return TRUE;
 }
 
 gboolean

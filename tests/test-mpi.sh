@@ -78,20 +78,68 @@ for n in 2 4; do
   tap_result $? "$n ranks train within 1e-5 of one rank on the same global batches" "$a" "$one"
 done
 
-# checkpoints, one file per rank: resuming gives the uninterrupted losses; another world refused
+# checkpoints, a set of one file per rank committed by a manifest: resuming gives the
+# uninterrupted losses; another world refused; a file of another run refused
 # shellcheck disable=SC2086
 $MPIRUN -np 2 $S train $M --steps 6 --plan "$T/p2-stowage.json" > "$T/six.log" 2>&1
 # shellcheck disable=SC2086
-$MPIRUN -np 2 $S train $M --steps 3 --plan "$T/p2-stowage.json" --checkpoint "$T/c.ckpt" > /dev/null 2>&1
+$MPIRUN -np 2 $S train $M --steps 3 --plan "$T/p2-stowage.json" --checkpoint "$T/c.ckpt" --checkpoint-every 1 > "$T/save.log" 2>&1
 # shellcheck disable=SC2086
 $MPIRUN -np 2 $S train $M --steps 3 --plan "$T/p2-stowage.json" --resume "$T/c.ckpt" > "$T/rest.log" 2>&1
-[ -f "$T/c.ckpt.rank-0-of-2" ] && [ -f "$T/c.ckpt.rank-1-of-2" ] &&
+# the set of step 3 alone is left: the earlier sets' files went once it committed
+[ "$(head -n1 "$T/c.ckpt")" = "stowage-checkpoint-set 1" ] && grep -q '^step 3$' "$T/c.ckpt" &&
+  [ -f "$T/c.ckpt.rank-0-of-2.step-3" ] && [ -f "$T/c.ckpt.rank-1-of-2.step-3" ] &&
+  [ "$(ls "$T" | grep -c '^c\.ckpt\.rank-')" = 2 ] &&
+  grep -q "wrote $T/c.ckpt (the set's manifest) and $T/c.ckpt.rank-R-of-2.step-3, one file per rank" "$T/save.log" &&
   [ "$(losses "$T/six.log" | cut -d' ' -f4-6)" = "$(losses "$T/rest.log" | cut -d' ' -f1-3)" ]
-tap_result $? "2 ranks resume from their checkpoints with the same losses" "$(losses "$T/six.log")" "$(losses "$T/rest.log")"
+tap_result $? "2 ranks resume from their checkpoint set with the same losses" "$(losses "$T/six.log")" "$(losses "$T/rest.log")" "$(cat "$T/save.log")"
+# a set whose manifest is not committed yet (a rank killed while the files were written) leaves
+# the last set to resume: the files of step 4 without their manifest change nothing
+cp "$T/c.ckpt.rank-0-of-2.step-3" "$T/c.ckpt.rank-0-of-2.step-4"
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M --steps 3 --plan "$T/p2-stowage.json" --resume "$T/c.ckpt" > "$T/rest2.log" 2>&1
+[ "$(losses "$T/rest.log")" = "$(losses "$T/rest2.log")" ]
+tap_result $? "a set without its manifest is not resumed: the last committed one is" "$(losses "$T/rest2.log")"
+# the file of another run at the same step, put in the set's place, is refused by its digest
+mkdir -p "$T/other"
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M --seed 7 --steps 3 --plan "$T/p2-stowage.json" --checkpoint "$T/other/c.ckpt" > /dev/null 2>&1
+cp "$T/other/c.ckpt.rank-1-of-2.step-3" "$T/c.ckpt.rank-1-of-2.step-3"
+# shellcheck disable=SC2086
+out=$(timeout 120 $MPIRUN -np 2 $S train $M --steps 1 --plan "$T/p2-stowage.json" --resume "$T/c.ckpt" 2>&1)
+st=$?
+[ "$st" != 0 ] && [ "$st" != 124 ] &&
+  echo "$out" | grep -q "c.ckpt.rank-1-of-2.step-3: not the file of rank 1 that the set $T/c.ckpt names"
+tap_result $? "a rank's file of another run is refused, and the job ends (exit $st)" "$out"
 # shellcheck disable=SC2086
 out=$($MPIRUN -np 4 $S train $M --steps 1 --resume "$T/c.ckpt" 2>&1)
 echo "$out" | grep -q "the checkpoint of 2 ranks (.*), and this run has 4: resume on the world size that wrote it"
 tap_result $? "a checkpoint of 2 ranks is refused on 4" "$out"
+
+# a checkpoint that cannot be written is found before the training, on every rank
+# shellcheck disable=SC2086
+out=$(timeout 120 $MPIRUN -np 2 $S train $M --steps 50 --checkpoint "$T/missing/c.ckpt" 2>&1)
+st=$?
+[ "$st" != 0 ] && [ "$st" != 124 ] && ! echo "$out" | grep -q '^step' &&
+  echo "$out" | grep -q "$T/missing/c.ckpt: the checkpoint cannot be written there ($T/missing: No such file or directory)"
+tap_result $? "an unwritable --checkpoint stops the ranks before step 1 (exit $st)" "$out"
+# a rank that fails alone (its --resume file missing) ends the job at once, not at a timeout
+start=$(date +%s)
+# shellcheck disable=SC2086
+out=$(timeout 120 $MPIRUN -np 1 $S train $M --steps 2 : -np 1 $S train $M --steps 2 --resume "$T/nothing.ckpt" 2>&1)
+st=$?
+[ "$st" != 0 ] && [ "$st" != 124 ] && [ $(( $(date +%s) - start )) -lt 60 ]
+tap_result $? "a rank that fails alone ends the job promptly (exit $st in $(( $(date +%s) - start )) s)" "$out"
+# every option that changes the training is compared before step 1, the first difference named
+for opt in "--width 64" "--precision mixed" "--seed 9" "--lr 0.01" "--layers 3" "--steps 2" "--attention naive"; do
+  # shellcheck disable=SC2086
+  out=$(timeout 120 $MPIRUN -np 1 $S train $M --steps 1 : -np 1 $S train $M --steps 1 $opt 2>&1)
+  st=$?
+  name=${opt%% *}
+  [ "$st" != 0 ] && [ "$st" != 124 ] && ! echo "$out" | grep -q '^step' &&
+    echo "$out" | grep -q "the ranks disagree on the training's options: rank 1 has another $name than rank 0"
+  tap_result $? "ranks started with another $name stop before training, naming it (exit $st)" "$out"
+done
 
 # bad input across ranks: another world's plan, other data, another plan
 # shellcheck disable=SC2086

@@ -71,6 +71,9 @@ struct StwComm {
   gboolean (*wait)(StwComm *c, StwCommOp *op);
   void (*op_free)(StwComm *c, StwCommOp *op);
   void (*free)(StwComm *c);
+  /* Ends every rank's process now with STATUS (a rank that failed alone: the others would wait
+   * for it in a collective); NULL where there is one rank. */
+  void (*abort)(StwComm *c, int status);
   gboolean device_memory; /* its buffers are the CUDA backend's device memory (NCCL) */
   StwComm *host;        /* the communicator for host memory, on the same ranks: this one
                          * unless device_memory */
@@ -103,6 +106,12 @@ gboolean stw_comm_finish(StwComm *c, StwCommOp *op, const char *what, GError **e
 /* The ranks agree on KEY (a digest, a length...): FALSE with ERROR (STW_COMM_ERROR_MISMATCH)
  * naming WHAT and the first rank that differs. */
 gboolean stw_comm_agree(StwComm *c, const char *what, const char *key, GError **error);
+
+/* The ranks agree on N named values (NAMES[i], VALUES[i]: the options of a run, as text of at
+ * most 63 bytes each): FALSE with ERROR (STW_COMM_ERROR_MISMATCH) on every rank naming WHAT, the
+ * first rank that differs, the first of its values that does and rank 0's. */
+gboolean stw_comm_agree_fields(StwComm *c, const char *what, const char *const *names,
+                               const char *const *values, guint n, GError **error);
 
 STW_END_DECLS
 
