@@ -70,9 +70,11 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation
   for (guint k = 0; k < sim->ops->len; k++) {
     const StwSimOp *o = &g_array_index(sim->ops, StwSimOp, k);
     const StwOp *op = stw_trace_op(t, k);
-    if (o->stall_ns > 0)
-      add_event(events, "stall", "stall", "X", TID_COMPUTE, (o->start_ns - o->stall_ns) / 1e3,
-                o->stall_ns / 1e3);
+    if (o->stall_ns > 0) { /* (a stall carried over from the iteration before begins at 0) */
+      guint64 from = o->start_ns > o->stall_ns ? o->start_ns - o->stall_ns : 0;
+      add_event(events, "stall", "stall", "X", TID_COMPUTE, from / 1e3,
+                (o->start_ns - from) / 1e3);
+    }
     add_event(events, op->name, stw_stage_name(op->stage), "X", TID_COMPUTE, o->start_ns / 1e3,
               (o->end_ns - o->start_ns) / 1e3);
   }

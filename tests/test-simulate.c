@@ -80,6 +80,37 @@ test_hand_timeline(void)
   stw_simulation_clear(&s);
 }
 
+/* Every event of the Chrome trace lies within the iteration: a stall carried into the first op
+ * from the iteration before begins at 0 (it was written at 2^64 - x ns, 584 years away). */
+static void
+test_chrome_trace_times(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, FALSE);
+  g_autoptr(StwPlan) p = plan_for(t, 16 * STW_GiB, STW_POLICY_ZERO_INFINITY);
+  StwSimulation s;
+  stw_simulate(p, t, TRUE, &s);
+  g_assert_cmpuint(g_array_index(s.ops, StwSimOp, 0).stall_ns, >,
+                   g_array_index(s.ops, StwSimOp, 0).start_ns);
+  g_autofree char *chrome = stw_report_chrome_trace(p, t, &s);
+  cJSON *doc = cJSON_Parse(chrome);
+  g_assert_nonnull(doc);
+  guint stalls = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(doc, "traceEvents"))
+  {
+    const cJSON *ts = cJSON_GetObjectItem(e, "ts"), *dur = cJSON_GetObjectItem(e, "dur");
+    if (ts == NULL)
+      continue;
+    double end = ts->valuedouble + (dur != NULL ? dur->valuedouble : 0);
+    g_assert_cmpfloat(ts->valuedouble, >=, 0);
+    g_assert_cmpfloat(end, <=, (double)s.iteration_ns / 1e3 * 2 + 1);
+    stalls += g_strcmp0(cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")), "stall") == 0;
+  }
+  g_assert_cmpuint(stalls, >, 0);
+  cJSON_Delete(doc);
+  stw_simulation_clear(&s);
+}
+
 static void
 test_unlimited_is_compute(void)
 {
@@ -186,6 +217,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/simulate/hand-timeline", test_hand_timeline);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
+  g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
   g_test_add_func("/simulate/whatif-points", test_whatif_points);
   g_test_add_func("/simulate/copy-interference", test_copy_interference);

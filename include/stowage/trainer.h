@@ -79,7 +79,9 @@ guint64 stw_trainer_step_count(StwTrainer *t);
 /* The current weights of TENSOR (numel floats). */
 void stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out);
 
-/* Checkpoints: weights, Adam state, step and data position; SHA-256 checked; written atomically. */
+/* Checkpoints: weights, Adam state, step and data position; SHA-256 checked; written atomically.
+ * On several ranks a set (FILE.rank-R-of-N.step-S per rank, FILE its manifest, written last by
+ * rank 0; docs/runtime.md), saved and loaded by every rank together. */
 gboolean stw_trainer_save(StwTrainer *t, const char *file, GError **error);
 gboolean stw_trainer_load(StwTrainer *t, const char *file, GError **error);
 /* A checkpoint of LEN bytes already in memory; FILE names it in messages. */
