@@ -123,13 +123,47 @@ import_device_info(ImportIteration *it, const cJSON *props, const cJSON *dist)
   }
 }
 
+/* TEXT of more than STW_TRACE_MAX_NAME bytes as 1000 of them (not cutting a UTF-8 character),
+ * "~" and 16 hex digits of the whole's SHA-256 (a new string); NULL when it fits. */
+static char *
+cap(const char *text)
+{
+  gsize len = strlen(text);
+  if (len <= STW_TRACE_MAX_NAME)
+    return NULL;
+  gsize keep = 1000;
+  while (keep > 0 && ((guchar)text[keep] & 0xc0) == 0x80)
+    keep--;
+  g_autofree char *digest = g_compute_checksum_for_data(G_CHECKSUM_SHA256,
+                                                        (const guchar *)text, len);
+  return g_strdup_printf("%.*s~%.16s", (int)keep, text, digest);
+}
+
+const char *
+import_capped_name(GStringChunk *chunk, const char *text)
+{
+  g_autofree char *capped = cap(text);
+  return g_string_chunk_insert_const(chunk, capped != NULL ? capped : text);
+}
+
+/* *NAME capped in place (names made of capped parts, "path.weight", can still be too long) */
+static void
+cap_in_place(char **name)
+{
+  char *capped = cap(*name);
+  if (capped != NULL) {
+    g_free(*name);
+    *name = capped;
+  }
+}
+
 void
 import_iteration_clear(ImportIteration *it)
 {
-  for (guint i = 0; i < it->n_evs; i++) {
+  for (guint i = 0; i < it->n_evs; i++)
     import_shapes_free(it->evs[i].shapes);
-    g_free(it->evs[i].path);
-  }
+  g_clear_pointer(&it->strings, g_string_chunk_free);
+  g_clear_pointer(&it->nest_order, g_free);
   g_clear_pointer(&it->evs, g_free);
   g_clear_pointer(&it->kernels, g_free);
   g_clear_pointer(&it->mems, g_free);
@@ -171,16 +205,20 @@ is_backward_name(const char *name)
          strstr(name, "Backward") != NULL || strstr(name, "AccumulateGrad") != NULL;
 }
 
-/* Parents and depths per thread (1: outermost); an optimizer step is one unit. */
+/* Parents and depths per thread (1: outermost); an optimizer step is one unit. What a walk up
+ * the parents would find is kept per event, each found from its parent's, so that a chain of
+ * any depth costs its length, not its square. */
 static void
 nest(ImportIteration *it)
 {
   guint n = it->n_evs;
-  g_autofree guint32 *order = g_new(guint32, MAX(n, 1));
+  guint32 *order = it->nest_order = g_new(guint32, MAX(n, 1));
   for (guint i = 0; i < n; i++)
     order[i] = i;
   sort_evs = it->evs;
   qsort(order, n, sizeof *order, by_thread_time);
+  if (it->strings == NULL)
+    it->strings = g_string_chunk_new(4096);
   g_autofree guint32 *stack = g_new(guint32, MAX(n, 1));
   guint top = 0;
   for (guint k = 0; k < n; k++) {
@@ -195,12 +233,14 @@ nest(ImportIteration *it)
     e->depth = top + 1;
     const ImportEvent *up = top > 0 ? &it->evs[stack[top - 1]] : NULL;
     e->mdepth = (up != NULL ? up->mdepth : 0) + (e->is_module ? 1 : 0);
+    e->shapes_above = up != NULL && (up->shapes != NULL || up->shapes_above);
+    e->near_path = up != NULL ? up->near_path : NULL;
     if (e->is_module) {
       const char *cls = e->name + strlen("nn.Module: ");
-      const char *above = NULL;
-      for (guint32 j = e->parent; j != G_MAXUINT32 && above == NULL; j = it->evs[j].parent)
-        above = it->evs[j].path;
-      e->path = above != NULL ? g_strconcat(above, ".", cls, NULL) : g_strdup(cls);
+      g_autofree char *path = e->near_path != NULL ? g_strconcat(e->near_path, ".", cls, NULL)
+                                                   : g_strdup(cls);
+      e->path = e->near_path = import_capped_name(it->strings, path);
+      /* (each ancestor is marked once: the walk stops at the first marked) */
       for (guint32 j = e->parent; j != G_MAXUINT32 && !it->evs[j].has_module_desc;
            j = it->evs[j].parent)
         it->evs[j].has_module_desc = TRUE;
@@ -211,46 +251,55 @@ nest(ImportIteration *it)
   }
 }
 
-/* The event that is E's trace op: its ancestor (or itself) at the chosen depth, or an
- * optimizer step above that; G_MAXUINT32 for an enclosing event above the depth. */
-static guint32
-unit_of(const ImportIteration *it, guint32 i, guint depth, gboolean modules)
-{
-  guint32 unit = G_MAXUINT32;
-  if (!modules) {
-    for (guint32 j = i; j != G_MAXUINT32; j = it->evs[j].parent) {
-      const ImportEvent *e = &it->evs[j];
-      if (e->is_module)
-        continue;
-      if (e->depth == depth || (e->depth < depth && j == i && !e->has_children) ||
-          is_optimizer(e))
-        unit = j;
-    }
-    return unit;
-  }
-  /* by modules: a module at the depth, or a leaf module above it, or else the outermost op
-   * that no such module holds (the loss, backward, the optimizer) */
-  guint32 outer_op = G_MAXUINT32;
-  for (guint32 j = i; j != G_MAXUINT32; j = it->evs[j].parent) {
-    const ImportEvent *e = &it->evs[j];
-    if (is_optimizer(e))
-      return j;
-    if (e->is_module && (e->mdepth == depth || (e->mdepth < depth && !e->has_module_desc)))
-      unit = j;
-    if (!e->is_module && (e->parent == G_MAXUINT32 || it->evs[e->parent].is_module))
-      outer_op = j;
-  }
-  return unit != G_MAXUINT32 ? unit : outer_op;
-}
+/* Per-event facts about an event's chain (itself and its ancestors), each from its parent's. */
+typedef struct {
+  guint32 outer_opt;  /* the outermost optimizer step */
+  guint32 inner_opt;  /* the innermost */
+  guint32 at_depth;   /* the ancestor at the chosen depth, when it is no module */
+  guint32 module;     /* the outermost module at the depth, or a leaf module above it */
+  guint32 outer_op;   /* the outermost op whose parent is a module or nothing */
+} Chain;
 
-/* The path of the innermost module around event I (itself included), or NULL. */
-static const char *
-module_path(const ImportIteration *it, guint32 i)
+/* Each event's trace op (its unit): by events, its ancestor (or itself) at the chosen depth, a
+ * leaf above the depth itself, or an optimizer step above that, the outermost of these; by
+ * modules, the innermost optimizer step around it, else a module at the depth or a leaf module
+ * above it (the outermost), else the outermost op that no such module holds (the loss, backward,
+ * the optimizer). G_MAXUINT32 for an enclosing event above the depth. One pass, parents first. */
+static void
+assign_units(ImportIteration *it, guint depth, gboolean modules)
 {
-  for (guint32 j = i; j != G_MAXUINT32; j = it->evs[j].parent)
-    if (it->evs[j].path != NULL)
-      return it->evs[j].path;
-  return NULL;
+  const guint32 none = G_MAXUINT32;
+  g_autofree Chain *chain = g_new(Chain, MAX(it->n_evs, 1));
+  for (guint k = 0; k < it->n_evs; k++) {
+    guint32 i = it->nest_order[k];
+    ImportEvent *e = &it->evs[i];
+    Chain up = { none, none, none, none, none }, *c = &chain[i];
+    if (e->parent != none)
+      up = chain[e->parent];
+    gboolean opt = is_optimizer(e);
+    c->outer_opt = up.outer_opt != none ? up.outer_opt : opt ? i : none;
+    c->inner_opt = opt ? i : up.inner_opt;
+    c->at_depth = e->depth == depth ? (e->is_module ? none : i)
+                  : e->depth > depth ? up.at_depth : none;
+    c->module = up.module != none ? up.module
+                : e->is_module && (e->mdepth == depth ||
+                                   (e->mdepth < depth && !e->has_module_desc)) ? i : none;
+    c->outer_op = up.outer_op != none ? up.outer_op
+                  : !e->is_module && (e->parent == none || it->evs[e->parent].is_module) ? i
+                                                                                           : none;
+    if (modules) {
+      e->unit = c->inner_opt != none ? c->inner_opt
+                : c->module != none ? c->module : c->outer_op;
+      continue;
+    }
+    /* the outermost of the candidates on the chain: the one of least depth */
+    guint32 leaf = !e->is_module && e->depth < depth && !e->has_children ? i : none;
+    guint32 cand[] = { c->outer_opt, c->at_depth, leaf };
+    e->unit = none;
+    for (int x = 0; x < 3; x++)
+      if (cand[x] != none && (e->unit == none || it->evs[cand[x]].depth < it->evs[e->unit].depth))
+        e->unit = cand[x];
+  }
 }
 
 /* The default module depth: the shallowest at which one module class runs more than once (the
@@ -416,26 +465,59 @@ memory(ImportIteration *it, GArray *units, StwImportReport *rep)
   rep->peak_above_start = (guint64)MAX(peak, 0);
 }
 
-/* The innermost event of thread TID running at TS, or G_MAXUINT32; BY_THREAD holds the event
- * indices sorted by (thread, start). */
-static guint32
-running_at(const ImportIteration *it, const guint32 *by_thread, gint64 tid, double ts)
+static const ImportRuntime *sort_runtimes;
+
+static int
+runtime_by_thread_time(const void *a, const void *b)
 {
-  guint lo = 0, hi = it->n_evs;
-  while (lo < hi) { /* the first event after (tid, ts) */
-    guint mid = (lo + hi) / 2;
-    const ImportEvent *e = &it->evs[by_thread[mid]];
-    if (e->tid < tid || (e->tid == tid && e->ts <= ts))
-      lo = mid + 1;
-    else
-      hi = mid;
+  const ImportRuntime *x = &sort_runtimes[*(const guint32 *)a];
+  const ImportRuntime *y = &sort_runtimes[*(const guint32 *)b];
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  return *(const guint32 *)a < *(const guint32 *)b ? -1 : 1;
+}
+
+/* For each runtime call, the event running on its thread at its time (the innermost one that
+ * started by then and has not ended; G_MAXUINT32: none): one sweep of the events in nesting
+ * order and the calls in time order, with the stack of open events, so that a deep nesting
+ * costs its length once rather than once per call. The caller's array. */
+static guint32 *
+running_events(const ImportIteration *it)
+{
+  guint32 *out = g_new(guint32, MAX(it->n_runtimes, 1));
+  g_autofree guint32 *calls = g_new(guint32, MAX(it->n_runtimes, 1));
+  for (guint r = 0; r < it->n_runtimes; r++)
+    calls[r] = r;
+  sort_runtimes = it->runtimes;
+  qsort(calls, it->n_runtimes, sizeof *calls, runtime_by_thread_time);
+  g_autofree guint32 *stack = g_new(guint32, MAX(it->n_evs, 1));
+  guint top = 0, k = 0;
+  gint64 tid = G_MININT64;
+  for (guint c = 0; c < it->n_runtimes; c++) {
+    const ImportRuntime *rt = &it->runtimes[calls[c]];
+    if (c == 0 || rt->tid != tid) {
+      tid = rt->tid;
+      top = 0;
+      while (k < it->n_evs && it->evs[it->nest_order[k]].tid < tid)
+        k++;
+    }
+    /* the events of this thread started by then, nested as nest() nests them */
+    for (; k < it->n_evs; k++) {
+      const ImportEvent *e = &it->evs[it->nest_order[k]];
+      if (e->tid != tid || e->ts > rt->ts)
+        break;
+      while (top > 0 && it->evs[stack[top - 1]].end <= e->ts)
+        top--;
+      stack[top++] = it->nest_order[k];
+    }
+    /* the ended ones go for good: the calls after this one are later still */
+    while (top > 0 && it->evs[stack[top - 1]].end < rt->ts)
+      top--;
+    out[calls[c]] = top > 0 ? stack[top - 1] : G_MAXUINT32;
   }
-  if (lo == 0 || it->evs[by_thread[lo - 1]].tid != tid)
-    return G_MAXUINT32;
-  for (guint32 j = by_thread[lo - 1]; j != G_MAXUINT32; j = it->evs[j].parent)
-    if (it->evs[j].end >= ts)
-      return j;
-  return G_MAXUINT32;
+  return out;
 }
 
 /* Durations: the GPU time of the kernels each unit (and the ops inside it) launched, found by
@@ -445,16 +527,12 @@ static void
 durations(ImportIteration *it, GArray *units, const guint32 *unit_ev, GHashTable *unit_of_ext,
           StwImportReport *rep)
 {
-  g_autofree guint32 *by_thread = g_new(guint32, MAX(it->n_evs, 1));
-  for (guint i = 0; i < it->n_evs; i++)
-    by_thread[i] = i;
-  sort_evs = it->evs;
-  qsort(by_thread, it->n_evs, sizeof *by_thread, by_thread_time);
   g_autoptr(GHashTable) unit_of_corr = g_hash_table_new_full(g_int64_hash, g_int64_equal,
                                                              g_free, NULL);
+  g_autofree guint32 *running = running_events(it);
   for (guint r = 0; r < it->n_runtimes; r++) {
     const ImportRuntime *rt = &it->runtimes[r];
-    guint32 ev = running_at(it, by_thread, rt->tid, rt->ts);
+    guint32 ev = running[r];
     if (ev == G_MAXUINT32 || unit_ev[ev] == G_MAXUINT32)
       continue;
     g_hash_table_insert(unit_of_corr, g_memdup2(&rt->correlation, sizeof rt->correlation),
@@ -491,15 +569,21 @@ et_reads_of(const ImportIteration *it, const ImportEvent *e)
   return op != NULL && strcmp(op->name, e->name) == 0 ? op->reads : NULL;
 }
 
+/* How many of the ops around an event outer_reads looks through: a model's ops nest a few deep
+ * (aten::linear over aten::addmm over its views), and a hostile file's thousands cost no more. */
+#define OUTER_READS_DEPTH 64
+
 /* Whether an op around event I reads storage ST too: then I's read is the outer op's inner
- * business (addmm's expand of its bias is a view larger than the bias). */
+ * business (addmm's expand of its bias is a view larger than the bias). READS: each event's
+ * execution-trace reads (or NULL); READS_UP: each event's nearest enclosing event with some. */
 static gboolean
-outer_reads(const ImportIteration *it, guint32 i, gint64 st)
+outer_reads(GArray *const *reads, const guint32 *reads_up, guint32 i, gint64 st)
 {
-  for (guint32 j = it->evs[i].parent; j != G_MAXUINT32; j = it->evs[j].parent) {
-    GArray *reads = et_reads_of(it, &it->evs[j]);
-    for (guint k = 0; reads != NULL && k < reads->len; k++)
-      if ((gint64)g_array_index(reads, ImportTensorRef, k).storage == st)
+  guint steps = 0;
+  for (guint32 j = reads_up[i]; j != G_MAXUINT32 && steps < OUTER_READS_DEPTH;
+       j = reads_up[j], steps++) {
+    for (guint k = 0; k < reads[j]->len; k++)
+      if ((gint64)g_array_index(reads[j], ImportTensorRef, k).storage == st)
         return TRUE;
   }
   return FALSE;
@@ -515,12 +599,20 @@ params_from_et(ImportIteration *it, GArray *units, const guint32 *unit_ev, StwTr
   gboolean optimizer = g_hash_table_size(it->et_optimized) > 0;
   g_autoptr(GHashTable) largest = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                                         g_free);
+  /* each event's reads, and its nearest enclosing event with reads, once (parents first) */
+  g_autofree GArray **all_reads = g_new0(GArray *, MAX(it->n_evs, 1));
+  g_autofree guint32 *reads_up = g_new(guint32, MAX(it->n_evs, 1));
+  for (guint k = 0; k < it->n_evs; k++) {
+    guint32 i = it->nest_order[k], p = it->evs[i].parent;
+    all_reads[i] = et_reads_of(it, &it->evs[i]);
+    reads_up[i] = p == G_MAXUINT32 ? G_MAXUINT32 : all_reads[p] != NULL ? p : reads_up[p];
+  }
   for (int pass = 0; pass < 2; pass++) {
     g_autoptr(GHashTable) id_of = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     g_autoptr(GHashTable) counts = g_hash_table_new(g_str_hash, g_str_equal);
     for (guint32 i = 0; i < it->n_evs; i++) {
       const ImportEvent *e = &it->evs[i];
-      GArray *reads = et_reads_of(it, e);
+      GArray *reads = all_reads[i];
       if (reads == NULL)
         continue;
       if (pass == 0)
@@ -536,7 +628,7 @@ params_from_et(ImportIteration *it, GArray *units, const guint32 *unit_ev, StwTr
          * later, so a parameter is also never made during the run */
         gboolean param = !g_hash_table_contains(it->et_created, &st) &&
                          (!optimizer || g_hash_table_contains(it->et_optimized, &st));
-        if (!param || outer_reads(it, i, st))
+        if (!param || outer_reads(all_reads, reads_up, i, st))
           continue;
         if (pass == 0) {
           ImportTensorRef *big = g_hash_table_lookup(largest, &st);
@@ -565,7 +657,7 @@ params_from_et(ImportIteration *it, GArray *units, const guint32 *unit_ev, StwTr
           }
           g_autofree char *name = NULL;
           if (role != NULL) {
-            name = param_name(e, module_path(it, i), role, counts, used);
+            name = param_name(e, e->near_path, role, counts, used);
           } else {
             const char *shortname = g_str_has_prefix(e->name, "aten::") ? e->name + 6 : e->name;
             name = g_strdup_printf("%s.storage%" G_GINT64_FORMAT, shortname, st);
@@ -668,8 +760,9 @@ cut_units(Build *b)
 {
   ImportIteration *it = b->it;
   b->units = g_array_new(FALSE, TRUE, sizeof(Unit));
+  assign_units(it, b->depth, b->modules);
   for (guint32 i = 0; i < it->n_evs; i++) {
-    if (unit_of(it, i, b->depth, b->modules) != i)
+    if (it->evs[i].unit != i)
       continue;
     Unit u = { .ev = i, .params = g_array_new(FALSE, FALSE, sizeof(guint32)),
                .grads = g_array_new(FALSE, FALSE, sizeof(guint32)), .pair = G_MAXUINT32 };
@@ -682,7 +775,7 @@ cut_units(Build *b)
   b->unit_of_ext = g_hash_table_new(g_int64_hash, g_int64_equal);
   b->unit_ev = g_new(guint32, MAX(it->n_evs, 1));
   for (guint32 i = 0; i < it->n_evs; i++) {
-    guint32 uev = unit_of(it, i, b->depth, b->modules);
+    guint32 uev = it->evs[i].unit;
     b->unit_ev[i] = uev == G_MAXUINT32 ? G_MAXUINT32 : it->evs[uev].trace_op;
     if (b->unit_ev[i] != G_MAXUINT32 && it->evs[i].ext_id >= 0)
       g_hash_table_insert(b->unit_of_ext, &it->evs[i].ext_id, GUINT_TO_POINTER(b->unit_ev[i]));
@@ -747,14 +840,11 @@ params_from_shapes(Build *b)
     guint32 u = b->unit_ev[i];
     if (e->shapes == NULL || u == G_MAXUINT32 || unit_at(b, u)->stage != STW_STAGE_FWD)
       continue;
-    gboolean inner = FALSE;
-    for (guint32 j = e->parent; j != G_MAXUINT32 && !inner; j = it->evs[j].parent)
-      inner = it->evs[j].shapes != NULL;
-    if (inner)
-      continue;
+    if (e->shapes_above)
+      continue; /* an op around it takes the parameters (aten::linear over aten::addmm) */
     for (guint k = 0; k < e->shapes->n; k++) {
       const ImportParam *p = &e->shapes->p[k];
-      g_autofree char *name = param_name(e, module_path(it, i), p->role, b->counts, b->used);
+      g_autofree char *name = param_name(e, e->near_path, p->role, b->counts, b->used);
       guint32 id = stw_trace_add_tensor(b->t, name, p->dtype, p->shape, p->ndim);
       add_unique(unit_at(b, u)->params, id);
     }
@@ -946,6 +1036,17 @@ finish(Build *b, GError **error)
   t->device.world_size = it->world_size;
   g_free(t->model.name);
   t->model.name = g_path_get_basename(it->file);
+  /* every name the file gave, or that was made of its names, within what a trace holds */
+  cap_in_place(&t->model.name);
+  cap_in_place(&t->device.name);
+  for (guint i = 0; i < t->tensors->len; i++) {
+    StwTensor *x = &g_array_index(t->tensors, StwTensor, i);
+    cap_in_place(&x->name);
+    for (guint k = 0; x->aliases != NULL && k < x->aliases->len; k++)
+      cap_in_place((char **)&x->aliases->pdata[k]);
+  }
+  for (guint i = 0; i < t->ops->len; i++)
+    cap_in_place(&g_array_index(t->ops, StwOp, i).name);
   return stw_trace_validate(t, it->file, error);
 }
 

@@ -51,12 +51,17 @@ typedef struct {
   const char *module;  /* "Module Hierarchy", or NULL */
   ImportShapes *shapes; /* owned */
   gboolean is_module;  /* an nn.Module's forward ("nn.Module: Linear_3", python_function) */
-  /* set by the builder */
+  /* set by the builder, in one pass over the events in nesting order (parents first): what a
+   * walk up the parents would find is kept per event, so that no question costs the depth */
   guint32 parent, depth, trace_op;
   gboolean has_children;
   guint32 mdepth;          /* modules among its ancestors and itself */
   gboolean has_module_desc; /* a module nests inside it */
-  char *path;              /* a module's path ("GPT2Model_0.GPT2Block_1"), owned; or NULL */
+  const char *path;        /* a module's path ("GPT2Model_0.GPT2Block_1", capped), in the
+                            * iteration's string chunk; or NULL */
+  const char *near_path;   /* the path of the innermost module around it, itself included */
+  gboolean shapes_above;   /* an event around it records parameter shapes */
+  guint32 unit;            /* its trace op's event (unit_of), G_MAXUINT32: none */
 } ImportEvent;
 
 typedef struct {
@@ -126,7 +131,15 @@ typedef struct {
   guint n_timeline;
   double base_ns;             /* baseTimeNanoseconds: the Kineto clock's origin in epoch ns */
   gboolean untimed;           /* events ordered but not timed (an execution trace alone) */
+  GStringChunk *strings;      /* the builder's strings (module paths), each at most
+                               * STW_TRACE_MAX_NAME bytes */
+  guint32 *nest_order;        /* the events in nesting order: per thread, parents first */
 } ImportIteration;
+
+/* TEXT as a name a trace can hold, in CHUNK (one copy of equal names): itself up to
+ * STW_TRACE_MAX_NAME bytes; longer, its first bytes and a digest of the whole, so that names
+ * stay distinct and an importer's memory stays bounded by what it keeps. */
+const char *import_capped_name(GStringChunk *chunk, const char *text);
 
 /* Reads the execution trace FILE into IT's et_* tables. */
 /* Reads the execution trace FILE as the trace itself: its tables, and its nodes as IT's events

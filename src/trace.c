@@ -214,6 +214,15 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
                    " is beyond the format's limits (%u, %u)", t->model.batch, t->model.seq,
                    STW_TRACE_MAX_BATCH, STW_MODEL_MAX_SEQ);
 
+  /* what the reader refuses, no writer writes: names, lists and values within its limits */
+  const char *named[] = { t->model.name, t->device.name };
+  for (gsize k = 0; k < G_N_ELEMENTS(named); k++) {
+    if (named[k] != NULL && strlen(named[k]) > STW_TRACE_MAX_NAME)
+      return invalid(error, file, "$.%s.name: %" G_GSIZE_FORMAT " bytes, more than the %d a "
+                     "name holds", k == 0 ? "model" : "device", strlen(named[k]),
+                     STW_TRACE_MAX_NAME);
+  }
+  guint64 values = 200; /* the JSON values of the file, as its reader counts them (a bound) */
   g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
   guint64 total_numel = 0;
   for (guint32 i = 0; i < n_tensors; i++) {
@@ -240,11 +249,19 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
       return invalid(error, file, "$.tensors[%u]: the tensors hold more than 2^49 elements in "
                      "all (2^53 bytes of model data)", i);
     guint n_aliases = x->aliases != NULL ? x->aliases->len : 0;
+    if (n_aliases > STW_TRACE_MAX_ALIASES)
+      return invalid(error, file, "$.tensors[%u].aliases: more than %d", i,
+                     STW_TRACE_MAX_ALIASES);
     for (guint k = 0; k <= n_aliases; k++) {
       const char *name = k == 0 ? x->name : x->aliases->pdata[k - 1];
+      if (strlen(name) > STW_TRACE_MAX_NAME)
+        return invalid(error, file, "$.tensors[%u]%s: %" G_GSIZE_FORMAT " bytes, more than the "
+                       "%d a name holds", i, k == 0 ? ".name" : ".aliases", strlen(name),
+                       STW_TRACE_MAX_NAME);
       if (!g_hash_table_add(names, (gpointer)name))
         return invalid(error, file, "$.tensors[%u]: the name \"%s\" is used twice", i, name);
     }
+    values += 8 + x->ndim + n_aliases;
   }
 
   guint32 micro_steps = t->model.micro_steps;
@@ -265,6 +282,17 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
     const StwOp *op = stw_trace_op(t, i);
     if (op->name == NULL || op->name[0] == '\0')
       return invalid(error, file, "$.ops[%u].name: op names cannot be empty", i);
+    if (strlen(op->name) > STW_TRACE_MAX_NAME)
+      return invalid(error, file, "$.ops[%u].name: %" G_GSIZE_FORMAT " bytes, more than the %d "
+                     "a name holds", i, strlen(op->name), STW_TRACE_MAX_NAME);
+    if (op->n_params > STW_TRACE_MAX_OP_TENSORS || op->n_grads > STW_TRACE_MAX_OP_TENSORS)
+      return invalid(error, file, "$.ops[%u].%s: more than %u tensor ids", i,
+                     op->n_params > STW_TRACE_MAX_OP_TENSORS ? "params" : "grads",
+                     STW_TRACE_MAX_OP_TENSORS);
+    values += 11 + (guint64)op->n_params + op->n_grads;
+    if (values > STW_TRACE_MAX_VALUES)
+      return invalid(error, file, "$.ops[%u]: the trace would hold more than %u JSON values by "
+                     "this op, more than its reader takes", i, STW_TRACE_MAX_VALUES);
     const struct {
       const char *name;
       guint64 v;
@@ -505,6 +533,13 @@ stw_trace_to_string(const StwTrace *t, GError **error)
   cJSON *root = trace_to_json(t, TRUE);
   char *text = stw_json_print_lines(root);
   cJSON_Delete(root);
+  gsize len = strlen(text);
+  if (len > STW_TRACE_MAX_FILE_BYTES) { /* what the reader refuses is not written */
+    g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, "the trace would be %"
+                G_GSIZE_FORMAT " bytes, more than its reader takes (1 GiB)", len);
+    g_free(text);
+    return NULL;
+  }
   return text;
 }
 

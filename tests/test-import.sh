@@ -175,6 +175,37 @@ printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", 
 expect 1 "the iteration has several processes (1, 2): choose one with --pid" "several processes are refused without --pid" -- $S import "$T/twopids.json" -o "$T/x.json"
 python3 -c 'print("{\"traceEvents\": [" + "[" * 300 + "]" * 300 + "]}")' > "$T/deep.json"
 expect 1 "deep.json: traceEvents[0] nests more than 256 deep" "an event nested 300 deep" -- $S import "$T/deep.json" -o "$T/x.json"
+# hostile shapes: 20,000 ops or modules each inside the last, 200 names of 100 kB; each imports in
+# bounded time and memory (timeout guards a hang) and no name in the trace passes 1,024 bytes
+cat > "$T/hostile.py" <<'PY'
+import json, sys
+kind, n = sys.argv[1], int(sys.argv[2])
+ev = [{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "ts": 1, "pid": 1, "tid": 1, "s": "t",
+       "args": {"Device Type": 1, "Device Id": 0, "Bytes": 1 << 20, "Total Allocated": 2 << 20}},
+      {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 1, "dur": 4 * n + 100, "pid": 1, "tid": 1}]
+for i in range(n):
+    if kind == "ops":
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::op", "ts": 2 + i, "dur": 4 * n - 2 * i, "pid": 1, "tid": 1})
+    elif kind == "modules":
+        ev.append({"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_%d" % i, "ts": 2 + i, "dur": 4 * n - 2 * i, "pid": 1, "tid": 1})
+    else:
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "%06d" % i + "x" * 100000, "ts": 2 + 4 * i, "dur": 2, "pid": 1, "tid": 1})
+if kind == "modules":
+    ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 2 + n, "dur": 1, "pid": 1, "tid": 1})
+json.dump({"traceEvents": ev}, sys.stdout)
+PY
+for kind in ops modules names; do
+  n=20000; [ $kind = names ] && n=200
+  python3 "$T/hostile.py" $kind $n > "$T/h-$kind.json"
+  timeout 60 $S import "$T/h-$kind.json" --params-from-memory -o "$T/h-$kind.out.json" > "$T/h-$kind.rep" 2>&1
+  tap_result $? "$n $kind, hostile, import within a minute" "$(head -c 600 "$T/h-$kind.rep")"
+done
+python3 -c 'import json, sys; print(*(len(json.load(open(f))["ops"]) for f in sys.argv[1:]))' \
+  "$T/h-ops.out.json" "$T/h-modules.out.json" "$T/h-names.out.json" > "$T/h-counts" 2>&1
+expect 0 "2 2 201" "nested ops are one op and the optimizer's; 200 names and the optimizer's" -- cat "$T/h-counts"
+python3 -c 'import json, sys; n = [o["name"] for f in sys.argv[1:] for o in json.load(open(f))["ops"]]; print(max(map(len, n)), len(set(n)))' \
+  "$T/h-modules.out.json" "$T/h-names.out.json" > "$T/h-names" 2>&1
+expect 0 "1017 202" "a name of 100 kB is cut to 1,017 bytes, its digest keeping the 200 apart" -- cat "$T/h-names"
 expect 2 "--depth" "--depth 0 is a usage error" -- $S import "$T/twopids.json" --depth 0 -o "$T/x.json"
 expect 2 "import: --output FILE is required" "no output" -- $S import "$T/twopids.json"
 tap_done

@@ -282,6 +282,27 @@ test_validate_built(void)
   t->device.rank = 4;
   g_assert_false(stw_trace_validate(t, "built", &error));
   stw_assert_error_contains(error, "rank 4 is not below world_size 4");
+  t->device.rank = 0;
+  /* what the reader refuses, a writer refuses too: a name over 1,024 bytes, an op of more than
+   * 65,536 tensors */
+  g_autofree char *long_name = g_strnfill(STW_TRACE_MAX_NAME + 1, 'x');
+  stw_trace_add_op(t, long_name, STW_STAGE_OPTIM, &w, 1, NULL, 0);
+  g_assert_false(stw_trace_validate(t, "built", &error));
+  stw_assert_error_contains(error, "built: $.ops[2].name: 1025 bytes, more than the 1024 a name "
+                            "holds");
+  g_array_set_size(t->ops, 2);
+  g_autofree guint32 *many = g_new0(guint32, STW_TRACE_MAX_OP_TENSORS + 1);
+  StwOp *op = stw_trace_add_op(t, "many", STW_STAGE_OPTIM, many, 1, NULL, 0);
+  op->n_params = STW_TRACE_MAX_OP_TENSORS + 1; /* (a list the builder was handed) */
+  g_free(op->params);
+  op->params = g_steal_pointer(&many);
+  g_assert_false(stw_trace_validate(t, "built", &error));
+  stw_assert_error_contains(error, "built: $.ops[2].params: more than 65536 tensor ids");
+  g_array_set_size(t->ops, 2);
+  g_free(g_array_index(t->tensors, StwTensor, 0).name);
+  g_array_index(t->tensors, StwTensor, 0).name = g_strnfill(2000, 'w');
+  g_assert_false(stw_trace_validate(t, "built", &error));
+  stw_assert_error_contains(error, "built: $.tensors[0].name: 2000 bytes, more than the 1024");
 }
 
 int
