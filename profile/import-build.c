@@ -139,6 +139,16 @@ cap(const char *text)
   return g_strdup_printf("%.*s~%.16s", (int)keep, text, digest);
 }
 
+gboolean
+import_bytes_moved(guint64 *moved, gint64 bytes)
+{
+  guint64 size = bytes < 0 ? -(guint64)bytes : (guint64)bytes;
+  if (size > IMPORT_MAX_BYTES_MOVED - *moved)
+    return FALSE;
+  *moved += size;
+  return TRUE;
+}
+
 const char *
 import_capped_name(GStringChunk *chunk, const char *text)
 {
@@ -879,23 +889,29 @@ pair_backward(Build *b)
 }
 
 /* With a memory timeline, the categories say which bytes are not model data. */
-static void
-memory_from_timeline(Build *b)
+static gboolean
+memory_from_timeline(Build *b, GError **error)
 {
   guint n = b->units->len;
   g_autofree double *s0 = g_new(double, MAX(n, 1)), *s1 = g_new(double, MAX(n, 1));
   g_autofree guint64 *nm = g_new(guint64, MAX(n, 1)), *pk = g_new(guint64, MAX(n, 1));
+  double first = INFINITY, last = -INFINITY;
   for (guint u = 0; u < n; u++) {
     const ImportEvent *e = &b->it->evs[unit_at(b, u)->ev];
     s0[u] = e->ts;
     s1[u] = e->end;
+    first = MIN(first, e->ts);
+    last = MAX(last, e->end);
   }
+  if (n > 0 && !import_timeline_covers(b->it, b->it->base_ns, first, last, error))
+    return FALSE;
   import_timeline_apply(b->it, b->it->base_ns, s0, s1, nm, pk, n);
   for (guint u = 0; u < n; u++) {
     unit_at(b, u)->nonmodel = nm[u];
     unit_at(b, u)->peak = pk[u];
   }
   stw_trace_warn(b->t, "memory_from_timeline", n);
+  return TRUE;
 }
 
 /* No parameter in the files: the memory held at the iteration's start as one tensor, when the
@@ -1075,9 +1091,8 @@ import_build(ImportIteration *it, GError **error)
   pair_backward(&b);
   durations(it, b.units, b.unit_ev, b.unit_of_ext, b.rep);
   memory(it, b.units, b.rep);
-  if (it->timeline != NULL)
-    memory_from_timeline(&b);
-  if (b.t->tensors->len == 0 && !params_from_memory(&b, error)) {
+  if ((it->timeline != NULL && !memory_from_timeline(&b, error)) ||
+      (b.t->tensors->len == 0 && !params_from_memory(&b, error))) {
     build_clear(&b);
     return NULL;
   }

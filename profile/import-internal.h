@@ -141,18 +141,31 @@ typedef struct {
  * stay distinct and an importer's memory stays bounded by what it keeps. */
 const char *import_capped_name(GStringChunk *chunk, const char *text);
 
-/* Reads the execution trace FILE into IT's et_* tables. */
+/* The most bytes one file's memory events (or timeline rows) may move, allocations and frees
+ * together: 2^53, so that every running sum and peak taken over them is exact and cannot
+ * overflow. */
+#define IMPORT_MAX_BYTES_MOVED (G_GUINT64_CONSTANT(1) << 53)
+#define IMPORT_MAX_BYTES_MOVED_TEXT "2^53 bytes (8 PiB)"
+
+/* Adds |BYTES| to *MOVED; FALSE, leaving it, when the total would pass IMPORT_MAX_BYTES_MOVED. */
+gboolean import_bytes_moved(guint64 *moved, gint64 bytes);
+
 /* Reads the execution trace FILE as the trace itself: its tables, and its nodes as IT's events
  * (ordered and nested, without times). */
 gboolean import_et_as_trace(ImportIteration *it, const char *file, GError **error);
 
 /* Reads a memory timeline into IT's timeline, and its peak into the report. */
 gboolean import_timeline_load(ImportIteration *it, const char *file, GError **error);
+/* Whether a row of IT's timeline falls in the span [FIRST_US, LAST_US] of the Kineto clock
+ * (BASE_NS converting it): else the timeline is of another run, and an error says so. */
+gboolean import_timeline_covers(const ImportIteration *it, double base_ns, double first_us,
+                                double last_us, GError **error);
 /* The non-model memory (all categories but parameters, gradients and optimizer state) at the
  * start and the peak of each of N spans [START_US, END_US] in the Kineto clock, BASE_NS
  * converting it to the timeline's. */
 void import_timeline_apply(const ImportIteration *it, double base_ns, const double *start_us,
                            const double *end_us, guint64 *nonmodel, guint64 *peak, guint n);
+/* Reads the execution trace FILE into IT's et_* tables. */
 gboolean import_et_load(ImportIteration *it, const char *file, GError **error);
 
 void import_device_info(ImportIteration *it, const cJSON *device_properties,

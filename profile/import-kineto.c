@@ -83,6 +83,7 @@ typedef struct {
   cJSON *device_properties, *distributed_info;
   double base_ns;   /* baseTimeNanoseconds, 0 when absent */
   guint64 kept;
+  guint64 moved;    /* the bytes the window's [memory] events allocate and free */
 } Scan;
 
 /* TEXT kept once, capped to what a trace's names hold (import_capped_name): 1,500 distinct op
@@ -238,15 +239,25 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
   gboolean timed = num_of(cJSON_GetObjectItemCaseSensitive(e, "ts"), &ts);
   num_of(cJSON_GetObjectItemCaseSensitive(e, "dur"), &dur);
   if (cJSON_IsString(name) && strcmp(name->valuestring, "[memory]") == 0) {
-    gint64 bytes;
+    gint64 bytes, total;
+    const cJSON *total_item = cJSON_GetObjectItemCaseSensitive(args, "Total Allocated");
     if (!timed)
       return bad_event(s, index, error, "a [memory] event without a number ts");
     if (!int_of(cJSON_GetObjectItemCaseSensitive(args, "Bytes"), &bytes) ||
         bytes > (G_GINT64_CONSTANT(1) << 53) || bytes < -(G_GINT64_CONSTANT(1) << 53))
       return bad_event(s, index, error, "a [memory] event without Bytes, an integer of at "
                        "most 2^53 either way");
-    if (ts >= s->t0 && ts <= s->t1 && !keep(s, index, error))
-      return FALSE;
+    if (total_item != NULL && (!int_of(total_item, &total) || total < 0 ||
+                               total > (G_GINT64_CONSTANT(1) << 53)))
+      return bad_event(s, index, error, "a [memory] event whose Total Allocated is not an "
+                       "integer from 0 to 2^53");
+    if (ts >= s->t0 && ts <= s->t1) {
+      if (!keep(s, index, error))
+        return FALSE;
+      if (!import_bytes_moved(&s->moved, bytes))
+        return bad_event(s, index, error, "the iteration's [memory] events allocate and free "
+                         "more than " IMPORT_MAX_BYTES_MOVED_TEXT " in all");
+    }
     memory_event(s, args, ts, index);
     return TRUE;
   }

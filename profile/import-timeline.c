@@ -18,7 +18,8 @@ const char *const import_timeline_categories[] = { "parameter", "optimizer_state
 
 typedef struct {
   const char *file;
-  GArray *rows; /* ImportTimelineRow */
+  GArray *rows;  /* ImportTimelineRow */
+  guint64 moved; /* the bytes the rows allocate and free */
 } Tl;
 
 static gboolean
@@ -31,6 +32,7 @@ tl_row(const char *key, guint64 index, const char *text, gsize len, gpointer dat
   const cJSON *t = cJSON_GetArrayItem(r, 0), *a = cJSON_GetArrayItem(r, 1);
   const cJSON *b = cJSON_GetArrayItem(r, 2), *c = cJSON_GetArrayItem(r, 3);
   if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != 4 || !cJSON_IsNumber(t) ||
+      !isfinite(t->valuedouble) ||
       !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !isfinite(b->valuedouble) ||
       fabs(b->valuedouble) > 9e15 || !cJSON_IsNumber(c) || c->valuedouble < 0 ||
       c->valuedouble > 7) {
@@ -42,6 +44,12 @@ tl_row(const char *key, guint64 index, const char *text, gsize len, gpointer dat
   if (tl->rows->len >= STW_IMPORT_MAX_EVENTS) {
     g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
                 "%s: more than %u rows (the importer's bound)", tl->file, STW_IMPORT_MAX_EVENTS);
+    return FALSE;
+  }
+  if (!import_bytes_moved(&tl->moved, (gint64)b->valuedouble)) {
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: $[%" G_GUINT64_FORMAT "]: the rows allocate and free more than "
+                IMPORT_MAX_BYTES_MOVED_TEXT " in all", tl->file, index);
     return FALSE;
   }
   ImportTimelineRow row = { .ns = t->valuedouble, .bytes = (gint64)b->valuedouble,
@@ -95,6 +103,33 @@ import_timeline_load(ImportIteration *it, const char *file, GError **error)
   it->n_timeline = tl.rows->len;
   it->timeline = (ImportTimelineRow *)g_array_free(tl.rows, FALSE);
   return TRUE;
+}
+
+gboolean
+import_timeline_covers(const ImportIteration *it, double base_ns, double first_us,
+                       double last_us, GError **error)
+{
+  double s = first_us * 1000.0 + base_ns, e = last_us * 1000.0 + base_ns;
+  double lo = INFINITY, hi = -INFINITY;
+  for (guint r = 0; r < it->n_timeline; r++) {
+    double ns = it->timeline[r].ns;
+    if (ns < 0)
+      continue; /* before the profiler started */
+    if (ns >= s && ns <= e)
+      return TRUE;
+    lo = MIN(lo, ns);
+    hi = MAX(hi, ns);
+  }
+  if (lo > hi)
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: the memory timeline has no timed row (all are from before the profiler "
+                "started), so no op can be placed in it", it->o->timeline_file);
+  else
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: no row of the memory timeline (%.0f to %.0f ns) falls in the iteration "
+                "(%.0f to %.0f ns: the trace's times from its baseTimeNanoseconds, %.0f): "
+                "a timeline of another run?", it->o->timeline_file, lo, hi, s, e, base_ns);
+  return FALSE;
 }
 
 /* Whether bytes of CATEGORY are model data, which the planner places in chunks. */

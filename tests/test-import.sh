@@ -82,9 +82,13 @@ else
   expect 1 "the execution trace links 1 of 36 ops but shows no parameters" "the nested 1.0.2-chakra layout reads; another run's trace links nothing useful" -- $S import "$ADD" --et "$T/chakra/1.0.2-chakra.0.0.4.json" --iteration whole -o "$T/x.json"
   expect 1 "--et expects an execution trace" "--et given a Kineto trace" -- $S import "$ADD" --et "$ADD" --iteration whole -o "$T/x.json"
 
-  # the memory timeline of HTA's test data (paired here with the hand-made trace: its times lie
-  # outside the timeline's, and its counts are the file's own)
-  $S import "$F/pytorch/tied-kineto.json" --memory-timeline "$TL" -o "$T/tl.json" --json > "$T/tl.rep" 2>&1
+  # the memory timeline of HTA's test data, paired with the hand-made trace: as it is, its times
+  # lie outside the timeline's, as another run's would; placed by baseTimeNanoseconds in the
+  # timeline's second, it reads (the counts are the timeline file's own)
+  expect 1 "memory_timeline.raw.gz: no row of the memory timeline (1696966047096061952 to 1696966048083248128 ns) falls in the iteration (10000 to 900000 ns: the trace's times from its baseTimeNanoseconds, 0): a timeline of another run?" \
+    "a memory timeline of another run is refused" -- $S import "$F/pytorch/tied-kineto.json" --memory-timeline "$TL" -o "$T/x.json"
+  sed 's/"schemaVersion": 1,/"schemaVersion": 1, "baseTimeNanoseconds": 1696966047500000000,/' "$F/pytorch/tied-kineto.json" > "$T/tied-at.json"
+  $S import "$T/tied-at.json" --memory-timeline "$TL" -o "$T/tl.json" --json > "$T/tl.rep" 2>&1
   tap_result $? "a memory timeline is read with a trace" "$(cat "$T/tl.rep")"
   json_is 16845 timeline_rows "$T/tl.rep" "the timeline's 16,845 rows"
   json_is 3082832104 timeline_peak "$T/tl.rep" "its peak of 3,082,832,104 bytes"
@@ -127,6 +131,14 @@ expect 0 '"duration_ns":12000' "an op timed by its kernel" -- grep -F '"duration
 
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9}, {"ph": "i", "name": "[memory]", "ts": 2, "args": {"Bytes": 9e18}}]}' > "$T/hugebytes.json"
 expect 1 "hugebytes.json: traceEvents[1]: a [memory] event without Bytes, an integer of at most 2^53 either way" "a memory event of 9e18 bytes" -- $S import "$T/hugebytes.json" -o "$T/x.json"
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9}, {"ph": "i", "name": "[memory]", "ts": 2, "args": {"Bytes": 8, "Total Allocated": -5}}]}' > "$T/negtotal.json"
+expect 1 "negtotal.json: traceEvents[1]: a [memory] event whose Total Allocated is not an integer from 0 to 2^53" "a negative Total Allocated" -- $S import "$T/negtotal.json" -o "$T/x.json"
+# 4,096 allocations of 2^52 bytes: a running sum would wrap a signed 64-bit count (a peak of 0 B
+# beside a report of 8 EiB); the events are refused at the first that passes 2^53 moved in all
+python3 -c 'import json; print(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9000}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 8000}] + [{"ph": "i", "name": "[memory]", "ts": 2 + i, "args": {"Bytes": 2**52}} for i in range(4096)]}))' > "$T/sum.json"
+expect 1 "sum.json: traceEvents[4]: the iteration's [memory] events allocate and free more than 2^53 bytes (8 PiB) in all" "4,096 [memory] events of 2^52 bytes" -- $S import "$T/sum.json" -o "$T/x.json"
+python3 -c 'print([[i, 1, 2**52, 4] for i in range(4096)])' > "$T/sum-tl.json"
+expect 1 "sum-tl.json: \$[2]: the rows allocate and free more than 2^53 bytes (8 PiB) in all" "4,096 timeline rows of 2^52 bytes" -- $S import "$P/tied-kineto.json" --memory-timeline "$T/sum-tl.json" -o "$T/x.json"
 printf '[[1, 2, 100, 4], [2, 2, 50]]' > "$T/badrow.json"
 expect 1 "badrow.json: \$[1]: expected [time, action, bytes, category 0-7]" "a timeline row of three" -- $S import "$P/tied-kineto.json" --memory-timeline "$T/badrow.json" -o "$T/x.json"
 printf '[[0, 2, 100, 4], [10000, 2, 50, 4], [10000000, 4, -150, 4]]' > "$T/small-tl.json"
