@@ -12,7 +12,8 @@
 
 typedef struct {
   gint64 id, parent, rf_id, tid, seq;
-  char *name;
+  guint64 index;      /* its place in the file's nodes */
+  const char *name;   /* capped (import_capped_name), in the iteration's strings */
   gboolean optimizer; /* an Optimizer.step#... node */
   GArray *reads;      /* ImportTensorRef: tensors among its inputs */
   GArray *writes;     /* ImportTensorRef: among its outputs */
@@ -20,7 +21,9 @@ typedef struct {
 
 typedef struct {
   const char *file;
-  GArray *nodes; /* Node */
+  GStringChunk *strings; /* the iteration's */
+  GArray *nodes;         /* Node, by id once read */
+  guint *parent;         /* each node's parent, an index in nodes; G_MAXUINT: a root */
 } Et;
 
 static gboolean
@@ -85,11 +88,10 @@ values_of(const cJSON *node, const char *flat_values, const char *flat_types, GA
   }
   if (!cJSON_IsArray(v) || !cJSON_IsArray(types))
     return;
-  int n = MIN(cJSON_GetArraySize(v), cJSON_GetArraySize(types));
-  for (int i = 0; i < n; i++) {
-    const cJSON *t = cJSON_GetArrayItem(types, i);
-    collect(cJSON_GetArrayItem(v, i), cJSON_IsString(t) ? t->valuestring : NULL, out, 0);
-  }
+  /* side by side in one walk (an item by its index is a walk of the list each time) */
+  for (const cJSON *x = v->child, *t = types->child; x != NULL && t != NULL;
+       x = x->next, t = t->next)
+    collect(x, cJSON_IsString(t) ? t->valuestring : NULL, out, 0);
 }
 
 static gint64
@@ -130,7 +132,8 @@ et_node(const char *key, guint64 index, const char *text, gsize len, gpointer da
     return FALSE;
   }
   Node node = { .id = id, .parent = attr_of(n, "parent", attr_of(n, "ctrl_deps", -1)),
-                .rf_id = attr_of(n, "rf_id", -1), .name = g_strdup(name->valuestring),
+                .index = index, .rf_id = attr_of(n, "rf_id", -1),
+                .name = import_capped_name(et->strings, name->valuestring),
                 .tid = attr_of(n, "tid", 0), .seq = attr_of(n, "seq_id", -1),
                 .optimizer = g_str_has_prefix(name->valuestring, "Optimizer.step"),
                 .reads = g_array_new(FALSE, FALSE, sizeof(ImportTensorRef)),
@@ -162,9 +165,9 @@ et_clear(Et *et)
     Node *n = &g_array_index(et->nodes, Node, i);
     g_array_unref(n->reads);
     g_array_unref(n->writes);
-    g_free(n->name);
   }
   g_array_unref(et->nodes);
+  g_free(et->parent);
 }
 
 static void
@@ -183,8 +186,68 @@ node_by_id(gconstpointer a, gconstpointer b)
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Each node's parent as an index into the nodes, sorted by id (a root — no parent, itself, or
+ * an id not in the file — has none); FALSE, naming them, on two nodes of one id or a cycle of
+ * parents, whose nodes no walk from a root would reach. Linear: each node is climbed from once. */
+static gboolean
+link_parents(Et *et, GError **error)
+{
+  guint n = et->nodes->len;
+  for (guint i = 1; i < n; i++) {
+    const Node *a = &g_array_index(et->nodes, Node, i - 1), *b = &g_array_index(et->nodes, Node, i);
+    if (a->id == b->id) {
+      g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                  "%s: nodes[%" G_GUINT64_FORMAT "] and nodes[%" G_GUINT64_FORMAT "] have the "
+                  "same id, %" G_GINT64_FORMAT, et->file, MIN(a->index, b->index),
+                  MAX(a->index, b->index), a->id);
+      return FALSE;
+    }
+  }
+  g_autoptr(GHashTable) index_of = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < n; i++)
+    g_hash_table_insert(index_of, &g_array_index(et->nodes, Node, i).id, GUINT_TO_POINTER(i));
+  et->parent = g_new(guint, MAX(n, 1));
+  for (guint i = 0; i < n; i++) {
+    const Node *x = &g_array_index(et->nodes, Node, i);
+    gpointer v;
+    et->parent[i] = x->parent != x->id &&
+                    g_hash_table_lookup_extended(index_of, &x->parent, NULL, &v)
+                        ? GPOINTER_TO_UINT(v) : G_MAXUINT;
+  }
+  /* a climb from each node not yet climbed, stamped with where it began: a node met again in
+   * the same climb is on a cycle */
+  g_autofree guint *climb = g_new(guint, MAX(n, 1));
+  for (guint i = 0; i < n; i++)
+    climb[i] = G_MAXUINT;
+  for (guint i = 0; i < n; i++) {
+    guint at = i;
+    while (at != G_MAXUINT && climb[at] == G_MAXUINT) {
+      climb[at] = i;
+      at = et->parent[at];
+    }
+    if (at == G_MAXUINT || climb[at] != i)
+      continue;
+    g_autoptr(GString) ids = g_string_new(NULL);
+    guint k = 0, on = at;
+    do {
+      g_string_append_printf(ids, "%s%" G_GINT64_FORMAT, k > 0 ? " -> " : "",
+                             g_array_index(et->nodes, Node, on).id);
+      on = et->parent[on];
+    } while (on != at && ++k < 8);
+    g_string_append_printf(ids, on == at ? " -> %" G_GINT64_FORMAT : " -> ...",
+                           g_array_index(et->nodes, Node, at).id);
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: nodes[%" G_GUINT64_FORMAT "] (id %" G_GINT64_FORMAT ") is its own "
+                "ancestor: the parents form a cycle (%s)", et->file,
+                g_array_index(et->nodes, Node, at).index, g_array_index(et->nodes, Node, at).id,
+                ids->str);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static void build_tables(ImportIteration *it, Et *et);
-static gboolean build_events(ImportIteration *it, Et *et, GError **error);
+static void build_events(ImportIteration *it, Et *et);
 
 static gboolean
 et_load(ImportIteration *it, const char *file, gboolean as_trace, GError **error)
@@ -198,7 +261,10 @@ et_load(ImportIteration *it, const char *file, gboolean as_trace, GError **error
                 file, stw_import_kind_names[kind]);
     return FALSE;
   }
-  Et et = { .file = file, .nodes = g_array_new(FALSE, FALSE, sizeof(Node)) };
+  if (it->strings == NULL)
+    it->strings = g_string_chunk_new(4096);
+  Et et = { .file = file, .strings = it->strings,
+            .nodes = g_array_new(FALSE, FALSE, sizeof(Node)) };
   static const char *const streamed[] = { "nodes", NULL };
   StwJsonStreamSpec spec = { .streamed = streamed, .max_element = STW_IMPORT_MAX_EVENT_BYTES,
                              .on_element = et_node, .on_member = et_member, .data = &et };
@@ -209,10 +275,15 @@ et_load(ImportIteration *it, const char *file, gboolean as_trace, GError **error
   it->rep->et_nodes = et.nodes->len;
   /* in the order the ops began (a node's id), which is not the file's in every schema */
   g_array_sort(et.nodes, node_by_id);
+  if (!link_parents(&et, error)) {
+    et_clear(&et);
+    return FALSE;
+  }
   build_tables(it, &et);
-  gboolean ok = !as_trace || build_events(it, &et, error);
+  if (as_trace)
+    build_events(it, &et);
   et_clear(&et);
-  return ok;
+  return TRUE;
 }
 
 gboolean
@@ -231,27 +302,31 @@ static void
 build_tables(ImportIteration *it, Et *et_in)
 {
   Et et = *et_in;
-  /* the optimizer's nodes: those under an Optimizer.step node */
-  g_autoptr(GHashTable) index_of = g_hash_table_new(g_int64_hash, g_int64_equal);
-  for (guint i = 0; i < et.nodes->len; i++)
-    g_hash_table_insert(index_of, &g_array_index(et.nodes, Node, i).id, GUINT_TO_POINTER(i));
+  guint n_nodes = et.nodes->len;
+  /* the optimizer's nodes: an Optimizer.step node and those under it. Each node's answer is its
+   * own or its parent's: a climb to the first node answered, then answers down the path. */
+  enum { UNKNOWN, OUTSIDE, INSIDE };
+  g_autofree guint8 *optimizer = g_new0(guint8, MAX(n_nodes, 1));
+  g_autofree guint *path = g_new(guint, MAX(n_nodes, 1));
+  for (guint i = 0; i < n_nodes; i++) {
+    guint len = 0, at = i;
+    while (at != G_MAXUINT && optimizer[at] == UNKNOWN) {
+      path[len++] = at;
+      at = et.parent[at];
+    }
+    guint8 above = at == G_MAXUINT ? OUTSIDE : optimizer[at];
+    while (len > 0) {
+      guint x = path[--len];
+      above = g_array_index(et.nodes, Node, x).optimizer ? INSIDE : above;
+      optimizer[x] = above;
+    }
+  }
   it->et_reads = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, free_op);
   it->et_optimized = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   it->et_created = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   for (guint i = 0; i < et.nodes->len; i++) {
     Node *n = &g_array_index(et.nodes, Node, i);
-    gboolean in_optimizer = FALSE;
-    gint64 at = n->id;
-    for (guint hops = 0; hops < 256 && !in_optimizer; hops++) {
-      gpointer v;
-      if (!g_hash_table_lookup_extended(index_of, &at, NULL, &v))
-        break;
-      const Node *up = &g_array_index(et.nodes, Node, GPOINTER_TO_UINT(v));
-      in_optimizer = up->optimizer;
-      if (up->parent == at)
-        break;
-      at = up->parent;
-    }
+    gboolean in_optimizer = optimizer[i] == INSIDE;
     for (guint k = 0; k < n->reads->len; k++) {
       const ImportTensorRef *ref = &g_array_index(n->reads, ImportTensorRef, k);
       gint64 s = (gint64)ref->storage;
@@ -281,13 +356,10 @@ build_tables(ImportIteration *it, Et *et_in)
 /* The execution trace's own ops as the importer's events: nested by their parents, timed by
  * their order alone (a node's start is its place in a walk of the tree, its end after its
  * last descendant's), for a trace of the iteration without durations or memory. */
-static gboolean
-build_events(ImportIteration *it, Et *et, GError **error)
+static void
+build_events(ImportIteration *it, Et *et)
 {
   guint n = et->nodes->len;
-  g_autoptr(GHashTable) index_of = g_hash_table_new(g_int64_hash, g_int64_equal);
-  for (guint i = 0; i < n; i++)
-    g_hash_table_insert(index_of, &g_array_index(et->nodes, Node, i).id, GUINT_TO_POINTER(i));
   /* children in id order; the observer's own process and thread nodes are not ops */
   g_autofree guint *first = g_new(guint, MAX(n, 1)), *next = g_new(guint, MAX(n, 1));
   g_autofree guint *last = g_new(guint, MAX(n, 1));
@@ -295,11 +367,7 @@ build_events(ImportIteration *it, Et *et, GError **error)
   for (guint i = 0; i < n; i++)
     first[i] = next[i] = last[i] = G_MAXUINT;
   for (guint i = 0; i < n; i++) {
-    const Node *x = &g_array_index(et->nodes, Node, i);
-    gpointer v;
-    guint p = G_MAXUINT;
-    if (x->parent != x->id && g_hash_table_lookup_extended(index_of, &x->parent, NULL, &v))
-      p = GPOINTER_TO_UINT(v);
+    guint p = et->parent[i];
     if (p == G_MAXUINT) {
       root[i] = TRUE;
       continue;
@@ -314,6 +382,7 @@ build_events(ImportIteration *it, Et *et, GError **error)
   it->n_evs = 0;
   g_autofree guint *stack = g_new(guint, MAX(n, 1) + 1);
   g_autofree guint *slot = g_new(guint, MAX(n, 1));
+  g_autofree guint *child = g_new(guint, MAX(n, 1));
   double clock = 0;
   for (guint r = 0; r < n; r++) {
     if (!root[r])
@@ -321,13 +390,12 @@ build_events(ImportIteration *it, Et *et, GError **error)
     guint top = 0;
     stack[top++] = r;
     /* a walk of the tree: a node's start when it is reached, its end when its subtree is done */
-    g_autofree guint *child = g_new(guint, MAX(n, 1));
     child[r] = first[r];
     slot[r] = G_MAXUINT;
     const Node *x = &g_array_index(et->nodes, Node, r);
     if (!g_str_has_prefix(x->name, "[pytorch|profiler|execution_trace|")) {
       slot[r] = it->n_evs;
-      it->evs[it->n_evs++] = (ImportEvent){ .ts = clock, .name = g_intern_string(x->name),
+      it->evs[it->n_evs++] = (ImportEvent){ .ts = clock, .name = x->name,
                                             .tid = x->tid, .seq = x->seq, .rf_id = x->rf_id,
                                             .ext_id = -1, .pid = -1 };
     }
@@ -347,7 +415,7 @@ build_events(ImportIteration *it, Et *et, GError **error)
       slot[c] = G_MAXUINT;
       if (!g_str_has_prefix(y->name, "[pytorch|profiler|execution_trace|")) {
         slot[c] = it->n_evs;
-        it->evs[it->n_evs++] = (ImportEvent){ .ts = clock, .name = g_intern_string(y->name),
+        it->evs[it->n_evs++] = (ImportEvent){ .ts = clock, .name = y->name,
                                               .tid = y->tid, .seq = y->seq, .rf_id = y->rf_id,
                                               .ext_id = -1, .pid = -1 };
       }
@@ -356,6 +424,4 @@ build_events(ImportIteration *it, Et *et, GError **error)
       stack[top++] = c;
     }
   }
-  (void)error;
-  return TRUE;
 }

@@ -124,6 +124,13 @@ $S import "$P/tied-kineto.json" --et "$P/tied-et.json" -o "$T/tied.json" --json 
 json_is 3 params "$T/tied2.rep" "with the execution trace the tied weight is one tensor: 3"
 json_is 240 param_bytes "$T/tied2.rep" "240 bytes: the embedding counted once"
 json_is '"the execution trace"' param_source "$T/tied2.rep" "the parameters' source is said"
+# an execution trace whose parents form a cycle (the step under the optimizer's add), or with two
+# nodes of one id: the walk from the root would drop the cycle's nodes and a link take either node
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["nodes"][1]["parent"] = 7; print(json.dumps(d))' "$P/tied-et.json" > "$T/cycle-et.json"
+expect 1 "cycle-et.json: nodes[1] (id 2) is its own ancestor: the parents form a cycle (2 -> 7 -> 6 -> 2)" "an execution trace whose parents form a cycle" -- $S import "$T/cycle-et.json" -o "$T/x.json"
+expect 1 "cycle-et.json: nodes[1] (id 2) is its own ancestor" "linked to a Kineto trace as well" -- $S import "$P/tied-kineto.json" --et "$T/cycle-et.json" -o "$T/x.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["nodes"][5]["id"] = 3; print(json.dumps(d))' "$P/tied-et.json" > "$T/dup-et.json"
+expect 1 "dup-et.json: nodes[2] and nodes[5] have the same id, 3" "two nodes of one id" -- $S import "$P/tied-kineto.json" --et "$T/dup-et.json" -o "$T/x.json"
 expect 0 '"embedding.0.weight"' "a parameter named by its role in the op that first reads it" -- grep -o '"embedding.0.weight"' "$T/tied.json"
 expect 0 '{"name":"autograd::engine::evaluate_function: MmBackward0","stage":"bwd","params":[0],"grads":[0]' "the tied head's backward writes the embedding's gradient" -- grep -F '{"name":"autograd::engine::evaluate_function: MmBackward0","stage":"bwd","params":[0],"grads":[0]' "$T/tied.json"
 expect 0 '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "non-model memory at an op's start and peak" -- grep -F '"nonmodel_bytes":4096,"nonmodel_peak_bytes":5120' "$T/tied.json"
