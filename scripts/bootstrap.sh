@@ -9,7 +9,7 @@ need=""
 # openmpi-bin: training on several ranks (without them, one rank); patchelf and xz-utils: `make
 # gpu-bundle` (the tree a GPU machine runs, scripts/gpu-bundle.sh)
 for p in gcc make autoconf automake libtool pkg-config libglib2.0-dev libglib2.0-dev-bin \
-         libcjson-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin patchelf xz-utils; do
+         libcjson-dev zlib1g-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin patchelf xz-utils; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <gio/gio.h>
+#include <zlib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -261,6 +262,122 @@ read_object(Reader *r, const StwJsonStreamSpec *spec, GString *text, GError **er
   }
 }
 
+/* gzip as gunzip reads it: member after member (a file of several, as `cat a.gz b.gz` or a
+ * parallel compressor writes, is their contents one after another), with zero bytes after the
+ * last ignored. GIO's own decompressor stops at the end of the first member. */
+#define STW_TYPE_GUNZIP (stw_gunzip_get_type())
+G_DECLARE_FINAL_TYPE(StwGunzip, stw_gunzip, STW, GUNZIP, GObject)
+
+struct _StwGunzip {
+  GObject parent;
+  z_stream z;
+  gboolean between; /* a member has ended: the next bytes begin another, or are zeros */
+};
+
+static void stw_gunzip_converter_init(GConverterIface *iface);
+G_DEFINE_TYPE_WITH_CODE(StwGunzip, stw_gunzip, G_TYPE_OBJECT,
+                        G_IMPLEMENT_INTERFACE(G_TYPE_CONVERTER, stw_gunzip_converter_init))
+
+static void
+stw_gunzip_finalize(GObject *object)
+{
+  inflateEnd(&STW_GUNZIP(object)->z);
+  G_OBJECT_CLASS(stw_gunzip_parent_class)->finalize(object);
+}
+
+static void
+stw_gunzip_class_init(StwGunzipClass *klass)
+{
+  G_OBJECT_CLASS(klass)->finalize = stw_gunzip_finalize;
+}
+
+static void
+stw_gunzip_init(StwGunzip *self)
+{
+  /* 16 + 15: a gzip wrapper (its CRC and length checked) around a window of 2^15 */
+  if (inflateInit2(&self->z, 16 + MAX_WBITS) != Z_OK)
+    g_error("zlib: cannot start a decompressor (out of memory)");
+}
+
+static void
+stw_gunzip_reset(GConverter *converter)
+{
+  StwGunzip *self = STW_GUNZIP(converter);
+  inflateReset(&self->z);
+  self->between = FALSE;
+}
+
+static GConverterResult
+stw_gunzip_convert(GConverter *converter, const void *inbuf, gsize inbuf_size, void *outbuf,
+                   gsize outbuf_size, GConverterFlags flags, gsize *bytes_read,
+                   gsize *bytes_written, GError **error)
+{
+  StwGunzip *self = STW_GUNZIP(converter);
+  const guint8 *in = inbuf;
+  gboolean at_end = (flags & G_CONVERTER_INPUT_AT_END) != 0;
+  *bytes_read = *bytes_written = 0;
+  if (self->between) {
+    gsize zeros = 0;
+    while (zeros < inbuf_size && in[zeros] == 0)
+      zeros++;
+    *bytes_read = zeros;
+    if (zeros > 0 || (inbuf_size == 0 && at_end))
+      return zeros == inbuf_size && at_end ? G_CONVERTER_FINISHED : G_CONVERTER_CONVERTED;
+    if (inbuf_size < 2 && !at_end) {
+      g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT, "more input needed");
+      return G_CONVERTER_ERROR;
+    }
+    if (inbuf_size < 2 || in[0] != 0x1f || in[1] != 0x8b) {
+      g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                          "bytes after a gzip member that begin no other member");
+      return G_CONVERTER_ERROR;
+    }
+    inflateReset(&self->z);
+    self->between = FALSE;
+  }
+  /* zlib counts in uInt: a buffer over 4 GiB is taken a part at a time */
+  self->z.next_in = (Bytef *)in;
+  self->z.avail_in = (uInt)MIN(inbuf_size, G_MAXUINT);
+  self->z.next_out = outbuf;
+  self->z.avail_out = (uInt)MIN(outbuf_size, G_MAXUINT);
+  uInt avail_in = self->z.avail_in, avail_out = self->z.avail_out;
+  int ret = inflate(&self->z, Z_NO_FLUSH);
+  *bytes_read = avail_in - self->z.avail_in;
+  *bytes_written = avail_out - self->z.avail_out;
+  switch (ret) {
+  case Z_STREAM_END:
+    self->between = TRUE;
+    return at_end && *bytes_read == inbuf_size ? G_CONVERTER_FINISHED : G_CONVERTER_CONVERTED;
+  case Z_OK:
+    return G_CONVERTER_CONVERTED;
+  case Z_BUF_ERROR: /* no progress: the output is full, or the input ran out inside a member */
+    if (avail_out == 0) {
+      g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE, "no room for the output");
+      return G_CONVERTER_ERROR;
+    }
+    if (at_end) {
+      g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                          "the gzip data ends inside a member (truncated?)");
+      return G_CONVERTER_ERROR;
+    }
+    g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT, "more input needed");
+    return G_CONVERTER_ERROR;
+  case Z_MEM_ERROR:
+    g_error("zlib: out of memory");
+  default: /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "not valid gzip data (%s)",
+                self->z.msg != NULL ? self->z.msg : "a corrupt stream");
+    return G_CONVERTER_ERROR;
+  }
+}
+
+static void
+stw_gunzip_converter_init(GConverterIface *iface)
+{
+  iface->convert = stw_gunzip_convert;
+  iface->reset = stw_gunzip_reset;
+}
+
 gboolean
 stw_json_stream_is_gzip(const char *file)
 {
@@ -298,7 +415,7 @@ stw_json_stream_open(const char *file, GError **error)
   }
   if (!stw_json_stream_is_gzip(file))
     return G_INPUT_STREAM(g_object_ref(fin));
-  g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
+  g_autoptr(StwGunzip) z = g_object_new(STW_TYPE_GUNZIP, NULL);
   return g_converter_input_stream_new(G_INPUT_STREAM(fin), G_CONVERTER(z));
 }
 

@@ -185,6 +185,20 @@ printf '' > "$T/empty.json"
 expect 1 "empty.json: not a PyTorch profiler file" "an empty file" -- $S import "$T/empty.json" -o "$T/x.json"
 printf '\037\213garbage-not-deflate' > "$T/bad.json.gz"
 expect 1 "bad.json.gz: cannot be read" "a corrupt gzip file" -- $S import "$T/bad.json.gz" -o "$T/x.json"
+# gzip of several members (cat a.gz b.gz; pigz, bgzip) reads as gunzip reads it: the members'
+# contents one after another; zeros after the last are ignored, other bytes refused
+head -c 3000 "$P/tied-kineto.json" | gzip -c > "$T/multi.json.gz"
+tail -c +3001 "$P/tied-kineto.json" | gzip -c >> "$T/multi.json.gz"
+$S import "$T/multi.json.gz" -o "$T/multi.json" --json > "$T/multi.rep" 2>&1
+json_is 26 events "$T/multi.rep" "a gzip file of two members reads whole: its 26 events"
+json_is 12 ops "$T/multi.rep" "and its 12 ops"
+cp "$T/multi.json.gz" "$T/padded.json.gz" && head -c 512 /dev/zero >> "$T/padded.json.gz"
+$S import "$T/padded.json.gz" -o "$T/padded.json" --json > "$T/padded.rep" 2>&1
+json_is 26 events "$T/padded.rep" "zeros after the last member are ignored"
+cp "$T/multi.json.gz" "$T/junk.json.gz" && printf 'junk' >> "$T/junk.json.gz"
+expect 1 "junk.json.gz: cannot be read: bytes after a gzip member that begin no other member" "other bytes after the last member" -- $S import "$T/junk.json.gz" -o "$T/x.json"
+head -c $(($(wc -c < "$T/multi.json.gz") - 20)) "$T/multi.json.gz" > "$T/cut.json.gz"
+expect 1 "the gzip data ends inside a member (truncated?)" "a gzip file cut inside its second member" -- $S import "$T/cut.json.gz" -o "$T/x.json"
 expect 1 "not a regular file" "a device file" -- $S import /dev/zero -o "$T/x.json"
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}, 5]}' > "$T/five.json"
 expect 1 "five.json: traceEvents[1]: not a JSON object" "an event that is not an object" -- $S import "$T/five.json" --iteration whole -o "$T/x.json"
