@@ -705,6 +705,8 @@ typedef struct {
   double optim_us;          /* the optimizer step's time, shared by its parameters */
   guint64 optim_nonmodel, optim_peak, cpu_timed;
   guint32 last_bwd_pair;
+  double timed_us;          /* the ops' time so far */
+  const ImportEvent *over;  /* the event whose time passes what a trace may hold; NULL: none */
 } Build;
 
 static void
@@ -974,6 +976,9 @@ emit_unit(Build *b, guint u)
   const Unit *x = unit_at(b, u);
   const ImportEvent *e = &it->evs[x->ev];
   double us = it->untimed ? 0 : x->kernels > 0 ? x->gpu_us : e->end - e->ts;
+  b->timed_us += MAX(us, 0);
+  if (b->over == NULL && b->timed_us * 1000.0 > (double)STW_TRACE_MAX_TOTAL_NS)
+    b->over = e;
   if (x->kernels > 0)
     b->rep->ops_gpu_timed++;
   else if (!it->untimed)
@@ -1101,6 +1106,14 @@ import_build(ImportIteration *it, GError **error)
   b.rep->params = b.t->tensors->len;
   for (guint u = 0; u < b.units->len; u++)
     emit_unit(&b, u);
+  if (b.over != NULL) {
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: the iteration's ops take more than 2^53 ns (104 days) in all, what a trace "
+                "may hold: the sum passes it at %s (ts %.3f us)", it->file, b.over->name,
+                b.over->ts);
+    build_clear(&b);
+    return NULL;
+  }
   emit_optimizer(&b);
   if (!finish(&b, error)) {
     build_clear(&b);

@@ -137,6 +137,14 @@ bad_event(Scan *s, guint64 index, GError **error, const char *what)
   return FALSE;
 }
 
+/* Whether TS and DUR (µs) are times of a clock: a time within 2^53 µs of its origin, a duration
+ * from 0 to 2^53 ns (104 days, the trace format's bound), so that no time in ns wraps. */
+static gboolean
+span_ok(double ts, double dur)
+{
+  return fabs(ts) <= 9007199254740992.0 && dur >= 0 && dur <= 9007199254740.992;
+}
+
 static gboolean
 pass1_event(const char *key, guint64 index, const char *text, gsize len, gpointer data,
             GError **error)
@@ -160,8 +168,9 @@ pass1_event(const char *key, guint64 index, const char *text, gsize len, gpointe
   if (cJSON_IsString(cat) && strcmp(cat->valuestring, "gpu_user_annotation") == 0)
     return TRUE; /* the GPU's mirror of the CPU's marker */
   if (!num_of(cJSON_GetObjectItemCaseSensitive(e, "ts"), &ts) ||
-      !num_of(cJSON_GetObjectItemCaseSensitive(e, "dur"), &dur) || dur < 0)
-    return bad_event(s, index, error, "a ProfilerStep# event without a number ts and dur");
+      !num_of(cJSON_GetObjectItemCaseSensitive(e, "dur"), &dur) || !span_ok(ts, dur))
+    return bad_event(s, index, error, "a ProfilerStep# event without a number ts and a dur "
+                     "from 0 to 2^53 ns");
   st.ts = ts;
   st.end = ts + dur;
   st.pid = -1;
@@ -264,8 +273,9 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
   gboolean module = strcmp(p, "X") == 0 && strcmp(c, "python_function") == 0 &&
                     cJSON_IsString(name) && g_str_has_prefix(name->valuestring, "nn.Module: ");
   if (strcmp(p, "X") == 0 && (in_list(op_cats, c) || module)) {
-    if (!cJSON_IsString(name) || !timed || dur < 0)
-      return bad_event(s, index, error, "an op without a name, a number ts and a dur");
+    if (!cJSON_IsString(name) || !timed || !span_ok(ts, dur))
+      return bad_event(s, index, error, "an op without a name, a number ts and a dur from 0 "
+                       "to 2^53 ns");
     gint64 number;
     if (import_step_number(name->valuestring, &number))
       return TRUE;
@@ -293,6 +303,8 @@ pass2_event(const char *key, guint64 index, const char *text, gsize len, gpointe
   if (strcmp(p, "X") == 0 && in_list(kernel_cats, c)) {
     if (!timed || ts < s->t0 || ts > s->kernel_t1)
       return TRUE;
+    if (!span_ok(ts, MAX(dur, 0)))
+      return bad_event(s, index, error, "a kernel whose dur is more than 2^53 ns");
     if (!keep(s, index, error))
       return FALSE;
     Kernel k = { .ts = ts, .dur = MAX(dur, 0), .ext_id = arg_int(args, "External id", -1),

@@ -138,6 +138,11 @@ expect 0 '"duration_ns":12000' "an op timed by its kernel" -- grep -F '"duration
 
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9}, {"ph": "i", "name": "[memory]", "ts": 2, "args": {"Bytes": 9e18}}]}' > "$T/hugebytes.json"
 expect 1 "hugebytes.json: traceEvents[1]: a [memory] event without Bytes, an integer of at most 2^53 either way" "a memory event of 9e18 bytes" -- $S import "$T/hugebytes.json" -o "$T/x.json"
+# durations a trace cannot hold are refused at the event that has them, not at the trace built
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1e300}]}' > "$T/longop.json"
+expect 1 "longop.json: traceEvents[1]: an op without a name, a number ts and a dur from 0 to 2^53 ns" "an op of 1e300 us" -- $S import "$T/longop.json" -o "$T/x.json"
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9e12}, {"ph": "i", "name": "[memory]", "ts": 1, "args": {"Bytes": 8, "Total Allocated": 4104}}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 8e12, "args": {"External id": 5}}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 2, "dur": 5e12, "args": {"External id": 5}}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 3, "dur": 5e12, "args": {"External id": 5}}]}' > "$T/longsum.json"
+expect 1 "longsum.json: the iteration's ops take more than 2^53 ns (104 days) in all, what a trace may hold: the sum passes it at aten::mm (ts 1.000 us)" "two kernels of 5e12 us under one op" -- $S import "$T/longsum.json" --params-from-memory -o "$T/x.json"
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9}, {"ph": "i", "name": "[memory]", "ts": 2, "args": {"Bytes": 8, "Total Allocated": -5}}]}' > "$T/negtotal.json"
 expect 1 "negtotal.json: traceEvents[1]: a [memory] event whose Total Allocated is not an integer from 0 to 2^53" "a negative Total Allocated" -- $S import "$T/negtotal.json" -o "$T/x.json"
 # 4,096 allocations of 2^52 bytes: a running sum would wrap a signed 64-bit count (a peak of 0 B
@@ -203,7 +208,7 @@ expect 1 "not a regular file" "a device file" -- $S import /dev/zero -o "$T/x.js
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}, 5]}' > "$T/five.json"
 expect 1 "five.json: traceEvents[1]: not a JSON object" "an event that is not an object" -- $S import "$T/five.json" --iteration whole -o "$T/x.json"
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": "x", "dur": 2}]}' > "$T/badts.json"
-expect 1 "badts.json: traceEvents[0]: a ProfilerStep# event without a number ts and dur" "a marker without times" -- $S import "$T/badts.json" -o "$T/x.json"
+expect 1 "badts.json: traceEvents[0]: a ProfilerStep# event without a number ts and a dur from 0 to 2^53 ns" "a marker without times" -- $S import "$T/badts.json" -o "$T/x.json"
 printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9, "pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 3, "dur": 2, "pid": 2, "tid": 1}]}' > "$T/twopids.json"
 expect 1 "the iteration has several processes (1, 2): choose one with --pid" "several processes are refused without --pid" -- $S import "$T/twopids.json" -o "$T/x.json"
 python3 -c 'print("{\"traceEvents\": [" + "[" * 300 + "]" * 300 + "]}")' > "$T/deep.json"
