@@ -249,14 +249,31 @@ name_allocation(const Build *b, Alloc *a, const StwEventRecord *e, GError **erro
 }
 
 static gboolean
+second_record(const Build *b, const StwEventRecord *e, const StwEventRecord *first,
+              const char *what, GError **error)
+{
+  g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_ORDER,
+              "%s:%u: a second %s of id %" G_GUINT64_FORMAT " (the first at line %u)",
+              b->ev->file, e->line, what, e->id, first->line);
+  return FALSE;
+}
+
+static gboolean
 collect_allocs(Build *b, GError **error)
 {
   g_autoptr(GHashTable) live = g_hash_table_new(g_int64_hash, g_int64_equal);
+  g_autoptr(GHashTable) launches = g_hash_table_new(g_int64_hash, g_int64_equal);
   b->allocs = g_ptr_array_new_with_free_func(g_free);
   b->gpu = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint i = 0; i < b->n; i++) {
     const StwEventRecord *e = &b->e[i];
-    if (e->kind == STW_EVENT_ALLOC) {
+    if (e->kind == STW_EVENT_LAUNCH) {
+      /* a launch id is CUPTI's correlation id, one per call */
+      const StwEventRecord *same = g_hash_table_lookup(launches, &e->id);
+      if (same != NULL)
+        return second_record(b, e, same, "launch", error);
+      g_hash_table_insert(launches, (gpointer)&e->id, (gpointer)e);
+    } else if (e->kind == STW_EVENT_ALLOC) {
       if (g_hash_table_contains(live, &e->ptr)) {
         b->rep.duplicate_allocs++;
         continue;
@@ -280,9 +297,20 @@ collect_allocs(Build *b, GError **error)
     } else if (e->kind == STW_EVENT_KERNEL && e->incomplete) {
       b->rep.incomplete_kernels++; /* its launch gets the host time, as a dropped one */
     } else if (e->kind == STW_EVENT_KERNEL) {
+      const StwEventRecord *same = g_hash_table_lookup(b->gpu, &e->id);
+      if (same != NULL)
+        return second_record(b, e, same, "kernel record", error);
       g_hash_table_insert(b->gpu, (gpointer)&e->id, (gpointer)e);
     }
   }
+  /* a kernel no recorded launch made (a CUDA graph's, launched by a call the profiler does not
+   * follow) has no op to time: counted, and said in the trace */
+  GHashTableIter it;
+  gpointer id;
+  g_hash_table_iter_init(&it, b->gpu);
+  while (g_hash_table_iter_next(&it, &id, NULL))
+    if (!g_hash_table_contains(launches, id))
+      b->rep.unlaunched_kernels++;
   b->lasting = g_ptr_array_new();
   for (guint i = 0; i < b->allocs->len; i++) {
     Alloc *a = b->allocs->pdata[i];
@@ -454,6 +482,7 @@ stw_events_build(const StwEvents *ev, const StwEventsOptions *o, StwEventsReport
   /* what a real profiler produces and the trace does without, counted in its source */
   stw_trace_warn(b.t, "dropped_launches", b.rep.dropped_launches);
   stw_trace_warn(b.t, "incomplete_kernels", b.rep.incomplete_kernels);
+  stw_trace_warn(b.t, "unlaunched_kernels", b.rep.unlaunched_kernels);
   stw_trace_warn(b.t, "duplicate_allocs", b.rep.duplicate_allocs);
   stw_trace_warn(b.t, "unknown_frees", b.rep.unknown_frees);
   stw_trace_warn(b.t, "open_ranges", b.rep.open_ranges);

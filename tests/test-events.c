@@ -105,6 +105,11 @@ test_broken_streams(void)
                                       "of 64 bytes" },
     { "events/tensor-no-alloc.events", "tensor-no-alloc.events:2: tensor lost.weight at 2000 "
                                        "names no live allocation" },
+    /* a launch id is a correlation id: one launch, one kernel record */
+    { "events/dup-launch.events", "dup-launch.events:11: a second launch of id 1 (the first at "
+                                  "line 7)" },
+    { "events/dup-kernel.events", "dup-kernel.events:22: a second kernel record of id 2 (the "
+                                  "first at line 12)" },
     /* found by fuzz/run.sh: a NUL byte freed an uninitialized event */
     { "events/crash-nul.events", "crash-nul.events:1: a NUL byte" },
   };
@@ -134,6 +139,22 @@ test_incomplete_kernel(void)
   g_assert_cmpuint(stw_trace_op(t, 3)->duration_ns, ==, 10); /* push 180 .. pop 190 */
   g_autofree char *text = stw_trace_to_string(t, &error);
   g_assert_nonnull(strstr(text, "\"incomplete_kernels\":1"));
+}
+
+/* A kernel record of no recorded launch (a CUDA graph's kernels carry the graph launch's
+ * correlation id, which the profiler does not record) times no op: left out, counted and said. */
+static void
+test_unlaunched_kernel(void)
+{
+  GError *error = NULL;
+  StwEventsReport rep;
+  g_autoptr(StwTrace) t = build("events/unlaunched-kernel.events", &error, &rep);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rep.unlaunched_kernels, ==, 1);
+  g_assert_cmpuint(rep.dropped_launches, ==, 1); /* fc2.bwd's, as in small.events */
+  g_assert_cmpuint(stw_trace_op(t, 3)->duration_ns, ==, 100); /* fc1.bwd: kernel 4 alone */
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_nonnull(strstr(text, "\"unlaunched_kernels\":1"));
 }
 
 static void
@@ -228,6 +249,7 @@ main(int argc, char **argv)
   g_test_add_func("/events/broken-streams", test_broken_streams);
   g_test_add_func("/events/counted-warnings", test_counted_warnings);
   g_test_add_func("/events/incomplete-kernel", test_incomplete_kernel);
+  g_test_add_func("/events/unlaunched-kernel", test_unlaunched_kernel);
   g_test_add_func("/events/threads", test_threads);
   g_test_add_func("/events/runtime-same-trace", test_runtime_events_same_trace);
   return g_test_run();

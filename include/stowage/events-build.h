@@ -40,6 +40,7 @@ typedef struct {
   guint iterations;        /* complete iteration ranges found */
   guint dropped_launches;  /* launches with no GPU record (dropped by CUPTI) */
   guint incomplete_kernels; /* kernel records that ended before they started (left out) */
+  guint unlaunched_kernels; /* kernel records of no recorded launch (a CUDA graph's: left out) */
   guint duplicate_allocs;  /* repeated allocation records ignored */
   guint unknown_frees;     /* frees of memory allocated before the profiler attached */
   guint open_ranges;       /* ranges still open at the end (the program exited inside them) */
