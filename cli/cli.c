@@ -290,6 +290,21 @@ stw_cli_json_throughput(cJSON *obj, const StwThroughput *th)
 }
 
 char *
+stw_cli_slowdown_cell(double slowdown)
+{
+  return isfinite(slowdown) ? g_strdup_printf("%.2fx", slowdown) : g_strdup("-");
+}
+
+void
+stw_cli_json_slowdown(cJSON *obj, double slowdown)
+{
+  if (isfinite(slowdown))
+    cJSON_AddNumberToObject(obj, "slowdown", slowdown);
+  else
+    cJSON_AddNullToObject(obj, "slowdown");
+}
+
+char *
 stw_cli_host_figure(const StwPlanPredictions *q, guint32 world)
 {
   g_autofree char *all = stw_size_format(q->cpu_bytes + q->host_overhead_bytes);

@@ -43,7 +43,7 @@ fits(Probe *pr, const StwModelConfig *cfg)
   if (t == NULL)
     return FALSE;
   StwWhatifPoint pt;
-  stw_whatif_run(t, pr->o, pr->policy, pr->o->budgets.gpu_bytes, 0, &pt);
+  stw_whatif_run(t, pr->o, pr->policy, pr->o->budgets.gpu_bytes, STW_WHATIF_UNKNOWN, &pt);
   if (isatty(STDERR_FILENO)) {
     fprintf(stderr, "\rcapacity: %-14s %-16s %s   ", stw_policy_names[pr->policy], cfg->name,
             pt.feasible ? "fits" : "does not fit");

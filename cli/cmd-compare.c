@@ -13,9 +13,23 @@ typedef struct {
   const char *trace_file;
   const StwPlannerOptions *o;
   guint64 budget;
-  guint64 unlimited_ns;
+  guint64 unlimited_ns;  /* STW_WHATIF_UNKNOWN: cannot be planned, for unlimited_why */
+  char *unlimited_why;
   StwWhatifPoint pts[STW_N_POLICIES];
 } Comparison;
+
+/* What the unlimited-memory time is, for the table's heading. */
+static char *
+unlimited_text(const Comparison *c)
+{
+  if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
+    return g_strdup_printf("unlimited memory cannot be planned: %s", c->unlimited_why);
+  if (c->unlimited_ns == 0)
+    return g_strdup("unlimited memory: 0 ns per iteration; the trace's ops take no time, so no "
+                    "slowdown is a ratio");
+  g_autofree char *u = stw_duration_format(c->unlimited_ns);
+  return g_strdup_printf("unlimited memory: %s per iteration", u);
+}
 
 static void
 print_json(const Comparison *c)
@@ -32,7 +46,7 @@ print_json(const Comparison *c)
       cJSON_AddNumberToObject(row, "d2h_bytes", (double)pt->d2h_bytes);
       cJSON_AddNumberToObject(row, "comm_bytes", (double)pt->comm_bytes);
       cJSON_AddNumberToObject(row, "iteration_ns", (double)pt->iteration_ns);
-      cJSON_AddNumberToObject(row, "slowdown", pt->slowdown);
+      stw_cli_json_slowdown(row, pt->slowdown);
       stw_cli_json_throughput(row, &pt->throughput);
     } else {
       cJSON_AddStringToObject(row, "why", pt->why);
@@ -44,7 +58,10 @@ print_json(const Comparison *c)
   cJSON_AddStringToObject(root, "hardware", c->o->hw.name);
   cJSON_AddNumberToObject(root, "gpu_bytes", (double)c->budget);
   cJSON_AddNumberToObject(root, "gpus", c->o->world_size);
-  cJSON_AddNumberToObject(root, "unlimited_iteration_ns", (double)c->unlimited_ns);
+  if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
+    cJSON_AddNullToObject(root, "unlimited_iteration_ns");
+  else
+    cJSON_AddNumberToObject(root, "unlimited_iteration_ns", (double)c->unlimited_ns);
   cJSON_AddItemToObject(root, "policies", arr);
   char *text = cJSON_Print(root);
   printf("%s\n", text);
@@ -77,7 +94,7 @@ print_table(const Comparison *c)
     g_autofree char *it = stw_duration_format(pt->iteration_ns);
     g_autofree char *tps = NULL, *mfu = NULL;
     stw_cli_throughput_cells(&pt->throughput, &tps, &mfu);
-    g_autofree char *sd = g_strdup_printf("%.2fx", pt->slowdown);
+    g_autofree char *sd = stw_cli_slowdown_cell(pt->slowdown);
     const char *cells[] = { stw_policy_names[p], cs, h, d, g, it, tps, mfu, sd, note };
     const char *row[N_COLS];
     guint k = 0;
@@ -87,17 +104,15 @@ print_table(const Comparison *c)
     stw_table_row_v(tab, row);
   }
   g_autofree char *b = stw_size_format(c->budget);
-  g_autofree char *u = stw_duration_format(c->unlimited_ns);
+  g_autofree char *u = unlimited_text(c);
   if (c->o->nodes > 1)
-    printf("%s on %u nodes of %u x %s with %s of GPU memory each (unlimited memory: %s per "
-           "iteration)\n\n", c->trace_file, c->o->nodes, c->o->world_size / c->o->nodes,
-           c->o->hw.name, b, u);
+    printf("%s on %u nodes of %u x %s with %s of GPU memory each (%s)\n\n", c->trace_file,
+           c->o->nodes, c->o->world_size / c->o->nodes, c->o->hw.name, b, u);
   else if (multi)
-    printf("%s on %u x %s with %s of GPU memory each (unlimited memory: %s per iteration)\n"
-           "\n", c->trace_file, c->o->world_size, c->o->hw.name, b, u);
+    printf("%s on %u x %s with %s of GPU memory each (%s)\n\n", c->trace_file,
+           c->o->world_size, c->o->hw.name, b, u);
   else
-    printf("%s on %s with %s of GPU memory (unlimited memory: %s per iteration)\n\n",
-           c->trace_file, c->o->hw.name, b, u);
+    printf("%s on %s with %s of GPU memory (%s)\n\n", c->trace_file, c->o->hw.name, b, u);
   stw_table_print(tab, stdout);
   n_why = 0;
   for (int p = 0; p < STW_N_POLICIES; p++) {
@@ -142,7 +157,7 @@ stw_cmd_compare(int argc, char **argv)
     return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
   if (!stw_cli_budget_on_device(&pl, &o.hw, c.budget, "--gpu", &status))
     return status;
-  c.unlimited_ns = stw_whatif_unlimited_ns(trace, &o);
+  stw_whatif_unlimited(trace, &o, &c.unlimited_ns, &c.unlimited_why);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_run(trace, &o, (StwPolicy)p, c.budget, c.unlimited_ns, &c.pts[p]);
   if (json)
@@ -151,5 +166,6 @@ stw_cmd_compare(int argc, char **argv)
     print_table(&c);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_point_clear(&c.pts[p]);
+  g_free(c.unlimited_why);
   return STW_EXIT_OK;
 }

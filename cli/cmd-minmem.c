@@ -49,10 +49,11 @@ stw_cmd_minmem(int argc, char **argv)
   if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
     return status;
 
-  guint64 unlimited = stw_whatif_unlimited_ns(trace, &o);
-  if (unlimited == 0)
+  guint64 unlimited;
+  g_autofree char *why = NULL;
+  if (!stw_whatif_unlimited(trace, &o, &unlimited, &why))
     return stw_cli_fail(STW_EXIT_FAILURE, "minmem: the trace cannot be planned even with "
-                        "unlimited GPU memory (is the CPU budget large enough?)");
+                        "unlimited GPU memory: %s", why);
   /* bracket: below, the non-model peak alone; above, what everything resident needs */
   StwWhatifPoint top;
   guint64 hi = STW_TRACE_MAX_INT; /* the largest budget a plan holds */

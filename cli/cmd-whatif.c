@@ -26,7 +26,7 @@ typedef struct {
   const char *trace_file;  /* or the model */
   GArray *budgets;         /* guint64 */
   GArray *policies;        /* int: StwPolicy */
-  GArray *batches;         /* guint64; one 0 for a trace */
+  GArray *batches;         /* guint64; for a trace, its own (0: it does not say) */
   GArray *sizes;           /* guint64 chunk sizes; one 0: search */
   GPtrArray *traces;       /* StwTrace*, one per batch */
   StwPlannerOptions o;
@@ -184,8 +184,7 @@ set_up(Sweep *w, int *status)
       return FALSE;
     }
     g_ptr_array_add(w->traces, t);
-    guint64 zero = 0;
-    g_array_append_val(w->batches, zero);
+    g_array_append_val(w->batches, t->model.batch);
     return stw_cli_planning_options(&w->pl, t->device.name, &w->o, status);
   }
   StwModelConfig cfg;
@@ -244,7 +243,8 @@ run(Sweep *w)
   guint total = w->traces->len * w->sizes->len * w->budgets->len * w->policies->len, done = 0;
   for (guint ti = 0; ti < w->traces->len; ti++) {
     const StwTrace *t = w->traces->pdata[ti];
-    guint64 unlimited = stw_whatif_unlimited_ns(t, &w->o);
+    guint64 unlimited;
+    stw_whatif_unlimited(t, &w->o, &unlimited, NULL); /* unknown: slowdowns are none */
     for (guint si = 0; si < w->sizes->len; si++) {
       w->o.chunk_size_elems = g_array_index(w->sizes, guint64, si);
       for (guint bi = 0; bi < w->budgets->len; bi++) {
@@ -271,15 +271,20 @@ csv(const GArray *rows)
   for (guint i = 0; i < rows->len; i++) {
     const Row *r = &g_array_index(rows, Row, i);
     g_autofree char *why = g_strdup(r->pt.why ? r->pt.why : "");
+    /* an empty field where the slowdown is no ratio */
+    g_autofree char *sd = r->pt.feasible && isfinite(r->pt.slowdown)
+                              ? g_strdup_printf("%.4f", r->pt.slowdown) : g_strdup("");
+    g_autofree char *bt = r->batch ? g_strdup_printf("%" G_GUINT64_FORMAT, r->batch)
+                                   : g_strdup("");
     for (char *c = why; *c; c++)
       if (*c == '"')
         *c = '\'';
-    g_string_append_printf(s, "%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%s,%s,%" G_GUINT64_FORMAT
+    g_string_append_printf(s, "%s,%" G_GUINT64_FORMAT ",%s,%s,%" G_GUINT64_FORMAT
                            ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-                           ",%" G_GUINT64_FORMAT ",%.4f,%.1f,%.4f,\"%s\"\n", r->batch,
+                           ",%" G_GUINT64_FORMAT ",%s,%.1f,%.4f,\"%s\"\n", bt,
                            r->pt.gpu_bytes, stw_policy_names[r->pt.policy],
                            r->pt.feasible ? "yes" : "no", r->pt.chunk_size_elems, r->pt.h2d_bytes,
-                           r->pt.d2h_bytes, r->pt.comm_bytes, r->pt.iteration_ns, r->pt.slowdown,
+                           r->pt.d2h_bytes, r->pt.comm_bytes, r->pt.iteration_ns, sd,
                            r->pt.throughput.tokens_per_s, r->pt.throughput.mfu, why);
   }
   return g_string_free(s, FALSE);
@@ -353,7 +358,7 @@ print_json(const GArray *rows)
       stw_json_add_u64(o, "d2h_bytes", r->pt.d2h_bytes);
       stw_json_add_u64(o, "comm_bytes", r->pt.comm_bytes);
       stw_json_add_u64(o, "iteration_ns", r->pt.iteration_ns);
-      stw_json_add_double(o, "slowdown", r->pt.slowdown);
+      stw_cli_json_slowdown(o, r->pt.slowdown);
       stw_cli_json_throughput(o, &r->pt.throughput);
     } else {
       cJSON_AddStringToObject(o, "why", r->pt.why);
@@ -386,7 +391,7 @@ print_table(const GArray *rows)
     g_autofree char *h = stw_size_format(r->pt.h2d_bytes);
     g_autofree char *d = stw_size_format(r->pt.d2h_bytes);
     g_autofree char *it = stw_duration_format(r->pt.iteration_ns);
-    g_autofree char *sd = g_strdup_printf("%.2fx", r->pt.slowdown);
+    g_autofree char *sd = stw_cli_slowdown_cell(r->pt.slowdown);
     g_autofree char *tps = NULL, *mfu = NULL;
     stw_cli_throughput_cells(&r->pt.throughput, &tps, &mfu);
     stw_table_row(tab, bt, bu, stw_policy_names[r->pt.policy], cs, h, d, it, tps, mfu, sd, "yes");

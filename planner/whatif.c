@@ -3,6 +3,7 @@
 
 #include <stowage/whatif.h>
 
+#include <math.h>
 #include <string.h>
 
 #include <stowage/check.h>
@@ -13,6 +14,16 @@ void
 stw_whatif_point_clear(StwWhatifPoint *p)
 {
   g_clear_pointer(&p->why, g_free);
+}
+
+double
+stw_whatif_slowdown(guint64 iteration_ns, guint64 unlimited_ns)
+{
+  if (unlimited_ns == STW_WHATIF_UNKNOWN)
+    return NAN;
+  if (unlimited_ns == 0)
+    return iteration_ns == 0 ? 1.0 : INFINITY;
+  return (double)iteration_ns / (double)unlimited_ns;
 }
 
 void
@@ -42,19 +53,22 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->comm_bytes = p->pred.comm_bytes;
   out->iteration_ns = p->pred.cost_ns;
   out->peak_gpu_bytes = p->pred.peak_gpu_bytes;
-  out->slowdown = unlimited_ns ? (double)out->iteration_ns / (double)unlimited_ns : 0;
+  out->slowdown = stw_whatif_slowdown(out->iteration_ns, unlimited_ns);
   stw_throughput(t, &o.hw, p->chunking->world, out->iteration_ns, &out->throughput);
 }
 
-guint64
-stw_whatif_unlimited_ns(const StwTrace *t, const StwPlannerOptions *base)
+gboolean
+stw_whatif_unlimited(const StwTrace *t, const StwPlannerOptions *base, guint64 *ns, char **why)
 {
   StwPlannerOptions o = *base;
   o.budgets.cpu_bytes = UNLIMITED;
   o.budgets.reserved_bytes = 0;
   StwWhatifPoint p;
-  stw_whatif_run(t, &o, STW_POLICY_STOWAGE, UNLIMITED, 0, &p);
-  guint64 ns = p.feasible ? p.iteration_ns : 0;
+  stw_whatif_run(t, &o, STW_POLICY_STOWAGE, UNLIMITED, STW_WHATIF_UNKNOWN, &p);
+  gboolean ok = p.feasible;
+  *ns = ok ? p.iteration_ns : STW_WHATIF_UNKNOWN;
+  if (why != NULL)
+    *why = ok ? NULL : g_steal_pointer(&p.why);
   stw_whatif_point_clear(&p);
-  return ns;
+  return ok;
 }

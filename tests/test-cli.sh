@@ -147,6 +147,16 @@ expect 0 "" "whatif --svg" -- $S whatif "$TR" --gpu 8GiB..12GiB:2GiB --svg "$T/w
 grep -q 'GPU memory budget (GiB)' "$T/w.svg"; tap_result $? "the sweep plot has its axes"
 expect 2 "the range is inverted" "whatif with an inverted range" -- $S whatif "$TR" --gpu 16GiB..8GiB:1GiB
 expect 2 "the step is zero" "whatif with a zero step" -- $S whatif "$TR" --gpu 8GiB..16GiB:0
+# a trace of batch 2 says so in every row; a trace whose ops take no time (an execution trace
+# imported alone, say) has no slowdown to give, and says so rather than 0.00x
+$S synth --model gpt2 --batch 2 --seq 256 -o "$T/b2.json" > /dev/null
+expect 0 "2,2147483648,stowage,yes," "whatif --csv: the trace's batch" -- $S whatif "$T/b2.json" --gpu 2GiB --policy stowage --csv -
+sed -E 's/"duration_ns":[0-9]+/"duration_ns":0/g' "$T/b2.json" > "$T/untimed.json"
+expect 0 "(unlimited memory: 0 ns per iteration; the trace's ops take no time, so no slowdown is a ratio)" "compare on a trace of no time" -- $S compare "$T/untimed.json" --gpu 1GiB
+$S compare "$T/untimed.json" --gpu 1GiB | grep '^stowage ' > "$T/untimed.row"
+expect 0 "-  yes" "its slowdowns are '-'" -- cat "$T/untimed.row"
+expect 0 '"slowdown":	null' "and null in JSON" -- $S compare "$T/untimed.json" --gpu 1GiB --json
+expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" "minmem on it: the budget that moves nothing" -- $S minmem "$T/untimed.json"
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
 expect 2 "--batch, --seq, --dtype, --checkpointing and --attention go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2

@@ -355,7 +355,7 @@ static gboolean
 feasible(const StwTrace *t, const StwPlannerOptions *o, int policy, guint64 budget)
 {
   StwWhatifPoint pt;
-  stw_whatif_run(t, o, (StwPolicy)policy, budget, 0, &pt);
+  stw_whatif_run(t, o, (StwPolicy)policy, budget, STW_WHATIF_UNKNOWN, &pt);
   gboolean ok = pt.feasible;
   stw_whatif_point_clear(&pt);
   return ok;

@@ -159,7 +159,8 @@ test_whatif_points(void)
   g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
   StwPlannerOptions o;
   stw_planner_options_init(&o, &hw);
-  guint64 unlimited = stw_whatif_unlimited_ns(t, &o);
+  guint64 unlimited;
+  g_assert_true(stw_whatif_unlimited(t, &o, &unlimited, NULL));
   g_assert_cmpuint(unlimited, >, 0);
   StwWhatifPoint pt;
   stw_whatif_run(t, &o, STW_POLICY_STOWAGE, 9 * STW_GiB, unlimited, &pt);

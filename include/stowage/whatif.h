@@ -29,20 +29,31 @@ typedef struct {
   guint64 comm_bytes;        /* received by a rank in collectives (several GPUs) */
   guint64 iteration_ns;      /* simulated */
   guint64 peak_gpu_bytes;
-  double slowdown;           /* iteration_ns / the unlimited-memory iteration time */
+  double slowdown;           /* iteration_ns / the unlimited-memory iteration time: 1 where
+                              * both are 0, INFINITY where only the latter is, NAN where it is
+                              * unknown (stw_whatif_slowdown) */
   StwThroughput throughput;  /* zeros where the trace does not say its batch and sequence */
 } StwWhatifPoint;
 
 void stw_whatif_point_clear(StwWhatifPoint *p);
 
-/* Plans T with BASE's options but POLICY and GPU_BYTES; UNLIMITED_NS (0: unknown) scales the
- * slowdown. Never fails: an infeasible point says why. */
+/* An unlimited-memory time that is not known: its slowdowns are NAN. */
+#define STW_WHATIF_UNKNOWN G_MAXUINT64
+
+/* ITERATION_NS against UNLIMITED_NS, as StwWhatifPoint.slowdown says. */
+double stw_whatif_slowdown(guint64 iteration_ns, guint64 unlimited_ns);
+
+/* Plans T with BASE's options but POLICY and GPU_BYTES; UNLIMITED_NS (STW_WHATIF_UNKNOWN: not
+ * known) scales the slowdown. Never fails: an infeasible point says why. */
 void stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy policy,
                     guint64 gpu_bytes, guint64 unlimited_ns, StwWhatifPoint *out);
 
-/* The simulated iteration time with every chunk resident: the floor every budget is measured
- * against. 0 when even that cannot be planned (the CPU budget, say). */
-guint64 stw_whatif_unlimited_ns(const StwTrace *t, const StwPlannerOptions *base);
+/* The simulated iteration time with every chunk resident, in *NS: the floor every budget is
+ * measured against (0 for a trace whose ops take no time). FALSE, *NS STW_WHATIF_UNKNOWN and
+ * *WHY (when not NULL; the caller frees it) the planner's message, when even that cannot be
+ * planned. */
+gboolean stw_whatif_unlimited(const StwTrace *t, const StwPlannerOptions *base, guint64 *ns,
+                              char **why);
 
 STW_END_DECLS
 
