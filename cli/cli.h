@@ -102,17 +102,23 @@ typedef struct {
 void stw_cli_planning_clear(StwCliPlanning *p);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
 
+/* Every text option is read as G_OPTION_ARG_FILENAME, which takes its bytes as given: the
+ * string kind converts them from the locale's encoding and refuses a byte it cannot convert
+ * ('８GiB' in the C locale) with a message that names no option. Each option's own parser then
+ * says what it expected. */
+#define STW_OPTION_TEXT G_OPTION_ARG_FILENAME
+
 #define STW_CLI_PLANNING_ENTRIES(p)                                                              \
-  { "hw", 0, 0, G_OPTION_ARG_STRING, &(p).hw_name,                                              \
+  { "hw", 0, 0, STW_OPTION_TEXT, &(p).hw_name,                                              \
     "hardware profile or file (default: the trace's device)", "PROFILE" },                      \
-  { "cpu", 0, 0, G_OPTION_ARG_STRING, &(p).cpu,                                                 \
+  { "cpu", 0, 0, STW_OPTION_TEXT, &(p).cpu,                                                 \
     "host memory for all GPUs together (default: the profile's)", "SIZE" },                     \
-  { "reserve", 0, 0, G_OPTION_ARG_STRING, &(p).reserve, "GPU memory kept free (default 0)",     \
+  { "reserve", 0, 0, STW_OPTION_TEXT, &(p).reserve, "GPU memory kept free (default 0)",     \
     "SIZE" },                                                                                   \
-  { "gpus", 0, 0, G_OPTION_ARG_STRING, &(p).gpus,                                               \
+  { "gpus", 0, 0, STW_OPTION_TEXT, &(p).gpus,                                               \
     "data-parallel GPUs sharing the model in chunk groups (default: the trace's world size)",   \
     "N" },                                                                                      \
-  { "nodes", 0, 0, G_OPTION_ARG_STRING, &(p).nodes,                                             \
+  { "nodes", 0, 0, STW_OPTION_TEXT, &(p).nodes,                                             \
     "nodes of --gpus GPUs each (default 1; --gpus defaults to the profile's node)", "M" },     \
   { "beyond-device", 0, 0, G_OPTION_ARG_NONE, &(p).beyond_device,                               \
     "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL }

@@ -170,19 +170,19 @@ stw_cmd_capacity(int argc, char **argv)
   gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
-    { "family", 'f', 0, G_OPTION_ARG_STRING, &family,
+    { "family", 'f', 0, STW_OPTION_TEXT, &family,
       "gpt (layers at --hidden), or a zoo family: gpt2, gpt3, patrickstar, llama, mistral, "
       "qwen2, neox, bert", "F" },
-    { "hidden", 0, 0, G_OPTION_ARG_STRING, &hidden, "with --family gpt: the width (default 4096)",
+    { "hidden", 0, 0, STW_OPTION_TEXT, &hidden, "with --family gpt: the width (default 4096)",
       "D" },
-    { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch, "sequences per iteration (default 8)", "B" },
-    { "seq", 's', 0, G_OPTION_ARG_STRING, &seq, "tokens per sequence (default 1024)", "S" },
+    { "batch", 'b', 0, STW_OPTION_TEXT, &batch, "sequences per iteration (default 8)", "B" },
+    { "seq", 's', 0, STW_OPTION_TEXT, &seq, "tokens per sequence (default 1024)", "S" },
     { "no-checkpointing", 0, 0, G_OPTION_ARG_NONE, &no_ckpt,
       "keep all activations (default: checkpoint every block)", NULL },
-    { "attention", 0, 0, G_OPTION_ARG_STRING, &attention, "flash (default) or naive", "A" },
-    { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype,
+    { "attention", 0, 0, STW_OPTION_TEXT, &attention, "flash (default) or naive", "A" },
+    { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "comma list of policies, or all (default)",
+    { "policy", 'p', 0, STW_OPTION_TEXT, &policy, "comma list of policies, or all (default)",
       "LIST" },
     G_OPTION_ENTRY_NULL
   };

@@ -128,7 +128,7 @@ stw_cmd_compare(int argc, char **argv)
   g_autofree char *gpu = NULL;
   gboolean json = FALSE;
   GOptionEntry entries[] = {
-    { "gpu", 'g', 0, G_OPTION_ARG_STRING, &gpu, "GPU memory budget (required)", "SIZE" },
+    { "gpu", 'g', 0, STW_OPTION_TEXT, &gpu, "GPU memory budget (required)", "SIZE" },
     STW_CLI_PLANNING_ENTRIES(pl),
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
     G_OPTION_ENTRY_NULL

@@ -105,7 +105,7 @@ stw_cmd_inspect(int argc, char **argv)
   g_autofree char *top_text = NULL;
   GOptionEntry entries[] = {
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
-    { "top", 'n', 0, G_OPTION_ARG_STRING, &top_text, "largest tensors to list (default 5)",
+    { "top", 'n', 0, STW_OPTION_TEXT, &top_text, "largest tensors to list (default 5)",
       "N" },
     G_OPTION_ENTRY_NULL
   };

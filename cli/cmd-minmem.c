@@ -15,9 +15,9 @@ stw_cmd_minmem(int argc, char **argv)
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *slowdown = NULL, *policy = NULL;
   GOptionEntry entries[] = {
-    { "slowdown", 0, 0, G_OPTION_ARG_STRING, &slowdown,
+    { "slowdown", 0, 0, STW_OPTION_TEXT, &slowdown,
       "allowed slowdown against unlimited GPU memory (default 10%)", "PERCENT" },
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy, "policy (default stowage)", "P" },
+    { "policy", 'p', 0, STW_OPTION_TEXT, &policy, "policy (default stowage)", "P" },
     STW_CLI_PLANNING_ENTRIES(pl),
     G_OPTION_ENTRY_NULL
   };

@@ -91,7 +91,7 @@ stw_cmd_models(int argc, char **argv)
     { "hf", 0, 0, G_OPTION_ARG_FILENAME, &hf,
       "print the model of this config file (a Hugging Face config.json, or stowage's format)",
       "FILE" },
-    { "family", 'f', 0, G_OPTION_ARG_STRING, &family,
+    { "family", 'f', 0, STW_OPTION_TEXT, &family,
       "only this family: gpt2, gpt3, patrickstar, llama, mistral, qwen2, neox, bert", "F" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
     G_OPTION_ENTRY_NULL

@@ -419,13 +419,13 @@ stw_cmd_probe(int argc, char **argv)
   g_autofree char *base = NULL, *name = NULL, *output = NULL, *device = NULL;
   gboolean collectives = FALSE;
   GOptionEntry entries[] = {
-    { "base", 0, 0, G_OPTION_ARG_STRING, &base,
+    { "base", 0, 0, STW_OPTION_TEXT, &base,
       "profile to start from for what cannot be measured here (default " STW_HARDWARE_DEFAULT ")",
       "PROFILE" },
-    { "name", 0, 0, G_OPTION_ARG_STRING, &name, "the new profile's name (default: probed-HOST)",
+    { "name", 0, 0, STW_OPTION_TEXT, &name, "the new profile's name (default: probed-HOST)",
       "NAME" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "profile file to write", "FILE" },
-    { "device", 0, 0, G_OPTION_ARG_STRING, &device,
+    { "device", 0, 0, STW_OPTION_TEXT, &device,
       "also measure a device link as the profile's: host, the host backend's emulated device; "
       "cuda, GPU 0's pinned copies through the CUDA backend (by size both ways, latency)",
       "host|cuda" },

@@ -86,7 +86,7 @@ stw_cmd_simulate(int argc, char **argv)
   g_autofree char *hw_name = NULL, *chrome = NULL, *svg = NULL;
   gboolean json = FALSE;
   GOptionEntry entries[] = {
-    { "hw", 0, 0, G_OPTION_ARG_STRING, &hw_name,
+    { "hw", 0, 0, STW_OPTION_TEXT, &hw_name,
       "simulate on this hardware profile instead of the plan's", "PROFILE" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output with every op", NULL },
     { "chrome-trace", 0, 0, G_OPTION_ARG_FILENAME, &chrome,

@@ -90,23 +90,23 @@ parse(Sweep *w, int argc, char **argv, int *status)
 {
   *status = STW_EXIT_USAGE;
   GOptionEntry entries[] = {
-    { "gpu", 'g', 0, G_OPTION_ARG_STRING, &w->gpu,
+    { "gpu", 'g', 0, STW_OPTION_TEXT, &w->gpu,
       "budgets: FROM..TO:STEP or a comma list (required)", "LIST" },
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &w->policy,
+    { "policy", 'p', 0, STW_OPTION_TEXT, &w->policy,
       "comma list of policies, or all (default)", "LIST" },
-    { "model", 'm', 0, G_OPTION_ARG_STRING, &w->model, "synthesize this model instead of a trace",
+    { "model", 'm', 0, STW_OPTION_TEXT, &w->model, "synthesize this model instead of a trace",
       "M" },
     { "model-config", 0, 0, G_OPTION_ARG_FILENAME, &w->model_config, STW_CLI_MODEL_CONFIG_HELP,
       "FILE" },
-    { "batch", 'b', 0, G_OPTION_ARG_STRING, &w->batch, "with --model: comma list of batch sizes",
+    { "batch", 'b', 0, STW_OPTION_TEXT, &w->batch, "with --model: comma list of batch sizes",
       "LIST" },
-    { "seq", 's', 0, G_OPTION_ARG_STRING, &w->seq, "with --model: tokens per sequence", "S" },
-    { "dtype", 0, 0, G_OPTION_ARG_STRING, &w->dtype, "with --model: bf16, fp16 or fp32", "T" },
+    { "seq", 's', 0, STW_OPTION_TEXT, &w->seq, "with --model: tokens per sequence", "S" },
+    { "dtype", 0, 0, STW_OPTION_TEXT, &w->dtype, "with --model: bf16, fp16 or fp32", "T" },
     { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &w->checkpointing,
       "with --model: checkpointing", NULL },
-    { "attention", 0, 0, G_OPTION_ARG_STRING, &w->attention, "with --model: naive or flash",
+    { "attention", 0, 0, STW_OPTION_TEXT, &w->attention, "with --model: naive or flash",
       "A" },
-    { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &w->chunks, "comma list of chunk sizes (default: "
+    { "chunk-size", 0, 0, STW_OPTION_TEXT, &w->chunks, "comma list of chunk sizes (default: "
       "search)", "LIST" },
     STW_CLI_PLANNING_ENTRIES(w->pl),
     { "csv", 0, 0, G_OPTION_ARG_FILENAME, &w->csv_file, "write the rows as CSV ('-': stdout)",

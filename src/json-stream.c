@@ -178,6 +178,17 @@ capture(Reader *r, GString *out, gboolean store, gsize max, const Where *w, GErr
   }
   if (store && out->len == 0)
     return fail(r, error, "a value");
+  /* each escape: a backslash and the character after it */
+  const char *end = out->str + out->len;
+  for (const char *p = store ? out->str : end;
+       end - p >= 2 && (p = memchr(p, '\\', (gsize)(end - p))) != NULL; p += 2) {
+    if (stw_json_is_nul_escape(p, end)) {
+      g_autofree char *what = where_text(w);
+      g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_SYNTAX, STW_JSON_NUL_MESSAGE, r->file,
+                  what);
+      return FALSE;
+    }
+  }
   return TRUE;
 }
 

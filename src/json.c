@@ -177,8 +177,18 @@ prescan(const char *file, const char *text, gsize len, const StwJsonLimits *l, G
     }
     if (c == '"') {
       const char *s = ++p;
-      while (p < end && *p != '"')
+      while (p < end && *p != '"') {
+        if (stw_json_is_nul_escape(p, end)) {
+          gsize line = 1;
+          for (const char *q = text; q < p; q++)
+            line += *q == '\n';
+          g_autofree char *where = g_strdup_printf("line %" G_GSIZE_FORMAT, line);
+          g_set_error(error, STW_JSON_ERROR, STW_JSON_ERROR_INVALID, STW_JSON_NUL_MESSAGE, file,
+                      where);
+          goto over;
+        }
         p += *p == '\\' ? 2 : 1;
+      }
       if (p >= end)
         return TRUE;
       if (top != NULL && !top->array && top->want_key) {

@@ -157,6 +157,19 @@ cJSON *stw_hardware_to_json(const StwHardware *hw);
 /* The summary (summary.h) as the JSON object `stowage inspect --json` prints. */
 cJSON *stw_trace_summary_to_json(const StwTrace *t, const StwTraceSummary *s);
 
+/* Whether the text at P (before END) is the escape of a NUL character, \u0000: cJSON would end
+ * the string there, so that two names differing after it become one; every reader refuses it. */
+static inline gboolean
+stw_json_is_nul_escape(const char *p, const char *end)
+{
+  return end - p >= 6 && p[0] == '\\' && p[1] == 'u' && p[2] == '0' && p[3] == '0' &&
+         p[4] == '0' && p[5] == '0';
+}
+
+/* The message for a NUL escape in FILE, at WHERE ("line 3", "traceEvents[12]"). */
+#define STW_JSON_NUL_MESSAGE "%s: %s: a NUL character (\\u0000) in a string, which no name or " \
+                             "text of stowage's may hold"
+
 G_END_DECLS
 
 #endif

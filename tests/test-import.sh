@@ -244,6 +244,8 @@ expect 0 "2 2 201" "nested ops are one op and the optimizer's; 200 names and the
 python3 -c 'import json, sys; n = [o["name"] for f in sys.argv[1:] for o in json.load(open(f))["ops"]]; print(max(map(len, n)), len(set(n)))' \
   "$T/h-modules.out.json" "$T/h-names.out.json" > "$T/h-names" 2>&1
 expect 0 "1017 202" "a name of 100 kB is cut to 1,017 bytes, its digest keeping the 200 apart" -- cat "$T/h-names"
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 9}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm\\u0000x", "ts": 1, "dur": 2}]}' > "$T/nul.json"
+expect 1 "nul.json: traceEvents[1]: a NUL character (\\u0000) in a string, which no name or text of stowage's may hold" "a NUL escape in an op's name" -- $S import "$T/nul.json" -o "$T/x.json"
 expect 2 "--depth" "--depth 0 is a usage error" -- $S import "$T/twopids.json" --depth 0 -o "$T/x.json"
 expect 2 "import: --output FILE is required" "no output" -- $S import "$T/twopids.json"
 tap_done

@@ -54,6 +54,25 @@ test_syntax_errors(void)
   g_string_free(deep, TRUE);
 }
 
+/* A NUL escape would end a name early, so that "a\u0000x" and "a\u0000y" become one name:
+ * refused with its line; an escaped backslash before "u0000" is text, and reads. */
+static void
+test_nul_escape(void)
+{
+  cJSON *root = NULL;
+  GError *error = NULL;
+  const char *nul = "{\"names\": [\"a\",\n \"a\\u0000x\"]}";
+  g_assert_false(stw_json_parse_text("t.json", nul, strlen(nul), NULL, &root, &error));
+  stw_assert_error_contains(error, "t.json: line 2: a NUL character (\\u0000) in a string, which "
+                                   "no name or text of stowage's may hold");
+  g_clear_error(&error);
+  const char *text = "{\"names\": [\"a\\\\u0000x\"]}";
+  g_assert_true(stw_json_parse_text("t.json", text, strlen(text), NULL, &root, &error));
+  g_assert_cmpstr(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "names"), 0)->valuestring, ==,
+                  "a\\u0000x");
+  cJSON_Delete(root);
+}
+
 static void
 test_file_errors(void)
 {
@@ -325,6 +344,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/json/syntax-errors", test_syntax_errors);
+  g_test_add_func("/json/nul-escape", test_nul_escape);
   g_test_add_func("/json/file-errors", test_file_errors);
   g_test_add_func("/json/reader-paths", test_reader_paths);
   g_test_add_func("/json/check-object", test_check_object);
