@@ -454,8 +454,9 @@ stw_cmd_probe(int argc, char **argv)
   int status;
   if (!stw_cli_option_needs("probe", "--name", name != NULL, "--output", output != NULL))
     return STW_EXIT_USAGE;
-  if (name != NULL && strlen(name) >= sizeof((StwHardware *)NULL)->name)
-    return stw_cli_fail(STW_EXIT_USAGE, "--name: at most %zu bytes",
+  if (name != NULL && !stw_hardware_name_ok(name))
+    return stw_cli_fail(STW_EXIT_USAGE, "--name: '%s' is not a profile name: expected 1 to %zu "
+                        "bytes of UTF-8 without control characters", name,
                         sizeof((StwHardware *)NULL)->name - 1);
   const StwCliFile in[] = { { "--base", base } }, out[] = { { "--output", output } };
   if (!stw_cli_outputs_apart("probe", in, 1, out, 1))

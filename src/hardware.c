@@ -37,6 +37,12 @@ static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns",
 static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
                                             "host_memory_bytes_per_s", NULL };
 
+/* The kinds of link a profile may name: GPU to GPU in a node, node to node. */
+static const char *const interconnect_kinds[] = { "pcie", "nvlink", "nvswitch", "xgmi", "mpi",
+                                                  NULL };
+static const char *const network_kinds[] = { "infiniband", "roce", "ethernet", "efa", "mpi",
+                                             NULL };
+
 /* A bandwidth curve: points by size, ascending. */
 static gboolean
 read_curve(StwJsonReader *r, const cJSON *obj, const char *key, gboolean required,
@@ -72,19 +78,19 @@ read_curve(StwJsonReader *r, const cJSON *obj, const char *key, gboolean require
 /* A link (interconnect or network): kind, bandwidth, latency, and where BY_SIZE is given, an
  * optional curve by size. */
 static gboolean
-read_link(StwJsonReader *r, const cJSON *root, const char *key, char *kind, gsize kind_size,
-          double *bytes_per_s, guint64 *latency_ns, StwBandwidthPoint *by_size, guint *n_by_size,
-          GError **error)
+read_link(StwJsonReader *r, const cJSON *root, const char *key, const char *const *kinds,
+          char *kind, gsize kind_size, double *bytes_per_s, guint64 *latency_ns,
+          StwBandwidthPoint *by_size, guint *n_by_size, GError **error)
 {
   const cJSON *link = NULL;
-  const char *text = NULL;
+  int k = 0;
   if (!stw_json_get_object(r, root, key, FALSE, &link, error))
     return FALSE;
   if (link == NULL)
     return TRUE;
   gsize saved = stw_json_push_key(r, key);
   if (!stw_json_check_object(r, link, link_members, error) ||
-      !stw_json_get_string(r, link, "kind", TRUE, kind_size - 1, &text, error) ||
+      !stw_json_get_enum(r, link, "kind", TRUE, kinds, &k, error) ||
       !stw_json_get_double(r, link, "bytes_per_s", TRUE, 1e6, 1e15, bytes_per_s, error) ||
       !stw_json_get_u64(r, link, "latency_ns", TRUE, 0, 1000000000, latency_ns, error))
     return FALSE;
@@ -94,7 +100,7 @@ read_link(StwJsonReader *r, const cJSON *root, const char *key, char *kind, gsiz
   } else if (cJSON_GetObjectItemCaseSensitive(link, "by_size") != NULL) {
     return stw_json_fail_at(r, "by_size", error, "only the interconnect has a curve by size");
   }
-  g_strlcpy(kind, text, kind_size);
+  g_strlcpy(kind, kinds[k], kind_size);
   stw_json_pop(r, saved);
   return TRUE;
 }
@@ -142,6 +148,9 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_object(r, root, "pcie", TRUE, &pcie, error) ||
       !stw_json_get_object(r, root, "cpu", TRUE, &cpu, error))
     return FALSE;
+  if (!stw_hardware_name_ok(name))
+    return stw_json_fail_at(r, "name", error, "expected a name of 1 to %zu bytes without control "
+                            "characters", sizeof hw->name - 1);
   g_strlcpy(hw->name, name, sizeof hw->name);
 
   gsize saved = stw_json_push_key(r, "gpu");
@@ -207,12 +216,25 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
     return FALSE;
   stw_json_pop(r, saved);
 
-  return read_link(r, root, "interconnect", hw->interconnect_kind, sizeof hw->interconnect_kind,
-                   &hw->interconnect_bytes_per_s, &hw->interconnect_latency_ns,
-                   hw->interconnect_by_size, &hw->n_interconnect_by_size, error) &&
+  return read_link(r, root, "interconnect", interconnect_kinds, hw->interconnect_kind,
+                   sizeof hw->interconnect_kind, &hw->interconnect_bytes_per_s,
+                   &hw->interconnect_latency_ns, hw->interconnect_by_size,
+                   &hw->n_interconnect_by_size, error) &&
          read_node(r, root, hw, error) &&
-         read_link(r, root, "network", hw->network_kind, sizeof hw->network_kind,
+         read_link(r, root, "network", network_kinds, hw->network_kind, sizeof hw->network_kind,
                    &hw->network_bytes_per_s, &hw->network_latency_ns, NULL, NULL, error);
+}
+
+gboolean
+stw_hardware_name_ok(const char *name)
+{
+  if (name == NULL || name[0] == '\0' || strlen(name) >= sizeof((StwHardware *)NULL)->name ||
+      !g_utf8_validate(name, -1, NULL))
+    return FALSE;
+  for (const char *p = name; *p != '\0'; p = g_utf8_next_char(p))
+    if (g_unichar_iscntrl(g_utf8_get_char(p)))
+      return FALSE;
+  return TRUE;
 }
 
 static gboolean

@@ -81,6 +81,10 @@ test_files(void)
     { "hw/bad-efficiency.json", "$.gpu.matmul_efficiency: 1.5 is out of range (expected 0.01 to 1)" },
     { "hw/bad-no-compute.json", "$.gpu.flops_per_s: no dtype has any compute: a profile needs the FLOP/s of at least one of fp32, fp16, bf16" },
     { "hw/bad-flops-dtype.json", "$.gpu.flops_per_s: unknown member \"fp64\"" },
+    { "hw/bad-empty-name.json", "$.name: expected a name of 1 to 63 bytes without control "
+                                "characters" },
+    { "hw/bad-link-kind.json", "$.interconnect.kind: \"carrier-pigeon\" is not one of \"pcie\", "
+                               "\"nvlink\", \"nvswitch\", \"xgmi\", \"mpi\"" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *path = stw_test_fixture(bad[i].file);

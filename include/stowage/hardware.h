@@ -63,7 +63,8 @@ typedef struct {
   guint64 cpu_overhead_bytes;     /* host memory a training process takes beside the model
                                    * state (CUDA context, framework, allocator slack), per rank;
                                    * 0: STW_HARDWARE_HOST_OVERHEAD_BYTES */
-  char interconnect_kind[32];     /* "pcie", "nvlink", "nvswitch"; empty when there is none */
+  char interconnect_kind[32];     /* "pcie", "nvlink", "nvswitch", "xgmi" or "mpi" (measured
+                                   * by probe); empty when there is none */
   double interconnect_bytes_per_s; /* GPU-to-GPU inside a node, per GPU and direction */
   guint64 interconnect_latency_ns;
   /* optional: a collective step's bandwidth by chunk size, latency excluded (as probe
@@ -77,7 +78,7 @@ typedef struct {
   guint32 gpus_per_pcie_switch;   /* >= 1 */
   double host_memory_bytes_per_s;
   /* between nodes (empty kind: a single-node machine) */
-  char network_kind[32];          /* "infiniband", "ethernet" */
+  char network_kind[32];          /* "infiniband", "roce", "ethernet", "efa" or "mpi" */
   double network_bytes_per_s;     /* per node, per direction: all its NICs together */
   guint64 network_latency_ns;
 } StwHardware;
@@ -87,6 +88,8 @@ gboolean stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError 
 gboolean stw_hardware_load(const char *file, StwHardware *out, GError **error);
 gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
                             GError **error);
+/* Whether NAME may name a profile: 1 to 63 bytes of UTF-8, no control character. */
+gboolean stw_hardware_name_ok(const char *name);
 /* Names of the shipped profiles, sorted, never NULL; the caller frees them with g_strfreev. */
 char **stw_hardware_names(void);
 
