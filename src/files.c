@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <glib/gstdio.h>
 
@@ -95,16 +96,75 @@ write_all(int fd, const char *text, gsize len)
  * *WHAT naming what failed when not FILE itself). */
 typedef gboolean (*Fill)(int fd, gconstpointer data, const char **what);
 
+/* How many symbolic links a path may pass through, as the kernel's own bound (ELOOP). */
+#define MAX_LINKS 40
+
+/* The file a write to FILE lands in: FILE, or where its chain of symbolic links ends (the link
+ * stays a link, as a shell's '>' leaves it). NULL with ERROR on a loop. */
+static char *
+write_target(const char *file, GError **error)
+{
+  char *path = g_strdup(file);
+  for (int hops = 0;; hops++) {
+    GStatBuf st;
+    if (g_lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+      return path;
+    g_autofree char *to = g_file_read_link(path, NULL);
+    if (to == NULL || hops == MAX_LINKS) {
+      g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO,
+                  "%s: cannot write: %s", file,
+                  to == NULL ? "a symbolic link that cannot be read"
+                             : "more than 40 symbolic links (a loop?)");
+      g_free(path);
+      return NULL;
+    }
+    g_autofree char *dir = g_path_get_dirname(path);
+    char *next = g_path_is_absolute(to) ? g_strdup(to) : g_build_filename(dir, to, NULL);
+    g_free(path);
+    path = next;
+  }
+}
+
+/* Writes FILE in place, as it is not a regular file a rename could replace (a device, a FIFO:
+ * /dev/null, /dev/stdout). */
 static gboolean
-write_atomic_with(const char *file, Fill fill, gconstpointer data, GError **error)
+write_in_place(const char *file, Fill fill, gconstpointer data, GError **error)
+{
+  int fd = open(file, O_WRONLY | O_CLOEXEC);
+  const char *what = NULL;
+  gboolean ok = fd >= 0 && fill(fd, data, &what);
+  int e = errno;
+  if (fd >= 0 && close(fd) != 0 && ok) {
+    ok = FALSE;
+    e = errno;
+  }
+  if (!ok)
+    g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot %s: %s",
+                what != NULL ? what : file, what != NULL ? "read" : "write", g_strerror(e));
+  return ok;
+}
+
+static gboolean
+write_atomic_with(const char *link, Fill fill, gconstpointer data, GError **error)
 {
   /* test hook: a full disk, as the tests of docs/bad-input.md need one */
   if (g_getenv("STOWAGE_FAULT_WRITE") != NULL) {
     g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO,
                 "%s: cannot write: No space left on device (injected by STOWAGE_FAULT_WRITE)",
-                file);
+                link);
     return FALSE;
   }
+  GStatBuf st;
+  gboolean exists = g_stat(link, &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) {
+    g_set_error(error, STW_FILES_ERROR, STW_FILES_ERROR_IO, "%s: cannot write: a folder", link);
+    return FALSE;
+  }
+  if (exists && !S_ISREG(st.st_mode))
+    return write_in_place(link, fill, data, error);
+  g_autofree char *file = write_target(link, error);
+  if (file == NULL)
+    return FALSE;
   clean_stale_temporaries(file);
   /* a temporary beside FILE, synced, renamed over it, and the folder synced: on any failure the
    * temporary is removed and FILE is left as it was */
@@ -116,7 +176,9 @@ write_atomic_with(const char *file, Fill fill, gconstpointer data, GError **erro
     return FALSE;
   }
   const char *what = NULL;
-  gboolean ok = fill(fd, data, &what) && fsync(fd) == 0;
+  /* a file written again keeps its permissions */
+  gboolean ok = (!exists || fchmod(fd, st.st_mode & 07777) == 0) && fill(fd, data, &what) &&
+                fsync(fd) == 0;
   int e = errno;
   if (close(fd) != 0 && ok) {
     ok = FALSE;

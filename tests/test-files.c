@@ -35,6 +35,57 @@ test_atomic_write(void)
   g_rmdir(dir);
 }
 
+/* A write through a symbolic link lands in the file it names, as a shell's '>' does: the link
+ * stays, the file keeps its permissions; a dangling link makes its file; a loop and a folder are
+ * refused; a device (/dev/null) is written in place, never replaced. */
+static void
+test_write_through_links(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stw-files-XXXXXX", NULL);
+  g_autofree char *sub = g_build_filename(dir, "real", NULL);
+  g_autofree char *target = g_build_filename(sub, "t.json", NULL);
+  g_autofree char *link = g_build_filename(dir, "link.json", NULL);
+  GError *error = NULL;
+  g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+  g_assert_true(stw_file_write_atomic(target, "old", 3, &error));
+  g_assert_cmpint(g_chmod(target, 0600), ==, 0);
+  g_assert_cmpint(symlink("real/t.json", link), ==, 0);
+  g_assert_true(stw_file_write_atomic(link, "new", 3, &error));
+  GStatBuf st;
+  g_assert_cmpint(g_lstat(link, &st), ==, 0);
+  g_assert_true(S_ISLNK(st.st_mode));
+  g_assert_cmpint(g_stat(target, &st), ==, 0);
+  g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(target, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "new");
+
+  g_autofree char *dangling = g_build_filename(dir, "dangling.json", NULL);
+  g_autofree char *made = g_build_filename(dir, "made.json", NULL);
+  g_assert_cmpint(symlink("made.json", dangling), ==, 0);
+  g_assert_true(stw_file_write_atomic(dangling, "x", 1, &error));
+  g_assert_true(g_file_test(made, G_FILE_TEST_IS_REGULAR));
+
+  g_autofree char *loop1 = g_build_filename(dir, "loop1", NULL);
+  g_autofree char *loop2 = g_build_filename(dir, "loop2", NULL);
+  g_assert_cmpint(symlink("loop2", loop1), ==, 0);
+  g_assert_cmpint(symlink("loop1", loop2), ==, 0);
+  g_assert_false(stw_file_write_atomic(loop1, "x", 1, &error));
+  stw_assert_error_contains(error, "loop1: cannot write: more than 40 symbolic links (a loop?)");
+  g_assert_false(stw_file_write_atomic(sub, "x", 1, &error));
+  stw_assert_error_contains(error, "real: cannot write: a folder");
+
+  g_assert_true(stw_file_write_atomic("/dev/null", "x", 1, &error));
+  g_assert_cmpint(g_stat("/dev/null", &st), ==, 0);
+  g_assert_true(S_ISCHR(st.st_mode));
+
+  for (const char *f[] = { link, dangling, made, loop1, loop2, target }, **p = f;
+       p < f + G_N_ELEMENTS(f); p++)
+    g_unlink(*p);
+  g_rmdir(sub);
+  g_rmdir(dir);
+}
+
 static void
 test_bounded_read(void)
 {
@@ -198,6 +249,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/files/atomic-write", test_atomic_write);
+  g_test_add_func("/files/write-through-links", test_write_through_links);
   g_test_add_func("/files/bounded-read", test_bounded_read);
   g_test_add_func("/files/stale-temporaries", test_stale_temporaries);
   g_test_add_func("/files/copy-atomic", test_copy_atomic);
