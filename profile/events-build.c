@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stowage/events-build.h>
+#include <stowage/units.h>
 
 #include <string.h>
 
@@ -24,6 +25,7 @@ typedef struct {
   const char *name;
   guint64 start, end;
   guint depth;
+  guint line; /* its push's */
 } Range;
 
 static int
@@ -149,7 +151,7 @@ collect_ranges(Build *b, GError **error)
                         ? g_array_index(b->ranges, Range,
                                         g_array_index(stack, guint, stack->len - 1)).depth + 1
                         : thread != first ? first_stack->len : 0;
-      Range r = { e->name, e->t, G_MAXUINT64, depth };
+      Range r = { e->name, e->t, G_MAXUINT64, depth, e->line };
       g_array_append_val(b->ranges, r);
       guint idx = b->ranges->len - 1;
       g_array_append_val(stack, idx);
@@ -263,6 +265,7 @@ collect_allocs(Build *b, GError **error)
 {
   g_autoptr(GHashTable) live = g_hash_table_new(g_int64_hash, g_int64_equal);
   g_autoptr(GHashTable) launches = g_hash_table_new(g_int64_hash, g_int64_equal);
+  guint64 allocated = 0; /* every allocation's bytes: no sum of live ones can pass it */
   b->allocs = g_ptr_array_new_with_free_func(g_free);
   b->gpu = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint i = 0; i < b->n; i++) {
@@ -277,6 +280,12 @@ collect_allocs(Build *b, GError **error)
       if (g_hash_table_contains(live, &e->ptr)) {
         b->rep.duplicate_allocs++;
         continue;
+      }
+      if (!stw_sum_within(&allocated, e->bytes, STW_TRACE_MAX_INT)) {
+        g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_ORDER,
+                    "%s:%u: the stream's allocations pass 2^53 bytes (8 PiB) in all",
+                    b->ev->file, e->line);
+        return FALSE;
       }
       Alloc *a = g_new0(Alloc, 1);
       *a = (Alloc){ e->ptr, e->bytes, e->t, G_MAXUINT64, -1, NULL };
@@ -325,8 +334,8 @@ collect_allocs(Build *b, GError **error)
 /* Pass 4: the ops, ranges at the wanted depth inside the window; which long-lived allocations
  * each touches through its kernels' arguments, its stage and its kernels' GPU time. Allocations
  * a forward op touches are marked to become tensors. */
-static void
-touch_pass(Build *b)
+static gboolean
+touch_pass(Build *b, GError **error)
 {
   b->ops = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < b->ranges->len; i++) {
@@ -357,7 +366,12 @@ touch_pass(Build *b)
         break;
       const StwEventRecord *kern = g_hash_table_lookup(b->gpu, &e[j].id);
       if (kern != NULL) {
-        b->gpu_ns[k] += kern->end - kern->t;
+        if (!stw_sum_within(&b->gpu_ns[k], kern->end - kern->t, STW_TRACE_MAX_INT)) {
+          g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_ORDER,
+                      "%s:%u: the kernels of op %s (line %u) run for more than 2^53 ns (104 "
+                      "days) in all", b->ev->file, kern->line, r->name, r->line);
+          return FALSE;
+        }
         b->timed[k] = 1;
       } else {
         b->rep.dropped_launches++;
@@ -372,6 +386,7 @@ touch_pass(Build *b)
     for (guint a = 0; stage == STW_STAGE_FWD && a < tk->len; a++)
       ((Alloc *)tk->pdata[a])->tensor = 0; /* marked: a forward tensor */
   }
+  return TRUE;
 }
 
 /* Pass 5: the marked allocations become the trace's tensors, in allocation order, named by the
@@ -437,9 +452,10 @@ nonmodel_memory(const Build *b, const Range *r, StwOp *op)
 
 /* Pass 6: the trace's ops, reading the tensors they touch (a backward op writing their
  * gradients), with their non-model memory and durations. */
-static void
-add_ops(Build *b)
+static gboolean
+add_ops(Build *b, GError **error)
 {
+  guint64 total_ns = 0;
   for (guint k = 0; k < b->ops->len; k++) {
     const Range *r = &g_array_index(b->ranges, Range, g_array_index(b->ops, guint, k));
     GPtrArray *tk = b->touch->pdata[k];
@@ -456,7 +472,14 @@ add_ops(Build *b)
                                  b->stages[k] == STW_STAGE_BWD ? ids->len : 0);
     nonmodel_memory(b, r, op);
     op->duration_ns = b->timed[k] ? b->gpu_ns[k] : r->end - r->start;
+    if (!stw_sum_within(&total_ns, op->duration_ns, STW_TRACE_MAX_TOTAL_NS)) {
+      g_set_error(error, STW_EVENTS_ERROR, STW_EVENTS_ERROR_ORDER,
+                  "%s:%u: the ops take more than 2^53 ns (104 days) in all, passing it at op "
+                  "%s", b->ev->file, r->line, r->name);
+      return FALSE;
+    }
   }
+  return TRUE;
 }
 
 StwTrace *
@@ -473,11 +496,17 @@ stw_events_build(const StwEvents *ev, const StwEventsOptions *o, StwEventsReport
     build_clear(&b);
     return NULL;
   }
-  touch_pass(&b);
+  if (!touch_pass(&b, error)) {
+    build_clear(&b);
+    return NULL;
+  }
   b.t = stw_trace_new();
   b.t->source.kind = STW_SOURCE_CUPTI;
   add_tensors(&b);
-  add_ops(&b);
+  if (!add_ops(&b, error)) {
+    build_clear(&b);
+    return NULL;
+  }
   b.rep.open_ranges = b.open;
   /* what a real profiler produces and the trace does without, counted in its source */
   stw_trace_warn(b.t, "dropped_launches", b.rep.dropped_launches);

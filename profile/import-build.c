@@ -142,11 +142,8 @@ cap(const char *text)
 gboolean
 import_bytes_moved(guint64 *moved, gint64 bytes)
 {
-  guint64 size = bytes < 0 ? -(guint64)bytes : (guint64)bytes;
-  if (size > IMPORT_MAX_BYTES_MOVED - *moved)
-    return FALSE;
-  *moved += size;
-  return TRUE;
+  return stw_sum_within(moved, bytes < 0 ? -(guint64)bytes : (guint64)bytes,
+                        IMPORT_MAX_BYTES_MOVED);
 }
 
 const char *

@@ -7,6 +7,7 @@
 #include <glib.h>
 
 #include <stowage/import.h>
+#include <stowage/units.h>
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
 

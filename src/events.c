@@ -77,8 +77,8 @@ parse_line(const char *where, char *line, guint lineno, StwEventRecord *e, GErro
     e->kind = STW_EVENT_POP;
   } else if (strcmp(w[0], "alloc") == 0) {
     if (n != 4 || !num(w[1], 10, &e->t) || !num(w[2], 16, &e->ptr) || !num(w[3], 10, &e->bytes)
-        || e->bytes == 0)
-      return bad("expected 'alloc T PTR BYTES' with PTR in hex and BYTES positive");
+        || e->bytes == 0 || e->bytes > STW_TRACE_MAX_INT)
+      return bad("expected 'alloc T PTR BYTES' with PTR in hex and BYTES from 1 to 2^53");
     e->kind = STW_EVENT_ALLOC;
   } else if (strcmp(w[0], "free") == 0) {
     if (n != 3 || !num(w[1], 10, &e->t) || !num(w[2], 16, &e->ptr))
@@ -104,6 +104,9 @@ parse_line(const char *where, char *line, guint lineno, StwEventRecord *e, GErro
     /* a record CUPTI delivered before the kernel ended (a forced flush): kept, flagged, and
      * left out by the builder, which counts it */
     e->incomplete = e->end < e->t;
+    if (!e->incomplete && e->end - e->t > STW_TRACE_MAX_INT)
+      return bad("a kernel of more than 2^53 ns (104 days): END %" G_GUINT64_FORMAT " is too far "
+                 "after START %" G_GUINT64_FORMAT, e->end, e->t);
     e->name = g_strdup(name);
   } else if (strcmp(w[0], "thread") == 0) {
     if (n != 2 || !num(w[1], 10, &e->id) || e->id > G_MAXUINT32)

@@ -105,6 +105,15 @@ test_broken_streams(void)
                                       "of 64 bytes" },
     { "events/tensor-no-alloc.events", "tensor-no-alloc.events:2: tensor lost.weight at 2000 "
                                        "names no live allocation" },
+    /* figures a trace cannot hold, refused at the line that has them, not at the trace built */
+    { "events/alloc-sum.events", "alloc-sum.events:7: the stream's allocations pass 2^53 bytes "
+                                 "(8 PiB) in all" },
+    { "events/kernel-long.events", "kernel-long.events:8: a kernel of more than 2^53 ns (104 "
+                                   "days): END 9007199254750000 is too far after START 5000" },
+    { "events/op-kernels-sum.events", "op-kernels-sum.events:10: the kernels of op fc1 (line 5) "
+                                      "run for more than 2^53 ns (104 days) in all" },
+    { "events/kernels-sum.events", "kernels-sum.events:10: the ops take more than 2^53 ns (104 "
+                                   "days) in all, passing it at op fc2" },
     /* a launch id is a correlation id: one launch, one kernel record */
     { "events/dup-launch.events", "dup-launch.events:11: a second launch of id 1 (the first at "
                                   "line 7)" },

@@ -49,6 +49,18 @@ char *stw_duration_format(guint64 ns);
  * (STW_UNITS_ERROR). *OUT is a new array of guint64, the caller's. */
 gboolean stw_size_list_parse(const char *text, GArray **out, GError **error);
 
+/* Adds TERM to *SUM where the total stays at most LIMIT; else FALSE, *SUM left as it was. The
+ * one way stowage adds up what it reads (bytes, nanoseconds) from a file it does not trust: no
+ * such sum wraps, and the reader names the record that passed the limit. */
+static inline gboolean
+stw_sum_within(guint64 *sum, guint64 term, guint64 limit)
+{
+  if (term > limit || *sum > limit - term)
+    return FALSE;
+  *sum += term;
+  return TRUE;
+}
+
 /* The units the parser accepts, for usage messages. */
 extern const char stw_size_units_help[];
 
