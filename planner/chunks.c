@@ -218,7 +218,7 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
     if (ch->capacity_elems > c->size_elems && ch->count != 1)
       return invalid(error, file, "$.layout[%u]: a chunk larger than the chunk size "
                      "must hold exactly one (oversized) tensor", i);
-    guint64 end_prev = 0;
+    guint64 end_prev = 0, offset_prev = 0;
     guint32 frozen = 0;
     for (guint32 k = 0; k < ch->count; k++) {
       const StwPlacement *p = &g_array_index(c->placements, StwPlacement, ch->first + k);
@@ -230,13 +230,26 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
                        "twice", i, k, stw_trace_tensor(t, p->tensor)->name);
       placed[p->tensor] = 1;
       guint64 numel = stw_trace_tensor(t, p->tensor)->numel;
-      if (p->offset < end_prev || p->offset > ch->capacity_elems ||
-          numel > ch->capacity_elems - p->offset)
+      const char *name = stw_trace_tensor(t, p->tensor)->name;
+      if (p->offset > ch->capacity_elems || numel > ch->capacity_elems - p->offset)
+        return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s of %" G_GUINT64_FORMAT
+                       " elements at offset %" G_GUINT64_FORMAT " ends beyond the chunk's %"
+                       G_GUINT64_FORMAT " elements", i, k, name, numel, p->offset,
+                       ch->capacity_elems);
+      if (k > 0 && p->offset < offset_prev)
         return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s at offset %"
-                       G_GUINT64_FORMAT " overlaps another or ends beyond the chunk's %"
-                       G_GUINT64_FORMAT " elements", i, k, stw_trace_tensor(t, p->tensor)->name,
-                       p->offset, ch->capacity_elems);
+                       G_GUINT64_FORMAT " is listed after one at offset %" G_GUINT64_FORMAT
+                       ": a chunk's tensors are listed by offset, ascending", i, k, name,
+                       p->offset, offset_prev);
+      if (p->offset < end_prev)
+        return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s at offset %"
+                       G_GUINT64_FORMAT " overlaps tensor %s before it, which ends at %"
+                       G_GUINT64_FORMAT, i, k, name, p->offset,
+                       stw_trace_tensor(t, g_array_index(c->placements, StwPlacement,
+                                                          ch->first + k - 1).tensor)->name,
+                       end_prev);
       end_prev = p->offset + numel;
+      offset_prev = p->offset;
       frozen += stw_trace_tensor(t, p->tensor)->frozen ? 1 : 0;
     }
     if (ch->frozen && frozen < ch->count)

@@ -97,8 +97,22 @@ test_validate_errors(void)
   p->offset = 100; /* wpe over wte */
   g_assert_false(stw_chunking_validate(c, t, "L", &error));
   stw_assert_error_contains(error, "L: $.layout[0].tensors[1]: tensor wpe at offset 100 "
-                                   "overlaps another");
+                                   "overlaps tensor wte before it, which ends at 38597376");
   p->offset = 38597376;
+  /* a chunk's list out of offset order is said to be so, not called an overlap */
+  StwPlacement *q = &g_array_index(c->placements, StwPlacement, 2);
+  guint64 q_offset = q->offset;
+  q->offset = 0;
+  g_assert_false(stw_chunking_validate(c, t, "L", &error));
+  stw_assert_error_contains(error, "L: $.layout[0].tensors[2]: tensor h.0.ln_1.weight at offset "
+                                   "0 is listed after one at offset 38597376: a chunk's tensors "
+                                   "are listed by offset, ascending");
+  q->offset = 39999999;
+  g_assert_false(stw_chunking_validate(c, t, "L", &error));
+  stw_assert_error_contains(error, "L: $.layout[0].tensors[2]: tensor h.0.ln_1.weight of 768 "
+                                   "elements at offset 39999999 ends beyond the chunk's 40000000 "
+                                   "elements");
+  q->offset = q_offset;
   guint32 saved = p->tensor;
   p->tensor = 0;
   g_assert_false(stw_chunking_validate(c, t, "L", &error));
