@@ -410,6 +410,18 @@ stw_cli_parse_size(const char *text, const char *option, guint64 *out)
 }
 
 gboolean
+stw_cli_parse_budget(const char *text, const char *option, guint64 *out)
+{
+  if (!stw_cli_parse_size(text, option, out))
+    return FALSE;
+  if (text != NULL && *out == 0) {
+    stw_cli_fail(STW_EXIT_USAGE, "%s: the budget must be positive", option);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
 stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, int *status)
 {
   GError *error = NULL;

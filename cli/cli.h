@@ -83,6 +83,8 @@ gboolean stw_cli_parse_enum_list(const char *text, const char *option, const cha
 
 /* Parses a size for OPTION (NULL text: leaves *OUT); prints a usage error and returns FALSE. */
 gboolean stw_cli_parse_size(const char *text, const char *option, guint64 *out);
+/* As stw_cli_parse_size, for a memory budget: 0 is refused as a usage error too. */
+gboolean stw_cli_parse_budget(const char *text, const char *option, guint64 *out);
 
 /* The hardware profile NAME, or when NAME is NULL the one the trace was made on (when stowage
  * ships it), else the default. Prints the error and returns FALSE, setting *STATUS. */

@@ -151,10 +151,8 @@ stw_cmd_compare(int argc, char **argv)
   if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
     return status;
   Comparison c = { .trace_file = argv[1], .o = &o };
-  if (!stw_cli_parse_size(gpu, "--gpu", &c.budget))
+  if (!stw_cli_parse_budget(gpu, "--gpu", &c.budget))
     return STW_EXIT_USAGE;
-  if (c.budget == 0)
-    return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
   if (!stw_cli_budget_on_device(&pl, &o.hw, c.budget, "--gpu", &status))
     return status;
   stw_whatif_unlimited(trace, &o, &c.unlimited_ns, &c.unlimited_why);

@@ -136,10 +136,8 @@ stw_cmd_plan(int argc, char **argv)
     return status;
   o.allow_oversized = oversized;
   o.progress = progress;
-  if (!stw_cli_parse_size(gpu, "--gpu", &o.budgets.gpu_bytes))
+  if (!stw_cli_parse_budget(gpu, "--gpu", &o.budgets.gpu_bytes))
     return STW_EXIT_USAGE;
-  if (o.budgets.gpu_bytes == 0)
-    return stw_cli_fail(STW_EXIT_USAGE, "--gpu: the budget must be positive");
   if (!stw_cli_budget_on_device(&pl, &o.hw, o.budgets.gpu_bytes, "--gpu", &status))
     return status;
   int pol = o.policy, obj = o.objective;

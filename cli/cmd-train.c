@@ -195,7 +195,7 @@ parse(Training *x, int argc, char **argv)
       !count_option(x->seed, "--seed", 0, G_MAXUINT64 / 2, &x->c.seed) ||
       !count_option(x->chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &chunk_size) ||
       !count_option(x->every, "--checkpoint-every", 1, 10000000, &x->checkpoint_every) ||
-      !stw_cli_parse_size(x->gpu, "--gpu", &x->ro.device_bytes))
+      !stw_cli_parse_budget(x->gpu, "--gpu", &x->ro.device_bytes))
     return FALSE;
   x->ro.chunk_size_elems = chunk_size;
   if (x->c.width % x->c.heads != 0) {

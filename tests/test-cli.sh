@@ -157,6 +157,7 @@ $S compare "$T/untimed.json" --gpu 1GiB | grep '^stowage ' > "$T/untimed.row"
 expect 0 "-  yes" "its slowdowns are '-'" -- cat "$T/untimed.row"
 expect 0 '"slowdown":	null' "and null in JSON" -- $S compare "$T/untimed.json" --gpu 1GiB --json
 expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" "minmem on it: the budget that moves nothing" -- $S minmem "$T/untimed.json"
+expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
 expect 2 "--batch, --seq, --dtype, --checkpointing and --attention go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
