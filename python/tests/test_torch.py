@@ -3,6 +3,7 @@ names, the tied head once, ops per block, and the trace plans. Skips without PyT
 import os
 import tempfile
 import unittest
+import warnings
 
 import stowage
 
@@ -369,6 +370,22 @@ class TestProfile(unittest.TestCase):
         with self.assertRaises(stowage.StowageError) as e:
             p.trace()
         self.assertIn("no iteration completed", str(e.exception))
+
+    def test_a_name_the_trace_cannot_hold_is_refused(self):
+        """A parameter name over the 1,024 bytes a trace's name holds: the trace is refused with
+        the reader's own message, rather than written for its reader to refuse."""
+        m = torch.nn.Sequential()
+        m.add_module("x" * 2000, torch.nn.Linear(4, 4))
+        opt = torch.optim.AdamW(m.parameters())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with st.profile(m, opt) as p:
+                m(torch.randn(2, 4)).sum().backward()
+                opt.step()
+            with self.assertRaises(stowage.StowageError) as e:
+                p.trace()
+        self.assertIn("$.tensors[0].name: 2007 bytes, more than the 1024 a name holds",
+                      str(e.exception))
 
     def test_refuses_integer_parameters(self):
         m = TinyLM()
