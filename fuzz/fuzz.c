@@ -20,6 +20,17 @@
 #include <stowage/trainer.h>
 #include <stowage/units.h>
 
+#ifdef TARGET_HF
+#include "json.h"
+
+/* Every input through the Hugging Face reader, whatever its members say. */
+static gboolean
+read_as_hf(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
+{
+  return stw_model_config_read_hf(r, root, out, error);
+}
+#endif
+
 /* the trace that plans are checked against (tests/fixtures/traces/mini.json) */
 static const char mini[] =
     "{\"format\":\"stowage-trace\",\"version\":1,\"source\":{\"kind\":\"synthetic\"},"
@@ -84,6 +95,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (stw_model_config_parse("fuzz", text, size, &cfg, &error) && cfg.layers <= 4 &&
       cfg.hidden <= 4096 && cfg.vocab <= 65536)
     (void)stw_model_param_count(&cfg);
+#elif defined(TARGET_HF)
+  /* a config.json read as transformers reads it, its parameters counted in checked arithmetic
+   * at any size the reader lets through (a model past 2^53 parameters is refused, not wrapped) */
+  static const StwJsonLimits limits = { .max_values = 1u << 16, .max_array = 1u << 12 };
+  StwModelConfig cfg;
+  if (stw_json_read_text("fuzz", text, size, &limits, read_as_hf, &cfg, &error))
+    (void)stw_model_param_count(&cfg);
 #elif defined(TARGET_SIZE)
   char *s = g_strndup(text, MIN(size, 256));
   guint64 v;
@@ -146,7 +164,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_clear_error(&error);
   }
 #else
-#error "compile with -DTARGET_TRACE, _PLAN, _HARDWARE, _MODEL, _SIZE, _EVENTS, _CHECKPOINT, _TEXT or _IMPORT"
+#error "compile with -DTARGET_TRACE, _PLAN, _HARDWARE, _MODEL, _HF, _SIZE, _EVENTS, _CHECKPOINT, _TEXT or _IMPORT"
 #endif
   g_clear_error(&error);
   return 0;

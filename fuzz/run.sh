@@ -22,12 +22,12 @@ if ! probe; then
 fi
 [ -f src/hw-resources.c ] || make src/hw-resources.c src/hw-resources.h > /dev/null
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
-  -I. -Iinclude -Isrc -Iplanner -Iruntime -Itrain -Iprofile $(pkg-config --cflags glib-2.0 gio-2.0 libcjson)"
+  -I. -Iinclude -Isrc -Iplanner -Iruntime -Itrain -Iprofile $(pkg-config --cflags glib-2.0 gio-2.0 libcjson zlib)"
 # the BLAS configure found (config.h says whether there is one)
 blas_cflags=$(sed -n 's/^BLAS_CFLAGS = //p' Makefile)
 blas_libs=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
 flags="$flags $blas_cflags"
-libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson) $blas_libs -lm"
+libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson zlib) $blas_libs -lm"
 # the readers' layers: the core, the planner, the event-stream builder, and the runtime and the
 # trainer for checkpoints and training text (without the CUDA modules, and one rank: no MPI; the
 # NCCL module's path as the build's, though no target loads it)
@@ -47,8 +47,15 @@ seeds() { # TARGET DIR
     hardware) cp hw/*.json tests/fixtures/hw/*.json "$2" ;;
     model) cp tests/fixtures/models/*.json bench/models/*.json "$2"
            for d in tests/fixtures/hf/*/; do cp "$d/config.json" "$2/hf-$(basename "$d").json"; done ;;
-    import) cp tests/fixtures/pytorch/*.json "$2"
-            printf '[[-1, 1, 100, 0], [5, 2, 50, 4], [9, 4, -50, 4]]' > "$2/timeline.json" ;;
+    import) cp tests/fixtures/pytorch/*.json tests/fixtures/pytorch/gpt2-small-timeline.raw.json.gz "$2"
+            printf '[[-1, 1, 100, 0], [5, 2, 50, 4], [9, 4, -50, 4]]' > "$2/timeline.json"
+            # gzip of two members, an op in a module in a module, a cycle of parents
+            head -c 3000 tests/fixtures/pytorch/tied-kineto.json | gzip -c > "$2/multi.json.gz"
+            tail -c +3001 tests/fixtures/pytorch/tied-kineto.json | gzip -c >> "$2/multi.json.gz"
+            printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 90}, {"ph": "X", "cat": "python_function", "name": "nn.Module: A_0", "ts": 1, "dur": 80}, {"ph": "X", "cat": "python_function", "name": "nn.Module: B_0", "ts": 2, "dur": 70}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 3, "dur": 9, "args": {"Input Dims": [[4, 4], [4, 4]], "Input type": ["float", "float"]}}]}' > "$2/modules.json"
+            printf '{"schema": "1.0.1", "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "parent": 1}, {"id": 2, "name": "ProfilerStep#1", "parent": 3}, {"id": 3, "name": "aten::mm", "parent": 2}]}' > "$2/cycle-et.json" ;;
+    hf) for d in tests/fixtures/hf/*/; do cp "$d/config.json" "$2/$(basename "$d").json"; done
+        cp tests/fixtures/hf/*.json "$2" 2>/dev/null ;;
     size) for s in 16GiB "1.5 GB" 512MiB 4096 0.3KiB -1 8388608TiB; do printf '%s' "$s" > "$2/$(echo "$s" | tr -c 'a-zA-Z0-9' _)"; done ;;
     events) cp tests/fixtures/events/*.events "$2" ;;
     checkpoint) ./stowage train --layers 1 --width 8 --heads 2 --context 4 --batch 1 --steps 2 \
@@ -69,7 +76,7 @@ done
 wait
 status=0
 summary=""
-for t in trace plan hardware model size events checkpoint text import; do
+for t in trace plan hardware model hf size events checkpoint text import; do
   T=$(echo "$t" | tr a-z A-Z)
   # shellcheck disable=SC2086
   if ! clang $flags -DTARGET_$T fuzz/fuzz.c $objs $libs -o "$out/fuzz-$t" 2> "$out/build-$t.log"; then
