@@ -340,101 +340,19 @@ stw_bind_trace_validate(const StwTrace *t, char **error_out)
 
 /* ---- plans ----------------------------------------------------------------------------- */
 
-/* A size member KEY of O: a number of bytes or a string stw_size_parse reads. */
-static gboolean
-size_member(const cJSON *o, const char *key, gboolean required, guint64 *out, char **error_out)
-{
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  if (v == NULL)
-    return !required || say(error_out, "plan: the option '%s' is required", key);
-  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0 &&
-      v->valuedouble == (double)(guint64)v->valuedouble) {
-    *out = (guint64)v->valuedouble;
-    return TRUE;
-  }
-  GError *error = NULL;
-  if (cJSON_IsString(v) && stw_size_parse(v->valuestring, out, &error))
-    return TRUE;
-  if (error != NULL) {
-    say(error_out, "plan: %s: %s", key, error->message);
-    g_error_free(error);
-    return FALSE;
-  }
-  return say(error_out, "plan: %s: expected a number of bytes or a size such as \"4GiB\"", key);
-}
-
-static gboolean
-name_member(const cJSON *o, const char *key, const char *const *names, int *out,
-            char **error_out)
-{
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  if (v == NULL)
-    return TRUE;
-  for (int i = 0; cJSON_IsString(v) && names[i] != NULL; i++) {
-    if (g_ascii_strcasecmp(v->valuestring, names[i]) == 0) {
-      *out = i;
-      return TRUE;
-    }
-  }
-  g_autofree char *list = g_strjoinv(", ", (char **)names);
-  return say(error_out, "plan: %s: expected one of %s", key, list);
-}
-
 StwPlan *
 stw_bind_plan(const StwTrace *t, const char *trace_file, const char *options_json,
               char **error_out)
 {
-  cJSON *o = options_of("plan", options_json, error_out);
-  if (o == NULL)
-    return NULL;
-  StwHardware hw;
-  GError *error = NULL;
-  const cJSON *hw_member = cJSON_GetObjectItemCaseSensitive(o, "hw");
-  const char *hw_name = cJSON_GetStringValue(hw_member);
-  gboolean hw_bad = hw_member != NULL && !cJSON_IsNull(hw_member) && hw_name == NULL;
-  if (hw_name == NULL) /* as the CLI: the trace's device when a profile has its name */
-    hw_name = stw_hardware_lookup(t->device.name, &hw, NULL) ? t->device.name
-                                                              : STW_HARDWARE_DEFAULT;
-  static const char *const known[] = { "gpu", "cpu", "reserve", "gpus", "policy", "objective",
-                                       "hw", "chunk_size", NULL };
+  /* the request the CLI's plan makes, parsed and checked by the same functions */
+  g_autoptr(StwRequest) r = stw_request_new(&stw_request_plan_kind);
   StwPlannerOptions po;
+  GError *error = NULL;
   StwPlan *plan = NULL;
-  int policy = STW_POLICY_STOWAGE, objective = STW_OBJECTIVE_TIME;
-  guint64 gpus = 0, chunk = 0;
-  gboolean has_gpus = FALSE, has_chunk = FALSE;
-  if (!known_members("plan", o, known, error_out))
-    goto out;
-  if (hw_bad) {
-    say(error_out, "plan: hw: expected the name or file of a hardware profile");
-    goto out;
-  }
-  if (!stw_hardware_lookup(hw_name, &hw, &error)) {
-    give(error, error_out);
-    goto out;
-  }
-  stw_planner_options_init(&po, &hw);
-  if (!size_member(o, "gpu", TRUE, &po.budgets.gpu_bytes, error_out) ||
-      !size_member(o, "cpu", FALSE, &po.budgets.cpu_bytes, error_out) ||
-      !size_member(o, "reserve", FALSE, &po.budgets.reserved_bytes, error_out) ||
-      !name_member(o, "policy", stw_policy_names, &policy, error_out) ||
-      !name_member(o, "objective", stw_objective_names, &objective, error_out))
-    goto out;
-  po.policy = (StwPolicy)policy;
-  po.objective = (StwObjective)objective;
-  /* the CLI's --gpus and --chunk-size, with their ranges */
-  if (!count_member("plan", o, "gpus", 1, STW_PLAN_MAX_WORLD, &has_gpus, &gpus, error_out) ||
-      !count_member("plan", o, "chunk_size", 1, STW_TRACE_MAX_NUMEL, &has_chunk, &chunk,
-                    error_out))
-    goto out;
-  if (has_gpus)
-    po.world_size = (guint32)gpus;
-  if (has_chunk)
-    po.chunk_size_elems = chunk;
-  plan = stw_planner_plan(t, trace_file, &po, &error);
+  if (stw_request_set_json(r, options_json, &error) && stw_request_plan(r, t, &po, &error))
+    plan = stw_planner_plan(t, trace_file, &po, &error);
   if (plan == NULL)
     give(error, error_out);
-out:
-  cJSON_Delete(o);
   return plan;
 }
 

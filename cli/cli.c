@@ -64,7 +64,8 @@ stw_cli_error(GError *error)
   /* names the user typed that mean nothing are usage errors; bad files are failures */
   gboolean usage = g_error_matches(error, STW_MODEL_ERROR, STW_MODEL_ERROR_UNKNOWN) ||
                    g_error_matches(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN) ||
-                   error->domain == STW_UNITS_ERROR || error->domain == G_OPTION_ERROR;
+                   error->domain == STW_UNITS_ERROR || error->domain == G_OPTION_ERROR ||
+                   error->domain == STW_REQUEST_ERROR;
   int status = stw_cli_fail(usage ? STW_EXIT_USAGE : STW_EXIT_FAILURE, "%s", error->message);
   g_error_free(error);
   return status;
@@ -337,37 +338,28 @@ stw_cli_group_digits(guint64 v)
   return g_string_free(out, FALSE);
 }
 
+/* Prints ERROR's message (a usage error) and frees it: FALSE, for the parsers' returns. */
+static gboolean
+usage_error(GError *error)
+{
+  stw_cli_fail(STW_EXIT_USAGE, "%s", error->message);
+  g_error_free(error);
+  return FALSE;
+}
+
 gboolean
 stw_cli_parse_count(const char *text, const char *option, guint64 min, guint64 max,
                     guint64 *out)
 {
-  guint64 v = 0;
   GError *error = NULL;
-  if (!g_ascii_string_to_unsigned(text, 10, min, max, &v, &error)) {
-    stw_cli_fail(STW_EXIT_USAGE,
-                 "%s: '%s' is not valid: expected a whole number from %" G_GUINT64_FORMAT
-                 " to %" G_GUINT64_FORMAT, option, text, min, max);
-    g_error_free(error);
-    return FALSE;
-  }
-  *out = v;
-  return TRUE;
+  return stw_option_count(option, text, min, max, out, &error) || usage_error(error);
 }
 
 gboolean
 stw_cli_parse_enum(const char *text, const char *option, const char *const *names, int *out)
 {
-  if (text == NULL)
-    return TRUE;
-  for (int i = 0; names[i] != NULL; i++) {
-    if (g_ascii_strcasecmp(text, names[i]) == 0) {
-      *out = i;
-      return TRUE;
-    }
-  }
-  g_autofree char *all = g_strjoinv(", ", (char **)names);
-  stw_cli_fail(STW_EXIT_USAGE, "%s: '%s' is not one of %s", option, text, all);
-  return FALSE;
+  GError *error = NULL;
+  return stw_option_enum(option, text, names, out, &error) || usage_error(error);
 }
 
 gboolean
@@ -399,26 +391,14 @@ gboolean
 stw_cli_parse_size(const char *text, const char *option, guint64 *out)
 {
   GError *error = NULL;
-  if (text == NULL)
-    return TRUE;
-  if (!stw_size_parse(text, out, &error)) {
-    stw_cli_fail(STW_EXIT_USAGE, "%s: %s", option, error->message);
-    g_error_free(error);
-    return FALSE;
-  }
-  return TRUE;
+  return stw_option_size(option, text, out, &error) || usage_error(error);
 }
 
 gboolean
 stw_cli_parse_budget(const char *text, const char *option, guint64 *out)
 {
-  if (!stw_cli_parse_size(text, option, out))
-    return FALSE;
-  if (text != NULL && *out == 0) {
-    stw_cli_fail(STW_EXIT_USAGE, "%s: the budget must be positive", option);
-    return FALSE;
-  }
-  return TRUE;
+  GError *error = NULL;
+  return stw_option_budget(option, text, out, &error) || usage_error(error);
 }
 
 gboolean
@@ -437,19 +417,6 @@ stw_cli_hardware(const char *name, const char *trace_device, StwHardware *hw, in
   return TRUE;
 }
 
-/* --gpus N (NULL text: leaves *OUT): data-parallel GPUs, 1 to STW_PLAN_MAX_WORLD. */
-static gboolean
-parse_gpus(const char *text, guint32 *out)
-{
-  guint64 n = 0;
-  if (text == NULL)
-    return TRUE;
-  if (!stw_cli_parse_count(text, "--gpus", 1, STW_PLAN_MAX_WORLD, &n))
-    return FALSE;
-  *out = (guint32)n;
-  return TRUE;
-}
-
 void
 stw_cli_planning_clear(StwCliPlanning *p)
 {
@@ -460,61 +427,32 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->nodes, g_free);
 }
 
-gboolean
-stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device, StwPlannerOptions *o,
-                         int *status)
+StwRequest *
+stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
 {
-  StwHardware hw;
-  if (!stw_cli_hardware(p->hw_name, trace_device, &hw, status))
-    return FALSE;
-  stw_planner_options_init(o, &hw);
-  if (!stw_cli_parse_size(p->cpu, "--cpu", &o->budgets.cpu_bytes) ||
-      !stw_cli_parse_size(p->reserve, "--reserve", &o->budgets.reserved_bytes) ||
-      !parse_gpus(p->gpus, &o->world_size)) {
-    *status = STW_EXIT_USAGE;
-    return FALSE;
-  }
-  if (p->nodes != NULL) { /* --gpus is per node: the profile's node without it */
-    guint64 nodes = 0;
-    if (!stw_cli_parse_count(p->nodes, "--nodes", 1, STW_PLAN_MAX_WORLD, &nodes)) {
-      *status = STW_EXIT_USAGE;
-      return FALSE;
-    }
-    guint64 per_node = o->world_size != 0 ? o->world_size : MAX(hw.node_gpus, 1);
-    if (per_node * nodes > STW_PLAN_MAX_WORLD) {
-      *status = stw_cli_fail(STW_EXIT_USAGE, "--nodes: %" G_GUINT64_FORMAT " nodes of %"
-                             G_GUINT64_FORMAT " GPUs are more than the %u ranks a plan holds",
-                             nodes, per_node, STW_PLAN_MAX_WORLD);
-      return FALSE;
-    }
-    o->nodes = (guint32)nodes;
-    o->world_size = (guint32)(per_node * nodes);
-  }
-  GError *error = NULL;
-  if (o->world_size != 0 && !stw_planner_check_topology(&hw, o->world_size, o->nodes, &error)) {
-    *status = stw_cli_fail(STW_EXIT_USAGE, "%s", error->message);
-    g_error_free(error);
-    return FALSE;
-  }
-  return TRUE;
+  StwRequest *r = stw_request_new(kind);
+  stw_request_set(r, "hw", p->hw_name);
+  stw_request_set(r, "cpu", p->cpu);
+  stw_request_set(r, "reserve", p->reserve);
+  stw_request_set(r, "gpus", p->gpus);
+  stw_request_set(r, "nodes", p->nodes);
+  stw_request_set_flag(r, "beyond-device", p->beyond_device);
+  return r;
 }
 
 gboolean
-stw_cli_budget_on_device(const StwCliPlanning *p, const StwHardware *hw, guint64 bytes,
-                         const char *option, int *status)
+stw_cli_planning_options(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
+                         int *status)
 {
-  if (p->beyond_device || bytes <= hw->gpu_memory_bytes)
+  GError *error = NULL;
+  if (stw_request_planning(r, t, o, &error))
     return TRUE;
-  g_autofree char *b = stw_size_format(bytes);
-  g_autofree char *m = stw_size_format(hw->gpu_memory_bytes);
-  *status = stw_cli_fail(STW_EXIT_USAGE, "%s: %s is more than the %s of GPU memory that %s has: "
-                         "choose a larger GPU with --hw, or say --beyond-device to plan for one "
-                         "that does not exist", option, b, m, hw->name);
+  *status = stw_cli_error(error);
   return FALSE;
 }
 
 gboolean
-stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
+stw_cli_planner_setup(const char *file, const StwRequest *r, StwTrace **trace_out,
                       StwPlannerOptions *o, int *status)
 {
   GError *error = NULL;
@@ -523,16 +461,8 @@ stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trac
     *status = stw_cli_error(error);
     return FALSE;
   }
-  if (!stw_cli_planning_options(p, trace->device.name, o, status))
+  if (!stw_cli_planning_options(r, trace, o, status))
     return FALSE;
-  if (o->world_size == 0) { /* without --gpus, the world the trace was profiled in */
-    o->world_size = MAX(trace->device.world_size, 1);
-    if (!stw_planner_check_topology(&o->hw, o->world_size, o->nodes, &error)) {
-      *status = stw_cli_fail(STW_EXIT_USAGE, "%s", error->message);
-      g_error_free(error);
-      return FALSE;
-    }
-  }
   *trace_out = g_steal_pointer(&trace);
   return TRUE;
 }

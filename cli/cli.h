@@ -13,6 +13,7 @@
 #include <stowage/files.h>
 #include <stowage/hardware.h>
 #include <stowage/planner.h>
+#include <stowage/request.h>
 #include <stowage/simulate.h>
 #include <stowage/trace.h>
 
@@ -125,20 +126,19 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "beyond-device", 0, 0, G_OPTION_ARG_NONE, &(p).beyond_device,                               \
     "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL }
 
-/* TRUE when a GPU budget of BYTES is one the profile's GPU has (or --beyond-device says to plan
- * beyond it); else prints the usage error for OPTION and sets *STATUS. */
-gboolean stw_cli_budget_on_device(const StwCliPlanning *p, const StwHardware *hw, guint64 bytes,
-                                  const char *option, int *status);
+/* A request of KIND holding the shared options P was given (the library parses and checks it:
+ * request.h). */
+StwRequest *stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind);
 
-/* Sets O from the shared options, resolving the hardware profile against trace device
- * TRACE_DEVICE (may be NULL). Prints the error and returns FALSE with *STATUS set. */
-gboolean stw_cli_planning_options(const StwCliPlanning *p, const char *trace_device,
-                                  StwPlannerOptions *o, int *status);
+/* Sets O from R's shared options for trace T (NULL: traces made later; stw_request_planning).
+ * Prints the error and returns FALSE with *STATUS set. */
+gboolean stw_cli_planning_options(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
+                                  int *status);
 
-/* What plan, compare and minmem share: load the trace FILE and set O from the shared options
+/* What plan, compare and minmem share: load the trace FILE and set O from R's shared options
  * (without --gpus, the trace's world size). Prints the error and returns FALSE with *STATUS
  * set. The trace goes to *TRACE_OUT. */
-gboolean stw_cli_planner_setup(const char *file, const StwCliPlanning *p, StwTrace **trace_out,
+gboolean stw_cli_planner_setup(const char *file, const StwRequest *r, StwTrace **trace_out,
                                StwPlannerOptions *options, int *status);
 
 /* What check, simulate and train share: load PLAN_FILE and its trace (TRACE_FILE, or when NULL

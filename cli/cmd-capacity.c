@@ -206,7 +206,8 @@ stw_cmd_capacity(int argc, char **argv)
   guint64 width = 4096;
   StwPlannerOptions o;
   int status;
-  if (!stw_cli_planning_options(&pl, NULL, &o, &status))
+  g_autoptr(StwRequest) r = stw_cli_planning_request(&pl, &stw_request_capacity_kind);
+  if (!stw_cli_planning_options(r, NULL, &o, &status))
     return status;
   o.world_size = MAX(o.world_size, 1);
   const StwHardware hw = o.hw;

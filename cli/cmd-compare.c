@@ -143,18 +143,19 @@ stw_cmd_compare(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (argc != 2)
     return stw_cli_fail(STW_EXIT_USAGE, "compare: expected one trace file (see --help)");
-  if (gpu == NULL)
-    return stw_cli_fail(STW_EXIT_USAGE, "compare: --gpu SIZE is required");
+  g_autoptr(StwRequest) r = stw_cli_planning_request(&pl, &stw_request_compare_kind);
+  stw_request_set(r, "gpu", gpu);
+  GError *error = NULL;
+  if (!stw_request_require(r, "gpu", &error))
+    return stw_cli_error(error);
   g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
   int status;
-  if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
+  if (!stw_cli_planner_setup(argv[1], r, &trace, &o, &status))
     return status;
   Comparison c = { .trace_file = argv[1], .o = &o };
-  if (!stw_cli_parse_budget(gpu, "--gpu", &c.budget))
-    return STW_EXIT_USAGE;
-  if (!stw_cli_budget_on_device(&pl, &o.hw, c.budget, "--gpu", &status))
-    return status;
+  if (!stw_request_gpu_budget(r, "gpu", &o, &c.budget, &error))
+    return stw_cli_error(error);
   stw_whatif_unlimited(trace, &o, &c.unlimited_ns, &c.unlimited_why);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_run(trace, &o, (StwPolicy)p, c.budget, c.unlimited_ns, &c.pts[p]);

@@ -46,7 +46,8 @@ stw_cmd_minmem(int argc, char **argv)
   g_autoptr(StwTrace) trace = NULL;
   StwPlannerOptions o;
   int status;
-  if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
+  g_autoptr(StwRequest) r = stw_cli_planning_request(&pl, &stw_request_minmem_kind);
+  if (!stw_cli_planner_setup(argv[1], r, &trace, &o, &status))
     return status;
 
   guint64 unlimited;

@@ -120,52 +120,28 @@ stw_cmd_plan(int argc, char **argv)
     return STW_EXIT_USAGE;
   if (argc != 2)
     return stw_cli_fail(STW_EXIT_USAGE, "plan: expected one trace file (see --help)");
-  if (gpu == NULL)
-    return stw_cli_fail(STW_EXIT_USAGE, "plan: --gpu SIZE is required");
+  g_autoptr(StwRequest) r = stw_cli_planning_request(&pl, &stw_request_plan_kind);
+  stw_request_set(r, "gpu", gpu);
+  stw_request_set(r, "policy", policy);
+  stw_request_set(r, "objective", objective);
+  stw_request_set(r, "chunk-size", chunk);
+  stw_request_set_flag(r, "oversized", oversized);
+  stw_request_set(r, "gemini-fraction", fraction);
+  stw_request_set(r, "prefetch-bucket", bucket);
+  GError *error = NULL;
+  if (!stw_request_require(r, "gpu", &error))
+    return stw_cli_error(error);
   if (output == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "plan: --output FILE is required ('-' for stdout)");
   const StwCliFile in[] = { { "the trace", argv[1] } }, out[] = { { "--output", output } };
   if (!stw_cli_outputs_apart("plan", in, 1, out, 1))
     return STW_EXIT_USAGE;
 
-  GError *error = NULL;
-  g_autoptr(StwTrace) trace = NULL;
+  g_autoptr(StwTrace) trace = stw_trace_load(argv[1], &error);
   StwPlannerOptions o;
-  int status;
-  if (!stw_cli_planner_setup(argv[1], &pl, &trace, &o, &status))
-    return status;
-  o.allow_oversized = oversized;
+  if (trace == NULL || !stw_request_plan(r, trace, &o, &error))
+    return stw_cli_error(error);
   o.progress = progress;
-  if (!stw_cli_parse_budget(gpu, "--gpu", &o.budgets.gpu_bytes))
-    return STW_EXIT_USAGE;
-  if (!stw_cli_budget_on_device(&pl, &o.hw, o.budgets.gpu_bytes, "--gpu", &status))
-    return status;
-  int pol = o.policy, obj = o.objective;
-  if (!stw_cli_parse_enum(policy, "--policy", stw_policy_names, &pol) ||
-      !stw_cli_parse_enum(objective, "--objective", stw_objective_names, &obj))
-    return STW_EXIT_USAGE;
-  o.policy = (StwPolicy)pol;
-  o.objective = (StwObjective)obj;
-  if (!stw_cli_option_needs("plan", "--gemini-fraction", fraction != NULL,
-                            "--policy gemini-static", o.policy == STW_POLICY_GEMINI_STATIC) ||
-      !stw_cli_option_needs("plan", "--prefetch-bucket", bucket != NULL,
-                            "--policy zero-infinity", o.policy == STW_POLICY_ZERO_INFINITY) ||
-      !stw_cli_option_needs("plan", "--objective", objective != NULL,
-                            "--policy stowage (the default)", o.policy == STW_POLICY_STOWAGE))
-    return STW_EXIT_USAGE;
-  if (chunk != NULL &&
-      !stw_cli_parse_count(chunk, "--chunk-size", 1, STW_TRACE_MAX_NUMEL, &o.chunk_size_elems))
-    return STW_EXIT_USAGE;
-  if (bucket != NULL && !stw_cli_parse_count(bucket, "--prefetch-bucket", 1, STW_TRACE_MAX_NUMEL,
-                                             &o.prefetch_bucket_elems))
-    return STW_EXIT_USAGE;
-  if (fraction != NULL) {
-    char *end = NULL;
-    o.gemini_fraction = g_ascii_strtod(fraction, &end);
-    if (end == fraction || *end != '\0' || !(o.gemini_fraction >= 0 && o.gemini_fraction <= 1))
-      return stw_cli_fail(STW_EXIT_USAGE, "--gemini-fraction: '%s' is not a number from 0 to 1",
-                          fraction);
-  }
 
   g_autofree char *trace_name = stw_cli_trace_name_for_plan(argv[1], output);
   g_autoptr(StwPlan) plan = stw_planner_plan(trace, trace_name, &o, &error);

@@ -185,7 +185,8 @@ set_up(Sweep *w, int *status)
     }
     g_ptr_array_add(w->traces, t);
     g_array_append_val(w->batches, t->model.batch);
-    return stw_cli_planning_options(&w->pl, t->device.name, &w->o, status);
+    g_autoptr(StwRequest) r = stw_cli_planning_request(&w->pl, &stw_request_whatif_kind);
+    return stw_cli_planning_options(r, t, &w->o, status);
   }
   StwModelConfig cfg;
   if (!stw_model_resolve(w->model, &cfg, &error)) {
@@ -207,7 +208,8 @@ set_up(Sweep *w, int *status)
     guint64 one = 1;
     g_array_append_val(w->batches, one);
   }
-  if (!stw_cli_planning_options(&w->pl, NULL, &w->o, status))
+  g_autoptr(StwRequest) r = stw_cli_planning_request(&w->pl, &stw_request_whatif_kind);
+  if (!stw_cli_planning_options(r, NULL, &w->o, status))
     return FALSE;
   for (guint b = 0; b < w->batches->len; b++) {
     so.batch = g_array_index(w->batches, guint64, b);
@@ -226,10 +228,14 @@ set_up(Sweep *w, int *status)
 static gboolean
 budgets_on_device(const Sweep *w, int *status)
 {
+  g_autoptr(StwRequest) r = stw_cli_planning_request(&w->pl, &stw_request_whatif_kind);
+  GError *error = NULL;
   for (guint b = 0; b < w->budgets->len; b++) {
-    if (!stw_cli_budget_on_device(&w->pl, &w->o.hw, g_array_index(w->budgets, guint64, b),
-                                  "--gpu", status))
+    if (!stw_request_on_device(r, "gpu", &w->o, g_array_index(w->budgets, guint64, b),
+                               &error)) {
+      *status = stw_cli_error(error);
       return FALSE;
+    }
   }
   return TRUE;
 }

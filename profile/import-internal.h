@@ -9,7 +9,7 @@
 #include <stowage/import.h>
 #include <stowage/units.h>
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
+#include "json.h"
 
 /* Whether NAME is an iteration marker, "ProfilerStep#N", and its N. */
 static inline gboolean

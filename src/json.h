@@ -18,6 +18,8 @@
 #include <cjson/cJSON.h>
 #include <glib.h>
 
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
+
 #include <stowage/hardware.h>
 #include <stowage/model.h>
 #include <stowage/summary.h>

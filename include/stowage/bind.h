@@ -61,10 +61,10 @@ gboolean stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out);
 gboolean stw_bind_size_parse(const char *text, guint64 *bytes_out, char **error_out);
 gboolean stw_bind_trace_validate(const StwTrace *t, char **error_out);
 
-/* Plans: stw_planner_plan by OPTIONS_JSON ({"gpu" (required), "cpu", "reserve": sizes as
- * numbers of bytes or strings such as "4GiB"; "gpus", "chunk_size": numbers; "policy",
- * "objective", "hw": names}; the hardware profile defaults as the CLI's: the trace's device
- * when it names a profile, else the default), stw_plan_load and stw_plan_save. */
+/* Plans: stw_planner_plan by OPTIONS_JSON, the options of `stowage plan` by name ("gpu"
+ * (required), "cpu", "reserve", "gpus", "nodes", "hw", "beyond_device", "policy", "objective",
+ * "chunk_size", "oversized", "gemini_fraction", "prefetch_bucket"; request.h reads them, as it
+ * reads the CLI's, with the CLI's messages), stw_plan_load and stw_plan_save. */
 StwPlan *stw_bind_plan(const StwTrace *t, const char *trace_file, const char *options_json,
                        char **error_out);
 StwPlan *stw_bind_plan_load(const char *file, char **error_out);

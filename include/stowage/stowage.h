@@ -28,6 +28,7 @@
 #include <stowage/report.h>
 #include <stowage/simulate.h>
 #include <stowage/whatif.h>
+#include <stowage/request.h>
 
 /* the runtime: chunks on a device, moved as a plan says */
 #include <stowage/backend.h>

@@ -152,21 +152,27 @@ class Plan:
             _lib.plan_free(h)
 
 
-def plan(trace, gpu, cpu=None, reserve=None, gpus=None, policy=None, objective=None, hw=None,
-         chunk_size=None):
-    """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan."""
-    opts = {"gpu": gpu}
-    for key, value in (("cpu", cpu), ("reserve", reserve), ("gpus", gpus), ("policy", policy),
-                       ("objective", objective), ("hw", hw), ("chunk_size", chunk_size)):
-        if value is not None:
-            opts[key] = value
+def _options(command, **given):
+    """The options given (None: not given) as the JSON the library reads, as the CLI's."""
+    opts = {k: v for k, v in given.items() if v is not None}
+    try:
+        return json.dumps(opts).encode()
+    except (TypeError, ValueError) as e:
+        raise StowageError("%s: the options cannot be read: %s" % (command, e))
+
+
+def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None,
+         policy=None, objective=None, chunk_size=None, oversized=None, gemini_fraction=None,
+         prefetch_bucket=None):
+    """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan, whose
+    options these are (--chunk-size is chunk_size), read and refused as the CLI reads them."""
+    text = _options("plan", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
+                    beyond_device=beyond_device, policy=policy, objective=objective,
+                    chunk_size=chunk_size, oversized=oversized, gemini_fraction=gemini_fraction,
+                    prefetch_bucket=prefetch_bucket)
     _of(trace, Trace, "plan: trace")
     trace_file = _path(trace.path) if trace.path else None
-    try:
-        text = json.dumps(opts)
-    except (TypeError, ValueError) as e:
-        raise StowageError("plan: the options cannot be read: %s" % e)
-    return Plan(_call(_lib.plan, trace._h, trace_file, text.encode()))
+    return Plan(_call(_lib.plan, trace._h, trace_file, text))
 
 
 def check(plan, trace):

@@ -1,0 +1,399 @@
+/* request.c — requests parsed and checked once, for the CLI and the bindings; see request.h. */
+#include "config.h"
+
+#include <stowage/request.h>
+
+#include <math.h>
+#include <string.h>
+
+#include <stowage/units.h>
+
+#include "json.h"
+
+G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
+
+#define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device"
+
+static const char *const planning_flags[] = { "beyond-device", NULL };
+static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
+
+static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "policy", "objective",
+                                            "chunk-size", "oversized", "gemini-fraction",
+                                            "prefetch-bucket", NULL };
+static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, NULL };
+static const char *const minmem_options[] = { "slowdown", "policy", PLANNING_OPTIONS, NULL };
+
+const StwRequestKind stw_request_plan_kind = { "plan", plan_options, plan_flags };
+const StwRequestKind stw_request_compare_kind = { "compare", compare_options, planning_flags };
+const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, planning_flags };
+/* the sweeps' own options are the CLI's for now: these hold what they share */
+static const char *const planning_options[] = { PLANNING_OPTIONS, NULL };
+const StwRequestKind stw_request_whatif_kind = { "whatif", planning_options, planning_flags };
+const StwRequestKind stw_request_capacity_kind = { "capacity", planning_options,
+                                                   planning_flags };
+
+struct StwRequest {
+  const StwRequestKind *kind;
+  GHashTable *values; /* option -> text, both owned */
+};
+
+static gboolean
+usage(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+usage(GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *message = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, message);
+  return FALSE;
+}
+
+static gboolean
+in_list(const char *const *list, const char *name)
+{
+  for (gsize i = 0; list != NULL && list[i] != NULL; i++)
+    if (strcmp(list[i], name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+StwRequest *
+stw_request_new(const StwRequestKind *kind)
+{
+  StwRequest *r = g_new0(StwRequest, 1);
+  r->kind = kind;
+  r->values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  return r;
+}
+
+void
+stw_request_free(StwRequest *r)
+{
+  if (r == NULL)
+    return;
+  g_hash_table_unref(r->values);
+  g_free(r);
+}
+
+void
+stw_request_set(StwRequest *r, const char *option, const char *text)
+{
+  if (text == NULL)
+    g_hash_table_remove(r->values, option);
+  else
+    g_hash_table_insert(r->values, g_strdup(option), g_strdup(text));
+}
+
+void
+stw_request_set_flag(StwRequest *r, const char *option, gboolean on)
+{
+  stw_request_set(r, option, on ? "1" : NULL);
+}
+
+const char *
+stw_request_get(const StwRequest *r, const char *option)
+{
+  return g_hash_table_lookup(r->values, option);
+}
+
+/* A member's value as an option's text (NULL: not given); FALSE naming it when of no such kind. */
+static gboolean
+member_text(const StwRequest *r, const char *option, const cJSON *v, gboolean flag, char **text,
+            GError **error)
+{
+  const char *cmd = r->kind->command;
+  *text = NULL;
+  if (cJSON_IsNull(v))
+    return TRUE;
+  if (flag) {
+    if (!cJSON_IsBool(v))
+      return usage(error, "%s: --%s is a flag: expected true or false", cmd, option);
+    *text = cJSON_IsTrue(v) ? g_strdup("1") : NULL;
+    return TRUE;
+  }
+  if (cJSON_IsString(v)) {
+    *text = g_strdup(v->valuestring);
+  } else if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
+    double d = v->valuedouble;
+    *text = d == floor(d) && fabs(d) <= 9007199254740992.0
+                ? g_strdup_printf("%.0f", d)
+                : g_strdup_printf("%.17g", d);
+  } else {
+    return usage(error, "%s: --%s: expected a string or a number", cmd, option);
+  }
+  return TRUE;
+}
+
+gboolean
+stw_request_set_json(StwRequest *r, const char *json, GError **error)
+{
+  const char *cmd = r->kind->command;
+  if (json == NULL || json[0] == '\0')
+    return TRUE;
+  g_autoptr(cJSON) o = cJSON_Parse(json);
+  if (!cJSON_IsObject(o))
+    return usage(error, "%s: the options are not a JSON object", cmd);
+  const cJSON *m;
+  cJSON_ArrayForEach(m, o) {
+    g_autofree char *option = g_strdup(m->string);
+    g_strdelimit(option, "_", '-');
+    if (!in_list(r->kind->options, option)) {
+      g_autofree char *known = g_strjoinv(", ", (char **)r->kind->options);
+      return usage(error, "%s: no option '%s' (the options: %s)", cmd, m->string, known);
+    }
+    char *text = NULL;
+    if (!member_text(r, option, m, in_list(r->kind->flags, option), &text, error))
+      return FALSE;
+    if (text != NULL)
+      g_hash_table_insert(r->values, g_strdup(option), text);
+    else
+      g_hash_table_remove(r->values, option);
+  }
+  return TRUE;
+}
+
+/* ---- one value each ----------------------------------------------------------------------- */
+
+/* The parsers of one option's text: OPTION is named as the CLI spells it, with its dashes. */
+
+gboolean
+stw_option_size(const char *option, const char *text, guint64 *out, GError **error)
+{
+  GError *local = NULL;
+  if (text == NULL || stw_size_parse(text, out, &local))
+    return TRUE;
+  usage(error, "%s: %s", option, local->message);
+  g_error_free(local);
+  return FALSE;
+}
+
+gboolean
+stw_option_budget(const char *option, const char *text, guint64 *out, GError **error)
+{
+  guint64 v = *out;
+  if (!stw_option_size(option, text, &v, error))
+    return FALSE;
+  if (text != NULL && v == 0)
+    return usage(error, "%s: the budget must be positive", option);
+  *out = v;
+  return TRUE;
+}
+
+gboolean
+stw_option_count(const char *option, const char *text, guint64 min, guint64 max, guint64 *out,
+                 GError **error)
+{
+  guint64 v = 0;
+  if (text == NULL)
+    return TRUE;
+  if (!g_ascii_string_to_unsigned(text, 10, min, max, &v, NULL))
+    return usage(error, "%s: '%s' is not valid: expected a whole number from %"
+                 G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT, option, text, min, max);
+  *out = v;
+  return TRUE;
+}
+
+gboolean
+stw_option_enum(const char *option, const char *text, const char *const *names, int *out,
+                GError **error)
+{
+  if (text == NULL)
+    return TRUE;
+  for (int i = 0; names[i] != NULL; i++) {
+    if (g_ascii_strcasecmp(text, names[i]) == 0) {
+      *out = i;
+      return TRUE;
+    }
+  }
+  g_autofree char *all = g_strjoinv(", ", (char **)names);
+  return usage(error, "%s: '%s' is not one of %s", option, text, all);
+}
+
+gboolean
+stw_option_number(const char *option, const char *text, double min, double max, double *out,
+                  GError **error)
+{
+  if (text == NULL)
+    return TRUE;
+  char *end = NULL;
+  double v = g_ascii_strtod(text, &end);
+  if (end == text || *end != '\0' || !(v >= min && v <= max))
+    return usage(error, "%s: '%s' is not a number from %g to %g", option, text, min, max);
+  *out = v;
+  return TRUE;
+}
+
+/* The same, of a request's OPTION (named without dashes). */
+
+#define DASHED(option) g_autofree char *dashed = g_strconcat("--", option, NULL)
+
+gboolean
+stw_request_size(const StwRequest *r, const char *option, guint64 *out, GError **error)
+{
+  DASHED(option);
+  return stw_option_size(dashed, stw_request_get(r, option), out, error);
+}
+
+gboolean
+stw_request_budget(const StwRequest *r, const char *option, guint64 *out, GError **error)
+{
+  DASHED(option);
+  return stw_option_budget(dashed, stw_request_get(r, option), out, error);
+}
+
+gboolean
+stw_request_count(const StwRequest *r, const char *option, guint64 min, guint64 max,
+                  guint64 *out, GError **error)
+{
+  DASHED(option);
+  return stw_option_count(dashed, stw_request_get(r, option), min, max, out, error);
+}
+
+gboolean
+stw_request_enum(const StwRequest *r, const char *option, const char *const *names, int *out,
+                 GError **error)
+{
+  DASHED(option);
+  return stw_option_enum(dashed, stw_request_get(r, option), names, out, error);
+}
+
+gboolean
+stw_request_number(const StwRequest *r, const char *option, double min, double max,
+                   double *out, GError **error)
+{
+  DASHED(option);
+  return stw_option_number(dashed, stw_request_get(r, option), min, max, out, error);
+}
+
+/* OPTION was given only where SATISFIED: else the caller asked for what would be ignored. */
+static gboolean
+needs(const StwRequest *r, const char *option, const char *what, gboolean satisfied,
+      GError **error)
+{
+  if (stw_request_get(r, option) == NULL || satisfied)
+    return TRUE;
+  return usage(error, "%s: --%s goes with %s; without it the option would be ignored",
+               r->kind->command, option, what);
+}
+
+/* ---- what the planning commands share ----------------------------------------------------- */
+
+/* The profile named by "hw", else T's device where stowage has its profile, else the default. */
+static gboolean
+hardware(const StwRequest *r, const StwTrace *t, StwHardware *hw, GError **error)
+{
+  const char *name = stw_request_get(r, "hw");
+  if (name == NULL) {
+    name = STW_HARDWARE_DEFAULT;
+    if (t != NULL && t->device.name != NULL && stw_hardware_lookup(t->device.name, hw, NULL))
+      name = t->device.name;
+  }
+  return stw_hardware_lookup(name, hw, error);
+}
+
+/* "gpus" and "nodes": the world, "gpus" per node with "nodes" (the profile's node without it),
+ * else T's world size (T NULL: left 0, each trace's own); then its topology on the profile. */
+static gboolean
+world(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, GError **error)
+{
+  guint64 gpus = 0, nodes = 0;
+  if (!stw_request_count(r, "gpus", 1, STW_PLAN_MAX_WORLD, &gpus, error) ||
+      !stw_request_count(r, "nodes", 1, STW_PLAN_MAX_WORLD, &nodes, error))
+    return FALSE;
+  o->world_size = (guint32)gpus;
+  if (nodes > 0) {
+    guint64 per_node = gpus != 0 ? gpus : MAX(o->hw.node_gpus, 1);
+    if (per_node * nodes > STW_PLAN_MAX_WORLD)
+      return usage(error, "--nodes: %" G_GUINT64_FORMAT " nodes of %" G_GUINT64_FORMAT
+                   " GPUs are more than the %u ranks a plan holds", nodes, per_node,
+                   STW_PLAN_MAX_WORLD);
+    o->nodes = (guint32)nodes;
+    o->world_size = (guint32)(per_node * nodes);
+  }
+  if (o->world_size == 0 && t != NULL) /* the world the trace was profiled in */
+    o->world_size = MAX(t->device.world_size, 1);
+  GError *local = NULL; /* without a trace nor "gpus", each trace planned later says its own */
+  if (o->world_size != 0 && !stw_planner_check_topology(&o->hw, o->world_size, o->nodes, &local)) {
+    usage(error, "%s", local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
+                     GError **error)
+{
+  StwHardware hw;
+  if (!hardware(r, t, &hw, error))
+    return FALSE;
+  stw_planner_options_init(o, &hw);
+  return stw_request_size(r, "cpu", &o->budgets.cpu_bytes, error) &&
+         stw_request_size(r, "reserve", &o->budgets.reserved_bytes, error) &&
+         world(r, t, o, error);
+}
+
+gboolean
+stw_request_require(const StwRequest *r, const char *option, GError **error)
+{
+  if (stw_request_get(r, option) != NULL)
+    return TRUE;
+  return usage(error, "%s: --%s SIZE is required", r->kind->command, option);
+}
+
+gboolean
+stw_request_gpu_budget(const StwRequest *r, const char *option, const StwPlannerOptions *o,
+                       guint64 *out, GError **error)
+{
+  if (!stw_request_require(r, option, error))
+    return FALSE;
+  guint64 bytes = 0;
+  if (!stw_request_budget(r, option, &bytes, error) ||
+      !stw_request_on_device(r, option, o, bytes, error))
+    return FALSE;
+  *out = bytes;
+  return TRUE;
+}
+
+gboolean
+stw_request_on_device(const StwRequest *r, const char *option, const StwPlannerOptions *o,
+                      guint64 bytes, GError **error)
+{
+  if (bytes <= o->hw.gpu_memory_bytes || stw_request_get(r, "beyond-device") != NULL)
+    return TRUE;
+  g_autofree char *b = stw_size_format(bytes);
+  g_autofree char *m = stw_size_format(o->hw.gpu_memory_bytes);
+  return usage(error, "--%s: %s is more than the %s of GPU memory that %s has: choose a larger "
+               "GPU with --hw, or say --beyond-device to plan for one that does not exist",
+               option, b, m, o->hw.name);
+}
+
+gboolean
+stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, GError **error)
+{
+  if (!stw_request_planning(r, t, o, error) ||
+      !stw_request_gpu_budget(r, "gpu", o, &o->budgets.gpu_bytes, error))
+    return FALSE;
+  int policy = o->policy, objective = o->objective;
+  if (!stw_request_enum(r, "policy", stw_policy_names, &policy, error) ||
+      !stw_request_enum(r, "objective", stw_objective_names, &objective, error))
+    return FALSE;
+  o->policy = (StwPolicy)policy;
+  o->objective = (StwObjective)objective;
+  o->allow_oversized = stw_request_get(r, "oversized") != NULL;
+  return needs(r, "gemini-fraction", "--policy gemini-static",
+               o->policy == STW_POLICY_GEMINI_STATIC, error) &&
+         needs(r, "prefetch-bucket", "--policy zero-infinity",
+               o->policy == STW_POLICY_ZERO_INFINITY, error) &&
+         needs(r, "objective", "--policy stowage (the default)", o->policy == STW_POLICY_STOWAGE,
+               error) &&
+         stw_request_count(r, "chunk-size", 1, STW_TRACE_MAX_NUMEL, &o->chunk_size_elems,
+                           error) &&
+         stw_request_count(r, "prefetch-bucket", 1, STW_TRACE_MAX_NUMEL,
+                           &o->prefetch_bucket_elems, error) &&
+         stw_request_number(r, "gemini-fraction", 0, 1, &o->gemini_fraction, error);
+}
