@@ -44,8 +44,7 @@ replay_error(const StwPlan *p, const StwTrace *t, const StwDemand *d, const StwR
     return unsound(error, file, "moment %u (op %s, %s): chunk %s must be on the CPU for CPU "
                    "Adam but is on the GPU", m, op, stage, item);
   case STW_REPLAY_OVER_CAPACITY: {
-    guint64 nonmodel = MAX(stw_trace_op(t, m)->nonmodel_peak_bytes,
-                           stw_trace_op(t, (m + 1) % t->ops->len)->nonmodel_peak_bytes);
+    guint64 nonmodel = stw_plan_nonmodel_at(t, m);
     guint64 total = r->resident_bytes + nonmodel + p->budgets.reserved_bytes;
     g_autofree char *tot = stw_size_format(total);
     g_autofree char *ch = stw_size_format(r->resident_bytes);

@@ -133,22 +133,24 @@ stw_plan_group_chunk_bytes(const StwChunking *c, guint32 g)
 }
 
 guint64
+stw_plan_nonmodel_at(const StwTrace *t, guint32 k)
+{
+  return MAX(stw_trace_op(t, k)->nonmodel_peak_bytes,
+             stw_trace_op(t, (k + 1) % t->ops->len)->nonmodel_peak_bytes);
+}
+
+guint64
 stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k)
 {
-  guint32 n = t->ops->len;
-  guint64 peak = MAX(stw_trace_op(t, k)->nonmodel_peak_bytes,
-                     stw_trace_op(t, (k + 1) % n)->nonmodel_peak_bytes);
-  guint64 taken = peak + b->reserved_bytes;
-  return taken >= b->gpu_bytes ? 0 : b->gpu_bytes - taken;
+  guint64 usable = stw_budgets_usable(b), nonmodel = stw_plan_nonmodel_at(t, k);
+  return nonmodel >= usable ? 0 : usable - nonmodel;
 }
 
 guint32
 stw_plan_nonmodel_overflow(const StwTrace *t, const StwBudgets *b, guint64 *over_bytes)
 {
-  guint32 n = t->ops->len;
-  for (guint32 k = 0; k < n; k++) {
-    guint64 taken = MAX(stw_trace_op(t, k)->nonmodel_peak_bytes,
-                        stw_trace_op(t, (k + 1) % n)->nonmodel_peak_bytes) + b->reserved_bytes;
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    guint64 taken = stw_plan_nonmodel_at(t, k) + b->reserved_bytes;
     if (taken > b->gpu_bytes) {
       *over_bytes = taken - b->gpu_bytes;
       return k;

@@ -46,8 +46,7 @@ sample(Sim *s, guint64 t)
     s->out->peak_gpu_bytes = total;
     s->out->peak_time_ns = t - s->base;
   }
-  if (total > s->p->budgets.gpu_bytes - MIN(s->p->budgets.gpu_bytes,
-                                             s->p->budgets.reserved_bytes) && s->record) {
+  if (total > stw_budgets_usable(&s->p->budgets) && s->record) {
     guint64 over = total + s->p->budgets.reserved_bytes - s->p->budgets.gpu_bytes;
     if (over > s->out->over_budget_bytes) {
       s->out->over_budget_bytes = over;
@@ -361,7 +360,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
         ready = MAX(ready, s.gpu_ready[d->need[i]]);
       /* the op's activations need room beside the chunks: wait for pending evictions */
-      guint64 budget = p->budgets.gpu_bytes - MIN(p->budgets.gpu_bytes, p->budgets.reserved_bytes);
+      guint64 budget = stw_budgets_usable(&p->budgets);
       guint64 limit = budget > op->nonmodel_peak_bytes ? budget - op->nonmodel_peak_bytes : 0;
       ready = wait_memory(&s, ready, 0, limit);
       if (k == 0) {

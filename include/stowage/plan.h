@@ -217,9 +217,21 @@ guint64 stw_plan_group_bytes(const StwChunking *c, guint32 g);
 /* The largest param chunk of group G: what each step of its ring collectives moves. */
 guint64 stw_plan_group_chunk_bytes(const StwChunking *c, guint32 g);
 
-/* GPU bytes chunks may occupy during op K: the budget less the reserve and the non-model peak
- * of op K and op K+1 (the next op's allocations may begin before this op's are released).
- * Returns 0 when the non-model memory alone exceeds the budget. */
+/* The budget's room for chunks and non-model memory together: the GPU budget less the reserve
+ * (0 when the reserve takes it all). */
+static inline guint64
+stw_budgets_usable(const StwBudgets *b)
+{
+  return b->gpu_bytes - MIN(b->gpu_bytes, b->reserved_bytes);
+}
+
+/* The non-model memory chunks must leave room for during op K: its peak or op K+1's, whichever
+ * is larger (the next op's allocations may begin before this op's are released). */
+guint64 stw_plan_nonmodel_at(const StwTrace *t, guint32 k);
+
+/* GPU bytes chunks may occupy during op K: the usable budget (stw_budgets_usable) less
+ * stw_plan_nonmodel_at. Returns 0 when the non-model memory alone exceeds the budget. The one
+ * place the budget left for chunks is worked out. */
 guint64 stw_plan_capacity(const StwTrace *t, const StwBudgets *b, guint32 k);
 
 /* The first op whose non-model peak (with the next op's) and the reserve alone exceed the GPU
