@@ -50,11 +50,7 @@ say(char **error_out, const char *fmt, ...)
 static char *
 print(cJSON *o)
 {
-  char *text = cJSON_PrintUnformatted(o);
-  char *out = g_strdup(text);
-  cJSON_free(text);
-  cJSON_Delete(o);
-  return out;
+  return stw_json_take_text(o, FALSE);
 }
 
 /* OPTIONS_JSON as an object (NULL text: an empty one); NULL with *ERROR_OUT when it is not. */
@@ -416,7 +412,7 @@ stw_bind_check(const StwPlan *plan, const StwTrace *t, char **error_out)
 }
 
 char *
-stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out)
+stw_bind_simulate(const StwPlan *plan, const StwTrace *t, gboolean detail, char **error_out)
 {
   GError *error = NULL;
   if (!stw_plan_check(plan, t, "the plan", NULL, NULL, &error)) {
@@ -424,21 +420,49 @@ stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out)
     return NULL;
   }
   StwSimulation sim;
-  stw_simulate(plan, t, FALSE, &sim);
-  cJSON *o = cJSON_CreateObject();
-  stw_json_add_u64(o, "iteration_ns", sim.iteration_ns);
-  stw_json_add_u64(o, "compute_busy_ns", sim.compute_busy_ns);
-  stw_json_add_u64(o, "compute_stall_ns", sim.compute_stall_ns);
-  stw_json_add_u64(o, "h2d_bytes", sim.h2d_bytes);
-  stw_json_add_u64(o, "d2h_bytes", sim.d2h_bytes);
-  stw_json_add_u64(o, "h2d_busy_ns", sim.h2d_busy_ns);
-  stw_json_add_u64(o, "d2h_busy_ns", sim.d2h_busy_ns);
-  stw_json_add_u64(o, "cpu_busy_ns", sim.cpu_busy_ns);
-  stw_json_add_u64(o, "peak_gpu_bytes", sim.peak_gpu_bytes);
-  stw_json_add_u64(o, "over_budget_bytes", sim.over_budget_bytes);
-  stw_json_add_u64(o, "cpu_bytes", sim.cpu_bytes);
+  stw_simulate(plan, t, detail, &sim);
+  char *text = stw_report_simulation_json(plan, t, &sim);
   stw_simulation_clear(&sim);
-  return print(o);
+  return text;
+}
+
+char *
+stw_bind_compare(const StwTrace *t, const char *trace_file, const char *options_json,
+                 char **error_out)
+{
+  g_autoptr(StwRequest) r = stw_request_new(&stw_request_compare_kind);
+  StwPlannerOptions o;
+  guint64 budget = 0;
+  GError *error = NULL;
+  if (!stw_request_set_json(r, options_json, &error) || !stw_request_planning(r, t, &o, &error) ||
+      !stw_request_gpu_budget(r, "gpu", &o, &budget, &error)) {
+    give(error, error_out);
+    return NULL;
+  }
+  StwComparison c;
+  stw_whatif_compare(t, &o, budget, &c);
+  char *text = stw_whatif_comparison_json(&c, trace_file, o.hw.name);
+  stw_whatif_comparison_clear(&c);
+  return text;
+}
+
+char *
+stw_bind_whatif(const StwTrace *t, const char *options_json, char **error_out)
+{
+  g_autoptr(StwRequest) r = stw_request_new(&stw_request_whatif_kind);
+  StwWhatifSweep s = { 0 };
+  GError *error = NULL;
+  if (!stw_request_set_json(r, options_json, &error) ||
+      !stw_request_whatif_trace(r, t, &s, &error)) {
+    give(error, error_out);
+    stw_whatif_sweep_clear(&s);
+    return NULL;
+  }
+  GArray *rows = stw_whatif_sweep_run(&s, NULL);
+  char *text = stw_whatif_rows_json(rows);
+  stw_whatif_rows_free(rows);
+  stw_whatif_sweep_clear(&s);
+  return text;
 }
 
 /* ---- the runtime ------------------------------------------------------------------------ */

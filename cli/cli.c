@@ -278,31 +278,10 @@ stw_cli_throughput_cells(const StwThroughput *th, char **tokens_per_s, char **mf
   *mfu = g_strdup_printf("%.1f%%", th->mfu * 100);
 }
 
-void
-stw_cli_json_throughput(cJSON *obj, const StwThroughput *th)
-{
-  if (th->tokens_per_s <= 0)
-    return;
-  cJSON_AddNumberToObject(obj, "tokens_per_s", th->tokens_per_s);
-  cJSON_AddNumberToObject(obj, "model_flops_per_s", th->model_flops_per_s);
-  cJSON_AddNumberToObject(obj, "hardware_flops_per_s", th->hardware_flops_per_s);
-  cJSON_AddNumberToObject(obj, "mfu", th->mfu);
-  cJSON_AddBoolToObject(obj, "recompute", th->recompute);
-}
-
 char *
 stw_cli_slowdown_cell(double slowdown)
 {
   return isfinite(slowdown) ? g_strdup_printf("%.2fx", slowdown) : g_strdup("-");
-}
-
-void
-stw_cli_json_slowdown(cJSON *obj, double slowdown)
-{
-  if (isfinite(slowdown))
-    cJSON_AddNumberToObject(obj, "slowdown", slowdown);
-  else
-    cJSON_AddNullToObject(obj, "slowdown");
 }
 
 char *
@@ -366,25 +345,8 @@ gboolean
 stw_cli_parse_enum_list(const char *text, const char *option, const char *const *names,
                         GArray *out)
 {
-  if (text == NULL || strcmp(text, "all") == 0) {
-    for (int i = 0; names[i] != NULL; i++)
-      g_array_append_val(out, i);
-    return TRUE;
-  }
-  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
-  if (parts[0] == NULL) {
-    g_autofree char *all = g_strjoinv(", ", (char **)names);
-    stw_cli_fail(STW_EXIT_USAGE, "%s: the list is empty: give one or more of %s, or all",
-                 option, all);
-    return FALSE;
-  }
-  for (char **p = parts; *p != NULL; p++) {
-    int v = 0;
-    if (!stw_cli_parse_enum(g_strstrip(*p), option, names, &v))
-      return FALSE;
-    g_array_append_val(out, v);
-  }
-  return TRUE;
+  GError *error = NULL;
+  return stw_option_enum_list(option, text, names, out, &error) || usage_error(error);
 }
 
 gboolean

@@ -181,13 +181,10 @@ char *stw_cli_trace_name_for_plan(const char *trace_file, const char *plan_file)
 /* "124,439,808" */
 char *stw_cli_group_digits(guint64 v);
 /* A point's throughput as table cells (tokens/s; MFU), "-" where the trace does not say its
- * batch; and as JSON members of OBJ (tokens_per_s, model_flops_per_s, mfu, recompute). */
+ * batch (whatif.h writes it as JSON). */
 void stw_cli_throughput_cells(const StwThroughput *th, char **tokens_per_s, char **mfu);
-void stw_cli_json_throughput(cJSON *obj, const StwThroughput *th);
-/* A slowdown (StwWhatifPoint.slowdown) as a table cell ("1.25x"; "-" where it is no ratio) and
- * as OBJ's member "slowdown" (null where it is none). */
+/* A slowdown (StwWhatifPoint.slowdown) as a table cell ("1.25x"; "-" where it is no ratio). */
 char *stw_cli_slowdown_cell(double slowdown);
-void stw_cli_json_slowdown(cJSON *obj, double slowdown);
 
 /* The host memory a plan needs, for people: "2.65 GiB (662.57 MiB of chunks, 2.00 GiB for the
  * process)", the processes of all ranks together. */

@@ -6,21 +6,17 @@
 #include <stowage/whatif.h>
 
 #include "cli.h"
-#include "json.h"
 
-/* What was compared: one point per policy. */
+/* What was compared, for the table. */
 typedef struct {
   const char *trace_file;
   const StwPlannerOptions *o;
-  guint64 budget;
-  guint64 unlimited_ns;  /* STW_WHATIF_UNKNOWN: cannot be planned, for unlimited_why */
-  char *unlimited_why;
-  StwWhatifPoint pts[STW_N_POLICIES];
+  StwComparison c;
 } Comparison;
 
 /* What the unlimited-memory time is, for the table's heading. */
 static char *
-unlimited_text(const Comparison *c)
+unlimited_text(const StwComparison *c)
 {
   if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
     return g_strdup_printf("unlimited memory cannot be planned: %s", c->unlimited_why);
@@ -29,44 +25,6 @@ unlimited_text(const Comparison *c)
                     "slowdown is a ratio");
   g_autofree char *u = stw_duration_format(c->unlimited_ns);
   return g_strdup_printf("unlimited memory: %s per iteration", u);
-}
-
-static void
-print_json(const Comparison *c)
-{
-  cJSON *arr = cJSON_CreateArray();
-  for (int p = 0; p < STW_N_POLICIES; p++) {
-    const StwWhatifPoint *pt = &c->pts[p];
-    cJSON *row = cJSON_CreateObject();
-    cJSON_AddStringToObject(row, "policy", stw_policy_names[p]);
-    cJSON_AddBoolToObject(row, "feasible", pt->feasible);
-    if (pt->feasible) {
-      cJSON_AddNumberToObject(row, "chunk_size_elems", (double)pt->chunk_size_elems);
-      cJSON_AddNumberToObject(row, "h2d_bytes", (double)pt->h2d_bytes);
-      cJSON_AddNumberToObject(row, "d2h_bytes", (double)pt->d2h_bytes);
-      cJSON_AddNumberToObject(row, "comm_bytes", (double)pt->comm_bytes);
-      cJSON_AddNumberToObject(row, "iteration_ns", (double)pt->iteration_ns);
-      stw_cli_json_slowdown(row, pt->slowdown);
-      stw_cli_json_throughput(row, &pt->throughput);
-    } else {
-      cJSON_AddStringToObject(row, "why", pt->why);
-    }
-    cJSON_AddItemToArray(arr, row);
-  }
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "trace", c->trace_file);
-  cJSON_AddStringToObject(root, "hardware", c->o->hw.name);
-  cJSON_AddNumberToObject(root, "gpu_bytes", (double)c->budget);
-  cJSON_AddNumberToObject(root, "gpus", c->o->world_size);
-  if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
-    cJSON_AddNullToObject(root, "unlimited_iteration_ns");
-  else
-    cJSON_AddNumberToObject(root, "unlimited_iteration_ns", (double)c->unlimited_ns);
-  cJSON_AddItemToObject(root, "policies", arr);
-  char *text = cJSON_Print(root);
-  printf("%s\n", text);
-  cJSON_free(text);
-  cJSON_Delete(root);
 }
 
 static void
@@ -85,7 +43,7 @@ print_table(const Comparison *c)
   g_autoptr(StwTable) tab = stw_table_new_v(n, shown);
   guint n_why = 0;
   for (int p = 0; p < STW_N_POLICIES; p++) {
-    const StwWhatifPoint *pt = &c->pts[p];
+    const StwWhatifPoint *pt = &c->c.points[p];
     g_autofree char *note = pt->feasible ? g_strdup("yes") : g_strdup_printf("no (%u)", ++n_why);
     g_autofree char *cs = stw_cli_group_digits(pt->chunk_size_elems);
     g_autofree char *h = stw_size_format(pt->h2d_bytes);
@@ -103,8 +61,8 @@ print_table(const Comparison *c)
         row[k++] = pt->feasible || i == 0 || i == N_COLS - 1 ? cells[i] : "-";
     stw_table_row_v(tab, row);
   }
-  g_autofree char *b = stw_size_format(c->budget);
-  g_autofree char *u = unlimited_text(c);
+  g_autofree char *b = stw_size_format(c->c.gpu_bytes);
+  g_autofree char *u = unlimited_text(&c->c);
   if (c->o->nodes > 1)
     printf("%s on %u nodes of %u x %s with %s of GPU memory each (%s)\n\n", c->trace_file,
            c->o->nodes, c->o->world_size / c->o->nodes, c->o->hw.name, b, u);
@@ -116,8 +74,8 @@ print_table(const Comparison *c)
   stw_table_print(tab, stdout);
   n_why = 0;
   for (int p = 0; p < STW_N_POLICIES; p++) {
-    if (!c->pts[p].feasible)
-      printf("(%u) %s\n", ++n_why, c->pts[p].why);
+    if (!c->c.points[p].feasible)
+      printf("(%u) %s\n", ++n_why, c->c.points[p].why);
   }
 }
 
@@ -153,18 +111,17 @@ stw_cmd_compare(int argc, char **argv)
   int status;
   if (!stw_cli_planner_setup(argv[1], r, &trace, &o, &status))
     return status;
-  Comparison c = { .trace_file = argv[1], .o = &o };
-  if (!stw_request_gpu_budget(r, "gpu", &o, &c.budget, &error))
+  guint64 budget = 0;
+  if (!stw_request_gpu_budget(r, "gpu", &o, &budget, &error))
     return stw_cli_error(error);
-  stw_whatif_unlimited(trace, &o, &c.unlimited_ns, &c.unlimited_why);
-  for (int p = 0; p < STW_N_POLICIES; p++)
-    stw_whatif_run(trace, &o, (StwPolicy)p, c.budget, c.unlimited_ns, &c.pts[p]);
-  if (json)
-    print_json(&c);
-  else
+  Comparison c = { .trace_file = argv[1], .o = &o };
+  stw_whatif_compare(trace, &o, budget, &c.c);
+  if (json) {
+    g_autofree char *text = stw_whatif_comparison_json(&c.c, argv[1], o.hw.name);
+    printf("%s\n", text);
+  } else {
     print_table(&c);
-  for (int p = 0; p < STW_N_POLICIES; p++)
-    stw_whatif_point_clear(&c.pts[p]);
-  g_free(c.unlimited_why);
+  }
+  stw_whatif_comparison_clear(&c.c);
   return STW_EXIT_OK;
 }

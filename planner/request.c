@@ -26,9 +26,14 @@ static const char *const minmem_options[] = { "slowdown", "policy", PLANNING_OPT
 const StwRequestKind stw_request_plan_kind = { "plan", plan_options, plan_flags };
 const StwRequestKind stw_request_compare_kind = { "compare", compare_options, planning_flags };
 const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, planning_flags };
-/* the sweeps' own options are the CLI's for now: these hold what they share */
+static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
+                                              "batch", "seq", "dtype", "checkpointing",
+                                              "attention", "chunk-size", PLANNING_OPTIONS,
+                                              NULL };
+static const char *const whatif_flags[] = { "beyond-device", "checkpointing", NULL };
+const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
+/* capacity's own options are the CLI's for now: these hold what it shares */
 static const char *const planning_options[] = { PLANNING_OPTIONS, NULL };
-const StwRequestKind stw_request_whatif_kind = { "whatif", planning_options, planning_flags };
 const StwRequestKind stw_request_capacity_kind = { "capacity", planning_options,
                                                    planning_flags };
 
@@ -223,6 +228,45 @@ stw_option_number(const char *option, const char *text, double min, double max, 
   if (end == text || *end != '\0' || !(v >= min && v <= max))
     return usage(error, "%s: '%s' is not a number from %g to %g", option, text, min, max);
   *out = v;
+  return TRUE;
+}
+
+gboolean
+stw_option_enum_list(const char *option, const char *text, const char *const *names,
+                     GArray *out, GError **error)
+{
+  if (text == NULL || strcmp(text, "all") == 0) {
+    for (int i = 0; names[i] != NULL; i++)
+      g_array_append_val(out, i);
+    return TRUE;
+  }
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  if (parts[0] == NULL) {
+    g_autofree char *all = g_strjoinv(", ", (char **)names);
+    return usage(error, "%s: the list is empty: give one or more of %s, or all", option, all);
+  }
+  for (char **p = parts; *p != NULL; p++) {
+    int v = 0;
+    if (!stw_option_enum(option, g_strstrip(*p), names, &v, error))
+      return FALSE;
+    g_array_append_val(out, v);
+  }
+  return TRUE;
+}
+
+gboolean
+stw_option_count_list(const char *option, const char *text, guint64 max, GArray *out,
+                      GError **error)
+{
+  if (text == NULL)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  for (char **p = parts; *p != NULL; p++) {
+    guint64 v;
+    if (!stw_option_count(option, g_strstrip(*p), 1, max, &v, error))
+      return FALSE;
+    g_array_append_val(out, v);
+  }
   return TRUE;
 }
 

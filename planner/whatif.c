@@ -8,6 +8,8 @@
 
 #include <stowage/check.h>
 
+#include "json.h"
+
 #define UNLIMITED STW_TRACE_MAX_INT /* 8 PiB, the most a plan holds: nothing is ever short */
 
 void
@@ -71,4 +73,131 @@ stw_whatif_unlimited(const StwTrace *t, const StwPlannerOptions *base, guint64 *
     *why = ok ? NULL : g_steal_pointer(&p.why);
   stw_whatif_point_clear(&p);
   return ok;
+}
+
+void
+stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_bytes,
+                   StwComparison *out)
+{
+  memset(out, 0, sizeof *out);
+  out->gpu_bytes = gpu_bytes;
+  out->world_size = base->world_size;
+  stw_whatif_unlimited(t, base, &out->unlimited_ns, &out->unlimited_why);
+  for (int p = 0; p < STW_N_POLICIES; p++)
+    stw_whatif_run(t, base, (StwPolicy)p, gpu_bytes, out->unlimited_ns, &out->points[p]);
+}
+
+void
+stw_whatif_comparison_clear(StwComparison *c)
+{
+  g_clear_pointer(&c->unlimited_why, g_free);
+  for (int p = 0; p < STW_N_POLICIES; p++)
+    stw_whatif_point_clear(&c->points[p]);
+}
+
+/* P's members into O (the record of a point, stw_whatif_point_json). */
+static void
+point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
+{
+  if (batch != 0)
+    stw_json_add_u64(o, "batch", batch);
+  stw_json_add_u64(o, "gpu_bytes", p->gpu_bytes);
+  cJSON_AddStringToObject(o, "policy", stw_policy_names[p->policy]);
+  cJSON_AddBoolToObject(o, "feasible", p->feasible);
+  if (!p->feasible) {
+    cJSON_AddStringToObject(o, "why", p->why);
+    return;
+  }
+  stw_json_add_u64(o, "chunk_size_elems", p->chunk_size_elems);
+  stw_json_add_u64(o, "h2d_bytes", p->h2d_bytes);
+  stw_json_add_u64(o, "d2h_bytes", p->d2h_bytes);
+  stw_json_add_u64(o, "comm_bytes", p->comm_bytes);
+  stw_json_add_u64(o, "iteration_ns", p->iteration_ns);
+  if (isfinite(p->slowdown))
+    cJSON_AddNumberToObject(o, "slowdown", p->slowdown);
+  else
+    cJSON_AddNullToObject(o, "slowdown");
+  const StwThroughput *th = &p->throughput;
+  if (th->tokens_per_s > 0) {
+    cJSON_AddNumberToObject(o, "tokens_per_s", th->tokens_per_s);
+    cJSON_AddNumberToObject(o, "model_flops_per_s", th->model_flops_per_s);
+    cJSON_AddNumberToObject(o, "hardware_flops_per_s", th->hardware_flops_per_s);
+    cJSON_AddNumberToObject(o, "mfu", th->mfu);
+    cJSON_AddBoolToObject(o, "recompute", th->recompute);
+  }
+}
+
+static char *
+print_record(cJSON *o)
+{
+  return stw_json_take_text(o, TRUE);
+}
+
+char *
+stw_whatif_point_json(const StwWhatifPoint *p, guint64 batch)
+{
+  cJSON *o = cJSON_CreateObject();
+  point_members(o, p, batch);
+  return print_record(o);
+}
+
+char *
+stw_whatif_comparison_json(const StwComparison *c, const char *trace_file, const char *hardware)
+{
+  cJSON *root = cJSON_CreateObject();
+  if (trace_file != NULL)
+    cJSON_AddStringToObject(root, "trace", trace_file);
+  cJSON_AddStringToObject(root, "hardware", hardware);
+  stw_json_add_u64(root, "gpu_bytes", c->gpu_bytes);
+  stw_json_add_u64(root, "gpus", c->world_size);
+  if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
+    cJSON_AddNullToObject(root, "unlimited_iteration_ns");
+  else
+    stw_json_add_u64(root, "unlimited_iteration_ns", c->unlimited_ns);
+  cJSON *arr = cJSON_AddArrayToObject(root, "policies");
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    cJSON *row = cJSON_CreateObject();
+    point_members(row, &c->points[p], 0);
+    cJSON_AddItemToArray(arr, row);
+  }
+  return print_record(root);
+}
+
+char *
+stw_whatif_rows_json(const GArray *rows)
+{
+  cJSON *arr = cJSON_CreateArray();
+  for (guint i = 0; i < rows->len; i++) {
+    const StwWhatifRow *r = &g_array_index(rows, StwWhatifRow, i);
+    cJSON *o = cJSON_CreateObject();
+    point_members(o, &r->point, r->batch);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return print_record(arr);
+}
+
+char *
+stw_whatif_rows_csv(const GArray *rows)
+{
+  GString *s = g_string_new("batch,gpu_bytes,policy,feasible,chunk_size_elems,h2d_bytes,"
+                            "d2h_bytes,comm_bytes,iteration_ns,slowdown,tokens_per_s,mfu,why\n");
+  for (guint i = 0; i < rows->len; i++) {
+    const StwWhatifRow *r = &g_array_index(rows, StwWhatifRow, i);
+    const StwWhatifPoint *p = &r->point;
+    g_autofree char *why = g_strdup(p->why ? p->why : "");
+    g_strdelimit(why, "\"", '\'');
+    /* empty fields where the batch is not known and where the slowdown is no ratio */
+    g_autofree char *sd = p->feasible && isfinite(p->slowdown)
+                              ? g_strdup_printf("%.4f", p->slowdown) : g_strdup("");
+    g_autofree char *bt = r->batch ? g_strdup_printf("%" G_GUINT64_FORMAT, r->batch)
+                                   : g_strdup("");
+    g_string_append_printf(s, "%s,%" G_GUINT64_FORMAT ",%s,%s,%" G_GUINT64_FORMAT
+                           ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+                           ",%" G_GUINT64_FORMAT ",%s,%.1f,%.4f,\"%s\"\n", bt, p->gpu_bytes,
+                           stw_policy_names[p->policy], p->feasible ? "yes" : "no",
+                           p->chunk_size_elems, p->h2d_bytes, p->d2h_bytes, p->comm_bytes,
+                           p->iteration_ns, sd, p->throughput.tokens_per_s,
+                           p->throughput.mfu, why);
+  }
+  return g_string_free(s, FALSE);
 }

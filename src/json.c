@@ -698,3 +698,13 @@ stw_json_print_lines(const cJSON *root)
   return g_string_free(out, FALSE);
 }
 
+
+char *
+stw_json_take_text(cJSON *root, gboolean formatted)
+{
+  char *text = formatted ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+  char *copy = g_strdup(text);
+  cJSON_free(text);
+  cJSON_Delete(root);
+  return copy;
+}

@@ -136,6 +136,9 @@ cJSON *stw_json_u64_array(const guint32 *v, gsize n);
 
 /* Prints ROOT with one top-level key per line and one array element per line. */
 char *stw_json_print_lines(const cJSON *root);
+/* ROOT printed (FORMATTED: with cJSON's tabs and newlines, as the CLI's --json shows records)
+ * into a new string the caller frees with g_free; ROOT is deleted. */
+char *stw_json_take_text(cJSON *root, gboolean formatted);
 
 /* ---- sections of one format inside another, and JSON outputs ------------------------------- */
 

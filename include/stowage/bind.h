@@ -78,8 +78,19 @@ char *stw_bind_plan_predictions(const StwPlan *plan);
 /* stw_plan_check: NULL with *ERROR_OUT naming the first failure; else the recomputed
  * predictions as JSON. */
 char *stw_bind_check(const StwPlan *plan, const StwTrace *t, char **error_out);
-/* stw_simulate on the plan's hardware (the plan must check): the simulation's totals as JSON. */
-char *stw_bind_simulate(const StwPlan *plan, const StwTrace *t, char **error_out);
+/* stw_simulate on the plan's hardware (the plan must check): the record `stowage simulate
+ * --json` prints (report.h), every op and transfer in it with DETAIL. */
+char *stw_bind_simulate(const StwPlan *plan, const StwTrace *t, gboolean detail,
+                        char **error_out);
+/* `stowage compare`: every policy on the budget of OPTIONS_JSON ("gpu", and the planning
+ * options "cpu", "reserve", "gpus", "nodes", "hw", "beyond_device"), the record its --json
+ * prints (whatif.h's stw_whatif_comparison_json; TRACE_FILE, may be NULL, names the trace). */
+char *stw_bind_compare(const StwTrace *t, const char *trace_file, const char *options_json,
+                       char **error_out);
+/* `stowage whatif` on T (NULL: the options name a "trace" file or a "model") by OPTIONS_JSON,
+ * its options by name ("gpu" a list such as "8GiB..16GiB:4GiB", "policy", "batch",
+ * "chunk_size" comma lists; request.h): its rows as `whatif --json` prints them. */
+char *stw_bind_whatif(const StwTrace *t, const char *options_json, char **error_out);
 
 /* The trace's JSON (the file's text), for a binding to read its ops. */
 char *stw_bind_trace_json(const StwTrace *t, char **error_out);

@@ -18,6 +18,7 @@
 
 #include <stowage/planner.h>
 #include <stowage/trace.h>
+#include <stowage/whatif.h>
 
 #include <stowage/api.h>
 
@@ -79,6 +80,13 @@ gboolean stw_option_enum(const char *option, const char *text, const char *const
 gboolean stw_option_number(const char *option, const char *text, double min, double max,
                            double *out, GError **error);
 
+/* A comma list of NAMES, or "all" (TEXT NULL: all), appended to OUT (ints); a comma list of
+ * whole numbers from 1 to MAX appended to OUT (guint64s; TEXT NULL: none). */
+gboolean stw_option_enum_list(const char *option, const char *text, const char *const *names,
+                              GArray *out, GError **error);
+gboolean stw_option_count_list(const char *option, const char *text, guint64 max, GArray *out,
+                               GError **error);
+
 /* The same parsers of a request's OPTION (named without dashes). */
 gboolean stw_request_size(const StwRequest *r, const char *option, guint64 *out, GError **error);
 gboolean stw_request_budget(const StwRequest *r, const char *option, guint64 *out,
@@ -106,6 +114,17 @@ gboolean stw_request_gpu_budget(const StwRequest *r, const char *option,
  * say "beyond-device". */
 gboolean stw_request_on_device(const StwRequest *r, const char *option,
                                const StwPlannerOptions *o, guint64 bytes, GError **error);
+/* What `stowage whatif` sweeps: "trace" (a file) or "model" (or "model-config", a file) with
+ * "batch" (a comma list), "seq", "dtype", "attention", "checkpointing"; "gpu" (budgets:
+ * FROM..TO:STEP or a comma list, each on the device), "policy" (a comma list, or all),
+ * "chunk-size" (a comma list; default: search) and the planning options. OUT is the caller's,
+ * cleared with stw_whatif_sweep_clear (also on failure). */
+gboolean stw_request_whatif(const StwRequest *r, StwWhatifSweep *out, GError **error);
+/* The same for TRACE, in memory (no "trace" nor "model" in R): OUT borrows it, which must
+ * outlive OUT. */
+gboolean stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace,
+                                  StwWhatifSweep *out, GError **error);
+
 /* What `stowage plan` asks for: stw_request_planning and the budget ("gpu"), the policy, its
  * objective, the chunk size, "oversized", and the options of one policy ("gemini-fraction",
  * "prefetch-bucket"), refused when the policy would ignore them. */

@@ -55,6 +55,62 @@ void stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy 
 gboolean stw_whatif_unlimited(const StwTrace *t, const StwPlannerOptions *base, guint64 *ns,
                               char **why);
 
+/* Every policy on one budget, against unlimited memory: what `stowage compare` asks. */
+typedef struct {
+  guint64 gpu_bytes;
+  guint32 world_size;
+  guint64 unlimited_ns; /* STW_WHATIF_UNKNOWN where unlimited memory cannot be planned */
+  char *unlimited_why;  /* and why */
+  StwWhatifPoint points[STW_N_POLICIES];
+} StwComparison;
+
+/* Plans T with BASE's options and each policy at GPU_BYTES; never fails (a point says why it
+ * cannot be planned). OUT is the caller's, cleared with stw_whatif_comparison_clear. */
+void stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_bytes,
+                        StwComparison *out);
+void stw_whatif_comparison_clear(StwComparison *c);
+
+/* A sweep's point: the batch of its trace (0: the trace does not say), the chunk size asked for
+ * (0: searched), and the point. */
+typedef struct {
+  guint64 batch;
+  guint64 chunk_size;
+  StwWhatifPoint point;
+} StwWhatifRow;
+
+/* What `stowage whatif` sweeps: the traces (one loaded, or a model synthesized at each batch),
+ * each trace's batch, the planner's options, the chunk sizes (0: search), budgets and policies. */
+typedef struct {
+  char *title;            /* the trace's file or the model's name, and the profile */
+  GPtrArray *traces;      /* StwTrace*, owned */
+  GArray *batches;        /* guint64, one per trace */
+  GArray *sizes;          /* guint64 */
+  GArray *budgets;        /* guint64 */
+  GArray *policies;       /* int: StwPolicy */
+  StwPlannerOptions options;
+} StwWhatifSweep;
+
+void stw_whatif_sweep_clear(StwWhatifSweep *s);
+
+/* Every point of S: each trace × chunk size × budget × policy, in that order, against each
+ * trace's unlimited memory. PROGRESS (may be NULL) hears of each point. A GArray of
+ * StwWhatifRow, freed with stw_whatif_rows_free. */
+GArray *stw_whatif_sweep_run(StwWhatifSweep *s, void (*progress)(guint done, guint total));
+void stw_whatif_rows_free(GArray *rows);
+
+/* The records as JSON, new strings the caller frees (g_free): what `--json` prints and the
+ * Python package returns. A point: policy, feasible, and either its chunk size, bytes, time,
+ * slowdown (null where it is no ratio) and throughput, or why it cannot be planned; BATCH (0:
+ * left out) first. A comparison: the trace (TRACE_FILE, may be NULL), hardware, budget, GPUs,
+ * the unlimited time (null where unknown) and the points. */
+char *stw_whatif_point_json(const StwWhatifPoint *p, guint64 batch);
+/* A sweep's rows as a JSON array of points, and as CSV (a header, then a line per row; where a
+ * slowdown is no ratio, an empty field): what `whatif --json` prints and `--csv` writes. */
+char *stw_whatif_rows_json(const GArray *rows);
+char *stw_whatif_rows_csv(const GArray *rows);
+char *stw_whatif_comparison_json(const StwComparison *c, const char *trace_file,
+                                 const char *hardware);
+
 STW_END_DECLS
 
 #endif

@@ -182,10 +182,45 @@ def check(plan, trace):
                                       _of(trace, Trace, "check: trace")._h)))
 
 
-def simulate(plan, trace):
-    """Simulates PLAN on its hardware (stowage simulate): the iteration's totals."""
+def simulate(plan, trace, detail=False):
+    """Simulates PLAN on its hardware: the record `stowage simulate --json` prints (with
+    DETAIL, every op and transfer as it does)."""
     return json.loads(_lib.take(_call(_lib.simulate, _of(plan, Plan, "simulate: plan")._h,
-                                      _of(trace, Trace, "simulate: trace")._h)))
+                                      _of(trace, Trace, "simulate: trace")._h,
+                                      1 if detail else 0)))
+
+
+def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
+            beyond_device=None):
+    """Every policy on TRACE with a GPU budget against unlimited memory: the record `stowage
+    compare --json` prints, the options read and refused as the CLI reads them."""
+    text = _options("compare", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
+                    beyond_device=beyond_device)
+    _of(trace, Trace, "compare: trace")
+    return json.loads(_lib.take(_call(_lib.compare, trace._h,
+                                      trace.path.encode() if trace.path else None, text)))
+
+
+def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, batch=None,
+           seq=None, dtype=None, checkpointing=None, attention=None, chunk_size=None, cpu=None,
+           reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None):
+    """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
+    sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
+    prints, the options read and refused as the CLI reads them (lists as their comma text, or
+    Python lists)."""
+    def text(v):
+        return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
+    handle = None
+    if isinstance(trace, Trace):
+        handle, trace = trace._h, None
+    elif trace is not None:
+        trace = os.fspath(trace)
+    opts = _options("whatif", trace=trace, gpu=text(gpu), policy=text(policy), model=model,
+                    model_config=model_config, batch=text(batch), seq=seq, dtype=dtype,
+                    checkpointing=checkpointing, attention=attention,
+                    chunk_size=text(chunk_size), cpu=cpu, reserve=reserve, gpus=gpus,
+                    nodes=nodes, hw=hw, beyond_device=beyond_device)
+    return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 
 class Runtime:

@@ -95,7 +95,11 @@ plan_predictions = _fn("stw_bind_plan_predictions", ctypes.c_void_p, ctypes.c_vo
 check = _fn("stw_bind_check", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
             ctypes.POINTER(ctypes.c_void_p))
 simulate = _fn("stw_bind_simulate", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-               ctypes.POINTER(ctypes.c_void_p))
+               ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+whatif = _fn("stw_bind_whatif", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p,
+             ctypes.POINTER(ctypes.c_void_p))
+compare = _fn("stw_bind_compare", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p,
+              ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 
 
 trace_json = _fn("stw_bind_trace_json", ctypes.c_void_p, ctypes.c_void_p,

@@ -1,0 +1,198 @@
+/* sweep.c — `stowage whatif` in the library: the sweep a request asks for, its points, and its
+ * rows as JSON and CSV; see whatif.h and request.h. */
+#include "config.h"
+
+#include <stowage/request.h>
+
+#include <string.h>
+
+#include <stowage/synth.h>
+#include <stowage/units.h>
+
+
+void
+stw_whatif_sweep_clear(StwWhatifSweep *s)
+{
+  g_clear_pointer(&s->title, g_free);
+  g_clear_pointer(&s->traces, g_ptr_array_unref);
+  g_clear_pointer(&s->batches, g_array_unref);
+  g_clear_pointer(&s->sizes, g_array_unref);
+  g_clear_pointer(&s->budgets, g_array_unref);
+  g_clear_pointer(&s->policies, g_array_unref);
+}
+
+static gboolean
+usage(GError **error, const char *message)
+{
+  g_set_error_literal(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, message);
+  return FALSE;
+}
+
+/* The model a request names: "model" (a zoo name or a file), or "model-config" (a file, read as
+ * one even without a folder in its path); NULL for a trace. */
+static gboolean
+model_of(const StwRequest *r, char **model, GError **error)
+{
+  const char *name = stw_request_get(r, "model"), *file = stw_request_get(r, "model-config");
+  *model = NULL;
+  if (name != NULL && file != NULL)
+    return usage(error, "whatif: give --model or --model-config, not both");
+  if (file != NULL)
+    *model = strchr(file, '/') != NULL ? g_strdup(file) : g_build_filename(".", file, NULL);
+  else
+    *model = g_strdup(name);
+  return TRUE;
+}
+
+/* The traces: the one given (GIVEN, borrowed, or the file "trace"), or the model at each batch
+ * (one when none is given). */
+static gboolean
+traces(const StwRequest *r, const StwTrace *given, const char *model, StwWhatifSweep *s,
+       GError **error)
+{
+  if (model == NULL) {
+    StwTrace *t = given != NULL ? (StwTrace *)given : stw_trace_load(stw_request_get(r, "trace"),
+                                                                     error);
+    if (t == NULL)
+      return FALSE;
+    if (given != NULL) /* borrowed: the array frees nothing */
+      g_ptr_array_set_free_func(s->traces, NULL);
+    g_ptr_array_add(s->traces, t);
+    g_array_set_size(s->batches, 0);
+    g_array_append_val(s->batches, t->model.batch);
+    return stw_request_planning(r, t, &s->options, error);
+  }
+  StwModelConfig cfg;
+  if (!stw_model_resolve(model, &cfg, error))
+    return FALSE;
+  StwSynthOptions so = { .batch = 1, .seq = cfg.max_seq, .dtype = STW_DTYPE_BF16,
+                         .checkpointing = stw_request_get(r, "checkpointing") != NULL };
+  int dtype = so.dtype, attention = so.attention;
+  if (!stw_request_count(r, "seq", 1, cfg.max_seq, &so.seq, error) ||
+      !stw_request_enum(r, "dtype", stw_dtype_names, &dtype, error) ||
+      !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
+      !stw_request_planning(r, NULL, &s->options, error))
+    return FALSE;
+  so.dtype = (StwDtype)dtype;
+  so.attention = (StwAttention)attention;
+  if (s->batches->len == 0) {
+    guint64 one = 1;
+    g_array_append_val(s->batches, one);
+  }
+  for (guint b = 0; b < s->batches->len; b++) {
+    so.batch = g_array_index(s->batches, guint64, b);
+    GError *local = NULL;
+    StwTrace *t = stw_synth_trace(&cfg, &so, &s->options.hw, &local);
+    if (t == NULL) {
+      g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "whatif: %s",
+                  local->message);
+      g_error_free(local);
+      return FALSE;
+    }
+    g_ptr_array_add(s->traces, t);
+  }
+  return TRUE;
+}
+
+/* The lists: budgets (each on the device), policies, batches, chunk sizes (0: search). */
+static gboolean
+lists(const StwRequest *r, StwWhatifSweep *s, GError **error)
+{
+  GError *local = NULL;
+  if (!stw_size_list_parse(stw_request_get(r, "gpu"), &s->budgets, &local)) {
+    g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "--gpu: %s", local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  if (!stw_option_enum_list("--policy", stw_request_get(r, "policy"), stw_policy_names,
+                            s->policies, error) ||
+      !stw_option_count_list("--batch", stw_request_get(r, "batch"), STW_SYNTH_MAX_BATCH,
+                             s->batches, error) ||
+      !stw_option_count_list("--chunk-size", stw_request_get(r, "chunk-size"),
+                             STW_TRACE_MAX_NUMEL, s->sizes, error))
+    return FALSE;
+  if (s->sizes->len == 0) {
+    guint64 zero = 0;
+    g_array_append_val(s->sizes, zero);
+  }
+  return TRUE;
+}
+
+gboolean
+stw_request_whatif(const StwRequest *r, StwWhatifSweep *out, GError **error)
+{
+  return stw_request_whatif_trace(r, NULL, out, error);
+}
+
+gboolean
+stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSweep *out,
+                         GError **error)
+{
+  memset(out, 0, sizeof *out);
+  out->traces = g_ptr_array_new_with_free_func((GDestroyNotify)stw_trace_free);
+  out->batches = g_array_new(FALSE, FALSE, sizeof(guint64));
+  out->sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
+  out->policies = g_array_new(FALSE, FALSE, sizeof(int));
+  g_autofree char *model = NULL;
+  if (!model_of(r, &model, error))
+    return FALSE;
+  if ((model == NULL) == (stw_request_get(r, "trace") == NULL && trace == NULL) ||
+      (trace != NULL && stw_request_get(r, "trace") != NULL))
+    return usage(error, "whatif: give either one trace file or --model");
+  if (stw_request_get(r, "gpu") == NULL)
+    return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
+  static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
+                                            "attention", NULL };
+  for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
+    if (stw_request_get(r, model_only[i]) != NULL)
+      return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing and --attention go "
+                   "with --model");
+  if (!lists(r, out, error) || !traces(r, trace, model, out, error))
+    return FALSE;
+  for (guint b = 0; b < out->budgets->len; b++)
+    if (!stw_request_on_device(r, "gpu", &out->options, g_array_index(out->budgets, guint64, b),
+                               error))
+      return FALSE;
+  const char *what = model != NULL ? model : stw_request_get(r, "trace");
+  if (what == NULL)
+    what = trace->model.name != NULL ? trace->model.name : "the trace";
+  out->title = g_strdup_printf("%s on %s", what, out->options.hw.name);
+  return TRUE;
+}
+
+GArray *
+stw_whatif_sweep_run(StwWhatifSweep *s, void (*progress)(guint done, guint total))
+{
+  GArray *rows = g_array_new(FALSE, TRUE, sizeof(StwWhatifRow));
+  guint total = s->traces->len * s->sizes->len * s->budgets->len * s->policies->len, done = 0;
+  StwPlannerOptions o = s->options;
+  for (guint ti = 0; ti < s->traces->len; ti++) {
+    const StwTrace *t = s->traces->pdata[ti];
+    guint64 unlimited;
+    stw_whatif_unlimited(t, &o, &unlimited, NULL); /* unknown: slowdowns are none */
+    for (guint si = 0; si < s->sizes->len; si++) {
+      o.chunk_size_elems = g_array_index(s->sizes, guint64, si);
+      for (guint bi = 0; bi < s->budgets->len; bi++) {
+        for (guint pi = 0; pi < s->policies->len; pi++) {
+          StwWhatifRow row = { .batch = g_array_index(s->batches, guint64, ti),
+                               .chunk_size = o.chunk_size_elems };
+          stw_whatif_run(t, &o, (StwPolicy)g_array_index(s->policies, int, pi),
+                         g_array_index(s->budgets, guint64, bi), unlimited, &row.point);
+          g_array_append_val(rows, row);
+          if (progress != NULL)
+            progress(++done, total);
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+void
+stw_whatif_rows_free(GArray *rows)
+{
+  for (guint i = 0; rows != NULL && i < rows->len; i++)
+    stw_whatif_point_clear(&g_array_index(rows, StwWhatifRow, i).point);
+  if (rows != NULL)
+    g_array_unref(rows);
+}
