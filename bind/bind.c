@@ -465,6 +465,28 @@ stw_bind_whatif(const StwTrace *t, const char *options_json, char **error_out)
   return text;
 }
 
+char *
+stw_bind_minmem(const StwTrace *t, const char *trace_file, const char *options_json,
+                char **error_out)
+{
+  g_autoptr(StwRequest) r = stw_request_new(&stw_request_minmem_kind);
+  StwPlannerOptions o;
+  StwPolicy policy;
+  double allowed;
+  StwMinmem m = { 0 };
+  GError *error = NULL;
+  char *text = NULL;
+  if (stw_request_set_json(r, options_json, &error) &&
+      stw_request_minmem(r, t, &o, &policy, &allowed, &error) &&
+      stw_whatif_minmem(t, &o, policy, allowed, stw_request_get(r, "beyond-device") != NULL, &m,
+                        &error))
+    text = stw_whatif_minmem_json(&m, trace_file, o.hw.name);
+  else
+    give(error, error_out);
+  stw_whatif_minmem_clear(&m);
+  return text;
+}
+
 /* ---- the runtime ------------------------------------------------------------------------ */
 
 char *

@@ -417,6 +417,26 @@ stw_request_on_device(const StwRequest *r, const char *option, const StwPlannerO
 }
 
 gboolean
+stw_request_minmem(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
+                   StwPolicy *policy, double *allowed, GError **error)
+{
+  const char *slowdown = stw_request_get(r, "slowdown");
+  *allowed = 0.10;
+  if (slowdown != NULL) {
+    char *end = NULL;
+    double v = g_ascii_strtod(slowdown, &end) / 100.0;
+    if (end == slowdown || (*end != '\0' && strcmp(end, "%") != 0) || !(v >= 0) || v > 100)
+      return usage(error, "--slowdown: '%s' is not a percentage such as 10%%", slowdown);
+    *allowed = v;
+  }
+  int p = STW_POLICY_STOWAGE;
+  if (!stw_request_enum(r, "policy", stw_policy_names, &p, error))
+    return FALSE;
+  *policy = (StwPolicy)p;
+  return stw_request_planning(r, t, o, error);
+}
+
+gboolean
 stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, GError **error)
 {
   if (!stw_request_planning(r, t, o, error) ||

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <stowage/check.h>
+#include <stowage/units.h>
 
 #include "json.h"
 
@@ -200,4 +201,73 @@ stw_whatif_rows_csv(const GArray *rows)
                            p->throughput.mfu, why);
   }
   return g_string_free(s, FALSE);
+}
+
+gboolean
+stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, StwPolicy policy,
+                  double allowed, gboolean beyond_device, StwMinmem *out, GError **error)
+{
+  memset(out, 0, sizeof *out);
+  out->policy = policy;
+  out->allowed = allowed;
+  g_autofree char *why = NULL;
+  if (!stw_whatif_unlimited(t, base, &out->unlimited_ns, &why)) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE, "minmem: the trace cannot be "
+                "planned even with unlimited GPU memory: %s", why);
+    return FALSE;
+  }
+  /* bracket: below, nothing; above, what everything resident needs, never more than the GPU
+   * has unless asked to look beyond it */
+  StwWhatifPoint top;
+  stw_whatif_run(t, base, STW_POLICY_STOWAGE, STW_TRACE_MAX_INT, out->unlimited_ns, &top);
+  guint64 hi = top.peak_gpu_bytes + base->budgets.reserved_bytes;
+  stw_whatif_point_clear(&top);
+  if (!beyond_device && hi > base->hw.gpu_memory_bytes)
+    hi = base->hw.gpu_memory_bytes;
+  StwWhatifPoint *best = &out->best;
+  stw_whatif_run(t, base, policy, hi, out->unlimited_ns, best);
+  if (!best->feasible || best->slowdown > 1 + allowed) {
+    g_autofree char *b = stw_size_format(hi);
+    gboolean device = !beyond_device && hi == base->hw.gpu_memory_bytes;
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE, "minmem: policy %s is not "
+                "within %.0f%% of unlimited memory even at %s%s: %s", stw_policy_names[policy],
+                allowed * 100, b, device ? ", all the GPU memory the profile has" : "",
+                best->feasible ? "it is slower" : best->why);
+    return FALSE;
+  }
+  guint64 lo = 0;
+  while (hi - lo > STW_WHATIF_MINMEM_PRECISION) {
+    guint64 mid = lo + (hi - lo) / 2;
+    StwWhatifPoint pt;
+    stw_whatif_run(t, base, policy, mid, out->unlimited_ns, &pt);
+    if (pt.feasible && pt.slowdown <= 1 + allowed) {
+      hi = mid;
+      stw_whatif_point_clear(best);
+      *best = pt;
+    } else {
+      lo = mid;
+      stw_whatif_point_clear(&pt);
+    }
+  }
+  return TRUE;
+}
+
+void
+stw_whatif_minmem_clear(StwMinmem *m)
+{
+  stw_whatif_point_clear(&m->best);
+}
+
+char *
+stw_whatif_minmem_json(const StwMinmem *m, const char *trace_file, const char *hardware)
+{
+  cJSON *root = cJSON_CreateObject();
+  if (trace_file != NULL)
+    cJSON_AddStringToObject(root, "trace", trace_file);
+  cJSON_AddStringToObject(root, "hardware", hardware);
+  cJSON_AddNumberToObject(root, "slowdown_allowed", m->allowed);
+  stw_json_add_u64(root, "unlimited_iteration_ns", m->unlimited_ns);
+  cJSON *best = cJSON_AddObjectToObject(root, "point");
+  point_members(best, &m->best, 0);
+  return print_record(root);
 }

@@ -91,6 +91,10 @@ char *stw_bind_compare(const StwTrace *t, const char *trace_file, const char *op
  * its options by name ("gpu" a list such as "8GiB..16GiB:4GiB", "policy", "batch",
  * "chunk_size" comma lists; request.h): its rows as `whatif --json` prints them. */
 char *stw_bind_whatif(const StwTrace *t, const char *options_json, char **error_out);
+/* `stowage minmem` on T by OPTIONS_JSON ("slowdown", "policy" and the planning options): the
+ * record `minmem --json` prints. */
+char *stw_bind_minmem(const StwTrace *t, const char *trace_file, const char *options_json,
+                      char **error_out);
 
 /* The trace's JSON (the file's text), for a binding to read its ops. */
 char *stw_bind_trace_json(const StwTrace *t, char **error_out);

@@ -125,6 +125,12 @@ gboolean stw_request_whatif(const StwRequest *r, StwWhatifSweep *out, GError **e
 gboolean stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace,
                                   StwWhatifSweep *out, GError **error);
 
+/* What `stowage minmem` asks for: stw_request_planning, the policy ("policy", default stowage)
+ * into *POLICY, the slowdown allowed ("slowdown", a percentage such as "10%" or "10"; default
+ * 10%) into *ALLOWED as a fraction. */
+gboolean stw_request_minmem(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
+                            StwPolicy *policy, double *allowed, GError **error);
+
 /* What `stowage plan` asks for: stw_request_planning and the budget ("gpu"), the policy, its
  * objective, the chunk size, "oversized", and the options of one policy ("gemini-fraction",
  * "prefetch-bucket"), refused when the policy would ignore them. */

@@ -70,6 +70,26 @@ void stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint6
                         StwComparison *out);
 void stw_whatif_comparison_clear(StwComparison *c);
 
+/* The smallest GPU budget, to 64 MiB, whose checked and simulated plan is within a slowdown of
+ * unlimited memory: what `stowage minmem` asks. */
+#define STW_WHATIF_MINMEM_PRECISION (G_GUINT64_CONSTANT(64) << 20)
+
+typedef struct {
+  StwPolicy policy;
+  double allowed;         /* the slowdown allowed: 0.10 for 10% */
+  guint64 unlimited_ns;
+  StwWhatifPoint best;    /* its plan at the smallest budget found */
+} StwMinmem;
+
+/* Bisects the GPU budget for T with BASE's options (the budgets above the profile's GPU memory
+ * tried only with BEYOND_DEVICE). FALSE with ERROR (STW_PLAN_ERROR_INFEASIBLE) when even
+ * unlimited memory cannot be planned, or POLICY is not within ALLOWED at the largest budget.
+ * OUT is the caller's, cleared with stw_whatif_minmem_clear. */
+gboolean stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, StwPolicy policy,
+                           double allowed, gboolean beyond_device, StwMinmem *out,
+                           GError **error);
+void stw_whatif_minmem_clear(StwMinmem *m);
+
 /* A sweep's point: the batch of its trace (0: the trace does not say), the chunk size asked for
  * (0: searched), and the point. */
 typedef struct {
@@ -108,6 +128,9 @@ char *stw_whatif_point_json(const StwWhatifPoint *p, guint64 batch);
  * slowdown is no ratio, an empty field): what `whatif --json` prints and `--csv` writes. */
 char *stw_whatif_rows_json(const GArray *rows);
 char *stw_whatif_rows_csv(const GArray *rows);
+/* A minmem answer: the trace (TRACE_FILE, may be NULL), hardware, policy, the slowdown allowed,
+ * the unlimited time, and the point at the budget found: what `minmem --json` prints. */
+char *stw_whatif_minmem_json(const StwMinmem *m, const char *trace_file, const char *hardware);
 char *stw_whatif_comparison_json(const StwComparison *c, const char *trace_file,
                                  const char *hardware);
 

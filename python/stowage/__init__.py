@@ -201,6 +201,17 @@ def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
                                       trace.path.encode() if trace.path else None, text)))
 
 
+def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None,
+           hw=None, beyond_device=None):
+    """The smallest GPU budget (to 64 MiB) whose plan is within SLOWDOWN (a percentage, "10%"
+    by default) of unlimited memory: the record `stowage minmem --json` prints."""
+    text = _options("minmem", slowdown=slowdown, policy=policy, cpu=cpu, reserve=reserve,
+                    gpus=gpus, nodes=nodes, hw=hw, beyond_device=beyond_device)
+    _of(trace, Trace, "minmem: trace")
+    return json.loads(_lib.take(_call(_lib.minmem, trace._h,
+                                      trace.path.encode() if trace.path else None, text)))
+
+
 def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, batch=None,
            seq=None, dtype=None, checkpointing=None, attention=None, chunk_size=None, cpu=None,
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None):
