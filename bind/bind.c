@@ -487,6 +487,29 @@ stw_bind_minmem(const StwTrace *t, const char *trace_file, const char *options_j
   return text;
 }
 
+char *
+stw_bind_capacity(const char *options_json, char **error_out)
+{
+  g_autoptr(StwRequest) r = stw_request_new(&stw_request_capacity_kind);
+  StwCapacityQuery q = { 0 };
+  GError *error = NULL;
+  if (!stw_request_set_json(r, options_json, &error) || !stw_request_capacity(r, &q, &error)) {
+    give(error, error_out);
+    stw_capacity_query_clear(&q);
+    return NULL;
+  }
+  guint n = q.policies->len;
+  StwCapacityAnswer *answers = g_new0(StwCapacityAnswer, MAX(n, 1));
+  for (guint k = 0; k < n; k++)
+    stw_capacity_run(&q, (StwPolicy)g_array_index(q.policies, int, k), &answers[k], NULL);
+  char *text = stw_capacity_json(&q, answers, n);
+  for (guint k = 0; k < n; k++)
+    stw_capacity_answer_clear(&answers[k]);
+  g_free(answers);
+  stw_capacity_query_clear(&q);
+  return text;
+}
+
 /* ---- the runtime ------------------------------------------------------------------------ */
 
 char *

@@ -32,10 +32,12 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", NULL };
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
-/* capacity's own options are the CLI's for now: these hold what it shares */
-static const char *const planning_options[] = { PLANNING_OPTIONS, NULL };
-const StwRequestKind stw_request_capacity_kind = { "capacity", planning_options,
-                                                   planning_flags };
+static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
+                                                "no-checkpointing", "attention", "dtype",
+                                                "policy", PLANNING_OPTIONS, NULL };
+static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", NULL };
+const StwRequestKind stw_request_capacity_kind = { "capacity", capacity_options,
+                                                   capacity_flags };
 
 struct StwRequest {
   const StwRequestKind *kind;

@@ -95,6 +95,10 @@ char *stw_bind_whatif(const StwTrace *t, const char *options_json, char **error_
  * record `minmem --json` prints. */
 char *stw_bind_minmem(const StwTrace *t, const char *trace_file, const char *options_json,
                       char **error_out);
+/* `stowage capacity` by OPTIONS_JSON ("family", "hidden", "batch", "seq", "no_checkpointing",
+ * "attention", "dtype", "policy" and the planning options): the record `capacity --json`
+ * prints. */
+char *stw_bind_capacity(const char *options_json, char **error_out);
 
 /* The trace's JSON (the file's text), for a binding to read its ops. */
 char *stw_bind_trace_json(const StwTrace *t, char **error_out);

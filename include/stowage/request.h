@@ -131,6 +131,12 @@ gboolean stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace,
 gboolean stw_request_minmem(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
                             StwPolicy *policy, double *allowed, GError **error);
 
+/* What `stowage capacity` asks for: "family" (required), "hidden" (with gpt), "batch", "seq",
+ * "no-checkpointing", "attention", "dtype" (default bf16, fp16 where the GPU has none), "policy"
+ * (a comma list, or all) and the planning options. OUT is the caller's, cleared with
+ * stw_capacity_query_clear (also on failure). */
+gboolean stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error);
+
 /* What `stowage plan` asks for: stw_request_planning and the budget ("gpu"), the policy, its
  * objective, the chunk size, "oversized", and the options of one policy ("gemini-fraction",
  * "prefetch-bucket"), refused when the policy would ignore them. */

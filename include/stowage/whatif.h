@@ -10,6 +10,7 @@
 
 #include <stowage/planner.h>
 #include <stowage/simulate.h>
+#include <stowage/synth.h>
 
 #include <stowage/api.h>
 
@@ -89,6 +90,39 @@ gboolean stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, Stw
                            double allowed, gboolean beyond_device, StwMinmem *out,
                            GError **error);
 void stw_whatif_minmem_clear(StwMinmem *m);
+
+/* The largest model of a family whose checked plan fits, per policy: what `stowage capacity`
+ * asks. A family is "gpt" (layers at a width, bisected) or one of the zoo's (its sizes in
+ * order). */
+typedef struct {
+  StwPlannerOptions options;
+  StwSynthOptions synth;  /* batch and sequence per GPU, dtype, checkpointing, attention */
+  gboolean by_layers;     /* family gpt */
+  guint64 width;          /* its width */
+  GArray *members;        /* StwModelConfig: the zoo family's, in the zoo's order */
+  GArray *policies;       /* int: StwPolicy */
+  char *assumed;          /* the defaults the request took, for people ("" when none) */
+} StwCapacityQuery;
+
+typedef struct {
+  StwPolicy policy;
+  gboolean found;
+  StwModelConfig best;    /* when found */
+  guint64 params;
+  StwWhatifPoint point;   /* its plan */
+  const char *bound_by;   /* what stopped it: "GPU memory", "host memory", "the model's size",
+                           * "nothing larger tried" (static) */
+} StwCapacityAnswer;
+
+void stw_capacity_query_clear(StwCapacityQuery *q);
+/* Q's answer for POLICY into OUT (the caller's, cleared with stw_capacity_answer_clear).
+ * PROGRESS (may be NULL) hears of each model tried. */
+void stw_capacity_run(const StwCapacityQuery *q, StwPolicy policy, StwCapacityAnswer *out,
+                      void (*progress)(StwPolicy policy, const char *model, gboolean fits));
+void stw_capacity_answer_clear(StwCapacityAnswer *a);
+/* The record `capacity --json` prints: the hardware, GPUs, host memory, the synthesis options,
+ * and per policy its largest model (null where none fits), parameters, plan and bound. */
+char *stw_capacity_json(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n);
 
 /* A sweep's point: the batch of its trace (0: the trace does not say), the chunk size asked for
  * (0: searched), and the point. */

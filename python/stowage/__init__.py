@@ -201,6 +201,19 @@ def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
                                       trace.path.encode() if trace.path else None, text)))
 
 
+def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, attention=None,
+             dtype=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
+             beyond_device=None):
+    """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
+    plan fits, per policy: the record `stowage capacity --json` prints."""
+    text = _options("capacity", family=family, hidden=hidden, batch=batch, seq=seq,
+                    no_checkpointing=no_checkpointing, attention=attention, dtype=dtype,
+                    policy=",".join(policy) if isinstance(policy, (list, tuple)) else policy,
+                    cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
+                    beyond_device=beyond_device)
+    return json.loads(_lib.take(_call(_lib.capacity, text)))
+
+
 def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None,
            hw=None, beyond_device=None):
     """The smallest GPU budget (to 64 MiB) whose plan is within SLOWDOWN (a percentage, "10%"
