@@ -1,0 +1,166 @@
+"""The CLI and Python asked the same: a table of requests, valid and invalid, fed to `stowage`
+and to the package. Each answer must be the same record (`--json` against the function's return)
+or the same refusal, word for word (the CLI's "stowage: " aside). Skips without the CLI
+($STOWAGE)."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import stowage
+
+SRC = os.environ.get("STW_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+FIX = os.path.join(SRC, "tests", "fixtures")
+MINI = os.path.join(FIX, "traces", "mini.json")
+GPT2 = os.path.join(SRC, "traces", "gpt2-b8-s1024.json")
+CLI = os.environ.get("STOWAGE")
+
+# (command, the CLI's arguments after the command, Python's keyword arguments); "T" is the
+# trace given positionally to both
+PLAN = [
+    ("plan", ["--gpu", "2240"], dict(gpu=2240)),
+    ("plan", ["--gpu", "4KiB", "--policy", "lru"], dict(gpu="4KiB", policy="lru")),
+    ("plan", ["--gpu", "4096", "--chunk-size", "1024"], dict(gpu=4096, chunk_size=1024)),
+    ("plan", ["--gpu", "4096", "--chunk-size", "big"], dict(gpu=4096, chunk_size="big")),
+    ("plan", ["--gpu", "4096", "--chunk-size", "1.5"], dict(gpu=4096, chunk_size=1.5)),
+    ("plan", ["--gpu", "4096", "--gpus", "0"], dict(gpu=4096, gpus=0)),
+    ("plan", ["--gpu", "4096", "--gpus", "8x"], dict(gpu=4096, gpus="8x")),
+    ("plan", ["--gpu", "4096", "--gpus", "3000"], dict(gpu=4096, gpus=3000)),
+    ("plan", ["--gpu", "4096", "--nodes", "2"], dict(gpu=4096, nodes=2)),
+    ("plan", ["--gpu", "4TiB"], dict(gpu="4TiB")),
+    ("plan", ["--gpu", "4TiB", "--beyond-device"], dict(gpu="4TiB", beyond_device=True)),
+    ("plan", ["--gpu", "0"], dict(gpu=0)),
+    ("plan", ["--gpu", "lots"], dict(gpu="lots")),
+    ("plan", ["--gpu", "1KiB"], dict(gpu="1KiB")),
+    ("plan", ["--gpu", "4096", "--policy", "fastest"], dict(gpu=4096, policy="fastest")),
+    ("plan", ["--gpu", "4096", "--objective", "bytes"], dict(gpu=4096, objective="bytes")),
+    ("plan", ["--gpu", "4096", "--objective", "bytes", "--policy", "lru"],
+     dict(gpu=4096, objective="bytes", policy="lru")),
+    ("plan", ["--gpu", "4096", "--gemini-fraction", "0.5"], dict(gpu=4096, gemini_fraction=0.5)),
+    ("plan", ["--gpu", "4096", "--policy", "gemini-static", "--gemini-fraction", "0.5"],
+     dict(gpu=4096, policy="gemini-static", gemini_fraction=0.5)),
+    ("plan", ["--gpu", "4096", "--policy", "gemini-static", "--gemini-fraction", "2"],
+     dict(gpu=4096, policy="gemini-static", gemini_fraction=2)),
+    ("plan", ["--gpu", "4096", "--prefetch-bucket", "100"], dict(gpu=4096, prefetch_bucket=100)),
+    ("plan", ["--gpu", "4096", "--policy", "zero-infinity", "--prefetch-bucket", "2048"],
+     dict(gpu=4096, policy="zero-infinity", prefetch_bucket=2048)),
+    ("plan", ["--gpu", "4096", "--hw", "H100-80GB-PCIe5"], dict(gpu=4096, hw="H100-80GB-PCIe5")),
+    ("plan", ["--gpu", "4096", "--hw", "TPU"], dict(gpu=4096, hw="TPU")),
+    ("plan", ["--gpu", "4096", "--cpu", "1KiB"], dict(gpu=4096, cpu="1KiB")),
+    ("plan", ["--gpu", "4096", "--cpu", "-5"], dict(gpu=4096, cpu=-5)),
+    ("plan", ["--gpu", "4096", "--reserve", "8KiB"], dict(gpu=4096, reserve="8KiB")),
+    ("plan", ["--gpu", "4096", "--oversized"], dict(gpu=4096, oversized=True)),
+]
+SWEEPS = [
+    ("compare", ["--gpu", "9GiB"], dict(gpu="9GiB")),
+    ("compare", ["--gpu", "4TiB"], dict(gpu="4TiB")),
+    ("compare", ["--gpu", "9GiB", "--gpus", "2"], dict(gpu="9GiB", gpus=2)),
+    ("compare", ["--gpu", "nine"], dict(gpu="nine")),
+    ("compare", ["--gpu", "1GiB", "--hw", "V100-32GB-PCIe3"], dict(gpu="1GiB", hw="V100-32GB-PCIe3")),
+    ("whatif", ["--gpu", "8GiB,12GiB", "--policy", "stowage,lru"],
+     dict(gpu="8GiB,12GiB", policy="stowage,lru")),
+    ("whatif", ["--gpu", "8GiB..10GiB:1GiB", "--policy", "zero-offload"],
+     dict(gpu="8GiB..10GiB:1GiB", policy="zero-offload")),
+    ("whatif", ["--gpu", "16GiB..8GiB:1GiB"], dict(gpu="16GiB..8GiB:1GiB")),
+    ("whatif", ["--gpu", "8GiB", "--policy", "best"], dict(gpu="8GiB", policy="best")),
+    ("whatif", ["--gpu", "8GiB", "--batch", "2"], dict(gpu="8GiB", batch=2)),
+    ("whatif", ["--gpu", "8GiB", "--chunk-size", "0"], dict(gpu="8GiB", chunk_size=0)),
+    ("minmem", [], dict()),
+    ("minmem", ["--slowdown", "25%"], dict(slowdown="25%")),
+    ("minmem", ["--slowdown", "fast"], dict(slowdown="fast")),
+    ("minmem", ["--policy", "patrickstar", "--slowdown", "0"],
+     dict(policy="patrickstar", slowdown=0)),
+]
+MODELS = [
+    ("whatif", ["--model", "gpt2", "--batch", "2,4", "--seq", "256", "--gpu", "4GiB",
+                "--policy", "stowage"],
+     dict(model="gpt2", batch=[2, 4], seq=256, gpu="4GiB", policy="stowage")),
+    ("whatif", ["--model", "gpt2", "--seq", "99999", "--gpu", "4GiB"],
+     dict(model="gpt2", seq=99999, gpu="4GiB")),
+    ("whatif", ["--model", "gpt-9", "--gpu", "4GiB"], dict(model="gpt-9", gpu="4GiB")),
+    ("capacity", ["--family", "gpt2", "--hw", "V100-32GB-PCIe3", "--policy", "stowage,lru"],
+     dict(family="gpt2", hw="V100-32GB-PCIe3", policy="stowage,lru")),
+    ("capacity", ["--family", "gpt2", "--hidden", "2048"], dict(family="gpt2", hidden=2048)),
+    ("capacity", ["--family", "ants"], dict(family="ants")),
+    ("capacity", ["--family", "gpt2", "--dtype", "bf16", "--hw", "V100-32GB-PCIe3"],
+     dict(family="gpt2", dtype="bf16", hw="V100-32GB-PCIe3")),
+]
+
+
+def run_cli(command, trace, args):
+    """(record or None, refusal or None) of `stowage COMMAND [TRACE] ARGS`."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "p.json")
+        extra = ["-o", out] if command == "plan" else ["--json"]
+        p = subprocess.run([CLI, command] + ([trace] if trace else []) + args + extra,
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            return None, p.stderr.strip().removeprefix("stowage: ")
+        if command == "plan":
+            with open(out) as f:
+                return json.load(f), None
+        return json.loads(p.stdout), None
+
+
+def run_python(command, trace, kwargs):
+    """(record or None, refusal or None) of stowage.COMMAND on the same request."""
+    try:
+        if command == "plan":
+            t = stowage.Trace.load(trace)
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "p.json")
+                stowage.plan(t, **kwargs).save(out, t)
+                with open(out) as f:
+                    return json.load(f), None
+        if command == "capacity":
+            return stowage.capacity(**kwargs), None
+        if command == "whatif" and trace is None:
+            return stowage.whatif(**kwargs), None
+        t = stowage.Trace.load(trace)
+        return getattr(stowage, command)(t, **kwargs), None
+    except stowage.StowageError as e:
+        return None, str(e)
+
+
+def comparable(command, record):
+    """RECORD less what names the files each side wrote or read."""
+    if record is not None and command == "plan":
+        record["trace"].pop("file", None)
+    if isinstance(record, dict):
+        record.pop("trace", None)
+    return record
+
+
+@unittest.skipUnless(CLI, "the CLI ($STOWAGE) is not given")
+class TestParity(unittest.TestCase):
+    def check(self, cases, trace):
+        for command, args, kwargs in cases:
+            with self.subTest(command=command, args=args):
+                cli_record, cli_refusal = run_cli(command, trace, args)
+                py_record, py_refusal = run_python(command, trace, kwargs)
+                self.assertEqual(py_refusal, cli_refusal)
+                self.assertEqual(comparable(command, py_record), comparable(command, cli_record))
+
+    def test_the_table_is_large(self):
+        self.assertGreaterEqual(len(PLAN) + len(SWEEPS) + len(MODELS), 40)
+
+    def test_plan(self):
+        self.check(PLAN, MINI)
+
+    def test_compare_whatif_minmem(self):
+        self.check(SWEEPS, GPT2)
+
+    def test_models(self):
+        self.check(MODELS, None)
+
+    def test_refusals_and_answers_both_occur(self):
+        """The table holds both kinds: it cannot pass by refusing everything."""
+        answers = [run_python(c, MINI if c == "plan" else GPT2 if c != "capacity" else None, k)
+                   for c, _, k in PLAN[:4] + SWEEPS[:4]]
+        self.assertEqual([r is not None for r, _ in answers],
+                         [True, True, True, False, True, False, True, False])
+
+
+if __name__ == "__main__":
+    unittest.main()
