@@ -165,7 +165,7 @@ char *
 stw_bind_trace_summary(const StwTrace *t, guint32 top)
 {
   g_autoptr(StwTraceSummary) s = stw_trace_summary_new(t, top);
-  return print(stw_trace_summary_to_json(t, s));
+  return stw_trace_summary_json(t, s);
 }
 
 StwTrace *

@@ -17,7 +17,6 @@
 #include <stowage/simulate.h>
 #include <stowage/trace.h>
 
-#include <cjson/cJSON.h>
 
 G_BEGIN_DECLS
 

@@ -6,7 +6,6 @@
 #include <stowage/units.h>
 
 #include "cli.h"
-#include "json.h"
 
 static void
 print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
@@ -126,11 +125,8 @@ stw_cmd_inspect(int argc, char **argv)
     return stw_cli_error(error);
   g_autoptr(StwTraceSummary) s = stw_trace_summary_new(trace, (guint32)top);
   if (json) {
-    cJSON *o = stw_trace_summary_to_json(trace, s);
-    char *text = cJSON_Print(o);
+    g_autofree char *text = stw_trace_summary_json(trace, s);
     printf("%s\n", text);
-    cJSON_free(text);
-    cJSON_Delete(o);
   } else {
     print_summary(argv[1], trace, s);
   }

@@ -7,7 +7,6 @@
 #include <stowage/units.h>
 
 #include "cli.h"
-#include "json.h"
 
 static StwTable *
 models_table(void)
@@ -29,16 +28,6 @@ models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64
                 num[4], num[5], p, bytes);
 }
 
-/* The parameters one token's forward pass uses: all but the experts it is not routed to. */
-static guint64
-active_params(const StwModelConfig *c, guint64 params)
-{
-  guint64 E = stw_model_experts(c), k = stw_model_active_experts(c);
-  guint64 expert = 3 * c->hidden * c->ffn +
-                   (stw_model_has_bias(c, STW_SITE_MLP) ? 2 * c->ffn + c->hidden : 0);
-  return params - (E - k) * expert * c->layers;
-}
-
 static int
 print_config_file(const char *file, gboolean json)
 {
@@ -48,16 +37,8 @@ print_config_file(const char *file, gboolean json)
     return stw_cli_fail(STW_EXIT_FAILURE, "models: %s", error->message);
   guint64 params = stw_model_param_count(&c);
   if (json) {
-    /* "model" is a model file as it stands (stowage's format): it loads where a model goes */
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "model", stw_model_config_to_json(&c, TRUE));
-    stw_json_add_u64(o, "params", params);
-    stw_json_add_u64(o, "active_params", active_params(&c, params));
-    stw_json_add_u64(o, "model_bytes_16bit", params * 14);
-    char *text = cJSON_Print(o);
+    g_autofree char *text = stw_model_record_json(&c);
     printf("%s\n", text);
-    cJSON_free(text);
-    cJSON_Delete(o);
     return STW_EXIT_OK;
   }
   g_autoptr(StwTable) table = models_table();
@@ -74,7 +55,7 @@ print_config_file(const char *file, gboolean json)
          c.tied ? "tied to the embeddings" : "its own", c.max_seq);
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
-    g_autofree char *active = stw_cli_group_digits(active_params(&c, params));
+    g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));
     printf("experts: %" G_GUINT64_FORMAT " per block, %" G_GUINT64_FORMAT
            " per token; %s parameters active per token\n",
            stw_model_experts(&c), stw_model_active_experts(&c), active);
@@ -119,34 +100,19 @@ stw_cmd_models(int argc, char **argv)
     g_free(family);
     family = g_strdup(stw_zoo_families[fam]);
   }
+  if (json) {
+    g_autofree char *text = stw_zoo_json(family);
+    printf("%s\n", text);
+    return STW_EXIT_OK;
+  }
   gsize n;
   const StwZooEntry *zoo = stw_zoo_entries(&n);
-
-  cJSON *arr = cJSON_CreateArray();
   g_autoptr(StwTable) table = models_table();
   for (gsize i = 0; i < n; i++) {
     const StwModelConfig *c = &zoo[i].config;
-    if (family != NULL && strcmp(zoo[i].family, family) != 0)
-      continue;
-    guint64 params = stw_model_param_count(c);
-    if (json) {
-      cJSON *o = stw_model_config_to_json(c, FALSE);
-      cJSON_AddStringToObject(o, "family", zoo[i].family);
-      cJSON_AddStringToObject(o, "source", zoo[i].note);
-      stw_json_add_u64(o, "params", params);
-      stw_json_add_u64(o, "model_bytes_16bit", params * 14);
-      cJSON_AddItemToArray(arr, o);
-      continue;
-    }
-    models_row(table, c, zoo[i].family, params);
+    if (family == NULL || strcmp(zoo[i].family, family) == 0)
+      models_row(table, c, zoo[i].family, stw_model_param_count(c));
   }
-  if (json) {
-    char *text = cJSON_Print(arr);
-    printf("%s\n", text);
-    cJSON_free(text);
-  } else {
-    stw_table_print(table, stdout);
-  }
-  cJSON_Delete(arr);
+  stw_table_print(table, stdout);
   return STW_EXIT_OK;
 }

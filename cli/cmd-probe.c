@@ -9,7 +9,6 @@
 #include <stowage/units.h>
 
 #include "cli.h"
-#include "json.h"
 
 #define ADAM_ELEMS (8u << 20)   /* per thread: 8M elements, 128 MiB of state */
 #define MIN_SECONDS 0.2
@@ -580,14 +579,8 @@ stw_cmd_probe(int argc, char **argv)
     g_strlcat(hw.name, host, sizeof hw.name);
   }
   if (output != NULL) {
-    cJSON *o = stw_hardware_to_json(&hw);
-    cJSON_AddStringToObject(o, "description", desc->str);
-    g_autofree char *text = stw_json_print_lines(o);
-    cJSON_Delete(o);
     GError *error = NULL;
-    StwHardware back; /* what is written is what the reader takes */
-    if (!stw_hardware_parse(output, text, strlen(text), &back, &error) ||
-        !stw_file_write_atomic(output, text, strlen(text), &error)) {
+    if (!stw_hardware_save(&hw, desc->str, output, &error)) {
       g_string_free(desc, TRUE);
       return stw_cli_error(error);
     }

@@ -13,7 +13,6 @@
 #include <stowage/units.h>
 
 #include "cli.h"
-#include "json.h"
 
 /* Runs ARGV under the injection library; the events land in EVENTS. */
 static int

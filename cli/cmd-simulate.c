@@ -8,7 +8,6 @@
 #include <stowage/units.h>
 
 #include "cli.h"
-#include "json.h"
 
 static void
 print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const StwSimulation *s)

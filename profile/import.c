@@ -99,3 +99,45 @@ stw_import(const char *file, const StwImportOptions *options, StwImportReport *r
   }
   return stw_import_kineto(file, options, rep, error);
 }
+
+char *
+stw_import_report_json(const StwImportReport *r, const StwTrace *t, const char *output)
+{
+  cJSON *o = cJSON_CreateObject();
+  if (output != NULL)
+    cJSON_AddStringToObject(o, "output", output);
+  stw_json_add_u64(o, "ops", t->ops->len);
+  stw_json_add_u64(o, "events", r->events);
+  stw_json_add_u64(o, "unknown_events", r->unknown_events);
+  cJSON_AddNumberToObject(o, "iteration", (double)r->iteration);
+  stw_json_add_u64(o, "iterations", r->iterations);
+  cJSON_AddNumberToObject(o, "start_us", r->start_us);
+  cJSON_AddNumberToObject(o, "end_us", r->end_us);
+  stw_json_add_u64(o, "op_events", r->cpu_ops);
+  stw_json_add_u64(o, "modules", r->modules);
+  stw_json_add_u64(o, "depth", r->depth);
+  stw_json_add_u64(o, "kernels", r->kernels);
+  stw_json_add_u64(o, "ops_gpu_timed", r->ops_gpu_timed);
+  stw_json_add_u64(o, "ops_cpu_timed", r->ops_cpu_timed);
+  stw_json_add_u64(o, "memory_events", r->memory_events);
+  cJSON_AddNumberToObject(o, "device_id", (double)r->device_id);
+  cJSON_AddBoolToObject(o, "has_total_allocated", r->has_total_allocated);
+  cJSON_AddBoolToObject(o, "untimed", r->untimed);
+  stw_json_add_u64(o, "allocated_at_start", r->allocated_at_start);
+  stw_json_add_u64(o, "allocated_peak", r->allocated_peak);
+  stw_json_add_u64(o, "peak_above_start", r->peak_above_start);
+  cJSON_AddStringToObject(o, "param_source", r->param_source);
+  stw_json_add_u64(o, "params", r->params);
+  stw_json_add_u64(o, "param_bytes", r->param_bytes);
+  stw_json_add_u64(o, "et_nodes", r->et_nodes);
+  stw_json_add_u64(o, "et_linked", r->et_linked);
+  stw_json_add_u64(o, "timeline_rows", r->timeline_rows);
+  stw_json_add_u64(o, "timeline_peak", r->timeline_peak);
+  cJSON *at = cJSON_AddObjectToObject(o, "timeline_at_peak");
+  static const char *const cats[] = { "parameter", "optimizer_state", "input", "temporary",
+                                      "activation", "gradient", "autograd", "unknown" };
+  for (int c = 0; c < 8; c++)
+    stw_json_add_u64(at, cats[c], r->timeline_at_peak[c]);
+  return stw_json_take_text(o, TRUE);
+}
+

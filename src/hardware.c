@@ -3,6 +3,8 @@
 
 #include <stowage/hardware.h>
 
+#include <stowage/files.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -423,4 +425,17 @@ stw_hardware_interconnect_bandwidth(const StwHardware *hw, guint64 bytes)
   return hw->n_interconnect_by_size > 0
              ? curve_at(hw->interconnect_by_size, hw->n_interconnect_by_size, bytes)
              : hw->interconnect_bytes_per_s;
+}
+
+gboolean
+stw_hardware_save(const StwHardware *hw, const char *description, const char *file,
+                  GError **error)
+{
+  cJSON *o = stw_hardware_to_json(hw);
+  cJSON_AddStringToObject(o, "description", description);
+  g_autofree char *text = stw_json_print_lines(o);
+  cJSON_Delete(o);
+  StwHardware back;
+  return stw_hardware_parse(file, text, strlen(text), &back, error) &&
+         stw_file_write_atomic(file, text, strlen(text), error);
 }

@@ -40,3 +40,45 @@ stw_model_resolve(const char *name_or_file, StwModelConfig *out, GError **error)
     return stw_model_config_load(name_or_file, out, error);
   return stw_zoo_lookup(name_or_file, out, error);
 }
+
+guint64
+stw_model_active_param_count(const StwModelConfig *c)
+{
+  guint64 params = stw_model_param_count(c);
+  guint64 E = stw_model_experts(c), k = stw_model_active_experts(c);
+  guint64 expert = 3 * c->hidden * c->ffn +
+                   (stw_model_has_bias(c, STW_SITE_MLP) ? 2 * c->ffn + c->hidden : 0);
+  return params - (E - k) * expert * c->layers;
+}
+
+char *
+stw_model_record_json(const StwModelConfig *c)
+{
+  guint64 params = stw_model_param_count(c);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "model", stw_model_config_to_json(c, TRUE));
+  stw_json_add_u64(o, "params", params);
+  stw_json_add_u64(o, "active_params", stw_model_active_param_count(c));
+  stw_json_add_u64(o, "model_bytes_16bit", params * 14);
+  return stw_json_take_text(o, TRUE);
+}
+
+char *
+stw_zoo_json(const char *family)
+{
+  gsize n;
+  const StwZooEntry *zoo = stw_zoo_entries(&n);
+  cJSON *arr = cJSON_CreateArray();
+  for (gsize i = 0; i < n; i++) {
+    if (family != NULL && strcmp(zoo[i].family, family) != 0)
+      continue;
+    guint64 params = stw_model_param_count(&zoo[i].config);
+    cJSON *o = stw_model_config_to_json(&zoo[i].config, FALSE);
+    cJSON_AddStringToObject(o, "family", zoo[i].family);
+    cJSON_AddStringToObject(o, "source", zoo[i].note);
+    stw_json_add_u64(o, "params", params);
+    stw_json_add_u64(o, "model_bytes_16bit", params * 14);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return stw_json_take_text(arr, TRUE);
+}

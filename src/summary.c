@@ -112,3 +112,9 @@ stw_trace_summary_to_json(const StwTrace *t, const StwTraceSummary *s)
   }
   return root;
 }
+
+char *
+stw_trace_summary_json(const StwTrace *t, const StwTraceSummary *s)
+{
+  return stw_json_take_text(stw_trace_summary_to_json(t, s), TRUE);
+}

@@ -88,6 +88,10 @@ gboolean stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError 
 gboolean stw_hardware_load(const char *file, StwHardware *out, GError **error);
 gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,
                             GError **error);
+/* Writes HW with DESCRIPTION as a profile FILE (atomically), after reading the text back: what
+ * is written is what the reader takes. FALSE with ERROR otherwise. */
+gboolean stw_hardware_save(const StwHardware *hw, const char *description, const char *file,
+                           GError **error);
 /* Whether NAME may name a profile: 1 to 63 bytes of UTF-8, no control character. */
 gboolean stw_hardware_name_ok(const char *name);
 /* Names of the shipped profiles, sorted, never NULL; the caller frees them with g_strfreev. */

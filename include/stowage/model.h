@@ -124,6 +124,13 @@ extern const char *const stw_hf_model_types[];
 /* Exact parameter count of a valid model (at most STW_MODEL_MAX_PARAMS: validation refuses
  * more); G_MAXUINT64 for one beyond it. */
 guint64 stw_model_param_count(const StwModelConfig *cfg);
+/* The parameters one token's forward pass uses: all but the experts it is not routed to. */
+guint64 stw_model_active_param_count(const StwModelConfig *cfg);
+/* The records `stowage models --json` prints, new strings the caller frees (g_free): one model
+ * ("model": a model file in stowage's format, which loads where a model goes; "params",
+ * "active_params", "model_bytes_16bit"), and the zoo, FAMILY's members only (NULL: all). */
+char *stw_model_record_json(const StwModelConfig *cfg);
+char *stw_zoo_json(const char *family);
 
 /* The operator graph of one forward pass. Backward runs the same ops in reverse. */
 typedef enum {

@@ -35,6 +35,9 @@ typedef struct {
 StwTraceSummary *stw_trace_summary_new(const StwTrace *t, guint32 top);
 void stw_trace_summary_free(StwTraceSummary *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTraceSummary, stw_trace_summary_free)
+/* S as the record `stowage inspect --json` prints (and Python's Trace.summary returns): a new
+ * string the caller frees with g_free. */
+char *stw_trace_summary_json(const StwTrace *t, const StwTraceSummary *s);
 
 STW_END_DECLS
 
