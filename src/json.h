@@ -22,17 +22,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(cJSON, cJSON_Delete)
 
 #include <stowage/hardware.h>
 #include <stowage/model.h>
+#include <stowage/errors.h>
 #include <stowage/summary.h>
 
 G_BEGIN_DECLS
 
-#define STW_JSON_ERROR (stw_json_error_quark())
-GQuark stw_json_error_quark(void);
-
-typedef enum {
-  STW_JSON_ERROR_SYNTAX,  /* not JSON, or an empty file */
-  STW_JSON_ERROR_INVALID, /* JSON, but not what the format expects */
-} StwJsonError;
+/* STW_JSON_ERROR is public: errors.h. */
 
 /* The largest integer any stowage format holds: 2^53, exact in a double. */
 #define STW_JSON_INT_MAX (G_GUINT64_CONSTANT(1) << 53)

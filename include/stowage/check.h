@@ -32,6 +32,8 @@ typedef struct {
  * REPORT (may be NULL) receives what check recomputed. SIM (may be NULL) receives the simulation
  * check ran for the times, with every op, transfer and memory sample, on the plan's hardware
  * profile; the caller clears it with stw_simulation_clear. Nothing is kept on failure. */
+/* Errors: STW_PLAN_ERROR_MISMATCH (another trace's plan), STW_PLAN_ERROR_UNSOUND (a moment that
+ * breaks a rule), STW_CHUNKS_ERROR (the layout). */
 gboolean stw_plan_check(const StwPlan *plan, const StwTrace *t, const char *plan_file,
                         StwCheckReport *report, StwSimulation *sim, GError **error);
 

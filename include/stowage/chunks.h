@@ -63,8 +63,8 @@ typedef struct {
 } StwChunking;
 
 /* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
- * tensor larger than the chunk size is an error naming it and the smallest size that fits (NULL
- * returned). The caller frees the layout with stw_chunking_free. */
+ * tensor larger than the chunk size is an error (STW_CHUNKS_ERROR_TOO_SMALL) naming it and the
+ * smallest size that fits (NULL returned). The caller frees the layout with stw_chunking_free. */
 StwChunking *stw_chunking_pack(const StwTrace *trace, guint64 size_elems,
                                gboolean allow_oversized, GError **error);
 void stw_chunking_free(StwChunking *c);
@@ -118,7 +118,8 @@ guint64 stw_chunk_bytes(const StwChunking *c, guint32 i, StwChunkList list);
 guint64 stw_chunking_list_bytes(const StwChunking *c, StwChunkList list);
 guint64 stw_chunking_wasted_bytes(const StwChunking *c, StwChunkList list);
 
-/* Checks a layout against TRACE: every tensor exactly once, inside its chunk, no overlaps,
+/* Checks a layout against TRACE (STW_CHUNKS_ERROR_INVALID): every tensor exactly once, inside
+ * its chunk, listed by offset without overlaps,
  * capacities at least the chunk size, a chunk frozen exactly when it holds frozen tensors only,
  * AMSGrad's state exactly when the trace's optimizer keeps it.
  * FILE names the layout's source in messages. */

@@ -28,7 +28,9 @@ typedef enum {
 } StwFilesError;
 
 /* Reads FILE, a regular file of at most MAX_BYTES bytes, into *TEXT_OUT (NUL-terminated, the
- * caller frees it with g_free) and *LEN_OUT. Errors name FILE and say what was expected. */
+ * caller frees it with g_free) and *LEN_OUT. Errors name FILE and say what was expected; every
+ * function here fails in STW_FILES_ERROR: IO (cannot open, read or write), LIMIT (not a
+ * regular file, or too large). */
 gboolean stw_file_read(const char *file, gsize max_bytes, char **text_out, gsize *len_out,
                        GError **error);
 

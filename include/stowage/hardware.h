@@ -11,6 +11,7 @@
 
 #include <stowage/model.h>
 
+#include <stowage/errors.h>
 #include <stowage/api.h>
 
 #if STW_BUILDING_LAYER < STW_LAYER_CORE
@@ -83,7 +84,9 @@ typedef struct {
   guint64 network_latency_ns;
 } StwHardware;
 
-/* A shipped profile's name (case-insensitive), or a path to a profile file. */
+/* A shipped profile's name (case-insensitive), or a path to a profile file. Errors:
+ * STW_HARDWARE_ERROR_UNKNOWN (no such profile: the message lists them), and from a file
+ * STW_FILES_ERROR (the file), STW_JSON_ERROR (its text). */
 gboolean stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError **error);
 gboolean stw_hardware_load(const char *file, StwHardware *out, GError **error);
 gboolean stw_hardware_parse(const char *file, const char *text, gsize len, StwHardware *out,

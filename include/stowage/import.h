@@ -16,6 +16,7 @@
 
 #include <glib.h>
 
+#include <stowage/errors.h>
 #include <stowage/api.h>
 #include <stowage/trace.h>
 
@@ -102,12 +103,12 @@ typedef struct {
                                 * temporary, activation, gradient, autograd, unknown */
 } StwImportReport;
 
-/* Builds the trace of FILE (a Kineto trace) by OPTIONS; NULL with ERROR set on failure
- * (STW_IMPORT_ERROR, STW_JSON_ERROR for broken JSON, STW_FILES_ERROR for the file). */
 /* R (of T, written to OUTPUT, may be NULL) as the record `stowage import --json` prints: a new
  * string the caller frees with g_free. */
 char *stw_import_report_json(const StwImportReport *r, const StwTrace *t, const char *output);
 
+/* Builds the trace of FILE (a Kineto trace) by OPTIONS; NULL with ERROR set on failure
+ * (STW_IMPORT_ERROR, STW_JSON_ERROR for broken JSON, STW_FILES_ERROR for the file). */
 StwTrace *stw_import(const char *file, const StwImportOptions *options, StwImportReport *report,
                      GError **error);
 

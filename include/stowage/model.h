@@ -13,6 +13,7 @@
 
 #include <glib.h>
 
+#include <stowage/errors.h>
 #include <stowage/api.h>
 
 #if STW_BUILDING_LAYER < STW_LAYER_CORE
@@ -108,7 +109,9 @@ extern const char *const stw_zoo_families[];
 
 /* The zoo, static: *N_OUT entries, never NULL. */
 const StwZooEntry *stw_zoo_entries(gsize *n_out);
-/* Finds a zoo model by name; the error lists the zoo's names. */
+/* Finds a zoo model by name; the error (STW_MODEL_ERROR_UNKNOWN) lists the zoo's names. The
+ * functions below: STW_MODEL_ERROR_INVALID (sizes that make no model), and from a file
+ * STW_FILES_ERROR (the file), STW_JSON_ERROR (its text). */
 gboolean stw_zoo_lookup(const char *name, StwModelConfig *out, GError **error);
 /* A zoo name, or else a path to a JSON model config: stowage's format or a Hugging Face
  * config.json (told apart by its "model_type" member). */

@@ -20,6 +20,7 @@
 #include <stowage/hardware.h>
 #include <stowage/trace.h>
 
+#include <stowage/errors.h>
 #include <stowage/api.h>
 
 #if STW_BUILDING_LAYER < STW_LAYER_PLANNER
@@ -245,7 +246,9 @@ gboolean stw_plan_within_limits(const StwPlan *plan, GError **error);
 
 /* Reading and writing. Loading checks the structure; stw_plan_check (check.h) checks the plan
  * against its trace. A plan read is the caller's (stw_plan_free), NULL with ERROR naming the file
- * and the JSON path when the file is not a plan; the text written is the caller's (g_free). */
+ * and the JSON path when the file is not a plan; the text written is the caller's (g_free).
+ * Errors: STW_FILES_ERROR (the file), STW_JSON_ERROR (its text), STW_CHUNKS_ERROR (a layout that does not place
+ * every tensor once), STW_PLAN_ERROR_INFEASIBLE (a plan beyond the format's limits). */
 StwPlan *stw_plan_load(const char *file, GError **error);
 StwPlan *stw_plan_parse(const char *file, const char *text, gsize len, GError **error);
 char *stw_plan_to_string(const StwPlan *plan, const StwTrace *t);

@@ -89,8 +89,12 @@ typedef struct StwRuntime StwRuntime;
 StwRuntime *stw_runtime_new(const StwTrace *model, const float *const *init,
                             const StwRuntimeOptions *o, StwBackend *backend, GError **error);
 void stw_runtime_free(StwRuntime *rt);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwRuntime, stw_runtime_free)
 
 void stw_runtime_iteration_begin(StwRuntime *rt);
+/* Ends the iteration: in replay, checks it ended in the plan's start state. FALSE with ERROR
+ * (STW_RUNTIME_ERROR_DEVICE) when a copy failed or did not complete, or in verify mode
+ * (STW_RUNTIME_ERROR_CORRUPT) when a chunk's data changed in a move. */
 gboolean stw_runtime_iteration_end(StwRuntime *rt, GError **error);
 /* Ends the iteration begun without running the rest of its ops (the caller's step raised an
  * exception, or was interrupted, before its end): nothing of the model data is lost (every chunk
@@ -100,6 +104,10 @@ gboolean stw_runtime_iteration_end(StwRuntime *rt, GError **error);
  * optimizer ops have begun should not be abandoned: its tensors stepped so far keep their step. */
 void stw_runtime_iteration_abandon(StwRuntime *rt);
 
+/* Begins an op reading PARAMS (writing GRADS' gradients in backward): their chunks resident on
+ * the device when it returns. FALSE with ERROR: STW_RUNTIME_ERROR_MISMATCH (in replay, an op the
+ * plan's trace does not have here), STW_RUNTIME_ERROR_BUDGET (the budget cannot hold the op's
+ * chunks), STW_RUNTIME_ERROR_DEVICE, STW_RUNTIME_ERROR_CORRUPT (as iteration_end). */
 gboolean stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage,
                               const guint32 *params, guint32 n_params, const guint32 *grads,
                               guint32 n_grads, GError **error);

@@ -15,6 +15,7 @@
 
 #include <stowage/model.h>
 
+#include <stowage/errors.h>
 #include <stowage/api.h>
 
 #if STW_BUILDING_LAYER < STW_LAYER_CORE
@@ -174,6 +175,8 @@ stw_trace_op(const StwTrace *t, guint32 i)
  * no optimizer op over a frozen tensor, stages in the order fwd, bwd (micro_steps times: with
  * several, gradients held by the framework), then optim, peak >= start, rank < world_size. */
 gboolean stw_trace_validate(const StwTrace *trace, const char *file, GError **error);
+/* Errors of the functions below: STW_TRACE_ERROR_INVALID (an invariant, as above), and where a
+ * file is read or written STW_FILES_ERROR (the file), STW_JSON_ERROR (its text). */
 
 /* Reads and validates a trace file: the caller's (stw_trace_free), or NULL with ERROR naming FILE
  * and the JSON path. */
@@ -208,7 +211,7 @@ guint32 stw_trace_frozen(const StwTrace *trace, guint64 *numel_out);
  * commas: '*' any text, '?' one character), and takes the frozen tensors out of the ops: out of
  * backward ops' grads and optimizer ops' params (an optimizer op left with none is removed).
  * *N_OUT (may be NULL): the tensors newly frozen. FALSE with ERROR when a pattern is empty or
- * matches no tensor. */
+ * matches no tensor (STW_TRACE_ERROR_INVALID). */
 gboolean stw_trace_freeze(StwTrace *trace, const char *patterns, guint32 *n_out, GError **error);
 
 /* Model-data bytes of a tensor's compute copy. */

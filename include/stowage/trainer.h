@@ -64,8 +64,11 @@ StwTrace *stw_trainer_model(const StwTrainerConfig *c, GError **error);
 StwTrainer *stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
                             const StwRuntimeOptions *ro, StwBackend *backend, GError **error);
 void stw_trainer_free(StwTrainer *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTrainer, stw_trainer_free)
 
-/* One step on the next batch: forward, backward, AdamW. */
+/* One step on the next batch: forward, backward, AdamW. FALSE with ERROR: the runtime's
+ * (STW_RUNTIME_ERROR, runtime.h), STW_TRAINER_ERROR_DEVICE (a kernel failed),
+ * STW_TRAINER_ERROR_DIVERGED (the loss is not finite: the state of the step before is kept). */
 gboolean stw_trainer_step(StwTrainer *t, float *loss, GError **error);
 /* Before the optimizer runs, copy every tensor's gradient to SINK[id] (numel floats each). */
 void stw_trainer_set_grad_sink(StwTrainer *t, float **sink);
@@ -82,6 +85,8 @@ void stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out);
 /* Checkpoints: weights, Adam state, step and data position; SHA-256 checked; written atomically.
  * On several ranks a set (FILE.rank-R-of-N.step-S per rank, FILE its manifest, written last by
  * rank 0; docs/runtime.md), saved and loaded by every rank together. */
+/* Errors: STW_FILES_ERROR (the file), STW_TRAINER_ERROR_CHECKPOINT (corrupt, or of another
+ * model, configuration or world), STW_COMM_ERROR (the ranks disagree or a collective fails). */
 gboolean stw_trainer_save(StwTrainer *t, const char *file, GError **error);
 gboolean stw_trainer_load(StwTrainer *t, const char *file, GError **error);
 /* A checkpoint of LEN bytes already in memory; FILE names it in messages. */

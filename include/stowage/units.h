@@ -34,8 +34,8 @@ typedef enum {
 #define STW_GiB (STW_MiB * 1024)
 #define STW_TiB (STW_GiB * 1024)
 
-/* Parses TEXT into *BYTES_OUT. Returns FALSE and sets ERROR on bad input; the message
- * quotes the text and lists the accepted units. */
+/* Parses TEXT into *BYTES_OUT. Returns FALSE and sets ERROR on bad input (STW_UNITS_ERROR:
+ * SYNTAX, RANGE); the message quotes the text and lists the accepted units. */
 gboolean stw_size_parse(const char *text, guint64 *bytes_out, GError **error);
 
 /* "512 B", "1.50 KiB", "16.00 GiB": binary units, two decimals. Free with g_free. */
