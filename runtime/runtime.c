@@ -506,6 +506,12 @@ no_failure(StwRuntime *rt, GError **error)
   return FALSE;
 }
 
+gboolean
+stw_runtime_check_store(StwRuntime *rt, GError **error)
+{
+  return stw_store_check(rt->store, error);
+}
+
 static guint64
 deviations(const StwRuntime *rt)
 {
@@ -737,7 +743,7 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
                     (const guint32 *)x->forbid->data, x->forbid->len,
                     (const guint32 *)x->write->data, x->write->len, error);
   }
-  if (!ok)
+  if (!ok || (rt->o.check_store && !stw_store_check(rt->store, error)))
     return FALSE;
   if (rt->recorder != NULL)
     stw_recorder_op_begin(rt->recorder, name, stage, params, n_params, grads, n_grads,
@@ -818,6 +824,8 @@ stw_runtime_op_end(StwRuntime *rt)
     stw_recorder_op_end(rt->recorder, (guint64)(t - rt->op_start_us) * 1000);
   rt->moment++;
   stw_store_reap(rt->store);
+  if (rt->o.check_store && rt->failure == NULL)
+    stw_store_check(rt->store, &rt->failure); /* reported by the next call that can fail */
   progress(rt);
   rt->op_end_us = g_get_monotonic_time();
   rt->st.bookkeeping_ns += (guint64)(rt->op_end_us - t) * 1000;

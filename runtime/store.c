@@ -722,3 +722,88 @@ stw_store_take_failure(StwStore *s)
 {
   return g_steal_pointer(&s->failure);
 }
+
+/* ---- invariants -------------------------------------------------------------------------- */
+
+static gboolean
+broken(GError **error, guint32 item, const char *what)
+{
+  g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_CORRUPT,
+              "the chunk store's books are wrong: item %u %s", item, what);
+  return FALSE;
+}
+
+/* ITEM's place against its slot, copy and dirty flag. */
+static gboolean
+item_ok(const StwStore *s, guint32 i, GError **error)
+{
+  static const char *const places[] = { "AT_HOST", "TO_DEVICE", "ON_DEVICE", "TO_HOST" };
+  if (s->host[i] == NULL)
+    return broken(error, i, "has no host copy");
+  if ((guint)s->place[i] > STW_TO_HOST)
+    return broken(error, i, "is in no place");
+  g_autofree char *at = g_strdup_printf("is %s ", places[s->place[i]]);
+  gboolean slot = s->slot[i] != NULL, copy = s->copy[i] != NULL, dirty = s->dirty[i] != 0;
+  switch (s->place[i]) {
+  case STW_AT_HOST:
+    if (slot || copy || dirty)
+      return broken(error, i, slot ? "is AT_HOST with a device slot"
+                              : copy ? "is AT_HOST with a copy in flight"
+                                     : "is AT_HOST and dirty (its device copy the only one)");
+    break;
+  case STW_TO_DEVICE:
+  case STW_TO_HOST:
+    if (!slot || !copy || dirty) {
+      g_autofree char *why = g_strconcat(at, !slot ? "without a device slot"
+                                             : !copy ? "without its copy in flight"
+                                                     : "and dirty", NULL);
+      return broken(error, i, why);
+    }
+    break;
+  case STW_ON_DEVICE:
+    if (!slot || copy) {
+      g_autofree char *why = g_strconcat(at, !slot ? "without a device slot"
+                                                   : "with a copy still in flight", NULL);
+      return broken(error, i, why);
+    }
+    break;
+  }
+  return TRUE;
+}
+
+gboolean
+stw_store_check(const StwStore *s, GError **error)
+{
+  if (s->plain)
+    return TRUE;
+  guint64 slots = 0;
+  guint leaving = 0;
+  for (guint32 i = 0; i < s->n_items; i++) {
+    if (!item_ok(s, i, error))
+      return FALSE;
+    slots += s->slot[i] != NULL ? s->bytes[i] : 0;
+    if (s->place[i] == STW_TO_HOST) {
+      leaving++;
+      if (g_queue_index((GQueue *)&s->leaving, GUINT_TO_POINTER(i)) < 0)
+        return broken(error, i, "is TO_HOST but not queued to land");
+    }
+  }
+  if (g_queue_get_length((GQueue *)&s->leaving) != leaving)
+    return broken(error, GPOINTER_TO_UINT(g_queue_peek_head((GQueue *)&s->leaving)),
+                  "is queued to land but not TO_HOST, or queued twice");
+  guint64 acts = 0;
+  GHashTableIter it;
+  gpointer size;
+  g_hash_table_iter_init(&it, s->acts);
+  while (g_hash_table_iter_next(&it, NULL, &size))
+    acts += GPOINTER_TO_SIZE(size);
+  if (acts != s->act_bytes || slots + acts != s->used || s->used > s->capacity) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_CORRUPT,
+                "the chunk store's books are wrong: %" G_GUINT64_FORMAT " bytes counted in use, "
+                "where the slots hold %" G_GUINT64_FORMAT " and the activations %" G_GUINT64_FORMAT
+                " (counted %" G_GUINT64_FORMAT "), of a capacity of %" G_GUINT64_FORMAT,
+                s->used, slots, acts, s->act_bytes, s->capacity);
+    return FALSE;
+  }
+  return TRUE;
+}

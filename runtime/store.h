@@ -135,6 +135,14 @@ typedef struct {
 const StwStoreStats *stw_store_stats(const StwStore *s);
 void stw_store_reset_moved(StwStore *s);
 
+/* The store's invariants, every one of them: each item's host copy exists; AT_HOST holds no
+ * slot, no copy in flight and is not dirty; TO_DEVICE and TO_HOST hold a slot and a copy in
+ * flight and are not dirty; ON_DEVICE holds a slot and no copy in flight; exactly the TO_HOST
+ * items are queued to land, once each; the bytes in use are the slots' and the activations',
+ * byte for byte, and within the capacity. FALSE with ERROR (STW_RUNTIME_ERROR_CORRUPT) naming
+ * the first that does not hold. A plain store keeps no books: TRUE. */
+gboolean stw_store_check(const StwStore *s, GError **error);
+
 /* The first copy failure or checksum mismatch not reported yet (the caller owns it), or NULL. */
 GError *stw_store_take_failure(StwStore *s);
 

@@ -62,7 +62,7 @@ static const float *
 reference_losses(void)
 {
   if (!have_reference) {
-    StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
+    StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
     GError *error = NULL;
     g_assert_true(train(stw_backend_host_new(), &ro, NULL, reference, STEPS, &error));
     g_assert_no_error(error);
@@ -83,7 +83,7 @@ static void
 test_slow_copies(void)
 {
   StwFaults f = { .copy_delay_us = 200 };
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
   float losses[STEPS];
   GError *error = NULL;
   g_assert_true(train(stw_backend_fault_new(stw_backend_host_new(), &f), &ro, NULL, losses, STEPS,
@@ -100,7 +100,7 @@ test_alloc_failure_then_resume(void)
   StwTrainerConfig c;
   config(&c);
   g_autoptr(GString) data = text();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
   StwBackend *be = stw_backend_host_new();
   GError *error = NULL;
   StwTrainer *t = stw_trainer_new(&c, (const guint8 *)data->str, data->len, &ro, be, &error);
@@ -127,7 +127,7 @@ static void
 test_corrupt_copy_detected(void)
 {
   StwFaults f = { .corrupt_copy_at = 5 };
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB,
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB,
                            .verify = TRUE };
   float losses[STEPS];
   GError *error = NULL;
@@ -146,7 +146,7 @@ test_failed_copy_then_resume(void)
    * failed */
   g_autofree char *dir = g_dir_make_tmp("stw-fault-XXXXXX", NULL);
   g_autofree char *ckpt = g_build_filename(dir, "c.ckpt", NULL);
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB };
   float losses[STEPS];
   GError *error = NULL;
   StwTrainerConfig c;
@@ -177,7 +177,7 @@ static void
 test_stalled_copy_times_out(void)
 {
   StwFaults f = { .stall_copy_at = 3 };
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB,
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = 256 * STW_KiB,
                            .copy_timeout_ms = 100 };
   float losses[STEPS];
   GError *error = NULL;

@@ -124,7 +124,7 @@ reference_check(StwAttention attention)
   c.attention = attention;
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *t = trainer(&c, data, &ro, be);
   const StwTrace *m = stw_trainer_model_of(t);
   const cJSON *tensors = cJSON_GetObjectItem(ref, "tensors");
@@ -195,7 +195,7 @@ test_loop_every_policy(void)
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
   float resident[STEPS];
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *t = trainer(&c, data, &ro, be);
   train(t, resident, STEPS);
   g_assert_cmpfloat(resident[STEPS - 1], <, resident[0]); /* it learns */
@@ -234,7 +234,7 @@ test_loop_every_policy(void)
       continue;
     }
     g_assert_true(stw_plan_check(plan, back, "plan", NULL, NULL, &error));
-    StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = budget, .plan = plan,
+    StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY, .device_bytes = budget, .plan = plan,
                              .plan_trace = back, .verify = p == STW_POLICY_STOWAGE };
     StwTrainer *r = trainer(&c, data, &rr, be);
     float losses[STEPS];
@@ -342,7 +342,7 @@ test_compute_table(void)
   small_config(&c);
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *cpu = trainer(&c, data, &ro, be);
   float want[STEPS];
   train(cpu, want, STEPS);
@@ -392,7 +392,7 @@ test_compute_table(void)
   GError *error = NULL;
   g_autoptr(StwPlan) plan = stw_planner_plan(trace, "profiled", &o, &error);
   g_assert_no_error(error);
-  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+  StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
                            .plan = plan, .plan_trace = trace };
   dev->sync = count_sync; /* a replay never waits for the device to time its ops */
   syncs = 0;
@@ -405,7 +405,7 @@ test_compute_table(void)
   stw_trainer_free(r);
   /* profile mode on a budget below twice the model state (546,816 bytes here) steps on the CPU,
    * moving every parameter chunk out and in each step */
-  StwRuntimeOptions tight = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_MiB };
+  StwRuntimeOptions tight = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_MiB };
   StwTrainer *p = trainer(&c, data, &tight, dev);
   train(p, got, STEPS);
   g_assert_cmpmem(got, sizeof got, want, sizeof want);
@@ -427,7 +427,7 @@ test_compute_table(void)
   stw_assert_error_contains(error, "plain mode keeps the model in host arrays; the counting "
                             "compute table needs the runtime's device memory");
   /* nor can verify checksum memory the host cannot read */
-  StwRuntimeOptions verify = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB,
+  StwRuntimeOptions verify = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB,
                                .verify = TRUE };
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &verify, dev, &error));
   g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED);
@@ -454,7 +454,7 @@ test_flash_attention(void)
   c.attention = STW_ATTENTION_NAIVE;
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *naive = trainer(&c, data, &ro, be);
   float want[STEPS];
   train(naive, want, STEPS);
@@ -496,7 +496,7 @@ test_flash_attention(void)
   o.budgets.gpu_bytes = peak + model / 4;
   g_autoptr(StwPlan) plan = stw_planner_plan(ft, "flash.json", &o, &error);
   g_assert_no_error(error);
-  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+  StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
                            .plan = plan, .plan_trace = ft };
   StwTrainer *r = trainer(&c, data, &rr, be);
   float replayed[STEPS];
@@ -523,7 +523,7 @@ test_mixed_precision(void)
   small_config(&c);
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *fp32 = trainer(&c, data, &ro, be);
   float want[STEPS];
   train(fp32, want, STEPS);
@@ -557,7 +557,7 @@ test_mixed_precision(void)
   const StwChunking *layout = plan->chunking;
   g_assert_cmpuint(stw_chunk_bytes(layout, 0, STW_LIST_PARAM), ==,
                    2 * stw_chunking_chunk(layout, 0)->capacity_elems);
-  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+  StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
                            .plan = plan, .plan_trace = trace };
   StwTrainer *r = trainer(&c, data, &rr, be);
   float replayed[STEPS];
@@ -588,7 +588,7 @@ test_checkpoint(void)
   small_config(&c);
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *a = trainer(&c, data, &ro, be);
   float l[4], again[2];
   train(a, l, 2);
@@ -640,7 +640,7 @@ test_bad_input(void)
   StwBackend *be = stw_backend_host_new();
   GError *error = NULL;
   /* a text too short for one batch */
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   g_assert_null(stw_trainer_new(&c, (const guint8 *)"abc", 3, &ro, be, &error));
   stw_assert_error_contains(error, "the text has 3 bytes; batch 2 x context 16 needs at least 33");
   /* a device smaller than one op's working set */
@@ -665,7 +665,7 @@ test_bad_input(void)
   g_assert_no_error(error);
   StwTrainerConfig other = c;
   other.width = 64;
-  StwRuntimeOptions rr = { .mode = STW_RUNTIME_REPLAY, .device_bytes = STW_GiB, .plan = plan,
+  StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY, .device_bytes = STW_GiB, .plan = plan,
                            .plan_trace = trace };
   g_assert_null(stw_trainer_new(&other, (const guint8 *)data->str, data->len, &rr, be, &error));
   g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
@@ -674,7 +674,7 @@ test_bad_input(void)
   /* a compute copy the trainer does not keep */
   StwTrainerConfig fp16 = c;
   fp16.dtype = STW_DTYPE_FP16;
-  StwRuntimeOptions prof = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions prof = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   g_assert_null(stw_trainer_new(&fp16, (const guint8 *)data->str, data->len, &prof, be, &error));
   stw_assert_error_contains(error, "the trainer keeps its compute copy in fp32 or bf16, not fp16");
   g_clear_error(&error);
@@ -765,7 +765,17 @@ test_store_places(void)
   stw_store_settle(s, 1);
   g_assert_null(stw_store_take_failure(s));
   g_assert_cmpuint(stw_store_stats(s)->verified_moves, ==, 6);
+  g_assert_true(stw_store_check(s, &error));
   stw_store_free(s);
+  /* the books checked: a model state kept in place beyond the capacity is found out */
+  StwStore *over = stw_store_new(be, 3, bytes, 12000, FALSE, 0);
+  g_assert_true(stw_store_check(over, &error));
+  stw_store_keep_in_place(over);
+  g_assert_false(stw_store_check(over, &error));
+  stw_assert_error_contains(error, "the chunk store's books are wrong: 16384 bytes counted in "
+                                   "use, where the slots hold 16384 and the activations 0 "
+                                   "(counted 0), of a capacity of 12000");
+  stw_store_free(over);
   be->free(be);
 }
 
@@ -799,7 +809,7 @@ test_checkpoint_fields(void)
   small_config(&c);
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *a = trainer(&c, data, &ro, be);
   float l[2];
   train(a, l, 2);
@@ -879,7 +889,7 @@ test_iteration_range(void)
   be->sync = count_sync;
   syncs = 0;
   ranges = g_ptr_array_new_with_free_func(g_free);
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwTrainer *t = trainer(&c, data, &ro, be);
   float loss;
   train(t, &loss, 1);
@@ -930,7 +940,7 @@ op_times(gboolean device_is_host, guint64 *first_ns, guint64 *second_ns)
   g_assert_no_error(error);
   StwBackend *be = stw_backend_host_new();
   be->device_is_host = device_is_host;
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
   StwRuntime *rt = stw_runtime_new(model, NULL, &ro, be, &error);
   g_assert_no_error(error);
   for (int it = 0; it < 2; it++) {
@@ -1022,7 +1032,7 @@ test_unplanned_and_frozen(void)
     w[i] = (float)i;
   const float *init[] = { w, b };
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
                            .plan = plan, .plan_trace = t, .verify = TRUE };
   StwRuntime *rt = stw_runtime_new(t, init, &ro, be, &error);
   g_assert_no_error(error);
@@ -1108,7 +1118,7 @@ test_unplanned_restores(void)
   g_autoptr(StwPlan) plan = stw_planner_plan(t, NULL, &o, &error);
   g_assert_no_error(error);
   StwBackend *be = stw_backend_host_new();
-  StwRuntimeOptions ro = { .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY, .device_bytes = o.budgets.gpu_bytes,
                            .plan = plan, .plan_trace = t, .verify = TRUE };
   StwRuntime *rt = stw_runtime_new(t, NULL, &ro, be, &error);
   g_assert_no_error(error);

@@ -55,6 +55,9 @@ typedef struct {
   gboolean verify;            /* checksum every chunk across every move */
   guint64 copy_timeout_ms;    /* a copy not done by then is an error (0: wait forever) */
   StwComm *comm;              /* the data-parallel ranks (not owned); NULL: one rank */
+  gboolean check_store;       /* after every op's begin and end, the chunk store's invariants
+                               * (stw_runtime_check_store): for tests; a violation fails the op,
+                               * or the next call after an op's end (STW_RUNTIME_ERROR_CORRUPT) */
 } StwRuntimeOptions;
 
 typedef struct {
@@ -90,6 +93,12 @@ StwRuntime *stw_runtime_new(const StwTrace *model, const float *const *init,
                             const StwRuntimeOptions *o, StwBackend *backend, GError **error);
 void stw_runtime_free(StwRuntime *rt);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwRuntime, stw_runtime_free)
+
+/* The chunk store's invariants: every item in one place (on the host, on its way, on the device,
+ * on its way back) with the slot and copy that place holds, the copies queued to land, and the
+ * device bytes in use counted byte for byte within the budget. FALSE with ERROR
+ * (STW_RUNTIME_ERROR_CORRUPT) naming the first that does not hold. */
+gboolean stw_runtime_check_store(StwRuntime *rt, GError **error);
 
 void stw_runtime_iteration_begin(StwRuntime *rt);
 /* Ends the iteration: in replay, checks it ended in the plan's start state. FALSE with ERROR
