@@ -1,0 +1,60 @@
+/* names.c — the name tables of stowage's enums (dtypes, architectures, biases, attention kinds,
+ * op kinds) and what goes with them: one place where each name is spelled; see model.h. */
+#include "config.h"
+
+#include <stowage/model.h>
+
+#include <string.h>
+
+const char *const stw_dtype_names[] = { "fp32", "fp16", "bf16", NULL };
+const char *const stw_arch_names[] = { "gpt", "llama", "bert", "neox", NULL };
+const char *const stw_bias_names[] = { "default", "yes", "no", NULL };
+const char *const stw_bias_site_names[] = { "qkv_bias", "out_bias", "mlp_bias", NULL };
+const char *const stw_attention_names[] = { "naive", "flash", NULL };
+const char *const stw_op_kind_names[] = {
+  "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
+  "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",
+  "pooler", "lm_head", "loss", "moe_router", NULL
+};
+
+guint64
+stw_dtype_bytes(StwDtype dtype)
+{
+  return dtype == STW_DTYPE_FP32 ? 4 : 2;
+}
+
+const char *
+stw_dtype_name(StwDtype dtype)
+{
+  return stw_dtype_names[dtype];
+}
+
+gboolean
+stw_dtype_parse(const char *text, StwDtype *out)
+{
+  for (int i = 0; stw_dtype_names[i] != NULL; i++) {
+    if (g_ascii_strcasecmp(text, stw_dtype_names[i]) == 0) {
+      *out = (StwDtype)i;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+const char *
+stw_arch_name(StwArch arch)
+{
+  return stw_arch_names[arch];
+}
+
+const char *
+stw_attention_name(StwAttention attention)
+{
+  return stw_attention_names[attention];
+}
+
+const char *
+stw_bias_name(StwBias bias)
+{
+  return stw_bias_names[bias];
+}
