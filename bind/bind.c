@@ -510,6 +510,24 @@ stw_bind_capacity(const char *options_json, char **error_out)
   return text;
 }
 
+char *
+stw_bind_probe(const char *options_json, char **error_out)
+{
+  g_autoptr(StwRequest) r = stw_request_new(&stw_request_probe_kind);
+  StwProbeOptions o;
+  StwProbe p = { 0 };
+  GError *error = NULL;
+  char *text = NULL;
+  if (stw_request_set_json(r, options_json, &error) && stw_request_probe(r, &o, &error) &&
+      (!o.collectives || stw_probe_collectives(NULL, &p, &error)) &&
+      stw_probe_run(&o, &p, &error))
+    text = stw_probe_json(&p);
+  else
+    give(error, error_out);
+  stw_probe_clear(&p);
+  return text;
+}
+
 /* ---- the runtime ------------------------------------------------------------------------ */
 
 char *

@@ -99,6 +99,10 @@ char *stw_bind_minmem(const StwTrace *t, const char *trace_file, const char *opt
  * "attention", "dtype", "policy" and the planning options): the record `capacity --json`
  * prints. */
 char *stw_bind_capacity(const char *options_json, char **error_out);
+/* `stowage probe` by OPTIONS_JSON ("base", "name", "device": host or cuda; "collectives" needs
+ * ranks, which a binding does not start: refused as the CLI refuses it on one rank): the record
+ * `probe --json` prints, the profile in it. Takes some seconds. */
+char *stw_bind_probe(const char *options_json, char **error_out);
 
 /* The trace's JSON (the file's text), for a binding to read its ops. */
 char *stw_bind_trace_json(const StwTrace *t, char **error_out);

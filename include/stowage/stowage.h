@@ -39,6 +39,7 @@
 #include <stowage/adam.h>
 #include <stowage/compute.h>
 #include <stowage/trainer.h>
+#include <stowage/probe.h>
 
 /* the profilers: traces from event streams */
 #include <stowage/events-build.h>

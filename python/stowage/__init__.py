@@ -201,6 +201,15 @@ def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
                                       trace.path.encode() if trace.path else None, text)))
 
 
+def probe(base=None, name=None, device=None, collectives=None):
+    """Measures this machine (memcpy, CPU Adam, host memory; with DEVICE "host" or "cuda" its
+    copies as the runtime makes them): the record `stowage probe --json` prints, the hardware
+    profile made of them under "profile" (json.dump of it is a profile file). Takes some
+    seconds."""
+    text = _options("probe", base=base, name=name, device=device, collectives=collectives)
+    return json.loads(_lib.take(_call(_lib.probe, text)))
+
+
 def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, attention=None,
              dtype=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
              beyond_device=None):

@@ -96,6 +96,7 @@ check = _fn("stw_bind_check", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
             ctypes.POINTER(ctypes.c_void_p))
 simulate = _fn("stw_bind_simulate", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+probe = _fn("stw_bind_probe", ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 capacity = _fn("stw_bind_capacity", ctypes.c_void_p, ctypes.c_char_p,
                ctypes.POINTER(ctypes.c_void_p))
 minmem = _fn("stw_bind_minmem", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p,

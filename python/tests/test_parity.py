@@ -88,6 +88,23 @@ MODELS = [
 ]
 
 
+PROBE_REFUSALS = [
+    ("probe", ["--device", "tpu"], dict(device="tpu")),
+    ("probe", ["--base", "TPU"], dict(base="TPU")),
+    ("probe", ["--name", "", "-o", "/dev/null"], dict(name="")),
+    ("probe", ["--collectives"], dict(collectives=True)),
+]
+
+
+def shape(v):
+    """V's members and kinds, not its measured values."""
+    if isinstance(v, dict):
+        return {k: shape(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [shape(x) for x in v]
+    return type(v).__name__
+
+
 def run_cli(command, trace, args):
     """(record or None, refusal or None) of `stowage COMMAND [TRACE] ARGS`."""
     with tempfile.TemporaryDirectory() as d:
@@ -115,6 +132,8 @@ def run_python(command, trace, kwargs):
                     return json.load(f), None
         if command == "capacity":
             return stowage.capacity(**kwargs), None
+        if command == "probe":
+            return stowage.probe(**kwargs), None
         if command == "whatif" and trace is None:
             return stowage.whatif(**kwargs), None
         t = stowage.Trace.load(trace)
@@ -153,6 +172,18 @@ class TestParity(unittest.TestCase):
 
     def test_models(self):
         self.check(MODELS, None)
+
+    def test_probe(self):
+        """A probe's refusals word for word; its record the same members and kinds, the parts of
+        the profile it does not measure the same values."""
+        self.check(PROBE_REFUSALS, None)
+        cli, _ = run_cli("probe", None, ["--device", "host"])
+        py, _ = run_python("probe", None, dict(device="host"))
+        self.assertEqual(shape(py), shape(cli))
+        for key in ("format", "version", "name"):
+            self.assertEqual(py["profile"][key], cli["profile"][key])
+        self.assertEqual(py["profile"]["gpu"]["model"], "stowage host backend (emulated device)")
+        self.assertEqual(len(py["device"]["copies"]), 4)
 
     def test_refusals_and_answers_both_occur(self):
         """The table holds both kinds: it cannot pass by refusing everything."""

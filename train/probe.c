@@ -1,0 +1,607 @@
+/* probe.c — measuring this machine into a hardware profile: `stowage probe` in the library;
+ * see probe.h. */
+#include "config.h"
+
+#include <stowage/probe.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <stowage/adam.h>
+#include <stowage/backend.h>
+#include <stowage/compute.h>
+#include <stowage/runtime.h>
+#include <stowage/units.h>
+
+#include "json.h"
+
+#define ADAM_ELEMS (8u << 20)   /* per thread: 8M elements, 128 MiB of state */
+#define MIN_SECONDS 0.2
+
+static double
+now(void)
+{
+  return (double)g_get_monotonic_time() / 1e6;
+}
+
+/* memcpy bandwidth (bytes/s) for transfers of SIZE bytes. */
+static double
+memcpy_rate(gsize size)
+{
+  guint8 *a = g_malloc(size), *b = g_malloc(size);
+  memset(a, 1, size);
+  memset(b, 2, size);
+  guint64 moved = 0;
+  double t0 = now(), t;
+  do {
+    memcpy(b, a, size);
+    a[moved % size] ^= b[(moved + 7) % size]; /* keep the copies observable */
+    moved += size;
+  } while ((t = now() - t0) < MIN_SECONDS);
+  g_free(a);
+  g_free(b);
+  return (double)moved / t;
+}
+
+typedef struct {
+  float *p, *g, *m, *v;
+  guint64 steps;
+  double seconds;
+} AdamJob;
+
+static gpointer
+adam_job(gpointer data)
+{
+  AdamJob *j = data;
+  StwAdamConfig c;
+  stw_adam_config_init(&c);
+  stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, 1); /* touch every page first */
+  double t0 = now();
+  do
+    stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, ++j->steps + 1);
+  while ((j->seconds = now() - t0) < MIN_SECONDS);
+  return NULL;
+}
+
+/* CPU Adam elements per second over THREADS threads. */
+static double
+adam_rate(guint threads)
+{
+  AdamJob *jobs = g_new0(AdamJob, threads);
+  GThread **th = g_new(GThread *, threads);
+  for (guint i = 0; i < threads; i++) {
+    jobs[i].p = g_new(float, ADAM_ELEMS);
+    jobs[i].g = g_new(float, ADAM_ELEMS);
+    jobs[i].m = g_new0(float, ADAM_ELEMS);
+    jobs[i].v = g_new0(float, ADAM_ELEMS);
+    for (guint k = 0; k < ADAM_ELEMS; k++) {
+      jobs[i].p[k] = 0.01f * (float)(k % 97);
+      jobs[i].g[k] = 0.001f * (float)(k % 13) - 0.006f;
+    }
+  }
+  for (guint i = 0; i < threads; i++)
+    th[i] = g_thread_new("adam", adam_job, &jobs[i]);
+  double rate = 0;
+  for (guint i = 0; i < threads; i++) {
+    g_thread_join(th[i]);
+    rate += (double)jobs[i].steps * ADAM_ELEMS / jobs[i].seconds;
+    g_free(jobs[i].p);
+    g_free(jobs[i].g);
+    g_free(jobs[i].m);
+    g_free(jobs[i].v);
+  }
+  g_free(th);
+  g_free(jobs);
+  return rate;
+}
+
+typedef struct {
+  gsize size;
+  double bytes_per_s;
+} CopyJob;
+
+static gpointer
+copy_job(gpointer data)
+{
+  CopyJob *j = data;
+  j->bytes_per_s = memcpy_rate(j->size);
+  return NULL;
+}
+
+/* The host's memory bandwidth for copies: THREADS copying 256 MiB blocks at once, in bytes
+ * moved per second (each byte read once and written once). */
+static double
+host_memory_rate(guint threads)
+{
+  CopyJob *jobs = g_new0(CopyJob, threads);
+  GThread **th = g_new(GThread *, threads);
+  for (guint i = 0; i < threads; i++) {
+    jobs[i].size = 256u << 20;
+    th[i] = g_thread_new("copy", copy_job, &jobs[i]);
+  }
+  double rate = 0;
+  for (guint i = 0; i < threads; i++) {
+    g_thread_join(th[i]);
+    rate += jobs[i].bytes_per_s;
+  }
+  g_free(th);
+  g_free(jobs);
+  return rate;
+}
+
+/* Seconds for COUNT copies of N bytes in direction DIR between HOST and DEV, queued 64 at a time
+ * and waited for, as the runtime queues them. */
+static double
+time_copies(StwBackend *be, StwCopyDir dir, guint8 *host, guint8 *dev, gsize n, gsize count)
+{
+  double t0 = now();
+  for (gsize done = 0; done < count;) {
+    StwEvent *e[64];
+    gsize k = MIN(count - done, G_N_ELEMENTS(e));
+    for (gsize c = 0; c < k; c++) {
+      gsize at = ((done + c) * n) % (512u << 20);
+      e[c] = dir == STW_COPY_H2D ? be->copy(be, dir, dev + at, host + at, n)
+                                 : be->copy(be, dir, host + at, dev + at, n);
+    }
+    for (gsize c = 0; c < k; c++) {
+      be->wait(be, e[c]);
+      be->event_free(be, e[c]);
+    }
+    done += k;
+  }
+  return now() - t0;
+}
+
+#define FEED_BYTES (16u << 20) /* the interference probe's copies, as large as a chunk */
+
+typedef struct {
+  StwBackend *be;
+  guint8 *host, *dev;
+  gsize size;
+  gint stop;              /* atomic: set to end the copies */
+  gsize bytes;            /* atomic: copied so far */
+} CopyFeed;
+
+/* Copies SIZE bytes host to device back to back, as the runtime's fetches keep an engine busy,
+ * until told to stop. */
+static gpointer
+copy_feed(gpointer data)
+{
+  CopyFeed *f = data;
+  while (!g_atomic_int_get(&f->stop)) {
+    StwEvent *e = f->be->copy(f->be, STW_COPY_H2D, f->dev, f->host, f->size);
+    f->be->wait(f->be, e);
+    f->be->event_free(f->be, e);
+    g_atomic_pointer_add(&f->bytes, f->size);
+  }
+  return NULL;
+}
+
+/* The buffers of one MLP block of the trainer at GPT-2 small's width: 256 tokens of 768, a
+ * 3072-wide hidden layer. */
+typedef struct {
+  float *inp, *w, *bias, *pre, *act, *dact, *dpre, *dinp, *dw, *dbias;
+} Block;
+
+#define BLOCK_T 256
+#define BLOCK_C 768
+#define BLOCK_H 3072
+
+static void
+block_init(Block *k)
+{
+  gsize n_in = BLOCK_T * BLOCK_C, n_w = BLOCK_H * BLOCK_C, n_h = BLOCK_T * BLOCK_H;
+  k->inp = g_new(float, n_in);
+  k->dinp = g_new(float, n_in);
+  k->w = g_new(float, n_w);
+  k->dw = g_new0(float, n_w);
+  k->bias = g_new0(float, BLOCK_H);
+  k->dbias = g_new0(float, BLOCK_H);
+  k->pre = g_new(float, n_h);
+  k->act = g_new(float, n_h);
+  k->dact = g_new(float, n_h);
+  k->dpre = g_new(float, n_h);
+  for (gsize i = 0; i < n_w; i++)
+    k->w[i] = 0.001f * (float)(i % 31) - 0.015f;
+  for (gsize i = 0; i < n_in; i++)
+    k->inp[i] = 0.01f * (float)(i % 17);
+  for (gsize i = 0; i < n_h; i++)
+    k->dact[i] = 0.001f * (float)(i % 13);
+}
+
+static void
+block_clear(Block *k)
+{
+  float **all[] = { &k->inp, &k->w, &k->bias, &k->pre, &k->act, &k->dact, &k->dpre, &k->dinp,
+                    &k->dw, &k->dbias };
+  for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+    g_clear_pointer(all[i], g_free);
+}
+
+/* Seconds for REPS forward and backward passes of the block on the trainer's threads: its
+ * matmuls and its memory-bound GELU, in about the trainer's proportion. */
+static double
+time_block(Block *k, guint reps)
+{
+  StwCompute *x = stw_compute_cpu();
+  gsize n_h = BLOCK_T * BLOCK_H;
+  double t0 = now();
+  for (guint r = 0; r < reps; r++) {
+    x->matmul_forward(x, k->pre, k->inp, k->w, k->bias, 4, 64, BLOCK_C, BLOCK_H);
+    x->gelu_forward(x, k->act, k->pre, n_h);
+    x->gelu_backward(x, k->dpre, k->pre, k->dact, n_h);
+    x->matmul_backward(x, k->dinp, k->dw, k->dbias, k->dpre, k->inp, k->w, 4, 64, BLOCK_C,
+                       BLOCK_H, FALSE);
+  }
+  return now() - t0;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* On the emulated device, copies run on the host's cores beside compute: the compute time lost
+ * per second of copy (at the copy's own RATE, bytes/s, as the simulator times copies), from the
+ * block alone and beside a busy copy engine, in 5 interleaved pairs (the median). */
+static double
+copy_interference(StwBackend *be, guint8 *host, guint8 *dev, double rate)
+{
+  Block k;
+  block_init(&k);
+  guint reps = 1;
+  while (time_block(&k, reps) < MIN_SECONDS / 2)
+    reps *= 2;
+  double f[5];
+  for (gsize round = 0; round < G_N_ELEMENTS(f); round++) {
+    double alone = time_block(&k, reps);
+    CopyFeed feed = { .be = be, .host = host, .dev = dev, .size = FEED_BYTES };
+    GThread *th = g_thread_new("copy-feed", copy_feed, &feed);
+    g_usleep(2000); /* the engine is busy before the compute starts */
+    guint64 b0 = (guint64)g_atomic_pointer_get(&feed.bytes);
+    double beside = time_block(&k, reps);
+    guint64 b1 = (guint64)g_atomic_pointer_get(&feed.bytes);
+    g_atomic_int_set(&feed.stop, 1);
+    g_thread_join(th);
+    double copy_s = (double)(b1 - b0) / rate;
+    f[round] = copy_s > 0 ? (beside - alone) / copy_s : 0;
+  }
+  qsort(f, G_N_ELEMENTS(f), sizeof f[0], cmp_double);
+  block_clear(&k);
+  return CLAMP(f[G_N_ELEMENTS(f) / 2], 0, 4);
+}
+
+/* ---- the device link ---------------------------------------------------------------------- */
+
+/* A backend's device link: a copy's bandwidth by transfer size both ways (the profile's curve is
+ * their mean), as the runtime uses it (copies queued, then waited for), and its latency: the time
+ * of a 4 KiB copy among 64 queued back to back (a lone copy also waits for its engine to wake).
+ * The host backend's emulated device, or a GPU's pinned copies through the CUDA backend. */
+static gboolean
+probe_device(StwBackend *be, StwProbe *p, GString *desc, GError **error)
+{
+  static const gsize sizes[] = { 64 << 10, 1 << 20, 16 << 20, 256 << 20 };
+  StwHardware *hw = &p->profile;
+  gsize span = 512u << 20;
+  guint8 *host = be->host_alloc(be, span), *dev = be->device_alloc(be, span);
+  if (host != NULL)
+    memset(host, 1, span);
+  if (host == NULL || dev == NULL) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE, "probe: no %s memory for "
+                "the copies (512 MiB): %s", host ? "device" : "host", be->error);
+    if (host != NULL)
+      be->host_free(be, host);
+    if (dev != NULL)
+      be->device_free(be, dev);
+    return FALSE;
+  }
+  guint64 latency_ns = (guint64)(time_copies(be, STW_COPY_H2D, host, dev, 4096, 16 * 64) /
+                                 (16 * 64) * 1e9);
+  p->copy_latency_ns = hw->pcie_latency_ns = latency_ns;
+  g_string_append(desc, be->device_is_host ? " emulated device copies (H2D/D2H):"
+                                           : " GPU pinned copies (H2D/D2H):");
+  for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    gsize n = sizes[i];
+    double bw[2];
+    for (int d = 0; d < 2; d++) {
+      StwCopyDir dir = d == 0 ? STW_COPY_H2D : STW_COPY_D2H;
+      gsize count = span / n;
+      time_copies(be, dir, host, dev, n, MIN(count, 64)); /* warm-up */
+      double t;
+      while ((t = time_copies(be, dir, host, dev, n, count)) < MIN_SECONDS / 2 &&
+             count < (1u << 24))
+        count *= 2;
+      /* the latency is the profile's own term: the curve is the bandwidth beside it */
+      double per_copy = t / (double)count, bare = per_copy - (double)latency_ns / 1e9;
+      bw[d] = (double)n / (bare > per_copy / 2 ? bare : per_copy);
+    }
+    p->copy_sizes[i] = n;
+    p->h2d_bytes_per_s[i] = bw[0];
+    p->d2h_bytes_per_s[i] = bw[1];
+    hw->pinned[i] = (StwBandwidthPoint){ .bytes = n, .bytes_per_s = (bw[0] + bw[1]) / 2 };
+    g_autofree char *sz = stw_size_format(n);
+    g_string_append_printf(desc, " %s %.2f/%.2f GB/s;", sz, bw[0] / 1e9, bw[1] / 1e9);
+  }
+  hw->n_pinned = G_N_ELEMENTS(sizes);
+  g_string_append_printf(desc, " latency %" G_GUINT64_FORMAT " ns", latency_ns);
+  if (be->device_is_host) {
+    p->copy_interference = hw->copy_interference =
+        copy_interference(be, host, dev, stw_hardware_pcie_bandwidth(hw, FEED_BYTES, TRUE));
+    const char *threads = g_getenv("OMP_NUM_THREADS");
+    g_string_append_printf(desc, "; copy interference %.2f (compute threads: %s)",
+                           hw->copy_interference,
+                           threads != NULL ? threads : "OpenMP's default");
+  }
+  be->device_free(be, dev);
+  be->host_free(be, host);
+  return TRUE;
+}
+
+/* ---- the ranks' collectives --------------------------------------------------------------- */
+
+/* Seconds per call of a collective, on rank 0: REPS of them between barriers. */
+static gboolean
+time_collective(StwComm *c, gboolean reduce, guint8 *own, guint8 *others, gsize bytes,
+                guint reps, double *seconds, GError **error)
+{
+  if (!stw_comm_finish(c, c->barrier(c), "a barrier", error))
+    return FALSE;
+  double t0 = now();
+  for (guint r = 0; r < reps; r++) {
+    StwCommOp *op = reduce ? c->reduce_scatter(c, own, others, bytes, STW_DTYPE_FP32)
+                           : c->all_gather(c, own, others, bytes);
+    if (!stw_comm_finish(c, op, reduce ? "a reduce-scatter" : "an all-gather", error))
+      return FALSE;
+  }
+  if (!stw_comm_finish(c, c->barrier(c), "a barrier", error))
+    return FALSE;
+  *seconds = (now() - t0) / reps;
+  return TRUE;
+}
+
+gboolean
+stw_probe_collectives(StwComm *c, StwProbe *p, GError **error)
+{
+  static const gsize sizes[] = { 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20 };
+  G_STATIC_ASSERT(G_N_ELEMENTS(sizes) == STW_PROBE_COLLECTIVE_SIZES);
+  if (c == NULL || c->world < 2) {
+    g_set_error_literal(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "probe: "
+                        "--collectives measures the collectives between ranks: start it under "
+                        "mpirun with 2 ranks or more (mpirun -np 2 stowage probe --collectives "
+                        "...)");
+    return FALSE;
+  }
+  const gsize largest = sizes[G_N_ELEMENTS(sizes) - 1], steps = c->world - 1;
+  guint8 *own = g_malloc(largest), *others = g_malloc(steps * largest);
+  memset(own, 1, largest);
+  memset(others, 2, steps * largest);
+  gboolean ok = TRUE;
+  for (gsize i = 0; i < G_N_ELEMENTS(sizes) && ok; i++) {
+    gsize n = sizes[i];
+    /* the same count on every rank: about 256 MiB received per collective kind */
+    guint reps = (guint)CLAMP((256u << 20) / (n * steps), 4, 400);
+    p->collective_sizes[i] = n;
+    ok = time_collective(c, FALSE, own, others, n, reps, &p->gather_s[i], error) &&
+         time_collective(c, TRUE, own, others, n, reps, &p->scatter_s[i], error);
+  }
+  g_free(own);
+  g_free(others);
+  if (ok)
+    p->world = c->world;
+  return ok;
+}
+
+/* The cost model takes a collective over N ranks as N - 1 steps of (latency + chunk bytes /
+ * bandwidth) (cost.h): the mean of the two kinds at each size, per step, fitted to that line
+ * gives the profile's interconnect latency and bandwidth, and each size's own bandwidth beside
+ * the latency its curve by size. */
+static void
+fit_collectives(StwProbe *p, GString *desc)
+{
+  StwHardware *hw = &p->profile;
+  gsize k = STW_PROBE_COLLECTIVE_SIZES, steps = p->world - 1;
+  double x[STW_PROBE_COLLECTIVE_SIZES], y[STW_PROBE_COLLECTIVE_SIZES];
+  g_string_append_printf(desc, " collectives of %u ranks (MPI):", p->world);
+  for (gsize i = 0; i < k; i++) {
+    x[i] = (double)p->collective_sizes[i];
+    y[i] = (p->gather_s[i] + p->scatter_s[i]) / 2 / (double)steps;
+    g_autofree char *sz = stw_size_format(p->collective_sizes[i]);
+    g_string_append_printf(desc, " %s all-gather %.1f us, reduce-scatter %.1f us;", sz,
+                           p->gather_s[i] * 1e6, p->scatter_s[i] * 1e6);
+  }
+  /* y = latency + x / bandwidth, fitted to the relative errors (each size counts the same,
+   * not the largest most): least squares of (latency + x slope) / y against 1 */
+  double a = 0, b = 0, d = 0, e = 0, f = 0; /* normal equations [a b; b d] [l s] = [e f] */
+  for (gsize i = 0; i < k; i++) {
+    double u = 1 / y[i], v = x[i] / y[i];
+    a += u * u, b += u * v, d += v * v, e += u, f += v;
+  }
+  double det = a * d - b * b;
+  double latency = (e * d - b * f) / det, slope = (a * f - b * e) / det;
+  if (slope <= 0) /* noise over the sizes: the largest's rate, no latency */
+    slope = y[k - 1] / x[k - 1], latency = 0;
+  if (latency < 0)
+    latency = 0;
+  g_strlcpy(hw->interconnect_kind, "mpi", sizeof hw->interconnect_kind);
+  hw->interconnect_bytes_per_s = 1 / slope;
+  hw->interconnect_latency_ns = (guint64)(latency * 1e9);
+  /* and what each size measured, beside the latency: caches make the rate far from constant */
+  for (gsize i = 0; i < k; i++) {
+    double bare = y[i] - latency;
+    hw->interconnect_by_size[i] = (StwBandwidthPoint){
+      .bytes = (guint64)x[i], .bytes_per_s = x[i] / (bare > y[i] / 2 ? bare : y[i]) };
+  }
+  hw->n_interconnect_by_size = (guint)k;
+  hw->node_gpus = MAX(hw->node_gpus, p->world);
+  g_string_append_printf(desc, " fitted %.2f GB/s and %" G_GUINT64_FORMAT " ns per step",
+                         hw->interconnect_bytes_per_s / 1e9, hw->interconnect_latency_ns);
+}
+
+/* ---- the host ----------------------------------------------------------------------------- */
+
+/* memcpy by size; CPU Adam at 1, 2, 4, ... threads and all (it is bound by memory bandwidth,
+ * so it stops scaling where the host's memory does); the host memory's copy bandwidth. */
+static void
+probe_host(StwProbe *p, GString *desc)
+{
+  static const gsize sizes[] = { 64 << 10, 1 << 20, 16 << 20, 256 << 20 };
+  g_string_append(desc, " memcpy");
+  for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    p->memcpy_sizes[i] = sizes[i];
+    p->memcpy_bytes_per_s[i] = memcpy_rate(sizes[i]);
+    g_autofree char *sz = stw_size_format(sizes[i]);
+    g_string_append_printf(desc, " %s %.2f GB/s;", sz, p->memcpy_bytes_per_s[i] / 1e9);
+  }
+  p->threads = g_get_num_processors();
+  for (guint n = 1; p->n_adam < STW_PROBE_MAX_ADAM; n = MIN(2 * n, p->threads)) {
+    double r = adam_rate(n);
+    p->adam_threads[p->n_adam] = n;
+    p->adam_elems_per_s[p->n_adam++] = r;
+    g_string_append_printf(desc, " CPU Adam %.3g elements/s on %u thread%s;", r, n,
+                           n > 1 ? "s" : "");
+    if (n == p->threads)
+      break;
+  }
+  p->host_memory_bytes_per_s = host_memory_rate(p->threads);
+  g_string_append_printf(desc, " host memory %.2f GB/s on %u threads;",
+                         p->host_memory_bytes_per_s / 1e9, p->threads);
+  p->profile.cpu_adam_elems_per_s = p->adam_elems_per_s[p->n_adam - 1];
+  p->profile.host_memory_bytes_per_s = p->host_memory_bytes_per_s;
+  if (p->profile.node_gpus == 0) /* the host memory bandwidth belongs to a node */
+    p->profile.node_gpus = 1;
+}
+
+gboolean
+stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
+{
+  p->profile = o->base;
+  p->device = o->device;
+  StwHardware *hw = &p->profile;
+  /* the device before the host: a GPU that is not there fails before anything is measured */
+  StwBackend *be = NULL;
+  if (o->device != STW_PROBE_NO_DEVICE) {
+    be = o->device == STW_PROBE_HOST
+             ? stw_backend_host_new()
+             : stw_backend_cuda_new(0, stw_backend_cuda_arena_for(1u << 30), error);
+    if (be == NULL)
+      return FALSE;
+  }
+  g_autoptr(GString) desc = g_string_new("probed:");
+  if (p->world > 1)
+    fit_collectives(p, desc);
+  probe_host(p, desc);
+  if (be != NULL) {
+    gboolean ok = probe_device(be, p, desc, error);
+    be->free(be);
+    if (!ok)
+      return FALSE;
+    if (o->device == STW_PROBE_HOST) { /* the emulated device is the host itself */
+      memcpy(hw->pageable, hw->pinned, sizeof hw->pinned);
+      hw->n_pageable = hw->n_pinned;
+      hw->pcie_generation = 1;
+      hw->gpu_memory_bytes = STW_TiB;
+      hw->compute_on_host = TRUE;
+      g_strlcpy(hw->gpu_model, "stowage host backend (emulated device)", sizeof hw->gpu_model);
+    } else {
+      g_string_append_printf(desc, "; the GPU's compute, memory and pageable copies from %s",
+                             o->base.name);
+    }
+  } else {
+    g_string_append_printf(desc, " GPU and PCIe from %s (no GPU measured)", o->base.name);
+  }
+  g_strlcpy(hw->name, o->name != NULL ? o->name : "probed", sizeof hw->name);
+  if (o->name == NULL) {
+    g_strlcat(hw->name, "-", sizeof hw->name);
+    g_strlcat(hw->name, g_get_host_name(), sizeof hw->name);
+  }
+  p->description = g_strdup(desc->str);
+  return TRUE;
+}
+
+void
+stw_probe_clear(StwProbe *p)
+{
+  g_clear_pointer(&p->description, g_free);
+}
+
+/* ---- the request and the record ------------------------------------------------------------ */
+
+static const char *const probe_options[] = { "base", "name", "device", "collectives", NULL };
+static const char *const probe_flags[] = { "collectives", NULL };
+const StwRequestKind stw_request_probe_kind = { "probe", probe_options, probe_flags };
+
+gboolean
+stw_request_probe(const StwRequest *r, StwProbeOptions *out, GError **error)
+{
+  memset(out, 0, sizeof *out);
+  const char *name = stw_request_get(r, "name"), *base = stw_request_get(r, "base");
+  if (name != NULL && !stw_hardware_name_ok(name)) {
+    g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "--name: '%s' is not a "
+                "profile name: expected 1 to %zu bytes of UTF-8 without control characters",
+                name, sizeof out->base.name - 1);
+    return FALSE;
+  }
+  out->name = name;
+  out->collectives = stw_request_get(r, "collectives") != NULL;
+  static const char *const devices[] = { "host", "cuda", NULL };
+  int dev = STW_PROBE_NO_DEVICE;
+  if (!stw_hardware_lookup(base != NULL ? base : STW_HARDWARE_DEFAULT, &out->base, error) ||
+      !stw_request_enum(r, "device", devices, &dev, error))
+    return FALSE;
+  out->device = (StwProbeDevice)dev;
+  return TRUE;
+}
+
+char *
+stw_probe_json(const StwProbe *p)
+{
+  cJSON *root = cJSON_CreateObject();
+  cJSON *memcpy_ = cJSON_AddArrayToObject(root, "memcpy");
+  for (gsize i = 0; i < STW_PROBE_COPY_SIZES; i++) {
+    cJSON *o = cJSON_CreateObject();
+    stw_json_add_u64(o, "bytes", p->memcpy_sizes[i]);
+    cJSON_AddNumberToObject(o, "bytes_per_s", p->memcpy_bytes_per_s[i]);
+    cJSON_AddItemToArray(memcpy_, o);
+  }
+  cJSON *adam = cJSON_AddArrayToObject(root, "cpu_adam");
+  for (guint i = 0; i < p->n_adam; i++) {
+    cJSON *o = cJSON_CreateObject();
+    stw_json_add_u64(o, "threads", p->adam_threads[i]);
+    cJSON_AddNumberToObject(o, "elems_per_s", p->adam_elems_per_s[i]);
+    cJSON_AddItemToArray(adam, o);
+  }
+  stw_json_add_u64(root, "threads", p->threads);
+  cJSON_AddNumberToObject(root, "host_memory_bytes_per_s", p->host_memory_bytes_per_s);
+  if (p->device != STW_PROBE_NO_DEVICE) {
+    cJSON *dev = cJSON_AddObjectToObject(root, "device");
+    cJSON_AddStringToObject(dev, "kind", p->device == STW_PROBE_HOST ? "host" : "cuda");
+    cJSON *copies = cJSON_AddArrayToObject(dev, "copies");
+    for (gsize i = 0; i < STW_PROBE_COPY_SIZES; i++) {
+      cJSON *o = cJSON_CreateObject();
+      stw_json_add_u64(o, "bytes", p->copy_sizes[i]);
+      cJSON_AddNumberToObject(o, "h2d_bytes_per_s", p->h2d_bytes_per_s[i]);
+      cJSON_AddNumberToObject(o, "d2h_bytes_per_s", p->d2h_bytes_per_s[i]);
+      cJSON_AddItemToArray(copies, o);
+    }
+    stw_json_add_u64(dev, "latency_ns", p->copy_latency_ns);
+    cJSON_AddNumberToObject(dev, "copy_interference", p->copy_interference);
+  }
+  if (p->world > 1) {
+    cJSON *coll = cJSON_AddObjectToObject(root, "collectives");
+    stw_json_add_u64(coll, "ranks", p->world);
+    cJSON *sizes = cJSON_AddArrayToObject(coll, "by_size");
+    for (gsize i = 0; i < STW_PROBE_COLLECTIVE_SIZES; i++) {
+      cJSON *o = cJSON_CreateObject();
+      stw_json_add_u64(o, "bytes", p->collective_sizes[i]);
+      cJSON_AddNumberToObject(o, "all_gather_s", p->gather_s[i]);
+      cJSON_AddNumberToObject(o, "reduce_scatter_s", p->scatter_s[i]);
+      cJSON_AddItemToArray(sizes, o);
+    }
+  }
+  cJSON *profile = stw_hardware_to_json(&p->profile);
+  cJSON_AddStringToObject(profile, "description", p->description);
+  cJSON_AddItemToObject(root, "profile", profile);
+  return stw_json_take_text(root, TRUE);
+}
