@@ -389,6 +389,19 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->nodes, g_free);
 }
 
+void
+stw_cli_request_from_entries(StwRequest *r, const GOptionEntry *entries)
+{
+  for (const GOptionEntry *e = entries; e->long_name != NULL; e++) {
+    if (!stw_request_takes(r, e->long_name))
+      continue;
+    if (e->arg == G_OPTION_ARG_NONE)
+      stw_request_set_flag(r, e->long_name, *(gboolean *)e->arg_data);
+    else if (e->arg == STW_OPTION_TEXT)
+      stw_request_set(r, e->long_name, *(char **)e->arg_data);
+  }
+}
+
 StwRequest *
 stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
 {

@@ -125,6 +125,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "beyond-device", 0, 0, G_OPTION_ARG_NONE, &(p).beyond_device,                               \
     "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL }
 
+/* Into R, every option of ENTRIES (a command's table, parsed) that R's kind takes, by its long
+ * name: text as given, flags on or off. The table and the request name options alike. */
+void stw_cli_request_from_entries(StwRequest *r, const GOptionEntry *entries);
+
 /* A request of KIND holding the shared options P was given (the library parses and checks it:
  * request.h). */
 StwRequest *stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind);

@@ -54,13 +54,14 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   stw_table_print(tab, stdout);
 }
 
-int
-stw_cmd_capacity(int argc, char **argv)
+/* The command line as a request (NULL: a usage error, said); *JSON its --json. */
+static StwRequest *
+parse(int argc, char **argv, gboolean *json)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
                   *attention = NULL, *dtype = NULL;
-  gboolean no_ckpt = FALSE, json = FALSE;
+  gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
     { "family", 'f', 0, STW_OPTION_TEXT, &family,
@@ -77,7 +78,7 @@ stw_cmd_capacity(int argc, char **argv)
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "policy", 'p', 0, STW_OPTION_TEXT, &policy, "comma list of policies, or all (default)",
       "LIST" },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, json, "machine-readable output", NULL },
     G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- the largest model that fits");
@@ -91,16 +92,23 @@ stw_cmd_capacity(int argc, char **argv)
            "Example: stowage capacity --hw A100-80GB-PCIe4 --gpus 8 --cpu 240GiB --family gpt "
            "--hidden 4096\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "capacity"))
+    return NULL;
+  if (argc > 1) {
+    stw_cli_fail(STW_EXIT_USAGE, "capacity: unexpected argument '%s'", argv[1]);
+    return NULL;
+  }
+  StwRequest *r = stw_request_new(&stw_request_capacity_kind);
+  stw_cli_request_from_entries(r, entries);
+  return r;
+}
+
+int
+stw_cmd_capacity(int argc, char **argv)
+{
+  gboolean json = FALSE;
+  g_autoptr(StwRequest) r = parse(argc, argv, &json);
+  if (r == NULL)
     return STW_EXIT_USAGE;
-  if (argc > 1)
-    return stw_cli_fail(STW_EXIT_USAGE, "capacity: unexpected argument '%s'", argv[1]);
-  g_autoptr(StwRequest) r = stw_cli_planning_request(&pl, &stw_request_capacity_kind);
-  const char *const pairs[][2] = { { "family", family }, { "hidden", hidden }, { "batch", batch },
-                                   { "seq", seq }, { "attention", attention },
-                                   { "dtype", dtype }, { "policy", policy } };
-  for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
-    stw_request_set(r, pairs[i][0], pairs[i][1]);
-  stw_request_set_flag(r, "no-checkpointing", no_ckpt);
   StwCapacityQuery q;
   GError *error = NULL;
   if (!stw_request_capacity(r, &q, &error)) {

@@ -81,8 +81,9 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   }
 }
 
-int
-stw_cmd_plan(int argc, char **argv)
+/* The command line as a request (NULL: a usage error, said), the trace and the output. */
+static StwRequest *
+parse(int argc, char **argv, char **trace, char **output_out)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL, *output = NULL,
@@ -117,37 +118,47 @@ stw_cmd_plan(int argc, char **argv)
            "Example: stowage plan traces/gpt2-xl-b8-s1024-v100.json --gpu 24GiB --cpu 240GiB "
            "-o plan.json\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "plan"))
-    return STW_EXIT_USAGE;
-  if (argc != 2)
-    return stw_cli_fail(STW_EXIT_USAGE, "plan: expected one trace file (see --help)");
-  g_autoptr(StwRequest) r = stw_cli_planning_request(&pl, &stw_request_plan_kind);
-  stw_request_set(r, "gpu", gpu);
-  stw_request_set(r, "policy", policy);
-  stw_request_set(r, "objective", objective);
-  stw_request_set(r, "chunk-size", chunk);
-  stw_request_set_flag(r, "oversized", oversized);
-  stw_request_set(r, "gemini-fraction", fraction);
-  stw_request_set(r, "prefetch-bucket", bucket);
+    return NULL;
+  if (argc != 2) {
+    stw_cli_fail(STW_EXIT_USAGE, "plan: expected one trace file (see --help)");
+    return NULL;
+  }
+  StwRequest *r = stw_request_new(&stw_request_plan_kind);
+  stw_cli_request_from_entries(r, entries);
   GError *error = NULL;
-  if (!stw_request_require(r, "gpu", &error))
-    return stw_cli_error(error);
-  if (output == NULL)
-    return stw_cli_fail(STW_EXIT_USAGE, "plan: --output FILE is required ('-' for stdout)");
+  if (!stw_request_require(r, "gpu", &error)) {
+    stw_cli_error(error);
+    stw_request_free(r);
+    return NULL;
+  }
   const StwCliFile in[] = { { "the trace", argv[1] } }, out[] = { { "--output", output } };
-  if (!stw_cli_outputs_apart("plan", in, 1, out, 1))
-    return STW_EXIT_USAGE;
+  if (output == NULL)
+    stw_cli_fail(STW_EXIT_USAGE, "plan: --output FILE is required ('-' for stdout)");
+  if (output == NULL || !stw_cli_outputs_apart("plan", in, 1, out, 1)) {
+    stw_request_free(r);
+    return NULL;
+  }
+  *trace = g_strdup(argv[1]);
+  *output_out = g_steal_pointer(&output);
+  return r;
+}
 
-  g_autoptr(StwTrace) trace = stw_trace_load(argv[1], &error);
+int
+stw_cmd_plan(int argc, char **argv)
+{
+  g_autofree char *trace_file = NULL, *output = NULL;
+  g_autoptr(StwRequest) r = parse(argc, argv, &trace_file, &output);
+  if (r == NULL)
+    return STW_EXIT_USAGE;
+  GError *error = NULL;
+  g_autoptr(StwTrace) trace = stw_trace_load(trace_file, &error);
   StwPlannerOptions o;
   if (trace == NULL || !stw_request_plan(r, trace, &o, &error))
     return stw_cli_error(error);
   o.progress = progress;
-
-  g_autofree char *trace_name = stw_cli_trace_name_for_plan(argv[1], output);
+  g_autofree char *trace_name = stw_cli_trace_name_for_plan(trace_file, output);
   g_autoptr(StwPlan) plan = stw_planner_plan(trace, trace_name, &o, &error);
-  if (plan == NULL)
-    return stw_cli_error(error);
-  if (!stw_plan_save(plan, trace, output, &error))
+  if (plan == NULL || !stw_plan_save(plan, trace, output, &error))
     return stw_cli_error(error);
   if (strcmp(output, "-") != 0)
     print_plan(output, plan, trace);

@@ -85,6 +85,12 @@ stw_request_free(StwRequest *r)
   g_free(r);
 }
 
+gboolean
+stw_request_takes(const StwRequest *r, const char *option)
+{
+  return in_list(r->kind->options, option);
+}
+
 void
 stw_request_set(StwRequest *r, const char *option, const char *text)
 {

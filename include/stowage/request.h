@@ -56,6 +56,8 @@ StwRequest *stw_request_new(const StwRequestKind *kind);
 void stw_request_free(StwRequest *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwRequest, stw_request_free)
 
+/* Whether R's kind takes OPTION. */
+gboolean stw_request_takes(const StwRequest *r, const char *option);
 /* Gives OPTION the value TEXT (NULL: not given), as a command line does. */
 void stw_request_set(StwRequest *r, const char *option, const char *text);
 /* Turns the flag OPTION on or off. */
