@@ -86,11 +86,13 @@ ranks(const StwProbeOptions *o, StwProbe *p, gboolean *speaks, int *status)
   return ok;
 }
 
-int
-stw_cmd_probe(int argc, char **argv)
+/* The command line as a request (NULL: a usage error, said), *OUTPUT its --output (may be NULL),
+ * *JSON its --json. */
+static StwRequest *
+parse(int argc, char **argv, char **output_out, gboolean *json)
 {
   g_autofree char *base = NULL, *name = NULL, *output = NULL, *device = NULL;
-  gboolean collectives = FALSE, json = FALSE;
+  gboolean collectives = FALSE;
   GOptionEntry entries[] = {
     { "base", 0, 0, STW_OPTION_TEXT, &base,
       "profile to start from for what cannot be measured here (default " STW_HARDWARE_DEFAULT ")",
@@ -105,7 +107,7 @@ stw_cmd_probe(int argc, char **argv)
     { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
       "under mpirun: also measure the ranks' all-gathers and reduce-scatters by chunk size, as "
       "the profile's interconnect", NULL },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "print every measurement and the profile", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, json, "print every measurement and the profile", NULL },
     G_OPTION_ENTRY_NULL
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- measure this machine");
@@ -120,20 +122,30 @@ stw_cmd_probe(int argc, char **argv)
            "Example: stowage probe --base H100-80GB-PCIe5 -o my-host.json\n"
            "         stowage probe --device cuda --base H200-SXM-141GB -o this-gpu.json\n"
            "         mpirun -np 2 stowage probe --device host --collectives -o ranks.json\n");
-  if (!stw_cli_parse(ctx, &argc, &argv, "probe"))
-    return STW_EXIT_USAGE;
-  if (argc > 1)
-    return stw_cli_fail(STW_EXIT_USAGE, "probe: unexpected argument '%s'", argv[1]);
-  if (!stw_cli_option_needs("probe", "--name", name != NULL, "--output", output != NULL))
-    return STW_EXIT_USAGE;
   const StwCliFile in[] = { { "--base", base } }, out[] = { { "--output", output } };
-  if (!stw_cli_outputs_apart("probe", in, 1, out, 1))
+  if (!stw_cli_parse(ctx, &argc, &argv, "probe"))
+    return NULL;
+  if (argc > 1) {
+    stw_cli_fail(STW_EXIT_USAGE, "probe: unexpected argument '%s'", argv[1]);
+    return NULL;
+  }
+  if (!stw_cli_option_needs("probe", "--name", name != NULL, "--output", output != NULL) ||
+      !stw_cli_outputs_apart("probe", in, 1, out, 1))
+    return NULL;
+  StwRequest *r = stw_request_new(&stw_request_probe_kind);
+  stw_cli_request_from_entries(r, entries);
+  *output_out = g_steal_pointer(&output);
+  return r;
+}
+
+int
+stw_cmd_probe(int argc, char **argv)
+{
+  g_autofree char *output = NULL;
+  gboolean json = FALSE;
+  g_autoptr(StwRequest) r = parse(argc, argv, &output, &json);
+  if (r == NULL)
     return STW_EXIT_USAGE;
-  g_autoptr(StwRequest) r = stw_request_new(&stw_request_probe_kind);
-  const char *const pairs[][2] = { { "base", base }, { "name", name }, { "device", device } };
-  for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
-    stw_request_set(r, pairs[i][0], pairs[i][1]);
-  stw_request_set_flag(r, "collectives", collectives);
   StwProbeOptions o;
   StwProbe p = { 0 };
   GError *error = NULL;
