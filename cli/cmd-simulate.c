@@ -9,15 +9,10 @@
 
 #include "cli.h"
 
+/* Each engine's busy time, its share of the iteration, and what it did. */
 static void
-print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const StwSimulation *s)
+print_engines(const StwPlan *p, const StwSimulation *s)
 {
-  g_autofree char *it = stw_duration_format(s->iteration_ns);
-  if (p->chunking->world > 1)
-    printf("%s on %u x %s (rank 0 of %u): %s per iteration (steady state)\n", file,
-           p->chunking->world, p->hw.name, p->chunking->world, it);
-  else
-    printf("%s on %s: %s per iteration (steady state)\n", file, p->hw.name, it);
   struct {
     const char *name;
     guint64 busy;
@@ -53,6 +48,18 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
     stw_table_row(tab, lanes[i].name, busy, share, note);
   }
   stw_table_print(tab, stdout);
+}
+
+static void
+print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const StwSimulation *s)
+{
+  g_autofree char *it = stw_duration_format(s->iteration_ns);
+  if (p->chunking->world > 1)
+    printf("%s on %u x %s (rank 0 of %u): %s per iteration (steady state)\n", file,
+           p->chunking->world, p->hw.name, p->chunking->world, it);
+  else
+    printf("%s on %s: %s per iteration (steady state)\n", file, p->hw.name, it);
+  print_engines(p, s);
   g_autofree char *peak = stw_size_format(s->peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
   g_autofree char *at = stw_duration_format(s->peak_time_ns);
@@ -77,6 +84,31 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
            th.model_flops_per_s / 1e12,
            th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "", th.mfu * 100,
            th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+}
+
+/* The Chrome trace and the SVG where asked for, then the record or the summary. */
+static int
+output(const char *file, const char *chrome, const char *svg, gboolean json, const StwPlan *plan,
+       const StwTrace *trace, const StwSimulation *sim)
+{
+  GError *error = NULL;
+  if (chrome != NULL) {
+    g_autofree char *text = stw_report_chrome_trace(plan, trace, sim);
+    if (!stw_file_write_atomic(chrome, text, strlen(text), &error))
+      return stw_cli_error(error);
+  }
+  if (svg != NULL) {
+    g_autofree char *text = stw_report_svg_timeline(plan, trace, sim);
+    if (!stw_file_write_atomic(svg, text, strlen(text), &error))
+      return stw_cli_error(error);
+  }
+  if (json) {
+    g_autofree char *text = stw_report_simulation_json(plan, trace, sim);
+    fputs(text, stdout);
+  } else {
+    print_simulation(file, plan, trace, sim);
+  }
+  return STW_EXIT_OK;
 }
 
 int
@@ -123,26 +155,7 @@ stw_cmd_simulate(int argc, char **argv)
       return status;
     stw_simulate(plan, trace, TRUE, &sim);
   }
-  GError *error = NULL;
-  status = STW_EXIT_OK;
-  if (chrome != NULL) {
-    g_autofree char *text = stw_report_chrome_trace(plan, trace, &sim);
-    if (!stw_file_write_atomic(chrome, text, strlen(text), &error))
-      status = stw_cli_error(error);
-  }
-  if (status == STW_EXIT_OK && svg != NULL) {
-    g_autofree char *text = stw_report_svg_timeline(plan, trace, &sim);
-    if (!stw_file_write_atomic(svg, text, strlen(text), &error))
-      status = stw_cli_error(error);
-  }
-  if (status == STW_EXIT_OK) {
-    if (json) {
-      g_autofree char *text = stw_report_simulation_json(plan, trace, &sim);
-      fputs(text, stdout);
-    } else {
-      print_simulation(argv[1], plan, trace, &sim);
-    }
-  }
+  status = output(argv[1], chrome, svg, json, plan, trace, &sim);
   stw_simulation_clear(&sim);
   return status;
 }
