@@ -9,34 +9,48 @@
 
 #include "cli.h"
 
-int
-stw_cmd_synth(int argc, char **argv)
+/* The command line as the user typed it. */
+typedef struct {
+  char *model, *model_config, *batch, *seq, *dtype, *attention, *hw_name, *memory, *output,
+      *freeze;
+  gboolean checkpointing;
+} Line;
+
+static void
+line_clear(Line *l)
 {
-  g_autofree char *model = NULL, *model_config = NULL, *batch = NULL, *seq = NULL, *dtype = NULL, *attention = NULL,
-                  *hw_name = NULL, *memory = NULL, *output = NULL, *freeze = NULL;
-  gboolean checkpointing = FALSE;
+  char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
+                     &l->hw_name, &l->memory, &l->output, &l->freeze };
+  for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
+    g_clear_pointer(texts[i], g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Line, line_clear)
+
+static gboolean
+parse(Line *l, int argc, char **argv)
+{
   GOptionEntry entries[] = {
-    { "model", 'm', 0, STW_OPTION_TEXT, &model,
+    { "model", 'm', 0, STW_OPTION_TEXT, &l->model,
       "zoo model (see 'stowage models') or a model config .json", "M" },
-    { "model-config", 0, 0, G_OPTION_ARG_FILENAME, &model_config, STW_CLI_MODEL_CONFIG_HELP,
+    { "model-config", 0, 0, G_OPTION_ARG_FILENAME, &l->model_config, STW_CLI_MODEL_CONFIG_HELP,
       "FILE" },
-    { "batch", 'b', 0, STW_OPTION_TEXT, &batch, "sequences per iteration (default 1)", "B" },
-    { "seq", 's', 0, STW_OPTION_TEXT, &seq,
+    { "batch", 'b', 0, STW_OPTION_TEXT, &l->batch, "sequences per iteration (default 1)", "B" },
+    { "seq", 's', 0, STW_OPTION_TEXT, &l->seq,
       "tokens per sequence (default: the model's maximum)", "S" },
-    { "dtype", 0, 0, STW_OPTION_TEXT, &dtype, "compute dtype: bf16 (default), fp16, fp32",
+    { "dtype", 0, 0, STW_OPTION_TEXT, &l->dtype, "compute dtype: bf16 (default), fp16, fp32",
       "T" },
-    { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &checkpointing,
+    { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &l->checkpointing,
       "activation checkpointing per transformer block", NULL },
-    { "attention", 0, 0, STW_OPTION_TEXT, &attention,
+    { "attention", 0, 0, STW_OPTION_TEXT, &l->attention,
       "attention kernel: naive (default) or flash", "A" },
-    { "freeze", 0, 0, STW_OPTION_TEXT, &freeze,
+    { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },
-    { "hw", 0, 0, STW_OPTION_TEXT, &hw_name,
+    { "hw", 0, 0, STW_OPTION_TEXT, &l->hw_name,
       "hardware profile name or file (default " STW_HARDWARE_DEFAULT ")", "PROFILE" },
-    { "memory", 0, 0, STW_OPTION_TEXT, &memory,
+    { "memory", 0, 0, STW_OPTION_TEXT, &l->memory,
       "device memory to record, overriding the profile's (e.g. 40GiB)", "SIZE" },
-    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "trace file to write ('-': stdout)",
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &l->output, "trace file to write ('-': stdout)",
       "FILE" },
     G_OPTION_ENTRY_NULL
   };
@@ -50,51 +64,59 @@ stw_cmd_synth(int argc, char **argv)
            "Example: stowage synth --model gpt2-xl --batch 8 --seq 1024 --hw V100-32GB-PCIe3 "
            "--dtype fp16 -o gpt2-xl.json\n");
   if (!stw_cli_parse(ctx, &argc, &argv, "synth"))
-    return STW_EXIT_USAGE;
+    return FALSE;
   if (argc > 1)
-    return stw_cli_fail(STW_EXIT_USAGE, "synth: unexpected argument '%s'", argv[1]);
-  if (!stw_cli_model_option("synth", &model, &model_config))
-    return STW_EXIT_USAGE;
-  if (model == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "synth: unexpected argument '%s'", argv[1]) && FALSE;
+  if (!stw_cli_model_option("synth", &l->model, &l->model_config))
+    return FALSE;
+  if (l->model == NULL)
     return stw_cli_fail(STW_EXIT_USAGE, "synth: --model or --model-config is required (see "
-                        "'stowage models')");
-  if (output == NULL)
-    return stw_cli_fail(STW_EXIT_USAGE, "synth: --output FILE is required ('-' for stdout)");
-  const StwCliFile in[] = { { "--model", model } }, out[] = { { "--output", output } };
-  if (!stw_cli_outputs_apart("synth", in, 1, out, 1))
-    return STW_EXIT_USAGE;
+                        "'stowage models')") && FALSE;
+  if (l->output == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "synth: --output FILE is required ('-' for stdout)") &&
+           FALSE;
+  const StwCliFile in[] = { { "--model", l->model } }, out[] = { { "--output", l->output } };
+  return stw_cli_outputs_apart("synth", in, 1, out, 1);
+}
 
+/* The synthesis options and the hardware the line asks for, for CONFIG. */
+static int
+resolve(const Line *l, const StwModelConfig *config, StwSynthOptions *opt, StwHardware *hw)
+{
+  *opt = (StwSynthOptions){ .batch = 1, .seq = config->max_seq, .dtype = STW_DTYPE_BF16,
+                            .checkpointing = l->checkpointing, .freeze = l->freeze };
+  int dt = opt->dtype, att = opt->attention;
+  if ((l->batch != NULL &&
+       !stw_cli_parse_count(l->batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt->batch)) ||
+      (l->seq != NULL && !stw_cli_parse_count(l->seq, "--seq", 1, config->max_seq, &opt->seq)) ||
+      !stw_cli_parse_enum(l->dtype, "--dtype", stw_dtype_names, &dt) ||
+      !stw_cli_parse_enum(l->attention, "--attention", stw_attention_names, &att))
+    return STW_EXIT_USAGE;
+  opt->dtype = (StwDtype)dt;
+  opt->attention = (StwAttention)att;
+  GError *error = NULL;
+  if (!stw_hardware_lookup(l->hw_name != NULL ? l->hw_name : STW_HARDWARE_DEFAULT, hw, &error))
+    return stw_cli_error(error);
+  if (l->memory != NULL && !stw_cli_parse_budget(l->memory, "--memory", &hw->gpu_memory_bytes))
+    return STW_EXIT_USAGE;
+  return STW_EXIT_OK;
+}
+
+int
+stw_cmd_synth(int argc, char **argv)
+{
+  g_auto(Line) l = { 0 };
+  if (!parse(&l, argc, argv))
+    return STW_EXIT_USAGE;
   GError *error = NULL;
   StwModelConfig config;
-  if (!stw_model_resolve(model, &config, &error))
-    return stw_cli_error(error);
-
-  StwSynthOptions opt = { .batch = 1, .seq = config.max_seq, .dtype = STW_DTYPE_BF16 };
-  opt.checkpointing = checkpointing;
-  opt.freeze = freeze;
-  if (batch != NULL && !stw_cli_parse_count(batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt.batch))
-    return STW_EXIT_USAGE;
-  if (seq != NULL && !stw_cli_parse_count(seq, "--seq", 1, config.max_seq, &opt.seq))
-    return STW_EXIT_USAGE;
-  int dt = opt.dtype, att = opt.attention;
-  if (!stw_cli_parse_enum(dtype, "--dtype", stw_dtype_names, &dt) ||
-      !stw_cli_parse_enum(attention, "--attention", stw_attention_names, &att))
-    return STW_EXIT_USAGE;
-  opt.dtype = (StwDtype)dt;
-  opt.attention = (StwAttention)att;
+  StwSynthOptions opt;
   StwHardware hw;
-  if (!stw_hardware_lookup(hw_name != NULL ? hw_name : STW_HARDWARE_DEFAULT, &hw, &error))
+  if (!stw_model_resolve(l.model, &config, &error))
     return stw_cli_error(error);
-  if (memory != NULL) {
-    if (!stw_size_parse(memory, &hw.gpu_memory_bytes, &error)) {
-      stw_cli_fail(STW_EXIT_USAGE, "--memory: %s", error->message);
-      g_error_free(error);
-      return STW_EXIT_USAGE;
-    }
-    if (hw.gpu_memory_bytes == 0)
-      return stw_cli_fail(STW_EXIT_USAGE, "--memory: the device memory must be positive");
-  }
-
+  int status = resolve(&l, &config, &opt, &hw);
+  if (status != STW_EXIT_OK)
+    return status;
   g_autoptr(StwTrace) trace = stw_synth_trace(&config, &opt, &hw, &error);
   if (trace == NULL) {
     /* the options do not fit the model or the hardware: a usage error */
@@ -102,9 +124,9 @@ stw_cmd_synth(int argc, char **argv)
     g_error_free(error);
     return STW_EXIT_USAGE;
   }
-  if (!stw_trace_save(trace, output, &error))
+  if (!stw_trace_save(trace, l.output, &error))
     return stw_cli_error(error);
-  if (strcmp(output, "-") != 0) {
+  if (strcmp(l.output, "-") != 0) {
     g_autofree char *params = stw_cli_group_digits(stw_model_param_count(&config));
     guint64 frozen_numel = 0;
     guint32 frozen = stw_trace_frozen(trace, &frozen_numel);
@@ -112,7 +134,7 @@ stw_cmd_synth(int argc, char **argv)
     g_autofree char *of_them = frozen > 0 ? g_strdup_printf(" (%u frozen: %s parameters)", frozen,
                                                             frozen_params)
                                           : g_strdup("");
-    fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors%s, %u ops\n", output,
+    fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors%s, %u ops\n", l.output,
             config.name, params, trace->tensors->len, of_them, trace->ops->len);
   }
   return STW_EXIT_OK;
