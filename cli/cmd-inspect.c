@@ -7,8 +7,9 @@
 
 #include "cli.h"
 
+/* The lines naming the trace, its model, device and parameters. */
 static void
-print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
+print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
 {
   const StwTraceModel *m = &t->model;
   printf("trace       %s (%s, %s%s%s)\n", file, stw_source_kind_name(t->source.kind),
@@ -43,8 +44,12 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
     printf("iteration   %u micro-step%s; gradients in the %s\n", stw_trace_micro_steps(t),
            stw_trace_micro_steps(t) > 1 ? "s" : "",
            t->model.gradients == STW_GRADIENTS_CHUNKS ? "param chunks" : "framework's tensors");
-  printf("\n");
+}
 
+/* Model data by list, in bytes and bytes per parameter. */
+static void
+print_model_data(const StwTraceSummary *s)
+{
   g_autoptr(StwTable) md = stw_table_new(3, "<model data", "bytes", "per parameter");
   for (int l = 0; l < STW_N_LISTS; l++) {
     g_autofree char *b = stw_size_format(s->list_bytes[l]);
@@ -57,12 +62,12 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
                                                                  (double)s->params : 0.0);
   stw_table_row(md, "total", total, per);
   stw_table_print(md, stdout);
+}
 
-  const StwOp *peak = stw_trace_op(t, s->peak_op);
-  g_autofree char *pk = stw_size_format(s->peak_nonmodel_bytes);
-  printf("\npeak non-model memory  %s at op %u %s (%s)\n\n", pk, s->peak_op, peak->name,
-         stw_stage_name(peak->stage));
-
+/* Ops, time and FLOPs by stage. */
+static void
+print_stages(const StwTraceSummary *s)
+{
   g_autoptr(StwTable) st = stw_table_new(4, "<stage", "ops", "time", "TFLOP");
   guint64 ops = 0, ns = 0, flops = 0;
   for (int i = 0; i < STW_N_STAGES; i++) {
@@ -79,10 +84,12 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
   g_autofree char *f = g_strdup_printf("%.2f", (double)flops / 1e12);
   stw_table_row(st, "total", n, d, f);
   stw_table_print(st, stdout);
+}
 
-  if (s->n_largest == 0)
-    return;
-  printf("\n");
+/* The largest tensors: name, shape, elements and bytes. */
+static void
+print_largest(const StwTrace *t, const StwTraceSummary *s)
+{
   g_autoptr(StwTable) lt = stw_table_new(4, "<largest tensors", "<shape", "elements", "bytes");
   for (guint32 i = 0; i < s->n_largest; i++) {
     const StwTensor *x = stw_trace_tensor(t, s->largest[i]);
@@ -95,6 +102,23 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
     g_string_free(shape, TRUE);
   }
   stw_table_print(lt, stdout);
+}
+
+static void
+print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
+{
+  print_header(file, t, s);
+  printf("\n");
+  print_model_data(s);
+  const StwOp *peak = stw_trace_op(t, s->peak_op);
+  g_autofree char *pk = stw_size_format(s->peak_nonmodel_bytes);
+  printf("\npeak non-model memory  %s at op %u %s (%s)\n\n", pk, s->peak_op, peak->name,
+         stw_stage_name(peak->stage));
+  print_stages(s);
+  if (s->n_largest == 0)
+    return;
+  printf("\n");
+  print_largest(t, s);
 }
 
 int

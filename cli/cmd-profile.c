@@ -124,27 +124,127 @@ save_trace(const char *events, const StwEventsOptions *o, const char *name, cons
   return STW_EXIT_OK;
 }
 
+/* The command line's texts, before they are parsed. */
+typedef struct {
+  char *output, *iteration, *range, *depth, *domain, *dtype, *events_in, *keep;
+} Line;
+
+static void
+line_clear(Line *l)
+{
+  g_free(l->output);
+  g_free(l->iteration);
+  g_free(l->range);
+  g_free(l->depth);
+  g_free(l->domain);
+  g_free(l->dtype);
+  g_free(l->events_in);
+  g_free(l->keep);
+}
+
+/* The texts into the event stream's build options; false (a usage error said) on a bad one. */
+static gboolean
+parse_options(const Line *l, StwEventsOptions *o)
+{
+  stw_events_options_init(o);
+  guint64 v;
+  if (l->iteration != NULL) {
+    if (!stw_cli_parse_count(l->iteration, "--iteration", 1, G_MAXUINT32, &v))
+      return FALSE;
+    o->iteration = (guint)v;
+  }
+  if (l->depth != NULL) {
+    if (!stw_cli_parse_count(l->depth, "--depth", 1, 64, &v))
+      return FALSE;
+    o->depth = (guint)v;
+  }
+  if (l->range != NULL)
+    o->iteration_range = l->range;
+  int dt = o->dtype;
+  if (!stw_cli_parse_enum(l->dtype, "--dtype", stw_dtype_names, &dt))
+    return FALSE;
+  o->dtype = (StwDtype)dt;
+  return TRUE;
+}
+
+/* Records COMMAND's events (or takes --events), builds and saves the trace, keeps the events
+ * where --keep-events says; the exit status. */
+static int
+run(const Line *l, char **command, const StwEventsOptions *o)
+{
+  g_autofree char *tmp = NULL;
+  const char *events = l->events_in;
+  int status = STW_EXIT_OK;
+  if (events == NULL) {
+    GError *error = NULL;
+    int fd = g_file_open_tmp("stowage-events-XXXXXX", &tmp, &error);
+    if (fd < 0)
+      return stw_cli_error(error);
+    close(fd);
+    events = tmp;
+    status = run_command(command, events, l->domain);
+    other_processes(events, l->keep);
+  }
+  if (status == STW_EXIT_OK)
+    status = save_trace(events, o, command[0] != NULL ? command[0] : events, l->output);
+  if (l->keep != NULL) { /* a block at a time: an event stream may be large */
+    GError *error = NULL;
+    if (!stw_file_copy_atomic(events, l->keep, &error)) {
+      g_printerr("stowage: profile: --keep-events: %s\n", error->message);
+      g_error_free(error);
+      if (status == STW_EXIT_OK)
+        status = STW_EXIT_FAILURE;
+    }
+  }
+  if (tmp != NULL)
+    g_unlink(tmp);
+  return status;
+}
+
+/* The parsed command line checked and run; the exit status. */
+static int
+run_line(const Line *l, int argc, char **argv)
+{
+  if (l->output == NULL)
+    return stw_cli_fail(STW_EXIT_USAGE, "profile: --output FILE is required");
+  /* GOption keeps the "--" when options follow it, so that they reach the command */
+  if (argc > 1 && strcmp(argv[1], "--") == 0) {
+    argv++;
+    argc--;
+  }
+  if ((l->events_in == NULL) == (argc < 2))
+    return stw_cli_fail(STW_EXIT_USAGE, "profile: give a command after '--', or --events FILE");
+  if (!stw_cli_option_needs("profile", "--nvtx-domain", l->domain != NULL,
+                            "a command to profile (not --events)", l->events_in == NULL))
+    return STW_EXIT_USAGE;
+  const StwCliFile in[] = { { "--events", l->events_in } };
+  const StwCliFile out[] = { { "--output", l->output }, { "--keep-events", l->keep } };
+  StwEventsOptions o;
+  if (!stw_cli_outputs_apart("profile", in, 1, out, 2) || !parse_options(l, &o))
+    return STW_EXIT_USAGE;
+  return run(l, argv + 1, &o);
+}
+
 int
 stw_cmd_profile(int argc, char **argv)
 {
-  g_autofree char *output = NULL, *iteration = NULL, *range = NULL, *depth = NULL,
-                  *domain = NULL, *dtype = NULL, *events_in = NULL, *keep = NULL;
+  Line l = { 0 };
   GOptionEntry entries[] = {
-    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "trace file to write", "FILE" },
-    { "iteration", 0, 0, STW_OPTION_TEXT, &iteration,
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &l.output, "trace file to write", "FILE" },
+    { "iteration", 0, 0, STW_OPTION_TEXT, &l.iteration,
       "which iteration, from 1 (default: the last complete one)", "N" },
-    { "iteration-range", 0, 0, STW_OPTION_TEXT, &range,
+    { "iteration-range", 0, 0, STW_OPTION_TEXT, &l.range,
       "the NVTX range that marks an iteration (default stowage.iteration; '' = whole run)",
       "NAME" },
-    { "depth", 0, 0, STW_OPTION_TEXT, &depth,
+    { "depth", 0, 0, STW_OPTION_TEXT, &l.depth,
       "depth of op ranges below the iteration range (default 1)", "N" },
-    { "nvtx-domain", 0, 0, STW_OPTION_TEXT, &domain,
+    { "nvtx-domain", 0, 0, STW_OPTION_TEXT, &l.domain,
       "only ranges of this NVTX domain (default: the default domain)", "D" },
-    { "dtype", 0, 0, STW_OPTION_TEXT, &dtype, "element type of model tensors (default fp32)",
+    { "dtype", 0, 0, STW_OPTION_TEXT, &l.dtype, "element type of model tensors (default fp32)",
       "T" },
-    { "events", 0, 0, G_OPTION_ARG_FILENAME, &events_in,
+    { "events", 0, 0, G_OPTION_ARG_FILENAME, &l.events_in,
       "build from a recorded event stream instead of running a command", "FILE" },
-    { "keep-events", 0, 0, G_OPTION_ARG_FILENAME, &keep, "also keep the event stream here",
+    { "keep-events", 0, 0, G_OPTION_ARG_FILENAME, &l.keep, "also keep the event stream here",
       "FILE" },
     G_OPTION_ENTRY_NULL
   };
@@ -157,67 +257,8 @@ stw_cmd_profile(int argc, char **argv)
            "against kernel arguments, non-model memory from the others, kernel times from CUPTI.\n"
            "See docs/profiling.md (PyTorch: PYTORCH_NO_CUDA_MEMORY_CACHING=1, emit_nvtx).\n\n"
            "Example: stowage profile --iteration-range step -o trace.json -- python train.py\n");
-  if (!stw_cli_parse(ctx, &argc, &argv, "profile"))
-    return STW_EXIT_USAGE;
-  if (output == NULL)
-    return stw_cli_fail(STW_EXIT_USAGE, "profile: --output FILE is required");
-  /* GOption keeps the "--" when options follow it, so that they reach the command */
-  if (argc > 1 && strcmp(argv[1], "--") == 0) {
-    argv++;
-    argc--;
-  }
-  if ((events_in == NULL) == (argc < 2))
-    return stw_cli_fail(STW_EXIT_USAGE, "profile: give a command after '--', or --events FILE");
-  if (!stw_cli_option_needs("profile", "--nvtx-domain", domain != NULL,
-                            "a command to profile (not --events)", events_in == NULL))
-    return STW_EXIT_USAGE;
-  const StwCliFile in[] = { { "--events", events_in } };
-  const StwCliFile out[] = { { "--output", output }, { "--keep-events", keep } };
-  if (!stw_cli_outputs_apart("profile", in, 1, out, 2))
-    return STW_EXIT_USAGE;
-  StwEventsOptions o;
-  stw_events_options_init(&o);
-  guint64 v;
-  if (iteration != NULL) {
-    if (!stw_cli_parse_count(iteration, "--iteration", 1, G_MAXUINT32, &v))
-      return STW_EXIT_USAGE;
-    o.iteration = (guint)v;
-  }
-  if (depth != NULL) {
-    if (!stw_cli_parse_count(depth, "--depth", 1, 64, &v))
-      return STW_EXIT_USAGE;
-    o.depth = (guint)v;
-  }
-  if (range != NULL)
-    o.iteration_range = range;
-  int dt = o.dtype;
-  if (!stw_cli_parse_enum(dtype, "--dtype", stw_dtype_names, &dt))
-    return STW_EXIT_USAGE;
-  o.dtype = (StwDtype)dt;
-
-  g_autofree char *tmp = NULL;
-  const char *events = events_in;
-  int status = STW_EXIT_OK;
-  if (events == NULL) {
-    int fd = g_file_open_tmp("stowage-events-XXXXXX", &tmp, NULL);
-    if (fd >= 0)
-      close(fd);
-    events = tmp;
-    status = run_command(argv + 1, events, domain);
-    other_processes(events, keep);
-  }
-  if (status == STW_EXIT_OK)
-    status = save_trace(events, &o, argc > 1 ? argv[1] : events, output);
-  if (keep != NULL && events != NULL) { /* a block at a time: an event stream may be large */
-    GError *error = NULL;
-    if (!stw_file_copy_atomic(events, keep, &error)) {
-      g_printerr("stowage: profile: --keep-events: %s\n", error->message);
-      g_error_free(error);
-      if (status == STW_EXIT_OK)
-        status = STW_EXIT_FAILURE;
-    }
-  }
-  if (tmp != NULL)
-    g_unlink(tmp);
+  int status = stw_cli_parse(ctx, &argc, &argv, "profile") ? run_line(&l, argc, argv)
+                                                           : STW_EXIT_USAGE;
+  line_clear(&l);
   return status;
 }

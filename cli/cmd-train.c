@@ -139,21 +139,10 @@ parse_options(Training *x, int *argc, char ***argv)
   return stw_cli_parse(ctx, argc, argv, "train");
 }
 
+/* The options that need or exclude others, and files that must not be written over. */
 static gboolean
-parse(Training *x, int argc, char **argv)
+options_combine(const Training *x)
 {
-  if (!parse_options(x, &argc, &argv))
-    return FALSE;
-  if (argc > 1) {
-    stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
-    return FALSE;
-  }
-  int device = 0, precision = -1, attention = -1;
-  if (!stw_cli_parse_enum(x->device, "--device", device_names, &device) ||
-      !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision) ||
-      !stw_cli_parse_enum(x->attention, "--attention", stw_attention_names, &attention))
-    return FALSE;
-  x->cuda = device == 1;
   if (x->verify && x->cuda) {
     stw_cli_fail(STW_EXIT_USAGE, "--verify checksums device memory from the host: use it with "
                  "--device cpu");
@@ -179,9 +168,13 @@ parse(Training *x, int argc, char **argv)
   if (!stw_cli_outputs_apart("train", in, G_N_ELEMENTS(in), out, G_N_ELEMENTS(out)) ||
       !stw_cli_outputs_apart("train", resume, 1, out, 1))
     return FALSE;
-  stw_trainer_config_init(&x->c);
-  x->mixed = precision >= 0 ? precision == 0 : x->cuda;
-  x->c.dtype = x->mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
+  return TRUE;
+}
+
+/* The model's and the run's numbers: counts, the device budget, the attention, the rate. */
+static gboolean
+parse_values(Training *x, int attention)
+{
   x->n_steps = 1000;
   guint64 chunk_size = 0;
   x->ro = (StwRuntimeOptions){ .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_TiB,
@@ -220,6 +213,29 @@ parse(Training *x, int argc, char **argv)
     x->c.adam.lr = (float)v;
   }
   return TRUE;
+}
+
+static gboolean
+parse(Training *x, int argc, char **argv)
+{
+  if (!parse_options(x, &argc, &argv))
+    return FALSE;
+  if (argc > 1) {
+    stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
+    return FALSE;
+  }
+  int device = 0, precision = -1, attention = -1;
+  if (!stw_cli_parse_enum(x->device, "--device", device_names, &device) ||
+      !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision) ||
+      !stw_cli_parse_enum(x->attention, "--attention", stw_attention_names, &attention))
+    return FALSE;
+  x->cuda = device == 1;
+  if (!options_combine(x))
+    return FALSE;
+  stw_trainer_config_init(&x->c);
+  x->mixed = precision >= 0 ? precision == 0 : x->cuda;
+  x->c.dtype = x->mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
+  return parse_values(x, attention);
 }
 
 /* ---- set up: the data, the plan, the device, the trainer ------------------------------------- */
@@ -322,14 +338,12 @@ checkpoint_writable(const Training *x, int *status)
   return TRUE;
 }
 
+/* The training text: a regular file (not /dev/zero, not a FIFO), mapped. */
 static gboolean
-set_up(Training *x, int *status)
+map_text(Training *x, int *status)
 {
   GError *error = NULL;
-  if (!set_up_ranks(x, status) || !checkpoint_writable(x, status))
-    return FALSE;
   const char *path = x->data != NULL ? x->data : DEFAULT_TEXT;
-  /* a regular file only (not /dev/zero, not a FIFO), mapped */
   GStatBuf st;
   if (g_stat(path, &st) != 0) {
     *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: cannot read the training text: %s", path,
@@ -353,36 +367,59 @@ set_up(Training *x, int *status)
     *status = stw_cli_fail(STW_EXIT_FAILURE, "%s: the training text is empty", path);
     return FALSE;
   }
-  if (x->plan_file != NULL) {
-    if (!stw_cli_load_checked_plan(x->plan_file, x->trace_file, &x->plan, &x->plan_trace, NULL,
-                                   NULL, status))
-      return FALSE;
-    if (x->gpu == NULL)
-      x->ro.device_bytes = x->plan->budgets.gpu_bytes;
-    x->ro.mode = STW_RUNTIME_REPLAY;
-    x->ro.plan = x->plan;
-    x->ro.plan_trace = x->plan_trace;
-  }
-  if (x->cuda) {
-    if (x->gpu == NULL && x->plan_file == NULL)
-      x->ro.device_bytes = 4 * STW_GiB;
-    guint64 arena = stw_backend_cuda_arena_for(x->ro.device_bytes);
-    /* one GPU per rank, by its rank on this machine; the chunks' collectives over NCCL */
-    int gpu = x->comm != NULL ? (int)x->comm->local_rank : 0;
-    if ((x->be = stw_backend_cuda_new(gpu, arena, &error)) == NULL ||
-        (x->cx = stw_compute_cuda_new(x->mixed, &error)) == NULL ||
-        (x->comm != NULL && x->comm->world > 1 &&
-         (x->gpu_comm = stw_comm_nccl_new(x->comm, STW_CLI_COLLECTIVE_TIMEOUT_MS, &error)) == NULL)) {
-      *status = stw_cli_error(error);
-      return FALSE;
-    }
-    x->c.compute = x->cx;
-    if (x->gpu_comm != NULL)
-      x->ro.comm = x->gpu_comm;
-  } else {
+  return TRUE;
+}
+
+/* With --plan: the plan, checked against its trace, for the runtime to replay. */
+static gboolean
+load_plan(Training *x, int *status)
+{
+  if (x->plan_file == NULL)
+    return TRUE;
+  if (!stw_cli_load_checked_plan(x->plan_file, x->trace_file, &x->plan, &x->plan_trace, NULL,
+                                 NULL, status))
+    return FALSE;
+  if (x->gpu == NULL)
+    x->ro.device_bytes = x->plan->budgets.gpu_bytes;
+  x->ro.mode = STW_RUNTIME_REPLAY;
+  x->ro.plan = x->plan;
+  x->ro.plan_trace = x->plan_trace;
+  return TRUE;
+}
+
+/* The backend; on CUDA also the compute table and the ranks' NCCL communicator. */
+static gboolean
+set_up_device(Training *x, int *status)
+{
+  GError *error = NULL;
+  if (!x->cuda) {
     x->be = stw_backend_host_new();
+    return TRUE;
   }
-  if (!ranks_agree(x, status))
+  if (x->gpu == NULL && x->plan_file == NULL)
+    x->ro.device_bytes = 4 * STW_GiB;
+  guint64 arena = stw_backend_cuda_arena_for(x->ro.device_bytes);
+  /* one GPU per rank, by its rank on this machine; the chunks' collectives over NCCL */
+  int gpu = x->comm != NULL ? (int)x->comm->local_rank : 0;
+  if ((x->be = stw_backend_cuda_new(gpu, arena, &error)) == NULL ||
+      (x->cx = stw_compute_cuda_new(x->mixed, &error)) == NULL ||
+      (x->comm != NULL && x->comm->world > 1 &&
+       (x->gpu_comm = stw_comm_nccl_new(x->comm, STW_CLI_COLLECTIVE_TIMEOUT_MS, &error)) == NULL)) {
+    *status = stw_cli_error(error);
+    return FALSE;
+  }
+  x->c.compute = x->cx;
+  if (x->gpu_comm != NULL)
+    x->ro.comm = x->gpu_comm;
+  return TRUE;
+}
+
+static gboolean
+set_up(Training *x, int *status)
+{
+  GError *error = NULL;
+  if (!set_up_ranks(x, status) || !checkpoint_writable(x, status) || !map_text(x, status) ||
+      !load_plan(x, status) || !set_up_device(x, status) || !ranks_agree(x, status))
     return FALSE;
   x->tr = stw_trainer_new(&x->c, (const guint8 *)g_mapped_file_get_contents(x->text), x->len,
                           &x->ro, x->be, &error);
@@ -424,6 +461,36 @@ save_checkpoint(const Training *x, int *status)
   return TRUE;
 }
 
+/* Whether the run goes on: on several ranks all stop at the same step, whichever saw the
+ * signal; a stopped run saves its checkpoint and says so (false, *status set). */
+static gboolean
+go_on(Training *x, int *status)
+{
+  GError *error = NULL;
+  if (x->comm != NULL && x->comm->world > 1) {
+    float stop = interrupted != 0;
+    if (!stw_comm_finish(x->comm, x->comm->all_reduce(x->comm, &stop, 1, STW_DTYPE_FP32),
+                         "stopping together", &error)) {
+      *status = stw_cli_error(error);
+      return FALSE;
+    }
+    if (stop > 0 && !interrupted)
+      interrupted = SIGTERM;
+  }
+  if (!interrupted)
+    return TRUE;
+  guint64 done = stw_trainer_step_count(x->tr);
+  x->stopped_together = TRUE; /* every rank stops here: none is waited for */
+  if (x->checkpoint != NULL && !save_checkpoint(x, status))
+    return FALSE;
+  *status = stw_cli_fail(STW_EXIT_FAILURE, "train: interrupted (%s) after step %"
+                         G_GUINT64_FORMAT "%s%s", interrupted == SIGINT ? "SIGINT" : "SIGTERM",
+                         done, x->checkpoint != NULL ? ": saved " : "; nothing saved (give "
+                         "--checkpoint to keep the state)", x->checkpoint != NULL ?
+                         x->checkpoint : "");
+  return FALSE;
+}
+
 static gboolean
 run(Training *x, float *loss, StepTimes *times, int *status)
 {
@@ -438,29 +505,8 @@ run(Training *x, float *loss, StepTimes *times, int *status)
   for (guint64 s = 0; s < x->n_steps; s++) {
     if (fault_at > 0 && s == fault_at)
       raise(SIGINT);
-    /* on several ranks all stop at the same step, whichever saw the signal */
-    if (x->comm != NULL && x->comm->world > 1) {
-      float stop = interrupted != 0;
-      if (!stw_comm_finish(x->comm, x->comm->all_reduce(x->comm, &stop, 1, STW_DTYPE_FP32), "stopping together",
-                           &error)) {
-        *status = stw_cli_error(error);
-        return FALSE;
-      }
-      if (stop > 0 && !interrupted)
-        interrupted = SIGTERM;
-    }
-    if (interrupted) {
-      guint64 done = stw_trainer_step_count(x->tr);
-      x->stopped_together = TRUE; /* every rank stops here: none is waited for */
-      if (x->checkpoint != NULL && !save_checkpoint(x, status))
-        return FALSE;
-      *status = stw_cli_fail(STW_EXIT_FAILURE, "train: interrupted (%s) after step %"
-                             G_GUINT64_FORMAT "%s%s", interrupted == SIGINT ? "SIGINT" : "SIGTERM",
-                             done, x->checkpoint != NULL ? ": saved " : "; nothing saved (give "
-                             "--checkpoint to keep the state)", x->checkpoint != NULL ?
-                             x->checkpoint : "");
+    if (!go_on(x, status))
       return FALSE;
-    }
     /* profile mode times the ops of the step whose trace --profile writes, the last, alone: the
      * others run unsynchronized (a wait for the device per op costs a GPU its launch queue) */
     stw_runtime_set_timed(stw_trainer_runtime(x->tr), x->profile != NULL && s + 1 == x->n_steps);
@@ -520,6 +566,57 @@ all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboo
   return TRUE;
 }
 
+/* The model's arithmetic per token as llm.c counts it: 6 per parameter (forward and backward)
+ * and attention's 12 L C T; MFU is this over the device's peak. */
+static void
+print_arithmetic(const Training *x, const StepTimes *times, double tokens)
+{
+  double total_s = times->total_s;
+  const StwTrace *model = stw_trainer_model_of(x->tr);
+  guint64 params = 0;
+  for (guint i = 0; i < model->tensors->len; i++)
+    params += stw_trace_tensor(model, i)->numel;
+  double per_token = 6.0 * (double)params +
+                     12.0 * (double)(x->c.layers * x->c.width * x->c.context);
+  /* at speed: without the first step (the device's warm-up, the arena's layout) and a profiled
+   * last step (timed, it waits for the device at every op), where there are others */
+  guint64 first = x->n_steps > 1 ? 1 : 0;
+  guint64 last = x->profile != NULL && x->n_steps > first + 1 ? x->n_steps - 1 : x->n_steps;
+  double span_s = total_s - (first ? times->first_s : 0) -
+                  (last < x->n_steps ? times->last_s : 0);
+  g_autofree char *steps = last - first > 1
+      ? g_strdup_printf(" over steps %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT, first + 1, last)
+      : g_strdup_printf(" over step %" G_GUINT64_FORMAT, last);
+  printf("model arithmetic %.3f TFLOP/s%s (%.4g FLOP per token: 6 x %" G_GUINT64_FORMAT
+         " parameters + 12 L C T)\n",
+         span_s > 0 ? per_token * tokens * (double)(last - first) / span_s / 1e12 : 0, steps,
+         per_token, params);
+}
+
+/* The profile's trace and the checkpoint, where asked for. */
+static int
+write_files(const Training *x, guint32 world)
+{
+  GError *error = NULL;
+  if (x->profile != NULL) {
+    StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
+    if (!stw_trace_save(t, x->profile, &error))
+      return stw_cli_error(error);
+    printf("wrote %s: %u ops\n", x->profile, t->ops->len);
+  }
+  if (x->checkpoint != NULL) {
+    if (!stw_trainer_save(x->tr, x->checkpoint, &error))
+      return stw_cli_error(error);
+    if (world > 1)
+      printf("wrote %s (the set's manifest) and %s.rank-R-of-%u.step-%" G_GUINT64_FORMAT
+             ", one file per rank\n", x->checkpoint, x->checkpoint, world,
+             stw_trainer_step_count(x->tr));
+    else
+      printf("wrote %s\n", x->checkpoint);
+  }
+  return STW_EXIT_OK;
+}
+
 static int
 output(const Training *x, float loss, const StepTimes *times)
 {
@@ -552,44 +649,8 @@ output(const Training *x, float loss, const StepTimes *times)
          "peak %s of %s%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps,
          ranks, on, what, loss, tokens * (double)x->n_steps / total_s, peak, budget, each,
          worst.deviations, x->verify ? ", every move checksummed" : "");
-  /* the model's arithmetic per token as llm.c counts it: 6 per parameter (forward and backward)
-   * and attention's 12 L C T; MFU is this over the device's peak */
-  const StwTrace *model = stw_trainer_model_of(x->tr);
-  guint64 params = 0;
-  for (guint i = 0; i < model->tensors->len; i++)
-    params += stw_trace_tensor(model, i)->numel;
-  double per_token = 6.0 * (double)params +
-                     12.0 * (double)(x->c.layers * x->c.width * x->c.context);
-  /* at speed: without the first step (the device's warm-up, the arena's layout) and a profiled
-   * last step (timed, it waits for the device at every op), where there are others */
-  guint64 first = x->n_steps > 1 ? 1 : 0;
-  guint64 last = x->profile != NULL && x->n_steps > first + 1 ? x->n_steps - 1 : x->n_steps;
-  double span_s = total_s - (first ? times->first_s : 0) -
-                  (last < x->n_steps ? times->last_s : 0);
-  g_autofree char *steps = last - first > 1
-      ? g_strdup_printf(" over steps %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT, first + 1, last)
-      : g_strdup_printf(" over step %" G_GUINT64_FORMAT, last);
-  printf("model arithmetic %.3f TFLOP/s%s (%.4g FLOP per token: 6 x %" G_GUINT64_FORMAT
-         " parameters + 12 L C T)\n",
-         span_s > 0 ? per_token * tokens * (double)(last - first) / span_s / 1e12 : 0, steps,
-         per_token, params);
-  if (x->profile != NULL) {
-    StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
-    if (!stw_trace_save(t, x->profile, &error))
-      return stw_cli_error(error);
-    printf("wrote %s: %u ops\n", x->profile, t->ops->len);
-  }
-  if (x->checkpoint != NULL) {
-    if (!stw_trainer_save(x->tr, x->checkpoint, &error))
-      return stw_cli_error(error);
-    if (world > 1)
-      printf("wrote %s (the set's manifest) and %s.rank-R-of-%u.step-%" G_GUINT64_FORMAT
-             ", one file per rank\n", x->checkpoint, x->checkpoint, world,
-             stw_trainer_step_count(x->tr));
-    else
-      printf("wrote %s\n", x->checkpoint);
-  }
-  return STW_EXIT_OK;
+  print_arithmetic(x, times, tokens);
+  return write_files(x, world);
 }
 
 int
