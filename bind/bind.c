@@ -7,6 +7,7 @@
 
 #include "json.h"
 
+#include <math.h>
 #include <string.h>
 
 void
@@ -690,7 +691,10 @@ adam_config(const char *adam_json, StwAdamConfig *c, char **error_out)
   c->eps = adam_member(o, "eps", c->eps);
   c->weight_decay = adam_member(o, "weight_decay", c->weight_decay);
   c->amsgrad = cJSON_IsTrue(cJSON_GetObjectItem(o, "amsgrad"));
+  c->loss_scale = adam_member(o, "loss_scale", c->loss_scale);
   cJSON_Delete(o);
+  if (!(c->loss_scale > 0) || isinf(c->loss_scale))
+    return say(error_out, "adam: loss_scale %g: a positive finite number", (double)c->loss_scale);
   return TRUE;
 }
 
@@ -748,15 +752,16 @@ stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, 
     gpointer param;
     float *master, *m, *v;
     gsize numel = stw_trace_tensor(r->model, id)->numel;
+    StwDtype dtype = stw_trace_tensor(r->model, id)->dtype;
     /* the host backend's device is host memory: its Adam and the CPU's are the same code */
     if (!stw_runtime_optim(r->rt, id, &param, &master, &m, &v) || r->backend->device_is_host) {
-      stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v, numel, &c, step);
+      stw_compute_host_adam(param, dtype, master, m, v, numel, &c, step);
       continue;
     }
     GError *error = NULL;
     if (r->cuda == NULL && (r->cuda = stw_compute_cuda_new(FALSE, &error)) == NULL)
       return give(error, error_out);
-    r->cuda->adam(r->cuda, param, STW_DTYPE_FP32, master, m, v, numel, &c, step);
+    r->cuda->adam(r->cuda, param, dtype, master, m, v, numel, &c, step);
     if (!r->cuda->ok(r->cuda))
       return say(error_out, "adam of tensor %u on the GPU: %s", id, r->cuda->error);
   }

@@ -11,6 +11,7 @@
 #include <stowage/planner.h>
 
 #include "bf16.h"
+#include "fp16.h"
 #include "demand.h"
 #include "record.h"
 #include "replay.h"
@@ -122,17 +123,33 @@ world_of(const StwRuntimeOptions *o)
   return o->comm != NULL ? o->comm->world : 1;
 }
 
-/* N values of FROM (fp32) as ELEM-byte elements (fp32 or bf16) in TO */
+/* N values of FROM (fp32) as DTYPE's elements in TO, rounded to nearest even */
 static void
-store_values(void *to, const float *from, gsize n, guint64 elem)
+store_values(void *to, const float *from, gsize n, StwDtype dtype)
 {
-  if (elem == sizeof(float)) {
-    memcpy(to, from, n * sizeof(float));
-    return;
-  }
   guint16 *h = to;
-  for (gsize i = 0; i < n; i++)
-    h[i] = stw_bf16_from_float(from[i]);
+  if (dtype == STW_DTYPE_FP32)
+    memcpy(to, from, n * sizeof(float));
+  else if (dtype == STW_DTYPE_BF16)
+    for (gsize i = 0; i < n; i++)
+      h[i] = stw_bf16_from_float(from[i]);
+  else
+    for (gsize i = 0; i < n; i++)
+      h[i] = stw_fp16_from_float(from[i]);
+}
+
+/* N 16-bit values of DTYPE at the front of OUT's bytes widened to fp32 in place, from the last
+ * down */
+static void
+widen_in_place(float *out, gsize n, StwDtype dtype)
+{
+  const guint16 *h = (const guint16 *)out;
+  if (dtype == STW_DTYPE_BF16)
+    for (gsize i = n; i-- > 0;)
+      out[i] = stw_bf16_to_float(h[i]);
+  else
+    for (gsize i = n; i-- > 0;)
+      out[i] = stw_fp16_to_float(h[i]);
 }
 
 /* ---- construction ----------------------------------------------------------------------- */
@@ -234,10 +251,10 @@ initialize(StwRuntime *rt, const float *const *init)
       const StwPlacement *p = &g_array_index(rt->c->placements, StwPlacement, ch->first + k);
       gsize n = stw_trace_tensor(rt->model, p->tensor)->numel;
       store_values(param + offset_of(rt, STW_LIST_PARAM, p->tensor), init[p->tensor], n,
-                   rt->elem[STW_LIST_PARAM]);
+                   rt->c->dtype);
       if (!ch->frozen)
         store_values(master + offset_of(rt, STW_LIST_MASTER, p->tensor), init[p->tensor], n,
-                     sizeof(float));
+                     STW_DTYPE_FP32);
     }
   }
 }
@@ -390,6 +407,13 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
                 "the %s communicator works on %s memory and the %s backend's device memory is "
                 "not: on several ranks the CUDA backend takes NCCL, the host backend MPI",
                 o->comm->name, o->comm->device_memory ? "GPU" : "host", backend->name);
+    return NULL;
+  }
+  if (o->comm != NULL && o->comm->world > 1 && model->tensors->len > 0 &&
+      stw_trace_tensor(model, 0)->dtype == STW_DTYPE_FP16) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+                "fp16 compute copies train on one rank: the ranks' gradients are averaged in "
+                "fp32 or bf16 (bf16 mixed precision trains on several)");
     return NULL;
   }
   StwRuntime *rt = g_new0(StwRuntime, 1);
@@ -1001,11 +1025,8 @@ stw_runtime_read_param(StwRuntime *rt, guint32 tensor, float *out)
     stw_store_read(rt->store, item, off, out, numel * sizeof(float));
     return;
   }
-  /* 16-bit values into the front of OUT's bytes, widened from the last down */
   stw_store_read(rt->store, item, off, out, numel * elem);
-  const guint16 *h = (const guint16 *)out;
-  for (gsize i = numel; i-- > 0;)
-    out[i] = stw_bf16_to_float(h[i]);
+  widen_in_place(out, numel, rt->c->dtype);
 }
 
 void
@@ -1040,7 +1061,7 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
   gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
   /* the compute copy is the master weights, in the param list's precision */
   g_autofree guint8 *compute = g_malloc(MAX(numel * rt->elem[STW_LIST_PARAM], 1));
-  store_values(compute, master, numel, rt->elem[STW_LIST_PARAM]);
+  store_values(compute, master, numel, rt->c->dtype);
   const void *src[] = { compute, master, m, v };
   for (int l = 0; l < (stw_chunking_chunk(rt->c, c)->frozen ? 1 : STW_N_LISTS); l++) {
     guint32 item;

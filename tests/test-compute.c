@@ -566,6 +566,24 @@ test_adam(void)
   for (size_t i = 0; i < n; i++)
     g_assert_cmphex(h[i], ==, stw_bf16_from_float(master3[i]));
 
+  /* with an fp16 compute copy holding the gradient times a loss scale of 2^10: unscaled in fp32,
+   * bitwise the fp32 step on the unscaled gradient; the new weights rounded to fp16 */
+  c.loss_scale = 1024.0f;
+  g_autofree float *master7 = copy(master4, n), *m7 = copy(m4, n), *v7 = copy(v4, n);
+  g_autofree float *master8 = copy(master4, n), *m8 = copy(m4, n), *v8 = copy(v4, n);
+  for (size_t i = 0; i < n; i++) {
+    h[i] = stw_fp16_from_float(uniform() * 1e-3f * c.loss_scale);
+    g32[i] = stw_fp16_to_float(h[i]) * (1.0f / c.loss_scale);
+  }
+  stw_compute_host_adam(h, STW_DTYPE_FP16, master7, m7, v7, n, &c, step);
+  c.loss_scale = 1.0f;
+  stw_adam_update(master8, g32, m8, v8, n, &c, step);
+  g_assert_cmpmem(master7, n * sizeof(float), master8, n * sizeof(float));
+  g_assert_cmpmem(m7, n * sizeof(float), m8, n * sizeof(float));
+  g_assert_cmpmem(v7, n * sizeof(float), v8, n * sizeof(float));
+  for (size_t i = 0; i < n; i++)
+    g_assert_cmphex(h[i], ==, stw_fp16_from_float(master7[i]));
+
   /* AMSGrad (PyTorch's amsgrad=True): the largest variance so far, after the variances, is what
    * the step divides by; against the update written out in double */
   c.amsgrad = TRUE;
@@ -631,6 +649,46 @@ test_bf16_rounding(void)
   }
 }
 
+static void
+test_fp16_rounding(void)
+{
+  static const struct {
+    float f;
+    uint16_t h;
+  } cases[] = {
+    { 1.0f, 0x3c00 },
+    { 1.00048828125f, 0x3c00 },        /* 1 + 2^-11: halfway, to the even 0x3c00 */
+    { 1.00146484375f, 0x3c02 },        /* 1 + 3 * 2^-11: halfway, to the even 0x3c02 */
+    { 1.0004884f, 0x3c01 },            /* just above halfway: up */
+    { -2.5f, 0xc100 },
+    { 0.0f, 0x0000 },
+    { 65504.0f, 0x7bff },              /* the largest fp16 */
+    { 65519.99f, 0x7bff },
+    { 65520.0f, 0x7c00 },              /* halfway to 2^16: infinity */
+    { 1e9f, 0x7c00 },
+    { 6.103515625e-05f, 0x0400 },      /* 2^-14, the smallest normal */
+    { 5.9604644775390625e-08f, 0x0001 }, /* 2^-24, the smallest subnormal */
+    { 2.98023223876953125e-08f, 0x0000 }, /* 2^-25: halfway, to the even 0 */
+    { 8.94069671630859375e-08f, 0x0002 }, /* 3 * 2^-25: halfway, to the even 2 */
+    { -1e-10f, 0x8000 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_test_message("%.9g -> 0x%04x", cases[i].f, stw_fp16_from_float(cases[i].f));
+    g_assert_cmphex(stw_fp16_from_float(cases[i].f), ==, cases[i].h);
+  }
+  g_assert_cmpfloat(stw_fp16_to_float(0x3c00), ==, 1.0f);
+  g_assert_cmpfloat(stw_fp16_to_float(0xc100), ==, -2.5f);
+  g_assert_cmpfloat(stw_fp16_to_float(0x0001), ==, 5.9604644775390625e-08f);
+  g_assert_true(isinf(stw_fp16_to_float(0x7c00)));
+  g_assert_true(isnan(stw_fp16_to_float(stw_fp16_from_float(NAN))));
+  /* every fp16 value survives the round trip */
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    float f = stw_fp16_to_float((uint16_t)h);
+    if (!isnan(f))
+      g_assert_cmphex(stw_fp16_from_float(f), ==, h);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -647,5 +705,6 @@ main(int argc, char **argv)
   g_test_add_func("/compute/gradient-accumulation", test_gradient_accumulation);
   g_test_add_func("/compute/adam", test_adam);
   g_test_add_func("/compute/bf16-rounding", test_bf16_rounding);
+  g_test_add_func("/compute/fp16-rounding", test_fp16_rounding);
   return g_test_run();
 }

@@ -14,13 +14,15 @@ stw_adam_config_init(StwAdamConfig *c)
   c->eps = 1e-8f;
   c->weight_decay = 0.01f;
   c->amsgrad = FALSE;
+  c->loss_scale = 1.0f;
 }
 
 StwAdamStep
 stw_adam_step(const StwAdamConfig *c, guint64 step, size_t n)
 {
   StwAdamStep s =
-      stw_cb_adam_step(c->lr, c->beta1, c->beta2, c->eps, c->weight_decay, (double)step);
+      stw_cb_adam_step(c->lr, c->beta1, c->beta2, c->eps, c->weight_decay, c->loss_scale,
+                       (double)step);
   s.vmax = c->amsgrad ? n : 0;
   return s;
 }

@@ -166,7 +166,7 @@ stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, floa
                       const StwAdamConfig *c, guint64 step)
 {
   /* the compute copy holds the gradient; it and the master weights get the update */
-  stw_adam_host(param, dtype == STW_DTYPE_BF16, master, m, v, n, stw_adam_step(c, step, n));
+  stw_adam_host(param, dtype, master, m, v, n, stw_adam_step(c, step, n));
 }
 
 static void

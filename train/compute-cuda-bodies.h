@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "bf16.h"
+#include "fp16.h"
 
 #ifdef __CUDACC__
 #define STW_HD static __host__ __device__ inline
@@ -226,14 +227,16 @@ stw_cb_add(size_t i, float *dst, const float *src)
 typedef struct {
   float lr, b1, b2, eps, wd;
   float rbc1, rbc2;
+  float unscale; /* an fp16 compute copy's gradient carries the loss scale: times this first */
   size_t vmax; /* AMSGrad: element i's largest variance so far is v[i + vmax]; 0: plain Adam */
 } StwAdamStep;
 
 STW_HD StwAdamStep
-stw_cb_adam_step(float lr, float b1, float b2, float eps, float wd, double step)
+stw_cb_adam_step(float lr, float b1, float b2, float eps, float wd, float loss_scale, double step)
 {
   StwAdamStep s = { lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, step))),
-                    (float)(1.0 / (1.0 - pow(b2, step))), 0 };
+                    (float)(1.0 / (1.0 - pow(b2, step))),
+                    loss_scale > 0 ? 1.0f / loss_scale : 1.0f, 0 };
   return s;
 }
 
@@ -285,6 +288,17 @@ stw_cb_adam_bf16(size_t i, uint16_t *param, float *master, float *m, float *v, S
 {
   float w = stw_cb_adam_element(i, stw_bf16_to_float(param[i]), master, m, v, s);
   param[i] = stw_bf16_from_float(w);
+}
+
+/* ---- fp16 compute copies ------------------------------------------------------------------------ */
+
+/* AdamW with an fp16 compute copy: PARAM holds the gradient times the loss scale (unscaled here,
+ * in fp32, so that it never underflows in fp16) and gets the rounded new weights */
+STW_HD void
+stw_cb_adam_fp16(size_t i, uint16_t *param, float *master, float *m, float *v, StwAdamStep s)
+{
+  float w = stw_cb_adam_element(i, stw_fp16_to_float(param[i]) * s.unscale, master, m, v, s);
+  param[i] = stw_fp16_from_float(w);
 }
 
 /* ---- rows by warps ---------------------------------------------------------------------------

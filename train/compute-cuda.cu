@@ -103,6 +103,9 @@ KERNEL(commit_bf16_k, stw_cb_commit_bf16,
 KERNEL(adam_bf16_k, stw_cb_adam_bf16,
        (size_t n, uint16_t *param, float *master, float *m, float *v, StwAdamStep s),
        (i, param, master, m, v, s))
+KERNEL(adam_fp16_k, stw_cb_adam_fp16,
+       (size_t n, uint16_t *param, float *master, float *m, float *v, StwAdamStep s),
+       (i, param, master, m, v, s))
 KERNEL(adam_k, stw_cb_adam,
        (size_t n, float *param, float *master, float *m, float *v, StwAdamStep s),
        (i, param, master, m, v, s))
@@ -598,10 +601,12 @@ adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float 
      const StwAdamConfig *cfg, guint64 step)
 {
   StwAdamStep s = stw_cb_adam_step(cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
-                                    (double)step); /* as the CPU's */
+                                    cfg->loss_scale, (double)step); /* as the CPU's */
   s.vmax = cfg->amsgrad ? n : 0;
   if (dtype == STW_DTYPE_BF16)
     adam_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, s);
+  else if (dtype == STW_DTYPE_FP16)
+    adam_fp16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, s);
   else
     adam_k<<<blocks_for(n), THREADS>>>(n, (float *)param, master, m, v, s);
   launched((Cuda *)x, "adam");

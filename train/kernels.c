@@ -608,11 +608,22 @@ adam_bf16_range(size_t lo, size_t hi, uint16_t *param, float *master, float *m, 
     stw_cb_adam_bf16(i, param, master, m, v, s);
 }
 
-void
-stw_adam_host(void *param, int bf16, float *master, float *m, float *v, size_t n, StwAdamStep s)
+STW_CLONES static void
+adam_fp16_range(size_t lo, size_t hi, uint16_t *param, float *master, float *m, float *v,
+                StwAdamStep s)
 {
-  if (bf16)
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam_fp16(i, param, master, m, v, s);
+}
+
+void
+stw_adam_host(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+              StwAdamStep s)
+{
+  if (dtype == STW_DTYPE_BF16)
     STW_PARALLEL_RANGE(n, 4 * n, adam_bf16_range, param, master, m, v, s);
+  else if (dtype == STW_DTYPE_FP16)
+    STW_PARALLEL_RANGE(n, 4 * n, adam_fp16_range, param, master, m, v, s);
   else
     STW_PARALLEL_RANGE(n, 4 * n, adam_slot_range, param, master, m, v, s);
 }

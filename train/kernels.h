@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include <stowage/adam.h>
+#include <stowage/model.h>
 
 #include "compute-cuda-bodies.h"
 
@@ -118,9 +119,9 @@ StwAdamStep stw_adam_step(const StwAdamConfig *c, guint64 step, size_t n);
 /* AdamW on host memory. The range [LO, HI) of PARAM updated in place from GRAD, one thread: */
 void stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
                     StwAdamStep s);
-/* N elements over the threads, PARAM holding the gradient (fp32, or bf16 with BF16) and
+/* N elements over the threads, PARAM holding the gradient (fp32, bf16 or fp16, as DTYPE says) and
  * getting the new weights in the same pass as MASTER. */
-void stw_adam_host(void *param, int bf16, float *master, float *m, float *v, size_t n,
+void stw_adam_host(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
                    StwAdamStep s);
 /* bf16 compute copies: N values widened to fp32; a gradient into a bf16 slot (FIRST: replacing
  * what it holds, else added to it) */

@@ -27,9 +27,14 @@ typedef struct {
   gboolean amsgrad;    /* AMSGrad: the step divides by the largest variance so far, kept after
                         * the variance: V holds 2 N values (a tensor's region of a variance chunk
                         * in a trace of model.amsgrad) */
+  float loss_scale;    /* an fp16 compute copy's gradient is this many times the loss's (the
+                        * dynamic loss scale); the step divides it out in fp32. 1: none. Only
+                        * fp16 compute copies carry one: fp32 and bf16 gradients are taken as
+                        * they are */
 } StwAdamConfig;
 
-/* The usual defaults: lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weight decay 0.01, no AMSGrad. */
+/* The usual defaults: lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weight decay 0.01, no AMSGrad, loss
+ * scale 1. */
 void stw_adam_config_init(StwAdamConfig *c);
 
 /* One AdamW step (STEP counts from 1) on N elements (V: 2 N with AMSGrad). */

@@ -131,19 +131,21 @@ void stw_bind_runtime_op_end(StwBindRuntime *r);
 gboolean stw_bind_runtime_unplanned_op_begin(StwBindRuntime *r, const char *name,
                                              const guint32 *params, guint32 n_params,
                                              char **error_out);
-/* The compute copy of TENSOR for the current op (fp32, numel floats; on "cuda", device memory,
+/* The compute copy of TENSOR for the current op (numel values of the model's dtype: fp32, or
+ * bf16 or fp16 in mixed precision; on "cuda", device memory,
  * its fetch complete); after its backward, its gradient. NULL for a tensor the model does not
  * have or that no open op holds resident. */
 float *stw_bind_runtime_param(StwBindRuntime *r, guint32 tensor);
 /* At the optimizer op of TENSOR: one AdamW step (ADAM_JSON: {"lr", "beta1", "beta2", "eps",
  * "weight_decay", "amsgrad" (true: the layout must keep the largest variances, a trace of
- * model.amsgrad)}, missing members at their defaults; STEP from 1) of every tensor this rank
+ * model.amsgrad), "loss_scale" (what an fp16 gradient carries, divided out in fp32)}, missing
+ * members at their defaults; STEP from 1) of every tensor this rank
  * steps there, wherever the plan places it: the library's CPU Adam on host memory, the CUDA
  * compute table's on a GPU's (queued on the legacy default stream, after the work before it). */
 gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json,
                                guint64 step, char **error_out);
 /* At the optimizer op of TENSOR: where its gradient goes for the step (the compute copy
- * wherever the plan steps it), numel floats; *ON_DEVICE (may be NULL) TRUE when that is a GPU's
+ * wherever the plan steps it), numel values of the model's dtype; *ON_DEVICE (may be NULL) TRUE when that is a GPU's
  * memory, FALSE when host memory (the host backend's emulated device included). */
 float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_device);
 /* The same AdamW step on plain arrays (the reference a binding compares with): PARAM holds the

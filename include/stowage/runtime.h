@@ -83,12 +83,14 @@ typedef struct {
 
 typedef struct StwRuntime StwRuntime;
 
-/* MODEL gives the tensors (fp32) and, for profile traces, the model section. Every tensor is
- * initialized from INIT (numel floats each, in id order), master included; with INIT NULL the
+/* MODEL gives the tensors and, for profile traces, the model section: their dtype is the compute
+ * copy's (the param list's: fp32, or bf16 or fp16 in mixed precision, each rounded to nearest
+ * even from the fp32 master; the other lists are fp32). Every tensor is initialized from INIT
+ * (numel floats each, in id order), master included; with INIT NULL the
  * state starts at zero, for stw_runtime_write_state to fill tensor by tensor. MODEL, BACKEND and, in
  * replay, the plan and its trace must outlive the runtime. NULL with ERROR when the plan does not
  * fit the model (STW_RUNTIME_ERROR_MISMATCH) or the backend cannot do what is asked
- * (UNSUPPORTED); the caller frees the runtime with stw_runtime_free. */
+ * (UNSUPPORTED: fp16 on several ranks among it); the caller frees the runtime with stw_runtime_free. */
 StwRuntime *stw_runtime_new(const StwTrace *model, const float *const *init,
                             const StwRuntimeOptions *o, StwBackend *backend, GError **error);
 void stw_runtime_free(StwRuntime *rt);
@@ -134,7 +136,7 @@ gboolean stw_runtime_unplanned_op_begin(StwRuntime *rt, const char *name, const 
                                         guint32 n_params, GError **error);
 
 /* The compute copy of TENSOR on the device, for the current op (which must declare it), in the
- * model's dtype (fp32, or bf16 in mixed precision; the other lists are always fp32); NULL when
+ * model's dtype (fp32, or bf16 or fp16 in mixed precision; the other lists are always fp32); NULL when
  * its chunk is not resident (no op holds it). A backward op that declares TENSOR's gradient
  * writes the gradient there once it no longer needs the parameter. */
 gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
