@@ -369,12 +369,15 @@ class Runtime:
         return (ctypes.c_float * self.numel[tensor]).from_address(address)
 
     def adam(self, tensor, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-             amsgrad=False):
-        key = (lr, betas[0], betas[1], eps, weight_decay, bool(amsgrad))
+             amsgrad=False, loss_scale=1.0):
+        """One AdamW step at TENSOR's optimizer op, wherever the plan steps it. An fp16 compute
+        copy's gradient carries LOSS_SCALE, divided out in fp32 before the step."""
+        key = (lr, betas[0], betas[1], eps, weight_decay, bool(amsgrad), loss_scale)
         text = self._adam_json.get(key)
         if text is None:  # the same settings step every tensor of a group, step after step
             opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
-                    "weight_decay": weight_decay, "amsgrad": bool(amsgrad)}
+                    "weight_decay": weight_decay, "amsgrad": bool(amsgrad),
+                    "loss_scale": loss_scale}
             if len(self._adam_json) > 64:  # a scheduler's every rate: keep the recent ones
                 self._adam_json.clear()
             text = self._adam_json[key] = json.dumps(opts).encode()

@@ -64,9 +64,11 @@ def amsgrad(optimizer):
     return any(g.get("amsgrad") for g in optimizer.param_groups)
 
 
-def refusals(model, optimizer, params):
+def refusals(model, optimizer, params, mixed=None):
     """What wrap cannot train, each with the fix: the profile warns of them at its start, and
-    wrap refuses the first. PARAMS: (name, parameter) of every distinct parameter."""
+    wrap refuses the first. PARAMS: (name, parameter) of every distinct parameter. MIXED: the
+    16-bit compute dtype's name ("bf16", "fp16") in mixed precision, where the trained
+    parameters are the fp32 masters and frozen ones may be 16-bit already; None: fp32."""
     out = []
     kind = type(optimizer).__name__
     if not _is_adam(optimizer):
@@ -86,12 +88,30 @@ def refusals(model, optimizer, params):
     elif devices and devices[0] not in ("cpu", "cuda", "cuda:0"):
         out.append("the model is on %s; stowage runs on the CPU or CUDA (cuda:0): "
                    "model.to(\"cpu\") or model.to(\"cuda:0\")" % devices[0])
+    stepped = {id(q) for g in optimizer.param_groups for q in g["params"]}
     for name, p in params:
-        if p.dtype != _torch.float32 or not p.is_contiguous():
-            out.append("parameter %s must be a contiguous fp32 tensor (it is %s%s): "
-                       "model.float() keeps fp32 weights" % (
-                           name, p.dtype, ", not contiguous" if not p.is_contiguous() else ""))
+        if not p.is_contiguous():
+            out.append("parameter %s must be a contiguous tensor: .contiguous() it" % name)
             break
+        trained = p.requires_grad and id(p) in stepped
+        if p.dtype == _torch.float32 or (mixed and not trained):
+            continue
+        if mixed:
+            out.append("parameter %s is %s and trained: %s mixed precision keeps an fp32 master "
+                       "of every trained weight and computes on a %s copy of it; give the "
+                       "model fp32 weights (model.float(), or load it in fp32) and the chunks "
+                       "hold the 16-bit copy" % (name, DTYPES.get(p.dtype, p.dtype), mixed,
+                                                 mixed))
+        elif p.dtype in (_torch.bfloat16, _torch.float16):
+            out.append("parameter %s is %s: a %s model trains in mixed precision: profile "
+                       "with precision=\"%s\" (fp32 masters in the chunks beside a %s "
+                       "compute copy), and keep its weights fp32 where they are trained"
+                       % (name, DTYPES[p.dtype], DTYPES[p.dtype], DTYPES[p.dtype],
+                          DTYPES[p.dtype]))
+        else:
+            out.append("parameter %s must be fp32 (it is %s): model.float() keeps fp32 "
+                       "weights" % (name, p.dtype))
+        break
     return out
 
 

@@ -186,6 +186,256 @@ def _grad_tensors(out):
     return found
 
 
+_COMPUTE = {"fp32": _torch.float32, "bf16": _torch.bfloat16, "fp16": _torch.float16}
+
+
+def _precision(precision, what):
+    """The 16-bit compute dtype's name PRECISION asks for ("bf16", "fp16"), or None for fp32."""
+    if precision is None or precision == "fp32":
+        return None
+    if precision not in ("bf16", "fp16"):
+        raise StowageError("%s: precision=%r: \"bf16\" or \"fp16\" (mixed precision: a 16-bit "
+                           "compute copy beside fp32 masters), or None for fp32" % (what, precision))
+    return precision
+
+
+MAX_SKIPPED = 24  # fp16 steps skipped in a row for overflow after which training stops
+
+
+class _Skips:
+    """fp16 steps skipped for gradients that overflowed: over the run and in a row; MAX_SKIPPED
+    in a row stop the training with the scale in the message."""
+
+    def __init__(self, limit=MAX_SKIPPED):
+        self.limit, self.total, self.in_row = limit, 0, 0
+
+    def count(self, overflowed, scale):
+        if not overflowed:
+            self.in_row = 0
+            return
+        self.total += 1
+        self.in_row += 1
+        if self.in_row >= self.limit:
+            raise StowageError(
+                "fp16: %d optimizer steps in a row skipped, their gradients not finite; the loss "
+                "scale is now %g: the loss or the model's values overflow fp16 whatever the "
+                "scale (train in bf16, or find the infinity or NaN)" % (self.in_row, scale))
+
+
+class LossScale:
+    """stowage's dynamic loss scale, for an fp16 loop without a torch.amp.GradScaler, by
+    GradScaler's rules: the gradients backward brings to the model's outputs are multiplied by
+    SCALE (INIT_SCALE at first); the step divides it out in fp32. A step whose gradients hold an infinity or NaN is skipped and the scale multiplied
+    by BACKOFF_FACTOR; after GROWTH_INTERVAL steps in a row that were not, it is multiplied by
+    GROWTH_FACTOR. MAX_SKIPPED steps skipped in a row stop the training (StowageError with the
+    scale): the loss itself overflows fp16, which no scale mends (the same limit holds under a
+    GradScaler). Its state (state_dict) travels
+    in the optimizer's state_dict as "stowage_loss_scale"."""
+
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, max_skipped=24):
+        for name, v, ok in (("init_scale", init_scale, init_scale > 0),
+                            ("growth_factor", growth_factor, growth_factor > 1),
+                            ("backoff_factor", backoff_factor, 0 < backoff_factor < 1),
+                            ("growth_interval", growth_interval, growth_interval >= 1),
+                            ("max_skipped", max_skipped, max_skipped >= 1)):
+            if not ok or v != v or v in (float("inf"),):
+                raise StowageError("LossScale: %s=%r is out of range (init_scale > 0, "
+                                   "growth_factor > 1, 0 < backoff_factor < 1, growth_interval "
+                                   "and max_skipped >= 1)" % (name, v))
+        self.scale = float(init_scale)
+        self.growth_factor, self.backoff_factor = float(growth_factor), float(backoff_factor)
+        self.growth_interval = int(growth_interval)
+        self.clean = 0  # steps in a row not skipped, since the scale last changed
+        self.skips = _Skips(int(max_skipped))
+
+    @staticmethod
+    def overflowed(grads):
+        """Whether any of GRADS holds an infinity or NaN (one wait for the device)."""
+        grads = [g for g in grads if g is not None]
+        return bool(grads) and not bool(_torch.stack([g.isfinite().all() for g in grads]).all())
+
+    def update(self, overflowed):
+        """After a step: the scale by GradScaler's rules; StowageError after MAX_SKIPPED skipped
+        steps in a row."""
+        if overflowed:
+            self.scale *= self.backoff_factor
+            self.clean = 0
+            self.skips.count(True, self.scale)
+            return
+        self.skips.count(False, self.scale)
+        self.clean += 1
+        if self.clean == self.growth_interval:
+            self.scale *= self.growth_factor
+            self.clean = 0
+
+    def state_dict(self):
+        return {"scale": self.scale, "clean": self.clean, "skipped": self.skips.total,
+                "skipped_in_row": self.skips.in_row}
+
+    def load_state_dict(self, state):
+        try:
+            scale = float(state["scale"])
+            clean, skipped = int(state["clean"]), int(state["skipped"])
+            in_row = int(state.get("skipped_in_row", 0))
+        except (KeyError, TypeError, ValueError) as e:
+            raise StowageError("LossScale: a state of scale, clean and skipped is expected (%s)"
+                               % e)
+        if not scale > 0 or scale == float("inf") or min(clean, skipped, in_row) < 0:
+            raise StowageError("LossScale: scale %r, clean %d, skipped %d: out of range"
+                               % (scale, clean, skipped))
+        self.scale, self.clean = scale, clean
+        self.skips.total, self.skips.in_row = skipped, in_row
+
+
+def _loss_scale(loss_scale, precision, what):
+    """LOSS_SCALE as given to profile or wrap (None, True for LossScale(), or a LossScale) for
+    a run in PRECISION."""
+    if loss_scale is None or loss_scale is False:
+        return None
+    if precision != "fp16":
+        raise StowageError("%s: loss_scale= is fp16's, and this runs in %s" % (what, precision or
+                                                                             "fp32"))
+    if loss_scale is True:
+        return LossScale()
+    if not isinstance(loss_scale, LossScale):
+        raise StowageError("%s: loss_scale= is a stowage.torch.LossScale, True or None, not %s"
+                           % (what, type(loss_scale).__name__))
+    return loss_scale
+
+
+def _step_scale(optimizer, loss_scale, precision, grads, what):
+    """(the scale the gradients GRADS carry, whether one overflowed) at an optimizer step in
+    mixed PRECISION: the loop's torch.amp.GradScaler's (its step set optimizer.grad_scale and
+    found_inf), else LOSS_SCALE's, else none (bf16). fp16 with neither is refused before anything
+    is stepped: its small gradients would underflow to zero."""
+    scaler = getattr(optimizer, "grad_scale", None)
+    if scaler is not None:
+        if loss_scale is not None:
+            raise StowageError("%s: the loop's torch.amp.GradScaler and loss_scale= both scale "
+                               "the loss: give one" % what)
+        found = getattr(optimizer, "found_inf", None)
+        return float(scaler), found is not None and float(found) > 0
+    if loss_scale is not None:
+        return loss_scale.scale, LossScale.overflowed(grads)
+    if precision == "fp16":
+        raise StowageError("%s: fp16 gradients without a loss scale underflow to zero: scale the "
+                           "loss with torch.amp.GradScaler (scaler.scale(loss).backward(); "
+                           "scaler.step(optimizer); scaler.update()), or give "
+                           "loss_scale=stowage.torch.LossScale() for stowage's own at the "
+                           "model's outputs" % what)
+    return 1.0, False
+
+
+class _scaler_hidden:
+    """optimizer.grad_scale and found_inf (a GradScaler's, for an optimizer that says it
+    unscales) hidden while the user's own optimizer steps the unscaled masters."""
+
+    def __init__(self, optimizer):
+        self.optimizer, self.saved = optimizer, {}
+
+    def __enter__(self):
+        for a in ("grad_scale", "found_inf"):
+            if a in self.optimizer.__dict__:
+                self.saved[a] = self.optimizer.__dict__.pop(a)
+
+    def __exit__(self, *exc):
+        self.optimizer.__dict__.update(self.saved)
+        return False
+
+
+def _scale_backward(out, scale):
+    """The gradients that backward brings to OUT's tensors multiplied by SCALE, once: at the
+    tensors no other of them was computed from (a Hugging Face model's loss, not the logits it
+    was computed from), which is the loss times SCALE for any loss computed from them."""
+    nodes = {id(t.grad_fn): t.grad_fn for t in _grad_tensors(out) if t.grad_fn is not None}
+    if len(nodes) > 1:  # one walk of the graph below them: the outputs reached are not sinks
+        seen, todo = set(), [c for n in nodes.values() for c, _ in n.next_functions if c is not None]
+        while todo:
+            n = todo.pop()
+            if id(n) not in seen:
+                seen.add(id(n))
+                todo.extend(c for c, _ in n.next_functions if c is not None)
+        nodes = {k: n for k, n in nodes.items() if k not in seen}
+
+    def scaled(grad_outputs):
+        return tuple(g * scale if g is not None else None for g in grad_outputs)
+
+    for n in nodes.values():
+        n.register_prehook(scaled)
+
+
+class _MixedCopies:
+    """Mixed precision in a profiled loop, as a plain PyTorch loop does it: the model's
+    parameters are the masters (kept here); forward and backward run on a 16-bit copy of them,
+    made at the start and after each optimizer step; the step widens each 16-bit gradient (fp16:
+    divides the loss scale out, and skips the step when a gradient overflowed), steps the
+    masters with the user's optimizer, and the copies are made again."""
+
+    def __init__(self, params, precision, loss_scale):
+        self.params, self.precision, self.loss_scale = params, precision, loss_scale
+        self.dtype = _COMPUTE[precision]
+        self.masters = []
+        self.skips = loss_scale.skips if loss_scale is not None else _Skips()
+
+    def start(self, optimizer):
+        """The copies made; OPTIMIZER says it unscales (so that a GradScaler leaves the 16-bit
+        gradients to its step)."""
+        self.masters = [p.data for _, p in self.params]
+        self._copies()
+        self.optimizer = optimizer
+        self.said = optimizer.__dict__.get("_step_supports_amp_scaling")
+        optimizer._step_supports_amp_scaling = True
+
+    def _copies(self, grads=None):
+        for k, ((_, p), m) in enumerate(zip(self.params, self.masters)):
+            g = p.grad if grads is None else grads[k]
+            p.grad = None
+            p.data = m.to(self.dtype)
+            if g is not None:
+                p.grad = g.to(self.dtype)
+
+    def step(self, optimizer, run):
+        """RUN (OPTIMIZER's step) on the masters; its result."""
+        grads = [p.grad for _, p in self.params]
+        scale, overflowed = _step_scale(optimizer, self.loss_scale, self.precision, grads,
+                                        "profile")
+        unscale = 1.0 / scale
+        for (_, p), m, g in zip(self.params, self.masters, grads):
+            p.grad = None
+            p.data = m
+            if g is not None:
+                p.grad = g.float() * unscale if unscale != 1.0 else g.float()
+        try:
+            with _scaler_hidden(optimizer):
+                result = None if overflowed else run()
+        finally:
+            self._copies(grads)
+        if self.loss_scale is not None:
+            self.loss_scale.update(overflowed)
+        else:  # a GradScaler's scale, or none
+            self.skips.count(overflowed, scale)
+        return result
+
+    def stop(self):
+        """The masters back in the model, the gradients widened to them."""
+        _restore_attribute(self.optimizer, "_step_supports_amp_scaling", self.said)
+        for (_, p), m in zip(self.params, self.masters):
+            g = p.grad
+            p.grad = None
+            p.data = m
+            if g is not None:
+                p.grad = g.to(m.dtype)
+
+
+def _restore_attribute(obj, name, value):
+    """OBJ's instance attribute NAME back to VALUE, or gone when VALUE is None."""
+    if value is None:
+        obj.__dict__.pop(name, None)
+    else:
+        setattr(obj, name, value)
+
+
 def _micro_steps(stages):
     """Forward-backward runs in a sequence of stages (a forward after a backward begins one)."""
     runs = 1
@@ -296,6 +546,9 @@ class _Hooks:
 
     def _root_post(self, module, args, out):
         self.owner.forward_ends()
+        scale = self.owner.output_scale() if _torch.is_grad_enabled() else None
+        if scale is not None:
+            _scale_backward(out, scale)
         if _torch.is_grad_enabled() and self.owner.wants_backward_start():
             self._on_first_gradient(out, self.owner.backward_begins)
 
@@ -307,9 +560,18 @@ class _Hooks:
 
 class profile:
     """Records the training iterations run inside it (an iteration ends with optimizer.step());
-    save() writes the last complete one."""
+    save() writes the last complete one.
 
-    def __init__(self, model, optimizer, depth=None, name=None):
+    PRECISION "bf16" or "fp16" trains the iterations in mixed precision, as wrap trains under the
+    plan: the model's fp32 parameters are the masters, forward and backward run on a 16-bit copy
+    of them (the trace's tensors are 16-bit, its activations measured as the 16-bit run has them),
+    and the optimizer steps the masters with the widened gradients. fp16 needs a loss scale: the
+    loop's torch.amp.GradScaler (scaler.scale(loss).backward(); scaler.step(optimizer);
+    scaler.update()), or LOSS_SCALE (a LossScale, or True) for stowage's own."""
+
+    def __init__(self, model, optimizer, depth=None, name=None, precision=None, loss_scale=None):
+        self.precision = _precision(precision, "profile")
+        loss_scale = _loss_scale(loss_scale, self.precision, "profile")
         self.m = Model(model, optimizer, depth, name)
         self.model, self.optimizer = model, optimizer
         self.depth, self.name = self.m.depth, self.m.name
@@ -327,7 +589,10 @@ class profile:
         self.cpu_memory = None  # on the CPU, while profiling: the allocator's events
         self.memory_unknown = None  # why non-model memory is not known, when it is not
         self.measured = False
-        self.refused = refusals(model, optimizer, self.params)
+        self.refused = refusals(model, optimizer, self.params, self.precision)
+        self.mixed = None  # while profiling in mixed precision: the masters and their copies
+        if self.precision is not None:
+            self.mixed = _MixedCopies(self.params, self.precision, loss_scale)
 
     # ---- hooks ----------------------------------------------------------------------------
     def _grad_bytes(self):
@@ -403,12 +668,19 @@ class profile:
         first iteration is watched for them)."""
         return bool(self.m.held or self.outside or self._uses is not None)
 
+    def output_scale(self):
+        """fp16's loss scale, which backward's gradients take at the model's outputs."""
+        mixed = self.mixed
+        return mixed.loss_scale.scale if mixed is not None and mixed.loss_scale else None
+
     def __enter__(self):
         for why in self.refused:
             warnings.warn("stowage.torch.profile: wrap would refuse this model: " + why)
         if not self.cuda:
             self.cpu_memory = _CpuMemory()
             self.cpu_memory.start()
+        if self.mixed is not None:
+            self.mixed.start(self.optimizer)
         self._hooks = _Hooks(self.m, self)
         step = self.optimizer.step
 
@@ -416,6 +688,8 @@ class profile:
             self._close()
             op = self._begin("optimizer.step", "optim", [])
             try:
+                if self.mixed is not None:
+                    return self.mixed.step(opt, lambda: step(*args, **kwargs))
                 return step(*args, **kwargs)
             finally:
                 self._end(op)
@@ -457,6 +731,8 @@ class profile:
         self._warn_uneven()
         self._hooks.remove()
         self._restore_step()
+        if self.mixed is not None:
+            self.mixed.stop()
         if self.cpu_memory is not None:
             self.cpu_memory.stop()
             for op in (op for it, _ in self.iterations for op in it):
@@ -496,7 +772,8 @@ class profile:
         _lib.trace_set_amsgrad(t._h, amsgrad(self.optimizer))
         for i, (pname, p) in enumerate(self.params):
             shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
-            _call(_lib.trace_add_tensor, t._h, pname.encode(), _DTYPES[p.dtype].encode(), shape,
+            dtype = self.precision or _DTYPES[p.dtype]  # in mixed precision, the copy's
+            _call(_lib.trace_add_tensor, t._h, pname.encode(), dtype.encode(), shape,
                   max(p.dim(), 1))
             if self.m.frozen[i]:
                 _call(_lib.trace_freeze, t._h, i)
@@ -579,14 +856,15 @@ _PARAM_VIEW = object()  # marks a saved tensor kept as a view of a parameter
 
 
 class _DeviceArray:
-    """NUMEL fp32 at a CUDA device address, for torch.as_tensor through
+    """NUMEL values at a CUDA device address (TYPESTR: "<f4" fp32, "<f2" fp16, "<i2" for bf16,
+    which the interface cannot name: viewed as bf16 after), for torch.as_tensor through
     __cuda_array_interface__ (version 3): the runtime's memory itself, not a copy. There is no
     stream to wait on: the runtime's fetches are complete when op_begin returns, and its copies
     out wait for the work queued on the legacy default stream (wrap orders PyTorch's current
     stream against that one when they differ)."""
 
-    def __init__(self, address, numel):
-        self.__cuda_array_interface__ = {"shape": (numel,), "typestr": "<f4",
+    def __init__(self, address, numel, typestr="<f4"):
+        self.__cuda_array_interface__ = {"shape": (numel,), "typestr": typestr,
                                          "data": (address, False), "strides": None,
                                          "version": 3, "stream": None}
 
@@ -638,9 +916,20 @@ class wrap:
     the library's AdamW where the plan places each chunk, with the optimizer's hyperparameters
     as they are at each step (maximize and Adam's L2 decay applied to the gradient, as PyTorch
     does). Forwards without gradients (evaluation) run outside the plan, their parameters made
-    resident on demand within the budget (stats: unplanned_*)."""
+    resident on demand within the budget (stats: unplanned_*).
 
-    def __init__(self, model, optimizer, plan, trace=None, device_bytes=None, depth=None):
+    A plan whose trace is 16-bit (profile(..., precision="bf16" or "fp16")) trains in mixed
+    precision: modules compute on 16-bit views of the param chunks, gradients come back 16-bit,
+    and the optimizer op steps the fp32 master and moments wherever the plan places them and
+    writes the new 16-bit copy. The model's trained parameters must be fp32 (the masters; read
+    back through state_dict() and unwrap in their own dtype); frozen ones are held in 16-bit
+    only. PRECISION, when given, must be the plan's. fp16 needs a loss scale: the loop's
+    torch.amp.GradScaler, whose step the wrapped optimizer's unscales in fp32 (skipping it when a
+    gradient overflowed), or LOSS_SCALE (a LossScale, or True) for stowage's own, which scales
+    the gradients at the model's outputs and travels in the optimizer's state_dict."""
+
+    def __init__(self, model, optimizer, plan, trace=None, device_bytes=None, depth=None,
+                 precision=None, loss_scale=None):
         if getattr(model, "_stowage_wrap", None) is not None:
             raise StowageError("wrap: the model is wrapped already; stowage.torch.unwrap(model) "
                                "first")
@@ -655,7 +944,8 @@ class wrap:
                                "plan that trace")
         self.m = self._model(tj, depth)
         self.p = self.m  # (params, index: the tests' and older callers' name for it)
-        why = refusals(model, optimizer, self.m.params)
+        self._precision(tj, precision, loss_scale)
+        why = refusals(model, optimizer, self.m.params, self.mixed)
         if why:
             raise StowageError("wrap: " + why[0])
         self.amsgrad = bool(tj["model"].get("amsgrad"))
@@ -681,11 +971,11 @@ class wrap:
         self.cuda = self.device.type == "cuda"
         budget = self.plan.predictions["gpu_budget"] if device_bytes is None else \
             parse_size(device_bytes, "wrap: device_bytes")
-        # the initial weights from host memory (a GPU model's copied to the host first)
-        init = [p.detach().cpu() if self.cuda else p.detach() for _, p in self.m.params]
+        # the initial weights from host memory in fp32 (a GPU model's copied to the host first)
+        init = [p.detach().to("cpu", _torch.float32) for _, p in self.m.params]
         from . import Runtime
-        self.model_trace = profile(model, optimizer, depth=self.m.depth,
-                                   name=self.m.name).model_trace()
+        self.model_trace = profile(model, optimizer, depth=self.m.depth, name=self.m.name,
+                                   precision=self.mixed).model_trace()
         self.rt = Runtime(self.model_trace, budget, plan=self.plan, plan_trace=self.trace,
                           init_addresses=[t.data_ptr() for t in init],
                           device="cuda" if self.cuda else "host")
@@ -697,7 +987,8 @@ class wrap:
         self.placeholders = [None] * len(self.m.params)  # NaN of each shape, in no memory
         self.slots = {}  # (index, address) -> the tensor over a parameter's optimizer slot
         self.step_like = {}  # parameter index -> its state's "step" tensor, as a model for ours
-        self.nan = _torch.tensor(float("nan"), device=self.device)
+        self.own_dtypes = [p.dtype for _, p in self.m.params]  # what state_dict and unwrap give
+        self.nan = _torch.tensor(float("nan"), dtype=self.dtype, device=self.device)
         self.in_iteration = False
         self.version = 0  # counts changes of the weights: every step and load
         self.resident = {}  # the storage of each resident parameter view -> its tensor id
@@ -709,6 +1000,22 @@ class wrap:
         self._activate()
 
     # ---- what the plan was made for --------------------------------------------------------
+    def _precision(self, tj, precision, loss_scale):
+        """The compute copy's dtype, from the plan's trace; PRECISION must agree with it."""
+        planned = tj["tensors"][0]["dtype"] if tj["tensors"] else "fp32"
+        asked = _precision(precision, "wrap")
+        if precision is not None and (asked or "fp32") != planned:
+            raise StowageError("wrap: precision=%r, and the plan was made for %s compute copies "
+                               "(its trace's tensors are %s): profile with precision=%r and plan "
+                               "again" % (precision, planned, planned, precision))
+        if planned not in _COMPUTE:
+            raise StowageError("wrap: the plan's tensors are %s: stowage trains fp32, bf16 or "
+                               "fp16" % planned)
+        self.dtype = _COMPUTE[planned]
+        self.mixed = planned if planned != "fp32" else None
+        self.loss_scale = _loss_scale(loss_scale, self.mixed, "wrap")
+        self.skips = self.loss_scale.skips if self.loss_scale is not None else _Skips()
+
     def _model(self, tj, depth):
         """The model as the trace saw it: at DEPTH, else at the depth whose ops are the trace's
         (the profile's depth= is not in the trace)."""
@@ -801,14 +1108,14 @@ class wrap:
                      if any(q is p for q in g["params"])), {})
 
     def _weights(self, i, key):
-        """Tensor I's weights as a tensor of its own on the model's device, one per state_dict
-        call (a tie's names share it, as they share the parameter)."""
+        """Tensor I's weights as a tensor of its own on the model's device, in the model's
+        dtype, one per state_dict call (a tie's names share it, as they share the parameter)."""
         if self._sd_cache[0] != key:
             self._sd_cache = (key, {})
         cache = self._sd_cache[1]
         if i not in cache:
             master = self._read(i)[0]
-            cache[i] = master.view(self.shapes[i]).to(self.device)
+            cache[i] = master.view(self.shapes[i]).to(self.device, self.own_dtypes[i])
         return cache[i]
 
     # ---- the hooks -------------------------------------------------------------------------
@@ -826,8 +1133,14 @@ class wrap:
         self._opt_filled = []
         self.hooks.handles.append(opt.register_state_dict_pre_hook(self._opt_state_pre))
         self.hooks.handles.append(opt.register_state_dict_post_hook(self._opt_state_post))
+        self.hooks.handles.append(opt.register_load_state_dict_pre_hook(self._opt_load_pre))
         self.hooks.handles.append(opt.register_load_state_dict_post_hook(self._opt_load_post))
         self._restore_step = _replace_step(opt, lambda o, *a, **k: self._optimizer_step(o, *a, **k))
+        # in mixed precision the step unscales: a torch.amp.GradScaler leaves the 16-bit
+        # gradients to it (optimizer.grad_scale, found_inf) rather than unscaling them
+        self._said_amp = opt.__dict__.get("_step_supports_amp_scaling")
+        if self.mixed:
+            opt._step_supports_amp_scaling = True
         for i, (_, p) in enumerate(self.m.params):
             p.data = self._placeholder(i)
         self.model._stowage_wrap = self
@@ -844,7 +1157,8 @@ class wrap:
         for attr, p in module._parameters.items():
             i = self.m.index.get(id(p)) if p is not None else None
             if i is not None and prefix + attr in state_dict and i not in self._loading:
-                p.data = _torch.empty(self.shapes[i], dtype=_torch.float32, device=self.device)
+                p.data = _torch.empty(self.shapes[i], dtype=self.own_dtypes[i],
+                                      device=self.device)
                 self._loading.add(i)
 
     def _load_post_hook(self, module, incompatible_keys):
@@ -865,7 +1179,13 @@ class wrap:
         for p in self._opt_filled:
             optimizer.state.pop(p, None)
         self._opt_filled = []
+        if self.loss_scale is not None:
+            state_dict["stowage_loss_scale"] = self.loss_scale.state_dict()
         return state_dict
+
+    def _opt_load_pre(self, optimizer, state_dict):
+        if self.loss_scale is not None and "stowage_loss_scale" in state_dict:
+            self.loss_scale.load_state_dict(state_dict["stowage_loss_scale"])
 
     def _opt_load_post(self, optimizer):
         self._take_state(loaded=True)
@@ -886,11 +1206,15 @@ class wrap:
         return view
 
     def _device_tensor(self, address, i):
-        return _torch.as_tensor(_DeviceArray(address, self.numel[i]), device=self.device)
+        """The compute copy's NUMEL values at a device ADDRESS, in the plan's dtype."""
+        typestr = {_torch.float32: "<f4", _torch.float16: "<f2"}.get(self.dtype, "<i2")
+        t = _torch.as_tensor(_DeviceArray(address, self.numel[i], typestr), device=self.device)
+        return t.view(self.dtype) if t.dtype != self.dtype else t
 
     def _host_tensor(self, address, i):
-        return _torch.frombuffer((ctypes.c_float * self.numel[i]).from_address(address),
-                                 dtype=_torch.float32)
+        """The compute copy's NUMEL values at a host ADDRESS, in the plan's dtype."""
+        ctype = ctypes.c_float if self.dtype == _torch.float32 else ctypes.c_uint16
+        return _torch.frombuffer((ctype * self.numel[i]).from_address(address), dtype=self.dtype)
 
     def _ordered(self, fn, *args, **kwargs):
         """The runtime's FN, ordered against PyTorch's current stream: the runtime queues its
@@ -999,6 +1323,10 @@ class wrap:
     def wants_backward_start(self):
         return bool(self.held)
 
+    def output_scale(self):
+        """fp16's loss scale, which backward's gradients take at the model's outputs."""
+        return self.loss_scale.scale if self.loss_scale is not None else None
+
     def backward_begins(self):
         if self.held:
             self._close()
@@ -1066,6 +1394,12 @@ class wrap:
             i = trained[0]
             self._ordered(self.rt.op_begin, "optimizer." + self.m.params[i][0], "optim", [i], [])
         self._iteration()
+        # the loss scale the gradients carry; one that overflowed skips the step (the plan's
+        # moves still run)
+        scale, overflowed = 1.0, False
+        if self.mixed:
+            scale, overflowed = _step_scale(optimizer, self.loss_scale, self.mixed, [
+                p.grad for i, (_, p) in enumerate(self.m.params) if not self.m.frozen[i]], "wrap")
         with _interrupts_deferred():
             for i, (name, p) in enumerate(self.m.params):
                 if self.m.frozen[i]:
@@ -1073,15 +1407,20 @@ class wrap:
                 self._ordered(self.rt.op_begin, "optimizer." + name, "optim", [i], [])
                 self.k += 1
                 try:
-                    self._adam(i, name, p, group_of[id(p)])
+                    if not overflowed:
+                        self._adam(i, name, p, group_of[id(p)], scale)
                 finally:
                     self._ordered(self.rt.op_end)
             self._ordered(self.rt.iteration_end)
             self.in_iteration = False
             self.version += 1
+        if self.loss_scale is not None:
+            self.loss_scale.update(overflowed)
+        else:  # a GradScaler's scale, or none
+            self.skips.count(overflowed, scale)
         return loss
 
-    def _adam(self, i, name, p, g):
+    def _adam(self, i, name, p, g, scale=1.0):
         """One AdamW step of parameter I where the plan steps it, as PyTorch's Adam would: no
         gradient, no step; maximize and Adam's L2 decay applied to the gradient."""
         grad = p.grad
@@ -1096,19 +1435,22 @@ class wrap:
             slot = self._device_tensor(dst, i) if on_device else self._host_tensor(dst, i)
             self.slots = {k: v for k, v in self.slots.items() if k[0] != i}
             self.slots[(i, dst)] = slot
-        src = grad.detach().reshape(-1).to(slot.device, _torch.float32)
+        src = grad.detach().reshape(-1).to(slot.device, self.dtype)
         if g.get("maximize"):
             src = -src
         decoupled = isinstance(self.optimizer, _torch.optim.AdamW) or \
             g.get("decoupled_weight_decay", False)
         wd = float(g.get("weight_decay", 0.0))
-        if wd and not decoupled:  # Adam's L2: the decay is part of the gradient
-            src = src.add(slot, alpha=wd)
+        if wd and not decoupled:  # Adam's L2: the decay is part of the gradient (in mixed
+            # precision, of the 16-bit weights in the slot, times the loss scale the gradient has)
+            src = src.add(slot, alpha=wd) if not self.mixed else \
+                (src.float() + slot.float() * (wd * scale)).to(self.dtype)
         slot.copy_(src)
         beta1, beta2 = g["betas"]
         self._ordered(self.rt.adam, i, self.steps[i], lr=float(g["lr"]),
                       betas=(float(beta1), float(beta2)), eps=float(g["eps"]),
-                      weight_decay=wd if decoupled else 0.0, amsgrad=bool(g.get("amsgrad")))
+                      weight_decay=wd if decoupled else 0.0, amsgrad=bool(g.get("amsgrad")),
+                      loss_scale=scale)
 
     # ---- leaving ---------------------------------------------------------------------------
     def __iter__(self):
@@ -1132,10 +1474,12 @@ class wrap:
         self.op = None
         self.hooks.remove()
         self._restore_step()
+        if self.mixed:
+            _restore_attribute(self.optimizer, "_step_supports_amp_scaling", self._said_amp)
         for i, (name, p) in enumerate(self.m.params):
             state = self._optimizer_state(i) if not self.m.frozen[i] and self.steps[i] > 0 \
                 else None
-            p.data = self._read(i)[0].view(self.shapes[i]).to(self.device)
+            p.data = self._read(i)[0].view(self.shapes[i]).to(self.device, self.own_dtypes[i])
             if state is not None:
                 self.optimizer.state[p] = state
         self.final_stats = self.rt.stats
