@@ -51,6 +51,9 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_dtype_name(so->dtype),
          any ? " (defaults: " : "", q->assumed, any ? ")" : "");
+  if (so->lora_rank > 0)
+    printf("LoRA rank %" G_GUINT64_FORMAT " on %s, the base frozen\n\n", so->lora_rank,
+           so->lora_targets != NULL ? so->lora_targets : "q,v");
   stw_table_print(tab, stdout);
 }
 
@@ -60,7 +63,7 @@ parse(int argc, char **argv, gboolean *json)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
-                  *attention = NULL, *dtype = NULL;
+                  *attention = NULL, *dtype = NULL, *lora = NULL, *lora_targets = NULL;
   gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -76,6 +79,10 @@ parse(int argc, char **argv, gboolean *json)
     { "attention", 0, 0, STW_OPTION_TEXT, &attention, "flash (default) or naive", "A" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
+    { "lora", 0, 0, STW_OPTION_TEXT, &lora,
+      "LoRA-tune each model: adapters of this rank, the base frozen", "RANK" },
+    { "lora-targets", 0, 0, STW_OPTION_TEXT, &lora_targets,
+      "with --lora: q, k, v, o, gate, up, down (default q,v)", "LIST" },
     { "policy", 'p', 0, STW_OPTION_TEXT, &policy, "comma list of policies, or all (default)",
       "LIST" },
     { "json", 0, 0, G_OPTION_ARG_NONE, json, "machine-readable output", NULL },

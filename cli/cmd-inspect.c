@@ -46,21 +46,24 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
            t->model.gradients == STW_GRADIENTS_CHUNKS ? "param chunks" : "framework's tensors");
 }
 
-/* Model data by list, in bytes and bytes per parameter. */
+/* Model data by list: its bytes, the parameters it holds (the param list every one, the others
+ * the trained ones) and the bytes each costs there. */
 static void
 print_model_data(const StwTraceSummary *s)
 {
-  g_autoptr(StwTable) md = stw_table_new(3, "<model data", "bytes", "per parameter");
-  for (int l = 0; l < STW_N_LISTS; l++) {
-    g_autofree char *b = stw_size_format(s->list_bytes[l]);
-    g_autofree char *per = g_strdup_printf("%.0f", s->params ? (double)s->list_bytes[l] /
-                                                                   (double)s->params : 0.0);
-    stw_table_row(md, stw_chunk_list_name((StwChunkList)l), b, per);
+  g_autoptr(StwTable) md = stw_table_new(4, "<model data", "bytes", "parameters",
+                                         "per parameter");
+  guint64 trained = s->params - s->frozen_params;
+  for (int l = 0; l <= STW_N_LISTS; l++) {
+    guint64 bytes = l < STW_N_LISTS ? s->list_bytes[l] : s->model_bytes;
+    guint64 held = l == STW_LIST_PARAM || l == STW_N_LISTS ? s->params : trained;
+    g_autofree char *b = stw_size_format(bytes);
+    g_autofree char *n = stw_cli_group_digits(held);
+    double per = held ? (double)bytes / (double)held : 0.0;
+    g_autofree char *each = g_strdup_printf(per == (double)(guint64)per ? "%.0f" : "%.2f", per);
+    stw_table_row(md, l < STW_N_LISTS ? stw_chunk_list_name((StwChunkList)l) : "total", b, n,
+                  each);
   }
-  g_autofree char *total = stw_size_format(s->model_bytes);
-  g_autofree char *per = g_strdup_printf("%.0f", s->params ? (double)s->model_bytes /
-                                                                 (double)s->params : 0.0);
-  stw_table_row(md, "total", total, per);
   stw_table_print(md, stdout);
 }
 

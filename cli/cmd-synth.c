@@ -12,7 +12,7 @@
 /* The command line as the user typed it. */
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *hw_name, *memory, *output,
-      *freeze;
+      *freeze, *lora, *lora_targets;
   gboolean checkpointing;
 } Line;
 
@@ -20,7 +20,8 @@ static void
 line_clear(Line *l)
 {
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
-                     &l->hw_name, &l->memory, &l->output, &l->freeze };
+                     &l->hw_name, &l->memory, &l->output, &l->freeze, &l->lora,
+                     &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -46,6 +47,11 @@ parse(Line *l, int argc, char **argv)
     { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },
+    { "lora", 0, 0, STW_OPTION_TEXT, &l->lora,
+      "LoRA adapters of this rank on --lora-targets, the rest of the model frozen", "RANK" },
+    { "lora-targets", 0, 0, STW_OPTION_TEXT, &l->lora_targets,
+      "the projections --lora adapts, by role: q, k, v, o, gate, up, down (comma-separated; "
+      "default q,v)", "LIST" },
     { "hw", 0, 0, STW_OPTION_TEXT, &l->hw_name,
       "hardware profile name or file (default " STW_HARDWARE_DEFAULT ")", "PROFILE" },
     { "memory", 0, 0, STW_OPTION_TEXT, &l->memory,
@@ -84,13 +90,15 @@ static int
 resolve(const Line *l, const StwModelConfig *config, StwSynthOptions *opt, StwHardware *hw)
 {
   *opt = (StwSynthOptions){ .batch = 1, .seq = config->max_seq, .dtype = STW_DTYPE_BF16,
-                            .checkpointing = l->checkpointing, .freeze = l->freeze };
+                            .checkpointing = l->checkpointing, .freeze = l->freeze,
+                            .lora_targets = l->lora_targets };
   int dt = opt->dtype, att = opt->attention;
   if ((l->batch != NULL &&
        !stw_cli_parse_count(l->batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt->batch)) ||
       (l->seq != NULL && !stw_cli_parse_count(l->seq, "--seq", 1, config->max_seq, &opt->seq)) ||
       !stw_cli_parse_enum(l->dtype, "--dtype", stw_dtype_names, &dt) ||
-      !stw_cli_parse_enum(l->attention, "--attention", stw_attention_names, &att))
+      !stw_cli_parse_enum(l->attention, "--attention", stw_attention_names, &att) ||
+      (l->lora != NULL && !stw_cli_parse_count(l->lora, "--lora", 1, 65536, &opt->lora_rank)))
     return STW_EXIT_USAGE;
   opt->dtype = (StwDtype)dt;
   opt->attention = (StwAttention)att;
@@ -127,7 +135,10 @@ stw_cmd_synth(int argc, char **argv)
   if (!stw_trace_save(trace, l.output, &error))
     return stw_cli_error(error);
   if (strcmp(l.output, "-") != 0) {
-    g_autofree char *params = stw_cli_group_digits(stw_model_param_count(&config));
+    guint64 numel = 0; /* the model's, and the adapters' with --lora */
+    for (guint i = 0; i < trace->tensors->len; i++)
+      numel += stw_trace_tensor(trace, i)->numel;
+    g_autofree char *params = stw_cli_group_digits(numel);
     guint64 frozen_numel = 0;
     guint32 frozen = stw_trace_frozen(trace, &frozen_numel);
     g_autofree char *frozen_params = stw_cli_group_digits(frozen_numel);

@@ -174,6 +174,7 @@ stw_capacity_query_clear(StwCapacityQuery *q)
   g_clear_pointer(&q->members, g_array_unref);
   g_clear_pointer(&q->policies, g_array_unref);
   g_clear_pointer(&q->assumed, g_free);
+  g_clear_pointer(&q->lora_targets, g_free);
 }
 
 /* ---- the request ------------------------------------------------------------------------ */
@@ -225,6 +226,30 @@ assumed(const StwRequest *r, const StwCapacityQuery *q)
   return g_string_free(s, FALSE);
 }
 
+/* With LoRA: whether the family has the targets (the first model tried, at one token). */
+static gboolean
+lora_fits_family(const StwCapacityQuery *q, GError **error)
+{
+  if (q->synth.lora_rank == 0)
+    return TRUE;
+  StwModelConfig c;
+  if (q->by_layers)
+    gpt_of_width(&c, q->width, 1, 1);
+  else
+    c = g_array_index(q->members, StwModelConfig, 0);
+  StwSynthOptions so = q->synth;
+  so.batch = so.seq = 1;
+  GError *local = NULL;
+  g_autoptr(StwTrace) t = stw_synth_trace(&c, &so, &q->options.hw, &local);
+  if (t != NULL || !g_error_matches(local, STW_MODEL_ERROR, STW_MODEL_ERROR_INVALID)) {
+    g_clear_error(&local);
+    return TRUE;
+  }
+  g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "capacity: %s", local->message);
+  g_error_free(local);
+  return FALSE;
+}
+
 gboolean
 stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
 {
@@ -250,9 +275,12 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
       !stw_request_count(r, "hidden", 64, 65536, &out->width, error) ||
       !stw_request_enum(r, "attention", stw_attention_names, &att, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dt, error) || !family(r, out, error) ||
+      !stw_request_lora(r, &out->synth, error) ||
       !stw_option_enum_list("--policy", stw_request_get(r, "policy"), stw_policy_names,
                             out->policies, error))
     return FALSE;
+  out->lora_targets = g_strdup(out->synth.lora_targets); /* the request's text, kept */
+  out->synth.lora_targets = out->lora_targets;
   out->synth.attention = (StwAttention)att;
   out->synth.dtype = (StwDtype)dt;
   if (hw->flops_per_s[out->synth.dtype] <= 0) {
@@ -263,6 +291,8 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   if (stw_request_get(r, "hidden") != NULL && !out->by_layers)
     return usage(error, "capacity: --hidden goes with --family gpt; without it the option "
                  "would be ignored");
+  if (!lora_fits_family(out, error))
+    return FALSE;
   out->assumed = assumed(r, out);
   return TRUE;
 }
@@ -283,6 +313,12 @@ stw_capacity_json(const StwCapacityQuery *q, const StwCapacityAnswer *answers, g
   cJSON_AddBoolToObject(root, "checkpointing", q->synth.checkpointing);
   cJSON_AddStringToObject(root, "attention", stw_attention_name(q->synth.attention));
   cJSON_AddStringToObject(root, "dtype", stw_dtype_name(q->synth.dtype));
+  if (q->synth.lora_rank > 0) {
+    cJSON *lora = cJSON_AddObjectToObject(root, "lora");
+    stw_json_add_u64(lora, "rank", q->synth.lora_rank);
+    cJSON_AddStringToObject(lora, "targets",
+                            q->synth.lora_targets != NULL ? q->synth.lora_targets : "q,v");
+  }
   cJSON *arr = cJSON_AddArrayToObject(root, "policies");
   for (guint i = 0; i < n; i++) {
     const StwCapacityAnswer *a = &answers[i];

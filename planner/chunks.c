@@ -127,6 +127,40 @@ stw_chunking_set_world(StwChunking *c, guint32 world)
     g_array_index(c->chunks, StwChunk, i).owner = i % c->world;
 }
 
+gboolean
+stw_chunking_is_tail(const StwChunking *c, guint32 i)
+{
+  gboolean frozen = stw_chunking_chunk(c, i)->frozen;
+  for (guint32 k = i + 1; k < stw_chunking_count(c); k++)
+    if (stw_chunking_chunk(c, k)->frozen == frozen)
+      return FALSE;
+  return TRUE;
+}
+
+/* Whether C has frozen chunks and one rank: the layouts whose tails are trimmed. */
+static gboolean
+trims_tails(const StwChunking *c)
+{
+  if (c->world > 1)
+    return FALSE;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++)
+    if (stw_chunking_chunk(c, i)->frozen)
+      return TRUE;
+  return FALSE;
+}
+
+void
+stw_chunking_trim_tails(StwChunking *c)
+{
+  if (!trims_tails(c))
+    return;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    StwChunk *ch = &g_array_index(c->chunks, StwChunk, i);
+    if (stw_chunking_is_tail(c, i) && ch->capacity_elems == c->size_elems && ch->used_elems > 0)
+      ch->capacity_elems = ch->used_elems;
+  }
+}
+
 void
 stw_chunking_free(StwChunking *c)
 {
@@ -211,10 +245,11 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
       return invalid(error, file, "$.layout[%u].owner: %u, but with %u ranks chunk %u belongs "
                      "to rank %u (chunk index mod the world size)", i, ch->owner, c->world, i,
                      i % MAX(c->world, 1));
-    if (ch->capacity_elems < c->size_elems)
+    if (ch->capacity_elems < c->size_elems && !(trims_tails(c) && stw_chunking_is_tail(c, i)))
       return invalid(error, file, "$.layout[%u].capacity_elems: %" G_GUINT64_FORMAT
-                     " is below the chunk size %" G_GUINT64_FORMAT, i, ch->capacity_elems,
-                     c->size_elems);
+                     " is below the chunk size %" G_GUINT64_FORMAT " (only the last chunk of "
+                     "each kind, on one rank with frozen chunks, holds less)", i,
+                     ch->capacity_elems, c->size_elems);
     if (ch->capacity_elems > c->size_elems && ch->count != 1)
       return invalid(error, file, "$.layout[%u]: a chunk larger than the chunk size "
                      "must hold exactly one (oversized) tensor", i);

@@ -723,6 +723,7 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   if (c == NULL)
     return FALSE;
   stw_chunking_set_world(c, planner_world(se->t, se->o));
+  stw_chunking_trim_tails(c);
   c->nodes = MAX(se->o->nodes, 1);
   guint32 op = 0;
   guint64 mb = min_budget(se->t, c, &se->o->budgets, &op);

@@ -28,13 +28,14 @@ const StwRequestKind stw_request_compare_kind = { "compare", compare_options, pl
 const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, planning_flags };
 static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
                                               "batch", "seq", "dtype", "checkpointing",
-                                              "attention", "chunk-size", PLANNING_OPTIONS,
-                                              NULL };
+                                              "attention", "chunk-size", "lora",
+                                              "lora-targets", PLANNING_OPTIONS, NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", NULL };
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
                                                 "no-checkpointing", "attention", "dtype",
-                                                "policy", PLANNING_OPTIONS, NULL };
+                                                "lora", "lora-targets", "policy",
+                                                PLANNING_OPTIONS, NULL };
 static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", NULL };
 const StwRequestKind stw_request_capacity_kind = { "capacity", capacity_options,
                                                    capacity_flags };
@@ -302,6 +303,16 @@ stw_request_count(const StwRequest *r, const char *option, guint64 min, guint64 
 {
   DASHED(option);
   return stw_option_count(dashed, stw_request_get(r, option), min, max, out, error);
+}
+
+gboolean
+stw_request_lora(const StwRequest *r, StwSynthOptions *so, GError **error)
+{
+  so->lora_targets = stw_request_get(r, "lora-targets");
+  if (so->lora_targets != NULL && stw_request_get(r, "lora") == NULL)
+    return usage(error, "--lora-targets: the adapters' rank is --lora RANK's, which is not "
+                 "given");
+  return stw_request_count(r, "lora", 1, 65536, &so->lora_rank, error);
 }
 
 gboolean

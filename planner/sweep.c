@@ -71,7 +71,7 @@ traces(const StwRequest *r, const StwTrace *given, const char *model, StwWhatifS
   if (!stw_request_count(r, "seq", 1, cfg.max_seq, &so.seq, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dtype, error) ||
       !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
-      !stw_request_planning(r, NULL, &s->options, error))
+      !stw_request_lora(r, &so, error) || !stw_request_planning(r, NULL, &s->options, error))
     return FALSE;
   so.dtype = (StwDtype)dtype;
   so.attention = (StwAttention)attention;

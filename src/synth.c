@@ -233,6 +233,16 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     return NULL;
   g_autoptr(StwModelGraph) graph = stw_model_graph_new(config, options->batch, options->seq,
                                                        options->dtype, options->attention);
+  guint32 n_base = 0;
+  if (options->lora_targets != NULL && options->lora_rank == 0) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "--lora-targets: the adapters' rank is --lora RANK's, which is not given");
+    return NULL;
+  }
+  if (options->lora_rank > 0 &&
+      !stw_model_graph_add_lora(graph, options->lora_rank, options->lora_targets, &n_base,
+                                error))
+    return NULL;
   StwTrace *t = stw_trace_new();
   t->source.kind = STW_SOURCE_SYNTHETIC;
   g_free(t->source.created);
@@ -255,6 +265,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     StwTensor *x = &g_array_index(t->tensors, StwTensor, id);
     for (guint k = 0; k < gt->aliases->len; k++)
       g_ptr_array_add(x->aliases, g_strdup(gt->aliases->pdata[k]));
+    x->frozen = id < n_base; /* with LoRA, the base model */
   }
 
   if (options->freeze != NULL && !stw_trace_freeze(t, options->freeze, NULL, error)) {

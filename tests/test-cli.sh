@@ -57,6 +57,26 @@ expect 0 "optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 3 GPU Adam
   "plan says which chunks are frozen" -- $S plan "$T/frozen.json" --gpu 2GiB -o "$T/frozen-plan.json"
 expect 0 "is sound for" "a frozen plan checks" -- $S check "$T/frozen-plan.json" "$T/frozen.json"
 grep -q '"frozen":true' "$T/frozen-plan.json"; tap_result $? "the plan file marks the frozen chunk"
+
+# LoRA: adapters beside the projections, the base frozen; the trained chunk sized to them
+expect 0 "wrote $T/lora.json: gpt2 (124,734,720 parameters), 172 tensors (148 frozen: 124,439,808 parameters), 224 ops" \
+  "synth --lora adds adapters and freezes the base" -- $S synth --model gpt2 --batch 2 --seq 128 --lora 8 -o "$T/lora.json"
+grep -q '"name":"h.0.attn.c_attn.lora_A.weight","shape":\[8,768\]' "$T/lora.json" &&
+  grep -q '"name":"h.0.attn.c_attn.lora_B.weight","shape":\[2304,8\]' "$T/lora.json"
+tap_result $? "the adapters have peft's shapes, A [rank, in] and B [out, rank]"
+expect 0 "master        1.12 MiB      294,912              4" "inspect shows the bytes per trained parameter" -- $S inspect "$T/lora.json"
+expect 0 "optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 1 GPU Adam with resident state; 4 frozen (no optimizer state)" \
+  "plan a LoRA trace" -- $S plan "$T/lora.json" --gpu 2GiB -o "$T/lora-plan.json"
+grep -q '"capacity_elems":294912,' "$T/lora-plan.json"; tap_result $? "the adapters' chunk holds their 294,912 elements, not the chunk size"
+expect 0 "is sound for" "the LoRA plan checks" -- $S check "$T/lora-plan.json" "$T/lora.json"
+expect 2 "synth: --lora-targets: gpt2 has no gate projection" "a LoRA target the model lacks" -- $S synth --model gpt2 --lora 8 --lora-targets gate -o "$T/x.json"
+expect 2 "synth: --lora-targets: 'qq' is not a target: q, k, v, o, gate, up, down" "an unknown LoRA target" -- $S synth --model gpt2 --lora 8 --lora-targets q,qq -o "$T/x.json"
+expect 2 "synth: --lora: rank 769 is out of range for h.0.attn.c_attn.weight (768 in, 2304 out): 1 to 768" "a LoRA rank above the projection" -- $S synth --model gpt2 --lora 769 -o "$T/x.json"
+expect 2 "synth: --lora-targets: the adapters' rank is --lora RANK's, which is not given" "LoRA targets without a rank" -- $S synth --model gpt2 --lora-targets q -o "$T/x.json"
+expect 2 "synth: --lora-targets: up is an MLP projection, and mixtral-8x7b's MLP is a mixture of experts" "LoRA on experts" -- $S synth --model mixtral-8x7b --lora 8 --lora-targets up -o "$T/x.json"
+expect 2 "capacity: --lora-targets: gpt-h4096-l1 has no gate projection" "capacity with a LoRA target the family lacks" -- $S capacity --family gpt --lora 8 --lora-targets gate
+expect 0 "LoRA rank 16 on q,v, the base frozen" "capacity --lora names the adapters" -- $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --batch 1 --seq 1024 --policy zero-offload --lora 16
+expect 0 "    2  1.00 GiB  stowage  38,597,632  0 B  0 B" "whatif --model --lora" -- $S whatif --model gpt2 --batch 2 --seq 128 --lora 8 --gpu 1GiB --policy stowage
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "a trace of PyTorch's gradients plans for one GPU" -- $S plan "$F/traces/accumulate.json" --gpu 1GiB --gpus 2 -o "$T/x.json"
 
 # synth: output is never half-written
@@ -70,7 +90,7 @@ expect 0 "wrote $T/g.json: gpt2 (124,439,808 parameters), 148 tensors, 348 ops" 
   $S synth --model gpt2 --batch 8 --seq 1024 -o "$T/g.json"
 expect 0 "parameters  124,439,808 in 148 tensors" "inspect counts parameters" -- $S inspect "$T/g.json"
 expect 0 "peak non-model memory  7.59 GiB at op 100 loss.bwd (bwd)" "inspect finds the peak" -- $S inspect "$T/g.json"
-expect 0 "total         1.62 GiB             14" "inspect sums model data" -- $S inspect "$T/g.json"
+expect 0 "total         1.62 GiB  124,439,808             14" "inspect sums model data" -- $S inspect "$T/g.json"
 expect 0 '"total":	1742157312' "inspect --json" -- $S inspect --json "$T/g.json"
 expect 0 "tiny-gpt" "synth from a model config file" -- $S synth --model "$F/models/tiny-gpt.json" --seq 64 -o "$T/tiny.json"
 expect 0 '"format": "stowage-trace"' "synth to stdout" -- $S synth --model gpt2 --seq 16 -o -

@@ -87,6 +87,15 @@ stw_chunking_chunk(const StwChunking *c, guint32 i)
  * chunks (the last group padded with empty chunks), and rank r owns chunk r of each group, with
  * its optimizer state and authoritative parameters. Packing gives a world of 1. */
 void stw_chunking_set_world(StwChunking *c, guint32 world);
+
+/* On one rank, in a layout with frozen chunks: the last chunk of each kind (trained, frozen)
+ * sized to the tensors it holds, where they leave it part empty. A model with a frozen base
+ * trains a few adapters (LoRA: a thousandth of the parameters), which would otherwise take a
+ * whole chunk in each of four lists, sized for the base's largest tensor. A layout without frozen
+ * chunks keeps every chunk the chunk size (PatrickStar's layout). */
+void stw_chunking_trim_tails(StwChunking *c);
+/* Whether chunk I is the last of its kind (trained or frozen) in C. */
+gboolean stw_chunking_is_tail(const StwChunking *c, guint32 i);
 /* The ranks of one node: world / nodes. */
 static inline guint32
 stw_chunking_ranks_per_node(const StwChunking *c)

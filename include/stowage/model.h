@@ -204,6 +204,20 @@ typedef struct {
 StwModelGraph *stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq,
                                    StwDtype dtype, StwAttention attention);
 void stw_model_graph_free(StwModelGraph *graph);
+
+/* LoRA target roles: "q", "k", "v", "o", "gate", "up", "down" (NULL-terminated). */
+extern const char *const stw_lora_target_names[];
+
+/* LoRA adapters on GRAPH's projections: for each weight W (out x in) that TARGETS names by role
+ * (comma-separated stw_lora_target_names; NULL: "q,v"; a fused q, k and v weight serves each of
+ * the three, an MLP without a gate has none), tensors NAME.lora_A.weight [RANK, in] and
+ * NAME.lora_B.weight [out, RANK] appended to the graph and read by W's op, which gains their
+ * FLOPs (2 T RANK (in + out)) and keeps x A^T for backward. *N_BASE: the tensors before them
+ * (the base a LoRA run freezes). FALSE with ERROR (STW_MODEL_ERROR_INVALID) for an unknown
+ * target, a target the model lacks, an MLP target on a mixture of experts, or a rank outside 1
+ * to the narrowest adapted weight's side. */
+gboolean stw_model_graph_add_lora(StwModelGraph *graph, guint64 rank, const char *targets,
+                                  guint32 *n_base, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwModelGraph, stw_model_graph_free)
 
 /* The model data of mixed-precision Adam: four copies of every parameter, which the planner keeps

@@ -17,6 +17,7 @@
 #include <glib.h>
 
 #include <stowage/planner.h>
+#include <stowage/synth.h>
 #include <stowage/trace.h>
 #include <stowage/whatif.h>
 
@@ -116,8 +117,12 @@ gboolean stw_request_gpu_budget(const StwRequest *r, const char *option,
  * say "beyond-device". */
 gboolean stw_request_on_device(const StwRequest *r, const char *option,
                                const StwPlannerOptions *o, guint64 bytes, GError **error);
+/* LoRA for a model synthesized from a request: "lora" (a rank, 1 to 65536) into SO's lora_rank,
+ * "lora-targets" (borrowed from R: it must outlive SO) into its lora_targets. */
+gboolean stw_request_lora(const StwRequest *r, StwSynthOptions *so, GError **error);
 /* What `stowage whatif` sweeps: "trace" (a file) or "model" (or "model-config", a file) with
- * "batch" (a comma list), "seq", "dtype", "attention", "checkpointing"; "gpu" (budgets:
+ * "batch" (a comma list), "seq", "dtype", "attention", "checkpointing", "lora", "lora-targets";
+ * "gpu" (budgets:
  * FROM..TO:STEP or a comma list, each on the device), "policy" (a comma list, or all),
  * "chunk-size" (a comma list; default: search) and the planning options. OUT is the caller's,
  * cleared with stw_whatif_sweep_clear (also on failure). */
@@ -134,7 +139,8 @@ gboolean stw_request_minmem(const StwRequest *r, const StwTrace *t, StwPlannerOp
                             StwPolicy *policy, double *allowed, GError **error);
 
 /* What `stowage capacity` asks for: "family" (required), "hidden" (with gpt), "batch", "seq",
- * "no-checkpointing", "attention", "dtype" (default bf16, fp16 where the GPU has none), "policy"
+ * "no-checkpointing", "attention", "dtype" (default bf16, fp16 where the GPU has none), "lora"
+ * and "lora-targets" (each model LoRA-tuned), "policy"
  * (a comma list, or all) and the planning options. OUT is the caller's, cleared with
  * stw_capacity_query_clear (also on failure). */
 gboolean stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error);

@@ -40,11 +40,14 @@ typedef struct {
   const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
                              * no gradient, no optimizer op, and a backward without the weight
                              * gradient's half of the FLOPs */
+  guint64 lora_rank;        /* 0, or LoRA adapters of this rank on LORA_TARGETS, the rest of the
+                             * model frozen (stw_model_graph_add_lora) */
+  const char *lora_targets; /* NULL: "q,v" */
 } StwSynthOptions;
 
 /* The trace of one iteration of CONFIG under OPTIONS on HW, the caller's (stw_trace_free); NULL
  * with ERROR (STW_SYNTH_ERROR) when the options do not fit the model or the hardware, or the
- * trace would break the format's limits. */
+ * trace would break the format's limits; STW_MODEL_ERROR for LoRA targets the model lacks. */
 StwTrace *stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
                           const StwHardware *hw, GError **error);
 

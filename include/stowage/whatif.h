@@ -102,6 +102,7 @@ typedef struct {
   GArray *members;        /* StwModelConfig: the zoo family's, in the zoo's order */
   GArray *policies;       /* int: StwPolicy */
   char *assumed;          /* the defaults the request took, for people ("" when none) */
+  char *lora_targets;     /* synth.lora_targets' text, owned */
 } StwCapacityQuery;
 
 typedef struct {

@@ -210,13 +210,20 @@ def probe(base=None, name=None, device=None, collectives=None):
     return json.loads(_lib.take(_call(_lib.probe, text)))
 
 
+def text_list(v):
+    """A list option as the CLI's comma text (a Python list or tuple joined; else as given)."""
+    return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
 def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, attention=None,
              dtype=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
-             beyond_device=None):
+             beyond_device=None, lora=None, lora_targets=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
-    plan fits, per policy: the record `stowage capacity --json` prints."""
+    plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
+    LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
     text = _options("capacity", family=family, hidden=hidden, batch=batch, seq=seq,
                     no_checkpointing=no_checkpointing, attention=attention, dtype=dtype,
+                    lora=lora, lora_targets=text_list(lora_targets),
                     policy=",".join(policy) if isinstance(policy, (list, tuple)) else policy,
                     cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device)
@@ -236,13 +243,13 @@ def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None,
 
 def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, batch=None,
            seq=None, dtype=None, checkpointing=None, attention=None, chunk_size=None, cpu=None,
-           reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None):
+           reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
+           lora_targets=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
-    Python lists)."""
-    def text(v):
-        return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
+    Python lists). LORA, LORA_TARGETS: with MODEL, LoRA-tuned as `synth --lora` makes it."""
+    text = text_list
     handle = None
     if isinstance(trace, Trace):
         handle, trace = trace._h, None
@@ -252,7 +259,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     model_config=model_config, batch=text(batch), seq=seq, dtype=dtype,
                     checkpointing=checkpointing, attention=attention,
                     chunk_size=text(chunk_size), cpu=cpu, reserve=reserve, gpus=gpus,
-                    nodes=nodes, hw=hw, beyond_device=beyond_device)
+                    nodes=nodes, hw=hw, beyond_device=beyond_device, lora=lora,
+                    lora_targets=text(lora_targets))
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 

@@ -85,6 +85,15 @@ MODELS = [
     ("capacity", ["--family", "ants"], dict(family="ants")),
     ("capacity", ["--family", "gpt2", "--dtype", "bf16", "--hw", "V100-32GB-PCIe3"],
      dict(family="gpt2", dtype="bf16", hw="V100-32GB-PCIe3")),
+    ("whatif", ["--model", "gpt2", "--batch", "2", "--seq", "128", "--gpu", "1GiB", "--lora",
+                "8", "--lora-targets", "q,v,o"],
+     dict(model="gpt2", batch=2, seq=128, gpu="1GiB", lora=8, lora_targets=["q", "v", "o"])),
+    ("whatif", ["--model", "gpt2", "--gpu", "1GiB", "--lora-targets", "q"],
+     dict(model="gpt2", gpu="1GiB", lora_targets="q")),
+    ("capacity", ["--family", "gpt2", "--seq", "128", "--policy", "stowage", "--lora", "4"],
+     dict(family="gpt2", seq=128, policy="stowage", lora=4)),
+    ("capacity", ["--family", "gpt2", "--lora", "4", "--lora-targets", "gate"],
+     dict(family="gpt2", lora=4, lora_targets="gate")),
 ]
 
 

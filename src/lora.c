@@ -1,0 +1,161 @@
+/* lora.c — LoRA adapters on a model graph: low-rank A and B beside the projections they adapt
+ * (docs/synth.md, "LoRA"). */
+#include "config.h"
+
+#include <string.h>
+
+#include <stowage/model.h>
+
+/* A target's role: which op kind holds it, and which of that op's weight matrices it is when the
+ * op holds them apart (q, k, v; gate, up); a fused weight serves every role of its op. */
+typedef struct {
+  const char *name;
+  StwOpKind kind;
+  guint index;  /* among the op's 2-D weights, when there are PARTS of them */
+  guint parts;
+} Role;
+
+static const Role roles[] = {
+  { "q", STW_OP_ATTN_QKV, 0, 3 },   { "k", STW_OP_ATTN_QKV, 1, 3 },
+  { "v", STW_OP_ATTN_QKV, 2, 3 },   { "o", STW_OP_ATTN_OUT, 0, 1 },
+  { "gate", STW_OP_MLP_IN, 0, 2 },  { "up", STW_OP_MLP_IN, 1, 2 },
+  { "down", STW_OP_MLP_OUT, 0, 1 },
+};
+
+const char *const stw_lora_target_names[] = { "q", "k", "v", "o", "gate", "up", "down", NULL };
+
+static const Role *
+role_named(const char *name)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(roles); i++)
+    if (strcmp(roles[i].name, name) == 0)
+      return &roles[i];
+  return NULL;
+}
+
+static gboolean
+invalid(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+invalid(GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *message = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(error, STW_MODEL_ERROR, STW_MODEL_ERROR_INVALID, message);
+  return FALSE;
+}
+
+/* The 2-D weights of op O, in order, into OUT (tensor ids): the model's, below N_BASE, not the
+ * adapters added to it. */
+static void
+weights_of(const StwModelGraph *g, const StwGraphOp *o, guint32 n_base, GArray *out)
+{
+  g_array_set_size(out, 0);
+  for (guint i = 0; i < o->params->len; i++) {
+    guint32 id = g_array_index(o->params, guint32, i);
+    if (id < n_base && ((StwGraphTensor *)g->tensors->pdata[id])->ndim == 2)
+      g_array_append_val(out, id);
+  }
+}
+
+/* The weight of op O that ROLE names; G_MAXUINT32 where O holds none (a GPT has no gate). */
+static guint32
+weight_for(const StwModelGraph *g, const StwGraphOp *o, const Role *role, guint32 n_base,
+           GArray *scratch)
+{
+  weights_of(g, o, n_base, scratch);
+  if (scratch->len == role->parts)
+    return g_array_index(scratch, guint32, role->index);
+  if (scratch->len == 1 && (role->kind == STW_OP_ATTN_QKV || role->index == role->parts - 1))
+    return g_array_index(scratch, guint32, 0); /* fused q, k and v; an MLP without a gate */
+  return G_MAXUINT32;
+}
+
+static guint32
+add_tensor(StwModelGraph *g, const char *base, const char *which, guint64 d0, guint64 d1)
+{
+  StwGraphTensor *t = g_new0(StwGraphTensor, 1);
+  gsize n = strlen(base);
+  gboolean weight = n > 7 && strcmp(base + n - 7, ".weight") == 0;
+  t->name = g_strdup_printf("%.*s.%s.weight", (int)(weight ? n - 7 : n), base, which);
+  t->ndim = 2;
+  t->shape[0] = d0;
+  t->shape[1] = d1;
+  t->numel = d0 * d1;
+  t->aliases = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(g->tensors, t);
+  return g->tensors->len - 1;
+}
+
+/* The input width of op O: its input's elements per token. */
+static guint64
+in_width(const StwModelGraph *g, const StwGraphOp *o)
+{
+  return o->in_bytes / (g->batch * g->seq * stw_dtype_bytes(g->dtype));
+}
+
+/* Adapters A [RANK, in] and B [out, RANK] (PyTorch's Linear layout, as peft makes them) for
+ * weight W of op O, whatever W's own layout (GPT-2's Conv1D weights are [in, out]): read by O,
+ * which computes x A^T B^T beside x W^T and keeps x A^T for backward. */
+static void
+adapt(StwModelGraph *g, StwGraphOp *o, guint32 w, guint64 rank)
+{
+  const StwGraphTensor *base = g->tensors->pdata[w];
+  guint64 in = in_width(g, o), out = base->numel / in, T = g->batch * g->seq;
+  g_autofree char *name = g_strdup(base->name); /* the array may move as it grows */
+  guint32 a = add_tensor(g, name, "lora_A", rank, in);
+  guint32 b = add_tensor(g, name, "lora_B", out, rank);
+  g_array_append_val(o->params, a);
+  g_array_append_val(o->params, b);
+  o->flops += 2 * T * rank * (in + out);
+  o->saved_extra_bytes += T * rank * stw_dtype_bytes(g->dtype);
+}
+
+gboolean
+stw_model_graph_add_lora(StwModelGraph *g, guint64 rank, const char *targets, guint32 *n_base,
+                         GError **error)
+{
+  *n_base = g->tensors->len;
+  g_auto(GStrv) names = g_strsplit(targets != NULL ? targets : "q,v", ",", -1);
+  g_autoptr(GArray) scratch = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_autoptr(GHashTable) adapted = g_hash_table_new(NULL, NULL); /* weight ids done */
+  if (names[0] == NULL)
+    return invalid(error, "--lora-targets: no target given (%s, comma-separated)",
+                   "q, k, v, o, gate, up, down");
+  for (char **n = names; *n != NULL; n++) {
+    g_strstrip(*n);
+    const Role *role = role_named(*n);
+    if (role == NULL)
+      return invalid(error, "--lora-targets: '%s' is not a target: q, k, v, o, gate, up, down "
+                     "(the projections by their role; fused ones take any of theirs)", *n);
+    if (stw_model_experts(&g->config) > 1 && role->kind != STW_OP_ATTN_QKV &&
+        role->kind != STW_OP_ATTN_OUT)
+      return invalid(error, "--lora-targets: %s is an MLP projection, and %s's MLP is a mixture "
+                     "of experts, which stowage does not adapt: target q, k, v, o", *n,
+                     g->config.name);
+    guint found = 0;
+    for (guint i = 0; i < g->ops->len; i++) {
+      StwGraphOp *o = g->ops->pdata[i];
+      if (o->kind != role->kind || o->layer < 0)
+        continue;
+      guint32 w = weight_for(g, o, role, *n_base, scratch);
+      if (w == G_MAXUINT32)
+        continue;
+      found++;
+      const StwGraphTensor *x = g->tensors->pdata[w];
+      if (!g_hash_table_add(adapted, GUINT_TO_POINTER(w + 1)))
+        continue;
+      guint64 in = in_width(g, o), out = x->numel / MAX(in, 1);
+      if (rank < 1 || rank > MIN(in, out))
+        return invalid(error, "--lora: rank %" G_GUINT64_FORMAT " is out of range for %s (%"
+                       G_GUINT64_FORMAT " in, %" G_GUINT64_FORMAT " out): 1 to %"
+                       G_GUINT64_FORMAT, rank, x->name, in, out, MIN(in, out));
+      adapt(g, o, w, rank);
+    }
+    if (found == 0)
+      return invalid(error, "--lora-targets: %s has no %s projection", g->config.name, *n);
+  }
+  return TRUE;
+}
