@@ -21,6 +21,38 @@ progress(guint done, guint total, gpointer user_data)
   fflush(stderr);
 }
 
+/* The four lists: the bytes a parameter costs in each and the parameters each holds (the param
+ * list every one, the others the trained ones), and the chunk capacity no tensor uses. */
+static void
+print_lists(const StwChunking *c, const StwTrace *t)
+{
+  guint64 all = 0, trained = 0;
+  for (guint i = 0; i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    all += x->numel;
+    trained += x->frozen ? 0 : x->numel;
+  }
+  g_autofree char *n_all = stw_cli_group_digits(all), *n_trained = stw_cli_group_digits(trained);
+  guint64 e = stw_chunking_elem_bytes(c, STW_LIST_PARAM);
+  guint64 ms = stw_chunking_elem_bytes(c, STW_LIST_MASTER);
+  guint64 mm = stw_chunking_elem_bytes(c, STW_LIST_MOMENTUM);
+  guint64 mv = stw_chunking_elem_bytes(c, STW_LIST_VARIANCE); /* 8 with AMSGrad */
+  g_autofree char *frozen = trained < all ? g_strdup_printf(", %" G_GUINT64_FORMAT " B a frozen "
+                                                            "one", e)
+                                          : g_strdup("");
+  printf("  lists        param %" G_GUINT64_FORMAT " B x %s; master %" G_GUINT64_FORMAT
+         " B, momentum %" G_GUINT64_FORMAT " B, variance %" G_GUINT64_FORMAT " B x %s%s: %"
+         G_GUINT64_FORMAT " B a%s parameter%s\n", e, n_all, ms, mm, mv, n_trained,
+         trained < all ? " (the trained)" : "", e + ms + mm + mv, trained < all ? " trained" : "",
+         frozen);
+  g_autofree char *waste = stw_size_format(stw_chunking_wasted_bytes(c, STW_LIST_PARAM));
+  guint64 wall = 0;
+  for (int l = 0; l < STW_N_LISTS; l++)
+    wall += stw_chunking_wasted_bytes(c, (StwChunkList)l);
+  g_autofree char *waste_all = stw_size_format(wall);
+  printf("  waste        %s in the param list, %s in all four\n", waste, waste_all);
+}
+
 static void
 print_plan(const char *file, const StwPlan *p, const StwTrace *t)
 {
@@ -44,13 +76,7 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   printf("  optimizer    %u chunks CPU Adam, %u GPU Adam in margin space, %u GPU Adam with "
          "resident state%s\n", counts[STW_OPTIM_CPU], counts[STW_OPTIM_GPU],
          counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
-  g_autofree char *waste = stw_size_format(stw_chunking_wasted_bytes(c, STW_LIST_PARAM));
-  g_autofree char *waste_all = NULL;
-  guint64 wall = 0;
-  for (int l = 0; l < STW_N_LISTS; l++)
-    wall += stw_chunking_wasted_bytes(c, (StwChunkList)l);
-  waste_all = stw_size_format(wall);
-  printf("  waste        %s in the param list, %s in all four\n", waste, waste_all);
+  print_lists(c, t);
   g_autofree char *h2d = stw_size_format(q->h2d_bytes);
   g_autofree char *d2h = stw_size_format(q->d2h_bytes);
   g_autofree char *lb = stw_size_format(q->lower_bound_bytes);

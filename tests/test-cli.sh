@@ -67,6 +67,8 @@ tap_result $? "the adapters have peft's shapes, A [rank, in] and B [out, rank]"
 expect 0 "master        1.12 MiB      294,912              4" "inspect shows the bytes per trained parameter" -- $S inspect "$T/lora.json"
 expect 0 "optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 1 GPU Adam with resident state; 4 frozen (no optimizer state)" \
   "plan a LoRA trace" -- $S plan "$T/lora.json" --gpu 2GiB -o "$T/lora-plan.json"
+expect 0 "lists        param 2 B x 124,734,720; master 4 B, momentum 4 B, variance 4 B x 294,912 (the trained): 14 B a trained parameter, 2 B a frozen one" \
+  "plan shows the bytes per parameter of each list" -- $S plan "$T/lora.json" --gpu 2GiB -o "$T/lora-plan.json"
 grep -q '"capacity_elems":294912,' "$T/lora-plan.json"; tap_result $? "the adapters' chunk holds their 294,912 elements, not the chunk size"
 expect 0 "is sound for" "the LoRA plan checks" -- $S check "$T/lora-plan.json" "$T/lora.json"
 expect 2 "synth: --lora-targets: gpt2 has no gate projection" "a LoRA target the model lacks" -- $S synth --model gpt2 --lora 8 --lora-targets gate -o "$T/x.json"
