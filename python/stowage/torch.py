@@ -19,6 +19,10 @@ allocator (`torch.cuda.memory_allocated`, `max_memory_allocated`); on the CPU fr
 profiler's memory events (every allocation and free, with its bytes), each op a
 `record_function` range. The last complete iteration is kept; the trace is built and checked by
 the C library.
+
+Mixed precision: profile(..., precision="bf16" or "fp16") trains on 16-bit copies beside the
+model's fp32 masters and records a 16-bit trace; wrap under its plan computes on 16-bit views of
+the param chunks and steps the masters in the runtime (docs/pytorch.md, "Mixed precision").
 """
 import bisect
 import collections

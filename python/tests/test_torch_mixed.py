@@ -39,9 +39,10 @@ class MixedReference:
         self.params = [q for q in m.parameters() if q.requires_grad]
         self.frozen = [q for q in m.parameters() if not q.requires_grad]
         self.dtype = DTYPES[precision]
-        self.masters = [q.detach().clone() for q in self.params]
+        self.device = self.params[0].device  # the masters and moments stay in host memory
+        self.masters = [q.detach().cpu().clone() for q in self.params]
         self.lr, self.wd = lr, weight_decay
-        self.state = [[torch.zeros_like(q), torch.zeros(q.numel()), 0] for q in self.params]
+        self.state = [[torch.zeros(q.shape), torch.zeros(q.numel()), 0] for q in self.params]
         self.torch_opt = torch.optim.AdamW(self.masters, lr=lr, weight_decay=weight_decay) \
             if torch_adamw else None
         for q in self.frozen:  # a frozen base is held in 16-bit only
@@ -50,10 +51,10 @@ class MixedReference:
     def copies(self):
         for q, master in zip(self.params, self.masters):
             q.grad = None
-            q.data = master.to(self.dtype)
+            q.data = master.to(self.device, self.dtype)
 
     def step(self, scale=1.0):
-        grads = [q.grad.float() * (1.0 / scale) for q in self.params]
+        grads = [q.grad.float().cpu() * (1.0 / scale) for q in self.params]
         if self.torch_opt is not None:
             for master, g in zip(self.masters, grads):
                 master.grad = g
@@ -238,6 +239,29 @@ class TestMixedPrecision(unittest.TestCase):
         self.assertEqual(scale.skips.total, 24)
         for k, v in m.state_dict().items():
             self.assertTrue(torch.equal(v, before[k]), k)
+
+    def test_on_cuda(self):
+        """On a GPU: bf16 and fp16 (with a GradScaler) profiled and wrapped on cuda:0 (16-bit
+        views of device chunks; Adam where the plan puts it): bitwise across plans, the bytes
+        the plan's, and the losses those of the reference loop on CUDA to 1e-3."""
+        if not torch.cuda.is_available():
+            self.skipTest("no GPU here: torch.cuda.is_available() is False")
+
+        def make():
+            m, _, x = self.tiny()
+            m.to("cuda:0")
+            return m, torch.optim.AdamW(m.parameters(), lr=1e-2), x.to("cuda:0")
+
+        for precision in ("bf16", "fp16"):
+            scaler = (lambda: torch.amp.GradScaler("cuda")) if precision == "fp16" else None
+            t = self.profiled(precision, make=make, scaler=scaler() if scaler else None)
+            runs = [self.wrapped(t, self.plan_at(t, share), steps=3, scaler_of=scaler,
+                                 make=make)[0] for share in (4, 0.25)]
+            self.assertEqual(runs[0], runs[1], precision)
+            m, _, x = make()
+            ref = MixedReference(m, precision).train(m, x, 3, scale=2.0 ** 16 if scaler else 1.0)
+            for a, b in zip(runs[0], ref):
+                self.assertLessEqual(abs(a - b), 1e-3 * max(1.0, abs(b)), precision)
 
     def test_against_torch_adamw(self):
         """The same loop stepping the masters with torch.optim.AdamW: the losses within 1e-4
