@@ -91,3 +91,19 @@ echo '```'
 echo
 "$S" capacity --hw A100-80GB-PCIe4 --gpus 8 --cpu 240GiB --family patrickstar 2>/dev/null
 echo '```'
+echo
+
+echo "## capacity: RTX 4090, 64 and 128 GiB of host memory, batch 1 x 1024: LoRA (rank 16 on q, v) against full fine-tuning"
+echo
+echo '```'
+for cpu in 64GiB 128GiB; do
+  for family in "gpt --hidden 8192" llama; do
+    for lora in "--lora 16" ""; do
+      # shellcheck disable=SC2086 # the family and LoRA options are words
+      "$S" capacity --hw RTX4090-24GB-PCIe4 --cpu $cpu --family $family --batch 1 --seq 1024 \
+        --policy stowage,zero-offload $lora 2>/dev/null
+      echo
+    done
+  done
+done
+echo '```'
