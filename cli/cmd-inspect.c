@@ -107,6 +107,22 @@ print_largest(const StwTrace *t, const StwTraceSummary *s)
   stw_table_print(lt, stdout);
 }
 
+/* The blocks: what keeping, recomputing or offloading their activations involves. */
+static void
+print_blocks(const StwTraceSummary *s)
+{
+  if (s->blocks == 0) {
+    printf("blocks                 none known (a trace of version 1, or of a source that does "
+           "not record them)\n");
+    return;
+  }
+  g_autofree char *saved = stw_size_format(s->block_saved_bytes);
+  g_autofree char *input = stw_size_format(s->block_input_bytes);
+  g_autofree char *fwd = stw_duration_format(s->block_forward_ns);
+  printf("blocks                 %u: %s kept for backward when kept, %s of inputs, %s of "
+         "forward to recompute\n", s->blocks, saved, input, fwd);
+}
+
 static void
 print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
 {
@@ -115,8 +131,10 @@ print_summary(const char *file, const StwTrace *t, const StwTraceSummary *s)
   print_model_data(s);
   const StwOp *peak = stw_trace_op(t, s->peak_op);
   g_autofree char *pk = stw_size_format(s->peak_nonmodel_bytes);
-  printf("\npeak non-model memory  %s at op %u %s (%s)\n\n", pk, s->peak_op, peak->name,
+  printf("\npeak non-model memory  %s at op %u %s (%s)\n", pk, s->peak_op, peak->name,
          stw_stage_name(peak->stage));
+  print_blocks(s);
+  printf("\n");
   print_stages(s);
   if (s->n_largest == 0)
     return;

@@ -47,6 +47,14 @@ stw_trace_summary_new(const StwTrace *t, guint32 top)
     s->stage_flops[op->stage] += op->flops;
   }
 
+  s->blocks = t->blocks->len;
+  for (guint32 i = 0; i < t->blocks->len; i++) { /* at most 2^22 terms of 2^53: no wrap */
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, i);
+    s->block_saved_bytes += b->saved_bytes;
+    s->block_input_bytes += b->input_bytes;
+    s->block_forward_ns += b->forward_ns;
+  }
+
   guint32 *ids = g_new(guint32, MAX(n, 1));
   for (guint32 i = 0; i < n; i++)
     ids[i] = i;
@@ -88,6 +96,11 @@ stw_trace_summary_to_json(const StwTrace *t, const StwTraceSummary *s)
   for (int l = 0; l < STW_N_LISTS; l++)
     stw_json_add_u64(md, stw_chunk_list_name((StwChunkList)l), s->list_bytes[l]);
   stw_json_add_u64(md, "total", s->model_bytes);
+  cJSON *blocks = cJSON_AddObjectToObject(root, "blocks");
+  stw_json_add_u64(blocks, "count", s->blocks);
+  stw_json_add_u64(blocks, "saved_bytes", s->block_saved_bytes);
+  stw_json_add_u64(blocks, "input_bytes", s->block_input_bytes);
+  stw_json_add_u64(blocks, "forward_ns", s->block_forward_ns);
   cJSON *peak = cJSON_AddObjectToObject(root, "peak_nonmodel");
   stw_json_add_u64(peak, "bytes", s->peak_nonmodel_bytes);
   stw_json_add_u64(peak, "op_index", s->peak_op);

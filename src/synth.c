@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 G_DEFINE_QUARK(stw-synth-error-quark, stw_synth_error)
 
@@ -143,6 +144,63 @@ backward_op(Synth *s, const StwGraphOp *g)
   op->duration_ns = op_duration_ns(s, g, flops, bytes);
 }
 
+/* The op indices of each transformer block's forward and backward, as they are emitted. */
+typedef struct {
+  guint32 *fwd_first, *fwd_last, *bwd_first, *bwd_last; /* per layer; G_MAXUINT32: none yet */
+} BlockOps;
+
+static void
+block_ops_note(guint32 *first, guint32 *last, gint32 layer, guint32 op)
+{
+  if (layer < 0)
+    return;
+  if (first[layer] == G_MAXUINT32)
+    first[layer] = op;
+  last[layer] = op;
+}
+
+/* What keeping block LAYER's activations costs: its forward ops keep, each, its output and
+ * saved extras and its input where it saves it or passes it on (docs/synth.md); the block's
+ * input is counted in, its output (the next block's input) out. */
+static guint64
+block_saved_bytes(const StwModelGraph *graph, gint32 layer, guint64 *input_out)
+{
+  gint64 delta = 0;
+  guint64 input = 0, output = 0;
+  gboolean first = TRUE;
+  for (guint i = 0; i < graph->ops->len; i++) {
+    const StwGraphOp *g = graph->ops->pdata[i];
+    if (g->layer != layer)
+      continue;
+    if (first)
+      input = g->in_bytes;
+    first = FALSE;
+    delta += (gint64)(g->out_bytes + g->saved_extra_bytes);
+    if (!g->passthrough && !g->saves_input)
+      delta -= (gint64)g->in_bytes;
+    output = g->out_bytes;
+  }
+  *input_out = input;
+  gint64 saved = delta + (gint64)input - (gint64)output;
+  return saved > 0 ? (guint64)saved : 0;
+}
+
+/* The trace's blocks: one per transformer layer, over the ops BO noted. */
+static void
+add_blocks(StwTrace *t, const StwModelGraph *graph, const BlockOps *bo)
+{
+  for (guint64 l = 0; l < graph->config.layers; l++) {
+    if (bo->fwd_first[l] == G_MAXUINT32 || bo->bwd_first[l] == G_MAXUINT32)
+      continue;
+    g_autofree char *name = g_strdup_printf("h%" G_GUINT64_FORMAT, l);
+    StwBlock *b = stw_trace_add_block(t, name, bo->fwd_first[l], bo->fwd_last[l],
+                                      bo->bwd_first[l], bo->bwd_last[l]);
+    b->saved_bytes = block_saved_bytes(graph, (gint32)l, &b->input_bytes);
+    for (guint32 k = b->fwd_first; k <= b->fwd_last; k++)
+      b->forward_ns += stw_trace_op(t, k)->duration_ns;
+  }
+}
+
 /* Index range [*first, *last] of the ops of block LAYER. */
 static void
 block_range(const StwModelGraph *g, gint32 layer, guint *first, guint *last)
@@ -276,6 +334,10 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   Synth s = { .trace = t, .graph = graph, .hw = hw, .e = stw_dtype_bytes(options->dtype),
               .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)) };
+  gsize L = MAX(config->layers, 1);
+  g_autofree guint32 *ops_noted = g_new(guint32, 4 * L);
+  memset(ops_noted, 0xff, 4 * L * sizeof(guint32));
+  BlockOps bo = { ops_noted, ops_noted + L, ops_noted + 2 * L, ops_noted + 3 * L };
 
   /* forward */
   for (guint i = 0; i < graph->ops->len; i++) {
@@ -283,6 +345,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     gboolean ckpt = options->checkpointing && g->layer >= 0;
     gboolean first = i == 0 || ((StwGraphOp *)graph->ops->pdata[i - 1])->layer != g->layer;
     forward_op(&s, g, STW_STAGE_FWD, "", !ckpt, ckpt && first);
+    block_ops_note(bo.fwd_first, bo.fwd_last, g->layer, t->ops->len - 1);
   }
 
   /* backward, recomputing each checkpointed block just before its gradients */
@@ -292,18 +355,22 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
         (i + 1 == graph->ops->len || ((StwGraphOp *)graph->ops->pdata[i + 1])->layer != g->layer)) {
       guint first, last;
       block_range(graph, g->layer, &first, &last);
-      for (guint k = first; k <= last; k++)
+      for (guint k = first; k <= last; k++) {
         forward_op(&s, graph->ops->pdata[k], STW_STAGE_BWD, ".recompute", TRUE, k == first);
+        block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
+      }
       /* the block's output already lived once as the next block's input; drop the copy */
       s.live -= ((StwGraphOp *)graph->ops->pdata[last])->out_bytes;
     }
     backward_op(&s, g);
+    block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
   }
   g_assert(s.residuals->len == 0);
   g_assert(s.live == graph->io_bytes);
   g_array_unref(s.residuals);
 
   optimizer_ops(&s);
+  add_blocks(t, graph, &bo);
 
   g_autofree char *what = g_strdup_printf("the trace of %s at batch %" G_GUINT64_FORMAT " x seq %"
                                           G_GUINT64_FORMAT, config->name, options->batch,

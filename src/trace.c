@@ -75,6 +75,12 @@ op_clear(gpointer p)
 }
 
 static void
+block_clear(gpointer p)
+{
+  g_free(((StwBlock *)p)->name);
+}
+
+static void
 warning_clear(gpointer p)
 {
   g_free(((StwTraceWarning *)p)->name);
@@ -104,6 +110,8 @@ stw_trace_new(void)
   g_array_set_clear_func(t->tensors, tensor_clear);
   t->ops = g_array_new(FALSE, TRUE, sizeof(StwOp));
   g_array_set_clear_func(t->ops, op_clear);
+  t->blocks = g_array_new(FALSE, TRUE, sizeof(StwBlock));
+  g_array_set_clear_func(t->blocks, block_clear);
   t->source.kind = STW_SOURCE_SYNTHETIC;
   t->source.tool = g_strdup(PACKAGE_STRING);
   t->source.created = g_strdup("");
@@ -128,6 +136,7 @@ stw_trace_free(StwTrace *t)
   g_free(t->device.name);
   g_array_unref(t->tensors);
   g_array_unref(t->ops);
+  g_array_unref(t->blocks);
   g_free(t);
 }
 
@@ -188,6 +197,76 @@ check_ids(const char *file, guint32 op_index, const char *what, const guint32 *i
       seen[ids[j]] = 0;
   }
   return ok;
+}
+
+StwBlock *
+stw_trace_add_block(StwTrace *trace, const char *name, guint32 fwd_first, guint32 fwd_last,
+                    guint32 bwd_first, guint32 bwd_last)
+{
+  StwBlock b = { .name = g_strdup(name), .fwd_first = fwd_first, .fwd_last = fwd_last,
+                 .bwd_first = bwd_first, .bwd_last = bwd_last };
+  g_array_append_val(trace->blocks, b);
+  return &g_array_index(trace->blocks, StwBlock, trace->blocks->len - 1);
+}
+
+/* Whether ops [FIRST, LAST] exist and are all of STAGE; FALSE with ERROR naming block I's
+ * member WHAT. */
+static gboolean
+block_ops(const StwTrace *t, const char *file, guint32 i, const char *what, guint32 first,
+          guint32 last, StwStage stage, GError **error)
+{
+  if (first > last || last >= t->ops->len)
+    return invalid(error, file, "$.blocks[%u].%s: ops [%u, %u] are not a range of the trace's "
+                   "%u ops", i, what, first, last, t->ops->len);
+  for (guint32 k = first; k <= last; k++) {
+    if (stw_trace_op(t, k)->stage != stage)
+      return invalid(error, file, "$.blocks[%u].%s: op %u (%s) is a %s op, and a block's %s "
+                     "ops are all %s", i, what, k, stw_trace_op(t, k)->name,
+                     stw_stage_name(stw_trace_op(t, k)->stage), what, stw_stage_name(stage));
+  }
+  return TRUE;
+}
+
+/* The blocks' invariants (stw_trace_validate). */
+static gboolean
+validate_blocks(const StwTrace *t, const char *file, GError **error)
+{
+  if (t->blocks->len > t->ops->len)
+    return invalid(error, file, "$.blocks: %u blocks, more than the %u ops", t->blocks->len,
+                   t->ops->len);
+  for (guint32 i = 0; i < t->blocks->len; i++) {
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, i);
+    if (b->name == NULL || b->name[0] == '\0' || strlen(b->name) > STW_TRACE_MAX_NAME)
+      return invalid(error, file, "$.blocks[%u].name: 1 to %d bytes", i, STW_TRACE_MAX_NAME);
+    if (!block_ops(t, file, i, "forward", b->fwd_first, b->fwd_last, STW_STAGE_FWD, error) ||
+        !block_ops(t, file, i, "backward", b->bwd_first, b->bwd_last, STW_STAGE_BWD, error))
+      return FALSE;
+    if (b->bwd_first < b->fwd_last)
+      return invalid(error, file, "$.blocks[%u].backward: op %u comes before the block's "
+                     "forward ends (op %u)", i, b->bwd_first, b->fwd_last);
+    const guint64 ints[] = { b->input_bytes, b->saved_bytes, b->forward_ns };
+    const char *names[] = { "input_bytes", "saved_bytes", "forward_ns" };
+    for (gsize k = 0; k < G_N_ELEMENTS(ints); k++) {
+      if (ints[k] > STW_TRACE_MAX_INT)
+        return invalid(error, file, "$.blocks[%u].%s: %" G_GUINT64_FORMAT " is more than the "
+                       "format's limit of 2^53", i, names[k], ints[k]);
+    }
+    if (i == 0)
+      continue;
+    const StwBlock *a = &g_array_index(t->blocks, StwBlock, i - 1);
+    if (b->fwd_first <= a->fwd_last)
+      return invalid(error, file, "$.blocks[%u].forward: ops [%u, %u] begin before block %s's "
+                     "forward ends (op %u): blocks are listed in order, their ops apart", i,
+                     b->fwd_first, b->fwd_last, a->name, a->fwd_last);
+    for (guint32 k = 0; k < i; k++) {
+      const StwBlock *c = &g_array_index(t->blocks, StwBlock, k);
+      if (b->bwd_first <= c->bwd_last && c->bwd_first <= b->bwd_last)
+        return invalid(error, file, "$.blocks[%u].backward: ops [%u, %u] interleave block "
+                       "%s's backward [%u, %u]", i, b->bwd_first, b->bwd_last, c->name,
+                       c->bwd_first, c->bwd_last);
+    }
+  }
+  return TRUE;
 }
 
 gboolean
@@ -350,7 +429,7 @@ stw_trace_validate(const StwTrace *t, const char *file, GError **error)
   if (runs < micro_steps)
     return invalid(error, file, "$.model.micro_steps: %u, but the ops hold %u forward-backward "
                    "run%s", micro_steps, runs, runs == 1 ? "" : "s");
-  return TRUE;
+  return validate_blocks(t, file, error);
 }
 
 /* Whether tensor X's name or one of its aliases matches PATTERN. */
@@ -449,7 +528,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
 {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", STW_TRACE_FORMAT);
-  stw_json_add_u64(root, "version", STW_TRACE_VERSION);
+  /* version 1 without blocks, so that the traces before them keep their files and digests */
+  stw_json_add_u64(root, "version", t->blocks->len > 0 ? STW_TRACE_VERSION_BLOCKS : 1);
   if (with_source) {
     cJSON *source = cJSON_AddObjectToObject(root, "source");
     cJSON_AddStringToObject(source, "kind", stw_source_kind_name(t->source.kind));
@@ -522,6 +602,22 @@ trace_to_json(const StwTrace *t, gboolean with_source)
       stw_json_add_u64(o, "flops", op->flops);
     cJSON_AddItemToArray(ops, o);
   }
+  if (t->blocks->len == 0)
+    return root;
+  cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
+  for (guint32 i = 0; i < t->blocks->len; i++) {
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", b->name);
+    cJSON_AddItemToObject(o, "forward", stw_json_u64_array((guint32[]){ b->fwd_first,
+                                                                        b->fwd_last }, 2));
+    cJSON_AddItemToObject(o, "backward", stw_json_u64_array((guint32[]){ b->bwd_first,
+                                                                         b->bwd_last }, 2));
+    stw_json_add_u64(o, "input_bytes", b->input_bytes);
+    stw_json_add_u64(o, "saved_bytes", b->saved_bytes);
+    stw_json_add_u64(o, "forward_ns", b->forward_ns);
+    cJSON_AddItemToArray(blocks, o);
+  }
   return root;
 }
 
@@ -566,7 +662,9 @@ stw_trace_digest(const StwTrace *t)
 /* ---- reading ----------------------------------------------------------------------------- */
 
 static const char *const root_members[] = { "format", "version", "source", "model", "device",
-                                            "tensors", "ops", NULL };
+                                            "tensors", "ops", "blocks", NULL };
+static const char *const block_members[] = { "name", "forward", "backward", "input_bytes",
+                                             "saved_bytes", "forward_ns", NULL };
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "micro_steps",
@@ -582,6 +680,9 @@ static const StwJsonArrayLimit trace_arrays[] = {
   { "$.tensors[].aliases", STW_TRACE_MAX_ALIASES },
   { "$.ops[].params", STW_TRACE_MAX_OP_TENSORS },
   { "$.ops[].grads", STW_TRACE_MAX_OP_TENSORS },
+  { "$.blocks", STW_TRACE_MAX_OPS },
+  { "$.blocks[].forward", 2 },
+  { "$.blocks[].backward", 2 },
   { NULL, 0 },
 };
 static const StwJsonLimits trace_limits = { .format = STW_TRACE_FORMAT,
@@ -825,6 +926,74 @@ read_op(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   return TRUE;
 }
 
+/* A block's op range KEY: [first, last], op indices. */
+static gboolean
+read_range(StwJsonReader *r, const cJSON *obj, const char *key, guint32 *first, guint32 *last,
+           GError **error)
+{
+  const cJSON *arr = NULL;
+  if (!stw_json_get_array(r, obj, key, TRUE, 2, &arr, error))
+    return FALSE;
+  if (cJSON_GetArraySize(arr) != 2)
+    return stw_json_fail_at(r, key, error, "expected [first, last]: two op indices");
+  guint64 v[2];
+  gsize saved = stw_json_push_key(r, key);
+  guint k = 0;
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
+    gsize s2 = stw_json_push_index(r, k);
+    if (!stw_json_as_u64(r, c, 0, STW_TRACE_MAX_OPS, &v[k], error))
+      return FALSE;
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  *first = (guint32)v[0];
+  *last = (guint32)v[1];
+  return TRUE;
+}
+
+static gboolean
+read_block(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
+{
+  const char *name = NULL;
+  guint32 f0, f1, b0, b1;
+  if (!stw_json_check_object(r, obj, block_members, error) ||
+      !stw_json_get_string(r, obj, "name", TRUE, STW_TRACE_MAX_NAME, &name, error) ||
+      !read_range(r, obj, "forward", &f0, &f1, error) ||
+      !read_range(r, obj, "backward", &b0, &b1, error))
+    return FALSE;
+  StwBlock *b = stw_trace_add_block(t, name, f0, f1, b0, b1);
+  return stw_json_get_u64(r, obj, "input_bytes", TRUE, 0, STW_TRACE_MAX_INT, &b->input_bytes,
+                          error) &&
+         stw_json_get_u64(r, obj, "saved_bytes", TRUE, 0, STW_TRACE_MAX_INT, &b->saved_bytes,
+                          error) &&
+         stw_json_get_u64(r, obj, "forward_ns", TRUE, 0, STW_TRACE_MAX_INT, &b->forward_ns,
+                          error);
+}
+
+/* "blocks" (version 2): absent in version 1. */
+static gboolean
+read_blocks(StwJsonReader *r, const cJSON *root, guint64 version, StwTrace *t, GError **error)
+{
+  const cJSON *blocks = NULL;
+  if (!stw_json_get_array(r, root, "blocks", FALSE, STW_TRACE_MAX_OPS, &blocks, error))
+    return FALSE;
+  if (blocks == NULL)
+    return TRUE;
+  if (version < STW_TRACE_VERSION_BLOCKS)
+    return stw_json_fail_at(r, "blocks", error, "blocks are version %d's, and the trace says "
+                            "version %" G_GUINT64_FORMAT, STW_TRACE_VERSION_BLOCKS, version);
+  guint32 i = 0;
+  gsize saved = stw_json_push_key(r, "blocks");
+  for (const cJSON *c = blocks->child; c != NULL; c = c->next, i++) {
+    gsize s2 = stw_json_push_index(r, i);
+    if (!read_block(r, c, t, error))
+      return FALSE;
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
 static gboolean
 read_root(StwJsonReader *r, const cJSON *root, StwTrace *t, GError **error)
 {
@@ -837,10 +1006,10 @@ read_root(StwJsonReader *r, const cJSON *root, StwTrace *t, GError **error)
     return FALSE;
   if (!stw_json_get_u64(r, root, "version", TRUE, 0, STW_JSON_INT_MAX, &version, error))
     return FALSE;
-  if (version != STW_TRACE_VERSION)
+  if (version < 1 || version > STW_TRACE_VERSION)
     return stw_json_fail_at(r, "version", error,
                             "unsupported version %" G_GUINT64_FORMAT " (this stowage reads "
-                            "version %d)", version, STW_TRACE_VERSION);
+                            "versions 1 to %d)", version, STW_TRACE_VERSION);
   if (!stw_json_get_object(r, root, "source", TRUE, &source, error) ||
       !stw_json_get_object(r, root, "model", TRUE, &model, error) ||
       !stw_json_get_object(r, root, "device", TRUE, &device, error) ||
@@ -868,7 +1037,7 @@ read_root(StwJsonReader *r, const cJSON *root, StwTrace *t, GError **error)
     stw_json_pop(r, s2);
   }
   stw_json_pop(r, saved);
-  return TRUE;
+  return read_blocks(r, root, version, t, error);
 }
 
 /* Reads and validates a whole trace document into the StwTrace at OUT. */

@@ -116,6 +116,55 @@ test_tiny_checkpointing(void)
   g_assert_cmpuint(qkv, <, core_bwd);
 }
 
+static guint32
+op_index(const StwTrace *t, const char *name)
+{
+  return (guint32)(find_op(t, name) - stw_trace_op(t, 0));
+}
+
+/* The tiny GPT's one block: its forward ops h0.ln_1..h0.mlp.proj, its backward (a
+ * recomputation among it when checkpointed), its input (one hidden state, 96 B) and what keeping
+ * it costs: ln_f starts at io 96 + the block's keeping + its output 96 (1968 B kept), so 1,776 B,
+ * the same whether the run checkpoints or not. */
+static void
+test_tiny_blocks(void)
+{
+  for (int ck = 0; ck < 2; ck++) {
+    g_autoptr(StwTrace) t = synth_tiny(ck, STW_ATTENTION_NAIVE);
+    g_assert_cmpuint(t->blocks->len, ==, 1);
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, 0);
+    g_assert_cmpstr(b->name, ==, "h0");
+    g_assert_cmpuint(b->fwd_first, ==, op_index(t, "h0.ln_1"));
+    g_assert_cmpuint(b->fwd_last, ==, op_index(t, "h0.mlp.proj"));
+    g_assert_cmpuint(b->bwd_first, ==, op_index(t, ck ? "h0.ln_1.recompute" : "h0.mlp.proj.bwd"));
+    g_assert_cmpuint(b->bwd_last, ==, op_index(t, "h0.ln_1.bwd"));
+    g_assert_cmpuint(b->input_bytes, ==, 96);
+    g_assert_cmpuint(b->saved_bytes, ==, 1776);
+    guint64 ns = 0;
+    for (guint32 k = b->fwd_first; k <= b->fwd_last; k++)
+      ns += stw_trace_op(t, k)->duration_ns;
+    g_assert_cmpuint(b->forward_ns, ==, ns);
+    g_assert_true(stw_trace_validate(t, "blocks", NULL));
+  }
+  /* GPT-2 at batch 1 x 1024 (bf16): the block keeps 32 s b h (docs/synth.md: Korthikanti's 34,
+   * less the dropout masks), and with naive attention the softmax, 2 a s^2 b, besides */
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwModelConfig cfg;
+  g_assert_true(stw_model_resolve("gpt2", &cfg, NULL));
+  for (int naive = 0; naive < 2; naive++) {
+    StwSynthOptions o = { .batch = 1, .seq = 1024, .dtype = STW_DTYPE_BF16,
+                          .attention = naive ? STW_ATTENTION_NAIVE : STW_ATTENTION_FLASH };
+    g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &o, &hw, NULL);
+    g_assert_cmpuint(t->blocks->len, ==, 12);
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, 11);
+    g_assert_cmpstr(b->name, ==, "h11");
+    g_assert_cmpuint(b->input_bytes, ==, 1024 * 768 * 2);
+    g_assert_cmpuint(b->saved_bytes, ==, naive ? 50348032 : 25231360);
+    g_assert_cmpuint(b->saved_bytes - (naive ? 2 * 12 * 1024 * 1024 : 0), >=, 32 * 1024 * 768);
+  }
+}
+
 static void
 test_flash_attention(void)
 {
@@ -244,6 +293,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/synth/tiny-exact-bytes", test_tiny_exact_bytes);
   g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
+  g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
   g_test_add_func("/synth/other-archs", test_other_archs);

@@ -86,6 +86,57 @@ test_roundtrip(void)
   g_assert_cmpstr(wte->aliases->pdata[0], ==, "lm_head.weight");
 }
 
+/* Blocks: written as version 2 (a trace without them stays version 1), read back, and refused
+ * where they do not fit the ops, each at its JSON path. */
+static void
+test_blocks(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 2, 64, FALSE);
+  g_assert_cmpuint(t->blocks->len, ==, 12);
+  GError *error = NULL;
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(text, "\"version\": 2,"));
+  g_autoptr(StwTrace) back = stw_trace_parse("mem.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  const StwBlock *b = &g_array_index(back->blocks, StwBlock, 0);
+  g_assert_cmpstr(b->name, ==, "h0");
+  g_assert_cmpuint(b->fwd_first, ==, 1);
+  g_assert_cmpuint(b->bwd_last, ==, 198);
+  g_assert_cmpuint(b->saved_bytes, ==, 3344384);
+  static const struct {
+    const char *from, *to, *needle;
+  } cases[] = {
+    { "\"version\": 2,", "\"version\": 1,",
+      "mem.json: $.blocks: blocks are version 2's, and the trace says version 1" },
+    { "\"forward\":[1,8]", "\"forward\":[1,100]", "mem.json: $.blocks[0].forward: op 100 "
+      "(loss.bwd) is a bwd op, and a block's forward ops are all fwd" },
+    { "\"forward\":[9,16]", "\"forward\":[8,16]", "mem.json: $.blocks[1].forward: ops [8, "
+      "16] begin before block h0's forward ends (op 8): blocks are listed in order, their ops "
+      "apart" },
+    { "\"backward\":[183,190]", "\"backward\":[183,191]", "mem.json: $.blocks[1].backward: "
+      "ops [183, 191] interleave block h0's backward [191, 198]" },
+    { "\"backward\":[191,198]", "\"backward\":[191,9999]", "mem.json: $.blocks[0].backward: "
+      "ops [191, 9999] are not a range of the trace's 348 ops" },
+    { "\"forward\":[1,8]", "\"forward\":[1]", "mem.json: $.blocks[0].forward: expected "
+      "[first, last]: two op indices" },
+    { "\"input_bytes\":196608", "\"input_bytes\":-1", "mem.json: $.blocks[0].input_bytes" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_assert_nonnull(strstr(text, cases[i].from));
+    g_autoptr(GString) bad = g_string_new(text);
+    g_string_replace(bad, cases[i].from, cases[i].to, 1);
+    g_autoptr(StwTrace) x = stw_trace_parse("mem.json", bad->str, bad->len, &error);
+    g_assert_null(x);
+    stw_assert_error_contains(error, cases[i].needle);
+  }
+  /* without blocks, version 1, as before them */
+  g_array_set_size(t->blocks, 0);
+  g_autofree char *v1 = stw_trace_to_string(t, &error);
+  g_assert_nonnull(strstr(v1, "\"version\": 1,"));
+  g_assert_null(strstr(v1, "\"blocks\""));
+}
+
 static void
 test_save_atomic(void)
 {
@@ -124,7 +175,7 @@ test_bad_files(void)
     { "bad-no-tensors.json", "$.tensors: a trace needs at least one model tensor" },
     { "bad-total-duration.json", "$.ops[2].duration_ns: the ops' durations add up to more than 2^53 ns (104 days) by this op" },
     { "bad-huge-flops.json", "$.ops[0].flops: 9007199254740994 is out of range (expected 0 to 9007199254740992)" },
-    { "bad-version.json", "$.version: unsupported version 2 (this stowage reads version 1)" },
+    { "bad-version.json", "$.version: unsupported version 3 (this stowage reads versions 1 to 2)" },
     { "bad-missing-ops.json", "$: missing required member \"ops\"" },
     { "bad-ops-type.json", "$.ops: expected an array, found an object" },
     { "bad-unknown-tensor.json", "$.ops[1].params[1]: tensor id 7 does not exist (the trace has 2 tensors)" },
@@ -312,6 +363,7 @@ main(int argc, char **argv)
   g_test_add_func("/trace/load-mini", test_load_mini);
   g_test_add_func("/trace/digest-canonical", test_digest_canonical);
   g_test_add_func("/trace/roundtrip", test_roundtrip);
+  g_test_add_func("/trace/blocks", test_blocks);
   g_test_add_func("/trace/save-atomic", test_save_atomic);
   g_test_add_func("/trace/bad-files", test_bad_files);
   g_test_add_func("/trace/absurd-counts", test_absurd_counts);

@@ -26,6 +26,10 @@ typedef struct {
   guint32 stage_ops[STW_N_STAGES];
   guint64 stage_ns[STW_N_STAGES];   /* summed durations */
   guint64 stage_flops[STW_N_STAGES];
+  guint32 blocks;                   /* the trace's blocks (0: it knows none) */
+  guint64 block_saved_bytes;        /* what they keep for backward when kept, in all */
+  guint64 block_input_bytes;        /* their inputs, in all: what recomputing them all keeps */
+  guint64 block_forward_ns;         /* their forwards' time: recomputing them all costs this */
   guint32 *largest;                 /* tensor ids, largest first */
   guint32 n_largest;
   char *digest;                     /* stw_trace_digest() */

@@ -32,7 +32,8 @@ typedef enum {
 } StwTraceError;
 
 #define STW_TRACE_FORMAT "stowage-trace"
-#define STW_TRACE_VERSION 1
+#define STW_TRACE_VERSION 2         /* written when the trace has blocks; else version 1 */
+#define STW_TRACE_VERSION_BLOCKS 2  /* the first version with blocks */
 
 /* Limits that keep hostile files from allocating without bound. */
 #define STW_TRACE_MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
@@ -134,12 +135,26 @@ typedef struct {
   guint32 world_size;    /* data-parallel ranks */
 } StwTraceDevice;
 
+/* A checkpointable block (a transformer layer; a PyTorch module at the profile's depth) in one
+ * forward-backward run: what deciding to keep, recompute or offload its activations needs. */
+typedef struct {
+  char *name;
+  guint32 fwd_first, fwd_last;  /* its forward ops, [first, last] */
+  guint32 bwd_first, bwd_last;  /* its backward ops (a recomputation among them) */
+  guint64 input_bytes;          /* the activation it reads: what recomputing it needs kept */
+  guint64 saved_bytes;          /* what its forward keeps for backward when kept, its input
+                                 * included (0: nothing, or not known) */
+  guint64 forward_ns;           /* its forward's time: what recomputing it costs */
+} StwBlock;
+
 typedef struct {
   StwTraceSource source;
   StwTraceModel model;
   StwTraceDevice device;
   GArray *tensors;  /* StwTensor, index = id */
   GArray *ops;      /* StwOp, in execution order; op boundary i is "moment" i */
+  GArray *blocks;   /* StwBlock, in the order of their forwards; empty when the source does not
+                     * know them (a trace of version 1) */
 } StwTrace;
 
 /* An empty trace (never NULL), the caller's (stw_trace_free). */
@@ -157,6 +172,10 @@ guint32 stw_trace_add_tensor(StwTrace *trace, const char *name, StwDtype dtype,
 StwOp *stw_trace_add_op(StwTrace *trace, const char *name, StwStage stage,
                         const guint32 *params, guint32 n_params, const guint32 *grads,
                         guint32 n_grads);
+/* A block over ops [FWD_FIRST, FWD_LAST] and [BWD_FIRST, BWD_LAST], its bytes and time zero for
+ * the caller to fill; valid until the next block is added. */
+StwBlock *stw_trace_add_block(StwTrace *trace, const char *name, guint32 fwd_first,
+                              guint32 fwd_last, guint32 bwd_first, guint32 bwd_last);
 
 static inline const StwTensor *
 stw_trace_tensor(const StwTrace *t, guint32 id)
@@ -173,7 +192,9 @@ stw_trace_op(const StwTrace *t, guint32 i)
  * the first violation: tensor names unique and non-empty, shapes matching numel, op tensor ids
  * existing and not repeated within an op, grads only in bwd ops and never of a frozen tensor,
  * no optimizer op over a frozen tensor, stages in the order fwd, bwd (micro_steps times: with
- * several, gradients held by the framework), then optim, peak >= start, rank < world_size. */
+ * several, gradients held by the framework), then optim, peak >= start, rank < world_size;
+ * each block's forward ops fwd and its backward ops bwd, its forward before its backward, and
+ * no two blocks' forwards (or backwards) sharing an op. */
 gboolean stw_trace_validate(const StwTrace *trace, const char *file, GError **error);
 /* Errors of the functions below: STW_TRACE_ERROR_INVALID (an invariant, as above), and where a
  * file is read or written STW_FILES_ERROR (the file), STW_JSON_ERROR (its text). */
