@@ -274,6 +274,18 @@ stw_bind_trace_add_op(StwTrace *t, const char *name, const char *stage, const gu
   return t->ops->len - 1;
 }
 
+gint64
+stw_bind_trace_add_block(StwTrace *t, const char *name, guint32 fwd_first, guint32 fwd_last,
+                         guint32 bwd_first, guint32 bwd_last, guint64 input_bytes,
+                         guint64 saved_bytes, guint64 forward_ns)
+{
+  StwBlock *b = stw_trace_add_block(t, name, fwd_first, fwd_last, bwd_first, bwd_last);
+  b->input_bytes = input_bytes;
+  b->saved_bytes = saved_bytes;
+  b->forward_ns = forward_ns;
+  return t->blocks->len - 1;
+}
+
 void
 stw_bind_trace_warn(StwTrace *t, const char *name, guint64 count)
 {

@@ -48,6 +48,11 @@ gint64 stw_bind_trace_add_op(StwTrace *t, const char *name, const char *stage,
                              guint32 n_grads, guint64 nonmodel_bytes, guint64 peak_bytes,
                              guint64 duration_ns, char **error_out);
 void stw_bind_trace_warn(StwTrace *t, const char *name, guint64 count);
+/* A block (trace.h's StwBlock) over ops [FWD_FIRST, FWD_LAST] and [BWD_FIRST, BWD_LAST]: its
+ * index; the trace's validation checks it against the ops. */
+gint64 stw_bind_trace_add_block(StwTrace *t, const char *name, guint32 fwd_first,
+                                guint32 fwd_last, guint32 bwd_first, guint32 bwd_last,
+                                guint64 input_bytes, guint64 saved_bytes, guint64 forward_ns);
 void stw_bind_trace_set_shape(StwTrace *t, guint64 batch, guint64 seq);
 /* The iteration's shape: MICRO_STEPS forward-backward runs, GRADIENTS "chunks" or "framework"
  * (trace.h's StwGradients); FALSE with *ERROR_OUT on a bad value. */

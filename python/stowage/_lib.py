@@ -74,6 +74,8 @@ trace_add_op = _fn("stw_bind_trace_add_op", ctypes.c_int64, ctypes.c_void_p, cty
                    ctypes.c_char_p, ctypes.POINTER(u32), u32, ctypes.POINTER(u32), u32, u64, u64,
                    u64, ctypes.POINTER(ctypes.c_void_p))
 trace_warn = _fn("stw_bind_trace_warn", None, ctypes.c_void_p, ctypes.c_char_p, u64)
+trace_add_block = _fn("stw_bind_trace_add_block", ctypes.c_int64, ctypes.c_void_p,
+                      ctypes.c_char_p, u32, u32, u32, u32, u64, u64, u64)
 trace_set_shape = _fn("stw_bind_trace_set_shape", None, ctypes.c_void_p, u64, u64)
 trace_validate = _fn("stw_bind_trace_validate", ctypes.c_int, ctypes.c_void_p,
                      ctypes.POINTER(ctypes.c_void_p))

@@ -495,13 +495,21 @@ def _replace_step(optimizer, fn):
 
 
 class _Op:
-    __slots__ = ("name", "stage", "params", "start", "end", "mem0", "peak", "grads0", "range")
+    __slots__ = ("name", "stage", "params", "start", "end", "mem0", "peak", "grads0", "range",
+                 "input", "saved", "saving")
 
     def __init__(self, name, stage, params, start):
         self.name, self.stage, self.params = name, stage, params
         self.start, self.end, self.mem0, self.peak = start, start, 0, 0
         self.grads0 = 0  # bytes of the gradients PyTorch holds at its start
         self.range = None  # on the CPU: the profiler range that times its memory events
+        self.input = 0  # a module's forward: the bytes of its input
+        self.saved = None  # ... and the storages autograd saves for backward: address -> bytes
+        self.saving = None  # the saved-tensor hooks that count them, while it runs
+
+
+def _tensor_bytes(x):
+    return x.numel() * x.element_size() if isinstance(x, _torch.Tensor) else 0
 
 
 class _Hooks:
@@ -521,7 +529,7 @@ class _Hooks:
         self.handles.append(root.register_forward_hook(self._root_post))
         for name, mod, ids in m.ops:
             self.handles.append(mod.register_forward_pre_hook(
-                lambda mod, args, name=name, ids=ids: owner.begin(name, "fwd", ids)))
+                lambda mod, args, name=name, ids=ids: owner.begin(name, "fwd", ids, args)))
             self.handles.append(mod.register_forward_hook(
                 lambda mod, args, out, name=name, ids=ids: self._op_post(name, ids, out)))
 
@@ -620,6 +628,9 @@ class profile:
         return op
 
     def _end(self, op):
+        if op.saving is not None:
+            op.saving.__exit__(None, None, None)
+            op.saving = None
         self.holding.subtract(op.params or ())
         if op.stage == "optim":
             self.in_step = False
@@ -636,11 +647,32 @@ class profile:
             self._end(self.op)
             self.op = None
 
-    def begin(self, name, stage, ids):
+    def begin(self, name, stage, ids, args=None):
         if stage == "fwd" and not _torch.is_grad_enabled():
             return  # an evaluation: not the iteration's
         self._close()
         self.op = self._begin(name, stage, ids)
+        if stage == "fwd":
+            self._count_saved(self.op, args)
+
+    def _count_saved(self, op, args):
+        """A module's forward OP: its input's bytes, and the storages autograd saves for backward
+        while it runs (the parameters' own left out: they are model data), by address."""
+        op.input = _tensor_bytes(_first_input(args or (), {}))
+        op.saved = {}
+        params = {q.untyped_storage().data_ptr() for _, q in self.params}
+
+        def pack(x):
+            try:
+                storage = x.untyped_storage()
+                if storage.data_ptr() not in params:
+                    op.saved[storage.data_ptr()] = storage.nbytes()
+            except RuntimeError:  # a tensor without storage: not counted
+                pass
+            return x
+
+        op.saving = _torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x)
+        op.saving.__enter__()
 
     def end(self, name, stage):
         if stage == "fwd" and self.op is not None and self.op.name == name:
@@ -823,6 +855,7 @@ class profile:
             pname, p = self.params[i]
             self._add_op(t, "optimizer." + pname, "optim", [i], [], step_bytes, step_bytes,
                          step_ns * p.numel() // total)
+        self._blocks(t, [o for o in ops if o.stage != "optim"])
         if self.memory_unknown is not None:  # said in the trace's source, as the importer does
             _lib.trace_warn(t._h, b"no_memory_events", 1)
         if self.outside:
@@ -832,6 +865,22 @@ class profile:
                              s if seq is None else seq)
         _call(_lib.trace_validate, t._h)
         return t
+
+    def _blocks(self, t, ops):
+        """The trace's blocks: each module op's forward (index k among OPS, as added to T) with
+        the backward of it that follows, what its forward saved and read, and its time."""
+        modules = {n for n, _, _ in self.m.ops}
+        taken = set()
+        for k, op in enumerate(ops):
+            if op.stage != "fwd" or op.name not in modules or op.saved is None:
+                continue
+            back = next((j for j in range(k + 1, len(ops)) if j not in taken and
+                         ops[j].name == op.name + ".bwd"), None)
+            if back is None:  # a module whose backward the trace does not see
+                continue
+            taken.add(back)
+            _lib.trace_add_block(t._h, op.name.encode(), k, k, back, back, op.input,
+                                 sum(op.saved.values()), max(op.end - op.start, 0))
 
     def model_trace(self):
         """The model's tensors as a trace of their own (one op), for the runtime to hold them
@@ -1281,7 +1330,7 @@ class wrap:
         # the held parameters stay visible: they are used between the ops too
         self._hide([i for i in ids if i not in self.held] if self.held else ids)
 
-    def begin(self, name, stage, ids):
+    def begin(self, name, stage, ids, args=None):
         self._close()
         self._open(name, stage, ids)
 
