@@ -599,7 +599,7 @@ write_files(const Training *x, guint32 world)
 {
   GError *error = NULL;
   if (x->profile != NULL) {
-    StwTrace *t = stw_runtime_trace(stw_trainer_runtime(x->tr));
+    StwTrace *t = stw_trainer_trace(x->tr);
     if (!stw_trace_save(t, x->profile, &error))
       return stw_cli_error(error);
     printf("wrote %s: %u ops\n", x->profile, t->ops->len);

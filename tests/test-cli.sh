@@ -236,6 +236,10 @@ D=$STW_SRCDIR/README.md
 M="--layers 2 --width 32 --heads 4 --context 16 --batch 2 --data $D"
 expect 0 "step    1  loss 5.5" "train a few steps" -- $S train $M --steps 3 --profile "$T/tt.json" --checkpoint "$T/c.ckpt"
 expect 0 "" "plan the trained model's trace" -- $S plan "$T/tt.json" --gpu 400KiB -o "$T/tp.json"
+grep -q '"version": 2,' "$T/tt.json" && grep -q '{"name":"h0","forward":\[1,8\],"backward":\[' "$T/tt.json" &&
+  grep -q '{"name":"h1","forward":\[9,16\],' "$T/tt.json"
+tap_result $? "the trainer's trace has a block per layer, over its forward ops"
+expect 0 "blocks                 2: " "inspect shows the trainer's blocks" -- $S inspect "$T/tt.json"
 $S train $M --steps 3 --plan "$T/tp.json" > "$T/rep.log"
 $S train $M --steps 3 | grep '^step' | awk '{print $4}' > "$T/a"
 grep '^step' "$T/rep.log" | awk '{print $4}' > "$T/b"

@@ -793,6 +793,41 @@ stw_trainer_model_of(StwTrainer *t)
   return t->model;
 }
 
+StwTrace *
+stw_trainer_trace(StwTrainer *t)
+{
+  StwTrace *tr = stw_runtime_trace(t->rt);
+  const StwModelGraph *g = t->graph;
+  guint32 n = g->ops->len;
+  if (tr == NULL || tr->blocks->len > 0 || tr->ops->len < 2 * n)
+    return tr;
+  /* the trace's ops are the graph's forward ops in order, then their backward ops in reverse */
+  guint64 e = stw_dtype_bytes(g->dtype);
+  for (guint64 l = 0; l < g->config.layers; l++) {
+    guint32 first = G_MAXUINT32, last = 0;
+    for (guint32 k = 0; k < n; k++) {
+      if (((const StwGraphOp *)g->ops->pdata[k])->layer == (gint32)l) {
+        first = MIN(first, k);
+        last = k;
+      }
+    }
+    if (first == G_MAXUINT32 || last + 1 >= n)
+      continue;
+    g_autofree char *name = g_strdup_printf("h%" G_GUINT64_FORMAT, l);
+    StwBlock *b = stw_trace_add_block(tr, name, first, last, 2 * n - 1 - last, 2 * n - 1 - first);
+    const StwGraphOp *in = g->ops->pdata[first], *out = g->ops->pdata[last];
+    b->input_bytes = in->in_bytes / e * sizeof(float);
+    guint64 output = out->out_bytes / e * sizeof(float);
+    guint64 before = stw_trace_op(tr, first)->nonmodel_bytes;
+    guint64 after = stw_trace_op(tr, last + 1)->nonmodel_bytes;
+    b->saved_bytes = after + b->input_bytes > before + output
+                         ? after + b->input_bytes - before - output : 0;
+    for (guint32 k = first; k <= last; k++)
+      b->forward_ns += stw_trace_op(tr, k)->duration_ns;
+  }
+  return tr;
+}
+
 guint64
 stw_trainer_step_count(StwTrainer *t)
 {

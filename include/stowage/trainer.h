@@ -78,6 +78,12 @@ void stw_trainer_set_batch(StwTrainer *t, const int *inputs, const int *targets)
 /* The trainer's runtime and model, owned by the trainer; never NULL. */
 StwRuntime *stw_trainer_runtime(StwTrainer *t);
 const StwTrace *stw_trainer_model_of(StwTrainer *t);
+/* Profile mode: the runtime's trace of the last timed iteration (stw_runtime_trace, owned by the
+ * runtime) with the trainer's blocks, one per transformer layer: its forward and backward ops,
+ * its input (fp32, as the trainer keeps activations) and what its forward kept, measured (the
+ * non-model memory it left live, its input counted in and its output out), and its forward's
+ * measured time. NULL where the runtime has no trace. */
+StwTrace *stw_trainer_trace(StwTrainer *t);
 guint64 stw_trainer_step_count(StwTrainer *t);
 /* The current weights of TENSOR (numel floats). */
 void stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out);
