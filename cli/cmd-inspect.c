@@ -121,6 +121,10 @@ print_blocks(const StwTraceSummary *s)
   g_autofree char *fwd = stw_duration_format(s->block_forward_ns);
   printf("blocks                 %u: %s kept for backward when kept, %s of inputs, %s of "
          "forward to recompute\n", s->blocks, saved, input, fwd);
+  if (s->recomputed_peak_bytes > 0) {
+    g_autofree char *peak = stw_size_format(s->recomputed_peak_bytes);
+    printf("all recomputed         peak non-model memory %s, for %s more compute\n", peak, fwd);
+  }
 }
 
 static void

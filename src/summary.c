@@ -54,6 +54,15 @@ stw_trace_summary_new(const StwTrace *t, guint32 top)
     s->block_input_bytes += b->input_bytes;
     s->block_forward_ns += b->forward_ns;
   }
+  if (s->blocks > 0 && !t->model.checkpointing && stw_trace_micro_steps(t) == 1) {
+    g_autofree gboolean *all = g_new(gboolean, s->blocks);
+    for (guint32 i = 0; i < s->blocks; i++)
+      all[i] = TRUE;
+    g_autoptr(StwTrace) re = stw_trace_recompute(t, all, NULL);
+    for (guint32 i = 0; re != NULL && i < re->ops->len; i++)
+      s->recomputed_peak_bytes = MAX(s->recomputed_peak_bytes,
+                                     stw_trace_op(re, i)->nonmodel_peak_bytes);
+  }
 
   guint32 *ids = g_new(guint32, MAX(n, 1));
   for (guint32 i = 0; i < n; i++)
@@ -101,6 +110,8 @@ stw_trace_summary_to_json(const StwTrace *t, const StwTraceSummary *s)
   stw_json_add_u64(blocks, "saved_bytes", s->block_saved_bytes);
   stw_json_add_u64(blocks, "input_bytes", s->block_input_bytes);
   stw_json_add_u64(blocks, "forward_ns", s->block_forward_ns);
+  if (s->recomputed_peak_bytes > 0)
+    stw_json_add_u64(blocks, "recomputed_peak_bytes", s->recomputed_peak_bytes);
   cJSON *peak = cJSON_AddObjectToObject(root, "peak_nonmodel");
   stw_json_add_u64(peak, "bytes", s->peak_nonmodel_bytes);
   stw_json_add_u64(peak, "op_index", s->peak_op);

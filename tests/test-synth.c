@@ -165,6 +165,65 @@ test_tiny_blocks(void)
   }
 }
 
+/* Recomputing every block of a kept trace (stw_trace_recompute) gives synth's own checkpointed
+ * trace: the same ops in the same order and times, the same non-model memory at every op start
+ * outside the blocks' forwards, and within them at least as much (the transform knows what a
+ * block keeps in all, not op by op: it keeps the forward's own memory, a bound). The tiny GPT,
+ * and GPT-2. */
+static void
+test_recompute_is_checkpointing(void)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwModelConfig cfg;
+  g_assert_true(stw_model_resolve("gpt2", &cfg, NULL));
+  for (int big = 0; big < 2; big++) {
+    StwSynthOptions o = { .batch = 2, .seq = 128, .dtype = STW_DTYPE_BF16 };
+    g_autoptr(StwTrace) kept = big ? stw_synth_trace(&cfg, &o, &hw, NULL)
+                                   : synth_tiny(FALSE, STW_ATTENTION_NAIVE);
+    o.checkpointing = TRUE;
+    g_autoptr(StwTrace) ckpt = big ? stw_synth_trace(&cfg, &o, &hw, NULL)
+                                   : synth_tiny(TRUE, STW_ATTENTION_NAIVE);
+    g_autofree gboolean *all = g_new(gboolean, kept->blocks->len);
+    for (guint k = 0; k < kept->blocks->len; k++)
+      all[k] = TRUE;
+    GError *error = NULL;
+    g_autoptr(StwTrace) re = stw_trace_recompute(kept, all, &error);
+    g_assert_no_error(error);
+    g_assert_true(re->model.checkpointing);
+    g_assert_cmpuint(re->ops->len, ==, ckpt->ops->len);
+    guint64 peak_re = 0, peak_ck = 0;
+    for (guint i = 0; i < re->ops->len; i++) {
+      const StwOp *a = stw_trace_op(re, i), *b = stw_trace_op(ckpt, i);
+      g_test_message("%u %s", i, a->name);
+      g_assert_cmpstr(a->name, ==, b->name);
+      gboolean in_forward = FALSE;
+      for (guint k = 0; k < ckpt->blocks->len; k++) {
+        const StwBlock *x = &g_array_index(ckpt->blocks, StwBlock, k);
+        in_forward |= i > x->fwd_first && i <= x->fwd_last;
+      }
+      if (in_forward)
+        g_assert_cmpuint(a->nonmodel_bytes, >=, b->nonmodel_bytes);
+      else
+        g_assert_cmpuint(a->nonmodel_bytes, ==, b->nonmodel_bytes);
+      g_assert_cmpuint(a->duration_ns, ==, b->duration_ns);
+      peak_re = MAX(peak_re, a->nonmodel_peak_bytes);
+      peak_ck = MAX(peak_ck, b->nonmodel_peak_bytes);
+    }
+    g_assert_cmpuint(peak_re, >=, peak_ck);
+    g_test_message("peak %" G_GUINT64_FORMAT " against %" G_GUINT64_FORMAT, peak_re, peak_ck);
+    for (guint k = 0; k < re->blocks->len; k++) {
+      const StwBlock *a = &g_array_index(re->blocks, StwBlock, k);
+      const StwBlock *b = &g_array_index(ckpt->blocks, StwBlock, k);
+      g_assert_cmpuint(a->bwd_first, ==, b->bwd_first);
+      g_assert_cmpuint(a->bwd_last, ==, b->bwd_last);
+    }
+    /* a trace that recomputes already is refused */
+    g_assert_null(stw_trace_recompute(ckpt, all, &error));
+    stw_assert_error_contains(error, "recomputes its blocks (profiled with checkpointing)");
+  }
+}
+
 static void
 test_flash_attention(void)
 {
@@ -294,6 +353,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/tiny-exact-bytes", test_tiny_exact_bytes);
   g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
+  g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
   g_test_add_func("/synth/other-archs", test_other_archs);

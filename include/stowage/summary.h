@@ -30,6 +30,9 @@ typedef struct {
   guint64 block_saved_bytes;        /* what they keep for backward when kept, in all */
   guint64 block_input_bytes;        /* their inputs, in all: what recomputing them all keeps */
   guint64 block_forward_ns;         /* their forwards' time: recomputing them all costs this */
+  guint64 recomputed_peak_bytes;    /* the peak non-model memory with every block recomputed
+                                     * (stw_trace_recompute); 0 where the trace's blocks are
+                                     * decided (checkpointing, micro-steps) or it has none */
   guint32 *largest;                 /* tensor ids, largest first */
   guint32 n_largest;
   char *digest;                     /* stw_trace_digest() */

@@ -235,6 +235,16 @@ guint32 stw_trace_frozen(const StwTrace *trace, guint64 *numel_out);
  * matches no tensor (STW_TRACE_ERROR_INVALID). */
 gboolean stw_trace_freeze(StwTrace *trace, const char *patterns, guint32 *n_out, GError **error);
 
+/* TRACE with the blocks RECOMPUTE[b] says recomputed in backward instead of kept: between the
+ * end of each such block's forward and its backward the non-model memory is lower by what the
+ * block keeps less its input (saved_bytes - input_bytes); right before its first backward op, its
+ * forward ops run again (NAME.recompute, bwd ops reading the same parameters, their time and
+ * FLOPs), rebuilding that memory as the forward did. The blocks keep their figures, their
+ * backward ranges taking the recomputation in; model.checkpointing says whether all are. A new
+ * trace, the caller's; NULL with ERROR (STW_TRACE_ERROR_INVALID) for a trace without blocks, one
+ * profiled with checkpointing (its choices are made) or with several micro-steps. */
+StwTrace *stw_trace_recompute(const StwTrace *trace, const gboolean *recompute, GError **error);
+
 /* Model-data bytes of a tensor's compute copy. */
 guint64 stw_tensor_bytes(const StwTensor *tensor);
 

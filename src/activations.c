@@ -1,0 +1,156 @@
+/* activations.c — a trace with some of its blocks recomputed: what keeping a block's activations
+ * or recomputing it in backward does to the iteration (docs/trace-format.md, "blocks"). */
+#include "config.h"
+
+#include <string.h>
+
+#include <stowage/trace.h>
+
+static gboolean
+refuse(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+refuse(GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *message = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, message);
+  return FALSE;
+}
+
+/* What recomputing block B frees between its forward and its recomputation: what it keeps,
+ * less the input a recomputation starts from. */
+static guint64
+freed_by(const StwBlock *b)
+{
+  return b->saved_bytes > b->input_bytes ? b->saved_bytes - b->input_bytes : 0;
+}
+
+/* A copy of T's header and tensors, without ops or blocks. */
+static StwTrace *
+copy_header(const StwTrace *t)
+{
+  StwTrace *c = stw_trace_new();
+  c->source.kind = t->source.kind;
+  g_free(c->source.tool);
+  c->source.tool = g_strdup(t->source.tool);
+  g_free(c->source.created);
+  c->source.created = g_strdup(t->source.created);
+  for (guint i = 0; i < t->source.warnings->len; i++) {
+    const StwTraceWarning *w = &g_array_index(t->source.warnings, StwTraceWarning, i);
+    stw_trace_warn(c, w->name, w->count);
+  }
+  char *name = c->model.name;
+  c->model = t->model;
+  c->model.name = g_strdup(t->model.name);
+  g_free(name);
+  g_free(c->device.name);
+  c->device = t->device;
+  c->device.name = g_strdup(t->device.name);
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    guint32 id = stw_trace_add_tensor(c, x->name, x->dtype, x->shape, x->ndim);
+    StwTensor *y = &g_array_index(c->tensors, StwTensor, id);
+    y->frozen = x->frozen;
+    for (guint k = 0; x->aliases != NULL && k < x->aliases->len; k++)
+      g_ptr_array_add(y->aliases, g_strdup(x->aliases->pdata[k]));
+  }
+  return c;
+}
+
+static StwOp *
+copy_op(StwTrace *c, const StwOp *op, const char *name, StwStage stage, gboolean grads)
+{
+  StwOp *o = stw_trace_add_op(c, name, stage, op->params, op->n_params, op->grads,
+                              grads ? op->n_grads : 0);
+  o->duration_ns = op->duration_ns;
+  o->flops = op->flops;
+  return o;
+}
+
+/* Block B's forward ops again, as NAME.recompute bwd ops right before op I of T (whose memory at
+ * its start, with what the recomputed blocks freed, is the base the forward rebuilds on). */
+static void
+emit_recompute(StwTrace *c, const StwTrace *t, const StwBlock *b, guint32 i, guint64 freed)
+{
+  const StwOp *op = stw_trace_op(t, i);
+  guint64 base = op->nonmodel_bytes - MIN(op->nonmodel_bytes, freed + freed_by(b));
+  guint64 start = stw_trace_op(t, b->fwd_first)->nonmodel_bytes;
+  for (guint32 k = b->fwd_first; k <= b->fwd_last; k++) {
+    const StwOp *f = stw_trace_op(t, k);
+    g_autofree char *name = g_strconcat(f->name, ".recompute", NULL);
+    StwOp *o = copy_op(c, f, name, STW_STAGE_BWD, FALSE);
+    o->nonmodel_bytes = base + (f->nonmodel_bytes - MIN(f->nonmodel_bytes, start));
+    o->nonmodel_peak_bytes = base + (f->nonmodel_peak_bytes - MIN(f->nonmodel_peak_bytes, start));
+  }
+}
+
+/* C's blocks: T's, their ops where they moved to (MOVED), a recomputed block's backward taking
+ * its recomputation in; model.checkpointing when every block is recomputed. */
+static void
+add_blocks(StwTrace *c, const StwTrace *t, const gboolean *recompute, const guint32 *moved)
+{
+  gboolean all = TRUE;
+  for (guint32 k = 0; k < t->blocks->len; k++) {
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
+    guint32 span = b->fwd_last - b->fwd_first + 1; /* its recomputation's ops */
+    StwBlock *d = stw_trace_add_block(c, b->name, moved[b->fwd_first], moved[b->fwd_last],
+                                      moved[b->bwd_first] - (recompute[k] ? span : 0),
+                                      moved[b->bwd_last]);
+    d->input_bytes = b->input_bytes;
+    d->saved_bytes = b->saved_bytes;
+    d->forward_ns = b->forward_ns;
+    all &= recompute[k];
+  }
+  c->model.checkpointing = all;
+}
+
+StwTrace *
+stw_trace_recompute(const StwTrace *t, const gboolean *recompute, GError **error)
+{
+  if (t->blocks->len == 0) {
+    refuse(error, "the trace has no blocks (a trace of version 1, or of a source that does not "
+           "record them): no block's activations can be recomputed");
+    return NULL;
+  }
+  if (t->model.checkpointing || stw_trace_micro_steps(t) > 1) {
+    refuse(error, "the trace %s: its blocks' activations are decided already",
+           t->model.checkpointing ? "recomputes its blocks (profiled with checkpointing)"
+                                  : "has several micro-steps");
+    return NULL;
+  }
+  guint32 n = t->ops->len, nb = t->blocks->len;
+  /* per op: the bytes the recomputed blocks have freed at its start; per op: the blocks whose
+   * recomputation comes right before it */
+  g_autofree guint64 *freed = g_new0(guint64, n + 1);
+  g_autofree gint32 *before = g_new(gint32, n + 1);
+  for (guint32 i = 0; i <= n; i++)
+    before[i] = -1;
+  for (guint32 k = 0; k < nb; k++) {
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
+    if (!recompute[k])
+      continue;
+    for (guint32 i = b->fwd_last + 1; i < b->bwd_first; i++)
+      freed[i] += freed_by(b);
+    before[b->bwd_first] = (gint32)k;
+  }
+  StwTrace *c = copy_header(t);
+  g_autofree guint32 *moved = g_new(guint32, n + 1); /* old op index -> new */
+  for (guint32 i = 0; i < n; i++) {
+    const StwOp *op = stw_trace_op(t, i);
+    if (before[i] >= 0) /* the block's forward again, its memory rebuilt as it was */
+      emit_recompute(c, t, &g_array_index(t->blocks, StwBlock, before[i]), i, freed[i]);
+    moved[i] = c->ops->len;
+    StwOp *o = copy_op(c, op, op->name, op->stage, TRUE);
+    o->nonmodel_bytes = op->nonmodel_bytes - MIN(op->nonmodel_bytes, freed[i]);
+    o->nonmodel_peak_bytes = op->nonmodel_peak_bytes - MIN(op->nonmodel_peak_bytes, freed[i]);
+  }
+  add_blocks(c, t, recompute, moved);
+  if (!stw_trace_validate(c, "(the trace with its blocks recomputed)", error)) {
+    stw_trace_free(c);
+    return NULL;
+  }
+  return c;
+}
