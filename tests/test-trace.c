@@ -130,6 +130,11 @@ test_blocks(void)
     g_assert_null(x);
     stw_assert_error_contains(error, cases[i].needle);
   }
+  /* a version-2 file (tests/fixtures/traces/blocks.json: synth of tiny-gpt, 2 layers) */
+  g_autoptr(StwTrace) f = load_fixture("traces/blocks.json", NULL);
+  g_assert_cmpuint(f->blocks->len, ==, 2);
+  g_assert_cmpstr(g_array_index(f->blocks, StwBlock, 1).name, ==, "h1");
+  g_assert_cmpuint(g_array_index(f->blocks, StwBlock, 1).saved_bytes, ==, 33920);
   /* without blocks, version 1, as before them */
   g_array_set_size(t->blocks, 0);
   g_autofree char *v1 = stw_trace_to_string(t, &error);
@@ -176,6 +181,7 @@ test_bad_files(void)
     { "bad-total-duration.json", "$.ops[2].duration_ns: the ops' durations add up to more than 2^53 ns (104 days) by this op" },
     { "bad-huge-flops.json", "$.ops[0].flops: 9007199254740994 is out of range (expected 0 to 9007199254740992)" },
     { "bad-version.json", "$.version: unsupported version 3 (this stowage reads versions 1 to 2)" },
+    { "bad-blocks-interleave.json", "$.blocks[1].backward: ops [23, 31] interleave block h0's backward [31, 38]" },
     { "bad-missing-ops.json", "$: missing required member \"ops\"" },
     { "bad-ops-type.json", "$.ops: expected an array, found an object" },
     { "bad-unknown-tensor.json", "$.ops[1].params[1]: tensor id 7 does not exist (the trace has 2 tensors)" },
