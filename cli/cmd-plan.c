@@ -77,6 +77,15 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
          "resident state%s\n", counts[STW_OPTIM_CPU], counts[STW_OPTIM_GPU],
          counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
   print_lists(c, t);
+  if (p->recompute->len > 0) {
+    guint32 first = g_array_index(p->recompute, guint32, 0);
+    guint32 last = g_array_index(p->recompute, guint32, p->recompute->len - 1);
+    printf("  activations  %u of %u blocks recomputed in backward (%s", p->recompute->len,
+           t->blocks->len, g_array_index(t->blocks, StwBlock, first).name);
+    if (last != first)
+      printf(" .. %s", g_array_index(t->blocks, StwBlock, last).name);
+    printf("), the others kept\n");
+  }
   g_autofree char *h2d = stw_size_format(q->h2d_bytes);
   g_autofree char *d2h = stw_size_format(q->d2h_bytes);
   g_autofree char *lb = stw_size_format(q->lower_bound_bytes);
@@ -113,7 +122,7 @@ parse(int argc, char **argv, char **trace, char **output_out)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL, *output = NULL,
-                  *objective = NULL;
+                  *objective = NULL, *activations = NULL;
   gboolean oversized = FALSE;
   GOptionEntry entries[] = {
     { "gpu", 'g', 0, STW_OPTION_TEXT, &gpu, "GPU memory budget (required), e.g. 16GiB",
@@ -123,8 +132,10 @@ parse(int argc, char **argv, char **trace, char **output_out)
       "stowage (default), patrickstar, zero-offload, zero-infinity, gemini-static, lru", "P" },
     { "objective", 0, 0, STW_OPTION_TEXT, &objective,
       "what the stowage policy minimizes: time (default) or bytes moved", "O" },
-    { "chunk-size", 0, 0, STW_OPTION_TEXT, &chunk, "chunk size in elements (default: search)",
-      "N" },
+    { "activations", 0, 0, STW_OPTION_TEXT, &activations,
+      "the blocks' activations: keep (default: as the trace has them), recompute (in backward), "
+      "auto (the best of keeping and recomputing the first blocks)", "A" },
+    { "chunk-size", 0, 0, STW_OPTION_TEXT, &chunk, "chunk size (default: search)", "N" },
     { "oversized", 0, 0, G_OPTION_ARG_NONE, &oversized,
       "let tensors larger than the chunk size have a chunk of their own", NULL },
     { "gemini-fraction", 0, 0, STW_OPTION_TEXT, &fraction,
@@ -186,7 +197,18 @@ stw_cmd_plan(int argc, char **argv)
   g_autoptr(StwPlan) plan = stw_planner_plan(trace, trace_name, &o, &error);
   if (plan == NULL || !stw_plan_save(plan, trace, output, &error))
     return stw_cli_error(error);
+  if (o.activations != STW_ACTIVATIONS_KEEP && !stw_planner_decides_blocks(trace))
+    g_printerr("stowage: plan: --activations %s: the trace %s, so they are planned as it has "
+               "them\n", stw_activations_names[o.activations],
+               trace->blocks->len == 0 ? "has no blocks (version 1, or a source that does not "
+                                         "record them)"
+                                       : "decides its blocks already (checkpointing or several "
+                                         "micro-steps)");
+  g_autoptr(StwTrace) recomputed = NULL; /* the trace the schedule runs over, for its op names */
+  const StwTrace *runs = stw_plan_trace(plan, trace, &recomputed, &error);
+  if (runs == NULL)
+    return stw_cli_error(error);
   if (strcmp(output, "-") != 0)
-    print_plan(output, plan, trace);
+    print_plan(output, plan, runs);
   return STW_EXIT_OK;
 }

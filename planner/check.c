@@ -132,10 +132,10 @@ check_collectives(const StwPlan *p, const StwTrace *t, const char *file, GError 
 }
 
 gboolean
-stw_plan_check(const StwPlan *p, const StwTrace *t, const char *file, StwCheckReport *report,
-               StwSimulation *sim, GError **error)
+stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
+               StwCheckReport *report, StwSimulation *sim, GError **error)
 {
-  g_autofree char *digest = stw_trace_digest(t);
+  g_autofree char *digest = stw_trace_digest(recorded);
   if (strcmp(digest, p->trace_digest) != 0) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH,
                 "%s was made for the trace with digest %.16s… (%s), not this one (%.16s…): "
@@ -143,6 +143,14 @@ stw_plan_check(const StwPlan *p, const StwTrace *t, const char *file, StwCheckRe
                 p->trace_file[0] ? p->trace_file : "file unknown", digest);
     return FALSE;
   }
+  /* the trace the schedule runs over: the recorded one with the plan's blocks recomputed */
+  if (p->recompute->len > 0 && recorded->ops->len == p->trace_ops)
+    return unsound(error, file, "$.trace.ops: %u, the trace's own, and the plan recomputes %u "
+                   "blocks, which adds ops", p->trace_ops, p->recompute->len);
+  g_autoptr(StwTrace) owned = NULL;
+  const StwTrace *t = stw_plan_trace(p, recorded, &owned, error);
+  if (t == NULL)
+    return FALSE;
   if (p->trace_ops != t->ops->len)
     return unsound(error, file, "$.trace.ops: %u, the trace has %u ops", p->trace_ops,
                    t->ops->len);

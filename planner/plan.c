@@ -84,7 +84,34 @@ stw_plan_new(void)
   StwPlan *p = g_new0(StwPlan, 1);
   p->trace_digest = g_strdup("");
   p->trace_file = g_strdup("");
+  p->recompute = g_array_new(FALSE, FALSE, sizeof(guint32));
   return p;
+}
+
+const StwTrace *
+stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned, GError **error)
+{
+  *owned = NULL;
+  if (p->recompute->len == 0 || t->ops->len == p->trace_ops)
+    return t;
+  g_autofree gboolean *mask = g_new0(gboolean, MAX(t->blocks->len, 1));
+  for (guint i = 0; i < p->recompute->len; i++) {
+    guint32 b = g_array_index(p->recompute, guint32, i);
+    if (b >= t->blocks->len) {
+      g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "$.trace.recompute[%u]: "
+                  "block %u, and the trace has %u blocks", i, b, t->blocks->len);
+      return NULL;
+    }
+    mask[b] = TRUE;
+  }
+  GError *local = NULL;
+  *owned = stw_trace_recompute(t, mask, &local);
+  if (*owned == NULL) {
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "the plan recomputes blocks of "
+                "its trace, and this one's cannot be: %s", local->message);
+    g_error_free(local);
+  }
+  return *owned;
 }
 
 void
@@ -94,6 +121,7 @@ stw_plan_free(StwPlan *p)
     return;
   g_free(p->trace_digest);
   g_free(p->trace_file);
+  g_array_unref(p->recompute);
   stw_chunking_free(p->chunking);
   g_free(p->optim);
   stw_schedule_clear(&p->schedule);
@@ -221,8 +249,12 @@ item_ref(const StwChunking *c, guint32 item)
 }
 
 char *
-stw_plan_to_string(const StwPlan *p, const StwTrace *t)
+stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
 {
+  g_autoptr(StwTrace) owned = NULL;
+  const StwTrace *t = stw_plan_trace(p, recorded, &owned, NULL);
+  if (t == NULL) /* a pair that was never checked: the op names are left out */
+    t = recorded;
   const StwChunking *c = p->chunking;
   guint32 n = stw_chunking_count(c);
   cJSON *root = cJSON_CreateObject();
@@ -232,6 +264,9 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *t)
   cJSON_AddStringToObject(tr, "digest", p->trace_digest);
   cJSON_AddStringToObject(tr, "file", p->trace_file);
   stw_json_add_u64(tr, "ops", p->trace_ops);
+  if (p->recompute->len > 0)
+    cJSON_AddItemToObject(tr, "recompute", stw_json_u64_array((const guint32 *)p->recompute->data,
+                                                              p->recompute->len));
   cJSON_AddStringToObject(root, "policy", stw_policy_names[p->policy]);
   cJSON *b = cJSON_AddObjectToObject(root, "budgets");
   stw_json_add_u64(b, "gpu_bytes", p->budgets.gpu_bytes);
@@ -326,7 +361,7 @@ stw_plan_save(const StwPlan *p, const StwTrace *t, const char *file, GError **er
 static const char *const root_members[] = { "format", "version", "trace", "policy", "budgets",
                                             "predictions", "hardware", "chunks", "layout",
                                             "initial", "schedule", NULL };
-static const char *const trace_members[] = { "digest", "file", "ops", NULL };
+static const char *const trace_members[] = { "digest", "file", "ops", "recompute", NULL };
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
                                               "amsgrad", NULL };
@@ -338,6 +373,7 @@ static const char *const moment_members[] = { "moment", "op", "evict", "drop", "
 
 /* The sizes the reader allows, checked before the tree is built (json.h). */
 static const StwJsonArrayLimit plan_arrays[] = {
+  { "$.trace.recompute", STW_TRACE_MAX_OPS },
   { "$.layout", STW_PLAN_MAX_CHUNKS },
   { "$.layout[].tensors", STW_TRACE_MAX_TENSORS },
   { "$.layout[].tensors[]", 2 },
@@ -567,6 +603,34 @@ read_schedule(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   return TRUE;
 }
 
+/* $.trace.recompute: block indices, ascending. */
+static gboolean
+read_recompute(StwJsonReader *r, const cJSON *tr, StwPlan *p, GError **error)
+{
+  const cJSON *arr = NULL;
+  if (!stw_json_get_array(r, tr, "recompute", FALSE, STW_TRACE_MAX_OPS, &arr, error))
+    return FALSE;
+  if (arr == NULL)
+    return TRUE;
+  gsize saved = stw_json_push_key(r, "recompute");
+  guint k = 0;
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
+    guint64 v;
+    gsize s2 = stw_json_push_index(r, k);
+    if (!stw_json_as_u64(r, c, 0, STW_TRACE_MAX_OPS - 1, &v, error))
+      return FALSE;
+    if (k > 0 && v <= g_array_index(p->recompute, guint32, k - 1))
+      return stw_json_fail(r, error, "block %" G_GUINT64_FORMAT " after block %u: the blocks "
+                           "are listed once each, ascending", v,
+                           g_array_index(p->recompute, guint32, k - 1));
+    guint32 b = (guint32)v;
+    g_array_append_val(p->recompute, b);
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
 static gboolean
 read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
 {
@@ -606,6 +670,8 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
   g_free(p->trace_file);
   p->trace_file = g_strdup(file);
   p->trace_ops = (guint32)ops;
+  if (!read_recompute(r, tr, p, error))
+    return FALSE;
   stw_json_pop(r, saved);
 
   saved = stw_json_push_key(r, "budgets");

@@ -34,6 +34,7 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
 }
 
 const char *const stw_objective_names[] = { "time", "bytes", NULL };
+const char *const stw_activations_names[] = { "keep", "recompute", "auto", NULL };
 
 StwPolicy
 stw_policy_from_name(const char *name)
@@ -850,9 +851,10 @@ search_sizes(Search *se, const GArray *sizes, GError **error)
   return TRUE;
 }
 
-StwPlan *
-stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
-                 GError **error)
+/* The best plan of T as recorded (its blocks as they are). */
+static StwPlan *
+plan_recorded(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
+              GError **error)
 {
   if (!check_inputs(t, o, error) || !check_nonmodel(t, o, error))
     return NULL;
@@ -888,5 +890,80 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
     stw_plan_free(best);
     return NULL;
   }
+  return best;
+}
+
+gboolean
+stw_planner_decides_blocks(const StwTrace *t)
+{
+  return t->blocks->len > 0 && !t->model.checkpointing && stw_trace_micro_steps(t) == 1;
+}
+
+/* The plan of T with its first K blocks recomputed (K = 0: as recorded), its recompute list
+ * and digest T's. */
+static StwPlan *
+plan_recomputing(const StwTrace *t, guint32 k, const char *trace_file,
+                 const StwPlannerOptions *o, GError **error)
+{
+  if (k == 0)
+    return plan_recorded(t, trace_file, o, error);
+  g_autofree gboolean *mask = g_new0(gboolean, t->blocks->len);
+  for (guint32 b = 0; b < k; b++)
+    mask[b] = TRUE;
+  g_autoptr(StwTrace) re = stw_trace_recompute(t, mask, error);
+  StwPlan *p = re != NULL ? plan_recorded(re, trace_file, o, error) : NULL;
+  if (p == NULL)
+    return NULL;
+  for (guint32 b = 0; b < k; b++)
+    g_array_append_val(p->recompute, b);
+  g_free(p->trace_digest);
+  p->trace_digest = stw_trace_digest(t);
+  return p;
+}
+
+/* Which blocks to recompute, under AUTO: the first k of n for k in {0, n/4, n/2, 3n/4, n}. The
+ * earliest blocks keep their activations longest (from their forward to the end of the
+ * backward), so recomputing them frees the most memory for the longest, at the same cost per
+ * block (a transformer's blocks are alike); each candidate is planned in full and the plan with
+ * the better objective wins, ties to the fewer recomputed blocks. RECOMPUTE plans all n. */
+StwPlan *
+stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
+                 GError **error)
+{
+  if (o->activations == STW_ACTIVATIONS_KEEP || o->policy != STW_POLICY_STOWAGE ||
+      !stw_planner_decides_blocks(t))
+    return plan_recorded(t, trace_file, o, error);
+  guint32 n = t->blocks->len;
+  guint32 ks[] = { n, 0, n / 4, n / 2, 3 * n / 4 };
+  gsize tries = o->activations == STW_ACTIVATIONS_RECOMPUTE ? 1 : G_N_ELEMENTS(ks);
+  StwPlan *best = NULL;
+  GError *first = NULL;
+  for (gsize i = 0; i < tries; i++) {
+    gboolean tried = FALSE;
+    for (gsize j = 0; j < i; j++)
+      tried |= ks[j] == ks[i];
+    if (tried)
+      continue;
+    GError *local = NULL;
+    StwPlan *p = plan_recomputing(t, ks[i], trace_file, o, &local);
+    if (p == NULL) {
+      if (first == NULL)
+        first = local; /* all recomputed, the leanest in memory: its reason stands */
+      else
+        g_error_free(local);
+      continue;
+    }
+    int c = best != NULL ? compare(p, best, o->objective) : -1;
+    if (c < 0 || (c == 0 && p->recompute->len < best->recompute->len)) {
+      stw_plan_free(best);
+      best = p;
+    } else {
+      stw_plan_free(p);
+    }
+  }
+  if (best == NULL)
+    g_propagate_error(error, first);
+  else
+    g_clear_error(&first);
   return best;
 }

@@ -56,8 +56,12 @@ lane_category(const StwSimTask *x)
 }
 
 char *
-stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation *sim)
+stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSimulation *sim)
 {
+  g_autoptr(StwTrace) owned = NULL; /* the trace the schedule runs over (stw_plan_trace) */
+  const StwTrace *t = stw_plan_trace(p, recorded, &owned, NULL);
+  if (t == NULL)
+    t = recorded;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
   cJSON *events = cJSON_AddArrayToObject(root, "traceEvents");
@@ -110,8 +114,12 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *t, const StwSimulation
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
 char *
-stw_report_simulation_json(const StwPlan *p, const StwTrace *t, const StwSimulation *sim)
+stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const StwSimulation *sim)
 {
+  g_autoptr(StwTrace) owned = NULL; /* the trace the schedule runs over (stw_plan_trace) */
+  const StwTrace *t = stw_plan_trace(p, recorded, &owned, NULL);
+  if (t == NULL)
+    t = recorded;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "hardware", p->hw.name);
   stw_json_add_u64(root, "iteration_ns", sim->iteration_ns);
@@ -420,8 +428,12 @@ chunk_map(GString *s, const StwPlan *plan, const StwSimulation *sim, const GArra
 }
 
 char *
-stw_report_svg_timeline(const StwPlan *plan, const StwTrace *t, const StwSimulation *sim)
+stw_report_svg_timeline(const StwPlan *plan, const StwTrace *recorded, const StwSimulation *sim)
 {
+  g_autoptr(StwTrace) owned = NULL; /* the trace the schedule runs over (stw_plan_trace) */
+  const StwTrace *t = stw_plan_trace(plan, recorded, &owned, NULL);
+  if (t == NULL)
+    t = recorded;
   guint32 n_moving = 0, stride = 1;
   g_autoptr(GArray) rows = moving_rows(plan, sim, &n_moving, &stride);
   double row_h = rows->len > 80 ? 3 : 6;

@@ -18,6 +18,7 @@ static const char *const planning_flags[] = { "beyond-device", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
 
 static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "policy", "objective",
+                                            "activations",
                                             "chunk-size", "oversized", "gemini-fraction",
                                             "prefetch-bucket", NULL };
 static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, NULL };
@@ -461,12 +462,14 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
   if (!stw_request_planning(r, t, o, error) ||
       !stw_request_gpu_budget(r, "gpu", o, &o->budgets.gpu_bytes, error))
     return FALSE;
-  int policy = o->policy, objective = o->objective;
+  int policy = o->policy, objective = o->objective, activations = o->activations;
   if (!stw_request_enum(r, "policy", stw_policy_names, &policy, error) ||
-      !stw_request_enum(r, "objective", stw_objective_names, &objective, error))
+      !stw_request_enum(r, "objective", stw_objective_names, &objective, error) ||
+      !stw_request_enum(r, "activations", stw_activations_names, &activations, error))
     return FALSE;
   o->policy = (StwPolicy)policy;
   o->objective = (StwObjective)objective;
+  o->activations = (StwActivations)activations;
   o->allow_oversized = stw_request_get(r, "oversized") != NULL;
   return needs(r, "gemini-fraction", "--policy gemini-static",
                o->policy == STW_POLICY_GEMINI_STATIC, error) &&
@@ -474,6 +477,8 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
                o->policy == STW_POLICY_ZERO_INFINITY, error) &&
          needs(r, "objective", "--policy stowage (the default)", o->policy == STW_POLICY_STOWAGE,
                error) &&
+         needs(r, "activations", "--policy stowage (the default; the baselines keep what their "
+               "systems keep)", o->policy == STW_POLICY_STOWAGE, error) &&
          stw_request_count(r, "chunk-size", 1, STW_TRACE_MAX_NUMEL, &o->chunk_size_elems,
                            error) &&
          stw_request_count(r, "prefetch-bucket", 1, STW_TRACE_MAX_NUMEL,

@@ -315,8 +315,12 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
 }
 
 void
-stw_simulate(const StwPlan *p, const StwTrace *t, gboolean detail, StwSimulation *out)
+stw_simulate(const StwPlan *p, const StwTrace *recorded, gboolean detail, StwSimulation *out)
 {
+  g_autoptr(StwTrace) owned = NULL;
+  const StwTrace *t = stw_plan_trace(p, recorded, &owned, NULL);
+  if (t == NULL) /* (a checked pair always has it) */
+    t = recorded;
   g_autoptr(StwDemand) d = stw_demand_of_plan(p, t);
   stw_simulate_demand(p, t, d, detail, out);
 }

@@ -236,6 +236,17 @@ D=$STW_SRCDIR/README.md
 M="--layers 2 --width 32 --heads 4 --context 16 --batch 2 --data $D"
 expect 0 "step    1  loss 5.5" "train a few steps" -- $S train $M --steps 3 --profile "$T/tt.json" --checkpoint "$T/c.ckpt"
 expect 0 "" "plan the trained model's trace" -- $S plan "$T/tt.json" --gpu 400KiB -o "$T/tp.json"
+expect 0 "activations  2 of 2 blocks recomputed in backward (h0 .. h1), the others kept" \
+  "plan --activations recompute" -- $S plan "$T/tt.json" --gpu 400KiB --activations recompute -o "$T/tr.json"
+expect 0 "is sound for" "the recomputing plan checks against the trace as recorded" -- $S check "$T/tr.json" "$T/tt.json"
+$S simulate "$T/tr.json" "$T/tt.json" --chrome-trace "$T/tr-chrome.json" > /dev/null &&
+  grep -q '"name":"h0.ln_1.recompute"' "$T/tr-chrome.json"
+tap_result $? "simulate draws the recomputation on the compute engine"
+expect 1 "the plan recomputes 2 blocks in backward, and the runtime replays plans that keep every block's activations" \
+  "train refuses to replay a recomputing plan" -- $S train $M --steps 1 --plan "$T/tr.json"
+expect 2 "--activations: 'sometimes' is not one of keep, recompute, auto" "an unknown --activations" -- $S plan "$T/tt.json" --gpu 400KiB --activations sometimes -o "$T/x.json"
+expect 2 "--activations goes with --policy stowage" "--activations with a baseline policy" -- $S plan "$T/tt.json" --gpu 400KiB --policy lru --activations auto -o "$T/x.json"
+expect 0 "--activations auto: the trace has no blocks" "--activations on a trace without blocks says so" -- $S plan "$F/traces/mini.json" --gpu 1GiB --activations auto -o "$T/x.json"
 grep -q '"version": 2,' "$T/tt.json" && grep -q '{"name":"h0","forward":\[1,8\],"backward":\[' "$T/tt.json" &&
   grep -q '{"name":"h1","forward":\[9,16\],' "$T/tt.json"
 tap_result $? "the trainer's trace has a block per layer, over its forward ops"

@@ -475,6 +475,76 @@ test_older_cost_model(void)
   g_assert_no_error(error);
 }
 
+/* A plan of OPTIONS' activations for T at GPU bytes (NULL when none fits). */
+static StwPlan *
+plan_activations(const StwTrace *t, guint64 gpu, StwActivations activations)
+{
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, gpu, 8 * STW_TiB);
+  o.activations = activations;
+  return stw_planner_plan(t, "bundled", &o, NULL);
+}
+
+/* GPT-2 at batch 8 x 1024 (activations 7.59 GiB kept, 3.23 GiB recomputed): at 8 GiB keeping
+ * stalls on CPU Adam and moves (133 ms), recomputing all costs a forward (74 ms), and auto
+ * recomputes the first 3 blocks (66.5 ms); at 6 GiB only recomputation fits. Each plan checks
+ * against the trace as recorded, survives its file (the recompute list in $.trace), and a
+ * listing that is not one is refused at its path. */
+static void
+test_activations(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, FALSE);
+  g_autoptr(StwPlan) keep = plan_activations(t, 8 * STW_GiB, STW_ACTIVATIONS_KEEP);
+  g_autoptr(StwPlan) all = plan_activations(t, 8 * STW_GiB, STW_ACTIVATIONS_RECOMPUTE);
+  g_autoptr(StwPlan) best = plan_activations(t, 8 * STW_GiB, STW_ACTIVATIONS_AUTO);
+  g_assert_cmpuint(keep->recompute->len, ==, 0);
+  g_assert_cmpuint(all->recompute->len, ==, 12);
+  g_assert_cmpuint(best->recompute->len, ==, 3);
+  g_assert_cmpuint(g_array_index(best->recompute, guint32, 2), ==, 2);
+  g_assert_cmpuint(best->pred.cost_ns, <, all->pred.cost_ns);
+  g_assert_cmpuint(all->pred.cost_ns, <, keep->pred.cost_ns);
+  g_assert_cmpuint(all->trace_ops, ==, t->ops->len + 12 * 8);
+  GError *error = NULL;
+  StwPlan *plans[] = { keep, all, best };
+  for (gsize i = 0; i < G_N_ELEMENTS(plans); i++) {
+    g_assert_true(stw_plan_check(plans[i], t, "plan", NULL, NULL, &error));
+    g_assert_no_error(error);
+    g_autofree char *text = stw_plan_to_string(plans[i], t);
+    g_autoptr(StwPlan) back = stw_plan_parse("p.json", text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(back->recompute->len, ==, plans[i]->recompute->len);
+    g_assert_true(stw_plan_check(back, t, "p.json", NULL, NULL, &error));
+    g_assert_no_error(error);
+  }
+  g_assert_null(plan_activations(t, 6 * STW_GiB, STW_ACTIVATIONS_KEEP));
+  g_autoptr(StwPlan) lean = plan_activations(t, 6 * STW_GiB, STW_ACTIVATIONS_AUTO);
+  g_assert_nonnull(lean);
+  g_assert_cmpuint(lean->recompute->len, ==, 9);
+  /* a trace without blocks to decide is planned as recorded */
+  g_autoptr(StwTrace) ckpt = stw_test_synth("gpt2", 8, 1024, TRUE);
+  g_autoptr(StwPlan) as_is = plan_activations(ckpt, 8 * STW_GiB, STW_ACTIVATIONS_AUTO);
+  g_assert_cmpuint(as_is->recompute->len, ==, 0);
+  /* recompute lists the reader refuses */
+  g_autofree char *text = stw_plan_to_string(best, t);
+  static const struct {
+    const char *from, *to, *needle;
+  } cases[] = {
+    { "\"recompute\":[0,1,2]", "\"recompute\":[0,2,1]",
+      "$.trace.recompute[2]: block 1 after block 2: the blocks are listed once each, ascending" },
+    { "\"recompute\":[0,1,2]", "\"recompute\":[0,1,12]",
+      "$.trace.recompute[2]: block 12, and the trace has 12 blocks" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_assert_nonnull(strstr(text, cases[i].from));
+    g_autoptr(GString) bad = g_string_new(text);
+    g_string_replace(bad, cases[i].from, cases[i].to, 1);
+    g_autoptr(StwPlan) p = stw_plan_parse("p.json", bad->str, bad->len, &error);
+    if (p != NULL) /* read; then its trace refuses it */
+      g_assert_false(stw_plan_check(p, t, "p.json", NULL, NULL, &error));
+    stw_assert_error_contains(error, cases[i].needle);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -489,5 +559,6 @@ main(int argc, char **argv)
   g_test_add_func("/planner/feasibility-monotone", test_feasibility_monotone);
   g_test_add_func("/planner/bound-mixed-sizes", test_bound_mixed_sizes);
   g_test_add_func("/planner/older-cost-model", test_older_cost_model);
+  g_test_add_func("/planner/activations", test_activations);
   return g_test_run();
 }

@@ -161,9 +161,12 @@ void stw_plan_predictions_list(const StwPlanPredictions *p,
 
 
 typedef struct {
-  char *trace_digest;
+  char *trace_digest;        /* the trace the plan was made for, as recorded */
   char *trace_file;          /* informational */
-  guint32 trace_ops;
+  guint32 trace_ops;         /* the ops the schedule runs over: the trace's, with RECOMPUTE's */
+  GArray *recompute;         /* guint32, ascending: the trace's blocks recomputed in backward
+                              * (stw_trace_recompute): the schedule runs over that trace (its
+                              * ops, moments and memory); empty: the trace as recorded */
   StwPolicy policy;
   StwBudgets budgets;
   StwHardware hw;
@@ -172,6 +175,13 @@ typedef struct {
   StwSchedule schedule;      /* over items; moments 0 .. trace_ops */
   StwPlanPredictions pred;
 } StwPlan;
+
+/* The trace P's schedule runs over, for T, the trace P was made for: T itself when P recomputes
+ * no block, or when T is that trace already (P's ops); else T with P's blocks recomputed, a new
+ * trace left in *OWNED for the caller to free. NULL with ERROR (STW_PLAN_ERROR_MISMATCH) when
+ * T lacks the blocks P recomputes or they cannot be. */
+const StwTrace *stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned,
+                               GError **error);
 
 /* An empty plan (never NULL); the caller frees it with stw_plan_free, which frees its layout,
  * placement and schedule too. */

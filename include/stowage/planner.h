@@ -31,9 +31,20 @@ typedef enum {
 
 extern const char *const stw_objective_names[]; /* NULL-terminated, in enum order */
 
+/* What the stowage policy does with the blocks' activations (the trace's blocks). */
+typedef enum {
+  STW_ACTIVATIONS_KEEP,      /* as recorded: every block keeps what it keeps */
+  STW_ACTIVATIONS_RECOMPUTE, /* every block recomputed in backward (stw_trace_recompute) */
+  STW_ACTIVATIONS_AUTO,      /* the best of keeping them and recomputing the first k blocks */
+} StwActivations;
+
+extern const char *const stw_activations_names[]; /* NULL-terminated, in enum order */
+
 typedef struct {
   StwPolicy policy;
   StwObjective objective;        /* what the stowage policy's search minimizes */
+  StwActivations activations;    /* the stowage policy's blocks: kept (default), recomputed, or
+                                  * chosen; a trace without blocks to decide keeps them */
   StwBudgets budgets;
   StwHardware hw;
   guint64 chunk_size_elems;      /* 0: search (stowage), or the smallest that fits */
@@ -51,9 +62,15 @@ void stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw);
 
 /* The best plan of T under O, the caller's (stw_plan_free); NULL with ERROR (STW_PLAN_ERROR) when
  * no plan of the policy fits, saying where it falls short and by how much. TRACE_FILE is recorded
- * in the plan for people; the digest is what binds it. */
+ * in the plan for people; the digest is what binds it. With O's activations recompute or auto
+ * (and a trace whose blocks can be decided: stw_planner_decides_blocks), the plan may recompute
+ * blocks (its recompute list): its schedule then runs over stw_plan_trace(plan, T). */
 StwPlan *stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                           GError **error);
+
+/* Whether T's blocks' activations can be decided: it has blocks, keeps them all (no
+ * checkpointing) and runs one micro-step. */
+gboolean stw_planner_decides_blocks(const StwTrace *t);
 
 /* The chunk sizes the search tries, ascending (docs/algorithms.md): a new array of guint64, the
  * caller's. */

@@ -21,6 +21,11 @@ CLI = os.environ.get("STOWAGE")
 PLAN = [
     ("plan", ["--gpu", "2240"], dict(gpu=2240)),
     ("plan", ["--gpu", "4KiB", "--policy", "lru"], dict(gpu="4KiB", policy="lru")),
+    ("plan", ["--gpu", "2240", "--activations", "auto"], dict(gpu=2240, activations="auto")),
+    ("plan", ["--gpu", "2240", "--activations", "sometimes"],
+     dict(gpu=2240, activations="sometimes")),
+    ("plan", ["--gpu", "4KiB", "--policy", "lru", "--activations", "recompute"],
+     dict(gpu="4KiB", policy="lru", activations="recompute")),
     ("plan", ["--gpu", "4096", "--chunk-size", "1024"], dict(gpu=4096, chunk_size=1024)),
     ("plan", ["--gpu", "4096", "--chunk-size", "big"], dict(gpu=4096, chunk_size="big")),
     ("plan", ["--gpu", "4096", "--chunk-size", "1.5"], dict(gpu=4096, chunk_size=1.5)),
