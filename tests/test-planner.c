@@ -545,6 +545,50 @@ test_activations(void)
   }
 }
 
+/* auto against every subset of recomputed blocks (2^6 plans) for a 6-layer GPT at budgets from
+ * ample to tight: how far from the best its five candidates land (docs/algorithms.md). */
+static void
+test_activations_against_exhaustive(void)
+{
+  StwModelConfig cfg = { .name = "gpt-6", .arch = STW_ARCH_GPT, .layers = 6, .hidden = 512,
+                         .heads = 8, .kv_heads = 8, .ffn = 2048, .vocab = 8192, .max_seq = 1024,
+                         .tied = TRUE };
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions so = { .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16 };
+  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, NULL);
+  guint32 n = t->blocks->len;
+  g_assert_cmpuint(n, ==, 6);
+  guint64 peak = 0;
+  for (guint i = 0; i < t->ops->len; i++)
+    peak = MAX(peak, stw_trace_op(t, i)->nonmodel_peak_bytes);
+  double worst = 1.0;
+  for (int f = 3; f <= 10; f++) { /* budgets from 3/10 to the whole kept peak, + model data */
+    guint64 gpu = peak * (guint64)f / 10 + 64 * STW_MiB;
+    guint64 best = G_MAXUINT64;
+    for (guint32 mask = 0; mask < (1u << n); mask++) {
+      gboolean re[6];
+      for (guint32 b = 0; b < n; b++)
+        re[b] = (mask >> b) & 1;
+      g_autoptr(StwTrace) x = stw_trace_recompute(t, re, NULL);
+      g_autoptr(StwPlan) p = plan_activations(x, gpu, STW_ACTIVATIONS_KEEP);
+      if (p != NULL)
+        best = MIN(best, p->pred.cost_ns);
+    }
+    g_autoptr(StwPlan) a = plan_activations(t, gpu, STW_ACTIVATIONS_AUTO);
+    g_assert_true((a == NULL) == (best == G_MAXUINT64)); /* auto fits where any subset does */
+    if (a == NULL)
+      continue;
+    double ratio = (double)a->pred.cost_ns / (double)best;
+    g_test_message("budget %.1f MiB: best %" G_GUINT64_FORMAT " ns, auto %" G_GUINT64_FORMAT
+                   " ns (%u recomputed), %.3fx", gpu / 1048576.0, best, a->pred.cost_ns,
+                   a->recompute->len, ratio);
+    worst = MAX(worst, ratio);
+  }
+  g_test_message("auto at worst %.3fx the best subset", worst);
+  g_assert_cmpfloat(worst, <=, 1.10);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -560,5 +604,6 @@ main(int argc, char **argv)
   g_test_add_func("/planner/bound-mixed-sizes", test_bound_mixed_sizes);
   g_test_add_func("/planner/older-cost-model", test_older_cost_model);
   g_test_add_func("/planner/activations", test_activations);
+  g_test_add_func("/planner/activations-against-exhaustive", test_activations_against_exhaustive);
   return g_test_run();
 }
