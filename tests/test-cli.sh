@@ -129,7 +129,7 @@ expect 2 "--policy: 'fastest' is not one of stowage, patrickstar" "an unknown po
 expect 2 "--objective: 'speed' is not one of time, bytes" "an unknown objective" -- $S plan "$TR" --gpu 9GiB --objective speed -o "$T/bad.json"
 expect 2 "--chunk-size: '0' is not valid" "a zero chunk size" -- $S plan "$TR" --gpu 9GiB --chunk-size 0 -o "$T/bad.json"
 expect 2 "--gemini-fraction: '1.5' is not a number from 0 to 1" "a bad fraction" -- $S plan "$TR" --gpu 9GiB --policy gemini-static --gemini-fraction 1.5 -o "$T/bad.json"
-expect 1 "was made for the trace with digest 49c43ffb62cf5c71" "check against another trace" -- \
+expect 1 "was made for the trace with digest a16935d60796ae06" "check against another trace" -- \
   $S check "$T/p.json" "$STW_SRCDIR/traces/bert-base-b32-s512.json"
 sed 's/"gpu_bytes":[0-9]*/"gpu_bytes":8589934592/' "$T/p.json" > "$T/small.json"
 expect 1 "exceeds the budget of 8.00 GiB by" "check a plan over its budget" -- $S check "$T/small.json" "$TR"
