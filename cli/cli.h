@@ -99,6 +99,7 @@ typedef struct {
   char *gpus;    /* --gpus: else the trace's world size; per node with --nodes */
   char *nodes;   /* --nodes: the ranks spread over that many nodes */
   gboolean beyond_device; /* --beyond-device: GPU budgets above the profile's memory allowed */
+  char *activations; /* --activations: the stowage policy's blocks (keep, recompute, auto) */
 } StwCliPlanning;
 
 void stw_cli_planning_clear(StwCliPlanning *p);
@@ -123,7 +124,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "nodes", 0, 0, STW_OPTION_TEXT, &(p).nodes,                                             \
     "nodes of --gpus GPUs each (default 1; --gpus defaults to the profile's node)", "M" },     \
   { "beyond-device", 0, 0, G_OPTION_ARG_NONE, &(p).beyond_device,                               \
-    "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL }
+    "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL },         \
+  { "activations", 0, 0, STW_OPTION_TEXT, &(p).activations,                                    \
+    "the stowage policy's blocks: keep (default: as the trace has them), recompute (in "         \
+    "backward) or auto (the best of keeping and recomputing the first blocks)", "A" }
 
 /* Into R, every option of ENTRIES (a command's table, parsed) that R's kind takes, by its long
  * name: text as given, flags on or off. The table and the request name options alike. */

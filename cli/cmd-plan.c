@@ -122,7 +122,7 @@ parse(int argc, char **argv, char **trace, char **output_out)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL, *output = NULL,
-                  *objective = NULL, *activations = NULL;
+                  *objective = NULL;
   gboolean oversized = FALSE;
   GOptionEntry entries[] = {
     { "gpu", 'g', 0, STW_OPTION_TEXT, &gpu, "GPU memory budget (required), e.g. 16GiB",
@@ -132,9 +132,6 @@ parse(int argc, char **argv, char **trace, char **output_out)
       "stowage (default), patrickstar, zero-offload, zero-infinity, gemini-static, lru", "P" },
     { "objective", 0, 0, STW_OPTION_TEXT, &objective,
       "what the stowage policy minimizes: time (default) or bytes moved", "O" },
-    { "activations", 0, 0, STW_OPTION_TEXT, &activations,
-      "the blocks' activations: keep (default: as the trace has them), recompute (in backward), "
-      "auto (the best of keeping and recomputing the first blocks)", "A" },
     { "chunk-size", 0, 0, STW_OPTION_TEXT, &chunk, "chunk size (default: search)", "N" },
     { "oversized", 0, 0, G_OPTION_ARG_NONE, &oversized,
       "let tensors larger than the chunk size have a chunk of their own", NULL },

@@ -12,13 +12,12 @@
 
 G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 
-#define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device"
+#define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations"
 
 static const char *const planning_flags[] = { "beyond-device", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
 
 static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "policy", "objective",
-                                            "activations",
                                             "chunk-size", "oversized", "gemini-fraction",
                                             "prefetch-bucket", NULL };
 static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, NULL };
@@ -396,6 +395,10 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
   if (!hardware(r, t, &hw, error))
     return FALSE;
   stw_planner_options_init(o, &hw);
+  int activations = o->activations;
+  if (!stw_request_enum(r, "activations", stw_activations_names, &activations, error))
+    return FALSE;
+  o->activations = (StwActivations)activations;
   return stw_request_size(r, "cpu", &o->budgets.cpu_bytes, error) &&
          stw_request_size(r, "reserve", &o->budgets.reserved_bytes, error) &&
          world(r, t, o, error);
@@ -462,14 +465,12 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
   if (!stw_request_planning(r, t, o, error) ||
       !stw_request_gpu_budget(r, "gpu", o, &o->budgets.gpu_bytes, error))
     return FALSE;
-  int policy = o->policy, objective = o->objective, activations = o->activations;
+  int policy = o->policy, objective = o->objective;
   if (!stw_request_enum(r, "policy", stw_policy_names, &policy, error) ||
-      !stw_request_enum(r, "objective", stw_objective_names, &objective, error) ||
-      !stw_request_enum(r, "activations", stw_activations_names, &activations, error))
+      !stw_request_enum(r, "objective", stw_objective_names, &objective, error))
     return FALSE;
   o->policy = (StwPolicy)policy;
   o->objective = (StwObjective)objective;
-  o->activations = (StwActivations)activations;
   o->allow_oversized = stw_request_get(r, "oversized") != NULL;
   return needs(r, "gemini-fraction", "--policy gemini-static",
                o->policy == STW_POLICY_GEMINI_STATIC, error) &&
