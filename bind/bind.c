@@ -409,6 +409,8 @@ stw_bind_plan_predictions(const StwPlan *plan)
   stw_json_add_u64(o, "gpu_budget", plan->budgets.gpu_bytes);
   if (plan->trace_file != NULL)
     cJSON_AddStringToObject(o, "trace_file", plan->trace_file);
+  cJSON_AddItemToObject(o, "recompute", stw_json_u64_array((const guint32 *)plan->recompute->data,
+                                                           plan->recompute->len));
   return print(o);
 }
 

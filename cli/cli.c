@@ -475,13 +475,7 @@ stw_cli_load_checked_plan(const char *plan_file, const char *trace_file, StwPlan
     *status = stw_cli_error(error);
     return FALSE;
   }
-  /* the trace the schedule runs over, for what prints and replays it (its ops are the plan's) */
-  StwTrace *runs = NULL;
-  if (stw_plan_trace(plan, trace, &runs, &error) == NULL) {
-    *status = stw_cli_error(error);
-    return FALSE;
-  }
   *plan_out = g_steal_pointer(&plan);
-  *trace_out = runs != NULL ? runs : g_steal_pointer(&trace);
+  *trace_out = g_steal_pointer(&trace);
   return TRUE;
 }

@@ -151,8 +151,8 @@ gboolean stw_cli_planner_setup(const char *file, const StwRequest *r, StwTrace *
 /* What check, simulate and train share: load PLAN_FILE and its trace (TRACE_FILE, or when NULL
  * the file the plan names) and prove the plan sound for it (REPORT and SIM may be NULL: what
  * check recomputed, and its simulation in detail). Prints the error and returns FALSE with
- * *STATUS set; the plan and the trace its schedule runs over (the recorded one, with the blocks
- * the plan recomputes recomputed: stw_plan_trace) go to *PLAN_OUT and *TRACE_OUT. */
+ * *STATUS set; the plan and the trace as recorded go to *PLAN_OUT and *TRACE_OUT (the one its
+ * schedule runs over, where the plan recomputes blocks, is stw_plan_trace's). */
 gboolean stw_cli_load_checked_plan(const char *plan_file, const char *trace_file,
                                    StwPlan **plan_out, StwTrace **trace_out,
                                    StwCheckReport *report, StwSimulation *sim, int *status);

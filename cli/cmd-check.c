@@ -28,6 +28,8 @@ stw_cmd_check(int argc, char **argv)
   int status;
   if (!stw_cli_load_checked_plan(argv[1], argv[2], &plan, &trace, &rep, NULL, &status))
     return status;
+  g_autoptr(StwTrace) recomputed = NULL; /* the trace the schedule runs over, its op names */
+  const StwTrace *runs = stw_plan_trace(plan, trace, &recomputed, NULL);
   g_autofree char *peak = stw_size_format(rep.pred.peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(plan->budgets.gpu_bytes);
   g_autofree char *h2d = stw_size_format(rep.pred.h2d_bytes);
@@ -35,8 +37,8 @@ stw_cmd_check(int argc, char **argv)
   g_autofree char *cpu = stw_size_format(rep.pred.cpu_bytes + rep.pred.host_overhead_bytes);
   g_autofree char *cpub = stw_size_format(plan->budgets.cpu_bytes);
   printf("%s is sound for %s: %u ops, %u actions; GPU peak %s of %s (op %u %s); host %s of %s; "
-         "moves %s H2D + %s D2H per iteration\n", argv[1], argv[2], trace->ops->len,
-         rep.n_actions, peak, budget, rep.pred.peak_op, stw_trace_op(trace, rep.pred.peak_op)->name, cpu,
-         cpub, h2d, d2h);
+         "moves %s H2D + %s D2H per iteration\n", argv[1], argv[2], runs->ops->len,
+         rep.n_actions, peak, budget, rep.pred.peak_op, stw_trace_op(runs, rep.pred.peak_op)->name,
+         cpu, cpub, h2d, d2h);
   return STW_EXIT_OK;
 }

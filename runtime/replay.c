@@ -9,7 +9,8 @@
 
 struct StwReplayer {
   const StwPlan *plan;
-  const StwTrace *plan_trace;
+  const StwTrace *plan_trace; /* the trace the schedule runs over */
+  StwTrace *recomputed;       /* ... when the plan recomputes blocks: the recorded one's, owned */
   StwChunking *chunking;    /* the plan's layout, a copy the replayer owns */
   StwDemand *demand;        /* the plan's */
   guint next_action;        /* in the plan's sorted actions */
@@ -135,7 +136,12 @@ stw_replayer_new(const StwPlan *plan, const StwTrace *pt, const StwTrace *model,
   }
   StwReplayer *r = g_new0(StwReplayer, 1);
   r->plan = plan;
-  r->plan_trace = pt;
+  r->plan_trace = stw_plan_trace(plan, pt, &r->recomputed, error);
+  if (r->plan_trace == NULL) {
+    g_free(r);
+    return NULL;
+  }
+  pt = r->plan_trace;
   r->chunking = stw_chunking_copy(plan->chunking);
   r->demand = stw_demand_of_plan(plan, pt);
   return r;
@@ -148,6 +154,7 @@ stw_replayer_free(StwReplayer *r)
     return;
   stw_chunking_free(r->chunking);
   stw_demand_free(r->demand);
+  stw_trace_free(r->recomputed);
   g_free(r);
 }
 

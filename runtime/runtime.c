@@ -409,13 +409,6 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
                 o->comm->name, o->comm->device_memory ? "GPU" : "host", backend->name);
     return NULL;
   }
-  if (o->mode == STW_RUNTIME_REPLAY && o->plan != NULL && o->plan->recompute->len > 0) {
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
-                "the plan recomputes %u blocks in backward, and the runtime replays plans that "
-                "keep every block's activations (recomputation is planned, checked and "
-                "simulated; plan with --activations keep to train)", o->plan->recompute->len);
-    return NULL;
-  }
   if (o->comm != NULL && o->comm->world > 1 && model->tensors->len > 0 &&
       stw_trace_tensor(model, 0)->dtype == STW_DTYPE_FP16) {
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,

@@ -47,6 +47,8 @@ struct StwTrainer {
   guint8 *grad_written;       /* (n_tensors) this iteration */
   /* activations */
   Block *blocks;              /* (L) */
+  gboolean *recompute;        /* (L) the replayed plan's blocks recomputed in backward; NULL:
+                               * none */
   float *lnf;                 /* (B, T, C) the final layer norm's output */
   float *lnf_mean, *lnf_rstd; /* (B, T) */
   float *logits, *probs;      /* (B, T, V) */

@@ -132,6 +132,25 @@ initialize_weights(StwRuntime *rt, const StwTrace *m, guint64 seed, guint64 laye
   }
 }
 
+/* The replayed plan's recomputed blocks (its trace's blocks are the layers, h0 .. hL-1). */
+static gboolean
+plan_recompute(StwTrainer *t, const StwRuntimeOptions *ro, GError **error)
+{
+  if (ro->mode != STW_RUNTIME_REPLAY || ro->plan == NULL || ro->plan->recompute->len == 0)
+    return TRUE;
+  t->recompute = g_new0(gboolean, t->c.layers);
+  for (guint i = 0; i < ro->plan->recompute->len; i++) {
+    guint32 b = g_array_index(ro->plan->recompute, guint32, i);
+    if (b >= t->c.layers) {
+      g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG, "the plan recomputes "
+                  "block %u, and the model has %" G_GUINT64_FORMAT " layers", b, t->c.layers);
+      return FALSE;
+    }
+    t->recompute[b] = TRUE;
+  }
+  return TRUE;
+}
+
 StwTrainer *
 stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
                 const StwRuntimeOptions *ro, StwBackend *backend, GError **error)
@@ -175,6 +194,10 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
     stw_trainer_free(t);
     return NULL;
   }
+  if (!plan_recompute(t, ro, error)) {
+    stw_trainer_free(t);
+    return NULL;
+  }
   initialize_weights(t->rt, t->model, c->seed, c->layers);
   t->inputs = g_new(int, c->batch * c->context);
   t->targets = g_new(int, c->batch * c->context);
@@ -194,6 +217,7 @@ stw_trainer_free(StwTrainer *t)
   g_free(t->inputs);
   g_free(t->targets);
   g_free(t->blocks);
+  g_free(t->recompute);
   g_free(t->grad_written);
   g_free(t);
 }
@@ -204,6 +228,7 @@ typedef struct {
   StwTrainer *t;
   GError **error;
   gboolean failed;
+  gboolean recomputing; /* a recomputed block's forward, in backward */
   float *w[4];        /* the current op's weights as the kernels read them: fp32 */
 } Ctx;
 
@@ -416,6 +441,8 @@ forward_block(Ctx *x, const StwGraphOp *op, Block *b, const Block *prev)
       CX->gelu_forward(CX, b->fch_gelu, b->fch, 4 * BTC);
     break;
   case STW_OP_MLP_OUT: {
+    if (x->recomputing) /* the block's output lives on as the next block's input */
+      break;
     float *proj = act(x, BTC);
     b->res3 = act(x, BTC);
     if (!x->failed) {
@@ -695,6 +722,52 @@ run_op(Ctx *x, const char *name, StwStage stage, const GArray *params, gboolean 
                               grads ? params->len : 0, x->error);
 }
 
+/* Whether op K ends its block's forward (the next op is another block's or none). */
+static gboolean
+ends_block(const StwTrainer *t, guint k)
+{
+  const StwGraphOp *op = t->graph->ops->pdata[k];
+  return op->layer >= 0 && (k + 1 == t->graph->ops->len ||
+                            ((const StwGraphOp *)t->graph->ops->pdata[k + 1])->layer != op->layer);
+}
+
+/* A recomputed block at the end of its forward: what it kept for backward goes, but its input
+ * (what it is recomputed from) and its output (the next block's input). */
+static void
+drop_block(Ctx *x, Block *b)
+{
+  float **kept[] = { &b->ln1, &b->ln1_mean, &b->ln1_rstd, &b->qkv, &b->preatt, &b->att, &b->lse,
+                     &b->atty, &b->res2, &b->ln2, &b->ln2_mean, &b->ln2_rstd, &b->fch,
+                     &b->fch_gelu };
+  for (gsize i = G_N_ELEMENTS(kept); i-- > 0;)
+    release(x, kept[i]);
+}
+
+/* Block LAYER's forward ops again, right before its backward, as the plan's NAME.recompute bwd
+ * ops: what the forward kept is made again (bitwise: the same kernels on the same inputs). */
+static gboolean
+recompute_block(Ctx *x, guint last)
+{
+  StwTrainer *t = x->t;
+  guint first = last;
+  gint32 layer = ((const StwGraphOp *)t->graph->ops->pdata[last])->layer;
+  while (first > 0 && ((const StwGraphOp *)t->graph->ops->pdata[first - 1])->layer == layer)
+    first--;
+  x->recomputing = TRUE;
+  for (guint k = first; k <= last && !x->failed; k++) {
+    const StwGraphOp *op = t->graph->ops->pdata[k];
+    g_autofree char *name = g_strconcat(op->name, ".recompute", NULL);
+    if (!run_op(x, name, STW_STAGE_BWD, op->params, FALSE))
+      return FALSE;
+    weights_in(x, op);
+    forward_op(x, k);
+    weights_out(x);
+    stw_runtime_op_end(t->rt);
+  }
+  x->recomputing = FALSE;
+  return TRUE;
+}
+
 gboolean
 stw_trainer_step(StwTrainer *t, float *loss, GError **error)
 {
@@ -712,6 +785,8 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     weights_in(&x, op);
     forward_op(&x, k);
     weights_out(&x);
+    if (t->recompute != NULL && ends_block(t, k) && t->recompute[op->layer])
+      drop_block(&x, &t->blocks[op->layer]);
     stw_runtime_op_end(t->rt);
   }
   /* the global batch's loss: the mean of the ranks' (their slices are the same size) */
@@ -728,6 +803,9 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
   }
   for (guint k = n_ops; k-- > 0 && !x.failed;) {
     const StwGraphOp *op = t->graph->ops->pdata[k];
+    if (t->recompute != NULL && ends_block(t, k) && t->recompute[op->layer] &&
+        !recompute_block(&x, k))
+      return FALSE;
     g_autofree char *name = g_strconcat(op->name, ".bwd", NULL);
     if (!run_op(&x, name, STW_STAGE_BWD, op->params, TRUE))
       return FALSE;

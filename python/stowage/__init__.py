@@ -143,7 +143,8 @@ class Plan:
     @property
     def predictions(self):
         """The plan's predictions (bytes each way, peak, times), its policy, chunk size, GPU
-        budget ("gpu_budget") and the file of the trace it was made from ("trace_file")."""
+        budget ("gpu_budget"), the file of the trace it was made from ("trace_file") and the
+        blocks it recomputes in backward ("recompute", indices into the trace's blocks)."""
         return json.loads(_lib.take(_lib.plan_predictions(self._h)))
 
     def __del__(self):

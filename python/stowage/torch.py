@@ -988,6 +988,11 @@ class wrap:
                                "first")
         self.model, self.optimizer = model, optimizer
         self.plan = _load_plan(plan)
+        if self.plan.predictions.get("recompute"):
+            raise StowageError("wrap: the plan recomputes %d blocks in backward, and wrap replays "
+                               "plans that keep every block's activations (stowage train "
+                               "replays recomputation): plan with --activations keep"
+                               % len(self.plan.predictions["recompute"]))
         self.trace = _plan_trace(self.plan, trace)
         tj = self.trace.json()
         if tj["model"].get("gradients", "chunks") != "framework":

@@ -116,6 +116,21 @@ class TestProfile(unittest.TestCase):
         self.assertEqual((b["input_bytes"], b["saved_bytes"]),
                          (1024, 1024 + 128 + 1024 + 4096 + 4096))
 
+    def test_wrap_refuses_a_recomputing_plan(self):
+        """A plan that recomputes blocks (plan(activations="recompute")) is planned and checked
+        for a PyTorch trace, and wrap, which replays plans that keep them, refuses it."""
+        torch.manual_seed(0)
+        m = TinyLM()
+        x = torch.randint(0, 64, (4, 8))
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        t = self.traced(m, x, opt)
+        plan = stowage.plan(t, gpu="1GiB", activations="recompute")
+        self.assertEqual(plan.predictions["recompute"], [0, 1, 2, 3, 4])
+        self.assertEqual(stowage.check(plan, t)["h2d_bytes"], plan.predictions["h2d_bytes"])
+        with self.assertRaisesRegex(stowage.StowageError, "^wrap: the plan recomputes 5 blocks in "
+                                    "backward, and wrap replays plans that keep"):
+            st.wrap(m, opt, plan, t)
+
     def test_cpu_memory_from_the_profiler(self):
         """On the CPU, non-model memory comes from the profiler's memory events: a stack of
         Linear(8, 8) on a 4 x 8 input allocates 128 bytes per output, each kept for backward."""
