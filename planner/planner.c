@@ -921,11 +921,49 @@ plan_recomputing(const StwTrace *t, guint32 k, const char *trace_file,
   return p;
 }
 
-/* Which blocks to recompute, under AUTO: the first k of n for k in {0, n/4, n/2, 3n/4, n}. The
- * earliest blocks keep their activations longest (from their forward to the end of the
- * backward), so recomputing them frees the most memory for the longest, at the same cost per
- * block (a transformer's blocks are alike); each candidate is planned in full and the plan with
- * the better objective wins, ties to the fewer recomputed blocks. RECOMPUTE plans all n. */
+/* The search of AUTO: the plans tried so far, by k (NULL: not tried; FAILED: infeasible). */
+typedef struct {
+  const StwTrace *t;
+  const char *trace_file;
+  const StwPlannerOptions *o;
+  StwPlan *best;
+  GError *reason;            /* the first failure, all recomputed first: the leanest in memory */
+  guint8 *tried;             /* (n + 1): 0 not yet, 1 feasible, 2 infeasible */
+} Activations;
+
+/* Plans k recomputed blocks (once), keeping the best; whether it fits. */
+static gboolean
+try_prefix(Activations *a, guint32 k)
+{
+  if (a->tried[k] != 0)
+    return a->tried[k] == 1;
+  GError *local = NULL;
+  StwPlan *p = plan_recomputing(a->t, k, a->trace_file, a->o, &local);
+  a->tried[k] = p != NULL ? 1 : 2;
+  if (p == NULL) {
+    if (a->reason == NULL)
+      a->reason = local;
+    else
+      g_error_free(local);
+    return FALSE;
+  }
+  int c = a->best != NULL ? compare(p, a->best, a->o->objective) : -1;
+  if (c < 0 || (c == 0 && p->recompute->len < a->best->recompute->len)) {
+    stw_plan_free(a->best);
+    a->best = p;
+  } else {
+    stw_plan_free(p);
+  }
+  return TRUE;
+}
+
+/* Which blocks to recompute, under AUTO: the first k of n. The earliest blocks keep their
+ * activations longest (from their forward to the end of the backward), so recomputing them frees
+ * the most memory for the longest, at the same cost per block (a transformer's blocks are
+ * alike). k in {n, 0, n/4, n/2, 3n/4} is planned in full; then, below the best k, the fewest
+ * blocks that still fit are bisected for (fewer recomputed blocks cost less compute where the
+ * memory allows), each probe planned in full; the plan with the better objective wins, ties to
+ * the fewer recomputed blocks. RECOMPUTE plans all n. */
 StwPlan *
 stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                  GError **error)
@@ -934,36 +972,27 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
       !stw_planner_decides_blocks(t))
     return plan_recorded(t, trace_file, o, error);
   guint32 n = t->blocks->len;
+  g_autofree guint8 *tried = g_new0(guint8, n + 1);
+  Activations a = { .t = t, .trace_file = trace_file, .o = o, .tried = tried };
   guint32 ks[] = { n, 0, n / 4, n / 2, 3 * n / 4 };
-  gsize tries = o->activations == STW_ACTIVATIONS_RECOMPUTE ? 1 : G_N_ELEMENTS(ks);
-  StwPlan *best = NULL;
-  GError *first = NULL;
-  for (gsize i = 0; i < tries; i++) {
-    gboolean tried = FALSE;
-    for (gsize j = 0; j < i; j++)
-      tried |= ks[j] == ks[i];
-    if (tried)
-      continue;
-    GError *local = NULL;
-    StwPlan *p = plan_recomputing(t, ks[i], trace_file, o, &local);
-    if (p == NULL) {
-      if (first == NULL)
-        first = local; /* all recomputed, the leanest in memory: its reason stands */
+  for (gsize i = 0; i < (o->activations == STW_ACTIVATIONS_RECOMPUTE ? 1 : G_N_ELEMENTS(ks)); i++)
+    try_prefix(&a, ks[i]);
+  if (o->activations == STW_ACTIVATIONS_AUTO && a.best != NULL) {
+    guint32 hi = a.best->recompute->len, lo = hi; /* hi fits; bisect (lo, hi) below it */
+    while (lo > 0 && tried[lo - 1] == 0)
+      lo--;
+    lo = lo > 0 ? lo - 1 : 0;
+    while (lo + 1 < hi) {
+      guint32 mid = lo + (hi - lo) / 2;
+      if (try_prefix(&a, mid))
+        hi = mid;
       else
-        g_error_free(local);
-      continue;
-    }
-    int c = best != NULL ? compare(p, best, o->objective) : -1;
-    if (c < 0 || (c == 0 && p->recompute->len < best->recompute->len)) {
-      stw_plan_free(best);
-      best = p;
-    } else {
-      stw_plan_free(p);
+        lo = mid;
     }
   }
-  if (best == NULL)
-    g_propagate_error(error, first);
+  if (a.best == NULL)
+    g_propagate_error(error, a.reason);
   else
-    g_clear_error(&first);
-  return best;
+    g_clear_error(&a.reason);
+  return a.best;
 }

@@ -56,6 +56,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->comm_bytes = p->pred.comm_bytes;
   out->iteration_ns = p->pred.cost_ns;
   out->peak_gpu_bytes = p->pred.peak_gpu_bytes;
+  out->recomputed_blocks = p->recompute->len;
   out->slowdown = stw_whatif_slowdown(out->iteration_ns, unlimited_ns);
   stw_throughput(t, &o.hw, p->chunking->world, out->iteration_ns, &out->throughput);
 }
@@ -114,6 +115,8 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
   stw_json_add_u64(o, "d2h_bytes", p->d2h_bytes);
   stw_json_add_u64(o, "comm_bytes", p->comm_bytes);
   stw_json_add_u64(o, "iteration_ns", p->iteration_ns);
+  if (p->recomputed_blocks > 0)
+    stw_json_add_u64(o, "recomputed_blocks", p->recomputed_blocks);
   if (isfinite(p->slowdown))
     cJSON_AddNumberToObject(o, "slowdown", p->slowdown);
   else

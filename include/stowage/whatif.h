@@ -34,6 +34,7 @@ typedef struct {
                               * both are 0, INFINITY where only the latter is, NAN where it is
                               * unknown (stw_whatif_slowdown) */
   StwThroughput throughput;  /* zeros where the trace does not say its batch and sequence */
+  guint32 recomputed_blocks; /* of the trace's blocks, recomputed in backward (--activations) */
 } StwWhatifPoint;
 
 void stw_whatif_point_clear(StwWhatifPoint *p);
