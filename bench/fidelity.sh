@@ -3,7 +3,9 @@
 # backend's emulated device (`stowage probe --device host`), profiles the trainer (`train
 # --profile`), plans its trace at several budgets and policies against that profile, replays
 # every plan, and compares the predicted iteration time and GPU peak with the measured ones
-# (median step of the replay; the runtime's device peak). Prints a Markdown report with the
+# (median step of the replay; the runtime's device peak). The stowage policy's plans are made with
+# its blocks kept, recomputed and chosen (--activations keep, recompute, auto; the trainer
+# replays the recomputation). Prints a Markdown report with the
 # error of every case and their mean absolute percentage. STW_FIDELITY_DEVICE=cuda does the same
 # on GPU 0 (`probe --device cuda` over the profile STW_FIDELITY_BASE, default H200-SXM-141GB;
 # `train --device cuda`); STW_FIDELITY_SHAPES replaces the shapes ("L C H T B" each, ';' apart);
@@ -52,10 +54,14 @@ for shape in $shapes; do
   pb=$(bytes $peak)
   for share in 25 50 100; do
     budget=$(( pb + mb * share / 100 + 1048576 ))
-    for policy in stowage lru zero-infinity; do
-      plan=$tmp/$name-$share-$policy.json
-      if ! "$S" plan "$tmp/$name.json" --gpu "$budget" --policy "$policy" --hw "$tmp/host.json" \
-           -o "$plan" > "$tmp/plan.txt" 2>&1; then
+    # the stowage policy with its blocks kept, recomputed, and chosen (--activations)
+    for policy in stowage stowage/recompute stowage/auto lru zero-infinity; do
+      plan=$tmp/$name-$share-$(echo "$policy" | tr / -).json
+      activations=
+      case $policy in */*) activations="--activations ${policy#*/}" ;; esac
+      # shellcheck disable=SC2086 # the option and its value are words, or none
+      if ! "$S" plan "$tmp/$name.json" --gpu "$budget" --policy "${policy%/*}" $activations \
+           --hw "$tmp/host.json" -o "$plan" > "$tmp/plan.txt" 2>&1; then
         echo "| $name | $share% | $policy | does not fit | | | | | |"
         continue
       fi
