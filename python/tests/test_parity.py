@@ -114,11 +114,14 @@ PROBE_REFUSALS = [
 
 
 def shape(v):
-    """V's members and kinds, not its measured values."""
+    """V's members and kinds, not its measured values (a number is a number: JSON writes a
+    measured 5.0 as 5, which reads back as an int)."""
     if isinstance(v, dict):
         return {k: shape(x) for k, x in v.items()}
     if isinstance(v, list):
         return [shape(x) for x in v]
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return "number"
     return type(v).__name__
 
 
