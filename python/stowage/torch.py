@@ -988,11 +988,6 @@ class wrap:
                                "first")
         self.model, self.optimizer = model, optimizer
         self.plan = _load_plan(plan)
-        if self.plan.predictions.get("recompute"):
-            raise StowageError("wrap: the plan recomputes %d blocks in backward, and wrap replays "
-                               "plans that keep every block's activations (stowage train "
-                               "replays recomputation): plan with --activations keep"
-                               % len(self.plan.predictions["recompute"]))
         self.trace = _plan_trace(self.plan, trace)
         tj = self.trace.json()
         if tj["model"].get("gradients", "chunks") != "framework":
@@ -1002,6 +997,7 @@ class wrap:
                                "plan that trace")
         self.m = self._model(tj, depth)
         self.p = self.m  # (params, index: the tests' and older callers' name for it)
+        self.recomputed = self._recomputed(tj)
         self._precision(tj, precision, loss_scale)
         why = refusals(model, optimizer, self.m.params, self.mixed)
         if why:
@@ -1091,6 +1087,20 @@ class wrap:
             if not other.ops:
                 break
         return m
+
+    def _recomputed(self, tj):
+        """The module ops whose blocks the plan recomputes in backward (its "recompute", indices
+        into the trace's blocks)."""
+        blocks = tj.get("blocks", [])
+        modules = {n for n, _, _ in self.m.ops}
+        names = set()
+        for b in self.plan.predictions.get("recompute", []):
+            name = blocks[b]["name"] if b < len(blocks) else None
+            if name not in modules:
+                raise StowageError("wrap: the plan recomputes block %d (%s), which is not one of "
+                                   "the model's module ops" % (b, name))
+            names.add(name)
+        return names
 
     def _held(self, tj):
         """The parameters the trace's ops hold throughout: those of its op of the root's own
@@ -1201,7 +1211,29 @@ class wrap:
             opt._step_supports_amp_scaling = True
         for i, (_, p) in enumerate(self.m.params):
             p.data = self._placeholder(i)
+        self._checkpointed = self._checkpoint_blocks()
         self.model._stowage_wrap = self
+
+    def _checkpoint_blocks(self):
+        """The recomputed blocks' modules run through torch.utils.checkpoint (non-reentrant):
+        their forward keeps its inputs alone, and backward reruns it at its first saved tensor,
+        bitwise (the same kernels on the same inputs, the RNG state restored). [(module, its
+        forward before)] for close to restore."""
+        out = []
+        for name, mod, _ in self.m.ops:
+            if name not in self.recomputed:
+                continue
+            before = mod.__dict__.get("forward")
+            plain = mod.forward
+
+            def forward(*args, _plain=plain, **kwargs):
+                if not _torch.is_grad_enabled():
+                    return _plain(*args, **kwargs)
+                return _torch.utils.checkpoint.checkpoint(_plain, *args, use_reentrant=False,
+                                                          **kwargs)
+            mod.forward = forward
+            out.append((mod, before))
+        return out
 
     def _state_dict_hook(self, module, state_dict, prefix, local_metadata):
         for attr, p in module._parameters.items():
@@ -1305,16 +1337,17 @@ class wrap:
                 del self.resident[self.views[i][0]]
             self.m.params[i][1].data = self._placeholder(i)
 
-    def _open(self, name, stage, ids):
+    def _open(self, name, stage, ids, grads=True):
         """Begins op NAME over module parameters IDS (and the held ones): the plan's next op in
-        a training pass, an unplanned one in a forward without gradients."""
+        a training pass, an unplanned one in a forward without gradients. A bwd op writes the
+        trained ones' gradients unless GRADS is false (a recomputation)."""
         params = self.m.op_params(ids, self.held)
         unplanned = stage == "fwd" and not _torch.is_grad_enabled()
         if unplanned:
             self._ordered(self.rt.unplanned_op_begin, name, params)
         else:
             self._iteration()
-            grads = self.m.trained(params) if stage == "bwd" else []
+            grads = self.m.trained(params) if stage == "bwd" and grads else []
             self._ordered(self.rt.op_begin, name, stage, params, grads)
             self.k += 1
         self._show(params)
@@ -1337,6 +1370,12 @@ class wrap:
 
     def begin(self, name, stage, ids, args=None):
         self._close()
+        if stage == "bwd" and name[:-4] in self.recomputed:
+            # the plan's recomputation op, before the block's backward: its parameters resident
+            # (PyTorch reruns the block's forward at the backward's first saved tensor, in the
+            # backward op, which holds them too)
+            self._open(name[:-4] + ".recompute", "bwd", ids, grads=False)
+            self._close()
         self._open(name, stage, ids)
 
     def end(self, name, stage):
@@ -1532,6 +1571,8 @@ class wrap:
         self.op = None
         self.hooks.remove()
         self._restore_step()
+        for mod, before in self._checkpointed:
+            _restore_attribute(mod, "forward", before)
         if self.mixed:
             _restore_attribute(self.optimizer, "_step_supports_amp_scaling", self._said_amp)
         for i, (name, p) in enumerate(self.m.params):
