@@ -127,8 +127,9 @@ stw_chunking_set_world(StwChunking *c, guint32 world)
     g_array_index(c->chunks, StwChunk, i).owner = i % c->world;
 }
 
-gboolean
-stw_chunking_is_tail(const StwChunking *c, guint32 i)
+/* Whether chunk I is the last of its kind (trained or frozen) in C. */
+static gboolean
+is_tail(const StwChunking *c, guint32 i)
 {
   gboolean frozen = stw_chunking_chunk(c, i)->frozen;
   for (guint32 k = i + 1; k < stw_chunking_count(c); k++)
@@ -154,9 +155,12 @@ stw_chunking_trim_tails(StwChunking *c)
 {
   if (!trims_tails(c))
     return;
-  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
-    StwChunk *ch = &g_array_index(c->chunks, StwChunk, i);
-    if (stw_chunking_is_tail(c, i) && ch->capacity_elems == c->size_elems && ch->used_elems > 0)
+  guint32 last[2] = { G_MAXUINT32, G_MAXUINT32 }; /* per kind (trained, frozen) */
+  for (guint32 i = 0; i < stw_chunking_count(c); i++)
+    last[stw_chunking_chunk(c, i)->frozen ? 1 : 0] = i;
+  for (int k = 0; k < 2; k++) {
+    StwChunk *ch = last[k] != G_MAXUINT32 ? &g_array_index(c->chunks, StwChunk, last[k]) : NULL;
+    if (ch != NULL && ch->capacity_elems == c->size_elems && ch->used_elems > 0)
       ch->capacity_elems = ch->used_elems;
   }
 }
@@ -245,7 +249,7 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
       return invalid(error, file, "$.layout[%u].owner: %u, but with %u ranks chunk %u belongs "
                      "to rank %u (chunk index mod the world size)", i, ch->owner, c->world, i,
                      i % MAX(c->world, 1));
-    if (ch->capacity_elems < c->size_elems && !(trims_tails(c) && stw_chunking_is_tail(c, i)))
+    if (ch->capacity_elems < c->size_elems && !(trims_tails(c) && is_tail(c, i)))
       return invalid(error, file, "$.layout[%u].capacity_elems: %" G_GUINT64_FORMAT
                      " is below the chunk size %" G_GUINT64_FORMAT " (only the last chunk of "
                      "each kind, on one rank with frozen chunks, holds less)", i,

@@ -6,20 +6,6 @@
 
 #include <stowage/trace.h>
 
-static gboolean
-refuse(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-refuse(GError **error, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *message = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error_literal(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, message);
-  return FALSE;
-}
-
 /* What recomputing block B frees between its forward and its recomputation: what it keeps,
  * less the input a recomputation starts from. */
 static guint64
@@ -111,14 +97,16 @@ StwTrace *
 stw_trace_recompute(const StwTrace *t, const gboolean *recompute, GError **error)
 {
   if (t->blocks->len == 0) {
-    refuse(error, "the trace has no blocks (a trace of version 1, or of a source that does not "
-           "record them): no block's activations can be recomputed");
+    g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, "the trace has no blocks (a "
+                "trace of version 1, or of a source that does not record them): no block's "
+                "activations can be recomputed");
     return NULL;
   }
   if (t->model.checkpointing || stw_trace_micro_steps(t) > 1) {
-    refuse(error, "the trace %s: its blocks' activations are decided already",
-           t->model.checkpointing ? "recomputes its blocks (profiled with checkpointing)"
-                                  : "has several micro-steps");
+    g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID,
+                "the trace %s: its blocks' activations are decided already",
+                t->model.checkpointing ? "recomputes its blocks (profiled with checkpointing)"
+                                       : "has several micro-steps");
     return NULL;
   }
   guint32 n = t->ops->len, nb = t->blocks->len;

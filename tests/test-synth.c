@@ -221,6 +221,10 @@ test_recompute_is_checkpointing(void)
     /* a trace that recomputes already is refused */
     g_assert_null(stw_trace_recompute(ckpt, all, &error));
     stw_assert_error_contains(error, "recomputes its blocks (profiled with checkpointing)");
+    /* and one without blocks */
+    g_array_set_size(kept->blocks, 0);
+    g_assert_null(stw_trace_recompute(kept, all, &error));
+    stw_assert_error_contains(error, "the trace has no blocks (a trace of version 1");
   }
 }
 

@@ -94,8 +94,6 @@ void stw_chunking_set_world(StwChunking *c, guint32 world);
  * whole chunk in each of four lists, sized for the base's largest tensor. A layout without frozen
  * chunks keeps every chunk the chunk size (PatrickStar's layout). */
 void stw_chunking_trim_tails(StwChunking *c);
-/* Whether chunk I is the last of its kind (trained or frozen) in C. */
-gboolean stw_chunking_is_tail(const StwChunking *c, guint32 i);
 /* The ranks of one node: world / nodes. */
 static inline guint32
 stw_chunking_ranks_per_node(const StwChunking *c)

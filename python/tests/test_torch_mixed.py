@@ -317,6 +317,19 @@ class TestMixedPrecision(unittest.TestCase):
             st.wrap(m, opt, self.plan_at(t16, 4), t16, loss_scale=True)
         with self.assertRaisesRegex(stowage.StowageError, r"^profile: precision='fp8': "):
             st.profile(m, opt, precision="fp8")
+        with self.assertRaisesRegex(stowage.StowageError, r"^LossScale: backoff_factor=1.5 is out "
+                                    r"of range"):
+            st.LossScale(backoff_factor=1.5)
+        with self.assertRaisesRegex(stowage.StowageError, r"^LossScale: scale -2.0, clean 0, "
+                                    r"skipped 0: out of range"):
+            st.LossScale().load_state_dict({"scale": -2.0, "clean": 0, "skipped": 0})
+        with self.assertRaisesRegex(stowage.StowageError, r"^LossScale: a state of scale, clean "
+                                    r"and skipped is expected"):
+            st.LossScale().load_state_dict({"scale": 2.0})
+        t16 = self.profiled("fp16", loss_scale=True)
+        with self.assertRaisesRegex(stowage.StowageError, r"^wrap: loss_scale= is a "
+                                    r"stowage.torch.LossScale, True or None, not int"):
+            st.wrap(m, opt, self.plan_at(t16, 4), t16, loss_scale=3)
         t = self.profiled("fp16", scaler=torch.amp.GradScaler("cpu"))
         before = {k: v.clone() for k, v in m.state_dict().items()}
         with self.assertRaisesRegex(stowage.StowageError, r"^wrap: fp16 gradients without a loss "
