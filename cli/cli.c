@@ -285,13 +285,15 @@ stw_cli_slowdown_cell(double slowdown)
 }
 
 char *
-stw_cli_host_figure(const StwPlanPredictions *q, guint32 world)
+stw_cli_host_figure(const StwPlan *p)
 {
+  const StwPlanPredictions *q = &p->pred;
   g_autofree char *all = stw_size_format(q->cpu_bytes + q->host_overhead_bytes);
   g_autofree char *chunks = stw_size_format(q->cpu_bytes);
   g_autofree char *over = stw_size_format(q->host_overhead_bytes);
-  return g_strdup_printf("%s (%s of chunks, %s for the %s)", all, chunks, over,
-                         world > 1 ? "ranks' processes" : "process");
+  return g_strdup_printf("%s (%s of chunks%s, %s for the %s)", all, chunks,
+                         p->offload->len > 0 ? " and offloaded activations" : "", over,
+                         p->chunking->world > 1 ? "ranks' processes" : "process");
 }
 
 char *

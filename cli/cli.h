@@ -195,8 +195,9 @@ void stw_cli_throughput_cells(const StwThroughput *th, char **tokens_per_s, char
 char *stw_cli_slowdown_cell(double slowdown);
 
 /* The host memory a plan needs, for people: "2.65 GiB (662.57 MiB of chunks, 2.00 GiB for the
- * process)", the processes of all ranks together. */
-char *stw_cli_host_figure(const StwPlanPredictions *q, guint32 world);
+ * process)", the processes of all ranks together, the chunks' figure with the offloaded
+ * activations where the plan has them. */
+char *stw_cli_host_figure(const StwPlan *p);
 
 /* A rate for people: whole and grouped from 100 up ("12,345"), one decimal below ("42.5"). */
 char *stw_cli_rate_format(double v);

@@ -23,6 +23,23 @@ progress(guint done, guint total, gpointer user_data)
 
 /* The four lists: the bytes a parameter costs in each and the parameters each holds (the param
  * list every one, the others the trained ones), and the chunk capacity no tensor uses. */
+/* " N WHAT (h0 .. h5)" for the BLOCKS of T (guint32, ascending), after SEP; nothing when none.
+ * Blocks that are not a range are named, the first four. */
+static void
+print_blocks(const StwTrace *t, const GArray *blocks, const char *what, const char *sep)
+{
+  if (blocks->len == 0)
+    return;
+  const guint32 *b = (const guint32 *)blocks->data;
+  gboolean range = b[blocks->len - 1] - b[0] + 1 == blocks->len;
+  printf("%s %u %s (%s", sep, blocks->len, what, g_array_index(t->blocks, StwBlock, b[0]).name);
+  if (range && blocks->len > 1)
+    printf(" .. %s", g_array_index(t->blocks, StwBlock, b[blocks->len - 1]).name);
+  for (guint i = 1; !range && i < MIN(blocks->len, 4); i++)
+    printf(", %s", g_array_index(t->blocks, StwBlock, b[i]).name);
+  printf("%s)", !range && blocks->len > 4 ? ", ..." : "");
+}
+
 static void
 print_lists(const StwChunking *c, const StwTrace *t)
 {
@@ -77,14 +94,11 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
          "resident state%s\n", counts[STW_OPTIM_CPU], counts[STW_OPTIM_GPU],
          counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
   print_lists(c, t);
-  if (p->recompute->len > 0) {
-    guint32 first = g_array_index(p->recompute, guint32, 0);
-    guint32 last = g_array_index(p->recompute, guint32, p->recompute->len - 1);
-    printf("  activations  %u of %u blocks recomputed in backward (%s", p->recompute->len,
-           t->blocks->len, g_array_index(t->blocks, StwBlock, first).name);
-    if (last != first)
-      printf(" .. %s", g_array_index(t->blocks, StwBlock, last).name);
-    printf("), the others kept\n");
+  if (p->recompute->len + p->offload->len > 0) {
+    printf("  activations  of %u blocks:", t->blocks->len);
+    print_blocks(t, p->offload, "offloaded to the host", "");
+    print_blocks(t, p->recompute, "recomputed in backward", p->offload->len > 0 ? "," : "");
+    printf("; the others kept\n");
   }
   g_autofree char *h2d = stw_size_format(q->h2d_bytes);
   g_autofree char *d2h = stw_size_format(q->d2h_bytes);
@@ -96,7 +110,7 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *peak = stw_size_format(q->peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
   g_autofree char *cpub = stw_size_format(p->budgets.cpu_bytes);
-  g_autofree char *host = stw_cli_host_figure(q, p->chunking->world);
+  g_autofree char *host = stw_cli_host_figure(p);
   printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
          stw_trace_op(t, q->peak_op)->name);
   printf("  host         %s of %s\n", host, cpub);

@@ -19,6 +19,45 @@
 
 #include <stowage/units.h>
 
+/* "; on the device then: ..." naming the blocks whose activations T holds on the device at
+ * moment M and why (kept, recomputed, being offloaded or fetched back); "" when none. */
+static char *
+live_activations(const StwTrace *t, guint32 m)
+{
+  g_autoptr(GArray) moves = stw_trace_activation_moves(t);
+  GString *s = g_string_new("");
+  guint shown = 0, more = 0;
+  for (guint32 k = 0, mv = 0; k < t->blocks->len; k++) {
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
+    const StwActivationMove *move = NULL;
+    if (b->choice == STW_BLOCK_OFFLOAD)
+      move = &g_array_index(moves, StwActivationMove, mv++);
+    guint32 span = b->fwd_last - b->fwd_first + 1;
+    const char *why = NULL;
+    if (m <= b->fwd_last || m > b->bwd_last || b->saved_bytes == 0)
+      continue;
+    if (b->choice == STW_BLOCK_KEEP)
+      why = "kept";
+    else if (b->choice == STW_BLOCK_RECOMPUTE && m >= b->bwd_first + span)
+      why = "recomputed";
+    else if (move != NULL && m < move->out_done)
+      why = "being offloaded";
+    else if (move != NULL && m >= move->in_moment)
+      why = "fetched back";
+    if (why == NULL)
+      continue;
+    if (shown++ >= 4) {
+      more++;
+      continue;
+    }
+    g_string_append_printf(s, "%s %s (%s)", s->len == 0 ? "; on the device then, the activations "
+                           "of blocks" : ",", b->name, why);
+  }
+  if (more > 0)
+    g_string_append_printf(s, " and %u more", more);
+  return g_string_free(s, FALSE);
+}
+
 static gboolean
 replay_error(const StwPlan *p, const StwTrace *t, const StwDemand *d, const StwReplay *r,
              const char *file, GError **error)
@@ -52,10 +91,11 @@ replay_error(const StwPlan *p, const StwTrace *t, const StwDemand *d, const StwR
     g_autofree char *rs = stw_size_format(p->budgets.reserved_bytes);
     g_autofree char *bu = stw_size_format(p->budgets.gpu_bytes);
     g_autofree char *over = stw_size_format(total - MIN(total, p->budgets.gpu_bytes));
+    g_autofree char *live = live_activations(t, m);
     return unsound(error, file, "moment %u (op %s, %s): GPU memory %s (chunks %s + non-model "
                    "%s + reserve %s) exceeds the budget of %s by %s (%" G_GUINT64_FORMAT
-                   " bytes)", m, op, stage, tot, ch, nm, rs, bu, over,
-                   total - MIN(total, p->budgets.gpu_bytes));
+                   " bytes)%s", m, op, stage, tot, ch, nm, rs, bu, over,
+                   total - MIN(total, p->budgets.gpu_bytes), live);
   }
   case STW_REPLAY_END_STATE:
     return unsound(error, file, "the iteration does not end in the state it starts from: "
@@ -131,6 +171,29 @@ check_collectives(const StwPlan *p, const StwTrace *t, const char *file, GError 
   return TRUE;
 }
 
+/* The plan's activation moves are those its blocks' decisions make in T. */
+static gboolean
+check_moves(const StwPlan *p, const StwTrace *t, const char *file, GError **error)
+{
+  g_autoptr(GArray) want = stw_trace_activation_moves(t);
+  for (guint i = 0; i < MAX(want->len, p->moves->len); i++) {
+    if (i >= want->len || i >= p->moves->len)
+      return unsound(error, file, "$.trace.activation_moves: %u moves, and the plan offloads %u "
+                     "blocks", p->moves->len, want->len);
+    const StwActivationMove *a = &g_array_index(p->moves, StwActivationMove, i);
+    const StwActivationMove *b = &g_array_index(want, StwActivationMove, i);
+    if (a->block != b->block || a->out_moment != b->out_moment || a->out_done != b->out_done ||
+        a->in_moment != b->in_moment || a->in_done != b->in_done || a->bytes != b->bytes)
+      return unsound(error, file, "$.trace.activation_moves[%u]: block %u out [%u, %u] in [%u, "
+                     "%u], %" G_GUINT64_FORMAT " bytes; offloading block %u (%s) moves out "
+                     "[%u, %u] in [%u, %u], %" G_GUINT64_FORMAT " bytes", i, a->block,
+                     a->out_moment, a->out_done, a->in_moment, a->in_done, a->bytes, b->block,
+                     g_array_index(t->blocks, StwBlock, b->block).name, b->out_moment,
+                     b->out_done, b->in_moment, b->in_done, b->bytes);
+  }
+  return TRUE;
+}
+
 gboolean
 stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
                StwCheckReport *report, StwSimulation *sim, GError **error)
@@ -144,7 +207,9 @@ stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
     return FALSE;
   }
   /* the trace the schedule runs over: the recorded one with the plan's blocks recomputed */
-  if (p->recompute->len > 0 && recorded->ops->len == p->trace_ops)
+  if (p->recompute->len > 0 && recorded->ops->len == p->trace_ops &&
+      (recorded->blocks->len == 0 ||
+       g_array_index(recorded->blocks, StwBlock, 0).choice == STW_BLOCK_KEEP))
     return unsound(error, file, "$.trace.ops: %u, the trace's own, and the plan recomputes %u "
                    "blocks, which adds ops", p->trace_ops, p->recompute->len);
   g_autoptr(StwTrace) owned = NULL;
@@ -154,6 +219,8 @@ stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
   if (p->trace_ops != t->ops->len)
     return unsound(error, file, "$.trace.ops: %u, the trace has %u ops", p->trace_ops,
                    t->ops->len);
+  if (!check_moves(p, t, file, error))
+    return FALSE;
   if (!stw_chunking_validate(p->chunking, t, file, error))
     return FALSE;
   if (p->chunking->dtype != stw_trace_tensor(t, 0)->dtype)
@@ -166,8 +233,10 @@ stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
   if (k != G_MAXUINT32) {
     g_autofree char *o = stw_size_format(over);
     g_autofree char *bu = stw_size_format(p->budgets.gpu_bytes);
+    g_autofree char *live = live_activations(t, k);
     return unsound(error, file, "moment %u (op %s): the non-model memory alone, with the "
-                   "reserve, exceeds the budget of %s by %s", k, stw_trace_op(t, k)->name, bu, o);
+                   "reserve, exceeds the budget of %s by %s%s", k, stw_trace_op(t, k)->name, bu,
+                   o, live);
   }
   if (!check_collectives(p, t, file, error))
     return FALSE;

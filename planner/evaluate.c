@@ -32,7 +32,15 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
     else if (a[i].kind == STW_ACTION_EVICT)
       out->d2h_bytes = stw_cost_add(out->d2h_bytes, d->bytes[a[i].item]);
   }
-  out->cpu_bytes = stw_demand_host_bytes(d, p->chunking, &p->schedule);
+  /* the offloaded blocks' activations, out and back on the same links, held by the host */
+  g_autoptr(GArray) moves = stw_trace_activation_moves(t);
+  for (guint i = 0; i < moves->len; i++) {
+    guint64 b = g_array_index(moves, StwActivationMove, i).bytes;
+    out->h2d_bytes = stw_cost_add(out->h2d_bytes, b);
+    out->d2h_bytes = stw_cost_add(out->d2h_bytes, b);
+  }
+  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, &p->schedule),
+                                stw_activation_moves_host_peak(moves));
   out->host_overhead_bytes = stw_hardware_host_overhead(&p->hw) * MAX(p->chunking->world, 1);
   StwSimulation local, *s = sim != NULL ? sim : &local;
   stw_simulate_demand(p, t, d, detail && sim != NULL, s);
@@ -61,5 +69,10 @@ stw_plan_lower_bound(const StwPlan *best, const StwTrace *t)
     for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_chunking_owned(c, i); l++)
       pinned[stw_plan_item(c, (StwChunkList)l, i)] = best->optim[i] == STW_OPTIM_GPU_RESIDENT;
   }
-  return stw_schedule_lower_bound(d, pinned);
+  /* the offloaded blocks' activations move whatever the schedule: out and back */
+  g_autoptr(GArray) moves = stw_trace_activation_moves(t);
+  guint64 activations = 0;
+  for (guint i = 0; i < moves->len; i++)
+    activations = stw_cost_add(activations, 2 * g_array_index(moves, StwActivationMove, i).bytes);
+  return stw_cost_add(stw_schedule_lower_bound(d, pinned), activations);
 }

@@ -85,30 +85,77 @@ stw_plan_new(void)
   p->trace_digest = g_strdup("");
   p->trace_file = g_strdup("");
   p->recompute = g_array_new(FALSE, FALSE, sizeof(guint32));
+  p->offload = g_array_new(FALSE, FALSE, sizeof(guint32));
+  p->moves = g_array_new(FALSE, FALSE, sizeof(StwActivationMove));
   return p;
+}
+
+guint8 *
+stw_plan_block_choices(const StwPlan *p, guint32 n_blocks, GError **error)
+{
+  g_autofree guint8 *choice = g_new0(guint8, MAX(n_blocks, 1));
+  const struct {
+    const char *key;
+    const GArray *blocks;
+    StwBlockChoice choice;
+  } lists[] = { { "recompute", p->recompute, STW_BLOCK_RECOMPUTE },
+                { "offload", p->offload, STW_BLOCK_OFFLOAD } };
+  for (gsize l = 0; l < G_N_ELEMENTS(lists); l++) {
+    for (guint i = 0; i < lists[l].blocks->len; i++) {
+      guint32 b = g_array_index(lists[l].blocks, guint32, i);
+      if (b >= n_blocks) {
+        g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "$.trace.%s[%u]: block %u, "
+                    "and the trace has %u blocks", lists[l].key, i, b, n_blocks);
+        return NULL;
+      }
+      if (choice[b] != STW_BLOCK_KEEP) {
+        g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "$.trace.%s[%u]: block %u, "
+                    "which the plan recomputes: a block is kept, recomputed or offloaded",
+                    lists[l].key, i, b);
+        return NULL;
+      }
+      choice[b] = (guint8)lists[l].choice;
+    }
+  }
+  return g_steal_pointer(&choice);
+}
+
+/* Whether T's blocks are decided (a planned trace): as CHOICE says, or otherwise. */
+static gboolean
+decided_as(const StwTrace *t, const guint8 *choice, gboolean *same)
+{
+  gboolean decided = FALSE;
+  *same = TRUE;
+  for (guint32 k = 0; k < t->blocks->len; k++) {
+    StwBlockChoice c = g_array_index(t->blocks, StwBlock, k).choice;
+    decided |= c != STW_BLOCK_KEEP;
+    *same &= c == (StwBlockChoice)choice[k];
+  }
+  return decided;
 }
 
 const StwTrace *
 stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned, GError **error)
 {
   *owned = NULL;
-  if (p->recompute->len == 0 || t->ops->len == p->trace_ops)
+  if (p->recompute->len == 0 && p->offload->len == 0)
     return t;
-  g_autofree gboolean *mask = g_new0(gboolean, MAX(t->blocks->len, 1));
-  for (guint i = 0; i < p->recompute->len; i++) {
-    guint32 b = g_array_index(p->recompute, guint32, i);
-    if (b >= t->blocks->len) {
-      g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "$.trace.recompute[%u]: "
-                  "block %u, and the trace has %u blocks", i, b, t->blocks->len);
-      return NULL;
-    }
-    mask[b] = TRUE;
+  g_autofree guint8 *choice = stw_plan_block_choices(p, t->blocks->len, error);
+  if (choice == NULL)
+    return NULL;
+  gboolean same;
+  if (decided_as(t, choice, &same)) {
+    if (!same)
+      g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "the trace decides its "
+                  "blocks' activations, and not as the plan does");
+    return same ? t : NULL;
   }
   GError *local = NULL;
-  *owned = stw_trace_recompute(t, mask, &local);
+  *owned = stw_trace_decide(t, choice, &local);
   if (*owned == NULL) {
-    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "the plan recomputes blocks of "
-                "its trace, and this one's cannot be: %s", local->message);
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "the plan decides the "
+                "activations of its trace's blocks, and this trace's cannot be: %s",
+                local->message);
     g_error_free(local);
   }
   return *owned;
@@ -122,6 +169,8 @@ stw_plan_free(StwPlan *p)
   g_free(p->trace_digest);
   g_free(p->trace_file);
   g_array_unref(p->recompute);
+  g_array_unref(p->offload);
+  g_array_unref(p->moves);
   stw_chunking_free(p->chunking);
   g_free(p->optim);
   stw_schedule_clear(&p->schedule);
@@ -267,6 +316,22 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
   if (p->recompute->len > 0)
     cJSON_AddItemToObject(tr, "recompute", stw_json_u64_array((const guint32 *)p->recompute->data,
                                                               p->recompute->len));
+  if (p->offload->len > 0) {
+    cJSON_AddItemToObject(tr, "offload", stw_json_u64_array((const guint32 *)p->offload->data,
+                                                            p->offload->len));
+    cJSON *moves = cJSON_AddArrayToObject(tr, "activation_moves");
+    for (guint i = 0; i < p->moves->len; i++) {
+      const StwActivationMove *m = &g_array_index(p->moves, StwActivationMove, i);
+      cJSON *o = cJSON_CreateObject();
+      stw_json_add_u64(o, "block", m->block);
+      cJSON_AddItemToObject(o, "out", stw_json_u64_array((guint32[]){ m->out_moment,
+                                                                      m->out_done }, 2));
+      cJSON_AddItemToObject(o, "in", stw_json_u64_array((guint32[]){ m->in_moment,
+                                                                     m->in_done }, 2));
+      stw_json_add_u64(o, "bytes", m->bytes);
+      cJSON_AddItemToArray(moves, o);
+    }
+  }
   cJSON_AddStringToObject(root, "policy", stw_policy_names[p->policy]);
   cJSON *b = cJSON_AddObjectToObject(root, "budgets");
   stw_json_add_u64(b, "gpu_bytes", p->budgets.gpu_bytes);
@@ -361,7 +426,9 @@ stw_plan_save(const StwPlan *p, const StwTrace *t, const char *file, GError **er
 static const char *const root_members[] = { "format", "version", "trace", "policy", "budgets",
                                             "predictions", "hardware", "chunks", "layout",
                                             "initial", "schedule", NULL };
-static const char *const trace_members[] = { "digest", "file", "ops", "recompute", NULL };
+static const char *const trace_members[] = { "digest", "file", "ops", "recompute", "offload",
+                                             "activation_moves", NULL };
+static const char *const move_members[] = { "block", "out", "in", "bytes", NULL };
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
                                               "amsgrad", NULL };
@@ -603,28 +670,83 @@ read_schedule(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   return TRUE;
 }
 
-/* $.trace.recompute: block indices, ascending. */
+/* $.trace.KEY: block indices, ascending, into BLOCKS. */
 static gboolean
-read_recompute(StwJsonReader *r, const cJSON *tr, StwPlan *p, GError **error)
+read_block_list(StwJsonReader *r, const cJSON *tr, const char *key, GArray *blocks,
+                GError **error)
 {
   const cJSON *arr = NULL;
-  if (!stw_json_get_array(r, tr, "recompute", FALSE, STW_TRACE_MAX_OPS, &arr, error))
+  if (!stw_json_get_array(r, tr, key, FALSE, STW_TRACE_MAX_OPS, &arr, error))
     return FALSE;
   if (arr == NULL)
     return TRUE;
-  gsize saved = stw_json_push_key(r, "recompute");
+  gsize saved = stw_json_push_key(r, key);
   guint k = 0;
   for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
     guint64 v;
     gsize s2 = stw_json_push_index(r, k);
     if (!stw_json_as_u64(r, c, 0, STW_TRACE_MAX_OPS - 1, &v, error))
       return FALSE;
-    if (k > 0 && v <= g_array_index(p->recompute, guint32, k - 1))
+    if (k > 0 && v <= g_array_index(blocks, guint32, k - 1))
       return stw_json_fail(r, error, "block %" G_GUINT64_FORMAT " after block %u: the blocks "
                            "are listed once each, ascending", v,
-                           g_array_index(p->recompute, guint32, k - 1));
+                           g_array_index(blocks, guint32, k - 1));
     guint32 b = (guint32)v;
-    g_array_append_val(p->recompute, b);
+    g_array_append_val(blocks, b);
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
+/* A pair of moments KEY: [moment, done], done >= moment. */
+static gboolean
+read_moments(StwJsonReader *r, const cJSON *obj, const char *key, guint32 *first,
+             guint32 *done, GError **error)
+{
+  const cJSON *arr = NULL;
+  if (!stw_json_get_array(r, obj, key, TRUE, 2, &arr, error))
+    return FALSE;
+  gsize saved = stw_json_push_key(r, key);
+  guint64 v[2] = { 0, 0 };
+  guint k = 0;
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
+    gsize s2 = stw_json_push_index(r, k);
+    if (!stw_json_as_u64(r, c, 0, STW_TRACE_MAX_OPS, &v[k], error))
+      return FALSE;
+    stw_json_pop(r, s2);
+  }
+  if (k != 2 || v[1] < v[0])
+    return stw_json_fail(r, error, "expected [moment, done], done at or after the moment");
+  stw_json_pop(r, saved);
+  *first = (guint32)v[0];
+  *done = (guint32)v[1];
+  return TRUE;
+}
+
+/* $.trace.activation_moves: the offloaded blocks' copies. */
+static gboolean
+read_moves(StwJsonReader *r, const cJSON *tr, StwPlan *p, GError **error)
+{
+  const cJSON *arr = NULL;
+  if (!stw_json_get_array(r, tr, "activation_moves", FALSE, STW_TRACE_MAX_OPS, &arr, error))
+    return FALSE;
+  if (arr == NULL)
+    return TRUE;
+  gsize saved = stw_json_push_key(r, "activation_moves");
+  guint k = 0;
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
+    gsize s2 = stw_json_push_index(r, k);
+    StwActivationMove m;
+    guint64 block;
+    if (!stw_json_check_object(r, c, move_members, error) ||
+        !stw_json_get_u64(r, c, "block", TRUE, 0, STW_TRACE_MAX_OPS - 1, &block, error) ||
+        !read_moments(r, c, "out", &m.out_moment, &m.out_done, error) ||
+        !read_moments(r, c, "in", &m.in_moment, &m.in_done, error) ||
+        !stw_json_get_u64(r, c, "bytes", TRUE, 0, STW_TRACE_MAX_INT, &m.bytes, error))
+      return FALSE;
+    m.block = (guint32)block;
+    g_array_append_val(p->moves, m);
     stw_json_pop(r, s2);
   }
   stw_json_pop(r, saved);
@@ -670,7 +792,8 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
   g_free(p->trace_file);
   p->trace_file = g_strdup(file);
   p->trace_ops = (guint32)ops;
-  if (!read_recompute(r, tr, p, error))
+  if (!read_block_list(r, tr, "recompute", p->recompute, error) ||
+      !read_block_list(r, tr, "offload", p->offload, error) || !read_moves(r, tr, p, error))
     return FALSE;
   stw_json_pop(r, saved);
 

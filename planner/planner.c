@@ -34,7 +34,7 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
 }
 
 const char *const stw_objective_names[] = { "time", "bytes", NULL };
-const char *const stw_activations_names[] = { "keep", "recompute", "auto", NULL };
+const char *const stw_activations_names[] = { "keep", "recompute", "offload", "auto", NULL };
 
 StwPolicy
 stw_policy_from_name(const char *name)
@@ -899,47 +899,67 @@ stw_planner_decides_blocks(const StwTrace *t)
   return t->blocks->len > 0 && !t->model.checkpointing && stw_trace_micro_steps(t) == 1;
 }
 
-/* The plan of T with its first K blocks recomputed (K = 0: as recorded), its recompute list
- * and digest T's. */
-static StwPlan *
-plan_recomputing(const StwTrace *t, guint32 k, const char *trace_file,
-                 const StwPlannerOptions *o, GError **error)
+StwPlan *
+stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
+                        const StwPlannerOptions *o, GError **error)
 {
-  if (k == 0)
+  gboolean any = FALSE;
+  for (guint32 b = 0; b < t->blocks->len; b++)
+    any |= choice[b] != STW_BLOCK_KEEP;
+  if (!any)
     return plan_recorded(t, trace_file, o, error);
-  g_autofree gboolean *mask = g_new0(gboolean, t->blocks->len);
-  for (guint32 b = 0; b < k; b++)
-    mask[b] = TRUE;
-  g_autoptr(StwTrace) re = stw_trace_recompute(t, mask, error);
-  StwPlan *p = re != NULL ? plan_recorded(re, trace_file, o, error) : NULL;
+  g_autoptr(StwTrace) decided = stw_trace_decide(t, choice, error);
+  StwPlan *p = decided != NULL ? plan_recorded(decided, trace_file, o, error) : NULL;
   if (p == NULL)
     return NULL;
-  for (guint32 b = 0; b < k; b++)
-    g_array_append_val(p->recompute, b);
+  for (guint32 b = 0; b < t->blocks->len; b++) {
+    if (choice[b] == STW_BLOCK_RECOMPUTE)
+      g_array_append_val(p->recompute, b);
+    else if (choice[b] == STW_BLOCK_OFFLOAD)
+      g_array_append_val(p->offload, b);
+  }
+  g_autoptr(GArray) moves = stw_trace_activation_moves(decided);
+  g_array_append_vals(p->moves, moves->data, moves->len);
   g_free(p->trace_digest);
   p->trace_digest = stw_trace_digest(t);
   return p;
 }
 
-/* The search of AUTO: the plans tried so far, by k (NULL: not tried; FAILED: infeasible). */
+/* The search of AUTO over the plans with blocks [0, j) offloaded, [j, k) recomputed and the
+ * rest kept, each planned once. */
 typedef struct {
   const StwTrace *t;
   const char *trace_file;
   const StwPlannerOptions *o;
+  guint32 n;                 /* blocks */
   StwPlan *best;
-  GError *reason;            /* the first failure, all recomputed first: the leanest in memory */
-  guint8 *tried;             /* (n + 1): 0 not yet, 1 feasible, 2 infeasible */
+  GError *reason;            /* the first failure (the leanest candidate is tried first) */
+  GHashTable *tried;         /* j * (n + 1) + k -> 1 feasible, 2 infeasible */
 } Activations;
 
-/* Plans k recomputed blocks (once), keeping the best; whether it fits. */
+/* Whether plan A's blocks cost less than B's where their objectives tie: fewer decided, then
+ * fewer recomputed (an offload's copies may hide behind compute; a recomputation cannot). */
 static gboolean
-try_prefix(Activations *a, guint32 k)
+leaner_blocks(const StwPlan *a, const StwPlan *b)
 {
-  if (a->tried[k] != 0)
-    return a->tried[k] == 1;
+  guint32 da = a->recompute->len + a->offload->len, db = b->recompute->len + b->offload->len;
+  return da != db ? da < db : a->recompute->len < b->recompute->len;
+}
+
+/* Plans F(j, k) (once), keeping the best; whether it fits. */
+static gboolean
+try_blocks(Activations *a, guint32 j, guint32 k)
+{
+  gpointer key = GUINT_TO_POINTER((guint)(j * (a->n + 1) + k + 1));
+  guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(a->tried, key));
+  if (seen != 0)
+    return seen == 1;
+  g_autofree guint8 *choice = g_new0(guint8, MAX(a->n, 1));
+  for (guint32 b = 0; b < k; b++)
+    choice[b] = b < j ? STW_BLOCK_OFFLOAD : STW_BLOCK_RECOMPUTE;
   GError *local = NULL;
-  StwPlan *p = plan_recomputing(a->t, k, a->trace_file, a->o, &local);
-  a->tried[k] = p != NULL ? 1 : 2;
+  StwPlan *p = stw_planner_plan_blocks(a->t, choice, a->trace_file, a->o, &local);
+  g_hash_table_insert(a->tried, key, GUINT_TO_POINTER(p != NULL ? 1u : 2u));
   if (p == NULL) {
     if (a->reason == NULL)
       a->reason = local;
@@ -948,7 +968,7 @@ try_prefix(Activations *a, guint32 k)
     return FALSE;
   }
   int c = a->best != NULL ? compare(p, a->best, a->o->objective) : -1;
-  if (c < 0 || (c == 0 && p->recompute->len < a->best->recompute->len)) {
+  if (c < 0 || (c == 0 && leaner_blocks(p, a->best))) {
     stw_plan_free(a->best);
     a->best = p;
   } else {
@@ -957,13 +977,49 @@ try_prefix(Activations *a, guint32 k)
   return TRUE;
 }
 
-/* Which blocks to recompute, under AUTO: the first k of n. The earliest blocks keep their
- * activations longest (from their forward to the end of the backward), so recomputing them frees
- * the most memory for the longest, at the same cost per block (a transformer's blocks are
- * alike). k in {n, 0, n/4, n/2, 3n/4} is planned in full; then, below the best k, the fewest
- * blocks that still fit are bisected for (fewer recomputed blocks cost less compute where the
- * memory allows), each probe planned in full; the plan with the better objective wins, ties to
- * the fewer recomputed blocks. RECOMPUTE plans all n. */
+/* Within one family (OFFLOADED: every decided block offloaded, else recomputed), the fewest
+ * decided blocks below HI (which fits) that still fit, by bisection over the untried k. */
+static void
+bisect_family(Activations *a, guint32 hi, gboolean offloaded)
+{
+  guint32 lo = 0;
+  for (guint32 k = hi; k-- > 0;) { /* the largest k below hi known not to fit */
+    gpointer key = GUINT_TO_POINTER((guint)((offloaded ? k : 0) * (a->n + 1) + k + 1));
+    if (GPOINTER_TO_UINT(g_hash_table_lookup(a->tried, key)) == 2) {
+      lo = k;
+      break;
+    }
+  }
+  while (lo + 1 < hi) {
+    guint32 mid = lo + (hi - lo) / 2;
+    if (try_blocks(a, offloaded ? mid : 0, mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+}
+
+/* The fewest blocks of a family found to fit (n + 1: none). */
+static guint32
+fewest_fitting(const Activations *a, gboolean offloaded)
+{
+  for (guint32 k = 0; k <= a->n; k++) {
+    gpointer key = GUINT_TO_POINTER((guint)((offloaded ? k : 0) * (a->n + 1) + k + 1));
+    if (GPOINTER_TO_UINT(g_hash_table_lookup(a->tried, key)) == 1)
+      return k;
+  }
+  return a->n + 1;
+}
+
+/* AUTO: which blocks to decide, and how. The earliest blocks keep their activations longest
+ * (from their forward to the end of the backward), so deciding them frees the most memory for
+ * the longest at the same cost per block (a transformer's blocks are alike), and an offloaded
+ * block's copies have the most time to hide behind compute there: the candidates are F(j, k),
+ * blocks [0, j) offloaded, [j, k) recomputed, the rest kept. Each family is planned in full at
+ * k in {n, 0, n/4, n/2, 3n/4} (recomputing: j = 0; offloading: j = k), the fewest blocks that
+ * still fit are bisected for in each, and then the fewest recomputed blocks that fit, k, are
+ * split: F(k/4, k), F(k/2, k), F(3k/4, k). The plan with the better objective wins; ties go to
+ * fewer decided blocks, then fewer recomputed. RECOMPUTE and OFFLOAD plan all n one way. */
 StwPlan *
 stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                  GError **error)
@@ -972,23 +1028,22 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
       !stw_planner_decides_blocks(t))
     return plan_recorded(t, trace_file, o, error);
   guint32 n = t->blocks->len;
-  g_autofree guint8 *tried = g_new0(guint8, n + 1);
-  Activations a = { .t = t, .trace_file = trace_file, .o = o, .tried = tried };
-  guint32 ks[] = { n, 0, n / 4, n / 2, 3 * n / 4 };
-  for (gsize i = 0; i < (o->activations == STW_ACTIVATIONS_RECOMPUTE ? 1 : G_N_ELEMENTS(ks)); i++)
-    try_prefix(&a, ks[i]);
-  if (o->activations == STW_ACTIVATIONS_AUTO && a.best != NULL) {
-    guint32 hi = a.best->recompute->len, lo = hi; /* hi fits; bisect (lo, hi) below it */
-    while (lo > 0 && tried[lo - 1] == 0)
-      lo--;
-    lo = lo > 0 ? lo - 1 : 0;
-    while (lo + 1 < hi) {
-      guint32 mid = lo + (hi - lo) / 2;
-      if (try_prefix(&a, mid))
-        hi = mid;
-      else
-        lo = mid;
+  g_autoptr(GHashTable) tried = g_hash_table_new(NULL, NULL);
+  Activations a = { .t = t, .trace_file = trace_file, .o = o, .n = n, .tried = tried };
+  if (o->activations == STW_ACTIVATIONS_RECOMPUTE || o->activations == STW_ACTIVATIONS_OFFLOAD) {
+    try_blocks(&a, o->activations == STW_ACTIVATIONS_OFFLOAD ? n : 0, n);
+  } else {
+    guint32 ks[] = { n, 0, n / 4, n / 2, 3 * n / 4 };
+    for (int family = 0; family < 2; family++) {
+      for (gsize i = 0; i < G_N_ELEMENTS(ks); i++)
+        try_blocks(&a, family ? ks[i] : 0, ks[i]);
+      guint32 hi = fewest_fitting(&a, family);
+      if (hi <= n)
+        bisect_family(&a, hi, family);
     }
+    guint32 k = fewest_fitting(&a, FALSE);
+    for (guint32 q = 1; k <= n && q < 4; q++)
+      try_blocks(&a, k * q / 4, k);
   }
   if (a.best == NULL)
     g_propagate_error(error, a.reason);

@@ -43,10 +43,29 @@ name_thread(cJSON *events, int tid, const char *name)
   cJSON_AddItemToArray(events, e);
 }
 
-/* "fetch", "evict", "adam", "gather" or "reduce_scatter" */
+/* Whether X copies an offloaded block's activations (its item the block). */
+static gboolean
+is_activations(const StwSimTask *x)
+{
+  return (x->lane == STW_SIM_H2D || x->lane == STW_SIM_D2H) && x->kind == STW_SIM_ACTIVATIONS;
+}
+
+/* "activations NAME" for X's block in T, the decided trace. */
+static char *
+activations_name(const StwTrace *t, const StwSimTask *x)
+{
+  return g_strdup_printf("activations %s", x->item < t->blocks->len
+                                               ? g_array_index(t->blocks, StwBlock, x->item).name
+                                               : "?");
+}
+
+/* "fetch", "evict", "adam", "gather" or "reduce_scatter"; "offload", "restore" for a block's
+ * activations */
 static const char *
 lane_category(const StwSimTask *x)
 {
+  if (is_activations(x))
+    return x->lane == STW_SIM_D2H ? "offload" : "restore";
   switch (x->lane) {
   case STW_SIM_H2D: return "fetch";
   case STW_SIM_D2H: return "evict";
@@ -84,9 +103,9 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSim
   }
   for (guint i = 0; i < sim->tasks->len; i++) {
     const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
-    g_autofree char *name = x->lane == STW_SIM_CPU_ADAM
-                                ? g_strdup_printf("adam chunk %u", x->item)
-                                : stw_plan_item_name(p->chunking, x->item);
+    g_autofree char *name = x->lane == STW_SIM_CPU_ADAM ? g_strdup_printf("adam chunk %u", x->item)
+                            : is_activations(x) ? activations_name(t, x)
+                                                : stw_plan_item_name(p->chunking, x->item);
     static const int tids[] = { TID_H2D, TID_D2H, TID_CPU, TID_COMM };
     const char *cat = lane_category(x);
     add_event(events, name, cat, "X", tids[x->lane], x->start_ns / 1e3,
@@ -162,8 +181,9 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
         cJSON_AddStringToObject(e, "collective", lane_category(x));
       g_autofree char *name = x->lane == STW_SIM_CPU_ADAM
                                   ? g_strdup_printf("chunk %u", x->item)
-                                  : stw_plan_item_name(p->chunking, x->item);
-      cJSON_AddStringToObject(e, "chunk", name);
+                              : is_activations(x) ? activations_name(t, x)
+                                                  : stw_plan_item_name(p->chunking, x->item);
+      cJSON_AddStringToObject(e, is_activations(x) ? "activations" : "chunk", name);
       stw_json_add_u64(e, "start_ns", x->start_ns);
       stw_json_add_u64(e, "end_ns", x->end_ns);
       stw_json_add_u64(e, "bytes", x->bytes);
@@ -322,7 +342,7 @@ moving_rows(const StwPlan *plan, const StwSimulation *sim, guint32 *n_moving_out
   g_autofree guint8 *moves = g_malloc0(MAX(n_items, 1));
   for (guint i = 0; i < sim->tasks->len; i++) {
     const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
-    if (x->lane != STW_SIM_CPU_ADAM)
+    if (x->lane != STW_SIM_CPU_ADAM && !is_activations(x))
       moves[x->item] = 1;
   }
   guint32 n_moving = 0;
@@ -408,7 +428,7 @@ chunk_map(GString *s, const StwPlan *plan, const StwSimulation *sim, const GArra
     double since = 0;
     for (guint i = 0; i <= sim->tasks->len; i++) {
       const StwSimTask *x = i < sim->tasks->len ? &g_array_index(sim->tasks, StwSimTask, i) : NULL;
-      if (x != NULL && (x->lane == STW_SIM_CPU_ADAM || x->item != item))
+      if (x != NULL && (x->lane == STW_SIM_CPU_ADAM || is_activations(x) || x->item != item))
         continue;
       double a = MIN(x ? x->start_ns / 1e6 : T, T), b = MIN(x ? x->end_ns / 1e6 : T, T);
       g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "

@@ -36,7 +36,40 @@ typedef struct {
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
   GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
                                * in issue order */
+  GArray *moves;              /* StwActivationMove: the offloaded blocks' copies */
+  GArray *move_events;        /* MoveEvent, by moment */
+  guint next_event;           /* the first not yet seen in this iteration */
+  guint64 *out_end, *in_end;  /* per move: when its copy out, its copy back completes */
 } Sim;
+
+/* What happens to move MOVE at MOMENT. */
+typedef enum { MOVE_OUT, MOVE_IN, MOVE_OUT_DONE, MOVE_IN_DONE } MoveWhat;
+typedef struct {
+  guint32 moment, move, what;
+} MoveEvent;
+
+static int
+move_event_cmp(gconstpointer a, gconstpointer b)
+{
+  const MoveEvent *x = a, *y = b;
+  if (x->moment != y->moment)
+    return x->moment < y->moment ? -1 : 1;
+  return x->what < y->what ? -1 : x->what > y->what;
+}
+
+/* S's move events, by moment: issues before waits. */
+static void
+move_events(Sim *s)
+{
+  s->move_events = g_array_new(FALSE, FALSE, sizeof(MoveEvent));
+  for (guint i = 0; i < s->moves->len; i++) {
+    const StwActivationMove *mv = &g_array_index(s->moves, StwActivationMove, i);
+    MoveEvent e[] = { { mv->out_moment, i, MOVE_OUT }, { mv->in_moment, i, MOVE_IN },
+                      { mv->out_done, i, MOVE_OUT_DONE }, { mv->in_done, i, MOVE_IN_DONE } };
+    g_array_append_vals(s->move_events, e, G_N_ELEMENTS(e));
+  }
+  g_array_sort(s->move_events, move_event_cmp);
+}
 
 static void
 sample(Sim *s, guint64 t)
@@ -255,6 +288,43 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
   }
 }
 
+/* The offloaded blocks' copies at moment M, the compute stream free from NOW: copies out (their
+ * block's forward done) and back are queued on the engines beside the chunks'. Returns when op M
+ * may start as far as they are concerned: the copies that must be done by then are. */
+static guint64
+activation_copies(Sim *s, guint32 m, guint64 now)
+{
+  guint32 ranks = stw_chunking_ranks_per_node(s->p->chunking);
+  guint64 ready = now;
+  const MoveEvent *ev = (const MoveEvent *)s->move_events->data;
+  for (; s->next_event < s->move_events->len && ev[s->next_event].moment == m; s->next_event++) {
+    guint i = ev[s->next_event].move;
+    const StwActivationMove *mv = &g_array_index(s->moves, StwActivationMove, i);
+    guint64 ns = stw_transfer_ns(&s->p->hw, ranks, mv->bytes, TRUE), start;
+    switch ((MoveWhat)ev[s->next_event].what) {
+    case MOVE_OUT:
+      start = MAX(now, s->d2h_free);
+      s->out_end[i] = s->d2h_free = stw_cost_add(start, ns);
+      copy_on_cores(s, start, s->out_end[i]);
+      task(s, STW_SIM_D2H, mv->block, STW_SIM_ACTIVATIONS, start, s->out_end[i], mv->bytes);
+      break;
+    case MOVE_IN: /* after its copy out (the host holds it then) */
+      start = MAX(MAX(now, s->h2d_free), s->out_end[i]);
+      s->in_end[i] = s->h2d_free = stw_cost_add(start, ns);
+      copy_on_cores(s, start, s->in_end[i]);
+      task(s, STW_SIM_H2D, mv->block, STW_SIM_ACTIVATIONS, start, s->in_end[i], mv->bytes);
+      break;
+    case MOVE_OUT_DONE:
+      ready = MAX(ready, s->out_end[i]);
+      break;
+    case MOVE_IN_DONE:
+      ready = MAX(ready, s->in_end[i]);
+      break;
+    }
+  }
+  return ready;
+}
+
 /* CPU Adam for the tensors of optimizer op K stepped on the CPU, after their gradients arrive. On
  * a device that computes on the host's cores it runs at the traced op's own rate, and the
  * compute stream waits for it (simulate's loop). */
@@ -340,17 +410,23 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   s.copies = g_array_new(FALSE, FALSE, sizeof(Interval));
   s.gpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   s.cpu_ready = g_new0(guint64, MAX(d->n_items, 1));
+  s.moves = stw_trace_activation_moves(t);
+  move_events(&s);
+  s.out_end = g_new0(guint64, MAX(s.moves->len, 1));
+  s.in_end = g_new0(guint64, MAX(s.moves->len, 1));
   for (guint32 i = 0; i < d->n_items; i++) {
     if (p->schedule.resident[i])
       s.chunk_mem += d->bytes[i];
   }
-  out->cpu_bytes = stw_demand_host_bytes(d, p->chunking, &p->schedule);
+  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, &p->schedule),
+                                stw_activation_moves_host_peak(s.moves));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   guint n_actions = p->schedule.actions->len;
   guint32 n = t->ops->len;
   guint64 starts[ITERATIONS] = { 0 };
   for (int it = 0; it < ITERATIONS; it++) {
     guint next = 0;
+    s.next_event = 0;
     s.record = it == MEASURED;
     for (guint32 k = 0; k <= n; k++) {
       guint64 now = s.compute_free;
@@ -360,7 +436,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       if (k == n)
         break;
       const StwOp *op = stw_trace_op(t, k);
-      guint64 ready = now;
+      guint64 ready = s.moves->len > 0 ? activation_copies(&s, k, now) : now;
       for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
         ready = MAX(ready, s.gpu_ready[d->need[i]]);
       /* the op's activations need room beside the chunks: wait for pending evictions */
@@ -404,6 +480,10 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   g_array_unref(s.copies);
   g_free(s.gpu_ready);
   g_free(s.cpu_ready);
+  g_array_unref(s.moves);
+  g_array_unref(s.move_events);
+  g_free(s.out_end);
+  g_free(s.in_end);
 }
 
 void

@@ -1,12 +1,15 @@
-/* activations.c — a trace with some of its blocks recomputed: what keeping a block's activations
- * or recomputing it in backward does to the iteration (docs/trace-format.md, "blocks"). */
+/* activations.c — a trace with its blocks' activations decided: what keeping a block's
+ * activations, recomputing it in backward or offloading them to the host does to the iteration
+ * (docs/trace-format.md, "blocks"). */
 #include "config.h"
 
 #include <string.h>
 
 #include <stowage/trace.h>
 
-/* What recomputing block B frees between its forward and its recomputation: what it keeps,
+const char *const stw_block_choice_names[] = { "keep", "recompute", "offload", NULL };
+
+/* What recomputing (or offloading) block B frees between its forward and its recomputation: what it keeps,
  * less the input a recomputation starts from. */
 static guint64
 freed_by(const StwBlock *b)
@@ -74,38 +77,117 @@ emit_recompute(StwTrace *c, const StwTrace *t, const StwBlock *b, guint32 i, gui
 }
 
 /* C's blocks: T's, their ops where they moved to (MOVED), a recomputed block's backward taking
- * its recomputation in; model.checkpointing when every block is recomputed. */
+ * its recomputation in, each with its CHOICE; model.checkpointing when every block is
+ * recomputed. */
 static void
-add_blocks(StwTrace *c, const StwTrace *t, const gboolean *recompute, const guint32 *moved)
+add_blocks(StwTrace *c, const StwTrace *t, const guint8 *choice, const guint32 *moved)
 {
   gboolean all = TRUE;
   for (guint32 k = 0; k < t->blocks->len; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
+    gboolean re = choice[k] == STW_BLOCK_RECOMPUTE;
     guint32 span = b->fwd_last - b->fwd_first + 1; /* its recomputation's ops */
     StwBlock *d = stw_trace_add_block(c, b->name, moved[b->fwd_first], moved[b->fwd_last],
-                                      moved[b->bwd_first] - (recompute[k] ? span : 0),
-                                      moved[b->bwd_last]);
+                                      moved[b->bwd_first] - (re ? span : 0), moved[b->bwd_last]);
     d->input_bytes = b->input_bytes;
     d->saved_bytes = b->saved_bytes;
     d->forward_ns = b->forward_ns;
-    all &= recompute[k];
+    d->choice = (StwBlockChoice)choice[k];
+    all &= re;
   }
   c->model.checkpointing = all;
 }
 
+/* The first backward op of T (one exists where a block does). */
+static guint32
+first_backward(const StwTrace *t)
+{
+  guint32 i = 0;
+  while (i < t->ops->len && stw_trace_op(t, i)->stage != STW_STAGE_BWD)
+    i++;
+  return i;
+}
+
+GArray *
+stw_trace_activation_moves(const StwTrace *t)
+{
+  GArray *moves = g_array_new(FALSE, FALSE, sizeof(StwActivationMove));
+  guint32 nb = t->blocks->len, bwd0 = first_backward(t);
+  for (guint32 k = 0; k < nb; k++) {
+    const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
+    if (b->choice != STW_BLOCK_OFFLOAD)
+      continue;
+    /* the block whose backward runs right before this one's */
+    guint32 in = bwd0;
+    for (guint32 j = 0; j < nb; j++) {
+      guint32 f = g_array_index(t->blocks, StwBlock, j).bwd_first;
+      if (f < b->bwd_first && f > in)
+        in = f;
+    }
+    guint32 done = k + 1 < nb ? g_array_index(t->blocks, StwBlock, k + 1).fwd_last + 1
+                              : b->fwd_last + 2;
+    StwActivationMove m = { k, b->fwd_last + 1, MIN(done, in), in, b->bwd_first, freed_by(b) };
+    g_array_append_val(moves, m);
+  }
+  return moves;
+}
+
+guint64
+stw_activation_moves_host_peak(const GArray *moves)
+{
+  guint64 peak = 0;
+  for (guint i = 0; i < moves->len; i++) { /* at each copy out's issue: who holds the host */
+    guint32 m = g_array_index(moves, StwActivationMove, i).out_moment;
+    guint64 held = 0;
+    for (guint j = 0; j < moves->len; j++) {
+      const StwActivationMove *x = &g_array_index(moves, StwActivationMove, j);
+      if (x->out_moment <= m && m <= x->in_done)
+        held += x->bytes;
+    }
+    peak = MAX(peak, held);
+  }
+  return peak;
+}
+
+/* C's offloaded blocks off the device between their moves. */
+static void
+offload_blocks(StwTrace *c)
+{
+  g_autoptr(GArray) moves = stw_trace_activation_moves(c);
+  for (guint i = 0; i < moves->len; i++) {
+    const StwActivationMove *m = &g_array_index(moves, StwActivationMove, i);
+    for (guint32 k = m->out_done; k < m->in_moment; k++) {
+      StwOp *op = &g_array_index(c->ops, StwOp, k);
+      op->nonmodel_bytes -= MIN(op->nonmodel_bytes, m->bytes);
+      op->nonmodel_peak_bytes -= MIN(op->nonmodel_peak_bytes, m->bytes);
+    }
+  }
+}
+
 StwTrace *
-stw_trace_recompute(const StwTrace *t, const gboolean *recompute, GError **error)
+stw_trace_decide(const StwTrace *t, const guint8 *choice, GError **error)
 {
   if (t->blocks->len == 0) {
     g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, "the trace has no blocks (a "
                 "trace of version 1, or of a source that does not record them): no block's "
-                "activations can be recomputed");
+                "activations can be decided");
     return NULL;
   }
-  if (t->model.checkpointing || stw_trace_micro_steps(t) > 1) {
+  gboolean decided = FALSE;
+  for (guint32 k = 0; k < t->blocks->len; k++) {
+    decided |= g_array_index(t->blocks, StwBlock, k).choice != STW_BLOCK_KEEP;
+    if (choice[k] >= STW_N_BLOCK_CHOICES) {
+      g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, "block %u (%s): choice %u, "
+                  "not keep, recompute or offload", k,
+                  g_array_index(t->blocks, StwBlock, k).name, choice[k]);
+      return NULL;
+    }
+  }
+  if (t->model.checkpointing || decided || stw_trace_micro_steps(t) > 1) {
     g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID,
                 "the trace %s: its blocks' activations are decided already",
                 t->model.checkpointing ? "recomputes its blocks (profiled with checkpointing)"
+                : decided              ? "decides its blocks' activations (a planned trace)"
                                        : "has several micro-steps");
     return NULL;
   }
@@ -118,7 +200,7 @@ stw_trace_recompute(const StwTrace *t, const gboolean *recompute, GError **error
     before[i] = -1;
   for (guint32 k = 0; k < nb; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
-    if (!recompute[k])
+    if (choice[k] != STW_BLOCK_RECOMPUTE)
       continue;
     for (guint32 i = b->fwd_last + 1; i < b->bwd_first; i++)
       freed[i] += freed_by(b);
@@ -135,8 +217,9 @@ stw_trace_recompute(const StwTrace *t, const gboolean *recompute, GError **error
     o->nonmodel_bytes = op->nonmodel_bytes - MIN(op->nonmodel_bytes, freed[i]);
     o->nonmodel_peak_bytes = op->nonmodel_peak_bytes - MIN(op->nonmodel_peak_bytes, freed[i]);
   }
-  add_blocks(c, t, recompute, moved);
-  if (!stw_trace_validate(c, "(the trace with its blocks recomputed)", error)) {
+  add_blocks(c, t, choice, moved);
+  offload_blocks(c);
+  if (!stw_trace_validate(c, "(the trace with its blocks' activations decided)", error)) {
     stw_trace_free(c);
     return NULL;
   }

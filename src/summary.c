@@ -3,6 +3,8 @@
 
 #include <stowage/summary.h>
 
+#include <string.h>
+
 #include "json.h"
 
 static const StwTrace *sort_trace; /* qsort has no user data; inspect is single-threaded */
@@ -55,10 +57,9 @@ stw_trace_summary_new(const StwTrace *t, guint32 top)
     s->block_forward_ns += b->forward_ns;
   }
   if (s->blocks > 0 && !t->model.checkpointing && stw_trace_micro_steps(t) == 1) {
-    g_autofree gboolean *all = g_new(gboolean, s->blocks);
-    for (guint32 i = 0; i < s->blocks; i++)
-      all[i] = TRUE;
-    g_autoptr(StwTrace) re = stw_trace_recompute(t, all, NULL);
+    g_autofree guint8 *all = g_new(guint8, s->blocks);
+    memset(all, STW_BLOCK_RECOMPUTE, s->blocks);
+    g_autoptr(StwTrace) re = stw_trace_decide(t, all, NULL);
     for (guint32 i = 0; re != NULL && i < re->ops->len; i++)
       s->recomputed_peak_bytes = MAX(s->recomputed_peak_bytes,
                                      stw_trace_op(re, i)->nonmodel_peak_bytes);

@@ -616,6 +616,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     stw_json_add_u64(o, "input_bytes", b->input_bytes);
     stw_json_add_u64(o, "saved_bytes", b->saved_bytes);
     stw_json_add_u64(o, "forward_ns", b->forward_ns);
+    if (b->choice != STW_BLOCK_KEEP) /* a planned trace's (stw_trace_decide) */
+      cJSON_AddStringToObject(o, "activations", stw_block_choice_names[b->choice]);
     cJSON_AddItemToArray(blocks, o);
   }
   return root;
@@ -664,7 +666,8 @@ stw_trace_digest(const StwTrace *t)
 static const char *const root_members[] = { "format", "version", "source", "model", "device",
                                             "tensors", "ops", "blocks", NULL };
 static const char *const block_members[] = { "name", "forward", "backward", "input_bytes",
-                                             "saved_bytes", "forward_ns", NULL };
+                                             "saved_bytes", "forward_ns", "activations",
+                                             NULL };
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "micro_steps",
@@ -962,6 +965,10 @@ read_block(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       !read_range(r, obj, "backward", &b0, &b1, error))
     return FALSE;
   StwBlock *b = stw_trace_add_block(t, name, f0, f1, b0, b1);
+  int choice = STW_BLOCK_KEEP;
+  if (!stw_json_get_enum(r, obj, "activations", FALSE, stw_block_choice_names, &choice, error))
+    return FALSE;
+  b->choice = (StwBlockChoice)choice;
   return stw_json_get_u64(r, obj, "input_bytes", TRUE, 0, STW_TRACE_MAX_INT, &b->input_bytes,
                           error) &&
          stw_json_get_u64(r, obj, "saved_bytes", TRUE, 0, STW_TRACE_MAX_INT, &b->saved_bytes,

@@ -567,10 +567,10 @@ test_activations_against_exhaustive(void)
     guint64 gpu = peak * (guint64)f / 10 + 64 * STW_MiB;
     guint64 best = G_MAXUINT64;
     for (guint32 mask = 0; mask < (1u << n); mask++) {
-      gboolean re[6];
+      guint8 re[6];
       for (guint32 b = 0; b < n; b++)
-        re[b] = (mask >> b) & 1;
-      g_autoptr(StwTrace) x = stw_trace_recompute(t, re, NULL);
+        re[b] = (mask >> b) & 1 ? STW_BLOCK_RECOMPUTE : STW_BLOCK_KEEP;
+      g_autoptr(StwTrace) x = stw_trace_decide(t, re, NULL);
       g_autoptr(StwPlan) p = plan_activations(x, gpu, STW_ACTIVATIONS_KEEP);
       if (p != NULL)
         best = MIN(best, p->pred.cost_ns);

@@ -165,7 +165,7 @@ test_tiny_blocks(void)
   }
 }
 
-/* Recomputing every block of a kept trace (stw_trace_recompute) gives synth's own checkpointed
+/* Recomputing every block of a kept trace (stw_trace_decide) gives synth's own checkpointed
  * trace: the same ops in the same order and times, the same non-model memory at every op start
  * outside the blocks' forwards, and within them at least as much (the transform knows what a
  * block keeps in all, not op by op: it keeps the forward's own memory, a bound). The tiny GPT,
@@ -184,11 +184,10 @@ test_recompute_is_checkpointing(void)
     o.checkpointing = TRUE;
     g_autoptr(StwTrace) ckpt = big ? stw_synth_trace(&cfg, &o, &hw, NULL)
                                    : synth_tiny(TRUE, STW_ATTENTION_NAIVE);
-    g_autofree gboolean *all = g_new(gboolean, kept->blocks->len);
-    for (guint k = 0; k < kept->blocks->len; k++)
-      all[k] = TRUE;
+    g_autofree guint8 *all = g_new(guint8, kept->blocks->len);
+    memset(all, STW_BLOCK_RECOMPUTE, kept->blocks->len);
     GError *error = NULL;
-    g_autoptr(StwTrace) re = stw_trace_recompute(kept, all, &error);
+    g_autoptr(StwTrace) re = stw_trace_decide(kept, all, &error);
     g_assert_no_error(error);
     g_assert_true(re->model.checkpointing);
     g_assert_cmpuint(re->ops->len, ==, ckpt->ops->len);
@@ -219,11 +218,14 @@ test_recompute_is_checkpointing(void)
       g_assert_cmpuint(a->bwd_last, ==, b->bwd_last);
     }
     /* a trace that recomputes already is refused */
-    g_assert_null(stw_trace_recompute(ckpt, all, &error));
+    g_assert_null(stw_trace_decide(ckpt, all, &error));
     stw_assert_error_contains(error, "recomputes its blocks (profiled with checkpointing)");
+    /* and one decided by the planner */
+    g_assert_null(stw_trace_decide(re, all, &error));
+    stw_assert_error_contains(error, "decides its blocks' activations (a planned trace)");
     /* and one without blocks */
     g_array_set_size(kept->blocks, 0);
-    g_assert_null(stw_trace_recompute(kept, all, &error));
+    g_assert_null(stw_trace_decide(kept, all, &error));
     stw_assert_error_contains(error, "the trace has no blocks (a trace of version 1");
   }
 }

@@ -121,7 +121,7 @@ typedef struct {
   guint64 h2d_bytes, d2h_bytes;  /* per iteration, steady state */
   guint64 peak_gpu_bytes;        /* chunks + non-model peak, at the worst op */
   guint32 peak_op;
-  guint64 cpu_bytes;             /* host memory the chunks need */
+  guint64 cpu_bytes;             /* host memory the chunks and offloaded activations need */
   guint64 compute_ns;            /* the compute stream's busy time (fwd, bwd, GPU Adam) */
   guint64 stall_ns;              /* the compute stream waiting for chunks or memory */
   guint64 cpu_adam_ns;           /* the CPU's busy time */
@@ -164,9 +164,13 @@ typedef struct {
   char *trace_digest;        /* the trace the plan was made for, as recorded */
   char *trace_file;          /* informational */
   guint32 trace_ops;         /* the ops the schedule runs over: the trace's, with RECOMPUTE's */
-  GArray *recompute;         /* guint32, ascending: the trace's blocks recomputed in backward
-                              * (stw_trace_recompute): the schedule runs over that trace (its
-                              * ops, moments and memory); empty: the trace as recorded */
+  GArray *recompute;         /* guint32, ascending: the trace's blocks recomputed in backward */
+  GArray *offload;           /* guint32, ascending: the trace's blocks offloaded to the host;
+                              * with RECOMPUTE, the blocks' choices (stw_trace_decide): the
+                              * schedule runs over that trace (its ops, moments and memory);
+                              * both empty: the trace as recorded */
+  GArray *moves;             /* StwActivationMove: the offloaded blocks' copies, in the moments
+                              * of that trace (stw_trace_activation_moves), as the file says */
   StwPolicy policy;
   StwBudgets budgets;
   StwHardware hw;
@@ -176,12 +180,18 @@ typedef struct {
   StwPlanPredictions pred;
 } StwPlan;
 
-/* The trace P's schedule runs over, for T, the trace P was made for: T itself when P recomputes
- * no block, or when T is that trace already (P's ops); else T with P's blocks recomputed, a new
- * trace left in *OWNED for the caller to free. NULL with ERROR (STW_PLAN_ERROR_MISMATCH) when
- * T lacks the blocks P recomputes or they cannot be. */
+/* The trace P's schedule runs over, for T, the trace P was made for: T itself when P decides
+ * no block, or when T is that trace already (its blocks decided as P's); else T with P's blocks
+ * decided (stw_trace_decide), a new trace left in *OWNED for the caller to free. NULL with ERROR
+ * (STW_PLAN_ERROR_MISMATCH) when T lacks the blocks P decides, they cannot be decided, or T
+ * decides them otherwise. */
 const StwTrace *stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned,
                                GError **error);
+
+/* The block choices of P (StwBlockChoice) for a trace of N_BLOCKS blocks: a new array of
+ * MAX(N_BLOCKS, 1), the caller's; NULL with ERROR (STW_PLAN_ERROR_MISMATCH, naming the plan's
+ * member) when P names a block the trace lacks or decides a block twice. */
+guint8 *stw_plan_block_choices(const StwPlan *p, guint32 n_blocks, GError **error);
 
 /* An empty plan (never NULL); the caller frees it with stw_plan_free, which frees its layout,
  * placement and schedule too. */

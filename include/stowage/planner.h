@@ -34,8 +34,9 @@ extern const char *const stw_objective_names[]; /* NULL-terminated, in enum orde
 /* What the stowage policy does with the blocks' activations (the trace's blocks). */
 typedef enum {
   STW_ACTIVATIONS_KEEP,      /* as recorded: every block keeps what it keeps */
-  STW_ACTIVATIONS_RECOMPUTE, /* every block recomputed in backward (stw_trace_recompute) */
-  STW_ACTIVATIONS_AUTO,      /* the best of keeping them and recomputing the first k blocks */
+  STW_ACTIVATIONS_RECOMPUTE, /* every block recomputed in backward (stw_trace_decide) */
+  STW_ACTIVATIONS_OFFLOAD,   /* every block's activations offloaded to the host */
+  STW_ACTIVATIONS_AUTO,      /* per block, the best found (stw_planner_plan) */
 } StwActivations;
 
 extern const char *const stw_activations_names[]; /* NULL-terminated, in enum order */
@@ -62,11 +63,17 @@ void stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw);
 
 /* The best plan of T under O, the caller's (stw_plan_free); NULL with ERROR (STW_PLAN_ERROR) when
  * no plan of the policy fits, saying where it falls short and by how much. TRACE_FILE is recorded
- * in the plan for people; the digest is what binds it. With O's activations recompute or auto
- * (and a trace whose blocks can be decided: stw_planner_decides_blocks), the plan may recompute
- * blocks (its recompute list): its schedule then runs over stw_plan_trace(plan, T). */
+ * in the plan for people; the digest is what binds it. With O's activations recompute, offload
+ * or auto (and a trace whose blocks can be decided: stw_planner_decides_blocks), the plan may
+ * recompute or offload blocks (its recompute and offload lists): its schedule then runs over
+ * stw_plan_trace(plan, T). */
 StwPlan *stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                           GError **error);
+
+/* The plan of T under O with its blocks decided as CHOICE says (StwBlockChoice per block of T;
+ * all KEEP: T as recorded), O's activations aside; as stw_planner_plan otherwise. */
+StwPlan *stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
+                                 const StwPlannerOptions *o, GError **error);
 
 /* Whether T's blocks' activations can be decided: it has blocks, keeps them all (no
  * checkpointing) and runs one micro-step. */

@@ -135,6 +135,16 @@ typedef struct {
   guint32 world_size;    /* data-parallel ranks */
 } StwTraceDevice;
 
+/* What a run does with a block's activations between its forward and its backward. */
+typedef enum {
+  STW_BLOCK_KEEP,      /* kept on the device (as profiled) */
+  STW_BLOCK_RECOMPUTE, /* dropped after its forward, its forward run again before its backward */
+  STW_BLOCK_OFFLOAD,   /* copied to host memory after its forward, back before its backward */
+  STW_N_BLOCK_CHOICES
+} StwBlockChoice;
+
+extern const char *const stw_block_choice_names[]; /* "keep", ...; NULL-terminated */
+
 /* A checkpointable block (a transformer layer; a PyTorch module at the profile's depth) in one
  * forward-backward run: what deciding to keep, recompute or offload its activations needs. */
 typedef struct {
@@ -145,7 +155,24 @@ typedef struct {
   guint64 saved_bytes;          /* what its forward keeps for backward when kept, its input
                                  * included (0: nothing, or not known) */
   guint64 forward_ns;           /* its forward's time: what recomputing it costs */
+  StwBlockChoice choice;        /* what this trace does with its activations: KEEP in a profiled
+                                 * trace; set by stw_trace_decide */
 } StwBlock;
+
+/* The copies of an offloaded block's activations (what it keeps, less its input: the bytes
+ * recomputing it would free), in the moments of the trace that offloads it. Out: issued at
+ * OUT_MOMENT, the end of the block's forward, on the device-to-host engine; complete by
+ * OUT_DONE, the end of the next block's forward (or the op after its own where none follows),
+ * from when the device memory is free. In: issued at IN_MOMENT, when the backward of the block
+ * before it in backward order begins (or the first backward op), on the host-to-device engine,
+ * its memory taken from then; complete by IN_DONE, the block's first backward op. OUT_DONE <=
+ * IN_MOMENT. */
+typedef struct {
+  guint32 block;
+  guint32 out_moment, out_done;
+  guint32 in_moment, in_done;
+  guint64 bytes;
+} StwActivationMove;
 
 typedef struct {
   StwTraceSource source;
@@ -235,15 +262,26 @@ guint32 stw_trace_frozen(const StwTrace *trace, guint64 *numel_out);
  * matches no tensor (STW_TRACE_ERROR_INVALID). */
 gboolean stw_trace_freeze(StwTrace *trace, const char *patterns, guint32 *n_out, GError **error);
 
-/* TRACE with the blocks RECOMPUTE[b] says recomputed in backward instead of kept: between the
- * end of each such block's forward and its backward the non-model memory is lower by what the
- * block keeps less its input (saved_bytes - input_bytes); right before its first backward op, its
- * forward ops run again (NAME.recompute, bwd ops reading the same parameters, their time and
- * FLOPs), rebuilding that memory as the forward did. The blocks keep their figures, their
- * backward ranges taking the recomputation in; model.checkpointing says whether all are. A new
+/* TRACE with its blocks' activations decided: CHOICE[b] (StwBlockChoice) for block b.
+ * RECOMPUTE: between the end of the block's forward and its backward the non-model memory is
+ * lower by what the block keeps less its input (saved_bytes - input_bytes); right before its
+ * first backward op, its forward ops run again (NAME.recompute, bwd ops reading the same
+ * parameters, their time and FLOPs), rebuilding that memory as the forward did; its backward
+ * range takes the recomputation in. OFFLOAD: the same bytes are off the device from its move's
+ * OUT_DONE to its IN_MOMENT (stw_trace_activation_moves), no op added. The blocks keep their
+ * figures and record their choice; model.checkpointing says whether all are recomputed. A new
  * trace, the caller's; NULL with ERROR (STW_TRACE_ERROR_INVALID) for a trace without blocks, one
- * profiled with checkpointing (its choices are made) or with several micro-steps. */
-StwTrace *stw_trace_recompute(const StwTrace *trace, const gboolean *recompute, GError **error);
+ * whose blocks are decided (profiled with checkpointing, or by this function), or one with
+ * several micro-steps. */
+StwTrace *stw_trace_decide(const StwTrace *trace, const guint8 *choice, GError **error);
+
+/* The activation moves of TRACE's offloaded blocks (their choice OFFLOAD), in block order: a new
+ * array of StwActivationMove, the caller's (g_array_unref). */
+GArray *stw_trace_activation_moves(const StwTrace *trace);
+
+/* The most host memory MOVES (StwActivationMove) hold at once: each from its copy out's issue
+ * to its copy back's completion. */
+guint64 stw_activation_moves_host_peak(const GArray *moves);
 
 /* Model-data bytes of a tensor's compute copy. */
 guint64 stw_tensor_bytes(const StwTensor *tensor);
