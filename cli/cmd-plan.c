@@ -23,16 +23,22 @@ progress(guint done, guint total, gpointer user_data)
 
 /* The four lists: the bytes a parameter costs in each and the parameters each holds (the param
  * list every one, the others the trained ones), and the chunk capacity no tensor uses. */
-/* " N WHAT (h0 .. h5)" for the BLOCKS of T (guint32, ascending), after SEP; nothing when none.
- * Blocks that are not a range are named, the first four. */
+/* "N of M blocks WHAT (h0 .. h5)" for the BLOCKS of T (guint32, ascending), the first list
+ * printed (*FIRST), else ", N WHAT (...)"; nothing when none. Blocks that are not a range are
+ * named, the first four. */
 static void
-print_blocks(const StwTrace *t, const GArray *blocks, const char *what, const char *sep)
+print_blocks(const StwTrace *t, const GArray *blocks, const char *what, gboolean *first)
 {
   if (blocks->len == 0)
     return;
   const guint32 *b = (const guint32 *)blocks->data;
   gboolean range = b[blocks->len - 1] - b[0] + 1 == blocks->len;
-  printf("%s %u %s (%s", sep, blocks->len, what, g_array_index(t->blocks, StwBlock, b[0]).name);
+  if (*first)
+    printf("%u of %u blocks", blocks->len, t->blocks->len);
+  else
+    printf(", %u", blocks->len);
+  *first = FALSE;
+  printf(" %s (%s", what, g_array_index(t->blocks, StwBlock, b[0]).name);
   if (range && blocks->len > 1)
     printf(" .. %s", g_array_index(t->blocks, StwBlock, b[blocks->len - 1]).name);
   for (guint i = 1; !range && i < MIN(blocks->len, 4); i++)
@@ -95,10 +101,11 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
          counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
   print_lists(c, t);
   if (p->recompute->len + p->offload->len > 0) {
-    printf("  activations  of %u blocks:", t->blocks->len);
-    print_blocks(t, p->offload, "offloaded to the host", "");
-    print_blocks(t, p->recompute, "recomputed in backward", p->offload->len > 0 ? "," : "");
-    printf("; the others kept\n");
+    gboolean first = TRUE;
+    printf("  activations  ");
+    print_blocks(t, p->offload, "offloaded to the host", &first);
+    print_blocks(t, p->recompute, "recomputed in backward", &first);
+    printf(", the others kept\n");
   }
   g_autofree char *h2d = stw_size_format(q->h2d_bytes);
   g_autofree char *d2h = stw_size_format(q->d2h_bytes);

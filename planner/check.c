@@ -206,16 +206,14 @@ stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
                 p->trace_file[0] ? p->trace_file : "file unknown", digest);
     return FALSE;
   }
-  /* the trace the schedule runs over: the recorded one with the plan's blocks recomputed */
-  if (p->recompute->len > 0 && recorded->ops->len == p->trace_ops &&
-      (recorded->blocks->len == 0 ||
-       g_array_index(recorded->blocks, StwBlock, 0).choice == STW_BLOCK_KEEP))
-    return unsound(error, file, "$.trace.ops: %u, the trace's own, and the plan recomputes %u "
-                   "blocks, which adds ops", p->trace_ops, p->recompute->len);
+  /* the trace the schedule runs over: the recorded one with the plan's blocks decided */
   g_autoptr(StwTrace) owned = NULL;
   const StwTrace *t = stw_plan_trace(p, recorded, &owned, error);
   if (t == NULL)
     return FALSE;
+  if (p->recompute->len > 0 && recorded->ops->len == p->trace_ops && t != recorded)
+    return unsound(error, file, "$.trace.ops: %u, the trace's own, and the plan recomputes %u "
+                   "blocks, which adds ops", p->trace_ops, p->recompute->len);
   if (p->trace_ops != t->ops->len)
     return unsound(error, file, "$.trace.ops: %u, the trace has %u ops", p->trace_ops,
                    t->ops->len);

@@ -672,6 +672,7 @@ typedef struct {
   guint64 host_need;         /* the least host memory of the plans that fitted the GPU only */
   guint64 min_bytes, min_chunk;
   guint32 min_op;
+  gboolean quick;            /* one size given: planned with the first pass's placements only */
 } Search;
 
 typedef struct {
@@ -812,7 +813,7 @@ search_sizes(Search *se, const GArray *sizes, GError **error)
   for (guint i = 0; i < sizes->len; i++) {
     guint64 size = g_array_index(sizes, guint64, i);
     StwPlan *p = NULL;
-    if (!evaluate_size(se, size, search, &p, error))
+    if (!evaluate_size(se, size, search || se->quick, &p, error))
       return FALSE;
     if (p != NULL && search) {
       SizeScore sc = { size, p->pred.cost_ns, p->pred.h2d_bytes + p->pred.d2h_bytes };
@@ -851,15 +852,16 @@ search_sizes(Search *se, const GArray *sizes, GError **error)
   return TRUE;
 }
 
-/* The best plan of T as recorded (its blocks as they are). */
+/* The best plan of T as recorded (its blocks as they are); QUICK: where O gives the chunk size,
+ * with the search's first-pass placements only (a candidate of a wider search). */
 static StwPlan *
 plan_recorded(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
-              GError **error)
+              gboolean quick, GError **error)
 {
   if (!check_inputs(t, o, error) || !check_nonmodel(t, o, error))
     return NULL;
   g_autoptr(GArray) sizes = candidate_sizes(t, o);
-  Search se = { .t = t, .o = o };
+  Search se = { .t = t, .o = o, .quick = quick };
   if (!search_sizes(&se, sizes, error)) {
     release_candidate(se.best);
     stw_chunking_free(se.best_layout);
@@ -899,17 +901,18 @@ stw_planner_decides_blocks(const StwTrace *t)
   return t->blocks->len > 0 && !t->model.checkpointing && stw_trace_micro_steps(t) == 1;
 }
 
-StwPlan *
-stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
-                        const StwPlannerOptions *o, GError **error)
+/* stw_planner_plan_blocks, QUICK as plan_recorded's. */
+static StwPlan *
+plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
+            const StwPlannerOptions *o, gboolean quick, GError **error)
 {
   gboolean any = FALSE;
   for (guint32 b = 0; b < t->blocks->len; b++)
     any |= choice[b] != STW_BLOCK_KEEP;
   if (!any)
-    return plan_recorded(t, trace_file, o, error);
+    return plan_recorded(t, trace_file, o, quick, error);
   g_autoptr(StwTrace) decided = stw_trace_decide(t, choice, error);
-  StwPlan *p = decided != NULL ? plan_recorded(decided, trace_file, o, error) : NULL;
+  StwPlan *p = decided != NULL ? plan_recorded(decided, trace_file, o, quick, error) : NULL;
   if (p == NULL)
     return NULL;
   for (guint32 b = 0; b < t->blocks->len; b++) {
@@ -925,17 +928,30 @@ stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const char *tra
   return p;
 }
 
-/* The search of AUTO over the plans with blocks [0, j) offloaded, [j, k) recomputed and the
- * rest kept, each planned once. */
+StwPlan *
+stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
+                        const StwPlannerOptions *o, GError **error)
+{
+  return plan_blocks(t, choice, trace_file, o, FALSE, error);
+}
+
+/* The search of AUTO over the plans F(j, k): of blocks [0, k), j offloaded, spread evenly among
+ * them, the others recomputed; the rest kept. Each is planned once. */
 typedef struct {
   const StwTrace *t;
   const char *trace_file;
   const StwPlannerOptions *o;
   guint32 n;                 /* blocks */
-  StwPlan *best;
+  StwPlan *best;             /* the best planned in full */
+  StwPlan *best_quick;       /* the best of those planned at a given size, quickly */
   GError *reason;            /* the first failure (the leanest candidate is tried first) */
-  GHashTable *tried;         /* j * (n + 1) + k -> 1 feasible, 2 infeasible */
+  GHashTable *tried;         /* j * (n + 1) + k + 1 -> Tried */
 } Activations;
+
+typedef struct {
+  guint64 score;             /* the objective; infeasible_score where it does not fit */
+  guint64 size;              /* its chunk size (elements); 0 where it does not fit */
+} Tried;
 
 /* Whether plan A's blocks cost less than B's where their objectives tie: fewer decided, then
  * fewer recomputed (an offload's copies may hide behind compute; a recomputation cannot). */
@@ -946,104 +962,147 @@ leaner_blocks(const StwPlan *a, const StwPlan *b)
   return da != db ? da < db : a->recompute->len < b->recompute->len;
 }
 
-/* Plans F(j, k) (once), keeping the best; whether it fits. */
-static gboolean
-try_blocks(Activations *a, guint32 j, guint32 k)
+/* The score of F(j, k) for the search where it does not fit: above every plan's, and falling as
+ * k grows (more decided blocks free more memory), so that a search for the least score walks
+ * out of what does not fit. */
+static guint64
+infeasible_score(const Activations *a, guint32 k)
+{
+  return G_MAXUINT64 / 2 + (a->n - k);
+}
+
+/* Plans F(j, k) (once) at chunk size SIZE (0: the size searched for), keeping the best. */
+static const Tried *
+try_blocks(Activations *a, guint32 j, guint32 k, guint64 size)
 {
   gpointer key = GUINT_TO_POINTER((guint)(j * (a->n + 1) + k + 1));
-  guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(a->tried, key));
-  if (seen != 0)
-    return seen == 1;
+  const Tried *seen = g_hash_table_lookup(a->tried, key);
+  if (seen != NULL)
+    return seen;
   g_autofree guint8 *choice = g_new0(guint8, MAX(a->n, 1));
-  for (guint32 b = 0; b < k; b++)
-    choice[b] = b < j ? STW_BLOCK_OFFLOAD : STW_BLOCK_RECOMPUTE;
+  for (guint64 b = 0; b < k; b++) /* block b offloaded where the j-th multiples step */
+    choice[b] = (b + 1) * j / k > b * j / k ? STW_BLOCK_OFFLOAD : STW_BLOCK_RECOMPUTE;
   GError *local = NULL;
-  StwPlan *p = stw_planner_plan_blocks(a->t, choice, a->trace_file, a->o, &local);
-  g_hash_table_insert(a->tried, key, GUINT_TO_POINTER(p != NULL ? 1u : 2u));
+  StwPlannerOptions sized = *a->o;
+  if (size != 0)
+    sized.chunk_size_elems = size;
+  StwPlan *p = plan_blocks(a->t, choice, a->trace_file, &sized, size != 0, &local);
+  Tried *x = g_new(Tried, 1);
+  *x = (Tried){ infeasible_score(a, k), 0 };
+  if (p != NULL) {
+    x->score = a->o->objective == STW_OBJECTIVE_TIME ? p->pred.cost_ns
+                                                     : p->pred.h2d_bytes + p->pred.d2h_bytes;
+    x->size = p->chunking->size_elems;
+  }
+  g_hash_table_insert(a->tried, key, x);
   if (p == NULL) {
     if (a->reason == NULL)
       a->reason = local;
     else
       g_error_free(local);
-    return FALSE;
+    return x;
   }
-  int c = a->best != NULL ? compare(p, a->best, a->o->objective) : -1;
-  if (c < 0 || (c == 0 && leaner_blocks(p, a->best))) {
+  StwPlan **best = size != 0 ? &a->best_quick : &a->best;
+  int c = *best != NULL ? compare(p, *best, a->o->objective) : -1;
+  if (c < 0 || (c == 0 && leaner_blocks(p, *best))) {
+    stw_plan_free(*best);
+    *best = p;
+  } else {
+    stw_plan_free(p);
+  }
+  return x;
+}
+
+/* One family's plan F(FRACTION * k, k) (fraction 0: recomputing; 1: offloading). */
+static const Tried *
+try_family(Activations *a, double fraction, guint32 k, guint64 size)
+{
+  return try_blocks(a, (guint32)(fraction * k + 0.5), k, size);
+}
+
+/* The best k of one family: planned in full at the five samples k in {0, n/4, n/2, 3n/4, n},
+ * and then, between the best sample's neighbours and at its chunk size, the least score found
+ * by bisecting on its slope (score(m) <= score(m + 1): the least is at m or below), as the
+ * score falls and rises once in k: more decided blocks cost more compute or copies and free
+ * memory for fewer chunk moves. */
+static guint32
+search_family(Activations *a, double fraction)
+{
+  guint32 n = a->n, ks[] = { 0, n / 4, n / 2, 3 * n / 4, n }, best = 0;
+  Tried least = { G_MAXUINT64, 0 };
+  for (gsize i = 0; i < G_N_ELEMENTS(ks); i++) {
+    const Tried *x = try_family(a, fraction, ks[i], 0);
+    if (x->score < least.score) {
+      least = *x;
+      best = (guint32)i;
+    }
+  }
+  guint32 lo = ks[best > 0 ? best - 1 : 0], hi = ks[MIN(best + 1, G_N_ELEMENTS(ks) - 1)];
+  while (lo < hi) {
+    guint32 m = lo + (hi - lo) / 2;
+    if (try_family(a, fraction, m, least.size)->score <=
+        try_family(a, fraction, m + 1, least.size)->score)
+      hi = m;
+    else
+      lo = m + 1;
+  }
+  return lo;
+}
+
+/* The best of the candidates planned quickly, planned again in full (its chunk size searched
+ * for, every placement); the better of it and the best planned in full stays. */
+static void
+plan_best_quick_in_full(Activations *a)
+{
+  if (a->best_quick == NULL)
+    return;
+  g_autofree guint8 *choice = stw_plan_block_choices(a->best_quick, a->n, NULL);
+  g_clear_pointer(&a->best_quick, stw_plan_free);
+  StwPlan *p = choice != NULL ? plan_blocks(a->t, choice, a->trace_file, a->o, FALSE, NULL)
+                              : NULL;
+  if (p != NULL && (a->best == NULL || compare(p, a->best, a->o->objective) < 0 ||
+                    (compare(p, a->best, a->o->objective) == 0 && leaner_blocks(p, a->best)))) {
     stw_plan_free(a->best);
     a->best = p;
   } else {
     stw_plan_free(p);
   }
-  return TRUE;
-}
-
-/* Within one family (OFFLOADED: every decided block offloaded, else recomputed), the fewest
- * decided blocks below HI (which fits) that still fit, by bisection over the untried k. */
-static void
-bisect_family(Activations *a, guint32 hi, gboolean offloaded)
-{
-  guint32 lo = 0;
-  for (guint32 k = hi; k-- > 0;) { /* the largest k below hi known not to fit */
-    gpointer key = GUINT_TO_POINTER((guint)((offloaded ? k : 0) * (a->n + 1) + k + 1));
-    if (GPOINTER_TO_UINT(g_hash_table_lookup(a->tried, key)) == 2) {
-      lo = k;
-      break;
-    }
-  }
-  while (lo + 1 < hi) {
-    guint32 mid = lo + (hi - lo) / 2;
-    if (try_blocks(a, offloaded ? mid : 0, mid))
-      hi = mid;
-    else
-      lo = mid;
-  }
-}
-
-/* The fewest blocks of a family found to fit (n + 1: none). */
-static guint32
-fewest_fitting(const Activations *a, gboolean offloaded)
-{
-  for (guint32 k = 0; k <= a->n; k++) {
-    gpointer key = GUINT_TO_POINTER((guint)((offloaded ? k : 0) * (a->n + 1) + k + 1));
-    if (GPOINTER_TO_UINT(g_hash_table_lookup(a->tried, key)) == 1)
-      return k;
-  }
-  return a->n + 1;
 }
 
 /* AUTO: which blocks to decide, and how. The earliest blocks keep their activations longest
  * (from their forward to the end of the backward), so deciding them frees the most memory for
- * the longest at the same cost per block (a transformer's blocks are alike), and an offloaded
- * block's copies have the most time to hide behind compute there: the candidates are F(j, k),
- * blocks [0, j) offloaded, [j, k) recomputed, the rest kept. Each family is planned in full at
- * k in {n, 0, n/4, n/2, 3n/4} (recomputing: j = 0; offloading: j = k), the fewest blocks that
- * still fit are bisected for in each, and then the fewest recomputed blocks that fit, k, are
- * split: F(k/4, k), F(k/2, k), F(3k/4, k). The plan with the better objective wins; ties go to
- * fewer decided blocks, then fewer recomputed. RECOMPUTE and OFFLOAD plan all n one way. */
+ * the longest at the same cost per block (a transformer's blocks are alike): the candidates are
+ * F(j, k), the first k blocks decided, j of them offloaded. The offloaded ones are spread among
+ * the recomputed (not bunched), so that each one's copies overlap the compute of the blocks
+ * around it rather than queue behind each other's on the link. The best k is searched for
+ * (search_family) in the recomputing family (j = 0) and the offloading one (j = k); then the
+ * best k of each is split: F(k/4, k), F(k/2, k), F(3k/4, k). The plan with the better
+ * objective wins; ties go to fewer decided blocks, then fewer recomputed. The samples (keeping,
+ * recomputing and offloading every block among them, so that auto is never worse than any)
+ * are planned in full; the other candidates quickly, at the chunk size of their family's best
+ * sample and with the first pass's placements, and the best of those again in full
+ * (plan_best_quick_in_full): a candidate costs a few placements, not the size search.
+ * RECOMPUTE and OFFLOAD plan all n one way. */
 StwPlan *
 stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                  GError **error)
 {
   if (o->activations == STW_ACTIVATIONS_KEEP || o->policy != STW_POLICY_STOWAGE ||
       !stw_planner_decides_blocks(t))
-    return plan_recorded(t, trace_file, o, error);
+    return plan_recorded(t, trace_file, o, FALSE, error);
   guint32 n = t->blocks->len;
-  g_autoptr(GHashTable) tried = g_hash_table_new(NULL, NULL);
+  g_autoptr(GHashTable) tried = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   Activations a = { .t = t, .trace_file = trace_file, .o = o, .n = n, .tried = tried };
   if (o->activations == STW_ACTIVATIONS_RECOMPUTE || o->activations == STW_ACTIVATIONS_OFFLOAD) {
-    try_blocks(&a, o->activations == STW_ACTIVATIONS_OFFLOAD ? n : 0, n);
+    try_blocks(&a, o->activations == STW_ACTIVATIONS_OFFLOAD ? n : 0, n, 0);
   } else {
-    guint32 ks[] = { n, 0, n / 4, n / 2, 3 * n / 4 };
-    for (int family = 0; family < 2; family++) {
-      for (gsize i = 0; i < G_N_ELEMENTS(ks); i++)
-        try_blocks(&a, family ? ks[i] : 0, ks[i]);
-      guint32 hi = fewest_fitting(&a, family);
-      if (hi <= n)
-        bisect_family(&a, hi, family);
-    }
-    guint32 k = fewest_fitting(&a, FALSE);
-    for (guint32 q = 1; k <= n && q < 4; q++)
-      try_blocks(&a, k * q / 4, k);
+    try_blocks(&a, 0, n, 0); /* the leanest first: its failure is the one to report */
+    guint32 best[] = { search_family(&a, 0.0), search_family(&a, 1.0) };
+    guint64 size = a.best != NULL ? a.best->chunking->size_elems : 0;
+    for (gsize i = 0; i < G_N_ELEMENTS(best); i++)
+      for (int q = 1; q < 4; q++)
+        try_family(&a, q / 4.0, best[i], size);
+    plan_best_quick_in_full(&a);
   }
   if (a.best == NULL)
     g_propagate_error(error, a.reason);

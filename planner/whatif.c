@@ -57,6 +57,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->iteration_ns = p->pred.cost_ns;
   out->peak_gpu_bytes = p->pred.peak_gpu_bytes;
   out->recomputed_blocks = p->recompute->len;
+  out->offloaded_blocks = p->offload->len;
   out->slowdown = stw_whatif_slowdown(out->iteration_ns, unlimited_ns);
   stw_throughput(t, &o.hw, p->chunking->world, out->iteration_ns, &out->throughput);
 }
@@ -117,6 +118,8 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
   stw_json_add_u64(o, "iteration_ns", p->iteration_ns);
   if (p->recomputed_blocks > 0)
     stw_json_add_u64(o, "recomputed_blocks", p->recomputed_blocks);
+  if (p->offloaded_blocks > 0)
+    stw_json_add_u64(o, "offloaded_blocks", p->offloaded_blocks);
   if (isfinite(p->slowdown))
     cJSON_AddNumberToObject(o, "slowdown", p->slowdown);
   else

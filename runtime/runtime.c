@@ -13,6 +13,7 @@
 #include "bf16.h"
 #include "fp16.h"
 #include "demand.h"
+#include "offload.h"
 #include "record.h"
 #include "replay.h"
 #include "store.h"
@@ -36,6 +37,7 @@ struct StwRuntime {
                              * largest so far) */
   StwStore *store;
   StwReplayer *replayer;    /* replay mode */
+  StwOffloader *offloader;  /* replay of a plan that offloads blocks' activations; else NULL */
   StwRecorder *recorder;    /* profile mode */
   gboolean timed;           /* profile mode: the iterations begun from now on are timed */
   gboolean iteration_timed; /* ... and the current one is */
@@ -477,6 +479,8 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   }
   if (init != NULL)
     initialize(rt, init);
+  if (o->mode == STW_RUNTIME_REPLAY && o->plan->moves->len > 0)
+    rt->offloader = stw_offloader_new(o->plan->moves, rt->store, backend);
   if (o->mode == STW_RUNTIME_PLAIN) /* every list used in place: nothing is ever "off" */
     stw_store_make_plain(rt->store);
   /* a model state that stays on a device whose memory is the host's stays in its host copies:
@@ -503,6 +507,7 @@ stw_runtime_free(StwRuntime *rt)
   }
   g_free(rt->first_of_chunk);
   g_clear_error(&rt->failure);
+  stw_offloader_free(rt->offloader);
   stw_store_free(rt->store);
   stw_replayer_free(rt->replayer);
   stw_recorder_free(rt->recorder);
@@ -673,6 +678,7 @@ stw_runtime_iteration_abandon(StwRuntime *rt)
     rt->be->range_pop(rt->be);
   GError *ignored = NULL;
   finish_all(rt, &ignored); /* a failure is reported at the next op, as ever */
+  stw_offloader_abandon(rt->offloader);
   if (ignored != NULL && rt->failure == NULL)
     rt->failure = ignored;
   else
@@ -754,7 +760,9 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
     guint32 k = rt->moment;
     ok = stw_replayer_match(rt->replayer, k, name, stage, params, n_params, grads, n_grads,
                             error) &&
+         (rt->offloader == NULL || stw_offloader_before(rt->offloader, k, error)) &&
          stw_replayer_apply(rt->replayer, rt->store, k, &rt->deviations, error) &&
+         (rt->offloader == NULL || stw_offloader_after(rt->offloader, k, error)) &&
          make_ready(rt, d->need + d->need_start[k], stw_demand_n_need(d, k),
                     d->forbid + d->forbid_start[k], d->forbid_start[k + 1] - d->forbid_start[k],
                     d->write + d->write_start[k], d->write_start[k + 1] - d->write_start[k],
@@ -953,6 +961,13 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
     *out[l] = base + off;
   }
   return !cpu && rt->o.mode != STW_RUNTIME_PLAIN;
+}
+
+gboolean
+stw_runtime_offload(StwRuntime *rt, guint32 block, gpointer *const *slots, guint n,
+                    GError **error)
+{
+  return stw_offloader_hand(rt->offloader, block, slots, n, error);
 }
 
 gpointer

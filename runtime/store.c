@@ -668,6 +668,46 @@ stw_store_activation_bytes(const StwStore *s)
   return s->act_bytes;
 }
 
+gsize
+stw_store_allocation_bytes(const StwStore *s, gconstpointer p)
+{
+  return s->plain ? 0 : GPOINTER_TO_SIZE(g_hash_table_lookup(s->acts, p));
+}
+
+StwEvent *
+stw_store_copy_out(StwStore *s, gconstpointer p, gpointer host)
+{
+  gsize bytes = stw_store_allocation_bytes(s, p);
+  s->st.d2h_bytes += bytes;
+  return s->be->copy(s->be, STW_COPY_D2H, host, p, bytes);
+}
+
+gpointer
+stw_store_copy_in(StwStore *s, gconstpointer host, gsize bytes, StwEvent **event, GError **error)
+{
+  gpointer p = stw_store_alloc(s, bytes, error);
+  if (p == NULL)
+    return NULL;
+  s->st.h2d_bytes += bytes;
+  *event = s->be->copy(s->be, STW_COPY_H2D, p, host, bytes);
+  return p;
+}
+
+gboolean
+stw_store_wait_copy(StwStore *s, StwEvent *event, GError **error)
+{
+  wait_event(s, event);
+  s->be->event_free(s->be, event);
+  if (!s->halted)
+    return TRUE;
+  if (s->failure != NULL)
+    g_propagate_error(error, g_steal_pointer(&s->failure));
+  else
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE, "a copy failed earlier: "
+                "the run stops here, and the last checkpoint holds the model state");
+  return FALSE;
+}
+
 /* ---- reading and writing the data ------------------------------------------------------------ */
 
 /* Copies BYTES between host memory and device memory DEV: directly where the backend's device

@@ -117,6 +117,20 @@ gpointer stw_store_alloc(StwStore *s, gsize bytes, GError **error);
 /* Frees P (from stw_store_alloc) and returns its size. */
 gsize stw_store_release(StwStore *s, gpointer p);
 guint64 stw_store_activation_bytes(const StwStore *s);
+/* The size of P (from stw_store_alloc); 0 for what is not one. */
+gsize stw_store_allocation_bytes(const StwStore *s, gconstpointer p);
+
+/* Activations to host memory and back (a block's that the plan offloads), on the copy engines
+ * beside the chunks' and counted with their bytes. Copy out: P (from stw_store_alloc) into HOST
+ * (its size); the event completes when it is done, and P is the caller's to release then. Copy
+ * in: HOST's BYTES into new activation memory (counted against the budget), returned, its copy
+ * in *EVENT; NULL with ERROR when the budget or the backend cannot hold it. */
+StwEvent *stw_store_copy_out(StwStore *s, gconstpointer p, gpointer host);
+gpointer stw_store_copy_in(StwStore *s, gconstpointer host, gsize bytes, StwEvent **event,
+                           GError **error);
+/* Waits for a copy of the two above and frees its event; FALSE with ERROR when it failed or did
+ * not complete within the copy timeout (the store halts, as for a chunk's). */
+gboolean stw_store_wait_copy(StwStore *s, StwEvent *event, GError **error);
 
 /* Reads N bytes at OFF of ITEM's valid copy (the device's when it holds the only one). */
 void stw_store_read(StwStore *s, guint32 item, guint64 off, void *out, gsize n);

@@ -242,7 +242,14 @@ expect 0 "is sound for" "the recomputing plan checks against the trace as record
 $S simulate "$T/tr.json" "$T/tt.json" --chrome-trace "$T/tr-chrome.json" > /dev/null &&
   grep -q '"name":"h0.ln_1.recompute"' "$T/tr-chrome.json"
 tap_result $? "simulate draws the recomputation on the compute engine"
-expect 2 "--activations: 'sometimes' is not one of keep, recompute, auto" "an unknown --activations" -- $S plan "$T/tt.json" --gpu 400KiB --activations sometimes -o "$T/x.json"
+expect 0 "activations  2 of 2 blocks offloaded to the host (h0 .. h1), the others kept" \
+  "plan --activations offload" -- $S plan "$T/tt.json" --gpu 400KiB --activations offload -o "$T/to.json"
+expect 0 "is sound for" "the offloading plan checks against the trace as recorded" -- $S check "$T/to.json" "$T/tt.json"
+$S simulate "$T/to.json" "$T/tt.json" --chrome-trace "$T/to-chrome.json" > /dev/null &&
+  grep -q '"name":"activations h0","cat":"offload"' "$T/to-chrome.json" &&
+  grep -q '"name":"activations h1","cat":"restore"' "$T/to-chrome.json"
+tap_result $? "simulate draws the activations' copies on the copy engines"
+expect 2 "--activations: 'sometimes' is not one of keep, recompute, offload, auto" "an unknown --activations" -- $S plan "$T/tt.json" --gpu 400KiB --activations sometimes -o "$T/x.json"
 expect 2 "--activations goes with --policy stowage" "--activations with a baseline policy" -- $S plan "$T/tt.json" --gpu 400KiB --policy lru --activations auto -o "$T/x.json"
 expect 0 "--activations auto: the trace has no blocks" "--activations on a trace without blocks says so" -- $S plan "$F/traces/mini.json" --gpu 1GiB --activations auto -o "$T/x.json"
 grep -q '"version": 2,' "$T/tt.json" && grep -q '{"name":"h0","forward":\[1,8\],"backward":\[' "$T/tt.json" &&
@@ -261,6 +268,17 @@ cmp -s "$T/a" "$T/c"; tap_result $? "replaying a recomputing plan gives bitwise 
 peak=$($S check "$T/tr.json" "$T/tt.json" | sed -n 's/.*GPU peak \([0-9.]* [KMG]*i*B\) of.*/\1/p')
 grep -q "device peak $peak of 400.00 KiB; 0 deviations" "$T/rec.log"
 tap_result $? "the recomputing replay peaks where the plan says ($peak), without deviations" "$(tail -2 "$T/rec.log")"
+# the offloading plan: its blocks' activations copied to host memory after their forward and back
+# before their backward, bitwise; the device peak and the bytes moved the plan's
+$S train $M --steps 3 --plan "$T/to.json" > "$T/off.log"
+grep '^step' "$T/off.log" | awk '{print $4}' > "$T/o"
+cmp -s "$T/a" "$T/o"; tap_result $? "replaying an offloading plan gives bitwise the same losses" "$(paste "$T/a" "$T/o")"
+out=$($S check "$T/to.json" "$T/tt.json")
+peak=$(echo "$out" | sed -n 's/.*GPU peak \([0-9.]* [KMG]*i*B\) of.*/\1/p')
+moved=$(echo "$out" | sed -n 's/.*moves \([0-9.]* [KMG]*i*B\) H2D.*/\1/p')
+grep -q "device peak $peak of 400.00 KiB; 0 deviations" "$T/off.log" &&
+  [ "$(grep -c "^step .*H2D $moved  D2H $moved\$" "$T/off.log")" = 3 ]
+tap_result $? "the offloading replay peaks where the plan says ($peak) and moves its $moved each way" "$(cat "$T/off.log")"
 grep -q "device peak .* of 400.00 KiB; 0 deviations" "$T/rep.log"; tap_result $? "the replay stayed in its budget without deviations" "$(tail -1 "$T/rep.log")"
 expect 0 "step    4" "resume from a checkpoint" -- $S train $M --steps 1 --resume "$T/c.ckpt"
 head -c 100 "$T/c.ckpt" > "$T/bad.ckpt"

@@ -47,8 +47,8 @@ struct StwTrainer {
   guint8 *grad_written;       /* (n_tensors) this iteration */
   /* activations */
   Block *blocks;              /* (L) */
-  gboolean *recompute;        /* (L) the replayed plan's blocks recomputed in backward; NULL:
-                               * none */
+  guint8 *choice;             /* (L) StwBlockChoice: what the replayed plan does with each
+                               * block's activations; NULL: keeps them all */
   float *lnf;                 /* (B, T, C) the final layer norm's output */
   float *lnf_mean, *lnf_rstd; /* (B, T) */
   float *logits, *probs;      /* (B, T, V) */

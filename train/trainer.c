@@ -132,21 +132,21 @@ initialize_weights(StwRuntime *rt, const StwTrace *m, guint64 seed, guint64 laye
   }
 }
 
-/* The replayed plan's recomputed blocks (its trace's blocks are the layers, h0 .. hL-1). */
+/* What the replayed plan does with each block's activations (its trace's blocks are the
+ * layers, h0 .. hL-1). */
 static gboolean
-plan_recompute(StwTrainer *t, const StwRuntimeOptions *ro, GError **error)
+plan_blocks(StwTrainer *t, const StwRuntimeOptions *ro, GError **error)
 {
-  if (ro->mode != STW_RUNTIME_REPLAY || ro->plan == NULL || ro->plan->recompute->len == 0)
+  if (ro->mode != STW_RUNTIME_REPLAY || ro->plan == NULL ||
+      ro->plan->recompute->len + ro->plan->offload->len == 0)
     return TRUE;
-  t->recompute = g_new0(gboolean, t->c.layers);
-  for (guint i = 0; i < ro->plan->recompute->len; i++) {
-    guint32 b = g_array_index(ro->plan->recompute, guint32, i);
-    if (b >= t->c.layers) {
-      g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG, "the plan recomputes "
-                  "block %u, and the model has %" G_GUINT64_FORMAT " layers", b, t->c.layers);
-      return FALSE;
-    }
-    t->recompute[b] = TRUE;
+  GError *local = NULL;
+  t->choice = stw_plan_block_choices(ro->plan, (guint32)t->c.layers, &local);
+  if (t->choice == NULL) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG, "the plan does not fit the "
+                "model's %" G_GUINT64_FORMAT " layers: %s", t->c.layers, local->message);
+    g_error_free(local);
+    return FALSE;
   }
   return TRUE;
 }
@@ -194,7 +194,7 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
     stw_trainer_free(t);
     return NULL;
   }
-  if (!plan_recompute(t, ro, error)) {
+  if (!plan_blocks(t, ro, error)) {
     stw_trainer_free(t);
     return NULL;
   }
@@ -217,7 +217,7 @@ stw_trainer_free(StwTrainer *t)
   g_free(t->inputs);
   g_free(t->targets);
   g_free(t->blocks);
-  g_free(t->recompute);
+  g_free(t->choice);
   g_free(t->grad_written);
   g_free(t);
 }
@@ -731,16 +731,35 @@ ends_block(const StwTrainer *t, guint k)
                             ((const StwGraphOp *)t->graph->ops->pdata[k + 1])->layer != op->layer);
 }
 
-/* A recomputed block at the end of its forward: what it kept for backward goes, but its input
- * (what it is recomputed from) and its output (the next block's input). */
+/* What block B keeps for its backward, but its input (what it is recomputed from) and its
+ * output (the next block's input): what recomputing or offloading it takes off the device. */
+#define KEPT_FOR_BACKWARD(b)                                                                  \
+  { &(b)->ln1, &(b)->ln1_mean, &(b)->ln1_rstd, &(b)->qkv, &(b)->preatt, &(b)->att, &(b)->lse,  \
+    &(b)->atty, &(b)->res2, &(b)->ln2, &(b)->ln2_mean, &(b)->ln2_rstd, &(b)->fch,             \
+    &(b)->fch_gelu }
+
+/* A recomputed block at the end of its forward: what it kept for backward goes. */
 static void
 drop_block(Ctx *x, Block *b)
 {
-  float **kept[] = { &b->ln1, &b->ln1_mean, &b->ln1_rstd, &b->qkv, &b->preatt, &b->att, &b->lse,
-                     &b->atty, &b->res2, &b->ln2, &b->ln2_mean, &b->ln2_rstd, &b->fch,
-                     &b->fch_gelu };
+  float **kept[] = KEPT_FOR_BACKWARD(b);
   for (gsize i = G_N_ELEMENTS(kept); i-- > 0;)
     release(x, kept[i]);
+}
+
+/* An offloaded block at the end of its forward: what it kept for backward goes to the runtime,
+ * which moves it to host memory and back as the plan says. */
+static void
+offload_block(Ctx *x, Block *b, guint32 layer)
+{
+  float **kept[] = KEPT_FOR_BACKWARD(b);
+  gpointer *slots[G_N_ELEMENTS(kept)];
+  guint n = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(kept); i++)
+    if (*kept[i] != NULL) /* (naive attention's scores, or flash attention's LSE) */
+      slots[n++] = (gpointer *)kept[i];
+  if (!x->failed && !stw_runtime_offload(x->t->rt, layer, slots, n, x->error))
+    x->failed = TRUE;
 }
 
 /* Block LAYER's forward ops again, right before its backward, as the plan's NAME.recompute bwd
@@ -785,8 +804,12 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     weights_in(&x, op);
     forward_op(&x, k);
     weights_out(&x);
-    if (t->recompute != NULL && ends_block(t, k) && t->recompute[op->layer])
+    StwBlockChoice c = t->choice != NULL && ends_block(t, k) ? t->choice[op->layer]
+                                                             : STW_BLOCK_KEEP;
+    if (c == STW_BLOCK_RECOMPUTE)
       drop_block(&x, &t->blocks[op->layer]);
+    else if (c == STW_BLOCK_OFFLOAD)
+      offload_block(&x, &t->blocks[op->layer], (guint32)op->layer);
     stw_runtime_op_end(t->rt);
   }
   /* the global batch's loss: the mean of the ranks' (their slices are the same size) */
@@ -803,7 +826,7 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
   }
   for (guint k = n_ops; k-- > 0 && !x.failed;) {
     const StwGraphOp *op = t->graph->ops->pdata[k];
-    if (t->recompute != NULL && ends_block(t, k) && t->recompute[op->layer] &&
+    if (t->choice != NULL && ends_block(t, k) && t->choice[op->layer] == STW_BLOCK_RECOMPUTE &&
         !recompute_block(&x, k))
       return FALSE;
     g_autofree char *name = g_strconcat(op->name, ".bwd", NULL);

@@ -171,6 +171,16 @@ guint32 stw_runtime_rank(const StwRuntime *rt);
  * long as the iterations allocate alike. NULL with ERROR when the budget cannot hold it
  * (STW_RUNTIME_ERROR_BUDGET) or the device fails; stw_runtime_release frees it. */
 gpointer stw_runtime_alloc(StwRuntime *rt, gsize bytes, GError **error);
+/* Replay of a plan that offloads block BLOCK of its trace: the block's forward has ended, and
+ * the N allocations *SLOTS[i] (from stw_runtime_alloc) are what it keeps for backward, its input
+ * aside. The runtime moves them as the plan's activation move says: copied to host memory from
+ * the next op on, their device memory freed when the copy is done, and brought back into new
+ * device memory before the block's backward; *SLOTS[i] is NULL in between and points at the
+ * memory brought back from then (the caller releases it as ever). FALSE with ERROR
+ * (STW_RUNTIME_ERROR_MISMATCH) when the plan does not offload BLOCK, it is handed over twice,
+ * or its bytes are not the plan's. */
+gboolean stw_runtime_offload(StwRuntime *rt, guint32 block, gpointer *const *slots, guint n,
+                             GError **error);
 void stw_runtime_release(StwRuntime *rt, gpointer p);
 
 /* Profile mode: the events of the run's first two iterations (events.h; a longer run writes no

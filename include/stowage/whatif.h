@@ -35,6 +35,7 @@ typedef struct {
                               * unknown (stw_whatif_slowdown) */
   StwThroughput throughput;  /* zeros where the trace does not say its batch and sequence */
   guint32 recomputed_blocks; /* of the trace's blocks, recomputed in backward (--activations) */
+  guint32 offloaded_blocks;  /* ... and offloaded to the host */
 } StwWhatifPoint;
 
 void stw_whatif_point_clear(StwWhatifPoint *p);
