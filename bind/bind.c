@@ -411,6 +411,19 @@ stw_bind_plan_predictions(const StwPlan *plan)
     cJSON_AddStringToObject(o, "trace_file", plan->trace_file);
   cJSON_AddItemToObject(o, "recompute", stw_json_u64_array((const guint32 *)plan->recompute->data,
                                                            plan->recompute->len));
+  cJSON_AddItemToObject(o, "offload", stw_json_u64_array((const guint32 *)plan->offload->data,
+                                                         plan->offload->len));
+  cJSON *moves = cJSON_AddArrayToObject(o, "activation_moves");
+  for (guint i = 0; i < plan->moves->len; i++) {
+    const StwActivationMove *m = &g_array_index(plan->moves, StwActivationMove, i);
+    cJSON *x = cJSON_CreateObject();
+    stw_json_add_u64(x, "block", m->block);
+    cJSON_AddItemToObject(x, "out", stw_json_u64_array((guint32[]){ m->out_moment, m->out_done },
+                                                       2));
+    cJSON_AddItemToObject(x, "in", stw_json_u64_array((guint32[]){ m->in_moment, m->in_done }, 2));
+    stw_json_add_u64(x, "bytes", m->bytes);
+    cJSON_AddItemToArray(moves, x);
+  }
   return print(o);
 }
 
@@ -594,7 +607,7 @@ stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwP
   }
   StwRuntimeOptions o = { .mode = plan != NULL ? STW_RUNTIME_REPLAY : STW_RUNTIME_PROFILE,
                           .device_bytes = device_bytes, .plan = plan,
-                          .plan_trace = plan_trace };
+                          .plan_trace = plan_trace, .activations_outside = TRUE };
   r->rt = stw_runtime_new(model, init, &o, r->backend, &error);
   if (r->rt == NULL) {
     give(error, error_out);

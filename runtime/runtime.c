@@ -479,7 +479,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   }
   if (init != NULL)
     initialize(rt, init);
-  if (o->mode == STW_RUNTIME_REPLAY && o->plan->moves->len > 0)
+  if (o->mode == STW_RUNTIME_REPLAY && o->plan->moves->len > 0 && !o->activations_outside)
     rt->offloader = stw_offloader_new(o->plan->moves, rt->store, backend);
   if (o->mode == STW_RUNTIME_PLAIN) /* every list used in place: nothing is ever "off" */
     stw_store_make_plain(rt->store);

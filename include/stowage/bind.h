@@ -77,8 +77,9 @@ gboolean stw_bind_plan_save(const StwPlan *plan, const StwTrace *t, const char *
                             char **error_out);
 void stw_bind_plan_free(StwPlan *plan);
 /* The plan's predictions as JSON (the plan file's "predictions" names), its policy, chunk
- * size, GPU budget ("gpu_budget"), when it names one its trace's file ("trace_file"), and the
- * blocks it recomputes ("recompute": indices into its trace's blocks, ascending). */
+ * size, GPU budget ("gpu_budget"), when it names one its trace's file ("trace_file"), the
+ * blocks it recomputes and offloads ("recompute", "offload": indices into its trace's blocks,
+ * ascending) and the offloaded blocks' copies ("activation_moves", as in the plan file). */
 char *stw_bind_plan_predictions(const StwPlan *plan);
 
 /* stw_plan_check: NULL with *ERROR_OUT naming the first failure; else the recomputed

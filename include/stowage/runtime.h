@@ -55,6 +55,10 @@ typedef struct {
   gboolean verify;            /* checksum every chunk across every move */
   guint64 copy_timeout_ms;    /* a copy not done by then is an error (0: wait forever) */
   StwComm *comm;              /* the data-parallel ranks (not owned); NULL: one rank */
+  gboolean activations_outside; /* replay: the activations are the caller's framework's own
+                                 * (stowage.torch.wrap's PyTorch tensors), not allocated here: it
+                                 * moves an offloading plan's blocks itself, and the runtime
+                                 * expects none handed over (stw_runtime_offload) */
   gboolean check_store;       /* after every op's begin and end, the chunk store's invariants
                                * (stw_runtime_check_store): for tests; a violation fails the op,
                                * or the next call after an op's end (STW_RUNTIME_ERROR_CORRUPT) */

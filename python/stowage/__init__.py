@@ -143,8 +143,10 @@ class Plan:
     @property
     def predictions(self):
         """The plan's predictions (bytes each way, peak, times), its policy, chunk size, GPU
-        budget ("gpu_budget"), the file of the trace it was made from ("trace_file") and the
-        blocks it recomputes in backward ("recompute", indices into the trace's blocks)."""
+        budget ("gpu_budget"), the file of the trace it was made from ("trace_file"), the
+        blocks it recomputes in backward and offloads to host memory ("recompute", "offload":
+        indices into the trace's blocks) and the offloaded blocks' copies ("activation_moves":
+        block, out and in [moment, done], bytes, as in the plan file)."""
         return json.loads(_lib.take(_lib.plan_predictions(self._h)))
 
     def __del__(self):

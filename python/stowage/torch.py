@@ -906,6 +906,7 @@ class profile:
 
 
 _PARAM_VIEW = object()  # marks a saved tensor kept as a view of a parameter
+_ON_HOST = object()  # marks a saved tensor of an offloaded block, kept in host memory
 
 
 class _DeviceArray:
@@ -997,7 +998,12 @@ class wrap:
                                "plan that trace")
         self.m = self._model(tj, depth)
         self.p = self.m  # (params, index: the tests' and older callers' name for it)
-        self.recomputed = self._recomputed(tj)
+        self.recomputed = self._plan_blocks(tj, "recompute")
+        self.offloaded = self._plan_blocks(tj, "offload")
+        self.offloading = None  # the offloaded block's forward running: its input's storage, and
+        # its saved storages' host copies by address
+        self.offloaded_bytes = 0  # copied to host memory in this iteration (and back)
+        self.offloaded_last = 0  # ... in the last completed one
         self._precision(tj, precision, loss_scale)
         why = refusals(model, optimizer, self.m.params, self.mixed)
         if why:
@@ -1088,17 +1094,17 @@ class wrap:
                 break
         return m
 
-    def _recomputed(self, tj):
-        """The module ops whose blocks the plan recomputes in backward (its "recompute", indices
-        into the trace's blocks)."""
+    def _plan_blocks(self, tj, key):
+        """The module ops whose blocks the plan recomputes in backward or offloads to host
+        memory (KEY: its "recompute" or "offload", indices into the trace's blocks)."""
         blocks = tj.get("blocks", [])
         modules = {n for n, _, _ in self.m.ops}
         names = set()
-        for b in self.plan.predictions.get("recompute", []):
+        for b in self.plan.predictions.get(key, []):
             name = blocks[b]["name"] if b < len(blocks) else None
             if name not in modules:
-                raise StowageError("wrap: the plan recomputes block %d (%s), which is not one of "
-                                   "the model's module ops" % (b, name))
+                raise StowageError("wrap: the plan %ss block %d (%s), which is not one of the "
+                                   "model's module ops" % (key, b, name))
             names.add(name)
         return names
 
@@ -1362,6 +1368,10 @@ class wrap:
             return
         name, ids, saved = self.op
         self.op = None
+        if self.offloading is not None:  # the device storages go: their host copies stay
+            for entry in self.offloading[1].values():
+                entry[2] = None
+        self.offloading = None
         if saved is not None:
             saved.__exit__(None, None, None)
         self._ordered(self.rt.op_end)
@@ -1377,6 +1387,10 @@ class wrap:
             self._open(name[:-4] + ".recompute", "bwd", ids, grads=False)
             self._close()
         self._open(name, stage, ids)
+        if stage == "fwd" and name in self.offloaded and _torch.is_grad_enabled():
+            x = _first_input(args or (), {})
+            self.offloading = (x.untyped_storage().data_ptr()
+                               if isinstance(x, _torch.Tensor) else None, {})
 
     def end(self, name, stage):
         # a backward op ends where the next begins (profile.end says why)
@@ -1388,6 +1402,7 @@ class wrap:
         if not self.in_iteration:
             self.rt.iteration_begin()
             self.in_iteration = True
+            self.offloaded_bytes = 0
             self.k = 0
             self._sd_cache = (None, {})
 
@@ -1443,16 +1458,43 @@ class wrap:
     # kept as they are, they would point into chunk memory the runtime has since reused. They
     # are kept as (parameter, size, stride, offset) instead and made again, at backward, from
     # the parameter's resident memory of that moment.
+    #
+    # An offloaded block's forward keeps what it saves, but its input and the parameters, in
+    # host memory: each storage copied once (several saved tensors may share one; the storage
+    # itself held until the forward ends, so that its address names it alone), and brought
+    # back whole at the first of them its backward unpacks; bitwise what it saved.
     def _pack(self, t):
         try:
-            i = self.resident.get(t.untyped_storage().data_ptr())
+            storage = t.untyped_storage()
+            i = self.resident.get(storage.data_ptr())
         except RuntimeError:  # a tensor without storage (sparse, nested): as it is
             return t
         if i is None:
-            return t
+            if self.offloading is None or storage.data_ptr() == self.offloading[0]:
+                return t
+            return self._to_host(t, storage)
         return (_PARAM_VIEW, i, tuple(t.size()), tuple(t.stride()), t.storage_offset())
 
+    def _to_host(self, t, storage):
+        copies = self.offloading[1]
+        entry = copies.get(storage.data_ptr())
+        if entry is None:
+            host = _torch.empty(storage.nbytes(), dtype=_torch.uint8, device="cpu",
+                                pin_memory=self.device.type == "cuda")
+            host.untyped_storage().copy_(storage)
+            entry = copies[storage.data_ptr()] = [host, None, storage]
+            self.offloaded_bytes += storage.nbytes()
+        return (_ON_HOST, entry, t.dtype, tuple(t.size()), tuple(t.stride()), t.storage_offset())
+
     def _unpack(self, packed):
+        if isinstance(packed, tuple) and packed and packed[0] is _ON_HOST:
+            _, entry, dtype, size, stride, offset = packed
+            if entry[1] is None:  # back on the device, once for all that share it
+                back = _torch.empty(entry[0].numel(), dtype=_torch.uint8, device=self.device)
+                back.untyped_storage().copy_(entry[0].untyped_storage())
+                entry[0], entry[1], entry[2] = None, back.untyped_storage(), None
+            return _torch.empty(0, dtype=dtype, device=self.device).set_(entry[1], offset, size,
+                                                                         stride)
         if not (isinstance(packed, tuple) and packed and packed[0] is _PARAM_VIEW):
             return packed
         _, i, size, stride, offset = packed
@@ -1510,6 +1552,7 @@ class wrap:
                     self._ordered(self.rt.op_end)
             self._ordered(self.rt.iteration_end)
             self.in_iteration = False
+            self.offloaded_last = self.offloaded_bytes
             self.version += 1
         if self.loss_scale is not None:
             self.loss_scale.update(overflowed)
@@ -1588,7 +1631,12 @@ class wrap:
 
     @property
     def stats(self):
-        return self.rt.stats if self.rt is not None else self.final_stats
+        """The runtime's figures, its chunks' bytes moved with the offloaded blocks' saved
+        tensors (copied to host memory and back, as the plan's predictions count them)."""
+        s = dict(self.rt.stats if self.rt is not None else self.final_stats)
+        s["h2d_bytes"] += self.offloaded_last
+        s["d2h_bytes"] += self.offloaded_last
+        return s
 
 
 def unwrap(model):

@@ -147,6 +147,43 @@ class TestProfile(unittest.TestCase):
         self.assertEqual(plan.predictions["recompute"], [0, 1, 2, 3, 4])
         self.assertEqual(runs["keep"], runs["recompute"])
 
+    def test_wrap_replays_an_offloading_plan(self):
+        """A plan that offloads every block (plan(activations="offload")): wrap keeps what each
+        block's forward saves, but its input and the parameters, in host memory until its
+        backward; the losses bitwise those of the plan that keeps them, the bytes moved the
+        plan's (its chunks' and the blocks' activations, each way), no deviation."""
+        def make():
+            torch.manual_seed(0)
+            m = TinyLM()
+            return m, torch.optim.AdamW(m.parameters(), lr=1e-2), torch.randint(0, 64, (4, 8))
+
+        m, opt, x = make()
+        t = self.traced(m, x, opt)
+        runs = {}
+        for activations in ("keep", "offload"):
+            m, opt, x = make()
+            plan = stowage.plan(t, gpu="1GiB", activations=activations)
+            with st.wrap(m, opt, plan, t) as w:
+                losses = []
+                for _ in range(4):
+                    loss = self.loss_of(m, x)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+                    losses.append(loss.item())
+                runs[activations] = losses
+                checked = stowage.check(plan, t)
+                self.assertEqual(w.stats["deviations"], 0)
+                self.assertEqual(w.stats["h2d_bytes"], checked["h2d_bytes"])
+                self.assertEqual(w.stats["d2h_bytes"], checked["d2h_bytes"])
+            blocks = t.json()["blocks"]
+            moved = sum(b["saved_bytes"] - b["input_bytes"] for b in blocks)
+            self.assertEqual(w.offloaded_last, moved if activations == "offload" else 0)
+        self.assertEqual(plan.predictions["offload"], [0, 1, 2, 3, 4])
+        self.assertEqual(len(plan.predictions["activation_moves"]), 5)
+        self.assertGreater(moved, 0)
+        self.assertEqual(runs["keep"], runs["offload"])
+
     def test_cpu_memory_from_the_profiler(self):
         """On the CPU, non-model memory comes from the profiler's memory events: a stack of
         Linear(8, 8) on a 4 x 8 input allocates 128 bytes per output, each kept for backward."""

@@ -731,6 +731,38 @@ class TestHuggingFace(unittest.TestCase):
                 for k, v in weights.items():
                     self.assertTrue(torch.equal(v, runs[2][1][k]), (kind, k))
 
+    def test_blocks_recomputed_and_offloaded(self):
+        """GPT-2 and Llama with their decoder layers' activations kept, recomputed and
+        offloaded to host memory (plan(activations=...)): the losses bitwise across the three,
+        the bytes moved each way the plan's (its chunks' and the offloaded blocks' saved
+        tensors), no deviation."""
+        x = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+        for kind in ("gpt2", "llama"):
+            m = self.model(kind)
+            m.eval()
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+            start = {k: v.clone() for k, v in m.state_dict().items()}
+            with st.profile(m, opt) as p:
+                self.hf_step(m, opt, x)
+            t = p.trace()
+            names = [b["name"] for b in t.json()["blocks"]]
+            runs = {}
+            for activations in ("keep", "recompute", "offload"):
+                m.load_state_dict(start)
+                opt.state.clear()
+                plan = stowage.plan(t, gpu="1GiB", activations=activations)
+                with st.wrap(m, opt, plan, t) as w:
+                    runs[activations] = [self.hf_step(m, opt, x) for _ in range(3)]
+                    pred = stowage.check(plan, t)
+                    self.assertEqual(w.stats["h2d_bytes"], pred["h2d_bytes"], kind)
+                    self.assertEqual(w.stats["d2h_bytes"], pred["d2h_bytes"], kind)
+                    self.assertEqual(w.stats["deviations"], 0, kind)
+                if activations != "keep":
+                    self.assertEqual(len(plan.predictions[activations]), len(names), kind)
+            self.assertEqual(runs["keep"], runs["recompute"], kind)
+            self.assertEqual(runs["keep"], runs["offload"], kind)
+            self.assertIn("model.layers.1" if kind == "llama" else "transformer.h.1", names)
+
     def test_lora_with_peft(self):
         """LoRA adapters from peft on a Llama: the base frozen (its chunks without optimizer
         state, untouched), the adapters trained bitwise as plain PyTorch trains them, and
