@@ -31,6 +31,7 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
   o->budgets.cpu_bytes = hw->cpu_memory_bytes;
   o->gemini_fraction = -1;
   o->prefetch_bucket_elems = 50000000; /* DeepSpeed's stage3_prefetch_bucket_size */
+  o->activations = STW_ACTIVATIONS_AUTO;
 }
 
 const char *const stw_objective_names[] = { "time", "bytes", NULL };
@@ -772,12 +773,19 @@ check_nonmodel(const StwTrace *t, const StwPlannerOptions *o, GError **error)
   g_autofree char *budget = stw_size_format(o->budgets.gpu_bytes);
   g_autofree char *ob = stw_size_format(over);
   g_autofree char *need = stw_size_format(o->budgets.gpu_bytes + over);
+  /* what is left to lower the activations with; a trace the planner recomputed all of says so */
+  gboolean flash = t->model.attention == STW_ATTENTION_FLASH;
+  gboolean planned = t->blocks->len > 0 &&
+                     g_array_index(t->blocks, StwBlock, 0).choice == STW_BLOCK_RECOMPUTE;
+  const char *means = t->model.checkpointing ? (flash ? "" : " (--attention flash)")
+                      : flash                ? " (--checkpointing)"
+                                             : " (--checkpointing, --attention flash)";
   g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
               "no plan fits a GPU budget of %s: at op %u (%s, %s) the non-model memory "
-              "alone, with the reserve, needs %s, %s short, before any chunk. The smallest "
+              "alone, with the reserve, needs %s, %s short, before any chunk%s. The smallest "
               "budget any plan can use is above %s; reduce the batch, sequence length or "
-              "activation memory (--checkpointing, --attention flash)", budget, k,
-              op->name, stw_stage_name(op->stage), need, ob, need);
+              "activation memory%s", budget, k, op->name, stw_stage_name(op->stage), need, ob,
+              t->model.checkpointing && planned ? ", every block recomputed" : "", need, means);
   return FALSE;
 }
 

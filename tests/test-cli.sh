@@ -109,9 +109,13 @@ expect 2 "--top: '-1' is not valid" "inspect --top -1" -- $S inspect --top -1 "$
 
 # plan and check
 TR=$STW_SRCDIR/traces/gpt2-b8-s1024.json
-expect 0 "moves        294.48 MiB H2D + 220.86 MiB D2H per iteration; lower bound 368.10 MiB" "plan gpt2 at 9 GiB" -- \
+expect 0 "activations  1 of 12 blocks recomputed in backward (h0), the others kept" "plan gpt2 at 9 GiB (its activations decided: auto, the default)" -- \
   $S plan "$TR" --gpu 9GiB -o "$T/p.json"
-expect 0 "is sound for $TR: 348 ops" "the plan checks" -- $S check "$T/p.json" "$TR"
+grep -q '"recompute":\[0\]' "$T/p.json" && grep -q '"h2d_bytes":77195264,"d2h_bytes":77195264,' "$T/p.json"
+tap_result $? "the plan recomputes h0 and moves 73.62 MiB each way"
+expect 0 "moves        294.48 MiB H2D + 220.86 MiB D2H per iteration; lower bound 368.10 MiB" "plan gpt2 at 9 GiB keeping every block" -- \
+  $S plan "$TR" --gpu 9GiB --activations keep -o "$T/pk.json"
+expect 0 "is sound for $TR: 356 ops" "the plan checks (its ops with h0's recomputation)" -- $S check "$T/p.json" "$TR"
 expect 0 "policy patrickstar" "plan with a baseline policy" -- $S plan "$TR" --gpu 9GiB --policy patrickstar -o "$T/ps.json"
 expect 0 "is sound" "the baseline's plan checks" -- $S check "$T/ps.json" "$TR"
 expect 0 "chunk size 40,000,256 elements" "a fixed chunk size" -- $S plan "$TR" --gpu 9GiB --chunk-size 40000256 -o "$T/pf.json"
@@ -119,8 +123,9 @@ expect 1 "chunk size 1000 elements is below the largest tensor (wte, 38597376 el
   $S plan "$TR" --gpu 9GiB --chunk-size 1000 -o "$T/bad.json"
 expect 0 "chunk size 1,000,000 elements" "oversized tensors allowed" -- $S plan "$TR" --gpu 9GiB --chunk-size 1000000 --oversized -o "$T/po.json"
 expect 0 "is sound" "the oversized plan checks" -- $S check "$T/po.json" "$TR"
-expect 1 "no plan fits a GPU budget of 7.00 GiB: at op 99 (loss, fwd)" "a budget below the activations" -- $S plan "$TR" --gpu 7GiB -o "$T/bad.json"
-expect 1 "cannot fit the host budget of 1.00 GiB: its plans that fit the GPU need at least 3.45 GiB of host memory (chunks, and 2.00 GiB per rank for the process)" "a CPU budget too small" -- $S plan "$TR" --gpu 8GiB --cpu 1GiB -o "$T/bad.json"
+expect 1 "no plan fits a GPU budget of 7.00 GiB: at op 99 (loss, fwd)" "a budget below the activations kept" -- $S plan "$TR" --gpu 7GiB --activations keep -o "$T/bad.json"
+expect 1 "no plan fits a GPU budget of 3.00 GiB: at op 99 (loss, fwd) the non-model memory alone, with the reserve, needs 3.23 GiB, 237.28 MiB short, before any chunk, every block recomputed. The smallest budget any plan can use is above 3.23 GiB; reduce the batch, sequence length or activation memory (--attention flash)" "a budget below the activations with every block recomputed" -- $S plan "$TR" --gpu 3GiB -o "$T/bad.json"
+expect 1 "cannot fit the host budget of 1.00 GiB: its plans that fit the GPU need at least 3.45 GiB of host memory (chunks, and 2.00 GiB per rank for the process)" "a CPU budget too small" -- $S plan "$TR" --gpu 8GiB --cpu 1GiB --activations keep -o "$T/bad.json"
 test ! -e "$T/bad.json"; tap_result $? "failed plans wrote nothing"
 expect 2 "--gpu SIZE is required" "plan without a budget" -- $S plan "$TR" -o "$T/bad.json"
 expect 2 "--gpu: '16 GB of RAM' is not a size" "a bad budget" -- $S plan "$TR" --gpu "16 GB of RAM" -o "$T/bad.json"
@@ -141,7 +146,7 @@ expect 1 "cut.json: not valid JSON" "check a truncated plan" -- $S check "$T/cut
 expect 2 "expected a plan and a trace" "check with one file" -- $S check "$T/p.json"
 
 # simulate, compare, whatif, minmem, capacity, probe
-expect 0 "GPU memory  peak 8.96 GiB of 9.00 GiB" "simulate a plan" -- $S simulate "$T/p.json" "$TR" --chrome-trace "$T/ct.json" --svg "$T/t.svg"
+expect 0 "GPU memory  peak 8.81 GiB of 9.00 GiB" "simulate a plan" -- $S simulate "$T/p.json" "$TR" --chrome-trace "$T/ct.json" --svg "$T/t.svg"
 grep -q '"thread_name"' "$T/ct.json"; tap_result $? "the Chrome trace names its tracks"
 grep -q '</svg>' "$T/t.svg"; tap_result $? "the SVG is complete"
 expect 0 '"iteration_ns":' "simulate --json" -- $S simulate "$T/p.json" "$TR" --json
@@ -225,7 +230,7 @@ tap_result $? "probe --device host measures what the emulated device's copies co
 # a profile whose copies slow the compute beside them: simulate says by how much, and plans for it
 sed 's/"op_overhead_ns": 10000/"op_overhead_ns": 10000, "compute_on_host": true, "copy_interference": 1.0/; s/"name": "A100-80GB-PCIe4"/"name": "slowed"/' \
   "$STW_SRCDIR/hw/A100-80GB-PCIe4.json" > "$T/slowed.json"
-$S plan "$TR" --gpu 8GiB --hw "$T/slowed.json" -o "$T/slowed-plan.json" > /dev/null 2>&1
+$S plan "$TR" --gpu 8GiB --hw "$T/slowed.json" --activations keep -o "$T/slowed-plan.json" > /dev/null 2>&1
 expect 0 "of it slowed by copies on its cores" "simulate on a profile with copy interference" -- $S simulate "$T/slowed-plan.json" "$TR"
 expect 1 "no CUDA device" "probe --device cuda without a GPU, before measuring anything" -- $S probe --device cuda -o "$T/gpu.json"
 test ! -e "$T/gpu.json"; tap_result $? "and no profile is written"

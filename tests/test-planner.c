@@ -24,13 +24,25 @@ bundled(const char *name)
   return t;
 }
 
+/* T's plan under POLICY at GPU bytes, its blocks' activations as recorded (the chunk
+ * machinery's tests; plan_activations decides them). */
 static StwPlan *
 plan(const StwTrace *t, StwPolicy policy, guint64 gpu, StwObjective objective, GError **error)
 {
   StwPlannerOptions o;
   stw_test_planner_options(&o, policy, gpu, 8 * STW_TiB);
   o.objective = objective;
+  o.activations = STW_ACTIVATIONS_KEEP;
   return stw_planner_plan(t, "bundled", &o, error);
+}
+
+static StwPlan *
+plan_activations(const StwTrace *t, guint64 gpu, StwActivations activations)
+{
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, gpu, 8 * STW_TiB);
+  o.activations = activations;
+  return stw_planner_plan(t, "bundled", &o, NULL);
 }
 
 /* Plans, checks, and checks again after a trip through the file format. */
@@ -145,11 +157,31 @@ test_infeasible(void)
 {
   g_autoptr(StwTrace) t = bundled("gpt2-b8-s1024.json");
   GError *error = NULL;
-  /* the activations alone (7.59 GiB at the loss's backward) do not fit */
-  g_assert_null(plan(t, STW_POLICY_STOWAGE, 7 * STW_GiB, STW_OBJECTIVE_TIME, &error));
+  /* the activations alone do not fit: kept (7.59 GiB at the loss), and with every block
+   * recomputed (3.23 GiB), the leanest auto (the default) can make them */
+  g_assert_null(plan_activations(t, 7 * STW_GiB, STW_ACTIVATIONS_KEEP));
+  StwPlannerOptions keep;
+  stw_test_planner_options(&keep, STW_POLICY_STOWAGE, 7 * STW_GiB, 8 * STW_TiB);
+  keep.activations = STW_ACTIVATIONS_KEEP;
+  g_assert_null(stw_planner_plan(t, "bundled", &keep, &error));
   g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
   stw_assert_error_contains(error, "no plan fits a GPU budget of 7.00 GiB: at op 99 (loss, fwd) "
-                                   "the non-model memory alone, with the reserve, needs 7.59 GiB");
+                                   "the non-model memory alone, with the reserve, needs 7.59 GiB, "
+                                   "606.78 MiB short, before any chunk. The smallest budget any "
+                                   "plan can use is above 7.59 GiB; reduce the batch, sequence "
+                                   "length or activation memory (--checkpointing, --attention "
+                                   "flash)");
+  g_clear_error(&error);
+  g_assert_nonnull(plan_activations(t, 7 * STW_GiB, STW_ACTIVATIONS_AUTO));
+  StwPlannerOptions lean;
+  stw_test_planner_options(&lean, STW_POLICY_STOWAGE, 3 * STW_GiB, 8 * STW_TiB); /* auto */
+  g_assert_null(stw_planner_plan(t, "bundled", &lean, &error));
+  stw_assert_error_contains(error, "no plan fits a GPU budget of 3.00 GiB: at op 99 (loss, fwd) "
+                                   "the non-model memory alone, with the reserve, needs 3.23 GiB, "
+                                   "237.28 MiB short, before any chunk, every block recomputed. "
+                                   "The smallest budget any plan can use is above 3.23 GiB; "
+                                   "reduce the batch, sequence length or activation memory "
+                                   "(--attention flash)");
   /* the activations fit, but not beside the chunk: mini's two tensors share one chunk of
    * 1024 elements (2 KiB in fp16), and its ops peak at 192 bytes of activations */
   g_autofree char *mini_path = stw_test_fixture("traces/mini.json");
@@ -174,6 +206,7 @@ test_infeasible(void)
   stw_planner_options_init(&o, &hw);
   o.budgets.gpu_bytes = 9 * STW_GiB;
   o.budgets.cpu_bytes = STW_MiB;
+  o.activations = STW_ACTIVATIONS_KEEP; /* (recomputing, every chunk fits the GPU: 2.00 GiB) */
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
   stw_assert_error_contains(error, "policy stowage cannot fit the host budget of 1.00 MiB: its plans that fit the GPU need at least 2.48 GiB of host memory (chunks, and 2.00 GiB per rank for the process)");
   o.budgets.cpu_bytes = STW_TiB;
@@ -476,14 +509,6 @@ test_older_cost_model(void)
 }
 
 /* A plan of OPTIONS' activations for T at GPU bytes (NULL when none fits). */
-static StwPlan *
-plan_activations(const StwTrace *t, guint64 gpu, StwActivations activations)
-{
-  StwPlannerOptions o;
-  stw_test_planner_options(&o, STW_POLICY_STOWAGE, gpu, 8 * STW_TiB);
-  o.activations = activations;
-  return stw_planner_plan(t, "bundled", &o, NULL);
-}
 
 /* GPT-2 at batch 8 x 1024 (activations 7.59 GiB kept, 3.23 GiB recomputed): at 8 GiB keeping
  * stalls on CPU Adam and moves (133 ms), recomputing all costs a forward (74 ms), and auto

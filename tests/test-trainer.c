@@ -573,6 +573,79 @@ test_bad_input(void)
   be->free(be);
 }
 
+/* A plan that offloads every block replays bitwise the losses of keeping them; a plan whose
+ * moves do not match what the trainer's blocks keep, or whose blocks the trainer does not hand
+ * over, is refused by the runtime at the step, naming the block (check refuses such plans
+ * before; the runtime does not trust them either). */
+static void
+test_offload(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  GError *error = NULL;
+  StwRuntimeOptions prof = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE,
+                             .device_bytes = STW_GiB };
+  StwTrainer *p = trainer(&c, data, &prof, be);
+  float kept[3];
+  train(p, kept, 3);
+  StwTrace *trace = stw_trainer_trace(p); /* the runtime's */
+  g_assert_cmpuint(trace->blocks->len, ==, c.layers);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = STW_GiB;
+  o.activations = STW_ACTIVATIONS_OFFLOAD;
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "t", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->moves->len, ==, c.layers);
+  StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY,
+                           .device_bytes = STW_GiB, .plan = plan, .plan_trace = trace };
+  StwTrainer *r = trainer(&c, data, &rr, be);
+  float offloaded[3];
+  train(r, offloaded, 3);
+  for (int i = 0; i < 3; i++)
+    g_assert_cmpfloat(offloaded[i], ==, kept[i]);
+  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(r));
+  g_assert_cmpuint(st->h2d_bytes, ==, plan->pred.h2d_bytes);
+  g_assert_cmpuint(st->d2h_bytes, ==, plan->pred.d2h_bytes);
+  g_assert_cmpuint(st->peak_device_bytes, ==, plan->pred.peak_gpu_bytes);
+  g_assert_cmpuint(st->deviations, ==, 0);
+  stw_trainer_free(r);
+
+  float loss;
+  /* the bytes are not what the block keeps */
+  g_array_index(plan->moves, StwActivationMove, 1).bytes += 4;
+  r = trainer(&c, data, &rr, be);
+  g_assert_false(stw_trainer_step(r, &loss, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
+  g_autofree char *bytes = g_strdup_printf("block 1 keeps %" G_GUINT64_FORMAT " bytes of "
+                                           "activations for backward, and the plan offloads %"
+                                           G_GUINT64_FORMAT ": it was made for another model "
+                                           "or batch", g_array_index(plan->moves,
+                                           StwActivationMove, 1).bytes - 4,
+                                           g_array_index(plan->moves, StwActivationMove,
+                                           1).bytes);
+  stw_assert_error_contains(error, bytes);
+  stw_trainer_free(r);
+  g_array_index(plan->moves, StwActivationMove, 1).bytes -= 4;
+  /* a move for a block the trainer does not offload */
+  g_array_remove_index(plan->offload, 0);
+  r = trainer(&c, data, &rr, be);
+  g_assert_false(stw_trainer_step(r, &loss, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
+  g_autofree char *want = g_strdup_printf("block 0's activations were not handed over by the end "
+                                          "of its forward (moment %u), and the plan offloads "
+                                          "them", g_array_index(plan->moves, StwActivationMove,
+                                                                0).out_moment);
+  stw_assert_error_contains(error, want);
+  stw_trainer_free(r);
+  stw_trainer_free(p);
+  be->free(be);
+}
+
 /* Rewrites the checkpoint BYTES (LEN) with the 8-byte header field at OFFSET set to VALUE, or
  * the first master weight set to NaN (OFFSET 0), and its checksum made right again: a file edited
  * by someone who knows the format. */
@@ -661,5 +734,6 @@ main(int argc, char **argv)
   g_test_add_func("/trainer/checkpoint", test_checkpoint);
   g_test_add_func("/trainer/checkpoint-fields", test_checkpoint_fields);
   g_test_add_func("/trainer/bad-input", test_bad_input);
+  g_test_add_func("/trainer/offload", test_offload);
   return g_test_run();
 }

@@ -199,7 +199,16 @@ class TestParity(unittest.TestCase):
         self.check(PROBE_REFUSALS, None)
         cli, _ = run_cli("probe", None, ["--device", "host"])
         py, _ = run_python("probe", None, dict(device="host"))
-        self.assertEqual(shape(py), shape(cli))
+
+        def measured_only(record):
+            """RECORD without copy_interference, which a profile holds only where the probe
+            measured the copies slowing its cores (on a loaded machine, one probe may and the
+            other not)."""
+            if isinstance(record, dict):
+                return {k: measured_only(v) for k, v in record.items()
+                        if k != "copy_interference"}
+            return record
+        self.assertEqual(shape(measured_only(py)), shape(measured_only(cli)))
         for key in ("format", "version", "name"):
             self.assertEqual(py["profile"][key], cli["profile"][key])
         self.assertEqual(py["profile"]["gpu"]["model"], "stowage host backend (emulated device)")
