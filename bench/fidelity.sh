@@ -4,8 +4,9 @@
 # --profile`), plans its trace at several budgets and policies against that profile, replays
 # every plan, and compares the predicted iteration time and GPU peak with the measured ones
 # (median step of the replay; the runtime's device peak). The stowage policy's plans are made with
-# its blocks kept, recomputed and chosen (--activations keep, recompute, auto; the trainer
-# replays the recomputation). Prints a Markdown report with the
+# its blocks kept, recomputed, offloaded and chosen (--activations keep, recompute, offload, and
+# auto, the default; the trainer replays the recomputation and the copies). Prints a Markdown
+# report with the
 # error of every case and their mean absolute percentage. STW_FIDELITY_DEVICE=cuda does the same
 # on GPU 0 (`probe --device cuda` over the profile STW_FIDELITY_BASE, default H200-SXM-141GB;
 # `train --device cuda`); STW_FIDELITY_SHAPES replaces the shapes ("L C H T B" each, ';' apart);
@@ -54,8 +55,9 @@ for shape in $shapes; do
   pb=$(bytes $peak)
   for share in 25 50 100; do
     budget=$(( pb + mb * share / 100 + 1048576 ))
-    # the stowage policy with its blocks kept, recomputed, and chosen (--activations)
-    for policy in stowage stowage/recompute stowage/auto lru zero-infinity; do
+    # the stowage policy with its blocks chosen (auto, the default), kept, recomputed and
+    # offloaded (--activations)
+    for policy in stowage stowage/keep stowage/recompute stowage/offload lru zero-infinity; do
       plan=$tmp/$name-$share-$(echo "$policy" | tr / -).json
       activations=
       case $policy in */*) activations="--activations ${policy#*/}" ;; esac

@@ -777,14 +777,18 @@ check_nonmodel(const StwTrace *t, const StwPlannerOptions *o, GError **error)
   gboolean flash = t->model.attention == STW_ATTENTION_FLASH;
   gboolean planned = t->blocks->len > 0 &&
                      g_array_index(t->blocks, StwBlock, 0).choice == STW_BLOCK_RECOMPUTE;
-  const char *means = t->model.checkpointing ? (flash ? "" : " (--attention flash)")
-                      : flash                ? " (--checkpointing)"
-                                             : " (--checkpointing, --attention flash)";
+  const char *means = t->model.checkpointing
+                          ? (flash ? "the batch or the sequence length"
+                                   : "the batch, sequence length or activation memory (--attention "
+                                     "flash)")
+                      : flash ? "the batch, sequence length or activation memory (--checkpointing)"
+                              : "the batch, sequence length or activation memory "
+                                "(--checkpointing, --attention flash)";
   g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
               "no plan fits a GPU budget of %s: at op %u (%s, %s) the non-model memory "
               "alone, with the reserve, needs %s, %s short, before any chunk%s. The smallest "
-              "budget any plan can use is above %s; reduce the batch, sequence length or "
-              "activation memory%s", budget, k, op->name, stw_stage_name(op->stage), need, ob,
+              "budget any plan can use is above %s; reduce %s", budget, k, op->name,
+              stw_stage_name(op->stage), need, ob,
               t->model.checkpointing && planned ? ", every block recomputed" : "", need, means);
   return FALSE;
 }
