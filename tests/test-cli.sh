@@ -284,6 +284,9 @@ moved=$(echo "$out" | sed -n 's/.*moves \([0-9.]* [KMG]*i*B\) H2D.*/\1/p')
 grep -q "device peak $peak of 400.00 KiB; 0 deviations" "$T/off.log" &&
   [ "$(grep -c "^step .*H2D $moved  D2H $moved\$" "$T/off.log")" = 3 ]
 tap_result $? "the offloading replay peaks where the plan says ($peak) and moves its $moved each way" "$(cat "$T/off.log")"
+expect 1 "its trace was recorded for flash attention, and this run has naive attention" \
+  "an offloading plan replayed with another attention (other activations) is refused by name" -- \
+  $S train $M --steps 1 --attention naive --plan "$T/to.json"
 grep -q "device peak .* of 400.00 KiB; 0 deviations" "$T/rep.log"; tap_result $? "the replay stayed in its budget without deviations" "$(tail -1 "$T/rep.log")"
 expect 0 "step    4" "resume from a checkpoint" -- $S train $M --steps 1 --resume "$T/c.ckpt"
 head -c 100 "$T/c.ckpt" > "$T/bad.ckpt"
