@@ -413,17 +413,7 @@ stw_bind_plan_predictions(const StwPlan *plan)
                                                            plan->recompute->len));
   cJSON_AddItemToObject(o, "offload", stw_json_u64_array((const guint32 *)plan->offload->data,
                                                          plan->offload->len));
-  cJSON *moves = cJSON_AddArrayToObject(o, "activation_moves");
-  for (guint i = 0; i < plan->moves->len; i++) {
-    const StwActivationMove *m = &g_array_index(plan->moves, StwActivationMove, i);
-    cJSON *x = cJSON_CreateObject();
-    stw_json_add_u64(x, "block", m->block);
-    cJSON_AddItemToObject(x, "out", stw_json_u64_array((guint32[]){ m->out_moment, m->out_done },
-                                                       2));
-    cJSON_AddItemToObject(x, "in", stw_json_u64_array((guint32[]){ m->in_moment, m->in_done }, 2));
-    stw_json_add_u64(x, "bytes", m->bytes);
-    cJSON_AddItemToArray(moves, x);
-  }
+  cJSON_AddItemToObject(o, "activation_moves", stw_json_activation_moves(plan->moves));
   return print(o);
 }
 

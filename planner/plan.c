@@ -319,18 +319,7 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
   if (p->offload->len > 0) {
     cJSON_AddItemToObject(tr, "offload", stw_json_u64_array((const guint32 *)p->offload->data,
                                                             p->offload->len));
-    cJSON *moves = cJSON_AddArrayToObject(tr, "activation_moves");
-    for (guint i = 0; i < p->moves->len; i++) {
-      const StwActivationMove *m = &g_array_index(p->moves, StwActivationMove, i);
-      cJSON *o = cJSON_CreateObject();
-      stw_json_add_u64(o, "block", m->block);
-      cJSON_AddItemToObject(o, "out", stw_json_u64_array((guint32[]){ m->out_moment,
-                                                                      m->out_done }, 2));
-      cJSON_AddItemToObject(o, "in", stw_json_u64_array((guint32[]){ m->in_moment,
-                                                                     m->in_done }, 2));
-      stw_json_add_u64(o, "bytes", m->bytes);
-      cJSON_AddItemToArray(moves, o);
-    }
+    cJSON_AddItemToObject(tr, "activation_moves", stw_json_activation_moves(p->moves));
   }
   cJSON_AddStringToObject(root, "policy", stw_policy_names[p->policy]);
   cJSON *b = cJSON_AddObjectToObject(root, "budgets");
@@ -704,21 +693,13 @@ static gboolean
 read_moments(StwJsonReader *r, const cJSON *obj, const char *key, guint32 *first,
              guint32 *done, GError **error)
 {
-  const cJSON *arr = NULL;
-  if (!stw_json_get_array(r, obj, key, TRUE, 2, &arr, error))
+  guint64 v[2];
+  if (!stw_json_get_pair(r, obj, key, STW_TRACE_MAX_OPS, "[moment, done]: two moments", v,
+                         error))
     return FALSE;
-  gsize saved = stw_json_push_key(r, key);
-  guint64 v[2] = { 0, 0 };
-  guint k = 0;
-  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
-    gsize s2 = stw_json_push_index(r, k);
-    if (!stw_json_as_u64(r, c, 0, STW_TRACE_MAX_OPS, &v[k], error))
-      return FALSE;
-    stw_json_pop(r, s2);
-  }
-  if (k != 2 || v[1] < v[0])
-    return stw_json_fail(r, error, "expected [moment, done], done at or after the moment");
-  stw_json_pop(r, saved);
+  if (v[1] < v[0])
+    return stw_json_fail_at(r, key, error, "[%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]: "
+                            "a copy is done at or after the moment it is issued", v[0], v[1]);
   *first = (guint32)v[0];
   *done = (guint32)v[1];
   return TRUE;

@@ -7,6 +7,8 @@
 
 #include <stowage/trace.h>
 
+#include "json.h"
+
 const char *const stw_block_choice_names[] = { "keep", "recompute", "offload", NULL };
 
 /* What recomputing (or offloading) block B frees between its forward and its recomputation: what it keeps,
@@ -147,6 +149,23 @@ stw_activation_moves_host_peak(const GArray *moves)
     peak = MAX(peak, held);
   }
   return peak;
+}
+
+cJSON *
+stw_json_activation_moves(const GArray *moves)
+{
+  cJSON *arr = cJSON_CreateArray();
+  for (guint i = 0; i < moves->len; i++) {
+    const StwActivationMove *m = &g_array_index(moves, StwActivationMove, i);
+    cJSON *o = cJSON_CreateObject();
+    stw_json_add_u64(o, "block", m->block);
+    cJSON_AddItemToObject(o, "out", stw_json_u64_array((guint32[]){ m->out_moment, m->out_done },
+                                                       2));
+    cJSON_AddItemToObject(o, "in", stw_json_u64_array((guint32[]){ m->in_moment, m->in_done }, 2));
+    stw_json_add_u64(o, "bytes", m->bytes);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
 }
 
 /* C's offloaded blocks off the device between their moves. */

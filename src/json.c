@@ -488,6 +488,27 @@ stw_json_get_object(const StwJsonReader *r, const cJSON *obj, const char *key,
 }
 
 gboolean
+stw_json_get_pair(StwJsonReader *r, const cJSON *obj, const char *key, guint64 max,
+                  const char *what, guint64 out[2], GError **error)
+{
+  const cJSON *arr = NULL;
+  if (!stw_json_get_array(r, obj, key, TRUE, 2, &arr, error))
+    return FALSE;
+  if (cJSON_GetArraySize(arr) != 2)
+    return stw_json_fail_at(r, key, error, "expected %s", what);
+  gsize saved = stw_json_push_key(r, key);
+  guint k = 0;
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
+    gsize s2 = stw_json_push_index(r, k);
+    if (!stw_json_as_u64(r, c, 0, max, &out[k], error))
+      return FALSE;
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
+gboolean
 stw_json_get_array(const StwJsonReader *r, const cJSON *obj, const char *key,
                    gboolean required, gsize max_len, const cJSON **out, GError **error)
 {

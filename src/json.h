@@ -102,6 +102,10 @@ gboolean stw_json_check_object(const StwJsonReader *r, const cJSON *obj,
  * a present member of the wrong type or range always fails. */
 gboolean stw_json_get_object(const StwJsonReader *r, const cJSON *obj, const char *key,
                              gboolean required, const cJSON **out, GError **error);
+/* OBJ's member KEY, required: a pair of integers up to MAX, into OUT; else FALSE with ERROR
+ * saying "expected WHAT" (e.g. "[first, last]: two op indices"). */
+gboolean stw_json_get_pair(StwJsonReader *r, const cJSON *obj, const char *key, guint64 max,
+                           const char *what, guint64 out[2], GError **error);
 gboolean stw_json_get_array(const StwJsonReader *r, const cJSON *obj, const char *key,
                             gboolean required, gsize max_len, const cJSON **out, GError **error);
 gboolean stw_json_get_string(const StwJsonReader *r, const cJSON *obj, const char *key,
@@ -128,6 +132,9 @@ cJSON *stw_json_u64(guint64 v);
 void stw_json_add_u64(cJSON *obj, const char *key, guint64 v);
 void stw_json_add_double(cJSON *obj, const char *key, double v);
 cJSON *stw_json_u64_array(const guint32 *v, gsize n);
+/* MOVES (StwActivationMove, trace.h) as a plan file holds them: [{"block", "out": [moment,
+ * done], "in": [moment, done], "bytes"}] (src/activations.c). */
+cJSON *stw_json_activation_moves(const GArray *moves);
 
 /* Prints ROOT with one top-level key per line and one array element per line. */
 char *stw_json_print_lines(const cJSON *root);

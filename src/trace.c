@@ -934,21 +934,10 @@ static gboolean
 read_range(StwJsonReader *r, const cJSON *obj, const char *key, guint32 *first, guint32 *last,
            GError **error)
 {
-  const cJSON *arr = NULL;
-  if (!stw_json_get_array(r, obj, key, TRUE, 2, &arr, error))
-    return FALSE;
-  if (cJSON_GetArraySize(arr) != 2)
-    return stw_json_fail_at(r, key, error, "expected [first, last]: two op indices");
   guint64 v[2];
-  gsize saved = stw_json_push_key(r, key);
-  guint k = 0;
-  for (const cJSON *c = arr->child; c != NULL; c = c->next, k++) {
-    gsize s2 = stw_json_push_index(r, k);
-    if (!stw_json_as_u64(r, c, 0, STW_TRACE_MAX_OPS, &v[k], error))
-      return FALSE;
-    stw_json_pop(r, s2);
-  }
-  stw_json_pop(r, saved);
+  if (!stw_json_get_pair(r, obj, key, STW_TRACE_MAX_OPS, "[first, last]: two op indices", v,
+                         error))
+    return FALSE;
   *first = (guint32)v[0];
   *last = (guint32)v[1];
   return TRUE;

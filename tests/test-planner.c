@@ -632,6 +632,10 @@ test_activations_offload(void)
     { "\"offload\":[0,1,2,3,4,5,6,7,8,9,10,11]", "\"offload\":[0,1,2,3,4,5,6,7,8,9,10]",
       "$.trace.activation_moves: 12 moves, and the plan offloads 11 blocks" },
     { "\"out\":[9,17]", "\"out\":[9,17,25]", "$.trace.activation_moves[0].out" },
+    { "\"out\":[9,17]", "\"out\":[17,9]", "$.trace.activation_moves[0].out: [17, 9]: a copy is "
+      "done at or after the moment it is issued" },
+    { "\"out\":[9,17]", "\"out\":[9]", "$.trace.activation_moves[0].out: expected [moment, "
+      "done]: two moments" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_assert_nonnull(strstr(text, cases[i].from));
