@@ -172,7 +172,8 @@ test_infeasible(void)
                                    "length or activation memory (--checkpointing, --attention "
                                    "flash)");
   g_clear_error(&error);
-  g_assert_nonnull(plan_activations(t, 7 * STW_GiB, STW_ACTIVATIONS_AUTO));
+  g_autoptr(StwPlan) recomputing = plan_activations(t, 7 * STW_GiB, STW_ACTIVATIONS_AUTO);
+  g_assert_nonnull(recomputing);
   StwPlannerOptions lean;
   stw_test_planner_options(&lean, STW_POLICY_STOWAGE, 3 * STW_GiB, 8 * STW_TiB); /* auto */
   g_assert_null(stw_planner_plan(t, "bundled", &lean, &error));

@@ -33,6 +33,7 @@
 /* the runtime: chunks on a device, moved as a plan says */
 #include <stowage/backend.h>
 #include <stowage/runtime.h>
+#include <stowage/storage.h>
 #include <stowage/comm.h>
 
 /* the trainer: a GPT whose model state lives in runtime chunks */

@@ -1,0 +1,216 @@
+/* test-storage.c — files on a storage device: asynchronous reads and writes, and what a
+ * directory that cannot hold them says. */
+#include "config.h"
+
+#include <stowage/storage.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "testutil.h"
+
+/* A scratch directory on the build tree's file system (not tmpfs: O_DIRECT there). */
+static char *
+scratch(void)
+{
+  char *dir = g_strdup_printf("%s/stw-storage.XXXXXX", g_get_current_dir());
+  g_assert_nonnull(g_mkdtemp(dir));
+  return dir;
+}
+
+/* 64 requests of 64 KiB, 8 in flight, written with a pattern and read back in another order:
+ * every byte where it was written, every tag back once; the files go with the storage. */
+static void
+round_trip(void)
+{
+  g_autofree char *dir = scratch();
+  GError *error = NULL;
+  StwStorage *s = stw_storage_open(dir, 8, &error);
+  g_assert_no_error(error);
+  const StwStorageInfo *in = stw_storage_info(s);
+  g_test_message("engine %s, direct %d, %s: %s", in->engine, in->direct, in->fs_type,
+                 in->fallback);
+  g_assert_cmpuint(in->queue_depth, ==, 8);
+  g_assert_cmpuint(in->free_bytes, >, 0);
+#ifdef STW_HAVE_LIBURING
+  if (g_getenv("STOWAGE_STORAGE_ENGINE") != NULL) {
+    g_assert_cmpstr(in->engine, ==, "threads");
+    g_assert_nonnull(strstr(in->fallback, "STOWAGE_STORAGE_ENGINE=threads: a pool of threads"));
+  } else {
+    g_assert_true(strcmp(in->engine, "io_uring") == 0 ||
+                  strstr(in->fallback, "io_uring unavailable (") != NULL);
+  }
+#else
+  g_assert_cmpstr(in->engine, ==, "threads");
+#endif
+  const gsize piece = 64 * 1024, n = 64;
+  gint f = stw_storage_create(s, "chunks", piece * n, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(f, ==, 0);
+  g_autofree char *path = g_build_filename(dir, "chunks", NULL);
+  struct stat st;
+  g_assert_cmpint(stat(path, &st), ==, 0);
+  g_assert_cmpuint((guint64)st.st_size, ==, piece * n);
+  guint8 *out = stw_storage_buffer(piece * n), *in_buf = stw_storage_buffer(piece * n);
+  for (gsize i = 0; i < piece * n; i++)
+    out[i] = (guint8)(i * 131 + i / 4096);
+  guint64 tags[64];
+  guint seen = 0;
+  for (guint k = 0; k < n; k++) {
+    g_assert_true(stw_storage_submit(s, 0, TRUE, out + k * piece, piece, k * piece, 1000 + k,
+                                     &error));
+    g_assert_cmpuint(stw_storage_in_flight(s), ==, k + 1); /* done or not, until collected */
+  }
+  while (stw_storage_in_flight(s) > 0) {
+    gint got = stw_storage_complete(s, 1, tags + seen, 64 - seen, &error);
+    g_assert_no_error(error);
+    seen += (guint)got;
+  }
+  g_assert_cmpuint(seen, ==, n);
+  guint64 sum = 0;
+  for (guint k = 0; k < n; k++)
+    sum += tags[k];
+  g_assert_cmpuint(sum, ==, 1000 * n + n * (n - 1) / 2);
+  for (guint k = n; k-- > 0;) /* backwards */
+    g_assert_true(stw_storage_submit(s, 0, FALSE, in_buf + k * piece, piece, k * piece, k,
+                                     &error));
+  g_assert_cmpint(stw_storage_complete(s, 64, tags, 64, &error), ==, 64);
+  g_assert_cmpint(memcmp(out, in_buf, piece * n), ==, 0);
+  /* a request O_DIRECT cannot take */
+  if (in->direct) {
+    g_assert_false(stw_storage_submit(s, 0, FALSE, in_buf + 1, piece, 0, 0, &error));
+    stw_assert_error_contains(error, "not aligned to 4096 bytes, which O_DIRECT needs");
+  }
+  g_assert_false(stw_storage_submit(s, 3, FALSE, in_buf, piece, 0, 0, &error));
+  stw_assert_error_contains(error, "storage: no file 3 (1 made)");
+  stw_storage_close(s);
+  g_assert_cmpint(stat(path, &st), !=, 0); /* removed */
+  stw_storage_buffer_free(out);
+  stw_storage_buffer_free(in_buf);
+  g_rmdir(dir);
+}
+
+static void
+test_round_trip(void)
+{
+  round_trip();
+}
+
+/* The same through the pool of threads (io_uring's stand-in where the kernel refuses it). */
+static void
+test_round_trip_threads(void)
+{
+  g_setenv("STOWAGE_STORAGE_ENGINE", "threads", TRUE);
+  round_trip();
+  g_unsetenv("STOWAGE_STORAGE_ENGINE");
+}
+
+/* A file cut short behind the storage's back: the read past its end comes back short, and says
+ * so with the file, the offset and the bytes. */
+static void
+test_truncated(void)
+{
+  g_autofree char *dir = scratch();
+  GError *error = NULL;
+  g_autoptr(StwStorage) s = stw_storage_open(dir, 2, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(stw_storage_create(s, "c0", 1 << 20, &error), ==, 0);
+  g_autofree char *path = g_build_filename(dir, "c0", NULL);
+  g_assert_cmpint(truncate(path, 1 << 19), ==, 0);
+  guint8 *buf = stw_storage_buffer(1 << 20);
+  guint64 tag;
+  g_assert_true(stw_storage_submit(s, 0, FALSE, buf, 1 << 20, 0, 7, &error));
+  g_assert_cmpint(stw_storage_complete(s, 1, &tag, 1, &error), ==, -1);
+  g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
+  g_autofree char *want = g_strdup_printf("storage file %s: a read of 1048576 bytes at 0 moved "
+                                          "524288 (the file is shorter than it was made", path);
+  stw_assert_error_contains(error, want);
+  g_assert_cmpuint(stw_storage_in_flight(s), ==, 0);
+  stw_storage_buffer_free(buf);
+  g_clear_pointer(&s, stw_storage_close);
+  g_rmdir(dir);
+}
+
+/* Directories that cannot hold the files, and names and depths refused. */
+static void
+test_bad_directories(void)
+{
+  GError *error = NULL;
+  g_assert_null(stw_storage_open("/nonexistent/stw", 4, &error));
+  g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_DIRECTORY);
+  stw_assert_error_contains(error, "storage directory /nonexistent/stw: No such file or directory");
+  g_autofree char *dir = scratch();
+  g_autofree char *file = g_build_filename(dir, "plain", NULL);
+  g_assert_true(g_file_set_contents(file, "x", 1, NULL));
+  g_assert_null(stw_storage_open(file, 4, &error));
+  g_autofree char *want = g_strdup_printf("storage directory %s: not a directory", file);
+  stw_assert_error_contains(error, want);
+  g_assert_null(stw_storage_open(dir, 0, &error));
+  stw_assert_error_contains(error, "a queue depth of 0, expected 1 to 256");
+  if (access("/proc/sys", W_OK) != 0) { /* a read-only file system, where there is one */
+    g_assert_null(stw_storage_open("/proc/sys", 4, &error));
+    stw_assert_error_contains(error, "storage directory /proc/sys is not writable");
+  }
+  g_autoptr(StwStorage) s = stw_storage_open(dir, 4, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(stw_storage_create(s, "a/b", 4096, &error), ==, -1);
+  stw_assert_error_contains(error, "storage file \"a/b\": a name without '/'");
+  /* more than the file system can hold */
+  g_assert_cmpint(stw_storage_create(s, "huge", G_GUINT64_CONSTANT(1) << 62, &error), ==, -1);
+  g_assert_true(g_error_matches(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_FULL) ||
+                g_error_matches(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO));
+  stw_assert_error_contains(error, "4611686018427387904 bytes asked for, ");
+  g_clear_pointer(&s, stw_storage_close);
+  g_unlink(file);
+  g_rmdir(dir);
+}
+
+/* tmpfs, where there is one: O_DIRECT works on some kernels' tmpfs and not on others'; where it
+ * does not, the storage says so and falls back to buffered I/O, which still round-trips. */
+static void
+test_tmpfs(void)
+{
+  if (!g_file_test("/dev/shm", G_FILE_TEST_IS_DIR) || access("/dev/shm", W_OK) != 0) {
+    g_test_skip("no writable /dev/shm");
+    return;
+  }
+  char dir[] = "/dev/shm/stw-storage.XXXXXX";
+  g_assert_nonnull(g_mkdtemp(dir));
+  GError *error = NULL;
+  g_autoptr(StwStorage) s = stw_storage_open(dir, 2, &error);
+  g_assert_no_error(error);
+  const StwStorageInfo *in = stw_storage_info(s);
+  g_test_message("%s: direct %d: %s", in->fs_type, in->direct, in->fallback);
+  if (!in->direct)
+    g_assert_nonnull(strstr(in->fallback, "O_DIRECT refused on tmpfs ("));
+  g_assert_cmpint(stw_storage_create(s, "c", 8192, &error), ==, 0);
+  guint8 *buf = stw_storage_buffer(8192);
+  memset(buf, 0x5a, 8192);
+  guint64 tag;
+  g_assert_true(stw_storage_submit(s, 0, TRUE, buf, 8192, 0, 1, &error));
+  g_assert_cmpint(stw_storage_complete(s, 1, &tag, 1, &error), ==, 1);
+  memset(buf, 0, 8192);
+  g_assert_true(stw_storage_submit(s, 0, FALSE, buf, 8192, 0, 2, &error));
+  g_assert_cmpint(stw_storage_complete(s, 1, &tag, 1, &error), ==, 1);
+  g_assert_cmpuint(tag, ==, 2);
+  g_assert_cmpuint(buf[8191], ==, 0x5a);
+  stw_storage_buffer_free(buf);
+  g_clear_pointer(&s, stw_storage_close);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/storage/round-trip", test_round_trip);
+  g_test_add_func("/storage/round-trip-threads", test_round_trip_threads);
+  g_test_add_func("/storage/truncated", test_truncated);
+  g_test_add_func("/storage/bad-directories", test_bad_directories);
+  g_test_add_func("/storage/tmpfs", test_tmpfs);
+  return g_test_run();
+}
