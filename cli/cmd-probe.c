@@ -67,6 +67,33 @@ print_device(const StwProbe *p)
            p->copy_interference);
 }
 
+static void
+print_storage(const StwProbe *p)
+{
+  g_autoptr(StwTable) tab = stw_table_new(3, "<storage request", "read", "write");
+  for (gsize i = 0; i < STW_PROBE_STORAGE_SIZES; i++) {
+    g_autofree char *sz = stw_size_format(p->storage_sizes[i]);
+    g_autofree char *r = g_strdup_printf("%.2f GB/s", p->storage_read_bytes_per_s[i] / 1e9);
+    g_autofree char *w = g_strdup_printf("%.2f GB/s", p->storage_write_bytes_per_s[i] / 1e9);
+    stw_table_row(tab, sz, r, w);
+  }
+  stw_table_print(tab, stdout);
+  g_autoptr(StwTable) depth = stw_table_new(2, "queue depth", "1 MiB reads");
+  for (gsize i = 0; i < STW_PROBE_STORAGE_DEPTHS; i++) {
+    g_autofree char *d = g_strdup_printf("%u", p->storage_depths[i]);
+    g_autofree char *b = g_strdup_printf("%.2f GB/s", p->storage_depth_read_bytes_per_s[i] / 1e9);
+    stw_table_row(depth, d, b);
+  }
+  stw_table_print(depth, stdout);
+  g_autofree char *fb = stw_size_format(p->storage_file_bytes);
+  printf("storage on %s through %s, %s, over a %s file; a 4 KiB read alone %" G_GUINT64_FORMAT
+         " ns\n", p->storage_fs, p->storage_engine,
+         p->storage_direct ? "O_DIRECT (the page cache bypassed)" : "buffered", fb,
+         p->storage_latency_ns);
+  if (p->storage_fallback[0] != '\0')
+    printf("storage: %s\n", p->storage_fallback);
+}
+
 /* With --collectives, every rank times them; then MPI ends, and only rank 0 goes on (*SPEAKS). */
 static gboolean
 ranks(const StwProbeOptions *o, StwProbe *p, gboolean *speaks, int *status)
@@ -91,7 +118,8 @@ ranks(const StwProbeOptions *o, StwProbe *p, gboolean *speaks, int *status)
 static StwRequest *
 parse(int argc, char **argv, char **output_out, gboolean *json)
 {
-  g_autofree char *base = NULL, *name = NULL, *output = NULL, *device = NULL;
+  g_autofree char *base = NULL, *name = NULL, *output = NULL, *device = NULL, *nvme = NULL,
+                  *nvme_depth = NULL;
   gboolean collectives = FALSE;
   GOptionEntry entries[] = {
     { "base", 0, 0, STW_OPTION_TEXT, &base,
@@ -104,6 +132,12 @@ parse(int argc, char **argv, char **output_out, gboolean *json)
       "also measure a device link as the profile's: host, the host backend's emulated device; "
       "cuda, GPU 0's pinned copies through the CUDA backend (by size both ways, latency)",
       "host|cuda" },
+    { "nvme", 0, 0, G_OPTION_ARG_FILENAME, &nvme,
+      "also measure the storage under this directory as the profile's storage: O_DIRECT reads "
+      "and writes by request size through io_uring (or threads), over a file of up to 1 GiB "
+      "made there and removed", "DIR" },
+    { "nvme-depth", 0, 0, STW_OPTION_TEXT, &nvme_depth,
+      "with --nvme: requests in flight (default 32)", "N" },
     { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
       "under mpirun: also measure the ranks' all-gathers and reduce-scatters by chunk size, as "
       "the profile's interconnect", NULL },
@@ -119,7 +153,11 @@ parse(int argc, char **argv, char **output_out, gboolean *json)
            "copies are GPU 0's as the runtime makes them.\n\n"
            "With --collectives, started by mpirun on N ranks, it first times the collectives of\n"
            "chunk groups between them (as `train` runs them), and rank 0 measures the rest.\n\n"
+           "With --nvme DIR, the storage under DIR too: its reads and writes by request size\n"
+           "at the queue depth, and 1 MiB reads by queue depth, bypassing the page cache where\n"
+           "the file system allows it (said where it does not), as the profile's storage.\n\n"
            "Example: stowage probe --base H100-80GB-PCIe5 -o my-host.json\n"
+           "         stowage probe --nvme /mnt/nvme0/scratch -o with-nvme.json\n"
            "         stowage probe --device cuda --base H200-SXM-141GB -o this-gpu.json\n"
            "         mpirun -np 2 stowage probe --device host --collectives -o ranks.json\n");
   const StwCliFile in[] = { { "--base", base } }, out[] = { { "--output", output } };
@@ -168,6 +206,8 @@ stw_cmd_probe(int argc, char **argv)
     print_host(&p);
     if (p.device != STW_PROBE_NO_DEVICE)
       print_device(&p);
+    if (p.storage)
+      print_storage(&p);
   }
   if (output != NULL && !stw_hardware_save(&p.profile, p.description, output, &error))
     status = stw_cli_error(error);

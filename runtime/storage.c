@@ -372,6 +372,23 @@ stw_storage_submit(StwStorage *s, guint file, gboolean write, gpointer buf, gsiz
   return TRUE;
 }
 
+gboolean
+stw_storage_flush(StwStorage *s, guint file, GError **error)
+{
+  if (file >= s->files->len)
+    return fail(error, STW_STORAGE_ERROR_IO, "storage: no file %u (%u made)", file,
+                s->files->len);
+  const File *f = &g_array_index(s->files, File, file);
+  if (fdatasync(f->fd) != 0)
+    return fail(error, STW_STORAGE_ERROR_IO, "storage file %s: fdatasync: %s", f->path,
+                g_strerror(errno));
+  int rc = s->info.direct ? 0 : posix_fadvise(f->fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (rc != 0)
+    return fail(error, STW_STORAGE_ERROR_IO, "storage file %s: posix_fadvise: %s", f->path,
+                g_strerror(rc));
+  return TRUE;
+}
+
 gint
 stw_storage_complete(StwStorage *s, guint min, guint64 *tags, guint max, GError **error)
 {

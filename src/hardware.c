@@ -24,7 +24,7 @@ static const StwJsonLimits hardware_limits = { .format = "stowage-hardware",
 
 static const char *const root_members[] = { "format", "version", "name", "description", "gpu",
                                             "pcie", "cpu", "interconnect", "node", "network",
-                                            "sources", NULL };
+                                            "storage", "sources", NULL };
 static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
                                            "flops_per_s", "matmul_efficiency",
                                            "matmul_half_time_ns", "memory_efficiency",
@@ -38,6 +38,10 @@ static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns",
                                             NULL };
 static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
                                             "host_memory_bytes_per_s", NULL };
+static const char *const storage_members[] = { "kind", "devices", "capacity_bytes",
+                                               "queue_depth", "latency_ns", "read", "write",
+                                               "gpudirect", NULL };
+static const char *const storage_kinds[] = { "nvme", NULL };
 
 /* The kinds of link a profile may name: GPU to GPU in a node, node to node. */
 static const char *const interconnect_kinds[] = { "pcie", "nvlink", "nvswitch", "xgmi", "mpi",
@@ -127,6 +131,37 @@ read_node(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
     return FALSE;
   hw->node_gpus = (guint32)gpus;
   hw->gpus_per_pcie_switch = (guint32)MAX(share, 1);
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
+/* The storage: its drives, capacity, queue depth, latency and curves both ways. */
+static gboolean
+read_storage(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
+{
+  const cJSON *st = NULL;
+  int kind = 0;
+  guint64 devices = 1, depth = 0;
+  if (!stw_json_get_object(r, root, "storage", FALSE, &st, error))
+    return FALSE;
+  if (st == NULL)
+    return TRUE;
+  gsize saved = stw_json_push_key(r, "storage");
+  if (!stw_json_check_object(r, st, storage_members, error) ||
+      !stw_json_get_enum(r, st, "kind", TRUE, storage_kinds, &kind, error) ||
+      !stw_json_get_u64(r, st, "devices", FALSE, 1, 256, &devices, error) ||
+      !stw_json_get_u64(r, st, "capacity_bytes", TRUE, 1, STW_JSON_INT_MAX, &hw->storage_bytes,
+                        error) ||
+      !stw_json_get_u64(r, st, "queue_depth", TRUE, 1, 65536, &depth, error) ||
+      !stw_json_get_u64(r, st, "latency_ns", TRUE, 0, 1000000000, &hw->storage_latency_ns,
+                        error) ||
+      !read_curve(r, st, "read", TRUE, hw->storage_read, &hw->n_storage_read, error) ||
+      !read_curve(r, st, "write", TRUE, hw->storage_write, &hw->n_storage_write, error) ||
+      !stw_json_get_bool(r, st, "gpudirect", FALSE, &hw->storage_gpudirect, error))
+    return FALSE;
+  g_strlcpy(hw->storage_kind, storage_kinds[kind], sizeof hw->storage_kind);
+  hw->storage_devices = (guint32)devices;
+  hw->storage_queue_depth = (guint32)depth;
   stw_json_pop(r, saved);
   return TRUE;
 }
@@ -224,7 +259,8 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
                    &hw->n_interconnect_by_size, error) &&
          read_node(r, root, hw, error) &&
          read_link(r, root, "network", network_kinds, hw->network_kind, sizeof hw->network_kind,
-                   &hw->network_bytes_per_s, &hw->network_latency_ns, NULL, NULL, error);
+                   &hw->network_bytes_per_s, &hw->network_latency_ns, NULL, NULL, error) &&
+         read_storage(r, root, hw, error);
 }
 
 gboolean
@@ -312,6 +348,18 @@ stw_hardware_to_json(const StwHardware *hw)
     cJSON_AddStringToObject(net, "kind", hw->network_kind);
     stw_json_add_double(net, "bytes_per_s", hw->network_bytes_per_s);
     stw_json_add_u64(net, "latency_ns", hw->network_latency_ns);
+  }
+  if (hw->storage_kind[0] != '\0') {
+    cJSON *st = cJSON_AddObjectToObject(root, "storage");
+    cJSON_AddStringToObject(st, "kind", hw->storage_kind);
+    stw_json_add_u64(st, "devices", MAX(hw->storage_devices, 1));
+    stw_json_add_u64(st, "capacity_bytes", hw->storage_bytes);
+    stw_json_add_u64(st, "queue_depth", hw->storage_queue_depth);
+    stw_json_add_u64(st, "latency_ns", hw->storage_latency_ns);
+    cJSON_AddItemToObject(st, "read", curve_to_json(hw->storage_read, hw->n_storage_read));
+    cJSON_AddItemToObject(st, "write", curve_to_json(hw->storage_write, hw->n_storage_write));
+    if (hw->storage_gpudirect)
+      cJSON_AddBoolToObject(st, "gpudirect", TRUE);
   }
   return root;
 }
@@ -417,6 +465,15 @@ stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinne
 {
   return pinned ? curve_at(hw->pinned, hw->n_pinned, bytes)
                 : curve_at(hw->pageable, hw->n_pageable, bytes);
+}
+
+double
+stw_hardware_storage_bandwidth(const StwHardware *hw, guint64 bytes, gboolean write)
+{
+  if (hw->storage_kind[0] == '\0')
+    return 0;
+  return write ? curve_at(hw->storage_write, hw->n_storage_write, bytes)
+               : curve_at(hw->storage_read, hw->n_storage_read, bytes);
 }
 
 double

@@ -235,6 +235,19 @@ expect 0 "of it slowed by copies on its cores" "simulate on a profile with copy 
 expect 1 "no CUDA device" "probe --device cuda without a GPU, before measuring anything" -- $S probe --device cuda -o "$T/gpu.json"
 test ! -e "$T/gpu.json"; tap_result $? "and no profile is written"
 expect 2 "--device: 'tpu' is not one of host, cuda" "probe on an unknown device" -- $S probe --device tpu
+# the storage tier: a directory measured (briefly), and directories that cannot be
+mkdir -p "$T/nvme"
+out=$(STOWAGE_PROBE_SECONDS=0.02 $S probe --nvme "$T/nvme" --nvme-depth 4 -o "$T/nvme.json" 2>&1)
+echo "$out" | grep -q "^storage on .* through \(io_uring\|threads\), .* over a .* file; a 4 KiB read alone [0-9]* ns" &&
+  echo "$out" | grep -q "^16.00 MiB  *[0-9.]* GB/s  *[0-9.]* GB/s" &&
+  grep -q '"storage": *{"kind":"nvme","devices":1,"capacity_bytes":[0-9]*,"queue_depth":4,' "$T/nvme.json" &&
+  $S hardware "$T/nvme.json" > /dev/null && [ -z "$(ls "$T/nvme")" ]
+tap_result $? "probe --nvme measures the storage's reads and writes into the profile, and leaves nothing behind" "$out"
+expect 1 "storage directory $T/gone: No such file or directory" "probe --nvme on a missing directory" -- $S probe --nvme "$T/gone" -o "$T/gone.json"
+test ! -e "$T/gone.json"; tap_result $? "and no profile is written"
+expect 1 "storage directory $T/nvme.json: not a directory" "probe --nvme on a file" -- $S probe --nvme "$T/nvme.json"
+expect 2 "--nvme-depth goes with --nvme DIR; without it the option would be ignored" "--nvme-depth alone" -- $S probe --nvme-depth 8
+expect 2 "--nvme-depth: '0' is not valid" "a queue depth of 0" -- $S probe --nvme "$T/nvme" --nvme-depth 0
 
 # train: profile, plan, replay
 D=$STW_SRCDIR/README.md

@@ -11,6 +11,7 @@
 #include <stowage/backend.h>
 #include <stowage/compute.h>
 #include <stowage/runtime.h>
+#include <stowage/storage.h>
 #include <stowage/units.h>
 
 #include "json.h"
@@ -491,6 +492,13 @@ stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
   g_autoptr(GString) desc = g_string_new("probed:");
   if (p->world > 1)
     fit_collectives(p, desc);
+  /* the storage before the host too: a directory that cannot be measured fails first */
+  g_autoptr(GString) storage = g_string_new("");
+  if (o->nvme_dir != NULL && !stw_probe_storage(o->nvme_dir, o->nvme_depth, p, storage, error)) {
+    if (be != NULL)
+      be->free(be);
+    return FALSE;
+  }
   probe_host(p, desc);
   if (be != NULL) {
     gboolean ok = probe_device(be, p, desc, error);
@@ -511,6 +519,7 @@ stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
   } else {
     g_string_append_printf(desc, " GPU and PCIe from %s (no GPU measured)", o->base.name);
   }
+  g_string_append(desc, storage->str);
   g_strlcpy(hw->name, o->name != NULL ? o->name : "probed", sizeof hw->name);
   if (o->name == NULL) {
     g_strlcat(hw->name, "-", sizeof hw->name);
@@ -528,7 +537,8 @@ stw_probe_clear(StwProbe *p)
 
 /* ---- the request and the record ------------------------------------------------------------ */
 
-static const char *const probe_options[] = { "base", "name", "device", "collectives", NULL };
+static const char *const probe_options[] = { "base", "name", "device", "collectives", "nvme",
+                                             "nvme-depth", NULL };
 static const char *const probe_flags[] = { "collectives", NULL };
 const StwRequestKind stw_request_probe_kind = { "probe", probe_options, probe_flags };
 
@@ -551,6 +561,16 @@ stw_request_probe(const StwRequest *r, StwProbeOptions *out, GError **error)
       !stw_request_enum(r, "device", devices, &dev, error))
     return FALSE;
   out->device = (StwProbeDevice)dev;
+  out->nvme_dir = stw_request_get(r, "nvme");
+  guint64 depth = 0;
+  if (!stw_request_count(r, "nvme-depth", 1, STW_STORAGE_MAX_QUEUE_DEPTH, &depth, error))
+    return FALSE;
+  if (depth != 0 && out->nvme_dir == NULL) {
+    g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "--nvme-depth goes with "
+                "--nvme DIR; without it the option would be ignored");
+    return FALSE;
+  }
+  out->nvme_depth = (guint32)depth;
   return TRUE;
 }
 
@@ -599,6 +619,30 @@ stw_probe_json(const StwProbe *p)
       cJSON_AddNumberToObject(o, "reduce_scatter_s", p->scatter_s[i]);
       cJSON_AddItemToArray(sizes, o);
     }
+  }
+  if (p->storage) {
+    cJSON *st = cJSON_AddObjectToObject(root, "storage");
+    cJSON_AddStringToObject(st, "engine", p->storage_engine);
+    cJSON_AddBoolToObject(st, "direct", p->storage_direct);
+    cJSON_AddStringToObject(st, "fallback", p->storage_fallback);
+    cJSON_AddStringToObject(st, "file_system", p->storage_fs);
+    stw_json_add_u64(st, "file_bytes", p->storage_file_bytes);
+    cJSON *by_size = cJSON_AddArrayToObject(st, "by_size");
+    for (gsize i = 0; i < STW_PROBE_STORAGE_SIZES; i++) {
+      cJSON *o = cJSON_CreateObject();
+      stw_json_add_u64(o, "bytes", p->storage_sizes[i]);
+      cJSON_AddNumberToObject(o, "read_bytes_per_s", p->storage_read_bytes_per_s[i]);
+      cJSON_AddNumberToObject(o, "write_bytes_per_s", p->storage_write_bytes_per_s[i]);
+      cJSON_AddItemToArray(by_size, o);
+    }
+    cJSON *by_depth = cJSON_AddArrayToObject(st, "reads_by_queue_depth");
+    for (gsize i = 0; i < STW_PROBE_STORAGE_DEPTHS; i++) {
+      cJSON *o = cJSON_CreateObject();
+      stw_json_add_u64(o, "queue_depth", p->storage_depths[i]);
+      cJSON_AddNumberToObject(o, "bytes_per_s", p->storage_depth_read_bytes_per_s[i]);
+      cJSON_AddItemToArray(by_depth, o);
+    }
+    stw_json_add_u64(st, "latency_ns", p->storage_latency_ns);
   }
   cJSON *profile = stw_hardware_to_json(&p->profile);
   cJSON_AddStringToObject(profile, "description", p->description);

@@ -82,6 +82,21 @@ typedef struct {
   char network_kind[32];          /* "infiniband", "roce", "ethernet", "efa" or "mpi" */
   double network_bytes_per_s;     /* per node, per direction: all its NICs together */
   guint64 network_latency_ns;
+  /* storage for chunks, the third tier (empty kind: none): NVMe drives behind the host, striped
+   * together; their reads and writes by request size, all drives together, at the queue depth
+   * the runtime keeps, latency excluded. Staged through pinned host buffers unless gpudirect:
+   * staged traffic crosses host memory (host_memory_bytes_per_s) beside the GPU's copies */
+  char storage_kind[32];          /* "nvme" */
+  guint32 storage_devices;        /* drives, >= 1 */
+  guint64 storage_bytes;          /* capacity for chunks, all drives */
+  guint32 storage_queue_depth;    /* requests in flight the curves were measured at */
+  guint64 storage_latency_ns;     /* per request */
+  StwBandwidthPoint storage_read[STW_HARDWARE_MAX_POINTS];
+  guint n_storage_read;
+  StwBandwidthPoint storage_write[STW_HARDWARE_MAX_POINTS];
+  guint n_storage_write;
+  gboolean storage_gpudirect;     /* GPUDirect Storage: requests straight to and from GPU
+                                   * memory, no host staging */
 } StwHardware;
 
 /* A shipped profile's name (case-insensitive), or a path to a profile file. Errors:
@@ -130,6 +145,9 @@ double stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolea
 /* The interconnect's bandwidth for one collective step of BYTES: its curve by size when it has
  * one, else its one figure. */
 double stw_hardware_interconnect_bandwidth(const StwHardware *hw, guint64 bytes);
+/* The storage's bandwidth for requests of BYTES, reading or (WRITE) writing, all drives
+ * together; 0 where the profile has no storage. */
+double stw_hardware_storage_bandwidth(const StwHardware *hw, guint64 bytes, gboolean write);
 
 STW_END_DECLS
 

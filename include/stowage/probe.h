@@ -27,6 +27,9 @@ STW_BEGIN_DECLS
 #define STW_PROBE_COPY_SIZES 4
 #define STW_PROBE_COLLECTIVE_SIZES 7
 #define STW_PROBE_MAX_ADAM 16
+#define STW_PROBE_STORAGE_SIZES 5   /* request sizes: 64 KiB to 16 MiB */
+#define STW_PROBE_STORAGE_DEPTHS 4  /* queue depths of the 1 MiB reads: 1, 4, 16 and the asked */
+#define STW_PROBE_STORAGE_DEPTH 32  /* the default queue depth */
 
 typedef enum { STW_PROBE_NO_DEVICE = -1, STW_PROBE_HOST = 0, STW_PROBE_CUDA = 1 } StwProbeDevice;
 
@@ -36,6 +39,9 @@ typedef struct {
   const char *name;       /* the profile's name; NULL: probed-HOST */
   StwProbeDevice device;  /* the device link measured as the profile's */
   gboolean collectives;   /* the ranks' collectives (a communicator of 2 ranks or more) */
+  const char *nvme_dir;   /* a directory on the storage to measure as the profile's (NULL:
+                           * none): O_DIRECT reads and writes by size at NVME_DEPTH */
+  guint32 nvme_depth;     /* requests in flight (0: STW_PROBE_STORAGE_DEPTH) */
 } StwProbeOptions;
 
 /* What it measured, and the profile it makes. */
@@ -55,6 +61,18 @@ typedef struct {
   guint32 world;                   /* the ranks whose collectives were timed; 0: none */
   guint64 collective_sizes[STW_PROBE_COLLECTIVE_SIZES];
   double gather_s[STW_PROBE_COLLECTIVE_SIZES], scatter_s[STW_PROBE_COLLECTIVE_SIZES];
+  gboolean storage;                /* a storage directory was measured: */
+  char storage_engine[16];         /* "io_uring" or "threads" */
+  gboolean storage_direct;         /* O_DIRECT: the page cache bypassed */
+  char storage_fallback[512];      /* what the directory did not allow (storage.h) */
+  char storage_fs[32];
+  guint64 storage_file_bytes;      /* the file the requests ran over */
+  guint64 storage_sizes[STW_PROBE_STORAGE_SIZES];
+  double storage_read_bytes_per_s[STW_PROBE_STORAGE_SIZES];
+  double storage_write_bytes_per_s[STW_PROBE_STORAGE_SIZES];
+  guint32 storage_depths[STW_PROBE_STORAGE_DEPTHS];
+  double storage_depth_read_bytes_per_s[STW_PROBE_STORAGE_DEPTHS]; /* 1 MiB reads */
+  guint64 storage_latency_ns;      /* a 4 KiB read alone */
   StwHardware profile;             /* the base with what was measured */
   char *description;               /* the profile's description: what was measured, and how */
 } StwProbe;
@@ -75,6 +93,12 @@ gboolean stw_request_probe(const StwRequest *r, StwProbeOptions *out, GError **e
  * collective failed). */
 gboolean stw_probe_collectives(StwComm *comm, StwProbe *out, GError **error);
 gboolean stw_probe_run(const StwProbeOptions *o, StwProbe *out, GError **error);
+/* Measures the storage under DIR at DEPTH requests in flight into P and P->profile's storage
+ * section (its capacity: the file system's free space); what the directory did not allow is
+ * said in the description. FALSE with ERROR (STW_STORAGE_ERROR: the directory, a full disk, a
+ * failed request). Part of stw_probe_run where O names a directory. */
+gboolean stw_probe_storage(const char *dir, guint32 depth, StwProbe *p, GString *description,
+                           GError **error);
 void stw_probe_clear(StwProbe *p);
 
 /* The record `probe --json` prints: every measurement and the profile made of them. */

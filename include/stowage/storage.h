@@ -75,6 +75,10 @@ gboolean stw_storage_submit(StwStorage *s, guint file, gboolean write, gpointer 
 gint stw_storage_complete(StwStorage *s, guint min, guint64 *tags, guint max, GError **error);
 /* Requests queued and not yet collected. */
 guint stw_storage_in_flight(const StwStorage *s);
+/* Writes file FILE's data to the device (fdatasync) and, where it is not opened with O_DIRECT,
+ * drops its pages from the page cache, so that the next read of it goes to the device. FALSE
+ * with ERROR (IO) when the device refuses. */
+gboolean stw_storage_flush(StwStorage *s, guint file, GError **error);
 
 /* BYTES of memory aligned to STW_STORAGE_ALIGN for requests, zeroed; free with
  * stw_storage_buffer_free. NULL when there is no memory. */

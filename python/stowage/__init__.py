@@ -204,12 +204,14 @@ def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
                                       trace.path.encode() if trace.path else None, text)))
 
 
-def probe(base=None, name=None, device=None, collectives=None):
+def probe(base=None, name=None, device=None, collectives=None, nvme=None, nvme_depth=None):
     """Measures this machine (memcpy, CPU Adam, host memory; with DEVICE "host" or "cuda" its
-    copies as the runtime makes them): the record `stowage probe --json` prints, the hardware
-    profile made of them under "profile" (json.dump of it is a profile file). Takes some
-    seconds."""
-    text = _options("probe", base=base, name=name, device=device, collectives=collectives)
+    copies as the runtime makes them; with NVME a directory, the storage under it: reads and
+    writes by request size at NVME_DEPTH in flight): the record `stowage probe --json` prints,
+    the hardware profile made of them under "profile" (json.dump of it is a profile file).
+    Takes some seconds."""
+    text = _options("probe", base=base, name=name, device=device, collectives=collectives,
+                    nvme=nvme, nvme_depth=nvme_depth)
     return json.loads(_lib.take(_call(_lib.probe, text)))
 
 

@@ -110,6 +110,9 @@ PROBE_REFUSALS = [
     ("probe", ["--base", "TPU"], dict(base="TPU")),
     ("probe", ["--name", "", "-o", "/dev/null"], dict(name="")),
     ("probe", ["--collectives"], dict(collectives=True)),
+    ("probe", ["--nvme-depth", "8"], dict(nvme_depth=8)),
+    ("probe", ["--nvme", "/nonexistent/stowage"], dict(nvme="/nonexistent/stowage")),
+    ("probe", ["--nvme", "/tmp", "--nvme-depth", "0"], dict(nvme="/tmp", nvme_depth=0)),
 ]
 
 

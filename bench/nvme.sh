@@ -1,0 +1,43 @@
+#!/bin/sh
+# bench/nvme.sh DIR [BUILDDIR] — `stowage probe --nvme DIR` against fio on the same directory:
+# sequential O_DIRECT reads and writes at queue depth 32 through io_uring, by request size (64
+# KiB, 1 MiB, 16 MiB), ROUNDS interleaved rounds of each (default 3), medians. Prints a Markdown
+# table with their ratio; its last result is bench/results/nvme.md. Needs fio (Debian: fio).
+set -e
+dir=${1:?usage: bench/nvme.sh DIR [BUILDDIR]}
+build=${2:-$(cd "$(dirname "$0")/.." && pwd)}
+S=$build/stowage
+rounds=${ROUNDS:-3}
+command -v fio >/dev/null || { echo "bench/nvme.sh needs fio (Debian: fio)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"; rm -f "$dir"/nvme-bench.*' EXIT
+for round in $(seq "$rounds"); do
+  "$S" probe --nvme "$dir" --json > "$tmp/probe-$round.json"
+  for bs in 65536 1048576 16777216; do
+    for rw in read write; do
+      fio --name=nvme-bench --directory="$dir" --rw=$rw --bs=$bs --iodepth=32 \
+        --ioengine=io_uring --direct=1 --size=1G --runtime=2 --time_based \
+        --output-format=json > "$tmp/fio-$round-$bs-$rw.json" 2>/dev/null
+    done
+  done
+done
+python3 - "$tmp" "$rounds" <<'EOF'
+import json, statistics, sys
+tmp, rounds = sys.argv[1], int(sys.argv[2])
+probe = [json.load(open("%s/probe-%d.json" % (tmp, r + 1)))["storage"] for r in range(rounds)]
+st = probe[0]
+print("storage: %s through %s, %s" % (st["file_system"], st["engine"],
+      "O_DIRECT" if st["direct"] else "buffered (%s)" % st["fallback"]))
+print()
+print("| request | probe read | fio read | ratio | probe write | fio write | ratio |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
+for bs in (65536, 1048576, 16777216):
+    row = ["%d KiB" % (bs // 1024) if bs < 1048576 else "%d MiB" % (bs // 1048576)]
+    for rw in ("read", "write"):
+        p = statistics.median(next(x["%s_bytes_per_s" % rw] for x in pr["by_size"]
+                                   if x["bytes"] == bs) for pr in probe)
+        f = statistics.median(json.load(open("%s/fio-%d-%d-%s.json" % (tmp, r + 1, bs, rw)))
+                              ["jobs"][0][rw]["bw_bytes"] for r in range(rounds))
+        row += ["%.2f GB/s" % (p / 1e9), "%.2f GB/s" % (f / 1e9), "%.2f" % (p / f)]
+    print("| " + " | ".join(row) + " |")
+EOF
