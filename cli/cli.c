@@ -390,6 +390,7 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->gpus, g_free);
   g_clear_pointer(&p->nodes, g_free);
   g_clear_pointer(&p->activations, g_free);
+  g_clear_pointer(&p->nvme, g_free);
 }
 
 void
@@ -416,6 +417,7 @@ stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
   stw_request_set(r, "nodes", p->nodes);
   stw_request_set_flag(r, "beyond-device", p->beyond_device);
   stw_request_set(r, "activations", p->activations);
+  stw_request_set(r, "nvme", p->nvme);
   return r;
 }
 

@@ -99,7 +99,8 @@ typedef struct {
   char *gpus;    /* --gpus: else the trace's world size; per node with --nodes */
   char *nodes;   /* --nodes: the ranks spread over that many nodes */
   gboolean beyond_device; /* --beyond-device: GPU budgets above the profile's memory allowed */
-  char *activations; /* --activations: the stowage policy's blocks (keep, recompute, auto) */
+  char *activations; /* --activations: the stowage policy's blocks */
+  char *nvme;        /* --nvme: the storage tier's room for optimizer state */
 } StwCliPlanning;
 
 void stw_cli_planning_clear(StwCliPlanning *p);
@@ -126,8 +127,12 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "beyond-device", 0, 0, G_OPTION_ARG_NONE, &(p).beyond_device,                               \
     "allow a GPU budget above the profile's memory (a GPU that does not exist)", NULL },         \
   { "activations", 0, 0, STW_OPTION_TEXT, &(p).activations,                                    \
-    "the stowage policy's blocks: keep (default: as the trace has them), recompute (in "         \
-    "backward) or auto (the best of keeping and recomputing the first blocks)", "A" }
+    "the stowage policy's blocks: auto (default: each kept, recomputed or offloaded, as the "    \
+    "plan is fastest), keep (as the trace has them), recompute (in backward) or offload (to "    \
+    "host memory)", "A" },                                                                      \
+  { "nvme", 0, 0, STW_OPTION_TEXT, &(p).nvme,                                                   \
+    "room on the profile's storage tier (probe --nvme) for the optimizer state of CPU Adam "     \
+    "chunks that host memory cannot hold (default: none)", "SIZE" }
 
 /* Into R, every option of ENTRIES (a command's table, parsed) that R's kind takes, by its long
  * name: text as given, flags on or off. The table and the request name options alike. */

@@ -96,9 +96,13 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *frozen_note = frozen > 0 ? g_strdup_printf("; %u frozen (no optimizer state)",
                                                               frozen)
                                             : g_strdup("");
-  printf("  optimizer    %u chunks CPU Adam, %u GPU Adam in margin space, %u GPU Adam with "
-         "resident state%s\n", counts[STW_OPTIM_CPU], counts[STW_OPTIM_GPU],
-         counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
+  g_autofree char *stored = counts[STW_OPTIM_CPU_STORAGE] > 0
+                               ? g_strdup_printf(" (%u of them with their state on storage)",
+                                                 counts[STW_OPTIM_CPU_STORAGE])
+                               : g_strdup("");
+  printf("  optimizer    %u chunks CPU Adam%s, %u GPU Adam in margin space, %u GPU Adam with "
+         "resident state%s\n", counts[STW_OPTIM_CPU] + counts[STW_OPTIM_CPU_STORAGE], stored,
+         counts[STW_OPTIM_GPU], counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
   print_lists(c, t);
   if (p->recompute->len + p->offload->len > 0) {
     gboolean first = TRUE;
@@ -121,6 +125,13 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
          stw_trace_op(t, q->peak_op)->name);
   printf("  host         %s of %s\n", host, cpub);
+  if (q->storage_bytes > 0) {
+    g_autofree char *sb = stw_size_format(q->storage_bytes);
+    g_autofree char *sbud = stw_size_format(p->budgets.storage_bytes);
+    g_autofree char *busy = stw_duration_format(q->storage_ns);
+    printf("  storage      %s of optimizer state of %s on the storage tier, read and written "
+           "each step (storage busy %s)\n", sb, sbud, busy);
+  }
   g_autofree char *cost = stw_duration_format(q->cost_ns);
   g_autofree char *comp = stw_duration_format(q->compute_ns);
   g_autofree char *adam = stw_duration_format(q->cpu_adam_ns);

@@ -262,6 +262,18 @@ stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
     return unsound(error, file, "chunks need %s of host memory and the ranks' processes %s, "
                    "more than the CPU budget of %s", need, processes, have);
   }
+  if (got.storage_bytes > 0 && (p->hw.storage_kind[0] == '\0' ||
+                                got.storage_bytes > p->budgets.storage_bytes)) {
+    g_autofree char *need = stw_size_format(got.storage_bytes);
+    g_autofree char *have = stw_size_format(p->budgets.storage_bytes);
+    stw_simulation_clear(&local);
+    if (p->hw.storage_kind[0] == '\0')
+      return unsound(error, file, "chunks' optimizer state is on the storage tier (%s, "
+                     "\"cpu-storage\"), and the plan's hardware profile %s has none", need,
+                     p->hw.name);
+    return unsound(error, file, "chunks' optimizer state on the storage tier needs %s, more "
+                   "than the storage budget of %s", need, have);
+  }
   /* every prediction is recomputed; the times only when the same cost model made them */
   got.lower_bound_bytes = stw_plan_lower_bound(p, t);
   StwPrediction want[STW_N_PREDICTIONS], have[STW_N_PREDICTIONS];

@@ -204,7 +204,7 @@ stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwGradients grad
       continue;
     for (int l = 0; l < STW_N_LISTS; l++) {
       guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
-      if (optim[ch] == STW_OPTIM_CPU) {
+      if (stw_optim_on_cpu(optim[ch])) {
         append(out->forbid, item);
       } else {
         append(out->need, item);
@@ -314,17 +314,33 @@ stw_demand_of_plan(const StwPlan *p, const StwTrace *t)
 }
 
 guint64
-stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const StwSchedule *s)
+stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
+                      const StwSchedule *s, guint64 *storage_out)
 {
   g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
   const StwAction *a = (const StwAction *)s->actions->data;
   for (guint i = 0; i < s->actions->len; i++)
     moved[a[i].item] = 1;
-  guint64 bytes = 0;
-  for (guint32 i = 0; i < STW_N_LISTS * stw_chunking_count(c); i++) {
+  guint32 n = stw_chunking_count(c);
+  guint64 bytes = 0, stored = 0, staging = 0;
+  for (guint32 i = 0; i < STW_N_LISTS * n; i++) {
+    guint32 ch = i % n;
+    if (i >= n && optim != NULL && optim[ch] == STW_OPTIM_CPU_STORAGE) { /* state, not params */
+      stored = stw_cost_add(stored, d->bytes[i]);
+      continue;
+    }
     if (moved[i] || !s->resident[i])
       bytes = stw_cost_add(bytes, d->bytes[i]);
   }
+  for (guint32 ch = 0; optim != NULL && ch < n; ch++) {
+    guint64 state = 0;
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && optim[ch] == STW_OPTIM_CPU_STORAGE; l++)
+      state += d->bytes[stw_plan_item(c, (StwChunkList)l, ch)];
+    staging = MAX(staging, 2 * state);
+  }
   guint64 world = MAX(c->world, 1);
+  if (storage_out != NULL)
+    *storage_out = stored > STW_COST_MAX / world ? STW_COST_MAX : stored * world;
+  bytes = stw_cost_add(bytes, staging);
   return bytes > STW_COST_MAX / world ? STW_COST_MAX : bytes * world;
 }

@@ -95,9 +95,13 @@ StwDemand *stw_demand_of_plan(const StwPlan *plan, const StwTrace *t);
  * op writing any of them (G_MAXUINT32 for a group without gradients). Per group; g_free. */
 guint32 *stw_demand_reduce_moments(const StwTrace *t, const StwChunking *c);
 
-/* Host memory the chunks of schedule S need, on all the layout's ranks together: every chunk
- * that is ever off the GPU keeps a copy there (gathered items never do). */
-guint64 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const StwSchedule *s);
+/* Host memory the chunks of schedule S under placement OPTIM need, on all the layout's ranks
+ * together: every chunk that is ever off the GPU keeps a copy there (gathered items never do),
+ * but the optimizer state of chunks placed STW_OPTIM_CPU_STORAGE, which is on the storage tier
+ * (its bytes in *STORAGE_OUT), and read for its step into one of two staging buffers of the
+ * largest such chunk's state (counted). */
+guint64 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
+                              const StwSchedule *s, guint64 *storage_out);
 
 G_END_DECLS
 

@@ -39,7 +39,8 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
     out->h2d_bytes = stw_cost_add(out->h2d_bytes, b);
     out->d2h_bytes = stw_cost_add(out->d2h_bytes, b);
   }
-  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, &p->schedule),
+  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
+                                                      &out->storage_bytes),
                                 stw_activation_moves_host_peak(moves));
   out->host_overhead_bytes = stw_hardware_host_overhead(&p->hw) * MAX(p->chunking->world, 1);
   StwSimulation local, *s = sim != NULL ? sim : &local;
@@ -47,6 +48,7 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
   out->compute_ns = s->compute_busy_ns;
   out->stall_ns = s->compute_stall_ns;
   out->cpu_adam_ns = s->cpu_busy_ns;
+  out->storage_ns = s->storage_busy_ns;
   out->h2d_ns = s->h2d_busy_ns;
   out->d2h_ns = s->d2h_busy_ns;
   out->cost_ns = s->iteration_ns;

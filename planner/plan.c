@@ -13,7 +13,7 @@ G_DEFINE_QUARK(stw-plan-error-quark, stw_plan_error)
 
 const char *const stw_policy_names[] = { "stowage", "patrickstar", "zero-offload",
                                          "zero-infinity", "gemini-static", "lru", NULL };
-const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", NULL };
+const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", "cpu-storage", NULL };
 static const char *const action_names[] = { "evict", "drop", "fetch", "gather",
                                              "reduce_scatter" };
 
@@ -33,6 +33,9 @@ static const struct {
   F(cost_ns, TRUE, FALSE),       F(comm_bytes, FALSE, TRUE), F(comm_ns, TRUE, TRUE),
   { "host_overhead_bytes", G_STRUCT_OFFSET(StwPlanPredictions, host_overhead_bytes), TRUE, FALSE,
     2 },
+  /* the storage tier's: written where a plan has optimizer state there */
+  { "storage_bytes", G_STRUCT_OFFSET(StwPlanPredictions, storage_bytes), FALSE, FALSE, 3 },
+  { "storage_ns", G_STRUCT_OFFSET(StwPlanPredictions, storage_ns), TRUE, FALSE, 3 },
 #undef F
 };
 
@@ -54,7 +57,8 @@ stw_plan_within_limits(const StwPlan *p, GError **error)
     const char *name;
     guint64 v;
   } budgets[] = { { "gpu_bytes", p->budgets.gpu_bytes }, { "cpu_bytes", p->budgets.cpu_bytes },
-                  { "reserved_bytes", p->budgets.reserved_bytes } };
+                  { "reserved_bytes", p->budgets.reserved_bytes },
+                  { "storage_bytes", p->budgets.storage_bytes } };
   for (gsize i = 0; i < G_N_ELEMENTS(budgets); i++) {
     if (budgets[i].v > STW_JSON_INT_MAX) {
       g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
@@ -326,13 +330,16 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
   stw_json_add_u64(b, "gpu_bytes", p->budgets.gpu_bytes);
   stw_json_add_u64(b, "cpu_bytes", p->budgets.cpu_bytes);
   stw_json_add_u64(b, "reserved_bytes", p->budgets.reserved_bytes);
+  if (p->budgets.storage_bytes > 0)
+    stw_json_add_u64(b, "storage_bytes", p->budgets.storage_bytes);
 
   cJSON *pr = cJSON_AddObjectToObject(root, "predictions");
   const StwPlanPredictions *q = &p->pred;
   StwPrediction fields[STW_N_PREDICTIONS];
   stw_plan_predictions_list(q, fields);
   for (gsize f = 0; f < STW_N_PREDICTIONS; f++) {
-    if (!fields[f].multi || c->world > 1)
+    gboolean storage = pred_fields[f].since >= 3; /* only where the plan uses the tier */
+    if ((!fields[f].multi || c->world > 1) && (!storage || q->storage_bytes > 0))
       stw_json_add_u64(pr, fields[f].name, fields[f].value);
   }
   stw_json_add_u64(pr, "cost_model", q->cost_model);
@@ -418,7 +425,8 @@ static const char *const root_members[] = { "format", "version", "trace", "polic
 static const char *const trace_members[] = { "digest", "file", "ops", "recompute", "offload",
                                              "activation_moves", NULL };
 static const char *const move_members[] = { "block", "out", "in", "bytes", NULL };
-static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes", NULL };
+static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes",
+                                               "storage_bytes", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
                                               "amsgrad", NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
@@ -785,7 +793,9 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
       !stw_json_get_u64(r, b, "cpu_bytes", TRUE, 0, STW_JSON_INT_MAX, &p->budgets.cpu_bytes,
                         error) ||
       !stw_json_get_u64(r, b, "reserved_bytes", TRUE, 0, STW_JSON_INT_MAX,
-                        &p->budgets.reserved_bytes, error))
+                        &p->budgets.reserved_bytes, error) ||
+      !stw_json_get_u64(r, b, "storage_bytes", FALSE, 0, STW_JSON_INT_MAX,
+                        &p->budgets.storage_bytes, error))
     return FALSE;
   stw_json_pop(r, saved);
 

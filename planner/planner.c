@@ -224,6 +224,50 @@ keep_better(const Attempt *at, StwPlan *best, StwPlan *candidate)
   return best;
 }
 
+/* Optimizer state bytes (master, momentum, variance: twice the variance with AMSGrad) of chunk
+ * J on rank 0. */
+static guint64
+state_bytes(const Attempt *at, guint32 j)
+{
+  guint64 b = 0;
+  for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_chunking_owned(at->c, j); l++)
+    b += stw_chunk_bytes(at->c, j, (StwChunkList)l);
+  return b;
+}
+
+/* With a storage tier (the budget's storage_bytes), the optimizer state of P's CPU Adam chunks
+ * moves there, from the last chunk back (the first to be stepped last), until P's host memory
+ * fits the host budget, or the storage's is full; its schedule stays (the GPU sees CPU Adam's
+ * chunks alike). Returns P's host memory, re-evaluated over PLAN_DEMAND. */
+static guint64
+state_to_storage(Attempt *at, StwPlan *p, const StwDemand *plan_demand)
+{
+  const StwBudgets *b = &at->o->budgets;
+  guint64 host = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+  if (b->storage_bytes == 0 || at->o->policy != STW_POLICY_STOWAGE)
+    return host;
+  const StwChunking *c = p->chunking;
+  guint64 world = MAX(c->world, 1), largest = 0, moved = 0;
+  for (guint32 ch = 0; ch < at->n; ch++) /* the staging buffers: two of the largest state */
+    if (p->optim[ch] == STW_OPTIM_CPU)
+      largest = MAX(largest, state_bytes(at, ch));
+  guint64 excess = host - b->cpu_bytes + 2 * largest * world;
+  gboolean any = FALSE;
+  for (guint32 ch = at->n; ch-- > 0 && moved * world < excess;) {
+    guint64 state = state_bytes(at, ch);
+    if (p->optim[ch] != STW_OPTIM_CPU || !stw_chunking_owned(c, ch) ||
+        (moved + state) * world > b->storage_bytes)
+      continue;
+    p->optim[ch] = STW_OPTIM_CPU_STORAGE;
+    moved += state;
+    any = TRUE;
+  }
+  if (!any)
+    return host;
+  stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
+  return stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+}
+
 /* A plan from schedule S (taken) for the placement OPTIM, evaluated over PLAN_DEMAND, the
  * demand such a plan must meet (stw_demand_of_plan); NULL when it keeps more in host memory than
  * the host budget holds (noted: every budget the plan is given binds it). */
@@ -243,6 +287,8 @@ make_plan(Attempt *at, const guint8 *optim, StwSchedule *s, const StwDemand *pla
   add_collectives(p, at->t);
   stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
   guint64 host = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+  if (!at->ignore_host && host > at->o->budgets.cpu_bytes)
+    host = state_to_storage(at, p, plan_demand);
   if (!at->ignore_host && host > at->o->budgets.cpu_bytes) {
     if (at->host_need_bytes == 0 || host < at->host_need_bytes)
       at->host_need_bytes = host;
@@ -316,13 +362,6 @@ pin_state(const Attempt *at, guint8 *pinned, guint8 *optim, guint32 j, StwOptimP
     for (int l = STW_LIST_MASTER; i < j && l < STW_N_LISTS && stw_chunking_owned(at->c, i); l++)
       pinned[stw_plan_item(at->c, (StwChunkList)l, i)] = 1;
   }
-}
-
-/* Optimizer state bytes (master, momentum, variance) of chunk J on rank 0. */
-static guint64
-state_bytes(const Attempt *at, guint32 j)
-{
-  return stw_chunking_owned(at->c, j) ? 3 * stw_chunk_bytes(at->c, j, STW_LIST_MASTER) : 0;
 }
 
 /* PatrickStar's margin rule: the optimizer state of chunks [0, j) lives on the GPU in the

@@ -12,7 +12,8 @@
 
 G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 
-#define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations"
+#define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations", \
+                         "nvme"
 
 static const char *const planning_flags[] = { "beyond-device", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
@@ -399,6 +400,16 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
   if (!stw_request_enum(r, "activations", stw_activations_names, &activations, error))
     return FALSE;
   o->activations = (StwActivations)activations;
+  if (!stw_request_size(r, "nvme", &o->budgets.storage_bytes, error))
+    return FALSE;
+  if (o->budgets.storage_bytes > 0 && o->hw.storage_kind[0] == '\0')
+    return usage(error, "%s: --nvme: hardware profile %s has no storage tier: measure one with "
+                 "`stowage probe --nvme DIR` (or give a profile with a \"storage\" section, "
+                 "docs/hardware.md)", r->kind->command, o->hw.name);
+  if (o->budgets.storage_bytes > o->hw.storage_bytes && o->hw.storage_bytes > 0)
+    return usage(error, "%s: --nvme: %" G_GUINT64_FORMAT " bytes, more than the %"
+                 G_GUINT64_FORMAT " the profile %s's storage holds", r->kind->command,
+                 o->budgets.storage_bytes, o->hw.storage_bytes, o->hw.name);
   return stw_request_size(r, "cpu", &o->budgets.cpu_bytes, error) &&
          stw_request_size(r, "reserve", &o->budgets.reserved_bytes, error) &&
          world(r, t, o, error);

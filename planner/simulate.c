@@ -36,6 +36,9 @@ typedef struct {
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
   GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
                                * in issue order */
+  guint64 storage_read_free, storage_write_free; /* the storage tier's two directions */
+  guint64 adam_end[2];        /* the last two CPU Adam steps of state on storage: a read into
+                               * the staging buffer one of them used waits for it */
   GArray *moves;              /* StwActivationMove: the offloaded blocks' copies */
   GArray *move_events;        /* MoveEvent, by moment */
   guint next_event;           /* the first not yet seen in this iteration */
@@ -325,6 +328,22 @@ activation_copies(Sim *s, guint32 m, guint64 now)
   return ready;
 }
 
+/* A read (or WRITE) of BYTES of optimizer state on the storage tier, from T at the earliest;
+ * when it ends. */
+static guint64
+storage_io(Sim *s, double bytes, gboolean write, guint64 t)
+{
+  const StwHardware *hw = &s->p->hw;
+  double bw = stw_hardware_storage_bandwidth(hw, (guint64)bytes, write);
+  guint64 *free_at = write ? &s->storage_write_free : &s->storage_read_free;
+  guint64 start = MAX(t, *free_at);
+  guint64 ns = stw_cost_add(hw->storage_latency_ns, bw > 0 ? stw_cost_ns(bytes / bw * 1e9) : 0);
+  *free_at = stw_cost_add(start, ns);
+  if (s->record)
+    s->out->storage_busy_ns = stw_cost_add(s->out->storage_busy_ns, ns);
+  return *free_at;
+}
+
 /* CPU Adam for the tensors of optimizer op K stepped on the CPU, after their gradients arrive. On
  * a device that computes on the host's cores it runs at the traced op's own rate, and the
  * compute stream waits for it (simulate's loop). */
@@ -341,16 +360,27 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
   }
   for (guint32 i = 0; i < op->n_params; i++) {
     guint32 ch = c->chunk_of[op->params[i]];
-    if (s->p->optim[ch] != STW_OPTIM_CPU || !stw_chunking_owned(c, ch))
+    if (!stw_optim_on_cpu(s->p->optim[ch]) || !stw_chunking_owned(c, ch))
       continue;
     guint32 param = stw_plan_item(c, STW_LIST_PARAM, ch);
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
     double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
+    gboolean stored = s->p->optim[ch] == STW_OPTIM_CPU_STORAGE;
+    double state = numel * (double)(stw_chunking_elem_bytes(c, STW_LIST_MASTER) +
+                                    stw_chunking_elem_bytes(c, STW_LIST_MOMENTUM) +
+                                    stw_chunking_elem_bytes(c, STW_LIST_VARIANCE));
+    if (stored) /* its state read from storage first, into a free staging buffer */
+      start = MAX(start, storage_io(s, state, FALSE, MAX(t, s->adam_end[0])));
     /* the ranks share the host's cores */
     double rate = traced_rate > 0 ? traced_rate
                                   : stw_cpu_adam_rate(&s->p->hw, stw_chunking_ranks_per_node(c));
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
+    if (stored) { /* and written back behind it */
+      storage_io(s, state, TRUE, end);
+      s->adam_end[0] = s->adam_end[1];
+      s->adam_end[1] = end;
+    }
     for (int l = 0; l < STW_N_LISTS; l++) {
       guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
@@ -376,7 +406,7 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
     all += numel;
     if (stw_chunking_owned(c, ch)) {
       owned += numel;
-      on_gpu |= p->optim[ch] != STW_OPTIM_CPU;
+      on_gpu |= !stw_optim_on_cpu(p->optim[ch]);
     }
   }
   if (!on_gpu)
@@ -418,7 +448,8 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
     if (p->schedule.resident[i])
       s.chunk_mem += d->bytes[i];
   }
-  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, &p->schedule),
+  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
+                                                      NULL),
                                 stw_activation_moves_host_peak(s.moves));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   guint n_actions = p->schedule.actions->len;

@@ -214,6 +214,16 @@ set_layout(StwRuntime *rt, GError **error)
                   "plan for %u (--gpus %u)", pw, pw > 1 ? "s" : "", cw, pw, pw, cw, cw);
       return FALSE;
     }
+    guint32 stored = 0;
+    for (guint32 i = 0; i < stw_chunking_count(o->plan->chunking); i++)
+      stored += o->plan->optim[i] == STW_OPTIM_CPU_STORAGE;
+    if (stored > 0) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+                  "the plan keeps the optimizer state of %u chunks on the storage tier "
+                  "(\"cpu-storage\"), which the runtime does not replay yet: plan without "
+                  "--nvme to train with it", stored);
+      return FALSE;
+    }
     rt->replayer = stw_replayer_new(o->plan, o->plan_trace, rt->model, error);
     if (rt->replayer == NULL)
       return FALSE;
@@ -950,7 +960,7 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
 {
   guint32 c = rt->c->chunk_of[tensor];
   /* several ranks: a rank's own chunk takes the placement of its group's first (rank 0's) */
-  gboolean cpu = rt->optim[rt->multi ? c - c % rt->world : c] == STW_OPTIM_CPU;
+  gboolean cpu = stw_optim_on_cpu(rt->optim[rt->multi ? c - c % rt->world : c]);
   gpointer *out[] = { param, (gpointer *)master, (gpointer *)momentum, (gpointer *)variance };
   for (int l = 0; l < STW_N_LISTS; l++) {
     guint32 item;

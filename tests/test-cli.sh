@@ -267,6 +267,17 @@ $S simulate "$T/to.json" "$T/tt.json" --chrome-trace "$T/to-chrome.json" > /dev/
   grep -q '"name":"activations h0","cat":"offload"' "$T/to-chrome.json" &&
   grep -q '"name":"activations h1","cat":"restore"' "$T/to-chrome.json"
 tap_result $? "simulate draws the activations' copies on the copy engines"
+expect 0 "  storage      " "plan with optimizer state on a storage tier (--nvme)" -- \
+  $S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+  --activations keep -o "$T/tn.json"
+grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > /dev/null
+tap_result $? "the storage plan places chunks' state there and checks"
+expect 1 "the plan keeps the optimizer state of 4 chunks on the storage tier (\"cpu-storage\"), which the runtime does not replay yet" \
+  "train refuses a plan with state on storage, by name" -- $S train $M --steps 1 --plan "$T/tn.json"
+expect 2 "plan: --nvme: hardware profile A100-80GB-PCIe4 has no storage tier: measure one with \`stowage probe --nvme DIR\`" \
+  "--nvme on a profile without storage" -- $S plan "$T/tt.json" --gpu 400KiB --hw A100-80GB-PCIe4 --nvme 1GiB -o "$T/x.json"
+expect 2 "the profile RTX4090-24GB-PCIe4-2xNVMe's storage holds" "--nvme beyond the profile's storage" -- \
+  $S plan "$T/tt.json" --gpu 400KiB --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 8PiB -o "$T/x.json"
 expect 2 "--activations: 'sometimes' is not one of keep, recompute, offload, auto" "an unknown --activations" -- $S plan "$T/tt.json" --gpu 400KiB --activations sometimes -o "$T/x.json"
 expect 2 "--activations goes with --policy stowage" "--activations with a baseline policy" -- $S plan "$T/tt.json" --gpu 400KiB --policy lru --activations auto -o "$T/x.json"
 expect 0 "--activations auto: the trace has no blocks" "--activations on a trace without blocks says so" -- $S plan "$F/traces/mini.json" --gpu 1GiB --activations auto -o "$T/x.json"

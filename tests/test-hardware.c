@@ -15,9 +15,9 @@ static void
 test_shipped(void)
 {
   g_auto(GStrv) names = stw_hardware_names();
-  g_assert_cmpuint(g_strv_length(names), ==, 13);
+  g_assert_cmpuint(g_strv_length(names), ==, 14);
   g_assert_cmpstr(names[0], ==, "A100-80GB-PCIe4");
-  g_assert_cmpstr(names[12], ==, "V100-SXM2-32GB");
+  g_assert_cmpstr(names[13], ==, "V100-SXM2-32GB");
   for (char **n = names; *n != NULL; n++) {
     StwHardware hw;
     GError *error = NULL;
@@ -50,6 +50,40 @@ test_shipped(void)
   StwHardware gh;
   g_assert_true(stw_hardware_lookup("GH200-96GB", &gh, NULL));
   g_assert_cmpfloat(stw_hardware_pcie_bandwidth(&gh, 1u << 28, TRUE), ==, 400e9); /* C2C */
+  /* a storage tier: two NVMe drives, their curves both ways; none elsewhere */
+  StwHardware ws;
+  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4-2xNVMe", &ws, NULL));
+  g_assert_cmpstr(ws.storage_kind, ==, "nvme");
+  g_assert_cmpuint(ws.storage_devices, ==, 2);
+  g_assert_cmpuint(ws.storage_queue_depth, ==, 32);
+  g_assert_cmpfloat(stw_hardware_storage_bandwidth(&ws, 1u << 24, FALSE), ==, 13e9);
+  g_assert_cmpfloat(stw_hardware_storage_bandwidth(&ws, 1u << 24, TRUE), ==, 10e9);
+  g_assert_cmpfloat(stw_hardware_storage_bandwidth(&a100, 1u << 24, FALSE), ==, 0);
+  g_autofree char *text = NULL;
+  cJSON *j = stw_hardware_to_json(&ws);
+  text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  StwHardware back;
+  GError *error = NULL;
+  g_assert_true(stw_hardware_parse("ws.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(back.n_storage_read, ==, 3);
+  g_assert_cmpfloat(back.storage_write[0].bytes_per_s, ==, 3e9);
+  /* a storage section that is not one */
+  static const struct {
+    const char *from, *to, *needle;
+  } bad[] = {
+    { "\"kind\":\"nvme\"", "\"kind\":\"tape\"", "$.storage.kind: \"tape\" is not one of \"nvme\"" },
+    { "\"queue_depth\":32", "\"queue_depth\":0", "$.storage.queue_depth: 0 is out of range" },
+    { "\"read\":[", "\"reads\":[", "$.storage: unknown member \"reads\"" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_nonnull(strstr(text, bad[i].from));
+    g_autoptr(GString) b = g_string_new(text);
+    g_string_replace(b, bad[i].from, bad[i].to, 1);
+    g_assert_false(stw_hardware_parse("ws.json", b->str, b->len, &back, &error));
+    stw_assert_error_contains(error, bad[i].needle);
+  }
 }
 
 static void

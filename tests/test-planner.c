@@ -649,6 +649,68 @@ test_activations_offload(void)
   }
 }
 
+/* GPT-2 XL (batch 1 x 512) on an RTX 4090 with two NVMe drives, 12 GiB of its memory: with 8 GiB
+ * of host memory no plan fits without a storage tier; with 100 GiB of it, the optimizer state of
+ * some CPU Adam chunks moves there ("cpu-storage"), read and written each step. The plan checks,
+ * survives its file, is slower than with host memory to spare, and is refused where the storage
+ * budget or the profile's storage is not there. */
+static void
+test_storage_state(void)
+{
+  StwModelConfig cfg;
+  StwHardware hw;
+  GError *error = NULL;
+  g_assert_true(stw_zoo_lookup("gpt2-xl", &cfg, &error));
+  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4-2xNVMe", &hw, &error));
+  StwSynthOptions so = { .batch = 1, .seq = 512, .dtype = STW_DTYPE_BF16 };
+  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, &error);
+  g_assert_no_error(error);
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 12 * STW_GiB;
+  o.budgets.cpu_bytes = 8 * STW_GiB;
+  g_assert_null(stw_planner_plan(t, "x", &o, &error));
+  stw_assert_error_contains(error, "cannot fit the host budget of 8.00 GiB");
+  o.budgets.storage_bytes = 100 * STW_GiB;
+  g_autoptr(StwPlan) p = stw_planner_plan(t, "x", &o, &error);
+  g_assert_no_error(error);
+  guint32 stored = 0;
+  for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++)
+    stored += p->optim[i] == STW_OPTIM_CPU_STORAGE;
+  g_assert_cmpuint(stored, >, 0);
+  g_assert_cmpuint(p->pred.storage_bytes, >, 0);
+  g_assert_cmpuint(p->pred.storage_bytes, <=, o.budgets.storage_bytes);
+  g_assert_cmpuint(p->pred.storage_ns, >, 0);
+  g_assert_cmpuint(p->pred.cpu_bytes + p->pred.host_overhead_bytes, <=, o.budgets.cpu_bytes);
+  g_assert_true(stw_plan_check(p, t, "s.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  g_autofree char *text = stw_plan_to_string(p, t);
+  g_assert_nonnull(strstr(text, "\"optimizer\":\"cpu-storage\""));
+  g_assert_nonnull(strstr(text, "\"storage_bytes\":107374182400"));
+  g_autoptr(StwPlan) back = stw_plan_parse("s.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->pred.storage_bytes, ==, p->pred.storage_bytes);
+  g_assert_true(stw_plan_check(back, t, "s.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  /* host memory to spare: faster, nothing on storage */
+  o.budgets.cpu_bytes = 32 * STW_GiB;
+  g_autoptr(StwPlan) roomy = stw_planner_plan(t, "x", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(roomy->pred.storage_bytes, ==, 0);
+  g_assert_cmpuint(roomy->pred.cost_ns, <, p->pred.cost_ns);
+  g_autofree char *plain = stw_plan_to_string(roomy, t);
+  g_assert_null(strstr(plain, "storage_ns"));
+  /* a storage budget below what is there, and a profile without storage */
+  back->budgets.storage_bytes = back->pred.storage_bytes - 1;
+  g_assert_false(stw_plan_check(back, t, "s.json", NULL, NULL, &error));
+  stw_assert_error_contains(error, "chunks' optimizer state on the storage tier needs ");
+  back->budgets.storage_bytes = 100 * STW_GiB;
+  back->hw.storage_kind[0] = '\0';
+  g_assert_false(stw_plan_check(back, t, "s.json", NULL, NULL, &error));
+  stw_assert_error_contains(error, "(6.29 GiB, \"cpu-storage\"), and the plan's hardware profile "
+                                   "RTX4090-24GB-PCIe4-2xNVMe has none");
+}
+
 /* auto against every choice of the blocks (keep, recompute or offload each: 3^5 plans) for a
  * 5-layer GPT at budgets from ample to tight, on a PCIe A100 (where a block's copies take longer
  * than its forward) and a GH200 (whose host link is ten times faster): how far from the best its
@@ -729,6 +791,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/older-cost-model", test_older_cost_model);
   g_test_add_func("/planner/activations", test_activations);
   g_test_add_func("/planner/activations-offload", test_activations_offload);
+  g_test_add_func("/planner/storage-state", test_storage_state);
   g_test_add_func("/planner/activations-against-exhaustive", test_activations_against_exhaustive);
   return g_test_run();
 }

@@ -106,15 +106,26 @@ typedef enum {
   STW_OPTIM_CPU,          /* CPU Adam: gradients to the CPU, updated parameters back */
   STW_OPTIM_GPU,          /* GPU Adam in margin space: state fetched for the step, written back */
   STW_OPTIM_GPU_RESIDENT, /* GPU Adam with the optimizer state on the GPU all iteration */
+  STW_OPTIM_CPU_STORAGE,  /* CPU Adam with the optimizer state (master, momentum, variance) on
+                           * the storage tier: read for the step into host staging buffers and
+                           * written back, in a pipeline (docs/algorithms.md) */
   STW_N_OPTIMS
 } StwOptimPlace;
 
 extern const char *const stw_optim_names[];
 
+/* Whether chunks placed so are stepped by CPU Adam (their state off the GPU). */
+static inline gboolean
+stw_optim_on_cpu(guint8 place)
+{
+  return place == STW_OPTIM_CPU || place == STW_OPTIM_CPU_STORAGE;
+}
+
 typedef struct {
   guint64 gpu_bytes;       /* GPU memory the plan may use: chunks + non-model + reserve */
   guint64 cpu_bytes;       /* host memory for chunks */
   guint64 reserved_bytes;  /* kept free on the GPU at every moment */
+  guint64 storage_bytes;   /* the storage tier's for optimizer state (0: no storage tier) */
 } StwBudgets;
 
 typedef struct {
@@ -133,6 +144,9 @@ typedef struct {
   guint64 host_overhead_bytes;   /* host memory beside the chunks: every rank's process (its CUDA
                                   * context, framework, allocator slack); cpu_bytes plus this
                                   * must fit the host budget */
+  guint64 storage_bytes;         /* optimizer state on the storage tier (cpu_bytes holds its
+                                  * staging buffers instead) */
+  guint64 storage_ns;            /* the storage's busy time reading and writing it */
   guint32 cost_model;            /* the cost model that made the times (STW_COST_MODEL); 0 in a
                                   * plan that does not say */
 } StwPlanPredictions;
@@ -152,7 +166,7 @@ typedef struct {
   gboolean multi;    /* written only for several ranks */
 } StwPrediction;
 
-#define STW_N_PREDICTIONS 15
+#define STW_N_PREDICTIONS 17
 
 /* P's predictions as named values into OUT. */
 void stw_plan_predictions_list(const StwPlanPredictions *p,

@@ -58,6 +58,7 @@ typedef struct {
   guint64 copy_slowdown_ns;  /* of compute_busy_ns: lost to copies on the compute's own cores
                               * (the profile's copy_interference) */
   guint64 h2d_busy_ns, d2h_busy_ns, cpu_busy_ns;
+  guint64 storage_busy_ns;   /* the storage reading and writing optimizer state */
   guint64 h2d_bytes, d2h_bytes;
   guint64 comm_busy_ns;      /* the collectives' lane (several ranks) */
   guint64 comm_bytes;        /* received by this rank in collectives */
