@@ -26,8 +26,11 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 # the BLAS configure found (config.h says whether there is one)
 blas_cflags=$(sed -n 's/^BLAS_CFLAGS = //p' Makefile)
 blas_libs=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
-flags="$flags $blas_cflags"
-libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson zlib) $blas_libs -lm"
+# and liburing where configure found it (the storage tier's engine)
+uring_cflags=$(sed -n 's/^URING_CFLAGS = //p' Makefile)
+uring_libs=$(sed -n 's/^URING_LIBS = //p' Makefile)
+flags="$flags $blas_cflags $uring_cflags"
+libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson zlib) $blas_libs $uring_libs -lm"
 # the readers' layers: the core, the planner, the event-stream builder, and the runtime and the
 # trainer for checkpoints and training text (without the CUDA modules, and one rank: no MPI; the
 # NCCL module's path as the build's, though no target loads it)

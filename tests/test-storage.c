@@ -17,7 +17,8 @@
 static char *
 scratch(void)
 {
-  char *dir = g_strdup_printf("%s/stw-storage.XXXXXX", g_get_current_dir());
+  g_autofree char *here = g_get_current_dir();
+  char *dir = g_strdup_printf("%s/stw-storage.XXXXXX", here);
   g_assert_nonnull(g_mkdtemp(dir));
   return dir;
 }
