@@ -272,7 +272,7 @@ expect 0 "  storage      " "plan with optimizer state on a storage tier (--nvme)
   --activations keep -o "$T/tn.json"
 grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > /dev/null
 tap_result $? "the storage plan places chunks' state there and checks"
-expect 1 "the plan keeps the optimizer state of 4 chunks on the storage tier (\"cpu-storage\"), which the runtime does not replay yet" \
+expect 1 "chunks on the storage tier (\"cpu-storage\"), which the runtime does not replay yet: plan without --nvme to train with it" \
   "train refuses a plan with state on storage, by name" -- $S train $M --steps 1 --plan "$T/tn.json"
 expect 2 "plan: --nvme: hardware profile A100-80GB-PCIe4 has no storage tier: measure one with \`stowage probe --nvme DIR\`" \
   "--nvme on a profile without storage" -- $S plan "$T/tt.json" --gpu 400KiB --hw A100-80GB-PCIe4 --nvme 1GiB -o "$T/x.json"
