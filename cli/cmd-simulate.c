@@ -47,6 +47,13 @@ print_engines(const StwPlan *p, const StwSimulation *s)
     }
     stw_table_row(tab, lanes[i].name, busy, share, note);
   }
+  if (s->storage_busy_ns > 0) { /* the storage tier's, where the plan keeps optimizer state */
+    g_autofree char *busy = stw_duration_format(s->storage_busy_ns);
+    g_autofree char *share = g_strdup_printf("%.0f%%", s->iteration_ns ? 100.0 *
+                                             (double)s->storage_busy_ns /
+                                             (double)s->iteration_ns : 0);
+    stw_table_row(tab, "storage", busy, share, "optimizer state read and written");
+  }
   stw_table_print(tab, stdout);
 }
 

@@ -12,7 +12,16 @@
 
 /* ---- Chrome trace --------------------------------------------------------------------------- */
 
-enum { PID = 1, TID_COMPUTE = 1, TID_H2D = 2, TID_D2H = 3, TID_CPU = 4, TID_COMM = 5 };
+enum { PID = 1, TID_COMPUTE = 1, TID_H2D = 2, TID_D2H = 3, TID_CPU = 4, TID_COMM = 5,
+       TID_STORAGE_READ = 6, TID_STORAGE_WRITE = 7 };
+
+/* Whether X runs on one of the lanes whose item is a chunk index (CPU Adam, the storage's). */
+static gboolean
+on_chunk_lane(const StwSimTask *x)
+{
+  return x->lane == STW_SIM_CPU_ADAM || x->lane == STW_SIM_STORAGE_READ ||
+         x->lane == STW_SIM_STORAGE_WRITE;
+}
 
 static void
 add_event(cJSON *events, const char *name, const char *cat, const char *ph, int tid, double ts,
@@ -70,6 +79,8 @@ lane_category(const StwSimTask *x)
   case STW_SIM_H2D: return "fetch";
   case STW_SIM_D2H: return "evict";
   case STW_SIM_CPU_ADAM: return "adam";
+  case STW_SIM_STORAGE_READ: return "state read";
+  case STW_SIM_STORAGE_WRITE: return "state write";
   default: return stw_action_kind_name((StwActionKind)x->kind);
   }
 }
@@ -90,6 +101,10 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSim
   name_thread(events, TID_CPU, "CPU Adam");
   if (p->chunking->world > 1)
     name_thread(events, TID_COMM, "collectives (interconnect)");
+  if (sim->storage_busy_ns > 0) {
+    name_thread(events, TID_STORAGE_READ, "storage reads");
+    name_thread(events, TID_STORAGE_WRITE, "storage writes");
+  }
   for (guint k = 0; k < sim->ops->len; k++) {
     const StwSimOp *o = &g_array_index(sim->ops, StwSimOp, k);
     const StwOp *op = stw_trace_op(t, k);
@@ -104,9 +119,11 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSim
   for (guint i = 0; i < sim->tasks->len; i++) {
     const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
     g_autofree char *name = x->lane == STW_SIM_CPU_ADAM ? g_strdup_printf("adam chunk %u", x->item)
+                            : on_chunk_lane(x)  ? g_strdup_printf("state of chunk %u", x->item)
                             : is_activations(x) ? activations_name(t, x)
                                                 : stw_plan_item_name(p->chunking, x->item);
-    static const int tids[] = { TID_H2D, TID_D2H, TID_CPU, TID_COMM };
+    static const int tids[] = { TID_H2D, TID_D2H, TID_CPU, TID_COMM, TID_STORAGE_READ,
+                                TID_STORAGE_WRITE };
     const char *cat = lane_category(x);
     add_event(events, name, cat, "X", tids[x->lane], x->start_ns / 1e3,
               (x->end_ns - x->start_ns) / 1e3);
@@ -148,6 +165,8 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
   stw_json_add_u64(root, "h2d_busy_ns", sim->h2d_busy_ns);
   stw_json_add_u64(root, "d2h_busy_ns", sim->d2h_busy_ns);
   stw_json_add_u64(root, "cpu_busy_ns", sim->cpu_busy_ns);
+  if (sim->storage_busy_ns > 0)
+    stw_json_add_u64(root, "storage_busy_ns", sim->storage_busy_ns);
   stw_json_add_u64(root, "h2d_bytes", sim->h2d_bytes);
   stw_json_add_u64(root, "d2h_bytes", sim->d2h_bytes);
   stw_json_add_u64(root, "world_size", p->chunking->world);
@@ -175,12 +194,12 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
     for (guint i = 0; i < sim->tasks->len; i++) {
       const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
       cJSON *e = cJSON_CreateObject();
-      static const char *const lanes[] = { "h2d", "d2h", "cpu_adam", "comm" };
+      static const char *const lanes[] = { "h2d", "d2h", "cpu_adam", "comm", "storage_read",
+                                           "storage_write" };
       cJSON_AddStringToObject(e, "lane", lanes[x->lane]);
       if (x->lane == STW_SIM_COMM)
         cJSON_AddStringToObject(e, "collective", lane_category(x));
-      g_autofree char *name = x->lane == STW_SIM_CPU_ADAM
-                                  ? g_strdup_printf("chunk %u", x->item)
+      g_autofree char *name = on_chunk_lane(x) ? g_strdup_printf("chunk %u", x->item)
                               : is_activations(x) ? activations_name(t, x)
                                                   : stw_plan_item_name(p->chunking, x->item);
       cJSON_AddStringToObject(e, is_activations(x) ? "activations" : "chunk", name);
@@ -342,7 +361,7 @@ moving_rows(const StwPlan *plan, const StwSimulation *sim, guint32 *n_moving_out
   g_autofree guint8 *moves = g_malloc0(MAX(n_items, 1));
   for (guint i = 0; i < sim->tasks->len; i++) {
     const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
-    if (x->lane != STW_SIM_CPU_ADAM && !is_activations(x))
+    if (!on_chunk_lane(x) && !is_activations(x))
       moves[x->item] = 1;
   }
   guint32 n_moving = 0;
@@ -428,7 +447,7 @@ chunk_map(GString *s, const StwPlan *plan, const StwSimulation *sim, const GArra
     double since = 0;
     for (guint i = 0; i <= sim->tasks->len; i++) {
       const StwSimTask *x = i < sim->tasks->len ? &g_array_index(sim->tasks, StwSimTask, i) : NULL;
-      if (x != NULL && (x->lane == STW_SIM_CPU_ADAM || is_activations(x) || x->item != item))
+      if (x != NULL && (on_chunk_lane(x) || is_activations(x) || x->item != item))
         continue;
       double a = MIN(x ? x->start_ns / 1e6 : T, T), b = MIN(x ? x->end_ns / 1e6 : T, T);
       g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "

@@ -161,6 +161,10 @@ task(Sim *s, StwSimLane lane, guint32 item, guint32 kind, guint64 start, guint64
     s->out->comm_busy_ns = stw_cost_add(s->out->comm_busy_ns, end - start);
     s->out->comm_bytes = stw_cost_add(s->out->comm_bytes, bytes);
     break;
+  case STW_SIM_STORAGE_READ:
+  case STW_SIM_STORAGE_WRITE:
+    s->out->storage_busy_ns = stw_cost_add(s->out->storage_busy_ns, end - start);
+    break;
   }
   if (s->out->tasks != NULL) {
     StwSimTask x = { lane, item, kind, start - s->base, end - s->base, bytes };
@@ -328,10 +332,10 @@ activation_copies(Sim *s, guint32 m, guint64 now)
   return ready;
 }
 
-/* A read (or WRITE) of BYTES of optimizer state on the storage tier, from T at the earliest;
- * when it ends. */
+/* A read (or WRITE) of BYTES of chunk CH's optimizer state on the storage tier, from T at the
+ * earliest; when it ends. */
 static guint64
-storage_io(Sim *s, double bytes, gboolean write, guint64 t)
+storage_io(Sim *s, guint32 ch, double bytes, gboolean write, guint64 t)
 {
   const StwHardware *hw = &s->p->hw;
   double bw = stw_hardware_storage_bandwidth(hw, (guint64)bytes, write);
@@ -339,8 +343,8 @@ storage_io(Sim *s, double bytes, gboolean write, guint64 t)
   guint64 start = MAX(t, *free_at);
   guint64 ns = stw_cost_add(hw->storage_latency_ns, bw > 0 ? stw_cost_ns(bytes / bw * 1e9) : 0);
   *free_at = stw_cost_add(start, ns);
-  if (s->record)
-    s->out->storage_busy_ns = stw_cost_add(s->out->storage_busy_ns, ns);
+  task(s, write ? STW_SIM_STORAGE_WRITE : STW_SIM_STORAGE_READ, ch, 0, start, *free_at,
+       (guint64)bytes);
   return *free_at;
 }
 
@@ -370,14 +374,14 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
                                     stw_chunking_elem_bytes(c, STW_LIST_MOMENTUM) +
                                     stw_chunking_elem_bytes(c, STW_LIST_VARIANCE));
     if (stored) /* its state read from storage first, into a free staging buffer */
-      start = MAX(start, storage_io(s, state, FALSE, MAX(t, s->adam_end[0])));
+      start = MAX(start, storage_io(s, ch, state, FALSE, MAX(t, s->adam_end[0])));
     /* the ranks share the host's cores */
     double rate = traced_rate > 0 ? traced_rate
                                   : stw_cpu_adam_rate(&s->p->hw, stw_chunking_ranks_per_node(c));
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
     if (stored) { /* and written back behind it */
-      storage_io(s, state, TRUE, end);
+      storage_io(s, ch, state, TRUE, end);
       s->adam_end[0] = s->adam_end[1];
       s->adam_end[1] = end;
     }

@@ -272,6 +272,11 @@ expect 0 "  storage      " "plan with optimizer state on a storage tier (--nvme)
   --activations keep -o "$T/tn.json"
 grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > /dev/null
 tap_result $? "the storage plan places chunks' state there and checks"
+$S simulate "$T/tn.json" "$T/tt.json" --chrome-trace "$T/tn-chrome.json" > "$T/tn-sim.txt" &&
+  grep -q "^storage  .* optimizer state read and written" "$T/tn-sim.txt" &&
+  grep -q '"name":"storage reads"' "$T/tn-chrome.json" &&
+  grep -q '"cat":"state read"' "$T/tn-chrome.json" && grep -q '"cat":"state write"' "$T/tn-chrome.json"
+tap_result $? "simulate draws the storage's reads and writes of optimizer state" "$(cat "$T/tn-sim.txt")"
 expect 1 "chunks on the storage tier (\"cpu-storage\"), which the runtime does not replay yet: plan without --nvme to train with it" \
   "train refuses a plan with state on storage, by name" -- $S train $M --steps 1 --plan "$T/tn.json"
 expect 2 "plan: --nvme: hardware profile A100-80GB-PCIe4 has no storage tier: measure one with \`stowage probe --nvme DIR\`" \

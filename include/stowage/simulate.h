@@ -31,15 +31,22 @@ typedef struct {
   guint64 stall_ns;          /* waiting for chunks or memory before it could start */
 } StwSimOp;
 
-typedef enum { STW_SIM_H2D, STW_SIM_D2H, STW_SIM_CPU_ADAM, STW_SIM_COMM } StwSimLane;
+typedef enum {
+  STW_SIM_H2D,
+  STW_SIM_D2H,
+  STW_SIM_CPU_ADAM,
+  STW_SIM_COMM,
+  STW_SIM_STORAGE_READ,  /* optimizer state read from the storage tier (item: the chunk) */
+  STW_SIM_STORAGE_WRITE, /* ... and written back */
+} StwSimLane;
 
 /* The kind of a copy of an offloaded block's activations (its item: the block). */
 #define STW_SIM_ACTIVATIONS 1u
 
 typedef struct {
   guint32 lane;              /* StwSimLane */
-  guint32 item;              /* chunk item (H2D/D2H/COMM), chunk index (CPU Adam), or block
-                              * (STW_SIM_ACTIVATIONS) */
+  guint32 item;              /* chunk item (H2D/D2H/COMM), chunk index (CPU Adam, storage), or
+                              * block (STW_SIM_ACTIVATIONS) */
   guint32 kind;              /* COMM: STW_ACTION_GATHER or STW_ACTION_REDUCE_SCATTER; H2D/D2H:
                               * STW_SIM_ACTIVATIONS for a block's activations, else 0 */
   guint64 start_ns, end_ns;
