@@ -949,7 +949,12 @@ plan_recorded(const StwTrace *t, const char *trace_file, const StwPlannerOptions
 gboolean
 stw_planner_decides_blocks(const StwTrace *t)
 {
-  return t->blocks->len > 0 && !t->model.checkpointing && stw_trace_micro_steps(t) == 1;
+  if (t->blocks->len == 0 || t->model.checkpointing || stw_trace_micro_steps(t) > 1)
+    return FALSE;
+  for (guint32 b = 0; b < t->blocks->len; b++) /* a trace a plan decided already */
+    if (g_array_index(t->blocks, StwBlock, b).choice != STW_BLOCK_KEEP)
+      return FALSE;
+  return TRUE;
 }
 
 /* stw_planner_plan_blocks, QUICK as plan_recorded's. */

@@ -616,6 +616,15 @@ test_activations_offload(void)
   g_assert_cmpuint(back->moves->len, ==, 12);
   g_assert_true(stw_plan_check(back, t, "p.json", NULL, NULL, &error));
   g_assert_no_error(error);
+  /* a trace decided otherwise than the plan */
+  g_autofree guint8 *other = g_new0(guint8, t->blocks->len);
+  other[0] = STW_BLOCK_RECOMPUTE;
+  g_autoptr(StwTrace) decided = stw_trace_decide(t, other, &error);
+  g_assert_no_error(error);
+  g_autoptr(StwTrace) owned = NULL;
+  g_assert_null(stw_plan_trace(p, decided, &owned, &error));
+  stw_assert_error_contains(error, "the trace decides its blocks' activations, and not as the "
+                                   "plan does");
   /* keeping them does not fit at 6 GiB; offloading all is slower than recomputing all here
    * (a GPT-2 block's copies take longer than its forward), and auto is neither slower */
   g_assert_null(plan_activations(t, 6 * STW_GiB, STW_ACTIVATIONS_KEEP));

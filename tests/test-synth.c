@@ -227,6 +227,11 @@ test_recompute_is_checkpointing(void)
     g_assert_no_error(error);
     g_assert_null(stw_trace_decide(off, all, &error));
     stw_assert_error_contains(error, "decides its blocks' activations (a planned trace)");
+    g_assert_false(stw_planner_decides_blocks(off));
+    /* and a choice that is none of the three */
+    one[0] = STW_N_BLOCK_CHOICES;
+    g_assert_null(stw_trace_decide(kept, one, &error));
+    stw_assert_error_contains(error, "block 0 (h0): choice 3, not keep, recompute or offload");
     /* and one without blocks */
     g_array_set_size(kept->blocks, 0);
     g_assert_null(stw_trace_decide(kept, all, &error));

@@ -76,7 +76,7 @@ StwPlan *stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const 
                                  const StwPlannerOptions *o, GError **error);
 
 /* Whether T's blocks' activations can be decided: it has blocks, keeps them all (no
- * checkpointing) and runs one micro-step. */
+ * checkpointing, none decided by a plan) and runs one micro-step. */
 gboolean stw_planner_decides_blocks(const StwTrace *t);
 
 /* The chunk sizes the search tries, ascending (docs/algorithms.md): a new array of guint64, the
