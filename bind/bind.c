@@ -813,8 +813,8 @@ stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out, char **er
                r->model->tensors->len);
   gsize n = stw_trace_tensor(r->model, tensor)->numel;
   g_autofree float *m = g_new(float, MAX(n, 1)), *v = g_new(float, MAX(n, 1));
-  stw_runtime_read_state(r->rt, tensor, out, m, v);
-  return TRUE;
+  GError *error = NULL;
+  return stw_runtime_read_state(r->rt, tensor, out, m, v, &error) || give(error, error_out);
 }
 
 gboolean
@@ -826,10 +826,10 @@ stw_bind_runtime_read_state(StwBindRuntime *r, guint32 tensor, float *master, fl
                r->model->tensors->len);
   if (master == NULL || m == NULL || v == NULL)
     return say(error_out, "runtime: read_state: an array is NULL");
-  stw_runtime_read_state(r->rt, tensor, master, m, v);
-  if (vmax != NULL)
-    stw_runtime_read_max_variance(r->rt, tensor, vmax);
-  return TRUE;
+  GError *error = NULL;
+  return (stw_runtime_read_state(r->rt, tensor, master, m, v, &error) &&
+          (vmax == NULL || stw_runtime_read_max_variance(r->rt, tensor, vmax, &error))) ||
+         give(error, error_out);
 }
 
 gboolean
@@ -842,8 +842,8 @@ stw_bind_runtime_write_state(StwBindRuntime *r, guint32 tensor, const float *mas
                r->model->tensors->len);
   if (master == NULL || m == NULL || v == NULL)
     return say(error_out, "runtime: write_state: an array is NULL");
-  stw_runtime_write_state(r->rt, tensor, master, m, v);
-  if (vmax != NULL)
-    stw_runtime_write_max_variance(r->rt, tensor, vmax);
-  return TRUE;
+  GError *error = NULL;
+  return (stw_runtime_write_state(r->rt, tensor, master, m, v, &error) &&
+          (vmax == NULL || stw_runtime_write_max_variance(r->rt, tensor, vmax, &error))) ||
+         give(error, error_out);
 }

@@ -31,7 +31,7 @@ typedef struct {
 typedef struct {
   char *data, *layers, *width, *heads, *context, *batch, *steps, *seed, *lr, *gpu, *profile,
       *plan_file, *trace_file, *checkpoint, *resume, *chunk, *device, *precision, *every,
-      *attention;
+      *attention, *nvme_dir;
   gboolean verify, quiet;
   gboolean cuda, mixed;
   guint64 n_steps;
@@ -69,7 +69,7 @@ training_clear(Training *x)
   char **strings[] = { &x->data, &x->layers, &x->width, &x->heads, &x->context, &x->batch,
                        &x->steps, &x->seed, &x->lr, &x->gpu, &x->profile, &x->plan_file,
                        &x->trace_file, &x->checkpoint, &x->resume, &x->chunk, &x->device,
-                       &x->precision, &x->every, &x->attention };
+                       &x->precision, &x->every, &x->attention, &x->nvme_dir };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
 }
@@ -119,6 +119,9 @@ parse_options(Training *x, int *argc, char ***argv)
       "with --plan: the trace it was made for (default: the plan's)", "FILE" },
     { "verify", 0, 0, G_OPTION_ARG_NONE, &x->verify, "checksum every chunk across every move",
       NULL },
+    { "nvme-dir", 0, 0, G_OPTION_ARG_FILENAME, &x->nvme_dir,
+      "with --plan: a directory on the storage tier for the optimizer state the plan keeps there "
+      "(a scratch file, removed at the end; checkpoints hold the state)", "DIR" },
     { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &x->checkpoint,
       "save the state here at the end, and when interrupted (SIGINT, SIGTERM)", "FILE" },
     { "checkpoint-every", 0, 0, STW_OPTION_TEXT, &x->every,
@@ -155,6 +158,8 @@ options_combine(const Training *x)
   if (!stw_cli_option_needs("train", "--checkpoint-every", x->every != NULL, "--checkpoint",
                             x->checkpoint != NULL) ||
       !stw_cli_option_needs("train", "--trace", x->trace_file != NULL, "--plan",
+                            x->plan_file != NULL) ||
+      !stw_cli_option_needs("train", "--nvme-dir", x->nvme_dir != NULL, "--plan",
                             x->plan_file != NULL) ||
       !stw_cli_option_needs("train", "--chunk-size", x->chunk != NULL,
                             "profiling (a plan fixes the layout)", x->plan_file == NULL))
@@ -384,6 +389,7 @@ load_plan(Training *x, int *status)
   x->ro.mode = STW_RUNTIME_REPLAY;
   x->ro.plan = x->plan;
   x->ro.plan_trace = x->plan_trace;
+  x->ro.storage_dir = x->nvme_dir;
   return TRUE;
 }
 
@@ -427,6 +433,11 @@ set_up(Training *x, int *status)
     *status = stw_cli_error(error);
     return FALSE;
   }
+  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
+  if (st->storage_engine[0] != '\0' && x->speaks)
+    printf("storage tier: optimizer state in %s through %s%s%s\n", x->nvme_dir,
+           st->storage_engine, st->storage_fallback[0] != '\0' ? "; " : "",
+           st->storage_fallback);
   return TRUE;
 }
 
@@ -524,8 +535,13 @@ run(Training *x, float *loss, StepTimes *times, int *status)
     if (!x->quiet) {
       g_autofree char *h = stw_size_format(st->h2d_bytes);
       g_autofree char *d = stw_size_format(st->d2h_bytes);
-      printf("step %4" G_GUINT64_FORMAT "  loss %.9g  %8.0f tokens/s  H2D %s  D2H %s\n",
-             stw_trainer_step_count(x->tr), *loss, tokens / dt, h, d);
+      g_autofree char *r = stw_size_format(st->storage_read_bytes);
+      g_autofree char *w = stw_size_format(st->storage_write_bytes);
+      g_autofree char *nvme = st->storage_engine[0] != '\0'
+                                  ? g_strdup_printf("  storage read %s  written %s", r, w)
+                                  : g_strdup("");
+      printf("step %4" G_GUINT64_FORMAT "  loss %.9g  %8.0f tokens/s  H2D %s  D2H %s%s\n",
+             stw_trainer_step_count(x->tr), *loss, tokens / dt, h, d, nvme);
       fflush(stdout);
     }
     if (x->checkpoint_every > 0 && (s + 1) % x->checkpoint_every == 0 && s + 1 < x->n_steps &&

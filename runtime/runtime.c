@@ -17,6 +17,7 @@
 #include "record.h"
 #include "replay.h"
 #include "store.h"
+#include "tier.h"
 
 G_DEFINE_QUARK(stw-runtime-error-quark, stw_runtime_error)
 
@@ -38,6 +39,8 @@ struct StwRuntime {
   StwStore *store;
   StwReplayer *replayer;    /* replay mode */
   StwOffloader *offloader;  /* replay of a plan that offloads blocks' activations; else NULL */
+  StwTier *tier;            /* replay of a plan with optimizer state on storage; else NULL */
+  GArray *tier_stepped;     /* the current optimizer op's chunks on the tier, a tensor each */
   StwRecorder *recorder;    /* profile mode */
   gboolean timed;           /* profile mode: the iterations begun from now on are timed */
   gboolean iteration_timed; /* ... and the current one is */
@@ -217,11 +220,11 @@ set_layout(StwRuntime *rt, GError **error)
     guint32 stored = 0;
     for (guint32 i = 0; i < stw_chunking_count(o->plan->chunking); i++)
       stored += o->plan->optim[i] == STW_OPTIM_CPU_STORAGE;
-    if (stored > 0) {
-      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+    if (stored > 0 && o->storage_dir == NULL) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
                   "the plan keeps the optimizer state of %u chunks on the storage tier "
-                  "(\"cpu-storage\"), which the runtime does not replay yet: plan without "
-                  "--nvme to train with it", stored);
+                  "(\"cpu-storage\"): name a directory on it for their file (train "
+                  "--nvme-dir DIR; storage_dir= in Python)", stored);
       return FALSE;
     }
     rt->replayer = stw_replayer_new(o->plan, o->plan_trace, rt->model, error);
@@ -250,21 +253,174 @@ set_layout(StwRuntime *rt, GError **error)
   return TRUE;
 }
 
-/* The initial values: compute copy and master weights from INIT (a frozen chunk has no master),
- * moments zero. */
+/* ---- the storage tier: optimizer state in a file, stepped through two host buffers --------- */
+
+#define TIER_NONE G_MAXUINT32
+
+/* The chunk whose items hold TENSOR's optimizer state (rank 0's of its group on several ranks)
+ * when that state is on the storage tier; TIER_NONE when it is not, or is another rank's. */
+static guint32
+tier_chunk(const StwRuntime *rt, guint32 tensor)
+{
+  if (rt->tier == NULL)
+    return TIER_NONE;
+  guint32 c = rt->c->chunk_of[tensor];
+  if (rt->multi) {
+    if (c % rt->world != rt->rank)
+      return TIER_NONE;
+    c -= c % rt->world;
+  }
+  return stw_tier_holds(rt->tier, c) ? c : TIER_NONE;
+}
+
+/* TENSOR's LIST values (a list after the param list) in its chunk's state on the tier, read in
+ * (with MODIFY, its newest copy from now); NULL with ERROR when the tier failed. */
+static guint8 *
+tier_values(StwRuntime *rt, guint32 c, StwChunkList list, guint32 tensor, gboolean modify,
+            GError **error)
+{
+  guint8 *state = stw_tier_state(rt->tier, c, modify, FALSE, error);
+  if (state == NULL)
+    return NULL;
+  guint64 at = 0;
+  for (int l = STW_LIST_MASTER; l < (int)list; l++)
+    at += stw_chunk_bytes(rt->c, c, (StwChunkList)l);
+  return state + at + offset_of(rt, list, tensor);
+}
+
+/* Replay of a plan with chunks' optimizer state on the storage tier: those chunks' state items
+ * get no host copy (BYTES zeroed), and the tier holds it in a file under the options' directory,
+ * in the order the plan's optimizer ops step it. */
+static gboolean
+tier_open(StwRuntime *rt, guint64 *bytes, GError **error)
+{
+  if (rt->o.mode != STW_RUNTIME_REPLAY || rt->o.storage_dir == NULL)
+    return TRUE;
+  g_autofree guint64 *state = g_new0(guint64, MAX(rt->n, 1));
+  g_autofree guint32 *tensors = g_new0(guint32, MAX(rt->n, 1));
+  gboolean any = FALSE;
+  for (guint32 c = 0; c < rt->n; c++) {
+    guint32 mine = rt->multi ? c + rt->rank : c;
+    if (rt->optim[c] != STW_OPTIM_CPU_STORAGE || (rt->multi && c % rt->world != 0) ||
+        mine >= rt->n)
+      continue;
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++) {
+      state[c] += bytes[item_of(rt, (StwChunkList)l, c)];
+      bytes[item_of(rt, (StwChunkList)l, c)] = 0;
+    }
+    tensors[c] = state[c] > 0 ? stw_chunking_chunk(rt->c, mine)->count : 0;
+    any |= state[c] > 0;
+  }
+  if (!any)
+    return TRUE;
+  /* the step order: the chunks by their first tensor's optimizer op in the plan's trace */
+  g_autofree guint32 *order = g_new(guint32, MAX(rt->n, 1));
+  g_autofree gboolean *seen = g_new0(gboolean, MAX(rt->n, 1));
+  guint32 n_order = 0;
+  g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
+  const GArray *ops = rt->o.plan_trace->ops;
+  for (guint i = 0; i < ops->len; i++) {
+    const StwOp *op = &g_array_index(ops, StwOp, i);
+    for (guint32 k = 0; op->stage == STW_STAGE_OPTIM && k < op->n_params; k++) {
+      stw_runtime_optim_tensors(rt, op->params[k], stepped);
+      for (guint j = 0; j < stepped->len; j++) {
+        guint32 t = g_array_index(stepped, guint32, j), c = rt->c->chunk_of[t];
+        c -= rt->multi ? c % rt->world : 0;
+        if (state[c] > 0 && !seen[c]) {
+          seen[c] = TRUE;
+          order[n_order++] = c;
+        }
+      }
+    }
+  }
+  g_autofree char *name = g_strdup_printf("optimizer-state.rank%u", rt->rank);
+  rt->tier = stw_tier_new(rt->o.storage_dir, name,
+                          rt->o.storage_queue_depth != 0 ? rt->o.storage_queue_depth : 32, rt->n,
+                          state, tensors, order, n_order, error);
+  if (rt->tier == NULL)
+    return FALSE;
+  rt->tier_stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
+  const StwStorageInfo *in = stw_tier_info(rt->tier);
+  g_strlcpy(rt->st.storage_engine, in->engine, sizeof rt->st.storage_engine);
+  g_strlcpy(rt->st.storage_fallback, in->fallback, sizeof rt->st.storage_fallback);
+  return TRUE;
+}
+
+/* The tier's first state: each chunk's master weights from INIT (zeros without it: the caller
+ * writes the state tensor by tensor), moments zero, all of it written to the file. */
+static gboolean
+tier_start(StwRuntime *rt, const float *const *init, GError **error)
+{
+  for (guint32 c = 0; rt->tier != NULL && c < rt->n; c++) {
+    if (!stw_tier_holds(rt->tier, c))
+      continue;
+    guint8 *state = stw_tier_state(rt->tier, c, TRUE, TRUE, error);
+    if (state == NULL)
+      return FALSE;
+    const StwChunk *ch = stw_chunking_chunk(rt->c, c);
+    for (guint32 k = 0; init != NULL && k < ch->count; k++) {
+      const StwPlacement *p = &g_array_index(rt->c->placements, StwPlacement, ch->first + k);
+      store_values(state + offset_of(rt, STW_LIST_MASTER, p->tensor), init[p->tensor],
+                   stw_trace_tensor(rt->model, p->tensor)->numel, STW_DTYPE_FP32);
+    }
+  }
+  return rt->tier == NULL || stw_tier_sync(rt->tier, error);
+}
+
+/* An optimizer op's tensors whose state is on the tier: their chunks' state read in (the next
+ * chunk's read issued behind it), to be stepped in the staging buffers. */
+static gboolean
+tier_begin(StwRuntime *rt, const guint32 *params, guint32 n_params, GError **error)
+{
+  g_array_set_size(rt->tier_stepped, 0);
+  g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (guint32 k = 0; k < n_params; k++) {
+    stw_runtime_optim_tensors(rt, params[k], stepped);
+    for (guint j = 0; j < stepped->len; j++) {
+      guint32 c = tier_chunk(rt, g_array_index(stepped, guint32, j));
+      if (c == TIER_NONE)
+        continue;
+      if (stw_tier_state(rt->tier, c, TRUE, FALSE, error) == NULL)
+        return FALSE;
+      g_array_append_val(rt->tier_stepped, c);
+    }
+  }
+  return TRUE;
+}
+
+/* ... and stepped: a chunk whose last tensor it was is written back. */
+static void
+tier_end(StwRuntime *rt)
+{
+  for (guint j = 0; j < rt->tier_stepped->len; j++) {
+    GError *error = NULL;
+    if (!stw_tier_stepped(rt->tier, g_array_index(rt->tier_stepped, guint32, j), &error)) {
+      if (rt->failure == NULL)
+        rt->failure = error; /* reported by the next call that can fail */
+      else
+        g_clear_error(&error);
+    }
+  }
+  g_array_set_size(rt->tier_stepped, 0);
+}
+
+/* The initial values: compute copy and master weights from INIT (a frozen chunk has no master;
+ * the storage tier's are tier_start's), moments zero. */
 static void
 initialize(StwRuntime *rt, const float *const *init)
 {
   for (guint32 c = 0; c < rt->n; c++) {
     const StwChunk *ch = stw_chunking_chunk(rt->c, c);
     guint8 *param = stw_store_host(rt->store, item_of(rt, STW_LIST_PARAM, c));
-    guint8 *master = stw_store_host(rt->store, item_of(rt, STW_LIST_MASTER, c));
+    guint8 *master = stw_tier_holds(rt->tier, c)
+                         ? NULL
+                         : stw_store_host(rt->store, item_of(rt, STW_LIST_MASTER, c));
     for (guint32 k = 0; k < ch->count; k++) {
       const StwPlacement *p = &g_array_index(rt->c->placements, StwPlacement, ch->first + k);
       gsize n = stw_trace_tensor(rt->model, p->tensor)->numel;
       store_values(param + offset_of(rt, STW_LIST_PARAM, p->tensor), init[p->tensor], n,
                    rt->c->dtype);
-      if (!ch->frozen)
+      if (!ch->frozen && master != NULL)
         store_values(master + offset_of(rt, STW_LIST_MASTER, p->tensor), init[p->tensor], n,
                      STW_DTYPE_FP32);
     }
@@ -478,6 +634,10 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     stw_runtime_free(rt);
     return NULL;
   }
+  if (!tier_open(rt, bytes, error)) {
+    stw_runtime_free(rt);
+    return NULL;
+  }
   rt->store = stw_store_new(backend, n_items, bytes, o->device_bytes, o->verify,
                             o->copy_timeout_ms);
   for (guint32 g = 0; rt->multi && g < stw_chunking_groups(rt->c); g++)
@@ -489,6 +649,10 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   }
   if (init != NULL)
     initialize(rt, init);
+  if (!tier_start(rt, init, error)) {
+    stw_runtime_free(rt);
+    return NULL;
+  }
   if (o->mode == STW_RUNTIME_REPLAY && o->plan->moves->len > 0 && !o->activations_outside)
     rt->offloader = stw_offloader_new(o->plan->moves, rt->store, backend);
   if (o->mode == STW_RUNTIME_PLAIN) /* every list used in place: nothing is ever "off" */
@@ -518,6 +682,9 @@ stw_runtime_free(StwRuntime *rt)
   g_free(rt->first_of_chunk);
   g_clear_error(&rt->failure);
   stw_offloader_free(rt->offloader);
+  stw_tier_free(rt->tier);
+  if (rt->tier_stepped != NULL)
+    g_array_unref(rt->tier_stepped);
   stw_store_free(rt->store);
   stw_replayer_free(rt->replayer);
   stw_recorder_free(rt->recorder);
@@ -635,6 +802,12 @@ stw_runtime_iteration_begin(StwRuntime *rt)
   }
   rt->perturbed = FALSE;
   stw_store_reset_moved(rt->store);
+  GError *tier_error = NULL;
+  if (rt->tier != NULL && !stw_tier_iteration_begin(rt->tier, &tier_error) &&
+      rt->failure == NULL)
+    rt->failure = tier_error; /* reported at the first op */
+  else
+    g_clear_error(&tier_error);
   stw_store_iteration_begin(rt->store);
   rt->moment = 0;
   rt->op_end_us = 0; /* what ran between iterations (a checkpoint, a report) is no op's */
@@ -664,8 +837,12 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
       return FALSE;
     }
     if (!stw_replayer_apply(rt->replayer, rt->store, rt->moment, &rt->deviations, error) ||
-        !finish_all(rt, error))
+        !finish_all(rt, error) || (rt->tier != NULL && !stw_tier_iteration_end(rt->tier, error)))
       return FALSE;
+  }
+  if (rt->tier != NULL) {
+    rt->st.storage_read_bytes = stw_tier_stats(rt->tier)->read_bytes;
+    rt->st.storage_write_bytes = stw_tier_stats(rt->tier)->write_bytes;
   }
   rt->st.comm_bytes = rt->comm_received;
   if (rt->recorder != NULL)
@@ -689,6 +866,8 @@ stw_runtime_iteration_abandon(StwRuntime *rt)
   GError *ignored = NULL;
   finish_all(rt, &ignored); /* a failure is reported at the next op, as ever */
   stw_offloader_abandon(rt->offloader);
+  if (rt->tier != NULL && ignored == NULL) /* the chunks stepped in part go back whole */
+    stw_tier_iteration_end(rt->tier, &ignored);
   if (ignored != NULL && rt->failure == NULL)
     rt->failure = ignored;
   else
@@ -776,7 +955,8 @@ stw_runtime_op_begin(StwRuntime *rt, const char *name, StwStage stage, const gui
          make_ready(rt, d->need + d->need_start[k], stw_demand_n_need(d, k),
                     d->forbid + d->forbid_start[k], d->forbid_start[k + 1] - d->forbid_start[k],
                     d->write + d->write_start[k], d->write_start[k + 1] - d->write_start[k],
-                    error);
+                    error) &&
+         (rt->tier == NULL || stage != STW_STAGE_OPTIM || tier_begin(rt, params, n_params, error));
   } else {
     StwOpItems *x = &rt->items;
     stw_demand_op_items(rt->c, rt->optim, rt->model->model.gradients, stage, params, n_params,
@@ -865,6 +1045,8 @@ stw_runtime_op_end(StwRuntime *rt)
   if (rt->recorder != NULL)
     stw_recorder_op_end(rt->recorder, (guint64)(t - rt->op_start_us) * 1000);
   rt->moment++;
+  if (rt->tier != NULL)
+    tier_end(rt);
   stw_store_reap(rt->store);
   if (rt->o.check_store && rt->failure == NULL)
     stw_store_check(rt->store, &rt->failure); /* reported by the next call that can fail */
@@ -967,6 +1149,12 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
     guint64 off;
     gboolean mine = locate(rt, (StwChunkList)l, tensor, &item, &off);
     g_assert(mine); /* stw_runtime_optim_tensors hands out this rank's own */
+    guint32 tc = l == STW_LIST_PARAM ? TIER_NONE : tier_chunk(rt, tensor);
+    if (tc != TIER_NONE) { /* read in by the op's begin (tier_begin): no request here */
+      *out[l] = tier_values(rt, tc, (StwChunkList)l, tensor, TRUE, NULL);
+      g_assert(*out[l] != NULL);
+      continue;
+    }
     guint8 *base = cpu ? stw_store_host(rt->store, item) : stw_store_device(rt->store, item);
     *out[l] = base + off;
   }
@@ -1031,6 +1219,7 @@ stw_runtime_stats(StwRuntime *rt)
   rt->st.arena_bytes = ss->arena_bytes;
   rt->st.arena_iterations = ss->arena_iterations;
   rt->st.copy_wait_ns = ss->copy_wait_ns;
+  rt->st.storage_wait_ns = rt->tier != NULL ? stw_tier_stats(rt->tier)->wait_ns : 0;
   rt->st.deviations = rt->replayer != NULL ? deviations(rt) : 0;
   return &rt->st;
 }
@@ -1054,8 +1243,9 @@ stw_runtime_read_param(StwRuntime *rt, guint32 tensor, float *out)
   widen_in_place(out, numel, rt->c->dtype);
 }
 
-void
-stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v)
+gboolean
+stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v,
+                       GError **error)
 {
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
   float *out[] = { master, m, v };
@@ -1063,32 +1253,53 @@ stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, 
     stw_runtime_read_param(rt, tensor, master);
     memset(m, 0, n);
     memset(v, 0, n);
-    return;
+    return TRUE;
   }
   GError *ignored = NULL;
   finish_all(rt, &ignored); /* a failure has been reported where it happened */
   g_clear_error(&ignored);
+  guint32 tc = tier_chunk(rt, tensor);
   for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++) {
     guint32 item;
     guint64 off;
-    if (locate(rt, (StwChunkList)l, tensor, &item, &off))
-      stw_store_read(rt->store, item, off, out[l - STW_LIST_MASTER], n);
-    else /* another rank's state: zeros here (its checkpoint holds it) */
-      memset(out[l - STW_LIST_MASTER], 0, n);
+    float *to = out[l - STW_LIST_MASTER];
+    if (tc != TIER_NONE) {
+      const guint8 *from = tier_values(rt, tc, (StwChunkList)l, tensor, FALSE, error);
+      if (from == NULL) {
+        for (int z = 0; z < 3; z++)
+          memset(out[z], 0, n);
+        return FALSE;
+      }
+      memcpy(to, from, n);
+    } else if (locate(rt, (StwChunkList)l, tensor, &item, &off)) {
+      stw_store_read(rt->store, item, off, to, n);
+    } else { /* another rank's state: zeros here (its checkpoint holds it) */
+      memset(to, 0, n);
+    }
   }
+  return TRUE;
 }
 
-void
+gboolean
 stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, const float *m,
-                        const float *v)
+                        const float *v, GError **error)
 {
-  guint32 c = rt->c->chunk_of[tensor];
+  guint32 c = rt->c->chunk_of[tensor], tc = tier_chunk(rt, tensor);
   gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
+  const void *src[] = { NULL, master, m, v };
+  /* the storage tier's part first: when it fails, nothing is written */
+  for (int l = STW_LIST_MASTER; tc != TIER_NONE && !frozen(rt, tensor) && l < STW_N_LISTS; l++) {
+    guint8 *to = tier_values(rt, tc, (StwChunkList)l, tensor, TRUE, error);
+    if (to == NULL)
+      return FALSE;
+    memcpy(to, src[l], numel * sizeof(float));
+  }
   /* the compute copy is the master weights, in the param list's precision */
   g_autofree guint8 *compute = g_malloc(MAX(numel * rt->elem[STW_LIST_PARAM], 1));
   store_values(compute, master, numel, rt->c->dtype);
-  const void *src[] = { compute, master, m, v };
-  for (int l = 0; l < (stw_chunking_chunk(rt->c, c)->frozen ? 1 : STW_N_LISTS); l++) {
+  src[STW_LIST_PARAM] = compute;
+  guint lists = stw_chunking_chunk(rt->c, c)->frozen || tc != TIER_NONE ? 1 : STW_N_LISTS;
+  for (guint l = 0; l < lists; l++) {
     guint32 item;
     guint64 off;
     /* several ranks: this rank's own tensors only (the others' arrive by gathers) */
@@ -1097,6 +1308,7 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
       stw_store_write(rt->store, item, off, src[l],
                       numel * (l == STW_LIST_PARAM ? rt->elem[l] : sizeof(float)));
   }
+  return TRUE;
 }
 
 /* Where TENSOR's largest variances are (AMSGrad): after its variances, in its variance region.
@@ -1111,8 +1323,17 @@ locate_max_variance(const StwRuntime *rt, guint32 tensor, guint32 *item, guint64
   return TRUE;
 }
 
-void
-stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out)
+/* TENSOR's largest variances on the storage tier (after its variances), read in; NULL with
+ * ERROR when the tier failed. */
+static guint8 *
+tier_max_variance(StwRuntime *rt, guint32 tc, guint32 tensor, gboolean modify, GError **error)
+{
+  guint8 *v = tier_values(rt, tc, STW_LIST_VARIANCE, tensor, modify, error);
+  return v == NULL ? NULL : v + stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+}
+
+gboolean
+stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out, GError **error)
 {
   gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
   guint32 item;
@@ -1120,19 +1341,37 @@ stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out)
   GError *ignored = NULL;
   finish_all(rt, &ignored); /* a failure has been reported where it happened */
   g_clear_error(&ignored);
-  if (locate_max_variance(rt, tensor, &item, &off))
-    stw_store_read(rt->store, item, off, out, n);
-  else
+  if (!locate_max_variance(rt, tensor, &item, &off)) {
     memset(out, 0, n);
+  } else if (tier_chunk(rt, tensor) != TIER_NONE) {
+    const guint8 *from = tier_max_variance(rt, tier_chunk(rt, tensor), tensor, FALSE, error);
+    if (from == NULL) {
+      memset(out, 0, n);
+      return FALSE;
+    }
+    memcpy(out, from, n);
+  } else {
+    stw_store_read(rt->store, item, off, out, n);
+  }
+  return TRUE;
 }
 
-void
-stw_runtime_write_max_variance(StwRuntime *rt, guint32 tensor, const float *in)
+gboolean
+stw_runtime_write_max_variance(StwRuntime *rt, guint32 tensor, const float *in, GError **error)
 {
   guint32 item;
   guint64 off;
-  if (locate_max_variance(rt, tensor, &item, &off) &&
-      (!rt->multi || stw_plan_item_group(rt->c, item) == G_MAXUINT32))
-    stw_store_write(rt->store, item, off, in, stw_trace_tensor(rt->model, tensor)->numel *
-                                                  sizeof(float));
+  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  if (!locate_max_variance(rt, tensor, &item, &off) ||
+      (rt->multi && stw_plan_item_group(rt->c, item) != G_MAXUINT32))
+    return TRUE;
+  if (tier_chunk(rt, tensor) != TIER_NONE) {
+    guint8 *to = tier_max_variance(rt, tier_chunk(rt, tensor), tensor, TRUE, error);
+    if (to == NULL)
+      return FALSE;
+    memcpy(to, in, n);
+    return TRUE;
+  }
+  stw_store_write(rt->store, item, off, in, n);
+  return TRUE;
 }

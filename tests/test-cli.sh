@@ -267,9 +267,9 @@ $S simulate "$T/to.json" "$T/tt.json" --chrome-trace "$T/to-chrome.json" > /dev/
   grep -q '"name":"activations h0","cat":"offload"' "$T/to-chrome.json" &&
   grep -q '"name":"activations h1","cat":"restore"' "$T/to-chrome.json"
 tap_result $? "simulate draws the activations' copies on the copy engines"
-expect 0 "  storage      " "plan with optimizer state on a storage tier (--nvme)" -- \
-  $S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
-  --activations keep -o "$T/tn.json"
+$S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+  --activations keep -o "$T/tn.json" > "$T/tn.log" && grep -q "^  storage      " "$T/tn.log"
+tap_result $? "plan with optimizer state on a storage tier (--nvme)" "$(cat "$T/tn.log")"
 grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > /dev/null
 tap_result $? "the storage plan places chunks' state there and checks"
 $S simulate "$T/tn.json" "$T/tt.json" --chrome-trace "$T/tn-chrome.json" > "$T/tn-sim.txt" &&
@@ -277,8 +277,11 @@ $S simulate "$T/tn.json" "$T/tt.json" --chrome-trace "$T/tn-chrome.json" > "$T/t
   grep -q '"name":"storage reads"' "$T/tn-chrome.json" &&
   grep -q '"cat":"state read"' "$T/tn-chrome.json" && grep -q '"cat":"state write"' "$T/tn-chrome.json"
 tap_result $? "simulate draws the storage's reads and writes of optimizer state" "$(cat "$T/tn-sim.txt")"
-expect 1 "chunks on the storage tier (\"cpu-storage\"), which the runtime does not replay yet: plan without --nvme to train with it" \
-  "train refuses a plan with state on storage, by name" -- $S train $M --steps 1 --plan "$T/tn.json"
+expect 1 "the plan keeps the optimizer state of 4 chunks on the storage tier (\"cpu-storage\"): name a directory on it for their file (train --nvme-dir DIR" \
+  "train refuses a plan with state on storage without a directory for it" -- $S train $M --steps 1 --plan "$T/tn.json"
+expect 1 "storage directory $T/gone: No such file or directory" "train --nvme-dir on a missing directory" -- \
+  $S train $M --steps 1 --plan "$T/tn.json" --nvme-dir "$T/gone"
+expect 2 "--nvme-dir goes with --plan" "--nvme-dir without a plan" -- $S train $M --steps 1 --nvme-dir "$T/nvme"
 expect 2 "plan: --nvme: hardware profile A100-80GB-PCIe4 has no storage tier: measure one with \`stowage probe --nvme DIR\`" \
   "--nvme on a profile without storage" -- $S plan "$T/tt.json" --gpu 400KiB --hw A100-80GB-PCIe4 --nvme 1GiB -o "$T/x.json"
 expect 2 "the profile RTX4090-24GB-PCIe4-2xNVMe's storage holds" "--nvme beyond the profile's storage" -- \
@@ -294,6 +297,16 @@ $S train $M --steps 3 --plan "$T/tp.json" > "$T/rep.log"
 $S train $M --steps 3 | grep '^step' | awk '{print $4}' > "$T/a"
 grep '^step' "$T/rep.log" | awk '{print $4}' > "$T/b"
 cmp -s "$T/a" "$T/b"; tap_result $? "replaying the plan gives bitwise the same losses" "$(paste "$T/a" "$T/b")"
+# the storage plan: its chunks' optimizer state in a file under --nvme-dir, read before each CPU
+# Adam step and written back behind it, bitwise; the bytes each way the plan's state
+$S train $M --steps 3 --plan "$T/tn.json" --nvme-dir "$T/nvme" > "$T/nv.log"
+grep '^step' "$T/nv.log" | awk '{print $4}' > "$T/n"
+cmp -s "$T/a" "$T/n"; tap_result $? "replaying a plan with state on storage gives bitwise the same losses" "$(paste "$T/a" "$T/n")"
+stored=$(sed -n 's/^  storage *\([0-9.]* [KMG]*i*B\) of optimizer state.*/\1/p' "$T/tn.log")
+grep -q "^storage tier: optimizer state in $T/nvme through \(io_uring\|threads\)" "$T/nv.log" &&
+  [ "$(grep -c "^step .*  storage read $stored  written $stored\$" "$T/nv.log")" = 3 ] &&
+  [ -z "$(ls "$T/nvme")" ]
+tap_result $? "the storage replay reads and writes the plan's $stored each step, and leaves no file" "$(cat "$T/nv.log")"
 # the recomputing plan: its blocks' activations dropped after their forward and made again before
 # their backward, bitwise; the device peak the plan's, the bytes moved the plan's
 $S train $M --steps 3 --plan "$T/tr.json" > "$T/rec.log"

@@ -4,13 +4,16 @@
  * bad input. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <math.h>
+#include <unistd.h>
 
 #include <glib.h>
 #include <glib/gstdio.h>
 
 #include <stowage/check.h>
 #include <stowage/planner.h>
+#include <stowage/storage.h>
 #include <stowage/trainer.h>
 #include <stowage/units.h>
 
@@ -97,7 +100,7 @@ reference_check(StwAttention attention)
     guint k = 0;
     for (const cJSON *v = init->child; v != NULL; v = v->next)
       w[k++] = (float)v->valuedouble;
-    stw_runtime_write_state(stw_trainer_runtime(t), i, w, zero, zero);
+    g_assert_true(stw_runtime_write_state(stw_trainer_runtime(t), i, w, zero, zero, NULL));
     sink[i] = g_new(float, x->numel);
   }
   gsize n = c.batch * c.context;
@@ -118,7 +121,7 @@ reference_check(StwAttention attention)
     const cJSON *rt = cJSON_GetArrayItem(tensors, (int)i);
     assert_close("the gradient", x->name, sink[i], cJSON_GetObjectItem(rt, "grad"), NULL, 0);
     g_autofree float *w = g_new(float, x->numel);
-    stw_trainer_weights(t, i, w);
+    g_assert_true(stw_trainer_weights(t, i, w, NULL));
     assert_close("the weights after one AdamW step", x->name, w,
                  cJSON_GetObjectItem(rt, "after_step"), cJSON_GetObjectItem(rt, "grad"),
                  c.adam.lr);
@@ -274,8 +277,8 @@ test_compute_table(void)
   for (guint32 id = 0; id < n_tensors; id++) {
     guint64 n = stw_trace_tensor(stw_trainer_model_of(t), id)->numel;
     g_autofree float *a = g_new(float, n), *b = g_new(float, n);
-    stw_trainer_weights(cpu, id, a);
-    stw_trainer_weights(t, id, b);
+    g_assert_true(stw_trainer_weights(cpu, id, a, NULL));
+    g_assert_true(stw_trainer_weights(t, id, b, NULL));
     g_assert_cmpmem(a, n * sizeof(float), b, n * sizeof(float));
   }
   /* a device table cannot run on plain host arrays */
@@ -429,8 +432,8 @@ test_mixed_precision(void)
   /* the master weights are fp32 and agree with the bf16 run's own */
   guint64 n = stw_trace_tensor(trace, 0)->numel;
   g_autofree float *a = g_new(float, n), *b = g_new(float, n);
-  stw_trainer_weights(t, 0, a);
-  stw_trainer_weights(r, 0, b);
+  g_assert_true(stw_trainer_weights(t, 0, a, NULL));
+  g_assert_true(stw_trainer_weights(r, 0, b, NULL));
   g_assert_cmpmem(a, n * sizeof(float), b, n * sizeof(float));
   stw_trainer_free(r);
   stw_trainer_free(t);
@@ -646,6 +649,120 @@ test_offload(void)
   be->free(be);
 }
 
+/* A plan with chunks' optimizer state on the storage tier, replayed through a file under a
+ * directory: bitwise the losses of the state in host memory, the state's bytes read and written
+ * each step; a checkpoint of it resumes bitwise; a file altered or cut short between steps stops
+ * the run naming the chunk; no directory, or a missing one, is refused. */
+static void
+test_storage_tier(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  GError *error = NULL;
+  StwRuntimeOptions prof = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE,
+                             .device_bytes = STW_GiB };
+  StwTrainer *p = trainer(&c, data, &prof, be);
+  float kept[4];
+  train(p, kept, 4);
+  StwTrace *trace = stw_trainer_trace(p);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 400 * STW_KiB;
+  o.activations = STW_ACTIVATIONS_KEEP;
+  o.chunk_size_elems = 8192;
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "t", &o, &error);
+  g_assert_no_error(error);
+  /* every CPU Adam chunk's state on the tier */
+  guint32 stored = 0;
+  guint64 state = 0;
+  for (guint32 ch = 0; ch < stw_chunking_count(plan->chunking); ch++) {
+    if (plan->optim[ch] != STW_OPTIM_CPU)
+      continue;
+    plan->optim[ch] = STW_OPTIM_CPU_STORAGE;
+    stored++;
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++)
+      state += stw_chunk_bytes(plan->chunking, ch, (StwChunkList)l);
+  }
+  g_assert_cmpuint(stored, ==, 6);
+  g_assert_cmpuint(state, ==, 6 * 3 * 8192 * sizeof(float));
+  g_autofree char *here = g_get_current_dir();
+  g_autofree char *dir = g_build_filename(here, "stw-tier.XXXXXX", NULL);
+  g_assert_nonnull(g_mkdtemp(dir));
+  g_autofree char *file = g_build_filename(dir, "optimizer-state.rank0", NULL);
+  StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY,
+                           .device_bytes = o.budgets.gpu_bytes, .plan = plan,
+                           .plan_trace = trace, .storage_dir = dir };
+  StwTrainer *r = trainer(&c, data, &rr, be);
+  g_assert_true(g_file_test(file, G_FILE_TEST_IS_REGULAR));
+  float got[4];
+  train(r, got, 2);
+  g_autofree char *ckpt = g_build_filename(dir, "c.ckpt", NULL);
+  g_assert_true(stw_trainer_save(r, ckpt, &error));
+  train(r, got + 2, 2);
+  g_assert_cmpmem(got, sizeof got, kept, sizeof kept);
+  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(r));
+  g_assert_cmpuint(st->storage_read_bytes, ==, state);
+  g_assert_cmpuint(st->storage_write_bytes, ==, state);
+  g_assert_cmpuint(st->deviations, ==, 0);
+  stw_trainer_free(r);
+  g_assert_false(g_file_test(file, G_FILE_TEST_EXISTS)); /* scratch: gone with the run */
+  /* resumed from the checkpoint: the files rebuilt from it, the same last two losses */
+  StwTrainer *b = trainer(&c, data, &rr, be);
+  g_assert_true(stw_trainer_load(b, ckpt, &error));
+  float again[2];
+  train(b, again, 2);
+  g_assert_cmpmem(again, sizeof again, kept + 2, sizeof again);
+  /* a byte of the file changed between steps: the next step stops, naming the chunk */
+  int fd = g_open(file, O_RDWR, 0);
+  g_assert_cmpint(fd, >=, 0);
+  guint8 byte;
+  g_assert_cmpint(pread(fd, &byte, 1, 4096 * 7), ==, 1);
+  byte ^= 0x10;
+  g_assert_cmpint(pwrite(fd, &byte, 1, 4096 * 7), ==, 1);
+  float loss;
+  g_assert_false(stw_trainer_step(b, &loss, &error));
+  g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
+  g_autofree char *altered = g_strdup_printf("storage file %s: chunk 0's optimizer state (98304 "
+                                             "bytes at offset 0) is not what was written to it: "
+                                             "the file was altered or the device corrupted it",
+                                             file);
+  stw_assert_error_contains(error, altered);
+  /* cut short: the read that comes back short names its chunk */
+  g_assert_cmpint(ftruncate(fd, 4096), ==, 0);
+  close(fd);
+  stw_trainer_free(b);
+  b = trainer(&c, data, &rr, be);
+  train(b, got, 1);
+  g_assert_cmpint(truncate(file, 4096), ==, 0);
+  g_assert_false(stw_trainer_step(b, &loss, &error));
+  g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
+  g_autofree char *cut = g_strdup_printf("the storage tier, chunk 0's optimizer state (being "
+                                         "read): storage file %s: a read of 98304 bytes at 0 "
+                                         "moved 4096 (the file is shorter than it was made, or "
+                                         "the disk is full)", file);
+  stw_assert_error_contains(error, cut);
+  stw_trainer_free(b);
+  /* no directory for it, or one that is not there */
+  rr.storage_dir = NULL;
+  g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
+  stw_assert_error_contains(error, "the plan keeps the optimizer state of 6 chunks on the storage "
+                            "tier (\"cpu-storage\"): name a directory on it for their file");
+  g_autofree char *gone = g_build_filename(dir, "gone", NULL);
+  rr.storage_dir = gone;
+  g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
+  g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_DIRECTORY);
+  stw_assert_error_contains(error, "No such file or directory");
+  g_unlink(ckpt);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  stw_trainer_free(p);
+  be->free(be);
+}
+
 /* Rewrites the checkpoint BYTES (LEN) with the 8-byte header field at OFFSET set to VALUE, or
  * the first master weight set to NaN (OFFSET 0), and its checksum made right again: a file edited
  * by someone who knows the format. */
@@ -735,5 +852,6 @@ main(int argc, char **argv)
   g_test_add_func("/trainer/checkpoint-fields", test_checkpoint_fields);
   g_test_add_func("/trainer/bad-input", test_bad_input);
   g_test_add_func("/trainer/offload", test_offload);
+  g_test_add_func("/trainer/storage-tier", test_storage_tier);
   return g_test_run();
 }

@@ -359,7 +359,10 @@ save_file(StwTrainer *t, const char *file, guint8 digest[32], GError **error)
   float *state = (float *)(buf + sizeof h), *p = state;
   for (guint32 i = 0; i < n; i++) {
     guint64 k = stw_trace_tensor(t->model, i)->numel;
-    stw_runtime_read_state(t->rt, i, p, p + total, p + 2 * total);
+    if (!stw_runtime_read_state(t->rt, i, p, p + total, p + 2 * total, error)) {
+      g_prefix_error(error, "%s: not saved: ", file);
+      return FALSE;
+    }
     p += k;
   }
   /* a diverged state never replaces a checkpoint */
@@ -480,7 +483,10 @@ stw_trainer_load_data(StwTrainer *t, const char *file, const guint8 *buf, gsize 
                      stw_trace_tensor(t->model, (guint32)bad)->name);
   const float *p = state;
   for (guint32 i = 0; i < t->model->tensors->len; i++) {
-    stw_runtime_write_state(t->rt, i, p, p + total, p + 2 * total);
+    if (!stw_runtime_write_state(t->rt, i, p, p + total, p + 2 * total, error)) {
+      g_prefix_error(error, "%s: ", file);
+      return FALSE;
+    }
     p += stw_trace_tensor(t->model, i)->numel;
   }
   t->step = h.step;

@@ -116,8 +116,9 @@ normal(guint64 *s)
 /* GPT-2's initialization, tensor by tensor in id order into the runtime's state: N(0, 0.02)
  * weights, the residual projections scaled by 1/sqrt(2L), zero biases, unit LayerNorm gains;
  * zero moments. One tensor at a time, so that the model is never held twice. */
-static void
-initialize_weights(StwRuntime *rt, const StwTrace *m, guint64 seed, guint64 layers)
+static gboolean
+initialize_weights(StwRuntime *rt, const StwTrace *m, guint64 seed, guint64 layers,
+                   GError **error)
 {
   guint64 s = seed, largest = stw_trace_largest_tensor(m, NULL);
   g_autofree float *w = g_new(float, MAX(largest, 1)), *zero = g_new0(float, MAX(largest, 1));
@@ -128,8 +129,10 @@ initialize_weights(StwRuntime *rt, const StwTrace *m, guint64 seed, guint64 laye
     float std = strstr(x->name, "c_proj.weight") ? 0.02f / sqrtf(2.0f * (float)layers) : 0.02f;
     for (guint64 k = 0; k < x->numel; k++)
       w[k] = bias ? 0.0f : ln ? 1.0f : std * normal(&s);
-    stw_runtime_write_state(rt, i, w, zero, zero);
+    if (!stw_runtime_write_state(rt, i, w, zero, zero, error))
+      return FALSE;
   }
+  return TRUE;
 }
 
 /* What the replayed plan does with each block's activations (its trace's blocks are the
@@ -194,11 +197,11 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
     stw_trainer_free(t);
     return NULL;
   }
-  if (!plan_blocks(t, ro, error)) {
+  if (!plan_blocks(t, ro, error) ||
+      !initialize_weights(t->rt, t->model, c->seed, c->layers, error)) {
     stw_trainer_free(t);
     return NULL;
   }
-  initialize_weights(t->rt, t->model, c->seed, c->layers);
   t->inputs = g_new(int, c->batch * c->context);
   t->targets = g_new(int, c->batch * c->context);
   t->blocks = g_new0(Block, c->layers);
@@ -935,10 +938,10 @@ stw_trainer_step_count(StwTrainer *t)
   return t->step;
 }
 
-void
-stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out)
+gboolean
+stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out, GError **error)
 {
   guint64 n = stw_trace_tensor(t->model, tensor)->numel;
   g_autofree float *m = g_new(float, n), *v = g_new(float, n);
-  stw_runtime_read_state(t->rt, tensor, out, m, v);
+  return stw_runtime_read_state(t->rt, tensor, out, m, v, error);
 }

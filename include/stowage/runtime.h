@@ -59,6 +59,10 @@ typedef struct {
                                  * (stowage.torch.wrap's PyTorch tensors), not allocated here: it
                                  * moves an offloading plan's blocks itself, and the runtime
                                  * expects none handed over (stw_runtime_offload) */
+  const char *storage_dir;    /* replay of a plan that keeps chunks' optimizer state on the
+                               * storage tier ("cpu-storage"): the directory for its file
+                               * (optimizer-state.rankN, removed at the end); needed then */
+  guint32 storage_queue_depth; /* requests in flight on it at most (0: 32) */
   gboolean check_store;       /* after every op's begin and end, the chunk store's invariants
                                * (stw_runtime_check_store): for tests; a violation fails the op,
                                * or the next call after an op's end (STW_RUNTIME_ERROR_CORRUPT) */
@@ -83,6 +87,11 @@ typedef struct {
   guint64 unplanned_h2d_bytes;      /* over the run: moved for them, and to restore the plan's */
   guint64 unplanned_d2h_bytes;      /* start state after them; none of it in h2d_bytes */
   guint64 abandoned_iterations;     /* over the run: stw_runtime_iteration_abandon's */
+  guint64 storage_read_bytes;       /* optimizer state read from the storage tier, and written */
+  guint64 storage_write_bytes;      /* to it, in the last completed iteration */
+  guint64 storage_wait_ns;          /* over the run: blocked until its requests completed */
+  char storage_engine[16];          /* "io_uring" or "threads"; empty without a storage tier */
+  char storage_fallback[512];       /* what its directory did not allow (storage.h), or empty */
 } StwRuntimeStats;
 
 typedef struct StwRuntime StwRuntime;
@@ -207,18 +216,23 @@ void stw_runtime_set_timed(StwRuntime *rt, gboolean timed);
 const StwRuntimeStats *stw_runtime_stats(StwRuntime *rt);
 
 /* Copies every tensor's master weights, momentum and variance out (for checkpoints), or in,
- * from and to wherever they are (a device copy, the host's). The compute copy is written from the
- * master weights, in its precision. A frozen tensor's weights are its compute copy, and its
- * moments read as zeros and are not written. */
-void stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v);
-void stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, const float *m,
-                             const float *v);
+ * from and to wherever they are (a device copy, the host's, the storage tier's file). The compute
+ * copy is written from the master weights, in its precision. A frozen tensor's weights are its
+ * compute copy, and its moments read as zeros and are not written. FALSE with ERROR when the
+ * storage tier failed or its file does not hold what was written (STW_STORAGE_ERROR): nothing is
+ * read out then (the outputs are zeros), and nothing half written. */
+gboolean stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v,
+                                GError **error);
+gboolean stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master,
+                                 const float *m, const float *v, GError **error);
 /* TENSOR's compute copy, widened to fp32, into OUT (numel floats). */
 void stw_runtime_read_param(StwRuntime *rt, guint32 tensor, float *out);
 /* With AMSGrad (a layout of the trace's model.amsgrad): TENSOR's largest variances so far,
  * numel floats, out or in; zeros out (and nothing in) without them. */
-void stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out);
-void stw_runtime_write_max_variance(StwRuntime *rt, guint32 tensor, const float *in);
+gboolean stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out,
+                                       GError **error);
+gboolean stw_runtime_write_max_variance(StwRuntime *rt, guint32 tensor, const float *in,
+                                        GError **error);
 
 STW_END_DECLS
 

@@ -85,8 +85,9 @@ const StwTrace *stw_trainer_model_of(StwTrainer *t);
  * measured time. NULL where the runtime has no trace. */
 StwTrace *stw_trainer_trace(StwTrainer *t);
 guint64 stw_trainer_step_count(StwTrainer *t);
-/* The current weights of TENSOR (numel floats). */
-void stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out);
+/* The current weights of TENSOR (numel floats). FALSE with ERROR when the storage tier holding
+ * them failed (stw_runtime_read_state). */
+gboolean stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out, GError **error);
 
 /* Checkpoints: weights, Adam state, step and data position; SHA-256 checked; written atomically.
  * On several ranks a set (FILE.rank-R-of-N.step-S per rank, FILE its manifest, written last by
