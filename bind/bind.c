@@ -568,7 +568,7 @@ struct StwBindRuntime {
 StwBindRuntime *
 stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwPlan *plan,
                      const StwTrace *plan_trace, guint64 device_bytes, const char *device,
-                     char **error_out)
+                     const char *storage_dir, char **error_out)
 {
   if (device == NULL)
     device = "host";
@@ -597,7 +597,8 @@ stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwP
   }
   StwRuntimeOptions o = { .mode = plan != NULL ? STW_RUNTIME_REPLAY : STW_RUNTIME_PROFILE,
                           .device_bytes = device_bytes, .plan = plan,
-                          .plan_trace = plan_trace, .activations_outside = TRUE };
+                          .plan_trace = plan_trace, .activations_outside = TRUE,
+                          .storage_dir = storage_dir };
   r->rt = stw_runtime_new(model, init, &o, r->backend, &error);
   if (r->rt == NULL) {
     give(error, error_out);
@@ -802,6 +803,13 @@ stw_bind_runtime_stats(StwBindRuntime *r)
   stw_json_add_u64(o, "unplanned_h2d_bytes", s->unplanned_h2d_bytes);
   stw_json_add_u64(o, "unplanned_d2h_bytes", s->unplanned_d2h_bytes);
   stw_json_add_u64(o, "abandoned_iterations", s->abandoned_iterations);
+  if (s->storage_engine[0] != '\0') {
+    stw_json_add_u64(o, "storage_read_bytes", s->storage_read_bytes);
+    stw_json_add_u64(o, "storage_write_bytes", s->storage_write_bytes);
+    stw_json_add_u64(o, "storage_wait_ns", s->storage_wait_ns);
+    cJSON_AddStringToObject(o, "storage_engine", s->storage_engine);
+    cJSON_AddStringToObject(o, "storage_fallback", s->storage_fallback);
+  }
   return print(o);
 }
 

@@ -36,9 +36,14 @@ typedef struct {
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
   GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
                                * in issue order */
-  guint64 storage_read_free, storage_write_free; /* the storage tier's two directions */
-  guint64 adam_end[2];        /* the last two CPU Adam steps of state on storage: a read into
-                               * the staging buffer one of them used waits for it */
+  guint64 storage_free;       /* the storage tier: its reads and writes share the device (a
+                               * disk's mixed traffic moves about what one direction alone does:
+                               * docs/hardware.md), one request after another */
+  guint64 staging_free[2];    /* the two staging buffers of state on storage: free when the
+                               * write of the chunk each held last ends, the older first */
+  guint32 *adam_steps;        /* per chunk on storage: its tensors' CPU Adam steps an iteration */
+  guint32 *adam_left;         /* ... still to come in this one */
+  guint64 *state_ready;       /* ... and when its state's read into a staging buffer ends */
   GArray *moves;              /* StwActivationMove: the offloaded blocks' copies */
   GArray *move_events;        /* MoveEvent, by moment */
   guint next_event;           /* the first not yet seen in this iteration */
@@ -339,7 +344,7 @@ storage_io(Sim *s, guint32 ch, double bytes, gboolean write, guint64 t)
 {
   const StwHardware *hw = &s->p->hw;
   double bw = stw_hardware_storage_bandwidth(hw, (guint64)bytes, write);
-  guint64 *free_at = write ? &s->storage_write_free : &s->storage_read_free;
+  guint64 *free_at = &s->storage_free;
   guint64 start = MAX(t, *free_at);
   guint64 ns = stw_cost_add(hw->storage_latency_ns, bw > 0 ? stw_cost_ns(bytes / bw * 1e9) : 0);
   *free_at = stw_cost_add(start, ns);
@@ -370,20 +375,24 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
     double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
     gboolean stored = s->p->optim[ch] == STW_OPTIM_CPU_STORAGE;
-    double state = numel * (double)(stw_chunking_elem_bytes(c, STW_LIST_MASTER) +
-                                    stw_chunking_elem_bytes(c, STW_LIST_MOMENTUM) +
-                                    stw_chunking_elem_bytes(c, STW_LIST_VARIANCE));
-    if (stored) /* its state read from storage first, into a free staging buffer */
-      start = MAX(start, storage_io(s, ch, state, FALSE, MAX(t, s->adam_end[0])));
+    /* a chunk's state on storage comes whole into a staging buffer before its first tensor's
+     * step, once the buffer's last chunk is written out (the runtime's tier.c) */
+    double state = 0;
+    for (int l = STW_LIST_MASTER; stored && l < STW_N_LISTS; l++)
+      state += (double)stw_chunk_bytes(c, ch, (StwChunkList)l);
+    if (stored && s->adam_left[ch] == s->adam_steps[ch])
+      s->state_ready[ch] = storage_io(s, ch, state, FALSE, MAX(t, s->staging_free[0]));
+    if (stored)
+      start = MAX(start, s->state_ready[ch]);
     /* the ranks share the host's cores */
     double rate = traced_rate > 0 ? traced_rate
                                   : stw_cpu_adam_rate(&s->p->hw, stw_chunking_ranks_per_node(c));
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
-    if (stored) { /* and written back behind it */
-      storage_io(s, ch, state, TRUE, end);
-      s->adam_end[0] = s->adam_end[1];
-      s->adam_end[1] = end;
+    if (stored && --s->adam_left[ch] == 0) { /* and written back behind its last */
+      s->adam_left[ch] = s->adam_steps[ch];
+      s->staging_free[0] = s->staging_free[1];
+      s->staging_free[1] = storage_io(s, ch, state, TRUE, end);
     }
     for (int l = 0; l < STW_N_LISTS; l++) {
       guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
@@ -446,6 +455,17 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   s.cpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   s.moves = stw_trace_activation_moves(t);
   move_events(&s);
+  guint32 n_chunks = stw_chunking_count(p->chunking);
+  s.adam_steps = g_new0(guint32, MAX(n_chunks, 1));
+  s.state_ready = g_new0(guint64, MAX(n_chunks, 1));
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    for (guint32 i = 0; op->stage == STW_STAGE_OPTIM && i < op->n_params; i++) {
+      guint32 ch = p->chunking->chunk_of[op->params[i]];
+      s.adam_steps[ch] += p->optim[ch] == STW_OPTIM_CPU_STORAGE;
+    }
+  }
+  s.adam_left = g_memdup2(s.adam_steps, MAX(n_chunks, 1) * sizeof(guint32));
   s.out_end = g_new0(guint64, MAX(s.moves->len, 1));
   s.in_end = g_new0(guint64, MAX(s.moves->len, 1));
   for (guint32 i = 0; i < d->n_items; i++) {
@@ -515,6 +535,9 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   g_array_unref(s.copies);
   g_free(s.gpu_ready);
   g_free(s.cpu_ready);
+  g_free(s.adam_steps);
+  g_free(s.adam_left);
+  g_free(s.state_ready);
   g_array_unref(s.moves);
   g_array_unref(s.move_events);
   g_free(s.out_end);

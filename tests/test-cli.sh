@@ -277,7 +277,7 @@ $S simulate "$T/tn.json" "$T/tt.json" --chrome-trace "$T/tn-chrome.json" > "$T/t
   grep -q '"name":"storage reads"' "$T/tn-chrome.json" &&
   grep -q '"cat":"state read"' "$T/tn-chrome.json" && grep -q '"cat":"state write"' "$T/tn-chrome.json"
 tap_result $? "simulate draws the storage's reads and writes of optimizer state" "$(cat "$T/tn-sim.txt")"
-expect 1 "the plan keeps the optimizer state of 4 chunks on the storage tier (\"cpu-storage\"): name a directory on it for their file (train --nvme-dir DIR" \
+expect 1 "chunks on the storage tier (\"cpu-storage\"): name a directory on it for their file (train --nvme-dir DIR" \
   "train refuses a plan with state on storage without a directory for it" -- $S train $M --steps 1 --plan "$T/tn.json"
 expect 1 "storage directory $T/gone: No such file or directory" "train --nvme-dir on a missing directory" -- \
   $S train $M --steps 1 --plan "$T/tn.json" --nvme-dir "$T/gone"

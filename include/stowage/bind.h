@@ -119,12 +119,12 @@ char *stw_bind_trace_json(const StwTrace *t, char **error_out);
  * replaying PLAN (made for PLAN_TRACE, which it must check for: stw_plan_check's message
  * otherwise) or, with PLAN NULL, in profile mode; MODEL's tensors (fp32) start from INIT (one
  * host array of numel floats per tensor, in id order; NULL: zeros). MODEL, PLAN and PLAN_TRACE
- * must outlive it. The op-by-op calls are stw_runtime_*'s (runtime.h). */
+ * must outlive it; STORAGE_DIR (or NULL) is the runtime options' storage_dir. The op-by-op calls are stw_runtime_*'s (runtime.h). */
 typedef struct StwBindRuntime StwBindRuntime;
 StwBindRuntime *stw_bind_runtime_new(const StwTrace *model, const float *const *init,
                                      const StwPlan *plan, const StwTrace *plan_trace,
                                      guint64 device_bytes, const char *device,
-                                     char **error_out);
+                                     const char *storage_dir, char **error_out);
 void stw_bind_runtime_free(StwBindRuntime *r);
 void stw_bind_runtime_iteration_begin(StwBindRuntime *r);
 /* stw_runtime_iteration_abandon: the iteration ended early (an exception in the caller's step). */

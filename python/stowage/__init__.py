@@ -276,13 +276,14 @@ class Runtime:
     "cuda", the CUDA backend on GPU 0 (a budget of DEVICE_BYTES): the model data in chunks,
     moved as PLAN says (made for PLAN_TRACE) or, without a plan, on demand (profile mode).
     MODEL's tensors are fp32 and start from INIT (a list of float sequences, one per tensor in
-    id order; None: zeros) or from host arrays at INIT_ADDRESSES. Ops are run as in runtime.h:
-    op_begin, param, op_end."""
+    id order; None: zeros) or from host arrays at INIT_ADDRESSES. A plan with chunks' optimizer
+    state on the storage tier needs STORAGE_DIR, a directory there for its scratch file. Ops are
+    run as in runtime.h: op_begin, param, op_end."""
 
     _STAGES = ("fwd", "bwd", "optim")
 
     def __init__(self, model, device_bytes, plan=None, plan_trace=None, init=None,
-                 init_addresses=None, device="host"):
+                 init_addresses=None, device="host", storage_dir=None):
         self._h = None
         _of(model, Trace, "runtime: model")
         if plan is not None:
@@ -311,7 +312,8 @@ class Runtime:
         self._adam_json = {}
         self._h = _call(_lib.runtime_new, model._h, arrays, plan._h if plan else None,
                         (plan_trace or model)._h if plan else None, device_bytes,
-                        device.encode())
+                        device.encode(),
+                        None if storage_dir is None else os.fsencode(storage_dir))
 
     def iteration_begin(self):
         _lib.runtime_iteration_begin(self._h)

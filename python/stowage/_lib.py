@@ -114,7 +114,7 @@ trace_json = _fn("stw_bind_trace_json", ctypes.c_void_p, ctypes.c_void_p,
 f32p = ctypes.POINTER(ctypes.c_float)
 runtime_new = _fn("stw_bind_runtime_new", ctypes.c_void_p, ctypes.c_void_p,
                   ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, u64,
-                  ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+                  ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 runtime_free = _fn("stw_bind_runtime_free", None, ctypes.c_void_p)
 runtime_iteration_begin = _fn("stw_bind_runtime_iteration_begin", None, ctypes.c_void_p)
 runtime_iteration_end = _fn("stw_bind_runtime_iteration_end", ctypes.c_int, ctypes.c_void_p,

@@ -970,7 +970,9 @@ class wrap:
     the library's AdamW where the plan places each chunk, with the optimizer's hyperparameters
     as they are at each step (maximize and Adam's L2 decay applied to the gradient, as PyTorch
     does). Forwards without gradients (evaluation) run outside the plan, their parameters made
-    resident on demand within the budget (stats: unplanned_*).
+    resident on demand within the budget (stats: unplanned_*). A plan that keeps chunks'
+    optimizer state on the storage tier (plan(..., nvme=...)) needs STORAGE_DIR, a directory
+    there for its scratch file (stats: storage_read_bytes, storage_write_bytes).
 
     A plan whose trace is 16-bit (profile(..., precision="bf16" or "fp16")) trains in mixed
     precision: modules compute on 16-bit views of the param chunks, gradients come back 16-bit,
@@ -983,7 +985,7 @@ class wrap:
     the gradients at the model's outputs and travels in the optimizer's state_dict."""
 
     def __init__(self, model, optimizer, plan, trace=None, device_bytes=None, depth=None,
-                 precision=None, loss_scale=None):
+                 precision=None, loss_scale=None, storage_dir=None):
         if getattr(model, "_stowage_wrap", None) is not None:
             raise StowageError("wrap: the model is wrapped already; stowage.torch.unwrap(model) "
                                "first")
@@ -1038,7 +1040,7 @@ class wrap:
                                    precision=self.mixed).model_trace()
         self.rt = Runtime(self.model_trace, budget, plan=self.plan, plan_trace=self.trace,
                           init_addresses=[t.data_ptr() for t in init],
-                          device="cuda" if self.cuda else "host")
+                          device="cuda" if self.cuda else "host", storage_dir=storage_dir)
         del init
         self.shapes = [tuple(p.shape) for _, p in self.m.params]
         self.numel = [p.numel() for _, p in self.m.params]

@@ -159,6 +159,53 @@ class TestProfile(unittest.TestCase):
         self.assertEqual(runs["keep"], runs["recompute"])
         self.assertEqual(runs["keep"], runs["offload"])
 
+    def test_wrap_replays_a_plan_with_state_on_storage(self):
+        """A host budget one byte short of the plan's, with a storage tier (plan(..., nvme=)):
+        CPU Adam chunks keep their optimizer state on storage; wrap(..., storage_dir=) steps it
+        through a scratch file there, with bitwise the losses of the plan that keeps it in host
+        memory, reading and writing the plan's bytes each step, and leaves no file; without a
+        directory the plan is refused by name."""
+        def make():
+            torch.manual_seed(0)
+            m = TinyLM()
+            return m, torch.optim.AdamW(m.parameters(), lr=1e-2), torch.randint(0, 64, (4, 8))
+
+        m, opt, x = make()
+        t = self.traced(m, x, opt)
+        hw = "RTX4090-24GB-PCIe4-2xNVMe"
+        host = stowage.plan(t, gpu="96KiB", activations="keep", hw=hw)
+        need = host.predictions["cpu_bytes"] + host.predictions["host_overhead_bytes"]
+        stored = stowage.plan(t, gpu="96KiB", activations="keep", hw=hw, cpu=need - 1,
+                              nvme="1GiB")
+        state = stored.predictions["storage_bytes"]
+        self.assertGreater(state, 0)
+        runs = {}
+        with tempfile.TemporaryDirectory() as d:
+            for name, plan in (("host", host), ("storage", stored)):
+                m, opt, x = make()
+                with st.wrap(m, opt, plan, t, storage_dir=d) as w:
+                    losses = []
+                    for _ in range(3):
+                        loss = self.loss_of(m, x)
+                        loss.backward()
+                        opt.step()
+                        opt.zero_grad()
+                        losses.append(loss.item())
+                    if name == "storage":
+                        self.assertEqual(w.stats["storage_read_bytes"], state)
+                        self.assertEqual(w.stats["storage_write_bytes"], state)
+                        self.assertEqual(os.listdir(d), ["optimizer-state.rank0"])
+                    else:
+                        self.assertNotIn("storage_read_bytes", w.stats)
+                runs[name] = losses
+            self.assertEqual(os.listdir(d), [])
+            m, opt, x = make()
+            with self.assertRaisesRegex(stowage.StowageError, r"the plan keeps the optimizer "
+                                        r"state of \d+ chunks on the storage tier "
+                                        r"\(\"cpu-storage\"\): name a directory"):
+                st.wrap(m, opt, stored, t)
+        self.assertEqual(runs["host"], runs["storage"])
+
     def test_cpu_memory_from_the_profiler(self):
         """On the CPU, non-model memory comes from the profiler's memory events: a stack of
         Linear(8, 8) on a 4 x 8 input allocates 128 bytes per output, each kept for backward."""
