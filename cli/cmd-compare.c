@@ -77,6 +77,12 @@ print_table(const Comparison *c)
     if (!c->c.points[p].feasible)
       printf("(%u) %s\n", ++n_why, c->c.points[p].why);
   }
+  if (c->o->budgets.storage_bytes > 0)
+    printf("\nWith --nvme: stowage keeps on storage the optimizer state host memory cannot hold, "
+           "read and written in a pipeline of two staging buffers; zero-infinity keeps all of "
+           "its optimizer state there (offload_optimizer \"nvme\"), each part read, stepped and "
+           "written before the next is read (DeepSpeed's default: pipeline_read and "
+           "pipeline_write off); the other policies have no storage tier.\n");
 }
 
 int

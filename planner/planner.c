@@ -237,21 +237,23 @@ state_bytes(const Attempt *at, guint32 j)
 
 /* With a storage tier (the budget's storage_bytes), the optimizer state of P's CPU Adam chunks
  * moves there, from the last chunk back (the first to be stepped last), until P's host memory
- * fits the host budget, or the storage's is full; its schedule stays (the GPU sees CPU Adam's
- * chunks alike). Returns P's host memory, re-evaluated over PLAN_DEMAND. */
+ * fits the host budget (ZeRO-Infinity's, offload_optimizer to "nvme": all of it), or the
+ * storage's is full; its schedule stays (the GPU sees CPU Adam's chunks alike). Returns P's host
+ * memory, re-evaluated over PLAN_DEMAND. */
 static guint64
 state_to_storage(Attempt *at, StwPlan *p, const StwDemand *plan_demand)
 {
   const StwBudgets *b = &at->o->budgets;
   guint64 host = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
-  if (b->storage_bytes == 0 || at->o->policy != STW_POLICY_STOWAGE)
+  gboolean all = at->o->policy == STW_POLICY_ZERO_INFINITY;
+  if (b->storage_bytes == 0 || (at->o->policy != STW_POLICY_STOWAGE && !all))
     return host;
   const StwChunking *c = p->chunking;
   guint64 world = MAX(c->world, 1), largest = 0, moved = 0;
   for (guint32 ch = 0; ch < at->n; ch++) /* the staging buffers: two of the largest state */
     if (p->optim[ch] == STW_OPTIM_CPU)
       largest = MAX(largest, state_bytes(at, ch));
-  guint64 excess = host - b->cpu_bytes + 2 * largest * world;
+  guint64 excess = all ? G_MAXUINT64 : host - b->cpu_bytes + 2 * largest * world;
   gboolean any = FALSE;
   for (guint32 ch = at->n; ch-- > 0 && moved * world < excess;) {
     guint64 state = state_bytes(at, ch);
@@ -287,7 +289,9 @@ make_plan(Attempt *at, const guint8 *optim, StwSchedule *s, const StwDemand *pla
   add_collectives(p, at->t);
   stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
   guint64 host = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
-  if (!at->ignore_host && host > at->o->budgets.cpu_bytes)
+  if (!at->ignore_host && (host > at->o->budgets.cpu_bytes ||
+                           (at->o->policy == STW_POLICY_ZERO_INFINITY &&
+                            at->o->budgets.storage_bytes > 0)))
     host = state_to_storage(at, p, plan_demand);
   if (!at->ignore_host && host > at->o->budgets.cpu_bytes) {
     if (at->host_need_bytes == 0 || host < at->host_need_bytes)

@@ -380,8 +380,12 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     double state = 0;
     for (int l = STW_LIST_MASTER; stored && l < STW_N_LISTS; l++)
       state += (double)stw_chunk_bytes(c, ch, (StwChunkList)l);
+    /* ZeRO-Infinity's optimizer swapper, as DeepSpeed configures it by default (pipeline_read
+     * and pipeline_write off), reads a sub-group only after the last one was written */
+    gboolean serial = s->p->policy == STW_POLICY_ZERO_INFINITY;
     if (stored && s->adam_left[ch] == s->adam_steps[ch])
-      s->state_ready[ch] = storage_io(s, ch, state, FALSE, MAX(t, s->staging_free[0]));
+      s->state_ready[ch] = storage_io(s, ch, state, FALSE,
+                                      MAX(t, s->staging_free[serial ? 1 : 0]));
     if (stored)
       start = MAX(start, s->state_ready[ch]);
     /* the ranks share the host's cores */
