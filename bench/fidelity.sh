@@ -32,9 +32,7 @@ if [ "${STW_FIDELITY_INTERFERENCE:-on}" = off ]; then
   mv "$tmp/host-off.json" "$tmp/host.json"
   interference="${interference:-0} measured, left out of the profile"
 fi
-# bytes of a size as the CLI prints it ("12.37 MiB")
-bytes() { echo "$1 $2" | awk '{ m = $2 == "B" ? 1 : $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : $2 == "GiB" ? 1073741824 : 1099511627776; printf "%.0f", $1 * m }'; }
-ns() { echo "$1 $2" | awk '{ m = $2 == "ns" ? 1 : $2 == "us" ? 1e3 : $2 == "ms" ? 1e6 : 1e9; printf "%.0f", $1 * m }'; }
+. "$(dirname "$0")/sizes.sh"
 
 echo "| model | budget | policy | predicted | measured | error | predicted peak | measured peak | error |"
 echo "|---|---|---|---:|---:|---:|---:|---:|---:|"

@@ -19,8 +19,7 @@ trap 'rm -rf "$tmp"; [ -n "$2" ] || rm -rf "$dir"' EXIT
 text=$(cd "$(dirname "$0")/.." && pwd)/README.md
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 "$S" probe --device host --nvme "$dir" -o "$tmp/host.json" > "$tmp/probe.txt"
-bytes() { echo "$1 $2" | awk '{ m = $2 == "B" ? 1 : $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : $2 == "GiB" ? 1073741824 : 1099511627776; printf "%.0f", $1 * m }'; }
-ns() { echo "$1 $2" | awk '{ m = $2 == "ns" ? 1 : $2 == "us" ? 1e3 : $2 == "ms" ? 1e6 : 1e9; printf "%.0f", $1 * m }'; }
+. "$(dirname "$0")/sizes.sh"
 
 echo "| model | host cut | predicted | measured | error | storage each way, plan | replay | host, plan | peak RSS |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
