@@ -192,6 +192,13 @@ stw_storage_open(const char *dir, guint32 queue_depth, GError **error)
     g_snprintf(in->fallback, sizeof in->fallback, "O_DIRECT refused on %s (%s): buffered I/O, "
                "the page cache holding what is written (a read of it measures memory, not the "
                "device); ", in->fs_type, why);
+  if (g_strcmp0(in->fs_type, "tmpfs") == 0 || g_strcmp0(in->fs_type, "ramfs") == 0) {
+    g_strlcat(in->fallback, dir, sizeof in->fallback);
+    g_strlcat(in->fallback, " is on ", sizeof in->fallback);
+    g_strlcat(in->fallback, in->fs_type, sizeof in->fallback);
+    g_strlcat(in->fallback, ": its files are host memory, not storage (what they hold counts "
+              "against the machine's RAM); ", sizeof in->fallback);
+  }
   g_strlcpy(in->engine, "threads", sizeof in->engine);
 #ifdef STW_HAVE_LIBURING
   gboolean threads = g_strcmp0(g_getenv("STOWAGE_STORAGE_ENGINE"), "threads") == 0;

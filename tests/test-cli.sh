@@ -307,6 +307,15 @@ grep -q "^storage tier: optimizer state in $T/nvme through \(io_uring\|threads\)
   [ "$(grep -c "^step .*  storage read $stored  written $stored\$" "$T/nv.log")" = 3 ] &&
   [ -z "$(ls "$T/nvme")" ]
 tap_result $? "the storage replay reads and writes the plan's $stored each step, and leaves no file" "$(cat "$T/nv.log")"
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  shm=$(mktemp -d /dev/shm/stw-cli.XXXXXX)
+  out=$($S train $M --steps 1 --plan "$T/tn.json" --nvme-dir "$shm" 2>&1)
+  echo "$out" | grep -q "^storage tier: optimizer state in $shm through .*$shm is on tmpfs: its files are host memory, not storage"
+  tap_result $? "train --nvme-dir on tmpfs says its files are host memory" "$out"
+  rmdir "$shm"
+else
+  tap_skip "no writable /dev/shm: the tmpfs storage directory is not tried"
+fi
 # the recomputing plan: its blocks' activations dropped after their forward and made again before
 # their backward, bitwise; the device peak the plan's, the bytes moved the plan's
 $S train $M --steps 3 --plan "$T/tr.json" > "$T/rec.log"

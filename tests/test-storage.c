@@ -188,6 +188,10 @@ test_tmpfs(void)
   g_test_message("%s: direct %d: %s", in->fs_type, in->direct, in->fallback);
   if (!in->direct)
     g_assert_nonnull(strstr(in->fallback, "O_DIRECT refused on tmpfs ("));
+  g_autofree char *said = g_strdup_printf("%s is on tmpfs: its files are host memory, not "
+                                          "storage (what they hold counts against the "
+                                          "machine's RAM)", dir);
+  g_assert_nonnull(strstr(in->fallback, said));
   g_assert_cmpint(stw_storage_create(s, "c", 8192, &error), ==, 0);
   guint8 *buf = stw_storage_buffer(8192);
   memset(buf, 0x5a, 8192);
