@@ -282,11 +282,14 @@ empty_buffer(StwTier *t, int b, GError **error)
   return TRUE;
 }
 
+/* The buffer holding CH's state, or -1. A buffer to be forgotten once its write lands holds it
+ * no longer: the iteration reads it anew (and changing it while its write is in flight, then
+ * forgetting it, would lose the change). */
 static int
 find(const StwTier *t, guint32 ch)
 {
   for (int b = 0; b < N_BUFFERS; b++)
-    if (t->buf[b].chunk == ch)
+    if (t->buf[b].chunk == ch && !t->buf[b].forget)
       return b;
   return -1;
 }

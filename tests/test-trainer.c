@@ -710,6 +710,24 @@ test_storage_tier(void)
   g_assert_cmpuint(st->deviations, ==, 0);
   stw_trainer_free(r);
   g_assert_false(g_file_test(file, G_FILE_TEST_EXISTS)); /* scratch: gone with the run */
+  /* one chunk on storage: its write from one step still in flight when the next reads it */
+  g_autofree guint8 *all = g_memdup2(plan->optim, stw_chunking_count(plan->chunking));
+  guint32 last = 0;
+  for (guint32 ch = 0; ch < stw_chunking_count(plan->chunking); ch++) {
+    if (plan->optim[ch] == STW_OPTIM_CPU_STORAGE) {
+      plan->optim[ch] = STW_OPTIM_CPU;
+      last = ch;
+    }
+  }
+  plan->optim[last] = STW_OPTIM_CPU_STORAGE;
+  r = trainer(&c, data, &rr, be);
+  train(r, got, 4);
+  g_assert_cmpmem(got, sizeof got, kept, sizeof kept);
+  st = stw_runtime_stats(stw_trainer_runtime(r));
+  g_assert_cmpuint(st->storage_read_bytes, ==, state / 6);
+  g_assert_cmpuint(st->storage_write_bytes, ==, state / 6);
+  stw_trainer_free(r);
+  memcpy(plan->optim, all, stw_chunking_count(plan->chunking));
   /* resumed from the checkpoint: the files rebuilt from it, the same last two losses */
   StwTrainer *b = trainer(&c, data, &rr, be);
   g_assert_true(stw_trainer_load(b, ckpt, &error));
