@@ -391,6 +391,7 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->nodes, g_free);
   g_clear_pointer(&p->activations, g_free);
   g_clear_pointer(&p->nvme, g_free);
+  g_clear_pointer(&p->nvme_devices, g_free);
 }
 
 void
@@ -418,6 +419,7 @@ stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
   stw_request_set_flag(r, "beyond-device", p->beyond_device);
   stw_request_set(r, "activations", p->activations);
   stw_request_set(r, "nvme", p->nvme);
+  stw_request_set(r, "nvme-devices", p->nvme_devices);
   return r;
 }
 

@@ -101,6 +101,7 @@ typedef struct {
   gboolean beyond_device; /* --beyond-device: GPU budgets above the profile's memory allowed */
   char *activations; /* --activations: the stowage policy's blocks */
   char *nvme;        /* --nvme: the storage tier's room for optimizer state */
+  char *nvme_devices; /* --nvme-devices: the profile's storage with that many drives */
 } StwCliPlanning;
 
 void stw_cli_planning_clear(StwCliPlanning *p);
@@ -132,7 +133,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "host memory)", "A" },                                                                      \
   { "nvme", 0, 0, STW_OPTION_TEXT, &(p).nvme,                                                   \
     "room on the profile's storage tier (probe --nvme) for the optimizer state of CPU Adam "     \
-    "chunks that host memory cannot hold (default: none)", "SIZE" }
+    "chunks that host memory cannot hold (default: none)", "SIZE" },                          \
+  { "nvme-devices", 0, 0, STW_OPTION_TEXT, &(p).nvme_devices,                                   \
+    "with --nvme: the profile's storage with N drives of its kind, requests striped over them "  \
+    "(bandwidth and capacity scaled from its own count)", "N" }
 
 /* Into R, every option of ENTRIES (a command's table, parsed) that R's kind takes, by its long
  * name: text as given, flags on or off. The table and the request name options alike. */

@@ -129,8 +129,10 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
     g_autofree char *sb = stw_size_format(q->storage_bytes);
     g_autofree char *sbud = stw_size_format(p->budgets.storage_bytes);
     g_autofree char *busy = stw_duration_format(q->storage_ns);
-    printf("  storage      %s of optimizer state of %s on the storage tier, read and written "
-           "each step (storage busy %s)\n", sb, sbud, busy);
+    guint32 drives = MAX(p->hw.storage_devices, 1);
+    printf("  storage      %s of optimizer state of %s on the storage tier (%u drive%s), read and "
+           "written each step (storage busy %s)\n", sb, sbud, drives, drives > 1 ? "s" : "",
+           busy);
   }
   g_autofree char *cost = stw_duration_format(q->cost_ns);
   g_autofree char *comp = stw_duration_format(q->compute_ns);

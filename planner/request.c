@@ -13,7 +13,7 @@
 G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 
 #define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations", \
-                         "nvme"
+                         "nvme", "nvme-devices"
 
 static const char *const planning_flags[] = { "beyond-device", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
@@ -406,6 +406,14 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
     return usage(error, "%s: --nvme: hardware profile %s has no storage tier: measure one with "
                  "`stowage probe --nvme DIR` (or give a profile with a \"storage\" section, "
                  "docs/hardware.md)", r->kind->command, o->hw.name);
+  guint64 devices = 0;
+  if (!stw_request_count(r, "nvme-devices", 1, STW_HARDWARE_MAX_STORAGE_DEVICES, &devices, error))
+    return FALSE;
+  if (devices > 0 && o->budgets.storage_bytes == 0)
+    return usage(error, "%s: --nvme-devices goes with --nvme SIZE; without it the option would be "
+                 "ignored", r->kind->command);
+  if (devices > 0)
+    stw_hardware_set_storage_devices(&o->hw, (guint32)devices);
   if (o->budgets.storage_bytes > o->hw.storage_bytes && o->hw.storage_bytes > 0)
     return usage(error, "%s: --nvme: %" G_GUINT64_FORMAT " bytes, more than the %"
                  G_GUINT64_FORMAT " the profile %s's storage holds", r->kind->command,

@@ -149,7 +149,8 @@ read_storage(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **erro
   gsize saved = stw_json_push_key(r, "storage");
   if (!stw_json_check_object(r, st, storage_members, error) ||
       !stw_json_get_enum(r, st, "kind", TRUE, storage_kinds, &kind, error) ||
-      !stw_json_get_u64(r, st, "devices", FALSE, 1, 256, &devices, error) ||
+      !stw_json_get_u64(r, st, "devices", FALSE, 1, STW_HARDWARE_MAX_STORAGE_DEVICES, &devices,
+                        error) ||
       !stw_json_get_u64(r, st, "capacity_bytes", TRUE, 1, STW_JSON_INT_MAX, &hw->storage_bytes,
                         error) ||
       !stw_json_get_u64(r, st, "queue_depth", TRUE, 1, 65536, &depth, error) ||
@@ -474,6 +475,18 @@ stw_hardware_storage_bandwidth(const StwHardware *hw, guint64 bytes, gboolean wr
     return 0;
   return write ? curve_at(hw->storage_write, hw->n_storage_write, bytes)
                : curve_at(hw->storage_read, hw->n_storage_read, bytes);
+}
+
+void
+stw_hardware_set_storage_devices(StwHardware *hw, guint32 devices)
+{
+  double scale = (double)devices / (double)MAX(hw->storage_devices, 1);
+  for (guint i = 0; i < hw->n_storage_read; i++)
+    hw->storage_read[i].bytes_per_s *= scale;
+  for (guint i = 0; i < hw->n_storage_write; i++)
+    hw->storage_write[i].bytes_per_s *= scale;
+  hw->storage_bytes = (guint64)MIN((double)hw->storage_bytes * scale, (double)STW_JSON_INT_MAX);
+  hw->storage_devices = devices;
 }
 
 double

@@ -272,6 +272,14 @@ $S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVM
 tap_result $? "plan with optimizer state on a storage tier (--nvme)" "$(cat "$T/tn.log")"
 grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > /dev/null
 tap_result $? "the storage plan places chunks' state there and checks"
+$S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+  --activations keep --nvme-devices 4 -o "$T/tn4.json" > "$T/tn4.log"
+two=$(sed -n 's/.*(2 drives), read and written each step (storage busy \([0-9.]*\) us).*/\1/p' "$T/tn.log")
+four=$(sed -n 's/.*(4 drives), read and written each step (storage busy \([0-9.]*\) us).*/\1/p' "$T/tn4.log")
+[ -n "$two" ] && [ -n "$four" ] && awk -v a="$two" -v b="$four" 'BEGIN { exit !(b < a) }'
+tap_result $? "--nvme-devices 4 stripes the storage over four drives: less busy than the profile's two" "$(cat "$T/tn.log" "$T/tn4.log")"
+expect 2 "plan: --nvme-devices goes with --nvme SIZE; without it the option would be ignored" \
+  "--nvme-devices without --nvme" -- $S plan "$T/tt.json" --gpu 400KiB --nvme-devices 4 -o "$T/x.json"
 $S simulate "$T/tn.json" "$T/tt.json" --chrome-trace "$T/tn-chrome.json" > "$T/tn-sim.txt" &&
   grep -q "^storage  .* optimizer state read and written" "$T/tn-sim.txt" &&
   grep -q '"name":"storage reads"' "$T/tn-chrome.json" &&

@@ -59,6 +59,13 @@ test_shipped(void)
   g_assert_cmpfloat(stw_hardware_storage_bandwidth(&ws, 1u << 24, FALSE), ==, 13e9);
   g_assert_cmpfloat(stw_hardware_storage_bandwidth(&ws, 1u << 24, TRUE), ==, 10e9);
   g_assert_cmpfloat(stw_hardware_storage_bandwidth(&a100, 1u << 24, FALSE), ==, 0);
+  /* the same drives, four of them (--nvme-devices 4): twice the bandwidth and the capacity */
+  StwHardware four = ws;
+  stw_hardware_set_storage_devices(&four, 4);
+  g_assert_cmpuint(four.storage_devices, ==, 4);
+  g_assert_cmpfloat(stw_hardware_storage_bandwidth(&four, 1u << 24, FALSE), ==, 26e9);
+  g_assert_cmpfloat(stw_hardware_storage_bandwidth(&four, 1u << 24, TRUE), ==, 20e9);
+  g_assert_cmpuint(four.storage_bytes, ==, 2 * ws.storage_bytes);
   g_autofree char *text = NULL;
   cJSON *j = stw_hardware_to_json(&ws);
   text = cJSON_PrintUnformatted(j);

@@ -148,6 +148,11 @@ double stw_hardware_interconnect_bandwidth(const StwHardware *hw, guint64 bytes)
 /* The storage's bandwidth for requests of BYTES, reading or (WRITE) writing, all drives
  * together; 0 where the profile has no storage. */
 double stw_hardware_storage_bandwidth(const StwHardware *hw, guint64 bytes, gboolean write);
+/* HW's storage as DEVICES drives of its kind, requests striped over them: its bandwidth at every
+ * size and its capacity scaled by DEVICES over its own count (each drive as fast as the profile's
+ * average; what the host's PCIe and memory allow beyond that is not modelled). */
+#define STW_HARDWARE_MAX_STORAGE_DEVICES 256u
+void stw_hardware_set_storage_devices(StwHardware *hw, guint32 devices);
 
 STW_END_DECLS
 
