@@ -275,7 +275,40 @@ stw_cli_throughput_cells(const StwThroughput *th, char **tokens_per_s, char **mf
     return;
   }
   *tokens_per_s = stw_cli_rate_format(th->tokens_per_s);
-  *mfu = g_strdup_printf("%.1f%%", th->mfu * 100);
+  *mfu = th->peak_flops_per_s > 0 ? g_strdup_printf("%.1f%%", th->mfu * 100) : g_strdup("-");
+}
+
+char *
+stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
+{
+  const char *on = stw_trace_measured_elsewhere(t, hw);
+  if (on == NULL)
+    return NULL;
+  return g_strdup_printf("the trace's op times as measured on %s, not on %s, which runs them at "
+                         "its own speed (synthesize the trace for it with `stowage synth`, or "
+                         "profile there); no MFU from them", on, hw->name);
+}
+
+char *
+stw_cli_bound_by(const StwPlan *p)
+{
+  const StwPlanPredictions *q = &p->pred;
+  struct {
+    const char *what;
+    guint64 ns;
+  } engines[] = { { "compute", q->compute_ns },
+                  { "host-to-device copies (PCIe)", q->h2d_ns },
+                  { "device-to-host copies (PCIe)", q->d2h_ns },
+                  { "CPU Adam", q->cpu_adam_ns },
+                  { "the storage tier", q->storage_ns },
+                  { "the collectives", p->chunking->world > 1 ? q->comm_ns : 0 } };
+  guint best = 0;
+  for (guint i = 1; i < G_N_ELEMENTS(engines); i++)
+    if (engines[i].ns > engines[best].ns)
+      best = i;
+  g_autofree char *busy = stw_duration_format(engines[best].ns);
+  g_autofree char *all = stw_duration_format(q->cost_ns);
+  return g_strdup_printf("%s, busy %s of the %s iteration", engines[best].what, busy, all);
 }
 
 char *

@@ -207,6 +207,12 @@ char *stw_cli_slowdown_cell(double slowdown);
  * process)", the processes of all ranks together, the chunks' figure with the offloaded
  * activations where the plan has them. */
 char *stw_cli_host_figure(const StwPlan *p);
+/* What a prediction on HW assumes of T's op times where they were measured on another device
+ * (stw_trace_measured_elsewhere), in one line for people; NULL where they were not. */
+char *stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw);
+/* What bounds plan P's iteration, in words, with its busy time: the engine busiest of compute,
+ * the copies each way, CPU Adam, the storage tier and the collectives. */
+char *stw_cli_bound_by(const StwPlan *p);
 
 /* A rate for people: whole and grouped from 100 up ("12,345"), one decimal below ("42.5"). */
 char *stw_cli_rate_format(double v);

@@ -10,6 +10,7 @@
 /* What was compared, for the table. */
 typedef struct {
   const char *trace_file;
+  const StwTrace *trace;
   const StwPlannerOptions *o;
   StwComparison c;
 } Comparison;
@@ -64,13 +65,18 @@ print_table(const Comparison *c)
   g_autofree char *b = stw_size_format(c->c.gpu_bytes);
   g_autofree char *u = unlimited_text(&c->c);
   if (c->o->nodes > 1)
-    printf("%s on %u nodes of %u x %s with %s of GPU memory each (%s)\n\n", c->trace_file,
+    printf("%s on %u nodes of %u x %s with %s of GPU memory each (%s)\n", c->trace_file,
            c->o->nodes, c->o->world_size / c->o->nodes, c->o->hw.name, b, u);
   else if (multi)
-    printf("%s on %u x %s with %s of GPU memory each (%s)\n\n", c->trace_file,
+    printf("%s on %u x %s with %s of GPU memory each (%s)\n", c->trace_file,
            c->o->world_size, c->o->hw.name, b, u);
   else
-    printf("%s on %s with %s of GPU memory (%s)\n\n", c->trace_file, c->o->hw.name, b, u);
+    printf("%s on %s with %s of GPU memory (%s)\n", c->trace_file, c->o->hw.name, b, u);
+  printf("%s: %s\n", c->o->hw.name, c->o->hw.origin);
+  g_autofree char *elsewhere = stw_cli_measured_elsewhere(c->trace, &c->o->hw);
+  if (elsewhere != NULL)
+    printf("assumes %s\n", elsewhere);
+  printf("\n");
   stw_table_print(tab, stdout);
   n_why = 0;
   for (int p = 0; p < STW_N_POLICIES; p++) {
@@ -120,7 +126,7 @@ stw_cmd_compare(int argc, char **argv)
   guint64 budget = 0;
   if (!stw_request_gpu_budget(r, "gpu", &o, &budget, &error))
     return stw_cli_error(error);
-  Comparison c = { .trace_file = argv[1], .o = &o };
+  Comparison c = { .trace_file = argv[1], .trace = trace, .o = &o };
   stw_whatif_compare(trace, &o, budget, &c.c);
   if (json) {
     g_autofree char *text = stw_whatif_comparison_json(&c.c, argv[1], o.hw.name);

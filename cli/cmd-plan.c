@@ -86,6 +86,11 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *chunk_bytes = stw_size_format(stw_chunk_bytes(c, 0, STW_LIST_PARAM));
   printf("%s: policy %s, chunk size %s elements (%s per param chunk), %u chunks per list\n",
          file, stw_policy_names[p->policy], size, chunk_bytes, n);
+  printf("  hardware     %s: %s\n", p->hw.name,
+         p->hw.origin[0] != '\0' ? p->hw.origin : "as the plan records it");
+  g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
+  if (elsewhere != NULL)
+    printf("  assumes      %s\n", elsewhere);
   guint counts[STW_N_OPTIMS] = { 0 }, frozen = 0;
   for (guint32 i = 0; i < n; i++) {
     if (stw_chunking_chunk(c, i)->frozen)
@@ -142,6 +147,8 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *td = stw_duration_format(q->d2h_ns);
   printf("  iteration    %s simulated: compute %s + stalls %s; H2D busy %s, D2H busy %s, "
          "CPU Adam %s\n", cost, comp, stall, th, td, adam);
+  g_autofree char *bound = stw_cli_bound_by(p);
+  printf("  bound by     %s\n", bound);
   if (c->world > 1) {
     g_autofree char *recv = stw_size_format(q->comm_bytes);
     g_autofree char *busy = stw_duration_format(q->comm_ns);

@@ -66,6 +66,11 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
            p->chunking->world, p->hw.name, p->chunking->world, it);
   else
     printf("%s on %s: %s per iteration (steady state)\n", file, p->hw.name, it);
+  printf("hardware    %s: %s\n", p->hw.name,
+         p->hw.origin[0] != '\0' ? p->hw.origin : "as the plan records it");
+  g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
+  if (elsewhere != NULL)
+    printf("assumes     %s\n", elsewhere);
   print_engines(p, s);
   g_autofree char *peak = stw_size_format(s->peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
@@ -85,12 +90,17 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
          (double)s->flops / 1e12);
   StwThroughput th;
   g_autofree char *tps = NULL;
-  if (stw_throughput(t, &p->hw, p->chunking->world, s->iteration_ns, &th))
+  if (stw_throughput(t, &p->hw, p->chunking->world, s->iteration_ns, &th) &&
+      th.peak_flops_per_s > 0)
     printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s), MFU %.1f%% of %.1f "
            "TFLOP/s dense %s\n", tps = stw_cli_rate_format(th.tokens_per_s),
            th.model_flops_per_s / 1e12,
            th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "", th.mfu * 100,
            th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+  else if (th.tokens_per_s > 0) /* measured elsewhere: no MFU of this device */
+    printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s)\n",
+           tps = stw_cli_rate_format(th.tokens_per_s), th.model_flops_per_s / 1e12,
+           th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "");
 }
 
 /* The Chrome trace and the SVG where asked for, then the record or the summary. */

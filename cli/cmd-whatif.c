@@ -210,6 +210,14 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
     g_autofree char *text = stw_whatif_rows_json(rows);
     printf("%s\n", text);
   } else if (l->csv_file == NULL || strcmp(l->csv_file, "-") != 0) {
+    printf("%s: %s\n", s->options.hw.name, s->options.hw.origin);
+    /* a loaded trace (a synthesized one is the profile's own) */
+    g_autofree char *elsewhere = s->traces->len == 1
+                                     ? stw_cli_measured_elsewhere(g_ptr_array_index(s->traces, 0),
+                                                                  &s->options.hw)
+                                     : NULL;
+    if (elsewhere != NULL)
+      printf("assumes %s\n", elsewhere);
     print_table(rows);
   }
   return STW_EXIT_OK;

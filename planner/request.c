@@ -350,12 +350,21 @@ static gboolean
 hardware(const StwRequest *r, const StwTrace *t, StwHardware *hw, GError **error)
 {
   const char *name = stw_request_get(r, "hw");
-  if (name == NULL) {
-    name = STW_HARDWARE_DEFAULT;
-    if (t != NULL && t->device.name != NULL && stw_hardware_lookup(t->device.name, hw, NULL))
-      name = t->device.name;
+  if (name != NULL)
+    return stw_hardware_lookup(name, hw, error);
+  if (t != NULL && t->device.name != NULL && stw_hardware_lookup(t->device.name, hw, NULL)) {
+    g_strlcpy(hw->origin, "the trace's device, a shipped profile (its sources: "
+              "docs/hardware.md)", sizeof hw->origin);
+    return TRUE;
   }
-  return stw_hardware_lookup(name, hw, error);
+  if (!stw_hardware_lookup(STW_HARDWARE_DEFAULT, hw, error))
+    return FALSE;
+  if (t != NULL && t->device.name != NULL)
+    g_snprintf(hw->origin, sizeof hw->origin, "the default: the trace's device, %s, has no "
+               "profile of that name (--hw names one)", t->device.name);
+  else
+    g_strlcpy(hw->origin, "the default (--hw names another)", sizeof hw->origin);
+  return TRUE;
 }
 
 /* "gpus" and "nodes": the world, "gpus" per node with "nodes" (the profile's node without it),

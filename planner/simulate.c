@@ -560,6 +560,20 @@ stw_simulation_clear(StwSimulation *s)
   s->ops = s->tasks = s->memory = NULL;
 }
 
+const char *
+stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
+{
+  const char *on = t->device.name;
+  if (on == NULL || on[0] == '\0' || g_ascii_strcasecmp(on, hw->name) == 0)
+    return NULL;
+  if (hw->compute_on_host) /* a probed host profile: the runtime's host traces are its own */
+    return g_ascii_strcasecmp(on, "host") == 0 ? NULL : on;
+  if (hw->gpu_model[0] != '\0' && (strstr(on, hw->gpu_model) != NULL ||
+                                   strstr(hw->gpu_model, on) != NULL))
+    return NULL;
+  return on;
+}
+
 gboolean
 stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world, guint64 iteration_ns,
                StwThroughput *out)
@@ -577,7 +591,9 @@ stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world, guint64 
   out->tokens_per_s = tokens / seconds;
   out->model_flops_per_s = 6.0 * n * out->tokens_per_s;
   out->hardware_flops_per_s = (out->recompute ? 8.0 : 6.0) * n * out->tokens_per_s;
-  out->peak_flops_per_s = hw->flops_per_s[dtype] * ranks;
+  /* no GPU MFU from times measured on another device (a CPU's) */
+  out->peak_flops_per_s = stw_trace_measured_elsewhere(t, hw) == NULL
+                              ? hw->flops_per_s[dtype] * ranks : 0;
   out->mfu = out->peak_flops_per_s > 0 ? out->model_flops_per_s / out->peak_flops_per_s : 0;
   return TRUE;
 }

@@ -129,7 +129,10 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
     cJSON_AddNumberToObject(o, "tokens_per_s", th->tokens_per_s);
     cJSON_AddNumberToObject(o, "model_flops_per_s", th->model_flops_per_s);
     cJSON_AddNumberToObject(o, "hardware_flops_per_s", th->hardware_flops_per_s);
-    cJSON_AddNumberToObject(o, "mfu", th->mfu);
+    if (th->peak_flops_per_s > 0)
+      cJSON_AddNumberToObject(o, "mfu", th->mfu);
+    else /* times measured on another device: no MFU of this one */
+      cJSON_AddNullToObject(o, "mfu");
     cJSON_AddBoolToObject(o, "recompute", th->recompute);
   }
 }

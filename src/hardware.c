@@ -403,8 +403,12 @@ stw_hardware_names(void)
 gboolean
 stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError **error)
 {
-  if (g_str_has_suffix(name_or_file, ".json") || strchr(name_or_file, '/') != NULL)
-    return stw_hardware_load(name_or_file, out, error);
+  if (g_str_has_suffix(name_or_file, ".json") || strchr(name_or_file, '/') != NULL) {
+    if (!stw_hardware_load(name_or_file, out, error))
+      return FALSE;
+    g_snprintf(out->origin, sizeof out->origin, "file %s", name_or_file);
+    return TRUE;
+  }
 
   g_auto(GStrv) names = stw_hardware_names();
   for (char **n = names; *n != NULL; n++) {
@@ -417,7 +421,10 @@ stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError **error)
     gsize len;
     const char *text = g_bytes_get_data(bytes, &len);
     g_autofree char *label = g_strdup_printf("(shipped profile %s)", *n);
-    return stw_hardware_parse(label, text, len, out, error);
+    if (!stw_hardware_parse(label, text, len, out, error))
+      return FALSE;
+    g_strlcpy(out->origin, "shipped profile (its sources: docs/hardware.md)", sizeof out->origin);
+    return TRUE;
   }
   g_autofree char *list = g_strjoinv(", ", names);
   g_set_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN,

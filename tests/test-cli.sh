@@ -305,6 +305,21 @@ $S train $M --steps 3 --plan "$T/tp.json" > "$T/rep.log"
 $S train $M --steps 3 | grep '^step' | awk '{print $4}' > "$T/a"
 grep '^step' "$T/rep.log" | awk '{print $4}' > "$T/b"
 cmp -s "$T/a" "$T/b"; tap_result $? "replaying the plan gives bitwise the same losses" "$(paste "$T/a" "$T/b")"
+# what a prediction assumes: the profile and where it came from, the device the trace's times
+# were measured on where it is another, what bounds the plan; no GPU MFU from a CPU's times
+out=$($S plan "$T/tt.json" --gpu 400KiB -o "$T/x.json")
+echo "$out" | grep -qx "  hardware     A100-80GB-PCIe4: the default: the trace's device, host, has no profile of that name (--hw names one)" &&
+  echo "$out" | grep -q "^  assumes      the trace's op times as measured on host, not on A100-80GB-PCIe4, which runs them at its own speed" &&
+  echo "$out" | grep -q "^  bound by     [a-zA-Z ()-]*, busy [0-9.]* [mun]*s of the [0-9.]* [mun]*s iteration\$"
+tap_result $? "plan names its profile, says the host trace's times are the host's, and what bounds it" "$out"
+out=$($S plan "$TR" --gpu 9GiB --hw a100-80gb-pcie4 -o "$T/x.json")
+echo "$out" | grep -qx "  hardware     A100-80GB-PCIe4: shipped profile (its sources: docs/hardware.md)" &&
+  ! echo "$out" | grep -q "assumes"
+tap_result $? "a synthesized trace on its own shipped profile assumes nothing of another device" "$out"
+out=$($S compare "$T/tt.json" --gpu 400KiB)
+echo "$out" | grep -q "^assumes the trace's op times as measured on host" &&
+  echo "$out" | grep -q "^stowage  .*  -  *[0-9.]*x  *yes\$"
+tap_result $? "compare gives no MFU from the host's times" "$out"
 # the storage plan: its chunks' optimizer state in a file under --nvme-dir, read before each CPU
 # Adam step and written back behind it, bitwise; the bytes each way the plan's state
 $S train $M --steps 3 --plan "$T/tn.json" --nvme-dir "$T/nvme" > "$T/nv.log"

@@ -213,6 +213,43 @@ test_copy_interference(void)
   g_assert_cmpuint(s2.iteration_ns, <, s1.iteration_ns);
 }
 
+/* A trace's op times are said to be another device's where its device is not the profile's: a
+ * runtime trace of the host backend ("host") on a GPU's profile, a GPU trace on another GPU's;
+ * not a synthesized trace on its own profile, a GPU's trace named by its model, nor a host trace
+ * on a probed host profile. There is no MFU of the profile's GPU from such times. */
+static void
+test_measured_elsewhere(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 128, FALSE);
+  StwHardware a100, h100, host;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &a100, NULL));
+  g_assert_true(stw_hardware_lookup("H100-SXM5-80GB", &h100, NULL));
+  host = a100;
+  host.compute_on_host = TRUE;
+  g_strlcpy(host.name, "probed-vm", sizeof host.name);
+  g_assert_null(stw_trace_measured_elsewhere(t, &a100)); /* synthesized for it */
+  g_assert_cmpstr(stw_trace_measured_elsewhere(t, &h100), ==, "A100-80GB-PCIe4");
+  StwThroughput th;
+  g_assert_true(stw_throughput(t, &a100, 1, 1000000000, &th));
+  g_assert_cmpfloat(th.peak_flops_per_s, >, 0);
+  g_assert_cmpfloat(th.mfu, >, 0);
+  g_assert_true(stw_throughput(t, &h100, 1, 1000000000, &th));
+  g_assert_cmpfloat(th.tokens_per_s, ==, 128.0);
+  g_assert_cmpfloat(th.peak_flops_per_s, ==, 0);
+  g_assert_cmpfloat(th.mfu, ==, 0);
+  g_free(t->device.name);
+  t->device.name = g_strdup("host");
+  g_assert_cmpstr(stw_trace_measured_elsewhere(t, &a100), ==, "host");
+  g_assert_null(stw_trace_measured_elsewhere(t, &host));
+  g_free(t->device.name);
+  t->device.name = g_strdup(a100.gpu_model); /* a GPU names its model */
+  g_assert_null(stw_trace_measured_elsewhere(t, &a100));
+  g_assert_cmpstr(stw_trace_measured_elsewhere(t, &h100), ==, a100.gpu_model);
+  g_free(t->device.name);
+  t->device.name = g_strdup(""); /* it does not say */
+  g_assert_null(stw_trace_measured_elsewhere(t, &h100));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -223,5 +260,6 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
   g_test_add_func("/simulate/whatif-points", test_whatif_points);
   g_test_add_func("/simulate/copy-interference", test_copy_interference);
+  g_test_add_func("/simulate/measured-elsewhere", test_measured_elsewhere);
   return g_test_run();
 }

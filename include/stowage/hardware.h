@@ -38,6 +38,9 @@ typedef struct {
 
 typedef struct {
   char name[64];                  /* "A100-80GB-PCIe4" */
+  char origin[320];               /* where it came from, for people: "shipped profile", "file
+                                   * PATH" (stw_hardware_lookup); empty where it was parsed from
+                                   * another record (a plan's). Not saved with it. */
   char gpu_model[128];            /* "NVIDIA A100 80GB PCIe" */
   guint64 gpu_memory_bytes;       /* total device memory */
   double hbm_bytes_per_s;         /* peak device memory bandwidth */

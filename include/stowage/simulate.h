@@ -99,8 +99,16 @@ typedef struct {
   gboolean recompute;           /* the trace checkpoints its blocks */
 } StwThroughput;
 
-/* The throughput of T (its batch and sequence per rank) on WORLD ranks of HW at ITERATION_NS.
- * FALSE (and zeros) when the trace does not say its batch and sequence, or no time is given. */
+/* The device T's op times were measured on when it is not the one HW describes (a trace the
+ * runtime recorded on the host backend, "host", planned on a GPU's profile; a GPU trace on
+ * another GPU's): its name, owned by T; NULL when they are the same, or T does not say. Such a
+ * trace's ops keep the times measured there. */
+const char *stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *hw);
+
+/* The throughput of T (its batch and sequence per rank) on WORLD ranks of HW at ITERATION_NS:
+ * its MFU and peak 0 when T's times were measured on another device (no GPU MFU of a CPU's
+ * times). FALSE (and zeros) when the trace does not say its batch and sequence, or no time is
+ * given. */
 gboolean stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world,
                         guint64 iteration_ns, StwThroughput *out);
 
