@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""bench/published.py [BUILDDIR] [DATA] -- stowage's predictions against what other people
+measured for offloaded training (../shared/data/published/measurements.csv, read its README).
+
+Every usable row is replayed with the policy it names: the model rebuilt from the row's own
+architecture columns (a Hugging Face config: gpt2 or qwen2), synthesized at the row's batch and
+sequence in its precision (`stowage synth`), planned on the shipped profile of its GPU with its
+host memory and GPU count (`stowage plan`):
+
+  Gemini placement_policy=cpu    gemini-static, --gemini-fraction 0 (every chunk on the host)
+  Gemini placement_policy=auto   patrickstar (PatrickStar's dynamic placement, Gemini's origin)
+  Gemini placement_policy=const  gemini-static with the const boundary's share of the model data
+  Gemini cuda, ZeRO-3 no offload gemini-static, --gemini-fraction 1 (sharded, nothing offloaded)
+  ZeRO-Offload (ZeRO-2 + CPU)    zero-offload
+  ZeRO-2 without offload, DDP    the trace with unlimited memory (`compare`'s unlimited time)
+
+and the published figure is set against the prediction in the row's own terms: the step time
+(from TFLOPS by the source's own formula, or from samples/s), or whether it ran out of memory.
+Rows no policy can represent are listed with the reason. Prints Markdown: one line per row, then
+the mean absolute error per system. Its last result is bench/results/published.md.
+"""
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(HERE)
+DATA = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(HERE), "..", "shared",
+                                                           "data", "published")
+STOWAGE = os.path.join(BUILD, "stowage")
+
+# the shipped profile each row's GPU is replayed on (an H100 whose variant the source does not
+# state: the SXM one, said in the results)
+PROFILES = {"NVIDIA A100 80GB": "A100-SXM4-80GB", "NVIDIA A100 40GB": "A100-SXM4-40GB",
+            "NVIDIA A100-SXM4-40GB": "A100-SXM4-40GB", "NVIDIA A100 (80GB": "A100-SXM4-80GB",
+            "NVIDIA H100 (variant/memory not stated)": "H100-SXM5-80GB"}
+
+
+def run(*args):
+    r = subprocess.run([STOWAGE, *args], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def profile_of(row):
+    for prefix, name in PROFILES.items():
+        if row["gpu_model"].startswith(prefix):
+            return name
+    return None
+
+
+def gib(text):
+    m = re.match(r"\s*(\d+(?:\.\d+)?)", text or "")
+    return float(m.group(1)) if m else None
+
+
+def config_of(row):
+    """The row's architecture as a Hugging Face config.json, or None with why."""
+    arch, name = row["arch_type"].lower(), row["model_name"].lower()
+    layers, hidden, heads = int(row["n_layers"]), int(row["hidden_size"]), int(row["n_heads"])
+    vocab, seq = int(row["vocab_size"]), int(row["seq_len"])
+    if "gpt2" in name or "gpt-2" in arch or "gpt2" in arch:
+        return {"model_type": "gpt2", "n_layer": layers, "n_embd": hidden, "n_head": heads,
+                "vocab_size": vocab, "n_positions": max(seq, 1024),
+                "n_inner": int(row["ffn_hidden"] or 4 * hidden)}
+    if "qwen2" in arch:
+        return {"model_type": "qwen2", "num_hidden_layers": layers, "hidden_size": hidden,
+                "num_attention_heads": heads, "num_key_value_heads": int(row["n_kv_heads"]),
+                "intermediate_size": int(row["ffn_hidden"]), "vocab_size": vocab,
+                "max_position_embeddings": max(seq, 4096),
+                "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
+    return None
+
+
+def emulation(row):
+    """(policy, extra plan options; "unlimited": the unlimited time), or None and why not."""
+    cfg, sysname = row["policy_config"], row["system"]
+    if row["row_id"].startswith("Z") and "zenflow" in cfg.lower():
+        return None, "ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
+    if int(row["tensor_parallel"] or 1) > 1:
+        return None, "tensor parallelism (TP=%s): stowage plans data parallelism only" % (
+            row["tensor_parallel"])
+    if "placement_policy=cpu" in cfg:
+        return ("gemini-static", ["--gemini-fraction", "0"]), None
+    if "placement_policy=auto" in cfg:
+        return ("patrickstar", []), None
+    if "placement_policy=const" in cfg:
+        return ("gemini-const", []), None
+    if "placement_policy=cuda" in cfg or ("ZeRO-3" in sysname and "no offload" in cfg):
+        return ("gemini-static", ["--gemini-fraction", "1"]), None
+    if "offload_optimizer cpu" in cfg:
+        return ("zero-offload", []), None
+    if "resident in CPU RAM" in cfg:  # MegaTrain: every layer streamed from host memory
+        return ("gemini-static", ["--gemini-fraction", "0"]), None
+    if "no offload" in cfg or "DDP" in cfg:
+        return ("unlimited", []), None
+    return None, "no stowage policy is this system's (%s)" % cfg[:60]
+
+
+def published_step_s(row):
+    """The published figure as seconds per step (per rank's micro-batch), or None."""
+    v, unit, metric = row["value"], row["unit"], row["metric"]
+    try:
+        value = float(v)
+    except ValueError:
+        return None
+    batch, seq = int(row["micro_batch_per_gpu"]), int(row["seq_len"])
+    if unit.startswith("TFLOPS/GPU") and row["row_id"].startswith("G"):
+        n = float(row["params_total_B_computed"]) * 1e9
+        return n * batch * 1024 * 8 / (value * 1e12)  # the ColossalAI example's own formula
+    if unit.startswith("TFLOPS") and row["row_id"].startswith("M"):  # 6 N tokens, per GPU
+        n = float(row["params_total_B_computed"]) * 1e9
+        per_gpu = value / int(row["n_gpus"]) if "aggregate" in unit else value
+        return 6 * n * batch * seq / (per_gpu * 1e12)
+    if unit.startswith("ms/step"):
+        return value / 1e3
+    if unit.startswith("s/step") and metric.startswith("Step time"):
+        return value
+    if "samples/s" in unit:
+        return batch * int(row["n_gpus"]) / value
+    return None
+
+
+def predict(row, policy, extra, tmp):
+    hw = profile_of(row)
+    cfg = config_of(row)
+    path = os.path.join(tmp, row["row_id"] + ".config.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    trace = os.path.join(tmp, row["row_id"] + ".trace.json")
+    dtype = "fp16" if "fp16" in row["precision"].lower() else "bf16"
+    ckpt = ["--checkpointing"] if row["activation_checkpointing"].lower().startswith(("on", "block")) \
+        else []
+    # fused attention where the row's framework has it (bf16 rows: SDPA); HF's eager attention in
+    # the older fp16 rows
+    attention = ["--attention", "flash" if dtype == "bf16" else "naive"]
+    rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
+                  "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
+                  "-o", trace)
+    if rc != 0:
+        return None, "synth: " + out.strip().splitlines()[-1]
+    gpus, gpu_mem = row["n_gpus"], "%dGiB" % int(gib(row["gpu_mem_GB"]))
+    host = gib(row["host_mem_GB"])
+    cpu = ["--cpu", "%dGB" % host] if host else []
+    if policy == "unlimited":
+        rc, out = run("compare", trace, "--gpu", gpu_mem, "--gpus", gpus, "--hw", hw, *cpu)
+        m = re.search(r"unlimited memory: ([\d.]+) (ns|us|ms|s) per iteration", out)
+        if not m:
+            return None, "compare: " + out.strip().splitlines()[-1]
+        return seconds(m.group(1), m.group(2)), None
+    if policy == "gemini-const":  # the const boundary's share of the model data
+        m = re.search(r"const_memory_boundary=(\d+)\*1024 MB", row["policy_config"])
+        n = float(row["params_total_B_computed"]) * 1e9
+        share = min(1.0, int(m.group(1)) * 2 ** 30 / (n * 16 / int(gpus))) if m else 0.5
+        policy, extra = "gemini-static", ["--gemini-fraction", "%.3f" % share]
+    plan = os.path.join(tmp, row["row_id"] + ".plan.json")
+    rc, out = run("plan", trace, "--gpu", gpu_mem, "--gpus", gpus, "--hw", hw, "--policy",
+                  policy, *extra, *cpu, "-o", plan)
+    if rc != 0:
+        return "OOM", out.strip().splitlines()[-1]
+    m = re.search(r"iteration +([\d.]+) (ns|us|ms|s) simulated", out)
+    return seconds(m.group(1), m.group(2)), None
+
+
+def seconds(v, unit):
+    return float(v) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+
+
+def main():
+    rows = list(csv.DictReader(open(os.path.join(DATA, "measurements.csv"))))
+    print("| row | system | model | GPUs x batch | emulated as | published | predicted | error |")
+    print("|---|---|---|---|---|---:|---:|---:|")
+    errors, skipped = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for row in rows:
+            rid = row["row_id"]
+            why = None
+            if row["metric"].startswith("Step time (forward+backward only)"):
+                why = "forward and backward only: no optimizer step"
+            elif int(row["n_nodes"] or 1) > 1:
+                why = "%s nodes: the network between them is not replayed yet" % row["n_nodes"]
+            elif profile_of(row) is None:
+                why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
+            elif not row["n_layers"] or config_of(row) is None:
+                why = "an architecture stowage does not build (%s)" % row["arch_type"][:40]
+            emu, reason = (None, why) if why else emulation(row)
+            if emu is None:
+                skipped.append((rid, reason))
+                continue
+            policy, extra = emu
+            oom = row["metric"] == "OOM"
+            want = None if oom else published_step_s(row)
+            if want is None and not oom:
+                skipped.append((rid, "a %s figure (%s), not a step time" % (row["metric"],
+                                                                          row["unit"])))
+                continue
+            got, note = predict(row, policy, extra, tmp)
+            label = policy + (" " + " ".join(extra) if extra else "")
+            what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])
+            system = row["system_family"]
+            if oom or got == "OOM":
+                verdict = ("agrees" if (got == "OOM") == oom else "disagrees")
+                print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    rid, system, row["model_name"][:24], what, label,
+                    "OOM" if oom else "%.3f s" % want,
+                    "does not fit" if got == "OOM" else "%.3f s" % got, verdict))
+                continue
+            if got is None:
+                skipped.append((rid, note))
+                continue
+            err = 100.0 * (got - want) / want
+            errors.setdefault(system, []).append(err)
+            print("| %s | %s | %s | %s | %s | %.3f s | %.3f s | %+.1f%% |" % (
+                rid, system, row["model_name"][:24], what, label, want, got, err))
+    print()
+    print("| system | rows | mean absolute error | worst |")
+    print("|---|---:|---:|---:|")
+    for system, errs in sorted(errors.items()):
+        mae = sum(abs(e) for e in errs) / len(errs)
+        worst = max(errs, key=abs)
+        print("| %s | %d | %.1f%% | %+.1f%% |" % (system, len(errs), mae, worst))
+    print()
+    print("Not replayed:")
+    print()
+    for rid, reason in skipped:
+        print("- %s: %s" % (rid, reason))
+
+
+if __name__ == "__main__":
+    main()
