@@ -576,6 +576,31 @@ test_bad_input(void)
   be->free(be);
 }
 
+/* The small model C profiled on BE for STEPS steps (their losses into LOSSES; the trainer, whose
+ * runtime owns the trace, into *PROFILED), and its trace planned by the stowage policy on the
+ * default profile with GPU_BYTES, ACTIVATIONS and CHUNK elements a chunk (0: searched). */
+static StwPlan *
+profiled_plan(const StwTrainerConfig *c, const GString *data, StwBackend *be, guint steps,
+              float *losses, guint64 gpu_bytes, StwActivations activations, guint64 chunk,
+              StwTrainer **profiled)
+{
+  StwRuntimeOptions prof = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE,
+                             .device_bytes = STW_GiB };
+  *profiled = trainer(c, data, &prof, be);
+  train(*profiled, losses, steps);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = gpu_bytes;
+  o.activations = activations;
+  o.chunk_size_elems = chunk;
+  GError *error = NULL;
+  StwPlan *plan = stw_planner_plan(stw_trainer_trace(*profiled), "t", &o, &error);
+  g_assert_no_error(error);
+  return plan;
+}
+
 /* A plan that offloads every block replays bitwise the losses of keeping them; a plan whose
  * moves do not match what the trainer's blocks keep, or whose blocks the trainer does not hand
  * over, is refused by the runtime at the step, naming the block (check refuses such plans
@@ -588,21 +613,12 @@ test_offload(void)
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
   GError *error = NULL;
-  StwRuntimeOptions prof = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE,
-                             .device_bytes = STW_GiB };
-  StwTrainer *p = trainer(&c, data, &prof, be);
+  StwTrainer *p;
   float kept[3];
-  train(p, kept, 3);
+  g_autoptr(StwPlan) plan = profiled_plan(&c, data, be, 3, kept, STW_GiB,
+                                          STW_ACTIVATIONS_OFFLOAD, 0, &p);
   StwTrace *trace = stw_trainer_trace(p); /* the runtime's */
   g_assert_cmpuint(trace->blocks->len, ==, c.layers);
-  StwHardware hw;
-  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
-  StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  o.budgets.gpu_bytes = STW_GiB;
-  o.activations = STW_ACTIVATIONS_OFFLOAD;
-  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "t", &o, &error);
-  g_assert_no_error(error);
   g_assert_cmpuint(plan->moves->len, ==, c.layers);
   StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY,
                            .device_bytes = STW_GiB, .plan = plan, .plan_trace = trace };
@@ -661,21 +677,11 @@ test_storage_tier(void)
   g_autoptr(GString) data = text();
   StwBackend *be = stw_backend_host_new();
   GError *error = NULL;
-  StwRuntimeOptions prof = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE,
-                             .device_bytes = STW_GiB };
-  StwTrainer *p = trainer(&c, data, &prof, be);
+  StwTrainer *p;
   float kept[4];
-  train(p, kept, 4);
+  g_autoptr(StwPlan) plan = profiled_plan(&c, data, be, 4, kept, 400 * STW_KiB,
+                                          STW_ACTIVATIONS_KEEP, 8192, &p);
   StwTrace *trace = stw_trainer_trace(p);
-  StwHardware hw;
-  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
-  StwPlannerOptions o;
-  stw_planner_options_init(&o, &hw);
-  o.budgets.gpu_bytes = 400 * STW_KiB;
-  o.activations = STW_ACTIVATIONS_KEEP;
-  o.chunk_size_elems = 8192;
-  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "t", &o, &error);
-  g_assert_no_error(error);
   /* every CPU Adam chunk's state on the tier */
   guint32 stored = 0;
   guint64 state = 0;
@@ -694,7 +700,7 @@ test_storage_tier(void)
   g_assert_nonnull(g_mkdtemp(dir));
   g_autofree char *file = g_build_filename(dir, "optimizer-state.rank0", NULL);
   StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY,
-                           .device_bytes = o.budgets.gpu_bytes, .plan = plan,
+                           .device_bytes = plan->budgets.gpu_bytes, .plan = plan,
                            .plan_trace = trace, .storage_dir = dir };
   StwTrainer *r = trainer(&c, data, &rr, be);
   g_assert_true(g_file_test(file, G_FILE_TEST_IS_REGULAR));

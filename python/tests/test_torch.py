@@ -44,6 +44,13 @@ class TinyLM(torch.nn.Module if torch else object):
         return self.head(self.ln_f(y))
 
 
+def tiny_lm_run():
+    """A TinyLM, its AdamW and a batch, the same every time."""
+    torch.manual_seed(0)
+    m = TinyLM()
+    return m, torch.optim.AdamW(m.parameters(), lr=1e-2), torch.randint(0, 64, (4, 8))
+
+
 @unittest.skipIf(torch is None, "PyTorch is not installed: %s" % (None if torch else WHY))
 class TestProfile(unittest.TestCase):
     def run_steps(self, model, steps=2):
@@ -124,19 +131,14 @@ class TestProfile(unittest.TestCase):
         its backward; the losses bitwise those of the plan that keeps them, the bytes moved each
         way the plan's (its chunks' and the offloaded activations), no deviation; unwrap gives the
         modules their own forward back."""
-        def make():
-            torch.manual_seed(0)
-            m = TinyLM()
-            return m, torch.optim.AdamW(m.parameters(), lr=1e-2), torch.randint(0, 64, (4, 8))
-
-        m, opt, x = make()
+        m, opt, x = tiny_lm_run()
         t = self.traced(m, x, opt)
         blocks = t.json()["blocks"]
         saved = sum(b["saved_bytes"] - b["input_bytes"] for b in blocks)
         self.assertGreater(saved, 0)
         runs = {}
         for activations in ("keep", "recompute", "offload"):
-            m, opt, x = make()
+            m, opt, x = tiny_lm_run()
             plan = stowage.plan(t, gpu="1GiB", activations=activations)
             with st.wrap(m, opt, plan, t) as w:
                 losses = []
@@ -165,12 +167,7 @@ class TestProfile(unittest.TestCase):
         through a scratch file there, with bitwise the losses of the plan that keeps it in host
         memory, reading and writing the plan's bytes each step, and leaves no file; without a
         directory the plan is refused by name."""
-        def make():
-            torch.manual_seed(0)
-            m = TinyLM()
-            return m, torch.optim.AdamW(m.parameters(), lr=1e-2), torch.randint(0, 64, (4, 8))
-
-        m, opt, x = make()
+        m, opt, x = tiny_lm_run()
         t = self.traced(m, x, opt)
         hw = "RTX4090-24GB-PCIe4-2xNVMe"
         host = stowage.plan(t, gpu="96KiB", activations="keep", hw=hw)
@@ -182,7 +179,7 @@ class TestProfile(unittest.TestCase):
         runs = {}
         with tempfile.TemporaryDirectory() as d:
             for name, plan in (("host", host), ("storage", stored)):
-                m, opt, x = make()
+                m, opt, x = tiny_lm_run()
                 with st.wrap(m, opt, plan, t, storage_dir=d) as w:
                     losses = []
                     for _ in range(3):
@@ -199,7 +196,7 @@ class TestProfile(unittest.TestCase):
                         self.assertNotIn("storage_read_bytes", w.stats)
                 runs[name] = losses
             self.assertEqual(os.listdir(d), [])
-            m, opt, x = make()
+            m, opt, x = tiny_lm_run()
             with self.assertRaisesRegex(stowage.StowageError, r"the plan keeps the optimizer "
                                         r"state of \d+ chunks on the storage tier "
                                         r"\(\"cpu-storage\"\): name a directory"):
