@@ -36,9 +36,14 @@ stw_cmd_check(int argc, char **argv)
   g_autofree char *d2h = stw_size_format(rep.pred.d2h_bytes);
   g_autofree char *cpu = stw_size_format(rep.pred.cpu_bytes + rep.pred.host_overhead_bytes);
   g_autofree char *cpub = stw_size_format(plan->budgets.cpu_bytes);
+  g_autofree char *sb = stw_size_format(rep.pred.storage_bytes);
+  g_autofree char *sbud = stw_size_format(plan->budgets.storage_bytes);
+  g_autofree char *storage = rep.pred.storage_bytes > 0
+                                 ? g_strdup_printf("storage %s of %s; ", sb, sbud)
+                                 : g_strdup("");
   printf("%s is sound for %s: %u ops, %u actions; GPU peak %s of %s (op %u %s); host %s of %s; "
-         "moves %s H2D + %s D2H per iteration\n", argv[1], argv[2], runs->ops->len,
+         "%smoves %s H2D + %s D2H per iteration\n", argv[1], argv[2], runs->ops->len,
          rep.n_actions, peak, budget, rep.pred.peak_op, stw_trace_op(runs, rep.pred.peak_op)->name,
-         cpu, cpub, h2d, d2h);
+         cpu, cpub, storage, h2d, d2h);
   return STW_EXIT_OK;
 }

@@ -270,8 +270,10 @@ tap_result $? "simulate draws the activations' copies on the copy engines"
 $S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
   --activations keep -o "$T/tn.json" > "$T/tn.log" && grep -q "^  storage      " "$T/tn.log"
 tap_result $? "plan with optimizer state on a storage tier (--nvme)" "$(cat "$T/tn.log")"
-grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > /dev/null
-tap_result $? "the storage plan places chunks' state there and checks"
+grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > "$T/tn-check.txt" &&
+  stored=$(sed -n 's/^  storage *\([0-9.]* [KMG]*i*B\) of optimizer state.*/\1/p' "$T/tn.log") &&
+  grep -q "; host 2.00 GiB of 2.00 GiB; storage $stored of 1.00 GiB; moves " "$T/tn-check.txt"
+tap_result $? "the storage plan places chunks' state there, checks, and check says the storage it uses" "$(cat "$T/tn-check.txt")"
 $S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
   --activations keep --nvme-devices 4 -o "$T/tn4.json" > "$T/tn4.log"
 two=$(sed -n 's/.*(2 drives), read and written each step (storage busy \([0-9.]*\) us).*/\1/p' "$T/tn.log")
