@@ -747,6 +747,14 @@ test_storage_tier(void)
   g_assert_cmpint(pread(fd, &byte, 1, 4096 * 7), ==, 1);
   byte ^= 0x10;
   g_assert_cmpint(pwrite(fd, &byte, 1, 4096 * 7), ==, 1);
+  /* a checkpoint is never written from the state it cannot read back */
+  g_autofree char *bad = g_build_filename(dir, "bad.ckpt", NULL);
+  g_assert_false(stw_trainer_save(b, bad, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, ": not saved: storage file "));
+  stw_assert_error_contains(error, "chunk 0's optimizer state (98304 bytes at offset 0) is not "
+                            "what was written to it");
+  g_assert_false(g_file_test(bad, G_FILE_TEST_EXISTS));
   float loss;
   g_assert_false(stw_trainer_step(b, &loss, &error));
   g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
