@@ -364,6 +364,12 @@ tier_start(StwRuntime *rt, const float *const *init, GError **error)
                    stw_trace_tensor(rt->model, p->tensor)->numel, STW_DTYPE_FP32);
     }
   }
+  return stw_runtime_storage_sync(rt, error);
+}
+
+gboolean
+stw_runtime_storage_sync(StwRuntime *rt, GError **error)
+{
   return rt->tier == NULL || stw_tier_sync(rt->tier, error);
 }
 

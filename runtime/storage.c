@@ -48,6 +48,7 @@ struct StwStorage {
   struct io_uring ring;
 #endif
   GThreadPool *pool;     /* the threads engine */
+  gulong write_delay_us; /* the threads engine as a slow disk: each write held this long */
   GAsyncQueue *finished; /* the pool's completions: slot + 1 */
 };
 
@@ -133,6 +134,8 @@ run_request(gpointer data, gpointer user_data)
   Request *r = &s->requests[slot];
   int fd = g_array_index(s->files, File, r->file).fd;
   gsize moved = 0;
+  if (r->write && s->write_delay_us > 0)
+    g_usleep(s->write_delay_us);
   while (moved < r->bytes) {
     gssize n = r->write ? pwrite(fd, (const guint8 *)r->buf + moved, r->bytes - moved,
                                  (off_t)(r->offset + moved))
@@ -200,12 +203,14 @@ stw_storage_open(const char *dir, guint32 queue_depth, GError **error)
               "against the machine's RAM); ", sizeof in->fallback);
   }
   g_strlcpy(in->engine, "threads", sizeof in->engine);
+  const char *forced = g_getenv("STOWAGE_STORAGE_ENGINE");
 #ifdef STW_HAVE_LIBURING
-  gboolean threads = g_strcmp0(g_getenv("STOWAGE_STORAGE_ENGINE"), "threads") == 0;
+  gboolean threads = g_strcmp0(forced, "threads") == 0 || g_strcmp0(forced, "threads-slow") == 0;
   int rc = threads ? -ENOTSUP : io_uring_queue_init(queue_depth, &s->ring, 0);
   if (threads) {
-    g_strlcat(in->fallback, "STOWAGE_STORAGE_ENGINE=threads: a pool of threads; ",
-              sizeof in->fallback);
+    g_strlcat(in->fallback, "STOWAGE_STORAGE_ENGINE=", sizeof in->fallback);
+    g_strlcat(in->fallback, forced, sizeof in->fallback);
+    g_strlcat(in->fallback, ": a pool of threads; ", sizeof in->fallback);
   } else if (rc == 0) {
     s->uring = TRUE;
     g_strlcpy(in->engine, "io_uring", sizeof in->engine);
@@ -220,6 +225,11 @@ stw_storage_open(const char *dir, guint32 queue_depth, GError **error)
   gsize len = strlen(in->fallback);
   if (len >= 2 && in->fallback[len - 2] == ';')
     in->fallback[len - 2] = '\0';
+  if (g_strcmp0(forced, "threads-slow") == 0) {
+    s->write_delay_us = 20000; /* a disk that takes 20 ms a write: races made to happen */
+    g_strlcat(in->fallback, in->fallback[0] ? "; " : "", sizeof in->fallback);
+    g_strlcat(in->fallback, "each write held 20 ms", sizeof in->fallback);
+  }
   if (g_strcmp0(in->engine, "threads") == 0) {
     s->finished = g_async_queue_new();
     s->pool = g_thread_pool_new(run_request, s, (gint)queue_depth, FALSE, NULL);

@@ -246,6 +246,11 @@ submit(StwTier *t, int b, gboolean write, GError **error)
 {
   Buffer *x = &t->buf[b];
   guint32 ch = x->chunk;
+  /* a region is never read while a write to it is in flight: the read would get what is half
+   * written (another buffer may still be writing CH, one it was told to forget) */
+  for (int o = 0; !write && o < N_BUFFERS; o++)
+    if (o != b && t->buf[o].chunk == ch && t->buf[o].state == WRITING && !wait_buffer(t, o, error))
+      return FALSE;
   if (write) {
     t->writes[ch]++;
     t->sum[ch] = chunk_sum(t, ch, x->mem);

@@ -54,7 +54,8 @@ guint8 *stw_tier_state(StwTier *t, guint32 ch, gboolean modify, gboolean fresh, 
  * read of the next chunk in the order is issued. FALSE with ERROR when a request failed. */
 gboolean stw_tier_stepped(StwTier *t, guint32 ch, GError **error);
 /* The iteration's steps are over: chunks stepped in part are written back and their counts
- * start again. */
+ * start again. The last writes stay in flight into the next iteration (as the simulator has
+ * them); stw_tier_sync waits for them. */
 gboolean stw_tier_iteration_end(StwTier *t, GError **error);
 /* Every newest copy written and every write landed: the file holds the whole state. */
 gboolean stw_tier_sync(StwTier *t, GError **error);

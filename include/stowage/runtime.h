@@ -215,6 +215,11 @@ void stw_runtime_set_timed(StwRuntime *rt, gboolean timed);
 /* The runtime's figures, owned by it and updated as it runs; never NULL. */
 const StwRuntimeStats *stw_runtime_stats(StwRuntime *rt);
 
+/* Waits for the storage tier's writes in flight (a step's last ones overlap the next step):
+ * then its file holds the whole state. TRUE at once without a tier; FALSE with ERROR
+ * (STW_STORAGE_ERROR) when a write failed. */
+gboolean stw_runtime_storage_sync(StwRuntime *rt, GError **error);
+
 /* Copies every tensor's master weights, momentum and variance out (for checkpoints), or in,
  * from and to wherever they are (a device copy, the host's, the storage tier's file). The compute
  * copy is written from the master weights, in its precision. A frozen tensor's weights are its
