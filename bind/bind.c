@@ -710,14 +710,19 @@ adam_config(const char *adam_json, StwAdamConfig *c, char **error_out)
   c->weight_decay = adam_member(o, "weight_decay", c->weight_decay);
   c->amsgrad = cJSON_IsTrue(cJSON_GetObjectItem(o, "amsgrad"));
   c->loss_scale = adam_member(o, "loss_scale", c->loss_scale);
+  const cJSON *state = cJSON_GetObjectItem(o, "state");
+  gboolean known = state == NULL || (cJSON_IsString(state) &&
+                                     stw_state_dtype_parse(state->valuestring, &c->state_dtype));
   cJSON_Delete(o);
+  if (!known)
+    return say(error_out, "adam: state: \"fp32\" or \"bf16\" (the moments' dtype)");
   if (!(c->loss_scale > 0) || isinf(c->loss_scale))
     return say(error_out, "adam: loss_scale %g: a positive finite number", (double)c->loss_scale);
   return TRUE;
 }
 
 gboolean
-stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n, const char *adam_json,
+stw_bind_adam(float *param, float *master, void *m, void *v, guint64 n, const char *adam_json,
               guint64 step, char **error_out)
 {
   StwAdamConfig c;
@@ -738,8 +743,8 @@ stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_devi
 {
   if (tensor >= r->model->tensors->len || stw_trace_tensor(r->model, tensor)->frozen)
     return NULL;
-  gpointer param;
-  float *master, *m, *v;
+  gpointer param, m, v;
+  float *master;
   gboolean device = stw_runtime_optim(r->rt, tensor, &param, &master, &m, &v);
   if (on_device != NULL)
     *on_device = device && !r->backend->device_is_host;
@@ -763,12 +768,13 @@ stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, 
     return say(error_out, "adam: amsgrad, and the plan's layout keeps no largest variances (its "
                "trace's optimizer has no model.amsgrad): profile with amsgrad=True and plan "
                "again");
+  c.state_dtype = stw_runtime_state_dtype(r->rt); /* the layout's moments */
   g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
   stw_runtime_optim_tensors(r->rt, tensor, stepped);
   for (guint i = 0; i < stepped->len; i++) {
     guint32 id = g_array_index(stepped, guint32, i);
-    gpointer param;
-    float *master, *m, *v;
+    gpointer param, m, v;
+    float *master;
     gsize numel = stw_trace_tensor(r->model, id)->numel;
     StwDtype dtype = stw_trace_tensor(r->model, id)->dtype;
     /* the host backend's device is host memory: its Adam and the CPU's are the same code */

@@ -102,6 +102,7 @@ typedef struct {
   char *activations; /* --activations: the stowage policy's blocks */
   char *nvme;        /* --nvme: the storage tier's room for optimizer state */
   char *nvme_devices; /* --nvme-devices: the profile's storage with that many drives */
+  char *optimizer_state; /* --optimizer-state: Adam's moments in fp32 or bf16 */
 } StwCliPlanning;
 
 void stw_cli_planning_clear(StwCliPlanning *p);
@@ -136,7 +137,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "chunks that host memory cannot hold (default: none)", "SIZE" },                          \
   { "nvme-devices", 0, 0, STW_OPTION_TEXT, &(p).nvme_devices,                                   \
     "with --nvme: the profile's storage with N drives of its kind, requests striped over them "  \
-    "(bandwidth and capacity scaled from its own count)", "N" }
+    "(bandwidth and capacity scaled from its own count)", "N" },                                \
+  { "optimizer-state", 0, 0, STW_OPTION_TEXT, &(p).optimizer_state,                             \
+    "Adam's moments in fp32 or bf16 (rounded stochastically; the master weights stay fp32) "    \
+    "(default: the trace's, fp32 unless it says)", "fp32|bf16" }
 
 /* Into R, every option of ENTRIES (a command's table, parsed) that R's kind takes, by its long
  * name: text as given, flags on or off. The table and the request name options alike. */

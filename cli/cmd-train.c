@@ -31,7 +31,7 @@ typedef struct {
 typedef struct {
   char *data, *layers, *width, *heads, *context, *batch, *steps, *seed, *lr, *gpu, *profile,
       *plan_file, *trace_file, *checkpoint, *resume, *chunk, *device, *precision, *every,
-      *attention, *nvme_dir;
+      *attention, *nvme_dir, *optimizer_state;
   gboolean verify, quiet;
   gboolean cuda, mixed;
   guint64 n_steps;
@@ -69,7 +69,8 @@ training_clear(Training *x)
   char **strings[] = { &x->data, &x->layers, &x->width, &x->heads, &x->context, &x->batch,
                        &x->steps, &x->seed, &x->lr, &x->gpu, &x->profile, &x->plan_file,
                        &x->trace_file, &x->checkpoint, &x->resume, &x->chunk, &x->device,
-                       &x->precision, &x->every, &x->attention, &x->nvme_dir };
+                       &x->precision, &x->every, &x->attention, &x->nvme_dir,
+                       &x->optimizer_state };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
 }
@@ -106,6 +107,9 @@ parse_options(Training *x, int *argc, char ***argv)
     { "precision", 0, 0, STW_OPTION_TEXT, &x->precision,
       "fp32 (the default on the CPU) or mixed (bf16 compute copy, fp32 master weights; on "
       "CUDA, the default, also bf16 tensor-core matmuls)", "P" },
+    { "optimizer-state", 0, 0, STW_OPTION_TEXT, &x->optimizer_state,
+      "Adam's moments in fp32 (the default) or bf16 (rounded stochastically, the master weights "
+      "fp32); with --plan, the plan's", "fp32|bf16" },
     { "attention", 0, 0, STW_OPTION_TEXT, &x->attention,
       "flash (the default for heads up to 128 wide: fused, keeps a log-sum-exp per row, "
       "memory linear in the context) or naive (keeps the T x T softmax for backward)", "A" },
@@ -229,10 +233,11 @@ parse(Training *x, int argc, char **argv)
     stw_cli_fail(STW_EXIT_USAGE, "train: unexpected argument '%s'", argv[1]);
     return FALSE;
   }
-  int device = 0, precision = -1, attention = -1;
+  int device = 0, precision = -1, attention = -1, state = 0;
   if (!stw_cli_parse_enum(x->device, "--device", device_names, &device) ||
       !stw_cli_parse_enum(x->precision, "--precision", precision_names, &precision) ||
-      !stw_cli_parse_enum(x->attention, "--attention", stw_attention_names, &attention))
+      !stw_cli_parse_enum(x->attention, "--attention", stw_attention_names, &attention) ||
+      !stw_cli_parse_enum(x->optimizer_state, "--optimizer-state", stw_state_dtype_names, &state))
     return FALSE;
   x->cuda = device == 1;
   if (!options_combine(x))
@@ -240,6 +245,7 @@ parse(Training *x, int argc, char **argv)
   stw_trainer_config_init(&x->c);
   x->mixed = precision >= 0 ? precision == 0 : x->cuda;
   x->c.dtype = x->mixed ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
+  x->c.adam.state_dtype = stw_state_dtype_at(state);
   return parse_values(x, attention);
 }
 
@@ -268,11 +274,12 @@ static gboolean
 configuration_agrees(const Training *x, GError **error)
 {
   const StwTrainerConfig *c = &x->c;
-  char values[16][64];
+  char values[17][64];
   const char *names[] = { "--layers", "--width", "--heads", "--context", "--batch", "--seed",
                           "--lr", "--precision", "--attention", "--device", "--steps",
                           "--checkpoint-every", "--resume (given or not)",
-                          "--checkpoint (given or not)", "--verify", "--gpu" };
+                          "--checkpoint (given or not)", "--verify", "--gpu",
+                          "--optimizer-state" };
   g_snprintf(values[0], 64, "%" G_GUINT64_FORMAT, c->layers);
   g_snprintf(values[1], 64, "%" G_GUINT64_FORMAT, c->width);
   g_snprintf(values[2], 64, "%" G_GUINT64_FORMAT, c->heads);
@@ -289,6 +296,7 @@ configuration_agrees(const Training *x, GError **error)
   g_strlcpy(values[13], x->checkpoint != NULL ? "given" : "not given", 64);
   g_strlcpy(values[14], x->verify ? "on" : "off", 64);
   g_snprintf(values[15], 64, "%" G_GUINT64_FORMAT " bytes", x->ro.device_bytes);
+  g_strlcpy(values[16], stw_state_dtype_name(c->adam.state_dtype), 64);
   const char *vals[G_N_ELEMENTS(names)];
   for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
     vals[i] = values[i];
@@ -390,6 +398,15 @@ load_plan(Training *x, int *status)
   x->ro.plan = x->plan;
   x->ro.plan_trace = x->plan_trace;
   x->ro.storage_dir = x->nvme_dir;
+  StwDtype planned = x->plan->chunking->state_dtype;
+  if (x->optimizer_state != NULL && planned != x->c.adam.state_dtype) {
+    *status = stw_cli_fail(STW_EXIT_USAGE, "train: --optimizer-state %s, and %s keeps Adam's "
+                           "moments in %s: plan again with --optimizer-state %s, or leave the "
+                           "option out", x->optimizer_state, x->plan_file,
+                           stw_state_dtype_name(planned), x->optimizer_state);
+    return FALSE;
+  }
+  x->c.adam.state_dtype = planned;
   return TRUE;
 }
 
@@ -433,6 +450,11 @@ set_up(Training *x, int *status)
     *status = stw_cli_error(error);
     return FALSE;
   }
+  StwDtype was = stw_trainer_resumed_state(x->tr), now = x->c.adam.state_dtype;
+  if (x->resume != NULL && was != now && x->speaks)
+    printf("resumed: %s holds Adam's moments in %s, this run keeps them in %s: %s\n", x->resume,
+           stw_state_dtype_name(was), stw_state_dtype_name(now),
+           now == STW_DTYPE_FP32 ? "widened exactly" : "rounded to the nearest bf16");
   const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
   if (st->storage_engine[0] != '\0' && x->speaks)
     printf("storage tier: optimizer state in %s through %s%s%s\n", x->nvme_dir,

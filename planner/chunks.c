@@ -74,6 +74,7 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
   c->world = 1;
   c->nodes = 1;
   c->amsgrad = t->model.amsgrad;
+  c->state_dtype = t->model.state_dtype;
 
   /* Frozen and trained tensors fill chunks of their own, each kind its open chunk; a chunk's
    * placements are contiguous in the layout, so they are gathered per chunk at the end. */
@@ -197,7 +198,7 @@ list_elems(const StwChunk *ch, StwChunkList list, guint64 elems)
 guint64
 stw_chunking_elem_bytes(const StwChunking *c, StwChunkList list)
 {
-  guint64 bytes = stw_chunk_list_elem_bytes(list, c->dtype);
+  guint64 bytes = stw_chunk_list_elem_bytes(list, c->dtype, c->state_dtype);
   return list == STW_LIST_VARIANCE && c->amsgrad ? 2 * bytes : bytes;
 }
 

@@ -35,7 +35,16 @@ stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes, guint64 c
 }
 
 double
-stw_cpu_adam_rate(const StwHardware *hw, guint32 ranks_per_node)
+stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad)
 {
-  return hw->cpu_adam_elems_per_s / MAX(ranks_per_node, 1);
+  return 2.0 * (double)stw_dtype_bytes(dtype) + 8.0 +
+         2.0 * (double)stw_dtype_bytes(state) * (amsgrad ? 3 : 2);
+}
+
+double
+stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c)
+{
+  double fewer = stw_adam_bytes_per_elem(c->dtype, STW_DTYPE_FP32, c->amsgrad) /
+                 stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad);
+  return hw->cpu_adam_elems_per_s * fewer / MAX(stw_chunking_ranks_per_node(c), 1);
 }

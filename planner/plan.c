@@ -199,7 +199,8 @@ stw_plan_group_bytes(const StwChunking *c, guint32 g)
     guint32 i = g * c->world + r;
     bytes += i < stw_chunking_count(c)
                  ? stw_chunk_bytes(c, i, STW_LIST_PARAM)
-                 : c->size_elems * stw_chunk_list_elem_bytes(STW_LIST_PARAM, c->dtype);
+                 : c->size_elems * stw_chunk_list_elem_bytes(STW_LIST_PARAM, c->dtype,
+                                                                       c->state_dtype);
   }
   return bytes;
 }
@@ -356,6 +357,8 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
     stw_json_add_u64(ch, "nodes", c->nodes);
   if (c->amsgrad)
     cJSON_AddBoolToObject(ch, "amsgrad", TRUE);
+  if (c->state_dtype != STW_DTYPE_FP32)
+    cJSON_AddStringToObject(ch, "optimizer_state", stw_state_dtype_name(c->state_dtype));
   cJSON *layout = cJSON_AddArrayToObject(root, "layout");
   for (guint32 i = 0; i < n; i++) {
     const StwChunk *k = stw_chunking_chunk(c, i);
@@ -428,7 +431,7 @@ static const char *const move_members[] = { "block", "out", "in", "bytes", NULL 
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes",
                                                "storage_bytes", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
-                                              "amsgrad", NULL };
+                                              "amsgrad", "optimizer_state", NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
                                               "frozen", "tensors", NULL };
 static const char *const initial_members[] = { "chunk", "dirty", NULL };
@@ -501,7 +504,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   StwPlan *p = rd->plan;
   const cJSON *chunks = NULL, *layout = NULL;
   guint64 size = 0, count = 0, world = 1, nodes = 1;
-  int dtype = 0;
+  int dtype = 0, state = 0;
   gboolean amsgrad = FALSE;
   if (!stw_json_get_object(r, root, "chunks", TRUE, &chunks, error))
     return FALSE;
@@ -512,7 +515,9 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
       !stw_json_get_u64(r, chunks, "count", TRUE, 1, STW_PLAN_MAX_CHUNKS, &count, error) ||
       !stw_json_get_u64(r, chunks, "world_size", FALSE, 1, STW_PLAN_MAX_WORLD, &world, error) ||
       !stw_json_get_u64(r, chunks, "nodes", FALSE, 1, world, &nodes, error) ||
-      !stw_json_get_bool(r, chunks, "amsgrad", FALSE, &amsgrad, error))
+      !stw_json_get_bool(r, chunks, "amsgrad", FALSE, &amsgrad, error) ||
+      !stw_json_get_enum(r, chunks, "optimizer_state", FALSE, stw_state_dtype_names, &state,
+                         error))
     return FALSE;
   if (world % nodes != 0)
     return stw_json_fail_at(r, "nodes", error, "%" G_GUINT64_FORMAT " nodes do not divide the %"
@@ -530,6 +535,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   c->world = (guint32)world;
   c->nodes = (guint32)nodes;
   c->amsgrad = amsgrad;
+  c->state_dtype = stw_state_dtype_at(state);
   c->chunks = g_array_new(FALSE, TRUE, sizeof(StwChunk));
   c->placements = g_array_new(FALSE, FALSE, sizeof(StwPlacement));
   p->optim = g_new0(guint8, count);

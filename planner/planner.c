@@ -32,6 +32,7 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
   o->gemini_fraction = -1;
   o->prefetch_bucket_elems = 50000000; /* DeepSpeed's stage3_prefetch_bucket_size */
   o->activations = STW_ACTIVATIONS_AUTO;
+  o->state_dtype = -1;
 }
 
 const char *const stw_objective_names[] = { "time", "bytes", NULL };
@@ -768,6 +769,8 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   StwChunking *c = stw_chunking_pack(se->t, size, se->o->allow_oversized, error);
   if (c == NULL)
     return FALSE;
+  if (se->o->state_dtype >= 0)
+    c->state_dtype = (StwDtype)se->o->state_dtype;
   stw_chunking_set_world(c, planner_world(se->t, se->o));
   stw_chunking_trim_tails(c);
   c->nodes = MAX(se->o->nodes, 1);

@@ -13,7 +13,7 @@
 G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 
 #define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations", \
-                         "nvme", "nvme-devices"
+                         "nvme", "nvme-devices", "optimizer-state"
 
 static const char *const planning_flags[] = { "beyond-device", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
@@ -409,6 +409,12 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
   if (!stw_request_enum(r, "activations", stw_activations_names, &activations, error))
     return FALSE;
   o->activations = (StwActivations)activations;
+  int state = -1; /* whatif sweeps a list of them (sweep.c) */
+  if (r->kind != &stw_request_whatif_kind &&
+      !stw_request_enum(r, "optimizer-state", stw_state_dtype_names, &state, error))
+    return FALSE;
+  if (state >= 0)
+    o->state_dtype = (int)stw_state_dtype_at(state);
   if (!stw_request_size(r, "nvme", &o->budgets.storage_bytes, error))
     return FALSE;
   if (o->budgets.storage_bytes > 0 && o->hw.storage_kind[0] == '\0')

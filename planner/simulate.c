@@ -353,6 +353,17 @@ storage_io(Sim *s, guint32 ch, double bytes, gboolean write, guint64 t)
   return *free_at;
 }
 
+/* A traced optimizer op's time on plan P's layout over its time as traced: Adam is bound by
+ * the bytes it moves, fewer with bf16 moments (the plan's --optimizer-state) than fp32 (the
+ * trace's), or more the other way. */
+static double
+state_time_scale(const StwPlan *p, const StwTrace *t)
+{
+  const StwChunking *c = p->chunking;
+  return stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad) /
+         stw_adam_bytes_per_elem(c->dtype, t->model.state_dtype, c->amsgrad);
+}
+
 /* CPU Adam for the tensors of optimizer op K stepped on the CPU, after their gradients arrive. On
  * a device that computes on the host's cores it runs at the traced op's own rate, and the
  * compute stream waits for it (simulate's loop). */
@@ -365,7 +376,7 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     double all = 0;
     for (guint32 i = 0; i < op->n_params; i++)
       all += (double)stw_trace_tensor(s->t, op->params[i])->numel;
-    traced_rate = all / ((double)op->duration_ns / 1e9);
+    traced_rate = all / ((double)op->duration_ns / 1e9) / state_time_scale(s->p, s->t);
   }
   for (guint32 i = 0; i < op->n_params; i++) {
     guint32 ch = c->chunk_of[op->params[i]];
@@ -389,8 +400,7 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     if (stored)
       start = MAX(start, s->state_ready[ch]);
     /* the ranks share the host's cores */
-    double rate = traced_rate > 0 ? traced_rate
-                                  : stw_cpu_adam_rate(&s->p->hw, stw_chunking_ranks_per_node(c));
+    double rate = traced_rate > 0 ? traced_rate : stw_cpu_adam_rate(&s->p->hw, c);
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
     if (stored && --s->adam_left[ch] == 0) { /* and written back behind its last */
@@ -428,7 +438,10 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
   }
   if (!on_gpu)
     return 0;
-  return owned == all ? op->duration_ns : (guint64)((double)op->duration_ns * owned / all);
+  double scale = state_time_scale(p, t);
+  if (owned == all && scale == 1.0)
+    return op->duration_ns;
+  return (guint64)((double)op->duration_ns * owned / all * scale);
 }
 
 void

@@ -19,6 +19,7 @@ stw_whatif_sweep_clear(StwWhatifSweep *s)
   g_clear_pointer(&s->sizes, g_array_unref);
   g_clear_pointer(&s->budgets, g_array_unref);
   g_clear_pointer(&s->policies, g_array_unref);
+  g_clear_pointer(&s->states, g_array_unref);
 }
 
 static gboolean
@@ -109,8 +110,17 @@ lists(const StwRequest *r, StwWhatifSweep *s, GError **error)
       !stw_option_count_list("--batch", stw_request_get(r, "batch"), STW_SYNTH_MAX_BATCH,
                              s->batches, error) ||
       !stw_option_count_list("--chunk-size", stw_request_get(r, "chunk-size"),
-                             STW_TRACE_MAX_NUMEL, s->sizes, error))
+                             STW_TRACE_MAX_NUMEL, s->sizes, error) ||
+      (stw_request_get(r, "optimizer-state") != NULL && /* not given: the trace's */
+       !stw_option_enum_list("--optimizer-state", stw_request_get(r, "optimizer-state"),
+                             stw_state_dtype_names, s->states, error)))
     return FALSE;
+  for (guint i = 0; i < s->states->len; i++) /* the names' indices, as dtypes */
+    g_array_index(s->states, int, i) = (int)stw_state_dtype_at(g_array_index(s->states, int, i));
+  if (s->states->len == 0) {
+    int trace = -1;
+    g_array_append_val(s->states, trace);
+  }
   if (s->sizes->len == 0) {
     guint64 zero = 0;
     g_array_append_val(s->sizes, zero);
@@ -133,6 +143,7 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
   out->batches = g_array_new(FALSE, FALSE, sizeof(guint64));
   out->sizes = g_array_new(FALSE, FALSE, sizeof(guint64));
   out->policies = g_array_new(FALSE, FALSE, sizeof(int));
+  out->states = g_array_new(FALSE, FALSE, sizeof(int));
   g_autofree char *model = NULL;
   if (!model_of(r, &model, error))
     return FALSE;
@@ -164,23 +175,28 @@ GArray *
 stw_whatif_sweep_run(StwWhatifSweep *s, void (*progress)(guint done, guint total))
 {
   GArray *rows = g_array_new(FALSE, TRUE, sizeof(StwWhatifRow));
-  guint total = s->traces->len * s->sizes->len * s->budgets->len * s->policies->len, done = 0;
+  guint total = s->traces->len * s->states->len * s->sizes->len * s->budgets->len *
+                    s->policies->len, done = 0;
   StwPlannerOptions o = s->options;
   for (guint ti = 0; ti < s->traces->len; ti++) {
     const StwTrace *t = s->traces->pdata[ti];
     guint64 unlimited;
-    stw_whatif_unlimited(t, &o, &unlimited, NULL); /* unknown: slowdowns are none */
-    for (guint si = 0; si < s->sizes->len; si++) {
-      o.chunk_size_elems = g_array_index(s->sizes, guint64, si);
-      for (guint bi = 0; bi < s->budgets->len; bi++) {
-        for (guint pi = 0; pi < s->policies->len; pi++) {
-          StwWhatifRow row = { .batch = g_array_index(s->batches, guint64, ti),
-                               .chunk_size = o.chunk_size_elems };
-          stw_whatif_run(t, &o, (StwPolicy)g_array_index(s->policies, int, pi),
-                         g_array_index(s->budgets, guint64, bi), unlimited, &row.point);
-          g_array_append_val(rows, row);
-          if (progress != NULL)
-            progress(++done, total);
+    for (guint mi = 0; mi < s->states->len; mi++) {
+      o.state_dtype = g_array_index(s->states, int, mi);
+      /* each state against its own unlimited-memory time (unknown: slowdowns are none) */
+      stw_whatif_unlimited(t, &o, &unlimited, NULL);
+      for (guint si = 0; si < s->sizes->len; si++) {
+        o.chunk_size_elems = g_array_index(s->sizes, guint64, si);
+        for (guint bi = 0; bi < s->budgets->len; bi++) {
+          for (guint pi = 0; pi < s->policies->len; pi++) {
+            StwWhatifRow row = { .batch = g_array_index(s->batches, guint64, ti),
+                                 .chunk_size = o.chunk_size_elems };
+            stw_whatif_run(t, &o, (StwPolicy)g_array_index(s->policies, int, pi),
+                           g_array_index(s->budgets, guint64, bi), unlimited, &row.point);
+            g_array_append_val(rows, row);
+            if (progress != NULL)
+              progress(++done, total);
+          }
         }
       }
     }

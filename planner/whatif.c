@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <stowage/check.h>
+#include <stowage/cost.h>
 #include <stowage/units.h>
 
 #include "json.h"
@@ -36,6 +37,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   memset(out, 0, sizeof *out);
   out->policy = policy;
   out->gpu_bytes = gpu_bytes;
+  out->state_dtype = base->state_dtype >= 0 ? (StwDtype)base->state_dtype : t->model.state_dtype;
   StwPlannerOptions o = *base;
   o.policy = policy;
   o.budgets.gpu_bytes = gpu_bytes;
@@ -58,6 +60,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->peak_gpu_bytes = p->pred.peak_gpu_bytes;
   out->recomputed_blocks = p->recompute->len;
   out->offloaded_blocks = p->offload->len;
+  out->host_bytes = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
   out->slowdown = stw_whatif_slowdown(out->iteration_ns, unlimited_ns);
   stw_throughput(t, &o.hw, p->chunking->world, out->iteration_ns, &out->throughput);
 }
@@ -106,6 +109,7 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
     stw_json_add_u64(o, "batch", batch);
   stw_json_add_u64(o, "gpu_bytes", p->gpu_bytes);
   cJSON_AddStringToObject(o, "policy", stw_policy_names[p->policy]);
+  cJSON_AddStringToObject(o, "optimizer_state", stw_state_dtype_name(p->state_dtype));
   cJSON_AddBoolToObject(o, "feasible", p->feasible);
   if (!p->feasible) {
     cJSON_AddStringToObject(o, "why", p->why);
@@ -116,6 +120,7 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
   stw_json_add_u64(o, "d2h_bytes", p->d2h_bytes);
   stw_json_add_u64(o, "comm_bytes", p->comm_bytes);
   stw_json_add_u64(o, "iteration_ns", p->iteration_ns);
+  stw_json_add_u64(o, "host_bytes", p->host_bytes);
   if (p->recomputed_blocks > 0)
     stw_json_add_u64(o, "recomputed_blocks", p->recomputed_blocks);
   if (p->offloaded_blocks > 0)
@@ -190,7 +195,8 @@ char *
 stw_whatif_rows_csv(const GArray *rows)
 {
   GString *s = g_string_new("batch,gpu_bytes,policy,feasible,chunk_size_elems,h2d_bytes,"
-                            "d2h_bytes,comm_bytes,iteration_ns,slowdown,tokens_per_s,mfu,why\n");
+                            "d2h_bytes,comm_bytes,iteration_ns,slowdown,tokens_per_s,mfu,"
+                            "host_bytes,optimizer_state,why\n");
   for (guint i = 0; i < rows->len; i++) {
     const StwWhatifRow *r = &g_array_index(rows, StwWhatifRow, i);
     const StwWhatifPoint *p = &r->point;
@@ -203,11 +209,13 @@ stw_whatif_rows_csv(const GArray *rows)
                                    : g_strdup("");
     g_string_append_printf(s, "%s,%" G_GUINT64_FORMAT ",%s,%s,%" G_GUINT64_FORMAT
                            ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-                           ",%" G_GUINT64_FORMAT ",%s,%.1f,%.4f,\"%s\"\n", bt, p->gpu_bytes,
+                           ",%" G_GUINT64_FORMAT ",%s,%.1f,%.4f,%" G_GUINT64_FORMAT
+                           ",%s,\"%s\"\n", bt, p->gpu_bytes,
                            stw_policy_names[p->policy], p->feasible ? "yes" : "no",
                            p->chunk_size_elems, p->h2d_bytes, p->d2h_bytes, p->comm_bytes,
                            p->iteration_ns, sd, p->throughput.tokens_per_s,
-                           p->throughput.mfu, why);
+                           p->throughput.mfu, p->host_bytes,
+                           stw_state_dtype_name(p->state_dtype), why);
   }
   return g_string_free(s, FALSE);
 }

@@ -157,6 +157,25 @@ widen_in_place(float *out, gsize n, StwDtype dtype)
       out[i] = stw_fp16_to_float(h[i]);
 }
 
+/* The dtype of LIST's values: the compute copy's, fp32 master weights, the moments in the
+ * layout's state dtype. */
+static StwDtype
+list_dtype(const StwRuntime *rt, StwChunkList list)
+{
+  if (list == STW_LIST_PARAM)
+    return rt->c->dtype;
+  return list == STW_LIST_MASTER ? STW_DTYPE_FP32 : rt->c->state_dtype;
+}
+
+/* N values of DTYPE at FROM into OUT as fp32 */
+static void
+widen_values(float *out, const void *from, gsize n, StwDtype dtype)
+{
+  memmove(out, from, n * stw_dtype_bytes(dtype));
+  if (dtype != STW_DTYPE_FP32)
+    widen_in_place(out, n, dtype);
+}
+
 /* ---- construction ----------------------------------------------------------------------- */
 
 /* Several ranks replay rank 0's schedule on their own chunks: every chunk of a group must be the
@@ -1144,7 +1163,7 @@ stw_runtime_optim_tensors(StwRuntime *rt, guint32 tensor, GArray *out)
 
 gboolean
 stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
-                  float **momentum, float **variance)
+                  gpointer *momentum, gpointer *variance)
 {
   guint32 c = rt->c->chunk_of[tensor];
   /* several ranks: a rank's own chunk takes the placement of its group's first (rank 0's) */
@@ -1165,6 +1184,12 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
     *out[l] = base + off;
   }
   return !cpu && rt->o.mode != STW_RUNTIME_PLAIN;
+}
+
+StwDtype
+stw_runtime_state_dtype(const StwRuntime *rt)
+{
+  return rt->c->state_dtype;
 }
 
 gboolean
@@ -1253,7 +1278,7 @@ gboolean
 stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, float *v,
                        GError **error)
 {
-  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  gsize numel = stw_trace_tensor(rt->model, tensor)->numel, n = numel * sizeof(float);
   float *out[] = { master, m, v };
   if (frozen(rt, tensor)) { /* its weights are its compute copy; it has no moments */
     stw_runtime_read_param(rt, tensor, master);
@@ -1269,6 +1294,7 @@ stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, 
     guint32 item;
     guint64 off;
     float *to = out[l - STW_LIST_MASTER];
+    StwDtype dtype = list_dtype(rt, (StwChunkList)l);
     if (tc != TIER_NONE) {
       const guint8 *from = tier_values(rt, tc, (StwChunkList)l, tensor, FALSE, error);
       if (from == NULL) {
@@ -1276,9 +1302,10 @@ stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, 
           memset(out[z], 0, n);
         return FALSE;
       }
-      memcpy(to, from, n);
+      widen_values(to, from, numel, dtype);
     } else if (locate(rt, (StwChunkList)l, tensor, &item, &off)) {
-      stw_store_read(rt->store, item, off, to, n);
+      stw_store_read(rt->store, item, off, to, numel * stw_dtype_bytes(dtype));
+      widen_values(to, to, numel, dtype);
     } else { /* another rank's state: zeros here (its checkpoint holds it) */
       memset(to, 0, n);
     }
@@ -1292,18 +1319,26 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
 {
   guint32 c = rt->c->chunk_of[tensor], tc = tier_chunk(rt, tensor);
   gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
-  const void *src[] = { NULL, master, m, v };
+  /* each list in its dtype: the compute copy is the master weights in its precision, and bf16
+   * moments are the values given rounded to nearest */
+  const float *in[] = { master, master, m, v };
+  g_autofree guint8 *values = g_malloc(MAX(numel * sizeof(float), 1) * STW_N_LISTS);
+  const guint8 *src[STW_N_LISTS];
+  for (int l = 0; l < STW_N_LISTS; l++) {
+    guint8 *at = values + (gsize)l * numel * sizeof(float);
+    store_values(at, in[l], numel, list_dtype(rt, (StwChunkList)l));
+    src[l] = at;
+  }
+  gsize bytes[STW_N_LISTS];
+  for (int l = 0; l < STW_N_LISTS; l++)
+    bytes[l] = numel * stw_dtype_bytes(list_dtype(rt, (StwChunkList)l));
   /* the storage tier's part first: when it fails, nothing is written */
   for (int l = STW_LIST_MASTER; tc != TIER_NONE && !frozen(rt, tensor) && l < STW_N_LISTS; l++) {
     guint8 *to = tier_values(rt, tc, (StwChunkList)l, tensor, TRUE, error);
     if (to == NULL)
       return FALSE;
-    memcpy(to, src[l], numel * sizeof(float));
+    memcpy(to, src[l], bytes[l]);
   }
-  /* the compute copy is the master weights, in the param list's precision */
-  g_autofree guint8 *compute = g_malloc(MAX(numel * rt->elem[STW_LIST_PARAM], 1));
-  store_values(compute, master, numel, rt->c->dtype);
-  src[STW_LIST_PARAM] = compute;
   guint lists = stw_chunking_chunk(rt->c, c)->frozen || tc != TIER_NONE ? 1 : STW_N_LISTS;
   for (guint l = 0; l < lists; l++) {
     guint32 item;
@@ -1311,8 +1346,7 @@ stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, con
     /* several ranks: this rank's own tensors only (the others' arrive by gathers) */
     if (locate(rt, (StwChunkList)l, tensor, &item, &off) &&
         (!rt->multi || stw_plan_item_group(rt->c, item) == G_MAXUINT32))
-      stw_store_write(rt->store, item, off, src[l],
-                      numel * (l == STW_LIST_PARAM ? rt->elem[l] : sizeof(float)));
+      stw_store_write(rt->store, item, off, src[l], bytes[l]);
   }
   return TRUE;
 }
@@ -1325,7 +1359,7 @@ locate_max_variance(const StwRuntime *rt, guint32 tensor, guint32 *item, guint64
   if (!rt->c->amsgrad || frozen(rt, tensor) ||
       !locate(rt, STW_LIST_VARIANCE, tensor, item, off))
     return FALSE;
-  *off += stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  *off += stw_trace_tensor(rt->model, tensor)->numel * stw_dtype_bytes(rt->c->state_dtype);
   return TRUE;
 }
 
@@ -1335,13 +1369,16 @@ static guint8 *
 tier_max_variance(StwRuntime *rt, guint32 tc, guint32 tensor, gboolean modify, GError **error)
 {
   guint8 *v = tier_values(rt, tc, STW_LIST_VARIANCE, tensor, modify, error);
-  return v == NULL ? NULL : v + stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  return v == NULL ? NULL
+                   : v + stw_trace_tensor(rt->model, tensor)->numel *
+                             stw_dtype_bytes(rt->c->state_dtype);
 }
 
 gboolean
 stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out, GError **error)
 {
-  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  gsize numel = stw_trace_tensor(rt->model, tensor)->numel, n = numel * sizeof(float);
+  StwDtype dtype = rt->c->state_dtype;
   guint32 item;
   guint64 off;
   GError *ignored = NULL;
@@ -1355,9 +1392,10 @@ stw_runtime_read_max_variance(StwRuntime *rt, guint32 tensor, float *out, GError
       memset(out, 0, n);
       return FALSE;
     }
-    memcpy(out, from, n);
+    widen_values(out, from, numel, dtype);
   } else {
-    stw_store_read(rt->store, item, off, out, n);
+    stw_store_read(rt->store, item, off, out, numel * stw_dtype_bytes(dtype));
+    widen_values(out, out, numel, dtype);
   }
   return TRUE;
 }
@@ -1367,17 +1405,20 @@ stw_runtime_write_max_variance(StwRuntime *rt, guint32 tensor, const float *in, 
 {
   guint32 item;
   guint64 off;
-  gsize n = stw_trace_tensor(rt->model, tensor)->numel * sizeof(float);
+  gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
+  gsize n = numel * stw_dtype_bytes(rt->c->state_dtype);
   if (!locate_max_variance(rt, tensor, &item, &off) ||
       (rt->multi && stw_plan_item_group(rt->c, item) != G_MAXUINT32))
     return TRUE;
+  g_autofree guint8 *values = g_malloc(MAX(n, 1));
+  store_values(values, in, numel, rt->c->state_dtype);
   if (tier_chunk(rt, tensor) != TIER_NONE) {
     guint8 *to = tier_max_variance(rt, tier_chunk(rt, tensor), tensor, TRUE, error);
     if (to == NULL)
       return FALSE;
-    memcpy(to, in, n);
+    memcpy(to, values, n);
     return TRUE;
   }
-  stw_store_write(rt->store, item, off, in, n);
+  stw_store_write(rt->store, item, off, values, n);
   return TRUE;
 }

@@ -24,6 +24,35 @@ stw_bf16_from_float(float f)
   return (uint16_t)(u >> 16);
 }
 
+/* F rounded to bf16 stochastically with the random bits R: up with the probability of the
+ * fraction of an ulp that the top 16 bits drop, so that the rounded value's mean is F. A moment
+ * decayed by 0.999 a step changes by less than half an ulp of bf16 when the gradient is near it,
+ * and nearest rounding would keep it where it is; this lets it drift as it should. Infinities and
+ * NaN round as stw_bf16_from_float does. */
+STW_BF16_FN uint16_t
+stw_bf16_from_float_sr(float f, uint32_t r)
+{
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u)
+    return stw_bf16_from_float(f);
+  u += r & 0xffffu;
+  return (uint16_t)(u >> 16);
+}
+
+/* A 32-bit integer hash (Wellons's lowbias32): the random bits of the stochastic rounding, from
+ * the element's index and the step, so that a step rounds the same on any number of threads. */
+STW_BF16_FN uint32_t
+stw_bits_hash(uint32_t x)
+{
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
 STW_BF16_FN float
 stw_bf16_to_float(uint16_t h)
 {

@@ -744,7 +744,9 @@ stw_chunk_list_name(StwChunkList list)
 }
 
 guint64
-stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype)
+stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype, StwDtype state)
 {
-  return list == STW_LIST_PARAM ? stw_dtype_bytes(dtype) : 4;
+  if (list == STW_LIST_PARAM)
+    return stw_dtype_bytes(dtype);
+  return list == STW_LIST_MASTER ? 4 : stw_dtype_bytes(state);
 }

@@ -29,6 +29,32 @@ stw_dtype_name(StwDtype dtype)
   return stw_dtype_names[dtype];
 }
 
+const char *const stw_state_dtype_names[] = { "fp32", "bf16", NULL };
+
+StwDtype
+stw_state_dtype_at(int index)
+{
+  return index == 1 ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
+}
+
+const char *
+stw_state_dtype_name(StwDtype state)
+{
+  return stw_state_dtype_names[state == STW_DTYPE_BF16];
+}
+
+gboolean
+stw_state_dtype_parse(const char *text, StwDtype *out)
+{
+  for (int i = 0; stw_state_dtype_names[i] != NULL; i++) {
+    if (g_ascii_strcasecmp(text, stw_state_dtype_names[i]) == 0) {
+      *out = stw_state_dtype_at(i);
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 gboolean
 stw_dtype_parse(const char *text, StwDtype *out)
 {

@@ -32,7 +32,8 @@ stw_trace_summary_new(const StwTrace *t, guint32 top)
       s->frozen_tensors++;
     }
     for (int l = 0; l < (x->frozen ? 1 : STW_N_LISTS); l++)
-      s->list_bytes[l] += x->numel * stw_chunk_list_elem_bytes((StwChunkList)l, x->dtype) *
+      s->list_bytes[l] += x->numel * stw_chunk_list_elem_bytes((StwChunkList)l, x->dtype,
+                                                          t->model.state_dtype) *
                           (l == STW_LIST_VARIANCE && t->model.amsgrad ? 2 : 1);
   }
   for (int l = 0; l < STW_N_LISTS; l++)

@@ -559,6 +559,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     cJSON_AddStringToObject(model, "gradients", stw_gradients_names[t->model.gradients]);
   if (t->model.amsgrad)
     cJSON_AddBoolToObject(model, "amsgrad", TRUE);
+  if (t->model.state_dtype != STW_DTYPE_FP32)
+    cJSON_AddStringToObject(model, "optimizer_state", stw_state_dtype_name(t->model.state_dtype));
 
   cJSON *dev = cJSON_AddObjectToObject(root, "device");
   cJSON_AddStringToObject(dev, "name", t->device.name);
@@ -671,7 +673,7 @@ static const char *const block_members[] = { "name", "forward", "backward", "inp
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "micro_steps",
-                                             "gradients", "amsgrad", NULL };
+                                             "gradients", "amsgrad", "optimizer_state", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -749,7 +751,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   gsize saved = stw_json_push_key(r, "model");
   const char *name = NULL;
   const cJSON *config = NULL;
-  int attention = STW_ATTENTION_NAIVE, gradients = STW_GRADIENTS_CHUNKS;
+  int attention = STW_ATTENTION_NAIVE, gradients = STW_GRADIENTS_CHUNKS, state = 0;
   guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
@@ -762,7 +764,8 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_u64(r, obj, "micro_steps", FALSE, 1, STW_TRACE_MAX_MICRO_STEPS, &micro_steps,
                        error) &&
       stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
-      stw_json_get_bool(r, obj, "amsgrad", FALSE, &t->model.amsgrad, error);
+      stw_json_get_bool(r, obj, "amsgrad", FALSE, &t->model.amsgrad, error) &&
+      stw_json_get_enum(r, obj, "optimizer_state", FALSE, stw_state_dtype_names, &state, error);
   if (ok && config != NULL) {
     gsize s2 = stw_json_push_key(r, "config");
     ok = stw_model_config_read(r, config, FALSE, &t->model.config, error);
@@ -775,6 +778,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     t->model.attention = (StwAttention)attention;
     t->model.micro_steps = (guint32)micro_steps;
     t->model.gradients = (StwGradients)gradients;
+    t->model.state_dtype = stw_state_dtype_at(state);
   }
   stw_json_pop(r, saved);
   return ok;

@@ -170,6 +170,11 @@ expect 0 "batch,gpu_bytes,policy" "whatif --csv -" -- $S whatif "$TR" --gpu 8GiB
 lines=$($S whatif "$TR" --gpu 8GiB..10GiB:1GiB --policy stowage,lru --csv - | wc -l)
 [ "$lines" = 7 ]; tap_result $? "whatif: 3 budgets x 2 policies (got $((lines - 1)) rows)"
 expect 0 "yes" "whatif from a model" -- $S whatif --model gpt2 --batch 2,4 --seq 512 --gpu 4GiB --policy stowage
+$S whatif --model gpt2 --batch 2 --seq 512 --gpu 1GiB --policy stowage --optimizer-state fp32,bf16 --csv - |
+  cut -d, -f3,13,14 > "$T/states.csv"
+printf 'policy,host_bytes,optimizer_state\nstowage,3768584192,fp32\nstowage,3073826816,bf16\n' | cmp -s - "$T/states.csv"
+tap_result $? "whatif --optimizer-state fp32,bf16: bf16 moments hold 4 bytes less of host memory a chunk element" \
+  "$(cat "$T/states.csv")"
 expect 0 "" "whatif --svg" -- $S whatif "$TR" --gpu 8GiB..12GiB:2GiB --svg "$T/w.svg" --json
 grep -q 'GPU memory budget (GiB)' "$T/w.svg"; tap_result $? "the sweep plot has its axes"
 expect 2 "the range is inverted" "whatif with an inverted range" -- $S whatif "$TR" --gpu 16GiB..8GiB:1GiB
@@ -254,6 +259,20 @@ D=$STW_SRCDIR/README.md
 M="--layers 2 --width 32 --heads 4 --context 16 --batch 2 --data $D"
 expect 0 "step    1  loss 5.5" "train a few steps" -- $S train $M --steps 3 --profile "$T/tt.json" --checkpoint "$T/c.ckpt"
 expect 0 "" "plan the trained model's trace" -- $S plan "$T/tt.json" --gpu 400KiB -o "$T/tp.json"
+expect 0 "lists        param 4 B x 34,176; master 4 B, momentum 2 B, variance 2 B x 34,176: 12 B a parameter" \
+  "plan --optimizer-state bf16: the moments two bytes each" -- $S plan "$T/tt.json" --gpu 400KiB --optimizer-state bf16 -o "$T/tb.json"
+expect 0 "is sound for" "the plan of bf16 moments checks against the fp32 trace" -- $S check "$T/tb.json" "$T/tt.json"
+$S train $M --steps 3 --optimizer-state bf16 | grep "^step" | sed 's/ *[0-9]* tokens.*//' > "$T/tb-prof.txt" &&
+  $S train $M --steps 3 --plan "$T/tb.json" | grep "^step" | sed 's/ *[0-9]* tokens.*//' > "$T/tb-replay.txt" &&
+  grep -q "step    3  loss 5.44438839" "$T/tb-replay.txt" && cmp -s "$T/tb-prof.txt" "$T/tb-replay.txt"
+tap_result $? "the bf16-moment plan replays bitwise the losses of training with --optimizer-state bf16" \
+  "$(cat "$T/tb-prof.txt" "$T/tb-replay.txt")"
+expect 2 "train: --optimizer-state fp32, and $T/tb.json keeps Adam's moments in bf16: plan again with --optimizer-state fp32, or leave the option out" \
+  "train --optimizer-state against the plan's" -- $S train $M --steps 1 --plan "$T/tb.json" --optimizer-state fp32
+expect 0 "resumed: $T/c.ckpt holds Adam's moments in fp32, this run keeps them in bf16: rounded to the nearest bf16" \
+  "resuming fp32 moments into bf16 ones says so" -- $S train $M --steps 4 --optimizer-state bf16 --resume "$T/c.ckpt"
+expect 2 "--optimizer-state: 'fp16' is not one of fp32, bf16" "an unknown --optimizer-state" -- \
+  $S plan "$T/tt.json" --gpu 400KiB --optimizer-state fp16 -o "$T/x.json"
 expect 0 "activations  2 of 2 blocks recomputed in backward (h0 .. h1), the others kept" \
   "plan --activations recompute" -- $S plan "$T/tt.json" --gpu 400KiB --activations recompute -o "$T/tr.json"
 expect 0 "is sound for" "the recomputing plan checks against the trace as recorded" -- $S check "$T/tr.json" "$T/tt.json"
@@ -276,8 +295,13 @@ grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt
 tap_result $? "the storage plan places chunks' state there, checks, and check says the storage it uses" "$(cat "$T/tn-check.txt")"
 $S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
   --activations keep --nvme-devices 4 -o "$T/tn4.json" > "$T/tn4.log"
-two=$(sed -n 's/.*(2 drives), read and written each step (storage busy \([0-9.]*\) us).*/\1/p' "$T/tn.log")
-four=$(sed -n 's/.*(4 drives), read and written each step (storage busy \([0-9.]*\) us).*/\1/p' "$T/tn4.log")
+# the storage's busy time in microseconds, whatever unit the plan prints it in
+busy_us() {
+  sed -n "s/.*($1 drives), read and written each step (storage busy \([0-9.]*\) \([um]*s\)).*/\1 \2/p" "$2" |
+    awk '{ print $1 * ($2 == "ms" ? 1000 : $2 == "s" ? 1000000 : 1) }'
+}
+two=$(busy_us 2 "$T/tn.log")
+four=$(busy_us 4 "$T/tn4.log")
 [ -n "$two" ] && [ -n "$four" ] && awk -v a="$two" -v b="$four" 'BEGIN { exit !(b < a) }'
 tap_result $? "--nvme-devices 4 stripes the storage over four drives: less busy than the profile's two" "$(cat "$T/tn.log" "$T/tn4.log")"
 expect 2 "plan: --nvme-devices goes with --nvme SIZE; without it the option would be ignored" \

@@ -526,6 +526,63 @@ test_gradient_accumulation(void)
   assert_close("gradient accumulation", s2, s1, n);
 }
 
+/* Adam with bf16 moments: over the threads bitwise what one element at a time gives (the
+ * rounding's bits come from the element's index and the step, not the thread); each moment one of
+ * the two bf16 values around the fp32 update; the master weights the fp32 update of the widened
+ * moments; and the rounding unbiased where nearest would stall: a variance of 1 decayed towards a
+ * squared gradient of 1.5 moves by 5e-4 a step, under half an ulp of bf16 at 1 (2^-8 = 0.0039),
+ * so nearest rounding keeps it at 1 forever, and the stochastic rounding's mean over 65536
+ * elements lands within 5e-5 of 1.0005. */
+static void
+test_adam_bf16_moments(void)
+{
+  size_t n = 65536;
+  StwAdamConfig c;
+  stw_adam_config_init(&c);
+  c.state_dtype = STW_DTYPE_BF16;
+  g_autofree float *grad = randoms(n), *master = randoms(n);
+  g_autofree uint16_t *m = g_new(uint16_t, n), *v = g_new(uint16_t, n);
+  for (size_t i = 0; i < n; i++) {
+    m[i] = stw_bf16_from_float(uniform());
+    v[i] = stw_bf16_from_float(fabsf(uniform()));
+  }
+  g_autofree float *grad2 = copy(grad, n), *master2 = copy(master, n);
+  g_autofree uint16_t *m2 = g_memdup2(m, n * 2), *v2 = g_memdup2(v, n * 2);
+  guint64 step = 7;
+  stw_compute_host_adam(grad, STW_DTYPE_FP32, master, m, v, n, &c, step);
+  StwAdamStep s = stw_adam_step(&c, step, n);
+  g_assert_true(s.bf16_moments);
+  for (size_t i = 0; i < n; i++) {
+    float m1, v1, vmax = 0;
+    float w = stw_cb_adam_core(grad2[i], stw_bf16_to_float(m2[i]), stw_bf16_to_float(v2[i]), 0,
+                               &m1, &v1, &vmax, master2[i], s);
+    stw_cb_adam_bs(i, grad2, master2, m2, v2, s);
+    g_assert_cmpfloat(master2[i], ==, w);
+    /* within an ulp of bf16 (2^-7 of the value): one of the two around it */
+    g_assert_cmpfloat(fabsf(stw_bf16_to_float(m2[i]) - m1), <=, fabsf(m1) / 128.0f);
+    g_assert_cmpfloat(fabsf(stw_bf16_to_float(v2[i]) - v1), <=, v1 / 128.0f);
+  }
+  g_assert_cmpmem(master, n * sizeof(float), master2, n * sizeof(float));
+  g_assert_cmpmem(grad, n * sizeof(float), grad2, n * sizeof(float));
+  g_assert_cmpmem(m, n * 2, m2, n * 2);
+  g_assert_cmpmem(v, n * 2, v2, n * 2);
+
+  /* unbiased where nearest stalls */
+  g_assert_cmphex(stw_bf16_from_float(1.0005f), ==, stw_bf16_from_float(1.0f));
+  c.weight_decay = 0;
+  for (size_t i = 0; i < n; i++) {
+    grad[i] = sqrtf(1.5f);
+    v[i] = stw_bf16_from_float(1.0f);
+    m[i] = 0;
+  }
+  stw_compute_host_adam(grad, STW_DTYPE_FP32, master, m, v, n, &c, 100);
+  double mean = 0;
+  for (size_t i = 0; i < n; i++)
+    mean += stw_bf16_to_float(v[i]);
+  mean /= (double)n;
+  g_assert_cmpfloat(fabs(mean - (0.999 * 1.0 + 0.001 * 1.5)), <, 5e-5);
+}
+
 static void
 test_adam(void)
 {
@@ -704,6 +761,7 @@ main(int argc, char **argv)
   g_test_add_func("/compute/column-sums", test_column_sums);
   g_test_add_func("/compute/gradient-accumulation", test_gradient_accumulation);
   g_test_add_func("/compute/adam", test_adam);
+  g_test_add_func("/compute/adam-bf16-moments", test_adam_bf16_moments);
   g_test_add_func("/compute/bf16-rounding", test_bf16_rounding);
   g_test_add_func("/compute/fp16-rounding", test_fp16_rounding);
   return g_test_run();

@@ -310,14 +310,14 @@ run_accumulate(StwRuntime *rt, const StwTrace *t)
                                        op->grads, op->n_grads, &error));
     g_assert_no_error(error);
     if (op->stage == STW_STAGE_OPTIM) {
-      gpointer param;
-      float *master, *m, *v;
+      gpointer param, m, v;
+      float *master;
       stw_runtime_optim(rt, 0, &param, &master, &m, &v);
       for (int i = 0; i < 16; i++) { /* a step of our own: every list changes */
         master[i] += 1.0f;
         ((float *)param)[i] = master[i];
-        m[i] += 0.5f;
-        v[i] += 0.25f;
+        ((float *)m)[i] += 0.5f;
+        ((float *)v)[i] += 0.25f;
       }
     }
     stw_runtime_op_end(rt);

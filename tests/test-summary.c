@@ -44,9 +44,15 @@ static void
 test_fp32_lists(void)
 {
   /* an fp32 compute copy is 4 bytes; the other three lists are always fp32 */
-  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_PARAM, STW_DTYPE_FP32), ==, 4);
-  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_PARAM, STW_DTYPE_BF16), ==, 2);
-  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_VARIANCE, STW_DTYPE_FP16), ==, 4);
+  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_PARAM, STW_DTYPE_FP32, STW_DTYPE_FP32), ==, 4);
+  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_PARAM, STW_DTYPE_BF16, STW_DTYPE_FP32), ==, 2);
+  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_VARIANCE, STW_DTYPE_FP16, STW_DTYPE_FP32), ==,
+                   4);
+  /* bf16 moments: two bytes each, the master weights four still */
+  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_MOMENTUM, STW_DTYPE_BF16, STW_DTYPE_BF16), ==,
+                   2);
+  g_assert_cmpuint(stw_chunk_list_elem_bytes(STW_LIST_MASTER, STW_DTYPE_BF16, STW_DTYPE_BF16), ==,
+                   4);
   g_assert_cmpstr(stw_chunk_list_name(STW_LIST_MOMENTUM), ==, "momentum");
 }
 

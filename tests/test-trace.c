@@ -285,9 +285,25 @@ test_accumulate(void)
   g_assert_true(back->model.amsgrad);
   g_autofree char *d4 = stw_trace_digest(back);
   g_assert_cmpstr(d3, !=, d4);
+  /* bf16 moments: written, read back, in the digest; any other dtype refused, naming the field */
+  back->model.state_dtype = STW_DTYPE_BF16;
+  g_autofree char *bf16 = stw_trace_to_string(back, &error);
+  g_assert_nonnull(strstr(bf16, "\"amsgrad\":true,\"optimizer_state\":\"bf16\"}"));
+  g_autoptr(StwTrace) bf = stw_trace_parse("bf16", bf16, strlen(bf16), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(bf->model.state_dtype, ==, STW_DTYPE_BF16);
+  g_autofree char *d5 = stw_trace_digest(bf);
+  g_assert_cmpstr(d4, !=, d5);
+  g_autofree char *fp16 = g_strdup(bf16);
+  memcpy(strstr(fp16, "\"bf16\"}") + 1, "fp16", 4);
+  g_assert_null(stw_trace_parse("fp16.json", fp16, strlen(fp16), &error));
+  stw_assert_error_contains(error, "$.model.optimizer_state: \"fp16\" is not one of \"fp32\", "
+                            "\"bf16\"");
+  g_clear_error(&error);
   g_autoptr(StwTrace) mini = load_fixture("traces/mini.json", NULL);
   g_autofree char *mtext = stw_trace_to_string(mini, &error);
   g_assert_null(strstr(mtext, "amsgrad"));
+  g_assert_null(strstr(mtext, "optimizer_state"));
   g_assert_null(strstr(mtext, "micro_steps"));
   g_assert_null(strstr(mtext, "gradients"));
   g_assert_null(strstr(mtext, "frozen"));

@@ -176,7 +176,7 @@ count_download(StwCompute *x, void *dst, const void *src, size_t bytes)
 }
 
 static void
-count_adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v,
+count_adam(StwCompute *x, void *param, StwDtype dtype, float *master, void *m, void *v,
            size_t n, const StwAdamConfig *c, guint64 step)
 {
   ((Counting *)x)->adams++;
@@ -836,6 +836,98 @@ forge(const char *file, const char *bytes, gsize len, gsize offset, guint64 valu
   g_assert_true(g_file_set_contents(file, (const char *)b, (gssize)len, NULL));
 }
 
+/* Adam's moments in bf16: a profile run with them, and the replay of a plan of the fp32 trace
+ * made with bf16 moments (the planner's choice, which the runtime follows whatever the trainer
+ * was configured with) train bitwise alike, close to the fp32 run but not equal to it; the
+ * moment lists hold two bytes an element; a checkpoint says so (STWCKPT2, the dtype field) and
+ * resumes bitwise; it loads into a run of fp32 moments too, said; a dtype field forged is
+ * refused. */
+static void
+test_bf16_moments(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  GError *error = NULL;
+  StwRuntimeOptions prof = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE,
+                             .device_bytes = STW_GiB };
+  float fp[4], bf[4], again[4];
+  StwTrainer *p32 = trainer(&c, data, &prof, be);
+  train(p32, fp, 4);
+  StwTrainerConfig cb = c;
+  cb.adam.state_dtype = STW_DTYPE_BF16;
+  StwTrainer *pb = trainer(&cb, data, &prof, be);
+  train(pb, bf, 4);
+  g_assert_cmpint(stw_runtime_state_dtype(stw_trainer_runtime(pb)), ==, STW_DTYPE_BF16);
+  g_assert_cmpint(memcmp(fp, bf, sizeof fp), !=, 0);
+  for (int i = 0; i < 4; i++)
+    g_assert_cmpfloat(fabsf(fp[i] - bf[i]), <, 1e-3f * fp[i]);
+  stw_trainer_free(pb);
+
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 400 * STW_KiB;
+  o.activations = STW_ACTIVATIONS_KEEP;
+  o.chunk_size_elems = 8192;
+  o.state_dtype = STW_DTYPE_BF16;
+  StwTrace *trace = stw_trainer_trace(p32);
+  g_assert_cmpint(trace->model.state_dtype, ==, STW_DTYPE_FP32);
+  g_autoptr(StwPlan) plan = stw_planner_plan(trace, "t", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(plan->chunking->state_dtype, ==, STW_DTYPE_BF16);
+  g_assert_cmpuint(stw_chunk_bytes(plan->chunking, 0, STW_LIST_MOMENTUM), ==, 8192 * 2);
+  g_assert_cmpuint(stw_chunk_bytes(plan->chunking, 0, STW_LIST_MASTER), ==, 8192 * 4);
+  StwRuntimeOptions rr = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY,
+                           .device_bytes = plan->budgets.gpu_bytes, .plan = plan,
+                           .plan_trace = trace };
+  StwTrainer *r = trainer(&c, data, &rr, be); /* configured fp32: the plan decides */
+  train(r, again, 2);
+  g_autofree char *dir = g_dir_make_tmp("stw-ckpt-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "c.ckpt", NULL);
+  g_assert_true(stw_trainer_save(r, file, &error));
+  train(r, again + 2, 2);
+  g_assert_cmpmem(again, sizeof again, bf, sizeof bf);
+  g_assert_cmpuint(stw_runtime_stats(stw_trainer_runtime(r))->deviations, ==, 0);
+  stw_trainer_free(r);
+
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(file, &bytes, &len, NULL));
+  g_assert_cmpmem(bytes, 8, "STWCKPT2", 8);
+  guint64 total = 0;
+  for (guint32 i = 0; i < trace->tensors->len; i++)
+    total += stw_trace_tensor(trace, i)->numel;
+  g_assert_cmpuint(len, ==, 88 + 8 + 3 * total * sizeof(float) + 32);
+  r = trainer(&c, data, &rr, be);
+  g_assert_true(stw_trainer_load(r, file, &error));
+  g_assert_cmpint(stw_trainer_resumed_state(r), ==, STW_DTYPE_BF16);
+  float resumed[2];
+  train(r, resumed, 2);
+  g_assert_cmpmem(resumed, sizeof resumed, bf + 2, sizeof resumed);
+  stw_trainer_free(r);
+  /* into fp32 moments: widened exactly, and it trains on */
+  StwTrainer *f = trainer(&c, data, &prof, be);
+  g_assert_true(stw_trainer_load(f, file, &error));
+  g_assert_cmpint(stw_trainer_resumed_state(f), ==, STW_DTYPE_BF16);
+  train(f, resumed, 2);
+  g_assert_cmpfloat(fabsf(resumed[1] - bf[3]), <, 1e-3f * bf[3]);
+  /* the dtype field forged (the checksum made right): refused, naming it */
+  forge(file, bytes, len, 88, 3);
+  g_assert_false(stw_trainer_load(f, file, &error));
+  g_assert_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CHECKPOINT);
+  stw_assert_error_contains(error, "the state dtype field is 3, where a checkpoint of bf16 "
+                            "moments has 2");
+  g_clear_error(&error);
+  stw_trainer_free(f);
+  g_unlink(file);
+  g_rmdir(dir);
+  stw_trainer_free(p32);
+  be->free(be);
+}
+
 /* The checksum is no key: every header field is checked against the model and the data before
  * it is used, and a state that is not finite is neither loaded nor saved. */
 static void
@@ -906,5 +998,6 @@ main(int argc, char **argv)
   g_test_add_func("/trainer/offload", test_offload);
   g_test_add_func("/trainer/storage-tier", test_storage_tier);
   g_test_add_func("/trainer/storage-tier-slow-disk", test_storage_tier_slow_disk);
+  g_test_add_func("/trainer/bf16-moments", test_bf16_moments);
   return g_test_run();
 }

@@ -15,6 +15,7 @@ stw_adam_config_init(StwAdamConfig *c)
   c->weight_decay = 0.01f;
   c->amsgrad = FALSE;
   c->loss_scale = 1.0f;
+  c->state_dtype = STW_DTYPE_FP32;
 }
 
 StwAdamStep
@@ -24,11 +25,12 @@ stw_adam_step(const StwAdamConfig *c, guint64 step, size_t n)
       stw_cb_adam_step(c->lr, c->beta1, c->beta2, c->eps, c->weight_decay, c->loss_scale,
                        (double)step);
   s.vmax = c->amsgrad ? n : 0;
+  s.bf16_moments = c->state_dtype == STW_DTYPE_BF16;
   return s;
 }
 
 void
-stw_adam_update(float *param, const float *grad, float *m, float *v, size_t n,
+stw_adam_update(float *param, const float *grad, void *m, void *v, size_t n,
                 const StwAdamConfig *c, guint64 step)
 {
   StwAdamStep s = stw_adam_step(c, step, n);

@@ -17,6 +17,9 @@
 #include "trainer-internal.h"
 
 #define CKPT_MAGIC "STWCKPT1"
+/* a checkpoint of bf16 moments: the header and 8 more bytes (the state dtype, 2: bf16), then the
+ * state as fp32 values all the same (bf16 widens to fp32 exactly) */
+#define CKPT_MAGIC_BF16 "STWCKPT2"
 
 /* ---- checkpoints ------------------------------------------------------------------------------ */
 
@@ -27,6 +30,21 @@ typedef struct {
 } CkptHeader;
 
 G_STATIC_ASSERT(sizeof(CkptHeader) % sizeof(float) == 0);
+
+/* The bytes before the state in a checkpoint of moments in STATE */
+static gsize
+header_bytes(StwDtype state)
+{
+  return sizeof(CkptHeader) + (state == STW_DTYPE_BF16 ? 8 : 0);
+}
+
+/* The state dtype a checkpoint's MAGIC says; FALSE when it is no checkpoint's */
+static gboolean
+magic_state(const char *magic, StwDtype *state)
+{
+  *state = memcmp(magic, CKPT_MAGIC_BF16, 8) == 0 ? STW_DTYPE_BF16 : STW_DTYPE_FP32;
+  return memcmp(magic, CKPT_MAGIC, 8) == 0 || *state == STW_DTYPE_BF16;
+}
 
 /* Checkpoints hold at most 2^40 steps: beyond, AdamW's bias corrections are 1 to the last bit
  * and a step counter has no meaning. */
@@ -352,11 +370,14 @@ save_file(StwTrainer *t, const char *file, guint8 digest[32], GError **error)
   CkptHeader h = { .layers = t->c.layers, .width = t->c.width, .heads = t->c.heads,
                    .context = t->c.context, .batch = t->c.batch, .seed = t->c.seed,
                    .step = t->step, .pos = t->pos, .n_tensors = n, .total_floats = total };
-  memcpy(h.magic, CKPT_MAGIC, 8);
-  gsize body = sizeof h + 3 * total * sizeof(float);
-  g_autofree guint8 *buf = g_malloc(body + 32);
+  StwDtype moments = stw_runtime_state_dtype(t->rt);
+  memcpy(h.magic, moments == STW_DTYPE_BF16 ? CKPT_MAGIC_BF16 : CKPT_MAGIC, 8);
+  gsize head = header_bytes(moments), body = head + 3 * total * sizeof(float);
+  g_autofree guint8 *buf = g_malloc0(body + 32);
   memcpy(buf, &h, sizeof h);
-  float *state = (float *)(buf + sizeof h), *p = state;
+  if (moments == STW_DTYPE_BF16)
+    buf[sizeof h] = 2; /* the state dtype field, little-endian */
+  float *state = (float *)(buf + head), *p = state;
   for (guint32 i = 0; i < n; i++) {
     guint64 k = stw_trace_tensor(t->model, i)->numel;
     if (!stw_runtime_read_state(t->rt, i, p, p + total, p + 2 * total, error)) {
@@ -417,13 +438,24 @@ load_file(StwTrainer *t, const char *file, guint8 digest[32], GError **error)
   g_autofree char *text = NULL;
   gsize len = 0;
   GError *local = NULL;
-  /* a checkpoint of this model has one size: anything else is refused unread */
+  /* a checkpoint of this model has one size (for its state dtype): anything else is refused
+   * unread */
   GStatBuf st;
+  if (g_stat(file, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (goffset)(sizeof(CkptHeader) + 32)) {
+    CkptHeader h = { 0 };
+    FILE *f = fopen(file, "rb");
+    StwDtype state = STW_DTYPE_FP32;
+    if (f != NULL && fread(&h, sizeof h, 1, f) == 1 && magic_state(h.magic, &state))
+      expect = header_bytes(state) + 3 * total * sizeof(float) + 32;
+    if (f != NULL)
+      fclose(f);
+  }
   if (g_stat(file, &st) == 0 && S_ISREG(st.st_mode) && (guint64)st.st_size != expect &&
       st.st_size >= (goffset)(sizeof(CkptHeader) + 32)) {
     CkptHeader h = { 0 };
     FILE *f = fopen(file, "rb");
-    gboolean ours = f != NULL && fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, CKPT_MAGIC, 8) == 0;
+    StwDtype state;
+    gboolean ours = f != NULL && fread(&h, sizeof h, 1, f) == 1 && magic_state(h.magic, &state);
     if (f != NULL)
       fclose(f);
     if (ours && !check_header(t, file, &h, total, error))
@@ -446,15 +478,23 @@ load_file(StwTrainer *t, const char *file, guint8 digest[32], GError **error)
   return TRUE;
 }
 
+StwDtype
+stw_trainer_resumed_state(const StwTrainer *t)
+{
+  return t->resumed_state;
+}
+
 gboolean
 stw_trainer_load_data(StwTrainer *t, const char *file, const guint8 *buf, gsize len,
                       GError **error)
 {
   guint64 total = total_floats(t);
   CkptHeader h;
-  if (len < sizeof h + 32 || memcmp(buf, CKPT_MAGIC, 8) != 0)
+  StwDtype moments = STW_DTYPE_FP32;
+  if (len < sizeof h + 32 || !magic_state((const char *)buf, &moments))
     return ckpt_fail("%s: not a stowage checkpoint (or truncated)", file);
   memcpy(&h, buf, sizeof h);
+  gsize head = header_bytes(moments);
   guint8 digest[32];
   gsize dlen = 32;
   GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
@@ -466,15 +506,21 @@ stw_trainer_load_data(StwTrainer *t, const char *file, const guint8 *buf, gsize 
   /* the checksum is no key: every field is checked before it is used */
   if (!check_header(t, file, &h, total, error))
     return FALSE;
-  gsize expect = sizeof h + 3 * total * sizeof(float) + 32;
+  gsize expect = head + 3 * total * sizeof(float) + 32;
   if (len != expect)
     return ckpt_fail("%s: %" G_GSIZE_FORMAT " bytes, where a checkpoint of this model has %"
                      G_GSIZE_FORMAT ": truncated, or not a stowage checkpoint", file, len, expect);
   /* the state as floats: in place when BYTES is aligned for them (a file read whole is) */
   g_autofree float *copy = NULL;
-  const float *state = (const float *)(buf + sizeof h);
+  guint64 field = 2;
+  if (moments == STW_DTYPE_BF16)
+    memcpy(&field, buf + sizeof h, sizeof field);
+  if (field != 2)
+    return ckpt_fail("%s: the state dtype field is %" G_GUINT64_FORMAT ", where a checkpoint of "
+                     "bf16 moments has 2", file, field);
+  const float *state = (const float *)(buf + head);
   if ((guintptr)state % G_ALIGNOF(float) != 0)
-    state = copy = g_memdup2(buf + sizeof h, 3 * total * sizeof(float));
+    state = copy = g_memdup2(buf + head, 3 * total * sizeof(float));
   int list = 0;
   gint64 bad = first_non_finite(t, state, total, &list);
   if (bad >= 0)
@@ -491,5 +537,6 @@ stw_trainer_load_data(StwTrainer *t, const char *file, const guint8 *buf, gsize 
   }
   t->step = h.step;
   t->pos = h.pos;
+  t->resumed_state = moments;
   return TRUE;
 }

@@ -162,7 +162,7 @@ widen(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n)
 }
 
 void
-stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+stw_compute_host_adam(void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
                       const StwAdamConfig *c, guint64 step)
 {
   /* the compute copy holds the gradient; it and the master weights get the update */
@@ -170,7 +170,7 @@ stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, floa
 }
 
 static void
-adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+adam(StwCompute *x, void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
      const StwAdamConfig *c, guint64 step)
 {
   (void)x;

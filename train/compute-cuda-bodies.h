@@ -229,6 +229,8 @@ typedef struct {
   float rbc1, rbc2;
   float unscale; /* an fp16 compute copy's gradient carries the loss scale: times this first */
   size_t vmax; /* AMSGrad: element i's largest variance so far is v[i + vmax]; 0: plain Adam */
+  uint32_t seed; /* bf16 moments: the stochastic rounding's bits are hashed from it and i */
+  int bf16_moments; /* the moments (and largest variances) are bf16 (uint16_t arrays) */
 } StwAdamStep;
 
 STW_HD StwAdamStep
@@ -236,8 +238,27 @@ stw_cb_adam_step(float lr, float b1, float b2, float eps, float wd, float loss_s
 {
   StwAdamStep s = { lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, step))),
                     (float)(1.0 / (1.0 - pow(b2, step))),
-                    loss_scale > 0 ? 1.0f / loss_scale : 1.0f, 0 };
+                    loss_scale > 0 ? 1.0f / loss_scale : 1.0f, 0,
+                    stw_bits_hash((uint32_t)step * 0x9e3779b9u), 0 };
   return s;
+}
+
+/* The step's arithmetic from the moments' old values M0, V0 (and the largest variance VMAX0):
+ * their new values out, and the new weight from W. Shared by the fp32 and the bf16 moments. */
+STW_HD float
+stw_cb_adam_core(float g, float m0, float v0, float vmax0, float *m1, float *v1, float *vmax1,
+                 float w, StwAdamStep s)
+{
+  float mi = s.b1 * m0 + (1.0f - s.b1) * g;
+  float vi = s.b2 * v0 + (1.0f - s.b2) * g * g;
+  *m1 = mi;
+  *v1 = vi;
+  if (s.vmax != 0) { /* the step divides by the largest variance so far (torch.maximum's) */
+    vi = vi > vmax0 || vi != vi ? vi : vmax0;
+    *vmax1 = vi;
+  }
+  float mhat = mi * s.rbc1, vhat = vi * s.rbc2;
+  return w - s.lr * (mhat / (sqrtf(vhat) + s.eps) + s.wd * w);
 }
 
 /* One AdamW step of element I for gradient G: updates M, V (and with AMSGrad the largest V) and
@@ -245,16 +266,31 @@ stw_cb_adam_step(float lr, float b1, float b2, float eps, float wd, float loss_s
 STW_HD float
 stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, StwAdamStep s)
 {
-  float mi = s.b1 * m[i] + (1.0f - s.b1) * g;
-  float vi = s.b2 * v[i] + (1.0f - s.b2) * g * g;
+  float mi, vi, vmax = 0;
+  float w = stw_cb_adam_core(g, m[i], v[i], s.vmax != 0 ? v[i + s.vmax] : 0.0f, &mi, &vi, &vmax,
+                             master[i], s);
   m[i] = mi;
   v[i] = vi;
-  if (s.vmax != 0) { /* the step divides by the largest variance so far (torch.maximum's) */
-    vi = vi > v[i + s.vmax] || vi != vi ? vi : v[i + s.vmax];
-    v[i + s.vmax] = vi;
-  }
-  float mhat = mi * s.rbc1, vhat = vi * s.rbc2, w = master[i];
-  w -= s.lr * (mhat / (sqrtf(vhat) + s.eps) + s.wd * w);
+  if (s.vmax != 0)
+    v[i + s.vmax] = vmax;
+  master[i] = w;
+  return w;
+}
+
+/* The same with bf16 moments (M, V: bf16 bit patterns), widened for the step and rounded back
+ * stochastically (stw_bf16_from_float_sr), the master weights fp32. */
+STW_HD float
+stw_cb_adam_element_bs(size_t i, float g, float *master, uint16_t *m, uint16_t *v, StwAdamStep s)
+{
+  float mi, vi, vmax = 0;
+  float w = stw_cb_adam_core(g, stw_bf16_to_float(m[i]), stw_bf16_to_float(v[i]),
+                             s.vmax != 0 ? stw_bf16_to_float(v[i + s.vmax]) : 0.0f, &mi, &vi,
+                             &vmax, master[i], s);
+  uint32_t r = stw_bits_hash((uint32_t)i ^ s.seed);
+  m[i] = stw_bf16_from_float_sr(mi, r);
+  v[i] = stw_bf16_from_float_sr(vi, r >> 16 | r << 16);
+  if (s.vmax != 0) /* the largest of rounded values: it is one of them, no rounding */
+    v[i + s.vmax] = vmax == vi ? v[i] : stw_bf16_from_float(vmax);
   master[i] = w;
   return w;
 }
@@ -299,6 +335,30 @@ stw_cb_adam_fp16(size_t i, uint16_t *param, float *master, float *m, float *v, S
 {
   float w = stw_cb_adam_element(i, stw_fp16_to_float(param[i]) * s.unscale, master, m, v, s);
   param[i] = stw_fp16_from_float(w);
+}
+
+/* ---- bf16 moments (the optimizer state "bf16"), for each compute copy's dtype -------------- */
+
+STW_HD void
+stw_cb_adam_bs(size_t i, float *param, float *master, uint16_t *m, uint16_t *v, StwAdamStep s)
+{
+  param[i] = stw_cb_adam_element_bs(i, param[i], master, m, v, s);
+}
+
+STW_HD void
+stw_cb_adam_bf16_bs(size_t i, uint16_t *param, float *master, uint16_t *m, uint16_t *v,
+                    StwAdamStep s)
+{
+  param[i] = stw_bf16_from_float(stw_cb_adam_element_bs(i, stw_bf16_to_float(param[i]), master,
+                                                        m, v, s));
+}
+
+STW_HD void
+stw_cb_adam_fp16_bs(size_t i, uint16_t *param, float *master, uint16_t *m, uint16_t *v,
+                    StwAdamStep s)
+{
+  param[i] = stw_fp16_from_float(stw_cb_adam_element_bs(i, stw_fp16_to_float(param[i]) *
+                                                        s.unscale, master, m, v, s));
 }
 
 /* ---- rows by warps ---------------------------------------------------------------------------

@@ -109,6 +109,15 @@ KERNEL(adam_fp16_k, stw_cb_adam_fp16,
 KERNEL(adam_k, stw_cb_adam,
        (size_t n, float *param, float *master, float *m, float *v, StwAdamStep s),
        (i, param, master, m, v, s))
+KERNEL(adam_bs_k, stw_cb_adam_bs,
+       (size_t n, float *param, float *master, uint16_t *m, uint16_t *v, StwAdamStep s),
+       (i, param, master, m, v, s))
+KERNEL(adam_bf16_bs_k, stw_cb_adam_bf16_bs,
+       (size_t n, uint16_t *param, float *master, uint16_t *m, uint16_t *v, StwAdamStep s),
+       (i, param, master, m, v, s))
+KERNEL(adam_fp16_bs_k, stw_cb_adam_fp16_bs,
+       (size_t n, uint16_t *param, float *master, uint16_t *m, uint16_t *v, StwAdamStep s),
+       (i, param, master, m, v, s))
 
 /* ---- rows by warps (compute-cuda-bodies.h): WARPS rows per block, a lane's partials meet in
  * shared memory, and every lane takes the same tree over them ------------------------------- */
@@ -597,18 +606,28 @@ widen(StwCompute *x, float *dst, const void *src, StwDtype dtype, size_t n)
 }
 
 static void
-adam(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+adam(StwCompute *x, void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
      const StwAdamConfig *cfg, guint64 step)
 {
   StwAdamStep s = stw_cb_adam_step(cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
                                     cfg->loss_scale, (double)step); /* as the CPU's */
   s.vmax = cfg->amsgrad ? n : 0;
-  if (dtype == STW_DTYPE_BF16)
-    adam_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, s);
+  s.bf16_moments = cfg->state_dtype == STW_DTYPE_BF16;
+  uint16_t *m16 = (uint16_t *)m, *v16 = (uint16_t *)v;
+  if (s.bf16_moments && dtype == STW_DTYPE_BF16)
+    adam_bf16_bs_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m16, v16, s);
+  else if (s.bf16_moments && dtype == STW_DTYPE_FP16)
+    adam_fp16_bs_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m16, v16, s);
+  else if (s.bf16_moments)
+    adam_bs_k<<<blocks_for(n), THREADS>>>(n, (float *)param, master, m16, v16, s);
+  else if (dtype == STW_DTYPE_BF16)
+    adam_bf16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, (float *)m,
+                                             (float *)v, s);
   else if (dtype == STW_DTYPE_FP16)
-    adam_fp16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, m, v, s);
+    adam_fp16_k<<<blocks_for(n), THREADS>>>(n, (uint16_t *)param, master, (float *)m,
+                                             (float *)v, s);
   else
-    adam_k<<<blocks_for(n), THREADS>>>(n, (float *)param, master, m, v, s);
+    adam_k<<<blocks_for(n), THREADS>>>(n, (float *)param, master, (float *)m, (float *)v, s);
   launched((Cuda *)x, "adam");
 }
 

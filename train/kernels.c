@@ -584,12 +584,23 @@ adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, floa
     stw_cb_adam_element(i, grad[i], param, m, v, s);
 }
 
+STW_CLONES static void
+adam_range_bs(size_t lo, size_t hi, float *param, const float *grad, uint16_t *m, uint16_t *v,
+              StwAdamStep s)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam_element_bs(i, grad[i], param, m, v, s);
+}
+
 /* (the clones stay static: an exported cloned function does not link across compilers) */
 void
-stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
+stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, void *m, void *v,
                StwAdamStep s)
 {
-  adam_range(lo, hi, param, grad, m, v, s);
+  if (s.bf16_moments)
+    adam_range_bs(lo, hi, param, grad, m, v, s);
+  else
+    adam_range(lo, hi, param, grad, m, v, s);
 }
 
 STW_CLONES static void
@@ -616,11 +627,41 @@ adam_fp16_range(size_t lo, size_t hi, uint16_t *param, float *master, float *m, 
     stw_cb_adam_fp16(i, param, master, m, v, s);
 }
 
+STW_CLONES static void
+adam_slot_range_bs(size_t lo, size_t hi, float *param, float *master, uint16_t *m, uint16_t *v,
+                   StwAdamStep s)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam_bs(i, param, master, m, v, s);
+}
+
+STW_CLONES static void
+adam_bf16_range_bs(size_t lo, size_t hi, uint16_t *param, float *master, uint16_t *m,
+                   uint16_t *v, StwAdamStep s)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam_bf16_bs(i, param, master, m, v, s);
+}
+
+STW_CLONES static void
+adam_fp16_range_bs(size_t lo, size_t hi, uint16_t *param, float *master, uint16_t *m,
+                   uint16_t *v, StwAdamStep s)
+{
+  for (size_t i = lo; i < hi; i++)
+    stw_cb_adam_fp16_bs(i, param, master, m, v, s);
+}
+
 void
-stw_adam_host(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+stw_adam_host(void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
               StwAdamStep s)
 {
-  if (dtype == STW_DTYPE_BF16)
+  if (s.bf16_moments && dtype == STW_DTYPE_BF16)
+    STW_PARALLEL_RANGE(n, 4 * n, adam_bf16_range_bs, param, master, m, v, s);
+  else if (s.bf16_moments && dtype == STW_DTYPE_FP16)
+    STW_PARALLEL_RANGE(n, 4 * n, adam_fp16_range_bs, param, master, m, v, s);
+  else if (s.bf16_moments)
+    STW_PARALLEL_RANGE(n, 4 * n, adam_slot_range_bs, param, master, m, v, s);
+  else if (dtype == STW_DTYPE_BF16)
     STW_PARALLEL_RANGE(n, 4 * n, adam_bf16_range, param, master, m, v, s);
   else if (dtype == STW_DTYPE_FP16)
     STW_PARALLEL_RANGE(n, 4 * n, adam_fp16_range, param, master, m, v, s);

@@ -117,11 +117,12 @@ void stw_crossentropy_backward(float *dlogits, const float *probs, const int *ta
  * variances begin after the variances) */
 StwAdamStep stw_adam_step(const StwAdamConfig *c, guint64 step, size_t n);
 /* AdamW on host memory. The range [LO, HI) of PARAM updated in place from GRAD, one thread: */
-void stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
+void stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, void *m, void *v,
                     StwAdamStep s);
 /* N elements over the threads, PARAM holding the gradient (fp32, bf16 or fp16, as DTYPE says) and
- * getting the new weights in the same pass as MASTER. */
-void stw_adam_host(void *param, StwDtype dtype, float *master, float *m, float *v, size_t n,
+ * getting the new weights in the same pass as MASTER; M and V fp32, or bf16 where
+ * S.bf16_moments. */
+void stw_adam_host(void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
                    StwAdamStep s);
 /* bf16 compute copies: N values widened to fp32; a gradient into a bf16 slot (FIRST: replacing
  * what it holds, else added to it) */

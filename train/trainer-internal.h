@@ -43,6 +43,7 @@ struct StwTrainer {
   int *d_inputs, *d_targets;  /* (B, T) where the compute table reads them */
   gboolean fixed_batch;
   guint64 step;
+  StwDtype resumed_state; /* the moments' dtype in the checkpoint last loaded */
   float **grad_sink;
   guint8 *grad_written;       /* (n_tensors) this iteration */
   /* activations */

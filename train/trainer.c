@@ -44,6 +44,11 @@ config_model(const StwTrainerConfig *c, StwModelConfig *m, GError **error)
                 stw_dtype_name(c->dtype));
     return FALSE;
   }
+  if (c->adam.state_dtype != STW_DTYPE_FP32 && c->adam.state_dtype != STW_DTYPE_BF16) {
+    g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
+                "Adam's moments are fp32 or bf16, not %s", stw_dtype_name(c->adam.state_dtype));
+    return FALSE;
+  }
   if (c->attention != STW_ATTENTION_NAIVE && c->attention != STW_ATTENTION_FLASH) {
     g_set_error(error, STW_TRAINER_ERROR, STW_TRAINER_ERROR_CONFIG,
                 "the trainer's attention is naive or flash, not %d", (int)c->attention);
@@ -84,6 +89,7 @@ stw_trainer_model(const StwTrainerConfig *c, GError **error)
   t->model.batch = c->batch;
   t->model.seq = c->context;
   t->model.attention = c->attention;
+  t->model.state_dtype = c->adam.state_dtype;
   for (guint i = 0; i < g->tensors->len; i++) {
     const StwGraphTensor *gt = g->tensors->pdata[i];
     guint32 id = stw_trace_add_tensor(t, gt->name, c->dtype, gt->shape, gt->ndim);
@@ -852,6 +858,8 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     return FALSE;
   t->step++;
   g_autoptr(GArray) stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
+  StwAdamConfig adam = t->c.adam; /* the moments in the layout's dtype (a plan may choose) */
+  adam.state_dtype = stw_runtime_state_dtype(t->rt);
   for (guint32 id = 0; id < t->model->tensors->len; id++) {
     const StwTensor *ten = stw_trace_tensor(t->model, id);
     g_autofree char *name = g_strconcat("adam.", ten->name, NULL);
@@ -862,16 +870,16 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
     for (guint i = 0; i < stepped->len; i++) {
       guint32 tensor = g_array_index(stepped, guint32, i);
       guint64 numel = stw_trace_tensor(t->model, tensor)->numel;
-      gpointer param;
-      float *master, *m, *v;
+      gpointer param, m, v;
+      float *master;
       gboolean on_device = stw_runtime_optim(t->rt, tensor, &param, &master, &m, &v);
       if (t->grad_sink != NULL)
         sink_gradient(t, tensor, param, on_device);
       /* the compute copy holds the gradient; the master weights get the update */
       if (on_device)
-        t->cx->adam(t->cx, param, t->c.dtype, master, m, v, numel, &t->c.adam, t->step);
+        t->cx->adam(t->cx, param, t->c.dtype, master, m, v, numel, &adam, t->step);
       else
-        stw_compute_host_adam(param, t->c.dtype, master, m, v, numel, &t->c.adam, t->step);
+        stw_compute_host_adam(param, t->c.dtype, master, m, v, numel, &adam, t->step);
     }
     stw_runtime_op_end(t->rt);
   }

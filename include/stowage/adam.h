@@ -12,6 +12,7 @@
 #include <glib.h>
 
 #include <stowage/api.h>
+#include <stowage/model.h>
 
 #if STW_BUILDING_LAYER < STW_LAYER_TRAIN || STW_BUILDING_LAYER == STW_LAYER_PROFILE
 #error "<stowage/adam.h> belongs to the trainer: a layer below it may not include it"
@@ -31,14 +32,18 @@ typedef struct {
                         * dynamic loss scale); the step divides it out in fp32. 1: none. Only
                         * fp16 compute copies carry one: fp32 and bf16 gradients are taken as
                         * they are */
+  StwDtype state_dtype; /* the moments' dtype: STW_DTYPE_FP32, or STW_DTYPE_BF16 (M and V are
+                         * bf16 arrays, rounded stochastically at each step; the master
+                         * weights stay fp32) */
 } StwAdamConfig;
 
 /* The usual defaults: lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weight decay 0.01, no AMSGrad, loss
- * scale 1. */
+ * scale 1, fp32 moments. */
 void stw_adam_config_init(StwAdamConfig *c);
 
-/* One AdamW step (STEP counts from 1) on N elements (V: 2 N with AMSGrad). */
-void stw_adam_update(float *param, const float *grad, float *m, float *v, size_t n,
+/* One AdamW step (STEP counts from 1) on N fp32 elements from the gradient GRAD, in one thread;
+ * M and V (2 N with AMSGrad) in C's state dtype. */
+void stw_adam_update(float *param, const float *grad, void *m, void *v, size_t n,
                      const StwAdamConfig *c, guint64 step);
 
 STW_END_DECLS

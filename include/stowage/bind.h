@@ -157,8 +157,9 @@ gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *ad
 float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_device);
 /* The same AdamW step on plain arrays (the reference a binding compares with): PARAM holds the
  * gradient and gets the new weights, MASTER the fp32 weights, M and V the moments (V 2 N values
- * with "amsgrad": the variances, then their largest so far). */
-gboolean stw_bind_adam(float *param, float *master, float *m, float *v, guint64 n,
+ * with "amsgrad": the variances, then their largest so far), fp32, or bf16 with "state":
+ * "bf16". */
+gboolean stw_bind_adam(float *param, float *master, void *m, void *v, guint64 n,
                        const char *adam_json, guint64 step, char **error_out);
 /* The runtime's figures (runtime.h's StwRuntimeStats) as JSON. */
 char *stw_bind_runtime_stats(StwBindRuntime *r);

@@ -58,8 +58,10 @@ typedef struct {
   guint32 n_tensors;
   guint32 world;           /* data-parallel ranks sharing the layout (1: one GPU) */
   guint32 nodes;           /* the nodes they are spread over, evenly (1: one machine) */
-  gboolean amsgrad;        /* the variance list holds two fp32 values per element (the
+  gboolean amsgrad;        /* the variance list holds two values per element (the
                             * variance, then its largest so far: AMSGrad); the trace's */
+  StwDtype state_dtype;    /* the moments' dtype (fp32 or bf16): the trace's, or the planner's
+                            * choice (--optimizer-state) */
 } StwChunking;
 
 /* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a

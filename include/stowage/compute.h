@@ -89,8 +89,8 @@ struct StwCompute {
   void (*grad_commit)(StwCompute *x, void *slot, StwDtype dtype, const float *grad, size_t n,
                       gboolean first);
   /* AdamW on chunks in this table's memory: PARAM (of DTYPE) holds the gradient; MASTER, M and
-   * V are updated and PARAM gets the new weights */
-  void (*adam)(StwCompute *x, void *param, StwDtype dtype, float *master, float *m, float *v,
+   * V (in C's state dtype) are updated and PARAM gets the new weights */
+  void (*adam)(StwCompute *x, void *param, StwDtype dtype, float *master, void *m, void *v,
                size_t n, const StwAdamConfig *c, guint64 step);
   /* BYTES of zeros at DST, in this table's memory */
   void (*zero)(StwCompute *x, void *dst, size_t bytes);
@@ -113,7 +113,7 @@ StwCompute *stw_compute_cuda_new(gboolean mixed, GError **error);
 
 /* AdamW over host memory, as the CPU table does it: the update of the master weights, copied
  * into the compute copy (of DTYPE). */
-void stw_compute_host_adam(void *param, StwDtype dtype, float *master, float *m, float *v,
+void stw_compute_host_adam(void *param, StwDtype dtype, float *master, void *m, void *v,
                            size_t n, const StwAdamConfig *c, guint64 step);
 
 STW_END_DECLS

@@ -13,6 +13,7 @@
 
 #include <glib.h>
 
+#include <stowage/chunks.h>
 #include <stowage/hardware.h>
 
 #include <stowage/api.h>
@@ -54,8 +55,14 @@ guint64 stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 b
 guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes,
                           guint64 chunk_bytes);
 
-/* CPU Adam elements per second for one of RANKS_PER_NODE ranks sharing the host. */
-double stw_cpu_adam_rate(const StwHardware *hw, guint32 ranks_per_node);
+/* Bytes an AdamW step moves per element (it is bound by memory bandwidth): the gradient read
+ * and the new weight written in the compute copy's DTYPE, the fp32 master weight read and
+ * written, each moment (and AMSGrad's largest variance) read and written in STATE. 32 in fp32. */
+double stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad);
+
+/* CPU Adam elements per second on layout C for one of its ranks sharing the host: the profile's
+ * rate (measured with fp32 moments) scaled by the bytes a step moves with C's moments. */
+double stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c);
 
 STW_END_DECLS
 

@@ -225,15 +225,23 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwModelGraph, stw_model_graph_free)
 typedef enum {
   STW_LIST_PARAM,    /* compute copy; holds the gradient once backward is done with it */
   STW_LIST_MASTER,   /* fp32 master weights */
-  STW_LIST_MOMENTUM, /* fp32 Adam first moment */
-  STW_LIST_VARIANCE, /* fp32 Adam second moment */
+  STW_LIST_MOMENTUM, /* Adam first moment, in the optimizer state's dtype (fp32 or bf16) */
+  STW_LIST_VARIANCE, /* Adam second moment, likewise */
   STW_N_LISTS
 } StwChunkList;
 
 extern const char *const stw_chunk_list_names[]; /* NULL-terminated, in enum order */
 const char *stw_chunk_list_name(StwChunkList list);
-/* Bytes per element of LIST for a tensor whose compute dtype is DTYPE. */
-guint64 stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype);
+/* Bytes per element of LIST for a tensor whose compute dtype is DTYPE, with the moments in STATE
+ * (STW_DTYPE_FP32 or STW_DTYPE_BF16). */
+guint64 stw_chunk_list_elem_bytes(StwChunkList list, StwDtype dtype, StwDtype state);
+
+/* The optimizer state's dtypes: Adam's moments in fp32 or bf16 ("fp32", "bf16"); the master
+ * weights are fp32 in both. */
+extern const char *const stw_state_dtype_names[]; /* NULL-terminated: "fp32", "bf16" */
+StwDtype stw_state_dtype_at(int index);           /* an index into the names */
+const char *stw_state_dtype_name(StwDtype state);
+gboolean stw_state_dtype_parse(const char *text, StwDtype *out);
 
 /* The names below are static strings, never NULL for a value of the enum. */
 guint64 stw_dtype_bytes(StwDtype dtype);

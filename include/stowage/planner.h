@@ -54,6 +54,8 @@ typedef struct {
   guint64 prefetch_bucket_elems; /* zero-infinity: elements fetched ahead at most */
   guint32 world_size;            /* data-parallel GPUs; 0: the trace's world size */
   guint32 nodes;                 /* the nodes they are spread over, evenly; 0: one */
+  int state_dtype;               /* Adam's moments in the plan's layout: STW_DTYPE_FP32 or
+                                  * STW_DTYPE_BF16; -1 (the default): the trace's */
   StwProgressFunc progress;
   gpointer progress_data;
 } StwPlannerOptions;

@@ -159,10 +159,14 @@ gpointer stw_runtime_param(StwRuntime *rt, guint32 tensor);
  * of a group, every tensor of this rank's own chunk of it, and nothing at the others. */
 void stw_runtime_optim_tensors(StwRuntime *rt, guint32 tensor, GArray *out);
 
-/* For the optimizer op of TENSOR: its four lists wherever the plan steps it. TRUE when they are
- * device slots (GPU Adam: the backend's memory), FALSE when host memory (CPU Adam). */
+/* For the optimizer op of TENSOR: its four lists wherever the plan steps it, the moments in
+ * stw_runtime_state_dtype's dtype. TRUE when they are device slots (GPU Adam: the backend's
+ * memory), FALSE when host memory (CPU Adam). */
 gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
-                           float **momentum, float **variance);
+                           gpointer *momentum, gpointer *variance);
+/* The dtype of Adam's moments in the layout: STW_DTYPE_FP32 or STW_DTYPE_BF16 (the plan's, or
+ * in profile mode the model trace's model.state_dtype). */
+StwDtype stw_runtime_state_dtype(const StwRuntime *rt);
 
 /* Profile mode on several ranks: every gradient (the chunks' param list, after backward) made
  * the mean over the ranks, in place, so that every rank steps the same update. FALSE with ERROR

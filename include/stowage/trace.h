@@ -125,7 +125,9 @@ typedef struct {
                              * optimizer's; 1 in a new trace */
   StwGradients gradients;   /* where the gradients live until the optimizer op */
   gboolean amsgrad;         /* the optimizer keeps the largest variance too (AMSGrad): the
-                             * variance list holds two fp32 values per element */
+                             * variance list holds two values per element */
+  StwDtype state_dtype;     /* the optimizer's moments: STW_DTYPE_FP32 (0, the default) or
+                             * STW_DTYPE_BF16 ("optimizer_state") */
 } StwTraceModel;
 
 typedef struct {

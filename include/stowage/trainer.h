@@ -90,12 +90,17 @@ guint64 stw_trainer_step_count(StwTrainer *t);
 gboolean stw_trainer_weights(StwTrainer *t, guint32 tensor, float *out, GError **error);
 
 /* Checkpoints: weights, Adam state, step and data position; SHA-256 checked; written atomically.
+ * The state is written as fp32 values whatever the moments' dtype, and the file says the dtype
+ * (docs/runtime.md); a checkpoint of the other dtype loads converted: bf16 moments widened to
+ * fp32 exactly, fp32 ones rounded to bf16 to nearest. stw_trainer_resumed_state says what the
+ * last one loaded held (fp32 before any).
  * On several ranks a set (FILE.rank-R-of-N.step-S per rank, FILE its manifest, written last by
  * rank 0; docs/runtime.md), saved and loaded by every rank together. */
 /* Errors: STW_FILES_ERROR (the file), STW_TRAINER_ERROR_CHECKPOINT (corrupt, or of another
  * model, configuration or world), STW_COMM_ERROR (the ranks disagree or a collective fails). */
 gboolean stw_trainer_save(StwTrainer *t, const char *file, GError **error);
 gboolean stw_trainer_load(StwTrainer *t, const char *file, GError **error);
+StwDtype stw_trainer_resumed_state(const StwTrainer *t);
 /* A checkpoint of LEN bytes already in memory; FILE names it in messages. */
 gboolean stw_trainer_load_data(StwTrainer *t, const char *file, const guint8 *bytes, gsize len,
                                GError **error);

@@ -36,6 +36,8 @@ typedef struct {
   StwThroughput throughput;  /* zeros where the trace does not say its batch and sequence */
   guint32 recomputed_blocks; /* of the trace's blocks, recomputed in backward (--activations) */
   guint32 offloaded_blocks;  /* ... and offloaded to the host */
+  guint64 host_bytes;        /* host memory the plan holds: chunks, staging and the process */
+  StwDtype state_dtype;      /* Adam's moments in the plan (the trace's where none was made) */
 } StwWhatifPoint;
 
 void stw_whatif_point_clear(StwWhatifPoint *p);
@@ -144,6 +146,7 @@ typedef struct {
   GArray *sizes;          /* guint64 */
   GArray *budgets;        /* guint64 */
   GArray *policies;       /* int: StwPolicy */
+  GArray *states;         /* int: Adam's moments (StwPlannerOptions.state_dtype; -1: the trace's) */
   StwPlannerOptions options;
 } StwWhatifSweep;
 

@@ -34,6 +34,8 @@ PLAN = [
     ("plan", ["--gpu", "2240", "--nvme", "1GiB", "--hw", "RTX4090-24GB-PCIe4-2xNVMe",
               "--nvme-devices", "0"],
      dict(gpu=2240, nvme="1GiB", hw="RTX4090-24GB-PCIe4-2xNVMe", nvme_devices=0)),
+    ("plan", ["--gpu", "2240", "--optimizer-state", "bf16"], dict(gpu=2240, optimizer_state="bf16")),
+    ("plan", ["--gpu", "2240", "--optimizer-state", "fp16"], dict(gpu=2240, optimizer_state="fp16")),
     ("plan", ["--gpu", "2240", "--activations", "sometimes"],
      dict(gpu=2240, activations="sometimes")),
     ("plan", ["--gpu", "4KiB", "--policy", "lru", "--activations", "recompute"],

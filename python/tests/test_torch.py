@@ -1,5 +1,6 @@
 """stowage.torch.profile on a small GPT-2 (transformers, random init) or a torch.nn GPT: real
 names, the tied head once, ops per block, and the trace plans. Skips without PyTorch."""
+import json
 import os
 import tempfile
 import unittest
@@ -141,13 +142,7 @@ class TestProfile(unittest.TestCase):
             m, opt, x = tiny_lm_run()
             plan = stowage.plan(t, gpu="1GiB", activations=activations)
             with st.wrap(m, opt, plan, t) as w:
-                losses = []
-                for _ in range(4):
-                    loss = self.loss_of(m, x)
-                    loss.backward()
-                    opt.step()
-                    opt.zero_grad()
-                    losses.append(loss.item())
+                losses = self.steps(m, opt, x, 4)
                 checked = stowage.check(plan, t)
                 self.assertEqual(w.stats["h2d_bytes"], checked["h2d_bytes"])
                 self.assertEqual(w.stats["d2h_bytes"], checked["d2h_bytes"])
@@ -160,6 +155,38 @@ class TestProfile(unittest.TestCase):
         self.assertEqual(len(plan.predictions["activation_moves"]), 5)
         self.assertEqual(runs["keep"], runs["recompute"])
         self.assertEqual(runs["keep"], runs["offload"])
+
+    def test_wrap_replays_a_plan_of_bf16_moments(self):
+        """plan(..., optimizer_state="bf16") of the fp32 loop's trace: wrap steps Adam with bf16
+        moments (the plan's, whatever the loop's optimizer keeps), 4 bytes less of chunk memory
+        an element, losses close to the fp32 plan's but not equal; the optimizer's state handed
+        back holds the moments as bf16 values widened."""
+        m, opt, x = tiny_lm_run()
+        t = self.traced(m, x, opt)
+        plans = {s: stowage.plan(t, gpu="96KiB", activations="keep", optimizer_state=s)
+                 for s in ("fp32", "bf16")}
+        with tempfile.TemporaryDirectory() as d:
+            chunks = {}
+            for s, plan in plans.items():
+                plan.save(os.path.join(d, s), t)
+                with open(os.path.join(d, s)) as f:
+                    chunks[s] = json.load(f)["chunks"]
+        self.assertEqual(chunks["bf16"]["optimizer_state"], "bf16")
+        self.assertNotIn("optimizer_state", chunks["fp32"])
+        runs = {}
+        for name, plan in plans.items():
+            m, opt, x = tiny_lm_run()
+            with st.wrap(m, opt, plan, t):
+                losses = self.steps(m, opt, x, 3)
+            runs[name] = losses
+            if name == "bf16":
+                for p in m.parameters():
+                    for key in ("exp_avg", "exp_avg_sq"):
+                        s = opt.state[p][key]
+                        self.assertTrue(torch.equal(s, s.to(torch.bfloat16).to(torch.float32)))
+        self.assertNotEqual(runs["fp32"], runs["bf16"])
+        for a, b in zip(runs["fp32"], runs["bf16"]):
+            self.assertAlmostEqual(a, b, delta=1e-3 * abs(a))
 
     def test_wrap_replays_a_plan_with_state_on_storage(self):
         """A host budget one byte short of the plan's, with a storage tier (plan(..., nvme=)):
@@ -181,13 +208,7 @@ class TestProfile(unittest.TestCase):
             for name, plan in (("host", host), ("storage", stored)):
                 m, opt, x = tiny_lm_run()
                 with st.wrap(m, opt, plan, t, storage_dir=d) as w:
-                    losses = []
-                    for _ in range(3):
-                        loss = self.loss_of(m, x)
-                        loss.backward()
-                        opt.step()
-                        opt.zero_grad()
-                        losses.append(loss.item())
+                    losses = self.steps(m, opt, x, 3)
                     if name == "storage":
                         self.assertEqual(w.stats["storage_read_bytes"], state)
                         self.assertEqual(w.stats["storage_write_bytes"], state)
@@ -253,6 +274,17 @@ class TestProfile(unittest.TestCase):
     @staticmethod
     def loss_of(m, x):
         return torch.nn.functional.cross_entropy(m(x).flatten(0, 1), x.flatten())
+
+    def steps(self, m, opt, x, n):
+        """N training steps of M on X: their losses."""
+        losses = []
+        for _ in range(n):
+            loss = self.loss_of(m, x)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        return losses
 
     def traced(self, m, x, opt):
         """The trace of one profiled step of M on X."""
