@@ -576,20 +576,91 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
 
 /* ---- AdamW and bf16 copies ------------------------------------------------------------------ */
 
-STW_CLONES static void
-adam_range(size_t lo, size_t hi, float *param, const float *grad, float *m, float *v,
-           StwAdamStep s)
-{
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam_element(i, grad[i], param, m, v, s);
-}
+/* Each AdamW range function steps [LO, HI) twice written: AMSGrad's loop, which reads and writes
+ * v[i + s.vmax], and the plain loop PLAIN, where s.vmax is a known 0 and that folds away (with it
+ * unknown the compiler versions the loop on v[i] and v[i + vmax] not overlapping, which they do
+ * at 0, and every plain step ran the scalar loop: 3x slower). */
+#define STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, PLAIN)                                       \
+  STW_CLONES static void NAME(size_t lo, size_t hi, PARAM_T *param, GRAD, M_T *m, M_T *v,         \
+                              StwAdamStep s)                                                       \
+  {                                                                                                \
+    if (s.vmax != 0) {                                                                             \
+      for (size_t i = lo; i < hi; i++)                                                             \
+        CALL;                                                                                      \
+      return;                                                                                      \
+    }                                                                                              \
+    s.vmax = 0;                                                                                    \
+    PLAIN                                                                                          \
+  }
+
+/* fp32 moments: the plain loop is the element's */
+#define STW_ADAM_ELEMENTS(CALL)                                                                    \
+  for (size_t i = lo; i < hi; i++)                                                                 \
+    CALL;
+STW_ADAM_RANGE(adam_range, float, const float *grad, float,
+               stw_cb_adam_element(i, grad[i], param, m, v, s),
+               STW_ADAM_ELEMENTS(stw_cb_adam_element(i, grad[i], param, m, v, s)))
+STW_ADAM_RANGE(adam_slot_range, float, float *master, float, stw_cb_adam(i, param, master, m, v, s),
+               STW_ADAM_ELEMENTS(stw_cb_adam(i, param, master, m, v, s)))
+STW_ADAM_RANGE(adam_bf16_range, uint16_t, float *master, float,
+               stw_cb_adam_bf16(i, param, master, m, v, s),
+               STW_ADAM_ELEMENTS(stw_cb_adam_bf16(i, param, master, m, v, s)))
+STW_ADAM_RANGE(adam_fp16_range, uint16_t, float *master, float,
+               stw_cb_adam_fp16(i, param, master, m, v, s),
+               STW_ADAM_ELEMENTS(stw_cb_adam_fp16(i, param, master, m, v, s)))
+
+/* bf16 moments: the plain loop in strips of STW_ADAM_STRIP elements, each in three passes that
+ * vectorize alone (one loop of all three keeps 8 lanes and spills its registers: 1.5x slower
+ * than fp32 moments, where it should be faster): the moments widened into fp32 buffers, stepped
+ * by the fp32 moments' body FP32_CALL over the strip (its arrays offset to it: index k), and
+ * rounded back stochastically with the bits of their global index, bitwise what
+ * stw_cb_adam_element_bs gives (/compute/adam-bf16-moments) */
+#define STW_ADAM_STRIP 512
+#define STW_ADAM_STRIPS(FP32_CALL)                                                                 \
+  float mw[STW_ADAM_STRIP], vw[STW_ADAM_STRIP];                                                    \
+  for (size_t b = lo; b < hi; b += STW_ADAM_STRIP) {                                               \
+    uint32_t n = (uint32_t)MIN((size_t)STW_ADAM_STRIP, hi - b);                                    \
+    for (uint32_t k = 0; k < n; k++) {                                                             \
+      mw[k] = stw_bf16_to_float(m[b + k]);                                                         \
+      vw[k] = stw_bf16_to_float(v[b + k]);                                                         \
+    }                                                                                              \
+    for (uint32_t k = 0; k < n; k++)                                                               \
+      FP32_CALL;                                                                                   \
+    uint32_t at = (uint32_t)b;                                                                     \
+    for (uint32_t k = 0; k < n; k++) {                                                             \
+      uint32_t r = stw_bits_hash((at + k) ^ s.seed);                                               \
+      m[b + k] = stw_bf16_from_float_sr(mw[k], r);                                                 \
+      v[b + k] = stw_bf16_from_float_sr(vw[k], r >> 16 | r << 16);                                 \
+    }                                                                                              \
+  }
+STW_ADAM_RANGE(adam_range_bs, float, const float *grad, uint16_t,
+               stw_cb_adam_element_bs(i, grad[i], param, m, v, s),
+               STW_ADAM_STRIPS(stw_cb_adam_element(k, grad[b + k], param + b, mw, vw, s)))
+STW_ADAM_RANGE(adam_slot_range_bs, float, float *master, uint16_t,
+               stw_cb_adam_bs(i, param, master, m, v, s),
+               STW_ADAM_STRIPS(stw_cb_adam(k, param + b, master + b, mw, vw, s)))
+STW_ADAM_RANGE(adam_bf16_range_bs, uint16_t, float *master, uint16_t,
+               stw_cb_adam_bf16_bs(i, param, master, m, v, s),
+               STW_ADAM_STRIPS(stw_cb_adam_bf16(k, param + b, master + b, mw, vw, s)))
+STW_ADAM_RANGE(adam_fp16_range_bs, uint16_t, float *master, uint16_t,
+               stw_cb_adam_fp16_bs(i, param, master, m, v, s),
+               STW_ADAM_STRIPS(stw_cb_adam_fp16(k, param + b, master + b, mw, vw, s)))
 
 STW_CLONES static void
-adam_range_bs(size_t lo, size_t hi, float *param, const float *grad, uint16_t *m, uint16_t *v,
-              StwAdamStep s)
+adam_streams_range(size_t lo, size_t hi, float *p, const float *g, float *m, float *v)
 {
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam_element_bs(i, grad[i], param, m, v, s);
+  for (size_t i = lo; i < hi; i++) {
+    float gi = g[i];
+    m[i] = 0.9f * m[i] + 0.1f * gi;
+    v[i] = 0.999f * v[i] + 0.001f * gi * gi;
+    p[i] = p[i] - 1e-3f * m[i];
+  }
+}
+
+void
+stw_adam_streams(float *p, const float *g, float *m, float *v, size_t n)
+{
+  STW_PARALLEL_RANGE(n, 4 * n, adam_streams_range, p, g, m, v);
 }
 
 /* (the clones stay static: an exported cloned function does not link across compilers) */
@@ -601,54 +672,6 @@ stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, void *m, v
     adam_range_bs(lo, hi, param, grad, m, v, s);
   else
     adam_range(lo, hi, param, grad, m, v, s);
-}
-
-STW_CLONES static void
-adam_slot_range(size_t lo, size_t hi, float *param, float *master, float *m, float *v,
-                StwAdamStep s)
-{
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam(i, param, master, m, v, s);
-}
-
-STW_CLONES static void
-adam_bf16_range(size_t lo, size_t hi, uint16_t *param, float *master, float *m, float *v,
-                StwAdamStep s)
-{
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam_bf16(i, param, master, m, v, s);
-}
-
-STW_CLONES static void
-adam_fp16_range(size_t lo, size_t hi, uint16_t *param, float *master, float *m, float *v,
-                StwAdamStep s)
-{
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam_fp16(i, param, master, m, v, s);
-}
-
-STW_CLONES static void
-adam_slot_range_bs(size_t lo, size_t hi, float *param, float *master, uint16_t *m, uint16_t *v,
-                   StwAdamStep s)
-{
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam_bs(i, param, master, m, v, s);
-}
-
-STW_CLONES static void
-adam_bf16_range_bs(size_t lo, size_t hi, uint16_t *param, float *master, uint16_t *m,
-                   uint16_t *v, StwAdamStep s)
-{
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam_bf16_bs(i, param, master, m, v, s);
-}
-
-STW_CLONES static void
-adam_fp16_range_bs(size_t lo, size_t hi, uint16_t *param, float *master, uint16_t *m,
-                   uint16_t *v, StwAdamStep s)
-{
-  for (size_t i = lo; i < hi; i++)
-    stw_cb_adam_fp16_bs(i, param, master, m, v, s);
 }
 
 void

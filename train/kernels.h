@@ -119,6 +119,10 @@ StwAdamStep stw_adam_step(const StwAdamConfig *c, guint64 step, size_t n);
 /* AdamW on host memory. The range [LO, HI) of PARAM updated in place from GRAD, one thread: */
 void stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, void *m, void *v,
                     StwAdamStep s);
+/* A kernel with AdamW's memory streams and little arithmetic, over the threads: G, P, M, V read, P,
+ * M, V written, 28 bytes an element — the read-modify-write bandwidth an AdamW step is bound by
+ * (bench-train adam). */
+void stw_adam_streams(float *p, const float *g, float *m, float *v, size_t n);
 /* N elements over the threads, PARAM holding the gradient (fp32, bf16 or fp16, as DTYPE says) and
  * getting the new weights in the same pass as MASTER; M and V fp32, or bf16 where
  * S.bf16_moments. */
