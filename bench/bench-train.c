@@ -7,6 +7,11 @@
  *                                      activation peak) on hardware profile HW (this machine's,
  *                                      from `stowage probe --device host` at the same threads),
  *                                      write DIR/trace.json and DIR/plan.json
+ *   bench-train adam N PAGES STEPS   AdamW over N elements, the arrays on 4 KiB or 2 MiB pages
+ *                                      (PAGES 4k or 2m, madvise): a kernel with AdamW's own memory
+ *                                      streams (GB/s: the bound), then the library's CPU Adam for
+ *                                      each compute copy and moments dtype (G elements/s, GB/s of
+ *                                      the bytes it moves), the median of STEPS steps each
  *   bench-train run L C H T B STEPS [DIR]
  *                                      STEPS steps after one warm-up: everything resident (profile
  *                                      mode with the default budget, as `stowage train` runs), or
@@ -20,10 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <glib.h>
 
+#include <stowage/compute.h>
+#include <stowage/cost.h>
 #include <stowage/planner.h>
 #include <stowage/trainer.h>
 #include <stowage/units.h>
@@ -199,9 +207,88 @@ run(int argc, char **argv)
   return 0;
 }
 
+/* BYTES of zeroed memory on 2 MiB boundaries, on huge pages or not (HUGE), touched by the
+ * threads that will use it (OpenMP's static split, as the kernels'). Never freed: one run. */
+static void *
+pages(gsize bytes, gboolean huge)
+{
+  gsize align = 2u << 20, len = bytes + align;
+  guint8 *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    perror("mmap");
+    exit(1);
+  }
+  guint8 *p = (guint8 *)(((guintptr)raw + align - 1) & ~(guintptr)(align - 1));
+  if (madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0)
+    perror("madvise");
+  gint64 n = (gint64)bytes;
+#pragma omp parallel for schedule(static)
+  for (gint64 i = 0; i < n; i += 4096)
+    p[i] = 0;
+  return p;
+}
+
+static double
+median_of(double *s, guint n)
+{
+  qsort(s, n, sizeof *s, cmp_double);
+  return s[n / 2];
+}
+
+static int
+adam(char **argv)
+{
+  gint64 n = atoll(argv[1]);
+  gboolean huge = strcmp(argv[2], "2m") == 0;
+  guint steps = (guint)atoi(argv[3]);
+  if (n < 1 || steps < 1 || (!huge && strcmp(argv[2], "4k") != 0)) {
+    fprintf(stderr, "bench-train adam N 4k|2m STEPS\n");
+    return 2;
+  }
+  gsize f = (gsize)n * sizeof(float);
+  float *g = pages(f, huge), *p = pages(f, huge), *m = pages(f, huge), *v = pages(f, huge);
+  g_autofree double *s = g_new(double, steps);
+  for (gint64 i = 0; i < n; i++)
+    g[i] = (float)((i % 1000) - 500) * 1e-4f;
+  stw_adam_streams(p, g, m, v, (size_t)n);
+  for (guint k = 0; k < steps; k++) {
+    double t0 = seconds();
+    stw_adam_streams(p, g, m, v, (size_t)n);
+    s[k] = seconds() - t0;
+  }
+  printf("streams      %.2f GB/s\n", 28.0 * (double)n / median_of(s, steps) / 1e9);
+  /* the runtime's step: the compute copy holds the gradient and gets the new weights */
+  static const StwDtype copies[] = { STW_DTYPE_FP32, STW_DTYPE_BF16 };
+  static const StwDtype moments[] = { STW_DTYPE_FP32, STW_DTYPE_BF16 };
+  for (int a = 0; a < 2; a++) {
+    for (int b = 0; b < 2; b++) {
+      StwAdamConfig c;
+      stw_adam_config_init(&c);
+      c.state_dtype = moments[b];
+      void *param = copies[a] == STW_DTYPE_FP32 ? (void *)g : pages((gsize)n * 2, huge);
+      void *mm = moments[b] == STW_DTYPE_FP32 ? (void *)m : pages((gsize)n * 2, huge);
+      void *vv = moments[b] == STW_DTYPE_FP32 ? (void *)v : pages((gsize)n * 2, huge);
+      stw_compute_host_adam(param, copies[a], p, mm, vv, (size_t)n, &c, 1);
+      for (guint k = 0; k < steps; k++) {
+        double t0 = seconds();
+        stw_compute_host_adam(param, copies[a], p, mm, vv, (size_t)n, &c, k + 2);
+        s[k] = seconds() - t0;
+      }
+      double rate = (double)n / median_of(s, steps);
+      printf("%s/%s    %.3f G/s  %.2f GB/s (%.0f bytes an element)\n",
+             stw_dtype_name(copies[a]), stw_dtype_name(moments[b]), rate / 1e9,
+             rate * stw_adam_bytes_per_elem(copies[a], moments[b], FALSE) / 1e9,
+             stw_adam_bytes_per_elem(copies[a], moments[b], FALSE));
+    }
+  }
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+  if (argc >= 5 && strcmp(argv[1], "adam") == 0)
+    return adam(argv + 1);
   if (argc >= 5 && strcmp(argv[1], "sgemm") == 0)
     return sgemm(argv + 1);
   if (argc >= 9 && strcmp(argv[1], "plan") == 0)
@@ -209,6 +296,6 @@ main(int argc, char **argv)
   if (argc >= 8 && strcmp(argv[1], "run") == 0)
     return run(argc - 1, argv + 1);
   fprintf(stderr, "usage: bench-train sgemm L C T B | plan L C H T B DIR HW | "
-                  "run L C H T B STEPS [DIR]\n");
+                  "run L C H T B STEPS [DIR] | adam N 4k|2m STEPS\n");
   return 2;
 }
