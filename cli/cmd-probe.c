@@ -44,6 +44,9 @@ print_host(const StwProbe *p)
     stw_table_row(adam, tn, tr);
   }
   stw_table_print(adam, stdout);
+  printf("CPU Adam with bf16 moments %.3g elements/s on %u threads (%.2fx the fp32 moments')\n",
+         p->adam_bf16_elems_per_s, p->adam_threads[p->n_adam - 1],
+         p->adam_bf16_elems_per_s / p->adam_elems_per_s[p->n_adam - 1]);
   printf("host memory %.2f GB/s copied by %u threads\n", p->host_memory_bytes_per_s / 1e9,
          p->threads);
 }

@@ -44,7 +44,10 @@ stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad)
 double
 stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c)
 {
+  guint32 ranks = MAX(stw_chunking_ranks_per_node(c), 1);
+  if (c->state_dtype == STW_DTYPE_BF16 && hw->cpu_adam_bf16_elems_per_s > 0)
+    return hw->cpu_adam_bf16_elems_per_s / ranks; /* measured (probe) */
   double fewer = stw_adam_bytes_per_elem(c->dtype, STW_DTYPE_FP32, c->amsgrad) /
                  stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad);
-  return hw->cpu_adam_elems_per_s * fewer / MAX(stw_chunking_ranks_per_node(c), 1);
+  return hw->cpu_adam_elems_per_s * fewer / ranks;
 }

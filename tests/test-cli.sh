@@ -224,6 +224,8 @@ expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "whatif with an unknown
 expect 0 "stowage" "enum options ignore case" -- $S plan "$TR" --gpu 9GiB --policy STOWAGE -o "$T/case.json"
 expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
+grep -q '"adam_bf16_elems_per_s":' "$T/here.json"
+tap_result $? "probe measures CPU Adam with bf16 moments into the profile" "$(cat "$T/here.json")"
 # the emulated device: its copies run on the compute's cores, at a measured cost to compute
 out=$(OMP_NUM_THREADS=2 $S probe --device host -o "$T/emulated.json" 2>&1)
 f=$(printf '%s\n' "$out" | sed -n 's/^copy interference \([0-9.]*\): compute time lost per second of copy beside it$/\1/p')

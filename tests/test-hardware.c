@@ -215,6 +215,33 @@ test_copy_interference(void)
   cJSON_Delete(o);
 }
 
+/* CPU Adam with bf16 moments, as probe measures it: written and read back when there, left out
+ * (0: not measured) when not, refused out of range. */
+static void
+test_adam_bf16_rate(void)
+{
+  StwHardware hw, back;
+  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+  g_assert_cmpfloat(hw.cpu_adam_bf16_elems_per_s, ==, 0);
+  cJSON *o = stw_hardware_to_json(&hw);
+  g_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "cpu"), "adam_bf16_elems_per_s"));
+  cJSON_Delete(o);
+  hw.cpu_adam_bf16_elems_per_s = 2.5e9;
+  o = stw_hardware_to_json(&hw);
+  g_autofree char *text = cJSON_PrintUnformatted(o);
+  GError *error = NULL;
+  g_assert_true(stw_hardware_parse("h.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(back.cpu_adam_bf16_elems_per_s, ==, 2.5e9);
+  cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "cpu"), "adam_bf16_elems_per_s",
+                            cJSON_CreateNumber(-1));
+  g_autofree char *bad = cJSON_PrintUnformatted(o);
+  g_assert_false(stw_hardware_parse("h.json", bad, strlen(bad), &back, &error));
+  stw_assert_error_contains(error, "h.json: $.cpu.adam_bf16_elems_per_s: -1 is out of range");
+  g_clear_error(&error);
+  cJSON_Delete(o);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -225,5 +252,6 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/bandwidth-curve", test_bandwidth_curve);
   g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);
   g_test_add_func("/hardware/copy-interference", test_copy_interference);
+  g_test_add_func("/hardware/adam-bf16-rate", test_adam_bf16_rate);
   return g_test_run();
 }

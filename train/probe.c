@@ -45,7 +45,9 @@ memcpy_rate(gsize size)
 }
 
 typedef struct {
-  float *p, *g, *m, *v;
+  float *p, *g;
+  void *m, *v;
+  StwDtype state; /* the moments' dtype */
   guint64 steps;
   double seconds;
 } AdamJob;
@@ -56,6 +58,7 @@ adam_job(gpointer data)
   AdamJob *j = data;
   StwAdamConfig c;
   stw_adam_config_init(&c);
+  c.state_dtype = j->state;
   stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, 1); /* touch every page first */
   double t0 = now();
   do
@@ -64,17 +67,18 @@ adam_job(gpointer data)
   return NULL;
 }
 
-/* CPU Adam elements per second over THREADS threads. */
+/* CPU Adam elements per second over THREADS threads, the moments in STATE. */
 static double
-adam_rate(guint threads)
+adam_rate(guint threads, StwDtype state)
 {
   AdamJob *jobs = g_new0(AdamJob, threads);
   GThread **th = g_new(GThread *, threads);
   for (guint i = 0; i < threads; i++) {
+    jobs[i].state = state;
     jobs[i].p = g_new(float, ADAM_ELEMS);
     jobs[i].g = g_new(float, ADAM_ELEMS);
-    jobs[i].m = g_new0(float, ADAM_ELEMS);
-    jobs[i].v = g_new0(float, ADAM_ELEMS);
+    jobs[i].m = g_malloc0(ADAM_ELEMS * stw_dtype_bytes(state));
+    jobs[i].v = g_malloc0(ADAM_ELEMS * stw_dtype_bytes(state));
     for (guint k = 0; k < ADAM_ELEMS; k++) {
       jobs[i].p[k] = 0.01f * (float)(k % 97);
       jobs[i].g[k] = 0.001f * (float)(k % 13) - 0.006f;
@@ -457,7 +461,7 @@ probe_host(StwProbe *p, GString *desc)
   }
   p->threads = g_get_num_processors();
   for (guint n = 1; p->n_adam < STW_PROBE_MAX_ADAM; n = MIN(2 * n, p->threads)) {
-    double r = adam_rate(n);
+    double r = adam_rate(n, STW_DTYPE_FP32);
     p->adam_threads[p->n_adam] = n;
     p->adam_elems_per_s[p->n_adam++] = r;
     g_string_append_printf(desc, " CPU Adam %.3g elements/s on %u thread%s;", r, n,
@@ -469,6 +473,12 @@ probe_host(StwProbe *p, GString *desc)
   g_string_append_printf(desc, " host memory %.2f GB/s on %u threads;",
                          p->host_memory_bytes_per_s / 1e9, p->threads);
   p->profile.cpu_adam_elems_per_s = p->adam_elems_per_s[p->n_adam - 1];
+  /* with bf16 moments, on every thread: bound by memory it moves fewer bytes, bound by its
+   * arithmetic (a few cores) it may not gain, and the simulator takes what was measured */
+  p->adam_bf16_elems_per_s = adam_rate(p->adam_threads[p->n_adam - 1], STW_DTYPE_BF16);
+  p->profile.cpu_adam_bf16_elems_per_s = p->adam_bf16_elems_per_s;
+  g_string_append_printf(desc, " CPU Adam with bf16 moments %.3g elements/s;",
+                         p->adam_bf16_elems_per_s);
   p->profile.host_memory_bytes_per_s = p->host_memory_bytes_per_s;
   if (p->profile.node_gpus == 0) /* the host memory bandwidth belongs to a node */
     p->profile.node_gpus = 1;
@@ -592,6 +602,7 @@ stw_probe_json(const StwProbe *p)
     cJSON_AddNumberToObject(o, "elems_per_s", p->adam_elems_per_s[i]);
     cJSON_AddItemToArray(adam, o);
   }
+  cJSON_AddNumberToObject(root, "cpu_adam_bf16_elems_per_s", p->adam_bf16_elems_per_s);
   stw_json_add_u64(root, "threads", p->threads);
   cJSON_AddNumberToObject(root, "host_memory_bytes_per_s", p->host_memory_bytes_per_s);
   if (p->device != STW_PROBE_NO_DEVICE) {

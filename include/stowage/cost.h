@@ -61,7 +61,8 @@ guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes,
 double stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad);
 
 /* CPU Adam elements per second on layout C for one of its ranks sharing the host: the profile's
- * rate (measured with fp32 moments) scaled by the bytes a step moves with C's moments. */
+ * rate with fp32 moments; with bf16 ones its measured rate (cpu.adam_bf16_elems_per_s, probe),
+ * else the fp32 rate scaled by the bytes a step moves (as if bound by memory). */
 double stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c);
 
 STW_END_DECLS

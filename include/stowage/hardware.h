@@ -63,6 +63,8 @@ typedef struct {
   StwBandwidthPoint pageable[STW_HARDWARE_MAX_POINTS];
   guint n_pageable;
   double cpu_adam_elems_per_s;    /* CPU Adam, all threads */
+  double cpu_adam_bf16_elems_per_s; /* the same with bf16 moments, measured (probe); 0: not
+                                     * measured, the fp32 rate scaled by the bytes it moves */
   guint64 cpu_memory_bytes;       /* host memory typical of such a machine */
   guint64 cpu_overhead_bytes;     /* host memory a training process takes beside the model
                                    * state (CUDA context, framework, allocator slack), per rank;

@@ -51,6 +51,7 @@ typedef struct {
   guint n_adam;
   guint adam_threads[STW_PROBE_MAX_ADAM];
   double adam_elems_per_s[STW_PROBE_MAX_ADAM];
+  double adam_bf16_elems_per_s;    /* with bf16 moments, on the most threads */
   guint threads;                   /* the host memory's copiers: every processor */
   double host_memory_bytes_per_s;
   StwProbeDevice device;
