@@ -661,6 +661,20 @@ test_activations_offload(void)
   }
 }
 
+/* GPT-2 XL, batch 1 x 512 in bf16, synthesized for the profile NAME (into *HW). */
+static StwTrace *
+xl_trace(const char *name, StwHardware *hw)
+{
+  StwModelConfig cfg;
+  GError *error = NULL;
+  g_assert_true(stw_zoo_lookup("gpt2-xl", &cfg, &error));
+  g_assert_true(stw_hardware_lookup(name, hw, &error));
+  StwSynthOptions so = { .batch = 1, .seq = 512, .dtype = STW_DTYPE_BF16 };
+  StwTrace *t = stw_synth_trace(&cfg, &so, hw, &error);
+  g_assert_no_error(error);
+  return t;
+}
+
 /* GPT-2 XL (batch 1 x 512) on an RTX 4090 with two NVMe drives, 12 GiB of its memory: with 8 GiB
  * of host memory no plan fits without a storage tier; with 100 GiB of it, the optimizer state of
  * some CPU Adam chunks moves there ("cpu-storage"), read and written each step. The plan checks,
@@ -669,14 +683,9 @@ test_activations_offload(void)
 static void
 test_storage_state(void)
 {
-  StwModelConfig cfg;
   StwHardware hw;
   GError *error = NULL;
-  g_assert_true(stw_zoo_lookup("gpt2-xl", &cfg, &error));
-  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4-2xNVMe", &hw, &error));
-  StwSynthOptions so = { .batch = 1, .seq = 512, .dtype = STW_DTYPE_BF16 };
-  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, &error);
-  g_assert_no_error(error);
+  g_autoptr(StwTrace) t = xl_trace("RTX4090-24GB-PCIe4-2xNVMe", &hw);
   StwPlannerOptions o;
   stw_planner_options_init(&o, &hw);
   o.budgets.gpu_bytes = 12 * STW_GiB;
@@ -815,14 +824,9 @@ test_activations_against_exhaustive(void)
 static void
 test_bf16_moments(void)
 {
-  StwModelConfig cfg;
   StwHardware hw;
   GError *error = NULL;
-  g_assert_true(stw_zoo_lookup("gpt2-xl", &cfg, &error));
-  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4", &hw, &error));
-  StwSynthOptions so = { .batch = 1, .seq = 512, .dtype = STW_DTYPE_BF16 };
-  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, &error);
-  g_assert_no_error(error);
+  g_autoptr(StwTrace) t = xl_trace("RTX4090-24GB-PCIe4", &hw);
   StwPlannerOptions o;
   stw_planner_options_init(&o, &hw);
   o.budgets.gpu_bytes = 12 * STW_GiB;
