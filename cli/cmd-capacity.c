@@ -46,10 +46,11 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   /* what was assumed, the defaults named as such */
   gboolean any = q->assumed[0] != '\0';
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens per GPU, %s, %s attention, %s%s%s%s\n\n", o->hw.name, o->world_size,
+         " tokens per GPU, %s, %s attention, %s%s%s%s%s\n\n", o->hw.name, o->world_size,
          o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq,
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_dtype_name(so->dtype),
+         o->state_dtype == STW_DTYPE_BF16 ? ", Adam's moments in bf16" : "",
          any ? " (defaults: " : "", q->assumed, any ? ")" : "");
   if (so->lora_rank > 0)
     printf("LoRA rank %" G_GUINT64_FORMAT " on %s, the base frozen\n\n", so->lora_rank,

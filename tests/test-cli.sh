@@ -77,6 +77,10 @@ expect 2 "synth: --lora: rank 769 is out of range for h.0.attn.c_attn.weight (76
 expect 2 "synth: --lora-targets: the adapters' rank is --lora RANK's, which is not given" "LoRA targets without a rank" -- $S synth --model gpt2 --lora-targets q -o "$T/x.json"
 expect 2 "synth: --lora-targets: up is an MLP projection, and mixtral-8x7b's MLP is a mixture of experts" "LoRA on experts" -- $S synth --model mixtral-8x7b --lora 8 --lora-targets up -o "$T/x.json"
 expect 2 "capacity: --lora-targets: gpt-h4096-l1 has no gate projection" "capacity with a LoRA target the family lacks" -- $S capacity --family gpt --lora 8 --lora-targets gate
+expect 0 "stowage  none fits" "capacity: no Llama fits a 4090 with 64 GiB of host memory and fp32 moments" -- \
+  $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage
+expect 0 "stowage  llama2-7b          32  6,738,415,616" "capacity --optimizer-state bf16: Llama-2-7B fits with bf16 moments" -- \
+  $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage --optimizer-state bf16
 expect 0 "LoRA rank 16 on q,v, the base frozen" "capacity --lora names the adapters" -- $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --batch 1 --seq 1024 --policy zero-offload --lora 16
 expect 0 "    2  1.00 GiB  stowage  38,597,632  0 B  0 B" "whatif --model --lora" -- $S whatif --model gpt2 --batch 2 --seq 128 --lora 8 --gpu 1GiB --policy stowage
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "a trace of PyTorch's gradients plans for one GPU" -- $S plan "$F/traces/accumulate.json" --gpu 1GiB --gpus 2 -o "$T/x.json"
@@ -266,7 +270,7 @@ expect 0 "lists        param 4 B x 34,176; master 4 B, momentum 2 B, variance 2 
 expect 0 "is sound for" "the plan of bf16 moments checks against the fp32 trace" -- $S check "$T/tb.json" "$T/tt.json"
 $S train $M --steps 3 --optimizer-state bf16 | grep "^step" | sed 's/ *[0-9]* tokens.*//' > "$T/tb-prof.txt" &&
   $S train $M --steps 3 --plan "$T/tb.json" | grep "^step" | sed 's/ *[0-9]* tokens.*//' > "$T/tb-replay.txt" &&
-  grep -q "step    3  loss 5.44438839" "$T/tb-replay.txt" && cmp -s "$T/tb-prof.txt" "$T/tb-replay.txt"
+  [ "$(grep -c "^step    [123]  loss 5\.[0-9]" "$T/tb-replay.txt")" = 3 ] && cmp -s "$T/tb-prof.txt" "$T/tb-replay.txt"
 tap_result $? "the bf16-moment plan replays bitwise the losses of training with --optimizer-state bf16" \
   "$(cat "$T/tb-prof.txt" "$T/tb-replay.txt")"
 expect 2 "train: --optimizer-state fp32, and $T/tb.json keeps Adam's moments in bf16: plan again with --optimizer-state fp32, or leave the option out" \
