@@ -72,7 +72,7 @@ for shape in $shapes; do
       tokens=$(( $4 * $5 ))
       step=$(sed -n 's/^step *[0-9]* *loss [0-9.]* *\([0-9]*\) tokens\/s.*/\1/p' "$tmp/run.txt" |
              tail -n +2 | sort -n | awk -v t="$tokens" '{ v[NR] = $1 } END { printf "%.0f", t / v[int((NR + 1) / 2)] * 1e9 }')
-      mpeak=$(sed -n 's/.*device peak \([0-9.]*\) \([KMGT]*i*B\) of.*/\1 \2/p' "$tmp/run.txt")
+      mpeak=$(sed -n 's/.*device peak \([0-9.]*\) \([KMGT]*i*B\).*/\1 \2/p' "$tmp/run.txt")
       pn=$(ns $pred)
       e=$(awk -v p="$pn" -v m="$step" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')
       pe=$(awk -v p="$(bytes $ppeak)" -v m="$(bytes $mpeak)" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')

@@ -801,6 +801,7 @@ stw_bind_runtime_stats(StwBindRuntime *r)
   stw_json_add_u64(o, "d2h_bytes", s->d2h_bytes);
   stw_json_add_u64(o, "warmup_h2d_bytes", s->warmup_h2d_bytes);
   stw_json_add_u64(o, "peak_device_bytes", s->peak_device_bytes);
+  stw_json_add_u64(o, "peak_settled_bytes", s->peak_settled_bytes);
   stw_json_add_u64(o, "deviations", s->deviations);
   stw_json_add_u64(o, "ops", s->ops);
   stw_json_add_u64(o, "bookkeeping_ns", s->bookkeeping_ns);

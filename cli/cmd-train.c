@@ -576,15 +576,15 @@ run(Training *x, float *loss, StepTimes *times, int *status)
 /* Every rank's figures, to every rank: the largest device peak and the most deviations of
  * all, and whether every rank moved and received what rank 0 did. */
 typedef struct {
-  guint64 peak, h2d, d2h, comm, deviations, comm_wait_ns;
+  guint64 peak, settled, h2d, d2h, comm, deviations, comm_wait_ns;
 } RankFigures;
 
 static gboolean
 all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboolean *same,
           GError **error)
 {
-  RankFigures mine = { st->peak_device_bytes, st->h2d_bytes, st->d2h_bytes, st->comm_bytes,
-                       st->deviations, st->comm_wait_ns };
+  RankFigures mine = { st->peak_device_bytes, st->peak_settled_bytes, st->h2d_bytes,
+                       st->d2h_bytes, st->comm_bytes, st->deviations, st->comm_wait_ns };
   *worst = mine;
   *same = TRUE;
   guint32 world = x->comm != NULL ? x->comm->world : 1;
@@ -597,6 +597,7 @@ all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboo
     if (r == 0)
       first = f;
     worst->peak = MAX(worst->peak, f.peak);
+    worst->settled = MAX(worst->settled, f.settled);
     worst->deviations = MAX(worst->deviations, f.deviations);
     worst->comm_wait_ns = MAX(worst->comm_wait_ns, f.comm_wait_ns);
     *same &= f.h2d == first.h2d && f.d2h == first.d2h && f.comm == first.comm;
@@ -669,7 +670,13 @@ output(const Training *x, float loss, const StepTimes *times)
       return stw_cli_error(error);
     return STW_EXIT_OK;
   }
-  g_autofree char *peak = stw_size_format(worst.peak);
+  g_autofree char *held = stw_size_format(worst.peak);
+  g_autofree char *settled = stw_size_format(worst.settled);
+  /* where copies still in flight held memory the plan counts free, both figures */
+  g_autofree char *peak = worst.settled < worst.peak
+                              ? g_strdup_printf("%s (%s as the plan counts it: write-backs in "
+                                                "flight held the rest)", held, settled)
+                              : g_strdup(held);
   g_autofree char *budget = stw_size_format(x->ro.device_bytes);
   guint32 world = x->comm != NULL ? x->comm->world : 1;
   double tokens = (double)(x->c.batch * x->c.context) * world;

@@ -1246,6 +1246,7 @@ stw_runtime_stats(StwRuntime *rt)
 {
   const StwStoreStats *ss = stw_store_stats(rt->store);
   rt->st.peak_device_bytes = ss->peak_bytes;
+  rt->st.peak_settled_bytes = ss->peak_settled_bytes;
   rt->st.verified_moves = ss->verified_moves;
   rt->st.arena_bytes = ss->arena_bytes;
   rt->st.arena_iterations = ss->arena_iterations;

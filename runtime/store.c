@@ -29,6 +29,7 @@ struct StwStore {
   guint64 *sum;             /* verify: per item, the checksum of the copy's source at issue */
   GQueue leaving;           /* guint32 items in TO_HOST, in issue order (GUINT_TO_POINTER) */
   guint64 capacity, used;   /* device bytes: slots (incl. leaving) + activations */
+  guint64 leaving_bytes;    /* of them, the leaving slots' */
   GHashTable *acts;         /* activation pointer -> size */
   guint64 act_bytes;
   /* the activation arena (store.h) */
@@ -107,6 +108,15 @@ stw_store_new(StwBackend *be, guint32 n_items, const guint64 *bytes, guint64 cap
   return s;
 }
 
+/* The peaks, after device memory was taken: as held, and as a plan counts it (the slots of
+ * write-backs in flight free). */
+static void
+note_peak(StwStore *s)
+{
+  s->st.peak_bytes = MAX(s->st.peak_bytes, s->used);
+  s->st.peak_settled_bytes = MAX(s->st.peak_settled_bytes, s->used - s->leaving_bytes);
+}
+
 void
 stw_store_make_plain(StwStore *s)
 {
@@ -127,7 +137,7 @@ stw_store_keep_in_place(StwStore *s)
     s->place[i] = STW_ON_DEVICE;
     s->used += s->bytes[i];
   }
-  s->st.peak_bytes = MAX(s->st.peak_bytes, s->used);
+  note_peak(s);
 }
 
 void
@@ -265,6 +275,7 @@ landed(StwStore *s, guint32 item)
   s->be->device_free(s->be, s->slot[item]);
   s->slot[item] = NULL;
   s->used -= s->bytes[item];
+  s->leaving_bytes -= s->bytes[item];
   s->place[item] = STW_AT_HOST;
 }
 
@@ -382,7 +393,7 @@ reserve(StwStore *s, guint64 bytes, GError **error)
     stw_store_evict(s, v);
   }
   s->used += bytes;
-  s->st.peak_bytes = MAX(s->st.peak_bytes, s->used);
+  note_peak(s);
   return TRUE;
 }
 
@@ -477,6 +488,7 @@ stw_store_evict(StwStore *s, guint32 item)
   s->copy[item] = s->be->copy(s->be, STW_COPY_D2H, s->host[item], s->slot[item], s->bytes[item]);
   s->place[item] = STW_TO_HOST;
   g_queue_push_tail(&s->leaving, GUINT_TO_POINTER(item));
+  s->leaving_bytes += s->bytes[item];
   s->dirty[item] = 0;
   s->st.d2h_bytes += s->bytes[item];
 }

@@ -140,6 +140,9 @@ void stw_store_write(StwStore *s, guint32 item, guint64 off, const void *in, gsi
 typedef struct {
   guint64 h2d_bytes, d2h_bytes;  /* since stw_store_reset_moved */
   guint64 peak_bytes;            /* device bytes in use, over the store's life */
+  guint64 peak_settled_bytes;    /* the same with a write-back's slot free from its issue, not
+                                  * its landing: what a plan counts (its evictions free their
+                                  * memory at their moment); the copies in flight held the rest */
   guint64 verified_moves;
   guint64 arena_bytes;           /* the activation arena's size; 0 before it is learned */
   guint64 arena_iterations;      /* iterations whose activations all came from it */

@@ -630,7 +630,11 @@ test_offload(void)
   const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(r));
   g_assert_cmpuint(st->h2d_bytes, ==, plan->pred.h2d_bytes);
   g_assert_cmpuint(st->d2h_bytes, ==, plan->pred.d2h_bytes);
-  g_assert_cmpuint(st->peak_device_bytes, ==, plan->pred.peak_gpu_bytes);
+  /* the plan's peak as the plan counts memory; what was held, with write-backs in flight, at least
+   * that and within the budget */
+  g_assert_cmpuint(st->peak_settled_bytes, ==, plan->pred.peak_gpu_bytes);
+  g_assert_cmpuint(st->peak_device_bytes, >=, st->peak_settled_bytes);
+  g_assert_cmpuint(st->peak_device_bytes, <=, STW_GiB);
   g_assert_cmpuint(st->deviations, ==, 0);
   stw_trainer_free(r);
 

@@ -72,6 +72,11 @@ typedef struct {
   guint64 h2d_bytes, d2h_bytes;     /* in the last completed iteration */
   guint64 warmup_h2d_bytes;         /* replay: loading the plan's start state */
   guint64 peak_device_bytes;        /* over the run */
+  guint64 peak_settled_bytes;       /* the same counting an evicted chunk's memory free from its
+                                     * write-back's issue, as a plan counts it (the plan's
+                                     * peak_gpu_bytes); peak_device_bytes is more by what copies
+                                     * still in flight held (a slow copy engine, a loaded
+                                     * machine), within the budget */
   guint64 deviations;               /* moves the plan did not foresee */
   guint64 verified_moves;
   guint64 bookkeeping_ns;           /* time spent in op_begin/op_end */
