@@ -426,6 +426,7 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->nvme, g_free);
   g_clear_pointer(&p->nvme_devices, g_free);
   g_clear_pointer(&p->optimizer_state, g_free);
+  g_clear_pointer(&p->pinned, g_free);
 }
 
 void
@@ -455,6 +456,7 @@ stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
   stw_request_set(r, "nvme", p->nvme);
   stw_request_set(r, "nvme-devices", p->nvme_devices);
   stw_request_set(r, "optimizer-state", p->optimizer_state);
+  stw_request_set(r, "pinned", p->pinned);
   return r;
 }
 

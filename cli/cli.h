@@ -103,6 +103,7 @@ typedef struct {
   char *nvme;        /* --nvme: the storage tier's room for optimizer state */
   char *nvme_devices; /* --nvme-devices: the profile's storage with that many drives */
   char *optimizer_state; /* --optimizer-state: Adam's moments in fp32 or bf16 */
+  char *pinned;          /* --pinned: host memory that may be page-locked for the copies */
 } StwCliPlanning;
 
 void stw_cli_planning_clear(StwCliPlanning *p);
@@ -140,7 +141,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "(bandwidth and capacity scaled from its own count)", "N" },                                \
   { "optimizer-state", 0, 0, STW_OPTION_TEXT, &(p).optimizer_state,                             \
     "Adam's moments in fp32 or bf16 (rounded stochastically; the master weights stay fp32) "    \
-    "(default: the trace's, fp32 unless it says)", "fp32|bf16" }
+    "(default: the trace's, fp32 unless it says)", "fp32|bf16" },                                \
+  { "pinned", 0, 0, STW_OPTION_TEXT, &(p).pinned,                                                \
+    "host memory that may be pinned (page-locked) for the copies, all GPUs together: what they "   \
+    "touch beyond it is copied at the profile's pageable speed (default: all they need)", "SIZE" }
 
 /* Into R, every option of ENTRIES (a command's table, parsed) that R's kind takes, by its long
  * name: text as given, flags on or off. The table and the request name options alike. */

@@ -130,6 +130,19 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
          stw_trace_op(t, q->peak_op)->name);
   printf("  host         %s of %s\n", host, cpub);
+  guint64 need = 0, over = 0, world = MAX(c->world, 1);
+  stw_plan_pinned(p, t, &need, &over);
+  if (need > 0) {
+    g_autofree char *nb = stw_size_format(need * world);
+    g_autofree char *pin = stw_size_format(p->budgets.pinned_bytes);
+    g_autofree char *ob = stw_size_format(over * world);
+    if (p->budgets.pinned_bytes == 0)
+      printf("  pinned       %s of it the copies touch, pinned (page-locked): the copy times "
+             "assume it\n", nb);
+    else
+      printf("  pinned       %s of it the copies touch, %s pinned (--pinned): %s of it copied at "
+             "pageable speed\n", nb, pin, ob);
+  }
   if (q->storage_bytes > 0) {
     g_autofree char *sb = stw_size_format(q->storage_bytes);
     g_autofree char *sbud = stw_size_format(p->budgets.storage_bytes);

@@ -58,7 +58,8 @@ stw_plan_within_limits(const StwPlan *p, GError **error)
     guint64 v;
   } budgets[] = { { "gpu_bytes", p->budgets.gpu_bytes }, { "cpu_bytes", p->budgets.cpu_bytes },
                   { "reserved_bytes", p->budgets.reserved_bytes },
-                  { "storage_bytes", p->budgets.storage_bytes } };
+                  { "storage_bytes", p->budgets.storage_bytes },
+                  { "pinned_bytes", p->budgets.pinned_bytes } };
   for (gsize i = 0; i < G_N_ELEMENTS(budgets); i++) {
     if (budgets[i].v > STW_JSON_INT_MAX) {
       g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
@@ -333,6 +334,8 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
   stw_json_add_u64(b, "reserved_bytes", p->budgets.reserved_bytes);
   if (p->budgets.storage_bytes > 0)
     stw_json_add_u64(b, "storage_bytes", p->budgets.storage_bytes);
+  if (p->budgets.pinned_bytes > 0)
+    stw_json_add_u64(b, "pinned_bytes", p->budgets.pinned_bytes);
 
   cJSON *pr = cJSON_AddObjectToObject(root, "predictions");
   const StwPlanPredictions *q = &p->pred;
@@ -429,7 +432,7 @@ static const char *const trace_members[] = { "digest", "file", "ops", "recompute
                                              "activation_moves", NULL };
 static const char *const move_members[] = { "block", "out", "in", "bytes", NULL };
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes",
-                                               "storage_bytes", NULL };
+                                               "storage_bytes", "pinned_bytes", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
                                               "amsgrad", "optimizer_state", NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
@@ -801,7 +804,9 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
       !stw_json_get_u64(r, b, "reserved_bytes", TRUE, 0, STW_JSON_INT_MAX,
                         &p->budgets.reserved_bytes, error) ||
       !stw_json_get_u64(r, b, "storage_bytes", FALSE, 0, STW_JSON_INT_MAX,
-                        &p->budgets.storage_bytes, error))
+                        &p->budgets.storage_bytes, error) ||
+      !stw_json_get_u64(r, b, "pinned_bytes", FALSE, 0, STW_JSON_INT_MAX,
+                        &p->budgets.pinned_bytes, error))
     return FALSE;
   stw_json_pop(r, saved);
 

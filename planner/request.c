@@ -13,7 +13,7 @@
 G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 
 #define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations", \
-                         "nvme", "nvme-devices", "optimizer-state"
+                         "nvme", "nvme-devices", "optimizer-state", "pinned"
 
 static const char *const planning_flags[] = { "beyond-device", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
@@ -434,6 +434,7 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
                  G_GUINT64_FORMAT " the profile %s's storage holds", r->kind->command,
                  o->budgets.storage_bytes, o->hw.storage_bytes, o->hw.name);
   return stw_request_size(r, "cpu", &o->budgets.cpu_bytes, error) &&
+         stw_request_size(r, "pinned", &o->budgets.pinned_bytes, error) &&
          stw_request_size(r, "reserve", &o->budgets.reserved_bytes, error) &&
          world(r, t, o, error);
 }

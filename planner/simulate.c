@@ -48,6 +48,7 @@ typedef struct {
   GArray *move_events;        /* MoveEvent, by moment */
   guint next_event;           /* the first not yet seen in this iteration */
   guint64 *out_end, *in_end;  /* per move: when its copy out, its copy back completes */
+  guint8 *pageable;           /* per item, then per move: its host copy beyond the pinned budget */
 } Sim;
 
 /* What happens to move MOVE at MOMENT. */
@@ -259,7 +260,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       break;
     case STW_ACTION_EVICT: {
       guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
-      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, TRUE));
+      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, !s->pageable[item]));
       s->d2h_free = end;
       copy_on_cores(s, start, end);
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
@@ -271,7 +272,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       guint64 start = MAX(MAX(t, s->h2d_free), s->cpu_ready[item]);
       start = wait_memory(s, start, b, limit_for(s, m));
       s->chunk_mem += b;
-      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, TRUE));
+      guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, !s->pageable[item]));
       s->h2d_free = end;
       copy_on_cores(s, start, end);
       s->gpu_ready[item] = end;
@@ -312,7 +313,9 @@ activation_copies(Sim *s, guint32 m, guint64 now)
   for (; s->next_event < s->move_events->len && ev[s->next_event].moment == m; s->next_event++) {
     guint i = ev[s->next_event].move;
     const StwActivationMove *mv = &g_array_index(s->moves, StwActivationMove, i);
-    guint64 ns = stw_transfer_ns(&s->p->hw, ranks, mv->bytes, TRUE), start;
+    guint64 ns = stw_transfer_ns(&s->p->hw, ranks, mv->bytes,
+                                 !s->pageable[s->d->n_items + i]),
+            start;
     switch ((MoveWhat)ev[s->next_event].what) {
     case MOVE_OUT:
       start = MAX(now, s->d2h_free);
@@ -444,6 +447,45 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
   return (guint64)((double)op->duration_ns * owned / all * scale);
 }
 
+/* Which host copies are pinned: every item the schedule fetches or evicts, then every offloaded
+ * block's buffer, in that order, as long as the plan's pinned budget (this rank's share) holds
+ * them; the rest PAGEABLE (per item, then per move; NULL: only the sums). The bytes the copies
+ * touch into *NEED, those beyond the budget into *OVER. */
+static void
+pinned_copies(const StwPlan *p, const StwDemand *d, const GArray *moves, guint8 *pageable,
+              guint64 *need, guint64 *over)
+{
+  g_autofree guint8 *copied = g_malloc0(MAX(d->n_items, 1));
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  for (guint i = 0; i < p->schedule.actions->len; i++)
+    if (a[i].kind == STW_ACTION_FETCH || a[i].kind == STW_ACTION_EVICT)
+      copied[a[i].item] = 1;
+  guint64 world = MAX(p->chunking->world, 1);
+  guint64 budget = p->budgets.pinned_bytes > 0 ? p->budgets.pinned_bytes / world : G_MAXUINT64;
+  *need = *over = 0;
+  for (guint32 k = 0; k < d->n_items + (moves != NULL ? moves->len : 0); k++) {
+    guint64 b = k < d->n_items
+                    ? (copied[k] ? d->bytes[k] : 0)
+                    : g_array_index(moves, StwActivationMove, k - d->n_items).bytes;
+    if (b == 0)
+      continue;
+    gboolean beyond = stw_cost_add(*need, b) > budget;
+    *need = stw_cost_add(*need, b);
+    if (beyond)
+      *over = stw_cost_add(*over, b);
+    if (pageable != NULL)
+      pageable[k] = beyond;
+  }
+}
+
+void
+stw_plan_pinned(const StwPlan *p, const StwTrace *t, guint64 *need, guint64 *pageable)
+{
+  g_autoptr(StwDemand) d = stw_demand_of_plan(p, t);
+  g_autoptr(GArray) moves = stw_trace_activation_moves(t);
+  pinned_copies(p, d, moves, NULL, need, pageable);
+}
+
 void
 stw_simulate(const StwPlan *p, const StwTrace *recorded, gboolean detail, StwSimulation *out)
 {
@@ -471,6 +513,8 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   s.gpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   s.cpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   s.moves = stw_trace_activation_moves(t);
+  s.pageable = g_malloc0(MAX(d->n_items + s.moves->len, 1));
+  pinned_copies(p, d, s.moves, s.pageable, &out->pinned_bytes, &out->pageable_bytes);
   move_events(&s);
   guint32 n_chunks = stw_chunking_count(p->chunking);
   s.adam_steps = g_new0(guint32, MAX(n_chunks, 1));
@@ -559,6 +603,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   g_array_unref(s.move_events);
   g_free(s.out_end);
   g_free(s.in_end);
+  g_free(s.pageable);
 }
 
 void

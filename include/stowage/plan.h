@@ -126,6 +126,9 @@ typedef struct {
   guint64 cpu_bytes;       /* host memory for chunks */
   guint64 reserved_bytes;  /* kept free on the GPU at every moment */
   guint64 storage_bytes;   /* the storage tier's for optimizer state (0: no storage tier) */
+  guint64 pinned_bytes;    /* host memory that may be pinned (page-locked) for the copies, all
+                            * GPUs together: what the copies touch beyond it is copied at the
+                            * profile's pageable speed (0: as much as they need) */
 } StwBudgets;
 
 typedef struct {

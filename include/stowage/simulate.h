@@ -74,6 +74,10 @@ typedef struct {
   guint64 over_budget_bytes; /* the largest excursion above the budget (0: none) */
   guint64 over_budget_ns;    /* when it happened */
   guint64 cpu_bytes;         /* host memory for chunks */
+  guint64 pinned_bytes;      /* host memory the copies touch, this rank's: pinned, they run at
+                              * the profile's pinned speed */
+  guint64 pageable_bytes;    /* of it, beyond the plan's pinned budget (its share for this
+                              * rank): copied at pageable speed */
   guint64 flops;             /* of the iteration's ops, for achieved FLOP/s */
   /* with detail: the measured iteration */
   GArray *ops;               /* StwSimOp, one per trace op */
@@ -84,6 +88,11 @@ typedef struct {
 /* Simulates PLAN on its own hardware profile (set PLAN->hw to ask "what if"). The plan must
  * already be known sound for T (stw_plan_check); an unsound plan gives meaningless times. */
 void stw_simulate(const StwPlan *plan, const StwTrace *t, gboolean detail, StwSimulation *out);
+
+/* The host memory PLAN's copies touch, per rank, into *NEED (pinned, they run at the profile's
+ * pinned speed: what a plan assumes), and how much of it lies beyond the plan's pinned budget
+ * (budgets.pinned_bytes, its share for a rank) into *PAGEABLE: copied at pageable speed. */
+void stw_plan_pinned(const StwPlan *plan, const StwTrace *t, guint64 *need, guint64 *pageable);
 void stw_simulation_clear(StwSimulation *s);
 
 /* What an iteration's time means as throughput, for all ranks together. Model FLOPs are the

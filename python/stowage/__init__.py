@@ -167,14 +167,14 @@ def _options(command, **given):
 def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None,
          policy=None, objective=None, chunk_size=None, oversized=None, gemini_fraction=None,
          prefetch_bucket=None, activations=None, nvme=None, nvme_devices=None,
-         optimizer_state=None):
+         optimizer_state=None, pinned=None):
     """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan, whose
     options these are (--chunk-size is chunk_size), read and refused as the CLI reads them."""
     text = _options("plan", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, policy=policy, objective=objective,
                     chunk_size=chunk_size, oversized=oversized, gemini_fraction=gemini_fraction,
                     prefetch_bucket=prefetch_bucket, activations=activations, nvme=nvme,
-                    nvme_devices=nvme_devices, optimizer_state=optimizer_state)
+                    nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned)
     _of(trace, Trace, "plan: trace")
     trace_file = _path(trace.path) if trace.path else None
     return Plan(_call(_lib.plan, trace._h, trace_file, text))
@@ -197,12 +197,12 @@ def simulate(plan, trace, detail=False):
 
 def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
             beyond_device=None, activations=None, nvme=None, nvme_devices=None,
-            optimizer_state=None):
+            optimizer_state=None, pinned=None):
     """Every policy on TRACE with a GPU budget against unlimited memory: the record `stowage
     compare --json` prints, the options read and refused as the CLI reads them."""
     text = _options("compare", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
-                    nvme_devices=nvme_devices, optimizer_state=optimizer_state)
+                    nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned)
     _of(trace, Trace, "compare: trace")
     return json.loads(_lib.take(_call(_lib.compare, trace._h,
                                       trace.path.encode() if trace.path else None, text)))
@@ -227,7 +227,7 @@ def text_list(v):
 def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, attention=None,
              dtype=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
              beyond_device=None, lora=None, lora_targets=None,
-             activations=None, nvme=None, nvme_devices=None, optimizer_state=None):
+             activations=None, nvme=None, nvme_devices=None, optimizer_state=None, pinned=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
@@ -237,19 +237,19 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     policy=",".join(policy) if isinstance(policy, (list, tuple)) else policy,
                     cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
-                    nvme_devices=nvme_devices, optimizer_state=optimizer_state)
+                    nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
 def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None,
            hw=None, beyond_device=None, activations=None, nvme=None, nvme_devices=None,
-           optimizer_state=None):
+           optimizer_state=None, pinned=None):
     """The smallest GPU budget (to 64 MiB) whose plan is within SLOWDOWN (a percentage, "10%"
     by default) of unlimited memory: the record `stowage minmem --json` prints."""
     text = _options("minmem", slowdown=slowdown, policy=policy, cpu=cpu, reserve=reserve,
                     gpus=gpus, nodes=nodes, hw=hw, beyond_device=beyond_device,
                     activations=activations, nvme=nvme, nvme_devices=nvme_devices,
-                    optimizer_state=optimizer_state)
+                    optimizer_state=optimizer_state, pinned=pinned)
     _of(trace, Trace, "minmem: trace")
     return json.loads(_lib.take(_call(_lib.minmem, trace._h,
                                       trace.path.encode() if trace.path else None, text)))
@@ -259,7 +259,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            seq=None, dtype=None, checkpointing=None, attention=None, chunk_size=None, cpu=None,
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
            lora_targets=None, activations=None, nvme=None, nvme_devices=None,
-           optimizer_state=None):
+           optimizer_state=None, pinned=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -276,7 +276,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     chunk_size=text(chunk_size), cpu=cpu, reserve=reserve, gpus=gpus,
                     nodes=nodes, hw=hw, beyond_device=beyond_device, activations=activations,
                     nvme=nvme, nvme_devices=nvme_devices, optimizer_state=text(optimizer_state),
-                    lora=lora, lora_targets=text(lora_targets))
+                    pinned=pinned, lora=lora, lora_targets=text(lora_targets))
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 

@@ -35,6 +35,8 @@ PLAN = [
               "--nvme-devices", "0"],
      dict(gpu=2240, nvme="1GiB", hw="RTX4090-24GB-PCIe4-2xNVMe", nvme_devices=0)),
     ("plan", ["--gpu", "2240", "--optimizer-state", "bf16"], dict(gpu=2240, optimizer_state="bf16")),
+    ("plan", ["--gpu", "2240", "--pinned", "1KiB"], dict(gpu=2240, pinned="1KiB")),
+    ("plan", ["--gpu", "2240", "--pinned", "lots"], dict(gpu=2240, pinned="lots")),
     ("plan", ["--gpu", "2240", "--optimizer-state", "fp16"], dict(gpu=2240, optimizer_state="fp16")),
     ("plan", ["--gpu", "2240", "--activations", "sometimes"],
      dict(gpu=2240, activations="sometimes")),
