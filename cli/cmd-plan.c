@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stowage/cost.h>
 #include <stowage/hardware.h>
 #include <stowage/planner.h>
 #include <stowage/units.h>
@@ -91,6 +92,15 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
   if (elsewhere != NULL)
     printf("  assumes      %s\n", elsewhere);
+  gboolean cpu_adam = FALSE;
+  for (guint32 i = 0; i < n; i++)
+    cpu_adam |= stw_optim_on_cpu(p->optim[i]) && !stw_chunking_chunk(c, i)->frozen;
+  if (cpu_adam && c->state_dtype == STW_DTYPE_BF16 && p->hw.cpu_adam_bf16_elems_per_s <= 0)
+    printf("  assumes      CPU Adam with bf16 moments as fast as the fewer bytes it moves allow "
+           "(the profile's fp32 rate x %.2f: it did not measure it; `stowage probe` does, and "
+           "on few cores the step is bound by its arithmetic instead)\n",
+           stw_cpu_adam_rate(&p->hw, c) * MAX(stw_chunking_ranks_per_node(c), 1) /
+               p->hw.cpu_adam_elems_per_s);
   guint counts[STW_N_OPTIMS] = { 0 }, frozen = 0;
   for (guint32 i = 0; i < n; i++) {
     if (stw_chunking_chunk(c, i)->frozen)

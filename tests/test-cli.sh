@@ -240,6 +240,12 @@ expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
 grep -q '"adam_bf16_elems_per_s":' "$T/here.json"
 tap_result $? "probe measures CPU Adam with bf16 moments into the profile" "$(cat "$T/here.json")"
+expect 0 "  assumes      CPU Adam with bf16 moments as fast as the fewer bytes it moves allow (the profile's fp32 rate x 1.40: it did not measure it" \
+  "plan says what CPU Adam with bf16 moments assumes on a profile that did not measure it" -- \
+  $S plan "$T/l8.json" --gpu 23GiB --cpu 96GiB --optimizer-state bf16 --policy zero-offload -o "$T/l8b.json"
+out=$($S plan "$T/l8.json" --gpu 23GiB --cpu 96GiB --optimizer-state bf16 --policy zero-offload --hw "$T/here.json" -o "$T/l8h.json" 2>&1)
+[ $? = 0 ] && ! echo "$out" | grep -q "assumes      CPU Adam"
+tap_result $? "and not on a probed one, which measured it" "$out"
 # the emulated device: its copies run on the compute's cores, at a measured cost to compute
 out=$(OMP_NUM_THREADS=2 $S probe --device host -o "$T/emulated.json" 2>&1)
 f=$(printf '%s\n' "$out" | sed -n 's/^copy interference \([0-9.]*\): compute time lost per second of copy beside it$/\1/p')
