@@ -99,8 +99,8 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
     printf("  assumes      CPU Adam with bf16 moments as fast as the fewer bytes it moves allow "
            "(the profile's fp32 rate x %.2f: it did not measure it; `stowage probe` does, and "
            "on few cores the step is bound by its arithmetic instead)\n",
-           stw_cpu_adam_rate(&p->hw, c) * MAX(stw_chunking_ranks_per_node(c), 1) /
-               p->hw.cpu_adam_elems_per_s);
+           stw_adam_bytes_per_elem(c->dtype, STW_DTYPE_FP32, c->amsgrad) /
+               stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad));
   guint counts[STW_N_OPTIMS] = { 0 }, frozen = 0;
   for (guint32 i = 0; i < n; i++) {
     if (stw_chunking_chunk(c, i)->frozen)

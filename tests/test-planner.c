@@ -327,6 +327,9 @@ test_bad_plan_files(void)
     { "\"format\": \"stowage-plan\"", "\"format\": \"stowage-trace\"", "$.format: this is a stowage trace (\"stowage-trace\"), not a stowage plan" },
     { "\"format\": \"stowage-plan\"", "\"format\": \"stowage-plot\"", "$.format: expected \"stowage-plan\", found \"stowage-plot\"" },
     { "\"digest\":\"", "\"digest\":\"zz", "$.trace.digest: expected 64 lower-case hex digits" },
+    { "\"reserved_bytes\":", "\"pinned_bytes\":-1,\"reserved_bytes\":", "$.budgets.pinned_bytes: -1" },
+    { "\"size_elems\":", "\"optimizer_state\":\"fp16\",\"size_elems\":",
+      "$.chunks.optimizer_state: \"fp16\" is not one of \"fp32\", \"bf16\"" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_assert_nonnull(strstr(text, cases[i].from));

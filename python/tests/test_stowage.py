@@ -257,7 +257,12 @@ class TestArguments(unittest.TestCase):
             with self.assertRaises(stowage.StowageError) as e:
                 stowage.adam(*args)
             self.assertIn(message, str(e.exception))
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.adam(p, master, m, v, 4, 1, state="fp16")
+        self.assertIn('adam: state: "fp32" or "bf16" (the moments\' dtype)', str(e.exception))
         stowage.adam(p, master, m, v, 4, 1)  # the arrays as given: a real step
+        stowage.adam(p, master, m, v, 4, 2, state="bf16")  # m and v read as bf16: 8 bytes each
+        self.assertTrue(all(x == x for x in a[0]))  # the weights stay numbers
 
     def test_plan_options_are_checked(self):
         t = stowage.Trace.load(MINI)
