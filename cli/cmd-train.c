@@ -681,7 +681,12 @@ output(const Training *x, float loss, const StepTimes *times)
   guint32 world = x->comm != NULL ? x->comm->world : 1;
   double tokens = (double)(x->c.batch * x->c.context) * world;
   const char *on = x->cx != NULL ? " on " : x->mixed ? " in " : "";
-  const char *what = x->cx != NULL ? x->cx->name : x->mixed ? "mixed precision" : "";
+  const char *isa = stw_compute_cpu_bf16_isa();
+  g_autofree char *what = x->cx != NULL ? g_strdup(x->cx->name)
+                          : !x->mixed   ? g_strdup("")
+                          : isa != NULL ? g_strdup_printf("mixed precision (bf16 matmuls, %s)", isa)
+                                        : g_strdup("mixed precision (fp32 matmuls: bf16 ones "
+                                                   "need oneDNN and AVX512-BF16 or AMX)");
   g_autofree char *ranks = world > 1 ? g_strdup_printf(" on %u ranks", world) : g_strdup("");
   g_autofree char *comm = stw_size_format(worst.comm);
   double waited_ms = (double)worst.comm_wait_ns / 1e6 / (double)MAX(x->n_steps, 1);

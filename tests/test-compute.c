@@ -117,6 +117,70 @@ test_matmul(void)
   }
 }
 
+static float *
+rounded_bf16(const float *p, size_t n)
+{
+  float *r = g_new(float, n);
+  for (size_t i = 0; i < n; i++)
+    r[i] = stw_bf16_to_float(stw_bf16_from_float(p[i]));
+  return r;
+}
+
+/* the largest difference between A and B over the larger of 1 and B's largest magnitude */
+static double
+relative_gap(const float *a, const float *b, size_t n)
+{
+  double scale = 1, worst = 0;
+  for (size_t i = 0; i < n; i++)
+    scale = fmax(scale, fabs(b[i]));
+  for (size_t i = 0; i < n; i++)
+    worst = fmax(worst, fabs((double)a[i] - b[i]));
+  return worst / scale;
+}
+
+/* Mixed precision's matmuls (oneDNN's bf16 matmul where the CPU has bf16 arithmetic, else the
+ * rounded inputs through the fp32 GEMM): the fp32 GEMMs of the inputs rounded to bf16, within
+ * fp32's summation error; and not the GEMMs of the inputs as they are. Shapes: the small one and
+ * one that leaves partial blocks everywhere. */
+static void
+test_matmul_bf16(void)
+{
+  const char *isa = stw_compute_cpu_bf16_isa();
+  g_test_message("bf16 products: %s", isa != NULL ? isa : "none here: the fp32 GEMM of rounded inputs");
+  const int shapes[][4] = { { B, T, C, OC }, { 3, 17, 40, 72 } };
+  for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    int b = shapes[s][0], t = shapes[s][1], c = shapes[s][2], oc = shapes[s][3], bt = b * t;
+    g_autofree float *inp = randoms((size_t)bt * c), *weight = randoms((size_t)oc * c),
+                     *bias = randoms(oc);
+    g_autofree float *inp_r = rounded_bf16(inp, (size_t)bt * c),
+                     *weight_r = rounded_bf16(weight, (size_t)oc * c);
+    g_autofree float *o1 = nans((size_t)bt * oc), *o2 = nans((size_t)bt * oc),
+                     *o3 = nans((size_t)bt * oc);
+    stw_matmul_forward_bf16(o1, inp, weight, bias, b, t, c, oc);
+    stw_matmul_forward(o2, inp_r, weight_r, bias, b, t, c, oc);
+    stw_matmul_forward(o3, inp, weight, bias, b, t, c, oc);
+    g_assert_cmpfloat(relative_gap(o1, o2, (size_t)bt * oc), <, 1e-5);
+    g_assert_cmpfloat(relative_gap(o1, o3, (size_t)bt * oc), >, 1e-4); /* it did round */
+    for (int accumulate = 0; accumulate <= 1; accumulate++) {
+      g_autofree float *dout = randoms((size_t)bt * oc);
+      g_autofree float *dout_r = rounded_bf16(dout, (size_t)bt * oc);
+      g_autofree float *dinp = nans((size_t)bt * c), *dinp2 = nans((size_t)bt * c);
+      g_autofree float *dw = accumulate ? randoms((size_t)oc * c) : nans((size_t)oc * c);
+      g_autofree float *db = accumulate ? randoms(oc) : nans(oc);
+      g_autofree float *dw2 = copy(dw, (size_t)oc * c), *db2 = copy(db, oc);
+      stw_matmul_backward_bf16(dinp, dw, db, dout, inp, weight, b, t, c, oc, accumulate);
+      stw_matmul_backward(dinp2, dw2, NULL, dout_r, inp_r, weight_r, b, t, c, oc, accumulate);
+      for (int o = 0; o < oc; o++) /* the bias gradient sums dout as it is */
+        stw_cb_bias_grad(o, db2, dout, bt, oc, accumulate);
+      g_assert_cmpfloat(relative_gap(dinp, dinp2, (size_t)bt * c), <, 1e-5);
+      g_assert_cmpfloat(relative_gap(dw, dw2, (size_t)oc * c), <, 1e-5);
+      g_assert_cmpfloat(relative_gap(db, db2, oc), <, 1e-6);
+    }
+  }
+  /* the mixed table runs them where the CPU has bf16 arithmetic, the fp32 table elsewhere */
+  g_assert_cmpstr(stw_compute_cpu_mixed()->name, ==, isa != NULL ? "cpu-mixed" : "cpu");
+}
+
 /* the portable GEMM, which a build without a BLAS runs, on every transposition the matmuls use
  * and on shapes that leave partial blocks (GEMM_ROWS 256, GEMM_COLS 4) */
 static void
@@ -752,6 +816,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/compute/matmul-gemms", test_matmul);
   g_test_add_func("/compute/portable-gemm", test_portable_gemm);
+  g_test_add_func("/compute/matmul-bf16", test_matmul_bf16);
   g_test_add_func("/compute/layernorm-backward", test_layernorm_backward);
   g_test_add_func("/compute/tanh", test_tanh);
   g_test_add_func("/compute/flash-attention", test_flash_attention);

@@ -237,3 +237,41 @@ stw_compute_cpu(void)
 {
   return &cpu;
 }
+
+static void
+matmul_forward_bf16(StwCompute *x, float *out, const float *inp, const float *weight,
+                    const float *bias, int B, int T, int C, int OC)
+{
+  (void)x;
+  stw_matmul_forward_bf16(out, inp, weight, bias, B, T, C, OC);
+}
+
+static void
+matmul_backward_bf16(StwCompute *x, float *dinp, float *dweight, float *dbias, const float *dout,
+                     const float *inp, const float *weight, int B, int T, int C, int OC,
+                     gboolean accumulate)
+{
+  (void)x;
+  stw_matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight, B, T, C, OC, accumulate);
+}
+
+StwCompute *
+stw_compute_cpu_mixed(void)
+{
+  static gsize once = 0;
+  static StwCompute mixed;
+  if (g_once_init_enter(&once)) {
+    mixed = cpu;
+    mixed.name = "cpu-mixed";
+    mixed.matmul_forward = matmul_forward_bf16;
+    mixed.matmul_backward = matmul_backward_bf16;
+    g_once_init_leave(&once, 1);
+  }
+  return stw_matmul_bf16_isa() != NULL ? &mixed : &cpu;
+}
+
+const char *
+stw_compute_cpu_bf16_isa(void)
+{
+  return stw_matmul_bf16_isa();
+}

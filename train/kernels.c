@@ -18,6 +18,11 @@
 #ifdef STW_HAVE_BLAS
 #include <cblas.h>
 #endif
+#ifdef STW_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+#include "bf16.h"
 
 /* ---- loops over elements and rows: a cloned range function each, run over the threads ------- */
 
@@ -207,6 +212,205 @@ stw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout
                                                                                    accumulate);
   stw_gemm_host(&gi, ops);
   stw_gemm_host(&gw, ops);
+  if (dbias == NULL)
+    return;
+  STW_PARALLEL_RANGE((size_t)OC, (size_t)BT * OC, bias_grad_columns, dbias, dout, (size_t)BT, OC,
+                     accumulate);
+}
+
+/* ---- mixed precision's matmuls: bf16 products, fp32 sums (oneDNN) ------------------------- */
+
+#ifdef STW_HAVE_DNNL
+/* oneDNN's engine, made once; NULL where it cannot be */
+static dnnl_engine_t
+dnnl_engine(void)
+{
+  static gsize once = 0;
+  static dnnl_engine_t engine = NULL;
+  if (g_once_init_enter(&once)) {
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success)
+      engine = NULL;
+    g_once_init_leave(&once, 1);
+  }
+  return engine;
+}
+#endif
+
+const char *
+stw_matmul_bf16_isa(void)
+{
+#ifdef STW_HAVE_DNNL
+  /* what oneDNN will run (ONEDNN_MAX_CPU_ISA lowers it): bf16 arithmetic from AVX512-BF16 on */
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if (dnnl_engine() == NULL)
+    return NULL;
+  if ((isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx)
+    return "AMX";
+  if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
+    return "AVX512-BF16";
+#endif
+  return NULL;
+}
+
+STW_CLONES static void
+to_bf16_range(size_t lo, size_t hi, uint16_t *dst, const float *src)
+{
+  for (size_t i = lo; i < hi; i++)
+    dst[i] = stw_bf16_from_float(src[i]);
+}
+
+/* A thread's buffers for the operands rounded to bf16, kept from call to call (grown to the
+ * largest): kernel workspace, as a BLAS keeps its own. */
+typedef struct {
+  uint16_t *buf[3];
+  size_t n[3];
+} Bf16Scratch;
+
+static void
+bf16_scratch_free(gpointer p)
+{
+  Bf16Scratch *s = p;
+  for (int i = 0; i < 3; i++)
+    g_free(s->buf[i]);
+  g_free(s);
+}
+
+static GPrivate bf16_scratch = G_PRIVATE_INIT(bf16_scratch_free);
+
+/* SRC's N elements rounded to nearest bf16 in this thread's buffer I */
+static const uint16_t *
+rounded(int i, const float *src, size_t n)
+{
+  Bf16Scratch *s = g_private_get(&bf16_scratch);
+  if (s == NULL) {
+    s = g_new0(Bf16Scratch, 1);
+    g_private_set(&bf16_scratch, s);
+  }
+  if (s->n[i] < n) {
+    g_free(s->buf[i]);
+    s->buf[i] = g_new(uint16_t, n);
+    s->n[i] = n;
+  }
+  STW_PARALLEL_RANGE(n, n, to_bf16_range, s->buf[i], src);
+  return s->buf[i];
+}
+
+#ifdef STW_HAVE_DNNL
+/* G (column-major, as for cuBLAS) with its A and B in bf16 and C fp32, as oneDNN's row-major
+ * matmul: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m), the transposes being strides. FALSE
+ * where oneDNN refuses it (nothing written). */
+static gboolean
+gemm_bf16_dnnl(const StwGemm *g, const uint16_t *a, const uint16_t *b, float *c)
+{
+  dnnl_memory_desc_t src_md, wei_md, dst_md;
+  dnnl_dims_t src_dims = { g->n, g->k }, wei_dims = { g->k, g->m }, dst_dims = { g->n, g->m };
+  dnnl_dims_t src_strides = { g->trans_b ? 1 : g->ldb, g->trans_b ? g->ldb : 1 };
+  dnnl_dims_t wei_strides = { g->trans_a ? 1 : g->lda, g->trans_a ? g->lda : 1 };
+  dnnl_dims_t dst_strides = { g->ldc, 1 };
+  dnnl_engine_t engine = dnnl_engine();
+  if (engine == NULL ||
+      dnnl_memory_desc_init_by_strides(&src_md, 2, src_dims, dnnl_bf16, src_strides) ||
+      dnnl_memory_desc_init_by_strides(&wei_md, 2, wei_dims, dnnl_bf16, wei_strides) ||
+      dnnl_memory_desc_init_by_strides(&dst_md, 2, dst_dims, dnnl_f32, dst_strides))
+    return FALSE;
+  dnnl_matmul_desc_t desc;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t post = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_t prim = NULL;
+  dnnl_stream_t stream = NULL;
+  dnnl_memory_t mem[3] = { NULL, NULL, NULL };
+  gboolean ok = dnnl_matmul_desc_init(&desc, &src_md, &wei_md, NULL, &dst_md) == dnnl_success &&
+                dnnl_primitive_attr_create(&attr) == dnnl_success;
+  if (ok && g->beta != 0.0f) /* C = product + beta C */
+    ok = dnnl_post_ops_create(&post) == dnnl_success &&
+         dnnl_post_ops_append_sum(post, g->beta) == dnnl_success &&
+         dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
+  /* oneDNN keeps made primitives in its cache: a shape seen before is not compiled again */
+  ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
+       dnnl_primitive_create(&prim, pd) == dnnl_success &&
+       dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success &&
+       dnnl_memory_create(&mem[0], &src_md, engine, (void *)b) == dnnl_success &&
+       dnnl_memory_create(&mem[1], &wei_md, engine, (void *)a) == dnnl_success &&
+       dnnl_memory_create(&mem[2], &dst_md, engine, c) == dnnl_success;
+  if (ok) {
+    dnnl_exec_arg_t args[] = { { DNNL_ARG_SRC, mem[0] }, { DNNL_ARG_WEIGHTS, mem[1] },
+                               { DNNL_ARG_DST, mem[2] } };
+    ok = dnnl_primitive_execute(prim, stream, 3, args) == dnnl_success &&
+         dnnl_stream_wait(stream) == dnnl_success;
+  }
+  for (int i = 0; i < 3; i++)
+    if (mem[i] != NULL)
+      dnnl_memory_destroy(mem[i]);
+  if (stream != NULL)
+    dnnl_stream_destroy(stream);
+  if (prim != NULL)
+    dnnl_primitive_destroy(prim);
+  if (pd != NULL)
+    dnnl_primitive_desc_destroy(pd);
+  if (post != NULL)
+    dnnl_post_ops_destroy(post);
+  if (attr != NULL)
+    dnnl_primitive_attr_destroy(attr);
+  return ok;
+}
+#endif
+
+/* G with its A and B operands given in bf16 (A16, B16), C fp32: oneDNN's where it runs; else
+ * the same products in fp32 from the operands widened back, so that the result is the same
+ * rounding of the inputs on any machine (slower) */
+static void
+gemm_bf16(const StwGemm *g, const uint16_t *a16, size_t na, const uint16_t *b16, size_t nb,
+          const float *const operands[])
+{
+  float *c = (float *)operands[g->c];
+#ifdef STW_HAVE_DNNL
+  if (stw_matmul_bf16_isa() != NULL && gemm_bf16_dnnl(g, a16, b16, c))
+    return;
+#endif
+  g_autofree float *a = g_new(float, MAX(na, 1)), *b = g_new(float, MAX(nb, 1));
+  for (size_t i = 0; i < na; i++)
+    a[i] = stw_bf16_to_float(a16[i]);
+  for (size_t i = 0; i < nb; i++)
+    b[i] = stw_bf16_to_float(b16[i]);
+  const float *ops[STW_GEMM_DWEIGHT + 1];
+  memcpy(ops, operands, sizeof ops);
+  ops[g->a] = a;
+  ops[g->b] = b;
+  stw_gemm_host(g, ops);
+}
+
+void
+stw_matmul_forward_bf16(float *out, const float *inp, const float *weight, const float *bias,
+                        int B, int T, int C, int OC)
+{
+  int BT = B * T;
+  size_t n_inp = (size_t)BT * C, n_w = (size_t)OC * C;
+  const uint16_t *inp16 = rounded(0, inp, n_inp), *w16 = rounded(1, weight, n_w);
+  const float *ops[] = { inp, weight, out, NULL, NULL, NULL };
+  StwGemm g = stw_cb_matmul_forward_gemm(BT, C, OC);
+  if (bias != NULL) {
+    STW_PARALLEL_RANGE((size_t)BT, (size_t)BT * OC, bias_rows, out, bias, OC);
+    g.beta = 1.0f;
+  }
+  gemm_bf16(&g, w16, n_w, inp16, n_inp, ops);
+}
+
+void
+stw_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const float *weight, int B, int T, int C, int OC,
+                         int accumulate)
+{
+  int BT = B * T;
+  size_t n_inp = (size_t)BT * C, n_w = (size_t)OC * C, n_out = (size_t)BT * OC;
+  /* every operand rounded before anything is written: DWEIGHT may be WEIGHT's memory */
+  const uint16_t *inp16 = rounded(0, inp, n_inp), *w16 = rounded(1, weight, n_w),
+                 *dout16 = rounded(2, dout, n_out);
+  const float *ops[] = { inp, weight, NULL, dout, dinp, dweight };
+  StwGemm gi = stw_cb_matmul_dinp_gemm(BT, C, OC), gw = stw_cb_matmul_dweight_gemm(BT, C, OC,
+                                                                                   accumulate);
+  gemm_bf16(&gi, w16, n_w, dout16, n_out, ops);
+  gemm_bf16(&gw, inp16, n_inp, dout16, n_out, ops);
   if (dbias == NULL)
     return;
   STW_PARALLEL_RANGE((size_t)OC, (size_t)BT * OC, bias_grad_columns, dbias, dout, (size_t)BT, OC,

@@ -86,6 +86,19 @@ void stw_matmul_forward(float *out, const float *inp, const float *weight, const
 void stw_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                          const float *inp, const float *weight, int B, int T, int C, int OC,
                          int accumulate);
+/* Mixed precision's matmuls: their inputs (inp, weight, dout) rounded to nearest bf16 and the
+ * products summed in fp32, as cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF does on a GPU: oneDNN's
+ * bf16 matmul where the CPU computes bf16 (stw_matmul_bf16_isa), else the same rounded inputs
+ * through the fp32 GEMM (same rounding, not the same speed; the trainer does not ask for it). */
+void stw_matmul_forward_bf16(float *out, const float *inp, const float *weight,
+                             const float *bias, int B, int T, int C, int OC);
+void stw_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                              const float *inp, const float *weight, int B, int T, int C, int OC,
+                              int accumulate);
+/* The instructions oneDNN runs bf16 products with here ("AVX512-BF16", "AMX"); NULL where it
+ * would not run them natively (no oneDNN in the build, an older CPU, or ONEDNN_MAX_CPU_ISA
+ * below AVX512_CORE_BF16), and mixed precision's matmuls stay fp32. */
+const char *stw_matmul_bf16_isa(void);
 /* One GEMM of compute-cuda-bodies.h on host memory, OPERANDS indexed by StwGemmOperand: the
  * BLAS's sgemm, or without one the portable loops, which every build has (and tests). */
 void stw_gemm_host(const StwGemm *g, const float *const operands[]);

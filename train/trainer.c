@@ -190,7 +190,9 @@ stw_trainer_new(const StwTrainerConfig *c, const guint8 *text, gsize len,
   }
   StwTrainer *t = g_new0(StwTrainer, 1);
   t->c = *c;
-  t->cx = c->compute != NULL ? c->compute : stw_compute_cpu();
+  t->cx = c->compute != NULL               ? c->compute
+          : c->dtype == STW_DTYPE_BF16 ? stw_compute_cpu_mixed()
+                                       : stw_compute_cpu();
   t->comm = ro->comm != NULL ? ro->comm->host : NULL; /* the loss and flags: host memory */
   t->world = (guint32)world;
   t->rank = ro->comm != NULL ? ro->comm->rank : 0;

@@ -4,14 +4,16 @@
  * what each backward kernel writes and what it adds into is said there; none relies on memory
  * being zero) over memory the runtime hands out: chunk slots and activations, which are not
  * zeroed. The CPU table runs kernels.c on host memory, bitwise what the trainer always
- * computed. The CUDA table (compute-cuda.cu) runs CUDA kernels and cuBLAS on the CUDA backend's
+ * computed; its mixed-precision twin ("cpu-mixed") runs the matmuls on bf16 inputs with fp32
+ * sums (oneDNN) where the CPU has bf16 arithmetic. The CUDA table (compute-cuda.cu) runs CUDA kernels and cuBLAS on the CUDA backend's
  * device memory, on the legacy default stream, which the backend's copies are ordered against;
  * with `mixed` precision its matmuls round their inputs to bf16 for the tensor cores and
  * accumulate in fp32.
  *
  * The compute copy of the weights is fp32, or bf16 in mixed precision (the model's dtype); the
  * kernels read fp32, so the trainer widens a bf16 weight into an activation before an op, and
- * commits gradients and runs Adam through the table in the slot's dtype. Master weights, Adam
+ * commits gradients and runs Adam through the table in the slot's dtype (a mixed table's matmuls
+ * round those fp32 inputs to bf16 themselves). Master weights, Adam
  * state, activations and gradients before their commit are always fp32.
  *
  * Token ids and the loss cross between host and device through `upload` and `download`; the
@@ -41,7 +43,7 @@ typedef struct StwCompute StwCompute;
 #define STW_FLASH_MAX_HEAD_WIDTH 128
 
 struct StwCompute {
-  const char *name;           /* "cpu", "cuda" or "cuda-mixed" */
+  const char *name;           /* "cpu", "cpu-mixed", "cuda" or "cuda-mixed" */
   gboolean device_memory;     /* its pointers are not host memory: tokens must be uploaded */
   void (*encoder_forward)(StwCompute *x, float *out, const int *inp, const float *wte,
                           const float *wpe, int B, int T, int C);
@@ -104,6 +106,17 @@ struct StwCompute {
 
 /* The CPU table: never NULL, static, never freed. */
 StwCompute *stw_compute_cpu(void);
+
+/* The CPU table of mixed precision: "cpu-mixed", whose matmuls round their inputs to bf16 and
+ * sum in fp32 (oneDNN's bf16 matmul, as the CUDA table's tensor cores do), where the CPU has bf16
+ * arithmetic (stw_compute_cpu_bf16_isa); elsewhere the CPU table itself, matmuls in fp32. The
+ * trainer takes it for a bf16 compute copy. Never NULL, static, never freed. */
+StwCompute *stw_compute_cpu_mixed(void);
+
+/* The instructions the CPU's bf16 matmuls run on here ("AVX512-BF16", "AMX"), NULL where they
+ * would not run natively: no oneDNN in this build, a CPU without them, or ONEDNN_MAX_CPU_ISA
+ * set below AVX512_CORE_BF16 (which is how to keep mixed precision's matmuls fp32). */
+const char *stw_compute_cpu_bf16_isa(void);
 
 /* The CUDA table on the current device; MIXED: bf16 tensor-core matmuls. NULL with ERROR naming
  * the failing call when there is no device or its module cannot be loaded
