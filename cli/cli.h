@@ -135,7 +135,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "host memory)", "A" },                                                                      \
   { "nvme", 0, 0, STW_OPTION_TEXT, &(p).nvme,                                                   \
     "room on the profile's storage tier (probe --nvme) for the optimizer state of CPU Adam "     \
-    "chunks that host memory cannot hold (default: none)", "SIZE" },                          \
+    "chunks that host memory cannot hold, and then their parameters (default: none)", "SIZE" }, \
   { "nvme-devices", 0, 0, STW_OPTION_TEXT, &(p).nvme_devices,                                   \
     "with --nvme: the profile's storage with N drives of its kind, requests striped over them "  \
     "(bandwidth and capacity scaled from its own count)", "N" },                                \

@@ -111,12 +111,17 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *frozen_note = frozen > 0 ? g_strdup_printf("; %u frozen (no optimizer state)",
                                                               frozen)
                                             : g_strdup("");
-  g_autofree char *stored = counts[STW_OPTIM_CPU_STORAGE] > 0
-                               ? g_strdup_printf(" (%u of them with their state on storage)",
-                                                 counts[STW_OPTIM_CPU_STORAGE])
+  guint on_storage = counts[STW_OPTIM_CPU_STORAGE] + counts[STW_OPTIM_STORAGE];
+  g_autofree char *params = counts[STW_OPTIM_STORAGE] > 0
+                                ? g_strdup_printf(", %u with their parameters too",
+                                                  counts[STW_OPTIM_STORAGE])
+                                : g_strdup("");
+  g_autofree char *stored = on_storage > 0
+                               ? g_strdup_printf(" (%u of them with their state on storage%s)",
+                                                 on_storage, params)
                                : g_strdup("");
   printf("  optimizer    %u chunks CPU Adam%s, %u GPU Adam in margin space, %u GPU Adam with "
-         "resident state%s\n", counts[STW_OPTIM_CPU] + counts[STW_OPTIM_CPU_STORAGE], stored,
+         "resident state%s\n", counts[STW_OPTIM_CPU] + on_storage, stored,
          counts[STW_OPTIM_GPU], counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
   print_lists(c, t);
   if (p->recompute->len + p->offload->len > 0) {
@@ -158,9 +163,9 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
     g_autofree char *sbud = stw_size_format(p->budgets.storage_bytes);
     g_autofree char *busy = stw_duration_format(q->storage_ns);
     guint32 drives = MAX(p->hw.storage_devices, 1);
-    printf("  storage      %s of optimizer state of %s on the storage tier (%u drive%s), read and "
-           "written each step (storage busy %s)\n", sb, sbud, drives, drives > 1 ? "s" : "",
-           busy);
+    printf("  storage      %s of optimizer state%s of %s on the storage tier (%u drive%s), read "
+           "and written each step (storage busy %s)\n", sb,
+           counts[STW_OPTIM_STORAGE] > 0 ? " and 16-bit parameters" : "", sbud, drives, drives > 1 ? "s" : "", busy);
   }
   g_autofree char *cost = stw_duration_format(q->cost_ns);
   g_autofree char *comp = stw_duration_format(q->compute_ns);

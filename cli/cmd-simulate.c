@@ -52,7 +52,12 @@ print_engines(const StwPlan *p, const StwSimulation *s)
     g_autofree char *share = g_strdup_printf("%.0f%%", s->iteration_ns ? 100.0 *
                                              (double)s->storage_busy_ns /
                                              (double)s->iteration_ns : 0);
-    stw_table_row(tab, "storage", busy, share, "optimizer state read and written");
+    gboolean params = FALSE;
+    for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++)
+      params |= p->optim[i] == STW_OPTIM_STORAGE;
+    stw_table_row(tab, "storage", busy, share,
+                  params ? "optimizer state and parameters read and written"
+                         : "optimizer state read and written");
   }
   stw_table_print(tab, stdout);
 }

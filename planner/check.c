@@ -269,10 +269,10 @@ stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
     stw_simulation_clear(&local);
     if (p->hw.storage_kind[0] == '\0')
       return unsound(error, file, "chunks' optimizer state is on the storage tier (%s, "
-                     "\"cpu-storage\"), and the plan's hardware profile %s has none", need,
-                     p->hw.name);
-    return unsound(error, file, "chunks' optimizer state on the storage tier needs %s, more "
-                   "than the storage budget of %s", need, have);
+                     "\"cpu-storage\" or \"storage\"), and the plan's hardware profile %s has "
+                     "none", need, p->hw.name);
+    return unsound(error, file, "chunks on the storage tier need %s, more than the storage "
+                   "budget of %s", need, have);
   }
   /* every prediction is recomputed; the times only when the same cost model made them */
   got.lower_bound_bytes = stw_plan_lower_bound(p, t);

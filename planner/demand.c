@@ -325,19 +325,27 @@ stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *op
   guint64 bytes = 0, stored = 0, staging = 0;
   for (guint32 i = 0; i < STW_N_LISTS * n; i++) {
     guint32 ch = i % n;
-    if (i >= n && optim != NULL && optim[ch] == STW_OPTIM_CPU_STORAGE) { /* state, not params */
+    if (optim != NULL && ((i >= n && stw_optim_state_stored(optim[ch])) ||
+                          optim[ch] == STW_OPTIM_STORAGE)) {
       stored = stw_cost_add(stored, d->bytes[i]);
       continue;
     }
     if (moved[i] || !s->resident[i])
       bytes = stw_cost_add(bytes, d->bytes[i]);
   }
+  guint64 param_staging = 0;
   for (guint32 ch = 0; optim != NULL && ch < n; ch++) {
     guint64 state = 0;
-    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && optim[ch] == STW_OPTIM_CPU_STORAGE; l++)
+    for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_optim_state_stored(optim[ch]); l++)
       state += d->bytes[stw_plan_item(c, (StwChunkList)l, ch)];
+    if (optim[ch] == STW_OPTIM_STORAGE) {
+      guint64 param = d->bytes[stw_plan_item(c, STW_LIST_PARAM, ch)];
+      state += param;
+      param_staging = MAX(param_staging, 2 * param);
+    }
     staging = MAX(staging, 2 * state);
   }
+  staging = stw_cost_add(staging, param_staging);
   guint64 world = MAX(c->world, 1);
   if (storage_out != NULL)
     *storage_out = stored > STW_COST_MAX / world ? STW_COST_MAX : stored * world;

@@ -97,9 +97,11 @@ guint32 *stw_demand_reduce_moments(const StwTrace *t, const StwChunking *c);
 
 /* Host memory the chunks of schedule S under placement OPTIM need, on all the layout's ranks
  * together: every chunk that is ever off the GPU keeps a copy there (gathered items never do),
- * but the optimizer state of chunks placed STW_OPTIM_CPU_STORAGE, which is on the storage tier
- * (its bytes in *STORAGE_OUT), and read for its step into one of two staging buffers of the
- * largest such chunk's state (counted). */
+ * but what chunks keep on the storage tier (its bytes in *STORAGE_OUT): the optimizer state of
+ * chunks placed STW_OPTIM_CPU_STORAGE, the state and the 16-bit parameters of STW_OPTIM_STORAGE
+ * ones. Counted instead: the two staging buffers the steps read into, each of the largest such
+ * chunk's stored bytes, and, with parameters stored, two more of the largest param item, which
+ * its fetches are read into and its copies out written from. */
 guint64 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
                               const StwSchedule *s, guint64 *storage_out);
 

@@ -13,7 +13,8 @@ G_DEFINE_QUARK(stw-plan-error-quark, stw_plan_error)
 
 const char *const stw_policy_names[] = { "stowage", "patrickstar", "zero-offload",
                                          "zero-infinity", "gemini-static", "lru", NULL };
-const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", "cpu-storage", NULL };
+const char *const stw_optim_names[] = { "cpu", "gpu", "gpu-resident", "cpu-storage", "storage",
+                                         NULL };
 static const char *const action_names[] = { "evict", "drop", "fetch", "gather",
                                              "reduce_scatter" };
 

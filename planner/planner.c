@@ -236,6 +236,44 @@ state_bytes(const Attempt *at, guint32 j)
   return b;
 }
 
+/* When the state on storage was not enough: the 16-bit parameters (and with them their
+ * gradients) of P's chunks whose state is there move too, from the last chunk back, until P's
+ * host memory (HOST now) fits the host budget or the storage (STORED bytes a rank so far) is
+ * full. Both planners do it: LoHan's, and ZeRO-Infinity's offload_param to "nvme". Returns P's
+ * host memory, re-evaluated over PLAN_DEMAND. */
+static guint64
+params_to_storage(Attempt *at, StwPlan *p, const StwDemand *plan_demand, guint64 host,
+                  guint64 stored)
+{
+  const StwBudgets *b = &at->o->budgets;
+  const StwChunking *c = p->chunking;
+  guint64 world = MAX(c->world, 1), largest = 0, moved = 0;
+  for (guint32 ch = 0; ch < at->n; ch++)
+    if (p->optim[ch] == STW_OPTIM_CPU_STORAGE)
+      largest = MAX(largest, stw_chunk_bytes(c, ch, STW_LIST_PARAM));
+  gboolean any = TRUE;
+  while (any && host > b->cpu_bytes) {
+    /* what is over, and the staging buffers the move adds: two for fetches, two larger steps */
+    guint64 excess = host - b->cpu_bytes + 4 * largest * world, now = 0;
+    any = FALSE;
+    for (guint32 ch = at->n; ch-- > 0 && now * world < excess;) {
+      guint64 params = stw_chunk_bytes(c, ch, STW_LIST_PARAM);
+      if (p->optim[ch] != STW_OPTIM_CPU_STORAGE || (stored + moved + params) * world >
+                                                       b->storage_bytes)
+        continue;
+      p->optim[ch] = STW_OPTIM_STORAGE;
+      moved += params;
+      now += params;
+      any = TRUE;
+    }
+    if (any) {
+      stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
+      host = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+    }
+  }
+  return host;
+}
+
 /* With a storage tier (the budget's storage_bytes), the optimizer state of P's CPU Adam chunks
  * moves there, from the last chunk back (the first to be stepped last), until P's host memory
  * fits the host budget (ZeRO-Infinity's, offload_optimizer to "nvme": all of it), or the
@@ -254,21 +292,28 @@ state_to_storage(Attempt *at, StwPlan *p, const StwDemand *plan_demand)
   for (guint32 ch = 0; ch < at->n; ch++) /* the staging buffers: two of the largest state */
     if (p->optim[ch] == STW_OPTIM_CPU)
       largest = MAX(largest, state_bytes(at, ch));
-  guint64 excess = all ? G_MAXUINT64 : host - b->cpu_bytes + 2 * largest * world;
-  gboolean any = FALSE;
-  for (guint32 ch = at->n; ch-- > 0 && moved * world < excess;) {
-    guint64 state = state_bytes(at, ch);
-    if (p->optim[ch] != STW_OPTIM_CPU || !stw_chunking_owned(c, ch) ||
-        (moved + state) * world > b->storage_bytes)
-      continue;
-    p->optim[ch] = STW_OPTIM_CPU_STORAGE;
-    moved += state;
-    any = TRUE;
+  /* passes until the host fits (the staging buffers make the first pass's guess short) */
+  gboolean any = TRUE;
+  while (any && (all || host > b->cpu_bytes)) {
+    guint64 excess = all ? G_MAXUINT64 : host - b->cpu_bytes + 2 * largest * world, now = 0;
+    any = FALSE;
+    for (guint32 ch = at->n; ch-- > 0 && now * world < excess;) {
+      guint64 state = state_bytes(at, ch);
+      if (p->optim[ch] != STW_OPTIM_CPU || !stw_chunking_owned(c, ch) ||
+          (moved + state) * world > b->storage_bytes)
+        continue;
+      p->optim[ch] = STW_OPTIM_CPU_STORAGE;
+      moved += state;
+      now += state;
+      any = TRUE;
+    }
+    if (any) {
+      stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
+      host = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+    }
+    all = FALSE;
   }
-  if (!any)
-    return host;
-  stw_plan_evaluate(p, at->t, plan_demand, FALSE, &p->pred, NULL);
-  return stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+  return host > b->cpu_bytes ? params_to_storage(at, p, plan_demand, host, moved) : host;
 }
 
 /* A plan from schedule S (taken) for the placement OPTIM, evaluated over PLAN_DEMAND, the

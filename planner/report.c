@@ -79,8 +79,10 @@ lane_category(const StwSimTask *x)
   case STW_SIM_H2D: return "fetch";
   case STW_SIM_D2H: return "evict";
   case STW_SIM_CPU_ADAM: return "adam";
-  case STW_SIM_STORAGE_READ: return "state read";
-  case STW_SIM_STORAGE_WRITE: return "state write";
+  case STW_SIM_STORAGE_READ:
+    return x->kind == STW_SIM_STORAGE_PARAMS ? "params read" : "state read";
+  case STW_SIM_STORAGE_WRITE:
+    return x->kind == STW_SIM_STORAGE_PARAMS ? "params write" : "state write";
   default: return stw_action_kind_name((StwActionKind)x->kind);
   }
 }
@@ -119,6 +121,8 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSim
   for (guint i = 0; i < sim->tasks->len; i++) {
     const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
     g_autofree char *name = x->lane == STW_SIM_CPU_ADAM ? g_strdup_printf("adam chunk %u", x->item)
+                            : on_chunk_lane(x) && x->kind == STW_SIM_STORAGE_PARAMS
+                                ? g_strdup_printf("params of chunk %u", x->item)
                             : on_chunk_lane(x)  ? g_strdup_printf("state of chunk %u", x->item)
                             : is_activations(x) ? activations_name(t, x)
                                                 : stw_plan_item_name(p->chunking, x->item);

@@ -241,6 +241,30 @@ own_item(const Sim *s, guint32 item)
   return stw_plan_own_item(s->p->chunking, stw_plan_item_group(s->p->chunking, item));
 }
 
+/* A read (or WRITE) of BYTES of chunk CH's optimizer state (WHAT: STW_SIM_STORAGE_STATE) or its
+ * parameters (STW_SIM_STORAGE_PARAMS) on the storage tier, from T at the earliest; when it
+ * ends. */
+static guint64
+storage_io(Sim *s, guint32 ch, guint32 what, double bytes, gboolean write, guint64 t)
+{
+  const StwHardware *hw = &s->p->hw;
+  double bw = stw_hardware_storage_bandwidth(hw, (guint64)bytes, write);
+  guint64 *free_at = &s->storage_free;
+  guint64 start = MAX(t, *free_at);
+  guint64 ns = stw_cost_add(hw->storage_latency_ns, bw > 0 ? stw_cost_ns(bytes / bw * 1e9) : 0);
+  *free_at = stw_cost_add(start, ns);
+  task(s, write ? STW_SIM_STORAGE_WRITE : STW_SIM_STORAGE_READ, ch, what, start, *free_at,
+       (guint64)bytes);
+  return *free_at;
+}
+
+/* Whether ITEM is the param item of a chunk whose parameters are on the storage tier. */
+static gboolean
+params_stored(const Sim *s, guint32 item)
+{
+  return item < stw_chunking_count(s->p->chunking) && s->p->optim[item] == STW_OPTIM_STORAGE;
+}
+
 /* Issues the actions of moment M at time T. */
 static void
 issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint64 t)
@@ -263,13 +287,20 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, !s->pageable[item]));
       s->d2h_free = end;
       copy_on_cores(s, start, end);
-      s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
       add_free(s, end, b);
       task(s, STW_SIM_D2H, item, 0, start, end, b);
+      if (params_stored(s, item)) /* from the staging buffer on to storage */
+        end = storage_io(s, item, STW_SIM_STORAGE_PARAMS, (double)b, TRUE, end);
+      s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
       break;
     }
     case STW_ACTION_FETCH: {
       guint64 start = MAX(MAX(t, s->h2d_free), s->cpu_ready[item]);
+      if (params_stored(s, item)) { /* read into a staging buffer first */
+        guint64 read = storage_io(s, item, STW_SIM_STORAGE_PARAMS, (double)b, FALSE,
+                                  MAX(t, s->cpu_ready[item]));
+        start = MAX(start, read);
+      }
       start = wait_memory(s, start, b, limit_for(s, m));
       s->chunk_mem += b;
       guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, !s->pageable[item]));
@@ -340,22 +371,6 @@ activation_copies(Sim *s, guint32 m, guint64 now)
   return ready;
 }
 
-/* A read (or WRITE) of BYTES of chunk CH's optimizer state on the storage tier, from T at the
- * earliest; when it ends. */
-static guint64
-storage_io(Sim *s, guint32 ch, double bytes, gboolean write, guint64 t)
-{
-  const StwHardware *hw = &s->p->hw;
-  double bw = stw_hardware_storage_bandwidth(hw, (guint64)bytes, write);
-  guint64 *free_at = &s->storage_free;
-  guint64 start = MAX(t, *free_at);
-  guint64 ns = stw_cost_add(hw->storage_latency_ns, bw > 0 ? stw_cost_ns(bytes / bw * 1e9) : 0);
-  *free_at = stw_cost_add(start, ns);
-  task(s, write ? STW_SIM_STORAGE_WRITE : STW_SIM_STORAGE_READ, ch, 0, start, *free_at,
-       (guint64)bytes);
-  return *free_at;
-}
-
 /* A traced optimizer op's time on plan P's layout over its time as traced: Adam is bound by
  * the bytes it moves, fewer with bf16 moments (the plan's --optimizer-state) than fp32 (the
  * trace's), or more the other way. */
@@ -388,17 +403,20 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     guint32 param = stw_plan_item(c, STW_LIST_PARAM, ch);
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
     double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
-    gboolean stored = s->p->optim[ch] == STW_OPTIM_CPU_STORAGE;
+    gboolean stored = stw_optim_state_stored(s->p->optim[ch]);
     /* a chunk's state on storage comes whole into a staging buffer before its first tensor's
-     * step, once the buffer's last chunk is written out (the runtime's tier.c) */
+     * step, once the buffer's last chunk is written out (the runtime's tier.c); with its
+     * parameters there too, their gradients with it, and the new parameters go back with it */
     double state = 0;
     for (int l = STW_LIST_MASTER; stored && l < STW_N_LISTS; l++)
       state += (double)stw_chunk_bytes(c, ch, (StwChunkList)l);
+    if (s->p->optim[ch] == STW_OPTIM_STORAGE)
+      state += (double)stw_chunk_bytes(c, ch, STW_LIST_PARAM);
     /* ZeRO-Infinity's optimizer swapper, as DeepSpeed configures it by default (pipeline_read
      * and pipeline_write off), reads a sub-group only after the last one was written */
     gboolean serial = s->p->policy == STW_POLICY_ZERO_INFINITY;
     if (stored && s->adam_left[ch] == s->adam_steps[ch])
-      s->state_ready[ch] = storage_io(s, ch, state, FALSE,
+      s->state_ready[ch] = storage_io(s, ch, STW_SIM_STORAGE_STATE, state, FALSE,
                                       MAX(t, s->staging_free[serial ? 1 : 0]));
     if (stored)
       start = MAX(start, s->state_ready[ch]);
@@ -409,7 +427,9 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     if (stored && --s->adam_left[ch] == 0) { /* and written back behind its last */
       s->adam_left[ch] = s->adam_steps[ch];
       s->staging_free[0] = s->staging_free[1];
-      s->staging_free[1] = storage_io(s, ch, state, TRUE, end);
+      s->staging_free[1] = storage_io(s, ch, STW_SIM_STORAGE_STATE, state, TRUE, end);
+      if (s->p->optim[ch] == STW_OPTIM_STORAGE) /* the next fetch reads what it wrote */
+        s->cpu_ready[param] = MAX(s->cpu_ready[param], s->staging_free[1]);
     }
     for (int l = 0; l < STW_N_LISTS; l++) {
       guint32 item = stw_plan_item(c, (StwChunkList)l, ch);
@@ -523,7 +543,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
     const StwOp *op = stw_trace_op(t, k);
     for (guint32 i = 0; op->stage == STW_STAGE_OPTIM && i < op->n_params; i++) {
       guint32 ch = p->chunking->chunk_of[op->params[i]];
-      s.adam_steps[ch] += p->optim[ch] == STW_OPTIM_CPU_STORAGE;
+      s.adam_steps[ch] += stw_optim_state_stored(p->optim[ch]);
     }
   }
   s.adam_left = g_memdup2(s.adam_steps, MAX(n_chunks, 1) * sizeof(guint32));

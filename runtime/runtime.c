@@ -236,9 +236,19 @@ set_layout(StwRuntime *rt, GError **error)
                   "plan for %u (--gpus %u)", pw, pw > 1 ? "s" : "", cw, pw, pw, cw, cw);
       return FALSE;
     }
-    guint32 stored = 0;
-    for (guint32 i = 0; i < stw_chunking_count(o->plan->chunking); i++)
+    guint32 stored = 0, params = 0;
+    for (guint32 i = 0; i < stw_chunking_count(o->plan->chunking); i++) {
       stored += o->plan->optim[i] == STW_OPTIM_CPU_STORAGE;
+      params += o->plan->optim[i] == STW_OPTIM_STORAGE;
+    }
+    if (params > 0) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                  "the plan keeps the parameters of %u chunk%s on the storage tier "
+                  "(\"storage\"), and the runtime replays only optimizer state there "
+                  "(\"cpu-storage\"): plan with more host memory (--cpu) for a run, or keep the "
+                  "plan for its predictions", params, params > 1 ? "s" : "");
+      return FALSE;
+    }
     if (stored > 0 && o->storage_dir == NULL) {
       g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
                   "the plan keeps the optimizer state of %u chunks on the storage tier "

@@ -727,13 +727,14 @@ test_storage_state(void)
   /* a storage budget below what is there, and a profile without storage */
   back->budgets.storage_bytes = back->pred.storage_bytes - 1;
   g_assert_false(stw_plan_check(back, t, "s.json", NULL, NULL, &error));
-  stw_assert_error_contains(error, "chunks' optimizer state on the storage tier needs ");
+  stw_assert_error_contains(error, "chunks on the storage tier need ");
   back->budgets.storage_bytes = 100 * STW_GiB;
   back->hw.storage_kind[0] = '\0';
   g_assert_false(stw_plan_check(back, t, "s.json", NULL, NULL, &error));
   g_autofree char *on_storage = stw_size_format(back->pred.storage_bytes);
-  g_autofree char *none = g_strdup_printf("(%s, \"cpu-storage\"), and the plan's hardware "
-                                          "profile RTX4090-24GB-PCIe4-2xNVMe has none", on_storage);
+  g_autofree char *none = g_strdup_printf("(%s, \"cpu-storage\" or \"storage\"), and the plan's "
+                                          "hardware profile RTX4090-24GB-PCIe4-2xNVMe has none",
+                                          on_storage);
   stw_assert_error_contains(error, none);
   /* ZeRO-Infinity with NVMe (offload_optimizer "nvme") keeps all of its optimizer state there,
    * read, stepped and written one part after another: slower than the stowage plan's pipeline
@@ -753,6 +754,80 @@ test_storage_state(void)
   g_assert_cmpuint(zi_stored, ==, stw_chunking_count(zi->chunking));
   g_assert_cmpuint(zi->pred.storage_bytes, ==, state);
   g_assert_cmpuint(zi->pred.cost_ns, >, 2 * p->pred.cost_ns);
+}
+
+/* Host memory too small for even the 16-bit parameters once all the optimizer state is on
+ * storage: the parameters of the last chunks go there too ("storage"), read before each fetch and
+ * written behind each copy out and each step; the plan fits the host, checks, and says it. */
+static void
+test_storage_params(void)
+{
+  StwHardware hw;
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = xl_trace("RTX4090-24GB-PCIe4-2xNVMe", &hw);
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 12 * STW_GiB;
+  o.budgets.cpu_bytes = 9 * STW_GiB / 2; /* 2 GiB of it the process's */
+  o.budgets.storage_bytes = 100 * STW_GiB;
+  g_autoptr(StwPlan) p = stw_planner_plan(t, "x", &o, &error);
+  g_assert_no_error(error);
+  const StwChunking *c = p->chunking;
+  guint32 params = 0, cpu = 0;
+  guint64 stored = 0;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    cpu += p->optim[i] == STW_OPTIM_CPU;
+    params += p->optim[i] == STW_OPTIM_STORAGE;
+    for (int l = 0; l < STW_N_LISTS && stw_optim_state_stored(p->optim[i]); l++)
+      if (l != STW_LIST_PARAM || p->optim[i] == STW_OPTIM_STORAGE)
+        stored += stw_chunk_bytes(c, i, (StwChunkList)l);
+  }
+  g_assert_cmpuint(params, >, 0);
+  g_assert_cmpuint(cpu, ==, 0); /* all the state went first */
+  g_assert_cmpuint(p->pred.storage_bytes, ==, stored);
+  g_assert_cmpuint(p->pred.cpu_bytes + p->pred.host_overhead_bytes, <=, o.budgets.cpu_bytes);
+  StwSimulation sim;
+  g_assert_true(stw_plan_check(p, t, "s.json", NULL, &sim, &error));
+  g_assert_no_error(error);
+  /* every stored param item: read before each of its fetches, written behind each copy out */
+  guint64 reads = 0, writes = 0, fetched = 0, evicted = 0;
+  for (guint i = 0; i < sim.tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(sim.tasks, StwSimTask, i);
+    if (x->kind == STW_SIM_STORAGE_PARAMS && x->lane == STW_SIM_STORAGE_READ)
+      reads += x->bytes;
+    if (x->kind == STW_SIM_STORAGE_PARAMS && x->lane == STW_SIM_STORAGE_WRITE)
+      writes += x->bytes;
+  }
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  for (guint i = 0; i < p->schedule.actions->len; i++) {
+    if (a[i].item >= stw_chunking_count(c) || p->optim[a[i].item] != STW_OPTIM_STORAGE)
+      continue;
+    guint64 b = stw_chunk_bytes(c, a[i].item, STW_LIST_PARAM);
+    fetched += a[i].kind == STW_ACTION_FETCH ? b : 0;
+    evicted += a[i].kind == STW_ACTION_EVICT ? b : 0;
+  }
+  stw_simulation_clear(&sim);
+  g_assert_cmpuint(fetched, >, 0);
+  g_assert_cmpuint(reads, ==, fetched);
+  g_assert_cmpuint(writes, ==, evicted);
+  g_autofree char *text = stw_plan_to_string(p, t);
+  g_assert_nonnull(strstr(text, "\"optimizer\":\"storage\""));
+  g_autoptr(StwPlan) back = stw_plan_parse("s.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_true(stw_plan_check(back, t, "s.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  /* the same with 8 GiB of host memory keeps the parameters there, and is faster */
+  o.budgets.cpu_bytes = 8 * STW_GiB;
+  g_autoptr(StwPlan) roomier = stw_planner_plan(t, "x", &o, &error);
+  g_assert_no_error(error);
+  for (guint32 i = 0; i < stw_chunking_count(roomier->chunking); i++)
+    g_assert_cmpint(roomier->optim[i], !=, STW_OPTIM_STORAGE);
+  g_assert_cmpuint(roomier->pred.cost_ns, <, p->pred.cost_ns);
+  /* storage too small for what must go there: no plan */
+  o.budgets.cpu_bytes = 9 * STW_GiB / 2;
+  o.budgets.storage_bytes = p->pred.storage_bytes / 2;
+  g_assert_null(stw_planner_plan(t, "x", &o, &error));
+  stw_assert_error_contains(error, "host budget of 4.50 GiB");
 }
 
 /* auto against every choice of the blocks (keep, recompute or offload each: 3^5 plans) for a
@@ -874,6 +949,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/activations", test_activations);
   g_test_add_func("/planner/activations-offload", test_activations_offload);
   g_test_add_func("/planner/storage-state", test_storage_state);
+  g_test_add_func("/planner/storage-params", test_storage_params);
   g_test_add_func("/planner/bf16-moments", test_bf16_moments);
   g_test_add_func("/planner/activations-against-exhaustive", test_activations_against_exhaustive);
   return g_test_run();

@@ -796,6 +796,14 @@ storage_tier(void)
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
   g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_DIRECTORY);
   stw_assert_error_contains(error, "No such file or directory");
+  /* the parameters on storage too ("storage"): planned and simulated, not replayed yet */
+  rr.storage_dir = dir;
+  plan->optim[last] = STW_OPTIM_STORAGE;
+  g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
+  stw_assert_error_contains(error, "the plan keeps the parameters of 1 chunk on the storage "
+                            "tier (\"storage\"), and the runtime replays only optimizer state "
+                            "there");
   g_unlink(ckpt);
   g_assert_cmpint(g_rmdir(dir), ==, 0);
   stw_trainer_free(p);

@@ -109,6 +109,11 @@ typedef enum {
   STW_OPTIM_CPU_STORAGE,  /* CPU Adam with the optimizer state (master, momentum, variance) on
                            * the storage tier: read for the step into host staging buffers and
                            * written back, in a pipeline (docs/algorithms.md) */
+  STW_OPTIM_STORAGE,      /* CPU Adam with the whole chunk on the storage tier: its state, and
+                           * its parameters' 16-bit copy, which also carries their gradients:
+                           * read into a host staging buffer before each fetch to the GPU,
+                           * written back behind each copy out, and read and written by the
+                           * step beside the state (LoHan's and ZeRO-Infinity's offload_param) */
   STW_N_OPTIMS
 } StwOptimPlace;
 
@@ -118,7 +123,14 @@ extern const char *const stw_optim_names[];
 static inline gboolean
 stw_optim_on_cpu(guint8 place)
 {
-  return place == STW_OPTIM_CPU || place == STW_OPTIM_CPU_STORAGE;
+  return place == STW_OPTIM_CPU || place == STW_OPTIM_CPU_STORAGE || place == STW_OPTIM_STORAGE;
+}
+
+/* Whether chunks placed so keep their optimizer state on the storage tier. */
+static inline gboolean
+stw_optim_state_stored(guint8 place)
+{
+  return place == STW_OPTIM_CPU_STORAGE || place == STW_OPTIM_STORAGE;
 }
 
 typedef struct {

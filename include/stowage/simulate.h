@@ -36,19 +36,25 @@ typedef enum {
   STW_SIM_D2H,
   STW_SIM_CPU_ADAM,
   STW_SIM_COMM,
-  STW_SIM_STORAGE_READ,  /* optimizer state read from the storage tier (item: the chunk) */
+  STW_SIM_STORAGE_READ,  /* read from the storage tier (item: the chunk; kind: what) */
   STW_SIM_STORAGE_WRITE, /* ... and written back */
 } StwSimLane;
 
 /* The kind of a copy of an offloaded block's activations (its item: the block). */
 #define STW_SIM_ACTIVATIONS 1u
+/* What a storage read or write moves: a chunk's optimizer state (with its parameters, for a
+ * chunk placed "storage", at its step), or its parameters alone (a fetch's read, a copy out's
+ * write) */
+#define STW_SIM_STORAGE_STATE 0u
+#define STW_SIM_STORAGE_PARAMS 1u
 
 typedef struct {
   guint32 lane;              /* StwSimLane */
   guint32 item;              /* chunk item (H2D/D2H/COMM), chunk index (CPU Adam, storage), or
                               * block (STW_SIM_ACTIVATIONS) */
   guint32 kind;              /* COMM: STW_ACTION_GATHER or STW_ACTION_REDUCE_SCATTER; H2D/D2H:
-                              * STW_SIM_ACTIVATIONS for a block's activations, else 0 */
+                              * STW_SIM_ACTIVATIONS for a block's activations, else 0; storage:
+                              * STW_SIM_STORAGE_STATE or STW_SIM_STORAGE_PARAMS */
   guint64 start_ns, end_ns;
   guint64 bytes;             /* transfers */
 } StwSimTask;
