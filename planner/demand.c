@@ -315,7 +315,7 @@ stw_demand_of_plan(const StwPlan *p, const StwTrace *t)
 
 guint64
 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
-                      const StwSchedule *s, guint64 *storage_out)
+                      const StwSchedule *s, gboolean direct, guint64 *storage_out)
 {
   g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
   const StwAction *a = (const StwAction *)s->actions->data;
@@ -341,7 +341,7 @@ stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *op
     if (optim[ch] == STW_OPTIM_STORAGE) {
       guint64 param = d->bytes[stw_plan_item(c, STW_LIST_PARAM, ch)];
       state += param;
-      param_staging = MAX(param_staging, 2 * param);
+      param_staging = direct ? 0 : MAX(param_staging, 2 * param);
     }
     staging = MAX(staging, 2 * state);
   }

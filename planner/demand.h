@@ -101,9 +101,10 @@ guint32 *stw_demand_reduce_moments(const StwTrace *t, const StwChunking *c);
  * chunks placed STW_OPTIM_CPU_STORAGE, the state and the 16-bit parameters of STW_OPTIM_STORAGE
  * ones. Counted instead: the two staging buffers the steps read into, each of the largest such
  * chunk's stored bytes, and, with parameters stored, two more of the largest param item, which
- * its fetches are read into and its copies out written from. */
+ * its fetches are read into and its copies out written from — unless DIRECT (GPUDirect Storage:
+ * they move between storage and the GPU without the host). */
 guint64 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
-                              const StwSchedule *s, guint64 *storage_out);
+                              const StwSchedule *s, gboolean direct, guint64 *storage_out);
 
 G_END_DECLS
 

@@ -26,7 +26,11 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
   stw_replay_clear(&r);
 
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  guint32 n = stw_chunking_count(p->chunking);
   for (guint i = 0; i < p->schedule.actions->len; i++) {
+    /* with GPUDirect Storage, stored parameters move between storage and the GPU */
+    if (p->hw.storage_gpudirect && a[i].item < n && p->optim[a[i].item] == STW_OPTIM_STORAGE)
+      continue;
     if (a[i].kind == STW_ACTION_FETCH)
       out->h2d_bytes = stw_cost_add(out->h2d_bytes, d->bytes[a[i].item]);
     else if (a[i].kind == STW_ACTION_EVICT)
@@ -40,6 +44,7 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
     out->d2h_bytes = stw_cost_add(out->d2h_bytes, b);
   }
   out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
+                                                      p->hw.storage_gpudirect,
                                                       &out->storage_bytes),
                                 stw_activation_moves_host_peak(moves));
   out->host_overhead_bytes = stw_hardware_host_overhead(&p->hw) * MAX(p->chunking->world, 1);

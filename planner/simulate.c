@@ -283,6 +283,13 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
         s->chunk_mem -= b;
       break;
     case STW_ACTION_EVICT: {
+      if (params_stored(s, item) && hw->storage_gpudirect) { /* GPU memory straight to storage */
+        guint64 end = storage_io(s, item, STW_SIM_STORAGE_PARAMS, (double)b, TRUE,
+                                 MAX(t, s->gpu_ready[item]));
+        add_free(s, end, b);
+        s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
+        break;
+      }
       guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
       guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, !s->pageable[item]));
       s->d2h_free = end;
@@ -295,6 +302,13 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       break;
     }
     case STW_ACTION_FETCH: {
+      if (params_stored(s, item) && hw->storage_gpudirect) { /* storage straight to the GPU */
+        guint64 start = wait_memory(s, MAX(t, s->cpu_ready[item]), b, limit_for(s, m));
+        s->chunk_mem += b;
+        s->gpu_ready[item] = storage_io(s, item, STW_SIM_STORAGE_PARAMS, (double)b, FALSE, start);
+        sample(s, start);
+        break;
+      }
       guint64 start = MAX(MAX(t, s->h2d_free), s->cpu_ready[item]);
       if (params_stored(s, item)) { /* read into a staging buffer first */
         guint64 read = storage_io(s, item, STW_SIM_STORAGE_PARAMS, (double)b, FALSE,
@@ -482,7 +496,22 @@ pinned_copies(const StwPlan *p, const StwDemand *d, const GArray *moves, guint8 
       copied[a[i].item] = 1;
   guint64 world = MAX(p->chunking->world, 1);
   guint64 budget = p->budgets.pinned_bytes > 0 ? p->budgets.pinned_bytes / world : G_MAXUINT64;
-  *need = *over = 0;
+  /* parameters on storage are copied through two staging buffers (none with GPUDirect
+   * Storage), pinned first */
+  guint32 n = stw_chunking_count(p->chunking);
+  guint64 staging = 0;
+  for (guint32 k = 0; k < n && k < d->n_items; k++)
+    if (p->optim[k] == STW_OPTIM_STORAGE && !p->hw.storage_gpudirect)
+      staging = MAX(staging, 2 * d->bytes[k]);
+  for (guint32 k = 0; k < n && k < d->n_items; k++) {
+    if (p->optim[k] == STW_OPTIM_STORAGE) {
+      if (pageable != NULL)
+        pageable[k] = staging > budget;
+      copied[k] = 0;
+    }
+  }
+  *need = staging;
+  *over = staging > budget ? staging : 0;
   for (guint32 k = 0; k < d->n_items + (moves != NULL ? moves->len : 0); k++) {
     guint64 b = k < d->n_items
                     ? (copied[k] ? d->bytes[k] : 0)
@@ -554,6 +583,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       s.chunk_mem += d->bytes[i];
   }
   out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
+                                                      p->hw.storage_gpudirect,
                                                       NULL),
                                 stw_activation_moves_host_peak(s.moves));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;

@@ -816,6 +816,33 @@ test_storage_params(void)
   g_assert_no_error(error);
   g_assert_true(stw_plan_check(back, t, "s.json", NULL, NULL, &error));
   g_assert_no_error(error);
+  /* with GPUDirect Storage the same plan's stored parameters move between storage and the GPU:
+   * none of their bytes cross the copy engines, and the host keeps no staging buffers for them */
+  g_autoptr(StwPlan) direct = stw_plan_parse("s.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  direct->hw.storage_gpudirect = TRUE;
+  StwSimulation via_host;
+  stw_simulate(p, t, FALSE, &via_host);
+  stw_simulate(direct, t, TRUE, &sim);
+  guint64 largest = 0, h2d = 0, direct_reads = 0;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++)
+    if (p->optim[i] == STW_OPTIM_STORAGE)
+      largest = MAX(largest, stw_chunk_bytes(c, i, STW_LIST_PARAM));
+  for (guint i = 0; i < sim.tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(sim.tasks, StwSimTask, i);
+    if (x->lane == STW_SIM_H2D && x->item < stw_chunking_count(c) &&
+        p->optim[x->item] == STW_OPTIM_STORAGE)
+      h2d += x->bytes;
+    if (x->kind == STW_SIM_STORAGE_PARAMS && x->lane == STW_SIM_STORAGE_READ)
+      direct_reads += x->bytes;
+  }
+  g_assert_cmpuint(h2d, ==, 0);
+  g_assert_cmpuint(direct_reads, ==, fetched);
+  g_assert_cmpuint(sim.h2d_bytes, ==, via_host.h2d_bytes - fetched);
+  g_assert_cmpuint(sim.d2h_bytes, ==, via_host.d2h_bytes - evicted);
+  g_assert_cmpuint(sim.cpu_bytes, ==, via_host.cpu_bytes - 2 * largest);
+  stw_simulation_clear(&sim);
+  stw_simulation_clear(&via_host);
   /* the same with 8 GiB of host memory keeps the parameters there, and is faster */
   o.budgets.cpu_bytes = 8 * STW_GiB;
   g_autoptr(StwPlan) roomier = stw_planner_plan(t, "x", &o, &error);
