@@ -145,6 +145,16 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
          stw_trace_op(t, q->peak_op)->name);
   printf("  host         %s of %s\n", host, cpub);
+  if (p->hw.compute_on_host) { /* the emulated device is host memory too */
+    guint64 world = MAX(p->chunking->world, 1);
+    guint64 rss = q->peak_gpu_bytes + (q->cpu_bytes + q->host_overhead_bytes) / world;
+    g_autofree char *r = stw_size_format(rss);
+    g_autofree char *proc = stw_size_format(q->host_overhead_bytes / world);
+    g_autofree char *chunks = stw_size_format(q->cpu_bytes / world);
+    printf("  RSS          %s a rank on this host backend: its emulated device's peak %s, the "
+           "chunks' %s, the process's %s%s\n", r, peak, chunks, proc,
+           p->hw.cpu_overhead_bytes ? " (probed)" : " (the default: probe measures it)");
+  }
   guint64 need = 0, over = 0, world = MAX(c->world, 1);
   stw_plan_pinned(p, t, &need, &over);
   if (need > 0) {

@@ -254,6 +254,13 @@ f=$(printf '%s\n' "$out" | sed -n 's/^copy interference \([0-9.]*\): compute tim
   else grep -q '"copy_interference": *0*[.0-9]' "$T/emulated.json"; fi &&
   $S hardware "$T/emulated.json" > /dev/null
 tap_result $? "probe --device host measures what the emulated device's copies cost compute" "$out"
+# and the process's own memory beside the model state, which the plan's RSS line counts
+ovh=$(sed -n 's/.*"overhead_bytes": *\([0-9]*\).*/\1/p' "$T/emulated.json")
+$S plan "$TR" --gpu 8GiB --hw "$T/emulated.json" -o "$T/rss-plan.json" > "$T/rss-plan.txt" 2>&1
+proc=$(sed -n "s/^  RSS .*, the process's \(.*\) (probed)$/\1/p" "$T/rss-plan.txt")
+[ -n "$ovh" ] && [ "$ovh" -gt 1048576 ] && [ "$ovh" -lt 1073741824 ] &&
+  [ "$proc" = "$(awk -v b="$ovh" 'BEGIN { printf "%.2f MiB", b / 1048576 }')" ]
+tap_result $? "probe --device host measures the process ($ovh bytes); the plan's RSS line counts it ($proc)" "$(cat "$T/rss-plan.txt")"
 # a profile whose copies slow the compute beside them: simulate says by how much, and plans for it
 sed 's/"op_overhead_ns": 10000/"op_overhead_ns": 10000, "compute_on_host": true, "copy_interference": 1.0/; s/"name": "A100-80GB-PCIe4"/"name": "slowed"/' \
   "$STW_SRCDIR/hw/A100-80GB-PCIe4.json" > "$T/slowed.json"

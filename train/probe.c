@@ -4,8 +4,10 @@
 
 #include <stowage/probe.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <stowage/adam.h>
 #include <stowage/backend.h>
@@ -484,6 +486,19 @@ probe_host(StwProbe *p, GString *desc)
     p->profile.node_gpus = 1;
 }
 
+/* This process's resident memory (/proc/self/statm), 0 where it cannot be read. */
+static guint64
+process_rss_bytes(void)
+{
+  g_autofree char *text = NULL;
+  unsigned long long size, resident;
+  if (!g_file_get_contents("/proc/self/statm", &text, NULL, NULL) ||
+      sscanf(text, "%llu %llu", &size, &resident) != 2)
+    return 0;
+  long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? (guint64)resident * (guint64)page : 0;
+}
+
 gboolean
 stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
 {
@@ -516,6 +531,15 @@ stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
     if (!ok)
       return FALSE;
     if (o->device == STW_PROBE_HOST) { /* the emulated device is the host itself */
+      /* what a stowage process holds beside its model state, measured here: this process,
+       * once its buffers are given back, with the libraries' lazily made state (the BLAS's
+       * buffers, the threads' stacks) that the compute above brought in */
+      guint64 rss = process_rss_bytes();
+      if (rss > 0) {
+        hw->cpu_overhead_bytes = rss;
+        g_autofree char *r = stw_size_format(rss);
+        g_string_append_printf(desc, "; the process %s resident beside its model state", r);
+      }
       memcpy(hw->pageable, hw->pinned, sizeof hw->pinned);
       hw->n_pageable = hw->n_pinned;
       hw->pcie_generation = 1;
