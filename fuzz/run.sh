@@ -29,8 +29,10 @@ blas_libs=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
 # and liburing where configure found it (the storage tier's engine)
 uring_cflags=$(sed -n 's/^URING_CFLAGS = //p' Makefile)
 uring_libs=$(sed -n 's/^URING_LIBS = //p' Makefile)
+# and oneDNN, for the CPU's bf16 matmuls (config.h says whether there is one)
+dnnl_libs=$(sed -n 's/^DNNL_LIBS = //p' Makefile)
 flags="$flags $blas_cflags $uring_cflags"
-libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson zlib) $blas_libs $uring_libs -lm"
+libs="$(pkg-config --libs glib-2.0 gio-2.0 libcjson zlib) $blas_libs $uring_libs $dnnl_libs -lm"
 # the readers' layers: the core, the planner, the event-stream builder, and the runtime and the
 # trainer for checkpoints and training text (without the CUDA modules, and one rank: no MPI; the
 # NCCL module's path as the build's, though no target loads it)
