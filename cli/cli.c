@@ -318,14 +318,18 @@ stw_cli_slowdown_cell(double slowdown)
 }
 
 char *
-stw_cli_host_figure(const StwPlan *p)
+stw_cli_host_figure(const StwPlan *p, guint64 staging)
 {
   const StwPlanPredictions *q = &p->pred;
   g_autofree char *all = stw_size_format(q->cpu_bytes + q->host_overhead_bytes);
   g_autofree char *chunks = stw_size_format(q->cpu_bytes);
   g_autofree char *over = stw_size_format(q->host_overhead_bytes);
-  return g_strdup_printf("%s (%s of chunks%s, %s for the %s)", all, chunks,
-                         p->offload->len > 0 ? " and offloaded activations" : "", over,
+  g_autofree char *st = stw_size_format(staging);
+  g_autofree char *of_it = staging > 0 ? g_strdup_printf(", of which %s staging buffers for the "
+                                                         "storage tier", st)
+                                       : g_strdup("");
+  return g_strdup_printf("%s (%s of chunks%s%s, %s for the %s)", all, chunks,
+                         p->offload->len > 0 ? " and offloaded activations" : "", of_it, over,
                          p->chunking->world > 1 ? "ranks' processes" : "process");
 }
 

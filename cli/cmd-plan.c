@@ -141,7 +141,7 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *peak = stw_size_format(q->peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
   g_autofree char *cpub = stw_size_format(p->budgets.cpu_bytes);
-  g_autofree char *host = stw_cli_host_figure(p);
+  g_autofree char *host = stw_cli_host_figure(p, stw_plan_staging_bytes(p, t));
   printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
          stw_trace_op(t, q->peak_op)->name);
   printf("  host         %s of %s\n", host, cpub);

@@ -322,7 +322,7 @@ stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *op
   for (guint i = 0; i < s->actions->len; i++)
     moved[a[i].item] = 1;
   guint32 n = stw_chunking_count(c);
-  guint64 bytes = 0, stored = 0, staging = 0;
+  guint64 bytes = 0, stored = 0;
   for (guint32 i = 0; i < STW_N_LISTS * n; i++) {
     guint32 ch = i % n;
     if (optim != NULL && ((i >= n && stw_optim_state_stored(optim[ch])) ||
@@ -333,7 +333,19 @@ stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *op
     if (moved[i] || !s->resident[i])
       bytes = stw_cost_add(bytes, d->bytes[i]);
   }
-  guint64 param_staging = 0;
+  guint64 world = MAX(c->world, 1);
+  if (storage_out != NULL)
+    *storage_out = stored > STW_COST_MAX / world ? STW_COST_MAX : stored * world;
+  bytes = bytes > STW_COST_MAX / world ? STW_COST_MAX : bytes * world;
+  return stw_cost_add(bytes, stw_demand_staging_bytes(d, c, optim, direct));
+}
+
+guint64
+stw_demand_staging_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
+                         gboolean direct)
+{
+  guint32 n = stw_chunking_count(c);
+  guint64 staging = 0, param_staging = 0;
   for (guint32 ch = 0; optim != NULL && ch < n; ch++) {
     guint64 state = 0;
     for (int l = STW_LIST_MASTER; l < STW_N_LISTS && stw_optim_state_stored(optim[ch]); l++)
@@ -347,8 +359,5 @@ stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *op
   }
   staging = stw_cost_add(staging, param_staging);
   guint64 world = MAX(c->world, 1);
-  if (storage_out != NULL)
-    *storage_out = stored > STW_COST_MAX / world ? STW_COST_MAX : stored * world;
-  bytes = stw_cost_add(bytes, staging);
-  return bytes > STW_COST_MAX / world ? STW_COST_MAX : bytes * world;
+  return staging > STW_COST_MAX / world ? STW_COST_MAX : staging * world;
 }

@@ -105,6 +105,9 @@ guint32 *stw_demand_reduce_moments(const StwTrace *t, const StwChunking *c);
  * they move between storage and the GPU without the host). */
 guint64 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
                               const StwSchedule *s, gboolean direct, guint64 *storage_out);
+/* Of those, the staging buffers of the storage tier (all ranks). */
+guint64 stw_demand_staging_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
+                                 gboolean direct);
 
 G_END_DECLS
 

@@ -527,6 +527,13 @@ pinned_copies(const StwPlan *p, const StwDemand *d, const GArray *moves, guint8 
   }
 }
 
+guint64
+stw_plan_staging_bytes(const StwPlan *p, const StwTrace *t)
+{
+  g_autoptr(StwDemand) d = stw_demand_of_plan(p, t);
+  return stw_demand_staging_bytes(d, p->chunking, p->optim, p->hw.storage_gpudirect);
+}
+
 void
 stw_plan_pinned(const StwPlan *p, const StwTrace *t, guint64 *need, guint64 *pageable)
 {

@@ -786,6 +786,19 @@ test_storage_params(void)
   g_assert_cmpuint(cpu, ==, 0); /* all the state went first */
   g_assert_cmpuint(p->pred.storage_bytes, ==, stored);
   g_assert_cmpuint(p->pred.cpu_bytes + p->pred.host_overhead_bytes, <=, o.budgets.cpu_bytes);
+  /* the staging buffers: two of the largest stored chunk's bytes, two of its largest param item */
+  guint64 biggest = 0, biggest_param = 0;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    guint64 b = 0;
+    for (int l = 0; l < STW_N_LISTS && stw_optim_state_stored(p->optim[i]); l++)
+      if (l != STW_LIST_PARAM || p->optim[i] == STW_OPTIM_STORAGE)
+        b += stw_chunk_bytes(c, i, (StwChunkList)l);
+    biggest = MAX(biggest, b);
+    if (p->optim[i] == STW_OPTIM_STORAGE)
+      biggest_param = MAX(biggest_param, stw_chunk_bytes(c, i, STW_LIST_PARAM));
+  }
+  g_assert_cmpuint(stw_plan_staging_bytes(p, t), ==, 2 * biggest + 2 * biggest_param);
+  g_assert_cmpuint(stw_plan_staging_bytes(p, t), <=, p->pred.cpu_bytes);
   StwSimulation sim;
   g_assert_true(stw_plan_check(p, t, "s.json", NULL, &sim, &error));
   g_assert_no_error(error);

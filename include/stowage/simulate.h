@@ -99,6 +99,10 @@ void stw_simulate(const StwPlan *plan, const StwTrace *t, gboolean detail, StwSi
  * pinned speed: what a plan assumes), and how much of it lies beyond the plan's pinned budget
  * (budgets.pinned_bytes, its share for a rank) into *PAGEABLE: copied at pageable speed. */
 void stw_plan_pinned(const StwPlan *plan, const StwTrace *t, guint64 *need, guint64 *pageable);
+/* Of the host memory PLAN's chunks need (its cpu_bytes), the staging buffers of the storage tier,
+ * all ranks: two of the largest chunk's stored bytes for the steps, two of the largest stored
+ * param item for the fetches and copies out (none with GPUDirect Storage); 0 without storage. */
+guint64 stw_plan_staging_bytes(const StwPlan *plan, const StwTrace *t);
 void stw_simulation_clear(StwSimulation *s);
 
 /* What an iteration's time means as throughput, for all ranks together. Model FLOPs are the
