@@ -212,7 +212,7 @@ test_infeasible(void)
   o.budgets.cpu_bytes = STW_MiB;
   o.activations = STW_ACTIVATIONS_KEEP; /* (recomputing, every chunk fits the GPU: 2.00 GiB) */
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
-  stw_assert_error_contains(error, "policy stowage cannot fit the host budget of 1.00 MiB: its plans that fit the GPU need at least 2.48 GiB of host memory (chunks, and 2.00 GiB per rank for the process)");
+  stw_assert_error_contains(error, "policy stowage cannot fit the host budget of 1.00 MiB: its plans that fit the GPU need at least 2.48 GiB of host memory (chunks, and 2.00 GiB per rank for the process), 2.48 GiB more");
   o.budgets.cpu_bytes = STW_TiB;
   o.budgets.reserved_bytes = 9 * STW_GiB;
   g_assert_null(stw_planner_plan(t, "x", &o, &error));
