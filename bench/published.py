@@ -45,7 +45,15 @@ def run(*args):
     return r.returncode, r.stdout + r.stderr
 
 
+# where the source says the GPUs sit on PCIe (no NVLink), the PCIe card's profile
+PCIE_PROFILES = {"NVIDIA A100 80GB": "A100-80GB-PCIe4"}
+
+
 def profile_of(row):
+    if row["gpu_gpu_link"].startswith("PCIe"):
+        for prefix, name in PCIE_PROFILES.items():
+            if row["gpu_model"].startswith(prefix):
+                return name
     for prefix, name in PROFILES.items():
         if row["gpu_model"].startswith(prefix):
             return name
@@ -139,6 +147,7 @@ def predict(row, policy, extra, tmp):
     attention = ["--attention", "flash" if dtype == "bf16" else "naive"]
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
+                  "--kernels", "eager",
                   "-o", trace)
     if rc != 0:
         return None, "synth: " + out.strip().splitlines()[-1]

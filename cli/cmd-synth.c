@@ -11,7 +11,7 @@
 
 /* The command line as the user typed it. */
 typedef struct {
-  char *model, *model_config, *batch, *seq, *dtype, *attention, *hw_name, *memory, *output,
+  char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *hw_name, *memory, *output,
       *freeze, *lora, *lora_targets;
   gboolean checkpointing;
 } Line;
@@ -19,7 +19,7 @@ typedef struct {
 static void
 line_clear(Line *l)
 {
-  char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
+  char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention, &l->kernels,
                      &l->hw_name, &l->memory, &l->output, &l->freeze, &l->lora,
                      &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
@@ -44,6 +44,10 @@ parse(Line *l, int argc, char **argv)
       "activation checkpointing per transformer block", NULL },
     { "attention", 0, 0, STW_OPTION_TEXT, &l->attention,
       "attention kernel: naive (default) or flash", "A" },
+    { "kernels", 0, 0, STW_OPTION_TEXT, &l->kernels,
+      "the ops between the GEMMs: eager (default: PyTorch eager as Hugging Face's modules run "
+      "them, chains of kernels, fp32 upcasts) or fused (one kernel each: compiled or fused "
+      "models, stowage's trainer)", "K" },
     { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },
@@ -90,18 +94,20 @@ static int
 resolve(const Line *l, const StwModelConfig *config, StwSynthOptions *opt, StwHardware *hw)
 {
   *opt = (StwSynthOptions){ .batch = 1, .seq = config->max_seq, .dtype = STW_DTYPE_BF16,
-                            .checkpointing = l->checkpointing, .freeze = l->freeze,
+                            .checkpointing = l->checkpointing, .kernels = STW_KERNELS_DEFAULT, .freeze = l->freeze,
                             .lora_targets = l->lora_targets };
-  int dt = opt->dtype, att = opt->attention;
+  int dt = opt->dtype, att = opt->attention, kern = opt->kernels;
   if ((l->batch != NULL &&
        !stw_cli_parse_count(l->batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt->batch)) ||
       (l->seq != NULL && !stw_cli_parse_count(l->seq, "--seq", 1, config->max_seq, &opt->seq)) ||
       !stw_cli_parse_enum(l->dtype, "--dtype", stw_dtype_names, &dt) ||
       !stw_cli_parse_enum(l->attention, "--attention", stw_attention_names, &att) ||
+      !stw_cli_parse_enum(l->kernels, "--kernels", stw_kernels_names, &kern) ||
       (l->lora != NULL && !stw_cli_parse_count(l->lora, "--lora", 1, 65536, &opt->lora_rank)))
     return STW_EXIT_USAGE;
   opt->dtype = (StwDtype)dt;
   opt->attention = (StwAttention)att;
+  opt->kernels = (StwKernels)kern;
   GError *error = NULL;
   if (!stw_hardware_lookup(l->hw_name != NULL ? l->hw_name : STW_HARDWARE_DEFAULT, hw, &error))
     return stw_cli_error(error);

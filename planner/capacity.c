@@ -221,6 +221,9 @@ assumed(const StwRequest *r, const StwCapacityQuery *q)
     g_string_append_printf(s, "%scheckpointing", s->len ? ", " : "");
   if (stw_request_get(r, "attention") == NULL)
     g_string_append_printf(s, "%sflash attention", s->len ? ", " : "");
+  if (stw_request_get(r, "kernels") == NULL)
+    g_string_append_printf(s, "%s%s kernels", s->len ? ", " : "",
+                           stw_kernels_name(STW_KERNELS_DEFAULT));
   if (stw_request_get(r, "dtype") == NULL)
     g_string_append_printf(s, "%s%s", s->len ? ", " : "", stw_dtype_name(q->synth.dtype));
   return g_string_free(s, FALSE);
@@ -266,14 +269,16 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   out->width = 4096;
   out->synth = (StwSynthOptions){ .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16,
                                   .checkpointing = stw_request_get(r, "no-checkpointing") == NULL,
-                                  .attention = STW_ATTENTION_FLASH };
+                                  .attention = STW_ATTENTION_FLASH,
+                                  .kernels = STW_KERNELS_DEFAULT };
   if (hw->flops_per_s[STW_DTYPE_BF16] <= 0) /* V100: no bf16 */
     out->synth.dtype = STW_DTYPE_FP16;
-  int att = out->synth.attention, dt = out->synth.dtype;
+  int att = out->synth.attention, dt = out->synth.dtype, kern = out->synth.kernels;
   if (!stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &out->synth.batch, error) ||
       !stw_request_count(r, "seq", 1, STW_MODEL_MAX_SEQ, &out->synth.seq, error) ||
       !stw_request_count(r, "hidden", 64, 65536, &out->width, error) ||
       !stw_request_enum(r, "attention", stw_attention_names, &att, error) ||
+      !stw_request_enum(r, "kernels", stw_kernels_names, &kern, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dt, error) || !family(r, out, error) ||
       !stw_request_lora(r, &out->synth, error) ||
       !stw_option_enum_list("--policy", stw_request_get(r, "policy"), stw_policy_names,
@@ -282,6 +287,7 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   out->lora_targets = g_strdup(out->synth.lora_targets); /* the request's text, kept */
   out->synth.lora_targets = out->lora_targets;
   out->synth.attention = (StwAttention)att;
+  out->synth.kernels = (StwKernels)kern;
   out->synth.dtype = (StwDtype)dt;
   if (hw->flops_per_s[out->synth.dtype] <= 0) {
     g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "--dtype: %s has no %s "
@@ -312,6 +318,7 @@ stw_capacity_json(const StwCapacityQuery *q, const StwCapacityAnswer *answers, g
   stw_json_add_u64(root, "seq", q->synth.seq);
   cJSON_AddBoolToObject(root, "checkpointing", q->synth.checkpointing);
   cJSON_AddStringToObject(root, "attention", stw_attention_name(q->synth.attention));
+  cJSON_AddStringToObject(root, "kernels", stw_kernels_name(q->synth.kernels));
   cJSON_AddStringToObject(root, "dtype", stw_dtype_name(q->synth.dtype));
   if (q->synth.lora_rank > 0) {
     cJSON *lora = cJSON_AddObjectToObject(root, "lora");

@@ -45,9 +45,15 @@ double
 stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c)
 {
   guint32 ranks = MAX(stw_chunking_ranks_per_node(c), 1);
+  double bytes = stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad);
+  double rate;
   if (c->state_dtype == STW_DTYPE_BF16 && hw->cpu_adam_bf16_elems_per_s > 0)
-    return hw->cpu_adam_bf16_elems_per_s / ranks; /* measured (probe) */
-  double fewer = stw_adam_bytes_per_elem(c->dtype, STW_DTYPE_FP32, c->amsgrad) /
-                 stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad);
-  return hw->cpu_adam_elems_per_s * fewer / ranks;
+    rate = hw->cpu_adam_bf16_elems_per_s; /* measured (probe) */
+  else
+    rate = hw->cpu_adam_elems_per_s *
+           stw_adam_bytes_per_elem(c->dtype, STW_DTYPE_FP32, c->amsgrad) / bytes;
+  /* never faster than the host's memory streams the bytes it touches */
+  if (hw->host_memory_bytes_per_s > 0)
+    rate = MIN(rate, hw->host_memory_bytes_per_s / bytes);
+  return rate / ranks;
 }

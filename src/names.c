@@ -11,6 +11,7 @@ const char *const stw_arch_names[] = { "gpt", "llama", "bert", "neox", NULL };
 const char *const stw_bias_names[] = { "default", "yes", "no", NULL };
 const char *const stw_bias_site_names[] = { "qkv_bias", "out_bias", "mlp_bias", NULL };
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
+const char *const stw_kernels_names[] = { "fused", "eager", NULL };
 const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",
@@ -77,6 +78,12 @@ const char *
 stw_attention_name(StwAttention attention)
 {
   return stw_attention_names[attention];
+}
+
+const char *
+stw_kernels_name(StwKernels kernels)
+{
+  return stw_kernels_names[kernels];
 }
 
 const char *

@@ -15,6 +15,9 @@ typedef struct {
   StwTrace *trace;
   const StwModelGraph *graph;
   const StwHardware *hw;
+  StwKernels kernels;     /* how the ops between GEMMs run */
+  double host_ns, gpu_ns; /* eager: when the host has issued the last kernel, and when the GPU
+                           * finishes it */
   guint64 e;              /* activation element bytes */
   guint64 live;           /* non-model bytes live now */
   GArray *residuals;      /* guint64: skipped gradients waiting for their block's start */
@@ -48,6 +51,105 @@ op_duration_ns(const Synth *s, const StwGraphOp *g, double flops, double bytes)
   if (is_matmul(g))
     return stw_hardware_matmul_ns(s->hw, s->graph->dtype, flops, bytes);
   return stw_hardware_memory_op_ns(s->hw, bytes);
+}
+
+/* What PyTorch eager, running op G as Hugging Face's modules write it, adds to the fused op's
+ * model: the bytes its extra kernels move, forward and backward, and how many kernels each pass
+ * launches. Worked out per module in docs/synth.md ("Eager kernels"); e is the activations'
+ * element size, and the fused model already counts each op's input and output once. */
+typedef struct {
+  double fwd_bytes, bwd_bytes;
+  guint fwd_kernels, bwd_kernels;
+} Eager;
+
+static Eager
+eager_cost(const Synth *s, const StwGraphOp *g)
+{
+  const StwModelConfig *c = &s->graph->config;
+  double e = (double)s->e, T = (double)s->graph->batch * (double)s->graph->seq;
+  double dh = (double)stw_model_head_dim(c), q = (double)c->heads * dh;
+  double kv = (double)c->kv_heads * dh;
+  double in = (double)g->in_bytes / e, out = (double)g->out_bytes / e; /* elements */
+  /* GPT-2's and BERT's configurations train with dropout (0.1 on the residuals and the
+   * attention probabilities); Llama's, Qwen's and NeoX's without */
+  gboolean dropout = c->arch == STW_ARCH_GPT || c->arch == STW_ARCH_BERT;
+  Eager x = { 0, 0, 1, 2 }; /* one kernel; backward: the input's gradient and the weights' */
+  switch (g->kind) {
+  case STW_OP_NORM_EMBED:
+  case STW_OP_NORM_ATTN:
+  case STW_OP_NORM_POST_ATTN:
+  case STW_OP_NORM_MLP:
+  case STW_OP_NORM_POST_MLP:
+  case STW_OP_NORM_FINAL:
+    if (c->arch == STW_ARCH_LLAMA) /* RMSNorm in fp32, op by op; LayerNorm is one kernel */
+      x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
+    break;
+  case STW_OP_ROPE: { /* q and k (not v): x*cos + rotate_half(x)*sin, five kernels each */
+    double rotated = in - T * kv;
+    x = (Eager){ 12 * e * rotated - 2 * e * in, 12 * e * rotated - 2 * e * in, 10, 14 };
+    break;
+  }
+  case STW_OP_ATTN_CORE: {
+    /* the heads merged back: transpose(1, 2).contiguous() */
+    x = (Eager){ 2 * T * q * e, 2 * T * q * e, 2, 3 };
+    if (kv < q) { /* repeat_kv copies the shared keys and values out to every head */
+      x.fwd_bytes += 2 * T * (q + kv) * e;
+      x.bwd_bytes += 2 * T * (q + kv) * e;
+      x.fwd_kernels += 2;
+      x.bwd_kernels += 2;
+    }
+    if (s->graph->attention == STW_ATTENTION_NAIVE) {
+      /* per score: scaled, masked, softmaxed (and dropped out), each a kernel reading and
+       * writing the scores */
+      double n = (double)s->graph->batch * (double)c->heads * (double)s->graph->seq *
+                 (double)s->graph->seq;
+      x.fwd_bytes += n * (5 * e + 1 + (dropout ? 2 * e + 1 : 0));
+      x.bwd_bytes += n * (6 * e + 1 + (dropout ? 2 * e + 1 : 0));
+      x.fwd_kernels += 4 + (dropout ? 1 : 0);
+      x.bwd_kernels += 5 + (dropout ? 1 : 0);
+    }
+    break;
+  }
+  case STW_OP_MLP_ACT:
+    if (c->arch == STW_ARCH_GPT) /* GELU-new: tanh's approximation written out, 8 kernels */
+      x = (Eager){ 16 * e * in, 27 * e * in, 8, 16 };
+    else if (c->arch == STW_ARCH_LLAMA) /* silu(gate) * up */
+      x = (Eager){ 2 * e * out, 4 * e * out, 2, 4 };
+    break;
+  case STW_OP_LOSS: /* logits.float(), then log_softmax and the loss in fp32 */
+    x = (Eager){ 12 * in, (12 - e) * in, 4, 4 };
+    break;
+  default:
+    break;
+  }
+  if (g->residual == STW_RESIDUAL_CLOSE) { /* the residual added (after dropout) */
+    x.fwd_bytes += out * (3 * e + (dropout ? 2 * e + 1 : 0));
+    x.bwd_bytes += out * (3 * e + (dropout ? 2 * e + 1 : 0));
+    x.fwd_kernels += dropout ? 2 : 1;
+    x.bwd_kernels += dropout ? 2 : 1;
+  }
+  return x;
+}
+
+/* Op G's duration from its fused model's. Fused: as it is, one launch's overhead and the work.
+ * Eager: the work plus the extra bytes at HBM speed, spread over its kernels, each issued by the
+ * host op_overhead_ns after the one before and run when both it is issued and the GPU is free:
+ * the host runs ahead while long kernels run, and a chain of short ones waits on the host. The
+ * op lasts from the GPU finishing the op before to finishing its own last kernel. */
+static guint64
+eager_ns(Synth *s, guint64 fused_ns, double extra_bytes, guint kernels)
+{
+  if (s->kernels != STW_KERNELS_EAGER)
+    return fused_ns;
+  double overhead = (double)s->hw->op_overhead_ns;
+  double work = fmax((double)fused_ns - overhead, 0) +
+                fmax(extra_bytes, 0) / (s->hw->hbm_bytes_per_s * s->hw->memory_efficiency) * 1e9;
+  guint64 before = (guint64)llround(s->gpu_ns);
+  for (guint k = 0; k < MAX(kernels, 1); k++) {
+    s->host_ns += overhead;
+    s->gpu_ns = fmax(s->gpu_ns, s->host_ns) + work / MAX(kernels, 1);
+  }
+  return (guint64)llround(s->gpu_ns) - before;
 }
 
 static guint64
@@ -106,7 +208,9 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
   op->flops = g->flops;
   double bytes = (double)(param_bytes(s, g) + g->in_bytes + g->out_bytes + 2 * g->work_bytes +
                           g->saved_extra_bytes);
-  op->duration_ns = op_duration_ns(s, g, (double)g->flops, bytes);
+  Eager x = eager_cost(s, g);
+  op->duration_ns = eager_ns(s, op_duration_ns(s, g, (double)g->flops, bytes), x.fwd_bytes,
+                             x.fwd_kernels);
 }
 
 static void
@@ -141,7 +245,8 @@ backward_op(Synth *s, const StwGraphOp *g)
   double bytes = (double)pbytes * (1.0 + share) +
                  (double)(2 * g->in_bytes + g->out_bytes + 2 * g->bwd_work_bytes +
                           g->saved_extra_bytes);
-  op->duration_ns = op_duration_ns(s, g, flops, bytes);
+  Eager x = eager_cost(s, g);
+  op->duration_ns = eager_ns(s, op_duration_ns(s, g, flops, bytes), x.bwd_bytes, x.bwd_kernels);
 }
 
 /* The op indices of each transformer block's forward and backward, as they are emitted. */
@@ -313,6 +418,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.seq = options->seq;
   t->model.checkpointing = options->checkpointing;
   t->model.attention = options->attention;
+  t->model.kernels = options->kernels;
   g_free(t->device.name);
   t->device.name = g_strdup(hw->name);
   t->device.memory_bytes = hw->gpu_memory_bytes;
@@ -331,7 +437,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     return NULL;
   }
 
-  Synth s = { .trace = t, .graph = graph, .hw = hw, .e = stw_dtype_bytes(options->dtype),
+  Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels, .e = stw_dtype_bytes(options->dtype),
               .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)) };
   gsize L = MAX(config->layers, 1);

@@ -552,6 +552,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
   stw_json_add_u64(model, "seq", t->model.seq);
   cJSON_AddBoolToObject(model, "checkpointing", t->model.checkpointing);
   cJSON_AddStringToObject(model, "attention", stw_attention_name(t->model.attention));
+  if (t->model.kernels != STW_KERNELS_FUSED)
+    cJSON_AddStringToObject(model, "kernels", stw_kernels_name(t->model.kernels));
   /* written only when not the default, so that the traces before them keep their digests */
   if (stw_trace_micro_steps(t) > 1)
     stw_json_add_u64(model, "micro_steps", stw_trace_micro_steps(t));
@@ -672,7 +674,7 @@ static const char *const block_members[] = { "name", "forward", "backward", "inp
                                              NULL };
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
-                                             "checkpointing", "attention", "micro_steps",
+                                             "checkpointing", "attention", "kernels", "micro_steps",
                                              "gradients", "amsgrad", "optimizer_state", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
@@ -751,7 +753,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   gsize saved = stw_json_push_key(r, "model");
   const char *name = NULL;
   const cJSON *config = NULL;
-  int attention = STW_ATTENTION_NAIVE, gradients = STW_GRADIENTS_CHUNKS, state = 0;
+  int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED, gradients = STW_GRADIENTS_CHUNKS, state = 0;
   guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
@@ -761,6 +763,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_u64(r, obj, "seq", FALSE, 0, STW_MODEL_MAX_SEQ, &t->model.seq, error) &&
       stw_json_get_bool(r, obj, "checkpointing", FALSE, &t->model.checkpointing, error) &&
       stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error) &&
+      stw_json_get_enum(r, obj, "kernels", FALSE, stw_kernels_names, &kernels, error) &&
       stw_json_get_u64(r, obj, "micro_steps", FALSE, 1, STW_TRACE_MAX_MICRO_STEPS, &micro_steps,
                        error) &&
       stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
@@ -776,6 +779,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     g_free(t->model.name);
     t->model.name = g_strdup(name);
     t->model.attention = (StwAttention)attention;
+    t->model.kernels = (StwKernels)kernels;
     t->model.micro_steps = (guint32)micro_steps;
     t->model.gradients = (StwGradients)gradients;
     t->model.state_dtype = stw_state_dtype_at(state);

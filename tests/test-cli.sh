@@ -206,12 +206,16 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing and --attention go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--batch, --seq, --dtype, --checkpointing, --attention and --kernels go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
 # the default policy uses the host budget it is given: where only a placement that keeps more on
 # the GPU fits the host, it finds one (and beats gemini's)
-expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.524 s       240  7.0%     5.31x  yes" "stowage fits a host budget that binds" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static
+expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.614 s       238  6.9%     4.92x  yes" "stowage fits a host budget that binds" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static
+# the same with fused kernels: the compute is faster, the moves the same
+expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.524 s       240  7.0%     5.31x  yes" "whatif --kernels fused" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static --kernels fused
+expect 2 "--kernels: 'fast' is not one of fused, eager" "synth with unknown kernels" -- $S synth --model gpt2 --kernels fast -o "$T/never.json"
+expect 2 "--kernels: 'fast' is not one of fused, eager" "whatif with unknown kernels" -- $S whatif --model gpt2 --gpu 8GiB --kernels fast
 # nodes: --gpus per node, the profile's node size and links checked first
 P12=$STW_SRCDIR/traces/pstar-12b-b8-s1024-ckpt.json
 expect 0 "on 2 nodes of 8 x A100-SXM4-80GB with 32.00 GiB of GPU memory each" "compare on two DGX A100 nodes" -- $S compare "$P12" --gpu 32GiB --nodes 2 --cpu 480GiB --hw A100-SXM4-80GB
@@ -229,9 +233,9 @@ expect 2 "--gpus: '0' is not valid: expected a whole number from 1 to 4096" "cap
 expect 2 "--family: 'rnn' is not one of" "capacity with an unknown family" -- $S capacity --family rnn
 expect 2 "--policy: 'fastest' is not one of stowage, patrickstar" "capacity with an unknown policy" -- $S capacity --family gpt2 --policy fastest
 expect 2 "--attention: 'sparse' is not one of naive, flash" "capacity with an unknown attention" -- $S capacity --family gpt2 --attention sparse
-expect 0 "V100-32GB-PCIe3, 1 GPU, 64.00 GiB of host memory; batch 8 x 1024 tokens per GPU, checkpointing, flash attention, fp16 (defaults: the batch and sequence, checkpointing, flash attention, fp16)" "capacity names what it assumed" -- $S capacity --family patrickstar --hw V100-32GB-PCIe3 --cpu 64GiB --policy patrickstar
-$S capacity --family gpt2 --batch 2 --seq 512 --no-checkpointing --attention naive --dtype bf16 --policy stowage > "$T/cap.txt" 2>&1
-head -n1 "$T/cap.txt" | grep -qx "A100-80GB-PCIe4, 1 GPU, 512.00 GiB of host memory; batch 2 x 512 tokens per GPU, no checkpointing, naive attention, bf16"; tap_result $? "capacity with nothing assumed names no defaults" "$(head -n1 "$T/cap.txt")"
+expect 0 "V100-32GB-PCIe3, 1 GPU, 64.00 GiB of host memory; batch 8 x 1024 tokens per GPU, checkpointing, flash attention, eager kernels, fp16 (defaults: the batch and sequence, checkpointing, flash attention, eager kernels, fp16)" "capacity names what it assumed" -- $S capacity --family patrickstar --hw V100-32GB-PCIe3 --cpu 64GiB --policy patrickstar
+$S capacity --family gpt2 --batch 2 --seq 512 --no-checkpointing --attention naive --kernels fused --dtype bf16 --policy stowage > "$T/cap.txt" 2>&1
+head -n1 "$T/cap.txt" | grep -qx "A100-80GB-PCIe4, 1 GPU, 512.00 GiB of host memory; batch 2 x 512 tokens per GPU, no checkpointing, naive attention, fused kernels, bf16"; tap_result $? "capacity with nothing assumed names no defaults" "$(head -n1 "$T/cap.txt")"
 expect 2 "--dtype: V100-32GB-PCIe3 has no bf16 compute" "capacity with a dtype the GPU lacks" -- $S capacity --family gpt2 --hw V100-32GB-PCIe3 --dtype bf16
 expect 2 "--policy: the list is empty" "whatif with an empty policy list" -- $S whatif "$TR" --gpu 8GiB --policy ""
 expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "whatif with an unknown dtype" -- $S whatif --model gpt2 --gpu 8GiB --dtype fp8

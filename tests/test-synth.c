@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include <glib.h>
 
@@ -20,20 +21,35 @@ find_op(const StwTrace *t, const char *name)
   return NULL;
 }
 
+/* CFG synthesized with OPT on the default profile. */
 static StwTrace *
-synth_tiny(gboolean checkpointing, StwAttention attention)
+synth_on_default(const StwModelConfig *cfg, const StwSynthOptions *opt)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  GError *error = NULL;
+  StwTrace *t = stw_synth_trace(cfg, opt, &hw, &error);
+  g_assert_no_error(error);
+  return t;
+}
+
+/* A 1-layer GPT of 6 tokens, d = 4, ffn 16, vocab 10, 2 heads, fp32. */
+static StwTrace *
+synth_tiny_kernels(gboolean checkpointing, StwAttention attention, StwKernels kernels)
 {
   StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
                          .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
                          .tied = TRUE };
-  StwHardware hw;
-  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
   StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
-                          .checkpointing = checkpointing, .attention = attention };
-  GError *error = NULL;
-  StwTrace *t = stw_synth_trace(&cfg, &opt, &hw, &error);
-  g_assert_no_error(error);
-  return t;
+                          .checkpointing = checkpointing, .attention = attention,
+                          .kernels = kernels };
+  return synth_on_default(&cfg, &opt);
+}
+
+static StwTrace *
+synth_tiny(gboolean checkpointing, StwAttention attention)
+{
+  return synth_tiny_kernels(checkpointing, attention, STW_KERNELS_FUSED);
 }
 
 /* The activation bytes of a 1-layer GPT (T = 6 tokens, d = 4, ffn 16, vocab 10, 2 heads, fp32),
@@ -252,6 +268,84 @@ test_flash_attention(void)
   g_assert_cmpuint(f->flops * 2, ==, n->flops);  /* causal half skipped */
 }
 
+static StwTrace *
+synth_llama(StwKernels kernels)
+{
+  /* T = 4096 tokens, d = 1024, 8 query heads of 128 sharing 2 key-value heads, ffn 2816 */
+  StwModelConfig cfg = { .name = "eager", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 1024,
+                         .heads = 8, .kv_heads = 2, .ffn = 2816, .vocab = 1000, .max_seq = 512 };
+  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16,
+                          .attention = STW_ATTENTION_FLASH, .kernels = kernels };
+  return synth_on_default(&cfg, &opt);
+}
+
+/* Eager kernels (docs/synth.md). At 4096 tokens the GPU is the bound after the first block (the
+ * host issues each kernel 10 us after the one before, and runs ahead during the GEMMs): each
+ * op takes its fused work (less the one launch the fused model adds) plus its extra bytes at 80%
+ * of 1,935 GB/s, the bytes worked out by hand from the table there (e = 2, T = 4096, q = 1024,
+ * kv = 256). */
+static void
+test_eager_kernels(void)
+{
+  g_autoptr(StwTrace) fused = synth_llama(STW_KERNELS_FUSED);
+  g_autoptr(StwTrace) eager = synth_llama(STW_KERNELS_EAGER);
+  g_assert_cmpint(eager->model.kernels, ==, STW_KERNELS_EAGER);
+  const double T = 4096;
+  static const char *const names[] = { "h1.ln_1", "h1.ln_1.bwd", "h1.attn.rope",
+                                       "h1.attn.rope.bwd", "h1.attn.core", "h1.attn.o_proj",
+                                       "h1.attn.o_proj.bwd", "h1.mlp.swiglu", "h1.mlp.swiglu.bwd",
+                                       "loss", "loss.bwd", "h1.mlp.gate_up" };
+  const double extra[] = {
+    T * 1024 * (28 + 4),                          /* RMSNorm: n (28 + 2e) */
+    T * 1024 * (52 + 8),                          /* n (52 + 4e) */
+    12.0 * 2 * T * 1280 - 2.0 * 2 * T * 1536,     /* q and k rotated, q + 2 kv counted */
+    12.0 * 2 * T * 1280 - 2.0 * 2 * T * 1536,
+    2.0 * 2 * T * 1024 + 2.0 * 2 * T * (1024 + 256), /* heads merged; repeat_kv */
+    3.0 * 2 * T * 1024,                           /* the residual added */
+    3.0 * 2 * T * 1024,
+    2.0 * 2 * T * 2816,                           /* silu(gate) * up */
+    4.0 * 2 * T * 2816,
+    12.0 * T * 1000,                              /* logits.float() and an fp32 loss */
+    10.0 * T * 1000,
+    0,                                            /* a GEMM is one kernel either way */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+    const StwOp *f = find_op(fused, names[i]), *e = find_op(eager, names[i]);
+    double want = (double)f->duration_ns - 10000 + extra[i] / (1935e9 * 0.8) * 1e9;
+    if (g_test_verbose())
+      g_test_message("%s: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " (%.0f)", names[i],
+                     f->duration_ns, e->duration_ns, want);
+    g_assert_cmpfloat(fabs((double)e->duration_ns - want), <=, 1.0);
+    /* what an op keeps is the same: the eager chain's transients live one kernel long */
+    g_assert_cmpuint(e->nonmodel_peak_bytes, ==, f->nonmodel_peak_bytes);
+  }
+  /* RMSNorm's forward: 134 MB more than its fused kernel, 86.7 us at 1,548 GB/s */
+  g_assert_cmpuint(find_op(eager, "h1.ln_1")->duration_ns, ==,
+                   find_op(fused, "h1.ln_1")->duration_ns - 10000 + 86704);
+
+  /* a model of 6 tokens is bound by the host: 83 kernels issued 10 us apart (GPT-2's block,
+   * forward: embed 1, ln_1 1, qkv 1, naive attention 7, the projection and its residual with
+   * dropout 3, ln_2 1, fc 1, GELU-new 8, proj 3, ln_f 1, lm_head 1, loss 4; backward 51) */
+  g_autoptr(StwTrace) t = synth_tiny_kernels(FALSE, STW_ATTENTION_NAIVE, STW_KERNELS_EAGER);
+  guint64 total = 0;
+  for (guint i = 0; i < t->ops->len; i++)
+    if (stw_trace_op(t, i)->stage != STW_STAGE_OPTIM)
+      total += stw_trace_op(t, i)->duration_ns;
+  g_assert_cmpuint(total, >=, 83 * 10000);
+  g_assert_cmpuint(total, <, 83 * 10000 + 100); /* and the last kernel's few nanoseconds */
+  /* GELU-new's 8 kernels: 80 us, less the 1.5 us the GEMM before it still ran after its issue */
+  g_assert_cmpuint(find_op(t, "h0.mlp.gelu")->duration_ns, ==, 8 * 10000 - 1500);
+
+  /* the trace says how it was modelled, and a fused one stays as it was written before */
+  g_autofree char *text = stw_trace_to_string(eager, NULL);
+  g_assert_nonnull(strstr(text, "\"kernels\""));
+  g_autofree char *old = stw_trace_to_string(fused, NULL);
+  g_assert_null(strstr(old, "\"kernels\""));
+  g_autoptr(StwTrace) back = stw_trace_parse("eager.json", text, strlen(text), NULL);
+  g_assert_nonnull(back);
+  g_assert_cmpint(back->model.kernels, ==, STW_KERNELS_EAGER);
+}
+
 static void
 test_gpt2_structure(void)
 {
@@ -370,6 +464,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
+  g_test_add_func("/synth/eager-kernels", test_eager_kernels);
   g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
   g_test_add_func("/synth/other-archs", test_other_archs);
   g_test_add_func("/synth/bad-options", test_bad_options);

@@ -62,7 +62,8 @@ double stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad)
 
 /* CPU Adam elements per second on layout C for one of its ranks sharing the host: the profile's
  * rate with fp32 moments; with bf16 ones its measured rate (cpu.adam_bf16_elems_per_s, probe),
- * else the fp32 rate scaled by the bytes a step moves (as if bound by memory). */
+ * else the fp32 rate scaled by the bytes a step moves (as if bound by memory); never above the
+ * host's memory bandwidth (node.host_memory_bytes_per_s) over those bytes. */
 double stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c);
 
 STW_END_DECLS

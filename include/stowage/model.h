@@ -62,6 +62,16 @@ typedef enum {
   STW_N_ATTENTIONS
 } StwAttention;
 
+/* How the framework runs the ops between the GEMMs (docs/synth.md, "Eager kernels"). */
+typedef enum {
+  STW_KERNELS_FUSED, /* one kernel an op, moving only its inputs and outputs (stowage's trainer,
+                      * fused or compiled models) */
+  STW_KERNELS_EAGER, /* PyTorch eager as Hugging Face's modules run it: RMSNorm, rotary
+                      * positions, GELU-new, the naive softmax and the loss as chains of kernels,
+                      * each reading and writing its tensors (in fp32 where they upcast) */
+  STW_N_KERNELS
+} StwKernels;
+
 #define STW_MODEL_MAX_NAME 128
 
 typedef struct {
@@ -249,11 +259,13 @@ const char *stw_dtype_name(StwDtype dtype);
 gboolean stw_dtype_parse(const char *text, StwDtype *out);
 const char *stw_arch_name(StwArch arch);
 const char *stw_attention_name(StwAttention attention);
+const char *stw_kernels_name(StwKernels kernels);
 const char *stw_bias_name(StwBias bias);
 
 extern const char *const stw_dtype_names[];     /* NULL-terminated, in enum order */
 extern const char *const stw_arch_names[];
 extern const char *const stw_attention_names[];
+extern const char *const stw_kernels_names[];   /* "fused", "eager" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */

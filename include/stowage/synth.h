@@ -31,12 +31,17 @@ typedef enum {
 
 #define STW_SYNTH_MAX_BATCH 65536
 
+/* The kernels synth, whatif --model and capacity assume when not told: PyTorch eager, the way
+ * Hugging Face's models run unless compiled (docs/synth.md) */
+#define STW_KERNELS_DEFAULT STW_KERNELS_EAGER
+
 typedef struct {
   guint64 batch;            /* sequences per iteration, 1..65536 */
   guint64 seq;              /* tokens per sequence, 1..config.max_seq */
   StwDtype dtype;           /* compute dtype of parameters and activations */
   gboolean checkpointing;   /* keep only each block's input; recompute the block in backward */
   StwAttention attention;
+  StwKernels kernels;       /* fused (0) or PyTorch eager's chains of kernels */
   const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
                              * no gradient, no optimizer op, and a backward without the weight
                              * gradient's half of the FLOPs */

@@ -120,6 +120,8 @@ typedef struct {
   guint64 seq;              /* tokens per sequence; 0 = unknown */
   gboolean checkpointing;   /* activation checkpointing per transformer block */
   StwAttention attention;
+  StwKernels kernels;       /* synthesized: how its ops' kernels were modelled ("kernels",
+                             * written when eager) */
   guint32 micro_steps;      /* forward-backward passes per iteration (gradient accumulation):
                              * the ops are that many runs of forward then backward ops, then the
                              * optimizer's; 1 in a new trace */

@@ -118,6 +118,13 @@ MODELS = [
      dict(family="gpt2", seq=128, policy="stowage", lora=4)),
     ("capacity", ["--family", "gpt2", "--lora", "4", "--lora-targets", "gate"],
      dict(family="gpt2", lora=4, lora_targets="gate")),
+    ("whatif", ["--model", "gpt2", "--batch", "2", "--seq", "256", "--gpu", "4GiB", "--policy",
+                "stowage", "--kernels", "fused"],
+     dict(model="gpt2", batch=2, seq=256, gpu="4GiB", policy="stowage", kernels="fused")),
+    ("whatif", ["--model", "gpt2", "--gpu", "4GiB", "--kernels", "jit"],
+     dict(model="gpt2", gpu="4GiB", kernels="jit")),
+    ("capacity", ["--family", "gpt2", "--seq", "128", "--policy", "stowage", "--kernels",
+                  "fused"], dict(family="gpt2", seq=128, policy="stowage", kernels="fused")),
 ]
 
 
