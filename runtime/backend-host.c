@@ -3,7 +3,8 @@
  * Device blocks are reused: a freed block is kept, by its size, for the next allocation of that
  * size (chunk slots and activation arenas come and go every iteration; fresh memory would be
  * mapped and faulted in each time). A size never holds more spare blocks than were once live at
- * the same time, so the memory kept is bounded by the peak of each size. */
+ * the same time, and live and spare blocks together never more than the emulated device's
+ * memory (device_bytes): a fresh block that would pass it first gives the spare ones back. */
 #include "config.h"
 
 #include <stowage/backend.h>
@@ -33,6 +34,7 @@ typedef struct {
   GThread *engines[2];
   GHashTable *sizes;       /* device block -> its bytes */
   GHashTable *spare;       /* bytes -> GSList of free device blocks of that size */
+  guint64 live_bytes, spare_bytes;
 } HostBackend;
 
 static Job stop_job; /* a job that tells an engine to exit */
@@ -58,6 +60,8 @@ engine(gpointer data)
   }
 }
 
+static void host_trim(StwBackend *b);
+
 static void *
 host_device_alloc(StwBackend *b, gsize bytes)
 {
@@ -66,15 +70,20 @@ host_device_alloc(StwBackend *b, gsize bytes)
   gpointer key = GSIZE_TO_POINTER(bytes);
   GSList *free_list = g_hash_table_lookup(h->spare, key);
   void *p;
+  if (free_list == NULL && b->device_bytes > 0 && h->spare_bytes > 0 &&
+      h->live_bytes + h->spare_bytes + bytes > b->device_bytes)
+    host_trim(b); /* the emulated device is full of kept blocks: give them back */
   if (free_list != NULL) {
     p = free_list->data;
     g_hash_table_insert(h->spare, key, g_slist_delete_link(free_list, free_list));
+    h->spare_bytes -= bytes;
   } else if ((p = g_try_malloc(bytes)) == NULL) {
     g_snprintf(b->error, sizeof b->error, "out of host memory for %" G_GSIZE_FORMAT " bytes",
                bytes);
     return NULL;
   }
   g_hash_table_insert(h->sizes, p, key);
+  h->live_bytes += bytes;
   return p;
 }
 
@@ -87,6 +96,8 @@ host_device_free(StwBackend *b, void *p)
   gpointer key = g_hash_table_lookup(h->sizes, p);
   g_hash_table_remove(h->sizes, p);
   g_hash_table_insert(h->spare, key, g_slist_prepend(g_hash_table_lookup(h->spare, key), p));
+  h->live_bytes -= GPOINTER_TO_SIZE(key);
+  h->spare_bytes += GPOINTER_TO_SIZE(key);
 }
 
 static void
@@ -99,6 +110,7 @@ host_trim(StwBackend *b)
   while (g_hash_table_iter_next(&it, NULL, (gpointer *)&spares))
     g_slist_free_full(spares, g_free);
   g_hash_table_remove_all(h->spare);
+  h->spare_bytes = 0;
 #ifdef __GLIBC__
   malloc_trim(0); /* blocks below glibc's mmap threshold went to its heap: give the pages back */
 #endif

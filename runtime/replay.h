@@ -55,8 +55,10 @@ typedef struct {
 
 void stw_replayer_set_collectives(StwReplayer *r, const StwReplayCollectives *c);
 
-/* Fetches the plan's start state into S (gathers its groups) and waits for it. FALSE with ERROR
- * when a gather fails. */
+/* Fetches the plan's start state into S (gathers its groups) and waits for it. The items the
+ * plan keeps on the device for good (resident at the start, no action moves them; not a group's)
+ * lose their host copies as they land: the plan counts no host memory for them
+ * (stw_store_release_host). FALSE with ERROR when a gather fails. */
 gboolean stw_replayer_start(StwReplayer *r, StwStore *s, GError **error);
 /* Restarts the iteration: the next actions are moment 0's. */
 void stw_replayer_rewind(StwReplayer *r);

@@ -675,6 +675,8 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   }
   rt->store = stw_store_new(backend, n_items, bytes, o->device_bytes, o->verify,
                             o->copy_timeout_ms);
+  if (backend->device_is_host)
+    backend->device_bytes = o->device_bytes; /* the emulated device is the budget's size */
   for (guint32 g = 0; rt->multi && g < stw_chunking_groups(rt->c); g++)
     stw_store_set_volatile(rt->store, stw_plan_group_item(rt->c, g));
   if (rt->multi) {

@@ -21,7 +21,9 @@ struct StwStore {
   StwBackend *be;
   guint32 n_items;
   guint64 *bytes;           /* per item */
-  guint8 **host;            /* per item: the host copy, always there */
+  guint8 **host;            /* per item: the host copy; NULL once released (resident items a
+                             * plan never moves: stw_store_release_host), made again when one
+                             * is needed */
   guint8 **slot;            /* per item: the device slot (TO_DEVICE, ON_DEVICE, TO_HOST) */
   StwPlace *place;          /* per item */
   guint8 *dirty;            /* per item: the device copy is the only valid one */
@@ -155,7 +157,8 @@ stw_store_free(StwStore *s)
     }
     if (s->slot[i] != NULL && !s->plain && !s->in_place)
       s->be->device_free(s->be, s->slot[i]);
-    s->be->host_free(s->be, s->host[i]);
+    if (s->host[i] != NULL)
+      s->be->host_free(s->be, s->host[i]);
   }
   GHashTableIter it;
   gpointer key;
@@ -327,12 +330,40 @@ stw_store_settle(StwStore *s, guint32 item)
     reap(s, TRUE);
 }
 
+/* ITEM's host copy, allocated again where it was released (its contents undefined). */
+static guint8 *
+host_buffer(StwStore *s, guint32 item)
+{
+  if (s->host[item] == NULL)
+    s->host[item] = s->be->host_alloc(s->be, s->bytes[item]);
+  return s->host[item];
+}
+
+static void device_copy(StwStore *s, StwCopyDir dir, void *dst, const void *src, gsize bytes);
+
 guint8 *
 stw_store_host(StwStore *s, guint32 item)
 {
   while (s->place[item] == STW_TO_HOST && !s->halted)
     reap(s, TRUE);
+  if (s->host[item] == NULL) { /* released: the device holds the values; bring them over */
+    device_copy(s, STW_COPY_D2H, host_buffer(s, item), stw_store_device(s, item),
+                s->bytes[item]);
+    s->dirty[item] = 0;
+  }
   return s->host[item];
+}
+
+gboolean
+stw_store_release_host(StwStore *s, guint32 item)
+{
+  if (s->plain || s->in_place || s->volatile_[item] || s->place[item] != STW_ON_DEVICE ||
+      s->host[item] == NULL)
+    return FALSE;
+  s->be->host_free(s->be, s->host[item]);
+  s->host[item] = NULL;
+  s->dirty[item] = 1; /* the device copy is the only one now */
+  return TRUE;
 }
 
 guint8 *
@@ -475,7 +506,8 @@ stw_store_volatile(const StwStore *s, guint32 item)
 void
 stw_store_clear_dirty(StwStore *s, guint32 item)
 {
-  s->dirty[item] = 0;
+  if (s->host[item] != NULL) /* a released item's device copy stays the only one */
+    s->dirty[item] = 0;
 }
 
 void
@@ -485,7 +517,8 @@ stw_store_evict(StwStore *s, guint32 item)
   stw_store_device(s, item); /* the fetch lands first */
   if (s->verify)
     s->sum[item] = checksum(s->slot[item], s->bytes[item]);
-  s->copy[item] = s->be->copy(s->be, STW_COPY_D2H, s->host[item], s->slot[item], s->bytes[item]);
+  s->copy[item] = s->be->copy(s->be, STW_COPY_D2H, host_buffer(s, item), s->slot[item],
+                              s->bytes[item]);
   s->place[item] = STW_TO_HOST;
   g_queue_push_tail(&s->leaving, GUINT_TO_POINTER(item));
   s->leaving_bytes += s->bytes[item];
@@ -752,6 +785,10 @@ stw_store_read(StwStore *s, guint32 item, guint64 off, void *out, gsize n)
 void
 stw_store_write(StwStore *s, guint32 item, guint64 off, const void *in, gsize n)
 {
+  if (s->host[item] == NULL && stw_store_resident(s, item)) { /* released: the device only */
+    device_copy(s, STW_COPY_H2D, stw_store_device(s, item) + off, in, n);
+    return;
+  }
   memcpy(stw_store_host(s, item) + off, in, n);
   if (stw_store_resident(s, item) && !s->plain && !s->in_place)
     device_copy(s, STW_COPY_H2D, stw_store_device(s, item) + off, in, n);
@@ -790,8 +827,8 @@ static gboolean
 item_ok(const StwStore *s, guint32 i, GError **error)
 {
   static const char *const places[] = { "AT_HOST", "TO_DEVICE", "ON_DEVICE", "TO_HOST" };
-  if (s->host[i] == NULL)
-    return broken(error, i, "has no host copy");
+  if (s->host[i] == NULL && (s->place[i] != STW_ON_DEVICE || !s->dirty[i]))
+    return broken(error, i, "has no host copy and is not the device's alone");
   if ((guint)s->place[i] > STW_TO_HOST)
     return broken(error, i, "is in no place");
   g_autofree char *at = g_strdup_printf("is %s ", places[s->place[i]]);

@@ -68,8 +68,14 @@ gboolean stw_store_dirty(const StwStore *s, guint32 item);
 void stw_store_set_dirty(StwStore *s, guint32 item);
 guint64 stw_store_bytes(const StwStore *s, guint32 item);
 
-/* The host copy of ITEM, complete (any write-back in flight is waited for). */
+/* The host copy of ITEM, complete (any write-back in flight is waited for; a released one is
+ * made again from the device copy). */
 guint8 *stw_store_host(StwStore *s, guint32 item);
+/* Frees the host copy of ITEM, resident and settled, which its plan keeps on the device for good:
+ * the device copy is then the only one (dirty), read and written there, and a host copy is made
+ * again only if it must leave (an eviction the plan did not make). FALSE, and nothing done, for a
+ * volatile item, one not settled on the device, or a store whose items are their host copies. */
+gboolean stw_store_release_host(StwStore *s, guint32 item);
 /* The device copy of resident ITEM, complete (its fetch is waited for). */
 guint8 *stw_store_device(StwStore *s, guint32 item);
 

@@ -175,6 +175,52 @@ test_store_places(void)
   be->free(be);
 }
 
+/* An item its plan keeps on the device gives up its host copy: read and written on the device,
+ * a host copy made again only when it has to leave, nothing lost either way. */
+static void
+test_store_release_host(void)
+{
+  StwBackend *be = stw_backend_host_new();
+  guint64 bytes[2] = { 4096, 8192 };
+  StwStore *s = stw_store_new(be, 2, bytes, 8192, TRUE, 0);
+  GError *error = NULL;
+  memset(stw_store_host(s, 0), 7, 4096);
+  g_assert_false(stw_store_release_host(s, 0)); /* not on the device: kept */
+  g_assert_true(stw_store_fetch(s, 0, &error));
+  stw_store_settle(s, 0);
+  g_assert_true(stw_store_release_host(s, 0));
+  g_assert_false(stw_store_release_host(s, 0)); /* once */
+  g_assert_true(stw_store_dirty(s, 0));         /* the device copy is the only one */
+  g_assert_true(stw_store_check(s, &error));
+  guint8 got[4] = { 0 };
+  stw_store_read(s, 0, 100, got, 4);
+  g_assert_cmpuint(got[0], ==, 7);
+  const guint8 nine[2] = { 9, 9 };
+  stw_store_write(s, 0, 4000, nine, 2); /* to the device alone */
+  g_assert_cmpuint(stw_store_device(s, 0)[4001], ==, 9);
+  stw_store_clear_dirty(s, 0); /* has no copy to be clean against */
+  g_assert_true(stw_store_dirty(s, 0));
+  /* the second item needs the whole budget: the first leaves, its host copy made again */
+  stw_store_next_op(s);
+  stw_store_need(s, 1);
+  g_assert_true(stw_store_fetch(s, 1, &error));
+  g_assert_cmpuint(stw_store_room_evictions(s), ==, 1);
+  guint8 *host = stw_store_host(s, 0);
+  g_assert_cmpuint(host[0], ==, 7);
+  g_assert_cmpuint(host[4001], ==, 9);
+  g_assert_cmpuint(stw_store_stats(s)->d2h_bytes, ==, 4096);
+  /* and a host copy asked for while the device holds the only one is brought over */
+  stw_store_settle(s, 1);
+  g_assert_true(stw_store_release_host(s, 1));
+  stw_store_device(s, 1)[5] = 3;
+  g_assert_cmpuint(stw_store_host(s, 1)[5], ==, 3);
+  g_assert_false(stw_store_dirty(s, 1));
+  g_assert_true(stw_store_check(s, &error));
+  g_assert_null(stw_store_take_failure(s));
+  stw_store_free(s);
+  be->free(be);
+}
+
 /* The ranges a backend is told of (NVTX on CUDA): the iteration's, around the ops'. */
 static GPtrArray *ranges;
 
@@ -494,6 +540,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/runtime/store-places", test_store_places);
+  g_test_add_func("/runtime/store-release-host", test_store_release_host);
   g_test_add_func("/runtime/iteration-range", test_iteration_range);
   g_test_add_func("/runtime/op-times", test_op_times);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);

@@ -56,6 +56,10 @@ struct StwBackend {
   char error[256];
   /* test hook: a delay before every copy, to make copies slower than compute */
   guint64 copy_delay_us;
+  /* the emulated device's memory (the host backend; set by the runtime to its budget): the
+   * device blocks kept for reuse are given back before live and kept blocks together would
+   * hold more, as a device of that size could not; 0: no bound */
+  guint64 device_bytes;
 };
 
 /* The host backend: never NULL; the caller frees it with its free function. */
