@@ -171,7 +171,21 @@ def predict(row, policy, extra, tmp):
     if rc != 0:
         return "OOM", out.strip().splitlines()[-1]
     m = re.search(r"iteration +([\d.]+) (ns|us|ms|s) simulated", out)
+    peak = re.search(r"GPU peak +([\d.]+) (B|KiB|MiB|GiB|TiB) of", out)
+    if peak:
+        PEAKS[row["row_id"]] = float(peak.group(1)) * 1024 ** ["B", "KiB", "MiB", "GiB",
+                                                               "TiB"].index(peak.group(2))
     return seconds(m.group(1), m.group(2)), None
+
+
+PEAKS = {}  # row -> the plan's predicted GPU peak, bytes
+
+
+def published_peak(row):
+    """The row's published peak GPU memory in bytes where it is PyTorch's max_memory_allocated
+    (what stowage's GPU peak counts: tensors, not the allocator's cache or the CUDA context)."""
+    m = re.match(r"([\d.]+) MB \(MB = torch.cuda.max_memory_allocated", row["peak_gpu_mem_measured"])
+    return float(m.group(1)) * 2 ** 20 if m else None
 
 
 def seconds(v, unit):
@@ -202,6 +216,11 @@ def main():
             policy, extra = emu
             oom = row["metric"] == "OOM"
             want = None if oom else published_step_s(row)
+            if want is None and not oom and row["metric"].startswith("Max model size"):
+                skipped.append((rid, "the largest model of the benchmark's own zoo that ran; "
+                                "the zoo's next size, which did not, is not in the row (its "
+                                "run's step time and memory are the next row's)"))
+                continue
             if want is None and not oom:
                 skipped.append((rid, "a %s figure (%s), not a step time" % (row["metric"],
                                                                           row["unit"])))
@@ -231,6 +250,26 @@ def main():
         mae = sum(abs(e) for e in errs) / len(errs)
         worst = max(errs, key=abs)
         print("| %s | %d | %.1f%% | %+.1f%% |" % (system, len(errs), mae, worst))
+    print()
+    print("Peak GPU memory where the row publishes PyTorch's `max_memory_allocated` (rank 0), "
+          "against the plan's GPU peak (chunks and activations):")
+    print()
+    print("| row | system | published | predicted | error |")
+    print("|---|---|---:|---:|---:|")
+    for row in rows:
+        want = published_peak(row)
+        if want is None or row["metric"].startswith("Max model size"):
+            continue  # a capacity row repeats its step-time row's run
+        got = PEAKS.get(row["row_id"])
+        if got is None:
+            print("| %s | %s | %.2f GiB | - | no plan: %s |" % (
+                row["row_id"], row["system_family"], want / 2 ** 30,
+                "replicated data parallelism (DDP) is no chunk policy"
+                if "DDP" in row["policy_config"] else "not replayed"))
+            continue
+        print("| %s | %s | %.2f GiB | %.2f GiB | %+.1f%% |" % (
+            row["row_id"], row["system_family"], want / 2 ** 30, got / 2 ** 30,
+            100.0 * (got - want) / want))
     print()
     print("Not replayed:")
     print()

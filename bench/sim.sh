@@ -9,7 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 synth() { # NAME MODEL HW DTYPE SEQ
-  "$S" synth --model "$2" --batch 8 --seq "$5" --checkpointing --attention flash --hw "$3" \
+  "$S" synth --model "$2" --batch 8 --seq "$5" --checkpointing --attention flash --kernels fused --hw "$3" \
     --dtype "$4" -o "$tmp/$1.json" 2>/dev/null
 }
 synth gpt3-175b-a100 gpt3-175b A100-80GB-PCIe4 bf16 2048

@@ -14,6 +14,30 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <sys/mman.h>
+
+/* Device blocks this large are mappings of their own, given back to the system when freed: the
+ * emulated device's memory is then exactly its live and kept blocks (the heap would keep freed
+ * ones, and the process's memory would pass the budget the plan counts). */
+#define OWN_MAPPING_BYTES (256u << 10)
+
+static void *
+block_new(gsize bytes)
+{
+  if (bytes < OWN_MAPPING_BYTES)
+    return g_try_malloc(bytes);
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void
+block_free(void *p, gsize bytes)
+{
+  if (bytes < OWN_MAPPING_BYTES)
+    g_free(p);
+  else
+    munmap(p, bytes);
+}
 
 struct StwEvent {
   GMutex lock;
@@ -60,7 +84,25 @@ engine(gpointer data)
   }
 }
 
-static void host_trim(StwBackend *b);
+/* Frees one kept block of the largest size kept. */
+static void
+give_back_largest(HostBackend *h)
+{
+  GHashTableIter it;
+  gpointer key, list;
+  gsize largest = 0;
+  g_hash_table_iter_init(&it, h->spare);
+  while (g_hash_table_iter_next(&it, &key, &list))
+    if (list != NULL && GPOINTER_TO_SIZE(key) > largest)
+      largest = GPOINTER_TO_SIZE(key);
+  if (largest == 0)
+    return;
+  gpointer k = GSIZE_TO_POINTER(largest);
+  GSList *l = g_hash_table_lookup(h->spare, k);
+  block_free(l->data, largest);
+  g_hash_table_insert(h->spare, k, g_slist_delete_link(l, l));
+  h->spare_bytes -= largest;
+}
 
 static void *
 host_device_alloc(StwBackend *b, gsize bytes)
@@ -70,14 +112,14 @@ host_device_alloc(StwBackend *b, gsize bytes)
   gpointer key = GSIZE_TO_POINTER(bytes);
   GSList *free_list = g_hash_table_lookup(h->spare, key);
   void *p;
-  if (free_list == NULL && b->device_bytes > 0 && h->spare_bytes > 0 &&
-      h->live_bytes + h->spare_bytes + bytes > b->device_bytes)
-    host_trim(b); /* the emulated device is full of kept blocks: give them back */
+  while (free_list == NULL && b->device_bytes > 0 && h->spare_bytes > 0 &&
+         h->live_bytes + h->spare_bytes + bytes > b->device_bytes)
+    give_back_largest(h); /* the emulated device is full of kept blocks */
   if (free_list != NULL) {
     p = free_list->data;
     g_hash_table_insert(h->spare, key, g_slist_delete_link(free_list, free_list));
     h->spare_bytes -= bytes;
-  } else if ((p = g_try_malloc(bytes)) == NULL) {
+  } else if ((p = block_new(bytes)) == NULL) {
     g_snprintf(b->error, sizeof b->error, "out of host memory for %" G_GSIZE_FORMAT " bytes",
                bytes);
     return NULL;
@@ -105,10 +147,14 @@ host_trim(StwBackend *b)
 {
   HostBackend *h = (HostBackend *)b;
   GHashTableIter it;
+  gpointer size;
   GSList *spares;
   g_hash_table_iter_init(&it, h->spare);
-  while (g_hash_table_iter_next(&it, NULL, (gpointer *)&spares))
-    g_slist_free_full(spares, g_free);
+  while (g_hash_table_iter_next(&it, &size, (gpointer *)&spares)) {
+    for (GSList *l = spares; l != NULL; l = l->next)
+      block_free(l->data, GPOINTER_TO_SIZE(size));
+    g_slist_free(spares);
+  }
   g_hash_table_remove_all(h->spare);
   h->spare_bytes = 0;
 #ifdef __GLIBC__
@@ -193,10 +239,10 @@ host_free(StwBackend *b)
     g_async_queue_unref(h->queues[i]);
   }
   GHashTableIter it;
-  gpointer block;
+  gpointer block, size;
   g_hash_table_iter_init(&it, h->sizes); /* blocks never freed by the user */
-  while (g_hash_table_iter_next(&it, &block, NULL))
-    g_free(block);
+  while (g_hash_table_iter_next(&it, &block, &size))
+    block_free(block, GPOINTER_TO_SIZE(size));
   g_hash_table_unref(h->sizes);
   host_trim(b);
   g_hash_table_unref(h->spare);

@@ -31,6 +31,7 @@ struct StwStore {
   guint64 *sum;             /* verify: per item, the checksum of the copy's source at issue */
   GQueue leaving;           /* guint32 items in TO_HOST, in issue order (GUINT_TO_POINTER) */
   guint64 capacity, used;   /* device bytes: slots (incl. leaving) + activations */
+  guint64 slots_peak;       /* while learning: the most the slots held (beside the arena) */
   guint64 leaving_bytes;    /* of them, the leaving slots' */
   GHashTable *acts;         /* activation pointer -> size */
   guint64 act_bytes;
@@ -457,6 +458,7 @@ stw_store_fetch(StwStore *s, guint32 item, GError **error)
   if (!reserve(s, s->bytes[item], error))
     return FALSE;
   s->slot[item] = s->be->device_alloc(s->be, s->bytes[item]);
+  s->slots_peak = MAX(s->slots_peak, s->used - s->act_bytes);
   if (s->slot[item] == NULL) {
     s->used -= s->bytes[item];
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
@@ -480,6 +482,7 @@ stw_store_claim(StwStore *s, guint32 item, GError **error)
   if (!reserve(s, s->bytes[item], error))
     return FALSE;
   s->slot[item] = s->be->device_alloc(s->be, MAX(s->bytes[item], 1));
+  s->slots_peak = MAX(s->slots_peak, s->used - s->act_bytes);
   if (s->slot[item] == NULL) {
     s->used -= s->bytes[item];
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
@@ -615,6 +618,7 @@ stw_store_iteration_begin(StwStore *s)
   if (s->layout == NULL && !s->no_arena && !s->plain && s->act_bytes == 0 && s->learning == NULL) {
     s->learning = g_array_new(FALSE, FALSE, sizeof(ActBlock));
     s->learn_index = g_hash_table_new(g_direct_hash, g_direct_equal);
+    s->slots_peak = s->used;
   }
 }
 
@@ -636,7 +640,9 @@ stw_store_iteration_end(StwStore *s)
     guint64 size = lay_out(s->learning);
     if (s->be->trim != NULL) /* the blocks of the iteration learned from are not needed again */
       s->be->trim(s->be);
-    s->arena = s->be->device_alloc(s->be, size);
+    /* the arena holds its bytes all iteration: beside the most the slots held, within the
+     * device, or not at all (a device can hold no more than its memory) */
+    s->arena = s->slots_peak + size <= s->capacity ? s->be->device_alloc(s->be, size) : NULL;
     if (s->arena != NULL) {
       s->layout = g_steal_pointer(&s->learning);
       s->st.arena_bytes = size;

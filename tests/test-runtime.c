@@ -84,13 +84,20 @@ test_loop_every_policy(void)
     g_assert_cmpuint(st->deviations, ==, 0);
     if (rr.verify) /* and every activation NaN until written: no kernel read one before */
       g_assert_cmpuint(st->verified_moves, >, 0);
-    /* activations from the arena the first iteration laid out, from the second on; the arena
-     * within an eighth of the activation peak */
+    /* with room: activations from the arena the first iteration laid out, from the second on,
+     * the arena within an eighth of the activation peak; at the tight budget the arena does not
+     * fit beside the most the chunks hold (it would hold its bytes all iteration, more than the
+     * device has), and activations come one by one */
     g_test_message("arena %" G_GUINT64_FORMAT " bytes for an activation peak of %" G_GUINT64_FORMAT,
                    st->arena_bytes, peak);
-    g_assert_cmpuint(st->arena_iterations, ==, STEPS - 1);
-    g_assert_cmpuint(st->arena_bytes, >=, peak);
-    g_assert_cmpuint(st->arena_bytes, <=, peak + peak / 8);
+    if (bi == 1) {
+      g_assert_cmpuint(st->arena_iterations, ==, STEPS - 1);
+      g_assert_cmpuint(st->arena_bytes, >=, peak);
+      g_assert_cmpuint(st->arena_bytes, <=, peak + peak / 8);
+    } else {
+      g_assert_cmpuint(st->arena_iterations, ==, 0);
+      g_assert_cmpuint(st->arena_bytes, ==, 0);
+    }
     replayed[p]++;
     stw_trainer_free(r);
   }
