@@ -236,20 +236,33 @@ dnnl_engine(void)
 }
 #endif
 
-const char *
-stw_matmul_bf16_isa(void)
-{
 #ifdef STW_HAVE_DNNL
-  /* what oneDNN will run (ONEDNN_MAX_CPU_ISA lowers it): bf16 arithmetic from AVX512-BF16 on */
+static gpointer
+bf16_isa_once(gpointer data)
+{
+  (void)data;
+  /* what oneDNN will run (ONEDNN_MAX_CPU_ISA lowers it, read once by oneDNN itself): bf16
+   * arithmetic from AVX512-BF16 on */
   dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   if (dnnl_engine() == NULL)
     return NULL;
   if ((isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx)
-    return "AMX";
+    return (gpointer) "AMX";
   if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
-    return "AVX512-BF16";
-#endif
+    return (gpointer) "AVX512-BF16";
   return NULL;
+}
+#endif
+
+const char *
+stw_matmul_bf16_isa(void)
+{
+#ifdef STW_HAVE_DNNL
+  static GOnce once = G_ONCE_INIT; /* asked once per process, not once per GEMM */
+  return g_once(&once, bf16_isa_once, NULL);
+#else
+  return NULL;
+#endif
 }
 
 STW_CLONES static void
@@ -369,10 +382,8 @@ gemm_bf16(const StwGemm *g, const uint16_t *a16, size_t na, const uint16_t *b16,
     return;
 #endif
   g_autofree float *a = g_new(float, MAX(na, 1)), *b = g_new(float, MAX(nb, 1));
-  for (size_t i = 0; i < na; i++)
-    a[i] = stw_bf16_to_float(a16[i]);
-  for (size_t i = 0; i < nb; i++)
-    b[i] = stw_bf16_to_float(b16[i]);
+  stw_widen_bf16(a, a16, na);
+  stw_widen_bf16(b, b16, nb);
   const float *ops[STW_GEMM_DWEIGHT + 1];
   memcpy(ops, operands, sizeof ops);
   ops[g->a] = a;
