@@ -313,14 +313,23 @@ stw_demand_of_plan(const StwPlan *p, const StwTrace *t)
   return stw_demand_build(t, p->chunking, p->optim, &p->budgets, NULL, NULL);
 }
 
+guint8 *
+stw_schedule_kept_items(const StwSchedule *s, guint32 n_items)
+{
+  guint8 *kept = g_malloc0(MAX(n_items, 1));
+  for (guint32 i = 0; i < n_items; i++)
+    kept[i] = s->resident[i];
+  const StwAction *a = (const StwAction *)s->actions->data;
+  for (guint i = 0; i < s->actions->len; i++)
+    kept[a[i].item] = 0;
+  return kept;
+}
+
 guint64
 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
                       const StwSchedule *s, gboolean direct, guint64 *storage_out)
 {
-  g_autofree guint8 *moved = g_malloc0(MAX(d->n_items, 1));
-  const StwAction *a = (const StwAction *)s->actions->data;
-  for (guint i = 0; i < s->actions->len; i++)
-    moved[a[i].item] = 1;
+  g_autofree guint8 *kept = stw_schedule_kept_items(s, d->n_items);
   guint32 n = stw_chunking_count(c);
   guint64 bytes = 0, stored = 0;
   for (guint32 i = 0; i < STW_N_LISTS * n; i++) {
@@ -330,7 +339,7 @@ stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *op
       stored = stw_cost_add(stored, d->bytes[i]);
       continue;
     }
-    if (moved[i] || !s->resident[i])
+    if (!kept[i])
       bytes = stw_cost_add(bytes, d->bytes[i]);
   }
   guint64 world = MAX(c->world, 1);

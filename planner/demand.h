@@ -105,6 +105,10 @@ guint32 *stw_demand_reduce_moments(const StwTrace *t, const StwChunking *c);
  * they move between storage and the GPU without the host). */
 guint64 stw_demand_host_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
                               const StwSchedule *s, gboolean direct, guint64 *storage_out);
+/* Per item of schedule S (N_ITEMS of them): whether it stays on the device for good (resident at
+ * the start, moved by no action): the items that need no host memory, which the host count above
+ * leaves out and the runtime keeps no host copy of. The caller's (g_free). */
+guint8 *stw_schedule_kept_items(const StwSchedule *s, guint32 n_items);
 /* Of those, the staging buffers of the storage tier (all ranks). */
 guint64 stw_demand_staging_bytes(const StwDemand *d, const StwChunking *c, const guint8 *optim,
                                  gboolean direct);

@@ -241,34 +241,19 @@ stw_replayer_set_collectives(StwReplayer *r, const StwReplayCollectives *c)
   r->coll = *c;
 }
 
-/* Per item: whether the plan keeps it on the device for good (resident at the start, no action
- * moves it, not a group's): the caller's, N_ITEMS long. */
-static guint8 *
-kept_items(const StwReplayer *r)
-{
-  const StwSchedule *sc = &r->plan->schedule;
-  guint32 n = r->demand->n_items;
-  guint8 *kept = g_new0(guint8, MAX(n, 1));
-  for (guint32 i = 0; i < n; i++)
-    kept[i] = sc->resident[i] && stw_plan_item_group(r->chunking, i) == G_MAXUINT32;
-  const StwAction *a = (const StwAction *)sc->actions->data;
-  for (guint k = 0; k < sc->actions->len; k++)
-    kept[a[k].item] = 0;
-  return kept;
-}
-
 gboolean
 stw_replayer_start(StwReplayer *r, StwStore *s, GError **error)
 {
   const StwSchedule *sc = &r->plan->schedule;
   const StwChunking *c = r->chunking;
-  g_autofree guint8 *kept = kept_items(r);
-  /* an item kept for good lets its host copy go as soon as it has landed, so that the start
-   * never holds both copies of the kept model state at once */
+  g_autofree guint8 *kept = stw_schedule_kept_items(sc, r->demand->n_items);
+  /* an item kept for good (not a gathered group's) lets its host copy go as soon as it has
+   * landed, so that the start never holds both copies of the kept model state at once */
   for (guint32 i = 0; i < r->demand->n_items; i++) {
-    if (sc->resident[i] && !stw_store_resident(s, i) && stw_plan_item_group(c, i) == G_MAXUINT32)
+    gboolean own = stw_plan_item_group(c, i) == G_MAXUINT32;
+    if (sc->resident[i] && !stw_store_resident(s, i) && own)
       stw_store_fetch(s, i, NULL);
-    if (kept[i]) {
+    if (kept[i] && own) {
       stw_store_settle(s, i);
       stw_store_release_host(s, i);
     }

@@ -450,21 +450,31 @@ stw_store_room_evictions(const StwStore *s)
 
 /* ---- moves --------------------------------------------------------------------------------- */
 
-gboolean
-stw_store_fetch(StwStore *s, guint32 item, GError **error)
+/* A device slot for ITEM, not resident, within the budget (a write-back in flight lands first).
+ * FALSE with ERROR when the budget or the backend has no room. */
+static gboolean
+take_slot(StwStore *s, guint32 item, GError **error)
 {
   g_assert(!stw_store_resident(s, item));
-  stw_store_host(s, item); /* a write-back in flight lands first */
+  stw_store_host(s, item);
   if (!reserve(s, s->bytes[item], error))
     return FALSE;
-  s->slot[item] = s->be->device_alloc(s->be, s->bytes[item]);
-  s->slots_peak = MAX(s->slots_peak, s->used - s->act_bytes);
+  s->slot[item] = s->be->device_alloc(s->be, MAX(s->bytes[item], 1));
   if (s->slot[item] == NULL) {
     s->used -= s->bytes[item];
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
                 "the backend could not allocate %" G_GUINT64_FORMAT " bytes", s->bytes[item]);
     return FALSE;
   }
+  s->slots_peak = MAX(s->slots_peak, s->used - s->act_bytes);
+  return TRUE;
+}
+
+gboolean
+stw_store_fetch(StwStore *s, guint32 item, GError **error)
+{
+  if (!take_slot(s, item, error))
+    return FALSE;
   if (s->verify)
     s->sum[item] = checksum(s->host[item], s->bytes[item]);
   s->copy[item] = s->be->copy(s->be, STW_COPY_H2D, s->slot[item], s->host[item], s->bytes[item]);
@@ -477,18 +487,8 @@ stw_store_fetch(StwStore *s, guint32 item, GError **error)
 gboolean
 stw_store_claim(StwStore *s, guint32 item, GError **error)
 {
-  g_assert(!stw_store_resident(s, item));
-  stw_store_host(s, item);
-  if (!reserve(s, s->bytes[item], error))
+  if (!take_slot(s, item, error))
     return FALSE;
-  s->slot[item] = s->be->device_alloc(s->be, MAX(s->bytes[item], 1));
-  s->slots_peak = MAX(s->slots_peak, s->used - s->act_bytes);
-  if (s->slot[item] == NULL) {
-    s->used -= s->bytes[item];
-    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET,
-                "the backend could not allocate %" G_GUINT64_FORMAT " bytes", s->bytes[item]);
-    return FALSE;
-  }
   s->place[item] = STW_ON_DEVICE;
   s->dirty[item] = 0;
   return TRUE;
