@@ -65,7 +65,8 @@ parse(int argc, char **argv, gboolean *json)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
-                  *attention = NULL, *kernels = NULL, *dtype = NULL, *lora = NULL, *lora_targets = NULL;
+                  *attention = NULL, *kernels = NULL, *dtype = NULL, *lora = NULL,
+                  *lora_targets = NULL;
   gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),

@@ -11,16 +11,16 @@
 
 /* The command line as the user typed it. */
 typedef struct {
-  char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *hw_name, *memory, *output,
-      *freeze, *lora, *lora_targets;
+  char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *hw_name, *memory,
+      *output, *freeze, *lora, *lora_targets;
   gboolean checkpointing;
 } Line;
 
 static void
 line_clear(Line *l)
 {
-  char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention, &l->kernels,
-                     &l->hw_name, &l->memory, &l->output, &l->freeze, &l->lora,
+  char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
+                     &l->kernels, &l->hw_name, &l->memory, &l->output, &l->freeze, &l->lora,
                      &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
@@ -94,8 +94,8 @@ static int
 resolve(const Line *l, const StwModelConfig *config, StwSynthOptions *opt, StwHardware *hw)
 {
   *opt = (StwSynthOptions){ .batch = 1, .seq = config->max_seq, .dtype = STW_DTYPE_BF16,
-                            .checkpointing = l->checkpointing, .kernels = STW_KERNELS_DEFAULT, .freeze = l->freeze,
-                            .lora_targets = l->lora_targets };
+                            .checkpointing = l->checkpointing, .kernels = STW_KERNELS_DEFAULT,
+                            .freeze = l->freeze, .lora_targets = l->lora_targets };
   int dt = opt->dtype, att = opt->attention, kern = opt->kernels;
   if ((l->batch != NULL &&
        !stw_cli_parse_count(l->batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt->batch)) ||

@@ -437,8 +437,8 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     return NULL;
   }
 
-  Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels, .e = stw_dtype_bytes(options->dtype),
-              .live = graph->io_bytes,
+  Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels,
+              .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)) };
   gsize L = MAX(config->layers, 1);
   g_autofree guint32 *ops_noted = g_new(guint32, 4 * L);

@@ -753,7 +753,8 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   gsize saved = stw_json_push_key(r, "model");
   const char *name = NULL;
   const cJSON *config = NULL;
-  int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED, gradients = STW_GRADIENTS_CHUNKS, state = 0;
+  int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED;
+  int gradients = STW_GRADIENTS_CHUNKS, state = 0;
   guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
