@@ -55,9 +55,12 @@ print_engines(const StwPlan *p, const StwSimulation *s)
     gboolean params = FALSE;
     for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++)
       params |= p->optim[i] == STW_OPTIM_STORAGE;
-    stw_table_row(tab, "storage", busy, share,
-                  params ? "optimizer state and parameters read and written"
-                         : "optimizer state read and written");
+    g_autofree char *rd = stw_size_format(s->storage_read_bytes);
+    g_autofree char *wr = stw_size_format(s->storage_write_bytes);
+    g_autofree char *note = g_strdup_printf("%s read and written: %s read, %s written",
+                                            params ? "optimizer state and parameters"
+                                                   : "optimizer state", rd, wr);
+    stw_table_row(tab, "storage", busy, share, note);
   }
   stw_table_print(tab, stdout);
 }

@@ -76,6 +76,16 @@ training_clear(Training *x)
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Training, training_clear)
 
+/* Whether PLAN (NULL: none) keeps chunks' parameters on the storage tier, beside their state. */
+static gboolean
+plan_stores_params(const StwPlan *plan)
+{
+  for (guint32 i = 0; plan != NULL && i < stw_chunking_count(plan->chunking); i++)
+    if (plan->optim[i] == STW_OPTIM_STORAGE)
+      return TRUE;
+  return FALSE;
+}
+
 static gboolean
 count_option(const char *text, const char *option, guint64 min, guint64 max, guint64 *out)
 {
@@ -457,7 +467,9 @@ set_up(Training *x, int *status)
            now == STW_DTYPE_FP32 ? "widened exactly" : "rounded to the nearest bf16");
   const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
   if (st->storage_engine[0] != '\0' && x->speaks)
-    printf("storage tier: optimizer state in %s through %s%s%s\n", x->nvme_dir,
+    printf("storage tier: %s in %s through %s%s%s\n",
+           plan_stores_params(x->plan) ? "optimizer state and parameters" : "optimizer state",
+           x->nvme_dir,
            st->storage_engine, st->storage_fallback[0] != '\0' ? "; " : "",
            st->storage_fallback);
   return TRUE;

@@ -169,8 +169,11 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
   stw_json_add_u64(root, "h2d_busy_ns", sim->h2d_busy_ns);
   stw_json_add_u64(root, "d2h_busy_ns", sim->d2h_busy_ns);
   stw_json_add_u64(root, "cpu_busy_ns", sim->cpu_busy_ns);
-  if (sim->storage_busy_ns > 0)
+  if (sim->storage_busy_ns > 0) {
     stw_json_add_u64(root, "storage_busy_ns", sim->storage_busy_ns);
+    stw_json_add_u64(root, "storage_read_bytes", sim->storage_read_bytes);
+    stw_json_add_u64(root, "storage_write_bytes", sim->storage_write_bytes);
+  }
   stw_json_add_u64(root, "h2d_bytes", sim->h2d_bytes);
   stw_json_add_u64(root, "d2h_bytes", sim->d2h_bytes);
   stw_json_add_u64(root, "world_size", p->chunking->world);

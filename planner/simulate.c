@@ -170,6 +170,10 @@ task(Sim *s, StwSimLane lane, guint32 item, guint32 kind, guint64 start, guint64
   case STW_SIM_STORAGE_READ:
   case STW_SIM_STORAGE_WRITE:
     s->out->storage_busy_ns = stw_cost_add(s->out->storage_busy_ns, end - start);
+    if (lane == STW_SIM_STORAGE_READ)
+      s->out->storage_read_bytes = stw_cost_add(s->out->storage_read_bytes, bytes);
+    else
+      s->out->storage_write_bytes = stw_cost_add(s->out->storage_write_bytes, bytes);
     break;
   }
   if (s->out->tasks != NULL) {
@@ -429,9 +433,11 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     /* ZeRO-Infinity's optimizer swapper, as DeepSpeed configures it by default (pipeline_read
      * and pipeline_write off), reads a sub-group only after the last one was written */
     gboolean serial = s->p->policy == STW_POLICY_ZERO_INFINITY;
+    /* with the parameters, the read brings their gradients: after their write landed */
+    guint64 grads = s->p->optim[ch] == STW_OPTIM_STORAGE ? s->cpu_ready[param] : 0;
     if (stored && s->adam_left[ch] == s->adam_steps[ch])
       s->state_ready[ch] = storage_io(s, ch, STW_SIM_STORAGE_STATE, state, FALSE,
-                                      MAX(t, s->staging_free[serial ? 1 : 0]));
+                                      MAX(MAX(t, s->staging_free[serial ? 1 : 0]), grads));
     if (stored)
       start = MAX(start, s->state_ready[ch]);
     /* the ranks share the host's cores */

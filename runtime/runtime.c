@@ -238,22 +238,23 @@ set_layout(StwRuntime *rt, GError **error)
     }
     guint32 stored = 0, params = 0;
     for (guint32 i = 0; i < stw_chunking_count(o->plan->chunking); i++) {
-      stored += o->plan->optim[i] == STW_OPTIM_CPU_STORAGE;
+      stored += stw_optim_state_stored(o->plan->optim[i]);
       params += o->plan->optim[i] == STW_OPTIM_STORAGE;
     }
-    if (params > 0) {
-      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+    if (params > 0 && cw > 1) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
                   "the plan keeps the parameters of %u chunk%s on the storage tier "
-                  "(\"storage\"), and the runtime replays only optimizer state there "
-                  "(\"cpu-storage\"): plan with more host memory (--cpu) for a run, or keep the "
-                  "plan for its predictions", params, params > 1 ? "s" : "");
+                  "(\"storage\"), which the runtime replays on one rank: with %u ranks, plan "
+                  "them with their optimizer state alone there (\"cpu-storage\") or with more "
+                  "host memory (--cpu)", params, params > 1 ? "s" : "", cw);
       return FALSE;
     }
     if (stored > 0 && o->storage_dir == NULL) {
       g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
-                  "the plan keeps the optimizer state of %u chunks on the storage tier "
-                  "(\"cpu-storage\"): name a directory on it for their file (train "
-                  "--nvme-dir DIR; storage_dir= in Python)", stored);
+                  "the plan keeps the %s of %u chunk%s on the storage tier (\"%s\"): name a "
+                  "directory on it for their file (train --nvme-dir DIR; storage_dir= in Python)",
+                  params > 0 ? "parameters and optimizer state" : "optimizer state", stored,
+                  stored > 1 ? "s" : "", params > 0 ? "storage" : "cpu-storage");
       return FALSE;
     }
     rt->replayer = stw_replayer_new(o->plan, o->plan_trace, rt->model, error);
@@ -302,41 +303,73 @@ tier_chunk(const StwRuntime *rt, guint32 tensor)
   return stw_tier_holds(rt->tier, c) ? c : TIER_NONE;
 }
 
-/* TENSOR's LIST values (a list after the param list) in its chunk's state on the tier, read in
- * (with MODIFY, its newest copy from now); NULL with ERROR when the tier failed. */
+/* TENSOR's LIST values in its chunk's region on the tier (the param list's where the tier holds
+ * the chunk's parameters), read in (with MODIFY, its newest copy from now); NULL with ERROR when
+ * the tier failed. */
 static guint8 *
 tier_values(StwRuntime *rt, guint32 c, StwChunkList list, guint32 tensor, gboolean modify,
             GError **error)
 {
-  guint8 *state = stw_tier_state(rt->tier, c, modify, FALSE, error);
-  if (state == NULL)
+  guint8 *region = stw_tier_state(rt->tier, c, modify, FALSE, error);
+  if (region == NULL)
     return NULL;
-  guint64 at = 0;
+  if (list == STW_LIST_PARAM)
+    return region + offset_of(rt, list, tensor);
+  guint64 at = stw_tier_state_offset(rt->tier, c);
   for (int l = STW_LIST_MASTER; l < (int)list; l++)
     at += stw_chunk_bytes(rt->c, c, (StwChunkList)l);
-  return state + at + offset_of(rt, list, tensor);
+  return region + at + offset_of(rt, list, tensor);
+}
+
+/* The store's backing of a "storage" chunk's param item (item = chunk, on one rank): the tier's
+ * staging buffers of parameters. */
+static guint8 *
+tier_borrow(gpointer data, guint32 item, gboolean load, GError **error)
+{
+  return stw_tier_params_borrow(((StwRuntime *)data)->tier, item, load, error);
+}
+
+static gboolean
+tier_give_back(gpointer data, guint32 item, gboolean write, GError **error)
+{
+  return stw_tier_params_return(((StwRuntime *)data)->tier, item, write, error);
+}
+
+/* Whether chunk CH's parameters (its gradients, for its step) are in the tier's file: not on the
+ * device, their write-back landed and given back (and so its write issued, which a read waits
+ * for). */
+static gboolean
+tier_params_ready(gpointer data, guint32 ch)
+{
+  StwRuntime *rt = data;
+  stw_store_reap(rt->store);
+  return stw_store_place(rt->store, item_of(rt, STW_LIST_PARAM, ch)) == STW_AT_HOST;
 }
 
 /* Replay of a plan with chunks' optimizer state on the storage tier: those chunks' state items
  * get no host copy (BYTES zeroed), and the tier holds it in a file under the options' directory,
- * in the order the plan's optimizer ops step it. */
+ * in the order the plan's optimizer ops step it; "storage" chunks' parameters there too, before
+ * their state (their param items backed by the tier: tier_back). */
 static gboolean
 tier_open(StwRuntime *rt, guint64 *bytes, GError **error)
 {
   if (rt->o.mode != STW_RUNTIME_REPLAY || rt->o.storage_dir == NULL)
     return TRUE;
   g_autofree guint64 *state = g_new0(guint64, MAX(rt->n, 1));
+  g_autofree guint64 *params = g_new0(guint64, MAX(rt->n, 1));
   g_autofree guint32 *tensors = g_new0(guint32, MAX(rt->n, 1));
   gboolean any = FALSE;
   for (guint32 c = 0; c < rt->n; c++) {
     guint32 mine = rt->multi ? c + rt->rank : c;
-    if (rt->optim[c] != STW_OPTIM_CPU_STORAGE || (rt->multi && c % rt->world != 0) ||
+    if (!stw_optim_state_stored(rt->optim[c]) || (rt->multi && c % rt->world != 0) ||
         mine >= rt->n)
       continue;
     for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++) {
       state[c] += bytes[item_of(rt, (StwChunkList)l, c)];
       bytes[item_of(rt, (StwChunkList)l, c)] = 0;
     }
+    if (rt->optim[c] == STW_OPTIM_STORAGE && state[c] > 0)
+      params[c] = bytes[item_of(rt, STW_LIST_PARAM, c)];
     tensors[c] = state[c] > 0 ? stw_chunking_chunk(rt->c, mine)->count : 0;
     any |= state[c] > 0;
   }
@@ -365,14 +398,31 @@ tier_open(StwRuntime *rt, guint64 *bytes, GError **error)
   g_autofree char *name = g_strdup_printf("optimizer-state.rank%u", rt->rank);
   rt->tier = stw_tier_new(rt->o.storage_dir, name,
                           rt->o.storage_queue_depth != 0 ? rt->o.storage_queue_depth : 32, rt->n,
-                          state, tensors, order, n_order, error);
+                          state, params, tensors, order, n_order, error);
   if (rt->tier == NULL)
     return FALSE;
+  stw_tier_set_ready(rt->tier, tier_params_ready, rt);
   rt->tier_stepped = g_array_new(FALSE, FALSE, sizeof(guint32));
   const StwStorageInfo *in = stw_tier_info(rt->tier);
   g_strlcpy(rt->st.storage_engine, in->engine, sizeof rt->st.storage_engine);
   g_strlcpy(rt->st.storage_fallback, in->fallback, sizeof rt->st.storage_fallback);
   return TRUE;
+}
+
+/* The store made: the param items of chunks whose parameters the tier holds get their host
+ * copies from it. */
+static void
+tier_back(StwRuntime *rt)
+{
+  g_autofree guint8 *backed = g_malloc0(MAX(stw_plan_n_items(rt->c), 1));
+  gboolean any = FALSE;
+  for (guint32 c = 0; rt->tier != NULL && c < rt->n; c++) {
+    backed[item_of(rt, STW_LIST_PARAM, c)] = stw_tier_holds_params(rt->tier, c);
+    any |= stw_tier_holds_params(rt->tier, c);
+  }
+  StwStoreBacking backing = { .borrow = tier_borrow, .give_back = tier_give_back, .data = rt };
+  if (any)
+    stw_store_set_backing(rt->store, &backing, backed);
 }
 
 /* The tier's first state: each chunk's master weights from INIT (zeros without it: the caller
@@ -389,8 +439,10 @@ tier_start(StwRuntime *rt, const float *const *init, GError **error)
     const StwChunk *ch = stw_chunking_chunk(rt->c, c);
     for (guint32 k = 0; init != NULL && k < ch->count; k++) {
       const StwPlacement *p = &g_array_index(rt->c->placements, StwPlacement, ch->first + k);
-      store_values(state + offset_of(rt, STW_LIST_MASTER, p->tensor), init[p->tensor],
-                   stw_trace_tensor(rt->model, p->tensor)->numel, STW_DTYPE_FP32);
+      store_values(state + stw_tier_state_offset(rt->tier, c) +
+                       offset_of(rt, STW_LIST_MASTER, p->tensor),
+                   init[p->tensor], stw_trace_tensor(rt->model, p->tensor)->numel,
+                   STW_DTYPE_FP32);
     }
   }
   return stw_runtime_storage_sync(rt, error);
@@ -415,6 +467,9 @@ tier_begin(StwRuntime *rt, const guint32 *params, guint32 n_params, GError **err
       guint32 c = tier_chunk(rt, g_array_index(stepped, guint32, j));
       if (c == TIER_NONE)
         continue;
+      /* its gradients' write-back landed and on its way to the file first (the read waits) */
+      if (stw_tier_holds_params(rt->tier, c))
+        stw_store_settle(rt->store, item_of(rt, STW_LIST_PARAM, c));
       if (stw_tier_state(rt->tier, c, TRUE, FALSE, error) == NULL)
         return FALSE;
       g_array_append_val(rt->tier_stepped, c);
@@ -446,7 +501,10 @@ initialize(StwRuntime *rt, const float *const *init)
 {
   for (guint32 c = 0; c < rt->n; c++) {
     const StwChunk *ch = stw_chunking_chunk(rt->c, c);
-    guint8 *param = stw_store_host(rt->store, item_of(rt, STW_LIST_PARAM, c));
+    guint32 item = item_of(rt, STW_LIST_PARAM, c);
+    gboolean backed = stw_store_backed(rt->store, item); /* written to the tier whole */
+    guint8 *param = backed ? g_malloc0(stw_store_bytes(rt->store, item))
+                           : stw_store_host(rt->store, item);
     guint8 *master = stw_tier_holds(rt->tier, c)
                          ? NULL
                          : stw_store_host(rt->store, item_of(rt, STW_LIST_MASTER, c));
@@ -458,6 +516,10 @@ initialize(StwRuntime *rt, const float *const *init)
       if (!ch->frozen && master != NULL)
         store_values(master + offset_of(rt, STW_LIST_MASTER, p->tensor), init[p->tensor], n,
                      STW_DTYPE_FP32);
+    }
+    if (backed) {
+      stw_store_write(rt->store, item, 0, param, stw_store_bytes(rt->store, item));
+      g_free(param);
     }
   }
 }
@@ -675,6 +737,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
   }
   rt->store = stw_store_new(backend, n_items, bytes, o->device_bytes, o->verify,
                             o->copy_timeout_ms);
+  tier_back(rt);
   if (backend->device_is_host)
     backend->device_bytes = o->device_bytes; /* the emulated device is the budget's size */
   for (guint32 g = 0; rt->multi && g < stw_chunking_groups(rt->c); g++)
@@ -719,10 +782,10 @@ stw_runtime_free(StwRuntime *rt)
   g_free(rt->first_of_chunk);
   g_clear_error(&rt->failure);
   stw_offloader_free(rt->offloader);
+  stw_store_free(rt->store); /* before the tier: its copies in flight may use the tier's buffers */
   stw_tier_free(rt->tier);
   if (rt->tier_stepped != NULL)
     g_array_unref(rt->tier_stepped);
-  stw_store_free(rt->store);
   stw_replayer_free(rt->replayer);
   stw_recorder_free(rt->recorder);
   stw_op_items_clear(&rt->items);
@@ -1186,7 +1249,9 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
     guint64 off;
     gboolean mine = locate(rt, (StwChunkList)l, tensor, &item, &off);
     g_assert(mine); /* stw_runtime_optim_tensors hands out this rank's own */
-    guint32 tc = l == STW_LIST_PARAM ? TIER_NONE : tier_chunk(rt, tensor);
+    guint32 tc = tier_chunk(rt, tensor);
+    if (l == STW_LIST_PARAM && !stw_tier_holds_params(rt->tier, tc))
+      tc = TIER_NONE;
     if (tc != TIER_NONE) { /* read in by the op's begin (tier_begin): no request here */
       *out[l] = tier_values(rt, tc, (StwChunkList)l, tensor, TRUE, NULL);
       g_assert(*out[l] != NULL);

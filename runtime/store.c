@@ -16,6 +16,7 @@ typedef struct {
 
 #define ALIVE G_MAXUINT32
 #define ARENA_ALIGN 256
+#define NO_ITEM G_MAXUINT32
 
 struct StwStore {
   StwBackend *be;
@@ -50,6 +51,9 @@ struct StwStore {
   gboolean verify, plain;
   gboolean in_place;        /* every item resident in its host copy for good */
   guint8 *volatile_;        /* per item: stw_store_set_volatile */
+  guint8 *backed;           /* per item: its host copy is the backing's (NULL: none is) */
+  StwStoreBacking backing;
+  guint32 lent;             /* the backed item whose copy in flight uses a lent buffer */
   guint64 copy_timeout_ms;
   StwStoreStats st;
   GError *failure;          /* a checksum failure, failed or stuck copy, not reported yet */
@@ -101,6 +105,7 @@ stw_store_new(StwBackend *be, guint32 n_items, const guint64 *bytes, guint64 cap
   s->last_use = g_new0(guint64, n);
   s->needed = g_new0(guint32, n);
   s->volatile_ = g_new0(guint8, n);
+  s->lent = NO_ITEM;
   g_queue_init(&s->leaving);
   s->capacity = capacity;
   s->acts = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -158,7 +163,7 @@ stw_store_free(StwStore *s)
     }
     if (s->slot[i] != NULL && !s->plain && !s->in_place)
       s->be->device_free(s->be, s->slot[i]);
-    if (s->host[i] != NULL)
+    if (s->host[i] != NULL && !stw_store_backed(s, i)) /* a lent buffer is the backing's */
       s->be->host_free(s->be, s->host[i]);
   }
   GHashTableIter it;
@@ -183,7 +188,30 @@ stw_store_free(StwStore *s)
   g_free(s->last_use);
   g_free(s->needed);
   g_free(s->volatile_);
+  g_free(s->backed);
   g_free(s);
+}
+
+void
+stw_store_set_backing(StwStore *s, const StwStoreBacking *backing, const guint8 *backed)
+{
+  s->backing = *backing;
+  s->backed = g_malloc0(MAX(s->n_items, 1));
+  for (guint32 i = 0; i < s->n_items; i++) {
+    if (!backed[i])
+      continue;
+    g_assert(s->place[i] == STW_AT_HOST);
+    s->backed[i] = 1;
+    if (s->host[i] != NULL)
+      s->be->host_free(s->be, s->host[i]);
+    s->host[i] = NULL;
+  }
+}
+
+gboolean
+stw_store_backed(const StwStore *s, guint32 item)
+{
+  return s->backed != NULL && s->backed[item];
 }
 
 StwPlace
@@ -265,6 +293,19 @@ wait_event(StwStore *s, StwEvent *e)
   s->st.copy_wait_ns += (guint64)(g_get_monotonic_time() - t0) * 1000;
 }
 
+/* The buffer lent for backed ITEM's copy, done, given back (with WRITE: to be written). */
+static void
+end_lend(StwStore *s, guint32 item, gboolean write)
+{
+  if (s->lent != item)
+    return;
+  s->lent = NO_ITEM;
+  s->host[item] = NULL;
+  GError *why = NULL;
+  if (!s->backing.give_back(s->backing.data, item, write, &why))
+    halt(s, why);
+}
+
 /* A write-back of ITEM has landed: its slot is freed. */
 static void
 landed(StwStore *s, guint32 item)
@@ -274,6 +315,7 @@ landed(StwStore *s, guint32 item)
       corrupt(s, item, "device-to-host");
     s->st.verified_moves++;
   }
+  end_lend(s, item, TRUE);
   s->be->event_free(s->be, s->copy[item]);
   s->copy[item] = NULL;
   s->be->device_free(s->be, s->slot[item]);
@@ -320,6 +362,7 @@ arrived(StwStore *s, guint32 item)
       corrupt(s, item, "host-to-device");
     s->st.verified_moves++;
   }
+  end_lend(s, item, FALSE);
 }
 
 void
@@ -342,9 +385,31 @@ host_buffer(StwStore *s, guint32 item)
 
 static void device_copy(StwStore *s, StwCopyDir dir, void *dst, const void *src, gsize bytes);
 
+/* A buffer from the backing for backed ITEM's copy (LOAD: holding its bytes), lent until the
+ * copy is done: the copy lent one before is settled first. NULL with ERROR. */
+static guint8 *
+borrow(StwStore *s, guint32 item, gboolean load, GError **error)
+{
+  if (s->lent != NO_ITEM)
+    stw_store_settle(s, s->lent);
+  if (s->halted || s->lent != NO_ITEM) {
+    if (s->failure != NULL)
+      g_propagate_error(error, g_steal_pointer(&s->failure));
+    else
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_DEVICE,
+                  "a copy failed or did not complete: chunk item %u cannot be copied", item);
+    return NULL;
+  }
+  s->host[item] = s->backing.borrow(s->backing.data, item, load, error);
+  if (s->host[item] != NULL)
+    s->lent = item;
+  return s->host[item];
+}
+
 guint8 *
 stw_store_host(StwStore *s, guint32 item)
 {
+  g_assert(!stw_store_backed(s, item));
   while (s->place[item] == STW_TO_HOST && !s->halted)
     reap(s, TRUE);
   if (s->host[item] == NULL) { /* released: the device holds the values; bring them over */
@@ -456,7 +521,10 @@ static gboolean
 take_slot(StwStore *s, guint32 item, GError **error)
 {
   g_assert(!stw_store_resident(s, item));
-  stw_store_host(s, item);
+  if (stw_store_backed(s, item))
+    stw_store_settle(s, item);
+  else
+    stw_store_host(s, item);
   if (!reserve(s, s->bytes[item], error))
     return FALSE;
   s->slot[item] = s->be->device_alloc(s->be, MAX(s->bytes[item], 1));
@@ -475,6 +543,12 @@ stw_store_fetch(StwStore *s, guint32 item, GError **error)
 {
   if (!take_slot(s, item, error))
     return FALSE;
+  if (stw_store_backed(s, item) && borrow(s, item, TRUE, error) == NULL) {
+    s->be->device_free(s->be, s->slot[item]);
+    s->slot[item] = NULL;
+    s->used -= s->bytes[item];
+    return FALSE;
+  }
   if (s->verify)
     s->sum[item] = checksum(s->host[item], s->bytes[item]);
   s->copy[item] = s->be->copy(s->be, STW_COPY_H2D, s->slot[item], s->host[item], s->bytes[item]);
@@ -509,7 +583,8 @@ stw_store_volatile(const StwStore *s, guint32 item)
 void
 stw_store_clear_dirty(StwStore *s, guint32 item)
 {
-  if (s->host[item] != NULL) /* a released item's device copy stays the only one */
+  /* a released item's device copy stays the only one */
+  if (s->host[item] != NULL || stw_store_backed(s, item))
     s->dirty[item] = 0;
 }
 
@@ -518,10 +593,20 @@ stw_store_evict(StwStore *s, guint32 item)
 {
   g_assert(stw_store_resident(s, item));
   stw_store_device(s, item); /* the fetch lands first */
+  guint8 *host;
+  if (stw_store_backed(s, item)) {
+    GError *why = NULL;
+    host = borrow(s, item, FALSE, &why);
+    if (host == NULL) { /* it stays where it is, and the store halts */
+      halt(s, why);
+      return;
+    }
+  } else {
+    host = host_buffer(s, item);
+  }
   if (s->verify)
     s->sum[item] = checksum(s->slot[item], s->bytes[item]);
-  s->copy[item] = s->be->copy(s->be, STW_COPY_D2H, host_buffer(s, item), s->slot[item],
-                              s->bytes[item]);
+  s->copy[item] = s->be->copy(s->be, STW_COPY_D2H, host, s->slot[item], s->bytes[item]);
   s->place[item] = STW_TO_HOST;
   g_queue_push_tail(&s->leaving, GUINT_TO_POINTER(item));
   s->leaving_bytes += s->bytes[item];
@@ -780,10 +865,23 @@ stw_store_read(StwStore *s, guint32 item, guint64 off, void *out, gsize n)
 {
   if (stw_store_resident(s, item)) {
     guint8 *dev = stw_store_device(s, item);
-    if (s->dirty[item]) {
+    if (s->dirty[item] || s->host[item] == NULL) {
       device_copy(s, STW_COPY_D2H, out, dev + off, n);
       return;
     }
+  }
+  if (stw_store_backed(s, item)) { /* from the backing, through a lent buffer */
+    stw_store_settle(s, item);
+    GError *why = NULL;
+    const guint8 *host = borrow(s, item, TRUE, &why);
+    if (host == NULL) {
+      memset(out, 0, n);
+      halt(s, why); /* reported by the next call that can fail */
+      return;
+    }
+    memcpy(out, host + off, n);
+    end_lend(s, item, FALSE);
+    return;
   }
   memcpy(out, stw_store_host(s, item) + off, n);
 }
@@ -791,8 +889,23 @@ stw_store_read(StwStore *s, guint32 item, guint64 off, void *out, gsize n)
 void
 stw_store_write(StwStore *s, guint32 item, guint64 off, const void *in, gsize n)
 {
-  if (s->host[item] == NULL && stw_store_resident(s, item)) { /* released: the device only */
+  if (stw_store_resident(s, item))
+    stw_store_device(s, item); /* a fetch lands first */
+  if (s->host[item] == NULL && stw_store_resident(s, item)) { /* the device copy only */
     device_copy(s, STW_COPY_H2D, stw_store_device(s, item) + off, in, n);
+    s->dirty[item] = 1; /* a backed item's: the backing's copy is older now */
+    return;
+  }
+  if (stw_store_backed(s, item)) { /* through a lent buffer, read first unless all written */
+    stw_store_settle(s, item);
+    GError *why = NULL;
+    guint8 *host = borrow(s, item, off != 0 || n != s->bytes[item], &why);
+    if (host == NULL) {
+      halt(s, why);
+      return;
+    }
+    memcpy(host + off, in, n);
+    end_lend(s, item, TRUE);
     return;
   }
   memcpy(stw_store_host(s, item) + off, in, n);
@@ -833,8 +946,14 @@ static gboolean
 item_ok(const StwStore *s, guint32 i, GError **error)
 {
   static const char *const places[] = { "AT_HOST", "TO_DEVICE", "ON_DEVICE", "TO_HOST" };
-  if (s->host[i] == NULL && (s->place[i] != STW_ON_DEVICE || !s->dirty[i]))
+  if (stw_store_backed(s, i)) {
+    gboolean moving = s->place[i] == STW_TO_DEVICE || s->place[i] == STW_TO_HOST;
+    if (moving != (s->lent == i) || moving != (s->host[i] != NULL))
+      return broken(error, i, moving ? "is backed and in a copy without a lent buffer"
+                                     : "is backed and holds a lent buffer with no copy");
+  } else if (s->host[i] == NULL && (s->place[i] != STW_ON_DEVICE || !s->dirty[i])) {
     return broken(error, i, "has no host copy and is not the device's alone");
+  }
   if ((guint)s->place[i] > STW_TO_HOST)
     return broken(error, i, "is in no place");
   g_autofree char *at = g_strdup_printf("is %s ", places[s->place[i]]);

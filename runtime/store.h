@@ -60,6 +60,26 @@ void stw_store_make_plain(StwStore *s);
  * memory is host memory, a model state that stays needs no second copy. Nothing is moved. */
 void stw_store_keep_in_place(StwStore *s);
 
+/* Items whose host copy is another tier's (a chunk's parameters on the storage tier, tier.h):
+ * a backed item keeps no host copy. While it is AT_HOST its data is the backing's; a fetch
+ * borrows a host buffer holding it and copies from there, a write-back borrows one to copy into
+ * and gives it back to be written; the buffer is given back when the copy is done, and at most
+ * one is lent at a time (the one lent before is settled first). A backed item on the device is
+ * not dirty unless changed there: dropping it loses nothing. */
+typedef struct {
+  /* A host buffer of ITEM's bytes, lent until given back; with LOAD holding them (read,
+   * waited for and checked). NULL with ERROR. */
+  guint8 *(*borrow)(gpointer data, guint32 item, gboolean load, GError **error);
+  /* The buffer lent for ITEM given back; with WRITE its bytes are ITEM's newest, written to the
+   * backing. FALSE with ERROR. */
+  gboolean (*give_back)(gpointer data, guint32 item, gboolean write, GError **error);
+  gpointer data;
+} StwStoreBacking;
+
+/* BACKING for the items I with BACKED[I] (all AT_HOST): their host copies are freed. */
+void stw_store_set_backing(StwStore *s, const StwStoreBacking *backing, const guint8 *backed);
+gboolean stw_store_backed(const StwStore *s, guint32 item);
+
 StwPlace stw_store_place(const StwStore *s, guint32 item);
 /* Whether ITEM has a device slot: fetched, or on its way there. */
 gboolean stw_store_resident(const StwStore *s, guint32 item);
@@ -69,7 +89,7 @@ void stw_store_set_dirty(StwStore *s, guint32 item);
 guint64 stw_store_bytes(const StwStore *s, guint32 item);
 
 /* The host copy of ITEM, complete (any write-back in flight is waited for; a released one is
- * made again from the device copy). */
+ * made again from the device copy). Not for a backed item (stw_store_read and write are). */
 guint8 *stw_store_host(StwStore *s, guint32 item);
 /* Frees the host copy of ITEM, resident and settled, which its plan keeps on the device for good:
  * the device copy is then the only one (dirty), read and written there, and a host copy is made

@@ -1,5 +1,5 @@
-/* tier.c — optimizer state on the storage tier: two staging buffers in host memory in front of
- * one file of chunk regions (tier.h). */
+/* tier.c — chunks on the storage tier: staging buffers in host memory in front of one file of
+ * chunk regions (tier.h). */
 #include "config.h"
 
 #include "tier.h"
@@ -8,7 +8,8 @@
 
 #define NONE G_MAXUINT32
 #define PIECE_BYTES (8u << 20) /* the largest request: a region is read in pieces this big */
-#define N_BUFFERS 2
+#define N_STEP 2   /* the step's buffers: a chunk's whole region */
+#define N_BUFFERS 4 /* and then two of parameters alone, for the store's fetches and write-backs */
 
 typedef enum {
   EMPTY,   /* holds no chunk */
@@ -25,6 +26,8 @@ typedef struct {
   guint pending;     /* requests in flight */
   guint64 used;      /* when it was last handed out: the least recent goes first */
   gboolean forget;   /* WRITING: empty once it lands (an iteration reads every chunk anew) */
+  gboolean params;   /* a step's buffer: its parameter part holds them (not after FRESH) */
+  gboolean lent;     /* a parameter buffer: lent to the store (stw_tier_params_borrow) */
 } Buffer;
 
 struct StwTier {
@@ -33,9 +36,13 @@ struct StwTier {
   char *path;               /* the file, for messages */
   guint32 n;                /* chunks */
   guint64 *bytes;           /* per chunk: its state's bytes; 0 when it is not here */
+  guint64 *pbytes;          /* per chunk: its parameters' bytes, before the state; 0: not here */
   guint64 *offset;          /* per chunk: its region's place in the file */
-  guint64 *sum;             /* per chunk: the checksum of its last write */
+  guint64 *sum;             /* per chunk: the checksum of its state's last write */
   guint64 *writes;          /* per chunk: writes so far (in the checksum: an older copy fails) */
+  guint64 *psum, *pwrites;  /* the same for its parameters */
+  gboolean (*ready)(gpointer data, guint32 ch);
+  gpointer ready_data;
   guint32 *tensors, *left;  /* per chunk: tensors stepped an iteration, and still to step */
   guint32 *order, n_order;  /* the chunks by first step */
   guint32 *pos;             /* per chunk: its index in the order */
@@ -84,21 +91,38 @@ state_sum(const guint8 *p, gsize n)
 }
 
 static guint64
-chunk_sum(const StwTier *t, guint32 ch, const guint8 *mem)
-{
-  return state_sum(mem, t->bytes[ch]) ^ ((guint64)ch << 40) ^ (t->writes[ch] * 0xD6E8FEB86659FD93ull);
-}
-
-static guint64
 region_bytes(guint64 bytes)
 {
   return (bytes + STW_STORAGE_ALIGN - 1) / STW_STORAGE_ALIGN * STW_STORAGE_ALIGN;
 }
 
+/* Where chunk CH's state begins in its region: after its parameters, if they are here. */
+static guint64
+state_at(const StwTier *t, guint32 ch)
+{
+  return region_bytes(t->pbytes[ch]);
+}
+
+/* The checksum of chunk CH's state at MEM (the region's start) as its last write left it. */
+static guint64
+chunk_sum(const StwTier *t, guint32 ch, const guint8 *mem)
+{
+  return state_sum(mem + state_at(t, ch), t->bytes[ch]) ^ ((guint64)ch << 40) ^
+         (t->writes[ch] * 0xD6E8FEB86659FD93ull);
+}
+
+/* The same for its parameters (at MEM). */
+static guint64
+param_sum(const StwTier *t, guint32 ch, const guint8 *mem)
+{
+  return state_sum(mem, t->pbytes[ch]) ^ ((guint64)ch << 40) ^
+         (t->pwrites[ch] * 0x9FB21C651E98DF25ull) ^ 0x7061726Dull;
+}
+
 StwTier *
 stw_tier_new(const char *dir, const char *name, guint32 queue_depth, guint32 n_chunks,
-             const guint64 *state_bytes, const guint32 *tensors, const guint32 *order,
-             guint32 n_order, GError **error)
+             const guint64 *state_bytes, const guint64 *param_bytes, const guint32 *tensors,
+             const guint32 *order, guint32 n_order, GError **error)
 {
   StwStorage *io = stw_storage_open(dir, queue_depth, error);
   if (io == NULL)
@@ -108,9 +132,14 @@ stw_tier_new(const char *dir, const char *name, guint32 queue_depth, guint32 n_c
   t->path = g_build_filename(dir, name, NULL);
   t->n = n_chunks;
   t->bytes = g_memdup2(state_bytes, MAX(n_chunks, 1) * sizeof(guint64));
+  t->pbytes = g_new0(guint64, MAX(n_chunks, 1));
+  if (param_bytes != NULL)
+    memcpy(t->pbytes, param_bytes, n_chunks * sizeof(guint64));
   t->offset = g_new0(guint64, MAX(n_chunks, 1));
   t->sum = g_new0(guint64, MAX(n_chunks, 1));
   t->writes = g_new0(guint64, MAX(n_chunks, 1));
+  t->psum = g_new0(guint64, MAX(n_chunks, 1));
+  t->pwrites = g_new0(guint64, MAX(n_chunks, 1));
   t->tensors = g_memdup2(tensors, MAX(n_chunks, 1) * sizeof(guint32));
   t->left = g_memdup2(tensors, MAX(n_chunks, 1) * sizeof(guint32));
   t->order = g_memdup2(order, MAX(n_order, 1) * sizeof(guint32));
@@ -120,17 +149,23 @@ stw_tier_new(const char *dir, const char *name, guint32 queue_depth, guint32 n_c
     t->pos[c] = NONE;
   for (guint32 i = 0; i < n_order; i++)
     t->pos[order[i]] = i;
-  guint64 file = 0, largest = 0;
+  guint64 file = 0, largest = 0, params = 0;
   for (guint32 c = 0; c < n_chunks; c++) {
+    guint64 region = state_bytes[c] > 0 ? state_at(t, c) + region_bytes(state_bytes[c]) : 0;
     t->offset[c] = file;
-    file += region_bytes(state_bytes[c]);
-    largest = MAX(largest, region_bytes(state_bytes[c]));
+    file += region;
+    largest = MAX(largest, region);
+    params = MAX(params, region_bytes(t->pbytes[c]));
   }
   for (int b = 0; b < N_BUFFERS; b++) {
-    t->buf[b] = (Buffer){ .mem = stw_storage_buffer(largest), .chunk = NONE, .state = EMPTY };
+    guint64 size = b < N_STEP ? largest : params;
+    t->buf[b] = (Buffer){ .chunk = NONE, .state = EMPTY };
+    if (size == 0)
+      continue; /* no parameters here: no buffers for them */
+    t->buf[b].mem = stw_storage_buffer(size);
     if (t->buf[b].mem == NULL) {
       g_set_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO,
-                  "no host memory for a staging buffer of %" G_GUINT64_FORMAT " bytes", largest);
+                  "no host memory for a staging buffer of %" G_GUINT64_FORMAT " bytes", size);
       stw_tier_free(t);
       return NULL;
     }
@@ -150,12 +185,16 @@ stw_tier_free(StwTier *t)
     return;
   stw_storage_close(t->io); /* waits for what is in flight */
   for (int b = 0; b < N_BUFFERS; b++)
-    stw_storage_buffer_free(t->buf[b].mem);
+    if (t->buf[b].mem != NULL)
+      stw_storage_buffer_free(t->buf[b].mem);
   g_free(t->path);
   g_free(t->bytes);
+  g_free(t->pbytes);
   g_free(t->offset);
   g_free(t->sum);
   g_free(t->writes);
+  g_free(t->psum);
+  g_free(t->pwrites);
   g_free(t->tensors);
   g_free(t->left);
   g_free(t->order);
@@ -175,6 +214,25 @@ stw_tier_holds(const StwTier *t, guint32 ch)
   return t != NULL && ch < t->n && t->bytes[ch] > 0;
 }
 
+gboolean
+stw_tier_holds_params(const StwTier *t, guint32 ch)
+{
+  return stw_tier_holds(t, ch) && t->pbytes[ch] > 0;
+}
+
+guint64
+stw_tier_state_offset(const StwTier *t, guint32 ch)
+{
+  return state_at(t, ch);
+}
+
+void
+stw_tier_set_ready(StwTier *t, gboolean (*ready)(gpointer data, guint32 ch), gpointer data)
+{
+  t->ready = ready;
+  t->ready_data = data;
+}
+
 /* Buffer B's requests all landed: a read checked against what was written. */
 static gboolean
 landed(StwTier *t, int b, GError **error)
@@ -188,15 +246,25 @@ landed(StwTier *t, int b, GError **error)
   }
   guint32 ch = x->chunk;
   x->state = CLEAN;
-  if (chunk_sum(t, ch, x->mem) == t->sum[ch])
+  /* a step's buffer holds the region, the others the parameters alone; parameters never
+   * written are zeros */
+  gboolean state_ok = b >= N_STEP || chunk_sum(t, ch, x->mem) == t->sum[ch];
+  gboolean params_ok = t->pbytes[ch] == 0 || t->pwrites[ch] == 0 ||
+                       param_sum(t, ch, x->mem) == t->psum[ch];
+  if (state_ok && params_ok) {
+    if (t->pbytes[ch] > 0 && t->pwrites[ch] == 0)
+      memset(x->mem, 0, t->pbytes[ch]);
     return TRUE;
+  }
   x->state = EMPTY;
   x->chunk = NONE;
-  return fail(error, "storage file %s: chunk %u's optimizer state (%" G_GUINT64_FORMAT
-              " bytes at offset %" G_GUINT64_FORMAT ") is not what was written to it: the file "
-              "was altered or the device corrupted it; the run stops (resume from the last "
-              "checkpoint: the storage files are rebuilt from it)", t->path, ch, t->bytes[ch],
-              t->offset[ch]);
+  return fail(error, "storage file %s: chunk %u's %s (%" G_GUINT64_FORMAT " bytes at offset %"
+              G_GUINT64_FORMAT ") is not what was written to it: the file was altered or the "
+              "device corrupted it; the run stops (resume from the last checkpoint: the storage "
+              "files are rebuilt from it)", t->path, ch,
+              state_ok ? "parameters" : "optimizer state",
+              state_ok ? t->pbytes[ch] : t->bytes[ch],
+              t->offset[ch] + (state_ok ? 0 : state_at(t, ch)));
 }
 
 /* Completed requests collected, waiting for MIN of them. */
@@ -216,9 +284,10 @@ collect(StwTier *t, guint min, GError **error)
       Buffer *x = &t->buf[b];
       if (x->pending == 0)
         continue;
-      g_string_append_printf(which, "%schunk %u's optimizer state (%s)", which->len ? " or " : "",
-                             x->chunk, x->state == READING ? "being read" : "being written");
-      *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
+      g_string_append_printf(which, "%schunk %u's %s (%s)", which->len ? " or " : "", x->chunk,
+                             b < N_STEP ? "optimizer state" : "parameters",
+                             x->state == READING ? "being read" : "being written");
+      *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY, .lent = x->lent };
     }
     g_propagate_prefixed_error(error, local, "the storage tier, %s: ", which->str);
     return FALSE;
@@ -240,37 +309,48 @@ wait_buffer(StwTier *t, int b, GError **error)
   return TRUE;
 }
 
-/* Buffer B's chunk read in (or, with WRITE, written out), in pieces. */
+/* Buffer B's chunk read in (or, with WRITE, written out), in pieces: a step's buffer its region
+ * (written without the parameters when it does not hold them), the others its parameters. */
 static gboolean
 submit(StwTier *t, int b, gboolean write, GError **error)
 {
   Buffer *x = &t->buf[b];
   guint32 ch = x->chunk;
-  /* a region is never read while a write to it is in flight: the read would get what is half
-   * written (another buffer may still be writing CH, one it was told to forget) */
-  for (int o = 0; !write && o < N_BUFFERS; o++)
+  /* no request on a chunk's region while another buffer's write to it is in flight: a read would
+   * get what is half written, two writes could land in either order (another buffer may still
+   * be writing CH, one it was told to forget) */
+  for (int o = 0; o < N_BUFFERS; o++)
     if (o != b && t->buf[o].chunk == ch && t->buf[o].state == WRITING && !wait_buffer(t, o, error))
       return FALSE;
-  if (write) {
+  gboolean whole = b < N_STEP, params = (!whole || !write || x->params) && t->pbytes[ch] > 0;
+  guint64 from = params ? 0 : state_at(t, ch);
+  guint64 to = whole ? state_at(t, ch) + region_bytes(t->bytes[ch]) : region_bytes(t->pbytes[ch]);
+  if (write && whole) {
     t->writes[ch]++;
     t->sum[ch] = chunk_sum(t, ch, x->mem);
   }
+  if (write && params) {
+    t->pwrites[ch]++;
+    t->psum[ch] = param_sum(t, ch, x->mem);
+  }
   x->state = write ? WRITING : READING;
-  guint64 region = region_bytes(t->bytes[ch]);
-  for (guint64 at = 0; at < region; at += PIECE_BYTES) {
-    gsize n = (gsize)MIN(PIECE_BYTES, region - at);
+  x->params |= !write; /* a read brings the region whole */
+  for (guint64 at = from; at < to; at += PIECE_BYTES) {
+    gsize n = (gsize)MIN(PIECE_BYTES, to - at);
     x->pending++;
     if (!stw_storage_submit(t->io, (guint)t->file, write, x->mem + at, n, t->offset[ch] + at,
                             (guint64)b, error)) {
       x->pending--;
-      g_prefix_error(error, "the optimizer state on the storage tier: ");
+      g_prefix_error(error, whole ? "the optimizer state on the storage tier: "
+                                  : "the parameters on the storage tier: ");
       return FALSE;
     }
   }
+  guint64 moved = (whole ? t->bytes[ch] : 0) + (params ? t->pbytes[ch] : 0);
   if (write)
-    t->st.write_bytes += t->bytes[ch];
+    t->st.write_bytes += moved;
   else
-    t->st.read_bytes += t->bytes[ch];
+    t->st.read_bytes += moved;
   return TRUE;
 }
 
@@ -293,7 +373,7 @@ empty_buffer(StwTier *t, int b, GError **error)
 static int
 find(const StwTier *t, guint32 ch)
 {
-  for (int b = 0; b < N_BUFFERS; b++)
+  for (int b = 0; b < N_STEP; b++)
     if (t->buf[b].chunk == ch && !t->buf[b].forget)
       return b;
   return -1;
@@ -307,7 +387,7 @@ victim(const StwTier *t)
   static const int rank[] = { [EMPTY] = 0, [CLEAN] = 1, [WRITING] = 2, [READING] = 3,
                               [DIRTY] = 4 };
   int best = 0;
-  for (int b = 1; b < N_BUFFERS; b++) {
+  for (int b = 1; b < N_STEP; b++) {
     const Buffer *x = &t->buf[b], *y = &t->buf[best];
     if (rank[x->state] < rank[y->state] ||
         (rank[x->state] == rank[y->state] && x->used < y->used))
@@ -321,13 +401,20 @@ stw_tier_state(StwTier *t, guint32 ch, gboolean modify, gboolean fresh, GError *
 {
   g_assert(stw_tier_holds(t, ch));
   int b = find(t, ch);
+  if (b >= 0 && !fresh && !t->buf[b].params && t->pbytes[ch] > 0) {
+    /* a first state without the parameters read in: it goes out, and the region comes in */
+    if (!empty_buffer(t, b, error))
+      return NULL;
+    b = -1;
+  }
   if (b < 0) {
     b = victim(t);
     if (!empty_buffer(t, b, error))
       return NULL;
     t->buf[b].chunk = ch;
     if (fresh) {
-      memset(t->buf[b].mem, 0, region_bytes(t->bytes[ch]));
+      memset(t->buf[b].mem + state_at(t, ch), 0, region_bytes(t->bytes[ch]));
+      t->buf[b].params = FALSE;
       t->buf[b].state = DIRTY;
     } else if (!submit(t, b, FALSE, error)) {
       t->buf[b].chunk = NONE;
@@ -355,7 +442,10 @@ prefetch(StwTier *t, guint32 ch, GError **error)
   guint32 i = t->pos[ch];
   if (i == NONE || i + 1 >= t->n_order || find(t, t->order[i + 1]) >= 0)
     return TRUE;
-  for (int b = 0; b < N_BUFFERS; b++) {
+  guint32 next = t->order[i + 1];
+  if (t->pbytes[next] > 0 && t->ready != NULL && !t->ready(t->ready_data, next))
+    return TRUE; /* its parameters are still on their way to the file: read when stepped */
+  for (int b = 0; b < N_STEP; b++) {
     Buffer *x = &t->buf[b];
     if (x->chunk != ch && (x->state == EMPTY || x->state == CLEAN)) {
       x->chunk = t->order[i + 1];
@@ -382,7 +472,7 @@ stw_tier_stepped(StwTier *t, guint32 ch, GError **error)
 gboolean
 stw_tier_iteration_end(StwTier *t, GError **error)
 {
-  for (int b = 0; b < N_BUFFERS; b++) {
+  for (int b = 0; b < N_STEP; b++) {
     Buffer *x = &t->buf[b];
     if (x->state == DIRTY && t->left[x->chunk] != t->tensors[x->chunk] &&
         !submit(t, b, TRUE, error))
@@ -409,6 +499,8 @@ stw_tier_iteration_begin(StwTier *t, GError **error)
 {
   for (int b = 0; b < N_BUFFERS; b++) {
     Buffer *x = &t->buf[b];
+    if (x->lent)
+      continue; /* the store's, until it gives it back */
     if (x->state == DIRTY && (!submit(t, b, TRUE, error) || !wait_buffer(t, b, error)))
       return FALSE;
     if (x->state == CLEAN)
@@ -424,4 +516,79 @@ const StwTierStats *
 stw_tier_stats(const StwTier *t)
 {
   return &t->st;
+}
+
+/* A parameter buffer not lent, its write landed: an empty one, else one whose parameters the
+ * file has, else the least recently used; -1 with ERROR when a write failed. */
+static int
+param_buffer(StwTier *t, GError **error)
+{
+  static const int rank[] = { [EMPTY] = 0, [CLEAN] = 1, [WRITING] = 2, [READING] = 3,
+                              [DIRTY] = 4 };
+  int best = -1;
+  for (int b = N_STEP; b < N_BUFFERS; b++) {
+    const Buffer *x = &t->buf[b];
+    if (x->lent)
+      continue;
+    if (best < 0 || rank[x->state] < rank[t->buf[best].state] ||
+        (rank[x->state] == rank[t->buf[best].state] && x->used < t->buf[best].used))
+      best = b;
+  }
+  g_assert(best >= 0); /* one buffer lent at most */
+  return wait_buffer(t, best, error) ? best : -1;
+}
+
+guint8 *
+stw_tier_params_borrow(StwTier *t, guint32 ch, gboolean load, GError **error)
+{
+  g_assert(stw_tier_holds_params(t, ch));
+  if (!collect(t, 0, error))
+    return NULL;
+  /* a step's newer copy of them goes to the file first: the read below waits for it */
+  for (int s = 0; load && s < N_STEP; s++) {
+    Buffer *y = &t->buf[s];
+    if (y->chunk == ch && y->state == DIRTY && y->params && !y->forget &&
+        !submit(t, s, TRUE, error))
+      return NULL;
+  }
+  int b = param_buffer(t, error);
+  if (b < 0)
+    return NULL;
+  Buffer *x = &t->buf[b];
+  *x = (Buffer){ .mem = x->mem, .chunk = ch, .state = EMPTY, .used = ++t->tick };
+  if (load && t->pwrites[ch] == 0) {
+    memset(x->mem, 0, t->pbytes[ch]); /* never written: zeros */
+  } else if (load && (!submit(t, b, FALSE, error) || !wait_buffer(t, b, error))) {
+    *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
+    return NULL;
+  }
+  x->lent = TRUE;
+  return x->mem;
+}
+
+gboolean
+stw_tier_params_return(StwTier *t, guint32 ch, gboolean write, GError **error)
+{
+  int b = -1;
+  for (int o = N_STEP; o < N_BUFFERS; o++)
+    if (t->buf[o].lent && t->buf[o].chunk == ch)
+      b = o;
+  g_assert(b >= 0);
+  Buffer *x = &t->buf[b];
+  x->lent = FALSE;
+  if (!write) {
+    *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
+    return TRUE;
+  }
+  /* a step's copy of the chunk is older now: read or being read, it is forgotten; with newer
+   * parameters (a step's), written first, so that this write lands after it */
+  for (int s = 0; s < N_STEP; s++) {
+    Buffer *y = &t->buf[s];
+    if (y->chunk != ch || y->forget || (y->state == DIRTY && !y->params))
+      continue;
+    if ((y->state == DIRTY && !submit(t, s, TRUE, error)) || !wait_buffer(t, s, error))
+      return FALSE;
+    *y = (Buffer){ .mem = y->mem, .chunk = NONE, .state = EMPTY };
+  }
+  return submit(t, b, TRUE, error);
 }

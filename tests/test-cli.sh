@@ -349,6 +349,24 @@ expect 1 "chunks on the storage tier (\"cpu-storage\"): name a directory on it f
 expect 1 "storage directory $T/gone: No such file or directory" "train --nvme-dir on a missing directory" -- \
   $S train $M --steps 1 --plan "$T/tn.json" --nvme-dir "$T/gone"
 expect 2 "--nvme-dir goes with --plan" "--nvme-dir without a plan" -- $S train $M --steps 1 --nvme-dir "$T/nvme"
+# less host memory, eight blocks: chunks' 16-bit parameters on storage too ("storage"), trained
+M8="--layers 8 --width 32 --heads 4 --context 16 --batch 2 --data $D"
+$S train $M8 --steps 2 --profile "$T/t8.json" > /dev/null &&
+  $S plan "$T/t8.json" --gpu 1MiB --cpu 2148000000 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+    --activations keep -o "$T/tp8.json" > "$T/tp8.log" &&
+  grep -q "of optimizer state and 16-bit parameters of 1.00 GiB on the storage tier" "$T/tp8.log" &&
+  $S simulate "$T/tp8.json" "$T/t8.json" > "$T/tp8-sim.txt" &&
+  moved=$(sed -n 's/^storage .* read and written: \(.*\) read, \(.*\) written$/storage read \1  written \2/p' "$T/tp8-sim.txt") &&
+  $S train $M8 --steps 3 --plan "$T/tp8.json" --nvme-dir "$T/nvme" > "$T/tp8-train.txt" &&
+  $S train $M8 --steps 3 > "$T/t8-ref.txt" &&
+  grep -q "^storage tier: optimizer state and parameters in $T/nvme through " "$T/tp8-train.txt" &&
+  [ -n "$moved" ] && grep "^step    3 " "$T/tp8-train.txt" | grep -q "$moved\$" &&
+  [ "$(grep '^step' "$T/tp8-train.txt" | cut -c1-24)" = "$(grep '^step' "$T/t8-ref.txt" | cut -c1-24)" ] &&
+  [ -z "$(ls "$T/nvme")" ]
+tap_result $? "a plan with parameters on storage trains bitwise the losses of one without, moving the simulation's storage bytes" \
+  "$(cat "$T/tp8.log" "$T/tp8-sim.txt" "$T/tp8-train.txt" "$T/t8-ref.txt")"
+expect 1 "the plan keeps the parameters and optimizer state of 12 chunks on the storage tier (\"storage\"): name a directory" \
+  "train refuses a plan with parameters on storage without a directory for them" -- $S train $M8 --steps 1 --plan "$T/tp8.json"
 expect 2 "plan: --nvme: hardware profile A100-80GB-PCIe4 has no storage tier: measure one with \`stowage probe --nvme DIR\`" \
   "--nvme on a profile without storage" -- $S plan "$T/tt.json" --gpu 400KiB --hw A100-80GB-PCIe4 --nvme 1GiB -o "$T/x.json"
 expect 2 "the profile RTX4090-24GB-PCIe4-2xNVMe's storage holds" "--nvme beyond the profile's storage" -- \

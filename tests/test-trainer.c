@@ -796,14 +796,68 @@ storage_tier(void)
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
   g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_DIRECTORY);
   stw_assert_error_contains(error, "No such file or directory");
-  /* the parameters on storage too ("storage"): planned and simulated, not replayed yet */
+  /* the parameters on storage too ("storage"): each fetch of them read from the file, each
+   * write-back written to it, the step reading and writing them beside the state */
   rr.storage_dir = dir;
-  plan->optim[last] = STW_OPTIM_STORAGE;
+  guint64 params = 0, moved_in = 0, moved_out = 0;
+  for (guint32 ch = 0; ch < stw_chunking_count(plan->chunking); ch++) {
+    if (plan->optim[ch] == STW_OPTIM_CPU_STORAGE) {
+      plan->optim[ch] = STW_OPTIM_STORAGE;
+      params += stw_chunk_bytes(plan->chunking, ch, STW_LIST_PARAM);
+    }
+  }
+  const StwAction *act = (const StwAction *)plan->schedule.actions->data;
+  for (guint i = 0; i < plan->schedule.actions->len; i++) {
+    if (act[i].item >= stw_chunking_count(plan->chunking) ||
+        plan->optim[act[i].item] != STW_OPTIM_STORAGE)
+      continue;
+    guint64 pb = stw_chunk_bytes(plan->chunking, act[i].item, STW_LIST_PARAM);
+    moved_in += act[i].kind == STW_ACTION_FETCH ? pb : 0;
+    moved_out += act[i].kind == STW_ACTION_EVICT ? pb : 0;
+  }
+  g_assert_cmpuint(params, ==, 6 * 8192 * sizeof(float));
+  /* the plan's moves of them: every chunk's gradients out, back in after its step, one chunk
+   * fetched again for forward */
+  g_assert_cmpuint(moved_in, ==, 7 * params / 6);
+  g_assert_cmpuint(moved_out, ==, params);
+  r = trainer(&c, data, &rr, be);
+  train(r, got, 2);
+  g_autofree char *ckpt2 = g_build_filename(dir, "p.ckpt", NULL);
+  g_assert_true(stw_trainer_save(r, ckpt2, &error));
+  train(r, got + 2, 2);
+  g_assert_cmpmem(got, sizeof got, kept, sizeof kept);
+  st = stw_runtime_stats(stw_trainer_runtime(r));
+  g_assert_cmpuint(st->storage_read_bytes, ==, state + params + moved_in);
+  g_assert_cmpuint(st->storage_write_bytes, ==, state + params + moved_out);
+  g_assert_cmpuint(st->deviations, ==, 0);
+  stw_trainer_free(r);
+  r = trainer(&c, data, &rr, be);
+  g_assert_true(stw_trainer_load(r, ckpt2, &error));
+  train(r, again, 2);
+  g_assert_cmpmem(again, sizeof again, kept + 2, sizeof again);
+  /* a byte of a chunk's parameters changed in the file (chunk 1's, the first the next step
+   * fetches; its region after chunk 0's): the fetch that reads them stops */
+  g_assert_true(stw_runtime_storage_sync(stw_trainer_runtime(r), &error));
+  fd = g_open(file, O_RDWR, 0);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(pread(fd, &byte, 1, 131072 + 100), ==, 1);
+  byte ^= 0x10;
+  g_assert_cmpint(pwrite(fd, &byte, 1, 131072 + 100), ==, 1);
+  close(fd);
+  g_assert_false(stw_trainer_step(r, &loss, &error));
+  g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
+  g_autofree char *altered_params = g_strdup_printf("storage file %s: chunk 1's parameters (32768 "
+                                                    "bytes at offset 131072) is not what was written "
+                                                    "to it", file);
+  stw_assert_error_contains(error, altered_params);
+  stw_trainer_free(r);
+  /* and no directory for them */
+  rr.storage_dir = NULL;
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
   g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
-  stw_assert_error_contains(error, "the plan keeps the parameters of 1 chunk on the storage "
-                            "tier (\"storage\"), and the runtime replays only optimizer state "
-                            "there");
+  stw_assert_error_contains(error, "the plan keeps the parameters and optimizer state of 6 chunks "
+                            "on the storage tier (\"storage\"): name a directory");
+  g_unlink(ckpt2);
   g_unlink(ckpt);
   g_assert_cmpint(g_rmdir(dir), ==, 0);
   stw_trainer_free(p);

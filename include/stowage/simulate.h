@@ -72,6 +72,8 @@ typedef struct {
                               * (the profile's copy_interference) */
   guint64 h2d_busy_ns, d2h_busy_ns, cpu_busy_ns;
   guint64 storage_busy_ns;   /* the storage reading and writing optimizer state */
+  guint64 storage_read_bytes, storage_write_bytes; /* and how much, each way (what the runtime's
+                                                    * replay moves, byte for byte) */
   guint64 h2d_bytes, d2h_bytes;
   guint64 comm_busy_ns;      /* the collectives' lane (several ranks) */
   guint64 comm_bytes;        /* received by this rank in collectives */

@@ -193,7 +193,9 @@ class TestProfile(unittest.TestCase):
         CPU Adam chunks keep their optimizer state on storage; wrap(..., storage_dir=) steps it
         through a scratch file there, with bitwise the losses of the plan that keeps it in host
         memory, reading and writing the plan's bytes each step, and leaves no file; without a
-        directory the plan is refused by name."""
+        directory the plan is refused by name. With 52 KiB less, some chunks' 16-bit parameters
+        (and gradients) go there too: each fetch reads them, each copy out writes them, and the
+        bytes are the simulation's, exactly."""
         m, opt, x = tiny_lm_run()
         t = self.traced(m, x, opt)
         hw = "RTX4090-24GB-PCIe4-2xNVMe"
@@ -203,9 +205,14 @@ class TestProfile(unittest.TestCase):
                               nvme="1GiB")
         state = stored.predictions["storage_bytes"]
         self.assertGreater(state, 0)
+        params = stowage.plan(t, gpu="96KiB", activations="keep", hw=hw, cpu=need - 53249,
+                              nvme="1GiB")
+        sim = stowage.simulate(params, t)
+        self.assertEqual((params.predictions["storage_bytes"], sim["storage_read_bytes"],
+                          sim["storage_write_bytes"]), (163840, 221184, 163840))
         runs = {}
         with tempfile.TemporaryDirectory() as d:
-            for name, plan in (("host", host), ("storage", stored)):
+            for name, plan in (("host", host), ("storage", stored), ("params", params)):
                 m, opt, x = tiny_lm_run()
                 with st.wrap(m, opt, plan, t, storage_dir=d) as w:
                     losses = self.steps(m, opt, x, 3)
@@ -213,6 +220,9 @@ class TestProfile(unittest.TestCase):
                         self.assertEqual(w.stats["storage_read_bytes"], state)
                         self.assertEqual(w.stats["storage_write_bytes"], state)
                         self.assertEqual(os.listdir(d), ["optimizer-state.rank0"])
+                    elif name == "params":
+                        self.assertEqual(w.stats["storage_read_bytes"], 221184)
+                        self.assertEqual(w.stats["storage_write_bytes"], 163840)
                     else:
                         self.assertNotIn("storage_read_bytes", w.stats)
                 runs[name] = losses
@@ -223,6 +233,7 @@ class TestProfile(unittest.TestCase):
                                         r"\(\"cpu-storage\"\): name a directory"):
                 st.wrap(m, opt, stored, t)
         self.assertEqual(runs["host"], runs["storage"])
+        self.assertEqual(runs["host"], runs["params"])
 
     def test_cpu_memory_from_the_profiler(self):
         """On the CPU, non-model memory comes from the profiler's memory events: a stack of
