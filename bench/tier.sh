@@ -4,11 +4,11 @@
 # made under the build tree, on its disk) into one profile (`stowage probe --device host --nvme
 # DIR`), profiles the trainer, and for each shape plans at a GPU budget of the non-model peak plus
 # a quarter of the model with the least host budget a plan without storage fits (bisected), then
-# that budget less a quarter and half of the optimizer state (`--cpu`, `--nvme`): what no longer
-# fits in host memory goes to storage. Every plan is replayed with
-# `train --nvme-dir DIR`; printed: predicted against measured iteration time (median step), the
-# storage bytes read and written each step against the plan's, and the replay's peak RSS against
-# the plan's host memory. STW_TIER_SHAPES replaces the shapes ("L C H T B" each, ';' apart).
+# that budget less a quarter, half and all of the optimizer state (`--cpu`, `--nvme`): what no
+# longer fits in host memory goes to storage (at "all", chunks' 16-bit parameters too). Every plan
+# is replayed with `train --nvme-dir DIR`; printed: predicted against measured iteration time
+# (median step), the storage bytes read and written each step against the simulation's, and the
+# replay's peak RSS against the RSS the plan predicts (device peak, chunks and staging, process). STW_TIER_SHAPES replaces the shapes ("L C H T B" each, ';' apart).
 set -e
 build=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 S=$build/stowage
@@ -21,8 +21,8 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 "$S" probe --device host --nvme "$dir" -o "$tmp/host.json" > "$tmp/probe.txt"
 . "$(dirname "$0")/sizes.sh"
 
-echo "| model | host cut | predicted | measured | error | storage each way, plan | replay | host, plan | peak RSS |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| model | host cut | on storage | predicted | measured | error | storage read, written: simulated | replay | RSS, plan | peak RSS |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
 errs=$tmp/errs
 : > "$errs"
 shapes=${STW_TIER_SHAPES:-4 256 4 64 4;8 384 6 64 4;12 512 8 64 4}
@@ -50,28 +50,31 @@ for shape in $shapes; do
          --cpu "$mid" -o "$tmp/x.json" > /dev/null 2>&1; then hi=$mid; else lo=$mid; fi
   done
   state=$(( $(bytes $model) * 3 / 4 ))  # master, momentum, variance: 12 of 16 bytes a parameter
-  for cut in 0 25 50; do
+  for cut in 0 25 50 100; do
     cpu=$(( hi - state * cut / 100 ))
     plan=$tmp/$name-$cut.json
     if ! "$S" plan "$tmp/$name.json" --gpu "$budget" --hw "$tmp/host.json" --activations keep \
-         --cpu "$cpu" --nvme 64GiB -o "$plan" > "$tmp/plan.txt" 2>&1; then
-      echo "| $name | $cut% | does not fit | | | | | | |"
+         --cpu "$cpu" --nvme 8GiB -o "$plan" > "$tmp/plan.txt" 2>&1; then
+      echo "| $name | $cut% | does not fit | | | | | | | |"
       continue
     fi
     pred=$(sed -n 's/^  iteration *\([0-9.]*\) \([a-z]*\) simulated.*/\1 \2/p' "$tmp/plan.txt")
-    stored=$(sed -n 's/^  storage *\([0-9.]*\) \([KMGT]*i*B\) of optimizer state.*/\1 \2/p' "$tmp/plan.txt")
-    phost=$(sed -n 's/^  host *\([0-9.]*\) \([KMGT]*i*B\) (.*/\1 \2/p' "$tmp/plan.txt")
+    what=$(sed -n 's/^  storage *[0-9.]* [KMGT]*i*B of \(optimizer state\)\( and 16-bit parameters\)\{0,1\} of .*/\1\2/p' "$tmp/plan.txt" |
+           sed 's/optimizer state and 16-bit parameters/state and parameters/; s/optimizer state/state/')
+    "$S" simulate "$plan" "$tmp/$name.json" > "$tmp/sim.txt"
+    simulated=$(sed -n 's/^storage .* read and written: \(.*\) read, \(.*\) written$/\1, \2/p' "$tmp/sim.txt")
+    prss=$(sed -n 's/^  RSS *\([0-9.]*\) \([KMGT]*i*B\) .*/\1 \2/p' "$tmp/plan.txt")
     # shellcheck disable=SC2086
     /usr/bin/time -f "%M" -o "$tmp/rss" "$S" train $M --steps 9 --plan "$plan" \
       --trace "$tmp/$name.json" --nvme-dir "$dir" > "$tmp/run.txt"
     tokens=$(( $4 * $5 ))
     step=$(sed -n 's/^step *[0-9]* *loss [0-9.]* *\([0-9]*\) tokens\/s.*/\1/p' "$tmp/run.txt" |
            tail -n +2 | sort -n | awk -v t="$tokens" '{ v[NR] = $1 } END { printf "%.0f", t / v[int((NR + 1) / 2)] * 1e9 }')
-    moved=$(sed -n 's/.*storage read \([0-9.]* [KMGT]*i*B\)  written.*/\1/p' "$tmp/run.txt" | sort -u | tr '\n' ' ')
+    moved=$(sed -n 's/.*storage read \([0-9.]* [KMGT]*i*B\)  written \([0-9.]* [KMGT]*i*B\)$/\1, \2/p' "$tmp/run.txt" | tail -n +2 | sort -u | tr '\n' ' ' | sed 's/ $//')
     e=$(awk -v p="$(ns $pred)" -v m="$step" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')
     echo "$e" >> "$errs"
     rss=$(awk '{ printf "%.1f MiB", $1 / 1024 }' "$tmp/rss")
-    echo "| $name | $cut% | $pred | $(awk -v n="$step" 'BEGIN { printf "%.2f ms", n / 1e6 }') | $e% | ${stored:-0 B} | ${moved:-0 B} | $phost | $rss |"
+    echo "| $name | $cut% | ${what:-nothing} | $pred | $(awk -v n="$step" 'BEGIN { printf "%.2f ms", n / 1e6 }') | $e% | ${simulated:-0 B} | ${moved:-0 B} | $prss | $rss |"
   done
 done
 echo

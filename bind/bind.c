@@ -586,7 +586,7 @@ stw_bind_runtime_new(const StwTrace *model, const float *const *init, const StwP
   StwBindRuntime *r = g_new0(StwBindRuntime, 1);
   r->model = model;
   if (strcmp(device, "cuda") == 0) {
-    r->backend = stw_backend_cuda_new(0, stw_backend_cuda_arena_for(device_bytes), &error);
+    r->backend = stw_backend_cuda_new(0, stw_backend_arena_for(device_bytes), &error);
     if (r->backend == NULL) {
       give(error, error_out);
       g_free(r);

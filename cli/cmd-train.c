@@ -431,7 +431,7 @@ set_up_device(Training *x, int *status)
   }
   if (x->gpu == NULL && x->plan_file == NULL)
     x->ro.device_bytes = 4 * STW_GiB;
-  guint64 arena = stw_backend_cuda_arena_for(x->ro.device_bytes);
+  guint64 arena = stw_backend_arena_for(x->ro.device_bytes);
   /* one GPU per rank, by its rank on this machine; the chunks' collectives over NCCL */
   int gpu = x->comm != NULL ? (int)x->comm->local_rank : 0;
   if ((x->be = stw_backend_cuda_new(gpu, arena, &error)) == NULL ||

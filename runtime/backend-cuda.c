@@ -10,6 +10,8 @@
 
 #include <stowage/runtime.h>
 
+#include "spans.h"
+
 struct StwEvent {
   cudaEvent_t done;
   gboolean created;  /* DONE exists */
@@ -17,16 +19,11 @@ struct StwEvent {
 };
 
 typedef struct {
-  guint64 offset, bytes;
-} Span;
-
-typedef struct {
   StwBackend base;
   int device;
   guint8 *arena;              /* one cudaMalloc */
   guint64 arena_bytes;
-  GArray *free_spans;         /* Span, sorted by offset, coalesced */
-  GHashTable *used;           /* device pointer -> bytes */
+  StwSpans *spans;            /* of it, carved first-fit */
   cudaStream_t h2d, d2h;
   cudaEvent_t compute;        /* recorded on the compute stream before a copy is queued */
 } CudaBackend;
@@ -46,21 +43,12 @@ static void *
 cuda_device_alloc(StwBackend *b, gsize bytes)
 {
   CudaBackend *c = (CudaBackend *)b;
-  guint64 need = (MAX(bytes, 1) + ALIGN - 1) / ALIGN * ALIGN;
-  for (guint i = 0; i < c->free_spans->len; i++) {
-    Span *s = &g_array_index(c->free_spans, Span, i);
-    if (s->bytes < need)
-      continue;
-    guint8 *p = c->arena + s->offset;
-    s->offset += need;
-    s->bytes -= need;
-    if (s->bytes == 0)
-      g_array_remove_index(c->free_spans, i);
-    g_hash_table_insert(c->used, p, GSIZE_TO_POINTER(need));
-    return p;
-  }
+  guint64 at = stw_spans_take(c->spans, bytes);
+  if (at != STW_SPANS_NONE)
+    return c->arena + at;
   g_snprintf(b->error, sizeof b->error, "the arena of %" G_GUINT64_FORMAT " bytes has no free "
-             "span of %" G_GUINT64_FORMAT " bytes", c->arena_bytes, need);
+             "span of %" G_GUINT64_FORMAT " bytes", c->arena_bytes,
+             (guint64)(MAX(bytes, 1) + ALIGN - 1) / ALIGN * ALIGN);
   return NULL;
 }
 
@@ -68,33 +56,9 @@ static void
 cuda_device_free(StwBackend *b, void *p)
 {
   CudaBackend *c = (CudaBackend *)b;
-  if (p == NULL)
-    return;
-  gpointer held = NULL;
-  if (!g_hash_table_lookup_extended(c->used, p, NULL, &held))
-    return; /* not the arena's: a free span of 0 bytes would be a lie */
-  guint64 bytes = GPOINTER_TO_SIZE(held);
-  g_hash_table_remove(c->used, p);
-  Span s = { (guint64)((guint8 *)p - c->arena), bytes };
-  guint i = 0;
-  while (i < c->free_spans->len && g_array_index(c->free_spans, Span, i).offset < s.offset)
-    i++;
-  g_array_insert_val(c->free_spans, i, s);
-  /* coalesce with the neighbours */
-  if (i + 1 < c->free_spans->len) {
-    Span *n = &g_array_index(c->free_spans, Span, i + 1), *m = &g_array_index(c->free_spans, Span, i);
-    if (m->offset + m->bytes == n->offset) {
-      m->bytes += n->bytes;
-      g_array_remove_index(c->free_spans, i + 1);
-    }
-  }
-  if (i > 0) {
-    Span *pv = &g_array_index(c->free_spans, Span, i - 1), *m = &g_array_index(c->free_spans, Span, i);
-    if (pv->offset + pv->bytes == m->offset) {
-      pv->bytes += m->bytes;
-      g_array_remove_index(c->free_spans, i);
-    }
-  }
+  guint8 *q = p;
+  if (q >= c->arena && q < c->arena + c->arena_bytes) /* not the arena's: nothing to give */
+    stw_spans_give(c->spans, (guint64)(q - c->arena));
 }
 
 static void *
@@ -198,8 +162,7 @@ cuda_free(StwBackend *b)
   cudaStreamDestroy(c->d2h);
   cudaEventDestroy(c->compute);
   cudaFree(c->arena);
-  g_array_unref(c->free_spans);
-  g_hash_table_unref(c->used);
+  stw_spans_free(c->spans);
   g_free(c);
 }
 
@@ -223,8 +186,6 @@ stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
                           .sync = cuda_sync };
   c->device = device;
   c->arena_bytes = (arena_bytes + ALIGN - 1) / ALIGN * ALIGN;
-  c->free_spans = g_array_new(FALSE, FALSE, sizeof(Span));
-  c->used = g_hash_table_new(g_direct_hash, g_direct_equal);
   void *arena = NULL;
   if (!ok(c, cudaSetDevice(device), "cudaSetDevice") ||
       !ok(c, cudaMalloc(&arena, c->arena_bytes), "cudaMalloc") ||
@@ -235,13 +196,10 @@ stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
                 c->base.error);
     if (arena != NULL)
       cudaFree(arena);
-    g_array_unref(c->free_spans);
-    g_hash_table_unref(c->used);
     g_free(c);
     return NULL;
   }
   c->arena = arena;
-  Span all = { 0, c->arena_bytes };
-  g_array_append_val(c->free_spans, all);
+  c->spans = stw_spans_new(c->arena_bytes, ALIGN);
   return &c->base;
 }

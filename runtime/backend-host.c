@@ -1,10 +1,14 @@
 /* backend-host.c — the emulated device: host memory and two copy-engine threads.
  *
- * Device blocks are reused: a freed block is kept, by its size, for the next allocation of that
- * size (chunk slots and activation arenas come and go every iteration; fresh memory would be
- * mapped and faulted in each time). A size never holds more spare blocks than were once live at
- * the same time, and live and spare blocks together never more than the emulated device's
- * memory (device_bytes): a fresh block that would pass it first gives the spare ones back. */
+ * With its memory set (device_bytes: the runtime sets the budget's), the device is one mapping
+ * of that size and the CUDA backend's room for fragmentation (stw_backend_arena_for), carved
+ * first-fit like the CUDA backend's arena (spans.h): chunk slots and
+ * activations come and go every iteration at no cost but a scan, and the process holds the pages
+ * the device ever used, at most its memory. An allocation the mapping cannot hold (fragmented,
+ * or a device of no set size) is a block of its own; those are reused: a freed block is kept, by
+ * its size, for the next allocation of that size. A size never holds more spare blocks than were
+ * once live at the same time, and live and spare blocks together never more than the emulated
+ * device's memory: a fresh block that would pass it first gives the spare ones back. */
 #include "config.h"
 
 #include <stowage/backend.h>
@@ -15,6 +19,10 @@
 #include <malloc.h>
 #endif
 #include <sys/mman.h>
+
+#include "spans.h"
+
+#define DEVICE_ALIGN 256
 
 /* Device blocks this large are mappings of their own, given back to the system when freed: the
  * emulated device's memory is then exactly its live and kept blocks (the heap would keep freed
@@ -59,6 +67,8 @@ typedef struct {
   GHashTable *sizes;       /* device block -> its bytes */
   GHashTable *spare;       /* bytes -> GSList of free device blocks of that size */
   guint64 live_bytes, spare_bytes;
+  guint8 *arena;           /* the device's memory, one mapping; NULL before device_bytes is set */
+  StwSpans *spans;         /* of it, carved first-fit */
 } HostBackend;
 
 static Job stop_job; /* a job that tells an engine to exit */
@@ -104,11 +114,40 @@ give_back_largest(HostBackend *h)
   h->spare_bytes -= largest;
 }
 
+/* The device's memory mapped at its set size with a CUDA device's room for fragmentation (again,
+ * at another size, once nothing is taken from it): pages are the process's only once used. */
+static void
+map_arena(HostBackend *h)
+{
+  guint64 want = h->base.device_bytes > 0
+                     ? stw_backend_arena_for(h->base.device_bytes) / DEVICE_ALIGN * DEVICE_ALIGN
+                     : 0;
+  if (h->spans != NULL && (stw_spans_bytes(h->spans) == want || stw_spans_used(h->spans) > 0))
+    return;
+  if (h->spans != NULL) {
+    munmap(h->arena, stw_spans_bytes(h->spans));
+    g_clear_pointer(&h->spans, stw_spans_free);
+    h->arena = NULL;
+  }
+  if (want == 0)
+    return;
+  void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED)
+    return; /* blocks of their own, then */
+  h->arena = p;
+  h->spans = stw_spans_new(want, DEVICE_ALIGN);
+}
+
 static void *
 host_device_alloc(StwBackend *b, gsize bytes)
 {
   HostBackend *h = (HostBackend *)b;
   bytes = MAX(bytes, 1);
+  map_arena(h);
+  guint64 at = h->spans != NULL ? stw_spans_take(h->spans, bytes) : STW_SPANS_NONE;
+  if (at != STW_SPANS_NONE)
+    return h->arena + at;
   gpointer key = GSIZE_TO_POINTER(bytes);
   GSList *free_list = g_hash_table_lookup(h->spare, key);
   void *p;
@@ -135,6 +174,11 @@ host_device_free(StwBackend *b, void *p)
   HostBackend *h = (HostBackend *)b;
   if (p == NULL)
     return;
+  guint8 *q = p;
+  if (h->spans != NULL && q >= h->arena && q < h->arena + stw_spans_bytes(h->spans)) {
+    stw_spans_give(h->spans, (guint64)(q - h->arena));
+    return;
+  }
   gpointer key = g_hash_table_lookup(h->sizes, p);
   g_hash_table_remove(h->sizes, p);
   g_hash_table_insert(h->spare, key, g_slist_prepend(g_hash_table_lookup(h->spare, key), p));
@@ -246,6 +290,9 @@ host_free(StwBackend *b)
   g_hash_table_unref(h->sizes);
   host_trim(b);
   g_hash_table_unref(h->spare);
+  if (h->spans != NULL)
+    munmap(h->arena, stw_spans_bytes(h->spans));
+  stw_spans_free(h->spans);
   g_free(h);
 }
 

@@ -16,6 +16,7 @@
 #include <stowage/units.h>
 
 #include "json.h"
+#include "spans.h"
 #include "store.h"
 #include "testutil.h"
 #include "trainutil.h"
@@ -179,6 +180,50 @@ test_store_places(void)
                                    "use, where the slots hold 16384 and the activations 0 "
                                    "(counted 0), of a capacity of 12000");
   stw_store_free(over);
+  be->free(be);
+}
+
+/* A range carved first-fit: each allocation rounded up to the alignment at the lowest offset that
+ * holds it, holes filled, neighbours merged when freed, nothing taken beyond the range; and the
+ * host backend's emulated device carved so from one mapping of its memory and the CUDA device's
+ * room for fragmentation, blocks of their own beyond it. */
+static void
+test_spans(void)
+{
+  StwSpans *s = stw_spans_new(4096 + 100, 256);
+  g_assert_cmpuint(stw_spans_bytes(s), ==, 4096);
+  g_assert_cmpuint(stw_spans_take(s, 100), ==, 0);
+  g_assert_cmpuint(stw_spans_take(s, 300), ==, 256);
+  g_assert_cmpuint(stw_spans_take(s, 256), ==, 768);
+  g_assert_cmpuint(stw_spans_give(s, 256), ==, 512);
+  g_assert_cmpuint(stw_spans_give(s, 256), ==, 0); /* not taken (any more) */
+  g_assert_cmpuint(stw_spans_give(s, 1000), ==, 0);
+  g_assert_cmpuint(stw_spans_take(s, 0), ==, 256);   /* the hole, one unit */
+  g_assert_cmpuint(stw_spans_take(s, 512), ==, 1024); /* the hole's rest is 256 */
+  g_assert_cmpuint(stw_spans_take(s, 257), ==, 1536);
+  g_assert_cmpuint(stw_spans_used(s), ==, 256 + 256 + 256 + 512 + 512);
+  g_assert_cmpuint(stw_spans_high(s), ==, 2048);
+  g_assert_cmpuint(stw_spans_take(s, 2049), ==, STW_SPANS_NONE);
+  g_assert_cmpuint(stw_spans_take(s, 2048), ==, 2048);
+  g_assert_cmpuint(stw_spans_take(s, 1), ==, 512);
+  for (guint64 at = 0; at < 4096; at += 256)
+    stw_spans_give(s, at);
+  g_assert_cmpuint(stw_spans_used(s), ==, 0);
+  g_assert_cmpuint(stw_spans_take(s, 4096), ==, 0); /* merged whole again */
+  g_assert_cmpuint(stw_spans_high(s), ==, 4096);
+  stw_spans_free(s);
+
+  StwBackend *be = stw_backend_host_new();
+  be->device_bytes = 1 << 20;
+  guint8 *a = be->device_alloc(be, 1000), *b = be->device_alloc(be, 1000);
+  g_assert_true(b == a + 1024); /* carved, back to back */
+  be->device_free(be, a);
+  g_assert_true(be->device_alloc(be, 24) == a);
+  guint64 room = stw_backend_arena_for(1 << 20);
+  guint8 *big = be->device_alloc(be, room); /* beyond the mapping: a block of its own */
+  g_assert_nonnull(big);
+  memset(big, 1, room);
+  be->device_free(be, big);
   be->free(be);
 }
 
@@ -548,6 +593,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/runtime/store-places", test_store_places);
   g_test_add_func("/runtime/store-release-host", test_store_release_host);
+  g_test_add_func("/runtime/spans", test_spans);
   g_test_add_func("/runtime/iteration-range", test_iteration_range);
   g_test_add_func("/runtime/op-times", test_op_times);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);

@@ -510,7 +510,7 @@ stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
   if (o->device != STW_PROBE_NO_DEVICE) {
     be = o->device == STW_PROBE_HOST
              ? stw_backend_host_new()
-             : stw_backend_cuda_new(0, stw_backend_cuda_arena_for(1u << 30), error);
+             : stw_backend_cuda_new(0, stw_backend_arena_for(1u << 30), error);
     if (be == NULL)
       return FALSE;
   }

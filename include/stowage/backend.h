@@ -72,10 +72,11 @@ StwBackend *stw_backend_host_new(void);
  * (STW_RUNTIME_ERROR_UNSUPPORTED). The caller frees the backend with its free function. */
 StwBackend *stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error);
 
-/* The arena a CUDA backend needs to hold BUDGET bytes of a runtime's allocations: the arena
- * rounds each up to 256 bytes, so room for that beside the budget. */
+/* The arena a backend's device needs to hold BUDGET bytes of a runtime's allocations (the CUDA
+ * backend's cudaMalloc, the host backend's mapping): the arena rounds each up to 256 bytes and
+ * carves them first-fit, so room for that and for its fragmentation beside the budget. */
 static inline guint64
-stw_backend_cuda_arena_for(guint64 budget)
+stw_backend_arena_for(guint64 budget)
 {
   return budget + budget / 16 + ((guint64)64 << 20);
 }
