@@ -329,6 +329,12 @@ tier_borrow(gpointer data, guint32 item, gboolean load, GError **error)
   return stw_tier_params_borrow(((StwRuntime *)data)->tier, item, load, error);
 }
 
+static gint
+tier_loaded(gpointer data, guint32 item, gboolean wait, GError **error)
+{
+  return stw_tier_params_loaded(((StwRuntime *)data)->tier, item, wait, error);
+}
+
 static gboolean
 tier_give_back(gpointer data, guint32 item, gboolean write, GError **error)
 {
@@ -420,7 +426,8 @@ tier_back(StwRuntime *rt)
     backed[item_of(rt, STW_LIST_PARAM, c)] = stw_tier_holds_params(rt->tier, c);
     any |= stw_tier_holds_params(rt->tier, c);
   }
-  StwStoreBacking backing = { .borrow = tier_borrow, .give_back = tier_give_back, .data = rt };
+  StwStoreBacking backing = { .borrow = tier_borrow, .loaded = tier_loaded,
+                              .give_back = tier_give_back, .data = rt };
   if (any)
     stw_store_set_backing(rt->store, &backing, backed);
 }

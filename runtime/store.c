@@ -53,7 +53,10 @@ struct StwStore {
   guint8 *volatile_;        /* per item: stw_store_set_volatile */
   guint8 *backed;           /* per item: its host copy is the backing's (NULL: none is) */
   StwStoreBacking backing;
-  guint32 lent;             /* the backed item whose copy in flight uses a lent buffer */
+#define N_LENT 2
+  guint32 lent[N_LENT];     /* backed items whose copies use lent buffers, oldest first */
+  guint8 *loading;          /* per item: TO_DEVICE, its bytes still being read into the buffer
+                             * (its copy not issued yet) */
   guint64 copy_timeout_ms;
   StwStoreStats st;
   GError *failure;          /* a checksum failure, failed or stuck copy, not reported yet */
@@ -105,7 +108,9 @@ stw_store_new(StwBackend *be, guint32 n_items, const guint64 *bytes, guint64 cap
   s->last_use = g_new0(guint64, n);
   s->needed = g_new0(guint32, n);
   s->volatile_ = g_new0(guint8, n);
-  s->lent = NO_ITEM;
+  for (int l = 0; l < N_LENT; l++)
+    s->lent[l] = NO_ITEM;
+  s->loading = g_new0(guint8, n);
   g_queue_init(&s->leaving);
   s->capacity = capacity;
   s->acts = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -189,6 +194,7 @@ stw_store_free(StwStore *s)
   g_free(s->needed);
   g_free(s->volatile_);
   g_free(s->backed);
+  g_free(s->loading);
   g_free(s);
 }
 
@@ -293,13 +299,26 @@ wait_event(StwStore *s, StwEvent *e)
   s->st.copy_wait_ns += (guint64)(g_get_monotonic_time() - t0) * 1000;
 }
 
+/* Where ITEM is among the lent, or -1. */
+static int
+lent_at(const StwStore *s, guint32 item)
+{
+  for (int l = 0; l < N_LENT; l++)
+    if (s->lent[l] == item)
+      return l;
+  return -1;
+}
+
 /* The buffer lent for backed ITEM's copy, done, given back (with WRITE: to be written). */
 static void
 end_lend(StwStore *s, guint32 item, gboolean write)
 {
-  if (s->lent != item)
+  int at = lent_at(s, item);
+  if (at < 0)
     return;
-  s->lent = NO_ITEM;
+  for (int l = at; l + 1 < N_LENT; l++)
+    s->lent[l] = s->lent[l + 1];
+  s->lent[N_LENT - 1] = NO_ITEM;
   s->host[item] = NULL;
   GError *why = NULL;
   if (!s->backing.give_back(s->backing.data, item, write, &why))
@@ -341,16 +360,57 @@ reap(StwStore *s, gboolean wait)
   }
 }
 
+static void progress(StwStore *s);
+
 void
 stw_store_reap(StwStore *s)
 {
   reap(s, FALSE);
+  progress(s);
+}
+
+/* The fetch of backed ITEM copied from its lent buffer, now that its bytes are there. */
+static void
+start_copy(StwStore *s, guint32 item)
+{
+  s->loading[item] = 0;
+  if (s->verify)
+    s->sum[item] = checksum(s->host[item], s->bytes[item]);
+  s->copy[item] = s->be->copy(s->be, STW_COPY_H2D, s->slot[item], s->host[item], s->bytes[item]);
+}
+
+/* Whether backed ITEM's bytes have landed in its lent buffer (with WAIT: waited for), its copy
+ * then issued; a failed read halts the store. */
+static gboolean
+load_landed(StwStore *s, guint32 item, gboolean wait)
+{
+  GError *why = NULL;
+  gint64 t0 = wait ? g_get_monotonic_time() : 0;
+  gint r = s->backing.loaded(s->backing.data, item, wait, &why);
+  if (wait)
+    s->st.copy_wait_ns += (guint64)(g_get_monotonic_time() - t0) * 1000;
+  if (r < 0)
+    halt(s, why);
+  else if (r > 0)
+    start_copy(s, item);
+  return r > 0;
+}
+
+/* The fetches of backed items whose bytes have landed since: their copies issued. */
+static void
+progress(StwStore *s)
+{
+  for (int l = 0; l < N_LENT && !s->halted; l++)
+    if (s->lent[l] != NO_ITEM && s->loading[s->lent[l]])
+      load_landed(s, s->lent[l], FALSE);
 }
 
 /* A fetch of ITEM has arrived: its device copy is valid. */
 static void
 arrived(StwStore *s, guint32 item)
 {
+  if (s->loading[item] && !load_landed(s, item, TRUE))
+    return; /* halted */
   wait_event(s, s->copy[item]);
   if (s->halted)
     return;
@@ -385,14 +445,15 @@ host_buffer(StwStore *s, guint32 item)
 
 static void device_copy(StwStore *s, StwCopyDir dir, void *dst, const void *src, gsize bytes);
 
-/* A buffer from the backing for backed ITEM's copy (LOAD: holding its bytes), lent until the
- * copy is done: the copy lent one before is settled first. NULL with ERROR. */
+/* A buffer from the backing for backed ITEM's copy (LOAD: its bytes being read into it), lent
+ * until the copy is done: with every buffer lent, the oldest copy is settled first. NULL with
+ * ERROR. */
 static guint8 *
 borrow(StwStore *s, guint32 item, gboolean load, GError **error)
 {
-  if (s->lent != NO_ITEM)
-    stw_store_settle(s, s->lent);
-  if (s->halted || s->lent != NO_ITEM) {
+  if (s->lent[N_LENT - 1] != NO_ITEM)
+    stw_store_settle(s, s->lent[0]);
+  if (s->halted || s->lent[N_LENT - 1] != NO_ITEM) {
     if (s->failure != NULL)
       g_propagate_error(error, g_steal_pointer(&s->failure));
     else
@@ -402,8 +463,21 @@ borrow(StwStore *s, guint32 item, gboolean load, GError **error)
   }
   s->host[item] = s->backing.borrow(s->backing.data, item, load, error);
   if (s->host[item] != NULL)
-    s->lent = item;
+    s->lent[lent_at(s, NO_ITEM)] = item;
   return s->host[item];
+}
+
+/* The same, its bytes there (read, waited for and checked): for a copy the caller makes now.
+ * NULL with ERROR. */
+static guint8 *
+borrow_loaded(StwStore *s, guint32 item, GError **error)
+{
+  guint8 *p = borrow(s, item, TRUE, error);
+  if (p != NULL && s->backing.loaded(s->backing.data, item, TRUE, error) < 0) {
+    end_lend(s, item, FALSE);
+    return NULL;
+  }
+  return p;
 }
 
 guint8 *
@@ -498,6 +572,7 @@ void
 stw_store_next_op(StwStore *s)
 {
   s->stamp++;
+  progress(s);
 }
 
 void
@@ -543,15 +618,21 @@ stw_store_fetch(StwStore *s, guint32 item, GError **error)
 {
   if (!take_slot(s, item, error))
     return FALSE;
-  if (stw_store_backed(s, item) && borrow(s, item, TRUE, error) == NULL) {
-    s->be->device_free(s->be, s->slot[item]);
-    s->slot[item] = NULL;
-    s->used -= s->bytes[item];
-    return FALSE;
+  if (stw_store_backed(s, item)) { /* the copy waits for the read (progress, arrived) */
+    if (borrow(s, item, TRUE, error) == NULL) {
+      s->be->device_free(s->be, s->slot[item]);
+      s->slot[item] = NULL;
+      s->used -= s->bytes[item];
+      return FALSE;
+    }
+    s->loading[item] = 1;
+    progress(s);
+  } else {
+    if (s->verify)
+      s->sum[item] = checksum(s->host[item], s->bytes[item]);
+    s->copy[item] = s->be->copy(s->be, STW_COPY_H2D, s->slot[item], s->host[item],
+                                s->bytes[item]);
   }
-  if (s->verify)
-    s->sum[item] = checksum(s->host[item], s->bytes[item]);
-  s->copy[item] = s->be->copy(s->be, STW_COPY_H2D, s->slot[item], s->host[item], s->bytes[item]);
   s->place[item] = STW_TO_DEVICE;
   s->dirty[item] = 0;
   s->st.h2d_bytes += s->bytes[item];
@@ -873,7 +954,7 @@ stw_store_read(StwStore *s, guint32 item, guint64 off, void *out, gsize n)
   if (stw_store_backed(s, item)) { /* from the backing, through a lent buffer */
     stw_store_settle(s, item);
     GError *why = NULL;
-    const guint8 *host = borrow(s, item, TRUE, &why);
+    const guint8 *host = borrow_loaded(s, item, &why);
     if (host == NULL) {
       memset(out, 0, n);
       halt(s, why); /* reported by the next call that can fail */
@@ -899,7 +980,8 @@ stw_store_write(StwStore *s, guint32 item, guint64 off, const void *in, gsize n)
   if (stw_store_backed(s, item)) { /* through a lent buffer, read first unless all written */
     stw_store_settle(s, item);
     GError *why = NULL;
-    guint8 *host = borrow(s, item, off != 0 || n != s->bytes[item], &why);
+    guint8 *host = off != 0 || n != s->bytes[item] ? borrow_loaded(s, item, &why)
+                                                   : borrow(s, item, FALSE, &why);
     if (host == NULL) {
       halt(s, why);
       return;
@@ -948,7 +1030,7 @@ item_ok(const StwStore *s, guint32 i, GError **error)
   static const char *const places[] = { "AT_HOST", "TO_DEVICE", "ON_DEVICE", "TO_HOST" };
   if (stw_store_backed(s, i)) {
     gboolean moving = s->place[i] == STW_TO_DEVICE || s->place[i] == STW_TO_HOST;
-    if (moving != (s->lent == i) || moving != (s->host[i] != NULL))
+    if (moving != (lent_at(s, i) >= 0) || moving != (s->host[i] != NULL))
       return broken(error, i, moving ? "is backed and in a copy without a lent buffer"
                                      : "is backed and holds a lent buffer with no copy");
   } else if (s->host[i] == NULL && (s->place[i] != STW_ON_DEVICE || !s->dirty[i])) {
@@ -967,6 +1049,7 @@ item_ok(const StwStore *s, guint32 i, GError **error)
     break;
   case STW_TO_DEVICE:
   case STW_TO_HOST:
+    copy |= s->loading[i]; /* a backed item's fetch: its copy waits for the read */
     if (!slot || !copy || dirty) {
       g_autofree char *why = g_strconcat(at, !slot ? "without a device slot"
                                              : !copy ? "without its copy in flight"

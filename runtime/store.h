@@ -62,14 +62,18 @@ void stw_store_keep_in_place(StwStore *s);
 
 /* Items whose host copy is another tier's (a chunk's parameters on the storage tier, tier.h):
  * a backed item keeps no host copy. While it is AT_HOST its data is the backing's; a fetch
- * borrows a host buffer holding it and copies from there, a write-back borrows one to copy into
- * and gives it back to be written; the buffer is given back when the copy is done, and at most
- * one is lent at a time (the one lent before is settled first). A backed item on the device is
- * not dirty unless changed there: dropping it loses nothing. */
+ * borrows a host buffer the backing reads it into and copies from there once the read has
+ * landed (the store looks at each op and at each wait: the compute goes on meanwhile), a
+ * write-back borrows one to copy into and gives it back to be written; a buffer is given back
+ * when its copy is done, and at most two are lent at a time (the oldest settled first). A backed
+ * item on the device is not dirty unless changed there: dropping it loses nothing. */
 typedef struct {
-  /* A host buffer of ITEM's bytes, lent until given back; with LOAD holding them (read,
-   * waited for and checked). NULL with ERROR. */
+  /* A host buffer of ITEM's bytes, lent until given back; with LOAD they are being read into it
+   * (loaded says when they are there). NULL with ERROR. */
   guint8 *(*borrow)(gpointer data, guint32 item, gboolean load, GError **error);
+  /* Whether the read into ITEM's lent buffer has landed (with WAIT, waited for): 1, its bytes
+   * checked; 0, not yet; -1 with ERROR when it failed or does not match what was written. */
+  gint (*loaded)(gpointer data, guint32 item, gboolean wait, GError **error);
   /* The buffer lent for ITEM given back; with WRITE its bytes are ITEM's newest, written to the
    * backing. FALSE with ERROR. */
   gboolean (*give_back)(gpointer data, guint32 item, gboolean write, GError **error);

@@ -28,6 +28,7 @@ typedef struct {
   gboolean forget;   /* WRITING: empty once it lands (an iteration reads every chunk anew) */
   gboolean params;   /* a step's buffer: its parameter part holds them (not after FRESH) */
   gboolean lent;     /* a parameter buffer: lent to the store (stw_tier_params_borrow) */
+  gboolean failed;   /* lent: its read failed (reported where it was found) */
 } Buffer;
 
 struct StwTier {
@@ -257,7 +258,8 @@ landed(StwTier *t, int b, GError **error)
     return TRUE;
   }
   x->state = EMPTY;
-  x->chunk = NONE;
+  x->failed = x->lent;
+  x->chunk = x->lent ? ch : NONE; /* a lent buffer keeps its chunk until given back */
   return fail(error, "storage file %s: chunk %u's %s (%" G_GUINT64_FORMAT " bytes at offset %"
               G_GUINT64_FORMAT ") is not what was written to it: the file was altered or the "
               "device corrupted it; the run stops (resume from the last checkpoint: the storage "
@@ -287,7 +289,8 @@ collect(StwTier *t, guint min, GError **error)
       g_string_append_printf(which, "%schunk %u's %s (%s)", which->len ? " or " : "", x->chunk,
                              b < N_STEP ? "optimizer state" : "parameters",
                              x->state == READING ? "being read" : "being written");
-      *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY, .lent = x->lent };
+      *x = (Buffer){ .mem = x->mem, .chunk = x->lent ? x->chunk : NONE, .state = EMPTY,
+                     .lent = x->lent, .failed = x->lent };
     }
     g_propagate_prefixed_error(error, local, "the storage tier, %s: ", which->str);
     return FALSE;
@@ -534,7 +537,7 @@ param_buffer(StwTier *t, GError **error)
         (rank[x->state] == rank[t->buf[best].state] && x->used < t->buf[best].used))
       best = b;
   }
-  g_assert(best >= 0); /* one buffer lent at most */
+  g_assert(best >= 0); /* the store, with both lent, gives one back before it asks again */
   return wait_buffer(t, best, error) ? best : -1;
 }
 
@@ -558,7 +561,8 @@ stw_tier_params_borrow(StwTier *t, guint32 ch, gboolean load, GError **error)
   *x = (Buffer){ .mem = x->mem, .chunk = ch, .state = EMPTY, .used = ++t->tick };
   if (load && t->pwrites[ch] == 0) {
     memset(x->mem, 0, t->pbytes[ch]); /* never written: zeros */
-  } else if (load && (!submit(t, b, FALSE, error) || !wait_buffer(t, b, error))) {
+    x->state = CLEAN;
+  } else if (load && !submit(t, b, FALSE, error)) {
     *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
     return NULL;
   }
@@ -566,17 +570,42 @@ stw_tier_params_borrow(StwTier *t, guint32 ch, gboolean load, GError **error)
   return x->mem;
 }
 
+/* The parameter buffer lent for CH. */
+static int
+lent_buffer(const StwTier *t, guint32 ch)
+{
+  for (int o = N_STEP; o < N_BUFFERS; o++)
+    if (t->buf[o].lent && t->buf[o].chunk == ch)
+      return o;
+  g_assert_not_reached();
+}
+
+gint
+stw_tier_params_loaded(StwTier *t, guint32 ch, gboolean wait, GError **error)
+{
+  int b = lent_buffer(t, ch);
+  Buffer *x = &t->buf[b];
+  if (x->pending > 0 && !(wait ? wait_buffer(t, b, error) : collect(t, 0, error)))
+    return -1;
+  if (x->failed) {
+    g_set_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO,
+                "storage file %s: chunk %u's parameters could not be read (said where it was "
+                "found)", t->path, ch);
+    return -1;
+  }
+  return x->pending == 0 ? 1 : 0;
+}
+
 gboolean
 stw_tier_params_return(StwTier *t, guint32 ch, gboolean write, GError **error)
 {
-  int b = -1;
-  for (int o = N_STEP; o < N_BUFFERS; o++)
-    if (t->buf[o].lent && t->buf[o].chunk == ch)
-      b = o;
-  g_assert(b >= 0);
+  int b = lent_buffer(t, ch);
   Buffer *x = &t->buf[b];
   x->lent = FALSE;
+  x->failed = FALSE;
   if (!write) {
+    if (x->pending > 0 && !wait_buffer(t, b, error)) /* a read not waited for lands first */
+      return FALSE;
     *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
     return TRUE;
   }

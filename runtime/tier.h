@@ -74,10 +74,14 @@ gboolean stw_tier_iteration_end(StwTier *t, GError **error);
 gboolean stw_tier_sync(StwTier *t, GError **error);
 
 /* A staging buffer for chunk CH's parameters (held here), lent until stw_tier_params_return: with
- * LOAD, they are read into it (a newer copy in a step's buffer written first), waited for and
- * checked; else its contents are undefined (to be copied into). At most one buffer is lent at a
- * time. NULL with ERROR when the read failed or does not match what was written. */
+ * LOAD, their read into it is issued (a newer copy in a step's buffer written first), to be
+ * waited for with stw_tier_params_loaded; else its contents are undefined (to be copied into).
+ * One of the two buffers is never lent while the other is. NULL with ERROR when the read could
+ * not be issued. */
 guint8 *stw_tier_params_borrow(StwTier *t, guint32 ch, gboolean load, GError **error);
+/* Whether the read into CH's lent buffer has landed (with WAIT, waited for): 1, checked against
+ * what was written; 0, not yet; -1 with ERROR when it failed or does not match. */
+gint stw_tier_params_loaded(StwTier *t, guint32 ch, gboolean wait, GError **error);
 /* The buffer lent for CH given back; with WRITE its contents are CH's newest parameters, written
  * to the file (the buffer busy until they land; a step's older copy of them forgotten). FALSE
  * with ERROR when the write could not be issued. */

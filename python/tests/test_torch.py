@@ -195,7 +195,7 @@ class TestProfile(unittest.TestCase):
         memory, reading and writing the plan's bytes each step, and leaves no file; without a
         directory the plan is refused by name. With 52 KiB less, some chunks' 16-bit parameters
         (and gradients) go there too: each fetch reads them, each copy out writes them, and the
-        bytes are the simulation's, exactly."""
+        bytes are the simulation's, exactly (its schedule follows the profiled times)."""
         m, opt, x = tiny_lm_run()
         t = self.traced(m, x, opt)
         hw = "RTX4090-24GB-PCIe4-2xNVMe"
@@ -208,8 +208,10 @@ class TestProfile(unittest.TestCase):
         params = stowage.plan(t, gpu="96KiB", activations="keep", hw=hw, cpu=need - 53249,
                               nvme="1GiB")
         sim = stowage.simulate(params, t)
-        self.assertEqual((params.predictions["storage_bytes"], sim["storage_read_bytes"],
-                          sim["storage_write_bytes"]), (163840, 221184, 163840))
+        self.assertEqual(params.predictions["storage_bytes"], 163840)  # state and parameters
+        moved = (sim["storage_read_bytes"], sim["storage_write_bytes"])
+        self.assertGreater(moved[0], 163840)  # each fetch reads them
+        self.assertGreaterEqual(moved[1], 163840)
         runs = {}
         with tempfile.TemporaryDirectory() as d:
             for name, plan in (("host", host), ("storage", stored), ("params", params)):
@@ -221,8 +223,8 @@ class TestProfile(unittest.TestCase):
                         self.assertEqual(w.stats["storage_write_bytes"], state)
                         self.assertEqual(os.listdir(d), ["optimizer-state.rank0"])
                     elif name == "params":
-                        self.assertEqual(w.stats["storage_read_bytes"], 221184)
-                        self.assertEqual(w.stats["storage_write_bytes"], 163840)
+                        self.assertEqual((w.stats["storage_read_bytes"],
+                                          w.stats["storage_write_bytes"]), moved)
                     else:
                         self.assertNotIn("storage_read_bytes", w.stats)
                 runs[name] = losses
