@@ -711,6 +711,12 @@ output(const Training *x, float loss, const StepTimes *times)
          "peak %s of %s%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps,
          ranks, on, what, loss, tokens * (double)x->n_steps / total_s, peak, budget, each,
          worst.deviations, x->verify ? ", every move checksummed" : "");
+  const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
+  if (st->storage_engine[0] != '\0') /* where a replay slower than its plan lost the time */
+    printf("storage tier: %.2f ms a step waiting for its reads and writes, %.2f ms for the "
+           "copies to and from the device\n",
+           (double)st->storage_wait_ns / 1e6 / (double)MAX(x->n_steps, 1),
+           (double)st->copy_wait_ns / 1e6 / (double)MAX(x->n_steps, 1));
   print_arithmetic(x, times, tokens);
   return write_files(x, world);
 }
