@@ -17,6 +17,18 @@ stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gb
 }
 
 guint64
+stw_storage_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gboolean write)
+{
+  guint32 ranks = MAX(ranks_per_node, 1);
+  double bw = stw_hardware_storage_bandwidth(hw, bytes, write) / ranks;
+  if (!(bw > 0))
+    return 0;
+  if (!hw->storage_gpudirect && hw->host_memory_bytes_per_s > 0)
+    bw = MIN(bw, hw->host_memory_bytes_per_s / ranks);
+  return stw_cost_add(hw->storage_latency_ns, stw_cost_ns((double)bytes / bw * 1e9));
+}
+
+guint64
 stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes, guint64 chunk_bytes)
 {
   nodes = MAX(nodes, 1);

@@ -251,11 +251,10 @@ own_item(const Sim *s, guint32 item)
 static guint64
 storage_io(Sim *s, guint32 ch, guint32 what, double bytes, gboolean write, guint64 t)
 {
-  const StwHardware *hw = &s->p->hw;
-  double bw = stw_hardware_storage_bandwidth(hw, (guint64)bytes, write);
   guint64 *free_at = &s->storage_free;
   guint64 start = MAX(t, *free_at);
-  guint64 ns = stw_cost_add(hw->storage_latency_ns, bw > 0 ? stw_cost_ns(bytes / bw * 1e9) : 0);
+  guint64 ns = stw_storage_ns(&s->p->hw, stw_chunking_ranks_per_node(s->p->chunking),
+                              (guint64)bytes, write);
   *free_at = stw_cost_add(start, ns);
   task(s, write ? STW_SIM_STORAGE_WRITE : STW_SIM_STORAGE_READ, ch, what, start, *free_at,
        (guint64)bytes);

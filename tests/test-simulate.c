@@ -4,6 +4,8 @@
 
 #include <glib.h>
 
+#include <stowage/cost.h>
+#include <stowage/hardware.h>
 #include <stowage/planner.h>
 #include <stowage/report.h>
 #include <stowage/simulate.h>
@@ -250,11 +252,35 @@ test_measured_elsewhere(void)
   g_assert_null(stw_trace_measured_elsewhere(t, &h100));
 }
 
+/* A storage request's time: its latency and its bytes at the drives' bandwidth for its size,
+ * shared by the node's ranks; staged through host memory, no faster than the ranks' share of it;
+ * with GPUDirect Storage, not bound by host memory. */
+static void
+test_storage_shared(void)
+{
+  StwHardware ws;
+  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4-2xNVMe", &ws, NULL));
+  guint64 b = 16u << 20;
+  g_assert_cmpuint(ws.storage_latency_ns, ==, 80000);
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE), ==, 80000 + (guint64)(b / 13e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE), ==, 80000 + (guint64)(b / 10e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 2, b, FALSE), ==, 80000 + (guint64)(b / 6.5e9 * 1e9));
+  ws.host_memory_bytes_per_s = 8e9; /* host memory slower than the drives */
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE), ==, 80000 + (guint64)(b / 8e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 4, b, FALSE), ==, 80000 + (guint64)(b / 2e9 * 1e9));
+  ws.storage_gpudirect = TRUE;
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE), ==, 80000 + (guint64)(b / 13e9 * 1e9));
+  StwHardware a100;
+  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &a100, NULL));
+  g_assert_cmpuint(stw_storage_ns(&a100, 1, b, FALSE), ==, 0); /* no storage */
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/simulate/hand-timeline", test_hand_timeline);
+  g_test_add_func("/simulate/storage-shared", test_storage_shared);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
   g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);

@@ -43,6 +43,13 @@ stw_cost_ns(double ns)
   return !(ns > 0) ? 0 : ns >= (double)STW_COST_MAX ? STW_COST_MAX : (guint64)ns;
 }
 
+/* Time of a request of BYTES to the profile's storage (reading, or with WRITE writing) for one of
+ * RANKS_PER_NODE ranks in lockstep: the node's drives are shared by its ranks, and staged through
+ * host memory (no GPUDirect Storage) the bytes cross it, which the ranks share too; the
+ * request's latency included. 0 where the profile has no storage. */
+guint64 stw_storage_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes,
+                       gboolean write);
+
 /* Transfer time of BYTES over the profile's PCIe link (pinned or pageable host memory) for one of
  * RANKS_PER_NODE ranks copying in lockstep. */
 guint64 stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes,

@@ -170,8 +170,9 @@ typedef struct {
  * predictions are checked against a new simulation only when they were made by this one.
  * 1: the first; 2: PCIe shared behind a switch and capped by host memory, hierarchical
  * collectives, CPU Adam shared by a node's ranks, devices that compute on the host, and the host
- * overhead per rank. */
-#define STW_COST_MODEL 2
+ * overhead per rank; 3: the storage tier's drives shared by a node's ranks and, staged, capped
+ * by host memory. */
+#define STW_COST_MODEL 3
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
 typedef struct {
