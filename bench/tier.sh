@@ -21,8 +21,8 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 "$S" probe --device host --nvme "$dir" -o "$tmp/host.json" > "$tmp/probe.txt"
 . "$(dirname "$0")/sizes.sh"
 
-echo "| model | host cut | on storage | predicted | measured | error | storage read, written: simulated | replay | RSS, plan | peak RSS |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| model | host cut | on storage | predicted | measured | error | storage read, written: simulated | replay | storage busy, simulated | waited for, replay | RSS, plan | peak RSS |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 errs=$tmp/errs
 : > "$errs"
 shapes=${STW_TIER_SHAPES:-4 256 4 64 4;8 384 6 64 4;12 512 8 64 4}
@@ -55,7 +55,7 @@ for shape in $shapes; do
     plan=$tmp/$name-$cut.json
     if ! "$S" plan "$tmp/$name.json" --gpu "$budget" --hw "$tmp/host.json" --activations keep \
          --cpu "$cpu" --nvme 8GiB -o "$plan" > "$tmp/plan.txt" 2>&1; then
-      echo "| $name | $cut% | does not fit | | | | | | | |"
+      echo "| $name | $cut% | does not fit | | | | | | | | | |"
       continue
     fi
     pred=$(sed -n 's/^  iteration *\([0-9.]*\) \([a-z]*\) simulated.*/\1 \2/p' "$tmp/plan.txt")
@@ -63,6 +63,7 @@ for shape in $shapes; do
            sed 's/optimizer state and 16-bit parameters/state and parameters/; s/optimizer state/state/')
     "$S" simulate "$plan" "$tmp/$name.json" > "$tmp/sim.txt"
     simulated=$(sed -n 's/^storage .* read and written: \(.*\) read, \(.*\) written$/\1, \2/p' "$tmp/sim.txt")
+    busy=$(sed -n 's/^storage *\([0-9.]* [mu]*s\) .*/\1/p' "$tmp/sim.txt")
     prss=$(sed -n 's/^  RSS *\([0-9.]*\) \([KMGT]*i*B\) .*/\1 \2/p' "$tmp/plan.txt")
     # shellcheck disable=SC2086
     /usr/bin/time -f "%M" -o "$tmp/rss" "$S" train $M --steps 9 --plan "$plan" \
@@ -70,11 +71,12 @@ for shape in $shapes; do
     tokens=$(( $4 * $5 ))
     step=$(sed -n 's/^step *[0-9]* *loss [0-9.]* *\([0-9]*\) tokens\/s.*/\1/p' "$tmp/run.txt" |
            tail -n +2 | sort -n | awk -v t="$tokens" '{ v[NR] = $1 } END { printf "%.0f", t / v[int((NR + 1) / 2)] * 1e9 }')
+    waited=$(sed -n 's/^storage tier: \([0-9.]*\) ms a step waiting for its reads and writes.*/\1 ms/p' "$tmp/run.txt")
     moved=$(sed -n 's/.*storage read \([0-9.]* [KMGT]*i*B\)  written \([0-9.]* [KMGT]*i*B\)$/\1, \2/p' "$tmp/run.txt" | tail -n +2 | sort -u | tr '\n' ' ' | sed 's/ $//')
     e=$(awk -v p="$(ns $pred)" -v m="$step" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')
     echo "$e" >> "$errs"
     rss=$(awk '{ printf "%.1f MiB", $1 / 1024 }' "$tmp/rss")
-    echo "| $name | $cut% | ${what:-nothing} | $pred | $(awk -v n="$step" 'BEGIN { printf "%.2f ms", n / 1e6 }') | $e% | ${simulated:-0 B} | ${moved:-0 B} | $prss | $rss |"
+    echo "| $name | $cut% | ${what:-nothing} | $pred | $(awk -v n="$step" 'BEGIN { printf "%.2f ms", n / 1e6 }') | $e% | ${simulated:-0 B} | ${moved:-0 B} | ${busy:-0} | ${waited:-0} | $prss | $rss |"
   done
 done
 echo

@@ -17,6 +17,7 @@ typedef enum {
   CLEAN,   /* its chunk's state, as the file has it */
   DIRTY,   /* its chunk's newest state: the file's is older */
   WRITING, /* its chunk's state on its way out (not to be changed until it lands) */
+  QUEUED,  /* a parameter buffer: its read waits for a write to its chunk to land first */
 } BufferState;
 
 typedef struct {
@@ -234,16 +235,19 @@ stw_tier_set_ready(StwTier *t, gboolean (*ready)(gpointer data, guint32 ch), gpo
   t->ready_data = data;
 }
 
+static gboolean release_queued(StwTier *t, guint32 ch, GError **error);
+
 /* Buffer B's requests all landed: a read checked against what was written. */
 static gboolean
 landed(StwTier *t, int b, GError **error)
 {
   Buffer *x = &t->buf[b];
   if (x->state == WRITING) {
+    guint32 ch = x->chunk;
     x->state = x->forget ? EMPTY : CLEAN;
     x->chunk = x->forget ? NONE : x->chunk;
     x->forget = FALSE;
-    return TRUE;
+    return release_queued(t, ch, error);
   }
   guint32 ch = x->chunk;
   x->state = CLEAN;
@@ -267,6 +271,30 @@ landed(StwTier *t, int b, GError **error)
               state_ok ? "parameters" : "optimizer state",
               state_ok ? t->pbytes[ch] : t->bytes[ch],
               t->offset[ch] + (state_ok ? 0 : state_at(t, ch)));
+}
+
+static gboolean submit(StwTier *t, int b, gboolean write, GError **error);
+
+/* Whether a buffer other than B holds chunk CH on its way out. */
+static gboolean
+writing(const StwTier *t, int b, guint32 ch)
+{
+  for (int o = 0; o < N_BUFFERS; o++)
+    if (o != b && t->buf[o].chunk == ch && t->buf[o].state == WRITING)
+      return TRUE;
+  return FALSE;
+}
+
+/* A write to chunk CH landed: a parameter read queued behind it is issued, once no other write
+ * to the chunk is in flight. */
+static gboolean
+release_queued(StwTier *t, guint32 ch, GError **error)
+{
+  for (int o = N_STEP; o < N_BUFFERS; o++)
+    if (t->buf[o].state == QUEUED && t->buf[o].chunk == ch && !writing(t, o, ch) &&
+        !submit(t, o, FALSE, error))
+      return FALSE;
+  return TRUE;
 }
 
 /* Completed requests collected, waiting for MIN of them. */
@@ -388,7 +416,7 @@ static int
 victim(const StwTier *t)
 {
   static const int rank[] = { [EMPTY] = 0, [CLEAN] = 1, [WRITING] = 2, [READING] = 3,
-                              [DIRTY] = 4 };
+                              [DIRTY] = 4, [QUEUED] = 5 };
   int best = 0;
   for (int b = 1; b < N_STEP; b++) {
     const Buffer *x = &t->buf[b], *y = &t->buf[best];
@@ -527,7 +555,7 @@ static int
 param_buffer(StwTier *t, GError **error)
 {
   static const int rank[] = { [EMPTY] = 0, [CLEAN] = 1, [WRITING] = 2, [READING] = 3,
-                              [DIRTY] = 4 };
+                              [DIRTY] = 4, [QUEUED] = 5 };
   int best = -1;
   for (int b = N_STEP; b < N_BUFFERS; b++) {
     const Buffer *x = &t->buf[b];
@@ -562,6 +590,8 @@ stw_tier_params_borrow(StwTier *t, guint32 ch, gboolean load, GError **error)
   if (load && t->pwrites[ch] == 0) {
     memset(x->mem, 0, t->pbytes[ch]); /* never written: zeros */
     x->state = CLEAN;
+  } else if (load && writing(t, b, ch)) {
+    x->state = QUEUED; /* issued when the write lands: the compute goes on meanwhile */
   } else if (load && !submit(t, b, FALSE, error)) {
     *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
     return NULL;
@@ -585,15 +615,25 @@ stw_tier_params_loaded(StwTier *t, guint32 ch, gboolean wait, GError **error)
 {
   int b = lent_buffer(t, ch);
   Buffer *x = &t->buf[b];
-  if (x->pending > 0 && !(wait ? wait_buffer(t, b, error) : collect(t, 0, error)))
+  if (!collect(t, 0, error))
     return -1;
-  if (x->failed) {
-    g_set_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO,
-                "storage file %s: chunk %u's parameters could not be read (said where it was "
-                "found)", t->path, ch);
-    return -1;
+  for (;;) {
+    /* queued behind a write that failed, or none left: issued now */
+    if (x->state == QUEUED && !writing(t, b, ch) && !submit(t, b, FALSE, error))
+      return -1;
+    if (x->failed) {
+      g_set_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO,
+                  "storage file %s: chunk %u's parameters could not be read (said where it "
+                  "was found)", t->path, ch);
+      return -1;
+    }
+    if (x->state != QUEUED && x->pending == 0)
+      return 1;
+    if (!wait)
+      return 0;
+    if (!collect(t, 1, error))
+      return -1;
   }
-  return x->pending == 0 ? 1 : 0;
 }
 
 gboolean
