@@ -88,6 +88,8 @@ print_storage(const StwProbe *p)
     stw_table_row(depth, d, b);
   }
   stw_table_print(depth, stdout);
+  printf("reads and writes taking turns (8 MiB): %.2f GB/s, both directions\n",
+         p->storage_mixed_bytes_per_s / 1e9);
   g_autofree char *fb = stw_size_format(p->storage_file_bytes);
   printf("storage on %s through %s, %s, over a %s file; a 4 KiB read alone %" G_GUINT64_FORMAT
          " ns\n", p->storage_fs, p->storage_engine,

@@ -17,10 +17,14 @@ stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gb
 }
 
 guint64
-stw_storage_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gboolean write)
+stw_storage_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gboolean write,
+               gboolean turn)
 {
   guint32 ranks = MAX(ranks_per_node, 1);
-  double bw = stw_hardware_storage_bandwidth(hw, bytes, write) / ranks;
+  double bw = stw_hardware_storage_bandwidth(hw, bytes, write);
+  if (turn && bw > 0 && hw->storage_mixed_bytes_per_s > 0)
+    bw = hw->storage_mixed_bytes_per_s;
+  bw /= ranks;
   if (!(bw > 0))
     return 0;
   if (!hw->storage_gpudirect && hw->host_memory_bytes_per_s > 0)

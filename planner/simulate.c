@@ -36,9 +36,9 @@ typedef struct {
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
   GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
                                * in issue order */
-  guint64 storage_free;       /* the storage tier: its reads and writes share the device (a
-                               * disk's mixed traffic moves about what one direction alone does:
-                               * docs/hardware.md), one request after another */
+  guint64 storage_free;       /* the storage tier: its reads and writes share the device, one
+                               * request after another */
+  int storage_last;           /* the last request's direction: 0 none, 1 read, 2 write */
   guint64 staging_free[2];    /* the two staging buffers of state on storage: free when the
                                * write of the chunk each held last ends, the older first */
   guint32 *adam_steps;        /* per chunk on storage: its tensors' CPU Adam steps an iteration */
@@ -253,8 +253,11 @@ storage_io(Sim *s, guint32 ch, guint32 what, double bytes, gboolean write, guint
 {
   guint64 *free_at = &s->storage_free;
   guint64 start = MAX(t, *free_at);
+  /* queued behind a request the other way: the two directions take turns on the device */
+  gboolean turn = s->storage_last != 0 && (s->storage_last == 2) != write && t <= *free_at;
+  s->storage_last = write ? 2 : 1;
   guint64 ns = stw_storage_ns(&s->p->hw, stw_chunking_ranks_per_node(s->p->chunking),
-                              (guint64)bytes, write);
+                              (guint64)bytes, write, turn);
   *free_at = stw_cost_add(start, ns);
   task(s, write ? STW_SIM_STORAGE_WRITE : STW_SIM_STORAGE_READ, ch, what, start, *free_at,
        (guint64)bytes);

@@ -40,7 +40,7 @@ static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
                                             "host_memory_bytes_per_s", NULL };
 static const char *const storage_members[] = { "kind", "devices", "capacity_bytes",
                                                "queue_depth", "latency_ns", "read", "write",
-                                               "gpudirect", NULL };
+                                               "gpudirect", "mixed_bytes_per_s", NULL };
 static const char *const storage_kinds[] = { "nvme", NULL };
 
 /* The kinds of link a profile may name: GPU to GPU in a node, node to node. */
@@ -158,7 +158,9 @@ read_storage(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **erro
                         error) ||
       !read_curve(r, st, "read", TRUE, hw->storage_read, &hw->n_storage_read, error) ||
       !read_curve(r, st, "write", TRUE, hw->storage_write, &hw->n_storage_write, error) ||
-      !stw_json_get_bool(r, st, "gpudirect", FALSE, &hw->storage_gpudirect, error))
+      !stw_json_get_bool(r, st, "gpudirect", FALSE, &hw->storage_gpudirect, error) ||
+      !stw_json_get_double(r, st, "mixed_bytes_per_s", FALSE, 1e6, 1e13,
+                           &hw->storage_mixed_bytes_per_s, error))
     return FALSE;
   g_strlcpy(hw->storage_kind, storage_kinds[kind], sizeof hw->storage_kind);
   hw->storage_devices = (guint32)devices;
@@ -365,6 +367,8 @@ stw_hardware_to_json(const StwHardware *hw)
     cJSON_AddItemToObject(st, "write", curve_to_json(hw->storage_write, hw->n_storage_write));
     if (hw->storage_gpudirect)
       cJSON_AddBoolToObject(st, "gpudirect", TRUE);
+    if (hw->storage_mixed_bytes_per_s > 0)
+      stw_json_add_double(st, "mixed_bytes_per_s", hw->storage_mixed_bytes_per_s);
   }
   return root;
 }
@@ -496,6 +500,7 @@ stw_hardware_set_storage_devices(StwHardware *hw, guint32 devices)
     hw->storage_read[i].bytes_per_s *= scale;
   for (guint i = 0; i < hw->n_storage_write; i++)
     hw->storage_write[i].bytes_per_s *= scale;
+  hw->storage_mixed_bytes_per_s *= scale;
   hw->storage_bytes = (guint64)MIN((double)hw->storage_bytes * scale, (double)STW_JSON_INT_MAX);
   hw->storage_devices = devices;
 }

@@ -279,6 +279,7 @@ out=$(STOWAGE_PROBE_SECONDS=0.02 $S probe --nvme "$T/nvme" --nvme-depth 4 -o "$T
 echo "$out" | grep -q "^storage on .* through \(io_uring\|threads\), .* over a .* file; a 4 KiB read alone [0-9]* ns" &&
   echo "$out" | grep -q "^16.00 MiB  *[0-9.]* GB/s  *[0-9.]* GB/s" &&
   grep -q '"storage": *{"kind":"nvme","devices":1,"capacity_bytes":[0-9]*,"queue_depth":4,' "$T/nvme.json" &&
+  grep -q '"mixed_bytes_per_s":[0-9]' "$T/nvme.json" && echo "$out" | grep -q "^reads and writes taking turns (8 MiB): [0-9.]* GB/s, both directions$" &&
   $S hardware "$T/nvme.json" > /dev/null && [ -z "$(ls "$T/nvme")" ]
 tap_result $? "probe --nvme measures the storage's reads and writes into the profile, and leaves nothing behind" "$out"
 expect 1 "storage directory $T/gone: No such file or directory" "probe --nvme on a missing directory" -- $S probe --nvme "$T/gone" -o "$T/gone.json"

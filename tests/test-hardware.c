@@ -66,6 +66,12 @@ test_shipped(void)
   g_assert_cmpfloat(stw_hardware_storage_bandwidth(&four, 1u << 24, FALSE), ==, 26e9);
   g_assert_cmpfloat(stw_hardware_storage_bandwidth(&four, 1u << 24, TRUE), ==, 20e9);
   g_assert_cmpuint(four.storage_bytes, ==, 2 * ws.storage_bytes);
+  /* reads and writes taking turns (probe --nvme measures it): kept, and scaled with the drives */
+  g_assert_cmpfloat(ws.storage_mixed_bytes_per_s, ==, 0);
+  ws.storage_mixed_bytes_per_s = 5e9;
+  StwHardware eight = ws;
+  stw_hardware_set_storage_devices(&eight, 8);
+  g_assert_cmpfloat(eight.storage_mixed_bytes_per_s, ==, 20e9);
   g_autofree char *text = NULL;
   cJSON *j = stw_hardware_to_json(&ws);
   text = cJSON_PrintUnformatted(j);
@@ -76,6 +82,7 @@ test_shipped(void)
   g_assert_no_error(error);
   g_assert_cmpuint(back.n_storage_read, ==, 3);
   g_assert_cmpfloat(back.storage_write[0].bytes_per_s, ==, 3e9);
+  g_assert_cmpfloat(back.storage_mixed_bytes_per_s, ==, 5e9);
   /* a storage section that is not one */
   static const struct {
     const char *from, *to, *needle;
@@ -83,6 +90,8 @@ test_shipped(void)
     { "\"kind\":\"nvme\"", "\"kind\":\"tape\"", "$.storage.kind: \"tape\" is not one of \"nvme\"" },
     { "\"queue_depth\":32", "\"queue_depth\":0", "$.storage.queue_depth: 0 is out of range" },
     { "\"read\":[", "\"reads\":[", "$.storage: unknown member \"reads\"" },
+    { "\"mixed_bytes_per_s\":", "\"mixed_bytes_per_s\":-",
+      "$.storage.mixed_bytes_per_s: -5e+09 is out of range" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_assert_nonnull(strstr(text, bad[i].from));

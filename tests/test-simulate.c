@@ -254,7 +254,8 @@ test_measured_elsewhere(void)
 
 /* A storage request's time: its latency and its bytes at the drives' bandwidth for its size,
  * shared by the node's ranks; staged through host memory, no faster than the ranks' share of it;
- * with GPUDirect Storage, not bound by host memory. */
+ * with GPUDirect Storage, not bound by host memory; taking turns with the other direction, at the
+ * profile's mixed figure (where it has none, its own direction's). */
 static void
 test_storage_shared(void)
 {
@@ -262,17 +263,25 @@ test_storage_shared(void)
   g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4-2xNVMe", &ws, NULL));
   guint64 b = 16u << 20;
   g_assert_cmpuint(ws.storage_latency_ns, ==, 80000);
-  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE), ==, 80000 + (guint64)(b / 13e9 * 1e9));
-  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE), ==, 80000 + (guint64)(b / 10e9 * 1e9));
-  g_assert_cmpuint(stw_storage_ns(&ws, 2, b, FALSE), ==, 80000 + (guint64)(b / 6.5e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 13e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, FALSE), ==, 80000 + (guint64)(b / 10e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 2, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 6.5e9 * 1e9));
   ws.host_memory_bytes_per_s = 8e9; /* host memory slower than the drives */
-  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE), ==, 80000 + (guint64)(b / 8e9 * 1e9));
-  g_assert_cmpuint(stw_storage_ns(&ws, 4, b, FALSE), ==, 80000 + (guint64)(b / 2e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 8e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 4, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 2e9 * 1e9));
   ws.storage_gpudirect = TRUE;
-  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE), ==, 80000 + (guint64)(b / 13e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 13e9 * 1e9));
+  /* taking turns with the other direction, at the mixed figure where the profile has one */
+  ws.storage_gpudirect = FALSE;
+  ws.host_memory_bytes_per_s = 0;
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, TRUE), ==, 80000 + (guint64)(b / 10e9 * 1e9));
+  ws.storage_mixed_bytes_per_s = 4e9;
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, FALSE), ==, 80000 + (guint64)(b / 10e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, TRUE), ==, 80000 + (guint64)(b / 4e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 2, b, FALSE, TRUE), ==, 80000 + (guint64)(b / 2e9 * 1e9));
   StwHardware a100;
   g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &a100, NULL));
-  g_assert_cmpuint(stw_storage_ns(&a100, 1, b, FALSE), ==, 0); /* no storage */
+  g_assert_cmpuint(stw_storage_ns(&a100, 1, b, FALSE, FALSE), ==, 0); /* no storage */
 }
 
 int

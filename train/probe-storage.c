@@ -15,12 +15,15 @@
 static const guint64 sizes[STW_PROBE_STORAGE_SIZES] = { 64 << 10, 256 << 10, 1 << 20, 4 << 20,
                                                         16 << 20 };
 
-/* Bytes per second of requests of SIZE (reads, or writes with WRITE) at DEPTH in flight over
- * the file's BYTES, sequential and wrapping around, for at least SECONDS (or one pass with
- * ONE_PASS); -1 with ERROR when a request failed. BUF holds DEPTH requests of SIZE (a slot may
- * be reused while an earlier request into it is in flight: its bytes are not looked at). */
+typedef enum { READS, WRITES, MIXED } Traffic;
+
+/* Bytes per second of requests of SIZE (reads, writes, or with MIXED the two taking turns) at
+ * DEPTH in flight over the file's BYTES, sequential and wrapping around, for at least SECONDS
+ * (or one pass with ONE_PASS); -1 with ERROR when a request failed. BUF holds DEPTH requests of
+ * SIZE (a slot may be reused while an earlier request into it is in flight: its bytes are not
+ * looked at). */
 static double
-measure(StwStorage *s, guint64 bytes, guint64 size, guint32 depth, gboolean write, guint8 *buf,
+measure(StwStorage *s, guint64 bytes, guint64 size, guint32 depth, Traffic traffic, guint8 *buf,
         double seconds, gboolean one_pass, GError **error)
 {
   guint64 blocks = bytes / size, next = 0, done = 0, tags[STW_STORAGE_MAX_QUEUE_DEPTH];
@@ -29,6 +32,7 @@ measure(StwStorage *s, guint64 bytes, guint64 size, guint32 depth, gboolean writ
   for (;;) { /* keep DEPTH in flight until the time or the pass is up, then drain */
     while (stw_storage_in_flight(s) < depth && (one_pass ? next < blocks : t < seconds)) {
       guint slot = (guint)(next % depth);
+      gboolean write = traffic == WRITES || (traffic == MIXED && next % 2 == 0);
       if (!stw_storage_submit(s, 0, write, buf + slot * size, size, (next % blocks) * size,
                               next, error))
         return -1;
@@ -42,7 +46,7 @@ measure(StwStorage *s, guint64 bytes, guint64 size, guint32 depth, gboolean writ
     done += (guint64)n;
     t = (double)(g_get_monotonic_time() - t0) / 1e6;
   }
-  if (write && !stw_storage_flush(s, 0, error)) /* what was written is on the device */
+  if (traffic != READS && !stw_storage_flush(s, 0, error)) /* what was written is on the device */
     return -1;
   t = (double)(g_get_monotonic_time() - t0) / 1e6;
   return (double)(done * size) / MAX(t, 1e-9);
@@ -95,12 +99,12 @@ stw_probe_storage(const char *dir, guint32 depth, StwProbe *p, GString *desc, GE
   }
   for (guint64 i = 0; i < depth * LARGEST; i++)
     buf[i] = (guint8)(i * 2654435761u >> 13);
-  gboolean ok = measure(s, bytes, 4u << 20, depth, TRUE, buf, 0, TRUE, error) >= 0; /* fill */
+  gboolean ok = measure(s, bytes, 4u << 20, depth, WRITES, buf, 0, TRUE, error) >= 0; /* fill */
   for (gsize i = 0; ok && i < G_N_ELEMENTS(sizes); i++) {
     p->storage_sizes[i] = sizes[i];
-    double w = measure(s, bytes, sizes[i], depth, TRUE, buf, t, FALSE, error);
+    double w = measure(s, bytes, sizes[i], depth, WRITES, buf, t, FALSE, error);
     double r = w >= 0 && stw_storage_flush(s, 0, error)
-                   ? measure(s, bytes, sizes[i], depth, FALSE, buf, t, FALSE, error)
+                   ? measure(s, bytes, sizes[i], depth, READS, buf, t, FALSE, error)
                    : -1;
     ok = w > 0 && r > 0;
     p->storage_write_bytes_per_s[i] = w;
@@ -111,10 +115,14 @@ stw_probe_storage(const char *dir, guint32 depth, StwProbe *p, GString *desc, GE
     guint32 d = i < G_N_ELEMENTS(depths) ? MIN(depths[i], depth) : depth;
     p->storage_depths[i] = d;
     p->storage_depth_read_bytes_per_s[i] =
-        measure(s, bytes, 1u << 20, d, FALSE, buf, t, FALSE, error);
+        measure(s, bytes, 1u << 20, d, READS, buf, t, FALSE, error);
     ok = p->storage_depth_read_bytes_per_s[i] > 0;
   }
-  double lat = ok ? measure(s, bytes, 4096, 1, FALSE, buf, t / 2, FALSE, error) : -1;
+  /* reads and writes taking turns, as a replay's regions and parameters go */
+  p->storage_mixed_bytes_per_s = ok ? measure(s, bytes, 8u << 20, depth, MIXED, buf, t, FALSE,
+                                              error) : -1;
+  ok = ok && p->storage_mixed_bytes_per_s > 0;
+  double lat = ok ? measure(s, bytes, 4096, 1, READS, buf, t / 2, FALSE, error) : -1;
   stw_storage_buffer_free(buf);
   if (!ok || lat <= 0)
     return FALSE;
@@ -132,6 +140,7 @@ stw_probe_storage(const char *dir, guint32 depth, StwProbe *p, GString *desc, GE
   hw->storage_queue_depth = depth;
   hw->storage_latency_ns = p->storage_latency_ns;
   hw->storage_gpudirect = FALSE;
+  hw->storage_mixed_bytes_per_s = p->storage_mixed_bytes_per_s;
   for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
     hw->storage_read[i] = (StwBandwidthPoint){ sizes[i], p->storage_read_bytes_per_s[i] };
     hw->storage_write[i] = (StwBandwidthPoint){ sizes[i], p->storage_write_bytes_per_s[i] };
@@ -146,7 +155,8 @@ stw_probe_storage(const char *dir, guint32 depth, StwProbe *p, GString *desc, GE
     g_string_append_printf(desc, " %s %.2f/%.2f GB/s;", sz, p->storage_read_bytes_per_s[i] / 1e9,
                            p->storage_write_bytes_per_s[i] / 1e9);
   }
-  g_string_append_printf(desc, " latency %" G_GUINT64_FORMAT " ns", p->storage_latency_ns);
+  g_string_append_printf(desc, " mixed 8.00 MiB %.2f GB/s; latency %" G_GUINT64_FORMAT " ns",
+                         p->storage_mixed_bytes_per_s / 1e9, p->storage_latency_ns);
   if (in->fallback[0] != '\0')
     g_string_append_printf(desc, " (%s)", in->fallback);
   return TRUE;

@@ -677,6 +677,7 @@ stw_probe_json(const StwProbe *p)
       cJSON_AddNumberToObject(o, "bytes_per_s", p->storage_depth_read_bytes_per_s[i]);
       cJSON_AddItemToArray(by_depth, o);
     }
+    cJSON_AddNumberToObject(st, "mixed_bytes_per_s", p->storage_mixed_bytes_per_s);
     stw_json_add_u64(st, "latency_ns", p->storage_latency_ns);
   }
   cJSON *profile = stw_hardware_to_json(&p->profile);

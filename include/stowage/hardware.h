@@ -102,6 +102,10 @@ typedef struct {
   guint n_storage_write;
   gboolean storage_gpudirect;     /* GPUDirect Storage: requests straight to and from GPU
                                    * memory, no host staging */
+  double storage_mixed_bytes_per_s; /* reads and writes in flight together, both directions'
+                                     * bytes (8 MiB requests, all drives): what a request moves
+                                     * at when the one before it went the other way; 0: not
+                                     * measured (each at its direction's curve) */
 } StwHardware;
 
 /* A shipped profile's name (case-insensitive), or a path to a profile file. Errors:
@@ -153,7 +157,7 @@ double stw_hardware_interconnect_bandwidth(const StwHardware *hw, guint64 bytes)
 /* The storage's bandwidth for requests of BYTES, reading or (WRITE) writing, all drives
  * together; 0 where the profile has no storage. */
 double stw_hardware_storage_bandwidth(const StwHardware *hw, guint64 bytes, gboolean write);
-/* HW's storage as DEVICES drives of its kind, requests striped over them: its bandwidth at every
+/* HW's storage as DEVICES drives of its kind, requests striped over them: its bandwidth (mixed too) at every
  * size and its capacity scaled by DEVICES over its own count (each drive as fast as the profile's
  * average; what the host's PCIe and memory allow beyond that is not modelled). */
 #define STW_HARDWARE_MAX_STORAGE_DEVICES 256u

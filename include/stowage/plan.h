@@ -171,7 +171,7 @@ typedef struct {
  * 1: the first; 2: PCIe shared behind a switch and capped by host memory, hierarchical
  * collectives, CPU Adam shared by a node's ranks, devices that compute on the host, and the host
  * overhead per rank; 3: the storage tier's drives shared by a node's ranks and, staged, capped
- * by host memory. */
+ * by host memory, and a request behind one the other way at the profile's mixed figure. */
 #define STW_COST_MODEL 3
 
 /* One prediction, by name: every field but cost_model, in the file's order. */

@@ -73,6 +73,7 @@ typedef struct {
   double storage_write_bytes_per_s[STW_PROBE_STORAGE_SIZES];
   guint32 storage_depths[STW_PROBE_STORAGE_DEPTHS];
   double storage_depth_read_bytes_per_s[STW_PROBE_STORAGE_DEPTHS]; /* 1 MiB reads */
+  double storage_mixed_bytes_per_s; /* 8 MiB reads and writes taking turns, both directions */
   guint64 storage_latency_ns;      /* a 4 KiB read alone */
   StwHardware profile;             /* the base with what was measured */
   char *description;               /* the profile's description: what was measured, and how */
