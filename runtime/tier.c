@@ -30,6 +30,7 @@ typedef struct {
   gboolean params;   /* a step's buffer: its parameter part holds them (not after FRESH) */
   gboolean lent;     /* a parameter buffer: lent to the store (stw_tier_params_borrow) */
   gboolean failed;   /* lent: its read failed (reported where it was found) */
+  gboolean counted;  /* QUEUED: its read counted when asked for (in the iteration that asked) */
 } Buffer;
 
 struct StwTier {
@@ -378,6 +379,9 @@ submit(StwTier *t, int b, gboolean write, GError **error)
     }
   }
   guint64 moved = (whole ? t->bytes[ch] : 0) + (params ? t->pbytes[ch] : 0);
+  if (x->counted)
+    moved = 0;
+  x->counted = FALSE;
   if (write)
     t->st.write_bytes += moved;
   else
@@ -528,6 +532,7 @@ stw_tier_sync(StwTier *t, GError **error)
 gboolean
 stw_tier_iteration_begin(StwTier *t, GError **error)
 {
+
   for (int b = 0; b < N_BUFFERS; b++) {
     Buffer *x = &t->buf[b];
     if (x->lent)
@@ -592,6 +597,8 @@ stw_tier_params_borrow(StwTier *t, guint32 ch, gboolean load, GError **error)
     x->state = CLEAN;
   } else if (load && writing(t, b, ch)) {
     x->state = QUEUED; /* issued when the write lands: the compute goes on meanwhile */
+    x->counted = TRUE;
+    t->st.read_bytes += t->pbytes[ch];
   } else if (load && !submit(t, b, FALSE, error)) {
     *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
     return NULL;
