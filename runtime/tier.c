@@ -30,7 +30,7 @@ typedef struct {
   gboolean params;   /* a step's buffer: its parameter part holds them (not after FRESH) */
   gboolean lent;     /* a parameter buffer: lent to the store (stw_tier_params_borrow) */
   gboolean failed;   /* lent: its read failed (reported where it was found) */
-  gboolean counted;  /* QUEUED: its read counted when asked for (in the iteration that asked) */
+  gboolean to_write; /* lent to be copied into: its write already counted */
 } Buffer;
 
 struct StwTier {
@@ -378,10 +378,9 @@ submit(StwTier *t, int b, gboolean write, GError **error)
       return FALSE;
     }
   }
-  guint64 moved = (whole ? t->bytes[ch] : 0) + (params ? t->pbytes[ch] : 0);
-  if (x->counted)
-    moved = 0;
-  x->counted = FALSE;
+  /* a parameter buffer's bytes were counted when the store asked for them
+   * (stw_tier_params_borrow): in the iteration that asked, however late they go */
+  guint64 moved = whole ? t->bytes[ch] + (params ? t->pbytes[ch] : 0) : 0;
   if (write)
     t->st.write_bytes += moved;
   else
@@ -590,15 +589,20 @@ stw_tier_params_borrow(StwTier *t, guint32 ch, gboolean load, GError **error)
   int b = param_buffer(t, error);
   if (b < 0)
     return NULL;
+  /* counted now, in the iteration that asks: a read goes now or when a write lands, a buffer
+   * lent to copy into is written when the store's copy lands, perhaps in the next */
+  if (load)
+    t->st.read_bytes += t->pbytes[ch];
+  else
+    t->st.write_bytes += t->pbytes[ch];
   Buffer *x = &t->buf[b];
-  *x = (Buffer){ .mem = x->mem, .chunk = ch, .state = EMPTY, .used = ++t->tick };
+  *x = (Buffer){ .mem = x->mem, .chunk = ch, .state = EMPTY, .used = ++t->tick,
+                 .to_write = !load };
   if (load && t->pwrites[ch] == 0) {
     memset(x->mem, 0, t->pbytes[ch]); /* never written: zeros */
     x->state = CLEAN;
   } else if (load && writing(t, b, ch)) {
     x->state = QUEUED; /* issued when the write lands: the compute goes on meanwhile */
-    x->counted = TRUE;
-    t->st.read_bytes += t->pbytes[ch];
   } else if (load && !submit(t, b, FALSE, error)) {
     *x = (Buffer){ .mem = x->mem, .chunk = NONE, .state = EMPTY };
     return NULL;
@@ -650,6 +654,11 @@ stw_tier_params_return(StwTier *t, guint32 ch, gboolean write, GError **error)
   Buffer *x = &t->buf[b];
   x->lent = FALSE;
   x->failed = FALSE;
+  if (write && !x->to_write) /* read, changed, written back (a checkpoint's values) */
+    t->st.write_bytes += t->pbytes[ch];
+  if (!write && x->to_write) /* never written after all */
+    t->st.write_bytes -= MIN(t->st.write_bytes, t->pbytes[ch]);
+  x->to_write = FALSE;
   if (!write) {
     if (x->pending > 0 && !wait_buffer(t, b, error)) /* a read not waited for lands first */
       return FALSE;
