@@ -14,8 +14,9 @@ build=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 S=$build/stowage
 tmp=$(mktemp -d)
 dir=${2:-$build/tier-bench.$$}
+mine=${2:+no}  # a directory of its own is removed at the end (the loop below reuses $1 and $2)
 mkdir -p "$dir"
-trap 'rm -rf "$tmp"; [ -n "$2" ] || rm -rf "$dir"' EXIT
+trap 'rm -rf "$tmp"; [ -n "$mine" ] || rm -rf "$dir"' EXIT
 text=$(cd "$(dirname "$0")/.." && pwd)/README.md
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 "$S" probe --device host --nvme "$dir" -o "$tmp/host.json" > "$tmp/probe.txt"
