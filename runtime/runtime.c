@@ -415,12 +415,12 @@ tier_open(StwRuntime *rt, guint64 *bytes, GError **error)
   return TRUE;
 }
 
-/* The store made: the param items of chunks whose parameters the tier holds get their host
- * copies from it. */
-static void
-tier_back(StwRuntime *rt)
+/* The chunk store of N_ITEMS items of BYTES: the param items of chunks whose parameters the
+ * tier holds get their host copies from it (none of their own, not even for a moment). */
+static StwStore *
+store_open(StwRuntime *rt, StwBackend *backend, guint32 n_items, const guint64 *bytes)
 {
-  g_autofree guint8 *backed = g_malloc0(MAX(stw_plan_n_items(rt->c), 1));
+  g_autofree guint8 *backed = g_malloc0(MAX(n_items, 1));
   gboolean any = FALSE;
   for (guint32 c = 0; rt->tier != NULL && c < rt->n; c++) {
     backed[item_of(rt, STW_LIST_PARAM, c)] = stw_tier_holds_params(rt->tier, c);
@@ -428,8 +428,8 @@ tier_back(StwRuntime *rt)
   }
   StwStoreBacking backing = { .borrow = tier_borrow, .loaded = tier_loaded,
                               .give_back = tier_give_back, .data = rt };
-  if (any)
-    stw_store_set_backing(rt->store, &backing, backed);
+  return stw_store_new_backed(backend, n_items, bytes, rt->o.device_bytes, rt->o.verify,
+                              rt->o.copy_timeout_ms, any ? &backing : NULL, backed);
 }
 
 /* The tier's first state: each chunk's master weights from INIT (zeros without it: the caller
@@ -742,9 +742,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
     stw_runtime_free(rt);
     return NULL;
   }
-  rt->store = stw_store_new(backend, n_items, bytes, o->device_bytes, o->verify,
-                            o->copy_timeout_ms);
-  tier_back(rt);
+  rt->store = store_open(rt, backend, n_items, bytes);
   if (backend->device_is_host)
     backend->device_bytes = o->device_bytes; /* the emulated device is the budget's size */
   for (guint32 g = 0; rt->multi && g < stw_chunking_groups(rt->c); g++)

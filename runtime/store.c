@@ -94,6 +94,14 @@ StwStore *
 stw_store_new(StwBackend *be, guint32 n_items, const guint64 *bytes, guint64 capacity,
               gboolean verify, guint64 copy_timeout_ms)
 {
+  return stw_store_new_backed(be, n_items, bytes, capacity, verify, copy_timeout_ms, NULL, NULL);
+}
+
+StwStore *
+stw_store_new_backed(StwBackend *be, guint32 n_items, const guint64 *bytes, guint64 capacity,
+                     gboolean verify, guint64 copy_timeout_ms, const StwStoreBacking *backing,
+                     const guint8 *backed)
+{
   StwStore *s = g_new0(StwStore, 1);
   s->be = be;
   s->n_items = n_items;
@@ -116,8 +124,12 @@ stw_store_new(StwBackend *be, guint32 n_items, const guint64 *bytes, guint64 cap
   s->acts = g_hash_table_new(g_direct_hash, g_direct_equal);
   s->verify = verify;
   s->copy_timeout_ms = copy_timeout_ms;
-  for (guint32 i = 0; i < n_items; i++)
-    s->host[i] = be->host_alloc(be, s->bytes[i]);
+  if (backing != NULL) {
+    s->backing = *backing;
+    s->backed = g_memdup2(backed, n);
+  }
+  for (guint32 i = 0; i < n_items; i++) /* a backed item's host copy is the backing's */
+    s->host[i] = stw_store_backed(s, i) ? NULL : be->host_alloc(be, s->bytes[i]);
   return s;
 }
 
@@ -196,22 +208,6 @@ stw_store_free(StwStore *s)
   g_free(s->backed);
   g_free(s->loading);
   g_free(s);
-}
-
-void
-stw_store_set_backing(StwStore *s, const StwStoreBacking *backing, const guint8 *backed)
-{
-  s->backing = *backing;
-  s->backed = g_malloc0(MAX(s->n_items, 1));
-  for (guint32 i = 0; i < s->n_items; i++) {
-    if (!backed[i])
-      continue;
-    g_assert(s->place[i] == STW_AT_HOST);
-    s->backed[i] = 1;
-    if (s->host[i] != NULL)
-      s->be->host_free(s->be, s->host[i]);
-    s->host[i] = NULL;
-  }
 }
 
 gboolean

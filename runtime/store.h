@@ -50,16 +50,6 @@ typedef struct StwStore StwStore;
  * wait for a copy. */
 StwStore *stw_store_new(StwBackend *backend, guint32 n_items, const guint64 *bytes,
                         guint64 capacity, gboolean verify, guint64 copy_timeout_ms);
-void stw_store_free(StwStore *s);
-
-/* Every item's host copy is its device copy, resident for good: the plain mode, with no budget,
- * no moves and no bookkeeping (the baseline the runtime's cost is measured against). */
-void stw_store_make_plain(StwStore *s);
-
-/* Every item resident for good in its host copy, counted against the budget: on a device whose
- * memory is host memory, a model state that stays needs no second copy. Nothing is moved. */
-void stw_store_keep_in_place(StwStore *s);
-
 /* Items whose host copy is another tier's (a chunk's parameters on the storage tier, tier.h):
  * a backed item keeps no host copy. While it is AT_HOST its data is the backing's; a fetch
  * borrows a host buffer the backing reads it into and copies from there once the read has
@@ -80,9 +70,21 @@ typedef struct {
   gpointer data;
 } StwStoreBacking;
 
-/* BACKING for the items I with BACKED[I] (all AT_HOST): their host copies are freed. */
-void stw_store_set_backing(StwStore *s, const StwStoreBacking *backing, const guint8 *backed);
+/* As stw_store_new, BACKING holding the host copies of the items I with BACKED[I] (N_ITEMS of them,
+ * copied), which get none here. */
+StwStore *stw_store_new_backed(StwBackend *backend, guint32 n_items, const guint64 *bytes,
+                               guint64 capacity, gboolean verify, guint64 copy_timeout_ms,
+                               const StwStoreBacking *backing, const guint8 *backed);
 gboolean stw_store_backed(const StwStore *s, guint32 item);
+void stw_store_free(StwStore *s);
+
+/* Every item's host copy is its device copy, resident for good: the plain mode, with no budget,
+ * no moves and no bookkeeping (the baseline the runtime's cost is measured against). */
+void stw_store_make_plain(StwStore *s);
+
+/* Every item resident for good in its host copy, counted against the budget: on a device whose
+ * memory is host memory, a model state that stays needs no second copy. Nothing is moved. */
+void stw_store_keep_in_place(StwStore *s);
 
 StwPlace stw_store_place(const StwStore *s, guint32 item);
 /* Whether ITEM has a device slot: fetched, or on its way there. */

@@ -413,21 +413,30 @@ find(const StwTier *t, guint32 ch)
   return -1;
 }
 
-/* The buffer to give another chunk: an empty one, else one whose state the file has or is
- * getting, else the least recently used. */
+/* Of buffers FROM .. TO-1 not lent, the one to give another chunk: an empty one, else one whose
+ * contents the file has or is getting, else the least recently used; -1 when all are lent. */
 static int
-victim(const StwTier *t)
+best_buffer(const StwTier *t, int from, int to)
 {
   static const int rank[] = { [EMPTY] = 0, [CLEAN] = 1, [WRITING] = 2, [READING] = 3,
                               [DIRTY] = 4, [QUEUED] = 5 };
-  int best = 0;
-  for (int b = 1; b < N_STEP; b++) {
-    const Buffer *x = &t->buf[b], *y = &t->buf[best];
-    if (rank[x->state] < rank[y->state] ||
-        (rank[x->state] == rank[y->state] && x->used < y->used))
+  int best = -1;
+  for (int b = from; b < to; b++) {
+    const Buffer *x = &t->buf[b];
+    if (x->lent)
+      continue;
+    if (best < 0 || rank[x->state] < rank[t->buf[best].state] ||
+        (rank[x->state] == rank[t->buf[best].state] && x->used < t->buf[best].used))
       best = b;
   }
   return best;
+}
+
+/* The step's buffer to give another chunk. */
+static int
+victim(const StwTier *t)
+{
+  return best_buffer(t, 0, N_STEP);
 }
 
 guint8 *
@@ -553,22 +562,12 @@ stw_tier_stats(const StwTier *t)
   return &t->st;
 }
 
-/* A parameter buffer not lent, its write landed: an empty one, else one whose parameters the
- * file has, else the least recently used; -1 with ERROR when a write failed. */
+/* A parameter buffer not lent (best_buffer's), its write landed; -1 with ERROR when a write
+ * failed. */
 static int
 param_buffer(StwTier *t, GError **error)
 {
-  static const int rank[] = { [EMPTY] = 0, [CLEAN] = 1, [WRITING] = 2, [READING] = 3,
-                              [DIRTY] = 4, [QUEUED] = 5 };
-  int best = -1;
-  for (int b = N_STEP; b < N_BUFFERS; b++) {
-    const Buffer *x = &t->buf[b];
-    if (x->lent)
-      continue;
-    if (best < 0 || rank[x->state] < rank[t->buf[best].state] ||
-        (rank[x->state] == rank[t->buf[best].state] && x->used < t->buf[best].used))
-      best = b;
-  }
+  int best = best_buffer(t, N_STEP, N_BUFFERS);
   g_assert(best >= 0); /* the store, with both lent, gives one back before it asks again */
   return wait_buffer(t, best, error) ? best : -1;
 }
