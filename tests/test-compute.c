@@ -647,6 +647,63 @@ test_adam_bf16_moments(void)
   g_assert_cmpfloat(fabs(mean - (0.999 * 1.0 + 0.001 * 1.5)), <, 5e-5);
 }
 
+/* The AdamW kernels with 16-bit lanes (a bf16 or fp16 compute copy, bf16 moments) have an
+ * AVX512BW version of their own (kernels.c): bitwise what every other CPU's gives, for each
+ * compute copy and moments' dtype, with AMSGrad's loop too */
+static void
+test_adam_avx512bw(void)
+{
+  if (!__builtin_cpu_supports("avx512bw"))
+    g_test_message("this CPU has no AVX512BW: both runs take the same kernels");
+  size_t n = 65536 + 77;
+  StwDtype copies[] = { STW_DTYPE_FP32, STW_DTYPE_BF16, STW_DTYPE_FP16 };
+  StwDtype moments[] = { STW_DTYPE_FP32, STW_DTYPE_BF16 };
+  for (guint a = 0; a < G_N_ELEMENTS(copies); a++)
+    for (guint b = 0; b < G_N_ELEMENTS(moments); b++)
+      for (int amsgrad = 0; amsgrad <= 1; amsgrad++) {
+        if (copies[a] == STW_DTYPE_FP32 && moments[b] == STW_DTYPE_FP32)
+          continue; /* no 16-bit lanes */
+        StwAdamConfig c;
+        stw_adam_config_init(&c);
+        c.state_dtype = moments[b];
+        c.amsgrad = amsgrad;
+        c.loss_scale = copies[a] == STW_DTYPE_FP16 ? 1024.0f : 0.0f;
+        size_t esize = copies[a] == STW_DTYPE_FP32 ? 4 : 2, msize = moments[b] == STW_DTYPE_FP32 ? 4 : 2;
+        size_t vn = amsgrad ? 2 * n : n;
+        g_autofree guint8 *param = g_malloc(n * esize), *m = g_malloc(n * msize),
+                          *v = g_malloc(vn * msize);
+        g_autofree float *master = randoms(n);
+        for (size_t i = 0; i < n; i++) {
+          float g = uniform() * 1e-2f, mi = uniform() * 1e-3f, vi = fabsf(uniform()) * 1e-5f;
+          if (copies[a] == STW_DTYPE_FP32)
+            ((float *)param)[i] = g;
+          else
+            ((uint16_t *)param)[i] = copies[a] == STW_DTYPE_BF16
+                                        ? stw_bf16_from_float(g)
+                                        : stw_fp16_from_float(g * 1024.0f);
+          if (msize == 4) {
+            ((float *)m)[i] = mi;
+            ((float *)v)[i] = vi;
+          } else {
+            ((uint16_t *)m)[i] = stw_bf16_from_float(mi);
+            ((uint16_t *)v)[i] = stw_bf16_from_float(vi);
+          }
+        }
+        memcpy(v + n * msize, v, (vn - n) * msize); /* AMSGrad's largest so far */
+        g_autofree guint8 *param2 = g_memdup2(param, n * esize), *m2 = g_memdup2(m, n * msize),
+                          *v2 = g_memdup2(v, vn * msize);
+        g_autofree float *master2 = copy(master, n);
+        stw_compute_host_adam(param, copies[a], master, m, v, n, &c, 5);
+        gboolean was = stw_kernels_allow_avx512bw(FALSE);
+        stw_compute_host_adam(param2, copies[a], master2, m2, v2, n, &c, 5);
+        stw_kernels_allow_avx512bw(was);
+        g_assert_cmpmem(param, n * esize, param2, n * esize);
+        g_assert_cmpmem(master, n * 4, master2, n * 4);
+        g_assert_cmpmem(m, n * msize, m2, n * msize);
+        g_assert_cmpmem(v, vn * msize, v2, vn * msize);
+      }
+}
+
 static void
 test_adam(void)
 {
@@ -827,6 +884,7 @@ main(int argc, char **argv)
   g_test_add_func("/compute/gradient-accumulation", test_gradient_accumulation);
   g_test_add_func("/compute/adam", test_adam);
   g_test_add_func("/compute/adam-bf16-moments", test_adam_bf16_moments);
+  g_test_add_func("/compute/adam-avx512bw", test_adam_avx512bw);
   g_test_add_func("/compute/bf16-rounding", test_bf16_rounding);
   g_test_add_func("/compute/fp16-rounding", test_fp16_rounding);
   return g_test_run();

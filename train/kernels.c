@@ -795,9 +795,9 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
  * v[i + s.vmax], and the plain loop PLAIN, where s.vmax is a known 0 and that folds away (with it
  * unknown the compiler versions the loop on v[i] and v[i + vmax] not overlapping, which they do
  * at 0, and every plain step ran the scalar loop: 3x slower). */
-#define STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, PLAIN)                                       \
-  STW_CLONES static void NAME(size_t lo, size_t hi, PARAM_T *param, GRAD, M_T *m, M_T *v,         \
-                              StwAdamStep s)                                                       \
+#define STW_ADAM_RANGE_AS(ATTR, NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                       \
+  ATTR static void NAME(size_t lo, size_t hi, PARAM_T *param, GRAD, M_T *m, M_T *v,               \
+                        StwAdamStep s)                                                             \
   {                                                                                                \
     if (s.vmax != 0) {                                                                             \
       for (size_t i = lo; i < hi; i++)                                                             \
@@ -805,8 +805,46 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
       return;                                                                                      \
     }                                                                                              \
     s.vmax = 0;                                                                                    \
-    PLAIN                                                                                          \
+    LOOP(BODY)                                                                                     \
   }
+#define STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                                  \
+  STW_ADAM_RANGE_AS(STW_CLONES, NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)
+
+/* Kernels with 16-bit lanes (bf16 or fp16 compute copies, bf16 moments) fill 512-bit vectors
+ * only with AVX512BW; without it the compiler narrows them in 256-bit halves with saturating
+ * packs, and the bf16 moments' step ran at half its memory's speed. GCC 12's target_clones does
+ * not take avx512bw: STW_ADAM_RANGE_16 writes each such kernel twice, NAME as the other kernels
+ * (its plain loop LOOP(BODY)) and NAME_bw for AVX512BW (its plain loop the element's CALL, one
+ * pass: 512-bit lanes hold the whole step there without spilling), and STW_ADAM_16(NAME) picks
+ * one where the step runs. The same operations in the same order: bitwise the same results
+ * (/compute/adam-bf16-moments runs both). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define STW_BW_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define STW_ADAM_RANGE_16(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                              \
+  STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                                       \
+  STW_ADAM_RANGE_AS(STW_BW_TARGET, NAME##_bw, PARAM_T, GRAD, M_T, CALL, STW_ADAM_ELEMENTS, (CALL))
+#define STW_ADAM_16(NAME) (kernels_avx512bw() ? NAME##_bw : NAME)
+static int avx512bw_allowed = 1;
+
+static int
+kernels_avx512bw(void)
+{
+  __builtin_cpu_init();
+  return avx512bw_allowed && __builtin_cpu_supports("avx512bw");
+}
+#else
+#define STW_ADAM_RANGE_16 STW_ADAM_RANGE
+#define STW_ADAM_16(NAME) NAME
+static int avx512bw_allowed = 0;
+#endif
+
+gboolean
+stw_kernels_allow_avx512bw(gboolean allow)
+{
+  gboolean was = avx512bw_allowed;
+  avx512bw_allowed = allow;
+  return was;
+}
 
 /* fp32 moments: the plain loop is the element's */
 #define STW_ADAM_ELEMENTS(CALL)                                                                    \
@@ -814,15 +852,15 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
     CALL;
 STW_ADAM_RANGE(adam_range, float, const float *grad, float,
                stw_cb_adam_element(i, grad[i], param, m, v, s),
-               STW_ADAM_ELEMENTS(stw_cb_adam_element(i, grad[i], param, m, v, s)))
+               STW_ADAM_ELEMENTS, (stw_cb_adam_element(i, grad[i], param, m, v, s)))
 STW_ADAM_RANGE(adam_slot_range, float, float *master, float, stw_cb_adam(i, param, master, m, v, s),
-               STW_ADAM_ELEMENTS(stw_cb_adam(i, param, master, m, v, s)))
-STW_ADAM_RANGE(adam_bf16_range, uint16_t, float *master, float,
+               STW_ADAM_ELEMENTS, (stw_cb_adam(i, param, master, m, v, s)))
+STW_ADAM_RANGE_16(adam_bf16_range, uint16_t, float *master, float,
                stw_cb_adam_bf16(i, param, master, m, v, s),
-               STW_ADAM_ELEMENTS(stw_cb_adam_bf16(i, param, master, m, v, s)))
-STW_ADAM_RANGE(adam_fp16_range, uint16_t, float *master, float,
+               STW_ADAM_ELEMENTS, (stw_cb_adam_bf16(i, param, master, m, v, s)))
+STW_ADAM_RANGE_16(adam_fp16_range, uint16_t, float *master, float,
                stw_cb_adam_fp16(i, param, master, m, v, s),
-               STW_ADAM_ELEMENTS(stw_cb_adam_fp16(i, param, master, m, v, s)))
+               STW_ADAM_ELEMENTS, (stw_cb_adam_fp16(i, param, master, m, v, s)))
 
 /* bf16 moments: the plain loop in strips of STW_ADAM_STRIP elements, each in three passes that
  * vectorize alone (one loop of all three keeps 8 lanes and spills its registers: 1.5x slower
@@ -848,18 +886,18 @@ STW_ADAM_RANGE(adam_fp16_range, uint16_t, float *master, float,
       v[b + k] = stw_bf16_from_float_sr(vw[k], r >> 16 | r << 16);                                 \
     }                                                                                              \
   }
-STW_ADAM_RANGE(adam_range_bs, float, const float *grad, uint16_t,
+STW_ADAM_RANGE_16(adam_range_bs, float, const float *grad, uint16_t,
                stw_cb_adam_element_bs(i, grad[i], param, m, v, s),
-               STW_ADAM_STRIPS(stw_cb_adam_element(k, grad[b + k], param + b, mw, vw, s)))
-STW_ADAM_RANGE(adam_slot_range_bs, float, float *master, uint16_t,
+               STW_ADAM_STRIPS, (stw_cb_adam_element(k, grad[b + k], param + b, mw, vw, s)))
+STW_ADAM_RANGE_16(adam_slot_range_bs, float, float *master, uint16_t,
                stw_cb_adam_bs(i, param, master, m, v, s),
-               STW_ADAM_STRIPS(stw_cb_adam(k, param + b, master + b, mw, vw, s)))
-STW_ADAM_RANGE(adam_bf16_range_bs, uint16_t, float *master, uint16_t,
+               STW_ADAM_STRIPS, (stw_cb_adam(k, param + b, master + b, mw, vw, s)))
+STW_ADAM_RANGE_16(adam_bf16_range_bs, uint16_t, float *master, uint16_t,
                stw_cb_adam_bf16_bs(i, param, master, m, v, s),
-               STW_ADAM_STRIPS(stw_cb_adam_bf16(k, param + b, master + b, mw, vw, s)))
-STW_ADAM_RANGE(adam_fp16_range_bs, uint16_t, float *master, uint16_t,
+               STW_ADAM_STRIPS, (stw_cb_adam_bf16(k, param + b, master + b, mw, vw, s)))
+STW_ADAM_RANGE_16(adam_fp16_range_bs, uint16_t, float *master, uint16_t,
                stw_cb_adam_fp16_bs(i, param, master, m, v, s),
-               STW_ADAM_STRIPS(stw_cb_adam_fp16(k, param + b, master + b, mw, vw, s)))
+               STW_ADAM_STRIPS, (stw_cb_adam_fp16(k, param + b, master + b, mw, vw, s)))
 
 STW_CLONES static void
 adam_streams_range(size_t lo, size_t hi, float *p, const float *g, float *m, float *v)
@@ -884,7 +922,7 @@ stw_adam_range(size_t lo, size_t hi, float *param, const float *grad, void *m, v
                StwAdamStep s)
 {
   if (s.bf16_moments)
-    adam_range_bs(lo, hi, param, grad, m, v, s);
+    STW_ADAM_16(adam_range_bs)(lo, hi, param, grad, m, v, s);
   else
     adam_range(lo, hi, param, grad, m, v, s);
 }
@@ -894,15 +932,15 @@ stw_adam_host(void *param, StwDtype dtype, float *master, void *m, void *v, size
               StwAdamStep s)
 {
   if (s.bf16_moments && dtype == STW_DTYPE_BF16)
-    STW_PARALLEL_RANGE(n, 4 * n, adam_bf16_range_bs, param, master, m, v, s);
+    STW_PARALLEL_RANGE(n, 4 * n, STW_ADAM_16(adam_bf16_range_bs), param, master, m, v, s);
   else if (s.bf16_moments && dtype == STW_DTYPE_FP16)
-    STW_PARALLEL_RANGE(n, 4 * n, adam_fp16_range_bs, param, master, m, v, s);
+    STW_PARALLEL_RANGE(n, 4 * n, STW_ADAM_16(adam_fp16_range_bs), param, master, m, v, s);
   else if (s.bf16_moments)
-    STW_PARALLEL_RANGE(n, 4 * n, adam_slot_range_bs, param, master, m, v, s);
+    STW_PARALLEL_RANGE(n, 4 * n, STW_ADAM_16(adam_slot_range_bs), param, master, m, v, s);
   else if (dtype == STW_DTYPE_BF16)
-    STW_PARALLEL_RANGE(n, 4 * n, adam_bf16_range, param, master, m, v, s);
+    STW_PARALLEL_RANGE(n, 4 * n, STW_ADAM_16(adam_bf16_range), param, master, m, v, s);
   else if (dtype == STW_DTYPE_FP16)
-    STW_PARALLEL_RANGE(n, 4 * n, adam_fp16_range, param, master, m, v, s);
+    STW_PARALLEL_RANGE(n, 4 * n, STW_ADAM_16(adam_fp16_range), param, master, m, v, s);
   else
     STW_PARALLEL_RANGE(n, 4 * n, adam_slot_range, param, master, m, v, s);
 }

@@ -141,6 +141,10 @@ void stw_adam_streams(float *p, const float *g, float *m, float *v, size_t n);
  * S.bf16_moments. */
 void stw_adam_host(void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
                    StwAdamStep s);
+/* Whether AdamW's kernels with 16-bit lanes may run their AVX512BW versions where the CPU has
+ * it (the default; FALSE: the versions every other CPU runs, which a test compares bitwise).
+ * Returns what it was. */
+gboolean stw_kernels_allow_avx512bw(gboolean allow);
 /* bf16 compute copies: N values widened to fp32; a gradient into a bf16 slot (FIRST: replacing
  * what it holds, else added to it) */
 void stw_widen_bf16(float *dst, const uint16_t *src, size_t n);
