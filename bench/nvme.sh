@@ -1,8 +1,10 @@
 #!/bin/sh
 # bench/nvme.sh DIR [BUILDDIR] — `stowage probe --nvme DIR` against fio on the same directory:
 # sequential O_DIRECT reads and writes at queue depth 32 through io_uring, by request size (64
-# KiB, 1 MiB, 16 MiB), ROUNDS interleaved rounds of each (default 3), medians. Prints a Markdown
-# table with their ratio; its last result is bench/results/nvme.md. Needs fio (Debian: fio).
+# KiB, 1 MiB, 16 MiB), and 8 MiB reads and writes taking turns (the probe's mixed figure: both
+# directions' bytes a second; fio's --rw=rw --rwmixread=50), ROUNDS interleaved rounds of each
+# (default 3), medians. Prints a Markdown table with their ratio; its last result is
+# bench/results/nvme.md. Needs fio (Debian: fio).
 set -e
 dir=${1:?usage: bench/nvme.sh DIR [BUILDDIR]}
 build=${2:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -20,6 +22,9 @@ for round in $(seq "$rounds"); do
         --output-format=json > "$tmp/fio-$round-$bs-$rw.json" 2>/dev/null
     done
   done
+  fio --name=nvme-bench --directory="$dir" --rw=rw --rwmixread=50 --bs=8M --iodepth=32 \
+    --ioengine=io_uring --direct=1 --size=1G --runtime=2 --time_based \
+    --output-format=json > "$tmp/fio-$round-mixed.json" 2>/dev/null
 done
 python3 - "$tmp" "$rounds" <<'EOF'
 import json, statistics, sys
@@ -40,4 +45,12 @@ for bs in (65536, 1048576, 16777216):
                               ["jobs"][0][rw]["bw_bytes"] for r in range(rounds))
         row += ["%.2f GB/s" % (p / 1e9), "%.2f GB/s" % (f / 1e9), "%.2f" % (p / f)]
     print("| " + " | ".join(row) + " |")
+p = statistics.median(pr["mixed_bytes_per_s"] for pr in probe)
+f = statistics.median(sum(j["jobs"][0][rw]["bw_bytes"] for rw in ("read", "write"))
+                      for j in (json.load(open("%s/fio-%d-mixed.json" % (tmp, r + 1)))
+                                for r in range(rounds)))
+print()
+print("| 8 MiB, reads and writes taking turns | probe | fio | ratio |")
+print("|---|---:|---:|---:|")
+print("| both directions | %.2f GB/s | %.2f GB/s | %.2f |" % (p / 1e9, f / 1e9, p / f))
 EOF
