@@ -155,6 +155,26 @@ tap_result $? "ranks started with other data stop before training" "$out"
 out=$(timeout 120 $MPIRUN -np 1 $S train $M --steps 1 --plan "$T/p2-stowage.json" : -np 1 $S train $M --steps 1 --plan "$T/p2-lru.json" 2>&1)
 echo "$out" | grep -q "the ranks disagree on the plan: rank 1 has another than rank 0"
 tap_result $? "ranks started with other plans stop before training" "$out"
+# parameters on the storage tier replay on one rank: a 2-rank plan that puts them there (at the
+# first of these host budgets that does: the plan follows the profiled times) is refused, saying
+# what to plan instead, before anything is written to the storage directory
+M8="--layers 8 --width 32 --heads 4 --context 16 --batch 2 --data $D"
+mkdir -p "$T/nvme"
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M8 --steps 2 --profile "$T/t8-2.json" > /dev/null 2>&1
+for cpu in 4295800000 4295900000 4295700000 4295600000; do
+  $S plan "$T/t8-2.json" --gpu 1MiB --cpu $cpu --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+    --activations keep -o "$T/p8-2.json" > "$T/p8-2.log" 2>&1 &&
+    grep -q "of optimizer state and 16-bit parameters of 1.00 GiB on the storage tier" "$T/p8-2.log" && break
+done
+# shellcheck disable=SC2086
+out=$(timeout 120 $MPIRUN -np 2 $S train $M8 --steps 1 --plan "$T/p8-2.json" --nvme-dir "$T/nvme" 2>&1)
+st=$?
+grep -q "of optimizer state and 16-bit parameters of 1.00 GiB on the storage tier" "$T/p8-2.log" &&
+  [ "$st" != 0 ] && [ "$st" != 124 ] && ! echo "$out" | grep -q '^step' &&
+  echo "$out" | grep -q "(rank 0 of 2): the plan keeps the parameters of [0-9]* chunks on the storage tier (\"storage\"), which the runtime replays on one rank: with 2 ranks, plan them with their optimizer state alone there (\"cpu-storage\") or with more host memory (--cpu)" &&
+  [ -z "$(ls "$T/nvme")" ]
+tap_result $? "parameters on the storage tier are refused on 2 ranks, saying what to plan instead (exit $st)" "$(cat "$T/p8-2.log"; echo "$out")"
 # the collectives probed on 2 ranks become the profile's interconnect, which the planner reads
 # shellcheck disable=SC2086
 out=$($MPIRUN -np 2 $S probe --device host --collectives -o "$T/ranks.json" 2>&1)
