@@ -233,7 +233,8 @@ typedef struct {
   float rbc1, rbc2;
   float unscale; /* an fp16 compute copy's gradient carries the loss scale: times this first */
   size_t vmax; /* AMSGrad: element i's largest variance so far is v[i + vmax]; 0: plain Adam */
-  uint32_t seed; /* bf16 moments: the stochastic rounding's bits are hashed from it and i */
+  uint32_t seed; /* bf16 moments: the stochastic rounding's bits are hashed from it and i, */
+  uint32_t base; /* i counted from this (0; a CPU loop over a block of the arrays: its start) */
   int bf16_moments; /* the moments (and largest variances) are bf16 (uint16_t arrays) */
 } StwAdamStep;
 
@@ -243,7 +244,7 @@ stw_cb_adam_step(float lr, float b1, float b2, float eps, float wd, float loss_s
   StwAdamStep s = { lr, b1, b2, eps, wd, (float)(1.0 / (1.0 - pow(b1, step))),
                     (float)(1.0 / (1.0 - pow(b2, step))),
                     loss_scale > 0 ? 1.0f / loss_scale : 1.0f, 0,
-                    stw_bits_hash((uint32_t)step * 0x9e3779b9u), 0 };
+                    stw_bits_hash((uint32_t)step * 0x9e3779b9u), 0, 0 };
   return s;
 }
 
@@ -290,7 +291,7 @@ stw_cb_adam_element_bs(size_t i, float g, float *master, uint16_t *m, uint16_t *
   float w = stw_cb_adam_core(g, stw_bf16_to_float(m[i]), stw_bf16_to_float(v[i]),
                              s.vmax != 0 ? stw_bf16_to_float(v[i + s.vmax]) : 0.0f, &mi, &vi,
                              &vmax, master[i], s);
-  uint32_t r = stw_bits_hash((uint32_t)i ^ s.seed);
+  uint32_t r = stw_bits_hash(((uint32_t)i + s.base) ^ s.seed);
   m[i] = stw_bf16_from_float_sr(mi, r);
   v[i] = stw_bf16_from_float_sr(vi, r >> 16 | r << 16);
   if (s.vmax != 0) /* the largest of rounded values: it is one of them, no rounding */
