@@ -791,10 +791,11 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
 
 /* ---- AdamW and bf16 copies ------------------------------------------------------------------ */
 
-/* Each AdamW range function steps [LO, HI) twice written: AMSGrad's loop, which reads and writes
- * v[i + s.vmax], and the plain loop PLAIN, where s.vmax is a known 0 and that folds away (with it
- * unknown the compiler versions the loop on v[i] and v[i + vmax] not overlapping, which they do
- * at 0, and every plain step ran the scalar loop: 3x slower). */
+/* Each AdamW range function (NAME, with the function attribute ATTR) steps [LO, HI) twice
+ * written: AMSGrad's loop of CALL, which reads and writes v[i + s.vmax], and the plain loop
+ * LOOP(BODY), where s.vmax is a known 0 and that folds away (with it unknown the compiler
+ * versions the loop on v[i] and v[i + vmax] not overlapping, which they do at 0, and every plain
+ * step ran the scalar loop: 3x slower). */
 #define STW_ADAM_RANGE_AS(ATTR, NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                       \
   ATTR static void NAME(size_t lo, size_t hi, PARAM_T *param, GRAD, M_T *m, M_T *v,               \
                         StwAdamStep s)                                                             \
