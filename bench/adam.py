@@ -1,6 +1,8 @@
 """bench/adam.py — one AdamW step over N fp32 parameters, side by side in one process: stowage's
 CPU Adam (the library's step on the runtime's layout: the compute copy holds the gradient and
-gets the new weights beside the fp32 master, 32 bytes an element; with bf16 moments, 24),
+gets the new weights beside the fp32 master, 32 bytes an element, with bf16 moments 24 — how it
+steps on several ranks; "stowage-in-copy": the new weights into the compute copy alone, the
+master only read, 28 and 20 — how one rank steps an fp32 compute copy),
 torch.optim.AdamW(fused=True) and DeepSpeed's DeepSpeedCPUAdam (weights, gradient and two fp32
 moments, 28 bytes), every array from the same allocator: anonymous memory on 2 MiB boundaries,
 madvise'd onto 4 KiB or 2 MiB pages. Interleaved rounds, the median step of each.
@@ -63,7 +65,7 @@ def torch_like(cls, **kw):
     return opt.step, 28
 
 
-def stowage_step(state):
+def stowage_step(state, weights="both"):
     param, master = filled(N, scale=1e-2), filled(N)
     dt = torch.float32 if state == "fp32" else torch.bfloat16
     m, v = pages(N, dt), pages(N, dt)
@@ -72,8 +74,8 @@ def stowage_step(state):
     def step():
         count[0] += 1
         stowage.adam(param.data_ptr(), master.data_ptr(), m.data_ptr(), v.data_ptr(), N,
-                     count[0], state=state)
-    return step, 32 if state == "fp32" else 24
+                     count[0], state=state, weights=weights)
+    return step, (32 if state == "fp32" else 24) - (4 if weights == "copy" else 0)
 
 
 def deepspeed_step():
@@ -90,6 +92,8 @@ def deepspeed_step():
 impls = {
     "stowage fp32 moments": stowage_step("fp32"),
     "stowage bf16 moments": stowage_step("bf16"),
+    "stowage-in-copy fp32 moments": stowage_step("fp32", "copy"),
+    "stowage-in-copy bf16 moments": stowage_step("bf16", "copy"),
     "torch AdamW(fused=True)": torch_like(torch.optim.AdamW, fused=True),
     "DeepSpeedCPUAdam": deepspeed_step(),
 }
@@ -104,7 +108,7 @@ for _ in range(ROUNDS):
         times[name].append(time.perf_counter() - t0)
 for name, impl in impls.items():
     if isinstance(impl, str):
-        print("%-24s -  (%s)" % (name, impl))
+        print("%-28s -  (%s)" % (name, impl))
         continue
     s = sorted(times[name])[len(times[name]) // 2]
-    print("%-24s %.3f G/s  %.1f GB/s" % (name, N / s / 1e9, N * impl[1] / s / 1e9))
+    print("%-28s %.3f G/s  %.1f GB/s" % (name, N / s / 1e9, N * impl[1] / s / 1e9))

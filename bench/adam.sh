@@ -4,8 +4,9 @@
 # configuration its own process:
 #  - bench-train adam: a kernel with AdamW's own memory streams (the bound, GB/s), and the
 #    library's CPU Adam as the runtime steps its chunks, for each compute copy (fp32, bf16) and
-#    moments' dtype (fp32, bf16);
-#  - bench/adam.py: stowage's step (fp32 and bf16 moments), torch.optim.AdamW(fused=True) and
+#    moments' dtype (fp32, bf16) writing the new weights into the copy and the master, and
+#    (in-copy) into an fp32 copy alone, as one rank steps it;
+#  - bench/adam.py: stowage's in-copy step (fp32 and bf16 moments), torch.optim.AdamW(fused=True) and
 #    DeepSpeed's DeepSpeedCPUAdam side by side in one process, every array from one allocator
 #    (it says so when DeepSpeed's CPU Adam does not build; `pip install deepspeed ninja` into the
 #    torch venv builds it with ninja on first use).
@@ -33,18 +34,19 @@ done
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # column: the median of the rate on lines starting with NAME in FILE (field K)
 col() { grep "^$1" "$2" | awk -v k="$3" '{ print $k }' | median; }
-echo "| threads | pages | streams GB/s | stowage fp32/fp32 | fp32/bf16 | bf16/fp32 | bf16/bf16 | bf16 moments / fp32 (fp32 copy) | stowage (adam.py) fp32 | bf16 | torch fused | DeepSpeed |"
-echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| threads | pages | streams GB/s | stowage fp32/fp32 | fp32/bf16 | bf16/fp32 | bf16/bf16 | in-copy fp32 | in-copy bf16 | bf16 moments / fp32 (in copy) | stowage (adam.py) in-copy fp32 | in-copy bf16 | torch fused | DeepSpeed |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for t in 1 2; do
   for pages in 4k 2m; do
     c=$tmp/c.$t.$pages p=$tmp/py.$t.$pages
     s=$(col streams "$c" 2); ff=$(col fp32/fp32 "$c" 2); fb=$(col fp32/bf16 "$c" 2)
     bf=$(col bf16/fp32 "$c" 2); bb=$(col bf16/bf16 "$c" 2)
-    ratio=$(awk -v a="$fb" -v b="$ff" 'BEGIN { printf "%.2fx", a / b }')
-    pf=$(col "stowage fp32" "$p" 4); pb=$(col "stowage bf16" "$p" 4)
+    cf=$(col in-copy/fp32 "$c" 2); cb=$(col in-copy/bf16 "$c" 2)
+    ratio=$(awk -v a="$cb" -v b="$cf" 'BEGIN { printf "%.2fx", a / b }')
+    pf=$(col "stowage-in-copy fp32" "$p" 4); pb=$(col "stowage-in-copy bf16" "$p" 4)
     tf=$(col "torch AdamW" "$p" 3)
     ds=$(grep -q "^DeepSpeedCPUAdam *[0-9]" "$p" && col DeepSpeedCPUAdam "$p" 2 || echo "-")
-    echo "| $t | $pages | $s | $ff | $fb | $bf | $bb | $ratio | $pf | $pb | $tf | $ds |"
+    echo "| $t | $pages | $s | $ff | $fb | $bf | $bb | $cf | $cb | $ratio | $pf | $pb | $tf | $ds |"
   done
 done
 grep -h "^DeepSpeedCPUAdam *-" "$tmp"/py.* | head -1 | sed 's/^/DeepSpeed: /'

@@ -734,7 +734,19 @@ stw_bind_adam(float *param, float *master, void *m, void *v, guint64 n, const ch
     return say(error_out, "adam: an array is NULL (param, master, m and v are all needed)");
   if (n < 1 || n > STW_TRACE_MAX_NUMEL)
     return say(error_out, "adam: %" G_GUINT64_FORMAT " elements (1 to 2^48)", n);
-  stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v, n, &c, step);
+  cJSON *o = options_of("adam", adam_json, error_out);
+  const cJSON *weights = cJSON_GetObjectItem(o, "weights");
+  gboolean to_copy = cJSON_IsString(weights) && strcmp(weights->valuestring, "copy") == 0;
+  gboolean known = weights == NULL || to_copy ||
+                   (cJSON_IsString(weights) && strcmp(weights->valuestring, "both") == 0);
+  cJSON_Delete(o);
+  if (!known)
+    return say(error_out, "adam: weights: \"both\" (the new weights into param and master) or "
+               "\"copy\" (into param alone, master only read)");
+  if (to_copy)
+    stw_compute_host_adam_to_copy(param, master, m, v, n, &c, step);
+  else
+    stw_compute_host_adam(param, STW_DTYPE_FP32, master, m, v, n, &c, step);
   return TRUE;
 }
 
@@ -779,7 +791,10 @@ stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, 
     StwDtype dtype = stw_trace_tensor(r->model, id)->dtype;
     /* the host backend's device is host memory: its Adam and the CPU's are the same code */
     if (!stw_runtime_optim(r->rt, id, &param, &master, &m, &v) || r->backend->device_is_host) {
-      stw_compute_host_adam(param, dtype, master, m, v, numel, &c, step);
+      if (stw_runtime_optim_weights_in_copy(r->rt, id))
+        stw_compute_host_adam_to_copy(param, master, m, v, numel, &c, step);
+      else
+        stw_compute_host_adam(param, dtype, master, m, v, numel, &c, step);
       continue;
     }
     GError *error = NULL;

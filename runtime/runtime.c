@@ -63,6 +63,16 @@ struct StwRuntime {
   guint64 comm_received;    /* received in this runtime's own collectives this iteration (the
                              * trainer's, such as the loss's mean, are not the plan's) */
   GError *failure;          /* what went wrong between ops, reported at the next op */
+  /* fp32 compute copies stepped by CPU Adam on one rank, their gradients written into them on
+   * the device (copy_keeps, per chunk): the weights live in the compute copy's host buffer
+   * between steps, and the master list's buffer holds them only while the gradient is in the
+   * copy's place (grads_apart, per chunk: from the first gradient to the iteration's end; the
+   * two buffers change roles when it arrives); a tensor stepped since then (stepped, per
+   * tensor) has its new weights in the copy again. The step writes the new weights once: 28
+   * bytes an element, not 32. */
+  gboolean *copy_keeps;
+  gboolean *grads_apart;
+  gboolean *stepped;
 };
 
 /* A collective in flight and the items it touches (a reduce-scatter: the own chunk and the
@@ -531,6 +541,87 @@ initialize(StwRuntime *rt, const float *const *init)
   }
 }
 
+/* ---- weights kept in fp32 compute copies ------------------------------------------------- */
+
+/* Which chunks keep their weights in their compute copy (see copy_keeps): an fp32 one, not
+ * frozen, stepped by CPU Adam in host memory (not the storage tier's), on one rank, with host
+ * copies that can change roles, in a run whose gradients backward writes into the chunks. (A
+ * framework's gradients, PyTorch's, arrive at the step itself, written into the compute copy's
+ * place by the caller, who may read the weights there first: Adam's L2 decay.) */
+static void
+keep_weights_in_copies(StwRuntime *rt)
+{
+  if (rt->o.mode == STW_RUNTIME_PLAIN || rt->world > 1 || rt->c->dtype != STW_DTYPE_FP32 ||
+      rt->model->model.gradients != STW_GRADIENTS_CHUNKS)
+    return;
+  rt->copy_keeps = g_new0(gboolean, MAX(rt->n, 1));
+  rt->grads_apart = g_new0(gboolean, MAX(rt->n, 1));
+  rt->stepped = g_new0(gboolean, MAX(rt->model->tensors->len, 1));
+  for (guint32 c = 0; c < rt->n; c++)
+    rt->copy_keeps[c] = !stw_chunking_chunk(rt->c, c)->frozen && stw_optim_on_cpu(rt->optim[c]) &&
+                        !stw_tier_holds(rt->tier, c) &&
+                        !stw_store_backed(rt->store, item_of(rt, STW_LIST_PARAM, c)) &&
+                        stw_store_bytes(rt->store, item_of(rt, STW_LIST_PARAM, c)) ==
+                            stw_store_bytes(rt->store, item_of(rt, STW_LIST_MASTER, c));
+}
+
+/* Chunk C's gradient is about to take its compute copy's place (the first gradient written on
+ * the device): its weights, there at rest, go to the master's buffer and the copy takes the
+ * master's old one. Nothing where C keeps no weights in its copy, its gradient is already apart,
+ * or the store cannot swap the buffers (the step then finds the weights in the copy). */
+static void
+weights_to_master(StwRuntime *rt, guint32 c)
+{
+  if (rt->copy_keeps == NULL || !rt->copy_keeps[c] || rt->grads_apart[c])
+    return;
+  if (!stw_store_swap_host(rt->store, item_of(rt, STW_LIST_PARAM, c),
+                           item_of(rt, STW_LIST_MASTER, c)))
+    return;
+  rt->grads_apart[c] = TRUE;
+  const StwChunk *ch = stw_chunking_chunk(rt->c, c);
+  for (guint32 k = 0; k < ch->count; k++)
+    rt->stepped[g_array_index(rt->c->placements, StwPlacement, ch->first + k).tensor] = FALSE;
+}
+
+/* The iteration's end (or abandon): every chunk whose gradient went apart keeps its weights in
+ * its copy again, a tensor not stepped taking them back from the master's buffer. */
+static void
+weights_at_rest(StwRuntime *rt)
+{
+  for (guint32 c = 0; rt->copy_keeps != NULL && c < rt->n; c++) {
+    if (!rt->grads_apart[c])
+      continue;
+    const StwChunk *ch = stw_chunking_chunk(rt->c, c);
+    for (guint32 k = 0; k < ch->count; k++) {
+      guint32 t = g_array_index(rt->c->placements, StwPlacement, ch->first + k).tensor;
+      if (rt->stepped[t])
+        continue;
+      guint8 *master = stw_store_host(rt->store, item_of(rt, STW_LIST_MASTER, c));
+      stw_store_write(rt->store, item_of(rt, STW_LIST_PARAM, c), offset_of(rt, STW_LIST_PARAM, t),
+                      master + offset_of(rt, STW_LIST_MASTER, t),
+                      stw_trace_tensor(rt->model, t)->numel * sizeof(float));
+      rt->stepped[t] = TRUE;
+    }
+    rt->grads_apart[c] = FALSE;
+  }
+}
+
+/* Whether TENSOR's weights are in its compute copy (at rest, or stepped since its gradient went
+ * apart) rather than in its master list. */
+static gboolean
+weights_in_copy(const StwRuntime *rt, guint32 tensor)
+{
+  guint32 c = rt->c->chunk_of[tensor];
+  return rt->copy_keeps != NULL && rt->copy_keeps[c] &&
+         (!rt->grads_apart[c] || rt->stepped[tensor]);
+}
+
+gboolean
+stw_runtime_optim_weights_in_copy(const StwRuntime *rt, guint32 tensor)
+{
+  return rt->copy_keeps != NULL && rt->copy_keeps[rt->c->chunk_of[tensor]];
+}
+
 /* Whether TENSOR is in a frozen chunk: the param list only. */
 static gboolean
 frozen(const StwRuntime *rt, guint32 tensor)
@@ -766,6 +857,7 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
    * a second copy of it would only be a copy */
   if (rt->stays && backend->device_is_host)
     stw_store_keep_in_place(rt->store);
+  keep_weights_in_copies(rt);
   if (o->mode == STW_RUNTIME_PROFILE)
     rt->recorder = stw_recorder_new(model, backend->name, o->device_bytes,
                                     rt->elem[STW_LIST_PARAM], world_of(o));
@@ -797,6 +889,9 @@ stw_runtime_free(StwRuntime *rt)
   stw_chunking_free(rt->chunking);
   g_free(rt->own_optim);
   g_free(rt->offset);
+  g_free(rt->copy_keeps);
+  g_free(rt->grads_apart);
+  g_free(rt->stepped);
   g_free(rt);
 }
 
@@ -945,6 +1040,7 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
         !finish_all(rt, error) || (rt->tier != NULL && !stw_tier_iteration_end(rt->tier, error)))
       return FALSE;
   }
+  weights_at_rest(rt);
   if (rt->tier != NULL) {
     rt->st.storage_read_bytes = stw_tier_stats(rt->tier)->read_bytes;
     rt->st.storage_write_bytes = stw_tier_stats(rt->tier)->write_bytes;
@@ -973,6 +1069,7 @@ stw_runtime_iteration_abandon(StwRuntime *rt)
   stw_offloader_abandon(rt->offloader);
   if (rt->tier != NULL && ignored == NULL) /* the chunks stepped in part go back whole */
     stw_tier_iteration_end(rt->tier, &ignored);
+  weights_at_rest(rt);
   if (ignored != NULL && rt->failure == NULL)
     rt->failure = ignored;
   else
@@ -1030,9 +1127,13 @@ make_ready(StwRuntime *rt, const guint32 *need, guint n_need, const guint32 *for
   }
   for (guint i = 0; i < n_need; i++)
     stw_store_settle(s, need[i]);
-  /* gradients and GPU Adam leave the device copies the only valid ones */
-  for (guint i = 0; i < n_write; i++)
+  /* gradients and GPU Adam leave the device copies the only valid ones (a gradient taking a
+   * compute copy's place that keeps the weights moves them to the master's buffer first) */
+  for (guint i = 0; i < n_write; i++) {
+    if (write[i] < rt->n && !stw_store_dirty(s, write[i])) /* the param list's: item = chunk */
+      weights_to_master(rt, write[i]);
     stw_store_set_dirty(s, write[i]);
+  }
   return no_failure(rt, error);
 }
 
@@ -1249,6 +1350,8 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
   /* several ranks: a rank's own chunk takes the placement of its group's first (rank 0's) */
   gboolean cpu = stw_optim_on_cpu(rt->optim[rt->multi ? c - c % rt->world : c]);
   gpointer *out[] = { param, (gpointer *)master, (gpointer *)momentum, (gpointer *)variance };
+  if (rt->copy_keeps != NULL && rt->copy_keeps[c])
+    rt->stepped[tensor] = TRUE; /* its new weights are in the copy from here */
   for (int l = 0; l < STW_N_LISTS; l++) {
     guint32 item;
     guint64 off;
@@ -1260,6 +1363,13 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
     if (tc != TIER_NONE) { /* read in by the op's begin (tier_begin): no request here */
       *out[l] = tier_values(rt, tc, (StwChunkList)l, tensor, TRUE, NULL);
       g_assert(*out[l] != NULL);
+      continue;
+    }
+    if (l == STW_LIST_MASTER && weights_in_copy(rt, tensor) && !rt->grads_apart[c]) {
+      /* no gradient arrived: the weights are the copy's, and so is its "gradient" (what a step
+       * of a chunk that got none has always read) */
+      *out[l] = stw_store_host(rt->store, item_of(rt, STW_LIST_PARAM, c)) +
+                offset_of(rt, STW_LIST_PARAM, tensor);
       continue;
     }
     guint8 *base = cpu ? stw_store_host(rt->store, item) : stw_store_device(rt->store, item);
@@ -1386,6 +1496,9 @@ stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, 
         return FALSE;
       }
       widen_values(to, from, numel, dtype);
+    } else if (l == STW_LIST_MASTER && weights_in_copy(rt, tensor)) {
+      stw_store_read(rt->store, item_of(rt, STW_LIST_PARAM, rt->c->chunk_of[tensor]),
+                     offset_of(rt, STW_LIST_PARAM, tensor), to, n);
     } else if (locate(rt, (StwChunkList)l, tensor, &item, &off)) {
       stw_store_read(rt->store, item, off, to, numel * stw_dtype_bytes(dtype));
       widen_values(to, to, numel, dtype);

@@ -491,6 +491,23 @@ stw_store_host(StwStore *s, guint32 item)
 }
 
 gboolean
+stw_store_swap_host(StwStore *s, guint32 a, guint32 b)
+{
+  if (s->plain || s->in_place || a == b || s->bytes[a] != s->bytes[b] ||
+      stw_store_backed(s, a) || stw_store_backed(s, b))
+    return FALSE;
+  for (int k = 0; k < 2; k++) {
+    guint32 item = k == 0 ? a : b;
+    if (s->host[item] == NULL || (s->place[item] != STW_AT_HOST && s->place[item] != STW_ON_DEVICE))
+      return FALSE;
+  }
+  guint8 *host = s->host[a];
+  s->host[a] = s->host[b];
+  s->host[b] = host;
+  return TRUE;
+}
+
+gboolean
 stw_store_release_host(StwStore *s, guint32 item)
 {
   if (s->plain || s->in_place || s->volatile_[item] || s->place[item] != STW_ON_DEVICE ||

@@ -97,6 +97,14 @@ guint64 stw_store_bytes(const StwStore *s, guint32 item);
 /* The host copy of ITEM, complete (any write-back in flight is waited for; a released one is
  * made again from the device copy). Not for a backed item (stw_store_read and write are). */
 guint8 *stw_store_host(StwStore *s, guint32 item);
+/* Exchanges the host copies of items A and B, of the same size, each with one and with no copy
+ * in flight: host buffers that change roles (an fp32 compute copy's gradient landing where its
+ * master weights were while the weights wait in the other; runtime.c). Nothing else changes,
+ * where the valid data is included: the caller knows what each buffer holds (and marks a
+ * resident item dirty when its host copy is no longer its values). FALSE, and nothing done,
+ * where the store cannot (sizes, copies in flight, a backed or released item, a plain or
+ * in-place store). */
+gboolean stw_store_swap_host(StwStore *s, guint32 a, guint32 b);
 /* Frees the host copy of ITEM, resident and settled, which its plan keeps on the device for good:
  * the device copy is then the only one (dirty), read and written there, and a host copy is made
  * again only if it must leave (an eviction the plan did not make). FALSE, and nothing done, for a

@@ -227,6 +227,48 @@ test_spans(void)
   be->free(be);
 }
 
+/* Two items' host copies change roles: the buffers are exchanged, contents and all, a resident
+ * one's device copy untouched; refused for items of other sizes, one released, or a plain
+ * store. */
+static void
+test_store_swap_host(void)
+{
+  StwBackend *be = stw_backend_host_new();
+  guint64 bytes[3] = { 4096, 4096, 8192 };
+  StwStore *s = stw_store_new(be, 3, bytes, 8192, TRUE, 0);
+  GError *error = NULL;
+  memset(stw_store_host(s, 0), 1, 4096);
+  memset(stw_store_host(s, 1), 2, 4096);
+  guint8 *was0 = stw_store_host(s, 0), *was1 = stw_store_host(s, 1);
+  g_assert_true(stw_store_fetch(s, 0, &error));
+  stw_store_settle(s, 0);
+  g_assert_true(stw_store_swap_host(s, 0, 1)); /* resident and at the host */
+  g_assert_true(stw_store_host(s, 0) == was1);
+  g_assert_true(stw_store_host(s, 1) == was0);
+  g_assert_cmpuint(stw_store_host(s, 0)[7], ==, 2);
+  g_assert_cmpuint(stw_store_device(s, 0)[7], ==, 1);
+  g_assert_false(stw_store_swap_host(s, 0, 2)); /* other sizes */
+  g_assert_false(stw_store_swap_host(s, 1, 1));
+  stw_store_device(s, 0)[7] = 5; /* changed there: its bytes land in the buffer it has now */
+  stw_store_set_dirty(s, 0);
+  stw_store_evict(s, 0);
+  stw_store_settle(s, 0);
+  g_assert_cmpuint(was1[7], ==, 5);
+  g_assert_cmpuint(was0[7], ==, 1);
+  g_assert_true(stw_store_fetch(s, 0, &error));
+  stw_store_settle(s, 0);
+  g_assert_true(stw_store_release_host(s, 0));
+  g_assert_false(stw_store_swap_host(s, 0, 1)); /* no host copy to exchange */
+  g_assert_true(stw_store_check(s, &error));
+  g_assert_null(stw_store_take_failure(s));
+  stw_store_free(s);
+  StwStore *p = stw_store_new(be, 3, bytes, 8192, FALSE, 0);
+  stw_store_make_plain(p);
+  g_assert_false(stw_store_swap_host(p, 0, 1));
+  stw_store_free(p);
+  be->free(be);
+}
+
 /* An item its plan keeps on the device gives up its host copy: read and written on the device,
  * a host copy made again only when it has to leave, nothing lost either way. */
 static void
@@ -411,6 +453,8 @@ run_accumulate(StwRuntime *rt, const StwTrace *t)
       gpointer param, m, v;
       float *master;
       stw_runtime_optim(rt, 0, &param, &master, &m, &v);
+      /* PyTorch's gradients arrive at the step: the master is the step's to write */
+      g_assert_false(stw_runtime_optim_weights_in_copy(rt, 0));
       for (int i = 0; i < 16; i++) { /* a step of our own: every list changes */
         master[i] += 1.0f;
         ((float *)param)[i] = master[i];
@@ -492,6 +536,110 @@ test_unplanned_and_frozen(void)
   stw_runtime_read_param(rt, 1, master);
   g_assert_cmpfloat(master[0], ==, 9.0f);
   stw_runtime_free(rt);
+  be->free(be);
+}
+
+/* One iteration of mini.json (fc.weight 16, fc.bias 4; gradients written into the chunks on the
+ * device) whose backward writes GRAD into every gradient and whose steps take it off the
+ * weights, checking what the runtime hands the step: where the gradient arrived, the weights in
+ * the master (IN_COPY: kept in the compute copy between steps, the step writing them there
+ * alone) or written by the step there too. */
+static void
+run_mini(StwRuntime *rt, const StwTrace *t, float grad, gboolean in_copy)
+{
+  GError *error = NULL;
+  stw_runtime_iteration_begin(rt);
+  float before[2][16];
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *op = stw_trace_op(t, k);
+    if (op->stage == STW_STAGE_BWD)
+      for (guint32 j = 0; j < 2; j++)
+        stw_runtime_read_param(rt, j, before[j]);
+    g_assert_true(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
+                                       op->grads, op->n_grads, &error));
+    g_assert_no_error(error);
+    for (guint32 j = 0; op->stage == STW_STAGE_BWD && j < op->n_grads; j++) {
+      float *g = stw_runtime_param(rt, op->grads[j]);
+      for (guint64 i = 0; i < stw_trace_tensor(t, op->grads[j])->numel; i++)
+        g[i] = grad;
+    }
+    if (op->stage == STW_STAGE_OPTIM) {
+      guint32 j = op->params[0];
+      guint64 n = stw_trace_tensor(t, j)->numel;
+      gpointer param, m, v;
+      float *master;
+      stw_runtime_optim(rt, j, &param, &master, &m, &v);
+      g_assert_cmpint(stw_runtime_optim_weights_in_copy(rt, j), ==, in_copy);
+      g_assert_true((gpointer)master != param);
+      g_assert_cmpmem(master, n * sizeof(float), before[j], n * sizeof(float));
+      for (guint64 i = 0; i < n; i++) {
+        g_assert_cmpfloat(((float *)param)[i], ==, grad);
+        ((float *)param)[i] = master[i] - grad;
+        if (!in_copy)
+          master[i] = ((float *)param)[i];
+      }
+    }
+    stw_runtime_op_end(rt);
+  }
+  g_assert_true(stw_runtime_iteration_end(rt, &error));
+  g_assert_no_error(error);
+}
+
+/* A plan whose fp32 chunk steps on the CPU keeps the weights in the compute copy between steps:
+ * the gradient lands in the master's old buffer while the weights wait in the master's, the
+ * step writes the new ones into the copy alone (4 bytes an element fewer), and the weights read
+ * back (stw_runtime_read_state, what a checkpoint saves) are the copy's. Without a plan (plain:
+ * the host copies used in place) the step writes both, as before. */
+static void
+test_weights_in_copy(void)
+{
+  GError *error = NULL;
+  g_autofree char *path = stw_test_fixture("traces/mini.json");
+  g_autoptr(StwTrace) t = stw_trace_load(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(t->model.gradients, ==, STW_GRADIENTS_CHUNKS);
+  for (guint32 j = 0; j < t->tensors->len; j++) /* fp16 there: an fp32 model here */
+    ((StwTensor *)stw_trace_tensor(t, j))->dtype = STW_DTYPE_FP32;
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 4288, 4 * STW_GiB);
+  g_autoptr(StwPlan) plan = stw_planner_plan(t, path, &o, &error);
+  g_assert_no_error(error);
+  g_assert_true(stw_optim_on_cpu(plan->optim[plan->chunking->chunk_of[0]]));
+  float w[16], b[4];
+  for (int i = 0; i < 16; i++)
+    w[i] = (float)i;
+  for (int i = 0; i < 4; i++)
+    b[i] = 100.0f + (float)i;
+  const float *init[] = { w, b };
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions replay = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY,
+                               .device_bytes = 4288, .plan = plan, .plan_trace = t,
+                               .verify = TRUE };
+  StwRuntimeOptions plain = { .mode = STW_RUNTIME_PLAIN };
+  for (int mode = 0; mode < 2; mode++) {
+    StwRuntime *rt = stw_runtime_new(t, init, mode == 0 ? &replay : &plain, be, &error);
+    g_assert_no_error(error);
+    for (int it = 0; it < 3; it++)
+      run_mini(rt, t, 0.5f, mode == 0);
+    float got[16], m[16], v[16];
+    stw_runtime_read_param(rt, 0, got);
+    g_assert_cmpfloat(got[5], ==, 5.0f - 1.5f);
+    g_assert_true(stw_runtime_read_state(rt, 0, got, m, v, NULL));
+    g_assert_cmpfloat(got[5], ==, 5.0f - 1.5f);
+    g_assert_true(stw_runtime_read_state(rt, 1, got, m, v, NULL));
+    g_assert_cmpfloat(got[3], ==, 103.0f - 1.5f);
+    /* written back (a checkpoint resumed): the next steps start from it */
+    float ten[16];
+    for (int i = 0; i < 16; i++)
+      ten[i] = 10.0f;
+    g_assert_true(stw_runtime_write_state(rt, 0, ten, m, v, NULL));
+    run_mini(rt, t, 0.5f, mode == 0);
+    g_assert_true(stw_runtime_read_state(rt, 0, got, m, v, NULL));
+    g_assert_cmpfloat(got[0], ==, 9.5f);
+    if (mode == 0)
+      g_assert_cmpuint(stw_runtime_stats(rt)->deviations, ==, 0);
+    stw_runtime_free(rt);
+  }
   be->free(be);
 }
 
@@ -593,11 +741,13 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/runtime/store-places", test_store_places);
   g_test_add_func("/runtime/store-release-host", test_store_release_host);
+  g_test_add_func("/runtime/store-swap-host", test_store_swap_host);
   g_test_add_func("/runtime/spans", test_spans);
   g_test_add_func("/runtime/iteration-range", test_iteration_range);
   g_test_add_func("/runtime/op-times", test_op_times);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
   g_test_add_func("/runtime/unplanned-and-frozen", test_unplanned_and_frozen);
   g_test_add_func("/runtime/unplanned-restores", test_unplanned_restores);
+  g_test_add_func("/runtime/weights-in-copy", test_weights_in_copy);
   return g_test_run();
 }

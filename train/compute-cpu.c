@@ -169,6 +169,13 @@ stw_compute_host_adam(void *param, StwDtype dtype, float *master, void *m, void 
   stw_adam_host(param, dtype, master, m, v, n, stw_adam_step(c, step, n));
 }
 
+void
+stw_compute_host_adam_to_copy(float *param, const float *master, void *m, void *v, size_t n,
+                              const StwAdamConfig *c, guint64 step)
+{
+  stw_adam_host_to_copy(param, master, m, v, n, stw_adam_step(c, step, n));
+}
+
 static void
 adam(StwCompute *x, void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
      const StwAdamConfig *c, guint64 step)

@@ -266,38 +266,68 @@ stw_cb_adam_core(float g, float m0, float v0, float vmax0, float *m1, float *v1,
   return w - s.lr * (mhat / (sqrtf(vhat) + s.eps) + s.wd * w);
 }
 
-/* One AdamW step of element I for gradient G: updates M, V (and with AMSGrad the largest V) and
- * MASTER. Returns the new weight. */
+/* One AdamW step of element I for gradient G from weight W: updates M, V (and with AMSGrad the
+ * largest V); returns the new weight. */
 STW_HD_INLINED float
-stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, StwAdamStep s)
+stw_cb_adam_moments(size_t i, float g, float w, float *m, float *v, StwAdamStep s)
 {
   float mi, vi, vmax = 0;
-  float w = stw_cb_adam_core(g, m[i], v[i], s.vmax != 0 ? v[i + s.vmax] : 0.0f, &mi, &vi, &vmax,
-                             master[i], s);
+  w = stw_cb_adam_core(g, m[i], v[i], s.vmax != 0 ? v[i + s.vmax] : 0.0f, &mi, &vi, &vmax, w, s);
   m[i] = mi;
   v[i] = vi;
   if (s.vmax != 0)
     v[i + s.vmax] = vmax;
-  master[i] = w;
   return w;
 }
 
 /* The same with bf16 moments (M, V: bf16 bit patterns), widened for the step and rounded back
- * stochastically (stw_bf16_from_float_sr), the master weights fp32. */
+ * stochastically (stw_bf16_from_float_sr). */
 STW_HD_INLINED float
-stw_cb_adam_element_bs(size_t i, float g, float *master, uint16_t *m, uint16_t *v, StwAdamStep s)
+stw_cb_adam_moments_bs(size_t i, float g, float w, uint16_t *m, uint16_t *v, StwAdamStep s)
 {
   float mi, vi, vmax = 0;
-  float w = stw_cb_adam_core(g, stw_bf16_to_float(m[i]), stw_bf16_to_float(v[i]),
-                             s.vmax != 0 ? stw_bf16_to_float(v[i + s.vmax]) : 0.0f, &mi, &vi,
-                             &vmax, master[i], s);
+  w = stw_cb_adam_core(g, stw_bf16_to_float(m[i]), stw_bf16_to_float(v[i]),
+                       s.vmax != 0 ? stw_bf16_to_float(v[i + s.vmax]) : 0.0f, &mi, &vi, &vmax, w,
+                       s);
   uint32_t r = stw_bits_hash(((uint32_t)i + s.base) ^ s.seed);
   m[i] = stw_bf16_from_float_sr(mi, r);
   v[i] = stw_bf16_from_float_sr(vi, r >> 16 | r << 16);
   if (s.vmax != 0) /* the largest of rounded values: it is one of them, no rounding */
     v[i + s.vmax] = vmax == vi ? v[i] : stw_bf16_from_float(vmax);
-  master[i] = w;
   return w;
+}
+
+/* One AdamW step of element I for gradient G: updates M, V (and with AMSGrad the largest V) and
+ * MASTER. Returns the new weight. */
+STW_HD_INLINED float
+stw_cb_adam_element(size_t i, float g, float *master, float *m, float *v, StwAdamStep s)
+{
+  return master[i] = stw_cb_adam_moments(i, g, master[i], m, v, s);
+}
+
+/* The same with bf16 moments, the master weights fp32. */
+STW_HD_INLINED float
+stw_cb_adam_element_bs(size_t i, float g, float *master, uint16_t *m, uint16_t *v, StwAdamStep s)
+{
+  return master[i] = stw_cb_adam_moments_bs(i, g, master[i], m, v, s);
+}
+
+/* AdamW with the weights kept in an fp32 compute copy (runtime.c: the master holds them only
+ * while the gradient is in the copy's place): PARAM holds the gradient and gets the new weights,
+ * MASTER is only read (it may be PARAM itself) — 28 bytes an element where writing both moves
+ * 32, bitwise the same weights. */
+STW_HD_INLINED void
+stw_cb_adam_to_copy(size_t i, float *param, const float *master, float *m, float *v,
+                    StwAdamStep s)
+{
+  param[i] = stw_cb_adam_moments(i, param[i], master[i], m, v, s);
+}
+
+STW_HD_INLINED void
+stw_cb_adam_to_copy_bs(size_t i, float *param, const float *master, uint16_t *m, uint16_t *v,
+                       StwAdamStep s)
+{
+  param[i] = stw_cb_adam_moments_bs(i, param[i], master[i], m, v, s);
 }
 
 /* AdamW: PARAM holds the gradient and gets the new weights, in the same pass as MASTER */

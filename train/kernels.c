@@ -857,6 +857,9 @@ STW_ADAM_RANGE(adam_range, float, const float *grad, float,
                STW_ADAM_ELEMENTS, (stw_cb_adam_element(i, grad[i], param, m, v, s)))
 STW_ADAM_RANGE(adam_slot_range, float, float *master, float, stw_cb_adam(i, param, master, m, v, s),
                STW_ADAM_ELEMENTS, (stw_cb_adam(i, param, master, m, v, s)))
+STW_ADAM_RANGE(adam_copy_range, float, const float *master, float,
+               stw_cb_adam_to_copy(i, param, master, m, v, s),
+               STW_ADAM_ELEMENTS, (stw_cb_adam_to_copy(i, param, master, m, v, s)))
 STW_ADAM_RANGE_16(adam_bf16_range, uint16_t, float *master, float,
                stw_cb_adam_bf16(i, param, master, m, v, s),
                STW_ADAM_ELEMENTS, (stw_cb_adam_bf16(i, param, master, m, v, s)),
@@ -911,6 +914,10 @@ STW_ADAM_RANGE_16(adam_slot_range_bs, float, float *master, uint16_t,
                stw_cb_adam_bs(i, param, master, m, v, s),
                STW_ADAM_STRIPS, (stw_cb_adam(k, param + b, master + b, mw, vw, s)),
                STW_ADAM_BLOCKS, (stw_cb_adam_bs(k, param + b, master + b, m + b, v + b, sb)))
+STW_ADAM_RANGE_16(adam_copy_range_bs, float, const float *master, uint16_t,
+               stw_cb_adam_to_copy_bs(i, param, master, m, v, s),
+               STW_ADAM_STRIPS, (stw_cb_adam_to_copy(k, param + b, master + b, mw, vw, s)),
+               STW_ADAM_BLOCKS, (stw_cb_adam_to_copy_bs(k, param + b, master + b, m + b, v + b, sb)))
 STW_ADAM_RANGE_16(adam_bf16_range_bs, uint16_t, float *master, uint16_t,
                stw_cb_adam_bf16_bs(i, param, master, m, v, s),
                STW_ADAM_STRIPS, (stw_cb_adam_bf16(k, param + b, master + b, mw, vw, s)),
@@ -964,6 +971,16 @@ stw_adam_host(void *param, StwDtype dtype, float *master, void *m, void *v, size
     STW_PARALLEL_RANGE(n, 4 * n, STW_ADAM_16(adam_fp16_range), param, master, m, v, s);
   else
     STW_PARALLEL_RANGE(n, 4 * n, adam_slot_range, param, master, m, v, s);
+}
+
+void
+stw_adam_host_to_copy(float *param, const float *master, void *m, void *v, size_t n,
+                      StwAdamStep s)
+{
+  if (s.bf16_moments)
+    STW_PARALLEL_RANGE(n, 4 * n, STW_ADAM_16(adam_copy_range_bs), param, master, m, v, s);
+  else
+    STW_PARALLEL_RANGE(n, 4 * n, adam_copy_range, param, master, m, v, s);
 }
 
 STW_CLONES static void

@@ -141,6 +141,11 @@ void stw_adam_streams(float *p, const float *g, float *m, float *v, size_t n);
  * S.bf16_moments. */
 void stw_adam_host(void *param, StwDtype dtype, float *master, void *m, void *v, size_t n,
                    StwAdamStep s);
+/* The same where the fp32 compute copy PARAM keeps the weights: it gets the new ones, MASTER is
+ * only read (and may be PARAM) — 28 bytes an element with fp32 moments, where the above moves 32
+ * (bitwise the same weights). */
+void stw_adam_host_to_copy(float *param, const float *master, void *m, void *v, size_t n,
+                           StwAdamStep s);
 /* Whether AdamW's kernels with 16-bit lanes may run their AVX512BW versions where the CPU has
  * it (the default; FALSE: the versions every other CPU runs, which a test compares bitwise).
  * Returns what it was. */

@@ -880,6 +880,8 @@ stw_trainer_step(StwTrainer *t, float *loss, GError **error)
       /* the compute copy holds the gradient; the master weights get the update */
       if (on_device)
         t->cx->adam(t->cx, param, t->c.dtype, master, m, v, numel, &adam, t->step);
+      else if (stw_runtime_optim_weights_in_copy(t->rt, tensor))
+        stw_compute_host_adam_to_copy(param, master, m, v, numel, &adam, t->step);
       else
         stw_compute_host_adam(param, t->c.dtype, master, m, v, numel, &adam, t->step);
     }

@@ -158,7 +158,8 @@ float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *
 /* The same AdamW step on plain arrays (the reference a binding compares with): PARAM holds the
  * gradient and gets the new weights, MASTER the fp32 weights, M and V the moments (V 2 N values
  * with "amsgrad": the variances, then their largest so far), fp32, or bf16 with "state":
- * "bf16". */
+ * "bf16". With "weights": "copy" the new weights go into PARAM alone and MASTER is only read, as
+ * the runtime steps an fp32 compute copy on the CPU on one rank (4 bytes an element fewer). */
 gboolean stw_bind_adam(float *param, float *master, void *m, void *v, guint64 n,
                        const char *adam_json, guint64 step, char **error_out);
 /* The runtime's figures (runtime.h's StwRuntimeStats) as JSON. */

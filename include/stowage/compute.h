@@ -128,6 +128,11 @@ StwCompute *stw_compute_cuda_new(gboolean mixed, GError **error);
  * into the compute copy (of DTYPE). */
 void stw_compute_host_adam(void *param, StwDtype dtype, float *master, void *m, void *v,
                            size_t n, const StwAdamConfig *c, guint64 step);
+/* The same where an fp32 compute copy keeps the weights (stw_runtime_optim_weights_in_copy):
+ * PARAM holds the gradient and gets the new weights, MASTER (the weights, or PARAM itself) is
+ * only read. Bitwise the weights of the above, 4 bytes an element fewer written. */
+void stw_compute_host_adam_to_copy(float *param, const float *master, void *m, void *v,
+                                   size_t n, const StwAdamConfig *c, guint64 step);
 
 STW_END_DECLS
 

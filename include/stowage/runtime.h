@@ -169,6 +169,11 @@ void stw_runtime_optim_tensors(StwRuntime *rt, guint32 tensor, GArray *out);
  * memory), FALSE when host memory (CPU Adam). */
 gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
                            gpointer *momentum, gpointer *variance);
+/* Whether the step of TENSOR, after stw_runtime_optim, writes its new weights into the compute
+ * copy alone (stw_compute_host_adam_to_copy): an fp32 compute copy stepped by CPU Adam on one
+ * rank keeps the weights between steps, and its master is read, not written (writing it too
+ * does no harm, and moves 4 bytes an element more). */
+gboolean stw_runtime_optim_weights_in_copy(const StwRuntime *rt, guint32 tensor);
 /* The dtype of Adam's moments in the layout: STW_DTYPE_FP32 or STW_DTYPE_BF16 (the plan's, or
  * in profile mode the model trace's model.state_dtype). */
 StwDtype stw_runtime_state_dtype(const StwRuntime *rt);

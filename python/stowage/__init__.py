@@ -440,13 +440,16 @@ class Runtime:
 
 
 def adam(param, master, m, v, n, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-         amsgrad=False, state="fp32"):
+         amsgrad=False, state="fp32", weights="both"):
     """The library's AdamW step on plain fp32 arrays at these addresses (N elements): PARAM holds
     the gradient and gets the new weights; the same code the runtime steps its chunks with. With
     AMSGRAD, V holds 2 N values: the variances, then their largest so far. STATE "bf16": M and V
-    are bf16 arrays (16-bit patterns), rounded stochastically at each step."""
+    are bf16 arrays (16-bit patterns), rounded stochastically at each step. WEIGHTS "both": the
+    new weights into PARAM and MASTER; "copy": into PARAM alone, MASTER only read (how the
+    runtime steps an fp32 compute copy on the CPU on one rank: 4 bytes an element fewer)."""
     opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
-            "weight_decay": weight_decay, "amsgrad": bool(amsgrad), "state": state}
+            "weight_decay": weight_decay, "amsgrad": bool(amsgrad), "state": state,
+            "weights": weights}
     arrays = [_address(a, "adam: " + what) for a, what in
               ((param, "param"), (master, "master"), (m, "m"), (v, "v"))]
     _call(_lib.adam, *arrays, _whole(n, "adam: n", 1, 2 ** 48), json.dumps(opts).encode(),

@@ -260,9 +260,39 @@ class TestArguments(unittest.TestCase):
         with self.assertRaises(stowage.StowageError) as e:
             stowage.adam(p, master, m, v, 4, 1, state="fp16")
         self.assertIn('adam: state: "fp32" or "bf16" (the moments\' dtype)', str(e.exception))
+        with self.assertRaises(stowage.StowageError) as e:
+            stowage.adam(p, master, m, v, 4, 1, weights="master")
+        self.assertIn('adam: weights: "both" (the new weights into param and master) or "copy" '
+                      '(into param alone, master only read)', str(e.exception))
         stowage.adam(p, master, m, v, 4, 1)  # the arrays as given: a real step
         stowage.adam(p, master, m, v, 4, 2, state="bf16")  # m and v read as bf16: 8 bytes each
         self.assertTrue(all(x == x for x in a[0]))  # the weights stay numbers
+
+    def test_adam_weights_in_copy(self):
+        """weights="copy" writes the new weights into param alone, bitwise those of "both", for
+        fp32 and bf16 moments, with AMSGrad too."""
+        import ctypes
+        import random
+        rng = random.Random(5)
+        n = 1000
+        for state in ("fp32", "bf16"):
+            for amsgrad in (False, True):
+                arrays = {}
+                for how in ("both", "copy"):
+                    rng.seed(5)
+                    grad = (ctypes.c_float * n)(*[rng.uniform(-1e-2, 1e-2) for _ in range(n)])
+                    master = (ctypes.c_float * n)(*[rng.uniform(-1, 1) for _ in range(n)])
+                    m = (ctypes.c_float * (2 * n))()  # room for bf16's or fp32's, AMSGrad's
+                    v = (ctypes.c_float * (2 * n))()
+                    before = list(master)
+                    stowage.adam(ctypes.addressof(grad), ctypes.addressof(master),
+                                 ctypes.addressof(m), ctypes.addressof(v), n, 3, state=state,
+                                 amsgrad=amsgrad, weights=how)
+                    if how == "copy":
+                        self.assertEqual(list(master), before)  # only read
+                    arrays[how] = (list(grad), list(m), list(v))
+                self.assertEqual(arrays["both"], arrays["copy"])
+                self.assertNotEqual(arrays["copy"][0][:3], before[:3])
 
     def test_plan_options_are_checked(self):
         t = stowage.Trace.load(MINI)
