@@ -171,8 +171,10 @@ gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, floa
                            gpointer *momentum, gpointer *variance);
 /* Whether the step of TENSOR, after stw_runtime_optim, writes its new weights into the compute
  * copy alone (stw_compute_host_adam_to_copy): an fp32 compute copy stepped by CPU Adam on one
- * rank keeps the weights between steps, and its master is read, not written (writing it too
- * does no harm, and moves 4 bytes an element more). */
+ * rank, its gradients written into the chunks by backward, keeps the weights between steps, and
+ * its master is read, not written (writing it too does no harm, and moves 4 bytes an element
+ * more). The master stw_runtime_optim gives is then the compute copy itself where the chunk got
+ * no gradient this iteration. */
 gboolean stw_runtime_optim_weights_in_copy(const StwRuntime *rt, guint32 tensor);
 /* The dtype of Adam's moments in the layout: STW_DTYPE_FP32 or STW_DTYPE_BF16 (the plan's, or
  * in profile mode the model trace's model.state_dtype). */
