@@ -498,7 +498,8 @@ stw_store_swap_host(StwStore *s, guint32 a, guint32 b)
     return FALSE;
   for (int k = 0; k < 2; k++) {
     guint32 item = k == 0 ? a : b;
-    if (s->host[item] == NULL || (s->place[item] != STW_AT_HOST && s->place[item] != STW_ON_DEVICE))
+    if (s->host[item] == NULL ||
+        (s->place[item] != STW_AT_HOST && s->place[item] != STW_ON_DEVICE))
       return FALSE;
   }
   guint8 *host = s->host[a];

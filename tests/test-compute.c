@@ -668,7 +668,8 @@ test_adam_avx512bw(void)
         c.state_dtype = moments[b];
         c.amsgrad = amsgrad;
         c.loss_scale = copies[a] == STW_DTYPE_FP16 ? 1024.0f : 0.0f;
-        size_t esize = copies[a] == STW_DTYPE_FP32 ? 4 : 2, msize = moments[b] == STW_DTYPE_FP32 ? 4 : 2;
+        size_t esize = copies[a] == STW_DTYPE_FP32 ? 4 : 2;
+        size_t msize = moments[b] == STW_DTYPE_FP32 ? 4 : 2;
         size_t vn = amsgrad ? 2 * n : n;
         g_autofree guint8 *param = g_malloc(n * esize), *m = g_malloc(n * msize),
                           *v = g_malloc(vn * msize);

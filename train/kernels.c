@@ -808,7 +808,7 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
     s.vmax = 0;                                                                                    \
     LOOP(BODY)                                                                                     \
   }
-#define STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                                  \
+#define STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                                 \
   STW_ADAM_RANGE_AS(STW_CLONES, NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)
 
 /* Kernels with 16-bit lanes (bf16 or fp16 compute copies, bf16 moments) fill 512-bit vectors
@@ -821,7 +821,7 @@ stw_crossentropy_backward(float *dlogits, const float *probs, const int *targets
  * bitwise the same results (/compute/adam-avx512bw runs both). */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
 #define STW_BW_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-#define STW_ADAM_RANGE_16(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY, BW_LOOP, BW_BODY)             \
+#define STW_ADAM_RANGE_16(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY, BW_LOOP, BW_BODY)            \
   STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)                                       \
   STW_ADAM_RANGE_AS(STW_BW_TARGET, NAME##_bw, PARAM_T, GRAD, M_T, CALL, BW_LOOP, BW_BODY)
 #define STW_ADAM_16(NAME) (kernels_avx512bw() ? NAME##_bw : NAME)
@@ -834,7 +834,7 @@ kernels_avx512bw(void)
   return avx512bw_allowed && __builtin_cpu_supports("avx512bw");
 }
 #else
-#define STW_ADAM_RANGE_16(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY, BW_LOOP, BW_BODY)             \
+#define STW_ADAM_RANGE_16(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY, BW_LOOP, BW_BODY)            \
   STW_ADAM_RANGE(NAME, PARAM_T, GRAD, M_T, CALL, LOOP, BODY)
 #define STW_ADAM_16(NAME) NAME
 static int avx512bw_allowed = 0;
@@ -909,7 +909,8 @@ STW_ADAM_RANGE_16(adam_fp16_range, uint16_t, float *master, float,
 STW_ADAM_RANGE_16(adam_range_bs, float, const float *grad, uint16_t,
                stw_cb_adam_element_bs(i, grad[i], param, m, v, s),
                STW_ADAM_STRIPS, (stw_cb_adam_element(k, grad[b + k], param + b, mw, vw, s)),
-               STW_ADAM_BLOCKS, (stw_cb_adam_element_bs(k, grad[b + k], param + b, m + b, v + b, sb)))
+               STW_ADAM_BLOCKS,
+               (stw_cb_adam_element_bs(k, grad[b + k], param + b, m + b, v + b, sb)))
 STW_ADAM_RANGE_16(adam_slot_range_bs, float, float *master, uint16_t,
                stw_cb_adam_bs(i, param, master, m, v, s),
                STW_ADAM_STRIPS, (stw_cb_adam(k, param + b, master + b, mw, vw, s)),
@@ -917,7 +918,8 @@ STW_ADAM_RANGE_16(adam_slot_range_bs, float, float *master, uint16_t,
 STW_ADAM_RANGE_16(adam_copy_range_bs, float, const float *master, uint16_t,
                stw_cb_adam_to_copy_bs(i, param, master, m, v, s),
                STW_ADAM_STRIPS, (stw_cb_adam_to_copy(k, param + b, master + b, mw, vw, s)),
-               STW_ADAM_BLOCKS, (stw_cb_adam_to_copy_bs(k, param + b, master + b, m + b, v + b, sb)))
+               STW_ADAM_BLOCKS,
+               (stw_cb_adam_to_copy_bs(k, param + b, master + b, m + b, v + b, sb)))
 STW_ADAM_RANGE_16(adam_bf16_range_bs, uint16_t, float *master, uint16_t,
                stw_cb_adam_bf16_bs(i, param, master, m, v, s),
                STW_ADAM_STRIPS, (stw_cb_adam_bf16(k, param + b, master + b, mw, vw, s)),
