@@ -277,8 +277,8 @@ adam(char **argv)
       double rate = (double)n / median_of(s, steps);
       printf("%s/%s    %.3f G/s  %.2f GB/s (%.0f bytes an element)\n",
              stw_dtype_name(copies[a]), stw_dtype_name(moments[b]), rate / 1e9,
-             rate * stw_adam_bytes_per_elem(copies[a], moments[b], FALSE) / 1e9,
-             stw_adam_bytes_per_elem(copies[a], moments[b], FALSE));
+             rate * stw_adam_bytes_per_elem(copies[a], moments[b], FALSE, FALSE) / 1e9,
+             stw_adam_bytes_per_elem(copies[a], moments[b], FALSE, FALSE));
     }
   }
   /* an fp32 compute copy that keeps the weights (one rank): the new weights into it alone, the
@@ -296,7 +296,7 @@ adam(char **argv)
       s[k] = seconds() - t0;
     }
     double rate = (double)n / median_of(s, steps);
-    double bytes = stw_adam_bytes_per_elem(STW_DTYPE_FP32, moments[b], FALSE) - 4;
+    double bytes = stw_adam_bytes_per_elem(STW_DTYPE_FP32, moments[b], FALSE, TRUE);
     printf("in-copy/%s  %.3f G/s  %.2f GB/s (%.0f bytes an element)\n",
            stw_dtype_name(moments[b]), rate / 1e9, rate * bytes / 1e9, bytes);
   }

@@ -92,15 +92,18 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
   if (elsewhere != NULL)
     printf("  assumes      %s\n", elsewhere);
-  gboolean cpu_adam = FALSE;
+  gboolean cpu_adam = FALSE, in_copy = FALSE;
   for (guint32 i = 0; i < n; i++)
-    cpu_adam |= stw_optim_on_cpu(p->optim[i]) && !stw_chunking_chunk(c, i)->frozen;
+    if (stw_optim_on_cpu(p->optim[i]) && !stw_chunking_chunk(c, i)->frozen) {
+      in_copy = cpu_adam ? in_copy : stw_adam_steps_in_copy(c, i, p->optim[i], t->model.gradients);
+      cpu_adam = TRUE;
+    }
   if (cpu_adam && c->state_dtype == STW_DTYPE_BF16 && p->hw.cpu_adam_bf16_elems_per_s <= 0)
     printf("  assumes      CPU Adam with bf16 moments as fast as the fewer bytes it moves allow "
            "(the profile's fp32 rate x %.2f: it did not measure it; `stowage probe` does, and "
            "on few cores the step is bound by its arithmetic instead)\n",
-           stw_adam_bytes_per_elem(c->dtype, STW_DTYPE_FP32, c->amsgrad) /
-               stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad));
+           STW_ADAM_PROFILE_BYTES /
+               stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad, in_copy));
   guint counts[STW_N_OPTIMS] = { 0 }, frozen = 0;
   for (guint32 i = 0; i < n; i++) {
     if (stw_chunking_chunk(c, i)->frozen)

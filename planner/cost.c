@@ -51,23 +51,22 @@ stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes, guint64 c
 }
 
 double
-stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad)
+stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad, gboolean in_copy)
 {
-  return 2.0 * (double)stw_dtype_bytes(dtype) + 8.0 +
+  return 2.0 * (double)stw_dtype_bytes(dtype) + (in_copy ? 4.0 : 8.0) +
          2.0 * (double)stw_dtype_bytes(state) * (amsgrad ? 3 : 2);
 }
 
 double
-stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c)
+stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c, gboolean in_copy)
 {
   guint32 ranks = MAX(stw_chunking_ranks_per_node(c), 1);
-  double bytes = stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad);
+  double bytes = stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad, in_copy);
   double rate;
   if (c->state_dtype == STW_DTYPE_BF16 && hw->cpu_adam_bf16_elems_per_s > 0)
-    rate = hw->cpu_adam_bf16_elems_per_s; /* measured (probe) */
+    rate = hw->cpu_adam_bf16_elems_per_s * STW_ADAM_PROFILE_BF16_BYTES / bytes; /* probe's */
   else
-    rate = hw->cpu_adam_elems_per_s *
-           stw_adam_bytes_per_elem(c->dtype, STW_DTYPE_FP32, c->amsgrad) / bytes;
+    rate = hw->cpu_adam_elems_per_s * STW_ADAM_PROFILE_BYTES / bytes;
   /* never faster than the host's memory streams the bytes it touches */
   if (hw->host_memory_bytes_per_s > 0)
     rate = MIN(rate, hw->host_memory_bytes_per_s / bytes);

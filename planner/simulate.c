@@ -393,13 +393,13 @@ activation_copies(Sim *s, guint32 m, guint64 now)
 
 /* A traced optimizer op's time on plan P's layout over its time as traced: Adam is bound by
  * the bytes it moves, fewer with bf16 moments (the plan's --optimizer-state) than fp32 (the
- * trace's), or more the other way. */
+ * trace's), or more the other way (the weights where the trace's step found them). */
 static double
 state_time_scale(const StwPlan *p, const StwTrace *t)
 {
   const StwChunking *c = p->chunking;
-  return stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad) /
-         stw_adam_bytes_per_elem(c->dtype, t->model.state_dtype, c->amsgrad);
+  return stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad, FALSE) /
+         stw_adam_bytes_per_elem(c->dtype, t->model.state_dtype, c->amsgrad, FALSE);
 }
 
 /* CPU Adam for the tensors of optimizer op K stepped on the CPU, after their gradients arrive. On
@@ -443,7 +443,11 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     if (stored)
       start = MAX(start, s->state_ready[ch]);
     /* the ranks share the host's cores */
-    double rate = traced_rate > 0 ? traced_rate : stw_cpu_adam_rate(&s->p->hw, c);
+    double rate = traced_rate > 0 ? traced_rate
+                                  : stw_cpu_adam_rate(&s->p->hw, c,
+                                                      stw_adam_steps_in_copy(
+                                                          c, ch, s->p->optim[ch],
+                                                          s->t->model.gradients));
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
     if (stored && --s->adam_left[ch] == 0) { /* and written back behind its last */

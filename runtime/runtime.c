@@ -543,23 +543,22 @@ initialize(StwRuntime *rt, const float *const *init)
 
 /* ---- weights kept in fp32 compute copies ------------------------------------------------- */
 
-/* Which chunks keep their weights in their compute copy (see copy_keeps): an fp32 one, not
- * frozen, stepped by CPU Adam in host memory (not the storage tier's), on one rank, with host
- * copies that can change roles, in a run whose gradients backward writes into the chunks. (A
- * framework's gradients, PyTorch's, arrive at the step itself, written into the compute copy's
- * place by the caller, who may read the weights there first: Adam's L2 decay.) */
+/* Which chunks keep their weights in their compute copy (see copy_keeps): those the plan steps
+ * there (stw_adam_steps_in_copy: fp32, one rank, trained, CPU Adam in host memory, gradients
+ * written into the chunks; a framework's, PyTorch's, arrive at the step itself, written into
+ * the compute copy's place by the caller, who may read the weights there first: Adam's L2
+ * decay), in a mode whose host copies can change roles. */
 static void
 keep_weights_in_copies(StwRuntime *rt)
 {
-  if (rt->o.mode == STW_RUNTIME_PLAIN || rt->world > 1 || rt->c->dtype != STW_DTYPE_FP32 ||
-      rt->model->model.gradients != STW_GRADIENTS_CHUNKS)
+  if (rt->o.mode == STW_RUNTIME_PLAIN || rt->world > 1)
     return;
   rt->copy_keeps = g_new0(gboolean, MAX(rt->n, 1));
   rt->grads_apart = g_new0(gboolean, MAX(rt->n, 1));
   rt->stepped = g_new0(gboolean, MAX(rt->model->tensors->len, 1));
+  StwGradients gradients = rt->model->model.gradients;
   for (guint32 c = 0; c < rt->n; c++)
-    rt->copy_keeps[c] = !stw_chunking_chunk(rt->c, c)->frozen && stw_optim_on_cpu(rt->optim[c]) &&
-                        !stw_tier_holds(rt->tier, c) &&
+    rt->copy_keeps[c] = stw_adam_steps_in_copy(rt->c, c, rt->optim[c], gradients) &&
                         !stw_store_backed(rt->store, item_of(rt, STW_LIST_PARAM, c)) &&
                         stw_store_bytes(rt->store, item_of(rt, STW_LIST_PARAM, c)) ==
                             stw_store_bytes(rt->store, item_of(rt, STW_LIST_MASTER, c));

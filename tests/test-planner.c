@@ -935,6 +935,58 @@ test_activations_against_exhaustive(void)
   g_assert_cmpfloat(worst, <=, 1.10);
 }
 
+/* An fp32 layout on one rank, every chunk stepped by CPU Adam in host memory: the runtime keeps
+ * the weights in the compute copies (stw_adam_steps_in_copy), a step of 28 bytes an element, the
+ * rate the profile's (measured on that step); with a framework's gradients (PyTorch's) the
+ * master stays apart, 32 bytes, and the simulated CPU Adam takes 32/28 the time. */
+static void
+test_adam_in_copy(void)
+{
+  StwHardware hw;
+  StwModelConfig cfg;
+  GError *error = NULL;
+  g_assert_true(stw_zoo_lookup("gpt2-medium", &cfg, &error));
+  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4", &hw, &error));
+  StwSynthOptions so = { .batch = 1, .seq = 256, .dtype = STW_DTYPE_FP32 };
+  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(t->model.gradients, ==, STW_GRADIENTS_CHUNKS);
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  o.budgets.gpu_bytes = 4 * STW_GiB;
+  o.policy = STW_POLICY_ZERO_OFFLOAD;
+  g_autoptr(StwPlan) kept = stw_planner_plan(t, "x", &o, &error);
+  g_assert_no_error(error);
+  t->model.gradients = STW_GRADIENTS_FRAMEWORK;
+  g_autoptr(StwPlan) apart = stw_planner_plan(t, "x", &o, &error);
+  g_assert_no_error(error);
+  const StwChunking *c = kept->chunking;
+  g_assert_cmpint(c->dtype, ==, STW_DTYPE_FP32);
+  guint32 n = stw_chunking_count(c), cpu = 0;
+  for (guint32 i = 0; i < n; i++) {
+    g_assert_cmpint(kept->optim[i], ==, STW_OPTIM_CPU);
+    cpu += stw_adam_steps_in_copy(c, i, kept->optim[i], STW_GRADIENTS_CHUNKS);
+    g_assert_false(stw_adam_steps_in_copy(c, i, kept->optim[i], STW_GRADIENTS_FRAMEWORK));
+    g_assert_false(stw_adam_steps_in_copy(c, i, STW_OPTIM_CPU_STORAGE, STW_GRADIENTS_CHUNKS));
+  }
+  g_assert_cmpuint(cpu, ==, n);
+  g_assert_cmpfloat(stw_adam_bytes_per_elem(STW_DTYPE_FP32, STW_DTYPE_FP32, FALSE, TRUE), ==, 28);
+  g_assert_cmpfloat(stw_adam_bytes_per_elem(STW_DTYPE_FP32, STW_DTYPE_FP32, FALSE, FALSE), ==, 32);
+  g_assert_cmpfloat(stw_adam_bytes_per_elem(STW_DTYPE_FP32, STW_DTYPE_BF16, FALSE, TRUE), ==, 20);
+  g_assert_cmpfloat(stw_cpu_adam_rate(&hw, c, TRUE), ==, hw.cpu_adam_elems_per_s);
+  g_assert_cmpfloat(fabs(stw_cpu_adam_rate(&hw, c, FALSE) / hw.cpu_adam_elems_per_s - 28.0 / 32),
+                    <, 1e-12);
+  g_assert_cmpuint(kept->pred.cpu_adam_ns, >, 0);
+  g_assert_cmpfloat(fabs((double)apart->pred.cpu_adam_ns / (double)kept->pred.cpu_adam_ns -
+                         32.0 / 28),
+                    <, 1e-3);
+  /* on two ranks the master stays apart */
+  StwChunking *two = stw_chunking_copy(c);
+  stw_chunking_set_world(two, 2);
+  g_assert_false(stw_adam_steps_in_copy(two, 0, STW_OPTIM_CPU, STW_GRADIENTS_CHUNKS));
+  stw_chunking_free(two);
+}
+
 /* --optimizer-state bf16 (StwPlannerOptions.state_dtype): the layout's moments two bytes an
  * element and the master weights four, whatever the trace's; CPU Adam's rate the profile's
  * scaled by the bytes it moves (28 to 20 with a bf16 compute copy: 1.4x) or, where the profile
@@ -960,12 +1012,13 @@ test_bf16_moments(void)
   g_assert_cmpuint(stw_chunking_elem_bytes(bf->chunking, STW_LIST_MOMENTUM), ==, 2);
   g_assert_cmpuint(stw_chunking_elem_bytes(bf->chunking, STW_LIST_VARIANCE), ==, 2);
   g_assert_cmpuint(stw_chunking_elem_bytes(bf->chunking, STW_LIST_MASTER), ==, 4);
-  g_assert_cmpfloat(stw_cpu_adam_rate(&hw, fp->chunking), ==, hw.cpu_adam_elems_per_s);
-  g_assert_cmpfloat(fabs(stw_cpu_adam_rate(&hw, bf->chunking) / hw.cpu_adam_elems_per_s - 1.4),
+  g_assert_cmpfloat(stw_cpu_adam_rate(&hw, fp->chunking, FALSE), ==, hw.cpu_adam_elems_per_s);
+  g_assert_cmpfloat(fabs(stw_cpu_adam_rate(&hw, bf->chunking, FALSE) / hw.cpu_adam_elems_per_s -
+                         1.4),
                     <, 1e-12);
   StwHardware measured = hw;
   measured.cpu_adam_bf16_elems_per_s = 1e9;
-  g_assert_cmpfloat(stw_cpu_adam_rate(&measured, bf->chunking), ==, 1e9);
+  g_assert_cmpfloat(stw_cpu_adam_rate(&measured, bf->chunking, FALSE), ==, 1e9);
   g_assert_cmpuint(bf->pred.cpu_adam_ns, >, 0);
   g_assert_cmpfloat(fabs((double)bf->pred.cpu_adam_ns / (double)fp->pred.cpu_adam_ns - 1 / 1.4),
                     <, 1e-3);
@@ -992,6 +1045,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/storage-state", test_storage_state);
   g_test_add_func("/planner/storage-params", test_storage_params);
   g_test_add_func("/planner/bf16-moments", test_bf16_moments);
+  g_test_add_func("/planner/adam-in-copy", test_adam_in_copy);
   g_test_add_func("/planner/activations-against-exhaustive", test_activations_against_exhaustive);
   return g_test_run();
 }

@@ -66,14 +66,25 @@ guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes,
 
 /* Bytes an AdamW step moves per element (it is bound by memory bandwidth): the gradient read
  * and the new weight written in the compute copy's DTYPE, the fp32 master weight read and
- * written, each moment (and AMSGrad's largest variance) read and written in STATE. 32 in fp32. */
-double stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad);
+ * written, each moment (and AMSGrad's largest variance) read and written in STATE: 32 in fp32,
+ * 28 with a 16-bit copy. IN_COPY (stw_adam_steps_in_copy): the new weights go into the copy
+ * alone, the master only read: 28 in fp32, 20 with bf16 moments. */
+double stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad,
+                               gboolean in_copy);
 
-/* CPU Adam elements per second on layout C for one of its ranks sharing the host: the profile's
- * rate with fp32 moments; with bf16 ones its measured rate (cpu.adam_bf16_elems_per_s, probe),
- * else the fp32 rate scaled by the bytes a step moves (as if bound by memory); never above the
- * host's memory bandwidth (node.host_memory_bytes_per_s) over those bytes. */
-double stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c);
+/* The step whose rate a profile's cpu.adam_elems_per_s is (`probe` runs it: fp32 weights,
+ * gradients and moments, stw_adam_update) moves 28 bytes an element; its
+ * cpu.adam_bf16_elems_per_s, the same with bf16 moments, 20. */
+#define STW_ADAM_PROFILE_BYTES 28.0
+#define STW_ADAM_PROFILE_BF16_BYTES 20.0
+
+/* CPU Adam elements per second on chunks of layout C (stepped in their copy: IN_COPY) for one
+ * of its ranks sharing the host: the profile's rate for the step it measured, with fp32 moments
+ * cpu.adam_elems_per_s, with bf16 ones cpu.adam_bf16_elems_per_s where the profile has it (else
+ * the fp32 one), scaled by the bytes this layout's step moves against that step's (Adam is
+ * bound by memory); never above the host's memory bandwidth (node.host_memory_bytes_per_s)
+ * over those bytes. */
+double stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c, gboolean in_copy);
 
 STW_END_DECLS
 

@@ -133,6 +133,18 @@ stw_optim_state_stored(guint8 place)
   return place == STW_OPTIM_CPU_STORAGE || place == STW_OPTIM_STORAGE;
 }
 
+/* Whether CPU Adam steps chunk CH of layout C, placed PLACE, in its compute copy's host buffer:
+ * the runtime keeps an fp32 chunk's weights there, no master of their own, when the layout is
+ * on one rank, the chunk trained and stepped in host memory, and backward writes the gradients
+ * into the chunks (GRADIENTS; a framework's arrive at the step where the weights are read).
+ * Such a step touches 28 bytes an element in fp32, the master apart 32 (cost.h). */
+static inline gboolean
+stw_adam_steps_in_copy(const StwChunking *c, guint32 ch, guint8 place, StwGradients gradients)
+{
+  return c->dtype == STW_DTYPE_FP32 && c->world <= 1 && gradients == STW_GRADIENTS_CHUNKS &&
+         place == STW_OPTIM_CPU && !stw_chunking_chunk(c, ch)->frozen;
+}
+
 typedef struct {
   guint64 gpu_bytes;       /* GPU memory the plan may use: chunks + non-model + reserve */
   guint64 cpu_bytes;       /* host memory for chunks */
@@ -171,8 +183,10 @@ typedef struct {
  * 1: the first; 2: PCIe shared behind a switch and capped by host memory, hierarchical
  * collectives, CPU Adam shared by a node's ranks, devices that compute on the host, and the host
  * overhead per rank; 3: the storage tier's drives shared by a node's ranks and, staged, capped
- * by host memory, and a request behind one the other way at the profile's mixed figure. */
-#define STW_COST_MODEL 3
+ * by host memory, and a request behind one the other way at the profile's mixed figure; 4: CPU
+ * Adam's rate scaled by the bytes each chunk's step moves against the profile's measured step
+ * (28 bytes; an fp32 chunk whose master is apart from its copy 32, stepped in the copy 28). */
+#define STW_COST_MODEL 4
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
 typedef struct {
