@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 
 #include "testutil.h"
+#include "tier.h"
 
 /* A scratch directory on the build tree's file system (not tmpfs: O_DIRECT there). */
 static char *
@@ -136,6 +137,62 @@ test_truncated(void)
   g_rmdir(dir);
 }
 
+/* Two chunks whose parameters and state live on the tier. Chunk 0's parameters, written, are
+ * altered in the file behind the tier's back; read into a lent buffer, the mismatch is found by
+ * whichever call collects the read (here a sync) and said there, naming chunk 0, the bytes and
+ * the offset; the lent buffer's own wait then says its read failed and where that was said,
+ * never hands out the altered bytes, and the buffer goes back. Chunk 1, untouched, still reads
+ * back what was written. */
+static void
+test_tier_altered_elsewhere(void)
+{
+  g_autofree char *dir = scratch();
+  GError *error = NULL;
+  const guint64 state[2] = { 8192, 8192 }, params[2] = { 4096, 4096 };
+  const guint32 tensors[2] = { 1, 1 }, order[2] = { 0, 1 };
+  StwTier *t = stw_tier_new(dir, "tier", 4, 2, state, params, tensors, order, 2, &error);
+  g_assert_no_error(error);
+  g_assert_true(stw_tier_holds_params(t, 0) && stw_tier_holds_params(t, 1));
+  for (guint32 ch = 0; ch < 2; ch++) {
+    guint8 *p = stw_tier_params_borrow(t, ch, FALSE, &error);
+    g_assert_no_error(error);
+    memset(p, 0x40 + ch, params[ch]);
+    g_assert_true(stw_tier_params_return(t, ch, TRUE, &error));
+    g_assert_no_error(error);
+  }
+  g_assert_true(stw_tier_sync(t, &error));
+  g_assert_no_error(error);
+  g_autofree char *path = g_build_filename(dir, "tier", NULL);
+  FILE *f = fopen(path, "r+b");
+  g_assert_nonnull(f);
+  g_assert_cmpint(fseek(f, 100, SEEK_SET), ==, 0); /* chunk 0's parameters begin the file */
+  g_assert_cmpint(fputc(0x41, f), ==, 0x41);
+  g_assert_cmpint(fclose(f), ==, 0);
+
+  g_assert_nonnull(stw_tier_params_borrow(t, 0, TRUE, &error));
+  g_assert_no_error(error);
+  g_assert_false(stw_tier_sync(t, &error));
+  g_autofree char *found = g_strdup_printf("storage file %s: chunk 0's parameters (4096 bytes at "
+                                           "offset 0) is not what was written to it", path);
+  stw_assert_error_contains(error, found);
+  g_assert_cmpint(stw_tier_params_loaded(t, 0, TRUE, &error), ==, -1);
+  g_autofree char *said = g_strdup_printf("storage file %s: chunk 0's parameters could not be "
+                                          "read (said where it was found)", path);
+  stw_assert_error_contains(error, said);
+  g_assert_true(stw_tier_params_return(t, 0, FALSE, &error));
+  g_assert_no_error(error);
+
+  guint8 *p = stw_tier_params_borrow(t, 1, TRUE, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(stw_tier_params_loaded(t, 1, TRUE, &error), ==, 1);
+  g_assert_no_error(error);
+  for (guint k = 0; k < params[1]; k++)
+    g_assert_cmpuint(p[k], ==, 0x41);
+  g_assert_true(stw_tier_params_return(t, 1, FALSE, &error));
+  stw_tier_free(t);
+  g_assert_cmpint(g_rmdir(dir), ==, 0); /* the file went with the tier */
+}
+
 /* Directories that cannot hold the files, and names and depths refused. */
 static void
 test_bad_directories(void)
@@ -217,5 +274,6 @@ main(int argc, char **argv)
   g_test_add_func("/storage/truncated", test_truncated);
   g_test_add_func("/storage/bad-directories", test_bad_directories);
   g_test_add_func("/storage/tmpfs", test_tmpfs);
+  g_test_add_func("/storage/tier-altered-elsewhere", test_tier_altered_elsewhere);
   return g_test_run();
 }
