@@ -145,9 +145,11 @@ def predict(row, policy, extra, tmp):
     # fused attention where the row's framework has it (bf16 rows: SDPA); HF's eager attention in
     # the older fp16 rows
     attention = ["--attention", "flash" if dtype == "bf16" else "naive"]
+    # MegaTrain computes the loss over pieces of tokens, never all the logits at once
+    loss = ["--loss", "chunked"] if "resident in CPU RAM" in row["policy_config"] else []
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
-                  "--kernels", "eager",
+                  *loss, "--kernels", "eager",
                   "-o", trace)
     if rc != 0:
         return None, "synth: " + out.strip().splitlines()[-1]

@@ -46,11 +46,11 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   /* what was assumed, the defaults named as such */
   gboolean any = q->assumed[0] != '\0';
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens per GPU, %s, %s attention, %s kernels, %s%s%s%s%s\n\n", o->hw.name,
+         " tokens per GPU, %s, %s attention, %s kernels, %s%s%s%s%s%s\n\n", o->hw.name,
          o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq,
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_kernels_name(so->kernels),
-         stw_dtype_name(so->dtype),
+         so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "", stw_dtype_name(so->dtype),
          o->state_dtype == STW_DTYPE_BF16 ? ", Adam's moments in bf16" : "",
          any ? " (defaults: " : "", q->assumed, any ? ")" : "");
   if (so->lora_rank > 0)
@@ -65,8 +65,8 @@ parse(int argc, char **argv, gboolean *json)
 {
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
-                  *attention = NULL, *kernels = NULL, *dtype = NULL, *lora = NULL,
-                  *lora_targets = NULL;
+                  *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
+                  *lora = NULL, *lora_targets = NULL;
   gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -82,6 +82,9 @@ parse(int argc, char **argv, gboolean *json)
     { "attention", 0, 0, STW_OPTION_TEXT, &attention, "flash (default) or naive", "A" },
     { "kernels", 0, 0, STW_OPTION_TEXT, &kernels,
       "eager (default: PyTorch eager, as synth --kernels) or fused", "K" },
+    { "loss", 0, 0, STW_OPTION_TEXT, &loss,
+      "full (default) or chunked: the LM head and cross-entropy over pieces of tokens, as "
+      "synth --loss", "L" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "lora", 0, 0, STW_OPTION_TEXT, &lora,

@@ -29,9 +29,10 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
     printf("; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT, m->batch, m->seq);
   if (t->tensors->len > 0)
     printf(", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
-  printf("%s, %s attention%s\n", m->checkpointing ? ", checkpointing" : "",
+  printf("%s, %s attention%s%s\n", m->checkpointing ? ", checkpointing" : "",
          stw_attention_name(m->attention),
-         m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "");
+         m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "",
+         m->loss == STW_LOSS_CHUNKED ? ", chunked loss" : "");
   g_autofree char *devmem = stw_size_format(t->device.memory_bytes);
   printf("device      %s, %s (rank %u of %u)\n", t->device.name, devmem, t->device.rank,
          t->device.world_size);

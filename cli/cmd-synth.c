@@ -11,8 +11,8 @@
 
 /* The command line as the user typed it. */
 typedef struct {
-  char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *hw_name, *memory,
-      *output, *freeze, *lora, *lora_targets;
+  char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *hw_name,
+      *memory, *output, *freeze, *lora, *lora_targets;
   gboolean checkpointing;
 } Line;
 
@@ -20,8 +20,8 @@ static void
 line_clear(Line *l)
 {
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
-                     &l->kernels, &l->hw_name, &l->memory, &l->output, &l->freeze, &l->lora,
-                     &l->lora_targets };
+                     &l->kernels, &l->loss, &l->hw_name, &l->memory, &l->output, &l->freeze,
+                     &l->lora, &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -48,6 +48,10 @@ parse(Line *l, int argc, char **argv)
       "the ops between the GEMMs: eager (default: PyTorch eager as Hugging Face's modules run "
       "them, chains of kernels, fp32 upcasts) or fused (one kernel each: compiled or fused "
       "models, stowage's trainer)", "K" },
+    { "loss", 0, 0, STW_OPTION_TEXT, &l->loss,
+      "the loss: full (default: every token's logits kept for backward, as Hugging Face's "
+      "models) or chunked (the LM head and cross-entropy fused over pieces of tokens, no logits "
+      "kept: Liger's FusedLinearCrossEntropy, torchtune's chunked loss)", "L" },
     { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },
@@ -96,18 +100,20 @@ resolve(const Line *l, const StwModelConfig *config, StwSynthOptions *opt, StwHa
   *opt = (StwSynthOptions){ .batch = 1, .seq = config->max_seq, .dtype = STW_DTYPE_BF16,
                             .checkpointing = l->checkpointing, .kernels = STW_KERNELS_DEFAULT,
                             .freeze = l->freeze, .lora_targets = l->lora_targets };
-  int dt = opt->dtype, att = opt->attention, kern = opt->kernels;
+  int dt = opt->dtype, att = opt->attention, kern = opt->kernels, loss = opt->loss;
   if ((l->batch != NULL &&
        !stw_cli_parse_count(l->batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt->batch)) ||
       (l->seq != NULL && !stw_cli_parse_count(l->seq, "--seq", 1, config->max_seq, &opt->seq)) ||
       !stw_cli_parse_enum(l->dtype, "--dtype", stw_dtype_names, &dt) ||
       !stw_cli_parse_enum(l->attention, "--attention", stw_attention_names, &att) ||
       !stw_cli_parse_enum(l->kernels, "--kernels", stw_kernels_names, &kern) ||
+      !stw_cli_parse_enum(l->loss, "--loss", stw_loss_names, &loss) ||
       (l->lora != NULL && !stw_cli_parse_count(l->lora, "--lora", 1, 65536, &opt->lora_rank)))
     return STW_EXIT_USAGE;
   opt->dtype = (StwDtype)dt;
   opt->attention = (StwAttention)att;
   opt->kernels = (StwKernels)kern;
+  opt->loss = (StwLoss)loss;
   GError *error = NULL;
   if (!stw_hardware_lookup(l->hw_name != NULL ? l->hw_name : STW_HARDWARE_DEFAULT, hw, &error))
     return stw_cli_error(error);

@@ -29,13 +29,13 @@ const StwRequestKind stw_request_compare_kind = { "compare", compare_options, pl
 const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, planning_flags };
 static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
                                               "batch", "seq", "dtype", "checkpointing",
-                                              "attention", "kernels", "chunk-size", "lora",
-                                              "lora-targets", PLANNING_OPTIONS, NULL };
+                                              "attention", "kernels", "loss", "chunk-size",
+                                              "lora", "lora-targets", PLANNING_OPTIONS, NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", NULL };
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
                                                 "no-checkpointing", "attention", "kernels",
-                                                "dtype",
+                                                "loss", "dtype",
                                                 "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
 static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", NULL };

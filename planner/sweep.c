@@ -69,16 +69,18 @@ traces(const StwRequest *r, const StwTrace *given, const char *model, StwWhatifS
   StwSynthOptions so = { .batch = 1, .seq = cfg.max_seq, .dtype = STW_DTYPE_BF16,
                          .checkpointing = stw_request_get(r, "checkpointing") != NULL,
                          .kernels = STW_KERNELS_DEFAULT };
-  int dtype = so.dtype, attention = so.attention, kernels = so.kernels;
+  int dtype = so.dtype, attention = so.attention, kernels = so.kernels, loss = so.loss;
   if (!stw_request_count(r, "seq", 1, cfg.max_seq, &so.seq, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dtype, error) ||
       !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
       !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
+      !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
       !stw_request_lora(r, &so, error) || !stw_request_planning(r, NULL, &s->options, error))
     return FALSE;
   so.dtype = (StwDtype)dtype;
   so.attention = (StwAttention)attention;
   so.kernels = (StwKernels)kernels;
+  so.loss = (StwLoss)loss;
   if (s->batches->len == 0) {
     guint64 one = 1;
     g_array_append_val(s->batches, one);
@@ -156,11 +158,11 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
   if (stw_request_get(r, "gpu") == NULL)
     return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
-                                            "attention", "kernels", NULL };
+                                            "attention", "kernels", "loss", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
-      return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, --attention and "
-                   "--kernels go with --model");
+      return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, --attention, "
+                   "--kernels and --loss go with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

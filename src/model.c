@@ -729,6 +729,45 @@ stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq, StwDt
 }
 
 guint64
+stw_model_loss_piece(guint64 tokens, guint64 vocab, guint64 width)
+{
+  guint64 inc = (MAX(vocab, 1) + MAX(width, 1) - 1) / MAX(width, 1);
+  guint64 per = (tokens + inc - 1) / inc;
+  guint64 piece = 1;
+  while (piece < per)
+    piece *= 2;
+  return MIN(piece, tokens);
+}
+
+void
+stw_model_graph_chunk_loss(StwModelGraph *g, gboolean weight_grad)
+{
+  if (g->loss == STW_LOSS_CHUNKED)
+    return;
+  StwGraphOp *head = NULL, *loss = NULL;
+  for (guint i = 0; i < g->ops->len; i++) {
+    StwGraphOp *o = g_ptr_array_index(g->ops, i);
+    head = o->kind == STW_OP_LM_HEAD ? o : head;
+    loss = o->kind == STW_OP_LOSS ? o : loss;
+  }
+  g_assert(head != NULL && loss != NULL);
+  guint64 T = g->batch * g->seq, e = stw_dtype_bytes(g->dtype), vocab = g->config.vocab;
+  guint64 width = head->in_bytes / (T * e), weight = weight_grad ? vocab * width * e : 0;
+  /* the forward: one piece's logits at a time (their gradient written over them); the hidden
+   * states' gradient and the head's weight gradient (zeros, then summed into) kept for the
+   * backward, which scales them by the loss's gradient: the input itself is not kept */
+  head->saves_input = FALSE;
+  head->out_bytes = 4;
+  head->work_bytes = stw_model_loss_piece(T, vocab, width) * vocab * e;
+  head->saved_extra_bytes = T * width * e + weight;
+  /* the cross-entropy inside the pieces: the loss passes through */
+  loss->in_bytes = loss->out_bytes = 4;
+  loss->saves_input = FALSE;
+  loss->saved_extra_bytes = loss->work_bytes = loss->bwd_work_bytes = 0;
+  g->loss = STW_LOSS_CHUNKED;
+}
+
+guint64
 stw_model_param_count(const StwModelConfig *cfg)
 {
   guint64 n = 0;

@@ -12,6 +12,7 @@ const char *const stw_bias_names[] = { "default", "yes", "no", NULL };
 const char *const stw_bias_site_names[] = { "qkv_bias", "out_bias", "mlp_bias", NULL };
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
 const char *const stw_kernels_names[] = { "fused", "eager", NULL };
+const char *const stw_loss_names[] = { "full", "chunked", NULL };
 const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",
@@ -84,6 +85,12 @@ const char *
 stw_kernels_name(StwKernels kernels)
 {
   return stw_kernels_names[kernels];
+}
+
+const char *
+stw_loss_name(StwLoss loss)
+{
+  return stw_loss_names[loss];
 }
 
 const char *

@@ -163,6 +163,17 @@ param_bytes(const Synth *s, const StwGraphOp *op)
   return bytes;
 }
 
+/* Bytes op G's forward moves beyond its own activations': the chunked loss's cross-entropy
+ * reads and writes every piece's logits in place, all of them over the pieces (2 T V e). */
+static double
+hidden_traffic(const Synth *s, const StwGraphOp *g)
+{
+  if (g->kind != STW_OP_LOSS || s->graph->loss != STW_LOSS_CHUNKED)
+    return 0;
+  return 2.0 * (double)s->graph->batch * (double)s->graph->seq *
+         (double)s->graph->config.vocab * (double)s->e;
+}
+
 /* The share of op G's parameter elements that are trained (1 without parameters). */
 static double
 trained_share(const Synth *s, const StwGraphOp *g)
@@ -207,7 +218,8 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
     s->live -= g->in_bytes;
   op->flops = g->flops;
   double bytes = (double)(param_bytes(s, g) + g->in_bytes + g->out_bytes + 2 * g->work_bytes +
-                          g->saved_extra_bytes);
+                          g->saved_extra_bytes) +
+                 hidden_traffic(s, g);
   Eager x = eager_cost(s, g);
   op->duration_ns = eager_ns(s, op_duration_ns(s, g, (double)g->flops, bytes), x.fwd_bytes,
                              x.fwd_kernels);
@@ -437,6 +449,17 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     return NULL;
   }
 
+  if (options->loss == STW_LOSS_CHUNKED) {
+    /* the head's weight gradient is kept from the forward where it is trained */
+    gboolean trained = FALSE;
+    for (guint i = 0; i < graph->ops->len; i++) {
+      const StwGraphOp *g = graph->ops->pdata[i];
+      for (guint k = 0; g->kind == STW_OP_LM_HEAD && k < g->params->len; k++)
+        trained |= !stw_trace_tensor(t, g_array_index(g->params, guint32, k))->frozen;
+    }
+    stw_model_graph_chunk_loss(graph, trained);
+  }
+  t->model.loss = options->loss;
   Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels,
               .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)) };

@@ -554,6 +554,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
   cJSON_AddStringToObject(model, "attention", stw_attention_name(t->model.attention));
   if (t->model.kernels != STW_KERNELS_FUSED)
     cJSON_AddStringToObject(model, "kernels", stw_kernels_name(t->model.kernels));
+  if (t->model.loss != STW_LOSS_FULL)
+    cJSON_AddStringToObject(model, "loss", stw_loss_name(t->model.loss));
   /* written only when not the default, so that the traces before them keep their digests */
   if (stw_trace_micro_steps(t) > 1)
     stw_json_add_u64(model, "micro_steps", stw_trace_micro_steps(t));
@@ -674,8 +676,9 @@ static const char *const block_members[] = { "name", "forward", "backward", "inp
                                              NULL };
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
-                                             "checkpointing", "attention", "kernels", "micro_steps",
-                                             "gradients", "amsgrad", "optimizer_state", NULL };
+                                             "checkpointing", "attention", "kernels", "loss",
+                                             "micro_steps", "gradients", "amsgrad",
+                                             "optimizer_state", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -753,7 +756,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   gsize saved = stw_json_push_key(r, "model");
   const char *name = NULL;
   const cJSON *config = NULL;
-  int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED;
+  int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED, loss = STW_LOSS_FULL;
   int gradients = STW_GRADIENTS_CHUNKS, state = 0;
   guint64 micro_steps = 1;
   gboolean ok =
@@ -765,6 +768,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_bool(r, obj, "checkpointing", FALSE, &t->model.checkpointing, error) &&
       stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error) &&
       stw_json_get_enum(r, obj, "kernels", FALSE, stw_kernels_names, &kernels, error) &&
+      stw_json_get_enum(r, obj, "loss", FALSE, stw_loss_names, &loss, error) &&
       stw_json_get_u64(r, obj, "micro_steps", FALSE, 1, STW_TRACE_MAX_MICRO_STEPS, &micro_steps,
                        error) &&
       stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
@@ -781,6 +785,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     t->model.name = g_strdup(name);
     t->model.attention = (StwAttention)attention;
     t->model.kernels = (StwKernels)kernels;
+    t->model.loss = (StwLoss)loss;
     t->model.micro_steps = (guint32)micro_steps;
     t->model.gradients = (StwGradients)gradients;
     t->model.state_dtype = stw_state_dtype_at(state);

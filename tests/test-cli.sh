@@ -206,7 +206,8 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --attention and --kernels go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--batch, --seq, --dtype, --checkpointing, --attention, --kernels and --loss go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels and --loss go with --model" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
 # the default policy uses the host budget it is given: where only a placement that keeps more on
@@ -216,6 +217,16 @@ expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    
 expect 0 "    1  23.00 GiB  stowage        525,336,576  26.42 GiB  15.66 GiB    8.524 s       240  7.0%     5.31x  yes" "whatif --kernels fused" -- $S whatif --model llama3-8b --batch 1 --seq 2048 --checkpointing --attention flash --hw RTX4090-24GB-PCIe4 --gpu 23GiB --cpu 96GiB --policy stowage,gemini-static --kernels fused
 expect 2 "--kernels: 'fast' is not one of fused, eager" "synth with unknown kernels" -- $S synth --model gpt2 --kernels fast -o "$T/never.json"
 expect 2 "--kernels: 'fast' is not one of fused, eager" "whatif with unknown kernels" -- $S whatif --model gpt2 --gpu 8GiB --kernels fast
+# the loss over pieces of tokens: Llama-3-8B at 8k tokens keeps no logits (9.95 to 3.50 GiB of
+# activations at the peak)
+$S synth --model llama3-8b --seq 8192 --attention flash --checkpointing --loss chunked -o "$T/l3c.json" > /dev/null 2>&1
+expect 0 "llama, 32 layers, hidden 4096, 32 heads (8 key/value); batch 1 x seq 8192, bf16, checkpointing, flash attention, eager kernels, chunked loss" "inspect names the chunked loss" -- $S inspect "$T/l3c.json"
+expect 0 "peak non-model memory  3.50 GiB at op 305 h31.mlp.swiglu.bwd (bwd)" "the chunked loss keeps no logits" -- $S inspect "$T/l3c.json"
+$S synth --model llama3-8b --seq 8192 --attention flash --checkpointing -o "$T/l3f.json" > /dev/null 2>&1
+expect 0 "peak non-model memory  9.95 GiB at op 292 loss.bwd (bwd)" "the full loss keeps every token's logits" -- $S inspect "$T/l3f.json"
+expect 2 "--loss: 'sliced' is not one of full, chunked" "synth with an unknown loss" -- $S synth --model gpt2 --loss sliced -o "$T/never.json"
+expect 2 "--loss: 'sliced' is not one of full, chunked" "whatif with an unknown loss" -- $S whatif --model gpt2 --gpu 8GiB --loss sliced
+expect 2 "--loss: 'sliced' is not one of full, chunked" "capacity with an unknown loss" -- $S capacity --family gpt2 --loss sliced
 # nodes: --gpus per node, the profile's node size and links checked first
 P12=$STW_SRCDIR/traces/pstar-12b-b8-s1024-ckpt.json
 expect 0 "on 2 nodes of 8 x A100-SXM4-80GB with 32.00 GiB of GPU memory each" "compare on two DGX A100 nodes" -- $S compare "$P12" --gpu 32GiB --nodes 2 --cpu 480GiB --hw A100-SXM4-80GB

@@ -103,6 +103,79 @@ test_tiny_exact_bytes(void)
     g_assert_cmpuint(writes[i], ==, 1);
 }
 
+/* The chunked loss (synth --loss chunked) on the same GPT: pieces of 2 tokens (T = 6 over
+ * ceil(10 / 4) = 3, to a power of two), a piece's logits 2 x 10 x 4 = 80 bytes at a time; the
+ * hidden states' gradient (96) and the tied head's weight gradient (160) kept from the forward
+ * to the backward instead of the logits (240) and the fp32 softmax; the forward's input not
+ * kept; every op before and after the head as with the full loss, and the same FLOPs. With LoRA
+ * (the head frozen) no weight gradient is kept. */
+static void
+test_chunked_loss(void)
+{
+  g_assert_cmpuint(stw_model_loss_piece(6, 10, 4), ==, 2);
+  g_assert_cmpuint(stw_model_loss_piece(3, 10, 1000), ==, 3);  /* never more than the tokens */
+  g_assert_cmpuint(stw_model_loss_piece(1, 50257, 768), ==, 1);
+  g_assert_cmpuint(stw_model_loss_piece(256, 50257, 768), ==, 4);
+  g_assert_cmpuint(stw_model_loss_piece(8192, 128256, 4096), ==, 256); /* Llama-3 at 8k */
+  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
+                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
+                         .tied = TRUE };
+  StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
+                          .attention = STW_ATTENTION_NAIVE };
+  g_autoptr(StwTrace) full = synth_on_default(&cfg, &opt);
+  opt.loss = STW_LOSS_CHUNKED;
+  g_autoptr(StwTrace) t = synth_on_default(&cfg, &opt);
+  g_assert_cmpint(full->model.loss, ==, STW_LOSS_FULL);
+  g_assert_cmpint(t->model.loss, ==, STW_LOSS_CHUNKED);
+  static const struct {
+    const char *op;
+    guint64 start, peak;
+  } expect[] = {
+    { "lm_head", 2112, 2112 + 4 + 80 + 96 + 160 },
+    { "loss", 2276, 2280 },      /* the piece gone, the input not kept: 2112 - 96 + 4 + 256 */
+    { "loss.bwd", 2276, 2280 },
+    { "lm_head.bwd", 2276, 2372 }, /* the input's gradient; then the kept gradients go */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(expect); i++) {
+    const StwOp *op = find_op(t, expect[i].op);
+    g_test_message("%s", expect[i].op);
+    g_assert_cmpuint(op->nonmodel_bytes, ==, expect[i].start);
+    g_assert_cmpuint(op->nonmodel_peak_bytes, ==, expect[i].peak);
+  }
+  g_assert_cmpuint(find_op(full, "loss.bwd")->nonmodel_peak_bytes, ==, 2860);
+  g_assert_cmpuint(t->ops->len, ==, full->ops->len);
+  guint64 flops_full = 0, flops = 0;
+  for (guint i = 0; i < t->ops->len; i++) {
+    const StwOp *a = stw_trace_op(full, i), *b = stw_trace_op(t, i);
+    g_assert_cmpstr(a->name, ==, b->name);
+    flops_full += a->flops;
+    flops += b->flops;
+    gboolean head = g_str_has_prefix(a->name, "lm_head") || g_str_has_prefix(a->name, "loss");
+    if (!head) {
+      g_assert_cmpuint(a->nonmodel_bytes, ==, b->nonmodel_bytes);
+      g_assert_cmpuint(a->nonmodel_peak_bytes, ==, b->nonmodel_peak_bytes);
+    }
+  }
+  g_assert_cmpuint(flops, ==, flops_full);
+  /* the model records it, and it survives the file */
+  GError *error = NULL;
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(text, "\"loss\":\"chunked\""));
+  g_autoptr(StwTrace) back = stw_trace_parse("chunked.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(back->model.loss, ==, STW_LOSS_CHUNKED);
+  g_autofree char *d0 = stw_trace_digest(t), *d1 = stw_trace_digest(back),
+                  *d2 = stw_trace_digest(full);
+  g_assert_cmpstr(d0, ==, d1);
+  g_assert_cmpstr(d0, !=, d2);
+  /* LoRA: the head is frozen, only the hidden states' gradient is kept */
+  opt.lora_rank = 1;
+  g_autoptr(StwTrace) lora = synth_on_default(&cfg, &opt);
+  const StwOp *head = find_op(lora, "lm_head");
+  g_assert_cmpuint(head->nonmodel_peak_bytes - head->nonmodel_bytes, ==, 4 + 80 + 96);
+}
+
 static void
 test_tiny_checkpointing(void)
 {
@@ -461,6 +534,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/synth/tiny-exact-bytes", test_tiny_exact_bytes);
   g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
+  g_test_add_func("/synth/chunked-loss", test_chunked_loss);
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);

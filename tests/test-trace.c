@@ -214,6 +214,7 @@ test_bad_files(void)
     { "bad-fwd-after-bwd.json", "$.ops[2].stage: a fwd op after bwd ops begins forward-backward run 2, and the trace has 1 (model.micro_steps: a trace of gradient accumulation says how many)" },
     { "bad-gradients.json", "$.model.gradients: \"somewhere\" is not one of \"chunks\", \"framework\"" },
     { "bad-kernels.json", "$.model.kernels: \"jit\" is not one of \"fused\", \"eager\"" },
+    { "bad-loss.json", "$.model.loss: \"sliced\" is not one of \"full\", \"chunked\"" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *name = g_strconcat("traces/", cases[i].file, NULL);

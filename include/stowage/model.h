@@ -72,6 +72,16 @@ typedef enum {
   STW_N_KERNELS
 } StwKernels;
 
+/* How the loss is computed from the last hidden states (docs/synth.md, "Chunked loss"). */
+typedef enum {
+  STW_LOSS_FULL,    /* the LM head's logits for every token, kept for the loss's backward, and
+                     * the cross-entropy over them in fp32 (Hugging Face's models) */
+  STW_LOSS_CHUNKED, /* the LM head and the cross-entropy fused over pieces of tokens, each
+                     * piece's gradients computed at once, so no logits outlive a piece (Liger's
+                     * FusedLinearCrossEntropy, torchtune's and MegaTrain's chunked losses) */
+  STW_N_LOSSES
+} StwLoss;
+
 #define STW_MODEL_MAX_NAME 128
 
 typedef struct {
@@ -204,6 +214,7 @@ typedef struct {
   guint64 batch, seq;
   StwDtype dtype;
   StwAttention attention;
+  StwLoss loss;               /* full unless stw_model_graph_chunk_loss made it chunked */
   GPtrArray *tensors;         /* StwGraphTensor* */
   GPtrArray *ops;             /* StwGraphOp* */
   guint64 io_bytes;           /* token ids, targets, masks: live for the whole fwd and bwd */
@@ -214,6 +225,18 @@ typedef struct {
 StwModelGraph *stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq,
                                    StwDtype dtype, StwAttention attention);
 void stw_model_graph_free(StwModelGraph *graph);
+
+/* The loss of GRAPH computed in pieces (STW_LOSS_CHUNKED), as Liger's FusedLinearCrossEntropy
+ * does it: the tokens split into pieces of stw_model_loss_piece tokens, each piece's logits
+ * computed, turned into their gradient in place and multiplied into the gradients of the hidden
+ * states and of the LM head's weight (WEIGHT_GRAD: it is trained), which stay from the forward
+ * to the backward; no logits are kept. The FLOPs stay where the unfused ops have them (the
+ * iteration's total is the same). */
+void stw_model_graph_chunk_loss(StwModelGraph *graph, gboolean weight_grad);
+/* Tokens a piece of the chunked loss holds for T tokens, VOCAB logits each from WIDTH-wide hidden
+ * states: Liger's choice, about as many logits as the hidden states have elements (the next
+ * power of two of T / ceil(VOCAB / WIDTH)), at most T. */
+guint64 stw_model_loss_piece(guint64 tokens, guint64 vocab, guint64 width);
 
 /* LoRA target roles: "q", "k", "v", "o", "gate", "up", "down" (NULL-terminated). */
 extern const char *const stw_lora_target_names[];
@@ -260,12 +283,14 @@ gboolean stw_dtype_parse(const char *text, StwDtype *out);
 const char *stw_arch_name(StwArch arch);
 const char *stw_attention_name(StwAttention attention);
 const char *stw_kernels_name(StwKernels kernels);
+const char *stw_loss_name(StwLoss loss);
 const char *stw_bias_name(StwBias bias);
 
 extern const char *const stw_dtype_names[];     /* NULL-terminated, in enum order */
 extern const char *const stw_arch_names[];
 extern const char *const stw_attention_names[];
 extern const char *const stw_kernels_names[];   /* "fused", "eager" */
+extern const char *const stw_loss_names[];      /* "full", "chunked" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */

@@ -42,6 +42,7 @@ typedef struct {
   gboolean checkpointing;   /* keep only each block's input; recompute the block in backward */
   StwAttention attention;
   StwKernels kernels;       /* fused (0) or PyTorch eager's chains of kernels */
+  StwLoss loss;             /* full (0) or chunked (stw_model_graph_chunk_loss) */
   const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
                              * no gradient, no optimizer op, and a backward without the weight
                              * gradient's half of the FLOPs */

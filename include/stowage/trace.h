@@ -122,6 +122,8 @@ typedef struct {
   StwAttention attention;
   StwKernels kernels;       /* synthesized: how its ops' kernels were modelled ("kernels",
                              * written when eager) */
+  StwLoss loss;             /* synthesized: how its loss was computed ("loss", written when
+                             * chunked) */
   guint32 micro_steps;      /* forward-backward passes per iteration (gradient accumulation):
                              * the ops are that many runs of forward then backward ops, then the
                              * optimizer's; 1 in a new trace */

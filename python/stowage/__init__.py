@@ -225,7 +225,7 @@ def text_list(v):
 
 
 def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, attention=None,
-             kernels=None,
+             kernels=None, loss=None,
              dtype=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
              beyond_device=None, lora=None, lora_targets=None,
              activations=None, nvme=None, nvme_devices=None, optimizer_state=None, pinned=None):
@@ -234,7 +234,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
     text = _options("capacity", family=family, hidden=hidden, batch=batch, seq=seq,
                     no_checkpointing=no_checkpointing, attention=attention, kernels=kernels,
-                    dtype=dtype,
+                    loss=loss, dtype=dtype,
                     lora=lora, lora_targets=text_list(lora_targets),
                     policy=",".join(policy) if isinstance(policy, (list, tuple)) else policy,
                     cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
@@ -258,7 +258,7 @@ def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None,
 
 
 def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, batch=None,
-           seq=None, dtype=None, checkpointing=None, attention=None, kernels=None,
+           seq=None, dtype=None, checkpointing=None, attention=None, kernels=None, loss=None,
            chunk_size=None, cpu=None,
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
            lora_targets=None, activations=None, nvme=None, nvme_devices=None,
@@ -276,7 +276,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
     opts = _options("whatif", trace=trace, gpu=text(gpu), policy=text(policy), model=model,
                     model_config=model_config, batch=text(batch), seq=seq, dtype=dtype,
                     checkpointing=checkpointing, attention=attention, kernels=kernels,
-                    chunk_size=text(chunk_size), cpu=cpu, reserve=reserve, gpus=gpus,
+                    loss=loss, chunk_size=text(chunk_size), cpu=cpu, reserve=reserve, gpus=gpus,
                     nodes=nodes, hw=hw, beyond_device=beyond_device, activations=activations,
                     nvme=nvme, nvme_devices=nvme_devices, optimizer_state=text(optimizer_state),
                     pinned=pinned, lora=lora, lora_targets=text(lora_targets))

@@ -125,6 +125,13 @@ MODELS = [
      dict(model="gpt2", gpu="4GiB", kernels="jit")),
     ("capacity", ["--family", "gpt2", "--seq", "128", "--policy", "stowage", "--kernels",
                   "fused"], dict(family="gpt2", seq=128, policy="stowage", kernels="fused")),
+    ("whatif", ["--model", "gpt2", "--batch", "2", "--seq", "1024", "--gpu", "2GiB", "--policy",
+                "stowage", "--loss", "chunked"],
+     dict(model="gpt2", batch=2, seq=1024, gpu="2GiB", policy="stowage", loss="chunked")),
+    ("whatif", ["--model", "gpt2", "--gpu", "4GiB", "--loss", "sliced"],
+     dict(model="gpt2", gpu="4GiB", loss="sliced")),
+    ("capacity", ["--family", "gpt2", "--seq", "128", "--policy", "stowage", "--loss",
+                  "chunked"], dict(family="gpt2", seq=128, policy="stowage", loss="chunked")),
 ]
 
 
