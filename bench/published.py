@@ -33,11 +33,21 @@ DATA = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(HERE),
                                                            "data", "published")
 STOWAGE = os.path.join(BUILD, "stowage")
 
-# the shipped profile each row's GPU is replayed on (an H100 whose variant the source does not
-# state: the SXM one, said in the results)
-PROFILES = {"NVIDIA A100 80GB": "A100-SXM4-80GB", "NVIDIA A100 40GB": "A100-SXM4-40GB",
-            "NVIDIA A100-SXM4-40GB": "A100-SXM4-40GB", "NVIDIA A100 (80GB": "A100-SXM4-80GB",
-            "NVIDIA H100 (variant/memory not stated)": "H100-SXM5-80GB"}
+# the shipped profile each row's GPU is replayed on: (its name's pattern, the profile of the
+# NVLink/SXM part, the PCIe card's), the first that matches; the SXM part where the source does
+# not state the form factor (said in the results), the PCIe card's where it says the GPUs sit on
+# PCIe (no NVLink) or names the PCIe card. The row's own GPU memory is the plan's budget.
+GPUS = [
+    (r"GH200", "GH200-96GB", "GH200-96GB"),
+    (r"A100\S*[ -]\(?40 ?GB", "A100-SXM4-40GB", "A100-80GB-PCIe4"),
+    (r"A100", "A100-SXM4-80GB", "A100-80GB-PCIe4"),
+    (r"H200", "H200-SXM-141GB", "H200-141GB-PCIe5"),
+    (r"H100", "H100-SXM5-80GB", "H100-80GB-PCIe5"),
+    (r"V100", "V100-SXM2-32GB", "V100-32GB-PCIe3"),
+    (r"RTX ?4090", "RTX4090-24GB-PCIe4", "RTX4090-24GB-PCIe4"),
+    (r"RTX ?3090", "RTX3090-24GB-PCIe4", "RTX3090-24GB-PCIe4"),
+    (r"L40S", "L40S-48GB-PCIe4", "L40S-48GB-PCIe4"),
+]
 
 
 def run(*args):
@@ -45,18 +55,12 @@ def run(*args):
     return r.returncode, r.stdout + r.stderr
 
 
-# where the source says the GPUs sit on PCIe (no NVLink), the PCIe card's profile
-PCIE_PROFILES = {"NVIDIA A100 80GB": "A100-80GB-PCIe4"}
-
-
 def profile_of(row):
-    if row["gpu_gpu_link"].startswith("PCIe"):
-        for prefix, name in PCIE_PROFILES.items():
-            if row["gpu_model"].startswith(prefix):
-                return name
-    for prefix, name in PROFILES.items():
-        if row["gpu_model"].startswith(prefix):
-            return name
+    gpu = row["gpu_model"]
+    pcie = row["gpu_gpu_link"].startswith("PCIe") or re.search(r"PCIe", gpu, re.IGNORECASE) is not None
+    for pattern, sxm, card in GPUS:
+        if re.search(pattern, gpu, re.IGNORECASE):
+            return card if pcie else sxm
     return None
 
 
@@ -83,9 +87,20 @@ def config_of(row):
     return None
 
 
+def offloads(cfg, what):
+    """Where DeepSpeed's offload_WHAT sends its data in policy text CFG ("cpu", "nvme"), or
+    None: `offload_optimizer cpu`, `offload_param.device=nvme` and the like."""
+    m = re.search(r"offload_%s[ .:=]*(?:device[ =:]*)?\"?(cpu|nvme)" % what, cfg, re.IGNORECASE)
+    return m.group(1).lower() if m else None
+
+
 def emulation(row):
     """(policy, extra plan options; "unlimited": the unlimited time), or None and why not."""
     cfg, sysname = row["policy_config"], row["system"]
+    if "patrickstar" in (row["system_family"] + " " + sysname).lower():
+        return ("patrickstar", []), None
+    if "nvme" in (offloads(cfg, "param"), offloads(cfg, "optimizer")):
+        return None, "NVMe offload on a GPU whose shipped profile has no storage"
     if row["row_id"].startswith("Z") and "zenflow" in cfg.lower():
         return None, "ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
     if int(row["tensor_parallel"] or 1) > 1:
@@ -99,13 +114,32 @@ def emulation(row):
         return ("gemini-const", []), None
     if "placement_policy=cuda" in cfg or ("ZeRO-3" in sysname and "no offload" in cfg):
         return ("gemini-static", ["--gemini-fraction", "1"]), None
-    if "offload_optimizer cpu" in cfg:
+    if offloads(cfg, "param") == "cpu":  # ZeRO-3 with the parameters on the host too
+        return ("zero-infinity", []), None
+    if offloads(cfg, "optimizer") == "cpu":
         return ("zero-offload", []), None
     if "resident in CPU RAM" in cfg:  # MegaTrain: every layer streamed from host memory
         return ("gemini-static", ["--gemini-fraction", "0"]), None
     if "no offload" in cfg or "DDP" in cfg:
         return ("unlimited", []), None
     return None, "no stowage policy is this system's (%s)" % cfg[:60]
+
+
+def flops_per_gpu(row):
+    """A GPU's FLOPs a step by the row's own TFLOPS formula (its metric_definition), or None:
+    K * N * tokens (MegaTrain's 6 N, the ColossalAI example's `numel * batch * seq * 8`), or
+    Megatron's 96 B s l h^2 (1 + s / 6h + V / 16 l h) over the global batch."""
+    d = row["metric_definition"]
+    batch, seq = int(row["micro_batch_per_gpu"]), int(row["seq_len"])
+    if re.search(r"96\s*\*\s*B\s*\*\s*s\s*\*\s*l\s*\*\s*h\^2", d):
+        b, s = int(row["global_batch"] or batch * int(row["n_gpus"])), seq
+        l, h, v = int(row["n_layers"]), int(row["hidden_size"]), int(row["vocab_size"])
+        return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) / int(row["n_gpus"])
+    m = (re.match(r"\D*?(\d+)\s*[*\u00d7]\s*N", d) or
+         re.search(r"[*\u00d7]\s*(\d+)\s*/\s*step", d))
+    if not m or not row["params_total_B_computed"]:
+        return None
+    return int(m.group(1)) * float(row["params_total_B_computed"]) * 1e9 * batch * seq
 
 
 def published_step_s(row):
@@ -116,13 +150,10 @@ def published_step_s(row):
     except ValueError:
         return None
     batch, seq = int(row["micro_batch_per_gpu"]), int(row["seq_len"])
-    if unit.startswith("TFLOPS/GPU") and row["row_id"].startswith("G"):
-        n = float(row["params_total_B_computed"]) * 1e9
-        return n * batch * 1024 * 8 / (value * 1e12)  # the ColossalAI example's own formula
-    if unit.startswith("TFLOPS") and row["row_id"].startswith("M"):  # 6 N tokens, per GPU
-        n = float(row["params_total_B_computed"]) * 1e9
+    if unit.startswith("TFLOPS"):
         per_gpu = value / int(row["n_gpus"]) if "aggregate" in unit else value
-        return 6 * n * batch * seq / (per_gpu * 1e12)
+        flops = flops_per_gpu(row)
+        return flops / (per_gpu * 1e12) if flops else None
     if unit.startswith("ms/step"):
         return value / 1e3
     if unit.startswith("s/step") and metric.startswith("Step time"):
@@ -130,6 +161,12 @@ def published_step_s(row):
     if "samples/s" in unit:
         return batch * int(row["n_gpus"]) / value
     return None
+
+
+def chunked_loss(row):
+    """Whether the row's system computes its loss over pieces of tokens, never all the logits at
+    once (MegaTrain does)."""
+    return "resident in CPU RAM" in row["policy_config"]
 
 
 def predict(row, policy, extra, tmp):
@@ -145,8 +182,7 @@ def predict(row, policy, extra, tmp):
     # fused attention where the row's framework has it (bf16 rows: SDPA); HF's eager attention in
     # the older fp16 rows
     attention = ["--attention", "flash" if dtype == "bf16" else "naive"]
-    # MegaTrain computes the loss over pieces of tokens, never all the logits at once
-    loss = ["--loss", "chunked"] if "resident in CPU RAM" in row["policy_config"] else []
+    loss = ["--loss", "chunked"] if chunked_loss(row) else []
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
                   *loss, "--kernels", "eager",
@@ -195,7 +231,14 @@ def seconds(v, unit):
 
 
 def main():
-    rows = list(csv.DictReader(open(os.path.join(DATA, "measurements.csv"))))
+    path = os.path.join(DATA, "measurements.csv")
+    if not os.path.isfile(path):
+        sys.exit("published.py: %s: no such file (the published set: ../shared/data/published)"
+                 % path)
+    if not os.access(STOWAGE, os.X_OK):
+        sys.exit("published.py: %s: no stowage binary (build it, or name its build directory)"
+                 % STOWAGE)
+    rows = list(csv.DictReader(open(path)))
     print("| row | system | model | GPUs x batch | emulated as | published | predicted | error |")
     print("|---|---|---|---|---|---:|---:|---:|")
     errors, skipped = {}, []
@@ -223,12 +266,18 @@ def main():
                                 "the zoo's next size, which did not, is not in the row (its "
                                 "run's step time and memory are the next row's)"))
                 continue
+            if want is None and not oom and row["unit"].startswith("TFLOPS"):
+                skipped.append((rid, "TFLOPS by a formula this bench does not read (%s)"
+                                % row["metric_definition"][:60]))
+                continue
             if want is None and not oom:
                 skipped.append((rid, "a %s figure (%s), not a step time" % (row["metric"],
                                                                           row["unit"])))
                 continue
             got, note = predict(row, policy, extra, tmp)
-            label = policy + (" " + " ".join(extra) if extra else "")
+            label = "%s%s on %s%s" % (policy, " " + " ".join(extra) if extra else "",
+                                      profile_of(row), ", chunked loss" if chunked_loss(row)
+                                      else "")
             what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])
             system = row["system_family"]
             if oom or got == "OOM":

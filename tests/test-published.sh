@@ -1,0 +1,45 @@
+#!/bin/sh
+# test-published.sh — bench/published.py on a few rows of the published set
+# (tests/fixtures/published: rows of ../shared/data/published/measurements.csv, and T rows made up
+# for these tests): each row replayed with the policy and the profile its system and GPU name,
+# the published figure turned into a step time by the row's own formula, the rows it cannot
+# replay listed with the reason.
+. "$STW_SRCDIR/tests/tap.sh"
+T=$TAP_TMP
+if ! command -v python3 > /dev/null 2>&1; then
+  echo "1..0 # SKIP no python3 to run bench/published.py"
+  exit 0
+fi
+python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" \
+  > "$T/out.md" 2>&1
+tap_result $? "published.py runs on the fixture rows" "$(tail -n 5 "$T/out.md")"
+has() { # has DESCRIPTION LINE: the output holds LINE whole
+  grep -qxF -- "$2" "$T/out.md"; tap_result $? "$1" "no line: $2"
+}
+has "Gemini's cpu placement on the PCIe card its source names; the ColossalAI TFLOPS formula (8 N tokens)" \
+  "| G01 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A100-80GB-PCIe4 | 22.078 s | 22.639 s | +2.5% |"
+has "an out-of-memory row set against the plan" \
+  "| G05 | Gemini | gpt2_10b (ColossalAI exa | 4 x 8 | gemini-static --gemini-fraction 1 on A100-80GB-PCIe4 | OOM | 7.113 s | disagrees |"
+has "ZeRO-Offload in milliseconds a step" \
+  "| Z08 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | Qwen/Qwen2.5-1.5B | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 1.434 s | +5.1% |"
+has "MegaTrain with its loss over pieces of tokens (it fits); its 6 N tokens TFLOPS" \
+  "| M03 | MegaTrain | Qwen/Qwen2.5-7B | 1 x 158 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 27.181 s | 20.838 s | -23.3% |"
+has "DDP from global samples a second" \
+  "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | unlimited on A100-SXM4-40GB | 2.041 s | 1.115 s | -45.4% |"
+has "a PatrickStar row on a V100 whose form factor is NVLink's" \
+  "| T01 | PatrickStar | gpt2_10b (ColossalAI exa | 1 x 8 | patrickstar on V100-SXM2-32GB | 5.520 s | 18.915 s | +242.7% |"
+has "ZeRO-3 with the parameters offloaded is ZeRO-Infinity's policy; a PCIe card by its name" \
+  "| T02 | ZeRO-Infinity | gpt2_10b (ColossalAI exa | 1 x 32 | zero-infinity on A100-80GB-PCIe4 | 22.078 s | 23.296 s | +5.5% |"
+has "the mean absolute error per system" "| ZeRO-Infinity | 1 | 5.5% | +5.5% |"
+has "no optimizer step: not replayed" "- U01: forward and backward only: no optimizer step"
+has "NVMe offload: not replayed, said" "- T03: NVMe offload on a GPU whose shipped profile has no storage"
+has "a TFLOPS formula it cannot read: not replayed, said" \
+  "- T04: TFLOPS by a formula this bench does not read (TFLOPS as the logger prints them)"
+has "a GPU without a profile: not replayed, said" "- T05: no profile of its GPU (NVIDIA B300)"
+has "a capacity row: not replayed, said" \
+  "- L05: the largest model of the benchmark's own zoo that ran; the zoo's next size, which did not, is not in the row (its run's step time and memory are the next row's)"
+expect 1 "published.py: $T/none/measurements.csv: no such file" "no published set: said, exit 1" \
+  -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$T/none"
+expect 1 "published.py: $T/none/stowage: no stowage binary" "no stowage to replay with: said, exit 1" \
+  -- python3 "$STW_SRCDIR/bench/published.py" "$T/none" "$STW_SRCDIR/tests/fixtures/published"
+tap_done
