@@ -101,7 +101,7 @@ def emulation(row):
         return ("patrickstar", []), None
     if "nvme" in (offloads(cfg, "param"), offloads(cfg, "optimizer")):
         return None, "NVMe offload on a GPU whose shipped profile has no storage"
-    if row["row_id"].startswith("Z") and "zenflow" in cfg.lower():
+    if "zenflow" in (cfg + " " + sysname).lower():
         return None, "ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
     if int(row["tensor_parallel"] or 1) > 1:
         return None, "tensor parallelism (TP=%s): stowage plans data parallelism only" % (
@@ -163,6 +163,17 @@ def published_step_s(row):
     return None
 
 
+def dtype_of(row):
+    """The row's 16-bit compute dtype: as its precision says, else fp16 on GPUs before bf16
+    (Volta, Turing), bf16 on the others."""
+    p = row["precision"].lower()
+    if "bf16" in p or "bfloat16" in p:
+        return "bf16"
+    if "fp16" in p or "float16" in p or "half" in p or "amp" in p.split():
+        return "fp16"
+    return "fp16" if re.search(r"V100|T4\b|P100|RTX 20|Titan RTX", row["gpu_model"]) else "bf16"
+
+
 def chunked_loss(row):
     """Whether the row's system computes its loss over pieces of tokens, never all the logits at
     once (MegaTrain does)."""
@@ -176,7 +187,7 @@ def predict(row, policy, extra, tmp):
     with open(path, "w") as f:
         json.dump(cfg, f)
     trace = os.path.join(tmp, row["row_id"] + ".trace.json")
-    dtype = "fp16" if "fp16" in row["precision"].lower() else "bf16"
+    dtype = dtype_of(row)
     ckpt = ["--checkpointing"] if row["activation_checkpointing"].lower().startswith(("on", "block")) \
         else []
     # fused attention where the row's framework has it (bf16 rows: SDPA); HF's eager attention in
@@ -206,8 +217,10 @@ def predict(row, policy, extra, tmp):
     plan = os.path.join(tmp, row["row_id"] + ".plan.json")
     rc, out = run("plan", trace, "--gpu", gpu_mem, "--gpus", gpus, "--hw", hw, "--policy",
                   policy, *extra, *cpu, "-o", plan)
-    if rc != 0:
+    if rc != 0 and re.search(r"cannot fit|no plan fits|more than the CPU budget", out):
         return "OOM", out.strip().splitlines()[-1]
+    if rc != 0:
+        return None, "plan: " + out.strip().splitlines()[-1]
     m = re.search(r"iteration +([\d.]+) (ns|us|ms|s) simulated", out)
     peak = re.search(r"GPU peak +([\d.]+) (B|KiB|MiB|GiB|TiB) of", out)
     if peak:
@@ -230,6 +243,63 @@ def seconds(v, unit):
     return float(v) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
 
 
+def replay(row, tmp, errors, skipped):
+    """Row ROW replayed: its line printed and its error added to ERRORS (by system), or the
+    reason it is not replayed added to SKIPPED."""
+    rid = row["row_id"]
+    for field in ("n_gpus", "micro_batch_per_gpu", "seq_len"):
+        int(row[field])  # ValueError: said in the list of rows not replayed
+    why = None
+    if row["metric"].startswith("Step time (forward+backward only)"):
+        why = "forward and backward only: no optimizer step"
+    elif int(row["n_nodes"] or 1) > 1:
+        why = "%s nodes: the network between them is not replayed yet" % row["n_nodes"]
+    elif profile_of(row) is None:
+        why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
+    elif not row["n_layers"] or config_of(row) is None:
+        why = "an architecture stowage does not build (%s)" % row["arch_type"][:40]
+    emu, reason = (None, why) if why else emulation(row)
+    if emu is None:
+        skipped.append((rid, reason))
+        return
+    policy, extra = emu
+    oom = row["metric"] == "OOM"
+    want = None if oom else published_step_s(row)
+    if want is None and not oom and row["metric"].startswith("Max model size"):
+        skipped.append((rid, "the largest model of the benchmark's own zoo that ran; "
+                        "the zoo's next size, which did not, is not in the row (its "
+                        "run's step time and memory are the next row's)"))
+        return
+    if want is None and not oom and row["unit"].startswith("TFLOPS"):
+        skipped.append((rid, "TFLOPS by a formula this bench does not read (%s)"
+                        % row["metric_definition"][:60]))
+        return
+    if want is None and not oom:
+        skipped.append((rid, "a %s figure (%s), not a step time" % (row["metric"],
+                                                                  row["unit"])))
+        return
+    got, note = predict(row, policy, extra, tmp)
+    label = "%s%s on %s%s" % (policy, " " + " ".join(extra) if extra else "",
+                              profile_of(row), ", chunked loss" if chunked_loss(row)
+                              else "")
+    what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])
+    system = row["system_family"]
+    if oom or got == "OOM":
+        verdict = ("agrees" if (got == "OOM") == oom else "disagrees")
+        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            rid, system, row["model_name"][:24], what, label,
+            "OOM" if oom else "%.3f s" % want,
+            "does not fit" if got == "OOM" else "%.3f s" % got, verdict))
+        return
+    if got is None:
+        skipped.append((rid, note))
+        return
+    err = 100.0 * (got - want) / want
+    errors.setdefault(system, []).append(err)
+    print("| %s | %s | %s | %s | %s | %.3f s | %.3f s | %+.1f%% |" % (
+        rid, system, row["model_name"][:24], what, label, want, got, err))
+
+
 def main():
     path = os.path.join(DATA, "measurements.csv")
     if not os.path.isfile(path):
@@ -244,56 +314,11 @@ def main():
     errors, skipped = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for row in rows:
-            rid = row["row_id"]
-            why = None
-            if row["metric"].startswith("Step time (forward+backward only)"):
-                why = "forward and backward only: no optimizer step"
-            elif int(row["n_nodes"] or 1) > 1:
-                why = "%s nodes: the network between them is not replayed yet" % row["n_nodes"]
-            elif profile_of(row) is None:
-                why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
-            elif not row["n_layers"] or config_of(row) is None:
-                why = "an architecture stowage does not build (%s)" % row["arch_type"][:40]
-            emu, reason = (None, why) if why else emulation(row)
-            if emu is None:
-                skipped.append((rid, reason))
-                continue
-            policy, extra = emu
-            oom = row["metric"] == "OOM"
-            want = None if oom else published_step_s(row)
-            if want is None and not oom and row["metric"].startswith("Max model size"):
-                skipped.append((rid, "the largest model of the benchmark's own zoo that ran; "
-                                "the zoo's next size, which did not, is not in the row (its "
-                                "run's step time and memory are the next row's)"))
-                continue
-            if want is None and not oom and row["unit"].startswith("TFLOPS"):
-                skipped.append((rid, "TFLOPS by a formula this bench does not read (%s)"
-                                % row["metric_definition"][:60]))
-                continue
-            if want is None and not oom:
-                skipped.append((rid, "a %s figure (%s), not a step time" % (row["metric"],
-                                                                          row["unit"])))
-                continue
-            got, note = predict(row, policy, extra, tmp)
-            label = "%s%s on %s%s" % (policy, " " + " ".join(extra) if extra else "",
-                                      profile_of(row), ", chunked loss" if chunked_loss(row)
-                                      else "")
-            what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])
-            system = row["system_family"]
-            if oom or got == "OOM":
-                verdict = ("agrees" if (got == "OOM") == oom else "disagrees")
-                print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                    rid, system, row["model_name"][:24], what, label,
-                    "OOM" if oom else "%.3f s" % want,
-                    "does not fit" if got == "OOM" else "%.3f s" % got, verdict))
-                continue
-            if got is None:
-                skipped.append((rid, note))
-                continue
-            err = 100.0 * (got - want) / want
-            errors.setdefault(system, []).append(err)
-            print("| %s | %s | %s | %s | %s | %.3f s | %.3f s | %+.1f%% |" % (
-                rid, system, row["model_name"][:24], what, label, want, got, err))
+            try:
+                replay(row, tmp, errors, skipped)
+            except (ValueError, KeyError, ZeroDivisionError) as e:
+                skipped.append((row.get("row_id", "?"), "a field this bench cannot read (%s: %s)"
+                                % (type(e).__name__, e)))
     print()
     print("| system | rows | mean absolute error | worst |")
     print("|---|---:|---:|---:|")

@@ -38,6 +38,10 @@ has "a TFLOPS formula it cannot read: not replayed, said" \
 has "a GPU without a profile: not replayed, said" "- T05: no profile of its GPU (NVIDIA B300)"
 has "a capacity row: not replayed, said" \
   "- L05: the largest model of the benchmark's own zoo that ran; the zoo's next size, which did not, is not in the row (its run's step time and memory are the next row's)"
+has "a row whose GPU count is no number: not replayed, said" \
+  "- T06: a field this bench cannot read (ValueError: invalid literal for int() with base 10: 'eight')"
+has "ZenFlow wherever it appears: not replayed, said" \
+  "- T07: ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
 expect 1 "published.py: $T/none/measurements.csv: no such file" "no published set: said, exit 1" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$T/none"
 expect 1 "published.py: $T/none/stowage: no stowage binary" "no stowage to replay with: said, exit 1" \
