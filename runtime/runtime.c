@@ -251,14 +251,6 @@ set_layout(StwRuntime *rt, GError **error)
       stored += stw_optim_state_stored(o->plan->optim[i]);
       params += o->plan->optim[i] == STW_OPTIM_STORAGE;
     }
-    if (params > 0 && cw > 1) {
-      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
-                  "the plan keeps the parameters of %u chunk%s on the storage tier "
-                  "(\"storage\"), which the runtime replays on one rank: with %u ranks, plan "
-                  "them with their optimizer state alone there (\"cpu-storage\") or with more "
-                  "host memory (--cpu)", params, params > 1 ? "s" : "", cw);
-      return FALSE;
-    }
     if (stored > 0 && o->storage_dir == NULL) {
       g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
                   "the plan keeps the %s of %u chunk%s on the storage tier (\"%s\"): name a "
@@ -331,7 +323,8 @@ tier_values(StwRuntime *rt, guint32 c, StwChunkList list, guint32 tensor, gboole
   return region + at + offset_of(rt, list, tensor);
 }
 
-/* The store's backing of a "storage" chunk's param item (item = chunk, on one rank): the tier's
+/* The store's backing of a "storage" chunk's param item (item = chunk: on several ranks the
+ * rank's own chunk of a group, kept at the group's first, as the tier keys it): the tier's
  * staging buffers of parameters. */
 static guint8 *
 tier_borrow(gpointer data, guint32 item, gboolean load, GError **error)

@@ -155,32 +155,53 @@ tap_result $? "ranks started with other data stop before training" "$out"
 out=$(timeout 120 $MPIRUN -np 1 $S train $M --steps 1 --plan "$T/p2-stowage.json" : -np 1 $S train $M --steps 1 --plan "$T/p2-lru.json" 2>&1)
 echo "$out" | grep -q "the ranks disagree on the plan: rank 1 has another than rank 0"
 tap_result $? "ranks started with other plans stop before training" "$out"
-# parameters on the storage tier replay on one rank: a 2-rank plan that puts them there (at the
-# least host memory any plan fits, found by bisection: where the window lies follows the chunk
-# size, which follows the profiled times) is refused, saying what to plan instead, before
-# anything is written to the storage directory
+# the storage tier on 2 ranks: each rank's own chunks' optimizer state ("cpu-storage"), and
+# their 16-bit parameters with it ("storage", at the least host memory any plan fits, found by
+# bisection: where that window lies follows the chunk size, which follows the profiled times),
+# in a file of its own under the directory; bitwise the losses of a plan that keeps everything
+# resident, the bytes read and written each step the simulation's, the files gone at the end,
+# and a checkpoint of it resumed to the same losses
 M8="--layers 8 --width 32 --heads 4 --context 16 --batch 2 --data $D"
 mkdir -p "$T/nvme"
 # shellcheck disable=SC2086
 $MPIRUN -np 2 $S train $M8 --steps 2 --profile "$T/t8-2.json" > /dev/null 2>&1
-plan8() { # CPU: plans the 2-rank trace at that host budget
+$S plan "$T/t8-2.json" --gpu 1GiB --hw RTX4090-24GB-PCIe4 -o "$T/p8-res.json" > /dev/null 2>&1
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M8 --steps 6 --plan "$T/p8-res.json" > "$T/r8-res.log" 2>&1
+plan8() { # CPU OUT: plans the 2-rank trace at that host budget
   $S plan "$T/t8-2.json" --gpu 1MiB --cpu "$1" --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
-    --activations keep -o "$T/p8-2.json" > "$T/p8-2.log" 2>&1
+    --activations keep -o "$2" > "$2.log" 2>&1
 }
 lo=4294967296 hi=4299161600 # two processes' 2 GiB (fails); and 4 MiB more (fits)
 while [ $((hi - lo)) -gt 1024 ]; do
   mid=$(((lo + hi) / 2))
-  if plan8 $mid; then hi=$mid; else lo=$mid; fi
+  if plan8 $mid "$T/p8-min.json"; then hi=$mid; else lo=$mid; fi
 done
-plan8 $hi
+plan8 $hi "$T/p8-params.json"
+# and the least budget, in steps of 100 kB, whose plan keeps the parameters in host memory
+for k in $(seq 1 40); do
+  plan8 $((hi + 100000 * k)) "$T/p8-state.json" &&
+    grep -q "storage .* optimizer state of 1.00 GiB on the storage tier" "$T/p8-state.json.log" && break
+done
+for kind in state params; do
+  what="optimizer state of 1.00 GiB"
+  [ $kind = params ] && what="optimizer state and 16-bit parameters of 1.00 GiB"
+  # shellcheck disable=SC2086
+  $MPIRUN -np 2 $S train $M8 --steps 3 --plan "$T/p8-$kind.json" --nvme-dir "$T/nvme" > "$T/r8-$kind.log" 2>&1
+  st=$?
+  sim=$($S simulate "$T/p8-$kind.json" "$T/t8-2.json" | sed -n 's/.*read and written: \(.*\) read, \(.*\) written$/storage read \1  written \2/p')
+  [ $st = 0 ] && grep -q "storage .* $what on the storage tier" "$T/p8-$kind.json.log" &&
+    [ "$(losses "$T/r8-$kind.log")" = "$(losses "$T/r8-res.log" | cut -d' ' -f1-3) " ] &&
+    [ -n "$sim" ] && [ "$(grep -c "^step    [23] .*$sim\$" "$T/r8-$kind.log")" = 2 ] &&
+    [ -z "$(ls "$T/nvme")" ]
+  tap_result $? "2 ranks replay a plan with $what on storage: the resident plan's losses, the simulated storage bytes ($sim)" "$(cat "$T/p8-$kind.json.log")" "$(cat "$T/r8-$kind.log")" "$(losses "$T/r8-res.log")"
+done
 # shellcheck disable=SC2086
-out=$(timeout 120 $MPIRUN -np 2 $S train $M8 --steps 1 --plan "$T/p8-2.json" --nvme-dir "$T/nvme" 2>&1)
-st=$?
-grep -q "of optimizer state and 16-bit parameters of 1.00 GiB on the storage tier" "$T/p8-2.log" &&
-  [ "$st" != 0 ] && [ "$st" != 124 ] && ! echo "$out" | grep -q '^step' &&
-  echo "$out" | grep -q "(rank 0 of 2): the plan keeps the parameters of [0-9]* chunks on the storage tier (\"storage\"), which the runtime replays on one rank: with 2 ranks, plan them with their optimizer state alone there (\"cpu-storage\") or with more host memory (--cpu)" &&
-  [ -z "$(ls "$T/nvme")" ]
-tap_result $? "parameters on the storage tier are refused on 2 ranks, saying what to plan instead (exit $st)" "$(cat "$T/p8-2.log"; echo "$out")"
+$MPIRUN -np 2 $S train $M8 --steps 3 --plan "$T/p8-params.json" --nvme-dir "$T/nvme" --checkpoint "$T/c8.ckpt" > /dev/null 2>&1
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M8 --steps 3 --plan "$T/p8-params.json" --nvme-dir "$T/nvme" --resume "$T/c8.ckpt" > "$T/r8-resumed.log" 2>&1
+[ "$(losses "$T/r8-resumed.log")" = "$(losses "$T/r8-res.log" | cut -d' ' -f4-6) " ] && [ -z "$(ls "$T/nvme")" ]
+tap_result $? "2 ranks resume a checkpoint of parameters on storage to the resident plan's losses" "$(losses "$T/r8-resumed.log")" "$(losses "$T/r8-res.log")"
 # the collectives probed on 2 ranks become the profile's interconnect, which the planner reads
 # shellcheck disable=SC2086
 out=$($MPIRUN -np 2 $S probe --device host --collectives -o "$T/ranks.json" 2>&1)

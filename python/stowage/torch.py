@@ -973,7 +973,7 @@ class wrap:
     resident on demand within the budget (stats: unplanned_*). A plan that keeps chunks'
     optimizer state on the storage tier (plan(..., nvme=...)) needs STORAGE_DIR, a directory
     there for its scratch file (stats: storage_read_bytes, storage_write_bytes); one that keeps
-    chunks' parameters there too is replayed the same way, on one rank.
+    chunks' parameters there too is replayed the same way.
 
     A plan whose trace is 16-bit (profile(..., precision="bf16" or "fp16")) trains in mixed
     precision: modules compute on 16-bit views of the param chunks, gradients come back 16-bit,
