@@ -230,6 +230,49 @@ def predict(row, policy, extra, tmp):
 
 
 PEAKS = {}  # row -> the plan's predicted GPU peak, bytes
+LARGEST = []  # capacity rows: (row, layers, parameters in billions, zoo sizes, verdict)
+
+
+def gpt2_params(layers, h, vocab, positions):
+    """GPT-2's parameters (tied head): L (12 h^2 + 13 h) + V h + P h + 2 h."""
+    return layers * (12 * h * h + 13 * h) + vocab * h + positions * h + 2 * h
+
+
+def largest(row, policy, extra, tmp):
+    """A capacity row ("the largest model of the benchmark's zoo that ran"): the most layers at
+    the row's width whose plan fits, bisected, set against the zoo's sizes in the row's own
+    definition (LARGEST); or why it is not replayed."""
+    zoo = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?)B", row["metric_definition"])]
+    got = float(row["value"])
+    if config_of(row) is None or config_of(row)["model_type"] != "gpt2" or got not in zoo:
+        return "a largest-model row of a zoo this bench cannot rebuild (%s)" % (
+            row["metric_definition"][:50])
+    h, vocab = int(row["hidden_size"]), int(row["vocab_size"])
+    positions = max(int(row["seq_len"]), 1024)
+
+    def fits(layers):
+        r = dict(row, n_layers=str(layers), metric="Step time")
+        return isinstance(predict(r, policy, extra, tmp)[0], float)
+
+    lo, hi = 0, 1
+    while fits(hi):
+        lo, hi = hi, hi * 2
+        if hi > 4096:
+            return "more than 4096 layers fit: no capacity to compare"
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    billions = gpt2_params(lo, h, vocab, positions) / 1e9
+    i = zoo.index(got)
+    nxt = zoo[i + 1] if i + 1 < len(zoo) else float("inf")
+    if got <= billions < nxt:
+        verdict = "agrees"
+    elif zoo[max(i - 1, 0)] <= billions < (zoo[i + 2] if i + 2 < len(zoo) else float("inf")):
+        verdict = "within one step"
+    else:
+        verdict = "disagrees"
+    LARGEST.append((row, lo, billions, zoo, verdict))
+    return None
 
 
 def published_peak(row):
@@ -266,9 +309,9 @@ def replay(row, tmp, errors, skipped):
     oom = row["metric"] == "OOM"
     want = None if oom else published_step_s(row)
     if want is None and not oom and row["metric"].startswith("Max model size"):
-        skipped.append((rid, "the largest model of the benchmark's own zoo that ran; "
-                        "the zoo's next size, which did not, is not in the row (its "
-                        "run's step time and memory are the next row's)"))
+        note = largest(row, policy, extra, tmp)
+        if note is not None:
+            skipped.append((rid, note))
         return
     if want is None and not oom and row["unit"].startswith("TFLOPS"):
         skipped.append((rid, "TFLOPS by a formula this bench does not read (%s)"
@@ -346,6 +389,20 @@ def main():
         print("| %s | %s | %.2f GiB | %.2f GiB | %+.1f%% |" % (
             row["row_id"], row["system_family"], want / 2 ** 30, got / 2 ** 30,
             100.0 * (got - want) / want))
+    if LARGEST:
+        print()
+        print("The largest model that fits, where the row is the largest of a zoo that ran (the "
+              "most layers at the row's width whose plan fits, against the zoo's sizes):")
+        print()
+        print("| row | system | emulated as | published (zoo) | predicted | verdict |")
+        print("|---|---|---|---|---:|---|")
+        for row, layers, billions, zoo, verdict in LARGEST:
+            emu = emulation(row)[0]
+            print("| %s | %s | %s on %s | %gB (of %s) | %.1fB (%d layers) | %s |" % (
+                row["row_id"], row["system_family"],
+                emu[0] + (" " + " ".join(emu[1]) if emu[1] else ""), profile_of(row),
+                float(row["value"]), ", ".join("%g" % z for z in zoo), billions, layers,
+                verdict))
     print()
     print("Not replayed:")
     print()

@@ -36,8 +36,8 @@ has "NVMe offload: not replayed, said" "- T03: NVMe offload on a GPU whose shipp
 has "a TFLOPS formula it cannot read: not replayed, said" \
   "- T04: TFLOPS by a formula this bench does not read (TFLOPS as the logger prints them)"
 has "a GPU without a profile: not replayed, said" "- T05: no profile of its GPU (NVIDIA B300)"
-has "a capacity row: not replayed, said" \
-  "- L05: the largest model of the benchmark's own zoo that ran; the zoo's next size, which did not, is not in the row (its run's step time and memory are the next row's)"
+has "a largest-model row: the most layers at its width that fit, against the zoo's sizes" \
+  "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 on A100-SXM4-40GB | 12B (of 12, 15, 18, 20, 24, 28) | 17.7B (87 layers) | within one step |"
 has "a row whose GPU count is no number: not replayed, said" \
   "- T06: a field this bench cannot read (ValueError: invalid literal for int() with base 10: 'eight')"
 has "ZenFlow wherever it appears: not replayed, said" \
