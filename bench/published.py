@@ -15,8 +15,10 @@ host memory and GPU count (`stowage plan`):
   ZeRO-2 without offload, DDP    the trace with unlimited memory (`compare`'s unlimited time)
 
 and the published figure is set against the prediction in the row's own terms: the step time
-(from TFLOPS by the source's own formula, or from samples/s), or whether it ran out of memory.
-Rows no policy can represent are listed with the reason. Prints Markdown: one line per row, then
+(from TFLOPS by the source's own formula, or from samples/s), whether it ran out of memory, or
+the largest model of a zoo that ran (the most layers at the row's width whose plan fits, against
+the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
+rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line per row, then
 the mean absolute error per system. Its last result is bench/results/published.md.
 """
 import csv
