@@ -123,8 +123,15 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
                                ? g_strdup_printf(" (%u of them with their state on storage%s)",
                                                  on_storage, params)
                                : g_strdup("");
-  printf("  optimizer    %u chunks CPU Adam%s, %u GPU Adam in margin space, %u GPU Adam with "
-         "resident state%s\n", counts[STW_OPTIM_CPU] + on_storage, stored,
+  guint in_copies = 0; /* the runtime steps them in their compute copies (cost.h) */
+  for (guint32 i = 0; i < n; i++)
+    in_copies += stw_adam_steps_in_copy(c, i, p->optim[i], t->model.gradients);
+  g_autofree char *copies = in_copies > 0 ? g_strdup_printf(" (%u of them in their fp32 compute "
+                                                            "copies: 28 bytes an element, not 32)",
+                                                            in_copies)
+                                          : g_strdup("");
+  printf("  optimizer    %u chunks CPU Adam%s%s, %u GPU Adam in margin space, %u GPU Adam with "
+         "resident state%s\n", counts[STW_OPTIM_CPU] + on_storage, stored, copies,
          counts[STW_OPTIM_GPU], counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
   print_lists(c, t);
   if (p->recompute->len + p->offload->len > 0) {
