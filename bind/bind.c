@@ -505,6 +505,18 @@ stw_bind_minmem(const StwTrace *t, const char *trace_file, const char *options_j
   return text;
 }
 
+StwTrace *
+stw_bind_synth(const char *options_json, char **error_out)
+{
+  g_autoptr(StwRequest) r = stw_request_new(&stw_request_synth_kind);
+  GError *error = NULL;
+  StwTrace *t = NULL;
+  if (!stw_request_set_json(r, options_json, &error) ||
+      (t = stw_request_synth(r, &error)) == NULL)
+    give(error, error_out);
+  return t;
+}
+
 char *
 stw_bind_capacity(const char *options_json, char **error_out)
 {

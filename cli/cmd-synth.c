@@ -93,33 +93,21 @@ parse(Line *l, int argc, char **argv)
   return stw_cli_outputs_apart("synth", in, 1, out, 1);
 }
 
-/* The synthesis options and the hardware the line asks for, for CONFIG. */
-static int
-resolve(const Line *l, const StwModelConfig *config, StwSynthOptions *opt, StwHardware *hw)
+/* The line as a request (stw_request_synth reads it, as it reads Python's). */
+static StwRequest *
+request_of(const Line *l)
 {
-  *opt = (StwSynthOptions){ .batch = 1, .seq = config->max_seq, .dtype = STW_DTYPE_BF16,
-                            .checkpointing = l->checkpointing, .kernels = STW_KERNELS_DEFAULT,
-                            .freeze = l->freeze, .lora_targets = l->lora_targets };
-  int dt = opt->dtype, att = opt->attention, kern = opt->kernels, loss = opt->loss;
-  if ((l->batch != NULL &&
-       !stw_cli_parse_count(l->batch, "--batch", 1, STW_SYNTH_MAX_BATCH, &opt->batch)) ||
-      (l->seq != NULL && !stw_cli_parse_count(l->seq, "--seq", 1, config->max_seq, &opt->seq)) ||
-      !stw_cli_parse_enum(l->dtype, "--dtype", stw_dtype_names, &dt) ||
-      !stw_cli_parse_enum(l->attention, "--attention", stw_attention_names, &att) ||
-      !stw_cli_parse_enum(l->kernels, "--kernels", stw_kernels_names, &kern) ||
-      !stw_cli_parse_enum(l->loss, "--loss", stw_loss_names, &loss) ||
-      (l->lora != NULL && !stw_cli_parse_count(l->lora, "--lora", 1, 65536, &opt->lora_rank)))
-    return STW_EXIT_USAGE;
-  opt->dtype = (StwDtype)dt;
-  opt->attention = (StwAttention)att;
-  opt->kernels = (StwKernels)kern;
-  opt->loss = (StwLoss)loss;
-  GError *error = NULL;
-  if (!stw_hardware_lookup(l->hw_name != NULL ? l->hw_name : STW_HARDWARE_DEFAULT, hw, &error))
-    return stw_cli_error(error);
-  if (l->memory != NULL && !stw_cli_parse_budget(l->memory, "--memory", &hw->gpu_memory_bytes))
-    return STW_EXIT_USAGE;
-  return STW_EXIT_OK;
+  StwRequest *r = stw_request_new(&stw_request_synth_kind);
+  const char *const pairs[][2] = {
+    { "model", l->model }, { "batch", l->batch }, { "seq", l->seq }, { "dtype", l->dtype },
+    { "attention", l->attention }, { "kernels", l->kernels }, { "loss", l->loss },
+    { "freeze", l->freeze }, { "lora", l->lora }, { "lora-targets", l->lora_targets },
+    { "hw", l->hw_name }, { "memory", l->memory }
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
+    stw_request_set(r, pairs[i][0], pairs[i][1]);
+  stw_request_set_flag(r, "checkpointing", l->checkpointing);
+  return r;
 }
 
 int
@@ -129,21 +117,10 @@ stw_cmd_synth(int argc, char **argv)
   if (!parse(&l, argc, argv))
     return STW_EXIT_USAGE;
   GError *error = NULL;
-  StwModelConfig config;
-  StwSynthOptions opt;
-  StwHardware hw;
-  if (!stw_model_resolve(l.model, &config, &error))
+  g_autoptr(StwRequest) r = request_of(&l);
+  g_autoptr(StwTrace) trace = stw_request_synth(r, &error);
+  if (trace == NULL)
     return stw_cli_error(error);
-  int status = resolve(&l, &config, &opt, &hw);
-  if (status != STW_EXIT_OK)
-    return status;
-  g_autoptr(StwTrace) trace = stw_synth_trace(&config, &opt, &hw, &error);
-  if (trace == NULL) {
-    /* the options do not fit the model or the hardware: a usage error */
-    stw_cli_fail(STW_EXIT_USAGE, "synth: %s", error->message);
-    g_error_free(error);
-    return STW_EXIT_USAGE;
-  }
   if (!stw_trace_save(trace, l.output, &error))
     return stw_cli_error(error);
   if (strcmp(l.output, "-") != 0) {
@@ -158,7 +135,7 @@ stw_cmd_synth(int argc, char **argv)
                                                             frozen_params)
                                           : g_strdup("");
     fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors%s, %u ops\n", l.output,
-            config.name, params, trace->tensors->len, of_them, trace->ops->len);
+            trace->model.name, params, trace->tensors->len, of_them, trace->ops->len);
   }
   return STW_EXIT_OK;
 }

@@ -45,6 +45,66 @@ model_of(const StwRequest *r, char **model, GError **error)
   return TRUE;
 }
 
+/* The synthesis options a request gives for model CFG, the defaults where it does not: batch 1,
+ * the model's longest sequence ("seq"), bf16 ("dtype"), "checkpointing", naive "attention", eager
+ * "kernels", the full "loss", "lora" and "lora-targets"; the request's texts borrowed. */
+static gboolean
+synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,
+              GError **error)
+{
+  *so = (StwSynthOptions){ .batch = 1, .seq = cfg->max_seq, .dtype = STW_DTYPE_BF16,
+                           .checkpointing = stw_request_get(r, "checkpointing") != NULL,
+                           .kernels = STW_KERNELS_DEFAULT };
+  int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss;
+  if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
+      !stw_request_enum(r, "dtype", stw_dtype_names, &dtype, error) ||
+      !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
+      !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
+      !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
+      !stw_request_lora(r, so, error))
+    return FALSE;
+  so->dtype = (StwDtype)dtype;
+  so->attention = (StwAttention)attention;
+  so->kernels = (StwKernels)kernels;
+  so->loss = (StwLoss)loss;
+  return TRUE;
+}
+
+StwTrace *
+stw_request_synth(const StwRequest *r, GError **error)
+{
+  const char *name = stw_request_get(r, "model"), *file = stw_request_get(r, "model-config");
+  if (name != NULL && file != NULL) {
+    usage(error, "synth: give --model or --model-config, not both");
+    return NULL;
+  }
+  if (name == NULL && file == NULL) {
+    usage(error, "synth: --model or --model-config is required (see 'stowage models')");
+    return NULL;
+  }
+  g_autofree char *model = NULL;
+  StwModelConfig cfg;
+  StwSynthOptions so;
+  StwHardware hw;
+  if (!model_of(r, &model, error) || !stw_model_resolve(model, &cfg, error) ||
+      !synth_options(r, &cfg, &so, error) ||
+      !stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &so.batch, error))
+    return NULL;
+  const char *hw_name = stw_request_get(r, "hw");
+  if (!stw_hardware_lookup(hw_name != NULL ? hw_name : STW_HARDWARE_DEFAULT, &hw, error) ||
+      (stw_request_get(r, "memory") != NULL &&
+       !stw_request_budget(r, "memory", &hw.gpu_memory_bytes, error)))
+    return NULL;
+  so.freeze = stw_request_get(r, "freeze");
+  GError *local = NULL;
+  StwTrace *t = stw_synth_trace(&cfg, &so, &hw, &local);
+  if (t == NULL) { /* the options do not fit the model or the hardware */
+    g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "synth: %s", local->message);
+    g_error_free(local);
+  }
+  return t;
+}
+
 /* The traces: the one given (GIVEN, borrowed, or the file "trace"), or the model at each batch
  * (one when none is given). */
 static gboolean
@@ -64,23 +124,10 @@ traces(const StwRequest *r, const StwTrace *given, const char *model, StwWhatifS
     return stw_request_planning(r, t, &s->options, error);
   }
   StwModelConfig cfg;
-  if (!stw_model_resolve(model, &cfg, error))
+  StwSynthOptions so;
+  if (!stw_model_resolve(model, &cfg, error) || !synth_options(r, &cfg, &so, error) ||
+      !stw_request_planning(r, NULL, &s->options, error))
     return FALSE;
-  StwSynthOptions so = { .batch = 1, .seq = cfg.max_seq, .dtype = STW_DTYPE_BF16,
-                         .checkpointing = stw_request_get(r, "checkpointing") != NULL,
-                         .kernels = STW_KERNELS_DEFAULT };
-  int dtype = so.dtype, attention = so.attention, kernels = so.kernels, loss = so.loss;
-  if (!stw_request_count(r, "seq", 1, cfg.max_seq, &so.seq, error) ||
-      !stw_request_enum(r, "dtype", stw_dtype_names, &dtype, error) ||
-      !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
-      !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
-      !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
-      !stw_request_lora(r, &so, error) || !stw_request_planning(r, NULL, &s->options, error))
-    return FALSE;
-  so.dtype = (StwDtype)dtype;
-  so.attention = (StwAttention)attention;
-  so.kernels = (StwKernels)kernels;
-  so.loss = (StwLoss)loss;
   if (s->batches->len == 0) {
     guint64 one = 1;
     g_array_append_val(s->batches, one);

@@ -74,7 +74,7 @@ expect 0 "is sound for" "the LoRA plan checks" -- $S check "$T/lora-plan.json" "
 expect 2 "synth: --lora-targets: gpt2 has no gate projection" "a LoRA target the model lacks" -- $S synth --model gpt2 --lora 8 --lora-targets gate -o "$T/x.json"
 expect 2 "synth: --lora-targets: 'qq' is not a target: q, k, v, o, gate, up, down" "an unknown LoRA target" -- $S synth --model gpt2 --lora 8 --lora-targets q,qq -o "$T/x.json"
 expect 2 "synth: --lora: rank 769 is out of range for h.0.attn.c_attn.weight (768 in, 2304 out): 1 to 768" "a LoRA rank above the projection" -- $S synth --model gpt2 --lora 769 -o "$T/x.json"
-expect 2 "synth: --lora-targets: the adapters' rank is --lora RANK's, which is not given" "LoRA targets without a rank" -- $S synth --model gpt2 --lora-targets q -o "$T/x.json"
+expect 2 "stowage: --lora-targets: the adapters' rank is --lora RANK's, which is not given" "LoRA targets without a rank" -- $S synth --model gpt2 --lora-targets q -o "$T/x.json"
 expect 2 "synth: --lora-targets: up is an MLP projection, and mixtral-8x7b's MLP is a mixture of experts" "LoRA on experts" -- $S synth --model mixtral-8x7b --lora 8 --lora-targets up -o "$T/x.json"
 expect 2 "capacity: --lora-targets: gpt-h4096-l1 has no gate projection" "capacity with a LoRA target the family lacks" -- $S capacity --family gpt --lora 8 --lora-targets gate
 expect 0 "stowage  none fits" "capacity: no Llama fits a 4090 with 64 GiB of host memory and fp32 moments" -- \

@@ -30,6 +30,10 @@ const char *stw_bind_version(void);
  * the defaults), stw_trace_save. */
 StwTrace *stw_bind_trace_load(const char *file, char **error_out);
 StwTrace *stw_bind_import(const char *file, const char *options_json, char **error_out);
+/* The trace `stowage synth` writes, its options as OPTIONS_JSON's members ("model",
+ * "model_config", "batch", "seq", "dtype", "checkpointing", "attention", "kernels", "loss",
+ * "freeze", "lora", "lora_targets", "hw", "memory"; stw_request_synth reads them). */
+StwTrace *stw_bind_synth(const char *options_json, char **error_out);
 gboolean stw_bind_trace_save(const StwTrace *t, const char *file, char **error_out);
 void stw_bind_trace_free(StwTrace *t);
 /* What `stowage inspect --json` prints: the summary with the TOP largest tensors. */

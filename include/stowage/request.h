@@ -49,6 +49,7 @@ extern const StwRequestKind stw_request_compare_kind;
 extern const StwRequestKind stw_request_minmem_kind;
 extern const StwRequestKind stw_request_whatif_kind;
 extern const StwRequestKind stw_request_capacity_kind;
+extern const StwRequestKind stw_request_synth_kind;
 
 typedef struct StwRequest StwRequest;
 
@@ -132,6 +133,12 @@ gboolean stw_request_whatif(const StwRequest *r, StwWhatifSweep *out, GError **e
 gboolean stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace,
                                   StwWhatifSweep *out, GError **error);
 
+/* The trace `stowage synth` writes: "model" (a zoo name or a file) or "model-config" (a file),
+ * "batch" (default 1), "seq", "dtype", "checkpointing", "attention", "kernels", "loss", "lora",
+ * "lora-targets" as whatif --model reads them, "freeze" (globs), "hw" (default
+ * STW_HARDWARE_DEFAULT) and "memory" (the device memory it records); the caller's, or NULL with
+ * ERROR (STW_REQUEST_ERROR_USAGE for options that do not fit the model or the hardware). */
+StwTrace *stw_request_synth(const StwRequest *r, GError **error);
 /* What `stowage minmem` asks for: stw_request_planning, the policy ("policy", default stowage)
  * into *POLICY, the slowdown allowed ("slowdown", a percentage such as "10%" or "10"; default
  * 10%) into *ALLOWED as a fraction. */

@@ -108,6 +108,20 @@ class Trace:
             _lib.trace_free(h)
 
 
+def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, checkpointing=None,
+          attention=None, kernels=None, loss=None, freeze=None, lora=None, lora_targets=None,
+          hw=None, memory=None):
+    """The trace of one training iteration of MODEL (a zoo name or a model config file) or
+    MODEL_CONFIG (a file), not run but modelled: what `stowage synth` writes, the options read
+    and refused as it reads them (docs/synth.md). FREEZE, LORA_TARGETS: comma text or lists."""
+    opts = _options("synth", model=model, model_config=os.fspath(model_config)
+                    if model_config is not None else None, batch=batch, seq=seq, dtype=dtype,
+                    checkpointing=checkpointing, attention=attention, kernels=kernels, loss=loss,
+                    freeze=text_list(freeze), lora=lora, lora_targets=text_list(lora_targets),
+                    hw=hw, memory=memory)
+    return Trace(_call(_lib.synth, opts), None)
+
+
 def import_trace(path, et=None, memory_timeline=None, iteration=None, depth=None,
                  device_id=None, pid=None, params_from_memory=False):
     """A PyTorch profiler file as a Trace (stowage import; docs/profiling.md)."""

@@ -60,6 +60,7 @@ free = _fn("stw_bind_free", None, ctypes.c_void_p)
 version = _fn("stw_bind_version", ctypes.c_char_p)
 
 trace_load = _fn("stw_bind_trace_load", ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+synth = _fn("stw_bind_synth", ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 import_trace = _fn("stw_bind_import", ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
                    ctypes.POINTER(ctypes.c_void_p))
 trace_save = _fn("stw_bind_trace_save", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,

@@ -135,6 +135,29 @@ MODELS = [
 ]
 
 
+SYNTH = [
+    ("synth", ["--model", "gpt2", "--batch", "2", "--seq", "128"],
+     dict(model="gpt2", batch=2, seq=128)),
+    ("synth", ["--model", "llama3-8b", "--seq", "4096", "--attention", "flash", "--checkpointing",
+               "--loss", "chunked", "--kernels", "fused", "--hw", "RTX4090-24GB-PCIe4"],
+     dict(model="llama3-8b", seq=4096, attention="flash", checkpointing=True, loss="chunked",
+          kernels="fused", hw="RTX4090-24GB-PCIe4")),
+    ("synth", ["--model", "gpt2", "--seq", "128", "--lora", "8", "--lora-targets", "q,v,o",
+               "--memory", "40GiB", "--dtype", "fp16"],
+     dict(model="gpt2", seq=128, lora=8, lora_targets=["q", "v", "o"], memory="40GiB",
+          dtype="fp16")),
+    ("synth", ["--model", "gpt2", "--seq", "128", "--freeze", "h.*.attn.*,wte.weight"],
+     dict(model="gpt2", seq=128, freeze=["h.*.attn.*", "wte.weight"])),
+    ("synth", ["--model", "gpt2", "--loss", "sliced"], dict(model="gpt2", loss="sliced")),
+    ("synth", ["--model", "gpt2", "--seq", "2048"], dict(model="gpt2", seq=2048)),
+    ("synth", ["--model", "gpt5"], dict(model="gpt5")),
+    ("synth", ["--model", "gpt2", "--hw", "V100-32GB-PCIe3"],
+     dict(model="gpt2", hw="V100-32GB-PCIe3")),
+    ("synth", ["--model", "gpt2", "--freeze", "head*"], dict(model="gpt2", freeze="head*")),
+    ("synth", ["--model", "gpt2", "--memory", "40X"], dict(model="gpt2", memory="40X")),
+]
+
+
 PROBE_REFUSALS = [
     ("probe", ["--device", "tpu"], dict(device="tpu")),
     ("probe", ["--base", "TPU"], dict(base="TPU")),
@@ -162,12 +185,12 @@ def run_cli(command, trace, args):
     """(record or None, refusal or None) of `stowage COMMAND [TRACE] ARGS`."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "p.json")
-        extra = ["-o", out] if command == "plan" else ["--json"]
+        extra = ["-o", out] if command in ("plan", "synth") else ["--json"]
         p = subprocess.run([CLI, command] + ([trace] if trace else []) + args + extra,
                            capture_output=True, text=True)
         if p.returncode != 0:
             return None, p.stderr.strip().removeprefix("stowage: ")
-        if command == "plan":
+        if command in ("plan", "synth"):
             with open(out) as f:
                 return json.load(f), None
         return json.loads(p.stdout), None
@@ -185,6 +208,8 @@ def run_python(command, trace, kwargs):
                     return json.load(f), None
         if command == "capacity":
             return stowage.capacity(**kwargs), None
+        if command == "synth":
+            return stowage.synth(**kwargs).json(), None
         if command == "probe":
             return stowage.probe(**kwargs), None
         if command == "whatif" and trace is None:
@@ -201,6 +226,8 @@ def comparable(command, record):
         record["trace"].pop("file", None)
     if isinstance(record, dict):
         record.pop("trace", None)
+        if command == "synth":  # when and by what it was written
+            record.pop("source", None)
     return record
 
 
@@ -225,6 +252,11 @@ class TestParity(unittest.TestCase):
 
     def test_models(self):
         self.check(MODELS, None)
+
+    def test_synth(self):
+        """stowage.synth: the CLI's trace, member for member (its source block aside), and its
+        refusals word for word."""
+        self.check(SYNTH, None)
 
     def test_probe(self):
         """A probe's refusals word for word; its record the same members and kinds, the parts of
