@@ -63,8 +63,8 @@ struct StwRuntime {
   guint64 comm_received;    /* received in this runtime's own collectives this iteration (the
                              * trainer's, such as the loss's mean, are not the plan's) */
   GError *failure;          /* what went wrong between ops, reported at the next op */
-  /* fp32 compute copies stepped by CPU Adam on one rank, their gradients written into them on
-   * the device (copy_keeps, per chunk): the weights live in the compute copy's host buffer
+  /* fp32 compute copies stepped by CPU Adam, their gradients written into them on the device
+   * (copy_keeps, per chunk as the items are indexed): the weights live in the compute copy's host buffer
    * between steps, and the master list's buffer holds them only while the gradient is in the
    * copy's place (grads_apart, per chunk: from the first gradient to the iteration's end; the
    * two buffers change roles when it arrives); a tensor stepped since then (stepped, per
@@ -536,22 +536,46 @@ initialize(StwRuntime *rt, const float *const *init)
 
 /* ---- weights kept in fp32 compute copies ------------------------------------------------- */
 
-/* Which chunks keep their weights in their compute copy (see copy_keeps): those the plan steps
- * there (stw_adam_steps_in_copy: fp32, one rank, trained, CPU Adam in host memory, gradients
+/* The chunk whose tensors this rank keeps in the items of chunk C (the store's, indexed as the
+ * param list's chunks): C itself on one rank; on several, this rank's own chunk of the group C
+ * begins (rt->n and beyond where the group has none of this rank's, or C begins none). */
+static guint32
+own_chunk(const StwRuntime *rt, guint32 c)
+{
+  if (!rt->multi)
+    return c;
+  return c % rt->world == 0 ? c + rt->rank : G_MAXUINT32;
+}
+
+/* The chunk whose items hold TENSOR's values on this rank (own_chunk's inverse): G_MAXUINT32 for
+ * another rank's tensor. */
+static guint32
+items_chunk(const StwRuntime *rt, guint32 tensor)
+{
+  guint32 c = rt->c->chunk_of[tensor];
+  if (!rt->multi)
+    return c;
+  return c % rt->world == rt->rank ? c - c % rt->world : G_MAXUINT32;
+}
+
+/* Which chunks keep their weights in their compute copy (see copy_keeps, indexed as the items:
+ * on several ranks by the group's first chunk, for this rank's own): those the plan steps there
+ * (stw_adam_steps_in_copy: fp32, trained, CPU Adam in host memory, gradients
  * written into the chunks; a framework's, PyTorch's, arrive at the step itself, written into
  * the compute copy's place by the caller, who may read the weights there first: Adam's L2
  * decay), in a mode whose host copies can change roles. */
 static void
 keep_weights_in_copies(StwRuntime *rt)
 {
-  if (rt->o.mode == STW_RUNTIME_PLAIN || rt->world > 1)
+  if (rt->o.mode == STW_RUNTIME_PLAIN)
     return;
   rt->copy_keeps = g_new0(gboolean, MAX(rt->n, 1));
   rt->grads_apart = g_new0(gboolean, MAX(rt->n, 1));
   rt->stepped = g_new0(gboolean, MAX(rt->model->tensors->len, 1));
   StwGradients gradients = rt->model->model.gradients;
   for (guint32 c = 0; c < rt->n; c++)
-    rt->copy_keeps[c] = stw_adam_steps_in_copy(rt->c, c, rt->optim[c], gradients) &&
+    rt->copy_keeps[c] = own_chunk(rt, c) < rt->n &&
+                        stw_adam_steps_in_copy(rt->c, own_chunk(rt, c), rt->optim[c], gradients) &&
                         !stw_store_backed(rt->store, item_of(rt, STW_LIST_PARAM, c)) &&
                         stw_store_bytes(rt->store, item_of(rt, STW_LIST_PARAM, c)) ==
                             stw_store_bytes(rt->store, item_of(rt, STW_LIST_MASTER, c));
@@ -570,7 +594,7 @@ weights_to_master(StwRuntime *rt, guint32 c)
                            item_of(rt, STW_LIST_MASTER, c)))
     return;
   rt->grads_apart[c] = TRUE;
-  const StwChunk *ch = stw_chunking_chunk(rt->c, c);
+  const StwChunk *ch = stw_chunking_chunk(rt->c, own_chunk(rt, c));
   for (guint32 k = 0; k < ch->count; k++)
     rt->stepped[g_array_index(rt->c->placements, StwPlacement, ch->first + k).tensor] = FALSE;
 }
@@ -583,7 +607,7 @@ weights_at_rest(StwRuntime *rt)
   for (guint32 c = 0; rt->copy_keeps != NULL && c < rt->n; c++) {
     if (!rt->grads_apart[c])
       continue;
-    const StwChunk *ch = stw_chunking_chunk(rt->c, c);
+    const StwChunk *ch = stw_chunking_chunk(rt->c, own_chunk(rt, c));
     for (guint32 k = 0; k < ch->count; k++) {
       guint32 t = g_array_index(rt->c->placements, StwPlacement, ch->first + k).tensor;
       if (rt->stepped[t])
@@ -603,15 +627,16 @@ weights_at_rest(StwRuntime *rt)
 static gboolean
 weights_in_copy(const StwRuntime *rt, guint32 tensor)
 {
-  guint32 c = rt->c->chunk_of[tensor];
-  return rt->copy_keeps != NULL && rt->copy_keeps[c] &&
+  guint32 c = items_chunk(rt, tensor);
+  return rt->copy_keeps != NULL && c < rt->n && rt->copy_keeps[c] &&
          (!rt->grads_apart[c] || rt->stepped[tensor]);
 }
 
 gboolean
 stw_runtime_optim_weights_in_copy(const StwRuntime *rt, guint32 tensor)
 {
-  return rt->copy_keeps != NULL && rt->copy_keeps[rt->c->chunk_of[tensor]];
+  guint32 c = items_chunk(rt, tensor);
+  return rt->copy_keeps != NULL && c < rt->n && rt->copy_keeps[c];
 }
 
 /* Whether TENSOR is in a frozen chunk: the param list only. */
@@ -722,6 +747,8 @@ reduce_scatter(StwRuntime *rt, guint32 g, GError **error)
                 "group %u: its gradients are not on the device for their reduce-scatter", g);
     return FALSE;
   }
+  /* the mean gradient takes the own chunk's place: weights kept there go to the master's buffer */
+  weights_to_master(rt, own);
   StwComm *c = rt->o.comm;
   gsize bytes = stw_chunk_bytes(rt->c, g * rt->world, STW_LIST_PARAM);
   guint64 before = c->received_bytes;
@@ -1342,7 +1369,8 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
   /* several ranks: a rank's own chunk takes the placement of its group's first (rank 0's) */
   gboolean cpu = stw_optim_on_cpu(rt->optim[rt->multi ? c - c % rt->world : c]);
   gpointer *out[] = { param, (gpointer *)master, (gpointer *)momentum, (gpointer *)variance };
-  if (rt->copy_keeps != NULL && rt->copy_keeps[c])
+  guint32 kept = items_chunk(rt, tensor); /* the chunk whose items hold its values here */
+  if (rt->copy_keeps != NULL && kept < rt->n && rt->copy_keeps[kept])
     rt->stepped[tensor] = TRUE; /* its new weights are in the copy from here */
   for (int l = 0; l < STW_N_LISTS; l++) {
     guint32 item;
@@ -1357,10 +1385,10 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
       g_assert(*out[l] != NULL);
       continue;
     }
-    if (l == STW_LIST_MASTER && weights_in_copy(rt, tensor) && !rt->grads_apart[c]) {
+    if (l == STW_LIST_MASTER && weights_in_copy(rt, tensor) && !rt->grads_apart[kept]) {
       /* no gradient arrived: the weights are the copy's, and so is its "gradient" (what a step
        * of a chunk that got none has always read) */
-      *out[l] = stw_store_host(rt->store, item_of(rt, STW_LIST_PARAM, c)) +
+      *out[l] = stw_store_host(rt->store, item_of(rt, STW_LIST_PARAM, kept)) +
                 offset_of(rt, STW_LIST_PARAM, tensor);
       continue;
     }
@@ -1489,7 +1517,7 @@ stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, 
       }
       widen_values(to, from, numel, dtype);
     } else if (l == STW_LIST_MASTER && weights_in_copy(rt, tensor)) {
-      stw_store_read(rt->store, item_of(rt, STW_LIST_PARAM, rt->c->chunk_of[tensor]),
+      stw_store_read(rt->store, item_of(rt, STW_LIST_PARAM, items_chunk(rt, tensor)),
                      offset_of(rt, STW_LIST_PARAM, tensor), to, n);
     } else if (locate(rt, (StwChunkList)l, tensor, &item, &off)) {
       stw_store_read(rt->store, item, off, to, numel * stw_dtype_bytes(dtype));

@@ -168,6 +168,16 @@ $MPIRUN -np 2 $S train $M8 --steps 2 --profile "$T/t8-2.json" > /dev/null 2>&1
 $S plan "$T/t8-2.json" --gpu 1GiB --hw RTX4090-24GB-PCIe4 -o "$T/p8-res.json" > /dev/null 2>&1
 # shellcheck disable=SC2086
 $MPIRUN -np 2 $S train $M8 --steps 6 --plan "$T/p8-res.json" > "$T/r8-res.log" 2>&1
+# CPU Adam on fp32 chunks: each rank steps its own chunks in their compute copies (the plan
+# says so), the weights there between steps; the unplanned run's losses bitwise
+$S plan "$T/t8-2.json" --gpu 1MiB --hw RTX4090-24GB-PCIe4 -o "$T/p8-cpu.json" > "$T/p8-cpu.log" 2>&1
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M8 --steps 6 --plan "$T/p8-cpu.json" > "$T/r8-cpu.log" 2>&1
+# shellcheck disable=SC2086
+$MPIRUN -np 2 $S train $M8 --steps 6 > "$T/r8-unplanned.log" 2>&1
+grep -q "chunks CPU Adam ([0-9]* of them in their fp32 compute copies: 28 bytes an element, not 32)" "$T/p8-cpu.log" &&
+  [ -n "$(losses "$T/r8-cpu.log")" ] && [ "$(losses "$T/r8-cpu.log")" = "$(losses "$T/r8-unplanned.log")" ]
+tap_result $? "2 ranks step their fp32 chunks in their compute copies: the unplanned run's losses bitwise" "$(cat "$T/p8-cpu.log")" "$(losses "$T/r8-cpu.log")" "$(losses "$T/r8-unplanned.log")"
 plan8() { # CPU OUT: plans the 2-rank trace at that host budget
   $S plan "$T/t8-2.json" --gpu 1MiB --cpu "$1" --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
     --activations keep -o "$2" > "$2.log" 2>&1

@@ -133,15 +133,16 @@ stw_optim_state_stored(guint8 place)
   return place == STW_OPTIM_CPU_STORAGE || place == STW_OPTIM_STORAGE;
 }
 
-/* Whether CPU Adam steps chunk CH of layout C, placed PLACE, in its compute copy's host buffer:
- * the runtime keeps an fp32 chunk's weights there, no master of their own, when the layout is
- * on one rank, the chunk trained and stepped in host memory, and backward writes the gradients
- * into the chunks (GRADIENTS; a framework's arrive at the step where the weights are read).
- * Such a step touches 28 bytes an element in fp32, the master apart 32 (cost.h). */
+/* Whether CPU Adam steps chunk CH of layout C, placed PLACE (on several ranks, its group's
+ * first's), in its compute copy's host buffer: the runtime keeps an fp32 chunk's weights there,
+ * no master of their own, when the chunk is trained and stepped in host memory and backward
+ * writes the gradients into the chunks (GRADIENTS; a framework's arrive at the step where the
+ * weights are read). Such a step touches 28 bytes an element in fp32, the master apart 32
+ * (cost.h). */
 static inline gboolean
 stw_adam_steps_in_copy(const StwChunking *c, guint32 ch, guint8 place, StwGradients gradients)
 {
-  return c->dtype == STW_DTYPE_FP32 && c->world <= 1 && gradients == STW_GRADIENTS_CHUNKS &&
+  return c->dtype == STW_DTYPE_FP32 && gradients == STW_GRADIENTS_CHUNKS &&
          place == STW_OPTIM_CPU && !stw_chunking_chunk(c, ch)->frozen;
 }
 

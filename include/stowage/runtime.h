@@ -170,8 +170,9 @@ void stw_runtime_optim_tensors(StwRuntime *rt, guint32 tensor, GArray *out);
 gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
                            gpointer *momentum, gpointer *variance);
 /* Whether the step of TENSOR, after stw_runtime_optim, writes its new weights into the compute
- * copy alone (stw_compute_host_adam_to_copy): an fp32 compute copy stepped by CPU Adam on one
- * rank, its gradients written into the chunks by backward, keeps the weights between steps, and
+ * copy alone (stw_compute_host_adam_to_copy): an fp32 compute copy stepped by CPU Adam (on any
+ * number of ranks), its gradients written into the chunks by backward, keeps the weights between
+ * steps, and
  * its master is read, not written (writing it too does no harm, and moves 4 bytes an element
  * more). The master stw_runtime_optim gives is then the compute copy itself where the chunk got
  * no gradient this iteration. */

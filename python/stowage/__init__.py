@@ -460,7 +460,7 @@ def adam(param, master, m, v, n, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, we
     AMSGRAD, V holds 2 N values: the variances, then their largest so far. STATE "bf16": M and V
     are bf16 arrays (16-bit patterns), rounded stochastically at each step. WEIGHTS "both": the
     new weights into PARAM and MASTER; "copy": into PARAM alone, MASTER only read (how the
-    runtime steps an fp32 compute copy on the CPU on one rank: 4 bytes an element fewer)."""
+    runtime steps an fp32 compute copy on the CPU: 4 bytes an element fewer)."""
     opts = {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
             "weight_decay": weight_decay, "amsgrad": bool(amsgrad), "state": state,
             "weights": weights}
