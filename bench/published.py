@@ -18,8 +18,8 @@ and the published figure is set against the prediction in the row's own terms: t
 (from TFLOPS by the source's own formula, or from samples/s), whether it ran out of memory, or
 the largest model of a zoo that ran (the most layers at the row's width whose plan fits, against
 the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
-rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line per row, then
-the mean absolute error per system. Its last result is bench/results/published.md.
+rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line
+per row, then the mean absolute error per system. Its last result is bench/results/published.md.
 """
 import csv
 import json
@@ -59,7 +59,8 @@ def run(*args):
 
 def profile_of(row):
     gpu = row["gpu_model"]
-    pcie = row["gpu_gpu_link"].startswith("PCIe") or re.search(r"PCIe", gpu, re.IGNORECASE) is not None
+    pcie = (row["gpu_gpu_link"].startswith("PCIe") or
+            re.search(r"PCIe", gpu, re.IGNORECASE) is not None)
     for pattern, sxm, card in GPUS:
         if re.search(pattern, gpu, re.IGNORECASE):
             return card if pcie else sxm

@@ -64,12 +64,12 @@ struct StwRuntime {
                              * trainer's, such as the loss's mean, are not the plan's) */
   GError *failure;          /* what went wrong between ops, reported at the next op */
   /* fp32 compute copies stepped by CPU Adam, their gradients written into them on the device
-   * (copy_keeps, per chunk as the items are indexed): the weights live in the compute copy's host buffer
-   * between steps, and the master list's buffer holds them only while the gradient is in the
-   * copy's place (grads_apart, per chunk: from the first gradient to the iteration's end; the
-   * two buffers change roles when it arrives); a tensor stepped since then (stepped, per
-   * tensor) has its new weights in the copy again. The step writes the new weights once: 28
-   * bytes an element, not 32. */
+   * (copy_keeps, per chunk as the items are indexed): the weights live in the compute copy's
+   * host buffer between steps, and the master list's buffer holds them only while the gradient
+   * is in the copy's place (grads_apart, per chunk: from the first gradient to the iteration's
+   * end; the two buffers change roles when it arrives); a tensor stepped since then (stepped,
+   * per tensor) has its new weights in the copy again. The step writes the new weights once:
+   * 28 bytes an element, not 32. */
   gboolean *copy_keeps;
   gboolean *grads_apart;
   gboolean *stepped;
