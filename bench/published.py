@@ -157,12 +157,17 @@ def published_step_s(row):
         per_gpu = value / int(row["n_gpus"]) if "aggregate" in unit else value
         flops = flops_per_gpu(row)
         return flops / (per_gpu * 1e12) if flops else None
-    if unit.startswith("ms/step"):
-        return value / 1e3
-    if unit.startswith("s/step") and metric.startswith("Step time"):
-        return value
+    if not value > 0:
+        return None
+    # a rate is global unless the unit says it is a GPU's
+    gpus = 1 if re.search(r"per GPU|/GPU|per rank", unit, re.IGNORECASE) else int(row["n_gpus"])
+    if re.match(r"(ms|s)/(step|iter)", unit) or (metric.startswith("Step time") and
+                                                 re.fullmatch(r"(ms|s)", unit)):
+        return value / 1e3 if unit.startswith("ms") else value
     if "samples/s" in unit:
-        return batch * int(row["n_gpus"]) / value
+        return batch * gpus / value
+    if "tokens/s" in unit:
+        return batch * seq * gpus / value
     return None
 
 

@@ -30,6 +30,10 @@ has "a PatrickStar row on a V100 whose form factor is NVLink's" \
   "| T01 | PatrickStar | gpt2_10b (ColossalAI exa | 1 x 8 | patrickstar on V100-SXM2-32GB | 5.520 s | 18.915 s | +242.7% |"
 has "ZeRO-3 with the parameters offloaded is ZeRO-Infinity's policy; a PCIe card by its name" \
   "| T02 | ZeRO-Infinity | gpt2_10b (ColossalAI exa | 1 x 32 | zero-infinity on A100-80GB-PCIe4 | 22.078 s | 23.296 s | +5.5% |"
+has "a GPU's tokens a second, as a step time" \
+  "| T08 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A100-80GB-PCIe4 | 22.078 s | 22.639 s | +2.5% |"
+has "seconds an iteration, as a step time" \
+  "| T09 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A100-80GB-PCIe4 | 22.078 s | 22.639 s | +2.5% |"
 has "the mean absolute error per system" "| ZeRO-Infinity | 1 | 5.5% | +5.5% |"
 has "no optimizer step: not replayed" "- U01: forward and backward only: no optimizer step"
 has "NVMe offload: not replayed, said" "- T03: NVMe offload on a GPU whose shipped profile has no storage"
