@@ -708,12 +708,20 @@ adam_member(const cJSON *o, const char *key, float fallback)
   return cJSON_IsNumber(v) ? (float)v->valuedouble : fallback;
 }
 
+/* ADAM_JSON's hyperparameters into C; with TO_COPY, its "weights" too ("copy": the new weights
+ * into param alone, master only read; "both", the default: into both). */
 static gboolean
-adam_config(const char *adam_json, StwAdamConfig *c, char **error_out)
+adam_config(const char *adam_json, StwAdamConfig *c, gboolean *to_copy, char **error_out)
 {
   cJSON *o = options_of("adam", adam_json, error_out);
   if (o == NULL)
     return FALSE;
+  const cJSON *weights = cJSON_GetObjectItem(o, "weights");
+  gboolean copy = cJSON_IsString(weights) && strcmp(weights->valuestring, "copy") == 0;
+  gboolean weights_known = weights == NULL || copy ||
+                           (cJSON_IsString(weights) && strcmp(weights->valuestring, "both") == 0);
+  if (to_copy != NULL)
+    *to_copy = copy;
   stw_adam_config_init(c);
   c->lr = adam_member(o, "lr", c->lr);
   c->beta1 = adam_member(o, "beta1", c->beta1);
@@ -728,6 +736,9 @@ adam_config(const char *adam_json, StwAdamConfig *c, char **error_out)
   cJSON_Delete(o);
   if (!known)
     return say(error_out, "adam: state: \"fp32\" or \"bf16\" (the moments' dtype)");
+  if (to_copy != NULL && !weights_known)
+    return say(error_out, "adam: weights: \"both\" (the new weights into param and master) or "
+               "\"copy\" (into param alone, master only read)");
   if (!(c->loss_scale > 0) || isinf(c->loss_scale))
     return say(error_out, "adam: loss_scale %g: a positive finite number", (double)c->loss_scale);
   return TRUE;
@@ -738,7 +749,8 @@ stw_bind_adam(float *param, float *master, void *m, void *v, guint64 n, const ch
               guint64 step, char **error_out)
 {
   StwAdamConfig c;
-  if (!adam_config(adam_json, &c, error_out))
+  gboolean to_copy = FALSE;
+  if (!adam_config(adam_json, &c, &to_copy, error_out))
     return FALSE;
   if (step < 1)
     return say(error_out, "adam: step %" G_GUINT64_FORMAT " (from 1)", step);
@@ -746,15 +758,6 @@ stw_bind_adam(float *param, float *master, void *m, void *v, guint64 n, const ch
     return say(error_out, "adam: an array is NULL (param, master, m and v are all needed)");
   if (n < 1 || n > STW_TRACE_MAX_NUMEL)
     return say(error_out, "adam: %" G_GUINT64_FORMAT " elements (1 to 2^48)", n);
-  cJSON *o = options_of("adam", adam_json, error_out);
-  const cJSON *weights = cJSON_GetObjectItem(o, "weights");
-  gboolean to_copy = cJSON_IsString(weights) && strcmp(weights->valuestring, "copy") == 0;
-  gboolean known = weights == NULL || to_copy ||
-                   (cJSON_IsString(weights) && strcmp(weights->valuestring, "both") == 0);
-  cJSON_Delete(o);
-  if (!known)
-    return say(error_out, "adam: weights: \"both\" (the new weights into param and master) or "
-               "\"copy\" (into param alone, master only read)");
   if (to_copy)
     stw_compute_host_adam_to_copy(param, master, m, v, n, &c, step);
   else
@@ -780,7 +783,7 @@ stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *adam_json, 
                       char **error_out)
 {
   StwAdamConfig c;
-  if (!adam_config(adam_json, &c, error_out))
+  if (!adam_config(adam_json, &c, NULL, error_out))
     return FALSE;
   if (tensor >= r->model->tensors->len || step < 1)
     return say(error_out, "adam: tensor %u of %u, step %" G_GUINT64_FORMAT " (from 1)", tensor,

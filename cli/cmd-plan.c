@@ -92,18 +92,18 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
   if (elsewhere != NULL)
     printf("  assumes      %s\n", elsewhere);
-  gboolean cpu_adam = FALSE, in_copy = FALSE;
-  for (guint32 i = 0; i < n; i++)
-    if (stw_optim_on_cpu(p->optim[i]) && !stw_chunking_chunk(c, i)->frozen) {
-      in_copy = cpu_adam ? in_copy : stw_adam_steps_in_copy(c, i, p->optim[i], t->model.gradients);
-      cpu_adam = TRUE;
-    }
+  gboolean cpu_adam = FALSE;
+  guint in_copies = 0; /* the runtime steps them in their compute copies (cost.h) */
+  for (guint32 i = 0; i < n; i++) {
+    cpu_adam |= stw_optim_on_cpu(p->optim[i]) && !stw_chunking_chunk(c, i)->frozen;
+    in_copies += stw_adam_steps_in_copy(c, i, p->optim[i], t->model.gradients);
+  }
   if (cpu_adam && c->state_dtype == STW_DTYPE_BF16 && p->hw.cpu_adam_bf16_elems_per_s <= 0)
     printf("  assumes      CPU Adam with bf16 moments as fast as the fewer bytes it moves allow "
            "(the profile's fp32 rate x %.2f: it did not measure it; `stowage probe` does, and "
            "on few cores the step is bound by its arithmetic instead)\n",
            STW_ADAM_PROFILE_BYTES /
-               stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad, in_copy));
+               stw_adam_bytes_per_elem(c->dtype, c->state_dtype, c->amsgrad, in_copies > 0));
   guint counts[STW_N_OPTIMS] = { 0 }, frozen = 0;
   for (guint32 i = 0; i < n; i++) {
     if (stw_chunking_chunk(c, i)->frozen)
@@ -123,9 +123,6 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
                                ? g_strdup_printf(" (%u of them with their state on storage%s)",
                                                  on_storage, params)
                                : g_strdup("");
-  guint in_copies = 0; /* the runtime steps them in their compute copies (cost.h) */
-  for (guint32 i = 0; i < n; i++)
-    in_copies += stw_adam_steps_in_copy(c, i, p->optim[i], t->model.gradients);
   g_autofree char *copies = in_copies > 0 ? g_strdup_printf(" (%u of them in their fp32 compute "
                                                             "copies: 28 bytes an element, not 32)",
                                                             in_copies)

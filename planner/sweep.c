@@ -29,15 +29,18 @@ usage(GError **error, const char *message)
   return FALSE;
 }
 
-/* The model a request names: "model" (a zoo name or a file), or "model-config" (a file, read as
- * one even without a folder in its path); NULL for a trace. */
+/* The model a request of COMMAND names: "model" (a zoo name or a file), or "model-config" (a
+ * file, read as one even without a folder in its path); NULL for a trace. */
 static gboolean
-model_of(const StwRequest *r, char **model, GError **error)
+model_of(const StwRequest *r, const char *command, char **model, GError **error)
 {
   const char *name = stw_request_get(r, "model"), *file = stw_request_get(r, "model-config");
   *model = NULL;
-  if (name != NULL && file != NULL)
-    return usage(error, "whatif: give --model or --model-config, not both");
+  if (name != NULL && file != NULL) {
+    g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE,
+                "%s: give --model or --model-config, not both", command);
+    return FALSE;
+  }
   if (file != NULL)
     *model = strchr(file, '/') != NULL ? g_strdup(file) : g_build_filename(".", file, NULL);
   else
@@ -73,20 +76,17 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
 StwTrace *
 stw_request_synth(const StwRequest *r, GError **error)
 {
-  const char *name = stw_request_get(r, "model"), *file = stw_request_get(r, "model-config");
-  if (name != NULL && file != NULL) {
-    usage(error, "synth: give --model or --model-config, not both");
+  g_autofree char *model = NULL;
+  if (!model_of(r, "synth", &model, error))
     return NULL;
-  }
-  if (name == NULL && file == NULL) {
+  if (model == NULL) {
     usage(error, "synth: --model or --model-config is required (see 'stowage models')");
     return NULL;
   }
-  g_autofree char *model = NULL;
   StwModelConfig cfg;
   StwSynthOptions so;
   StwHardware hw;
-  if (!model_of(r, &model, error) || !stw_model_resolve(model, &cfg, error) ||
+  if (!stw_model_resolve(model, &cfg, error) ||
       !synth_options(r, &cfg, &so, error) ||
       !stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &so.batch, error))
     return NULL;
@@ -197,7 +197,7 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
   out->policies = g_array_new(FALSE, FALSE, sizeof(int));
   out->states = g_array_new(FALSE, FALSE, sizeof(int));
   g_autofree char *model = NULL;
-  if (!model_of(r, &model, error))
+  if (!model_of(r, "whatif", &model, error))
     return FALSE;
   if ((model == NULL) == (stw_request_get(r, "trace") == NULL && trace == NULL) ||
       (trace != NULL && stw_request_get(r, "trace") != NULL))
