@@ -11,8 +11,8 @@
 
 /* The command line as the user typed it. */
 typedef struct {
-  char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *hw_name,
-      *memory, *output, *freeze, *lora, *lora_targets;
+  char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
+      *hw_name, *memory, *output, *freeze, *lora, *lora_targets;
   gboolean checkpointing;
 } Line;
 
@@ -20,7 +20,7 @@ static void
 line_clear(Line *l)
 {
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
-                     &l->kernels, &l->loss, &l->hw_name, &l->memory, &l->output, &l->freeze,
+                     &l->kernels, &l->loss, &l->micro_steps, &l->hw_name, &l->memory, &l->output, &l->freeze,
                      &l->lora, &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
@@ -52,6 +52,10 @@ parse(Line *l, int argc, char **argv)
       "the loss: full (default: every token's logits kept for backward, as Hugging Face's "
       "models) or chunked (the LM head and cross-entropy fused over pieces of tokens, no logits "
       "kept: Liger's FusedLinearCrossEntropy, torchtune's chunked loss)", "L" },
+    { "micro-steps", 0, 0, STW_OPTION_TEXT, &l->micro_steps,
+      "forward-backward passes per iteration, each over --batch sequences, then one optimizer "
+      "step (gradient accumulation; default 1): the gradients are then the framework's "
+      "tensors, held to the step", "K" },
     { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },
@@ -101,7 +105,7 @@ request_of(const Line *l)
   const char *const pairs[][2] = {
     { "model", l->model }, { "batch", l->batch }, { "seq", l->seq }, { "dtype", l->dtype },
     { "attention", l->attention }, { "kernels", l->kernels }, { "loss", l->loss },
-    { "freeze", l->freeze }, { "lora", l->lora }, { "lora-targets", l->lora_targets },
+    { "micro-steps", l->micro_steps }, { "freeze", l->freeze }, { "lora", l->lora }, { "lora-targets", l->lora_targets },
     { "hw", l->hw_name }, { "memory", l->memory }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)

@@ -16,7 +16,7 @@
 typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
-      *attention, *kernels, *loss, *lora, *lora_targets;
+      *attention, *kernels, *loss, *micro_steps, *lora, *lora_targets;
   gboolean json, checkpointing;
 } Line;
 
@@ -26,7 +26,7 @@ line_clear(Line *l)
   stw_cli_planning_clear(&l->pl);
   char **texts[] = { &l->gpu, &l->policy, &l->model, &l->model_config, &l->batch, &l->seq,
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
-                     &l->kernels, &l->loss, &l->lora, &l->lora_targets };
+                     &l->kernels, &l->loss, &l->micro_steps, &l->lora, &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -69,6 +69,9 @@ parse(Line *l, int *argc, char ***argv)
       "with --model: eager (default) or fused, as synth --kernels", "K" },
     { "loss", 0, 0, STW_OPTION_TEXT, &l->loss,
       "with --model: full (default) or chunked, as synth --loss", "L" },
+    { "micro-steps", 0, 0, STW_OPTION_TEXT, &l->micro_steps,
+      "with --model: forward-backward passes per step (gradient accumulation), as synth "
+      "--micro-steps", "K" },
     { "lora", 0, 0, STW_OPTION_TEXT, &l->lora,
       "with --model: LoRA adapters of this rank, the base frozen", "RANK" },
     { "lora-targets", 0, 0, STW_OPTION_TEXT, &l->lora_targets,
@@ -105,7 +108,7 @@ request_of(const Line *l, const char *trace)
     { "trace", trace }, { "gpu", l->gpu }, { "policy", l->policy }, { "model", l->model },
     { "model-config", l->model_config }, { "batch", l->batch }, { "seq", l->seq },
     { "dtype", l->dtype }, { "attention", l->attention }, { "kernels", l->kernels },
-    { "loss", l->loss }, { "chunk-size", l->chunks },
+    { "loss", l->loss }, { "micro-steps", l->micro_steps }, { "chunk-size", l->chunks },
     { "lora", l->lora }, { "lora-targets", l->lora_targets }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)

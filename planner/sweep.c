@@ -50,7 +50,8 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
 
 /* The synthesis options a request gives for model CFG, the defaults where it does not: batch 1,
  * the model's longest sequence ("seq"), bf16 ("dtype"), "checkpointing", naive "attention", eager
- * "kernels", the full "loss", "lora" and "lora-targets"; the request's texts borrowed. */
+ * "kernels", the full "loss", "lora" and "lora-targets", one of "micro-steps"; the request's
+ * texts borrowed. */
 static gboolean
 synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,
               GError **error)
@@ -60,6 +61,8 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                            .kernels = STW_KERNELS_DEFAULT };
   int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss;
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
+      !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &so->micro_steps,
+                         error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dtype, error) ||
       !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
       !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
@@ -205,11 +208,12 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
   if (stw_request_get(r, "gpu") == NULL)
     return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
-                                            "attention", "kernels", "loss", NULL };
+                                            "attention", "kernels", "loss", "micro-steps",
+                                            NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, --attention, "
-                   "--kernels and --loss go with --model");
+                   "--kernels, --loss and --micro-steps go with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

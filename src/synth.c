@@ -21,6 +21,8 @@ typedef struct {
   guint64 e;              /* activation element bytes */
   guint64 live;           /* non-model bytes live now */
   GArray *residuals;      /* guint64: skipped gradients waiting for their block's start */
+  gboolean framework;     /* gradients are the framework's tensors (several micro-steps) */
+  guint8 *has_grad;       /* per tensor, with FRAMEWORK: its gradient tensor exists */
 } Synth;
 
 /* Whether op G's time is its GEMMs' (projections; attention's scores and weighted sum, fused or
@@ -248,6 +250,22 @@ backward_op(Synth *s, const StwGraphOp *g)
       g_array_set_size(s->residuals, s->residuals->len - 1);
     }
   }
+  if (s->framework) {
+    /* PyTorch's AccumulateGrad: a parameter's first gradient becomes its .grad, held to the
+     * optimizer step; a later one (a tied weight's second use, the next micro-steps) is
+     * computed apart and added in, only at its op */
+    guint64 held = 0, added = 0;
+    for (guint32 k = 0; k < op->n_grads; k++) {
+      guint64 bytes = stw_trace_tensor(s->trace, op->grads[k])->numel * s->e;
+      if (s->has_grad[op->grads[k]])
+        added += bytes;
+      else
+        held += bytes;
+      s->has_grad[op->grads[k]] = 1;
+    }
+    op->nonmodel_peak_bytes += held + added;
+    s->live += held;
+  }
   /* the input's gradient costs the forward's FLOPs, the weights' gradient as much again: a
    * frozen weight has none */
   double share = trained_share(s, g);
@@ -336,12 +354,14 @@ static void
 optimizer_ops(Synth *s)
 {
   StwTrace *t = s->trace;
+  guint64 grads = s->live - s->graph->io_bytes; /* the framework's gradients, to the step */
   for (guint32 id = 0; id < t->tensors->len; id++) {
     const StwTensor *x = stw_trace_tensor(t, id);
     if (x->frozen)
       continue;
     g_autofree char *name = g_strconcat("adam.", x->name, NULL);
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
+    op->nonmodel_bytes = op->nonmodel_peak_bytes = grads;
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
     double bytes = (double)x->numel * (double)(2 * s->e + 24);
     /* no per-operator overhead: optimizers step many tensors per launch (multi-tensor apply) */
@@ -358,6 +378,12 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
     g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
                 "batch %" G_GUINT64_FORMAT " is out of range (expected 1 to %d)", o->batch,
                 STW_SYNTH_MAX_BATCH);
+    return FALSE;
+  }
+  if (o->micro_steps > STW_SYNTH_MAX_MICRO_STEPS) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "%" G_GUINT64_FORMAT " micro-steps are out of range (expected 1 to %d)",
+                o->micro_steps, STW_SYNTH_MAX_MICRO_STEPS);
     return FALSE;
   }
   if (o->seq < 1 || o->seq > c->max_seq) {
@@ -399,6 +425,49 @@ now_iso8601(void)
   return g_date_time_format(dt, "%Y-%m-%dT%H:%M:%SZ");
 }
 
+/* One forward and backward run of S's graph, its blocks' op indices noted in OPS_NOTED (four
+ * arrays of a slot per layer: forward first and last, backward first and last). */
+static void
+micro_step(Synth *s, gboolean checkpointing, guint32 *ops_noted)
+{
+  const StwModelGraph *graph = s->graph;
+  StwTrace *t = s->trace;
+  gsize L = MAX(graph->config.layers, 1);
+  memset(ops_noted, 0xff, 4 * L * sizeof(guint32));
+  BlockOps bo = { ops_noted, ops_noted + L, ops_noted + 2 * L, ops_noted + 3 * L };
+  guint64 live_before = s->live;
+
+  /* forward */
+  for (guint i = 0; i < graph->ops->len; i++) {
+    const StwGraphOp *g = graph->ops->pdata[i];
+    gboolean ckpt = checkpointing && g->layer >= 0;
+    gboolean first = i == 0 || ((StwGraphOp *)graph->ops->pdata[i - 1])->layer != g->layer;
+    forward_op(s, g, STW_STAGE_FWD, "", !ckpt, ckpt && first);
+    block_ops_note(bo.fwd_first, bo.fwd_last, g->layer, t->ops->len - 1);
+  }
+
+  /* backward, recomputing each checkpointed block just before its gradients */
+  for (guint i = graph->ops->len; i-- > 0;) {
+    const StwGraphOp *g = graph->ops->pdata[i];
+    if (checkpointing && g->layer >= 0 &&
+        (i + 1 == graph->ops->len || ((StwGraphOp *)graph->ops->pdata[i + 1])->layer != g->layer)) {
+      guint first, last;
+      block_range(graph, g->layer, &first, &last);
+      for (guint k = first; k <= last; k++) {
+        forward_op(s, graph->ops->pdata[k], STW_STAGE_BWD, ".recompute", TRUE, k == first);
+        block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
+      }
+      /* the block's output already lived once as the next block's input; drop the copy */
+      s->live -= ((StwGraphOp *)graph->ops->pdata[last])->out_bytes;
+    }
+    backward_op(s, g);
+    block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
+  }
+  g_assert(s->residuals->len == 0);
+  /* what is left is what was there before and the gradients the run made */
+  g_assert(s->framework ? s->live >= live_before : s->live == live_before);
+}
+
 StwTrace *
 stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
                 const StwHardware *hw, GError **error)
@@ -426,7 +495,8 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.name = g_strdup(config->name);
   t->model.has_config = TRUE;
   t->model.config = *config;
-  t->model.batch = options->batch;
+  guint32 micro_steps = (guint32)MAX(options->micro_steps, 1);
+  t->model.batch = options->batch * micro_steps; /* the iteration's, over its micro-steps */
   t->model.seq = options->seq;
   t->model.checkpointing = options->checkpointing;
   t->model.attention = options->attention;
@@ -460,46 +530,25 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     stw_model_graph_chunk_loss(graph, trained);
   }
   t->model.loss = options->loss;
+  t->model.micro_steps = micro_steps;
+  if (micro_steps > 1) /* the next forward must not find gradients in the chunks */
+    t->model.gradients = STW_GRADIENTS_FRAMEWORK;
+  g_autofree guint8 *has_grad = g_new0(guint8, t->tensors->len);
   Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels,
               .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
-              .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)) };
+              .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)),
+              .framework = micro_steps > 1, .has_grad = has_grad };
   gsize L = MAX(config->layers, 1);
   g_autofree guint32 *ops_noted = g_new(guint32, 4 * L);
-  memset(ops_noted, 0xff, 4 * L * sizeof(guint32));
-  BlockOps bo = { ops_noted, ops_noted + L, ops_noted + 2 * L, ops_noted + 3 * L };
-
-  /* forward */
-  for (guint i = 0; i < graph->ops->len; i++) {
-    const StwGraphOp *g = graph->ops->pdata[i];
-    gboolean ckpt = options->checkpointing && g->layer >= 0;
-    gboolean first = i == 0 || ((StwGraphOp *)graph->ops->pdata[i - 1])->layer != g->layer;
-    forward_op(&s, g, STW_STAGE_FWD, "", !ckpt, ckpt && first);
-    block_ops_note(bo.fwd_first, bo.fwd_last, g->layer, t->ops->len - 1);
-  }
-
-  /* backward, recomputing each checkpointed block just before its gradients */
-  for (guint i = graph->ops->len; i-- > 0;) {
-    const StwGraphOp *g = graph->ops->pdata[i];
-    if (options->checkpointing && g->layer >= 0 &&
-        (i + 1 == graph->ops->len || ((StwGraphOp *)graph->ops->pdata[i + 1])->layer != g->layer)) {
-      guint first, last;
-      block_range(graph, g->layer, &first, &last);
-      for (guint k = first; k <= last; k++) {
-        forward_op(&s, graph->ops->pdata[k], STW_STAGE_BWD, ".recompute", TRUE, k == first);
-        block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
-      }
-      /* the block's output already lived once as the next block's input; drop the copy */
-      s.live -= ((StwGraphOp *)graph->ops->pdata[last])->out_bytes;
-    }
-    backward_op(&s, g);
-    block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
-  }
-  g_assert(s.residuals->len == 0);
-  g_assert(s.live == graph->io_bytes);
+  for (guint32 m = 0; m < micro_steps; m++)
+    micro_step(&s, options->checkpointing, ops_noted);
   g_array_unref(s.residuals);
 
   optimizer_ops(&s);
-  add_blocks(t, graph, &bo);
+  /* the blocks of the last forward-backward run (with several, the planner decides none: they
+   * say what each block keeps) */
+  add_blocks(t, graph, &(BlockOps){ ops_noted, ops_noted + L, ops_noted + 2 * L,
+                                    ops_noted + 3 * L });
 
   g_autofree char *what = g_strdup_printf("the trace of %s at batch %" G_GUINT64_FORMAT " x seq %"
                                           G_GUINT64_FORMAT, config->name, options->batch,

@@ -206,8 +206,8 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --attention, --kernels and --loss go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
-expect 2 "--kernels and --loss go with --model" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--batch, --seq, --dtype, --checkpointing, --attention, --kernels, --loss and --micro-steps go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels, --loss and --micro-steps go with --model" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
 # the default policy uses the host budget it is given: where only a placement that keeps more on
@@ -227,6 +227,15 @@ expect 0 "peak non-model memory  9.95 GiB at op 292 loss.bwd (bwd)" "the full lo
 expect 2 "--loss: 'sliced' is not one of full, chunked" "synth with an unknown loss" -- $S synth --model gpt2 --loss sliced -o "$T/never.json"
 expect 2 "--loss: 'sliced' is not one of full, chunked" "whatif with an unknown loss" -- $S whatif --model gpt2 --gpu 8GiB --loss sliced
 expect 2 "--loss: 'sliced' is not one of full, chunked" "capacity with an unknown loss" -- $S capacity --family gpt2 --loss sliced
+# gradient accumulation: four micro-steps of 2 x 128, their gradients PyTorch's .grad tensors
+# held from the first backward to the step (237 MiB more at the peak), the tokens/s the iteration's
+$S synth --model gpt2 --batch 2 --seq 128 --micro-steps 4 -o "$T/accum.json" > /dev/null 2>&1
+expect 0 "iteration   4 micro-steps; gradients in the framework's tensors" "synth --micro-steps: the trace's runs" -- $S inspect "$T/accum.json"
+expect 0 "batch 8 x seq 128" "synth --micro-steps: the iteration's sequences" -- $S inspect "$T/accum.json"
+expect 0 "peak non-model memory  417.69 MiB at op 301 lm_head.bwd (bwd)" "synth --micro-steps: the gradients held" -- $S inspect "$T/accum.json"
+expect 0 "    2  2.00 GiB  stowage  38,597,632  73.62 MiB  0 B   41.24 ms    24,829  5.9%     1.19x  yes    2.50 GiB  fp32" "whatif --micro-steps: a chunk moves to make room for the gradients" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gpu 2GiB --policy stowage
+expect 2 "--micro-steps: '0' is not valid: expected a whole number from 1 to 1024" "synth --micro-steps 0" -- $S synth --model gpt2 --micro-steps 0 -o "$T/never.json"
+expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "micro-steps on two GPUs: refused, said" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
 # nodes: --gpus per node, the profile's node size and links checked first
 P12=$STW_SRCDIR/traces/pstar-12b-b8-s1024-ckpt.json
 expect 0 "on 2 nodes of 8 x A100-SXM4-80GB with 32.00 GiB of GPU memory each" "compare on two DGX A100 nodes" -- $S compare "$P12" --gpu 32GiB --nodes 2 --cpu 480GiB --hw A100-SXM4-80GB

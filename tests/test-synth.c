@@ -103,6 +103,74 @@ test_tiny_exact_bytes(void)
     g_assert_cmpuint(writes[i], ==, 1);
 }
 
+/* The index of the K-th (from 0) op named NAME in T. */
+static guint
+nth_op(const StwTrace *t, const char *name, guint k)
+{
+  for (guint i = 0; i < t->ops->len; i++)
+    if (g_str_equal(stw_trace_op(t, i)->name, name) && k-- == 0)
+      return i;
+  g_error("no op %s", name);
+  return 0;
+}
+
+/* Gradient accumulation (synth --micro-steps 3) on the same GPT: the forward-backward ops three
+ * times, then the optimizer's; the gradients PyTorch's .grad tensors (324 parameters, 1,296
+ * bytes), each held from the first op that writes it to the optimizer step, a later write (the
+ * tied wte's second, the next micro-steps') computed apart and added in at its op; every run's
+ * ops as long as the single run's. */
+static void
+test_micro_steps(void)
+{
+  g_autoptr(StwTrace) one = synth_tiny(FALSE, STW_ATTENTION_NAIVE);
+  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
+                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
+                         .tied = TRUE };
+  StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32, .micro_steps = 3 };
+  g_autoptr(StwTrace) t = synth_on_default(&cfg, &opt);
+  g_assert_cmpuint(t->ops->len, ==, 3 * 24 + 16);
+  g_assert_cmpuint(t->model.micro_steps, ==, 3);
+  g_assert_cmpint(t->model.gradients, ==, STW_GRADIENTS_FRAMEWORK);
+  g_assert_cmpuint(t->model.batch, ==, 6); /* the iteration's sequences */
+  g_assert_cmpuint(one->model.batch, ==, 2);
+  guint64 grads = 0;
+  for (guint i = 0; i < t->tensors->len; i++)
+    grads += stw_trace_tensor(t, i)->numel * 4;
+  g_assert_cmpuint(grads, ==, 1296);
+  static const struct {
+    const char *op;
+    guint run;
+    guint64 start, peak;
+  } expect[] = {
+    { "embed", 0, 96, 192 },          /* as the single run's */
+    { "loss.bwd", 0, 2380, 2860 },
+    { "lm_head.bwd", 0, 2352, 2448 + 160 }, /* wte's gradient, held */
+    { "embed.bwd", 0, 192 + 1296 - 128, 192 + 1296 - 128 + 128 + 160 }, /* wpe's new, wte's added */
+    { "embed", 1, 96 + 1296, 192 + 1296 }, /* the gradients through the next run */
+    { "lm_head.bwd", 1, 2352 + 1296, 2448 + 1296 + 160 },
+    { "embed.bwd", 2, 192 + 1296, 192 + 1296 + 128 + 160 },
+    { "adam.wte", 0, 1296, 1296 }, /* all of them to the step */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(expect); i++) {
+    const StwOp *op = stw_trace_op(t, nth_op(t, expect[i].op, expect[i].run));
+    g_test_message("%s, run %u", expect[i].op, expect[i].run);
+    g_assert_cmpuint(op->nonmodel_bytes, ==, expect[i].start);
+    g_assert_cmpuint(op->nonmodel_peak_bytes, ==, expect[i].peak);
+  }
+  for (guint run = 0; run < 3; run++)
+    for (guint i = 0; i < 24; i++) {
+      const StwOp *a = stw_trace_op(one, i), *b = stw_trace_op(t, run * 24 + i);
+      g_assert_cmpstr(a->name, ==, b->name);
+      g_assert_cmpuint(a->duration_ns, ==, b->duration_ns);
+      g_assert_cmpuint(a->flops, ==, b->flops);
+    }
+  /* the blocks are the last run's */
+  g_assert_cmpuint(t->blocks->len, ==, 1);
+  const StwBlock *b = &g_array_index(t->blocks, StwBlock, 0);
+  g_assert_cmpuint(b->fwd_first, ==, 2 * 24 + 1);
+  g_assert_cmpuint(b->saved_bytes, ==, g_array_index(one->blocks, StwBlock, 0).saved_bytes);
+}
+
 /* The chunked loss (synth --loss chunked) on the same GPT: pieces of 2 tokens (T = 6 over
  * ceil(10 / 4) = 3, to a power of two), a piece's logits 2 x 10 x 4 = 80 bytes at a time; the
  * hidden states' gradient (96) and the tied head's weight gradient (160) kept from the forward
@@ -535,6 +603,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/tiny-exact-bytes", test_tiny_exact_bytes);
   g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
   g_test_add_func("/synth/chunked-loss", test_chunked_loss);
+  g_test_add_func("/synth/micro-steps", test_micro_steps);
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);

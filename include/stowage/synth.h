@@ -49,7 +49,13 @@ typedef struct {
   guint64 lora_rank;        /* 0, or LoRA adapters of this rank on LORA_TARGETS, the rest of the
                              * model frozen (stw_model_graph_add_lora) */
   const char *lora_targets; /* NULL: "q,v" */
+  guint64 micro_steps;      /* forward-backward passes per iteration, each over BATCH
+                             * sequences (gradient accumulation), then one optimizer step; 0 or
+                             * 1: one. Several keep the gradients as the framework's own tensors
+                             * (model.gradients "framework"), counted in the non-model memory */
 } StwSynthOptions;
+
+#define STW_SYNTH_MAX_MICRO_STEPS 1024
 
 /* The trace of one iteration of CONFIG under OPTIONS on HW, the caller's (stw_trace_free); NULL
  * with ERROR (STW_SYNTH_ERROR) when the options do not fit the model or the hardware, or the
