@@ -15,9 +15,10 @@ static void
 test_shipped(void)
 {
   g_auto(GStrv) names = stw_hardware_names();
-  g_assert_cmpuint(g_strv_length(names), ==, 14);
+  g_assert_cmpuint(g_strv_length(names), ==, 16);
   g_assert_cmpstr(names[0], ==, "A100-80GB-PCIe4");
-  g_assert_cmpstr(names[13], ==, "V100-SXM2-32GB");
+  g_assert_cmpstr(names[13], ==, "TitanRTX-24GB-PCIe3");
+  g_assert_cmpstr(names[15], ==, "V100-SXM2-32GB");
   for (char **n = names; *n != NULL; n++) {
     StwHardware hw;
     GError *error = NULL;
@@ -37,6 +38,11 @@ test_shipped(void)
   g_assert_cmpfloat(v100.flops_per_s[STW_DTYPE_BF16], ==, 0); /* Volta has no bf16 */
   g_assert_cmpuint(v100.node_gpus, ==, 0);                   /* a PCIe card: no node given */
   g_assert_cmpuint(v100.gpus_per_pcie_switch, ==, 1);
+  StwHardware titan; /* Turing: fp16 tensor cores at full rate with fp32 accumulation */
+  g_assert_true(stw_hardware_lookup("TitanRTX-24GB-PCIe3", &titan, NULL));
+  g_assert_cmpfloat(titan.flops_per_s[STW_DTYPE_BF16], ==, 0);
+  g_assert_cmpfloat(titan.flops_per_s[STW_DTYPE_FP16], ==, 130.5e12);
+  g_assert_cmpuint(titan.gpu_memory_bytes, ==, 24220 * STW_MiB);
   /* the servers: nodes, fabrics, networks */
   StwHardware dgx;
   g_assert_true(stw_hardware_lookup("A100-SXM4-80GB", &dgx, NULL));
