@@ -50,9 +50,11 @@ print_config_file(const char *file, gboolean json)
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads; biases: %s; LM head %s; context %" G_GUINT64_FORMAT "\n",
-         c.heads, stw_model_head_dim(&c), c.kv_heads, biases->len ? biases->str : "none",
-         c.tied ? "tied to the embeddings" : "its own", c.max_seq);
+         " key/value heads%s; biases: %s; LM head %s; context %" G_GUINT64_FORMAT "\n",
+         c.heads, stw_model_head_dim(&c), c.kv_heads,
+         c.qk_norm ? ", queries and keys RMS-normed per head" : "",
+         biases->len ? biases->str : "none", c.tied ? "tied to the embeddings" : "its own",
+         c.max_seq);
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

@@ -23,10 +23,11 @@ typedef enum {
   HF_QWEN2,
   HF_GEMMA,
   HF_BERT,
+  HF_QWEN3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
-                                           "qwen2",   "gemma",    "bert",  NULL };
+                                           "qwen2",   "gemma",    "bert",  "qwen3",   NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -77,6 +78,10 @@ static const HfRow hf_rows[] = {
                  .ffn_default = 24576, .max_seq_default = 8192, .vocab_default = 256000,
                  .kv_default = 16, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
                  .reads_attention_bias = TRUE },
+  [HF_QWEN3] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                 .ffn_default = 22016, .max_seq_default = 32768, .vocab_default = 151936,
+                 .kv_default = 32, .kv_null_ok = TRUE, .head_dim_default = 128,
+                 .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_BERT] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -240,8 +245,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   static const StwArch arch_of[] = { [HF_GPT2] = STW_ARCH_GPT,     [HF_NEOX] = STW_ARCH_NEOX,
                                      [HF_LLAMA] = STW_ARCH_LLAMA,  [HF_MISTRAL] = STW_ARCH_LLAMA,
                                      [HF_MIXTRAL] = STW_ARCH_LLAMA, [HF_QWEN2] = STW_ARCH_LLAMA,
-                                     [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT };
-  StwModelConfig c = { .arch = arch_of[type], .tied = row->tied };
+                                     [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT,
+                                     [HF_QWEN3] = STW_ARCH_LLAMA };
+  StwModelConfig c = { .arch = arch_of[type], .tied = row->tied, .qk_norm = type == HF_QWEN3 };
   gboolean gpt2 = type == HF_GPT2;
   /* GPT-2 has names of its own, and takes the common ones too */
   if (!get_size(h, gpt2 ? row->layers : NULL, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS,

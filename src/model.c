@@ -92,6 +92,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "experts must be at most 1024";
   else if (c->experts > 1 && c->arch != STW_ARCH_LLAMA)
     problem = "a mixture of experts is modelled for llama-style blocks only";
+  else if (c->qk_norm && c->arch != STW_ARCH_LLAMA)
+    problem = "qk_norm is modelled for llama-style blocks only";
   else if (c->experts_per_token > stw_model_experts(c))
     problem = "experts_per_token must be at most experts";
   else if (c->ffn < 1 || c->ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
@@ -117,12 +119,12 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
 
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
-  "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", NULL
+  "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
-  "experts_per_token", NULL
+  "experts_per_token", "qk_norm", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -132,7 +134,8 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   if (!stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
       !stw_json_get_u64(r, obj, "experts_per_token", FALSE, 1, STW_MODEL_MAX_EXPERTS,
-                        &c->experts_per_token, error))
+                        &c->experts_per_token, error) ||
+      !stw_json_get_bool(r, obj, "qk_norm", FALSE, &c->qk_norm, error))
     return FALSE;
   for (int site = 0; site < STW_N_SITES; site++) {
     if (cJSON_GetObjectItemCaseSensitive(obj, stw_bias_site_names[site]) == NULL)
@@ -222,6 +225,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "experts", c->experts);
     stw_json_add_u64(o, "experts_per_token", stw_model_active_experts(c));
   }
+  if (c->qk_norm)
+    cJSON_AddBoolToObject(o, "qk_norm", TRUE);
   return o;
 }
 
@@ -610,16 +615,33 @@ build_llama(Builder *b)
     g_autofree char *n2 = g_strconcat(p, ".post_attention_layernorm", NULL);
     g_autofree char *nq = g_strconcat(pa, ".q_proj", NULL), *nk = g_strconcat(pa, ".k_proj", NULL);
     g_autofree char *nv = g_strconcat(pa, ".v_proj", NULL), *no = g_strconcat(pa, ".o_proj", NULL);
-    Ids ln1 = { 0 }, qkv = { 0 }, out = { 0 }, ln2 = { 0 };
+    Ids ln1 = { 0 }, qkv = { 0 }, qk = { 0 }, out = { 0 }, ln2 = { 0 };
     norm_params(b, &ln1, d, TRUE, n1);
     projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
     projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
     projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
+    if (c->qk_norm) {
+      g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
+      g_autofree char *nkn = g_strconcat(pa, ".k_norm", NULL);
+      norm_params(b, &qk, stw_model_head_dim(c), TRUE, nqn);
+      norm_params(b, &qk, stw_model_head_dim(c), TRUE, nkn);
+    }
     projection(b, &out, STW_SITE_OUT, d, q, d, no);
     norm_params(b, &ln2, d, TRUE, n2);
 
     norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, ln1.n, ln1.id)->residual = STW_RESIDUAL_OPEN;
     linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
+    if (c->qk_norm) {
+      /* each head's queries and keys normed, an fp32 statistic per head and token and the
+       * input kept for backward; the values pass along, counted with the queries and keys as
+       * the rotary op after it counts them (a kv-wide overcount of what is kept) */
+      StwGraphOp *qkn = op(b, l, STW_OP_NORM_QK, "attn.qk_norm");
+      op_params(qkn, qk.n, qk.id);
+      qkn->flops = 4 * b->T * (q + kv);
+      qkn->in_bytes = qkn->out_bytes = b->T * (q + 2 * kv) * b->e;
+      qkn->saved_extra_bytes = b->T * (c->heads + c->kv_heads) * 4;
+      qkn->saves_input = TRUE;
+    }
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
     attention_core(b, l, q, kv, TRUE);
     linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;

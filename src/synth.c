@@ -86,6 +86,13 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     if (c->arch == STW_ARCH_LLAMA) /* RMSNorm in fp32, op by op; LayerNorm is one kernel */
       x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
     break;
+  case STW_OP_NORM_QK: { /* Qwen3's two RMSNorms, in fp32 op by op, over q and k: the values,
+                          * which the fused model counts moved, are not touched */
+    double normed = in - T * kv;
+    x = (Eager){ normed * (28 + 2 * e) - 2 * e * T * kv, normed * (52 + 4 * e) - 3 * e * T * kv,
+                 16, 24 };
+    break;
+  }
   case STW_OP_ROPE: { /* q and k (not v): x*cos + rotate_half(x)*sin, five kernels each */
     double rotated = in - T * kv;
     x = (Eager){ 12 * e * rotated - 2 * e * in, 12 * e * rotated - 2 * e * in, 10, 14 };

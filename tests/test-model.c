@@ -181,6 +181,8 @@ test_hf_configs(void)
     { "Qwen2-7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7615616512), 4, 128, FALSE },
     { "Qwen2-0.5B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(494032768), 2, 64, TRUE },
     { "gemma-7b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8537680896), 16, 256, TRUE },
+    { "Qwen3-8B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8190735360), 8, 128, FALSE },
+    { "Qwen3-4B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4022468096), 8, 128, TRUE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -208,6 +210,49 @@ test_hf_configs(void)
   g_assert_false(stw_model_has_bias(&q, STW_SITE_MLP));
   g_assert_true(stw_model_resolve(mp, &m, NULL));
   g_assert_cmpuint(stw_model_experts(&m), ==, 8);
+  /* Qwen3: no biases; each head's queries and keys RMS-normed (2 x 128 weights a block), which
+   * the other llama-style models lack */
+  StwModelConfig q3;
+  g_autofree char *q3p = stw_test_fixture("hf/Qwen3-8B/config.json");
+  g_assert_true(stw_model_resolve(q3p, &q3, NULL));
+  g_assert_true(q3.qk_norm);
+  g_assert_false(q.qk_norm);
+  g_assert_false(stw_model_has_bias(&q3, STW_SITE_QKV));
+  g_autoptr(StwModelGraph) g3 = stw_model_graph_new(&q3, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  guint norms = 0;
+  for (guint i = 0; i < g3->ops->len; i++) {
+    const StwGraphOp *o = g3->ops->pdata[i];
+    if (o->kind != STW_OP_NORM_QK)
+      continue;
+    norms++;
+    g_assert_cmpuint(o->params->len, ==, 2);
+    g_assert_cmpint(((StwGraphOp *)g3->ops->pdata[i - 1])->kind, ==, STW_OP_ATTN_QKV);
+    g_assert_cmpint(((StwGraphOp *)g3->ops->pdata[i + 1])->kind, ==, STW_OP_ROPE);
+    const StwGraphTensor *qn = g3->tensors->pdata[g_array_index(o->params, guint32, 0)];
+    g_assert_cmpuint(qn->numel, ==, 128);
+    g_assert_cmpuint(o->saved_extra_bytes, ==, 16 * (32 + 8) * 4); /* fp32, a head a token */
+  }
+  g_assert_cmpuint(norms, ==, 36);
+  g_assert_cmpstr(((StwGraphTensor *)g3->tensors->pdata[5])->name, ==,
+                  "layers.0.self_attn.q_norm.weight");
+  /* written and read back: qk_norm only where it is set */
+  cJSON *j = stw_model_config_to_json(&q3, TRUE);
+  g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "qk_norm")));
+  g_autofree char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  g_autofree char *dir = g_dir_make_tmp("stowage-q3-XXXXXX", NULL);
+  g_autofree char *back = g_build_filename(dir, "q3.json", NULL);
+  g_assert_true(g_file_set_contents(back, text, -1, NULL));
+  StwModelConfig again;
+  g_assert_true(stw_model_resolve(back, &again, NULL));
+  g_assert_true(again.qk_norm);
+  g_assert_cmpuint(stw_model_param_count(&again), ==, G_GUINT64_CONSTANT(8190735360));
+  g_remove(back);
+  g_rmdir(dir);
+  cJSON *plain = stw_model_config_to_json(&q, TRUE);
+  g_assert_null(cJSON_GetObjectItem(plain, "qk_norm"));
+  cJSON_Delete(plain);
   g_assert_cmpuint(stw_model_active_experts(&m), ==, 2);
 
   static const struct {

@@ -99,6 +99,8 @@ typedef struct {
   StwBias bias[STW_N_SITES]; /* by StwBiasSite */
   guint64 experts;    /* MLP experts per block (mixture of experts, llama only); 0 or 1: dense */
   guint64 experts_per_token; /* experts each token is routed to (top-k); 0: 1 */
+  gboolean qk_norm;   /* an RMSNorm over each head's queries and keys before rotary positions
+                       * (Qwen3; llama only), weights of head_dim each */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -182,6 +184,7 @@ typedef enum {
   STW_OP_LM_HEAD,        /* the projection to the vocabulary */
   STW_OP_LOSS,           /* cross-entropy */
   STW_OP_MOE_ROUTER,     /* a mixture of experts' router: a score per expert, top-k chosen */
+  STW_OP_NORM_QK,        /* RMSNorms over each head's queries and keys (Qwen3) */
   STW_N_OP_KINDS
 } StwOpKind;
 
