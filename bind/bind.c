@@ -775,6 +775,7 @@ stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_devi
   gboolean device = stw_runtime_optim(r->rt, tensor, &param, &master, &m, &v);
   if (on_device != NULL)
     *on_device = device && !r->backend->device_is_host;
+  stw_runtime_count_gradient_copy(r->rt, tensor); /* the caller copies it there */
   return param;
 }
 

@@ -8,6 +8,22 @@
 #include "schedule.h"
 #include "simulate-demand.h"
 
+/* The bytes of the framework's gradients copied to the host at the step, where CPU Adam steps
+ * their chunks (stw_gradients_cross_at_step): moves whatever the schedule. */
+static guint64
+gradient_copies(const StwPlan *p, const StwTrace *t)
+{
+  guint64 bytes = 0;
+  for (guint32 id = 0; id < t->tensors->len; id++) {
+    const StwTensor *x = stw_trace_tensor(t, id);
+    guint32 ch = p->chunking->chunk_of[id];
+    if (!x->frozen && stw_chunking_owned(p->chunking, ch) &&
+        stw_gradients_cross_at_step(p->chunking, ch, p->optim[ch], t->model.gradients))
+      bytes = stw_cost_add(bytes, x->numel * stw_dtype_bytes(x->dtype));
+  }
+  return bytes;
+}
+
 void
 stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gboolean detail,
                   StwPlanPredictions *out, StwSimulation *sim)
@@ -36,6 +52,7 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
     else if (a[i].kind == STW_ACTION_EVICT)
       out->d2h_bytes = stw_cost_add(out->d2h_bytes, d->bytes[a[i].item]);
   }
+  out->d2h_bytes = stw_cost_add(out->d2h_bytes, gradient_copies(p, t));
   /* the offloaded blocks' activations, out and back on the same links, held by the host */
   g_autoptr(GArray) moves = stw_trace_activation_moves(t);
   for (guint i = 0; i < moves->len; i++) {
@@ -81,5 +98,6 @@ stw_plan_lower_bound(const StwPlan *best, const StwTrace *t)
   guint64 activations = 0;
   for (guint i = 0; i < moves->len; i++)
     activations = stw_cost_add(activations, 2 * g_array_index(moves, StwActivationMove, i).bytes);
-  return stw_cost_add(stw_schedule_lower_bound(d, pinned), activations);
+  return stw_cost_add(stw_cost_add(stw_schedule_lower_bound(d, pinned), activations),
+                      gradient_copies(best, t));
 }

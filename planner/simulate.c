@@ -422,7 +422,20 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
       continue;
     guint32 param = stw_plan_item(c, STW_LIST_PARAM, ch);
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
-    double numel = (double)stw_trace_tensor(s->t, op->params[i])->numel;
+    const StwTensor *x = stw_trace_tensor(s->t, op->params[i]);
+    double numel = (double)x->numel;
+    if (stw_gradients_cross_at_step(c, ch, s->p->optim[ch], s->t->model.gradients)) {
+      /* the framework's gradient copied from the device into the chunk, tensor by tensor */
+      guint64 b = x->numel * stw_dtype_bytes(x->dtype);
+      guint64 from = MAX(t, s->d2h_free);
+      guint64 to = stw_cost_add(from, stw_transfer_ns(&s->p->hw,
+                                                      stw_chunking_ranks_per_node(c), b,
+                                                      !s->pageable[param]));
+      s->d2h_free = to;
+      copy_on_cores(s, from, to);
+      task(s, STW_SIM_D2H, param, 0, from, to, b);
+      start = MAX(start, to);
+    }
     gboolean stored = stw_optim_state_stored(s->p->optim[ch]);
     /* a chunk's state on storage comes whole into a staging buffer before its first tensor's
      * step, once the buffer's last chunk is written out (the runtime's tier.c); with its
@@ -498,14 +511,19 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
  * them; the rest PAGEABLE (per item, then per move; NULL: only the sums). The bytes the copies
  * touch into *NEED, those beyond the budget into *OVER. */
 static void
-pinned_copies(const StwPlan *p, const StwDemand *d, const GArray *moves, guint8 *pageable,
-              guint64 *need, guint64 *over)
+pinned_copies(const StwPlan *p, const StwDemand *d, StwGradients gradients, const GArray *moves,
+              guint8 *pageable, guint64 *need, guint64 *over)
 {
   g_autofree guint8 *copied = g_malloc0(MAX(d->n_items, 1));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   for (guint i = 0; i < p->schedule.actions->len; i++)
     if (a[i].kind == STW_ACTION_FETCH || a[i].kind == STW_ACTION_EVICT)
       copied[a[i].item] = 1;
+  /* and the chunks the framework's gradients are copied into at the step */
+  for (guint32 k = 0; k < stw_chunking_count(p->chunking) && k < d->n_items; k++)
+    if (stw_chunking_owned(p->chunking, k) &&
+        stw_gradients_cross_at_step(p->chunking, k, p->optim[k], gradients))
+      copied[stw_plan_item(p->chunking, STW_LIST_PARAM, k)] = 1;
   guint64 world = MAX(p->chunking->world, 1);
   guint64 budget = p->budgets.pinned_bytes > 0 ? p->budgets.pinned_bytes / world : G_MAXUINT64;
   /* parameters on storage are copied through two staging buffers (none with GPUDirect
@@ -551,7 +569,7 @@ stw_plan_pinned(const StwPlan *p, const StwTrace *t, guint64 *need, guint64 *pag
 {
   g_autoptr(StwDemand) d = stw_demand_of_plan(p, t);
   g_autoptr(GArray) moves = stw_trace_activation_moves(t);
-  pinned_copies(p, d, moves, NULL, need, pageable);
+  pinned_copies(p, d, t->model.gradients, moves, NULL, need, pageable);
 }
 
 void
@@ -582,7 +600,8 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   s.cpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   s.moves = stw_trace_activation_moves(t);
   s.pageable = g_malloc0(MAX(d->n_items + s.moves->len, 1));
-  pinned_copies(p, d, s.moves, s.pageable, &out->pinned_bytes, &out->pageable_bytes);
+  pinned_copies(p, d, t->model.gradients, s.moves, s.pageable, &out->pinned_bytes,
+                &out->pageable_bytes);
   move_events(&s);
   guint32 n_chunks = stw_chunking_count(p->chunking);
   s.adam_steps = g_new0(guint32, MAX(n_chunks, 1));

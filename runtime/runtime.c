@@ -62,6 +62,8 @@ struct StwRuntime {
   guint32 *first_of_chunk;  /* per chunk: its lowest tensor id, where its optimizer step runs */
   guint64 comm_received;    /* received in this runtime's own collectives this iteration (the
                              * trainer's, such as the loss's mean, are not the plan's) */
+  guint64 gradient_copies;  /* the framework's gradients its caller copied from the device into
+                             * host memory for CPU Adam this iteration (count_gradient_copy) */
   GError *failure;          /* what went wrong between ops, reported at the next op */
   /* fp32 compute copies stepped by CPU Adam, their gradients written into them on the device
    * (copy_keeps, per chunk as the items are indexed): the weights live in the compute copy's
@@ -1041,6 +1043,7 @@ stw_runtime_iteration_begin(StwRuntime *rt)
     load_start(rt);
   }
   rt->comm_received = 0;
+  rt->gradient_copies = 0;
 }
 
 gboolean
@@ -1070,7 +1073,7 @@ stw_runtime_iteration_end(StwRuntime *rt, GError **error)
   stw_store_iteration_end(rt->store);
   const StwStoreStats *ss = stw_store_stats(rt->store);
   rt->st.h2d_bytes = ss->h2d_bytes;
-  rt->st.d2h_bytes = ss->d2h_bytes;
+  rt->st.d2h_bytes = ss->d2h_bytes + rt->gradient_copies;
   return no_failure(rt, error);
 }
 
@@ -1396,6 +1399,16 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
     *out[l] = base + off;
   }
   return !cpu && rt->o.mode != STW_RUNTIME_PLAIN;
+}
+
+void
+stw_runtime_count_gradient_copy(StwRuntime *rt, guint32 tensor)
+{
+  const StwTensor *x = stw_trace_tensor(rt->model, tensor);
+  guint32 c = rt->c->chunk_of[tensor];
+  if (stw_gradients_cross_at_step(rt->c, c, rt->optim[rt->multi ? c - c % rt->world : c],
+                                  rt->model->model.gradients))
+    rt->gradient_copies += x->numel * stw_dtype_bytes(x->dtype);
 }
 
 StwDtype

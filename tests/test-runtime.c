@@ -453,6 +453,7 @@ run_accumulate(StwRuntime *rt, const StwTrace *t)
       gpointer param, m, v;
       float *master;
       stw_runtime_optim(rt, 0, &param, &master, &m, &v);
+      stw_runtime_count_gradient_copy(rt, 0); /* its gradient copied in (the plan's 64 B) */
       /* PyTorch's gradients arrive at the step: the master is the step's to write */
       g_assert_false(stw_runtime_optim_weights_in_copy(rt, 0));
       for (int i = 0; i < 16; i++) { /* a step of our own: every list changes */

@@ -146,6 +146,19 @@ stw_adam_steps_in_copy(const StwChunking *c, guint32 ch, guint8 place, StwGradie
          place == STW_OPTIM_CPU && !stw_chunking_chunk(c, ch)->frozen;
 }
 
+/* Whether the gradients of chunk CH of layout C, placed PLACE, cross from the device to the host
+ * at its optimizer step: the framework's own tensors (GRADIENTS: PyTorch's .grad, on the device
+ * from backward on), which the step copies into the chunk's host memory where CPU Adam steps
+ * it (stowage.torch.wrap does). Gradients written into the chunks go out with the chunks'
+ * evictions instead, which the schedule holds. */
+static inline gboolean
+stw_gradients_cross_at_step(const StwChunking *c, guint32 ch, guint8 place,
+                            StwGradients gradients)
+{
+  return gradients == STW_GRADIENTS_FRAMEWORK && stw_optim_on_cpu(place) &&
+         !stw_chunking_chunk(c, ch)->frozen;
+}
+
 typedef struct {
   guint64 gpu_bytes;       /* GPU memory the plan may use: chunks + non-model + reserve */
   guint64 cpu_bytes;       /* host memory for chunks */
@@ -186,8 +199,9 @@ typedef struct {
  * overhead per rank; 3: the storage tier's drives shared by a node's ranks and, staged, capped
  * by host memory, and a request behind one the other way at the profile's mixed figure; 4: CPU
  * Adam's rate scaled by the bytes each chunk's step moves against the profile's measured step
- * (28 bytes; an fp32 chunk whose master is apart from its copy 32, stepped in the copy 28). */
-#define STW_COST_MODEL 4
+ * (28 bytes; an fp32 chunk whose master is apart from its copy 32, stepped in the copy 28); 5: a
+ * framework's gradients copied from the device to the host before CPU Adam steps them. */
+#define STW_COST_MODEL 5
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
 typedef struct {

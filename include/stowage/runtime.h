@@ -177,6 +177,11 @@ gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, floa
  * more). The master stw_runtime_optim gives is then the compute copy itself where the chunk got
  * no gradient this iteration. */
 gboolean stw_runtime_optim_weights_in_copy(const StwRuntime *rt, guint32 tensor);
+/* The caller copies TENSOR's gradient, the framework's own tensor on the device, into the host
+ * memory stw_runtime_optim gave it, where CPU Adam steps it (stw_gradients_cross_at_step): the
+ * copy counts in the iteration's d2h_bytes, as the plan counts it. Nothing for gradients in the
+ * chunks, or a tensor stepped on the device. */
+void stw_runtime_count_gradient_copy(StwRuntime *rt, guint32 tensor);
 /* The dtype of Adam's moments in the layout: STW_DTYPE_FP32 or STW_DTYPE_BF16 (the plan's, or
  * in profile mode the model trace's model.state_dtype). */
 StwDtype stw_runtime_state_dtype(const StwRuntime *rt);
