@@ -207,8 +207,8 @@ static StwRequest *
 parse(int argc, char **argv, char **trace, char **output_out)
 {
   g_auto(StwCliPlanning) pl = { 0 };
-  g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL, *output = NULL,
-                  *objective = NULL;
+  g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL,
+                  *stage = NULL, *output = NULL, *objective = NULL;
   gboolean oversized = FALSE;
   GOptionEntry entries[] = {
     { "gpu", 'g', 0, STW_OPTION_TEXT, &gpu, "GPU memory budget (required), e.g. 16GiB",
@@ -224,7 +224,11 @@ parse(int argc, char **argv, char **trace, char **output_out)
     { "gemini-fraction", 0, 0, STW_OPTION_TEXT, &fraction,
       "gemini-static: share of chunks kept on the GPU (default: the most that fit)", "F" },
     { "prefetch-bucket", 0, 0, STW_OPTION_TEXT, &bucket,
-      "zero-infinity: elements fetched ahead (default 50000000)", "N" },
+      "zero-infinity, zero-offload at --zero-stage 3: elements fetched ahead (default "
+      "50000000)", "N" },
+    { "zero-stage", 0, 0, STW_OPTION_TEXT, &stage,
+      "zero-offload: DeepSpeed's ZeRO stage, 2 (default: every GPU holds the whole 16-bit "
+      "model) or 3 (its shard, the others' gathered for each use)", "S" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "plan file to write ('-': stdout)",
       "FILE" },
     G_OPTION_ENTRY_NULL

@@ -31,6 +31,7 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
   o->budgets.cpu_bytes = hw->cpu_memory_bytes;
   o->gemini_fraction = -1;
   o->prefetch_bucket_elems = 50000000; /* DeepSpeed's stage3_prefetch_bucket_size */
+  o->zero_stage = 2;
   o->activations = STW_ACTIVATIONS_AUTO;
   o->state_dtype = -1;
 }
@@ -488,8 +489,17 @@ plan_zero_offload(Attempt *at)
   g_autofree guint64 *cap = capacities(at, FALSE);
   g_autofree guint8 *optim = g_malloc0(at->n);
   g_autofree guint8 *hold = g_malloc0(at->n_items);
-  /* every rank keeps the whole fp16 model through forward and backward (ZeRO-2 with
-   * several ranks: gathered again after each step) */
+  /* every rank keeps its own fp16 chunks through forward and backward; at stage 2 the others'
+   * too, the whole model (with several ranks: gathered again after each step); at stage 3 it
+   * gathers the others' for each use, prefetching a bucket ahead, and releases them after */
+  if (at->o->zero_stage == 3) { /* its own chunks pinned: gathers come and go around them */
+    g_autofree guint8 *pinned = g_malloc0(at->n_items);
+    for (guint32 i = 0; i < at->n; i++)
+      if (stw_chunking_owned(at->c, i))
+        pinned[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;
+    guint64 bucket = at->o->prefetch_bucket_elems * stw_dtype_bytes(at->c->dtype);
+    return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, TRUE, bucket, FALSE);
+  }
   for (guint32 i = 0; i < at->n; i++) {
     if (stw_chunking_owned(at->c, i))
       hold[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;

@@ -20,7 +20,7 @@ static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
 
 static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "policy", "objective",
                                             "chunk-size", "oversized", "gemini-fraction",
-                                            "prefetch-bucket", NULL };
+                                            "prefetch-bucket", "zero-stage", NULL };
 static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, NULL };
 static const char *const minmem_options[] = { "slowdown", "policy", PLANNING_OPTIONS, NULL };
 
@@ -515,10 +515,16 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
   o->policy = (StwPolicy)policy;
   o->objective = (StwObjective)objective;
   o->allow_oversized = stw_request_get(r, "oversized") != NULL;
+  if (!needs(r, "zero-stage", "--policy zero-offload", o->policy == STW_POLICY_ZERO_OFFLOAD,
+             error) ||
+      !stw_request_count(r, "zero-stage", 2, 3, &o->zero_stage, error))
+    return FALSE;
   return needs(r, "gemini-fraction", "--policy gemini-static",
                o->policy == STW_POLICY_GEMINI_STATIC, error) &&
-         needs(r, "prefetch-bucket", "--policy zero-infinity",
-               o->policy == STW_POLICY_ZERO_INFINITY, error) &&
+         needs(r, "prefetch-bucket", "--policy zero-infinity, or zero-offload at --zero-stage 3",
+               o->policy == STW_POLICY_ZERO_INFINITY ||
+                   (o->policy == STW_POLICY_ZERO_OFFLOAD && o->zero_stage == 3),
+               error) &&
          needs(r, "objective", "--policy stowage (the default)", o->policy == STW_POLICY_STOWAGE,
                error) &&
          needs(r, "activations", "--policy stowage (the default; the baselines keep what their "

@@ -236,6 +236,12 @@ expect 0 "peak non-model memory  417.69 MiB at op 301 lm_head.bwd (bwd)" "synth 
 expect 0 "    2  2.00 GiB  stowage  38,597,632  73.62 MiB  18.02 MiB   41.46 ms    24,699  5.9%     1.19x  yes    2.50 GiB  fp32" "whatif --micro-steps: a chunk moves to make room for the gradients, and their gradients to the host for CPU Adam" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gpu 2GiB --policy stowage
 expect 2 "--micro-steps: '0' is not valid: expected a whole number from 1 to 1024" "synth --micro-steps 0" -- $S synth --model gpt2 --micro-steps 0 -o "$T/never.json"
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "micro-steps on two GPUs: refused, said" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
+# ZeRO-3 with CPU Adam: each of 4 GPUs keeps its quarter, gathering the rest for each use
+$S synth --model gpt2-xl --batch 4 --seq 1024 --checkpointing -o "$T/xl4.json" > /dev/null 2>&1
+expect 0 "  GPU peak     3.49 GiB of 8.00 GiB (chunks and non-model at op 388 loss.bwd)" "zero-offload --zero-stage 3: a quarter of the model resident" -- $S plan "$T/xl4.json" --gpu 8GiB --gpus 4 --policy zero-offload --zero-stage 3 -o "$T/z3.json"
+expect 0 "  GPU peak     5.74 GiB of 8.00 GiB (chunks and non-model at op 388 loss.bwd)" "zero-offload (stage 2): the whole model resident" -- $S plan "$T/xl4.json" --gpu 8GiB --gpus 4 --policy zero-offload -o "$T/z2.json"
+expect 2 "plan: --zero-stage goes with --policy zero-offload" "--zero-stage without zero-offload" -- $S plan "$T/xl4.json" --gpu 8GiB --zero-stage 3 -o "$T/never.json"
+expect 2 "--zero-stage: '1' is not valid: expected a whole number from 2 to 3" "--zero-stage 1" -- $S plan "$T/xl4.json" --gpu 8GiB --policy zero-offload --zero-stage 1 -o "$T/never.json"
 # nodes: --gpus per node, the profile's node size and links checked first
 P12=$STW_SRCDIR/traces/pstar-12b-b8-s1024-ckpt.json
 expect 0 "on 2 nodes of 8 x A100-SXM4-80GB with 32.00 GiB of GPU memory each" "compare on two DGX A100 nodes" -- $S compare "$P12" --gpu 32GiB --nodes 2 --cpu 480GiB --hw A100-SXM4-80GB

@@ -453,6 +453,49 @@ test_feasibility_monotone(void)
 }
 
 
+/* ZeRO-3 with its optimizer on the CPU (zero-offload --zero-stage 3): on 4 GPUs each keeps only
+ * its own quarter of the 16-bit model, gathering the others' chunks for each use (forward, the
+ * recomputation, backward) and releasing them after; so its GPU peak is below stage 2's, where
+ * every GPU holds the whole model, and it receives the gathers' bytes, three passes of the
+ * others' chunks a step (1/4 of them its own) beside the gradients' reduce-scatter. On one GPU
+ * there is no one to shard with: the plans are the same. Both pass check. */
+static void
+test_zero_stage_3(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2-xl", 4, 1024, TRUE);
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_ZERO_OFFLOAD, 8 * STW_GiB, 512 * STW_GiB);
+  StwPlan *plans[2][2];
+  for (int world = 0; world < 2; world++)
+    for (int stage = 0; stage < 2; stage++) {
+      o.world_size = world == 0 ? 1 : 4;
+      o.zero_stage = 2 + (guint64)stage;
+      GError *error = NULL;
+      plans[world][stage] = stw_planner_plan(t, "t", &o, &error);
+      g_assert_no_error(error);
+      g_assert_true(stw_plan_check(plans[world][stage], t, "p", NULL, NULL, &error));
+      g_assert_no_error(error);
+    }
+  g_assert_cmpuint(plans[0][1]->pred.cost_ns, ==, plans[0][0]->pred.cost_ns);
+  g_assert_cmpuint(plans[0][1]->pred.peak_gpu_bytes, ==, plans[0][0]->pred.peak_gpu_bytes);
+  const StwPlanPredictions *two = &plans[1][0]->pred, *three = &plans[1][1]->pred;
+  g_test_message("4 GPUs: stage 2 peak %" G_GUINT64_FORMAT " received %" G_GUINT64_FORMAT
+                 "; stage 3 peak %" G_GUINT64_FORMAT " received %" G_GUINT64_FORMAT,
+                 two->peak_gpu_bytes, two->comm_bytes, three->peak_gpu_bytes, three->comm_bytes);
+  g_assert_cmpuint(three->peak_gpu_bytes + STW_GiB, <, two->peak_gpu_bytes);
+  guint64 model = 0;
+  for (guint i = 0; i < t->tensors->len; i++)
+    model += stw_trace_tensor(t, i)->numel * 2;
+  /* three gathers of the others' three quarters and the reduce-scatter's: 4 x 3/4 of the
+   * model, and the chunks' padding */
+  g_assert_cmpuint(three->comm_bytes, >=, model * 3);
+  g_assert_cmpuint(three->comm_bytes, <, model * 3 + model / 2);
+  g_assert_cmpuint(2 * three->comm_bytes, >, 3 * two->comm_bytes); /* 4 passes against 2 */
+  for (int world = 0; world < 2; world++)
+    for (int stage = 0; stage < 2; stage++)
+      stw_plan_free(plans[world][stage]);
+}
+
 /* With oversized chunks (several sizes) the lower bound is still one: never above the bytes the
  * plan moves, at budgets from tight to roomy. */
 static void
@@ -1040,6 +1083,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/feasibility-monotone", test_feasibility_monotone);
   g_test_add_func("/planner/bound-mixed-sizes", test_bound_mixed_sizes);
   g_test_add_func("/planner/older-cost-model", test_older_cost_model);
+  g_test_add_func("/planner/zero-stage-3", test_zero_stage_3);
   g_test_add_func("/planner/activations", test_activations);
   g_test_add_func("/planner/activations-offload", test_activations_offload);
   g_test_add_func("/planner/storage-state", test_storage_state);

@@ -51,7 +51,11 @@ typedef struct {
   guint64 chunk_size_elems;      /* 0: search (stowage), or the smallest that fits */
   gboolean allow_oversized;      /* tensors above the chunk size get a chunk of their own */
   double gemini_fraction;        /* gemini-static: share of chunks kept on the GPU; < 0: auto */
-  guint64 prefetch_bucket_elems; /* zero-infinity: elements fetched ahead at most */
+  guint64 prefetch_bucket_elems; /* zero-infinity, zero-offload at stage 3: elements fetched
+                                  * ahead at most */
+  guint64 zero_stage;            /* zero-offload: DeepSpeed's ZeRO stage, 2 (the default: every
+                                  * rank holds the whole 16-bit model) or 3 (its own shard, the
+                                  * others' gathered for each use and released after) */
   guint32 world_size;            /* data-parallel GPUs; 0: the trace's world size */
   guint32 nodes;                 /* the nodes they are spread over, evenly; 0: one */
   int state_dtype;               /* Adam's moments in the plan's layout: STW_DTYPE_FP32 or

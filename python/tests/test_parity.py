@@ -21,6 +21,11 @@ CLI = os.environ.get("STOWAGE")
 PLAN = [
     ("plan", ["--gpu", "2240"], dict(gpu=2240)),
     ("plan", ["--gpu", "4KiB", "--policy", "lru"], dict(gpu="4KiB", policy="lru")),
+    ("plan", ["--gpu", "4KiB", "--policy", "zero-offload", "--zero-stage", "3"],
+     dict(gpu="4KiB", policy="zero-offload", zero_stage=3)),
+    ("plan", ["--gpu", "4KiB", "--zero-stage", "3"], dict(gpu="4KiB", zero_stage=3)),
+    ("plan", ["--gpu", "4KiB", "--policy", "zero-offload", "--zero-stage", "1"],
+     dict(gpu="4KiB", policy="zero-offload", zero_stage=1)),
     ("plan", ["--gpu", "2240", "--activations", "auto"], dict(gpu=2240, activations="auto")),
     ("plan", ["--gpu", "2240", "--nvme", "1GiB"], dict(gpu=2240, nvme="1GiB")),
     ("plan", ["--gpu", "2240", "--nvme", "1GiB", "--hw", "RTX4090-24GB-PCIe4-2xNVMe"],
