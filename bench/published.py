@@ -3,9 +3,11 @@
 measured for offloaded training (../shared/data/published/measurements.csv, read its README).
 
 Every usable row is replayed with the policy it names: the model rebuilt from the row's own
-architecture columns (a Hugging Face config: gpt2 or qwen2), synthesized at the row's batch and
-sequence in its precision (`stowage synth`), planned on the shipped profile of its GPU with its
-host memory and GPU count (`stowage plan`):
+architecture columns (a Hugging Face config: gpt2, llama, qwen2 or qwen3), synthesized at the
+row's batch, sequence and gradient accumulation (micro-steps) in its precision (`stowage synth`;
+attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
+where it says so, or where it does not and only that fits), planned on the shipped profile of
+its GPU with its host memory and GPU count (`stowage plan`):
 
   Gemini placement_policy=cpu    gemini-static, --gemini-fraction 0 (every chunk on the host)
   Gemini placement_policy=auto   patrickstar (PatrickStar's dynamic placement, Gemini's origin)
@@ -13,9 +15,12 @@ host memory and GPU count (`stowage plan`):
   Gemini cuda, ZeRO-3 no offload gemini-static, --gemini-fraction 1 (sharded, nothing offloaded)
   ZeRO-Offload (ZeRO-2 + CPU)    zero-offload
   ZeRO-2 without offload, DDP    the trace with unlimited memory (`compare`'s unlimited time)
+  other words for these          the policy the row's emulation_target names
 
 and the published figure is set against the prediction in the row's own terms: the step time
-(from TFLOPS by the source's own formula, or from samples/s), whether it ran out of memory, or
+(from TFLOPS by the source's own formula, from samples or tokens a second, or an epoch's time as
+the row derives a step from it; forward and backward alone where the row times only those: the
+simulated end of the last backward op), whether it ran out of memory, or
 the largest model of a zoo that ran (the most layers at the row's width whose plan fits, against
 the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
 rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line
@@ -49,6 +54,8 @@ GPUS = [
     (r"RTX ?4090", "RTX4090-24GB-PCIe4", "RTX4090-24GB-PCIe4"),
     (r"RTX ?3090", "RTX3090-24GB-PCIe4", "RTX3090-24GB-PCIe4"),
     (r"L40S", "L40S-48GB-PCIe4", "L40S-48GB-PCIe4"),
+    (r"Titan RTX", "TitanRTX-24GB-PCIe3", "TitanRTX-24GB-PCIe3"),
+    (r"RTX PRO 6000", "RTXPRO6000-96GB-PCIe5", "RTXPRO6000-96GB-PCIe5"),
 ]
 
 
@@ -67,6 +74,19 @@ def profile_of(row):
     return None
 
 
+def gpu_budget(row, hw):
+    """The plan's GPU budget: the row's GPU memory in GiB, or all of the shipped profile's (its
+    file in hw/) where the row names its card's nominal size (a "24 GB" TITAN RTX has 23.65
+    GiB)."""
+    want = int(gib(row["gpu_mem_GB"])) * 2 ** 30
+    try:
+        with open(os.path.join(os.path.dirname(HERE), "hw", hw + ".json")) as f:
+            have = int(json.load(f)["gpu"]["memory_bytes"])
+    except (OSError, ValueError, KeyError):
+        have = want
+    return "%d" % min(want, have)
+
+
 def gib(text):
     m = re.match(r"\s*(\d+(?:\.\d+)?)", text or "")
     return float(m.group(1)) if m else None
@@ -77,10 +97,25 @@ def config_of(row):
     arch, name = row["arch_type"].lower(), row["model_name"].lower()
     layers, hidden, heads = int(row["n_layers"]), int(row["hidden_size"]), int(row["n_heads"])
     vocab, seq = int(row["vocab_size"]), int(row["seq_len"])
-    if "gpt2" in name or "gpt-2" in arch or "gpt2" in arch:
+    if "gpt2" in name or "gpt-2" in arch or "gpt2" in arch or megatron(row):
         return {"model_type": "gpt2", "n_layer": layers, "n_embd": hidden, "n_head": heads,
                 "vocab_size": vocab, "n_positions": max(seq, 1024),
                 "n_inner": int(row["ffn_hidden"] or 4 * hidden)}
+    if "llama" in arch or "mistral" in arch:
+        return {"model_type": "llama", "num_hidden_layers": layers, "hidden_size": hidden,
+                "num_attention_heads": heads,
+                "num_key_value_heads": int(row["n_kv_heads"] or heads),
+                "intermediate_size": int(row["ffn_hidden"]), "vocab_size": vocab,
+                "max_position_embeddings": max(seq, 4096),
+                "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
+    if "qwen3" in arch:  # a head 128 wide unless the row says otherwise
+        m = re.search(r"head_dim (\d+)", row["arch_type"])
+        return {"model_type": "qwen3", "num_hidden_layers": layers, "hidden_size": hidden,
+                "num_attention_heads": heads, "num_key_value_heads": int(row["n_kv_heads"]),
+                "head_dim": int(m.group(1)) if m else 128,
+                "intermediate_size": int(row["ffn_hidden"]), "vocab_size": vocab,
+                "max_position_embeddings": max(seq, 4096),
+                "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
     if "qwen2" in arch:
         return {"model_type": "qwen2", "num_hidden_layers": layers, "hidden_size": hidden,
                 "num_attention_heads": heads, "num_key_value_heads": int(row["n_kv_heads"]),
@@ -88,6 +123,11 @@ def config_of(row):
                 "max_position_embeddings": max(seq, 4096),
                 "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
     return None
+
+
+def megatron(row):
+    """Whether the row's model is Megatron's GPT (GPT-2's blocks, its own fused kernels)."""
+    return re.search(r"megatron.*gpt", row["arch_type"], re.IGNORECASE) is not None
 
 
 def offloads(cfg, what):
@@ -115,16 +155,29 @@ def emulation(row):
         return ("patrickstar", []), None
     if "placement_policy=const" in cfg:
         return ("gemini-const", []), None
-    if "placement_policy=cuda" in cfg or ("ZeRO-3" in sysname and "no offload" in cfg):
+    if re.search(r"offload (unclear|status not stated)", row["system_family"] + " " + sysname):
+        return None, "whether it offloaded is not stated"
+    if "placement_policy=cuda" in cfg or (re.search(r"ZeRO-3|Gemini", sysname) and
+                                          "no offload" in cfg + " " + sysname):
         return ("gemini-static", ["--gemini-fraction", "1"]), None
     if offloads(cfg, "param") == "cpu":  # ZeRO-3 with the parameters on the host too
         return ("zero-infinity", []), None
-    if offloads(cfg, "optimizer") == "cpu":
-        return ("zero-offload", []), None
+    if offloads(cfg, "optimizer") == "cpu":  # at stage 3 each GPU keeps its shard alone
+        stage3 = re.search(r"ZeRO-3|stage[ _=]*3", cfg + " " + sysname, re.IGNORECASE)
+        return ("zero-offload", ["--zero-stage", "3"] if stage3 else []), None
     if "resident in CPU RAM" in cfg:  # MegaTrain: every layer streamed from host memory
         return ("gemini-static", ["--gemini-fraction", "0"]), None
     if "no offload" in cfg or "DDP" in cfg:
         return ("unlimited", []), None
+    # the policy the row's emulation_target names, where its configuration is in other words
+    target = row.get("emulation_target", "")
+    for pattern, emu in ((r"ZeRO-Infinity", ("zero-infinity", [])),
+                         (r"ZeRO-Offload", ("zero-offload", [])),
+                         (r"Gemini cuda|ZeRO-3 \(no offload", ("gemini-static",
+                                                              ["--gemini-fraction", "1"])),
+                         (r"^baseline \(no offload\)", ("unlimited", []))):
+        if re.search(pattern, target):
+            return emu, None
     return None, "no stowage policy is this system's (%s)" % cfg[:60]
 
 
@@ -164,6 +217,11 @@ def published_step_s(row):
     if re.match(r"(ms|s)/(step|iter)", unit) or (metric.startswith("Step time") and
                                                  re.fullmatch(r"(ms|s)", unit)):
         return value / 1e3 if unit.startswith("ms") else value
+    if unit.endswith("/epoch"):  # a step's share, where the row derives it (steps an epoch)
+        m = re.search(r"([\d.]+) s/step", row["metric_definition"])
+        if m:
+            NOTES[row["row_id"]] = "published: an epoch's time; a step as the row derives it"
+        return float(m.group(1)) if m else None
     if "samples/s" in unit:
         return batch * gpus / value
     if "tokens/s" in unit:
@@ -188,7 +246,44 @@ def chunked_loss(row):
     return "resident in CPU RAM" in row["policy_config"]
 
 
-def predict(row, policy, extra, tmp):
+def forward_backward_only(row):
+    """Whether the row times forward and backward only, not the optimizer step."""
+    return row["metric"].startswith("Step time (forward+backward only)")
+
+
+def attention_of(row):
+    """The row's attention kernel: fused ("flash") where its configuration says flash or SDPA,
+    or in bf16 from 2024 on (Hugging Face's models run PyTorch's SDPA by default since
+    transformers 4.36, December 2023); Hugging Face's eager attention ("naive", the scores
+    materialized) before, and in fp16 rows that do not say."""
+    if re.search(r"flash|sdpa|scaled_dot_product", row["policy_config"], re.IGNORECASE):
+        return "flash"
+    year = re.match(r"\s*(\d{4})", row["source_date"] or "")
+    recent = year is not None and int(year.group(1)) >= 2024
+    return "flash" if dtype_of(row) == "bf16" and recent else "naive"
+
+
+def checkpointing_of(row):
+    """Whether the row recomputes activations: True, False, or None where the source does not
+    say."""
+    ckpt = row["activation_checkpointing"].lower()
+    if ckpt.startswith(("on", "block")):
+        return True
+    return None if ckpt.startswith("not stated") else False
+
+
+def predict(row, policy, extra, tmp, ckpt=None):
+    """The row's predicted step time in seconds, "OOM" (the plan does not fit), or None; and a
+    note. Where the source does not say whether it recomputed activations, without unless only
+    recomputing fits (the run did run), said in NOTES."""
+    if ckpt is None:
+        ckpt = checkpointing_of(row)
+        if ckpt is None:
+            got, note = predict(row, policy, extra, tmp, False)
+            if got != "OOM":
+                return got, note
+            NOTES[row["row_id"]] = "checkpointing (not stated; without it the plan does not fit)"
+            return predict(row, policy, extra, tmp, True)
     hw = profile_of(row)
     cfg = config_of(row)
     path = os.path.join(tmp, row["row_id"] + ".config.json")
@@ -196,23 +291,28 @@ def predict(row, policy, extra, tmp):
         json.dump(cfg, f)
     trace = os.path.join(tmp, row["row_id"] + ".trace.json")
     dtype = dtype_of(row)
-    ckpt = ["--checkpointing"] if row["activation_checkpointing"].lower().startswith(("on", "block")) \
-        else []
-    # fused attention where the row's framework has it (bf16 rows: SDPA); HF's eager attention in
-    # the older fp16 rows
-    attention = ["--attention", "flash" if dtype == "bf16" else "naive"]
+    ckpt = ["--checkpointing"] if ckpt else []
+    attention = ["--attention", attention_of(row)]
     loss = ["--loss", "chunked"] if chunked_loss(row) else []
+    accum = int(row["grad_accum_steps"] or 1)  # gradient accumulation: micro-steps a step
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
+                  "--micro-steps", str(accum),
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
-                  *loss, "--kernels", "eager",
+                  *loss, "--kernels", "fused" if megatron(row) else "eager",
                   "-o", trace)
     if rc != 0:
         return None, "synth: " + out.strip().splitlines()[-1]
-    gpus, gpu_mem = row["n_gpus"], "%dGiB" % int(gib(row["gpu_mem_GB"]))
+    gpu_mem = gpu_budget(row, hw)
+    # several nodes: --gpus a node's, --nodes theirs; the row's host memory is a node's
+    nodes = int(row["n_nodes"] or 1)
+    gpus = ["--gpus", str(int(row["n_gpus"]) // nodes)] + (["--nodes", str(nodes)] if nodes > 1
+                                                            else [])
     host = gib(row["host_mem_GB"])
-    cpu = ["--cpu", "%dGB" % host] if host else []
+    cpu = ["--cpu", "%dGB" % (host * nodes)] if host else []
+    if policy == "unlimited" and forward_backward_only(row):
+        return None, "forward and backward only, with unlimited memory: not simulated apart"
     if policy == "unlimited":
-        rc, out = run("compare", trace, "--gpu", gpu_mem, "--gpus", gpus, "--hw", hw, *cpu)
+        rc, out = run("compare", trace, "--gpu", gpu_mem, *gpus, "--hw", hw, *cpu)
         m = re.search(r"unlimited memory: ([\d.]+) (ns|us|ms|s) per iteration", out)
         if not m:
             return None, "compare: " + out.strip().splitlines()[-1]
@@ -220,10 +320,10 @@ def predict(row, policy, extra, tmp):
     if policy == "gemini-const":  # the const boundary's share of the model data
         m = re.search(r"const_memory_boundary=(\d+)\*1024 MB", row["policy_config"])
         n = float(row["params_total_B_computed"]) * 1e9
-        share = min(1.0, int(m.group(1)) * 2 ** 30 / (n * 16 / int(gpus))) if m else 0.5
+        share = min(1.0, int(m.group(1)) * 2 ** 30 / (n * 16 / int(row["n_gpus"]))) if m else 0.5
         policy, extra = "gemini-static", ["--gemini-fraction", "%.3f" % share]
     plan = os.path.join(tmp, row["row_id"] + ".plan.json")
-    rc, out = run("plan", trace, "--gpu", gpu_mem, "--gpus", gpus, "--hw", hw, "--policy",
+    rc, out = run("plan", trace, "--gpu", gpu_mem, *gpus, "--hw", hw, "--policy",
                   policy, *extra, *cpu, "-o", plan)
     if rc != 0 and re.search(r"cannot fit|no plan fits|more than the CPU budget", out):
         return "OOM", out.strip().splitlines()[-1]
@@ -234,10 +334,17 @@ def predict(row, policy, extra, tmp):
     if peak:
         PEAKS[row["row_id"]] = float(peak.group(1)) * 1024 ** ["B", "KiB", "MiB", "GiB",
                                                                "TiB"].index(peak.group(2))
+    if forward_backward_only(row):  # the end of the last backward op, the step not counted
+        rc, out = run("simulate", plan, trace, "--json")
+        if rc != 0:
+            return None, "simulate: " + out.strip().splitlines()[-1]
+        ops = json.loads(out)["ops"]
+        return max(op["end_ns"] for op in ops if not op["name"].startswith("adam.")) / 1e9, None
     return seconds(m.group(1), m.group(2)), None
 
 
 PEAKS = {}  # row -> the plan's predicted GPU peak, bytes
+NOTES = {}  # row -> what its replay assumed where the source is silent
 LARGEST = []  # capacity rows: (row, layers, parameters in billions, zoo sizes, verdict)
 
 
@@ -301,10 +408,8 @@ def replay(row, tmp, errors, skipped):
     for field in ("n_gpus", "micro_batch_per_gpu", "seq_len"):
         int(row[field])  # ValueError: said in the list of rows not replayed
     why = None
-    if row["metric"].startswith("Step time (forward+backward only)"):
-        why = "forward and backward only: no optimizer step"
-    elif int(row["n_nodes"] or 1) > 1:
-        why = "%s nodes: the network between them is not replayed yet" % row["n_nodes"]
+    if int(row["n_gpus"]) % int(row["n_nodes"] or 1) != 0:
+        why = "%s GPUs over %s nodes: not as many on each" % (row["n_gpus"], row["n_nodes"])
     elif profile_of(row) is None:
         why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
     elif not row["n_layers"] or config_of(row) is None:
@@ -330,11 +435,22 @@ def replay(row, tmp, errors, skipped):
                                                                   row["unit"])))
         return
     got, note = predict(row, policy, extra, tmp)
-    label = "%s%s on %s%s" % (policy, " " + " ".join(extra) if extra else "",
-                              profile_of(row), ", chunked loss" if chunked_loss(row)
-                              else "")
+    label = "%s%s on %s%s%s%s" % (
+        policy, " " + " ".join(extra) if extra else "", profile_of(row),
+        ", chunked loss" if chunked_loss(row) else "",
+        ", " + NOTES[rid] if rid in NOTES else "",
+        ", to the end of backward" if forward_backward_only(row) else "")
     what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])
     system = row["system_family"]
+    m = re.search(r"smallest budget any plan can use is ([\d.]+) (GiB|TiB)", note or "")
+    if got == "OOM" and not oom and int(row["n_gpus"]) > 1 and m and \
+            float(m.group(1)) * (1024 if m.group(2) == "TiB" else 1) > gib(row["gpu_mem_GB"]):
+        # a run that ran, where no budget of its GPU's size plans: the chunk groups' gathers
+        skipped.append((rid, "a chunk group of %s GPUs is gathered whole, each chunk at least the "
+                        "largest tensor: no plan fits below %s %s a GPU (ZeRO-3 partitions each "
+                        "tensor across the GPUs instead)" % (row["n_gpus"], m.group(1),
+                                                             m.group(2))))
+        return
     if oom or got == "OOM":
         verdict = ("agrees" if (got == "OOM") == oom else "disagrees")
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (

@@ -35,7 +35,21 @@ has "a GPU's tokens a second, as a step time" \
 has "seconds an iteration, as a step time" \
   "| T09 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A100-80GB-PCIe4 | 22.078 s | 22.639 s | +2.5% |"
 has "the mean absolute error per system" "| ZeRO-Infinity | 1 | 5.5% | +5.5% |"
-has "no optimizer step: not replayed" "- U01: forward and backward only: no optimizer step"
+has "forward and backward only: the simulated end of backward; checkpointing where the source is silent and only it fits" \
+  "| U01 | Gemini | meta-llama/Llama-2-13b | 8 x 8 | gemini-static --gemini-fraction 1 on A100-SXM4-80GB, checkpointing (not stated; without it the plan does not fit), to the end of backward | 19.200 s | 12.595 s | -34.4% |"
+has "Qwen3 in two micro-steps of gradient accumulation on an RTX PRO 6000" \
+  "| P02 | prime-rl FSDP CPU offload | Qwen/Qwen3-4B-Instruct-2 | 1 x 1 | zero-offload on RTXPRO6000-96GB-PCIe5 | 5.629 s | 4.525 s | -19.6% |"
+has "an epoch's time as the row derives a step from it; a 24 GB card's whole memory" \
+  "| D14 | ZeRO-3 Offload (params+optimizer to CPU) | gpt2-xl (HF config) | 2 x 16 | zero-infinity on TitanRTX-24GB-PCIe3, published: an epoch's time; a step as the row derives it | 11.400 s | 2.163 s | -81.0% |"
+has "the policy the row's emulation target names; a Llama; four micro-steps; no checkpointing where it fits without" \
+  "| T10 | FSDP CPU offload | Llama-3.2-1B-like (made  | 1 x 1 | zero-offload on RTX4090-24GB-PCIe4 | 3.000 s | 1.678 s | -44.1% |"
+has "DeepSpeed ZeRO-3 with offload_optimizer alone: zero-offload at stage 3" \
+  "| T12 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 4 x 8 | zero-offload --zero-stage 3 on A100-SXM4-80GB | 4.000 s | 2.131 s | -46.7% |"
+has "a 512-GPU run whose chunk groups no GPU holds: not replayed, said why" \
+  "- D02: a chunk group of 512 GPUs is gathered whole, each chunk at least the largest tensor: no plan fits below 2.91 TiB a GPU (ZeRO-3 partitions each tensor across the GPUs instead)"
+has "a row that does not say whether it offloaded: not replayed, said" "- D11: whether it offloaded is not stated"
+has "forward and backward only with unlimited memory: not replayed, said" \
+  "- T11: forward and backward only, with unlimited memory: not simulated apart"
 has "NVMe offload: not replayed, said" "- T03: NVMe offload on a GPU whose shipped profile has no storage"
 has "a TFLOPS formula it cannot read: not replayed, said" \
   "- T04: TFLOPS by a formula this bench does not read (TFLOPS as the logger prints them)"
