@@ -10,11 +10,16 @@ for t in "$STW_BUILDDIR"/tests/test-*; do
   [ -n "$cases" ] || continue
   n=$((n + 1))
   failed=
+  : > "$TAP_TMP/first"
   for p in $cases; do
-    "$t" -p "$p" > "$TAP_TMP/out" 2>&1 || failed="$failed $p"
+    if ! "$t" -p "$p" > "$TAP_TMP/out" 2>&1; then
+      # the first failing case's output is the one said
+      [ -n "$failed" ] || cp "$TAP_TMP/out" "$TAP_TMP/first"
+      failed="$failed $p"
+    fi
   done
   [ -z "$failed" ]; tap_result $? "$(basename "$t"): every case alone ($(echo "$cases" | wc -l))" \
-    "failed alone:$failed" "$(tail -n 20 "$TAP_TMP/out")"
+    "failed alone:$failed" "$(tail -n 20 "$TAP_TMP/first")"
 done
 [ "$n" -ge 10 ]; tap_result $? "the unit test binaries were found ($n)"
 tap_done
