@@ -20,8 +20,8 @@ static void
 line_clear(Line *l)
 {
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
-                     &l->kernels, &l->loss, &l->micro_steps, &l->hw_name, &l->memory, &l->output, &l->freeze,
-                     &l->lora, &l->lora_targets };
+                     &l->kernels, &l->loss, &l->micro_steps, &l->hw_name, &l->memory,
+                     &l->output, &l->freeze, &l->lora, &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -105,8 +105,8 @@ request_of(const Line *l)
   const char *const pairs[][2] = {
     { "model", l->model }, { "batch", l->batch }, { "seq", l->seq }, { "dtype", l->dtype },
     { "attention", l->attention }, { "kernels", l->kernels }, { "loss", l->loss },
-    { "micro-steps", l->micro_steps }, { "freeze", l->freeze }, { "lora", l->lora }, { "lora-targets", l->lora_targets },
-    { "hw", l->hw_name }, { "memory", l->memory }
+    { "micro-steps", l->micro_steps }, { "freeze", l->freeze }, { "lora", l->lora },
+    { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);
