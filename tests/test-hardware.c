@@ -15,10 +15,11 @@ static void
 test_shipped(void)
 {
   g_auto(GStrv) names = stw_hardware_names();
-  g_assert_cmpuint(g_strv_length(names), ==, 16);
-  g_assert_cmpstr(names[0], ==, "A100-80GB-PCIe4");
-  g_assert_cmpstr(names[13], ==, "TitanRTX-24GB-PCIe3");
-  g_assert_cmpstr(names[15], ==, "V100-SXM2-32GB");
+  g_assert_cmpuint(g_strv_length(names), ==, 17);
+  g_assert_cmpstr(names[0], ==, "A100-40GB-PCIe4");
+  g_assert_cmpstr(names[1], ==, "A100-80GB-PCIe4");
+  g_assert_cmpstr(names[14], ==, "TitanRTX-24GB-PCIe3");
+  g_assert_cmpstr(names[16], ==, "V100-SXM2-32GB");
   for (char **n = names; *n != NULL; n++) {
     StwHardware hw;
     GError *error = NULL;
@@ -116,7 +117,7 @@ test_unknown(void)
   g_assert_false(stw_hardware_lookup("TPU-v5", &hw, &error));
   g_assert_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN);
   stw_assert_error_contains(error, "unknown hardware profile 'TPU-v5': expected a profile file "
-                                   "(.json) or one of: A100-80GB-PCIe4, A100-SXM4-40GB, A100-SXM4-80GB, GH200-96GB");
+                                   "(.json) or one of: A100-40GB-PCIe4, A100-80GB-PCIe4, A100-SXM4-40GB, A100-SXM4-80GB");
 }
 
 static void
