@@ -41,12 +41,14 @@ DATA = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(HERE),
 STOWAGE = os.path.join(BUILD, "stowage")
 
 # the shipped profile each row's GPU is replayed on: (its name's pattern, the profile of the
-# NVLink/SXM part, the PCIe card's), the first that matches; the SXM part where the source does
-# not state the form factor (said in the results), the PCIe card's where it says the GPUs sit on
-# PCIe (no NVLink) or names the PCIe card. The row's own GPU memory is the plan's budget.
+# NVLink/SXM part, the PCIe card's), the first that matches: the PCIe card's where the source says
+# the GPUs sit on PCIe or names the PCIe card, and where it states no link between several GPUs
+# (servers of SXM boards are DGX/HGX systems whose users name them; bench/results/published.md
+# has both readings of those rows); the SXM part where it names one, a DGX or NVLink, or where
+# one GPU's workers share nothing. The row's own GPU memory is the plan's budget.
 GPUS = [
     (r"GH200", "GH200-96GB", "GH200-96GB"),
-    (r"A100\S*[ -]\(?40 ?GB", "A100-SXM4-40GB", "A100-80GB-PCIe4"),
+    (r"A100\S*[ -]\(?40 ?GB", "A100-SXM4-40GB", "A100-40GB-PCIe4"),
     (r"A100", "A100-SXM4-80GB", "A100-80GB-PCIe4"),
     (r"H200", "H200-SXM-141GB", "H200-141GB-PCIe5"),
     (r"H100", "H100-SXM5-80GB", "H100-80GB-PCIe5"),
@@ -65,9 +67,10 @@ def run(*args):
 
 
 def profile_of(row):
-    gpu = row["gpu_model"]
-    pcie = (row["gpu_gpu_link"].startswith("PCIe") or
-            re.search(r"PCIe", gpu, re.IGNORECASE) is not None)
+    gpu, link = row["gpu_model"], row["gpu_gpu_link"].strip().lower()
+    sxm = re.search(r"SXM|DGX|HGX|NVLink|NVSwitch", gpu + " " + link, re.IGNORECASE)
+    pcie = (link.startswith("pcie") or re.search(r"PCIe", gpu, re.IGNORECASE) is not None or
+            (link in ("", "not stated") and not sxm and int(row["n_gpus"] or 1) > 1))
     for pattern, sxm, card in GPUS:
         if re.search(pattern, gpu, re.IGNORECASE):
             return card if pcie else sxm
