@@ -43,11 +43,15 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   const StwPlannerOptions *o = &q->options;
   const StwSynthOptions *so = &q->synth;
   g_autofree char *cpub = stw_size_format(o->budgets.cpu_bytes);
+  g_autofree char *steps = so->micro_steps > 1 ? g_strdup_printf(
+                                                     " in each of %" G_GUINT64_FORMAT
+                                                     " micro-steps", so->micro_steps)
+                                               : g_strdup("");
   /* what was assumed, the defaults named as such */
   gboolean any = q->assumed[0] != '\0';
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens per GPU, %s, %s attention, %s kernels, %s%s%s%s%s%s\n\n", o->hw.name,
-         o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq,
+         " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s\n\n", o->hw.name,
+         o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq, steps,
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_kernels_name(so->kernels),
          so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "", stw_dtype_name(so->dtype),
@@ -66,7 +70,7 @@ parse(int argc, char **argv, gboolean *json)
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
-                  *lora = NULL, *lora_targets = NULL;
+                  *lora = NULL, *lora_targets = NULL, *micro_steps = NULL;
   gboolean no_ckpt = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -85,6 +89,9 @@ parse(int argc, char **argv, gboolean *json)
     { "loss", 0, 0, STW_OPTION_TEXT, &loss,
       "full (default) or chunked: the LM head and cross-entropy over pieces of tokens, as "
       "synth --loss", "L" },
+    { "micro-steps", 0, 0, STW_OPTION_TEXT, &micro_steps,
+      "forward-backward passes per step (gradient accumulation), as synth --micro-steps "
+      "(default 1)", "K" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "lora", 0, 0, STW_OPTION_TEXT, &lora,

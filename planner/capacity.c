@@ -277,6 +277,8 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
       loss = out->synth.loss;
   if (!stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &out->synth.batch, error) ||
       !stw_request_count(r, "seq", 1, STW_MODEL_MAX_SEQ, &out->synth.seq, error) ||
+      !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &out->synth.micro_steps,
+                         error) ||
       !stw_request_count(r, "hidden", 64, 65536, &out->width, error) ||
       !stw_request_enum(r, "attention", stw_attention_names, &att, error) ||
       !stw_request_enum(r, "kernels", stw_kernels_names, &kern, error) ||

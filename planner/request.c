@@ -41,8 +41,8 @@ static const char *const synth_options[] = { "model", "model-config", "batch", "
 static const char *const synth_flags[] = { "checkpointing", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
-                                                "no-checkpointing", "attention", "kernels",
-                                                "loss", "dtype",
+                                                "micro-steps", "no-checkpointing", "attention",
+                                                "kernels", "loss", "dtype",
                                                 "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
 static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", NULL };

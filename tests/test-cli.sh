@@ -240,6 +240,7 @@ expect 0 "iteration   4 micro-steps; gradients in the framework's tensors" "synt
 expect 0 "batch 8 x seq 128" "synth --micro-steps: the iteration's sequences" -- $S inspect "$T/accum.json"
 expect 0 "peak non-model memory  417.69 MiB at op 301 lm_head.bwd (bwd)" "synth --micro-steps: the gradients held" -- $S inspect "$T/accum.json"
 expect 0 "    2  2.00 GiB  stowage  38,597,632  73.62 MiB  18.02 MiB   41.46 ms    24,699  5.9%     1.19x  yes    2.50 GiB  fp32" "whatif --micro-steps: a chunk moves to make room for the gradients, and their gradients to the host for CPU Adam" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gpu 2GiB --policy stowage
+expect 0 "stowage       gpt-h2048-l106     106  5,443,004,416   15.548 s     1,054  20.8%  70.94 GiB  host memory" "capacity --micro-steps: the gradients held on the GPU leave room for fewer layers (120 in one step)" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage,zero-offload --micro-steps 4
 expect 2 "--micro-steps: '0' is not valid: expected a whole number from 1 to 1024" "synth --micro-steps 0" -- $S synth --model gpt2 --micro-steps 0 -o "$T/never.json"
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "micro-steps on two GPUs: refused, said" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
 # ZeRO-3 with CPU Adam: each of 4 GPUs keeps its quarter, gathering the rest for each use
