@@ -488,7 +488,6 @@ plan_zero_offload(Attempt *at)
 {
   g_autofree guint64 *cap = capacities(at, FALSE);
   g_autofree guint8 *optim = g_malloc0(at->n);
-  g_autofree guint8 *hold = g_malloc0(at->n_items);
   /* every rank keeps its own fp16 chunks through forward and backward; at stage 2 the others'
    * too, the whole model (with several ranks: gathered again after each step); at stage 3 it
    * gathers the others' for each use, prefetching a bucket ahead, and releases them after */
@@ -500,6 +499,7 @@ plan_zero_offload(Attempt *at)
     guint64 bucket = at->o->prefetch_bucket_elems * stw_dtype_bytes(at->c->dtype);
     return try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, TRUE, bucket, FALSE);
   }
+  g_autofree guint8 *hold = g_malloc0(at->n_items);
   for (guint32 i = 0; i < at->n; i++) {
     if (stw_chunking_owned(at->c, i))
       hold[stw_plan_item(at->c, STW_LIST_PARAM, i)] = 1;

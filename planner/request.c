@@ -36,8 +36,8 @@ static const char *const whatif_flags[] = { "beyond-device", "checkpointing", NU
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
 static const char *const synth_options[] = { "model", "model-config", "batch", "seq", "dtype",
                                              "checkpointing", "attention", "kernels", "loss",
-                                             "micro-steps", "freeze", "lora", "lora-targets", "hw", "memory",
-                                             NULL };
+                                             "micro-steps", "freeze", "lora", "lora-targets",
+                                             "hw", "memory", NULL };
 static const char *const synth_flags[] = { "checkpointing", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",

@@ -50,7 +50,7 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
 
 /* The synthesis options a request gives for model CFG, the defaults where it does not: batch 1,
  * the model's longest sequence ("seq"), bf16 ("dtype"), "checkpointing", naive "attention", eager
- * "kernels", the full "loss", "lora" and "lora-targets", one of "micro-steps"; the request's
+ * "kernels", the full "loss", "lora" and "lora-targets", one run ("micro-steps"); the request's
  * texts borrowed. */
 static gboolean
 synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,

@@ -1364,13 +1364,20 @@ stw_runtime_optim_tensors(StwRuntime *rt, guint32 tensor, GArray *out)
     g_array_append_val(out, g_array_index(rt->c->placements, StwPlacement, ch->first + k).tensor);
 }
 
+/* Where the plan steps TENSOR's chunk: on several ranks a rank's own chunk takes the placement
+ * of its group's first (rank 0's). */
+static guint8
+placement_of(const StwRuntime *rt, guint32 tensor)
+{
+  guint32 c = rt->c->chunk_of[tensor];
+  return rt->optim[rt->multi ? c - c % rt->world : c];
+}
+
 gboolean
 stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **master,
                   gpointer *momentum, gpointer *variance)
 {
-  guint32 c = rt->c->chunk_of[tensor];
-  /* several ranks: a rank's own chunk takes the placement of its group's first (rank 0's) */
-  gboolean cpu = stw_optim_on_cpu(rt->optim[rt->multi ? c - c % rt->world : c]);
+  gboolean cpu = stw_optim_on_cpu(placement_of(rt, tensor));
   gpointer *out[] = { param, (gpointer *)master, (gpointer *)momentum, (gpointer *)variance };
   guint32 kept = items_chunk(rt, tensor); /* the chunk whose items hold its values here */
   if (rt->copy_keeps != NULL && kept < rt->n && rt->copy_keeps[kept])
@@ -1405,8 +1412,7 @@ void
 stw_runtime_count_gradient_copy(StwRuntime *rt, guint32 tensor)
 {
   const StwTensor *x = stw_trace_tensor(rt->model, tensor);
-  guint32 c = rt->c->chunk_of[tensor];
-  if (stw_gradients_cross_at_step(rt->c, c, rt->optim[rt->multi ? c - c % rt->world : c],
+  if (stw_gradients_cross_at_step(rt->c, rt->c->chunk_of[tensor], placement_of(rt, tensor),
                                   rt->model->model.gradients))
     rt->gradient_copies += x->numel * stw_dtype_bytes(x->dtype);
 }
