@@ -70,7 +70,7 @@ def profile_of(row):
     gpu, link = row["gpu_model"], row["gpu_gpu_link"].strip().lower()
     sxm = re.search(r"SXM|DGX|HGX|NVLink|NVSwitch", gpu + " " + link, re.IGNORECASE)
     pcie = (link.startswith("pcie") or re.search(r"PCIe", gpu, re.IGNORECASE) is not None or
-            (link in ("", "not stated") and not sxm and int(row["n_gpus"] or 1) > 1))
+            (link in ("", "not stated") and not sxm and whole(row, "n_gpus", 1) > 1))
     for pattern, sxm, card in GPUS:
         if re.search(pattern, gpu, re.IGNORECASE):
             return card if pcie else sxm
@@ -81,6 +81,8 @@ def gpu_budget(row, hw):
     """The plan's GPU budget: the row's GPU memory in GiB, or all of the shipped profile's (its
     file in hw/) where the row names its card's nominal size (a "24 GB" TITAN RTX has 23.65
     GiB)."""
+    if gib(row["gpu_mem_GB"]) is None:
+        raise ValueError("gpu_mem_GB: %r is not a memory size in GB" % row["gpu_mem_GB"])
     want = int(gib(row["gpu_mem_GB"])) * 2 ** 30
     try:
         with open(os.path.join(os.path.dirname(HERE), "hw", hw + ".json")) as f:
@@ -88,6 +90,28 @@ def gpu_budget(row, hw):
     except (OSError, ValueError, KeyError):
         have = want
     return "%d" % min(want, have)
+
+
+def whole(row, field, default=None):
+    """ROW's FIELD as a count, a whole number from 1 up (DEFAULT where it is empty and there is
+    one); a ValueError naming the field where it is not one."""
+    text = row[field].strip()
+    if not text and default is not None:
+        return default
+    if not re.fullmatch(r"0*[1-9]\d*", text):
+        raise ValueError("%s: %r is not a whole number from 1 up" % (field, row[field]))
+    return int(text)
+
+
+def number(row, field):
+    """ROW's FIELD as a finite number, or a ValueError naming the field."""
+    try:
+        x = float(row[field])
+    except ValueError:
+        x = float("nan")
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError("%s: %r is not a number" % (field, row[field]))
+    return x
 
 
 def gib(text):
@@ -98,31 +122,32 @@ def gib(text):
 def config_of(row):
     """The row's architecture as a Hugging Face config.json, or None with why."""
     arch, name = row["arch_type"].lower(), row["model_name"].lower()
-    layers, hidden, heads = int(row["n_layers"]), int(row["hidden_size"]), int(row["n_heads"])
-    vocab, seq = int(row["vocab_size"]), int(row["seq_len"])
+    layers, hidden = whole(row, "n_layers"), whole(row, "hidden_size")
+    heads = whole(row, "n_heads")
+    vocab, seq = whole(row, "vocab_size"), whole(row, "seq_len")
     if "gpt2" in name or "gpt-2" in arch or "gpt2" in arch or megatron(row):
         return {"model_type": "gpt2", "n_layer": layers, "n_embd": hidden, "n_head": heads,
                 "vocab_size": vocab, "n_positions": max(seq, 1024),
-                "n_inner": int(row["ffn_hidden"] or 4 * hidden)}
+                "n_inner": whole(row, "ffn_hidden", 4 * hidden)}
     if "llama" in arch or "mistral" in arch:
         return {"model_type": "llama", "num_hidden_layers": layers, "hidden_size": hidden,
                 "num_attention_heads": heads,
-                "num_key_value_heads": int(row["n_kv_heads"] or heads),
-                "intermediate_size": int(row["ffn_hidden"]), "vocab_size": vocab,
+                "num_key_value_heads": whole(row, "n_kv_heads", heads),
+                "intermediate_size": whole(row, "ffn_hidden"), "vocab_size": vocab,
                 "max_position_embeddings": max(seq, 4096),
                 "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
     if "qwen3" in arch:  # a head 128 wide unless the row says otherwise
         m = re.search(r"head_dim (\d+)", row["arch_type"])
         return {"model_type": "qwen3", "num_hidden_layers": layers, "hidden_size": hidden,
-                "num_attention_heads": heads, "num_key_value_heads": int(row["n_kv_heads"]),
+                "num_attention_heads": heads, "num_key_value_heads": whole(row, "n_kv_heads"),
                 "head_dim": int(m.group(1)) if m else 128,
-                "intermediate_size": int(row["ffn_hidden"]), "vocab_size": vocab,
+                "intermediate_size": whole(row, "ffn_hidden"), "vocab_size": vocab,
                 "max_position_embeddings": max(seq, 4096),
                 "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
     if "qwen2" in arch:
         return {"model_type": "qwen2", "num_hidden_layers": layers, "hidden_size": hidden,
-                "num_attention_heads": heads, "num_key_value_heads": int(row["n_kv_heads"]),
-                "intermediate_size": int(row["ffn_hidden"]), "vocab_size": vocab,
+                "num_attention_heads": heads, "num_key_value_heads": whole(row, "n_kv_heads"),
+                "intermediate_size": whole(row, "ffn_hidden"), "vocab_size": vocab,
                 "max_position_embeddings": max(seq, 4096),
                 "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
     return None
@@ -149,7 +174,7 @@ def emulation(row):
         return None, "NVMe offload on a GPU whose shipped profile has no storage"
     if "zenflow" in (cfg + " " + sysname).lower():
         return None, "ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
-    if int(row["tensor_parallel"] or 1) > 1:
+    if whole(row, "tensor_parallel", 1) > 1:
         return None, "tensor parallelism (TP=%s): stowage plans data parallelism only" % (
             row["tensor_parallel"])
     if "placement_policy=cpu" in cfg:
@@ -189,16 +214,17 @@ def flops_per_gpu(row):
     K * N * tokens (MegaTrain's 6 N, the ColossalAI example's `numel * batch * seq * 8`), or
     Megatron's 96 B s l h^2 (1 + s / 6h + V / 16 l h) over the global batch."""
     d = row["metric_definition"]
-    batch, seq = int(row["micro_batch_per_gpu"]), int(row["seq_len"])
+    batch, seq = whole(row, "micro_batch_per_gpu"), whole(row, "seq_len")
     if re.search(r"96\s*\*\s*B\s*\*\s*s\s*\*\s*l\s*\*\s*h\^2", d):
-        b, s = int(row["global_batch"] or batch * int(row["n_gpus"])), seq
-        l, h, v = int(row["n_layers"]), int(row["hidden_size"]), int(row["vocab_size"])
-        return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) / int(row["n_gpus"])
+        b, s = whole(row, "global_batch", batch * whole(row, "n_gpus")), seq
+        l, h, v = whole(row, "n_layers"), whole(row, "hidden_size"), whole(row, "vocab_size")
+        gpus = whole(row, "n_gpus")
+        return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) / gpus
     m = (re.match(r"\D*?(\d+)\s*[*\u00d7]\s*N", d) or
          re.search(r"[*\u00d7]\s*(\d+)\s*/\s*step", d))
     if not m or not row["params_total_B_computed"]:
         return None
-    return int(m.group(1)) * float(row["params_total_B_computed"]) * 1e9 * batch * seq
+    return int(m.group(1)) * number(row, "params_total_B_computed") * 1e9 * batch * seq
 
 
 def published_step_s(row):
@@ -208,15 +234,15 @@ def published_step_s(row):
         value = float(v)
     except ValueError:
         return None
-    batch, seq = int(row["micro_batch_per_gpu"]), int(row["seq_len"])
+    batch, seq = whole(row, "micro_batch_per_gpu"), whole(row, "seq_len")
     if unit.startswith("TFLOPS"):
-        per_gpu = value / int(row["n_gpus"]) if "aggregate" in unit else value
+        per_gpu = value / whole(row, "n_gpus") if "aggregate" in unit else value
         flops = flops_per_gpu(row)
         return flops / (per_gpu * 1e12) if flops else None
     if not value > 0:
         return None
     # a rate is global unless the unit says it is a GPU's
-    gpus = 1 if re.search(r"per GPU|/GPU|per rank", unit, re.IGNORECASE) else int(row["n_gpus"])
+    gpus = 1 if re.search(r"per GPU|/GPU|per rank", unit, re.IGNORECASE) else whole(row, "n_gpus")
     if re.match(r"(ms|s)/(step|iter)", unit) or (metric.startswith("Step time") and
                                                  re.fullmatch(r"(ms|s)", unit)):
         return value / 1e3 if unit.startswith("ms") else value
@@ -297,7 +323,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
     ckpt = ["--checkpointing"] if ckpt else []
     attention = ["--attention", attention_of(row)]
     loss = ["--loss", "chunked"] if chunked_loss(row) else []
-    accum = int(row["grad_accum_steps"] or 1)  # gradient accumulation: micro-steps a step
+    accum = whole(row, "grad_accum_steps", 1)  # gradient accumulation: micro-steps a step
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
                   "--micro-steps", str(accum),
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
@@ -307,8 +333,8 @@ def predict(row, policy, extra, tmp, ckpt=None):
         return None, "synth: " + out.strip().splitlines()[-1]
     gpu_mem = gpu_budget(row, hw)
     # several nodes: --gpus a node's, --nodes theirs; the row's host memory is a node's
-    nodes = int(row["n_nodes"] or 1)
-    gpus = ["--gpus", str(int(row["n_gpus"]) // nodes)] + (["--nodes", str(nodes)] if nodes > 1
+    nodes = whole(row, "n_nodes", 1)
+    gpus = ["--gpus", str(whole(row, "n_gpus") // nodes)] + (["--nodes", str(nodes)] if nodes > 1
                                                             else [])
     host = gib(row["host_mem_GB"])
     cpu = ["--cpu", "%dGB" % (host * nodes)] if host else []
@@ -322,8 +348,8 @@ def predict(row, policy, extra, tmp, ckpt=None):
         return seconds(m.group(1), m.group(2)), None
     if policy == "gemini-const":  # the const boundary's share of the model data
         m = re.search(r"const_memory_boundary=(\d+)\*1024 MB", row["policy_config"])
-        n = float(row["params_total_B_computed"]) * 1e9
-        share = min(1.0, int(m.group(1)) * 2 ** 30 / (n * 16 / int(row["n_gpus"]))) if m else 0.5
+        n = number(row, "params_total_B_computed") * 1e9
+        share = min(1.0, int(m.group(1)) * 2 ** 30 / (n * 16 / whole(row, "n_gpus"))) if m else 0.5
         policy, extra = "gemini-static", ["--gemini-fraction", "%.3f" % share]
     plan = os.path.join(tmp, row["row_id"] + ".plan.json")
     rc, out = run("plan", trace, "--gpu", gpu_mem, *gpus, "--hw", hw, "--policy",
@@ -361,12 +387,12 @@ def largest(row, policy, extra, tmp):
     the row's width whose plan fits, bisected, set against the zoo's sizes in the row's own
     definition (LARGEST); or why it is not replayed."""
     zoo = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?)B", row["metric_definition"])]
-    got = float(row["value"])
+    got = number(row, "value")
     if config_of(row) is None or config_of(row)["model_type"] != "gpt2" or got not in zoo:
         return "a largest-model row of a zoo this bench cannot rebuild (%s)" % (
             row["metric_definition"][:50])
-    h, vocab = int(row["hidden_size"]), int(row["vocab_size"])
-    positions = max(int(row["seq_len"]), 1024)
+    h, vocab = whole(row, "hidden_size"), whole(row, "vocab_size")
+    positions = max(whole(row, "seq_len"), 1024)
 
     def fits(layers):
         r = dict(row, n_layers=str(layers), metric="Step time")
@@ -396,7 +422,8 @@ def largest(row, policy, extra, tmp):
 def published_peak(row):
     """The row's published peak GPU memory in bytes where it is PyTorch's max_memory_allocated
     (what stowage's GPU peak counts: tensors, not the allocator's cache or the CUDA context)."""
-    m = re.match(r"([\d.]+) MB \(MB = torch.cuda.max_memory_allocated", row["peak_gpu_mem_measured"])
+    m = re.match(r"([\d.]+) MB \(MB = torch.cuda.max_memory_allocated",
+                 row["peak_gpu_mem_measured"])
     return float(m.group(1)) * 2 ** 20 if m else None
 
 
@@ -409,9 +436,9 @@ def replay(row, tmp, errors, skipped):
     reason it is not replayed added to SKIPPED."""
     rid = row["row_id"]
     for field in ("n_gpus", "micro_batch_per_gpu", "seq_len"):
-        int(row[field])  # ValueError: said in the list of rows not replayed
+        whole(row, field)  # ValueError: said in the list of rows not replayed
     why = None
-    if int(row["n_gpus"]) % int(row["n_nodes"] or 1) != 0:
+    if whole(row, "n_gpus") % whole(row, "n_nodes", 1) != 0:
         why = "%s GPUs over %s nodes: not as many on each" % (row["n_gpus"], row["n_nodes"])
     elif profile_of(row) is None:
         why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
@@ -446,7 +473,7 @@ def replay(row, tmp, errors, skipped):
     what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])
     system = row["system_family"]
     m = re.search(r"smallest budget any plan can use is ([\d.]+) (GiB|TiB)", note or "")
-    if got == "OOM" and not oom and int(row["n_gpus"]) > 1 and m and \
+    if got == "OOM" and not oom and whole(row, "n_gpus") > 1 and m and \
             float(m.group(1)) * (1024 if m.group(2) == "TiB" else 1) > gib(row["gpu_mem_GB"]):
         # a run that ran, where no budget of its GPU's size plans: the chunk groups' gathers
         skipped.append((rid, "a chunk group of %s GPUs is gathered whole, each chunk at least the "
@@ -454,15 +481,15 @@ def replay(row, tmp, errors, skipped):
                         "tensor across the GPUs instead)" % (row["n_gpus"], m.group(1),
                                                              m.group(2))))
         return
+    if got is None:  # the row's files by their names, not the temporary directory's
+        skipped.append((rid, note.replace(tmp + os.sep, "")))
+        return
     if oom or got == "OOM":
         verdict = ("agrees" if (got == "OOM") == oom else "disagrees")
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             rid, system, row["model_name"][:24], what, label,
             "OOM" if oom else "%.3f s" % want,
             "does not fit" if got == "OOM" else "%.3f s" % got, verdict))
-        return
-    if got is None:
-        skipped.append((rid, note))
         return
     err = 100.0 * (got - want) / want
     errors.setdefault(system, []).append(err)
@@ -486,7 +513,7 @@ def main():
         for row in rows:
             try:
                 replay(row, tmp, errors, skipped)
-            except (ValueError, KeyError, ZeroDivisionError) as e:
+            except (ValueError, KeyError, ZeroDivisionError, OverflowError) as e:
                 skipped.append((row.get("row_id", "?"), "a field this bench cannot read (%s: %s)"
                                 % (type(e).__name__, e)))
     print()
@@ -528,7 +555,7 @@ def main():
             print("| %s | %s | %s on %s | %gB (of %s) | %.1fB (%d layers) | %s |" % (
                 row["row_id"], row["system_family"],
                 emu[0] + (" " + " ".join(emu[1]) if emu[1] else ""), profile_of(row),
-                float(row["value"]), ", ".join("%g" % z for z in zoo), billions, layers,
+                number(row, "value"), ", ".join("%g" % z for z in zoo), billions, layers,
                 verdict))
     print()
     print("Not replayed:")

@@ -59,7 +59,11 @@ has "a GPU without a profile: not replayed, said" "- T05: no profile of its GPU 
 has "a largest-model row: the most layers at its width that fit, against the zoo's sizes" \
   "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 17.7B (87 layers) | within one step |"
 has "a row whose GPU count is no number: not replayed, said" \
-  "- T06: a field this bench cannot read (ValueError: invalid literal for int() with base 10: 'eight')"
+  "- T06: a field this bench cannot read (ValueError: n_gpus: 'eight' is not a whole number from 1 up)"
+has "a row whose GPU memory is not given: not replayed, said" \
+  "- T14: a field this bench cannot read (ValueError: gpu_mem_GB: '' is not a memory size in GB)"
+has "an out-of-memory row whose model synth refuses: not replayed, said" \
+  "- T15: synth: stowage: T15.config.json: \$: as a gpt2 model: heads must divide hidden (or head_dim be given)"
 has "ZenFlow wherever it appears: not replayed, said" \
   "- T07: ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
 expect 1 "published.py: $T/none/measurements.csv: no such file" "no published set: said, exit 1" \
