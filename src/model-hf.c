@@ -24,10 +24,12 @@ typedef enum {
   HF_GEMMA,
   HF_BERT,
   HF_QWEN3,
+  HF_PHI3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
-                                           "qwen2",   "gemma",    "bert",  "qwen3",   NULL };
+                                           "qwen2",   "gemma",    "bert",  "qwen3",   "phi3",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -82,6 +84,12 @@ static const HfRow hf_rows[] = {
                  .ffn_default = 22016, .max_seq_default = 32768, .vocab_default = 151936,
                  .kv_default = 32, .kv_null_ok = TRUE, .head_dim_default = 128,
                  .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* Phi-3: llama's block with q, k and v in one tensor (qkv_proj) and the gate and up in one
+   * (gate_up_proj): the same parameters and FLOPs as llama's separate ones, which the graph
+   * keeps; never biases */
+  [HF_PHI3] = { .layers_default = 32, .hidden_default = 3072, .heads_default = 32,
+                .ffn_default = 8192, .max_seq_default = 4096, .vocab_default = 32064,
+                .kv_null_ok = TRUE, .reads_tie = TRUE },
   [HF_BERT] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -246,7 +254,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_LLAMA] = STW_ARCH_LLAMA,  [HF_MISTRAL] = STW_ARCH_LLAMA,
                                      [HF_MIXTRAL] = STW_ARCH_LLAMA, [HF_QWEN2] = STW_ARCH_LLAMA,
                                      [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT,
-                                     [HF_QWEN3] = STW_ARCH_LLAMA };
+                                     [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied, .qk_norm = type == HF_QWEN3 };
   gboolean gpt2 = type == HF_GPT2;
   /* GPT-2 has names of its own, and takes the common ones too */

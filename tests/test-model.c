@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 160 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 178 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -183,6 +183,7 @@ test_hf_configs(void)
     { "gemma-7b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8537680896), 16, 256, TRUE },
     { "Qwen3-8B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8190735360), 8, 128, FALSE },
     { "Qwen3-4B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4022468096), 8, 128, TRUE },
+    { "Phi-3-mini-4k-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3821079552), 32, 96, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -38,6 +38,10 @@ SMALL = {
     "gemma": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
               "num_key_value_heads": 1, "intermediate_size": 160, "vocab_size": 128,
               "max_position_embeddings": 64},
+    # Phi-3's default padding token (32000) must be inside the vocabulary
+    "phi3": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+             "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
+             "pad_token_id": 0},
     "bert": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
              "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
 }
@@ -48,7 +52,7 @@ def variants(kind):
     base = dict(SMALL[kind], model_type=kind)
     out = [("defaults", {"model_type": kind}), ("small", base)]
     for key in list(SMALL[kind]):
-        if key not in ("vocab_size",):
+        if key not in ("vocab_size", "pad_token_id"):
             out.append(("without " + key, {k: v for k, v in base.items() if k != key}))
     out.append(("untied", dict(base, tie_word_embeddings=False)))
     out.append(("tied", dict(base, tie_word_embeddings=True)))
