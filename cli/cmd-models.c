@@ -50,11 +50,12 @@ print_config_file(const char *file, gboolean json)
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads%s; biases: %s; LM head %s; context %" G_GUINT64_FORMAT "\n",
+         " key/value heads%s%s; biases: %s; LM head %s%s; context %" G_GUINT64_FORMAT "%s\n",
          c.heads, stw_model_head_dim(&c), c.kv_heads,
          c.qk_norm ? ", queries and keys RMS-normed per head" : "",
-         biases->len ? biases->str : "none", c.tied ? "tied to the embeddings" : "its own",
-         c.max_seq);
+         c.attn_softcap ? ", scores capped" : "", biases->len ? biases->str : "none",
+         c.tied ? "tied to the embeddings" : "its own", c.logit_softcap ? ", logits capped" : "",
+         c.max_seq, c.post_norms ? "; norms after attention and the MLP too" : "");
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

@@ -25,11 +25,13 @@ typedef enum {
   HF_BERT,
   HF_QWEN3,
   HF_PHI3,
+  HF_GEMMA2,
+  HF_GEMMA3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
                                            "qwen2",   "gemma",    "bert",  "qwen3",   "phi3",
-                                           NULL };
+                                           "gemma2",  "gemma3_text", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -90,6 +92,16 @@ static const HfRow hf_rows[] = {
   [HF_PHI3] = { .layers_default = 32, .hidden_default = 3072, .heads_default = 32,
                 .ffn_default = 8192, .max_seq_default = 4096, .vocab_default = 32064,
                 .kv_null_ok = TRUE, .reads_tie = TRUE },
+  /* Gemma 2 and 3: gemma's block with norms after attention and the MLP too; Gemma 2 caps the
+   * logits and the scores, Gemma 3 norms each head's queries and keys instead */
+  [HF_GEMMA2] = { .layers_default = 26, .hidden_default = 2304, .heads_default = 8,
+                  .ffn_default = 9216, .max_seq_default = 8192, .vocab_default = 256000,
+                  .kv_default = 4, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
+                  .reads_attention_bias = TRUE },
+  [HF_GEMMA3] = { .layers_default = 26, .hidden_default = 2304, .heads_default = 8,
+                  .ffn_default = 9216, .max_seq_default = 131072, .vocab_default = 262208,
+                  .kv_default = 4, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
+                  .reads_attention_bias = TRUE },
   [HF_BERT] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -156,6 +168,20 @@ get_bool(const Hf *h, const char *key, gboolean *out, GError **error)
   if (!cJSON_IsBool(v))
     return stw_json_fail_at(h->r, key, error, "expected true or false");
   *out = cJSON_IsTrue(v);
+  return TRUE;
+}
+
+/* A softcap member KEY (Gemma's): a number caps, null does not; absent, *ON stays the class's
+ * default. */
+static gboolean
+get_cap(const Hf *h, const char *key, gboolean *on, GError **error)
+{
+  const cJSON *v = last_member(h->root, key);
+  if (v == NULL)
+    return TRUE;
+  if (!cJSON_IsNull(v) && !cJSON_IsNumber(v))
+    return stw_json_fail_at(h->r, key, error, "expected a number or null");
+  *on = cJSON_IsNumber(v);
   return TRUE;
 }
 
@@ -254,8 +280,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_LLAMA] = STW_ARCH_LLAMA,  [HF_MISTRAL] = STW_ARCH_LLAMA,
                                      [HF_MIXTRAL] = STW_ARCH_LLAMA, [HF_QWEN2] = STW_ARCH_LLAMA,
                                      [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT,
-                                     [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA };
-  StwModelConfig c = { .arch = arch_of[type], .tied = row->tied, .qk_norm = type == HF_QWEN3 };
+                                     [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA,
+                                     [HF_GEMMA2] = STW_ARCH_LLAMA, [HF_GEMMA3] = STW_ARCH_LLAMA };
+  StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
+                       .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3,
+                       .post_norms = type == HF_GEMMA2 || type == HF_GEMMA3,
+                       .logit_softcap = type == HF_GEMMA2, .attn_softcap = type == HF_GEMMA2 };
   gboolean gpt2 = type == HF_GPT2;
   /* GPT-2 has names of its own, and takes the common ones too */
   if (!get_size(h, gpt2 ? row->layers : NULL, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS,
@@ -298,6 +328,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (c.head_dim != 0 && c.head_dim * c.heads == c.hidden)
     c.head_dim = 0; /* the usual width: written as the default */
   if (!read_biases(h, type, row, &c, error) || !check_unmodelled(h, type, error))
+    return FALSE;
+  if ((type == HF_GEMMA2 || type == HF_GEMMA3) &&
+      (!get_cap(h, "final_logit_softcapping", &c.logit_softcap, error) ||
+       !get_cap(h, "attn_logit_softcapping", &c.attn_softcap, error)))
     return FALSE;
   model_name(root, file, type_name, c.name);
 

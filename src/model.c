@@ -94,6 +94,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "a mixture of experts is modelled for llama-style blocks only";
   else if (c->qk_norm && c->arch != STW_ARCH_LLAMA)
     problem = "qk_norm is modelled for llama-style blocks only";
+  else if ((c->post_norms || c->logit_softcap || c->attn_softcap) && c->arch != STW_ARCH_LLAMA)
+    problem = "post_norms and the softcaps are modelled for llama-style blocks only";
+  else if (c->post_norms && c->experts > 1)
+    problem = "post_norms are modelled for dense MLPs only (not with experts)";
   else if (c->experts_per_token > stw_model_experts(c))
     problem = "experts_per_token must be at most experts";
   else if (c->ffn < 1 || c->ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
@@ -119,12 +123,13 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
 
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
-  "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", NULL
+  "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
+  "post_norms", "logit_softcap", "attn_softcap", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
-  "experts_per_token", "qk_norm", NULL
+  "experts_per_token", "qk_norm", "post_norms", "logit_softcap", "attn_softcap", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -135,7 +140,10 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
       !stw_json_get_u64(r, obj, "experts_per_token", FALSE, 1, STW_MODEL_MAX_EXPERTS,
                         &c->experts_per_token, error) ||
-      !stw_json_get_bool(r, obj, "qk_norm", FALSE, &c->qk_norm, error))
+      !stw_json_get_bool(r, obj, "qk_norm", FALSE, &c->qk_norm, error) ||
+      !stw_json_get_bool(r, obj, "post_norms", FALSE, &c->post_norms, error) ||
+      !stw_json_get_bool(r, obj, "logit_softcap", FALSE, &c->logit_softcap, error) ||
+      !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error))
     return FALSE;
   for (int site = 0; site < STW_N_SITES; site++) {
     if (cJSON_GetObjectItemCaseSensitive(obj, stw_bias_site_names[site]) == NULL)
@@ -227,6 +235,12 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
+  if (c->post_norms)
+    cJSON_AddBoolToObject(o, "post_norms", TRUE);
+  if (c->logit_softcap)
+    cJSON_AddBoolToObject(o, "logit_softcap", TRUE);
+  if (c->attn_softcap)
+    cJSON_AddBoolToObject(o, "attn_softcap", TRUE);
   return o;
 }
 
@@ -371,6 +385,8 @@ attention_core(Builder *b, gint32 layer, guint64 q_w, guint64 kv_w, gboolean cau
     o->work_bytes = scores;         /* the raw scores, before softmax */
     o->saved_extra_bytes = scores;  /* the softmax output, for backward */
     o->bwd_work_bytes = 2 * scores; /* dP and dS */
+    if (g->config.attn_softcap)     /* and the capped scores' tanh, for its own backward */
+      o->saved_extra_bytes += scores;
   } else {
     o->saved_extra_bytes = B * a * S * 4; /* fp32 log-sum-exp per row */
     if (causal)
@@ -508,6 +524,8 @@ decoder_head(Builder *b, guint32 embedding, gboolean rms, const char *final_norm
   }
   norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, rms, ln.n, ln.id);
   linear(b, -1, STW_OP_LM_HEAD, "lm_head", c->hidden, c->vocab, lm.n, lm.id);
+  if (c->logit_softcap) /* x / c, tanh, * c: tanh keeps its output (the logits' size) */
+    elementwise(b, -1, STW_OP_LOGIT_SOFTCAP, "logit_softcap", c->vocab, c->vocab, 3, TRUE);
   loss(b, c->vocab);
   b->g->io_bytes = 2 * b->T * 8; /* int64 input ids and targets */
 }
@@ -612,10 +630,16 @@ build_llama(Builder *b)
     g_autofree char *p = g_strdup_printf("layers.%d", l);
     g_autofree char *pa = g_strconcat(p, ".self_attn", NULL), *pm = g_strconcat(p, ".mlp", NULL);
     g_autofree char *n1 = g_strconcat(p, ".input_layernorm", NULL);
-    g_autofree char *n2 = g_strconcat(p, ".post_attention_layernorm", NULL);
+    /* with post-norms (Gemma 2 and 3) post_attention_layernorm is the one after attention, and
+     * the MLP's own is pre_feedforward_layernorm */
+    g_autofree char *n2 = g_strconcat(p, c->post_norms ? ".pre_feedforward_layernorm"
+                                                       : ".post_attention_layernorm", NULL);
+    g_autofree char *n3 = g_strconcat(p, ".post_attention_layernorm", NULL);
+    g_autofree char *n4 = g_strconcat(p, ".post_feedforward_layernorm", NULL);
     g_autofree char *nq = g_strconcat(pa, ".q_proj", NULL), *nk = g_strconcat(pa, ".k_proj", NULL);
     g_autofree char *nv = g_strconcat(pa, ".v_proj", NULL), *no = g_strconcat(pa, ".o_proj", NULL);
-    Ids ln1 = { 0 }, qkv = { 0 }, qk = { 0 }, out = { 0 }, ln2 = { 0 };
+    Ids ln1 = { 0 }, qkv = { 0 }, qk = { 0 }, out = { 0 }, ln2 = { 0 }, post1 = { 0 },
+        post2 = { 0 };
     norm_params(b, &ln1, d, TRUE, n1);
     projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
     projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
@@ -627,6 +651,8 @@ build_llama(Builder *b)
       norm_params(b, &qk, stw_model_head_dim(c), TRUE, nkn);
     }
     projection(b, &out, STW_SITE_OUT, d, q, d, no);
+    if (c->post_norms)
+      norm_params(b, &post1, d, TRUE, n3);
     norm_params(b, &ln2, d, TRUE, n2);
 
     norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, ln1.n, ln1.id)->residual = STW_RESIDUAL_OPEN;
@@ -644,7 +670,11 @@ build_llama(Builder *b)
     }
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
     attention_core(b, l, q, kv, TRUE);
-    linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
+    /* the residual added after the post-norm where there is one */
+    StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", q, d, out.n, out.id);
+    if (c->post_norms)
+      close = norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, TRUE, post1.n, post1.id);
+    close->residual = STW_RESIDUAL_CLOSE;
     norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1) {
       moe_mlp(b, l, p);
@@ -656,9 +686,14 @@ build_llama(Builder *b)
     projection(b, &gate_up, STW_SITE_MLP, f, d, f, ng);
     projection(b, &gate_up, STW_SITE_MLP, f, d, f, nu);
     projection(b, &down, STW_SITE_MLP, d, f, d, nd);
+    if (c->post_norms)
+      norm_params(b, &post2, d, TRUE, n4);
     linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * f, gate_up.n, gate_up.id);
     elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * f, f, 3, TRUE);
-    linear(b, l, STW_OP_MLP_OUT, "mlp.down", f, d, down.n, down.id)->residual = STW_RESIDUAL_CLOSE;
+    close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", f, d, down.n, down.id);
+    if (c->post_norms)
+      close = norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, TRUE, post2.n, post2.id);
+    close->residual = STW_RESIDUAL_CLOSE;
   }
   decoder_head(b, emb, TRUE, "norm", "lm_head.weight");
 }
@@ -766,11 +801,12 @@ stw_model_graph_chunk_loss(StwModelGraph *g, gboolean weight_grad)
 {
   if (g->loss == STW_LOSS_CHUNKED)
     return;
-  StwGraphOp *head = NULL, *loss = NULL;
+  StwGraphOp *head = NULL, *loss = NULL, *cap = NULL;
   for (guint i = 0; i < g->ops->len; i++) {
     StwGraphOp *o = g_ptr_array_index(g->ops, i);
     head = o->kind == STW_OP_LM_HEAD ? o : head;
     loss = o->kind == STW_OP_LOSS ? o : loss;
+    cap = o->kind == STW_OP_LOGIT_SOFTCAP ? o : cap;
   }
   g_assert(head != NULL && loss != NULL);
   guint64 T = g->batch * g->seq, e = stw_dtype_bytes(g->dtype), vocab = g->config.vocab;
@@ -782,7 +818,11 @@ stw_model_graph_chunk_loss(StwModelGraph *g, gboolean weight_grad)
   head->out_bytes = 4;
   head->work_bytes = stw_model_loss_piece(T, vocab, width) * vocab * e;
   head->saved_extra_bytes = T * width * e + weight;
-  /* the cross-entropy inside the pieces: the loss passes through */
+  /* the softcap and the cross-entropy inside the pieces: the loss passes through */
+  if (cap != NULL) {
+    cap->in_bytes = cap->out_bytes = 4;
+    cap->saves_input = FALSE;
+  }
   loss->in_bytes = loss->out_bytes = 4;
   loss->saves_input = FALSE;
   loss->saved_extra_bytes = loss->work_bytes = loss->bwd_work_bytes = 0;

@@ -116,6 +116,12 @@ eager_cost(const Synth *s, const StwGraphOp *g)
       x.bwd_bytes += n * (6 * e + 1 + (dropout ? 2 * e + 1 : 0));
       x.fwd_kernels += 4 + (dropout ? 1 : 0);
       x.bwd_kernels += 5 + (dropout ? 1 : 0);
+      if (c->attn_softcap) { /* Gemma 2's cap: / c, tanh, * c over the scores */
+        x.fwd_bytes += n * 6 * e;
+        x.bwd_bytes += n * 7 * e;
+        x.fwd_kernels += 3;
+        x.bwd_kernels += 3;
+      }
     }
     break;
   }
@@ -124,6 +130,9 @@ eager_cost(const Synth *s, const StwGraphOp *g)
       x = (Eager){ 16 * e * in, 27 * e * in, 8, 16 };
     else if (c->arch == STW_ARCH_LLAMA) /* silu(gate) * up */
       x = (Eager){ 2 * e * out, 4 * e * out, 2, 4 };
+    break;
+  case STW_OP_LOGIT_SOFTCAP: /* x / c, tanh, * c: three kernels over the logits */
+    x = (Eager){ 4 * e * in, 5 * e * in, 3, 3 };
     break;
   case STW_OP_LOSS: /* logits.float(), then log_softmax and the loss in fp32 */
     x = (Eager){ 12 * in, (12 - e) * in, 4, 4 };

@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 178 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 216 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -162,6 +162,98 @@ test_hf_defaults(void)
   g_rmdir(dir);
 }
 
+/* Gemma 2 and 3: a norm after attention and after the MLP, the residual added after it; Gemma
+ * 2 caps the logits (an op of its own, keeping the logits' size for tanh's backward) and the
+ * scores (naive attention keeps the capped scores' tanh beside the softmax); a softcap written
+ * null is off. Worked out for gemma-2-9b at batch 1 x 16 in bf16: T V e = 16 x 256000 x 2. */
+static void
+test_gemma(void)
+{
+  StwModelConfig g2, g3;
+  g_autofree char *p2 = stw_test_fixture("hf/gemma-2-9b/config.json");
+  g_autofree char *p3 = stw_test_fixture("hf/gemma-3-1b-pt/config.json");
+  g_assert_true(stw_model_resolve(p2, &g2, NULL));
+  g_assert_true(stw_model_resolve(p3, &g3, NULL));
+  g_assert_true(g2.post_norms && g2.logit_softcap && g2.attn_softcap && !g2.qk_norm);
+  g_assert_true(g3.post_norms && !g3.logit_softcap && !g3.attn_softcap && g3.qk_norm);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&g2, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_NAIVE);
+  const char *want[] = { "embed", "h0.ln_1", "h0.attn.qkv", "h0.attn.rope", "h0.attn.core",
+                         "h0.attn.o_proj", "h0.attn.post_norm", "h0.ln_2", "h0.mlp.gate_up",
+                         "h0.mlp.swiglu", "h0.mlp.down", "h0.mlp.post_norm", "h1.ln_1" };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+    g_assert_cmpstr(((StwGraphOp *)g->ops->pdata[i])->name, ==, want[i]);
+  const StwGraphOp *o_proj = g->ops->pdata[5], *post = g->ops->pdata[6], *down = g->ops->pdata[10];
+  g_assert_cmpint(o_proj->residual, ==, STW_RESIDUAL_NONE);
+  g_assert_cmpint(post->residual, ==, STW_RESIDUAL_CLOSE);
+  g_assert_cmpint(down->residual, ==, STW_RESIDUAL_NONE);
+  g_assert_cmpint(((StwGraphOp *)g->ops->pdata[11])->residual, ==, STW_RESIDUAL_CLOSE);
+  g_assert_cmpstr(((StwGraphTensor *)g->tensors->pdata[g_array_index(post->params, guint32, 0)])
+                      ->name, ==, "layers.0.post_attention_layernorm.weight");
+  g_assert_cmpstr(((StwGraphTensor *)g->tensors->pdata[g_array_index(
+                      ((StwGraphOp *)g->ops->pdata[7])->params, guint32, 0)])->name, ==,
+                  "layers.0.pre_feedforward_layernorm.weight");
+  /* the scores: 16 heads x 16 x 16, bf16; the softmax's and the cap's kept */
+  const StwGraphOp *core = g->ops->pdata[4];
+  g_assert_cmpuint(core->saved_extra_bytes, ==, 2 * 16 * 16 * 16 * 2);
+  const StwGraphOp *head = g->ops->pdata[g->ops->len - 3], *cap = g->ops->pdata[g->ops->len - 2];
+  g_assert_cmpint(head->kind, ==, STW_OP_LM_HEAD);
+  g_assert_cmpint(cap->kind, ==, STW_OP_LOGIT_SOFTCAP);
+  g_assert_cmpuint(cap->in_bytes, ==, 16 * 256000 * 2);
+  g_assert_cmpuint(cap->out_bytes, ==, 16 * 256000 * 2);
+  g_assert_true(cap->saves_input);
+  g_assert_cmpuint(cap->flops, ==, 3 * 16 * 256000);
+  /* over pieces of the loss, the cap is inside them */
+  stw_model_graph_chunk_loss(g, TRUE);
+  g_assert_cmpuint(cap->in_bytes, ==, 4);
+  g_assert_false(cap->saves_input);
+  /* Gemma 3's graph has no cap op */
+  g_autoptr(StwModelGraph) h = stw_model_graph_new(&g3, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_NAIVE);
+  for (guint i = 0; i < h->ops->len; i++)
+    g_assert_cmpint(((StwGraphOp *)h->ops->pdata[i])->kind, !=, STW_OP_LOGIT_SOFTCAP);
+  g_assert_cmpuint(((StwGraphOp *)h->ops->pdata[5])->saved_extra_bytes, ==, 4 * 16 * 16 * 2);
+
+  /* written in stowage's format and read back; a softcap null is off, a string refused */
+  cJSON *j = stw_model_config_to_json(&g2, TRUE);
+  g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "post_norms")));
+  g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "logit_softcap")));
+  g_autofree char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  g_autofree char *dir = g_dir_make_tmp("stowage-gemma-XXXXXX", NULL);
+  g_autofree char *back = g_build_filename(dir, "g2.json", NULL);
+  g_autofree char *off = g_build_filename(dir, "off.json", NULL);
+  g_autofree char *bad = g_build_filename(dir, "bad.json", NULL);
+  g_assert_true(g_file_set_contents(back, text, -1, NULL));
+  g_assert_true(g_file_set_contents(off, "{\"model_type\": \"gemma2\", "
+                                    "\"final_logit_softcapping\": null}", -1, NULL));
+  g_assert_true(g_file_set_contents(bad, "{\"model_type\": \"gemma2\", "
+                                    "\"attn_logit_softcapping\": \"50\"}", -1, NULL));
+  StwModelConfig again, o;
+  g_assert_true(stw_model_resolve(back, &again, NULL));
+  g_assert_true(again.post_norms && again.logit_softcap && again.attn_softcap);
+  g_assert_cmpuint(stw_model_param_count(&again), ==, G_GUINT64_CONSTANT(9241705984));
+  g_assert_true(stw_model_resolve(off, &o, NULL));
+  g_assert_true(!o.logit_softcap && o.attn_softcap);
+  GError *error = NULL;
+  g_assert_false(stw_model_resolve(bad, &o, &error));
+  g_assert_nonnull(strstr(error->message, "$.attn_logit_softcapping: expected a number or null"));
+  g_clear_error(&error);
+  /* a gpt with post-norms is refused */
+  StwModelConfig gpt = g2;
+  gpt.arch = STW_ARCH_GPT;
+  gpt.kv_heads = gpt.heads;
+  gpt.head_dim = 0;
+  g_assert_false(stw_model_config_validate(&gpt, NULL, &error));
+  g_assert_nonnull(strstr(error->message, "post_norms and the softcaps are modelled for "
+                                          "llama-style blocks only"));
+  g_clear_error(&error);
+  g_remove(back);
+  g_remove(off);
+  g_remove(bad);
+  g_rmdir(dir);
+}
+
 static void
 test_hf_configs(void)
 {
@@ -184,6 +276,8 @@ test_hf_configs(void)
     { "Qwen3-8B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8190735360), 8, 128, FALSE },
     { "Qwen3-4B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4022468096), 8, 128, TRUE },
     { "Phi-3-mini-4k-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3821079552), 32, 96, FALSE },
+    { "gemma-2-9b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9241705984), 8, 256, TRUE },
+    { "gemma-3-1b-pt", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(999885952), 1, 256, TRUE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -463,6 +557,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/config-files", test_config_files);
   g_test_add_func("/model/config-roundtrip", test_config_roundtrip);
   g_test_add_func("/model/hf-configs", test_hf_configs);
+  g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/hf-defaults", test_hf_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

@@ -101,6 +101,11 @@ typedef struct {
   guint64 experts_per_token; /* experts each token is routed to (top-k); 0: 1 */
   gboolean qk_norm;   /* an RMSNorm over each head's queries and keys before rotary positions
                        * (Qwen3; llama only), weights of head_dim each */
+  gboolean post_norms; /* an RMSNorm over the attention's and the MLP's outputs before each
+                        * residual add, beside the ones before them (Gemma 2 and 3; llama only),
+                        * weights of hidden each */
+  gboolean logit_softcap; /* the logits capped by c * tanh(x / c) before the loss (Gemma 2) */
+  gboolean attn_softcap;  /* the attention scores capped so before the softmax (Gemma 2) */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -185,6 +190,7 @@ typedef enum {
   STW_OP_LOSS,           /* cross-entropy */
   STW_OP_MOE_ROUTER,     /* a mixture of experts' router: a score per expert, top-k chosen */
   STW_OP_NORM_QK,        /* RMSNorms over each head's queries and keys (Qwen3) */
+  STW_OP_LOGIT_SOFTCAP,  /* the logits capped: c * tanh(x / c) (Gemma 2) */
   STW_N_OP_KINDS
 } StwOpKind;
 

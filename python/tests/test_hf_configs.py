@@ -42,6 +42,12 @@ SMALL = {
     "phi3": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
              "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
              "pad_token_id": 0},
+    "gemma2": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 1, "intermediate_size": 160, "vocab_size": 128,
+               "max_position_embeddings": 64, "pad_token_id": 0},
+    "gemma3_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 1, "intermediate_size": 160, "vocab_size": 128,
+                    "max_position_embeddings": 64, "pad_token_id": 0},
     "bert": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
              "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
 }
