@@ -27,11 +27,15 @@ typedef enum {
   HF_PHI3,
   HF_GEMMA2,
   HF_GEMMA3,
+  HF_GRANITE,
+  HF_SMOLLM3,
+  HF_QWEN3_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
                                            "qwen2",   "gemma",    "bert",  "qwen3",   "phi3",
-                                           "gemma2",  "gemma3_text", NULL };
+                                           "gemma2",  "gemma3_text", "granite", "smollm3",
+                                           "qwen3_moe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -102,6 +106,22 @@ static const HfRow hf_rows[] = {
                   .ffn_default = 9216, .max_seq_default = 131072, .vocab_default = 262208,
                   .kv_default = 4, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
                   .reads_attention_bias = TRUE },
+  /* Granite (IBM) and SmolLM3: llama's block (Granite's multipliers scale, they add nothing;
+   * SmolLM3's layers without rotary positions differ in no weight) */
+  [HF_GRANITE] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                   .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 32000,
+                   .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
+                   .reads_mlp_bias = TRUE },
+  [HF_SMOLLM3] = { .layers_default = 36, .hidden_default = 2048, .heads_default = 16,
+                   .ffn_default = 11008, .max_seq_default = 32768, .vocab_default = 128256,
+                   .kv_default = 4, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+                   .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  /* Qwen3's MoE: Qwen3's attention, and in every block experts moe_intermediate_size wide
+   * (intermediate_size is the dense MLP's of mlp_only_layers, which must be none) */
+  [HF_QWEN3_MOE] = { .ffn = "moe_intermediate_size", .layers_default = 24, .hidden_default = 2048,
+                     .heads_default = 32, .ffn_default = 768, .max_seq_default = 32768,
+                     .vocab_default = 151936, .kv_default = 4, .reads_tie = TRUE,
+                     .reads_attention_bias = TRUE },
   [HF_BERT] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -224,9 +244,23 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
                               "%" G_GUINT64_FORMAT " token types: bert is modelled with 2", types);
   }
   const cJSON *moe = member(root, "num_experts");
-  if (type != HF_MIXTRAL && moe != NULL && !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
+  if (type != HF_MIXTRAL && type != HF_QWEN3_MOE && moe != NULL &&
+      !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
     return stw_json_fail_at(r, "num_experts", error,
-                            "experts are modelled for model_type mixtral only");
+                            "experts are modelled for model_type mixtral and qwen3_moe only");
+  if (type == HF_QWEN3_MOE) { /* experts in every block: no dense MLP among them */
+    guint64 step = 1;
+    const cJSON *dense = member(root, "mlp_only_layers");
+    if (!get_u64(h, "decoder_sparse_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
+      return FALSE;
+    if (step != 1)
+      return stw_json_fail_at(r, "decoder_sparse_step", error,
+                              "%" G_GUINT64_FORMAT ": experts in every block only (1) are "
+                              "modelled", step);
+    if (dense != NULL && !(cJSON_IsArray(dense) && cJSON_GetArraySize(dense) == 0))
+      return stw_json_fail_at(r, "mlp_only_layers", error,
+                              "dense blocks among the experts' are not modelled (expected [])");
+  }
   return TRUE;
 }
 
@@ -281,9 +315,11 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_MIXTRAL] = STW_ARCH_LLAMA, [HF_QWEN2] = STW_ARCH_LLAMA,
                                      [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT,
                                      [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA,
-                                     [HF_GEMMA2] = STW_ARCH_LLAMA, [HF_GEMMA3] = STW_ARCH_LLAMA };
+                                     [HF_GEMMA2] = STW_ARCH_LLAMA, [HF_GEMMA3] = STW_ARCH_LLAMA,
+                                     [HF_GRANITE] = STW_ARCH_LLAMA, [HF_SMOLLM3] = STW_ARCH_LLAMA,
+                                     [HF_QWEN3_MOE] = STW_ARCH_LLAMA };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
-                       .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3,
+                       .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE,
                        .post_norms = type == HF_GEMMA2 || type == HF_GEMMA3,
                        .logit_softcap = type == HF_GEMMA2, .attn_softcap = type == HF_GEMMA2 };
   gboolean gpt2 = type == HF_GPT2;
@@ -298,7 +334,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                 STW_MODEL_MAX_SEQ, row->max_seq_default, &c.max_seq, error) ||
       !get_size(h, NULL, "vocab_size", FALSE, STW_MODEL_MAX_VOCAB, row->vocab_default, &c.vocab,
                 error) ||
-      !get_size(h, gpt2 ? row->ffn : "intermediate_size", NULL, row->ffn_null_ok,
+      !get_size(h, row->ffn != NULL ? row->ffn : "intermediate_size", NULL, row->ffn_null_ok,
                 8 * (guint64)STW_MODEL_MAX_WIDTH, row->ffn_default, &c.ffn, error))
     return FALSE;
   if (c.ffn == 0)
@@ -317,10 +353,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if (!get_u64(h, "head_dim", row->head_dim_null_ok, STW_MODEL_MAX_WIDTH, &c.head_dim, error))
       return FALSE;
   }
-  if (type == HF_MIXTRAL) {
-    c.experts = 8;
-    c.experts_per_token = 2;
-    if (!get_u64(h, "num_local_experts", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
+  if (type == HF_MIXTRAL || type == HF_QWEN3_MOE) {
+    gboolean qwen = type == HF_QWEN3_MOE;
+    c.experts = qwen ? 128 : 8;
+    c.experts_per_token = qwen ? 8 : 2;
+    if (!get_u64(h, qwen ? "num_experts" : "num_local_experts", FALSE, STW_MODEL_MAX_EXPERTS,
+                 &c.experts, error) ||
         !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts_per_token,
                  error))
       return FALSE;

@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 216 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 276 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -278,6 +278,9 @@ test_hf_configs(void)
     { "Phi-3-mini-4k-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3821079552), 32, 96, FALSE },
     { "gemma-2-9b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9241705984), 8, 256, TRUE },
     { "gemma-3-1b-pt", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(999885952), 1, 256, TRUE },
+    { "Qwen3-30B-A3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(30532122624), 4, 128, FALSE },
+    { "granite-3.1-8b-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8170848256), 8, 128, TRUE },
+    { "SmolLM3-3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3075098624), 4, 128, TRUE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -305,6 +308,16 @@ test_hf_configs(void)
   g_assert_false(stw_model_has_bias(&q, STW_SITE_MLP));
   g_assert_true(stw_model_resolve(mp, &m, NULL));
   g_assert_cmpuint(stw_model_experts(&m), ==, 8);
+  /* Qwen3's MoE: 128 experts of moe_intermediate_size, 8 a token, Qwen3's normed heads; 3.35B
+   * active of 30.5B (the model card's 3.3B) */
+  StwModelConfig qm;
+  g_autofree char *qmp = stw_test_fixture("hf/Qwen3-30B-A3B/config.json");
+  g_assert_true(stw_model_resolve(qmp, &qm, NULL));
+  g_assert_cmpuint(stw_model_experts(&qm), ==, 128);
+  g_assert_cmpuint(stw_model_active_experts(&qm), ==, 8);
+  g_assert_cmpuint(qm.ffn, ==, 768);
+  g_assert_true(qm.qk_norm);
+  g_assert_cmpuint(stw_model_active_param_count(&qm), ==, G_GUINT64_CONSTANT(3353032704));
   /* Qwen3: no biases; each head's queries and keys RMS-normed (2 x 128 weights a block), which
    * the other llama-style models lack */
   StwModelConfig q3;
@@ -359,6 +372,10 @@ test_hf_configs(void)
                           "number (transformers refuses it)" },
     { "hf/bad-kv.json", "$: as a mistral model: kv_heads must divide heads" },
     { "hf/bad-types.json", "$.type_vocab_size: 1 token types: bert is modelled with 2" },
+    { "hf/bad-moe-step.json",
+      "$.decoder_sparse_step: 2: experts in every block only (1) are modelled" },
+    { "hf/bad-moe-dense.json",
+      "$.mlp_only_layers: dense blocks among the experts' are not modelled (expected [])" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
     /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
     { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "
@@ -381,7 +398,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral only");
+                                   "mixtral and qwen3_moe only");
 }
 
 /* A mixture of experts reads every expert's parameters and computes with the top-k: its MLP's
