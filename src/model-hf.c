@@ -304,6 +304,19 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
         GError **error)
 {
   int t = 0;
+  const cJSON *outer = member(root, "model_type"), *text = member(root, "text_config");
+  if (cJSON_IsString(outer) && cJSON_IsObject(text) &&
+      !g_strv_contains((const char *const *)stw_hf_model_types, outer->valuestring)) {
+    /* a multimodal model's config (Gemma 3, LLaVA, Mistral 3): its language model inside */
+    const cJSON *inner = member(text, "model_type");
+    return stw_json_fail_at(r, "model_type", error,
+                            "\"%s\" is a multimodal model, and stowage models language models: "
+                            "write $.text_config%s%s%s to a file of its own and give that (the "
+                            "vision tower's parameters are then left out)",
+                            outer->valuestring, cJSON_IsString(inner) ? " (model_type \"" : "",
+                            cJSON_IsString(inner) ? inner->valuestring : "",
+                            cJSON_IsString(inner) ? "\")" : "");
+  }
   if (!stw_json_get_enum(r, root, "model_type", TRUE, stw_hf_model_types, &t, error))
     return FALSE;
   HfType type = (HfType)t;

@@ -372,6 +372,9 @@ test_hf_configs(void)
                           "number (transformers refuses it)" },
     { "hf/bad-kv.json", "$: as a mistral model: kv_heads must divide heads" },
     { "hf/bad-types.json", "$.type_vocab_size: 1 token types: bert is modelled with 2" },
+    { "hf/bad-multimodal.json",
+      "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
+      "write $.text_config (model_type \"gemma3_text\") to a file of its own and give that" },
     { "hf/bad-moe-step.json",
       "$.decoder_sparse_step: 2: experts in every block only (1) are modelled" },
     { "hf/bad-moe-dense.json",
