@@ -3,7 +3,8 @@
 measured for offloaded training (../shared/data/published/measurements.csv, read its README).
 
 Every usable row is replayed with the policy it names: the model rebuilt from the row's own
-architecture columns (a Hugging Face config: gpt2, llama, qwen2 or qwen3), synthesized at the
+architecture columns (a Hugging Face config: gpt2, or a llama-style family by its name: llama,
+mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, granite, smollm), synthesized at the
 row's batch, sequence and gradient accumulation (micro-steps) in its precision (`stowage synth`;
 attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
 where it says so, or where it does not and only that fits), planned on the shipped profile of
@@ -129,27 +130,24 @@ def config_of(row):
         return {"model_type": "gpt2", "n_layer": layers, "n_embd": hidden, "n_head": heads,
                 "vocab_size": vocab, "n_positions": max(seq, 1024),
                 "n_inner": whole(row, "ffn_hidden", 4 * hidden)}
-    if "llama" in arch or "mistral" in arch:
-        return {"model_type": "llama", "num_hidden_layers": layers, "hidden_size": hidden,
-                "num_attention_heads": heads,
-                "num_key_value_heads": whole(row, "n_kv_heads", heads),
-                "intermediate_size": whole(row, "ffn_hidden"), "vocab_size": vocab,
-                "max_position_embeddings": max(seq, 4096),
-                "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
-    if "qwen3" in arch:  # a head 128 wide unless the row says otherwise
-        m = re.search(r"head_dim (\d+)", row["arch_type"])
-        return {"model_type": "qwen3", "num_hidden_layers": layers, "hidden_size": hidden,
-                "num_attention_heads": heads, "num_key_value_heads": whole(row, "n_kv_heads"),
-                "head_dim": int(m.group(1)) if m else 128,
-                "intermediate_size": whole(row, "ffn_hidden"), "vocab_size": vocab,
-                "max_position_embeddings": max(seq, 4096),
-                "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
-    if "qwen2" in arch:
-        return {"model_type": "qwen2", "num_hidden_layers": layers, "hidden_size": hidden,
-                "num_attention_heads": heads, "num_key_value_heads": whole(row, "n_kv_heads"),
-                "intermediate_size": whole(row, "ffn_hidden"), "vocab_size": vocab,
-                "max_position_embeddings": max(seq, 4096),
-                "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
+    # the llama-style families, by the words of the row's architecture (the first that
+    # matches); the head's width where the row says it, else the family's
+    for pattern, model_type in ((r"qwen3", "qwen3"), (r"qwen2", "qwen2"),
+                                (r"gemma[ -]?3", "gemma3_text"), (r"gemma[ -]?2", "gemma2"),
+                                (r"gemma", "gemma"), (r"phi[ -]?3", "phi3"),
+                                (r"llama|mistral|granite|smollm|\byi\b", "llama")):
+        if not re.search(pattern, arch):
+            continue
+        cfg = {"model_type": model_type, "num_hidden_layers": layers, "hidden_size": hidden,
+               "num_attention_heads": heads,
+               "num_key_value_heads": whole(row, "n_kv_heads", heads),
+               "intermediate_size": whole(row, "ffn_hidden"), "vocab_size": vocab,
+               "max_position_embeddings": max(seq, 4096),
+               "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
+        m = re.search(r"head_dim (\d+)", arch)
+        if m:
+            cfg["head_dim"] = int(m.group(1))
+        return cfg
     return None
 
 

@@ -60,6 +60,8 @@ has "a largest-model row: the most layers at its width that fit, against the zoo
   "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 17.7B (87 layers) | within one step |"
 has "a row whose GPU count is no number: not replayed, said" \
   "- T06: a field this bench cannot read (ValueError: n_gpus: 'eight' is not a whole number from 1 up)"
+has "a Gemma 2 by its architecture's name, the head's width the row's" \
+  "| T16 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | gemma-2-2b-like (made up | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 2.485 s | +82.1% |"
 has "a row whose GPU memory is not given: not replayed, said" \
   "- T14: a field this bench cannot read (ValueError: gpu_mem_GB: '' is not a memory size in GB)"
 has "an out-of-memory row whose model synth refuses: not replayed, said" \
