@@ -12,7 +12,7 @@
 /* The command line as the user typed it. */
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
-      *hw_name, *memory, *output, *freeze, *lora, *lora_targets;
+      *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets;
   gboolean checkpointing;
 } Line;
 
@@ -20,8 +20,8 @@ static void
 line_clear(Line *l)
 {
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
-                     &l->kernels, &l->loss, &l->micro_steps, &l->hw_name, &l->memory,
-                     &l->output, &l->freeze, &l->lora, &l->lora_targets };
+                     &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->hw_name,
+                     &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -42,6 +42,9 @@ parse(Line *l, int argc, char **argv)
       "T" },
     { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &l->checkpointing,
       "activation checkpointing per transformer block", NULL },
+    { "checkpoint-every", 0, 0, STW_OPTION_TEXT, &l->checkpoint_every,
+      "checkpointing of segments of N blocks: only a segment's input kept, its blocks "
+      "recomputed together (Megatron's --recompute-num-layers; implies --checkpointing)", "N" },
     { "attention", 0, 0, STW_OPTION_TEXT, &l->attention,
       "attention kernel: naive (default) or flash", "A" },
     { "kernels", 0, 0, STW_OPTION_TEXT, &l->kernels,
@@ -106,7 +109,8 @@ request_of(const Line *l)
     { "model", l->model }, { "batch", l->batch }, { "seq", l->seq }, { "dtype", l->dtype },
     { "attention", l->attention }, { "kernels", l->kernels }, { "loss", l->loss },
     { "micro-steps", l->micro_steps }, { "freeze", l->freeze }, { "lora", l->lora },
-    { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory }
+    { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory },
+    { "checkpoint-every", l->checkpoint_every }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

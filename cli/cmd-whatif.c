@@ -16,7 +16,7 @@
 typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
-      *attention, *kernels, *loss, *micro_steps, *lora, *lora_targets;
+      *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets;
   gboolean json, checkpointing;
 } Line;
 
@@ -26,7 +26,8 @@ line_clear(Line *l)
   stw_cli_planning_clear(&l->pl);
   char **texts[] = { &l->gpu, &l->policy, &l->model, &l->model_config, &l->batch, &l->seq,
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
-                     &l->kernels, &l->loss, &l->micro_steps, &l->lora, &l->lora_targets };
+                     &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
+                     &l->lora_targets };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -63,6 +64,8 @@ parse(Line *l, int *argc, char ***argv)
     { "dtype", 0, 0, STW_OPTION_TEXT, &l->dtype, "with --model: bf16, fp16 or fp32", "T" },
     { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &l->checkpointing,
       "with --model: checkpointing", NULL },
+    { "checkpoint-every", 0, 0, STW_OPTION_TEXT, &l->checkpoint_every,
+      "with --model: checkpointing of segments of N blocks, as synth --checkpoint-every", "N" },
     { "attention", 0, 0, STW_OPTION_TEXT, &l->attention, "with --model: naive or flash",
       "A" },
     { "kernels", 0, 0, STW_OPTION_TEXT, &l->kernels,
@@ -109,6 +112,7 @@ request_of(const Line *l, const char *trace)
     { "model-config", l->model_config }, { "batch", l->batch }, { "seq", l->seq },
     { "dtype", l->dtype }, { "attention", l->attention }, { "kernels", l->kernels },
     { "loss", l->loss }, { "micro-steps", l->micro_steps }, { "chunk-size", l->chunks },
+    { "checkpoint-every", l->checkpoint_every },
     { "lora", l->lora }, { "lora-targets", l->lora_targets }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)

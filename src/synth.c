@@ -396,6 +396,12 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
                 STW_SYNTH_MAX_BATCH);
     return FALSE;
   }
+  if (o->checkpoint_every > STW_MODEL_MAX_LAYERS) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "checkpoint segments of %" G_GUINT64_FORMAT " blocks are out of range (expected "
+                "1 to %d)", o->checkpoint_every, STW_MODEL_MAX_LAYERS);
+    return FALSE;
+  }
   if (o->micro_steps > STW_SYNTH_MAX_MICRO_STEPS) {
     g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
                 "%" G_GUINT64_FORMAT " micro-steps are out of range (expected 1 to %d)",
@@ -442,9 +448,12 @@ now_iso8601(void)
 }
 
 /* One forward and backward run of S's graph, its blocks' op indices noted in OPS_NOTED (four
- * arrays of a slot per layer: forward first and last, backward first and last). */
+ * arrays of a slot per layer: forward first and last, backward first and last). With
+ * CHECKPOINTING, segments of EVERY blocks (the last one maybe shorter): only a segment's input
+ * survives the forward, and its blocks run again just before the last one's backward, noted
+ * in that block's backward (the blocks' backwards stay apart). */
 static void
-micro_step(Synth *s, gboolean checkpointing, guint32 *ops_noted)
+micro_step(Synth *s, gboolean checkpointing, guint64 every, guint32 *ops_noted)
 {
   const StwModelGraph *graph = s->graph;
   StwTrace *t = s->trace;
@@ -457,7 +466,8 @@ micro_step(Synth *s, gboolean checkpointing, guint32 *ops_noted)
   for (guint i = 0; i < graph->ops->len; i++) {
     const StwGraphOp *g = graph->ops->pdata[i];
     gboolean ckpt = checkpointing && g->layer >= 0;
-    gboolean first = i == 0 || ((StwGraphOp *)graph->ops->pdata[i - 1])->layer != g->layer;
+    gboolean first = (i == 0 || ((StwGraphOp *)graph->ops->pdata[i - 1])->layer != g->layer) &&
+                     (guint64)MAX(g->layer, 0) % every == 0; /* the segment's input */
     forward_op(s, g, STW_STAGE_FWD, "", !ckpt, ckpt && first);
     block_ops_note(bo.fwd_first, bo.fwd_last, g->layer, t->ops->len - 1);
   }
@@ -466,14 +476,16 @@ micro_step(Synth *s, gboolean checkpointing, guint32 *ops_noted)
   for (guint i = graph->ops->len; i-- > 0;) {
     const StwGraphOp *g = graph->ops->pdata[i];
     if (checkpointing && g->layer >= 0 &&
-        (i + 1 == graph->ops->len || ((StwGraphOp *)graph->ops->pdata[i + 1])->layer != g->layer)) {
-      guint first, last;
-      block_range(graph, g->layer, &first, &last);
+        (i + 1 == graph->ops->len || ((StwGraphOp *)graph->ops->pdata[i + 1])->layer != g->layer) &&
+        ((guint64)g->layer % every == every - 1 || (guint64)g->layer + 1 == L)) {
+      guint first, last, unused;
+      block_range(graph, (gint32)((guint64)g->layer - (guint64)g->layer % every), &first, &unused);
+      block_range(graph, g->layer, &unused, &last);
       for (guint k = first; k <= last; k++) {
         forward_op(s, graph->ops->pdata[k], STW_STAGE_BWD, ".recompute", TRUE, k == first);
         block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
       }
-      /* the block's output already lived once as the next block's input; drop the copy */
+      /* the segment's output already lived once as the next one's input; drop the copy */
       s->live -= ((StwGraphOp *)graph->ops->pdata[last])->out_bytes;
     }
     backward_op(s, g);
@@ -557,7 +569,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   gsize L = MAX(config->layers, 1);
   g_autofree guint32 *ops_noted = g_new(guint32, 4 * L);
   for (guint32 m = 0; m < micro_steps; m++)
-    micro_step(&s, options->checkpointing, ops_noted);
+    micro_step(&s, options->checkpointing, MAX(options->checkpoint_every, 1), ops_noted);
   g_array_unref(s.residuals);
 
   optimizer_ops(&s);

@@ -279,6 +279,55 @@ op_index(const StwTrace *t, const char *name)
   return (guint32)(find_op(t, name) - stw_trace_op(t, 0));
 }
 
+/* Checkpointed segments: the tiny GPT with 3 blocks (each hidden state 96 B), in segments of 2
+ * (h0-h1, h2): only the segments' inputs survive the forward, so ln_f starts at io 96 + 2
+ * inputs + the last output = 384 B (480 with every block's input kept, 288 with one segment),
+ * and h0 and h1 are recomputed together, after h2's backward and before h1's, noted in h1's
+ * backward so that the blocks' backwards stay apart. */
+static void
+test_checkpoint_segments(void)
+{
+  StwModelConfig cfg = { .name = "tiny3", .arch = STW_ARCH_GPT, .layers = 3, .hidden = 4,
+                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
+                         .tied = TRUE };
+  guint64 want[] = { 480, 480, 384, 288, 288 };
+  guint32 plain_ops = 0;
+  for (guint64 every = 0; every <= 4; every++) {
+    StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
+                            .checkpointing = TRUE, .checkpoint_every = every };
+    g_autoptr(StwTrace) t = synth_on_default(&cfg, &opt);
+    g_assert_cmpuint(find_op(t, "ln_f")->nonmodel_bytes, ==, want[every]);
+    g_assert_true(stw_trace_validate(t, "segments", NULL));
+    if (every == 0) {
+      plain_ops = t->ops->len;
+      continue;
+    }
+    g_assert_cmpuint(t->ops->len, ==, plain_ops); /* every block recomputed once */
+    if (every != 2)
+      continue;
+    guint32 h2_last = op_index(t, "h2.ln_1.bwd"), h0_first = op_index(t, "h0.ln_1.recompute");
+    guint32 h1_last = op_index(t, "h1.mlp.proj.recompute");
+    g_assert_cmpuint(h2_last + 1, ==, h0_first);
+    g_assert_cmpuint(op_index(t, "h0.mlp.proj.recompute") + 1, ==, op_index(t, "h1.ln_1.recompute"));
+    g_assert_cmpuint(h1_last + 1, ==, op_index(t, "h1.mlp.proj.bwd"));
+    const StwBlock *b0 = &g_array_index(t->blocks, StwBlock, 0);
+    const StwBlock *b1 = &g_array_index(t->blocks, StwBlock, 1);
+    g_assert_cmpuint(b1->bwd_first, ==, h0_first);
+    g_assert_cmpuint(b1->bwd_last, ==, op_index(t, "h1.ln_1.bwd"));
+    g_assert_cmpuint(b0->bwd_first, ==, op_index(t, "h0.mlp.proj.bwd"));
+  }
+  /* a segment longer than any model is refused */
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions bad = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32, .checkpointing = TRUE,
+                          .checkpoint_every = 4097 };
+  GError *error = NULL;
+  g_assert_null(stw_synth_trace(&cfg, &bad, &hw, &error));
+  stw_assert_error_contains(error, "checkpoint segments of 4097 blocks are out of range "
+                                   "(expected 1 to 4096)");
+  g_clear_error(&error);
+}
+
 /* The tiny GPT's one block: its forward ops h0.ln_1..h0.mlp.proj, its backward (a
  * recomputation among it when checkpointed), its input (one hidden state, 96 B) and what keeping
  * it costs: ln_f starts at io 96 + the block's keeping + its output 96 (1968 B kept), so 1,776 B,
@@ -605,6 +654,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/chunked-loss", test_chunked_loss);
   g_test_add_func("/synth/micro-steps", test_micro_steps);
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
+  g_test_add_func("/synth/checkpoint-segments", test_checkpoint_segments);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);

@@ -40,6 +40,10 @@ typedef struct {
   guint64 seq;              /* tokens per sequence, 1..config.max_seq */
   StwDtype dtype;           /* compute dtype of parameters and activations */
   gboolean checkpointing;   /* keep only each block's input; recompute the block in backward */
+  guint64 checkpoint_every; /* with checkpointing, blocks a checkpointed segment holds (0 or 1:
+                             * each block): only a segment's input is kept, and its blocks are
+                             * recomputed together before the last one's backward (Megatron's
+                             * --recompute-num-layers, torch's checkpoint_sequential) */
   StwAttention attention;
   StwKernels kernels;       /* fused (0) or PyTorch eager's chains of kernels */
   StwLoss loss;             /* full (0) or chunked (stw_model_graph_chunk_loss) */
