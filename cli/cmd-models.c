@@ -52,10 +52,14 @@ print_config_file(const char *file, gboolean json)
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
          " key/value heads%s%s; biases: %s; LM head %s%s; context %" G_GUINT64_FORMAT "%s\n",
          c.heads, stw_model_head_dim(&c), c.kv_heads,
-         c.qk_norm ? ", queries and keys RMS-normed per head" : "",
+         !c.qk_norm      ? ""
+         : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
+                          : ", queries and keys RMS-normed per head",
          c.attn_softcap ? ", scores capped" : "", biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own", c.logit_softcap ? ", logits capped" : "",
-         c.max_seq, c.post_norms ? "; norms after attention and the MLP too" : "");
+         c.max_seq,
+         (const char *[]){ "", "; norms after attention and the MLP too",
+                           "; norms after attention and the MLP, none before" }[c.norms]);
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

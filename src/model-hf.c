@@ -30,12 +30,13 @@ typedef enum {
   HF_GRANITE,
   HF_SMOLLM3,
   HF_QWEN3_MOE,
+  HF_OLMO2,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
                                            "qwen2",   "gemma",    "bert",  "qwen3",   "phi3",
                                            "gemma2",  "gemma3_text", "granite", "smollm3",
-                                           "qwen3_moe", NULL };
+                                           "qwen3_moe", "olmo2", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -122,6 +123,11 @@ static const HfRow hf_rows[] = {
                      .heads_default = 32, .ffn_default = 768, .max_seq_default = 32768,
                      .vocab_default = 151936, .kv_default = 4, .reads_tie = TRUE,
                      .reads_attention_bias = TRUE },
+  /* OLMo 2: llama's projections with the norms after attention and the MLP only, and one
+   * RMSNorm over all the queries, one over all the keys */
+  [HF_OLMO2] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                 .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 50304,
+                 .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_BERT] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -330,10 +336,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA,
                                      [HF_GEMMA2] = STW_ARCH_LLAMA, [HF_GEMMA3] = STW_ARCH_LLAMA,
                                      [HF_GRANITE] = STW_ARCH_LLAMA, [HF_SMOLLM3] = STW_ARCH_LLAMA,
-                                     [HF_QWEN3_MOE] = STW_ARCH_LLAMA };
+                                     [HF_QWEN3_MOE] = STW_ARCH_LLAMA, [HF_OLMO2] = STW_ARCH_LLAMA };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
-                       .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE,
-                       .post_norms = type == HF_GEMMA2 || type == HF_GEMMA3,
+                       .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
+                                  type == HF_OLMO2,
+                       .norms = type == HF_GEMMA2 || type == HF_GEMMA3 ? STW_NORMS_BOTH
+                                : type == HF_OLMO2                      ? STW_NORMS_POST
+                                                                        : STW_NORMS_PRE,
+                       .qk_norm_full = type == HF_OLMO2,
                        .logit_softcap = type == HF_GEMMA2, .attn_softcap = type == HF_GEMMA2 };
   gboolean gpt2 = type == HF_GPT2;
   /* GPT-2 has names of its own, and takes the common ones too */

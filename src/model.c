@@ -94,10 +94,17 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "a mixture of experts is modelled for llama-style blocks only";
   else if (c->qk_norm && c->arch != STW_ARCH_LLAMA)
     problem = "qk_norm is modelled for llama-style blocks only";
-  else if ((c->post_norms || c->logit_softcap || c->attn_softcap) && c->arch != STW_ARCH_LLAMA)
-    problem = "post_norms and the softcaps are modelled for llama-style blocks only";
-  else if (c->post_norms && c->experts > 1)
-    problem = "post_norms are modelled for dense MLPs only (not with experts)";
+  else if ((guint)c->norms >= STW_N_NORMS)
+    problem = "an unknown norms setting";
+  else if ((c->norms != STW_NORMS_PRE || c->logit_softcap || c->attn_softcap) &&
+           c->arch != STW_ARCH_LLAMA)
+    problem = "norms after attention and the MLP and the softcaps are modelled for llama-style "
+              "blocks only";
+  else if (c->norms != STW_NORMS_PRE && c->experts > 1)
+    problem = "norms after attention and the MLP are modelled for dense MLPs only (not with "
+              "experts)";
+  else if (c->qk_norm_full && !c->qk_norm)
+    problem = "qk_norm_full needs qk_norm";
   else if (c->experts_per_token > stw_model_experts(c))
     problem = "experts_per_token must be at most experts";
   else if (c->ffn < 1 || c->ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
@@ -124,27 +131,30 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
-  "post_norms", "logit_softcap", "attn_softcap", NULL
+  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
-  "experts_per_token", "qk_norm", "post_norms", "logit_softcap", "attn_softcap", NULL
+  "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
 static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
+  int norms = (int)c->norms;
   if (!stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
       !stw_json_get_u64(r, obj, "experts_per_token", FALSE, 1, STW_MODEL_MAX_EXPERTS,
                         &c->experts_per_token, error) ||
       !stw_json_get_bool(r, obj, "qk_norm", FALSE, &c->qk_norm, error) ||
-      !stw_json_get_bool(r, obj, "post_norms", FALSE, &c->post_norms, error) ||
+      !stw_json_get_enum(r, obj, "norms", FALSE, stw_norms_names, &norms, error) ||
+      !stw_json_get_bool(r, obj, "qk_norm_full", FALSE, &c->qk_norm_full, error) ||
       !stw_json_get_bool(r, obj, "logit_softcap", FALSE, &c->logit_softcap, error) ||
       !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error))
     return FALSE;
+  c->norms = (StwNorms)norms;
   for (int site = 0; site < STW_N_SITES; site++) {
     if (cJSON_GetObjectItemCaseSensitive(obj, stw_bias_site_names[site]) == NULL)
       continue;
@@ -235,8 +245,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
-  if (c->post_norms)
-    cJSON_AddBoolToObject(o, "post_norms", TRUE);
+  if (c->norms != STW_NORMS_PRE)
+    cJSON_AddStringToObject(o, "norms", stw_norms_names[c->norms]);
+  if (c->qk_norm_full)
+    cJSON_AddBoolToObject(o, "qk_norm_full", TRUE);
   if (c->logit_softcap)
     cJSON_AddBoolToObject(o, "logit_softcap", TRUE);
   if (c->attn_softcap)
@@ -630,52 +642,59 @@ build_llama(Builder *b)
     g_autofree char *p = g_strdup_printf("layers.%d", l);
     g_autofree char *pa = g_strconcat(p, ".self_attn", NULL), *pm = g_strconcat(p, ".mlp", NULL);
     g_autofree char *n1 = g_strconcat(p, ".input_layernorm", NULL);
-    /* with post-norms (Gemma 2 and 3) post_attention_layernorm is the one after attention, and
-     * the MLP's own is pre_feedforward_layernorm */
-    g_autofree char *n2 = g_strconcat(p, c->post_norms ? ".pre_feedforward_layernorm"
-                                                       : ".post_attention_layernorm", NULL);
+    /* with norms after attention (Gemma 2 and 3, OLMo 2) post_attention_layernorm is that one,
+     * and the MLP's own before it, where there is one, pre_feedforward_layernorm */
+    gboolean pre = c->norms != STW_NORMS_POST, post = c->norms != STW_NORMS_PRE;
+    g_autofree char *n2 = g_strconcat(p, post ? ".pre_feedforward_layernorm"
+                                              : ".post_attention_layernorm", NULL);
     g_autofree char *n3 = g_strconcat(p, ".post_attention_layernorm", NULL);
     g_autofree char *n4 = g_strconcat(p, ".post_feedforward_layernorm", NULL);
     g_autofree char *nq = g_strconcat(pa, ".q_proj", NULL), *nk = g_strconcat(pa, ".k_proj", NULL);
     g_autofree char *nv = g_strconcat(pa, ".v_proj", NULL), *no = g_strconcat(pa, ".o_proj", NULL);
     Ids ln1 = { 0 }, qkv = { 0 }, qk = { 0 }, out = { 0 }, ln2 = { 0 }, post1 = { 0 },
         post2 = { 0 };
-    norm_params(b, &ln1, d, TRUE, n1);
+    if (pre)
+      norm_params(b, &ln1, d, TRUE, n1);
     projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
     projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
     projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
     if (c->qk_norm) {
       g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
       g_autofree char *nkn = g_strconcat(pa, ".k_norm", NULL);
-      norm_params(b, &qk, stw_model_head_dim(c), TRUE, nqn);
-      norm_params(b, &qk, stw_model_head_dim(c), TRUE, nkn);
+      /* per head (Qwen3, Gemma 3), or over all the queries and all the keys (OLMo 2) */
+      norm_params(b, &qk, c->qk_norm_full ? q : stw_model_head_dim(c), TRUE, nqn);
+      norm_params(b, &qk, c->qk_norm_full ? kv : stw_model_head_dim(c), TRUE, nkn);
     }
     projection(b, &out, STW_SITE_OUT, d, q, d, no);
-    if (c->post_norms)
+    if (post)
       norm_params(b, &post1, d, TRUE, n3);
-    norm_params(b, &ln2, d, TRUE, n2);
+    if (pre)
+      norm_params(b, &ln2, d, TRUE, n2);
 
-    norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, ln1.n, ln1.id)->residual = STW_RESIDUAL_OPEN;
-    linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
+    /* the block opens at its first norm, or at the projections where there is none before */
+    StwGraphOp *open = pre ? norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, ln1.n, ln1.id) : NULL;
+    StwGraphOp *proj = linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
+    (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
     if (c->qk_norm) {
-      /* each head's queries and keys normed, an fp32 statistic per head and token and the
-       * input kept for backward; the values pass along, counted with the queries and keys as
-       * the rotary op after it counts them (a kv-wide overcount of what is kept) */
+      /* the queries and keys normed, an fp32 statistic per head (or per token) and the input
+       * kept for backward; the values pass along, counted with the queries and keys as the
+       * rotary op after it counts them (a kv-wide overcount of what is kept) */
       StwGraphOp *qkn = op(b, l, STW_OP_NORM_QK, "attn.qk_norm");
       op_params(qkn, qk.n, qk.id);
       qkn->flops = 4 * b->T * (q + kv);
       qkn->in_bytes = qkn->out_bytes = b->T * (q + 2 * kv) * b->e;
-      qkn->saved_extra_bytes = b->T * (c->heads + c->kv_heads) * 4;
+      qkn->saved_extra_bytes = b->T * (c->qk_norm_full ? 2 : c->heads + c->kv_heads) * 4;
       qkn->saves_input = TRUE;
     }
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
     attention_core(b, l, q, kv, TRUE);
     /* the residual added after the post-norm where there is one */
     StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", q, d, out.n, out.id);
-    if (c->post_norms)
+    if (post)
       close = norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, TRUE, post1.n, post1.id);
     close->residual = STW_RESIDUAL_CLOSE;
-    norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
+    if (pre)
+      norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1) {
       moe_mlp(b, l, p);
       continue;
@@ -686,12 +705,14 @@ build_llama(Builder *b)
     projection(b, &gate_up, STW_SITE_MLP, f, d, f, ng);
     projection(b, &gate_up, STW_SITE_MLP, f, d, f, nu);
     projection(b, &down, STW_SITE_MLP, d, f, d, nd);
-    if (c->post_norms)
+    if (post)
       norm_params(b, &post2, d, TRUE, n4);
-    linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * f, gate_up.n, gate_up.id);
+    proj = linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * f, gate_up.n, gate_up.id);
+    if (!pre)
+      proj->residual = STW_RESIDUAL_OPEN;
     elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * f, f, 3, TRUE);
     close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", f, d, down.n, down.id);
-    if (c->post_norms)
+    if (post)
       close = norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, TRUE, post2.n, post2.id);
     close->residual = STW_RESIDUAL_CLOSE;
   }

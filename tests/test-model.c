@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 276 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 295 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -174,8 +174,8 @@ test_gemma(void)
   g_autofree char *p3 = stw_test_fixture("hf/gemma-3-1b-pt/config.json");
   g_assert_true(stw_model_resolve(p2, &g2, NULL));
   g_assert_true(stw_model_resolve(p3, &g3, NULL));
-  g_assert_true(g2.post_norms && g2.logit_softcap && g2.attn_softcap && !g2.qk_norm);
-  g_assert_true(g3.post_norms && !g3.logit_softcap && !g3.attn_softcap && g3.qk_norm);
+  g_assert_true(g2.norms == STW_NORMS_BOTH && g2.logit_softcap && g2.attn_softcap && !g2.qk_norm);
+  g_assert_true(g3.norms == STW_NORMS_BOTH && !g3.logit_softcap && !g3.attn_softcap && g3.qk_norm);
   g_autoptr(StwModelGraph) g = stw_model_graph_new(&g2, 1, 16, STW_DTYPE_BF16,
                                                    STW_ATTENTION_NAIVE);
   const char *want[] = { "embed", "h0.ln_1", "h0.attn.qkv", "h0.attn.rope", "h0.attn.core",
@@ -216,7 +216,7 @@ test_gemma(void)
 
   /* written in stowage's format and read back; a softcap null is off, a string refused */
   cJSON *j = stw_model_config_to_json(&g2, TRUE);
-  g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "post_norms")));
+  g_assert_cmpstr(cJSON_GetStringValue(cJSON_GetObjectItem(j, "norms")), ==, "both");
   g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "logit_softcap")));
   g_autofree char *text = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
@@ -231,7 +231,7 @@ test_gemma(void)
                                     "\"attn_logit_softcapping\": \"50\"}", -1, NULL));
   StwModelConfig again, o;
   g_assert_true(stw_model_resolve(back, &again, NULL));
-  g_assert_true(again.post_norms && again.logit_softcap && again.attn_softcap);
+  g_assert_true(again.norms == STW_NORMS_BOTH && again.logit_softcap && again.attn_softcap);
   g_assert_cmpuint(stw_model_param_count(&again), ==, G_GUINT64_CONSTANT(9241705984));
   g_assert_true(stw_model_resolve(off, &o, NULL));
   g_assert_true(!o.logit_softcap && o.attn_softcap);
@@ -245,13 +245,65 @@ test_gemma(void)
   gpt.kv_heads = gpt.heads;
   gpt.head_dim = 0;
   g_assert_false(stw_model_config_validate(&gpt, NULL, &error));
-  g_assert_nonnull(strstr(error->message, "post_norms and the softcaps are modelled for "
-                                          "llama-style blocks only"));
+  g_assert_nonnull(strstr(error->message, "norms after attention and the MLP and the softcaps "
+                                          "are modelled for llama-style blocks only"));
   g_clear_error(&error);
   g_remove(back);
   g_remove(off);
   g_remove(bad);
   g_rmdir(dir);
+}
+
+/* OLMo 2: the norms after attention and the MLP only, so each block opens at its projections
+ * (the residual's skip path from the block input), and one RMSNorm over all the queries (4096
+ * weights) and one over all the keys, a statistic per token each; synthesized, its residuals
+ * and memory balance (synth's assertions) */
+static void
+test_olmo2(void)
+{
+  StwModelConfig c;
+  g_autofree char *path = stw_test_fixture("hf/OLMo-2-1124-7B/config.json");
+  g_assert_true(stw_model_resolve(path, &c, NULL));
+  g_assert_cmpint(c.norms, ==, STW_NORMS_POST);
+  g_assert_true(c.qk_norm && c.qk_norm_full);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  const char *want[] = { "embed", "h0.attn.qkv", "h0.attn.qk_norm", "h0.attn.rope",
+                         "h0.attn.core", "h0.attn.o_proj", "h0.attn.post_norm", "h0.mlp.gate_up",
+                         "h0.mlp.swiglu", "h0.mlp.down", "h0.mlp.post_norm", "h1.attn.qkv" };
+  StwResidual residual[] = { STW_RESIDUAL_NONE, STW_RESIDUAL_OPEN, STW_RESIDUAL_NONE,
+                             STW_RESIDUAL_NONE, STW_RESIDUAL_NONE, STW_RESIDUAL_NONE,
+                             STW_RESIDUAL_CLOSE, STW_RESIDUAL_OPEN, STW_RESIDUAL_NONE,
+                             STW_RESIDUAL_NONE, STW_RESIDUAL_CLOSE, STW_RESIDUAL_OPEN };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    g_assert_cmpstr(o->name, ==, want[i]);
+    g_assert_cmpint(o->residual, ==, residual[i]);
+  }
+  const StwGraphOp *qkn = g->ops->pdata[2];
+  g_assert_cmpuint(((StwGraphTensor *)g->tensors->pdata[g_array_index(qkn->params, guint32, 0)])
+                       ->numel, ==, 4096);
+  g_assert_cmpuint(qkn->saved_extra_bytes, ==, 16 * 2 * 4);
+  cJSON *j = stw_model_config_to_json(&c, FALSE);
+  g_assert_cmpstr(cJSON_GetStringValue(cJSON_GetObjectItem(j, "norms")), ==, "post");
+  g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "qk_norm_full")));
+  cJSON_Delete(j);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  c.layers = 2;
+  for (int ck = 0; ck < 2; ck++) {
+    StwSynthOptions o = { .batch = 1, .seq = 16, .dtype = STW_DTYPE_BF16, .checkpointing = ck };
+    g_autoptr(StwTrace) t = stw_synth_trace(&c, &o, &hw, NULL);
+    g_assert_nonnull(t);
+    g_assert_true(stw_trace_validate(t, "olmo2", NULL));
+  }
+  /* qk_norm_full alone is refused */
+  StwModelConfig bad = c;
+  bad.qk_norm = FALSE;
+  GError *error = NULL;
+  g_assert_false(stw_model_config_validate(&bad, NULL, &error));
+  g_assert_nonnull(strstr(error->message, "qk_norm_full needs qk_norm"));
+  g_clear_error(&error);
 }
 
 static void
@@ -281,6 +333,7 @@ test_hf_configs(void)
     { "Qwen3-30B-A3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(30532122624), 4, 128, FALSE },
     { "granite-3.1-8b-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8170848256), 8, 128, TRUE },
     { "SmolLM3-3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3075098624), 4, 128, TRUE },
+    { "OLMo-2-1124-7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7298617344), 32, 128, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -578,6 +631,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/config-roundtrip", test_config_roundtrip);
   g_test_add_func("/model/hf-configs", test_hf_configs);
   g_test_add_func("/model/gemma", test_gemma);
+  g_test_add_func("/model/olmo2", test_olmo2);
   g_test_add_func("/model/hf-defaults", test_hf_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

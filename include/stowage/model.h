@@ -82,6 +82,14 @@ typedef enum {
   STW_N_LOSSES
 } StwLoss;
 
+/* Where a llama-style block's RMSNorms sit (StwModelConfig.norms). */
+typedef enum {
+  STW_NORMS_PRE,  /* before attention and before the MLP (the default) */
+  STW_NORMS_BOTH, /* before and after each (Gemma 2 and 3) */
+  STW_NORMS_POST, /* after each only, on its output before the residual add (OLMo 2) */
+  STW_N_NORMS
+} StwNorms;
+
 #define STW_MODEL_MAX_NAME 128
 
 typedef struct {
@@ -101,9 +109,13 @@ typedef struct {
   guint64 experts_per_token; /* experts each token is routed to (top-k); 0: 1 */
   gboolean qk_norm;   /* an RMSNorm over each head's queries and keys before rotary positions
                        * (Qwen3; llama only), weights of head_dim each */
-  gboolean post_norms; /* an RMSNorm over the attention's and the MLP's outputs before each
-                        * residual add, beside the ones before them (Gemma 2 and 3; llama only),
-                        * weights of hidden each */
+  StwNorms norms;     /* where a block's RMSNorms sit: before attention and the MLP (PRE, the
+                       * default), after them too (BOTH: Gemma 2 and 3) or after them only
+                       * (POST: OLMo 2), each after-norm on the output before its residual add,
+                       * weights of hidden each (llama only) */
+  gboolean qk_norm_full; /* with qk_norm: one RMSNorm over all the queries and one over all the
+                          * keys, heads x head_dim and kv_heads x head_dim weights (OLMo 2),
+                          * not one per head */
   gboolean logit_softcap; /* the logits capped by c * tanh(x / c) before the loss (Gemma 2) */
   gboolean attn_softcap;  /* the attention scores capped so before the softmax (Gemma 2) */
 } StwModelConfig;
@@ -303,6 +315,7 @@ extern const char *const stw_loss_names[];      /* "full", "chunked" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
+extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 
 STW_END_DECLS
 

@@ -57,6 +57,9 @@ SMALL = {
     "qwen3_moe": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                   "num_key_value_heads": 2, "moe_intermediate_size": 48, "num_experts": 4,
                   "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64},
+    "olmo2": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+              "max_position_embeddings": 64, "pad_token_id": 0},
     "bert": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
              "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
 }
