@@ -31,12 +31,14 @@ typedef enum {
   HF_SMOLLM3,
   HF_QWEN3_MOE,
   HF_OLMO2,
+  HF_ROBERTA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
                                            "qwen2",   "gemma",    "bert",  "qwen3",   "phi3",
                                            "gemma2",  "gemma3_text", "granite", "smollm3",
-                                           "qwen3_moe", "olmo2", NULL };
+                                           "qwen3_moe", "olmo2", "roberta",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -132,6 +134,11 @@ static const HfRow hf_rows[] = {
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
                 .attention_bias = TRUE },
+  /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
+  [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
+                   .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
+                   .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
+                   .attention_bias = TRUE },
 };
 
 /* OBJ's member KEY as Python's json reads it: the last of its name (a member given twice takes
@@ -241,14 +248,6 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
 {
   StwJsonReader *r = h->r;
   const cJSON *root = h->root;
-  guint64 types = 2;
-  if (type == HF_BERT) {
-    if (!get_u64(h, "type_vocab_size", FALSE, 1u << 20, &types, error))
-      return FALSE;
-    if (types != 2)
-      return stw_json_fail_at(r, "type_vocab_size", error,
-                              "%" G_GUINT64_FORMAT " token types: bert is modelled with 2", types);
-  }
   const cJSON *moe = member(root, "num_experts");
   if (type != HF_MIXTRAL && type != HF_QWEN3_MOE && moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
@@ -276,7 +275,8 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
 static gboolean
 read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GError **error)
 {
-  gboolean attn = row->attention_bias, mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT;
+  gboolean attn = row->attention_bias,
+           mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT || type == HF_ROBERTA;
   gboolean qkv_only = type == HF_QWEN2; /* Qwen2: q, k and v have biases, o_proj has none */
   if ((row->reads_attention_bias && !get_bool(h, "attention_bias", &attn, error)) ||
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
@@ -332,7 +332,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   static const StwArch arch_of[] = { [HF_GPT2] = STW_ARCH_GPT,     [HF_NEOX] = STW_ARCH_NEOX,
                                      [HF_LLAMA] = STW_ARCH_LLAMA,  [HF_MISTRAL] = STW_ARCH_LLAMA,
                                      [HF_MIXTRAL] = STW_ARCH_LLAMA, [HF_QWEN2] = STW_ARCH_LLAMA,
-                                     [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT,
+                                     [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT,    [HF_ROBERTA] = STW_ARCH_BERT,
                                      [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA,
                                      [HF_GEMMA2] = STW_ARCH_LLAMA, [HF_GEMMA3] = STW_ARCH_LLAMA,
                                      [HF_GRANITE] = STW_ARCH_LLAMA, [HF_SMOLLM3] = STW_ARCH_LLAMA,
@@ -375,6 +375,13 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     c.head_dim = row->head_dim_default;
     if (!get_u64(h, "head_dim", row->head_dim_null_ok, STW_MODEL_MAX_WIDTH, &c.head_dim, error))
       return FALSE;
+  }
+  if (type == HF_BERT || type == HF_ROBERTA) {
+    c.token_types = 2;
+    if (!get_u64(h, "type_vocab_size", FALSE, STW_MODEL_MAX_TOKEN_TYPES, &c.token_types, error))
+      return FALSE;
+    if (c.token_types == 2)
+      c.token_types = 0; /* the usual: written as the default */
   }
   if (type == HF_MIXTRAL || type == HF_QWEN3_MOE) {
     gboolean qwen = type == HF_QWEN3_MOE;

@@ -105,6 +105,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
               "experts)";
   else if (c->qk_norm_full && !c->qk_norm)
     problem = "qk_norm_full needs qk_norm";
+  else if (c->token_types != 0 && c->arch != STW_ARCH_BERT)
+    problem = "token_types are bert's";
+  else if (c->token_types > STW_MODEL_MAX_TOKEN_TYPES)
+    problem = "token_types must be 1 to 1024";
   else if (c->experts_per_token > stw_model_experts(c))
     problem = "experts_per_token must be at most experts";
   else if (c->ffn < 1 || c->ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
@@ -131,12 +135,13 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
-  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", NULL
+  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "token_types", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
-  "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap", NULL
+  "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
+  "token_types", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -152,9 +157,13 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_enum(r, obj, "norms", FALSE, stw_norms_names, &norms, error) ||
       !stw_json_get_bool(r, obj, "qk_norm_full", FALSE, &c->qk_norm_full, error) ||
       !stw_json_get_bool(r, obj, "logit_softcap", FALSE, &c->logit_softcap, error) ||
-      !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error))
+      !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error) ||
+      !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
+                        &c->token_types, error))
     return FALSE;
   c->norms = (StwNorms)norms;
+  if (c->token_types == 2)
+    c->token_types = 0; /* the usual: as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
     if (cJSON_GetObjectItemCaseSensitive(obj, stw_bias_site_names[site]) == NULL)
       continue;
@@ -253,6 +262,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "logit_softcap", TRUE);
   if (c->attn_softcap)
     cJSON_AddBoolToObject(o, "attn_softcap", TRUE);
+  if (c->token_types != 0 && c->token_types != 2)
+    stw_json_add_u64(o, "token_types", c->token_types);
   return o;
 }
 
@@ -728,7 +739,8 @@ build_bert(Builder *b)
   g_ptr_array_add(((StwGraphTensor *)b->g->tensors->pdata[word])->aliases,
                   g_strdup("cls.predictions.decoder.weight"));
   guint32 pos = tensor(b, c->max_seq, d, "embeddings.position_embeddings.weight");
-  guint32 type = tensor(b, 2, d, "embeddings.token_type_embeddings.weight");
+  guint32 type = tensor(b, c->token_types != 0 ? c->token_types : 2, d,
+                        "embeddings.token_type_embeddings.weight");
   guint32 elnw = tensor(b, d, 0, "embeddings.LayerNorm.weight");
   guint32 elnb = tensor(b, d, 0, "embeddings.LayerNorm.bias");
 

@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 295 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 314 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -335,6 +335,7 @@ test_hf_configs(void)
     { "SmolLM3-3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3075098624), 4, 128, TRUE },
     { "OLMo-2-1124-7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7298617344), 32, 128, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
+    { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -424,7 +425,7 @@ test_hf_configs(void)
     { "hf/bad-null.json", "$.num_hidden_layers: null, where a llama config.json needs a whole "
                           "number (transformers refuses it)" },
     { "hf/bad-kv.json", "$: as a mistral model: kv_heads must divide heads" },
-    { "hf/bad-types.json", "$.type_vocab_size: 1 token types: bert is modelled with 2" },
+    { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
       "write $.text_config (model_type \"gemma3_text\") to a file of its own and give that" },

@@ -116,6 +116,8 @@ typedef struct {
   gboolean qk_norm_full; /* with qk_norm: one RMSNorm over all the queries and one over all the
                           * keys, heads x head_dim and kv_heads x head_dim weights (OLMo 2),
                           * not one per head */
+  guint64 token_types; /* bert's token-type embedding rows (type_vocab_size): 0 for the usual 2
+                        * (RoBERTa has 1) */
   gboolean logit_softcap; /* the logits capped by c * tanh(x / c) before the loss (Gemma 2) */
   gboolean attn_softcap;  /* the attention scores capped so before the softmax (Gemma 2) */
 } StwModelConfig;
@@ -134,6 +136,7 @@ guint64 stw_model_active_experts(const StwModelConfig *cfg);
 #define STW_MODEL_MAX_VOCAB (1u << 24)
 #define STW_MODEL_MAX_SEQ (1u << 24)
 #define STW_MODEL_MAX_EXPERTS 1024
+#define STW_MODEL_MAX_TOKEN_TYPES 1024
 #define STW_MODEL_MAX_PARAMS (G_GUINT64_CONSTANT(1) << 53) /* counted exactly in files */
 
 /* The zoo. */

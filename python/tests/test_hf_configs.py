@@ -62,6 +62,9 @@ SMALL = {
               "max_position_embeddings": 64, "pad_token_id": 0},
     "bert": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
              "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
+    "roberta": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66,
+                "type_vocab_size": 1},
 }
 
 
@@ -77,7 +80,10 @@ def variants(kind):
     for bias in ("attention_bias", "mlp_bias"):
         out.append((bias, dict(base, **{bias: True})))
         out.append(("no " + bias, dict(base, **{bias: False})))
-    if kind != "gpt2" and kind != "bert":
+    if kind in ("bert", "roberta"):  # the token types' table
+        out.append(("one token type", dict(base, type_vocab_size=1)))
+        out.append(("three token types", dict(base, type_vocab_size=3)))
+    if kind not in ("gpt2", "bert", "roberta"):
         out.append(("head_dim 32", dict(base, head_dim=32)))
         out.append(("head_dim null", dict(base, head_dim=None)))
         out.append(("kv heads null", dict(base, num_key_value_heads=None)))
@@ -107,7 +113,7 @@ def transformers_count(path, kind):
     try:
         cfg = transformers.AutoConfig.from_pretrained(os.path.dirname(path))
         with torch.device("meta"):
-            if kind == "bert":
+            if kind in ("bert", "roberta"):
                 model = transformers.AutoModel.from_config(cfg)
             else:
                 model = transformers.AutoModelForCausalLM.from_config(cfg)
