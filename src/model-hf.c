@@ -32,13 +32,15 @@ typedef enum {
   HF_QWEN3_MOE,
   HF_OLMO2,
   HF_ROBERTA,
+  HF_STARCODER2,
+  HF_GPT_BIGCODE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
                                            "qwen2",   "gemma",    "bert",  "qwen3",   "phi3",
                                            "gemma2",  "gemma3_text", "granite", "smollm3",
                                            "qwen3_moe", "olmo2", "roberta",
-                                           NULL };
+                                           "starcoder2", "gpt_bigcode", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -134,6 +136,19 @@ static const HfRow hf_rows[] = {
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
                 .attention_bias = TRUE },
+  /* StarCoder 2: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions) with grouped
+   * keys and values, biases everywhere or nowhere (use_bias) */
+  [HF_STARCODER2] = { .layers_default = 30, .hidden_default = 3072, .heads_default = 24,
+                      .ffn_default = 12288, .max_seq_default = 4096, .vocab_default = 49152,
+                      .kv_default = 2, .head_dim_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+                      .attention_bias = TRUE },
+  /* GPT-BigCode (StarCoder, SantaCoder): GPT-2 with one key and value head (multi_query) */
+  [HF_GPT_BIGCODE] = { .layers = "n_layer", .hidden = "n_embd", .heads = "n_head",
+                       .ffn = "n_inner", .max_seq = "n_positions", .layers_default = 12,
+                       .hidden_default = 768, .heads_default = 12, .ffn_default = 0,
+                       .max_seq_default = 1024, .vocab_default = 50257, .kv_default = NOT_READ,
+                       .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .tied = TRUE,
+                       .reads_tie = TRUE, .attention_bias = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
   [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
@@ -276,7 +291,13 @@ static gboolean
 read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GError **error)
 {
   gboolean attn = row->attention_bias,
-           mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT || type == HF_ROBERTA;
+           mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT || type == HF_ROBERTA ||
+                 type == HF_STARCODER2 || type == HF_GPT_BIGCODE;
+  if (type == HF_STARCODER2) { /* one switch for all of them */
+    if (!get_bool(h, "use_bias", &attn, error))
+      return FALSE;
+    mlp = attn;
+  }
   gboolean qkv_only = type == HF_QWEN2; /* Qwen2: q, k and v have biases, o_proj has none */
   if ((row->reads_attention_bias && !get_bool(h, "attention_bias", &attn, error)) ||
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
@@ -336,7 +357,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA,
                                      [HF_GEMMA2] = STW_ARCH_LLAMA, [HF_GEMMA3] = STW_ARCH_LLAMA,
                                      [HF_GRANITE] = STW_ARCH_LLAMA, [HF_SMOLLM3] = STW_ARCH_LLAMA,
-                                     [HF_QWEN3_MOE] = STW_ARCH_LLAMA, [HF_OLMO2] = STW_ARCH_LLAMA };
+                                     [HF_QWEN3_MOE] = STW_ARCH_LLAMA, [HF_OLMO2] = STW_ARCH_LLAMA,
+                                     [HF_STARCODER2] = STW_ARCH_NEOX,
+                                     [HF_GPT_BIGCODE] = STW_ARCH_GPT };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
                        .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
                                   type == HF_OLMO2,
@@ -345,15 +368,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                                                         : STW_NORMS_PRE,
                        .qk_norm_full = type == HF_OLMO2,
                        .logit_softcap = type == HF_GEMMA2, .attn_softcap = type == HF_GEMMA2 };
-  gboolean gpt2 = type == HF_GPT2;
-  /* GPT-2 has names of its own, and takes the common ones too */
-  if (!get_size(h, gpt2 ? row->layers : NULL, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS,
+  /* GPT-2 and GPT-BigCode have names of their own, and take the common ones too */
+  if (!get_size(h, row->layers, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS,
                 row->layers_default, &c.layers, error) ||
-      !get_size(h, gpt2 ? row->hidden : NULL, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH,
+      !get_size(h, row->hidden, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH,
                 row->hidden_default, &c.hidden, error) ||
-      !get_size(h, gpt2 ? row->heads : NULL, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH,
+      !get_size(h, row->heads, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH,
                 row->heads_default, &c.heads, error) ||
-      !get_size(h, gpt2 ? row->max_seq : NULL, "max_position_embeddings", FALSE,
+      !get_size(h, row->max_seq, "max_position_embeddings", FALSE,
                 STW_MODEL_MAX_SEQ, row->max_seq_default, &c.max_seq, error) ||
       !get_size(h, NULL, "vocab_size", FALSE, STW_MODEL_MAX_VOCAB, row->vocab_default, &c.vocab,
                 error) ||
@@ -370,6 +392,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if (!get_u64(h, "num_key_value_heads", row->kv_null_ok, STW_MODEL_MAX_WIDTH, &kv, error))
       return FALSE;
     c.kv_heads = kv != 0 ? kv : c.heads;
+  }
+  if (type == HF_GPT_BIGCODE) { /* one key and value head for all, unless multi_query is off */
+    gboolean multi = TRUE;
+    if (!get_bool(h, "multi_query", &multi, error))
+      return FALSE;
+    c.kv_heads = multi ? 1 : c.heads;
   }
   if (row->head_dim_default != NOT_READ) {
     c.head_dim = row->head_dim_default;

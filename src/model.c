@@ -86,8 +86,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "bert's heads are hidden / heads wide";
   else if (c->kv_heads < 1 || c->heads % c->kv_heads != 0)
     problem = "kv_heads must divide heads";
-  else if (c->arch != STW_ARCH_LLAMA && c->kv_heads != c->heads)
-    problem = "kv_heads must equal heads for gpt, neox and bert (grouped-query attention is llama's)";
+  else if (c->arch == STW_ARCH_BERT && c->kv_heads != c->heads)
+    problem = "kv_heads must equal heads for bert (grouped-query attention is the decoders')";
   else if (c->experts > STW_MODEL_MAX_EXPERTS)
     problem = "experts must be at most 1024";
   else if (c->experts > 1 && c->arch != STW_ARCH_LLAMA)
@@ -502,7 +502,7 @@ static void
 gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 d = c->hidden, f = c->ffn, q = q_width(c);
+  guint64 d = c->hidden, f = c->ffn, q = q_width(c), kv = kv_width(c);
   Ids ln1 = { 0 }, qkv = { 0 }, out = { 0 }, ln2 = { 0 }, fc = { 0 }, proj = { 0 };
   g_autofree char *p = g_strdup_printf(nm->block, l);
   g_autofree char *n_ln1 = g_strconcat(p, ".", nm->ln_1, NULL);
@@ -512,18 +512,19 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
   g_autofree char *n_fc = g_strconcat(p, ".", nm->fc, NULL);
   g_autofree char *n_proj = g_strconcat(p, ".", nm->proj, NULL);
   norm_params(b, &ln1, d, FALSE, n_ln1);
-  /* GPT-2's Conv1D weights are [in, out]; NeoX's Linear ones [out, in]: the same bytes */
-  projection(b, &qkv, STW_SITE_QKV, d, 3 * q, 3 * q, n_qkv);
+  /* GPT-2's Conv1D weights are [in, out]; NeoX's Linear ones [out, in]: the same bytes; with
+   * grouped or multi-query attention (StarCoder 2, GPT-BigCode) the keys and values narrower */
+  projection(b, &qkv, STW_SITE_QKV, d, q + 2 * kv, q + 2 * kv, n_qkv);
   projection(b, &out, STW_SITE_OUT, q, d, d, n_out);
   norm_params(b, &ln2, d, FALSE, n_ln2);
   projection(b, &fc, STW_SITE_MLP, d, f, f, n_fc);
   projection(b, &proj, STW_SITE_MLP, f, d, d, n_proj);
 
   norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, FALSE, ln1.n, ln1.id)->residual = STW_RESIDUAL_OPEN;
-  linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * q, qkv.n, qkv.id);
+  linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
   if (rope)
-    elementwise(b, l, STW_OP_ROPE, "attn.rope", 3 * q, 3 * q, 3, FALSE);
-  attention_core(b, l, q, q, TRUE);
+    elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
+  attention_core(b, l, q, kv, TRUE);
   linear(b, l, STW_OP_ATTN_OUT, "attn.proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
   norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
   linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, fc.n, fc.id);

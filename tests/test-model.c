@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 314 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 353 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -306,6 +306,39 @@ test_olmo2(void)
   g_clear_error(&error);
 }
 
+/* Grouped and multi-query attention in GPT-2's block (StarCoder 2 on NeoX's, GPT-BigCode on
+ * GPT-2's): the fused projection q + 2 kv wide, the attention reading narrower keys and
+ * values; synthesized, memory balances (synth's assertions) */
+static void
+test_gqa_gelu_blocks(void)
+{
+  const struct {
+    const char *dir;
+    guint64 q, kv;
+  } cases[] = { { "starcoder2-3b", 3072, 256 }, { "starcoderbase-1b", 2048, 128 } };
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    StwModelConfig c;
+    g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
+    g_autofree char *path = stw_test_fixture(rel);
+    g_assert_true(stw_model_resolve(path, &c, NULL));
+    c.layers = 2;
+    g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_NAIVE);
+    for (guint k = 0; k < g->ops->len; k++) {
+      const StwGraphOp *o = g->ops->pdata[k];
+      if (o->kind == STW_OP_ATTN_QKV)
+        g_assert_cmpuint(o->out_bytes, ==, 16 * (cases[i].q + 2 * cases[i].kv) * 2);
+      if (o->kind == STW_OP_ATTN_CORE)
+        g_assert_cmpuint(o->in_bytes, ==, 16 * (cases[i].q + 2 * cases[i].kv) * 2);
+    }
+    StwSynthOptions o = { .batch = 1, .seq = 16, .dtype = STW_DTYPE_BF16 };
+    g_autoptr(StwTrace) t = stw_synth_trace(&c, &o, &hw, NULL);
+    g_assert_nonnull(t);
+  }
+}
+
 static void
 test_hf_configs(void)
 {
@@ -334,6 +367,8 @@ test_hf_configs(void)
     { "granite-3.1-8b-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8170848256), 8, 128, TRUE },
     { "SmolLM3-3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3075098624), 4, 128, TRUE },
     { "OLMo-2-1124-7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7298617344), 32, 128, FALSE },
+    { "starcoder2-3b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(3030371328), 2, 128, TRUE },
+    { "starcoderbase-1b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1137207296), 1, 128, TRUE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
   };
@@ -633,6 +668,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/hf-configs", test_hf_configs);
   g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/olmo2", test_olmo2);
+  g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);
   g_test_add_func("/model/hf-defaults", test_hf_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
