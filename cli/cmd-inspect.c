@@ -29,6 +29,8 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
     printf("; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT, m->batch, m->seq);
   if (t->tensors->len > 0)
     printf(", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+  if (m->autocast != STW_DTYPE_FP32) /* PyTorch's AMP: fp32 weights, 16-bit GEMMs */
+    printf(" weights, autocast to %s", stw_dtype_name(m->autocast));
   printf("%s, %s attention%s%s\n", m->checkpointing ? ", checkpointing" : "",
          stw_attention_name(m->attention),
          m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "",

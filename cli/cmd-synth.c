@@ -13,7 +13,7 @@
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets;
-  gboolean checkpointing;
+  gboolean checkpointing, amp;
 } Line;
 
 static void
@@ -42,6 +42,9 @@ parse(Line *l, int argc, char **argv)
       "T" },
     { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &l->checkpointing,
       "activation checkpointing per transformer block", NULL },
+    { "amp", 0, 0, G_OPTION_ARG_NONE, &l->amp,
+      "PyTorch's automatic mixed precision (autocast): fp32 weights, gradients and optimizer, "
+      "each GEMM's weights cast to --dtype at its use", NULL },
     { "checkpoint-every", 0, 0, STW_OPTION_TEXT, &l->checkpoint_every,
       "checkpointing of segments of N blocks: only a segment's input kept, its blocks "
       "recomputed together (Megatron's --recompute-num-layers; implies --checkpointing)", "N" },
@@ -115,6 +118,7 @@ request_of(const Line *l)
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);
   stw_request_set_flag(r, "checkpointing", l->checkpointing);
+  stw_request_set_flag(r, "amp", l->amp);
   return r;
 }
 

@@ -17,7 +17,7 @@ typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets;
-  gboolean json, checkpointing;
+  gboolean json, checkpointing, amp;
 } Line;
 
 static void
@@ -64,6 +64,8 @@ parse(Line *l, int *argc, char ***argv)
     { "dtype", 0, 0, STW_OPTION_TEXT, &l->dtype, "with --model: bf16, fp16 or fp32", "T" },
     { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &l->checkpointing,
       "with --model: checkpointing", NULL },
+    { "amp", 0, 0, G_OPTION_ARG_NONE, &l->amp,
+      "with --model: PyTorch's automatic mixed precision, as synth --amp", NULL },
     { "checkpoint-every", 0, 0, STW_OPTION_TEXT, &l->checkpoint_every,
       "with --model: checkpointing of segments of N blocks, as synth --checkpoint-every", "N" },
     { "attention", 0, 0, STW_OPTION_TEXT, &l->attention, "with --model: naive or flash",
@@ -118,6 +120,7 @@ request_of(const Line *l, const char *trace)
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);
   stw_request_set_flag(r, "checkpointing", l->checkpointing);
+  stw_request_set_flag(r, "amp", l->amp);
   return r;
 }
 

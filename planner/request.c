@@ -29,16 +29,17 @@ const StwRequestKind stw_request_compare_kind = { "compare", compare_options, pl
 const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, planning_flags };
 static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
                                               "batch", "seq", "dtype", "checkpointing",
-                                              "checkpoint-every", "attention", "kernels", "loss", "micro-steps",
+                                              "checkpoint-every", "amp", "attention", "kernels", "loss", "micro-steps",
                                               "chunk-size", "lora", "lora-targets",
                                               PLANNING_OPTIONS, NULL };
-static const char *const whatif_flags[] = { "beyond-device", "checkpointing", NULL };
+static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
 static const char *const synth_options[] = { "model", "model-config", "batch", "seq", "dtype",
-                                             "checkpointing", "checkpoint-every", "attention",
-                                             "kernels", "loss", "micro-steps", "freeze", "lora", "lora-targets",
+                                             "checkpointing", "checkpoint-every", "amp",
+                                             "attention", "kernels", "loss", "micro-steps",
+                                             "freeze", "lora", "lora-targets",
                                              "hw", "memory", NULL };
-static const char *const synth_flags[] = { "checkpointing", NULL };
+static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
                                                 "micro-steps", "no-checkpointing", "attention",

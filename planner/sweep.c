@@ -59,6 +59,7 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
 {
   *so = (StwSynthOptions){ .batch = 1, .seq = cfg->max_seq, .dtype = STW_DTYPE_BF16,
                            .checkpointing = stw_request_get(r, "checkpointing") != NULL,
+                           .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
   int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss;
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
@@ -212,13 +213,13 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
   if (stw_request_get(r, "gpu") == NULL)
     return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
-                                            "checkpoint-every", "attention", "kernels", "loss",
-                                            "micro-steps", NULL };
+                                            "checkpoint-every", "amp", "attention", "kernels",
+                                            "loss", "micro-steps", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
-                   "--checkpoint-every, --attention, --kernels, --loss and --micro-steps go "
-                   "with --model");
+                   "--checkpoint-every, --amp, --attention, --kernels, --loss and --micro-steps "
+                   "go with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

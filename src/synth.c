@@ -23,6 +23,9 @@ typedef struct {
   GArray *residuals;      /* guint64: skipped gradients waiting for their block's start */
   gboolean framework;     /* gradients are the framework's tensors (several micro-steps) */
   guint8 *has_grad;       /* per tensor, with FRAMEWORK: its gradient tensor exists */
+  gboolean autocast;      /* fp32 weights cast to the compute dtype at each GEMM's use */
+  guint64 cached;         /* with AUTOCAST, in a checkpointed forward: the casts autocast's
+                           * cache holds to the forward's end */
 } Synth;
 
 /* Whether op G's time is its GEMMs' (projections; attention's scores and weighted sum, fused or
@@ -43,6 +46,23 @@ is_matmul(const StwGraphOp *g)
   default:
     return FALSE;
   }
+}
+
+/* The bytes of op G's weights cast to the compute dtype where the trace is autocast's (fp32
+ * weights, the GEMMs computed in 16 bits: PyTorch's AMP): every parameter of a GEMM op, 0 for
+ * the others (norms and embeddings read their fp32 weights). TRAINED_ONLY: of the trained ones. */
+static guint64
+cast_bytes(const Synth *s, const StwGraphOp *g, gboolean trained_only)
+{
+  if (!s->autocast || !is_matmul(g))
+    return 0;
+  guint64 bytes = 0;
+  for (guint i = 0; i < g->params->len; i++) {
+    guint32 id = g_array_index(g->params, guint32, i);
+    if (!trained_only || !stw_trace_tensor(s->trace, id)->frozen)
+      bytes += ((StwGraphTensor *)s->graph->tensors->pdata[id])->numel * s->e;
+  }
+  return bytes;
 }
 
 /* The per-op cost model (docs/synth.md): matmuls at the efficiency their size reaches, the rest
@@ -226,8 +246,15 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
 {
   StwOp *op = emit(s, g, suffix, stage, FALSE);
   op->nonmodel_bytes = s->live;
-  s->live += g->out_bytes + g->work_bytes + g->saved_extra_bytes;
+  /* autocast's 16-bit weights: kept for backward with what the op keeps; in a checkpointed
+   * forward its cache holds the trained ones to the forward's end, the frozen ones go */
+  guint64 cast = cast_bytes(s, g, FALSE), cached = keep_saved ? 0 : cast_bytes(s, g, TRUE);
+  s->live += g->out_bytes + g->work_bytes + g->saved_extra_bytes + cast;
   op->nonmodel_peak_bytes = s->live;
+  if (!keep_saved) {
+    s->live -= cast - cached;
+    s->cached += cached;
+  }
   s->live -= g->work_bytes;
   if (!keep_saved)
     s->live -= g->saved_extra_bytes;
@@ -235,9 +262,10 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
   if (!g->passthrough && !keep_input)
     s->live -= g->in_bytes;
   op->flops = g->flops;
+  /* the casts read the fp32 weights and write the 16-bit ones */
   double bytes = (double)(param_bytes(s, g) + g->in_bytes + g->out_bytes + 2 * g->work_bytes +
                           g->saved_extra_bytes) +
-                 hidden_traffic(s, g);
+                 hidden_traffic(s, g) + (double)cast / (double)s->e * (4.0 + (double)s->e);
   Eager x = eager_cost(s, g);
   op->duration_ns = eager_ns(s, op_duration_ns(s, g, (double)g->flops, bytes), x.fwd_bytes,
                              x.fwd_kernels);
@@ -248,10 +276,13 @@ backward_op(Synth *s, const StwGraphOp *g)
 {
   StwOp *op = emit(s, g, ".bwd", STW_STAGE_BWD, TRUE);
   guint64 grad_in = g->passthrough ? 0 : g->in_bytes;
+  /* autocast: the weights' 16-bit gradients, cast into the fp32 ones, and then the 16-bit
+   * weights the op kept go */
+  guint64 cast = cast_bytes(s, g, FALSE), cast_grads = cast_bytes(s, g, TRUE);
   op->nonmodel_bytes = s->live;
   s->live += grad_in + g->bwd_work_bytes;
-  op->nonmodel_peak_bytes = s->live;
-  s->live -= g->bwd_work_bytes + g->saved_extra_bytes;
+  op->nonmodel_peak_bytes = s->live + cast_grads;
+  s->live -= g->bwd_work_bytes + g->saved_extra_bytes + cast;
   if (!g->passthrough) {
     if (g->saves_input)
       s->live -= g->in_bytes;
@@ -272,7 +303,8 @@ backward_op(Synth *s, const StwGraphOp *g)
      * computed apart and added in, only at its op */
     guint64 held = 0, added = 0;
     for (guint32 k = 0; k < op->n_grads; k++) {
-      guint64 bytes = stw_trace_tensor(s->trace, op->grads[k])->numel * s->e;
+      const StwTensor *x = stw_trace_tensor(s->trace, op->grads[k]);
+      guint64 bytes = x->numel * stw_dtype_bytes(x->dtype);
       if (s->has_grad[op->grads[k]])
         added += bytes;
       else
@@ -290,7 +322,8 @@ backward_op(Synth *s, const StwGraphOp *g)
   guint64 pbytes = param_bytes(s, g);
   double bytes = (double)pbytes * (1.0 + share) +
                  (double)(2 * g->in_bytes + g->out_bytes + 2 * g->bwd_work_bytes +
-                          g->saved_extra_bytes);
+                          g->saved_extra_bytes) +
+                 (double)cast_grads / (double)s->e * (2.0 * (double)s->e + 8.0);
   Eager x = eager_cost(s, g);
   op->duration_ns = eager_ns(s, op_duration_ns(s, g, flops, bytes), x.bwd_bytes, x.bwd_kernels);
 }
@@ -379,7 +412,7 @@ optimizer_ops(Synth *s)
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
     op->nonmodel_bytes = op->nonmodel_peak_bytes = grads;
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
-    double bytes = (double)x->numel * (double)(2 * s->e + 24);
+    double bytes = (double)x->numel * (double)(2 * stw_dtype_bytes(x->dtype) + 24);
     /* no per-operator overhead: optimizers step many tensors per launch (multi-tensor apply) */
     op->duration_ns = stw_hardware_memory_op_ns(s->hw, bytes) - s->hw->op_overhead_ns;
     op->flops = 12 * x->numel;
@@ -394,6 +427,11 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
     g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
                 "batch %" G_GUINT64_FORMAT " is out of range (expected 1 to %d)", o->batch,
                 STW_SYNTH_MAX_BATCH);
+    return FALSE;
+  }
+  if (o->amp && o->dtype == STW_DTYPE_FP32) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "--amp computes in 16 bits: give --dtype bf16 or fp16 with it");
     return FALSE;
   }
   if (o->checkpoint_every > STW_MODEL_MAX_LAYERS) {
@@ -471,6 +509,8 @@ micro_step(Synth *s, gboolean checkpointing, guint64 every, guint32 *ops_noted)
     forward_op(s, g, STW_STAGE_FWD, "", !ckpt, ckpt && first);
     block_ops_note(bo.fwd_first, bo.fwd_last, g->layer, t->ops->len - 1);
   }
+  s->live -= s->cached; /* autocast's cache, cleared as the forward ends */
+  s->cached = 0;
 
   /* backward, recomputing each checkpointed block just before its gradients */
   for (guint i = graph->ops->len; i-- > 0;) {
@@ -535,7 +575,9 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
 
   for (guint i = 0; i < graph->tensors->len; i++) {
     const StwGraphTensor *gt = graph->tensors->pdata[i];
-    guint32 id = stw_trace_add_tensor(t, gt->name, options->dtype, gt->shape, gt->ndim);
+    /* autocast (PyTorch's AMP): the weights fp32, computed in the 16-bit dtype */
+    guint32 id = stw_trace_add_tensor(t, gt->name, options->amp ? STW_DTYPE_FP32 : options->dtype,
+                                      gt->shape, gt->ndim);
     StwTensor *x = &g_array_index(t->tensors, StwTensor, id);
     for (guint k = 0; k < gt->aliases->len; k++)
       g_ptr_array_add(x->aliases, g_strdup(gt->aliases->pdata[k]));
@@ -558,6 +600,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     stw_model_graph_chunk_loss(graph, trained);
   }
   t->model.loss = options->loss;
+  t->model.autocast = options->amp ? options->dtype : STW_DTYPE_FP32;
   t->model.micro_steps = micro_steps;
   if (micro_steps > 1) /* the next forward must not find gradients in the chunks */
     t->model.gradients = STW_GRADIENTS_FRAMEWORK;
@@ -565,7 +608,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels,
               .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)),
-              .framework = micro_steps > 1, .has_grad = has_grad };
+              .framework = micro_steps > 1, .has_grad = has_grad, .autocast = options->amp };
   gsize L = MAX(config->layers, 1);
   g_autofree guint32 *ops_noted = g_new(guint32, 4 * L);
   for (guint32 m = 0; m < micro_steps; m++)

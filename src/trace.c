@@ -556,6 +556,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     cJSON_AddStringToObject(model, "kernels", stw_kernels_name(t->model.kernels));
   if (t->model.loss != STW_LOSS_FULL)
     cJSON_AddStringToObject(model, "loss", stw_loss_name(t->model.loss));
+  if (t->model.autocast != STW_DTYPE_FP32)
+    cJSON_AddStringToObject(model, "autocast", stw_dtype_name(t->model.autocast));
   /* written only when not the default, so that the traces before them keep their digests */
   if (stw_trace_micro_steps(t) > 1)
     stw_json_add_u64(model, "micro_steps", stw_trace_micro_steps(t));
@@ -677,7 +679,7 @@ static const char *const block_members[] = { "name", "forward", "backward", "inp
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "kernels", "loss",
-                                             "micro_steps", "gradients", "amsgrad",
+                                             "autocast", "micro_steps", "gradients", "amsgrad",
                                              "optimizer_state", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
@@ -757,7 +759,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   const char *name = NULL;
   const cJSON *config = NULL;
   int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED, loss = STW_LOSS_FULL;
-  int gradients = STW_GRADIENTS_CHUNKS, state = 0;
+  int gradients = STW_GRADIENTS_CHUNKS, state = 0, autocast = STW_DTYPE_FP32;
   guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
@@ -769,6 +771,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_enum(r, obj, "attention", FALSE, stw_attention_names, &attention, error) &&
       stw_json_get_enum(r, obj, "kernels", FALSE, stw_kernels_names, &kernels, error) &&
       stw_json_get_enum(r, obj, "loss", FALSE, stw_loss_names, &loss, error) &&
+      stw_json_get_enum(r, obj, "autocast", FALSE, stw_dtype_names, &autocast, error) &&
       stw_json_get_u64(r, obj, "micro_steps", FALSE, 1, STW_TRACE_MAX_MICRO_STEPS, &micro_steps,
                        error) &&
       stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
@@ -786,6 +789,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     t->model.attention = (StwAttention)attention;
     t->model.kernels = (StwKernels)kernels;
     t->model.loss = (StwLoss)loss;
+    t->model.autocast = (StwDtype)autocast;
     t->model.micro_steps = (guint32)micro_steps;
     t->model.gradients = (StwGradients)gradients;
     t->model.state_dtype = stw_state_dtype_at(state);

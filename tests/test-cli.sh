@@ -212,7 +212,7 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --attention, --kernels, --loss and --micro-steps go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss and --micro-steps go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
 expect 2 "--kernels, --loss and --micro-steps go with --model" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
@@ -247,7 +247,12 @@ $S synth --model gpt2 --batch 2 --seq 512 --checkpoint-every 4 -o "$T/seg4.json"
 expect 0 "batch 2 x seq 512, bf16, checkpointing" "synth --checkpoint-every: a checkpointed trace" -- $S inspect "$T/seg4.json"
 expect 0 "h8.ln_1.recompute h9.ln_1.recompute h10.ln_1.recompute h11.ln_1.recompute h4.ln_1.recompute" "synth --checkpoint-every: a segment's blocks recomputed together, last segment first" -- sh -c "grep -o 'h[0-9]*\.ln_1\.recompute' '$T/seg4.json' | tr '\n' ' '"
 expect 2 "--checkpoint-every: '0' is not valid: expected a whole number from 1 to 4096" "synth --checkpoint-every 0" -- $S synth --model gpt2 --checkpoint-every 0 -o "$T/never.json"
-expect 2 "--checkpoint-every, --attention" "whatif --checkpoint-every with a trace" -- $S whatif "$TR" --gpu 8GiB --checkpoint-every 2
+expect 2 "--checkpoint-every, --amp, --attention" "whatif --checkpoint-every with a trace" -- $S whatif "$TR" --gpu 8GiB --checkpoint-every 2
+# PyTorch's AMP: fp32 weights, the GEMMs in bf16
+$S synth --model gpt2 --batch 2 --seq 512 --amp -o "$T/amp.json" > /dev/null 2>&1
+expect 0 "batch 2 x seq 512, fp32 weights, autocast to bf16" "synth --amp: fp32 weights, autocast's dtype" -- $S inspect "$T/amp.json"
+expect 0 "param       474.70 MiB  124,439,808              4" "synth --amp: 4 bytes a weight" -- $S inspect "$T/amp.json"
+expect 2 "--amp computes in 16 bits: give --dtype bf16 or fp16 with it" "synth --amp --dtype fp32" -- $S synth --model gpt2 --amp --dtype fp32 -o "$T/never.json"
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "micro-steps on two GPUs: refused, said" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
 # ZeRO-3 with CPU Adam: each of 4 GPUs keeps its quarter, gathering the rest for each use
 $S synth --model gpt2-xl --batch 4 --seq 1024 --checkpointing -o "$T/xl4.json" > /dev/null 2>&1

@@ -279,6 +279,58 @@ op_index(const StwTrace *t, const char *name)
   return (guint32)(find_op(t, name) - stw_trace_op(t, 0));
 }
 
+/* Autocast (PyTorch's AMP) on the tiny GPT in bf16: the weights fp32 in the trace, and each
+ * GEMM's weights cast to 16 bits at its use, kept to its backward: c_attn 60 elements (120 B),
+ * attn c_proj 20 (40 B), c_fc 80 (160 B), mlp c_proj 68 (136 B), the tied head 40 (80 B). So
+ * ln_f starts 456 B above the run without autocast, the loss's backward 536 B, and the head's
+ * backward peaks 616 B above (its 16-bit weight gradient, 80 B, cast into the fp32 one). With
+ * checkpointing, autocast's cache holds the block's casts to the forward's end (456 B at ln_f
+ * again), and the loss's backward finds only the head's (80 B). */
+static void
+test_autocast(void)
+{
+  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
+                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
+                         .tied = TRUE };
+  for (int ck = 0; ck < 2; ck++) {
+    StwSynthOptions plain_o = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_BF16,
+                                .checkpointing = ck };
+    StwSynthOptions amp_o = plain_o;
+    amp_o.amp = TRUE;
+    g_autoptr(StwTrace) plain = synth_on_default(&cfg, &plain_o);
+    g_autoptr(StwTrace) amp = synth_on_default(&cfg, &amp_o);
+    g_assert_cmpint(stw_trace_tensor(amp, 0)->dtype, ==, STW_DTYPE_FP32);
+    g_assert_cmpint(amp->model.autocast, ==, STW_DTYPE_BF16);
+    g_assert_cmpint(plain->model.autocast, ==, STW_DTYPE_FP32);
+    g_assert_cmpuint(amp->ops->len, ==, plain->ops->len);
+    g_assert_cmpuint(find_op(amp, "ln_f")->nonmodel_bytes - find_op(plain, "ln_f")->nonmodel_bytes,
+                     ==, 456);
+    g_assert_cmpuint(find_op(amp, "loss.bwd")->nonmodel_bytes -
+                         find_op(plain, "loss.bwd")->nonmodel_bytes, ==, ck ? 80 : 536);
+    if (!ck)
+      g_assert_cmpuint(find_op(amp, "lm_head.bwd")->nonmodel_peak_bytes -
+                           find_op(plain, "lm_head.bwd")->nonmodel_peak_bytes, ==, 616);
+    /* all of it gone at the end of backward */
+    const StwOp *last_a = find_op(amp, "embed.bwd"), *last_p = find_op(plain, "embed.bwd");
+    g_assert_cmpuint(last_a->nonmodel_bytes, ==, last_p->nonmodel_bytes);
+    g_assert_true(stw_trace_validate(amp, "amp", NULL));
+    /* written and read back, the autocast dtype kept, and in the digest */
+    g_autofree char *text = stw_trace_to_string(amp, NULL);
+    g_autoptr(StwTrace) back = stw_trace_parse("amp.json", text, strlen(text), NULL);
+    g_assert_nonnull(back);
+    g_assert_cmpint(back->model.autocast, ==, STW_DTYPE_BF16);
+    g_autofree char *d1 = stw_trace_digest(amp), *d2 = stw_trace_digest(back);
+    g_assert_cmpstr(d1, ==, d2);
+  }
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions bad = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32, .amp = TRUE };
+  GError *error = NULL;
+  g_assert_null(stw_synth_trace(&cfg, &bad, &hw, &error));
+  stw_assert_error_contains(error, "--amp computes in 16 bits: give --dtype bf16 or fp16");
+  g_clear_error(&error);
+}
+
 /* Checkpointed segments: the tiny GPT with 3 blocks (each hidden state 96 B), in segments of 2
  * (h0-h1, h2): only the segments' inputs survive the forward, so ln_f starts at io 96 + 2
  * inputs + the last output = 384 B (480 with every block's input kept, 288 with one segment),
@@ -655,6 +707,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/micro-steps", test_micro_steps);
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
   g_test_add_func("/synth/checkpoint-segments", test_checkpoint_segments);
+  g_test_add_func("/synth/autocast", test_autocast);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);

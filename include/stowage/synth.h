@@ -40,6 +40,10 @@ typedef struct {
   guint64 seq;              /* tokens per sequence, 1..config.max_seq */
   StwDtype dtype;           /* compute dtype of parameters and activations */
   gboolean checkpointing;   /* keep only each block's input; recompute the block in backward */
+  gboolean amp;             /* PyTorch's automatic mixed precision (autocast): the weights, their
+                             * gradients and the optimizer fp32 (no master copy), each GEMM's
+                             * weights cast to DTYPE (bf16 or fp16) at its use and kept to its
+                             * backward (docs/synth.md) */
   guint64 checkpoint_every; /* with checkpointing, blocks a checkpointed segment holds (0 or 1:
                              * each block): only a segment's input is kept, and its blocks are
                              * recomputed together before the last one's backward (Megatron's

@@ -122,6 +122,9 @@ typedef struct {
   StwAttention attention;
   StwKernels kernels;       /* synthesized: how its ops' kernels were modelled ("kernels",
                              * written when eager) */
+  StwDtype autocast;        /* the dtype autocast computes the GEMMs in, the weights being fp32
+                             * (PyTorch's AMP: "autocast", written when it is one), or
+                             * STW_DTYPE_FP32 (0): none */
   StwLoss loss;             /* synthesized: how its loss was computed ("loss", written when
                              * chunked) */
   guint32 micro_steps;      /* forward-backward passes per iteration (gradient accumulation):

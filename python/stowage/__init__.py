@@ -110,7 +110,7 @@ class Trace:
 
 def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, checkpointing=None,
           attention=None, kernels=None, loss=None, freeze=None, lora=None, lora_targets=None,
-          hw=None, memory=None, micro_steps=None, checkpoint_every=None):
+          hw=None, memory=None, micro_steps=None, checkpoint_every=None, amp=None):
     """The trace of one training iteration of MODEL (a zoo name or a model config file) or
     MODEL_CONFIG (a file), not run but modelled: what `stowage synth` writes, the options read
     and refused as it reads them (docs/synth.md). FREEZE, LORA_TARGETS: comma text or lists."""
@@ -119,7 +119,7 @@ def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, check
                     checkpointing=checkpointing, attention=attention, kernels=kernels, loss=loss,
                     freeze=text_list(freeze), lora=lora, lora_targets=text_list(lora_targets),
                     hw=hw, memory=memory, micro_steps=micro_steps,
-                    checkpoint_every=checkpoint_every)
+                    checkpoint_every=checkpoint_every, amp=amp)
     return Trace(_call(_lib.synth, opts), None)
 
 
@@ -280,7 +280,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            chunk_size=None, cpu=None,
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
            lora_targets=None, activations=None, nvme=None, nvme_devices=None,
-           optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None):
+           optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
+           amp=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -298,7 +299,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     nodes=nodes, hw=hw, beyond_device=beyond_device, activations=activations,
                     nvme=nvme, nvme_devices=nvme_devices, optimizer_state=text(optimizer_state),
                     pinned=pinned, lora=lora, lora_targets=text(lora_targets),
-                    micro_steps=micro_steps, checkpoint_every=checkpoint_every)
+                    micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 
