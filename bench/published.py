@@ -6,6 +6,7 @@ Every usable row is replayed with the policy it names: the model rebuilt from th
 architecture columns (a Hugging Face config: gpt2, or a llama-style family by its name: llama,
 mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, granite, smollm), synthesized at the
 row's batch, sequence and gradient accumulation (micro-steps) in its precision (`stowage synth`;
+PyTorch's AMP, fp32 weights and 16-bit GEMMs, under plain DDP: `--amp`;
 attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
 where it says so, or where it does not and only that fits), planned on the shipped profile of
 its GPU with its host memory and GPU count (`stowage plan`):
@@ -267,6 +268,14 @@ def dtype_of(row):
     return "fp16" if re.search(r"V100|T4\b|P100|RTX 20|Titan RTX", row["gpu_model"]) else "bf16"
 
 
+def autocast(row):
+    """Whether the row trains in PyTorch's automatic mixed precision (fp32 weights, autocast's
+    16-bit GEMMs): AMP named under plain data parallelism, where no strategy manages 16-bit
+    weights of its own (DeepSpeed's and Colossal-AI's do under Lightning's precision=16)."""
+    return re.search(r"\bamp\b", row["precision"], re.IGNORECASE) is not None and \
+        "DDP" in row["policy_config"]
+
+
 def chunked_loss(row):
     """Whether the row's system computes its loss over pieces of tokens, never all the logits at
     once (MegaTrain does)."""
@@ -321,6 +330,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
     ckpt = ["--checkpointing"] if ckpt else []
     attention = ["--attention", attention_of(row)]
     loss = ["--loss", "chunked"] if chunked_loss(row) else []
+    loss += ["--amp"] if autocast(row) else []
     accum = whole(row, "grad_accum_steps", 1)  # gradient accumulation: micro-steps a step
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
                   "--micro-steps", str(accum),
@@ -463,9 +473,9 @@ def replay(row, tmp, errors, skipped):
                                                                   row["unit"])))
         return
     got, note = predict(row, policy, extra, tmp)
-    label = "%s%s on %s%s%s%s" % (
+    label = "%s%s on %s%s%s%s%s" % (
         policy, " " + " ".join(extra) if extra else "", profile_of(row),
-        ", chunked loss" if chunked_loss(row) else "",
+        ", chunked loss" if chunked_loss(row) else "", ", AMP" if autocast(row) else "",
         ", " + NOTES[rid] if rid in NOTES else "",
         ", to the end of backward" if forward_backward_only(row) else "")
     what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])

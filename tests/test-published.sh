@@ -24,8 +24,8 @@ has "ZeRO-Offload in milliseconds a step" \
   "| Z08 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | Qwen/Qwen2.5-1.5B | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 1.434 s | +5.1% |"
 has "MegaTrain with its loss over pieces of tokens (it fits); its 6 N tokens TFLOPS" \
   "| M03 | MegaTrain | Qwen/Qwen2.5-7B | 1 x 158 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 27.181 s | 20.838 s | -23.3% |"
-has "DDP from global samples a second; a 40 GB A100 between GPUs whose link is not stated: the PCIe card's" \
-  "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | unlimited on A100-40GB-PCIe4 | 2.041 s | 1.145 s | -43.9% |"
+has "DDP from global samples a second, in PyTorch's AMP; a 40 GB A100 between GPUs whose link is not stated: the PCIe card's" \
+  "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | unlimited on A100-40GB-PCIe4, AMP | 2.041 s | 1.183 s | -42.0% |"
 has "a PatrickStar row on a V100 whose form factor is NVLink's" \
   "| T01 | PatrickStar | gpt2_10b (ColossalAI exa | 1 x 8 | patrickstar on V100-SXM2-32GB | 5.520 s | 18.915 s | +242.7% |"
 has "ZeRO-3 with the parameters offloaded is ZeRO-Infinity's policy; a PCIe card by its name" \
