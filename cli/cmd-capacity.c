@@ -71,7 +71,7 @@ parse(int argc, char **argv, gboolean *json)
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
                   *lora = NULL, *lora_targets = NULL, *micro_steps = NULL;
-  gboolean no_ckpt = FALSE;
+  gboolean no_ckpt = FALSE, amp = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
     { "family", 'f', 0, STW_OPTION_TEXT, &family,
@@ -94,6 +94,9 @@ parse(int argc, char **argv, gboolean *json)
       "(default 1)", "K" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
+    { "amp", 0, 0, G_OPTION_ARG_NONE, &amp,
+      "PyTorch's automatic mixed precision: fp32 weights, the GEMMs in --dtype, as synth --amp",
+      NULL },
     { "lora", 0, 0, STW_OPTION_TEXT, &lora,
       "LoRA-tune each model: adapters of this rank, the base frozen", "RANK" },
     { "lora-targets", 0, 0, STW_OPTION_TEXT, &lora_targets,

@@ -104,7 +104,7 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
            "TFLOP/s dense %s\n", tps = stw_cli_rate_format(th.tokens_per_s),
            th.model_flops_per_s / 1e12,
            th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "", th.mfu * 100,
-           th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+           th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_compute_dtype(t)));
   else if (th.tokens_per_s > 0) /* measured elsewhere: no MFU of this device */
     printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s)\n",
            tps = stw_cli_rate_format(th.tokens_per_s), th.model_flops_per_s / 1e12,

@@ -269,6 +269,7 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   out->width = 4096;
   out->synth = (StwSynthOptions){ .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16,
                                   .checkpointing = stw_request_get(r, "no-checkpointing") == NULL,
+                                  .amp = stw_request_get(r, "amp") != NULL,
                                   .attention = STW_ATTENTION_FLASH,
                                   .kernels = STW_KERNELS_DEFAULT };
   if (hw->flops_per_s[STW_DTYPE_BF16] <= 0) /* V100: no bf16 */
@@ -327,6 +328,7 @@ stw_capacity_json(const StwCapacityQuery *q, const StwCapacityAnswer *answers, g
   cJSON_AddStringToObject(root, "kernels", stw_kernels_name(q->synth.kernels));
   cJSON_AddStringToObject(root, "loss", stw_loss_name(q->synth.loss));
   cJSON_AddStringToObject(root, "dtype", stw_dtype_name(q->synth.dtype));
+  cJSON_AddBoolToObject(root, "amp", q->synth.amp);
   if (q->synth.lora_rank > 0) {
     cJSON *lora = cJSON_AddObjectToObject(root, "lora");
     stw_json_add_u64(lora, "rank", q->synth.lora_rank);

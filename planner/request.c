@@ -42,11 +42,13 @@ static const char *const synth_options[] = { "model", "model-config", "batch", "
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
-                                                "micro-steps", "no-checkpointing", "attention",
+                                                "micro-steps", "no-checkpointing", "amp",
+                                                "attention",
                                                 "kernels", "loss", "dtype",
                                                 "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
-static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", NULL };
+static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", "amp",
+                                               NULL };
 const StwRequestKind stw_request_capacity_kind = { "capacity", capacity_options,
                                                    capacity_flags };
 

@@ -732,7 +732,7 @@ stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world, guint64 
     n += (double)stw_trace_tensor(t, i)->numel;
   double ranks = MAX(world, 1), seconds = (double)iteration_ns / 1e9;
   double tokens = (double)t->model.batch * (double)t->model.seq * ranks;
-  StwDtype dtype = stw_trace_tensor(t, 0)->dtype;
+  StwDtype dtype = stw_trace_compute_dtype(t);
   out->recompute = t->model.checkpointing;
   out->tokens_per_s = tokens / seconds;
   out->model_flops_per_s = 6.0 * n * out->tokens_per_s;

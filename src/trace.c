@@ -658,6 +658,14 @@ stw_trace_save(const StwTrace *t, const char *file, GError **error)
   return stw_file_write_atomic(file, text, strlen(text), error);
 }
 
+StwDtype
+stw_trace_compute_dtype(const StwTrace *t)
+{
+  if (t->model.autocast != STW_DTYPE_FP32)
+    return t->model.autocast;
+  return t->tensors->len > 0 ? stw_trace_tensor(t, 0)->dtype : STW_DTYPE_FP32;
+}
+
 char *
 stw_trace_digest(const StwTrace *t)
 {

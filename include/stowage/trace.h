@@ -254,6 +254,10 @@ char *stw_trace_digest(const StwTrace *trace);
 /* The largest tensor (elements), and a tensor id holding it (0 when there is none). */
 guint64 stw_trace_largest_tensor(const StwTrace *trace, guint32 *id_out);
 
+/* The dtype TRACE's GEMMs compute in: autocast's where the loop runs under it (model.autocast,
+ * fp32 weights), else the tensors' (0 for a trace without tensors: fp32). */
+StwDtype stw_trace_compute_dtype(const StwTrace *trace);
+
 /* The trace's micro-steps (forward-backward passes per iteration), at least 1. */
 static inline guint32
 stw_trace_micro_steps(const StwTrace *t)

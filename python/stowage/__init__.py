@@ -245,7 +245,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
              dtype=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
              beyond_device=None, lora=None, lora_targets=None,
              activations=None, nvme=None, nvme_devices=None, optimizer_state=None, pinned=None,
-             micro_steps=None):
+             micro_steps=None, amp=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
@@ -257,7 +257,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned,
-                    micro_steps=micro_steps)
+                    micro_steps=micro_steps, amp=amp)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
