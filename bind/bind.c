@@ -318,6 +318,19 @@ stw_bind_trace_set_steps(StwTrace *t, guint32 micro_steps, const char *gradients
   return TRUE;
 }
 
+gboolean
+stw_bind_trace_set_autocast(StwTrace *t, const char *dtype, char **error_out)
+{
+  if (dtype == NULL || dtype[0] == '\0') {
+    t->model.autocast = STW_DTYPE_FP32; /* none */
+    return TRUE;
+  }
+  if (strcmp(dtype, "bf16") != 0 && strcmp(dtype, "fp16") != 0)
+    return say(error_out, "trace: autocast '%s' is not bf16 or fp16", dtype);
+  t->model.autocast = strcmp(dtype, "bf16") == 0 ? STW_DTYPE_BF16 : STW_DTYPE_FP16;
+  return TRUE;
+}
+
 void
 stw_bind_trace_set_amsgrad(StwTrace *t, gboolean amsgrad)
 {

@@ -62,6 +62,9 @@ void stw_bind_trace_set_shape(StwTrace *t, guint64 batch, guint64 seq);
  * (trace.h's StwGradients); FALSE with *ERROR_OUT on a bad value. */
 gboolean stw_bind_trace_set_steps(StwTrace *t, guint32 micro_steps, const char *gradients,
                                   char **error_out);
+/* The loop runs under autocast, its GEMMs in DTYPE ("bf16" or "fp16"; NULL or "": none) over
+ * fp32 weights (model.autocast); FALSE with *ERROR_OUT on another. */
+gboolean stw_bind_trace_set_autocast(StwTrace *t, const char *dtype, char **error_out);
 /* The trace's optimizer keeps AMSGrad's largest variances (model.amsgrad). */
 void stw_bind_trace_set_amsgrad(StwTrace *t, gboolean amsgrad);
 /* TENSOR is frozen: no gradient, no optimizer state. */

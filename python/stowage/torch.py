@@ -508,6 +508,18 @@ class _Op:
         self.saving = None  # the saved-tensor hooks that count them, while it runs
 
 
+def _autocast_dtype(cuda):
+    """The dtype autocast computes in on the profiled device ("bf16", "fp16"), None where the
+    code runs without it."""
+    kind = "cuda" if cuda else "cpu"
+    try:
+        on, dtype = _torch.is_autocast_enabled(kind), _torch.get_autocast_dtype(kind)
+    except (TypeError, AttributeError):  # a PyTorch before 2.4
+        on = _torch.is_autocast_enabled() if cuda else _torch.is_autocast_cpu_enabled()
+        dtype = _torch.get_autocast_gpu_dtype() if cuda else _torch.get_autocast_cpu_dtype()
+    return {_torch.bfloat16: "bf16", _torch.float16: "fp16"}.get(dtype) if on else None
+
+
 def _tensor_bytes(x):
     return x.numel() * x.element_size() if isinstance(x, _torch.Tensor) else 0
 
@@ -603,6 +615,7 @@ class profile:
         self.measured = False
         self.refused = refusals(model, optimizer, self.params, self.precision)
         self.mixed = None  # while profiling in mixed precision: the masters and their copies
+        self.autocast = None  # the dtype autocast ran the forward in, where it did
         if self.precision is not None:
             self.mixed = _MixedCopies(self.params, self.precision, loss_scale)
 
@@ -685,6 +698,7 @@ class profile:
             return
         if self.shape is None:
             self.shape = _shape_of(_first_input(args, kwargs))
+        self.autocast = _autocast_dtype(self.cuda)  # the last iteration's, as its ops are
         self._close()
         self.op = self._begin(self.name, "fwd", None)  # None: the held parameters
 
@@ -806,6 +820,10 @@ class profile:
     # ---- the trace ------------------------------------------------------------------------
     def _tensors(self, t):
         _lib.trace_set_amsgrad(t._h, amsgrad(self.optimizer))
+        # PyTorch's AMP: fp32 weights, the forward under autocast (its GEMMs in 16 bits)
+        if self.autocast and self.precision is None and \
+                all(p.dtype == _torch.float32 for _, p in self.params):
+            _call(_lib.trace_set_autocast, t._h, self.autocast.encode())
         for i, (pname, p) in enumerate(self.params):
             shape = (_lib.u64 * max(p.dim(), 1))(*(list(p.shape) or [1]))
             dtype = self.precision or _DTYPES[p.dtype]  # in mixed precision, the copy's

@@ -93,6 +93,29 @@ class TestProfile(unittest.TestCase):
         plan = stowage.plan(t, gpu=64 << 10)
         self.assertEqual(stowage.check(plan, t)["h2d_bytes"], plan.predictions["h2d_bytes"])
 
+    def test_autocast_recorded(self):
+        """A loop whose forward runs under autocast (PyTorch's AMP over fp32 weights) says so in
+        its trace (model.autocast), and MFU is then against the 16-bit peak; without it, no
+        member."""
+        for dtype in (torch.bfloat16, None):
+            torch.manual_seed(0)
+            m = TinyLM()
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+            x = torch.randint(0, 64, (2, 8))
+            with st.profile(m, opt) as p:
+                for _ in range(2):
+                    with torch.autocast("cpu", dtype=dtype or torch.bfloat16,
+                                        enabled=dtype is not None):
+                        logits = m(x)
+                    loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1),
+                                                             x.flatten())
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+            tr = p.trace(batch=2, seq=8).json()
+            self.assertEqual(tr["model"].get("autocast"), "bf16" if dtype else None)
+            self.assertEqual(tr["tensors"][0]["dtype"], "fp32")
+
     def test_blocks(self):
         """Each module op is a block: its forward op, the backward of it, its input's bytes and
         what autograd saved for its backward (the parameters left out), measured: a Block of
