@@ -56,10 +56,12 @@ print_config_file(const char *file, gboolean json)
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
                           : ", queries and keys RMS-normed per head",
          c.attn_softcap ? ", scores capped" : "", biases->len ? biases->str : "none",
-         c.tied ? "tied to the embeddings" : "its own", c.logit_softcap ? ", logits capped" : "",
+         c.tied ? "tied to the embeddings" : "its own",
+         c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",
          c.max_seq,
          (const char *[]){ "", "; norms after attention and the MLP too",
-                           "; norms after attention and the MLP, none before" }[c.norms]);
+                           "; norms after attention and the MLP, none before",
+                           "; one norm for attention and the MLP (a parallel block)" }[c.norms]);
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

@@ -34,13 +34,16 @@ typedef enum {
   HF_ROBERTA,
   HF_STARCODER2,
   HF_GPT_BIGCODE,
+  HF_PHI,
+  HF_GPTJ,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
                                            "qwen2",   "gemma",    "bert",  "qwen3",   "phi3",
                                            "gemma2",  "gemma3_text", "granite", "smollm3",
                                            "qwen3_moe", "olmo2", "roberta",
-                                           "starcoder2", "gpt_bigcode", NULL };
+                                           "starcoder2", "gpt_bigcode", "phi",
+                                           "gptj",    NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -149,6 +152,17 @@ static const HfRow hf_rows[] = {
                        .max_seq_default = 1024, .vocab_default = 50257, .kv_default = NOT_READ,
                        .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .tied = TRUE,
                        .reads_tie = TRUE, .attention_bias = TRUE },
+  /* Phi-2 and GPT-J: a parallel block (one LayerNorm that attention and the MLP both read),
+   * rotary positions on part of each head, a GELU MLP with biases, an LM head with a bias;
+   * Phi's attention has biases, GPT-J's none */
+  [HF_PHI] = { .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
+               .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 51200,
+               .kv_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE },
+  [HF_GPTJ] = { .layers = "n_layer", .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",
+                .max_seq = "n_positions", .layers_default = 28, .hidden_default = 4096,
+                .heads_default = 16, .ffn_default = 0, .max_seq_default = 2048,
+                .vocab_default = 50400, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+                .ffn_null_ok = TRUE, .reads_tie = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
   [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
@@ -268,6 +282,14 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
     return stw_json_fail_at(r, "num_experts", error,
                             "experts are modelled for model_type mixtral and qwen3_moe only");
+  if (type == HF_PHI) { /* LayerNorms over each head's queries and keys: not modelled */
+    gboolean qk = FALSE;
+    if (!get_bool(h, "qk_layernorm", &qk, error))
+      return FALSE;
+    if (qk)
+      return stw_json_fail_at(r, "qk_layernorm", error,
+                              "LayerNorms over the queries and keys are not modelled for phi");
+  }
   if (type == HF_QWEN3_MOE) { /* experts in every block: no dense MLP among them */
     guint64 step = 1;
     const cJSON *dense = member(root, "mlp_only_layers");
@@ -292,7 +314,8 @@ read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GErro
 {
   gboolean attn = row->attention_bias,
            mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT || type == HF_ROBERTA ||
-                 type == HF_STARCODER2 || type == HF_GPT_BIGCODE;
+                 type == HF_STARCODER2 || type == HF_GPT_BIGCODE || type == HF_PHI ||
+                 type == HF_GPTJ;
   if (type == HF_STARCODER2) { /* one switch for all of them */
     if (!get_bool(h, "use_bias", &attn, error))
       return FALSE;
@@ -359,14 +382,17 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_GRANITE] = STW_ARCH_LLAMA, [HF_SMOLLM3] = STW_ARCH_LLAMA,
                                      [HF_QWEN3_MOE] = STW_ARCH_LLAMA, [HF_OLMO2] = STW_ARCH_LLAMA,
                                      [HF_STARCODER2] = STW_ARCH_NEOX,
-                                     [HF_GPT_BIGCODE] = STW_ARCH_GPT };
+                                     [HF_GPT_BIGCODE] = STW_ARCH_GPT, [HF_PHI] = STW_ARCH_NEOX,
+                                     [HF_GPTJ] = STW_ARCH_NEOX };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
                        .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
                                   type == HF_OLMO2,
                        .norms = type == HF_GEMMA2 || type == HF_GEMMA3 ? STW_NORMS_BOTH
                                 : type == HF_OLMO2                      ? STW_NORMS_POST
+                                : type == HF_PHI || type == HF_GPTJ     ? STW_NORMS_SHARED
                                                                         : STW_NORMS_PRE,
                        .qk_norm_full = type == HF_OLMO2,
+                       .head_bias = type == HF_PHI || type == HF_GPTJ,
                        .logit_softcap = type == HF_GEMMA2, .attn_softcap = type == HF_GEMMA2 };
   /* GPT-2 and GPT-BigCode have names of their own, and take the common ones too */
   if (!get_size(h, row->layers, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS,

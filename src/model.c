@@ -96,10 +96,15 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "qk_norm is modelled for llama-style blocks only";
   else if ((guint)c->norms >= STW_N_NORMS)
     problem = "an unknown norms setting";
-  else if ((c->norms != STW_NORMS_PRE || c->logit_softcap || c->attn_softcap) &&
+  else if (((c->norms != STW_NORMS_PRE && c->norms != STW_NORMS_SHARED) || c->logit_softcap ||
+            c->attn_softcap) &&
            c->arch != STW_ARCH_LLAMA)
     problem = "norms after attention and the MLP and the softcaps are modelled for llama-style "
               "blocks only";
+  else if (c->norms == STW_NORMS_SHARED && c->arch != STW_ARCH_GPT && c->arch != STW_ARCH_NEOX)
+    problem = "a norm shared by attention and the MLP is modelled for gpt and neox blocks only";
+  else if (c->head_bias && c->arch == STW_ARCH_BERT)
+    problem = "head_bias is the decoders' (bert's MLM head is not modelled apart)";
   else if (c->norms != STW_NORMS_PRE && c->experts > 1)
     problem = "norms after attention and the MLP are modelled for dense MLPs only (not with "
               "experts)";
@@ -135,13 +140,13 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
-  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "token_types", NULL
+  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
-  "token_types", NULL
+  "head_bias", "token_types", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -158,6 +163,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "qk_norm_full", FALSE, &c->qk_norm_full, error) ||
       !stw_json_get_bool(r, obj, "logit_softcap", FALSE, &c->logit_softcap, error) ||
       !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error) ||
+      !stw_json_get_bool(r, obj, "head_bias", FALSE, &c->head_bias, error) ||
       !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
                         &c->token_types, error))
     return FALSE;
@@ -262,6 +268,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "logit_softcap", TRUE);
   if (c->attn_softcap)
     cJSON_AddBoolToObject(o, "attn_softcap", TRUE);
+  if (c->head_bias)
+    cJSON_AddBoolToObject(o, "head_bias", TRUE);
   if (c->token_types != 0 && c->token_types != 2)
     stw_json_add_u64(o, "token_types", c->token_types);
   return o;
@@ -516,7 +524,9 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
    * grouped or multi-query attention (StarCoder 2, GPT-BigCode) the keys and values narrower */
   projection(b, &qkv, STW_SITE_QKV, d, q + 2 * kv, q + 2 * kv, n_qkv);
   projection(b, &out, STW_SITE_OUT, q, d, d, n_out);
-  norm_params(b, &ln2, d, FALSE, n_ln2);
+  gboolean shared = c->norms == STW_NORMS_SHARED; /* the parallel block's one norm */
+  if (!shared)
+    norm_params(b, &ln2, d, FALSE, n_ln2);
   projection(b, &fc, STW_SITE_MLP, d, f, f, n_fc);
   projection(b, &proj, STW_SITE_MLP, f, d, d, n_proj);
 
@@ -526,8 +536,9 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
   attention_core(b, l, q, kv, TRUE);
   linear(b, l, STW_OP_ATTN_OUT, "attn.proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
-  norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
-  linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, fc.n, fc.id);
+  StwGraphOp *open = shared ? NULL : norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, ln2.n, ln2.id);
+  StwGraphOp *in = linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, fc.n, fc.id);
+  (open != NULL ? open : in)->residual = STW_RESIDUAL_OPEN;
   elementwise(b, l, STW_OP_MLP_ACT, "mlp.gelu", f, f, 8, TRUE);
   linear(b, l, STW_OP_MLP_OUT, "mlp.proj", f, d, proj.n, proj.id)->residual = STW_RESIDUAL_CLOSE;
 }
@@ -545,6 +556,12 @@ decoder_head(Builder *b, guint32 embedding, gboolean rms, const char *final_norm
     ids_add(&lm, embedding);
   } else {
     ids_add(&lm, tensor(b, c->vocab, c->hidden, "%s", head));
+  }
+  if (c->head_bias) { /* HEAD's bias: "lm_head.weight" -> "lm_head.bias" */
+    g_autofree char *stem = g_str_has_suffix(head, ".weight")
+                                ? g_strndup(head, strlen(head) - strlen(".weight"))
+                                : g_strdup(head);
+    ids_add(&lm, tensor(b, c->vocab, 0, "%s.bias", stem));
   }
   norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, rms, ln.n, ln.id);
   linear(b, -1, STW_OP_LM_HEAD, "lm_head", c->hidden, c->vocab, lm.n, lm.id);

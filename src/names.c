@@ -19,7 +19,7 @@ const char *const stw_op_kind_names[] = {
   "pooler", "lm_head", "loss", "moe_router", "norm_qk", "logit_softcap", NULL
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_op_kind_names) == STW_N_OP_KINDS + 1);
-const char *const stw_norms_names[] = { "pre", "both", "post", NULL };
+const char *const stw_norms_names[] = { "pre", "both", "post", "shared", NULL };
 
 guint64
 stw_dtype_bytes(StwDtype dtype)

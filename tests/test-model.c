@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 353 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 389 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -339,6 +339,53 @@ test_gqa_gelu_blocks(void)
   }
 }
 
+/* Phi-2 and GPT-J: a parallel block, its one LayerNorm read by attention and the MLP, modelled
+ * as the sequential block without the MLP's norm (the MLP's first projection opens the skip
+ * path), and an LM head with a vocab-wide bias, read by the head's op; synthesized, memory
+ * balances */
+static void
+test_parallel_blocks(void)
+{
+  StwModelConfig c;
+  g_autofree char *path = stw_test_fixture("hf/phi-2/config.json");
+  g_assert_true(stw_model_resolve(path, &c, NULL));
+  g_assert_cmpint(c.norms, ==, STW_NORMS_SHARED);
+  g_assert_true(c.head_bias);
+  c.layers = 2;
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  const char *want[] = { "embed", "h0.ln_1", "h0.attn.qkv", "h0.attn.rope", "h0.attn.core",
+                         "h0.attn.proj", "h0.mlp.fc", "h0.mlp.gelu", "h0.mlp.proj", "h1.ln_1" };
+  StwResidual residual[] = { STW_RESIDUAL_NONE, STW_RESIDUAL_OPEN, STW_RESIDUAL_NONE,
+                             STW_RESIDUAL_NONE, STW_RESIDUAL_NONE, STW_RESIDUAL_CLOSE,
+                             STW_RESIDUAL_OPEN, STW_RESIDUAL_NONE, STW_RESIDUAL_CLOSE,
+                             STW_RESIDUAL_OPEN };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    g_assert_cmpstr(o->name, ==, want[i]);
+    g_assert_cmpint(o->residual, ==, residual[i]);
+  }
+  const StwGraphOp *head = g->ops->pdata[g->ops->len - 2];
+  g_assert_cmpint(head->kind, ==, STW_OP_LM_HEAD);
+  g_assert_cmpuint(head->params->len, ==, 2);
+  const StwGraphTensor *bias = g->tensors->pdata[g_array_index(head->params, guint32, 1)];
+  g_assert_cmpstr(bias->name, ==, "embed_out.bias");
+  g_assert_cmpuint(bias->numel, ==, 51200);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions o = { .batch = 1, .seq = 16, .dtype = STW_DTYPE_BF16, .checkpointing = TRUE };
+  g_autoptr(StwTrace) t = stw_synth_trace(&c, &o, &hw, NULL);
+  g_assert_nonnull(t);
+  /* a shared norm in a llama block is refused */
+  StwModelConfig bad = c;
+  bad.arch = STW_ARCH_LLAMA;
+  GError *error = NULL;
+  g_assert_false(stw_model_config_validate(&bad, NULL, &error));
+  g_assert_nonnull(strstr(error->message, "a norm shared by attention and the MLP is modelled "
+                                          "for gpt and neox blocks only"));
+  g_clear_error(&error);
+}
+
 static void
 test_hf_configs(void)
 {
@@ -369,6 +416,8 @@ test_hf_configs(void)
     { "OLMo-2-1124-7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7298617344), 32, 128, FALSE },
     { "starcoder2-3b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(3030371328), 2, 128, TRUE },
     { "starcoderbase-1b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1137207296), 1, 128, TRUE },
+    { "phi-2", STW_ARCH_NEOX, G_GUINT64_CONSTANT(2779683840), 32, 80, FALSE },
+    { "gpt-j-6b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6050882784), 16, 256, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
   };
@@ -669,6 +718,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/olmo2", test_olmo2);
   g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);
+  g_test_add_func("/model/parallel-blocks", test_parallel_blocks);
   g_test_add_func("/model/hf-defaults", test_hf_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

@@ -87,6 +87,9 @@ typedef enum {
   STW_NORMS_PRE,  /* before attention and before the MLP (the default) */
   STW_NORMS_BOTH, /* before and after each (Gemma 2 and 3) */
   STW_NORMS_POST, /* after each only, on its output before the residual add (OLMo 2) */
+  STW_NORMS_SHARED, /* one before attention, whose output the MLP reads too: the parallel
+                     * block (Phi-2, GPT-J; gpt and neox), modelled as the sequential one
+                     * without the MLP's norm (the same parameters and FLOPs) */
   STW_N_NORMS
 } StwNorms;
 
@@ -116,6 +119,7 @@ typedef struct {
   gboolean qk_norm_full; /* with qk_norm: one RMSNorm over all the queries and one over all the
                           * keys, heads x head_dim and kv_heads x head_dim weights (OLMo 2),
                           * not one per head */
+  gboolean head_bias;  /* the LM head has a bias, vocab wide (Phi-2, GPT-J) */
   guint64 token_types; /* bert's token-type embedding rows (type_vocab_size): 0 for the usual 2
                         * (RoBERTa has 1) */
   gboolean logit_softcap; /* the logits capped by c * tanh(x / c) before the loss (Gemma 2) */
