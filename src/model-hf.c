@@ -36,6 +36,7 @@ typedef enum {
   HF_GPT_BIGCODE,
   HF_PHI,
   HF_GPTJ,
+  HF_FALCON,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -43,7 +44,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma2",  "gemma3_text", "granite", "smollm3",
                                            "qwen3_moe", "olmo2", "roberta",
                                            "starcoder2", "gpt_bigcode", "phi",
-                                           "gptj",    NULL };
+                                           "gptj",    "falcon",   NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -163,6 +164,13 @@ static const HfRow hf_rows[] = {
                 .heads_default = 16, .ffn_default = 0, .max_seq_default = 2048,
                 .vocab_default = 50400, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                 .ffn_null_ok = TRUE, .reads_tie = TRUE },
+  /* Falcon: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions), parallel with one
+   * norm (or two, in the new decoder architecture), one key and value head (multi_query) or
+   * num_kv_heads of them (new architecture), biases everywhere or nowhere (bias) */
+  [HF_FALCON] = { .ffn = "ffn_hidden_size", .layers_default = 32, .hidden_default = 4544,
+                  .heads_default = 71, .ffn_default = 0, .max_seq_default = 2048,
+                  .vocab_default = 65024, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+                  .ffn_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
   [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
@@ -247,6 +255,30 @@ get_cap(const Hf *h, const char *key, gboolean *on, GError **error)
   return TRUE;
 }
 
+/* Falcon's blocks: its key and value heads (num_kv_heads in the new decoder architecture, one
+ * with multi_query, else the heads) and its norms (one for a parallel block, unless the new
+ * architecture gives it two: num_ln_in_parallel_attn; two for a sequential one). */
+static gboolean
+read_falcon_blocks(const Hf *h, StwModelConfig *c, GError **error)
+{
+  gboolean new_arch = FALSE, multi = TRUE, parallel = TRUE;
+  guint64 kv = c->heads, lns = 0;
+  if (last_member(h->root, "head_dim") != NULL)
+    return stw_json_fail_at(h->r, "head_dim", error, "a falcon head is hidden / heads wide "
+                            "(transformers refuses the member)");
+  if (!get_bool(h, "new_decoder_architecture", &new_arch, error) ||
+      !get_bool(h, "multi_query", &multi, error) ||
+      !get_bool(h, "parallel_attn", &parallel, error) ||
+      !get_u64(h, "num_kv_heads", TRUE, STW_MODEL_MAX_WIDTH, &kv, error) ||
+      !get_u64(h, "num_ln_in_parallel_attn", TRUE, 2, &lns, error))
+    return FALSE;
+  c->kv_heads = new_arch ? (kv != 0 ? kv : c->heads) : multi ? 1 : c->heads;
+  if (lns == 0 && new_arch)
+    lns = 2;
+  c->norms = parallel && lns != 2 ? STW_NORMS_SHARED : STW_NORMS_PRE;
+  return TRUE;
+}
+
 /* The model's name: the checkpoint's (its "_name_or_path" after the last '/'), else the folder
  * holding a file called config.json, else the file's name without .json. */
 static void
@@ -316,8 +348,8 @@ read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GErro
            mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT || type == HF_ROBERTA ||
                  type == HF_STARCODER2 || type == HF_GPT_BIGCODE || type == HF_PHI ||
                  type == HF_GPTJ;
-  if (type == HF_STARCODER2) { /* one switch for all of them */
-    if (!get_bool(h, "use_bias", &attn, error))
+  if (type == HF_STARCODER2 || type == HF_FALCON) { /* one switch for all of them */
+    if (!get_bool(h, type == HF_FALCON ? "bias" : "use_bias", &attn, error))
       return FALSE;
     mlp = attn;
   }
@@ -383,7 +415,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_QWEN3_MOE] = STW_ARCH_LLAMA, [HF_OLMO2] = STW_ARCH_LLAMA,
                                      [HF_STARCODER2] = STW_ARCH_NEOX,
                                      [HF_GPT_BIGCODE] = STW_ARCH_GPT, [HF_PHI] = STW_ARCH_NEOX,
-                                     [HF_GPTJ] = STW_ARCH_NEOX };
+                                     [HF_GPTJ] = STW_ARCH_NEOX, [HF_FALCON] = STW_ARCH_NEOX };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
                        .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
                                   type == HF_OLMO2,
@@ -419,6 +451,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       return FALSE;
     c.kv_heads = kv != 0 ? kv : c.heads;
   }
+  if (type == HF_FALCON && !read_falcon_blocks(h, &c, error))
+    return FALSE;
   if (type == HF_GPT_BIGCODE) { /* one key and value head for all, unless multi_query is off */
     gboolean multi = TRUE;
     if (!get_bool(h, "multi_query", &multi, error))

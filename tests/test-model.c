@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 389 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 412 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -418,6 +418,7 @@ test_hf_configs(void)
     { "starcoderbase-1b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1137207296), 1, 128, TRUE },
     { "phi-2", STW_ARCH_NEOX, G_GUINT64_CONSTANT(2779683840), 32, 80, FALSE },
     { "gpt-j-6b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6050882784), 16, 256, FALSE },
+    { "falcon-7b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6921720704), 1, 64, TRUE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
   };

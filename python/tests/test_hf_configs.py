@@ -71,6 +71,8 @@ SMALL = {
             "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
     "gptj": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128, "n_positions": 64,
              "rotary_dim": 8},
+    "falcon": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "vocab_size": 128, "max_position_embeddings": 64},
     "roberta": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                 "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66,
                 "type_vocab_size": 1},
@@ -99,6 +101,13 @@ def variants(kind):
         out.append(("kv heads 2", dict(base, num_key_value_heads=2)))
     if kind == "starcoder2":
         out.append(("use_bias false", dict(base, use_bias=False)))
+    if kind == "falcon":  # its block's variants
+        for extra in ({"multi_query": False}, {"bias": True}, {"parallel_attn": False},
+                      {"new_decoder_architecture": True, "num_kv_heads": 2},
+                      {"new_decoder_architecture": True, "num_kv_heads": 2,
+                       "num_ln_in_parallel_attn": 1},
+                      {"ffn_hidden_size": 96}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "gpt_bigcode":
         out.append(("multi_query false", dict(base, multi_query=False)))
         out.append(("n_inner 96", dict(base, n_inner=96)))
@@ -139,7 +148,9 @@ def transformers_count(path, kind):
     reads_kv = "num_key_value_heads" in inspect.signature(type(cfg).__init__).parameters
     kv = (getattr(cfg, "num_key_value_heads", None) if reads_kv else None) or \
         getattr(cfg, "num_attention_heads", None)
-    if getattr(cfg, "multi_query", False):  # GPT-BigCode's one key and value head
+    if getattr(cfg, "new_decoder_architecture", False):  # Falcon's groups
+        kv = cfg.num_kv_heads
+    elif getattr(cfg, "multi_query", False):  # GPT-BigCode's and Falcon's one key and value head
         kv = 1
     return sum(p.numel() for p in model.parameters()), kv
 
