@@ -37,6 +37,7 @@ typedef enum {
   HF_PHI,
   HF_GPTJ,
   HF_FALCON,
+  HF_OLMOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -44,7 +45,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma2",  "gemma3_text", "granite", "smollm3",
                                            "qwen3_moe", "olmo2", "roberta",
                                            "starcoder2", "gpt_bigcode", "phi",
-                                           "gptj",    "falcon",   NULL };
+                                           "gptj",    "falcon",   "olmoe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -171,6 +172,11 @@ static const HfRow hf_rows[] = {
                   .heads_default = 71, .ffn_default = 0, .max_seq_default = 2048,
                   .vocab_default = 65024, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                   .ffn_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE },
+  /* OLMoE: llama's attention with OLMo's norms over all the queries and all the keys, and in
+   * every block experts intermediate_size wide */
+  [HF_OLMOE] = { .layers_default = 16, .hidden_default = 2048, .heads_default = 16,
+                 .ffn_default = 2048, .max_seq_default = 4096, .vocab_default = 50304,
+                 .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
   [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
@@ -310,10 +316,11 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   StwJsonReader *r = h->r;
   const cJSON *root = h->root;
   const cJSON *moe = member(root, "num_experts");
-  if (type != HF_MIXTRAL && type != HF_QWEN3_MOE && moe != NULL &&
+  if (type != HF_MIXTRAL && type != HF_QWEN3_MOE && type != HF_OLMOE && moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
     return stw_json_fail_at(r, "num_experts", error,
-                            "experts are modelled for model_type mixtral and qwen3_moe only");
+                            "experts are modelled for model_type mixtral, qwen3_moe and olmoe "
+                            "only");
   if (type == HF_PHI) { /* LayerNorms over each head's queries and keys: not modelled */
     gboolean qk = FALSE;
     if (!get_bool(h, "qk_layernorm", &qk, error))
@@ -415,15 +422,16 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_QWEN3_MOE] = STW_ARCH_LLAMA, [HF_OLMO2] = STW_ARCH_LLAMA,
                                      [HF_STARCODER2] = STW_ARCH_NEOX,
                                      [HF_GPT_BIGCODE] = STW_ARCH_GPT, [HF_PHI] = STW_ARCH_NEOX,
-                                     [HF_GPTJ] = STW_ARCH_NEOX, [HF_FALCON] = STW_ARCH_NEOX };
+                                     [HF_GPTJ] = STW_ARCH_NEOX, [HF_FALCON] = STW_ARCH_NEOX,
+                                     [HF_OLMOE] = STW_ARCH_LLAMA };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
                        .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
-                                  type == HF_OLMO2,
+                                  type == HF_OLMO2 || type == HF_OLMOE,
                        .norms = type == HF_GEMMA2 || type == HF_GEMMA3 ? STW_NORMS_BOTH
                                 : type == HF_OLMO2                      ? STW_NORMS_POST
                                 : type == HF_PHI || type == HF_GPTJ     ? STW_NORMS_SHARED
                                                                         : STW_NORMS_PRE,
-                       .qk_norm_full = type == HF_OLMO2,
+                       .qk_norm_full = type == HF_OLMO2 || type == HF_OLMOE,
                        .head_bias = type == HF_PHI || type == HF_GPTJ,
                        .logit_softcap = type == HF_GEMMA2, .attn_softcap = type == HF_GEMMA2 };
   /* GPT-2 and GPT-BigCode have names of their own, and take the common ones too */
@@ -471,11 +479,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if (c.token_types == 2)
       c.token_types = 0; /* the usual: written as the default */
   }
-  if (type == HF_MIXTRAL || type == HF_QWEN3_MOE) {
-    gboolean qwen = type == HF_QWEN3_MOE;
-    c.experts = qwen ? 128 : 8;
-    c.experts_per_token = qwen ? 8 : 2;
-    if (!get_u64(h, qwen ? "num_experts" : "num_local_experts", FALSE, STW_MODEL_MAX_EXPERTS,
+  if (type == HF_MIXTRAL || type == HF_QWEN3_MOE || type == HF_OLMOE) {
+    gboolean qwen = type == HF_QWEN3_MOE, olmoe = type == HF_OLMOE;
+    c.experts = qwen ? 128 : olmoe ? 64 : 8;
+    c.experts_per_token = qwen || olmoe ? 8 : 2;
+    if (!get_u64(h, type == HF_MIXTRAL ? "num_local_experts" : "num_experts", FALSE,
+                 STW_MODEL_MAX_EXPERTS,
                  &c.experts, error) ||
         !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts_per_token,
                  error))
@@ -483,6 +492,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   }
   if (c.head_dim != 0 && c.head_dim * c.heads == c.hidden)
     c.head_dim = 0; /* the usual width: written as the default */
+  if (type == HF_OLMOE && c.head_dim != 0) /* its norms stay hidden / heads wide a head */
+    return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT ": OLMoE's query and key "
+                            "norms are hidden / heads wide a head, which a head_dim apart from it "
+                            "does not change; not modelled", c.head_dim);
   if (!read_biases(h, type, row, &c, error) || !check_unmodelled(h, type, error))
     return FALSE;
   if ((type == HF_GEMMA2 || type == HF_GEMMA3) &&

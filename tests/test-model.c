@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 412 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 433 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -419,6 +419,7 @@ test_hf_configs(void)
     { "phi-2", STW_ARCH_NEOX, G_GUINT64_CONSTANT(2779683840), 32, 80, FALSE },
     { "gpt-j-6b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6050882784), 16, 256, FALSE },
     { "falcon-7b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6921720704), 1, 64, TRUE },
+    { "OLMoE-1B-7B-0924", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6919161856), 16, 128, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
   };
@@ -540,7 +541,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral and qwen3_moe only");
+                                   "mixtral, qwen3_moe and olmoe only");
 }
 
 /* A mixture of experts reads every expert's parameters and computes with the top-k: its MLP's

@@ -73,6 +73,10 @@ SMALL = {
              "rotary_dim": 8},
     "falcon": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                "vocab_size": 128, "max_position_embeddings": 64},
+    "olmoe": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 48, "num_experts": 4,
+              "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
+              "pad_token_id": 0},
     "roberta": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                 "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66,
                 "type_vocab_size": 1},
@@ -169,7 +173,7 @@ def stowage_count(path):
 @unittest.skipIf(not STOWAGE, "STOWAGE (the built stowage) is not set")
 class TestHfConfigs(unittest.TestCase):
     def test_every_family_as_transformers_reads_it(self):
-        wrong = []
+        wrong, unmodelled = [], []
         checked = 0
         with tempfile.TemporaryDirectory() as d:
             for kind in SMALL:
@@ -195,6 +199,9 @@ class TestHfConfigs(unittest.TestCase):
                     if heads is None and hidden and ours[0] is None and \
                             "heads must divide hidden" in ours[1]:
                         continue  # the default heads do not divide a small width: no model
+                    if ours[0] is None and "not modelled" in ours[1]:
+                        unmodelled.append((kind, what))  # refused by name: listed below
+                        continue
                     if ours[0] is None and "experts_per_token must be at most experts" in ours[1]:
                         continue  # more experts a token than there are: the same
                     if ours != theirs:
@@ -202,6 +209,9 @@ class TestHfConfigs(unittest.TestCase):
                                      "%s" % (kind, what, theirs[0], theirs[1], ours))
         self.assertGreater(checked, 100)
         self.assertEqual(wrong, [], "\n".join(wrong))
+        # what stowage refuses by name though transformers builds it: OLMoE with a head width
+        # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head
+        self.assertEqual(unmodelled, [("olmoe", "head_dim 32")])
 
 
 if __name__ == "__main__":
