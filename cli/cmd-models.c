@@ -65,9 +65,13 @@ print_config_file(const char *file, gboolean json)
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));
+    g_autofree char *shared = c.shared_expert_ffn == 0
+                                  ? g_strdup("")
+                                  : g_strdup_printf(", and a shared expert %" G_GUINT64_FORMAT
+                                                    " wide", c.shared_expert_ffn);
     printf("experts: %" G_GUINT64_FORMAT " per block, %" G_GUINT64_FORMAT
-           " per token; %s parameters active per token\n",
-           stw_model_experts(&c), stw_model_active_experts(&c), active);
+           " per token%s; %s parameters active per token\n",
+           stw_model_experts(&c), stw_model_active_experts(&c), shared, active);
   }
   return STW_EXIT_OK;
 }

@@ -38,6 +38,7 @@ typedef enum {
   HF_GPTJ,
   HF_FALCON,
   HF_OLMOE,
+  HF_QWEN2_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -45,7 +46,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma2",  "gemma3_text", "granite", "smollm3",
                                            "qwen3_moe", "olmo2", "roberta",
                                            "starcoder2", "gpt_bigcode", "phi",
-                                           "gptj",    "falcon",   "olmoe", NULL };
+                                           "gptj",    "falcon",   "olmoe", "qwen2_moe",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -177,6 +179,12 @@ static const HfRow hf_rows[] = {
   [HF_OLMOE] = { .layers_default = 16, .hidden_default = 2048, .heads_default = 16,
                  .ffn_default = 2048, .max_seq_default = 4096, .vocab_default = 50304,
                  .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* Qwen2's MoE (Qwen1.5-MoE): Qwen2's attention (qkv_bias), in every block experts
+   * moe_intermediate_size wide and a shared expert shared_expert_intermediate_size wide */
+  [HF_QWEN2_MOE] = { .ffn = "moe_intermediate_size", .layers_default = 24,
+                     .hidden_default = 2048, .heads_default = 16, .ffn_default = 1408,
+                     .max_seq_default = 32768, .vocab_default = 151936, .kv_default = 16,
+                     .reads_tie = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
   [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
@@ -316,11 +324,12 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   StwJsonReader *r = h->r;
   const cJSON *root = h->root;
   const cJSON *moe = member(root, "num_experts");
-  if (type != HF_MIXTRAL && type != HF_QWEN3_MOE && type != HF_OLMOE && moe != NULL &&
+  if (type != HF_MIXTRAL && type != HF_QWEN3_MOE && type != HF_OLMOE && type != HF_QWEN2_MOE &&
+      moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
     return stw_json_fail_at(r, "num_experts", error,
-                            "experts are modelled for model_type mixtral, qwen3_moe and olmoe "
-                            "only");
+                            "experts are modelled for model_type mixtral, qwen3_moe, qwen2_moe "
+                            "and olmoe only");
   if (type == HF_PHI) { /* LayerNorms over each head's queries and keys: not modelled */
     gboolean qk = FALSE;
     if (!get_bool(h, "qk_layernorm", &qk, error))
@@ -329,7 +338,7 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
       return stw_json_fail_at(r, "qk_layernorm", error,
                               "LayerNorms over the queries and keys are not modelled for phi");
   }
-  if (type == HF_QWEN3_MOE) { /* experts in every block: no dense MLP among them */
+  if (type == HF_QWEN3_MOE || type == HF_QWEN2_MOE) { /* experts in every block */
     guint64 step = 1;
     const cJSON *dense = member(root, "mlp_only_layers");
     if (!get_u64(h, "decoder_sparse_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
@@ -360,7 +369,10 @@ read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GErro
       return FALSE;
     mlp = attn;
   }
-  gboolean qkv_only = type == HF_QWEN2; /* Qwen2: q, k and v have biases, o_proj has none */
+  /* Qwen2: q, k and v have biases, o_proj has none (Qwen2-MoE: unless qkv_bias is false) */
+  gboolean qkv_only = type == HF_QWEN2 || type == HF_QWEN2_MOE;
+  if (type == HF_QWEN2_MOE && !get_bool(h, "qkv_bias", &qkv_only, error))
+    return FALSE;
   if ((row->reads_attention_bias && !get_bool(h, "attention_bias", &attn, error)) ||
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
     return FALSE;
@@ -423,7 +435,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_STARCODER2] = STW_ARCH_NEOX,
                                      [HF_GPT_BIGCODE] = STW_ARCH_GPT, [HF_PHI] = STW_ARCH_NEOX,
                                      [HF_GPTJ] = STW_ARCH_NEOX, [HF_FALCON] = STW_ARCH_NEOX,
-                                     [HF_OLMOE] = STW_ARCH_LLAMA };
+                                     [HF_OLMOE] = STW_ARCH_LLAMA, [HF_QWEN2_MOE] = STW_ARCH_LLAMA };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
                        .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
                                   type == HF_OLMO2 || type == HF_OLMOE,
@@ -479,10 +491,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if (c.token_types == 2)
       c.token_types = 0; /* the usual: written as the default */
   }
-  if (type == HF_MIXTRAL || type == HF_QWEN3_MOE || type == HF_OLMOE) {
-    gboolean qwen = type == HF_QWEN3_MOE, olmoe = type == HF_OLMOE;
-    c.experts = qwen ? 128 : olmoe ? 64 : 8;
-    c.experts_per_token = qwen || olmoe ? 8 : 2;
+  if (type == HF_MIXTRAL || type == HF_QWEN3_MOE || type == HF_OLMOE || type == HF_QWEN2_MOE) {
+    gboolean qwen = type == HF_QWEN3_MOE, olmoe = type == HF_OLMOE, qwen2 = type == HF_QWEN2_MOE;
+    c.experts = qwen ? 128 : olmoe ? 64 : qwen2 ? 60 : 8;
+    c.experts_per_token = qwen || olmoe ? 8 : qwen2 ? 4 : 2;
+    c.shared_expert_ffn = qwen2 ? 5632 : 0;
+    if (qwen2 && !get_u64(h, "shared_expert_intermediate_size", FALSE,
+                          8 * (guint64)STW_MODEL_MAX_WIDTH, &c.shared_expert_ffn, error))
+      return FALSE;
     if (!get_u64(h, type == HF_MIXTRAL ? "num_local_experts" : "num_experts", FALSE,
                  STW_MODEL_MAX_EXPERTS,
                  &c.experts, error) ||

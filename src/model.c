@@ -114,6 +114,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "token_types are bert's";
   else if (c->token_types > STW_MODEL_MAX_TOKEN_TYPES)
     problem = "token_types must be 1 to 1024";
+  else if (c->shared_expert_ffn != 0 && stw_model_experts(c) < 2)
+    problem = "a shared expert goes with experts";
+  else if (c->shared_expert_ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
+    problem = "shared_expert_ffn must be 1 to 8388608";
   else if (c->experts_per_token > stw_model_experts(c))
     problem = "experts_per_token must be at most experts";
   else if (c->ffn < 1 || c->ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
@@ -140,13 +144,14 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
 static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
-  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types", NULL
+  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
+  "shared_expert_ffn", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
-  "head_bias", "token_types", NULL
+  "head_bias", "token_types", "shared_expert_ffn", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -164,6 +169,8 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "logit_softcap", FALSE, &c->logit_softcap, error) ||
       !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error) ||
       !stw_json_get_bool(r, obj, "head_bias", FALSE, &c->head_bias, error) ||
+      !stw_json_get_u64(r, obj, "shared_expert_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
+                        &c->shared_expert_ffn, error) ||
       !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
                         &c->token_types, error))
     return FALSE;
@@ -257,6 +264,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   if (stw_model_experts(c) > 1) {
     stw_json_add_u64(o, "experts", c->experts);
     stw_json_add_u64(o, "experts_per_token", stw_model_active_experts(c));
+    if (c->shared_expert_ffn != 0)
+      stw_json_add_u64(o, "shared_expert_ffn", c->shared_expert_ffn);
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
@@ -620,12 +629,17 @@ moe_mlp(Builder *b, gint32 l, const char *p)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, f = c->ffn, E = stw_model_experts(c), k = stw_model_active_experts(c);
+  guint64 fs = c->shared_expert_ffn, fa = k * f + fs; /* the widths every token runs through */
   Ids gate = { 0 };
   g_autofree char *gate_name = g_strdup_printf("%s.block_sparse_moe.gate", p);
   named(b, &gate, E, d, gate_name, "weight");
+  if (fs != 0) { /* the shared expert's own gate, a sigmoid of one score a token */
+    g_autofree char *sg = g_strdup_printf("%s.block_sparse_moe.shared_expert_gate", p);
+    named(b, &gate, 1, d, sg, "weight");
+  }
   StwGraphOp *r = op(b, l, STW_OP_MOE_ROUTER, "moe.router");
   op_params(r, gate.n, gate.id);
-  r->flops = 2 * b->T * d * E;
+  r->flops = 2 * b->T * d * (E + (fs != 0 ? 1 : 0));
   r->in_bytes = b->T * d * b->e;
   r->passthrough = TRUE;
   r->saved_extra_bytes = b->T * (E * 4 + k * 8); /* fp32 router logits; the chosen experts */
@@ -644,14 +658,25 @@ moe_mlp(Builder *b, gint32 l, const char *p)
     op_params(in, w13.n, w13.id);
     op_params(out, w2.n, w2.id);
   }
-  in->flops = 2 * b->T * k * d * 2 * f;
+  if (fs != 0) { /* a dense SwiGLU MLP beside the routed experts, for every token */
+    Ids gu = { 0 }, dn = { 0 };
+    g_autofree char *x = g_strdup_printf("%s.block_sparse_moe.shared_expert", p);
+    g_autofree char *ng = g_strconcat(x, ".gate_proj", NULL), *nu = g_strconcat(x, ".up_proj", NULL);
+    g_autofree char *nd = g_strconcat(x, ".down_proj", NULL);
+    projection(b, &gu, STW_SITE_MLP, fs, d, fs, ng);
+    projection(b, &gu, STW_SITE_MLP, fs, d, fs, nu);
+    projection(b, &dn, STW_SITE_MLP, d, fs, d, nd);
+    op_params(in, gu.n, gu.id);
+    op_params(out, dn.n, dn.id);
+  }
+  in->flops = 2 * b->T * d * 2 * fa;
   in->in_bytes = b->T * d * b->e;
-  in->out_bytes = b->T * k * 2 * f * b->e;
+  in->out_bytes = b->T * 2 * fa * b->e;
   in->saves_input = TRUE;
-  elementwise(b, l, STW_OP_MLP_ACT, "moe.swiglu", k * 2 * f, k * f, 3, TRUE);
+  elementwise(b, l, STW_OP_MLP_ACT, "moe.swiglu", 2 * fa, fa, 3, TRUE);
   g_ptr_array_add(b->g->ops, out);
-  out->flops = 2 * b->T * k * f * d;
-  out->in_bytes = b->T * k * f * b->e;
+  out->flops = 2 * b->T * fa * d;
+  out->in_bytes = b->T * fa * b->e;
   out->out_bytes = b->T * d * b->e;
   out->saves_input = TRUE;
   out->residual = STW_RESIDUAL_CLOSE;

@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 433 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 457 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -386,6 +386,58 @@ test_parallel_blocks(void)
   g_clear_error(&error);
 }
 
+/* Qwen2-MoE's shared expert: a dense SwiGLU MLP 5632 wide beside the 4 routed experts of 1408
+ * that every token runs (so the MoE ops' widths are 4 x 1408 + 5632 = 11264), and its one-score
+ * gate read with the router's; 2,689,173,504 parameters active of 14,315,784,192 (the model
+ * card's 2.7B); synthesized, memory balances */
+static void
+test_shared_expert(void)
+{
+  StwModelConfig c;
+  g_autofree char *path = stw_test_fixture("hf/Qwen1.5-MoE-A2.7B/config.json");
+  g_assert_true(stw_model_resolve(path, &c, NULL));
+  g_assert_cmpuint(c.shared_expert_ffn, ==, 5632);
+  g_assert_cmpuint(stw_model_active_param_count(&c), ==, G_GUINT64_CONSTANT(2689173504));
+  c.layers = 1;
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  guint seen = 0;
+  for (guint i = 0; i < g->ops->len; i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    if (o->kind == STW_OP_MOE_ROUTER) {
+      g_assert_cmpuint(o->params->len, ==, 2);
+      g_assert_cmpuint(o->flops, ==, 2 * 16 * 2048 * 61);
+      seen++;
+    } else if (o->kind == STW_OP_MLP_IN) {
+      g_assert_cmpuint(o->params->len, ==, 60 * 2 + 2);
+      g_assert_cmpuint(o->flops, ==, 2 * 16 * 2048 * 2 * 11264);
+      g_assert_cmpuint(o->out_bytes, ==, 16 * 2 * 11264 * 2);
+      seen++;
+    } else if (o->kind == STW_OP_MLP_OUT) {
+      g_assert_cmpuint(o->params->len, ==, 60 + 1);
+      g_assert_cmpuint(o->in_bytes, ==, 16 * 11264 * 2);
+      seen++;
+    }
+  }
+  g_assert_cmpuint(seen, ==, 3);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions o = { .batch = 1, .seq = 16, .dtype = STW_DTYPE_BF16 };
+  g_autoptr(StwTrace) t = stw_synth_trace(&c, &o, &hw, NULL);
+  g_assert_nonnull(t);
+  cJSON *j = stw_model_config_to_json(&c, FALSE);
+  g_autofree char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  g_assert_nonnull(strstr(text, "\"shared_expert_ffn\":5632"));
+  /* a shared expert without routed ones is refused */
+  StwModelConfig dense = c;
+  dense.experts = 1;
+  GError *error = NULL;
+  g_assert_false(stw_model_config_validate(&dense, NULL, &error));
+  g_assert_nonnull(strstr(error->message, "a shared expert goes with experts"));
+  g_clear_error(&error);
+}
+
 static void
 test_hf_configs(void)
 {
@@ -420,6 +472,7 @@ test_hf_configs(void)
     { "gpt-j-6b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6050882784), 16, 256, FALSE },
     { "falcon-7b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6921720704), 1, 64, TRUE },
     { "OLMoE-1B-7B-0924", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6919161856), 16, 128, FALSE },
+    { "Qwen1.5-MoE-A2.7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(14315784192), 16, 128, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
   };
@@ -541,7 +594,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe and olmoe only");
+                                   "mixtral, qwen3_moe, qwen2_moe and olmoe only");
 }
 
 /* A mixture of experts reads every expert's parameters and computes with the top-k: its MLP's
@@ -721,6 +774,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/olmo2", test_olmo2);
   g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);
   g_test_add_func("/model/parallel-blocks", test_parallel_blocks);
+  g_test_add_func("/model/shared-expert", test_shared_expert);
   g_test_add_func("/model/hf-defaults", test_hf_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

@@ -110,6 +110,8 @@ typedef struct {
   StwBias bias[STW_N_SITES]; /* by StwBiasSite */
   guint64 experts;    /* MLP experts per block (mixture of experts, llama only); 0 or 1: dense */
   guint64 experts_per_token; /* experts each token is routed to (top-k); 0: 1 */
+  guint64 shared_expert_ffn; /* with experts: a shared expert of this width that every token
+                              * runs besides its routed ones, and its gate (Qwen2-MoE); 0: none */
   gboolean qk_norm;   /* an RMSNorm over each head's queries and keys before rotary positions
                        * (Qwen3; llama only), weights of head_dim each */
   StwNorms norms;     /* where a block's RMSNorms sit: before attention and the MLP (PRE, the

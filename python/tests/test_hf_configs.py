@@ -77,6 +77,10 @@ SMALL = {
               "num_key_value_heads": 2, "intermediate_size": 48, "num_experts": 4,
               "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
               "pad_token_id": 0},
+    "qwen2_moe": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "moe_intermediate_size": 48, "num_experts": 4,
+                  "num_experts_per_tok": 2, "shared_expert_intermediate_size": 96,
+                  "vocab_size": 128, "max_position_embeddings": 64},
     "roberta": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                 "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66,
                 "type_vocab_size": 1},
@@ -123,6 +127,9 @@ def variants(kind):
                                      "vocab_size": 100}))
     if kind == "mixtral":
         out.append(("4 experts", dict(base, num_local_experts=4, num_experts_per_tok=1)))
+    if kind == "qwen2_moe":
+        out.append(("qkv_bias false", dict(base, qkv_bias=False)))
+        out.append(("intermediate_size", dict(base, intermediate_size=1000)))
     if kind == "qwen3_moe":  # the dense MLP's width, which no block has, changes nothing
         out.append(("intermediate_size", dict(base, intermediate_size=1000)))
         out.append(("8 experts", dict(base, num_experts=8, num_experts_per_tok=1)))
