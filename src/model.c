@@ -624,6 +624,28 @@ build_neox(Builder *b)
 /* A mixture of experts' MLP: the router scores every expert for every token, and each token runs
  * through its top-k experts, so FLOPs and activations are k experts' while every expert's
  * parameters are read (some token reaches each, at any useful batch). */
+/* One SwiGLU expert of width F named PREFIX.NAMES[0] (gate), [1] (down) and [2] (up), declared
+ * in that order when DOWN_SECOND (Mixtral's), else gate, up, down: the gate and up projections
+ * read by IN, the down one by OUT. */
+static void
+swiglu_expert(Builder *b, StwGraphOp *in, StwGraphOp *out, const char *prefix,
+              const char *const names[3], guint64 f, gboolean down_second)
+{
+  guint64 d = b->g->config.hidden;
+  Ids gate_up = { 0 }, down = { 0 };
+  g_autofree char *g = g_strconcat(prefix, ".", names[0], NULL);
+  g_autofree char *dn = g_strconcat(prefix, ".", names[1], NULL);
+  g_autofree char *u = g_strconcat(prefix, ".", names[2], NULL);
+  projection(b, &gate_up, STW_SITE_MLP, f, d, f, g);
+  if (down_second)
+    projection(b, &down, STW_SITE_MLP, d, f, d, dn);
+  projection(b, &gate_up, STW_SITE_MLP, f, d, f, u);
+  if (!down_second)
+    projection(b, &down, STW_SITE_MLP, d, f, d, dn);
+  op_params(in, gate_up.n, gate_up.id);
+  op_params(out, down.n, down.id);
+}
+
 static void
 moe_mlp(Builder *b, gint32 l, const char *p)
 {
@@ -647,27 +669,15 @@ moe_mlp(Builder *b, gint32 l, const char *p)
   StwGraphOp *in = op(b, l, STW_OP_MLP_IN, "moe.w1_w3");
   StwGraphOp *out = op(b, l, STW_OP_MLP_OUT, "moe.w2");
   g_ptr_array_steal_index(b->g->ops, b->g->ops->len - 1); /* placed after the activation */
+  static const char *const routed[] = { "w1", "w2", "w3" }; /* Mixtral's, in its order */
+  static const char *const shared[] = { "gate_proj", "down_proj", "up_proj" };
   for (guint64 e = 0; e < E; e++) {
-    Ids w13 = { 0 }, w2 = { 0 };
     g_autofree char *x = g_strdup_printf("%s.block_sparse_moe.experts.%" G_GUINT64_FORMAT, p, e);
-    g_autofree char *w1 = g_strconcat(x, ".w1", NULL), *w3 = g_strconcat(x, ".w3", NULL);
-    g_autofree char *w2n = g_strconcat(x, ".w2", NULL);
-    projection(b, &w13, STW_SITE_MLP, f, d, f, w1);
-    projection(b, &w2, STW_SITE_MLP, d, f, d, w2n);
-    projection(b, &w13, STW_SITE_MLP, f, d, f, w3);
-    op_params(in, w13.n, w13.id);
-    op_params(out, w2.n, w2.id);
+    swiglu_expert(b, in, out, x, routed, f, TRUE);
   }
   if (fs != 0) { /* a dense SwiGLU MLP beside the routed experts, for every token */
-    Ids gu = { 0 }, dn = { 0 };
     g_autofree char *x = g_strdup_printf("%s.block_sparse_moe.shared_expert", p);
-    g_autofree char *ng = g_strconcat(x, ".gate_proj", NULL), *nu = g_strconcat(x, ".up_proj", NULL);
-    g_autofree char *nd = g_strconcat(x, ".down_proj", NULL);
-    projection(b, &gu, STW_SITE_MLP, fs, d, fs, ng);
-    projection(b, &gu, STW_SITE_MLP, fs, d, fs, nu);
-    projection(b, &dn, STW_SITE_MLP, d, fs, d, nd);
-    op_params(in, gu.n, gu.id);
-    op_params(out, dn.n, dn.id);
+    swiglu_expert(b, in, out, x, shared, fs, FALSE);
   }
   in->flops = 2 * b->T * d * 2 * fa;
   in->in_bytes = b->T * d * b->e;
