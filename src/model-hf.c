@@ -39,6 +39,8 @@ typedef enum {
   HF_FALCON,
   HF_OLMOE,
   HF_QWEN2_MOE,
+  HF_GLM,
+  HF_GLM4,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -47,7 +49,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "qwen3_moe", "olmo2", "roberta",
                                            "starcoder2", "gpt_bigcode", "phi",
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
-                                           NULL };
+                                           "glm",     "glm4",     NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -185,6 +187,16 @@ static const HfRow hf_rows[] = {
                      .hidden_default = 2048, .heads_default = 16, .ffn_default = 1408,
                      .max_seq_default = 32768, .vocab_default = 151936, .kv_default = 16,
                      .reads_tie = TRUE },
+  /* GLM-4 (glm; glm4 with norms after attention and the MLP too): llama's block, biases on q, k
+   * and v (attention_bias) but never on o */
+  [HF_GLM] = { .layers_default = 40, .hidden_default = 4096, .heads_default = 32,
+               .ffn_default = 13696, .max_seq_default = 131072, .vocab_default = 151552,
+               .kv_default = 2, .head_dim_default = 128, .reads_tie = TRUE,
+               .attention_bias = TRUE, .reads_attention_bias = TRUE },
+  [HF_GLM4] = { .layers_default = 40, .hidden_default = 4096, .heads_default = 32,
+                .ffn_default = 13696, .max_seq_default = 131072, .vocab_default = 151552,
+                .kv_default = 2, .head_dim_default = 128, .reads_tie = TRUE,
+                .attention_bias = TRUE, .reads_attention_bias = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
   [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
@@ -377,7 +389,8 @@ read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GErro
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
     return FALSE;
   c->bias[STW_SITE_QKV] = attn || qkv_only ? STW_BIAS_YES : STW_BIAS_NO;
-  c->bias[STW_SITE_OUT] = attn ? STW_BIAS_YES : STW_BIAS_NO;
+  gboolean out_never = type == HF_GLM || type == HF_GLM4; /* GLM's o_proj: no bias ever */
+  c->bias[STW_SITE_OUT] = attn && !out_never ? STW_BIAS_YES : STW_BIAS_NO;
   c->bias[STW_SITE_MLP] = mlp ? STW_BIAS_YES : STW_BIAS_NO;
   /* a bias setting equal to the architecture's default is written as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
@@ -435,11 +448,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                                      [HF_STARCODER2] = STW_ARCH_NEOX,
                                      [HF_GPT_BIGCODE] = STW_ARCH_GPT, [HF_PHI] = STW_ARCH_NEOX,
                                      [HF_GPTJ] = STW_ARCH_NEOX, [HF_FALCON] = STW_ARCH_NEOX,
-                                     [HF_OLMOE] = STW_ARCH_LLAMA, [HF_QWEN2_MOE] = STW_ARCH_LLAMA };
+                                     [HF_OLMOE] = STW_ARCH_LLAMA, [HF_QWEN2_MOE] = STW_ARCH_LLAMA,
+                                     [HF_GLM] = STW_ARCH_LLAMA,   [HF_GLM4] = STW_ARCH_LLAMA };
   StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
                        .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
                                   type == HF_OLMO2 || type == HF_OLMOE,
-                       .norms = type == HF_GEMMA2 || type == HF_GEMMA3 ? STW_NORMS_BOTH
+                       .norms = type == HF_GEMMA2 || type == HF_GEMMA3 ||
+                                        type == HF_GLM4
+                                    ? STW_NORMS_BOTH
                                 : type == HF_OLMO2                      ? STW_NORMS_POST
                                 : type == HF_PHI || type == HF_GPTJ     ? STW_NORMS_SHARED
                                                                         : STW_NORMS_PRE,

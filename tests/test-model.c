@@ -126,7 +126,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 457 of them). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 497 of them). */
 static void
 test_hf_defaults(void)
 {
@@ -473,6 +473,8 @@ test_hf_configs(void)
     { "falcon-7b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6921720704), 1, 64, TRUE },
     { "OLMoE-1B-7B-0924", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6919161856), 16, 128, FALSE },
     { "Qwen1.5-MoE-A2.7B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(14315784192), 16, 128, FALSE },
+    { "glm-4-9b-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9399951360), 2, 128, FALSE },
+    { "GLM-4-9B-0414", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9400279040), 2, 128, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
   };
