@@ -29,7 +29,8 @@ const StwRequestKind stw_request_compare_kind = { "compare", compare_options, pl
 const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, planning_flags };
 static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
                                               "batch", "seq", "dtype", "checkpointing",
-                                              "checkpoint-every", "amp", "attention", "kernels", "loss", "micro-steps",
+                                              "checkpoint-every", "amp", "attention", "kernels",
+                                              "loss", "micro-steps",
                                               "chunk-size", "lora", "lora-targets",
                                               PLANNING_OPTIONS, NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp", NULL };

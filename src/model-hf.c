@@ -69,136 +69,181 @@ typedef struct {
   gboolean reads_tie;               /* a head to tie (BERT's encoder has none: ignored) */
   gboolean attention_bias;          /* attention_bias's default, read where reads_attention_bias */
   gboolean reads_attention_bias, reads_mlp_bias;
+  gboolean mlp_bias;                /* the MLP's biases (mlp_bias's default where it is read) */
+  gboolean qkv_bias_only;           /* q, k and v biased, o never (Qwen2's), whatever
+                                     * attention_bias says; QKV_BIAS_MEMBER, given, reads it */
+  const char *qkv_bias_member;
+  gboolean out_bias_never;          /* o_proj never biased, attention_bias or not (GLM's) */
+  const char *bias_switch;          /* one member for every projection's bias (StarCoder 2's
+                                     * use_bias, Falcon's bias), or NULL */
+  StwModelConfig shape;             /* the block the type builds: its arch, norms, query and key
+                                     * norms, softcaps' defaults, head bias */
+  gboolean reads_softcaps;          /* final_logit_softcapping and attn_logit_softcapping */
+  gboolean reads_token_types;       /* type_vocab_size */
+  const char *experts_member;       /* the experts' count member (NULL: a dense MLP), then
+                                     * num_experts_per_tok, with these defaults */
+  guint64 experts_default, experts_per_token_default;
+  guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
 } HfRow;
 
 #define NOT_READ G_MAXUINT64
 
 static const HfRow hf_rows[] = {
-  [HF_GPT2] = { .layers = "n_layer", .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",
-                .max_seq = "n_positions", .layers_default = 12, .hidden_default = 768,
-                .heads_default = 12, .ffn_default = 0, .max_seq_default = 1024,
-                .vocab_default = 50257, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
-                .ffn_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE },
-  [HF_NEOX] = { .layers_default = 44, .hidden_default = 6144, .heads_default = 64,
-                .ffn_default = 24576, .max_seq_default = 2048, .vocab_default = 50432,
-                .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = FALSE,
-                .reads_tie = TRUE, .attention_bias = TRUE, .reads_attention_bias = TRUE },
-  [HF_LLAMA] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                 .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 32000,
-                 .kv_null_ok = TRUE, .head_dim_null_ok = TRUE, .reads_tie = TRUE,
-                 .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
-  [HF_MISTRAL] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                   .ffn_default = 14336, .max_seq_default = 131072, .vocab_default = 32000,
-                   .kv_default = 8, .head_dim_null_ok = TRUE, .reads_tie = TRUE },
-  [HF_MIXTRAL] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                   .ffn_default = 14336, .max_seq_default = 131072, .vocab_default = 32000,
-                   .kv_default = 8, .head_dim_null_ok = TRUE, .reads_tie = TRUE },
-  [HF_QWEN2] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                 .ffn_default = 22016, .max_seq_default = 32768, .vocab_default = 151936,
-                 .kv_default = 32, .kv_null_ok = TRUE, .reads_tie = TRUE },
-  [HF_GEMMA] = { .layers_default = 28, .hidden_default = 3072, .heads_default = 16,
-                 .ffn_default = 24576, .max_seq_default = 8192, .vocab_default = 256000,
-                 .kv_default = 16, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
-                 .reads_attention_bias = TRUE },
-  [HF_QWEN3] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                 .ffn_default = 22016, .max_seq_default = 32768, .vocab_default = 151936,
-                 .kv_default = 32, .kv_null_ok = TRUE, .head_dim_default = 128,
+  [HF_GPT2] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
+                .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner", .max_seq = "n_positions",
+                .layers_default = 12, .hidden_default = 768, .heads_default = 12, .ffn_default = 0,
+                .max_seq_default = 1024, .vocab_default = 50257, .kv_default = NOT_READ,
+                .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+                .attention_bias = TRUE },
+  [HF_NEOX] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE, .layers_default = 44,
+                .hidden_default = 6144, .heads_default = 64, .ffn_default = 24576,
+                .max_seq_default = 2048, .vocab_default = 50432, .kv_default = NOT_READ,
+                .head_dim_default = NOT_READ, .tied = FALSE, .reads_tie = TRUE,
+                .attention_bias = TRUE, .reads_attention_bias = TRUE },
+  [HF_LLAMA] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32, .hidden_default = 4096,
+                 .heads_default = 32, .ffn_default = 11008, .max_seq_default = 2048,
+                 .vocab_default = 32000, .kv_null_ok = TRUE, .head_dim_null_ok = TRUE,
+                 .reads_tie = TRUE, .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  [HF_MISTRAL] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32,
+                   .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
+                   .max_seq_default = 131072, .vocab_default = 32000, .kv_default = 8,
+                   .head_dim_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_MIXTRAL] = { .shape = { .arch = STW_ARCH_LLAMA }, .experts_member = "num_local_experts",
+                   .experts_default = 8, .experts_per_token_default = 2, .layers_default = 32,
+                   .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
+                   .max_seq_default = 131072, .vocab_default = 32000, .kv_default = 8,
+                   .head_dim_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_QWEN2] = { .shape = { .arch = STW_ARCH_LLAMA }, .qkv_bias_only = TRUE, .layers_default = 32,
+                 .hidden_default = 4096, .heads_default = 32, .ffn_default = 22016,
+                 .max_seq_default = 32768, .vocab_default = 151936, .kv_default = 32,
+                 .kv_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_GEMMA] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 28, .hidden_default = 3072,
+                 .heads_default = 16, .ffn_default = 24576, .max_seq_default = 8192,
+                 .vocab_default = 256000, .kv_default = 16, .head_dim_default = 256, .tied = TRUE,
                  .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  [HF_QWEN3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE }, .layers_default = 32,
+                 .hidden_default = 4096, .heads_default = 32, .ffn_default = 22016,
+                 .max_seq_default = 32768, .vocab_default = 151936, .kv_default = 32,
+                 .kv_null_ok = TRUE, .head_dim_default = 128, .reads_tie = TRUE,
+                 .reads_attention_bias = TRUE },
   /* Phi-3: llama's block with q, k and v in one tensor (qkv_proj) and the gate and up in one
    * (gate_up_proj): the same parameters and FLOPs as llama's separate ones, which the graph
    * keeps; never biases */
-  [HF_PHI3] = { .layers_default = 32, .hidden_default = 3072, .heads_default = 32,
-                .ffn_default = 8192, .max_seq_default = 4096, .vocab_default = 32064,
-                .kv_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_PHI3] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32, .hidden_default = 3072,
+                .heads_default = 32, .ffn_default = 8192, .max_seq_default = 4096,
+                .vocab_default = 32064, .kv_null_ok = TRUE, .reads_tie = TRUE },
   /* Gemma 2 and 3: gemma's block with norms after attention and the MLP too; Gemma 2 caps the
    * logits and the scores, Gemma 3 norms each head's queries and keys instead */
-  [HF_GEMMA2] = { .layers_default = 26, .hidden_default = 2304, .heads_default = 8,
-                  .ffn_default = 9216, .max_seq_default = 8192, .vocab_default = 256000,
-                  .kv_default = 4, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
-                  .reads_attention_bias = TRUE },
-  [HF_GEMMA3] = { .layers_default = 26, .hidden_default = 2304, .heads_default = 8,
-                  .ffn_default = 9216, .max_seq_default = 131072, .vocab_default = 262208,
-                  .kv_default = 4, .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
-                  .reads_attention_bias = TRUE },
+  [HF_GEMMA2] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH,
+                             .logit_softcap = TRUE, .attn_softcap = TRUE },
+                  .reads_softcaps = TRUE, .layers_default = 26, .hidden_default = 2304,
+                  .heads_default = 8, .ffn_default = 9216, .max_seq_default = 8192,
+                  .vocab_default = 256000, .kv_default = 4, .head_dim_default = 256, .tied = TRUE,
+                  .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  [HF_GEMMA3] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH, .qk_norm = TRUE },
+                  .reads_softcaps = TRUE, .layers_default = 26, .hidden_default = 2304,
+                  .heads_default = 8, .ffn_default = 9216, .max_seq_default = 131072,
+                  .vocab_default = 262208, .kv_default = 4, .head_dim_default = 256, .tied = TRUE,
+                  .reads_tie = TRUE, .reads_attention_bias = TRUE },
   /* Granite (IBM) and SmolLM3: llama's block (Granite's multipliers scale, they add nothing;
    * SmolLM3's layers without rotary positions differ in no weight) */
-  [HF_GRANITE] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                   .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 32000,
-                   .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
-                   .reads_mlp_bias = TRUE },
-  [HF_SMOLLM3] = { .layers_default = 36, .hidden_default = 2048, .heads_default = 16,
-                   .ffn_default = 11008, .max_seq_default = 32768, .vocab_default = 128256,
-                   .kv_default = 4, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+  [HF_GRANITE] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32,
+                   .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
+                   .max_seq_default = 2048, .vocab_default = 32000, .kv_null_ok = TRUE,
+                   .reads_tie = TRUE, .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  [HF_SMOLLM3] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 36,
+                   .hidden_default = 2048, .heads_default = 16, .ffn_default = 11008,
+                   .max_seq_default = 32768, .vocab_default = 128256, .kv_default = 4,
+                   .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                    .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
   /* Qwen3's MoE: Qwen3's attention, and in every block experts moe_intermediate_size wide
    * (intermediate_size is the dense MLP's of mlp_only_layers, which must be none) */
-  [HF_QWEN3_MOE] = { .ffn = "moe_intermediate_size", .layers_default = 24, .hidden_default = 2048,
-                     .heads_default = 32, .ffn_default = 768, .max_seq_default = 32768,
-                     .vocab_default = 151936, .kv_default = 4, .reads_tie = TRUE,
-                     .reads_attention_bias = TRUE },
+  [HF_QWEN3_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                     .experts_member = "num_experts", .experts_default = 128,
+                     .experts_per_token_default = 8, .ffn = "moe_intermediate_size",
+                     .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
+                     .ffn_default = 768, .max_seq_default = 32768, .vocab_default = 151936,
+                     .kv_default = 4, .reads_tie = TRUE, .reads_attention_bias = TRUE },
   /* OLMo 2: llama's projections with the norms after attention and the MLP only, and one
    * RMSNorm over all the queries, one over all the keys */
-  [HF_OLMO2] = { .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+  [HF_OLMO2] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST, .qk_norm = TRUE,
+                            .qk_norm_full = TRUE },
+                 .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
                  .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 50304,
                  .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
-  [HF_BERT] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
+  [HF_BERT] = { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,
+                .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
                 .attention_bias = TRUE },
   /* StarCoder 2: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions) with grouped
    * keys and values, biases everywhere or nowhere (use_bias) */
-  [HF_STARCODER2] = { .layers_default = 30, .hidden_default = 3072, .heads_default = 24,
-                      .ffn_default = 12288, .max_seq_default = 4096, .vocab_default = 49152,
-                      .kv_default = 2, .head_dim_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
-                      .attention_bias = TRUE },
+  [HF_STARCODER2] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE,
+                      .bias_switch = "use_bias", .layers_default = 30, .hidden_default = 3072,
+                      .heads_default = 24, .ffn_default = 12288, .max_seq_default = 4096,
+                      .vocab_default = 49152, .kv_default = 2, .head_dim_null_ok = TRUE,
+                      .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE },
   /* GPT-BigCode (StarCoder, SantaCoder): GPT-2 with one key and value head (multi_query) */
-  [HF_GPT_BIGCODE] = { .layers = "n_layer", .hidden = "n_embd", .heads = "n_head",
-                       .ffn = "n_inner", .max_seq = "n_positions", .layers_default = 12,
-                       .hidden_default = 768, .heads_default = 12, .ffn_default = 0,
-                       .max_seq_default = 1024, .vocab_default = 50257, .kv_default = NOT_READ,
+  [HF_GPT_BIGCODE] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
+                       .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",
+                       .max_seq = "n_positions", .layers_default = 12, .hidden_default = 768,
+                       .heads_default = 12, .ffn_default = 0, .max_seq_default = 1024,
+                       .vocab_default = 50257, .kv_default = NOT_READ,
                        .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .tied = TRUE,
                        .reads_tie = TRUE, .attention_bias = TRUE },
   /* Phi-2 and GPT-J: a parallel block (one LayerNorm that attention and the MLP both read),
    * rotary positions on part of each head, a GELU MLP with biases, an LM head with a bias;
    * Phi's attention has biases, GPT-J's none */
-  [HF_PHI] = { .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
+  [HF_PHI] = { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },
+               .mlp_bias = TRUE, .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
                .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 51200,
                .kv_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE },
-  [HF_GPTJ] = { .layers = "n_layer", .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",
-                .max_seq = "n_positions", .layers_default = 28, .hidden_default = 4096,
-                .heads_default = 16, .ffn_default = 0, .max_seq_default = 2048,
-                .vocab_default = 50400, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
-                .ffn_null_ok = TRUE, .reads_tie = TRUE },
+  [HF_GPTJ] = { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },
+                .mlp_bias = TRUE, .layers = "n_layer", .hidden = "n_embd", .heads = "n_head",
+                .ffn = "n_inner", .max_seq = "n_positions", .layers_default = 28,
+                .hidden_default = 4096, .heads_default = 16, .ffn_default = 0,
+                .max_seq_default = 2048, .vocab_default = 50400, .kv_default = NOT_READ,
+                .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .reads_tie = TRUE },
   /* Falcon: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions), parallel with one
    * norm (or two, in the new decoder architecture), one key and value head (multi_query) or
    * num_kv_heads of them (new architecture), biases everywhere or nowhere (bias) */
-  [HF_FALCON] = { .ffn = "ffn_hidden_size", .layers_default = 32, .hidden_default = 4544,
+  [HF_FALCON] = { .shape = { .arch = STW_ARCH_NEOX }, .bias_switch = "bias",
+                  .ffn = "ffn_hidden_size", .layers_default = 32, .hidden_default = 4544,
                   .heads_default = 71, .ffn_default = 0, .max_seq_default = 2048,
                   .vocab_default = 65024, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                   .ffn_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE },
   /* OLMoE: llama's attention with OLMo's norms over all the queries and all the keys, and in
    * every block experts intermediate_size wide */
-  [HF_OLMOE] = { .layers_default = 16, .hidden_default = 2048, .heads_default = 16,
-                 .ffn_default = 2048, .max_seq_default = 4096, .vocab_default = 50304,
-                 .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  [HF_OLMOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .qk_norm_full = TRUE },
+                 .experts_member = "num_experts", .experts_default = 64,
+                 .experts_per_token_default = 8, .layers_default = 16, .hidden_default = 2048,
+                 .heads_default = 16, .ffn_default = 2048, .max_seq_default = 4096,
+                 .vocab_default = 50304, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                 .reads_attention_bias = TRUE },
   /* Qwen2's MoE (Qwen1.5-MoE): Qwen2's attention (qkv_bias), in every block experts
    * moe_intermediate_size wide and a shared expert shared_expert_intermediate_size wide */
-  [HF_QWEN2_MOE] = { .ffn = "moe_intermediate_size", .layers_default = 24,
-                     .hidden_default = 2048, .heads_default = 16, .ffn_default = 1408,
-                     .max_seq_default = 32768, .vocab_default = 151936, .kv_default = 16,
-                     .reads_tie = TRUE },
+  [HF_QWEN2_MOE] = { .shape = { .arch = STW_ARCH_LLAMA }, .qkv_bias_only = TRUE,
+                     .qkv_bias_member = "qkv_bias", .experts_member = "num_experts",
+                     .experts_default = 60, .experts_per_token_default = 4,
+                     .shared_expert_default = 5632, .ffn = "moe_intermediate_size",
+                     .layers_default = 24, .hidden_default = 2048, .heads_default = 16,
+                     .ffn_default = 1408, .max_seq_default = 32768, .vocab_default = 151936,
+                     .kv_default = 16, .reads_tie = TRUE },
   /* GLM-4 (glm; glm4 with norms after attention and the MLP too): llama's block, biases on q, k
    * and v (attention_bias) but never on o */
-  [HF_GLM] = { .layers_default = 40, .hidden_default = 4096, .heads_default = 32,
-               .ffn_default = 13696, .max_seq_default = 131072, .vocab_default = 151552,
-               .kv_default = 2, .head_dim_default = 128, .reads_tie = TRUE,
-               .attention_bias = TRUE, .reads_attention_bias = TRUE },
-  [HF_GLM4] = { .layers_default = 40, .hidden_default = 4096, .heads_default = 32,
-                .ffn_default = 13696, .max_seq_default = 131072, .vocab_default = 151552,
-                .kv_default = 2, .head_dim_default = 128, .reads_tie = TRUE,
-                .attention_bias = TRUE, .reads_attention_bias = TRUE },
+  [HF_GLM] = { .shape = { .arch = STW_ARCH_LLAMA }, .out_bias_never = TRUE, .layers_default = 40,
+               .hidden_default = 4096, .heads_default = 32, .ffn_default = 13696,
+               .max_seq_default = 131072, .vocab_default = 151552, .kv_default = 2,
+               .head_dim_default = 128, .reads_tie = TRUE, .attention_bias = TRUE,
+               .reads_attention_bias = TRUE },
+  [HF_GLM4] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH },
+                .out_bias_never = TRUE, .layers_default = 40, .hidden_default = 4096,
+                .heads_default = 32, .ffn_default = 13696, .max_seq_default = 131072,
+                .vocab_default = 151552, .kv_default = 2, .head_dim_default = 128,
+                .reads_tie = TRUE, .attention_bias = TRUE, .reads_attention_bias = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
-  [HF_ROBERTA] = { .layers_default = 12, .hidden_default = 768, .heads_default = 12,
+  [HF_ROBERTA] = { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,
+                   .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
                    .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
                    .attention_bias = TRUE },
@@ -336,8 +381,7 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   StwJsonReader *r = h->r;
   const cJSON *root = h->root;
   const cJSON *moe = member(root, "num_experts");
-  if (type != HF_MIXTRAL && type != HF_QWEN3_MOE && type != HF_OLMOE && type != HF_QWEN2_MOE &&
-      moe != NULL &&
+  if (hf_rows[type].experts_member == NULL && moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
     return stw_json_fail_at(r, "num_experts", error,
                             "experts are modelled for model_type mixtral, qwen3_moe, qwen2_moe "
@@ -366,31 +410,25 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   return TRUE;
 }
 
-/* The biases TYPE's transformers class gives a model, and what the file says of them where the
+/* The biases ROW's transformers class gives a model, and what the file says of them where the
  * class reads it (Mistral's, Mixtral's and Gemma's MLPs have none whatever the file says;
  * GPT-NeoX's always has one). */
 static gboolean
-read_biases(const Hf *h, HfType type, const HfRow *row, StwModelConfig *c, GError **error)
+read_biases(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
-  gboolean attn = row->attention_bias,
-           mlp = type == HF_GPT2 || type == HF_NEOX || type == HF_BERT || type == HF_ROBERTA ||
-                 type == HF_STARCODER2 || type == HF_GPT_BIGCODE || type == HF_PHI ||
-                 type == HF_GPTJ;
-  if (type == HF_STARCODER2 || type == HF_FALCON) { /* one switch for all of them */
-    if (!get_bool(h, type == HF_FALCON ? "bias" : "use_bias", &attn, error))
+  gboolean attn = row->attention_bias, mlp = row->mlp_bias, qkv_only = row->qkv_bias_only;
+  if (row->bias_switch != NULL) { /* one switch for all of them */
+    if (!get_bool(h, row->bias_switch, &attn, error))
       return FALSE;
     mlp = attn;
   }
-  /* Qwen2: q, k and v have biases, o_proj has none (Qwen2-MoE: unless qkv_bias is false) */
-  gboolean qkv_only = type == HF_QWEN2 || type == HF_QWEN2_MOE;
-  if (type == HF_QWEN2_MOE && !get_bool(h, "qkv_bias", &qkv_only, error))
+  if (row->qkv_bias_member != NULL && !get_bool(h, row->qkv_bias_member, &qkv_only, error))
     return FALSE;
   if ((row->reads_attention_bias && !get_bool(h, "attention_bias", &attn, error)) ||
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
     return FALSE;
   c->bias[STW_SITE_QKV] = attn || qkv_only ? STW_BIAS_YES : STW_BIAS_NO;
-  gboolean out_never = type == HF_GLM || type == HF_GLM4; /* GLM's o_proj: no bias ever */
-  c->bias[STW_SITE_OUT] = attn && !out_never ? STW_BIAS_YES : STW_BIAS_NO;
+  c->bias[STW_SITE_OUT] = attn && !row->out_bias_never ? STW_BIAS_YES : STW_BIAS_NO;
   c->bias[STW_SITE_MLP] = mlp ? STW_BIAS_YES : STW_BIAS_NO;
   /* a bias setting equal to the architecture's default is written as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
@@ -437,31 +475,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   const char *type_name = stw_hf_model_types[t];
   const Hf hf = { .r = r, .root = root, .type = type_name }, *h = &hf;
   const HfRow *row = &hf_rows[type];
-  static const StwArch arch_of[] = { [HF_GPT2] = STW_ARCH_GPT,     [HF_NEOX] = STW_ARCH_NEOX,
-                                     [HF_LLAMA] = STW_ARCH_LLAMA,  [HF_MISTRAL] = STW_ARCH_LLAMA,
-                                     [HF_MIXTRAL] = STW_ARCH_LLAMA, [HF_QWEN2] = STW_ARCH_LLAMA,
-                                     [HF_GEMMA] = STW_ARCH_LLAMA,  [HF_BERT] = STW_ARCH_BERT,    [HF_ROBERTA] = STW_ARCH_BERT,
-                                     [HF_QWEN3] = STW_ARCH_LLAMA,  [HF_PHI3] = STW_ARCH_LLAMA,
-                                     [HF_GEMMA2] = STW_ARCH_LLAMA, [HF_GEMMA3] = STW_ARCH_LLAMA,
-                                     [HF_GRANITE] = STW_ARCH_LLAMA, [HF_SMOLLM3] = STW_ARCH_LLAMA,
-                                     [HF_QWEN3_MOE] = STW_ARCH_LLAMA, [HF_OLMO2] = STW_ARCH_LLAMA,
-                                     [HF_STARCODER2] = STW_ARCH_NEOX,
-                                     [HF_GPT_BIGCODE] = STW_ARCH_GPT, [HF_PHI] = STW_ARCH_NEOX,
-                                     [HF_GPTJ] = STW_ARCH_NEOX, [HF_FALCON] = STW_ARCH_NEOX,
-                                     [HF_OLMOE] = STW_ARCH_LLAMA, [HF_QWEN2_MOE] = STW_ARCH_LLAMA,
-                                     [HF_GLM] = STW_ARCH_LLAMA,   [HF_GLM4] = STW_ARCH_LLAMA };
-  StwModelConfig c = { .arch = arch_of[type], .tied = row->tied,
-                       .qk_norm = type == HF_QWEN3 || type == HF_GEMMA3 || type == HF_QWEN3_MOE ||
-                                  type == HF_OLMO2 || type == HF_OLMOE,
-                       .norms = type == HF_GEMMA2 || type == HF_GEMMA3 ||
-                                        type == HF_GLM4
-                                    ? STW_NORMS_BOTH
-                                : type == HF_OLMO2                      ? STW_NORMS_POST
-                                : type == HF_PHI || type == HF_GPTJ     ? STW_NORMS_SHARED
-                                                                        : STW_NORMS_PRE,
-                       .qk_norm_full = type == HF_OLMO2 || type == HF_OLMOE,
-                       .head_bias = type == HF_PHI || type == HF_GPTJ,
-                       .logit_softcap = type == HF_GEMMA2, .attn_softcap = type == HF_GEMMA2 };
+  StwModelConfig c = row->shape; /* the type's block, its sizes read below */
+  c.tied = row->tied;
   /* GPT-2 and GPT-BigCode have names of their own, and take the common ones too */
   if (!get_size(h, row->layers, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS,
                 row->layers_default, &c.layers, error) ||
@@ -500,24 +515,21 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if (!get_u64(h, "head_dim", row->head_dim_null_ok, STW_MODEL_MAX_WIDTH, &c.head_dim, error))
       return FALSE;
   }
-  if (type == HF_BERT || type == HF_ROBERTA) {
+  if (row->reads_token_types) {
     c.token_types = 2;
     if (!get_u64(h, "type_vocab_size", FALSE, STW_MODEL_MAX_TOKEN_TYPES, &c.token_types, error))
       return FALSE;
     if (c.token_types == 2)
       c.token_types = 0; /* the usual: written as the default */
   }
-  if (type == HF_MIXTRAL || type == HF_QWEN3_MOE || type == HF_OLMOE || type == HF_QWEN2_MOE) {
-    gboolean qwen = type == HF_QWEN3_MOE, olmoe = type == HF_OLMOE, qwen2 = type == HF_QWEN2_MOE;
-    c.experts = qwen ? 128 : olmoe ? 64 : qwen2 ? 60 : 8;
-    c.experts_per_token = qwen || olmoe ? 8 : qwen2 ? 4 : 2;
-    c.shared_expert_ffn = qwen2 ? 5632 : 0;
-    if (qwen2 && !get_u64(h, "shared_expert_intermediate_size", FALSE,
-                          8 * (guint64)STW_MODEL_MAX_WIDTH, &c.shared_expert_ffn, error))
-      return FALSE;
-    if (!get_u64(h, type == HF_MIXTRAL ? "num_local_experts" : "num_experts", FALSE,
-                 STW_MODEL_MAX_EXPERTS,
-                 &c.experts, error) ||
+  if (row->experts_member != NULL) {
+    c.experts = row->experts_default;
+    c.experts_per_token = row->experts_per_token_default;
+    c.shared_expert_ffn = row->shared_expert_default;
+    if ((c.shared_expert_ffn != 0 &&
+         !get_u64(h, "shared_expert_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH,
+                  &c.shared_expert_ffn, error)) ||
+        !get_u64(h, row->experts_member, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
         !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts_per_token,
                  error))
       return FALSE;
@@ -528,9 +540,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT ": OLMoE's query and key "
                             "norms are hidden / heads wide a head, which a head_dim apart from it "
                             "does not change; not modelled", c.head_dim);
-  if (!read_biases(h, type, row, &c, error) || !check_unmodelled(h, type, error))
+  if (!read_biases(h, row, &c, error) || !check_unmodelled(h, type, error))
     return FALSE;
-  if ((type == HF_GEMMA2 || type == HF_GEMMA3) &&
+  if (row->reads_softcaps &&
       (!get_cap(h, "final_logit_softcapping", &c.logit_softcap, error) ||
        !get_cap(h, "attn_logit_softcapping", &c.attn_softcap, error)))
     return FALSE;

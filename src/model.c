@@ -621,9 +621,6 @@ build_neox(Builder *b)
   decoder_head(b, emb, FALSE, "gpt_neox.final_layer_norm", "embed_out.weight");
 }
 
-/* A mixture of experts' MLP: the router scores every expert for every token, and each token runs
- * through its top-k experts, so FLOPs and activations are k experts' while every expert's
- * parameters are read (some token reaches each, at any useful batch). */
 /* One SwiGLU expert of width F named PREFIX.NAMES[0] (gate), [1] (down) and [2] (up), declared
  * in that order when DOWN_SECOND (Mixtral's), else gate, up, down: the gate and up projections
  * read by IN, the down one by OUT. */
@@ -646,6 +643,10 @@ swiglu_expert(Builder *b, StwGraphOp *in, StwGraphOp *out, const char *prefix,
   op_params(out, down.n, down.id);
 }
 
+/* A mixture of experts' MLP: the router scores every expert for every token, and each token runs
+ * through its top-k experts, so FLOPs and activations are k experts' while every expert's
+ * parameters are read (some token reaches each, at any useful batch); a shared expert beside
+ * them runs for every token. */
 static void
 moe_mlp(Builder *b, gint32 l, const char *p)
 {
