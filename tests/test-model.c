@@ -597,6 +597,26 @@ test_hf_configs(void)
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, qwen2_moe and olmoe only");
+  g_clear_error(&error);
+  /* Phi's LayerNorms over each head's queries and keys: refused by name, and its switch read as
+   * a boolean */
+  static const char phi[] = "{\"model_type\": \"phi\", \"num_hidden_layers\": 2, "
+                            "\"hidden_size\": 64, \"num_attention_heads\": 4, "
+                            "\"intermediate_size\": 128, \"vocab_size\": 100, "
+                            "\"qk_layernorm\": %s}";
+  g_autofree char *phi_off = g_strdup_printf(phi, "false");
+  g_assert_true(stw_model_config_parse("phi.json", phi_off, strlen(phi_off), &cfg, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(cfg.norms, ==, STW_NORMS_SHARED);
+  g_autofree char *phi_on = g_strdup_printf(phi, "true");
+  g_assert_false(stw_model_config_parse("phi.json", phi_on, strlen(phi_on), &cfg, &error));
+  stw_assert_error_contains(error, "phi.json: $.qk_layernorm: LayerNorms over the queries and "
+                                   "keys are not modelled for phi");
+  g_clear_error(&error);
+  g_autofree char *phi_bad = g_strdup_printf(phi, "\"yes\"");
+  g_assert_false(stw_model_config_parse("phi.json", phi_bad, strlen(phi_bad), &cfg, &error));
+  stw_assert_error_contains(error, "phi.json: $.qk_layernorm: expected true or false");
+  g_clear_error(&error);
 }
 
 /* A mixture of experts reads every expert's parameters and computes with the top-k: its MLP's

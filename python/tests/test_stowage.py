@@ -107,6 +107,9 @@ class TestBuild(unittest.TestCase):
             _call(_lib.trace_add_op, t._h, b"x", b"sideways", ids, 0, ids, 0, 0, 0, 0)
         self.assertIn("op x: stage 'sideways' is not fwd, bwd or optim", str(e.exception))
         with self.assertRaises(stowage.StowageError) as e:
+            _call(_lib.trace_set_autocast, t._h, b"fp8")
+        self.assertIn("trace: autocast 'fp8' is not bf16 or fp16", str(e.exception))
+        with self.assertRaises(stowage.StowageError) as e:
             _call(_lib.trace_validate, t._h)
         self.assertIn("a trace needs at least one op", str(e.exception))
 
