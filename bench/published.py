@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/published.py [BUILDDIR] [DATA] -- stowage's predictions against what other people
+"""bench/published.py [BUILDDIR] [DATA] [--rows ID,...] [--keep DIR] [--commands] -- stowage's predictions against what other people
 measured for offloaded training (../shared/data/published/measurements.csv, read its README).
 
 Every usable row is replayed with the policy it names: the model rebuilt from the row's own
@@ -27,19 +27,62 @@ the largest model of a zoo that ran (the most layers at the row's width whose pl
 the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
 rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line
 per row, then the mean absolute error per system. Its last result is bench/results/published.md.
+
+  --rows ID,...  replay only these rows (their row_id), in the set's order
+  --keep DIR     write each row's config, trace and plan into DIR (made where missing) and keep
+                 them, rather than in a temporary directory
+  --commands     print each stowage command a row runs, as a shell line, to standard error:
+                 with --keep, commands that run again as they are
 """
+import contextlib
 import csv
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(HERE)
-DATA = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(HERE), "..", "shared",
-                                                           "data", "published")
+
+
+def arguments(argv):
+    """[BUILDDIR] [DATA] and the options, from ARGV; exit 2 with usage on anything else."""
+    usage = ("usage: published.py [BUILDDIR] [DATA] [--rows ID,...] [--keep DIR] [--commands]")
+    positional, rows, keep, commands = [], None, None, False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--rows", "--keep"):
+            if i + 1 >= len(argv) or not argv[i + 1] or argv[i + 1].startswith("--"):
+                sys.stderr.write("published.py: %s needs a value\n%s\n" % (a, usage))
+                sys.exit(2)
+            if a == "--rows":
+                rows = [r.strip() for r in argv[i + 1].split(",") if r.strip()]
+            else:
+                keep = argv[i + 1]
+            i += 2
+            continue
+        if a == "--commands":
+            commands = True
+        elif a in ("-h", "--help"):
+            print(__doc__.strip())
+            sys.exit(0)
+        elif a.startswith("-") or len(positional) == 2:
+            sys.stderr.write("published.py: %r: not an option or argument it takes\n%s\n"
+                             % (a, usage))
+            sys.exit(2)
+        else:
+            positional.append(a)
+        i += 1
+    build = positional[0] if positional else os.path.dirname(HERE)
+    data = positional[1] if len(positional) > 1 else os.path.join(
+        os.path.dirname(HERE), "..", "shared", "data", "published")
+    return build, data, rows, keep, commands
+
+
+BUILD, DATA, ROWS, KEEP, COMMANDS = arguments(sys.argv[1:])
 STOWAGE = os.path.join(BUILD, "stowage")
 
 # the shipped profile each row's GPU is replayed on: (its name's pattern, the profile of the
@@ -64,6 +107,8 @@ GPUS = [
 
 
 def run(*args):
+    if COMMANDS:
+        sys.stderr.write("$ %s\n" % " ".join(shlex.quote(a) for a in (STOWAGE, *args)))
     r = subprocess.run([STOWAGE, *args], capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
 
@@ -514,10 +559,23 @@ def main():
         sys.exit("published.py: %s: no stowage binary (build it, or name its build directory)"
                  % STOWAGE)
     rows = list(csv.DictReader(open(path)))
+    if ROWS is not None:
+        known = [r.get("row_id", "") for r in rows]
+        unknown = [r for r in ROWS if r not in known]
+        if unknown or not ROWS:
+            sys.exit("published.py: --rows: %s not a row_id of %s" % (
+                ", ".join(unknown) or "nothing named:", path))
+        rows = [r for r in rows if r.get("row_id", "") in ROWS]
     print("| row | system | model | GPUs x batch | emulated as | published | predicted | error |")
     print("|---|---|---|---|---|---:|---:|---:|")
     errors, skipped = {}, []
-    with tempfile.TemporaryDirectory() as tmp:
+    if KEEP is not None:
+        try:
+            os.makedirs(KEEP, exist_ok=True)
+        except OSError as e:
+            sys.exit("published.py: --keep %s: %s" % (KEEP, e.strerror))
+    with (contextlib.nullcontext(os.path.abspath(KEEP)) if KEEP is not None
+          else tempfile.TemporaryDirectory()) as tmp:
         for row in rows:
             try:
                 replay(row, tmp, errors, skipped)

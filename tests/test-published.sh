@@ -72,4 +72,24 @@ expect 1 "published.py: $T/none/measurements.csv: no such file" "no published se
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$T/none"
 expect 1 "published.py: $T/none/stowage: no stowage binary" "no stowage to replay with: said, exit 1" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$T/none" "$STW_SRCDIR/tests/fixtures/published"
+# one row, its files kept and its commands shown: the commands run again as they are
+python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" \
+  --rows G01 --keep "$T/keep" --commands > "$T/one.md" 2> "$T/one.err"
+[ "$(grep -c '^| G01 ' "$T/one.md")" = 1 ] && [ "$(grep -c '^| [A-Z][0-9]* |' "$T/one.md")" = 1 ] &&
+  grep -qxF "| G01 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A100-80GB-PCIe4 | 22.078 s | 22.639 s | +2.5% |" "$T/one.md" &&
+  [ "$(grep -c '^\$ ' "$T/one.err")" = 2 ] && [ -f "$T/keep/G01.trace.json" ] &&
+  [ -f "$T/keep/G01.plan.json" ]
+tap_result $? "--rows G01 --keep --commands: the one row, its files kept, its two commands" \
+  "$(cat "$T/one.md" "$T/one.err")"
+plan_line=$(grep '^\$ .* plan ' "$T/one.err" | sed 's/^\$ //')
+rm "$T/keep/G01.plan.json"
+eval "$plan_line" > "$T/again.txt" 2>&1 &&
+  grep -q "iteration  *22.639 s simulated" "$T/again.txt"
+tap_result $? "the plan command as printed runs again to the same iteration time" "$(cat "$T/again.txt")"
+expect 1 "published.py: --rows: Q99 not a row_id of" "--rows naming no row of the set: said, exit 1" \
+  -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" --rows G01,Q99
+expect 2 "published.py: --keep needs a value" "--keep without a directory: said, exit 2" \
+  -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" --keep
+expect 2 "published.py: '--fast': not an option or argument it takes" "an unknown option: said, exit 2" \
+  -- python3 "$STW_SRCDIR/bench/published.py" --fast
 tap_done
