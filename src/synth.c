@@ -48,6 +48,23 @@ is_matmul(const StwGraphOp *g)
   }
 }
 
+/* A norm over the hidden state (not Qwen3's over the queries and keys). */
+static gboolean
+is_norm(const StwGraphOp *g)
+{
+  switch (g->kind) {
+  case STW_OP_NORM_EMBED:
+  case STW_OP_NORM_ATTN:
+  case STW_OP_NORM_POST_ATTN:
+  case STW_OP_NORM_MLP:
+  case STW_OP_NORM_POST_MLP:
+  case STW_OP_NORM_FINAL:
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
 /* The bytes of op G's weights cast to the compute dtype where the trace is autocast's (fp32
  * weights, the GEMMs computed in 16 bits: PyTorch's AMP): every parameter of a GEMM op, 0 for
  * the others (norms and embeddings read their fp32 weights). TRAINED_ONLY: of the trained ones. */
@@ -84,6 +101,123 @@ typedef struct {
   guint fwd_kernels, bwd_kernels;
 } Eager;
 
+#define FP32 4.0 /* bytes of an fp32 element */
+
+/* The attention scores of one block: batch x heads x seq x seq. */
+static double
+naive_scores(const Synth *s)
+{
+  return (double)s->graph->batch * (double)s->graph->config.heads * (double)s->graph->seq *
+         (double)s->graph->seq;
+}
+
+/* The 2-D weights op G reads: the projections it stands for (Llama's q, k and v: 3). */
+static guint
+weight_matrices(const Synth *s, const StwGraphOp *g)
+{
+  guint n = 0;
+  for (guint i = 0; i < g->params->len; i++)
+    if (((StwGraphTensor *)s->graph->tensors->pdata[g_array_index(g->params, guint32, i)])
+            ->ndim == 2)
+      n++;
+  return n;
+}
+
+/* What PyTorch's autocast adds to op G's eager kernels, beyond the 16-bit model above
+ * (docs/synth.md, "Eager kernels under autocast"). Under autocast the embeddings' fp32 output
+ * makes the residual stream fp32 (each residual add promotes), the norms run in fp32 (layer_norm
+ * is on autocast's fp32 list, and an RMSNorm's casts to and from fp32 find fp32 already), and
+ * every GEMM casts its fp32 input down to 16 bits, one cast a projection reading it, its
+ * gradient cast back up; rotary positions' fp32 cos and sin (cast to the fp32 stream's dtype)
+ * promote the queries and keys to fp32, which attention casts down again; GELU-new's pow is on
+ * the fp32 list, so the rest of its chain and its output are fp32 too. w: the bytes an fp32
+ * element moves beyond a 16-bit one. */
+static void
+autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
+{
+  const StwModelConfig *c = &s->graph->config;
+  double e = (double)s->e, w = FP32 - e, T = (double)s->graph->batch * (double)s->graph->seq;
+  double in = (double)g->in_bytes / e, out = (double)g->out_bytes / e; /* elements */
+  if (is_norm(g) && c->arch != STW_ARCH_LLAMA) { /* LayerNorm reading and writing fp32;
+                                                   * backward its gradients too */
+    x->fwd_bytes += 2 * w * in;
+    x->bwd_bytes += 3 * w * in;
+  } else if (is_norm(g) && g->kind != STW_OP_NORM_POST_ATTN && g->kind != STW_OP_NORM_POST_MLP) {
+    /* an RMSNorm on the fp32 stream: its casts find fp32 (two kernels fewer), the weight's
+     * product fp32; one after attention or the MLP (Gemma 2, OLMo 2) reads the 16-bit branch
+     * and casts as without autocast */
+    x->fwd_bytes -= 4 * e * in;
+    x->bwd_bytes -= (6 * e - 8) * in;
+    x->fwd_kernels -= 2;
+    x->bwd_kernels -= 2;
+  }
+  switch (g->kind) {
+  case STW_OP_EMBED: /* the embeddings' fp32 output, and its gradient read back */
+    x->fwd_bytes += w * out;
+    x->bwd_bytes += w * out;
+    break;
+  case STW_OP_ATTN_QKV:
+  case STW_OP_MLP_IN:
+  case STW_OP_LM_HEAD:
+  case STW_OP_MOE_ROUTER:
+  case STW_OP_POOLER: {
+    /* the fp32 input cast down once for each projection reading it (a token's k experts' two
+     * each, a shared expert's two), the input's gradient cast up as often */
+    double casts = weight_matrices(s, g);
+    guint64 experts = stw_model_experts(c);
+    if (g->kind == STW_OP_MLP_IN && experts > 1) {
+      double shared = c->shared_expert_ffn != 0 ? 2 : 0;
+      casts = (casts - shared) / (double)experts * (double)stw_model_active_experts(c) + shared;
+    }
+    x->fwd_bytes += casts * (FP32 + e) * in;
+    x->bwd_bytes += casts * (FP32 + e) * in;
+    x->fwd_kernels += (guint)ceil(casts);
+    x->bwd_kernels += (guint)ceil(casts);
+    break;
+  }
+  case STW_OP_ROPE: { /* q * cos + rotate_half(q) * sin written in fp32, then cast down */
+    double rotated = in - T * (double)c->kv_heads * (double)stw_model_head_dim(c);
+    x->fwd_bytes += rotated * (5 * w + FP32 + e);
+    x->bwd_bytes += rotated * (5 * w + FP32 + e);
+    x->fwd_kernels += 2;
+    x->bwd_kernels += 2;
+    break;
+  }
+  case STW_OP_ATTN_CORE:
+    /* BERT drops its fp32 probabilities out before the product casts them down */
+    if (s->graph->attention == STW_ATTENTION_NAIVE && c->arch == STW_ARCH_BERT) {
+      x->fwd_bytes += 2 * w * naive_scores(s);
+      x->bwd_bytes += 2 * w * naive_scores(s);
+    }
+    break;
+  case STW_OP_MLP_ACT:
+    if (c->arch == STW_ARCH_GPT) { /* GELU-new from its pow on in fp32, its output cast down for
+                                    * the projection: 16 fp32 + 4 16-bit passes, not 16 16-bit */
+      x->fwd_bytes += (16 * w + 4 * e) * in;
+      x->bwd_bytes += (23 * FP32 - 17 * e) * in;
+      x->fwd_kernels += 2;
+      x->bwd_kernels += 3;
+    }
+    break;
+  default:
+    break;
+  }
+  if (g->residual == STW_RESIDUAL_CLOSE) { /* fp32 stream + 16-bit branch -> fp32; backward the
+                                            * branch's gradient cast down */
+    x->fwd_bytes += 2 * w * out;
+    x->bwd_bytes += (FP32 + e) * out;
+    x->bwd_kernels += 1;
+  }
+  /* the weights' casts (their bytes are in the op's fused model) and the trained ones'
+   * gradients' */
+  if (is_matmul(g))
+    for (guint i = 0; i < g->params->len; i++) {
+      x->fwd_kernels++;
+      if (!stw_trace_tensor(s->trace, g_array_index(g->params, guint32, i))->frozen)
+        x->bwd_kernels++;
+    }
+}
+
 static Eager
 eager_cost(const Synth *s, const StwGraphOp *g)
 {
@@ -96,16 +230,10 @@ eager_cost(const Synth *s, const StwGraphOp *g)
    * attention probabilities); Llama's, Qwen's and NeoX's without */
   gboolean dropout = c->arch == STW_ARCH_GPT || c->arch == STW_ARCH_BERT;
   Eager x = { 0, 0, 1, 2 }; /* one kernel; backward: the input's gradient and the weights' */
+  if (is_norm(g) && c->arch == STW_ARCH_LLAMA) /* RMSNorm in fp32, op by op; LayerNorm is one
+                                                 * kernel */
+    x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
   switch (g->kind) {
-  case STW_OP_NORM_EMBED:
-  case STW_OP_NORM_ATTN:
-  case STW_OP_NORM_POST_ATTN:
-  case STW_OP_NORM_MLP:
-  case STW_OP_NORM_POST_MLP:
-  case STW_OP_NORM_FINAL:
-    if (c->arch == STW_ARCH_LLAMA) /* RMSNorm in fp32, op by op; LayerNorm is one kernel */
-      x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
-    break;
   case STW_OP_NORM_QK: { /* Qwen3's two RMSNorms, in fp32 op by op, over q and k: the values,
                           * which the fused model counts moved, are not touched */
     double normed = in - T * kv;
@@ -130,12 +258,21 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     if (s->graph->attention == STW_ATTENTION_NAIVE) {
       /* per score: scaled, masked, softmaxed (and dropped out), each a kernel reading and
        * writing the scores */
-      double n = (double)s->graph->batch * (double)c->heads * (double)s->graph->seq *
-                 (double)s->graph->seq;
+      double n = naive_scores(s);
       x.fwd_bytes += n * (5 * e + 1 + (dropout ? 2 * e + 1 : 0));
       x.bwd_bytes += n * (6 * e + 1 + (dropout ? 2 * e + 1 : 0));
       x.fwd_kernels += 4 + (dropout ? 1 : 0);
       x.bwd_kernels += 5 + (dropout ? 1 : 0);
+      if (c->arch == STW_ARCH_LLAMA || s->autocast) {
+        /* the softmax in fp32: Llama's modules ask for it (softmax(..., dtype=float32), then
+         * .to(query.dtype)), and under autocast softmax is on its fp32 list: the scores cast
+         * up, the softmax reading and writing 4 bytes a score, the probabilities cast back;
+         * backward the same chain reversed */
+        x.fwd_bytes += n * 4 * FP32;
+        x.bwd_bytes += n * (5 * FP32 - e);
+        x.fwd_kernels += 2;
+        x.bwd_kernels += 2;
+      }
       if (c->attn_softcap) { /* Gemma 2's cap: / c, tanh, * c over the scores */
         x.fwd_bytes += n * 6 * e;
         x.bwd_bytes += n * 7 * e;
@@ -166,6 +303,8 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     x.fwd_kernels += dropout ? 2 : 1;
     x.bwd_kernels += dropout ? 2 : 1;
   }
+  if (s->autocast)
+    autocast_cost(s, g, &x);
   return x;
 }
 

@@ -521,6 +521,24 @@ synth_llama(StwKernels kernels)
   return synth_on_default(&cfg, &opt);
 }
 
+/* Each of the N ops NAMES of EAGER takes its time in FUSED (less the one launch the fused model
+ * adds) plus its EXTRA bytes at 80% of the default profile's 1,935 GB/s; what it keeps is the
+ * same (the eager chain's transients live one kernel long). */
+static void
+assert_eager_extra(const StwTrace *fused, const StwTrace *eager, const char *const *names,
+                   const double *extra, gsize n)
+{
+  for (gsize i = 0; i < n; i++) {
+    const StwOp *f = find_op(fused, names[i]), *e = find_op(eager, names[i]);
+    double want = (double)f->duration_ns - 10000 + extra[i] / (1935e9 * 0.8) * 1e9;
+    if (g_test_verbose())
+      g_test_message("%s: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " (%.0f)", names[i],
+                     f->duration_ns, e->duration_ns, want);
+    g_assert_cmpfloat(fabs((double)e->duration_ns - want), <=, 1.0);
+    g_assert_cmpuint(e->nonmodel_peak_bytes, ==, f->nonmodel_peak_bytes);
+  }
+}
+
 /* Eager kernels (docs/synth.md). At 4096 tokens the GPU is the bound after the first block (the
  * host issues each kernel 10 us after the one before, and runs ahead during the GEMMs): each
  * op takes its fused work (less the one launch the fused model adds) plus its extra bytes at 80%
@@ -551,16 +569,7 @@ test_eager_kernels(void)
     10.0 * T * 1000,
     0,                                            /* a GEMM is one kernel either way */
   };
-  for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
-    const StwOp *f = find_op(fused, names[i]), *e = find_op(eager, names[i]);
-    double want = (double)f->duration_ns - 10000 + extra[i] / (1935e9 * 0.8) * 1e9;
-    if (g_test_verbose())
-      g_test_message("%s: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " (%.0f)", names[i],
-                     f->duration_ns, e->duration_ns, want);
-    g_assert_cmpfloat(fabs((double)e->duration_ns - want), <=, 1.0);
-    /* what an op keeps is the same: the eager chain's transients live one kernel long */
-    g_assert_cmpuint(e->nonmodel_peak_bytes, ==, f->nonmodel_peak_bytes);
-  }
+  assert_eager_extra(fused, eager, names, extra, G_N_ELEMENTS(names));
   /* RMSNorm's forward: 134 MB more than its fused kernel, 86.7 us at 1,548 GB/s */
   g_assert_cmpuint(find_op(eager, "h1.ln_1")->duration_ns, ==,
                    find_op(fused, "h1.ln_1")->duration_ns - 10000 + 86704);
@@ -586,6 +595,73 @@ test_eager_kernels(void)
   g_autoptr(StwTrace) back = stw_trace_parse("eager.json", text, strlen(text), NULL);
   g_assert_nonnull(back);
   g_assert_cmpint(back->model.kernels, ==, STW_KERNELS_EAGER);
+}
+
+static StwTrace *
+synth_gpt_amp(StwKernels kernels, gboolean amp)
+{
+  /* T = 4096 tokens, d = 1024, 8 heads, ffn 4096, naive attention: n = 8 x 8 x 512^2 scores */
+  StwModelConfig cfg = { .name = "eager-amp", .arch = STW_ARCH_GPT, .layers = 2, .hidden = 1024,
+                         .heads = 8, .kv_heads = 8, .ffn = 4096, .vocab = 1000, .max_seq = 512,
+                         .tied = TRUE };
+  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16, .amp = amp,
+                          .attention = STW_ATTENTION_NAIVE, .kernels = kernels };
+  return synth_on_default(&cfg, &opt);
+}
+
+/* Eager kernels under autocast (docs/synth.md): GPT-2's ops with their 16-bit eager bytes and
+ * what autocast adds, worked out by hand from the two tables there (e = 2, w = 4 - e = 2,
+ * T = 4096, d = 1024, f = 4096, n = 16,777,216 scores, GPT-2's dropout), each against the same
+ * op of the fused autocast trace, GPU-bound as test_eager_kernels's; and Llama's naive attention
+ * with its fp32 softmax, autocast or not. */
+static void
+test_eager_autocast(void)
+{
+  g_autoptr(StwTrace) fused = synth_gpt_amp(STW_KERNELS_FUSED, TRUE);
+  g_autoptr(StwTrace) eager = synth_gpt_amp(STW_KERNELS_EAGER, TRUE);
+  const double T = 4096, d = 1024, f = 4096, n = 8.0 * 8 * 512 * 512;
+  static const char *const names[] = { "h1.ln_1", "h1.ln_1.bwd", "h1.attn.qkv",
+                                       "h1.attn.qkv.bwd", "h1.attn.core", "h1.attn.core.bwd",
+                                       "h1.attn.proj", "h1.attn.proj.bwd", "h1.mlp.fc",
+                                       "h1.mlp.gelu", "h1.mlp.gelu.bwd", "lm_head.bwd" };
+  const double extra[] = {
+    2 * 2 * T * d,                           /* LayerNorm in fp32: 2w n */
+    3 * 2 * T * d,                           /* 3w n */
+    (4 + 2) * T * d,                         /* the input cast down: (4 + e) n */
+    (4 + 2) * T * d,                         /* its gradient cast up */
+    2 * 2 * T * d + n * (5 * 2 + 1 + 2 * 2 + 1) + 16 * n,  /* heads merged, scale, mask,
+                                                            * softmax, dropout; fp32 softmax */
+    2 * 2 * T * d + n * (6 * 2 + 1 + 2 * 2 + 1) + n * (20 - 2),
+    T * d * (3 * 2 + 2 * 2 + 1) + 2 * 2 * T * d, /* dropout, the add; the add to fp32 */
+    T * d * (3 * 2 + 2 * 2 + 1) + (4 + 2) * T * d, /* the branch's gradient cast down */
+    (4 + 2) * T * d,                         /* c_fc's input cast */
+    16 * 2 * T * f + (16 * 2 + 4 * 2) * T * f,  /* GELU-new: 16e n, + (16w + 4e) n */
+    27 * 2 * T * f + (92 - 17 * 2) * T * f,     /* 27e n, + (92 - 17e) n */
+    (4 + 2) * T * d,                         /* the head's input gradient cast up */
+  };
+  assert_eager_extra(fused, eager, names, extra, G_N_ELEMENTS(names));
+  /* GELU-new's forward: 1,208 MB beyond its fused kernel under autocast (780 us at 1,548
+   * GB/s), 537 MB without (347 us): 72 and 32 bytes an element */
+  g_autoptr(StwTrace) plain = synth_gpt_amp(STW_KERNELS_EAGER, FALSE);
+  g_autoptr(StwTrace) plain_fused = synth_gpt_amp(STW_KERNELS_FUSED, FALSE);
+  g_assert_cmpuint(find_op(plain, "h1.mlp.gelu")->duration_ns -
+                       find_op(plain_fused, "h1.mlp.gelu")->duration_ns, ==, 346816 - 10000);
+  g_assert_cmpuint(find_op(eager, "h1.mlp.gelu")->duration_ns -
+                       find_op(fused, "h1.mlp.gelu")->duration_ns, ==, 780335 - 10000);
+
+  /* Llama's naive attention: the softmax in fp32 whether autocast or not, 16 n forward and
+   * (20 - e) n backward beyond the 16-bit chain */
+  StwModelConfig cfg = { .name = "naive", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 1024,
+                         .heads = 8, .kv_heads = 8, .ffn = 2816, .vocab = 1000, .max_seq = 512 };
+  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16,
+                          .attention = STW_ATTENTION_NAIVE, .kernels = STW_KERNELS_EAGER };
+  g_autoptr(StwTrace) le = synth_on_default(&cfg, &opt);
+  opt.kernels = STW_KERNELS_FUSED;
+  g_autoptr(StwTrace) lf = synth_on_default(&cfg, &opt);
+  const double core[] = { 2 * 2 * T * d + n * (5 * 2 + 1) + 16 * n,
+                          2 * 2 * T * d + n * (6 * 2 + 1) + n * (20 - 2) };
+  static const char *const core_names[] = { "h1.attn.core", "h1.attn.core.bwd" };
+  assert_eager_extra(lf, le, core_names, core, G_N_ELEMENTS(core_names));
 }
 
 static void
@@ -711,6 +787,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);
+  g_test_add_func("/synth/eager-autocast", test_eager_autocast);
   g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
   g_test_add_func("/synth/other-archs", test_other_archs);
   g_test_add_func("/synth/bad-options", test_bad_options);
