@@ -207,6 +207,7 @@ static StwRequest *
 parse(int argc, char **argv, char **trace, char **output_out)
 {
   g_auto(StwCliPlanning) pl = { 0 };
+  g_autofree char *margin = NULL;
   g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL,
                   *stage = NULL, *output = NULL, *objective = NULL;
   gboolean oversized = FALSE;
@@ -223,6 +224,10 @@ parse(int argc, char **argv, char **trace, char **output_out)
       "let tensors larger than the chunk size have a chunk of their own", NULL },
     { "gemini-fraction", 0, 0, STW_OPTION_TEXT, &fraction,
       "gemini-static: share of chunks kept on the GPU (default: the most that fit)", "F" },
+    { "margin", 0, 0, STW_OPTION_TEXT, &margin,
+      "patrickstar: share of the margin space (GPU memory its chunks and activations leave) the "
+      "optimizer state may take, Gemini's gpu_margin_mem_ratio (default 1; 0: CPU Adam for "
+      "all)", "F" },
     { "prefetch-bucket", 0, 0, STW_OPTION_TEXT, &bucket,
       "zero-infinity, zero-offload at --zero-stage 3: elements fetched ahead (default "
       "50000000)", "N" },
@@ -284,7 +289,9 @@ stw_cmd_plan(int argc, char **argv)
   g_autoptr(StwPlan) plan = stw_planner_plan(trace, trace_name, &o, &error);
   if (plan == NULL || !stw_plan_save(plan, trace, output, &error))
     return stw_cli_error(error);
-  if (o.activations != STW_ACTIVATIONS_KEEP && !stw_planner_decides_blocks(trace))
+  /* the stowage policy's choice (the baselines keep what their systems keep) */
+  if (o.policy == STW_POLICY_STOWAGE && o.activations != STW_ACTIVATIONS_KEEP &&
+      !stw_planner_decides_blocks(trace))
     g_printerr("stowage: plan: --activations %s: the trace %s, so they are planned as it has "
                "them\n", stw_activations_names[o.activations],
                trace->blocks->len == 0 ? "has no blocks (version 1, or a source that does not "

@@ -30,6 +30,7 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
   o->budgets.gpu_bytes = hw->gpu_memory_bytes;
   o->budgets.cpu_bytes = hw->cpu_memory_bytes;
   o->gemini_fraction = -1;
+  o->margin_share = 1.0;
   o->prefetch_bucket_elems = 50000000; /* DeepSpeed's stage3_prefetch_bucket_size */
   o->zero_stage = 2;
   o->activations = STW_ACTIVATIONS_AUTO;
@@ -418,10 +419,10 @@ pin_state(const Attempt *at, guint8 *pinned, guint8 *optim, guint32 j, StwOptimP
 /* PatrickStar's margin rule: the optimizer state of chunks [0, j) lives on the GPU in the
  * margin space, the USABLE share of the budget that neither the peak non-model data nor the
  * rank's own parameter chunks take, nor, with several ranks, the gathered chunks of the groups in
- * use (two: an op can span a group's end), whose gradients stay until their reduce-scatter.
- * Returns j. */
+ * use (two: an op can span a group's end), whose gradients stay until their reduce-scatter; of
+ * that, the MARGIN_SHARE the optimizer may take (Gemini's gpu_margin_mem_ratio). Returns j. */
 static guint32
-margin_prefix(const Attempt *at, double usable_share)
+margin_prefix(const Attempt *at, double usable_share, double margin_share)
 {
   guint64 usable = (guint64)((double)at->o->budgets.gpu_bytes * usable_share);
   guint64 peak = 0;
@@ -432,7 +433,7 @@ margin_prefix(const Attempt *at, double usable_share)
     taken += stw_chunking_owned(at->c, i) ? stw_chunk_bytes(at->c, i, STW_LIST_PARAM) : 0;
   if (at->c->world > 1)
     taken += 2 * (guint64)(at->c->world - 1) * param_chunk_bytes(at->c);
-  guint64 margin = usable > taken ? usable - taken : 0;
+  guint64 margin = (guint64)((double)(usable > taken ? usable - taken : 0) * margin_share);
   guint32 j = 0;
   for (guint64 sum = 0; j < at->n; j++) {
     sum += state_bytes(at, j);
@@ -475,7 +476,7 @@ plan_patrickstar(Attempt *at)
   g_autofree guint64 *cap = capacities(at, TRUE);
   g_autofree guint8 *optim = g_malloc0(at->n);
   g_autofree guint8 *pinned = g_malloc0(at->n_items);
-  for (guint32 j = margin_prefix(at, PSTAR_USABLE);; j /= 2) {
+  for (guint32 j = margin_prefix(at, PSTAR_USABLE, at->o->margin_share);; j /= 2) {
     pin_state(at, pinned, optim, j, STW_OPTIM_CPU);
     StwPlan *p = try_placement(at, optim, pinned, NULL, cap, STW_EVICT_FARTHEST, FALSE, 0, FALSE);
     if (p != NULL || j == 0)
@@ -579,7 +580,7 @@ plan_stowage(Attempt *at)
   g_autofree guint8 *optim = g_malloc0(at->n);
   g_autofree guint8 *pinned = g_malloc0(at->n_items);
   guint32 j_max = max_pinned_state(at, cap);
-  guint32 j_margin = MIN(margin_prefix(at, 1.0), j_max);
+  guint32 j_margin = MIN(margin_prefix(at, 1.0, 1.0), j_max);
   /* optimizer state pinned on the GPU for a prefix of chunks, the rest stepped on the CPU or
    * in margin space; the candidates halve the prefix down from the most that fits */
   GArray *js = g_array_new(FALSE, FALSE, sizeof(guint32));

@@ -20,7 +20,7 @@ static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
 
 static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "policy", "objective",
                                             "chunk-size", "oversized", "gemini-fraction",
-                                            "prefetch-bucket", "zero-stage", NULL };
+                                            "margin", "prefetch-bucket", "zero-stage", NULL };
 static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, NULL };
 static const char *const minmem_options[] = { "slowdown", "policy", PLANNING_OPTIONS, NULL };
 
@@ -525,6 +525,7 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
     return FALSE;
   return needs(r, "gemini-fraction", "--policy gemini-static",
                o->policy == STW_POLICY_GEMINI_STATIC, error) &&
+         needs(r, "margin", "--policy patrickstar", o->policy == STW_POLICY_PATRICKSTAR, error) &&
          needs(r, "prefetch-bucket", "--policy zero-infinity, or zero-offload at --zero-stage 3",
                o->policy == STW_POLICY_ZERO_INFINITY ||
                    (o->policy == STW_POLICY_ZERO_OFFLOAD && o->zero_stage == 3),
@@ -537,5 +538,6 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
                            error) &&
          stw_request_count(r, "prefetch-bucket", 1, STW_TRACE_MAX_NUMEL,
                            &o->prefetch_bucket_elems, error) &&
-         stw_request_number(r, "gemini-fraction", 0, 1, &o->gemini_fraction, error);
+         stw_request_number(r, "gemini-fraction", 0, 1, &o->gemini_fraction, error) &&
+         stw_request_number(r, "margin", 0, 1, &o->margin_share, error);
 }

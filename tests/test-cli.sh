@@ -154,6 +154,17 @@ expect 2 "--policy: 'fastest' is not one of stowage, patrickstar" "an unknown po
 expect 2 "--objective: 'speed' is not one of time, bytes" "an unknown objective" -- $S plan "$TR" --gpu 9GiB --objective speed -o "$T/bad.json"
 expect 2 "--chunk-size: '0' is not valid" "a zero chunk size" -- $S plan "$TR" --gpu 9GiB --chunk-size 0 -o "$T/bad.json"
 expect 2 "--gemini-fraction: '1.5' is not a number from 0 to 1" "a bad fraction" -- $S plan "$TR" --gpu 9GiB --policy gemini-static --gemini-fraction 1.5 -o "$T/bad.json"
+# PatrickStar's margin at 12 GiB: 3 of 4 chunks' state in it; half the margin, 1; none (Gemini's
+# default gpu_margin_mem_ratio), CPU Adam for all four
+expect 0 "optimizer    1 chunks CPU Adam, 0 GPU Adam in margin space, 3 GPU Adam with resident state" "patrickstar's optimizer state in all its margin" -- $S plan "$TR" --gpu 12GiB --policy patrickstar -o "$T/x.json"
+expect 0 "optimizer    3 chunks CPU Adam, 0 GPU Adam in margin space, 1 GPU Adam with resident state" "--margin 0.5: half the margin" -- $S plan "$TR" --gpu 12GiB --policy patrickstar --margin 0.5 -o "$T/x.json"
+expect 0 "optimizer    4 chunks CPU Adam, 0 GPU Adam in margin space, 0 GPU Adam with resident state" "--margin 0: CPU Adam for every chunk" -- $S plan "$TR" --gpu 12GiB --policy patrickstar --margin 0 -o "$T/x.json"
+expect 2 "--margin: '1.5' is not a number from 0 to 1" "a margin share above 1" -- $S plan "$TR" --gpu 12GiB --policy patrickstar --margin 1.5 -o "$T/bad.json"
+expect 2 "plan: --margin goes with --policy patrickstar" "a margin share with another policy" -- $S plan "$TR" --gpu 12GiB --policy gemini-static --margin 0 -o "$T/bad.json"
+$S synth --model gpt2 --checkpointing -o "$T/ck.json" > /dev/null
+out=$($S plan "$T/ck.json" --gpu 9GiB --policy patrickstar -o "$T/x.json" 2>&1)
+echo "$out" | grep -q "policy patrickstar" && ! echo "$out" | grep -q "activations"
+tap_result $? "a baseline policy on a checkpointed trace says nothing of --activations, which it does not take" "$out"
 expect 1 "was made for the trace with digest a16935d60796ae06" "check against another trace" -- \
   $S check "$T/p.json" "$STW_SRCDIR/traces/bert-base-b32-s512.json"
 sed 's/"gpu_bytes":[0-9]*/"gpu_bytes":8589934592/' "$T/p.json" > "$T/small.json"

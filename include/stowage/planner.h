@@ -51,6 +51,8 @@ typedef struct {
   guint64 chunk_size_elems;      /* 0: search (stowage), or the smallest that fits */
   gboolean allow_oversized;      /* tensors above the chunk size get a chunk of their own */
   double gemini_fraction;        /* gemini-static: share of chunks kept on the GPU; < 0: auto */
+  double margin_share;           /* patrickstar: share of its margin space optimizer state may
+                                  * take (Gemini's gpu_margin_mem_ratio); 1: all (PatrickStar) */
   guint64 prefetch_bucket_elems; /* zero-infinity, zero-offload at stage 3: elements fetched
                                   * ahead at most */
   guint64 zero_stage;            /* zero-offload: DeepSpeed's ZeRO stage, 2 (the default: every

@@ -182,7 +182,7 @@ def _options(command, **given):
 def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None,
          policy=None, objective=None, chunk_size=None, oversized=None, gemini_fraction=None,
          prefetch_bucket=None, activations=None, nvme=None, nvme_devices=None,
-         optimizer_state=None, pinned=None, zero_stage=None):
+         optimizer_state=None, pinned=None, zero_stage=None, margin=None):
     """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan, whose
     options these are (--chunk-size is chunk_size), read and refused as the CLI reads them."""
     text = _options("plan", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
@@ -190,7 +190,7 @@ def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, bey
                     chunk_size=chunk_size, oversized=oversized, gemini_fraction=gemini_fraction,
                     prefetch_bucket=prefetch_bucket, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned,
-                    zero_stage=zero_stage)
+                    zero_stage=zero_stage, margin=margin)
     _of(trace, Trace, "plan: trace")
     trace_file = _path(trace.path) if trace.path else None
     return Plan(_call(_lib.plan, trace._h, trace_file, text))
