@@ -12,7 +12,8 @@ where it says so, or where it does not and only that fits), planned on the shipp
 its GPU with its host memory and GPU count (`stowage plan`):
 
   Gemini placement_policy=cpu    gemini-static, --gemini-fraction 0 (every chunk on the host)
-  Gemini placement_policy=auto   patrickstar (PatrickStar's dynamic placement, Gemini's origin)
+  Gemini placement_policy=auto   patrickstar (PatrickStar's dynamic placement, Gemini's origin),
+                                 --margin its gpu_margin_mem_ratio (Gemini's default: 0)
   Gemini placement_policy=const  gemini-static with the const boundary's share of the model data
   Gemini cuda, ZeRO-3 no offload gemini-static, --gemini-fraction 1 (sharded, nothing offloaded)
   ZeRO-Offload (ZeRO-2 + CPU)    zero-offload
@@ -223,8 +224,13 @@ def emulation(row):
             row["tensor_parallel"])
     if "placement_policy=cpu" in cfg:
         return ("gemini-static", ["--gemini-fraction", "0"]), None
-    if "placement_policy=auto" in cfg:
-        return ("patrickstar", []), None
+    if "placement_policy=auto" in cfg:  # its optimizer's share of the margin: Gemini's default 0
+        m = re.search(r"gpu_margin_mem_ratio\s*=\s*([0-9.]+)", cfg)
+        share = float(m.group(1)) if m else 0.0
+        if not 0 <= share <= 1:
+            raise ValueError("policy_config: gpu_margin_mem_ratio=%s is not from 0 to 1"
+                             % m.group(1))
+        return ("patrickstar", ["--margin", "%g" % share]), None
     if "placement_policy=const" in cfg:
         return ("gemini-const", []), None
     if re.search(r"offload (unclear|status not stated)", row["system_family"] + " " + sysname):

@@ -66,6 +66,10 @@ has "a row whose GPU memory is not given: not replayed, said" \
   "- T14: a field this bench cannot read (ValueError: gpu_mem_GB: '' is not a memory size in GB)"
 has "an out-of-memory row whose model synth refuses: not replayed, said" \
   "- T15: synth: stowage: T15.config.json: \$: as a gpt2 model: heads must divide hidden (or head_dim be given)"
+has "Gemini's auto placement with its optimizer's share of the margin (0: every chunk stepped on the CPU)" \
+  "| G04 | Gemini | gpt2_10b (ColossalAI exa | 4 x 8 | patrickstar --margin 0 on A100-80GB-PCIe4 | 7.598 s | 10.658 s | +40.3% |"
+has "a margin ratio beyond 1: not replayed, said" \
+  "- T17: a field this bench cannot read (ValueError: policy_config: gpu_margin_mem_ratio=2 is not from 0 to 1)"
 has "ZenFlow wherever it appears: not replayed, said" \
   "- T07: ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
 expect 1 "published.py: $T/none/measurements.csv: no such file" "no published set: said, exit 1" \
