@@ -3,8 +3,9 @@
 measured for offloaded training (../shared/data/published/measurements.csv, read its README).
 
 Every usable row is replayed with the policy it names: the model rebuilt from the row's own
-architecture columns (a Hugging Face config: gpt2, or a llama-style family by its name: llama,
-mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, granite, smollm), synthesized at the
+architecture columns (a Hugging Face config: gpt2, opt, gpt_neox (Pythia), or a llama-style
+family by its name: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, granite,
+smollm), synthesized at the
 row's batch, sequence and gradient accumulation (micro-steps) in its precision (`stowage synth`;
 PyTorch's AMP, fp32 weights and 16-bit GEMMs, under plain DDP: `--amp`;
 attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
@@ -177,6 +178,18 @@ def config_of(row):
         return {"model_type": "gpt2", "n_layer": layers, "n_embd": hidden, "n_head": heads,
                 "vocab_size": vocab, "n_positions": max(seq, 1024),
                 "n_inner": whole(row, "ffn_hidden", 4 * hidden)}
+    # OPT (GPT-2's block with a ReLU MLP ffn wide) and GPT-NeoX (Pythia), by their names
+    if re.search(r"\bopt\b", arch) or re.search(r"(^|/)opt-\d", name):
+        return {"model_type": "opt", "num_hidden_layers": layers, "hidden_size": hidden,
+                "num_attention_heads": heads, "ffn_dim": whole(row, "ffn_hidden", 4 * hidden),
+                "vocab_size": vocab, "max_position_embeddings": max(seq, 2048),
+                "tie_word_embeddings": not row["tied_embeddings"].startswith("no")}
+    if re.search(r"neox|pythia", arch):
+        return {"model_type": "gpt_neox", "num_hidden_layers": layers, "hidden_size": hidden,
+                "num_attention_heads": heads,
+                "intermediate_size": whole(row, "ffn_hidden", 4 * hidden), "vocab_size": vocab,
+                "max_position_embeddings": max(seq, 2048),
+                "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
     # the llama-style families, by the words of the row's architecture (the first that
     # matches); the head's width where the row says it, else the family's
     for pattern, model_type in ((r"qwen3", "qwen3"), (r"qwen2", "qwen2"),

@@ -50,7 +50,7 @@ print_config_file(const char *file, gboolean json)
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads%s%s; biases: %s; LM head %s%s; context %" G_GUINT64_FORMAT "%s\n",
+         " key/value heads%s%s; biases: %s; LM head %s%s; context %" G_GUINT64_FORMAT "%s%s\n",
          c.heads, stw_model_head_dim(&c), c.kv_heads,
          !c.qk_norm      ? ""
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
@@ -61,7 +61,10 @@ print_config_file(const char *file, gboolean json)
          c.max_seq,
          (const char *[]){ "", "; norms after attention and the MLP too",
                            "; norms after attention and the MLP, none before",
-                           "; one norm for attention and the MLP (a parallel block)" }[c.norms]);
+                           "; one norm for attention and the MLP (a parallel block)" }[c.norms],
+         (const char *[]){ "", "; MLP activation GELU-new (tanh's approximation op by op)",
+                           "; MLP activation one kernel (GELU)", "; MLP activation ReLU" }
+             [c.activation]);
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

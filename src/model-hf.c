@@ -41,6 +41,7 @@ typedef enum {
   HF_QWEN2_MOE,
   HF_GLM,
   HF_GLM4,
+  HF_OPT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -49,7 +50,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "qwen3_moe", "olmo2", "roberta",
                                            "starcoder2", "gpt_bigcode", "phi",
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
-                                           "glm",     "glm4",     NULL };
+                                           "glm",     "glm4",     "opt",   NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -84,6 +85,10 @@ typedef struct {
                                      * num_experts_per_tok, with these defaults */
   guint64 experts_default, experts_per_token_default;
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
+  const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
+                                         * hidden_act) and its default; NULL: not read */
+  guint64 position_rows_extra;      /* the position table's rows beyond max_position_embeddings
+                                     * (OPT's offset of 2) */
 } HfRow;
 
 #define NOT_READ G_MAXUINT64
@@ -94,12 +99,14 @@ static const HfRow hf_rows[] = {
                 .layers_default = 12, .hidden_default = 768, .heads_default = 12, .ffn_default = 0,
                 .max_seq_default = 1024, .vocab_default = 50257, .kv_default = NOT_READ,
                 .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
-                .attention_bias = TRUE },
+                .attention_bias = TRUE, .act_member = "activation_function",
+                .act_default = "gelu_new" },
   [HF_NEOX] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE, .layers_default = 44,
                 .hidden_default = 6144, .heads_default = 64, .ffn_default = 24576,
                 .max_seq_default = 2048, .vocab_default = 50432, .kv_default = NOT_READ,
                 .head_dim_default = NOT_READ, .tied = FALSE, .reads_tie = TRUE,
-                .attention_bias = TRUE, .reads_attention_bias = TRUE },
+                .attention_bias = TRUE, .reads_attention_bias = TRUE, .act_member = "hidden_act",
+                .act_default = "gelu" },
   [HF_LLAMA] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32, .hidden_default = 4096,
                  .heads_default = 32, .ffn_default = 11008, .max_seq_default = 2048,
                  .vocab_default = 32000, .kv_null_ok = TRUE, .head_dim_null_ok = TRUE,
@@ -175,14 +182,15 @@ static const HfRow hf_rows[] = {
                 .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
-                .attention_bias = TRUE },
+                .attention_bias = TRUE, .act_member = "hidden_act", .act_default = "gelu" },
   /* StarCoder 2: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions) with grouped
    * keys and values, biases everywhere or nowhere (use_bias) */
   [HF_STARCODER2] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE,
                       .bias_switch = "use_bias", .layers_default = 30, .hidden_default = 3072,
                       .heads_default = 24, .ffn_default = 12288, .max_seq_default = 4096,
                       .vocab_default = 49152, .kv_default = 2, .head_dim_null_ok = TRUE,
-                      .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE },
+                      .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
+                      .act_member = "hidden_act", .act_default = "gelu_pytorch_tanh" },
   /* GPT-BigCode (StarCoder, SantaCoder): GPT-2 with one key and value head (multi_query) */
   [HF_GPT_BIGCODE] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
                        .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",
@@ -190,20 +198,23 @@ static const HfRow hf_rows[] = {
                        .heads_default = 12, .ffn_default = 0, .max_seq_default = 1024,
                        .vocab_default = 50257, .kv_default = NOT_READ,
                        .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .tied = TRUE,
-                       .reads_tie = TRUE, .attention_bias = TRUE },
+                       .reads_tie = TRUE, .attention_bias = TRUE,
+                       .act_member = "activation_function", .act_default = "gelu_pytorch_tanh" },
   /* Phi-2 and GPT-J: a parallel block (one LayerNorm that attention and the MLP both read),
    * rotary positions on part of each head, a GELU MLP with biases, an LM head with a bias;
    * Phi's attention has biases, GPT-J's none */
   [HF_PHI] = { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },
                .mlp_bias = TRUE, .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
                .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 51200,
-               .kv_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE },
+               .kv_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
+               .act_member = "hidden_act", .act_default = "gelu_new" },
   [HF_GPTJ] = { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },
                 .mlp_bias = TRUE, .layers = "n_layer", .hidden = "n_embd", .heads = "n_head",
                 .ffn = "n_inner", .max_seq = "n_positions", .layers_default = 28,
                 .hidden_default = 4096, .heads_default = 16, .ffn_default = 0,
                 .max_seq_default = 2048, .vocab_default = 50400, .kv_default = NOT_READ,
-                .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .reads_tie = TRUE },
+                .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .reads_tie = TRUE,
+                .act_member = "activation_function", .act_default = "gelu_new" },
   /* Falcon: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions), parallel with one
    * norm (or two, in the new decoder architecture), one key and value head (multi_query) or
    * num_kv_heads of them (new architecture), biases everywhere or nowhere (bias) */
@@ -246,7 +257,35 @@ static const HfRow hf_rows[] = {
                    .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
                    .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
-                   .attention_bias = TRUE },
+                   .attention_bias = TRUE, .act_member = "hidden_act", .act_default = "gelu" },
+  /* OPT: GPT-2's block with q, k and v apart (the same weights), a ReLU MLP ffn_dim wide, biases
+   * everywhere or nowhere (enable_bias), its learned positions 2 rows beyond
+   * max_position_embeddings; OPT-350m's post-norm blocks and projected embeddings refused */
+  [HF_OPT] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .bias_switch = "enable_bias",
+               .ffn = "ffn_dim", .layers_default = 12, .hidden_default = 768,
+               .heads_default = 12, .ffn_default = 3072, .max_seq_default = 2048,
+               .vocab_default = 50272, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+               .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
+               .act_member = "activation_function", .act_default = "relu",
+               .position_rows_extra = 2 },
+};
+
+/* Hugging Face's activations (transformers' ACT2FN) as stowage models them: GELU with tanh's
+ * approximation written out op by op, or one kernel; an unknown name is refused, as transformers
+ * refuses it. */
+static const struct {
+  const char *name;
+  StwActivation act;
+} hf_activations[] = {
+  { "gelu_new", STW_ACT_GELU_NEW }, { "gelu_fast", STW_ACT_GELU_NEW },
+  { "gelu_accurate", STW_ACT_GELU_NEW }, { "gelu_python_tanh", STW_ACT_GELU_NEW },
+  { "relu", STW_ACT_RELU }, { "gelu", STW_ACT_GELU }, { "gelu_pytorch_tanh", STW_ACT_GELU },
+  { "gelu_python", STW_ACT_GELU }, { "gelu_10", STW_ACT_GELU }, { "quick_gelu", STW_ACT_GELU },
+  { "silu", STW_ACT_GELU }, { "swish", STW_ACT_GELU }, { "relu2", STW_ACT_RELU },
+  { "relu6", STW_ACT_RELU }, { "leaky_relu", STW_ACT_RELU }, { "tanh", STW_ACT_GELU },
+  { "sigmoid", STW_ACT_GELU }, { "mish", STW_ACT_GELU }, { "linear", STW_ACT_GELU },
+  { "hardswish", STW_ACT_GELU }, { "laplace", STW_ACT_GELU }, { "sqrtsoftplus", STW_ACT_GELU },
+  { "xielu", STW_ACT_GELU }, { "prelu", STW_ACT_GELU },
 };
 
 /* OBJ's member KEY as Python's json reads it: the last of its name (a member given twice takes
@@ -347,6 +386,62 @@ read_falcon_blocks(const Hf *h, StwModelConfig *c, GError **error)
   if (lns == 0 && new_arch)
     lns = 2;
   c->norms = parallel && lns != 2 ? STW_NORMS_SHARED : STW_NORMS_PRE;
+  return TRUE;
+}
+
+/* The MLP's activation ROW's class reads (ROW's member, else its default), as stowage models it:
+ * the architecture's default where it is that. */
+static gboolean
+read_activation(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
+{
+  const char *name = row->act_default;
+  const cJSON *v = last_member(h->root, row->act_member);
+  if (v != NULL && !cJSON_IsString(v))
+    return stw_json_fail_at(h->r, row->act_member, error, "expected an activation's name (a "
+                            "string: gelu_new, gelu, relu, ...)");
+  if (v != NULL)
+    name = v->valuestring;
+  for (gsize i = 0; i < G_N_ELEMENTS(hf_activations); i++)
+    if (strcmp(hf_activations[i].name, name) == 0) {
+      StwModelConfig arch_default = { .arch = c->arch };
+      gboolean gelu_new = hf_activations[i].act == STW_ACT_GELU_NEW;
+      c->activation = gelu_new == stw_model_gelu_new(&arch_default) &&
+                              hf_activations[i].act != STW_ACT_RELU
+                          ? STW_ACT_DEFAULT
+                          : hf_activations[i].act;
+      return TRUE;
+    }
+  return stw_json_fail_at(h->r, row->act_member, error, "\"%.64s\" is not an activation "
+                          "transformers knows (gelu_new, gelu, gelu_pytorch_tanh, relu, silu, "
+                          "...): it refuses the model", name);
+}
+
+/* OPT's variants stowage does not model: OPT-350m's post-norm blocks (do_layer_norm_before
+ * false) and its embeddings narrower than the blocks (word_embed_proj_dim, projected in and
+ * out), a final norm removed, norms without weights. */
+static gboolean
+read_opt(const Hf *h, const StwModelConfig *c, GError **error)
+{
+  gboolean before = TRUE, removed = FALSE, affine = TRUE;
+  guint64 proj = c->hidden;
+  if (!get_bool(h, "do_layer_norm_before", &before, error) ||
+      !get_bool(h, "_remove_final_layer_norm", &removed, error) ||
+      !get_bool(h, "layer_norm_elementwise_affine", &affine, error) ||
+      !get_u64(h, "word_embed_proj_dim", TRUE, STW_MODEL_MAX_WIDTH, &proj, error))
+    return FALSE;
+  if (!before)
+    return stw_json_fail_at(h->r, "do_layer_norm_before", error, "false: OPT's post-norm "
+                            "blocks (OPT-350m's) are not modelled");
+  if (proj != 0 && proj != c->hidden)
+    return stw_json_fail_at(h->r, "word_embed_proj_dim", error, "%" G_GUINT64_FORMAT ": "
+                            "embeddings narrower than the blocks, projected in and out "
+                            "(OPT-350m's), are not modelled", proj);
+  if (removed)
+    return stw_json_fail_at(h->r, "_remove_final_layer_norm", error, "true: a decoder without "
+                            "its final norm is not modelled");
+  if (!affine)
+    return stw_json_fail_at(h->r, "layer_norm_elementwise_affine", error, "false: norms "
+                            "without weights are not modelled");
   return TRUE;
 }
 
@@ -493,6 +588,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return FALSE;
   if (c.ffn == 0)
     c.ffn = 4 * c.hidden; /* GPT-2's n_inner: None */
+  c.max_seq += row->position_rows_extra;
   if (row->reads_tie && !get_bool(h, "tie_word_embeddings", &c.tied, error))
     return FALSE;
   c.kv_heads = c.heads;
@@ -540,7 +636,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT ": OLMoE's query and key "
                             "norms are hidden / heads wide a head, which a head_dim apart from it "
                             "does not change; not modelled", c.head_dim);
-  if (!read_biases(h, row, &c, error) || !check_unmodelled(h, type, error))
+  if (!read_biases(h, row, &c, error) || !check_unmodelled(h, type, error) ||
+      (row->act_member != NULL && !read_activation(h, row, &c, error)) ||
+      (type == HF_OPT && !read_opt(h, &c, error)))
     return FALSE;
   if (row->reads_softcaps &&
       (!get_cap(h, "final_logit_softcapping", &c.logit_softcap, error) ||

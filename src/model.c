@@ -19,6 +19,13 @@ stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site)
   return cfg->arch != STW_ARCH_LLAMA;
 }
 
+gboolean
+stw_model_gelu_new(const StwModelConfig *cfg)
+{
+  return cfg->activation == STW_ACT_GELU_NEW ||
+         (cfg->activation == STW_ACT_DEFAULT && cfg->arch == STW_ARCH_GPT);
+}
+
 guint64
 stw_model_head_dim(const StwModelConfig *cfg)
 {
@@ -108,6 +115,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->norms != STW_NORMS_PRE && c->experts > 1)
     problem = "norms after attention and the MLP are modelled for dense MLPs only (not with "
               "experts)";
+  else if ((guint)c->activation >= STW_N_ACTS)
+    problem = "an unknown activation";
+  else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA)
+    problem = "activation is the gpt, neox and bert blocks' (llama-style blocks gate theirs)";
   else if (c->qk_norm_full && !c->qk_norm)
     problem = "qk_norm_full needs qk_norm";
   else if (c->token_types != 0 && c->arch != STW_ARCH_BERT)
@@ -145,21 +156,22 @@ static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
   "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
-  "shared_expert_ffn", NULL
+  "shared_expert_ffn", "activation", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
-  "head_bias", "token_types", "shared_expert_ffn", NULL
+  "head_bias", "token_types", "shared_expert_ffn", "activation", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
 static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
-  int norms = (int)c->norms;
-  if (!stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
+  int norms = (int)c->norms, activation = (int)c->activation;
+  if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
+      !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
       !stw_json_get_u64(r, obj, "experts_per_token", FALSE, 1, STW_MODEL_MAX_EXPERTS,
                         &c->experts_per_token, error) ||
@@ -175,6 +187,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->token_types, error))
     return FALSE;
   c->norms = (StwNorms)norms;
+  c->activation = (StwActivation)activation;
   if (c->token_types == 2)
     c->token_types = 0; /* the usual: as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
@@ -281,6 +294,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "head_bias", TRUE);
   if (c->token_types != 0 && c->token_types != 2)
     stw_json_add_u64(o, "token_types", c->token_types);
+  if (c->activation != STW_ACT_DEFAULT)
+    cJSON_AddStringToObject(o, "activation", stw_activation_names[c->activation]);
   return o;
 }
 

@@ -191,8 +191,8 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
     }
     break;
   case STW_OP_MLP_ACT:
-    if (c->arch == STW_ARCH_GPT) { /* GELU-new from its pow on in fp32, its output cast down for
-                                    * the projection: 16 fp32 + 4 16-bit passes, not 16 16-bit */
+    if (stw_model_gelu_new(c)) { /* GELU-new from its pow on in fp32, its output cast down for
+                                  * the projection: 16 fp32 + 4 16-bit passes, not 16 16-bit */
       x->fwd_bytes += (16 * w + 4 * e) * in;
       x->bwd_bytes += (23 * FP32 - 17 * e) * in;
       x->fwd_kernels += 2;
@@ -283,7 +283,7 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     break;
   }
   case STW_OP_MLP_ACT:
-    if (c->arch == STW_ARCH_GPT) /* GELU-new: tanh's approximation written out, 8 kernels */
+    if (stw_model_gelu_new(c)) /* GELU-new: tanh's approximation written out, 8 kernels */
       x = (Eager){ 16 * e * in, 27 * e * in, 8, 16 };
     else if (c->arch == STW_ARCH_LLAMA) /* silu(gate) * up */
       x = (Eager){ 2 * e * out, 4 * e * out, 2, 4 };

@@ -477,6 +477,7 @@ test_hf_configs(void)
     { "GLM-4-9B-0414", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9400279040), 2, 128, FALSE },
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
+    { "opt-1.3b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1315758080), 32, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -492,6 +493,24 @@ test_hf_configs(void)
     g_assert_cmpuint(cfg.kv_heads, ==, cases[i].kv_heads);
     g_assert_cmpuint(stw_model_head_dim(&cfg), ==, cases[i].head_dim);
     g_assert_cmpint(cfg.tied, ==, cases[i].tied);
+  }
+  /* the MLPs' activations, where not their architecture's: OPT's ReLU, GPT-BigCode's one
+   * GELU kernel (gelu_pytorch_tanh), Phi-2's and GPT-J's GELU-new in neox-style blocks */
+  static const struct {
+    const char *dir;
+    StwActivation act;
+    gboolean gelu_new;
+  } acts[] = { { "opt-1.3b", STW_ACT_RELU, FALSE }, { "starcoderbase-1b", STW_ACT_GELU, FALSE },
+               { "phi-2", STW_ACT_GELU_NEW, TRUE }, { "gpt-j-6b", STW_ACT_GELU_NEW, TRUE },
+               { "gpt2", STW_ACT_DEFAULT, TRUE }, { "pythia-70m", STW_ACT_DEFAULT, FALSE },
+               { "starcoder2-3b", STW_ACT_DEFAULT, FALSE } };
+  for (gsize i = 0; i < G_N_ELEMENTS(acts); i++) {
+    g_autofree char *rel = g_strdup_printf("hf/%s/config.json", acts[i].dir);
+    g_autofree char *path = stw_test_fixture(rel);
+    StwModelConfig cfg;
+    g_assert_true(stw_model_resolve(path, &cfg, NULL));
+    g_assert_cmpint(cfg.activation, ==, acts[i].act);
+    g_assert_cmpint(stw_model_gelu_new(&cfg), ==, acts[i].gelu_new);
   }
   /* Qwen2: biases on q, k and v, none on o_proj; Mixtral: 8 experts, top 2 */
   StwModelConfig q, m;
@@ -598,6 +617,39 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, qwen2_moe and olmoe only");
   g_clear_error(&error);
+  /* OPT's variants that are not modelled, and an activation transformers does not know */
+  static const struct {
+    const char *extra, *needle;
+  } opt_bad[] = {
+    { "\"do_layer_norm_before\": false", "opt.json: $.do_layer_norm_before: false: OPT's "
+                                           "post-norm blocks (OPT-350m's) are not modelled" },
+    { "\"word_embed_proj_dim\": 32", "opt.json: $.word_embed_proj_dim: 32: embeddings narrower "
+                                      "than the blocks, projected in and out (OPT-350m's), are "
+                                      "not modelled" },
+    { "\"activation_function\": \"gelu_fastest\"",
+      "opt.json: $.activation_function: \"gelu_fastest\" is not an activation transformers "
+      "knows" },
+    { "\"activation_function\": 7", "opt.json: $.activation_function: expected an activation's "
+                                     "name" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(opt_bad); i++) {
+    g_autofree char *opt_text =
+        g_strdup_printf("{\"model_type\": \"opt\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+                        "\"num_attention_heads\": 4, \"ffn_dim\": 128, \"vocab_size\": 100, %s}",
+                        opt_bad[i].extra);
+    g_assert_false(stw_model_config_parse("opt.json", opt_text, strlen(opt_text), &cfg, &error));
+    stw_assert_error_contains(error, opt_bad[i].needle);
+    g_clear_error(&error);
+  }
+  /* OPT's positions: two rows beyond max_position_embeddings; an activation in a gpt block */
+  static const char opt[] = "{\"model_type\": \"opt\", \"num_hidden_layers\": 2, "
+                            "\"hidden_size\": 64, \"num_attention_heads\": 4, \"ffn_dim\": 128, "
+                            "\"vocab_size\": 100, \"max_position_embeddings\": 30, "
+                            "\"activation_function\": \"gelu_new\", \"enable_bias\": false}";
+  g_assert_true(stw_model_config_parse("opt.json", opt, strlen(opt), &cfg, &error));
+  g_assert_cmpuint(cfg.max_seq, ==, 32);
+  g_assert_cmpint(cfg.activation, ==, STW_ACT_DEFAULT); /* gelu_new: the gpt block's own */
+  g_assert_false(stw_model_has_bias(&cfg, STW_SITE_MLP));
   /* Phi's LayerNorms over each head's queries and keys: refused by name, and its switch read as
    * a boolean */
   static const char phi[] = "{\"model_type\": \"phi\", \"num_hidden_layers\": 2, "

@@ -93,6 +93,17 @@ typedef enum {
   STW_N_NORMS
 } StwNorms;
 
+/* The MLP's activation in a gpt, neox or bert block (StwModelConfig.activation): what it costs
+ * in eager kernels, not in parameters. */
+typedef enum {
+  STW_ACT_DEFAULT,  /* the architecture's: gpt GELU-new, neox and bert one GELU kernel */
+  STW_ACT_GELU_NEW, /* GELU with tanh's approximation written out op by op (Hugging Face's
+                     * gelu_new and its kin: GPT-2, GPT-J, Phi-2) */
+  STW_ACT_GELU,     /* one kernel (gelu, gelu_pytorch_tanh, silu, ...) */
+  STW_ACT_RELU,     /* one kernel (OPT) */
+  STW_N_ACTS
+} StwActivation;
+
 #define STW_MODEL_MAX_NAME 128
 
 typedef struct {
@@ -126,10 +137,14 @@ typedef struct {
                         * (RoBERTa has 1) */
   gboolean logit_softcap; /* the logits capped by c * tanh(x / c) before the loss (Gemma 2) */
   gboolean attn_softcap;  /* the attention scores capped so before the softmax (Gemma 2) */
+  StwActivation activation; /* the MLP's, where not the architecture's (gpt, neox, bert) */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
 gboolean stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site);
+/* Whether CFG's MLP computes GELU with tanh's approximation op by op (GELU-new: its
+ * activation, or the gpt architecture's default). */
+gboolean stw_model_gelu_new(const StwModelConfig *cfg);
 /* The width of one attention head: head_dim, or hidden / heads. */
 guint64 stw_model_head_dim(const StwModelConfig *cfg);
 /* Experts per block (1 for a dense MLP) and experts active per token (1 for a dense MLP). */
@@ -325,6 +340,7 @@ extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
+extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 
 STW_END_DECLS
 

@@ -90,6 +90,8 @@ SMALL = {
     "roberta": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                 "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66,
                 "type_vocab_size": 1},
+    "opt": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "ffn_dim": 96,
+            "vocab_size": 128, "max_position_embeddings": 64},
 }
 
 
@@ -115,6 +117,11 @@ def variants(kind):
         out.append(("kv heads 2", dict(base, num_key_value_heads=2)))
     if kind == "starcoder2":
         out.append(("use_bias false", dict(base, use_bias=False)))
+    if kind == "opt":  # its switches; OPT-350m's post-norm blocks and projected embeddings
+        for extra in ({"enable_bias": False}, {"activation_function": "gelu_new"},
+                      {"word_embed_proj_dim": 64}, {"word_embed_proj_dim": None},
+                      {"word_embed_proj_dim": 32}, {"do_layer_norm_before": False}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "falcon":  # its block's variants
         for extra in ({"multi_query": False}, {"bias": True}, {"parallel_attn": False},
                       {"new_decoder_architecture": True, "num_kv_heads": 2},
@@ -223,8 +230,11 @@ class TestHfConfigs(unittest.TestCase):
         self.assertGreater(checked, 100)
         self.assertEqual(wrong, [], "\n".join(wrong))
         # what stowage refuses by name though transformers builds it: OLMoE with a head width
-        # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head
-        self.assertEqual(unmodelled, [("olmoe", "head_dim 32")])
+        # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
+        # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks
+        self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
+                                      ("opt", '{"word_embed_proj_dim": 32}'),
+                                      ("opt", '{"do_layer_norm_before": false}')])
 
 
 if __name__ == "__main__":
