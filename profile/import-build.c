@@ -778,7 +778,8 @@ cut_units(Build *b)
     g_array_append_val(b->units, u);
   }
   sort_units_evs = it->evs;
-  qsort(b->units->data, b->units->len, sizeof(Unit), unit_by_time);
+  if (b->units->len > 1)
+    qsort(b->units->data, b->units->len, sizeof(Unit), unit_by_time);
   for (guint u = 0; u < b->units->len; u++)
     it->evs[g_array_index(b->units, Unit, u).ev].trace_op = u;
   b->unit_of_ext = g_hash_table_new(g_int64_hash, g_int64_equal);

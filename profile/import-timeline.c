@@ -85,8 +85,16 @@ import_timeline_load(ImportIteration *it, const char *file, GError **error)
     g_array_unref(tl.rows);
     return FALSE;
   }
+  if (tl.rows->len == 0) {
+    g_set_error(error, STW_IMPORT_ERROR, STW_IMPORT_ERROR_INVALID,
+                "%s: the memory timeline has no rows (export_memory_timeline_raw writes one for "
+                "each allocation and free): nothing to place the ops' memory in", file);
+    g_array_unref(tl.rows);
+    return FALSE;
+  }
   /* pre-existing rows (time -1) first, then by time; the file's order breaks ties */
-  qsort(tl.rows->data, tl.rows->len, sizeof(ImportTimelineRow), row_by_time);
+  if (tl.rows->len > 1)
+    qsort(tl.rows->data, tl.rows->len, sizeof(ImportTimelineRow), row_by_time);
   it->rep->timeline_rows = tl.rows->len;
   gint64 level[IMPORT_TIMELINE_CATEGORIES] = { 0 }, total = 0, peak = -1;
   for (guint i = 0; i < tl.rows->len; i++) {
