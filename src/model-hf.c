@@ -87,8 +87,10 @@ typedef struct {
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
                                          * hidden_act) and its default; NULL: not read */
-  guint64 position_rows_extra;      /* the position table's rows beyond max_position_embeddings
-                                     * (OPT's offset of 2) */
+  guint64 position_offset;          /* learned positions' rows no position uses: OPT's offset,
+                                     * beyond max_position_embeddings; RoBERTa's padding,
+                                     * within them (OFFSET_WITHIN) */
+  gboolean offset_within;
 } HfRow;
 
 #define NOT_READ G_MAXUINT64
@@ -252,12 +254,14 @@ static const HfRow hf_rows[] = {
                 .heads_default = 32, .ffn_default = 13696, .max_seq_default = 131072,
                 .vocab_default = 151552, .kv_default = 2, .head_dim_default = 128,
                 .reads_tie = TRUE, .attention_bias = TRUE, .reads_attention_bias = TRUE },
-  /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, one token type) */
+  /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, of which the first two, before
+   * the padding index's next, no position uses; one token type) */
   [HF_ROBERTA] = { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,
                    .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
                    .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
-                   .attention_bias = TRUE, .act_member = "hidden_act", .act_default = "gelu" },
+                   .attention_bias = TRUE, .act_member = "hidden_act", .act_default = "gelu",
+                   .position_offset = 2, .offset_within = TRUE },
   /* OPT: GPT-2's block with q, k and v apart (the same weights), a ReLU MLP ffn_dim wide, biases
    * everywhere or nowhere (enable_bias), its learned positions 2 rows beyond
    * max_position_embeddings; OPT-350m's post-norm blocks and projected embeddings refused */
@@ -267,7 +271,7 @@ static const HfRow hf_rows[] = {
                .vocab_default = 50272, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
                .act_member = "activation_function", .act_default = "relu",
-               .position_rows_extra = 2 },
+               .position_offset = 2 },
 };
 
 /* Hugging Face's activations (transformers' ACT2FN) as stowage models them: GELU with tanh's
@@ -588,7 +592,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return FALSE;
   if (c.ffn == 0)
     c.ffn = 4 * c.hidden; /* GPT-2's n_inner: None */
-  c.max_seq += row->position_rows_extra;
+  c.position_offset = row->position_offset;
+  if (row->offset_within && c.max_seq <= c.position_offset)
+    return stw_json_fail_at(r, "max_position_embeddings", error, "%" G_GUINT64_FORMAT ": %s's "
+                            "positions start at %" G_GUINT64_FORMAT ", so the table needs more "
+                            "rows than that for any token", c.max_seq, type_name,
+                            c.position_offset);
+  if (row->offset_within)
+    c.max_seq -= c.position_offset;
   if (row->reads_tie && !get_bool(h, "tie_word_embeddings", &c.tied, error))
     return FALSE;
   c.kv_heads = c.heads;

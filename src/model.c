@@ -115,6 +115,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->norms != STW_NORMS_PRE && c->experts > 1)
     problem = "norms after attention and the MLP are modelled for dense MLPs only (not with "
               "experts)";
+  else if (c->position_offset > STW_MODEL_MAX_POSITION_OFFSET)
+    problem = "position_offset must be at most 1024";
+  else if (c->position_offset != 0 && c->arch != STW_ARCH_GPT && c->arch != STW_ARCH_BERT)
+    problem = "position_offset is for learned positions (gpt and bert blocks)";
   else if ((guint)c->activation >= STW_N_ACTS)
     problem = "an unknown activation";
   else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA)
@@ -156,13 +160,13 @@ static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
   "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
-  "shared_expert_ffn", "activation", NULL
+  "shared_expert_ffn", "activation", "position_offset", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
-  "head_bias", "token_types", "shared_expert_ffn", "activation", NULL
+  "head_bias", "token_types", "shared_expert_ffn", "activation", "position_offset", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -184,7 +188,9 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "shared_expert_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->shared_expert_ffn, error) ||
       !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
-                        &c->token_types, error))
+                        &c->token_types, error) ||
+      !stw_json_get_u64(r, obj, "position_offset", FALSE, 0, STW_MODEL_MAX_POSITION_OFFSET,
+                        &c->position_offset, error))
     return FALSE;
   c->norms = (StwNorms)norms;
   c->activation = (StwActivation)activation;
@@ -296,6 +302,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "token_types", c->token_types);
   if (c->activation != STW_ACT_DEFAULT)
     cJSON_AddStringToObject(o, "activation", stw_activation_names[c->activation]);
+  if (c->position_offset != 0)
+    stw_json_add_u64(o, "position_offset", c->position_offset);
   return o;
 }
 
@@ -601,7 +609,7 @@ build_gpt(Builder *b)
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden;
   guint32 wte = tensor(b, c->vocab, d, "wte");
-  guint32 wpe = tensor(b, c->max_seq, d, "wpe");
+  guint32 wpe = tensor(b, c->max_seq + c->position_offset, d, "wpe");
   StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 2, (guint32[]){ wte, wpe });
   o->flops = b->T * d;
@@ -807,7 +815,8 @@ build_bert(Builder *b)
   guint32 word = tensor(b, V, d, "embeddings.word_embeddings.weight");
   g_ptr_array_add(((StwGraphTensor *)b->g->tensors->pdata[word])->aliases,
                   g_strdup("cls.predictions.decoder.weight"));
-  guint32 pos = tensor(b, c->max_seq, d, "embeddings.position_embeddings.weight");
+  guint32 pos = tensor(b, c->max_seq + c->position_offset, d,
+                       "embeddings.position_embeddings.weight");
   guint32 type = tensor(b, c->token_types != 0 ? c->token_types : 2, d,
                         "embeddings.token_type_embeddings.weight");
   guint32 elnw = tensor(b, d, 0, "embeddings.LayerNorm.weight");

@@ -641,15 +641,30 @@ test_hf_configs(void)
     stw_assert_error_contains(error, opt_bad[i].needle);
     g_clear_error(&error);
   }
-  /* OPT's positions: two rows beyond max_position_embeddings; an activation in a gpt block */
+  /* OPT's positions: two rows beyond max_position_embeddings, which no position uses (the
+   * longest sequence is 30); an activation in a gpt block */
   static const char opt[] = "{\"model_type\": \"opt\", \"num_hidden_layers\": 2, "
                             "\"hidden_size\": 64, \"num_attention_heads\": 4, \"ffn_dim\": 128, "
                             "\"vocab_size\": 100, \"max_position_embeddings\": 30, "
                             "\"activation_function\": \"gelu_new\", \"enable_bias\": false}";
   g_assert_true(stw_model_config_parse("opt.json", opt, strlen(opt), &cfg, &error));
-  g_assert_cmpuint(cfg.max_seq, ==, 32);
+  g_assert_cmpuint(cfg.max_seq, ==, 30);
+  g_assert_cmpuint(cfg.position_offset, ==, 2);
   g_assert_cmpint(cfg.activation, ==, STW_ACT_DEFAULT); /* gelu_new: the gpt block's own */
   g_assert_false(stw_model_has_bias(&cfg, STW_SITE_MLP));
+  g_autoptr(StwModelGraph) og = stw_model_graph_new(&cfg, 1, 4, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
+  g_assert_cmpuint(((StwGraphTensor *)og->tensors->pdata[1])->shape[0], ==, 32); /* wpe */
+  /* RoBERTa's 514 rows: the longest sequence 512, its positions from the padding index on; a
+   * table of 2 rows holds no position */
+  g_autofree char *rp = stw_test_fixture("hf/roberta-base/config.json");
+  g_assert_true(stw_model_resolve(rp, &cfg, NULL));
+  g_assert_cmpuint(cfg.max_seq, ==, 512);
+  g_assert_cmpuint(cfg.position_offset, ==, 2);
+  static const char rob[] = "{\"model_type\": \"roberta\", \"max_position_embeddings\": 2}";
+  g_assert_false(stw_model_config_parse("rob.json", rob, strlen(rob), &cfg, &error));
+  stw_assert_error_contains(error, "rob.json: $.max_position_embeddings: 2: roberta's positions "
+                                   "start at 2, so the table needs more rows than that");
+  g_clear_error(&error);
   /* Phi's LayerNorms over each head's queries and keys: refused by name, and its switch read as
    * a boolean */
   static const char phi[] = "{\"model_type\": \"phi\", \"num_hidden_layers\": 2, "

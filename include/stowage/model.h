@@ -138,6 +138,8 @@ typedef struct {
   gboolean logit_softcap; /* the logits capped by c * tanh(x / c) before the loss (Gemma 2) */
   gboolean attn_softcap;  /* the attention scores capped so before the softmax (Gemma 2) */
   StwActivation activation; /* the MLP's, where not the architecture's (gpt, neox, bert) */
+  guint64 position_offset; /* learned positions (gpt, bert): the table's rows beyond max_seq,
+                            * which no position uses (OPT's offset, RoBERTa's padding: 2) */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -153,6 +155,7 @@ guint64 stw_model_active_experts(const StwModelConfig *cfg);
 
 /* Limits on configurations read from files (hostile input must not allocate without bound). */
 #define STW_MODEL_MAX_LAYERS 4096
+#define STW_MODEL_MAX_POSITION_OFFSET 1024
 #define STW_MODEL_MAX_WIDTH (1u << 20)
 #define STW_MODEL_MAX_VOCAB (1u << 24)
 #define STW_MODEL_MAX_SEQ (1u << 24)
