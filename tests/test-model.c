@@ -118,6 +118,46 @@ test_config_files(void)
     g_assert_false(stw_model_resolve(path, &cfg, &error));
     g_assert_nonnull(strstr(error->message, path));
     stw_assert_error_contains(error, bad[i].needle);
+    g_clear_error(&error);
+  }
+  /* the MLP's activation and the position table's offset: read, written back, refused where
+   * they mean nothing */
+  static const struct {
+    const char *members, *needle;
+  } shape[] = {
+    { "\"activation\": \"swish\"", "$.activation: \"swish\" is not one of \"default\", "
+                                     "\"gelu_new\", \"gelu\", \"relu\"" },
+    { "\"position_offset\": 2000", "$.position_offset: 2000 is out of range (expected 0 to "
+                                    "1024)" },
+    { "\"arch\": \"llama\", \"position_offset\": 2",
+      "$: invalid model: position_offset is for learned positions (gpt and bert blocks)" },
+    { "\"arch\": \"llama\", \"activation\": \"relu\"",
+      "$: invalid model: activation is the gpt, neox and bert blocks'" },
+    { "\"position_offset\": 2, \"activation\": \"relu\"", NULL },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(shape); i++) {
+    g_autofree char *text = g_strdup_printf(
+        "{\"format\": \"stowage-model\", \"version\": 1, \"name\": \"m\", \"layers\": 2, "
+        "\"hidden\": 64, \"heads\": 4, \"vocab\": 100, \"max_seq\": 64, %s%s}",
+        strstr(shape[i].members, "\"arch\"") != NULL ? "" : "\"arch\": \"gpt\", ",
+        shape[i].members);
+    gboolean ok = stw_model_config_parse("m.json", text, strlen(text), &cfg, &error);
+    if (shape[i].needle != NULL) {
+      g_assert_false(ok);
+      stw_assert_error_contains(error, shape[i].needle);
+      g_clear_error(&error);
+      continue;
+    }
+    g_assert_no_error(error);
+    g_assert_cmpint(cfg.activation, ==, STW_ACT_RELU);
+    /* 66 position rows: 2 beyond the longest sequence */
+    g_assert_cmpuint(stw_model_param_count(&cfg), ==,
+                     2 * (12 * 64 * 64 + 13 * 64) + (100 + 66) * 64 + 128);
+    cJSON *j = stw_model_config_to_json(&cfg, FALSE);
+    g_assert_cmpstr(cJSON_GetStringValue(cJSON_GetObjectItem(j, "activation")), ==, "relu");
+    g_autofree char *written = cJSON_PrintUnformatted(j);
+    g_assert_nonnull(strstr(written, "\"position_offset\":2"));
+    cJSON_Delete(j);
   }
 }
 
