@@ -55,7 +55,8 @@ print_config_file(const char *file, gboolean json)
          !c.qk_norm      ? ""
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
                           : ", queries and keys RMS-normed per head",
-         c.attn_softcap ? ", scores capped" : "", biases->len ? biases->str : "none",
+         c.attn_softcap ? ", scores capped" : c.attn_sinks ? ", a sink logit per head" : "",
+         biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own",
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",
          c.max_seq,

@@ -730,6 +730,11 @@ stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world, guint64 
   double n = 0;
   for (guint32 i = 0; i < t->tensors->len; i++)
     n += (double)stw_trace_tensor(t, i)->numel;
+  /* a mixture of experts computes with the experts a token reaches: N its active parameters
+   * (where the trace knows its model) */
+  if (t->model.has_config && stw_model_experts(&t->model.config) > 1)
+    n -= (double)(stw_model_param_count(&t->model.config) -
+                  stw_model_active_param_count(&t->model.config));
   double ranks = MAX(world, 1), seconds = (double)iteration_ns / 1e9;
   double tokens = (double)t->model.batch * (double)t->model.seq * ranks;
   StwDtype dtype = stw_trace_compute_dtype(t);

@@ -42,6 +42,7 @@ typedef enum {
   HF_GLM,
   HF_GLM4,
   HF_OPT,
+  HF_GPT_OSS,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -50,7 +51,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "qwen3_moe", "olmo2", "roberta",
                                            "starcoder2", "gpt_bigcode", "phi",
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
-                                           "glm",     "glm4",     "opt",   NULL };
+                                           "glm",     "glm4",     "opt",   "gpt_oss", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -272,6 +273,15 @@ static const HfRow hf_rows[] = {
                .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
                .act_member = "activation_function", .act_default = "relu",
                .position_offset = 2 },
+  /* gpt-oss (OpenAI): llama's block with biases on q, k, v and o (attention_bias), a learned
+   * sink logit per head in each softmax, and in every block experts intermediate_size wide with
+   * biases, and a router with one; its sliding-window layers change no weight */
+  [HF_GPT_OSS] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_sinks = TRUE },
+                   .experts_member = "num_local_experts", .experts_default = 128,
+                   .experts_per_token_default = 4, .mlp_bias = TRUE, .layers_default = 36,
+                   .hidden_default = 2880, .heads_default = 64, .ffn_default = 2880,
+                   .max_seq_default = 131072, .vocab_default = 201088, .kv_default = 8,
+                   .head_dim_default = 64, .reads_tie = TRUE, .attention_bias = TRUE, .reads_attention_bias = TRUE },
 };
 
 /* Hugging Face's activations (transformers' ACT2FN) as stowage models them: GELU with tanh's
@@ -483,8 +493,8 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   if (hf_rows[type].experts_member == NULL && moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
     return stw_json_fail_at(r, "num_experts", error,
-                            "experts are modelled for model_type mixtral, qwen3_moe, qwen2_moe "
-                            "and olmoe only");
+                            "experts are modelled for model_type mixtral, qwen3_moe, qwen2_moe, "
+                            "olmoe and gpt_oss only");
   if (type == HF_PHI) { /* LayerNorms over each head's queries and keys: not modelled */
     gboolean qk = FALSE;
     if (!get_bool(h, "qk_layernorm", &qk, error))
@@ -637,6 +647,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
          !get_u64(h, "shared_expert_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                   &c.shared_expert_ffn, error)) ||
         !get_u64(h, row->experts_member, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
+        /* gpt-oss's class takes num_experts for num_local_experts too */
+        (type == HF_GPT_OSS &&
+         !get_u64(h, "num_experts", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error)) ||
         !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts_per_token,
                  error))
       return FALSE;

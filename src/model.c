@@ -115,6 +115,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->norms != STW_NORMS_PRE && c->experts > 1)
     problem = "norms after attention and the MLP are modelled for dense MLPs only (not with "
               "experts)";
+  else if (c->attn_sinks && c->arch != STW_ARCH_LLAMA)
+    problem = "attn_sinks are modelled for llama-style blocks only";
   else if (c->position_offset > STW_MODEL_MAX_POSITION_OFFSET)
     problem = "position_offset must be at most 1024";
   else if (c->position_offset != 0 && c->arch != STW_ARCH_GPT && c->arch != STW_ARCH_BERT)
@@ -160,13 +162,14 @@ static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
   "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
-  "shared_expert_ffn", "activation", "position_offset", NULL
+  "shared_expert_ffn", "activation", "position_offset", "attn_sinks", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
-  "head_bias", "token_types", "shared_expert_ffn", "activation", "position_offset", NULL
+  "head_bias", "token_types", "shared_expert_ffn", "activation", "position_offset",
+  "attn_sinks", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -185,6 +188,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "logit_softcap", FALSE, &c->logit_softcap, error) ||
       !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error) ||
       !stw_json_get_bool(r, obj, "head_bias", FALSE, &c->head_bias, error) ||
+      !stw_json_get_bool(r, obj, "attn_sinks", FALSE, &c->attn_sinks, error) ||
       !stw_json_get_u64(r, obj, "shared_expert_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->shared_expert_ffn, error) ||
       !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
@@ -304,6 +308,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddStringToObject(o, "activation", stw_activation_names[c->activation]);
   if (c->position_offset != 0)
     stw_json_add_u64(o, "position_offset", c->position_offset);
+  if (c->attn_sinks)
+    cJSON_AddBoolToObject(o, "attn_sinks", TRUE);
   return o;
 }
 
@@ -678,7 +684,8 @@ moe_mlp(Builder *b, gint32 l, const char *p)
   guint64 fs = c->shared_expert_ffn, fa = k * f + fs; /* the widths every token runs through */
   Ids gate = { 0 };
   g_autofree char *gate_name = g_strdup_printf("%s.block_sparse_moe.gate", p);
-  named(b, &gate, E, d, gate_name, "weight");
+  /* with the MLP's biases, the router's too (gpt-oss) */
+  projection(b, &gate, STW_SITE_MLP, E, d, E, gate_name);
   if (fs != 0) { /* the shared expert's own gate, a sigmoid of one score a token */
     g_autofree char *sg = g_strdup_printf("%s.block_sparse_moe.shared_expert_gate", p);
     named(b, &gate, 1, d, sg, "weight");
@@ -740,9 +747,11 @@ build_llama(Builder *b)
     g_autofree char *nq = g_strconcat(pa, ".q_proj", NULL), *nk = g_strconcat(pa, ".k_proj", NULL);
     g_autofree char *nv = g_strconcat(pa, ".v_proj", NULL), *no = g_strconcat(pa, ".o_proj", NULL);
     Ids ln1 = { 0 }, qkv = { 0 }, qk = { 0 }, out = { 0 }, ln2 = { 0 }, post1 = { 0 },
-        post2 = { 0 };
+        post2 = { 0 }, sinks = { 0 };
     if (pre)
       norm_params(b, &ln1, d, TRUE, n1);
+    if (c->attn_sinks) /* gpt-oss's logit per head, read by the attention's softmax */
+      named(b, &sinks, c->heads, 0, pa, "sinks");
     projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
     projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
     projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
@@ -775,7 +784,7 @@ build_llama(Builder *b)
       qkn->saves_input = TRUE;
     }
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
-    attention_core(b, l, q, kv, TRUE);
+    op_params(attention_core(b, l, q, kv, TRUE), sinks.n, sinks.id);
     /* the residual added after the post-norm where there is one */
     StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", q, d, out.n, out.id);
     if (post)

@@ -518,6 +518,7 @@ test_hf_configs(void)
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
     { "opt-1.3b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1315758080), 32, 64, TRUE },
+    { "gpt-oss-20b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(20914757184), 8, 64, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -534,6 +535,37 @@ test_hf_configs(void)
     g_assert_cmpuint(stw_model_head_dim(&cfg), ==, cases[i].head_dim);
     g_assert_cmpint(cfg.tied, ==, cases[i].tied);
   }
+  /* gpt-oss: a sink logit per head (64 a block), biases on q, k, v, o, the 32 experts and the
+   * router; 4 of 32 experts a token */
+  StwModelConfig go;
+  g_autofree char *gp = stw_test_fixture("hf/gpt-oss-20b/config.json");
+  g_assert_true(stw_model_resolve(gp, &go, NULL));
+  g_assert_true(go.attn_sinks);
+  g_assert_cmpuint(go.experts, ==, 32);
+  g_assert_cmpuint(stw_model_active_experts(&go), ==, 4);
+  g_assert_true(stw_model_has_bias(&go, STW_SITE_MLP) && stw_model_has_bias(&go, STW_SITE_OUT));
+  g_assert_cmpuint(stw_model_active_param_count(&go), ==, G_GUINT64_CONSTANT(4187440704));
+  {
+    StwModelConfig one = go;
+    one.layers = 1;
+    g_autoptr(StwModelGraph) gg = stw_model_graph_new(&one, 1, 16, STW_DTYPE_BF16,
+                                                      STW_ATTENTION_FLASH);
+    const StwGraphOp *core = NULL, *router = NULL;
+    for (guint i = 0; i < gg->ops->len; i++) {
+      const StwGraphOp *o = gg->ops->pdata[i];
+      core = o->kind == STW_OP_ATTN_CORE ? o : core;
+      router = o->kind == STW_OP_MOE_ROUTER ? o : router;
+    }
+    /* the attention reads the sinks (their gradient its backward's); the router its bias */
+    g_assert_cmpuint(core->params->len, ==, 1);
+    g_assert_cmpstr(((StwGraphTensor *)gg->tensors->pdata[g_array_index(core->params, guint32,
+                                                                        0)])->name,
+                    ==, "layers.0.self_attn.sinks");
+    g_assert_cmpuint(router->params->len, ==, 2);
+  }
+  StwModelConfig no_sinks = go;
+  no_sinks.attn_sinks = FALSE;
+  g_assert_cmpuint(stw_model_param_count(&go) - stw_model_param_count(&no_sinks), ==, 24 * 64);
   /* the MLPs' activations, where not their architecture's: OPT's ReLU, GPT-BigCode's one
    * GELU kernel (gelu_pytorch_tanh), Phi-2's and GPT-J's GELU-new in neox-style blocks */
   static const struct {
@@ -655,7 +687,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe, qwen2_moe and olmoe only");
+                                   "mixtral, qwen3_moe, qwen2_moe, olmoe and gpt_oss only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

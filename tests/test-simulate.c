@@ -295,6 +295,24 @@ test_measured_elsewhere(void)
   g_assert_null(stw_trace_measured_elsewhere(t, &h100));
 }
 
+/* A mixture of experts' model FLOPs are 6 N a token with N its active parameters: Mixtral
+ * 8x7B's 12.9B of 46.7B (2 of 8 experts a token), where the trace knows its model. */
+static void
+test_throughput_moe(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("mixtral-8x7b", 1, 128, FALSE);
+  StwHardware a100;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &a100, NULL));
+  StwThroughput th;
+  g_assert_true(stw_throughput(t, &a100, 1, 1000000000, &th));
+  g_assert_cmpuint(stw_model_active_param_count(&t->model.config), ==,
+                   G_GUINT64_CONSTANT(12879925248));
+  g_assert_cmpfloat(th.model_flops_per_s, ==, 6.0 * 12879925248.0 * 128);
+  t->model.has_config = FALSE; /* an imported trace: its parameters, all of them */
+  g_assert_true(stw_throughput(t, &a100, 1, 1000000000, &th));
+  g_assert_cmpfloat(th.model_flops_per_s, ==, 6.0 * 46702792704.0 * 128);
+}
+
 /* A storage request's time: its latency and its bytes at the drives' bandwidth for its size,
  * shared by the node's ranks; staged through host memory, no faster than the ranks' share of it;
  * with GPUDirect Storage, not bound by host memory; taking turns with the other direction, at the
@@ -340,5 +358,6 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/whatif-points", test_whatif_points);
   g_test_add_func("/simulate/copy-interference", test_copy_interference);
   g_test_add_func("/simulate/measured-elsewhere", test_measured_elsewhere);
+  g_test_add_func("/simulate/throughput-moe", test_throughput_moe);
   return g_test_run();
 }

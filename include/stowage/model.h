@@ -140,6 +140,8 @@ typedef struct {
   StwActivation activation; /* the MLP's, where not the architecture's (gpt, neox, bert) */
   guint64 position_offset; /* learned positions (gpt, bert): the table's rows beyond max_seq,
                             * which no position uses (OPT's offset, RoBERTa's padding: 2) */
+  gboolean attn_sinks;     /* a learned logit per head that joins each softmax (gpt-oss): heads
+                            * parameters a block (llama only) */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */

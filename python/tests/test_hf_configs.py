@@ -92,6 +92,10 @@ SMALL = {
                 "type_vocab_size": 1},
     "opt": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "ffn_dim": 96,
             "vocab_size": 128, "max_position_embeddings": 64},
+    "gpt_oss": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
+                "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
+                "max_position_embeddings": 64},
 }
 
 
@@ -140,6 +144,9 @@ def variants(kind):
                                      "vocab_size": 100}))
     if kind == "mixtral":
         out.append(("4 experts", dict(base, num_local_experts=4, num_experts_per_tok=1)))
+    if kind == "gpt_oss":  # its experts under their other name; its attention without biases
+        out.append(("num_experts", dict(base, num_experts=8)))
+        out.append(("attention_bias false", dict(base, attention_bias=False)))
     if kind == "qwen2_moe":
         out.append(("qkv_bias false", dict(base, qkv_bias=False)))
         out.append(("intermediate_size", dict(base, intermediate_size=1000)))
