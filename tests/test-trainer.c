@@ -687,18 +687,23 @@ storage_tier(void)
                                           STW_ACTIVATIONS_KEEP, 8192, &p);
   StwTrace *trace = stw_trainer_trace(p);
   /* every CPU Adam chunk's state on the tier */
-  guint32 stored = 0;
+  guint32 stored = 0, first = G_MAXUINT32, second = G_MAXUINT32;
   guint64 state = 0;
   for (guint32 ch = 0; ch < stw_chunking_count(plan->chunking); ch++) {
     if (plan->optim[ch] != STW_OPTIM_CPU)
       continue;
     plan->optim[ch] = STW_OPTIM_CPU_STORAGE;
+    if (stored == 1)
+      second = ch;
+    first = MIN(first, ch);
     stored++;
     for (int l = STW_LIST_MASTER; l < STW_N_LISTS; l++)
       state += stw_chunk_bytes(plan->chunking, ch, (StwChunkList)l);
   }
-  g_assert_cmpuint(stored, ==, 6);
-  g_assert_cmpuint(state, ==, 6 * 3 * 8192 * sizeof(float));
+  /* how many the planner steps on the CPU is its choice from the profile's measured times (6
+   * on an idle machine, 5 seen on a loaded one): each holds 8192 elements' master and moments */
+  g_assert_cmpuint(stored, >=, 2);
+  g_assert_cmpuint(state, ==, stored * 3 * 8192 * sizeof(float));
   g_autofree char *here = g_get_current_dir();
   g_autofree char *dir = g_build_filename(here, "stw-tier.XXXXXX", NULL);
   g_assert_nonnull(g_mkdtemp(dir));
@@ -734,8 +739,8 @@ storage_tier(void)
   train(r, got, 4);
   g_assert_cmpmem(got, sizeof got, kept, sizeof kept);
   st = stw_runtime_stats(stw_trainer_runtime(r));
-  g_assert_cmpuint(st->storage_read_bytes, ==, state / 6);
-  g_assert_cmpuint(st->storage_write_bytes, ==, state / 6);
+  g_assert_cmpuint(st->storage_read_bytes, ==, state / stored);
+  g_assert_cmpuint(st->storage_write_bytes, ==, state / stored);
   stw_trainer_free(r);
   memcpy(plan->optim, all, stw_chunking_count(plan->chunking));
   /* resumed from the checkpoint: the files rebuilt from it, the same last two losses */
@@ -758,16 +763,17 @@ storage_tier(void)
   g_assert_false(stw_trainer_save(b, bad, &error));
   g_assert_nonnull(error);
   g_assert_nonnull(strstr(error->message, ": not saved: storage file "));
-  stw_assert_error_contains(error, "chunk 0's optimizer state (98304 bytes at offset 0) is not "
-                            "what was written to it");
+  g_autofree char *named = g_strdup_printf("chunk %u's optimizer state (98304 bytes at offset 0) "
+                                           "is not what was written to it", first);
+  stw_assert_error_contains(error, named);
   g_assert_false(g_file_test(bad, G_FILE_TEST_EXISTS));
   float loss;
   g_assert_false(stw_trainer_step(b, &loss, &error));
   g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
-  g_autofree char *altered = g_strdup_printf("storage file %s: chunk 0's optimizer state (98304 "
+  g_autofree char *altered = g_strdup_printf("storage file %s: chunk %u's optimizer state (98304 "
                                              "bytes at offset 0) is not what was written to it: "
                                              "the file was altered or the device corrupted it",
-                                             file);
+                                             file, first);
   stw_assert_error_contains(error, altered);
   /* cut short: the read that comes back short names its chunk */
   g_assert_cmpint(ftruncate(fd, 4096), ==, 0);
@@ -779,18 +785,20 @@ storage_tier(void)
   g_assert_cmpint(truncate(file, 4096), ==, 0);
   g_assert_false(stw_trainer_step(b, &loss, &error));
   g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
-  g_autofree char *cut = g_strdup_printf("the storage tier, chunk 0's optimizer state (being "
+  g_autofree char *cut = g_strdup_printf("the storage tier, chunk %u's optimizer state (being "
                                          "read): storage file %s: a read of 98304 bytes at 0 "
                                          "moved 4096 (the file is shorter than it was made, or "
-                                         "the disk is full)", file);
+                                         "the disk is full)", first, file);
   stw_assert_error_contains(error, cut);
   stw_trainer_free(b);
   /* no directory for it, or one that is not there */
   rr.storage_dir = NULL;
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
   g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
-  stw_assert_error_contains(error, "the plan keeps the optimizer state of 6 chunks on the storage "
-                            "tier (\"cpu-storage\"): name a directory on it for their file");
+  g_autofree char *no_dir = g_strdup_printf("the plan keeps the optimizer state of %u chunks on "
+                                            "the storage tier (\"cpu-storage\"): name a "
+                                            "directory on it for their file", stored);
+  stw_assert_error_contains(error, no_dir);
   g_autofree char *gone = g_build_filename(dir, "gone", NULL);
   rr.storage_dir = gone;
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
@@ -815,7 +823,7 @@ storage_tier(void)
     moved_in += act[i].kind == STW_ACTION_FETCH ? pb : 0;
     moved_out += act[i].kind == STW_ACTION_EVICT ? pb : 0;
   }
-  g_assert_cmpuint(params, ==, 6 * 8192 * sizeof(float));
+  g_assert_cmpuint(params, ==, stored * 8192 * sizeof(float));
   /* the plan's moves of them (its schedule follows the profiled times): every chunk's gradients
    * out, and back in after its step, at least */
   g_assert_cmpuint(moved_in, >=, params);
@@ -835,8 +843,8 @@ storage_tier(void)
   g_assert_true(stw_trainer_load(r, ckpt2, &error));
   train(r, again, 2);
   g_assert_cmpmem(again, sizeof again, kept + 2, sizeof again);
-  /* a byte of a chunk's parameters changed in the file (chunk 1's, the first the next step
-   * fetches; its region after chunk 0's): the fetch that reads them stops */
+  /* a byte of a chunk's parameters changed in the file (the second stored chunk's, its region
+   * after the first's): the fetch that reads them stops */
   g_assert_true(stw_runtime_storage_sync(stw_trainer_runtime(r), &error));
   fd = g_open(file, O_RDWR, 0);
   g_assert_cmpint(fd, >=, 0);
@@ -846,17 +854,19 @@ storage_tier(void)
   close(fd);
   g_assert_false(stw_trainer_step(r, &loss, &error));
   g_assert_error(error, STW_STORAGE_ERROR, STW_STORAGE_ERROR_IO);
-  g_autofree char *altered_params = g_strdup_printf("storage file %s: chunk 1's parameters (32768 "
-                                                    "bytes at offset 131072) is not what was written "
-                                                    "to it", file);
+  g_autofree char *altered_params = g_strdup_printf("storage file %s: chunk %u's parameters "
+                                                    "(32768 bytes at offset 131072) is not what was "
+                                                    "written to it", file, second);
   stw_assert_error_contains(error, altered_params);
   stw_trainer_free(r);
   /* and no directory for them */
   rr.storage_dir = NULL;
   g_assert_null(stw_trainer_new(&c, (const guint8 *)data->str, data->len, &rr, be, &error));
   g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH);
-  stw_assert_error_contains(error, "the plan keeps the parameters and optimizer state of 6 chunks "
-                            "on the storage tier (\"storage\"): name a directory");
+  g_autofree char *no_dir_params = g_strdup_printf("the plan keeps the parameters and optimizer "
+                                                   "state of %u chunks on the storage tier "
+                                                   "(\"storage\"): name a directory", stored);
+  stw_assert_error_contains(error, no_dir_params);
   g_unlink(ckpt2);
   g_unlink(ckpt);
   g_assert_cmpint(g_rmdir(dir), ==, 0);
