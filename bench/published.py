@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""bench/published.py [BUILDDIR] [DATA] [--rows ID,...] [--keep DIR] [--commands] -- stowage's predictions against what other people
-measured for offloaded training (../shared/data/published/measurements.csv, read its README).
+"""bench/published.py [BUILDDIR] [DATA] [--rows ID,...] [--keep DIR] [--commands] -- stowage's
+predictions against what other people measured for offloaded training
+(../shared/data/published/measurements.csv, read its README).
 
 Every usable row is replayed with the policy it names: the model rebuilt from the row's own
 architecture columns (a Hugging Face config: gpt2, opt, gpt_neox (Pythia), or a llama-style
@@ -581,9 +582,10 @@ def main():
     if ROWS is not None:
         known = [r.get("row_id", "") for r in rows]
         unknown = [r for r in ROWS if r not in known]
-        if unknown or not ROWS:
-            sys.exit("published.py: --rows: %s not a row_id of %s" % (
-                ", ".join(unknown) or "nothing named:", path))
+        if not ROWS:
+            sys.exit("published.py: --rows: no row_id given")
+        if unknown:
+            sys.exit("published.py: --rows: %s not a row_id of %s" % (", ".join(unknown), path))
         rows = [r for r in rows if r.get("row_id", "") in ROWS]
     print("| row | system | model | GPUs x batch | emulated as | published | predicted | error |")
     print("|---|---|---|---|---|---:|---:|---:|")

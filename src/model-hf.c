@@ -281,7 +281,8 @@ static const HfRow hf_rows[] = {
                    .experts_per_token_default = 4, .mlp_bias = TRUE, .layers_default = 36,
                    .hidden_default = 2880, .heads_default = 64, .ffn_default = 2880,
                    .max_seq_default = 131072, .vocab_default = 201088, .kv_default = 8,
-                   .head_dim_default = 64, .reads_tie = TRUE, .attention_bias = TRUE, .reads_attention_bias = TRUE },
+                   .head_dim_default = 64, .reads_tie = TRUE, .attention_bias = TRUE,
+                   .reads_attention_bias = TRUE },
 };
 
 /* Hugging Face's activations (transformers' ACT2FN) as stowage models them: GELU with tanh's
@@ -418,9 +419,7 @@ read_activation(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error
   for (gsize i = 0; i < G_N_ELEMENTS(hf_activations); i++)
     if (strcmp(hf_activations[i].name, name) == 0) {
       StwModelConfig arch_default = { .arch = c->arch };
-      gboolean gelu_new = hf_activations[i].act == STW_ACT_GELU_NEW;
-      c->activation = gelu_new == stw_model_gelu_new(&arch_default) &&
-                              hf_activations[i].act != STW_ACT_RELU
+      c->activation = hf_activations[i].act == stw_model_activation(&arch_default)
                           ? STW_ACT_DEFAULT
                           : hf_activations[i].act;
       return TRUE;
@@ -491,10 +490,19 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   const cJSON *root = h->root;
   const cJSON *moe = member(root, "num_experts");
   if (hf_rows[type].experts_member == NULL && moe != NULL &&
-      !(cJSON_IsNumber(moe) && moe->valuedouble <= 1))
-    return stw_json_fail_at(r, "num_experts", error,
-                            "experts are modelled for model_type mixtral, qwen3_moe, qwen2_moe, "
-                            "olmoe and gpt_oss only");
+      !(cJSON_IsNumber(moe) && moe->valuedouble <= 1)) {
+    /* the types whose rows read experts, from the table */
+    g_autoptr(GString) with = g_string_new(NULL);
+    guint n = 0, seen = 0;
+    for (gsize t = 0; t < G_N_ELEMENTS(hf_rows); t++)
+      n += hf_rows[t].experts_member != NULL;
+    for (gsize t = 0; t < G_N_ELEMENTS(hf_rows); t++)
+      if (hf_rows[t].experts_member != NULL)
+        g_string_append_printf(with, "%s%s", seen++ == 0 ? "" : seen == n ? " and " : ", ",
+                               stw_hf_model_types[t]);
+    return stw_json_fail_at(r, "num_experts", error, "experts are modelled for model_type %s only",
+                            with->str);
+  }
   if (type == HF_PHI) { /* LayerNorms over each head's queries and keys: not modelled */
     gboolean qk = FALSE;
     if (!get_bool(h, "qk_layernorm", &qk, error))

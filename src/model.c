@@ -19,11 +19,18 @@ stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site)
   return cfg->arch != STW_ARCH_LLAMA;
 }
 
+StwActivation
+stw_model_activation(const StwModelConfig *cfg)
+{
+  if (cfg->activation != STW_ACT_DEFAULT)
+    return cfg->activation;
+  return cfg->arch == STW_ARCH_GPT ? STW_ACT_GELU_NEW : STW_ACT_GELU;
+}
+
 gboolean
 stw_model_gelu_new(const StwModelConfig *cfg)
 {
-  return cfg->activation == STW_ACT_GELU_NEW ||
-         (cfg->activation == STW_ACT_DEFAULT && cfg->arch == STW_ARCH_GPT);
+  return stw_model_activation(cfg) == STW_ACT_GELU_NEW;
 }
 
 guint64

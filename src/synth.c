@@ -65,13 +65,22 @@ is_norm(const StwGraphOp *g)
   }
 }
 
+/* Whether autocast casts op G's weights to the compute dtype: a projection's (a GEMM of
+ * weights); the attention's products multiply activations, and what it reads (gpt-oss's sinks)
+ * joins its fp32 softmax as it is, as norms and embeddings read theirs. */
+static gboolean
+casts_weights(const StwGraphOp *g)
+{
+  return is_matmul(g) && g->kind != STW_OP_ATTN_CORE;
+}
+
 /* The bytes of op G's weights cast to the compute dtype where the trace is autocast's (fp32
- * weights, the GEMMs computed in 16 bits: PyTorch's AMP): every parameter of a GEMM op, 0 for
- * the others (norms and embeddings read their fp32 weights). TRAINED_ONLY: of the trained ones. */
+ * weights, the GEMMs computed in 16 bits: PyTorch's AMP): every parameter of a projection, 0
+ * for the others. TRAINED_ONLY: of the trained ones. */
 static guint64
 cast_bytes(const Synth *s, const StwGraphOp *g, gboolean trained_only)
 {
-  if (!s->autocast || !is_matmul(g))
+  if (!s->autocast || !casts_weights(g))
     return 0;
   guint64 bytes = 0;
   for (guint i = 0; i < g->params->len; i++) {
@@ -210,7 +219,7 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
   }
   /* the weights' casts (their bytes are in the op's fused model) and the trained ones'
    * gradients' */
-  if (is_matmul(g))
+  if (casts_weights(g))
     for (guint i = 0; i < g->params->len; i++) {
       x->fwd_kernels++;
       if (!stw_trace_tensor(s->trace, g_array_index(g->params, guint32, i))->frozen)

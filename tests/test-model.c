@@ -687,7 +687,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe, qwen2_moe, olmoe and gpt_oss only");
+                                   "mixtral, qwen3_moe, olmoe, qwen2_moe and gpt_oss only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -703,6 +703,11 @@ test_hf_configs(void)
       "knows" },
     { "\"activation_function\": 7", "opt.json: $.activation_function: expected an activation's "
                                      "name" },
+    { "\"_remove_final_layer_norm\": true", "opt.json: $._remove_final_layer_norm: true: a "
+                                             "decoder without its final norm is not modelled" },
+    { "\"layer_norm_elementwise_affine\": false",
+      "opt.json: $.layer_norm_elementwise_affine: false: norms without weights are not "
+      "modelled" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(opt_bad); i++) {
     g_autofree char *opt_text =

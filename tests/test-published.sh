@@ -94,6 +94,8 @@ eval "$plan_line" > "$T/again.txt" 2>&1 &&
 tap_result $? "the plan command as printed runs again to the same iteration time" "$(cat "$T/again.txt")"
 expect 1 "published.py: --rows: Q99 not a row_id of" "--rows naming no row of the set: said, exit 1" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" --rows G01,Q99
+expect 1 "published.py: --rows: no row_id given" "--rows naming nothing: said, exit 1" \
+  -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" --rows ,
 expect 2 "published.py: --keep needs a value" "--keep without a directory: said, exit 2" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" --keep
 expect 2 "published.py: '--fast': not an option or argument it takes" "an unknown option: said, exit 2" \

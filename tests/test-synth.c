@@ -662,6 +662,17 @@ test_eager_autocast(void)
                           2 * 2 * T * d + n * (6 * 2 + 1) + n * (20 - 2) };
   static const char *const core_names[] = { "h1.attn.core", "h1.attn.core.bwd" };
   assert_eager_extra(lf, le, core_names, core, G_N_ELEMENTS(core_names));
+
+  /* gpt-oss's sinks, which the attention reads: under autocast not cast like a projection's
+   * weights (nothing more held at the attention than without them) */
+  cfg.attn_sinks = TRUE;
+  opt.amp = TRUE;
+  g_autoptr(StwTrace) sinks = synth_on_default(&cfg, &opt);
+  cfg.attn_sinks = FALSE;
+  g_autoptr(StwTrace) none = synth_on_default(&cfg, &opt);
+  g_assert_cmpuint(find_op(sinks, "h1.attn.core")->nonmodel_peak_bytes, ==,
+                   find_op(none, "h1.attn.core")->nonmodel_peak_bytes);
+  g_assert_cmpuint(find_op(sinks, "h1.attn.core")->n_params, ==, 1);
 }
 
 static void

@@ -146,8 +146,10 @@ typedef struct {
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
 gboolean stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site);
-/* Whether CFG's MLP computes GELU with tanh's approximation op by op (GELU-new: its
- * activation, or the gpt architecture's default). */
+/* CFG's MLP activation, its architecture's where it says STW_ACT_DEFAULT (gpt: GELU-new; neox,
+ * bert: GELU; llama gates its own and says GELU). */
+StwActivation stw_model_activation(const StwModelConfig *cfg);
+/* Whether CFG's MLP computes GELU with tanh's approximation op by op (GELU-new). */
 gboolean stw_model_gelu_new(const StwModelConfig *cfg);
 /* The width of one attention head: head_dim, or hidden / heads. */
 guint64 stw_model_head_dim(const StwModelConfig *cfg);
