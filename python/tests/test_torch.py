@@ -212,34 +212,37 @@ class TestProfile(unittest.TestCase):
             self.assertAlmostEqual(a, b, delta=1e-3 * abs(a))
 
     def test_wrap_replays_a_plan_with_state_on_storage(self):
-        """A host budget one byte short of the plan's, with a storage tier (plan(..., nvme=)):
-        CPU Adam chunks keep their optimizer state on storage; wrap(..., storage_dir=) steps it
-        through a scratch file there, with bitwise the losses of the plan that keeps it in host
-        memory, reading and writing the plan's bytes each step, and leaves no file; without a
-        directory the plan is refused by name. At the least host budget any plan fits (found
-        by bisection: where the budget's edge lies follows the profiled times), some chunks'
-        16-bit parameters (and gradients) go there too: each fetch reads them, each copy out
-        writes them, and the bytes are the simulation's, exactly."""
+        """A host budget one byte short of the least any plan without storage fits in, with a
+        storage tier (plan(..., nvme=)): CPU Adam chunks keep their optimizer state on storage;
+        wrap(..., storage_dir=) steps it through a scratch file there, with bitwise the losses
+        of the plan that keeps it in host memory, reading and writing the plan's bytes each
+        step, and leaves no file; without a directory the plan is refused by name. At the
+        least host budget any plan fits, some chunks' 16-bit parameters (and gradients) go
+        there too: each fetch reads them, each copy out writes them, and the bytes are the
+        simulation's, exactly. Both edges are found by bisection: where they lie follows the
+        profiled times (the unbounded plan's host bytes are not the least: under a budget the
+        planner may choose another chunk size or placement that needs less)."""
         m, opt, x = tiny_lm_run()
         t = self.traced(m, x, opt)
         hw = "RTX4090-24GB-PCIe4-2xNVMe"
         host = stowage.plan(t, gpu="96KiB", activations="keep", hw=hw)
         need = host.predictions["cpu_bytes"] + host.predictions["host_overhead_bytes"]
-        stored = stowage.plan(t, gpu="96KiB", activations="keep", hw=hw, cpu=need - 1,
-                              nvme="1GiB")
-        state = stored.predictions["storage_bytes"]
-        self.assertGreater(state, 0)
-        def fits(cpu):
+        def fits(cpu, **storage):
             try:
                 return stowage.plan(t, gpu="96KiB", activations="keep", hw=hw, cpu=cpu,
-                                    nvme="1GiB")
+                                    **storage)
             except stowage.StowageError:
                 return None
-        lo, hi = 0, need - 1  # no plan fits at lo; one fits at hi
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if fits(mid) is not None else (mid, hi)
-        params = fits(hi)
+        def least(**storage):  # the least host budget a plan fits in: no plan at lo, one at hi
+            lo, hi = 0, need
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if fits(mid, **storage) is not None else (mid, hi)
+            return hi
+        stored = fits(least() - 1, nvme="1GiB")
+        state = stored.predictions["storage_bytes"]
+        self.assertGreater(state, 0)
+        params = fits(least(nvme="1GiB"), nvme="1GiB")
         sim = stowage.simulate(params, t)
         held = params.predictions["storage_bytes"]
         self.assertGreater(held, state)  # state and parameters
