@@ -224,18 +224,56 @@ def offloads(cfg, what):
     return m.group(1).lower() if m else None
 
 
+# the shipped storage presets (docs/hardware.md): a drive's capacity in bytes
+DRIVES = {"nvme-gen3": 10 ** 12, "nvme-gen4": 2 * 10 ** 12, "nvme-gen5": 2 * 10 ** 12}
+
+
+def storage_of(row):
+    """The row's drives as plan options (--storage PRESET --nvme-devices N --nvme BYTES) from
+    its `nvme` column ("2x Samsung 980 PRO 1TB", "4x PCIe Gen5 NVMe"), and what was assumed where
+    it does not say (None: nothing)."""
+    text = row.get("nvme", "").strip()
+    low = text.lower()
+    if not text or re.match(r"(not|none|n/a|no\b|-)", low):
+        n, preset, per = 1, "nvme-gen4", None
+        assumed = "its drives not stated: one PCIe 4.0 drive (nvme-gen4) assumed"
+    else:
+        m = re.search(r"(\d+)\s*(?:x|\u00d7)", low)
+        n = int(m.group(1)) if m else 1
+        if not 1 <= n <= 256:
+            raise ValueError("nvme: %r drives is not from 1 to 256" % n)
+        if re.search(r"gen\s*5|pcie\s*5|9100|t70[05]", low):
+            preset = "nvme-gen5"
+        elif re.search(r"gen\s*3|pcie\s*3|\b9[67]0\b|\b980\b(?!\s*pro)|dgx-2", low):
+            preset = "nvme-gen3"
+        else:
+            preset = "nvme-gen4"
+        m = re.search(r"(\d+(?:\.\d+)?)\s*(tb|gb)\b", low)
+        per = int(float(m.group(1)) * (10 ** 12 if m.group(2) == "tb" else 10 ** 9)) if m else None
+        assumed = None
+    cap = n * min(per or DRIVES[preset], DRIVES[preset])
+    return ["--nvme", "%gTB" % (cap / 1e12), "--storage", preset, "--nvme-devices", str(n)], assumed
+
+
 def emulation(row):
     """(policy, extra plan options; "unlimited": the unlimited time), or None and why not."""
     cfg, sysname = row["policy_config"], row["system"]
     if "patrickstar" in (row["system_family"] + " " + sysname).lower():
         return ("patrickstar", []), None
-    if "nvme" in (offloads(cfg, "param"), offloads(cfg, "optimizer")):
-        return None, "NVMe offload on a GPU whose shipped profile has no storage"
     if "zenflow" in (cfg + " " + sysname).lower():
         return None, "ZenFlow changes the update rule (top-k on the GPU, the rest every 4 steps)"
     if whole(row, "tensor_parallel", 1) > 1:
         return None, "tensor parallelism (TP=%s): stowage plans data parallelism only" % (
             row["tensor_parallel"])
+    if "nvme" in (offloads(cfg, "param"), offloads(cfg, "optimizer")):
+        # ZeRO-Infinity: its optimizer state on the drives the row names, swapped serially
+        options, assumed = storage_of(row)
+        notes = [assumed] if assumed else []
+        if offloads(cfg, "param") == "nvme":
+            notes.append("its parameters on storage only where host memory cannot hold them")
+        if notes:
+            NOTES[row["row_id"]] = "; ".join(notes)
+        return ("zero-infinity", options), None
     if "placement_policy=cpu" in cfg:
         return ("gemini-static", ["--gemini-fraction", "0"]), None
     if "placement_policy=auto" in cfg:  # its optimizer's share of the margin: Gemini's default 0

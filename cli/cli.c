@@ -130,6 +130,12 @@ stw_table_row_v(StwTable *t, const char *const *cells)
     g_ptr_array_add(t->cells, g_strdup(cells[i]));
 }
 
+guint
+stw_table_rows(const StwTable *t)
+{
+  return t->cells->len / t->n_cols - 1;
+}
+
 void
 stw_table_print(StwTable *t, FILE *out)
 {
@@ -429,6 +435,7 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->activations, g_free);
   g_clear_pointer(&p->nvme, g_free);
   g_clear_pointer(&p->nvme_devices, g_free);
+  g_clear_pointer(&p->storage, g_free);
   g_clear_pointer(&p->optimizer_state, g_free);
   g_clear_pointer(&p->pinned, g_free);
 }
@@ -459,6 +466,7 @@ stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
   stw_request_set(r, "activations", p->activations);
   stw_request_set(r, "nvme", p->nvme);
   stw_request_set(r, "nvme-devices", p->nvme_devices);
+  stw_request_set(r, "storage", p->storage);
   stw_request_set(r, "optimizer-state", p->optimizer_state);
   stw_request_set(r, "pinned", p->pinned);
   return r;

@@ -65,6 +65,7 @@ void stw_table_row(StwTable *t, ...);  /* N_COLS strings, copied */
 StwTable *stw_table_new_v(guint n_cols, const char *const *heads);
 void stw_table_row_v(StwTable *t, const char *const *cells);
 void stw_table_print(StwTable *t, FILE *out);
+guint stw_table_rows(const StwTable *t); /* below the header */
 void stw_table_free(StwTable *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwTable, stw_table_free)
 
@@ -102,6 +103,7 @@ typedef struct {
   char *activations; /* --activations: the stowage policy's blocks */
   char *nvme;        /* --nvme: the storage tier's room for optimizer state */
   char *nvme_devices; /* --nvme-devices: the profile's storage with that many drives */
+  char *storage;      /* --storage: another storage tier than the profile's (a preset or file) */
   char *optimizer_state; /* --optimizer-state: Adam's moments in fp32 or bf16 */
   char *pinned;          /* --pinned: host memory that may be page-locked for the copies */
 } StwCliPlanning;
@@ -139,6 +141,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "nvme-devices", 0, 0, STW_OPTION_TEXT, &(p).nvme_devices,                                   \
     "with --nvme: the profile's storage with N drives of its kind, requests striped over them "  \
     "(bandwidth and capacity scaled from its own count)", "N" },                                \
+  { "storage", 0, 0, STW_OPTION_TEXT, &(p).storage,                                             \
+    "with --nvme: the storage tier a shipped storage preset's (nvme-gen3, nvme-gen4, "          \
+    "nvme-gen5: one drive each) or a file's, not the profile's", "PRESET" },                    \
   { "optimizer-state", 0, 0, STW_OPTION_TEXT, &(p).optimizer_state,                             \
     "Adam's moments in fp32 or bf16 (rounded stochastically; the master weights stay fp32) "    \
     "(default: the trace's, fp32 unless it says)", "fp32|bf16" },                                \

@@ -13,7 +13,7 @@
 G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 
 #define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations", \
-                         "nvme", "nvme-devices", "optimizer-state", "pinned"
+                         "nvme", "nvme-devices", "storage", "optimizer-state", "pinned"
 
 static const char *const planning_flags[] = { "beyond-device", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
@@ -429,6 +429,14 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
     o->state_dtype = (int)stw_state_dtype_at(state);
   if (!stw_request_size(r, "nvme", &o->budgets.storage_bytes, error))
     return FALSE;
+  const char *storage = stw_request_get(r, "storage");
+  if (storage != NULL && o->budgets.storage_bytes == 0)
+    return usage(error, "%s: --storage goes with --nvme SIZE; without it the option would be "
+                 "ignored", r->kind->command);
+  if (storage != NULL && !stw_hardware_use_storage(&o->hw, storage, error)) {
+    g_prefix_error(error, "%s: --storage: ", r->kind->command);
+    return FALSE;
+  }
   if (o->budgets.storage_bytes > 0 && o->hw.storage_kind[0] == '\0')
     return usage(error, "%s: --nvme: hardware profile %s has no storage tier: measure one with "
                  "`stowage probe --nvme DIR` (or give a profile with a \"storage\" section, "

@@ -16,6 +16,7 @@
 G_DEFINE_QUARK(stw-hardware-error-quark, stw_hardware_error)
 
 #define RESOURCE_DIR "/org/stowage/hw"
+#define STORAGE_DIR RESOURCE_DIR "/storage"
 
 /* A small file: its kind named when another kind is given. */
 static const StwJsonLimits hardware_limits = { .format = "stowage-hardware",
@@ -268,6 +269,66 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
          read_storage(r, root, hw, error);
 }
 
+static const char *const preset_members[] = { "format", "version", "name", "description",
+                                              "storage", "sources", NULL };
+
+/* A storage preset ("stowage-storage": a name and a storage section) or a hardware profile with
+ * a storage section, into OUT's name and storage members. */
+static gboolean
+read_storage_source(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
+{
+  StwHardware *hw = out;
+  const cJSON *format = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "format")
+                                             : NULL;
+  if (cJSON_IsString(format) && strcmp(format->valuestring, "stowage-hardware") == 0) {
+    if (!stw_hardware_read(r, root, hw, error))
+      return FALSE;
+    if (hw->storage_kind[0] == '\0')
+      return stw_json_fail(r, error, "a hardware profile without a \"storage\" section: "
+                           "expected one with it, or a storage preset (format "
+                           "\"stowage-storage\")");
+    return TRUE;
+  }
+  if (cJSON_IsString(format) && strcmp(format->valuestring, "stowage-storage") != 0)
+    return stw_json_fail_at(r, "format", error, "expected \"stowage-storage\" (a storage preset) "
+                            "or \"stowage-hardware\" (a profile with a \"storage\" section), "
+                            "found \"%.64s\"", format->valuestring);
+  const char *name = NULL, *text = NULL;
+  const cJSON *st = NULL;
+  guint64 version = 0;
+  memset(hw, 0, sizeof *hw);
+  if (!stw_json_check_format(r, root, "stowage-storage", error) ||
+      !stw_json_check_object(r, root, preset_members, error) ||
+      !stw_json_get_u64(r, root, "version", TRUE, 1, 1, &version, error) ||
+      !stw_json_get_string(r, root, "name", TRUE, sizeof hw->name - 1, &name, error) ||
+      !stw_json_get_string(r, root, "description", FALSE, 4096, &text, error) ||
+      !stw_json_get_string(r, root, "sources", FALSE, 4096, &text, error) ||
+      !stw_json_get_object(r, root, "storage", TRUE, &st, error))
+    return FALSE;
+  if (!stw_hardware_name_ok(name))
+    return stw_json_fail_at(r, "name", error, "expected a name of 1 to %zu bytes without control "
+                            "characters", sizeof hw->name - 1);
+  g_strlcpy(hw->name, name, sizeof hw->name);
+  return read_storage(r, root, hw, error);
+}
+
+/* FROM's storage members into TO, the rest of TO as it was. */
+static void
+copy_storage(StwHardware *to, const StwHardware *from)
+{
+  memcpy(to->storage_kind, from->storage_kind, sizeof to->storage_kind);
+  to->storage_devices = from->storage_devices;
+  to->storage_bytes = from->storage_bytes;
+  to->storage_queue_depth = from->storage_queue_depth;
+  to->storage_latency_ns = from->storage_latency_ns;
+  memcpy(to->storage_read, from->storage_read, sizeof to->storage_read);
+  to->n_storage_read = from->n_storage_read;
+  memcpy(to->storage_write, from->storage_write, sizeof to->storage_write);
+  to->n_storage_write = from->n_storage_write;
+  to->storage_gpudirect = from->storage_gpudirect;
+  to->storage_mixed_bytes_per_s = from->storage_mixed_bytes_per_s;
+}
+
 gboolean
 stw_hardware_name_ok(const char *name)
 {
@@ -392,10 +453,11 @@ compare_names(gconstpointer a, gconstpointer b)
   return g_ascii_strcasecmp(*(char *const *)a, *(char *const *)b);
 }
 
-char **
-stw_hardware_names(void)
+/* The names of the .json files under the resource directory DIR, sorted. */
+static char **
+resource_names(const char *dir)
 {
-  char **files = g_resource_enumerate_children(stw_hw_get_resource(), RESOURCE_DIR,
+  char **files = g_resource_enumerate_children(stw_hw_get_resource(), dir,
                                                G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
   GPtrArray *names = g_ptr_array_new();
   for (char **f = files; f != NULL && *f != NULL; f++) {
@@ -406,6 +468,78 @@ stw_hardware_names(void)
   g_ptr_array_sort(names, compare_names);
   g_ptr_array_add(names, NULL);
   return (char **)g_ptr_array_free(names, FALSE);
+}
+
+char **
+stw_hardware_names(void)
+{
+  return resource_names(RESOURCE_DIR);
+}
+
+/* The shipped file of DIR among NAMES named NAME (case-insensitive), read by FN into OUT as
+ * the shipped KIND it is: TRUE with *FOUND its name, or NULL where none is so named. */
+static gboolean
+read_shipped(const char *dir, char **names, const char *name, const char *kind,
+             StwJsonReadFunc fn, gpointer out, const char **found, GError **error)
+{
+  *found = NULL;
+  for (char **n = names; *n != NULL; n++) {
+    if (g_ascii_strcasecmp(*n, name) != 0)
+      continue;
+    g_autofree char *path = g_strdup_printf("%s/%s.json", dir, *n);
+    g_autoptr(GBytes) bytes = g_resource_lookup_data(stw_hw_get_resource(), path,
+                                                     G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+    g_assert(bytes != NULL);
+    gsize len;
+    const char *text = g_bytes_get_data(bytes, &len);
+    g_autofree char *label = g_strdup_printf("(shipped %s %s)", kind, *n);
+    if (!stw_json_read_text(label, text, len, &hardware_limits, fn, out, error))
+      return FALSE;
+    *found = *n;
+    return TRUE;
+  }
+  return TRUE;
+}
+
+char **
+stw_hardware_storage_names(void)
+{
+  return resource_names(STORAGE_DIR);
+}
+
+gboolean
+stw_hardware_use_storage(StwHardware *hw, const char *name_or_file, GError **error)
+{
+  StwHardware from;
+  g_autofree char *origin = NULL;
+  gboolean file = FALSE;
+  if (g_str_has_suffix(name_or_file, ".json") || strchr(name_or_file, '/') != NULL) {
+    if (!stw_json_read_file(name_or_file, 1u << 20, &hardware_limits, read_storage_source, &from,
+                            error))
+      return FALSE;
+    origin = g_strdup_printf("file %s", name_or_file);
+    file = TRUE;
+  } else {
+    g_auto(GStrv) names = stw_hardware_storage_names();
+    const char *found = NULL;
+    if (!read_shipped(STORAGE_DIR, names, name_or_file, "storage preset", read_storage_source,
+                      &from, &found, error))
+      return FALSE;
+    if (found == NULL) {
+      g_autofree char *list = g_strjoinv(", ", names);
+      g_set_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN,
+                  "unknown storage preset '%s': expected a storage preset or hardware profile "
+                  "file (.json) or one of: %s", name_or_file, list);
+      return FALSE;
+    }
+    origin = g_strdup_printf("shipped storage preset %s", found);
+  }
+  copy_storage(hw, &from);
+  gsize len = strlen(hw->origin);
+  g_snprintf(hw->origin + len, sizeof hw->origin - len, "%sits storage from the %s%s%s%s",
+             len > 0 ? "; " : "", origin, file ? " (" : "", file ? from.name : "",
+             file ? ")" : "");
+  return TRUE;
 }
 
 gboolean
@@ -419,18 +553,11 @@ stw_hardware_lookup(const char *name_or_file, StwHardware *out, GError **error)
   }
 
   g_auto(GStrv) names = stw_hardware_names();
-  for (char **n = names; *n != NULL; n++) {
-    if (g_ascii_strcasecmp(*n, name_or_file) != 0)
-      continue;
-    g_autofree char *path = g_strdup_printf(RESOURCE_DIR "/%s.json", *n);
-    g_autoptr(GBytes) bytes = g_resource_lookup_data(stw_hw_get_resource(), path,
-                                                     G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
-    g_assert(bytes != NULL);
-    gsize len;
-    const char *text = g_bytes_get_data(bytes, &len);
-    g_autofree char *label = g_strdup_printf("(shipped profile %s)", *n);
-    if (!stw_hardware_parse(label, text, len, out, error))
-      return FALSE;
+  const char *found = NULL;
+  if (!read_shipped(RESOURCE_DIR, names, name_or_file, "profile", read_profile, out, &found,
+                    error))
+    return FALSE;
+  if (found != NULL) {
     g_strlcpy(out->origin, "shipped profile (its sources: docs/hardware.md)", sizeof out->origin);
     return TRUE;
   }

@@ -38,6 +38,8 @@ expect 0 "V100-32GB-PCIe3" "hardware lists the shipped profiles" -- $S hardware
 expect 0 "my-gpu" "hardware checks a profile file" -- $S hardware "$F/hw/my-gpu.json"
 expect 1 "bad-curve-order.json: \$.pcie.pinned[2].bytes" "a bad profile file fails with its path" -- $S hardware "$F/hw/bad-curve-order.json"
 expect 2 "unknown hardware profile 'TPU'" "an unknown profile name is a usage error" -- $S hardware TPU
+expect 0 "nvme-gen4       1 x nvme    1.82 TiB       6.50        5.00           32" "hardware lists the storage presets" -- $S hardware
+expect 0 "nvme-gen3       1 x nvme  931.32 GiB       3.05        2.39           32" "hardware shows a storage preset by name" -- $S hardware nvme-gen3
 
 # synth: bad input
 expect 2 "--model or --model-config is required" "synth without --model" -- $S synth -o "$T/x.json"
@@ -436,6 +438,24 @@ expect 2 "plan: --nvme: hardware profile A100-80GB-PCIe4 has no storage tier: me
   "--nvme on a profile without storage" -- $S plan "$T/tt.json" --gpu 400KiB --hw A100-80GB-PCIe4 --nvme 1GiB -o "$T/x.json"
 expect 2 "the profile RTX4090-24GB-PCIe4-2xNVMe's storage holds" "--nvme beyond the profile's storage" -- \
   $S plan "$T/tt.json" --gpu 400KiB --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 8PiB -o "$T/x.json"
+# --storage: a shipped drive given to any profile; two of nvme-gen4 are the 4090 workstation's
+$S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4 --storage nvme-gen4 \
+  --nvme-devices 2 --nvme 1GiB --activations keep -o "$T/tg4.json" > "$T/tg4.log" &&
+  grep -q "^  hardware     RTX4090-24GB-PCIe4: shipped profile (its sources: docs/hardware.md); its storage from the shipped storage preset nvme-gen4$" "$T/tg4.log" &&
+  [ "$(grep -E '^  (storage|iteration|host) ' "$T/tg4.log")" = "$(grep -E '^  (storage|iteration|host) ' "$T/tn.log")" ] &&
+  grep -q "(2 drives)" "$T/tg4.log" && $S check "$T/tg4.json" "$T/tt.json" > /dev/null
+tap_result $? "plan --storage nvme-gen4 --nvme-devices 2 on the 4090 plans as the 4090 workstation's profile" "$(cat "$T/tg4.log" "$T/tn.log")"
+expect 0 "storage      " "--storage gives a profile without storage a tier" -- $S plan "$T/tt.json" --gpu 400KiB \
+  --cpu 2147944448 --hw A100-80GB-PCIe4 --storage nvme-gen5 --nvme 1GiB --activations keep -o "$T/x.json"
+rm -f "$T/x.json"
+expect 2 "plan: --storage goes with --nvme SIZE; without it the option would be ignored" "--storage without --nvme" -- \
+  $S plan "$T/tt.json" --gpu 400KiB --hw A100-80GB-PCIe4 --storage nvme-gen4 -o "$T/x.json"
+expect 2 "plan: --storage: unknown storage preset 'floppy': expected a storage preset or hardware profile file (.json) or one of: nvme-gen3, nvme-gen4, nvme-gen5" \
+  "an unknown storage preset" -- $S plan "$T/tt.json" --gpu 400KiB --nvme 1GiB --storage floppy -o "$T/x.json"
+expect 1 "plan: --storage: $F/hw/my-gpu.json: \$: a hardware profile without a \"storage\" section" \
+  "--storage naming a profile without storage" -- $S plan "$T/tt.json" --gpu 400KiB --nvme 1GiB --storage "$F/hw/my-gpu.json" -o "$T/x.json"
+[ ! -e "$T/x.json" ]
+tap_result $? "a refused --storage writes no plan"
 expect 2 "--activations: 'sometimes' is not one of keep, recompute, offload, auto" "an unknown --activations" -- $S plan "$T/tt.json" --gpu 400KiB --activations sometimes -o "$T/x.json"
 expect 2 "--activations goes with --policy stowage" "--activations with a baseline policy" -- $S plan "$T/tt.json" --gpu 400KiB --policy lru --activations auto -o "$T/x.json"
 expect 0 "--activations auto: the trace has no blocks" "--activations on a trace without blocks says so" -- $S plan "$F/traces/mini.json" --gpu 1GiB --activations auto -o "$T/x.json"

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <glib.h>
+#include <glib/gstdio.h>
 
 #include <stowage/hardware.h>
 #include <stowage/units.h>
@@ -107,6 +108,93 @@ test_shipped(void)
     g_assert_false(stw_hardware_parse("ws.json", b->str, b->len, &back, &error));
     stw_assert_error_contains(error, bad[i].needle);
   }
+}
+
+/* Storage presets: one drive of a kind each, given to any profile (--storage); a file may be a
+ * preset or a profile with a storage section, and anything else is refused by name. */
+static void
+test_storage_presets(void)
+{
+  g_auto(GStrv) names = stw_hardware_storage_names();
+  g_assert_cmpuint(g_strv_length(names), ==, 3);
+  g_assert_cmpstr(names[0], ==, "nvme-gen3");
+  g_assert_cmpstr(names[2], ==, "nvme-gen5");
+  static const struct {
+    const char *name;
+    double read, write; /* at 16 MiB */
+    guint64 capacity;
+  } want[] = { { "nvme-gen3", 3.05e9, 2.39e9, 1000000000000 },
+               { "NVMe-Gen4", 6.5e9, 5.0e9, 2000000000000 },
+               { "nvme-gen5", 12.8e9, 9.7e9, 2000000000000 } };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+    StwHardware hw;
+    GError *error = NULL;
+    g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+    g_assert_cmpstr(hw.storage_kind, ==, "");
+    g_assert_true(stw_hardware_use_storage(&hw, want[i].name, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(hw.name, ==, "A100-80GB-PCIe4"); /* the rest of the profile kept */
+    g_assert_cmpuint(hw.gpu_memory_bytes, ==, 80 * STW_GiB);
+    g_assert_cmpstr(hw.storage_kind, ==, "nvme");
+    g_assert_cmpuint(hw.storage_devices, ==, 1);
+    g_assert_cmpuint(hw.storage_bytes, ==, want[i].capacity);
+    g_assert_cmpfloat(stw_hardware_storage_bandwidth(&hw, 1u << 24, FALSE), ==, want[i].read);
+    g_assert_cmpfloat(stw_hardware_storage_bandwidth(&hw, 1u << 24, TRUE), ==, want[i].write);
+    g_assert_nonnull(strstr(hw.origin, "; its storage from the shipped storage preset nvme-gen"));
+  }
+  /* the 4090 workstation's drives are two of nvme-gen4's */
+  StwHardware ws, gen4;
+  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4-2xNVMe", &ws, NULL));
+  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4", &gen4, NULL));
+  g_assert_true(stw_hardware_use_storage(&gen4, "nvme-gen4", NULL));
+  stw_hardware_set_storage_devices(&gen4, 2);
+  g_assert_cmpuint(gen4.storage_bytes, ==, ws.storage_bytes);
+  for (guint64 bytes = 1u << 16; bytes <= 1u << 24; bytes <<= 2)
+    for (int write = 0; write < 2; write++)
+      g_assert_cmpfloat(stw_hardware_storage_bandwidth(&gen4, bytes, write), ==,
+                        stw_hardware_storage_bandwidth(&ws, bytes, write));
+  /* a profile's file gives its storage; one without, a trace, or no name are refused */
+  StwHardware hw;
+  GError *error = NULL;
+  g_assert_true(stw_hardware_lookup("H100-80GB-PCIe5", &hw, NULL));
+  g_autofree char *with = g_test_build_filename(G_TEST_DIST, "..", "hw",
+                                                "RTX4090-24GB-PCIe4-2xNVMe.json", NULL);
+  g_assert_true(stw_hardware_use_storage(&hw, with, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(hw.storage_devices, ==, 2);
+  g_assert_nonnull(strstr(hw.origin, "(RTX4090-24GB-PCIe4-2xNVMe)"));
+  g_autofree char *without = stw_test_fixture("hw/my-gpu.json");
+  g_assert_false(stw_hardware_use_storage(&hw, without, &error));
+  stw_assert_error_contains(error, "$: a hardware profile without a \"storage\" section: "
+                                   "expected one with it, or a storage preset");
+  g_assert_cmpuint(hw.storage_devices, ==, 2); /* a refusal leaves HW as it was */
+  g_autofree char *dir = g_dir_make_tmp("stw-storage-XXXXXX", NULL);
+  static const struct {
+    const char *text, *needle;
+  } bad[] = {
+    { "{\"format\":\"stowage-trace\"}", "$.format: expected \"stowage-storage\" (a storage "
+      "preset) or \"stowage-hardware\" (a profile with a \"storage\" section), found "
+      "\"stowage-trace\"" },
+    { "{\"format\":\"stowage-storage\",\"version\":1,\"name\":\"x\"}",
+      "$: missing required member \"storage\"" },
+    { "{\"format\":\"stowage-storage\",\"version\":1,\"name\":\"x\",\"storage\":{\"kind\":"
+      "\"nvme\",\"capacity_bytes\":1,\"queue_depth\":1,\"latency_ns\":0,\"read\":[],"
+      "\"write\":[]},\"drives\":2}", "$: unknown member \"drives\"" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *path = g_build_filename(dir, "s.json", NULL);
+    g_assert_true(g_file_set_contents(path, bad[i].text, -1, NULL));
+    g_assert_false(stw_hardware_use_storage(&hw, path, &error));
+    g_assert_true(g_str_has_prefix(error->message, path));
+    stw_assert_error_contains(error, bad[i].needle);
+    g_unlink(path);
+  }
+  g_rmdir(dir);
+  g_assert_false(stw_hardware_use_storage(&hw, "tape-lto9", &error));
+  g_assert_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN);
+  stw_assert_error_contains(error, "unknown storage preset 'tape-lto9': expected a storage "
+                                   "preset or hardware profile file (.json) or one of: "
+                                   "nvme-gen3, nvme-gen4, nvme-gen5");
 }
 
 static void
@@ -264,6 +352,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/hardware/shipped", test_shipped);
   g_test_add_func("/hardware/unknown", test_unknown);
+  g_test_add_func("/hardware/storage-presets", test_storage_presets);
   g_test_add_func("/hardware/files", test_files);
   g_test_add_func("/hardware/bandwidth-curve", test_bandwidth_curve);
   g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);

@@ -123,6 +123,14 @@ gboolean stw_hardware_save(const StwHardware *hw, const char *description, const
 gboolean stw_hardware_name_ok(const char *name);
 /* Names of the shipped profiles, sorted, never NULL; the caller frees them with g_strfreev. */
 char **stw_hardware_names(void);
+/* Names of the shipped storage presets (hw/storage: one drive of a kind each), the same way. */
+char **stw_hardware_storage_names(void);
+/* HW's storage tier replaced by another's, the rest of HW kept: a shipped storage preset's
+ * (NAME_OR_FILE a name of stw_hardware_storage_names, case-insensitive) or a file's, a storage
+ * preset (format "stowage-storage": name, storage, description and sources) or a hardware
+ * profile with a "storage" section. HW's origin says where the storage came from. Errors as
+ * stw_hardware_lookup's (STW_HARDWARE_ERROR_UNKNOWN lists the presets). */
+gboolean stw_hardware_use_storage(StwHardware *hw, const char *name_or_file, GError **error);
 
 /* The default of cpu_overhead_bytes: 2 GiB per rank, what a PyTorch process with a CUDA
  * context, its libraries and its allocators' slack takes on the host before any model state. */

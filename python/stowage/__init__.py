@@ -181,7 +181,7 @@ def _options(command, **given):
 
 def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None,
          policy=None, objective=None, chunk_size=None, oversized=None, gemini_fraction=None,
-         prefetch_bucket=None, activations=None, nvme=None, nvme_devices=None,
+         prefetch_bucket=None, activations=None, nvme=None, nvme_devices=None, storage=None,
          optimizer_state=None, pinned=None, zero_stage=None, margin=None):
     """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan, whose
     options these are (--chunk-size is chunk_size), read and refused as the CLI reads them."""
@@ -189,7 +189,8 @@ def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, bey
                     beyond_device=beyond_device, policy=policy, objective=objective,
                     chunk_size=chunk_size, oversized=oversized, gemini_fraction=gemini_fraction,
                     prefetch_bucket=prefetch_bucket, activations=activations, nvme=nvme,
-                    nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned,
+                    nvme_devices=nvme_devices, storage=storage,
+                    optimizer_state=optimizer_state, pinned=pinned,
                     zero_stage=zero_stage, margin=margin)
     _of(trace, Trace, "plan: trace")
     trace_file = _path(trace.path) if trace.path else None
@@ -212,13 +213,14 @@ def simulate(plan, trace, detail=False):
 
 
 def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
-            beyond_device=None, activations=None, nvme=None, nvme_devices=None,
+            beyond_device=None, activations=None, nvme=None, nvme_devices=None, storage=None,
             optimizer_state=None, pinned=None):
     """Every policy on TRACE with a GPU budget against unlimited memory: the record `stowage
     compare --json` prints, the options read and refused as the CLI reads them."""
     text = _options("compare", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
-                    nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned)
+                    nvme_devices=nvme_devices, storage=storage,
+                    optimizer_state=optimizer_state, pinned=pinned)
     _of(trace, Trace, "compare: trace")
     return json.loads(_lib.take(_call(_lib.compare, trace._h,
                                       trace.path.encode() if trace.path else None, text)))
@@ -244,7 +246,8 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
              kernels=None, loss=None,
              dtype=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
              beyond_device=None, lora=None, lora_targets=None,
-             activations=None, nvme=None, nvme_devices=None, optimizer_state=None, pinned=None,
+             activations=None, nvme=None, nvme_devices=None, storage=None,
+             optimizer_state=None, pinned=None,
              micro_steps=None, amp=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
@@ -256,19 +259,21 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     policy=",".join(policy) if isinstance(policy, (list, tuple)) else policy,
                     cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
-                    nvme_devices=nvme_devices, optimizer_state=optimizer_state, pinned=pinned,
+                    nvme_devices=nvme_devices, storage=storage,
+                    optimizer_state=optimizer_state, pinned=pinned,
                     micro_steps=micro_steps, amp=amp)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
 def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None,
            hw=None, beyond_device=None, activations=None, nvme=None, nvme_devices=None,
+           storage=None,
            optimizer_state=None, pinned=None):
     """The smallest GPU budget (to 64 MiB) whose plan is within SLOWDOWN (a percentage, "10%"
     by default) of unlimited memory: the record `stowage minmem --json` prints."""
     text = _options("minmem", slowdown=slowdown, policy=policy, cpu=cpu, reserve=reserve,
                     gpus=gpus, nodes=nodes, hw=hw, beyond_device=beyond_device,
-                    activations=activations, nvme=nvme, nvme_devices=nvme_devices,
+                    activations=activations, nvme=nvme, nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned)
     _of(trace, Trace, "minmem: trace")
     return json.loads(_lib.take(_call(_lib.minmem, trace._h,
@@ -279,7 +284,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            seq=None, dtype=None, checkpointing=None, attention=None, kernels=None, loss=None,
            chunk_size=None, cpu=None,
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
-           lora_targets=None, activations=None, nvme=None, nvme_devices=None,
+           lora_targets=None, activations=None, nvme=None, nvme_devices=None, storage=None,
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
            amp=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
@@ -297,7 +302,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     checkpointing=checkpointing, attention=attention, kernels=kernels,
                     loss=loss, chunk_size=text(chunk_size), cpu=cpu, reserve=reserve, gpus=gpus,
                     nodes=nodes, hw=hw, beyond_device=beyond_device, activations=activations,
-                    nvme=nvme, nvme_devices=nvme_devices, optimizer_state=text(optimizer_state),
+                    nvme=nvme, nvme_devices=nvme_devices, storage=storage,
+                    optimizer_state=text(optimizer_state),
                     pinned=pinned, lora=lora, lora_targets=text(lora_targets),
                     micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
