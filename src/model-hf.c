@@ -43,6 +43,10 @@ typedef enum {
   HF_GLM4,
   HF_OPT,
   HF_GPT_OSS,
+  HF_OLMO3,
+  HF_EXAONE4,
+  HF_SEED_OSS,
+  HF_ERNIE4_5,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -51,7 +55,9 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "qwen3_moe", "olmo2", "roberta",
                                            "starcoder2", "gpt_bigcode", "phi",
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
-                                           "glm",     "glm4",     "opt",   "gpt_oss", NULL };
+                                           "glm",     "glm4",     "opt",   "gpt_oss",
+                                           "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -76,6 +82,8 @@ typedef struct {
                                      * attention_bias says; QKV_BIAS_MEMBER, given, reads it */
   const char *qkv_bias_member;
   gboolean out_bias_never;          /* o_proj never biased, attention_bias or not (GLM's) */
+  const char *out_bias_member;      /* o_proj's bias from a member of its own (Seed-OSS's
+                                     * attention_out_bias, default false), not attention_bias */
   const char *bias_switch;          /* one member for every projection's bias (StarCoder 2's
                                      * use_bias, Falcon's bias), or NULL */
   StwModelConfig shape;             /* the block the type builds: its arch, norms, query and key
@@ -283,7 +291,37 @@ static const HfRow hf_rows[] = {
                    .max_seq_default = 131072, .vocab_default = 201088, .kv_default = 8,
                    .head_dim_default = 64, .reads_tie = TRUE, .attention_bias = TRUE,
                    .reads_attention_bias = TRUE },
+  /* OLMo 3 (HF_OLMO3): OLMo 2's row, defaults and all (its sliding-window layers change no
+   * weight): row_of */
+  /* EXAONE 4 (LG): llama's projections, never biased, with the norms after attention and the
+   * MLP only (OLMo 2's) and an RMSNorm over each head's queries and keys (Qwen3's) */
+  [HF_EXAONE4] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST, .qk_norm = TRUE },
+                   .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                   .ffn_default = 16384, .max_seq_default = 2048, .vocab_default = 102400,
+                   .kv_default = 32, .reads_tie = TRUE },
+  /* Seed-OSS (ByteDance): llama's block, q, k and v biased (attention_bias, default true), o
+   * by a member of its own (attention_out_bias), heads 128 wide */
+  [HF_SEED_OSS] = { .shape = { .arch = STW_ARCH_LLAMA }, .out_bias_member = "attention_out_bias",
+                    .layers_default = 64, .hidden_default = 4096, .heads_default = 80,
+                    .ffn_default = 27648, .max_seq_default = 524288, .vocab_default = 155136,
+                    .kv_default = 8, .kv_null_ok = TRUE, .head_dim_default = 128,
+                    .head_dim_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
+                    .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  /* ERNIE 4.5 (Baidu), the dense models: llama's block, biases everywhere or nowhere
+   * (use_bias), heads 128 wide, the LM head tied */
+  [HF_ERNIE4_5] = { .shape = { .arch = STW_ARCH_LLAMA }, .bias_switch = "use_bias",
+                    .layers_default = 18, .hidden_default = 1024, .heads_default = 16,
+                    .ffn_default = 3072, .max_seq_default = 131072, .vocab_default = 103424,
+                    .kv_default = 2, .kv_null_ok = TRUE, .head_dim_default = 128,
+                    .head_dim_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE },
 };
+
+/* TYPE's row: its own, or the type's whose class it repeats. */
+static const HfRow *
+row_of(HfType type)
+{
+  return &hf_rows[type == HF_OLMO3 ? HF_OLMO2 : type];
+}
 
 /* Hugging Face's activations (transformers' ACT2FN) as stowage models them: GELU with tanh's
  * approximation written out op by op, or one kernel; an unknown name is refused, as transformers
@@ -489,7 +527,7 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   StwJsonReader *r = h->r;
   const cJSON *root = h->root;
   const cJSON *moe = member(root, "num_experts");
-  if (hf_rows[type].experts_member == NULL && moe != NULL &&
+  if (row_of(type)->experts_member == NULL && moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1)) {
     /* the types whose rows read experts, from the table */
     g_autoptr(GString) with = g_string_new(NULL);
@@ -545,7 +583,13 @@ read_biases(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
     return FALSE;
   c->bias[STW_SITE_QKV] = attn || qkv_only ? STW_BIAS_YES : STW_BIAS_NO;
-  c->bias[STW_SITE_OUT] = attn && !row->out_bias_never ? STW_BIAS_YES : STW_BIAS_NO;
+  gboolean out = attn && !row->out_bias_never;
+  if (row->out_bias_member != NULL) {
+    out = FALSE;
+    if (!get_bool(h, row->out_bias_member, &out, error))
+      return FALSE;
+  }
+  c->bias[STW_SITE_OUT] = out ? STW_BIAS_YES : STW_BIAS_NO;
   c->bias[STW_SITE_MLP] = mlp ? STW_BIAS_YES : STW_BIAS_NO;
   /* a bias setting equal to the architecture's default is written as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
@@ -591,7 +635,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   HfType type = (HfType)t;
   const char *type_name = stw_hf_model_types[t];
   const Hf hf = { .r = r, .root = root, .type = type_name }, *h = &hf;
-  const HfRow *row = &hf_rows[type];
+  const HfRow *row = row_of(type);
   StwModelConfig c = row->shape; /* the type's block, its sizes read below */
   c.tied = row->tied;
   /* GPT-2 and GPT-BigCode have names of their own, and take the common ones too */

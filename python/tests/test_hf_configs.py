@@ -96,6 +96,18 @@ SMALL = {
                 "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
                 "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
                 "max_position_embeddings": 64},
+    "olmo3": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+              "max_position_embeddings": 64, "pad_token_id": 0},
+    "exaone4": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                "max_position_embeddings": 64, "pad_token_id": 0},
+    "seed_oss": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+                 "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0},
+    "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+                 "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0},
 }
 
 
@@ -147,6 +159,12 @@ def variants(kind):
     if kind == "gpt_oss":  # its experts under their other name; its attention without biases
         out.append(("num_experts", dict(base, num_experts=8)))
         out.append(("attention_bias false", dict(base, attention_bias=False)))
+    if kind == "seed_oss":  # o's bias a member of its own
+        out.append(("attention_out_bias", dict(base, attention_out_bias=True)))
+        out.append(("attention_out_bias, no attention_bias",
+                    dict(base, attention_out_bias=True, attention_bias=False)))
+    if kind == "ernie4_5":  # every projection's bias, one switch
+        out.append(("use_bias", dict(base, use_bias=True)))
     if kind == "qwen2_moe":
         out.append(("qkv_bias false", dict(base, qkv_bias=False)))
         out.append(("intermediate_size", dict(base, intermediate_size=1000)))
