@@ -185,6 +185,10 @@ def config_of(row):
                 "num_attention_heads": heads, "ffn_dim": whole(row, "ffn_hidden", 4 * hidden),
                 "vocab_size": vocab, "max_position_embeddings": max(seq, 2048),
                 "tie_word_embeddings": not row["tied_embeddings"].startswith("no")}
+    if re.search(r"\bbloom", arch) or re.search(r"(^|/)bloom", name):  # ALiBi, the MLP 4 x hidden
+        return {"model_type": "bloom", "n_layer": layers, "hidden_size": hidden, "n_head": heads,
+                "vocab_size": vocab,
+                "tie_word_embeddings": not row["tied_embeddings"].startswith("no")}
     if re.search(r"neox|pythia", arch):
         return {"model_type": "gpt_neox", "num_hidden_layers": layers, "hidden_size": hidden,
                 "num_attention_heads": heads,

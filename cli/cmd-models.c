@@ -44,14 +44,15 @@ print_config_file(const char *file, gboolean json)
   g_autoptr(StwTable) table = models_table();
   models_row(table, &c, "-", params);
   stw_table_print(table, stdout);
+  g_autofree char *context = c.alibi ? g_strdup("positions by ALiBi (no longest context)")
+                                      : g_strdup_printf("context %" G_GUINT64_FORMAT, c.max_seq);
   GString *biases = g_string_new(NULL);
   for (int site = 0; site < STW_N_SITES; site++)
     if (stw_model_has_bias(&c, site))
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads%s%s%s; biases: %s; LM head %s%s; context %" G_GUINT64_FORMAT
-         "%s%s\n",
+         " key/value heads%s%s%s; biases: %s; LM head %s%s; %s%s%s%s\n",
          c.heads, stw_model_head_dim(&c), c.kv_heads,
          !c.qk_norm      ? ""
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
@@ -60,7 +61,7 @@ print_config_file(const char *file, gboolean json)
          biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own",
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",
-         c.max_seq,
+         context, c.embed_norm ? "; a norm over the embeddings" : "",
          (const char *[]){ "", "; norms after attention and the MLP too",
                            "; norms after attention and the MLP, none before",
                            "; one norm for attention and the MLP (a parallel block)" }[c.norms],

@@ -47,6 +47,7 @@ typedef enum {
   HF_EXAONE4,
   HF_SEED_OSS,
   HF_ERNIE4_5,
+  HF_BLOOM,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -57,7 +58,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
                                            "glm",     "glm4",     "opt",   "gpt_oss",
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
-                                           NULL };
+                                           "bloom",   NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -73,6 +74,8 @@ typedef struct {
   guint64 head_dim_default;         /* head_dim: 0 = hidden / heads (None); NOT_READ: always */
   gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
   gboolean ffn_null_ok;
+  gboolean ffn_fixed;               /* the MLP 4 x hidden, whatever the file says (BLOOM's) */
+  gboolean positions_unbounded;     /* ALiBi: no table, so no longest sequence to read */
   gboolean tied;                    /* tie_word_embeddings' default */
   gboolean reads_tie;               /* a head to tie (BERT's encoder has none: ignored) */
   gboolean attention_bias;          /* attention_bias's default, read where reads_attention_bias */
@@ -314,6 +317,17 @@ static const HfRow hf_rows[] = {
                     .ffn_default = 3072, .max_seq_default = 131072, .vocab_default = 103424,
                     .kv_default = 2, .kv_null_ok = TRUE, .head_dim_default = 128,
                     .head_dim_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE },
+  /* BLOOM: GPT-NeoX's block run in sequence (GPT-2's), positions by ALiBi, a LayerNorm over
+   * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
+   * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
+   * its old name n_embed, which wins) defaults to 64 */
+  [HF_BLOOM] = { .shape = { .arch = STW_ARCH_NEOX, .alibi = TRUE, .embed_norm = TRUE,
+                            .activation = STW_ACT_GELU_NEW },
+                 .mlp_bias = TRUE, .layers = "n_layer", .heads = "n_head", .ffn_fixed = TRUE,
+                 .positions_unbounded = TRUE, .layers_default = 2, .hidden_default = 64,
+                 .heads_default = 8, .vocab_default = 250880, .kv_default = NOT_READ,
+                 .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE,
+                 .attention_bias = TRUE },
 };
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
@@ -430,6 +444,7 @@ read_falcon_blocks(const Hf *h, StwModelConfig *c, GError **error)
     return stw_json_fail_at(h->r, "head_dim", error, "a falcon head is hidden / heads wide "
                             "(transformers refuses the member)");
   if (!get_bool(h, "new_decoder_architecture", &new_arch, error) ||
+      !get_bool(h, "alibi", &c->alibi, error) ||
       !get_bool(h, "multi_query", &multi, error) ||
       !get_bool(h, "parallel_attn", &parallel, error) ||
       !get_u64(h, "num_kv_heads", TRUE, STW_MODEL_MAX_WIDTH, &kv, error) ||
@@ -645,13 +660,22 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                 row->hidden_default, &c.hidden, error) ||
       !get_size(h, row->heads, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH,
                 row->heads_default, &c.heads, error) ||
-      !get_size(h, row->max_seq, "max_position_embeddings", FALSE,
-                STW_MODEL_MAX_SEQ, row->max_seq_default, &c.max_seq, error) ||
+      (!row->positions_unbounded &&
+       !get_size(h, row->max_seq, "max_position_embeddings", FALSE, STW_MODEL_MAX_SEQ,
+                 row->max_seq_default, &c.max_seq, error)) ||
       !get_size(h, NULL, "vocab_size", FALSE, STW_MODEL_MAX_VOCAB, row->vocab_default, &c.vocab,
                 error) ||
-      !get_size(h, row->ffn != NULL ? row->ffn : "intermediate_size", NULL, row->ffn_null_ok,
-                8 * (guint64)STW_MODEL_MAX_WIDTH, row->ffn_default, &c.ffn, error))
+      (!row->ffn_fixed &&
+       !get_size(h, row->ffn != NULL ? row->ffn : "intermediate_size", NULL, row->ffn_null_ok,
+                 8 * (guint64)STW_MODEL_MAX_WIDTH, row->ffn_default, &c.ffn, error)))
     return FALSE;
+  guint64 n_embed = 0; /* BLOOM's old name for hidden_size, which wins where it is a number */
+  if (type == HF_BLOOM && !get_u64(h, "n_embed", TRUE, STW_MODEL_MAX_WIDTH, &n_embed, error))
+    return FALSE;
+  if (n_embed != 0)
+    c.hidden = n_embed;
+  if (row->positions_unbounded)
+    c.max_seq = STW_MODEL_MAX_SEQ;
   if (c.ffn == 0)
     c.ffn = 4 * c.hidden; /* GPT-2's n_inner: None */
   c.position_offset = row->position_offset;

@@ -124,6 +124,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
               "experts)";
   else if (c->attn_sinks && c->arch != STW_ARCH_LLAMA)
     problem = "attn_sinks are modelled for llama-style blocks only";
+  else if (c->alibi && c->arch != STW_ARCH_NEOX)
+    problem = "alibi is modelled for neox blocks only (BLOOM's, Falcon's)";
+  else if (c->embed_norm && c->arch != STW_ARCH_NEOX)
+    problem = "embed_norm is modelled for neox blocks only (BLOOM's; bert's is its own)";
   else if (c->position_offset > STW_MODEL_MAX_POSITION_OFFSET)
     problem = "position_offset must be at most 1024";
   else if (c->position_offset != 0 && c->arch != STW_ARCH_GPT && c->arch != STW_ARCH_BERT)
@@ -169,14 +173,14 @@ static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
   "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
-  "shared_expert_ffn", "activation", "position_offset", "attn_sinks", NULL
+  "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
   "head_bias", "token_types", "shared_expert_ffn", "activation", "position_offset",
-  "attn_sinks", NULL
+  "attn_sinks", "alibi", "embed_norm", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -196,6 +200,8 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error) ||
       !stw_json_get_bool(r, obj, "head_bias", FALSE, &c->head_bias, error) ||
       !stw_json_get_bool(r, obj, "attn_sinks", FALSE, &c->attn_sinks, error) ||
+      !stw_json_get_bool(r, obj, "alibi", FALSE, &c->alibi, error) ||
+      !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
       !stw_json_get_u64(r, obj, "shared_expert_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->shared_expert_ffn, error) ||
       !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
@@ -317,6 +323,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "position_offset", c->position_offset);
   if (c->attn_sinks)
     cJSON_AddBoolToObject(o, "attn_sinks", TRUE);
+  if (c->alibi)
+    cJSON_AddBoolToObject(o, "alibi", TRUE);
+  if (c->embed_norm)
+    cJSON_AddBoolToObject(o, "embed_norm", TRUE);
   return o;
 }
 
@@ -647,13 +657,18 @@ build_neox(Builder *b)
   StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 1, &emb);
   o->out_bytes = b->T * c->hidden * b->e;
+  if (c->embed_norm) { /* BLOOM's word_embeddings_layernorm */
+    Ids ln = { 0 };
+    norm_params(b, &ln, c->hidden, FALSE, "gpt_neox.embed_in_layernorm");
+    norm(b, -1, STW_OP_NORM_EMBED, "embed.ln", c->hidden, FALSE, ln.n, ln.id);
+  }
 
   static const GeluBlockNames names = {
     "gpt_neox.layers.%d", "input_layernorm", "attention.query_key_value", "attention.dense",
     "post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"
   };
   for (gint32 l = 0; l < (gint32)c->layers; l++)
-    gelu_block(b, l, &names, TRUE);
+    gelu_block(b, l, &names, !c->alibi); /* ALiBi's bias joins the scores: no rotary op */
   decoder_head(b, emb, FALSE, "gpt_neox.final_layer_norm", "embed_out.weight");
 }
 

@@ -272,11 +272,12 @@ eager_cost(const Synth *s, const StwGraphOp *g)
       x.bwd_bytes += n * (6 * e + 1 + (dropout ? 2 * e + 1 : 0));
       x.fwd_kernels += 4 + (dropout ? 1 : 0);
       x.bwd_kernels += 5 + (dropout ? 1 : 0);
-      if (c->arch == STW_ARCH_LLAMA || s->autocast) {
+      if (c->arch == STW_ARCH_LLAMA || c->alibi || s->autocast) {
         /* the softmax in fp32: Llama's modules ask for it (softmax(..., dtype=float32), then
-         * .to(query.dtype)), and under autocast softmax is on its fp32 list: the scores cast
-         * up, the softmax reading and writing 4 bytes a score, the probabilities cast back;
-         * backward the same chain reversed */
+         * .to(query.dtype)), and so do the ALiBi ones (BLOOM's; Falcon's casts its scores up
+         * before the bias joins them); under autocast softmax is on its fp32 list: the scores
+         * cast up, the softmax reading and writing 4 bytes a score, the probabilities cast
+         * back; backward the same chain reversed */
         x.fwd_bytes += n * 4 * FP32;
         x.bwd_bytes += n * (5 * FP32 - e);
         x.fwd_kernels += 2;

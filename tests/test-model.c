@@ -519,6 +519,7 @@ test_hf_configs(void)
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
     { "opt-1.3b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1315758080), 32, 64, TRUE },
     { "gpt-oss-20b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(20914757184), 8, 64, FALSE },
+    { "bloom-560m", STW_ARCH_NEOX, G_GUINT64_CONSTANT(559214592), 16, 64, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -583,6 +584,41 @@ test_hf_configs(void)
     g_assert_true(stw_model_resolve(path, &cfg, NULL));
     g_assert_cmpint(cfg.activation, ==, acts[i].act);
     g_assert_cmpint(stw_model_gelu_new(&cfg), ==, acts[i].gelu_new);
+  }
+  /* BLOOM: ALiBi (no rotary op, no longest sequence), a norm over the embeddings (2 x 1024
+   * parameters), GELU-new's ops; Falcon's alibi member read too */
+  StwModelConfig bl;
+  g_autofree char *blp = stw_test_fixture("hf/bloom-560m/config.json");
+  g_assert_true(stw_model_resolve(blp, &bl, NULL));
+  g_assert_true(bl.alibi && bl.embed_norm);
+  g_assert_cmpuint(bl.max_seq, ==, STW_MODEL_MAX_SEQ);
+  g_assert_true(stw_model_gelu_new(&bl));
+  {
+    StwModelConfig plain = bl;
+    plain.embed_norm = FALSE;
+    g_assert_cmpuint(stw_model_param_count(&bl) - stw_model_param_count(&plain), ==, 2 * 1024);
+    g_autoptr(StwModelGraph) bg = stw_model_graph_new(&bl, 1, 16, STW_DTYPE_BF16,
+                                                      STW_ATTENTION_NAIVE);
+    guint ropes = 0, embed_norms = 0;
+    for (guint i = 0; i < bg->ops->len; i++) {
+      const StwGraphOp *o = bg->ops->pdata[i];
+      ropes += o->kind == STW_OP_ROPE;
+      embed_norms += o->kind == STW_OP_NORM_EMBED;
+    }
+    g_assert_cmpuint(ropes, ==, 0);
+    g_assert_cmpuint(embed_norms, ==, 1);
+    StwModelConfig bad = bl;
+    bad.arch = STW_ARCH_LLAMA;
+    bad.activation = STW_ACT_DEFAULT;
+    GError *error = NULL;
+    g_assert_false(stw_model_config_validate(&bad, NULL, &error));
+    stw_assert_error_contains(error, "alibi is modelled for neox blocks only");
+  }
+  {
+    const char *falcon = "{\"model_type\":\"falcon\",\"alibi\":true}";
+    StwModelConfig fa;
+    g_assert_true(stw_model_config_parse("falcon.json", falcon, strlen(falcon), &fa, NULL));
+    g_assert_true(fa.alibi && !fa.embed_norm);
   }
   /* Qwen2: biases on q, k and v, none on o_proj; Mixtral: 8 experts, top 2 */
   StwModelConfig q, m;

@@ -73,6 +73,8 @@ has "Gemini's auto placement with its optimizer's share of the margin (0: every 
   "| G04 | Gemini | gpt2_10b (ColossalAI exa | 4 x 8 | patrickstar --margin 0 on A100-80GB-PCIe4 | 7.598 s | 10.658 s | +40.3% |"
 has "an OPT by its architecture's name: a Hugging Face OPT config, its ReLU MLP" \
   "| T18 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | facebook/opt-1.3b (made  | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 1.118 s | -18.1% |"
+has "a BLOOM by its architecture's name: a Hugging Face BLOOM config, ALiBi and the embeddings' norm" \
+  "| T20 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | bigscience/bloom-560m (m | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 0.582 s | -57.3% |"
 has "a margin ratio beyond 1: not replayed, said" \
   "- T17: a field this bench cannot read (ValueError: policy_config: gpu_margin_mem_ratio=2 is not from 0 to 1)"
 has "ZenFlow wherever it appears: not replayed, said" \

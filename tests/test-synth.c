@@ -11,14 +11,22 @@
 #include "testutil.h"
 
 static const StwOp *
-find_op(const StwTrace *t, const char *name)
+find_op_or_null(const StwTrace *t, const char *name)
 {
   for (guint i = 0; i < t->ops->len; i++) {
     if (g_str_equal(stw_trace_op(t, i)->name, name))
       return stw_trace_op(t, i);
   }
-  g_error("no op %s", name);
   return NULL;
+}
+
+static const StwOp *
+find_op(const StwTrace *t, const char *name)
+{
+  const StwOp *o = find_op_or_null(t, name);
+  if (o == NULL)
+    g_error("no op %s", name);
+  return o;
 }
 
 /* CFG synthesized with OPT on the default profile. */
@@ -662,6 +670,17 @@ test_eager_autocast(void)
                           2 * 2 * T * d + n * (6 * 2 + 1) + n * (20 - 2) };
   static const char *const core_names[] = { "h1.attn.core", "h1.attn.core.bwd" };
   assert_eager_extra(lf, le, core_names, core, G_N_ELEMENTS(core_names));
+  /* and ALiBi's (BLOOM's, Falcon's): the biased scores in fp32 too, and no rotary op */
+  StwModelConfig alibi = { .name = "alibi", .arch = STW_ARCH_NEOX, .layers = 2, .hidden = 1024,
+                           .heads = 8, .kv_heads = 8, .ffn = 4096, .vocab = 1000,
+                           .max_seq = 512, .alibi = TRUE, .embed_norm = TRUE };
+  opt.kernels = STW_KERNELS_EAGER;
+  g_autoptr(StwTrace) ae = synth_on_default(&alibi, &opt);
+  opt.kernels = STW_KERNELS_FUSED;
+  g_autoptr(StwTrace) af = synth_on_default(&alibi, &opt);
+  assert_eager_extra(af, ae, core_names, core, G_N_ELEMENTS(core_names));
+  g_assert_null(find_op_or_null(ae, "h1.attn.rope"));
+  g_assert_nonnull(find_op_or_null(ae, "embed.ln"));
 
   /* gpt-oss's sinks, which the attention reads: under autocast not cast like a projection's
    * weights (nothing more held at the attention than without them) */

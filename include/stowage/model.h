@@ -142,6 +142,10 @@ typedef struct {
                             * which no position uses (OPT's offset, RoBERTa's padding: 2) */
   gboolean attn_sinks;     /* a learned logit per head that joins each softmax (gpt-oss): heads
                             * parameters a block (llama only) */
+  gboolean alibi;          /* positions by ALiBi: a slope per head times the distance joins each
+                            * score, no rotary op and no table, so no longest sequence but
+                            * max_seq (BLOOM, Falcon's alibi; neox only) */
+  gboolean embed_norm;     /* a LayerNorm over the token embeddings (BLOOM's; neox only) */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */

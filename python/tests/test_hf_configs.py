@@ -105,6 +105,7 @@ SMALL = {
     "seed_oss": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
                  "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0},
+    "bloom": {"n_layer": 2, "hidden_size": 64, "n_head": 4, "vocab_size": 128},
     "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
                  "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0},
@@ -140,6 +141,7 @@ def variants(kind):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "falcon":  # its block's variants
         for extra in ({"multi_query": False}, {"bias": True}, {"parallel_attn": False},
+                      {"alibi": True},
                       {"new_decoder_architecture": True, "num_kv_heads": 2},
                       {"new_decoder_architecture": True, "num_kv_heads": 2,
                        "num_ln_in_parallel_attn": 1},
@@ -163,6 +165,13 @@ def variants(kind):
         out.append(("attention_out_bias", dict(base, attention_out_bias=True)))
         out.append(("attention_out_bias, no attention_bias",
                     dict(base, attention_out_bias=True, attention_bias=False)))
+    if kind == "bloom":  # its width's old name, which wins; an MLP 4 x hidden whatever n_inner says
+        out.append(("n_embed", dict(base, n_embed=32)))
+        out.append(("n_embed null", dict(base, n_embed=None)))
+        out.append(("n_inner", dict(base, n_inner=96)))
+        out.append(("common names", {"model_type": "bloom", "num_hidden_layers": 3,
+                                     "num_attention_heads": 2, "hidden_size": 32,
+                                     "vocab_size": 100}))
     if kind == "ernie4_5":  # every projection's bias, one switch
         out.append(("use_bias", dict(base, use_bias=True)))
     if kind == "qwen2_moe":
@@ -173,7 +182,7 @@ def variants(kind):
         out.append(("8 experts", dict(base, num_experts=8, num_experts_per_tok=1)))
     texts = [(what, json.dumps(c)) for what, c in out]
     # a member given twice: Python's json (and so transformers) reads the last
-    layers = "n_layer" if kind == "gpt2" else "num_hidden_layers"
+    layers = "n_layer" if kind in ("gpt2", "bloom") else "num_hidden_layers"
     twice = json.dumps(base)[:-1] + ', "%s": 3}' % layers
     texts.append(("%s twice" % layers, twice))
     return texts
