@@ -673,6 +673,10 @@ class TestHuggingFace(unittest.TestCase):
             return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=128,
                                                     n_positions=32, bos_token_id=0,
                                                     eos_token_id=0))
+        if kind == "bloom":  # ALiBi, a norm over the embeddings
+            return tf.BloomForCausalLM(tf.BloomConfig(n_layer=2, hidden_size=32, n_head=2,
+                                                      vocab_size=128, bos_token_id=0,
+                                                      eos_token_id=0, pad_token_id=0))
         return tf.LlamaForCausalLM(tf.LlamaConfig(
             num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=2,
             num_key_value_heads=1, vocab_size=128, max_position_embeddings=32,
@@ -680,7 +684,7 @@ class TestHuggingFace(unittest.TestCase):
             pad_token_id=0))
 
     def test_models_train_as_plain_pytorch(self):
-        """GPT-2 and Llama (tied and untied), each step 2 micro-steps with an evaluation
+        """GPT-2, Llama (tied and untied) and BLOOM, each step 2 micro-steps with an evaluation
         between steps: wrapped at everything resident and at a quarter of the model data, the
         losses and the weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -697,7 +701,7 @@ class TestHuggingFace(unittest.TestCase):
                 m(input_ids=x[:1])
             return loss
 
-        for kind in ("gpt2", "llama", "llama-tied"):
+        for kind in ("gpt2", "llama", "llama-tied", "bloom"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
