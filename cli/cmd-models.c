@@ -74,10 +74,17 @@ print_config_file(const char *file, gboolean json)
     g_autofree char *shared = c.shared_expert_ffn == 0
                                   ? g_strdup("")
                                   : g_strdup_printf(", and a shared expert %" G_GUINT64_FORMAT
-                                                    " wide", c.shared_expert_ffn);
-    printf("experts: %" G_GUINT64_FORMAT " per block, %" G_GUINT64_FORMAT
+                                                    " wide%s", c.shared_expert_ffn,
+                                                    c.shared_expert_ungated ? " (no gate)" : "");
+    g_autofree char *dense = c.dense_layers == 0
+                                 ? g_strdup("")
+                                 : g_strdup_printf(" after %" G_GUINT64_FORMAT " dense block%s "
+                                                   "(MLP %" G_GUINT64_FORMAT " wide)",
+                                                   c.dense_layers, c.dense_layers == 1 ? "" : "s",
+                                                   c.dense_ffn);
+    printf("experts: %" G_GUINT64_FORMAT " per block%s, %" G_GUINT64_FORMAT
            " per token%s; %s parameters active per token\n",
-           stw_model_experts(&c), stw_model_active_experts(&c), shared, active);
+           stw_model_experts(&c), dense, stw_model_active_experts(&c), shared, active);
   }
   return STW_EXIT_OK;
 }

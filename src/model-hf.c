@@ -48,6 +48,7 @@ typedef enum {
   HF_SEED_OSS,
   HF_ERNIE4_5,
   HF_BLOOM,
+  HF_GLM4_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -58,7 +59,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
                                            "glm",     "glm4",     "opt",   "gpt_oss",
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
-                                           "bloom",   NULL };
+                                           "bloom",   "glm4_moe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -97,6 +98,16 @@ typedef struct {
                                      * num_experts_per_tok, with these defaults */
   guint64 experts_default, experts_per_token_default;
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
+  const char *experts_alias;        /* the experts' count's other name, which wins where both
+                                     * are given (gpt-oss's num_experts; num_local_experts,
+                                     * which DeepSeek's and GLM-4.5's attribute_map reads) */
+  guint64 shared_experts_default;   /* nonzero: n_shared_experts is read, shared experts of the
+                                     * routed width run as one MLP without a gate (DeepSeek,
+                                     * GLM-4.5) */
+  guint64 dense_layers_default;     /* nonzero: first_k_dense_replace is read, the first blocks
+                                     * dense, intermediate_size wide (dense_ffn_default) */
+  guint64 dense_ffn_default;
+  gboolean reads_qk_norm;           /* use_qk_norm: an RMSNorm over each head's queries and keys */
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
                                          * hidden_act) and its default; NULL: not read */
   guint64 position_offset;          /* learned positions' rows no position uses: OPT's offset,
@@ -288,7 +299,8 @@ static const HfRow hf_rows[] = {
    * sink logit per head in each softmax, and in every block experts intermediate_size wide with
    * biases, and a router with one; its sliding-window layers change no weight */
   [HF_GPT_OSS] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_sinks = TRUE },
-                   .experts_member = "num_local_experts", .experts_default = 128,
+                   .experts_member = "num_local_experts", .experts_alias = "num_experts",
+                   .experts_default = 128,
                    .experts_per_token_default = 4, .mlp_bias = TRUE, .layers_default = 36,
                    .hidden_default = 2880, .heads_default = 64, .ffn_default = 2880,
                    .max_seq_default = 131072, .vocab_default = 201088, .kv_default = 8,
@@ -317,6 +329,20 @@ static const HfRow hf_rows[] = {
                     .ffn_default = 3072, .max_seq_default = 131072, .vocab_default = 103424,
                     .kv_default = 2, .kv_null_ok = TRUE, .head_dim_default = 128,
                     .head_dim_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE },
+  /* GLM-4.5 (glm4_moe): llama's attention, q, k and v biased by attention_bias, o never, a
+   * norm over each head's queries and keys where use_qk_norm; the first first_k_dense_replace
+   * blocks' MLP dense (intermediate_size), the others' n_routed_experts experts
+   * moe_intermediate_size wide, num_experts_per_tok a token, and n_shared_experts of that width
+   * for every token, as one MLP without a gate; its multi-token-prediction layers are not built */
+  [HF_GLM4_MOE] = { .shape = { .arch = STW_ARCH_LLAMA }, .out_bias_never = TRUE,
+                    .reads_attention_bias = TRUE, .reads_qk_norm = TRUE,
+                    .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
+                    .experts_default = 128, .experts_per_token_default = 8,
+                    .shared_experts_default = 1, .dense_layers_default = 1,
+                    .dense_ffn_default = 10944, .ffn = "moe_intermediate_size",
+                    .layers_default = 46, .hidden_default = 4096, .heads_default = 96,
+                    .ffn_default = 1408, .max_seq_default = 131072, .vocab_default = 151552,
+                    .kv_default = 8, .reads_tie = TRUE },
   /* BLOOM: GPT-NeoX's block run in sequence (GPT-2's), positions by ALiBi, a LayerNorm over
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
@@ -385,9 +411,11 @@ typedef struct {
 /* Member KEY as a whole number from 1 to MAX into *OUT: left as it is when absent; when null,
  * 0 (the class's None: "the usual", which the caller resolves) with NULL_OK, else refused, as
  * transformers refuses it. */
+/* KEY's whole number from MIN to MAX into *OUT (absent: as it was; null: 0 where NULL_OK,
+ * else refused, as transformers refuses it). */
 static gboolean
-get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *out,
-        GError **error)
+get_whole(const Hf *h, const char *key, gboolean null_ok, guint64 min, guint64 max,
+          guint64 *out, GError **error)
 {
   const cJSON *v = last_member(h->root, key);
   if (v == NULL)
@@ -401,9 +429,23 @@ get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *ou
                             "(transformers refuses it)", h->type);
   }
   gsize saved = stw_json_push_key(h->r, key);
-  gboolean ok = stw_json_as_u64(h->r, v, 1, max, out, error);
+  gboolean ok = stw_json_as_u64(h->r, v, min, max, out, error);
   stw_json_pop(h->r, saved);
   return ok;
+}
+
+static gboolean
+get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *out,
+        GError **error)
+{
+  return get_whole(h, key, null_ok, 1, max, out, error);
+}
+
+/* A count that may be 0 (n_shared_experts, first_k_dense_replace); null refused. */
+static gboolean
+get_count(const Hf *h, const char *key, guint64 max, guint64 *out, GError **error)
+{
+  return get_whole(h, key, FALSE, 0, max, out, error);
 }
 
 static gboolean
@@ -723,13 +765,31 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
          !get_u64(h, "shared_expert_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                   &c.shared_expert_ffn, error)) ||
         !get_u64(h, row->experts_member, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
-        /* gpt-oss's class takes num_experts for num_local_experts too */
-        (type == HF_GPT_OSS &&
-         !get_u64(h, "num_experts", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error)) ||
+        (row->experts_alias != NULL &&
+         !get_u64(h, row->experts_alias, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error)) ||
         !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts_per_token,
                  error))
       return FALSE;
+    guint64 shared = row->shared_experts_default, dense = row->dense_layers_default;
+    c.dense_ffn = row->dense_ffn_default;
+    if ((shared != 0 && !get_count(h, "n_shared_experts", STW_MODEL_MAX_EXPERTS, &shared, error)) ||
+        (dense != 0 &&
+         (!get_count(h, "first_k_dense_replace", STW_MODEL_MAX_LAYERS, &dense, error) ||
+          !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
+                   error))))
+      return FALSE;
+    if (row->shared_experts_default != 0) { /* n_shared_experts of the routed width, one MLP */
+      c.shared_expert_ffn = shared * c.ffn;
+      c.shared_expert_ungated = c.shared_expert_ffn != 0;
+    }
+    c.dense_layers = MIN(dense, c.layers); /* more than there are blocks: all of them */
+    if (c.dense_layers == 0)
+      c.dense_ffn = 0;
   }
+  if (row->reads_qk_norm && !get_bool(h, "use_qk_norm", &c.qk_norm, error))
+    return FALSE;
+  if (c.arch == STW_ARCH_LLAMA && c.head_dim == 0 && c.heads != 0 && c.hidden % c.heads != 0)
+    c.head_dim = c.hidden / c.heads; /* transformers' hidden // heads, as its attention takes it */
   if (c.head_dim != 0 && c.head_dim * c.heads == c.hidden)
     c.head_dim = 0; /* the usual width: written as the default */
   if (type == HF_OLMOE && c.head_dim != 0) /* its norms stay hidden / heads wide a head */

@@ -57,22 +57,38 @@ stw_model_active_experts(const StwModelConfig *cfg)
  * more than STW_MODEL_MAX_PARAMS. The blocks are alike, so the count is a line in the layers,
  * found from models of one and two blocks in checked arithmetic: no sum wraps, and a model of
  * thousands of blocks costs two small graphs. */
+/* The parameters of CFG's graph at LAYERS blocks, the first DENSE of them dense; FALSE where
+ * they overflow. */
+static gboolean
+graph_params(const StwModelConfig *cfg, guint64 layers, guint64 dense, guint64 *out)
+{
+  StwModelConfig few = *cfg;
+  few.layers = layers;
+  few.dense_layers = dense;
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&few, 1, 1, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_NAIVE);
+  *out = 0;
+  for (guint i = 0; i < g->tensors->len; i++)
+    if (!g_uint64_checked_add(out, *out, ((StwGraphTensor *)g->tensors->pdata[i])->numel))
+      return FALSE;
+  return TRUE;
+}
+
+/* CFG's parameters, counted from graphs of one and two blocks (and of one dense block where the
+ * first are dense): what is outside the blocks once, each kind of block as often as it comes. */
 static gboolean
 param_count_checked(const StwModelConfig *cfg, guint64 *out)
 {
-  guint64 n[2] = { 0, 0 };
-  for (int l = 0; l < 2; l++) {
-    StwModelConfig one = *cfg;
-    one.layers = (guint64)l + 1;
-    g_autoptr(StwModelGraph) g = stw_model_graph_new(&one, 1, 1, STW_DTYPE_BF16,
-                                                     STW_ATTENTION_NAIVE);
-    for (guint i = 0; i < g->tensors->len; i++)
-      if (!g_uint64_checked_add(&n[l], n[l], ((StwGraphTensor *)g->tensors->pdata[i])->numel))
-        return FALSE;
-  }
-  guint64 block = n[1] - n[0], blocks, total;
-  if (!g_uint64_checked_mul(&blocks, block, cfg->layers - 1) ||
-      !g_uint64_checked_add(&total, n[0], blocks) || total > STW_MODEL_MAX_PARAMS)
+  guint64 one = 0, two = 0, one_dense = 0;
+  guint64 dense = MIN(cfg->dense_layers, cfg->layers);
+  if (!graph_params(cfg, 1, 0, &one) || !graph_params(cfg, 2, 0, &two) ||
+      (dense > 0 && !graph_params(cfg, 1, 1, &one_dense)))
+    return FALSE;
+  guint64 block = two - one, base = one - block, blocks, dense_blocks = 0, total;
+  if (!g_uint64_checked_mul(&blocks, block, cfg->layers - dense) ||
+      (dense > 0 && !g_uint64_checked_mul(&dense_blocks, one_dense - base, dense)) ||
+      !g_uint64_checked_add(&total, base, blocks) ||
+      !g_uint64_checked_add(&total, total, dense_blocks) || total > STW_MODEL_MAX_PARAMS)
     return FALSE;
   if (out != NULL)
     *out = total;
@@ -144,6 +160,16 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "token_types must be 1 to 1024";
   else if (c->shared_expert_ffn != 0 && stw_model_experts(c) < 2)
     problem = "a shared expert goes with experts";
+  else if (c->shared_expert_ungated && c->shared_expert_ffn == 0)
+    problem = "shared_expert_gate goes with a shared expert (shared_expert_ffn)";
+  else if (c->dense_layers != 0 && stw_model_experts(c) < 2)
+    problem = "dense_layers go before experts";
+  else if (c->dense_layers > c->layers)
+    problem = "dense_layers must be at most layers";
+  else if ((c->dense_layers != 0) != (c->dense_ffn != 0))
+    problem = "dense_layers and dense_ffn go together";
+  else if (c->dense_ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
+    problem = "dense_ffn must be 1 to 8388608";
   else if (c->shared_expert_ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
     problem = "shared_expert_ffn must be 1 to 8388608";
   else if (c->experts_per_token > stw_model_experts(c))
@@ -173,14 +199,15 @@ static const char *const config_members[] = {
   "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
   "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
-  "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", NULL
+  "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm",
+  "shared_expert_gate", "dense_layers", "dense_ffn", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
   "head_bias", "token_types", "shared_expert_ffn", "activation", "position_offset",
-  "attn_sinks", "alibi", "embed_norm", NULL
+  "attn_sinks", "alibi", "embed_norm", "shared_expert_gate", "dense_layers", "dense_ffn", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -188,6 +215,7 @@ static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
   int norms = (int)c->norms, activation = (int)c->activation;
+  gboolean gated = !c->shared_expert_ungated;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
       !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
@@ -202,6 +230,11 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "attn_sinks", FALSE, &c->attn_sinks, error) ||
       !stw_json_get_bool(r, obj, "alibi", FALSE, &c->alibi, error) ||
       !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
+      !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
+      !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
+                        error) ||
+      !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
+                        &c->dense_ffn, error) ||
       !stw_json_get_u64(r, obj, "shared_expert_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->shared_expert_ffn, error) ||
       !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
@@ -211,6 +244,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
     return FALSE;
   c->norms = (StwNorms)norms;
   c->activation = (StwActivation)activation;
+  c->shared_expert_ungated = !gated;
   if (c->token_types == 2)
     c->token_types = 0; /* the usual: as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
@@ -302,6 +336,12 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "experts_per_token", stw_model_active_experts(c));
     if (c->shared_expert_ffn != 0)
       stw_json_add_u64(o, "shared_expert_ffn", c->shared_expert_ffn);
+    if (c->shared_expert_ungated)
+      cJSON_AddBoolToObject(o, "shared_expert_gate", FALSE);
+    if (c->dense_layers != 0) {
+      stw_json_add_u64(o, "dense_layers", c->dense_layers);
+      stw_json_add_u64(o, "dense_ffn", c->dense_ffn);
+    }
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
@@ -708,13 +748,14 @@ moe_mlp(Builder *b, gint32 l, const char *p)
   g_autofree char *gate_name = g_strdup_printf("%s.block_sparse_moe.gate", p);
   /* with the MLP's biases, the router's too (gpt-oss) */
   projection(b, &gate, STW_SITE_MLP, E, d, E, gate_name);
-  if (fs != 0) { /* the shared expert's own gate, a sigmoid of one score a token */
+  gboolean shared_gate = fs != 0 && !c->shared_expert_ungated;
+  if (shared_gate) { /* the shared expert's own gate, a sigmoid of one score a token */
     g_autofree char *sg = g_strdup_printf("%s.block_sparse_moe.shared_expert_gate", p);
     named(b, &gate, 1, d, sg, "weight");
   }
   StwGraphOp *r = op(b, l, STW_OP_MOE_ROUTER, "moe.router");
   op_params(r, gate.n, gate.id);
-  r->flops = 2 * b->T * d * (E + (fs != 0 ? 1 : 0));
+  r->flops = 2 * b->T * d * (E + (shared_gate ? 1 : 0));
   r->in_bytes = b->T * d * b->e;
   r->passthrough = TRUE;
   r->saved_extra_bytes = b->T * (E * 4 + k * 8); /* fp32 router logits; the chosen experts */
@@ -814,23 +855,25 @@ build_llama(Builder *b)
     close->residual = STW_RESIDUAL_CLOSE;
     if (pre)
       norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
-    if (stw_model_experts(c) > 1) {
+    if (stw_model_experts(c) > 1 && (guint64)l >= c->dense_layers) {
       moe_mlp(b, l, p);
       continue;
     }
+    /* a dense MLP: every block's, or one of the dense blocks' before the experts' */
+    guint64 w = stw_model_experts(c) > 1 ? c->dense_ffn : f;
     Ids gate_up = { 0 }, down = { 0 };
     g_autofree char *ng = g_strconcat(pm, ".gate_proj", NULL), *nu = g_strconcat(pm, ".up_proj", NULL);
     g_autofree char *nd = g_strconcat(pm, ".down_proj", NULL);
-    projection(b, &gate_up, STW_SITE_MLP, f, d, f, ng);
-    projection(b, &gate_up, STW_SITE_MLP, f, d, f, nu);
-    projection(b, &down, STW_SITE_MLP, d, f, d, nd);
+    projection(b, &gate_up, STW_SITE_MLP, w, d, w, ng);
+    projection(b, &gate_up, STW_SITE_MLP, w, d, w, nu);
+    projection(b, &down, STW_SITE_MLP, d, w, d, nd);
     if (post)
       norm_params(b, &post2, d, TRUE, n4);
-    proj = linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * f, gate_up.n, gate_up.id);
+    proj = linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * w, gate_up.n, gate_up.id);
     if (!pre)
       proj->residual = STW_RESIDUAL_OPEN;
-    elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * f, f, 3, TRUE);
-    close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", f, d, down.n, down.id);
+    elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * w, w, 3, TRUE);
+    close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", w, d, down.n, down.id);
     if (post)
       close = norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, TRUE, post2.n, post2.id);
     close->residual = STW_RESIDUAL_CLOSE;

@@ -520,6 +520,7 @@ test_hf_configs(void)
     { "opt-1.3b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1315758080), 32, 64, TRUE },
     { "gpt-oss-20b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(20914757184), 8, 64, FALSE },
     { "bloom-560m", STW_ARCH_NEOX, G_GUINT64_CONSTANT(559214592), 16, 64, TRUE },
+    { "GLM-4.5-Air", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(106852245504), 8, 128, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -584,6 +585,49 @@ test_hf_configs(void)
     g_assert_true(stw_model_resolve(path, &cfg, NULL));
     g_assert_cmpint(cfg.activation, ==, acts[i].act);
     g_assert_cmpint(stw_model_gelu_new(&cfg), ==, acts[i].gelu_new);
+  }
+  /* GLM-4.5-Air: its first block dense (10944 wide), then 128 experts of 1408, 8 a token, and
+   * one shared expert of 1408 without a gate; the format writes and reads all of it back */
+  StwModelConfig air;
+  g_autofree char *airp = stw_test_fixture("hf/GLM-4.5-Air/config.json");
+  g_assert_true(stw_model_resolve(airp, &air, NULL));
+  g_assert_cmpuint(air.dense_layers, ==, 1);
+  g_assert_cmpuint(air.dense_ffn, ==, 10944);
+  g_assert_cmpuint(air.shared_expert_ffn, ==, 1408);
+  g_assert_true(air.shared_expert_ungated);
+  g_assert_cmpuint(stw_model_active_param_count(&air), ==, G_GUINT64_CONSTANT(13424123904));
+  {
+    /* one dense block: 3 x 4096 x 10944 where the experts' block has 129 x 3 x 4096 x 1408
+     * and the router's 128 x 4096 */
+    StwModelConfig all_moe = air;
+    all_moe.dense_layers = all_moe.dense_ffn = 0;
+    g_assert_cmpuint(stw_model_param_count(&all_moe) - stw_model_param_count(&air), ==,
+                     G_GUINT64_CONSTANT(129) * 3 * 4096 * 1408 + 128 * 4096 -
+                         G_GUINT64_CONSTANT(3) * 4096 * 10944);
+    cJSON *j = stw_model_config_to_json(&air, TRUE);
+    g_autofree char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    g_assert_nonnull(strstr(text, "\"shared_expert_gate\":false,\"dense_layers\":1,"
+                                  "\"dense_ffn\":10944"));
+    StwModelConfig back;
+    g_assert_true(stw_model_config_parse("air.json", text, strlen(text), &back, NULL));
+    g_assert_cmpuint(stw_model_param_count(&back), ==, stw_model_param_count(&air));
+    static const struct {
+      guint64 dense_layers, dense_ffn, experts;
+      const char *needle;
+    } bad[] = { { 47, 10944, 128, "dense_layers must be at most layers" },
+                { 1, 0, 128, "dense_layers and dense_ffn go together" },
+                { 1, 10944, 0, "dense_layers go before experts" } };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+      StwModelConfig x = air;
+      x.dense_layers = bad[i].dense_layers;
+      x.dense_ffn = bad[i].dense_ffn;
+      if (bad[i].experts == 0)
+        x.experts = 0, x.shared_expert_ffn = 0, x.shared_expert_ungated = FALSE;
+      GError *error = NULL;
+      g_assert_false(stw_model_config_validate(&x, NULL, &error));
+      stw_assert_error_contains(error, bad[i].needle);
+    }
   }
   /* BLOOM: ALiBi (no rotary op, no longest sequence), a norm over the embeddings (2 x 1024
    * parameters), GELU-new's ops; Falcon's alibi member read too */
@@ -723,7 +767,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe, olmoe, qwen2_moe and gpt_oss only");
+                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss and glm4_moe only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

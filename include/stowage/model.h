@@ -123,6 +123,11 @@ typedef struct {
   guint64 experts_per_token; /* experts each token is routed to (top-k); 0: 1 */
   guint64 shared_expert_ffn; /* with experts: a shared expert of this width that every token
                               * runs besides its routed ones, and its gate (Qwen2-MoE); 0: none */
+  gboolean shared_expert_ungated; /* that shared expert without a gate of its own (DeepSeek's,
+                                   * GLM-4.5's: n_shared_experts of them, one MLP) */
+  guint64 dense_layers; /* with experts: the first blocks' MLP dense, dense_ffn wide, the
+                         * experts' in the rest (first_k_dense_replace: DeepSeek, GLM-4.5) */
+  guint64 dense_ffn;    /* their MLP's width */
   gboolean qk_norm;   /* an RMSNorm over each head's queries and keys before rotary positions
                        * (Qwen3; llama only), weights of head_dim each */
   StwNorms norms;     /* where a block's RMSNorms sit: before attention and the MLP (PRE, the

@@ -105,6 +105,10 @@ SMALL = {
     "seed_oss": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
                  "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0},
+    "glm4_moe": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "intermediate_size": 160, "moe_intermediate_size": 48,
+                 "n_routed_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
+                 "max_position_embeddings": 64, "pad_token_id": 0},
     "bloom": {"n_layer": 2, "hidden_size": 64, "n_head": 4, "vocab_size": 128},
     "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
@@ -172,6 +176,13 @@ def variants(kind):
         out.append(("common names", {"model_type": "bloom", "num_hidden_layers": 3,
                                      "num_attention_heads": 2, "hidden_size": 32,
                                      "vocab_size": 100}))
+    if kind == "glm4_moe":  # its dense blocks first, its ungated shared experts, its norms
+        for extra in ({"first_k_dense_replace": 0}, {"first_k_dense_replace": 2},
+                      {"first_k_dense_replace": 7}, {"first_k_dense_replace": None},
+                      {"n_shared_experts": 0}, {"n_shared_experts": 2},
+                      {"num_local_experts": 8}, {"use_qk_norm": True},
+                      {"n_routed_experts": 8, "num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "ernie4_5":  # every projection's bias, one switch
         out.append(("use_bias", dict(base, use_bias=True)))
     if kind == "qwen2_moe":
