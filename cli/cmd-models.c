@@ -44,6 +44,15 @@ print_config_file(const char *file, gboolean json)
   g_autoptr(StwTable) table = models_table();
   models_row(table, &c, "-", params);
   stw_table_print(table, stdout);
+  g_autofree char *latent =
+      c.kv_lora_rank == 0
+          ? g_strdup("")
+          : g_strdup_printf(", latent: keys and values through rank %" G_GUINT64_FORMAT
+                            ", queries through %s%" G_GUINT64_FORMAT "; queries and keys %"
+                            G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT " rotary wide, values %"
+                            G_GUINT64_FORMAT, c.kv_lora_rank, c.q_lora_rank != 0 ? "rank " : "",
+                            c.q_lora_rank != 0 ? c.q_lora_rank : c.hidden,
+                            stw_model_head_dim(&c), c.rope_dim, c.v_head_dim);
   g_autofree char *context = c.alibi ? g_strdup("positions by ALiBi (no longest context)")
                                       : g_strdup_printf("context %" G_GUINT64_FORMAT, c.max_seq);
   GString *biases = g_string_new(NULL);
@@ -52,8 +61,8 @@ print_config_file(const char *file, gboolean json)
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads%s%s%s; biases: %s; LM head %s%s; %s%s%s%s\n",
-         c.heads, stw_model_head_dim(&c), c.kv_heads,
+         " key/value heads%s%s%s%s; biases: %s; LM head %s%s; %s%s%s%s\n",
+         c.heads, stw_model_head_dim(&c), c.kv_heads, latent,
          !c.qk_norm      ? ""
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
                           : ", queries and keys RMS-normed per head",

@@ -135,6 +135,10 @@ stw_model_graph_add_lora(StwModelGraph *g, guint64 rank, const char *targets, gu
       return invalid(error, "--lora-targets: %s is an MLP projection, and %s's MLP is a mixture "
                      "of experts, which stowage does not adapt: target q, k, v, o", *n,
                      g->config.name);
+    if (g->config.kv_lora_rank != 0 && role->kind == STW_OP_ATTN_QKV)
+      return invalid(error, "--lora-targets: %s's latent attention makes its queries, keys and "
+                     "values in down and up projections (q_a_proj, q_b_proj, kv_a_proj_with_mqa, "
+                     "kv_b_proj), which stowage does not adapt: target o", g->config.name);
     guint found = 0;
     for (guint i = 0; i < g->ops->len; i++) {
       StwGraphOp *o = g->ops->pdata[i];

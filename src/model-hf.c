@@ -49,6 +49,7 @@ typedef enum {
   HF_ERNIE4_5,
   HF_BLOOM,
   HF_GLM4_MOE,
+  HF_DEEPSEEK_V3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -59,7 +60,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
                                            "glm",     "glm4",     "opt",   "gpt_oss",
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
-                                           "bloom",   "glm4_moe", NULL };
+                                           "bloom",   "glm4_moe", "deepseek_v3", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -108,6 +109,10 @@ typedef struct {
                                      * dense, intermediate_size wide (dense_ffn_default) */
   guint64 dense_ffn_default;
   gboolean reads_qk_norm;           /* use_qk_norm: an RMSNorm over each head's queries and keys */
+  guint64 kv_lora_default;          /* nonzero: latent attention, read from kv_lora_rank,
+                                     * q_lora_rank (null: none), qk_rope_head_dim,
+                                     * qk_nope_head_dim and v_head_dim, with these defaults */
+  guint64 q_lora_default, rope_dim_default, nope_dim_default, v_head_dim_default;
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
                                          * hidden_act) and its default; NULL: not read */
   guint64 position_offset;          /* learned positions' rows no position uses: OPT's offset,
@@ -343,6 +348,20 @@ static const HfRow hf_rows[] = {
                     .layers_default = 46, .hidden_default = 4096, .heads_default = 96,
                     .ffn_default = 1408, .max_seq_default = 131072, .vocab_default = 151552,
                     .kv_default = 8, .reads_tie = TRUE },
+  /* DeepSeek-V3 (and R1, Kimi K2, Moonlight): latent attention (attention_bias on the down
+   * projections and o), its first first_k_dense_replace blocks dense, the others' experts and
+   * n_shared_experts shared ones as GLM-4.5's; num_key_value_heads and head_dim, which its
+   * class sets from the rest, are not read; its multi-token-prediction layers are not built */
+  [HF_DEEPSEEK_V3] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                       .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
+                       .experts_default = 256, .experts_per_token_default = 8,
+                       .shared_experts_default = 1, .dense_layers_default = 3,
+                       .dense_ffn_default = 18432, .ffn = "moe_intermediate_size",
+                       .kv_lora_default = 512, .q_lora_default = 1536, .rope_dim_default = 64,
+                       .nope_dim_default = 128, .v_head_dim_default = 128,
+                       .layers_default = 61, .hidden_default = 7168, .heads_default = 128,
+                       .ffn_default = 2048, .max_seq_default = 4096, .vocab_default = 129280,
+                       .kv_default = NOT_READ, .head_dim_default = NOT_READ, .reads_tie = TRUE },
   /* BLOOM: GPT-NeoX's block run in sequence (GPT-2's), positions by ALiBi, a LayerNorm over
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
@@ -788,6 +807,21 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   }
   if (row->reads_qk_norm && !get_bool(h, "use_qk_norm", &c.qk_norm, error))
     return FALSE;
+  if (row->kv_lora_default != 0) { /* latent attention: a key and value per head */
+    guint64 nope = row->nope_dim_default;
+    c.kv_lora_rank = row->kv_lora_default;
+    c.q_lora_rank = row->q_lora_default;
+    c.rope_dim = row->rope_dim_default;
+    c.v_head_dim = row->v_head_dim_default;
+    if (!get_u64(h, "kv_lora_rank", FALSE, STW_MODEL_MAX_WIDTH, &c.kv_lora_rank, error) ||
+        !get_u64(h, "q_lora_rank", TRUE, STW_MODEL_MAX_WIDTH, &c.q_lora_rank, error) ||
+        !get_u64(h, "qk_rope_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.rope_dim, error) ||
+        !get_u64(h, "qk_nope_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &nope, error) ||
+        !get_u64(h, "v_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.v_head_dim, error))
+      return FALSE;
+    c.kv_heads = c.heads;
+    c.head_dim = nope * c.heads == c.hidden ? 0 : nope;
+  }
   if (c.arch == STW_ARCH_LLAMA && c.head_dim == 0 && c.heads != 0 && c.hidden % c.heads != 0)
     c.head_dim = c.hidden / c.heads; /* transformers' hidden // heads, as its attention takes it */
   if (c.head_dim != 0 && c.head_dim * c.heads == c.hidden)

@@ -40,6 +40,18 @@ stw_model_head_dim(const StwModelConfig *cfg)
 }
 
 guint64
+stw_model_qk_head_dim(const StwModelConfig *cfg)
+{
+  return stw_model_head_dim(cfg) + (cfg->kv_lora_rank != 0 ? cfg->rope_dim : 0);
+}
+
+guint64
+stw_model_v_head_dim(const StwModelConfig *cfg)
+{
+  return cfg->kv_lora_rank != 0 ? cfg->v_head_dim : stw_model_head_dim(cfg);
+}
+
+guint64
 stw_model_experts(const StwModelConfig *cfg)
 {
   return MAX(cfg->experts, 1);
@@ -140,6 +152,20 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
               "experts)";
   else if (c->attn_sinks && c->arch != STW_ARCH_LLAMA)
     problem = "attn_sinks are modelled for llama-style blocks only";
+  else if (c->kv_lora_rank != 0 && c->arch != STW_ARCH_LLAMA)
+    problem = "latent attention (kv_lora_rank) is modelled for llama-style blocks only";
+  else if (c->kv_lora_rank == 0 && (c->q_lora_rank != 0 || c->rope_dim != 0 ||
+                                    c->v_head_dim != 0))
+    problem = "q_lora_rank, rope_dim and v_head_dim go with latent attention (kv_lora_rank)";
+  else if (c->kv_lora_rank != 0 && c->v_head_dim == 0)
+    problem = "latent attention needs v_head_dim";
+  else if (c->kv_lora_rank != 0 && c->kv_heads != c->heads)
+    problem = "latent attention has a key and value per head: kv_heads must equal heads";
+  else if (c->kv_lora_rank != 0 && (c->qk_norm || c->attn_sinks || c->attn_softcap))
+    problem = "latent attention is modelled without qk_norm, attn_sinks or attn_softcap";
+  else if (c->kv_lora_rank > STW_MODEL_MAX_WIDTH || c->q_lora_rank > STW_MODEL_MAX_WIDTH ||
+           c->rope_dim > STW_MODEL_MAX_WIDTH || c->v_head_dim > STW_MODEL_MAX_WIDTH)
+    problem = "kv_lora_rank, q_lora_rank, rope_dim and v_head_dim must be at most 1048576";
   else if (c->alibi && c->arch != STW_ARCH_NEOX)
     problem = "alibi is modelled for neox blocks only (BLOOM's, Falcon's)";
   else if (c->embed_norm && c->arch != STW_ARCH_NEOX)
@@ -200,14 +226,16 @@ static const char *const config_members[] = {
   "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
   "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
   "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm",
-  "shared_expert_gate", "dense_layers", "dense_ffn", NULL
+  "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim",
+  "v_head_dim", NULL
 };
 static const char *const standalone_members[] = {
   "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
   "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
   "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
   "head_bias", "token_types", "shared_expert_ffn", "activation", "position_offset",
-  "attn_sinks", "alibi", "embed_norm", "shared_expert_gate", "dense_layers", "dense_ffn", NULL
+  "attn_sinks", "alibi", "embed_norm", "shared_expert_gate", "dense_layers", "dense_ffn",
+  "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", NULL
 };
 
 /* The members written only where a model has them (a model without them reads as before). */
@@ -235,6 +263,13 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         error) ||
       !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->dense_ffn, error) ||
+      !stw_json_get_u64(r, obj, "kv_lora_rank", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->kv_lora_rank,
+                        error) ||
+      !stw_json_get_u64(r, obj, "q_lora_rank", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->q_lora_rank,
+                        error) ||
+      !stw_json_get_u64(r, obj, "rope_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->rope_dim, error) ||
+      !stw_json_get_u64(r, obj, "v_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->v_head_dim,
+                        error) ||
       !stw_json_get_u64(r, obj, "shared_expert_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->shared_expert_ffn, error) ||
       !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
@@ -363,6 +398,14 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "position_offset", c->position_offset);
   if (c->attn_sinks)
     cJSON_AddBoolToObject(o, "attn_sinks", TRUE);
+  if (c->kv_lora_rank != 0) {
+    stw_json_add_u64(o, "kv_lora_rank", c->kv_lora_rank);
+    if (c->q_lora_rank != 0)
+      stw_json_add_u64(o, "q_lora_rank", c->q_lora_rank);
+    if (c->rope_dim != 0)
+      stw_json_add_u64(o, "rope_dim", c->rope_dim);
+    stw_json_add_u64(o, "v_head_dim", c->v_head_dim);
+  }
   if (c->alibi)
     cJSON_AddBoolToObject(o, "alibi", TRUE);
   if (c->embed_norm)
@@ -494,18 +537,22 @@ elementwise(Builder *b, gint32 layer, StwOpKind kind, const char *name, guint64 
   return o;
 }
 
-/* Scaled dot-product attention over packed q, k, v (widths Q_W, KV_W, KV_W). */
+/* Scaled dot-product attention over packed q, k, v (widths Q_W, KV_W, KV_W), each head's output
+ * as wide as its values (OUT_W in all: Q_W but with latent attention, whose values are narrower
+ * than its queries and keys). */
 static StwGraphOp *
-attention_core(Builder *b, gint32 layer, guint64 q_w, guint64 kv_w, gboolean causal)
+attention_core(Builder *b, gint32 layer, guint64 q_w, guint64 kv_w, guint64 v_w, guint64 out_w,
+               gboolean causal)
 {
   StwModelGraph *g = b->g;
   guint64 B = g->batch, S = g->seq, a = g->config.heads;
   StwGraphOp *o = op(b, layer, STW_OP_ATTN_CORE, "attn.core");
-  o->in_bytes = b->T * (q_w + 2 * kv_w) * b->e;
-  o->out_bytes = b->T * q_w * b->e;
+  o->in_bytes = b->T * (q_w + kv_w + v_w) * b->e;
+  o->out_bytes = b->T * out_w * b->e;
   o->saves_input = TRUE;
-  /* QK^T and PV: 2*S*S*head_dim each per head; a fused causal kernel skips the masked half */
-  o->flops = 4 * B * S * S * q_w;
+  /* QK^T and PV: 2*S*S*(a head's query width, its value width) per head; a fused causal kernel
+   * skips the masked half */
+  o->flops = 2 * B * S * S * (q_w + out_w);
   if (g->attention == STW_ATTENTION_NAIVE) {
     guint64 scores = B * a * S * S * b->e;
     o->work_bytes = scores;         /* the raw scores, before softmax */
@@ -629,7 +676,7 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
   linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
   if (rope)
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
-  attention_core(b, l, q, kv, TRUE);
+  attention_core(b, l, q, kv, kv, q, TRUE);
   linear(b, l, STW_OP_ATTN_OUT, "attn.proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
   StwGraphOp *open = shared ? NULL : norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, ln2.n, ln2.id);
   StwGraphOp *in = linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, fc.n, fc.id);
@@ -786,6 +833,70 @@ moe_mlp(Builder *b, gint32 l, const char *p)
   out->residual = STW_RESIDUAL_CLOSE;
 }
 
+/* Multi-head latent attention's tensors (DeepSeek's names): the down projections (q_a_proj,
+ * where the queries have a rank of their own, else q_proj; kv_a_proj_with_mqa, with the shared
+ * rotary key), the latents' RMSNorms, the up projections (q_b_proj, kv_b_proj). The down
+ * projections take attention_bias's biases; the up ones and q_proj never have any. */
+typedef struct {
+  Ids down, norms, up;
+} Mla;
+
+static void
+mla_params(Builder *b, const char *pa, Mla *m)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, H = c->heads, qk = stw_model_qk_head_dim(c);
+  guint64 nope = stw_model_head_dim(c), ql = c->q_lora_rank, kl = c->kv_lora_rank;
+  g_autofree char *qa = g_strconcat(pa, ".q_a_proj", NULL), *qn = g_strconcat(pa, ".q_a_layernorm", NULL);
+  g_autofree char *qb = g_strconcat(pa, ".q_b_proj", NULL), *qp = g_strconcat(pa, ".q_proj", NULL);
+  g_autofree char *ka = g_strconcat(pa, ".kv_a_proj_with_mqa", NULL);
+  g_autofree char *kn = g_strconcat(pa, ".kv_a_layernorm", NULL);
+  g_autofree char *kb = g_strconcat(pa, ".kv_b_proj", NULL);
+  if (ql != 0) {
+    projection(b, &m->down, STW_SITE_QKV, ql, d, ql, qa);
+    norm_params(b, &m->norms, ql, TRUE, qn);
+    named(b, &m->up, H * qk, ql, qb, "weight");
+  } else {
+    named(b, &m->down, H * qk, d, qp, "weight");
+  }
+  projection(b, &m->down, STW_SITE_QKV, kl + c->rope_dim, d, kl + c->rope_dim, ka);
+  norm_params(b, &m->norms, kl, TRUE, kn);
+  named(b, &m->up, H * (nope + c->v_head_dim), kl, kb, "weight");
+}
+
+/* Its ops, the first returned: the down projections; the latents normed (an fp32 statistic per
+ * token for each); the up projections; rotary positions on each head's query part and the
+ * shared key part, the keys then each head's whole; attention over head_dim + rope_dim wide
+ * queries and keys and v_head_dim wide values. */
+static StwGraphOp *
+mla_ops(Builder *b, gint32 l, const Mla *m)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, H = c->heads, qk = stw_model_qk_head_dim(c), T = b->T, e = b->e;
+  guint64 nope = stw_model_head_dim(c), vd = c->v_head_dim, ql = c->q_lora_rank;
+  guint64 kl = c->kv_lora_rank, r = c->rope_dim;
+  guint64 latent = (ql != 0 ? ql : H * qk) + kl + r; /* what the down projections write */
+  guint64 upped = H * qk + H * (nope + vd) + r;       /* queries, keys without positions and
+                                                       * values, the shared rotary key */
+  StwGraphOp *down = linear(b, l, STW_OP_ATTN_QKV, "attn.qkv_a", d, latent, m->down.n,
+                            m->down.id);
+  StwGraphOp *ln = op(b, l, STW_OP_NORM_QK, "attn.latent_norm");
+  op_params(ln, m->norms.n, m->norms.id);
+  ln->flops = 4 * T * (ql + kl);
+  ln->in_bytes = ln->out_bytes = T * latent * e;
+  ln->saved_extra_bytes = T * (ql != 0 ? 2 : 1) * 4;
+  ln->saves_input = TRUE;
+  StwGraphOp *up = op(b, l, STW_OP_ATTN_QKV, "attn.qkv_b");
+  op_params(up, m->up.n, m->up.id);
+  up->flops = 2 * T * (ql * H * qk + kl * H * (nope + vd));
+  up->in_bytes = T * latent * e;
+  up->out_bytes = T * upped * e;
+  up->saves_input = TRUE;
+  elementwise(b, l, STW_OP_ROPE, "attn.rope", upped, 2 * H * qk + H * vd, 3, FALSE);
+  attention_core(b, l, H * qk, H * qk, H * vd, H * vd, TRUE);
+  return down;
+}
+
 static void
 build_llama(Builder *b)
 {
@@ -815,9 +926,14 @@ build_llama(Builder *b)
       norm_params(b, &ln1, d, TRUE, n1);
     if (c->attn_sinks) /* gpt-oss's logit per head, read by the attention's softmax */
       named(b, &sinks, c->heads, 0, pa, "sinks");
-    projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
-    projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
-    projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
+    Mla mla = { 0 };
+    if (c->kv_lora_rank != 0) {
+      mla_params(b, pa, &mla);
+    } else {
+      projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
+      projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
+      projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
+    }
     if (c->qk_norm) {
       g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
       g_autofree char *nkn = g_strconcat(pa, ".k_norm", NULL);
@@ -825,7 +941,8 @@ build_llama(Builder *b)
       norm_params(b, &qk, c->qk_norm_full ? q : stw_model_head_dim(c), TRUE, nqn);
       norm_params(b, &qk, c->qk_norm_full ? kv : stw_model_head_dim(c), TRUE, nkn);
     }
-    projection(b, &out, STW_SITE_OUT, d, q, d, no);
+    guint64 o_in = c->heads * stw_model_v_head_dim(c); /* what the output projection reads */
+    projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
     if (post)
       norm_params(b, &post1, d, TRUE, n3);
     if (pre)
@@ -833,7 +950,10 @@ build_llama(Builder *b)
 
     /* the block opens at its first norm, or at the projections where there is none before */
     StwGraphOp *open = pre ? norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, ln1.n, ln1.id) : NULL;
-    StwGraphOp *proj = linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
+    StwGraphOp *proj = c->kv_lora_rank != 0
+                           ? mla_ops(b, l, &mla)
+                           : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n,
+                                    qkv.id);
     (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
     if (c->qk_norm) {
       /* the queries and keys normed, an fp32 statistic per head (or per token) and the input
@@ -846,10 +966,12 @@ build_llama(Builder *b)
       qkn->saved_extra_bytes = b->T * (c->qk_norm_full ? 2 : c->heads + c->kv_heads) * 4;
       qkn->saves_input = TRUE;
     }
-    elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
-    op_params(attention_core(b, l, q, kv, TRUE), sinks.n, sinks.id);
+    if (c->kv_lora_rank == 0) {
+      elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
+      op_params(attention_core(b, l, q, kv, kv, q, TRUE), sinks.n, sinks.id);
+    }
     /* the residual added after the post-norm where there is one */
-    StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", q, d, out.n, out.id);
+    StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
     if (post)
       close = norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, TRUE, post1.n, post1.id);
     close->residual = STW_RESIDUAL_CLOSE;
@@ -923,7 +1045,7 @@ build_bert(Builder *b)
     norm_params(b, &oln, d, FALSE, noln);
 
     linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, 3 * d, qkv.n, qkv.id)->residual = STW_RESIDUAL_OPEN;
-    attention_core(b, l, d, d, FALSE);
+    attention_core(b, l, d, d, d, d, FALSE);
     linear(b, l, STW_OP_ATTN_OUT, "attn.out", d, d, ao.n, ao.id)->residual = STW_RESIDUAL_CLOSE;
     norm(b, l, STW_OP_NORM_POST_ATTN, "attn.ln", d, FALSE, aln.n, aln.id);
     linear(b, l, STW_OP_MLP_IN, "ffn.in", d, f, in.n, in.id)->residual = STW_RESIDUAL_OPEN;

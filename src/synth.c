@@ -132,6 +132,14 @@ weight_matrices(const Synth *s, const StwGraphOp *g)
   return n;
 }
 
+/* The elements a rotary op turns: each head's query and key (OTHERWISE), or with latent
+ * attention each head's rotary query part and the one rotary key the heads share. */
+static double
+mla_rotated(const StwModelConfig *c, double T, double otherwise)
+{
+  return c->kv_lora_rank != 0 ? T * (double)(c->heads * c->rope_dim + c->rope_dim) : otherwise;
+}
+
 /* What PyTorch's autocast adds to op G's eager kernels, beyond the 16-bit model above
  * (docs/synth.md, "Eager kernels under autocast"). Under autocast the embeddings' fp32 output
  * makes the residual stream fp32 (each residual add promotes), the norms run in fp32 (layer_norm
@@ -185,7 +193,8 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
     break;
   }
   case STW_OP_ROPE: { /* q * cos + rotate_half(q) * sin written in fp32, then cast down */
-    double rotated = in - T * (double)c->kv_heads * (double)stw_model_head_dim(c);
+    double rotated =
+        mla_rotated(c, T, in - T * (double)c->kv_heads * (double)stw_model_head_dim(c));
     x->fwd_bytes += rotated * (5 * w + FP32 + e);
     x->bwd_bytes += rotated * (5 * w + FP32 + e);
     x->fwd_kernels += 2;
@@ -244,20 +253,28 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
   switch (g->kind) {
   case STW_OP_NORM_QK: { /* Qwen3's two RMSNorms, in fp32 op by op, over q and k: the values,
-                          * which the fused model counts moved, are not touched */
-    double normed = in - T * kv;
-    x = (Eager){ normed * (28 + 2 * e) - 2 * e * T * kv, normed * (52 + 4 * e) - 3 * e * T * kv,
+                          * which the fused model counts moved, are not touched (latent
+                          * attention's: over the latents, the rotary key passing by) */
+    double normed = c->kv_lora_rank != 0 ? T * (double)(c->q_lora_rank + c->kv_lora_rank)
+                                         : in - T * kv;
+    double passing = in - normed; /* moved by the fused model, untouched here */
+    x = (Eager){ normed * (28 + 2 * e) - 2 * e * passing, normed * (52 + 4 * e) - 3 * e * passing,
                  16, 24 };
     break;
   }
   case STW_OP_ROPE: { /* q and k (not v): x*cos + rotate_half(x)*sin, five kernels each */
-    double rotated = in - T * kv;
+    double rotated = mla_rotated(c, T, in - T * kv);
     x = (Eager){ 12 * e * rotated - 2 * e * in, 12 * e * rotated - 2 * e * in, 10, 14 };
+    if (c->kv_lora_rank != 0) { /* latent attention: the rotary parts turned, then each head's
+                                 * query and key put together (torch.cat), read and written */
+      double qk = T * (double)(c->heads * stw_model_qk_head_dim(c));
+      x = (Eager){ 12 * e * rotated + 4 * e * qk, 12 * e * rotated + 4 * e * qk, 12, 16 };
+    }
     break;
   }
   case STW_OP_ATTN_CORE: {
     /* the heads merged back: transpose(1, 2).contiguous() */
-    x = (Eager){ 2 * T * q * e, 2 * T * q * e, 2, 3 };
+    x = (Eager){ 2 * out * e, 2 * out * e, 2, 3 };
     if (kv < q) { /* repeat_kv copies the shared keys and values out to every head */
       x.fwd_bytes += 2 * T * (q + kv) * e;
       x.bwd_bytes += 2 * T * (q + kv) * e;

@@ -521,6 +521,7 @@ test_hf_configs(void)
     { "gpt-oss-20b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(20914757184), 8, 64, FALSE },
     { "bloom-560m", STW_ARCH_NEOX, G_GUINT64_CONSTANT(559214592), 16, 64, TRUE },
     { "GLM-4.5-Air", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(106852245504), 8, 128, FALSE },
+    { "DeepSeek-V3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(671026404352), 128, 128, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -624,6 +625,72 @@ test_hf_configs(void)
       x.dense_ffn = bad[i].dense_ffn;
       if (bad[i].experts == 0)
         x.experts = 0, x.shared_expert_ffn = 0, x.shared_expert_ungated = FALSE;
+      GError *error = NULL;
+      g_assert_false(stw_model_config_validate(&x, NULL, &error));
+      stw_assert_error_contains(error, bad[i].needle);
+    }
+  }
+  /* DeepSeek-V3's latent attention, a block's tensors by hand: q_a 1536 x 7168 and its norm,
+   * q_b 128 x 192 x 1536, kv_a (512 + 64) x 7168 and its norm, kv_b 128 x 256 x 512, o 7168 x
+   * 128 x 128; 37.6B of 671B active a token (3 dense blocks, 58 of 256 + 1 experts) */
+  StwModelConfig ds;
+  g_autofree char *dsp = stw_test_fixture("hf/DeepSeek-V3/config.json");
+  g_assert_true(stw_model_resolve(dsp, &ds, NULL));
+  g_assert_cmpuint(ds.kv_lora_rank, ==, 512);
+  g_assert_cmpuint(ds.q_lora_rank, ==, 1536);
+  g_assert_cmpuint(stw_model_qk_head_dim(&ds), ==, 192);
+  g_assert_cmpuint(stw_model_v_head_dim(&ds), ==, 128);
+  g_assert_cmpuint(stw_model_active_param_count(&ds), ==, G_GUINT64_CONSTANT(37552282624));
+  {
+    StwModelConfig one = ds;
+    one.layers = 1;
+    g_autoptr(StwModelGraph) dg = stw_model_graph_new(&one, 1, 16, STW_DTYPE_BF16,
+                                                      STW_ATTENTION_FLASH);
+    guint64 attn = 0;
+    for (guint i = 0; i < dg->tensors->len; i++) {
+      const StwGraphTensor *x = dg->tensors->pdata[i];
+      if (strstr(x->name, ".self_attn.") != NULL)
+        attn += x->numel;
+    }
+    g_assert_cmpuint(attn, ==, G_GUINT64_CONSTANT(1536) * 7168 + 1536 + 128 * 192 * 1536 +
+                                   576 * 7168 + 512 + 128 * 256 * 512 + 7168 * 128 * 128);
+    const StwGraphOp *core = NULL, *up = NULL;
+    for (guint i = 0; i < dg->ops->len; i++) {
+      const StwGraphOp *o = dg->ops->pdata[i];
+      core = o->kind == STW_OP_ATTN_CORE ? o : core;
+      up = g_str_equal(o->name, "h0.attn.qkv_b") ? o : up;
+    }
+    /* QK^T over 192 a head, PV over 128; the up projections' FLOPs from the ranks */
+    g_assert_cmpuint(core->flops, ==, G_GUINT64_CONSTANT(2) * 16 * 16 * 128 * (192 + 128) / 2);
+    g_assert_nonnull(up);
+    g_assert_cmpuint(up->flops, ==, G_GUINT64_CONSTANT(2) * 16 * (1536 * 128 * 192 +
+                                                                  512 * 128 * 256));
+    cJSON *j = stw_model_config_to_json(&ds, TRUE);
+    g_autofree char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    g_assert_nonnull(strstr(text, "\"kv_lora_rank\":512,\"q_lora_rank\":1536,\"rope_dim\":64,"
+                                  "\"v_head_dim\":128"));
+    StwModelConfig back;
+    g_assert_true(stw_model_config_parse("ds.json", text, strlen(text), &back, NULL));
+    g_assert_cmpuint(stw_model_param_count(&back), ==, G_GUINT64_CONSTANT(671026404352));
+    static const struct {
+      guint64 kv_heads, v_head_dim;
+      StwArch arch;
+      const char *needle;
+    } bad[] = { { 1, 128, STW_ARCH_LLAMA, "kv_heads must equal heads" },
+                { 128, 0, STW_ARCH_LLAMA, "latent attention needs v_head_dim" },
+                { 128, 128, STW_ARCH_NEOX, "latent attention (kv_lora_rank) is modelled for "
+                                           "llama-style blocks only" } };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+      StwModelConfig x = ds;
+      x.kv_heads = bad[i].kv_heads;
+      x.v_head_dim = bad[i].v_head_dim;
+      x.arch = bad[i].arch;
+      if (x.arch != STW_ARCH_LLAMA) { /* dense, so that the experts are not what is refused */
+        x.experts = x.experts_per_token = x.shared_expert_ffn = 0;
+        x.dense_layers = x.dense_ffn = 0;
+        x.shared_expert_ungated = FALSE;
+      }
       GError *error = NULL;
       g_assert_false(stw_model_config_validate(&x, NULL, &error));
       stw_assert_error_contains(error, bad[i].needle);
@@ -767,7 +834,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss and glm4_moe only");
+                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe and deepseek_v3 only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

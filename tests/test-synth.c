@@ -694,6 +694,36 @@ test_eager_autocast(void)
   g_assert_cmpuint(find_op(sinks, "h1.attn.core")->n_params, ==, 1);
 }
 
+/* Latent attention (DeepSeek's) in eager kernels, by hand (e = 2, T = 4096, 8 heads of 64 + 32
+ * rotary, values 64, latents 384 and 256): the latents' RMSNorms in fp32 over 640 a token, the
+ * rotary parts turned (8 x 32 + 32 a token) and each head's query and key put together
+ * (2 x 8 x 96), the heads' outputs (8 x 64) merged; and the FLOPs of QK^T over 96 and PV over
+ * 64 a head. */
+static void
+test_latent_attention(void)
+{
+  StwModelConfig cfg = { .name = "mla", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 1024,
+                         .heads = 8, .kv_heads = 8, .head_dim = 64, .ffn = 2816, .vocab = 1000,
+                         .max_seq = 512, .kv_lora_rank = 256, .q_lora_rank = 384,
+                         .rope_dim = 32, .v_head_dim = 64 };
+  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16,
+                          .attention = STW_ATTENTION_NAIVE, .kernels = STW_KERNELS_EAGER };
+  g_autoptr(StwTrace) eager = synth_on_default(&cfg, &opt);
+  opt.kernels = STW_KERNELS_FUSED;
+  g_autoptr(StwTrace) fused = synth_on_default(&cfg, &opt);
+  const double T = 4096, n = 8.0 * 8 * 512 * 512;
+  static const char *const names[] = { "h1.attn.latent_norm", "h1.attn.rope", "h1.attn.core" };
+  const double extra[] = {
+    T * 640 * (28 + 4) - 2 * 2 * T * 32,         /* RMSNorm: n (28 + 2e); the rotary key
+                                                  * passes, which the fused op moved */
+    12 * 2 * T * 288 + 4 * 2 * T * 768,          /* turned; q and k put together */
+    2 * 2 * T * 512 + n * (5 * 2 + 1) + 16 * n,  /* merged; scale, mask, softmax; in fp32 */
+  };
+  assert_eager_extra(fused, eager, names, extra, G_N_ELEMENTS(names));
+  g_assert_cmpuint(find_op(fused, "h1.attn.core")->flops, ==,
+                   G_GUINT64_CONSTANT(2) * 8 * 512 * 512 * (8 * 96 + 8 * 64));
+}
+
 static void
 test_gpt2_structure(void)
 {
@@ -818,6 +848,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);
   g_test_add_func("/synth/eager-autocast", test_eager_autocast);
+  g_test_add_func("/synth/latent-attention", test_latent_attention);
   g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
   g_test_add_func("/synth/other-archs", test_other_archs);
   g_test_add_func("/synth/bad-options", test_bad_options);

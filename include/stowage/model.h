@@ -151,6 +151,16 @@ typedef struct {
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */
   gboolean embed_norm;     /* a LayerNorm over the token embeddings (BLOOM's; neox only) */
+  /* multi-head latent attention (DeepSeek-V2 and V3; llama only), where kv_lora_rank > 0: the
+   * keys and values projected down to kv_lora_rank (and a rotary key rope_dim wide shared by the
+   * heads), normed, and up again to each head's key part without positions (head_dim wide) and
+   * value (v_head_dim wide); the queries projected down to q_lora_rank and normed first where it
+   * is > 0, then up to each head's head_dim + rope_dim; attention over head_dim + rope_dim wide
+   * queries and keys; the output projection reads heads x v_head_dim. kv_heads = heads. */
+  guint64 kv_lora_rank;
+  guint64 q_lora_rank;
+  guint64 rope_dim;
+  guint64 v_head_dim;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -160,8 +170,13 @@ gboolean stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site);
 StwActivation stw_model_activation(const StwModelConfig *cfg);
 /* Whether CFG's MLP computes GELU with tanh's approximation op by op (GELU-new). */
 gboolean stw_model_gelu_new(const StwModelConfig *cfg);
-/* The width of one attention head: head_dim, or hidden / heads. */
+/* The width of one attention head: head_dim, or hidden / heads (with latent attention, the
+ * keys' part without positions). */
 guint64 stw_model_head_dim(const StwModelConfig *cfg);
+/* One head's query and key width (head_dim, and rope_dim with latent attention) and its value
+ * width (head_dim, or v_head_dim with latent attention). */
+guint64 stw_model_qk_head_dim(const StwModelConfig *cfg);
+guint64 stw_model_v_head_dim(const StwModelConfig *cfg);
 /* Experts per block (1 for a dense MLP) and experts active per token (1 for a dense MLP). */
 guint64 stw_model_experts(const StwModelConfig *cfg);
 guint64 stw_model_active_experts(const StwModelConfig *cfg);

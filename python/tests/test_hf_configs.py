@@ -109,6 +109,12 @@ SMALL = {
                  "num_key_value_heads": 2, "intermediate_size": 160, "moe_intermediate_size": 48,
                  "n_routed_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
                  "max_position_embeddings": 64, "pad_token_id": 0},
+    "deepseek_v3": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                    "intermediate_size": 160, "moe_intermediate_size": 48, "n_routed_experts": 4,
+                    "num_experts_per_tok": 2, "first_k_dense_replace": 1, "kv_lora_rank": 16,
+                    "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+                    "v_head_dim": 12, "n_group": 1, "topk_group": 1, "vocab_size": 128,
+                    "max_position_embeddings": 64, "pad_token_id": 0},
     "bloom": {"n_layer": 2, "hidden_size": 64, "n_head": 4, "vocab_size": 128},
     "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
@@ -183,6 +189,13 @@ def variants(kind):
                       {"num_local_experts": 8}, {"use_qk_norm": True},
                       {"n_routed_experts": 8, "num_experts_per_tok": 1}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "deepseek_v3":  # latent attention's ranks and widths; the dense blocks first
+        for extra in ({"q_lora_rank": None}, {"kv_lora_rank": 32}, {"qk_rope_head_dim": 4},
+                      {"qk_nope_head_dim": 8}, {"v_head_dim": 20}, {"v_head_dim": None},
+                      {"first_k_dense_replace": 0}, {"first_k_dense_replace": 9},
+                      {"n_shared_experts": 2}, {"num_local_experts": 8},
+                      {"num_key_value_heads": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "ernie4_5":  # every projection's bias, one switch
         out.append(("use_bias", dict(base, use_bias=True)))
     if kind == "qwen2_moe":
@@ -217,7 +230,9 @@ def transformers_count(path, kind):
     reads_kv = "num_key_value_heads" in inspect.signature(type(cfg).__init__).parameters
     kv = (getattr(cfg, "num_key_value_heads", None) if reads_kv else None) or \
         getattr(cfg, "num_attention_heads", None)
-    if getattr(cfg, "new_decoder_architecture", False):  # Falcon's groups
+    if getattr(cfg, "kv_lora_rank", None):  # latent attention: a key and value per head
+        kv = cfg.num_attention_heads
+    elif getattr(cfg, "new_decoder_architecture", False):  # Falcon's groups
         kv = cfg.num_kv_heads
     elif getattr(cfg, "multi_query", False):  # GPT-BigCode's and Falcon's one key and value head
         kv = 1
