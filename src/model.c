@@ -166,6 +166,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->kv_lora_rank > STW_MODEL_MAX_WIDTH || c->q_lora_rank > STW_MODEL_MAX_WIDTH ||
            c->rope_dim > STW_MODEL_MAX_WIDTH || c->v_head_dim > STW_MODEL_MAX_WIDTH)
     problem = "kv_lora_rank, q_lora_rank, rope_dim and v_head_dim must be at most 1048576";
+  else if (c->kv_lora_rank != 0 &&
+           (c->heads * (stw_model_head_dim(c) + c->rope_dim) > 8 * (guint64)STW_MODEL_MAX_WIDTH ||
+            c->heads * c->v_head_dim > 8 * (guint64)STW_MODEL_MAX_WIDTH))
+    problem = "heads * (head_dim + rope_dim) and heads * v_head_dim must be at most 8388608";
   else if (c->alibi && c->arch != STW_ARCH_NEOX)
     problem = "alibi is modelled for neox blocks only (BLOOM's, Falcon's)";
   else if (c->embed_norm && c->arch != STW_ARCH_NEOX)
