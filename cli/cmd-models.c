@@ -44,15 +44,17 @@ print_config_file(const char *file, gboolean json)
   g_autoptr(StwTable) table = models_table();
   models_row(table, &c, "-", params);
   stw_table_print(table, stdout);
+  char q_rank[32] = "";
+  if (c.q_lora_rank != 0)
+    g_snprintf(q_rank, sizeof q_rank, "%" G_GUINT64_FORMAT, c.q_lora_rank);
   g_autofree char *latent =
       c.kv_lora_rank == 0
           ? g_strdup("")
           : g_strdup_printf(", latent: keys and values through rank %" G_GUINT64_FORMAT
-                            ", queries through %s%" G_GUINT64_FORMAT "; queries and keys %"
-                            G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT " rotary wide, values %"
-                            G_GUINT64_FORMAT, c.kv_lora_rank, c.q_lora_rank != 0 ? "rank " : "",
-                            c.q_lora_rank != 0 ? c.q_lora_rank : c.hidden,
-                            stw_model_head_dim(&c), c.rope_dim, c.v_head_dim);
+                            ", queries %s%s; queries and keys %" G_GUINT64_FORMAT " + %"
+                            G_GUINT64_FORMAT " rotary wide, values %" G_GUINT64_FORMAT,
+                            c.kv_lora_rank, c.q_lora_rank != 0 ? "through rank " : "directly",
+                            q_rank, stw_model_head_dim(&c), c.rope_dim, c.v_head_dim);
   g_autofree char *context = c.alibi ? g_strdup("positions by ALiBi (no longest context)")
                                       : g_strdup_printf("context %" G_GUINT64_FORMAT, c.max_seq);
   GString *biases = g_string_new(NULL);

@@ -50,6 +50,7 @@ typedef enum {
   HF_BLOOM,
   HF_GLM4_MOE,
   HF_DEEPSEEK_V3,
+  HF_DEEPSEEK_V2,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -60,7 +61,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gptj",    "falcon",   "olmoe", "qwen2_moe",
                                            "glm",     "glm4",     "opt",   "gpt_oss",
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
-                                           "bloom",   "glm4_moe", "deepseek_v3", NULL };
+                                           "bloom",   "glm4_moe", "deepseek_v3",
+                                           "deepseek_v2", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -105,8 +107,9 @@ typedef struct {
   guint64 shared_experts_default;   /* nonzero: n_shared_experts is read, shared experts of the
                                      * routed width run as one MLP without a gate (DeepSeek,
                                      * GLM-4.5) */
-  guint64 dense_layers_default;     /* nonzero: first_k_dense_replace is read, the first blocks
-                                     * dense, intermediate_size wide (dense_ffn_default) */
+  gboolean reads_dense_layers;      /* first_k_dense_replace is read (this default): the first
+                                     * blocks dense, intermediate_size wide (dense_ffn_default) */
+  guint64 dense_layers_default;
   guint64 dense_ffn_default;
   gboolean reads_qk_norm;           /* use_qk_norm: an RMSNorm over each head's queries and keys */
   guint64 kv_lora_default;          /* nonzero: latent attention, read from kv_lora_rank,
@@ -343,7 +346,8 @@ static const HfRow hf_rows[] = {
                     .reads_attention_bias = TRUE, .reads_qk_norm = TRUE,
                     .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
                     .experts_default = 128, .experts_per_token_default = 8,
-                    .shared_experts_default = 1, .dense_layers_default = 1,
+                    .shared_experts_default = 1, .reads_dense_layers = TRUE,
+                    .dense_layers_default = 1,
                     .dense_ffn_default = 10944, .ffn = "moe_intermediate_size",
                     .layers_default = 46, .hidden_default = 4096, .heads_default = 96,
                     .ffn_default = 1408, .max_seq_default = 131072, .vocab_default = 151552,
@@ -355,13 +359,29 @@ static const HfRow hf_rows[] = {
   [HF_DEEPSEEK_V3] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
                        .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
                        .experts_default = 256, .experts_per_token_default = 8,
-                       .shared_experts_default = 1, .dense_layers_default = 3,
+                       .shared_experts_default = 1, .reads_dense_layers = TRUE,
+                       .dense_layers_default = 3,
                        .dense_ffn_default = 18432, .ffn = "moe_intermediate_size",
                        .kv_lora_default = 512, .q_lora_default = 1536, .rope_dim_default = 64,
                        .nope_dim_default = 128, .v_head_dim_default = 128,
                        .layers_default = 61, .hidden_default = 7168, .heads_default = 128,
                        .ffn_default = 2048, .max_seq_default = 4096, .vocab_default = 129280,
                        .kv_default = NOT_READ, .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* DeepSeek-V2 (and V2-Lite, V2.5): V3's blocks with its own defaults (no dense blocks first,
+   * 64 experts of 1407, 2 shared), num_experts its experts' other name; its MLP biases (on the
+   * dense MLPs and shared experts, not the routed ones) are refused, not modelled. transformers
+   * leaves num_experts_per_tok None, which no parameter depends on: 6 (V2's) */
+  [HF_DEEPSEEK_V2] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                       .experts_member = "n_routed_experts", .experts_alias = "num_experts",
+                       .experts_default = 64, .experts_per_token_default = 6,
+                       .shared_experts_default = 2, .reads_dense_layers = TRUE,
+                       .dense_layers_default = 0, .dense_ffn_default = 11008,
+                       .ffn = "moe_intermediate_size", .kv_lora_default = 512,
+                       .q_lora_default = 1536, .rope_dim_default = 64, .nope_dim_default = 128,
+                       .v_head_dim_default = 128, .layers_default = 32, .hidden_default = 4096,
+                       .heads_default = 32, .ffn_default = 1407, .max_seq_default = 2048,
+                       .vocab_default = 102400, .kv_default = NOT_READ,
+                       .head_dim_default = NOT_READ, .reads_tie = TRUE },
   /* BLOOM: GPT-NeoX's block run in sequence (GPT-2's), positions by ALiBi, a LayerNorm over
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
@@ -617,6 +637,14 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
     return stw_json_fail_at(r, "num_experts", error, "experts are modelled for model_type %s only",
                             with->str);
   }
+  if (type == HF_DEEPSEEK_V2) { /* biases on the dense MLPs and shared experts only */
+    gboolean mlp_bias = FALSE;
+    if (!get_bool(h, "mlp_bias", &mlp_bias, error))
+      return FALSE;
+    if (mlp_bias)
+      return stw_json_fail_at(r, "mlp_bias", error, "true: biases on the dense MLPs and the "
+                              "shared experts but not the routed ones are not modelled");
+  }
   if (type == HF_PHI) { /* LayerNorms over each head's queries and keys: not modelled */
     gboolean qk = FALSE;
     if (!get_bool(h, "qk_layernorm", &qk, error))
@@ -792,7 +820,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     guint64 shared = row->shared_experts_default, dense = row->dense_layers_default;
     c.dense_ffn = row->dense_ffn_default;
     if ((shared != 0 && !get_count(h, "n_shared_experts", STW_MODEL_MAX_EXPERTS, &shared, error)) ||
-        (dense != 0 &&
+        (row->reads_dense_layers &&
          (!get_count(h, "first_k_dense_replace", STW_MODEL_MAX_LAYERS, &dense, error) ||
           !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
                    error))))

@@ -522,6 +522,7 @@ test_hf_configs(void)
     { "bloom-560m", STW_ARCH_NEOX, G_GUINT64_CONSTANT(559214592), 16, 64, TRUE },
     { "GLM-4.5-Air", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(106852245504), 8, 128, FALSE },
     { "DeepSeek-V3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(671026404352), 128, 128, FALSE },
+    { "DeepSeek-V2-Lite", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(15706484224), 16, 128, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -834,7 +835,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe and deepseek_v3 only");
+                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, deepseek_v3 and deepseek_v2 only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -115,6 +115,12 @@ SMALL = {
                     "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
                     "v_head_dim": 12, "n_group": 1, "topk_group": 1, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0},
+    "deepseek_v2": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                    "intermediate_size": 160, "moe_intermediate_size": 48, "n_routed_experts": 4,
+                    "num_experts_per_tok": 2, "first_k_dense_replace": 1, "kv_lora_rank": 16,
+                    "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+                    "v_head_dim": 12, "vocab_size": 128, "max_position_embeddings": 64,
+                    "pad_token_id": 0},
     "bloom": {"n_layer": 2, "hidden_size": 64, "n_head": 4, "vocab_size": 128},
     "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
@@ -188,6 +194,9 @@ def variants(kind):
                       {"n_shared_experts": 0}, {"n_shared_experts": 2},
                       {"num_local_experts": 8}, {"use_qk_norm": True},
                       {"n_routed_experts": 8, "num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "deepseek_v2":  # V3's block, its experts' other name
+        for extra in ({"q_lora_rank": None}, {"num_experts": 8}, {"n_shared_experts": 0}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "deepseek_v3":  # latent attention's ranks and widths; the dense blocks first
         for extra in ({"q_lora_rank": None}, {"kv_lora_rank": 32}, {"qk_rope_head_dim": 4},
@@ -294,7 +303,8 @@ class TestHfConfigs(unittest.TestCase):
         # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
-                                      ("opt", '{"do_layer_norm_before": false}')])
+                                      ("opt", '{"do_layer_norm_before": false}'),
+                                      ("deepseek_v2", "mlp_bias")])
 
 
 if __name__ == "__main__":
