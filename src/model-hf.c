@@ -51,6 +51,8 @@ typedef enum {
   HF_GLM4_MOE,
   HF_DEEPSEEK_V3,
   HF_DEEPSEEK_V2,
+  HF_COHERE,
+  HF_COHERE2,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -62,7 +64,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "glm",     "glm4",     "opt",   "gpt_oss",
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
                                            "bloom",   "glm4_moe", "deepseek_v3",
-                                           "deepseek_v2", NULL };
+                                           "deepseek_v2", "cohere", "cohere2", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -382,6 +384,22 @@ static const HfRow hf_rows[] = {
                        .heads_default = 32, .ffn_default = 1407, .max_seq_default = 2048,
                        .vocab_default = 102400, .kv_default = NOT_READ,
                        .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* Cohere's Command R (cohere) and R7B, A (cohere2): llama's projections in a parallel block,
+   * one norm (a LayerNorm without a bias: the same weights as an RMSNorm's) that attention and
+   * the MLP both read; cohere's use_qk_norm norms each head's queries and keys with weights of
+   * their own (heads x head_dim: qk_norm_full's count); the LM head tied, logit_scale no weight;
+   * cohere2's sliding-window layers change no weight */
+  [HF_COHERE] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_SHARED,
+                             .qk_norm_full = TRUE },
+                  .reads_qk_norm = TRUE, .layers_default = 40, .hidden_default = 8192,
+                  .heads_default = 64, .ffn_default = 22528, .max_seq_default = 8192,
+                  .vocab_default = 256000, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+                  .reads_attention_bias = TRUE },
+  [HF_COHERE2] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_SHARED },
+                   .layers_default = 40, .hidden_default = 8192, .heads_default = 64,
+                   .ffn_default = 22528, .max_seq_default = 8192, .vocab_default = 256000,
+                   .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+                   .reads_attention_bias = TRUE },
   /* BLOOM: GPT-NeoX's block run in sequence (GPT-2's), positions by ALiBi, a LayerNorm over
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
@@ -835,6 +853,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   }
   if (row->reads_qk_norm && !get_bool(h, "use_qk_norm", &c.qk_norm, error))
     return FALSE;
+  if (!c.qk_norm)
+    c.qk_norm_full = FALSE; /* the row's kind of norm, where the file asks for one */
   if (row->kv_lora_default != 0) { /* latent attention: a key and value per head */
     guint64 nope = row->nope_dim_default;
     c.kv_lora_rank = row->kv_lora_default;

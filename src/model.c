@@ -143,8 +143,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
            c->arch != STW_ARCH_LLAMA)
     problem = "norms after attention and the MLP and the softcaps are modelled for llama-style "
               "blocks only";
-  else if (c->norms == STW_NORMS_SHARED && c->arch != STW_ARCH_GPT && c->arch != STW_ARCH_NEOX)
-    problem = "a norm shared by attention and the MLP is modelled for gpt and neox blocks only";
+  else if (c->norms == STW_NORMS_SHARED && c->arch == STW_ARCH_BERT)
+    problem = "a norm shared by attention and the MLP is modelled for the decoders only";
   else if (c->head_bias && c->arch == STW_ARCH_BERT)
     problem = "head_bias is the decoders' (bert's MLM head is not modelled apart)";
   else if (c->norms != STW_NORMS_PRE && c->experts > 1)
@@ -916,8 +916,11 @@ build_llama(Builder *b)
     g_autofree char *pa = g_strconcat(p, ".self_attn", NULL), *pm = g_strconcat(p, ".mlp", NULL);
     g_autofree char *n1 = g_strconcat(p, ".input_layernorm", NULL);
     /* with norms after attention (Gemma 2 and 3, OLMo 2) post_attention_layernorm is that one,
-     * and the MLP's own before it, where there is one, pre_feedforward_layernorm */
-    gboolean pre = c->norms != STW_NORMS_POST, post = c->norms != STW_NORMS_PRE;
+     * and the MLP's own before it, where there is one, pre_feedforward_layernorm; a parallel
+     * block (Cohere's) has one norm that attention and the MLP both read, and no other */
+    gboolean shared = c->norms == STW_NORMS_SHARED;
+    gboolean pre = c->norms != STW_NORMS_POST;
+    gboolean post = c->norms == STW_NORMS_BOTH || c->norms == STW_NORMS_POST;
     g_autofree char *n2 = g_strconcat(p, post ? ".pre_feedforward_layernorm"
                                               : ".post_attention_layernorm", NULL);
     g_autofree char *n3 = g_strconcat(p, ".post_attention_layernorm", NULL);
@@ -949,7 +952,7 @@ build_llama(Builder *b)
     projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
     if (post)
       norm_params(b, &post1, d, TRUE, n3);
-    if (pre)
+    if (pre && !shared)
       norm_params(b, &ln2, d, TRUE, n2);
 
     /* the block opens at its first norm, or at the projections where there is none before */
@@ -979,7 +982,7 @@ build_llama(Builder *b)
     if (post)
       close = norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, TRUE, post1.n, post1.id);
     close->residual = STW_RESIDUAL_CLOSE;
-    if (pre)
+    if (pre && !shared)
       norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1 && (guint64)l >= c->dense_layers) {
       moe_mlp(b, l, p);
@@ -996,7 +999,7 @@ build_llama(Builder *b)
     if (post)
       norm_params(b, &post2, d, TRUE, n4);
     proj = linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * w, gate_up.n, gate_up.id);
-    if (!pre)
+    if (!pre || shared) /* the MLP's branch opens at its first projection */
       proj->residual = STW_RESIDUAL_OPEN;
     elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * w, w, 3, TRUE);
     close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", w, d, down.n, down.id);

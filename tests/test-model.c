@@ -416,13 +416,15 @@ test_parallel_blocks(void)
   StwSynthOptions o = { .batch = 1, .seq = 16, .dtype = STW_DTYPE_BF16, .checkpointing = TRUE };
   g_autoptr(StwTrace) t = stw_synth_trace(&c, &o, &hw, NULL);
   g_assert_nonnull(t);
-  /* a shared norm in a llama block is refused */
+  /* a shared norm in bert's encoder is refused (its norms come after attention and the MLP) */
   StwModelConfig bad = c;
-  bad.arch = STW_ARCH_LLAMA;
+  bad.arch = STW_ARCH_BERT;
+  bad.head_bias = FALSE;
+  bad.tied = TRUE;
   GError *error = NULL;
   g_assert_false(stw_model_config_validate(&bad, NULL, &error));
   g_assert_nonnull(strstr(error->message, "a norm shared by attention and the MLP is modelled "
-                                          "for gpt and neox blocks only"));
+                                          "for the decoders only"));
   g_clear_error(&error);
 }
 
@@ -696,6 +698,29 @@ test_hf_configs(void)
       g_assert_false(stw_model_config_validate(&x, NULL, &error));
       stw_assert_error_contains(error, bad[i].needle);
     }
+  }
+  /* Cohere's Command R (its defaults: 34,980,831,232 parameters): a parallel block, one norm a
+   * block where Llama's sequential one has two; the MLP's branch opens at its projection */
+  {
+    const char *text = "{\"model_type\":\"cohere\"}";
+    StwModelConfig co;
+    g_assert_true(stw_model_config_parse("cohere.json", text, strlen(text), &co, NULL));
+    g_assert_cmpint(co.norms, ==, STW_NORMS_SHARED);
+    g_assert_cmpuint(stw_model_param_count(&co), ==, G_GUINT64_CONSTANT(34980831232));
+    StwModelConfig seq = co;
+    seq.norms = STW_NORMS_PRE;
+    g_assert_cmpuint(stw_model_param_count(&seq) - stw_model_param_count(&co), ==, 40 * 8192);
+    co.layers = 1;
+    g_autoptr(StwModelGraph) cg = stw_model_graph_new(&co, 1, 16, STW_DTYPE_BF16,
+                                                      STW_ATTENTION_FLASH);
+    guint norms = 0;
+    for (guint i = 0; i < cg->ops->len; i++) {
+      const StwGraphOp *o = cg->ops->pdata[i];
+      norms += o->kind == STW_OP_NORM_MLP;
+      if (o->kind == STW_OP_MLP_IN)
+        g_assert_cmpint(o->residual, ==, STW_RESIDUAL_OPEN);
+    }
+    g_assert_cmpuint(norms, ==, 0);
   }
   /* BLOOM: ALiBi (no rotary op, no longest sequence), a norm over the embeddings (2 x 1024
    * parameters), GELU-new's ops; Falcon's alibi member read too */

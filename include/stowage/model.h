@@ -88,7 +88,7 @@ typedef enum {
   STW_NORMS_BOTH, /* before and after each (Gemma 2 and 3) */
   STW_NORMS_POST, /* after each only, on its output before the residual add (OLMo 2) */
   STW_NORMS_SHARED, /* one before attention, whose output the MLP reads too: the parallel
-                     * block (Phi-2, GPT-J; gpt and neox), modelled as the sequential one
+                     * block (Phi-2, GPT-J, Command R; gpt, neox, llama), modelled as the sequential one
                      * without the MLP's norm (the same parameters and FLOPs) */
   STW_N_NORMS
 } StwNorms;

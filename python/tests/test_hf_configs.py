@@ -121,6 +121,12 @@ SMALL = {
                     "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
                     "v_head_dim": 12, "vocab_size": 128, "max_position_embeddings": 64,
                     "pad_token_id": 0},
+    "cohere": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+               "max_position_embeddings": 64, "pad_token_id": 0},
+    "cohere2": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                "max_position_embeddings": 64, "pad_token_id": 0},
     "bloom": {"n_layer": 2, "hidden_size": 64, "n_head": 4, "vocab_size": 128},
     "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
@@ -195,6 +201,8 @@ def variants(kind):
                       {"num_local_experts": 8}, {"use_qk_norm": True},
                       {"n_routed_experts": 8, "num_experts_per_tok": 1}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "cohere":  # its query and key norms, weights per head
+        out.append(("use_qk_norm", dict(base, use_qk_norm=True)))
     if kind == "deepseek_v2":  # V3's block, its experts' other name
         for extra in ({"q_lora_rank": None}, {"num_experts": 8}, {"n_shared_experts": 0}):
             out.append((json.dumps(extra), dict(base, **extra)))
