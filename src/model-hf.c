@@ -53,6 +53,7 @@ typedef enum {
   HF_DEEPSEEK_V2,
   HF_COHERE,
   HF_COHERE2,
+  HF_LLAMA4_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -64,7 +65,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "glm",     "glm4",     "opt",   "gpt_oss",
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
                                            "bloom",   "glm4_moe", "deepseek_v3",
-                                           "deepseek_v2", "cohere", "cohere2", NULL };
+                                           "deepseek_v2", "cohere", "cohere2", "llama4_text",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -114,6 +116,8 @@ typedef struct {
   guint64 dense_layers_default;
   guint64 dense_ffn_default;
   gboolean reads_qk_norm;           /* use_qk_norm: an RMSNorm over each head's queries and keys */
+  gboolean shared_expert_routed_width; /* a shared expert as wide as the routed ones, without a
+                                        * gate, in every block (Llama 4's) */
   guint64 kv_lora_default;          /* nonzero: latent attention, read from kv_lora_rank,
                                      * q_lora_rank (null: none), qk_rope_head_dim,
                                      * qk_nope_head_dim and v_head_dim, with these defaults */
@@ -400,6 +404,19 @@ static const HfRow hf_rows[] = {
                    .ffn_default = 22528, .max_seq_default = 8192, .vocab_default = 256000,
                    .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                    .reads_attention_bias = TRUE },
+  /* Llama 4's language model (llama4_text, the text_config of a llama4 file): llama's attention
+   * (its query and key norms are L2 norms without weights, its chunked attention and layers
+   * without rotary positions change no weight), and in every block num_local_experts experts
+   * intermediate_size wide, num_experts_per_tok a token, and a shared expert as wide without a
+   * gate; interleaved dense blocks (interleave_moe_layer_step beyond 1, Maverick's; a moe_layers
+   * list) are refused, not modelled */
+  [HF_LLAMA4_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA },
+                       .experts_member = "num_local_experts", .experts_default = 16,
+                       .experts_per_token_default = 1, .shared_expert_routed_width = TRUE,
+                       .layers_default = 48, .hidden_default = 5120, .heads_default = 40,
+                       .ffn_default = 8192, .max_seq_default = 131072, .vocab_default = 202048,
+                       .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE,
+                       .reads_attention_bias = TRUE },
   /* BLOOM: GPT-NeoX's block run in sequence (GPT-2's), positions by ALiBi, a LayerNorm over
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
@@ -655,6 +672,19 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
     return stw_json_fail_at(r, "num_experts", error, "experts are modelled for model_type %s only",
                             with->str);
   }
+  if (type == HF_LLAMA4_TEXT) { /* experts in every block only */
+    guint64 step = 1;
+    const cJSON *layers = member(root, "moe_layers");
+    if (!get_u64(h, "interleave_moe_layer_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
+      return FALSE;
+    if (step != 1)
+      return stw_json_fail_at(r, "interleave_moe_layer_step", error,
+                              "%" G_GUINT64_FORMAT ": dense blocks between the experts' (Llama 4 "
+                              "Maverick's) are not modelled (experts in every block: 1)", step);
+    if (layers != NULL && !cJSON_IsNull(layers))
+      return stw_json_fail_at(r, "moe_layers", error, "a list of the blocks with experts is not "
+                              "modelled (experts in every block: null)");
+  }
   if (type == HF_DEEPSEEK_V2) { /* biases on the dense MLPs and shared experts only */
     gboolean mlp_bias = FALSE;
     if (!get_bool(h, "mlp_bias", &mlp_bias, error))
@@ -843,6 +873,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
           !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
                    error))))
       return FALSE;
+    if (row->shared_expert_routed_width) {
+      c.shared_expert_ffn = c.ffn;
+      c.shared_expert_ungated = TRUE;
+    }
     if (row->shared_experts_default != 0) { /* n_shared_experts of the routed width, one MLP */
       c.shared_expert_ffn = shared * c.ffn;
       c.shared_expert_ungated = c.shared_expert_ffn != 0;

@@ -722,6 +722,23 @@ test_hf_configs(void)
     }
     g_assert_cmpuint(norms, ==, 0);
   }
+  /* Llama 4 Scout's language model (its defaults): 16 experts and a shared one of 8192 in every
+   * block, 107.8B parameters, 17.2B active; Maverick's interleaved dense blocks refused */
+  {
+    const char *scout = "{\"model_type\":\"llama4_text\"}";
+    const char *maverick = "{\"model_type\":\"llama4_text\",\"interleave_moe_layer_step\":2}";
+    StwModelConfig l4;
+    GError *error = NULL;
+    g_assert_true(stw_model_config_parse("scout.json", scout, strlen(scout), &l4, NULL));
+    g_assert_cmpuint(stw_model_param_count(&l4), ==, G_GUINT64_CONSTANT(107769861120));
+    g_assert_cmpuint(stw_model_active_param_count(&l4), ==, G_GUINT64_CONSTANT(17172894720));
+    g_assert_true(l4.shared_expert_ungated && l4.shared_expert_ffn == 8192);
+    g_assert_false(stw_model_config_parse("maverick.json", maverick, strlen(maverick), &l4,
+                                          &error));
+    stw_assert_error_contains(error, "maverick.json: $.interleave_moe_layer_step: 2: dense "
+                                     "blocks between the experts' (Llama 4 Maverick's) are not "
+                                     "modelled");
+  }
   /* BLOOM: ALiBi (no rotary op, no longest sequence), a norm over the embeddings (2 x 1024
    * parameters), GELU-new's ops; Falcon's alibi member read too */
   StwModelConfig bl;
@@ -860,7 +877,7 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, deepseek_v3 and deepseek_v2 only");
+                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, deepseek_v3, deepseek_v2 and llama4_text only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

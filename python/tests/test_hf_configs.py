@@ -127,6 +127,11 @@ SMALL = {
     "cohere2": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                 "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                 "max_position_embeddings": 64, "pad_token_id": 0},
+    "llama4_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
+                    "intermediate_size_mlp": 96, "num_local_experts": 4,
+                    "num_experts_per_tok": 1, "vocab_size": 128, "max_position_embeddings": 64,
+                    "pad_token_id": 0},
     "bloom": {"n_layer": 2, "hidden_size": 64, "n_head": 4, "vocab_size": 128},
     "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
@@ -200,6 +205,10 @@ def variants(kind):
                       {"n_shared_experts": 0}, {"n_shared_experts": 2},
                       {"num_local_experts": 8}, {"use_qk_norm": True},
                       {"n_routed_experts": 8, "num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "llama4_text":  # weightless query and key norms; Maverick's interleaved blocks
+        for extra in ({"use_qk_norm": False}, {"num_experts_per_tok": 2},
+                      {"interleave_moe_layer_step": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "cohere":  # its query and key norms, weights per head
         out.append(("use_qk_norm", dict(base, use_qk_norm=True)))
@@ -308,11 +317,13 @@ class TestHfConfigs(unittest.TestCase):
         self.assertEqual(wrong, [], "\n".join(wrong))
         # what stowage refuses by name though transformers builds it: OLMoE with a head width
         # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
-        # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks
+        # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks; DeepSeek-V2's
+        # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("opt", '{"do_layer_norm_before": false}'),
-                                      ("deepseek_v2", "mlp_bias")])
+                                      ("deepseek_v2", "mlp_bias"),
+                                      ("llama4_text", '{"interleave_moe_layer_step": 2}')])
 
 
 if __name__ == "__main__":
