@@ -384,14 +384,34 @@ $S simulate "$T/to.json" "$T/tt.json" --chrome-trace "$T/to-chrome.json" > /dev/
   grep -q '"name":"activations h0","cat":"offload"' "$T/to-chrome.json" &&
   grep -q '"name":"activations h1","cat":"restore"' "$T/to-chrome.json"
 tap_result $? "simulate draws the activations' copies on the copy engines"
-$S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+# the least host budget (bytes) at which TRACE plans at GPU with the options after them: none at
+# 2 GiB (the process alone), one at 2 GiB + 64 MiB; bisected, since where the edge lies follows
+# the trace's measured times (a budget under the unbounded plan's bytes may still fit another
+# chunk size without storage)
+least_cpu() {
+  lc_trace=$1 lc_gpu=$2
+  shift 2
+  lc_lo=2147483648 lc_hi=$((2147483648 + 67108864))
+  while [ $((lc_hi - lc_lo)) -gt 1 ]; do
+    lc_mid=$(((lc_lo + lc_hi) / 2))
+    if $S plan "$lc_trace" --gpu "$lc_gpu" --cpu "$lc_mid" --hw RTX4090-24GB-PCIe4-2xNVMe \
+      --activations keep "$@" -o "$T/bisect.json" > /dev/null 2>&1; then
+      lc_hi=$lc_mid
+    else
+      lc_lo=$lc_mid
+    fi
+  done
+  echo "$lc_hi"
+}
+CPU_TT=$(($(least_cpu "$T/tt.json" 400KiB) - 1)) # one byte short of every plan without storage
+$S plan "$T/tt.json" --gpu 400KiB --cpu $CPU_TT --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
   --activations keep -o "$T/tn.json" > "$T/tn.log" && grep -q "^  storage      " "$T/tn.log"
 tap_result $? "plan with optimizer state on a storage tier (--nvme)" "$(cat "$T/tn.log")"
 grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > "$T/tn-check.txt" &&
   stored=$(sed -n 's/^  storage *\([0-9.]* [KMG]*i*B\) of optimizer state.*/\1/p' "$T/tn.log") &&
   grep -q "; host 2.00 GiB of 2.00 GiB; storage $stored of 1.00 GiB; moves " "$T/tn-check.txt"
 tap_result $? "the storage plan places chunks' state there, checks, and check says the storage it uses" "$(cat "$T/tn-check.txt")"
-$S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+$S plan "$T/tt.json" --gpu 400KiB --cpu $CPU_TT --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
   --activations keep --nvme-devices 4 -o "$T/tn4.json" > "$T/tn4.log"
 # the storage's busy time in microseconds, whatever unit the plan prints it in
 busy_us() {
@@ -417,7 +437,7 @@ expect 2 "--nvme-dir goes with --plan" "--nvme-dir without a plan" -- $S train $
 # less host memory, eight blocks: chunks' 16-bit parameters on storage too ("storage"), trained
 M8="--layers 8 --width 32 --heads 4 --context 16 --batch 2 --data $D"
 $S train $M8 --steps 2 --profile "$T/t8.json" > /dev/null &&
-  $S plan "$T/t8.json" --gpu 1MiB --cpu 2148000000 --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
+  $S plan "$T/t8.json" --gpu 1MiB --cpu "$(least_cpu "$T/t8.json" 1MiB --nvme 1GiB)" --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
     --activations keep -o "$T/tp8.json" > "$T/tp8.log" &&
   grep -q "of optimizer state and 16-bit parameters of 1.00 GiB on the storage tier" "$T/tp8.log" &&
   $S simulate "$T/tp8.json" "$T/t8.json" > "$T/tp8-sim.txt" &&
@@ -439,14 +459,14 @@ expect 2 "plan: --nvme: hardware profile A100-80GB-PCIe4 has no storage tier: me
 expect 2 "the profile RTX4090-24GB-PCIe4-2xNVMe's storage holds" "--nvme beyond the profile's storage" -- \
   $S plan "$T/tt.json" --gpu 400KiB --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 8PiB -o "$T/x.json"
 # --storage: a shipped drive given to any profile; two of nvme-gen4 are the 4090 workstation's
-$S plan "$T/tt.json" --gpu 400KiB --cpu 2147944448 --hw RTX4090-24GB-PCIe4 --storage nvme-gen4 \
+$S plan "$T/tt.json" --gpu 400KiB --cpu $CPU_TT --hw RTX4090-24GB-PCIe4 --storage nvme-gen4 \
   --nvme-devices 2 --nvme 1GiB --activations keep -o "$T/tg4.json" > "$T/tg4.log" &&
   grep -q "^  hardware     RTX4090-24GB-PCIe4: shipped profile (its sources: docs/hardware.md); its storage from the shipped storage preset nvme-gen4$" "$T/tg4.log" &&
   [ "$(grep -E '^  (storage|iteration|host) ' "$T/tg4.log")" = "$(grep -E '^  (storage|iteration|host) ' "$T/tn.log")" ] &&
   grep -q "(2 drives)" "$T/tg4.log" && $S check "$T/tg4.json" "$T/tt.json" > /dev/null
 tap_result $? "plan --storage nvme-gen4 --nvme-devices 2 on the 4090 plans as the 4090 workstation's profile" "$(cat "$T/tg4.log" "$T/tn.log")"
 expect 0 "storage      " "--storage gives a profile without storage a tier" -- $S plan "$T/tt.json" --gpu 400KiB \
-  --cpu 2147944448 --hw A100-80GB-PCIe4 --storage nvme-gen5 --nvme 1GiB --activations keep -o "$T/x.json"
+  --cpu $CPU_TT --hw A100-80GB-PCIe4 --storage nvme-gen5 --nvme 1GiB --activations keep -o "$T/x.json"
 rm -f "$T/x.json"
 expect 2 "plan: --storage goes with --nvme SIZE; without it the option would be ignored" "--storage without --nvme" -- \
   $S plan "$T/tt.json" --gpu 400KiB --hw A100-80GB-PCIe4 --storage nvme-gen4 -o "$T/x.json"
