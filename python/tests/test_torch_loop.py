@@ -673,6 +673,13 @@ class TestHuggingFace(unittest.TestCase):
             return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=128,
                                                     n_positions=32, bos_token_id=0,
                                                     eos_token_id=0))
+        if kind == "deepseek_v3":  # latent attention; a dense block, then experts and a shared one
+            return tf.DeepseekV3ForCausalLM(tf.DeepseekV3Config(
+                num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2,
+                first_k_dense_replace=1, kv_lora_rank=8, q_lora_rank=12, qk_rope_head_dim=4,
+                qk_nope_head_dim=8, v_head_dim=8, n_group=1, topk_group=1, vocab_size=128,
+                max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "bloom":  # ALiBi, a norm over the embeddings
             return tf.BloomForCausalLM(tf.BloomConfig(n_layer=2, hidden_size=32, n_head=2,
                                                       vocab_size=128, bos_token_id=0,
@@ -684,9 +691,10 @@ class TestHuggingFace(unittest.TestCase):
             pad_token_id=0))
 
     def test_models_train_as_plain_pytorch(self):
-        """GPT-2, Llama (tied and untied) and BLOOM, each step 2 micro-steps with an evaluation
-        between steps: wrapped at everything resident and at a quarter of the model data, the
-        losses and the weights state_dict gathers inside wrap bitwise plain PyTorch's."""
+        """GPT-2, Llama (tied and untied), BLOOM and DeepSeek-V3 (latent attention, a dense
+        block then experts), each step 2 micro-steps with an evaluation between steps:
+        wrapped at everything resident and at a quarter of the model data, the losses and the
+        weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
 
         def step(m, opt, stepper=None):
@@ -701,7 +709,7 @@ class TestHuggingFace(unittest.TestCase):
                 m(input_ids=x[:1])
             return loss
 
-        for kind in ("gpt2", "llama", "llama-tied", "bloom"):
+        for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
