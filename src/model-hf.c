@@ -108,16 +108,16 @@ typedef struct {
   const char *experts_alias;        /* the experts' count's other name, which wins where both
                                      * are given (gpt-oss's num_experts; num_local_experts,
                                      * which DeepSeek's and GLM-4.5's attribute_map reads) */
-  guint64 shared_experts_default;   /* nonzero: n_shared_experts is read, shared experts of the
-                                     * routed width run as one MLP without a gate (DeepSeek,
-                                     * GLM-4.5) */
+  guint64 shared_experts_default;   /* nonzero: shared experts of the routed width, run as one
+                                     * MLP without a gate: this many (Llama 4's one), or as many
+                                     * as SHARED_EXPERTS_MEMBER says (DeepSeek's, GLM-4.5's
+                                     * n_shared_experts, 0 allowed) */
+  const char *shared_experts_member;
   gboolean reads_dense_layers;      /* first_k_dense_replace is read (this default): the first
                                      * blocks dense, intermediate_size wide (dense_ffn_default) */
   guint64 dense_layers_default;
   guint64 dense_ffn_default;
   gboolean reads_qk_norm;           /* use_qk_norm: an RMSNorm over each head's queries and keys */
-  gboolean shared_expert_routed_width; /* a shared expert as wide as the routed ones, without a
-                                        * gate, in every block (Llama 4's) */
   guint64 kv_lora_default;          /* nonzero: latent attention, read from kv_lora_rank,
                                      * q_lora_rank (null: none), qk_rope_head_dim,
                                      * qk_nope_head_dim and v_head_dim, with these defaults */
@@ -352,7 +352,8 @@ static const HfRow hf_rows[] = {
                     .reads_attention_bias = TRUE, .reads_qk_norm = TRUE,
                     .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
                     .experts_default = 128, .experts_per_token_default = 8,
-                    .shared_experts_default = 1, .reads_dense_layers = TRUE,
+                    .shared_experts_default = 1,
+                    .shared_experts_member = "n_shared_experts", .reads_dense_layers = TRUE,
                     .dense_layers_default = 1,
                     .dense_ffn_default = 10944, .ffn = "moe_intermediate_size",
                     .layers_default = 46, .hidden_default = 4096, .heads_default = 96,
@@ -365,7 +366,8 @@ static const HfRow hf_rows[] = {
   [HF_DEEPSEEK_V3] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
                        .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
                        .experts_default = 256, .experts_per_token_default = 8,
-                       .shared_experts_default = 1, .reads_dense_layers = TRUE,
+                       .shared_experts_default = 1,
+                       .shared_experts_member = "n_shared_experts", .reads_dense_layers = TRUE,
                        .dense_layers_default = 3,
                        .dense_ffn_default = 18432, .ffn = "moe_intermediate_size",
                        .kv_lora_default = 512, .q_lora_default = 1536, .rope_dim_default = 64,
@@ -380,7 +382,8 @@ static const HfRow hf_rows[] = {
   [HF_DEEPSEEK_V2] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
                        .experts_member = "n_routed_experts", .experts_alias = "num_experts",
                        .experts_default = 64, .experts_per_token_default = 6,
-                       .shared_experts_default = 2, .reads_dense_layers = TRUE,
+                       .shared_experts_default = 2,
+                       .shared_experts_member = "n_shared_experts", .reads_dense_layers = TRUE,
                        .dense_layers_default = 0, .dense_ffn_default = 11008,
                        .ffn = "moe_intermediate_size", .kv_lora_default = 512,
                        .q_lora_default = 1536, .rope_dim_default = 64, .nope_dim_default = 128,
@@ -412,7 +415,7 @@ static const HfRow hf_rows[] = {
    * list) are refused, not modelled */
   [HF_LLAMA4_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA },
                        .experts_member = "num_local_experts", .experts_default = 16,
-                       .experts_per_token_default = 1, .shared_expert_routed_width = TRUE,
+                       .experts_per_token_default = 1, .shared_experts_default = 1,
                        .layers_default = 48, .hidden_default = 5120, .heads_default = 40,
                        .ffn_default = 8192, .max_seq_default = 131072, .vocab_default = 202048,
                        .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE,
@@ -867,17 +870,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       return FALSE;
     guint64 shared = row->shared_experts_default, dense = row->dense_layers_default;
     c.dense_ffn = row->dense_ffn_default;
-    if ((shared != 0 && !get_count(h, "n_shared_experts", STW_MODEL_MAX_EXPERTS, &shared, error)) ||
+    if ((row->shared_experts_member != NULL &&
+         !get_count(h, row->shared_experts_member, STW_MODEL_MAX_EXPERTS, &shared, error)) ||
         (row->reads_dense_layers &&
          (!get_count(h, "first_k_dense_replace", STW_MODEL_MAX_LAYERS, &dense, error) ||
           !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
                    error))))
       return FALSE;
-    if (row->shared_expert_routed_width) {
-      c.shared_expert_ffn = c.ffn;
-      c.shared_expert_ungated = TRUE;
-    }
-    if (row->shared_experts_default != 0) { /* n_shared_experts of the routed width, one MLP */
+    if (row->shared_experts_default != 0) { /* shared experts of the routed width, one MLP */
       c.shared_expert_ffn = shared * c.ffn;
       c.shared_expert_ungated = c.shared_expert_ffn != 0;
     }

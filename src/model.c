@@ -65,10 +65,6 @@ stw_model_active_experts(const StwModelConfig *cfg)
 
 /* ---- configs ---------------------------------------------------------------------------- */
 
-/* The parameters of CFG, every size otherwise valid, into *OUT (may be NULL): FALSE when they are
- * more than STW_MODEL_MAX_PARAMS. The blocks are alike, so the count is a line in the layers,
- * found from models of one and two blocks in checked arithmetic: no sum wraps, and a model of
- * thousands of blocks costs two small graphs. */
 /* The parameters of CFG's graph at LAYERS blocks, the first DENSE of them dense; FALSE where
  * they overflow. */
 static gboolean
@@ -86,8 +82,11 @@ graph_params(const StwModelConfig *cfg, guint64 layers, guint64 dense, guint64 *
   return TRUE;
 }
 
-/* CFG's parameters, counted from graphs of one and two blocks (and of one dense block where the
- * first are dense): what is outside the blocks once, each kind of block as often as it comes. */
+/* The parameters of CFG, every size otherwise valid, into *OUT (may be NULL): FALSE when they are
+ * more than STW_MODEL_MAX_PARAMS. Blocks of a kind are alike (dense ones first, where experts
+ * follow them), so the count is a line in each kind's layers, found from models of one and two
+ * blocks (and of one dense block) in checked arithmetic: no sum wraps, and a model of thousands
+ * of blocks costs three small graphs. */
 static gboolean
 param_count_checked(const StwModelConfig *cfg, guint64 *out)
 {
@@ -225,22 +224,17 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   return TRUE;
 }
 
-static const char *const config_members[] = {
-  "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",
-  "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm",
-  "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",
-  "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm",
-  "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim",
-  "v_head_dim", NULL
-};
-static const char *const standalone_members[] = {
-  "format", "version", "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
-  "max_seq", "tied", "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts",
-  "experts_per_token", "qk_norm", "norms", "qk_norm_full", "logit_softcap", "attn_softcap",
-  "head_bias", "token_types", "shared_expert_ffn", "activation", "position_offset",
-  "attn_sinks", "alibi", "embed_norm", "shared_expert_gate", "dense_layers", "dense_ffn",
-  "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", NULL
-};
+/* A model's members, inside a trace's or plan's "model" and in a file of its own (which names
+ * its format and version first). */
+#define MODEL_MEMBERS                                                                             \
+  "name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_seq", "tied",    \
+      "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
+      "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
+      "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
+      "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
+      "rope_dim", "v_head_dim"
+static const char *const config_members[] = { MODEL_MEMBERS, NULL };
+static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
 /* The members written only where a model has them (a model without them reads as before). */
 static gboolean

@@ -264,11 +264,12 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   }
   case STW_OP_ROPE: { /* q and k (not v): x*cos + rotate_half(x)*sin, five kernels each */
     double rotated = mla_rotated(c, T, in - T * kv);
-    x = (Eager){ 12 * e * rotated - 2 * e * in, 12 * e * rotated - 2 * e * in, 10, 14 };
     if (c->kv_lora_rank != 0) { /* latent attention: the rotary parts turned, then each head's
                                  * query and key put together (torch.cat), read and written */
       double qk = T * (double)(c->heads * stw_model_qk_head_dim(c));
       x = (Eager){ 12 * e * rotated + 4 * e * qk, 12 * e * rotated + 4 * e * qk, 12, 16 };
+    } else {
+      x = (Eager){ 12 * e * rotated - 2 * e * in, 12 * e * rotated - 2 * e * in, 10, 14 };
     }
     break;
   }

@@ -75,6 +75,8 @@ has "an OPT by its architecture's name: a Hugging Face OPT config, its ReLU MLP"
   "| T18 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | facebook/opt-1.3b (made  | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 1.118 s | -18.1% |"
 has "a BLOOM by its architecture's name: a Hugging Face BLOOM config, ALiBi and the embeddings' norm" \
   "| T20 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | bigscience/bloom-560m (m | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 0.582 s | -57.3% |"
+has "an NVMe column naming no drive (0x): not replayed, said" \
+  "- T21: a field this bench cannot read (ValueError: nvme: 0 drives is not from 1 to 256)"
 has "a margin ratio beyond 1: not replayed, said" \
   "- T17: a field this bench cannot read (ValueError: policy_config: gpu_margin_mem_ratio=2 is not from 0 to 1)"
 has "ZenFlow wherever it appears: not replayed, said" \
