@@ -47,8 +47,9 @@ print_host(const StwProbe *p)
   printf("CPU Adam with bf16 moments %.3g elements/s on %u threads (%.2fx the fp32 moments')\n",
          p->adam_bf16_elems_per_s, p->adam_threads[p->n_adam - 1],
          p->adam_bf16_elems_per_s / p->adam_elems_per_s[p->n_adam - 1]);
-  printf("host memory %.2f GB/s copied by %u threads\n", p->host_memory_bytes_per_s / 1e9,
-         p->threads);
+  printf("host memory %.2f GB/s copied by %u threads; %.2f GB/s read and written (the most of"
+         " copying's and CPU Adam's)\n",
+         p->host_copy_bytes_per_s / 1e9, p->threads, p->host_memory_bytes_per_s / 1e9);
 }
 
 static void

@@ -43,7 +43,7 @@ print_engines(const StwPlan *p, const StwSimulation *s)
       note = g_strdup_printf("%s received, ring of %u ranks over %s", bytes, world,
                              p->hw.interconnect_kind[0] ? p->hw.interconnect_kind : "?");
     } else {
-      note = g_strdup(world > 1 ? "the host's rate shared by the ranks" : "");
+      note = g_strdup(world > 1 ? "each rank's, the ranks of a node at once" : "");
     }
     stw_table_row(tab, lanes[i].name, busy, share, note);
   }

@@ -10,9 +10,10 @@ stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gb
   double bw = stw_hardware_pcie_bandwidth(hw, bytes, pinned);
   /* the ranks behind one switch share its link to the host */
   bw /= MIN(MAX(hw->gpus_per_pcie_switch, 1), ranks);
-  /* and all of the node's ranks share the host's memory */
+  /* and all of the node's ranks share the host's memory: a DMA engine's copy reads or writes
+   * each byte once there, the emulated device's memcpy both */
   if (hw->host_memory_bytes_per_s > 0)
-    bw = MIN(bw, hw->host_memory_bytes_per_s / ranks);
+    bw = MIN(bw, hw->host_memory_bytes_per_s / (hw->compute_on_host ? 2.0 : 1.0) / ranks);
   return stw_cost_add(hw->pcie_latency_ns, stw_cost_ns((double)bytes / bw * 1e9));
 }
 
@@ -67,8 +68,9 @@ stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c, gboolean in_copy)
     rate = hw->cpu_adam_bf16_elems_per_s * STW_ADAM_PROFILE_BF16_BYTES / bytes; /* probe's */
   else
     rate = hw->cpu_adam_elems_per_s * STW_ADAM_PROFILE_BYTES / bytes;
-  /* never faster than the host's memory streams the bytes it touches */
+  /* each rank steps its own chunks on its own threads while the others step theirs; together
+   * never faster than the host's memory streams the bytes they touch */
   if (hw->host_memory_bytes_per_s > 0)
-    rate = MIN(rate, hw->host_memory_bytes_per_s / bytes);
-  return rate / ranks;
+    rate = MIN(rate, hw->host_memory_bytes_per_s / bytes / ranks);
+  return rate;
 }

@@ -455,7 +455,7 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
                                       MAX(MAX(t, s->staging_free[serial ? 1 : 0]), grads));
     if (stored)
       start = MAX(start, s->state_ready[ch]);
-    /* the ranks share the host's cores */
+    /* each rank steps its own chunks at its rate, within the host memory the ranks share */
     double rate = traced_rate > 0 ? traced_rate
                                   : stw_cpu_adam_rate(&s->p->hw, c,
                                                       stw_adam_steps_in_copy(

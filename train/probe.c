@@ -12,6 +12,7 @@
 #include <stowage/adam.h>
 #include <stowage/backend.h>
 #include <stowage/compute.h>
+#include <stowage/cost.h>
 #include <stowage/runtime.h>
 #include <stowage/storage.h>
 #include <stowage/units.h>
@@ -449,7 +450,9 @@ fit_collectives(StwProbe *p, GString *desc)
 /* ---- the host ----------------------------------------------------------------------------- */
 
 /* memcpy by size; CPU Adam at 1, 2, 4, ... threads and all (it is bound by memory bandwidth,
- * so it stops scaling where the host's memory does); the host memory's copy bandwidth. */
+ * so it stops scaling where the host's memory does); the host memory's bandwidth, in bytes
+ * read and written a second: the most that copying (each byte copied is read and written) and
+ * CPU Adam (its 28 bytes an element) reach on every thread. */
 static void
 probe_host(StwProbe *p, GString *desc)
 {
@@ -471,9 +474,14 @@ probe_host(StwProbe *p, GString *desc)
     if (n == p->threads)
       break;
   }
-  p->host_memory_bytes_per_s = host_memory_rate(p->threads);
-  g_string_append_printf(desc, " host memory %.2f GB/s on %u threads;",
-                         p->host_memory_bytes_per_s / 1e9, p->threads);
+  p->host_copy_bytes_per_s = host_memory_rate(p->threads);
+  p->host_memory_bytes_per_s = MAX(2 * p->host_copy_bytes_per_s,
+                                   p->adam_elems_per_s[p->n_adam - 1] * STW_ADAM_PROFILE_BYTES);
+  g_string_append_printf(desc,
+                         " host memory %.2f GB/s copied on %u threads, %.2f GB/s read and"
+                         " written;",
+                         p->host_copy_bytes_per_s / 1e9, p->threads,
+                         p->host_memory_bytes_per_s / 1e9);
   p->profile.cpu_adam_elems_per_s = p->adam_elems_per_s[p->n_adam - 1];
   /* with bf16 moments, on every thread: bound by memory it moves fewer bytes, bound by its
    * arithmetic (a few cores) it may not gain, and the simulator takes what was measured */
@@ -628,6 +636,7 @@ stw_probe_json(const StwProbe *p)
   }
   cJSON_AddNumberToObject(root, "cpu_adam_bf16_elems_per_s", p->adam_bf16_elems_per_s);
   stw_json_add_u64(root, "threads", p->threads);
+  cJSON_AddNumberToObject(root, "host_copy_bytes_per_s", p->host_copy_bytes_per_s);
   cJSON_AddNumberToObject(root, "host_memory_bytes_per_s", p->host_memory_bytes_per_s);
   if (p->device != STW_PROBE_NO_DEVICE) {
     cJSON *dev = cJSON_AddObjectToObject(root, "device");

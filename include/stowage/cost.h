@@ -79,11 +79,12 @@ double stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad,
 #define STW_ADAM_PROFILE_BF16_BYTES 20.0
 
 /* CPU Adam elements per second on chunks of layout C (stepped in their copy: IN_COPY) for one
- * of its ranks sharing the host: the profile's rate for the step it measured, with fp32 moments
- * cpu.adam_elems_per_s, with bf16 ones cpu.adam_bf16_elems_per_s where the profile has it (else
- * the fp32 one), scaled by the bytes this layout's step moves against that step's (Adam is
- * bound by memory); never above the host's memory bandwidth (node.host_memory_bytes_per_s)
- * over those bytes. */
+ * of its ranks: the profile's rate for the step it measured (one rank's, a process on its own
+ * threads), with fp32 moments cpu.adam_elems_per_s, with bf16 ones cpu.adam_bf16_elems_per_s
+ * where the profile has it (else the fp32 one), scaled by the bytes this layout's step moves
+ * against that step's (Adam is bound by memory). A node's ranks step their own chunks at once,
+ * each at that rate, and together never faster than the host's memory streams their bytes
+ * (node.host_memory_bytes_per_s: bytes read and written a second). */
 double stw_cpu_adam_rate(const StwHardware *hw, const StwChunking *c, gboolean in_copy);
 
 STW_END_DECLS

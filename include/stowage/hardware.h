@@ -79,7 +79,8 @@ typedef struct {
   guint n_interconnect_by_size;
   /* the node: how many GPUs one holds (0: any number), how many share a PCIe switch and its
    * link to the host (each GPU's PCIe bandwidth divided among those copying at once), and the
-   * host memory bandwidth all of them share for copies and CPU Adam (0: not a limit) */
+   * host memory bandwidth all of them share for copies and CPU Adam, in bytes read and written
+   * a second (STREAM's count: a copy of N bytes moves 2 N; 0: not a limit) */
   guint32 node_gpus;
   guint32 gpus_per_pcie_switch;   /* >= 1 */
   double host_memory_bytes_per_s;

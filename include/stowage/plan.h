@@ -200,8 +200,11 @@ typedef struct {
  * by host memory, and a request behind one the other way at the profile's mixed figure; 4: CPU
  * Adam's rate scaled by the bytes each chunk's step moves against the profile's measured step
  * (28 bytes; an fp32 chunk whose master is apart from its copy 32, stepped in the copy 28); 5: a
- * framework's gradients copied from the device to the host before CPU Adam steps them. */
-#define STW_COST_MODEL 5
+ * framework's gradients copied from the device to the host before CPU Adam steps them; 6: CPU
+ * Adam's rate one rank's, a node's ranks stepping their own chunks at once within the host's
+ * memory bandwidth (bytes read and written a second; an emulated device's copy counts its bytes
+ * twice there). */
+#define STW_COST_MODEL 6
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
 typedef struct {

@@ -53,7 +53,9 @@ typedef struct {
   double adam_elems_per_s[STW_PROBE_MAX_ADAM];
   double adam_bf16_elems_per_s;    /* with bf16 moments, on the most threads */
   guint threads;                   /* the host memory's copiers: every processor */
-  double host_memory_bytes_per_s;
+  double host_copy_bytes_per_s;    /* bytes memcpy copies a second on every processor */
+  double host_memory_bytes_per_s;  /* bytes read and written a second: the most of copying's
+                                    * (twice the bytes copied) and CPU Adam's on every thread */
   StwProbeDevice device;
   guint64 copy_sizes[STW_PROBE_COPY_SIZES];
   double h2d_bytes_per_s[STW_PROBE_COPY_SIZES], d2h_bytes_per_s[STW_PROBE_COPY_SIZES];
