@@ -63,9 +63,14 @@ stw_cmd_hardware(int argc, char **argv)
     g_snprintf(gen, sizeof gen, "gen%u", hw.pcie_generation);
     g_snprintf(pcie, sizeof pcie, "%.1f", hw.pinned[hw.n_pinned - 1].bytes_per_s / 1e9);
     g_autofree char *node = hw.node_gpus ? g_strdup_printf("%u", hw.node_gpus) : g_strdup("-");
+    g_autofree char *across = hw.gpus_per_socket
+                                  ? g_strdup_printf(" (%.0f beyond %u)",
+                                                    hw.cross_socket_bytes_per_s / 1e9,
+                                                    hw.gpus_per_socket)
+                                  : g_strdup("");
     g_autofree char *link = hw.interconnect_kind[0]
-                                ? g_strdup_printf("%s %.0f", hw.interconnect_kind,
-                                                  hw.interconnect_bytes_per_s / 1e9)
+                                ? g_strdup_printf("%s %.0f%s", hw.interconnect_kind,
+                                                  hw.interconnect_bytes_per_s / 1e9, across)
                                 : g_strdup("-");
     g_autofree char *net = hw.network_kind[0] ? g_strdup_printf("%s %.0f", hw.network_kind,
                                                                 hw.network_bytes_per_s / 1e9)

@@ -41,10 +41,14 @@ stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes, guint64 c
     return 0;
   guint32 per_node = MAX(world / nodes, 1);
   double ns = 0;
-  if (per_node > 1 && hw->interconnect_bytes_per_s > 0)
-    ns += (per_node - 1) * ((double)hw->interconnect_latency_ns +
-                            (double)chunk_bytes /
-                                stw_hardware_interconnect_bandwidth(hw, chunk_bytes) * 1e9);
+  if (per_node > 1 && hw->interconnect_bytes_per_s > 0) {
+    double bw = stw_hardware_interconnect_bandwidth(hw, chunk_bytes);
+    /* a ring among more GPUs than one socket holds crosses between the sockets, and every step
+     * goes at that crossing's pace */
+    if (hw->gpus_per_socket > 0 && per_node > hw->gpus_per_socket)
+      bw = MIN(bw, hw->cross_socket_bytes_per_s);
+    ns += (per_node - 1) * ((double)hw->interconnect_latency_ns + (double)chunk_bytes / bw * 1e9);
+  }
   if (nodes > 1 && hw->network_bytes_per_s > 0)
     ns += (nodes - 1) * ((double)hw->network_latency_ns +
                          (double)per_node * (double)chunk_bytes / hw->network_bytes_per_s * 1e9);

@@ -38,7 +38,8 @@ static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", "
 static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", "by_size",
                                             NULL };
 static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
-                                            "host_memory_bytes_per_s", NULL };
+                                            "host_memory_bytes_per_s", "gpus_per_socket",
+                                            "cross_socket_bytes_per_s", NULL };
 static const char *const storage_members[] = { "kind", "devices", "capacity_bytes",
                                                "queue_depth", "latency_ns", "read", "write",
                                                "gpudirect", "mixed_bytes_per_s", NULL };
@@ -112,7 +113,9 @@ read_link(StwJsonReader *r, const cJSON *root, const char *key, const char *cons
   return TRUE;
 }
 
-/* The node: GPUs, their sharing of PCIe switches, the host memory bandwidth. */
+/* The node: GPUs (optional: any number), their sharing of PCIe switches, the host memory
+ * bandwidth, and the GPUs behind one socket with the rate of a ring crossing between sockets
+ * (the two together). */
 static gboolean
 read_node(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
 {
@@ -123,13 +126,23 @@ read_node(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError **error)
   if (node == NULL)
     return TRUE;
   gsize saved = stw_json_push_key(r, "node");
-  guint64 gpus = 0, share = 1;
+  guint64 gpus = 0, share = 1, socket = 0;
   if (!stw_json_check_object(r, node, node_members, error) ||
-      !stw_json_get_u64(r, node, "gpus", TRUE, 1, 4096, &gpus, error) ||
-      !stw_json_get_u64(r, node, "gpus_per_pcie_switch", FALSE, 1, gpus, &share, error) ||
+      !stw_json_get_u64(r, node, "gpus", FALSE, 1, 4096, &gpus, error) ||
+      !stw_json_get_u64(r, node, "gpus_per_pcie_switch", FALSE, 1, gpus ? gpus : 4096, &share,
+                        error) ||
       !stw_json_get_double(r, node, "host_memory_bytes_per_s", FALSE, 1e9, 1e15,
-                           &hw->host_memory_bytes_per_s, error))
+                           &hw->host_memory_bytes_per_s, error) ||
+      !stw_json_get_u64(r, node, "gpus_per_socket", FALSE, 1, gpus ? gpus : 4096, &socket,
+                        error) ||
+      !stw_json_get_double(r, node, "cross_socket_bytes_per_s", FALSE, 1e6, 1e15,
+                           &hw->cross_socket_bytes_per_s, error))
     return FALSE;
+  if ((socket > 0) != (hw->cross_socket_bytes_per_s > 0))
+    return stw_json_fail_at(r, socket > 0 ? "gpus_per_socket" : "cross_socket_bytes_per_s",
+                            error, "gpus_per_socket and cross_socket_bytes_per_s go together: "
+                            "the GPUs behind one socket, and the rate of a ring beyond them");
+  hw->gpus_per_socket = (guint32)socket;
   hw->node_gpus = (guint32)gpus;
   hw->gpus_per_pcie_switch = (guint32)MAX(share, 1);
   stw_json_pop(r, saved);
@@ -404,12 +417,17 @@ stw_hardware_to_json(const StwHardware *hw)
       cJSON_AddItemToObject(link, "by_size",
                             curve_to_json(hw->interconnect_by_size, hw->n_interconnect_by_size));
   }
-  if (hw->node_gpus > 0) {
+  if (hw->node_gpus > 0 || hw->host_memory_bytes_per_s > 0 || hw->gpus_per_socket > 0) {
     cJSON *node = cJSON_AddObjectToObject(root, "node");
-    stw_json_add_u64(node, "gpus", hw->node_gpus);
+    if (hw->node_gpus > 0)
+      stw_json_add_u64(node, "gpus", hw->node_gpus);
     stw_json_add_u64(node, "gpus_per_pcie_switch", hw->gpus_per_pcie_switch);
     if (hw->host_memory_bytes_per_s > 0)
       stw_json_add_double(node, "host_memory_bytes_per_s", hw->host_memory_bytes_per_s);
+    if (hw->gpus_per_socket > 0) {
+      stw_json_add_u64(node, "gpus_per_socket", hw->gpus_per_socket);
+      stw_json_add_double(node, "cross_socket_bytes_per_s", hw->cross_socket_bytes_per_s);
+    }
   }
   if (hw->network_kind[0] != '\0') {
     cJSON *net = cJSON_AddObjectToObject(root, "network");

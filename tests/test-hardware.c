@@ -239,6 +239,67 @@ test_files(void)
   }
 }
 
+/* A node of two sockets: the GPUs behind one and the rate of a ring crossing between them, both
+ * or neither, in a node of any number of GPUs or of a given one; written as read. */
+static void
+test_sockets(void)
+{
+  StwHardware hw;
+  GError *error = NULL;
+  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+  g_assert_cmpuint(hw.node_gpus, ==, 0); /* any number */
+  g_assert_cmpuint(hw.gpus_per_socket, ==, 4);
+  g_assert_cmpfloat(hw.cross_socket_bytes_per_s, ==, 12e9);
+  g_assert_cmpfloat(hw.host_memory_bytes_per_s, ==, 0);
+  g_autofree char *dir = g_dir_make_tmp("stw-sockets-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "s.json", NULL);
+  g_assert_true(stw_hardware_save(&hw, "two sockets", path, &error));
+  g_assert_no_error(error);
+  StwHardware back;
+  g_assert_true(stw_hardware_load(path, &back, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(back.node_gpus, ==, 0);
+  g_assert_cmpuint(back.gpus_per_socket, ==, 4);
+  g_assert_cmpfloat(back.cross_socket_bytes_per_s, ==, 12e9);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_autofree char *good = stw_test_fixture("hw/my-gpu.json");
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(good, &text, NULL, NULL));
+  static const struct {
+    const char *node, *needle; /* NULL: read */
+  } cases[] = {
+    { "{\"gpus_per_socket\":4,\"cross_socket_bytes_per_s\":12e9}", NULL },
+    { "{\"gpus\":8,\"gpus_per_socket\":4,\"cross_socket_bytes_per_s\":12e9}", NULL },
+    { "{\"gpus_per_socket\":4}", "$.node.gpus_per_socket: gpus_per_socket and "
+      "cross_socket_bytes_per_s go together: the GPUs behind one socket, and the rate of a ring "
+      "beyond them" },
+    { "{\"cross_socket_bytes_per_s\":12e9}", "$.node.cross_socket_bytes_per_s: gpus_per_socket "
+      "and cross_socket_bytes_per_s go together" },
+    { "{\"gpus\":2,\"gpus_per_socket\":4,\"cross_socket_bytes_per_s\":12e9}",
+      "$.node.gpus_per_socket: 4 is out of range (expected 1 to 2)" },
+    { "{\"gpus_per_socket\":4,\"cross_socket_bytes_per_s\":-1}",
+      "$.node.cross_socket_bytes_per_s: -1 is out of range" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *with = g_strdup(text);
+    char *end = strrchr(with, '}');
+    *end = '\0';
+    g_autofree char *doc = g_strdup_printf("%s, \"node\": %s}", with, cases[i].node);
+    StwHardware h;
+    gboolean ok = stw_hardware_parse("s.json", doc, strlen(doc), &h, &error);
+    if (cases[i].needle == NULL) {
+      g_assert_no_error(error);
+      g_assert_true(ok);
+      g_assert_cmpuint(h.gpus_per_socket, ==, 4);
+      g_assert_cmpfloat(h.cross_socket_bytes_per_s, ==, 12e9);
+    } else {
+      g_assert_false(ok);
+      stw_assert_error_contains(error, cases[i].needle);
+    }
+  }
+}
+
 static void
 test_bandwidth_curve(void)
 {
@@ -354,6 +415,7 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/unknown", test_unknown);
   g_test_add_func("/hardware/storage-presets", test_storage_presets);
   g_test_add_func("/hardware/files", test_files);
+  g_test_add_func("/hardware/sockets", test_sockets);
   g_test_add_func("/hardware/bandwidth-curve", test_bandwidth_curve);
   g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);
   g_test_add_func("/hardware/copy-interference", test_copy_interference);

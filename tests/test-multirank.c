@@ -43,9 +43,16 @@ test_collective_time(void)
 {
   StwHardware hw;
   g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
-  /* a ring of 8: 7 steps of 10 us + 100 MiB at 25 GB/s (4,194,304 ns) */
-  g_assert_cmpuint(stw_collective_ns(&hw, 8, 1, 100 * STW_MiB), ==, 7 * (10000 + 4194304));
+  /* a ring of 4, the GPUs behind one socket: 3 steps of 10 us + 100 MiB at 25 GB/s (4,194,304
+   * ns); a ring of 8 crosses between the two sockets, and every step goes at that crossing's
+   * 12 GB/s (8,738,133.3 ns): 61,236,933 ns in all */
+  g_assert_cmpuint(hw.gpus_per_socket, ==, 4);
+  g_assert_cmpuint(stw_collective_ns(&hw, 4, 1, 100 * STW_MiB), ==, 3 * (10000 + 4194304));
+  g_assert_cmpuint(stw_collective_ns(&hw, 8, 1, 100 * STW_MiB), ==, 61236933);
   g_assert_cmpuint(stw_collective_ns(&hw, 2, 1, 100 * STW_MiB), ==, 10000 + 4194304);
+  /* one socket for all (and so below): the interconnect's rate at any count */
+  hw.gpus_per_socket = 0;
+  g_assert_cmpuint(stw_collective_ns(&hw, 8, 1, 100 * STW_MiB), ==, 7 * (10000 + 4194304));
   g_assert_cmpuint(stw_collective_ns(&hw, 1, 1, 100 * STW_MiB), ==, 0);
   /* on nodes: a ring in each node over the interconnect, then one between the nodes over the
    * network carrying a node's chunks together (16 ranks on 2 nodes of 8, a 12.5 GB/s network

@@ -443,6 +443,9 @@ fit_collectives(StwProbe *p, GString *desc)
   }
   hw->n_interconnect_by_size = (guint)k;
   hw->node_gpus = MAX(hw->node_gpus, p->world);
+  /* the link measured between these ranks is theirs, sockets and all */
+  hw->gpus_per_socket = 0;
+  hw->cross_socket_bytes_per_s = 0;
   g_string_append_printf(desc, " fitted %.2f GB/s and %" G_GUINT64_FORMAT " ns per step",
                          hw->interconnect_bytes_per_s / 1e9, hw->interconnect_latency_ns);
 }
@@ -490,8 +493,6 @@ probe_host(StwProbe *p, GString *desc)
   g_string_append_printf(desc, " CPU Adam with bf16 moments %.3g elements/s;",
                          p->adam_bf16_elems_per_s);
   p->profile.host_memory_bytes_per_s = p->host_memory_bytes_per_s;
-  if (p->profile.node_gpus == 0) /* the host memory bandwidth belongs to a node */
-    p->profile.node_gpus = 1;
 }
 
 /* This process's resident memory (/proc/self/statm), 0 where it cannot be read. */

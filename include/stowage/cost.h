@@ -58,7 +58,8 @@ guint64 stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 b
                         gboolean pinned);
 
 /* A collective (all-gather or reduce-scatter) of chunks of CHUNK_BYTES among WORLD ranks on
- * NODES nodes: (g - 1) steps of the interconnect's latency plus a chunk over its bandwidth, g the
+ * NODES nodes: (g - 1) steps of the interconnect's latency plus a chunk over its bandwidth (at
+ * most node.cross_socket_bytes_per_s where g is more than node.gpus_per_socket), g the
  * ranks of a node, then (nodes - 1) steps of the network's latency plus g chunks over the node's
  * network bandwidth. 0 for one rank; the planner refuses a profile without the links it needs. */
 guint64 stw_collective_ns(const StwHardware *hw, guint32 world, guint32 nodes,

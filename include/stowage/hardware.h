@@ -84,6 +84,11 @@ typedef struct {
   guint32 node_gpus;
   guint32 gpus_per_pcie_switch;   /* >= 1 */
   double host_memory_bytes_per_s;
+  /* a node of two CPU sockets: the GPUs behind one (0: all of the node's), and the rate per GPU
+   * and direction of a ring among more of them than one socket holds, which crosses between the
+   * sockets (on PCIe, through host memory: NCCL does not copy peer to peer there) */
+  guint32 gpus_per_socket;
+  double cross_socket_bytes_per_s;
   /* between nodes (empty kind: a single-node machine) */
   char network_kind[32];          /* "infiniband", "roce", "ethernet", "efa" or "mpi" */
   double network_bytes_per_s;     /* per node, per direction: all its NICs together */

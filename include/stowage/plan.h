@@ -203,7 +203,7 @@ typedef struct {
  * framework's gradients copied from the device to the host before CPU Adam steps them; 6: CPU
  * Adam's rate one rank's, a node's ranks stepping their own chunks at once within the host's
  * memory bandwidth (bytes read and written a second; an emulated device's copy counts its bytes
- * twice there). */
+ * twice there), and a ring among more GPUs than one socket holds at the rate between sockets. */
 #define STW_COST_MODEL 6
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
