@@ -19,6 +19,8 @@ synth gpt3-175b-v100 gpt3-175b V100-32GB-PCIe3 fp16 2048
 synth gpt2-1.5b-v100 "$here/models/gpt2-xl-2k.json" V100-32GB-PCIe3 fp16 2048
 synth gpt-12b-v100 pstar-12b V100-32GB-PCIe3 fp16 1024
 
+# the report, its files named without the temporary directory they are made in
+report() {
 echo "## Simulating one iteration of GPT-3 175B"
 echo
 "$S" plan "$tmp/gpt3-175b-a100.json" --gpu 80GiB --cpu 4TiB -o "$tmp/p175.json" > /dev/null
@@ -107,3 +109,6 @@ for cpu in 64GiB 128GiB; do
   done
 done
 echo '```'
+}
+report > "$tmp/report.md"
+sed "s|$tmp/||g" "$tmp/report.md"
