@@ -6,7 +6,10 @@ predictions against what other people measured for offloaded training
 Every usable row is replayed with the policy it names: the model rebuilt from the row's own
 architecture columns (a Hugging Face config: gpt2, opt, gpt_neox (Pythia), or a llama-style
 family by its name: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, granite,
-smollm), synthesized at the
+smollm; bloom; a mixture of experts by its words: Mixtral's or Qwen3-MoE's blocks with "N
+experts" and "top-K" or "K active", ffn_hidden an expert's width, Mixtral's two a token where
+the row does not say; shared experts and latent attention, whose sizes the columns do not give,
+listed as not replayed), synthesized at the
 row's batch, sequence and gradient accumulation (micro-steps) in its precision (`stowage synth`;
 PyTorch's AMP, fp32 weights and 16-bit GEMMs, under plain DDP: `--amp`;
 attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
@@ -195,6 +198,28 @@ def config_of(row):
                 "intermediate_size": whole(row, "ffn_hidden", 4 * hidden), "vocab_size": vocab,
                 "max_position_embeddings": max(seq, 2048),
                 "tie_word_embeddings": row["tied_embeddings"].startswith("yes")}
+    # a mixture of experts: Mixtral's and Qwen3-MoE's blocks, their experts counted in the
+    # row's words ("8 experts, top-2"), ffn_hidden an expert's width; other kinds of experts
+    # (shared ones, latent attention) need members the row's columns do not have
+    moe = experts_of(row)
+    if isinstance(moe, str):  # replay() says why
+        return None
+    if moe is not None:
+        experts, active, _ = moe
+        common = {"num_hidden_layers": layers, "hidden_size": hidden,
+                  "num_attention_heads": heads,
+                  "num_key_value_heads": whole(row, "n_kv_heads", heads), "vocab_size": vocab,
+                  "max_position_embeddings": max(seq, 4096),
+                  "tie_word_embeddings": row["tied_embeddings"].startswith("yes"),
+                  "num_experts_per_tok": active}
+        m = re.search(r"head_dim (\d+)", arch)
+        if m:
+            common["head_dim"] = int(m.group(1))
+        if re.search(r"qwen[ -]?3", arch):
+            return dict(common, model_type="qwen3_moe", num_experts=experts,
+                        moe_intermediate_size=whole(row, "ffn_hidden"))
+        return dict(common, model_type="mixtral", num_local_experts=experts,
+                    intermediate_size=whole(row, "ffn_hidden"))
     # the llama-style families, by the words of the row's architecture (the first that
     # matches); the head's width where the row says it, else the family's
     for pattern, model_type in ((r"qwen3", "qwen3"), (r"qwen2", "qwen2"),
@@ -214,6 +239,27 @@ def config_of(row):
             cfg["head_dim"] = int(m.group(1))
         return cfg
     return None
+
+
+def experts_of(row):
+    """A mixture of experts' (experts, experts a token, what was assumed or None) from the row's
+    architecture words, None for a dense model, or a string saying why the row's columns cannot
+    build it."""
+    arch = row["arch_type"].lower()
+    if not re.search(r"mixtral|\bmoe\b|mixture[ -]of[ -]experts|\bexperts?\b", arch):
+        return None
+    if re.search(r"deepseek|latent|\bmla\b|shared expert", arch):
+        return ("a mixture of experts with shared experts or latent attention, whose sizes the "
+                "row's columns do not give")
+    if not re.search(r"mixtral|mistral|llama|qwen[ -]?3", arch):
+        return "a mixture of experts of a kind this bench does not build"
+    n = re.search(r"(\d+)\s*(?:routed\s+)?experts", arch) or re.search(r"(\d+)x\d+b", arch)
+    k = re.search(r"top[- ]?(\d+)", arch) or re.search(r"(\d+)\s*(?:experts\s+)?active", arch)
+    if n is not None and k is None and "mixtral" in arch:  # every Mixtral routes to two
+        return int(n.group(1)), 2, "2 experts a token (Mixtral's; not stated)"
+    if n is None or k is None:
+        return "a mixture of experts whose experts (N experts, top-K) the row does not count"
+    return int(n.group(1)), int(k.group(1)), None
 
 
 def megatron(row):
@@ -557,12 +603,17 @@ def replay(row, tmp, errors, skipped):
         why = "%s GPUs over %s nodes: not as many on each" % (row["n_gpus"], row["n_nodes"])
     elif profile_of(row) is None:
         why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
+    elif isinstance(experts_of(row), str):
+        why = experts_of(row)
     elif not row["n_layers"] or config_of(row) is None:
         why = "an architecture stowage does not build (%s)" % row["arch_type"][:40]
     emu, reason = (None, why) if why else emulation(row)
     if emu is None:
         skipped.append((rid, reason))
         return
+    moe = experts_of(row)
+    if moe is not None and moe[2]:
+        NOTES[rid] = NOTES[rid] + "; " + moe[2] if rid in NOTES else moe[2]
     policy, extra = emu
     oom = row["metric"] == "OOM"
     want = None if oom else published_step_s(row)

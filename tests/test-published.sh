@@ -75,6 +75,21 @@ has "an OPT by its architecture's name: a Hugging Face OPT config, its ReLU MLP"
   "| T18 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | facebook/opt-1.3b (made  | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 1.118 s | -18.1% |"
 has "a BLOOM by its architecture's name: a Hugging Face BLOOM config, ALiBi and the embeddings' norm" \
   "| T20 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | bigscience/bloom-560m (m | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 0.582 s | -57.3% |"
+has "a mixture of experts by its words (8 experts, top-2): a Hugging Face Mixtral config" \
+  "| T22 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | a small Mixtral (made up | 1 x 4 | zero-offload on A100-80GB-PCIe4 | 1.000 s | 0.520 s | -48.0% |"
+has "a Mixtral that does not say how many experts a token: Mixtral's two, said" \
+  "| T23 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | a small Mixtral 8x7B-sha | 1 x 4 | zero-offload on A100-80GB-PCIe4, 2 experts a token (Mixtral's; not stated) | 1.000 s | 0.520 s | -48.0% |"
+has "a Qwen3-MoE (128 experts, 8 active, its head width): Qwen3-MoE's config" \
+  "| T24 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | a small Qwen3-MoE (made  | 1 x 4 | zero-offload on A100-80GB-PCIe4 | 1.000 s | 3.693 s | +269.3% |"
+has "shared experts or latent attention, which the columns cannot size: not replayed, said" \
+  "- T25: a mixture of experts with shared experts or latent attention, whose sizes the row's columns do not give"
+has "a mixture of experts that counts none: not replayed, said" \
+  "- T26: a mixture of experts whose experts (N experts, top-K) the row does not count"
+python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" \
+  --rows T22,T24 --keep "$T/moe" > /dev/null 2>&1 &&
+  "$STW_BUILDDIR/stowage" inspect "$T/moe/T22.trace.json" | grep -q "8 experts, top 2" &&
+  "$STW_BUILDDIR/stowage" inspect "$T/moe/T24.trace.json" | grep -q "128 experts, top 8"
+tap_result $? "the rows' models are built with their experts" "$("$STW_BUILDDIR/stowage" inspect "$T/moe/T24.trace.json" 2>&1 | head -n 4)"
 has "an NVMe column naming no drive (0x): not replayed, said" \
   "- T21: a field this bench cannot read (ValueError: nvme: 0 drives is not from 1 to 256)"
 has "a margin ratio beyond 1: not replayed, said" \
