@@ -322,7 +322,7 @@ def emulation(row):
         if offloads(cfg, "param") == "nvme":
             notes.append("its parameters on storage only where host memory cannot hold them")
         if notes:
-            NOTES[row["row_id"]] = "; ".join(notes)
+            assume(row, "; ".join(notes))
         return ("zero-infinity", options), None
     if "placement_policy=cpu" in cfg:
         return ("gemini-static", ["--gemini-fraction", "0"]), None
@@ -401,7 +401,7 @@ def published_step_s(row):
     if unit.endswith("/epoch"):  # a step's share, where the row derives it (steps an epoch)
         m = re.search(r"([\d.]+) s/step", row["metric_definition"])
         if m:
-            NOTES[row["row_id"]] = "published: an epoch's time; a step as the row derives it"
+            assume(row, "published: an epoch's time; a step as the row derives it")
         return float(m.group(1)) if m else None
     if "samples/s" in unit:
         return batch * gpus / value
@@ -471,7 +471,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
             got, note = predict(row, policy, extra, tmp, False)
             if got != "OOM":
                 return got, note
-            NOTES[row["row_id"]] = "checkpointing (not stated; without it the plan does not fit)"
+            assume(row, "checkpointing (not stated; without it the plan does not fit)")
             return predict(row, policy, extra, tmp, True)
     hw = profile_of(row)
     cfg = config_of(row)
@@ -535,6 +535,15 @@ def predict(row, policy, extra, tmp, ckpt=None):
 
 PEAKS = {}  # row -> the plan's predicted GPU peak, bytes
 NOTES = {}  # row -> what its replay assumed where the source is silent
+
+
+def assume(row, text):
+    """Says, in the row's line, TEXT beside what its replay already assumed (once)."""
+    said = NOTES.get(row["row_id"])
+    if said is None:
+        NOTES[row["row_id"]] = text
+    elif text not in said.split("; "):
+        NOTES[row["row_id"]] = said + "; " + text
 LARGEST = []  # capacity rows: (row, layers, parameters in billions, zoo sizes, verdict)
 
 
@@ -598,22 +607,21 @@ def replay(row, tmp, errors, skipped):
     rid = row["row_id"]
     for field in ("n_gpus", "micro_batch_per_gpu", "seq_len"):
         whole(row, field)  # ValueError: said in the list of rows not replayed
-    why = None
+    why, moe = None, experts_of(row)
     if whole(row, "n_gpus") % whole(row, "n_nodes", 1) != 0:
         why = "%s GPUs over %s nodes: not as many on each" % (row["n_gpus"], row["n_nodes"])
     elif profile_of(row) is None:
         why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
-    elif isinstance(experts_of(row), str):
-        why = experts_of(row)
+    elif isinstance(moe, str):
+        why = moe
     elif not row["n_layers"] or config_of(row) is None:
         why = "an architecture stowage does not build (%s)" % row["arch_type"][:40]
     emu, reason = (None, why) if why else emulation(row)
     if emu is None:
         skipped.append((rid, reason))
         return
-    moe = experts_of(row)
     if moe is not None and moe[2]:
-        NOTES[rid] = NOTES[rid] + "; " + moe[2] if rid in NOTES else moe[2]
+        assume(row, moe[2])
     policy, extra = emu
     oom = row["metric"] == "OOM"
     want = None if oom else published_step_s(row)

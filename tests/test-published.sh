@@ -81,6 +81,8 @@ has "a Mixtral that does not say how many experts a token: Mixtral's two, said" 
   "| T23 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | a small Mixtral 8x7B-sha | 1 x 4 | zero-offload on A100-80GB-PCIe4, 2 experts a token (Mixtral's; not stated) | 1.000 s | 0.520 s | -48.0% |"
 has "a Qwen3-MoE (128 experts, 8 active, its head width): Qwen3-MoE's config" \
   "| T24 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | a small Qwen3-MoE (made  | 1 x 4 | zero-offload on A100-80GB-PCIe4 | 1.000 s | 3.693 s | +269.3% |"
+has "every assumption a replay makes is said in its line, none overwriting another" \
+  "| T27 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | a Mixtral timed by the e | 1 x 4 | zero-offload on A100-80GB-PCIe4, 2 experts a token (Mixtral's; not stated); published: an epoch's time; a step as the row derives it | 2.000 s | 0.520 s | -74.0% |"
 has "shared experts or latent attention, which the columns cannot size: not replayed, said" \
   "- T25: a mixture of experts with shared experts or latent attention, whose sizes the row's columns do not give"
 has "a mixture of experts that counts none: not replayed, said" \
