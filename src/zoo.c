@@ -13,6 +13,10 @@ const char *const stw_zoo_families[] = { "gpt2", "gpt3", "patrickstar", "llama",
 #define LLAMA(n, l, d, h, kv, f, v, s, t) \
   { .name = n, .arch = STW_ARCH_LLAMA, .layers = l, .hidden = d, .heads = h, .kv_heads = kv, \
     .ffn = f, .vocab = v, .max_seq = s, .tied = t }
+/* Qwen2 and Qwen2.5 (model_type qwen2): Llama's block with biases on q, k and v only */
+#define QWEN2(n, l, d, h, kv, f, v, t) \
+  { .name = n, .arch = STW_ARCH_LLAMA, .layers = l, .hidden = d, .heads = h, .kv_heads = kv, \
+    .ffn = f, .vocab = v, .max_seq = 32768, .tied = t, .bias = { [STW_SITE_QKV] = STW_BIAS_YES } }
 #define NEOX(n, l, d, h, v) \
   { .name = n, .arch = STW_ARCH_NEOX, .layers = l, .hidden = d, .heads = h, .kv_heads = h, \
     .ffn = 4 * (d), .vocab = v, .max_seq = 2048, .tied = FALSE }
@@ -22,6 +26,10 @@ const char *const stw_zoo_families[] = { "gpt2", "gpt3", "patrickstar", "llama",
 
 static const char gpt2_note[] = "Radford et al. 2019 (GPT-2), Hugging Face config";
 static const char gpt3_note[] = "Brown et al. 2020, Table 2.1; heads chosen for 128-dim heads";
+static const char qwen2_note[] =
+    "Yang et al. 2024 (Qwen2), Hugging Face config: biases on q, k and v only (Qwen2.5 the same)";
+static const char qwen25_note[] =
+    "Qwen Team 2024 (Qwen2.5 Technical Report), Hugging Face config: biases on q, k and v only";
 static const char pstar_note[] = "GPT shapes benchmarked by PatrickStar (Fang et al. 2021)";
 
 static const StwZooEntry zoo[] = {
@@ -63,16 +71,31 @@ static const StwZooEntry zoo[] = {
     LLAMA("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, FALSE) },
   { "llama", "Meta 2024 (Llama 3), Hugging Face config",
     LLAMA("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, FALSE) },
+  { "llama", "Meta 2024 (Llama 3), Hugging Face config",
+    LLAMA("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, FALSE) },
+  { "llama", "Grattafiori et al. 2024 (The Llama 3 Herd of Models), Hugging Face config of Llama 3.1",
+    LLAMA("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072, FALSE) },
+  { "llama", "Meta 2024 (Llama 3.2), Hugging Face config: the embeddings tied to the head",
+    LLAMA("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, 131072, TRUE) },
+  { "llama", "Meta 2024 (Llama 3.2), Hugging Face config: the embeddings tied to the head",
+    LLAMA("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, 131072, TRUE) },
   { "mistral", "Jiang et al. 2023 (Mistral 7B), Hugging Face config",
     LLAMA("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768, FALSE) },
   { "mistral", "Jiang et al. 2024 (Mixtral of Experts), Hugging Face config: 8 experts, top 2",
     { .name = "mixtral-8x7b", .arch = STW_ARCH_LLAMA, .layers = 32, .hidden = 4096, .heads = 32,
       .kv_heads = 8, .ffn = 14336, .vocab = 32000, .max_seq = 32768, .tied = FALSE,
       .experts = 8, .experts_per_token = 2 } },
-  { "qwen2", "Yang et al. 2024 (Qwen2), Hugging Face config: biases on q, k and v only",
-    { .name = "qwen2-7b", .arch = STW_ARCH_LLAMA, .layers = 28, .hidden = 3584, .heads = 28,
-      .kv_heads = 4, .ffn = 18944, .vocab = 152064, .max_seq = 32768, .tied = FALSE,
-      .bias = { [STW_SITE_QKV] = STW_BIAS_YES } } },
+  { "mistral", "Mistral AI 2024 (Mixtral 8x22B), Hugging Face config: 8 experts, top 2",
+    { .name = "mixtral-8x22b", .arch = STW_ARCH_LLAMA, .layers = 56, .hidden = 6144, .heads = 48,
+      .kv_heads = 8, .ffn = 16384, .vocab = 32768, .max_seq = 65536, .tied = FALSE,
+      .experts = 8, .experts_per_token = 2 } },
+  { "qwen2", qwen2_note, QWEN2("qwen2-0.5b", 24, 896, 14, 2, 4864, 151936, TRUE) },
+  { "qwen2", qwen2_note, QWEN2("qwen2-1.5b", 28, 1536, 12, 2, 8960, 151936, TRUE) },
+  { "qwen2", qwen25_note, QWEN2("qwen2.5-3b", 36, 2048, 16, 2, 11008, 151936, TRUE) },
+  { "qwen2", qwen2_note, QWEN2("qwen2-7b", 28, 3584, 28, 4, 18944, 152064, FALSE) },
+  { "qwen2", qwen25_note, QWEN2("qwen2.5-14b", 48, 5120, 40, 8, 13824, 152064, FALSE) },
+  { "qwen2", qwen25_note, QWEN2("qwen2.5-32b", 64, 5120, 40, 8, 27648, 152064, FALSE) },
+  { "qwen2", qwen2_note, QWEN2("qwen2-72b", 80, 8192, 64, 8, 29568, 152064, FALSE) },
   { "neox", "Biderman et al. 2023 (Pythia), Hugging Face config", NEOX("pythia-70m", 6, 512, 8, 50304) },
   { "neox", "Biderman et al. 2023 (Pythia), Hugging Face config",
     NEOX("pythia-1.4b", 24, 2048, 16, 50304) },

@@ -85,7 +85,7 @@ expect 2 "synth: --lora: rank 769 is out of range for h.0.attn.c_attn.weight (76
 expect 2 "stowage: --lora-targets: the adapters' rank is --lora RANK's, which is not given" "LoRA targets without a rank" -- $S synth --model gpt2 --lora-targets q -o "$T/x.json"
 expect 2 "synth: --lora-targets: up is an MLP projection, and mixtral-8x7b's MLP is a mixture of experts" "LoRA on experts" -- $S synth --model mixtral-8x7b --lora 8 --lora-targets up -o "$T/x.json"
 expect 2 "capacity: --lora-targets: gpt-h4096-l1 has no gate projection" "capacity with a LoRA target the family lacks" -- $S capacity --family gpt --lora 8 --lora-targets gate
-expect 0 "stowage  none fits" "capacity: no Llama fits a 4090 with 64 GiB of host memory and fp32 moments" -- \
+expect 0 "stowage  llama3.2-3b        28  3,212,749,824" "capacity: with 64 GiB of host memory and fp32 moments the largest Llama a 4090 trains is Llama 3.2 3B" -- \
   $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage
 expect 0 "stowage  llama2-7b          32  6,738,415,616" "capacity --optimizer-state bf16: Llama-2-7B fits with bf16 moments" -- \
   $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage --optimizer-state bf16

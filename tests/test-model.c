@@ -25,14 +25,28 @@ test_param_counts(void)
     { "llama2-13b", G_GUINT64_CONSTANT(13015864320) },
     { "llama2-70b", G_GUINT64_CONSTANT(68976648192) },
     { "llama3-8b", G_GUINT64_CONSTANT(8030261248) },
+    { "llama3-70b", G_GUINT64_CONSTANT(70553706496) },
+    { "llama3.1-405b", G_GUINT64_CONSTANT(405853388800) },
+    { "llama3.2-1b", G_GUINT64_CONSTANT(1235814400) },
+    { "llama3.2-3b", G_GUINT64_CONSTANT(3212749824) },
     { "bert-base", G_GUINT64_CONSTANT(109482240) },
     { "bert-large", G_GUINT64_CONSTANT(335141888) },
     { "mistral-7b", G_GUINT64_CONSTANT(7241732096) },
     { "mixtral-8x7b", G_GUINT64_CONSTANT(46702792704) },
+    { "qwen2-0.5b", G_GUINT64_CONSTANT(494032768) },
+    { "qwen2-1.5b", G_GUINT64_CONSTANT(1543714304) },
+    { "qwen2.5-3b", G_GUINT64_CONSTANT(3085938688) },
     { "qwen2-7b", G_GUINT64_CONSTANT(7615616512) },
+    { "qwen2.5-14b", G_GUINT64_CONSTANT(14770033664) },
+    { "qwen2.5-32b", G_GUINT64_CONSTANT(32763876352) },
+    { "qwen2-72b", G_GUINT64_CONSTANT(72706203648) },
     { "pythia-70m", G_GUINT64_CONSTANT(70426624) },
     { "pythia-1.4b", G_GUINT64_CONSTANT(1414647808) },
     { "gpt-neox-20b", G_GUINT64_CONSTANT(20554567680) },
+    /* Mixtral 8x22B from its config, by hand: 56 x (attention 88,080,384 + 8 experts'
+     * 2,415,919,104 + router 49,152 + norms 12,288) + embeddings and head 402,653,184 + 6,144
+     * (published as 141B) */
+    { "mixtral-8x22b", G_GUINT64_CONSTANT(140630071296) },
     /* 12*L*d^2 + 13*L*d + (V + S)*d + 2d, checked by hand for the largest */
     { "gpt3-175b", G_GUINT64_CONSTANT(174604259328) },
   };
