@@ -32,7 +32,10 @@ simulated end of the last backward op), whether it ran out of memory, or
 the largest model of a zoo that ran (the most layers at the row's width whose plan fits, against
 the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
 rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line
-per row, then the mean absolute error per system. Its last result is bench/results/published.md.
+per row, then the mean absolute error per system, the peaks and largest models where rows publish
+them, and where a row ran out of memory or its plan does not fit, what each says (the plan's GPU
+peak against its budget, or the planner's reason). Its last result is
+bench/results/published.md.
 
   --rows ID,...  replay only these rows (their row_id), in the set's order
   --keep DIR     write each row's config, trace and plan into DIR (made where missing) and keep
@@ -533,6 +536,21 @@ def predict(row, policy, extra, tmp, ckpt=None):
     return seconds(m.group(1), m.group(2)), None
 
 
+def fit_said(row, got, note):
+    """What the run and the plan say about fitting, in words: the plan's GPU peak against its
+    budget where it fits, the planner's reason where it does not (its first sentence)."""
+    ran = "ran out of GPU memory" if row["metric"] == "OOM" else "ran"
+    if row["peak_gpu_mem_measured"]:
+        ran += " (its GPU memory as published: %s)" % row["peak_gpu_mem_measured"][:48]
+    if got != "OOM":
+        budget = int(gpu_budget(row, profile_of(row)))
+        return "%s; the plan fits, its GPU peak %.2f GiB of %.2f GiB" % (
+            ran, PEAKS.get(row["row_id"], 0) / 2 ** 30, budget / 2 ** 30)
+    why = re.sub(r"^stowage: ", "", (note or "").strip()).split(". ")[0].rstrip(".")
+    return "%s; %s" % (ran, why)
+
+
+FITS = []  # rows of a run that did or did not fit: (row id, what the run and the plan say)
 PEAKS = {}  # row -> the plan's predicted GPU peak, bytes
 NOTES = {}  # row -> what its replay assumed where the source is silent
 
@@ -660,6 +678,7 @@ def replay(row, tmp, errors, skipped):
         return
     if oom or got == "OOM":
         verdict = ("agrees" if (got == "OOM") == oom else "disagrees")
+        FITS.append((rid, fit_said(row, got, note)))
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             rid, system, row["model_name"][:24], what, label,
             "OOM" if oom else "%.3f s" % want,
@@ -745,6 +764,12 @@ def main():
                 emu[0] + (" " + " ".join(emu[1]) if emu[1] else ""), profile_of(row),
                 number(row, "value"), ", ".join("%g" % z for z in zoo), billions, layers,
                 verdict))
+    if FITS:
+        print()
+        print("Whether it fits, where the row ran out of memory or the plan does not fit:")
+        print()
+        for rid, said in FITS:
+            print("- %s: %s" % (rid, said))
     print()
     print("Not replayed:")
     print()
