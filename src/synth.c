@@ -336,6 +336,80 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   return x;
 }
 
+/* What PyTorch eager, running op G as Hugging Face's modules write it, keeps for backward
+ * beyond the fused model's saved tensors (its input where it saves it, its saved extras), and
+ * the transient bytes its backward's chain of kernels holds beyond the fused model's at once:
+ * the tensors autograd saves kernel by kernel (docs/synth.md, "Eager memory"). Zero with
+ * --kernels fused. */
+typedef struct {
+  guint64 saved, bwd_work;
+} EagerMemory;
+
+static EagerMemory
+eager_memory(const Synth *s, const StwGraphOp *g)
+{
+  EagerMemory m = { 0, 0 };
+  if (s->kernels != STW_KERNELS_EAGER)
+    return m;
+  const StwModelConfig *c = &s->graph->config;
+  double e = (double)s->e, in = (double)g->in_bytes / e, out = (double)g->out_bytes / e;
+  double saved = 0, work = 0;
+  /* the same modules the time model's eager chains are (eager_cost) */
+  gboolean dropout = c->arch == STW_ARCH_GPT || c->arch == STW_ARCH_BERT;
+  if (is_norm(g) && c->arch == STW_ARCH_LLAMA) {
+    /* RMSNorm op by op: the fp32 copy of its input (pow and the product keep it) and the
+     * normalized copy cast back (the weight's product keeps it), where the fused op keeps the
+     * input; under autocast the stream and the normalized copy are fp32 */
+    saved += in * (FP32 + (s->autocast ? FP32 - e : 0));
+  } else if (is_norm(g) && s->autocast) {
+    saved += in * (FP32 - e); /* LayerNorm on autocast's fp32 list keeps its fp32 input */
+  }
+  switch (g->kind) {
+  case STW_OP_NORM_QK: { /* Qwen3's RMSNorms over q and k, op by op as above */
+    double normed = c->kv_lora_rank != 0 ? (double)s->graph->batch * (double)s->graph->seq *
+                                               (double)(c->q_lora_rank + c->kv_lora_rank)
+                                         : in - (double)s->graph->batch * (double)s->graph->seq *
+                                                    (double)(c->kv_heads *
+                                                             stw_model_head_dim(c));
+    saved += normed * FP32;
+    break;
+  }
+  case STW_OP_EMBED: /* the embeddings' dropout keeps its mask (a byte an element) */
+    saved += dropout ? out : 0;
+    break;
+  case STW_OP_MLP_ACT:
+    if (stw_model_gelu_new(c)) {
+      /* tanh's approximation op by op: pow keeps the input (under autocast its fp32 copy), tanh
+       * its output, the last product both its factors, 0.5 x and 1 + tanh (fp32 from the pow
+       * on under autocast); backward, two gradients of the chain at once */
+      double z = s->autocast ? FP32 : e;
+      saved += in * 3 * z;
+      work += in * 2 * z;
+    } else if (c->arch == STW_ARCH_LLAMA) {
+      saved += in / 2 * e; /* silu(gate), kept by the product with up */
+    }
+    break;
+  case STW_OP_ATTN_CORE:
+    if (s->graph->attention == STW_ATTENTION_NAIVE) {
+      /* per score: the softmax's output (fp32 where the module or autocast asks for it), the
+       * dropout's mask and output, the product's 16-bit copy of fp32 probabilities */
+      double n = naive_scores(s);
+      gboolean fp32 = c->arch == STW_ARCH_LLAMA || c->alibi || s->autocast;
+      double sm = fp32 ? FP32 : e;
+      saved += n * ((sm - e) + (dropout ? 1 + e : 0) + (fp32 && !dropout && e < FP32 ? e : 0));
+      work += n * ((fp32 ? 2 * FP32 - e : 0) + (dropout ? e : 0));
+    }
+    break;
+  default:
+    break;
+  }
+  if (g->residual == STW_RESIDUAL_CLOSE && dropout)
+    saved += out; /* the residual branch's dropout mask */
+  m.saved = (guint64)llround(saved);
+  m.bwd_work = (guint64)llround(work);
+  return m;
+}
+
 /* Op G's duration from its fused model's. Fused: as it is, one launch's overhead and the work.
  * Eager: the work plus the extra bytes at HBM speed, spread over its kernels, each issued by the
  * host op_overhead_ns after the one before and run when both it is issued and the GPU is free:
@@ -416,7 +490,8 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
   /* autocast's 16-bit weights: kept for backward with what the op keeps; in a checkpointed
    * forward its cache holds the trained ones to the forward's end, the frozen ones go */
   guint64 cast = cast_bytes(s, g, FALSE), cached = keep_saved ? 0 : cast_bytes(s, g, TRUE);
-  s->live += g->out_bytes + g->work_bytes + g->saved_extra_bytes + cast;
+  guint64 saved_extra = g->saved_extra_bytes + eager_memory(s, g).saved;
+  s->live += g->out_bytes + g->work_bytes + saved_extra + cast;
   op->nonmodel_peak_bytes = s->live;
   if (!keep_saved) {
     s->live -= cast - cached;
@@ -424,7 +499,7 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
   }
   s->live -= g->work_bytes;
   if (!keep_saved)
-    s->live -= g->saved_extra_bytes;
+    s->live -= saved_extra;
   gboolean keep_input = g->saves_input && (keep_saved || first_in_block);
   if (!g->passthrough && !keep_input)
     s->live -= g->in_bytes;
@@ -446,10 +521,11 @@ backward_op(Synth *s, const StwGraphOp *g)
   /* autocast: the weights' 16-bit gradients, cast into the fp32 ones, and then the 16-bit
    * weights the op kept go */
   guint64 cast = cast_bytes(s, g, FALSE), cast_grads = cast_bytes(s, g, TRUE);
+  EagerMemory em = eager_memory(s, g);
   op->nonmodel_bytes = s->live;
-  s->live += grad_in + g->bwd_work_bytes;
+  s->live += grad_in + g->bwd_work_bytes + em.bwd_work;
   op->nonmodel_peak_bytes = s->live + cast_grads;
-  s->live -= g->bwd_work_bytes + g->saved_extra_bytes + cast;
+  s->live -= g->bwd_work_bytes + em.bwd_work + g->saved_extra_bytes + em.saved + cast;
   if (!g->passthrough) {
     if (g->saves_input)
       s->live -= g->in_bytes;
@@ -514,8 +590,9 @@ block_ops_note(guint32 *first, guint32 *last, gint32 layer, guint32 op)
  * saved extras and its input where it saves it or passes it on (docs/synth.md); the block's
  * input is counted in, its output (the next block's input) out. */
 static guint64
-block_saved_bytes(const StwModelGraph *graph, gint32 layer, guint64 *input_out)
+block_saved_bytes(const Synth *s, gint32 layer, guint64 *input_out)
 {
+  const StwModelGraph *graph = s->graph;
   gint64 delta = 0;
   guint64 input = 0, output = 0;
   gboolean first = TRUE;
@@ -526,7 +603,7 @@ block_saved_bytes(const StwModelGraph *graph, gint32 layer, guint64 *input_out)
     if (first)
       input = g->in_bytes;
     first = FALSE;
-    delta += (gint64)(g->out_bytes + g->saved_extra_bytes);
+    delta += (gint64)(g->out_bytes + g->saved_extra_bytes + eager_memory(s, g).saved);
     if (!g->passthrough && !g->saves_input)
       delta -= (gint64)g->in_bytes;
     output = g->out_bytes;
@@ -538,15 +615,17 @@ block_saved_bytes(const StwModelGraph *graph, gint32 layer, guint64 *input_out)
 
 /* The trace's blocks: one per transformer layer, over the ops BO noted. */
 static void
-add_blocks(StwTrace *t, const StwModelGraph *graph, const BlockOps *bo)
+add_blocks(const Synth *s, const BlockOps *bo)
 {
+  StwTrace *t = s->trace;
+  const StwModelGraph *graph = s->graph;
   for (guint64 l = 0; l < graph->config.layers; l++) {
     if (bo->fwd_first[l] == G_MAXUINT32 || bo->bwd_first[l] == G_MAXUINT32)
       continue;
     g_autofree char *name = g_strdup_printf("h%" G_GUINT64_FORMAT, l);
     StwBlock *b = stw_trace_add_block(t, name, bo->fwd_first[l], bo->fwd_last[l],
                                       bo->bwd_first[l], bo->bwd_last[l]);
-    b->saved_bytes = block_saved_bytes(graph, (gint32)l, &b->input_bytes);
+    b->saved_bytes = block_saved_bytes(s, (gint32)l, &b->input_bytes);
     for (guint32 k = b->fwd_first; k <= b->fwd_last; k++)
       b->forward_ns += stw_trace_op(t, k)->duration_ns;
   }
@@ -785,8 +864,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   optimizer_ops(&s);
   /* the blocks of the last forward-backward run (with several, the planner decides none: they
    * say what each block keeps) */
-  add_blocks(t, graph, &(BlockOps){ ops_noted, ops_noted + L, ops_noted + 2 * L,
-                                    ops_noted + 3 * L });
+  add_blocks(&s, &(BlockOps){ ops_noted, ops_noted + L, ops_noted + 2 * L, ops_noted + 3 * L });
 
   g_autofree char *what = g_strdup_printf("the trace of %s at batch %" G_GUINT64_FORMAT " x seq %"
                                           G_GUINT64_FORMAT, config->name, options->batch,

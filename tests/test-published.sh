@@ -38,11 +38,11 @@ has "the mean absolute error per system" "| ZeRO-Infinity | 3 | 191.7% | +322.2%
 has "forward and backward only: the simulated end of backward; checkpointing where the source is silent and only it fits" \
   "| U01 | Gemini | meta-llama/Llama-2-13b | 8 x 8 | gemini-static --gemini-fraction 1 on A100-80GB-PCIe4, checkpointing (not stated; without it the plan does not fit), to the end of backward | 19.200 s | 24.065 s | +25.3% |"
 has "an out-of-memory row the plan fits: said, with the plan's GPU peak against its budget" \
-  "- G05: ran out of GPU memory; the plan fits, its GPU peak 42.36 GiB of 80.00 GiB"
+  "- G05: ran out of GPU memory; the plan fits, its GPU peak 43.51 GiB of 80.00 GiB"
 has "a run that ran where no plan fits: said, with the planner's reason and the run's published memory" \
   "| M01 | MegaTrain | Qwen/Qwen2.5-32B-Instruc | 1 x 96 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 74.614 s | does not fit | disagrees |"
 has "the planner's reason for a run that ran where no plan fits" \
-  '- M01: ran (its GPU memory as published: ~40 GB (README "GPU VRAM")); no plan fits a GPU budget of 80.00 GiB: at op 589 (h63.mlp.gate_up.recompute, bwd) the non-model memory alone, with the reserve, needs 81.20 GiB, 1.20 GiB short, before any chunk'
+  '- M01: ran (its GPU memory as published: ~40 GB (README "GPU VRAM")); no plan fits a GPU budget of 80.00 GiB: at op 574 (h63.mlp.gate_up, fwd) the non-model memory alone, with the reserve, needs 80.25 GiB, 257.50 MiB short, before any chunk'
 has "Qwen3 in two micro-steps of gradient accumulation on an RTX PRO 6000" \
   "| P02 | prime-rl FSDP CPU offload | Qwen/Qwen3-4B-Instruct-2 | 1 x 1 | zero-offload on RTXPRO6000-96GB-PCIe5 | 5.629 s | 4.525 s | -19.6% |"
 has "an epoch's time as the row derives a step from it; a 24 GB card's whole memory" \

@@ -530,8 +530,8 @@ synth_llama(StwKernels kernels)
 }
 
 /* Each of the N ops NAMES of EAGER takes its time in FUSED (less the one launch the fused model
- * adds) plus its EXTRA bytes at 80% of the default profile's 1,935 GB/s; what it keeps is the
- * same (the eager chain's transients live one kernel long). */
+ * adds) plus its EXTRA bytes at 80% of the default profile's 1,935 GB/s (what it keeps:
+ * test_eager_memory). */
 static void
 assert_eager_extra(const StwTrace *fused, const StwTrace *eager, const char *const *names,
                    const double *extra, gsize n)
@@ -543,8 +543,65 @@ assert_eager_extra(const StwTrace *fused, const StwTrace *eager, const char *con
       g_test_message("%s: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " (%.0f)", names[i],
                      f->duration_ns, e->duration_ns, want);
     g_assert_cmpfloat(fabs((double)e->duration_ns - want), <=, 1.0);
-    g_assert_cmpuint(e->nonmodel_peak_bytes, ==, f->nonmodel_peak_bytes);
   }
+}
+
+/* What each block of EAGER keeps beyond FUSED's: PER_BLOCK bytes, every block. */
+static void
+assert_blocks_keep(const StwTrace *fused, const StwTrace *eager, guint64 per_block)
+{
+  g_assert_cmpuint(eager->blocks->len, ==, fused->blocks->len);
+  g_assert_cmpuint(eager->blocks->len, >, 0);
+  for (guint b = 0; b < eager->blocks->len; b++) {
+    const StwBlock *e = &g_array_index(eager->blocks, StwBlock, b);
+    const StwBlock *f = &g_array_index(fused->blocks, StwBlock, b);
+    g_assert_cmpuint(e->saved_bytes - f->saved_bytes, ==, per_block);
+    g_assert_cmpuint(e->input_bytes, ==, f->input_bytes);
+  }
+}
+
+/* How much op NAME's own step raises the non-model memory (its peak over what it found). */
+static guint64
+op_rise(const StwTrace *t, const char *name)
+{
+  const StwOp *op = find_op(t, name);
+  return op->nonmodel_peak_bytes - op->nonmodel_bytes;
+}
+
+static StwTrace *synth_gpt_amp(StwKernels kernels, gboolean amp);
+
+/* Eager memory (docs/synth.md): what the modules keep for backward beyond the fused model's,
+ * worked out by hand from the table there, per block; and the transients of a chain's backward. */
+static void
+test_eager_memory(void)
+{
+  /* Llama (e = 2, T = 4096, d = 1024, f = 2816, flash): two RMSNorms' fp32 copies, 4 T d
+   * each, and silu(gate), e T f */
+  g_autoptr(StwTrace) lf = synth_llama(STW_KERNELS_FUSED);
+  g_autoptr(StwTrace) le = synth_llama(STW_KERNELS_EAGER);
+  assert_blocks_keep(lf, le, 2 * 4 * 4096 * 1024 + 2 * 4096 * 2816);
+  g_assert_cmpuint(op_rise(le, "h1.mlp.swiglu.bwd"), ==, op_rise(lf, "h1.mlp.swiglu.bwd"));
+  /* GPT-2 in bf16 (T = 4096, d = 1024, f = 4096, n = 16,777,216 naive scores, dropout):
+   * GELU-new 3e T f, the dropout's mask and output 3n, the residual branches' masks 2 T d */
+  const guint64 T = 4096, d = 1024, f = 4096, n = 8 * 8 * 512 * 512;
+  g_autoptr(StwTrace) gf = synth_gpt_amp(STW_KERNELS_FUSED, FALSE);
+  g_autoptr(StwTrace) ge = synth_gpt_amp(STW_KERNELS_EAGER, FALSE);
+  assert_blocks_keep(gf, ge, 3 * 2 * T * f + 3 * n + 2 * T * d);
+  /* backward, GELU-new's two gradients of the chain, 2e T f; the dropout's gradient, e n */
+  g_assert_cmpuint(op_rise(ge, "h1.mlp.gelu.bwd") - op_rise(gf, "h1.mlp.gelu.bwd"), ==,
+                   2 * 2 * T * f);
+  g_assert_cmpuint(op_rise(ge, "h1.attn.core.bwd") - op_rise(gf, "h1.attn.core.bwd"), ==,
+                   2 * n);
+  /* under autocast: the LayerNorms' fp32 inputs 2 (4 - e) T d, GELU-new's chain in fp32 12 T f,
+   * per score the fp32 softmax (4 - e), the mask and the 16-bit copy the product keeps (1 + e) */
+  g_autoptr(StwTrace) af = synth_gpt_amp(STW_KERNELS_FUSED, TRUE);
+  g_autoptr(StwTrace) ae = synth_gpt_amp(STW_KERNELS_EAGER, TRUE);
+  assert_blocks_keep(af, ae, 2 * 2 * T * d + 12 * T * f + 5 * n + 2 * T * d);
+  g_assert_cmpuint(op_rise(ae, "h1.attn.core.bwd") - op_rise(af, "h1.attn.core.bwd"), ==,
+                   (2 * 4 - 2 + 2) * n);
+  /* fused, nothing more: a fused trace keeps what it kept */
+  g_autoptr(StwTrace) again = synth_gpt_amp(STW_KERNELS_FUSED, FALSE);
+  assert_blocks_keep(gf, again, 0);
 }
 
 /* Eager kernels (docs/synth.md). At 4096 tokens the GPU is the bound after the first block (the
@@ -848,6 +905,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);
   g_test_add_func("/synth/eager-autocast", test_eager_autocast);
+  g_test_add_func("/synth/eager-memory", test_eager_memory);
   g_test_add_func("/synth/latent-attention", test_latent_attention);
   g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
   g_test_add_func("/synth/other-archs", test_other_archs);
