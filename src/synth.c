@@ -359,8 +359,10 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   if (is_norm(g) && c->arch == STW_ARCH_LLAMA) {
     /* RMSNorm op by op: the fp32 copy of its input (pow and the product keep it) and the
      * normalized copy cast back (the weight's product keeps it), where the fused op keeps the
-     * input; under autocast the stream and the normalized copy are fp32 */
+     * input; under autocast the stream and the normalized copy are fp32. Backward, two fp32
+     * gradients of the chain at once where the fused op holds the input's */
     saved += in * (FP32 + (s->autocast ? FP32 - e : 0));
+    work += in * (2 * FP32 - e);
   } else if (is_norm(g) && s->autocast) {
     saved += in * (FP32 - e); /* LayerNorm on autocast's fp32 list keeps its fp32 input */
   }
@@ -372,6 +374,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
                                                     (double)(c->kv_heads *
                                                              stw_model_head_dim(c));
     saved += normed * FP32;
+    work += normed * (2 * FP32 - e);
     break;
   }
   case STW_OP_EMBED: /* the embeddings' dropout keeps its mask (a byte an element) */
@@ -392,12 +395,13 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   case STW_OP_ATTN_CORE:
     if (s->graph->attention == STW_ATTENTION_NAIVE) {
       /* per score: the softmax's output (fp32 where the module or autocast asks for it), the
-       * dropout's mask and output, the product's 16-bit copy of fp32 probabilities */
+       * dropout's mask and output, the product's 16-bit copy of fp32 probabilities; backward,
+       * an fp32 softmax's two fp32 gradients at once where the fused op holds two in 16 bits */
       double n = naive_scores(s);
       gboolean fp32 = c->arch == STW_ARCH_LLAMA || c->alibi || s->autocast;
       double sm = fp32 ? FP32 : e;
       saved += n * ((sm - e) + (dropout ? 1 + e : 0) + (fp32 && !dropout && e < FP32 ? e : 0));
-      work += n * ((fp32 ? 2 * FP32 - e : 0) + (dropout ? e : 0));
+      work += n * (fp32 ? 2 * FP32 - 2 * e : 0);
     }
     break;
   default:
