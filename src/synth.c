@@ -359,9 +359,11 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   if (is_norm(g) && c->arch == STW_ARCH_LLAMA) {
     /* RMSNorm op by op: the fp32 copy of its input (pow and the product keep it) and the
      * normalized copy cast back (the weight's product keeps it), where the fused op keeps the
-     * input; under autocast the stream and the normalized copy are fp32. Backward, two fp32
-     * gradients of the chain at once where the fused op holds the input's */
-    saved += in * (FP32 + (s->autocast ? FP32 - e : 0));
+     * input; under autocast the stream and the normalized copy are fp32 (a norm after a branch,
+     * Gemma 2's or OLMo 2's, reads the 16-bit branch). Backward, two fp32 gradients of the chain
+     * at once where the fused op holds the input's */
+    gboolean stream = g->kind != STW_OP_NORM_POST_ATTN && g->kind != STW_OP_NORM_POST_MLP;
+    saved += in * (FP32 + (s->autocast && stream ? FP32 - e : 0));
     work += in * (2 * FP32 - e);
   } else if (is_norm(g) && s->autocast) {
     saved += in * (FP32 - e); /* LayerNorm on autocast's fp32 list keeps its fp32 input */

@@ -519,14 +519,20 @@ test_flash_attention(void)
 }
 
 static StwTrace *
-synth_llama(StwKernels kernels)
+synth_llama_as(StwKernels kernels, gboolean amp)
 {
   /* T = 4096 tokens, d = 1024, 8 query heads of 128 sharing 2 key-value heads, ffn 2816 */
   StwModelConfig cfg = { .name = "eager", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 1024,
                          .heads = 8, .kv_heads = 2, .ffn = 2816, .vocab = 1000, .max_seq = 512 };
-  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16,
+  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16, .amp = amp,
                           .attention = STW_ATTENTION_FLASH, .kernels = kernels };
   return synth_on_default(&cfg, &opt);
+}
+
+static StwTrace *
+synth_llama(StwKernels kernels)
+{
+  return synth_llama_as(kernels, FALSE);
 }
 
 /* Each of the N ops NAMES of EAGER takes its time in FUSED (less the one launch the fused model
@@ -583,6 +589,10 @@ test_eager_memory(void)
   g_assert_cmpuint(op_rise(le, "h1.mlp.swiglu.bwd"), ==, op_rise(lf, "h1.mlp.swiglu.bwd"));
   /* RMSNorm's backward: two fp32 gradients where the fused op holds the input's, (8 - e) T d */
   g_assert_cmpuint(op_rise(le, "h1.ln_1.bwd") - op_rise(lf, "h1.ln_1.bwd"), ==, 6 * 4096 * 1024);
+  /* under autocast the stream and the normalized copy are fp32 too: (8 - e) T d a norm */
+  g_autoptr(StwTrace) laf = synth_llama_as(STW_KERNELS_FUSED, TRUE);
+  g_autoptr(StwTrace) lae = synth_llama_as(STW_KERNELS_EAGER, TRUE);
+  assert_blocks_keep(laf, lae, 2 * 6 * 4096 * 1024 + 2 * 4096 * 2816);
   /* GPT-2 in bf16 (T = 4096, d = 1024, f = 4096, n = 16,777,216 naive scores, dropout):
    * GELU-new 3e T f, the dropout's mask and output 3n, the residual branches' masks 2 T d */
   const guint64 T = 4096, d = 1024, f = 4096, n = 8 * 8 * 512 * 512;
