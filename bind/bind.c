@@ -509,8 +509,7 @@ stw_bind_minmem(const StwTrace *t, const char *trace_file, const char *options_j
   char *text = NULL;
   if (stw_request_set_json(r, options_json, &error) &&
       stw_request_minmem(r, t, &o, &policy, &allowed, &error) &&
-      stw_whatif_minmem(t, &o, policy, allowed, stw_request_get(r, "beyond-device") != NULL, &m,
-                        &error))
+      stw_request_minmem_run(r, t, &o, policy, allowed, &m, &error))
     text = stw_whatif_minmem_json(&m, trace_file, o.hw.name);
   else
     give(error, error_out);

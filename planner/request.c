@@ -22,11 +22,13 @@ static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "policy", "
                                             "chunk-size", "oversized", "gemini-fraction",
                                             "margin", "prefetch-bucket", "zero-stage", NULL };
 static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, NULL };
-static const char *const minmem_options[] = { "slowdown", "policy", PLANNING_OPTIONS, NULL };
+static const char *const minmem_options[] = { "slowdown", "policy", "host", "gpu",
+                                              PLANNING_OPTIONS, NULL };
+static const char *const minmem_flags[] = { "beyond-device", "host", NULL };
 
 const StwRequestKind stw_request_plan_kind = { "plan", plan_options, plan_flags };
 const StwRequestKind stw_request_compare_kind = { "compare", compare_options, planning_flags };
-const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, planning_flags };
+const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, minmem_flags };
 static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
                                               "batch", "seq", "dtype", "checkpointing",
                                               "checkpoint-every", "amp", "attention", "kernels",
@@ -511,7 +513,31 @@ stw_request_minmem(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
   if (!stw_request_enum(r, "policy", stw_policy_names, &p, error))
     return FALSE;
   *policy = (StwPolicy)p;
-  return stw_request_planning(r, t, o, error);
+  /* --host searches the host budget at one GPU budget (--gpu, or all the profile's) */
+  gboolean host = stw_request_get(r, "host") != NULL;
+  if (!host && stw_request_get(r, "gpu") != NULL)
+    return usage(error, "minmem: --gpu goes with --host (without it minmem searches the GPU "
+                 "budget)");
+  if (host && stw_request_get(r, "cpu") != NULL)
+    return usage(error, "minmem: --host searches the host budget: give the GPU's with --gpu, "
+                 "not --cpu");
+  if (!stw_request_planning(r, t, o, error))
+    return FALSE;
+  if (host && stw_request_get(r, "gpu") != NULL)
+    return stw_request_gpu_budget(r, "gpu", o, &o->budgets.gpu_bytes, error);
+  if (host)
+    o->budgets.gpu_bytes = o->hw.gpu_memory_bytes;
+  return TRUE;
+}
+
+gboolean
+stw_request_minmem_run(const StwRequest *r, const StwTrace *t, const StwPlannerOptions *o,
+                       StwPolicy policy, double allowed, StwMinmem *out, GError **error)
+{
+  if (stw_request_get(r, "host") != NULL)
+    return stw_whatif_minmem_host(t, o, policy, allowed, o->budgets.gpu_bytes, out, error);
+  return stw_whatif_minmem(t, o, policy, allowed, stw_request_get(r, "beyond-device") != NULL,
+                           out, error);
 }
 
 gboolean

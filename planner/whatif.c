@@ -61,6 +61,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->recomputed_blocks = p->recompute->len;
   out->offloaded_blocks = p->offload->len;
   out->host_bytes = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
+  out->storage_bytes = p->pred.storage_bytes;
   out->slowdown = stw_whatif_slowdown(out->iteration_ns, unlimited_ns);
   stw_throughput(t, &o.hw, p->chunking->world, out->iteration_ns, &out->throughput);
 }
@@ -121,6 +122,8 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
   stw_json_add_u64(o, "comm_bytes", p->comm_bytes);
   stw_json_add_u64(o, "iteration_ns", p->iteration_ns);
   stw_json_add_u64(o, "host_bytes", p->host_bytes);
+  if (p->storage_bytes > 0)
+    stw_json_add_u64(o, "storage_bytes", p->storage_bytes);
   if (p->recomputed_blocks > 0)
     stw_json_add_u64(o, "recomputed_blocks", p->recomputed_blocks);
   if (p->offloaded_blocks > 0)
@@ -220,6 +223,53 @@ stw_whatif_rows_csv(const GArray *rows)
   return g_string_free(s, FALSE);
 }
 
+/* What a minmem search plans at each budget: T with BASE's options and POLICY, at a GPU budget
+ * or (HOST) a host budget at GPU_BYTES. */
+typedef struct {
+  const StwTrace *t;
+  const StwPlannerOptions *base;
+  StwPolicy policy;
+  gboolean host;
+  guint64 gpu_bytes;
+} Search;
+
+static void
+search_run(const Search *s, guint64 budget, guint64 reference_ns, StwWhatifPoint *out)
+{
+  StwPlannerOptions o = *s->base;
+  if (s->host)
+    o.budgets.cpu_bytes = budget;
+  stw_whatif_run(s->t, &o, s->policy, s->host ? s->gpu_bytes : budget, reference_ns, out);
+}
+
+static gboolean
+within(const StwWhatifPoint *p, double allowed)
+{
+  return p->feasible && p->slowdown <= 1 + allowed;
+}
+
+/* Bisects (LO, HI] to the precision for the smallest budget within ALLOWED of REFERENCE_NS,
+ * BEST (HI's point, within it) replaced by each smaller one found. Returns the budget. */
+static guint64
+bisect(const Search *s, guint64 lo, guint64 hi, double allowed, guint64 reference_ns,
+       StwWhatifPoint *best)
+{
+  while (hi - lo > STW_WHATIF_MINMEM_PRECISION) {
+    guint64 mid = lo + (hi - lo) / 2;
+    StwWhatifPoint pt;
+    search_run(s, mid, reference_ns, &pt);
+    if (within(&pt, allowed)) {
+      hi = mid;
+      stw_whatif_point_clear(best);
+      *best = pt;
+    } else {
+      lo = mid;
+      stw_whatif_point_clear(&pt);
+    }
+  }
+  return hi;
+}
+
 gboolean
 stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, StwPolicy policy,
                   double allowed, gboolean beyond_device, StwMinmem *out, GError **error)
@@ -243,7 +293,7 @@ stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, StwPolicy po
     hi = base->hw.gpu_memory_bytes;
   StwWhatifPoint *best = &out->best;
   stw_whatif_run(t, base, policy, hi, out->unlimited_ns, best);
-  if (!best->feasible || best->slowdown > 1 + allowed) {
+  if (!within(best, allowed)) {
     g_autofree char *b = stw_size_format(hi);
     gboolean device = !beyond_device && hi == base->hw.gpu_memory_bytes;
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE, "minmem: policy %s is not "
@@ -252,20 +302,46 @@ stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, StwPolicy po
                 best->feasible ? "it is slower" : best->why);
     return FALSE;
   }
-  guint64 lo = 0;
-  while (hi - lo > STW_WHATIF_MINMEM_PRECISION) {
-    guint64 mid = lo + (hi - lo) / 2;
-    StwWhatifPoint pt;
-    stw_whatif_run(t, base, policy, mid, out->unlimited_ns, &pt);
-    if (pt.feasible && pt.slowdown <= 1 + allowed) {
-      hi = mid;
-      stw_whatif_point_clear(best);
-      *best = pt;
-    } else {
-      lo = mid;
-      stw_whatif_point_clear(&pt);
-    }
+  bisect(&(Search){ t, base, policy, FALSE, 0 }, 0, hi, allowed, out->unlimited_ns, best);
+  return TRUE;
+}
+
+gboolean
+stw_whatif_minmem_host(const StwTrace *t, const StwPlannerOptions *base, StwPolicy policy,
+                       double allowed, guint64 gpu_bytes, StwMinmem *out, GError **error)
+{
+  memset(out, 0, sizeof *out);
+  out->policy = policy;
+  out->allowed = allowed;
+  out->host = TRUE;
+  const Search s = { t, base, policy, TRUE, gpu_bytes };
+  StwWhatifPoint *best = &out->best;
+  search_run(&s, UNLIMITED, STW_WHATIF_UNKNOWN, best);
+  if (!best->feasible) {
+    g_autofree char *g = stw_size_format(gpu_bytes);
+    g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE, "minmem --host: policy %s has "
+                "no plan at %s of GPU memory even with host memory to spare: %s",
+                stw_policy_names[policy], g, best->why);
+    return FALSE;
   }
+  out->unlimited_ns = best->iteration_ns;
+  /* bracket: the host memory the plan holds with memory to spare, doubled until a plan within
+   * the slowdown fits it (the plan made for less room may hold a little more) */
+  guint64 hi = MAX(best->host_bytes, STW_WHATIF_MINMEM_PRECISION), lo = 0;
+  stw_whatif_point_clear(best);
+  search_run(&s, hi, out->unlimited_ns, best);
+  while (!within(best, allowed) && hi < UNLIMITED / 2) {
+    lo = hi;
+    hi *= 2;
+    stw_whatif_point_clear(best);
+    search_run(&s, hi, out->unlimited_ns, best);
+  }
+  if (!within(best, allowed)) {
+    stw_whatif_point_clear(best);
+    search_run(&s, UNLIMITED, out->unlimited_ns, best);
+    hi = UNLIMITED;
+  }
+  out->host_budget = bisect(&s, lo, hi, allowed, out->unlimited_ns, best);
   return TRUE;
 }
 
@@ -283,6 +359,11 @@ stw_whatif_minmem_json(const StwMinmem *m, const char *trace_file, const char *h
     cJSON_AddStringToObject(root, "trace", trace_file);
   cJSON_AddStringToObject(root, "hardware", hardware);
   cJSON_AddNumberToObject(root, "slowdown_allowed", m->allowed);
+  /* what was searched, and the time the slowdown is against: unlimited GPU memory's, or with
+   * --host the same GPU budget's with host memory to spare */
+  cJSON_AddStringToObject(root, "searched", m->host ? "host" : "gpu");
+  if (m->host)
+    stw_json_add_u64(root, "host_budget_bytes", m->host_budget);
   stw_json_add_u64(root, "unlimited_iteration_ns", m->unlimited_ns);
   cJSON *best = cJSON_AddObjectToObject(root, "point");
   point_members(best, &m->best, 0);

@@ -99,6 +99,16 @@ grep -q '"pinned_bytes":8589934592' "$T/l8q.json" && $S check "$T/l8q.json" "$T/
   full=$(sed -n 's/.*"cost_ns":\([0-9]*\).*/\1/p' "$T/l8p.json") &&
   part=$(sed -n 's/.*"cost_ns":\([0-9]*\).*/\1/p' "$T/l8q.json") && [ "$part" -gt "$full" ]
 tap_result $? "the --pinned plan keeps its budget, checks, and is slower (pageable copies)" "$full $part"
+# minmem --host: how much RAM Llama-3-8B needs on a 4090 (within 10% of host memory to spare),
+# and with two Gen4 drives taking what the host cannot hold (within 50%)
+expect 0 "at 23.00 GiB of GPU memory: 105.73 GiB of host memory is enough for 7.554 s per iteration, 2.0% slower than with host memory to spare (7.405 s); the plan holds 105.72 GiB of it and moves 216.25 GiB per iteration" \
+  "minmem --host: the host memory a plan needs at a GPU budget" -- $S minmem "$T/l8.json" --host --gpu 23GiB
+expect 0 "at 23.00 GiB of GPU memory: 88.12 GiB of host memory is enough for 10.807 s per iteration, 45.9% slower than with host memory to spare (7.405 s); the plan holds 88.11 GiB of it, 17.61 GiB on the storage tier and moves 42.08 GiB per iteration" \
+  "minmem --host with a storage tier: less host memory, the rest on the drives" -- $S minmem "$T/l8.json" --host --gpu 23GiB --nvme 1TB --storage nvme-gen4 --nvme-devices 2 --slowdown 50%
+expect 0 '"host_budget_bytes":	113525401600' "minmem --host --json: the budget found" -- $S minmem "$T/l8.json" --host --gpu 23GiB --json
+expect 2 "minmem: --gpu goes with --host (without it minmem searches the GPU budget)" "minmem --gpu without --host: refused, said" -- $S minmem "$T/l8.json" --gpu 23GiB
+expect 2 "minmem: --host searches the host budget: give the GPU's with --gpu, not --cpu" "minmem --host --cpu: refused, said" -- $S minmem "$T/l8.json" --host --cpu 64GiB
+expect 1 "minmem --host: policy stowage has no plan at 1.00 GiB of GPU memory even with host memory to spare:" "minmem --host at a GPU budget nothing fits: said, exit 1" -- $S minmem "$T/l8.json" --host --gpu 1GiB
 expect 0 "LoRA rank 16 on q,v, the base frozen" "capacity --lora names the adapters" -- $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --batch 1 --seq 1024 --policy zero-offload --lora 16
 expect 0 "    2  1.00 GiB  stowage  38,597,632  0 B  0 B" "whatif --model --lora" -- $S whatif --model gpt2 --batch 2 --seq 128 --lora 8 --gpu 1GiB --policy stowage
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "a trace of PyTorch's gradients plans for one GPU" -- $S plan "$F/traces/accumulate.json" --gpu 1GiB --gpus 2 -o "$T/x.json"

@@ -141,9 +141,15 @@ gboolean stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace,
 StwTrace *stw_request_synth(const StwRequest *r, GError **error);
 /* What `stowage minmem` asks for: stw_request_planning, the policy ("policy", default stowage)
  * into *POLICY, the slowdown allowed ("slowdown", a percentage such as "10%" or "10"; default
- * 10%) into *ALLOWED as a fraction. */
+ * 10%) into *ALLOWED as a fraction; with "host" the GPU budget ("gpu", default all the
+ * profile's) into O's budgets, "cpu" refused (the host budget is what is searched). */
 gboolean stw_request_minmem(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
                             StwPolicy *policy, double *allowed, GError **error);
+/* The minmem R asks for, run: the GPU budget searched (stw_whatif_minmem), or with "host" the
+ * host budget at O's GPU budget (stw_whatif_minmem_host). */
+gboolean stw_request_minmem_run(const StwRequest *r, const StwTrace *t,
+                                const StwPlannerOptions *o, StwPolicy policy, double allowed,
+                                StwMinmem *out, GError **error);
 
 /* What `stowage capacity` asks for: "family" (required), "hidden" (with gpt), "batch", "seq",
  * "no-checkpointing", "attention", "dtype" (default bf16, fp16 where the GPU has none), "lora"

@@ -37,6 +37,7 @@ typedef struct {
   guint32 recomputed_blocks; /* of the trace's blocks, recomputed in backward (--activations) */
   guint32 offloaded_blocks;  /* ... and offloaded to the host */
   guint64 host_bytes;        /* host memory the plan holds: chunks, staging and the process */
+  guint64 storage_bytes;     /* on the storage tier (--nvme) */
   StwDtype state_dtype;      /* Adam's moments in the plan (the trace's where none was made) */
 } StwWhatifPoint;
 
@@ -82,7 +83,10 @@ void stw_whatif_comparison_clear(StwComparison *c);
 typedef struct {
   StwPolicy policy;
   double allowed;         /* the slowdown allowed: 0.10 for 10% */
-  guint64 unlimited_ns;
+  guint64 unlimited_ns;   /* the reference: unlimited GPU memory's time, or with HOST host
+                           * memory to spare at the point's GPU budget */
+  gboolean host;          /* the host budget searched (stw_whatif_minmem_host) */
+  guint64 host_budget;    /* with HOST: the smallest host budget found */
   StwWhatifPoint best;    /* its plan at the smallest budget found */
 } StwMinmem;
 
@@ -94,6 +98,14 @@ gboolean stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, Stw
                            double allowed, gboolean beyond_device, StwMinmem *out,
                            GError **error);
 void stw_whatif_minmem_clear(StwMinmem *m);
+
+/* The smallest host budget, to 64 MiB, whose plan of T at GPU_BYTES (with BASE's options, its
+ * storage tier among them) is within ALLOWED of the same plan with host memory to spare: "how
+ * much RAM do I need" (`minmem --host`). FALSE with ERROR (STW_PLAN_ERROR_INFEASIBLE) where
+ * POLICY has no plan at GPU_BYTES even with host memory to spare. OUT as above. */
+gboolean stw_whatif_minmem_host(const StwTrace *t, const StwPlannerOptions *base,
+                                StwPolicy policy, double allowed, guint64 gpu_bytes,
+                                StwMinmem *out, GError **error);
 
 /* The largest model of a family whose checked plan fits, per policy: what `stowage capacity`
  * asks. A family is "gpt" (layers at a width, bisected) or one of the zoo's (its sizes in

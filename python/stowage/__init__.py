@@ -268,10 +268,13 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
 def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None,
            hw=None, beyond_device=None, activations=None, nvme=None, nvme_devices=None,
            storage=None,
-           optimizer_state=None, pinned=None):
+           optimizer_state=None, pinned=None, host=None, gpu=None):
     """The smallest GPU budget (to 64 MiB) whose plan is within SLOWDOWN (a percentage, "10%"
-    by default) of unlimited memory: the record `stowage minmem --json` prints."""
-    text = _options("minmem", slowdown=slowdown, policy=policy, cpu=cpu, reserve=reserve,
+    by default) of unlimited memory; with HOST, the smallest host budget at the GPU budget GPU
+    (all the profile's by default) within SLOWDOWN of host memory to spare: the record
+    `stowage minmem --json` prints."""
+    text = _options("minmem", slowdown=slowdown, policy=policy, host=host, gpu=gpu, cpu=cpu,
+                    reserve=reserve,
                     gpus=gpus, nodes=nodes, hw=hw, beyond_device=beyond_device,
                     activations=activations, nvme=nvme, nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned)

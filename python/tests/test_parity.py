@@ -110,6 +110,10 @@ SWEEPS = [
     ("minmem", ["--slowdown", "fast"], dict(slowdown="fast")),
     ("minmem", ["--policy", "patrickstar", "--slowdown", "0"],
      dict(policy="patrickstar", slowdown=0)),
+    ("minmem", ["--host", "--gpu", "9GiB"], dict(host=True, gpu="9GiB")),
+    ("minmem", ["--host", "--gpu", "1GiB"], dict(host=True, gpu="1GiB")),
+    ("minmem", ["--gpu", "9GiB"], dict(gpu="9GiB")),
+    ("minmem", ["--host", "--cpu", "8GiB"], dict(host=True, cpu="8GiB")),
 ]
 MODELS = [
     ("whatif", ["--model", "gpt2", "--batch", "2,4", "--seq", "256", "--gpu", "4GiB",
