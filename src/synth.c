@@ -236,6 +236,35 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
     }
 }
 
+/* Whether the model's configuration trains with dropout (GPT-2's and BERT's, 0.1 on the
+ * residuals and the attention probabilities); Llama's, Qwen's and NeoX's train without. */
+static gboolean
+trains_dropout(const StwModelConfig *c)
+{
+  return c->arch == STW_ARCH_GPT || c->arch == STW_ARCH_BERT;
+}
+
+/* Whether a naive attention's softmax runs in fp32: Llama's modules ask for it (softmax(...,
+ * dtype=float32)), so do the ALiBi ones, and autocast puts softmax on its fp32 list. */
+static gboolean
+fp32_softmax(const Synth *s)
+{
+  const StwModelConfig *c = &s->graph->config;
+  return c->arch == STW_ARCH_LLAMA || c->alibi || s->autocast;
+}
+
+/* The elements of op G's (kind STW_OP_NORM_QK) input its RMSNorms normalize: the queries and
+ * keys (the values pass by), or with latent attention the latents. */
+static double
+qk_normed(const Synth *s, const StwGraphOp *g)
+{
+  const StwModelConfig *c = &s->graph->config;
+  double T = (double)s->graph->batch * (double)s->graph->seq;
+  if (c->kv_lora_rank != 0)
+    return T * (double)(c->q_lora_rank + c->kv_lora_rank);
+  return (double)g->in_bytes / (double)s->e - T * (double)(c->kv_heads * stw_model_head_dim(c));
+}
+
 static Eager
 eager_cost(const Synth *s, const StwGraphOp *g)
 {
@@ -244,9 +273,7 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   double dh = (double)stw_model_head_dim(c), q = (double)c->heads * dh;
   double kv = (double)c->kv_heads * dh;
   double in = (double)g->in_bytes / e, out = (double)g->out_bytes / e; /* elements */
-  /* GPT-2's and BERT's configurations train with dropout (0.1 on the residuals and the
-   * attention probabilities); Llama's, Qwen's and NeoX's without */
-  gboolean dropout = c->arch == STW_ARCH_GPT || c->arch == STW_ARCH_BERT;
+  gboolean dropout = trains_dropout(c);
   Eager x = { 0, 0, 1, 2 }; /* one kernel; backward: the input's gradient and the weights' */
   if (is_norm(g) && c->arch == STW_ARCH_LLAMA) /* RMSNorm in fp32, op by op; LayerNorm is one
                                                  * kernel */
@@ -255,8 +282,7 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_NORM_QK: { /* Qwen3's two RMSNorms, in fp32 op by op, over q and k: the values,
                           * which the fused model counts moved, are not touched (latent
                           * attention's: over the latents, the rotary key passing by) */
-    double normed = c->kv_lora_rank != 0 ? T * (double)(c->q_lora_rank + c->kv_lora_rank)
-                                         : in - T * kv;
+    double normed = qk_normed(s, g);
     double passing = in - normed; /* moved by the fused model, untouched here */
     x = (Eager){ normed * (28 + 2 * e) - 2 * e * passing, normed * (52 + 4 * e) - 3 * e * passing,
                  16, 24 };
@@ -290,7 +316,7 @@ eager_cost(const Synth *s, const StwGraphOp *g)
       x.bwd_bytes += n * (6 * e + 1 + (dropout ? 2 * e + 1 : 0));
       x.fwd_kernels += 4 + (dropout ? 1 : 0);
       x.bwd_kernels += 5 + (dropout ? 1 : 0);
-      if (c->arch == STW_ARCH_LLAMA || c->alibi || s->autocast) {
+      if (fp32_softmax(s)) {
         /* the softmax in fp32: Llama's modules ask for it (softmax(..., dtype=float32), then
          * .to(query.dtype)), and so do the ALiBi ones (BLOOM's; Falcon's casts its scores up
          * before the bias joins them); under autocast softmax is on its fp32 list: the scores
@@ -355,7 +381,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   double e = (double)s->e, in = (double)g->in_bytes / e, out = (double)g->out_bytes / e;
   double saved = 0, work = 0;
   /* the same modules the time model's eager chains are (eager_cost) */
-  gboolean dropout = c->arch == STW_ARCH_GPT || c->arch == STW_ARCH_BERT;
+  gboolean dropout = trains_dropout(c);
   if (is_norm(g) && c->arch == STW_ARCH_LLAMA) {
     /* RMSNorm op by op: the fp32 copy of its input (pow and the product keep it) and the
      * normalized copy cast back (the weight's product keeps it), where the fused op keeps the
@@ -370,11 +396,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   }
   switch (g->kind) {
   case STW_OP_NORM_QK: { /* Qwen3's RMSNorms over q and k, op by op as above */
-    double normed = c->kv_lora_rank != 0 ? (double)s->graph->batch * (double)s->graph->seq *
-                                               (double)(c->q_lora_rank + c->kv_lora_rank)
-                                         : in - (double)s->graph->batch * (double)s->graph->seq *
-                                                    (double)(c->kv_heads *
-                                                             stw_model_head_dim(c));
+    double normed = qk_normed(s, g);
     saved += normed * FP32;
     work += normed * (2 * FP32 - e);
     break;
@@ -400,7 +422,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
        * dropout's mask and output, the product's 16-bit copy of fp32 probabilities; backward,
        * an fp32 softmax's two fp32 gradients at once where the fused op holds two in 16 bits */
       double n = naive_scores(s);
-      gboolean fp32 = c->arch == STW_ARCH_LLAMA || c->alibi || s->autocast;
+      gboolean fp32 = fp32_softmax(s);
       double sm = fp32 ? FP32 : e;
       saved += n * ((sm - e) + (dropout ? 1 + e : 0) + (fp32 && !dropout && e < FP32 ? e : 0));
       work += n * (fp32 ? 2 * FP32 - 2 * e : 0);
