@@ -97,6 +97,12 @@ typedef struct {
                                      * attention_out_bias, default false), not attention_bias */
   const char *bias_switch;          /* one member for every projection's bias (StarCoder 2's
                                      * use_bias, Falcon's bias), or NULL */
+  const char *attn_dropout_member;  /* the attention probabilities' dropout probability, and
+                                     * the residual branches', with the class's defaults; NULL:
+                                     * the architecture's (a llama-style class reads
+                                     * attention_dropout, default 0) */
+  const char *resid_dropout_member;
+  double attn_dropout_default, resid_dropout_default;
   StwModelConfig shape;             /* the block the type builds: its arch, norms, query and key
                                      * norms, softcaps' defaults, head bias */
   gboolean reads_softcaps;          /* final_logit_softcapping and attn_logit_softcapping */
@@ -134,6 +140,8 @@ typedef struct {
 
 static const HfRow hf_rows[] = {
   [HF_GPT2] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
+                .attn_dropout_member = "attn_pdrop", .resid_dropout_member = "resid_pdrop",
+                .attn_dropout_default = 0.1, .resid_dropout_default = 0.1,
                 .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner", .max_seq = "n_positions",
                 .layers_default = 12, .hidden_default = 768, .heads_default = 12, .ffn_default = 0,
                 .max_seq_default = 1024, .vocab_default = 50257, .kv_default = NOT_READ,
@@ -141,6 +149,7 @@ static const HfRow hf_rows[] = {
                 .attention_bias = TRUE, .act_member = "activation_function",
                 .act_default = "gelu_new" },
   [HF_NEOX] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE, .layers_default = 44,
+                .attn_dropout_member = "attention_dropout", .resid_dropout_member = "hidden_dropout",
                 .hidden_default = 6144, .heads_default = 64, .ffn_default = 24576,
                 .max_seq_default = 2048, .vocab_default = 50432, .kv_default = NOT_READ,
                 .head_dim_default = NOT_READ, .tied = FALSE, .reads_tie = TRUE,
@@ -218,6 +227,9 @@ static const HfRow hf_rows[] = {
                  .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 50304,
                  .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_BERT] = { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,
+                .attn_dropout_member = "attention_probs_dropout_prob",
+                .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,
+                .resid_dropout_default = 0.1,
                 .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                 .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
                 .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -225,6 +237,8 @@ static const HfRow hf_rows[] = {
   /* StarCoder 2: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions) with grouped
    * keys and values, biases everywhere or nowhere (use_bias) */
   [HF_STARCODER2] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE,
+                      .attn_dropout_member = "attention_dropout",
+                      .resid_dropout_member = "residual_dropout",
                       .bias_switch = "use_bias", .layers_default = 30, .hidden_default = 3072,
                       .heads_default = 24, .ffn_default = 12288, .max_seq_default = 4096,
                       .vocab_default = 49152, .kv_default = 2, .head_dim_null_ok = TRUE,
@@ -232,6 +246,8 @@ static const HfRow hf_rows[] = {
                       .act_member = "hidden_act", .act_default = "gelu_pytorch_tanh" },
   /* GPT-BigCode (StarCoder, SantaCoder): GPT-2 with one key and value head (multi_query) */
   [HF_GPT_BIGCODE] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
+                       .attn_dropout_member = "attn_pdrop", .resid_dropout_member = "resid_pdrop",
+                       .attn_dropout_default = 0.1, .resid_dropout_default = 0.1,
                        .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",
                        .max_seq = "n_positions", .layers_default = 12, .hidden_default = 768,
                        .heads_default = 12, .ffn_default = 0, .max_seq_default = 1024,
@@ -243,11 +259,13 @@ static const HfRow hf_rows[] = {
    * rotary positions on part of each head, a GELU MLP with biases, an LM head with a bias;
    * Phi's attention has biases, GPT-J's none */
   [HF_PHI] = { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },
+               .attn_dropout_member = "attention_dropout", .resid_dropout_member = "resid_pdrop",
                .mlp_bias = TRUE, .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
                .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 51200,
                .kv_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
                .act_member = "hidden_act", .act_default = "gelu_new" },
   [HF_GPTJ] = { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },
+                .attn_dropout_member = "attn_pdrop", .resid_dropout_member = "resid_pdrop",
                 .mlp_bias = TRUE, .layers = "n_layer", .hidden = "n_embd", .heads = "n_head",
                 .ffn = "n_inner", .max_seq = "n_positions", .layers_default = 28,
                 .hidden_default = 4096, .heads_default = 16, .ffn_default = 0,
@@ -258,6 +276,8 @@ static const HfRow hf_rows[] = {
    * norm (or two, in the new decoder architecture), one key and value head (multi_query) or
    * num_kv_heads of them (new architecture), biases everywhere or nowhere (bias) */
   [HF_FALCON] = { .shape = { .arch = STW_ARCH_NEOX }, .bias_switch = "bias",
+                  .attn_dropout_member = "attention_dropout",
+                  .resid_dropout_member = "hidden_dropout",
                   .ffn = "ffn_hidden_size", .layers_default = 32, .hidden_default = 4544,
                   .heads_default = 71, .ffn_default = 0, .max_seq_default = 2048,
                   .vocab_default = 65024, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
@@ -294,6 +314,9 @@ static const HfRow hf_rows[] = {
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, of which the first two, before
    * the padding index's next, no position uses; one token type) */
   [HF_ROBERTA] = { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,
+                   .attn_dropout_member = "attention_probs_dropout_prob",
+                   .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,
+                   .resid_dropout_default = 0.1,
                    .layers_default = 12, .hidden_default = 768, .heads_default = 12,
                    .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
                    .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -303,6 +326,8 @@ static const HfRow hf_rows[] = {
    * everywhere or nowhere (enable_bias), its learned positions 2 rows beyond
    * max_position_embeddings; OPT-350m's post-norm blocks and projected embeddings refused */
   [HF_OPT] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .bias_switch = "enable_bias",
+               .attn_dropout_member = "attention_dropout", .resid_dropout_member = "dropout",
+               .resid_dropout_default = 0.1,
                .ffn = "ffn_dim", .layers_default = 12, .hidden_default = 768,
                .heads_default = 12, .ffn_default = 3072, .max_seq_default = 2048,
                .vocab_default = 50272, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
@@ -424,7 +449,9 @@ static const HfRow hf_rows[] = {
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
    * its old name n_embed, which wins) defaults to 64 */
-  [HF_BLOOM] = { .shape = { .arch = STW_ARCH_NEOX, .alibi = TRUE, .embed_norm = TRUE,
+  [HF_BLOOM] = { .attn_dropout_member = "attention_dropout",
+                 .resid_dropout_member = "hidden_dropout",
+                 .shape = { .arch = STW_ARCH_NEOX, .alibi = TRUE, .embed_norm = TRUE,
                             .activation = STW_ACT_GELU_NEW },
                  .mlp_bias = TRUE, .layers = "n_layer", .heads = "n_head", .ffn_fixed = TRUE,
                  .positions_unbounded = TRUE, .layers_default = 2, .hidden_default = 64,
@@ -720,6 +747,45 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   return TRUE;
 }
 
+/* Dropout probability KEY (absent or null: DFLT; a NULL key: DFLT) as whether it drops anything
+ * out into *ON. */
+static gboolean
+get_dropout(const Hf *h, const char *key, double dflt, gboolean *on, GError **error)
+{
+  double p = dflt;
+  const cJSON *v = key != NULL ? member(h->root, key) : NULL;
+  if (v != NULL) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1))
+      return stw_json_fail_at(h->r, key, error, "expected a dropout probability from 0 to 1");
+    p = v->valuedouble;
+  }
+  *on = p > 0;
+  return TRUE;
+}
+
+/* The dropout ROW's class trains with, as the file says where the class reads it: on the
+ * attention probabilities and on the residual branches; written as the architecture's default
+ * where it is that. */
+static gboolean
+read_dropout(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
+{
+  const char *attn = row->attn_dropout_member;
+  if (attn == NULL && c->arch == STW_ARCH_LLAMA)
+    attn = "attention_dropout"; /* every llama-style class's, default 0 */
+  if (attn == NULL && row->resid_dropout_member == NULL)
+    return TRUE; /* the architecture's */
+  gboolean a = FALSE, r = FALSE;
+  if (!get_dropout(h, attn, row->attn_dropout_default, &a, error) ||
+      !get_dropout(h, row->resid_dropout_member, row->resid_dropout_default, &r, error))
+    return FALSE;
+  const StwModelConfig arch_default = { .arch = c->arch };
+  c->attn_dropout = a == stw_model_attn_dropout(&arch_default) ? STW_BIAS_DEFAULT
+                                                              : (a ? STW_BIAS_YES : STW_BIAS_NO);
+  c->resid_dropout = r == stw_model_resid_dropout(&arch_default) ? STW_BIAS_DEFAULT
+                                                                : (r ? STW_BIAS_YES : STW_BIAS_NO);
+  return TRUE;
+}
+
 /* The biases ROW's transformers class gives a model, and what the file says of them where the
  * class reads it (Mistral's, Mixtral's and Gemma's MLPs have none whatever the file says;
  * GPT-NeoX's always has one). */
@@ -912,7 +978,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT ": OLMoE's query and key "
                             "norms are hidden / heads wide a head, which a head_dim apart from it "
                             "does not change; not modelled", c.head_dim);
-  if (!read_biases(h, row, &c, error) || !check_unmodelled(h, type, error) ||
+  if (!read_biases(h, row, &c, error) || !read_dropout(h, row, &c, error) || !check_unmodelled(h, type, error) ||
       (row->act_member != NULL && !read_activation(h, row, &c, error)) ||
       (type == HF_OPT && !read_opt(h, &c, error)))
     return FALSE;

@@ -19,6 +19,32 @@ stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site)
   return cfg->arch != STW_ARCH_LLAMA;
 }
 
+/* The architectures whose configurations train with dropout by default (GPT-2's attn_pdrop and
+ * resid_pdrop, BERT's dropout probabilities: 0.1). */
+static gboolean
+arch_dropout(StwArch arch)
+{
+  return arch == STW_ARCH_GPT || arch == STW_ARCH_BERT;
+}
+
+static gboolean
+dropout_of(StwBias setting, StwArch arch)
+{
+  return setting != STW_BIAS_DEFAULT ? setting == STW_BIAS_YES : arch_dropout(arch);
+}
+
+gboolean
+stw_model_attn_dropout(const StwModelConfig *cfg)
+{
+  return dropout_of(cfg->attn_dropout, cfg->arch);
+}
+
+gboolean
+stw_model_resid_dropout(const StwModelConfig *cfg)
+{
+  return dropout_of(cfg->resid_dropout, cfg->arch);
+}
+
 StwActivation
 stw_model_activation(const StwModelConfig *cfg)
 {
@@ -210,8 +236,9 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->max_seq < 1 || c->max_seq > STW_MODEL_MAX_SEQ)
     problem = "max_seq must be 1 to 16777216";
   else if ((guint)c->bias[STW_SITE_QKV] >= STW_N_BIAS || (guint)c->bias[STW_SITE_OUT] >= STW_N_BIAS ||
-           (guint)c->bias[STW_SITE_MLP] >= STW_N_BIAS || (guint)c->arch >= STW_N_ARCHS)
-    problem = "an unknown architecture or bias setting";
+           (guint)c->bias[STW_SITE_MLP] >= STW_N_BIAS || (guint)c->arch >= STW_N_ARCHS ||
+           (guint)c->attn_dropout >= STW_N_BIAS || (guint)c->resid_dropout >= STW_N_BIAS)
+    problem = "an unknown architecture, bias or dropout setting";
   else if (c->arch == STW_ARCH_BERT && !c->tied)
     problem = "bert's MLM decoder is always tied to the word embeddings";
   else if (!param_count_checked(c, NULL))
@@ -232,7 +259,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
-      "rope_dim", "v_head_dim"
+      "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -287,6 +314,17 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
     if (!stw_json_get_bool(r, obj, stw_bias_site_names[site], TRUE, &on, error))
       return FALSE;
     c->bias[site] = on ? STW_BIAS_YES : STW_BIAS_NO;
+  }
+  /* dropout where the configuration says otherwise than its architecture */
+  const char *const dropout_names[] = { "attn_dropout", "resid_dropout" };
+  StwBias *dropout[] = { &c->attn_dropout, &c->resid_dropout };
+  for (int k = 0; k < 2; k++) {
+    if (cJSON_GetObjectItemCaseSensitive(obj, dropout_names[k]) == NULL)
+      continue;
+    gboolean on = FALSE;
+    if (!stw_json_get_bool(r, obj, dropout_names[k], TRUE, &on, error))
+      return FALSE;
+    *dropout[k] = on ? STW_BIAS_YES : STW_BIAS_NO;
   }
   return TRUE;
 }
@@ -364,6 +402,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     if (stw_model_has_bias(c, site) != stw_model_has_bias(&arch_default, site))
       cJSON_AddBoolToObject(o, stw_bias_site_names[site], stw_model_has_bias(c, site));
   }
+  if (stw_model_attn_dropout(c) != arch_dropout(c->arch))
+    cJSON_AddBoolToObject(o, "attn_dropout", stw_model_attn_dropout(c));
+  if (stw_model_resid_dropout(c) != arch_dropout(c->arch))
+    cJSON_AddBoolToObject(o, "resid_dropout", stw_model_resid_dropout(c));
   if (stw_model_experts(c) > 1) {
     stw_json_add_u64(o, "experts", c->experts);
     stw_json_add_u64(o, "experts_per_token", stw_model_active_experts(c));

@@ -203,7 +203,8 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
   }
   case STW_OP_ATTN_CORE:
     /* BERT drops its fp32 probabilities out before the product casts them down */
-    if (s->graph->attention == STW_ATTENTION_NAIVE && c->arch == STW_ARCH_BERT) {
+    if (s->graph->attention == STW_ATTENTION_NAIVE && c->arch == STW_ARCH_BERT &&
+        stw_model_attn_dropout(c)) {
       x->fwd_bytes += 2 * w * naive_scores(s);
       x->bwd_bytes += 2 * w * naive_scores(s);
     }
@@ -236,14 +237,6 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
     }
 }
 
-/* Whether the model's configuration trains with dropout (GPT-2's and BERT's, 0.1 on the
- * residuals and the attention probabilities); Llama's, Qwen's and NeoX's train without. */
-static gboolean
-trains_dropout(const StwModelConfig *c)
-{
-  return c->arch == STW_ARCH_GPT || c->arch == STW_ARCH_BERT;
-}
-
 /* Whether a naive attention's softmax runs in fp32: Llama's modules ask for it (softmax(...,
  * dtype=float32)), so do the ALiBi ones, and autocast puts softmax on its fp32 list. */
 static gboolean
@@ -273,7 +266,9 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   double dh = (double)stw_model_head_dim(c), q = (double)c->heads * dh;
   double kv = (double)c->kv_heads * dh;
   double in = (double)g->in_bytes / e, out = (double)g->out_bytes / e; /* elements */
-  gboolean dropout = trains_dropout(c);
+  /* dropout as the configuration trains with it (GPT-2's and BERT's 0.1 on the attention
+   * probabilities and the residual branches by default; OPT's on the residuals) */
+  gboolean dropout = stw_model_attn_dropout(c), resid_dropout = stw_model_resid_dropout(c);
   Eager x = { 0, 0, 1, 2 }; /* one kernel; backward: the input's gradient and the weights' */
   if (is_norm(g) && c->arch == STW_ARCH_LLAMA) /* RMSNorm in fp32, op by op; LayerNorm is one
                                                  * kernel */
@@ -352,10 +347,10 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     break;
   }
   if (g->residual == STW_RESIDUAL_CLOSE) { /* the residual added (after dropout) */
-    x.fwd_bytes += out * (3 * e + (dropout ? 2 * e + 1 : 0));
-    x.bwd_bytes += out * (3 * e + (dropout ? 2 * e + 1 : 0));
-    x.fwd_kernels += dropout ? 2 : 1;
-    x.bwd_kernels += dropout ? 2 : 1;
+    x.fwd_bytes += out * (3 * e + (resid_dropout ? 2 * e + 1 : 0));
+    x.bwd_bytes += out * (3 * e + (resid_dropout ? 2 * e + 1 : 0));
+    x.fwd_kernels += resid_dropout ? 2 : 1;
+    x.bwd_kernels += resid_dropout ? 2 : 1;
   }
   if (s->autocast)
     autocast_cost(s, g, &x);
@@ -381,7 +376,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   double e = (double)s->e, in = (double)g->in_bytes / e, out = (double)g->out_bytes / e;
   double saved = 0, work = 0;
   /* the same modules the time model's eager chains are (eager_cost) */
-  gboolean dropout = trains_dropout(c);
+  gboolean dropout = stw_model_attn_dropout(c), resid_dropout = stw_model_resid_dropout(c);
   if (is_norm(g) && c->arch == STW_ARCH_LLAMA) {
     /* RMSNorm op by op: the fp32 copy of its input (pow and the product keep it) and the
      * normalized copy cast back (the weight's product keeps it), where the fused op keeps the
@@ -402,7 +397,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
     break;
   }
   case STW_OP_EMBED: /* the embeddings' dropout keeps its mask (a byte an element) */
-    saved += dropout ? out : 0;
+    saved += resid_dropout ? out : 0;
     break;
   case STW_OP_MLP_ACT:
     if (stw_model_gelu_new(c)) {
@@ -431,7 +426,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   default:
     break;
   }
-  if (g->residual == STW_RESIDUAL_CLOSE && dropout)
+  if (g->residual == STW_RESIDUAL_CLOSE && resid_dropout)
     saved += out; /* the residual branch's dropout mask */
   m.saved = (guint64)llround(saved);
   m.bwd_work = (guint64)llround(work);

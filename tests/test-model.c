@@ -494,6 +494,62 @@ test_shared_expert(void)
   g_clear_error(&error);
 }
 
+/* Dropout as each real config.json says it (attention probabilities, residual branches), and
+ * as a model file writes and reads it back where it differs from its architecture's. */
+static void
+test_hf_dropout(void)
+{
+  static const struct {
+    const char *dir;
+    gboolean attn, resid;
+  } cases[] = {
+    { "gpt2", TRUE, TRUE },          { "opt-1.3b", FALSE, TRUE },
+    { "bert-base-uncased", TRUE, TRUE }, { "roberta-base", TRUE, TRUE },
+    { "phi-2", FALSE, TRUE },        { "gpt-j-6b", FALSE, FALSE },
+    { "falcon-7b", FALSE, FALSE },   { "pythia-70m", FALSE, FALSE },
+    { "bloom-560m", FALSE, FALSE },  { "starcoder2-3b", TRUE, TRUE },
+    { "starcoderbase-1b", TRUE, TRUE }, { "Llama-2-7b-hf", FALSE, FALSE },
+    { "Qwen2-7B", FALSE, FALSE },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
+    g_autofree char *path = stw_test_fixture(rel);
+    StwModelConfig cfg;
+    g_test_message("%s", cases[i].dir);
+    g_assert_true(stw_model_resolve(path, &cfg, NULL));
+    g_assert_cmpint(stw_model_attn_dropout(&cfg), ==, cases[i].attn);
+    g_assert_cmpint(stw_model_resid_dropout(&cfg), ==, cases[i].resid);
+    /* a model file says what its architecture would not, and reads back the same */
+    cJSON *j = stw_model_config_to_json(&cfg, TRUE);
+    gboolean gpt_like = cfg.arch == STW_ARCH_GPT || cfg.arch == STW_ARCH_BERT;
+    g_assert_cmpint(cJSON_GetObjectItem(j, "attn_dropout") != NULL, ==,
+                    cases[i].attn != gpt_like);
+    g_assert_cmpint(cJSON_GetObjectItem(j, "resid_dropout") != NULL, ==,
+                    cases[i].resid != gpt_like);
+    g_autofree char *text = stw_json_take_text(j, FALSE);
+    g_autofree char *mp = g_build_filename(g_get_tmp_dir(), "stowage-dropout-model.json", NULL);
+    g_assert_true(g_file_set_contents(mp, text, -1, NULL));
+    StwModelConfig back;
+    g_assert_true(stw_model_resolve(mp, &back, NULL));
+    g_assert_cmpint(stw_model_attn_dropout(&back), ==, cases[i].attn);
+    g_assert_cmpint(stw_model_resid_dropout(&back), ==, cases[i].resid);
+    g_remove(mp);
+  }
+  /* a probability that is none: refused, named */
+  g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  g_assert_true(g_file_set_contents(path, "{\"model_type\": \"gpt2\", \"attn_pdrop\": 2}", -1,
+                                    NULL));
+  StwModelConfig bad;
+  GError *error = NULL;
+  g_assert_false(stw_model_resolve(path, &bad, &error));
+  g_assert_nonnull(strstr(error->message, "attn_pdrop"));
+  g_assert_nonnull(strstr(error->message, "expected a dropout probability from 0 to 1"));
+  g_error_free(error);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 static void
 test_hf_configs(void)
 {
@@ -1140,6 +1196,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/config-files", test_config_files);
   g_test_add_func("/model/config-roundtrip", test_config_roundtrip);
   g_test_add_func("/model/hf-configs", test_hf_configs);
+  g_test_add_func("/model/hf-dropout", test_hf_dropout);
   g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/olmo2", test_olmo2);
   g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);

@@ -575,6 +575,7 @@ op_rise(const StwTrace *t, const char *name)
 }
 
 static StwTrace *synth_gpt_amp(StwKernels kernels, gboolean amp);
+static StwTrace *synth_gpt_dropout(StwKernels kernels, gboolean amp, StwBias attn_dropout);
 
 /* Eager memory (docs/synth.md): what the modules keep for backward beyond the fused model's,
  * worked out by hand from the table there, per block; and the transients of a chain's backward. */
@@ -611,6 +612,13 @@ test_eager_memory(void)
   assert_blocks_keep(af, ae, 2 * 2 * T * d + 12 * T * f + 5 * n + 2 * T * d);
   g_assert_cmpuint(op_rise(ae, "h1.attn.core.bwd") - op_rise(af, "h1.attn.core.bwd"), ==,
                    (2 * 4 - 2 * 2) * n);
+  /* without the attention's dropout (OPT's configuration): the scores keep the softmax's
+   * output alone, as the fused op; the residual branches' masks stay */
+  g_autoptr(StwTrace) of = synth_gpt_dropout(STW_KERNELS_FUSED, FALSE, STW_BIAS_NO);
+  g_autoptr(StwTrace) oe = synth_gpt_dropout(STW_KERNELS_EAGER, FALSE, STW_BIAS_NO);
+  assert_blocks_keep(of, oe, 3 * 2 * T * f + 2 * T * d);
+  g_assert_cmpuint(find_op(oe, "h1.attn.core")->duration_ns, <,
+                   find_op(ge, "h1.attn.core")->duration_ns); /* and two kernels fewer */
   /* fused, nothing more: a fused trace keeps what it kept */
   g_autoptr(StwTrace) again = synth_gpt_amp(STW_KERNELS_FUSED, FALSE);
   assert_blocks_keep(gf, again, 0);
@@ -674,16 +682,23 @@ test_eager_kernels(void)
   g_assert_cmpint(back->model.kernels, ==, STW_KERNELS_EAGER);
 }
 
+/* GPT-2's block with its attention's dropout as ATTN_DROPOUT says (DEFAULT: GPT-2's 0.1) */
 static StwTrace *
-synth_gpt_amp(StwKernels kernels, gboolean amp)
+synth_gpt_dropout(StwKernels kernels, gboolean amp, StwBias attn_dropout)
 {
   /* T = 4096 tokens, d = 1024, 8 heads, ffn 4096, naive attention: n = 8 x 8 x 512^2 scores */
   StwModelConfig cfg = { .name = "eager-amp", .arch = STW_ARCH_GPT, .layers = 2, .hidden = 1024,
                          .heads = 8, .kv_heads = 8, .ffn = 4096, .vocab = 1000, .max_seq = 512,
-                         .tied = TRUE };
+                         .tied = TRUE, .attn_dropout = attn_dropout };
   StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16, .amp = amp,
                           .attention = STW_ATTENTION_NAIVE, .kernels = kernels };
   return synth_on_default(&cfg, &opt);
+}
+
+static StwTrace *
+synth_gpt_amp(StwKernels kernels, gboolean amp)
+{
+  return synth_gpt_dropout(kernels, amp, STW_BIAS_DEFAULT);
 }
 
 /* Eager kernels under autocast (docs/synth.md): GPT-2's ops with their 16-bit eager bytes and

@@ -151,6 +151,12 @@ typedef struct {
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */
   gboolean embed_norm;     /* a LayerNorm over the token embeddings (BLOOM's; neox only) */
+  StwBias attn_dropout;    /* whether training drops out the attention probabilities, and
+                            * RESID_DROPOUT the residual branches and the embeddings, in the
+                            * tri-state of the biases: DEFAULT takes the architecture's (gpt and
+                            * bert: their configurations' 0.1; llama and neox: none), YES or NO
+                            * what a configuration says (OPT: the residuals only) */
+  StwBias resid_dropout;
   /* multi-head latent attention (DeepSeek-V2 and V3; llama only), where kv_lora_rank > 0: the
    * keys and values projected down to kv_lora_rank (and a rotary key rope_dim wide shared by the
    * heads), normed, and up again to each head's key part without positions (head_dim wide) and
@@ -165,6 +171,10 @@ typedef struct {
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
 gboolean stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site);
+/* Whether CFG trains with dropout on the attention probabilities, and on the residual branches
+ * and embeddings (its attn_dropout and resid_dropout, or its architecture's default). */
+gboolean stw_model_attn_dropout(const StwModelConfig *cfg);
+gboolean stw_model_resid_dropout(const StwModelConfig *cfg);
 /* CFG's MLP activation, its architecture's where it says STW_ACT_DEFAULT (gpt: GELU-new; neox,
  * bert: GELU; llama gates its own and says GELU). */
 StwActivation stw_model_activation(const StwModelConfig *cfg);
