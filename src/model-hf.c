@@ -12,6 +12,7 @@
 
 #include "json.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef enum {
@@ -54,6 +55,7 @@ typedef enum {
   HF_COHERE,
   HF_COHERE2,
   HF_LLAMA4_TEXT,
+  HF_GPT_NEO,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -66,7 +68,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
                                            "bloom",   "glm4_moe", "deepseek_v3",
                                            "deepseek_v2", "cohere", "cohere2", "llama4_text",
-                                           NULL };
+                                           "gpt_neo", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -93,6 +95,7 @@ typedef struct {
                                      * attention_bias says; QKV_BIAS_MEMBER, given, reads it */
   const char *qkv_bias_member;
   gboolean out_bias_never;          /* o_proj never biased, attention_bias or not (GLM's) */
+  gboolean out_bias_always;         /* o_proj always biased, q, k and v never (GPT-Neo's) */
   const char *out_bias_member;      /* o_proj's bias from a member of its own (Seed-OSS's
                                      * attention_out_bias, default false), not attention_bias */
   const char *bias_switch;          /* one member for every projection's bias (StarCoder 2's
@@ -449,6 +452,18 @@ static const HfRow hf_rows[] = {
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
    * its old name n_embed, which wins) defaults to 64 */
+  /* GPT-Neo (EleutherAI): GPT-2's block (learned positions, LayerNorms, a GELU-new MLP 4 x
+   * hidden wide where intermediate_size is null, the head tied) with q, k and v unbiased and o
+   * biased; its local-attention layers (attention_types, window_size) change no weight, but
+   * attention_types must describe num_layers layers, as transformers checks */
+  [HF_GPT_NEO] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .out_bias_always = TRUE,
+                   .layers = "num_layers", .heads = "num_heads", .layers_default = 24,
+                   .hidden_default = 2048, .heads_default = 16, .ffn_default = 0,
+                   .ffn_null_ok = TRUE, .max_seq_default = 2048, .vocab_default = 50257,
+                   .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
+                   .reads_tie = TRUE, .act_member = "activation_function",
+                   .act_default = "gelu_new", .attn_dropout_member = "attention_dropout",
+                   .resid_dropout_member = "resid_dropout" },
   [HF_BLOOM] = { .attn_dropout_member = "attention_dropout",
                  .resid_dropout_member = "hidden_dropout",
                  .shape = { .arch = STW_ARCH_NEOX, .alibi = TRUE, .embed_norm = TRUE,
@@ -576,6 +591,38 @@ get_cap(const Hf *h, const char *key, gboolean *on, GError **error)
     return stw_json_fail_at(h->r, key, error, "expected a number or null");
   *on = cJSON_IsNumber(v);
   return TRUE;
+}
+
+/* GPT-Neo's attention_types ([[["global", "local"], 12]] by default: a pattern of layers and how
+ * often it repeats) must describe LAYERS layers, as transformers' GPTNeoConfig checks; their
+ * kinds change no weight. */
+static gboolean
+check_gpt_neo_layers(const Hf *h, guint64 layers, GError **error)
+{
+  const cJSON *types = member(h->root, "attention_types");
+  guint64 described = 24;
+  if (types != NULL) {
+    described = 0;
+    const cJSON *item = NULL;
+    if (!cJSON_IsArray(types))
+      return stw_json_fail_at(h->r, "attention_types", error, "expected a list of [kinds, "
+                              "repeats] pairs");
+    cJSON_ArrayForEach(item, types) {
+      const cJSON *kinds = cJSON_GetArrayItem(item, 0), *times = cJSON_GetArrayItem(item, 1);
+      if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2 || !cJSON_IsArray(kinds) ||
+          !cJSON_IsNumber(times) || !(times->valuedouble >= 0) ||
+          times->valuedouble > (double)STW_MODEL_MAX_LAYERS ||
+          times->valuedouble != floor(times->valuedouble))
+        return stw_json_fail_at(h->r, "attention_types", error, "expected a list of [kinds, "
+                                "repeats] pairs");
+      described += (guint64)cJSON_GetArraySize(kinds) * (guint64)times->valuedouble;
+    }
+  }
+  if (described == layers)
+    return TRUE;
+  return stw_json_fail_at(h->r, "attention_types", error, "describes %" G_GUINT64_FORMAT
+                          " layers, where num_layers is %" G_GUINT64_FORMAT " (transformers "
+                          "refuses it)", described, layers);
 }
 
 /* Falcon's blocks: its key and value heads (num_kv_heads in the new decoder architecture, one
@@ -804,7 +851,7 @@ read_biases(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
     return FALSE;
   c->bias[STW_SITE_QKV] = attn || qkv_only ? STW_BIAS_YES : STW_BIAS_NO;
-  gboolean out = attn && !row->out_bias_never;
+  gboolean out = row->out_bias_always || (attn && !row->out_bias_never);
   if (row->out_bias_member != NULL) {
     out = FALSE;
     if (!get_bool(h, row->out_bias_member, &out, error))
@@ -901,6 +948,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       return FALSE;
     c.kv_heads = kv != 0 ? kv : c.heads;
   }
+  if (type == HF_GPT_NEO && !check_gpt_neo_layers(h, c.layers, error))
+    return FALSE;
   if (type == HF_FALCON && !read_falcon_blocks(h, &c, error))
     return FALSE;
   if (type == HF_GPT_BIGCODE) { /* one key and value head for all, unless multi_query is off */

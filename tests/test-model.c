@@ -509,7 +509,7 @@ test_hf_dropout(void)
     { "falcon-7b", FALSE, FALSE },   { "pythia-70m", FALSE, FALSE },
     { "bloom-560m", FALSE, FALSE },  { "starcoder2-3b", TRUE, TRUE },
     { "starcoderbase-1b", TRUE, TRUE }, { "Llama-2-7b-hf", FALSE, FALSE },
-    { "Qwen2-7B", FALSE, FALSE },
+    { "Qwen2-7B", FALSE, FALSE },    { "gpt-neo-125m", FALSE, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -590,6 +590,7 @@ test_hf_configs(void)
     { "bert-base-uncased", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), 12, 64, TRUE },
     { "roberta-base", STW_ARCH_BERT, G_GUINT64_CONSTANT(124645632), 12, 64, TRUE },
     { "opt-1.3b", STW_ARCH_GPT, G_GUINT64_CONSTANT(1315758080), 32, 64, TRUE },
+    { "gpt-neo-125m", STW_ARCH_GPT, G_GUINT64_CONSTANT(125198592), 12, 64, TRUE },
     { "gpt-oss-20b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(20914757184), 8, 64, FALSE },
     { "bloom-560m", STW_ARCH_NEOX, G_GUINT64_CONSTANT(559214592), 16, 64, TRUE },
     { "GLM-4.5-Air", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(106852245504), 8, 128, FALSE },

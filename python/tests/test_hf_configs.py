@@ -21,6 +21,9 @@ except ImportError as e:
 
 SMALL = {
     "gpt2": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    "gpt_neo": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "intermediate_size": 96,
+                "vocab_size": 128, "max_position_embeddings": 64,
+                "attention_types": [[["global", "local"], 1]]},
     "gpt_neox": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
     "llama": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
