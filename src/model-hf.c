@@ -452,6 +452,15 @@ static const HfRow hf_rows[] = {
    * the embeddings, an MLP 4 x hidden wide whatever n_inner says with BLOOM's GELU (tanh's
    * approximation op by op, as GELU-new), biases everywhere, the head tied; hidden_size (or
    * its old name n_embed, which wins) defaults to 64 */
+  [HF_BLOOM] = { .shape = { .arch = STW_ARCH_NEOX, .alibi = TRUE, .embed_norm = TRUE,
+                            .activation = STW_ACT_GELU_NEW },
+                 .attn_dropout_member = "attention_dropout",
+                 .resid_dropout_member = "hidden_dropout",
+                 .mlp_bias = TRUE, .layers = "n_layer", .heads = "n_head", .ffn_fixed = TRUE,
+                 .positions_unbounded = TRUE, .layers_default = 2, .hidden_default = 64,
+                 .heads_default = 8, .vocab_default = 250880, .kv_default = NOT_READ,
+                 .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE,
+                 .attention_bias = TRUE },
   /* GPT-Neo (EleutherAI): GPT-2's block (learned positions, LayerNorms, a GELU-new MLP 4 x
    * hidden wide where intermediate_size is null, the head tied) with q, k and v unbiased and o
    * biased; its local-attention layers (attention_types, window_size) change no weight, but
@@ -464,15 +473,6 @@ static const HfRow hf_rows[] = {
                    .reads_tie = TRUE, .act_member = "activation_function",
                    .act_default = "gelu_new", .attn_dropout_member = "attention_dropout",
                    .resid_dropout_member = "resid_dropout" },
-  [HF_BLOOM] = { .attn_dropout_member = "attention_dropout",
-                 .resid_dropout_member = "hidden_dropout",
-                 .shape = { .arch = STW_ARCH_NEOX, .alibi = TRUE, .embed_norm = TRUE,
-                            .activation = STW_ACT_GELU_NEW },
-                 .mlp_bias = TRUE, .layers = "n_layer", .heads = "n_head", .ffn_fixed = TRUE,
-                 .positions_unbounded = TRUE, .layers_default = 2, .hidden_default = 64,
-                 .heads_default = 8, .vocab_default = 250880, .kv_default = NOT_READ,
-                 .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE,
-                 .attention_bias = TRUE },
 };
 
 /* TYPE's row: its own, or the type's whose class it repeats. */

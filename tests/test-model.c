@@ -550,6 +550,43 @@ test_hf_dropout(void)
   g_rmdir(dir);
 }
 
+/* GPT-Neo's attention_types must describe num_layers layers (transformers checks it): a
+ * mismatch and a malformed list refused, the member named. */
+static void
+test_hf_gpt_neo_layers(void)
+{
+  static const struct {
+    const char *json, *says;
+  } cases[] = {
+    { "{\"model_type\": \"gpt_neo\", \"num_layers\": 3}",
+      "attention_types: describes 24 layers, where num_layers is 3 (transformers refuses it)" },
+    { "{\"model_type\": \"gpt_neo\", \"num_layers\": 2, \"attention_types\": "
+      "[[[\"global\"], 1.5]]}", "attention_types: expected a list of [kinds, repeats] pairs" },
+    { "{\"model_type\": \"gpt_neo\", \"attention_types\": 7}",
+      "attention_types: expected a list of [kinds, repeats] pairs" },
+  };
+  g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", cases[i].json);
+    g_assert_false(stw_model_resolve(path, &cfg, &error));
+    g_assert_nonnull(strstr(error->message, cases[i].says));
+    g_error_free(error);
+  }
+  /* two layers as one global and one local: read */
+  g_assert_true(g_file_set_contents(path, "{\"model_type\": \"gpt_neo\", \"num_layers\": 2, "
+                                    "\"attention_types\": [[[\"global\", \"local\"], 1]]}",
+                                    -1, NULL));
+  StwModelConfig two;
+  g_assert_true(stw_model_resolve(path, &two, NULL));
+  g_assert_cmpuint(two.layers, ==, 2);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 static void
 test_hf_configs(void)
 {
@@ -1198,6 +1235,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/config-roundtrip", test_config_roundtrip);
   g_test_add_func("/model/hf-configs", test_hf_configs);
   g_test_add_func("/model/hf-dropout", test_hf_dropout);
+  g_test_add_func("/model/hf-gpt-neo-layers", test_hf_gpt_neo_layers);
   g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/olmo2", test_olmo2);
   g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);
