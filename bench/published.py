@@ -432,6 +432,19 @@ def autocast(row):
         "DDP" in row["policy_config"]
 
 
+def optimizer_impl_of(row):
+    """How the row's optimizer steps on the GPU: PyTorch's own Adam or AdamW named without
+    fused=True steps tensor by tensor before torch 2.0 (March 2023: its default then, the
+    for-loop) and many tensors a launch from it (foreach); every other optimizer the rows name
+    (FusedAdam, HybridAdam, DeepSpeed's) is fused, and so are rows that do not say."""
+    impl = row["optimizer_impl"]
+    if not re.match(r"\s*torch\.optim\.Adam(W)?\b", impl) or "fused" in impl.lower():
+        return "fused"
+    date = re.match(r"\s*(\d{4})-(\d{2})", row["source_date"] or "")
+    before_2 = date is not None and (int(date.group(1)), int(date.group(2))) < (2023, 3)
+    return "for-loop" if before_2 else "foreach"
+
+
 def chunked_loss(row):
     """Whether the row's system computes its loss over pieces of tokens, never all the logits at
     once (MegaTrain does)."""
@@ -492,7 +505,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
                   "--micro-steps", str(accum),
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
                   *loss, "--kernels", "fused" if megatron(row) else "eager",
-                  "-o", trace)
+                  "--optimizer-impl", optimizer_impl_of(row), "-o", trace)
     if rc != 0:
         return None, "synth: " + out.strip().splitlines()[-1]
     gpu_mem = gpu_budget(row, hw)

@@ -50,10 +50,13 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   /* what was assumed, the defaults named as such */
   gboolean any = q->assumed[0] != '\0';
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s\n\n", o->hw.name,
+         " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s%s%s\n\n", o->hw.name,
          o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq, steps,
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_kernels_name(so->kernels),
+         so->optimizer_impl != STW_OPTIMIZER_FUSED ? stw_optimizer_impl_name(so->optimizer_impl)
+                                                   : "",
+         so->optimizer_impl != STW_OPTIMIZER_FUSED ? " optimizer, " : "",
          so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "", stw_dtype_name(so->dtype),
          o->state_dtype == STW_DTYPE_BF16 ? ", Adam's moments in bf16" : "",
          any ? " (defaults: " : "", q->assumed, any ? ")" : "");
@@ -70,7 +73,8 @@ parse(int argc, char **argv, gboolean *json)
   g_auto(StwCliPlanning) pl = { 0 };
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
-                  *lora = NULL, *lora_targets = NULL, *micro_steps = NULL;
+                  *lora = NULL, *lora_targets = NULL, *micro_steps = NULL,
+                  *optimizer_impl = NULL;
   gboolean no_ckpt = FALSE, amp = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -92,6 +96,8 @@ parse(int argc, char **argv, gboolean *json)
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &micro_steps,
       "forward-backward passes per step (gradient accumulation), as synth --micro-steps "
       "(default 1)", "K" },
+    { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &optimizer_impl,
+      "fused (default), foreach or for-loop, as synth --optimizer-impl", "I" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "amp", 0, 0, G_OPTION_ARG_NONE, &amp,

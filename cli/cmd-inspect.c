@@ -31,10 +31,13 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
     printf(", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
   if (m->autocast != STW_DTYPE_FP32) /* PyTorch's AMP: fp32 weights, 16-bit GEMMs */
     printf(" weights, autocast to %s", stw_dtype_name(m->autocast));
-  printf("%s, %s attention%s%s\n", m->checkpointing ? ", checkpointing" : "",
+  printf("%s, %s attention%s%s", m->checkpointing ? ", checkpointing" : "",
          stw_attention_name(m->attention),
          m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "",
          m->loss == STW_LOSS_CHUNKED ? ", chunked loss" : "");
+  if (m->optimizer_impl != STW_OPTIMIZER_FUSED)
+    printf(", %s optimizer", stw_optimizer_impl_name(m->optimizer_impl));
+  printf("\n");
   g_autofree char *devmem = stw_size_format(t->device.memory_bytes);
   printf("device      %s, %s (rank %u of %u)\n", t->device.name, devmem, t->device.rank,
          t->device.world_size);

@@ -12,7 +12,8 @@
 /* The command line as the user typed it. */
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
-      *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets;
+      *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
+      *optimizer_impl;
   gboolean checkpointing, amp;
 } Line;
 
@@ -21,7 +22,8 @@ line_clear(Line *l)
 {
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->hw_name,
-                     &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets };
+                     &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
+                     &l->optimizer_impl };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -62,6 +64,10 @@ parse(Line *l, int argc, char **argv)
       "forward-backward passes per iteration, each over --batch sequences, then one optimizer "
       "step (gradient accumulation; default 1): the gradients are then the framework's "
       "tensors, held to the step", "K" },
+    { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
+      "how the optimizer steps the tensors on the GPU: fused (default: one kernel, torch's "
+      "fused=True, FusedAdam), foreach (torch 2's default on CUDA: seven passes, many tensors a "
+      "launch) or for-loop (torch 1's: seven launches a tensor)", "I" },
     { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },
@@ -113,7 +119,7 @@ request_of(const Line *l)
     { "attention", l->attention }, { "kernels", l->kernels }, { "loss", l->loss },
     { "micro-steps", l->micro_steps }, { "freeze", l->freeze }, { "lora", l->lora },
     { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory },
-    { "checkpoint-every", l->checkpoint_every }
+    { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

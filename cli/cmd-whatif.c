@@ -16,7 +16,8 @@
 typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
-      *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets;
+      *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
+      *optimizer_impl;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -27,7 +28,7 @@ line_clear(Line *l)
   char **texts[] = { &l->gpu, &l->policy, &l->model, &l->model_config, &l->batch, &l->seq,
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
-                     &l->lora_targets };
+                     &l->lora_targets, &l->optimizer_impl };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -74,6 +75,8 @@ parse(Line *l, int *argc, char ***argv)
       "with --model: eager (default) or fused, as synth --kernels", "K" },
     { "loss", 0, 0, STW_OPTION_TEXT, &l->loss,
       "with --model: full (default) or chunked, as synth --loss", "L" },
+    { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
+      "with --model: fused (default), foreach or for-loop, as synth --optimizer-impl", "I" },
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &l->micro_steps,
       "with --model: forward-backward passes per step (gradient accumulation), as synth "
       "--micro-steps", "K" },
@@ -114,7 +117,7 @@ request_of(const Line *l, const char *trace)
     { "model-config", l->model_config }, { "batch", l->batch }, { "seq", l->seq },
     { "dtype", l->dtype }, { "attention", l->attention }, { "kernels", l->kernels },
     { "loss", l->loss }, { "micro-steps", l->micro_steps }, { "chunk-size", l->chunks },
-    { "checkpoint-every", l->checkpoint_every },
+    { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "lora", l->lora }, { "lora-targets", l->lora_targets }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)

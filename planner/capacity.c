@@ -275,7 +275,7 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   if (hw->flops_per_s[STW_DTYPE_BF16] <= 0) /* V100: no bf16 */
     out->synth.dtype = STW_DTYPE_FP16;
   int att = out->synth.attention, dt = out->synth.dtype, kern = out->synth.kernels,
-      loss = out->synth.loss;
+      loss = out->synth.loss, optimizer = out->synth.optimizer_impl;
   if (!stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &out->synth.batch, error) ||
       !stw_request_count(r, "seq", 1, STW_MODEL_MAX_SEQ, &out->synth.seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &out->synth.micro_steps,
@@ -284,6 +284,7 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
       !stw_request_enum(r, "attention", stw_attention_names, &att, error) ||
       !stw_request_enum(r, "kernels", stw_kernels_names, &kern, error) ||
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
+      !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dt, error) || !family(r, out, error) ||
       !stw_request_lora(r, &out->synth, error) ||
       !stw_option_enum_list("--policy", stw_request_get(r, "policy"), stw_policy_names,
@@ -294,6 +295,7 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   out->synth.attention = (StwAttention)att;
   out->synth.kernels = (StwKernels)kern;
   out->synth.loss = (StwLoss)loss;
+  out->synth.optimizer_impl = (StwOptimizerImpl)optimizer;
   out->synth.dtype = (StwDtype)dt;
   if (hw->flops_per_s[out->synth.dtype] <= 0) {
     g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "--dtype: %s has no %s "
@@ -327,6 +329,8 @@ stw_capacity_json(const StwCapacityQuery *q, const StwCapacityAnswer *answers, g
   cJSON_AddStringToObject(root, "attention", stw_attention_name(q->synth.attention));
   cJSON_AddStringToObject(root, "kernels", stw_kernels_name(q->synth.kernels));
   cJSON_AddStringToObject(root, "loss", stw_loss_name(q->synth.loss));
+  cJSON_AddStringToObject(root, "optimizer_impl",
+                          stw_optimizer_impl_name(q->synth.optimizer_impl));
   cJSON_AddStringToObject(root, "dtype", stw_dtype_name(q->synth.dtype));
   cJSON_AddBoolToObject(root, "amp", q->synth.amp);
   if (q->synth.lora_rank > 0) {

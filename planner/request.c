@@ -32,7 +32,7 @@ const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, minme
 static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
                                               "batch", "seq", "dtype", "checkpointing",
                                               "checkpoint-every", "amp", "attention", "kernels",
-                                              "loss", "micro-steps",
+                                              "loss", "micro-steps", "optimizer-impl",
                                               "chunk-size", "lora", "lora-targets",
                                               PLANNING_OPTIONS, NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp", NULL };
@@ -40,14 +40,14 @@ const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whati
 static const char *const synth_options[] = { "model", "model-config", "batch", "seq", "dtype",
                                              "checkpointing", "checkpoint-every", "amp",
                                              "attention", "kernels", "loss", "micro-steps",
-                                             "freeze", "lora", "lora-targets",
+                                             "optimizer-impl", "freeze", "lora", "lora-targets",
                                              "hw", "memory", NULL };
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
                                                 "micro-steps", "no-checkpointing", "amp",
                                                 "attention",
-                                                "kernels", "loss", "dtype",
+                                                "kernels", "loss", "dtype", "optimizer-impl",
                                                 "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
 static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", "amp",

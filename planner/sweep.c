@@ -51,7 +51,8 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
 /* The synthesis options a request gives for model CFG, the defaults where it does not: batch 1,
  * the model's longest sequence ("seq"), bf16 ("dtype"), "checkpointing" (of segments of
  * "checkpoint-every" blocks, which implies it), naive "attention", eager
- * "kernels", the full "loss", "lora" and "lora-targets", one run ("micro-steps"); the request's
+ * "kernels", the full "loss", a fused "optimizer-impl", "lora" and "lora-targets", one run
+ * ("micro-steps"); the request's
  * texts borrowed. */
 static gboolean
 synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,
@@ -61,7 +62,8 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                            .checkpointing = stw_request_get(r, "checkpointing") != NULL,
                            .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
-  int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss;
+  int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss,
+      optimizer = so->optimizer_impl;
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &so->micro_steps,
                          error) ||
@@ -71,9 +73,11 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
       !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
       !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
+      !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
       !stw_request_lora(r, so, error))
     return FALSE;
   so->checkpointing |= so->checkpoint_every > 0; /* segments are checkpointing's */
+  so->optimizer_impl = (StwOptimizerImpl)optimizer;
   so->dtype = (StwDtype)dtype;
   so->attention = (StwAttention)attention;
   so->kernels = (StwKernels)kernels;
@@ -214,12 +218,12 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
     return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
                                             "checkpoint-every", "amp", "attention", "kernels",
-                                            "loss", "micro-steps", NULL };
+                                            "loss", "micro-steps", "optimizer-impl", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
-                   "--checkpoint-every, --amp, --attention, --kernels, --loss and --micro-steps "
-                   "go with --model");
+                   "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps "
+                   "and --optimizer-impl go with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

@@ -13,6 +13,8 @@ const char *const stw_bias_site_names[] = { "qkv_bias", "out_bias", "mlp_bias", 
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
 const char *const stw_kernels_names[] = { "fused", "eager", NULL };
 const char *const stw_loss_names[] = { "full", "chunked", NULL };
+const char *const stw_optimizer_impl_names[] = { "fused", "foreach", "for-loop", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(stw_optimizer_impl_names) == STW_N_OPTIMIZERS + 1);
 const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",
@@ -89,6 +91,12 @@ const char *
 stw_kernels_name(StwKernels kernels)
 {
   return stw_kernels_names[kernels];
+}
+
+const char *
+stw_optimizer_impl_name(StwOptimizerImpl impl)
+{
+  return stw_optimizer_impl_names[impl];
 }
 
 const char *

@@ -16,8 +16,9 @@ typedef struct {
   const StwModelGraph *graph;
   const StwHardware *hw;
   StwKernels kernels;     /* how the ops between GEMMs run */
-  double host_ns, gpu_ns; /* eager: when the host has issued the last kernel, and when the GPU
-                           * finishes it */
+  StwOptimizerImpl optimizer_impl; /* how the optimizer steps */
+  double host_ns, gpu_ns; /* eager, and a for-loop optimizer: when the host has issued the last
+                           * kernel, and when the GPU finishes it */
   guint64 e;              /* activation element bytes */
   guint64 live;           /* non-model bytes live now */
   GArray *residuals;      /* guint64: skipped gradients waiting for their block's start */
@@ -439,19 +440,25 @@ eager_memory(const Synth *s, const StwGraphOp *g)
  * the host runs ahead while long kernels run, and a chain of short ones waits on the host. The
  * op lasts from the GPU finishing the op before to finishing its own last kernel. */
 static guint64
+issue_kernels(Synth *s, double work_ns, guint kernels)
+{
+  double overhead = (double)s->hw->op_overhead_ns;
+  guint64 before = (guint64)llround(s->gpu_ns);
+  for (guint k = 0; k < MAX(kernels, 1); k++) {
+    s->host_ns += overhead;
+    s->gpu_ns = fmax(s->gpu_ns, s->host_ns) + work_ns / MAX(kernels, 1);
+  }
+  return (guint64)llround(s->gpu_ns) - before;
+}
+
+static guint64
 eager_ns(Synth *s, guint64 fused_ns, double extra_bytes, guint kernels)
 {
   if (s->kernels != STW_KERNELS_EAGER)
     return fused_ns;
-  double overhead = (double)s->hw->op_overhead_ns;
-  double work = fmax((double)fused_ns - overhead, 0) +
+  double work = fmax((double)fused_ns - (double)s->hw->op_overhead_ns, 0) +
                 fmax(extra_bytes, 0) / (s->hw->hbm_bytes_per_s * s->hw->memory_efficiency) * 1e9;
-  guint64 before = (guint64)llround(s->gpu_ns);
-  for (guint k = 0; k < MAX(kernels, 1); k++) {
-    s->host_ns += overhead;
-    s->gpu_ns = fmax(s->gpu_ns, s->host_ns) + work / MAX(kernels, 1);
-  }
-  return (guint64)llround(s->gpu_ns) - before;
+  return issue_kernels(s, work, kernels);
 }
 
 static guint64
@@ -668,11 +675,26 @@ block_range(const StwModelGraph *g, gint32 layer, guint *first, guint *last)
   }
 }
 
+/* The unfused Adams' passes (torch.optim.Adam's _multi_tensor_adam and _single_tensor_adam
+ * without weight decay): m.lerp_(g), v.mul_(b2), v.addcmul_(g, g), d = v.sqrt(), d.div_(bc2),
+ * d.add_(eps), p.addcdiv_(m, d): 64 + 2e bytes an element with gradients of e bytes, 40 more
+ * than the fused step's 2e + 24 (docs/synth.md, "The optimizer step"). */
+#define UNFUSED_ADAM_KERNELS 7
+#define UNFUSED_ADAM_EXTRA_BYTES 40
+/* GradScaler's unscale_ under fp16 autocast: each fp32 gradient read and written, one
+ * multi-tensor pass; a fused step takes the scale itself */
+#define UNSCALE_BYTES 8
+
 static void
 optimizer_ops(Synth *s)
 {
   StwTrace *t = s->trace;
   guint64 grads = s->live - s->graph->io_bytes; /* the framework's gradients, to the step */
+  gboolean unfused = s->optimizer_impl != STW_OPTIMIZER_FUSED;
+  gboolean unscale = unfused && t->model.autocast == STW_DTYPE_FP16;
+  double hbm = s->hw->hbm_bytes_per_s * s->hw->memory_efficiency;
+  if (unscale) /* GradScaler reads whether a gradient overflowed: the host waits for the GPU */
+    s->host_ns = s->gpu_ns = fmax(s->host_ns, s->gpu_ns);
   for (guint32 id = 0; id < t->tensors->len; id++) {
     const StwTensor *x = stw_trace_tensor(t, id);
     if (x->frozen)
@@ -681,9 +703,14 @@ optimizer_ops(Synth *s)
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
     op->nonmodel_bytes = op->nonmodel_peak_bytes = grads;
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
-    double bytes = (double)x->numel * (double)(2 * stw_dtype_bytes(x->dtype) + 24);
-    /* no per-operator overhead: optimizers step many tensors per launch (multi-tensor apply) */
-    op->duration_ns = stw_hardware_memory_op_ns(s->hw, bytes) - s->hw->op_overhead_ns;
+    double elem = (double)(2 * stw_dtype_bytes(x->dtype) + 24);
+    elem += unfused ? UNFUSED_ADAM_EXTRA_BYTES : 0;
+    elem += unscale ? UNSCALE_BYTES : 0;
+    double work_ns = (double)x->numel * elem / hbm * 1e9;
+    if (s->optimizer_impl == STW_OPTIMIZER_FOR_LOOP)
+      op->duration_ns = issue_kernels(s, work_ns, UNFUSED_ADAM_KERNELS);
+    else /* no per-operator overhead: many tensors a launch (multi-tensor apply) */
+      op->duration_ns = (guint64)llround(work_ns);
     op->flops = 12 * x->numel;
   }
 }
@@ -838,6 +865,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.checkpointing = options->checkpointing;
   t->model.attention = options->attention;
   t->model.kernels = options->kernels;
+  t->model.optimizer_impl = options->optimizer_impl;
   g_free(t->device.name);
   t->device.name = g_strdup(hw->name);
   t->device.memory_bytes = hw->gpu_memory_bytes;
@@ -875,6 +903,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     t->model.gradients = STW_GRADIENTS_FRAMEWORK;
   g_autofree guint8 *has_grad = g_new0(guint8, t->tensors->len);
   Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels,
+              .optimizer_impl = options->optimizer_impl,
               .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)),
               .framework = micro_steps > 1, .has_grad = has_grad, .autocast = options->amp };

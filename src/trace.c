@@ -556,6 +556,9 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     cJSON_AddStringToObject(model, "kernels", stw_kernels_name(t->model.kernels));
   if (t->model.loss != STW_LOSS_FULL)
     cJSON_AddStringToObject(model, "loss", stw_loss_name(t->model.loss));
+  if (t->model.optimizer_impl != STW_OPTIMIZER_FUSED)
+    cJSON_AddStringToObject(model, "optimizer_impl",
+                            stw_optimizer_impl_name(t->model.optimizer_impl));
   if (t->model.autocast != STW_DTYPE_FP32)
     cJSON_AddStringToObject(model, "autocast", stw_dtype_name(t->model.autocast));
   /* written only when not the default, so that the traces before them keep their digests */
@@ -688,7 +691,7 @@ static const char *const source_members[] = { "kind", "tool", "created", "warnin
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "kernels", "loss",
                                              "autocast", "micro_steps", "gradients", "amsgrad",
-                                             "optimizer_state", NULL };
+                                             "optimizer_state", "optimizer_impl", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -768,6 +771,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   const cJSON *config = NULL;
   int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED, loss = STW_LOSS_FULL;
   int gradients = STW_GRADIENTS_CHUNKS, state = 0, autocast = STW_DTYPE_FP32;
+  int optimizer_impl = STW_OPTIMIZER_FUSED;
   guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
@@ -784,7 +788,9 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
                        error) &&
       stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
       stw_json_get_bool(r, obj, "amsgrad", FALSE, &t->model.amsgrad, error) &&
-      stw_json_get_enum(r, obj, "optimizer_state", FALSE, stw_state_dtype_names, &state, error);
+      stw_json_get_enum(r, obj, "optimizer_state", FALSE, stw_state_dtype_names, &state, error) &&
+      stw_json_get_enum(r, obj, "optimizer_impl", FALSE, stw_optimizer_impl_names,
+                        &optimizer_impl, error);
   if (ok && config != NULL) {
     gsize s2 = stw_json_push_key(r, "config");
     ok = stw_model_config_read(r, config, FALSE, &t->model.config, error);
@@ -797,6 +803,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     t->model.attention = (StwAttention)attention;
     t->model.kernels = (StwKernels)kernels;
     t->model.loss = (StwLoss)loss;
+    t->model.optimizer_impl = (StwOptimizerImpl)optimizer_impl;
     t->model.autocast = (StwDtype)autocast;
     t->model.micro_steps = (guint32)micro_steps;
     t->model.gradients = (StwGradients)gradients;

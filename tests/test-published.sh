@@ -24,8 +24,8 @@ has "ZeRO-Offload in milliseconds a step" \
   "| Z08 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | Qwen/Qwen2.5-1.5B | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 1.434 s | +5.1% |"
 has "MegaTrain with its loss over pieces of tokens (it fits); its 6 N tokens TFLOPS" \
   "| M03 | MegaTrain | Qwen/Qwen2.5-7B | 1 x 158 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 27.181 s | 22.642 s | -16.7% |"
-has "DDP from global samples a second, in PyTorch's AMP; a 40 GB A100 between GPUs whose link is not stated: the PCIe card's" \
-  "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | unlimited on A100-40GB-PCIe4, AMP | 2.041 s | 1.731 s | -15.2% |"
+has "DDP from global samples a second, in PyTorch's AMP and torch 1's Adam; a 40 GB A100 between GPUs whose link is not stated: the PCIe card's" \
+  "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | unlimited on A100-40GB-PCIe4, AMP | 2.041 s | 1.735 s | -15.0% |"
 has "a PatrickStar row on a V100 whose form factor is NVLink's" \
   "| T01 | PatrickStar | gpt2_10b (ColossalAI exa | 1 x 8 | patrickstar on V100-SXM2-32GB | 5.520 s | 18.915 s | +242.7% |"
 has "ZeRO-3 with the parameters offloaded is ZeRO-Infinity's policy; a PCIe card by its name" \
@@ -122,6 +122,13 @@ rm "$T/keep/G01.plan.json"
 eval "$plan_line" > "$T/again.txt" 2>&1 &&
   grep -q "iteration  *21.607 s simulated" "$T/again.txt"
 tap_result $? "the plan command as printed runs again to the same iteration time" "$(cat "$T/again.txt")"
+# torch.optim.Adam named in 2022 (torch 1): a for-loop; FusedAdam and HybridAdam: fused
+python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" \
+  --rows L09,G01 --commands > /dev/null 2> "$T/impl.err"
+[ "$(grep -c -- '--optimizer-impl for-loop' "$T/impl.err")" = 1 ] &&
+  [ "$(grep -c -- '--optimizer-impl fused' "$T/impl.err")" = 1 ] &&
+  grep -q 'L09.config.json .*--optimizer-impl for-loop' "$T/impl.err"
+tap_result $? "each row's optimizer as its source names it" "$(cat "$T/impl.err")"
 expect 1 "published.py: --rows: Q99 not a row_id of" "--rows naming no row of the set: said, exit 1" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" --rows G01,Q99
 expect 1 "published.py: --rows: no row_id given" "--rows naming nothing: said, exit 1" \

@@ -339,6 +339,96 @@ test_autocast(void)
   g_clear_error(&error);
 }
 
+/* The optimizer's implementations on a profile of round figures (1e12 B/s at full efficiency,
+ * 10 us a launch): the tiny GPT's tensors (wte 10 x 4 = 40 elements; h.0.mlp.c_fc.weight 4 x 16 =
+ * 64) stepped fused move 32 bytes an element (fp32: gradient, master, moments and the compute
+ * copy), foreach 72 (seven passes), and a for-loop's seven launches a tensor at 10 us each bound
+ * it: 70 us a tensor. Under fp16 autocast GradScaler's unscale_ reads and writes each gradient
+ * too (80 bytes with foreach); a fused step takes the scale itself. */
+static void
+test_optimizer_impl(void)
+{
+  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
+                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
+                         .tied = TRUE };
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  hw.hbm_bytes_per_s = 1e12;
+  hw.memory_efficiency = 1.0;
+  hw.op_overhead_ns = 10000;
+  hw.flops_per_s[STW_DTYPE_FP16] = hw.flops_per_s[STW_DTYPE_BF16];
+  static const struct {
+    StwOptimizerImpl impl;
+    gboolean amp;
+    guint64 wte_ns, fc_ns; /* wte: 40 elements, h.0.mlp.c_fc.weight: 64 */
+  } cases[] = {
+    { STW_OPTIMIZER_FUSED, FALSE, 1, 2 },        /* 40 x 32 B = 1,280 B: 1.28 ns */
+    { STW_OPTIMIZER_FOREACH, FALSE, 3, 5 },      /* 40 x 72 B: 2.88 ns; 64 x 72: 4.61 */
+    { STW_OPTIMIZER_FOR_LOOP, FALSE, 70000, 70001 }, /* the GPU waits on the host (70 us and
+                                                      * the fractions carried) */
+    { STW_OPTIMIZER_FUSED, TRUE, 1, 2 },         /* fp32 weights: 32 B, no unscale pass */
+    { STW_OPTIMIZER_FOREACH, TRUE, 3, 5 },       /* 40 x 80 B = 3.2 ns; 64 x 80: 5.12 */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = cases[i].amp ? STW_DTYPE_FP16
+                                                                        : STW_DTYPE_FP32,
+                            .amp = cases[i].amp, .optimizer_impl = cases[i].impl };
+    GError *error = NULL;
+    g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &opt, &hw, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(t->model.optimizer_impl, ==, cases[i].impl);
+    g_assert_cmpuint(find_op(t, "adam.wte")->duration_ns, ==, cases[i].wte_ns);
+    g_assert_cmpuint(find_op(t, "adam.h.0.mlp.c_fc.weight")->duration_ns, ==, cases[i].fc_ns);
+    /* the forward and backward do not change with the optimizer */
+    StwSynthOptions fused_o = opt;
+    fused_o.optimizer_impl = STW_OPTIMIZER_FUSED;
+    g_autoptr(StwTrace) fused = stw_synth_trace(&cfg, &fused_o, &hw, &error);
+    g_assert_no_error(error);
+    for (guint k = 0; k < t->ops->len; k++)
+      if (stw_trace_op(t, k)->stage != STW_STAGE_OPTIM)
+        g_assert_cmpuint(stw_trace_op(t, k)->duration_ns, ==,
+                         stw_trace_op(fused, k)->duration_ns);
+    /* written only when not fused, read back, in the digest */
+    g_autofree char *text = stw_trace_to_string(t, NULL);
+    g_assert_true((strstr(text, "\"optimizer_impl\"") != NULL) ==
+                  (cases[i].impl != STW_OPTIMIZER_FUSED));
+    g_autoptr(StwTrace) back = stw_trace_parse("impl.json", text, strlen(text), NULL);
+    g_assert_nonnull(back);
+    g_assert_cmpint(back->model.optimizer_impl, ==, cases[i].impl);
+    g_autofree char *d1 = stw_trace_digest(t), *d2 = stw_trace_digest(back);
+    g_assert_cmpstr(d1, ==, d2);
+  }
+  /* at 10 MB/s the GPU is the slower: only the first tensor waits for its first launch, and
+   * the launches of the others are hidden behind the work before them (40 x 72 B = 288 us;
+   * 64 x 72 B = 460.8 us) */
+  StwHardware slow = hw;
+  slow.hbm_bytes_per_s = 1e7;
+  StwSynthOptions loop = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
+                           .optimizer_impl = STW_OPTIMIZER_FOR_LOOP };
+  g_autoptr(StwTrace) hidden = stw_synth_trace(&cfg, &loop, &slow, NULL);
+  guint first = 0;
+  while (stw_trace_op(hidden, first)->stage != STW_STAGE_OPTIM)
+    first++;
+  g_assert_cmpstr(stw_trace_op(hidden, first)->name, ==, "adam.wte");
+  g_assert_cmpuint(find_op(hidden, "adam.wte")->duration_ns, ==, 10000 + 288000);
+  g_assert_cmpuint(find_op(hidden, "adam.h.0.mlp.c_fc.weight")->duration_ns, ==, 460800);
+
+  /* a name the reader does not know is refused, said where */
+  StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
+                          .optimizer_impl = STW_OPTIMIZER_FOREACH };
+  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &opt, &hw, NULL);
+  g_autofree char *text = stw_trace_to_string(t, NULL);
+  char *at = strstr(text, "\"optimizer_impl\":");
+  g_assert_nonnull(at);
+  g_autofree char *broken = g_strdup_printf("%.*s\"optimizer_impl\": \"apex\"%s",
+                                            (int)(at - text), text,
+                                            strchr(strchr(at + 17, '"') + 1, '"') + 1);
+  GError *error = NULL;
+  g_assert_null(stw_trace_parse("impl.json", broken, strlen(broken), &error));
+  stw_assert_error_contains(error, "$.model.optimizer_impl: \"apex\" is not one of \"fused\", "
+                                   "\"foreach\", \"for-loop\"");
+}
+
 /* Checkpointed segments: the tiny GPT with 3 blocks (each hidden state 96 B), in segments of 2
  * (h0-h1, h2): only the segments' inputs survive the forward, so ln_f starts at io 96 + 2
  * inputs + the last output = 384 B (480 with every block's input kept, 288 with one segment),
@@ -928,6 +1018,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
   g_test_add_func("/synth/checkpoint-segments", test_checkpoint_segments);
   g_test_add_func("/synth/autocast", test_autocast);
+  g_test_add_func("/synth/optimizer-impl", test_optimizer_impl);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);

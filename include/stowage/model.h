@@ -72,6 +72,18 @@ typedef enum {
   STW_N_KERNELS
 } StwKernels;
 
+/* How the framework's optimizer steps the tensors it keeps on the GPU: PyTorch's three kinds of
+ * Adam(W) (docs/synth.md, "The optimizer step"). */
+typedef enum {
+  STW_OPTIMIZER_FUSED,    /* one kernel reading and writing each element once (torch's
+                           * fused=True, apex's and DeepSpeed's FusedAdam, ColossalAI's) */
+  STW_OPTIMIZER_FOREACH,  /* seven passes over the tensors (lerp, mul, addcmul, sqrt, div, add,
+                           * addcdiv), each one launch for many tensors (torch 2's default on
+                           * CUDA) */
+  STW_OPTIMIZER_FOR_LOOP, /* the same seven passes, seven launches a tensor (torch 1's default) */
+  STW_N_OPTIMIZERS
+} StwOptimizerImpl;
+
 /* How the loss is computed from the last hidden states (docs/synth.md, "Chunked loss"). */
 typedef enum {
   STW_LOSS_FULL,    /* the LM head's logits for every token, kept for the loss's backward, and
@@ -369,6 +381,7 @@ gboolean stw_dtype_parse(const char *text, StwDtype *out);
 const char *stw_arch_name(StwArch arch);
 const char *stw_attention_name(StwAttention attention);
 const char *stw_kernels_name(StwKernels kernels);
+const char *stw_optimizer_impl_name(StwOptimizerImpl impl);
 const char *stw_loss_name(StwLoss loss);
 const char *stw_bias_name(StwBias bias);
 
@@ -376,6 +389,7 @@ extern const char *const stw_dtype_names[];     /* NULL-terminated, in enum orde
 extern const char *const stw_arch_names[];
 extern const char *const stw_attention_names[];
 extern const char *const stw_kernels_names[];   /* "fused", "eager" */
+extern const char *const stw_optimizer_impl_names[]; /* "fused", "foreach", "for-loop" */
 extern const char *const stw_loss_names[];      /* "full", "chunked" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */

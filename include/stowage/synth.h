@@ -51,6 +51,8 @@ typedef struct {
   StwAttention attention;
   StwKernels kernels;       /* fused (0) or PyTorch eager's chains of kernels */
   StwLoss loss;             /* full (0) or chunked (stw_model_graph_chunk_loss) */
+  StwOptimizerImpl optimizer_impl; /* how the optimizer steps what it steps on the GPU: fused
+                                    * (0), foreach or for-loop */
   const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
                              * no gradient, no optimizer op, and a backward without the weight
                              * gradient's half of the FLOPs */

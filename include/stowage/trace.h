@@ -127,6 +127,8 @@ typedef struct {
                              * STW_DTYPE_FP32 (0): none */
   StwLoss loss;             /* synthesized: how its loss was computed ("loss", written when
                              * chunked) */
+  StwOptimizerImpl optimizer_impl; /* synthesized: how its optimizer ops were modelled
+                                    * ("optimizer_impl", written when not fused) */
   guint32 micro_steps;      /* forward-backward passes per iteration (gradient accumulation):
                              * the ops are that many runs of forward then backward ops, then the
                              * optimizer's; 1 in a new trace */

@@ -110,7 +110,8 @@ class Trace:
 
 def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, checkpointing=None,
           attention=None, kernels=None, loss=None, freeze=None, lora=None, lora_targets=None,
-          hw=None, memory=None, micro_steps=None, checkpoint_every=None, amp=None):
+          hw=None, memory=None, micro_steps=None, checkpoint_every=None, amp=None,
+          optimizer_impl=None):
     """The trace of one training iteration of MODEL (a zoo name or a model config file) or
     MODEL_CONFIG (a file), not run but modelled: what `stowage synth` writes, the options read
     and refused as it reads them (docs/synth.md). FREEZE, LORA_TARGETS: comma text or lists."""
@@ -119,7 +120,7 @@ def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, check
                     checkpointing=checkpointing, attention=attention, kernels=kernels, loss=loss,
                     freeze=text_list(freeze), lora=lora, lora_targets=text_list(lora_targets),
                     hw=hw, memory=memory, micro_steps=micro_steps,
-                    checkpoint_every=checkpoint_every, amp=amp)
+                    checkpoint_every=checkpoint_every, amp=amp, optimizer_impl=optimizer_impl)
     return Trace(_call(_lib.synth, opts), None)
 
 
@@ -248,7 +249,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
              beyond_device=None, lora=None, lora_targets=None,
              activations=None, nvme=None, nvme_devices=None, storage=None,
              optimizer_state=None, pinned=None,
-             micro_steps=None, amp=None):
+             micro_steps=None, amp=None, optimizer_impl=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
@@ -261,7 +262,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
-                    micro_steps=micro_steps, amp=amp)
+                    micro_steps=micro_steps, amp=amp, optimizer_impl=optimizer_impl)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
@@ -289,7 +290,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
            lora_targets=None, activations=None, nvme=None, nvme_devices=None, storage=None,
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
-           amp=None):
+           amp=None, optimizer_impl=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -308,7 +309,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     nvme=nvme, nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=text(optimizer_state),
                     pinned=pinned, lora=lora, lora_targets=text(lora_targets),
-                    micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp)
+                    micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp,
+                    optimizer_impl=optimizer_impl)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 

@@ -159,6 +159,14 @@ MODELS = [
      dict(model="gpt2", gpu="4GiB", loss="sliced")),
     ("capacity", ["--family", "gpt2", "--seq", "128", "--policy", "stowage", "--loss",
                   "chunked"], dict(family="gpt2", seq=128, policy="stowage", loss="chunked")),
+    ("whatif", ["--model", "gpt2", "--batch", "2", "--seq", "256", "--gpu", "4GiB", "--policy",
+                "stowage", "--optimizer-impl", "foreach"],
+     dict(model="gpt2", batch=2, seq=256, gpu="4GiB", policy="stowage", optimizer_impl="foreach")),
+    ("whatif", ["--model", "gpt2", "--gpu", "4GiB", "--optimizer-impl", "apex"],
+     dict(model="gpt2", gpu="4GiB", optimizer_impl="apex")),
+    ("capacity", ["--family", "gpt2", "--seq", "128", "--policy", "stowage", "--optimizer-impl",
+                  "for-loop"], dict(family="gpt2", seq=128, policy="stowage",
+                                    optimizer_impl="for-loop")),
 ]
 
 
@@ -187,6 +195,11 @@ SYNTH = [
      dict(model="gpt2", seq=128, amp=True, dtype="fp16")),
     ("synth", ["--model", "gpt2", "--amp", "--dtype", "fp32"],
      dict(model="gpt2", amp=True, dtype="fp32")),
+    ("synth", ["--model", "gpt2", "--seq", "128", "--amp", "--dtype", "fp16", "--optimizer-impl",
+               "for-loop"], dict(model="gpt2", seq=128, amp=True, dtype="fp16",
+                                 optimizer_impl="for-loop")),
+    ("synth", ["--model", "gpt2", "--optimizer-impl", "apex"],
+     dict(model="gpt2", optimizer_impl="apex")),
     ("synth", ["--model", "gpt2", "--seq", "2048"], dict(model="gpt2", seq=2048)),
     ("synth", ["--model", "gpt5"], dict(model="gpt5")),
     ("synth", ["--model", "gpt2", "--hw", "V100-32GB-PCIe3"],
