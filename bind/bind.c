@@ -784,11 +784,19 @@ stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_devi
     return NULL;
   gpointer param, m, v;
   float *master;
+  stw_runtime_gradient_arrives(r->rt, tensor); /* the caller copies it there */
   gboolean device = stw_runtime_optim(r->rt, tensor, &param, &master, &m, &v);
   if (on_device != NULL)
     *on_device = device && !r->backend->device_is_host;
-  stw_runtime_count_gradient_copy(r->rt, tensor); /* the caller copies it there */
   return param;
+}
+
+const float *
+stw_bind_runtime_optim_weights(StwBindRuntime *r, guint32 tensor)
+{
+  if (tensor >= r->model->tensors->len || stw_trace_tensor(r->model, tensor)->frozen)
+    return NULL;
+  return stw_runtime_optim_weights(r->rt, tensor);
 }
 
 gboolean

@@ -96,7 +96,7 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   guint in_copies = 0; /* the runtime steps them in their compute copies (cost.h) */
   for (guint32 i = 0; i < n; i++) {
     cpu_adam |= stw_optim_on_cpu(p->optim[i]) && !stw_chunking_chunk(c, i)->frozen;
-    in_copies += stw_adam_steps_in_copy(c, i, p->optim[i], t->model.gradients);
+    in_copies += stw_adam_steps_in_copy(c, i, p->optim[i]);
   }
   if (cpu_adam && c->state_dtype == STW_DTYPE_BF16 && p->hw.cpu_adam_bf16_elems_per_s <= 0)
     printf("  assumes      CPU Adam with bf16 moments as fast as the fewer bytes it moves allow "

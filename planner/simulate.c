@@ -459,8 +459,7 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     double rate = traced_rate > 0 ? traced_rate
                                   : stw_cpu_adam_rate(&s->p->hw, c,
                                                       stw_adam_steps_in_copy(
-                                                          c, ch, s->p->optim[ch],
-                                                          s->t->model.gradients));
+                                                          c, ch, s->p->optim[ch]));
     guint64 end = stw_cost_add(start, stw_cost_ns(numel / rate * 1e9));
     s->cpu_free = end;
     if (stored && --s->adam_left[ch] == 0) { /* and written back behind its last */

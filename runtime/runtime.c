@@ -562,10 +562,9 @@ items_chunk(const StwRuntime *rt, guint32 tensor)
 
 /* Which chunks keep their weights in their compute copy (see copy_keeps, indexed as the items:
  * on several ranks by the group's first chunk, for this rank's own): those the plan steps there
- * (stw_adam_steps_in_copy: fp32, trained, CPU Adam in host memory, gradients
- * written into the chunks; a framework's, PyTorch's, arrive at the step itself, written into
- * the compute copy's place by the caller, who may read the weights there first: Adam's L2
- * decay), in a mode whose host copies can change roles. */
+ * (stw_adam_steps_in_copy: fp32, trained, CPU Adam in host memory; gradients written into the
+ * chunks, or a framework's, PyTorch's, copied into the compute copy's place at the step:
+ * stw_runtime_gradient_arrives), in a mode whose host copies can change roles. */
 static void
 keep_weights_in_copies(StwRuntime *rt)
 {
@@ -574,10 +573,9 @@ keep_weights_in_copies(StwRuntime *rt)
   rt->copy_keeps = g_new0(gboolean, MAX(rt->n, 1));
   rt->grads_apart = g_new0(gboolean, MAX(rt->n, 1));
   rt->stepped = g_new0(gboolean, MAX(rt->model->tensors->len, 1));
-  StwGradients gradients = rt->model->model.gradients;
   for (guint32 c = 0; c < rt->n; c++)
     rt->copy_keeps[c] = own_chunk(rt, c) < rt->n &&
-                        stw_adam_steps_in_copy(rt->c, own_chunk(rt, c), rt->optim[c], gradients) &&
+                        stw_adam_steps_in_copy(rt->c, own_chunk(rt, c), rt->optim[c]) &&
                         !stw_store_backed(rt->store, item_of(rt, STW_LIST_PARAM, c)) &&
                         stw_store_bytes(rt->store, item_of(rt, STW_LIST_PARAM, c)) ==
                             stw_store_bytes(rt->store, item_of(rt, STW_LIST_MASTER, c));
@@ -1409,12 +1407,26 @@ stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, float **maste
 }
 
 void
-stw_runtime_count_gradient_copy(StwRuntime *rt, guint32 tensor)
+stw_runtime_gradient_arrives(StwRuntime *rt, guint32 tensor)
 {
   const StwTensor *x = stw_trace_tensor(rt->model, tensor);
-  if (stw_gradients_cross_at_step(rt->c, rt->c->chunk_of[tensor], placement_of(rt, tensor),
-                                  rt->model->model.gradients))
-    rt->gradient_copies += x->numel * stw_dtype_bytes(x->dtype);
+  if (!stw_gradients_cross_at_step(rt->c, rt->c->chunk_of[tensor], placement_of(rt, tensor),
+                                   rt->model->model.gradients))
+    return;
+  rt->gradient_copies += x->numel * stw_dtype_bytes(x->dtype);
+  guint32 kept = items_chunk(rt, tensor);
+  if (kept < rt->n)
+    weights_to_master(rt, kept);
+}
+
+const float *
+stw_runtime_optim_weights(StwRuntime *rt, guint32 tensor)
+{
+  guint32 kept = items_chunk(rt, tensor);
+  if (rt->copy_keeps == NULL || kept >= rt->n || !rt->copy_keeps[kept] || !rt->grads_apart[kept])
+    return NULL;
+  return (const float *)(stw_store_host(rt->store, item_of(rt, STW_LIST_MASTER, kept)) +
+                         offset_of(rt, STW_LIST_MASTER, tensor));
 }
 
 StwDtype

@@ -452,13 +452,16 @@ run_accumulate(StwRuntime *rt, const StwTrace *t)
     if (op->stage == STW_STAGE_OPTIM) {
       gpointer param, m, v;
       float *master;
+      /* the weights rest in the fp32 compute copy, where PyTorch's gradient is about to go */
+      g_assert_null(stw_runtime_optim_weights(rt, 0));
+      stw_runtime_gradient_arrives(rt, 0); /* its gradient copied in (the plan's 64 B) */
       stw_runtime_optim(rt, 0, &param, &master, &m, &v);
-      stw_runtime_count_gradient_copy(rt, 0); /* its gradient copied in (the plan's 64 B) */
-      /* PyTorch's gradients arrive at the step: the master is the step's to write */
-      g_assert_false(stw_runtime_optim_weights_in_copy(rt, 0));
-      for (int i = 0; i < 16; i++) { /* a step of our own: every list changes */
-        master[i] += 1.0f;
-        ((float *)param)[i] = master[i];
+      /* ... so they moved to the master's buffer, which the step reads and does not write */
+      g_assert_true(stw_runtime_optim_weights_in_copy(rt, 0));
+      g_assert_true(stw_runtime_optim_weights(rt, 0) == master);
+      g_assert_true((gpointer)master != param);
+      for (int i = 0; i < 16; i++) { /* a step of our own: the copy and the moments change */
+        ((float *)param)[i] = master[i] + 1.0f;
         ((float *)m)[i] += 0.5f;
         ((float *)v)[i] += 0.25f;
       }

@@ -162,6 +162,12 @@ gboolean stw_bind_runtime_adam(StwBindRuntime *r, guint32 tensor, const char *ad
  * wherever the plan steps it), numel values of the model's dtype; *ON_DEVICE (may be NULL) TRUE when that is a GPU's
  * memory, FALSE when host memory (the host backend's emulated device included). */
 float *stw_bind_runtime_optim_grad(StwBindRuntime *r, guint32 tensor, gboolean *on_device);
+/* After stw_bind_runtime_optim_grad: where TENSOR's weights are before its step, fp32 host memory,
+ * when the gradient's place no longer holds them (an fp32 compute copy stepped by CPU Adam keeps
+ * its weights there at rest, and they move to the master's buffer as the gradient arrives:
+ * stw_runtime_gradient_arrives); NULL when the gradient's place still does (what Adam's L2
+ * decay reads before the gradient is written). */
+const float *stw_bind_runtime_optim_weights(StwBindRuntime *r, guint32 tensor);
 /* The same AdamW step on plain arrays (the reference a binding compares with): PARAM holds the
  * gradient and gets the new weights, MASTER the fp32 weights, M and V the moments (V 2 N values
  * with "amsgrad": the variances, then their largest so far), fp32, or bf16 with "state":

@@ -135,15 +135,15 @@ stw_optim_state_stored(guint8 place)
 
 /* Whether CPU Adam steps chunk CH of layout C, placed PLACE (on several ranks, its group's
  * first's), in its compute copy's host buffer: the runtime keeps an fp32 chunk's weights there,
- * no master of their own, when the chunk is trained and stepped in host memory and backward
- * writes the gradients into the chunks (GRADIENTS; a framework's arrive at the step where the
- * weights are read). Such a step touches 28 bytes an element in fp32, the master apart 32
- * (cost.h). */
+ * no master of their own, when the chunk is trained and stepped in host memory, wherever its
+ * gradients come from (GRADIENTS: written into the chunks by backward, or the framework's,
+ * copied in at the step: stw_runtime_gradient_arrives). Such a step touches 28 bytes an element
+ * in fp32, the master apart 32 (cost.h). */
 static inline gboolean
-stw_adam_steps_in_copy(const StwChunking *c, guint32 ch, guint8 place, StwGradients gradients)
+stw_adam_steps_in_copy(const StwChunking *c, guint32 ch, guint8 place)
 {
-  return c->dtype == STW_DTYPE_FP32 && gradients == STW_GRADIENTS_CHUNKS &&
-         place == STW_OPTIM_CPU && !stw_chunking_chunk(c, ch)->frozen;
+  return c->dtype == STW_DTYPE_FP32 && place == STW_OPTIM_CPU &&
+         !stw_chunking_chunk(c, ch)->frozen;
 }
 
 /* Whether the gradients of chunk CH of layout C, placed PLACE, cross from the device to the host

@@ -171,17 +171,22 @@ gboolean stw_runtime_optim(StwRuntime *rt, guint32 tensor, gpointer *param, floa
                            gpointer *momentum, gpointer *variance);
 /* Whether the step of TENSOR, after stw_runtime_optim, writes its new weights into the compute
  * copy alone (stw_compute_host_adam_to_copy): an fp32 compute copy stepped by CPU Adam (on any
- * number of ranks), its gradients written into the chunks by backward, keeps the weights between
- * steps, and
- * its master is read, not written (writing it too does no harm, and moves 4 bytes an element
- * more). The master stw_runtime_optim gives is then the compute copy itself where the chunk got
- * no gradient this iteration. */
+ * number of ranks) keeps the weights between steps, and its master is read, not written
+ * (writing it too does no harm, and moves 4 bytes an element more). The master
+ * stw_runtime_optim gives is then the compute copy itself where the chunk got no gradient this
+ * iteration. */
 gboolean stw_runtime_optim_weights_in_copy(const StwRuntime *rt, guint32 tensor);
-/* The caller copies TENSOR's gradient, the framework's own tensor on the device, into the host
- * memory stw_runtime_optim gave it, where CPU Adam steps it (stw_gradients_cross_at_step): the
- * copy counts in the iteration's d2h_bytes, as the plan counts it. Nothing for gradients in the
- * chunks, or a tensor stepped on the device. */
-void stw_runtime_count_gradient_copy(StwRuntime *rt, guint32 tensor);
+/* The caller is about to copy TENSOR's gradient, the framework's own tensor on the device, into
+ * the host memory stw_runtime_optim gives it (call this first), where CPU Adam steps it
+ * (stw_gradients_cross_at_step): the copy counts in the iteration's d2h_bytes, as the plan
+ * counts it, and where its chunk keeps the weights in its compute copy, the chunk's first
+ * gradient of the iteration moves them to the master's buffer, the copy's place taking the
+ * gradients. Nothing for gradients in the chunks, or a tensor stepped on the device. */
+void stw_runtime_gradient_arrives(StwRuntime *rt, guint32 tensor);
+/* Where TENSOR's weights are before its step when they are not where stw_runtime_optim's param
+ * points (the gradient has taken the compute copy's place: stw_runtime_gradient_arrives): the
+ * master's host buffer; NULL where they are there (what Adam's L2 decay reads). */
+const float *stw_runtime_optim_weights(StwRuntime *rt, guint32 tensor);
 /* The dtype of Adam's moments in the layout: STW_DTYPE_FP32 or STW_DTYPE_BF16 (the plan's, or
  * in profile mode the model trace's model.state_dtype). */
 StwDtype stw_runtime_state_dtype(const StwRuntime *rt);

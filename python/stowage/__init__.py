@@ -455,6 +455,12 @@ class Runtime:
                                "state" % tensor)
         return ptr, bool(on_device.value)
 
+    def optim_weights(self, tensor):
+        """After optim_grad: the address of TENSOR's fp32 weights (host memory) when the
+        gradient's place no longer holds them (an fp32 copy stepped by CPU Adam: its weights
+        move to the master's buffer as the gradient arrives), None when it still does."""
+        return _lib.runtime_optim_weights(self._h, self._tensor(tensor, "optim_weights")) or None
+
     def master(self, tensor):
         out = (ctypes.c_float * self.numel[self._tensor(tensor, "master")])()
         _call(_lib.runtime_master, self._h, tensor, out)

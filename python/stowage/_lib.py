@@ -134,6 +134,8 @@ runtime_adam = _fn("stw_bind_runtime_adam", ctypes.c_int, ctypes.c_void_p, u32, 
                    u64, ctypes.POINTER(ctypes.c_void_p))
 runtime_optim_grad = _fn("stw_bind_runtime_optim_grad", ctypes.c_void_p, ctypes.c_void_p,
                          u32, ctypes.POINTER(ctypes.c_int))
+runtime_optim_weights = _fn("stw_bind_runtime_optim_weights", ctypes.c_void_p, ctypes.c_void_p,
+                            u32)
 adam = _fn("stw_bind_adam", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
            ctypes.c_void_p, u64, ctypes.c_char_p, u64, ctypes.POINTER(ctypes.c_void_p))
 runtime_stats = _fn("stw_bind_runtime_stats", ctypes.c_void_p, ctypes.c_void_p)

@@ -1603,9 +1603,12 @@ class wrap:
             g.get("decoupled_weight_decay", False)
         wd = float(g.get("weight_decay", 0.0))
         if wd and not decoupled:  # Adam's L2: the decay is part of the gradient (in mixed
-            # precision, of the 16-bit weights in the slot, times the loss scale the gradient has)
-            src = src.add(slot, alpha=wd) if not self.mixed else \
-                (src.float() + slot.float() * (wd * scale)).to(self.dtype)
+            # precision, of the 16-bit weights in the slot, times the loss scale the gradient has;
+            # an fp32 copy stepped on the CPU has handed its weights to the master's buffer)
+            moved = self.rt.optim_weights(i)
+            weights = slot if moved is None else self._host_tensor(moved, i)
+            src = src.add(weights, alpha=wd) if not self.mixed else \
+                (src.float() + weights.float() * (wd * scale)).to(self.dtype)
         slot.copy_(src)
         beta1, beta2 = g["betas"]
         self._ordered(self.rt.adam, i, self.steps[i], lr=float(g["lr"]),
