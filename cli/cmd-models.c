@@ -55,15 +55,18 @@ print_config_file(const char *file, gboolean json)
                             G_GUINT64_FORMAT " rotary wide, values %" G_GUINT64_FORMAT,
                             c.kv_lora_rank, c.q_lora_rank != 0 ? "through rank " : "directly",
                             q_rank, stw_model_head_dim(&c), c.rope_dim, c.v_head_dim);
-  g_autofree char *context = c.alibi ? g_strdup("positions by ALiBi (no longest context)")
-                                      : g_strdup_printf("context %" G_GUINT64_FORMAT, c.max_seq);
+  g_autofree char *context =
+      c.alibi && c.max_seq == STW_MODEL_MAX_SEQ
+          ? g_strdup("positions by ALiBi (no longest context)")
+          : g_strdup_printf("%scontext %" G_GUINT64_FORMAT,
+                            c.alibi ? "positions by ALiBi, " : "", c.max_seq);
   GString *biases = g_string_new(NULL);
   for (int site = 0; site < STW_N_SITES; site++)
     if (stw_model_has_bias(&c, site))
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads%s%s%s%s; biases: %s; LM head %s%s; %s%s%s%s\n",
+         " key/value heads%s%s%s%s; biases: %s; LM head %s%s; %s%s%s%s%s\n",
          c.heads, stw_model_head_dim(&c), c.kv_heads, latent,
          !c.qk_norm      ? ""
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
@@ -78,7 +81,9 @@ print_config_file(const char *file, gboolean json)
                            "; one norm for attention and the MLP (a parallel block)" }[c.norms],
          (const char *[]){ "", "; MLP activation GELU-new (tanh's approximation op by op)",
                            "; MLP activation one kernel (GELU)", "; MLP activation ReLU" }
-             [c.activation]);
+             [c.activation],
+         (const char *[]){ "", "; LayerNorms (weight and bias)", "; LayerNorms without biases",
+                           "; LayerNorms without parameters" }[c.norm_type]);
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

@@ -56,6 +56,9 @@ typedef enum {
   HF_COHERE2,
   HF_LLAMA4_TEXT,
   HF_GPT_NEO,
+  HF_STABLELM,
+  HF_OLMO,
+  HF_MPT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -68,7 +71,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
                                            "bloom",   "glm4_moe", "deepseek_v3",
                                            "deepseek_v2", "cohere", "cohere2", "llama4_text",
-                                           "gpt_neo", NULL };
+                                           "gpt_neo", "stablelm", "olmo", "mpt", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -126,7 +129,11 @@ typedef struct {
                                      * blocks dense, intermediate_size wide (dense_ffn_default) */
   guint64 dense_layers_default;
   guint64 dense_ffn_default;
-  gboolean reads_qk_norm;           /* use_qk_norm: an RMSNorm over each head's queries and keys */
+  const char *qk_norm_member;       /* a norm over the queries and keys, where this member is
+                                     * true (Cohere's use_qk_norm, StableLM's qk_layernorm) */
+  const char *parallel_member;      /* a parallel block, one norm attention and the MLP share,
+                                     * where this member is true (StableLM's
+                                     * use_parallel_residual) */
   guint64 kv_lora_default;          /* nonzero: latent attention, read from kv_lora_rank,
                                      * q_lora_rank (null: none), qk_rope_head_dim,
                                      * qk_nope_head_dim and v_head_dim, with these defaults */
@@ -377,7 +384,7 @@ static const HfRow hf_rows[] = {
    * moe_intermediate_size wide, num_experts_per_tok a token, and n_shared_experts of that width
    * for every token, as one MLP without a gate; its multi-token-prediction layers are not built */
   [HF_GLM4_MOE] = { .shape = { .arch = STW_ARCH_LLAMA }, .out_bias_never = TRUE,
-                    .reads_attention_bias = TRUE, .reads_qk_norm = TRUE,
+                    .reads_attention_bias = TRUE, .qk_norm_member = "use_qk_norm",
                     .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
                     .experts_default = 128, .experts_per_token_default = 8,
                     .shared_experts_default = 1,
@@ -426,7 +433,7 @@ static const HfRow hf_rows[] = {
    * cohere2's sliding-window layers change no weight */
   [HF_COHERE] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_SHARED,
                              .qk_norm_full = TRUE },
-                  .reads_qk_norm = TRUE, .layers_default = 40, .hidden_default = 8192,
+                  .qk_norm_member = "use_qk_norm", .layers_default = 40, .hidden_default = 8192,
                   .heads_default = 64, .ffn_default = 22528, .max_seq_default = 8192,
                   .vocab_default = 256000, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                   .reads_attention_bias = TRUE },
@@ -473,6 +480,33 @@ static const HfRow hf_rows[] = {
                    .reads_tie = TRUE, .act_member = "activation_function",
                    .act_default = "gelu_new", .attn_dropout_member = "attention_dropout",
                    .resid_dropout_member = "resid_dropout" },
+  /* StableLM (Stability AI): llama's projections and MLP with LayerNorms (weight and bias)
+   * before attention and the MLP, or one both read (use_parallel_residual); q, k and v biased
+   * with use_qkv_bias; qk_layernorm norms each head's queries and keys (weights only: as many as
+   * one norm over all of them); partial_rotary_factor changes no weight */
+  [HF_STABLELM] = { .shape = { .arch = STW_ARCH_LLAMA, .norm_type = STW_NORM_LAYER,
+                               .qk_norm_full = TRUE },
+                    .qk_norm_member = "qk_layernorm", .parallel_member = "use_parallel_residual",
+                    .qkv_bias_member = "use_qkv_bias", .resid_dropout_member = "hidden_dropout",
+                    .attn_dropout_member = "attention_dropout", .layers_default = 32,
+                    .hidden_default = 2560, .heads_default = 32, .ffn_default = 6912,
+                    .max_seq_default = 4096, .vocab_default = 50304, .kv_default = 32,
+                    .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* OLMo (AI2's first): llama's block with LayerNorms that have no parameters at all */
+  [HF_OLMO] = { .shape = { .arch = STW_ARCH_LLAMA, .norm_type = STW_NORM_LAYER_NO_AFFINE },
+                .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 50304,
+                .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* MPT (MosaicML), as transformers builds it: GPT-NeoX's sequential block with positions by
+   * ALiBi, LayerNorms without biases, no projection biases (no_bias and expansion_ratio are not
+   * read: the MLP is 4 x d_model), the head tied */
+  [HF_MPT] = { .shape = { .arch = STW_ARCH_NEOX, .alibi = TRUE,
+                          .norm_type = STW_NORM_LAYER_NO_BIAS },
+               .layers = "n_layers", .hidden = "d_model", .heads = "n_heads",
+               .max_seq = "max_seq_len", .layers_default = 24, .hidden_default = 2048,
+               .heads_default = 16, .max_seq_default = 2048, .vocab_default = 50368,
+               .ffn_fixed = TRUE, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+               .tied = TRUE, .reads_tie = TRUE, .resid_dropout_member = "resid_pdrop" },
 };
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
@@ -1000,8 +1034,13 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if (c.dense_layers == 0)
       c.dense_ffn = 0;
   }
-  if (row->reads_qk_norm && !get_bool(h, "use_qk_norm", &c.qk_norm, error))
+  if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
     return FALSE;
+  gboolean parallel = FALSE;
+  if (row->parallel_member != NULL && !get_bool(h, row->parallel_member, &parallel, error))
+    return FALSE;
+  if (parallel)
+    c.norms = STW_NORMS_SHARED;
   if (!c.qk_norm)
     c.qk_norm_full = FALSE; /* the row's kind of norm, where the file asks for one */
   if (row->kv_lora_default != 0) { /* latent attention: a key and value per head */

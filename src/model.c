@@ -45,6 +45,25 @@ stw_model_resid_dropout(const StwModelConfig *cfg)
   return dropout_of(cfg->resid_dropout, cfg->arch);
 }
 
+gboolean
+stw_model_rms_norm(const StwModelConfig *cfg)
+{
+  return cfg->arch == STW_ARCH_LLAMA && cfg->norm_type == STW_NORM_DEFAULT;
+}
+
+gboolean
+stw_model_norm_weight(const StwModelConfig *cfg)
+{
+  return cfg->norm_type != STW_NORM_LAYER_NO_AFFINE;
+}
+
+gboolean
+stw_model_norm_bias(const StwModelConfig *cfg)
+{
+  return cfg->norm_type == STW_NORM_LAYER ||
+         (cfg->norm_type == STW_NORM_DEFAULT && cfg->arch != STW_ARCH_LLAMA);
+}
+
 StwActivation
 stw_model_activation(const StwModelConfig *cfg)
 {
@@ -205,6 +224,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "position_offset is for learned positions (gpt and bert blocks)";
   else if ((guint)c->activation >= STW_N_ACTS)
     problem = "an unknown activation";
+  else if ((guint)c->norm_type >= STW_N_NORM_TYPES)
+    problem = "an unknown norm_type";
+  else if (c->norm_type != STW_NORM_DEFAULT && c->arch == STW_ARCH_BERT)
+    problem = "norm_type is the decoders' (gpt, neox, llama)";
   else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA)
     problem = "activation is the gpt, neox and bert blocks' (llama-style blocks gate theirs)";
   else if (c->qk_norm_full && !c->qk_norm)
@@ -259,7 +282,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
-      "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout"
+      "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -267,7 +290,7 @@ static const char *const standalone_members[] = { "format", "version", MODEL_MEM
 static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
-  int norms = (int)c->norms, activation = (int)c->activation;
+  int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
   gboolean gated = !c->shared_expert_ungated;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
       !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
@@ -276,6 +299,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->experts_per_token, error) ||
       !stw_json_get_bool(r, obj, "qk_norm", FALSE, &c->qk_norm, error) ||
       !stw_json_get_enum(r, obj, "norms", FALSE, stw_norms_names, &norms, error) ||
+      !stw_json_get_enum(r, obj, "norm_type", FALSE, stw_norm_type_names, &norm_type, error) ||
       !stw_json_get_bool(r, obj, "qk_norm_full", FALSE, &c->qk_norm_full, error) ||
       !stw_json_get_bool(r, obj, "logit_softcap", FALSE, &c->logit_softcap, error) ||
       !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error) ||
@@ -303,6 +327,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->position_offset, error))
     return FALSE;
   c->norms = (StwNorms)norms;
+  c->norm_type = (StwNormType)norm_type;
   c->activation = (StwActivation)activation;
   c->shared_expert_ungated = !gated;
   if (c->token_types == 2)
@@ -422,6 +447,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
   if (c->norms != STW_NORMS_PRE)
     cJSON_AddStringToObject(o, "norms", stw_norms_names[c->norms]);
+  if (c->norm_type != STW_NORM_DEFAULT)
+    cJSON_AddStringToObject(o, "norm_type", stw_norm_type_names[c->norm_type]);
   if (c->qk_norm_full)
     cJSON_AddBoolToObject(o, "qk_norm_full", TRUE);
   if (c->logit_softcap)
@@ -663,6 +690,25 @@ norm_params(Builder *b, Ids *ids, guint64 d, gboolean rms, const char *prefix)
     named(b, ids, d, 0, prefix, "bias");
 }
 
+/* A block's, the final or the embeddings' norm's parameters, as the model's norm_type has them:
+ * PREFIX.weight and PREFIX.bias, one of them or none. */
+static void
+model_norm_params(Builder *b, Ids *ids, guint64 d, const char *prefix)
+{
+  if (stw_model_norm_weight(&b->g->config))
+    named(b, ids, d, 0, prefix, "weight");
+  if (stw_model_norm_bias(&b->g->config))
+    named(b, ids, d, 0, prefix, "bias");
+}
+
+/* The op of a block's, the final or the embeddings' norm (the model's kind: RMSNorm or
+ * LayerNorm). */
+static StwGraphOp *
+model_norm(Builder *b, gint32 layer, StwOpKind kind, const char *name, guint64 d, const Ids *ids)
+{
+  return norm(b, layer, kind, name, d, stw_model_rms_norm(&b->g->config), ids->n, ids->id);
+}
+
 static void
 tie(Builder *b, guint32 embedding, const char *alias)
 {
@@ -701,24 +747,24 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
   g_autofree char *n_ln2 = g_strconcat(p, ".", nm->ln_2, NULL);
   g_autofree char *n_fc = g_strconcat(p, ".", nm->fc, NULL);
   g_autofree char *n_proj = g_strconcat(p, ".", nm->proj, NULL);
-  norm_params(b, &ln1, d, FALSE, n_ln1);
+  model_norm_params(b, &ln1, d, n_ln1);
   /* GPT-2's Conv1D weights are [in, out]; NeoX's Linear ones [out, in]: the same bytes; with
    * grouped or multi-query attention (StarCoder 2, GPT-BigCode) the keys and values narrower */
   projection(b, &qkv, STW_SITE_QKV, d, q + 2 * kv, q + 2 * kv, n_qkv);
   projection(b, &out, STW_SITE_OUT, q, d, d, n_out);
   gboolean shared = c->norms == STW_NORMS_SHARED; /* the parallel block's one norm */
   if (!shared)
-    norm_params(b, &ln2, d, FALSE, n_ln2);
+    model_norm_params(b, &ln2, d, n_ln2);
   projection(b, &fc, STW_SITE_MLP, d, f, f, n_fc);
   projection(b, &proj, STW_SITE_MLP, f, d, d, n_proj);
 
-  norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, FALSE, ln1.n, ln1.id)->residual = STW_RESIDUAL_OPEN;
+  model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1)->residual = STW_RESIDUAL_OPEN;
   linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
   if (rope)
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
   attention_core(b, l, q, kv, kv, q, TRUE);
   linear(b, l, STW_OP_ATTN_OUT, "attn.proj", q, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
-  StwGraphOp *open = shared ? NULL : norm(b, l, STW_OP_NORM_MLP, "ln_2", d, FALSE, ln2.n, ln2.id);
+  StwGraphOp *open = shared ? NULL : model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2);
   StwGraphOp *in = linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, fc.n, fc.id);
   (open != NULL ? open : in)->residual = STW_RESIDUAL_OPEN;
   elementwise(b, l, STW_OP_MLP_ACT, "mlp.gelu", f, f, 8, TRUE);
@@ -727,12 +773,12 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
 
 /* The final norm, the LM head (EMBEDDING when tied, else a tensor named HEAD) and the loss. */
 static void
-decoder_head(Builder *b, guint32 embedding, gboolean rms, const char *final_norm,
+decoder_head(Builder *b, guint32 embedding, const char *final_norm,
              const char *head)
 {
   const StwModelConfig *c = &b->g->config;
   Ids ln = { 0 }, lm = { 0 };
-  norm_params(b, &ln, c->hidden, rms, final_norm);
+  model_norm_params(b, &ln, c->hidden, final_norm);
   if (c->tied) {
     tie(b, embedding, head);
     ids_add(&lm, embedding);
@@ -745,7 +791,7 @@ decoder_head(Builder *b, guint32 embedding, gboolean rms, const char *final_norm
                                 : g_strdup(head);
     ids_add(&lm, tensor(b, c->vocab, 0, "%s.bias", stem));
   }
-  norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, rms, ln.n, ln.id);
+  model_norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, &ln);
   linear(b, -1, STW_OP_LM_HEAD, "lm_head", c->hidden, c->vocab, lm.n, lm.id);
   if (c->logit_softcap) /* x / c, tanh, * c: tanh keeps its output (the logits' size) */
     elementwise(b, -1, STW_OP_LOGIT_SOFTCAP, "logit_softcap", c->vocab, c->vocab, 3, TRUE);
@@ -770,7 +816,7 @@ build_gpt(Builder *b)
   for (gint32 l = 0; l < (gint32)c->layers; l++)
     gelu_block(b, l, &names, FALSE);
   /* ln_f comes before an untied head, as in the published checkpoints */
-  decoder_head(b, wte, FALSE, "ln_f", "lm_head.weight");
+  decoder_head(b, wte, "ln_f", "lm_head.weight");
 }
 
 /* GPT-NeoX: GPT-2's block with rotary positions instead of a position table, and an untied
@@ -786,8 +832,8 @@ build_neox(Builder *b)
   o->out_bytes = b->T * c->hidden * b->e;
   if (c->embed_norm) { /* BLOOM's word_embeddings_layernorm */
     Ids ln = { 0 };
-    norm_params(b, &ln, c->hidden, FALSE, "gpt_neox.embed_in_layernorm");
-    norm(b, -1, STW_OP_NORM_EMBED, "embed.ln", c->hidden, FALSE, ln.n, ln.id);
+    model_norm_params(b, &ln, c->hidden, "gpt_neox.embed_in_layernorm");
+    model_norm(b, -1, STW_OP_NORM_EMBED, "embed.ln", c->hidden, &ln);
   }
 
   static const GeluBlockNames names = {
@@ -796,7 +842,7 @@ build_neox(Builder *b)
   };
   for (gint32 l = 0; l < (gint32)c->layers; l++)
     gelu_block(b, l, &names, !c->alibi); /* ALiBi's bias joins the scores: no rotary op */
-  decoder_head(b, emb, FALSE, "gpt_neox.final_layer_norm", "embed_out.weight");
+  decoder_head(b, emb, "gpt_neox.final_layer_norm", "embed_out.weight");
 }
 
 /* One SwiGLU expert of width F named PREFIX.NAMES[0] (gate), [1] (down) and [2] (up), declared
@@ -966,7 +1012,7 @@ build_llama(Builder *b)
     Ids ln1 = { 0 }, qkv = { 0 }, qk = { 0 }, out = { 0 }, ln2 = { 0 }, post1 = { 0 },
         post2 = { 0 }, sinks = { 0 };
     if (pre)
-      norm_params(b, &ln1, d, TRUE, n1);
+      model_norm_params(b, &ln1, d, n1);
     if (c->attn_sinks) /* gpt-oss's logit per head, read by the attention's softmax */
       named(b, &sinks, c->heads, 0, pa, "sinks");
     Mla mla = { 0 };
@@ -987,12 +1033,12 @@ build_llama(Builder *b)
     guint64 o_in = c->heads * stw_model_v_head_dim(c); /* what the output projection reads */
     projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
     if (post)
-      norm_params(b, &post1, d, TRUE, n3);
+      model_norm_params(b, &post1, d, n3);
     if (pre && !shared)
-      norm_params(b, &ln2, d, TRUE, n2);
+      model_norm_params(b, &ln2, d, n2);
 
     /* the block opens at its first norm, or at the projections where there is none before */
-    StwGraphOp *open = pre ? norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, TRUE, ln1.n, ln1.id) : NULL;
+    StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
     StwGraphOp *proj = c->kv_lora_rank != 0
                            ? mla_ops(b, l, &mla)
                            : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n,
@@ -1016,10 +1062,10 @@ build_llama(Builder *b)
     /* the residual added after the post-norm where there is one */
     StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
     if (post)
-      close = norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, TRUE, post1.n, post1.id);
+      close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
     close->residual = STW_RESIDUAL_CLOSE;
     if (pre && !shared)
-      norm(b, l, STW_OP_NORM_MLP, "ln_2", d, TRUE, ln2.n, ln2.id)->residual = STW_RESIDUAL_OPEN;
+      model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1 && (guint64)l >= c->dense_layers) {
       moe_mlp(b, l, p);
       continue;
@@ -1033,17 +1079,17 @@ build_llama(Builder *b)
     projection(b, &gate_up, STW_SITE_MLP, w, d, w, nu);
     projection(b, &down, STW_SITE_MLP, d, w, d, nd);
     if (post)
-      norm_params(b, &post2, d, TRUE, n4);
+      model_norm_params(b, &post2, d, n4);
     proj = linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * w, gate_up.n, gate_up.id);
     if (!pre || shared) /* the MLP's branch opens at its first projection */
       proj->residual = STW_RESIDUAL_OPEN;
     elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * w, w, 3, TRUE);
     close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", w, d, down.n, down.id);
     if (post)
-      close = norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, TRUE, post2.n, post2.id);
+      close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);
     close->residual = STW_RESIDUAL_CLOSE;
   }
-  decoder_head(b, emb, TRUE, "norm", "lm_head.weight");
+  decoder_head(b, emb, "norm", "lm_head.weight");
 }
 
 static void

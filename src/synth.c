@@ -271,8 +271,8 @@ eager_cost(const Synth *s, const StwGraphOp *g)
    * probabilities and the residual branches by default; OPT's on the residuals) */
   gboolean dropout = stw_model_attn_dropout(c), resid_dropout = stw_model_resid_dropout(c);
   Eager x = { 0, 0, 1, 2 }; /* one kernel; backward: the input's gradient and the weights' */
-  if (is_norm(g) && c->arch == STW_ARCH_LLAMA) /* RMSNorm in fp32, op by op; LayerNorm is one
-                                                 * kernel */
+  if (is_norm(g) && stw_model_rms_norm(c)) /* RMSNorm in fp32, op by op; LayerNorm is one
+                                           * kernel */
     x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
   switch (g->kind) {
   case STW_OP_NORM_QK: { /* Qwen3's two RMSNorms, in fp32 op by op, over q and k: the values,
@@ -378,7 +378,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   double saved = 0, work = 0;
   /* the same modules the time model's eager chains are (eager_cost) */
   gboolean dropout = stw_model_attn_dropout(c), resid_dropout = stw_model_resid_dropout(c);
-  if (is_norm(g) && c->arch == STW_ARCH_LLAMA) {
+  if (is_norm(g) && stw_model_rms_norm(c)) {
     /* RMSNorm op by op: the fp32 copy of its input (pow and the product keep it) and the
      * normalized copy cast back (the weight's product keeps it), where the fused op keeps the
      * input; under autocast the stream and the normalized copy are fp32 (a norm after a branch,

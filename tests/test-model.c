@@ -312,6 +312,88 @@ test_gemma(void)
  * (the residual's skip path from the block input), and one RMSNorm over all the queries (4096
  * weights) and one over all the keys, a statistic per token each; synthesized, its residuals
  * and memory balance (synth's assertions) */
+/* The norms' kinds: StableLM's llama-style block with LayerNorms (weight and bias), OLMo's
+ * LayerNorms without parameters, MPT's without biases: each first block norm's parameters, its
+ * cost as a LayerNorm (8 FLOPs an element, mean and rstd kept: 8 bytes a token), the model file's
+ * norm_type written and read back, and the refusals. */
+static void
+test_norm_types(void)
+{
+  static const struct {
+    const char *dir;
+    StwNormType type;
+    const char *name;
+    guint params;
+  } cases[] = {
+    { "stablelm-2-1_6b", STW_NORM_LAYER, "layernorm", 2 },
+    { "OLMo-1B-hf", STW_NORM_LAYER_NO_AFFINE, "layernorm_no_affine", 0 },
+    { "mpt-7b", STW_NORM_LAYER_NO_BIAS, "layernorm_no_bias", 1 },
+  };
+  g_autofree char *dir = g_dir_make_tmp("stowage-norms-XXXXXX", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
+    g_autofree char *path = stw_test_fixture(rel);
+    StwModelConfig c;
+    g_assert_true(stw_model_resolve(path, &c, NULL));
+    g_assert_cmpint(c.norm_type, ==, cases[i].type);
+    g_assert_false(stw_model_rms_norm(&c));
+    g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+    const StwGraphOp *ln = NULL, *final = NULL;
+    for (guint k = 0; k < g->ops->len; k++) {
+      const StwGraphOp *o = g->ops->pdata[k];
+      if (o->kind == STW_OP_NORM_ATTN && ln == NULL)
+        ln = o;
+      if (o->kind == STW_OP_NORM_FINAL)
+        final = o;
+    }
+    g_assert_cmpuint(ln->params->len, ==, cases[i].params);
+    g_assert_cmpuint(final->params->len, ==, cases[i].params);
+    g_assert_cmpuint(ln->flops, ==, 8 * 16 * c.hidden);
+    g_assert_cmpuint(ln->saved_extra_bytes, ==, 16 * 8);
+    cJSON *j = stw_model_config_to_json(&c, TRUE);
+    g_assert_cmpstr(cJSON_GetStringValue(cJSON_GetObjectItem(j, "norm_type")), ==,
+                    cases[i].name);
+    g_autofree char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    g_autofree char *back = g_build_filename(dir, "back.json", NULL);
+    g_assert_true(g_file_set_contents(back, text, -1, NULL));
+    StwModelConfig again;
+    g_assert_true(stw_model_resolve(back, &again, NULL));
+    g_assert_cmpint(again.norm_type, ==, cases[i].type);
+    g_assert_cmpuint(stw_model_param_count(&again), ==, stw_model_param_count(&c));
+    g_unlink(back);
+  }
+  /* the default is written as nothing; llama's is RMSNorm with a weight */
+  StwModelConfig llama;
+  g_assert_true(stw_zoo_lookup("llama3-8b", &llama, NULL));
+  g_assert_true(stw_model_rms_norm(&llama) && stw_model_norm_weight(&llama) &&
+                !stw_model_norm_bias(&llama));
+  cJSON *j = stw_model_config_to_json(&llama, TRUE);
+  g_assert_null(cJSON_GetObjectItem(j, "norm_type"));
+  cJSON_Delete(j);
+  /* bert keeps its own; an unknown kind is refused, named */
+  StwModelConfig bert;
+  g_assert_true(stw_zoo_lookup("bert-base", &bert, NULL));
+  bert.norm_type = STW_NORM_LAYER_NO_BIAS;
+  GError *error = NULL;
+  g_assert_false(stw_model_config_validate(&bert, NULL, &error));
+  stw_assert_error_contains(error, "norm_type is the decoders' (gpt, neox, llama)");
+  g_autofree char *bad = g_build_filename(dir, "bad.json", NULL);
+  g_assert_true(g_file_set_contents(bad, "{\"format\": \"stowage-model\", \"version\": 1, "
+                                    "\"name\": \"x\", \"arch\": \"gpt\", \"layers\": 1, "
+                                    "\"hidden\": 64, \"heads\": 4, \"vocab\": 100, "
+                                    "\"norm_type\": \"batchnorm\"}",
+                                    -1, NULL));
+  StwModelConfig none;
+  g_assert_false(stw_model_resolve(bad, &none, &error));
+  stw_assert_error_contains(error, "bad.json: $.norm_type: \"batchnorm\" is not one of "
+                                   "\"default\", \"layernorm\", \"layernorm_no_bias\", "
+                                   "\"layernorm_no_affine\"");
+  g_unlink(bad);
+  g_rmdir(dir);
+}
+
 static void
 test_olmo2(void)
 {
@@ -633,6 +715,9 @@ test_hf_configs(void)
     { "GLM-4.5-Air", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(106852245504), 8, 128, FALSE },
     { "DeepSeek-V3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(671026404352), 128, 128, FALSE },
     { "DeepSeek-V2-Lite", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(15706484224), 16, 128, FALSE },
+    { "stablelm-2-1_6b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1644515328), 32, 64, FALSE },
+    { "OLMo-1B-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1176764416), 16, 128, TRUE },
+    { "mpt-7b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6649286656), 32, 128, TRUE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -1238,6 +1323,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/hf-gpt-neo-layers", test_hf_gpt_neo_layers);
   g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/olmo2", test_olmo2);
+  g_test_add_func("/model/norm-types", test_norm_types);
   g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);
   g_test_add_func("/model/parallel-blocks", test_parallel_blocks);
   g_test_add_func("/model/shared-expert", test_shared_expert);

@@ -105,6 +105,19 @@ typedef enum {
   STW_N_NORMS
 } StwNorms;
 
+/* What a block's norms are (StwModelConfig.norm_type): the architecture's, or a LayerNorm with
+ * fewer parameters than gpt's and neox's, or one where a llama-style block has RMSNorms. The
+ * block's and the final norm, and an embedding norm; query and key norms, and latent
+ * attention's, stay RMSNorms with weights. */
+typedef enum {
+  STW_NORM_DEFAULT,             /* gpt, neox, bert: LayerNorm, weight and bias; llama: RMSNorm,
+                                 * weight */
+  STW_NORM_LAYER,               /* LayerNorm, weight and bias (StableLM's llama-style block) */
+  STW_NORM_LAYER_NO_BIAS,       /* LayerNorm, weight only (MPT) */
+  STW_NORM_LAYER_NO_AFFINE,     /* LayerNorm without parameters (OLMo) */
+  STW_N_NORM_TYPES
+} StwNormType;
+
 /* The MLP's activation in a gpt, neox or bert block (StwModelConfig.activation): what it costs
  * in eager kernels, not in parameters. */
 typedef enum {
@@ -155,6 +168,7 @@ typedef struct {
   gboolean logit_softcap; /* the logits capped by c * tanh(x / c) before the loss (Gemma 2) */
   gboolean attn_softcap;  /* the attention scores capped so before the softmax (Gemma 2) */
   StwActivation activation; /* the MLP's, where not the architecture's (gpt, neox, bert) */
+  StwNormType norm_type;    /* the block's and final norms' kind (gpt, neox, llama) */
   guint64 position_offset; /* learned positions (gpt, bert): the table's rows beyond max_seq,
                             * which no position uses (OPT's offset, RoBERTa's padding: 2) */
   gboolean attn_sinks;     /* a learned logit per head that joins each softmax (gpt-oss): heads
@@ -396,6 +410,13 @@ extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
+extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
+                                                 * "layernorm_no_affine" */
+/* Whether CONFIG's block and final norms are RMSNorms (a llama-style block's default), and
+ * whether they have a weight, and a bias. */
+gboolean stw_model_rms_norm(const StwModelConfig *config);
+gboolean stw_model_norm_weight(const StwModelConfig *config);
+gboolean stw_model_norm_bias(const StwModelConfig *config);
 
 STW_END_DECLS
 

@@ -139,6 +139,13 @@ SMALL = {
     "ernie4_5": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
                  "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0},
+    "stablelm": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 4, "intermediate_size": 160, "vocab_size": 128,
+                 "max_position_embeddings": 64, "pad_token_id": 0},
+    "olmo": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+             "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
+             "pad_token_id": 0, "eos_token_id": 0},
+    "mpt": {"n_layers": 2, "d_model": 64, "n_heads": 4, "vocab_size": 128, "max_seq_len": 64},
 }
 
 
@@ -224,6 +231,16 @@ def variants(kind):
                       {"first_k_dense_replace": 0}, {"first_k_dense_replace": 9},
                       {"n_shared_experts": 2}, {"num_local_experts": 8},
                       {"num_key_value_heads": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "stablelm":  # its switches: q, k, v biases, a parallel block, per-head norms
+        for extra in ({"use_qkv_bias": True}, {"use_parallel_residual": True},
+                      {"qk_layernorm": True}, {"qk_layernorm": True, "num_key_value_heads": 2},
+                      {"partial_rotary_factor": 0.5}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "mpt":  # what transformers does not read: the MLP stays 4 x d_model, no biases
+        for extra in ({"expansion_ratio": 2}, {"no_bias": False},
+                      {"attn_config": {"alibi": True, "attn_pdrop": 0}},
+                      {"num_hidden_layers": 3, "hidden_size": 32, "num_attention_heads": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "ernie4_5":  # every projection's bias, one switch
         out.append(("use_bias", dict(base, use_bias=True)))
