@@ -59,6 +59,9 @@ typedef enum {
   HF_STABLELM,
   HF_OLMO,
   HF_MPT,
+  HF_NEMOTRON,
+  HF_GRANITEMOE,
+  HF_PHIMOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -71,7 +74,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "olmo3",   "exaone4",  "seed_oss", "ernie4_5",
                                            "bloom",   "glm4_moe", "deepseek_v3",
                                            "deepseek_v2", "cohere", "cohere2", "llama4_text",
-                                           "gpt_neo", "stablelm", "olmo", "mpt", NULL };
+                                           "gpt_neo", "stablelm", "olmo", "mpt", "nemotron",
+                                           "granitemoe", "phimoe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -86,6 +90,8 @@ typedef struct {
                                      * (Qwen2's default is 32, and null is the heads) */
   guint64 head_dim_default;         /* head_dim: 0 = hidden / heads (None); NOT_READ: always */
   gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
+  gboolean kv_required;             /* num_key_value_heads must be given: the class builds no
+                                     * model without it (Nemotron's) */
   gboolean ffn_null_ok;
   gboolean ffn_fixed;               /* the MLP 4 x hidden, whatever the file says (BLOOM's) */
   gboolean positions_unbounded;     /* ALiBi: no table, so no longest sequence to read */
@@ -131,6 +137,8 @@ typedef struct {
   guint64 dense_ffn_default;
   const char *qk_norm_member;       /* a norm over the queries and keys, where this member is
                                      * true (Cohere's use_qk_norm, StableLM's qk_layernorm) */
+  const char *head_bias_member;     /* the LM head's bias, where this member is true (PhiMoE's
+                                     * lm_head_bias) */
   const char *parallel_member;      /* a parallel block, one norm attention and the MLP share,
                                      * where this member is true (StableLM's
                                      * use_parallel_residual) */
@@ -507,6 +515,32 @@ static const HfRow hf_rows[] = {
                .heads_default = 16, .max_seq_default = 2048, .vocab_default = 50368,
                .ffn_fixed = TRUE, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                .tied = TRUE, .reads_tie = TRUE, .resid_dropout_member = "resid_pdrop" },
+  /* Nemotron (NVIDIA's Nemotron-4, Minitron): GPT-NeoX's sequential block (LayerNorms with
+   * weight and bias, an MLP up and down without a gate, ReLU squared) with grouped keys and
+   * values, no biases unless attention_bias and mlp_bias; partial_rotary_factor changes no
+   * weight */
+  [HF_NEMOTRON] = { .shape = { .arch = STW_ARCH_NEOX }, .layers_default = 32,
+                    .hidden_default = 6144, .heads_default = 48, .ffn_default = 24576,
+                    .max_seq_default = 4096, .vocab_default = 256000, .kv_required = TRUE,
+                    .head_dim_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
+                    .reads_mlp_bias = TRUE, .act_member = "hidden_act", .act_default = "relu2",
+                    .attn_dropout_member = "attention_dropout" },
+  /* Granite's mixture of experts (IBM Granite 3.0 MoE): llama's attention, and in every block
+   * num_local_experts experts intermediate_size wide, num_experts_per_tok a token (the
+   * multipliers scale, they add nothing) */
+  [HF_GRANITEMOE] = { .shape = { .arch = STW_ARCH_LLAMA }, .experts_member = "num_local_experts",
+                      .experts_default = 8, .experts_per_token_default = 2, .layers_default = 32,
+                      .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
+                      .max_seq_default = 2048, .vocab_default = 32000, .kv_null_ok = TRUE,
+                      .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* PhiMoE (Phi-3.5-MoE): Mixtral's block with LayerNorms (weight and bias), q, k, v and o
+   * biased with attention_bias, the LM head with lm_head_bias */
+  [HF_PHIMOE] = { .shape = { .arch = STW_ARCH_LLAMA, .norm_type = STW_NORM_LAYER },
+                  .experts_member = "num_local_experts", .experts_default = 16,
+                  .experts_per_token_default = 2, .layers_default = 32, .hidden_default = 4096,
+                  .heads_default = 32, .ffn_default = 6400, .max_seq_default = 131072,
+                  .vocab_default = 32064, .kv_default = 8, .reads_tie = TRUE,
+                  .reads_attention_bias = TRUE, .head_bias_member = "lm_head_bias" },
 };
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
@@ -711,9 +745,9 @@ read_activation(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error
 
 /* OPT's variants stowage does not model: OPT-350m's post-norm blocks (do_layer_norm_before
  * false) and its embeddings narrower than the blocks (word_embed_proj_dim, projected in and
- * out), a final norm removed, norms without weights. */
+ * out), a final norm removed; norms without weights are read (norm_type). */
 static gboolean
-read_opt(const Hf *h, const StwModelConfig *c, GError **error)
+read_opt(const Hf *h, StwModelConfig *c, GError **error)
 {
   gboolean before = TRUE, removed = FALSE, affine = TRUE;
   guint64 proj = c->hidden;
@@ -732,9 +766,8 @@ read_opt(const Hf *h, const StwModelConfig *c, GError **error)
   if (removed)
     return stw_json_fail_at(h->r, "_remove_final_layer_norm", error, "true: a decoder without "
                             "its final norm is not modelled");
-  if (!affine)
-    return stw_json_fail_at(h->r, "layer_norm_elementwise_affine", error, "false: norms "
-                            "without weights are not modelled");
+  if (!affine) /* LayerNorms without weights or biases (the model format's norm_type) */
+    c->norm_type = STW_NORM_LAYER_NO_AFFINE;
   return TRUE;
 }
 
@@ -976,6 +1009,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (row->reads_tie && !get_bool(h, "tie_word_embeddings", &c.tied, error))
     return FALSE;
   c.kv_heads = c.heads;
+  if (row->kv_required && !cJSON_IsNumber(last_member(root, "num_key_value_heads")))
+    return stw_json_fail_at(r, "num_key_value_heads", error, "required (a number): %s's "
+                            "attention divides by it, and transformers builds no model without "
+                            "it", type_name);
   if (row->kv_default != NOT_READ) {
     guint64 kv = row->kv_default;
     if (!get_u64(h, "num_key_value_heads", row->kv_null_ok, STW_MODEL_MAX_WIDTH, &kv, error))
@@ -1037,7 +1074,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
     return FALSE;
   gboolean parallel = FALSE;
-  if (row->parallel_member != NULL && !get_bool(h, row->parallel_member, &parallel, error))
+  if ((row->parallel_member != NULL && !get_bool(h, row->parallel_member, &parallel, error)) ||
+      (row->head_bias_member != NULL && !get_bool(h, row->head_bias_member, &c.head_bias, error)))
     return FALSE;
   if (parallel)
     c.norms = STW_NORMS_SHARED;

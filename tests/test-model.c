@@ -718,6 +718,9 @@ test_hf_configs(void)
     { "stablelm-2-1_6b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1644515328), 32, 64, FALSE },
     { "OLMo-1B-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1176764416), 16, 128, TRUE },
     { "mpt-7b", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6649286656), 32, 128, TRUE },
+    { "Minitron-4B-Base", STW_ARCH_NEOX, G_GUINT64_CONSTANT(4190509056), 8, 128, FALSE },
+    { "granite-3.0-1b-a400m-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1334628352), 8, 64, TRUE },
+    { "Phi-3.5-MoE-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(41873153344), 8, 128, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -765,6 +768,37 @@ test_hf_configs(void)
   StwModelConfig no_sinks = go;
   no_sinks.attn_sinks = FALSE;
   g_assert_cmpuint(stw_model_param_count(&go) - stw_model_param_count(&no_sinks), ==, 24 * 64);
+  /* the mixtures' active parameters (Granite 3.0's 400M a token of 1.3B, Phi-3.5-MoE's 6.6B
+   * of 41.9B, as published), PhiMoE's LM head bias, Nemotron's ReLU squared as one kernel */
+  static const struct {
+    const char *dir;
+    guint64 active;
+  } moes[] = { { "granite-3.0-1b-a400m-base", G_GUINT64_CONSTANT(428658688) },
+               { "Phi-3.5-MoE-instruct", G_GUINT64_CONSTANT(6640999744) } };
+  for (gsize i = 0; i < G_N_ELEMENTS(moes); i++) {
+    g_autofree char *rel = g_strdup_printf("hf/%s/config.json", moes[i].dir);
+    g_autofree char *path = stw_test_fixture(rel);
+    StwModelConfig cfg;
+    g_assert_true(stw_model_resolve(path, &cfg, NULL));
+    g_assert_cmpuint(stw_model_active_param_count(&cfg), ==, moes[i].active);
+    g_assert_cmpint(cfg.head_bias, ==, i == 1);
+    g_assert_cmpint(cfg.norm_type, ==, i == 1 ? STW_NORM_LAYER : STW_NORM_DEFAULT);
+  }
+  {
+    g_autofree char *path = stw_test_fixture("hf/Minitron-4B-Base/config.json");
+    StwModelConfig cfg;
+    g_assert_true(stw_model_resolve(path, &cfg, NULL));
+    g_assert_cmpint(cfg.activation, ==, STW_ACT_RELU);
+    g_assert_false(stw_model_has_bias(&cfg, STW_SITE_QKV) || stw_model_has_bias(&cfg, STW_SITE_MLP));
+    /* its attention divides by num_key_value_heads: a file without it is refused */
+    static const char no_kv[] = "{\"model_type\": \"nemotron\", \"num_hidden_layers\": 2, "
+                                "\"hidden_size\": 64, \"num_attention_heads\": 4}";
+    GError *error = NULL;
+    g_assert_false(stw_model_config_parse("nemotron.json", no_kv, strlen(no_kv), &cfg, &error));
+    stw_assert_error_contains(error, "nemotron.json: $.num_key_value_heads: required (a number): "
+                                     "nemotron's attention divides by it, and transformers builds "
+                                     "no model without it");
+  }
   /* the MLPs' activations, where not their architecture's: OPT's ReLU, GPT-BigCode's one
    * GELU kernel (gelu_pytorch_tanh), Phi-2's and GPT-J's GELU-new in neox-style blocks */
   static const struct {
@@ -1070,7 +1104,9 @@ test_hf_configs(void)
   GError *error = NULL;
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
-                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, deepseek_v3, deepseek_v2 and llama4_text only");
+                                   "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
+                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe and phimoe "
+                                   "only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -1088,9 +1124,6 @@ test_hf_configs(void)
                                      "name" },
     { "\"_remove_final_layer_norm\": true", "opt.json: $._remove_final_layer_norm: true: a "
                                              "decoder without its final norm is not modelled" },
-    { "\"layer_norm_elementwise_affine\": false",
-      "opt.json: $.layer_norm_elementwise_affine: false: norms without weights are not "
-      "modelled" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(opt_bad); i++) {
     g_autofree char *opt_text =
@@ -1114,6 +1147,18 @@ test_hf_configs(void)
   g_assert_false(stw_model_has_bias(&cfg, STW_SITE_MLP));
   g_autoptr(StwModelGraph) og = stw_model_graph_new(&cfg, 1, 4, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
   g_assert_cmpuint(((StwGraphTensor *)og->tensors->pdata[1])->shape[0], ==, 32); /* wpe */
+  /* its LayerNorms without weights or biases: 2 a block of 2 x 64, and the final one, fewer */
+  static const char plain_opt[] = "{\"model_type\": \"opt\", \"num_hidden_layers\": 2, "
+                                  "\"hidden_size\": 64, \"num_attention_heads\": 4, "
+                                  "\"ffn_dim\": 128, \"vocab_size\": 100, "
+                                  "\"max_position_embeddings\": 30, "
+                                  "\"activation_function\": \"gelu_new\", "
+                                  "\"enable_bias\": false, "
+                                  "\"layer_norm_elementwise_affine\": false}";
+  StwModelConfig affineless;
+  g_assert_true(stw_model_config_parse("opt.json", plain_opt, strlen(plain_opt), &affineless, &error));
+  g_assert_cmpint(affineless.norm_type, ==, STW_NORM_LAYER_NO_AFFINE);
+  g_assert_cmpuint(stw_model_param_count(&cfg) - stw_model_param_count(&affineless), ==, 5 * 128);
   /* RoBERTa's 514 rows: the longest sequence 512, its positions from the padding index on; a
    * table of 2 rows holds no position */
   g_autofree char *rp = stw_test_fixture("hf/roberta-base/config.json");

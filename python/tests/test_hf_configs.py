@@ -146,6 +146,18 @@ SMALL = {
              "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
              "pad_token_id": 0, "eos_token_id": 0},
     "mpt": {"n_layers": 2, "d_model": 64, "n_heads": 4, "vocab_size": 128, "max_seq_len": 64},
+    "nemotron": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                 "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": 0,
+                 "eos_token_id": 0},
+    "granitemoe": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "intermediate_size": 48, "num_local_experts": 4,
+                   "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
+                   "pad_token_id": 0},
+    "phimoe": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "intermediate_size": 48, "num_local_experts": 4,
+               "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
+               "pad_token_id": 0},
 }
 
 
@@ -174,6 +186,7 @@ def variants(kind):
     if kind == "opt":  # its switches; OPT-350m's post-norm blocks and projected embeddings
         for extra in ({"enable_bias": False}, {"activation_function": "gelu_new"},
                       {"word_embed_proj_dim": 64}, {"word_embed_proj_dim": None},
+                      {"layer_norm_elementwise_affine": False},
                       {"word_embed_proj_dim": 32}, {"do_layer_norm_before": False}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "falcon":  # its block's variants
@@ -242,6 +255,10 @@ def variants(kind):
                       {"attn_config": {"alibi": True, "attn_pdrop": 0}},
                       {"num_hidden_layers": 3, "hidden_size": 32, "num_attention_heads": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "phimoe":  # the LM head's bias
+        out.append(("lm_head_bias", dict(base, lm_head_bias=True)))
+    if kind == "nemotron":  # its activation's other names cost the same parameters
+        out.append(("hidden_act gelu", dict(base, hidden_act="gelu")))
     if kind == "ernie4_5":  # every projection's bias, one switch
         out.append(("use_bias", dict(base, use_bias=True)))
     if kind == "qwen2_moe":
