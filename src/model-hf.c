@@ -62,6 +62,7 @@ typedef enum {
   HF_NEMOTRON,
   HF_GRANITEMOE,
   HF_PHIMOE,
+  HF_DBRX,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -75,7 +76,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "bloom",   "glm4_moe", "deepseek_v3",
                                            "deepseek_v2", "cohere", "cohere2", "llama4_text",
                                            "gpt_neo", "stablelm", "olmo", "mpt", "nemotron",
-                                           "granitemoe", "phimoe", NULL };
+                                           "granitemoe", "phimoe", "dbrx", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -541,6 +542,15 @@ static const HfRow hf_rows[] = {
                   .heads_default = 32, .ffn_default = 6400, .max_seq_default = 131072,
                   .vocab_default = 32064, .kv_default = 8, .reads_tie = TRUE,
                   .reads_attention_bias = TRUE, .head_bias_member = "lm_head_bias" },
+  /* DBRX (Databricks): MPT's names and LayerNorms without biases around llama's attention and
+   * a mixture of GLU experts; its key and value heads and its experts in nested objects
+   * (read_dbrx) */
+  [HF_DBRX] = { .shape = { .arch = STW_ARCH_LLAMA, .norm_type = STW_NORM_LAYER_NO_BIAS },
+                .layers = "n_layers", .hidden = "d_model", .heads = "n_heads",
+                .max_seq = "max_seq_len", .layers_default = 24, .hidden_default = 2048,
+                .heads_default = 16, .max_seq_default = 2048, .vocab_default = 32000,
+                .ffn_fixed = TRUE, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+                .resid_dropout_member = "resid_pdrop" },
 };
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
@@ -769,6 +779,49 @@ read_opt(const Hf *h, StwModelConfig *c, GError **error)
   if (!affine) /* LayerNorms without weights or biases (the model format's norm_type) */
     c->norm_type = STW_NORM_LAYER_NO_AFFINE;
   return TRUE;
+}
+
+/* Whole number KEY of the object OUTER (DBRX's attn_config, ffn_config), from MIN to MAX, into
+ * *OUT: left as it is where either is absent or OUTER is null (transformers' defaults). */
+static gboolean
+get_nested(const Hf *h, const char *outer, const char *key, guint64 min, guint64 max,
+           guint64 *out, GError **error)
+{
+  const cJSON *o = last_member(h->root, outer);
+  if (o == NULL || cJSON_IsNull(o))
+    return TRUE;
+  if (!cJSON_IsObject(o))
+    return stw_json_fail_at(h->r, outer, error, "expected an object");
+  gsize saved = stw_json_push_key(h->r, outer);
+  const Hf in = { .r = h->r, .root = o, .type = h->type };
+  gboolean ok = get_whole(&in, key, FALSE, min, max, out, error);
+  stw_json_pop(h->r, saved);
+  return ok;
+}
+
+/* DBRX's nested sizes: attn_config's kv_n_heads (1), ffn_config's ffn_hidden_size (3584, each
+ * expert's width), moe_num_experts (4) and moe_top_k (1). */
+static gboolean
+read_dbrx(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->kv_heads = 1;
+  c->ffn = 3584;
+  c->experts = 4;
+  c->experts_per_token = 1;
+  gboolean tied = FALSE;
+  if (!get_bool(h, "tie_word_embeddings", &tied, error))
+    return FALSE;
+  if (tied)
+    return stw_json_fail_at(h->r, "tie_word_embeddings", error, "true: DBRX's head is its own "
+                            "(transformers refuses to tie it)");
+  return get_nested(h, "attn_config", "kv_n_heads", 1, STW_MODEL_MAX_WIDTH, &c->kv_heads,
+                    error) &&
+         get_nested(h, "ffn_config", "ffn_hidden_size", 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
+                    &c->ffn, error) &&
+         get_nested(h, "ffn_config", "moe_num_experts", 1, STW_MODEL_MAX_EXPERTS, &c->experts,
+                    error) &&
+         get_nested(h, "ffn_config", "moe_top_k", 1, STW_MODEL_MAX_EXPERTS,
+                    &c->experts_per_token, error);
 }
 
 /* The model's name: the checkpoint's (its "_name_or_path" after the last '/'), else the folder
@@ -1022,6 +1075,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (type == HF_GPT_NEO && !check_gpt_neo_layers(h, c.layers, error))
     return FALSE;
   if (type == HF_FALCON && !read_falcon_blocks(h, &c, error))
+    return FALSE;
+  if (type == HF_DBRX && !read_dbrx(h, &c, error))
     return FALSE;
   if (type == HF_GPT_BIGCODE) { /* one key and value head for all, unless multi_query is off */
     gboolean multi = TRUE;

@@ -434,11 +434,10 @@ eager_memory(const Synth *s, const StwGraphOp *g)
   return m;
 }
 
-/* Op G's duration from its fused model's. Fused: as it is, one launch's overhead and the work.
- * Eager: the work plus the extra bytes at HBM speed, spread over its kernels, each issued by the
- * host op_overhead_ns after the one before and run when both it is issued and the GPU is free:
- * the host runs ahead while long kernels run, and a chain of short ones waits on the host. The
- * op lasts from the GPU finishing the op before to finishing its own last kernel. */
+/* WORK_NS of GPU work spread over KERNELS kernels, each issued by the host op_overhead_ns after
+ * the one before and run when both it is issued and the GPU is free: the host runs ahead while
+ * long kernels run, and a chain of short ones waits on the host. The time from the GPU finishing
+ * the work before to finishing this one's last kernel. */
 static guint64
 issue_kernels(Synth *s, double work_ns, guint kernels)
 {
@@ -451,6 +450,8 @@ issue_kernels(Synth *s, double work_ns, guint kernels)
   return (guint64)llround(s->gpu_ns) - before;
 }
 
+/* Op G's duration from its fused model's. Fused: as it is, one launch's overhead and the work.
+ * Eager: the work plus the extra bytes at HBM speed, issued as KERNELS kernels (issue_kernels). */
 static guint64
 eager_ns(Synth *s, guint64 fused_ns, double extra_bytes, guint kernels)
 {

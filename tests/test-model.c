@@ -721,6 +721,7 @@ test_hf_configs(void)
     { "Minitron-4B-Base", STW_ARCH_NEOX, G_GUINT64_CONSTANT(4190509056), 8, 128, FALSE },
     { "granite-3.0-1b-a400m-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1334628352), 8, 64, TRUE },
     { "Phi-3.5-MoE-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(41873153344), 8, 128, FALSE },
+    { "dbrx-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(131596523520), 8, 128, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -774,7 +775,8 @@ test_hf_configs(void)
     const char *dir;
     guint64 active;
   } moes[] = { { "granite-3.0-1b-a400m-base", G_GUINT64_CONSTANT(428658688) },
-               { "Phi-3.5-MoE-instruct", G_GUINT64_CONSTANT(6640999744) } };
+               { "Phi-3.5-MoE-instruct", G_GUINT64_CONSTANT(6640999744) },
+               { "dbrx-base", G_GUINT64_CONSTANT(36469708800) } };
   for (gsize i = 0; i < G_N_ELEMENTS(moes); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", moes[i].dir);
     g_autofree char *path = stw_test_fixture(rel);
@@ -782,7 +784,30 @@ test_hf_configs(void)
     g_assert_true(stw_model_resolve(path, &cfg, NULL));
     g_assert_cmpuint(stw_model_active_param_count(&cfg), ==, moes[i].active);
     g_assert_cmpint(cfg.head_bias, ==, i == 1);
-    g_assert_cmpint(cfg.norm_type, ==, i == 1 ? STW_NORM_LAYER : STW_NORM_DEFAULT);
+    static const StwNormType norm_types[] = { STW_NORM_DEFAULT, STW_NORM_LAYER,
+                                              STW_NORM_LAYER_NO_BIAS };
+    g_assert_cmpint(cfg.norm_type, ==, norm_types[i]);
+  }
+  /* DBRX's sizes in objects of their own: what is wrong there is said there */
+  static const struct {
+    const char *extra, *needle;
+  } dbrx_bad[] = {
+    { "\"attn_config\": 8", "dbrx.json: $.attn_config: expected an object" },
+    { "\"attn_config\": {\"kv_n_heads\": 0}",
+      "dbrx.json: $.attn_config.kv_n_heads: 0 is out of range (expected 1 to 1048576)" },
+    { "\"ffn_config\": {\"moe_num_experts\": 4, \"moe_top_k\": 5}",
+      "dbrx.json: $: as a dbrx model: experts_per_token must be at most experts" },
+    { "\"tie_word_embeddings\": true", "dbrx.json: $.tie_word_embeddings: true: DBRX's head is "
+                                        "its own (transformers refuses to tie it)" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(dbrx_bad); i++) {
+    g_autofree char *text = g_strdup_printf("{\"model_type\": \"dbrx\", \"n_layers\": 2, "
+                                            "\"d_model\": 64, \"n_heads\": 4, %s}",
+                                            dbrx_bad[i].extra);
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_assert_false(stw_model_config_parse("dbrx.json", text, strlen(text), &cfg, &error));
+    stw_assert_error_contains(error, dbrx_bad[i].needle);
   }
   {
     g_autofree char *path = stw_test_fixture("hf/Minitron-4B-Base/config.json");

@@ -146,6 +146,9 @@ SMALL = {
              "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
              "pad_token_id": 0, "eos_token_id": 0},
     "mpt": {"n_layers": 2, "d_model": 64, "n_heads": 4, "vocab_size": 128, "max_seq_len": 64},
+    "dbrx": {"n_layers": 2, "d_model": 64, "n_heads": 4, "vocab_size": 128, "max_seq_len": 64,
+             "attn_config": {"kv_n_heads": 2},
+             "ffn_config": {"ffn_hidden_size": 48, "moe_num_experts": 4, "moe_top_k": 2}},
     "nemotron": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": 0,
@@ -255,6 +258,14 @@ def variants(kind):
                       {"attn_config": {"alibi": True, "attn_pdrop": 0}},
                       {"num_hidden_layers": 3, "hidden_size": 32, "num_attention_heads": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "dbrx":  # its nested sizes, each left out, and the objects left out
+        for outer, inner in (("attn_config", "kv_n_heads"), ("ffn_config", "ffn_hidden_size"),
+                             ("ffn_config", "moe_num_experts"), ("ffn_config", "moe_top_k")):
+            nested = {k: v for k, v in base[outer].items() if k != inner}
+            out.append(("without %s.%s" % (outer, inner), dict(base, **{outer: nested})))
+        out.append(("8 experts, top 1", dict(base, ffn_config={"ffn_hidden_size": 32,
+                                                               "moe_num_experts": 8,
+                                                               "moe_top_k": 1})))
     if kind == "phimoe":  # the LM head's bias
         out.append(("lm_head_bias", dict(base, lm_head_bias=True)))
     if kind == "nemotron":  # its activation's other names cost the same parameters
@@ -279,7 +290,17 @@ def transformers_count(path, kind):
     """(parameters, key/value heads) of the model transformers builds from PATH, or (None,
     why) when it builds none."""
     try:
-        cfg = transformers.AutoConfig.from_pretrained(os.path.dirname(path))
+        if kind == "dbrx":  # transformers 5's DBRX attention reads attn_config's rope_theta,
+            # which its config class gives no default: one given where the file has none (it
+            # changes no weight)
+            with open(path) as f:
+                given = json.load(f)
+            attn = given.get("attn_config")
+            given["attn_config"] = dict(attn if isinstance(attn, dict) else {})
+            given["attn_config"].setdefault("rope_theta", 10000.0)
+            cfg = transformers.AutoConfig.for_model(**given)
+        else:
+            cfg = transformers.AutoConfig.from_pretrained(os.path.dirname(path))
         with torch.device("meta"):
             if kind in ("bert", "roberta"):
                 model = transformers.AutoModel.from_config(cfg)
@@ -293,7 +314,9 @@ def transformers_count(path, kind):
     reads_kv = "num_key_value_heads" in inspect.signature(type(cfg).__init__).parameters
     kv = (getattr(cfg, "num_key_value_heads", None) if reads_kv else None) or \
         getattr(cfg, "num_attention_heads", None)
-    if getattr(cfg, "kv_lora_rank", None):  # latent attention: a key and value per head
+    if kind == "dbrx":  # its attention's own config
+        kv = cfg.attn_config.kv_n_heads
+    elif getattr(cfg, "kv_lora_rank", None):  # latent attention: a key and value per head
         kv = cfg.num_attention_heads
     elif getattr(cfg, "new_decoder_architecture", False):  # Falcon's groups
         kv = cfg.num_kv_heads
