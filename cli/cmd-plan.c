@@ -127,9 +127,17 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
                                                             "copies: 28 bytes an element, not 32)",
                                                             in_copies)
                                           : g_strdup("");
+  guint on_gpu = counts[STW_OPTIM_GPU] + counts[STW_OPTIM_GPU_RESIDENT];
+  StwOptimizerImpl impl = t->model.optimizer_impl;
+  g_autofree char *gpu_step =
+      on_gpu > 0 && impl != STW_OPTIMIZER_FUSED
+          ? g_strdup_printf("; the GPU's step as the trace times it: PyTorch's %s Adam, seven "
+                            "passes%s", stw_optimizer_impl_name(impl),
+                            impl == STW_OPTIMIZER_FOR_LOOP ? ", seven launches a tensor" : "")
+          : g_strdup("");
   printf("  optimizer    %u chunks CPU Adam%s%s, %u GPU Adam in margin space, %u GPU Adam with "
-         "resident state%s\n", counts[STW_OPTIM_CPU] + on_storage, stored, copies,
-         counts[STW_OPTIM_GPU], counts[STW_OPTIM_GPU_RESIDENT], frozen_note);
+         "resident state%s%s\n", counts[STW_OPTIM_CPU] + on_storage, stored, copies,
+         counts[STW_OPTIM_GPU], counts[STW_OPTIM_GPU_RESIDENT], frozen_note, gpu_step);
   print_lists(c, t);
   if (p->recompute->len + p->offload->len > 0) {
     gboolean first = TRUE;
