@@ -63,6 +63,9 @@ typedef enum {
   HF_GRANITEMOE,
   HF_PHIMOE,
   HF_DBRX,
+  HF_EXAONE,
+  HF_MINISTRAL,
+  HF_MINISTRAL3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -76,7 +79,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "bloom",   "glm4_moe", "deepseek_v3",
                                            "deepseek_v2", "cohere", "cohere2", "llama4_text",
                                            "gpt_neo", "stablelm", "olmo", "mpt", "nemotron",
-                                           "granitemoe", "phimoe", "dbrx", NULL };
+                                           "granitemoe", "phimoe", "dbrx", "exaone",
+                                           "ministral", "ministral3", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -93,6 +97,7 @@ typedef struct {
   gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
   gboolean kv_required;             /* num_key_value_heads must be given: the class builds no
                                      * model without it (Nemotron's) */
+  gboolean head_dim_required;       /* head_dim likewise (Ministral's rotary positions) */
   gboolean ffn_null_ok;
   gboolean ffn_fixed;               /* the MLP 4 x hidden, whatever the file says (BLOOM's) */
   gboolean positions_unbounded;     /* ALiBi: no table, so no longest sequence to read */
@@ -551,6 +556,22 @@ static const HfRow hf_rows[] = {
                 .heads_default = 16, .max_seq_default = 2048, .vocab_default = 32000,
                 .ffn_fixed = TRUE, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                 .resid_dropout_member = "resid_pdrop" },
+  /* EXAONE 3 and 3.5 (LG AI Research): llama's block (num_layers is num_hidden_layers'
+   * other name, and wins where both are given) */
+  [HF_EXAONE] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                  .ffn_default = 14336, .max_seq_default = 4096, .vocab_default = 102400,
+                  .kv_default = 8, .kv_null_ok = TRUE, .head_dim_null_ok = TRUE,
+                  .reads_tie = TRUE, .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  /* Ministral (Mistral's small models): Mistral's block (its sliding windows change no
+   * weight), and Ministral 3's with heads 128 wide by default */
+  [HF_MINISTRAL] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32,
+                     .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
+                     .max_seq_default = 131072, .vocab_default = 32000, .kv_default = 8,
+                     .head_dim_required = TRUE, .reads_tie = TRUE },
+  [HF_MINISTRAL3] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 34,
+                      .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
+                      .max_seq_default = 262144, .vocab_default = 131072, .kv_default = 8,
+                      .head_dim_default = 128, .reads_tie = TRUE },
 };
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
@@ -1042,6 +1063,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
        !get_size(h, row->ffn != NULL ? row->ffn : "intermediate_size", NULL, row->ffn_null_ok,
                  8 * (guint64)STW_MODEL_MAX_WIDTH, row->ffn_default, &c.ffn, error)))
     return FALSE;
+  if (type == HF_EXAONE && !get_u64(h, "num_layers", FALSE, STW_MODEL_MAX_LAYERS, &c.layers,
+                                    error))
+    return FALSE;
   guint64 n_embed = 0; /* BLOOM's old name for hidden_size, which wins where it is a number */
   if (type == HF_BLOOM && !get_u64(h, "n_embed", TRUE, STW_MODEL_MAX_WIDTH, &n_embed, error))
     return FALSE;
@@ -1084,6 +1108,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       return FALSE;
     c.kv_heads = multi ? 1 : c.heads;
   }
+  if (row->head_dim_required && !cJSON_IsNumber(last_member(root, "head_dim")))
+    return stw_json_fail_at(r, "head_dim", error, "required (a number): %s's rotary positions "
+                            "are head_dim wide, and transformers builds no model without it",
+                            type_name);
   if (row->head_dim_default != NOT_READ) {
     c.head_dim = row->head_dim_default;
     if (!get_u64(h, "head_dim", row->head_dim_null_ok, STW_MODEL_MAX_WIDTH, &c.head_dim, error))

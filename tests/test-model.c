@@ -722,6 +722,7 @@ test_hf_configs(void)
     { "granite-3.0-1b-a400m-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1334628352), 8, 64, TRUE },
     { "Phi-3.5-MoE-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(41873153344), 8, 128, FALSE },
     { "dbrx-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(131596523520), 8, 128, FALSE },
+    { "EXAONE-3.5-7.8B-Instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7818448896), 8, 128, FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
@@ -823,6 +824,13 @@ test_hf_configs(void)
     stw_assert_error_contains(error, "nemotron.json: $.num_key_value_heads: required (a number): "
                                      "nemotron's attention divides by it, and transformers builds "
                                      "no model without it");
+    /* Ministral's rotary positions are head_dim wide: a file without it is refused too */
+    static const char no_head_dim[] = "{\"model_type\": \"ministral\", \"head_dim\": null}";
+    g_assert_false(stw_model_config_parse("ministral.json", no_head_dim, strlen(no_head_dim), &cfg,
+                                          &error));
+    stw_assert_error_contains(error, "ministral.json: $.head_dim: required (a number): "
+                                     "ministral's rotary positions are head_dim wide, and "
+                                     "transformers builds no model without it");
   }
   /* the MLPs' activations, where not their architecture's: OPT's ReLU, GPT-BigCode's one
    * GELU kernel (gelu_pytorch_tanh), Phi-2's and GPT-J's GELU-new in neox-style blocks */
