@@ -66,6 +66,8 @@ typedef enum {
   HF_EXAONE,
   HF_MINISTRAL,
   HF_MINISTRAL3,
+  HF_DOTS1,
+  HF_HUNYUAN_DENSE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -80,7 +82,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "deepseek_v2", "cohere", "cohere2", "llama4_text",
                                            "gpt_neo", "stablelm", "olmo", "mpt", "nemotron",
                                            "granitemoe", "phimoe", "dbrx", "exaone",
-                                           "ministral", "ministral3", NULL };
+                                           "ministral", "ministral3", "dots1",
+                                           "hunyuan_v1_dense", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -95,9 +98,10 @@ typedef struct {
                                      * (Qwen2's default is 32, and null is the heads) */
   guint64 head_dim_default;         /* head_dim: 0 = hidden / heads (None); NOT_READ: always */
   gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
-  gboolean kv_required;             /* num_key_value_heads must be given: the class builds no
-                                     * model without it (Nemotron's) */
-  gboolean head_dim_required;       /* head_dim likewise (Ministral's rotary positions) */
+  const char *required[3];          /* members the class builds no model without, refused
+                                     * absent or null: Nemotron's num_key_value_heads (its
+                                     * attention divides by it), Ministral's head_dim (its
+                                     * rotary positions' width), dots.llm1's experts */
   gboolean ffn_null_ok;
   gboolean ffn_fixed;               /* the MLP 4 x hidden, whatever the file says (BLOOM's) */
   gboolean positions_unbounded;     /* ALiBi: no table, so no longest sequence to read */
@@ -128,6 +132,8 @@ typedef struct {
   const char *experts_member;       /* the experts' count member (NULL: a dense MLP), then
                                      * num_experts_per_tok, with these defaults */
   guint64 experts_default, experts_per_token_default;
+  gboolean experts_per_token_null_ok; /* num_experts_per_tok null taken as its default (the
+                                       * classes whose default is None) */
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
   const char *experts_alias;        /* the experts' count's other name, which wins where both
                                      * are given (gpt-oss's num_experts; num_local_experts,
@@ -431,7 +437,7 @@ static const HfRow hf_rows[] = {
   [HF_DEEPSEEK_V2] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
                        .experts_member = "n_routed_experts", .experts_alias = "num_experts",
                        .experts_default = 64, .experts_per_token_default = 6,
-                       .shared_experts_default = 2,
+                       .experts_per_token_null_ok = TRUE, .shared_experts_default = 2,
                        .shared_experts_member = "n_shared_experts", .reads_dense_layers = TRUE,
                        .dense_layers_default = 0, .dense_ffn_default = 11008,
                        .ffn = "moe_intermediate_size", .kv_lora_default = 512,
@@ -527,7 +533,7 @@ static const HfRow hf_rows[] = {
    * weight */
   [HF_NEMOTRON] = { .shape = { .arch = STW_ARCH_NEOX }, .layers_default = 32,
                     .hidden_default = 6144, .heads_default = 48, .ffn_default = 24576,
-                    .max_seq_default = 4096, .vocab_default = 256000, .kv_required = TRUE,
+                    .max_seq_default = 4096, .vocab_default = 256000, .required = { "num_key_value_heads" },
                     .head_dim_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
                     .reads_mlp_bias = TRUE, .act_member = "hidden_act", .act_default = "relu2",
                     .attn_dropout_member = "attention_dropout" },
@@ -567,11 +573,35 @@ static const HfRow hf_rows[] = {
   [HF_MINISTRAL] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32,
                      .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
                      .max_seq_default = 131072, .vocab_default = 32000, .kv_default = 8,
-                     .head_dim_required = TRUE, .reads_tie = TRUE },
+                     .required = { "head_dim" }, .reads_tie = TRUE },
   [HF_MINISTRAL3] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 34,
                       .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
                       .max_seq_default = 262144, .vocab_default = 131072, .kv_default = 8,
                       .head_dim_default = 128, .reads_tie = TRUE },
+  /* dots.llm1 (rednote): Qwen3's attention (each head's queries and keys RMS-normed) before
+   * DeepSeek-V3's experts: the first first_k_dense_replace blocks dense (intermediate_size),
+   * the others' n_routed_experts experts moe_intermediate_size wide and n_shared_experts of that
+   * width for every token, one MLP without a gate. transformers builds no model without the
+   * experts' counts, and leaves num_experts_per_tok None, which no parameter depends on: 6
+   * (dots.llm1's) */
+  [HF_DOTS1] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                 .required = { "n_routed_experts", "n_shared_experts" },
+                 .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
+                 .experts_per_token_default = 6, .experts_per_token_null_ok = TRUE,
+                 .shared_experts_default = 1,
+                 .shared_experts_member = "n_shared_experts", .reads_dense_layers = TRUE,
+                 .dense_ffn_default = 10944, .ffn = "moe_intermediate_size",
+                 .layers_default = 62, .hidden_default = 4608, .heads_default = 32,
+                 .ffn_default = 1408, .max_seq_default = 2048, .vocab_default = 152064,
+                 .kv_default = 32, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                 .reads_attention_bias = TRUE },
+  /* Hunyuan's dense models (Tencent): llama's block with each head's queries and keys
+   * RMS-normed; its heads head_dim wide, which transformers builds no model without */
+  [HF_HUNYUAN_DENSE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                         .required = { "head_dim" }, .layers_default = 32,
+                         .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
+                         .max_seq_default = 2048, .vocab_default = 290943, .kv_null_ok = TRUE,
+                         .reads_tie = TRUE, .reads_attention_bias = TRUE },
 };
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
@@ -1045,6 +1075,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   const char *type_name = stw_hf_model_types[t];
   const Hf hf = { .r = r, .root = root, .type = type_name }, *h = &hf;
   const HfRow *row = row_of(type);
+  for (gsize i = 0; i < G_N_ELEMENTS(row->required) && row->required[i] != NULL; i++)
+    if (!cJSON_IsNumber(last_member(root, row->required[i])))
+      return stw_json_fail_at(r, row->required[i], error, "required (a number): transformers "
+                              "builds no %s model without it", type_name);
   StwModelConfig c = row->shape; /* the type's block, its sizes read below */
   c.tied = row->tied;
   /* GPT-2 and GPT-BigCode have names of their own, and take the common ones too */
@@ -1086,10 +1120,6 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (row->reads_tie && !get_bool(h, "tie_word_embeddings", &c.tied, error))
     return FALSE;
   c.kv_heads = c.heads;
-  if (row->kv_required && !cJSON_IsNumber(last_member(root, "num_key_value_heads")))
-    return stw_json_fail_at(r, "num_key_value_heads", error, "required (a number): %s's "
-                            "attention divides by it, and transformers builds no model without "
-                            "it", type_name);
   if (row->kv_default != NOT_READ) {
     guint64 kv = row->kv_default;
     if (!get_u64(h, "num_key_value_heads", row->kv_null_ok, STW_MODEL_MAX_WIDTH, &kv, error))
@@ -1108,10 +1138,6 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       return FALSE;
     c.kv_heads = multi ? 1 : c.heads;
   }
-  if (row->head_dim_required && !cJSON_IsNumber(last_member(root, "head_dim")))
-    return stw_json_fail_at(r, "head_dim", error, "required (a number): %s's rotary positions "
-                            "are head_dim wide, and transformers builds no model without it",
-                            type_name);
   if (row->head_dim_default != NOT_READ) {
     c.head_dim = row->head_dim_default;
     if (!get_u64(h, "head_dim", row->head_dim_null_ok, STW_MODEL_MAX_WIDTH, &c.head_dim, error))
@@ -1134,9 +1160,11 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
         !get_u64(h, row->experts_member, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
         (row->experts_alias != NULL &&
          !get_u64(h, row->experts_alias, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error)) ||
-        !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c.experts_per_token,
-                 error))
+        !get_u64(h, "num_experts_per_tok", row->experts_per_token_null_ok, STW_MODEL_MAX_EXPERTS,
+                 &c.experts_per_token, error))
       return FALSE;
+    if (c.experts_per_token == 0) /* null, which no parameter depends on: the row's */
+      c.experts_per_token = row->experts_per_token_default;
     guint64 shared = row->shared_experts_default, dense = row->dense_layers_default;
     c.dense_ffn = row->dense_ffn_default;
     if ((row->shared_experts_member != NULL &&

@@ -822,15 +822,25 @@ test_hf_configs(void)
     GError *error = NULL;
     g_assert_false(stw_model_config_parse("nemotron.json", no_kv, strlen(no_kv), &cfg, &error));
     stw_assert_error_contains(error, "nemotron.json: $.num_key_value_heads: required (a number): "
-                                     "nemotron's attention divides by it, and transformers builds "
-                                     "no model without it");
+                                     "transformers builds no nemotron model without it");
     /* Ministral's rotary positions are head_dim wide: a file without it is refused too */
     static const char no_head_dim[] = "{\"model_type\": \"ministral\", \"head_dim\": null}";
     g_assert_false(stw_model_config_parse("ministral.json", no_head_dim, strlen(no_head_dim), &cfg,
                                           &error));
     stw_assert_error_contains(error, "ministral.json: $.head_dim: required (a number): "
-                                     "ministral's rotary positions are head_dim wide, and "
-                                     "transformers builds no model without it");
+                                     "transformers builds no ministral model without it");
+    /* dots.llm1's experts likewise; its experts a token null: 6, which no weight depends on */
+    static const char no_experts[] = "{\"model_type\": \"dots1\", \"n_shared_experts\": 1}";
+    g_assert_false(stw_model_config_parse("dots1.json", no_experts, strlen(no_experts), &cfg,
+                                          &error));
+    stw_assert_error_contains(error, "dots1.json: $.n_routed_experts: required (a number): "
+                                     "transformers builds no dots1 model without it");
+    static const char dots[] = "{\"model_type\": \"dots1\", \"n_routed_experts\": 128, "
+                               "\"n_shared_experts\": 2, \"num_experts_per_tok\": null}";
+    g_assert_true(stw_model_config_parse("dots1.json", dots, strlen(dots), &cfg, &error));
+    g_assert_cmpuint(stw_model_active_experts(&cfg), ==, 6);
+    g_assert_cmpuint(cfg.shared_expert_ffn, ==, 2 * 1408);
+    g_assert_true(cfg.qk_norm && cfg.shared_expert_ungated);
   }
   /* the MLPs' activations, where not their architecture's: OPT's ReLU, GPT-BigCode's one
    * GELU kernel (gelu_pytorch_tanh), Phi-2's and GPT-J's GELU-new in neox-style blocks */
@@ -1138,8 +1148,8 @@ test_hf_configs(void)
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
-                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe and phimoe "
-                                   "only");
+                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe and "
+                                   "dots1 only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -155,6 +155,14 @@ SMALL = {
     "ministral3": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                    "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
                    "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0},
+    "dots1": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 160, "moe_intermediate_size": 48,
+              "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
+              "first_k_dense_replace": 1, "vocab_size": 128, "max_position_embeddings": 64},
+    "hunyuan_v1_dense": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                         "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+                         "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0,
+                         "eos_token_id": 0},
     "dbrx": {"n_layers": 2, "d_model": 64, "n_heads": 4, "vocab_size": 128, "max_seq_len": 64,
              "attn_config": {"kv_n_heads": 2},
              "ffn_config": {"ffn_hidden_size": 48, "moe_num_experts": 4, "moe_top_k": 2}},
@@ -248,7 +256,8 @@ def variants(kind):
     if kind == "cohere":  # its query and key norms, weights per head
         out.append(("use_qk_norm", dict(base, use_qk_norm=True)))
     if kind == "deepseek_v2":  # V3's block, its experts' other name
-        for extra in ({"q_lora_rank": None}, {"num_experts": 8}, {"n_shared_experts": 0}):
+        for extra in ({"q_lora_rank": None}, {"num_experts": 8}, {"n_shared_experts": 0},
+                      {"num_experts_per_tok": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "deepseek_v3":  # latent attention's ranks and widths; the dense blocks first
         for extra in ({"q_lora_rank": None}, {"kv_lora_rank": 32}, {"qk_rope_head_dim": 4},
@@ -275,6 +284,11 @@ def variants(kind):
         out.append(("8 experts, top 1", dict(base, ffn_config={"ffn_hidden_size": 32,
                                                                "moe_num_experts": 8,
                                                                "moe_top_k": 1})))
+    if kind == "dots1":  # its dense blocks first, its shared experts
+        for extra in ({"first_k_dense_replace": 0}, {"first_k_dense_replace": 5},
+                      {"n_shared_experts": 0}, {"n_shared_experts": 2},
+                      {"num_local_experts": 8}, {"num_experts_per_tok": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "phimoe":  # the LM head's bias
         out.append(("lm_head_bias", dict(base, lm_head_bias=True)))
     if kind == "nemotron":  # its activation's other names cost the same parameters
