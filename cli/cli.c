@@ -296,6 +296,17 @@ stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
 }
 
 char *
+stw_cli_optimizer_assumed(const StwTrace *t)
+{
+  StwOptimizerImpl impl = t->model.optimizer_impl;
+  if (impl == STW_OPTIMIZER_FUSED)
+    return NULL;
+  return g_strdup_printf("the GPU's optimizer step as PyTorch's %s Adam runs it: seven "
+                         "passes%s", stw_optimizer_impl_name(impl),
+                         impl == STW_OPTIMIZER_FOR_LOOP ? ", seven launches a tensor" : "");
+}
+
+char *
 stw_cli_bound_by(const StwPlan *p)
 {
   const StwPlanPredictions *q = &p->pred;

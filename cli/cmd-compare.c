@@ -76,6 +76,9 @@ print_table(const Comparison *c)
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(c->trace, &c->o->hw);
   if (elsewhere != NULL)
     printf("assumes %s\n", elsewhere);
+  g_autofree char *optimizer = stw_cli_optimizer_assumed(c->trace);
+  if (optimizer != NULL)
+    printf("assumes %s\n", optimizer);
   printf("\n");
   stw_table_print(tab, stdout);
   n_why = 0;

@@ -128,13 +128,8 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
                                                             in_copies)
                                           : g_strdup("");
   guint on_gpu = counts[STW_OPTIM_GPU] + counts[STW_OPTIM_GPU_RESIDENT];
-  StwOptimizerImpl impl = t->model.optimizer_impl;
-  g_autofree char *gpu_step =
-      on_gpu > 0 && impl != STW_OPTIMIZER_FUSED
-          ? g_strdup_printf("; the GPU's step as the trace times it: PyTorch's %s Adam, seven "
-                            "passes%s", stw_optimizer_impl_name(impl),
-                            impl == STW_OPTIMIZER_FOR_LOOP ? ", seven launches a tensor" : "")
-          : g_strdup("");
+  g_autofree char *assumed = on_gpu > 0 ? stw_cli_optimizer_assumed(t) : NULL;
+  g_autofree char *gpu_step = assumed != NULL ? g_strconcat("; ", assumed, NULL) : g_strdup("");
   printf("  optimizer    %u chunks CPU Adam%s%s, %u GPU Adam in margin space, %u GPU Adam with "
          "resident state%s%s\n", counts[STW_OPTIM_CPU] + on_storage, stored, copies,
          counts[STW_OPTIM_GPU], counts[STW_OPTIM_GPU_RESIDENT], frozen_note, gpu_step);

@@ -238,6 +238,11 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
                                      : NULL;
     if (elsewhere != NULL)
       printf("assumes %s\n", elsewhere);
+    g_autofree char *optimizer = s->traces->len > 0
+                                     ? stw_cli_optimizer_assumed(g_ptr_array_index(s->traces, 0))
+                                     : NULL;
+    if (optimizer != NULL)
+      printf("assumes %s\n", optimizer);
     print_table(rows);
   }
   return STW_EXIT_OK;

@@ -286,7 +286,9 @@ expect 0 "optim  148   2.57 ms   0.00" "synth --optimizer-impl fused (the defaul
 expect 0 "optim  148   6.43 ms   0.00" "synth --optimizer-impl foreach: seven passes and unscale_" -- $S inspect "$T/opt-foreach.json"
 expect 0 "optim  148  10.36 ms   0.00" "synth --optimizer-impl for-loop: bound by its launches" -- $S inspect "$T/opt-for-loop.json"
 expect 0 "autocast to fp16, naive attention, eager kernels, for-loop optimizer" "inspect names the optimizer's implementation" -- $S inspect "$T/opt-for-loop.json"
-expect 0 "  optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 3 GPU Adam with resident state; the GPU's step as the trace times it: PyTorch's for-loop Adam, seven passes, seven launches a tensor" "plan names the GPU step the trace assumed" -- $S plan "$T/opt-for-loop.json" --gpu 8GiB -o "$T/opt-plan.json"
+expect 0 "  optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 3 GPU Adam with resident state; the GPU's optimizer step as PyTorch's for-loop Adam runs it: seven passes, seven launches a tensor" "plan names the GPU step the trace assumed" -- $S plan "$T/opt-for-loop.json" --gpu 8GiB -o "$T/opt-plan.json"
+expect 0 "assumes the GPU's optimizer step as PyTorch's foreach Adam runs it: seven passes" "compare names it" -- $S compare "$T/opt-foreach.json" --gpu 8GiB
+expect 0 "assumes the GPU's optimizer step as PyTorch's foreach Adam runs it: seven passes" "whatif --model names it" -- $S whatif --model gpt2 --batch 2 --seq 128 --gpu 2GiB --policy stowage --optimizer-impl foreach
 expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop" "synth with an unknown optimizer" -- $S synth --model gpt2 --optimizer-impl apex -o "$T/never.json"
 expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop" "capacity with an unknown optimizer" -- $S capacity --family gpt2 --optimizer-impl apex
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "micro-steps on two GPUs: refused, said" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
