@@ -906,15 +906,15 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   StwJsonReader *r = h->r;
   const cJSON *root = h->root;
   const cJSON *moe = member(root, "num_experts");
-  if (row_of(type)->experts_member == NULL && moe != NULL &&
+  if (row_of(type)->experts_member == NULL && type != HF_DBRX && moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1)) {
-    /* the types whose rows read experts, from the table */
+    /* the types whose rows read experts, from the table (DBRX's in its ffn_config) */
     g_autoptr(GString) with = g_string_new(NULL);
     guint n = 0, seen = 0;
     for (gsize t = 0; t < G_N_ELEMENTS(hf_rows); t++)
-      n += hf_rows[t].experts_member != NULL;
+      n += hf_rows[t].experts_member != NULL || t == HF_DBRX;
     for (gsize t = 0; t < G_N_ELEMENTS(hf_rows); t++)
-      if (hf_rows[t].experts_member != NULL)
+      if (hf_rows[t].experts_member != NULL || t == HF_DBRX)
         g_string_append_printf(with, "%s%s", seen++ == 0 ? "" : seen == n ? " and " : ", ",
                                stw_hf_model_types[t]);
     return stw_json_fail_at(r, "num_experts", error, "experts are modelled for model_type %s only",

@@ -1148,8 +1148,8 @@ test_hf_configs(void)
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
-                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe and "
-                                   "dots1 only");
+                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, dbrx "
+                                   "and dots1 only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
