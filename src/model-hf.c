@@ -492,7 +492,8 @@ static const HfRow hf_rows[] = {
    * hidden wide where intermediate_size is null, the head tied) with q, k and v unbiased and o
    * biased; its local-attention layers (attention_types, window_size) change no weight, but
    * attention_types must describe num_layers layers, as transformers checks */
-  [HF_GPT_NEO] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .out_bias_always = TRUE,
+  [HF_GPT_NEO] = { .shape = { .arch = STW_ARCH_GPT, .attn_fp32 = TRUE }, .mlp_bias = TRUE,
+                   .out_bias_always = TRUE,
                    .layers = "num_layers", .heads = "num_heads", .layers_default = 24,
                    .hidden_default = 2048, .heads_default = 16, .ffn_default = 0,
                    .ffn_null_ok = TRUE, .max_seq_default = 2048, .vocab_default = 50257,

@@ -281,6 +281,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
+      "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
@@ -305,6 +306,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "attn_softcap", FALSE, &c->attn_softcap, error) ||
       !stw_json_get_bool(r, obj, "head_bias", FALSE, &c->head_bias, error) ||
       !stw_json_get_bool(r, obj, "attn_sinks", FALSE, &c->attn_sinks, error) ||
+      !stw_json_get_bool(r, obj, "attn_fp32", FALSE, &c->attn_fp32, error) ||
       !stw_json_get_bool(r, obj, "alibi", FALSE, &c->alibi, error) ||
       !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
@@ -465,6 +467,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "position_offset", c->position_offset);
   if (c->attn_sinks)
     cJSON_AddBoolToObject(o, "attn_sinks", TRUE);
+  if (c->attn_fp32)
+    cJSON_AddBoolToObject(o, "attn_fp32", TRUE);
   if (c->kv_lora_rank != 0) {
     stw_json_add_u64(o, "kv_lora_rank", c->kv_lora_rank);
     if (c->q_lora_rank != 0)

@@ -244,7 +244,7 @@ static gboolean
 fp32_softmax(const Synth *s)
 {
   const StwModelConfig *c = &s->graph->config;
-  return c->arch == STW_ARCH_LLAMA || c->alibi || s->autocast;
+  return c->arch == STW_ARCH_LLAMA || c->alibi || c->attn_fp32 || s->autocast;
 }
 
 /* The elements of op G's (kind STW_OP_NORM_QK) input its RMSNorms normalize: the queries and
@@ -320,6 +320,14 @@ eager_cost(const Synth *s, const StwGraphOp *g)
          * back; backward the same chain reversed */
         x.fwd_bytes += n * 4 * FP32;
         x.bwd_bytes += n * (5 * FP32 - e);
+        x.fwd_kernels += 2;
+        x.bwd_kernels += 2;
+      }
+      if (c->attn_fp32 && e < FP32) {
+        /* GPT-Neo's queries and keys cast up (their product at fp32's rate: fp32_scores_ns),
+         * and backward their gradients cast back down */
+        x.fwd_bytes += T * (q + kv) * (e + FP32);
+        x.bwd_bytes += T * (q + kv) * (FP32 + e);
         x.fwd_kernels += 2;
         x.bwd_kernels += 2;
       }
@@ -421,6 +429,11 @@ eager_memory(const Synth *s, const StwGraphOp *g)
       gboolean fp32 = fp32_softmax(s);
       double sm = fp32 ? FP32 : e;
       saved += n * ((sm - e) + (dropout ? 1 + e : 0) + (fp32 && !dropout && e < FP32 ? e : 0));
+      if (c->attn_fp32 && e < FP32) { /* the product keeps the fp32 queries and keys */
+        double T = (double)s->graph->batch * (double)s->graph->seq,
+               dh = (double)stw_model_head_dim(c);
+        saved += T * (double)(c->heads + c->kv_heads) * dh * (FP32 - e);
+      }
       work += n * (fp32 ? 2 * FP32 - 2 * e : 0);
     }
     break;
@@ -452,13 +465,30 @@ issue_kernels(Synth *s, double work_ns, guint kernels)
 
 /* Op G's duration from its fused model's. Fused: as it is, one launch's overhead and the work.
  * Eager: the work plus the extra bytes at HBM speed, issued as KERNELS kernels (issue_kernels). */
+/* The time naive attention's scores take beyond the fused model's where the module computes
+ * them in fp32 (GPT-Neo's: model.attn_fp32): their GEMM at fp32's rate rather than the compute
+ * dtype's, forward the scores (2 x scores x head_dim FLOPs), backward the queries' and keys'
+ * gradients (twice that). */
+static double
+fp32_scores_ns(const Synth *s, const StwGraphOp *g, gboolean backward)
+{
+  const StwModelConfig *c = &s->graph->config;
+  double r16 = s->hw->flops_per_s[s->graph->dtype], r32 = s->hw->flops_per_s[STW_DTYPE_FP32];
+  if (g->kind != STW_OP_ATTN_CORE || !c->attn_fp32 || s->e >= FP32 ||
+      s->graph->attention != STW_ATTENTION_NAIVE || r16 <= 0 || r32 <= 0)
+    return 0;
+  double flops = 2 * naive_scores(s) * (double)stw_model_head_dim(c) * (backward ? 2 : 1);
+  return fmax(flops / s->hw->matmul_efficiency * (1 / r32 - 1 / r16) * 1e9, 0);
+}
+
 static guint64
-eager_ns(Synth *s, guint64 fused_ns, double extra_bytes, guint kernels)
+eager_ns(Synth *s, guint64 fused_ns, double extra_bytes, double extra_ns, guint kernels)
 {
   if (s->kernels != STW_KERNELS_EAGER)
     return fused_ns;
   double work = fmax((double)fused_ns - (double)s->hw->op_overhead_ns, 0) +
-                fmax(extra_bytes, 0) / (s->hw->hbm_bytes_per_s * s->hw->memory_efficiency) * 1e9;
+                fmax(extra_bytes, 0) / (s->hw->hbm_bytes_per_s * s->hw->memory_efficiency) * 1e9 +
+                extra_ns;
   return issue_kernels(s, work, kernels);
 }
 
@@ -541,7 +571,7 @@ forward_op(Synth *s, const StwGraphOp *g, StwStage stage, const char *suffix,
                  hidden_traffic(s, g) + (double)cast / (double)s->e * (4.0 + (double)s->e);
   Eager x = eager_cost(s, g);
   op->duration_ns = eager_ns(s, op_duration_ns(s, g, (double)g->flops, bytes), x.fwd_bytes,
-                             x.fwd_kernels);
+                             fp32_scores_ns(s, g, FALSE), x.fwd_kernels);
 }
 
 static void
@@ -599,7 +629,8 @@ backward_op(Synth *s, const StwGraphOp *g)
                           g->saved_extra_bytes) +
                  (double)cast_grads / (double)s->e * (2.0 * (double)s->e + 8.0);
   Eager x = eager_cost(s, g);
-  op->duration_ns = eager_ns(s, op_duration_ns(s, g, flops, bytes), x.bwd_bytes, x.bwd_kernels);
+  op->duration_ns = eager_ns(s, op_duration_ns(s, g, flops, bytes), x.bwd_bytes,
+                             fp32_scores_ns(s, g, TRUE), x.bwd_kernels);
 }
 
 /* The op indices of each transformer block's forward and backward, as they are emitted. */

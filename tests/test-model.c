@@ -364,6 +364,23 @@ test_norm_types(void)
     g_assert_cmpuint(stw_model_param_count(&again), ==, stw_model_param_count(&c));
     g_unlink(back);
   }
+  /* GPT-Neo's attention in fp32, written and read back */
+  {
+    g_autofree char *neo_path = stw_test_fixture("hf/gpt-neo-125m/config.json");
+    StwModelConfig neo;
+    g_assert_true(stw_model_resolve(neo_path, &neo, NULL));
+    g_assert_true(neo.attn_fp32);
+    cJSON *nj = stw_model_config_to_json(&neo, TRUE);
+    g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(nj, "attn_fp32")));
+    g_autofree char *text = cJSON_PrintUnformatted(nj);
+    cJSON_Delete(nj);
+    g_autofree char *back = g_build_filename(dir, "neo.json", NULL);
+    g_assert_true(g_file_set_contents(back, text, -1, NULL));
+    StwModelConfig again;
+    g_assert_true(stw_model_resolve(back, &again, NULL));
+    g_assert_true(again.attn_fp32);
+    g_unlink(back);
+  }
   /* the default is written as nothing; llama's is RMSNorm with a weight */
   StwModelConfig llama;
   g_assert_true(stw_zoo_lookup("llama3-8b", &llama, NULL));

@@ -791,6 +791,46 @@ synth_gpt_amp(StwKernels kernels, gboolean amp)
   return synth_gpt_dropout(kernels, amp, STW_BIAS_DEFAULT);
 }
 
+/* GPT-Neo's attention in fp32 (model.attn_fp32), against the same block without, both eager,
+ * bf16, naive, no attention dropout (T = 4096, d = 1024, 8 heads of 128, n = 16,777,216 scores):
+ * per block, the fp32 softmax's output (4 - e) n and the 16-bit copy the product keeps e n, and
+ * the fp32 queries and keys the score product keeps, (4 - e) T 2d; the attention's forward the
+ * casts' 6 T 2d bytes, the fp32 softmax chain's 16 n, and its score GEMM at fp32's rate. */
+static void
+test_attn_fp32(void)
+{
+  StwModelConfig cfg = { .name = "neo", .arch = STW_ARCH_GPT, .layers = 2, .hidden = 1024,
+                         .heads = 8, .kv_heads = 8, .ffn = 4096, .vocab = 1000, .max_seq = 512,
+                         .tied = TRUE, .attn_dropout = STW_BIAS_NO };
+  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16,
+                          .attention = STW_ATTENTION_NAIVE, .kernels = STW_KERNELS_EAGER };
+  g_autoptr(StwTrace) plain = synth_on_default(&cfg, &opt);
+  cfg.attn_fp32 = TRUE;
+  g_autoptr(StwTrace) neo = synth_on_default(&cfg, &opt);
+  const guint64 T = 4096, d = 1024, n = 8 * 8 * 512 * 512;
+  assert_blocks_keep(plain, neo, 4 * n + 2 * T * 2 * d);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  double flops = 2.0 * (double)n * 128;
+  double slower = flops / hw.matmul_efficiency *
+                  (1 / hw.flops_per_s[STW_DTYPE_FP32] - 1 / hw.flops_per_s[STW_DTYPE_BF16]) * 1e9;
+  double bytes = 16.0 * (double)n + 6.0 * (double)(T * 2 * d);
+  double expect = bytes / (hw.hbm_bytes_per_s * hw.memory_efficiency) * 1e9 + slower;
+  double got = (double)find_op(neo, "h1.attn.core")->duration_ns -
+               (double)find_op(plain, "h1.attn.core")->duration_ns;
+  g_assert_cmpfloat(fabs(got - expect), <=, 2);
+  g_assert_cmpfloat(slower, >, 300000); /* the score GEMM alone: 16x slower in fp32 on an A100 */
+  /* backward: the queries' and keys' gradients' GEMMs at fp32's rate, twice the forward's */
+  g_assert_cmpuint(find_op(neo, "h1.attn.core.bwd")->duration_ns -
+                       find_op(plain, "h1.attn.core.bwd")->duration_ns,
+                   >, (guint64)(2 * slower));
+  /* read from GPT-Neo's config.json (the model file's round trip: /model/norm-types) */
+  g_autofree char *path = stw_test_fixture("hf/gpt-neo-125m/config.json");
+  StwModelConfig gn;
+  g_assert_true(stw_model_resolve(path, &gn, NULL));
+  g_assert_true(gn.attn_fp32);
+}
+
 /* Eager kernels under autocast (docs/synth.md): GPT-2's ops with their 16-bit eager bytes and
  * what autocast adds, worked out by hand from the two tables there (e = 2, w = 4 - e = 2,
  * T = 4096, d = 1024, f = 4096, n = 16,777,216 scores, GPT-2's dropout), each against the same
@@ -1019,6 +1059,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/checkpoint-segments", test_checkpoint_segments);
   g_test_add_func("/synth/autocast", test_autocast);
   g_test_add_func("/synth/optimizer-impl", test_optimizer_impl);
+  g_test_add_func("/synth/attn-fp32", test_attn_fp32);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);

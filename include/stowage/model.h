@@ -177,6 +177,9 @@ typedef struct {
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */
   gboolean embed_norm;     /* a LayerNorm over the token embeddings (BLOOM's; neox only) */
+  gboolean attn_fp32;      /* the queries and keys cast to fp32 before their product: the
+                            * scores computed, masked and softmaxed in fp32 (GPT-Neo's eager
+                            * attention); changes no weight */
   StwBias attn_dropout;    /* whether training drops out the attention probabilities, and
                             * RESID_DROPOUT the residual branches and the embeddings, in the
                             * tri-state of the biases: DEFAULT takes the architecture's (gpt and
