@@ -47,17 +47,18 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
                                                      " in each of %" G_GUINT64_FORMAT
                                                      " micro-steps", so->micro_steps)
                                                : g_strdup("");
+  g_autofree char *optimizer =
+      so->optimizer_impl != STW_OPTIMIZER_FUSED
+          ? g_strdup_printf("%s optimizer, ", stw_optimizer_impl_name(so->optimizer_impl))
+          : g_strdup("");
   /* what was assumed, the defaults named as such */
   gboolean any = q->assumed[0] != '\0';
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s%s%s\n\n", o->hw.name,
+         " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s%s\n\n", o->hw.name,
          o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq, steps,
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_kernels_name(so->kernels),
-         so->optimizer_impl != STW_OPTIMIZER_FUSED ? stw_optimizer_impl_name(so->optimizer_impl)
-                                                   : "",
-         so->optimizer_impl != STW_OPTIMIZER_FUSED ? " optimizer, " : "",
-         so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "", stw_dtype_name(so->dtype),
+         optimizer, so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "", stw_dtype_name(so->dtype),
          o->state_dtype == STW_DTYPE_BF16 ? ", Adam's moments in bf16" : "",
          any ? " (defaults: " : "", q->assumed, any ? ")" : "");
   if (so->lora_rank > 0)

@@ -134,6 +134,8 @@ typedef struct {
   guint64 experts_default, experts_per_token_default;
   gboolean experts_per_token_null_ok; /* num_experts_per_tok null taken as its default (the
                                        * classes whose default is None) */
+  gboolean experts_nested;          /* experts read from an object of their own (DBRX's
+                                     * ffn_config: read_dbrx), not from EXPERTS_MEMBER */
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
   const char *experts_alias;        /* the experts' count's other name, which wins where both
                                      * are given (gpt-oss's num_experts; num_local_experts,
@@ -562,7 +564,7 @@ static const HfRow hf_rows[] = {
                 .max_seq = "max_seq_len", .layers_default = 24, .hidden_default = 2048,
                 .heads_default = 16, .max_seq_default = 2048, .vocab_default = 32000,
                 .ffn_fixed = TRUE, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
-                .resid_dropout_member = "resid_pdrop" },
+                .experts_nested = TRUE, .resid_dropout_member = "resid_pdrop" },
   /* EXAONE 3 and 3.5 (LG AI Research): llama's block (num_layers is num_hidden_layers'
    * other name, and wins where both are given) */
   [HF_EXAONE] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
@@ -604,6 +606,13 @@ static const HfRow hf_rows[] = {
                          .max_seq_default = 2048, .vocab_default = 290943, .kv_null_ok = TRUE,
                          .reads_tie = TRUE, .reads_attention_bias = TRUE },
 };
+
+/* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
+static gboolean
+reads_experts(const HfRow *row)
+{
+  return row->experts_member != NULL || row->experts_nested;
+}
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
 static const HfRow *
@@ -907,15 +916,15 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
   StwJsonReader *r = h->r;
   const cJSON *root = h->root;
   const cJSON *moe = member(root, "num_experts");
-  if (row_of(type)->experts_member == NULL && type != HF_DBRX && moe != NULL &&
+  if (!reads_experts(row_of(type)) && moe != NULL &&
       !(cJSON_IsNumber(moe) && moe->valuedouble <= 1)) {
-    /* the types whose rows read experts, from the table (DBRX's in its ffn_config) */
+    /* the types whose rows read experts, from the table */
     g_autoptr(GString) with = g_string_new(NULL);
     guint n = 0, seen = 0;
     for (gsize t = 0; t < G_N_ELEMENTS(hf_rows); t++)
-      n += hf_rows[t].experts_member != NULL || t == HF_DBRX;
+      n += reads_experts(&hf_rows[t]);
     for (gsize t = 0; t < G_N_ELEMENTS(hf_rows); t++)
-      if (hf_rows[t].experts_member != NULL || t == HF_DBRX)
+      if (reads_experts(&hf_rows[t]))
         g_string_append_printf(with, "%s%s", seen++ == 0 ? "" : seen == n ? " and " : ", ",
                                stw_hf_model_types[t]);
     return stw_json_fail_at(r, "num_experts", error, "experts are modelled for model_type %s only",

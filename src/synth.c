@@ -16,7 +16,6 @@ typedef struct {
   const StwModelGraph *graph;
   const StwHardware *hw;
   StwKernels kernels;     /* how the ops between GEMMs run */
-  StwOptimizerImpl optimizer_impl; /* how the optimizer steps */
   double host_ns, gpu_ns; /* eager, and a for-loop optimizer: when the host has issued the last
                            * kernel, and when the GPU finishes it */
   guint64 e;              /* activation element bytes */
@@ -722,7 +721,8 @@ optimizer_ops(Synth *s)
 {
   StwTrace *t = s->trace;
   guint64 grads = s->live - s->graph->io_bytes; /* the framework's gradients, to the step */
-  gboolean unfused = s->optimizer_impl != STW_OPTIMIZER_FUSED;
+  StwOptimizerImpl impl = t->model.optimizer_impl; /* how the loop's optimizer steps */
+  gboolean unfused = impl != STW_OPTIMIZER_FUSED;
   gboolean unscale = unfused && t->model.autocast == STW_DTYPE_FP16;
   double hbm = s->hw->hbm_bytes_per_s * s->hw->memory_efficiency;
   if (unscale) /* GradScaler reads whether a gradient overflowed: the host waits for the GPU */
@@ -739,7 +739,7 @@ optimizer_ops(Synth *s)
     elem += unfused ? UNFUSED_ADAM_EXTRA_BYTES : 0;
     elem += unscale ? UNSCALE_BYTES : 0;
     double work_ns = (double)x->numel * elem / hbm * 1e9;
-    if (s->optimizer_impl == STW_OPTIMIZER_FOR_LOOP)
+    if (impl == STW_OPTIMIZER_FOR_LOOP)
       op->duration_ns = issue_kernels(s, work_ns, UNFUSED_ADAM_KERNELS);
     else /* no per-operator overhead: many tensors a launch (multi-tensor apply) */
       op->duration_ns = (guint64)llround(work_ns);
@@ -935,7 +935,6 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
     t->model.gradients = STW_GRADIENTS_FRAMEWORK;
   g_autofree guint8 *has_grad = g_new0(guint8, t->tensors->len);
   Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels,
-              .optimizer_impl = options->optimizer_impl,
               .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)),
               .framework = micro_steps > 1, .has_grad = has_grad, .autocast = options->amp };

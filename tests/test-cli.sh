@@ -290,6 +290,7 @@ expect 0 "  optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 3 GPU Ad
 expect 0 "assumes the GPU's optimizer step as PyTorch's foreach Adam runs it: seven passes" "compare names it" -- $S compare "$T/opt-foreach.json" --gpu 8GiB
 expect 0 "assumes the GPU's optimizer step as PyTorch's foreach Adam runs it: seven passes" "whatif --model names it" -- $S whatif --model gpt2 --batch 2 --seq 128 --gpu 2GiB --policy stowage --optimizer-impl foreach
 expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop" "synth with an unknown optimizer" -- $S synth --model gpt2 --optimizer-impl apex -o "$T/never.json"
+expect 0 "RTX4090-24GB-PCIe4, 1 GPU, 128.00 GiB of host memory; batch 8 x 1024 tokens per GPU, checkpointing, flash attention, eager kernels, for-loop optimizer, bf16 (defaults: the batch and sequence, checkpointing, flash attention, eager kernels, bf16)" "capacity names the optimizer where it is not fused" -- $S capacity --hw RTX4090-24GB-PCIe4 --family gpt2 --optimizer-impl for-loop --policy stowage
 expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop" "capacity with an unknown optimizer" -- $S capacity --family gpt2 --optimizer-impl apex
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "micro-steps on two GPUs: refused, said" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
 # ZeRO-3 with CPU Adam: each of 4 GPUs keeps its quarter, gathering the rest for each use
