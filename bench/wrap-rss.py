@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """bench/wrap-rss.py — the plan's predicted RSS of a stowage.torch.wrap replay on the host
 backend against the peak RSS the replay holds. For each model and budget: one process profiles
-the model's training step (stowage.torch.profile) and plans it on a profile that `probe` made in
-a process like the replay's (Python, PyTorch and the library loaded, nothing trained: its
-`cpu.overhead_bytes` is that process's memory); a fresh process then builds the same model,
-wraps it with the plan and trains STEPS steps, and reports its peak RSS (getrusage), set against
-the plan's RSS (the emulated device's peak, the chunks' host memory, the process's). Needs
-PyTorch and the built library (STOWAGE_LIB, PYTHONPATH=python).
+the model's training step (stowage.torch.profile, which measures the process's own memory: its
+peak RSS less the model's state and the non-model memory, the trace's `device.process_bytes`)
+and plans it on a profile that `probe` made (the emulated device's rates); a fresh process then
+builds the same model, wraps it with the plan and trains STEPS steps, and reports its peak RSS
+(getrusage) while training, set against the plan's RSS (the emulated device's peak, the chunks'
+host memory, the process's), and its peak once unwrapped (the weights and the optimizer's state
+handed back to PyTorch). Needs PyTorch and the built library (STOWAGE_LIB, PYTHONPATH=python).
 
 Usage: bench/wrap-rss.py [STEPS]"""
 import json
@@ -104,14 +105,15 @@ def replay(args):
             step(torch, m, opt, x)
             marks.append(("step", now(), peak()))
         deviations = w.stats["deviations"]
-    print(json.dumps({"peak_rss": peak(), "deviations": deviations, "built": marks[0][1],
-                      "wrapped": marks[1][1], "last": marks[-1][1]}))
+        training = peak()
+    print(json.dumps({"peak_rss": training, "closed_rss": peak(), "deviations": deviations,
+                      "built": marks[0][1], "wrapped": marks[1][1], "last": marks[-1][1]}))
 
 
 def main():
     print("| model | budget | predicted RSS | measured peak RSS | error | predicted: device peak, "
-          "chunks, process | measured: model built, wrapped, last step |")
-    print("|---|---:|---:|---:|---:|---|---|")
+          "chunks, process | measured: model built, wrapped, last step | with unwrapping |")
+    print("|---|---:|---:|---:|---:|---|---|---:|")
     mib = 2.0 ** 20
     for layers, width, vocab, batch, seq in MODELS:
         for share in SHARES:
@@ -120,11 +122,12 @@ def main():
                 r = child("replay", layers, width, vocab, batch, seq, d)
             want = p["peak_gpu_bytes"] + p["cpu_bytes"] + p["overhead"]
             print("| L%d-C%d-V%d | %.1f MiB | %.1f MiB | %.1f MiB | %+.1f%% | %.1f, %.1f, %.1f "
-                  "MiB | %.1f, %.1f, %.1f MiB |" % (
+                  "MiB | %.1f, %.1f, %.1f MiB | %.1f MiB |" % (
                       layers, width, vocab, p["gpu_budget"] / mib, want / mib,
                       r["peak_rss"] / mib, 100.0 * (want - r["peak_rss"]) / r["peak_rss"],
                       p["peak_gpu_bytes"] / mib, p["cpu_bytes"] / mib, p["overhead"] / mib,
-                      r["built"] / mib, r["wrapped"] / mib, r["last"] / mib))
+                      r["built"] / mib, r["wrapped"] / mib, r["last"] / mib,
+                      r["closed_rss"] / mib))
             sys.stdout.flush()
 
 

@@ -337,6 +337,12 @@ stw_bind_trace_set_amsgrad(StwTrace *t, gboolean amsgrad)
   t->model.amsgrad = amsgrad;
 }
 
+void
+stw_bind_trace_set_process_bytes(StwTrace *t, guint64 bytes)
+{
+  t->device.process_bytes = MIN(bytes, STW_TRACE_MAX_INT);
+}
+
 gboolean
 stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out)
 {
@@ -881,6 +887,13 @@ stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out, char **er
   g_autofree float *m = g_new(float, MAX(n, 1)), *v = g_new(float, MAX(n, 1));
   GError *error = NULL;
   return stw_runtime_read_state(r->rt, tensor, out, m, v, &error) || give(error, error_out);
+}
+
+gboolean
+stw_bind_runtime_hand_back(StwBindRuntime *r, guint32 tensor, char **error_out)
+{
+  GError *error = NULL;
+  return stw_runtime_hand_back(r->rt, tensor, &error) || give(error, error_out);
 }
 
 gboolean

@@ -161,9 +161,10 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
     g_autofree char *r = stw_size_format(rss);
     g_autofree char *proc = stw_size_format(q->host_overhead_bytes / world);
     g_autofree char *chunks = stw_size_format(q->cpu_bytes / world);
+    const char *origin = NULL;
+    stw_process_bytes(t, &p->hw, &origin);
     printf("  RSS          %s a rank on this host backend: its emulated device's peak %s, the "
-           "chunks' %s, the process's %s%s\n", r, peak, chunks, proc,
-           p->hw.cpu_overhead_bytes ? " (probed)" : " (the default: probe measures it)");
+           "chunks' %s, the process's %s (%s)\n", r, peak, chunks, proc, origin);
   }
   guint64 need = 0, over = 0, world = MAX(c->world, 1);
   stw_plan_pinned(p, t, &need, &over);

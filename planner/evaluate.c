@@ -64,7 +64,7 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
                                                       p->hw.storage_gpudirect,
                                                       &out->storage_bytes),
                                 stw_activation_moves_host_peak(moves));
-  out->host_overhead_bytes = stw_hardware_host_overhead(&p->hw) * MAX(p->chunking->world, 1);
+  out->host_overhead_bytes = stw_process_bytes(t, &p->hw, NULL) * MAX(p->chunking->world, 1);
   StwSimulation local, *s = sim != NULL ? sim : &local;
   stw_simulate_demand(p, t, d, detail && sim != NULL, s);
   out->compute_ns = s->compute_busy_ns;

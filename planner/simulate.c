@@ -711,12 +711,30 @@ stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
   const char *on = t->device.name;
   if (on == NULL || on[0] == '\0' || g_ascii_strcasecmp(on, hw->name) == 0)
     return NULL;
-  if (hw->compute_on_host) /* a probed host profile: the runtime's host traces are its own */
-    return g_ascii_strcasecmp(on, "host") == 0 ? NULL : on;
+  if (hw->compute_on_host) /* a probed host profile: the runtime's host traces ("host") and
+                           * PyTorch's on the CPU ("cpu") are its own */
+    return g_ascii_strcasecmp(on, "host") == 0 || g_ascii_strcasecmp(on, "cpu") == 0 ? NULL : on;
   if (hw->gpu_model[0] != '\0' && (strstr(on, hw->gpu_model) != NULL ||
                                    strstr(hw->gpu_model, on) != NULL))
     return NULL;
   return on;
+}
+
+guint64
+stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin)
+{
+  const char *from;
+  guint64 bytes;
+  if (t->device.process_bytes != 0 && stw_trace_measured_elsewhere(t, hw) == NULL) {
+    from = "measured in the profiled process";
+    bytes = t->device.process_bytes;
+  } else {
+    from = hw->cpu_overhead_bytes != 0 ? "the profile's" : "the default: probe measures it";
+    bytes = stw_hardware_host_overhead(hw);
+  }
+  if (origin != NULL)
+    *origin = from;
+  return bytes;
 }
 
 gboolean

@@ -19,6 +19,7 @@
 #include <malloc.h>
 #endif
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "spans.h"
 
@@ -186,10 +187,24 @@ host_device_free(StwBackend *b, void *p)
   h->spare_bytes += GPOINTER_TO_SIZE(key);
 }
 
+/* The whole pages of a free span of the arena given back to the system (read as zeros, and
+ * the process's again once written). */
+static void
+discard_free(guint64 offset, guint64 bytes, gpointer data)
+{
+  HostBackend *h = data;
+  guint64 page = (guint64)sysconf(_SC_PAGESIZE);
+  guint64 from = (offset + page - 1) / page * page, to = (offset + bytes) / page * page;
+  if (to > from)
+    madvise(h->arena + from, to - from, MADV_DONTNEED);
+}
+
 static void
 host_trim(StwBackend *b)
 {
   HostBackend *h = (HostBackend *)b;
+  if (h->spans != NULL) /* the device's free memory: its pages the system's again */
+    stw_spans_each_free(h->spans, discard_free, h);
   GHashTableIter it;
   gpointer size;
   GSList *spares;

@@ -75,6 +75,9 @@ struct StwRuntime {
   gboolean *copy_keeps;
   gboolean *grads_apart;
   gboolean *stepped;
+  /* the model handed back (stw_runtime_hand_back): per chunk, its tensors not handed back yet;
+   * NULL before the first */
+  guint32 *unreturned;
 };
 
 /* A collective in flight and the items it touches (a reduce-scatter: the own chunk and the
@@ -911,15 +914,28 @@ stw_runtime_free(StwRuntime *rt)
   g_free(rt->copy_keeps);
   g_free(rt->grads_apart);
   g_free(rt->stepped);
+  g_free(rt->unreturned);
   g_free(rt);
 }
 
 /* ---- iterations and ops ---------------------------------------------------------------------- */
 
+/* Whether TENSOR's chunk was freed by stw_runtime_hand_back. */
+static gboolean
+handed_back(const StwRuntime *rt, guint32 tensor)
+{
+  return rt->unreturned != NULL && !rt->multi && rt->unreturned[rt->c->chunk_of[tensor]] == 0;
+}
+
 /* The store's first failure not reported yet, into ERROR; TRUE when there is none. */
 static gboolean
 no_failure(StwRuntime *rt, GError **error)
 {
+  if (rt->unreturned != NULL) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_STATE,
+                "the model was handed back (stw_runtime_hand_back): the runtime trains no more");
+    return FALSE;
+  }
   if (rt->failure != NULL) {
     g_propagate_error(error, g_steal_pointer(&rt->failure));
     return FALSE;
@@ -1503,6 +1519,10 @@ void
 stw_runtime_read_param(StwRuntime *rt, guint32 tensor, float *out)
 {
   gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
+  if (handed_back(rt, tensor)) {
+    memset(out, 0, numel * sizeof(float));
+    return;
+  }
   GError *ignored = NULL;
   finish_all(rt, &ignored); /* a failure has been reported where it happened */
   g_clear_error(&ignored);
@@ -1524,6 +1544,14 @@ stw_runtime_read_state(StwRuntime *rt, guint32 tensor, float *master, float *m, 
 {
   gsize numel = stw_trace_tensor(rt->model, tensor)->numel, n = numel * sizeof(float);
   float *out[] = { master, m, v };
+  if (handed_back(rt, tensor)) {
+    for (int z = 0; z < 3; z++)
+      memset(out[z], 0, n);
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_STATE,
+                "tensor %s was handed back: its chunk is freed",
+                stw_trace_tensor(rt->model, tensor)->name);
+    return FALSE;
+  }
   if (frozen(rt, tensor)) { /* its weights are its compute copy; it has no moments */
     stw_runtime_read_param(rt, tensor, master);
     memset(m, 0, n);
@@ -1564,6 +1592,8 @@ gboolean
 stw_runtime_write_state(StwRuntime *rt, guint32 tensor, const float *master, const float *m,
                         const float *v, GError **error)
 {
+  if (rt->unreturned != NULL)
+    return no_failure(rt, error); /* the model was handed back */
   guint32 c = rt->c->chunk_of[tensor], tc = tier_chunk(rt, tensor);
   gsize numel = stw_trace_tensor(rt->model, tensor)->numel;
   /* each list in its dtype: the compute copy is the master weights in its precision, and bf16
@@ -1619,6 +1649,32 @@ tier_max_variance(StwRuntime *rt, guint32 tc, guint32 tensor, gboolean modify, G
   return v == NULL ? NULL
                    : v + stw_trace_tensor(rt->model, tensor)->numel *
                              stw_dtype_bytes(rt->c->state_dtype);
+}
+
+gboolean
+stw_runtime_hand_back(StwRuntime *rt, guint32 tensor, GError **error)
+{
+  if (tensor >= rt->model->tensors->len) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_STATE,
+                "hand back: no tensor %u (the model has %u)", tensor, rt->model->tensors->len);
+    return FALSE;
+  }
+  if (rt->unreturned == NULL) {
+    GError *ignored = NULL;
+    finish_all(rt, &ignored); /* a failure has been reported where it happened */
+    g_clear_error(&ignored);
+    rt->unreturned = g_new0(guint32, MAX(rt->n, 1));
+    for (guint32 i = 0; i < rt->model->tensors->len; i++)
+      rt->unreturned[rt->c->chunk_of[i]]++;
+  }
+  guint32 c = rt->c->chunk_of[tensor];
+  if (rt->unreturned[c] == 0 || --rt->unreturned[c] > 0 || rt->multi)
+    return TRUE; /* several ranks: their items are shared by groups, freed with the runtime */
+  for (int l = 0; l < STW_N_LISTS; l++)
+    stw_store_forget(rt->store, item_of(rt, (StwChunkList)l, c));
+  if (rt->be->trim != NULL)
+    rt->be->trim(rt->be);
+  return TRUE;
 }
 
 gboolean

@@ -108,3 +108,13 @@ stw_spans_high(const StwSpans *s)
 {
   return s->high;
 }
+
+void
+stw_spans_each_free(const StwSpans *s, void (*fn)(guint64 offset, guint64 bytes, gpointer data),
+                    gpointer data)
+{
+  for (guint i = 0; i < s->free->len; i++) {
+    const Span *f = &g_array_index(s->free, Span, i);
+    fn(f->offset, f->bytes, data);
+  }
+}

@@ -34,6 +34,9 @@ guint64 stw_spans_give(StwSpans *s, guint64 offset);
 /* Bytes taken now, and the end of the highest span ever taken (the range's memory touched). */
 guint64 stw_spans_used(const StwSpans *s);
 guint64 stw_spans_high(const StwSpans *s);
+/* FN(offset, bytes, DATA) for each free span, lowest first. */
+void stw_spans_each_free(const StwSpans *s, void (*fn)(guint64 offset, guint64 bytes, gpointer data),
+                         gpointer data);
 
 G_END_DECLS
 

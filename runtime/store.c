@@ -709,6 +709,32 @@ stw_store_evict(StwStore *s, guint32 item)
   s->st.d2h_bytes += s->bytes[item];
 }
 
+void
+stw_store_forget(StwStore *s, guint32 item)
+{
+  stw_store_settle(s, item);
+  if (s->copy[item] != NULL) { /* a halted store's copy: released without waiting */
+    s->be->event_free(s->be, s->copy[item]);
+    s->copy[item] = NULL;
+  }
+  if (s->place[item] == STW_TO_HOST) { /* halted while leaving */
+    g_queue_remove(&s->leaving, GUINT_TO_POINTER(item));
+    s->leaving_bytes -= s->bytes[item];
+  }
+  if (s->slot[item] != NULL) {
+    if (!s->plain && !s->in_place) /* else the slot is the host copy */
+      s->be->device_free(s->be, s->slot[item]);
+    if (!s->plain) /* a plain store counts no slots */
+      s->used -= s->bytes[item];
+    s->slot[item] = NULL;
+  }
+  if (s->host[item] != NULL && !stw_store_backed(s, item))
+    s->be->host_free(s->be, s->host[item]);
+  s->host[item] = NULL;
+  s->place[item] = STW_AT_HOST;
+  s->dirty[item] = 0;
+}
+
 gboolean
 stw_store_drop(StwStore *s, guint32 item)
 {

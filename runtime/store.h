@@ -128,6 +128,11 @@ gboolean stw_store_volatile(const StwStore *s, guint32 item);
 /* The device copy need not reach the host (a group's gradients, reduce-scattered). */
 void stw_store_clear_dirty(StwStore *s, guint32 item);
 
+/* ITEM's memory freed, its values gone: its copy in flight settled, its slot and its host copy
+ * freed (a backed item's buffer is the backing's). Nothing may read or move it afterwards: for
+ * handing a model back when training is over (stw_runtime_hand_back). */
+void stw_store_forget(StwStore *s, guint32 item);
+
 /* Issues the write-back of resident ITEM; its slot is freed when the copy lands. */
 void stw_store_evict(StwStore *s, guint32 item);
 /* Frees the slot of resident ITEM. A dirty item is written back instead: data is never lost.

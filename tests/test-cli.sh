@@ -357,7 +357,7 @@ tap_result $? "probe --device host measures what the emulated device's copies co
 # and the process's own memory beside the model state, which the plan's RSS line counts
 ovh=$(sed -n 's/.*"overhead_bytes": *\([0-9]*\).*/\1/p' "$T/emulated.json")
 $S plan "$TR" --gpu 8GiB --hw "$T/emulated.json" -o "$T/rss-plan.json" > "$T/rss-plan.txt" 2>&1
-proc=$(sed -n "s/^  RSS .*, the process's \(.*\) (probed)$/\1/p" "$T/rss-plan.txt")
+proc=$(sed -n "s/^  RSS .*, the process's \(.*\) (the profile's)$/\1/p" "$T/rss-plan.txt")
 [ -n "$ovh" ] && [ "$ovh" -gt 1048576 ] && [ "$ovh" -lt 1073741824 ] &&
   [ "$proc" = "$(awk -v b="$ovh" 'BEGIN { printf "%.2f MiB", b / 1048576 }')" ]
 tap_result $? "probe --device host measures the process ($ovh bytes); the plan's RSS line counts it ($proc)" "$(cat "$T/rss-plan.txt")"

@@ -559,6 +559,46 @@ test_older_cost_model(void)
   g_assert_no_error(error);
 }
 
+/* A rank's process memory: the figure measured in the profiled process where the trace was
+ * profiled on the profile's device, the profile's (here its default) elsewhere; the plan counts
+ * it per rank and check holds the plan to it. */
+static void
+test_process_bytes(void)
+{
+  g_autofree char *file = stw_test_fixture("traces/mini.json");
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_trace_load(file, &error);
+  g_assert_no_error(error);
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 2240, 4 * STW_GiB);
+  t->device.process_bytes = 300 * STW_MiB;
+  const char *origin = NULL;
+  g_assert_cmpuint(stw_process_bytes(t, &o.hw, &origin), ==, 2 * STW_GiB); /* on test-gpu */
+  g_assert_cmpstr(origin, ==, "the default: probe measures it");
+  g_autoptr(StwPlan) elsewhere = stw_planner_plan(t, "mini.json", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(elsewhere->pred.host_overhead_bytes, ==, 2 * STW_GiB);
+  g_free(t->device.name);
+  t->device.name = g_strdup(o.hw.name);
+  g_assert_cmpuint(stw_process_bytes(t, &o.hw, &origin), ==, 300 * STW_MiB);
+  g_assert_cmpstr(origin, ==, "measured in the profiled process");
+  g_autoptr(StwPlan) here = stw_planner_plan(t, "mini.json", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(here->pred.host_overhead_bytes, ==, 300 * STW_MiB);
+  g_assert_true(stw_plan_check(here, t, "mini.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  t->device.process_bytes = 0; /* not measured: the profile's again */
+  g_assert_cmpuint(stw_process_bytes(t, &o.hw, NULL), ==, 2 * STW_GiB);
+  o.hw.cpu_overhead_bytes = 700 * STW_MiB;
+  g_assert_cmpuint(stw_process_bytes(t, &o.hw, &origin), ==, 700 * STW_MiB);
+  g_assert_cmpstr(origin, ==, "the profile's");
+  /* the figure is the trace's (in its digest): a plan made with another is not this trace's */
+  t->device.process_bytes = 400 * STW_MiB;
+  g_assert_false(stw_plan_check(here, t, "mini.json", NULL, NULL, &error));
+  stw_assert_error_contains(error, "plan the trace again");
+  g_clear_error(&error);
+}
+
 /* A plan of OPTIONS' activations for T at GPU bytes (NULL when none fits). */
 
 /* GPT-2 at batch 8 x 1024 (activations 7.59 GiB kept, 3.23 GiB recomputed): at 8 GiB keeping
@@ -1082,6 +1122,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/feasibility-monotone", test_feasibility_monotone);
   g_test_add_func("/planner/bound-mixed-sizes", test_bound_mixed_sizes);
   g_test_add_func("/planner/older-cost-model", test_older_cost_model);
+  g_test_add_func("/planner/process-bytes", test_process_bytes);
   g_test_add_func("/planner/zero-stage-3", test_zero_stage_3);
   g_test_add_func("/planner/activations", test_activations);
   g_test_add_func("/planner/activations-offload", test_activations_offload);

@@ -647,6 +647,90 @@ test_weights_in_copy(void)
   be->free(be);
 }
 
+static guint frees; /* host copies and device blocks freed */
+static void (*host_free_of_backend)(StwBackend *b, void *p);
+static void (*device_free_of_backend)(StwBackend *b, void *p);
+
+static void
+count_host_free(StwBackend *b, void *p)
+{
+  frees += p != NULL;
+  host_free_of_backend(b, p);
+}
+
+static void
+count_device_free(StwBackend *b, void *p)
+{
+  frees += p != NULL;
+  device_free_of_backend(b, p);
+}
+
+/* The model handed back tensor by tensor: a chunk's memory is freed with its last tensor (each
+ * of its four lists' device slot or host copy, or both: the two chunks alike), the tensors of chunks not freed read as they were, and from the
+ * first on the runtime trains no more; a handed-back tensor's state and a tensor the model does
+ * not have are refused. */
+static void
+test_hand_back(void)
+{
+  GError *error = NULL;
+  g_autofree char *path = stw_test_fixture("traces/mini.json");
+  g_autoptr(StwTrace) t = stw_trace_load(path, &error);
+  g_assert_no_error(error);
+  for (guint32 j = 0; j < t->tensors->len; j++) /* fp16 there: an fp32 model here */
+    ((StwTensor *)stw_trace_tensor(t, j))->dtype = STW_DTYPE_FP32;
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 4288, 4 * STW_GiB);
+  o.chunk_size_elems = 16; /* the weight and the bias in chunks of their own */
+  g_autoptr(StwPlan) plan = stw_planner_plan(t, path, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(stw_chunking_count(plan->chunking), ==, 2);
+  gboolean in_copy = stw_optim_on_cpu(plan->optim[0]);
+  g_assert_cmpint(stw_optim_on_cpu(plan->optim[1]), ==, in_copy);
+  float w[16], b[4];
+  for (int i = 0; i < 16; i++)
+    w[i] = (float)i;
+  for (int i = 0; i < 4; i++)
+    b[i] = 100.0f + (float)i;
+  const float *init[] = { w, b };
+  StwBackend *be = stw_backend_host_new();
+  host_free_of_backend = be->host_free;
+  be->host_free = count_host_free;
+  device_free_of_backend = be->device_free;
+  be->device_free = count_device_free;
+  StwRuntimeOptions replay = { .check_store = TRUE, .mode = STW_RUNTIME_REPLAY,
+                               .device_bytes = 4288, .plan = plan, .plan_trace = t };
+  StwRuntime *rt = stw_runtime_new(t, init, &replay, be, &error);
+  g_assert_no_error(error);
+  run_mini(rt, t, 0.5f, in_copy);
+  float got[16], m[16], v[16], before[4];
+  g_assert_true(stw_runtime_read_state(rt, 1, before, m, v, NULL));
+  frees = 0;
+  g_assert_true(stw_runtime_hand_back(rt, 0, &error));
+  g_assert_no_error(error);
+  guint one = frees;
+  g_assert_cmpuint(one, >=, STW_N_LISTS);
+  g_assert_true(stw_runtime_read_state(rt, 1, got, m, v, &error));
+  g_assert_no_error(error);
+  g_assert_cmpmem(got, sizeof before, before, sizeof before);
+  g_assert_false(stw_runtime_read_state(rt, 0, got, m, v, &error));
+  stw_assert_error_contains(error, "tensor fc.weight was handed back: its chunk is freed");
+  g_clear_error(&error);
+  const StwOp *op = stw_trace_op(t, 0);
+  g_assert_false(stw_runtime_op_begin(rt, op->name, op->stage, op->params, op->n_params,
+                                      op->grads, op->n_grads, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_STATE);
+  stw_assert_error_contains(error, "the model was handed back");
+  g_clear_error(&error);
+  g_assert_true(stw_runtime_hand_back(rt, 1, &error));
+  g_assert_cmpuint(frees, ==, 2 * one);
+  g_assert_false(stw_runtime_hand_back(rt, 2, &error));
+  stw_assert_error_contains(error, "hand back: no tensor 2 (the model has 2)");
+  g_clear_error(&error);
+  stw_runtime_free(rt); /* nothing is left to free, nothing freed twice */
+  g_assert_cmpuint(frees, ==, 2 * one);
+  be->free(be);
+}
+
 /* Runs ops [FROM, TO) of T as the trace has them. */
 static void
 run_ops(StwRuntime *rt, const StwTrace *t, guint32 from, guint32 to)
@@ -753,5 +837,6 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/unplanned-and-frozen", test_unplanned_and_frozen);
   g_test_add_func("/runtime/unplanned-restores", test_unplanned_restores);
   g_test_add_func("/runtime/weights-in-copy", test_weights_in_copy);
+  g_test_add_func("/runtime/hand-back", test_hand_back);
   return g_test_run();
 }

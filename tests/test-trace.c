@@ -339,6 +339,40 @@ test_freeze(void)
   stw_assert_error_contains(error, "--freeze: an empty pattern in \"fc.weight,,\"");
 }
 
+/* The profiled process's own memory: written only where measured (the traces before it keep
+ * their digests), read back, in the digest, and refused where it is not a positive count. */
+static void
+test_process_bytes(void)
+{
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = load_fixture("traces/mini.json", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(t->device.process_bytes, ==, 0);
+  g_autofree char *before = stw_trace_to_string(t, &error);
+  g_assert_null(strstr(before, "process_bytes"));
+  g_autofree char *digest = stw_trace_digest(t);
+  g_assert_cmpstr(digest, ==, MINI_DIGEST);
+  t->device.process_bytes = 734003200;
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_nonnull(strstr(text, "\"process_bytes\":734003200"));
+  g_autoptr(StwTrace) back = stw_trace_parse("again.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->device.process_bytes, ==, 734003200);
+  g_autofree char *measured = stw_trace_digest(back);
+  g_assert_cmpstr(measured, !=, MINI_DIGEST);
+  const char *bad[][2] = {
+    { "0", "$.device.process_bytes: 0 is out of range" },
+    { "\"700MiB\"", "$.device.process_bytes: expected an integer" },
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
+    g_autoptr(GString) s = g_string_new(text);
+    g_string_replace(s, "734003200", bad[k][0], 1);
+    g_assert_null(stw_trace_parse("bad.json", s->str, s->len, &error));
+    stw_assert_error_contains(error, bad[k][1]);
+    g_clear_error(&error);
+  }
+}
+
 static void
 test_validate_built(void)
 {
@@ -394,5 +428,6 @@ main(int argc, char **argv)
   g_test_add_func("/trace/validate-built", test_validate_built);
   g_test_add_func("/trace/accumulate", test_accumulate);
   g_test_add_func("/trace/freeze", test_freeze);
+  g_test_add_func("/trace/process-bytes", test_process_bytes);
   return g_test_run();
 }

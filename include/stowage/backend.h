@@ -40,7 +40,8 @@ struct StwBackend {
   gboolean (*wait)(StwBackend *b, StwEvent *e);
   void (*event_free)(StwBackend *b, StwEvent *e);  /* must not block on a stuck copy */
   void (*free)(StwBackend *b);
-  /* optional: give back the memory of freed device blocks kept for reuse; NULL when none is */
+  /* optional: give back the memory of freed device blocks kept for reuse (the host backend's
+   * emulated device: the pages of its free memory too); NULL when none is */
   void (*trim)(StwBackend *b);
   /* optional: name the ops for profilers (NVTX on CUDA); NULL when not needed */
   void (*range_push)(StwBackend *b, const char *name);

@@ -67,6 +67,8 @@ gboolean stw_bind_trace_set_steps(StwTrace *t, guint32 micro_steps, const char *
 gboolean stw_bind_trace_set_autocast(StwTrace *t, const char *dtype, char **error_out);
 /* The trace's optimizer keeps AMSGrad's largest variances (model.amsgrad). */
 void stw_bind_trace_set_amsgrad(StwTrace *t, gboolean amsgrad);
+/* The profiled process's own host memory at its peak (device.process_bytes; 0: not measured). */
+void stw_bind_trace_set_process_bytes(StwTrace *t, guint64 bytes);
 /* TENSOR is frozen: no gradient, no optimizer state. */
 gboolean stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out);
 /* A size as the CLI reads it ("24MiB", "1.5GB", "4096") into *BYTES_OUT. */
@@ -181,6 +183,8 @@ char *stw_bind_runtime_stats(StwBindRuntime *r);
  * model does not have. */
 gboolean stw_bind_runtime_master(StwBindRuntime *r, guint32 tensor, float *out,
                                  char **error_out);
+/* stw_runtime_hand_back: TENSOR read out for good; its chunk freed once all its tensors are. */
+gboolean stw_bind_runtime_hand_back(StwBindRuntime *r, guint32 tensor, char **error_out);
 /* stw_runtime_read_state and write_state: TENSOR's weights (its master; a frozen tensor's compute
  * copy), momentum and variance, and with VMAX (may be NULL) AMSGrad's largest variances, numel
  * floats each, wherever the runtime holds them. */

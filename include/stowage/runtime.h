@@ -37,6 +37,8 @@ typedef enum {
   STW_RUNTIME_ERROR_CORRUPT,  /* a checksum failed after a move (verify mode) */
   STW_RUNTIME_ERROR_DEVICE,   /* the device failed: no device, a copy failed or did not complete */
   STW_RUNTIME_ERROR_UNSUPPORTED, /* what this build or this backend cannot do */
+  STW_RUNTIME_ERROR_STATE,    /* asked for what the runtime's state does not allow: training
+                               * after the model was handed back, a tensor it does not have */
 } StwRuntimeError;
 
 typedef enum {
@@ -112,6 +114,13 @@ typedef struct StwRuntime StwRuntime;
 StwRuntime *stw_runtime_new(const StwTrace *model, const float *const *init,
                             const StwRuntimeOptions *o, StwBackend *backend, GError **error);
 void stw_runtime_free(StwRuntime *rt);
+/* TENSOR read out for good (its weights and state, by stw_runtime_read_state): once every
+ * tensor of its chunk is, the chunk's memory is freed, device and host (on one rank; on several
+ * it is freed with the runtime), so that a model handed back to its framework tensor by tensor
+ * never holds its chunks and the framework's copies at once. From the first call on the runtime
+ * trains no more: ops, iterations and reads fail (STW_RUNTIME_ERROR_STATE). FALSE with ERROR for
+ * a tensor the model does not have. */
+gboolean stw_runtime_hand_back(StwRuntime *rt, guint32 tensor, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StwRuntime, stw_runtime_free)
 
 /* The chunk store's invariants: every item in one place (on the host, on its way, on the device,

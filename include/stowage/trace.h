@@ -144,6 +144,10 @@ typedef struct {
   guint64 memory_bytes;  /* total device memory */
   guint32 rank;          /* the profiled rank, < world_size */
   guint32 world_size;    /* data-parallel ranks */
+  guint64 process_bytes; /* the profiled process's own host memory at its peak (RSS beside the
+                          * model's weights, gradients and optimizer state and, profiled on the
+                          * host, the non-model memory): its framework, libraries and allocator
+                          * slack, as measured; 0: not measured */
 } StwTraceDevice;
 
 /* What a run does with a block's activations between its forward and its backward. */

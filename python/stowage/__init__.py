@@ -403,6 +403,11 @@ class Runtime:
               *(_address(a, "runtime: read_state") for a in (master, m, v)),
               None if vmax is None else _address(vmax, "runtime: read_state"))
 
+    def hand_back(self, tensor):
+        """TENSOR read out for good (read_state): once every tensor of its chunk is, the chunk's
+        memory is freed (one rank). The runtime trains no more after the first."""
+        _call(_lib.runtime_hand_back, self._h, self._tensor(tensor, "hand_back"))
+
     def write_state(self, tensor, master, m, v, vmax=None):
         """TENSOR's weights (its compute copy too), momentum and variance from host memory at
         the addresses MASTER, M, V, and AMSGrad's largest variances at VMAX (a frozen tensor:

@@ -85,6 +85,7 @@ trace_set_steps = _fn("stw_bind_trace_set_steps", ctypes.c_int, ctypes.c_void_p,
 trace_freeze = _fn("stw_bind_trace_freeze", ctypes.c_int, ctypes.c_void_p, u32,
                    ctypes.POINTER(ctypes.c_void_p))
 trace_set_amsgrad = _fn("stw_bind_trace_set_amsgrad", None, ctypes.c_void_p, ctypes.c_int)
+trace_set_process_bytes = _fn("stw_bind_trace_set_process_bytes", None, ctypes.c_void_p, u64)
 trace_set_autocast = _fn("stw_bind_trace_set_autocast", ctypes.c_int, ctypes.c_void_p,
                          ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 size_parse = _fn("stw_bind_size_parse", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(u64),
@@ -145,6 +146,8 @@ runtime_iteration_abandon = _fn("stw_bind_runtime_iteration_abandon", None, ctyp
 runtime_read_state = _fn("stw_bind_runtime_read_state", ctypes.c_int, ctypes.c_void_p, u32,
                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                          ctypes.POINTER(ctypes.c_void_p))
+runtime_hand_back = _fn("stw_bind_runtime_hand_back", ctypes.c_int, ctypes.c_void_p, u32,
+                        ctypes.POINTER(ctypes.c_void_p))
 runtime_write_state = _fn("stw_bind_runtime_write_state", ctypes.c_int, ctypes.c_void_p, u32,
                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                           ctypes.POINTER(ctypes.c_void_p))

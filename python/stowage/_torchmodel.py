@@ -26,19 +26,20 @@ _CONTAINERS = (_torch.nn.ModuleList, _torch.nn.ModuleDict, _torch.nn.ParameterLi
 
 def tree(model):
     """(name, module, depth) of every module that runs: containers that have no forward of
-    their own (ModuleList, ModuleDict) are not levels of the tree."""
-    out = []
-
-    def walk(prefix, module, depth):
-        for child_name, child in module.named_children():
-            name = prefix + "." + child_name if prefix else child_name
-            if isinstance(child, _CONTAINERS):
-                walk(name, child, depth)
-            else:
-                out.append((name, child, depth + 1))
-                walk(name, child, depth + 1)
-
-    walk("", model, 0)
+    their own (ModuleList, ModuleDict) are not levels of the tree. In the order of a recursive
+    walk, made by a loop (a recursive closure is a reference cycle)."""
+    out, stack = [], [("", iter(model.named_children()), 0)]
+    while stack:
+        prefix, children, depth = stack[-1]
+        child_name, child = next(children, (None, None))
+        if child is None:
+            stack.pop()
+            continue
+        name = prefix + "." + child_name if prefix else child_name
+        if not isinstance(child, _CONTAINERS):
+            depth += 1
+            out.append((name, child, depth))
+        stack.append((name, iter(child.named_children()), depth))
     return out
 
 

@@ -27,6 +27,7 @@ the param chunks and steps the masters in the runtime (docs/pytorch.md, "Mixed p
 import bisect
 import collections
 import ctypes
+import os
 import time
 import types
 import warnings
@@ -36,6 +37,49 @@ import torch as _torch
 from . import Plan, StowageError, Trace, _call, _lib, parse_size
 from ._torchmodel import DTYPES as _DTYPES
 from ._torchmodel import Model, amsgrad, refusals
+
+
+class _ProcessMemory:
+    """The process's peak resident memory (RSS) while profiling. Linux resets the peak ("high
+    water mark") when 5 is written to /proc/self/clear_refs and reports it as VmHWM; where that
+    cannot be done, the most RSS seen at the ops' boundaries (sample()). None where neither can be
+    read (no /proc)."""
+
+    def __init__(self):
+        self.reset = False
+        self.sampled = 0
+
+    @staticmethod
+    def _rss():
+        try:
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def start(self):
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self.reset = True
+        except OSError:
+            self.reset = False
+        self.sampled = self._rss()
+
+    def sample(self):
+        if not self.reset:
+            self.sampled = max(self.sampled, self._rss())
+
+    def peak(self):
+        if self.reset:
+            try:
+                with open("/proc/self/status") as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            return int(line.split()[1]) * 1024
+            except (OSError, ValueError, IndexError):
+                pass
+        return self.sampled or None
 
 
 class _CpuMemory:
@@ -172,21 +216,19 @@ def _shape_of(x):
 
 def _grad_tensors(out):
     """The tensors of a module's output that need gradients (in tuples, lists, dicts and
-    Hugging Face ModelOutputs)."""
-    found = []
-
-    def walk(o):
+    Hugging Face ModelOutputs), in order. A loop, not a recursive closure: a function that
+    calls itself through its closure is a reference cycle, and the tensors found would live until
+    Python's cycle collector ran (a step's activations, steps later)."""
+    found, todo = [], [out]
+    while todo:
+        o = todo.pop()
         if isinstance(o, _torch.Tensor):
             if o.requires_grad:
                 found.append(o)
         elif isinstance(o, (list, tuple)):
-            for x in o:
-                walk(x)
+            todo.extend(reversed(o))
         elif isinstance(o, dict):
-            for x in o.values():
-                walk(x)
-
-    walk(out)
+            todo.extend(reversed(list(o.values())))
     return found
 
 
@@ -612,6 +654,8 @@ class profile:
         self._hooks = None
         self.cpu_memory = None  # on the CPU, while profiling: the allocator's events
         self.memory_unknown = None  # why non-model memory is not known, when it is not
+        self.process = _ProcessMemory()  # the process's peak RSS while profiling
+        self.peak_rss = None
         self.measured = False
         self.refused = refusals(model, optimizer, self.params, self.precision)
         self.mixed = None  # while profiling in mixed precision: the masters and their copies
@@ -628,6 +672,7 @@ class profile:
     def _begin(self, name, stage, ids):
         self.holding.update(ids or ())
         self.in_step = self.in_step or stage == "optim"
+        self.process.sample()
         op = _Op(name, stage, ids, 0)
         op.grads0 = self._grad_bytes()
         if self.cuda:
@@ -644,6 +689,7 @@ class profile:
         if op.saving is not None:
             op.saving.__exit__(None, None, None)
             op.saving = None
+        self.process.sample()
         self.holding.subtract(op.params or ())
         if op.stage == "optim":
             self.in_step = False
@@ -731,6 +777,7 @@ class profile:
             self.cpu_memory.start()
         if self.mixed is not None:
             self.mixed.start(self.optimizer)
+        self.process.start()
         self._hooks = _Hooks(self.m, self)
         step = self.optimizer.step
 
@@ -755,6 +802,24 @@ class profile:
         self._uses.__enter__()
         return self
 
+    def _model_host_bytes(self):
+        """Bytes of host memory the model's state takes now, which wrap's chunks take instead:
+        the parameters (and in mixed precision their masters), the gradients beside them and the
+        optimizer's state, each storage once."""
+        seen, total = set(), 0
+        tensors = [p for _, p in self.params] + [p.grad for _, p in self.params]
+        tensors += self.mixed.masters if self.mixed is not None else []
+        tensors += [v for s in self.optimizer.state.values() for v in s.values()
+                    if isinstance(v, _torch.Tensor)]
+        for x in tensors:
+            if x is None or x.device.type != "cpu":
+                continue
+            s = x.untyped_storage()
+            if s.data_ptr() not in seen:
+                seen.add(s.data_ptr())
+                total += s.nbytes()
+        return total
+
     def _stop_watching_uses(self):
         if self._uses is not None:
             self._uses.__exit__(None, None, None)
@@ -769,6 +834,8 @@ class profile:
     def __exit__(self, *exc):
         self._stop_watching_uses()
         self._close()
+        self.peak_rss = self.process.peak()
+        self.model_host_bytes = self._model_host_bytes()
         if self.outside:
             held = [self.index[id(p)] for n, p in self.params if n in self.outside]
             mib = sum(self.params[i][1].numel() for i in held) * 4 / 2.0 ** 20
@@ -856,7 +923,7 @@ class profile:
         # the iteration's first op, less the gradients PyTorch held then): activations, and the
         # gradients, which are PyTorch's until the optimizer step
         base = ops[0].mem0 - ops[0].grads0 if ops else 0
-        step_ns, step_bytes = 0, 0
+        step_ns, step_bytes, nonmodel_peak = 0, 0, 0
         for op in ops:
             at_start = max(op.mem0 - base, 0)
             if op.stage == "optim":
@@ -865,8 +932,9 @@ class profile:
                 continue
             params = self.m.op_params(op.params or [], held)
             grads = self.m.trained(params) if op.stage == "bwd" else []
-            self._add_op(t, op.name, op.stage, params, grads, at_start,
-                         max(op.peak - base, at_start), op.end - op.start)
+            peak = max(op.peak - base, at_start)
+            nonmodel_peak = max(nonmodel_peak, peak)
+            self._add_op(t, op.name, op.stage, params, grads, at_start, peak, op.end - op.start)
         trained = self.m.trained(range(len(self.params)))
         total = sum(self.params[i][1].numel() for i in trained) or 1
         for i in trained:
@@ -876,6 +944,12 @@ class profile:
         self._blocks(t, [o for o in ops if o.stage != "optim"])
         if self.memory_unknown is not None:  # said in the trace's source, as the importer does
             _lib.trace_warn(t._h, b"no_memory_events", 1)
+        # the process's own host memory: its peak RSS less the model's state (the chunks' in a
+        # replay) and, on the CPU, the non-model memory (the emulated device's in a replay)
+        if self.peak_rss is not None and self.memory_unknown is None:
+            own = self.peak_rss - self.model_host_bytes - \
+                (0 if self.cuda else max(nonmodel_peak, step_bytes))
+            _lib.trace_set_process_bytes(t._h, max(own, 0))
         if self.outside:
             _lib.trace_warn(t._h, b"params_outside_ops", len(self.outside))
         b, s = shape or (0, 0)
@@ -1187,9 +1261,9 @@ class wrap:
             return _torch.tensor(float(self.steps[i]), dtype=_torch.float32)
         return _torch.tensor(float(self.steps[i]), dtype=like.dtype, device=like.device)
 
-    def _optimizer_state(self, i):
-        """Parameter I's state as PyTorch's Adam keeps it."""
-        _, m, v, vmax = self._read(i)
+    def _optimizer_state(self, i, read=None):
+        """Parameter I's state as PyTorch's Adam keeps it (from READ, _read(i)'s, when given)."""
+        _, m, v, vmax = read if read is not None else self._read(i)
         shape = self.shapes[i]
         state = {"step": self._step_tensor(i), "exp_avg": m.view(shape).to(self.device),
                  "exp_avg_sq": v.view(shape).to(self.device)}
@@ -1642,13 +1716,16 @@ class wrap:
             _restore_attribute(mod, "forward", before)
         if self.mixed:
             _restore_attribute(self.optimizer, "_step_supports_amp_scaling", self._said_amp)
-        for i, (name, p) in enumerate(self.m.params):
-            state = self._optimizer_state(i) if not self.m.frozen[i] and self.steps[i] > 0 \
-                else None
-            p.data = self._read(i)[0].view(self.shapes[i]).to(self.device, self.own_dtypes[i])
-            if state is not None:
-                self.optimizer.state[p] = state
+        # tensor by tensor, each chunk freed once its tensors are PyTorch's: the process never
+        # holds the chunks and PyTorch's copies of the whole model at once
         self.final_stats = self.rt.stats
+        for i, (name, p) in enumerate(self.m.params):
+            read = self._read(i)
+            if not self.m.frozen[i] and self.steps[i] > 0:
+                self.optimizer.state[p] = self._optimizer_state(i, read)
+            p.data = read[0].view(self.shapes[i]).to(self.device, self.own_dtypes[i])
+            del read
+            self.rt.hand_back(i)
         self.rt = None
         if getattr(self.model, "_stowage_wrap", None) is self:
             del self.model._stowage_wrap

@@ -1,5 +1,6 @@
 """stowage.torch.profile on a small GPT-2 (transformers, random init) or a torch.nn GPT: real
 names, the tied head once, ops per block, and the trace plans. Skips without PyTorch."""
+import gc
 import json
 import os
 import tempfile
@@ -295,11 +296,50 @@ class TestProfile(unittest.TestCase):
         got = [(ops[str(i)]["nonmodel_bytes"], ops[str(i)]["nonmodel_peak_bytes"])
                for i in range(4)]
         self.assertEqual(got, [(0, 128), (128, 256), (256, 384), (384, 512)])
-        # the last layer's backward starts with the outputs the layers keep (3 x 128), the loss
-        # and its gradient (4 bytes each) and the gradient of its own output (128): the last
-        # output went when .sum() had read it
-        self.assertEqual(ops["3.bwd"]["nonmodel_bytes"], 3 * 128 + 8 + 128)
+        # the last layer's backward starts with the outputs the layers keep (3 x 128) and the loss
+        # and its gradient (4 bytes each): the last output went when .sum() had read it, and
+        # sum's gradient is one value expanded, a view (the profile once kept each module's
+        # outputs alive in a reference cycle until Python's collector ran: 128 bytes more here)
+        self.assertEqual(ops["3.bwd"]["nonmodel_bytes"], 3 * 128 + 8)
         self.assertNotIn("warnings", p.trace().json().get("source", {}))
+
+    def test_process_memory_measured(self):
+        """The profile measures its process's own host memory: the peak RSS while profiling less
+        the model's state (weights and Adam's moments and step counts, 12 bytes a parameter and 4
+        a tensor, each storage once) and, on the CPU, the non-model peak; a plan on a profile of
+        this host counts it as the process's memory, said in the plan's words."""
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)])
+        opt = torch.optim.AdamW(m.parameters())
+        x = torch.randn(16, 1024)
+        with st.profile(m, opt) as p:
+            for _ in range(2):
+                m(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+        n = 4 * (1024 * 1024 + 1024)
+        self.assertEqual(p.model_host_bytes, 12 * n + 4 * 8)
+        t = p.trace()
+        peak = max(o["nonmodel_peak_bytes"] for o in t.json()["ops"])
+        own = t.json()["device"]["process_bytes"]
+        self.assertEqual(own, p.peak_rss - p.model_host_bytes - peak)
+        # the RSS held the model's state at its peak: the process's own share is below it, and
+        # at least the interpreter with PyTorch loaded
+        self.assertLess(own, p.peak_rss - 12 * n)
+        self.assertGreater(own, 100 << 20)
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "hw",
+                               "A100-80GB-PCIe4.json")) as f:
+            host = json.load(f)
+        host["name"] = "this-host"
+        host["gpu"]["compute_on_host"] = True
+        with tempfile.TemporaryDirectory() as d:
+            hw = os.path.join(d, "host.json")
+            with open(hw, "w") as f:
+                json.dump(host, f)
+            here = stowage.plan(t, gpu="256MiB", hw=hw).predictions
+            elsewhere = stowage.plan(t, gpu="256MiB").predictions  # a GPU's profile
+        self.assertEqual(here["host_overhead_bytes"], own)
+        self.assertEqual(elsewhere["host_overhead_bytes"], 2 << 30)
 
     def test_inside_another_pytorch_profiler(self):
         """Inside the user's own torch.profiler the profile leaves it alone: memory unknown, said
@@ -388,6 +428,42 @@ class TestProfile(unittest.TestCase):
         if ctx:
             ctx.__exit__(None, None, None)
         return losses, stats
+
+    def test_no_tensor_waits_for_the_cycle_collector(self):
+        """Profiled and wrapped steps leave no tensor in a reference cycle: a step's activations
+        go when nothing uses them, not when Python's cycle collector next runs (which would hold
+        them beyond the memory the trace measured and the plan counts)."""
+        def leaked(run):
+            gc.collect()
+            gc.disable()
+            try:
+                run()
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                gc.collect()
+                return [tuple(o.shape) for o in gc.garbage if isinstance(o, torch.Tensor)]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+                gc.enable()
+
+        def inside(context, steps):
+            """STEPS run in CONTEXT; what they left in cycles, found before it ends."""
+            with context:
+                return leaked(steps)
+
+        m, start, x, t = self.profiled("cpu")
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+
+        def steps():
+            for _ in range(2):
+                self.loss_of(m, x).backward()
+                opt.step()
+                opt.zero_grad()
+
+        n = sum(q.numel() for q in m.parameters())
+        plan = stowage.plan(t, gpu=16 * n // 4 + t.summary()["peak_nonmodel"]["bytes"])
+        self.assertEqual(inside(st.profile(m, opt), steps), [])
+        self.assertEqual(inside(st.wrap(m, opt, plan, t), steps), [])
 
     def test_wrap_trains_with_the_plan_bitwise(self):
         """Profiled, planned at a quarter of the model data, trained 10 steps with the plan:
