@@ -68,6 +68,10 @@ typedef enum {
   HF_MINISTRAL3,
   HF_DOTS1,
   HF_HUNYUAN_DENSE,
+  HF_HELIUM,
+  HF_ARCEE,
+  HF_JAIS2,
+  HF_GRANITEMOESHARED,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -83,7 +87,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gpt_neo", "stablelm", "olmo", "mpt", "nemotron",
                                            "granitemoe", "phimoe", "dbrx", "exaone",
                                            "ministral", "ministral3", "dots1",
-                                           "hunyuan_v1_dense", NULL };
+                                           "hunyuan_v1_dense", "helium", "arcee", "jais2",
+                                           "granitemoeshared", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -134,9 +139,15 @@ typedef struct {
   guint64 experts_default, experts_per_token_default;
   gboolean experts_per_token_null_ok; /* num_experts_per_tok null taken as its default (the
                                        * classes whose default is None) */
+  gboolean out_hidden_wide;         /* the output projection hidden x hidden whatever the heads
+                                     * (Helium's): a head_dim apart from hidden / heads, whose
+                                     * forward cannot run, is refused (not modelled) */
   gboolean experts_nested;          /* experts read from an object of their own (DBRX's
                                      * ffn_config: read_dbrx), not from EXPERTS_MEMBER */
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
+  const char *shared_width_member;  /* a shared expert this member's width (default and 0:
+                                     * none), one MLP without a gate of its own
+                                     * (GraniteMoeShared's shared_intermediate_size) */
   const char *experts_alias;        /* the experts' count's other name, which wins where both
                                      * are given (gpt-oss's num_experts; num_local_experts,
                                      * which DeepSeek's and GLM-4.5's attribute_map reads) */
@@ -605,6 +616,42 @@ static const HfRow hf_rows[] = {
                          .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
                          .max_seq_default = 2048, .vocab_default = 290943, .kv_null_ok = TRUE,
                          .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* Helium (Kyutai): llama's block, its heads head_dim (128) wide, the output projection never
+   * biased and hidden x hidden (transformers builds it so whatever the heads) */
+  [HF_HELIUM] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 24,
+                  .hidden_default = 2560, .heads_default = 20, .ffn_default = 7040,
+                  .max_seq_default = 4096, .vocab_default = 48000, .kv_default = 20,
+                  .head_dim_default = 128, .out_bias_never = TRUE, .out_hidden_wide = TRUE,
+                  .reads_tie = TRUE, .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  /* Arcee (AFM): llama's attention and RMSNorms beside an MLP up and down without a gate,
+   * ReLU squared: GPT-NeoX's sequential block with RMSNorms (norm_type rmsnorm) */
+  [HF_ARCEE] = { .shape = { .arch = STW_ARCH_NEOX, .norm_type = STW_NORM_RMS },
+                 .layers_default = 32, .hidden_default = 2560, .heads_default = 32,
+                 .ffn_default = 18432, .max_seq_default = 4096, .vocab_default = 32000,
+                 .kv_null_ok = TRUE, .head_dim_null_ok = TRUE, .reads_tie = TRUE,
+                 .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE,
+                 .act_member = "hidden_act", .act_default = "relu2",
+                 .attn_dropout_member = "attention_dropout" },
+  /* Jais 2 (Inception): llama's attention beside LayerNorms and an MLP up and down without a
+   * gate, ReLU squared, every projection biased by default: GPT-NeoX's sequential block */
+  [HF_JAIS2] = { .shape = { .arch = STW_ARCH_NEOX }, .layers_default = 32,
+                 .hidden_default = 3328, .heads_default = 26, .ffn_default = 26624,
+                 .max_seq_default = 8192, .vocab_default = 150272, .kv_null_ok = TRUE,
+                 .head_dim_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
+                 .reads_attention_bias = TRUE, .mlp_bias = TRUE, .reads_mlp_bias = TRUE,
+                 .act_member = "hidden_act", .act_default = "relu2",
+                 .attn_dropout_member = "attention_dropout" },
+  /* Granite MoE with a shared expert (IBM Granite 3.x MoE "shared"): Granite MoE's block and a
+   * SwiGLU MLP shared_intermediate_size wide that every token runs, without a gate of its own
+   * (0, the default: none) */
+  [HF_GRANITEMOESHARED] = { .shape = { .arch = STW_ARCH_LLAMA },
+                            .experts_member = "num_local_experts", .experts_default = 8,
+                            .experts_per_token_default = 2,
+                            .shared_width_member = "shared_intermediate_size",
+                            .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                            .ffn_default = 11008, .max_seq_default = 2048,
+                            .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                            .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1079,7 +1126,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                             cJSON_IsString(inner) ? inner->valuestring : "",
                             cJSON_IsString(inner) ? "\")" : "");
   }
-  if (!stw_json_get_enum(r, root, "model_type", TRUE, stw_hf_model_types, &t, error))
+  /* the type as Python's json reads it: the last model_type of a file that gives two */
+  cJSON *last = cJSON_CreateObject();
+  if (outer != NULL || last_member(root, "model_type") != NULL)
+    cJSON_AddItemToObject(last, "model_type",
+                          cJSON_Duplicate(last_member(root, "model_type"), TRUE));
+  gboolean typed = stw_json_get_enum(r, last, "model_type", TRUE, stw_hf_model_types, &t, error);
+  cJSON_Delete(last);
+  if (!typed)
     return FALSE;
   HfType type = (HfType)t;
   const char *type_name = stw_hf_model_types[t];
@@ -1188,6 +1242,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       c.shared_expert_ffn = shared * c.ffn;
       c.shared_expert_ungated = c.shared_expert_ffn != 0;
     }
+    if (row->shared_width_member != NULL) {
+      if (!get_count(h, row->shared_width_member, 8 * (guint64)STW_MODEL_MAX_WIDTH,
+                     &c.shared_expert_ffn, error))
+        return FALSE;
+      c.shared_expert_ungated = c.shared_expert_ffn != 0;
+    }
     c.dense_layers = MIN(dense, c.layers); /* more than there are blocks: all of them */
     if (c.dense_layers == 0)
       c.dense_ffn = 0;
@@ -1225,6 +1285,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT ": OLMoE's query and key "
                             "norms are hidden / heads wide a head, which a head_dim apart from it "
                             "does not change; not modelled", c.head_dim);
+  if (row->out_hidden_wide && c.head_dim != 0)
+    return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT " a head, %" G_GUINT64_FORMAT
+                            " heads: %s's output projection is hidden x hidden (%" G_GUINT64_FORMAT
+                            ") whatever the heads, and its forward runs only where heads x "
+                            "head_dim is hidden; not modelled", c.head_dim, c.heads,
+                            stw_hf_model_types[type], c.hidden);
   if (!read_biases(h, row, &c, error) || !read_dropout(h, row, &c, error) || !check_unmodelled(h, type, error) ||
       (row->act_member != NULL && !read_activation(h, row, &c, error)) ||
       (type == HF_OPT && !read_opt(h, &c, error)))

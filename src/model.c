@@ -48,7 +48,8 @@ stw_model_resid_dropout(const StwModelConfig *cfg)
 gboolean
 stw_model_rms_norm(const StwModelConfig *cfg)
 {
-  return cfg->arch == STW_ARCH_LLAMA && cfg->norm_type == STW_NORM_DEFAULT;
+  return (cfg->arch == STW_ARCH_LLAMA && cfg->norm_type == STW_NORM_DEFAULT) ||
+         cfg->norm_type == STW_NORM_RMS;
 }
 
 gboolean

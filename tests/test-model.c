@@ -179,8 +179,8 @@ test_config_files(void)
  * reads as its architecture with the checkpoint's exact parameter count. */
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
- * members its model does not use ignored (Mistral's MLP bias). The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 497 of them). */
+ * members its model does not use ignored (Mistral's MLP bias), the model type given twice its last. The figures are transformers 5's
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 1,185 configs). */
 static void
 test_hf_defaults(void)
 {
@@ -189,6 +189,17 @@ test_hf_defaults(void)
     guint64 params;
   } cases[] = {
     { "{\"model_type\": \"llama\"}", G_GUINT64_CONSTANT(6738415616) },
+    /* Granite MoE's block with a shared SwiGLU expert 96 wide, no gate of its own; without it */
+    { "{\"model_type\": \"granitemoeshared\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 48, "
+      "\"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"shared_intermediate_size\": 96, "
+      "\"vocab_size\": 128}", G_GUINT64_CONSTANT(152384) },
+    { "{\"model_type\": \"granitemoeshared\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 48, "
+      "\"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"vocab_size\": 128}",
+      G_GUINT64_CONSTANT(115520) },
+    /* the type given twice: the last, as everything else (Python's json) */
+    { "{\"model_type\": \"gpt2\", \"model_type\": \"llama\"}", G_GUINT64_CONSTANT(6738415616) },
     { "{\"model_type\": \"gpt2\"}", G_GUINT64_CONSTANT(124439808) },
     { "{\"model_type\": \"mistral\", \"mlp_bias\": true, \"attention_bias\": true}",
       G_GUINT64_CONSTANT(7241732096) },
@@ -686,6 +697,44 @@ test_hf_gpt_neo_layers(void)
   g_rmdir(dir);
 }
 
+/* Families whose defaults are the checkpoint's shape, each as transformers 5.24 builds it from
+ * {"model_type": ...} alone (python/tests/test_hf_configs.py holds every member to it): Helium's
+ * llama block, Arcee's neox block with RMSNorms (weights only: the eager time's RMSNorm chain)
+ * and ReLU squared, Jais 2's with LayerNorms and every projection biased. */
+static void
+test_hf_family_defaults(void)
+{
+  static const struct {
+    const char *type;
+    StwArch arch;
+    guint64 params;
+    gboolean rms, biased;
+  } cases[] = {
+    { "helium", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2172643840), TRUE, FALSE },
+    { "arcee", STW_ARCH_NEOX, G_GUINT64_CONSTANT(4022766080), TRUE, FALSE },
+    { "jais2", STW_ARCH_NEOX, G_GUINT64_CONSTANT(8090401280), FALSE, TRUE },
+  };
+  g_autofree char *dir = g_dir_make_tmp("stw-hf-XXXXXX", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+    g_autofree char *text = g_strdup_printf("{\"model_type\": \"%s\"}", cases[i].type);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", cases[i].type);
+    g_assert_true(stw_model_resolve(path, &cfg, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(cfg.arch, ==, cases[i].arch);
+    g_assert_cmpuint(stw_model_param_count(&cfg), ==, cases[i].params);
+    g_assert_cmpint(stw_model_rms_norm(&cfg), ==, cases[i].rms);
+    g_assert_cmpint(stw_model_norm_bias(&cfg), ==, !cases[i].rms);
+    g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_MLP), ==, cases[i].biased);
+    g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_OUT), ==, cases[i].biased);
+    g_assert_cmpint(g_remove(path), ==, 0);
+  }
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 static void
 test_hf_configs(void)
 {
@@ -1134,6 +1183,10 @@ test_hf_configs(void)
     { "hf/bad-null.json", "$.num_hidden_layers: null, where a llama config.json needs a whole "
                           "number (transformers refuses it)" },
     { "hf/bad-kv.json", "$: as a mistral model: kv_heads must divide heads" },
+    { "hf/bad-helium-head-dim.json", "$.head_dim: 128 a head, 20 heads: helium's output "
+                                     "projection is hidden x hidden (2048) whatever the heads, "
+                                     "and its forward runs only where heads x head_dim is "
+                                     "hidden; not modelled" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
@@ -1165,8 +1218,8 @@ test_hf_configs(void)
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
-                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, dbrx "
-                                   "and dots1 only");
+                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, dbrx, "
+                                   "dots1 and granitemoeshared only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -1424,6 +1477,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/config-files", test_config_files);
   g_test_add_func("/model/config-roundtrip", test_config_roundtrip);
   g_test_add_func("/model/hf-configs", test_hf_configs);
+  g_test_add_func("/model/hf-defaults", test_hf_defaults);
   g_test_add_func("/model/hf-dropout", test_hf_dropout);
   g_test_add_func("/model/hf-gpt-neo-layers", test_hf_gpt_neo_layers);
   g_test_add_func("/model/gemma", test_gemma);
@@ -1432,7 +1486,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);
   g_test_add_func("/model/parallel-blocks", test_parallel_blocks);
   g_test_add_func("/model/shared-expert", test_shared_expert);
-  g_test_add_func("/model/hf-defaults", test_hf_defaults);
+  g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);

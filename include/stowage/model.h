@@ -106,7 +106,8 @@ typedef enum {
 } StwNorms;
 
 /* What a block's norms are (StwModelConfig.norm_type): the architecture's, or a LayerNorm with
- * fewer parameters than gpt's and neox's, or one where a llama-style block has RMSNorms. The
+ * fewer parameters than gpt's and neox's, or one where a llama-style block has RMSNorms, or an
+ * RMSNorm where a gpt or neox block has LayerNorms. The
  * block's and the final norm, and an embedding norm; query and key norms, and latent
  * attention's, stay RMSNorms with weights. */
 typedef enum {
@@ -115,6 +116,8 @@ typedef enum {
   STW_NORM_LAYER,               /* LayerNorm, weight and bias (StableLM's llama-style block) */
   STW_NORM_LAYER_NO_BIAS,       /* LayerNorm, weight only (MPT) */
   STW_NORM_LAYER_NO_AFFINE,     /* LayerNorm without parameters (OLMo) */
+  STW_NORM_RMS,                 /* RMSNorm, weight: llama's, in a gpt or neox block (Arcee's
+                                 * ungated MLP beside RMSNorms) */
   STW_N_NORM_TYPES
 } StwNormType;
 
@@ -414,7 +417,7 @@ extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
-                                                 * "layernorm_no_affine" */
+                                                 * "layernorm_no_affine", "rmsnorm" */
 /* Whether CONFIG's block and final norms are RMSNorms (a llama-style block's default), and
  * whether they have a weight, and a bias. */
 gboolean stw_model_rms_norm(const StwModelConfig *config);

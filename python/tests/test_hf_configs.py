@@ -163,6 +163,21 @@ SMALL = {
                          "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
                          "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0,
                          "eos_token_id": 0},
+    "helium": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+               "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0,
+               "bos_token_id": 0, "eos_token_id": 0},
+    "arcee": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+              "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0},
+    "jais2": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+              "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0},
+    "granitemoeshared": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                         "num_key_value_heads": 2, "intermediate_size": 48,
+                         "num_local_experts": 4, "num_experts_per_tok": 2,
+                         "shared_intermediate_size": 96, "vocab_size": 128,
+                         "max_position_embeddings": 64},
     "dbrx": {"n_layers": 2, "d_model": 64, "n_heads": 4, "vocab_size": 128, "max_seq_len": 64,
              "attn_config": {"kv_n_heads": 2},
              "ffn_config": {"ffn_hidden_size": 48, "moe_num_experts": 4, "moe_top_k": 2}},
@@ -289,6 +304,9 @@ def variants(kind):
                       {"n_shared_experts": 0}, {"n_shared_experts": 2},
                       {"num_local_experts": 8}, {"num_experts_per_tok": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "granitemoeshared":  # no shared expert, or none said
+        for extra in ({"shared_intermediate_size": 0}, {"shared_intermediate_size": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "phimoe":  # the LM head's bias
         out.append(("lm_head_bias", dict(base, lm_head_bias=True)))
     if kind == "nemotron":  # its activation's other names cost the same parameters
@@ -401,12 +419,17 @@ class TestHfConfigs(unittest.TestCase):
         # what stowage refuses by name though transformers builds it: OLMoE with a head width
         # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
         # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks; DeepSeek-V2's
-        # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts
+        # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts;
+        # Helium with heads x head_dim apart from hidden (its output projection hidden x hidden)
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("opt", '{"do_layer_norm_before": false}'),
                                       ("deepseek_v2", "mlp_bias"),
-                                      ("llama4_text", '{"interleave_moe_layer_step": 2}')])
+                                      ("llama4_text", '{"interleave_moe_layer_step": 2}'),
+                                      ("helium", "without hidden_size"),
+                                      ("helium", "without num_attention_heads"),
+                                      ("helium", "without head_dim"),
+                                      ("helium", "head_dim 32")])
 
 
 if __name__ == "__main__":
