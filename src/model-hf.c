@@ -72,6 +72,7 @@ typedef enum {
   HF_ARCEE,
   HF_JAIS2,
   HF_GRANITEMOESHARED,
+  HF_NANOCHAT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -88,7 +89,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "granitemoe", "phimoe", "dbrx", "exaone",
                                            "ministral", "ministral3", "dots1",
                                            "hunyuan_v1_dense", "helium", "arcee", "jais2",
-                                           "granitemoeshared", NULL };
+                                           "granitemoeshared", "nanochat", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -133,6 +134,7 @@ typedef struct {
   StwModelConfig shape;             /* the block the type builds: its arch, norms, query and key
                                      * norms, softcaps' defaults, head bias */
   gboolean reads_softcaps;          /* final_logit_softcapping and attn_logit_softcapping */
+  gboolean reads_logit_softcap;     /* final_logit_softcapping alone (NanoChat's) */
   gboolean reads_token_types;       /* type_vocab_size */
   const char *experts_member;       /* the experts' count member (NULL: a dense MLP), then
                                      * num_experts_per_tok, with these defaults */
@@ -652,6 +654,17 @@ static const HfRow hf_rows[] = {
                             .ffn_default = 11008, .max_seq_default = 2048,
                             .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
                             .reads_attention_bias = TRUE },
+  /* NanoChat (Karpathy's nanochat): GPT-NeoX's sequential block with RMSNorms without weights
+   * (one over the embeddings too), grouped keys and values, an MLP up and down without a gate
+   * or biases (ReLU squared), the logits capped (final_logit_softcapping, 15); its query and
+   * key norms have no weights either, and are not timed */
+  [HF_NANOCHAT] = { .shape = { .arch = STW_ARCH_NEOX, .norm_type = STW_NORM_RMS_NO_AFFINE,
+                               .embed_norm = TRUE, .logit_softcap = TRUE },
+                    .reads_logit_softcap = TRUE, .layers_default = 12, .hidden_default = 768,
+                    .heads_default = 6, .ffn_default = 8192, .max_seq_default = 2048,
+                    .vocab_default = 50304, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                    .reads_attention_bias = TRUE, .act_member = "hidden_act",
+                    .act_default = "relu2", .attn_dropout_member = "attention_dropout" },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1295,9 +1308,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       (row->act_member != NULL && !read_activation(h, row, &c, error)) ||
       (type == HF_OPT && !read_opt(h, &c, error)))
     return FALSE;
-  if (row->reads_softcaps &&
-      (!get_cap(h, "final_logit_softcapping", &c.logit_softcap, error) ||
-       !get_cap(h, "attn_logit_softcapping", &c.attn_softcap, error)))
+  if ((row->reads_softcaps || row->reads_logit_softcap) &&
+      !get_cap(h, "final_logit_softcapping", &c.logit_softcap, error))
+    return FALSE;
+  if (row->reads_softcaps && !get_cap(h, "attn_logit_softcapping", &c.attn_softcap, error))
     return FALSE;
   model_name(root, file, type_name, c.name);
 

@@ -49,13 +49,13 @@ gboolean
 stw_model_rms_norm(const StwModelConfig *cfg)
 {
   return (cfg->arch == STW_ARCH_LLAMA && cfg->norm_type == STW_NORM_DEFAULT) ||
-         cfg->norm_type == STW_NORM_RMS;
+         cfg->norm_type == STW_NORM_RMS || cfg->norm_type == STW_NORM_RMS_NO_AFFINE;
 }
 
 gboolean
 stw_model_norm_weight(const StwModelConfig *cfg)
 {
-  return cfg->norm_type != STW_NORM_LAYER_NO_AFFINE;
+  return cfg->norm_type != STW_NORM_LAYER_NO_AFFINE && cfg->norm_type != STW_NORM_RMS_NO_AFFINE;
 }
 
 gboolean
@@ -183,11 +183,12 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "qk_norm is modelled for llama-style blocks only";
   else if ((guint)c->norms >= STW_N_NORMS)
     problem = "an unknown norms setting";
-  else if (((c->norms != STW_NORMS_PRE && c->norms != STW_NORMS_SHARED) || c->logit_softcap ||
-            c->attn_softcap) &&
+  else if (((c->norms != STW_NORMS_PRE && c->norms != STW_NORMS_SHARED) || c->attn_softcap) &&
            c->arch != STW_ARCH_LLAMA)
-    problem = "norms after attention and the MLP and the softcaps are modelled for llama-style "
-              "blocks only";
+    problem = "norms after attention and the MLP and the attention's softcap are modelled for "
+              "llama-style blocks only";
+  else if (c->logit_softcap && c->arch == STW_ARCH_BERT)
+    problem = "the logits' softcap is the decoders' (gpt, neox, llama)";
   else if (c->norms == STW_NORMS_SHARED && c->arch == STW_ARCH_BERT)
     problem = "a norm shared by attention and the MLP is modelled for the decoders only";
   else if (c->head_bias && c->arch == STW_ARCH_BERT)

@@ -25,7 +25,8 @@ const char *const stw_norms_names[] = { "pre", "both", "post", "shared", NULL };
 const char *const stw_activation_names[] = { "default", "gelu_new", "gelu", "relu", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_activation_names) == STW_N_ACTS + 1);
 const char *const stw_norm_type_names[] = { "default", "layernorm", "layernorm_no_bias",
-                                            "layernorm_no_affine", "rmsnorm", NULL };
+                                            "layernorm_no_affine", "rmsnorm",
+                                            "rmsnorm_no_affine", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_norm_type_names) == STW_N_NORM_TYPES + 1);
 
 guint64

@@ -180,7 +180,7 @@ test_config_files(void)
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
  * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
  * members its model does not use ignored (Mistral's MLP bias), the model type given twice its last. The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 1,185 configs). */
+ * parameter counts for the same files (python/tests/test_hf_configs.py checks 1,208 configs). */
 static void
 test_hf_defaults(void)
 {
@@ -310,8 +310,17 @@ test_gemma(void)
   gpt.kv_heads = gpt.heads;
   gpt.head_dim = 0;
   g_assert_false(stw_model_config_validate(&gpt, NULL, &error));
-  g_assert_nonnull(strstr(error->message, "norms after attention and the MLP and the softcaps "
-                                          "are modelled for llama-style blocks only"));
+  g_assert_nonnull(strstr(error->message, "norms after attention and the MLP and the "
+                                          "attention's softcap are modelled for llama-style "
+                                          "blocks only"));
+  g_clear_error(&error);
+  /* the logits' cap is any decoder's (NanoChat's neox block), not bert's */
+  gpt.norms = STW_NORMS_PRE;
+  gpt.attn_softcap = FALSE;
+  g_assert_true(stw_model_config_validate(&gpt, NULL, &error));
+  gpt.arch = STW_ARCH_BERT;
+  g_assert_false(stw_model_config_validate(&gpt, NULL, &error));
+  stw_assert_error_contains(error, "the logits' softcap is the decoders' (gpt, neox, llama)");
   g_clear_error(&error);
   g_remove(back);
   g_remove(off);
@@ -700,7 +709,8 @@ test_hf_gpt_neo_layers(void)
 /* Families whose defaults are the checkpoint's shape, each as transformers 5.24 builds it from
  * {"model_type": ...} alone (python/tests/test_hf_configs.py holds every member to it): Helium's
  * llama block, Arcee's neox block with RMSNorms (weights only: the eager time's RMSNorm chain)
- * and ReLU squared, Jais 2's with LayerNorms and every projection biased. */
+ * and ReLU squared, Jais 2's with LayerNorms and every projection biased, NanoChat's with
+ * RMSNorms without weights and its logits capped. */
 static void
 test_hf_family_defaults(void)
 {
@@ -713,6 +723,7 @@ test_hf_family_defaults(void)
     { "helium", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2172643840), TRUE, FALSE },
     { "arcee", STW_ARCH_NEOX, G_GUINT64_CONSTANT(4022766080), TRUE, FALSE },
     { "jais2", STW_ARCH_NEOX, G_GUINT64_CONSTANT(8090401280), FALSE, TRUE },
+    { "nanochat", STW_ARCH_NEOX, G_GUINT64_CONSTANT(256573440), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stw-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -730,6 +741,11 @@ test_hf_family_defaults(void)
     g_assert_cmpint(stw_model_norm_bias(&cfg), ==, !cases[i].rms);
     g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_MLP), ==, cases[i].biased);
     g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_OUT), ==, cases[i].biased);
+    /* NanoChat's norms have no weights (one over the embeddings too), its logits capped */
+    gboolean nanochat = strcmp(cases[i].type, "nanochat") == 0;
+    g_assert_cmpint(stw_model_norm_weight(&cfg), ==, !nanochat);
+    g_assert_cmpint(cfg.embed_norm, ==, nanochat);
+    g_assert_cmpint(cfg.logit_softcap, ==, nanochat);
     g_assert_cmpint(g_remove(path), ==, 0);
   }
   g_assert_cmpint(g_rmdir(dir), ==, 0);

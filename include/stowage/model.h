@@ -118,6 +118,7 @@ typedef enum {
   STW_NORM_LAYER_NO_AFFINE,     /* LayerNorm without parameters (OLMo) */
   STW_NORM_RMS,                 /* RMSNorm, weight: llama's, in a gpt or neox block (Arcee's
                                  * ungated MLP beside RMSNorms) */
+  STW_NORM_RMS_NO_AFFINE,       /* RMSNorm without parameters (NanoChat) */
   STW_N_NORM_TYPES
 } StwNormType;
 
@@ -417,7 +418,8 @@ extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
-                                                 * "layernorm_no_affine", "rmsnorm" */
+                                                 * "layernorm_no_affine", "rmsnorm",
+                                                 * "rmsnorm_no_affine" */
 /* Whether CONFIG's block and final norms are RMSNorms (a llama-style block's default), and
  * whether they have a weight, and a bias. */
 gboolean stw_model_rms_norm(const StwModelConfig *config);

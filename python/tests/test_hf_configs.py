@@ -178,6 +178,10 @@ SMALL = {
                          "num_local_experts": 4, "num_experts_per_tok": 2,
                          "shared_intermediate_size": 96, "vocab_size": 128,
                          "max_position_embeddings": 64},
+    "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                 "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
+                 "pad_token_id": 0},
     "dbrx": {"n_layers": 2, "d_model": 64, "n_heads": 4, "vocab_size": 128, "max_seq_len": 64,
              "attn_config": {"kv_n_heads": 2},
              "ffn_config": {"ffn_hidden_size": 48, "moe_num_experts": 4, "moe_top_k": 2}},
@@ -303,6 +307,9 @@ def variants(kind):
         for extra in ({"first_k_dense_replace": 0}, {"first_k_dense_replace": 5},
                       {"n_shared_experts": 0}, {"n_shared_experts": 2},
                       {"num_local_experts": 8}, {"num_experts_per_tok": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "nanochat":  # the logits' cap off; an attention cap it does not read
+        for extra in ({"final_logit_softcapping": None}, {"attn_logit_softcapping": 50.0}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "granitemoeshared":  # no shared expert, or none said
         for extra in ({"shared_intermediate_size": 0}, {"shared_intermediate_size": None}):
