@@ -4,6 +4,7 @@
 #include "evaluate.h"
 
 #include <stowage/cost.h>
+#include <stowage/simulate.h>
 
 #include "schedule.h"
 #include "simulate-demand.h"

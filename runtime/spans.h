@@ -35,8 +35,8 @@ guint64 stw_spans_give(StwSpans *s, guint64 offset);
 guint64 stw_spans_used(const StwSpans *s);
 guint64 stw_spans_high(const StwSpans *s);
 /* FN(offset, bytes, DATA) for each free span, lowest first. */
-void stw_spans_each_free(const StwSpans *s, void (*fn)(guint64 offset, guint64 bytes, gpointer data),
-                         gpointer data);
+void stw_spans_each_free(const StwSpans *s,
+                         void (*fn)(guint64 offset, guint64 bytes, gpointer data), gpointer data);
 
 G_END_DECLS
 

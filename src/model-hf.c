@@ -549,7 +549,8 @@ static const HfRow hf_rows[] = {
    * weight */
   [HF_NEMOTRON] = { .shape = { .arch = STW_ARCH_NEOX }, .layers_default = 32,
                     .hidden_default = 6144, .heads_default = 48, .ffn_default = 24576,
-                    .max_seq_default = 4096, .vocab_default = 256000, .required = { "num_key_value_heads" },
+                    .max_seq_default = 4096, .vocab_default = 256000,
+                    .required = { "num_key_value_heads" },
                     .head_dim_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
                     .reads_mlp_bias = TRUE, .act_member = "hidden_act", .act_default = "relu2",
                     .attn_dropout_member = "attention_dropout" },
@@ -580,7 +581,8 @@ static const HfRow hf_rows[] = {
                 .experts_nested = TRUE, .resid_dropout_member = "resid_pdrop" },
   /* EXAONE 3 and 3.5 (LG AI Research): llama's block (num_layers is num_hidden_layers'
    * other name, and wins where both are given) */
-  [HF_EXAONE] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+  [HF_EXAONE] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32,
+                  .hidden_default = 4096, .heads_default = 32,
                   .ffn_default = 14336, .max_seq_default = 4096, .vocab_default = 102400,
                   .kv_default = 8, .kv_null_ok = TRUE, .head_dim_null_ok = TRUE,
                   .reads_tie = TRUE, .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
@@ -1140,10 +1142,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                             cJSON_IsString(inner) ? "\")" : "");
   }
   /* the type as Python's json reads it: the last model_type of a file that gives two */
+  const cJSON *given = last_member(root, "model_type");
   cJSON *last = cJSON_CreateObject();
-  if (outer != NULL || last_member(root, "model_type") != NULL)
-    cJSON_AddItemToObject(last, "model_type",
-                          cJSON_Duplicate(last_member(root, "model_type"), TRUE));
+  if (given != NULL)
+    cJSON_AddItemToObject(last, "model_type", cJSON_Duplicate(given, TRUE));
   gboolean typed = stw_json_get_enum(r, last, "model_type", TRUE, stw_hf_model_types, &t, error);
   cJSON_Delete(last);
   if (!typed)

@@ -175,12 +175,24 @@ test_config_files(void)
   }
 }
 
-/* Hugging Face config.json files as published with the checkpoints (tests/fixtures/hf): each
- * reads as its architecture with the checkpoint's exact parameter count. */
+/* TEXT written as a config.json in DIR and resolved into *CFG. */
+static void
+resolve_text(const char *dir, const char *text, StwModelConfig *cfg)
+{
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  GError *error = NULL;
+  g_test_message("%s", text);
+  g_assert_true(stw_model_resolve(path, cfg, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(g_remove(path), ==, 0);
+}
+
 /* A config.json read as transformers reads it: left-out members at its config class's defaults
- * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value,
- * members its model does not use ignored (Mistral's MLP bias), the model type given twice its last. The figures are transformers 5's
- * parameter counts for the same files (python/tests/test_hf_configs.py checks 1,208 configs). */
+ * (Gemma's head width 256, Mistral's 8 key/value heads), a member given twice at its last value
+ * (the model type too), members its model does not use ignored (Mistral's MLP bias). The figures
+ * are transformers 5's parameter counts for the same files (python/tests/test_hf_configs.py
+ * checks 1,208 configs). */
 static void
 test_hf_defaults(void)
 {
@@ -213,18 +225,12 @@ test_hf_defaults(void)
       "\"n_head\": 2, \"vocab_size\": 100}", G_GUINT64_CONSTANT(74144) },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
     StwModelConfig cfg;
-    GError *error = NULL;
-    g_test_message("%s", cases[i].json);
-    g_assert_true(stw_model_resolve(path, &cfg, &error));
-    g_assert_no_error(error);
+    resolve_text(dir, cases[i].json, &cfg);
     g_assert_cmpuint(stw_model_param_count(&cfg), ==, cases[i].params);
   }
-  g_remove(path);
-  g_rmdir(dir);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
 /* Gemma 2 and 3: a norm after attention and after the MLP, the residual added after it; Gemma
@@ -725,16 +731,11 @@ test_hf_family_defaults(void)
     { "jais2", STW_ARCH_NEOX, G_GUINT64_CONSTANT(8090401280), FALSE, TRUE },
     { "nanochat", STW_ARCH_NEOX, G_GUINT64_CONSTANT(256573440), TRUE, FALSE },
   };
-  g_autofree char *dir = g_dir_make_tmp("stw-hf-XXXXXX", NULL);
+  g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *path = g_build_filename(dir, "config.json", NULL);
     g_autofree char *text = g_strdup_printf("{\"model_type\": \"%s\"}", cases[i].type);
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
     StwModelConfig cfg;
-    GError *error = NULL;
-    g_test_message("%s", cases[i].type);
-    g_assert_true(stw_model_resolve(path, &cfg, &error));
-    g_assert_no_error(error);
+    resolve_text(dir, text, &cfg);
     g_assert_cmpint(cfg.arch, ==, cases[i].arch);
     g_assert_cmpuint(stw_model_param_count(&cfg), ==, cases[i].params);
     g_assert_cmpint(stw_model_rms_norm(&cfg), ==, cases[i].rms);
@@ -746,11 +747,12 @@ test_hf_family_defaults(void)
     g_assert_cmpint(stw_model_norm_weight(&cfg), ==, !nanochat);
     g_assert_cmpint(cfg.embed_norm, ==, nanochat);
     g_assert_cmpint(cfg.logit_softcap, ==, nanochat);
-    g_assert_cmpint(g_remove(path), ==, 0);
   }
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* Hugging Face config.json files as published with the checkpoints (tests/fixtures/hf): each
+ * reads as its architecture with the checkpoint's exact parameter count. */
 static void
 test_hf_configs(void)
 {
@@ -897,7 +899,8 @@ test_hf_configs(void)
     StwModelConfig cfg;
     g_assert_true(stw_model_resolve(path, &cfg, NULL));
     g_assert_cmpint(cfg.activation, ==, STW_ACT_RELU);
-    g_assert_false(stw_model_has_bias(&cfg, STW_SITE_QKV) || stw_model_has_bias(&cfg, STW_SITE_MLP));
+    g_assert_false(stw_model_has_bias(&cfg, STW_SITE_QKV) ||
+                   stw_model_has_bias(&cfg, STW_SITE_MLP));
     /* its attention divides by num_key_value_heads: a file without it is refused */
     static const char no_kv[] = "{\"model_type\": \"nemotron\", \"num_hidden_layers\": 2, "
                                 "\"hidden_size\": 64, \"num_attention_heads\": 4}";
@@ -1234,8 +1237,8 @@ test_hf_configs(void)
   g_assert_false(stw_model_config_parse("moe.json", moe, strlen(moe), &cfg, &error));
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
-                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, dbrx, "
-                                   "dots1 and granitemoeshared only");
+                                   "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
+                                   "dbrx, dots1 and granitemoeshared only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -1285,7 +1288,8 @@ test_hf_configs(void)
                                   "\"enable_bias\": false, "
                                   "\"layer_norm_elementwise_affine\": false}";
   StwModelConfig affineless;
-  g_assert_true(stw_model_config_parse("opt.json", plain_opt, strlen(plain_opt), &affineless, &error));
+  g_assert_true(stw_model_config_parse("opt.json", plain_opt, strlen(plain_opt), &affineless,
+                                       &error));
   g_assert_cmpint(affineless.norm_type, ==, STW_NORM_LAYER_NO_AFFINE);
   g_assert_cmpuint(stw_model_param_count(&cfg) - stw_model_param_count(&affineless), ==, 5 * 128);
   /* RoBERTa's 514 rows: the longest sequence 512, its positions from the padding index on; a

@@ -666,9 +666,9 @@ count_device_free(StwBackend *b, void *p)
 }
 
 /* The model handed back tensor by tensor: a chunk's memory is freed with its last tensor (each
- * of its four lists' device slot or host copy, or both: the two chunks alike), the tensors of chunks not freed read as they were, and from the
- * first on the runtime trains no more; a handed-back tensor's state and a tensor the model does
- * not have are refused. */
+ * of its four lists' device slot or host copy, or both: the two chunks alike), the tensors of
+ * chunks not freed read as they were, and from the first on the runtime trains no more; a
+ * handed-back tensor's state and a tensor the model does not have are refused. */
 static void
 test_hand_back(void)
 {

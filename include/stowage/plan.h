@@ -294,13 +294,6 @@ stw_plan_own_item(const StwChunking *c, guint32 g)
   return stw_plan_item(c, STW_LIST_PARAM, g * c->world);
 }
 
-/* A rank's host memory beside the chunks: its process's framework, libraries, CUDA context and
- * allocator slack. The figure measured in the profiled process (T's device.process_bytes) where
- * T's times were measured on HW's device (stw_trace_measured_elsewhere), else HW's
- * (cpu.overhead_bytes: probed or stated) or, where it has none, the default. ORIGIN, when not
- * NULL: which, in words. */
-guint64 stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin);
-
 /* Bytes on rank 0's GPU of group G's other chunks (the padding counted as full chunks). */
 guint64 stw_plan_group_bytes(const StwChunking *c, guint32 g);
 

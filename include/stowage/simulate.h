@@ -126,6 +126,13 @@ typedef struct {
  * trace's ops keep the times measured there. */
 const char *stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *hw);
 
+/* A rank's host memory beside the chunks: its process's framework, libraries, CUDA context and
+ * allocator slack. The figure measured in the profiled process (T's device.process_bytes) where
+ * T's times were measured on HW's device (stw_trace_measured_elsewhere), else HW's
+ * (cpu.overhead_bytes: probed or stated) or, where it has none, the default. ORIGIN, when not
+ * NULL: which, in words. */
+guint64 stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin);
+
 /* The throughput of T (its batch and sequence per rank) on WORLD ranks of HW at ITERATION_NS:
  * its MFU and peak 0 when T's times were measured on another device (no GPU MFU of a CPU's
  * times). FALSE (and zeros) when the trace does not say its batch and sequence, or no time is
