@@ -296,6 +296,19 @@ stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
 }
 
 char *
+stw_cli_host_said(const StwHardware *hw)
+{
+  g_autofree char *memory =
+      hw->host_memory_bytes_per_s > 0
+          ? g_strdup_printf("its memory %.0f GB/s read and written, for all of a node's ranks",
+                            hw->host_memory_bytes_per_s / 1e9)
+          : g_strdup("its memory bandwidth not stated (not a limit)");
+  return g_strdup_printf("%s: CPU Adam %.2f G elements/s a rank, %s",
+                         hw->cpu_model[0] != '\0' ? hw->cpu_model : "not named by the profile",
+                         hw->cpu_adam_elems_per_s / 1e9, memory);
+}
+
+char *
 stw_cli_optimizer_assumed(const StwTrace *t)
 {
   StwOptimizerImpl impl = t->model.optimizer_impl;

@@ -224,6 +224,9 @@ char *stw_cli_host_figure(const StwPlan *p, guint64 staging);
 /* What a prediction on HW assumes of T's op times where they were measured on another device
  * (stw_trace_measured_elsewhere), in one line for people; NULL where they were not. */
 char *stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw);
+/* The host HW assumes, in one line for people: its CPU (cpu.model), CPU Adam's rate a rank and
+ * the host memory's bandwidth. */
+char *stw_cli_host_said(const StwHardware *hw);
 /* How T's optimizer ops time the GPU's step where it is not one fused pass (the trace's
  * model.optimizer_impl), in words; NULL where it is. */
 char *stw_cli_optimizer_assumed(const StwTrace *t);

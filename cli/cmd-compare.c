@@ -73,6 +73,8 @@ print_table(const Comparison *c)
   else
     printf("%s on %s with %s of GPU memory (%s)\n", c->trace_file, c->o->hw.name, b, u);
   printf("%s: %s\n", c->o->hw.name, c->o->hw.origin);
+  g_autofree char *host = stw_cli_host_said(&c->o->hw);
+  printf("host CPU %s\n", host);
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(c->trace, &c->o->hw);
   if (elsewhere != NULL)
     printf("assumes %s\n", elsewhere);

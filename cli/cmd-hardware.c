@@ -40,10 +40,11 @@ stw_cmd_hardware(int argc, char **argv)
   g_auto(GStrv) presets = argc > 1 ? g_new0(char *, 1) : stw_hardware_storage_names();
   g_autoptr(StwTable) storage = stw_table_new(6, "<storage preset", "<kind", "capacity",
                                               "read GB/s", "write GB/s", "queue depth");
-  g_autoptr(StwTable) table = stw_table_new(11, "<profile", "<gpu", "memory", "HBM GB/s",
+  g_autoptr(StwTable) table = stw_table_new(14, "<profile", "<gpu", "memory", "HBM GB/s",
                                             "bf16 TFLOP/s", "fp32 TFLOP/s", "PCIe",
                                             "pinned GB/s", "GPUs/node", "<GPU link GB/s",
-                                            "<network GB/s");
+                                            "<network GB/s", "CPU Adam G/s", "host GB/s",
+                                            "<host CPU");
   for (char **n = names; *n != NULL; n++) {
     StwHardware hw;
     GError *error = NULL;
@@ -75,8 +76,13 @@ stw_cmd_hardware(int argc, char **argv)
     g_autofree char *net = hw.network_kind[0] ? g_strdup_printf("%s %.0f", hw.network_kind,
                                                                 hw.network_bytes_per_s / 1e9)
                                               : g_strdup("-");
+    char adam[32];
+    g_snprintf(adam, sizeof adam, "%.2f", hw.cpu_adam_elems_per_s / 1e9);
+    g_autofree char *host = hw.host_memory_bytes_per_s > 0
+                                ? g_strdup_printf("%.0f", hw.host_memory_bytes_per_s / 1e9)
+                                : g_strdup("-");
     stw_table_row(table, hw.name, hw.gpu_model, mem, hbm, bf16, fp32, gen, pcie, node, link,
-                  net);
+                  net, adam, host, hw.cpu_model[0] != '\0' ? hw.cpu_model : "-");
   }
   for (char **n = presets; *n != NULL; n++) {
     StwHardware hw = { 0 };

@@ -89,6 +89,8 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
          file, stw_policy_names[p->policy], size, chunk_bytes, n);
   printf("  hardware     %s: %s\n", p->hw.name,
          p->hw.origin[0] != '\0' ? p->hw.origin : "as the plan records it");
+  g_autofree char *host_cpu = stw_cli_host_said(&p->hw);
+  printf("  host CPU     %s\n", host_cpu);
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
   if (elsewhere != NULL)
     printf("  assumes      %s\n", elsewhere);

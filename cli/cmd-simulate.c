@@ -76,6 +76,8 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
     printf("%s on %s: %s per iteration (steady state)\n", file, p->hw.name, it);
   printf("hardware    %s: %s\n", p->hw.name,
          p->hw.origin[0] != '\0' ? p->hw.origin : "as the plan records it");
+  g_autofree char *host = stw_cli_host_said(&p->hw);
+  printf("host CPU    %s\n", host);
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
   if (elsewhere != NULL)
     printf("assumes     %s\n", elsewhere);

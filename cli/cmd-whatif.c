@@ -231,6 +231,8 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
     printf("%s\n", text);
   } else if (l->csv_file == NULL || strcmp(l->csv_file, "-") != 0) {
     printf("%s: %s\n", s->options.hw.name, s->options.hw.origin);
+    g_autofree char *host = stw_cli_host_said(&s->options.hw);
+    printf("host CPU %s\n", host);
     /* a loaded trace (a synthesized one is the profile's own) */
     g_autofree char *elsewhere = s->traces->len == 1
                                      ? stw_cli_measured_elsewhere(g_ptr_array_index(s->traces, 0),

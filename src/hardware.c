@@ -33,8 +33,8 @@ static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_p
                                            "copy_interference", NULL };
 static const char *const pcie_members[] = { "generation", "latency_ns", "pinned", "pageable",
                                             NULL };
-static const char *const cpu_members[] = { "adam_elems_per_s", "memory_bytes", "overhead_bytes",
-                                           "adam_bf16_elems_per_s", NULL };
+static const char *const cpu_members[] = { "model", "adam_elems_per_s", "memory_bytes",
+                                           "overhead_bytes", "adam_bf16_elems_per_s", NULL };
 static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", "by_size",
                                             NULL };
 static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
@@ -260,7 +260,10 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
   stw_json_pop(r, saved);
 
   saved = stw_json_push_key(r, "cpu");
+  const char *cpu_model = NULL;
   if (!stw_json_check_object(r, cpu, cpu_members, error) ||
+      !stw_json_get_string(r, cpu, "model", FALSE, sizeof hw->cpu_model - 1, &cpu_model,
+                           error) ||
       !stw_json_get_double(r, cpu, "adam_elems_per_s", TRUE, 1e3, 1e15,
                            &hw->cpu_adam_elems_per_s, error) ||
       !stw_json_get_u64(r, cpu, "memory_bytes", TRUE, 1, STW_JSON_INT_MAX,
@@ -270,6 +273,7 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_double(r, cpu, "adam_bf16_elems_per_s", FALSE, 1e3, 1e15,
                            &hw->cpu_adam_bf16_elems_per_s, error))
     return FALSE;
+  g_strlcpy(hw->cpu_model, cpu_model != NULL ? cpu_model : "", sizeof hw->cpu_model);
   stw_json_pop(r, saved);
 
   return read_link(r, root, "interconnect", interconnect_kinds, hw->interconnect_kind,
@@ -402,6 +406,8 @@ stw_hardware_to_json(const StwHardware *hw)
   cJSON_AddItemToObject(pcie, "pinned", curve_to_json(hw->pinned, hw->n_pinned));
   cJSON_AddItemToObject(pcie, "pageable", curve_to_json(hw->pageable, hw->n_pageable));
   cJSON *cpu = cJSON_AddObjectToObject(root, "cpu");
+  if (hw->cpu_model[0] != '\0')
+    cJSON_AddStringToObject(cpu, "model", hw->cpu_model);
   stw_json_add_double(cpu, "adam_elems_per_s", hw->cpu_adam_elems_per_s);
   stw_json_add_u64(cpu, "memory_bytes", hw->cpu_memory_bytes);
   if (hw->cpu_overhead_bytes != 0)

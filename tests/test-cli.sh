@@ -327,6 +327,14 @@ expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
 grep -q '"adam_bf16_elems_per_s":' "$T/here.json"
 tap_result $? "probe measures CPU Adam with bf16 moments into the profile" "$(cat "$T/here.json")"
+# the CPU measured, named as the kernel names it (the base profile's is not this host's)
+cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -n 1 | tr -s ' \t' '  ' | sed 's/ *$//')
+if [ -n "$cpu" ]; then
+  grep -q "\"cpu\": *{\"model\":\"\([0-9]*x \)\{0,1\}$cpu\"" "$T/here.json"
+  tap_result $? "probe names the host's CPU ($cpu)" "$(cat "$T/here.json")"
+else
+  tap_skip "probe names the host's CPU: /proc/cpuinfo names none here"
+fi
 # the host's memory bandwidth in bytes read and written: at least CPU Adam's 28 bytes an element
 # at the rate it measured, so a probed profile's CPU Adam is simulated at that rate (gpt2's
 # 124,439,808 parameters stepped by ZeRO-Offload, within 0.5%)

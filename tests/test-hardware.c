@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 
 #include <stowage/hardware.h>
+#include <stowage/probe.h>
 #include <stowage/units.h>
 
 #include <string.h>
@@ -250,7 +251,7 @@ test_sockets(void)
   g_assert_cmpuint(hw.node_gpus, ==, 0); /* any number */
   g_assert_cmpuint(hw.gpus_per_socket, ==, 4);
   g_assert_cmpfloat(hw.cross_socket_bytes_per_s, ==, 12e9);
-  g_assert_cmpfloat(hw.host_memory_bytes_per_s, ==, 0);
+  g_assert_cmpfloat(hw.host_memory_bytes_per_s, ==, 300e9); /* two EPYC 7543 */
   g_autofree char *dir = g_dir_make_tmp("stw-sockets-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "s.json", NULL);
   g_assert_true(stw_hardware_save(&hw, "two sockets", path, &error));
@@ -407,6 +408,62 @@ test_adam_bf16_rate(void)
   cJSON_Delete(o);
 }
 
+/* Each shipped profile names the host its cpu figures describe and gives its memory's
+ * bandwidth; cpu.model is kept through a file, optional, and refused where it is no name. */
+static void
+test_cpu_model(void)
+{
+  g_auto(GStrv) names = stw_hardware_names();
+  for (char **n = names; *n != NULL; n++) {
+    StwHardware hw;
+    g_assert_true(stw_hardware_lookup(*n, &hw, NULL));
+    g_assert_cmpuint(strlen(hw.cpu_model), >, 0);
+    g_assert_cmpfloat(hw.host_memory_bytes_per_s, >=, 50e9);
+  }
+  StwHardware hw, back;
+  g_assert_true(stw_hardware_lookup("A100-SXM4-80GB", &hw, NULL));
+  g_assert_cmpstr(hw.cpu_model, ==, "2x AMD EPYC 7742 64-Core (DGX A100)");
+  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+  g_assert_cmpstr(hw.cpu_model, ==, "2x AMD EPYC 7543 32-Core");
+  g_assert_cmpfloat(hw.host_memory_bytes_per_s, ==, 300e9);
+  cJSON *o = stw_hardware_to_json(&hw);
+  g_assert_cmpstr(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "cpu"), "model")->valuestring, ==,
+                  "2x AMD EPYC 7543 32-Core");
+  cJSON_DeleteItemFromObject(cJSON_GetObjectItem(o, "cpu"), "model");
+  g_autofree char *unnamed = cJSON_PrintUnformatted(o);
+  GError *error = NULL;
+  g_assert_true(stw_hardware_parse("h.json", unnamed, strlen(unnamed), &back, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(back.cpu_model, ==, "");
+  cJSON_AddNumberToObject(cJSON_GetObjectItem(o, "cpu"), "model", 7742);
+  g_autofree char *bad = cJSON_PrintUnformatted(o);
+  g_assert_false(stw_hardware_parse("h.json", bad, strlen(bad), &back, &error));
+  stw_assert_error_contains(error, "h.json: $.cpu.model");
+  g_clear_error(&error);
+  cJSON_Delete(o);
+}
+
+/* probe names the CPU as /proc/cpuinfo does, with its sockets */
+static void
+test_probe_cpu_model(void)
+{
+  const char *two = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7742 "
+                    "64-Core Processor   \nphysical id\t: 0\n\nprocessor\t: 1\nmodel name\t: AMD "
+                    "EPYC 7742 64-Core Processor\nphysical id\t: 1\n";
+  g_autofree char *a = stw_probe_cpu_model(two);
+  g_assert_cmpstr(a, ==, "2x AMD EPYC 7742 64-Core Processor");
+  g_autofree char *b = stw_probe_cpu_model("model name\t: Intel(R)  Xeon(R)\tGold 6248\n");
+  g_assert_cmpstr(b, ==, "Intel(R) Xeon(R) Gold 6248");
+  g_assert_null(stw_probe_cpu_model("processor\t: 0\nFeatures\t: fp asimd\n")); /* no name */
+  g_assert_null(stw_probe_cpu_model(""));
+  GString *longer = g_string_new("model name : ");
+  for (int i = 0; i < 40; i++)
+    g_string_append(longer, "Core ");
+  g_autofree char *c = stw_probe_cpu_model(longer->str);
+  g_assert_cmpuint(strlen(c), ==, 127);
+  g_string_free(longer, TRUE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -420,5 +477,7 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);
   g_test_add_func("/hardware/copy-interference", test_copy_interference);
   g_test_add_func("/hardware/adam-bf16-rate", test_adam_bf16_rate);
+  g_test_add_func("/hardware/cpu-model", test_cpu_model);
+  g_test_add_func("/hardware/probe-cpu-model", test_probe_cpu_model);
   return g_test_run();
 }

@@ -452,6 +452,43 @@ fit_collectives(StwProbe *p, GString *desc)
 
 /* ---- the host ----------------------------------------------------------------------------- */
 
+/* The host's CPU as /proc/cpuinfo TEXT names it: its first "model name", with "Nx " before it
+ * where N sockets ("physical id") hold such cores; NULL where TEXT names none. */
+char *
+stw_probe_cpu_model(const char *text)
+{
+  g_autofree char *model = NULL;
+  g_autoptr(GHashTable) sockets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_auto(GStrv) lines = g_strsplit(text != NULL ? text : "", "\n", -1);
+  for (char **l = lines; *l != NULL; l++) {
+    const char *colon = strchr(*l, ':');
+    if (colon == NULL)
+      continue;
+    g_autofree char *key = g_strstrip(g_strndup(*l, (gsize)(colon - *l)));
+    g_autofree char *value = g_strstrip(g_strdup(colon + 1));
+    /* the name as a profile keeps it: printable ASCII, one space between words */
+    for (char *c = value; *c != '\0'; c++)
+      if (!g_ascii_isprint(*c))
+        *c = ' ';
+    if (strcmp(key, "model name") == 0 && model == NULL && value[0] != '\0') {
+      g_auto(GStrv) words = g_strsplit_set(value, " \t", -1);
+      GString *joined = g_string_new(NULL);
+      for (char **w = words; *w != NULL; w++)
+        if (**w != '\0')
+          g_string_append_printf(joined, "%s%s", joined->len > 0 ? " " : "", *w);
+      model = g_string_free(joined, FALSE);
+    } else if (strcmp(key, "physical id") == 0)
+      g_hash_table_add(sockets, g_steal_pointer(&value));
+  }
+  if (model == NULL)
+    return NULL;
+  guint n = g_hash_table_size(sockets);
+  char *said = n > 1 ? g_strdup_printf("%ux %s", n, model) : g_strdup(model);
+  if (strlen(said) > 127)
+    said[127] = '\0'; /* what a profile's cpu.model holds */
+  return said;
+}
+
 /* memcpy by size; CPU Adam at 1, 2, 4, ... threads and all (it is bound by memory bandwidth,
  * so it stops scaling where the host's memory does); the host memory's bandwidth, in bytes
  * read and written a second: the most that copying (each byte copied is read and written) and
@@ -467,6 +504,14 @@ probe_host(StwProbe *p, GString *desc)
     g_autofree char *sz = stw_size_format(sizes[i]);
     g_string_append_printf(desc, " %s %.2f GB/s;", sz, p->memcpy_bytes_per_s[i] / 1e9);
   }
+  g_autofree char *cpuinfo = NULL;
+  g_autofree char *cpu = g_file_get_contents("/proc/cpuinfo", &cpuinfo, NULL, NULL)
+                             ? stw_probe_cpu_model(cpuinfo)
+                             : NULL;
+  /* the CPU measured, not the base profile's */
+  g_strlcpy(p->profile.cpu_model, cpu != NULL ? cpu : "", sizeof p->profile.cpu_model);
+  if (cpu != NULL)
+    g_string_append_printf(desc, " CPU %s;", cpu);
   p->threads = g_get_num_processors();
   for (guint n = 1; p->n_adam < STW_PROBE_MAX_ADAM; n = MIN(2 * n, p->threads)) {
     double r = adam_rate(n, STW_DTYPE_FP32);

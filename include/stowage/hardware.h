@@ -62,6 +62,9 @@ typedef struct {
   guint n_pinned;
   StwBandwidthPoint pageable[STW_HARDWARE_MAX_POINTS];
   guint n_pageable;
+  char cpu_model[128];            /* the host's CPU the cpu and node figures describe ("2x AMD
+                                   * EPYC 7742 64-core"), as /proc/cpuinfo names it where probe
+                                   * measured it; empty: the profile does not say */
   double cpu_adam_elems_per_s;    /* CPU Adam, all threads */
   double cpu_adam_bf16_elems_per_s; /* the same with bf16 moments, measured (probe); 0: not
                                      * measured, the fp32 rate scaled by the bytes it moves */

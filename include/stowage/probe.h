@@ -104,6 +104,11 @@ gboolean stw_probe_run(const StwProbeOptions *o, StwProbe *out, GError **error);
 gboolean stw_probe_storage(const char *dir, guint32 depth, StwProbe *p, GString *description,
                            GError **error);
 void stw_probe_clear(StwProbe *p);
+/* The host's CPU as /proc/cpuinfo's TEXT names it, as a profile's cpu.model keeps it: its first
+ * "model name" (spaces collapsed, other than printable ASCII as spaces, at most 127 bytes),
+ * "2x " before it where two sockets ("physical id") hold such cores; NULL where TEXT names
+ * none. The caller frees it. */
+char *stw_probe_cpu_model(const char *text);
 
 /* The record `probe --json` prints: every measurement and the profile made of them. */
 char *stw_probe_json(const StwProbe *p);
