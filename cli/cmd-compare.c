@@ -62,6 +62,22 @@ print_table(const Comparison *c)
         row[k++] = pt->feasible || i == 0 || i == N_COLS - 1 ? cells[i] : "-";
     stw_table_row_v(tab, row);
   }
+  /* the DDP baseline: every GPU the whole model, the gradients all-reduced */
+  const StwDdpPoint *dp = &c->c.ddp;
+  gboolean timed = dp->iteration_ns > 0 || dp->peak_gpu_bytes > 0;
+  g_autofree char *dnote = dp->feasible ? g_strdup("yes") : g_strdup_printf("no (%u)", ++n_why);
+  g_autofree char *dg = stw_size_format(dp->comm_bytes);
+  g_autofree char *dit = stw_duration_format(dp->iteration_ns);
+  g_autofree char *dtps = NULL, *dmfu = NULL;
+  stw_cli_throughput_cells(&dp->throughput, &dtps, &dmfu);
+  g_autofree char *dsd = stw_cli_slowdown_cell(dp->slowdown);
+  const char *dcells[] = { "ddp", "-", "0 B", "0 B", dg, dit, dtps, dmfu, dsd, dnote };
+  const char *drow[N_COLS];
+  guint dk = 0;
+  for (guint i = 0; i < N_COLS; i++)
+    if (multi || i != GATHERED)
+      drow[dk++] = dp->feasible || i == 0 || i == N_COLS - 1 ? dcells[i] : "-";
+  stw_table_row_v(tab, drow);
   g_autofree char *b = stw_size_format(c->c.gpu_bytes);
   g_autofree char *u = unlimited_text(&c->c);
   if (c->o->nodes > 1)
@@ -87,6 +103,22 @@ print_table(const Comparison *c)
   for (int p = 0; p < STW_N_POLICIES; p++) {
     if (!c->c.points[p].feasible)
       printf("(%u) %s\n", ++n_why, c->c.points[p].why);
+  }
+  if (!dp->feasible)
+    printf("(%u) %s\n", ++n_why, dp->why);
+  g_autofree char *peak = stw_size_format(dp->peak_gpu_bytes);
+  if (multi && timed) {
+    g_autofree char *buckets = stw_size_format(dp->bucket_bytes);
+    g_autofree char *ar = stw_duration_format(dp->allreduce_ns);
+    g_autofree char *exposed = stw_duration_format(dp->exposed_ns);
+    printf("\nddp: PyTorch's DistributedDataParallel, the baseline: every GPU holds the whole "
+           "model and steps it, %s at the peak (%s of it the gradients' copy in its buckets); "
+           "the gradients all-reduced in 25 MiB buckets as backward makes them, %s, %s of it "
+           "after backward's last op.\n",
+           peak, buckets, ar, exposed);
+  } else if (timed) {
+    printf("\nddp: the baseline on one GPU, plain PyTorch: the whole model, its gradients and "
+           "its optimizer state on the GPU, %s at the peak.\n", peak);
   }
   if (c->o->budgets.storage_bytes > 0)
     printf("\nWith --nvme: stowage keeps on storage the optimizer state host memory cannot hold, "

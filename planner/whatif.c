@@ -30,6 +30,22 @@ stw_whatif_slowdown(guint64 iteration_ns, guint64 unlimited_ns)
   return (double)iteration_ns / (double)unlimited_ns;
 }
 
+/* T planned with O and checked, or NULL and *WHY (the caller's) the planner's or the check's
+ * message. */
+static StwPlan *
+checked_plan(const StwTrace *t, const StwPlannerOptions *o, char **why)
+{
+  GError *error = NULL;
+  StwPlan *p = stw_planner_plan(t, NULL, o, &error);
+  if (p != NULL && !stw_plan_check(p, t, "(what-if plan)", NULL, NULL, &error))
+    g_clear_pointer(&p, stw_plan_free);
+  if (p == NULL) {
+    *why = g_strdup(error->message);
+    g_error_free(error);
+  }
+  return p;
+}
+
 void
 stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy policy,
                guint64 gpu_bytes, guint64 unlimited_ns, StwWhatifPoint *out)
@@ -42,15 +58,9 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   o.policy = policy;
   o.budgets.gpu_bytes = gpu_bytes;
   o.progress = NULL;
-  GError *error = NULL;
-  g_autoptr(StwPlan) p = stw_planner_plan(t, NULL, &o, &error);
-  if (p != NULL && !stw_plan_check(p, t, "(what-if plan)", NULL, NULL, &error))
-    g_clear_pointer(&p, stw_plan_free);
-  if (p == NULL) {
-    out->why = g_strdup(error->message);
-    g_error_free(error);
+  g_autoptr(StwPlan) p = checked_plan(t, &o, &out->why);
+  if (p == NULL)
     return;
-  }
   out->feasible = TRUE;
   out->chunk_size_elems = p->chunking->size_elems;
   out->h2d_bytes = p->pred.h2d_bytes;
@@ -83,6 +93,121 @@ stw_whatif_unlimited(const StwTrace *t, const StwPlannerOptions *base, guint64 *
 }
 
 void
+stw_whatif_ddp_clear(StwDdpPoint *p)
+{
+  g_clear_pointer(&p->why, g_free);
+}
+
+/* The DDP baseline's all-reduce over S's ops of T: buckets filled in the order backward
+ * completes the gradients (a tensor's at the last op that writes it: a tied embedding's two),
+ * as DDP rebuilds them after its first iteration, each all-reduced (a ring's
+ * reduce-scatter and all-gather, stw_collective_ns each) once full and the link is free; into
+ * OUT's allreduce_ns, exposed_ns and comm_bytes. ELEM: a gradient element's bytes. */
+static void
+ddp_allreduce(const StwTrace *t, const StwSimulation *s, const StwHardware *hw, guint32 world,
+              guint32 nodes, guint64 elem, StwDdpPoint *out)
+{
+  const StwSimOp *so = (const StwSimOp *)s->ops->data;
+  guint32 n = t->ops->len, last_fwd = 0, last_bwd = G_MAXUINT32;
+  for (guint32 i = 0; i < n; i++) {
+    StwStage stage = g_array_index(t->ops, StwOp, i).stage;
+    if (stage == STW_STAGE_FWD)
+      last_fwd = i;
+    else if (stage == STW_STAGE_BWD)
+      last_bwd = i;
+  }
+  if (last_bwd == G_MAXUINT32)
+    return; /* nothing trained */
+  g_autofree guint32 *done = g_new0(guint32, t->tensors->len); /* its last writer, + 1 */
+  for (guint32 i = last_fwd + 1; i <= last_bwd; i++) {
+    const StwOp *op = &g_array_index(t->ops, StwOp, i);
+    for (guint32 k = 0; op->stage == STW_STAGE_BWD && k < op->n_grads; k++)
+      done[op->grads[k]] = i + 1;
+  }
+  guint64 comm_free = 0, bucket = 0, cap = STW_DDP_FIRST_BUCKET_BYTES, grads = 0;
+  for (guint32 i = last_fwd + 1; i <= last_bwd; i++) {
+    const StwOp *op = &g_array_index(t->ops, StwOp, i);
+    if (op->stage != STW_STAGE_BWD)
+      continue;
+    for (guint32 k = 0; k < op->n_grads; k++) {
+      const StwTensor *x = &g_array_index(t->tensors, StwTensor, op->grads[k]);
+      if (!x->frozen && done[op->grads[k]] == i + 1)
+        bucket += x->numel * elem;
+    }
+    if (bucket > 0 && (bucket >= cap || i == last_bwd)) {
+      guint64 ns = 2 * stw_collective_ns(hw, world, nodes, (bucket + world - 1) / world);
+      guint64 start = MAX(so[i].end_ns, comm_free);
+      comm_free = stw_cost_add(start, ns);
+      out->allreduce_ns = stw_cost_add(out->allreduce_ns, ns);
+      grads += bucket;
+      bucket = 0;
+      cap = STW_DDP_BUCKET_BYTES;
+    }
+  }
+  out->exposed_ns = comm_free > so[last_bwd].end_ns ? comm_free - so[last_bwd].end_ns : 0;
+  out->comm_bytes = (guint64)((double)grads * 2.0 * (world - 1) / world);
+}
+
+void
+stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_bytes,
+               guint64 unlimited_ns, StwDdpPoint *out)
+{
+  memset(out, 0, sizeof *out);
+  guint32 world = MAX(base->world_size != 0 ? base->world_size : t->device.world_size, 1);
+  out->gpu_bytes = gpu_bytes;
+  out->world_size = world;
+  /* one rank with every chunk resident, stepped on the GPU: what each DDP rank holds and runs */
+  StwPlannerOptions o = *base;
+  o.world_size = 1;
+  o.nodes = 1;
+  o.policy = STW_POLICY_GEMINI_STATIC;
+  o.gemini_fraction = 1.0;
+  o.budgets.gpu_bytes = UNLIMITED;
+  o.budgets.cpu_bytes = UNLIMITED;
+  o.budgets.reserved_bytes = 0;
+  o.progress = NULL;
+  g_autofree char *why = NULL;
+  g_autoptr(StwPlan) p = checked_plan(t, &o, &why);
+  if (p == NULL) {
+    out->why = g_strdup_printf("the whole model on each GPU cannot be planned: %s", why);
+    return;
+  }
+  StwSimulation s;
+  stw_simulate(p, t, TRUE, &s);
+  guint64 elem = stw_chunking_elem_bytes(p->chunking, STW_LIST_PARAM);
+  if (world > 1) {
+    ddp_allreduce(t, &s, &base->hw, world, MAX(base->nodes, 1), elem, out);
+    for (guint32 i = 0; i < t->tensors->len; i++) {
+      const StwTensor *x = &g_array_index(t->tensors, StwTensor, i);
+      if (!x->frozen)
+        out->bucket_bytes += x->numel * elem;
+    }
+  }
+  out->iteration_ns = stw_cost_add(s.iteration_ns, out->exposed_ns);
+  out->peak_gpu_bytes = stw_cost_add(s.peak_gpu_bytes, out->bucket_bytes);
+  stw_simulation_clear(&s);
+  guint64 usable = gpu_bytes > base->budgets.reserved_bytes
+                       ? gpu_bytes - base->budgets.reserved_bytes
+                       : 0;
+  out->feasible = out->peak_gpu_bytes <= usable;
+  if (!out->feasible) {
+    g_autofree char *peak = stw_size_format(out->peak_gpu_bytes);
+    g_autofree char *have = stw_size_format(usable);
+    g_autofree char *buckets = stw_size_format(out->bucket_bytes);
+    if (world > 1)
+      out->why = g_strdup_printf("ddp: every GPU holds the whole model, its gradients and its "
+                                 "optimizer state: %s at the peak (%s of it the gradients' copy "
+                                 "in DDP's buckets), where %s is usable", peak, buckets, have);
+    else
+      out->why = g_strdup_printf("ddp: on one GPU, plain PyTorch holds the whole model, its "
+                                 "gradients and its optimizer state there: %s at the peak, where "
+                                 "%s is usable", peak, have);
+  }
+  out->slowdown = stw_whatif_slowdown(out->iteration_ns, unlimited_ns);
+  stw_throughput(t, &base->hw, world, out->iteration_ns, &out->throughput);
+}
+
+void
 stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_bytes,
                    StwComparison *out)
 {
@@ -92,6 +217,7 @@ stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu
   stw_whatif_unlimited(t, base, &out->unlimited_ns, &out->unlimited_why);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_run(t, base, (StwPolicy)p, gpu_bytes, out->unlimited_ns, &out->points[p]);
+  stw_whatif_ddp(t, base, gpu_bytes, out->unlimited_ns, &out->ddp);
 }
 
 void
@@ -100,6 +226,7 @@ stw_whatif_comparison_clear(StwComparison *c)
   g_clear_pointer(&c->unlimited_why, g_free);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_point_clear(&c->points[p]);
+  stw_whatif_ddp_clear(&c->ddp);
 }
 
 /* P's members into O (the record of a point, stw_whatif_point_json). */
@@ -177,6 +304,25 @@ stw_whatif_comparison_json(const StwComparison *c, const char *trace_file, const
     cJSON *row = cJSON_CreateObject();
     point_members(row, &c->points[p], 0);
     cJSON_AddItemToArray(arr, row);
+  }
+  const StwDdpPoint *d = &c->ddp;
+  cJSON *ddp = cJSON_AddObjectToObject(root, "ddp");
+  cJSON_AddBoolToObject(ddp, "feasible", d->feasible);
+  if (d->why != NULL)
+    cJSON_AddStringToObject(ddp, "why", d->why);
+  if (d->iteration_ns > 0 || d->peak_gpu_bytes > 0) {
+    stw_json_add_u64(ddp, "iteration_ns", d->iteration_ns);
+    stw_json_add_u64(ddp, "peak_gpu_bytes", d->peak_gpu_bytes);
+    stw_json_add_u64(ddp, "bucket_bytes", d->bucket_bytes);
+    stw_json_add_u64(ddp, "allreduce_ns", d->allreduce_ns);
+    stw_json_add_u64(ddp, "exposed_ns", d->exposed_ns);
+    stw_json_add_u64(ddp, "comm_bytes", d->comm_bytes);
+    if (isfinite(d->slowdown))
+      cJSON_AddNumberToObject(ddp, "slowdown", d->slowdown);
+    else
+      cJSON_AddNullToObject(ddp, "slowdown");
+    if (d->throughput.tokens_per_s > 0)
+      cJSON_AddNumberToObject(ddp, "tokens_per_s", d->throughput.tokens_per_s);
   }
   return print_record(root);
 }

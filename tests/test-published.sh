@@ -25,7 +25,9 @@ has "ZeRO-Offload in milliseconds a step" \
 has "MegaTrain with its loss over pieces of tokens (it fits); its 6 N tokens TFLOPS" \
   "| M03 | MegaTrain | Qwen/Qwen2.5-7B | 1 x 158 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 27.181 s | 22.642 s | -16.7% |"
 has "DDP from global samples a second, in PyTorch's AMP and torch 1's Adam; a 40 GB A100 between GPUs whose link is not stated: the PCIe card's" \
-  "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | unlimited on A100-40GB-PCIe4, AMP | 2.041 s | 1.735 s | -15.0% |"
+  "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | ddp on A100-40GB-PCIe4, AMP | 2.041 s | 1.774 s | -13.1% |"
+has "DDP's GPU peak against max_memory_allocated: the whole model, and the gradients' copy in its buckets" \
+  "| L09 | PyTorch DDP | 37.02 GiB | 36.53 GiB | -1.3% |"
 has "a PatrickStar row on a V100 whose form factor is NVLink's" \
   "| T01 | PatrickStar | gpt2_10b (ColossalAI exa | 1 x 8 | patrickstar on V100-SXM2-32GB | 5.520 s | 18.915 s | +242.7% |"
 has "ZeRO-3 with the parameters offloaded is ZeRO-Infinity's policy; a PCIe card by its name" \
@@ -56,8 +58,8 @@ has "two DGX nodes: --gpus 8 --nodes 2, the host memory a node's" \
 has "a 512-GPU run whose chunk groups no GPU holds: not replayed, said why" \
   "- D02: a chunk group of 512 GPUs is gathered whole, each chunk at least the largest tensor: no plan fits below 2.91 TiB a GPU (ZeRO-3 partitions each tensor across the GPUs instead)"
 has "a row that does not say whether it offloaded: not replayed, said" "- D11: whether it offloaded is not stated"
-has "forward and backward only with unlimited memory: not replayed, said" \
-  "- T11: forward and backward only, with unlimited memory: not simulated apart"
+has "forward and backward only under DDP: not replayed, said" \
+  "- T11: forward and backward only, with DDP: not simulated apart"
 has "ZeRO-Infinity's NVMe offload on drives the row does not name: one Gen4 drive's preset, said" \
   "| T03 | ZeRO-Infinity | gpt2_10b (ColossalAI exa | 1 x 32 | zero-infinity --nvme 2TB --storage nvme-gen4 --nvme-devices 1 on V100-SXM2-32GB, its drives not stated: one PCIe 4.0 drive (nvme-gen4) assumed; its parameters on storage only where host memory cannot hold them | 22.078 s | 93.224 s | +322.2% |"
 has "ZeRO-Infinity's optimizer on the row's two Gen4 drives of 1 TB: --storage nvme-gen4 --nvme-devices 2" \

@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <glib.h>
+#include <math.h>
+#include <string.h>
 
 #include <stowage/cost.h>
 #include <stowage/hardware.h>
@@ -218,6 +220,70 @@ test_whatif_points(void)
   stw_whatif_point_clear(&pt);
 }
 
+/* The DDP baseline: on one GPU the resident plan's time and peak (plain PyTorch); on four, the
+ * same step with the gradients' all-reduce past backward added, their copy in the buckets on
+ * the peak, and every gradient byte all-reduced once; refused, saying why, where it does not
+ * fit. */
+static void
+test_ddp_baseline(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, FALSE);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwPlannerOptions o;
+  stw_planner_options_init(&o, &hw);
+  /* what each rank holds and runs, planned apart: every chunk resident, stepped on the GPU */
+  StwPlannerOptions r = o;
+  r.policy = STW_POLICY_GEMINI_STATIC;
+  r.gemini_fraction = 1.0;
+  r.budgets.gpu_bytes = 80 * STW_GiB;
+  g_autoptr(StwPlan) resident = stw_planner_plan(t, "t", &r, NULL);
+  g_assert_nonnull(resident);
+  StwSimulation s;
+  stw_simulate(resident, t, FALSE, &s);
+  StwDdpPoint one;
+  stw_whatif_ddp(t, &o, 80 * STW_GiB, s.iteration_ns, &one);
+  g_assert_true(one.feasible);
+  g_assert_null(one.why);
+  g_assert_cmpuint(one.world_size, ==, 1);
+  g_assert_cmpuint(one.iteration_ns, ==, s.iteration_ns);
+  g_assert_cmpuint(one.peak_gpu_bytes, ==, s.peak_gpu_bytes);
+  g_assert_cmpuint(one.bucket_bytes, ==, 0);
+  g_assert_cmpuint(one.allreduce_ns + one.exposed_ns + one.comm_bytes, ==, 0);
+  g_assert_cmpfloat(one.slowdown, ==, 1.0);
+  stw_whatif_ddp_clear(&one);
+
+  o.world_size = 4;
+  StwDdpPoint four;
+  stw_whatif_ddp(t, &o, 80 * STW_GiB, STW_WHATIF_UNKNOWN, &four);
+  g_assert_true(four.feasible);
+  guint64 grads = 124439808ull * 2; /* every parameter's bf16 gradient */
+  g_assert_cmpuint(four.bucket_bytes, ==, grads);
+  g_assert_cmpuint(four.comm_bytes, ==, grads / 4 * 3 * 2);
+  g_assert_cmpuint(four.peak_gpu_bytes, ==, s.peak_gpu_bytes + grads);
+  g_assert_cmpuint(four.iteration_ns, ==, s.iteration_ns + four.exposed_ns);
+  g_assert_cmpuint(four.exposed_ns, >, 0); /* the embedding's gradient comes last */
+  g_assert_cmpuint(four.exposed_ns, <, four.allreduce_ns);
+  /* the ring's two passes over all of it, a latency a step more for each bucket past one */
+  guint64 whole = 2 * stw_collective_ns(&hw, 4, 1, grads / 4);
+  guint64 buckets = grads / STW_DDP_BUCKET_BYTES + 2;
+  g_assert_cmpuint(four.allreduce_ns, >=, whole);
+  g_assert_cmpuint(four.allreduce_ns, <=, whole + buckets * 2 * 3 * hw.interconnect_latency_ns +
+                                              buckets * 2);
+  g_assert_true(isnan(four.slowdown));
+  g_assert_cmpfloat(four.throughput.tokens_per_s, >, 0);
+  stw_whatif_ddp_clear(&four);
+
+  StwDdpPoint tight;
+  stw_whatif_ddp(t, &o, 8 * STW_GiB, STW_WHATIF_UNKNOWN, &tight);
+  g_assert_false(tight.feasible);
+  g_assert_nonnull(strstr(tight.why, "every GPU holds the whole model, its gradients and its "
+                                     "optimizer state"));
+  g_assert_nonnull(strstr(tight.why, "237.35 MiB of it the gradients' copy in DDP's buckets), "
+                                     "where 8.00 GiB is usable"));
+  stw_whatif_ddp_clear(&tight);
+}
+
 /* On the emulated device the copy engines run on the compute's cores: each nanosecond of copy
  * beside an op costs it copy_interference more (at most its own time again). GPT-2 at 8 GiB
  * moves chunks beside compute: those ops are slower by no more than the copies allow, and the
@@ -356,6 +422,7 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
   g_test_add_func("/simulate/whatif-points", test_whatif_points);
+  g_test_add_func("/simulate/ddp-baseline", test_ddp_baseline);
   g_test_add_func("/simulate/copy-interference", test_copy_interference);
   g_test_add_func("/simulate/measured-elsewhere", test_measured_elsewhere);
   g_test_add_func("/simulate/throughput-moe", test_throughput_moe);

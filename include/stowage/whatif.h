@@ -61,13 +61,46 @@ void stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy 
 gboolean stw_whatif_unlimited(const StwTrace *t, const StwPlannerOptions *base, guint64 *ns,
                               char **why);
 
-/* Every policy on one budget, against unlimited memory: what `stowage compare` asks. */
+/* PyTorch's DistributedDataParallel on the ranks of a planning: what users run when the model
+ * fits, the baseline beside the chunk policies. Every rank holds the whole model, its gradients
+ * and its optimizer state on the GPU (nothing sharded, nothing offloaded), all-reduces the
+ * gradients in buckets (STW_DDP_BUCKET_BYTES, the first STW_DDP_FIRST_BUCKET_BYTES) as backward
+ * makes them, the last micro-step's only (no_sync before it), and steps every parameter. With
+ * gradient_as_bucket_view off (PyTorch's default) the buckets are a second copy of the
+ * gradients. On one GPU: plain PyTorch, everything on the GPU. */
+#define STW_DDP_BUCKET_BYTES (25u << 20)      /* bucket_cap_mb = 25 */
+#define STW_DDP_FIRST_BUCKET_BYTES (1u << 20) /* torch.distributed's first bucket */
+typedef struct {
+  guint64 gpu_bytes;
+  guint32 world_size;
+  gboolean feasible;        /* its peak within the budget (less the reserve) */
+  char *why;                /* when not: why */
+  guint64 iteration_ns;     /* simulated, every rank's */
+  guint64 peak_gpu_bytes;   /* the model's data, activations and the buckets */
+  guint64 bucket_bytes;     /* the gradients' copy in the buckets (0 on one GPU) */
+  guint64 allreduce_ns;     /* the gradients' all-reduce, all buckets */
+  guint64 exposed_ns;       /* of it, after backward's last op: what it adds to the step */
+  guint64 comm_bytes;       /* received by a rank in the all-reduce */
+  double slowdown;          /* against unlimited memory (the chunk policies' floor) */
+  StwThroughput throughput;
+} StwDdpPoint;
+
+/* The DDP baseline of T on BASE's ranks, hardware and budgets at GPU_BYTES a GPU; never fails
+ * (a point that cannot be planned or does not fit says why). UNLIMITED_NS as stw_whatif_run's.
+ * OUT is the caller's, cleared with stw_whatif_ddp_clear. */
+void stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_bytes,
+                    guint64 unlimited_ns, StwDdpPoint *out);
+void stw_whatif_ddp_clear(StwDdpPoint *p);
+
+/* Every policy on one budget, against unlimited memory, and the DDP baseline: what `stowage
+ * compare` asks. */
 typedef struct {
   guint64 gpu_bytes;
   guint32 world_size;
   guint64 unlimited_ns; /* STW_WHATIF_UNKNOWN where unlimited memory cannot be planned */
   char *unlimited_why;  /* and why */
   StwWhatifPoint points[STW_N_POLICIES];
+  StwDdpPoint ddp;
 } StwComparison;
 
 /* Plans T with BASE's options and each policy at GPU_BYTES; never fails (a point says why it
