@@ -26,6 +26,10 @@ its GPU with its host memory and GPU count (`stowage plan`):
   PyTorch DDP                    `compare`'s ddp baseline (every GPU the whole model, the
                                  gradients all-reduced in buckets; its time and GPU peak)
   other words for these          the policy the row's emulation_target names
+  none of these words            where its location columns put the data: the parameters on
+                                 the host, zero-infinity (FSDP's CPU offload); the optimizer
+                                 alone, zero-offload; all on the GPUs, gemini-static
+                                 --gemini-fraction 1 where sharded, else the ddp baseline
 
 and the published figure is set against the prediction in the row's own terms: the step time
 (from TFLOPS by the source's own formula, from samples or tokens a second, or an epoch's time as
@@ -352,7 +356,7 @@ def emulation(row):
         return ("zero-offload", ["--zero-stage", "3"] if stage3 else []), None
     if "resident in CPU RAM" in cfg:  # MegaTrain: every layer streamed from host memory
         return ("gemini-static", ["--gemini-fraction", "0"]), None
-    if re.search(r"\bDDP\b", cfg):
+    if re.search(r"\bDDP\b|NO_SHARD", cfg):
         return ("ddp", []), None
     if "no offload" in cfg:
         return ("unlimited", []), None
@@ -365,6 +369,19 @@ def emulation(row):
                          (r"^baseline \(no offload\)", ("unlimited", []))):
         if re.search(pattern, target):
             return emu, None
+    # else where the row's location columns put the data: the parameters on the host, streamed
+    # to the GPU (ZeRO-3's offload_param, FSDP's CPUOffload); the optimizer alone there
+    # (ZeRO-Offload); all of it on the GPUs, sharded (ZeRO-3, FSDP's FULL_SHARD) or replicated
+    params = row.get("params_fp16_location", "").strip().lower()
+    state = row.get("optimizer_state_and_master_location", "").strip().lower()
+    if params.startswith(("cpu", "host")):
+        return ("zero-infinity", []), None
+    if state.startswith(("cpu", "host")):
+        return ("zero-offload", ["--zero-stage", "3"] if "shard" in params else []), None
+    if params.startswith("gpu") and state.startswith("gpu"):
+        if "shard" in params + state and "no shard" not in params + state:
+            return ("gemini-static", ["--gemini-fraction", "1"]), None
+        return ("ddp", []), None
     return None, "no stowage policy is this system's (%s)" % cfg[:60]
 
 

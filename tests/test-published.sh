@@ -26,6 +26,10 @@ has "MegaTrain with its loss over pieces of tokens (it fits); its 6 N tokens TFL
   "| M03 | MegaTrain | Qwen/Qwen2.5-7B | 1 x 158 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 27.181 s | 22.642 s | -16.7% |"
 has "DDP from global samples a second, in PyTorch's AMP and torch 1's Adam; a 40 GB A100 between GPUs whose link is not stated: the PCIe card's" \
   "| L09 | PyTorch DDP | gpt2_xl (PL benchmark) | 4 x 6 | ddp on A100-40GB-PCIe4, AMP | 2.041 s | 1.774 s | -13.1% |"
+has "a sharded run named in no words the bench knows, by where its location columns put the data" \
+  "| T28 | FSDP (no offload) | gpt2_xl (PL benchmark) | 4 x 6 | gemini-static --gemini-fraction 1 on A100-40GB-PCIe4 | 2.500 s | 1.517 s | -39.3% |"
+has "parameters on the host by the location columns: ZeRO-Infinity's policy (FSDP2's CPUOffloadPolicy)" \
+  "| T29 | FSDP CPU offload (params) | gpt2_xl (PL benchmark) | 4 x 6 | zero-infinity on A100-40GB-PCIe4 | 9.000 s | 1.682 s | -81.3% |"
 has "DDP's GPU peak against max_memory_allocated: the whole model, and the gradients' copy in its buckets" \
   "| L09 | PyTorch DDP | 37.02 GiB | 36.53 GiB | -1.3% |"
 has "a PatrickStar row on a V100 whose form factor is NVLink's" \
