@@ -184,6 +184,13 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
     }
   }
   out->iteration_ns = stw_cost_add(s.iteration_ns, out->exposed_ns);
+  /* DDP's backward returns once its buckets are reduced */
+  const StwSimOp *so = (const StwSimOp *)s.ops->data;
+  for (guint32 i = 0; i < t->ops->len; i++)
+    if (g_array_index(t->ops, StwOp, i).stage != STW_STAGE_OPTIM)
+      out->backward_end_ns = MAX(out->backward_end_ns,
+                                 so[i].end_ns - MIN(so[i].end_ns, so[0].start_ns));
+  out->backward_end_ns = stw_cost_add(out->backward_end_ns, out->exposed_ns);
   out->peak_gpu_bytes = stw_cost_add(s.peak_gpu_bytes, out->bucket_bytes);
   stw_simulation_clear(&s);
   guint64 usable = gpu_bytes > base->budgets.reserved_bytes
@@ -316,6 +323,7 @@ stw_whatif_comparison_json(const StwComparison *c, const char *trace_file, const
     stw_json_add_u64(ddp, "bucket_bytes", d->bucket_bytes);
     stw_json_add_u64(ddp, "allreduce_ns", d->allreduce_ns);
     stw_json_add_u64(ddp, "exposed_ns", d->exposed_ns);
+    stw_json_add_u64(ddp, "backward_end_ns", d->backward_end_ns);
     stw_json_add_u64(ddp, "comm_bytes", d->comm_bytes);
     if (isfinite(d->slowdown))
       cJSON_AddNumberToObject(ddp, "slowdown", d->slowdown);

@@ -251,6 +251,9 @@ test_ddp_baseline(void)
   g_assert_cmpuint(one.bucket_bytes, ==, 0);
   g_assert_cmpuint(one.allreduce_ns + one.exposed_ns + one.comm_bytes, ==, 0);
   g_assert_cmpfloat(one.slowdown, ==, 1.0);
+  guint64 one_backward = one.backward_end_ns;
+  g_assert_cmpuint(one_backward, >, s.iteration_ns / 2);
+  g_assert_cmpuint(one_backward, <, s.iteration_ns); /* the optimizer's step after it */
   stw_whatif_ddp_clear(&one);
 
   o.world_size = 4;
@@ -262,6 +265,10 @@ test_ddp_baseline(void)
   g_assert_cmpuint(four.comm_bytes, ==, grads / 4 * 3 * 2);
   g_assert_cmpuint(four.peak_gpu_bytes, ==, s.peak_gpu_bytes + grads);
   g_assert_cmpuint(four.iteration_ns, ==, s.iteration_ns + four.exposed_ns);
+  /* backward ends later by the all-reduce's tail; the optimizer's step after it is the same */
+  g_assert_cmpuint(four.backward_end_ns, ==, one_backward + four.exposed_ns);
+  g_assert_cmpuint(four.iteration_ns - four.backward_end_ns, ==,
+                   s.iteration_ns - one_backward);
   g_assert_cmpuint(four.exposed_ns, >, 0); /* the embedding's gradient comes last */
   g_assert_cmpuint(four.exposed_ns, <, four.allreduce_ns);
   /* the ring's two passes over all of it, a latency a step more for each bucket past one */

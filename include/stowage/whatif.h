@@ -80,6 +80,8 @@ typedef struct {
   guint64 bucket_bytes;     /* the gradients' copy in the buckets (0 on one GPU) */
   guint64 allreduce_ns;     /* the gradients' all-reduce, all buckets */
   guint64 exposed_ns;       /* of it, after backward's last op: what it adds to the step */
+  guint64 backward_end_ns;  /* from the step's first op to backward's end, the all-reduce's
+                             * tail included (DDP's backward returns once it is done) */
   guint64 comm_bytes;       /* received by a rank in the all-reduce */
   double slowdown;          /* against unlimited memory (the chunk policies' floor) */
   StwThroughput throughput;
