@@ -191,7 +191,13 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
       out->backward_end_ns = MAX(out->backward_end_ns,
                                  so[i].end_ns - MIN(so[i].end_ns, so[0].start_ns));
   out->backward_end_ns = stw_cost_add(out->backward_end_ns, out->exposed_ns);
-  out->peak_gpu_bytes = stw_cost_add(s.peak_gpu_bytes, out->bucket_bytes);
+  /* every list resident all along: its chunks' padding, which a PyTorch model does not have,
+   * is on the peak from the first op to the last */
+  guint64 padding = 0;
+  for (int l = 0; l < STW_N_LISTS; l++)
+    padding += stw_chunking_wasted_bytes(p->chunking, (StwChunkList)l);
+  out->peak_gpu_bytes = stw_cost_add(s.peak_gpu_bytes - MIN(padding, s.peak_gpu_bytes),
+                                     out->bucket_bytes);
   stw_simulation_clear(&s);
   guint64 usable = gpu_bytes > base->budgets.reserved_bytes
                        ? gpu_bytes - base->budgets.reserved_bytes
