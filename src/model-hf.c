@@ -73,6 +73,9 @@ typedef enum {
   HF_JAIS2,
   HF_GRANITEMOESHARED,
   HF_NANOCHAT,
+  HF_INTERNLM3,
+  HF_IQUESTCODER,
+  HF_HYPERCLOVAX,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -89,7 +92,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "granitemoe", "phimoe", "dbrx", "exaone",
                                            "ministral", "ministral3", "dots1",
                                            "hunyuan_v1_dense", "helium", "arcee", "jais2",
-                                           "granitemoeshared", "nanochat", NULL };
+                                           "granitemoeshared", "nanochat", "internlm3",
+                                           "iquestcoder", "hyperclovax", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -123,6 +127,17 @@ typedef struct {
   gboolean out_bias_always;         /* o_proj always biased, q, k and v never (GPT-Neo's) */
   const char *out_bias_member;      /* o_proj's bias from a member of its own (Seed-OSS's
                                      * attention_out_bias, default false), not attention_bias */
+  const char *attention_bias_alias; /* attention_bias's and mlp_bias's other names, which the
+                                     * class's attribute_map reads into them (InternLM3's
+                                     * qkv_bias and bias); the common names win */
+  const char *mlp_bias_alias;
+  gboolean heads_divide_hidden;     /* hidden_size not a multiple of the heads refused, a
+                                     * head_dim given or not, as the class refuses it */
+  gboolean biases_equal;            /* attention_bias and mlp_bias differing refused, as the
+                                     * class refuses them (InternLM3's) */
+  const char *post_norm_member;     /* a norm after each branch too (norms both) where this
+                                     * member is true, the row's shape's default (HyperCLOVA
+                                     * X's use_post_norm) */
   const char *bias_switch;          /* one member for every projection's bias (StarCoder 2's
                                      * use_bias, Falcon's bias), or NULL */
   const char *attn_dropout_member;  /* the attention probabilities' dropout probability, and
@@ -667,6 +682,30 @@ static const HfRow hf_rows[] = {
                     .vocab_default = 50304, .kv_null_ok = TRUE, .reads_tie = TRUE,
                     .reads_attention_bias = TRUE, .act_member = "hidden_act",
                     .act_default = "relu2", .attn_dropout_member = "attention_dropout" },
+  /* InternLM3: llama's block; its attribute_map reads qkv_bias into attention_bias and bias
+   * into mlp_bias, and the two must agree */
+  [HF_INTERNLM3] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 48,
+                     .hidden_default = 4096, .heads_default = 32, .ffn_default = 10240,
+                     .max_seq_default = 32768, .vocab_default = 128512, .kv_default = 2,
+                     .head_dim_default = 128, .kv_null_ok = TRUE, .head_dim_null_ok = TRUE,
+                     .reads_tie = TRUE, .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE,
+                     .attention_bias_alias = "qkv_bias", .mlp_bias_alias = "bias",
+                     .biases_equal = TRUE, .heads_divide_hidden = TRUE },
+  /* IQuest-Coder: llama's block, head_dim 128 by default */
+  [HF_IQUESTCODER] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 80,
+                       .hidden_default = 5120, .heads_default = 40, .ffn_default = 27648,
+                       .max_seq_default = 131072, .vocab_default = 76800, .kv_default = 8,
+                       .head_dim_default = 128, .kv_null_ok = TRUE, .head_dim_null_ok = TRUE,
+                       .reads_tie = TRUE, .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE,
+                       .heads_divide_hidden = TRUE },
+  /* HyperCLOVA X SEED: llama's block with a norm after each branch too (use_post_norm, true by
+   * default: Gemma 2's four norms a block) and Granite's multipliers, which cost no weight */
+  [HF_HYPERCLOVAX] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH },
+                       .post_norm_member = "use_post_norm", .layers_default = 32,
+                       .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
+                       .max_seq_default = 2048, .vocab_default = 32000, .kv_null_ok = TRUE,
+                       .head_dim_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
+                       .reads_mlp_bias = TRUE, .heads_divide_hidden = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1090,9 +1129,22 @@ read_biases(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
   }
   if (row->qkv_bias_member != NULL && !get_bool(h, row->qkv_bias_member, &qkv_only, error))
     return FALSE;
-  if ((row->reads_attention_bias && !get_bool(h, "attention_bias", &attn, error)) ||
+  if ((row->attention_bias_alias != NULL &&
+       !get_bool(h, row->attention_bias_alias, &attn, error)) ||
+      (row->mlp_bias_alias != NULL && !get_bool(h, row->mlp_bias_alias, &mlp, error)) ||
+      (row->reads_attention_bias && !get_bool(h, "attention_bias", &attn, error)) ||
       (row->reads_mlp_bias && !get_bool(h, "mlp_bias", &mlp, error)))
     return FALSE;
+  if (row->biases_equal && attn != mlp) { /* named by the first of them the file gives */
+    const char *names[] = { "attention_bias", row->attention_bias_alias, row->mlp_bias_alias,
+                            "mlp_bias" };
+    guint k = 0;
+    while (k < G_N_ELEMENTS(names) - 1 && (names[k] == NULL || member(h->root, names[k]) == NULL))
+      k++;
+    return stw_json_fail_at(h->r, names[k], error, "the attention's bias %s and the MLP's %s: "
+                            "transformers refuses them apart (this class's projections share "
+                            "one bias setting)", attn ? "true" : "false", mlp ? "true" : "false");
+  }
   c->bias[STW_SITE_QKV] = attn || qkv_only ? STW_BIAS_YES : STW_BIAS_NO;
   gboolean out = row->out_bias_always || (attn && !row->out_bias_never);
   if (row->out_bias_member != NULL) {
@@ -1269,6 +1321,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   }
   if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
     return FALSE;
+  gboolean post_norm = c.norms == STW_NORMS_BOTH;
+  if (row->post_norm_member != NULL) {
+    if (!get_bool(h, row->post_norm_member, &post_norm, error))
+      return FALSE;
+    c.norms = post_norm ? STW_NORMS_BOTH : STW_NORMS_PRE;
+  }
   gboolean parallel = FALSE;
   if ((row->parallel_member != NULL && !get_bool(h, row->parallel_member, &parallel, error)) ||
       (row->head_bias_member != NULL && !get_bool(h, row->head_bias_member, &c.head_bias, error)))
@@ -1292,6 +1350,11 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     c.kv_heads = c.heads;
     c.head_dim = nope * c.heads == c.hidden ? 0 : nope;
   }
+  if (row->heads_divide_hidden && c.heads != 0 && c.hidden % c.heads != 0)
+    return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "
+                            "not divide hidden_size %" G_GUINT64_FORMAT ": %s's class refuses "
+                            "it, whatever head_dim says", c.heads, c.hidden,
+                            stw_hf_model_types[type]);
   if (c.arch == STW_ARCH_LLAMA && c.head_dim == 0 && c.heads != 0 && c.hidden % c.heads != 0)
     c.head_dim = c.hidden / c.heads; /* transformers' hidden // heads, as its attention takes it */
   if (c.head_dim != 0 && c.head_dim * c.heads == c.hidden)

@@ -730,6 +730,9 @@ test_hf_family_defaults(void)
     { "arcee", STW_ARCH_NEOX, G_GUINT64_CONSTANT(4022766080), TRUE, FALSE },
     { "jais2", STW_ARCH_NEOX, G_GUINT64_CONSTANT(8090401280), FALSE, TRUE },
     { "nanochat", STW_ARCH_NEOX, G_GUINT64_CONSTANT(256573440), TRUE, FALSE },
+    { "internlm3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8804241408), TRUE, FALSE },
+    { "iquestcoder", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(39794283520), TRUE, FALSE },
+    { "hyperclovax", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6738677760), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -747,6 +750,9 @@ test_hf_family_defaults(void)
     g_assert_cmpint(stw_model_norm_weight(&cfg), ==, !nanochat);
     g_assert_cmpint(cfg.embed_norm, ==, nanochat);
     g_assert_cmpint(cfg.logit_softcap, ==, nanochat);
+    /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default) */
+    g_assert_cmpint(cfg.norms, ==, strcmp(cases[i].type, "hyperclovax") == 0 ? STW_NORMS_BOTH
+                                                                             : STW_NORMS_PRE);
   }
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
@@ -1206,6 +1212,12 @@ test_hf_configs(void)
                                      "projection is hidden x hidden (2048) whatever the heads, "
                                      "and its forward runs only where heads x head_dim is "
                                      "hidden; not modelled" },
+    { "hf/bad-internlm3-biases.json", "$.qkv_bias: the attention's bias true and the MLP's "
+                                      "false: transformers refuses them apart (this class's "
+                                      "projections share one bias setting)" },
+    { "hf/bad-iquestcoder-heads.json", "$.num_attention_heads: 40 heads do not divide "
+                                       "hidden_size 5100: iquestcoder's class refuses it, "
+                                       "whatever head_dim says" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "

@@ -178,6 +178,17 @@ SMALL = {
                          "num_local_experts": 4, "num_experts_per_tok": 2,
                          "shared_intermediate_size": 96, "vocab_size": 128,
                          "max_position_embeddings": 64},
+    "internlm3": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+                  "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0,
+                  "bos_token_id": 0, "eos_token_id": 0},
+    "iquestcoder": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+                    "vocab_size": 128, "max_position_embeddings": 64, "bos_token_id": 0,
+                    "eos_token_id": 0},
+    "hyperclovax": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                    "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -313,6 +324,14 @@ def variants(kind):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "granitemoeshared":  # no shared expert, or none said
         for extra in ({"shared_intermediate_size": 0}, {"shared_intermediate_size": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "internlm3":  # its biases by their other names, together or apart (refused)
+        for extra in ({"qkv_bias": True, "bias": True}, {"qkv_bias": True},
+                      {"bias": True}, {"attention_bias": True, "mlp_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "hyperclovax":  # no norms after the branches; biases
+        for extra in ({"use_post_norm": False}, {"attention_bias": True},
+                      {"mlp_bias": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "phimoe":  # the LM head's bias
         out.append(("lm_head_bias", dict(base, lm_head_bias=True)))
