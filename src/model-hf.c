@@ -76,6 +76,8 @@ typedef enum {
   HF_INTERNLM3,
   HF_IQUESTCODER,
   HF_HYPERCLOVAX,
+  HF_MINIMAX_M2,
+  HF_YOUTU,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -93,7 +95,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "ministral", "ministral3", "dots1",
                                            "hunyuan_v1_dense", "helium", "arcee", "jais2",
                                            "granitemoeshared", "nanochat", "internlm3",
-                                           "iquestcoder", "hyperclovax", NULL };
+                                           "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -706,6 +709,24 @@ static const HfRow hf_rows[] = {
                        .max_seq_default = 2048, .vocab_default = 32000, .kv_null_ok = TRUE,
                        .head_dim_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
                        .reads_mlp_bias = TRUE, .heads_divide_hidden = TRUE },
+  /* MiniMax-M2: llama's attention with RMSNorms over all the queries' and keys' heads at once
+   * (qk_norm_full's weights), experts as Mixtral's (num_experts its other name), no projection
+   * biased; its router's score correction is a buffer, no weight */
+  [HF_MINIMAX_M2] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .qk_norm_full = TRUE },
+                      .experts_member = "num_local_experts", .experts_alias = "num_experts",
+                      .experts_default = 256, .experts_per_token_default = 8,
+                      .layers_default = 62, .hidden_default = 3072, .heads_default = 48,
+                      .ffn_default = 1536, .max_seq_default = 196608, .vocab_default = 200064,
+                      .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE },
+  /* Youtu-LLM (Tencent): DeepSeek-V2's latent attention in every block, a dense MLP, the LM
+   * head tied; num_key_value_heads read (null refused, as its class refuses it), though latent
+   * attention keeps a key and value a head */
+  [HF_YOUTU] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                 .kv_lora_default = 512, .q_lora_default = 1536, .rope_dim_default = 64,
+                 .nope_dim_default = 128, .v_head_dim_default = 128, .layers_default = 32,
+                 .hidden_default = 2048, .heads_default = 16, .ffn_default = 6144,
+                 .max_seq_default = 131072, .vocab_default = 128256, .kv_default = 16,
+                 .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

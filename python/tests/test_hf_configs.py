@@ -189,6 +189,15 @@ SMALL = {
     "hyperclovax": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                     "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0},
+    "minimax_m2": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
+                   "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
+                   "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0},
+    "youtu": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "intermediate_size": 160, "kv_lora_rank": 16, "q_lora_rank": 24,
+              "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12,
+              "vocab_size": 128, "max_position_embeddings": 64, "bos_token_id": 0,
+              "eos_token_id": 0},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -328,6 +337,14 @@ def variants(kind):
     if kind == "internlm3":  # its biases by their other names, together or apart (refused)
         for extra in ({"qkv_bias": True, "bias": True}, {"qkv_bias": True},
                       {"bias": True}, {"attention_bias": True, "mlp_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "minimax_m2":  # the experts by their other name, both names, one a token
+        for extra in ({"num_experts": 8}, {"num_experts": 8, "num_local_experts": 2},
+                      {"num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "youtu":  # latent attention's ranks and widths, biases
+        for extra in ({"q_lora_rank": None}, {"kv_lora_rank": 32}, {"v_head_dim": 20},
+                      {"attention_bias": True}, {"tie_word_embeddings": False}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "hyperclovax":  # no norms after the branches; biases
         for extra in ({"use_post_norm": False}, {"attention_bias": True},
