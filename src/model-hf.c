@@ -78,6 +78,7 @@ typedef enum {
   HF_HYPERCLOVAX,
   HF_MINIMAX_M2,
   HF_YOUTU,
+  HF_SOLAR_OPEN,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -96,7 +97,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "hunyuan_v1_dense", "helium", "arcee", "jais2",
                                            "granitemoeshared", "nanochat", "internlm3",
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
-                                           NULL };
+                                           "solar_open", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -727,6 +728,19 @@ static const HfRow hf_rows[] = {
                  .hidden_default = 2048, .heads_default = 16, .ffn_default = 6144,
                  .max_seq_default = 131072, .vocab_default = 128256, .kv_default = 16,
                  .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE },
+  /* Solar Open (Upstage): GLM-4.5's experts in every block (n_routed_experts, its other name
+   * num_local_experts; n_shared_experts of their width for every token), no dense blocks and no
+   * query and key norms; attention_bias on q, k and v, never o; the router's score correction
+   * a buffer, no weight */
+  [HF_SOLAR_OPEN] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                      .out_bias_never = TRUE,
+                      .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
+                      .experts_default = 128, .experts_per_token_default = 8,
+                      .shared_experts_default = 1, .shared_experts_member = "n_shared_experts",
+                      .ffn = "moe_intermediate_size", .layers_default = 48,
+                      .hidden_default = 4096, .heads_default = 64, .ffn_default = 1280,
+                      .max_seq_default = 131072, .vocab_default = 196608, .kv_default = 8,
+                      .head_dim_default = 128, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

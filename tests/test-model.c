@@ -735,6 +735,7 @@ test_hf_family_defaults(void)
     { "hyperclovax", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6738677760), TRUE, FALSE },
     { "minimax_m2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(228689748992), TRUE, FALSE },
     { "youtu", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1961560064), TRUE, FALSE },
+    { "solar_open", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(102651793408), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1252,7 +1253,7 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
-                                   "dbrx, dots1, granitemoeshared and minimax_m2 only");
+                                   "dbrx, dots1, granitemoeshared, minimax_m2 and solar_open only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -198,6 +198,10 @@ SMALL = {
               "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12,
               "vocab_size": 128, "max_position_embeddings": 64, "bos_token_id": 0,
               "eos_token_id": 0},
+    "solar_open": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
+                   "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
+                   "vocab_size": 128, "max_position_embeddings": 64},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -337,6 +341,11 @@ def variants(kind):
     if kind == "internlm3":  # its biases by their other names, together or apart (refused)
         for extra in ({"qkv_bias": True, "bias": True}, {"qkv_bias": True},
                       {"bias": True}, {"attention_bias": True, "mlp_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "solar_open":  # shared experts none or two; the experts by their other name
+        for extra in ({"n_shared_experts": 0}, {"n_shared_experts": 2},
+                      {"num_local_experts": 8}, {"attention_bias": True},
+                      {"intermediate_size": 1000}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "minimax_m2":  # the experts by their other name, both names, one a token
         for extra in ({"num_experts": 8}, {"num_experts": 8, "num_local_experts": 2},
