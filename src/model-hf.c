@@ -79,6 +79,7 @@ typedef enum {
   HF_MINIMAX_M2,
   HF_YOUTU,
   HF_SOLAR_OPEN,
+  HF_GLM4_MOE_LITE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -97,7 +98,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "hunyuan_v1_dense", "helium", "arcee", "jais2",
                                            "granitemoeshared", "nanochat", "internlm3",
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
-                                           "solar_open", NULL };
+                                           "solar_open", "glm4_moe_lite", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -177,6 +178,13 @@ typedef struct {
                                      * as SHARED_EXPERTS_MEMBER says (DeepSeek's, GLM-4.5's
                                      * n_shared_experts, 0 allowed) */
   const char *shared_experts_member;
+  const char *dense_types_member;   /* the blocks' MLPs by a list of "dense" and "sparse"
+                                     * (GLM-4.7-Flash's mlp_layer_types; null or absent: the
+                                     * first dense_layers_default dense), the dense ones
+                                     * intermediate_size wide; any other order than the dense
+                                     * first is refused, not modelled */
+  const char *rope_dim_alias;       /* qk_rope_head_dim's other name, which the class's
+                                     * attribute_map reads into it (GLM-4.7-Flash's head_dim) */
   gboolean reads_dense_layers;      /* first_k_dense_replace is read (this default): the first
                                      * blocks dense, intermediate_size wide (dense_ffn_default) */
   guint64 dense_layers_default;
@@ -741,6 +749,23 @@ static const HfRow hf_rows[] = {
                       .hidden_default = 4096, .heads_default = 64, .ffn_default = 1280,
                       .max_seq_default = 131072, .vocab_default = 196608, .kv_default = 8,
                       .head_dim_default = 128, .reads_tie = TRUE },
+  /* GLM-4.7-Flash: DeepSeek-V3's latent attention and experts (n_routed_experts, its other
+   * name num_local_experts; n_shared_experts of their width), the blocks' MLPs by
+   * mlp_layer_types (the first dense by default); head_dim is qk_rope_head_dim's other name;
+   * num_key_value_heads is read (null refused, as its class refuses it) and not used */
+  [HF_GLM4_MOE_LITE] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                         .experts_member = "n_routed_experts",
+                         .experts_alias = "num_local_experts", .experts_default = 64,
+                         .experts_per_token_default = 4, .shared_experts_default = 1,
+                         .shared_experts_member = "n_shared_experts",
+                         .dense_types_member = "mlp_layer_types", .dense_layers_default = 1,
+                         .dense_ffn_default = 10240, .ffn = "moe_intermediate_size",
+                         .kv_lora_default = 512, .q_lora_default = 768, .rope_dim_default = 64,
+                         .rope_dim_alias = "head_dim", .nope_dim_default = 192,
+                         .v_head_dim_default = 256, .layers_default = 47, .hidden_default = 2048,
+                         .heads_default = 20, .ffn_default = 1536, .max_seq_default = 202752,
+                         .vocab_default = 154880, .kv_default = 20,
+                         .head_dim_default = NOT_READ, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -836,6 +861,41 @@ get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *ou
 }
 
 /* A count that may be 0 (n_shared_experts, first_k_dense_replace); null refused. */
+/* The blocks' MLPs by list KEY of "dense" and "sparse" (GLM-4.7-Flash's mlp_layer_types) into
+ * *DENSE, the dense blocks first: absent or null, *DENSE stays the class's default; one entry
+ * a block of LAYERS at least (transformers indexes it by block); dense blocks after a sparse
+ * one are refused, not modelled. */
+static gboolean
+get_dense_types(const Hf *h, const char *key, guint64 layers, guint64 *dense, GError **error)
+{
+  const cJSON *v = last_member(h->root, key);
+  if (v == NULL || cJSON_IsNull(v))
+    return TRUE;
+  if (!cJSON_IsArray(v))
+    return stw_json_fail_at(h->r, key, error, "expected a list of \"dense\" and \"sparse\"");
+  guint64 n = 0, first = 0;
+  gboolean sparse_seen = FALSE;
+  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+    if (n >= layers)
+      continue; /* beyond the blocks: never read */
+    gboolean is_dense = cJSON_IsString(e) && strcmp(e->valuestring, "dense") == 0;
+    if (!is_dense && !(cJSON_IsString(e) && strcmp(e->valuestring, "sparse") == 0))
+      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected \"dense\" "
+                              "or \"sparse\"", n);
+    if (is_dense && sparse_seen)
+      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": a dense block after "
+                              "one of experts: not modelled (the dense blocks first are)", n);
+    sparse_seen |= !is_dense;
+    if (is_dense && !sparse_seen)
+      first++;
+  }
+  if (n < layers)
+    return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %" G_GUINT64_FORMAT
+                            " blocks: transformers reads one a block", n, layers);
+  *dense = first;
+  return TRUE;
+}
+
 static gboolean
 get_count(const Hf *h, const char *key, guint64 max, guint64 *out, GError **error)
 {
@@ -1336,9 +1396,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if ((row->shared_experts_member != NULL &&
          !get_count(h, row->shared_experts_member, STW_MODEL_MAX_EXPERTS, &shared, error)) ||
         (row->reads_dense_layers &&
-         (!get_count(h, "first_k_dense_replace", STW_MODEL_MAX_LAYERS, &dense, error) ||
-          !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
-                   error))))
+         !get_count(h, "first_k_dense_replace", STW_MODEL_MAX_LAYERS, &dense, error)) ||
+        (row->dense_types_member != NULL &&
+         !get_dense_types(h, row->dense_types_member, c.layers, &dense, error)) ||
+        ((row->reads_dense_layers || row->dense_types_member != NULL) &&
+         !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
+                  error)))
       return FALSE;
     if (row->shared_experts_default != 0) { /* shared experts of the routed width, one MLP */
       c.shared_expert_ffn = shared * c.ffn;
@@ -1379,6 +1442,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if (!get_u64(h, "kv_lora_rank", FALSE, STW_MODEL_MAX_WIDTH, &c.kv_lora_rank, error) ||
         !get_u64(h, "q_lora_rank", TRUE, STW_MODEL_MAX_WIDTH, &c.q_lora_rank, error) ||
         !get_u64(h, "qk_rope_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.rope_dim, error) ||
+        (row->rope_dim_alias != NULL &&
+         !get_u64(h, row->rope_dim_alias, FALSE, STW_MODEL_MAX_WIDTH, &c.rope_dim, error)) ||
         !get_u64(h, "qk_nope_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &nope, error) ||
         !get_u64(h, "v_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.v_head_dim, error))
       return FALSE;

@@ -736,6 +736,7 @@ test_hf_family_defaults(void)
     { "minimax_m2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(228689748992), TRUE, FALSE },
     { "youtu", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1961560064), TRUE, FALSE },
     { "solar_open", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(102651793408), TRUE, FALSE },
+    { "glm4_moe_lite", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(29943390976), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1221,6 +1222,8 @@ test_hf_configs(void)
     { "hf/bad-iquestcoder-heads.json", "$.num_attention_heads: 40 heads do not divide "
                                        "hidden_size 5100: iquestcoder's class refuses it, "
                                        "whatever head_dim says" },
+    { "hf/bad-glm-layer-types.json", "$.mlp_layer_types: entry 2: a dense block after one of "
+                                     "experts: not modelled (the dense blocks first are)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
@@ -1253,7 +1256,7 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
-                                   "dbrx, dots1, granitemoeshared, minimax_m2 and solar_open only");
+                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open and glm4_moe_lite only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -202,6 +202,12 @@ SMALL = {
                    "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                    "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
                    "vocab_size": 128, "max_position_embeddings": 64},
+    "glm4_moe_lite": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                      "num_key_value_heads": 4, "intermediate_size": 160,
+                      "moe_intermediate_size": 48, "n_routed_experts": 4, "n_shared_experts": 1,
+                      "num_experts_per_tok": 2, "kv_lora_rank": 16, "q_lora_rank": 24,
+                      "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12,
+                      "vocab_size": 128, "max_position_embeddings": 64},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -342,6 +348,15 @@ def variants(kind):
         for extra in ({"qkv_bias": True, "bias": True}, {"qkv_bias": True},
                       {"bias": True}, {"attention_bias": True, "mlp_bias": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "glm4_moe_lite":  # the MLPs by their list; head_dim the rope's other name
+        for extra in ({"mlp_layer_types": ["dense", "dense", "sparse"]},
+                      {"mlp_layer_types": ["sparse", "sparse", "sparse"]},
+                      {"mlp_layer_types": ["dense", "dense", "dense", "sparse"]},
+                      {"mlp_layer_types": ["sparse", "dense", "sparse"]},
+                      {"mlp_layer_types": None}, {"head_dim": 4},
+                      {"head_dim": 4, "qk_rope_head_dim": 12}, {"num_local_experts": 8},
+                      {"n_shared_experts": 0}, {"q_lora_rank": None}, {"num_hidden_layers": 5}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "solar_open":  # shared experts none or two; the experts by their other name
         for extra in ({"n_shared_experts": 0}, {"n_shared_experts": 2},
                       {"num_local_experts": 8}, {"attention_bias": True},
@@ -481,7 +496,9 @@ class TestHfConfigs(unittest.TestCase):
                                       ("helium", "without hidden_size"),
                                       ("helium", "without num_attention_heads"),
                                       ("helium", "without head_dim"),
-                                      ("helium", "head_dim 32")])
+                                      ("helium", "head_dim 32"),
+                                      ("glm4_moe_lite",
+                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}')])
 
 
 if __name__ == "__main__":
