@@ -80,6 +80,9 @@ typedef enum {
   HF_YOUTU,
   HF_SOLAR_OPEN,
   HF_GLM4_MOE_LITE,
+  HF_CODEGEN,
+  HF_VAULTGEMMA,
+  HF_FLEX_OLMO,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -98,7 +101,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "hunyuan_v1_dense", "helium", "arcee", "jais2",
                                            "granitemoeshared", "nanochat", "internlm3",
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
-                                           "solar_open", "glm4_moe_lite", NULL };
+                                           "solar_open", "glm4_moe_lite", "codegen",
+                                           "vaultgemma", "flex_olmo", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -209,6 +213,16 @@ typedef struct {
 } HfRow;
 
 #define NOT_READ G_MAXUINT64
+
+/* GPT-J's row, which CodeGen's is too */
+#define GPTJ_ROW                                                                                   \
+  { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },              \
+    .attn_dropout_member = "attn_pdrop", .resid_dropout_member = "resid_pdrop", .mlp_bias = TRUE, \
+    .layers = "n_layer", .hidden = "n_embd", .heads = "n_head", .ffn = "n_inner",                 \
+    .max_seq = "n_positions", .layers_default = 28, .hidden_default = 4096, .heads_default = 16,  \
+    .ffn_default = 0, .max_seq_default = 2048, .vocab_default = 50400, .kv_default = NOT_READ,    \
+    .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .reads_tie = TRUE,                         \
+    .act_member = "activation_function", .act_default = "gelu_new" }
 
 static const HfRow hf_rows[] = {
   [HF_GPT2] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
@@ -336,14 +350,10 @@ static const HfRow hf_rows[] = {
                .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 51200,
                .kv_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
                .act_member = "hidden_act", .act_default = "gelu_new" },
-  [HF_GPTJ] = { .shape = { .arch = STW_ARCH_NEOX, .norms = STW_NORMS_SHARED, .head_bias = TRUE },
-                .attn_dropout_member = "attn_pdrop", .resid_dropout_member = "resid_pdrop",
-                .mlp_bias = TRUE, .layers = "n_layer", .hidden = "n_embd", .heads = "n_head",
-                .ffn = "n_inner", .max_seq = "n_positions", .layers_default = 28,
-                .hidden_default = 4096, .heads_default = 16, .ffn_default = 0,
-                .max_seq_default = 2048, .vocab_default = 50400, .kv_default = NOT_READ,
-                .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .reads_tie = TRUE,
-                .act_member = "activation_function", .act_default = "gelu_new" },
+  [HF_GPTJ] = GPTJ_ROW,
+  /* CodeGen (Salesforce): GPT-J's block (its q, k and v one projection, the same weights) with
+   * GPT-J's defaults */
+  [HF_CODEGEN] = GPTJ_ROW,
   /* Falcon: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions), parallel with one
    * norm (or two, in the new decoder architecture), one key and value head (multi_query) or
    * num_kv_heads of them (new architecture), biases everywhere or nowhere (bias) */
@@ -766,6 +776,23 @@ static const HfRow hf_rows[] = {
                          .heads_default = 20, .ffn_default = 1536, .max_seq_default = 202752,
                          .vocab_default = 154880, .kv_default = 20,
                          .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* VaultGemma (Google): Gemma 2's block with a norm before each branch only, its softcaps */
+  [HF_VAULTGEMMA] = { .shape = { .arch = STW_ARCH_LLAMA, .logit_softcap = TRUE,
+                                 .attn_softcap = TRUE },
+                      .reads_softcaps = TRUE, .layers_default = 26, .hidden_default = 2304,
+                      .heads_default = 8, .ffn_default = 9216, .max_seq_default = 8192,
+                      .vocab_default = 256000, .kv_default = 4, .head_dim_default = 256,
+                      .tied = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
+                      .heads_divide_hidden = TRUE },
+  /* FlexOlmo (Ai2): OLMo 2's block (a norm after each branch, the queries' and keys' norms
+   * over all heads) with OLMoE's experts (num_experts, its other name num_local_experts) */
+  [HF_FLEX_OLMO] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST, .qk_norm = TRUE,
+                                .qk_norm_full = TRUE },
+                     .experts_member = "num_experts", .experts_alias = "num_local_experts",
+                     .experts_default = 7, .experts_per_token_default = 5, .layers_default = 32,
+                     .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
+                     .max_seq_default = 4096, .vocab_default = 100352, .kv_null_ok = TRUE,
+                     .reads_tie = TRUE, .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

@@ -193,8 +193,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "a norm shared by attention and the MLP is modelled for the decoders only";
   else if (c->head_bias && c->arch == STW_ARCH_BERT)
     problem = "head_bias is the decoders' (bert's MLM head is not modelled apart)";
-  else if (c->norms != STW_NORMS_PRE && c->experts > 1)
-    problem = "norms after attention and the MLP are modelled for dense MLPs only (not with "
+  else if (c->norms == STW_NORMS_SHARED && c->experts > 1)
+    problem = "a norm shared by attention and the MLP is modelled for dense MLPs only (not with "
               "experts)";
   else if (c->attn_sinks && c->arch != STW_ARCH_LLAMA)
     problem = "attn_sinks are modelled for llama-style blocks only";
@@ -876,9 +876,10 @@ swiglu_expert(Builder *b, StwGraphOp *in, StwGraphOp *out, const char *prefix,
 /* A mixture of experts' MLP: the router scores every expert for every token, and each token runs
  * through its top-k experts, so FLOPs and activations are k experts' while every expert's
  * parameters are read (some token reaches each, at any useful batch); a shared expert beside
- * them runs for every token. */
-static void
-moe_mlp(Builder *b, gint32 l, const char *p)
+ * them runs for every token. OPENS: the branch opens here (no norm before it). Returns the op
+ * that closes it, which a norm after the branch takes over. */
+static StwGraphOp *
+moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, f = c->ffn, E = stw_model_experts(c), k = stw_model_active_experts(c);
@@ -916,6 +917,9 @@ moe_mlp(Builder *b, gint32 l, const char *p)
   in->in_bytes = b->T * d * b->e;
   in->out_bytes = b->T * 2 * fa * b->e;
   in->saves_input = TRUE;
+  if (opens) /* no norm before the branch: it opens at the experts' first projection (the
+              * router passes its input through) */
+    in->residual = STW_RESIDUAL_OPEN;
   elementwise(b, l, STW_OP_MLP_ACT, "moe.swiglu", 2 * fa, fa, 3, TRUE);
   g_ptr_array_add(b->g->ops, out);
   out->flops = 2 * b->T * fa * d;
@@ -923,6 +927,7 @@ moe_mlp(Builder *b, gint32 l, const char *p)
   out->out_bytes = b->T * d * b->e;
   out->saves_input = TRUE;
   out->residual = STW_RESIDUAL_CLOSE;
+  return out;
 }
 
 /* Multi-head latent attention's tensors (DeepSeek's names): the down projections (q_a_proj,
@@ -1073,7 +1078,13 @@ build_llama(Builder *b)
     if (pre && !shared)
       model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1 && (guint64)l >= c->dense_layers) {
-      moe_mlp(b, l, p);
+      close = moe_mlp(b, l, p, !pre);
+      if (post) { /* the residual added after the experts' norm (FlexOlmo's) */
+        model_norm_params(b, &post2, d, n4);
+        close->residual = STW_RESIDUAL_NONE;
+        close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);
+        close->residual = STW_RESIDUAL_CLOSE;
+      }
       continue;
     }
     /* a dense MLP: every block's, or one of the dense blocks' before the experts' */

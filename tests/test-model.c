@@ -737,6 +737,9 @@ test_hf_family_defaults(void)
     { "youtu", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1961560064), TRUE, FALSE },
     { "solar_open", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(102651793408), TRUE, FALSE },
     { "glm4_moe_lite", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(29943390976), TRUE, FALSE },
+    { "codegen", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6050882784), FALSE, TRUE },
+    { "vaultgemma", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2614222080), TRUE, FALSE },
+    { "flex_olmo", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(33270665216), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -748,15 +751,25 @@ test_hf_family_defaults(void)
     g_assert_cmpint(stw_model_rms_norm(&cfg), ==, cases[i].rms);
     g_assert_cmpint(stw_model_norm_bias(&cfg), ==, !cases[i].rms);
     g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_MLP), ==, cases[i].biased);
-    g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_OUT), ==, cases[i].biased);
-    /* NanoChat's norms have no weights (one over the embeddings too), its logits capped */
+    /* CodeGen's MLP biased, as GPT-J's, its attention not */
+    gboolean codegen = strcmp(cases[i].type, "codegen") == 0;
+    g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_OUT), ==, cases[i].biased && !codegen);
+    g_assert_cmpint(cfg.head_bias, ==, codegen);
+    /* NanoChat's norms have no weights (one over the embeddings too), its logits capped, as
+     * VaultGemma's are (its attention's too) */
     gboolean nanochat = strcmp(cases[i].type, "nanochat") == 0;
+    gboolean vault = strcmp(cases[i].type, "vaultgemma") == 0;
     g_assert_cmpint(stw_model_norm_weight(&cfg), ==, !nanochat);
     g_assert_cmpint(cfg.embed_norm, ==, nanochat);
-    g_assert_cmpint(cfg.logit_softcap, ==, nanochat);
-    /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default) */
-    g_assert_cmpint(cfg.norms, ==, strcmp(cases[i].type, "hyperclovax") == 0 ? STW_NORMS_BOTH
-                                                                             : STW_NORMS_PRE);
+    g_assert_cmpint(cfg.logit_softcap, ==, nanochat || vault);
+    g_assert_cmpint(cfg.attn_softcap, ==, vault);
+    /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
+     * after them only, CodeGen's one norm both branches read */
+    const char *type = cases[i].type;
+    g_assert_cmpint(cfg.norms, ==, strcmp(type, "hyperclovax") == 0 ? STW_NORMS_BOTH
+                                   : strcmp(type, "flex_olmo") == 0 ? STW_NORMS_POST
+                                   : strcmp(type, "codegen") == 0   ? STW_NORMS_SHARED
+                                                                    : STW_NORMS_PRE);
   }
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
@@ -1256,7 +1269,7 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
-                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open and glm4_moe_lite only");
+                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite and flex_olmo only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

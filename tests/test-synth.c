@@ -997,6 +997,51 @@ test_other_archs(void)
   g_assert_cmpuint(find_op(bert, "embed")->params[0], ==, 0);
 }
 
+/* Experts between norms after each branch (FlexOlmo's OLMo 2 block): the branch opens at the
+ * experts' first projection and closes at its norm, every block's residual stream whole */
+static void
+test_moe_post_norms(void)
+{
+  StwModelConfig cfg;
+  g_assert_true(stw_zoo_lookup("llama2-7b", &cfg, NULL));
+  cfg.layers = 2;
+  cfg.hidden = 64;
+  cfg.heads = 4;
+  cfg.kv_heads = 2;
+  cfg.ffn = 48;
+  cfg.vocab = 128;
+  cfg.max_seq = 64;
+  cfg.experts = 4;
+  cfg.experts_per_token = 2;
+  for (int n = 0; n < 2; n++) {
+    cfg.norms = n == 0 ? STW_NORMS_POST : STW_NORMS_BOTH;
+    GError *error = NULL;
+    g_assert_true(stw_model_config_validate(&cfg, "moe", &error));
+    g_assert_no_error(error);
+    StwHardware hw;
+    g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+    StwSynthOptions opt = { .batch = 2, .seq = 16, .dtype = STW_DTYPE_BF16 };
+    g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &opt, &hw, &error);
+    g_assert_no_error(error);
+    const StwOp *post = find_op(t, "h1.mlp.post_norm");
+    g_assert_cmpuint(post->n_params, ==, 1);
+    g_assert_cmpstr(g_array_index(t->tensors, StwTensor, post->params[0]).name, ==,
+                    "layers.1.post_feedforward_layernorm.weight");
+    g_assert_nonnull(find_op(t, "h1.mlp.post_norm.bwd"));
+    /* a norm before the branch only where the block has both */
+    gboolean has_ln2 = FALSE;
+    for (guint i = 0; i < t->ops->len; i++)
+      has_ln2 |= strcmp(g_array_index(t->ops, StwOp, i).name, "h1.ln_2") == 0;
+    g_assert_cmpint(has_ln2, ==, n == 1);
+  }
+  cfg.norms = STW_NORMS_SHARED;
+  GError *error = NULL;
+  g_assert_false(stw_model_config_validate(&cfg, "moe", &error));
+  stw_assert_error_contains(error, "a norm shared by attention and the MLP is modelled for dense "
+                                   "MLPs only (not with experts)");
+  g_clear_error(&error);
+}
+
 static void
 test_bad_options(void)
 {
@@ -1069,6 +1114,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/gpt2-structure", test_gpt2_structure);
   g_test_add_func("/synth/other-archs", test_other_archs);
   g_test_add_func("/synth/bad-options", test_bad_options);
+  g_test_add_func("/synth/moe-post-norms", test_moe_post_norms);
   g_test_add_func("/synth/deterministic", test_deterministic);
   g_test_add_func("/synth/gpt3-175b", test_175b);
   return g_test_run();

@@ -208,6 +208,16 @@ SMALL = {
                       "num_experts_per_tok": 2, "kv_lora_rank": 16, "q_lora_rank": 24,
                       "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12,
                       "vocab_size": 128, "max_position_embeddings": 64},
+    "codegen": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128, "n_positions": 64,
+                "rotary_dim": 8, "bos_token_id": 0, "eos_token_id": 0},
+    "vaultgemma": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                   "num_key_value_heads": 1, "head_dim": 16, "intermediate_size": 160,
+                   "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0,
+                   "bos_token_id": 0, "eos_token_id": 0, "query_pre_attn_scalar": 16},
+    "flex_olmo": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "intermediate_size": 48, "num_experts": 4,
+                  "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
+                  "pad_token_id": 0, "eos_token_id": 0},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -356,6 +366,18 @@ def variants(kind):
                       {"mlp_layer_types": None}, {"head_dim": 4},
                       {"head_dim": 4, "qk_rope_head_dim": 12}, {"num_local_experts": 8},
                       {"n_shared_experts": 0}, {"q_lora_rank": None}, {"num_hidden_layers": 5}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "codegen":  # its MLP's width, its other names
+        for extra in ({"n_inner": 96}, {"hidden_size": 32, "n_embd": 64},
+                      {"tie_word_embeddings": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "vaultgemma":  # its caps off, its biases
+        for extra in ({"final_logit_softcapping": None, "attn_logit_softcapping": None},
+                      {"attention_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "flex_olmo":  # the experts by their other name, both names
+        for extra in ({"num_local_experts": 8}, {"num_local_experts": 8, "num_experts": 2},
+                      {"attention_bias": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "solar_open":  # shared experts none or two; the experts by their other name
         for extra in ({"n_shared_experts": 0}, {"n_shared_experts": 2},
