@@ -83,6 +83,7 @@ typedef enum {
   HF_CODEGEN,
   HF_VAULTGEMMA,
   HF_FLEX_OLMO,
+  HF_EXAONE_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -102,7 +103,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "granitemoeshared", "nanochat", "internlm3",
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
                                            "solar_open", "glm4_moe_lite", "codegen",
-                                           "vaultgemma", "flex_olmo", NULL };
+                                           "vaultgemma", "flex_olmo", "exaone_moe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -793,6 +794,20 @@ static const HfRow hf_rows[] = {
                      .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
                      .max_seq_default = 4096, .vocab_default = 100352, .kv_null_ok = TRUE,
                      .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* K-EXAONE (exaone_moe, LG): llama's attention with a norm over each head's queries and keys,
+   * no projection biased; the blocks' MLPs by mlp_layer_types, else the first
+   * first_k_dense_replace dense (intermediate_size), the others num_experts experts
+   * moe_intermediate_size wide and num_shared_experts of that width for every token; head_dim
+   * read where given (null refused) */
+  [HF_EXAONE_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                      .experts_member = "num_experts", .experts_default = 64,
+                      .experts_per_token_default = 8, .shared_experts_default = 1,
+                      .shared_experts_member = "num_shared_experts", .reads_dense_layers = TRUE,
+                      .dense_types_member = "mlp_layer_types", .dense_layers_default = 1,
+                      .dense_ffn_default = 16384, .ffn = "moe_intermediate_size",
+                      .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                      .ffn_default = 1024, .max_seq_default = 2048, .vocab_default = 102400,
+                      .kv_default = 32, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

@@ -740,6 +740,7 @@ test_hf_family_defaults(void)
     { "codegen", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6050882784), FALSE, TRUE },
     { "vaultgemma", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2614222080), TRUE, FALSE },
     { "flex_olmo", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(33270665216), TRUE, FALSE },
+    { "exaone_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(28550639616), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1269,7 +1270,7 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
-                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite and flex_olmo only");
+                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo and exaone_moe only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -218,6 +218,11 @@ SMALL = {
                   "num_key_value_heads": 2, "intermediate_size": 48, "num_experts": 4,
                   "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
                   "pad_token_id": 0, "eos_token_id": 0},
+    "exaone_moe": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "intermediate_size": 160,
+                   "moe_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2,
+                   "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0,
+                   "bos_token_id": 0, "eos_token_id": 0},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -366,6 +371,15 @@ def variants(kind):
                       {"mlp_layer_types": None}, {"head_dim": 4},
                       {"head_dim": 4, "qk_rope_head_dim": 12}, {"num_local_experts": 8},
                       {"n_shared_experts": 0}, {"q_lora_rank": None}, {"num_hidden_layers": 5}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "exaone_moe":  # its dense blocks by a count or a list, its shared experts
+        for extra in ({"first_k_dense_replace": 0}, {"first_k_dense_replace": 2},
+                      {"mlp_layer_types": ["dense", "dense", "sparse"]},
+                      {"mlp_layer_types": ["sparse", "sparse", "sparse"],
+                       "first_k_dense_replace": 2},
+                      {"mlp_layer_types": ["sparse", "dense", "dense"]},
+                      {"num_shared_experts": 0}, {"num_shared_experts": 2}, {"head_dim": 32},
+                      {"head_dim": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "codegen":  # its MLP's width, its other names
         for extra in ({"n_inner": 96}, {"hidden_size": 32, "n_embd": 64},
@@ -520,7 +534,9 @@ class TestHfConfigs(unittest.TestCase):
                                       ("helium", "without head_dim"),
                                       ("helium", "head_dim 32"),
                                       ("glm4_moe_lite",
-                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}')])
+                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
+                                      ("exaone_moe",
+                                       '{"mlp_layer_types": ["sparse", "dense", "dense"]}')])
 
 
 if __name__ == "__main__":
