@@ -84,6 +84,7 @@ typedef enum {
   HF_VAULTGEMMA,
   HF_FLEX_OLMO,
   HF_EXAONE_MOE,
+  HF_XGLM,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -103,7 +104,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "granitemoeshared", "nanochat", "internlm3",
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
                                            "solar_open", "glm4_moe_lite", "codegen",
-                                           "vaultgemma", "flex_olmo", "exaone_moe", NULL };
+                                           "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -808,6 +810,19 @@ static const HfRow hf_rows[] = {
                       .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
                       .ffn_default = 1024, .max_seq_default = 2048, .vocab_default = 102400,
                       .kv_default = 32, .reads_tie = TRUE },
+  /* XGLM (Meta): GPT-2's sequential block (LayerNorms, every projection biased, a GELU MLP
+   * ffn_dim wide) with sinusoidal positions, which have no weights: GPT-NeoX's block, whose
+   * rotary positions have none either; fairseq's names (num_layers, d_model, attention_heads;
+   * the common names too); the LM head tied */
+  [HF_XGLM] = { .shape = { .arch = STW_ARCH_NEOX }, .layers = "num_layers", .hidden = "d_model",
+                .heads = "attention_heads", .ffn = "ffn_dim", .layers_default = 24,
+                .hidden_default = 1024, .heads_default = 16, .ffn_default = 4096,
+                .max_seq_default = 2048, .vocab_default = 256008, .kv_default = NOT_READ,
+                .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE,
+                .attention_bias = TRUE, .mlp_bias = TRUE, .act_member = "activation_function",
+                .act_default = "gelu", .attn_dropout_member = "attention_dropout",
+                .resid_dropout_member = "dropout", .attn_dropout_default = 0.1,
+                .resid_dropout_default = 0.1 },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

@@ -741,6 +741,7 @@ test_hf_family_defaults(void)
     { "vaultgemma", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2614222080), TRUE, FALSE },
     { "flex_olmo", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(33270665216), TRUE, FALSE },
     { "exaone_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(28550639616), TRUE, FALSE },
+    { "xglm", STW_ARCH_NEOX, G_GUINT64_CONSTANT(564463616), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
