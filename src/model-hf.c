@@ -85,6 +85,7 @@ typedef enum {
   HF_FLEX_OLMO,
   HF_EXAONE_MOE,
   HF_XGLM,
+  HF_BIOGPT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -105,7 +106,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
                                            "solar_open", "glm4_moe_lite", "codegen",
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
-                                           NULL };
+                                           "biogpt", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -823,6 +824,17 @@ static const HfRow hf_rows[] = {
                 .act_default = "gelu", .attn_dropout_member = "attention_dropout",
                 .resid_dropout_member = "dropout", .attn_dropout_default = 0.1,
                 .resid_dropout_default = 0.1 },
+  /* BioGPT (Microsoft): GPT-2's block (LayerNorms, every projection biased, a GELU MLP
+   * intermediate_size wide) with OPT's learned positions, two rows beyond
+   * max_position_embeddings; BERT's dropout names; the LM head tied */
+  [HF_BIOGPT] = { .shape = { .arch = STW_ARCH_GPT }, .layers_default = 24, .hidden_default = 1024,
+                  .heads_default = 16, .ffn_default = 4096, .max_seq_default = 1024,
+                  .vocab_default = 42384, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+                  .tied = TRUE, .reads_tie = TRUE, .attention_bias = TRUE, .mlp_bias = TRUE,
+                  .act_member = "hidden_act", .act_default = "gelu",
+                  .attn_dropout_member = "attention_probs_dropout_prob",
+                  .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,
+                  .resid_dropout_default = 0.1, .position_offset = 2 },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

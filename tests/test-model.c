@@ -742,6 +742,7 @@ test_hf_family_defaults(void)
     { "flex_olmo", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(33270665216), TRUE, FALSE },
     { "exaone_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(28550639616), TRUE, FALSE },
     { "xglm", STW_ARCH_NEOX, G_GUINT64_CONSTANT(564463616), FALSE, TRUE },
+    { "biogpt", STW_ARCH_GPT, G_GUINT64_CONSTANT(346763264), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -226,6 +226,9 @@ SMALL = {
     "xglm": {"num_layers": 2, "d_model": 64, "attention_heads": 4, "ffn_dim": 160,
              "vocab_size": 128, "max_position_embeddings": 64, "pad_token_id": 0,
              "bos_token_id": 0, "eos_token_id": 0, "decoder_start_token_id": 0},
+    "biogpt": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
+               "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -387,6 +390,9 @@ def variants(kind):
     if kind == "xglm":  # the common names beside fairseq's, untied, another activation
         for extra in ({"num_hidden_layers": 3}, {"hidden_size": 32, "d_model": 64},
                       {"tie_word_embeddings": False}, {"activation_function": "relu"}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "biogpt":  # untied; another activation
+        for extra in ({"tie_word_embeddings": False}, {"hidden_act": "relu"}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "codegen":  # its MLP's width, its other names
         for extra in ({"n_inner": 96}, {"hidden_size": 32, "n_embd": 64},
