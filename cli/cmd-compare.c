@@ -28,14 +28,28 @@ unlimited_text(const StwComparison *c)
   return g_strdup_printf("unlimited memory: %s per iteration", u);
 }
 
+/* The table's columns; the gathered column only with several GPUs. */
+static const char *const heads[] = { "<policy", "chunk size", "H2D", "D2H", "gathered",
+                                     "iteration", "tokens/s", "MFU", "slowdown", "<fits?" };
+enum { GATHERED = 4, N_COLS = G_N_ELEMENTS(heads) };
+
+/* A row of CELLS (one a column) into TAB: a point that does not fit shows its name and why
+ * alone. */
+static void
+add_row(StwTable *tab, gboolean multi, gboolean feasible, const char *const cells[N_COLS])
+{
+  const char *row[N_COLS];
+  guint k = 0;
+  for (guint i = 0; i < N_COLS; i++)
+    if (multi || i != GATHERED)
+      row[k++] = feasible || i == 0 || i == N_COLS - 1 ? cells[i] : "-";
+  stw_table_row_v(tab, row);
+}
+
 static void
 print_table(const Comparison *c)
 {
   gboolean multi = c->o->world_size > 1;
-  /* the gathered column only with several GPUs */
-  const char *heads[] = { "<policy", "chunk size", "H2D", "D2H", "gathered", "iteration",
-                          "tokens/s", "MFU", "slowdown", "<fits?" };
-  enum { GATHERED = 4, N_COLS = G_N_ELEMENTS(heads) };
   const char *shown[N_COLS];
   guint n = 0;
   for (guint i = 0; i < N_COLS; i++)
@@ -55,12 +69,7 @@ print_table(const Comparison *c)
     stw_cli_throughput_cells(&pt->throughput, &tps, &mfu);
     g_autofree char *sd = stw_cli_slowdown_cell(pt->slowdown);
     const char *cells[] = { stw_policy_names[p], cs, h, d, g, it, tps, mfu, sd, note };
-    const char *row[N_COLS];
-    guint k = 0;
-    for (guint i = 0; i < N_COLS; i++)
-      if (multi || i != GATHERED)
-        row[k++] = pt->feasible || i == 0 || i == N_COLS - 1 ? cells[i] : "-";
-    stw_table_row_v(tab, row);
+    add_row(tab, multi, pt->feasible, cells);
   }
   /* the DDP baseline: every GPU the whole model, the gradients all-reduced */
   const StwDdpPoint *dp = &c->c.ddp;
@@ -72,12 +81,7 @@ print_table(const Comparison *c)
   stw_cli_throughput_cells(&dp->throughput, &dtps, &dmfu);
   g_autofree char *dsd = stw_cli_slowdown_cell(dp->slowdown);
   const char *dcells[] = { "ddp", "-", "0 B", "0 B", dg, dit, dtps, dmfu, dsd, dnote };
-  const char *drow[N_COLS];
-  guint dk = 0;
-  for (guint i = 0; i < N_COLS; i++)
-    if (multi || i != GATHERED)
-      drow[dk++] = dp->feasible || i == 0 || i == N_COLS - 1 ? dcells[i] : "-";
-  stw_table_row_v(tab, drow);
+  add_row(tab, multi, dp->feasible, dcells);
   g_autofree char *b = stw_size_format(c->c.gpu_bytes);
   g_autofree char *u = unlimited_text(&c->c);
   if (c->o->nodes > 1)

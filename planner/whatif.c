@@ -169,7 +169,7 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
   g_autofree char *why = NULL;
   g_autoptr(StwPlan) p = checked_plan(t, &o, &why);
   if (p == NULL) {
-    out->why = g_strdup_printf("the whole model on each GPU cannot be planned: %s", why);
+    out->why = g_strdup_printf("ddp: the whole model on each GPU cannot be planned: %s", why);
     return;
   }
   StwSimulation s;
