@@ -86,6 +86,7 @@ typedef enum {
   HF_EXAONE_MOE,
   HF_XGLM,
   HF_BIOGPT,
+  HF_BITNET,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -106,7 +107,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
                                            "solar_open", "glm4_moe_lite", "codegen",
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
-                                           "biogpt", NULL };
+                                           "biogpt", "bitnet", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -835,6 +836,13 @@ static const HfRow hf_rows[] = {
                   .attn_dropout_member = "attention_probs_dropout_prob",
                   .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,
                   .resid_dropout_default = 0.1, .position_offset = 2 },
+  /* BitNet b1.58 (Microsoft): llama's block with a norm over the heads' output before o_proj
+   * and one over the MLP's activation before down_proj (sub_norms; its MLP ReLU squared where
+   * llama's is SiLU, the same weights); head_dim read where given (null refused) */
+  [HF_BITNET] = { .shape = { .arch = STW_ARCH_LLAMA, .sub_norms = TRUE }, .layers_default = 30,
+                  .hidden_default = 2560, .heads_default = 20, .ffn_default = 6912,
+                  .max_seq_default = 2048, .vocab_default = 128256, .kv_default = 5,
+                  .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1532,6 +1540,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT ": OLMoE's query and key "
                             "norms are hidden / heads wide a head, which a head_dim apart from it "
                             "does not change; not modelled", c.head_dim);
+  if (c.sub_norms && c.head_dim != 0)
+    return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT " a head, %" G_GUINT64_FORMAT
+                            " heads: %s's norm over the heads' output is hidden (%" G_GUINT64_FORMAT
+                            ") wide whatever the heads, and its forward runs only where heads x "
+                            "head_dim is hidden; not modelled", c.head_dim, c.heads,
+                            stw_hf_model_types[type], c.hidden);
   if (row->out_hidden_wide && c.head_dim != 0)
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT " a head, %" G_GUINT64_FORMAT
                             " heads: %s's output projection is hidden x hidden (%" G_GUINT64_FORMAT

@@ -220,6 +220,9 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "alibi is modelled for neox blocks only (BLOOM's, Falcon's)";
   else if (c->embed_norm && c->arch != STW_ARCH_NEOX)
     problem = "embed_norm is modelled for neox blocks only (BLOOM's; bert's is its own)";
+  else if (c->sub_norms && (c->arch != STW_ARCH_LLAMA || c->experts > 1 || c->kv_lora_rank != 0))
+    problem = "sub_norms are modelled for llama blocks with a dense MLP and no latent attention "
+              "only (BitNet's)";
   else if (c->position_offset > STW_MODEL_MAX_POSITION_OFFSET)
     problem = "position_offset must be at most 1024";
   else if (c->position_offset != 0 && c->arch != STW_ARCH_GPT && c->arch != STW_ARCH_BERT)
@@ -283,6 +286,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
+      "sub_norms",                                                                               \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
@@ -311,6 +315,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "attn_fp32", FALSE, &c->attn_fp32, error) ||
       !stw_json_get_bool(r, obj, "alibi", FALSE, &c->alibi, error) ||
       !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
+      !stw_json_get_bool(r, obj, "sub_norms", FALSE, &c->sub_norms, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
                         error) ||
@@ -483,6 +488,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "alibi", TRUE);
   if (c->embed_norm)
     cJSON_AddBoolToObject(o, "embed_norm", TRUE);
+  if (c->sub_norms)
+    cJSON_AddBoolToObject(o, "sub_norms", TRUE);
   return o;
 }
 
@@ -1043,6 +1050,11 @@ build_llama(Builder *b)
     }
     guint64 o_in = c->heads * stw_model_v_head_dim(c); /* what the output projection reads */
     projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
+    Ids attn_sub = { 0 };
+    if (c->sub_norms) { /* BitNet's norm over the heads' output, before o_proj */
+      g_autofree char *ns = g_strconcat(pa, ".attn_sub_norm", NULL);
+      model_norm_params(b, &attn_sub, o_in, ns);
+    }
     if (post)
       model_norm_params(b, &post1, d, n3);
     if (pre && !shared)
@@ -1070,6 +1082,9 @@ build_llama(Builder *b)
       elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
       op_params(attention_core(b, l, q, kv, kv, q, TRUE), sinks.n, sinks.id);
     }
+    /* (a norm of the 16-bit branch, as a post-norm is) */
+    if (c->sub_norms)
+      model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.sub_norm", o_in, &attn_sub);
     /* the residual added after the post-norm where there is one */
     StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
     if (post)
@@ -1095,12 +1110,19 @@ build_llama(Builder *b)
     projection(b, &gate_up, STW_SITE_MLP, w, d, w, ng);
     projection(b, &gate_up, STW_SITE_MLP, w, d, w, nu);
     projection(b, &down, STW_SITE_MLP, d, w, d, nd);
+    Ids ffn_sub = { 0 };
+    if (c->sub_norms) { /* BitNet's norm over the activation, before down_proj */
+      g_autofree char *ns = g_strconcat(pm, ".ffn_sub_norm", NULL);
+      model_norm_params(b, &ffn_sub, w, ns);
+    }
     if (post)
       model_norm_params(b, &post2, d, n4);
     proj = linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * w, gate_up.n, gate_up.id);
     if (!pre || shared) /* the MLP's branch opens at its first projection */
       proj->residual = STW_RESIDUAL_OPEN;
     elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * w, w, 3, TRUE);
+    if (c->sub_norms)
+      model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.sub_norm", w, &ffn_sub);
     close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", w, d, down.n, down.id);
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);

@@ -743,6 +743,7 @@ test_hf_family_defaults(void)
     { "exaone_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(28550639616), TRUE, FALSE },
     { "xglm", STW_ARCH_NEOX, G_GUINT64_CONSTANT(564463616), FALSE, TRUE },
     { "biogpt", STW_ARCH_GPT, G_GUINT64_CONSTANT(346763264), FALSE, TRUE },
+    { "bitnet", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2741155840), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -766,6 +767,7 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.embed_norm, ==, nanochat);
     g_assert_cmpint(cfg.logit_softcap, ==, nanochat || vault);
     g_assert_cmpint(cfg.attn_softcap, ==, vault);
+    g_assert_cmpint(cfg.sub_norms, ==, strcmp(cases[i].type, "bitnet") == 0);
     /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
      * after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;

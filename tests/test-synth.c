@@ -8,6 +8,7 @@
 
 #include <stowage/synth.h>
 
+#include "json.h"
 #include "testutil.h"
 
 static const StwOp *
@@ -1042,6 +1043,47 @@ test_moe_post_norms(void)
   g_clear_error(&error);
 }
 
+/* BitNet's norms inside the branches: over the heads' output before o_proj, over the MLP's
+ * activation before down_proj, one weight an element each; kept in a model file; refused
+ * where they are not modelled */
+static void
+test_sub_norms(void)
+{
+  StwModelConfig cfg;
+  g_assert_true(stw_zoo_lookup("llama2-7b", &cfg, NULL));
+  guint64 without = stw_model_param_count(&cfg);
+  cfg.sub_norms = TRUE;
+  g_assert_cmpuint(stw_model_param_count(&cfg), ==, without + 32 * (4096 + 11008));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions opt = { .batch = 1, .seq = 64, .dtype = STW_DTYPE_BF16 };
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &opt, &hw, &error);
+  g_assert_no_error(error);
+  const StwOp *a = find_op(t, "h3.attn.sub_norm"), *m = find_op(t, "h3.mlp.sub_norm");
+  g_assert_cmpuint(a->n_params, ==, 1);
+  g_assert_cmpstr(g_array_index(t->tensors, StwTensor, a->params[0]).name, ==,
+                  "layers.3.self_attn.attn_sub_norm.weight");
+  g_assert_cmpuint(g_array_index(t->tensors, StwTensor, m->params[0]).numel, ==, 11008);
+  /* between the attention and o_proj, between the activation and down_proj */
+  g_assert_true(a > find_op(t, "h3.attn.core") && a < find_op(t, "h3.attn.o_proj"));
+  g_assert_true(m > find_op(t, "h3.mlp.swiglu") && m < find_op(t, "h3.mlp.down"));
+  cJSON *o = stw_model_config_to_json(&cfg, TRUE);
+  g_autofree char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  StwModelConfig back;
+  g_assert_true(stw_model_config_parse("bitnet.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_true(back.sub_norms);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, without + 32 * (4096 + 11008));
+  cfg.experts = 4;
+  cfg.experts_per_token = 2;
+  g_assert_false(stw_model_config_validate(&cfg, "bitnet", &error));
+  stw_assert_error_contains(error, "sub_norms are modelled for llama blocks with a dense MLP and "
+                                   "no latent attention only (BitNet's)");
+  g_clear_error(&error);
+}
+
 static void
 test_bad_options(void)
 {
@@ -1115,6 +1157,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/other-archs", test_other_archs);
   g_test_add_func("/synth/bad-options", test_bad_options);
   g_test_add_func("/synth/moe-post-norms", test_moe_post_norms);
+  g_test_add_func("/synth/sub-norms", test_sub_norms);
   g_test_add_func("/synth/deterministic", test_deterministic);
   g_test_add_func("/synth/gpt3-175b", test_175b);
   return g_test_run();

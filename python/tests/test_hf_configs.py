@@ -229,6 +229,9 @@ SMALL = {
     "biogpt": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
                "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0},
+    "bitnet": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+               "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -394,6 +397,10 @@ def variants(kind):
     if kind == "biogpt":  # untied; another activation
         for extra in ({"tie_word_embeddings": False}, {"hidden_act": "relu"}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "bitnet":  # the usual head width given, biases, tied
+        for extra in ({"head_dim": 16}, {"attention_bias": True},
+                      {"tie_word_embeddings": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "codegen":  # its MLP's width, its other names
         for extra in ({"n_inner": 96}, {"hidden_size": 32, "n_embd": 64},
                       {"tie_word_embeddings": True}):
@@ -536,7 +543,8 @@ class TestHfConfigs(unittest.TestCase):
         # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
         # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks; DeepSeek-V2's
         # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts;
-        # Helium with heads x head_dim apart from hidden (its output projection hidden x hidden)
+        # Helium with heads x head_dim apart from hidden (its output projection hidden x hidden),
+        # and BitNet so (its norm over the heads' output hidden wide)
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("opt", '{"do_layer_norm_before": false}'),
@@ -549,7 +557,9 @@ class TestHfConfigs(unittest.TestCase):
                                       ("glm4_moe_lite",
                                        '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
                                       ("exaone_moe",
-                                       '{"mlp_layer_types": ["sparse", "dense", "dense"]}')])
+                                       '{"mlp_layer_types": ["sparse", "dense", "dense"]}'),
+                                      ("bitnet", "without num_attention_heads"),
+                                      ("bitnet", "head_dim 32")])
 
 
 if __name__ == "__main__":
