@@ -87,6 +87,7 @@ typedef enum {
   HF_XGLM,
   HF_BIOGPT,
   HF_BITNET,
+  HF_ERNIE4_5_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -107,7 +108,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
                                            "solar_open", "glm4_moe_lite", "codegen",
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
-                                           "biogpt", "bitnet", NULL };
+                                           "biogpt", "bitnet", "ernie4_5_moe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -194,6 +195,11 @@ typedef struct {
                                      * first is refused, not modelled */
   const char *rope_dim_alias;       /* qk_rope_head_dim's other name, which the class's
                                      * attribute_map reads into it (GLM-4.7-Flash's head_dim) */
+  const char *experts_per_token_member; /* experts a token's member (NULL: num_experts_per_tok,
+                                         * which is then its other name, winning where both
+                                         * are given: ERNIE 4.5's moe_k) */
+  const char *dense_layers_member;  /* the dense blocks' count's member where not
+                                     * first_k_dense_replace (ERNIE 4.5's moe_layer_start_index) */
   gboolean reads_dense_layers;      /* first_k_dense_replace is read (this default): the first
                                      * blocks dense, intermediate_size wide (dense_ffn_default) */
   guint64 dense_layers_default;
@@ -843,6 +849,24 @@ static const HfRow hf_rows[] = {
                   .hidden_default = 2560, .heads_default = 20, .ffn_default = 6912,
                   .max_seq_default = 2048, .vocab_default = 128256, .kv_default = 5,
                   .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* ERNIE 4.5's mixtures of experts (Baidu): the dense models' block; from block
+   * moe_layer_start_index on, moe_num_experts experts (num_experts its other name)
+   * moe_intermediate_size wide, moe_k a token (num_experts_per_tok), moe_num_shared_experts of
+   * that width for every token, the router's score correction a weight; the blocks before dense,
+   * intermediate_size wide. use_bias true (unbiased experts beside biased projections), blocks of
+   * experts at an interval or dense ones after them are refused, not modelled (read_ernie_moe) */
+  [HF_ERNIE4_5_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .router_score_bias = TRUE },
+                        .experts_member = "moe_num_experts", .experts_alias = "num_experts",
+                        .experts_per_token_member = "moe_k", .experts_default = 64,
+                        .experts_per_token_default = 6, .experts_per_token_null_ok = TRUE,
+                        .shared_experts_default = 2,
+                        .shared_experts_member = "moe_num_shared_experts",
+                        .reads_dense_layers = TRUE, .dense_layers_member = "moe_layer_start_index",
+                        .dense_layers_default = 1, .dense_ffn_default = 12288,
+                        .ffn = "moe_intermediate_size", .layers_default = 28,
+                        .hidden_default = 2560, .heads_default = 20, .ffn_default = 1536,
+                        .max_seq_default = 131072, .vocab_default = 103424, .kv_default = 4,
+                        .tied = TRUE, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1181,6 +1205,39 @@ model_name(const cJSON *root, const char *file, const char *type, char out[STW_M
   g_strlcpy(out, name != NULL && name[0] != '\0' ? name : type, STW_MODEL_MAX_NAME);
 }
 
+/* ERNIE 4.5's blocks of experts, C's layers read: every block from the first (the dense
+ * count C has) to the last (moe_layer_end_index -1, or the last or beyond), at an interval of 1;
+ * others, and use_bias true (its experts and router unbiased beside biased projections), are
+ * refused, not modelled. */
+static gboolean
+read_ernie_moe(const Hf *h, const StwModelConfig *c, GError **error)
+{
+  gboolean bias = FALSE;
+  guint64 interval = 1;
+  if (!get_bool(h, "use_bias", &bias, error) ||
+      !get_u64(h, "moe_layer_interval", FALSE, STW_MODEL_MAX_LAYERS, &interval, error))
+    return FALSE;
+  if (bias)
+    return stw_json_fail_at(h->r, "use_bias", error, "true: unbiased experts and router beside "
+                            "biased projections are not modelled");
+  if (interval != 1)
+    return stw_json_fail_at(h->r, "moe_layer_interval", error, "%" G_GUINT64_FORMAT ": dense "
+                            "blocks between the experts' are not modelled (1: experts in every "
+                            "block)", interval);
+  const cJSON *end = last_member(h->root, "moe_layer_end_index");
+  if (end == NULL)
+    return TRUE;
+  if (!cJSON_IsNumber(end) || end->valuedouble != (double)(gint64)end->valuedouble ||
+      end->valuedouble < -1 || end->valuedouble > (double)STW_MODEL_MAX_LAYERS)
+    return stw_json_fail_at(h->r, "moe_layer_end_index", error, "expected a block's index, or "
+                            "-1 (the last)");
+  if (end->valuedouble >= 0 && end->valuedouble < (double)(c->layers - 1))
+    return stw_json_fail_at(h->r, "moe_layer_end_index", error, "%.0f: dense blocks after the "
+                            "experts' are not modelled (-1: experts to the last block)",
+                            end->valuedouble);
+  return TRUE;
+}
+
 /* What the file says of the parts that have no row in StwModelConfig: refused where it would
  * change the model's parameters, and otherwise left as the graph models them. */
 static gboolean
@@ -1463,6 +1520,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
         !get_u64(h, row->experts_member, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
         (row->experts_alias != NULL &&
          !get_u64(h, row->experts_alias, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error)) ||
+        (row->experts_per_token_member != NULL &&
+         !get_u64(h, row->experts_per_token_member, row->experts_per_token_null_ok,
+                  STW_MODEL_MAX_EXPERTS, &c.experts_per_token, error)) ||
         !get_u64(h, "num_experts_per_tok", row->experts_per_token_null_ok, STW_MODEL_MAX_EXPERTS,
                  &c.experts_per_token, error))
       return FALSE;
@@ -1473,7 +1533,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if ((row->shared_experts_member != NULL &&
          !get_count(h, row->shared_experts_member, STW_MODEL_MAX_EXPERTS, &shared, error)) ||
         (row->reads_dense_layers &&
-         !get_count(h, "first_k_dense_replace", STW_MODEL_MAX_LAYERS, &dense, error)) ||
+         !get_count(h, row->dense_layers_member != NULL ? row->dense_layers_member
+                                                       : "first_k_dense_replace",
+                    STW_MODEL_MAX_LAYERS, &dense, error)) ||
         (row->dense_types_member != NULL &&
          !get_dense_types(h, row->dense_types_member, c.layers, &dense, error)) ||
         ((row->reads_dense_layers || row->dense_types_member != NULL) &&
@@ -1552,7 +1614,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                             ") whatever the heads, and its forward runs only where heads x "
                             "head_dim is hidden; not modelled", c.head_dim, c.heads,
                             stw_hf_model_types[type], c.hidden);
-  if (!read_biases(h, row, &c, error) || !read_dropout(h, row, &c, error) || !check_unmodelled(h, type, error) ||
+  if (!read_biases(h, row, &c, error) || !read_dropout(h, row, &c, error) ||
+      !check_unmodelled(h, type, error) ||
+      (type == HF_ERNIE4_5_MOE && !read_ernie_moe(h, &c, error)) ||
       (row->act_member != NULL && !read_activation(h, row, &c, error)) ||
       (type == HF_OPT && !read_opt(h, &c, error)))
     return FALSE;

@@ -220,6 +220,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "alibi is modelled for neox blocks only (BLOOM's, Falcon's)";
   else if (c->embed_norm && c->arch != STW_ARCH_NEOX)
     problem = "embed_norm is modelled for neox blocks only (BLOOM's; bert's is its own)";
+  else if (c->router_score_bias && c->experts <= 1)
+    problem = "router_score_bias goes with experts";
   else if (c->sub_norms && (c->arch != STW_ARCH_LLAMA || c->experts > 1 || c->kv_lora_rank != 0))
     problem = "sub_norms are modelled for llama blocks with a dense MLP and no latent attention "
               "only (BitNet's)";
@@ -286,7 +288,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
-      "sub_norms",                                                                               \
+      "sub_norms", "router_score_bias",                                                          \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
@@ -316,6 +318,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "alibi", FALSE, &c->alibi, error) ||
       !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
       !stw_json_get_bool(r, obj, "sub_norms", FALSE, &c->sub_norms, error) ||
+      !stw_json_get_bool(r, obj, "router_score_bias", FALSE, &c->router_score_bias, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
                         error) ||
@@ -490,6 +493,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "embed_norm", TRUE);
   if (c->sub_norms)
     cJSON_AddBoolToObject(o, "sub_norms", TRUE);
+  if (c->router_score_bias)
+    cJSON_AddBoolToObject(o, "router_score_bias", TRUE);
   return o;
 }
 
@@ -895,6 +900,10 @@ moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
   g_autofree char *gate_name = g_strdup_printf("%s.block_sparse_moe.gate", p);
   /* with the MLP's biases, the router's too (gpt-oss) */
   projection(b, &gate, STW_SITE_MLP, E, d, E, gate_name);
+  if (c->router_score_bias) { /* ERNIE 4.5's score correction, a weight an expert */
+    g_autofree char *sb = g_strdup_printf("%s.block_sparse_moe.gate.moe_statics", p);
+    named(b, &gate, E, 0, sb, "e_score_correction_bias");
+  }
   gboolean shared_gate = fs != 0 && !c->shared_expert_ungated;
   if (shared_gate) { /* the shared expert's own gate, a sigmoid of one score a token */
     g_autofree char *sg = g_strdup_printf("%s.block_sparse_moe.shared_expert_gate", p);

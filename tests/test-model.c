@@ -744,6 +744,7 @@ test_hf_family_defaults(void)
     { "xglm", STW_ARCH_NEOX, G_GUINT64_CONSTANT(564463616), FALSE, TRUE },
     { "biogpt", STW_ARCH_GPT, G_GUINT64_CONSTANT(346763264), FALSE, TRUE },
     { "bitnet", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2741155840), TRUE, FALSE },
+    { "ernie4_5_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(21825437888), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -768,6 +769,7 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.logit_softcap, ==, nanochat || vault);
     g_assert_cmpint(cfg.attn_softcap, ==, vault);
     g_assert_cmpint(cfg.sub_norms, ==, strcmp(cases[i].type, "bitnet") == 0);
+    g_assert_cmpint(cfg.router_score_bias, ==, strcmp(cases[i].type, "ernie4_5_moe") == 0);
     /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
      * after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
@@ -1242,6 +1244,9 @@ test_hf_configs(void)
                                        "whatever head_dim says" },
     { "hf/bad-glm-layer-types.json", "$.mlp_layer_types: entry 2: a dense block after one of "
                                      "experts: not modelled (the dense blocks first are)" },
+    { "hf/bad-ernie-moe-interval.json", "$.moe_layer_interval: 2: dense blocks between the "
+                                        "experts' are not modelled (1: experts in every "
+                                        "block)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
@@ -1274,7 +1279,7 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
-                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo and exaone_moe only");
+                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe and ernie4_5_moe only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -999,7 +999,8 @@ test_other_archs(void)
 }
 
 /* Experts between norms after each branch (FlexOlmo's OLMo 2 block): the branch opens at the
- * experts' first projection and closes at its norm, every block's residual stream whole */
+ * experts' first projection and closes at its norm, every block's residual stream whole; the
+ * router's score correction as a weight (ERNIE 4.5's) */
 static void
 test_moe_post_norms(void)
 {
@@ -1035,6 +1036,20 @@ test_moe_post_norms(void)
       has_ln2 |= strcmp(g_array_index(t->ops, StwOp, i).name, "h1.ln_2") == 0;
     g_assert_cmpint(has_ln2, ==, n == 1);
   }
+  /* ERNIE 4.5's router keeps its score correction as a weight: one an expert a block */
+  cfg.norms = STW_NORMS_PRE;
+  guint64 plain = stw_model_param_count(&cfg);
+  cfg.router_score_bias = TRUE;
+  g_assert_cmpuint(stw_model_param_count(&cfg), ==, plain + 2 * 4);
+  StwHardware a100;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &a100, NULL));
+  StwSynthOptions small = { .batch = 2, .seq = 16, .dtype = STW_DTYPE_BF16 };
+  g_autoptr(StwTrace) ernie = stw_synth_trace(&cfg, &small, &a100, NULL);
+  const StwOp *router = find_op(ernie, "h1.moe.router");
+  g_assert_cmpuint(router->n_params, ==, 2);
+  g_assert_cmpstr(g_array_index(ernie->tensors, StwTensor, router->params[1]).name, ==,
+                  "layers.1.block_sparse_moe.gate.moe_statics.e_score_correction_bias");
+  cfg.router_score_bias = FALSE;
   cfg.norms = STW_NORMS_SHARED;
   GError *error = NULL;
   g_assert_false(stw_model_config_validate(&cfg, "moe", &error));

@@ -181,6 +181,9 @@ typedef struct {
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */
   gboolean embed_norm;     /* a LayerNorm over the token embeddings (BLOOM's; neox only) */
+  gboolean router_score_bias; /* with experts: the router's per-expert score correction kept
+                               * as a weight (ERNIE 4.5's moe_statics), experts weights a block
+                               * of experts */
   gboolean sub_norms;      /* a norm over attention's output before o_proj and one over the
                             * MLP's activation before down_proj (BitNet's attn_sub_norm and
                             * ffn_sub_norm; llama only, dense MLPs, no latent attention) */

@@ -232,6 +232,11 @@ SMALL = {
     "bitnet": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0},
+    "ernie4_5_moe": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "intermediate_size": 160,
+                     "moe_intermediate_size": 48, "moe_num_experts": 4, "moe_k": 2,
+                     "moe_num_shared_experts": 1, "vocab_size": 128,
+                     "max_position_embeddings": 64},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -401,6 +406,14 @@ def variants(kind):
         for extra in ({"head_dim": 16}, {"attention_bias": True},
                       {"tie_word_embeddings": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "ernie4_5_moe":  # where its experts start and end; their names; no shared ones
+        for extra in ({"moe_layer_start_index": 0}, {"moe_layer_start_index": 2},
+                      {"moe_layer_end_index": 2}, {"moe_layer_end_index": 1},
+                      {"moe_layer_interval": 2}, {"use_bias": True}, {"num_experts": 8},
+                      {"num_experts_per_tok": 1, "moe_k": 3}, {"moe_k": None},
+                      {"moe_num_shared_experts": 0}, {"head_dim": 32},
+                      {"tie_word_embeddings": False}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "codegen":  # its MLP's width, its other names
         for extra in ({"n_inner": 96}, {"hidden_size": 32, "n_embd": 64},
                       {"tie_word_embeddings": True}):
@@ -559,7 +572,10 @@ class TestHfConfigs(unittest.TestCase):
                                       ("exaone_moe",
                                        '{"mlp_layer_types": ["sparse", "dense", "dense"]}'),
                                       ("bitnet", "without num_attention_heads"),
-                                      ("bitnet", "head_dim 32")])
+                                      ("bitnet", "head_dim 32"),
+                                      ("ernie4_5_moe", '{"moe_layer_end_index": 1}'),
+                                      ("ernie4_5_moe", '{"moe_layer_interval": 2}'),
+                                      ("ernie4_5_moe", '{"use_bias": true}')])
 
 
 if __name__ == "__main__":
