@@ -88,6 +88,7 @@ typedef enum {
   HF_BIOGPT,
   HF_BITNET,
   HF_ERNIE4_5_MOE,
+  HF_PERSIMMON,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -108,7 +109,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "iquestcoder", "hyperclovax", "minimax_m2", "youtu",
                                            "solar_open", "glm4_moe_lite", "codegen",
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
-                                           "biogpt", "bitnet", "ernie4_5_moe", NULL };
+                                           "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -360,7 +362,8 @@ static const HfRow hf_rows[] = {
                .mlp_bias = TRUE, .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
                .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 51200,
                .kv_null_ok = TRUE, .reads_tie = TRUE, .attention_bias = TRUE,
-               .act_member = "hidden_act", .act_default = "gelu_new" },
+               .qk_norm_member = "qk_layernorm", .act_member = "hidden_act",
+               .act_default = "gelu_new" },
   [HF_GPTJ] = GPTJ_ROW,
   /* CodeGen (Salesforce): GPT-J's block (its q, k and v one projection, the same weights) with
    * GPT-J's defaults */
@@ -867,6 +870,18 @@ static const HfRow hf_rows[] = {
                         .hidden_default = 2560, .heads_default = 20, .ffn_default = 1536,
                         .max_seq_default = 131072, .vocab_default = 103424, .kv_default = 4,
                         .tied = TRUE, .reads_tie = TRUE },
+  /* Persimmon (Adept): GPT-NeoX's sequential block (LayerNorms, every projection biased, an MLP
+   * up and down without a gate, ReLU squared) with a LayerNorm over each head's queries and
+   * keys where qk_layernorm (true), weight and bias shared by the heads; partial rotary
+   * positions change no weight */
+  [HF_PERSIMMON] = { .shape = { .arch = STW_ARCH_NEOX, .qk_norm = TRUE },
+                     .qk_norm_member = "qk_layernorm", .layers_default = 36,
+                     .hidden_default = 4096, .heads_default = 64, .ffn_default = 16384,
+                     .max_seq_default = 16384, .vocab_default = 262144, .kv_default = NOT_READ,
+                     .head_dim_default = NOT_READ, .reads_tie = TRUE, .attention_bias = TRUE,
+                     .mlp_bias = TRUE, .act_member = "hidden_act", .act_default = "relu2",
+                     .attn_dropout_member = "attention_dropout",
+                     .resid_dropout_member = "hidden_dropout" },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1280,14 +1295,6 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
     if (mlp_bias)
       return stw_json_fail_at(r, "mlp_bias", error, "true: biases on the dense MLPs and the "
                               "shared experts but not the routed ones are not modelled");
-  }
-  if (type == HF_PHI) { /* LayerNorms over each head's queries and keys: not modelled */
-    gboolean qk = FALSE;
-    if (!get_bool(h, "qk_layernorm", &qk, error))
-      return FALSE;
-    if (qk)
-      return stw_json_fail_at(r, "qk_layernorm", error,
-                              "LayerNorms over the queries and keys are not modelled for phi");
   }
   if (type == HF_QWEN3_MOE || type == HF_QWEN2_MOE) { /* experts in every block */
     guint64 step = 1;

@@ -179,8 +179,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "experts must be at most 1024";
   else if (c->experts > 1 && c->arch != STW_ARCH_LLAMA)
     problem = "a mixture of experts is modelled for llama-style blocks only";
-  else if (c->qk_norm && c->arch != STW_ARCH_LLAMA)
-    problem = "qk_norm is modelled for llama-style blocks only";
+  else if (c->qk_norm && c->arch != STW_ARCH_LLAMA && c->arch != STW_ARCH_NEOX)
+    problem = "qk_norm is modelled for llama and neox blocks only";
+  else if (c->qk_norm_full && c->arch == STW_ARCH_NEOX)
+    problem = "qk_norm_full is modelled for llama blocks only (neox's norms are a head wide)";
   else if ((guint)c->norms >= STW_N_NORMS)
     problem = "an unknown norms setting";
   else if (((c->norms != STW_NORMS_PRE && c->norms != STW_NORMS_SHARED) || c->attn_softcap) &&
@@ -749,7 +751,7 @@ kv_width(const StwModelConfig *c)
 /* A pre-norm decoder block with LayerNorms and a GELU MLP (GPT-2; GPT-NeoX with ROPE), its
  * parameters named as NAMES gives them. */
 typedef struct {
-  const char *block, *ln_1, *qkv, *out, *ln_2, *fc, *proj;
+  const char *block, *ln_1, *qkv, *out, *ln_2, *fc, *proj, *q_norm, *k_norm;
 } GeluBlockNames;
 
 static void
@@ -770,6 +772,14 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
    * grouped or multi-query attention (StarCoder 2, GPT-BigCode) the keys and values narrower */
   projection(b, &qkv, STW_SITE_QKV, d, q + 2 * kv, q + 2 * kv, n_qkv);
   projection(b, &out, STW_SITE_OUT, q, d, d, n_out);
+  Ids qk = { 0 };
+  if (c->qk_norm) { /* a norm of the block's kind over each head's queries and keys, its
+                     * weights shared by the heads (Persimmon's q_layernorm, k_layernorm) */
+    g_autofree char *nq = g_strconcat(p, ".", nm->q_norm, NULL);
+    g_autofree char *nk = g_strconcat(p, ".", nm->k_norm, NULL);
+    model_norm_params(b, &qk, stw_model_head_dim(c), nq);
+    model_norm_params(b, &qk, stw_model_head_dim(c), nk);
+  }
   gboolean shared = c->norms == STW_NORMS_SHARED; /* the parallel block's one norm */
   if (!shared)
     model_norm_params(b, &ln2, d, n_ln2);
@@ -778,6 +788,14 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
 
   model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1)->residual = STW_RESIDUAL_OPEN;
   linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
+  if (c->qk_norm) { /* the queries and keys normed, the input and a statistic a head kept */
+    StwGraphOp *qkn = op(b, l, STW_OP_NORM_QK, "attn.qk_norm");
+    op_params(qkn, qk.n, qk.id);
+    qkn->flops = 4 * b->T * (q + kv);
+    qkn->in_bytes = qkn->out_bytes = b->T * (q + 2 * kv) * b->e;
+    qkn->saved_extra_bytes = b->T * (c->heads + c->kv_heads) * 4;
+    qkn->saves_input = TRUE;
+  }
   if (rope)
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
   attention_core(b, l, q, kv, kv, q, TRUE);
@@ -830,7 +848,7 @@ build_gpt(Builder *b)
   o->out_bytes = b->T * d * b->e;
 
   static const GeluBlockNames names = { "h.%d", "ln_1", "attn.c_attn", "attn.c_proj", "ln_2",
-                                        "mlp.c_fc", "mlp.c_proj" };
+                                        "mlp.c_fc", "mlp.c_proj", NULL, NULL };
   for (gint32 l = 0; l < (gint32)c->layers; l++)
     gelu_block(b, l, &names, FALSE);
   /* ln_f comes before an untied head, as in the published checkpoints */
@@ -856,7 +874,8 @@ build_neox(Builder *b)
 
   static const GeluBlockNames names = {
     "gpt_neox.layers.%d", "input_layernorm", "attention.query_key_value", "attention.dense",
-    "post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"
+    "post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h",
+    "attention.q_layernorm", "attention.k_layernorm"
   };
   for (gint32 l = 0; l < (gint32)c->layers; l++)
     gelu_block(b, l, &names, !c->alibi); /* ALiBi's bias joins the scores: no rotary op */

@@ -26,10 +26,10 @@ expect 0 "Mistral-7B-v0.1 (7,241,732,096 parameters), 291 tensors" "synth --mode
 expect 2 "synth: give --model or --model-config, not both" "synth with both models" -- $S synth --model gpt2 --model-config "$F/hf/gpt2/config.json" -o "$T/x.json"
 expect 0 "stowage" "whatif --model-config" -- $S whatif --model-config "$F/hf/pythia-70m/config.json" --batch 2 --seq 256 --gpu 1GiB
 expect 2 "--family: 'rnn' is not one of gpt2, gpt3, patrickstar, llama, mistral, qwen2, neox, bert" "unknown family" -- $S models --family rnn
-# Qwen3: each head's queries and keys normed; qk_norm only where the blocks are llama's
+# Qwen3: each head's queries and keys normed; qk_norm only where the blocks are llama's or neox's
 expect 0 "attention: 32 heads of 128, 8 key/value heads, queries and keys RMS-normed per head; biases: none; LM head its own; context 40960" "models reads Qwen3" -- $S models --hf "$F/hf/Qwen3-8B/config.json"
 printf '{"format": "stowage-model", "version": 1, "name": "x", "arch": "gpt", "layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "qk_norm": true}' > "$T/qk-gpt.json"
-expect 1 "qk-gpt.json: \$: invalid model: qk_norm is modelled for llama-style blocks only" "qk_norm on a GPT: refused" -- $S models --hf "$T/qk-gpt.json"
+expect 1 "qk-gpt.json: \$: invalid model: qk_norm is modelled for llama and neox blocks only" "qk_norm on a GPT: refused" -- $S models --hf "$T/qk-gpt.json"
 printf '{"format": "stowage-model", "version": 1, "name": "x", "arch": "llama", "layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "qk_norm": "yes"}' > "$T/qk-text.json"
 expect 1 "qk-text.json: \$.qk_norm: expected true or false, found a string" "qk_norm not a boolean: refused" -- $S models --hf "$T/qk-text.json"
 

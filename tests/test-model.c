@@ -745,6 +745,7 @@ test_hf_family_defaults(void)
     { "biogpt", STW_ARCH_GPT, G_GUINT64_CONSTANT(346763264), FALSE, TRUE },
     { "bitnet", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2741155840), TRUE, FALSE },
     { "ernie4_5_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(21825437888), TRUE, FALSE },
+    { "persimmon", STW_ARCH_NEOX, G_GUINT64_CONSTANT(9397175296), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1344,8 +1345,8 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "rob.json: $.max_position_embeddings: 2: roberta's positions "
                                    "start at 2, so the table needs more rows than that");
   g_clear_error(&error);
-  /* Phi's LayerNorms over each head's queries and keys: refused by name, and its switch read as
-   * a boolean */
+  /* Phi's LayerNorms over each head's queries and keys (Persimmon's: weight and bias a head
+   * wide, shared by the heads), and its switch read as a boolean */
   static const char phi[] = "{\"model_type\": \"phi\", \"num_hidden_layers\": 2, "
                             "\"hidden_size\": 64, \"num_attention_heads\": 4, "
                             "\"intermediate_size\": 128, \"vocab_size\": 100, "
@@ -1354,11 +1355,13 @@ test_hf_configs(void)
   g_assert_true(stw_model_config_parse("phi.json", phi_off, strlen(phi_off), &cfg, &error));
   g_assert_no_error(error);
   g_assert_cmpint(cfg.norms, ==, STW_NORMS_SHARED);
+  g_assert_false(cfg.qk_norm);
+  guint64 without_qk = stw_model_param_count(&cfg);
   g_autofree char *phi_on = g_strdup_printf(phi, "true");
-  g_assert_false(stw_model_config_parse("phi.json", phi_on, strlen(phi_on), &cfg, &error));
-  stw_assert_error_contains(error, "phi.json: $.qk_layernorm: LayerNorms over the queries and "
-                                   "keys are not modelled for phi");
-  g_clear_error(&error);
+  g_assert_true(stw_model_config_parse("phi.json", phi_on, strlen(phi_on), &cfg, &error));
+  g_assert_no_error(error);
+  g_assert_true(cfg.qk_norm);
+  g_assert_cmpuint(stw_model_param_count(&cfg), ==, without_qk + 2 * 2 * 2 * 16);
   g_autofree char *phi_bad = g_strdup_printf(phi, "\"yes\"");
   g_assert_false(stw_model_config_parse("phi.json", phi_bad, strlen(phi_bad), &cfg, &error));
   stw_assert_error_contains(error, "phi.json: $.qk_layernorm: expected true or false");

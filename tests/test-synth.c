@@ -990,6 +990,22 @@ test_other_archs(void)
   g_assert_cmpuint(llama->tensors->len, ==, 1 + 32 * 9 + 2);
   g_assert_cmpuint(find_op(llama, "h31.mlp.gate_up")->n_params, ==, 2);
   g_autoptr(StwTrace) bert = stw_test_synth("bert-base", 32, 512, FALSE);
+  /* a neox block's norms over each head's queries and keys (Persimmon's, Phi's): LayerNorms a
+   * head wide, weight and bias shared by the heads, after the projection */
+  StwModelConfig neox;
+  g_assert_true(stw_zoo_lookup("pythia-70m", &neox, NULL));
+  guint64 plain = stw_model_param_count(&neox);
+  neox.qk_norm = TRUE;
+  g_assert_cmpuint(stw_model_param_count(&neox), ==, plain + neox.layers * 4 * (512 / 8));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions opt = { .batch = 1, .seq = 64, .dtype = STW_DTYPE_BF16 };
+  g_autoptr(StwTrace) persimmon = stw_synth_trace(&neox, &opt, &hw, NULL);
+  const StwOp *qk = find_op(persimmon, "h2.attn.qk_norm");
+  g_assert_cmpuint(qk->n_params, ==, 4);
+  g_assert_cmpstr(g_array_index(persimmon->tensors, StwTensor, qk->params[1]).name, ==,
+                  "gpt_neox.layers.2.attention.q_layernorm.bias");
+  g_assert_true(qk > find_op(persimmon, "h2.attn.qkv") && qk < find_op(persimmon, "h2.attn.rope"));
   const StwOp *pooler = find_op(bert, "pooler");
   g_assert_cmpuint(pooler->n_params, ==, 2);
   /* the MLM head reads the word embeddings: the tied tensor has several users */

@@ -237,6 +237,9 @@ SMALL = {
                      "moe_intermediate_size": 48, "moe_num_experts": 4, "moe_k": 2,
                      "moe_num_shared_experts": 1, "vocab_size": 128,
                      "max_position_embeddings": 64},
+    "persimmon": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "intermediate_size": 160, "vocab_size": 128, "max_position_embeddings": 64,
+                  "bos_token_id": 0, "eos_token_id": 0},
     "nanochat": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                  "max_position_embeddings": 64, "bos_token_id": 0, "eos_token_id": 0,
@@ -414,6 +417,10 @@ def variants(kind):
                       {"moe_num_shared_experts": 0}, {"head_dim": 32},
                       {"tie_word_embeddings": False}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
+        for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
+                      {"hidden_act": "gelu"}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "codegen":  # its MLP's width, its other names
         for extra in ({"n_inner": 96}, {"hidden_size": 32, "n_embd": 64},
                       {"tie_word_embeddings": True}):
@@ -442,6 +449,9 @@ def variants(kind):
     if kind == "hyperclovax":  # no norms after the branches; biases
         for extra in ({"use_post_norm": False}, {"attention_bias": True},
                       {"mlp_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "phi":  # LayerNorms over the queries and keys (a head wide, shared by the heads)
+        for extra in ({"qk_layernorm": True}, {"qk_layernorm": True, "num_key_value_heads": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "phimoe":  # the LM head's bias
         out.append(("lm_head_bias", dict(base, lm_head_bias=True)))
