@@ -748,6 +748,23 @@ kv_width(const StwModelConfig *c)
   return c->kv_heads * stw_model_head_dim(c);
 }
 
+/* The norms over the queries and keys of block L, their weights QK: an fp32 statistic per head
+ * (or per token, with qk_norm_full) and the input kept for backward; the values pass along,
+ * counted with the queries and keys as the rotary op after it counts them (a kv-wide
+ * overcount of what is kept). */
+static void
+qk_norm_op(Builder *b, gint32 l, const Ids *qk)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 q = q_width(c), kv = kv_width(c);
+  StwGraphOp *qkn = op(b, l, STW_OP_NORM_QK, "attn.qk_norm");
+  op_params(qkn, qk->n, qk->id);
+  qkn->flops = 4 * b->T * (q + kv);
+  qkn->in_bytes = qkn->out_bytes = b->T * (q + 2 * kv) * b->e;
+  qkn->saved_extra_bytes = b->T * (c->qk_norm_full ? 2 : c->heads + c->kv_heads) * 4;
+  qkn->saves_input = TRUE;
+}
+
 /* A pre-norm decoder block with LayerNorms and a GELU MLP (GPT-2; GPT-NeoX with ROPE), its
  * parameters named as NAMES gives them. */
 typedef struct {
@@ -788,14 +805,8 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
 
   model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1)->residual = STW_RESIDUAL_OPEN;
   linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
-  if (c->qk_norm) { /* the queries and keys normed, the input and a statistic a head kept */
-    StwGraphOp *qkn = op(b, l, STW_OP_NORM_QK, "attn.qk_norm");
-    op_params(qkn, qk.n, qk.id);
-    qkn->flops = 4 * b->T * (q + kv);
-    qkn->in_bytes = qkn->out_bytes = b->T * (q + 2 * kv) * b->e;
-    qkn->saved_extra_bytes = b->T * (c->heads + c->kv_heads) * 4;
-    qkn->saves_input = TRUE;
-  }
+  if (c->qk_norm)
+    qk_norm_op(b, l, &qk);
   if (rope)
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
   attention_core(b, l, q, kv, kv, q, TRUE);
@@ -1095,17 +1106,8 @@ build_llama(Builder *b)
                            : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n,
                                     qkv.id);
     (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
-    if (c->qk_norm) {
-      /* the queries and keys normed, an fp32 statistic per head (or per token) and the input
-       * kept for backward; the values pass along, counted with the queries and keys as the
-       * rotary op after it counts them (a kv-wide overcount of what is kept) */
-      StwGraphOp *qkn = op(b, l, STW_OP_NORM_QK, "attn.qk_norm");
-      op_params(qkn, qk.n, qk.id);
-      qkn->flops = 4 * b->T * (q + kv);
-      qkn->in_bytes = qkn->out_bytes = b->T * (q + 2 * kv) * b->e;
-      qkn->saved_extra_bytes = b->T * (c->qk_norm_full ? 2 : c->heads + c->kv_heads) * 4;
-      qkn->saves_input = TRUE;
-    }
+    if (c->qk_norm)
+      qk_norm_op(b, l, &qk);
     if (c->kv_lora_rank == 0) {
       elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
       op_params(attention_core(b, l, q, kv, kv, q, TRUE), sinks.n, sinks.id);
