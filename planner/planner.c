@@ -693,9 +693,8 @@ infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *a
               shortb, minb, min_chunk, min_op, stw_trace_op(t, min_op)->name);
 }
 
-/* The data-parallel ranks a plan is for: the option, else the trace's. */
-static guint32
-planner_world(const StwTrace *t, const StwPlannerOptions *o)
+guint32
+stw_planner_world(const StwTrace *t, const StwPlannerOptions *o)
 {
   return o->world_size != 0 ? o->world_size : MAX(t->device.world_size, 1);
 }
@@ -736,19 +735,19 @@ stw_planner_check_topology(const StwHardware *hw, guint32 world, guint32 nodes, 
 static gboolean
 check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
 {
-  if (!stw_planner_check_topology(&o->hw, planner_world(t, o), o->nodes, error))
+  if (!stw_planner_check_topology(&o->hw, stw_planner_world(t, o), o->nodes, error))
     return FALSE;
-  if (planner_world(t, o) > STW_PLAN_MAX_WORLD) {
+  if (stw_planner_world(t, o) > STW_PLAN_MAX_WORLD) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "%u GPUs: at most %u are "
-                "supported", planner_world(t, o), STW_PLAN_MAX_WORLD);
+                "supported", stw_planner_world(t, o), STW_PLAN_MAX_WORLD);
     return FALSE;
   }
   /* the ranks reduce-scatter gradients out of the chunks, where the framework's never are */
-  if (planner_world(t, o) > 1 && t->model.gradients == STW_GRADIENTS_FRAMEWORK) {
+  if (stw_planner_world(t, o) > 1 && t->model.gradients == STW_GRADIENTS_FRAMEWORK) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "%u GPUs: the trace's gradients "
                 "are the framework's own tensors (model.gradients \"framework\"), which the "
                 "ranks cannot reduce-scatter out of the chunks; plan it for one GPU",
-                planner_world(t, o));
+                stw_planner_world(t, o));
     return FALSE;
   }
   if (o->budgets.gpu_bytes == 0) {
@@ -829,7 +828,7 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
     return FALSE;
   if (se->o->state_dtype >= 0)
     c->state_dtype = (StwDtype)se->o->state_dtype;
-  stw_chunking_set_world(c, planner_world(se->t, se->o));
+  stw_chunking_set_world(c, stw_planner_world(se->t, se->o));
   stw_chunking_trim_tails(c);
   c->nodes = MAX(se->o->nodes, 1);
   guint32 op = 0;

@@ -153,7 +153,7 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
                guint64 unlimited_ns, StwDdpPoint *out)
 {
   memset(out, 0, sizeof *out);
-  guint32 world = MAX(base->world_size != 0 ? base->world_size : t->device.world_size, 1);
+  guint32 world = stw_planner_world(t, base);
   out->gpu_bytes = gpu_bytes;
   out->world_size = world;
   /* one rank with every chunk resident, stepped on the GPU: what each DDP rank holds and runs */
@@ -199,9 +199,9 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
   out->peak_gpu_bytes = stw_cost_add(s.peak_gpu_bytes - MIN(padding, s.peak_gpu_bytes),
                                      out->bucket_bytes);
   stw_simulation_clear(&s);
-  guint64 usable = gpu_bytes > base->budgets.reserved_bytes
-                       ? gpu_bytes - base->budgets.reserved_bytes
-                       : 0;
+  StwBudgets at = base->budgets;
+  at.gpu_bytes = gpu_bytes;
+  guint64 usable = stw_budgets_usable(&at);
   out->feasible = out->peak_gpu_bytes <= usable;
   if (!out->feasible) {
     g_autofree char *peak = stw_size_format(out->peak_gpu_bytes);

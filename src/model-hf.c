@@ -1609,18 +1609,19 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT ": OLMoE's query and key "
                             "norms are hidden / heads wide a head, which a head_dim apart from it "
                             "does not change; not modelled", c.head_dim);
-  if (c.sub_norms && c.head_dim != 0)
+  if ((row->out_hidden_wide || c.sub_norms) && c.head_dim != 0) {
+    /* a part hidden wide whatever the heads: Helium's output projection, BitNet's norm over
+     * the heads' output */
+    g_autofree char *part =
+        c.sub_norms ? g_strdup_printf("norm over the heads' output is hidden (%" G_GUINT64_FORMAT
+                                      ") wide", c.hidden)
+                    : g_strdup_printf("output projection is hidden x hidden (%" G_GUINT64_FORMAT
+                                      ")", c.hidden);
     return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT " a head, %" G_GUINT64_FORMAT
-                            " heads: %s's norm over the heads' output is hidden (%" G_GUINT64_FORMAT
-                            ") wide whatever the heads, and its forward runs only where heads x "
-                            "head_dim is hidden; not modelled", c.head_dim, c.heads,
-                            stw_hf_model_types[type], c.hidden);
-  if (row->out_hidden_wide && c.head_dim != 0)
-    return stw_json_fail_at(r, "head_dim", error, "%" G_GUINT64_FORMAT " a head, %" G_GUINT64_FORMAT
-                            " heads: %s's output projection is hidden x hidden (%" G_GUINT64_FORMAT
-                            ") whatever the heads, and its forward runs only where heads x "
-                            "head_dim is hidden; not modelled", c.head_dim, c.heads,
-                            stw_hf_model_types[type], c.hidden);
+                            " heads: %s's %s whatever the heads, and its forward runs only where "
+                            "heads x head_dim is hidden; not modelled", c.head_dim, c.heads,
+                            stw_hf_model_types[type], part);
+  }
   if (!read_biases(h, row, &c, error) || !read_dropout(h, row, &c, error) ||
       !check_unmodelled(h, type, error) ||
       (type == HF_ERNIE4_5_MOE && !read_ernie_moe(h, &c, error)) ||

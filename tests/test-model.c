@@ -1248,6 +1248,10 @@ test_hf_configs(void)
     { "hf/bad-ernie-moe-interval.json", "$.moe_layer_interval: 2: dense blocks between the "
                                         "experts' are not modelled (1: experts in every "
                                         "block)" },
+    { "hf/bad-bitnet-head-dim.json", "$.head_dim: 64 a head, 20 heads: bitnet's norm over the "
+                                     "heads' output is hidden (2560) wide whatever the heads, "
+                                     "and its forward runs only where heads x head_dim is "
+                                     "hidden; not modelled" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "

@@ -484,8 +484,9 @@ stw_probe_cpu_model(const char *text)
     return NULL;
   guint n = g_hash_table_size(sockets);
   char *said = n > 1 ? g_strdup_printf("%ux %s", n, model) : g_strdup(model);
-  if (strlen(said) > 127)
-    said[127] = '\0'; /* what a profile's cpu.model holds */
+  gsize most = sizeof ((StwHardware){ 0 }).cpu_model - 1; /* what a profile's cpu.model holds */
+  if (strlen(said) > most)
+    said[most] = '\0';
   return said;
 }
 

@@ -93,6 +93,9 @@ GArray *stw_planner_chunk_sizes(const StwTrace *t);
 
 StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown */
 
+/* The data-parallel ranks a plan of T with O is for: O's world_size, else the trace's. */
+guint32 stw_planner_world(const StwTrace *t, const StwPlannerOptions *o);
+
 /* Whether WORLD ranks on NODES nodes of HW can run: the nodes share the ranks evenly, a node holds
  * that many GPUs, and the links their collectives need exist. FALSE with ERROR
  * (STW_PLAN_ERROR_INVALID) saying which does not hold. */
