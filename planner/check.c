@@ -226,6 +226,16 @@ stw_plan_check(const StwPlan *p, const StwTrace *recorded, const char *file,
                    stw_dtype_name(p->chunking->dtype),
                    stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
 
+  guint64 share = stw_budgets_process_share(&p->budgets, &p->hw);
+  if (p->budgets.reserved_bytes < share) {
+    g_autofree char *bu = stw_size_format(p->budgets.gpu_bytes);
+    g_autofree char *sh = stw_size_format(share);
+    g_autofree char *pr = stw_size_format(p->hw.gpu_process_bytes);
+    return unsound(error, file, "$.budgets.reserved_bytes: %" G_GUINT64_FORMAT ", less than "
+                   "the %s of its budget of %s that a process holds on %s outside its tensors "
+                   "(%s, $.hardware.gpu.process_bytes): plan it again", p->budgets.reserved_bytes,
+                   sh, bu, p->hw.name, pr);
+  }
   guint64 over = 0;
   guint32 k = stw_plan_nonmodel_overflow(t, &p->budgets, &over);
   if (k != G_MAXUINT32) {

@@ -657,6 +657,21 @@ min_budget(const StwTrace *t, const StwChunking *c, const StwBudgets *b, guint32
   return worst;
 }
 
+/* What of O's budget its device's process takes (stw_budgets_process_share), said for an error:
+ * "; X of the budget is the process's own ..." or "" where it takes none. */
+static char *
+process_said(const StwPlannerOptions *o)
+{
+  guint64 share = stw_budgets_process_share(&o->budgets, &o->hw);
+  if (share == 0)
+    return g_strdup("");
+  g_autofree char *s = stw_size_format(share);
+  g_autofree char *p = stw_size_format(o->hw.gpu_process_bytes);
+  return g_strdup_printf(" (%s of the budget kept free: a process holds %s of %s's memory "
+                         "outside its tensors, its CUDA context and libraries)", s, p,
+                         o->hw.name);
+}
+
 /* Why no plan of the policy fits: the host budget when some plan fitted the GPU (HOST_NEED, the
  * least host memory one needed), else the GPU shortfall AT met first. */
 static void
@@ -683,12 +698,13 @@ infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *a
   g_autofree char *shortb = stw_size_format(at->fail_need_bytes - MIN(at->fail_need_bytes,
                                                                        at->fail_capacity));
   g_autofree char *minb = stw_size_format(min_bytes);
+  g_autofree char *process = process_said(o);
   g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
-              "policy %s cannot fit a GPU budget of %s: at op %u (%s, %s) it needs %s of "
+              "policy %s cannot fit a GPU budget of %s%s: at op %u (%s, %s) it needs %s of "
               "chunks resident where %s is left beside non-model memory%s: %s short. The "
               "smallest budget any plan can use is %s (chunk size %" G_GUINT64_FORMAT
-              ", tightest at op %u %s)", stw_policy_names[o->policy], budget, at->fail_op,
-              op->name, stw_stage_name(op->stage), need, cap,
+              ", tightest at op %u %s)", stw_policy_names[o->policy], budget, process,
+              at->fail_op, op->name, stw_stage_name(op->stage), need, cap,
               o->policy == STW_POLICY_PATRICKSTAR ? " and PatrickStar's reserves" : "",
               shortb, minb, min_chunk, min_op, stw_trace_op(t, min_op)->name);
 }
@@ -887,10 +903,11 @@ check_nonmodel(const StwTrace *t, const StwPlannerOptions *o, GError **error)
                       : flash ? "the batch, sequence length or activation memory (--checkpointing)"
                               : "the batch, sequence length or activation memory "
                                 "(--checkpointing, --attention flash)";
+  g_autofree char *process = process_said(o);
   g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
-              "no plan fits a GPU budget of %s: at op %u (%s, %s) the non-model memory "
+              "no plan fits a GPU budget of %s%s: at op %u (%s, %s) the non-model memory "
               "alone, with the reserve, needs %s, %s short, before any chunk%s. The smallest "
-              "budget any plan can use is above %s; reduce %s", budget, k, op->name,
+              "budget any plan can use is above %s; reduce %s", budget, process, k, op->name,
               stw_stage_name(op->stage), need, ob,
               t->model.checkpointing && planned ? ", every block recomputed" : "", need, means);
   return FALSE;
@@ -1052,7 +1069,9 @@ StwPlan *
 stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
                         const StwPlannerOptions *o, GError **error)
 {
-  return plan_blocks(t, choice, trace_file, o, FALSE, error);
+  StwPlannerOptions on_device = *o;
+  stw_budgets_on_device(&on_device.budgets, &o->hw);
+  return plan_blocks(t, choice, trace_file, &on_device, FALSE, error);
 }
 
 /* The search of AUTO over the plans F(j, k): of blocks [0, k), j offloaded, spread evenly among
@@ -1204,9 +1223,12 @@ plan_best_quick_in_full(Activations *a)
  * (plan_best_quick_in_full): a candidate costs a few placements, not the size search.
  * RECOMPUTE and OFFLOAD plan all n one way. */
 StwPlan *
-stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
+stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *given,
                  GError **error)
 {
+  StwPlannerOptions on_device = *given; /* the budget as the device leaves it */
+  stw_budgets_on_device(&on_device.budgets, &given->hw);
+  const StwPlannerOptions *o = &on_device;
   if (o->activations == STW_ACTIVATIONS_KEEP || o->policy != STW_POLICY_STOWAGE ||
       !stw_planner_decides_blocks(t))
     return plan_recorded(t, trace_file, o, FALSE, error);

@@ -201,6 +201,7 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
   stw_simulation_clear(&s);
   StwBudgets at = base->budgets;
   at.gpu_bytes = gpu_bytes;
+  stw_budgets_on_device(&at, &base->hw);
   guint64 usable = stw_budgets_usable(&at);
   out->feasible = out->peak_gpu_bytes <= usable;
   if (!out->feasible) {

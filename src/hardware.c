@@ -26,8 +26,8 @@ static const StwJsonLimits hardware_limits = { .format = "stowage-hardware",
 static const char *const root_members[] = { "format", "version", "name", "description", "gpu",
                                             "pcie", "cpu", "interconnect", "node", "network",
                                             "storage", "sources", NULL };
-static const char *const gpu_members[] = { "model", "memory_bytes", "hbm_bytes_per_s",
-                                           "flops_per_s", "matmul_efficiency",
+static const char *const gpu_members[] = { "model", "memory_bytes", "process_bytes",
+                                           "hbm_bytes_per_s", "flops_per_s", "matmul_efficiency",
                                            "matmul_half_time_ns", "memory_efficiency",
                                            "op_overhead_ns", "compute_on_host",
                                            "copy_interference", NULL };
@@ -212,6 +212,8 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_string(r, gpu, "model", TRUE, sizeof hw->gpu_model - 1, &model, error) ||
       !stw_json_get_u64(r, gpu, "memory_bytes", TRUE, 1, STW_JSON_INT_MAX,
                         &hw->gpu_memory_bytes, error) ||
+      !stw_json_get_u64(r, gpu, "process_bytes", FALSE, 1, STW_JSON_INT_MAX,
+                        &hw->gpu_process_bytes, error) ||
       !stw_json_get_double(r, gpu, "hbm_bytes_per_s", TRUE, 1e9, 1e15, &hw->hbm_bytes_per_s,
                            error) ||
       !stw_json_get_object(r, gpu, "flops_per_s", TRUE, &flops, error) ||
@@ -227,6 +229,10 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_double(r, gpu, "copy_interference", FALSE, 0, 4, &hw->copy_interference,
                            error))
     return FALSE;
+  if (hw->gpu_process_bytes >= hw->gpu_memory_bytes)
+    return stw_json_fail_at(r, "process_bytes", error, "expected less than gpu.memory_bytes (%"
+                            G_GUINT64_FORMAT "): a process that holds all of its GPU leaves "
+                            "nothing to plan", hw->gpu_memory_bytes);
   if (hw->copy_interference > 0 && !hw->compute_on_host)
     return stw_json_fail_at(r, "copy_interference", error,
                             "needs compute_on_host: only copies on the compute's own cores slow "
@@ -387,6 +393,8 @@ stw_hardware_to_json(const StwHardware *hw)
   cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
   cJSON_AddStringToObject(gpu, "model", hw->gpu_model);
   stw_json_add_u64(gpu, "memory_bytes", hw->gpu_memory_bytes);
+  if (hw->gpu_process_bytes != 0)
+    stw_json_add_u64(gpu, "process_bytes", hw->gpu_process_bytes);
   stw_json_add_double(gpu, "hbm_bytes_per_s", hw->hbm_bytes_per_s);
   cJSON *flops = cJSON_AddObjectToObject(gpu, "flops_per_s");
   for (int d = 0; d < STW_N_DTYPES; d++)

@@ -270,7 +270,7 @@ expect 0 "iteration   4 micro-steps; gradients in the framework's tensors" "synt
 expect 0 "batch 8 x seq 128" "synth --micro-steps: the iteration's sequences" -- $S inspect "$T/accum.json"
 expect 0 "peak non-model memory  489.87 MiB at op 301 lm_head.bwd (bwd)" "synth --micro-steps: the gradients held" -- $S inspect "$T/accum.json"
 expect 0 "    2  2.00 GiB  stowage  64,913,408  247.62 MiB  247.62 MiB   51.96 ms    19,707  4.7%     1.50x  yes    2.24 GiB  fp32" "whatif --micro-steps: a chunk moves to make room for the gradients, and their gradients to the host for CPU Adam" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gpu 2GiB --policy stowage
-expect 0 "stowage       gpt-h2048-l106     106  5,443,004,416   15.366 s     1,066  21.1%  71.90 GiB  host memory" "capacity --micro-steps: the gradients held on the GPU leave room for fewer layers (120 in one step)" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage,zero-offload --micro-steps 4
+expect 0 "stowage       gpt-h2048-l104     104  5,342,287,872   14.601 s     1,122  21.8%  180.02 GiB  host memory" "capacity --micro-steps: the gradients held on the GPU leave room for fewer layers (120 in one step)" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage,zero-offload --micro-steps 4
 expect 2 "--micro-steps: '0' is not valid: expected a whole number from 1 to 1024" "synth --micro-steps 0" -- $S synth --model gpt2 --micro-steps 0 -o "$T/never.json"
 # checkpointed segments: GPT-2's 12 blocks in segments of 4 keep 3 block inputs, not 12
 $S synth --model gpt2 --batch 2 --seq 512 --checkpoint-every 4 -o "$T/seg4.json" > /dev/null 2>&1
@@ -282,7 +282,7 @@ expect 2 "--checkpoint-every, --amp, --attention" "whatif --checkpoint-every wit
 $S synth --model gpt2 --batch 2 --seq 512 --amp -o "$T/amp.json" > /dev/null 2>&1
 expect 0 "batch 2 x seq 512, fp32 weights, autocast to bf16" "synth --amp: fp32 weights, autocast's dtype" -- $S inspect "$T/amp.json"
 expect 0 "param       474.70 MiB  124,439,808              4" "synth --amp: 4 bytes a weight" -- $S inspect "$T/amp.json"
-expect 0 "stowage  gpt-h2048-l94      94  4,838,705,152    6.507 s       629  11.1%  50.23 GiB  host memory" "capacity --amp: fp32 weights fill the host sooner (120 layers in bf16); MFU against the bf16 peak autocast computes at" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage --amp
+expect 0 "stowage  gpt-h2048-l93      93  4,788,346,880    6.472 s       633  11.0%  50.61 GiB  host memory" "capacity --amp: fp32 weights fill the host sooner (120 layers in bf16); MFU against the bf16 peak autocast computes at" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage --amp
 expect 2 "--amp computes in 16 bits: give --dtype bf16 or fp16 with it" "synth --amp --dtype fp32" -- $S synth --model gpt2 --amp --dtype fp32 -o "$T/never.json"
 # the optimizer's implementations: fused 32 bytes an element, foreach 72 and GradScaler's 8 under
 # fp16 autocast (2.5x), a for-loop seven launches a tensor (GPT-2's 148 tensors at 10 us each)
@@ -314,6 +314,9 @@ expect 2 "2 nodes need a network between them, and hardware profile A100-80GB-PC
 # no budget above the GPU the profile describes, unless asked for
 expect 2 "--gpu: 100.00 GiB is more than the 80.00 GiB of GPU memory that A100-80GB-PCIe4 has" "plan refuses a budget above the device" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 -o "$T/over.json"
 expect 0 "" "plan beyond the device when asked" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 --beyond-device -o "$T/over.json"
+expect 0 "  GPU process  512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 23.99 GiB outside its tensors (its CUDA context and libraries, gpu.process_bytes)" \
+  "a budget of the card's whole memory: the process's own kept free" -- $S plan "$TR" --gpu 25757220864 --hw RTX4090-24GB-PCIe4 -o "$T/card.json"
+expect 0 '"reserved_bytes":536870912' "the plan records it in its reserve" -- cat "$T/card.json"
 expect 2 "--gpu: 32.00 GiB is more than the 23.99 GiB of GPU memory that RTX4090-24GB-PCIe4 has" "compare refuses a budget above the device" -- $S compare "$TR" --gpu 32GiB --hw RTX4090-24GB-PCIe4
 expect 2 "--gpu: 40.00 GiB is more than" "whatif refuses a sweep past the device" -- $S whatif "$TR" --gpu 8GiB,40GiB --hw V100-32GB-PCIe3
 expect 1 "even at 23.99 GiB, all the GPU memory the profile has" "minmem never answers more than the device has" -- $S minmem "$STW_SRCDIR/traces/llama2-7b-b4-s4096-flash-ckpt.json" --hw RTX4090-24GB-PCIe4

@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 
 #include <stowage/hardware.h>
+#include <stowage/plan.h>
 #include <stowage/probe.h>
 #include <stowage/units.h>
 
@@ -381,6 +382,50 @@ test_copy_interference(void)
   cJSON_Delete(o);
 }
 
+/* The GPU memory a process holds outside its tensors: every shipped GPU profile's 512 MiB, read
+ * back as written, refused where it would take the whole GPU; and what it takes of a budget:
+ * nothing below the card less it, the rest above, the card the budget's size beyond it. */
+static void
+test_gpu_process_bytes(void)
+{
+  StwHardware hw, back;
+  g_assert_true(stw_hardware_lookup("RTX4090-24GB-PCIe4", &hw, NULL));
+  g_assert_cmpuint(hw.gpu_process_bytes, ==, 536870912);
+  cJSON *o = stw_hardware_to_json(&hw);
+  g_autofree char *text = cJSON_PrintUnformatted(o);
+  GError *error = NULL;
+  g_assert_true(stw_hardware_parse("p.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(back.gpu_process_bytes, ==, 536870912);
+  cJSON *gpu = cJSON_GetObjectItem(o, "gpu");
+  cJSON_ReplaceItemInObject(gpu, "process_bytes", cJSON_CreateNumber(25757220864.0));
+  g_autofree char *all = cJSON_PrintUnformatted(o);
+  g_assert_false(stw_hardware_parse("p.json", all, strlen(all), &back, &error));
+  stw_assert_error_contains(error, "p.json: $.gpu.process_bytes: expected less than "
+                                   "gpu.memory_bytes (25757220864): a process that holds all "
+                                   "of its GPU leaves nothing to plan");
+  g_clear_error(&error);
+  cJSON_Delete(o);
+
+  /* 25,757,220,864 bytes of card, 536,870,912 of them the process's: 25,220,349,952 left */
+  StwBudgets b = { .gpu_bytes = G_GUINT64_CONSTANT(23) << 30 };
+  g_assert_cmpuint(stw_budgets_process_share(&b, &hw), ==, 0);
+  b.gpu_bytes = hw.gpu_memory_bytes;
+  g_assert_cmpuint(stw_budgets_process_share(&b, &hw), ==, 536870912);
+  b.gpu_bytes = 25500000000;
+  b.reserved_bytes = 100000000;
+  g_assert_cmpuint(stw_budgets_process_share(&b, &hw), ==, 25500000000 - 25220349952);
+  stw_budgets_on_device(&b, &hw);
+  g_assert_cmpuint(b.reserved_bytes, ==, 279650048);
+  b.reserved_bytes = 300000000; /* a larger reserve stays */
+  stw_budgets_on_device(&b, &hw);
+  g_assert_cmpuint(b.reserved_bytes, ==, 300000000);
+  b.gpu_bytes = G_GUINT64_CONSTANT(100) << 30; /* beyond the device: a card of the budget's size */
+  g_assert_cmpuint(stw_budgets_process_share(&b, &hw), ==, 536870912);
+  hw.gpu_process_bytes = 0;
+  g_assert_cmpuint(stw_budgets_process_share(&b, &hw), ==, 0);
+}
+
 /* CPU Adam with bf16 moments, as probe measures it: written and read back when there, left out
  * (0: not measured) when not, refused out of range. */
 static void
@@ -476,6 +521,7 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/bandwidth-curve", test_bandwidth_curve);
   g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);
   g_test_add_func("/hardware/copy-interference", test_copy_interference);
+  g_test_add_func("/hardware/gpu-process-bytes", test_gpu_process_bytes);
   g_test_add_func("/hardware/adam-bf16-rate", test_adam_bf16_rate);
   g_test_add_func("/hardware/cpu-model", test_cpu_model);
   g_test_add_func("/hardware/probe-cpu-model", test_probe_cpu_model);

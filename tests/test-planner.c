@@ -229,6 +229,48 @@ test_infeasible(void)
   stw_assert_error_contains(error, "4097 GPUs: at most 4096 are supported");
 }
 
+/* A budget that reaches into what the process holds on its GPU (hw.gpu_process_bytes): planned
+ * without it, kept free as the reserve is and recorded in the plan's; a budget below the card
+ * less it planned whole; and where nothing fits, the error says what the process took. */
+static void
+test_process_memory(void)
+{
+  g_autoptr(StwTrace) t = bundled("gpt2-b8-s1024.json");
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 10 * STW_GiB, 8 * STW_TiB);
+  o.activations = STW_ACTIVATIONS_KEEP;
+  o.hw.gpu_memory_bytes = 10 * STW_GiB;
+  o.hw.gpu_process_bytes = 512 * STW_MiB;
+  GError *error = NULL;
+  g_autoptr(StwPlan) whole_card = stw_planner_plan(t, "bundled", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(whole_card->budgets.gpu_bytes, ==, 10 * STW_GiB);
+  g_assert_cmpuint(whole_card->budgets.reserved_bytes, ==, 512 * STW_MiB);
+  g_assert_cmpuint(whole_card->pred.peak_gpu_bytes, <=, 10 * STW_GiB - 512 * STW_MiB);
+  g_assert_true(stw_plan_check(whole_card, t, "p.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  whole_card->budgets.reserved_bytes = 0; /* as an edited plan would have it: refused */
+  g_assert_false(stw_plan_check(whole_card, t, "p.json", NULL, NULL, &error));
+  stw_assert_error_contains(error, "$.budgets.reserved_bytes: 0, less than the 512.00 MiB of "
+                                   "its budget of 10.00 GiB that a process holds on "
+                                   "A100-80GB-PCIe4 outside its tensors (512.00 MiB, "
+                                   "$.hardware.gpu.process_bytes): plan it again");
+  g_clear_error(&error);
+  o.budgets.gpu_bytes = 9 * STW_GiB + 512 * STW_MiB; /* the card less the process: whole */
+  g_autoptr(StwPlan) below = stw_planner_plan(t, "bundled", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(below->budgets.reserved_bytes, ==, 0);
+  o.hw.gpu_memory_bytes = 8 * STW_GiB; /* 7.59 GiB of activations and 512 MiB kept: no room */
+  o.budgets.gpu_bytes = 8 * STW_GiB;
+  g_assert_null(stw_planner_plan(t, "bundled", &o, &error));
+  stw_assert_error_contains(error, "no plan fits a GPU budget of 8.00 GiB (512.00 MiB of the "
+                                   "budget kept free: a process holds 512.00 MiB of "
+                                   "A100-80GB-PCIe4's memory outside its tensors, its CUDA "
+                                   "context and libraries): at op 99 (loss, fwd) the non-model "
+                                   "memory alone, with the reserve, needs 8.09 GiB");
+  g_clear_error(&error);
+}
+
 static void
 test_check_catches(void)
 {
@@ -1116,6 +1158,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/stowage-vs-patrickstar", test_stowage_vs_patrickstar);
   g_test_add_func("/planner/unlimited-moves-nothing", test_unlimited_moves_nothing);
   g_test_add_func("/planner/infeasible", test_infeasible);
+  g_test_add_func("/planner/process-memory", test_process_memory);
   g_test_add_func("/planner/check-catches", test_check_catches);
   g_test_add_func("/planner/bad-plan-files", test_bad_plan_files);
   g_test_add_func("/planner/plan-limits", test_plan_limits);

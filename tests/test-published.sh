@@ -33,7 +33,7 @@ has "parameters on the host by the location columns: ZeRO-Infinity's policy (FSD
 has "DDP's GPU peak against max_memory_allocated: the whole model, and the gradients' copy in its buckets" \
   "| L09 | PyTorch DDP | 37.02 GiB | 34.58 GiB | -6.6% |"
 has "a PatrickStar row on a V100 whose form factor is NVLink's" \
-  "| T01 | PatrickStar | gpt2_10b (ColossalAI exa | 1 x 8 | patrickstar on V100-SXM2-32GB | 5.520 s | 18.915 s | +242.7% |"
+  "| T01 | PatrickStar | gpt2_10b (ColossalAI exa | 1 x 8 | patrickstar on V100-SXM2-32GB | 5.520 s | 18.981 s | +243.9% |"
 has "ZeRO-3 with the parameters offloaded is ZeRO-Infinity's policy; a PCIe card by its name" \
   "| T02 | ZeRO-Infinity | gpt2_10b (ColossalAI exa | 1 x 32 | zero-infinity on A100-40GB-PCIe4 | 22.078 s | 28.794 s | +30.4% |"
 has "a GPU's tokens a second, as a step time" \
@@ -48,7 +48,7 @@ has "an out-of-memory row the plan fits: said, with the plan's GPU peak against 
 has "a run that ran where no plan fits: said, with the planner's reason and the run's published memory" \
   "| M01 | MegaTrain | Qwen/Qwen2.5-32B-Instruc | 1 x 96 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 74.614 s | does not fit | disagrees |"
 has "the planner's reason for a run that ran where no plan fits" \
-  '- M01: ran (its GPU memory as published: ~40 GB (README "GPU VRAM")); no plan fits a GPU budget of 80.00 GiB: at op 574 (h63.mlp.gate_up, fwd) the non-model memory alone, with the reserve, needs 80.25 GiB, 257.50 MiB short, before any chunk'
+  "- M01: ran (its GPU memory as published: ~40 GB (README \"GPU VRAM\")); no plan fits a GPU budget of 80.00 GiB (512.00 MiB of the budget kept free: a process holds 512.00 MiB of H100-SXM5-80GB's memory outside its tensors, its CUDA context and libraries): at op 574 (h63.mlp.gate_up, fwd) the non-model memory alone, with the reserve, needs 80.75 GiB, 769.50 MiB short, before any chunk"
 has "Qwen3 in two micro-steps of gradient accumulation on an RTX PRO 6000" \
   "| P02 | prime-rl FSDP CPU offload | Qwen/Qwen3-4B-Instruct-2 | 1 x 1 | zero-offload on RTXPRO6000-96GB-PCIe5 | 5.629 s | 4.525 s | -19.6% |"
 has "an epoch's time as the row derives a step from it; a 24 GB card's whole memory" \

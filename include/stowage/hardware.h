@@ -43,6 +43,10 @@ typedef struct {
                                    * another record (a plan's). Not saved with it. */
   char gpu_model[128];            /* "NVIDIA A100 80GB PCIe" */
   guint64 gpu_memory_bytes;       /* total device memory */
+  guint64 gpu_process_bytes;      /* device memory a training process holds outside its tensors
+                                   * (the CUDA context, the libraries' workspaces): no plan may
+                                   * use it (stw_budgets_on_device); 0: none, as on the host
+                                   * backend's emulated device */
   double hbm_bytes_per_s;         /* peak device memory bandwidth */
   double flops_per_s[STW_N_DTYPES]; /* dense matmul peak per compute dtype; 0 = unsupported */
   double matmul_efficiency;       /* achieved fraction of flops_per_s in large matmuls */

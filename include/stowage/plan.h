@@ -308,6 +308,28 @@ stw_budgets_usable(const StwBudgets *b)
   return b->gpu_bytes - MIN(b->gpu_bytes, b->reserved_bytes);
 }
 
+/* The part of a GPU budget B that the process's own memory on HW's GPU takes (its CUDA context,
+ * the libraries' workspaces: hw->gpu_process_bytes): what B asks beyond the device's memory less
+ * the process's, the device the budget's own size where the budget is larger (planned beyond
+ * the device). A budget that leaves the process its room costs nothing: `--gpu 9GiB` on an 80
+ * GiB card plans 9 GiB. */
+static inline guint64
+stw_budgets_process_share(const StwBudgets *b, const StwHardware *hw)
+{
+  guint64 device = MAX(hw->gpu_memory_bytes, b->gpu_bytes);
+  guint64 room = device - MIN(device, hw->gpu_process_bytes);
+  return b->gpu_bytes > room ? b->gpu_bytes - room : 0;
+}
+
+/* B with the process's share (stw_budgets_process_share) kept free as its reserve is: the
+ * reserve at least that. The planner plans every budget so, and the plan records it in its
+ * reserve, which check and simulate hold it to. */
+static inline void
+stw_budgets_on_device(StwBudgets *b, const StwHardware *hw)
+{
+  b->reserved_bytes = MAX(b->reserved_bytes, stw_budgets_process_share(b, hw));
+}
+
 /* The non-model memory chunks must leave room for during op K: its peak or op K+1's, whichever
  * is larger (the next op's allocations may begin before this op's are released). */
 guint64 stw_plan_nonmodel_at(const StwTrace *t, guint32 k);
