@@ -89,6 +89,9 @@ typedef enum {
   HF_BITNET,
   HF_ERNIE4_5_MOE,
   HF_PERSIMMON,
+  HF_CWM,
+  HF_GRANITE_SWA,
+  HF_GRANITEMOE_SWA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -110,7 +113,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "solar_open", "glm4_moe_lite", "codegen",
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
                                            "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
-                                           NULL };
+                                           "cwm", "granite_swa", "granitemoe_swa", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -882,6 +885,29 @@ static const HfRow hf_rows[] = {
                      .mlp_bias = TRUE, .act_member = "hidden_act", .act_default = "relu2",
                      .attn_dropout_member = "attention_dropout",
                      .resid_dropout_member = "hidden_dropout" },
+  /* CWM (Meta's Code World Model): llama's block, its attention never biased, its MLP with
+   * mlp_bias; heads that do not divide hidden refused, as the class refuses them; the
+   * sliding-window layers change no weight */
+  [HF_CWM] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 64, .hidden_default = 6144,
+               .heads_default = 48, .ffn_default = 21504, .max_seq_default = 131072,
+               .vocab_default = 128256, .kv_default = 8, .head_dim_default = 128,
+               .heads_divide_hidden = TRUE,
+               .reads_tie = TRUE, .reads_mlp_bias = TRUE },
+  /* Granite's sliding-window models (IBM): Granite's and Granite MoE Shared's blocks with
+   * gpt-oss's sink logit per head in each softmax (the windows change no weight) */
+  [HF_GRANITE_SWA] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_sinks = TRUE },
+                       .layers_default = 24, .hidden_default = 2560, .heads_default = 20,
+                       .ffn_default = 8192, .max_seq_default = 8192, .vocab_default = 100352,
+                       .kv_default = 4, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+                       .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  [HF_GRANITEMOE_SWA] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_sinks = TRUE },
+                          .experts_member = "num_local_experts", .experts_default = 8,
+                          .experts_per_token_default = 2,
+                          .shared_width_member = "shared_intermediate_size",
+                          .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                          .ffn_default = 11008, .max_seq_default = 2048,
+                          .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                          .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

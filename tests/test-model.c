@@ -746,6 +746,9 @@ test_hf_family_defaults(void)
     { "bitnet", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2741155840), TRUE, FALSE },
     { "ernie4_5_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(21825437888), TRUE, FALSE },
     { "persimmon", STW_ARCH_NEOX, G_GUINT64_CONSTANT(9397175296), FALSE, TRUE },
+    { "cwm", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(32581097472), TRUE, FALSE },
+    { "granite_swa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2144463840), TRUE, FALSE },
+    { "granitemoe_swa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(37039117312), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -771,6 +774,8 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.attn_softcap, ==, vault);
     g_assert_cmpint(cfg.sub_norms, ==, strcmp(cases[i].type, "bitnet") == 0);
     g_assert_cmpint(cfg.router_score_bias, ==, strcmp(cases[i].type, "ernie4_5_moe") == 0);
+    /* Granite's sliding-window models: gpt-oss's sink logit per head */
+    g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa"));
     /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
      * after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
@@ -1284,7 +1289,8 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
-                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe and ernie4_5_moe only");
+                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe and "
+                                   "granitemoe_swa only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

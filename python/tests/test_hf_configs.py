@@ -259,6 +259,16 @@ SMALL = {
                "num_key_value_heads": 2, "intermediate_size": 48, "num_local_experts": 4,
                "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
                "pad_token_id": 0},
+    "cwm": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+            "vocab_size": 128, "max_position_embeddings": 64},
+    "granite_swa": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                    "max_position_embeddings": 64},
+    "granitemoe_swa": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                       "intermediate_size": 96, "vocab_size": 128,
+                       "max_position_embeddings": 64, "num_local_experts": 4,
+                       "num_experts_per_tok": 2, "shared_intermediate_size": 48},
 }
 
 
@@ -373,6 +383,12 @@ def variants(kind):
     if kind == "nanochat":  # the logits' cap off; an attention cap it does not read
         for extra in ({"final_logit_softcapping": None}, {"attn_logit_softcapping": 50.0}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "granitemoe_swa":  # no shared expert, or none said; one expert a token
+        for extra in ({"shared_intermediate_size": 0}, {"shared_intermediate_size": None},
+                      {"num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "cwm":  # heads that do not divide hidden: refused by the class and by stowage
+        out.append(("heads 5", dict(base, num_attention_heads=5, num_key_value_heads=5)))
     if kind == "granitemoeshared":  # no shared expert, or none said
         for extra in ({"shared_intermediate_size": 0}, {"shared_intermediate_size": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
