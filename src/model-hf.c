@@ -240,6 +240,14 @@ typedef struct {
     .head_dim_default = NOT_READ, .ffn_null_ok = TRUE, .reads_tie = TRUE,                         \
     .act_member = "activation_function", .act_default = "gelu_new" }
 
+/* Granite MoE Shared's row, which its sliding-window models' is with SINKS */
+#define GRANITEMOESHARED_ROW(SINKS)                                                                \
+  { .shape = { .arch = STW_ARCH_LLAMA, .attn_sinks = (SINKS) },                                    \
+    .experts_member = "num_local_experts", .experts_default = 8, .experts_per_token_default = 2,   \
+    .shared_width_member = "shared_intermediate_size", .layers_default = 32,                      \
+    .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008, .max_seq_default = 2048,   \
+    .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE }
+
 static const HfRow hf_rows[] = {
   [HF_GPT2] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
                 .attn_dropout_member = "attn_pdrop", .resid_dropout_member = "resid_pdrop",
@@ -702,14 +710,7 @@ static const HfRow hf_rows[] = {
   /* Granite MoE with a shared expert (IBM Granite 3.x MoE "shared"): Granite MoE's block and a
    * SwiGLU MLP shared_intermediate_size wide that every token runs, without a gate of its own
    * (0, the default: none) */
-  [HF_GRANITEMOESHARED] = { .shape = { .arch = STW_ARCH_LLAMA },
-                            .experts_member = "num_local_experts", .experts_default = 8,
-                            .experts_per_token_default = 2,
-                            .shared_width_member = "shared_intermediate_size",
-                            .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                            .ffn_default = 11008, .max_seq_default = 2048,
-                            .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
-                            .reads_attention_bias = TRUE },
+  [HF_GRANITEMOESHARED] = GRANITEMOESHARED_ROW(FALSE),
   /* NanoChat (Karpathy's nanochat): GPT-NeoX's sequential block with RMSNorms without weights
    * (one over the embeddings too), grouped keys and values, an MLP up and down without a gate
    * or biases (ReLU squared), the logits capped (final_logit_softcapping, 15); its query and
@@ -900,14 +901,7 @@ static const HfRow hf_rows[] = {
                        .ffn_default = 8192, .max_seq_default = 8192, .vocab_default = 100352,
                        .kv_default = 4, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                        .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
-  [HF_GRANITEMOE_SWA] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_sinks = TRUE },
-                          .experts_member = "num_local_experts", .experts_default = 8,
-                          .experts_per_token_default = 2,
-                          .shared_width_member = "shared_intermediate_size",
-                          .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
-                          .ffn_default = 11008, .max_seq_default = 2048,
-                          .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
-                          .reads_attention_bias = TRUE },
+  [HF_GRANITEMOE_SWA] = GRANITEMOESHARED_ROW(TRUE),
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
