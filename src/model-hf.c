@@ -92,6 +92,7 @@ typedef enum {
   HF_CWM,
   HF_GRANITE_SWA,
   HF_GRANITEMOE_SWA,
+  HF_HY_V3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -113,7 +114,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "solar_open", "glm4_moe_lite", "codegen",
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
                                            "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
-                                           "cwm", "granite_swa", "granitemoe_swa", NULL };
+                                           "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -902,6 +904,24 @@ static const HfRow hf_rows[] = {
                        .kv_default = 4, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                        .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
   [HF_GRANITEMOE_SWA] = GRANITEMOESHARED_ROW(TRUE),
+  /* Hy V3 (Tencent Hunyuan): llama's attention with a norm over each head's queries and keys,
+   * attention_bias on all four projections; the blocks' MLPs by mlp_layer_types (null: the
+   * first dense, intermediate_size wide), the others num_experts experts (num_local_experts
+   * its other name) moe_intermediate_size wide, num_experts_per_tok a token, and
+   * num_shared_experts of that width for every token, one MLP without a gate; mlp_bias (the
+   * dense MLPs' and the shared experts', not the routed ones') refused, not modelled; the
+   * router's fp32 weights counted as the others */
+  [HF_HY_V3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                 .experts_member = "num_experts", .experts_alias = "num_local_experts",
+                 .experts_default = 192, .experts_per_token_default = 8,
+                 .experts_per_token_null_ok = TRUE, .shared_experts_default = 1,
+                 .shared_experts_member = "num_shared_experts",
+                 .dense_types_member = "mlp_layer_types", .dense_layers_default = 1,
+                 .dense_ffn_default = 13312, .ffn = "moe_intermediate_size",
+                 .layers_default = 80, .hidden_default = 4096, .heads_default = 64,
+                 .ffn_default = 1536, .max_seq_default = 131072, .vocab_default = 120832,
+                 .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE,
+                 .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1308,7 +1328,7 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
       return stw_json_fail_at(r, "moe_layers", error, "a list of the blocks with experts is not "
                               "modelled (experts in every block: null)");
   }
-  if (type == HF_DEEPSEEK_V2) { /* biases on the dense MLPs and shared experts only */
+  if (type == HF_DEEPSEEK_V2 || type == HF_HY_V3) { /* the dense MLPs' and shared experts' */
     gboolean mlp_bias = FALSE;
     if (!get_bool(h, "mlp_bias", &mlp_bias, error))
       return FALSE;
@@ -1571,6 +1591,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       return FALSE;
     if (row->shared_experts_default != 0) { /* shared experts of the routed width, one MLP */
       c.shared_expert_ffn = shared * c.ffn;
+      if (shared == 0 && type == HF_HY_V3) /* its MLP takes a width of 0 for intermediate_size */
+        c.shared_expert_ffn = c.dense_ffn;
       c.shared_expert_ungated = c.shared_expert_ffn != 0;
     }
     if (row->shared_width_member != NULL) {

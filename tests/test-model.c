@@ -749,6 +749,7 @@ test_hf_family_defaults(void)
     { "cwm", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(32581097472), TRUE, FALSE },
     { "granite_swa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2144463840), TRUE, FALSE },
     { "granitemoe_swa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(37039117312), TRUE, FALSE },
+    { "hy_v3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(295033528320), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1257,6 +1258,8 @@ test_hf_configs(void)
                                      "heads' output is hidden (2560) wide whatever the heads, "
                                      "and its forward runs only where heads x head_dim is "
                                      "hidden; not modelled" },
+    { "hf/bad-hy-v3-mlp-bias.json", "$.mlp_bias: true: biases on the dense MLPs and the shared "
+                                    "experts but not the routed ones are not modelled" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
@@ -1289,8 +1292,8 @@ test_hf_configs(void)
   stw_assert_error_contains(error, "moe.json: $.num_experts: experts are modelled for model_type "
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
-                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe and "
-                                   "granitemoe_swa only");
+                                   "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
+                                   "granitemoe_swa and hy_v3 only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -269,6 +269,10 @@ SMALL = {
                        "intermediate_size": 96, "vocab_size": 128,
                        "max_position_embeddings": 64, "num_local_experts": 4,
                        "num_experts_per_tok": 2, "shared_intermediate_size": 48},
+    "hy_v3": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+              "moe_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2,
+              "vocab_size": 128, "max_position_embeddings": 64},
 }
 
 
@@ -386,6 +390,14 @@ def variants(kind):
     if kind == "granitemoe_swa":  # no shared expert, or none said; one expert a token
         for extra in ({"shared_intermediate_size": 0}, {"shared_intermediate_size": None},
                       {"num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "hy_v3":  # the MLPs by their list; shared experts; the experts' other name
+        for extra in ({"mlp_layer_types": ["dense", "dense", "sparse"]},
+                      {"mlp_layer_types": ["sparse", "sparse", "sparse"]},
+                      {"mlp_layer_types": ["sparse", "dense", "sparse"]},
+                      {"num_shared_experts": 0}, {"num_shared_experts": 2},
+                      {"num_shared_experts": None}, {"num_local_experts": 8},
+                      {"num_experts_per_tok": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "cwm":  # heads that do not divide hidden: refused by the class and by stowage
         out.append(("heads 5", dict(base, num_attention_heads=5, num_key_value_heads=5)))
@@ -583,7 +595,8 @@ class TestHfConfigs(unittest.TestCase):
         # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks; DeepSeek-V2's
         # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts;
         # Helium with heads x head_dim apart from hidden (its output projection hidden x hidden),
-        # and BitNet so (its norm over the heads' output hidden wide)
+        # and BitNet so (its norm over the heads' output hidden wide); Hy V3's MLP biases, as
+        # DeepSeek-V2's, and a dense block after experts, as GLM-4.7-Flash's
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("opt", '{"do_layer_norm_before": false}'),
@@ -601,7 +614,10 @@ class TestHfConfigs(unittest.TestCase):
                                       ("bitnet", "head_dim 32"),
                                       ("ernie4_5_moe", '{"moe_layer_end_index": 1}'),
                                       ("ernie4_5_moe", '{"moe_layer_interval": 2}'),
-                                      ("ernie4_5_moe", '{"use_bias": true}')])
+                                      ("ernie4_5_moe", '{"use_bias": true}'),
+                                      ("hy_v3", "mlp_bias"),
+                                      ("hy_v3",
+                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}')])
 
 
 if __name__ == "__main__":
