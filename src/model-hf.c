@@ -93,6 +93,7 @@ typedef enum {
   HF_GRANITE_SWA,
   HF_GRANITEMOE_SWA,
   HF_HY_V3,
+  HF_KOLIBRI1,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -115,7 +116,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
                                            "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
-                                           NULL };
+                                           "kolibri1", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -184,9 +185,11 @@ typedef struct {
   gboolean experts_nested;          /* experts read from an object of their own (DBRX's
                                      * ffn_config: read_dbrx), not from EXPERTS_MEMBER */
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
-  const char *shared_width_member;  /* a shared expert this member's width (default and 0:
-                                     * none), one MLP without a gate of its own
-                                     * (GraniteMoeShared's shared_intermediate_size) */
+  const char *shared_width_member;  /* a shared expert this member's width (0: none), one MLP
+                                     * without a gate of its own (GraniteMoeShared's
+                                     * shared_intermediate_size), SHARED_WIDTH_DEFAULT wide
+                                     * where the file does not say (0: none) */
+  guint64 shared_width_default;
   const char *experts_alias;        /* the experts' count's other name, which wins where both
                                      * are given (gpt-oss's num_experts; num_local_experts,
                                      * which DeepSeek's and GLM-4.5's attribute_map reads) */
@@ -922,6 +925,21 @@ static const HfRow hf_rows[] = {
                  .ffn_default = 1536, .max_seq_default = 131072, .vocab_default = 120832,
                  .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE,
                  .reads_attention_bias = TRUE },
+  /* Kolibri 1: llama's attention with a norm over each head's queries and keys, no projection
+   * biased, and an RMSNorm after each branch too (Gemma 2's four); in every block
+   * num_local_experts experts (num_experts its other name, which it overrides)
+   * moe_intermediate_size wide,
+   * num_experts_per_tok a token, and a SwiGLU MLP shared_expert_intermediate_size wide that
+   * every token runs, without a gate of its own; its router's score correction is a buffer,
+   * no weight; the sliding-window layers change no weight */
+  [HF_KOLIBRI1] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH, .qk_norm = TRUE },
+                    .experts_member = "num_experts", .experts_alias = "num_local_experts",
+                    .experts_default = 384, .experts_per_token_default = 6,
+                    .shared_width_member = "shared_expert_intermediate_size",
+                    .shared_width_default = 512, .ffn = "moe_intermediate_size",
+                    .layers_default = 50, .hidden_default = 2560, .heads_default = 48,
+                    .ffn_default = 512, .max_seq_default = 262144, .vocab_default = 128000,
+                    .kv_default = 4, .head_dim_default = 128, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1596,6 +1614,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       c.shared_expert_ungated = c.shared_expert_ffn != 0;
     }
     if (row->shared_width_member != NULL) {
+      c.shared_expert_ffn = row->shared_width_default;
       if (!get_count(h, row->shared_width_member, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                      &c.shared_expert_ffn, error))
         return FALSE;

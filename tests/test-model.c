@@ -750,6 +750,7 @@ test_hf_family_defaults(void)
     { "granite_swa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2144463840), TRUE, FALSE },
     { "granitemoe_swa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(37039117312), TRUE, FALSE },
     { "hy_v3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(295033528320), TRUE, FALSE },
+    { "kolibri1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(78103055360), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -780,7 +781,8 @@ test_hf_family_defaults(void)
     /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
      * after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
-    g_assert_cmpint(cfg.norms, ==, strcmp(type, "hyperclovax") == 0 ? STW_NORMS_BOTH
+    gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0;
+    g_assert_cmpint(cfg.norms, ==, both                              ? STW_NORMS_BOTH
                                    : strcmp(type, "flex_olmo") == 0 ? STW_NORMS_POST
                                    : strcmp(type, "codegen") == 0   ? STW_NORMS_SHARED
                                                                     : STW_NORMS_PRE);
@@ -1293,7 +1295,7 @@ test_hf_configs(void)
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
-                                   "granitemoe_swa and hy_v3 only");
+                                   "granitemoe_swa, hy_v3 and kolibri1 only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -273,6 +273,11 @@ SMALL = {
               "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
               "moe_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2,
               "vocab_size": 128, "max_position_embeddings": 64},
+    "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
+                 "num_local_experts": 4, "num_experts_per_tok": 2,
+                 "shared_expert_intermediate_size": 40, "vocab_size": 128,
+                 "max_position_embeddings": 64},
 }
 
 
@@ -398,6 +403,10 @@ def variants(kind):
                       {"num_shared_experts": 0}, {"num_shared_experts": 2},
                       {"num_shared_experts": None}, {"num_local_experts": 8},
                       {"num_experts_per_tok": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "kolibri1":  # no shared expert; the experts' other name, both names
+        for extra in ({"shared_expert_intermediate_size": 0}, {"num_experts": 8},
+                      {"num_experts": 8, "num_local_experts": 2}, {"num_experts_per_tok": 1}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "cwm":  # heads that do not divide hidden: refused by the class and by stowage
         out.append(("heads 5", dict(base, num_attention_heads=5, num_key_value_heads=5)))
