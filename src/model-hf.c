@@ -94,6 +94,7 @@ typedef enum {
   HF_GRANITEMOE_SWA,
   HF_HY_V3,
   HF_KOLIBRI1,
+  HF_MELLUM,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -116,7 +117,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
                                            "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
-                                           "kolibri1", NULL };
+                                           "kolibri1", "mellum", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -940,6 +941,21 @@ static const HfRow hf_rows[] = {
                     .layers_default = 50, .hidden_default = 2560, .heads_default = 48,
                     .ffn_default = 512, .max_seq_default = 262144, .vocab_default = 128000,
                     .kv_default = 4, .head_dim_default = 128, .reads_tie = TRUE },
+  /* Mellum (JetBrains): Qwen3's MoE block (a norm over each head's queries and keys,
+   * attention_bias on all four projections), the blocks' MLPs by mlp_layer_types (null: experts
+   * in every block; dense ones first, intermediate_size wide), num_experts experts
+   * (num_local_experts its other name) moe_intermediate_size wide, num_experts_per_tok a token;
+   * its multi-token-prediction layer (num_mtp_layers, at most 1) is not built into the causal
+   * model, no weight */
+  [HF_MELLUM] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                  .experts_member = "num_experts", .experts_alias = "num_local_experts",
+                  .experts_default = 64, .experts_per_token_default = 8,
+                  .dense_types_member = "mlp_layer_types", .dense_layers_default = 0,
+                  .dense_ffn_default = 7168, .ffn = "moe_intermediate_size",
+                  .layers_default = 28, .hidden_default = 2304, .heads_default = 32,
+                  .ffn_default = 896, .max_seq_default = 131072, .vocab_default = 98304,
+                  .kv_default = 4, .head_dim_default = 128, .reads_tie = TRUE,
+                  .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1345,6 +1361,17 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
     if (layers != NULL && !cJSON_IsNull(layers))
       return stw_json_fail_at(r, "moe_layers", error, "a list of the blocks with experts is not "
                               "modelled (experts in every block: null)");
+  }
+  if (type == HF_MELLUM) { /* the class refuses more than one prediction layer */
+    guint64 mtp = 0;
+    const char *name = member(root, "num_mtp_layers") != NULL ? "num_mtp_layers"
+                                                               : "num_nextn_predict_layers";
+    if (!get_whole(h, name, TRUE, 0, STW_MODEL_MAX_LAYERS, &mtp, error))
+      return FALSE;
+    if (mtp > 1)
+      return stw_json_fail_at(r, name, error, "%" G_GUINT64_FORMAT ": Mellum's class builds at "
+                              "most one multi-token-prediction layer (transformers refuses "
+                              "more)", mtp);
   }
   if (type == HF_DEEPSEEK_V2 || type == HF_HY_V3) { /* the dense MLPs' and shared experts' */
     gboolean mlp_bias = FALSE;

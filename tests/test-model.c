@@ -751,6 +751,7 @@ test_hf_family_defaults(void)
     { "granitemoe_swa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(37039117312), TRUE, FALSE },
     { "hy_v3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(295033528320), TRUE, FALSE },
     { "kolibri1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(78103055360), TRUE, FALSE },
+    { "mellum", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(12149923072), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1262,6 +1263,8 @@ test_hf_configs(void)
                                      "hidden; not modelled" },
     { "hf/bad-hy-v3-mlp-bias.json", "$.mlp_bias: true: biases on the dense MLPs and the shared "
                                     "experts but not the routed ones are not modelled" },
+    { "hf/bad-mellum-mtp.json", "$.num_mtp_layers: 2: Mellum's class builds at most one "
+                                "multi-token-prediction layer (transformers refuses more)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
@@ -1295,7 +1298,7 @@ test_hf_configs(void)
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
-                                   "granitemoe_swa, hy_v3 and kolibri1 only");
+                                   "granitemoe_swa, hy_v3, kolibri1 and mellum only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -273,6 +273,10 @@ SMALL = {
               "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
               "moe_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2,
               "vocab_size": 128, "max_position_embeddings": 64},
+    "mellum": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+               "moe_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2,
+               "vocab_size": 128, "max_position_embeddings": 64},
     "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                  "num_local_experts": 4, "num_experts_per_tok": 2,
@@ -403,6 +407,13 @@ def variants(kind):
                       {"num_shared_experts": 0}, {"num_shared_experts": 2},
                       {"num_shared_experts": None}, {"num_local_experts": 8},
                       {"num_experts_per_tok": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "mellum":  # dense blocks first by the list; the experts' other name; its MTP
+        for extra in ({"mlp_layer_types": ["dense", "sparse", "sparse"]},
+                      {"mlp_layer_types": ["dense", "dense", "dense"]},
+                      {"num_local_experts": 8}, {"num_experts": 8, "num_local_experts": 2},
+                      {"num_mtp_layers": 1}, {"num_mtp_layers": 0}, {"num_mtp_layers": 2},
+                      {"num_nextn_predict_layers": 2}, {"num_experts_per_tok": 1}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "kolibri1":  # no shared expert; the experts' other name, both names
         for extra in ({"shared_expert_intermediate_size": 0}, {"num_experts": 8},
