@@ -95,6 +95,7 @@ typedef enum {
   HF_HY_V3,
   HF_KOLIBRI1,
   HF_MELLUM,
+  HF_CTRL,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -117,7 +118,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
                                            "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
-                                           "kolibri1", "mellum", NULL };
+                                           "kolibri1", "mellum", "ctrl", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -227,7 +228,9 @@ typedef struct {
                                      * qk_nope_head_dim and v_head_dim, with these defaults */
   guint64 q_lora_default, rope_dim_default, nope_dim_default, v_head_dim_default;
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
-                                         * hidden_act) and its default; NULL: not read */
+                                         * hidden_act) and its default; a default without a
+                                         * member: the class's own, not read (CTRL's ReLU);
+                                         * neither: the architecture's */
   guint64 position_offset;          /* learned positions' rows no position uses: OPT's offset,
                                      * beyond max_position_embeddings; RoBERTa's padding,
                                      * within them (OFFSET_WITHIN) */
@@ -956,6 +959,18 @@ static const HfRow hf_rows[] = {
                   .ffn_default = 896, .max_seq_default = 131072, .vocab_default = 98304,
                   .kv_default = 4, .head_dim_default = 128, .reads_tie = TRUE,
                   .reads_attention_bias = TRUE },
+  /* CTRL (Salesforce): GPT-2's sequential block (LayerNorms, every projection biased, q, k and v
+   * apart) with an MLP up and down in ReLU, dff wide, and sinusoidal positions, which have no
+   * weights: GPT-NeoX's block, as XGLM's; the LM head tied, with a bias of its own; dropout on
+   * the residual branches (resid_pdrop), none on the attention */
+  [HF_CTRL] = { .shape = { .arch = STW_ARCH_NEOX, .head_bias = TRUE }, .layers = "n_layer",
+                .hidden = "n_embd", .heads = "n_head", .ffn = "dff", .max_seq = "n_positions",
+                .layers_default = 48, .hidden_default = 1280, .heads_default = 16,
+                .ffn_default = 8192, .max_seq_default = 256, .vocab_default = 246534,
+                .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
+                .reads_tie = TRUE, .attention_bias = TRUE, .mlp_bias = TRUE,
+                .act_default = "relu", .resid_dropout_member = "resid_pdrop",
+                .resid_dropout_default = 0.1 },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1181,7 +1196,7 @@ static gboolean
 read_activation(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
   const char *name = row->act_default;
-  const cJSON *v = last_member(h->root, row->act_member);
+  const cJSON *v = row->act_member != NULL ? last_member(h->root, row->act_member) : NULL;
   if (v != NULL && !cJSON_IsString(v))
     return stw_json_fail_at(h->r, row->act_member, error, "expected an activation's name (a "
                             "string: gelu_new, gelu, relu, ...)");
@@ -1713,7 +1728,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (!read_biases(h, row, &c, error) || !read_dropout(h, row, &c, error) ||
       !check_unmodelled(h, type, error) ||
       (type == HF_ERNIE4_5_MOE && !read_ernie_moe(h, &c, error)) ||
-      (row->act_member != NULL && !read_activation(h, row, &c, error)) ||
+      (row->act_default != NULL && !read_activation(h, row, &c, error)) ||
       (type == HF_OPT && !read_opt(h, &c, error)))
     return FALSE;
   if ((row->reads_softcaps || row->reads_logit_softcap) &&

@@ -752,6 +752,7 @@ test_hf_family_defaults(void)
     { "hy_v3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(295033528320), TRUE, FALSE },
     { "kolibri1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(78103055360), TRUE, FALSE },
     { "mellum", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(12149923072), TRUE, FALSE },
+    { "ctrl", STW_ARCH_NEOX, G_GUINT64_CONSTANT(1637964550), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -766,7 +767,11 @@ test_hf_family_defaults(void)
     /* CodeGen's MLP biased, as GPT-J's, its attention not */
     gboolean codegen = strcmp(cases[i].type, "codegen") == 0;
     g_assert_cmpint(stw_model_has_bias(&cfg, STW_SITE_OUT), ==, cases[i].biased && !codegen);
-    g_assert_cmpint(cfg.head_bias, ==, codegen);
+    /* CTRL's LM head has a bias of its own, as CodeGen's, and its MLP runs ReLU */
+    gboolean ctrl = strcmp(cases[i].type, "ctrl") == 0;
+    g_assert_cmpint(cfg.head_bias, ==, codegen || ctrl);
+    if (ctrl)
+      g_assert_cmpint(stw_model_activation(&cfg), ==, STW_ACT_RELU);
     /* NanoChat's norms have no weights (one over the embeddings too), its logits capped, as
      * VaultGemma's are (its attention's too) */
     gboolean nanochat = strcmp(cases[i].type, "nanochat") == 0;

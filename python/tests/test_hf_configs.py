@@ -277,6 +277,8 @@ SMALL = {
                "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
                "moe_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2,
                "vocab_size": 128, "max_position_embeddings": 64},
+    "ctrl": {"n_layer": 2, "n_embd": 64, "n_head": 4, "dff": 96, "vocab_size": 128,
+             "n_positions": 64},
     "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                  "num_local_experts": 4, "num_experts_per_tok": 2,
@@ -414,6 +416,10 @@ def variants(kind):
                       {"num_local_experts": 8}, {"num_experts": 8, "num_local_experts": 2},
                       {"num_mtp_layers": 1}, {"num_mtp_layers": 0}, {"num_mtp_layers": 2},
                       {"num_nextn_predict_layers": 2}, {"num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "ctrl":  # the common names, which its attribute_map reads into its own
+        for extra in ({"hidden_size": 32}, {"num_hidden_layers": 3}, {"num_attention_heads": 2},
+                      {"max_position_embeddings": 128}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "kolibri1":  # no shared expert; the experts' other name, both names
         for extra in ({"shared_expert_intermediate_size": 0}, {"num_experts": 8},
