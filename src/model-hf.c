@@ -96,6 +96,8 @@ typedef enum {
   HF_KOLIBRI1,
   HF_MELLUM,
   HF_CTRL,
+  HF_SARVAM_MOE,
+  HF_SARVAM_MLA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -118,7 +120,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "vaultgemma", "flex_olmo", "exaone_moe", "xglm",
                                            "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
-                                           "kolibri1", "mellum", "ctrl", NULL };
+                                           "kolibri1", "mellum", "ctrl", "sarvam_moe",
+                                           "sarvam_mla", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -971,6 +974,33 @@ static const HfRow hf_rows[] = {
                 .reads_tie = TRUE, .attention_bias = TRUE, .mlp_bias = TRUE,
                 .act_default = "relu", .resid_dropout_member = "resid_pdrop",
                 .resid_dropout_default = 0.1 },
+  /* Sarvam's mixtures of experts: transformers builds sarvam_moe as GLM-4.5 (glm4_moe: q, k and
+   * v biased by attention_bias, use_qkv_bias its other name; a norm over each head's queries and
+   * keys where use_qk_norm, true here) and sarvam_mla as DeepSeek-V3 (latent attention, the
+   * queries without a low-rank projection by default), each with Sarvam's defaults */
+  [HF_SARVAM_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                      .out_bias_never = TRUE, .reads_attention_bias = TRUE,
+                      .attention_bias_alias = "use_qkv_bias", .qk_norm_member = "use_qk_norm",
+                      .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
+                      .experts_default = 128, .experts_per_token_default = 6,
+                      .shared_experts_default = 1, .shared_experts_member = "n_shared_experts",
+                      .reads_dense_layers = TRUE, .dense_layers_default = 1,
+                      .dense_ffn_default = 8192, .ffn = "moe_intermediate_size",
+                      .layers_default = 19, .hidden_default = 4096, .heads_default = 64,
+                      .ffn_default = 1024, .max_seq_default = 131072, .vocab_default = 262144,
+                      .kv_default = 4, .head_dim_default = 64, .reads_tie = TRUE },
+  [HF_SARVAM_MLA] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                      .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
+                      .experts_default = 128, .experts_per_token_default = 8,
+                      .experts_per_token_null_ok = TRUE, .shared_experts_default = 1,
+                      .shared_experts_member = "n_shared_experts", .reads_dense_layers = TRUE,
+                      .dense_layers_default = 1, .dense_ffn_default = 16384,
+                      .ffn = "moe_intermediate_size", .kv_lora_default = 512,
+                      .q_lora_default = 0, .rope_dim_default = 64, .nope_dim_default = 128,
+                      .v_head_dim_default = 128, .layers_default = 32, .hidden_default = 4096,
+                      .heads_default = 64, .ffn_default = 2048, .max_seq_default = 4096,
+                      .vocab_default = 262144, .kv_default = NOT_READ,
+                      .head_dim_default = NOT_READ, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */

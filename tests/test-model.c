@@ -753,6 +753,8 @@ test_hf_family_defaults(void)
     { "kolibri1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(78103055360), TRUE, FALSE },
     { "mellum", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(12149923072), TRUE, FALSE },
     { "ctrl", STW_ARCH_NEOX, G_GUINT64_CONSTANT(1637964550), FALSE, TRUE },
+    { "sarvam_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(32152648064), TRUE, FALSE },
+    { "sarvam_mla", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(106031763456), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1303,7 +1305,8 @@ test_hf_configs(void)
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
-                                   "granitemoe_swa, hy_v3, kolibri1 and mellum only");
+                                   "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe and "
+                                   "sarvam_mla only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -279,6 +279,15 @@ SMALL = {
                "vocab_size": 128, "max_position_embeddings": 64},
     "ctrl": {"n_layer": 2, "n_embd": 64, "n_head": 4, "dff": 96, "vocab_size": 128,
              "n_positions": 64},
+    "sarvam_moe": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+                   "moe_intermediate_size": 48, "n_routed_experts": 4,
+                   "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64},
+    "sarvam_mla": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                   "intermediate_size": 160, "moe_intermediate_size": 48, "n_routed_experts": 4,
+                   "num_experts_per_tok": 2, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+                   "qk_nope_head_dim": 16, "v_head_dim": 12, "vocab_size": 128,
+                   "max_position_embeddings": 64},
     "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                  "num_local_experts": 4, "num_experts_per_tok": 2,
@@ -420,6 +429,17 @@ def variants(kind):
     if kind == "ctrl":  # the common names, which its attribute_map reads into its own
         for extra in ({"hidden_size": 32}, {"num_hidden_layers": 3}, {"num_attention_heads": 2},
                       {"max_position_embeddings": 128}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "sarvam_moe":  # GLM-4.5's switches under Sarvam's defaults and other names
+        for extra in ({"first_k_dense_replace": 0}, {"first_k_dense_replace": 2},
+                      {"n_shared_experts": 0}, {"n_shared_experts": 2},
+                      {"num_local_experts": 8}, {"use_qk_norm": False},
+                      {"use_qkv_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "sarvam_mla":  # DeepSeek-V3's, the queries' low-rank projection among them
+        for extra in ({"q_lora_rank": 24}, {"q_lora_rank": None}, {"first_k_dense_replace": 0},
+                      {"n_shared_experts": 2}, {"num_local_experts": 8},
+                      {"num_experts_per_tok": None}, {"v_head_dim": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "kolibri1":  # no shared expert; the experts' other name, both names
         for extra in ({"shared_expert_intermediate_size": 0}, {"num_experts": 8},
