@@ -98,6 +98,10 @@ typedef enum {
   HF_CTRL,
   HF_SARVAM_MOE,
   HF_SARVAM_MLA,
+  HF_GPT_SW3,
+  HF_XLM_ROBERTA,
+  HF_CAMEMBERT,
+  HF_DATA2VEC_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -121,7 +125,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "biogpt", "bitnet", "ernie4_5_moe", "persimmon",
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
-                                           "sarvam_mla", NULL };
+                                           "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
+                                           "data2vec-text", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -259,6 +264,17 @@ typedef struct {
     .shared_width_member = "shared_intermediate_size", .layers_default = 32,                      \
     .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008, .max_seq_default = 2048,   \
     .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE }
+
+/* RoBERTa's row, which its copies' are with their own vocabulary's size by default */
+#define ROBERTA_ROW(VOCAB)                                                                         \
+  { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,              \
+    .attn_dropout_member = "attention_probs_dropout_prob",                                         \
+    .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,                   \
+    .resid_dropout_default = 0.1, .layers_default = 12, .hidden_default = 768,                    \
+    .heads_default = 12, .ffn_default = 3072, .max_seq_default = 512, .vocab_default = (VOCAB),   \
+    .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE, .attention_bias = TRUE,   \
+    .act_member = "hidden_act", .act_default = "gelu", .position_offset = 2,                      \
+    .offset_within = TRUE }
 
 static const HfRow hf_rows[] = {
   [HF_GPT2] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
@@ -432,15 +448,12 @@ static const HfRow hf_rows[] = {
                 .reads_tie = TRUE, .attention_bias = TRUE, .reads_attention_bias = TRUE },
   /* RoBERTa: BERT's encoder (its checkpoints: 514 positions, of which the first two, before
    * the padding index's next, no position uses; one token type) */
-  [HF_ROBERTA] = { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,
-                   .attn_dropout_member = "attention_probs_dropout_prob",
-                   .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,
-                   .resid_dropout_default = 0.1,
-                   .layers_default = 12, .hidden_default = 768, .heads_default = 12,
-                   .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 50265,
-                   .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
-                   .attention_bias = TRUE, .act_member = "hidden_act", .act_default = "gelu",
-                   .position_offset = 2, .offset_within = TRUE },
+  [HF_ROBERTA] = ROBERTA_ROW(50265),
+  /* XLM-RoBERTa, CamemBERT and data2vec's text model: RoBERTa's classes under other names, with
+   * BERT's vocabulary by default */
+  [HF_XLM_ROBERTA] = ROBERTA_ROW(30522),
+  [HF_CAMEMBERT] = ROBERTA_ROW(30522),
+  [HF_DATA2VEC_TEXT] = ROBERTA_ROW(30522),
   /* OPT: GPT-2's block with q, k and v apart (the same weights), a ReLU MLP ffn_dim wide, biases
    * everywhere or nowhere (enable_bias), its learned positions 2 rows beyond
    * max_position_embeddings; OPT-350m's post-norm blocks and projected embeddings refused */
@@ -1014,7 +1027,8 @@ reads_experts(const HfRow *row)
 static const HfRow *
 row_of(HfType type)
 {
-  return &hf_rows[type == HF_OLMO3 ? HF_OLMO2 : type];
+  /* OLMo 3 is OLMo 2's row, defaults and all; GPT-SW3 is GPT-2's class under its own name */
+  return &hf_rows[type == HF_OLMO3 ? HF_OLMO2 : type == HF_GPT_SW3 ? HF_GPT2 : type];
 }
 
 /* Hugging Face's activations (transformers' ACT2FN) as stowage models them: GELU with tanh's

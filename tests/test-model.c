@@ -755,6 +755,10 @@ test_hf_family_defaults(void)
     { "ctrl", STW_ARCH_NEOX, G_GUINT64_CONSTANT(1637964550), FALSE, TRUE },
     { "sarvam_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(32152648064), TRUE, FALSE },
     { "sarvam_mla", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(106031763456), TRUE, FALSE },
+    { "gpt-sw3", STW_ARCH_GPT, G_GUINT64_CONSTANT(124439808), FALSE, TRUE },
+    { "xlm-roberta", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
+    { "camembert", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
+    { "data2vec-text", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -288,12 +288,25 @@ SMALL = {
                    "num_experts_per_tok": 2, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
                    "qk_nope_head_dim": 16, "v_head_dim": 12, "vocab_size": 128,
                    "max_position_embeddings": 64},
+    "gpt-sw3": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128, "n_positions": 64},
+    "xlm-roberta": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                    "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66,
+                    "type_vocab_size": 1},
+    "camembert": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66},
+    "data2vec-text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                      "intermediate_size": 256, "vocab_size": 128,
+                      "max_position_embeddings": 66},
     "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                  "num_local_experts": 4, "num_experts_per_tok": 2,
                  "shared_expert_intermediate_size": 40, "vocab_size": 128,
                  "max_position_embeddings": 64},
 }
+
+
+# the encoders, counted as transformers' AutoModel builds them (no LM head)
+ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text")
 
 
 def variants(kind):
@@ -308,10 +321,10 @@ def variants(kind):
     for bias in ("attention_bias", "mlp_bias"):
         out.append((bias, dict(base, **{bias: True})))
         out.append(("no " + bias, dict(base, **{bias: False})))
-    if kind in ("bert", "roberta"):  # the token types' table
+    if kind in ENCODERS:  # the token types' table
         out.append(("one token type", dict(base, type_vocab_size=1)))
         out.append(("three token types", dict(base, type_vocab_size=3)))
-    if kind not in ("gpt2", "bert", "roberta"):
+    if kind not in ("gpt2", "gpt-sw3") + ENCODERS:
         out.append(("head_dim 32", dict(base, head_dim=32)))
         out.append(("head_dim null", dict(base, head_dim=None)))
         out.append(("kv heads null", dict(base, num_key_value_heads=None)))
@@ -563,7 +576,7 @@ def transformers_count(path, kind):
         else:
             cfg = transformers.AutoConfig.from_pretrained(os.path.dirname(path))
         with torch.device("meta"):
-            if kind in ("bert", "roberta"):
+            if kind in ENCODERS:
                 model = transformers.AutoModel.from_config(cfg)
             else:
                 model = transformers.AutoModelForCausalLM.from_config(cfg)
