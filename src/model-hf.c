@@ -102,6 +102,7 @@ typedef enum {
   HF_XLM_ROBERTA,
   HF_CAMEMBERT,
   HF_DATA2VEC_TEXT,
+  HF_MINICPM3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -126,7 +127,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
-                                           "data2vec-text", NULL };
+                                           "data2vec-text", "minicpm3", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -235,6 +236,7 @@ typedef struct {
                                      * q_lora_rank (null: none), qk_rope_head_dim,
                                      * qk_nope_head_dim and v_head_dim, with these defaults */
   guint64 q_lora_default, rope_dim_default, nope_dim_default, v_head_dim_default;
+  gboolean v_head_dim_of_hidden;    /* v_head_dim absent or null: hidden / heads (MiniCPM3's) */
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
                                          * hidden_act) and its default; a default without a
                                          * member: the class's own, not read (CTRL's ReLU);
@@ -451,6 +453,17 @@ static const HfRow hf_rows[] = {
   [HF_ROBERTA] = ROBERTA_ROW(50265),
   /* XLM-RoBERTa, CamemBERT and data2vec's text model: RoBERTa's classes under other names, with
    * BERT's vocabulary by default */
+  /* MiniCPM3 (OpenBMB): DeepSeek-V2's latent attention (attention_bias on the down projections
+   * and o) in every block with a dense MLP (mlp_bias), the LM head tied; its values hidden / heads
+   * wide where v_head_dim is absent or null; heads that do not divide hidden refused, as the
+   * class refuses them; its embedding and depth scales change no weight */
+  [HF_MINICPM3] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                    .reads_mlp_bias = TRUE, .kv_lora_default = 256, .q_lora_default = 768,
+                    .rope_dim_default = 32, .nope_dim_default = 64, .v_head_dim_of_hidden = TRUE,
+                    .layers_default = 62, .hidden_default = 2560, .heads_default = 40,
+                    .ffn_default = 6400, .max_seq_default = 32768, .vocab_default = 73448,
+                    .kv_default = 40, .kv_null_ok = TRUE, .head_dim_default = NOT_READ,
+                    .heads_divide_hidden = TRUE, .tied = TRUE, .reads_tie = TRUE },
   [HF_XLM_ROBERTA] = ROBERTA_ROW(30522),
   [HF_CAMEMBERT] = ROBERTA_ROW(30522),
   [HF_DATA2VEC_TEXT] = ROBERTA_ROW(30522),
@@ -1738,8 +1751,11 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
         (row->rope_dim_alias != NULL &&
          !get_u64(h, row->rope_dim_alias, FALSE, STW_MODEL_MAX_WIDTH, &c.rope_dim, error)) ||
         !get_u64(h, "qk_nope_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &nope, error) ||
-        !get_u64(h, "v_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.v_head_dim, error))
+        !get_u64(h, "v_head_dim", row->v_head_dim_of_hidden, STW_MODEL_MAX_WIDTH, &c.v_head_dim,
+                 error))
       return FALSE;
+    if (c.v_head_dim == 0 && c.heads != 0) /* (v_head_dim_of_hidden) */
+      c.v_head_dim = c.hidden / c.heads;
     c.kv_heads = c.heads;
     c.head_dim = nope * c.heads == c.hidden ? 0 : nope;
   }

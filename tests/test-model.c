@@ -759,6 +759,7 @@ test_hf_family_defaults(void)
     { "xlm-roberta", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
     { "camembert", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
     { "data2vec-text", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
+    { "minicpm3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4073875968), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -297,6 +297,10 @@ SMALL = {
     "data2vec-text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                       "intermediate_size": 256, "vocab_size": 128,
                       "max_position_embeddings": 66},
+    "minicpm3": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                 "intermediate_size": 160, "kv_lora_rank": 16, "q_lora_rank": 24,
+                 "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "vocab_size": 128,
+                 "max_position_embeddings": 64},
     "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                  "num_local_experts": 4, "num_experts_per_tok": 2,
@@ -453,6 +457,11 @@ def variants(kind):
         for extra in ({"q_lora_rank": 24}, {"q_lora_rank": None}, {"first_k_dense_replace": 0},
                       {"n_shared_experts": 2}, {"num_local_experts": 8},
                       {"num_experts_per_tok": None}, {"v_head_dim": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "minicpm3":  # latent attention's ranks and widths, the values' by default
+        for extra in ({"q_lora_rank": None}, {"kv_lora_rank": 32}, {"v_head_dim": 20},
+                      {"v_head_dim": None}, {"attention_bias": True, "q_lora_rank": None},
+                      {"num_attention_heads": 5}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "kolibri1":  # no shared expert; the experts' other name, both names
         for extra in ({"shared_expert_intermediate_size": 0}, {"num_experts": 8},
