@@ -343,6 +343,12 @@ stw_bind_trace_set_process_bytes(StwTrace *t, guint64 bytes)
   t->device.process_bytes = MIN(bytes, STW_TRACE_MAX_INT);
 }
 
+void
+stw_bind_trace_set_gpu_process_bytes(StwTrace *t, guint64 bytes)
+{
+  t->device.gpu_process_bytes = MIN(bytes, STW_TRACE_MAX_INT);
+}
+
 gboolean
 stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out)
 {

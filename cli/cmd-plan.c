@@ -161,9 +161,11 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
     g_autofree char *kept = stw_size_format(share);
     g_autofree char *process = stw_size_format(p->hw.gpu_process_bytes);
     g_autofree char *device = stw_size_format(MAX(p->hw.gpu_memory_bytes, p->budgets.gpu_bytes));
+    const char *origin = NULL;
+    stw_gpu_process_bytes(t, &p->hw, &origin);
     printf("  GPU process  %s of the budget kept free: a process holds %s of the GPU's %s "
-           "outside its tensors (its CUDA context and libraries, gpu.process_bytes)\n", kept,
-           process, device);
+           "outside its tensors (its CUDA context and libraries; %s)\n", kept, process, device,
+           origin);
   }
   printf("  host         %s of %s\n", host, cpub);
   if (p->hw.compute_on_host) { /* the emulated device is host memory too */

@@ -1065,12 +1065,21 @@ plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
   return p;
 }
 
+void
+stw_planner_on_device(StwPlannerOptions *o, const StwTrace *t)
+{
+  guint64 measured = stw_gpu_process_bytes(t, &o->hw, NULL);
+  if (measured < o->hw.gpu_memory_bytes) /* else not this device's: the profile's stands */
+    o->hw.gpu_process_bytes = measured;
+  stw_budgets_on_device(&o->budgets, &o->hw);
+}
+
 StwPlan *
 stw_planner_plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
                         const StwPlannerOptions *o, GError **error)
 {
   StwPlannerOptions on_device = *o;
-  stw_budgets_on_device(&on_device.budgets, &o->hw);
+  stw_planner_on_device(&on_device, t);
   return plan_blocks(t, choice, trace_file, &on_device, FALSE, error);
 }
 
@@ -1227,7 +1236,7 @@ stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOpti
                  GError **error)
 {
   StwPlannerOptions on_device = *given; /* the budget as the device leaves it */
-  stw_budgets_on_device(&on_device.budgets, &given->hw);
+  stw_planner_on_device(&on_device, t);
   const StwPlannerOptions *o = &on_device;
   if (o->activations == STW_ACTIVATIONS_KEEP || o->policy != STW_POLICY_STOWAGE ||
       !stw_planner_decides_blocks(t))

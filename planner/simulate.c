@@ -737,6 +737,16 @@ stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin)
   return bytes;
 }
 
+guint64
+stw_gpu_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin)
+{
+  gboolean measured = t->device.gpu_process_bytes != 0 &&
+                      stw_trace_measured_elsewhere(t, hw) == NULL;
+  if (origin != NULL)
+    *origin = measured ? "measured in the profiled process" : "the profile's gpu.process_bytes";
+  return measured ? t->device.gpu_process_bytes : hw->gpu_process_bytes;
+}
+
 gboolean
 stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world, guint64 iteration_ns,
                StwThroughput *out)

@@ -199,10 +199,10 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
   out->peak_gpu_bytes = stw_cost_add(s.peak_gpu_bytes - MIN(padding, s.peak_gpu_bytes),
                                      out->bucket_bytes);
   stw_simulation_clear(&s);
-  StwBudgets at = base->budgets;
-  at.gpu_bytes = gpu_bytes;
-  stw_budgets_on_device(&at, &base->hw);
-  guint64 usable = stw_budgets_usable(&at);
+  StwPlannerOptions at = *base;
+  at.budgets.gpu_bytes = gpu_bytes;
+  stw_planner_on_device(&at, t);
+  guint64 usable = stw_budgets_usable(&at.budgets);
   out->feasible = out->peak_gpu_bytes <= usable;
   if (!out->feasible) {
     g_autofree char *peak = stw_size_format(out->peak_gpu_bytes);

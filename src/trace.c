@@ -578,6 +578,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
   stw_json_add_u64(dev, "world_size", t->device.world_size);
   if (t->device.process_bytes != 0) /* only when measured: the traces before it keep digests */
     stw_json_add_u64(dev, "process_bytes", t->device.process_bytes);
+  if (t->device.gpu_process_bytes != 0) /* the same */
+    stw_json_add_u64(dev, "gpu_process_bytes", t->device.gpu_process_bytes);
 
   cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
   for (guint32 i = 0; i < t->tensors->len; i++) {
@@ -695,7 +697,7 @@ static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "autocast", "micro_steps", "gradients", "amsgrad",
                                              "optimizer_state", "optimizer_impl", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
-                                              "process_bytes", NULL };
+                                              "process_bytes", "gpu_process_bytes", NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
  * all, so that no trace file makes the parser hold more than a few GiB whatever its size. */
 static const StwJsonArrayLimit trace_arrays[] = {
@@ -829,7 +831,9 @@ read_device(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_u64(r, obj, "world_size", FALSE, 1, STW_TRACE_MAX_WORLD, &world, error) &&
       stw_json_get_u64(r, obj, "rank", FALSE, 0, STW_TRACE_MAX_WORLD, &rank, error) &&
       stw_json_get_u64(r, obj, "process_bytes", FALSE, 1, STW_TRACE_MAX_INT,
-                       &t->device.process_bytes, error);
+                       &t->device.process_bytes, error) &&
+      stw_json_get_u64(r, obj, "gpu_process_bytes", FALSE, 1, STW_TRACE_MAX_INT,
+                       &t->device.gpu_process_bytes, error);
   if (ok && rank >= world)
     ok = stw_json_fail_at(r, "rank", error, "rank %" G_GUINT64_FORMAT " is not below "
                           "world_size %" G_GUINT64_FORMAT, rank, world);

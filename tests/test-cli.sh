@@ -314,7 +314,7 @@ expect 2 "2 nodes need a network between them, and hardware profile A100-80GB-PC
 # no budget above the GPU the profile describes, unless asked for
 expect 2 "--gpu: 100.00 GiB is more than the 80.00 GiB of GPU memory that A100-80GB-PCIe4 has" "plan refuses a budget above the device" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 -o "$T/over.json"
 expect 0 "" "plan beyond the device when asked" -- $S plan "$TR" --gpu 100GiB --hw A100-80GB-PCIe4 --beyond-device -o "$T/over.json"
-expect 0 "  GPU process  512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 23.99 GiB outside its tensors (its CUDA context and libraries, gpu.process_bytes)" \
+expect 0 "  GPU process  512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 23.99 GiB outside its tensors (its CUDA context and libraries; the profile's gpu.process_bytes)" \
   "a budget of the card's whole memory: the process's own kept free" -- $S plan "$TR" --gpu 25757220864 --hw RTX4090-24GB-PCIe4 -o "$T/card.json"
 expect 0 '"reserved_bytes":536870912' "the plan records it in its reserve" -- cat "$T/card.json"
 expect 2 "--gpu: 32.00 GiB is more than the 23.99 GiB of GPU memory that RTX4090-24GB-PCIe4 has" "compare refuses a budget above the device" -- $S compare "$TR" --gpu 32GiB --hw RTX4090-24GB-PCIe4

@@ -269,6 +269,41 @@ test_process_memory(void)
                                    "context and libraries): at op 99 (loss, fwd) the non-model "
                                    "memory alone, with the reserve, needs 8.09 GiB");
   g_clear_error(&error);
+
+  /* the figure the profiled process measured (device.gpu_process_bytes), read back as written
+   * and in the digest, where it was profiled on the profile's device; the profile's elsewhere,
+   * and where the measurement cannot be this device's */
+  o.hw.gpu_memory_bytes = 10 * STW_GiB;
+  o.budgets.gpu_bytes = 10 * STW_GiB;
+  g_autofree char *before = stw_trace_digest(t);
+  t->device.gpu_process_bytes = STW_GiB;
+  g_autofree char *after = stw_trace_digest(t);
+  g_assert_cmpstr(before, !=, after);
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(text, "\"gpu_process_bytes\":1073741824"));
+  g_autoptr(StwTrace) back = stw_trace_parse("t.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->device.gpu_process_bytes, ==, STW_GiB);
+  const char *origin = NULL;
+  g_free(t->device.name);
+  t->device.name = g_strdup("NVIDIA H100 80GB HBM3"); /* profiled elsewhere */
+  g_assert_cmpuint(stw_gpu_process_bytes(t, &o.hw, &origin), ==, 512 * STW_MiB);
+  g_assert_cmpstr(origin, ==, "the profile's gpu.process_bytes");
+  g_free(t->device.name);
+  t->device.name = g_strdup(o.hw.name);
+  g_assert_cmpuint(stw_gpu_process_bytes(t, &o.hw, &origin), ==, STW_GiB);
+  g_assert_cmpstr(origin, ==, "measured in the profiled process");
+  g_autoptr(StwPlan) measured = stw_planner_plan(t, "bundled", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(measured->budgets.reserved_bytes, ==, STW_GiB);
+  g_assert_cmpuint(measured->hw.gpu_process_bytes, ==, STW_GiB);
+  g_assert_true(stw_plan_check(measured, t, "p.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  t->device.gpu_process_bytes = 10 * STW_GiB; /* the whole card: not this device's */
+  StwPlannerOptions on = o;
+  stw_planner_on_device(&on, t);
+  g_assert_cmpuint(on.budgets.reserved_bytes, ==, 512 * STW_MiB);
 }
 
 static void

@@ -69,6 +69,9 @@ gboolean stw_bind_trace_set_autocast(StwTrace *t, const char *dtype, char **erro
 void stw_bind_trace_set_amsgrad(StwTrace *t, gboolean amsgrad);
 /* The profiled process's own host memory at its peak (device.process_bytes; 0: not measured). */
 void stw_bind_trace_set_process_bytes(StwTrace *t, guint64 bytes);
+/* The profiled process's own GPU memory outside its tensors (device.gpu_process_bytes; 0: not
+ * measured). */
+void stw_bind_trace_set_gpu_process_bytes(StwTrace *t, guint64 bytes);
 /* TENSOR is frozen: no gradient, no optimizer state. */
 gboolean stw_bind_trace_freeze(StwTrace *t, guint32 tensor, char **error_out);
 /* A size as the CLI reads it ("24MiB", "1.5GB", "4096") into *BYTES_OUT. */

@@ -74,7 +74,8 @@ void stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw);
  * in the plan for people; the digest is what binds it. With O's activations recompute, offload
  * or auto (and a trace whose blocks can be decided: stw_planner_decides_blocks), the plan may
  * recompute or offload blocks (its recompute and offload lists): its schedule then runs over
- * stw_plan_trace(plan, T). */
+ * stw_plan_trace(plan, T). O's GPU budget is planned as the device leaves it
+ * (stw_planner_on_device). */
 StwPlan *stw_planner_plan(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
                           GError **error);
 
@@ -92,6 +93,13 @@ gboolean stw_planner_decides_blocks(const StwTrace *t);
 GArray *stw_planner_chunk_sizes(const StwTrace *t);
 
 StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown */
+
+/* O with its GPU budget as the device leaves it to T's process: O's profile's process memory the
+ * one T measured where measured on that device (stw_gpu_process_bytes; a figure not below the
+ * device's memory is not this device's, and the profile's stands), and that much of the card
+ * kept free as the reserve keeps its bytes (stw_budgets_on_device). The planner plans every
+ * budget so, and the plan's profile carries the figure, which check holds it to. */
+void stw_planner_on_device(StwPlannerOptions *o, const StwTrace *t);
 
 /* The data-parallel ranks a plan of T with O is for: O's world_size, else the trace's. */
 guint32 stw_planner_world(const StwTrace *t, const StwPlannerOptions *o);

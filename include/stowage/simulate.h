@@ -133,6 +133,12 @@ const char *stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *h
  * NULL: which, in words. */
 guint64 stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin);
 
+/* A rank's GPU memory outside its tensors (its CUDA context, the libraries' buffers): the figure
+ * measured in the profiled process (T's device.gpu_process_bytes) where T's times were measured
+ * on HW's device, else HW's (gpu.process_bytes, 0 where it has none). ORIGIN, when not NULL:
+ * which, in words. */
+guint64 stw_gpu_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin);
+
 /* The throughput of T (its batch and sequence per rank) on WORLD ranks of HW at ITERATION_NS:
  * its MFU and peak 0 when T's times were measured on another device (no GPU MFU of a CPU's
  * times). FALSE (and zeros) when the trace does not say its batch and sequence, or no time is

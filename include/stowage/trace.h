@@ -148,6 +148,10 @@ typedef struct {
                           * model's weights, gradients and optimizer state and, profiled on the
                           * host, the non-model memory): its framework, libraries and allocator
                           * slack, as measured; 0: not measured */
+  guint64 gpu_process_bytes; /* the profiled process's own GPU memory outside its tensors: the
+                              * device's memory in use less the framework allocator's reserve
+                              * (its CUDA context, the libraries' buffers), as measured; 0: not
+                              * measured (a CPU run, or an older trace) */
 } StwTraceDevice;
 
 /* What a run does with a block's activations between its forward and its backward. */

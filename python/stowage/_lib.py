@@ -86,6 +86,8 @@ trace_freeze = _fn("stw_bind_trace_freeze", ctypes.c_int, ctypes.c_void_p, u32,
                    ctypes.POINTER(ctypes.c_void_p))
 trace_set_amsgrad = _fn("stw_bind_trace_set_amsgrad", None, ctypes.c_void_p, ctypes.c_int)
 trace_set_process_bytes = _fn("stw_bind_trace_set_process_bytes", None, ctypes.c_void_p, u64)
+trace_set_gpu_process_bytes = _fn("stw_bind_trace_set_gpu_process_bytes", None, ctypes.c_void_p,
+                                  u64)
 trace_set_autocast = _fn("stw_bind_trace_set_autocast", ctypes.c_int, ctypes.c_void_p,
                          ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
 size_parse = _fn("stw_bind_size_parse", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(u64),

@@ -656,6 +656,7 @@ class profile:
         self.memory_unknown = None  # why non-model memory is not known, when it is not
         self.process = _ProcessMemory()  # the process's peak RSS while profiling
         self.peak_rss = None
+        self.gpu_outside = None  # on a GPU: its memory in use outside PyTorch's allocator
         self.measured = False
         self.refused = refusals(model, optimizer, self.params, self.precision)
         self.mixed = None  # while profiling in mixed precision: the masters and their copies
@@ -835,6 +836,11 @@ class profile:
         self._stop_watching_uses()
         self._close()
         self.peak_rss = self.process.peak()
+        if self.cuda:  # the process's own GPU memory outside its tensors: the device's memory
+            # in use less what PyTorch's allocator holds (its CUDA context, NCCL's and the
+            # libraries' buffers; another process on the same GPU would count too)
+            free, total = _torch.cuda.mem_get_info()
+            self.gpu_outside = max(total - free - _torch.cuda.memory_reserved(), 0)
         self.model_host_bytes = self._model_host_bytes()
         if self.outside:
             held = [self.index[id(p)] for n, p in self.params if n in self.outside]
@@ -950,6 +956,8 @@ class profile:
             own = self.peak_rss - self.model_host_bytes - \
                 (0 if self.cuda else max(nonmodel_peak, step_bytes))
             _lib.trace_set_process_bytes(t._h, max(own, 0))
+        if self.gpu_outside:
+            _lib.trace_set_gpu_process_bytes(t._h, self.gpu_outside)
         if self.outside:
             _lib.trace_warn(t._h, b"params_outside_ops", len(self.outside))
         b, s = shape or (0, 0)

@@ -323,6 +323,9 @@ class TestProfile(unittest.TestCase):
         peak = max(o["nonmodel_peak_bytes"] for o in t.json()["ops"])
         own = t.json()["device"]["process_bytes"]
         self.assertEqual(own, p.peak_rss - p.model_host_bytes - peak)
+        # the GPU memory outside the tensors is measured on a GPU only
+        self.assertIsNone(p.gpu_outside)
+        self.assertNotIn("gpu_process_bytes", t.json()["device"])
         # the interpreter with PyTorch loaded is in it
         self.assertGreater(own, 100 << 20)
         with open(os.path.join(os.path.dirname(__file__), "..", "..", "hw",

@@ -284,6 +284,13 @@ if step torch-nvtx 240 env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$S" profile --itera
     step "$t-plan" 60 sh -c "'$S' plan '$log/$t.json' --gpu 64MiB -o '$log/$t-plan.json' && '$S' check '$log/$t-plan.json' '$log/$t.json'"
     note "$t planned at 64 MiB and checked: exit $? $(last "$t-plan" 1)"
   done
+  # the process's own GPU memory as stowage.torch.profile measured it, and a plan at the whole
+  # card keeping it free (its GPU process line says which figure)
+  if [ -f "$log/torch-hooks-trace.json" ]; then
+    note "  the profiled process's GPU memory outside its tensors: $(grep -o '"gpu_process_bytes":[0-9]*' "$log/torch-hooks-trace.json" || echo 'not measured')"
+    step torch-hooks-card 60 "$S" plan "$log/torch-hooks-trace.json" --gpu "$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).total_memory)')" --beyond-device --hw H200-SXM-141GB -o "$log/torch-hooks-card.json"
+    note "  planned at the card's memory: $(grep 'GPU process' "$log/torch-hooks-card.log" | head -n 1 | cut -c1-200)"
+  fi
 else
   note "PyTorch through stowage profile FAILED: $(last torch-nvtx 4)"
 fi
