@@ -95,6 +95,11 @@ print_table(const Comparison *c)
   printf("%s: %s\n", c->o->hw.name, c->o->hw.origin);
   g_autofree char *host = stw_cli_host_said(&c->o->hw);
   printf("host CPU %s\n", host);
+  StwPlannerOptions at = *c->o;
+  at.budgets.gpu_bytes = c->c.gpu_bytes;
+  g_autofree char *process = stw_cli_gpu_process_said(c->trace, &at);
+  if (process != NULL)
+    printf("GPU process %s\n", process);
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(c->trace, &c->o->hw);
   if (elsewhere != NULL)
     printf("assumes %s\n", elsewhere);

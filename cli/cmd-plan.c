@@ -156,17 +156,12 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *host = stw_cli_host_figure(p, stw_plan_staging_bytes(p, t));
   printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
          stw_trace_op(t, q->peak_op)->name);
-  guint64 share = stw_budgets_process_share(&p->budgets, &p->hw);
-  if (share > 0) {
-    g_autofree char *kept = stw_size_format(share);
-    g_autofree char *process = stw_size_format(p->hw.gpu_process_bytes);
-    g_autofree char *device = stw_size_format(MAX(p->hw.gpu_memory_bytes, p->budgets.gpu_bytes));
-    const char *origin = NULL;
-    stw_gpu_process_bytes(t, &p->hw, &origin);
-    printf("  GPU process  %s of the budget kept free: a process holds %s of the GPU's %s "
-           "outside its tensors (its CUDA context and libraries; %s)\n", kept, process, device,
-           origin);
-  }
+  StwPlannerOptions planned; /* the plan's budget and profile, as the planner had them */
+  stw_planner_options_init(&planned, &p->hw);
+  planned.budgets = p->budgets;
+  g_autofree char *process = stw_cli_gpu_process_said(t, &planned);
+  if (process != NULL)
+    printf("  GPU process  %s\n", process);
   printf("  host         %s of %s\n", host, cpub);
   if (p->hw.compute_on_host) { /* the emulated device is host memory too */
     guint64 world = MAX(p->chunking->world, 1);

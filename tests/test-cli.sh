@@ -317,6 +317,8 @@ expect 0 "" "plan beyond the device when asked" -- $S plan "$TR" --gpu 100GiB --
 expect 0 "  GPU process  512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 23.99 GiB outside its tensors (its CUDA context and libraries; the profile's gpu.process_bytes)" \
   "a budget of the card's whole memory: the process's own kept free" -- $S plan "$TR" --gpu 25757220864 --hw RTX4090-24GB-PCIe4 -o "$T/card.json"
 expect 0 '"reserved_bytes":536870912' "the plan records it in its reserve" -- cat "$T/card.json"
+expect 0 "GPU process 512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 23.99 GiB outside" \
+  "compare at the card's whole memory says so too" -- $S compare "$TR" --gpu 25757220864 --hw RTX4090-24GB-PCIe4
 expect 2 "--gpu: 32.00 GiB is more than the 23.99 GiB of GPU memory that RTX4090-24GB-PCIe4 has" "compare refuses a budget above the device" -- $S compare "$TR" --gpu 32GiB --hw RTX4090-24GB-PCIe4
 expect 2 "--gpu: 40.00 GiB is more than" "whatif refuses a sweep past the device" -- $S whatif "$TR" --gpu 8GiB,40GiB --hw V100-32GB-PCIe3
 expect 1 "even at 23.99 GiB, all the GPU memory the profile has" "minmem never answers more than the device has" -- $S minmem "$STW_SRCDIR/traces/llama2-7b-b4-s4096-flash-ckpt.json" --hw RTX4090-24GB-PCIe4
