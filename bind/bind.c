@@ -432,6 +432,9 @@ stw_bind_plan_predictions(const StwPlan *plan)
   if (plan->chunking != NULL)
     stw_json_add_u64(o, "chunk_size", plan->chunking->size_elems);
   stw_json_add_u64(o, "gpu_budget", plan->budgets.gpu_bytes);
+  /* kept free of it at every moment: the reserve asked for, or what the process holds of the
+   * card outside its tensors (stw_budgets_on_device), the larger */
+  stw_json_add_u64(o, "gpu_reserved", plan->budgets.reserved_bytes);
   if (plan->trace_file != NULL)
     cJSON_AddStringToObject(o, "trace_file", plan->trace_file);
   cJSON_AddItemToObject(o, "recompute", stw_json_u64_array((const guint32 *)plan->recompute->data,

@@ -159,7 +159,9 @@ class Plan:
     @property
     def predictions(self):
         """The plan's predictions (bytes each way, peak, times), its policy, chunk size, GPU
-        budget ("gpu_budget"), the file of the trace it was made from ("trace_file"), the
+        budget ("gpu_budget") and what of it is kept free at every moment ("gpu_reserved": the
+        reserve asked for, or the process's own GPU memory where the budget reaches into it,
+        the larger), the file of the trace it was made from ("trace_file"), the
         blocks it recomputes in backward and offloads to host memory ("recompute", "offload":
         indices into the trace's blocks) and the offloaded blocks' copies ("activation_moves":
         block, out and in [moment, done], bytes, as in the plan file)."""

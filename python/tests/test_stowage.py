@@ -357,6 +357,15 @@ class TestPlans(unittest.TestCase):
                 jb["trace"].pop("file")
                 self.assertEqual(ja, jb)
 
+    def test_plan_keeps_the_process_room(self):
+        """A budget of the card's whole memory: the process's own GPU memory (the profile's
+        512 MiB) kept free, as `stowage plan` keeps it; a budget below the card's planned whole."""
+        card = stowage.plan(self.t, gpu=25757220864, hw="RTX4090-24GB-PCIe4")
+        self.assertEqual(card.predictions["gpu_reserved"], 536870912)
+        self.assertEqual(stowage.plan(self.t, gpu="23GiB", hw="RTX4090-24GB-PCIe4")
+                         .predictions["gpu_reserved"], 0)
+        self.assertEqual(stowage.plan(self.t, gpu=2240).predictions["gpu_reserved"], 0)
+
     def test_check_and_simulate(self):
         p = stowage.plan(self.t, gpu="2240")
         self.assertEqual(stowage.check(p, self.t)["h2d_bytes"], 2048)
