@@ -103,6 +103,7 @@ typedef enum {
   HF_CAMEMBERT,
   HF_DATA2VEC_TEXT,
   HF_MINICPM3,
+  HF_COHERE2_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -127,7 +128,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
-                                           "data2vec-text", "minicpm3", NULL };
+                                           "data2vec-text", "minicpm3", "cohere2_moe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -204,10 +205,10 @@ typedef struct {
   const char *experts_alias;        /* the experts' count's other name, which wins where both
                                      * are given (gpt-oss's num_experts; num_local_experts,
                                      * which DeepSeek's and GLM-4.5's attribute_map reads) */
-  guint64 shared_experts_default;   /* nonzero: shared experts of the routed width, run as one
-                                     * MLP without a gate: this many (Llama 4's one), or as many
-                                     * as SHARED_EXPERTS_MEMBER says (DeepSeek's, GLM-4.5's
-                                     * n_shared_experts, 0 allowed) */
+  guint64 shared_experts_default;   /* shared experts of the routed width, run as one MLP
+                                     * without a gate: this many (Llama 4's one), or as many as
+                                     * SHARED_EXPERTS_MEMBER says where it is given (DeepSeek's,
+                                     * GLM-4.5's n_shared_experts, 0 allowed) */
   const char *shared_experts_member;
   const char *dense_types_member;   /* the blocks' MLPs by a list of "dense" and "sparse"
                                      * (GLM-4.7-Flash's mlp_layer_types; null or absent: the
@@ -225,6 +226,9 @@ typedef struct {
                                      * blocks dense, intermediate_size wide (dense_ffn_default) */
   guint64 dense_layers_default;
   guint64 dense_ffn_default;
+  const char *dense_ffn_member;     /* the dense blocks' width's member where not
+                                     * intermediate_size, null there being the routed experts'
+                                     * width (Cohere 2 MoE's prefix_dense_intermediate_size) */
   const char *qk_norm_member;       /* a norm over the queries and keys, where this member is
                                      * true (Cohere's use_qk_norm, StableLM's qk_layernorm) */
   const char *head_bias_member;     /* the LM head's bias, where this member is true (PhiMoE's
@@ -464,6 +468,24 @@ static const HfRow hf_rows[] = {
                     .ffn_default = 6400, .max_seq_default = 32768, .vocab_default = 73448,
                     .kv_default = 40, .kv_null_ok = TRUE, .head_dim_default = NOT_READ,
                     .heads_divide_hidden = TRUE, .tied = TRUE, .reads_tie = TRUE },
+  /* Cohere 2's mixture of experts: Command R7B's parallel block (cohere2: one norm attention
+   * and the MLP both read, attention_bias on q, k, v and o), and num_experts experts
+   * intermediate_size wide, num_experts_per_tok a token, with num_shared_experts (0) of their
+   * width for every token, one MLP without a gate; the blocks' MLPs by mlp_layer_types, else
+   * the first first_k_dense_replace (0) dense, prefix_dense_intermediate_size wide (null:
+   * intermediate_size); its norms RMSNorms where rms_norm_eps is given, LayerNorms without a
+   * bias otherwise: the same weights */
+  [HF_COHERE2_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_SHARED },
+                       .experts_member = "num_experts", .experts_default = 8,
+                       .experts_per_token_default = 2,
+                       .shared_experts_member = "num_shared_experts",
+                       .reads_dense_layers = TRUE, .dense_layers_default = 0,
+                       .dense_types_member = "mlp_layer_types",
+                       .dense_ffn_member = "prefix_dense_intermediate_size",
+                       .layers_default = 40, .hidden_default = 8192, .heads_default = 64,
+                       .ffn_default = 22528, .max_seq_default = 8192, .vocab_default = 256000,
+                       .kv_null_ok = TRUE, .head_dim_default = 128, .tied = TRUE,
+                       .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_XLM_ROBERTA] = ROBERTA_ROW(30522),
   [HF_CAMEMBERT] = ROBERTA_ROW(30522),
   [HF_DATA2VEC_TEXT] = ROBERTA_ROW(30522),
@@ -1703,10 +1725,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
         (row->dense_types_member != NULL &&
          !get_dense_types(h, row->dense_types_member, c.layers, &dense, error)) ||
         ((row->reads_dense_layers || row->dense_types_member != NULL) &&
-         !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
+         !get_u64(h, row->dense_ffn_member != NULL ? row->dense_ffn_member : "intermediate_size",
+                  row->dense_ffn_member != NULL, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
                   error)))
       return FALSE;
-    if (row->shared_experts_default != 0) { /* shared experts of the routed width, one MLP */
+    if (c.dense_ffn == 0) /* (dense_ffn_member null: the routed experts' width) */
+      c.dense_ffn = c.ffn;
+    if (row->shared_experts_default != 0 || row->shared_experts_member != NULL) {
+      /* shared experts of the routed width, one MLP */
       c.shared_expert_ffn = shared * c.ffn;
       if (shared == 0 && type == HF_HY_V3) /* its MLP takes a width of 0 for intermediate_size */
         c.shared_expert_ffn = c.dense_ffn;

@@ -195,9 +195,6 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "a norm shared by attention and the MLP is modelled for the decoders only";
   else if (c->head_bias && c->arch == STW_ARCH_BERT)
     problem = "head_bias is the decoders' (bert's MLM head is not modelled apart)";
-  else if (c->norms == STW_NORMS_SHARED && c->experts > 1)
-    problem = "a norm shared by attention and the MLP is modelled for dense MLPs only (not with "
-              "experts)";
   else if (c->attn_sinks && c->arch != STW_ARCH_LLAMA)
     problem = "attn_sinks are modelled for llama-style blocks only";
   else if (c->kv_lora_rank != 0 && c->arch != STW_ARCH_LLAMA)
@@ -1123,7 +1120,7 @@ build_llama(Builder *b)
     if (pre && !shared)
       model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1 && (guint64)l >= c->dense_layers) {
-      close = moe_mlp(b, l, p, !pre);
+      close = moe_mlp(b, l, p, !pre || shared);
       if (post) { /* the residual added after the experts' norm (FlexOlmo's) */
         model_norm_params(b, &post2, d, n4);
         close->residual = STW_RESIDUAL_NONE;

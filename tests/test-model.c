@@ -565,6 +565,30 @@ test_parallel_blocks(void)
   g_assert_nonnull(strstr(error->message, "a norm shared by attention and the MLP is modelled "
                                           "for the decoders only"));
   g_clear_error(&error);
+
+  /* Cohere 2 MoE's: the experts' branch opens at their first projection, past the router that
+   * passes the norm's output through; synthesized (checkpointed), memory balances */
+  StwModelConfig moe = { .name = "cohere2-moe-small", .arch = STW_ARCH_LLAMA, .layers = 2,
+                         .hidden = 64, .heads = 4, .kv_heads = 4, .ffn = 48, .vocab = 128,
+                         .max_seq = 64, .tied = TRUE, .experts = 4, .experts_per_token = 2,
+                         .norms = STW_NORMS_SHARED };
+  g_assert_true(stw_model_config_validate(&moe, NULL, &error));
+  g_autoptr(StwModelGraph) gm = stw_model_graph_new(&moe, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  const char *moe_want[] = { "embed", "h0.ln_1", "h0.attn.qkv", "h0.attn.rope", "h0.attn.core",
+                             "h0.attn.o_proj", "h0.moe.router", "h0.moe.w1_w3", "h0.moe.swiglu",
+                             "h0.moe.w2", "h1.ln_1" };
+  StwResidual moe_residual[] = { STW_RESIDUAL_NONE, STW_RESIDUAL_OPEN, STW_RESIDUAL_NONE,
+                                 STW_RESIDUAL_NONE, STW_RESIDUAL_NONE, STW_RESIDUAL_CLOSE,
+                                 STW_RESIDUAL_NONE, STW_RESIDUAL_OPEN, STW_RESIDUAL_NONE,
+                                 STW_RESIDUAL_CLOSE, STW_RESIDUAL_OPEN };
+  for (gsize i = 0; i < G_N_ELEMENTS(moe_want); i++) {
+    const StwGraphOp *op = gm->ops->pdata[i];
+    g_assert_cmpstr(op->name, ==, moe_want[i]);
+    g_assert_cmpint(op->residual, ==, moe_residual[i]);
+  }
+  g_autoptr(StwTrace) tm = stw_synth_trace(&moe, &o, &hw, NULL);
+  g_assert_nonnull(tm);
 }
 
 /* Qwen2-MoE's shared expert: a dense SwiGLU MLP 5632 wide beside the 4 routed experts of 1408
@@ -760,6 +784,7 @@ test_hf_family_defaults(void)
     { "camembert", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
     { "data2vec-text", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
     { "minicpm3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4073875968), TRUE, FALSE },
+    { "cohere2_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(190004928512), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -797,7 +822,9 @@ test_hf_family_defaults(void)
     gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0;
     g_assert_cmpint(cfg.norms, ==, both                              ? STW_NORMS_BOTH
                                    : strcmp(type, "flex_olmo") == 0 ? STW_NORMS_POST
-                                   : strcmp(type, "codegen") == 0   ? STW_NORMS_SHARED
+                                   : strcmp(type, "codegen") == 0 ||
+                                           strcmp(type, "cohere2_moe") == 0
+                                       ? STW_NORMS_SHARED
                                                                     : STW_NORMS_PRE);
   }
   g_assert_cmpint(g_rmdir(dir), ==, 0);
@@ -1310,8 +1337,8 @@ test_hf_configs(void)
                                    "mixtral, qwen3_moe, olmoe, qwen2_moe, gpt_oss, glm4_moe, "
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
-                                   "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe and "
-                                   "sarvam_mla only");
+                                   "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
+                                   "sarvam_mla and cohere2_moe only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

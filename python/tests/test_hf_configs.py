@@ -301,6 +301,10 @@ SMALL = {
                  "intermediate_size": 160, "kv_lora_rank": 16, "q_lora_rank": 24,
                  "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "vocab_size": 128,
                  "max_position_embeddings": 64},
+    "cohere2_moe": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
+                    "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
+                    "max_position_embeddings": 64},
     "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                  "num_local_experts": 4, "num_experts_per_tok": 2,
@@ -462,6 +466,17 @@ def variants(kind):
         for extra in ({"q_lora_rank": None}, {"kv_lora_rank": 32}, {"v_head_dim": 20},
                       {"v_head_dim": None}, {"attention_bias": True, "q_lora_rank": None},
                       {"num_attention_heads": 5}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "cohere2_moe":  # shared experts; dense blocks first by a count or a list, their
+        # width; RMSNorms for its LayerNorms
+        for extra in ({"num_shared_experts": 1}, {"num_shared_experts": 2},
+                      {"first_k_dense_replace": 1},
+                      {"first_k_dense_replace": 2, "prefix_dense_intermediate_size": 80},
+                      {"mlp_layer_types": ["dense", "sparse", "sparse"]},
+                      {"mlp_layer_types": ["dense", "sparse", "sparse"],
+                       "prefix_dense_intermediate_size": None},
+                      {"mlp_layer_types": ["sparse", "dense", "sparse"]},
+                      {"rms_norm_eps": 1e-6}, {"attention_bias": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "kolibri1":  # no shared expert; the experts' other name, both names
         for extra in ({"shared_expert_intermediate_size": 0}, {"num_experts": 8},
@@ -664,7 +679,7 @@ class TestHfConfigs(unittest.TestCase):
         # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts;
         # Helium with heads x head_dim apart from hidden (its output projection hidden x hidden),
         # and BitNet so (its norm over the heads' output hidden wide); Hy V3's MLP biases, as
-        # DeepSeek-V2's, and a dense block after experts, as GLM-4.7-Flash's
+        # DeepSeek-V2's, and a dense block after experts, as GLM-4.7-Flash's (Cohere 2 MoE's too)
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("opt", '{"do_layer_norm_before": false}'),
@@ -685,6 +700,8 @@ class TestHfConfigs(unittest.TestCase):
                                       ("ernie4_5_moe", '{"use_bias": true}'),
                                       ("hy_v3", "mlp_bias"),
                                       ("hy_v3",
+                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
+                                      ("cohere2_moe",
                                        '{"mlp_layer_types": ["sparse", "dense", "sparse"]}')])
 
 
