@@ -66,12 +66,13 @@ print_config_file(const char *file, gboolean json)
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads%s%s%s%s; biases: %s; LM head %s%s; %s%s%s%s%s\n",
+         " key/value heads%s%s%s%s%s; biases: %s; LM head %s%s; %s%s%s%s%s\n",
          c.heads, stw_model_head_dim(&c), c.kv_heads, latent,
          !c.qk_norm      ? ""
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
                           : ", queries and keys RMS-normed per head",
          c.attn_softcap ? ", scores capped" : "", c.attn_sinks ? ", a sink logit per head" : "",
+         c.attn_gate ? ", an output gate" : "",
          biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own",
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",

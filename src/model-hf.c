@@ -104,6 +104,7 @@ typedef enum {
   HF_DATA2VEC_TEXT,
   HF_MINICPM3,
   HF_COHERE2_MOE,
+  HF_AFMOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -128,7 +129,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "cwm", "granite_swa", "granitemoe_swa", "hy_v3",
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
-                                           "data2vec-text", "minicpm3", "cohere2_moe", NULL };
+                                           "data2vec-text", "minicpm3", "cohere2_moe",
+                                           "afmoe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -486,6 +488,24 @@ static const HfRow hf_rows[] = {
                        .ffn_default = 22528, .max_seq_default = 8192, .vocab_default = 256000,
                        .kv_null_ok = TRUE, .head_dim_default = 128, .tied = TRUE,
                        .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* AFMoE (Arcee's Trinity): llama's attention with a norm over each head's queries and keys
+   * and an output gate (gate_proj, its sigmoid times the heads' output), attention_bias on all
+   * four projections, and an RMSNorm after each branch too; the first num_dense_layers blocks
+   * dense (intermediate_size), the others num_experts experts moe_intermediate_size wide,
+   * num_experts_per_tok a token, num_shared_experts of that width for every token (one MLP
+   * without a gate), and the router's expert_bias, a weight an expert; its sliding-window
+   * layers and muP scales change no weight */
+  [HF_AFMOE] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH, .qk_norm = TRUE,
+                            .attn_gate = TRUE, .router_score_bias = TRUE },
+                 .experts_member = "num_experts", .experts_default = 64,
+                 .experts_per_token_default = 6, .experts_per_token_null_ok = TRUE,
+                 .shared_experts_default = 2, .shared_experts_member = "num_shared_experts",
+                 .reads_dense_layers = TRUE, .dense_layers_member = "num_dense_layers",
+                 .dense_layers_default = 1, .dense_ffn_default = 6144,
+                 .ffn = "moe_intermediate_size", .layers_default = 32, .hidden_default = 2048,
+                 .heads_default = 16, .ffn_default = 1408, .max_seq_default = 16384,
+                 .vocab_default = 200192, .kv_null_ok = TRUE, .head_dim_default = 128,
+                 .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_XLM_ROBERTA] = ROBERTA_ROW(30522),
   [HF_CAMEMBERT] = ROBERTA_ROW(30522),
   [HF_DATA2VEC_TEXT] = ROBERTA_ROW(30522),

@@ -197,6 +197,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "head_bias is the decoders' (bert's MLM head is not modelled apart)";
   else if (c->attn_sinks && c->arch != STW_ARCH_LLAMA)
     problem = "attn_sinks are modelled for llama-style blocks only";
+  else if (c->attn_gate && (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0))
+    problem = "attn_gate is modelled for llama-style blocks without latent attention only";
   else if (c->kv_lora_rank != 0 && c->arch != STW_ARCH_LLAMA)
     problem = "latent attention (kv_lora_rank) is modelled for llama-style blocks only";
   else if (c->kv_lora_rank == 0 && (c->q_lora_rank != 0 || c->rope_dim != 0 ||
@@ -287,7 +289,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
-      "sub_norms", "router_score_bias",                                                          \
+      "sub_norms", "router_score_bias", "attn_gate",                                             \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
@@ -317,6 +319,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "alibi", FALSE, &c->alibi, error) ||
       !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
       !stw_json_get_bool(r, obj, "sub_norms", FALSE, &c->sub_norms, error) ||
+      !stw_json_get_bool(r, obj, "attn_gate", FALSE, &c->attn_gate, error) ||
       !stw_json_get_bool(r, obj, "router_score_bias", FALSE, &c->router_score_bias, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
@@ -492,6 +495,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "embed_norm", TRUE);
   if (c->sub_norms)
     cJSON_AddBoolToObject(o, "sub_norms", TRUE);
+  if (c->attn_gate)
+    cJSON_AddBoolToObject(o, "attn_gate", TRUE);
   if (c->router_score_bias)
     cJSON_AddBoolToObject(o, "router_score_bias", TRUE);
   return o;
@@ -1076,6 +1081,8 @@ build_llama(Builder *b)
       projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
       projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
       projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
+      if (c->attn_gate) /* AFMoE's output gate, read with the queries (never biased) */
+        named(b, &qkv, q, d, pa, "gate_proj.weight");
     }
     if (c->qk_norm) {
       g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
@@ -1100,14 +1107,16 @@ build_llama(Builder *b)
     StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
     StwGraphOp *proj = c->kv_lora_rank != 0
                            ? mla_ops(b, l, &mla)
-                           : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n,
-                                    qkv.id);
+                           : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
+                                    q + 2 * kv + (c->attn_gate ? q : 0), qkv.n, qkv.id);
     (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
     if (c->qk_norm)
       qk_norm_op(b, l, &qk);
     if (c->kv_lora_rank == 0) {
       elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
       op_params(attention_core(b, l, q, kv, kv, q, TRUE), sinks.n, sinks.id);
+      if (c->attn_gate) /* sigmoid(gate) x the heads' output: as the MLP's silu(gate) x up */
+        elementwise(b, l, STW_OP_MLP_ACT, "attn.gate", 2 * q, q, 3, TRUE);
     }
     /* (a norm of the 16-bit branch, as a post-norm is) */
     if (c->sub_norms)

@@ -591,6 +591,46 @@ test_parallel_blocks(void)
   g_assert_nonnull(tm);
 }
 
+/* AFMoE's output gate on attention: q x d more weights a block, read with the queries (the
+ * projection op's output q wider), and a gate op between the attention and o_proj; written to
+ * and read from stowage's model format; refused outside llama's block */
+static void
+test_attn_gate(void)
+{
+  StwModelConfig c = { .name = "gated", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 64,
+                       .heads = 4, .kv_heads = 2, .ffn = 160, .vocab = 128, .max_seq = 64 };
+  guint64 plain = stw_model_param_count(&c);
+  c.attn_gate = TRUE;
+  GError *error = NULL;
+  g_assert_true(stw_model_config_validate(&c, NULL, &error));
+  g_assert_cmpuint(stw_model_param_count(&c), ==, plain + 2 * 64 * 64);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  const char *want[] = { "embed", "h0.ln_1", "h0.attn.qkv", "h0.attn.rope", "h0.attn.core",
+                         "h0.attn.gate", "h0.attn.o_proj" };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+    g_assert_cmpstr(((StwGraphOp *)g->ops->pdata[i])->name, ==, want[i]);
+  const StwGraphOp *qkv = g->ops->pdata[2], *gate = g->ops->pdata[5];
+  g_assert_cmpuint(qkv->out_bytes, ==, 16 * (64 + 2 * 32 + 64) * 2);
+  g_assert_cmpuint(qkv->params->len, ==, 4);
+  g_assert_cmpuint(gate->in_bytes, ==, 16 * 2 * 64 * 2);
+  g_assert_cmpuint(gate->out_bytes, ==, 16 * 64 * 2);
+  g_autofree char *record = stw_model_record_json(&c);
+  g_assert_nonnull(strstr(record, "\"attn_gate\":\ttrue"));
+  static const char text[] = "{\"format\": \"stowage-model\", \"version\": 1, "
+                             "\"name\": \"g\", \"arch\": \"llama\", \"layers\": 2, "
+                             "\"hidden\": 64, \"heads\": 4, \"ffn\": 160, \"vocab\": 128, "
+                             "\"max_seq\": 64, \"attn_gate\": true}";
+  StwModelConfig back;
+  g_assert_true(stw_model_config_parse("g.json", text, strlen(text), &back, &error));
+  g_assert_true(back.attn_gate);
+  c.arch = STW_ARCH_GPT;
+  g_assert_false(stw_model_config_validate(&c, "g.json", &error));
+  stw_assert_error_contains(error, "attn_gate is modelled for llama-style blocks without latent "
+                                   "attention only");
+  g_clear_error(&error);
+}
+
 /* Qwen2-MoE's shared expert: a dense SwiGLU MLP 5632 wide beside the 4 routed experts of 1408
  * that every token runs (so the MoE ops' widths are 4 x 1408 + 5632 = 11264), and its one-score
  * gate read with the router's; 2,689,173,504 parameters active of 14,315,784,192 (the model
@@ -785,6 +825,7 @@ test_hf_family_defaults(void)
     { "data2vec-text", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
     { "minicpm3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4073875968), TRUE, FALSE },
     { "cohere2_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(190004928512), TRUE, FALSE },
+    { "afmoe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(19232600000), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -813,13 +854,16 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.logit_softcap, ==, nanochat || vault);
     g_assert_cmpint(cfg.attn_softcap, ==, vault);
     g_assert_cmpint(cfg.sub_norms, ==, strcmp(cases[i].type, "bitnet") == 0);
-    g_assert_cmpint(cfg.router_score_bias, ==, strcmp(cases[i].type, "ernie4_5_moe") == 0);
+    g_assert_cmpint(cfg.router_score_bias, ==, strcmp(cases[i].type, "ernie4_5_moe") == 0 ||
+                                                   strcmp(cases[i].type, "afmoe") == 0);
+    g_assert_cmpint(cfg.attn_gate, ==, strcmp(cases[i].type, "afmoe") == 0);
     /* Granite's sliding-window models: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa"));
     /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
      * after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
-    gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0;
+    gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0 ||
+                    strcmp(type, "afmoe") == 0;
     g_assert_cmpint(cfg.norms, ==, both                              ? STW_NORMS_BOTH
                                    : strcmp(type, "flex_olmo") == 0 ? STW_NORMS_POST
                                    : strcmp(type, "codegen") == 0 ||
@@ -1338,7 +1382,7 @@ test_hf_configs(void)
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
-                                   "sarvam_mla and cohere2_moe only");
+                                   "sarvam_mla, cohere2_moe and afmoe only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -1608,6 +1652,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gqa-gelu-blocks", test_gqa_gelu_blocks);
   g_test_add_func("/model/parallel-blocks", test_parallel_blocks);
   g_test_add_func("/model/shared-expert", test_shared_expert);
+  g_test_add_func("/model/attn-gate", test_attn_gate);
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

@@ -177,6 +177,9 @@ typedef struct {
                             * which no position uses (OPT's offset, RoBERTa's padding: 2) */
   gboolean attn_sinks;     /* a learned logit per head that joins each softmax (gpt-oss): heads
                             * parameters a block (llama only) */
+  gboolean attn_gate;      /* an output gate on attention: a projection of the block's input as
+                            * wide as the queries (gate_proj, no bias), its sigmoid times the
+                            * heads' output before o_proj (AFMoE's; llama only) */
   gboolean alibi;          /* positions by ALiBi: a slope per head times the distance joins each
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */

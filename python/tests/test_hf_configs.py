@@ -305,6 +305,10 @@ SMALL = {
                     "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
                     "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
                     "max_position_embeddings": 64},
+    "afmoe": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+              "moe_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2,
+              "vocab_size": 128, "max_position_embeddings": 64},
     "kolibri1": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 16, "moe_intermediate_size": 48,
                  "num_local_experts": 4, "num_experts_per_tok": 2,
@@ -477,6 +481,12 @@ def variants(kind):
                        "prefix_dense_intermediate_size": None},
                       {"mlp_layer_types": ["sparse", "dense", "sparse"]},
                       {"rms_norm_eps": 1e-6}, {"attention_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "afmoe":  # its dense blocks first, its shared experts
+        for extra in ({"num_dense_layers": 0}, {"num_dense_layers": 2},
+                      {"num_dense_layers": None}, {"num_shared_experts": 0},
+                      {"num_shared_experts": 1}, {"num_shared_experts": None},
+                      {"num_experts": None}, {"num_experts_per_tok": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "kolibri1":  # no shared expert; the experts' other name, both names
         for extra in ({"shared_expert_intermediate_size": 0}, {"num_experts": 8},
