@@ -339,8 +339,9 @@ test_freeze(void)
   stw_assert_error_contains(error, "--freeze: an empty pattern in \"fc.weight,,\"");
 }
 
-/* The profiled process's own memory: written only where measured (the traces before it keep
- * their digests), read back, in the digest, and refused where it is not a positive count. */
+/* The profiled process's own memory, on the host and on the GPU: written only where measured
+ * (the traces before it keep their digests), read back, in the digest, and refused where it is
+ * not a positive count. */
 static void
 test_process_bytes(void)
 {
@@ -369,6 +370,27 @@ test_process_bytes(void)
     g_string_replace(s, "734003200", bad[k][0], 1);
     g_assert_null(stw_trace_parse("bad.json", s->str, s->len, &error));
     stw_assert_error_contains(error, bad[k][1]);
+    g_clear_error(&error);
+  }
+  /* the process's GPU memory outside its tensors, the same way */
+  back->device.gpu_process_bytes = 536870912;
+  g_autofree char *gpu = stw_trace_to_string(back, &error);
+  g_assert_nonnull(strstr(gpu, "\"gpu_process_bytes\":536870912"));
+  g_autoptr(StwTrace) again = stw_trace_parse("gpu.json", gpu, strlen(gpu), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(again->device.gpu_process_bytes, ==, 536870912);
+  g_autofree char *gpu_digest = stw_trace_digest(again);
+  g_assert_cmpstr(gpu_digest, !=, measured);
+  const char *bad_gpu[][2] = {
+    { "0", "$.device.gpu_process_bytes: 0 is out of range" },
+    { "-1", "$.device.gpu_process_bytes: -1 is out of range" },
+    { "\"512MiB\"", "$.device.gpu_process_bytes: expected an integer" },
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(bad_gpu); k++) {
+    g_autoptr(GString) s = g_string_new(gpu);
+    g_string_replace(s, "536870912", bad_gpu[k][0], 1);
+    g_assert_null(stw_trace_parse("bad.json", s->str, s->len, &error));
+    stw_assert_error_contains(error, bad_gpu[k][1]);
     g_clear_error(&error);
   }
 }
