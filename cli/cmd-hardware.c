@@ -40,7 +40,8 @@ stw_cmd_hardware(int argc, char **argv)
   g_auto(GStrv) presets = argc > 1 ? g_new0(char *, 1) : stw_hardware_storage_names();
   g_autoptr(StwTable) storage = stw_table_new(6, "<storage preset", "<kind", "capacity",
                                               "read GB/s", "write GB/s", "queue depth");
-  g_autoptr(StwTable) table = stw_table_new(14, "<profile", "<gpu", "memory", "HBM GB/s",
+  g_autoptr(StwTable) table = stw_table_new(15, "<profile", "<gpu", "memory", "process",
+                                            "HBM GB/s",
                                             "bf16 TFLOP/s", "fp32 TFLOP/s", "PCIe",
                                             "pinned GB/s", "GPUs/node", "<GPU link GB/s",
                                             "<network GB/s", "CPU Adam G/s", "host GB/s",
@@ -57,6 +58,9 @@ stw_cmd_hardware(int argc, char **argv)
       continue;
     }
     g_autofree char *mem = stw_size_format(hw.gpu_memory_bytes);
+    /* what a process holds of it outside its tensors (gpu.process_bytes) */
+    g_autofree char *process = hw.gpu_process_bytes ? stw_size_format(hw.gpu_process_bytes)
+                                                    : g_strdup("-");
     char hbm[32], bf16[32], fp32[32], gen[16], pcie[32];
     g_snprintf(hbm, sizeof hbm, "%.0f", hw.hbm_bytes_per_s / 1e9);
     g_snprintf(bf16, sizeof bf16, "%.1f", hw.flops_per_s[STW_DTYPE_BF16] / 1e12);
@@ -81,8 +85,8 @@ stw_cmd_hardware(int argc, char **argv)
     g_autofree char *host = hw.host_memory_bytes_per_s > 0
                                 ? g_strdup_printf("%.0f", hw.host_memory_bytes_per_s / 1e9)
                                 : g_strdup("-");
-    stw_table_row(table, hw.name, hw.gpu_model, mem, hbm, bf16, fp32, gen, pcie, node, link,
-                  net, adam, host, hw.cpu_model[0] != '\0' ? hw.cpu_model : "-");
+    stw_table_row(table, hw.name, hw.gpu_model, mem, process, hbm, bf16, fp32, gen, pcie, node,
+                  link, net, adam, host, hw.cpu_model[0] != '\0' ? hw.cpu_model : "-");
   }
   for (char **n = presets; *n != NULL; n++) {
     StwHardware hw = { 0 };
