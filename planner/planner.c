@@ -658,7 +658,7 @@ min_budget(const StwTrace *t, const StwChunking *c, const StwBudgets *b, guint32
 }
 
 /* What of O's budget its device's process takes (stw_budgets_process_share), said for an error:
- * "; X of the budget is the process's own ..." or "" where it takes none. */
+ * " (X of the budget kept free: ...)", or "" where it takes none. */
 static char *
 process_said(const StwPlannerOptions *o)
 {
