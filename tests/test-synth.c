@@ -1016,7 +1016,8 @@ test_other_archs(void)
 
 /* Experts between norms after each branch (FlexOlmo's OLMo 2 block): the branch opens at the
  * experts' first projection and closes at its norm, every block's residual stream whole; the
- * router's score correction as a weight (ERNIE 4.5's) */
+ * router's score correction as a weight (ERNIE 4.5's); and experts beside attention under one
+ * norm (Cohere 2 MoE's parallel block) */
 static void
 test_moe_post_norms(void)
 {
@@ -1066,12 +1067,18 @@ test_moe_post_norms(void)
   g_assert_cmpstr(g_array_index(ernie->tensors, StwTensor, router->params[1]).name, ==,
                   "layers.1.block_sparse_moe.gate.moe_statics.e_score_correction_bias");
   cfg.router_score_bias = FALSE;
+  /* a norm shared by attention and the experts (Cohere 2 MoE's parallel block): no norm before
+   * the experts, whose branch opens at their first projection */
   cfg.norms = STW_NORMS_SHARED;
   GError *error = NULL;
-  g_assert_false(stw_model_config_validate(&cfg, "moe", &error));
-  stw_assert_error_contains(error, "a norm shared by attention and the MLP is modelled for dense "
-                                   "MLPs only (not with experts)");
-  g_clear_error(&error);
+  g_assert_true(stw_model_config_validate(&cfg, "moe", &error));
+  g_autoptr(StwTrace) parallel = stw_synth_trace(&cfg, &small, &a100, &error);
+  g_assert_no_error(error);
+  gboolean has_ln2 = FALSE;
+  for (guint i = 0; i < parallel->ops->len; i++)
+    has_ln2 |= strcmp(g_array_index(parallel->ops, StwOp, i).name, "h1.ln_2") == 0;
+  g_assert_false(has_ln2);
+  g_assert_nonnull(find_op(parallel, "h1.moe.w1_w3"));
 }
 
 /* BitNet's norms inside the branches: over the heads' output before o_proj, over the MLP's
