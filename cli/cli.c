@@ -304,8 +304,7 @@ stw_cli_gpu_process_said(const StwTrace *t, const StwPlannerOptions *o)
   if (share == 0)
     return NULL;
   const char *origin = NULL;
-  if (stw_gpu_process_bytes(t, &o->hw, &origin) != on.hw.gpu_process_bytes)
-    origin = "the profile's gpu.process_bytes: the trace's figure is not below the GPU's memory";
+  stw_gpu_process_bytes(t, &o->hw, &origin);
   g_autofree char *kept = stw_size_format(share);
   g_autofree char *process = stw_size_format(on.hw.gpu_process_bytes);
   g_autofree char *device = stw_size_format(MAX(on.hw.gpu_memory_bytes, on.budgets.gpu_bytes));

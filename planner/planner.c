@@ -1068,9 +1068,7 @@ plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
 void
 stw_planner_on_device(StwPlannerOptions *o, const StwTrace *t)
 {
-  guint64 measured = stw_gpu_process_bytes(t, &o->hw, NULL);
-  if (measured < o->hw.gpu_memory_bytes) /* else not this device's: the profile's stands */
-    o->hw.gpu_process_bytes = measured;
+  o->hw.gpu_process_bytes = stw_gpu_process_bytes(t, &o->hw, NULL);
   stw_budgets_on_device(&o->budgets, &o->hw);
 }
 

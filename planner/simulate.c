@@ -740,7 +740,9 @@ stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin)
 guint64
 stw_gpu_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin)
 {
+  /* a figure not below the device's memory is not this device's: the profile's stands */
   gboolean measured = t->device.gpu_process_bytes != 0 &&
+                      t->device.gpu_process_bytes < hw->gpu_memory_bytes &&
                       stw_trace_measured_elsewhere(t, hw) == NULL;
   if (origin != NULL)
     *origin = measured ? "measured in the profiled process" : "the profile's gpu.process_bytes";

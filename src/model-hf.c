@@ -228,6 +228,11 @@ typedef struct {
                                      * blocks dense, intermediate_size wide (dense_ffn_default) */
   guint64 dense_layers_default;
   guint64 dense_ffn_default;
+  gboolean mlp_bias_not_modelled;   /* mlp_bias true refused, not modelled: the class biases its
+                                     * dense MLPs and shared experts, not the routed ones
+                                     * (DeepSeek-V2's, Hy V3's) */
+  gboolean shared_zero_dense;       /* no shared experts (0) is one MLP intermediate_size wide,
+                                     * as the class builds it (Hy V3's `0 or intermediate_size`) */
   const char *dense_ffn_member;     /* the dense blocks' width's member where not
                                      * intermediate_size, null there being the routed experts'
                                      * width (Cohere 2 MoE's prefix_dense_intermediate_size) */
@@ -602,7 +607,8 @@ static const HfRow hf_rows[] = {
                        .v_head_dim_default = 128, .layers_default = 32, .hidden_default = 4096,
                        .heads_default = 32, .ffn_default = 1407, .max_seq_default = 2048,
                        .vocab_default = 102400, .kv_default = NOT_READ,
-                       .head_dim_default = NOT_READ, .reads_tie = TRUE },
+                       .head_dim_default = NOT_READ, .reads_tie = TRUE,
+                       .mlp_bias_not_modelled = TRUE },
   /* Cohere's Command R (cohere) and R7B, A (cohere2): llama's projections in a parallel block,
    * one norm (a LayerNorm without a bias: the same weights as an RMSNorm's) that attention and
    * the MLP both read; cohere's use_qk_norm norms each head's queries and keys with weights of
@@ -999,7 +1005,8 @@ static const HfRow hf_rows[] = {
                  .layers_default = 80, .hidden_default = 4096, .heads_default = 64,
                  .ffn_default = 1536, .max_seq_default = 131072, .vocab_default = 120832,
                  .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE,
-                 .reads_attention_bias = TRUE },
+                 .reads_attention_bias = TRUE, .mlp_bias_not_modelled = TRUE,
+                 .shared_zero_dense = TRUE },
   /* Kolibri 1: llama's attention with a norm over each head's queries and keys, no projection
    * biased, and an RMSNorm after each branch too (Gemma 2's four); in every block
    * num_local_experts experts (num_experts its other name, which it overrides)
@@ -1487,7 +1494,7 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
                               "most one multi-token-prediction layer (transformers refuses "
                               "more)", mtp);
   }
-  if (type == HF_DEEPSEEK_V2 || type == HF_HY_V3) { /* the dense MLPs' and shared experts' */
+  if (row_of(type)->mlp_bias_not_modelled) {
     gboolean mlp_bias = FALSE;
     if (!get_bool(h, "mlp_bias", &mlp_bias, error))
       return FALSE;
@@ -1749,12 +1756,12 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                   row->dense_ffn_member != NULL, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
                   error)))
       return FALSE;
-    if (c.dense_ffn == 0) /* (dense_ffn_member null: the routed experts' width) */
+    if (row->dense_ffn_member != NULL && c.dense_ffn == 0) /* null: the routed experts' width */
       c.dense_ffn = c.ffn;
     if (row->shared_experts_default != 0 || row->shared_experts_member != NULL) {
       /* shared experts of the routed width, one MLP */
       c.shared_expert_ffn = shared * c.ffn;
-      if (shared == 0 && type == HF_HY_V3) /* its MLP takes a width of 0 for intermediate_size */
+      if (shared == 0 && row->shared_zero_dense)
         c.shared_expert_ffn = c.dense_ffn;
       c.shared_expert_ungated = c.shared_expert_ffn != 0;
     }

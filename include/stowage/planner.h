@@ -95,8 +95,7 @@ GArray *stw_planner_chunk_sizes(const StwTrace *t);
 StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown */
 
 /* O with its GPU budget as the device leaves it to T's process: O's profile's process memory the
- * one T measured where measured on that device (stw_gpu_process_bytes; a figure not below the
- * device's memory is not this device's, and the profile's stands), and that much of the card
+ * one T measured where measured on that device (stw_gpu_process_bytes), and that much of the card
  * kept free as the reserve keeps its bytes (stw_budgets_on_device). The planner plans every
  * budget so, and the plan's profile carries the figure, which check holds it to. */
 void stw_planner_on_device(StwPlannerOptions *o, const StwTrace *t);

@@ -135,7 +135,7 @@ guint64 stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char *
 
 /* A rank's GPU memory outside its tensors (its CUDA context, the libraries' buffers): the figure
  * measured in the profiled process (T's device.gpu_process_bytes) where T's times were measured
- * on HW's device, else HW's (gpu.process_bytes, 0 where it has none). ORIGIN, when not NULL:
+ * on HW's device and it is below HW's GPU memory (else it cannot be this device's), else HW's (gpu.process_bytes, 0 where it has none). ORIGIN, when not NULL:
  * which, in words. */
 guint64 stw_gpu_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin);
 
