@@ -1497,7 +1497,15 @@ stw_runtime_set_timed(StwRuntime *rt, gboolean timed)
 StwTrace *
 stw_runtime_trace(StwRuntime *rt)
 {
-  return rt->recorder != NULL ? stw_recorder_trace(rt->recorder) : NULL;
+  StwTrace *t = rt->recorder != NULL ? stw_recorder_trace(rt->recorder) : NULL;
+  /* on a real device, what the process holds of it outside the runtime's arena, as it stands
+   * after the iteration (the compute libraries' workspaces taken): what a plan must leave free */
+  if (t != NULL && rt->be->memory_outside != NULL) {
+    guint64 outside = rt->be->memory_outside(rt->be);
+    if (outside > 0 && outside < t->device.memory_bytes)
+      t->device.gpu_process_bytes = outside;
+  }
+  return t;
 }
 
 const StwRuntimeStats *

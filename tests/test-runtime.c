@@ -386,6 +386,49 @@ test_iteration_range(void)
   g_ptr_array_unref(ranges);
 }
 
+/* On a device of its own, the runtime's trace records what the process holds of it outside the
+ * runtime's arena (the backend's memory_outside, read when the trace is taken): the CUDA
+ * context and the libraries' buffers, what a plan on that device must leave free. A figure not
+ * below the device's memory is no measurement of it, and none is recorded; the host backend has
+ * none to give. */
+static guint64 outside_bytes;
+
+static guint64
+fake_outside(StwBackend *b)
+{
+  (void)b;
+  return outside_bytes;
+}
+
+static void
+test_gpu_process_memory(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  g_autoptr(GString) data = text();
+  StwBackend *be = stw_backend_host_new();
+  g_assert_null(be->memory_outside);
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE, .device_bytes = STW_GiB };
+  StwTrainer *t = trainer(&c, data, &ro, be);
+  float loss;
+  train(t, &loss, 1);
+  StwRuntime *rt = stw_trainer_runtime(t);
+  g_assert_cmpuint(stw_runtime_trace(rt)->device.gpu_process_bytes, ==, 0);
+  be->memory_outside = fake_outside;
+  outside_bytes = 627900416;
+  g_assert_cmpuint(stw_runtime_trace(rt)->device.gpu_process_bytes, ==, 627900416);
+  /* written with the trace and read back, in its digest */
+  GError *error = NULL;
+  g_autofree char *json = stw_trace_to_string(stw_runtime_trace(rt), &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(json, "\"gpu_process_bytes\":627900416"));
+  outside_bytes = STW_GiB; /* the whole device: not a process's share of it */
+  stw_runtime_trace(rt)->device.gpu_process_bytes = 0;
+  g_assert_cmpuint(stw_runtime_trace(rt)->device.gpu_process_bytes, ==, 0);
+  stw_trainer_free(t);
+  be->free(be);
+}
+
 /* Profile mode's op times on the host backend start where the op before ended: the caller's
  * work between two ops (30 ms here) is in the second op's time, as it runs on the emulated
  * device's cores; what runs between iterations (200 ms here) is in no op's. On a device of its
@@ -833,6 +876,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/spans", test_spans);
   g_test_add_func("/runtime/iteration-range", test_iteration_range);
   g_test_add_func("/runtime/op-times", test_op_times);
+  g_test_add_func("/runtime/gpu-process-memory", test_gpu_process_memory);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
   g_test_add_func("/runtime/unplanned-and-frozen", test_unplanned_and_frozen);
   g_test_add_func("/runtime/unplanned-restores", test_unplanned_restores);

@@ -50,6 +50,10 @@ struct StwBackend {
    * two of these, so that a trace holds an asynchronous device's op times, not its launch
    * times); NULL where compute is synchronous (the host backend) */
   void (*sync)(StwBackend *b);
+  /* optional: the device memory in use now that is not the backend's own arena (the process's
+   * CUDA context and loaded kernels, the compute libraries' workspaces, and any other process on
+   * the device), what a plan's budget must leave free; NULL where the device is emulated */
+  guint64 (*memory_outside)(StwBackend *b);
   /* device memory is host memory (the host backend): the runtime may read and write it
    * directly; otherwise it goes through copies */
   gboolean device_is_host;

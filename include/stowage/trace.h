@@ -150,7 +150,8 @@ typedef struct {
                           * slack, as measured; 0: not measured */
   guint64 gpu_process_bytes; /* the profiled process's own GPU memory outside its tensors: the
                               * device's memory in use less the framework allocator's reserve
-                              * (its CUDA context, the libraries' buffers), as measured; 0: not
+                              * (its CUDA context, the libraries' buffers), or less the runtime's
+                              * arena (the runtime's own trace on CUDA), as measured; 0: not
                               * measured (a CPU run, or an older trace) */
 } StwTraceDevice;
 
