@@ -33,14 +33,9 @@ run_command(char **argv, const char *events, const char *domain)
                         "(set STOWAGE_CUPTI_LIB)", lib);
   g_auto(GStrv) env = g_get_environ();
   env = g_environ_setenv(env, "CUDA_INJECTION64_PATH", lib, TRUE);
-  /* NVTX reaches CUPTI through the libcupti.so configure found (lib64/, extras/CUPTI/lib64/ or
-   * lib/); without it NVTX records nothing, silently: said here */
-  g_autofree char *cupti = g_build_filename(STW_CUPTI_LIBDIR, "libcupti.so", NULL);
-  const char *nvtx = g_environ_getenv(env, "NVTX_INJECTION64_PATH");
-  if (nvtx == NULL && !g_file_test(cupti, G_FILE_TEST_EXISTS))
-    g_printerr("stowage: profile: %s is missing: NVTX ranges will not be recorded (set "
-               "NVTX_INJECTION64_PATH to a libcupti.so)\n", cupti);
-  env = g_environ_setenv(env, "NVTX_INJECTION64_PATH", cupti, FALSE);
+  /* NVTX reaches CUPTI through the same library, which hands it to the CUPTI the process loaded
+   * (not a libcupti.so of its own: a program with its own CUPTI, PyTorch, would hold two) */
+  env = g_environ_setenv(env, "NVTX_INJECTION64_PATH", lib, FALSE);
   env = g_environ_setenv(env, "STOWAGE_EVENTS_OUT", events, TRUE);
   if (domain != NULL)
     env = g_environ_setenv(env, "STOWAGE_NVTX_DOMAIN", domain, TRUE);

@@ -1,7 +1,7 @@
 /* cupti-inject.c — the CUPTI injection library behind `stowage profile`.
  *
- * Loaded into any CUDA program through CUDA_INJECTION64_PATH (NVTX routed to CUPTI with
- * NVTX_INJECTION64_PATH), it records the program's run as the events of events.h, written as they
+ * Loaded into any CUDA program through CUDA_INJECTION64_PATH (and NVTX's through
+ * NVTX_INJECTION64_PATH, which it hands to the CUPTI it records with), it records the program's run as the events of events.h, written as they
  * come to $STOWAGE_EVENTS_OUT (flushed and closed at exit; a second CUDA process of the run, a
  * child or a sibling, writes $STOWAGE_EVENTS_OUT.PID instead): NVTX range pushes and pops (default domain, or only the domain
  * named by $STOWAGE_NVTX_DOMAIN), device allocations and releases (CUPTI_ACTIVITY_KIND_MEMORY2),
@@ -17,8 +17,10 @@
  * of its start, to stderr: whether driver callbacks fire for a program's launches and whether
  * the argument lookup works, in one run.
  */
+#define _GNU_SOURCE 1 /* dladdr */
 #include <cuda.h>
 #include <cupti.h>
+#include <dlfcn.h>
 #include <generated_nvtx_meta.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -343,6 +345,30 @@ finish(void)
     out = NULL;
   }
   pthread_mutex_unlock(&lock);
+}
+
+/* NVTX's injection entry point: `stowage profile` names this library in NVTX_INJECTION64_PATH as
+ * well, and it hands NVTX to the copy of CUPTI it was linked to in this process. Naming a
+ * libcupti.so there instead loaded a second CUPTI wherever the program had one of its own
+ * already (PyTorch's wheels bring theirs, which this library then shares): NVTX's ranges went to
+ * the copy nobody subscribed to, and a PyTorch program's events held no range. */
+int
+InitializeInjectionNvtx2(const void *get_export_table)
+{
+  Dl_info info;
+  void *cupti = NULL;
+  int (*init)(const void *) = NULL;
+  if (dladdr((void *)cuptiSubscribe, &info) != 0 && info.dli_fname != NULL &&
+      (cupti = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) != NULL)
+    init = (int (*)(const void *))dlsym(cupti, "InitializeInjectionNvtx2");
+  if (init == NULL) {
+    fprintf(stderr, "stowage-cupti: this process's CUPTI (%s) takes no NVTX injection; NVTX ranges "
+            "are not recorded\n", cupti != NULL ? info.dli_fname : "not found");
+    return 0;
+  }
+  if (debug_left > 0 || getenv("STOWAGE_CUPTI_DEBUG") != NULL)
+    fprintf(stderr, "stowage-cupti: NVTX handed to %s\n", info.dli_fname);
+  return init(get_export_table);
 }
 
 #define TRY(call)                                                                                 \

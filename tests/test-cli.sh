@@ -693,6 +693,13 @@ expect 0 "1 other CUDA process of the run recorded events of its own; the trace 
 [ -z "$(ls -A "$T/evtmp")" ]; tap_result $? "and no event file is left behind" "$(ls -A "$T/evtmp")"
 expect 1 "profile: --keep-events: $T/no/such/dir/k.events" "a --keep-events that cannot be written fails" -- \
   $S profile --keep-events "$T/no/such/dir/k.events" -o "$T/kk.json" -- sh -c "cp '$E/small.events' \"\$STOWAGE_EVENTS_OUT\""
+# NVTX's injection is the same library as CUDA's (it hands NVTX to the process's own CUPTI): a
+# libcupti.so of its own would be a second CUPTI in a process that has one (PyTorch)
+inj="cp '$E/small.events' \"\$STOWAGE_EVENTS_OUT\"; echo \"\$CUDA_INJECTION64_PATH \$NVTX_INJECTION64_PATH\" > '$T/inj'"
+$S profile -o "$T/inj.json" -- sh -c "$inj" > /dev/null 2>&1
+read -r cuda_inj nvtx_inj < "$T/inj"
+[ -n "$cuda_inj" ] && [ "$cuda_inj" = "$nvtx_inj" ] && nm -D --defined-only "$cuda_inj" | grep -q ' T InitializeInjectionNvtx2$'
+tap_result $? "profile names its injection library for NVTX too, and the library takes NVTX's injection" "$(cat "$T/inj")"
 expect 2 "give a command after '--', or --events FILE" "profile with nothing to profile" -- $S profile -o "$T/x.json"
 expect 2 "--output FILE is required" "profile without an output" -- $S profile --events "$E/small.events"
 
