@@ -216,9 +216,12 @@ parse_values(Training *x, int attention)
     return FALSE;
   }
   /* the trainer's default attention where its heads fit, naive where they are too wide for it
-   * (asked for by name, flash refuses them) */
+   * (asked for by name, flash refuses them); on CUDA naive, whose products run on cuBLAS's tensor
+   * cores: 29x the fused kernel's tokens/s at GPT-2 small's shape on an H200 (docs/cli.md) */
   if (attention >= 0)
     x->c.attention = (StwAttention)attention;
+  else if (x->cuda)
+    x->c.attention = STW_ATTENTION_NAIVE;
   else if (x->c.attention == STW_ATTENTION_FLASH &&
            x->c.width / x->c.heads > STW_FLASH_MAX_HEAD_WIDTH)
     x->c.attention = STW_ATTENTION_NAIVE;
