@@ -11,7 +11,9 @@
 # on GPU 0 (`probe --device cuda` over the profile STW_FIDELITY_BASE, default H200-SXM-141GB;
 # `train --device cuda`); STW_FIDELITY_SHAPES replaces the shapes ("L C H T B" each, ';' apart);
 # STW_FIDELITY_INTERFERENCE=off drops the probed copy interference from the profile, to see what
-# the cost model predicts without it.
+# the cost model predicts without it. STW_FIDELITY_SHARES and STW_FIDELITY_POLICIES replace the
+# budgets (default "25 50 100") and the policies; STW_FIDELITY_KEEP=DIR keeps the probe's output,
+# each trace and each case's plan and replay output there (to see where a prediction went wrong).
 set -e
 build=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 S=$build/stowage
@@ -51,11 +53,13 @@ for shape in $shapes; do
   peak=$("$S" inspect "$tmp/$name.json" | sed -n 's/^peak non-model memory *\([0-9.]*\) \([KMGT]*i*B\).*/\1 \2/p')
   mb=$(bytes $model)
   pb=$(bytes $peak)
-  for share in 25 50 100; do
+  [ -n "${STW_FIDELITY_KEEP:-}" ] && mkdir -p "$STW_FIDELITY_KEEP" &&
+    cp "$tmp/probe.txt" "$tmp/$name.json" "$STW_FIDELITY_KEEP/"
+  for share in ${STW_FIDELITY_SHARES:-25 50 100}; do
     budget=$(( pb + mb * share / 100 + 1048576 ))
     # the stowage policy with its blocks chosen (auto, the default), kept, recomputed and
     # offloaded (--activations)
-    for policy in stowage stowage/keep stowage/recompute stowage/offload lru zero-infinity; do
+    for policy in ${STW_FIDELITY_POLICIES:-stowage stowage/keep stowage/recompute stowage/offload lru zero-infinity}; do
       plan=$tmp/$name-$share-$(echo "$policy" | tr / -).json
       activations=
       case $policy in */*) activations="--activations ${policy#*/}" ;; esac
@@ -72,6 +76,8 @@ for shape in $shapes; do
       tokens=$(( $4 * $5 ))
       step=$(sed -n 's/^step *[0-9]* *loss [0-9.]* *\([0-9]*\) tokens\/s.*/\1/p' "$tmp/run.txt" |
              tail -n +2 | sort -n | awk -v t="$tokens" '{ v[NR] = $1 } END { printf "%.0f", t / v[int((NR + 1) / 2)] * 1e9 }')
+      [ -n "${STW_FIDELITY_KEEP:-}" ] &&
+        cat "$tmp/plan.txt" "$tmp/run.txt" > "$STW_FIDELITY_KEEP/$(basename "$plan" .json).txt"
       mpeak=$(sed -n 's/.*device peak \([0-9.]*\) \([KMGT]*i*B\).*/\1 \2/p' "$tmp/run.txt")
       pn=$(ns $pred)
       e=$(awk -v p="$pn" -v m="$step" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')

@@ -44,9 +44,12 @@ print_host(const StwProbe *p)
     stw_table_row(adam, tn, tr);
   }
   stw_table_print(adam, stdout);
-  printf("CPU Adam with bf16 moments %.3g elements/s on %u threads (%.2fx the fp32 moments')\n",
-         p->adam_bf16_elems_per_s, p->adam_threads[p->n_adam - 1],
-         p->adam_bf16_elems_per_s / p->adam_elems_per_s[p->n_adam - 1]);
+  printf("CPU Adam in the profile %.3g elements/s on %u thread%s, the OpenMP team it runs on "
+         "(OMP_NUM_THREADS sets it)\n", p->profile.cpu_adam_elems_per_s, p->adam_team,
+         p->adam_team > 1 ? "s" : "");
+  printf("CPU Adam with bf16 moments %.3g elements/s on %u thread%s (%.2fx the fp32 moments')\n",
+         p->adam_bf16_elems_per_s, p->adam_team, p->adam_team > 1 ? "s" : "",
+         p->adam_bf16_elems_per_s / p->profile.cpu_adam_elems_per_s);
   printf("host memory %.2f GB/s copied by %u threads; %.2f GB/s read and written (the most of"
          " copying's and CPU Adam's)\n",
          p->host_copy_bytes_per_s / 1e9, p->threads, p->host_memory_bytes_per_s / 1e9);

@@ -336,7 +336,14 @@ expect 2 "--dtype: V100-32GB-PCIe3 has no bf16 compute" "capacity with a dtype t
 expect 2 "--policy: the list is empty" "whatif with an empty policy list" -- $S whatif "$TR" --gpu 8GiB --policy ""
 expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "whatif with an unknown dtype" -- $S whatif --model gpt2 --gpu 8GiB --dtype fp8
 expect 0 "stowage" "enum options ignore case" -- $S plan "$TR" --gpu 9GiB --policy STOWAGE -o "$T/case.json"
-expect 0 "CPU Adam" "probe writes a profile" -- $S probe --name here -o "$T/here.json"
+expect 0 "CPU Adam in the profile " "probe writes a profile" -- $S probe --name here -o "$T/here.json"
+# the profile's CPU Adam is its OpenMP team's, as the runtime's will run: one thread where
+# OMP_NUM_THREADS says so, not every processor
+out=$(OMP_NUM_THREADS=1 $S probe --name one -o "$T/one.json" 2>&1)
+one=$(echo "$out" | awk '$1 == "1" && NF == 2 { print $2 }')
+echo "$out" | grep -q "^CPU Adam in the profile $one elements/s on 1 thread, the OpenMP team it runs on (OMP_NUM_THREADS sets it)$" &&
+  grep -q '"team of 1\|OpenMP team.s 1 thread;' "$T/one.json"
+tap_result $? "probe's profile steps CPU Adam on the OpenMP team's threads (OMP_NUM_THREADS=1: the one-thread rate, $one)" "$out" "$(cat "$T/one.json")"
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
 grep -q '"adam_bf16_elems_per_s":' "$T/here.json"
 tap_result $? "probe measures CPU Adam with bf16 moments into the profile" "$(cat "$T/here.json")"

@@ -5,6 +5,9 @@
 #include <stowage/probe.h>
 
 #include <stdio.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -514,14 +517,32 @@ probe_host(StwProbe *p, GString *desc)
   if (cpu != NULL)
     g_string_append_printf(desc, " CPU %s;", cpu);
   p->threads = g_get_num_processors();
-  for (guint n = 1; p->n_adam < STW_PROBE_MAX_ADAM; n = MIN(2 * n, p->threads)) {
-    double r = adam_rate(n, STW_DTYPE_FP32);
-    p->adam_threads[p->n_adam] = n;
-    p->adam_elems_per_s[p->n_adam++] = r;
-    g_string_append_printf(desc, " CPU Adam %.3g elements/s on %u thread%s;", r, n,
-                           n > 1 ? "s" : "");
+  /* the threads the runtime's CPU Adam runs on: its OpenMP team's */
+#ifdef _OPENMP
+  p->adam_team = (guint)CLAMP(omp_get_max_threads(), 1, 4096);
+#else
+  p->adam_team = 1;
+#endif
+  /* 1, 2, 4, ... up to every processor, and the team's count among them */
+  guint team_at = 0;
+  for (guint pow = 1; p->n_adam < STW_PROBE_MAX_ADAM - 1; pow *= 2) {
+    guint n = MIN(pow, p->threads);
+    guint before = p->n_adam > 0 ? p->adam_threads[p->n_adam - 1] : 0;
+    if (before < p->adam_team && p->adam_team < n) /* the team between two doublings */
+      p->adam_threads[team_at = p->n_adam++] = p->adam_team;
+    if (n == p->adam_team)
+      team_at = p->n_adam;
+    p->adam_threads[p->n_adam++] = n;
     if (n == p->threads)
       break;
+  }
+  if (p->adam_team > p->threads) /* a team larger than the processors: last */
+    p->adam_threads[team_at = p->n_adam++] = p->adam_team;
+  for (guint i = 0; i < p->n_adam; i++) {
+    guint n = p->adam_threads[i];
+    p->adam_elems_per_s[i] = adam_rate(n, STW_DTYPE_FP32);
+    g_string_append_printf(desc, " CPU Adam %.3g elements/s on %u thread%s;",
+                           p->adam_elems_per_s[i], n, n > 1 ? "s" : "");
   }
   p->host_copy_bytes_per_s = host_memory_rate(p->threads);
   p->host_memory_bytes_per_s = MAX(2 * p->host_copy_bytes_per_s,
@@ -531,10 +552,14 @@ probe_host(StwProbe *p, GString *desc)
                          " written;",
                          p->host_copy_bytes_per_s / 1e9, p->threads,
                          p->host_memory_bytes_per_s / 1e9);
-  p->profile.cpu_adam_elems_per_s = p->adam_elems_per_s[p->n_adam - 1];
-  /* with bf16 moments, on every thread: bound by memory it moves fewer bytes, bound by its
+  /* CPU Adam as the runtime will run it, on its team: a profile taken on every core of a
+   * machine whose runs step on one (OMP_NUM_THREADS=1) predicted their optimizer 8x too fast */
+  p->profile.cpu_adam_elems_per_s = p->adam_elems_per_s[team_at];
+  g_string_append_printf(desc, " CPU Adam on the OpenMP team's %u thread%s;", p->adam_team,
+                         p->adam_team > 1 ? "s" : "");
+  /* with bf16 moments, on the team: bound by memory it moves fewer bytes, bound by its
    * arithmetic (a few cores) it may not gain, and the simulator takes what was measured */
-  p->adam_bf16_elems_per_s = adam_rate(p->adam_threads[p->n_adam - 1], STW_DTYPE_BF16);
+  p->adam_bf16_elems_per_s = adam_rate(p->adam_team, STW_DTYPE_BF16);
   p->profile.cpu_adam_bf16_elems_per_s = p->adam_bf16_elems_per_s;
   g_string_append_printf(desc, " CPU Adam with bf16 moments %.3g elements/s;",
                          p->adam_bf16_elems_per_s);
@@ -681,6 +706,7 @@ stw_probe_json(const StwProbe *p)
     cJSON_AddNumberToObject(o, "elems_per_s", p->adam_elems_per_s[i]);
     cJSON_AddItemToArray(adam, o);
   }
+  stw_json_add_u64(root, "cpu_adam_team", p->adam_team);
   cJSON_AddNumberToObject(root, "cpu_adam_bf16_elems_per_s", p->adam_bf16_elems_per_s);
   stw_json_add_u64(root, "threads", p->threads);
   cJSON_AddNumberToObject(root, "host_copy_bytes_per_s", p->host_copy_bytes_per_s);

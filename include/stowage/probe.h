@@ -51,7 +51,10 @@ typedef struct {
   guint n_adam;
   guint adam_threads[STW_PROBE_MAX_ADAM];
   double adam_elems_per_s[STW_PROBE_MAX_ADAM];
-  double adam_bf16_elems_per_s;    /* with bf16 moments, on the most threads */
+  guint adam_team;                 /* the threads CPU Adam runs on (OpenMP's team:
+                                    * OMP_NUM_THREADS, else every processor), measured among
+                                    * ADAM_THREADS: the profile's rate is theirs */
+  double adam_bf16_elems_per_s;    /* with bf16 moments, on ADAM_TEAM threads */
   guint threads;                   /* the host memory's copiers: every processor */
   double host_copy_bytes_per_s;    /* bytes memcpy copies a second on every processor */
   double host_memory_bytes_per_s;  /* bytes read and written a second: the most of copying's
