@@ -109,7 +109,7 @@ ls "$TAP_TMP/gpu-out" > "$TAP_TMP/gpu-files" 2>&1
 [ $st = 0 ] && [ "$(cat "$TAP_TMP/gpu-files" | tr '\n' ' ')" = "logs.tar.gz preflight.txt summary.txt " ]
 tap_result $? "tests/gpu/run.sh runs the bundle to its end and leaves three files" "$(tail -n 20 "$TAP_TMP/gpu-out/summary.txt" 2>/dev/null)" "$(echo "$out" | tail -n 5)"
 steps=$(tar -xzf "$TAP_TMP/gpu-out/logs.tar.gz" -O logs/steps.txt 2>/dev/null | cut -d: -f1 | tr '\n' ' ')
-want="test-cuda bench-cuda demo demo-debug cpu-fp32 cuda-fp32 cpu-mixed cuda-mixed cpu-fp32-flash cuda-fp32-flash resident gpt2-mfu gpt2-mfu-naive fidelity torch-nvtx pytest torch-wrap-bench "
+want="test-cuda bench-cuda demo demo-debug cpu-fp32 cuda-fp32 cpu-mixed cuda-mixed cpu-fp32-flash cuda-fp32-flash resident torch-nvtx pytest torch-wrap-bench torch-wrap-profile gpt2-mfu gpt2-mfu-naive fidelity-resident fidelity "
 [ "$steps" = "$want" ]; tap_result $? "... every step, in order" "ran: $steps" "want: $want"
 grep -q "^cuda compute .*/stowage-gpu/lib/stowage/libstowage-compute-cuda.so (found" "$TAP_TMP/gpu-out/preflight.txt"
 tap_result $? "... and its preflight finds the bundle's modules" "$(grep -A8 'build-info' "$TAP_TMP/gpu-out/preflight.txt")"
