@@ -517,9 +517,10 @@ probe_host(StwProbe *p, GString *desc)
   if (cpu != NULL)
     g_string_append_printf(desc, " CPU %s;", cpu);
   p->threads = g_get_num_processors();
-  /* the threads the runtime's CPU Adam runs on: its OpenMP team's */
+  /* the threads the runtime's CPU Adam runs on: its OpenMP team's (a team larger than the
+   * processors shares them: measured on every processor, 128 MiB a thread) */
 #ifdef _OPENMP
-  p->adam_team = (guint)CLAMP(omp_get_max_threads(), 1, 4096);
+  p->adam_team = (guint)CLAMP(omp_get_max_threads(), 1, (int)MAX(p->threads, 1));
 #else
   p->adam_team = 1;
 #endif
@@ -536,8 +537,6 @@ probe_host(StwProbe *p, GString *desc)
     if (n == p->threads)
       break;
   }
-  if (p->adam_team > p->threads) /* a team larger than the processors: last */
-    p->adam_threads[team_at = p->n_adam++] = p->adam_team;
   for (guint i = 0; i < p->n_adam; i++) {
     guint n = p->adam_threads[i];
     p->adam_elems_per_s[i] = adam_rate(n, STW_DTYPE_FP32);
