@@ -52,7 +52,8 @@ typedef struct {
   guint adam_threads[STW_PROBE_MAX_ADAM];
   double adam_elems_per_s[STW_PROBE_MAX_ADAM];
   guint adam_team;                 /* the threads CPU Adam runs on (OpenMP's team:
-                                    * OMP_NUM_THREADS, else every processor), measured among
+                                    * OMP_NUM_THREADS, else every processor; at most every
+                                    * processor, which a larger team shares), measured among
                                     * ADAM_THREADS: the profile's rate is theirs */
   double adam_bf16_elems_per_s;    /* with bf16 moments, on ADAM_TEAM threads */
   guint threads;                   /* the host memory's copiers: every processor */
