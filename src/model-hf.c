@@ -105,6 +105,7 @@ typedef enum {
   HF_MINICPM3,
   HF_COHERE2_MOE,
   HF_AFMOE,
+  HF_ERNIE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -130,7 +131,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
                                            "data2vec-text", "minicpm3", "cohere2_moe",
-                                           "afmoe", NULL };
+                                           "afmoe", "ernie", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -188,6 +189,8 @@ typedef struct {
   gboolean reads_softcaps;          /* final_logit_softcapping and attn_logit_softcapping */
   gboolean reads_logit_softcap;     /* final_logit_softcapping alone (NanoChat's) */
   gboolean reads_token_types;       /* type_vocab_size */
+  gboolean reads_task_types;        /* use_task_id: task_type_vocab_size more rows beside the
+                                     * token types' (ERNIE's task embeddings) */
   const char *experts_member;       /* the experts' count member (NULL: a dense MLP), then
                                      * num_experts_per_tok, with these defaults */
   guint64 experts_default, experts_per_token_default;
@@ -289,6 +292,16 @@ typedef struct {
     .act_member = "hidden_act", .act_default = "gelu", .position_offset = 2,                      \
     .offset_within = TRUE }
 
+/* BERT's encoder and its defaults, and the row's own fields */
+#define BERT_ROW(...)                                                                              \
+  { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,              \
+    .attn_dropout_member = "attention_probs_dropout_prob",                                         \
+    .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,                   \
+    .resid_dropout_default = 0.1, .layers_default = 12, .hidden_default = 768,                    \
+    .heads_default = 12, .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,     \
+    .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE, .attention_bias = TRUE,   \
+    .act_member = "hidden_act", .act_default = "gelu", __VA_ARGS__ }
+
 static const HfRow hf_rows[] = {
   [HF_GPT2] = { .shape = { .arch = STW_ARCH_GPT }, .mlp_bias = TRUE, .layers = "n_layer",
                 .attn_dropout_member = "attn_pdrop", .resid_dropout_member = "resid_pdrop",
@@ -377,14 +390,10 @@ static const HfRow hf_rows[] = {
                  .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
                  .ffn_default = 11008, .max_seq_default = 2048, .vocab_default = 50304,
                  .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
-  [HF_BERT] = { .shape = { .arch = STW_ARCH_BERT }, .mlp_bias = TRUE, .reads_token_types = TRUE,
-                .attn_dropout_member = "attention_probs_dropout_prob",
-                .resid_dropout_member = "hidden_dropout_prob", .attn_dropout_default = 0.1,
-                .resid_dropout_default = 0.1,
-                .layers_default = 12, .hidden_default = 768, .heads_default = 12,
-                .ffn_default = 3072, .max_seq_default = 512, .vocab_default = 30522,
-                .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
-                .attention_bias = TRUE, .act_member = "hidden_act", .act_default = "gelu" },
+  [HF_BERT] = BERT_ROW(),
+  /* ERNIE 1 to 3 (Baidu): BERT's encoder, and with use_task_id a table of task_type_vocab_size
+   * task embeddings added as the token types' are (counted as more token-type rows) */
+  [HF_ERNIE] = BERT_ROW(.reads_task_types = TRUE),
   /* StarCoder 2: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions) with grouped
    * keys and values, biases everywhere or nowhere (use_bias) */
   [HF_STARCODER2] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE,
@@ -1720,6 +1729,15 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     c.token_types = 2;
     if (!get_u64(h, "type_vocab_size", FALSE, STW_MODEL_MAX_TOKEN_TYPES, &c.token_types, error))
       return FALSE;
+    gboolean tasks = FALSE;
+    guint64 task_types = 3;
+    if (row->reads_task_types &&
+        (!get_bool(h, "use_task_id", &tasks, error) ||
+         (tasks && !get_u64(h, "task_type_vocab_size", FALSE,
+                            STW_MODEL_MAX_TOKEN_TYPES - c.token_types, &task_types, error))))
+      return FALSE;
+    if (tasks) /* a second table beside the token types' (0 rows: none) */
+      c.token_types += task_types;
     if (c.token_types == 2)
       c.token_types = 0; /* the usual: written as the default */
   }

@@ -826,6 +826,7 @@ test_hf_family_defaults(void)
     { "minicpm3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4073875968), TRUE, FALSE },
     { "cohere2_moe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(190004928512), TRUE, FALSE },
     { "afmoe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(19232600000), TRUE, FALSE },
+    { "ernie", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {

@@ -292,6 +292,8 @@ SMALL = {
     "xlm-roberta": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                     "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66,
                     "type_vocab_size": 1},
+    "ernie": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 64},
     "camembert": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                   "intermediate_size": 256, "vocab_size": 128, "max_position_embeddings": 66},
     "data2vec-text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
@@ -318,7 +320,7 @@ SMALL = {
 
 
 # the encoders, counted as transformers' AutoModel builds them (no LM head)
-ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text")
+ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text", "ernie")
 
 
 def variants(kind):
@@ -336,6 +338,12 @@ def variants(kind):
     if kind in ENCODERS:  # the token types' table
         out.append(("one token type", dict(base, type_vocab_size=1)))
         out.append(("three token types", dict(base, type_vocab_size=3)))
+    if kind == "ernie":  # its task embeddings, a second table beside the token types'
+        out.append(("use_task_id", dict(base, use_task_id=True)))
+        out.append(("use_task_id, 5 task types",
+                    dict(base, use_task_id=True, task_type_vocab_size=5)))
+        out.append(("use_task_id, one token type",
+                    dict(base, use_task_id=True, type_vocab_size=1)))
     if kind not in ("gpt2", "gpt-sw3") + ENCODERS:
         out.append(("head_dim 32", dict(base, head_dim=32)))
         out.append(("head_dim null", dict(base, head_dim=None)))
