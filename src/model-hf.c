@@ -106,6 +106,7 @@ typedef enum {
   HF_COHERE2_MOE,
   HF_AFMOE,
   HF_ERNIE,
+  HF_FLINT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -131,7 +132,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
                                            "data2vec-text", "minicpm3", "cohere2_moe",
-                                           "afmoe", "ernie", NULL };
+                                           "afmoe", "ernie", "flint", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -215,6 +216,10 @@ typedef struct {
                                      * SHARED_EXPERTS_MEMBER says where it is given (DeepSeek's,
                                      * GLM-4.5's n_shared_experts, 0 allowed) */
   const char *shared_experts_member;
+  const char *dense_list_member;    /* the dense blocks by a list of their indices
+                                     * (mlp_only_layers; absent or null: the first
+                                     * dense_layers_default), intermediate_size wide
+                                     * (dense_ffn_default); decoder_sparse_step must be 1 */
   const char *dense_types_member;   /* the blocks' MLPs by a list of "dense" and "sparse"
                                      * (GLM-4.7-Flash's mlp_layer_types; null or absent: the
                                      * first dense_layers_default dense), the dense ones
@@ -380,6 +385,7 @@ static const HfRow hf_rows[] = {
   [HF_QWEN3_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
                      .experts_member = "num_experts", .experts_default = 128,
                      .experts_per_token_default = 8, .ffn = "moe_intermediate_size",
+                     .dense_list_member = "mlp_only_layers", .dense_ffn_default = 6144,
                      .layers_default = 24, .hidden_default = 2048, .heads_default = 32,
                      .ffn_default = 768, .max_seq_default = 32768, .vocab_default = 151936,
                      .kv_default = 4, .reads_tie = TRUE, .reads_attention_bias = TRUE },
@@ -453,6 +459,7 @@ static const HfRow hf_rows[] = {
                      .qkv_bias_member = "qkv_bias", .experts_member = "num_experts",
                      .experts_default = 60, .experts_per_token_default = 4,
                      .shared_expert_default = 5632, .ffn = "moe_intermediate_size",
+                     .dense_list_member = "mlp_only_layers", .dense_ffn_default = 5632,
                      .layers_default = 24, .hidden_default = 2048, .heads_default = 16,
                      .ffn_default = 1408, .max_seq_default = 32768, .vocab_default = 151936,
                      .kv_default = 16, .reads_tie = TRUE },
@@ -997,6 +1004,20 @@ static const HfRow hf_rows[] = {
                        .kv_default = 4, .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                        .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
   [HF_GRANITEMOE_SWA] = GRANITEMOESHARED_ROW(TRUE),
+  /* Flint: Qwen3-MoE's block (a norm over each head's queries and keys) with gpt-oss's sink
+   * logit per head, its first blocks dense (mlp_only_layers, intermediate_size wide) and in the
+   * others num_experts experts moe_intermediate_size wide and one shared expert
+   * shared_expert_intermediate_size wide without a gate of its own; sliding windows change no
+   * weight */
+  [HF_FLINT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_sinks = TRUE },
+                 .experts_member = "num_experts", .experts_default = 256,
+                 .experts_per_token_default = 6, .ffn = "moe_intermediate_size",
+                 .shared_width_member = "shared_expert_intermediate_size",
+                 .shared_width_default = 1024, .dense_list_member = "mlp_only_layers",
+                 .dense_layers_default = 2, .dense_ffn_default = 6144, .layers_default = 49,
+                 .hidden_default = 2048, .heads_default = 32, .ffn_default = 512,
+                 .max_seq_default = 262144, .vocab_default = 150144, .kv_default = 4,
+                 .head_dim_default = 128, .reads_tie = TRUE, .reads_attention_bias = TRUE },
   /* Hy V3 (Tencent Hunyuan): llama's attention with a norm over each head's queries and keys,
    * attention_bias on all four projections; the blocks' MLPs by mlp_layer_types (null: the
    * first dense, intermediate_size wide), the others num_experts experts (num_local_experts
@@ -1213,6 +1234,39 @@ get_dense_types(const Hf *h, const char *key, guint64 layers, guint64 *dense, GE
     return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %" G_GUINT64_FORMAT
                             " blocks: transformers reads one a block", n, layers);
   *dense = first;
+  return TRUE;
+}
+
+/* The dense blocks of KEY, a list of block indices (mlp_only_layers; absent or null: *DENSE
+ * stays), into *DENSE: those of the LAYERS blocks must be the first ones (an index beyond the
+ * blocks is never read); dense blocks among the experts' are refused, not modelled. */
+static gboolean
+get_dense_list(const Hf *h, const char *key, guint64 layers, guint64 *dense, GError **error)
+{
+  const cJSON *v = last_member(h->root, key);
+  if (v == NULL || cJSON_IsNull(v))
+    return TRUE;
+  if (!cJSON_IsArray(v))
+    return stw_json_fail_at(h->r, key, error, "expected a list of block indices");
+  g_autofree gboolean *is_dense = g_new0(gboolean, layers + 1);
+  guint64 n = 0, count = 0;
+  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+    if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > (double)STW_JSON_INT_MAX ||
+        e->valuedouble != (double)(guint64)e->valuedouble)
+      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected a block "
+                              "index (a whole number from 0)", n);
+    guint64 i = (guint64)e->valuedouble;
+    if (i < layers && !is_dense[i]) {
+      is_dense[i] = TRUE;
+      count++;
+    }
+  }
+  for (guint64 i = 0; i < count; i++)
+    if (!is_dense[i])
+      return stw_json_fail_at(h->r, key, error, "block %" G_GUINT64_FORMAT " is one of experts "
+                              "before a dense one: dense blocks among the experts' are not "
+                              "modelled (the dense blocks first are)", i);
+  *dense = count;
   return TRUE;
 }
 
@@ -1511,18 +1565,14 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
       return stw_json_fail_at(r, "mlp_bias", error, "true: biases on the dense MLPs and the "
                               "shared experts but not the routed ones are not modelled");
   }
-  if (type == HF_QWEN3_MOE || type == HF_QWEN2_MOE) { /* experts in every block */
+  if (row_of(type)->dense_list_member != NULL) { /* experts in every block past the dense */
     guint64 step = 1;
-    const cJSON *dense = member(root, "mlp_only_layers");
     if (!get_u64(h, "decoder_sparse_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
       return FALSE;
     if (step != 1)
       return stw_json_fail_at(r, "decoder_sparse_step", error,
                               "%" G_GUINT64_FORMAT ": experts in every block only (1) are "
                               "modelled", step);
-    if (dense != NULL && !(cJSON_IsArray(dense) && cJSON_GetArraySize(dense) == 0))
-      return stw_json_fail_at(r, "mlp_only_layers", error,
-                              "dense blocks among the experts' are not modelled (expected [])");
   }
   return TRUE;
 }
@@ -1769,7 +1819,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                     STW_MODEL_MAX_LAYERS, &dense, error)) ||
         (row->dense_types_member != NULL &&
          !get_dense_types(h, row->dense_types_member, c.layers, &dense, error)) ||
-        ((row->reads_dense_layers || row->dense_types_member != NULL) &&
+        (row->dense_list_member != NULL &&
+         !get_dense_list(h, row->dense_list_member, c.layers, &dense, error)) ||
+        ((row->reads_dense_layers || row->dense_types_member != NULL ||
+          row->dense_list_member != NULL) &&
          !get_u64(h, row->dense_ffn_member != NULL ? row->dense_ffn_member : "intermediate_size",
                   row->dense_ffn_member != NULL, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
                   error)))

@@ -265,6 +265,11 @@ SMALL = {
     "granite_swa": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                     "max_position_embeddings": 64},
+    "flint": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+              "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+              "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
+              "max_position_embeddings": 64},
     "granitemoe_swa": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                        "intermediate_size": 96, "vocab_size": 128,
                        "max_position_embeddings": 64, "num_local_experts": 4,
@@ -594,6 +599,12 @@ def variants(kind):
     if kind == "qwen3_moe":  # the dense MLP's width, which no block has, changes nothing
         out.append(("intermediate_size", dict(base, intermediate_size=1000)))
         out.append(("8 experts", dict(base, num_experts=8, num_experts_per_tok=1)))
+    if kind in ("flint", "qwen3_moe", "qwen2_moe"):  # the dense blocks by their indices
+        for dense in ([], [0], [1, 0, 7], None, [1]):
+            out.append(("mlp_only_layers %s" % json.dumps(dense),
+                        dict(base, mlp_only_layers=dense)))
+        out.append(("a dense block, intermediate_size 40",
+                    dict(base, mlp_only_layers=[0], intermediate_size=40)))
     texts = [(what, json.dumps(c)) for what, c in out]
     # a member given twice: Python's json (and so transformers) reads the last
     layers = "n_layer" if kind in ("gpt2", "bloom") else "num_hidden_layers"
@@ -697,8 +708,11 @@ class TestHfConfigs(unittest.TestCase):
         # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts;
         # Helium with heads x head_dim apart from hidden (its output projection hidden x hidden),
         # and BitNet so (its norm over the heads' output hidden wide); Hy V3's MLP biases, as
-        # DeepSeek-V2's, and a dense block after experts, as GLM-4.7-Flash's (Cohere 2 MoE's too)
-        self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
+        # DeepSeek-V2's, and a dense block after experts, as GLM-4.7-Flash's (Cohere 2 MoE's too,
+        # and Qwen's MoEs' and Flint's, whose mlp_only_layers list them)
+        self.assertEqual(unmodelled, [("qwen3_moe", "mlp_only_layers [1]"),
+                                      ("olmoe", "head_dim 32"),
+                                      ("qwen2_moe", "mlp_only_layers [1]"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("opt", '{"do_layer_norm_before": false}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -716,6 +730,7 @@ class TestHfConfigs(unittest.TestCase):
                                       ("ernie4_5_moe", '{"moe_layer_end_index": 1}'),
                                       ("ernie4_5_moe", '{"moe_layer_interval": 2}'),
                                       ("ernie4_5_moe", '{"use_bias": true}'),
+                                      ("flint", "mlp_only_layers [1]"),
                                       ("hy_v3", "mlp_bias"),
                                       ("hy_v3",
                                        '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
