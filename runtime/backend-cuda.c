@@ -157,6 +157,13 @@ cuda_memory_outside(StwBackend *b)
   return used > c->arena_bytes ? used - c->arena_bytes : 0;
 }
 
+static guint64
+cuda_memory_total(StwBackend *b)
+{
+  size_t free_bytes = 0, total = 0;
+  return ok((CudaBackend *)b, cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo") ? total : 0;
+}
+
 /* the legacy default stream, where the compute tables run; not the copy streams */
 static void
 cuda_sync(StwBackend *b)
@@ -194,7 +201,8 @@ stw_backend_cuda_new(int device, guint64 arena_bytes, GError **error)
                           .host_free = cuda_host_free, .copy = cuda_copy, .done = cuda_done,
                           .wait = cuda_wait, .event_free = cuda_event_free, .free = cuda_free,
                           .range_push = cuda_range_push, .range_pop = cuda_range_pop,
-                          .sync = cuda_sync, .memory_outside = cuda_memory_outside };
+                          .sync = cuda_sync, .memory_outside = cuda_memory_outside,
+                          .memory_total = cuda_memory_total };
   c->device = device;
   c->arena_bytes = (arena_bytes + ALIGN - 1) / ALIGN * ALIGN;
   void *arena = NULL;

@@ -509,6 +509,49 @@ test_probe_cpu_model(void)
   g_string_free(longer, TRUE);
 }
 
+/* probe --device cuda: the GPU's memory is what CUDA gives a program, and the process's share of
+ * it the larger of the base's figure and what the probe held; a figure not below the memory is
+ * none; nothing measured, nothing changed. */
+static void
+test_probe_device_memory(void)
+{
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup("H100-SXM5-80GB", &hw, NULL));
+  g_assert_cmpuint(hw.gpu_process_bytes, ==, 536870912);
+  StwHardware before = hw;
+  g_autoptr(GString) desc = g_string_new("");
+  stw_probe_device_memory(&hw, 0, 0, desc);
+  g_assert_true(memcmp(&hw, &before, sizeof hw) == 0);
+  g_assert_cmpstr(desc->str, ==, "");
+  stw_probe_device_memory(&hw, 85029158912, 522190848, desc); /* below the base's: kept */
+  g_assert_cmpuint(hw.gpu_memory_bytes, ==, 85029158912);
+  g_assert_cmpuint(hw.gpu_process_bytes, ==, 536870912);
+  g_assert_cmpstr(desc->str, ==, "; the GPU's memory as CUDA gives it 79.19 GiB (the base's "
+                                 "80.00 GiB), 498.00 MiB of it held by this process outside its "
+                                 "arena");
+  stw_probe_device_memory(&hw, 85029158912, 627900416, desc); /* above: the probe's */
+  g_assert_cmpuint(hw.gpu_process_bytes, ==, 627900416);
+  stw_probe_device_memory(&hw, 85029158912, 85029158912, desc); /* the whole card: none */
+  g_assert_cmpuint(hw.gpu_process_bytes, ==, 627900416);
+  /* a small card under a large card's base figure: the base's figure cannot be this card's */
+  StwHardware small = before;
+  small.gpu_process_bytes = 900530176;
+  stw_probe_device_memory(&small, 805306368, 0, desc);
+  g_assert_cmpuint(small.gpu_memory_bytes, ==, 805306368);
+  g_assert_cmpuint(small.gpu_process_bytes, ==, 0);
+  GError *error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("stowage-probe-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "p.json", NULL);
+  g_assert_true(stw_hardware_save(&hw, "probed", path, &error));
+  StwHardware back;
+  g_assert_true(stw_hardware_load(path, &back, &error));
+  g_assert_no_error(error);
+  g_remove(path);
+  g_rmdir(dir);
+  g_assert_cmpuint(back.gpu_memory_bytes, ==, 85029158912);
+  g_assert_cmpuint(back.gpu_process_bytes, ==, 627900416);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -525,5 +568,6 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/adam-bf16-rate", test_adam_bf16_rate);
   g_test_add_func("/hardware/cpu-model", test_cpu_model);
   g_test_add_func("/hardware/probe-cpu-model", test_probe_cpu_model);
+  g_test_add_func("/hardware/probe-device-memory", test_probe_device_memory);
   return g_test_run();
 }

@@ -578,6 +578,25 @@ process_rss_bytes(void)
   return page > 0 ? (guint64)resident * (guint64)page : 0;
 }
 
+void
+stw_probe_device_memory(StwHardware *hw, guint64 total, guint64 outside, GString *desc)
+{
+  if (total == 0)
+    return;
+  g_autofree char *t = stw_size_format(total);
+  g_autofree char *base = stw_size_format(hw->gpu_memory_bytes);
+  g_string_append_printf(desc, "; the GPU's memory as CUDA gives it %s (the base's %s)", t, base);
+  hw->gpu_memory_bytes = total;
+  if (outside > 0 && outside < total) {
+    g_autofree char *o = stw_size_format(outside);
+    g_string_append_printf(desc, ", %s of it held by this process outside its arena", o);
+    if (outside > hw->gpu_process_bytes)
+      hw->gpu_process_bytes = outside;
+  }
+  if (hw->gpu_process_bytes >= total) /* a base's figure for a larger card */
+    hw->gpu_process_bytes = outside < total ? outside : 0;
+}
+
 gboolean
 stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
 {
@@ -606,6 +625,9 @@ stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
   probe_host(p, desc);
   if (be != NULL) {
     gboolean ok = probe_device(be, p, desc, error);
+    if (ok && o->device != STW_PROBE_HOST)
+      stw_probe_device_memory(hw, be->memory_total != NULL ? be->memory_total(be) : 0,
+                              be->memory_outside != NULL ? be->memory_outside(be) : 0, desc);
     be->free(be);
     if (!ok)
       return FALSE;

@@ -54,6 +54,9 @@ struct StwBackend {
    * CUDA context and loaded kernels, the compute libraries' workspaces, and any other process on
    * the device), what a plan's budget must leave free; NULL where the device is emulated */
   guint64 (*memory_outside)(StwBackend *b);
+  /* optional: the device memory a program can allocate in all (cudaMemGetInfo's total, below
+   * what nvidia-smi reports); NULL where the device is emulated */
+  guint64 (*memory_total)(StwBackend *b);
   /* device memory is host memory (the host backend): the runtime may read and write it
    * directly; otherwise it goes through copies */
   gboolean device_is_host;

@@ -114,6 +114,13 @@ void stw_probe_clear(StwProbe *p);
  * none. The caller frees it. */
 char *stw_probe_cpu_model(const char *text);
 
+/* A GPU's memory as measured into profile HW: TOTAL, what CUDA lets a program allocate (0: not
+ * measured), becomes gpu.memory_bytes; OUTSIDE, what this process held of it beside its own
+ * arena, becomes gpu.process_bytes where above the base's figure (a probe loads no compute
+ * library: a training process holds at least as much). Said in DESCRIPTION. */
+void stw_probe_device_memory(StwHardware *hw, guint64 total, guint64 outside,
+                             GString *description);
+
 /* The record `probe --json` prints: every measurement and the profile made of them. */
 char *stw_probe_json(const StwProbe *p);
 
