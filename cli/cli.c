@@ -296,24 +296,6 @@ stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
 }
 
 char *
-stw_cli_gpu_process_said(const StwTrace *t, const StwPlannerOptions *o)
-{
-  StwPlannerOptions on = *o;
-  stw_planner_on_device(&on, t);
-  guint64 share = stw_budgets_process_share(&on.budgets, &on.hw);
-  if (share == 0)
-    return NULL;
-  const char *origin = NULL;
-  stw_gpu_process_bytes(t, &o->hw, &origin);
-  g_autofree char *kept = stw_size_format(share);
-  g_autofree char *process = stw_size_format(on.hw.gpu_process_bytes);
-  g_autofree char *device = stw_size_format(MAX(on.hw.gpu_memory_bytes, on.budgets.gpu_bytes));
-  return g_strdup_printf("%s of the budget kept free: a process holds %s of the GPU's %s outside "
-                         "its tensors (its CUDA context and libraries; %s)", kept, process,
-                         device, origin);
-}
-
-char *
 stw_cli_host_said(const StwHardware *hw)
 {
   g_autofree char *memory =

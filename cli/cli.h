@@ -227,10 +227,6 @@ char *stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw);
 /* The host HW assumes, in one line for people: its CPU (cpu.model), CPU Adam's rate a rank and
  * the host memory's bandwidth. */
 char *stw_cli_host_said(const StwHardware *hw);
-/* What of O's GPU budget the process on its device holds outside its tensors
- * (stw_planner_on_device: T's measured figure or O's profile's), in one line for people; NULL
- * where the budget leaves the process its room. */
-char *stw_cli_gpu_process_said(const StwTrace *t, const StwPlannerOptions *o);
 /* How T's optimizer ops time the GPU's step where it is not one fused pass (the trace's
  * model.optimizer_impl), in words; NULL where it is. */
 char *stw_cli_optimizer_assumed(const StwTrace *t);

@@ -97,7 +97,7 @@ print_table(const Comparison *c)
   printf("host CPU %s\n", host);
   StwPlannerOptions at = *c->o;
   at.budgets.gpu_bytes = c->c.gpu_bytes;
-  g_autofree char *process = stw_cli_gpu_process_said(c->trace, &at);
+  g_autofree char *process = stw_planner_process_said(c->trace, &at);
   if (process != NULL)
     printf("GPU process %s\n", process);
   g_autofree char *elsewhere = stw_cli_measured_elsewhere(c->trace, &c->o->hw);

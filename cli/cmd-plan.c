@@ -159,7 +159,7 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   StwPlannerOptions planned; /* the plan's budget and profile, as the planner had them */
   stw_planner_options_init(&planned, &p->hw);
   planned.budgets = p->budgets;
-  g_autofree char *process = stw_cli_gpu_process_said(t, &planned);
+  g_autofree char *process = stw_planner_process_said(t, &planned);
   if (process != NULL)
     printf("  GPU process  %s\n", process);
   printf("  host         %s of %s\n", host, cpub);

@@ -659,17 +659,30 @@ min_budget(const StwTrace *t, const StwChunking *c, const StwBudgets *b, guint32
 
 /* What of O's budget its device's process takes (stw_budgets_process_share), said for an error:
  * " (X of the budget kept free: ...)", or "" where it takes none. */
-static char *
-process_said(const StwPlannerOptions *o)
+char *
+stw_planner_process_said(const StwTrace *t, const StwPlannerOptions *o)
 {
-  guint64 share = stw_budgets_process_share(&o->budgets, &o->hw);
+  StwPlannerOptions on = *o; /* (again where O is on its device already: the same) */
+  stw_planner_on_device(&on, t);
+  guint64 share = stw_budgets_process_share(&on.budgets, &on.hw);
   if (share == 0)
-    return g_strdup("");
-  g_autofree char *s = stw_size_format(share);
-  g_autofree char *p = stw_size_format(o->hw.gpu_process_bytes);
-  return g_strdup_printf(" (%s of the budget kept free: a process holds %s of %s's memory "
-                         "outside its tensors, its CUDA context and libraries)", s, p,
-                         o->hw.name);
+    return NULL;
+  const char *origin = NULL;
+  stw_gpu_process_bytes(t, &on.hw, &origin);
+  g_autofree char *kept = stw_size_format(share);
+  g_autofree char *process = stw_size_format(on.hw.gpu_process_bytes);
+  g_autofree char *device = stw_size_format(MAX(on.hw.gpu_memory_bytes, on.budgets.gpu_bytes));
+  return g_strdup_printf("%s of the budget kept free: a process holds %s of the GPU's %s outside "
+                         "its tensors (its CUDA context and libraries; %s)", kept, process,
+                         device, origin);
+}
+
+/* stw_planner_process_said in parentheses after a budget, or nothing */
+static char *
+process_said(const StwTrace *t, const StwPlannerOptions *o)
+{
+  g_autofree char *said = stw_planner_process_said(t, o);
+  return said != NULL ? g_strdup_printf(" (%s)", said) : g_strdup("");
 }
 
 /* Why no plan of the policy fits: the host budget when some plan fitted the GPU (HOST_NEED, the
@@ -698,7 +711,7 @@ infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *a
   g_autofree char *shortb = stw_size_format(at->fail_need_bytes - MIN(at->fail_need_bytes,
                                                                        at->fail_capacity));
   g_autofree char *minb = stw_size_format(min_bytes);
-  g_autofree char *process = process_said(o);
+  g_autofree char *process = process_said(t, o);
   g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
               "policy %s cannot fit a GPU budget of %s%s: at op %u (%s, %s) it needs %s of "
               "chunks resident where %s is left beside non-model memory%s: %s short. The "
@@ -903,7 +916,7 @@ check_nonmodel(const StwTrace *t, const StwPlannerOptions *o, GError **error)
                       : flash ? "the batch, sequence length or activation memory (--checkpointing)"
                               : "the batch, sequence length or activation memory "
                                 "(--checkpointing, --attention flash)";
-  g_autofree char *process = process_said(o);
+  g_autofree char *process = process_said(t, o);
   g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
               "no plan fits a GPU budget of %s%s: at op %u (%s, %s) the non-model memory "
               "alone, with the reserve, needs %s, %s short, before any chunk%s. The smallest "

@@ -264,10 +264,11 @@ test_process_memory(void)
   o.budgets.gpu_bytes = 8 * STW_GiB;
   g_assert_null(stw_planner_plan(t, "bundled", &o, &error));
   stw_assert_error_contains(error, "no plan fits a GPU budget of 8.00 GiB (512.00 MiB of the "
-                                   "budget kept free: a process holds 512.00 MiB of "
-                                   "A100-80GB-PCIe4's memory outside its tensors, its CUDA "
-                                   "context and libraries): at op 99 (loss, fwd) the non-model "
-                                   "memory alone, with the reserve, needs 8.09 GiB");
+                                   "budget kept free: a process holds 512.00 MiB of the GPU's "
+                                   "8.00 GiB outside its tensors (its CUDA context and "
+                                   "libraries; the profile's gpu.process_bytes)): at op 99 "
+                                   "(loss, fwd) the non-model memory alone, with the reserve, "
+                                   "needs 8.09 GiB");
   g_clear_error(&error);
 
   /* the figure the profiled process measured (device.gpu_process_bytes), read back as written

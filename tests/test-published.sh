@@ -48,7 +48,7 @@ has "an out-of-memory row the plan fits: said, with the plan's GPU peak against 
 has "a run that ran where no plan fits: said, with the planner's reason and the run's published memory" \
   "| M01 | MegaTrain | Qwen/Qwen2.5-32B-Instruc | 1 x 96 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 74.614 s | does not fit | disagrees |"
 has "the planner's reason for a run that ran where no plan fits" \
-  "- M01: ran (its GPU memory as published: ~40 GB (README \"GPU VRAM\")); no plan fits a GPU budget of 80.00 GiB (512.00 MiB of the budget kept free: a process holds 512.00 MiB of H100-SXM5-80GB's memory outside its tensors, its CUDA context and libraries): at op 574 (h63.mlp.gate_up, fwd) the non-model memory alone, with the reserve, needs 80.75 GiB, 769.50 MiB short, before any chunk"
+  "- M01: ran (its GPU memory as published: ~40 GB (README \"GPU VRAM\")); no plan fits a GPU budget of 80.00 GiB (512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 80.00 GiB outside its tensors (its CUDA context and libraries; the profile's gpu.process_bytes)): at op 574 (h63.mlp.gate_up, fwd) the non-model memory alone, with the reserve, needs 80.75 GiB, 769.50 MiB short, before any chunk"
 has "Qwen3 in two micro-steps of gradient accumulation on an RTX PRO 6000" \
   "| P02 | prime-rl FSDP CPU offload | Qwen/Qwen3-4B-Instruct-2 | 1 x 1 | zero-offload on RTXPRO6000-96GB-PCIe5 | 5.629 s | 4.525 s | -19.6% |"
 has "an epoch's time as the row derives a step from it; a 24 GB card's whole memory" \

@@ -99,6 +99,11 @@ StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown
  * kept free as the reserve keeps its bytes (stw_budgets_on_device). The planner plans every
  * budget so, and the plan's profile carries the figure, which check holds it to. */
 void stw_planner_on_device(StwPlannerOptions *o, const StwTrace *t);
+/* What of O's GPU budget the process on its device holds outside its tensors (as
+ * stw_planner_on_device keeps it free: T's measured figure or O's profile's), in one line for
+ * people, the planner's errors and `plan`'s and `compare`'s output alike; NULL where the budget
+ * leaves the process its room. The caller frees it. */
+char *stw_planner_process_said(const StwTrace *t, const StwPlannerOptions *o);
 
 /* The data-parallel ranks a plan of T with O is for: O's world_size, else the trace's. */
 guint32 stw_planner_world(const StwTrace *t, const StwPlannerOptions *o);
