@@ -4,6 +4,8 @@
 
 #include "tier.h"
 
+#include "clones.h"
+
 #include <string.h>
 
 #define NONE G_MAXUINT32
@@ -69,28 +71,38 @@ fail(GError **error, const char *fmt, ...)
   return FALSE;
 }
 
-/* Four lanes of 64-bit words, multiplied and folded: a checksum fast beside any storage. */
-static guint64
+/* A checksum fast beside any storage: eight lanes of 64-bit words, each keyed by its lane and
+ * its block's offset, accumulating the product of its halves and the word itself (XXH3's
+ * accumulation, which vectorizes), then folded with the length and the tail's bytes. Each
+ * region is summed as it is written and again as it is read back, on the step's thread: four
+ * lanes of dependent multiplies ran 2.3 GB/s, as slow as the disk (this one: 7 GB/s on the
+ * x86-64 baseline, 19 GB/s with AVX-512, on the build VM). */
+STW_CLONES static guint64
 state_sum(const guint8 *p, gsize n)
 {
-  const guint64 k = 0x9E3779B97F4A7C15ull;
-  guint64 h[4] = { 1, 2, 3, 4 };
+  static const guint64 key[8] = { 0x9E3779B185EBCA87ull, 0xC2B2AE3D27D4EB4Full,
+                                  0x165667B19E3779F9ull, 0x85EBCA77C2B2AE63ull,
+                                  0x27D4EB2F165667C5ull, 0x94D049BB133111EBull,
+                                  0xBF58476D1CE4E5B9ull, 0xD6E8FEB86659FD93ull };
+  guint64 acc[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
   gsize i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int l = 0; l < 4; l++) {
+  for (; i + 64 <= n; i += 64) {
+    guint64 at = (guint64)i * 0x9E3779B97F4A7C15ull;
+    for (int l = 0; l < 8; l++) {
       guint64 w;
       memcpy(&w, p + i + 8 * l, 8);
-      h[l] = (h[l] ^ w) * k;
-      h[l] ^= h[l] >> 29;
+      guint64 x = w ^ key[l] ^ at;
+      acc[l] += (x & 0xffffffffu) * (x >> 32) + w;
     }
   }
-  guint64 tail = n;
+  guint64 all = (guint64)n * 0x9E3779B97F4A7C15ull;
   for (; i < n; i++)
-    tail = (tail ^ p[i]) * 0x100000001B3ull;
-  guint64 all = tail;
-  for (int l = 0; l < 4; l++)
-    all = (all ^ h[l]) * k + (guint64)l;
-  return all ^ (all >> 31);
+    all = (all ^ p[i]) * 0x100000001B3ull;
+  for (int l = 0; l < 8; l++) {
+    all = (all ^ acc[l]) * 0xBF58476D1CE4E5B9ull;
+    all ^= all >> 31;
+  }
+  return all;
 }
 
 static guint64

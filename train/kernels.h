@@ -32,16 +32,10 @@
 #include <omp.h>
 #endif
 
-/* The hot loops are compiled for AVX-512, AVX2 and the x86-64 baseline, the best one picked
- * when the program starts, so that an installed binary runs anywhere and uses the vector units
- * it finds. (ISA clones rather than arch= clones: the bodies they call inline only into a caller
- * of the same arch.) FMA contraction stays off (-std=c11) and no loop reassociates a sum, so
- * every clone computes bitwise the same results. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
-#define STW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define STW_CLONES
-#endif
+/* The hot loops are compiled for AVX-512, AVX2 and the x86-64 baseline (STW_CLONES, clones.h).
+ * FMA contraction stays off (-std=c11) and no loop reassociates a sum, so every clone computes
+ * bitwise the same results. */
+#include "clones.h"
 
 /* [*LO, *HI): the calling thread's even share of N items in its OpenMP team. */
 static inline void
