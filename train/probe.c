@@ -648,8 +648,10 @@ stw_probe_run(const StwProbeOptions *o, StwProbe *p, GError **error)
       hw->compute_on_host = TRUE;
       g_strlcpy(hw->gpu_model, "stowage host backend (emulated device)", sizeof hw->gpu_model);
     } else {
-      g_string_append_printf(desc, "; the GPU's compute, memory and pageable copies from %s",
-                             o->base.name);
+      g_string_append_printf(desc, "; the GPU's compute and pageable copies from %s%s",
+                             o->base.name,
+                             hw->gpu_memory_bytes == o->base.gpu_memory_bytes ? ", its memory too"
+                                                                              : "");
     }
   } else {
     g_string_append_printf(desc, " GPU and PCIe from %s (no GPU measured)", o->base.name);
