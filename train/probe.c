@@ -22,7 +22,9 @@
 
 #include "json.h"
 
-#define ADAM_ELEMS (8u << 20)   /* per thread: 8M elements, 128 MiB of state */
+#define ADAM_ELEMS (8u << 20)   /* per thread: 8M elements, 128 MiB of state, */
+#define ADAM_ALL_ELEMS (256u << 20) /* and 4 GiB for all the threads at most: beyond 32 threads
+                                     * each steps its share, still far beyond its caches */
 #define MIN_SECONDS 0.2
 
 static double
@@ -53,6 +55,7 @@ memcpy_rate(gsize size)
 typedef struct {
   float *p, *g;
   void *m, *v;
+  gsize n;        /* elements */
   StwDtype state; /* the moments' dtype */
   guint64 steps;
   double seconds;
@@ -65,10 +68,10 @@ adam_job(gpointer data)
   StwAdamConfig c;
   stw_adam_config_init(&c);
   c.state_dtype = j->state;
-  stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, 1); /* touch every page first */
+  stw_adam_update(j->p, j->g, j->m, j->v, j->n, &c, 1); /* touch every page first */
   double t0 = now();
   do
-    stw_adam_update(j->p, j->g, j->m, j->v, ADAM_ELEMS, &c, ++j->steps + 1);
+    stw_adam_update(j->p, j->g, j->m, j->v, j->n, &c, ++j->steps + 1);
   while ((j->seconds = now() - t0) < MIN_SECONDS);
   return NULL;
 }
@@ -79,13 +82,15 @@ adam_rate(guint threads, StwDtype state)
 {
   AdamJob *jobs = g_new0(AdamJob, threads);
   GThread **th = g_new(GThread *, threads);
+  gsize n = MIN(ADAM_ELEMS, ADAM_ALL_ELEMS / MAX(threads, 1));
   for (guint i = 0; i < threads; i++) {
     jobs[i].state = state;
-    jobs[i].p = g_new(float, ADAM_ELEMS);
-    jobs[i].g = g_new(float, ADAM_ELEMS);
-    jobs[i].m = g_malloc0(ADAM_ELEMS * stw_dtype_bytes(state));
-    jobs[i].v = g_malloc0(ADAM_ELEMS * stw_dtype_bytes(state));
-    for (guint k = 0; k < ADAM_ELEMS; k++) {
+    jobs[i].n = n;
+    jobs[i].p = g_new(float, n);
+    jobs[i].g = g_new(float, n);
+    jobs[i].m = g_malloc0(n * stw_dtype_bytes(state));
+    jobs[i].v = g_malloc0(n * stw_dtype_bytes(state));
+    for (gsize k = 0; k < n; k++) {
       jobs[i].p[k] = 0.01f * (float)(k % 97);
       jobs[i].g[k] = 0.001f * (float)(k % 13) - 0.006f;
     }
@@ -95,7 +100,7 @@ adam_rate(guint threads, StwDtype state)
   double rate = 0;
   for (guint i = 0; i < threads; i++) {
     g_thread_join(th[i]);
-    rate += (double)jobs[i].steps * ADAM_ELEMS / jobs[i].seconds;
+    rate += (double)jobs[i].steps * (double)n / jobs[i].seconds;
     g_free(jobs[i].p);
     g_free(jobs[i].g);
     g_free(jobs[i].m);
