@@ -1201,7 +1201,6 @@ get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *ou
   return get_whole(h, key, null_ok, 1, max, out, error);
 }
 
-/* A count that may be 0 (n_shared_experts, first_k_dense_replace); null refused. */
 /* The blocks' MLPs by list KEY of "dense" and "sparse" (GLM-4.7-Flash's mlp_layer_types) into
  * *DENSE, the dense blocks first: absent or null, *DENSE stays the class's default; one entry
  * a block of LAYERS at least (transformers indexes it by block); dense blocks after a sparse
@@ -1251,11 +1250,13 @@ get_dense_list(const Hf *h, const char *key, guint64 layers, guint64 *dense, GEr
   g_autofree gboolean *is_dense = g_new0(gboolean, layers + 1);
   guint64 n = 0, count = 0;
   for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
-    if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > (double)STW_JSON_INT_MAX ||
-        e->valuedouble != (double)(guint64)e->valuedouble)
-      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected a block "
-                              "index (a whole number from 0)", n);
-    guint64 i = (guint64)e->valuedouble;
+    guint64 i = 0;
+    gsize saved = stw_json_push_key(h->r, key);
+    stw_json_push_index(h->r, (gsize)n);
+    gboolean ok = stw_json_as_u64(h->r, e, 0, STW_JSON_INT_MAX, &i, error);
+    stw_json_pop(h->r, saved);
+    if (!ok)
+      return FALSE;
     if (i < layers && !is_dense[i]) {
       is_dense[i] = TRUE;
       count++;
@@ -1270,6 +1271,7 @@ get_dense_list(const Hf *h, const char *key, guint64 layers, guint64 *dense, GEr
   return TRUE;
 }
 
+/* A count that may be 0 (n_shared_experts, first_k_dense_replace); null refused. */
 static gboolean
 get_count(const Hf *h, const char *key, guint64 max, guint64 *out, GError **error)
 {

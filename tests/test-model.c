@@ -776,6 +776,69 @@ test_hf_gpt_neo_layers(void)
   g_rmdir(dir);
 }
 
+/* The dense blocks of a list of their indices (mlp_only_layers: Flint, Qwen's MoEs) and ERNIE's
+ * task embeddings: each bad entry refused naming it, the dense first blocks counted, an index
+ * beyond the blocks never read. */
+static void
+test_hf_dense_list_and_task_types(void)
+{
+  static const struct {
+    const char *json, *says;
+  } cases[] = {
+    { "{\"model_type\": \"flint\", \"mlp_only_layers\": 7}",
+      "$.mlp_only_layers: expected a list of block indices" },
+    { "{\"model_type\": \"flint\", \"mlp_only_layers\": [0, -1]}",
+      "$.mlp_only_layers[1]: -1 is out of range" },
+    { "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": [0, \"1\"]}",
+      "$.mlp_only_layers[1]: expected an integer, found a string" },
+    { "{\"model_type\": \"qwen2_moe\", \"mlp_only_layers\": [1.5]}",
+      "$.mlp_only_layers[0]: expected an integer, found 1.5" },
+    { "{\"model_type\": \"flint\", \"num_hidden_layers\": 4, \"mlp_only_layers\": [0, 2]}",
+      "$.mlp_only_layers: block 1 is one of experts before a dense one: dense blocks among the "
+      "experts' are not modelled (the dense blocks first are)" },
+    { "{\"model_type\": \"flint\", \"decoder_sparse_step\": 2}",
+      "$.decoder_sparse_step: 2: experts in every block only (1) are modelled" },
+    { "{\"model_type\": \"ernie\", \"use_task_id\": \"yes\"}", "$.use_task_id" },
+    { "{\"model_type\": \"ernie\", \"use_task_id\": true, \"task_type_vocab_size\": 1023}",
+      "$.task_type_vocab_size: 1023 is out of range (expected 1 to 1022)" },
+  };
+  g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", cases[i].json);
+    g_assert_false(stw_model_resolve(path, &cfg, &error));
+    stw_assert_error_contains(error, cases[i].says);
+  }
+  static const struct {
+    const char *json;
+    guint64 dense, token_types;
+  } good[] = {
+    { "{\"model_type\": \"flint\", \"num_hidden_layers\": 4, \"mlp_only_layers\": [1, 0, 9]}",
+      2, 0 },
+    { "{\"model_type\": \"flint\", \"mlp_only_layers\": null}", 2, 0 },
+    { "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": [0]}", 1, 0 },
+    { "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": []}", 0, 0 },
+    { "{\"model_type\": \"ernie\", \"use_task_id\": true}", 0, 5 },
+    { "{\"model_type\": \"ernie\", \"use_task_id\": false, \"task_type_vocab_size\": 0}",
+      0, 0 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
+    g_assert_true(g_file_set_contents(path, good[i].json, -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", good[i].json);
+    g_assert_true(stw_model_resolve(path, &cfg, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(cfg.dense_layers, ==, good[i].dense);
+    g_assert_cmpuint(cfg.token_types, ==, good[i].token_types);
+  }
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* Families whose defaults are the checkpoint's shape, each as transformers 5.24 builds it from
  * {"model_type": ...} alone (python/tests/test_hf_configs.py holds every member to it): Helium's
  * llama block, Arcee's neox block with RMSNorms (weights only: the eager time's RMSNorm chain)
@@ -1650,6 +1713,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/hf-defaults", test_hf_defaults);
   g_test_add_func("/model/hf-dropout", test_hf_dropout);
   g_test_add_func("/model/hf-gpt-neo-layers", test_hf_gpt_neo_layers);
+  g_test_add_func("/model/hf-dense-list-and-task-types", test_hf_dense_list_and_task_types);
   g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/olmo2", test_olmo2);
   g_test_add_func("/model/norm-types", test_norm_types);
