@@ -560,6 +560,17 @@ run(Training *x, float *loss, StepTimes *times, int *status)
     stw_runtime_set_timed(stw_trainer_runtime(x->tr), x->profile != NULL && s + 1 == x->n_steps);
     gint64 t0 = g_get_monotonic_time();
     if (!stw_trainer_step(x->tr, loss, &error)) {
+      /* the naive attention (CUDA's default) keeps its T x T matrices: say what else fits */
+      if (g_error_matches(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_BUDGET) &&
+          x->c.attention == STW_ATTENTION_NAIVE &&
+          x->c.width / x->c.heads <= STW_FLASH_MAX_HEAD_WIDTH) {
+        char *said = g_strdup_printf("%s (the naive attention%s keeps two T x T matrices a head "
+                                     "in every layer: --attention flash keeps one value a row, "
+                                     "or give --gpu more)", error->message,
+                                     x->attention == NULL ? ", CUDA's default," : "");
+        g_free(error->message);
+        error->message = said;
+      }
       *status = stw_cli_error(error);
       return FALSE;
     }

@@ -667,6 +667,9 @@ cmp -s "$T/good.bin" "$T/good-copy.bin"; tap_result $? "and does not save its st
 expect 1 "the loss is inf: training diverged" "a diverging run with periodic checkpoints stops" -- $S train $M --steps 20 --lr 9 --resume "$T/good.bin" --checkpoint "$T/good.bin" --checkpoint-every 1
 expect 1 "step 4: the loss is inf: training diverged (lower the learning rate); the model state of step 3 is kept" "its last checkpoint is the last finite state, step 3, and loads" -- $S train $M --steps 1 --resume "$T/good.bin" --lr 9
 
+# a budget the naive attention's T x T matrices overflow: said, with what else fits
+expect 1 "cannot hold 16777216 more bytes: 7045120 are taken by this op's chunks and by activations (the naive attention keeps two T x T matrices a head in every layer: --attention flash keeps one value a row, or give --gpu more)" \
+  "the naive attention overflowing the device says what else fits" -- $S train --layers 1 --width 64 --heads 2 --context 512 --batch 8 --data "$D" --steps 1 --attention naive --gpu 16MiB
 # a plan replays only what its trace was recorded for, on a device at least its budget
 expect 1 "the plan was made for another configuration: its trace was recorded for batch 2, heads 4, key/value heads 4, and this run has batch 8, heads 8, key/value heads 8" "replay at another batch and head count" -- $S train --layers 2 --width 32 --heads 8 --context 16 --batch 8 --data "$D" --steps 1 --plan "$T/tp.json"
 expect 1 "the device has 204800 bytes, less than the plan's budget of 409600" "replay on a device smaller than the plan's budget" -- $S train $M --steps 1 --plan "$T/tp.json" --gpu 200KiB
