@@ -50,6 +50,8 @@ print_host(const StwProbe *p)
   printf("CPU Adam with bf16 moments %.3g elements/s on %u thread%s (%.2fx the fp32 moments')\n",
          p->adam_bf16_elems_per_s, p->adam_team, p->adam_team > 1 ? "s" : "",
          p->adam_bf16_elems_per_s / p->profile.cpu_adam_elems_per_s);
+  printf("the storage tier's checksum %.2f GB/s on the same team (each region it writes and "
+         "reads back)\n", p->profile.cpu_checksum_bytes_per_s / 1e9);
   printf("host memory %.2f GB/s copied by %u threads; %.2f GB/s read and written (the most of"
          " copying's and CPU Adam's)\n",
          p->host_copy_bytes_per_s / 1e9, p->threads, p->host_memory_bytes_per_s / 1e9);

@@ -41,6 +41,9 @@ typedef struct {
   int storage_last;           /* the last request's direction: 0 none, 1 read, 2 write */
   guint64 staging_free[2];    /* the two staging buffers of state on storage: free when the
                                * write of the chunk each held last ends, the older first */
+  guint64 param_buffer_free[2]; /* the two buffers parameters on storage are copied through
+                                 * (the runtime's tier.c, lent by store.c): a fetch's free when
+                                 * its copy to the GPU ends, an eviction's when its write does */
   guint32 *adam_steps;        /* per chunk on storage: its tensors' CPU Adam steps an iteration */
   guint32 *adam_left;         /* ... still to come in this one */
   guint64 *state_ready;       /* ... and when its state's read into a staging buffer ends */
@@ -271,8 +274,20 @@ params_stored(const Sim *s, guint32 item)
   return item < stw_chunking_count(s->p->chunking) && s->p->optim[item] == STW_OPTIM_STORAGE;
 }
 
-/* Issues the actions of moment M at time T. */
-static void
+/* A buffer for a copy of parameters on storage, asked for at T by the thread that issues the
+ * moment's actions: it waits there, the compute behind it, while both are in use (the runtime
+ * settles the older copy first). Its index; *T moved on to when it is free. */
+static int
+param_buffer(Sim *s, guint64 *t)
+{
+  int b = s->param_buffer_free[0] <= s->param_buffer_free[1] ? 0 : 1;
+  *t = MAX(*t, s->param_buffer_free[b]);
+  return b;
+}
+
+/* Issues the actions of moment M at time T; when the issuing thread is free again (T, or later
+ * where it waited for a buffer). */
+static guint64
 issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint64 t)
 {
   const StwHardware *hw = &s->p->hw;
@@ -296,14 +311,17 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
         s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
         break;
       }
+      int buffer = params_stored(s, item) ? param_buffer(s, &t) : -1;
       guint64 start = MAX(MAX(t, s->d2h_free), s->gpu_ready[item]);
       guint64 end = stw_cost_add(start, stw_transfer_ns(hw, ranks, b, !s->pageable[item]));
       s->d2h_free = end;
       copy_on_cores(s, start, end);
       add_free(s, end, b);
       task(s, STW_SIM_D2H, item, 0, start, end, b);
-      if (params_stored(s, item)) /* from the staging buffer on to storage */
+      if (buffer >= 0) { /* from the staging buffer on to storage */
         end = storage_io(s, item, STW_SIM_STORAGE_PARAMS, (double)b, TRUE, end);
+        s->param_buffer_free[buffer] = end;
+      }
       s->cpu_ready[item] = MAX(s->cpu_ready[item], end);
       break;
     }
@@ -315,8 +333,9 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
         sample(s, start);
         break;
       }
+      int buffer = params_stored(s, item) ? param_buffer(s, &t) : -1;
       guint64 start = MAX(MAX(t, s->h2d_free), s->cpu_ready[item]);
-      if (params_stored(s, item)) { /* read into a staging buffer first */
+      if (buffer >= 0) { /* read into a staging buffer first */
         guint64 read = storage_io(s, item, STW_SIM_STORAGE_PARAMS, (double)b, FALSE,
                                   MAX(t, s->cpu_ready[item]));
         start = MAX(start, read);
@@ -327,6 +346,8 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       s->h2d_free = end;
       copy_on_cores(s, start, end);
       s->gpu_ready[item] = end;
+      if (buffer >= 0)
+        s->param_buffer_free[buffer] = end;
       task(s, STW_SIM_H2D, item, 0, start, end, b);
       sample(s, start);
       break;
@@ -350,6 +371,7 @@ issue(Sim *s, const StwAction *a, guint n_actions, guint *next, guint32 m, guint
       break;
     }
   }
+  return t;
 }
 
 /* The offloaded blocks' copies at moment M, the compute stream free from NOW: copies out (their
@@ -635,11 +657,13 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       guint64 now = s.compute_free;
       /* between ops: what the next op starts with */
       s.nonmodel = stw_trace_op(t, k % n)->nonmodel_bytes;
-      issue(&s, a, n_actions, &next, k, now);
-      if (k == n)
+      guint64 issued = issue(&s, a, n_actions, &next, k, now);
+      if (k == n) {
+        s.compute_free = issued;
         break;
+      }
       const StwOp *op = stw_trace_op(t, k);
-      guint64 ready = s.moves->len > 0 ? activation_copies(&s, k, now) : now;
+      guint64 ready = s.moves->len > 0 ? activation_copies(&s, k, issued) : issued;
       for (guint32 i = d->need_start[k]; i < d->need_start[k + 1]; i++)
         ready = MAX(ready, s.gpu_ready[d->need[i]]);
       /* the op's activations need room beside the chunks: wait for pending evictions */

@@ -3,6 +3,8 @@
 
 #include <stowage/storage.h>
 
+#include "clones.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -11,6 +13,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #ifdef STW_HAVE_LIBURING
 #include <liburing.h>
@@ -51,6 +57,67 @@ struct StwStorage {
   gulong write_delay_us; /* the threads engine as a slow disk: each write held this long */
   GAsyncQueue *finished; /* the pool's completions: slot + 1 */
 };
+
+/* The checksum's lanes over the 64-byte blocks [LO, HI) of P, added into ACC: each block's
+ * words keyed by their lane and the block's offset, accumulating the product of their halves
+ * and the word itself (XXH3's accumulation, which vectorizes). A sum, so that any split of the
+ * blocks over threads adds up to the same lanes. */
+STW_CLONES static void
+checksum_lanes(const guint8 *p, gsize lo, gsize hi, guint64 acc[8])
+{
+  static const guint64 key[8] = { 0x9E3779B185EBCA87ull, 0xC2B2AE3D27D4EB4Full,
+                                  0x165667B19E3779F9ull, 0x85EBCA77C2B2AE63ull,
+                                  0x27D4EB2F165667C5ull, 0x94D049BB133111EBull,
+                                  0xBF58476D1CE4E5B9ull, 0xD6E8FEB86659FD93ull };
+  guint64 a[8] = { 0 };
+  for (gsize blk = lo; blk < hi; blk++) {
+    gsize i = blk * 64;
+    guint64 at = (guint64)i * 0x9E3779B97F4A7C15ull;
+    for (int l = 0; l < 8; l++) {
+      guint64 w;
+      memcpy(&w, p + i + 8 * l, 8);
+      guint64 x = w ^ key[l] ^ at;
+      a[l] += (x & 0xffffffffu) * (x >> 32) + w;
+    }
+  }
+  for (int l = 0; l < 8; l++)
+    acc[l] += a[l];
+}
+
+guint64
+stw_storage_checksum(const void *data, gsize n)
+{
+  const guint8 *p = data;
+  guint64 acc[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+  gsize blocks = n / 64;
+#ifdef _OPENMP
+  /* the lanes of each thread's share of the blocks, added: the same sum on any team */
+  if (n >= STW_STORAGE_CHECKSUM_PARALLEL && omp_get_max_threads() > 1) {
+    guint64 part[8][8] = { { 0 } };
+    int used = 1;
+#pragma omp parallel num_threads(MIN(omp_get_max_threads(), 8))
+    {
+      gsize k = (gsize)omp_get_thread_num(), t = (gsize)omp_get_num_threads();
+#pragma omp single
+      used = (int)t;
+      checksum_lanes(p, blocks * k / t, blocks * (k + 1) / t, part[k]);
+    }
+    for (int k = 0; k < used; k++)
+      for (int l = 0; l < 8; l++)
+        acc[l] += part[k][l];
+  } else
+#endif
+    checksum_lanes(p, 0, blocks, acc);
+  guint64 all = (guint64)n * 0x9E3779B97F4A7C15ull;
+  for (gsize i = blocks * 64; i < n; i++)
+    all = (all ^ p[i]) * 0x100000001B3ull;
+  for (int l = 0; l < 8; l++) {
+    all = (all ^ acc[l]) * 0xBF58476D1CE4E5B9ull;
+    all ^= all >> 31;
+  }
+  return all;
+}
+
 
 static gboolean
 fail(GError **error, StwStorageError code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);

@@ -4,8 +4,6 @@
 
 #include "tier.h"
 
-#include "clones.h"
-
 #include <string.h>
 
 #define NONE G_MAXUINT32
@@ -71,40 +69,6 @@ fail(GError **error, const char *fmt, ...)
   return FALSE;
 }
 
-/* A checksum fast beside any storage: eight lanes of 64-bit words, each keyed by its lane and
- * its block's offset, accumulating the product of its halves and the word itself (XXH3's
- * accumulation, which vectorizes), then folded with the length and the tail's bytes. Each
- * region is summed as it is written and again as it is read back, on the step's thread: four
- * lanes of dependent multiplies ran 2.3 GB/s, as slow as the disk (this one: 7 GB/s on the
- * x86-64 baseline, 19 GB/s with AVX-512, on the build VM). */
-STW_CLONES static guint64
-state_sum(const guint8 *p, gsize n)
-{
-  static const guint64 key[8] = { 0x9E3779B185EBCA87ull, 0xC2B2AE3D27D4EB4Full,
-                                  0x165667B19E3779F9ull, 0x85EBCA77C2B2AE63ull,
-                                  0x27D4EB2F165667C5ull, 0x94D049BB133111EBull,
-                                  0xBF58476D1CE4E5B9ull, 0xD6E8FEB86659FD93ull };
-  guint64 acc[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-  gsize i = 0;
-  for (; i + 64 <= n; i += 64) {
-    guint64 at = (guint64)i * 0x9E3779B97F4A7C15ull;
-    for (int l = 0; l < 8; l++) {
-      guint64 w;
-      memcpy(&w, p + i + 8 * l, 8);
-      guint64 x = w ^ key[l] ^ at;
-      acc[l] += (x & 0xffffffffu) * (x >> 32) + w;
-    }
-  }
-  guint64 all = (guint64)n * 0x9E3779B97F4A7C15ull;
-  for (; i < n; i++)
-    all = (all ^ p[i]) * 0x100000001B3ull;
-  for (int l = 0; l < 8; l++) {
-    all = (all ^ acc[l]) * 0xBF58476D1CE4E5B9ull;
-    all ^= all >> 31;
-  }
-  return all;
-}
-
 static guint64
 region_bytes(guint64 bytes)
 {
@@ -122,7 +86,7 @@ state_at(const StwTier *t, guint32 ch)
 static guint64
 chunk_sum(const StwTier *t, guint32 ch, const guint8 *mem)
 {
-  return state_sum(mem + state_at(t, ch), t->bytes[ch]) ^ ((guint64)ch << 40) ^
+  return stw_storage_checksum(mem + state_at(t, ch), t->bytes[ch]) ^ ((guint64)ch << 40) ^
          (t->writes[ch] * 0xD6E8FEB86659FD93ull);
 }
 
@@ -130,7 +94,7 @@ chunk_sum(const StwTier *t, guint32 ch, const guint8 *mem)
 static guint64
 param_sum(const StwTier *t, guint32 ch, const guint8 *mem)
 {
-  return state_sum(mem, t->pbytes[ch]) ^ ((guint64)ch << 40) ^
+  return stw_storage_checksum(mem, t->pbytes[ch]) ^ ((guint64)ch << 40) ^
          (t->pwrites[ch] * 0x9FB21C651E98DF25ull) ^ 0x7061726Dull;
 }
 

@@ -34,7 +34,8 @@ static const char *const gpu_members[] = { "model", "memory_bytes", "process_byt
 static const char *const pcie_members[] = { "generation", "latency_ns", "pinned", "pageable",
                                             NULL };
 static const char *const cpu_members[] = { "model", "adam_elems_per_s", "memory_bytes",
-                                           "overhead_bytes", "adam_bf16_elems_per_s", NULL };
+                                           "overhead_bytes", "adam_bf16_elems_per_s",
+                                           "checksum_bytes_per_s", NULL };
 static const char *const link_members[] = { "kind", "bytes_per_s", "latency_ns", "by_size",
                                             NULL };
 static const char *const node_members[] = { "gpus", "gpus_per_pcie_switch",
@@ -277,7 +278,9 @@ stw_hardware_read(StwJsonReader *r, const cJSON *root, StwHardware *hw, GError *
       !stw_json_get_u64(r, cpu, "overhead_bytes", FALSE, 1, STW_JSON_INT_MAX,
                         &hw->cpu_overhead_bytes, error) ||
       !stw_json_get_double(r, cpu, "adam_bf16_elems_per_s", FALSE, 1e3, 1e15,
-                           &hw->cpu_adam_bf16_elems_per_s, error))
+                           &hw->cpu_adam_bf16_elems_per_s, error) ||
+      !stw_json_get_double(r, cpu, "checksum_bytes_per_s", FALSE, 1e6, 1e13,
+                           &hw->cpu_checksum_bytes_per_s, error))
     return FALSE;
   g_strlcpy(hw->cpu_model, cpu_model != NULL ? cpu_model : "", sizeof hw->cpu_model);
   stw_json_pop(r, saved);
@@ -422,6 +425,8 @@ stw_hardware_to_json(const StwHardware *hw)
     stw_json_add_u64(cpu, "overhead_bytes", hw->cpu_overhead_bytes);
   if (hw->cpu_adam_bf16_elems_per_s > 0)
     stw_json_add_double(cpu, "adam_bf16_elems_per_s", hw->cpu_adam_bf16_elems_per_s);
+  if (hw->cpu_checksum_bytes_per_s > 0)
+    stw_json_add_double(cpu, "checksum_bytes_per_s", hw->cpu_checksum_bytes_per_s);
   if (hw->interconnect_kind[0] != '\0') {
     cJSON *link = cJSON_AddObjectToObject(root, "interconnect");
     cJSON_AddStringToObject(link, "kind", hw->interconnect_kind);

@@ -426,31 +426,43 @@ test_gpu_process_bytes(void)
   g_assert_cmpuint(stw_budgets_process_share(&b, &hw), ==, 0);
 }
 
-/* CPU Adam with bf16 moments, as probe measures it: written and read back when there, left out
- * (0: not measured) when not, refused out of range. */
+/* CPU Adam with bf16 moments and the storage tier's checksum, as probe measures them: written
+ * and read back when there, left out (0: not measured) when not, refused out of range. */
 static void
-test_adam_bf16_rate(void)
+test_cpu_measured_rates(void)
 {
-  StwHardware hw, back;
-  g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
-  g_assert_cmpfloat(hw.cpu_adam_bf16_elems_per_s, ==, 0);
-  cJSON *o = stw_hardware_to_json(&hw);
-  g_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "cpu"), "adam_bf16_elems_per_s"));
-  cJSON_Delete(o);
-  hw.cpu_adam_bf16_elems_per_s = 2.5e9;
-  o = stw_hardware_to_json(&hw);
-  g_autofree char *text = cJSON_PrintUnformatted(o);
-  GError *error = NULL;
-  g_assert_true(stw_hardware_parse("h.json", text, strlen(text), &back, &error));
-  g_assert_no_error(error);
-  g_assert_cmpfloat(back.cpu_adam_bf16_elems_per_s, ==, 2.5e9);
-  cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "cpu"), "adam_bf16_elems_per_s",
-                            cJSON_CreateNumber(-1));
-  g_autofree char *bad = cJSON_PrintUnformatted(o);
-  g_assert_false(stw_hardware_parse("h.json", bad, strlen(bad), &back, &error));
-  stw_assert_error_contains(error, "h.json: $.cpu.adam_bf16_elems_per_s: -1 is out of range");
-  g_clear_error(&error);
-  cJSON_Delete(o);
+  static const struct {
+    const char *key, *refused;
+    gsize field;
+    double value;
+  } rates[] = {
+    { "adam_bf16_elems_per_s", "h.json: $.cpu.adam_bf16_elems_per_s: -1 is out of range",
+      G_STRUCT_OFFSET(StwHardware, cpu_adam_bf16_elems_per_s), 2.5e9 },
+    { "checksum_bytes_per_s", "h.json: $.cpu.checksum_bytes_per_s: -1 is out of range",
+      G_STRUCT_OFFSET(StwHardware, cpu_checksum_bytes_per_s), 32.5e9 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(rates); i++) {
+    StwHardware hw, back;
+    g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &hw, NULL));
+    double *rate = G_STRUCT_MEMBER_P(&hw, rates[i].field);
+    g_assert_cmpfloat(*rate, ==, 0);
+    cJSON *o = stw_hardware_to_json(&hw);
+    g_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "cpu"), rates[i].key));
+    cJSON_Delete(o);
+    *rate = rates[i].value;
+    o = stw_hardware_to_json(&hw);
+    g_autofree char *text = cJSON_PrintUnformatted(o);
+    GError *error = NULL;
+    g_assert_true(stw_hardware_parse("h.json", text, strlen(text), &back, &error));
+    g_assert_no_error(error);
+    g_assert_cmpfloat(G_STRUCT_MEMBER(double, &back, rates[i].field), ==, rates[i].value);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "cpu"), rates[i].key,
+                              cJSON_CreateNumber(-1));
+    g_autofree char *bad = cJSON_PrintUnformatted(o);
+    g_assert_false(stw_hardware_parse("h.json", bad, strlen(bad), &back, &error));
+    stw_assert_error_contains(error, rates[i].refused);
+    cJSON_Delete(o);
+  }
 }
 
 /* Each shipped profile names the host its cpu figures describe and gives its memory's
@@ -565,7 +577,7 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/interconnect-by-size", test_interconnect_by_size);
   g_test_add_func("/hardware/copy-interference", test_copy_interference);
   g_test_add_func("/hardware/gpu-process-bytes", test_gpu_process_bytes);
-  g_test_add_func("/hardware/adam-bf16-rate", test_adam_bf16_rate);
+  g_test_add_func("/hardware/cpu-measured-rates", test_cpu_measured_rates);
   g_test_add_func("/hardware/cpu-model", test_cpu_model);
   g_test_add_func("/hardware/probe-cpu-model", test_probe_cpu_model);
   g_test_add_func("/hardware/probe-device-memory", test_probe_device_memory);

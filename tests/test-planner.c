@@ -918,6 +918,53 @@ test_storage_state(void)
   g_assert_cmpuint(zi->pred.cost_ns, >, 2 * p->pred.cost_ns);
 }
 
+/* Edges of intervals, {time, +1 or -1}: by time, an end before a start at the same time. */
+static int
+edge_cmp(gconstpointer a, gconstpointer b)
+{
+  const gint64 *x = a, *y = b;
+  if (x[0] != y[0])
+    return x[0] < y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The most buffers of parameters on storage SIM has in use at once: a fetch's from its read's
+ * start to its copy to the GPU's end, an eviction's from its copy out's start to its write's
+ * end (the runtime has two, store.c's N_LENT and tier.c's). */
+static guint
+most_param_buffers(const StwPlan *p, const StwSimulation *sim)
+{
+  guint32 n = stw_chunking_count(p->chunking);
+  g_autofree guint64 *open_at = g_new0(guint64, n);
+  g_autofree gboolean *open = g_new0(gboolean, n);
+  g_autoptr(GArray) edges = g_array_new(FALSE, FALSE, sizeof(gint64[2]));
+  for (guint i = 0; i < sim->tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
+    if (x->item >= n || p->optim[x->item] != STW_OPTIM_STORAGE)
+      continue;
+    gboolean starts = (x->lane == STW_SIM_STORAGE_READ && x->kind == STW_SIM_STORAGE_PARAMS) ||
+                      x->lane == STW_SIM_D2H;
+    gboolean ends = x->lane == STW_SIM_H2D ||
+                    (x->lane == STW_SIM_STORAGE_WRITE && x->kind == STW_SIM_STORAGE_PARAMS);
+    if (starts && !open[x->item]) {
+      open[x->item] = TRUE;
+      open_at[x->item] = x->start_ns;
+    } else if (ends && open[x->item]) {
+      open[x->item] = FALSE;
+      gint64 e[2][2] = { { (gint64)open_at[x->item], 1 }, { (gint64)x->end_ns, -1 } };
+      g_array_append_vals(edges, e, 2);
+    }
+  }
+  g_array_sort(edges, edge_cmp);
+  const gint64 *e = (const gint64 *)edges->data;
+  gint64 in_use = 0, most = 0;
+  for (guint i = 0; i < edges->len; i++) {
+    in_use += e[2 * i + 1];
+    most = MAX(most, in_use);
+  }
+  return (guint)most;
+}
+
 /* Host memory too small for even the 16-bit parameters once all the optimizer state is on
  * storage: the parameters of the last chunks go there too ("storage"), read before each fetch and
  * written behind each copy out and each step; the plan fits the host, checks, and says it. */
@@ -981,6 +1028,7 @@ test_storage_params(void)
     fetched += a[i].kind == STW_ACTION_FETCH ? b : 0;
     evicted += a[i].kind == STW_ACTION_EVICT ? b : 0;
   }
+  g_assert_cmpuint(most_param_buffers(p, &sim), ==, 2);
   stw_simulation_clear(&sim);
   g_assert_cmpuint(fetched, >, 0);
   g_assert_cmpuint(reads, ==, fetched);

@@ -392,8 +392,9 @@ test_throughput_moe(void)
 
 /* A storage request's time: its latency and its bytes at the drives' bandwidth for its size,
  * shared by the node's ranks; staged through host memory, no faster than the ranks' share of it;
- * with GPUDirect Storage, not bound by host memory; taking turns with the other direction, at the
- * profile's mixed figure (where it has none, its own direction's). */
+ * with GPUDirect Storage, not bound by host memory; taking turns with the other direction, its
+ * own direction's curve slowed as the profile's mixed figure is slower than the two curves
+ * taking turns, never sped up; staged, the runtime's checksum of its bytes at the host's rate. */
 static void
 test_storage_shared(void)
 {
@@ -409,14 +410,30 @@ test_storage_shared(void)
   g_assert_cmpuint(stw_storage_ns(&ws, 4, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 2e9 * 1e9));
   ws.storage_gpudirect = TRUE;
   g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 13e9 * 1e9));
-  /* taking turns with the other direction, at the mixed figure where the profile has one */
+  /* taking turns with the other direction: flat curves of 12 GB/s reading and 6 writing would
+   * move 8 MiB each way taking turns at 8 GB/s (both directions' bytes); a mixed figure of 4
+   * halves each direction's curve */
   ws.storage_gpudirect = FALSE;
   ws.host_memory_bytes_per_s = 0;
-  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, TRUE), ==, 80000 + (guint64)(b / 10e9 * 1e9));
+  ws.storage_read[0] = (StwBandwidthPoint){ b, 12e9 };
+  ws.storage_write[0] = (StwBandwidthPoint){ b, 6e9 };
+  ws.n_storage_read = ws.n_storage_write = 1;
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, TRUE), ==, 80000 + (guint64)(b / 6e9 * 1e9));
   ws.storage_mixed_bytes_per_s = 4e9;
-  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, FALSE), ==, 80000 + (guint64)(b / 10e9 * 1e9));
-  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, TRUE), ==, 80000 + (guint64)(b / 4e9 * 1e9));
-  g_assert_cmpuint(stw_storage_ns(&ws, 2, b, FALSE, TRUE), ==, 80000 + (guint64)(b / 2e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, FALSE), ==, 80000 + (guint64)(b / 6e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, TRUE), ==, 80000 + (guint64)(b / 3e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, TRUE), ==, 80000 + (guint64)(b / 6e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 2, b, FALSE, TRUE), ==, 80000 + (guint64)(b / 3e9 * 1e9));
+  /* a mixed figure above the curves' (writes landing in a cache): no faster than alone */
+  ws.storage_mixed_bytes_per_s = 10e9;
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, TRUE), ==, 80000 + (guint64)(b / 12e9 * 1e9));
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, TRUE, TRUE), ==, 80000 + (guint64)(b / 6e9 * 1e9));
+  /* the runtime's checksum of the staged bytes, at the host's rate; none with GPUDirect */
+  ws.cpu_checksum_bytes_per_s = 16e9;
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, FALSE), ==,
+                   80000 + (guint64)(b / 12e9 * 1e9 + b / 16e9 * 1e9));
+  ws.storage_gpudirect = TRUE;
+  g_assert_cmpuint(stw_storage_ns(&ws, 1, b, FALSE, FALSE), ==, 80000 + (guint64)(b / 12e9 * 1e9));
   StwHardware a100;
   g_assert_true(stw_hardware_lookup("A100-80GB-PCIe4", &a100, NULL));
   g_assert_cmpuint(stw_storage_ns(&a100, 1, b, FALSE, FALSE), ==, 0); /* no storage */

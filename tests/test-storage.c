@@ -11,6 +11,10 @@
 
 #include <glib/gstdio.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "testutil.h"
 #include "tier.h"
 
@@ -265,6 +269,63 @@ test_tmpfs(void)
   g_rmdir(dir);
 }
 
+/* The checksum as written out plainly, one block after another. */
+static guint64
+checksum_by_hand(const guint8 *p, gsize n)
+{
+  static const guint64 key[8] = { 0x9E3779B185EBCA87ull, 0xC2B2AE3D27D4EB4Full,
+                                  0x165667B19E3779F9ull, 0x85EBCA77C2B2AE63ull,
+                                  0x27D4EB2F165667C5ull, 0x94D049BB133111EBull,
+                                  0xBF58476D1CE4E5B9ull, 0xD6E8FEB86659FD93ull };
+  guint64 acc[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+  gsize i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int l = 0; l < 8; l++) {
+      guint64 w;
+      memcpy(&w, p + i + 8 * l, 8);
+      guint64 x = w ^ key[l] ^ ((guint64)i * 0x9E3779B97F4A7C15ull);
+      acc[l] += (x & 0xffffffffu) * (x >> 32) + w;
+    }
+  guint64 all = (guint64)n * 0x9E3779B97F4A7C15ull;
+  for (; i < n; i++)
+    all = (all ^ p[i]) * 0x100000001B3ull;
+  for (int l = 0; l < 8; l++) {
+    all = (all ^ acc[l]) * 0xBF58476D1CE4E5B9ull;
+    all ^= all >> 31;
+  }
+  return all;
+}
+
+/* The tier's checksum is the same sum on one thread and split over a team (regions from 1 MiB
+ * on), whatever the team; one byte changed anywhere changes it. */
+static void
+test_checksum_teams(void)
+{
+  gsize n = (3u << 20) + 17;
+  g_autofree guint8 *p = g_malloc(n);
+  guint32 x = 12345;
+  for (gsize i = 0; i < n; i++)
+    p[i] = (guint8)((x = x * 1664525u + 1013904223u) >> 24);
+  guint64 want = checksum_by_hand(p, n);
+  g_assert_cmpuint(stw_storage_checksum(p, 100), ==, checksum_by_hand(p, 100));
+#ifdef _OPENMP
+  int was = omp_get_max_threads();
+  for (int team = 1; team <= 5; team++) {
+    omp_set_num_threads(team);
+    g_assert_cmpuint(stw_storage_checksum(p, n), ==, want);
+  }
+  omp_set_num_threads(3);
+  p[n / 2] ^= 1;
+  g_assert_cmpuint(stw_storage_checksum(p, n), !=, want);
+  p[n / 2] ^= 1;
+  p[n - 1] ^= 0x80; /* in the tail */
+  g_assert_cmpuint(stw_storage_checksum(p, n), !=, want);
+  omp_set_num_threads(was);
+#else
+  g_assert_cmpuint(stw_storage_checksum(p, n), ==, want);
+#endif
+}
+
 int
 main(int argc, char **argv)
 {
@@ -275,5 +336,6 @@ main(int argc, char **argv)
   g_test_add_func("/storage/bad-directories", test_bad_directories);
   g_test_add_func("/storage/tmpfs", test_tmpfs);
   g_test_add_func("/storage/tier-altered-elsewhere", test_tier_altered_elsewhere);
+  g_test_add_func("/storage/checksum-teams", test_checksum_teams);
   return g_test_run();
 }

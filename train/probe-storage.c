@@ -119,7 +119,7 @@ stw_probe_storage(const char *dir, guint32 depth, StwProbe *p, GString *desc, GE
     ok = p->storage_depth_read_bytes_per_s[i] > 0;
   }
   /* reads and writes taking turns, as a replay's regions and parameters go */
-  p->storage_mixed_bytes_per_s = ok ? measure(s, bytes, 8u << 20, depth, MIXED, buf, t, FALSE,
+  p->storage_mixed_bytes_per_s = ok ? measure(s, bytes, STW_STORAGE_MIXED_BYTES, depth, MIXED, buf, t, FALSE,
                                               error) : -1;
   ok = ok && p->storage_mixed_bytes_per_s > 0;
   double lat = ok ? measure(s, bytes, 4096, 1, READS, buf, t / 2, FALSE, error) : -1;

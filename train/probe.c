@@ -124,6 +124,25 @@ copy_job(gpointer data)
   return NULL;
 }
 
+/* The storage tier's checksum as it runs, on the OpenMP team, over a 64 MiB region (a chunk's
+ * state is tens to hundreds of MiB): bytes summed a second. */
+static double
+checksum_rate(void)
+{
+  gsize size = 64u << 20;
+  guint8 *a = g_malloc(size);
+  memset(a, 3, size);
+  guint64 summed = 0, seen = 0;
+  double t0 = now(), t;
+  do {
+    seen ^= stw_storage_checksum(a, size);
+    a[seen % size] ^= 1; /* keep each sum observable */
+    summed += size;
+  } while ((t = now() - t0) < MIN_SECONDS);
+  g_free(a);
+  return (double)summed / t;
+}
+
 /* The host's memory bandwidth for copies: THREADS copying 256 MiB blocks at once, in bytes
  * moved per second (each byte read once and written once). */
 static double
@@ -567,6 +586,10 @@ probe_host(StwProbe *p, GString *desc)
   p->profile.cpu_adam_bf16_elems_per_s = p->adam_bf16_elems_per_s;
   g_string_append_printf(desc, " CPU Adam with bf16 moments %.3g elements/s;",
                          p->adam_bf16_elems_per_s);
+  /* the storage tier's checksum of each region it writes and reads, on the same team */
+  p->profile.cpu_checksum_bytes_per_s = checksum_rate();
+  g_string_append_printf(desc, " the storage tier's checksum %.2f GB/s;",
+                         p->profile.cpu_checksum_bytes_per_s / 1e9);
   p->profile.host_memory_bytes_per_s = p->host_memory_bytes_per_s;
 }
 

@@ -45,10 +45,11 @@ stw_cost_ns(double ns)
 
 /* Time of a request of BYTES to the profile's storage (reading, or with WRITE writing) for one of
  * RANKS_PER_NODE ranks in lockstep: at its direction's curve, or with TURN (queued behind a
- * request the other way) at the profile's mixed figure where it has one; the node's drives are
- * shared by its ranks, and staged through host memory (no GPUDirect Storage) the bytes cross
- * it, which the ranks share too; the request's latency included. 0 where the profile has no
- * storage. */
+ * request the other way) that curve slowed as the profile's mixed figure is slower than the
+ * curves taking turns (never sped up); the node's drives are shared by its ranks, and staged
+ * through host memory (no GPUDirect Storage) the bytes cross it, which the ranks share too, and
+ * the runtime's checksum of them costs the profile's cpu.checksum_bytes_per_s; the request's
+ * latency included. 0 where the profile has no storage. */
 guint64 stw_storage_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes,
                        gboolean write, gboolean turn);
 

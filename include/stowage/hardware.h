@@ -72,6 +72,9 @@ typedef struct {
   double cpu_adam_elems_per_s;    /* CPU Adam, all threads */
   double cpu_adam_bf16_elems_per_s; /* the same with bf16 moments, measured (probe); 0: not
                                      * measured, the fp32 rate scaled by the bytes it moves */
+  double cpu_checksum_bytes_per_s; /* the storage tier's checksum (stw_storage_checksum) of
+                                    * each region it writes and reads back, on the OpenMP team
+                                    * (probe); 0: not measured, not counted */
   guint64 cpu_memory_bytes;       /* host memory typical of such a machine */
   guint64 cpu_overhead_bytes;     /* host memory a training process takes beside the model
                                    * state (CUDA context, framework, allocator slack), per rank;
@@ -120,6 +123,9 @@ typedef struct {
                                      * at when the one before it went the other way; 0: not
                                      * measured (each at its direction's curve) */
 } StwHardware;
+
+/* The request size storage.mixed_bytes_per_s is measured at (probe --nvme) and read against. */
+#define STW_STORAGE_MIXED_BYTES (G_GUINT64_CONSTANT(8) << 20)
 
 /* A shipped profile's name (case-insensitive), or a path to a profile file. Errors:
  * STW_HARDWARE_ERROR_UNKNOWN (no such profile: the message lists them), and from a file

@@ -203,8 +203,12 @@ typedef struct {
  * framework's gradients copied from the device to the host before CPU Adam steps them; 6: CPU
  * Adam's rate one rank's, a node's ranks stepping their own chunks at once within the host's
  * memory bandwidth (bytes read and written a second; an emulated device's copy counts its bytes
- * twice there), and a ring among more GPUs than one socket holds at the rate between sockets. */
-#define STW_COST_MODEL 6
+ * twice there), and a ring among more GPUs than one socket holds at the rate between sockets;
+ * 7: parameters on storage copied through two buffers, a fetch or copy out waiting (the compute
+ * behind it) while both are in use, a storage request behind one the other way slowed as the
+ * mixed figure is slower than the two curves (never sped up), and staged requests paying the
+ * runtime's checksum at cpu.checksum_bytes_per_s. */
+#define STW_COST_MODEL 7
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
 typedef struct {
