@@ -80,11 +80,14 @@ print_config_file(const char *file, gboolean json)
          (const char *[]){ "", "; norms after attention and the MLP too",
                            "; norms after attention and the MLP, none before",
                            "; one norm for attention and the MLP (a parallel block)" }[c.norms],
-         (const char *[]){ "", "; MLP activation GELU-new (tanh's approximation op by op)",
-                           "; MLP activation one kernel (GELU)", "; MLP activation ReLU" }
+         (const char *[STW_N_ACTS]){ "", "; MLP activation GELU-new (tanh's approximation op by op)",
+                                     "; MLP activation one kernel (GELU)", "; MLP activation ReLU",
+                                     "; MLP activation xIELU (two learned scalars a block)" }
              [c.activation],
-         (const char *[]){ "", "; LayerNorms (weight and bias)", "; LayerNorms without biases",
-                           "; LayerNorms without parameters" }[c.norm_type]);
+         (const char *[STW_N_NORM_TYPES]){ "", "; LayerNorms (weight and bias)",
+                                           "; LayerNorms without biases",
+                                           "; LayerNorms without parameters", "; RMSNorms",
+                                           "; RMSNorms without parameters" }[c.norm_type]);
   g_string_free(biases, TRUE);
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

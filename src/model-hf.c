@@ -107,6 +107,7 @@ typedef enum {
   HF_AFMOE,
   HF_ERNIE,
   HF_FLINT,
+  HF_APERTUS,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -132,7 +133,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
                                            "data2vec-text", "minicpm3", "cohere2_moe",
-                                           "afmoe", "ernie", "flint", NULL };
+                                           "afmoe", "ernie", "flint", "apertus", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -1009,6 +1010,17 @@ static const HfRow hf_rows[] = {
    * others num_experts experts moe_intermediate_size wide and one shared expert
    * shared_expert_intermediate_size wide without a gate of its own; sliding windows change no
    * weight */
+  /* Apertus (Swiss AI): Arcee's block (llama's attention and RMSNorms beside an MLP up and
+   * down without a gate) with a norm over each head's queries and keys, and xIELU, whose two
+   * learned scalars each block's MLP keeps; attention_bias on all four projections, the MLP
+   * never biased; head_dim where the file gives one (transformers reads it as an attribute of
+   * its own, and null builds no model) */
+  [HF_APERTUS] = { .shape = { .arch = STW_ARCH_NEOX, .norm_type = STW_NORM_RMS, .qk_norm = TRUE },
+                   .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                   .ffn_default = 14336, .max_seq_default = 65536, .vocab_default = 131072,
+                   .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
+                   .act_member = "hidden_act", .act_default = "xielu",
+                   .attn_dropout_member = "attention_dropout" },
   [HF_FLINT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_sinks = TRUE },
                  .experts_member = "num_experts", .experts_default = 256,
                  .experts_per_token_default = 6, .ffn = "moe_intermediate_size",
@@ -1138,7 +1150,7 @@ static const struct {
   { "relu6", STW_ACT_RELU }, { "leaky_relu", STW_ACT_RELU }, { "tanh", STW_ACT_GELU },
   { "sigmoid", STW_ACT_GELU }, { "mish", STW_ACT_GELU }, { "linear", STW_ACT_GELU },
   { "hardswish", STW_ACT_GELU }, { "laplace", STW_ACT_GELU }, { "sqrtsoftplus", STW_ACT_GELU },
-  { "xielu", STW_ACT_GELU }, { "prelu", STW_ACT_GELU },
+  { "xielu", STW_ACT_XIELU }, { "prelu", STW_ACT_GELU },
 };
 
 /* OBJ's member KEY as Python's json reads it: the last of its name (a member given twice takes

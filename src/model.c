@@ -76,7 +76,9 @@ stw_model_activation(const StwModelConfig *cfg)
 gboolean
 stw_model_gelu_new(const StwModelConfig *cfg)
 {
-  return stw_model_activation(cfg) == STW_ACT_GELU_NEW;
+  /* xIELU's Python form is as many kernels and as much kept for backward, within a few */
+  StwActivation a = stw_model_activation(cfg);
+  return a == STW_ACT_GELU_NEW || a == STW_ACT_XIELU;
 }
 
 guint64
@@ -238,6 +240,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "norm_type is the decoders' (gpt, neox, llama)";
   else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA)
     problem = "activation is the gpt, neox and bert blocks' (llama-style blocks gate theirs)";
+  else if (c->activation == STW_ACT_XIELU && c->arch == STW_ARCH_BERT)
+    problem = "xielu (with its learned scalars) is modelled in gpt and neox blocks only";
   else if (c->qk_norm_full && !c->qk_norm)
     problem = "qk_norm_full needs qk_norm";
   else if (c->token_types != 0 && c->arch != STW_ARCH_BERT)
@@ -804,6 +808,11 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
     model_norm_params(b, &ln2, d, n_ln2);
   projection(b, &fc, STW_SITE_MLP, d, f, f, n_fc);
   projection(b, &proj, STW_SITE_MLP, f, d, d, n_proj);
+  Ids act = { 0 };
+  if (stw_model_activation(c) == STW_ACT_XIELU) { /* its two learned scalars */
+    ids_add(&act, tensor(b, 1, 0, "%s.mlp.act_fn.alpha_p", p));
+    ids_add(&act, tensor(b, 1, 0, "%s.mlp.act_fn.alpha_n", p));
+  }
 
   model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1)->residual = STW_RESIDUAL_OPEN;
   linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
@@ -816,7 +825,7 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
   StwGraphOp *open = shared ? NULL : model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2);
   StwGraphOp *in = linear(b, l, STW_OP_MLP_IN, "mlp.fc", d, f, fc.n, fc.id);
   (open != NULL ? open : in)->residual = STW_RESIDUAL_OPEN;
-  elementwise(b, l, STW_OP_MLP_ACT, "mlp.gelu", f, f, 8, TRUE);
+  op_params(elementwise(b, l, STW_OP_MLP_ACT, "mlp.gelu", f, f, 8, TRUE), act.n, act.id);
   linear(b, l, STW_OP_MLP_OUT, "mlp.proj", f, d, proj.n, proj.id)->residual = STW_RESIDUAL_CLOSE;
 }
 

@@ -891,6 +891,7 @@ test_hf_family_defaults(void)
     { "afmoe", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(19232600000), TRUE, FALSE },
     { "ernie", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
     { "flint", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(39785287456), TRUE, FALSE },
+    { "apertus", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6979596352), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -910,6 +911,9 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.head_bias, ==, codegen || ctrl);
     if (ctrl)
       g_assert_cmpint(stw_model_activation(&cfg), ==, STW_ACT_RELU);
+    /* Apertus's xIELU, with its two learned scalars a block */
+    g_assert_cmpint(stw_model_activation(&cfg) == STW_ACT_XIELU, ==,
+                    strcmp(cases[i].type, "apertus") == 0);
     /* NanoChat's norms have no weights (one over the embeddings too), its logits capped, as
      * VaultGemma's are (its attention's too) */
     gboolean nanochat = strcmp(cases[i].type, "nanochat") == 0;

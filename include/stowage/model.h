@@ -130,6 +130,8 @@ typedef enum {
                      * gelu_new and its kin: GPT-2, GPT-J, Phi-2) */
   STW_ACT_GELU,     /* one kernel (gelu, gelu_pytorch_tanh, silu, ...) */
   STW_ACT_RELU,     /* one kernel (OPT) */
+  STW_ACT_XIELU,    /* xIELU (Apertus): written out op by op, timed as GELU-new's kernels, and
+                     * two learned scalars a block (alpha_p, alpha_n; gpt and neox only) */
   STW_N_ACTS
 } StwActivation;
 

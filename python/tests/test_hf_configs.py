@@ -321,6 +321,9 @@ SMALL = {
                  "num_local_experts": 4, "num_experts_per_tok": 2,
                  "shared_expert_intermediate_size": 40, "vocab_size": 128,
                  "max_position_embeddings": 64},
+    "apertus": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                "max_position_embeddings": 64},
 }
 
 
@@ -599,6 +602,9 @@ def variants(kind):
     if kind == "qwen3_moe":  # the dense MLP's width, which no block has, changes nothing
         out.append(("intermediate_size", dict(base, intermediate_size=1000)))
         out.append(("8 experts", dict(base, num_experts=8, num_experts_per_tok=1)))
+    if kind == "apertus":  # xIELU's two scalars a block; other activations have none
+        for act in ("xielu", "silu", "relu2", "gelu"):
+            out.append(("hidden_act %s" % act, dict(base, hidden_act=act)))
     if kind in ("flint", "qwen3_moe", "qwen2_moe"):  # the dense blocks by their indices
         for dense in ([], [0], [1, 0, 7], None, [1]):
             out.append(("mlp_only_layers %s" % json.dumps(dense),
