@@ -108,6 +108,7 @@ typedef enum {
   HF_ERNIE,
   HF_FLINT,
   HF_APERTUS,
+  HF_HUNYUAN_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -133,7 +134,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "kolibri1", "mellum", "ctrl", "sarvam_moe",
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
                                            "data2vec-text", "minicpm3", "cohere2_moe",
-                                           "afmoe", "ernie", "flint", "apertus", NULL };
+                                           "afmoe", "ernie", "flint", "apertus",
+                                           "hunyuan_v1_moe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -228,6 +230,10 @@ typedef struct {
                                      * first is refused, not modelled */
   const char *rope_dim_alias;       /* qk_rope_head_dim's other name, which the class's
                                      * attribute_map reads into it (GLM-4.7-Flash's head_dim) */
+  gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
+                                        * (Hunyuan's moe_topk), the blocks' all equal */
+  gboolean one_expert_not_modelled; /* experts 1 refused, not modelled: a routed expert beside
+                                     * a shared MLP, with its router (Hunyuan MoE's default) */
   const char *experts_per_token_member; /* experts a token's member (NULL: num_experts_per_tok,
                                          * which is then its other name, winning where both
                                          * are given: ERNIE 4.5's moe_k) */
@@ -1021,6 +1027,19 @@ static const HfRow hf_rows[] = {
                    .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
                    .act_member = "hidden_act", .act_default = "xielu",
                    .attn_dropout_member = "attention_dropout" },
+  /* Hunyuan MoE (Tencent, Hunyuan-A13B): Hunyuan's dense attention (a norm over each head's
+   * queries and keys, head_dim required) and in every block num_experts experts (num_local_experts
+   * its other name) intermediate_size wide, moe_topk a token (a whole number, or one a block),
+   * beside a SwiGLU MLP as wide that every token runs, without a gate of its own */
+  [HF_HUNYUAN_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                       .required = { "head_dim" }, .experts_member = "num_experts",
+                       .experts_alias = "num_local_experts", .experts_default = 1,
+                       .experts_per_token_member = "moe_topk", .experts_per_token_default = 1,
+                       .experts_per_token_by_layer = TRUE, .one_expert_not_modelled = TRUE,
+                       .shared_experts_default = 1, .layers_default = 32,
+                       .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
+                       .max_seq_default = 2048, .vocab_default = 290943, .kv_null_ok = TRUE,
+                       .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_FLINT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_sinks = TRUE },
                  .experts_member = "num_experts", .experts_default = 256,
                  .experts_per_token_default = 6, .ffn = "moe_intermediate_size",
@@ -1211,6 +1230,40 @@ get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *ou
         GError **error)
 {
   return get_whole(h, key, null_ok, 1, max, out, error);
+}
+
+/* A count KEY that is a whole number from 1 to MAX, or a list of one a block (Hunyuan's
+ * moe_topk, which transformers indexes by block: LAYERS entries at least, the others never
+ * read), into *OUT; the blocks' differing is refused, not modelled. Absent, *OUT stays. */
+static gboolean
+get_by_layer(const Hf *h, const char *key, guint64 layers, guint64 max, guint64 *out,
+             GError **error)
+{
+  const cJSON *v = last_member(h->root, key);
+  if (v == NULL || !cJSON_IsArray(v))
+    return get_u64(h, key, FALSE, max, out, error);
+  guint64 n = 0, first = 0;
+  for (const cJSON *e = v->child; e != NULL && n < layers; e = e->next, n++) {
+    guint64 k = 0;
+    gsize saved = stw_json_push_key(h->r, key);
+    stw_json_push_index(h->r, (gsize)n);
+    gboolean ok = stw_json_as_u64(h->r, e, 1, max, &k, error);
+    stw_json_pop(h->r, saved);
+    if (!ok)
+      return FALSE;
+    if (n == 0)
+      first = k;
+    else if (k != first)
+      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT " is %" G_GUINT64_FORMAT
+                              " where entry 0 is %" G_GUINT64_FORMAT ": blocks that differ are "
+                              "not modelled (one count for every block is)", n, k, first);
+  }
+  if (n < layers)
+    return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %"
+                            G_GUINT64_FORMAT " blocks (transformers reads one a block)", n,
+                            layers);
+  *out = first;
+  return TRUE;
 }
 
 /* The blocks' MLPs by list KEY of "dense" and "sparse" (GLM-4.7-Flash's mlp_layer_types) into
@@ -1815,14 +1868,21 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
         !get_u64(h, row->experts_member, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
         (row->experts_alias != NULL &&
          !get_u64(h, row->experts_alias, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error)) ||
-        (row->experts_per_token_member != NULL &&
+        (row->experts_per_token_member != NULL && !row->experts_per_token_by_layer &&
          !get_u64(h, row->experts_per_token_member, row->experts_per_token_null_ok,
                   STW_MODEL_MAX_EXPERTS, &c.experts_per_token, error)) ||
+        (row->experts_per_token_by_layer &&
+         !get_by_layer(h, row->experts_per_token_member, c.layers, STW_MODEL_MAX_EXPERTS,
+                       &c.experts_per_token, error)) ||
         !get_u64(h, "num_experts_per_tok", row->experts_per_token_null_ok, STW_MODEL_MAX_EXPERTS,
                  &c.experts_per_token, error))
       return FALSE;
     if (c.experts_per_token == 0) /* null, which no parameter depends on: the row's */
       c.experts_per_token = row->experts_per_token_default;
+    if (row->one_expert_not_modelled && c.experts == 1)
+      return stw_json_fail_at(h->r, row->experts_member, error, "1: one routed expert beside the "
+                              "shared MLP, with a router of its own: not modelled (2 or more "
+                              "are)");
     guint64 shared = row->shared_experts_default, dense = row->dense_layers_default;
     c.dense_ffn = row->dense_ffn_default;
     if ((row->shared_experts_member != NULL &&

@@ -839,6 +839,69 @@ test_hf_dense_list_and_task_types(void)
   g_rmdir(dir);
 }
 
+/* Hunyuan MoE: its top-k a whole number or one a block (moe_topk), its experts by either name;
+ * a block's differing, too few entries, one expert and no head_dim each refused, naming the
+ * member. Hunyuan's defaults with head_dim 128 and 64 experts, 8 a token, as transformers 5.24
+ * builds them: 285,893,464,064 parameters (every block's experts 11008 wide, as its shared MLP). */
+static void
+test_hf_hunyuan_moe(void)
+{
+  static const struct {
+    const char *json, *says;
+  } cases[] = {
+    { "{\"model_type\": \"hunyuan_v1_moe\", \"num_experts\": 4}",
+      "$.head_dim: required (a number): transformers builds no hunyuan_v1_moe model without it" },
+    { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128}",
+      "$.num_experts: 1: one routed expert beside the shared MLP, with a router of its own: not "
+      "modelled (2 or more are)" },
+    { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
+      "\"num_hidden_layers\": 3, \"moe_topk\": [8, 8, 6]}",
+      "$.moe_topk: entry 2 is 6 where entry 0 is 8: blocks that differ are not modelled (one "
+      "count for every block is)" },
+    { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
+      "\"num_hidden_layers\": 3, \"moe_topk\": [8, 8]}",
+      "$.moe_topk: 2 entries for 3 blocks (transformers reads one a block)" },
+    { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
+      "\"moe_topk\": [8, 0]}",
+      "$.moe_topk[1]: 0 is out of range" },
+    { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
+      "\"moe_topk\": \"8\"}",
+      "$.moe_topk: expected an integer, found a string" },
+  };
+  g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", cases[i].json);
+    g_assert_false(stw_model_resolve(path, &cfg, &error));
+    stw_assert_error_contains(error, cases[i].says);
+  }
+  static const char *const good[] = {
+    "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
+    "\"moe_topk\": 8}",
+    "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_local_experts\": 64, "
+    "\"moe_topk\": [8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, "
+    "8, 8, 8, 8, 8, 8, 8, 1]}", /* the entry beyond the blocks never read */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
+    g_assert_true(g_file_set_contents(path, good[i], -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_assert_true(stw_model_resolve(path, &cfg, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(cfg.experts, ==, 64);
+    g_assert_cmpuint(cfg.experts_per_token, ==, 8);
+    g_assert_cmpuint(cfg.shared_expert_ffn, ==, 11008);
+    g_assert_true(cfg.shared_expert_ungated);
+    g_assert_true(cfg.qk_norm);
+    g_assert_cmpuint(stw_model_param_count(&cfg), ==, G_GUINT64_CONSTANT(285893464064));
+  }
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* Families whose defaults are the checkpoint's shape, each as transformers 5.24 builds it from
  * {"model_type": ...} alone (python/tests/test_hf_configs.py holds every member to it): Helium's
  * llama block, Arcee's neox block with RMSNorms (weights only: the eager time's RMSNorm chain)
@@ -1453,7 +1516,8 @@ test_hf_configs(void)
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
-                                   "sarvam_mla, cohere2_moe, afmoe and flint only");
+                                   "sarvam_mla, cohere2_moe, afmoe, flint and hunyuan_v1_moe "
+                                   "only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -1718,6 +1782,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/hf-dropout", test_hf_dropout);
   g_test_add_func("/model/hf-gpt-neo-layers", test_hf_gpt_neo_layers);
   g_test_add_func("/model/hf-dense-list-and-task-types", test_hf_dense_list_and_task_types);
+  g_test_add_func("/model/hf-hunyuan-moe", test_hf_hunyuan_moe);
   g_test_add_func("/model/gemma", test_gemma);
   g_test_add_func("/model/olmo2", test_olmo2);
   g_test_add_func("/model/norm-types", test_norm_types);

@@ -324,6 +324,10 @@ SMALL = {
     "apertus": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                 "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                 "max_position_embeddings": 64},
+    "hunyuan_v1_moe": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                       "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
+                       "num_experts": 4, "moe_topk": 2, "vocab_size": 128,
+                       "max_position_embeddings": 64},
 }
 
 
@@ -602,6 +606,12 @@ def variants(kind):
     if kind == "qwen3_moe":  # the dense MLP's width, which no block has, changes nothing
         out.append(("intermediate_size", dict(base, intermediate_size=1000)))
         out.append(("8 experts", dict(base, num_experts=8, num_experts_per_tok=1)))
+    if kind == "hunyuan_v1_moe":  # top-k a whole number or one a block; its experts' names
+        for extra in ({"moe_topk": [2, 2]}, {"moe_topk": [3, 3, 1]}, {"moe_topk": [2, 3]},
+                      {"moe_topk": [2]}, {"num_experts": 1, "moe_topk": 1},
+                      {"num_local_experts": 8}, {"num_experts": 8, "num_local_experts": 6},
+                      {"num_experts": [4, 4]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "apertus":  # xIELU's two scalars a block; other activations have none
         for act in ("xielu", "silu", "relu2", "gelu"):
             out.append(("hidden_act %s" % act, dict(base, hidden_act=act)))
@@ -741,7 +751,10 @@ class TestHfConfigs(unittest.TestCase):
                                       ("hy_v3",
                                        '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
                                       ("cohere2_moe",
-                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}')])
+                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
+                                      ("hunyuan_v1_moe", "without num_experts"),
+                                      ("hunyuan_v1_moe", '{"moe_topk": [2, 3]}'),
+                                      ("hunyuan_v1_moe", '{"num_experts": 1, "moe_topk": 1}')])
 
 
 if __name__ == "__main__":
