@@ -776,15 +776,32 @@ test_hf_gpt_neo_layers(void)
   g_rmdir(dir);
 }
 
+/* A config.json and what its refusal says. */
+typedef struct {
+  const char *json, *says;
+} Refusal;
+
+/* Each of CASES written to PATH is refused, saying what it says. */
+static void
+assert_refused(const char *path, const Refusal *cases, gsize n)
+{
+  for (gsize i = 0; i < n; i++) {
+    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", cases[i].json);
+    g_assert_false(stw_model_resolve(path, &cfg, &error));
+    stw_assert_error_contains(error, cases[i].says);
+  }
+}
+
 /* The dense blocks of a list of their indices (mlp_only_layers: Flint, Qwen's MoEs) and ERNIE's
  * task embeddings: each bad entry refused naming it, the dense first blocks counted, an index
  * beyond the blocks never read. */
 static void
 test_hf_dense_list_and_task_types(void)
 {
-  static const struct {
-    const char *json, *says;
-  } cases[] = {
+  static const Refusal cases[] = {
     { "{\"model_type\": \"flint\", \"mlp_only_layers\": 7}",
       "$.mlp_only_layers: expected a list of block indices" },
     { "{\"model_type\": \"flint\", \"mlp_only_layers\": [0, -1]}",
@@ -804,14 +821,7 @@ test_hf_dense_list_and_task_types(void)
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
-    StwModelConfig cfg;
-    GError *error = NULL;
-    g_test_message("%s", cases[i].json);
-    g_assert_false(stw_model_resolve(path, &cfg, &error));
-    stw_assert_error_contains(error, cases[i].says);
-  }
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
   static const struct {
     const char *json;
     guint64 dense, token_types;
@@ -846,9 +856,7 @@ test_hf_dense_list_and_task_types(void)
 static void
 test_hf_hunyuan_moe(void)
 {
-  static const struct {
-    const char *json, *says;
-  } cases[] = {
+  static const Refusal cases[] = {
     { "{\"model_type\": \"hunyuan_v1_moe\", \"num_experts\": 4}",
       "$.head_dim: required (a number): transformers builds no hunyuan_v1_moe model without it" },
     { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128}",
@@ -870,14 +878,7 @@ test_hf_hunyuan_moe(void)
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
-    StwModelConfig cfg;
-    GError *error = NULL;
-    g_test_message("%s", cases[i].json);
-    g_assert_false(stw_model_resolve(path, &cfg, &error));
-    stw_assert_error_contains(error, cases[i].says);
-  }
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
   static const char *const good[] = {
     "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
     "\"moe_topk\": 8}",
