@@ -1232,6 +1232,19 @@ get_u64(const Hf *h, const char *key, gboolean null_ok, guint64 max, guint64 *ou
   return get_whole(h, key, null_ok, 1, max, out, error);
 }
 
+/* Entry N (E) of list KEY as a whole number from MIN to MAX into *OUT, its path in the message
+ * where it is not one. */
+static gboolean
+entry_u64(const Hf *h, const char *key, guint64 n, const cJSON *e, guint64 min, guint64 max,
+          guint64 *out, GError **error)
+{
+  gsize saved = stw_json_push_key(h->r, key);
+  stw_json_push_index(h->r, (gsize)n);
+  gboolean ok = stw_json_as_u64(h->r, e, min, max, out, error);
+  stw_json_pop(h->r, saved);
+  return ok;
+}
+
 /* A count KEY that is a whole number from 1 to MAX, or a list of one a block (Hunyuan's
  * moe_topk, which transformers indexes by block: LAYERS entries at least, the others never
  * read), into *OUT; the blocks' differing is refused, not modelled. Absent, *OUT stays. */
@@ -1245,11 +1258,7 @@ get_by_layer(const Hf *h, const char *key, guint64 layers, guint64 max, guint64 
   guint64 n = 0, first = 0;
   for (const cJSON *e = v->child; e != NULL && n < layers; e = e->next, n++) {
     guint64 k = 0;
-    gsize saved = stw_json_push_key(h->r, key);
-    stw_json_push_index(h->r, (gsize)n);
-    gboolean ok = stw_json_as_u64(h->r, e, 1, max, &k, error);
-    stw_json_pop(h->r, saved);
-    if (!ok)
+    if (!entry_u64(h, key, n, e, 1, max, &k, error))
       return FALSE;
     if (n == 0)
       first = k;
@@ -1316,11 +1325,7 @@ get_dense_list(const Hf *h, const char *key, guint64 layers, guint64 *dense, GEr
   guint64 n = 0, count = 0;
   for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
     guint64 i = 0;
-    gsize saved = stw_json_push_key(h->r, key);
-    stw_json_push_index(h->r, (gsize)n);
-    gboolean ok = stw_json_as_u64(h->r, e, 0, STW_JSON_INT_MAX, &i, error);
-    stw_json_pop(h->r, saved);
-    if (!ok)
+    if (!entry_u64(h, key, n, e, 0, STW_JSON_INT_MAX, &i, error))
       return FALSE;
     if (i < layers && !is_dense[i]) {
       is_dense[i] = TRUE;
