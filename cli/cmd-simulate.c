@@ -103,10 +103,11 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
   if (stw_throughput(t, &p->hw, p->chunking->world, s->iteration_ns, &th) &&
       th.peak_flops_per_s > 0)
     printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s), MFU %.1f%% of %.1f "
-           "TFLOP/s dense %s\n", tps = stw_cli_rate_format(th.tokens_per_s),
+           "TFLOP/s dense %s%s\n", tps = stw_cli_rate_format(th.tokens_per_s),
            th.model_flops_per_s / 1e12,
            th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "", th.mfu * 100,
-           th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_compute_dtype(t)));
+           th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_compute_dtype(t)),
+           p->chunking->world > 1 ? " (all the GPUs together)" : "");
   else if (th.tokens_per_s > 0) /* measured elsewhere: no MFU of this device */
     printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s)\n",
            tps = stw_cli_rate_format(th.tokens_per_s), th.model_flops_per_s / 1e12,
