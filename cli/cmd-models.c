@@ -76,7 +76,9 @@ print_config_file(const char *file, gboolean json)
          biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own",
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",
-         context, c.embed_norm ? "; a norm over the embeddings" : "",
+         context, c.embed_norm      ? "; a norm over the embeddings"
+                  : c.no_final_norm ? "; no norm before the LM head"
+                                    : "",
          (const char *[]){ "", "; norms after attention and the MLP too",
                            "; norms after attention and the MLP, none before",
                            "; one norm for attention and the MLP (a parallel block)" }[c.norms],

@@ -109,6 +109,7 @@ typedef enum {
   HF_FLINT,
   HF_APERTUS,
   HF_HUNYUAN_MOE,
+  HF_OPENAI_GPT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -135,7 +136,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
                                            "data2vec-text", "minicpm3", "cohere2_moe",
                                            "afmoe", "ernie", "flint", "apertus",
-                                           "hunyuan_v1_moe", NULL };
+                                           "hunyuan_v1_moe", "openai-gpt", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -263,6 +264,8 @@ typedef struct {
                                      * qk_nope_head_dim and v_head_dim, with these defaults */
   guint64 q_lora_default, rope_dim_default, nope_dim_default, v_head_dim_default;
   gboolean v_head_dim_of_hidden;    /* v_head_dim absent or null: hidden / heads (MiniCPM3's) */
+  gboolean act_gpt1;                /* the activation from OpenAI GPT's own table (ACT_FNS):
+                                     * gelu its GELU-new, relu, silu and swish; no other name */
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
                                          * hidden_act) and its default; a default without a
                                          * member: the class's own, not read (CTRL's ReLU);
@@ -1040,6 +1043,21 @@ static const HfRow hf_rows[] = {
                        .hidden_default = 4096, .heads_default = 32, .ffn_default = 11008,
                        .max_seq_default = 2048, .vocab_default = 290943, .kv_null_ok = TRUE,
                        .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* OpenAI GPT (GPT-1): GPT-2's Conv1D projections, learned positions and tied head, its
+   * LayerNorms after each residual add (modelled as GPT-2's before each branch: the same
+   * parameters and FLOPs, the activations to within a block's input) and none before the head;
+   * the MLP 4 x n_embd whatever the file says; n_layer, n_embd, n_head, n_positions (the
+   * common names too, which its class reads into them); afn from its own table */
+  [HF_OPENAI_GPT] = { .shape = { .arch = STW_ARCH_GPT, .no_final_norm = TRUE }, .mlp_bias = TRUE,
+                      .layers = "n_layer", .hidden = "n_embd", .heads = "n_head",
+                      .max_seq = "n_positions", .attn_dropout_member = "attn_pdrop",
+                      .resid_dropout_member = "resid_pdrop", .attn_dropout_default = 0.1,
+                      .resid_dropout_default = 0.1, .layers_default = 12,
+                      .hidden_default = 768, .heads_default = 12, .max_seq_default = 512,
+                      .vocab_default = 40478, .ffn_fixed = TRUE, .kv_default = NOT_READ,
+                      .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE,
+                      .attention_bias = TRUE, .act_member = "afn", .act_default = "gelu",
+                      .act_gpt1 = TRUE },
   [HF_FLINT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_sinks = TRUE },
                  .experts_member = "num_experts", .experts_default = 256,
                  .experts_per_token_default = 6, .ffn = "moe_intermediate_size",
@@ -1443,6 +1461,21 @@ read_activation(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error
                             "string: gelu_new, gelu, relu, ...)");
   if (v != NULL)
     name = v->valuestring;
+  if (row->act_gpt1) { /* OpenAI GPT's ACT_FNS: its gelu is GELU-new */
+    static const struct {
+      const char *name;
+      StwActivation act;
+    } gpt1[] = { { "gelu", STW_ACT_DEFAULT }, { "relu", STW_ACT_RELU },
+                 { "silu", STW_ACT_GELU }, { "swish", STW_ACT_GELU } };
+    for (gsize i = 0; i < G_N_ELEMENTS(gpt1); i++)
+      if (strcmp(gpt1[i].name, name) == 0) {
+        c->activation = gpt1[i].act;
+        return TRUE;
+      }
+    return stw_json_fail_at(h->r, row->act_member, error, "\"%.64s\" is not in %s's "
+                            "activations (gelu, relu, silu, swish): transformers refuses the "
+                            "model", name, h->type);
+  }
   for (gsize i = 0; i < G_N_ELEMENTS(hf_activations); i++)
     if (strcmp(hf_activations[i].name, name) == 0) {
       StwModelConfig arch_default = { .arch = c->arch };

@@ -240,6 +240,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "norm_type is the decoders' (gpt, neox, llama)";
   else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA)
     problem = "activation is the gpt, neox and bert blocks' (llama-style blocks gate theirs)";
+  else if (c->no_final_norm && c->arch == STW_ARCH_BERT)
+    problem = "final_norm is the decoders' (gpt, neox, llama): bert's encoder has none";
   else if (c->activation == STW_ACT_XIELU && c->arch == STW_ARCH_BERT)
     problem = "xielu (with its learned scalars) is modelled in gpt and neox blocks only";
   else if (c->qk_norm_full && !c->qk_norm)
@@ -293,7 +295,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
-      "sub_norms", "router_score_bias", "attn_gate",                                             \
+      "sub_norms", "router_score_bias", "attn_gate", "final_norm",                               \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
@@ -305,7 +307,7 @@ static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
-  gboolean gated = !c->shared_expert_ungated;
+  gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
       !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
@@ -324,6 +326,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
       !stw_json_get_bool(r, obj, "sub_norms", FALSE, &c->sub_norms, error) ||
       !stw_json_get_bool(r, obj, "attn_gate", FALSE, &c->attn_gate, error) ||
+      !stw_json_get_bool(r, obj, "final_norm", FALSE, &final_norm, error) ||
       !stw_json_get_bool(r, obj, "router_score_bias", FALSE, &c->router_score_bias, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
@@ -348,6 +351,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   c->norm_type = (StwNormType)norm_type;
   c->activation = (StwActivation)activation;
   c->shared_expert_ungated = !gated;
+  c->no_final_norm = !final_norm;
   if (c->token_types == 2)
     c->token_types = 0; /* the usual: as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
@@ -501,6 +505,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "sub_norms", TRUE);
   if (c->attn_gate)
     cJSON_AddBoolToObject(o, "attn_gate", TRUE);
+  if (c->no_final_norm)
+    cJSON_AddBoolToObject(o, "final_norm", FALSE);
   if (c->router_score_bias)
     cJSON_AddBoolToObject(o, "router_score_bias", TRUE);
   return o;
@@ -836,7 +842,8 @@ decoder_head(Builder *b, guint32 embedding, const char *final_norm,
 {
   const StwModelConfig *c = &b->g->config;
   Ids ln = { 0 }, lm = { 0 };
-  model_norm_params(b, &ln, c->hidden, final_norm);
+  if (!c->no_final_norm)
+    model_norm_params(b, &ln, c->hidden, final_norm);
   if (c->tied) {
     tie(b, embedding, head);
     ids_add(&lm, embedding);
@@ -849,7 +856,8 @@ decoder_head(Builder *b, guint32 embedding, const char *final_norm,
                                 : g_strdup(head);
     ids_add(&lm, tensor(b, c->vocab, 0, "%s.bias", stem));
   }
-  model_norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, &ln);
+  if (!c->no_final_norm)
+    model_norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, &ln);
   linear(b, -1, STW_OP_LM_HEAD, "lm_head", c->hidden, c->vocab, lm.n, lm.id);
   if (c->logit_softcap) /* x / c, tanh, * c: tanh keeps its output (the logits' size) */
     elementwise(b, -1, STW_OP_LOGIT_SOFTCAP, "logit_softcap", c->vocab, c->vocab, 3, TRUE);

@@ -631,6 +631,67 @@ test_attn_gate(void)
   g_clear_error(&error);
 }
 
+/* No norm before the LM head (OpenAI GPT's): 2 x hidden fewer parameters and no final norm op
+ * (the last block's output is the head's input); written to and read from stowage's model
+ * format; refused for bert, whose encoder has none; Apertus's xIELU: two scalars a block more,
+ * read by the activation op */
+static void
+test_final_norm_and_xielu(void)
+{
+  StwModelConfig c = { .name = "gpt1", .arch = STW_ARCH_GPT, .layers = 2, .hidden = 64,
+                       .heads = 4, .kv_heads = 4, .ffn = 256, .vocab = 128, .max_seq = 64,
+                       .tied = TRUE };
+  guint64 with = stw_model_param_count(&c);
+  c.no_final_norm = TRUE;
+  GError *error = NULL;
+  g_assert_true(stw_model_config_validate(&c, NULL, &error));
+  g_assert_cmpuint(stw_model_param_count(&c), ==, with - 2 * 64);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  for (guint i = 0; i < g->ops->len; i++)
+    g_assert_cmpint(((StwGraphOp *)g->ops->pdata[i])->kind, !=, STW_OP_NORM_FINAL);
+  const StwGraphOp *last_block = g->ops->pdata[g->ops->len - 3];
+  const StwGraphOp *head = g->ops->pdata[g->ops->len - 2];
+  g_assert_cmpstr(last_block->name, ==, "h1.mlp.proj");
+  g_assert_cmpstr(head->name, ==, "lm_head");
+  g_autofree char *record = stw_model_record_json(&c);
+  g_assert_nonnull(strstr(record, "\"final_norm\":\tfalse"));
+  static const char text[] = "{\"format\": \"stowage-model\", \"version\": 1, "
+                             "\"name\": \"gpt1\", \"arch\": \"gpt\", \"layers\": 2, "
+                             "\"hidden\": 64, \"heads\": 4, \"ffn\": 256, \"vocab\": 128, "
+                             "\"max_seq\": 64, \"tied\": true, \"final_norm\": false}";
+  StwModelConfig back;
+  g_assert_true(stw_model_config_parse("g.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_true(back.no_final_norm);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, with - 2 * 64);
+  c.arch = STW_ARCH_BERT;
+  g_assert_false(stw_model_config_validate(&c, "g.json", &error));
+  stw_assert_error_contains(error, "final_norm is the decoders' (gpt, neox, llama): bert's "
+                                   "encoder has none");
+  c.arch = STW_ARCH_GPT;
+  c.no_final_norm = FALSE;
+  c.activation = STW_ACT_XIELU;
+  g_assert_cmpuint(stw_model_param_count(&c), ==, with + 2 * 2);
+  g_autoptr(StwModelGraph) gx = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  guint acts = 0;
+  for (guint i = 0; i < gx->ops->len; i++) {
+    const StwGraphOp *o = gx->ops->pdata[i];
+    if (o->kind == STW_OP_MLP_ACT) {
+      g_assert_cmpuint(o->params->len, ==, 2);
+      acts++;
+    }
+  }
+  g_assert_cmpuint(acts, ==, 2);
+  g_autofree char *xrecord = stw_model_record_json(&c);
+  g_assert_nonnull(strstr(xrecord, "\"activation\":\t\"xielu\""));
+  c.arch = STW_ARCH_BERT;
+  g_assert_false(stw_model_config_validate(&c, "g.json", &error));
+  stw_assert_error_contains(error, "xielu (with its learned scalars) is modelled in gpt and neox "
+                                   "blocks only");
+}
+
 /* Qwen2-MoE's shared expert: a dense SwiGLU MLP 5632 wide beside the 4 routed experts of 1408
  * that every token runs (so the MoE ops' widths are 4 x 1408 + 5632 = 11264), and its one-score
  * gate read with the router's; 2,689,173,504 parameters active of 14,315,784,192 (the model
@@ -956,6 +1017,7 @@ test_hf_family_defaults(void)
     { "ernie", STW_ARCH_BERT, G_GUINT64_CONSTANT(109482240), FALSE, TRUE },
     { "flint", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(39785287456), TRUE, FALSE },
     { "apertus", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6979596352), TRUE, FALSE },
+    { "openai-gpt", STW_ARCH_GPT, G_GUINT64_CONSTANT(116534784), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -975,6 +1037,8 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.head_bias, ==, codegen || ctrl);
     if (ctrl)
       g_assert_cmpint(stw_model_activation(&cfg), ==, STW_ACT_RELU);
+    /* OpenAI GPT: no norm before its head */
+    g_assert_cmpint(cfg.no_final_norm, ==, strcmp(cases[i].type, "openai-gpt") == 0);
     /* Apertus's xIELU, with its two learned scalars a block */
     g_assert_cmpint(stw_model_activation(&cfg) == STW_ACT_XIELU, ==,
                     strcmp(cases[i].type, "apertus") == 0);
@@ -1791,6 +1855,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/parallel-blocks", test_parallel_blocks);
   g_test_add_func("/model/shared-expert", test_shared_expert);
   g_test_add_func("/model/attn-gate", test_attn_gate);
+  g_test_add_func("/model/final-norm-and-xielu", test_final_norm_and_xielu);
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

@@ -186,6 +186,8 @@ typedef struct {
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */
   gboolean embed_norm;     /* a LayerNorm over the token embeddings (BLOOM's; neox only) */
+  gboolean no_final_norm;  /* no norm between the last block and the LM head (OpenAI GPT's,
+                            * whose blocks norm after each residual add; gpt, neox, llama) */
   gboolean router_score_bias; /* with experts: the router's per-expert score correction kept
                                * as a weight (ERNIE 4.5's moe_statics), experts weights a block
                                * of experts */

@@ -328,6 +328,8 @@ SMALL = {
                        "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
                        "num_experts": 4, "moe_topk": 2, "vocab_size": 128,
                        "max_position_embeddings": 64},
+    "openai-gpt": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128,
+                   "n_positions": 64},
 }
 
 
@@ -470,6 +472,12 @@ def variants(kind):
                       {"num_local_experts": 8}, {"num_experts": 8, "num_local_experts": 2},
                       {"num_mtp_layers": 1}, {"num_mtp_layers": 0}, {"num_mtp_layers": 2},
                       {"num_nextn_predict_layers": 2}, {"num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "openai-gpt":  # its own activations' table; the common names too
+        for extra in ({"afn": "relu"}, {"afn": "silu"}, {"afn": "swish"}, {"afn": "gelu_new"},
+                      {"hidden_size": 32}, {"num_hidden_layers": 3}, {"num_attention_heads": 2},
+                      {"max_position_embeddings": 128}, {"n_inner": 100},
+                      {"intermediate_size": 100}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "ctrl":  # the common names, which its attribute_map reads into its own
         for extra in ({"hidden_size": 32}, {"num_hidden_layers": 3}, {"num_attention_heads": 2},
