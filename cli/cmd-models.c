@@ -72,7 +72,7 @@ print_config_file(const char *file, gboolean json)
          : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
                           : ", queries and keys RMS-normed per head",
          c.attn_softcap ? ", scores capped" : "", c.attn_sinks ? ", a sink logit per head" : "",
-         c.attn_gate ? ", an output gate" : "",
+         c.attn_gate ? ", an output gate" : c.diff_attn ? ", differential (two softmaxes a head)" : "",
          biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own",
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",

@@ -110,6 +110,7 @@ typedef enum {
   HF_APERTUS,
   HF_HUNYUAN_MOE,
   HF_OPENAI_GPT,
+  HF_DIFFLLAMA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -136,7 +137,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "sarvam_mla", "gpt-sw3", "xlm-roberta", "camembert",
                                            "data2vec-text", "minicpm3", "cohere2_moe",
                                            "afmoe", "ernie", "flint", "apertus",
-                                           "hunyuan_v1_moe", "openai-gpt", NULL };
+                                           "hunyuan_v1_moe", "openai-gpt", "diffllama",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -1058,6 +1060,14 @@ static const HfRow hf_rows[] = {
                       .head_dim_default = NOT_READ, .tied = TRUE, .reads_tie = TRUE,
                       .attention_bias = TRUE, .act_member = "afn", .act_default = "gelu",
                       .act_gpt1 = TRUE },
+  /* DiffLlama: llama's block with differential attention (two softmaxes a head, their outputs
+   * combined pair by pair with four lambda vectors a block); its heads and key and value heads
+   * even, no attention dropout, as transformers refuses otherwise */
+  [HF_DIFFLLAMA] = { .shape = { .arch = STW_ARCH_LLAMA, .diff_attn = TRUE },
+                     .layers_default = 16, .hidden_default = 2048, .heads_default = 32,
+                     .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 32000,
+                     .kv_null_ok = TRUE, .head_dim_null_ok = TRUE, .reads_tie = TRUE,
+                     .reads_attention_bias = TRUE },
   [HF_FLINT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_sinks = TRUE },
                  .experts_member = "num_experts", .experts_default = 256,
                  .experts_per_token_default = 6, .ffn = "moe_intermediate_size",

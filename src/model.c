@@ -240,6 +240,15 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "norm_type is the decoders' (gpt, neox, llama)";
   else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA)
     problem = "activation is the gpt, neox and bert blocks' (llama-style blocks gate theirs)";
+  else if (c->diff_attn && (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0 ||
+                            c->attn_gate || c->attn_sinks))
+    problem = "diff_attn is modelled for llama-style blocks without latent attention, an output "
+              "gate or sinks only (DiffLlama's)";
+  else if (c->diff_attn && (c->kv_heads % 2 != 0 || c->heads % 2 != 0))
+    problem = "diff_attn needs an even number of heads and of kv_heads (its values in two "
+              "halves, its heads in pairs)";
+  else if (c->diff_attn && stw_model_attn_dropout(c))
+    problem = "diff_attn takes no dropout on its attention (DiffLlama defines none)";
   else if (c->no_final_norm && c->arch == STW_ARCH_BERT)
     problem = "final_norm is the decoders' (gpt, neox, llama): bert's encoder has none";
   else if (c->activation == STW_ACT_XIELU && c->arch == STW_ARCH_BERT)
@@ -295,7 +304,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
-      "sub_norms", "router_score_bias", "attn_gate", "final_norm",                               \
+      "sub_norms", "router_score_bias", "attn_gate", "final_norm", "diff_attn",                  \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
@@ -327,6 +336,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "sub_norms", FALSE, &c->sub_norms, error) ||
       !stw_json_get_bool(r, obj, "attn_gate", FALSE, &c->attn_gate, error) ||
       !stw_json_get_bool(r, obj, "final_norm", FALSE, &final_norm, error) ||
+      !stw_json_get_bool(r, obj, "diff_attn", FALSE, &c->diff_attn, error) ||
       !stw_json_get_bool(r, obj, "router_score_bias", FALSE, &c->router_score_bias, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
@@ -507,6 +517,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "attn_gate", TRUE);
   if (c->no_final_norm)
     cJSON_AddBoolToObject(o, "final_norm", FALSE);
+  if (c->diff_attn)
+    cJSON_AddBoolToObject(o, "diff_attn", TRUE);
   if (c->router_score_bias)
     cJSON_AddBoolToObject(o, "router_score_bias", TRUE);
   return o;
@@ -1091,6 +1103,11 @@ build_llama(Builder *b)
       model_norm_params(b, &ln1, d, n1);
     if (c->attn_sinks) /* gpt-oss's logit per head, read by the attention's softmax */
       named(b, &sinks, c->heads, 0, pa, "sinks");
+    Ids lambdas = { 0 };
+    if (c->diff_attn) /* DiffLlama's lambdas, read where the two softmaxes' outputs combine */
+      for (int k = 0; k < 4; k++)
+        named(b, &lambdas, stw_model_head_dim(c), 0, pa,
+              (const char *[]){ "lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2" }[k]);
     Mla mla = { 0 };
     if (c->kv_lora_rank != 0) {
       mla_params(b, pa, &mla);
@@ -1131,7 +1148,18 @@ build_llama(Builder *b)
       qk_norm_op(b, l, &qk);
     if (c->kv_lora_rank == 0) {
       elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
-      op_params(attention_core(b, l, q, kv, kv, q, TRUE), sinks.n, sinks.id);
+      StwGraphOp *core = attention_core(b, l, q, kv, kv, q, TRUE);
+      op_params(core, sinks.n, sinks.id);
+      if (c->diff_attn) {
+        /* two softmaxes one after the other, each with half the values: twice the products
+         * and what each keeps for backward, their outputs side by side; then combined pair by
+         * pair, normed (keeping its input) to the queries' width */
+        core->flops *= 2;
+        core->saved_extra_bytes *= 2;
+        core->out_bytes *= 2;
+        op_params(elementwise(b, l, STW_OP_MLP_ACT, "attn.diff", 2 * q, q, 8, TRUE), lambdas.n,
+                  lambdas.id);
+      }
       if (c->attn_gate) /* sigmoid(gate) x the heads' output: as the MLP's silu(gate) x up */
         elementwise(b, l, STW_OP_MLP_ACT, "attn.gate", 2 * q, q, 3, TRUE);
     }

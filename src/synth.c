@@ -295,8 +295,10 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     break;
   }
   case STW_OP_ATTN_CORE: {
-    /* the heads merged back: transpose(1, 2).contiguous() */
+    /* the heads merged back: transpose(1, 2).contiguous() (differential attention's two
+     * outputs: its op's output is both) */
     x = (Eager){ 2 * out * e, 2 * out * e, 2, 3 };
+    Eager merged = x;
     if (kv < q) { /* repeat_kv copies the shared keys and values out to every head */
       x.fwd_bytes += 2 * T * (q + kv) * e;
       x.bwd_bytes += 2 * T * (q + kv) * e;
@@ -336,6 +338,14 @@ eager_cost(const Synth *s, const StwGraphOp *g)
         x.fwd_kernels += 3;
         x.bwd_kernels += 3;
       }
+    }
+    if (c->diff_attn) { /* DiffLlama's two calls: all but the merge twice, after each half of
+                         * the values is repeated out to every key and value head */
+      double halves = 2 * T * (double)(c->kv_heads * stw_model_head_dim(c)) * e;
+      x = (Eager){ 2 * x.fwd_bytes - merged.fwd_bytes + halves,
+                   2 * x.bwd_bytes - merged.bwd_bytes + halves,
+                   2 * x.fwd_kernels - merged.fwd_kernels + 2,
+                   2 * x.bwd_kernels - merged.bwd_kernels + 2 };
     }
     break;
   }
@@ -421,6 +431,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
     break;
   case STW_OP_ATTN_CORE:
     if (s->graph->attention == STW_ATTENTION_NAIVE) {
+      double before = saved;
       /* per score: the softmax's output (fp32 where the module or autocast asks for it), the
        * dropout's mask and output, the product's 16-bit copy of fp32 probabilities; backward,
        * an fp32 softmax's two fp32 gradients at once where the fused op holds two in 16 bits */
@@ -434,6 +445,8 @@ eager_memory(const Synth *s, const StwGraphOp *g)
         saved += T * (double)(c->heads + c->kv_heads) * dh * (FP32 - e);
       }
       work += n * (fp32 ? 2 * FP32 - 2 * e : 0);
+      if (c->diff_attn) /* DiffLlama's second softmax keeps as much */
+        saved += saved - before;
     }
     break;
   default:

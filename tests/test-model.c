@@ -631,6 +631,69 @@ test_attn_gate(void)
   g_clear_error(&error);
 }
 
+/* DiffLlama's differential attention: four lambda vectors of head_dim a block, read by the op
+ * that combines the two softmaxes' outputs (twice the queries' width in, once out); the
+ * attention op twice the products and twice what it keeps, its output both calls'; written to
+ * stowage's model format; synthesized in eager kernels, naive and fused attention, memory
+ * balances; refused with odd key and value heads, attention dropout, or outside llama's block */
+static void
+test_diff_attn(void)
+{
+  StwModelConfig c = { .name = "diff", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 64,
+                       .heads = 4, .kv_heads = 2, .ffn = 160, .vocab = 128, .max_seq = 64 };
+  guint64 plain = stw_model_param_count(&c);
+  g_autoptr(StwModelGraph) g0 = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_NAIVE);
+  c.diff_attn = TRUE;
+  GError *error = NULL;
+  g_assert_true(stw_model_config_validate(&c, NULL, &error));
+  g_assert_cmpuint(stw_model_param_count(&c), ==, plain + 2 * 4 * 16);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_NAIVE);
+  const char *want[] = { "embed", "h0.ln_1", "h0.attn.qkv", "h0.attn.rope", "h0.attn.core",
+                         "h0.attn.diff", "h0.attn.o_proj" };
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+    g_assert_cmpstr(((StwGraphOp *)g->ops->pdata[i])->name, ==, want[i]);
+  const StwGraphOp *core0 = g0->ops->pdata[4], *core = g->ops->pdata[4], *diff = g->ops->pdata[5];
+  g_assert_cmpuint(core->flops, ==, 2 * core0->flops);
+  g_assert_cmpuint(core->saved_extra_bytes, ==, 2 * core0->saved_extra_bytes);
+  g_assert_cmpuint(core->out_bytes, ==, 2 * 16 * 64 * 2);
+  g_assert_cmpuint(diff->params->len, ==, 4);
+  g_assert_cmpuint(diff->in_bytes, ==, 2 * 16 * 64 * 2);
+  g_assert_cmpuint(diff->out_bytes, ==, 16 * 64 * 2);
+  g_autofree char *record = stw_model_record_json(&c);
+  g_assert_nonnull(strstr(record, "\"diff_attn\":\ttrue"));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  for (int a = 0; a < 2; a++) {
+    StwSynthOptions o = { .batch = 2, .seq = 16, .dtype = STW_DTYPE_BF16,
+                          .kernels = STW_KERNELS_EAGER,
+                          .attention = a ? STW_ATTENTION_FLASH : STW_ATTENTION_NAIVE };
+    g_autoptr(StwTrace) t = stw_synth_trace(&c, &o, &hw, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(t);
+  }
+  static const struct {
+    guint64 kv_heads;
+    StwBias dropout;
+    StwArch arch;
+    const char *says;
+  } bad[] = {
+    { 1, STW_BIAS_DEFAULT, STW_ARCH_LLAMA, "diff_attn needs an even number of heads and of "
+                                           "kv_heads" },
+    { 2, STW_BIAS_YES, STW_ARCH_LLAMA, "diff_attn takes no dropout on its attention" },
+    { 2, STW_BIAS_DEFAULT, STW_ARCH_NEOX, "diff_attn is modelled for llama-style blocks" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    StwModelConfig b = c;
+    b.kv_heads = bad[i].kv_heads;
+    b.attn_dropout = bad[i].dropout;
+    b.arch = bad[i].arch;
+    g_assert_false(stw_model_config_validate(&b, "d.json", &error));
+    stw_assert_error_contains(error, bad[i].says);
+  }
+}
+
 /* No norm before the LM head (OpenAI GPT's): 2 x hidden fewer parameters and no final norm op
  * (the last block's output is the head's input); written to and read from stowage's model
  * format; refused for bert, whose encoder has none; Apertus's xIELU: two scalars a block more,
@@ -1018,6 +1081,7 @@ test_hf_family_defaults(void)
     { "flint", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(39785287456), TRUE, FALSE },
     { "apertus", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6979596352), TRUE, FALSE },
     { "openai-gpt", STW_ARCH_GPT, G_GUINT64_CONSTANT(116534784), FALSE, TRUE },
+    { "diffllama", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1204885504), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1037,6 +1101,7 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.head_bias, ==, codegen || ctrl);
     if (ctrl)
       g_assert_cmpint(stw_model_activation(&cfg), ==, STW_ACT_RELU);
+    g_assert_cmpint(cfg.diff_attn, ==, strcmp(cases[i].type, "diffllama") == 0);
     /* OpenAI GPT: no norm before its head */
     g_assert_cmpint(cfg.no_final_norm, ==, strcmp(cases[i].type, "openai-gpt") == 0);
     /* Apertus's xIELU, with its two learned scalars a block */
@@ -1856,6 +1921,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/shared-expert", test_shared_expert);
   g_test_add_func("/model/attn-gate", test_attn_gate);
   g_test_add_func("/model/final-norm-and-xielu", test_final_norm_and_xielu);
+  g_test_add_func("/model/diff-attn", test_diff_attn);
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

@@ -186,6 +186,12 @@ typedef struct {
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */
   gboolean embed_norm;     /* a LayerNorm over the token embeddings (BLOOM's; neox only) */
+  gboolean diff_attn;      /* differential attention (DiffLlama's; llama only, no latent
+                            * attention, kv_heads even): each head's softmax taken twice over
+                            * its queries and keys, once with each half of the value heads
+                            * (repeated to all of them), the two outputs combined head pair by
+                            * head pair with learned lambdas (four vectors of head_dim a block)
+                            * and normed by an RMSNorm without weights before o_proj */
   gboolean no_final_norm;  /* no norm between the last block and the LM head (OpenAI GPT's,
                             * whose blocks norm after each residual add; gpt, neox, llama) */
   gboolean router_score_bias; /* with experts: the router's per-expert score correction kept

@@ -330,6 +330,9 @@ SMALL = {
                        "max_position_embeddings": 64},
     "openai-gpt": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128,
                    "n_positions": 64},
+    "diffllama": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                  "max_position_embeddings": 64},
 }
 
 
@@ -472,6 +475,10 @@ def variants(kind):
                       {"num_local_experts": 8}, {"num_experts": 8, "num_local_experts": 2},
                       {"num_mtp_layers": 1}, {"num_mtp_layers": 0}, {"num_mtp_layers": 2},
                       {"num_nextn_predict_layers": 2}, {"num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "diffllama":  # values in halves and heads in pairs; no attention dropout
+        for extra in ({"num_key_value_heads": 1}, {"num_attention_heads": 2},
+                      {"attention_dropout": 0.1}, {"attention_dropout": 0.0}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "openai-gpt":  # its own activations' table; the common names too
         for extra in ({"afn": "relu"}, {"afn": "silu"}, {"afn": "swish"}, {"afn": "gelu_new"},
