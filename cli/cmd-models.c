@@ -55,6 +55,13 @@ print_config_file(const char *file, gboolean json)
                             G_GUINT64_FORMAT " rotary wide, values %" G_GUINT64_FORMAT,
                             c.kv_lora_rank, c.q_lora_rank != 0 ? "through rank " : "directly",
                             q_rank, stw_model_head_dim(&c), c.rope_dim, c.v_head_dim);
+  if (c.index_heads != 0) {
+    char *with = g_strdup_printf("%s; keys chosen by an indexer of %" G_GUINT64_FORMAT " heads of %"
+                                 G_GUINT64_FORMAT " (forward only, its weights never trained)",
+                                 latent, c.index_heads, c.index_head_dim);
+    g_free(latent);
+    latent = with;
+  }
   g_autofree char *context =
       c.alibi && c.max_seq == STW_MODEL_MAX_SEQ
           ? g_strdup("positions by ALiBi (no longest context)")

@@ -111,6 +111,8 @@ typedef enum {
   HF_HUNYUAN_MOE,
   HF_OPENAI_GPT,
   HF_DIFFLLAMA,
+  HF_DEEPSEEK_V32,
+  HF_GLM_MOE_DSA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -138,7 +140,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "data2vec-text", "minicpm3", "cohere2_moe",
                                            "afmoe", "ernie", "flint", "apertus",
                                            "hunyuan_v1_moe", "openai-gpt", "diffllama",
-                                           NULL };
+                                           "deepseek_v32", "glm_moe_dsa", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -153,6 +155,9 @@ typedef struct {
                                      * (Qwen2's default is 32, and null is the heads) */
   guint64 head_dim_default;         /* head_dim: 0 = hidden / heads (None); NOT_READ: always */
   gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
+  const char *not_null[2];          /* members stowage does not read whose null the class's
+                                     * types refuse (DeepSeek-V3.2's head_dim, an int it then
+                                     * overwrites), refused null */
   const char *required[3];          /* members the class builds no model without, refused
                                      * absent or null: Nemotron's num_key_value_heads (its
                                      * attention divides by it), Ministral's head_dim (its
@@ -266,6 +271,10 @@ typedef struct {
                                      * qk_nope_head_dim and v_head_dim, with these defaults */
   guint64 q_lora_default, rope_dim_default, nope_dim_default, v_head_dim_default;
   gboolean v_head_dim_of_hidden;    /* v_head_dim absent or null: hidden / heads (MiniCPM3's) */
+  guint64 index_heads_default, index_head_dim_default; /* nonzero: DSA's indexer, read from
+                                                         * index_n_heads and index_head_dim */
+  gboolean reads_indexer_types;     /* blocks that share the last one's choice of keys (GLM's
+                                     * indexer_types "shared") refused, not modelled */
   gboolean act_gpt1;                /* the activation from OpenAI GPT's own table (ACT_FNS):
                                      * gelu its GELU-new, relu, silu and swish; no other name */
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
@@ -308,6 +317,20 @@ typedef struct {
     .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE, .attention_bias = TRUE,   \
     .act_member = "hidden_act", .act_default = "gelu", .position_offset = 2,                      \
     .offset_within = TRUE }
+
+/* DeepSeek-V3.2's blocks (GLM-5's too), with the row's own defaults: V3's latent attention,
+ * experts (256, 8 a token, one shared, moe_intermediate_size 2048 wide) after dense blocks (3,
+ * by mlp_layer_types or first_k_dense_replace), and DSA's indexer (128 wide a head) */
+#define DSA_ROW(...)                                                                               \
+  { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,                            \
+    .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",                   \
+    .experts_default = 256, .experts_per_token_default = 8, .shared_experts_default = 1,          \
+    .shared_experts_member = "n_shared_experts", .reads_dense_layers = TRUE,                      \
+    .dense_types_member = "mlp_layer_types", .dense_layers_default = 3,                           \
+    .ffn = "moe_intermediate_size", .kv_lora_default = 512, .rope_dim_default = 64,               \
+    .index_head_dim_default = 128, .ffn_default = 2048, .kv_default = NOT_READ,                   \
+    .head_dim_default = NOT_READ, .reads_tie = TRUE,                                              \
+    .not_null = { "head_dim", "num_key_value_heads" }, __VA_ARGS__ }
 
 /* BERT's encoder and its defaults, and the row's own fields */
 #define BERT_ROW(...)                                                                              \
@@ -1068,6 +1091,24 @@ static const HfRow hf_rows[] = {
                      .ffn_default = 8192, .max_seq_default = 2048, .vocab_default = 32000,
                      .kv_null_ok = TRUE, .head_dim_null_ok = TRUE, .reads_tie = TRUE,
                      .reads_attention_bias = TRUE },
+  /* DeepSeek-V3.2: V3's blocks with DeepSeek's sparse attention (an indexer a block, forward
+   * only, its weights never trained: index_n_heads x index_head_dim queries from the queries'
+   * latent, so q_lora_rank is required); the dense blocks by mlp_layer_types, else the first
+   * first_k_dense_replace; its head_dim the rotary width (qk_rope_head_dim) whatever the file
+   * says; n_routed_experts (num_local_experts its other name) */
+  [HF_DEEPSEEK_V32] = DSA_ROW(.dense_ffn_default = 18432, .q_lora_default = 1536,
+                              .nope_dim_default = 128, .v_head_dim_default = 128,
+                              .index_heads_default = 64, .layers_default = 61,
+                              .hidden_default = 7168, .heads_default = 128,
+                              .max_seq_default = 163840, .vocab_default = 129280),
+  /* GLM-5 (glm_moe_dsa): DeepSeek-V3.2's blocks with GLM's defaults; every block its own
+   * indexer (indexer_types, or the pattern and frequency it is made from: blocks that reuse the
+   * last one's choice are refused, not modelled) */
+  [HF_GLM_MOE_DSA] = DSA_ROW(.dense_ffn_default = 12288, .q_lora_default = 2048,
+                             .nope_dim_default = 192, .v_head_dim_default = 256,
+                             .index_heads_default = 32, .reads_indexer_types = TRUE,
+                             .layers_default = 78, .hidden_default = 6144, .heads_default = 64,
+                             .max_seq_default = 202752, .vocab_default = 154880),
   [HF_FLINT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_sinks = TRUE },
                  .experts_member = "num_experts", .experts_default = 256,
                  .experts_per_token_default = 6, .ffn = "moe_intermediate_size",
@@ -1271,6 +1312,66 @@ entry_u64(const Hf *h, const char *key, guint64 n, const cJSON *e, guint64 min, 
   gboolean ok = stw_json_as_u64(h->r, e, min, max, out, error);
   stw_json_pop(h->r, saved);
   return ok;
+}
+
+/* GLM's blocks that reuse the last one's choice of keys ("shared": no indexer of their own)
+ * refused, not modelled: indexer_types (an entry a block, LAYERS at least), else the pattern
+ * index_topk_pattern ("F" full, "S" shared), else every index_topk_freq-th block from
+ * index_skip_topk_offset on, as the class makes them; every block full passes. */
+static gboolean
+check_indexer_types(const Hf *h, guint64 layers, GError **error)
+{
+  const char *key = "indexer_types";
+  const cJSON *v = member(h->root, key);
+  if (v == NULL && (v = member(h->root, "index_topk_pattern")) != NULL)
+    key = "index_topk_pattern";
+  if (v != NULL && cJSON_IsString(v)) { /* a pattern of F and S */
+    const char *p = v->valuestring;
+    for (guint64 i = 0; i < layers; i++) {
+      if (p[i] == '\0')
+        return stw_json_fail_at(h->r, key, error, "%zu blocks' letters for %" G_GUINT64_FORMAT
+                                " blocks (transformers reads one a block)", strlen(p), layers);
+      if (p[i] != 'F' && p[i] != 'S')
+        return stw_json_fail_at(h->r, key, error, "'%c' at %" G_GUINT64_FORMAT ": expected F "
+                                "(full) or S (shared), as transformers reads it", p[i], i);
+      if (p[i] == 'S')
+        return stw_json_fail_at(h->r, key, error, "block %" G_GUINT64_FORMAT " shares the last "
+                                "one's choice of keys: not modelled (an indexer in every block "
+                                "is)", i);
+    }
+    return TRUE;
+  }
+  if (v != NULL) {
+    if (!cJSON_IsArray(v))
+      return stw_json_fail_at(h->r, key, error, "expected a list of \"full\" and \"shared\"");
+    guint64 n = 0;
+    for (const cJSON *e = v->child; e != NULL && n < layers; e = e->next, n++)
+      if (cJSON_IsString(e) && strcmp(e->valuestring, "shared") == 0)
+        return stw_json_fail_at(h->r, key, error, "block %" G_GUINT64_FORMAT " shares the last "
+                                "one's choice of keys: not modelled (an indexer in every block "
+                                "is)", n);
+    if (n < layers)
+      return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %"
+                              G_GUINT64_FORMAT " blocks (transformers reads one a block)", n,
+                              layers);
+    return TRUE;
+  }
+  gint64 freq = 1, offset = 2;
+  const cJSON *f = member(h->root, "index_topk_freq"), *o = member(h->root, "index_skip_topk_offset");
+  if ((f != NULL && !cJSON_IsNumber(f)) || (o != NULL && !cJSON_IsNumber(o)))
+    return stw_json_fail_at(h->r, f != NULL && !cJSON_IsNumber(f) ? "index_topk_freq"
+                                                                 : "index_skip_topk_offset",
+                            error, "expected a whole number");
+  if (f != NULL)
+    freq = MAX((gint64)f->valuedouble, 1);
+  if (o != NULL)
+    offset = (gint64)o->valuedouble;
+  for (guint64 i = 0; i < layers; i++)
+    if (MAX((gint64)i - offset + 1, 0) % freq != 0)
+      return stw_json_fail_at(h->r, "index_topk_freq", error, "%" G_GINT64_FORMAT ": block %"
+                              G_GUINT64_FORMAT " shares the last one's choice of keys: not "
+                              "modelled (an indexer in every block is)", freq, i);
+  return TRUE;
 }
 
 /* A count KEY that is a whole number from 1 to MAX, or a list of one a block (Hunyuan's
@@ -1822,6 +1923,10 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   const char *type_name = stw_hf_model_types[t];
   const Hf hf = { .r = r, .root = root, .type = type_name }, *h = &hf;
   const HfRow *row = row_of(type);
+  for (gsize i = 0; i < G_N_ELEMENTS(row->not_null) && row->not_null[i] != NULL; i++)
+    if (cJSON_IsNull(last_member(root, row->not_null[i])))
+      return stw_json_fail_at(r, row->not_null[i], error, "null, where a %s config.json needs a "
+                              "whole number (transformers refuses it)", type_name);
   for (gsize i = 0; i < G_N_ELEMENTS(row->required) && row->required[i] != NULL; i++)
     if (!cJSON_IsNumber(last_member(root, row->required[i])))
       return stw_json_fail_at(r, row->required[i], error, "required (a number): transformers "
@@ -2002,6 +2107,14 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       return FALSE;
     if (c.v_head_dim == 0 && c.heads != 0) /* (v_head_dim_of_hidden) */
       c.v_head_dim = c.hidden / c.heads;
+    if (row->index_heads_default != 0) { /* DSA's indexer */
+      c.index_heads = row->index_heads_default;
+      c.index_head_dim = row->index_head_dim_default;
+      if (!get_u64(h, "index_n_heads", FALSE, STW_MODEL_MAX_WIDTH, &c.index_heads, error) ||
+          !get_u64(h, "index_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.index_head_dim, error) ||
+          (row->reads_indexer_types && !check_indexer_types(h, c.layers, error)))
+        return FALSE;
+    }
     c.kv_heads = c.heads;
     c.head_dim = nope * c.heads == c.hidden ? 0 : nope;
   }

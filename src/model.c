@@ -249,6 +249,13 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
               "halves, its heads in pairs)";
   else if (c->diff_attn && stw_model_attn_dropout(c))
     problem = "diff_attn takes no dropout on its attention (DiffLlama defines none)";
+  else if ((c->index_heads != 0) != (c->index_head_dim != 0))
+    problem = "index_heads and index_head_dim go together";
+  else if (c->index_heads > STW_MODEL_MAX_WIDTH || c->index_head_dim > STW_MODEL_MAX_WIDTH)
+    problem = "index_heads and index_head_dim must be 1 to 1048576";
+  else if (c->index_heads != 0 && (c->kv_lora_rank == 0 || c->q_lora_rank == 0))
+    problem = "an indexer (index_heads) reads the queries' latent: it goes with latent attention "
+              "and a q_lora_rank";
   else if (c->no_final_norm && c->arch == STW_ARCH_BERT)
     problem = "final_norm is the decoders' (gpt, neox, llama): bert's encoder has none";
   else if (c->activation == STW_ACT_XIELU && c->arch == STW_ARCH_BERT)
@@ -304,7 +311,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "head_dim", "qkv_bias", "out_bias", "mlp_bias", "experts", "experts_per_token", "qk_norm", \
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
-      "sub_norms", "router_score_bias", "attn_gate", "final_norm", "diff_attn",                  \
+      "sub_norms", "router_score_bias", "attn_gate", "final_norm", "diff_attn", "index_heads",   \
+      "index_head_dim",                                                                          \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
@@ -337,6 +345,10 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "attn_gate", FALSE, &c->attn_gate, error) ||
       !stw_json_get_bool(r, obj, "final_norm", FALSE, &final_norm, error) ||
       !stw_json_get_bool(r, obj, "diff_attn", FALSE, &c->diff_attn, error) ||
+      !stw_json_get_u64(r, obj, "index_heads", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->index_heads,
+                        error) ||
+      !stw_json_get_u64(r, obj, "index_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->index_head_dim, error) ||
       !stw_json_get_bool(r, obj, "router_score_bias", FALSE, &c->router_score_bias, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
@@ -519,6 +531,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "final_norm", FALSE);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
+  if (c->index_heads != 0) {
+    stw_json_add_u64(o, "index_heads", c->index_heads);
+    stw_json_add_u64(o, "index_head_dim", c->index_head_dim);
+  }
   if (c->router_score_bias)
     cJSON_AddBoolToObject(o, "router_score_bias", TRUE);
   return o;
@@ -1012,7 +1028,7 @@ moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
  * rotary key), the latents' RMSNorms, the up projections (q_b_proj, kv_b_proj). The down
  * projections take attention_bias's biases; the up ones and q_proj never have any. */
 typedef struct {
-  Ids down, norms, up;
+  Ids down, norms, up, indexer;
 } Mla;
 
 static void
@@ -1036,6 +1052,15 @@ mla_params(Builder *b, const char *pa, Mla *m)
   projection(b, &m->down, STW_SITE_QKV, kl + c->rope_dim, d, kl + c->rope_dim, ka);
   norm_params(b, &m->norms, kl, TRUE, kn);
   named(b, &m->up, H * (nope + c->v_head_dim), kl, kb, "weight");
+  if (c->index_heads != 0) { /* DSA's indexer: its queries from the queries' latent */
+    guint64 ih = c->index_heads, id = c->index_head_dim;
+    g_autofree char *ix = g_strconcat(pa, ".indexer", NULL);
+    named(b, &m->indexer, ih * id, ql, ix, "wq_b.weight");
+    named(b, &m->indexer, id, d, ix, "wk.weight");
+    named(b, &m->indexer, id, 0, ix, "k_norm.weight");
+    named(b, &m->indexer, id, 0, ix, "k_norm.bias");
+    named(b, &m->indexer, ih, d, ix, "weights_proj.weight");
+  }
 }
 
 /* Its ops, the first returned: the down projections; the latents normed (an fp32 statistic per
@@ -1066,6 +1091,19 @@ mla_ops(Builder *b, gint32 l, const Mla *m)
   up->in_bytes = T * latent * e;
   up->out_bytes = T * upped * e;
   up->saves_input = TRUE;
+  if (c->index_heads != 0) {
+    /* DSA's indexer, forward only: its projections, then every query's fp32 score of every key
+     * per indexer head, weighted and summed over the heads, the top keys chosen and scattered
+     * into a mask of the scores' shape; none of it kept */
+    guint64 ih = c->index_heads, id = c->index_head_dim, B = b->g->batch, S = b->g->seq;
+    StwGraphOp *ix = op(b, l, STW_OP_INDEXER, "attn.indexer");
+    op_params(ix, m->indexer.n, m->indexer.id);
+    ix->flops = 2 * T * (ql * ih * id + d * id + d * ih) + 2 * B * S * S * ih * (id + 1);
+    ix->in_bytes = T * (d + ql) * e;
+    ix->work_bytes = T * (ih * id + id + ih) * 4 + B * S * S * (ih + 1) * 4 + B * S * S;
+    ix->passthrough = TRUE;
+    ix->no_grad = TRUE;
+  }
   elementwise(b, l, STW_OP_ROPE, "attn.rope", upped, 2 * H * qk + H * vd, 3, FALSE);
   attention_core(b, l, H * qk, H * qk, H * vd, H * vd, TRUE);
   return down;

@@ -42,6 +42,7 @@ is_matmul(const StwGraphOp *g)
   case STW_OP_POOLER:
   case STW_OP_LM_HEAD:
   case STW_OP_MOE_ROUTER:
+  case STW_OP_INDEXER:
     return TRUE;
   default:
     return FALSE;
@@ -486,10 +487,19 @@ fp32_scores_ns(const Synth *s, const StwGraphOp *g, gboolean backward)
 {
   const StwModelConfig *c = &s->graph->config;
   double r16 = s->hw->flops_per_s[s->graph->dtype], r32 = s->hw->flops_per_s[STW_DTYPE_FP32];
-  if (g->kind != STW_OP_ATTN_CORE || !c->attn_fp32 || s->e >= FP32 ||
-      s->graph->attention != STW_ATTENTION_NAIVE || r16 <= 0 || r32 <= 0)
+  if (r16 <= 0 || r32 <= 0 || s->e >= FP32)
     return 0;
-  double flops = 2 * naive_scores(s) * (double)stw_model_head_dim(c) * (backward ? 2 : 1);
+  double flops;
+  if (g->kind == STW_OP_INDEXER && !backward) { /* DSA's indexer scores every key in fp32 */
+    double S = (double)s->graph->seq;
+    flops = 2 * (double)s->graph->batch * S * S * (double)c->index_heads *
+            (double)(c->index_head_dim + 1);
+    return fmax(flops / s->hw->matmul_efficiency * (1 / r32 - 1 / r16) * 1e9, 0);
+  }
+  if (g->kind != STW_OP_ATTN_CORE || !c->attn_fp32 ||
+      s->graph->attention != STW_ATTENTION_NAIVE)
+    return 0;
+  flops = 2 * naive_scores(s) * (double)stw_model_head_dim(c) * (backward ? 2 : 1);
   return fmax(flops / s->hw->matmul_efficiency * (1 / r32 - 1 / r16) * 1e9, 0);
 }
 
@@ -869,6 +879,8 @@ micro_step(Synth *s, gboolean checkpointing, guint64 every, guint32 *ops_noted)
       /* the segment's output already lived once as the next one's input; drop the copy */
       s->live -= ((StwGraphOp *)graph->ops->pdata[last])->out_bytes;
     }
+    if (g->no_grad) /* forward only */
+      continue;
     backward_op(s, g);
     block_ops_note(bo.bwd_first, bo.bwd_last, g->layer, t->ops->len - 1);
   }
@@ -925,6 +937,16 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
       g_ptr_array_add(x->aliases, g_strdup(gt->aliases->pdata[k]));
     x->frozen = id < n_base; /* with LoRA, the base model */
   }
+  /* weights only forward-only ops read (DSA's indexer) are never trained */
+  g_autofree guint8 *read_with_grad = g_new0(guint8, MAX(graph->tensors->len, 1));
+  for (guint i = 0; i < graph->ops->len; i++) {
+    const StwGraphOp *g = graph->ops->pdata[i];
+    for (guint k = 0; !g->no_grad && k < g->params->len; k++)
+      read_with_grad[g_array_index(g->params, guint32, k)] = 1;
+  }
+  for (guint i = 0; i < graph->tensors->len; i++)
+    if (!read_with_grad[i])
+      g_array_index(t->tensors, StwTensor, i).frozen = TRUE;
 
   if (options->freeze != NULL && !stw_trace_freeze(t, options->freeze, NULL, error)) {
     stw_trace_free(t);

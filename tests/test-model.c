@@ -631,6 +631,71 @@ test_attn_gate(void)
   g_clear_error(&error);
 }
 
+/* DeepSeek's sparse attention: the indexer's five weights a block (queries from the queries'
+ * latent, one key LayerNormed, a weight per head), read by a forward-only op between the up
+ * projections and the rotary positions whose time is its projections' and its fp32 scores';
+ * synthesized, the indexer's weights are frozen (no gradient, no optimizer state), its op has
+ * no backward (only its recompute), and memory balances; written to stowage's model format;
+ * refused without a q_lora_rank or with one of its two sizes alone */
+static void
+test_indexer(void)
+{
+  StwModelConfig c = { .name = "dsa", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 64,
+                       .heads = 4, .kv_heads = 4, .ffn = 32, .vocab = 128, .max_seq = 64,
+                       .kv_lora_rank = 16, .q_lora_rank = 24, .rope_dim = 8, .head_dim = 8,
+                       .v_head_dim = 16 };
+  guint64 plain = stw_model_param_count(&c);
+  c.index_heads = 4;
+  c.index_head_dim = 16;
+  GError *error = NULL;
+  g_assert_true(stw_model_config_validate(&c, NULL, &error));
+  guint64 indexer = 4 * 16 * 24 + 16 * 64 + 2 * 16 + 4 * 64;
+  g_assert_cmpuint(stw_model_param_count(&c), ==, plain + 2 * indexer);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 2, 32, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  const StwGraphOp *ix = NULL;
+  for (guint i = 0; i < g->ops->len && ix == NULL; i++)
+    if (((StwGraphOp *)g->ops->pdata[i])->kind == STW_OP_INDEXER)
+      ix = g->ops->pdata[i];
+  g_assert_nonnull(ix);
+  g_assert_cmpstr(ix->name, ==, "h0.attn.indexer");
+  g_assert_true(ix->no_grad && ix->passthrough);
+  g_assert_cmpuint(ix->params->len, ==, 5);
+  g_assert_cmpuint(ix->flops, ==, 2 * 64 * (24 * 64 + 64 * 16 + 64 * 4) + 2 * 2 * 32 * 32 * 4 * 17);
+  g_assert_cmpuint(ix->out_bytes + ix->saved_extra_bytes, ==, 0);
+  g_autofree char *record = stw_model_record_json(&c);
+  g_assert_nonnull(strstr(record, "\"index_heads\":\t4"));
+  g_assert_nonnull(strstr(record, "\"index_head_dim\":\t16"));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions o = { .batch = 2, .seq = 32, .dtype = STW_DTYPE_BF16,
+                        .kernels = STW_KERNELS_EAGER, .checkpointing = TRUE };
+  g_autoptr(StwTrace) t = stw_synth_trace(&c, &o, &hw, &error);
+  g_assert_no_error(error);
+  guint64 frozen = 0;
+  g_assert_cmpuint(stw_trace_frozen(t, &frozen), ==, 2 * 5);
+  g_assert_cmpuint(frozen, ==, 2 * indexer);
+  guint fwd = 0, recompute = 0, bwd = 0;
+  for (guint i = 0; i < t->ops->len; i++) {
+    const char *name = stw_trace_op(t, i)->name;
+    fwd += g_str_has_suffix(name, "attn.indexer");
+    recompute += g_str_has_suffix(name, "attn.indexer.recompute");
+    bwd += g_str_has_suffix(name, "attn.indexer.bwd");
+  }
+  g_assert_cmpuint(fwd, ==, 2);
+  g_assert_cmpuint(recompute, ==, 2);
+  g_assert_cmpuint(bwd, ==, 0);
+  StwModelConfig bad = c;
+  bad.q_lora_rank = 0;
+  g_assert_false(stw_model_config_validate(&bad, "d.json", &error));
+  stw_assert_error_contains(error, "an indexer (index_heads) reads the queries' latent: it goes "
+                                   "with latent attention and a q_lora_rank");
+  bad = c;
+  bad.index_head_dim = 0;
+  g_assert_false(stw_model_config_validate(&bad, "d.json", &error));
+  stw_assert_error_contains(error, "index_heads and index_head_dim go together");
+}
+
 /* DiffLlama's differential attention: four lambda vectors of head_dim a block, read by the op
  * that combines the two softmaxes' outputs (twice the queries' width in, once out); the
  * attention op twice the products and twice what it keeps, its output both calls'; written to
@@ -1082,6 +1147,8 @@ test_hf_family_defaults(void)
     { "apertus", STW_ARCH_NEOX, G_GUINT64_CONSTANT(6979596352), TRUE, FALSE },
     { "openai-gpt", STW_ARCH_GPT, G_GUINT64_CONSTANT(116534784), FALSE, TRUE },
     { "diffllama", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1204885504), TRUE, FALSE },
+    { "deepseek_v32", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(671877929216), TRUE, FALSE },
+    { "glm_moe_dsa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(743911199232), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1646,8 +1713,8 @@ test_hf_configs(void)
                                    "deepseek_v3, deepseek_v2, llama4_text, granitemoe, phimoe, "
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
-                                   "sarvam_mla, cohere2_moe, afmoe, flint and hunyuan_v1_moe "
-                                   "only");
+                                   "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
+                                   "deepseek_v32 and glm_moe_dsa only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -1922,6 +1989,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/attn-gate", test_attn_gate);
   g_test_add_func("/model/final-norm-and-xielu", test_final_norm_and_xielu);
   g_test_add_func("/model/diff-attn", test_diff_attn);
+  g_test_add_func("/model/indexer", test_indexer);
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

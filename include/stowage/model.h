@@ -219,6 +219,14 @@ typedef struct {
   guint64 q_lora_rank;
   guint64 rope_dim;
   guint64 v_head_dim;
+  /* DeepSeek's sparse attention (DSA; latent attention with q_lora_rank only), where index_heads
+   * > 0: each block's indexer, forward only and never trained (its output chooses keys, which
+   * carries no gradient): queries from the queries' latent (q_lora_rank to index_heads x
+   * index_head_dim), one key from the block's input (index_head_dim, LayerNormed), a weight per
+   * head from the input, and every query's score of every key in fp32; the attention then
+   * masked to the chosen keys (computed whole in eager PyTorch) */
+  guint64 index_heads;
+  guint64 index_head_dim;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -320,6 +328,8 @@ typedef enum {
   STW_OP_MOE_ROUTER,     /* a mixture of experts' router: a score per expert, top-k chosen */
   STW_OP_NORM_QK,        /* RMSNorms over each head's queries and keys (Qwen3) */
   STW_OP_LOGIT_SOFTCAP,  /* the logits capped: c * tanh(x / c) (Gemma 2) */
+  STW_OP_INDEXER,        /* a sparse-attention indexer choosing each query's keys (DeepSeek's
+                          * DSA): projections and fp32 scores, forward only */
   STW_N_OP_KINDS
 } StwOpKind;
 
@@ -336,6 +346,8 @@ typedef struct {
   guint64 bwd_work_bytes;     /* backward transient */
   gboolean saves_input;       /* the input stays live until this op's backward */
   gboolean passthrough;       /* reads the current activation without consuming it */
+  gboolean no_grad;           /* forward only (torch.no_grad): no backward, nothing kept, and
+                               * the weights only it reads never trained */
   StwResidual residual;
 } StwGraphOp;
 

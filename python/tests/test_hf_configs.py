@@ -19,6 +19,14 @@ except ImportError as e:
     torch = transformers = None
     WHY = str(e)
 
+# DeepSeek-V3.2's and GLM-5's blocks at the same small size
+DSA_SMALL = {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+             "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 4,
+             "num_experts_per_tok": 2, "kv_lora_rank": 16, "q_lora_rank": 24,
+             "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "index_n_heads": 4,
+             "index_head_dim": 16, "first_k_dense_replace": 1, "vocab_size": 128,
+             "max_position_embeddings": 64}
+
 SMALL = {
     "gpt2": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 128, "n_positions": 64},
     "gpt_neo": {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "intermediate_size": 96,
@@ -333,6 +341,8 @@ SMALL = {
     "diffllama": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                   "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                   "max_position_embeddings": 64},
+    "deepseek_v32": DSA_SMALL,
+    "glm_moe_dsa": DSA_SMALL,
 }
 
 
@@ -475,6 +485,19 @@ def variants(kind):
                       {"num_local_experts": 8}, {"num_experts": 8, "num_local_experts": 2},
                       {"num_mtp_layers": 1}, {"num_mtp_layers": 0}, {"num_mtp_layers": 2},
                       {"num_nextn_predict_layers": 2}, {"num_experts_per_tok": 1}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind in ("deepseek_v32", "glm_moe_dsa"):  # the indexer; the dense blocks
+        for extra in ({"index_n_heads": 2, "index_head_dim": 32}, {"q_lora_rank": None},
+                      {"mlp_layer_types": ["dense", "dense", "sparse"]},
+                      {"mlp_layer_types": ["sparse", "dense", "sparse"]},
+                      {"first_k_dense_replace": 0}, {"num_local_experts": 8},
+                      {"n_shared_experts": 0}, {"head_dim": 32}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "glm_moe_dsa":  # blocks that share the last one's choice of keys
+        for extra in ({"indexer_types": ["full", "full", "full"]},
+                      {"indexer_types": ["full", "shared", "full"]},
+                      {"index_topk_pattern": "FFF"}, {"index_topk_pattern": "FSF"},
+                      {"index_topk_freq": 2}, {"index_topk_freq": 2, "index_skip_topk_offset": 9}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "diffllama":  # values in halves and heads in pairs; no attention dropout
         for extra in ({"num_key_value_heads": 1}, {"num_attention_heads": 2},
@@ -769,7 +792,15 @@ class TestHfConfigs(unittest.TestCase):
                                        '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
                                       ("hunyuan_v1_moe", "without num_experts"),
                                       ("hunyuan_v1_moe", '{"moe_topk": [2, 3]}'),
-                                      ("hunyuan_v1_moe", '{"num_experts": 1, "moe_topk": 1}')])
+                                      ("hunyuan_v1_moe", '{"num_experts": 1, "moe_topk": 1}'),
+                                      ("deepseek_v32",
+                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
+                                      ("glm_moe_dsa",
+                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
+                                      ("glm_moe_dsa",
+                                       '{"indexer_types": ["full", "shared", "full"]}'),
+                                      ("glm_moe_dsa", '{"index_topk_pattern": "FSF"}'),
+                                      ("glm_moe_dsa", '{"index_topk_freq": 2}')])
 
 
 if __name__ == "__main__":
