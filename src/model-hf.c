@@ -1325,7 +1325,8 @@ check_indexer_types(const Hf *h, guint64 layers, GError **error)
   const cJSON *v = member(h->root, key);
   if (v == NULL && (v = member(h->root, "index_topk_pattern")) != NULL)
     key = "index_topk_pattern";
-  if (v != NULL && cJSON_IsString(v)) { /* a pattern of F and S */
+  if (v != NULL && cJSON_IsString(v) && strcmp(key, "index_topk_pattern") == 0) {
+    /* a pattern of F and S */
     const char *p = v->valuestring;
     for (guint64 i = 0; i < layers; i++) {
       if (p[i] == '\0')
@@ -1357,15 +1358,19 @@ check_indexer_types(const Hf *h, guint64 layers, GError **error)
     return TRUE;
   }
   gint64 freq = 1, offset = 2;
-  const cJSON *f = member(h->root, "index_topk_freq"), *o = member(h->root, "index_skip_topk_offset");
-  if ((f != NULL && !cJSON_IsNumber(f)) || (o != NULL && !cJSON_IsNumber(o)))
-    return stw_json_fail_at(h->r, f != NULL && !cJSON_IsNumber(f) ? "index_topk_freq"
-                                                                 : "index_skip_topk_offset",
-                            error, "expected a whole number");
-  if (f != NULL)
-    freq = MAX((gint64)f->valuedouble, 1);
-  if (o != NULL)
-    offset = (gint64)o->valuedouble;
+  static const char *const keys[] = { "index_topk_freq", "index_skip_topk_offset" };
+  gint64 *values[] = { &freq, &offset };
+  for (int k = 0; k < 2; k++) { /* whole numbers, either sign (a block's index is shifted) */
+    const cJSON *x = member(h->root, keys[k]);
+    if (x == NULL)
+      continue;
+    if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
+        fabs(x->valuedouble) > (double)STW_MODEL_MAX_LAYERS)
+      return stw_json_fail_at(h->r, keys[k], error, "expected a whole number from -%d to %d",
+                              STW_MODEL_MAX_LAYERS, STW_MODEL_MAX_LAYERS);
+    *values[k] = (gint64)x->valuedouble;
+  }
+  freq = MAX(freq, 1);
   for (guint64 i = 0; i < layers; i++)
     if (MAX((gint64)i - offset + 1, 0) % freq != 0)
       return stw_json_fail_at(h->r, "index_topk_freq", error, "%" G_GINT64_FORMAT ": block %"

@@ -631,6 +631,25 @@ test_attn_gate(void)
   g_clear_error(&error);
 }
 
+/* A config.json and what its refusal says. */
+typedef struct {
+  const char *json, *says;
+} Refusal;
+
+/* Each of CASES written to PATH is refused, saying what it says. */
+static void
+assert_refused(const char *path, const Refusal *cases, gsize n)
+{
+  for (gsize i = 0; i < n; i++) {
+    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
+    StwModelConfig cfg;
+    GError *error = NULL;
+    g_test_message("%s", cases[i].json);
+    g_assert_false(stw_model_resolve(path, &cfg, &error));
+    stw_assert_error_contains(error, cases[i].says);
+  }
+}
+
 /* DeepSeek's sparse attention: the indexer's five weights a block (queries from the queries'
  * latent, one key LayerNormed, a weight per head), read by a forward-only op between the up
  * projections and the rotary positions whose time is its projections' and its fp32 scores';
@@ -694,6 +713,33 @@ test_indexer(void)
   bad.index_head_dim = 0;
   g_assert_false(stw_model_config_validate(&bad, "d.json", &error));
   stw_assert_error_contains(error, "index_heads and index_head_dim go together");
+  /* GLM-5's blocks that reuse the last one's choice of keys, by each of its three members */
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
+      "\"indexer_types\": [\"full\", \"shared\", \"full\"]}",
+      "$.indexer_types: block 1 shares the last one's choice of keys: not modelled (an indexer "
+      "in every block is)" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"indexer_types\": \"full\"}",
+      "$.indexer_types: expected a list of \"full\" and \"shared\"" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
+      "\"index_topk_pattern\": \"FFX\"}",
+      "$.index_topk_pattern: 'X' at 2: expected F (full) or S (shared)" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
+      "\"index_topk_freq\": 2}",
+      "$.index_topk_freq: 2: block 2 shares the last one's choice of keys: not modelled" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"index_topk_freq\": 1e300}",
+      "$.index_topk_freq: expected a whole number from -4096 to 4096" },
+    { "{\"model_type\": \"deepseek_v32\", \"q_lora_rank\": null}",
+      "an indexer (index_heads) reads the queries' latent: it goes with latent attention and a "
+      "q_lora_rank" },
+    { "{\"model_type\": \"deepseek_v32\", \"head_dim\": null}",
+      "$.head_dim: null, where a deepseek_v32 config.json needs a whole number" },
+  };
+  g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_remove(path);
+  g_rmdir(dir);
 }
 
 /* DiffLlama's differential attention: four lambda vectors of head_dim a block, read by the op
@@ -963,25 +1009,6 @@ test_hf_gpt_neo_layers(void)
   g_assert_cmpuint(two.layers, ==, 2);
   g_remove(path);
   g_rmdir(dir);
-}
-
-/* A config.json and what its refusal says. */
-typedef struct {
-  const char *json, *says;
-} Refusal;
-
-/* Each of CASES written to PATH is refused, saying what it says. */
-static void
-assert_refused(const char *path, const Refusal *cases, gsize n)
-{
-  for (gsize i = 0; i < n; i++) {
-    g_assert_true(g_file_set_contents(path, cases[i].json, -1, NULL));
-    StwModelConfig cfg;
-    GError *error = NULL;
-    g_test_message("%s", cases[i].json);
-    g_assert_false(stw_model_resolve(path, &cfg, &error));
-    stw_assert_error_contains(error, cases[i].says);
-  }
 }
 
 /* The dense blocks of a list of their indices (mlp_only_layers: Flint, Qwen's MoEs) and ERNIE's
