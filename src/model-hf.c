@@ -1238,7 +1238,7 @@ static const struct {
   { "relu6", STW_ACT_RELU }, { "leaky_relu", STW_ACT_RELU }, { "tanh", STW_ACT_GELU },
   { "sigmoid", STW_ACT_GELU }, { "mish", STW_ACT_GELU }, { "linear", STW_ACT_GELU },
   { "hardswish", STW_ACT_GELU }, { "laplace", STW_ACT_GELU }, { "sqrtsoftplus", STW_ACT_GELU },
-  { "xielu", STW_ACT_XIELU }, { "prelu", STW_ACT_GELU },
+  { "xielu", STW_ACT_XIELU },
 };
 
 /* OBJ's member KEY as Python's json reads it: the last of its name (a member given twice takes
@@ -1592,6 +1592,9 @@ read_activation(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error
                             "activations (gelu, relu, silu, swish): transformers refuses the "
                             "model", name, h->type);
   }
+  if (strcmp(name, "prelu") == 0) /* torch's PReLU: a learned slope in every MLP */
+    return stw_json_fail_at(h->r, row->act_member, error, "\"prelu\": not modelled (its learned "
+                            "slope is a parameter of every block's MLP)");
   for (gsize i = 0; i < G_N_ELEMENTS(hf_activations); i++)
     if (strcmp(hf_activations[i].name, name) == 0) {
       StwModelConfig arch_default = { .arch = c->arch };
@@ -1618,16 +1621,14 @@ read_opt(const Hf *h, StwModelConfig *c, GError **error)
       !get_bool(h, "layer_norm_elementwise_affine", &affine, error) ||
       !get_u64(h, "word_embed_proj_dim", TRUE, STW_MODEL_MAX_WIDTH, &proj, error))
     return FALSE;
-  if (!before)
-    return stw_json_fail_at(h->r, "do_layer_norm_before", error, "false: OPT's post-norm "
-                            "blocks (OPT-350m's) are not modelled");
   if (proj != 0 && proj != c->hidden)
     return stw_json_fail_at(h->r, "word_embed_proj_dim", error, "%" G_GUINT64_FORMAT ": "
                             "embeddings narrower than the blocks, projected in and out "
                             "(OPT-350m's), are not modelled", proj);
-  if (removed)
-    return stw_json_fail_at(h->r, "_remove_final_layer_norm", error, "true: a decoder without "
-                            "its final norm is not modelled");
+  /* post-norm blocks (OPT-350m's) modelled as pre-norm ones, the same parameters and FLOPs
+   * (OpenAI GPT's are so too), with no norm before the head, as _remove_final_layer_norm (kept
+   * for old checkpoints) leaves it */
+  c->no_final_norm = removed || !before;
   if (!affine) /* LayerNorms without weights or biases (the model format's norm_type) */
     c->norm_type = STW_NORM_LAYER_NO_AFFINE;
   return TRUE;

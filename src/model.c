@@ -259,7 +259,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->no_final_norm && c->arch == STW_ARCH_BERT)
     problem = "final_norm is the decoders' (gpt, neox, llama): bert's encoder has none";
   else if (c->activation == STW_ACT_XIELU && c->arch == STW_ARCH_BERT)
-    problem = "xielu (with its learned scalars) is modelled in gpt and neox blocks only";
+    problem = "xielu in bert blocks: not modelled (its learned scalars are, in gpt and neox "
+              "blocks)";
   else if (c->qk_norm_full && !c->qk_norm)
     problem = "qk_norm_full needs qk_norm";
   else if (c->token_types != 0 && c->arch != STW_ARCH_BERT)

@@ -382,7 +382,9 @@ def variants(kind):
         for extra in ({"enable_bias": False}, {"activation_function": "gelu_new"},
                       {"word_embed_proj_dim": 64}, {"word_embed_proj_dim": None},
                       {"layer_norm_elementwise_affine": False},
-                      {"word_embed_proj_dim": 32}, {"do_layer_norm_before": False}):
+                      {"word_embed_proj_dim": 32}, {"do_layer_norm_before": False},
+                      {"_remove_final_layer_norm": True},
+                      {"_remove_final_layer_norm": True, "layer_norm_elementwise_affine": False}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "falcon":  # its block's variants
         for extra in ({"multi_query": False}, {"bias": True}, {"parallel_attn": False},
@@ -768,7 +770,6 @@ class TestHfConfigs(unittest.TestCase):
                                       ("olmoe", "head_dim 32"),
                                       ("qwen2_moe", "mlp_only_layers [1]"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
-                                      ("opt", '{"do_layer_norm_before": false}'),
                                       ("deepseek_v2", "mlp_bias"),
                                       ("llama4_text", '{"interleave_moe_layer_step": 2}'),
                                       ("helium", "without hidden_size"),
