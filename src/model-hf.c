@@ -113,6 +113,7 @@ typedef enum {
   HF_DIFFLLAMA,
   HF_DEEPSEEK_V32,
   HF_GLM_MOE_DSA,
+  HF_BERT_GENERATION,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -140,7 +141,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "data2vec-text", "minicpm3", "cohere2_moe",
                                            "afmoe", "ernie", "flint", "apertus",
                                            "hunyuan_v1_moe", "openai-gpt", "diffllama",
-                                           "deepseek_v32", "glm_moe_dsa", NULL };
+                                           "deepseek_v32", "glm_moe_dsa", "bert-generation",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -435,6 +437,19 @@ static const HfRow hf_rows[] = {
   /* ERNIE 1 to 3 (Baidu): BERT's encoder, and with use_task_id a table of task_type_vocab_size
    * task embeddings added as the token types' are (counted as more token-type rows) */
   [HF_ERNIE] = BERT_ROW(.reads_task_types = TRUE),
+  /* BertGeneration's encoder (the AutoModel of bert-generation): BERT's blocks, its embeddings
+   * without token types, no pooler; cross-attention (add_cross_attention) refused, not
+   * modelled */
+  [HF_BERT_GENERATION] = { .shape = { .arch = STW_ARCH_BERT, .no_token_types = TRUE,
+                                      .no_pooler = TRUE },
+                           .mlp_bias = TRUE, .attn_dropout_member = "attention_probs_dropout_prob",
+                           .resid_dropout_member = "hidden_dropout_prob",
+                           .attn_dropout_default = 0.1, .resid_dropout_default = 0.1,
+                           .layers_default = 24, .hidden_default = 1024, .heads_default = 16,
+                           .ffn_default = 4096, .max_seq_default = 512, .vocab_default = 50358,
+                           .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
+                           .attention_bias = TRUE, .act_member = "hidden_act",
+                           .act_default = "gelu" },
   /* StarCoder 2: GPT-NeoX's block (LayerNorms, a GELU MLP, rotary positions) with grouped
    * keys and values, biases everywhere or nowhere (use_bias) */
   [HF_STARCODER2] = { .shape = { .arch = STW_ARCH_NEOX }, .mlp_bias = TRUE,
@@ -1754,6 +1769,14 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
                                stw_hf_model_types[t]);
     return stw_json_fail_at(r, "num_experts", error, "experts are modelled for model_type %s only",
                             with->str);
+  }
+  if (type == HF_BERT_GENERATION) { /* a decoder's cross-attention: more weights a block */
+    gboolean cross = FALSE;
+    if (!get_bool(h, "add_cross_attention", &cross, error))
+      return FALSE;
+    if (cross)
+      return stw_json_fail_at(r, "add_cross_attention", error, "true: cross-attention to an "
+                              "encoder is not modelled");
   }
   if (type == HF_LLAMA4_TEXT) { /* experts in every block only */
     guint64 step = 1;

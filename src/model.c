@@ -256,6 +256,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->index_heads != 0 && (c->kv_lora_rank == 0 || c->q_lora_rank == 0))
     problem = "an indexer (index_heads) reads the queries' latent: it goes with latent attention "
               "and a q_lora_rank";
+  else if ((c->no_pooler || c->no_token_types) && c->arch != STW_ARCH_BERT)
+    problem = "pooler and token_types 0 are bert's";
+  else if (c->no_token_types && c->token_types != 0)
+    problem = "token_types is either none or a count";
   else if (c->no_final_norm && c->arch == STW_ARCH_BERT)
     problem = "final_norm is the decoders' (gpt, neox, llama): bert's encoder has none";
   else if (c->activation == STW_ACT_XIELU && c->arch == STW_ARCH_BERT)
@@ -313,7 +317,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "norms", "qk_norm_full", "logit_softcap", "attn_softcap", "head_bias", "token_types",      \
       "shared_expert_ffn", "activation", "position_offset", "attn_sinks", "alibi", "embed_norm", \
       "sub_norms", "router_score_bias", "attn_gate", "final_norm", "diff_attn", "index_heads",   \
-      "index_head_dim",                                                                          \
+      "index_head_dim", "pooler",                                                                \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
@@ -325,7 +329,8 @@ static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
-  gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm;
+  gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm,
+           pooler = !c->no_pooler;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
       !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
@@ -346,6 +351,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "attn_gate", FALSE, &c->attn_gate, error) ||
       !stw_json_get_bool(r, obj, "final_norm", FALSE, &final_norm, error) ||
       !stw_json_get_bool(r, obj, "diff_attn", FALSE, &c->diff_attn, error) ||
+      !stw_json_get_bool(r, obj, "pooler", FALSE, &pooler, error) ||
       !stw_json_get_u64(r, obj, "index_heads", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->index_heads,
                         error) ||
       !stw_json_get_u64(r, obj, "index_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH,
@@ -365,16 +371,19 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         error) ||
       !stw_json_get_u64(r, obj, "shared_expert_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->shared_expert_ffn, error) ||
-      !stw_json_get_u64(r, obj, "token_types", FALSE, 1, STW_MODEL_MAX_TOKEN_TYPES,
+      !stw_json_get_u64(r, obj, "token_types", FALSE, 0, STW_MODEL_MAX_TOKEN_TYPES,
                         &c->token_types, error) ||
       !stw_json_get_u64(r, obj, "position_offset", FALSE, 0, STW_MODEL_MAX_POSITION_OFFSET,
                         &c->position_offset, error))
     return FALSE;
   c->norms = (StwNorms)norms;
   c->norm_type = (StwNormType)norm_type;
+  if (cJSON_GetObjectItemCaseSensitive(obj, "token_types") != NULL && c->token_types == 0)
+    c->no_token_types = TRUE; /* 0 written: none at all (absent: the usual 2) */
   c->activation = (StwActivation)activation;
   c->shared_expert_ungated = !gated;
   c->no_final_norm = !final_norm;
+  c->no_pooler = !pooler;
   if (c->token_types == 2)
     c->token_types = 0; /* the usual: as the default */
   for (int site = 0; site < STW_N_SITES; site++) {
@@ -502,7 +511,7 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "attn_softcap", TRUE);
   if (c->head_bias)
     cJSON_AddBoolToObject(o, "head_bias", TRUE);
-  if (c->token_types != 0 && c->token_types != 2)
+  if ((c->token_types != 0 && c->token_types != 2) || c->no_token_types)
     stw_json_add_u64(o, "token_types", c->token_types);
   if (c->activation != STW_ACT_DEFAULT)
     cJSON_AddStringToObject(o, "activation", stw_activation_names[c->activation]);
@@ -532,6 +541,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "final_norm", FALSE);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
+  if (c->no_pooler)
+    cJSON_AddBoolToObject(o, "pooler", FALSE);
   if (c->index_heads != 0) {
     stw_json_add_u64(o, "index_heads", c->index_heads);
     stw_json_add_u64(o, "index_head_dim", c->index_head_dim);
@@ -1261,14 +1272,15 @@ build_bert(Builder *b)
                   g_strdup("cls.predictions.decoder.weight"));
   guint32 pos = tensor(b, c->max_seq + c->position_offset, d,
                        "embeddings.position_embeddings.weight");
-  guint32 type = tensor(b, c->token_types != 0 ? c->token_types : 2, d,
-                        "embeddings.token_type_embeddings.weight");
+  guint32 type = c->no_token_types ? G_MAXUINT32
+                                    : tensor(b, c->token_types != 0 ? c->token_types : 2, d,
+                                             "embeddings.token_type_embeddings.weight");
   guint32 elnw = tensor(b, d, 0, "embeddings.LayerNorm.weight");
   guint32 elnb = tensor(b, d, 0, "embeddings.LayerNorm.bias");
 
   StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
-  op_params(o, 3, (guint32[]){ word, pos, type });
-  o->flops = 2 * b->T * d;
+  op_params(o, c->no_token_types ? 2 : 3, (guint32[]){ word, pos, type });
+  o->flops = (c->no_token_types ? 1 : 2) * b->T * d;
   o->out_bytes = b->T * d * b->e;
   norm(b, -1, STW_OP_NORM_EMBED, "embed.ln", d, FALSE, 2, (guint32[]){ elnw, elnb });
 
@@ -1301,17 +1313,19 @@ build_bert(Builder *b)
     linear(b, l, STW_OP_MLP_OUT, "ffn.out", f, d, out.n, out.id)->residual = STW_RESIDUAL_CLOSE;
     norm(b, l, STW_OP_NORM_POST_MLP, "ffn.ln", d, FALSE, oln.n, oln.id);
   }
-  guint32 pw = tensor(b, d, d, "pooler.dense.weight");
-  guint32 pb = tensor(b, d, 0, "pooler.dense.bias");
-  /* The pooler reads the first token of every sequence for next-sentence prediction (whose
-   * two-way classifier is omitted) and leaves the hidden states to the MLM head. */
-  o = op(b, -1, STW_OP_POOLER, "pooler");
-  op_params(o, 2, (guint32[]){ pw, pb });
-  o->passthrough = TRUE;
-  o->flops = 2 * b->g->batch * d * d;
-  o->saved_extra_bytes = b->g->batch * d * b->e;
-  o->work_bytes = b->g->batch * d * b->e;
-  o->bwd_work_bytes = b->g->batch * d * b->e;
+  if (!c->no_pooler) {
+    guint32 pw = tensor(b, d, d, "pooler.dense.weight");
+    guint32 pb = tensor(b, d, 0, "pooler.dense.bias");
+    /* The pooler reads the first token of every sequence for next-sentence prediction (whose
+     * two-way classifier is omitted) and leaves the hidden states to the MLM head. */
+    o = op(b, -1, STW_OP_POOLER, "pooler");
+    op_params(o, 2, (guint32[]){ pw, pb });
+    o->passthrough = TRUE;
+    o->flops = 2 * b->g->batch * d * d;
+    o->saved_extra_bytes = b->g->batch * d * b->e;
+    o->work_bytes = b->g->batch * d * b->e;
+    o->bwd_work_bytes = b->g->batch * d * b->e;
+  }
   linear(b, -1, STW_OP_LM_HEAD, "mlm_head", d, V, 1, &word);
   loss(b, V);
   b->g->io_bytes = 4 * b->T * 8; /* ids, token types, attention mask, targets */

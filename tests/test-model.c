@@ -650,6 +650,44 @@ assert_refused(const char *path, const Refusal *cases, gsize n)
   }
 }
 
+/* BERT without token types and without a pooler (BertGeneration's encoder): the token-type
+ * table's 2 x hidden and the pooler's hidden x (hidden + 1) fewer, no pooler op; written to
+ * stowage's model format as "token_types": 0 and "pooler": false and read back; refused for
+ * other blocks */
+static void
+test_bert_without_types_or_pooler(void)
+{
+  StwModelConfig c = { .name = "enc", .arch = STW_ARCH_BERT, .layers = 2, .hidden = 64,
+                       .heads = 4, .kv_heads = 4, .ffn = 128, .vocab = 128, .max_seq = 64,
+                       .tied = TRUE };
+  guint64 full = stw_model_param_count(&c);
+  c.no_token_types = TRUE;
+  c.no_pooler = TRUE;
+  GError *error = NULL;
+  g_assert_true(stw_model_config_validate(&c, NULL, &error));
+  g_assert_cmpuint(stw_model_param_count(&c), ==, full - 2 * 64 - 64 * 65);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  for (guint i = 0; i < g->ops->len; i++)
+    g_assert_cmpint(((StwGraphOp *)g->ops->pdata[i])->kind, !=, STW_OP_POOLER);
+  g_assert_cmpuint(((StwGraphOp *)g->ops->pdata[0])->params->len, ==, 2);
+  g_autofree char *record = stw_model_record_json(&c);
+  g_assert_nonnull(strstr(record, "\"token_types\":\t0"));
+  g_assert_nonnull(strstr(record, "\"pooler\":\tfalse"));
+  static const char text[] = "{\"format\": \"stowage-model\", \"version\": 1, "
+                             "\"name\": \"enc\", \"arch\": \"bert\", \"layers\": 2, "
+                             "\"hidden\": 64, \"heads\": 4, \"ffn\": 128, \"vocab\": 128, "
+                             "\"max_seq\": 64, \"token_types\": 0, \"pooler\": false}";
+  StwModelConfig back;
+  g_assert_true(stw_model_config_parse("e.json", text, strlen(text), &back, &error));
+  g_assert_no_error(error);
+  g_assert_true(back.no_token_types && back.no_pooler);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, full - 2 * 64 - 64 * 65);
+  c.arch = STW_ARCH_GPT;
+  g_assert_false(stw_model_config_validate(&c, "e.json", &error));
+  stw_assert_error_contains(error, "pooler and token_types 0 are bert's");
+}
+
 /* DeepSeek's sparse attention: the indexer's five weights a block (queries from the queries'
  * latent, one key LayerNormed, a weight per head), read by a forward-only op between the up
  * projections and the rotary positions whose time is its projections' and its fp32 scores';
@@ -1176,6 +1214,7 @@ test_hf_family_defaults(void)
     { "diffllama", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1204885504), TRUE, FALSE },
     { "deepseek_v32", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(671877929216), TRUE, FALSE },
     { "glm_moe_dsa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(743911199232), TRUE, FALSE },
+    { "bert-generation", STW_ARCH_BERT, G_GUINT64_CONSTANT(354402304), FALSE, TRUE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1196,6 +1235,9 @@ test_hf_family_defaults(void)
     if (ctrl)
       g_assert_cmpint(stw_model_activation(&cfg), ==, STW_ACT_RELU);
     g_assert_cmpint(cfg.diff_attn, ==, strcmp(cases[i].type, "diffllama") == 0);
+    /* BertGeneration's encoder: no token types, no pooler */
+    g_assert_cmpint(cfg.no_pooler, ==, strcmp(cases[i].type, "bert-generation") == 0);
+    g_assert_cmpint(cfg.no_token_types, ==, strcmp(cases[i].type, "bert-generation") == 0);
     /* OpenAI GPT: no norm before its head */
     g_assert_cmpint(cfg.no_final_norm, ==, strcmp(cases[i].type, "openai-gpt") == 0);
     /* Apertus's xIELU, with its two learned scalars a block */
@@ -2013,6 +2055,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/final-norm-and-xielu", test_final_norm_and_xielu);
   g_test_add_func("/model/diff-attn", test_diff_attn);
   g_test_add_func("/model/indexer", test_indexer);
+  g_test_add_func("/model/bert-without-types-or-pooler", test_bert_without_types_or_pooler);
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);

@@ -343,11 +343,15 @@ SMALL = {
                   "max_position_embeddings": 64},
     "deepseek_v32": DSA_SMALL,
     "glm_moe_dsa": DSA_SMALL,
+    "bert-generation": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                        "intermediate_size": 128, "vocab_size": 128,
+                        "max_position_embeddings": 64},
 }
 
 
 # the encoders, counted as transformers' AutoModel builds them (no LM head)
-ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text", "ernie")
+ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text", "ernie",
+            "bert-generation")
 
 
 def variants(kind):
@@ -500,6 +504,11 @@ def variants(kind):
                       {"indexer_types": ["full", "shared", "full"]},
                       {"index_topk_pattern": "FFF"}, {"index_topk_pattern": "FSF"},
                       {"index_topk_freq": 2}, {"index_topk_freq": 2, "index_skip_topk_offset": 9}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "bert-generation":  # a decoder's cross-attention; token types it has none of
+        for extra in ({"add_cross_attention": True, "is_decoder": True},
+                      {"add_cross_attention": True}, {"is_decoder": True},
+                      {"hidden_act": "relu"}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "diffllama":  # values in halves and heads in pairs; no attention dropout
         for extra in ({"num_key_value_heads": 1}, {"num_attention_heads": 2},
@@ -801,7 +810,9 @@ class TestHfConfigs(unittest.TestCase):
                                       ("glm_moe_dsa",
                                        '{"indexer_types": ["full", "shared", "full"]}'),
                                       ("glm_moe_dsa", '{"index_topk_pattern": "FSF"}'),
-                                      ("glm_moe_dsa", '{"index_topk_freq": 2}')])
+                                      ("glm_moe_dsa", '{"index_topk_freq": 2}'),
+                                      ("bert-generation",
+                                       '{"add_cross_attention": true, "is_decoder": true}')])
 
 
 if __name__ == "__main__":
