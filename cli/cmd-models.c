@@ -85,6 +85,8 @@ print_config_file(const char *file, gboolean json)
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",
          context, c.embed_norm      ? "; a norm over the embeddings"
                   : c.no_final_norm ? "; no norm before the LM head"
+                  : c.no_pooler     ? (c.no_token_types ? "; no token types, no pooler"
+                                                        : "; no pooler")
                                     : "",
          (const char *[]){ "", "; norms after attention and the MLP too",
                            "; norms after attention and the MLP, none before",
