@@ -347,6 +347,11 @@ tap_result $? "probe's profile steps CPU Adam on the OpenMP team's threads (OMP_
 expect 0 "here" "the probed profile loads" -- $S hardware "$T/here.json"
 grep -q '"adam_bf16_elems_per_s":' "$T/here.json"
 tap_result $? "probe measures CPU Adam with bf16 moments into the profile" "$(cat "$T/here.json")"
+# the storage tier's checksum on the same team, into the profile's cpu section and said
+out=$(OMP_NUM_THREADS=1 $S probe --name sum -o "$T/sum.json" 2>&1)
+echo "$out" | grep -q "^the storage tier's checksum [0-9.]* GB/s on the same team (each region it writes and reads back)$" &&
+  grep -q '"checksum_bytes_per_s":' "$T/sum.json" && $S hardware "$T/sum.json" > /dev/null
+tap_result $? "probe measures the storage tier's checksum into the profile" "$out" "$(cat "$T/sum.json")"
 # the CPU measured, named as the kernel names it (the base profile's is not this host's)
 cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -n 1 | tr -s ' \t' '  ' | sed 's/ *$//')
 if [ -n "$cpu" ]; then

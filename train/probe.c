@@ -759,6 +759,7 @@ stw_probe_json(const StwProbe *p)
   }
   stw_json_add_u64(root, "cpu_adam_team", p->adam_team);
   cJSON_AddNumberToObject(root, "cpu_adam_bf16_elems_per_s", p->adam_bf16_elems_per_s);
+  cJSON_AddNumberToObject(root, "checksum_bytes_per_s", p->profile.cpu_checksum_bytes_per_s);
   stw_json_add_u64(root, "threads", p->threads);
   cJSON_AddNumberToObject(root, "host_copy_bytes_per_s", p->host_copy_bytes_per_s);
   cJSON_AddNumberToObject(root, "host_memory_bytes_per_s", p->host_memory_bytes_per_s);
