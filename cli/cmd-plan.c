@@ -117,6 +117,10 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
                                                               frozen)
                                             : g_strdup("");
   guint on_storage = counts[STW_OPTIM_CPU_STORAGE] + counts[STW_OPTIM_STORAGE];
+  if (on_storage > 0 && !p->hw.storage_gpudirect && p->hw.cpu_checksum_bytes_per_s <= 0)
+    printf("  assumes      the storage tier's checksum of each region it writes and reads back "
+           "costs nothing (the profile did not measure it: `stowage probe` does; a server's "
+           "OpenMP team sums tens of GB/s, one core of this kind of VM 7-33)\n");
   g_autofree char *params = counts[STW_OPTIM_STORAGE] > 0
                                 ? g_strdup_printf(", %u with their parameters too",
                                                   counts[STW_OPTIM_STORAGE])

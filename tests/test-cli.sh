@@ -475,6 +475,8 @@ CPU_TT=$(($(least_cpu "$T/tt.json" 400KiB) - 1)) # one byte short of every plan 
 $S plan "$T/tt.json" --gpu 400KiB --cpu $CPU_TT --hw RTX4090-24GB-PCIe4-2xNVMe --nvme 1GiB \
   --activations keep -o "$T/tn.json" > "$T/tn.log" && grep -q "^  storage      " "$T/tn.log"
 tap_result $? "plan with optimizer state on a storage tier (--nvme)" "$(cat "$T/tn.log")"
+grep -q "^  assumes      the storage tier's checksum of each region it writes and reads back costs nothing (the profile did not measure it: " "$T/tn.log"
+tap_result $? "a storage plan on a profile without the checksum's rate says it assumes it free" "$(cat "$T/tn.log")"
 grep -q '"optimizer":"cpu-storage"' "$T/tn.json" && $S check "$T/tn.json" "$T/tt.json" > "$T/tn-check.txt" &&
   stored=$(sed -n 's/^  storage *\([0-9.]* [KMG]*i*B\) of optimizer state.*/\1/p' "$T/tn.log") &&
   grep -q "; host 2.00 GiB of 2.00 GiB; storage $stored of 1.00 GiB; moves " "$T/tn-check.txt"
