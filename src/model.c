@@ -76,9 +76,7 @@ stw_model_activation(const StwModelConfig *cfg)
 gboolean
 stw_model_gelu_new(const StwModelConfig *cfg)
 {
-  /* xIELU's Python form is as many kernels and as much kept for backward, within a few */
-  StwActivation a = stw_model_activation(cfg);
-  return a == STW_ACT_GELU_NEW || a == STW_ACT_XIELU;
+  return stw_model_activation(cfg) == STW_ACT_GELU_NEW;
 }
 
 guint64

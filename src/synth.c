@@ -49,6 +49,15 @@ is_matmul(const StwGraphOp *g)
   }
 }
 
+/* Whether CFG's MLP activation is written out op by op in eager PyTorch: GELU-new's tanh
+ * approximation, and xIELU's Python form, timed and kept as GELU-new's (as many kernels and as
+ * much kept for backward, within a few). */
+static gboolean
+act_op_by_op(const StwModelConfig *c)
+{
+  return stw_model_gelu_new(c) || stw_model_activation(c) == STW_ACT_XIELU;
+}
+
 /* A norm over the hidden state (not Qwen3's over the queries and keys). */
 static gboolean
 is_norm(const StwGraphOp *g)
@@ -211,7 +220,7 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
     }
     break;
   case STW_OP_MLP_ACT:
-    if (stw_model_gelu_new(c)) { /* GELU-new from its pow on in fp32, its output cast down for
+    if (act_op_by_op(c)) { /* GELU-new from its pow on in fp32, its output cast down for
                                   * the projection: 16 fp32 + 4 16-bit passes, not 16 16-bit */
       x->fwd_bytes += (16 * w + 4 * e) * in;
       x->bwd_bytes += (23 * FP32 - 17 * e) * in;
@@ -351,7 +360,7 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     break;
   }
   case STW_OP_MLP_ACT:
-    if (stw_model_gelu_new(c)) /* GELU-new: tanh's approximation written out, 8 kernels */
+    if (act_op_by_op(c)) /* GELU-new: tanh's approximation written out, 8 kernels */
       x = (Eager){ 16 * e * in, 27 * e * in, 8, 16 };
     else if (c->arch == STW_ARCH_LLAMA) /* silu(gate) * up */
       x = (Eager){ 2 * e * out, 4 * e * out, 2, 4 };
@@ -419,7 +428,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
     saved += resid_dropout ? out : 0;
     break;
   case STW_OP_MLP_ACT:
-    if (stw_model_gelu_new(c)) {
+    if (act_op_by_op(c)) {
       /* tanh's approximation op by op: pow keeps the input (under autocast its fp32 copy), tanh
        * its output, the last product both its factors, 0.5 x and 1 + tanh (fp32 from the pow
        * on under autocast); backward, two gradients of the chain at once */

@@ -767,6 +767,17 @@ test_indexer(void)
       "$.index_topk_freq: 2: block 2 shares the last one's choice of keys: not modelled" },
     { "{\"model_type\": \"glm_moe_dsa\", \"index_topk_freq\": 1e300}",
       "$.index_topk_freq: expected a whole number from -4096 to 4096" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"index_skip_topk_offset\": \"2\"}",
+      "$.index_skip_topk_offset: expected a whole number from -4096 to 4096" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
+      "\"index_topk_pattern\": \"FF\"}",
+      "$.index_topk_pattern: 2 blocks' letters for 3 blocks (transformers reads one a block)" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
+      "\"indexer_types\": [\"full\"]}",
+      "$.indexer_types: 1 entries for 3 blocks (transformers reads one a block)" },
+    { "{\"model_type\": \"bert-generation\", \"add_cross_attention\": true, "
+      "\"is_decoder\": true}",
+      "$.add_cross_attention: true: cross-attention to an encoder is not modelled" },
     { "{\"model_type\": \"deepseek_v32\", \"q_lora_rank\": null}",
       "an indexer (index_heads) reads the queries' latent: it goes with latent attention and a "
       "q_lora_rank" },
@@ -1797,6 +1808,9 @@ test_hf_configs(void)
       "knows" },
     { "\"activation_function\": 7", "opt.json: $.activation_function: expected an activation's "
                                      "name" },
+    { "\"activation_function\": \"prelu\"",
+      "opt.json: $.activation_function: \"prelu\": not modelled (its learned slope is a "
+      "parameter of every block's MLP)" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(opt_bad); i++) {
     g_autofree char *opt_text =
