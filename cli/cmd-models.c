@@ -28,6 +28,42 @@ models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64
                 num[4], num[5], p, bytes);
 }
 
+/* Where C's dense blocks sit among the experts' (empty without them): " after N dense blocks
+ * (MLP W wide)" where they come first, else which they are, runs of blocks as ranges ("0-2, 5,
+ * 7"), the first eight runs and a count of the rest. Follows "experts: E per block". */
+static char *
+dense_blocks_said(const StwModelConfig *c)
+{
+  guint64 n = stw_model_dense_blocks(c), first = stw_model_dense_prefix(c);
+  if (n == 0)
+    return g_strdup("");
+  if (first != G_MAXUINT64)
+    return g_strdup_printf(" after %" G_GUINT64_FORMAT " dense block%s (MLP %" G_GUINT64_FORMAT
+                           " wide)", n, n == 1 ? "" : "s", c->dense_ffn);
+  g_autoptr(GString) runs = g_string_new(NULL);
+  guint shown = 0, more = 0;
+  for (guint64 l = 0; l < c->layers; l++) {
+    if (!stw_model_block_dense(c, l) || (l > 0 && stw_model_block_dense(c, l - 1)))
+      continue; /* not the start of a run */
+    guint64 end = l;
+    while (end + 1 < c->layers && stw_model_block_dense(c, end + 1))
+      end++;
+    if (shown == 8) {
+      more++;
+      continue;
+    }
+    g_string_append_printf(runs, "%s%" G_GUINT64_FORMAT, shown++ == 0 ? "" : ", ", l);
+    if (end > l)
+      g_string_append_printf(runs, "-%" G_GUINT64_FORMAT, end);
+  }
+  if (more > 0)
+    g_string_append_printf(runs, " and %u more", more);
+  return g_strdup_printf(" in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT " blocks, the "
+                         "other %" G_GUINT64_FORMAT " dense (MLP %" G_GUINT64_FORMAT " wide: "
+                         "block%s %s)", c->layers - n, c->layers, n, c->dense_ffn,
+                         n == 1 ? "" : "s", runs->str);
+}
+
 static int
 print_config_file(const char *file, gboolean json)
 {
@@ -107,12 +143,7 @@ print_config_file(const char *file, gboolean json)
                                   : g_strdup_printf(", and a shared expert %" G_GUINT64_FORMAT
                                                     " wide%s", c.shared_expert_ffn,
                                                     c.shared_expert_ungated ? " (no gate)" : "");
-    g_autofree char *dense = c.dense_layers == 0
-                                 ? g_strdup("")
-                                 : g_strdup_printf(" after %" G_GUINT64_FORMAT " dense block%s "
-                                                   "(MLP %" G_GUINT64_FORMAT " wide)",
-                                                   c.dense_layers, c.dense_layers == 1 ? "" : "s",
-                                                   c.dense_ffn);
+    g_autofree char *dense = dense_blocks_said(&c);
     printf("experts: %" G_GUINT64_FORMAT " per block%s, %" G_GUINT64_FORMAT
            " per token%s; %s parameters active per token\n",
            stw_model_experts(&c), dense, stw_model_active_experts(&c), shared, active);

@@ -48,7 +48,7 @@ stw_model_active_param_count(const StwModelConfig *c)
   guint64 E = stw_model_experts(c), k = stw_model_active_experts(c);
   guint64 expert = 3 * c->hidden * c->ffn +
                    (stw_model_has_bias(c, STW_SITE_MLP) ? 2 * c->ffn + c->hidden : 0);
-  return params - (E - k) * expert * (c->layers - MIN(c->dense_layers, c->layers));
+  return params - (E - k) * expert * (c->layers - stw_model_dense_blocks(c));
 }
 
 char *

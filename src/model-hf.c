@@ -157,9 +157,10 @@ typedef struct {
                                      * (Qwen2's default is 32, and null is the heads) */
   guint64 head_dim_default;         /* head_dim: 0 = hidden / heads (None); NOT_READ: always */
   gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
-  const char *not_null[2];          /* members stowage does not read whose null the class's
-                                     * types refuse (DeepSeek-V3.2's head_dim, an int it then
-                                     * overwrites), refused null */
+  const char *not_null[2];          /* members whose null the class's types refuse where
+                                     * stowage does not read them (DeepSeek-V3.2's head_dim, an
+                                     * int it then overwrites) or reads null as a default (Llama
+                                     * 4's intermediate_size_mlp), refused null */
   const char *required[3];          /* members the class builds no model without, refused
                                      * absent or null: Nemotron's num_key_value_heads (its
                                      * attention divides by it), Ministral's head_dim (its
@@ -229,15 +230,15 @@ typedef struct {
                                      * SHARED_EXPERTS_MEMBER says where it is given (DeepSeek's,
                                      * GLM-4.5's n_shared_experts, 0 allowed) */
   const char *shared_experts_member;
-  const char *dense_list_member;    /* the dense blocks by a list of their indices
-                                     * (mlp_only_layers; absent or null: the first
-                                     * dense_layers_default), intermediate_size wide
-                                     * (dense_ffn_default); decoder_sparse_step must be 1 */
+  const char *dense_list_member;    /* dense blocks by a list of their indices (absent or
+                                     * null: the first dense_layers_default), and those whose
+                                     * number is not a multiple of decoder_sparse_step (Qwen's
+                                     * mlp_only_layers; get_dense_list), intermediate_size wide
+                                     * (dense_ffn_default) */
   const char *dense_types_member;   /* the blocks' MLPs by a list of "dense" and "sparse"
                                      * (GLM-4.7-Flash's mlp_layer_types; null or absent: the
                                      * first dense_layers_default dense), the dense ones
-                                     * intermediate_size wide; any other order than the dense
-                                     * first is refused, not modelled */
+                                     * intermediate_size wide, in any order */
   const char *rope_dim_alias;       /* qk_rope_head_dim's other name, which the class's
                                      * attribute_map reads into it (GLM-4.7-Flash's head_dim) */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
@@ -417,8 +418,8 @@ static const HfRow hf_rows[] = {
                    .max_seq_default = 32768, .vocab_default = 128256, .kv_default = 4,
                    .kv_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                    .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
-  /* Qwen3's MoE: Qwen3's attention, and in every block experts moe_intermediate_size wide
-   * (intermediate_size is the dense MLP's of mlp_only_layers, which must be none) */
+  /* Qwen3's MoE: Qwen3's attention, and in every block experts moe_intermediate_size wide but
+   * in the dense blocks (mlp_only_layers, and off decoder_sparse_step), intermediate_size wide */
   [HF_QWEN3_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
                      .experts_member = "num_experts", .experts_default = 128,
                      .experts_per_token_default = 8, .ffn = "moe_intermediate_size",
@@ -504,7 +505,8 @@ static const HfRow hf_rows[] = {
                  .vocab_default = 50304, .kv_null_ok = TRUE, .reads_tie = TRUE,
                  .reads_attention_bias = TRUE },
   /* Qwen2's MoE (Qwen1.5-MoE): Qwen2's attention (qkv_bias), in every block experts
-   * moe_intermediate_size wide and a shared expert shared_expert_intermediate_size wide */
+   * moe_intermediate_size wide and a shared expert shared_expert_intermediate_size wide but in
+   * the dense blocks, as Qwen3's MoE */
   [HF_QWEN2_MOE] = { .shape = { .arch = STW_ARCH_LLAMA }, .qkv_bias_only = TRUE,
                      .qkv_bias_member = "qkv_bias", .experts_member = "num_experts",
                      .experts_default = 60, .experts_per_token_default = 4,
@@ -695,9 +697,12 @@ static const HfRow hf_rows[] = {
    * (its query and key norms are L2 norms without weights, its chunked attention and layers
    * without rotary positions change no weight), and in every block num_local_experts experts
    * intermediate_size wide, num_experts_per_tok a token, and a shared expert as wide without a
-   * gate; interleaved dense blocks (interleave_moe_layer_step beyond 1, Maverick's; a moe_layers
-   * list) are refused, not modelled */
+   * gate; the blocks moe_layers lists have them, or every interleave_moe_layer_step-th
+   * (Maverick's every second), the others a dense MLP intermediate_size_mlp wide
+   * (llama4_dense_blocks) */
   [HF_LLAMA4_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA },
+                       .dense_ffn_member = "intermediate_size_mlp", .dense_ffn_default = 16384,
+                       .not_null = { "intermediate_size_mlp" },
                        .experts_member = "num_local_experts", .experts_default = 16,
                        .experts_per_token_default = 1, .shared_experts_default = 1,
                        .layers_default = 48, .hidden_default = 5120, .heads_default = 40,
@@ -1012,8 +1017,9 @@ static const HfRow hf_rows[] = {
    * moe_layer_start_index on, moe_num_experts experts (num_experts its other name)
    * moe_intermediate_size wide, moe_k a token (num_experts_per_tok), moe_num_shared_experts of
    * that width for every token, the router's score correction a weight; the blocks before dense,
-   * intermediate_size wide. use_bias true (unbiased experts beside biased projections), blocks of
-   * experts at an interval or dense ones after them are refused, not modelled (read_ernie_moe) */
+   * intermediate_size wide, and so are those past moe_layer_end_index or off moe_layer_interval
+   * (ernie_dense_blocks). use_bias true (unbiased experts beside biased projections) is refused,
+   * not modelled (read_ernie_moe) */
   [HF_ERNIE4_5_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .router_score_bias = TRUE },
                         .experts_member = "moe_num_experts", .experts_alias = "num_experts",
                         .experts_per_token_member = "moe_k", .experts_default = 64,
@@ -1055,8 +1061,8 @@ static const HfRow hf_rows[] = {
                        .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
   [HF_GRANITEMOE_SWA] = GRANITEMOESHARED_ROW(TRUE),
   /* Flint: Qwen3-MoE's block (a norm over each head's queries and keys) with gpt-oss's sink
-   * logit per head, its first blocks dense (mlp_only_layers, intermediate_size wide) and in the
-   * others num_experts experts moe_intermediate_size wide and one shared expert
+   * logit per head, its dense blocks (the first two by default; mlp_only_layers, and off
+   * decoder_sparse_step) intermediate_size wide and in the others num_experts experts moe_intermediate_size wide and one shared expert
    * shared_expert_intermediate_size wide without a gate of its own; sliding windows change no
    * weight */
   /* Apertus (Swiss AI): Arcee's block (llama's attention and RMSNorms beside an MLP up and
@@ -1424,69 +1430,68 @@ get_by_layer(const Hf *h, const char *key, guint64 layers, guint64 max, guint64 
   return TRUE;
 }
 
-/* The blocks' MLPs by list KEY of "dense" and "sparse" (GLM-4.7-Flash's mlp_layer_types) into
- * *DENSE, the dense blocks first: absent or null, *DENSE stays the class's default; one entry
- * a block of LAYERS at least (transformers indexes it by block); dense blocks after a sparse
- * one are refused, not modelled. */
+/* The first N of C's blocks dense (all of them where N is more), the rest of experts. */
+static void
+dense_first(StwModelConfig *c, guint64 n)
+{
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_dense(c, l, l < n);
+}
+
+/* C's blocks' MLPs by list KEY of "dense" and "sparse" (GLM-4.7-Flash's mlp_layer_types), any
+ * of them dense: absent or null, C's stay as the class's default makes them; one entry a block
+ * at least (transformers indexes it by block; those beyond are never read). */
 static gboolean
-get_dense_types(const Hf *h, const char *key, guint64 layers, guint64 *dense, GError **error)
+get_dense_types(const Hf *h, const char *key, StwModelConfig *c, GError **error)
 {
   const cJSON *v = last_member(h->root, key);
   if (v == NULL || cJSON_IsNull(v))
     return TRUE;
   if (!cJSON_IsArray(v))
     return stw_json_fail_at(h->r, key, error, "expected a list of \"dense\" and \"sparse\"");
-  guint64 n = 0, first = 0;
-  gboolean sparse_seen = FALSE;
+  guint64 n = 0;
   for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
-    if (n >= layers)
+    if (n >= c->layers)
       continue; /* beyond the blocks: never read */
     gboolean is_dense = cJSON_IsString(e) && strcmp(e->valuestring, "dense") == 0;
     if (!is_dense && !(cJSON_IsString(e) && strcmp(e->valuestring, "sparse") == 0))
       return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected \"dense\" "
                               "or \"sparse\"", n);
-    if (is_dense && sparse_seen)
-      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": a dense block after "
-                              "one of experts: not modelled (the dense blocks first are)", n);
-    sparse_seen |= !is_dense;
-    if (is_dense && !sparse_seen)
-      first++;
+    stw_model_set_block_dense(c, n, is_dense);
   }
-  if (n < layers)
+  if (n < c->layers)
     return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %" G_GUINT64_FORMAT
-                            " blocks: transformers reads one a block", n, layers);
-  *dense = first;
+                            " blocks: transformers reads one a block", n, c->layers);
   return TRUE;
 }
 
-/* The dense blocks of KEY, a list of block indices (mlp_only_layers; absent or null: *DENSE
- * stays), into *DENSE: those of the LAYERS blocks must be the first ones (an index beyond the
- * blocks is never read); dense blocks among the experts' are refused, not modelled. */
+/* C's blocks of experts as Qwen's MoE classes choose them: a block is dense where list KEY of
+ * block indices names it (mlp_only_layers; absent or null: the class's default, C's dense blocks
+ * as they are; an index beyond the blocks never read) or where its number (its index + 1) is not
+ * a multiple of decoder_sparse_step. */
 static gboolean
-get_dense_list(const Hf *h, const char *key, guint64 layers, guint64 *dense, GError **error)
+get_dense_list(const Hf *h, const char *key, StwModelConfig *c, GError **error)
 {
+  guint64 step = 1;
   const cJSON *v = last_member(h->root, key);
-  if (v == NULL || cJSON_IsNull(v))
-    return TRUE;
-  if (!cJSON_IsArray(v))
+  if (!get_u64(h, "decoder_sparse_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
+    return FALSE;
+  if (v != NULL && !cJSON_IsNull(v) && !cJSON_IsArray(v))
     return stw_json_fail_at(h->r, key, error, "expected a list of block indices");
-  g_autofree gboolean *is_dense = g_new0(gboolean, layers + 1);
-  guint64 n = 0, count = 0;
-  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
-    guint64 i = 0;
-    if (!entry_u64(h, key, n, e, 0, STW_JSON_INT_MAX, &i, error))
-      return FALSE;
-    if (i < layers && !is_dense[i]) {
-      is_dense[i] = TRUE;
-      count++;
+  if (v != NULL && cJSON_IsArray(v)) { /* the list alone, not the default */
+    dense_first(c, 0);
+    guint64 n = 0;
+    for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+      guint64 i = 0;
+      if (!entry_u64(h, key, n, e, 0, STW_JSON_INT_MAX, &i, error))
+        return FALSE;
+      if (i < c->layers)
+        stw_model_set_block_dense(c, i, TRUE);
     }
   }
-  for (guint64 i = 0; i < count; i++)
-    if (!is_dense[i])
-      return stw_json_fail_at(h->r, key, error, "block %" G_GUINT64_FORMAT " is one of experts "
-                              "before a dense one: dense blocks among the experts' are not "
-                              "modelled (the dense blocks first are)", i);
-  *dense = count;
+  for (guint64 l = 0; l < c->layers; l++)
+    if ((l + 1) % step != 0)
+      stw_model_set_block_dense(c, l, TRUE);
   return TRUE;
 }
 
@@ -1720,31 +1725,63 @@ model_name(const cJSON *root, const char *file, const char *type, char out[STW_M
  * others, and use_bias true (its experts and router unbiased beside biased projections), are
  * refused, not modelled. */
 static gboolean
-read_ernie_moe(const Hf *h, const StwModelConfig *c, GError **error)
+read_ernie_moe(const Hf *h, GError **error)
 {
   gboolean bias = FALSE;
-  guint64 interval = 1;
-  if (!get_bool(h, "use_bias", &bias, error) ||
-      !get_u64(h, "moe_layer_interval", FALSE, STW_MODEL_MAX_LAYERS, &interval, error))
+  if (!get_bool(h, "use_bias", &bias, error))
     return FALSE;
   if (bias)
     return stw_json_fail_at(h->r, "use_bias", error, "true: unbiased experts and router beside "
                             "biased projections are not modelled");
-  if (interval != 1)
-    return stw_json_fail_at(h->r, "moe_layer_interval", error, "%" G_GUINT64_FORMAT ": dense "
-                            "blocks between the experts' are not modelled (1: experts in every "
-                            "block)", interval);
-  const cJSON *end = last_member(h->root, "moe_layer_end_index");
-  if (end == NULL)
-    return TRUE;
-  if (!cJSON_IsNumber(end) || end->valuedouble != (double)(gint64)end->valuedouble ||
-      end->valuedouble < -1 || end->valuedouble > (double)STW_MODEL_MAX_LAYERS)
+  return TRUE;
+}
+
+/* ERNIE 4.5's blocks of experts in C (its first ones dense by moe_layer_start_index already): a
+ * block has experts from the start index to moe_layer_end_index (-1: the last) where its number
+ * (its index + 1) is a multiple of moe_layer_interval; the others are dense. */
+static gboolean
+ernie_dense_blocks(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 interval = 1, start = stw_model_dense_prefix(c), end = c->layers;
+  if (!get_u64(h, "moe_layer_interval", FALSE, STW_MODEL_MAX_LAYERS, &interval, error))
+    return FALSE;
+  const cJSON *e = last_member(h->root, "moe_layer_end_index");
+  if (e != NULL && (!cJSON_IsNumber(e) || e->valuedouble != (double)(gint64)e->valuedouble ||
+                    e->valuedouble < -1 || e->valuedouble > (double)STW_MODEL_MAX_LAYERS))
     return stw_json_fail_at(h->r, "moe_layer_end_index", error, "expected a block's index, or "
                             "-1 (the last)");
-  if (end->valuedouble >= 0 && end->valuedouble < (double)(c->layers - 1))
-    return stw_json_fail_at(h->r, "moe_layer_end_index", error, "%.0f: dense blocks after the "
-                            "experts' are not modelled (-1: experts to the last block)",
-                            end->valuedouble);
+  if (e != NULL && e->valuedouble >= 0)
+    end = (guint64)e->valuedouble;
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_dense(c, l, !(l >= start && l <= end && (l + 1) % interval == 0));
+  return TRUE;
+}
+
+/* Llama 4's blocks of experts in C: those moe_layers lists (indices; null or absent: every
+ * interleave_moe_layer_step-th, Maverick's every second), the others dense. */
+static gboolean
+llama4_dense_blocks(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 step = 1;
+  if (!get_u64(h, "interleave_moe_layer_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
+    return FALSE;
+  const cJSON *v = last_member(h->root, "moe_layers");
+  if (v == NULL || cJSON_IsNull(v)) {
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_dense(c, l, (l + 1) % step != 0);
+    return TRUE;
+  }
+  if (!cJSON_IsArray(v))
+    return stw_json_fail_at(h->r, "moe_layers", error, "expected a list of block indices");
+  dense_first(c, c->layers);
+  guint64 n = 0;
+  for (const cJSON *x = v->child; x != NULL; x = x->next, n++) {
+    guint64 i = 0;
+    if (!entry_u64(h, "moe_layers", n, x, 0, STW_JSON_INT_MAX, &i, error))
+      return FALSE;
+    if (i < c->layers)
+      stw_model_set_block_dense(c, i, FALSE);
+  }
   return TRUE;
 }
 
@@ -1778,19 +1815,6 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
       return stw_json_fail_at(r, "add_cross_attention", error, "true: cross-attention to an "
                               "encoder is not modelled");
   }
-  if (type == HF_LLAMA4_TEXT) { /* experts in every block only */
-    guint64 step = 1;
-    const cJSON *layers = member(root, "moe_layers");
-    if (!get_u64(h, "interleave_moe_layer_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
-      return FALSE;
-    if (step != 1)
-      return stw_json_fail_at(r, "interleave_moe_layer_step", error,
-                              "%" G_GUINT64_FORMAT ": dense blocks between the experts' (Llama 4 "
-                              "Maverick's) are not modelled (experts in every block: 1)", step);
-    if (layers != NULL && !cJSON_IsNull(layers))
-      return stw_json_fail_at(r, "moe_layers", error, "a list of the blocks with experts is not "
-                              "modelled (experts in every block: null)");
-  }
   if (type == HF_MELLUM) { /* the class refuses more than one prediction layer */
     guint64 mtp = 0;
     const char *name = member(root, "num_mtp_layers") != NULL ? "num_mtp_layers"
@@ -1809,15 +1833,6 @@ check_unmodelled(const Hf *h, HfType type, GError **error)
     if (mlp_bias)
       return stw_json_fail_at(r, "mlp_bias", error, "true: biases on the dense MLPs and the "
                               "shared experts but not the routed ones are not modelled");
-  }
-  if (row_of(type)->dense_list_member != NULL) { /* experts in every block past the dense */
-    guint64 step = 1;
-    if (!get_u64(h, "decoder_sparse_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
-      return FALSE;
-    if (step != 1)
-      return stw_json_fail_at(r, "decoder_sparse_step", error,
-                              "%" G_GUINT64_FORMAT ": experts in every block only (1) are "
-                              "modelled", step);
   }
   return TRUE;
 }
@@ -2067,18 +2082,22 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                               "are)");
     guint64 shared = row->shared_experts_default, dense = row->dense_layers_default;
     c.dense_ffn = row->dense_ffn_default;
+    gboolean reads_dense_ffn = row->reads_dense_layers || row->dense_types_member != NULL ||
+                               row->dense_list_member != NULL || row->dense_ffn_member != NULL;
     if ((row->shared_experts_member != NULL &&
          !get_count(h, row->shared_experts_member, STW_MODEL_MAX_EXPERTS, &shared, error)) ||
         (row->reads_dense_layers &&
          !get_count(h, row->dense_layers_member != NULL ? row->dense_layers_member
                                                        : "first_k_dense_replace",
-                    STW_MODEL_MAX_LAYERS, &dense, error)) ||
-        (row->dense_types_member != NULL &&
-         !get_dense_types(h, row->dense_types_member, c.layers, &dense, error)) ||
-        (row->dense_list_member != NULL &&
-         !get_dense_list(h, row->dense_list_member, c.layers, &dense, error)) ||
-        ((row->reads_dense_layers || row->dense_types_member != NULL ||
-          row->dense_list_member != NULL) &&
+                    STW_MODEL_MAX_LAYERS, &dense, error)))
+      return FALSE;
+    dense_first(&c, dense); /* more than there are blocks: all of them */
+    if ((row->dense_types_member != NULL &&
+         !get_dense_types(h, row->dense_types_member, &c, error)) ||
+        (row->dense_list_member != NULL && !get_dense_list(h, row->dense_list_member, &c, error)) ||
+        (type == HF_ERNIE4_5_MOE && !ernie_dense_blocks(h, &c, error)) ||
+        (type == HF_LLAMA4_TEXT && !llama4_dense_blocks(h, &c, error)) ||
+        (reads_dense_ffn &&
          !get_u64(h, row->dense_ffn_member != NULL ? row->dense_ffn_member : "intermediate_size",
                   row->dense_ffn_member != NULL, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c.dense_ffn,
                   error)))
@@ -2099,8 +2118,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
         return FALSE;
       c.shared_expert_ungated = c.shared_expert_ffn != 0;
     }
-    c.dense_layers = MIN(dense, c.layers); /* more than there are blocks: all of them */
-    if (c.dense_layers == 0)
+    if (c.experts < 2) /* a dense MLP in every block: none among experts */
+      memset(c.dense_blocks, 0, sizeof c.dense_blocks);
+    if (stw_model_dense_blocks(&c) == 0)
       c.dense_ffn = 0;
   }
   if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
@@ -2175,7 +2195,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   }
   if (!read_biases(h, row, &c, error) || !read_dropout(h, row, &c, error) ||
       !check_unmodelled(h, type, error) ||
-      (type == HF_ERNIE4_5_MOE && !read_ernie_moe(h, &c, error)) ||
+      (type == HF_ERNIE4_5_MOE && !read_ernie_moe(h, error)) ||
       (row->act_default != NULL && !read_activation(h, row, &c, error)) ||
       (type == HF_OPT && !read_opt(h, &c, error)))
     return FALSE;

@@ -109,6 +109,51 @@ stw_model_active_experts(const StwModelConfig *cfg)
   return stw_model_experts(cfg) > 1 ? MAX(cfg->experts_per_token, 1) : 1;
 }
 
+gboolean
+stw_model_block_dense(const StwModelConfig *cfg, guint64 l)
+{
+  return stw_model_experts(cfg) > 1 && l < MIN(cfg->layers, (guint64)STW_MODEL_MAX_LAYERS) &&
+         (cfg->dense_blocks[l / 64] >> (l % 64) & 1) != 0;
+}
+
+void
+stw_model_set_block_dense(StwModelConfig *cfg, guint64 l, gboolean dense)
+{
+  g_return_if_fail(l < STW_MODEL_MAX_LAYERS);
+  guint64 bit = G_GUINT64_CONSTANT(1) << (l % 64);
+  cfg->dense_blocks[l / 64] = dense ? cfg->dense_blocks[l / 64] | bit
+                                    : cfg->dense_blocks[l / 64] & ~bit;
+}
+
+/* The blocks marked dense in CFG's mask, whatever its layers and experts. */
+static guint64
+dense_marked(const StwModelConfig *cfg)
+{
+  guint64 n = 0;
+  for (gsize w = 0; w < G_N_ELEMENTS(cfg->dense_blocks); w++)
+    n += (guint64)__builtin_popcountll(cfg->dense_blocks[w]);
+  return n;
+}
+
+guint64
+stw_model_dense_blocks(const StwModelConfig *cfg)
+{
+  guint64 n = 0;
+  for (guint64 l = 0; l < cfg->layers; l++)
+    n += stw_model_block_dense(cfg, l);
+  return n;
+}
+
+guint64
+stw_model_dense_prefix(const StwModelConfig *cfg)
+{
+  guint64 n = stw_model_dense_blocks(cfg);
+  for (guint64 l = 0; l < n; l++)
+    if (!stw_model_block_dense(cfg, l))
+      return G_MAXUINT64;
+  return n;
+}
+
 /* ---- configs ---------------------------------------------------------------------------- */
 
 /* The parameters of CFG's graph at LAYERS blocks, the first DENSE of them dense; FALSE where
@@ -118,7 +163,9 @@ graph_params(const StwModelConfig *cfg, guint64 layers, guint64 dense, guint64 *
 {
   StwModelConfig few = *cfg;
   few.layers = layers;
-  few.dense_layers = dense;
+  memset(few.dense_blocks, 0, sizeof few.dense_blocks);
+  for (guint64 l = 0; l < dense; l++)
+    stw_model_set_block_dense(&few, l, TRUE);
   g_autoptr(StwModelGraph) g = stw_model_graph_new(&few, 1, 1, STW_DTYPE_BF16,
                                                    STW_ATTENTION_NAIVE);
   *out = 0;
@@ -129,15 +176,15 @@ graph_params(const StwModelConfig *cfg, guint64 layers, guint64 dense, guint64 *
 }
 
 /* The parameters of CFG, every size otherwise valid, into *OUT (may be NULL): FALSE when they are
- * more than STW_MODEL_MAX_PARAMS. Blocks of a kind are alike (dense ones first, where experts
- * follow them), so the count is a line in each kind's layers, found from models of one and two
+ * more than STW_MODEL_MAX_PARAMS. Blocks of a kind are alike (dense ones wherever they sit among
+ * the experts'), so the count is a line in each kind's layers, found from models of one and two
  * blocks (and of one dense block) in checked arithmetic: no sum wraps, and a model of thousands
  * of blocks costs three small graphs. */
 static gboolean
 param_count_checked(const StwModelConfig *cfg, guint64 *out)
 {
   guint64 one = 0, two = 0, one_dense = 0;
-  guint64 dense = MIN(cfg->dense_layers, cfg->layers);
+  guint64 dense = stw_model_dense_blocks(cfg);
   if (!graph_params(cfg, 1, 0, &one) || !graph_params(cfg, 2, 0, &two) ||
       (dense > 0 && !graph_params(cfg, 1, 1, &one_dense)))
     return FALSE;
@@ -273,12 +320,12 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "a shared expert goes with experts";
   else if (c->shared_expert_ungated && c->shared_expert_ffn == 0)
     problem = "shared_expert_gate goes with a shared expert (shared_expert_ffn)";
-  else if (c->dense_layers != 0 && stw_model_experts(c) < 2)
-    problem = "dense_layers go before experts";
-  else if (c->dense_layers > c->layers)
-    problem = "dense_layers must be at most layers";
-  else if ((c->dense_layers != 0) != (c->dense_ffn != 0))
-    problem = "dense_layers and dense_ffn go together";
+  else if (dense_marked(c) != 0 && stw_model_experts(c) < 2)
+    problem = "dense blocks (dense_layers, dense_blocks) go with experts";
+  else if (dense_marked(c) != stw_model_dense_blocks(c))
+    problem = "dense_blocks must be blocks below layers (dense_layers at most layers)";
+  else if ((dense_marked(c) != 0) != (c->dense_ffn != 0))
+    problem = "dense blocks (dense_layers, dense_blocks) and dense_ffn go together";
   else if (c->dense_ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
     problem = "dense_ffn must be 1 to 8388608";
   else if (c->shared_expert_ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
@@ -317,10 +364,45 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "sub_norms", "router_score_bias", "attn_gate", "final_norm", "diff_attn", "index_heads",   \
       "index_head_dim", "pooler",                                                                \
       "attn_fp32",                                                                               \
-      "shared_expert_gate", "dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank",          \
+      "shared_expert_gate", "dense_layers", "dense_blocks", "dense_ffn", "kv_lora_rank",         \
+      "q_lora_rank",                                                                             \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
+
+/* The dense blocks among the experts' into C: dense_layers, the first so many, or dense_blocks,
+ * their indices in ascending order (one or the other); whether they lie below layers is
+ * stw_model_config_validate's to say. */
+static gboolean
+read_dense_blocks(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
+{
+  guint64 first = 0;
+  const cJSON *list = NULL;
+  if (!stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &first, error) ||
+      !stw_json_get_array(r, obj, "dense_blocks", FALSE, STW_MODEL_MAX_LAYERS, &list, error))
+    return FALSE;
+  if (first != 0 && list != NULL)
+    return stw_json_fail_at(r, "dense_blocks", error, "expected dense_layers (the first blocks) "
+                            "or dense_blocks (any), not both");
+  for (guint64 l = 0; l < first; l++)
+    stw_model_set_block_dense(c, l, TRUE);
+  gsize saved = stw_json_push_key(r, "dense_blocks");
+  guint64 k = 0, before = 0;
+  for (const cJSON *e = list != NULL ? list->child : NULL; e != NULL; e = e->next, k++) {
+    gsize s2 = stw_json_push_index(r, k);
+    guint64 l = 0;
+    if (!stw_json_as_u64(r, e, 0, STW_MODEL_MAX_LAYERS - 1, &l, error))
+      return FALSE;
+    if (k > 0 && l <= before)
+      return stw_json_fail(r, error, "%" G_GUINT64_FORMAT " after %" G_GUINT64_FORMAT ": "
+                           "expected block indices in ascending order, each once", l, before);
+    stw_model_set_block_dense(c, l, TRUE);
+    before = l;
+    stw_json_pop(r, s2);
+  }
+  stw_json_pop(r, saved);
+  return TRUE;
+}
 
 /* The members written only where a model has them (a model without them reads as before). */
 static gboolean
@@ -356,8 +438,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->index_head_dim, error) ||
       !stw_json_get_bool(r, obj, "router_score_bias", FALSE, &c->router_score_bias, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
-      !stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &c->dense_layers,
-                        error) ||
+      !read_dense_blocks(r, obj, c, error) ||
       !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->dense_ffn, error) ||
       !stw_json_get_u64(r, obj, "kv_lora_rank", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->kv_lora_rank,
@@ -490,10 +571,17 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       stw_json_add_u64(o, "shared_expert_ffn", c->shared_expert_ffn);
     if (c->shared_expert_ungated)
       cJSON_AddBoolToObject(o, "shared_expert_gate", FALSE);
-    if (c->dense_layers != 0) {
-      stw_json_add_u64(o, "dense_layers", c->dense_layers);
-      stw_json_add_u64(o, "dense_ffn", c->dense_ffn);
+    guint64 first = stw_model_dense_prefix(c);
+    if (first != G_MAXUINT64 && first != 0) /* the first blocks: their count */
+      stw_json_add_u64(o, "dense_layers", first);
+    else if (first == G_MAXUINT64) { /* any others: their indices */
+      cJSON *list = cJSON_AddArrayToObject(o, "dense_blocks");
+      for (guint64 l = 0; l < c->layers; l++)
+        if (stw_model_block_dense(c, l))
+          cJSON_AddItemToArray(list, stw_json_u64(l));
     }
+    if (stw_model_dense_blocks(c) != 0)
+      stw_json_add_u64(o, "dense_ffn", c->dense_ffn);
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
@@ -1221,7 +1309,7 @@ build_llama(Builder *b)
     close->residual = STW_RESIDUAL_CLOSE;
     if (pre && !shared)
       model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
-    if (stw_model_experts(c) > 1 && (guint64)l >= c->dense_layers) {
+    if (stw_model_experts(c) > 1 && !stw_model_block_dense(c, (guint64)l)) {
       close = moe_mlp(b, l, p, !pre || shared);
       if (post) { /* the residual added after the experts' norm (FlexOlmo's) */
         model_norm_params(b, &post2, d, n4);
@@ -1231,7 +1319,7 @@ build_llama(Builder *b)
       }
       continue;
     }
-    /* a dense MLP: every block's, or one of the dense blocks' before the experts' */
+    /* a dense MLP: every block's, or one of the dense blocks' among the experts' */
     guint64 w = stw_model_experts(c) > 1 ? c->dense_ffn : f;
     Ids gate_up = { 0 }, down = { 0 };
     g_autofree char *ng = g_strconcat(pm, ".gate_proj", NULL), *nu = g_strconcat(pm, ".up_proj", NULL);

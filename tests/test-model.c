@@ -1060,9 +1060,11 @@ test_hf_gpt_neo_layers(void)
   g_rmdir(dir);
 }
 
-/* The dense blocks of a list of their indices (mlp_only_layers: Flint, Qwen's MoEs) and ERNIE's
- * task embeddings: each bad entry refused naming it, the dense first blocks counted, an index
- * beyond the blocks never read. */
+/* Dense blocks among the experts' as each class places them (mlp_only_layers and
+ * decoder_sparse_step: Flint, Qwen's MoEs; mlp_layer_types; ERNIE 4.5's start, end and interval;
+ * Llama 4's moe_layers and interleave step) and ERNIE's task embeddings: each bad entry refused
+ * naming it, the blocks placed as transformers places them (an index beyond the blocks never
+ * read), and whole models counted as transformers 5.24 counts them. */
 static void
 test_hf_dense_list_and_task_types(void)
 {
@@ -1075,11 +1077,19 @@ test_hf_dense_list_and_task_types(void)
       "$.mlp_only_layers[1]: expected an integer, found a string" },
     { "{\"model_type\": \"qwen2_moe\", \"mlp_only_layers\": [1.5]}",
       "$.mlp_only_layers[0]: expected an integer, found 1.5" },
-    { "{\"model_type\": \"flint\", \"num_hidden_layers\": 4, \"mlp_only_layers\": [0, 2]}",
-      "$.mlp_only_layers: block 1 is one of experts before a dense one: dense blocks among the "
-      "experts' are not modelled (the dense blocks first are)" },
-    { "{\"model_type\": \"flint\", \"decoder_sparse_step\": 2}",
-      "$.decoder_sparse_step: 2: experts in every block only (1) are modelled" },
+    { "{\"model_type\": \"flint\", \"decoder_sparse_step\": 0}",
+      "$.decoder_sparse_step: 0 is out of range" },
+    { "{\"model_type\": \"ernie4_5_moe\", \"moe_layer_interval\": 0}",
+      "$.moe_layer_interval: 0 is out of range" },
+    { "{\"model_type\": \"ernie4_5_moe\", \"moe_layer_end_index\": -2}",
+      "$.moe_layer_end_index: expected a block's index, or -1 (the last)" },
+    { "{\"model_type\": \"llama4_text\", \"moe_layers\": 3}",
+      "$.moe_layers: expected a list of block indices" },
+    { "{\"model_type\": \"llama4_text\", \"moe_layers\": [1, \"2\"]}",
+      "$.moe_layers[1]: expected an integer, found a string" },
+    { "{\"model_type\": \"glm4_moe_lite\", \"num_hidden_layers\": 2, "
+      "\"mlp_layer_types\": [\"dense\", \"moe\"]}",
+      "$.mlp_layer_types: entry 1: expected \"dense\" or \"sparse\"" },
     { "{\"model_type\": \"ernie\", \"use_task_id\": \"yes\"}", "$.use_task_id" },
     { "{\"model_type\": \"ernie\", \"use_task_id\": true, \"task_type_vocab_size\": 1023}",
       "$.task_type_vocab_size: 1023 is out of range (expected 1 to 1022)" },
@@ -1087,18 +1097,36 @@ test_hf_dense_list_and_task_types(void)
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "config.json", NULL);
   assert_refused(path, cases, G_N_ELEMENTS(cases));
+  /* BLOCKS: the first eight blocks, D dense among experts, E of experts (NULL: no experts) */
   static const struct {
     const char *json;
     guint64 dense, token_types;
+    const char *blocks;
   } good[] = {
     { "{\"model_type\": \"flint\", \"num_hidden_layers\": 4, \"mlp_only_layers\": [1, 0, 9]}",
-      2, 0 },
-    { "{\"model_type\": \"flint\", \"mlp_only_layers\": null}", 2, 0 },
-    { "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": [0]}", 1, 0 },
-    { "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": []}", 0, 0 },
-    { "{\"model_type\": \"ernie\", \"use_task_id\": true}", 0, 5 },
+      2, 0, "DDEE" },
+    { "{\"model_type\": \"flint\", \"mlp_only_layers\": null}", 2, 0, "DDEEEEEE" },
+    { "{\"model_type\": \"flint\", \"mlp_only_layers\": [3]}", 1, 0, "EEEDEEEE" },
+    { "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": [0]}", 1, 0, "DEEEEEEE" },
+    { "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": []}", 0, 0, "EEEEEEEE" },
+    { "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 6, \"decoder_sparse_step\": 3, "
+      "\"mlp_only_layers\": [5]}", 5, 0, "DDEDDD" },
+    { "{\"model_type\": \"qwen2_moe\", \"num_hidden_layers\": 5, \"decoder_sparse_step\": 2}",
+      3, 0, "DEDED" },
+    { "{\"model_type\": \"llama4_text\", \"num_hidden_layers\": 5, "
+      "\"interleave_moe_layer_step\": 2}", 3, 0, "DEDED" },
+    { "{\"model_type\": \"llama4_text\", \"num_hidden_layers\": 4, "
+      "\"interleave_moe_layer_step\": 2, \"moe_layers\": [0, 3, 7]}", 2, 0, "EDDE" },
+    { "{\"model_type\": \"ernie4_5_moe\", \"num_hidden_layers\": 7, "
+      "\"moe_layer_start_index\": 1, \"moe_layer_end_index\": 5, \"moe_layer_interval\": 2}",
+      4, 0, "DEDEDED" },
+    { "{\"model_type\": \"ernie4_5_moe\", \"num_hidden_layers\": 4, "
+      "\"moe_layer_end_index\": 2}", 2, 0, "DEED" },
+    { "{\"model_type\": \"glm4_moe_lite\", \"num_hidden_layers\": 3, "
+      "\"mlp_layer_types\": [\"sparse\", \"dense\", \"sparse\"]}", 1, 0, "EDE" },
+    { "{\"model_type\": \"ernie\", \"use_task_id\": true}", 0, 5, NULL },
     { "{\"model_type\": \"ernie\", \"use_task_id\": false, \"task_type_vocab_size\": 0}",
-      0, 0 },
+      0, 0, NULL },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
     g_assert_true(g_file_set_contents(path, good[i].json, -1, NULL));
@@ -1107,8 +1135,28 @@ test_hf_dense_list_and_task_types(void)
     g_test_message("%s", good[i].json);
     g_assert_true(stw_model_resolve(path, &cfg, &error));
     g_assert_no_error(error);
-    g_assert_cmpuint(cfg.dense_layers, ==, good[i].dense);
+    g_assert_cmpuint(stw_model_dense_blocks(&cfg), ==, good[i].dense);
     g_assert_cmpuint(cfg.token_types, ==, good[i].token_types);
+    char blocks[9] = { 0 };
+    for (guint64 l = 0; l < MIN(cfg.layers, 8) && stw_model_experts(&cfg) > 1; l++)
+      blocks[l] = stw_model_block_dense(&cfg, l) ? 'D' : 'E';
+    g_assert_cmpstr(good[i].blocks != NULL ? blocks : NULL, ==, good[i].blocks);
+  }
+  static const struct {
+    const char *file;
+    guint64 params, dense;
+  } counted[] = {
+    { "hf/moe-dense-glm-types.json", G_GUINT64_CONSTANT(1439057664), 2 },
+    { "hf/moe-dense-ernie-interval.json", G_GUINT64_CONSTANT(12928761216), 14 },
+    { "hf/moe-dense-qwen-step.json", G_GUINT64_CONSTANT(8552813568), 12 },
+    { "hf/moe-dense-qwen-list.json", G_GUINT64_CONSTANT(14217745408), 2 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(counted); i++) {
+    g_autofree char *file = stw_test_fixture(counted[i].file);
+    StwModelConfig cfg;
+    g_assert_true(stw_model_resolve(file, &cfg, NULL));
+    g_assert_cmpuint(stw_model_param_count(&cfg), ==, counted[i].params);
+    g_assert_cmpuint(stw_model_dense_blocks(&cfg), ==, counted[i].dense);
   }
   g_remove(path);
   g_rmdir(dir);
@@ -1483,7 +1531,7 @@ test_hf_configs(void)
   StwModelConfig air;
   g_autofree char *airp = stw_test_fixture("hf/GLM-4.5-Air/config.json");
   g_assert_true(stw_model_resolve(airp, &air, NULL));
-  g_assert_cmpuint(air.dense_layers, ==, 1);
+  g_assert_cmpuint(stw_model_dense_prefix(&air), ==, 1);
   g_assert_cmpuint(air.dense_ffn, ==, 10944);
   g_assert_cmpuint(air.shared_expert_ffn, ==, 1408);
   g_assert_true(air.shared_expert_ungated);
@@ -1492,7 +1540,8 @@ test_hf_configs(void)
     /* one dense block: 3 x 4096 x 10944 where the experts' block has 129 x 3 x 4096 x 1408
      * and the router's 128 x 4096 */
     StwModelConfig all_moe = air;
-    all_moe.dense_layers = all_moe.dense_ffn = 0;
+    memset(all_moe.dense_blocks, 0, sizeof all_moe.dense_blocks);
+    all_moe.dense_ffn = 0;
     g_assert_cmpuint(stw_model_param_count(&all_moe) - stw_model_param_count(&air), ==,
                      G_GUINT64_CONSTANT(129) * 3 * 4096 * 1408 + 128 * 4096 -
                          G_GUINT64_CONSTANT(3) * 4096 * 10944);
@@ -1505,14 +1554,14 @@ test_hf_configs(void)
     g_assert_true(stw_model_config_parse("air.json", text, strlen(text), &back, NULL));
     g_assert_cmpuint(stw_model_param_count(&back), ==, stw_model_param_count(&air));
     static const struct {
-      guint64 dense_layers, dense_ffn, experts;
+      guint64 dense_block, dense_ffn, experts;
       const char *needle;
-    } bad[] = { { 47, 10944, 128, "dense_layers must be at most layers" },
-                { 1, 0, 128, "dense_layers and dense_ffn go together" },
-                { 1, 10944, 0, "dense_layers go before experts" } };
+    } bad[] = { { 46, 10944, 128, "dense_blocks must be blocks below layers" },
+                { 0, 0, 128, "dense blocks (dense_layers, dense_blocks) and dense_ffn go together" },
+                { 0, 10944, 0, "dense blocks (dense_layers, dense_blocks) go with experts" } };
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
       StwModelConfig x = air;
-      x.dense_layers = bad[i].dense_layers;
+      stw_model_set_block_dense(&x, bad[i].dense_block, TRUE);
       x.dense_ffn = bad[i].dense_ffn;
       if (bad[i].experts == 0)
         x.experts = 0, x.shared_expert_ffn = 0, x.shared_expert_ungated = FALSE;
@@ -1579,7 +1628,8 @@ test_hf_configs(void)
       x.arch = bad[i].arch;
       if (x.arch != STW_ARCH_LLAMA) { /* dense, so that the experts are not what is refused */
         x.experts = x.experts_per_token = x.shared_expert_ffn = 0;
-        x.dense_layers = x.dense_ffn = 0;
+        memset(x.dense_blocks, 0, sizeof x.dense_blocks);
+        x.dense_ffn = 0;
         x.shared_expert_ungated = FALSE;
       }
       GError *error = NULL;
@@ -1611,21 +1661,87 @@ test_hf_configs(void)
     g_assert_cmpuint(norms, ==, 0);
   }
   /* Llama 4 Scout's language model (its defaults): 16 experts and a shared one of 8192 in every
-   * block, 107.8B parameters, 17.2B active; Maverick's interleaved dense blocks refused */
+   * block, 107.8B parameters, 17.2B active; Maverick's: 128 experts in every second block, the
+   * others dense (16384 wide), 400.7B parameters (transformers 5.24's count), 17.2B active */
   {
     const char *scout = "{\"model_type\":\"llama4_text\"}";
-    const char *maverick = "{\"model_type\":\"llama4_text\",\"interleave_moe_layer_step\":2}";
+    const char *maverick = "{\"model_type\":\"llama4_text\",\"interleave_moe_layer_step\":2,"
+                           "\"num_local_experts\":128}";
+    const char *no_step = "{\"model_type\":\"llama4_text\",\"interleave_moe_layer_step\":0}";
     StwModelConfig l4;
     GError *error = NULL;
     g_assert_true(stw_model_config_parse("scout.json", scout, strlen(scout), &l4, NULL));
     g_assert_cmpuint(stw_model_param_count(&l4), ==, G_GUINT64_CONSTANT(107769861120));
     g_assert_cmpuint(stw_model_active_param_count(&l4), ==, G_GUINT64_CONSTANT(17172894720));
     g_assert_true(l4.shared_expert_ungated && l4.shared_expert_ffn == 8192);
-    g_assert_false(stw_model_config_parse("maverick.json", maverick, strlen(maverick), &l4,
-                                          &error));
-    stw_assert_error_contains(error, "maverick.json: $.interleave_moe_layer_step: 2: dense "
-                                     "blocks between the experts' (Llama 4 Maverick's) are not "
-                                     "modelled");
+    g_assert_true(stw_model_config_parse("maverick.json", maverick, strlen(maverick), &l4,
+                                         NULL));
+    g_assert_cmpuint(stw_model_param_count(&l4), ==, G_GUINT64_CONSTANT(400711848960));
+    g_assert_cmpuint(stw_model_active_param_count(&l4), ==, G_GUINT64_CONSTANT(17184691200));
+    g_assert_cmpuint(stw_model_dense_blocks(&l4), ==, 24);
+    g_assert_true(stw_model_block_dense(&l4, 46) && !stw_model_block_dense(&l4, 47));
+    g_assert_cmpuint(l4.dense_ffn, ==, 16384);
+    /* stowage's own format: dense blocks that are not the first by their indices */
+    cJSON *j = stw_model_config_to_json(&l4, TRUE);
+    g_autofree char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    g_assert_nonnull(strstr(text, "\"dense_blocks\":[0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,"
+                                  "34,36,38,40,42,44,46],\"dense_ffn\":16384"));
+    g_assert_null(strstr(text, "dense_layers"));
+    StwModelConfig back;
+    g_assert_true(stw_model_config_parse("mav.json", text, strlen(text), &back, NULL));
+    g_assert_cmpuint(stw_model_param_count(&back), ==, G_GUINT64_CONSTANT(400711848960));
+    g_assert_true(memcmp(back.dense_blocks, l4.dense_blocks, sizeof l4.dense_blocks) == 0);
+    g_assert_false(stw_model_config_parse("step.json", no_step, strlen(no_step), &l4, &error));
+    stw_assert_error_contains(error, "step.json: $.interleave_moe_layer_step: ");
+    static const char *const head = "{\"format\":\"stowage-model\",\"version\":1,\"name\":\"m\","
+                                    "\"arch\":\"llama\",\"layers\":4,\"hidden\":64,\"heads\":4,"
+                                    "\"vocab\":256,\"experts\":4,\"dense_ffn\":128,";
+    static const Refusal formats[] = {
+      { "\"dense_layers\":1,\"dense_blocks\":[2]}",
+        "$.dense_blocks: expected dense_layers (the first blocks) or dense_blocks (any), not both" },
+      { "\"dense_blocks\":[2,1]}",
+        "$.dense_blocks[1]: 1 after 2: expected block indices in ascending order, each once" },
+      { "\"dense_blocks\":[1,1]}",
+        "$.dense_blocks[1]: 1 after 1: expected block indices in ascending order, each once" },
+      { "\"dense_blocks\":[1,4]}", "dense_blocks must be blocks below layers" },
+      { "\"dense_blocks\":[1,-4]}", "$.dense_blocks[1]: -4 is out of range" },
+      { "\"dense_blocks\":{}}", "$.dense_blocks: expected an array" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(formats); i++) {
+      g_autofree char *bad = g_strconcat(head, formats[i].json, NULL);
+      g_assert_false(stw_model_config_parse("m.json", bad, strlen(bad), &back, &error));
+      stw_assert_error_contains(error, formats[i].says);
+    }
+    g_autofree char *good = g_strconcat(head, "\"dense_blocks\":[1,3]}", NULL);
+    g_assert_true(stw_model_config_parse("m.json", good, strlen(good), &back, NULL));
+    g_assert_true(!stw_model_block_dense(&back, 0) && stw_model_block_dense(&back, 1) &&
+                  !stw_model_block_dense(&back, 2) && stw_model_block_dense(&back, 3));
+    g_assert_cmpuint(stw_model_dense_prefix(&back), ==, G_MAXUINT64);
+    /* the graph lays each block out as it is: a dense MLP 128 wide in blocks 1 and 3, experts
+     * (a router first) in 0 and 2 */
+    g_autoptr(StwModelGraph) g = stw_model_graph_new(&back, 1, 8, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+    GString *kinds = g_string_new(NULL);
+    for (guint i = 0; i < g->ops->len; i++) {
+      const char *name = ((StwGraphOp *)g->ops->pdata[i])->name;
+      if (g_str_has_suffix(name, ".moe.router") || g_str_has_suffix(name, ".mlp.gate_up"))
+        g_string_append_printf(kinds, "%c%s", name[1], strstr(name, "moe") ? "E" : "D");
+    }
+    g_assert_cmpstr(kinds->str, ==, "0E1D2E3D");
+    g_string_free(kinds, TRUE);
+    guint dense_weights = 0;
+    for (guint i = 0; i < g->tensors->len; i++) {
+      const StwGraphTensor *x = g->tensors->pdata[i];
+      if (strcmp(x->name, "layers.1.mlp.gate_proj.weight") == 0 ||
+          strcmp(x->name, "layers.3.mlp.down_proj.weight") == 0) {
+        dense_weights++;
+        g_assert_cmpuint(x->numel, ==, 128 * 64);
+      }
+      g_assert_false(g_str_has_prefix(x->name, "layers.0.mlp.") ||
+                     g_str_has_prefix(x->name, "layers.2.mlp."));
+    }
+    g_assert_cmpuint(dense_weights, ==, 2);
   }
   /* BLOOM: ALiBi (no rotary op, no longest sequence), a norm over the embeddings (2 x 1024
    * parameters), GELU-new's ops; Falcon's alibi member read too */
@@ -1745,11 +1861,6 @@ test_hf_configs(void)
     { "hf/bad-iquestcoder-heads.json", "$.num_attention_heads: 40 heads do not divide "
                                        "hidden_size 5100: iquestcoder's class refuses it, "
                                        "whatever head_dim says" },
-    { "hf/bad-glm-layer-types.json", "$.mlp_layer_types: entry 2: a dense block after one of "
-                                     "experts: not modelled (the dense blocks first are)" },
-    { "hf/bad-ernie-moe-interval.json", "$.moe_layer_interval: 2: dense blocks between the "
-                                        "experts' are not modelled (1: experts in every "
-                                        "block)" },
     { "hf/bad-bitnet-head-dim.json", "$.head_dim: 64 a head, 20 heads: bitnet's norm over the "
                                      "heads' output is hidden (2560) wide whatever the heads, "
                                      "and its forward runs only where heads x head_dim is "
@@ -1762,11 +1873,6 @@ test_hf_configs(void)
     { "hf/bad-multimodal.json",
       "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
       "write $.text_config (model_type \"gemma3_text\") to a file of its own and give that" },
-    { "hf/bad-moe-step.json",
-      "$.decoder_sparse_step: 2: experts in every block only (1) are modelled" },
-    { "hf/bad-moe-dense.json",
-      "$.mlp_only_layers: block 1 is one of experts before a dense one: dense blocks among the "
-      "experts' are not modelled (the dense blocks first are)" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
     /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
     { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "

@@ -136,6 +136,7 @@ typedef enum {
 } StwActivation;
 
 #define STW_MODEL_MAX_NAME 128
+#define STW_MODEL_MAX_LAYERS 4096
 
 typedef struct {
   char name[STW_MODEL_MAX_NAME];
@@ -156,8 +157,12 @@ typedef struct {
                               * runs besides its routed ones, and its gate (Qwen2-MoE); 0: none */
   gboolean shared_expert_ungated; /* that shared expert without a gate of its own (DeepSeek's,
                                    * GLM-4.5's: n_shared_experts of them, one MLP) */
-  guint64 dense_layers; /* with experts: the first blocks' MLP dense, dense_ffn wide, the
-                         * experts' in the rest (first_k_dense_replace: DeepSeek, GLM-4.5) */
+  guint64 dense_blocks[STW_MODEL_MAX_LAYERS / 64]; /* with experts: the blocks whose MLP is
+                         * dense, dense_ffn wide, a bit each (block l: bit l % 64 of word l / 64),
+                         * the experts' in the rest; the first ones (first_k_dense_replace:
+                         * DeepSeek, GLM-4.5) or any (Llama 4 Maverick's every second,
+                         * mlp_only_layers, mlp_layer_types). Through stw_model_block_dense and
+                         * stw_model_set_block_dense. */
   guint64 dense_ffn;    /* their MLP's width */
   gboolean qk_norm;   /* an RMSNorm over each head's queries and keys before rotary positions
                        * (Qwen3; llama only), weights of head_dim each */
@@ -252,9 +257,16 @@ guint64 stw_model_v_head_dim(const StwModelConfig *cfg);
 /* Experts per block (1 for a dense MLP) and experts active per token (1 for a dense MLP). */
 guint64 stw_model_experts(const StwModelConfig *cfg);
 guint64 stw_model_active_experts(const StwModelConfig *cfg);
+/* Whether block L of CFG has a dense MLP among blocks of experts (FALSE past its blocks and
+ * without experts), and marking it so. */
+gboolean stw_model_block_dense(const StwModelConfig *cfg, guint64 l);
+void stw_model_set_block_dense(StwModelConfig *cfg, guint64 l, gboolean dense);
+/* CFG's dense blocks: how many of its blocks are dense, and N where they are its first N (0 for
+ * none), else G_MAXUINT64. */
+guint64 stw_model_dense_blocks(const StwModelConfig *cfg);
+guint64 stw_model_dense_prefix(const StwModelConfig *cfg);
 
 /* Limits on configurations read from files (hostile input must not allocate without bound). */
-#define STW_MODEL_MAX_LAYERS 4096
 #define STW_MODEL_MAX_POSITION_OFFSET 1024
 #define STW_MODEL_MAX_WIDTH (1u << 20)
 #define STW_MODEL_MAX_VOCAB (1u << 24)

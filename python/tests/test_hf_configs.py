@@ -432,7 +432,11 @@ def variants(kind):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "llama4_text":  # weightless query and key norms; Maverick's interleaved blocks
         for extra in ({"use_qk_norm": False}, {"num_experts_per_tok": 2},
-                      {"interleave_moe_layer_step": 2}):
+                      {"interleave_moe_layer_step": 2}, {"interleave_moe_layer_step": 3},
+                      {"interleave_moe_layer_step": 2, "intermediate_size_mlp": 48},
+                      {"interleave_moe_layer_step": 2, "intermediate_size_mlp": None},
+                      {"moe_layers": [1]}, {"moe_layers": [0, 9]}, {"moe_layers": []},
+                      {"moe_layers": None, "interleave_moe_layer_step": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "cohere":  # its query and key norms, weights per head
         out.append(("use_qk_norm", dict(base, use_qk_norm=True)))
@@ -602,7 +606,10 @@ def variants(kind):
     if kind == "ernie4_5_moe":  # where its experts start and end; their names; no shared ones
         for extra in ({"moe_layer_start_index": 0}, {"moe_layer_start_index": 2},
                       {"moe_layer_end_index": 2}, {"moe_layer_end_index": 1},
-                      {"moe_layer_interval": 2}, {"use_bias": True}, {"num_experts": 8},
+                      {"moe_layer_interval": 2}, {"moe_layer_interval": 3},
+                      {"moe_layer_interval": 2, "moe_layer_start_index": 0,
+                       "moe_layer_end_index": 1},
+                      {"use_bias": True}, {"num_experts": 8},
                       {"num_experts_per_tok": 1, "moe_k": 3}, {"moe_k": None},
                       {"moe_num_shared_experts": 0}, {"head_dim": 32},
                       {"tie_word_embeddings": False}):
@@ -668,6 +675,10 @@ def variants(kind):
         for dense in ([], [0], [1, 0, 7], None, [1]):
             out.append(("mlp_only_layers %s" % json.dumps(dense),
                         dict(base, mlp_only_layers=dense)))
+        for step in (2, 3):  # and those off decoder_sparse_step
+            out.append(("decoder_sparse_step %d" % step, dict(base, decoder_sparse_step=step)))
+        out.append(("decoder_sparse_step 2, mlp_only_layers [1]",
+                    dict(base, decoder_sparse_step=2, mlp_only_layers=[1])))
         out.append(("a dense block, intermediate_size 40",
                     dict(base, mlp_only_layers=[0], intermediate_size=40)))
     texts = [(what, json.dumps(c)) for what, c in out]
@@ -769,44 +780,26 @@ class TestHfConfigs(unittest.TestCase):
         self.assertEqual(wrong, [], "\n".join(wrong))
         # what stowage refuses by name though transformers builds it: OLMoE with a head width
         # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
-        # OPT-350m's embeddings narrower than its blocks, and its post-norm blocks; DeepSeek-V2's
-        # MLP biases (not the routed experts'); Llama 4 Maverick's dense blocks between experts;
-        # Helium with heads x head_dim apart from hidden (its output projection hidden x hidden),
-        # and BitNet so (its norm over the heads' output hidden wide); Hy V3's MLP biases, as
-        # DeepSeek-V2's, and a dense block after experts, as GLM-4.7-Flash's (Cohere 2 MoE's too,
-        # and Qwen's MoEs' and Flint's, whose mlp_only_layers list them)
-        self.assertEqual(unmodelled, [("qwen3_moe", "mlp_only_layers [1]"),
-                                      ("olmoe", "head_dim 32"),
-                                      ("qwen2_moe", "mlp_only_layers [1]"),
+        # OPT-350m's embeddings narrower than its blocks; DeepSeek-V2's MLP biases (not the
+        # routed experts'); Helium with heads x head_dim apart from hidden (its output projection
+        # hidden x hidden), and BitNet so (its norm over the heads' output hidden wide); ERNIE
+        # 4.5's biased projections beside unbiased experts; Hy V3's MLP biases, as DeepSeek-V2's;
+        # Hunyuan's one routed expert and blocks of other top-k; GLM-5's shared indexers;
+        # BertGeneration's cross-attention
+        self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
-                                      ("llama4_text", '{"interleave_moe_layer_step": 2}'),
                                       ("helium", "without hidden_size"),
                                       ("helium", "without num_attention_heads"),
                                       ("helium", "without head_dim"),
                                       ("helium", "head_dim 32"),
-                                      ("glm4_moe_lite",
-                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
-                                      ("exaone_moe",
-                                       '{"mlp_layer_types": ["sparse", "dense", "dense"]}'),
                                       ("bitnet", "without num_attention_heads"),
                                       ("bitnet", "head_dim 32"),
-                                      ("ernie4_5_moe", '{"moe_layer_end_index": 1}'),
-                                      ("ernie4_5_moe", '{"moe_layer_interval": 2}'),
                                       ("ernie4_5_moe", '{"use_bias": true}'),
-                                      ("flint", "mlp_only_layers [1]"),
                                       ("hy_v3", "mlp_bias"),
-                                      ("hy_v3",
-                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
-                                      ("cohere2_moe",
-                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
                                       ("hunyuan_v1_moe", "without num_experts"),
                                       ("hunyuan_v1_moe", '{"moe_topk": [2, 3]}'),
                                       ("hunyuan_v1_moe", '{"num_experts": 1, "moe_topk": 1}'),
-                                      ("deepseek_v32",
-                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
-                                      ("glm_moe_dsa",
-                                       '{"mlp_layer_types": ["sparse", "dense", "sparse"]}'),
                                       ("glm_moe_dsa",
                                        '{"indexer_types": ["full", "shared", "full"]}'),
                                       ("glm_moe_dsa", '{"index_topk_pattern": "FSF"}'),
