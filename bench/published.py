@@ -679,8 +679,10 @@ def replay(row, tmp, errors, skipped):
         why = "no profile of its GPU (%s)" % row["gpu_model"][:40]
     elif isinstance(moe, str):
         why = moe
-    elif not row["n_layers"] or config_of(row) is None:
-        why = "an architecture stowage does not build (%s)" % row["arch_type"][:40]
+    elif not row["n_layers"] or not row["n_heads"]:
+        why = "the row does not give its blocks and heads (%s)" % row["arch_type"][:40]
+    elif config_of(row) is None:
+        why = "an architecture this bench does not build (%s)" % row["arch_type"][:40]
     emu, reason = (None, why) if why else emulation(row)
     if emu is None:
         skipped.append((rid, reason))

@@ -28,25 +28,19 @@ models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64
                 num[4], num[5], p, bytes);
 }
 
-/* Where C's dense blocks sit among the experts' (empty without them): " after N dense blocks
- * (MLP W wide)" where they come first, else which they are, runs of blocks as ranges ("0-2, 5,
- * 7"), the first eight runs and a count of the rest. Follows "experts: E per block". */
+/* The blocks of C that IN says, as runs ("blocks 0-2, 5, 7"): the first eight runs and a count
+ * of the rest. */
 static char *
-dense_blocks_said(const StwModelConfig *c)
+block_runs(const StwModelConfig *c, gboolean (*in)(const StwModelConfig *, guint64))
 {
-  guint64 n = stw_model_dense_blocks(c), first = stw_model_dense_prefix(c);
-  if (n == 0)
-    return g_strdup("");
-  if (first != G_MAXUINT64)
-    return g_strdup_printf(" after %" G_GUINT64_FORMAT " dense block%s (MLP %" G_GUINT64_FORMAT
-                           " wide)", n, n == 1 ? "" : "s", c->dense_ffn);
   g_autoptr(GString) runs = g_string_new(NULL);
-  guint shown = 0, more = 0;
+  guint shown = 0, more = 0, blocks = 0;
   for (guint64 l = 0; l < c->layers; l++) {
-    if (!stw_model_block_dense(c, l) || (l > 0 && stw_model_block_dense(c, l - 1)))
+    blocks += in(c, l);
+    if (!in(c, l) || (l > 0 && in(c, l - 1)))
       continue; /* not the start of a run */
     guint64 end = l;
-    while (end + 1 < c->layers && stw_model_block_dense(c, end + 1))
+    while (end + 1 < c->layers && in(c, end + 1))
       end++;
     if (shown == 8) {
       more++;
@@ -58,10 +52,25 @@ dense_blocks_said(const StwModelConfig *c)
   }
   if (more > 0)
     g_string_append_printf(runs, " and %u more", more);
+  return g_strdup_printf("block%s %s", blocks == 1 ? "" : "s", runs->str);
+}
+
+/* Where C's dense blocks sit among the experts' (empty without them): " after N dense blocks
+ * (MLP W wide)" where they come first, else which they are (block_runs). Follows "experts: E
+ * per block". */
+static char *
+dense_blocks_said(const StwModelConfig *c)
+{
+  guint64 n = stw_model_dense_blocks(c), first = stw_model_dense_prefix(c);
+  if (n == 0)
+    return g_strdup("");
+  if (first != G_MAXUINT64)
+    return g_strdup_printf(" after %" G_GUINT64_FORMAT " dense block%s (MLP %" G_GUINT64_FORMAT
+                           " wide)", n, n == 1 ? "" : "s", c->dense_ffn);
+  g_autofree char *runs = block_runs(c, stw_model_block_dense);
   return g_strdup_printf(" in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT " blocks, the "
-                         "other %" G_GUINT64_FORMAT " dense (MLP %" G_GUINT64_FORMAT " wide: "
-                         "block%s %s)", c->layers - n, c->layers, n, c->dense_ffn,
-                         n == 1 ? "" : "s", runs->str);
+                         "other %" G_GUINT64_FORMAT " dense (MLP %" G_GUINT64_FORMAT " wide: %s)",
+                         c->layers - n, c->layers, n, c->dense_ffn, runs);
 }
 
 static int
@@ -136,6 +145,15 @@ print_config_file(const char *file, gboolean json)
                                            "; LayerNorms without parameters", "; RMSNorms",
                                            "; RMSNorms without parameters" }[c.norm_type]);
   g_string_free(biases, TRUE);
+  if (stw_model_linear_blocks(&c) != 0) {
+    g_autofree char *runs = block_runs(&c, stw_model_block_linear);
+    printf("linear attention: Gated DeltaNet in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
+           " blocks (%s): %" G_GUINT64_FORMAT " key heads of %" G_GUINT64_FORMAT ", %"
+           G_GUINT64_FORMAT " value heads of %" G_GUINT64_FORMAT ", a convolution %"
+           G_GUINT64_FORMAT " wide; softmax attention in the others\n",
+           stw_model_linear_blocks(&c), c.layers, runs, c.linear_k_heads, c.linear_k_head_dim,
+           c.linear_v_heads, c.linear_v_head_dim, c.linear_conv);
+  }
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));
     g_autofree char *shared = c.shared_expert_ffn == 0

@@ -114,6 +114,9 @@ typedef enum {
   HF_DEEPSEEK_V32,
   HF_GLM_MOE_DSA,
   HF_BERT_GENERATION,
+  HF_QWEN3_NEXT,
+  HF_QWEN3_5_TEXT,
+  HF_QWEN3_5_MOE_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -142,6 +145,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "afmoe", "ernie", "flint", "apertus",
                                            "hunyuan_v1_moe", "openai-gpt", "diffllama",
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
+                                           "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
@@ -241,6 +245,8 @@ typedef struct {
                                      * intermediate_size wide, in any order */
   const char *rope_dim_alias;       /* qk_rope_head_dim's other name, which the class's
                                      * attribute_map reads into it (GLM-4.7-Flash's head_dim) */
+  gboolean reads_linear_attn;       /* Gated DeltaNet's linear attention in the blocks
+                                     * layer_types says (read_linear_attn) */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
   gboolean one_expert_not_modelled; /* experts 1 refused, not modelled: a routed expert beside
@@ -1227,6 +1233,37 @@ static const HfRow hf_rows[] = {
                       .heads_default = 64, .ffn_default = 2048, .max_seq_default = 4096,
                       .vocab_default = 262144, .kv_default = NOT_READ,
                       .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* Qwen3-Next: Qwen3's MoE blocks (experts moe_intermediate_size wide but in the dense blocks
+   * of mlp_only_layers and off decoder_sparse_step, intermediate_size wide; a shared expert
+   * shared_expert_intermediate_size wide with its gate), three in four mixing by Gated
+   * DeltaNet's linear attention (read_linear_attn), the others by softmax attention with an
+   * output gate (q_proj twice as wide: the queries' and the gate's) and per-head query and key
+   * norms; its rotary share and its norms' zero-centred weights change no weight's size */
+  [HF_QWEN3_NEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE },
+                      .reads_linear_attn = TRUE, .experts_member = "num_experts",
+                      .experts_default = 512, .experts_per_token_default = 10,
+                      .shared_expert_default = 512, .ffn = "moe_intermediate_size",
+                      .dense_list_member = "mlp_only_layers", .dense_ffn_default = 5632,
+                      .layers_default = 48, .hidden_default = 2048, .heads_default = 16,
+                      .ffn_default = 512, .max_seq_default = 32768, .vocab_default = 151936,
+                      .kv_default = 2, .head_dim_default = 256, .reads_tie = TRUE },
+  /* Qwen3.5's language models (the text_config of a qwen3_5 or qwen3_5_moe file): Qwen3-Next's
+   * attention, linear and softmax, beside a dense MLP intermediate_size wide, or experts in
+   * every block as Qwen3-Next's (no dense blocks) */
+  [HF_QWEN3_5_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE },
+                        .reads_linear_attn = TRUE, .layers_default = 32,
+                        .hidden_default = 4096, .heads_default = 16, .ffn_default = 12288,
+                        .max_seq_default = 32768, .vocab_default = 248320, .kv_default = 4,
+                        .head_dim_default = 256, .reads_tie = TRUE },
+  [HF_QWEN3_5_MOE_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE,
+                                       .attn_gate = TRUE },
+                            .reads_linear_attn = TRUE, .experts_member = "num_experts",
+                            .experts_default = 256, .experts_per_token_default = 8,
+                            .shared_expert_default = 512, .ffn = "moe_intermediate_size",
+                            .layers_default = 40, .hidden_default = 2048, .heads_default = 16,
+                            .ffn_default = 512, .max_seq_default = 32768,
+                            .vocab_default = 248320, .kv_default = 2, .head_dim_default = 256,
+                            .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1785,6 +1822,74 @@ llama4_dense_blocks(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Each of C's blocks linear or softmax attention by the list V of layer_types (read_linear_attn):
+ * one entry a block, no more and no fewer. */
+static gboolean
+read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, GError **error)
+{
+  if (!cJSON_IsArray(v))
+    return stw_json_fail_at(h->r, "layer_types", error, "expected a list of \"linear_attention\" "
+                            "and \"full_attention\"");
+  guint64 n = 0;
+  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+    const char *s = cJSON_IsString(e) ? e->valuestring : "";
+    gboolean linear = strcmp(s, "linear_attention") == 0 || strcmp(s, "mamba") == 0;
+    if (!linear && strcmp(s, "full_attention") != 0 && strcmp(s, "attention") != 0)
+      return stw_json_fail_at(h->r, "layer_types", error, "entry %" G_GUINT64_FORMAT ": expected "
+                              "\"linear_attention\" or \"full_attention\"", n);
+    if (n < c->layers)
+      stw_model_set_block_linear(c, n, linear);
+  }
+  if (n != c->layers)
+    return stw_json_fail_at(h->r, "layer_types", error, "%" G_GUINT64_FORMAT " entries for %"
+                            G_GUINT64_FORMAT " blocks: transformers requires one a block", n,
+                            c->layers);
+  return TRUE;
+}
+
+/* Gated DeltaNet's blocks and sizes into C (Qwen3-Next's and Qwen3.5's defaults): layer_types,
+ * one "linear_attention" or "full_attention" a block (their old names "mamba" and "attention"
+ * too, as transformers remaps them), else every full_attention_interval-th block softmax
+ * attention and the others linear. attention_bias true is refused, not modelled: the bias of
+ * q_proj would cover the output gate's half, which stowage's gate (attn_gate) does not bias. */
+static gboolean
+read_linear_attn(const Hf *h, StwModelConfig *c, GError **error)
+{
+  gboolean bias = FALSE;
+  guint64 interval = 4;
+  c->linear_k_heads = 16;
+  c->linear_v_heads = 32;
+  c->linear_k_head_dim = c->linear_v_head_dim = 128;
+  c->linear_conv = 4;
+  if (!get_u64(h, "linear_num_key_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_k_heads,
+               error) ||
+      !get_u64(h, "linear_num_value_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_heads,
+               error) ||
+      !get_u64(h, "linear_key_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_k_head_dim,
+               error) ||
+      !get_u64(h, "linear_value_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_head_dim,
+               error) ||
+      !get_u64(h, "linear_conv_kernel_dim", FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, "attention_bias", &bias, error))
+    return FALSE;
+  if (bias)
+    return stw_json_fail_at(h->r, "attention_bias", error, "true: q_proj's bias over the "
+                            "queries and the output gate is not modelled");
+  const cJSON *v = last_member(h->root, "layer_types");
+  if (v == NULL || cJSON_IsNull(v)) {
+    if (!get_u64(h, "full_attention_interval", FALSE, STW_MODEL_MAX_LAYERS, &interval, error))
+      return FALSE;
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_linear(c, l, (l + 1) % interval != 0);
+  } else if (!read_layer_types(h, v, c, error)) {
+    return FALSE;
+  }
+  if (stw_model_linear_blocks(c) == 0) /* softmax attention in every block: no sizes */
+    c->linear_k_heads = c->linear_v_heads = c->linear_k_head_dim = c->linear_v_head_dim =
+        c->linear_conv = 0;
+  return TRUE;
+}
+
 /* What the file says of the parts that have no row in StwModelConfig: refused where it would
  * change the model's parameters, and otherwise left as the graph models them. */
 static gboolean
@@ -2124,6 +2229,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       c.dense_ffn = 0;
   }
   if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
+    return FALSE;
+  if (row->reads_linear_attn && !read_linear_attn(h, &c, error))
     return FALSE;
   gboolean post_norm = c.norms == STW_NORMS_BOTH;
   if (row->post_norm_member != NULL) {

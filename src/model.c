@@ -109,29 +109,63 @@ stw_model_active_experts(const StwModelConfig *cfg)
   return stw_model_experts(cfg) > 1 ? MAX(cfg->experts_per_token, 1) : 1;
 }
 
+/* A mask of blocks, a bit each (StwModelConfig's dense_blocks and linear_blocks): block L's
+ * bit, setting it, and how many are set whatever the model's layers. */
+#define MASK_WORDS (STW_MODEL_MAX_LAYERS / 64)
+
+static gboolean
+mask_get(const guint64 *mask, guint64 l)
+{
+  return l < STW_MODEL_MAX_LAYERS && (mask[l / 64] >> (l % 64) & 1) != 0;
+}
+
+static void
+mask_set(guint64 *mask, guint64 l, gboolean on)
+{
+  g_return_if_fail(l < STW_MODEL_MAX_LAYERS);
+  guint64 bit = G_GUINT64_CONSTANT(1) << (l % 64);
+  mask[l / 64] = on ? mask[l / 64] | bit : mask[l / 64] & ~bit;
+}
+
+static guint64
+mask_count(const guint64 *mask)
+{
+  guint64 n = 0;
+  for (gsize w = 0; w < MASK_WORDS; w++)
+    n += (guint64)__builtin_popcountll(mask[w]);
+  return n;
+}
+
 gboolean
 stw_model_block_dense(const StwModelConfig *cfg, guint64 l)
 {
-  return stw_model_experts(cfg) > 1 && l < MIN(cfg->layers, (guint64)STW_MODEL_MAX_LAYERS) &&
-         (cfg->dense_blocks[l / 64] >> (l % 64) & 1) != 0;
+  return stw_model_experts(cfg) > 1 && l < cfg->layers && mask_get(cfg->dense_blocks, l);
 }
 
 void
 stw_model_set_block_dense(StwModelConfig *cfg, guint64 l, gboolean dense)
 {
-  g_return_if_fail(l < STW_MODEL_MAX_LAYERS);
-  guint64 bit = G_GUINT64_CONSTANT(1) << (l % 64);
-  cfg->dense_blocks[l / 64] = dense ? cfg->dense_blocks[l / 64] | bit
-                                    : cfg->dense_blocks[l / 64] & ~bit;
+  mask_set(cfg->dense_blocks, l, dense);
 }
 
-/* The blocks marked dense in CFG's mask, whatever its layers and experts. */
-static guint64
-dense_marked(const StwModelConfig *cfg)
+gboolean
+stw_model_block_linear(const StwModelConfig *cfg, guint64 l)
+{
+  return l < cfg->layers && mask_get(cfg->linear_blocks, l);
+}
+
+void
+stw_model_set_block_linear(StwModelConfig *cfg, guint64 l, gboolean linear)
+{
+  mask_set(cfg->linear_blocks, l, linear);
+}
+
+guint64
+stw_model_linear_blocks(const StwModelConfig *cfg)
 {
   guint64 n = 0;
-  for (gsize w = 0; w < G_N_ELEMENTS(cfg->dense_blocks); w++)
-    n += (guint64)__builtin_popcountll(cfg->dense_blocks[w]);
+  for (guint64 l = 0; l < cfg->layers; l++)
+    n += stw_model_block_linear(cfg, l);
   return n;
 }
 
@@ -156,16 +190,20 @@ stw_model_dense_prefix(const StwModelConfig *cfg)
 
 /* ---- configs ---------------------------------------------------------------------------- */
 
-/* The parameters of CFG's graph at LAYERS blocks, the first DENSE of them dense; FALSE where
- * they overflow. */
+/* The parameters of CFG's graph at LAYERS blocks of one kind: dense among experts where DENSE,
+ * mixing by linear attention where LINEAR; FALSE where they overflow. */
 static gboolean
-graph_params(const StwModelConfig *cfg, guint64 layers, guint64 dense, guint64 *out)
+graph_params(const StwModelConfig *cfg, guint64 layers, gboolean dense, gboolean linear,
+             guint64 *out)
 {
   StwModelConfig few = *cfg;
   few.layers = layers;
   memset(few.dense_blocks, 0, sizeof few.dense_blocks);
-  for (guint64 l = 0; l < dense; l++)
-    stw_model_set_block_dense(&few, l, TRUE);
+  memset(few.linear_blocks, 0, sizeof few.linear_blocks);
+  for (guint64 l = 0; l < layers; l++) {
+    stw_model_set_block_dense(&few, l, dense);
+    stw_model_set_block_linear(&few, l, linear);
+  }
   g_autoptr(StwModelGraph) g = stw_model_graph_new(&few, 1, 1, STW_DTYPE_BF16,
                                                    STW_ATTENTION_NAIVE);
   *out = 0;
@@ -176,23 +214,31 @@ graph_params(const StwModelConfig *cfg, guint64 layers, guint64 dense, guint64 *
 }
 
 /* The parameters of CFG, every size otherwise valid, into *OUT (may be NULL): FALSE when they are
- * more than STW_MODEL_MAX_PARAMS. Blocks of a kind are alike (dense ones wherever they sit among
- * the experts'), so the count is a line in each kind's layers, found from models of one and two
- * blocks (and of one dense block) in checked arithmetic: no sum wraps, and a model of thousands
- * of blocks costs three small graphs. */
+ * more than STW_MODEL_MAX_PARAMS. Blocks of a kind are alike wherever they sit (dense among
+ * experts or not, linear attention or softmax), so the count is what the model holds outside
+ * its blocks (from models of one and two plain blocks) and a line in each kind's blocks (from a
+ * model of one block of each kind there is), in checked arithmetic: no sum wraps, and a model of
+ * thousands of blocks costs a few small graphs. */
 static gboolean
 param_count_checked(const StwModelConfig *cfg, guint64 *out)
 {
-  guint64 one = 0, two = 0, one_dense = 0;
-  guint64 dense = stw_model_dense_blocks(cfg);
-  if (!graph_params(cfg, 1, 0, &one) || !graph_params(cfg, 2, 0, &two) ||
-      (dense > 0 && !graph_params(cfg, 1, 1, &one_dense)))
+  guint64 one = 0, two = 0, count[2][2] = { { 0 } };
+  for (guint64 l = 0; l < cfg->layers; l++)
+    count[stw_model_block_dense(cfg, l)][stw_model_block_linear(cfg, l)]++;
+  if (!graph_params(cfg, 1, FALSE, FALSE, &one) || !graph_params(cfg, 2, FALSE, FALSE, &two))
     return FALSE;
-  guint64 block = two - one, base = one - block, blocks, dense_blocks = 0, total;
-  if (!g_uint64_checked_mul(&blocks, block, cfg->layers - dense) ||
-      (dense > 0 && !g_uint64_checked_mul(&dense_blocks, one_dense - base, dense)) ||
-      !g_uint64_checked_add(&total, base, blocks) ||
-      !g_uint64_checked_add(&total, total, dense_blocks) || total > STW_MODEL_MAX_PARAMS)
+  guint64 base = one - (two - one), total = base;
+  for (int dense = 0; dense < 2; dense++)
+    for (int linear = 0; linear < 2; linear++) {
+      guint64 with_one = 0, blocks = 0;
+      if (count[dense][linear] == 0)
+        continue;
+      if (!graph_params(cfg, 1, dense, linear, &with_one) ||
+          !g_uint64_checked_mul(&blocks, with_one - base, count[dense][linear]) ||
+          !g_uint64_checked_add(&total, total, blocks))
+        return FALSE;
+    }
+  if (total > STW_MODEL_MAX_PARAMS)
     return FALSE;
   if (out != NULL)
     *out = total;
@@ -301,6 +347,28 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (c->index_heads != 0 && (c->kv_lora_rank == 0 || c->q_lora_rank == 0))
     problem = "an indexer (index_heads) reads the queries' latent: it goes with latent attention "
               "and a q_lora_rank";
+  else if (mask_count(c->linear_blocks) != stw_model_linear_blocks(c))
+    problem = "linear_blocks must be blocks below layers";
+  else if (mask_count(c->linear_blocks) != 0 &&
+           (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0 || c->diff_attn ||
+            c->attn_sinks || c->sub_norms))
+    problem = "linear attention (linear_blocks) is in llama blocks, beside softmax attention that "
+              "is neither latent nor differential, without sinks or sub_norms";
+  else if ((mask_count(c->linear_blocks) != 0) !=
+           (c->linear_k_heads != 0 || c->linear_v_heads != 0 || c->linear_k_head_dim != 0 ||
+            c->linear_v_head_dim != 0 || c->linear_conv != 0))
+    problem = "linear_blocks go with linear_k_heads, linear_v_heads, linear_k_head_dim, "
+              "linear_v_head_dim and linear_conv";
+  else if (mask_count(c->linear_blocks) != 0 &&
+           (c->linear_k_heads < 1 || c->linear_v_heads < 1 || c->linear_k_head_dim < 1 ||
+            c->linear_v_head_dim < 1 || c->linear_conv < 1 ||
+            c->linear_k_heads * c->linear_k_head_dim > STW_MODEL_MAX_WIDTH ||
+            c->linear_v_heads * c->linear_v_head_dim > STW_MODEL_MAX_WIDTH ||
+            c->linear_v_heads > STW_MODEL_MAX_WIDTH || c->linear_conv > 1024))
+    problem = "linear attention's heads and their widths must be 1 or more, each side's heads x "
+              "head width at most 1048576, and linear_conv 1 to 1024";
+  else if (mask_count(c->linear_blocks) != 0 && c->linear_v_heads % c->linear_k_heads != 0)
+    problem = "linear_k_heads must divide linear_v_heads";
   else if ((c->no_pooler || c->no_token_types) && c->arch != STW_ARCH_BERT)
     problem = "pooler and token_types 0 are bert's";
   else if (c->no_token_types && c->token_types != 0)
@@ -320,11 +388,11 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "a shared expert goes with experts";
   else if (c->shared_expert_ungated && c->shared_expert_ffn == 0)
     problem = "shared_expert_gate goes with a shared expert (shared_expert_ffn)";
-  else if (dense_marked(c) != 0 && stw_model_experts(c) < 2)
+  else if (mask_count(c->dense_blocks) != 0 && stw_model_experts(c) < 2)
     problem = "dense blocks (dense_layers, dense_blocks) go with experts";
-  else if (dense_marked(c) != stw_model_dense_blocks(c))
+  else if (mask_count(c->dense_blocks) != stw_model_dense_blocks(c))
     problem = "dense_blocks must be blocks below layers (dense_layers at most layers)";
-  else if ((dense_marked(c) != 0) != (c->dense_ffn != 0))
+  else if ((mask_count(c->dense_blocks) != 0) != (c->dense_ffn != 0))
     problem = "dense blocks (dense_layers, dense_blocks) and dense_ffn go together";
   else if (c->dense_ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
     problem = "dense_ffn must be 1 to 8388608";
@@ -365,28 +433,23 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "index_head_dim", "pooler",                                                                \
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_blocks", "dense_ffn", "kv_lora_rank",         \
+      "linear_blocks", "linear_k_heads", "linear_v_heads", "linear_k_head_dim",                  \
+      "linear_v_head_dim", "linear_conv",                                                        \
       "q_lora_rank",                                                                             \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
-/* The dense blocks among the experts' into C: dense_layers, the first so many, or dense_blocks,
- * their indices in ascending order (one or the other); whether they lie below layers is
- * stw_model_config_validate's to say. */
+/* Member KEY of OBJ, a list of block indices in ascending order (absent: none), into MASK;
+ * whether they lie below layers is stw_model_config_validate's to say. */
 static gboolean
-read_dense_blocks(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
+read_block_list(StwJsonReader *r, const cJSON *obj, const char *key, guint64 *mask,
+                GError **error)
 {
-  guint64 first = 0;
   const cJSON *list = NULL;
-  if (!stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &first, error) ||
-      !stw_json_get_array(r, obj, "dense_blocks", FALSE, STW_MODEL_MAX_LAYERS, &list, error))
+  if (!stw_json_get_array(r, obj, key, FALSE, STW_MODEL_MAX_LAYERS, &list, error))
     return FALSE;
-  if (first != 0 && list != NULL)
-    return stw_json_fail_at(r, "dense_blocks", error, "expected dense_layers (the first blocks) "
-                            "or dense_blocks (any), not both");
-  for (guint64 l = 0; l < first; l++)
-    stw_model_set_block_dense(c, l, TRUE);
-  gsize saved = stw_json_push_key(r, "dense_blocks");
+  gsize saved = stw_json_push_key(r, key);
   guint64 k = 0, before = 0;
   for (const cJSON *e = list != NULL ? list->child : NULL; e != NULL; e = e->next, k++) {
     gsize s2 = stw_json_push_index(r, k);
@@ -396,11 +459,41 @@ read_dense_blocks(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError 
     if (k > 0 && l <= before)
       return stw_json_fail(r, error, "%" G_GUINT64_FORMAT " after %" G_GUINT64_FORMAT ": "
                            "expected block indices in ascending order, each once", l, before);
-    stw_model_set_block_dense(c, l, TRUE);
+    mask_set(mask, l, TRUE);
     before = l;
     stw_json_pop(r, s2);
   }
   stw_json_pop(r, saved);
+  return TRUE;
+}
+
+/* Its blocks as a list of indices, member KEY of O, where any of MASK's first LAYERS is set. */
+static void
+add_block_list(cJSON *o, const char *key, const guint64 *mask, guint64 layers)
+{
+  cJSON *list = NULL;
+  for (guint64 l = 0; l < layers; l++)
+    if (mask_get(mask, l)) {
+      if (list == NULL)
+        list = cJSON_AddArrayToObject(o, key);
+      cJSON_AddItemToArray(list, stw_json_u64(l));
+    }
+}
+
+/* The dense blocks among the experts' into C: dense_layers, the first so many, or dense_blocks,
+ * any (one or the other). */
+static gboolean
+read_dense_blocks(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
+{
+  guint64 first = 0;
+  if (!stw_json_get_u64(r, obj, "dense_layers", FALSE, 1, STW_MODEL_MAX_LAYERS, &first, error) ||
+      !read_block_list(r, obj, "dense_blocks", c->dense_blocks, error))
+    return FALSE;
+  if (first != 0 && mask_count(c->dense_blocks) != 0)
+    return stw_json_fail_at(r, "dense_blocks", error, "expected dense_layers (the first blocks) "
+                            "or dense_blocks (any), not both");
+  for (guint64 l = 0; l < first; l++)
+    stw_model_set_block_dense(c, l, TRUE);
   return TRUE;
 }
 
@@ -439,6 +532,16 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "router_score_bias", FALSE, &c->router_score_bias, error) ||
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !read_dense_blocks(r, obj, c, error) ||
+      !read_block_list(r, obj, "linear_blocks", c->linear_blocks, error) ||
+      !stw_json_get_u64(r, obj, "linear_k_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->linear_k_heads, error) ||
+      !stw_json_get_u64(r, obj, "linear_v_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->linear_v_heads, error) ||
+      !stw_json_get_u64(r, obj, "linear_k_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->linear_k_head_dim, error) ||
+      !stw_json_get_u64(r, obj, "linear_v_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->linear_v_head_dim, error) ||
+      !stw_json_get_u64(r, obj, "linear_conv", FALSE, 1, 1024, &c->linear_conv, error) ||
       !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->dense_ffn, error) ||
       !stw_json_get_u64(r, obj, "kv_lora_rank", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->kv_lora_rank,
@@ -574,14 +677,18 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     guint64 first = stw_model_dense_prefix(c);
     if (first != G_MAXUINT64 && first != 0) /* the first blocks: their count */
       stw_json_add_u64(o, "dense_layers", first);
-    else if (first == G_MAXUINT64) { /* any others: their indices */
-      cJSON *list = cJSON_AddArrayToObject(o, "dense_blocks");
-      for (guint64 l = 0; l < c->layers; l++)
-        if (stw_model_block_dense(c, l))
-          cJSON_AddItemToArray(list, stw_json_u64(l));
-    }
+    else if (first == G_MAXUINT64) /* any others: their indices */
+      add_block_list(o, "dense_blocks", c->dense_blocks, c->layers);
     if (stw_model_dense_blocks(c) != 0)
       stw_json_add_u64(o, "dense_ffn", c->dense_ffn);
+  }
+  if (stw_model_linear_blocks(c) != 0) {
+    add_block_list(o, "linear_blocks", c->linear_blocks, c->layers);
+    stw_json_add_u64(o, "linear_k_heads", c->linear_k_heads);
+    stw_json_add_u64(o, "linear_v_heads", c->linear_v_heads);
+    stw_json_add_u64(o, "linear_k_head_dim", c->linear_k_head_dim);
+    stw_json_add_u64(o, "linear_v_head_dim", c->linear_v_head_dim);
+    stw_json_add_u64(o, "linear_conv", c->linear_conv);
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
@@ -1129,6 +1236,66 @@ typedef struct {
   Ids down, norms, up, indexer;
 } Mla;
 
+/* Gated DeltaNet's weights in a block (Qwen3.5's names): the input's projections, what the
+ * mixing op reads (the convolution, each value head's decay bias and rate, the gated norm) and
+ * the output projection. */
+typedef struct {
+  Ids in, mix, out;
+} Gdn;
+
+/* The chunk Gated DeltaNet's kernels run its recurrence in (flash-linear-attention's 64). */
+#define GDN_CHUNK 64
+
+static void
+gdn_params(Builder *b, const char *p, Gdn *g)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, kd = c->linear_k_heads * c->linear_k_head_dim;
+  guint64 vd = c->linear_v_heads * c->linear_v_head_dim, hv = c->linear_v_heads;
+  g_autofree char *la = g_strconcat(p, ".linear_attn", NULL);
+  named(b, &g->in, 2 * kd + vd, d, la, "in_proj_qkv.weight");
+  named(b, &g->in, vd, d, la, "in_proj_z.weight");
+  named(b, &g->in, hv, d, la, "in_proj_b.weight");
+  named(b, &g->in, hv, d, la, "in_proj_a.weight");
+  named(b, &g->mix, 2 * kd + vd, c->linear_conv, la, "conv1d.weight");
+  named(b, &g->mix, hv, 0, la, "dt_bias");
+  named(b, &g->mix, hv, 0, la, "A_log");
+  named(b, &g->mix, c->linear_v_head_dim, 0, la, "norm.weight");
+  named(b, &g->out, d, vd, la, "out_proj.weight");
+}
+
+/* Its ops, the first returned: the input's projection; the mixing (the causal depthwise
+ * convolution and its SiLU over queries, keys and values, the queries and keys L2-normed, each
+ * value head's decay and rate, the delta rule's recurrence in chunks of GDN_CHUNK tokens: within
+ * a chunk an attention-like product of its queries and keys and the keys' own triangular
+ * system, across chunks the state of k x v a head read and updated; the output RMS-normed per
+ * head and gated by SiLU(z)); then the output projection, left to the caller. Kept for
+ * backward: the convolution's output, the chunks' triangular matrices (fp32), the decays and
+ * rates, the recurrence's output before its norm; the states are recomputed. */
+static StwGraphOp *
+gdn_ops(Builder *b, gint32 l, const Gdn *g)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, hk = c->linear_k_heads, hv = c->linear_v_heads;
+  guint64 dk = c->linear_k_head_dim, dv = c->linear_v_head_dim, T = b->T, e = b->e;
+  guint64 kd = hk * dk, vd = hv * dv, conv = 2 * kd + vd, in_w = conv + vd + 2 * hv;
+  guint64 chunks = b->g->batch * ((b->g->seq + GDN_CHUNK - 1) / GDN_CHUNK);
+  StwGraphOp *in = linear(b, l, STW_OP_ATTN_QKV, "attn.in_proj", d, in_w, g->in.n, g->in.id);
+  StwGraphOp *mix = op(b, l, STW_OP_LINEAR_ATTN, "attn.linear");
+  op_params(mix, g->mix.n, g->mix.id);
+  /* the keys (and queries) repeated to every value head: per value head and token, a chunk's
+   * products 2 C (2 dk + dv) and the state's three k x v products */
+  mix->flops = 2 * T * conv * c->linear_conv +
+               T * hv * (2 * GDN_CHUNK * (2 * dk + dv) + 6 * dk * dv) + 10 * T * vd;
+  mix->in_bytes = T * in_w * e;
+  mix->out_bytes = T * vd * e;
+  mix->saves_input = TRUE;
+  mix->saved_extra_bytes = T * conv * e + T * hv * GDN_CHUNK * 4 + T * hv * 8 + T * vd * e;
+  mix->work_bytes = chunks * hv * dk * dv * 4; /* the chunks' states */
+  mix->bwd_work_bytes = 2 * mix->work_bytes;
+  return in;
+}
+
 static void
 mla_params(Builder *b, const char *pa, Mla *m)
 {
@@ -1245,7 +1412,11 @@ build_llama(Builder *b)
         named(b, &lambdas, stw_model_head_dim(c), 0, pa,
               (const char *[]){ "lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2" }[k]);
     Mla mla = { 0 };
-    if (c->kv_lora_rank != 0) {
+    Gdn gdn = { 0 };
+    gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
+    if (linear_attn) {
+      gdn_params(b, p, &gdn);
+    } else if (c->kv_lora_rank != 0) {
       mla_params(b, pa, &mla);
     } else {
       projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
@@ -1254,7 +1425,7 @@ build_llama(Builder *b)
       if (c->attn_gate) /* AFMoE's output gate, read with the queries (never biased) */
         named(b, &qkv, q, d, pa, "gate_proj.weight");
     }
-    if (c->qk_norm) {
+    if (c->qk_norm && !linear_attn) {
       g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
       g_autofree char *nkn = g_strconcat(pa, ".k_norm", NULL);
       /* per head (Qwen3, Gemma 3), or over all the queries and all the keys (OLMo 2) */
@@ -1262,7 +1433,8 @@ build_llama(Builder *b)
       norm_params(b, &qk, c->qk_norm_full ? kv : stw_model_head_dim(c), TRUE, nkn);
     }
     guint64 o_in = c->heads * stw_model_v_head_dim(c); /* what the output projection reads */
-    projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
+    if (!linear_attn)
+      projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
     Ids attn_sub = { 0 };
     if (c->sub_norms) { /* BitNet's norm over the heads' output, before o_proj */
       g_autofree char *ns = g_strconcat(pa, ".attn_sub_norm", NULL);
@@ -1275,14 +1447,15 @@ build_llama(Builder *b)
 
     /* the block opens at its first norm, or at the projections where there is none before */
     StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
-    StwGraphOp *proj = c->kv_lora_rank != 0
-                           ? mla_ops(b, l, &mla)
-                           : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
-                                    q + 2 * kv + (c->attn_gate ? q : 0), qkv.n, qkv.id);
+    StwGraphOp *proj = linear_attn            ? gdn_ops(b, l, &gdn)
+                       : c->kv_lora_rank != 0 ? mla_ops(b, l, &mla)
+                                              : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
+                                                       q + 2 * kv + (c->attn_gate ? q : 0),
+                                                       qkv.n, qkv.id);
     (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
-    if (c->qk_norm)
+    if (c->qk_norm && !linear_attn)
       qk_norm_op(b, l, &qk);
-    if (c->kv_lora_rank == 0) {
+    if (c->kv_lora_rank == 0 && !linear_attn) {
       elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
       StwGraphOp *core = attention_core(b, l, q, kv, kv, q, TRUE);
       op_params(core, sinks.n, sinks.id);
@@ -1303,7 +1476,10 @@ build_llama(Builder *b)
     if (c->sub_norms)
       model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.sub_norm", o_in, &attn_sub);
     /* the residual added after the post-norm where there is one */
-    StwGraphOp *close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
+    StwGraphOp *close =
+        linear_attn ? linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj",
+                             c->linear_v_heads * c->linear_v_head_dim, d, gdn.out.n, gdn.out.id)
+                    : linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
     close->residual = STW_RESIDUAL_CLOSE;

@@ -43,6 +43,7 @@ is_matmul(const StwGraphOp *g)
   case STW_OP_LM_HEAD:
   case STW_OP_MOE_ROUTER:
   case STW_OP_INDEXER:
+  case STW_OP_LINEAR_ATTN:
     return TRUE;
   default:
     return FALSE;
@@ -81,7 +82,7 @@ is_norm(const StwGraphOp *g)
 static gboolean
 casts_weights(const StwGraphOp *g)
 {
-  return is_matmul(g) && g->kind != STW_OP_ATTN_CORE;
+  return is_matmul(g) && g->kind != STW_OP_ATTN_CORE && g->kind != STW_OP_LINEAR_ATTN;
 }
 
 /* The bytes of op G's weights cast to the compute dtype where the trace is autocast's (fp32
@@ -368,6 +369,15 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_LOGIT_SOFTCAP: /* x / c, tanh, * c: three kernels over the logits */
     x = (Eager){ 4 * e * in, 5 * e * in, 3, 3 };
     break;
+  case STW_OP_LINEAR_ATTN: { /* Gated DeltaNet as transformers runs it with
+                              * flash-linear-attention's kernels: the convolution and its SiLU
+                              * (2), the decay and rate op by op (5), the chunked delta rule's
+                              * kernels (7; backward 12), its output RMS-normed and gated in
+                              * fp32 op by op as an RMSNorm is (8; 12) */
+    double o = out, conv = in - out - 2 * T * (double)c->linear_v_heads;
+    x = (Eager){ o * (28 + 2 * e) + conv * 2 * e, o * (52 + 4 * e) + conv * 3 * e, 22, 34 };
+    break;
+  }
   case STW_OP_LOSS: /* logits.float(), then log_softmax and the loss in fp32 */
     x = (Eager){ 12 * in, (12 - e) * in, 4, 4 };
     break;

@@ -1065,6 +1065,127 @@ test_hf_gpt_neo_layers(void)
  * Llama 4's moe_layers and interleave step) and ERNIE's task embeddings: each bad entry refused
  * naming it, the blocks placed as transformers places them (an index beyond the blocks never
  * read), and whole models counted as transformers 5.24 counts them. */
+/* Gated DeltaNet's linear attention (Qwen3-Next, Qwen3.5): the blocks layer_types or
+ * full_attention_interval choose, each block's weights and ops, the op's FLOPs and what it keeps,
+ * stowage's format written and read back, and what is refused. */
+static void
+test_linear_attention(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  StwModelConfig next;
+  resolve_text(dir, "{\"model_type\": \"qwen3_next\"}", &next);
+  g_assert_cmpuint(stw_model_linear_blocks(&next), ==, 36);
+  for (guint64 l = 0; l < 48; l++)
+    g_assert_cmpint(stw_model_block_linear(&next, l), ==, (l + 1) % 4 != 0);
+  g_assert_true(next.attn_gate && next.qk_norm);
+  /* a small Qwen3.5: blocks 0 and 2 linear (the old names read as transformers remaps them) */
+  StwModelConfig q;
+  resolve_text(dir,
+               "{\"model_type\": \"qwen3_5_text\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+               "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+               "\"intermediate_size\": 96, \"vocab_size\": 100, \"linear_num_key_heads\": 2, "
+               "\"linear_num_value_heads\": 4, \"linear_key_head_dim\": 8, "
+               "\"linear_value_head_dim\": 16, \"linear_conv_kernel_dim\": 3, \"layer_types\": "
+               "[\"linear_attention\", \"full_attention\", \"mamba\", \"attention\"]}",
+               &q);
+  g_assert_cmpuint(stw_model_linear_blocks(&q), ==, 2);
+  g_assert_true(stw_model_block_linear(&q, 0) && !stw_model_block_linear(&q, 1) &&
+                stw_model_block_linear(&q, 2) && !stw_model_block_linear(&q, 3));
+  /* a linear block's weights: in_proj_qkv (2 x 16 + 64) x 64, z 64 x 64, b and a 4 x 64, the
+   * convolution 96 x 3, dt_bias and A_log 4 each, the norm 16, out_proj 64 x 64; a softmax
+   * block's: q (and its gate) 2 x 64 x 64, k and v 32 x 64, o 64 x 64, the norms 16 each */
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&q, 2, 32, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
+  guint64 linear_w = 0, softmax_w = 0;
+  for (guint i = 0; i < g->tensors->len; i++) {
+    const StwGraphTensor *x = g->tensors->pdata[i];
+    if (g_str_has_prefix(x->name, "layers.0.linear_attn."))
+      linear_w += x->numel;
+    if (g_str_has_prefix(x->name, "layers.1.self_attn."))
+      softmax_w += x->numel;
+    g_assert_false(g_str_has_prefix(x->name, "layers.0.self_attn.") ||
+                   g_str_has_prefix(x->name, "layers.1.linear_attn."));
+  }
+  g_assert_cmpuint(linear_w, ==, 96 * 64 + 64 * 64 + 2 * 4 * 64 + 96 * 3 + 2 * 4 + 16 + 64 * 64);
+  g_assert_cmpuint(softmax_w, ==, 2 * 64 * 64 + 2 * 32 * 64 + 64 * 64 + 2 * 16);
+  GString *names = g_string_new(NULL);
+  for (guint i = 0; i < g->ops->len; i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    if (o->layer == 0 && g_str_has_prefix(o->name, "h0.attn."))
+      g_string_append_printf(names, "%s ", o->name + 3);
+    if (o->kind == STW_OP_LINEAR_ATTN && o->layer == 2) {
+      /* T = 64 tokens: the convolution 2 T 96 x 3, four value heads' chunked products
+       * T (2 x 64 (2 x 8 + 16) + 6 x 8 x 16), the norm and gate 10 T 64 */
+      g_assert_cmpuint(o->flops, ==, 2 * 64 * 96 * 3 + 64 * 4 * (2 * 64 * 32 + 6 * 8 * 16) +
+                                         10 * 64 * 64);
+      g_assert_cmpuint(o->in_bytes, ==, 64 * (96 + 64 + 8) * 2);
+      g_assert_cmpuint(o->out_bytes, ==, 64 * 64 * 2);
+      g_assert_cmpuint(o->saved_extra_bytes, ==, 64 * 96 * 2 + 64 * 4 * 64 * 4 + 64 * 4 * 8 +
+                                                     64 * 64 * 2);
+      g_assert_cmpuint(o->work_bytes, ==, 2 * 1 * 4 * 8 * 16 * 4); /* 2 sequences' chunk */
+    }
+  }
+  g_assert_cmpstr(names->str, ==, "attn.in_proj attn.linear attn.out_proj ");
+  g_string_free(names, TRUE);
+  /* stowage's format: the linear blocks by their indices, and back */
+  cJSON *j = stw_model_config_to_json(&q, TRUE);
+  g_autofree char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  g_assert_nonnull(strstr(text, "\"linear_blocks\":[0,2],\"linear_k_heads\":2,"
+                                "\"linear_v_heads\":4,\"linear_k_head_dim\":8,"
+                                "\"linear_v_head_dim\":16,\"linear_conv\":3"));
+  StwModelConfig back;
+  g_assert_true(stw_model_config_parse("q.json", text, strlen(text), &back, NULL));
+  g_assert_cmpuint(stw_model_param_count(&back), ==, stw_model_param_count(&q));
+  g_assert_true(memcmp(back.linear_blocks, q.linear_blocks, sizeof q.linear_blocks) == 0);
+  static const struct {
+    const char *with, *says;
+  } invalid[] = {
+    { "\"linear_blocks\":[1]}", "linear_blocks go with linear_k_heads" },
+    { "\"linear_blocks\":[4],\"linear_k_heads\":1,\"linear_v_heads\":1,"
+      "\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4}",
+      "linear_blocks must be blocks below layers" },
+    { "\"linear_blocks\":[1],\"linear_k_heads\":2,\"linear_v_heads\":3,"
+      "\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4}",
+      "linear_k_heads must divide linear_v_heads" },
+    { "\"linear_blocks\":[1],\"linear_k_heads\":2,\"linear_v_heads\":2,"
+      "\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4,\"alibi\":true}",
+      "linear attention (linear_blocks) is in llama blocks" },
+    { "\"linear_blocks\":[1,0]}", "$.linear_blocks[1]: 0 after 1: expected block indices" },
+    { "\"linear_conv\":2000}", "$.linear_conv: 2000 is out of range" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(invalid); i++) {
+    g_autofree char *bad = g_strconcat("{\"format\":\"stowage-model\",\"version\":1,"
+                                       "\"name\":\"m\",\"arch\":\"",
+                                       strstr(invalid[i].with, "alibi") ? "neox" : "llama",
+                                       "\",\"layers\":4,\"hidden\":64,\"heads\":4,"
+                                       "\"vocab\":256,", invalid[i].with, NULL);
+    GError *error = NULL;
+    g_test_message("%s", bad);
+    g_assert_false(stw_model_config_parse("m.json", bad, strlen(bad), &back, &error));
+    stw_assert_error_contains(error, invalid[i].says);
+  }
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"qwen3_5_text\", \"attention_bias\": true}",
+      "$.attention_bias: true: q_proj's bias over the queries and the output gate is not "
+      "modelled" },
+    { "{\"model_type\": \"qwen3_next\", \"num_hidden_layers\": 2, \"layer_types\": "
+      "[\"full_attention\", \"sliding_attention\"]}",
+      "$.layer_types: entry 1: expected \"linear_attention\" or \"full_attention\"" },
+    { "{\"model_type\": \"qwen3_5_moe_text\", \"num_hidden_layers\": 3, \"layer_types\": "
+      "[\"full_attention\", \"linear_attention\"]}",
+      "$.layer_types: 2 entries for 3 blocks: transformers requires one a block" },
+    { "{\"model_type\": \"qwen3_5_text\", \"layer_types\": \"linear_attention\"}",
+      "$.layer_types: expected a list of \"linear_attention\" and \"full_attention\"" },
+    { "{\"model_type\": \"qwen3_5_text\", \"full_attention_interval\": 0}",
+      "$.full_attention_interval: 0 is out of range" },
+    { "{\"model_type\": \"qwen3_next\", \"linear_num_value_heads\": 24}",
+      "linear_k_heads must divide linear_v_heads" },
+  };
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_rmdir(dir);
+}
+
 static void
 test_hf_dense_list_and_task_types(void)
 {
@@ -1274,6 +1395,9 @@ test_hf_family_defaults(void)
     { "deepseek_v32", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(671877929216), TRUE, FALSE },
     { "glm_moe_dsa", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(743911199232), TRUE, FALSE },
     { "bert-generation", STW_ARCH_BERT, G_GUINT64_CONSTANT(354402304), FALSE, TRUE },
+    { "qwen3_next", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(79674391296), TRUE, FALSE },
+    { "qwen3_5_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8953803264), TRUE, FALSE },
+    { "qwen3_5_moe_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(34660610688), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1313,7 +1437,12 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.sub_norms, ==, strcmp(cases[i].type, "bitnet") == 0);
     g_assert_cmpint(cfg.router_score_bias, ==, strcmp(cases[i].type, "ernie4_5_moe") == 0 ||
                                                    strcmp(cases[i].type, "afmoe") == 0);
-    g_assert_cmpint(cfg.attn_gate, ==, strcmp(cases[i].type, "afmoe") == 0);
+    g_assert_cmpint(cfg.attn_gate, ==, strcmp(cases[i].type, "afmoe") == 0 ||
+                                           g_str_has_prefix(cases[i].type, "qwen3_next") ||
+                                           g_str_has_prefix(cases[i].type, "qwen3_5"));
+    g_assert_cmpint(stw_model_linear_blocks(&cfg) != 0, ==,
+                    g_str_has_prefix(cases[i].type, "qwen3_next") ||
+                        g_str_has_prefix(cases[i].type, "qwen3_5"));
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);
@@ -1900,7 +2029,8 @@ test_hf_configs(void)
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
-                                   "deepseek_v32 and glm_moe_dsa only");
+                                   "deepseek_v32, glm_moe_dsa, qwen3_next and qwen3_5_moe_text "
+                                   "only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -2177,6 +2307,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/indexer", test_indexer);
   g_test_add_func("/model/bert-without-types-or-pooler", test_bert_without_types_or_pooler);
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
+  g_test_add_func("/model/linear-attention", test_linear_attention);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);

@@ -234,6 +234,16 @@ typedef struct {
    * masked to the chosen keys (computed whole in eager PyTorch) */
   guint64 index_heads;
   guint64 index_head_dim;
+  /* Gated DeltaNet's linear attention (Qwen3-Next, Qwen3.5; llama only, no latent attention) in
+   * the blocks marked in linear_blocks (a bit each, as dense_blocks; through
+   * stw_model_block_linear), softmax attention in the others: one projection of the block's
+   * input to the queries and keys (linear_k_heads of linear_k_head_dim each), the values and
+   * an output gate (linear_v_heads of linear_v_head_dim each) and a decay and a rate a value
+   * head; a causal depthwise convolution linear_conv wide over the queries, keys and values; the
+   * delta rule's recurrence over a state of linear_k_head_dim x linear_v_head_dim a value head
+   * (run in chunks); an RMSNorm gated by the output gate; the output projection. */
+  guint64 linear_blocks[STW_MODEL_MAX_LAYERS / 64];
+  guint64 linear_k_heads, linear_v_heads, linear_k_head_dim, linear_v_head_dim, linear_conv;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -265,6 +275,11 @@ void stw_model_set_block_dense(StwModelConfig *cfg, guint64 l, gboolean dense);
  * none), else G_MAXUINT64. */
 guint64 stw_model_dense_blocks(const StwModelConfig *cfg);
 guint64 stw_model_dense_prefix(const StwModelConfig *cfg);
+/* Whether block L of CFG mixes by linear attention (FALSE past its blocks), and marking it so;
+ * how many of its blocks do. */
+gboolean stw_model_block_linear(const StwModelConfig *cfg, guint64 l);
+void stw_model_set_block_linear(StwModelConfig *cfg, guint64 l, gboolean linear);
+guint64 stw_model_linear_blocks(const StwModelConfig *cfg);
 
 /* Limits on configurations read from files (hostile input must not allocate without bound). */
 #define STW_MODEL_MAX_POSITION_OFFSET 1024
@@ -344,6 +359,8 @@ typedef enum {
   STW_OP_LOGIT_SOFTCAP,  /* the logits capped: c * tanh(x / c) (Gemma 2) */
   STW_OP_INDEXER,        /* a sparse-attention indexer choosing each query's keys (DeepSeek's
                           * DSA): projections and fp32 scores, forward only */
+  STW_OP_LINEAR_ATTN,    /* a linear attention's mixing (Gated DeltaNet's): convolution, the
+                          * delta rule's chunked recurrence, the gated norm */
   STW_N_OP_KINDS
 } StwOpKind;
 

@@ -20,6 +20,14 @@ except ImportError as e:
     WHY = str(e)
 
 # DeepSeek-V3.2's and GLM-5's blocks at the same small size
+# Qwen3-Next's and Qwen3.5's: four blocks, every other softmax attention (its gate and head norms)
+# and Gated DeltaNet in the rest
+GDN_SMALL = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+             "vocab_size": 128, "max_position_embeddings": 64, "linear_num_key_heads": 2,
+             "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+             "linear_value_head_dim": 16, "linear_conv_kernel_dim": 3,
+             "full_attention_interval": 2}
 DSA_SMALL = {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
              "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 4,
              "num_experts_per_tok": 2, "kv_lora_rank": 16, "q_lora_rank": 24,
@@ -346,6 +354,11 @@ SMALL = {
     "bert-generation": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                         "intermediate_size": 128, "vocab_size": 128,
                         "max_position_embeddings": 64},
+    "qwen3_next": dict(GDN_SMALL, num_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=32, shared_expert_intermediate_size=48),
+    "qwen3_5_text": GDN_SMALL,
+    "qwen3_5_moe_text": dict(GDN_SMALL, num_experts=4, num_experts_per_tok=2,
+                             moe_intermediate_size=32, shared_expert_intermediate_size=48),
 }
 
 
@@ -508,6 +521,21 @@ def variants(kind):
                       {"indexer_types": ["full", "shared", "full"]},
                       {"index_topk_pattern": "FFF"}, {"index_topk_pattern": "FSF"},
                       {"index_topk_freq": 2}, {"index_topk_freq": 2, "index_skip_topk_offset": 9}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):  # linear and softmax blocks
+        for extra in ({"layer_types": ["full_attention", "linear_attention", "full_attention",
+                                       "linear_attention"]},
+                      {"layer_types": ["mamba", "attention", "linear_attention", "attention"]},
+                      {"layer_types": ["full_attention"] * 4},
+                      {"layer_types": ["linear_attention"] * 4},
+                      {"full_attention_interval": 2}, {"full_attention_interval": 1},
+                      {"linear_num_key_heads": 1, "linear_num_value_heads": 3},
+                      {"linear_key_head_dim": 24, "linear_value_head_dim": 8},
+                      {"linear_conv_kernel_dim": 2}, {"head_dim": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "qwen3_next":  # Qwen's dense blocks among the experts'
+        for extra in ({"mlp_only_layers": [0, 2]}, {"decoder_sparse_step": 2},
+                      {"num_experts": 8}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "bert-generation":  # a decoder's cross-attention; token types it has none of
         for extra in ({"add_cross_attention": True, "is_decoder": True},
@@ -764,6 +792,8 @@ class TestHfConfigs(unittest.TestCase):
                     if theirs[1] and heads and heads % theirs[1] != 0 and ours[0] is None and \
                             "kv_heads must divide heads" in ours[1]:
                         continue  # weights transformers builds, and no forward it can run
+                    if ours[0] is None and "linear_k_heads must divide linear_v_heads" in ours[1]:
+                        continue  # the same of Gated DeltaNet's heads (repeat_interleave by 0)
                     hidden = json.loads(text).get("hidden_size")
                     if heads is None and hidden and ours[0] is None and \
                             "heads must divide hidden" in ours[1]:
@@ -785,7 +815,8 @@ class TestHfConfigs(unittest.TestCase):
         # hidden x hidden), and BitNet so (its norm over the heads' output hidden wide); ERNIE
         # 4.5's biased projections beside unbiased experts; Hy V3's MLP biases, as DeepSeek-V2's;
         # Hunyuan's one routed expert and blocks of other top-k; GLM-5's shared indexers;
-        # BertGeneration's cross-attention
+        # BertGeneration's cross-attention; Qwen3-Next's and Qwen3.5's attention_bias, whose
+        # q_proj bias covers the output gate's half
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -805,7 +836,10 @@ class TestHfConfigs(unittest.TestCase):
                                       ("glm_moe_dsa", '{"index_topk_pattern": "FSF"}'),
                                       ("glm_moe_dsa", '{"index_topk_freq": 2}'),
                                       ("bert-generation",
-                                       '{"add_cross_attention": true, "is_decoder": true}')])
+                                       '{"add_cross_attention": true, "is_decoder": true}'),
+                                      ("qwen3_next", "attention_bias"),
+                                      ("qwen3_5_text", "attention_bias"),
+                                      ("qwen3_5_moe_text", "attention_bias")])
 
 
 if __name__ == "__main__":
