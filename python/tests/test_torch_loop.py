@@ -680,6 +680,14 @@ class TestHuggingFace(unittest.TestCase):
                 first_k_dense_replace=1, kv_lora_rank=8, q_lora_rank=12, qk_rope_head_dim=4,
                 qk_nope_head_dim=8, v_head_dim=8, n_group=1, topk_group=1, vocab_size=128,
                 max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "qwen3_next":  # Gated DeltaNet's linear attention in every other block
+            return tf.Qwen3NextForCausalLM(tf.Qwen3NextConfig(
+                num_hidden_layers=4, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                head_dim=16, intermediate_size=64, moe_intermediate_size=16,
+                shared_expert_intermediate_size=16, num_experts=4, num_experts_per_tok=2,
+                linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                linear_value_head_dim=8, full_attention_interval=2, vocab_size=128,
+                max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "bloom":  # ALiBi, a norm over the embeddings
             return tf.BloomForCausalLM(tf.BloomConfig(n_layer=2, hidden_size=32, n_head=2,
                                                       vocab_size=128, bos_token_id=0,
@@ -691,8 +699,9 @@ class TestHuggingFace(unittest.TestCase):
             pad_token_id=0))
 
     def test_models_train_as_plain_pytorch(self):
-        """GPT-2, Llama (tied and untied), BLOOM and DeepSeek-V3 (latent attention, a dense
-        block then experts), each step 2 micro-steps with an evaluation between steps:
+        """GPT-2, Llama (tied and untied), BLOOM, DeepSeek-V3 (latent attention, a dense
+        block then experts) and Qwen3-Next (Gated DeltaNet's linear attention beside softmax
+        attention, experts), each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -709,7 +718,7 @@ class TestHuggingFace(unittest.TestCase):
                 m(input_ids=x[:1])
             return loss
 
-        for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3"):
+        for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
