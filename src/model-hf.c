@@ -117,6 +117,7 @@ typedef enum {
   HF_QWEN3_NEXT,
   HF_QWEN3_5_TEXT,
   HF_QWEN3_5_MOE_TEXT,
+  HF_OLMO_HYBRID,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -146,7 +147,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "hunyuan_v1_moe", "openai-gpt", "diffllama",
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
-                                           NULL };
+                                           "olmo_hybrid", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -247,6 +248,8 @@ typedef struct {
                                      * attribute_map reads into it (GLM-4.7-Flash's head_dim) */
   gboolean reads_linear_attn;       /* Gated DeltaNet's linear attention in the blocks
                                      * layer_types says (read_linear_attn) */
+  gboolean linear_from_heads;       /* its sizes by default from the attention's (OLMo
+                                     * Hybrid's), else Qwen3-Next's */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
   gboolean one_expert_not_modelled; /* experts 1 refused, not modelled: a routed expert beside
@@ -1264,6 +1267,18 @@ static const HfRow hf_rows[] = {
                             .ffn_default = 512, .max_seq_default = 32768,
                             .vocab_default = 248320, .kv_default = 2, .head_dim_default = 256,
                             .reads_tie = TRUE },
+  /* OLMo Hybrid (Ai2): OLMo 2's blocks (norms after attention and the MLP, one RMSNorm over all
+   * the queries and one over all the keys) where one block in four runs softmax attention and
+   * the others Gated DeltaNet (q, k, v, a, b and its gate apart: the same weights as Qwen's
+   * fused projections), as many key and value heads as the attention's by default
+   * (read_linear_attn); the linear blocks' norms, before their mixing and MLP, modelled as the
+   * others' after them (the same parameters and FLOPs) */
+  [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
+                                  .qk_norm = TRUE, .qk_norm_full = TRUE },
+                       .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
+                       .layers_default = 32, .hidden_default = 3840, .heads_default = 30,
+                       .ffn_default = 11008, .max_seq_default = 65536, .vocab_default = 100352,
+                       .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -1847,44 +1862,71 @@ read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
-/* Gated DeltaNet's blocks and sizes into C (Qwen3-Next's and Qwen3.5's defaults): layer_types,
- * one "linear_attention" or "full_attention" a block (their old names "mamba" and "attention"
- * too, as transformers remaps them), else every full_attention_interval-th block softmax
- * attention and the others linear. attention_bias true is refused, not modelled: the bias of
- * q_proj would cover the output gate's half, which stowage's gate (attn_gate) does not bias. */
+/* Gated DeltaNet's blocks and sizes into C by ROW: layer_types, one "linear_attention" or
+ * "full_attention" a block (their old names "mamba" and "attention" too, as transformers remaps
+ * them), else Qwen3-Next's and Qwen3.5's every full_attention_interval-th block softmax
+ * attention and the others linear, or OLMo Hybrid's every fourth block softmax attention and
+ * the last at least (its class refuses a model without blocks of either kind). The sizes:
+ * Qwen's 16 key heads and 32 value heads of 128, a convolution 4 wide; OLMo Hybrid's as many
+ * key and value heads as the attention's (null as absent), a key head 0.75 x hidden / its heads
+ * wide (floored), a value head twice that. Beside Qwen's gated attention, attention_bias true
+ * is refused, not modelled: q_proj's bias would cover the gate's half, which stowage's output
+ * gate (attn_gate) does not bias. */
 static gboolean
-read_linear_attn(const Hf *h, StwModelConfig *c, GError **error)
+read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
-  gboolean bias = FALSE;
+  gboolean bias = FALSE, from_heads = row->linear_from_heads;
   guint64 interval = 4;
-  c->linear_k_heads = 16;
-  c->linear_v_heads = 32;
-  c->linear_k_head_dim = c->linear_v_head_dim = 128;
+  c->linear_k_heads = from_heads ? 0 : 16;
+  c->linear_v_heads = from_heads ? 0 : 32;
+  c->linear_k_head_dim = c->linear_v_head_dim = from_heads ? 0 : 128;
   c->linear_conv = 4;
-  if (!get_u64(h, "linear_num_key_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_k_heads,
+  if (!get_u64(h, "linear_num_key_heads", from_heads, STW_MODEL_MAX_WIDTH, &c->linear_k_heads,
                error) ||
-      !get_u64(h, "linear_num_value_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_heads,
+      !get_u64(h, "linear_num_value_heads", from_heads, STW_MODEL_MAX_WIDTH,
+               &c->linear_v_heads, error) ||
+      !get_u64(h, "linear_key_head_dim", from_heads, STW_MODEL_MAX_WIDTH, &c->linear_k_head_dim,
                error) ||
-      !get_u64(h, "linear_key_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_k_head_dim,
-               error) ||
-      !get_u64(h, "linear_value_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_head_dim,
-               error) ||
+      !get_u64(h, "linear_value_head_dim", from_heads, STW_MODEL_MAX_WIDTH,
+               &c->linear_v_head_dim, error) ||
       !get_u64(h, "linear_conv_kernel_dim", FALSE, 1024, &c->linear_conv, error) ||
       !get_bool(h, "attention_bias", &bias, error))
     return FALSE;
-  if (bias)
+  if (from_heads) {
+    c->linear_k_heads = c->linear_k_heads != 0 ? c->linear_k_heads : c->heads;
+    c->linear_v_heads = c->linear_v_heads != 0 ? c->linear_v_heads : c->heads;
+    if (c->linear_k_head_dim == 0)
+      c->linear_k_head_dim = (guint64)(0.75 * (double)c->hidden / (double)c->linear_k_heads);
+    if (c->linear_v_head_dim == 0)
+      c->linear_v_head_dim = 2 * c->linear_k_head_dim;
+  }
+  if (bias && c->attn_gate)
     return stw_json_fail_at(h->r, "attention_bias", error, "true: q_proj's bias over the "
                             "queries and the output gate is not modelled");
   const cJSON *v = last_member(h->root, "layer_types");
-  if (v == NULL || cJSON_IsNull(v)) {
+  if (v != NULL && !cJSON_IsNull(v)) {
+    if (!read_layer_types(h, v, c, error))
+      return FALSE;
+  } else if (from_heads) {
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_linear(c, l, l % 4 != 3);
+    if (c->layers < 4) /* no fourth block: the last one softmax attention */
+      stw_model_set_block_linear(c, c->layers - 1, FALSE);
+  } else {
     if (!get_u64(h, "full_attention_interval", FALSE, STW_MODEL_MAX_LAYERS, &interval, error))
       return FALSE;
     for (guint64 l = 0; l < c->layers; l++)
       stw_model_set_block_linear(c, l, (l + 1) % interval != 0);
-  } else if (!read_layer_types(h, v, c, error)) {
-    return FALSE;
   }
-  if (stw_model_linear_blocks(c) == 0) /* softmax attention in every block: no sizes */
+  guint64 n = stw_model_linear_blocks(c);
+  if (from_heads && (n == 0 || n == c->layers))
+    return stw_json_fail_at(h->r, v != NULL && !cJSON_IsNull(v) ? "layer_types"
+                                                                : "num_hidden_layers",
+                            error, "%s: %s's class expects blocks of both linear and softmax "
+                            "attention (transformers refuses the model)",
+                            n == 0 ? "no block of linear attention" : "no block of attention",
+                            h->type);
+  if (n == 0) /* softmax attention in every block: no sizes */
     c->linear_k_heads = c->linear_v_heads = c->linear_k_head_dim = c->linear_v_head_dim =
         c->linear_conv = 0;
   return TRUE;
@@ -2230,7 +2272,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   }
   if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
     return FALSE;
-  if (row->reads_linear_attn && !read_linear_attn(h, &c, error))
+  if (row->reads_linear_attn && !read_linear_attn(h, row, &c, error))
     return FALSE;
   gboolean post_norm = c.norms == STW_NORMS_BOTH;
   if (row->post_norm_member != NULL) {

@@ -1181,7 +1181,24 @@ test_linear_attention(void)
       "$.full_attention_interval: 0 is out of range" },
     { "{\"model_type\": \"qwen3_next\", \"linear_num_value_heads\": 24}",
       "linear_k_heads must divide linear_v_heads" },
+    { "{\"model_type\": \"olmo_hybrid\", \"num_hidden_layers\": 1}",
+      "$.num_hidden_layers: no block of linear attention: olmo_hybrid's class expects blocks of "
+      "both linear and softmax attention (transformers refuses the model)" },
+    { "{\"model_type\": \"olmo_hybrid\", \"num_hidden_layers\": 2, \"layer_types\": "
+      "[\"linear_attention\", \"linear_attention\"]}",
+      "$.layer_types: no block of attention: olmo_hybrid's class expects blocks of both" },
   };
+  /* OLMo Hybrid's sizes from its attention's: 6 heads of 64 -> key heads 0.75 x 384 / 6 = 48
+   * wide, value heads 96; its last block softmax attention where it has fewer than four */
+  StwModelConfig oh;
+  resolve_text(dir,
+               "{\"model_type\": \"olmo_hybrid\", \"num_hidden_layers\": 3, \"hidden_size\": 384, "
+               "\"num_attention_heads\": 6, \"linear_num_value_heads\": null}",
+               &oh);
+  g_assert_true(oh.linear_k_heads == 6 && oh.linear_v_heads == 6 &&
+                oh.linear_k_head_dim == 48 && oh.linear_v_head_dim == 96);
+  g_assert_true(stw_model_block_linear(&oh, 0) && stw_model_block_linear(&oh, 1) &&
+                !stw_model_block_linear(&oh, 2));
   assert_refused(path, cases, G_N_ELEMENTS(cases));
   g_rmdir(dir);
 }
@@ -1398,6 +1415,7 @@ test_hf_family_defaults(void)
     { "qwen3_next", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(79674391296), TRUE, FALSE },
     { "qwen3_5_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8953803264), TRUE, FALSE },
     { "qwen3_5_moe_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(34660610688), TRUE, FALSE },
+    { "olmo_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7430870688), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1442,17 +1460,20 @@ test_hf_family_defaults(void)
                                            g_str_has_prefix(cases[i].type, "qwen3_5"));
     g_assert_cmpint(stw_model_linear_blocks(&cfg) != 0, ==,
                     g_str_has_prefix(cases[i].type, "qwen3_next") ||
-                        g_str_has_prefix(cases[i].type, "qwen3_5"));
+                        g_str_has_prefix(cases[i].type, "qwen3_5") ||
+                        strcmp(cases[i].type, "olmo_hybrid") == 0);
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);
     /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
-     * after them only, CodeGen's one norm both branches read */
+     * and OLMo Hybrid's after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
     gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0 ||
                     strcmp(type, "afmoe") == 0;
     g_assert_cmpint(cfg.norms, ==, both                              ? STW_NORMS_BOTH
-                                   : strcmp(type, "flex_olmo") == 0 ? STW_NORMS_POST
+                                   : strcmp(type, "flex_olmo") == 0 ||
+                                           strcmp(type, "olmo_hybrid") == 0
+                                       ? STW_NORMS_POST
                                    : strcmp(type, "codegen") == 0 ||
                                            strcmp(type, "cohere2_moe") == 0
                                        ? STW_NORMS_SHARED

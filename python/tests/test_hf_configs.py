@@ -359,6 +359,9 @@ SMALL = {
     "qwen3_5_text": GDN_SMALL,
     "qwen3_5_moe_text": dict(GDN_SMALL, num_experts=4, num_experts_per_tok=2,
                              moe_intermediate_size=32, shared_expert_intermediate_size=48),
+    "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
+                    "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
 }
 
 
@@ -532,6 +535,16 @@ def variants(kind):
                       {"linear_num_key_heads": 1, "linear_num_value_heads": 3},
                       {"linear_key_head_dim": 24, "linear_value_head_dim": 8},
                       {"linear_conv_kernel_dim": 2}, {"head_dim": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
+        for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
+                      {"linear_key_head_dim": 12}, {"linear_value_head_dim": None},
+                      {"linear_num_key_heads": None, "linear_key_head_dim": 16},
+                      {"linear_conv_kernel_dim": 2}, {"num_hidden_layers": 3},
+                      {"num_hidden_layers": 8}, {"attention_bias": True},
+                      {"layer_types": ["linear_attention", "full_attention", "linear_attention",
+                                       "full_attention", "full_attention"]},
+                      {"num_key_value_heads": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "qwen3_next":  # Qwen's dense blocks among the experts'
         for extra in ({"mlp_only_layers": [0, 2]}, {"decoder_sparse_step": 2},
