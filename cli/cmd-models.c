@@ -147,12 +147,22 @@ print_config_file(const char *file, gboolean json)
   g_string_free(biases, TRUE);
   if (stw_model_linear_blocks(&c) != 0) {
     g_autofree char *runs = block_runs(&c, stw_model_block_linear);
-    printf("linear attention: Gated DeltaNet in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
-           " blocks (%s): %" G_GUINT64_FORMAT " key heads of %" G_GUINT64_FORMAT ", %"
-           G_GUINT64_FORMAT " value heads of %" G_GUINT64_FORMAT ", a convolution %"
-           G_GUINT64_FORMAT " wide; softmax attention in the others\n",
-           stw_model_linear_blocks(&c), c.layers, runs, c.linear_k_heads, c.linear_k_head_dim,
-           c.linear_v_heads, c.linear_v_head_dim, c.linear_conv);
+    if (c.linear_kind == STW_LINEAR_MAMBA2)
+      printf("linear attention: Mamba-2 in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
+             " blocks (%s): %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
+             G_GUINT64_FORMAT " group%s of B and C, a state of %" G_GUINT64_FORMAT
+             ", a convolution %" G_GUINT64_FORMAT " wide%s%s; softmax attention in the others\n",
+             stw_model_linear_blocks(&c), c.layers, runs, c.linear_v_heads, c.linear_v_head_dim,
+             c.linear_k_heads, c.linear_k_heads == 1 ? "" : "s", c.linear_k_head_dim,
+             c.linear_conv, c.linear_conv_bias ? ", biased" : "",
+             c.linear_proj_bias ? ", projections biased" : "");
+    else
+      printf("linear attention: Gated DeltaNet in %" G_GUINT64_FORMAT " of the %"
+             G_GUINT64_FORMAT " blocks (%s): %" G_GUINT64_FORMAT " key heads of %"
+             G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " value heads of %" G_GUINT64_FORMAT
+             ", a convolution %" G_GUINT64_FORMAT " wide; softmax attention in the others\n",
+             stw_model_linear_blocks(&c), c.layers, runs, c.linear_k_heads, c.linear_k_head_dim,
+             c.linear_v_heads, c.linear_v_head_dim, c.linear_conv);
   }
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

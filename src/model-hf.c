@@ -118,6 +118,7 @@ typedef enum {
   HF_QWEN3_5_TEXT,
   HF_QWEN3_5_MOE_TEXT,
   HF_OLMO_HYBRID,
+  HF_GRANITEMOEHYBRID,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -147,7 +148,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "hunyuan_v1_moe", "openai-gpt", "diffllama",
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
-                                           "olmo_hybrid", NULL };
+                                           "olmo_hybrid", "granitemoehybrid", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -250,6 +251,10 @@ typedef struct {
                                      * layer_types says (read_linear_attn) */
   gboolean linear_from_heads;       /* its sizes by default from the attention's (OLMo
                                      * Hybrid's), else Qwen3-Next's */
+  gboolean linear_mamba2;           /* Mamba-2's mixer in those blocks instead, by the mamba_*
+                                     * members (read_mamba2) */
+  gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
+                                     * (Granite 4.0's dense hybrids) */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
   gboolean one_expert_not_modelled; /* experts 1 refused, not modelled: a routed expert beside
@@ -1273,6 +1278,19 @@ static const HfRow hf_rows[] = {
    * fused projections), as many key and value heads as the attention's by default
    * (read_linear_attn); the linear blocks' norms, before their mixing and MLP, modelled as the
    * others' after them (the same parameters and FLOPs) */
+  /* Granite 4.0's hybrids (IBM): Granite MoE's blocks with a shared MLP
+   * (shared_intermediate_size wide) beside num_local_experts experts (0: the shared MLP alone),
+   * and in the blocks layer_types names "mamba" (all by default) Mamba-2's mixer in attention's
+   * place (read_mamba2); its multipliers and position_embedding_type change no weight */
+  [HF_GRANITEMOEHYBRID] = { .shape = { .arch = STW_ARCH_LLAMA },
+                            .experts_member = "num_local_experts", .experts_default = 8,
+                            .experts_per_token_default = 2, .experts_zero_dense = TRUE,
+                            .shared_width_member = "shared_intermediate_size",
+                            .shared_width_default = 1024, .reads_linear_attn = TRUE,
+                            .linear_mamba2 = TRUE, .layers_default = 32, .hidden_default = 4096,
+                            .heads_default = 32, .ffn_default = 11008, .max_seq_default = 2048,
+                            .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                            .reads_attention_bias = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -1862,7 +1880,67 @@ read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
-/* Gated DeltaNet's blocks and sizes into C by ROW: layer_types, one "linear_attention" or
+/* C without a linear block: attention in every block, no linear sizes (which would be refused
+ * without blocks to use them). */
+static void
+no_linear_sizes(StwModelConfig *c)
+{
+  c->linear_k_heads = c->linear_v_heads = c->linear_k_head_dim = c->linear_v_head_dim = 0;
+  c->linear_conv = 0;
+  c->linear_kind = STW_LINEAR_GDN;
+  c->linear_conv_bias = c->linear_proj_bias = FALSE;
+}
+
+/* Mamba-2's mixer (Granite 4.0's hybrids) into C: mamba_n_heads (128) heads over an inner width
+ * of mamba_expand (2) x hidden, which they must divide as transformers requires, each
+ * mamba_d_head wide ("auto": inner / heads; another width is refused, its forward runs only where
+ * heads x head_dim is the inner width), mamba_n_groups (1) groups of B and C of mamba_d_state
+ * (256), a convolution mamba_d_conv (4) wide biased where mamba_conv_bias (true), projections
+ * biased where mamba_proj_bias (false); in the blocks layer_types names "mamba" (every block by
+ * default). */
+static gboolean
+read_mamba2(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 heads = 128, groups = 1, state = 256, expand = 2, head_dim = 0;
+  c->linear_kind = STW_LINEAR_MAMBA2;
+  c->linear_conv = 4;
+  c->linear_conv_bias = TRUE;
+  c->linear_proj_bias = FALSE;
+  const cJSON *dh = last_member(h->root, "mamba_d_head");
+  gboolean auto_head = dh == NULL || (cJSON_IsString(dh) && strcmp(dh->valuestring, "auto") == 0);
+  if (!get_u64(h, "mamba_n_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
+      !get_u64(h, "mamba_n_groups", FALSE, STW_MODEL_MAX_WIDTH, &groups, error) ||
+      !get_u64(h, "mamba_d_state", FALSE, STW_MODEL_MAX_WIDTH, &state, error) ||
+      !get_u64(h, "mamba_expand", FALSE, 64, &expand, error) ||
+      !get_u64(h, "mamba_d_conv", FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, "mamba_conv_bias", &c->linear_conv_bias, error) ||
+      !get_bool(h, "mamba_proj_bias", &c->linear_proj_bias, error) ||
+      (!auto_head && !get_u64(h, "mamba_d_head", FALSE, STW_MODEL_MAX_WIDTH, &head_dim, error)))
+    return FALSE;
+  guint64 inner = expand * c->hidden;
+  if (inner % heads != 0)
+    return stw_json_fail_at(h->r, "mamba_n_heads", error, "%" G_GUINT64_FORMAT " heads do not "
+                            "divide mamba_expand x hidden_size (%" G_GUINT64_FORMAT "): "
+                            "transformers refuses it", heads, inner);
+  if (!auto_head && head_dim * heads != inner)
+    return stw_json_fail_at(h->r, "mamba_d_head", error, "%" G_GUINT64_FORMAT " a head, %"
+                            G_GUINT64_FORMAT " heads: the mixer's forward runs only where heads "
+                            "x head width is mamba_expand x hidden_size (%" G_GUINT64_FORMAT "); "
+                            "not modelled", head_dim, heads, inner);
+  c->linear_k_heads = groups;
+  c->linear_k_head_dim = state;
+  c->linear_v_heads = heads;
+  c->linear_v_head_dim = inner / heads;
+  const cJSON *v = last_member(h->root, "layer_types");
+  if (v != NULL && !cJSON_IsNull(v))
+    return read_layer_types(h, v, c, error);
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, TRUE);
+  return TRUE;
+}
+
+/* The linear blocks and their sizes into C by ROW: Mamba-2's by read_mamba2, Gated DeltaNet's
+ * here: layer_types, one "linear_attention" or
  * "full_attention" a block (their old names "mamba" and "attention" too, as transformers remaps
  * them), else Qwen3-Next's and Qwen3.5's every full_attention_interval-th block softmax
  * attention and the others linear, or OLMo Hybrid's every fourth block softmax attention and
@@ -1877,6 +1955,13 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
 {
   gboolean bias = FALSE, from_heads = row->linear_from_heads;
   guint64 interval = 4;
+  if (row->linear_mamba2) {
+    if (!read_mamba2(h, c, error))
+      return FALSE;
+    if (stw_model_linear_blocks(c) == 0)
+      no_linear_sizes(c);
+    return TRUE;
+  }
   c->linear_k_heads = from_heads ? 0 : 16;
   c->linear_v_heads = from_heads ? 0 : 32;
   c->linear_k_head_dim = c->linear_v_head_dim = from_heads ? 0 : 128;
@@ -1926,9 +2011,8 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
                             "attention (transformers refuses the model)",
                             n == 0 ? "no block of linear attention" : "no block of attention",
                             h->type);
-  if (n == 0) /* softmax attention in every block: no sizes */
-    c->linear_k_heads = c->linear_v_heads = c->linear_k_head_dim = c->linear_v_head_dim =
-        c->linear_conv = 0;
+  if (n == 0)
+    no_linear_sizes(c);
   return TRUE;
 }
 
@@ -2209,7 +2293,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     if ((c.shared_expert_ffn != 0 &&
          !get_u64(h, "shared_expert_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                   &c.shared_expert_ffn, error)) ||
-        !get_u64(h, row->experts_member, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
+        !get_whole(h, row->experts_member, FALSE, row->experts_zero_dense ? 0 : 1,
+                   STW_MODEL_MAX_EXPERTS, &c.experts, error) ||
         (row->experts_alias != NULL &&
          !get_u64(h, row->experts_alias, FALSE, STW_MODEL_MAX_EXPERTS, &c.experts, error)) ||
         (row->experts_per_token_member != NULL && !row->experts_per_token_by_layer &&
@@ -2264,6 +2349,11 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
                      &c.shared_expert_ffn, error))
         return FALSE;
       c.shared_expert_ungated = c.shared_expert_ffn != 0;
+    }
+    if (row->experts_zero_dense && c.experts == 0) { /* the shared MLP alone: a dense one */
+      c.ffn = c.shared_expert_ffn;
+      c.shared_expert_ffn = c.experts_per_token = 0;
+      c.shared_expert_ungated = FALSE;
     }
     if (c.experts < 2) /* a dense MLP in every block: none among experts */
       memset(c.dense_blocks, 0, sizeof c.dense_blocks);

@@ -369,6 +369,12 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
               "head width at most 1048576, and linear_conv 1 to 1024";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_v_heads % c->linear_k_heads != 0)
     problem = "linear_k_heads must divide linear_v_heads";
+  else if ((guint)c->linear_kind >= STW_N_LINEAR_KINDS ||
+           ((c->linear_kind != STW_LINEAR_GDN || c->linear_conv_bias || c->linear_proj_bias) &&
+            mask_count(c->linear_blocks) == 0))
+    problem = "linear_kind, linear_conv_bias and linear_proj_bias go with linear_blocks";
+  else if ((c->linear_conv_bias || c->linear_proj_bias) && c->linear_kind != STW_LINEAR_MAMBA2)
+    problem = "linear_conv_bias and linear_proj_bias are Mamba-2's (linear_kind mamba2)";
   else if ((c->no_pooler || c->no_token_types) && c->arch != STW_ARCH_BERT)
     problem = "pooler and token_types 0 are bert's";
   else if (c->no_token_types && c->token_types != 0)
@@ -434,7 +440,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "attn_fp32",                                                                               \
       "shared_expert_gate", "dense_layers", "dense_blocks", "dense_ffn", "kv_lora_rank",         \
       "linear_blocks", "linear_k_heads", "linear_v_heads", "linear_k_head_dim",                  \
-      "linear_v_head_dim", "linear_conv",                                                        \
+      "linear_v_head_dim", "linear_conv", "linear_kind", "linear_conv_bias", "linear_proj_bias", \
       "q_lora_rank",                                                                             \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
@@ -502,6 +508,7 @@ static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
+  int linear_kind = (int)c->linear_kind;
   gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm,
            pooler = !c->no_pooler;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
@@ -542,6 +549,10 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "linear_v_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->linear_v_head_dim, error) ||
       !stw_json_get_u64(r, obj, "linear_conv", FALSE, 1, 1024, &c->linear_conv, error) ||
+      !stw_json_get_enum(r, obj, "linear_kind", FALSE, stw_linear_kind_names, &linear_kind,
+                         error) ||
+      !stw_json_get_bool(r, obj, "linear_conv_bias", FALSE, &c->linear_conv_bias, error) ||
+      !stw_json_get_bool(r, obj, "linear_proj_bias", FALSE, &c->linear_proj_bias, error) ||
       !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->dense_ffn, error) ||
       !stw_json_get_u64(r, obj, "kv_lora_rank", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->kv_lora_rank,
@@ -560,6 +571,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
     return FALSE;
   c->norms = (StwNorms)norms;
   c->norm_type = (StwNormType)norm_type;
+  c->linear_kind = (StwLinearKind)linear_kind;
   if (cJSON_GetObjectItemCaseSensitive(obj, "token_types") != NULL && c->token_types == 0)
     c->no_token_types = TRUE; /* 0 written: none at all (absent: the usual 2) */
   c->activation = (StwActivation)activation;
@@ -689,6 +701,12 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "linear_k_head_dim", c->linear_k_head_dim);
     stw_json_add_u64(o, "linear_v_head_dim", c->linear_v_head_dim);
     stw_json_add_u64(o, "linear_conv", c->linear_conv);
+    if (c->linear_kind != STW_LINEAR_GDN)
+      cJSON_AddStringToObject(o, "linear_kind", stw_linear_kind_names[c->linear_kind]);
+    if (c->linear_conv_bias)
+      cJSON_AddBoolToObject(o, "linear_conv_bias", TRUE);
+    if (c->linear_proj_bias)
+      cJSON_AddBoolToObject(o, "linear_proj_bias", TRUE);
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
@@ -1236,22 +1254,51 @@ typedef struct {
   Ids down, norms, up, indexer;
 } Mla;
 
-/* Gated DeltaNet's weights in a block (Qwen3.5's names): the input's projections, what the
- * mixing op reads (the convolution, each value head's decay bias and rate, the gated norm) and
- * the output projection. */
+/* A linear block's weights: the input's projections, what the mixing op reads (the convolution,
+ * each head's decay and step, the gated norm) and the output projection. */
 typedef struct {
   Ids in, mix, out;
 } Gdn;
 
-/* The chunk Gated DeltaNet's kernels run its recurrence in (flash-linear-attention's 64). */
+/* The chunk Gated DeltaNet's kernels run its recurrence in (flash-linear-attention's 64), and
+ * Mamba-2's scan (its configurations' mamba_chunk_size, 256). */
 #define GDN_CHUNK 64
+#define MAMBA2_CHUNK 256
 
+/* What the input's projection writes in a linear block of C: Gated DeltaNet's queries, keys,
+ * values, gate and two scalars a value head; Mamba-2's x, z, B, C and one step a head. */
+static guint64
+linear_in_width(const StwModelConfig *c)
+{
+  guint64 kd = c->linear_k_heads * c->linear_k_head_dim;
+  guint64 vd = c->linear_v_heads * c->linear_v_head_dim;
+  return 2 * kd + 2 * vd + (c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2) * c->linear_v_heads;
+}
+
+/* The weights (Qwen3.5's names for Gated DeltaNet, Granite 4.0's for Mamba-2). */
 static void
 gdn_params(Builder *b, const char *p, Gdn *g)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, kd = c->linear_k_heads * c->linear_k_head_dim;
   guint64 vd = c->linear_v_heads * c->linear_v_head_dim, hv = c->linear_v_heads;
+  if (c->linear_kind == STW_LINEAR_MAMBA2) {
+    g_autofree char *m = g_strconcat(p, ".mamba", NULL);
+    named(b, &g->in, linear_in_width(c), d, m, "in_proj.weight");
+    if (c->linear_proj_bias)
+      named(b, &g->in, linear_in_width(c), 0, m, "in_proj.bias");
+    named(b, &g->mix, 2 * kd + vd, c->linear_conv, m, "conv1d.weight");
+    if (c->linear_conv_bias)
+      named(b, &g->mix, 2 * kd + vd, 0, m, "conv1d.bias");
+    named(b, &g->mix, hv, 0, m, "dt_bias");
+    named(b, &g->mix, hv, 0, m, "A_log");
+    named(b, &g->mix, hv, 0, m, "D");
+    named(b, &g->mix, vd, 0, m, "norm.weight");
+    named(b, &g->out, d, vd, m, "out_proj.weight");
+    if (c->linear_proj_bias)
+      named(b, &g->out, d, 0, m, "out_proj.bias");
+    return;
+  }
   g_autofree char *la = g_strconcat(p, ".linear_attn", NULL);
   named(b, &g->in, 2 * kd + vd, d, la, "in_proj_qkv.weight");
   named(b, &g->in, vd, d, la, "in_proj_z.weight");
@@ -1264,33 +1311,42 @@ gdn_params(Builder *b, const char *p, Gdn *g)
   named(b, &g->out, d, vd, la, "out_proj.weight");
 }
 
-/* Its ops, the first returned: the input's projection; the mixing (the causal depthwise
- * convolution and its SiLU over queries, keys and values, the queries and keys L2-normed, each
- * value head's decay and rate, the delta rule's recurrence in chunks of GDN_CHUNK tokens: within
- * a chunk an attention-like product of its queries and keys and the keys' own triangular
- * system, across chunks the state of k x v a head read and updated; the output RMS-normed per
- * head and gated by SiLU(z)); then the output projection, left to the caller. Kept for
- * backward: the convolution's output, the chunks' triangular matrices (fp32), the decays and
- * rates, the recurrence's output before its norm; the states are recomputed. */
+/* Its ops, the first returned: the input's projection; the mixing; then the output projection,
+ * left to the caller. Gated DeltaNet's mixing: the causal depthwise convolution and its SiLU
+ * over queries, keys and values, the queries and keys L2-normed, each value head's decay and
+ * rate, the delta rule's recurrence in chunks of GDN_CHUNK tokens (within a chunk an
+ * attention-like product of its queries and keys and the keys' own triangular system, across
+ * chunks the state of k x v a head read and updated), the output RMS-normed per head and gated
+ * by SiLU(z). Kept for backward: the convolution's output, the chunks' triangular matrices
+ * (fp32), the decays and rates, the recurrence's output before its norm; the states are
+ * recomputed. Mamba-2's: the convolution and its SiLU over x, B and C, the step's softplus, the
+ * scan in chunks of MAMBA2_CHUNK (within a chunk C B^T and its product with x, across chunks the
+ * state of state x head_dim a head), the skip D x, the RMSNorm gated by SiLU(z); kept alike,
+ * the chunks' cumulative decays (fp32) in the triangular matrices' place. */
 static StwGraphOp *
 gdn_ops(Builder *b, gint32 l, const Gdn *g)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, hk = c->linear_k_heads, hv = c->linear_v_heads;
   guint64 dk = c->linear_k_head_dim, dv = c->linear_v_head_dim, T = b->T, e = b->e;
-  guint64 kd = hk * dk, vd = hv * dv, conv = 2 * kd + vd, in_w = conv + vd + 2 * hv;
-  guint64 chunks = b->g->batch * ((b->g->seq + GDN_CHUNK - 1) / GDN_CHUNK);
+  guint64 kd = hk * dk, vd = hv * dv, conv = 2 * kd + vd, in_w = linear_in_width(c);
+  gboolean mamba = c->linear_kind == STW_LINEAR_MAMBA2;
+  guint64 chunk = mamba ? MAMBA2_CHUNK : GDN_CHUNK;
+  guint64 chunks = b->g->batch * ((b->g->seq + chunk - 1) / chunk);
   StwGraphOp *in = linear(b, l, STW_OP_ATTN_QKV, "attn.in_proj", d, in_w, g->in.n, g->in.id);
   StwGraphOp *mix = op(b, l, STW_OP_LINEAR_ATTN, "attn.linear");
   op_params(mix, g->mix.n, g->mix.id);
-  /* the keys (and queries) repeated to every value head: per value head and token, a chunk's
-   * products 2 C (2 dk + dv) and the state's three k x v products */
-  mix->flops = 2 * T * conv * c->linear_conv +
-               T * hv * (2 * GDN_CHUNK * (2 * dk + dv) + 6 * dk * dv) + 10 * T * vd;
+  /* the keys (B) repeated to every value head: per head and token, a chunk's products and the
+   * state's k x v products (Gated DeltaNet's 2 C (2 dk + dv) and three; Mamba-2's 2 C (dk + dv)
+   * and two) */
+  mix->flops = 2 * T * conv * c->linear_conv + 10 * T * vd +
+               (mamba ? T * hv * (2 * chunk * (dk + dv) + 4 * dk * dv)
+                      : T * hv * (2 * chunk * (2 * dk + dv) + 6 * dk * dv));
   mix->in_bytes = T * in_w * e;
   mix->out_bytes = T * vd * e;
   mix->saves_input = TRUE;
-  mix->saved_extra_bytes = T * conv * e + T * hv * GDN_CHUNK * 4 + T * hv * 8 + T * vd * e;
+  mix->saved_extra_bytes = T * conv * e + T * hv * (mamba ? 4 : chunk * 4) + T * hv * 8 +
+                           T * vd * e;
   mix->work_bytes = chunks * hv * dk * dv * 4; /* the chunks' states */
   mix->bwd_work_bytes = 2 * mix->work_bytes;
   return in;

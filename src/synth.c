@@ -369,13 +369,18 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_LOGIT_SOFTCAP: /* x / c, tanh, * c: three kernels over the logits */
     x = (Eager){ 4 * e * in, 5 * e * in, 3, 3 };
     break;
-  case STW_OP_LINEAR_ATTN: { /* Gated DeltaNet as transformers runs it with
-                              * flash-linear-attention's kernels: the convolution and its SiLU
-                              * (2), the decay and rate op by op (5), the chunked delta rule's
-                              * kernels (7; backward 12), its output RMS-normed and gated in
-                              * fp32 op by op as an RMSNorm is (8; 12) */
-    double o = out, conv = in - out - 2 * T * (double)c->linear_v_heads;
-    x = (Eager){ o * (28 + 2 * e) + conv * 2 * e, o * (52 + 4 * e) + conv * 3 * e, 22, 34 };
+  case STW_OP_LINEAR_ATTN: {
+    double o = out, scalars = c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2;
+    double conv = in - out - scalars * T * (double)c->linear_v_heads;
+    if (c->linear_kind == STW_LINEAR_MAMBA2) /* as transformers runs Mamba-2 with mamba_ssm's
+                                              * kernels: the convolution (1), the step (2),
+                                              * the chunked scan (5; backward 10), the gated
+                                              * norm fused (1; 2) */
+      x = (Eager){ conv * 2 * e, conv * 3 * e, 9, 15 };
+    else /* Gated DeltaNet with flash-linear-attention's kernels: the convolution and its SiLU
+          * (2), the decay and rate op by op (5), the chunked delta rule's kernels (7; backward
+          * 12), its output RMS-normed and gated in fp32 op by op as an RMSNorm is (8; 12) */
+      x = (Eager){ o * (28 + 2 * e) + conv * 2 * e, o * (52 + 4 * e) + conv * 3 * e, 22, 34 };
     break;
   }
   case STW_OP_LOSS: /* logits.float(), then log_softmax and the loss in fp32 */

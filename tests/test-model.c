@@ -636,6 +636,19 @@ typedef struct {
   const char *json, *says;
 } Refusal;
 
+/* C written in stowage's format, its text holding SAYS, and read back into *BACK with the same
+ * parameters. */
+static void
+round_trip(const StwModelConfig *c, const char *says, StwModelConfig *back)
+{
+  cJSON *j = stw_model_config_to_json(c, TRUE);
+  g_autofree char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  g_assert_nonnull(strstr(text, says));
+  g_assert_true(stw_model_config_parse("back.json", text, strlen(text), back, NULL));
+  g_assert_cmpuint(stw_model_param_count(back), ==, stw_model_param_count(c));
+}
+
 /* Each of CASES written to PATH is refused, saying what it says. */
 static void
 assert_refused(const char *path, const Refusal *cases, gsize n)
@@ -1128,15 +1141,10 @@ test_linear_attention(void)
   g_assert_cmpstr(names->str, ==, "attn.in_proj attn.linear attn.out_proj ");
   g_string_free(names, TRUE);
   /* stowage's format: the linear blocks by their indices, and back */
-  cJSON *j = stw_model_config_to_json(&q, TRUE);
-  g_autofree char *text = cJSON_PrintUnformatted(j);
-  cJSON_Delete(j);
-  g_assert_nonnull(strstr(text, "\"linear_blocks\":[0,2],\"linear_k_heads\":2,"
-                                "\"linear_v_heads\":4,\"linear_k_head_dim\":8,"
-                                "\"linear_v_head_dim\":16,\"linear_conv\":3"));
   StwModelConfig back;
-  g_assert_true(stw_model_config_parse("q.json", text, strlen(text), &back, NULL));
-  g_assert_cmpuint(stw_model_param_count(&back), ==, stw_model_param_count(&q));
+  round_trip(&q, "\"linear_blocks\":[0,2],\"linear_k_heads\":2,\"linear_v_heads\":4,"
+                 "\"linear_k_head_dim\":8,\"linear_v_head_dim\":16,\"linear_conv\":3",
+             &back);
   g_assert_true(memcmp(back.linear_blocks, q.linear_blocks, sizeof q.linear_blocks) == 0);
   static const struct {
     const char *with, *says;
@@ -1187,6 +1195,16 @@ test_linear_attention(void)
     { "{\"model_type\": \"olmo_hybrid\", \"num_hidden_layers\": 2, \"layer_types\": "
       "[\"linear_attention\", \"linear_attention\"]}",
       "$.layer_types: no block of attention: olmo_hybrid's class expects blocks of both" },
+    { "{\"model_type\": \"granitemoehybrid\", \"mamba_n_heads\": 100}",
+      "$.mamba_n_heads: 100 heads do not divide mamba_expand x hidden_size (8192): transformers "
+      "refuses it" },
+    { "{\"model_type\": \"granitemoehybrid\", \"mamba_d_head\": 32}",
+      "$.mamba_d_head: 32 a head, 128 heads: the mixer's forward runs only where heads x head "
+      "width is mamba_expand x hidden_size (8192); not modelled" },
+    { "{\"model_type\": \"granitemoehybrid\", \"mamba_d_head\": \"big\"}",
+      "$.mamba_d_head: expected" },
+    { "{\"model_type\": \"granitemoehybrid\", \"mamba_n_groups\": 3}",
+      "linear_k_heads must divide linear_v_heads" },
   };
   /* OLMo Hybrid's sizes from its attention's: 6 heads of 64 -> key heads 0.75 x 384 / 6 = 48
    * wide, value heads 96; its last block softmax attention where it has fewer than four */
@@ -1199,6 +1217,42 @@ test_linear_attention(void)
                 oh.linear_k_head_dim == 48 && oh.linear_v_head_dim == 96);
   g_assert_true(stw_model_block_linear(&oh, 0) && stw_model_block_linear(&oh, 1) &&
                 !stw_model_block_linear(&oh, 2));
+  /* Mamba-2 (a small Granite 4.0 hybrid without experts: its shared MLP a dense one): 4 heads
+   * over 2 x 32 = 64 inner, 2 groups of B and C of 8, a convolution 3 wide with its bias */
+  StwModelConfig m2;
+  resolve_text(dir,
+               "{\"model_type\": \"granitemoehybrid\", \"num_hidden_layers\": 2, \"hidden_size\": 32, "
+               "\"num_attention_heads\": 2, \"intermediate_size\": 48, \"shared_intermediate_size\": "
+               "40, \"num_local_experts\": 0, \"vocab_size\": 100, \"mamba_n_heads\": 4, "
+               "\"mamba_n_groups\": 2, \"mamba_d_state\": 8, \"mamba_d_conv\": 3, \"layer_types\": "
+               "[\"mamba\", \"attention\"]}",
+               &m2);
+  g_assert_cmpint(m2.linear_kind, ==, STW_LINEAR_MAMBA2);
+  g_assert_true(m2.linear_conv_bias && !m2.linear_proj_bias);
+  g_assert_cmpuint(stw_model_experts(&m2), ==, 1);
+  g_assert_cmpuint(m2.ffn, ==, 40);
+  g_autoptr(StwModelGraph) mg = stw_model_graph_new(&m2, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  guint64 mixer = 0;
+  for (guint i = 0; i < mg->tensors->len; i++) {
+    const StwGraphTensor *x = mg->tensors->pdata[i];
+    if (g_str_has_prefix(x->name, "layers.0.mamba."))
+      mixer += x->numel;
+  }
+  /* in_proj 32 -> x and z (64 each), B and C (2 x 2 x 8), a step a head (4): 164 x 32; the
+   * convolution over 64 + 32 = 96 channels, 3 wide, and its bias; dt_bias, A_log, D; the norm
+   * 64; out_proj 64 -> 32 */
+  g_assert_cmpuint(mixer, ==, 164 * 32 + 96 * 3 + 96 + 3 * 4 + 64 + 32 * 64);
+  for (guint i = 0; i < mg->ops->len; i++) {
+    const StwGraphOp *o = mg->ops->pdata[i];
+    if (o->kind == STW_OP_LINEAR_ATTN) /* T = 16 in one chunk of 256: 2 T 96 x 3, 10 T 64, and
+                                        * each head's 2 x 256 (8 + 16) + 4 x 8 x 16 */
+      g_assert_cmpuint(o->flops, ==, 2 * 16 * 96 * 3 + 10 * 16 * 64 +
+                                         16 * 4 * (2 * 256 * 24 + 4 * 8 * 16));
+  }
+  StwModelConfig m2back;
+  round_trip(&m2, "\"linear_conv\":3,\"linear_kind\":\"mamba2\",\"linear_conv_bias\":true",
+             &m2back);
   assert_refused(path, cases, G_N_ELEMENTS(cases));
   g_rmdir(dir);
 }
@@ -1416,6 +1470,7 @@ test_hf_family_defaults(void)
     { "qwen3_5_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8953803264), TRUE, FALSE },
     { "qwen3_5_moe_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(34660610688), TRUE, FALSE },
     { "olmo_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7430870688), TRUE, FALSE },
+    { "granitemoehybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(38601064448), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1461,7 +1516,8 @@ test_hf_family_defaults(void)
     g_assert_cmpint(stw_model_linear_blocks(&cfg) != 0, ==,
                     g_str_has_prefix(cases[i].type, "qwen3_next") ||
                         g_str_has_prefix(cases[i].type, "qwen3_5") ||
-                        strcmp(cases[i].type, "olmo_hybrid") == 0);
+                        strcmp(cases[i].type, "olmo_hybrid") == 0 ||
+                        strcmp(cases[i].type, "granitemoehybrid") == 0);
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);
@@ -1695,14 +1751,9 @@ test_hf_configs(void)
     g_assert_cmpuint(stw_model_param_count(&all_moe) - stw_model_param_count(&air), ==,
                      G_GUINT64_CONSTANT(129) * 3 * 4096 * 1408 + 128 * 4096 -
                          G_GUINT64_CONSTANT(3) * 4096 * 10944);
-    cJSON *j = stw_model_config_to_json(&air, TRUE);
-    g_autofree char *text = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    g_assert_nonnull(strstr(text, "\"shared_expert_gate\":false,\"dense_layers\":1,"
-                                  "\"dense_ffn\":10944"));
     StwModelConfig back;
-    g_assert_true(stw_model_config_parse("air.json", text, strlen(text), &back, NULL));
-    g_assert_cmpuint(stw_model_param_count(&back), ==, stw_model_param_count(&air));
+    round_trip(&air, "\"shared_expert_gate\":false,\"dense_layers\":1,\"dense_ffn\":10944",
+               &back);
     static const struct {
       guint64 dense_block, dense_ffn, experts;
       const char *needle;
@@ -1832,15 +1883,11 @@ test_hf_configs(void)
     g_assert_true(stw_model_block_dense(&l4, 46) && !stw_model_block_dense(&l4, 47));
     g_assert_cmpuint(l4.dense_ffn, ==, 16384);
     /* stowage's own format: dense blocks that are not the first by their indices */
-    cJSON *j = stw_model_config_to_json(&l4, TRUE);
-    g_autofree char *text = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    g_assert_nonnull(strstr(text, "\"dense_blocks\":[0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,"
-                                  "34,36,38,40,42,44,46],\"dense_ffn\":16384"));
-    g_assert_null(strstr(text, "dense_layers"));
     StwModelConfig back;
-    g_assert_true(stw_model_config_parse("mav.json", text, strlen(text), &back, NULL));
-    g_assert_cmpuint(stw_model_param_count(&back), ==, G_GUINT64_CONSTANT(400711848960));
+    round_trip(&l4, "\"experts_per_token\":1,\"shared_expert_ffn\":8192,"
+                    "\"shared_expert_gate\":false,\"dense_blocks\":[0,2,4,6,8,10,12,14,16,18,20,"
+                    "22,24,26,28,30,32,34,36,38,40,42,44,46],\"dense_ffn\":16384",
+               &back);
     g_assert_true(memcmp(back.dense_blocks, l4.dense_blocks, sizeof l4.dense_blocks) == 0);
     g_assert_false(stw_model_config_parse("step.json", no_step, strlen(no_step), &l4, &error));
     stw_assert_error_contains(error, "step.json: $.interleave_moe_layer_step: ");
@@ -2050,8 +2097,8 @@ test_hf_configs(void)
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
-                                   "deepseek_v32, glm_moe_dsa, qwen3_next and qwen3_5_moe_text "
-                                   "only");
+                                   "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text and "
+                                   "granitemoehybrid only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

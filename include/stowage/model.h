@@ -135,6 +135,13 @@ typedef enum {
   STW_N_ACTS
 } StwActivation;
 
+/* The kind of linear attention in a model's linear blocks (StwModelConfig.linear_kind). */
+typedef enum {
+  STW_LINEAR_GDN,    /* Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo Hybrid) */
+  STW_LINEAR_MAMBA2, /* Mamba-2's state-space mixer (Granite 4.0's hybrids, Bamba) */
+  STW_N_LINEAR_KINDS
+} StwLinearKind;
+
 #define STW_MODEL_MAX_NAME 128
 #define STW_MODEL_MAX_LAYERS 4096
 
@@ -244,6 +251,16 @@ typedef struct {
    * (run in chunks); an RMSNorm gated by the output gate; the output projection. */
   guint64 linear_blocks[STW_MODEL_MAX_LAYERS / 64];
   guint64 linear_k_heads, linear_v_heads, linear_k_head_dim, linear_v_head_dim, linear_conv;
+  /* Mamba-2's mixer in those blocks instead (linear_kind STW_LINEAR_MAMBA2): linear_k_heads the
+   * groups of its B and C (n_groups), linear_k_head_dim its state (d_state), linear_v_heads its
+   * heads and linear_v_head_dim theirs (heads x head_dim its inner width, expand x hidden): one
+   * projection of the input to x and z (inner each), B and C (groups x state each) and a step a
+   * head; the convolution over x, B and C; a step bias, a decay and a skip (D) a head; the
+   * chunked scan over a state of state x head_dim a head; an RMSNorm inner wide gated by z; the
+   * output projection. Its convolution and projections biased where linear_conv_bias and
+   * linear_proj_bias say (Mamba-2 only). */
+  StwLinearKind linear_kind;
+  gboolean linear_conv_bias, linear_proj_bias;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -478,6 +495,7 @@ extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
+extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
                                                  * "layernorm_no_affine", "rmsnorm",

@@ -359,6 +359,12 @@ SMALL = {
     "qwen3_5_text": GDN_SMALL,
     "qwen3_5_moe_text": dict(GDN_SMALL, num_experts=4, num_experts_per_tok=2,
                              moe_intermediate_size=32, shared_expert_intermediate_size=48),
+    "granitemoehybrid": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                         "num_key_value_heads": 2, "intermediate_size": 48,
+                         "shared_intermediate_size": 80, "num_local_experts": 4,
+                         "num_experts_per_tok": 2, "vocab_size": 128,
+                         "max_position_embeddings": 64, "mamba_n_heads": 8, "mamba_d_state": 16,
+                         "layer_types": ["mamba", "attention", "mamba"]},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -535,6 +541,14 @@ def variants(kind):
                       {"linear_num_key_heads": 1, "linear_num_value_heads": 3},
                       {"linear_key_head_dim": 24, "linear_value_head_dim": 8},
                       {"linear_conv_kernel_dim": 2}, {"head_dim": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "granitemoehybrid":  # Mamba-2's sizes; no experts: the shared MLP alone
+        for extra in ({"num_local_experts": 0}, {"mamba_n_groups": 2}, {"mamba_n_groups": 3},
+                      {"mamba_d_head": 16}, {"mamba_d_head": 32}, {"mamba_d_head": "auto"},
+                      {"mamba_expand": 1}, {"mamba_d_conv": 2}, {"mamba_conv_bias": False},
+                      {"mamba_proj_bias": True}, {"mamba_n_heads": 6},
+                      {"layer_types": None}, {"layer_types": ["attention"] * 3},
+                      {"layer_types": ["linear_attention", "full_attention", "mamba"]}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},

@@ -688,6 +688,13 @@ class TestHuggingFace(unittest.TestCase):
                 linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
                 linear_value_head_dim=8, full_attention_interval=2, vocab_size=128,
                 max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "granitemoehybrid":  # Mamba-2's mixer beside attention, experts
+            return tf.GraniteMoeHybridForCausalLM(tf.GraniteMoeHybridConfig(
+                num_hidden_layers=3, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                layer_types=["mamba", "attention", "mamba"], mamba_n_heads=4, mamba_d_state=8,
+                shared_intermediate_size=24, intermediate_size=16, num_local_experts=4,
+                num_experts_per_tok=2, vocab_size=128, max_position_embeddings=32,
+                bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "bloom":  # ALiBi, a norm over the embeddings
             return tf.BloomForCausalLM(tf.BloomConfig(n_layer=2, hidden_size=32, n_head=2,
                                                       vocab_size=128, bos_token_id=0,
@@ -700,8 +707,9 @@ class TestHuggingFace(unittest.TestCase):
 
     def test_models_train_as_plain_pytorch(self):
         """GPT-2, Llama (tied and untied), BLOOM, DeepSeek-V3 (latent attention, a dense
-        block then experts) and Qwen3-Next (Gated DeltaNet's linear attention beside softmax
-        attention, experts), each step 2 micro-steps with an evaluation between steps:
+        block then experts), Qwen3-Next (Gated DeltaNet's linear attention beside softmax
+        attention, experts) and a Granite 4.0 hybrid (Mamba-2's mixer beside attention, experts),
+        each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -718,7 +726,8 @@ class TestHuggingFace(unittest.TestCase):
                 m(input_ids=x[:1])
             return loss
 
-        for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next"):
+        for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
+                     "granitemoehybrid"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
