@@ -119,6 +119,7 @@ typedef enum {
   HF_QWEN3_5_MOE_TEXT,
   HF_OLMO_HYBRID,
   HF_GRANITEMOEHYBRID,
+  HF_BAMBA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -148,7 +149,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "hunyuan_v1_moe", "openai-gpt", "diffllama",
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
-                                           "olmo_hybrid", "granitemoehybrid", NULL };
+                                           "olmo_hybrid", "granitemoehybrid", "bamba", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -255,6 +256,8 @@ typedef struct {
                                      * members (read_mamba2) */
   gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
                                      * (Granite 4.0's dense hybrids) */
+  gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
+                                     * others Mamba-2's (Bamba's), not by layer_types */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
   gboolean one_expert_not_modelled; /* experts 1 refused, not modelled: a routed expert beside
@@ -1291,6 +1294,14 @@ static const HfRow hf_rows[] = {
                             .heads_default = 32, .ffn_default = 11008, .max_seq_default = 2048,
                             .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
                             .reads_attention_bias = TRUE },
+  /* Bamba (IBM): llama's blocks (an MLP biased where mlp_bias says) with Mamba-2's mixer in
+   * attention's place but in the blocks attn_layer_indices lists (null: none) */
+  [HF_BAMBA] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_linear_attn = TRUE,
+                 .linear_mamba2 = TRUE, .attn_indices = TRUE, .layers_default = 32,
+                 .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
+                 .max_seq_default = 262144, .vocab_default = 128000, .kv_default = 8,
+                 .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
+                 .reads_mlp_bias = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -1891,15 +1902,17 @@ no_linear_sizes(StwModelConfig *c)
   c->linear_conv_bias = c->linear_proj_bias = FALSE;
 }
 
-/* Mamba-2's mixer (Granite 4.0's hybrids) into C: mamba_n_heads (128) heads over an inner width
+/* Mamba-2's mixer (Granite 4.0's hybrids, Bamba) into C by ROW: mamba_n_heads (128) heads over
+ * an inner width
  * of mamba_expand (2) x hidden, which they must divide as transformers requires, each
  * mamba_d_head wide ("auto": inner / heads; another width is refused, its forward runs only where
  * heads x head_dim is the inner width), mamba_n_groups (1) groups of B and C of mamba_d_state
  * (256), a convolution mamba_d_conv (4) wide biased where mamba_conv_bias (true), projections
- * biased where mamba_proj_bias (false); in the blocks layer_types names "mamba" (every block by
- * default). */
+ * biased where mamba_proj_bias (false); in every block (by default) but those of attention:
+ * layer_types' "attention" ("full_attention"), or with ROW's attn_indices those
+ * attn_layer_indices lists (an index beyond the blocks never read). */
 static gboolean
-read_mamba2(const Hf *h, StwModelConfig *c, GError **error)
+read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
   guint64 heads = 128, groups = 1, state = 256, expand = 2, head_dim = 0;
   c->linear_kind = STW_LINEAR_MAMBA2;
@@ -1931,11 +1944,24 @@ read_mamba2(const Hf *h, StwModelConfig *c, GError **error)
   c->linear_k_head_dim = state;
   c->linear_v_heads = heads;
   c->linear_v_head_dim = inner / heads;
-  const cJSON *v = last_member(h->root, "layer_types");
-  if (v != NULL && !cJSON_IsNull(v))
-    return read_layer_types(h, v, c, error);
   for (guint64 l = 0; l < c->layers; l++)
     stw_model_set_block_linear(c, l, TRUE);
+  const cJSON *v = last_member(h->root, row->attn_indices ? "attn_layer_indices" : "layer_types");
+  if (v == NULL || cJSON_IsNull(v))
+    return TRUE;
+  if (!row->attn_indices)
+    return read_layer_types(h, v, c, error);
+  if (!cJSON_IsArray(v))
+    return stw_json_fail_at(h->r, "attn_layer_indices", error, "expected a list of block "
+                            "indices");
+  guint64 n = 0;
+  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+    guint64 i = 0;
+    if (!entry_u64(h, "attn_layer_indices", n, e, 0, STW_JSON_INT_MAX, &i, error))
+      return FALSE;
+    if (i < c->layers)
+      stw_model_set_block_linear(c, i, FALSE);
+  }
   return TRUE;
 }
 
@@ -1956,7 +1982,7 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
   gboolean bias = FALSE, from_heads = row->linear_from_heads;
   guint64 interval = 4;
   if (row->linear_mamba2) {
-    if (!read_mamba2(h, c, error))
+    if (!read_mamba2(h, row, c, error))
       return FALSE;
     if (stw_model_linear_blocks(c) == 0)
       no_linear_sizes(c);

@@ -1205,6 +1205,10 @@ test_linear_attention(void)
       "$.mamba_d_head: expected" },
     { "{\"model_type\": \"granitemoehybrid\", \"mamba_n_groups\": 3}",
       "linear_k_heads must divide linear_v_heads" },
+    { "{\"model_type\": \"bamba\", \"attn_layer_indices\": 9}",
+      "$.attn_layer_indices: expected a list of block indices" },
+    { "{\"model_type\": \"bamba\", \"attn_layer_indices\": [9, -1]}",
+      "$.attn_layer_indices[1]: -1 is out of range" },
   };
   /* OLMo Hybrid's sizes from its attention's: 6 heads of 64 -> key heads 0.75 x 384 / 6 = 48
    * wide, value heads 96; its last block softmax attention where it has fewer than four */
@@ -1253,6 +1257,14 @@ test_linear_attention(void)
   StwModelConfig m2back;
   round_trip(&m2, "\"linear_conv\":3,\"linear_kind\":\"mamba2\",\"linear_conv_bias\":true",
              &m2back);
+  /* Bamba's blocks of attention by their indices (9-B's: 9, 18 and 27 of 32; 40 beyond them);
+   * the count transformers 5.24's */
+  StwModelConfig bamba;
+  resolve_text(dir, "{\"model_type\": \"bamba\", \"attn_layer_indices\": [9, 18, 27, 40]}",
+               &bamba);
+  g_assert_cmpuint(stw_model_linear_blocks(&bamba), ==, 29);
+  g_assert_true(!stw_model_block_linear(&bamba, 9) && stw_model_block_linear(&bamba, 10));
+  g_assert_cmpuint(stw_model_param_count(&bamba), ==, G_GUINT64_CONSTANT(9808584064));
   assert_refused(path, cases, G_N_ELEMENTS(cases));
   g_rmdir(dir);
 }
@@ -1471,6 +1483,7 @@ test_hf_family_defaults(void)
     { "qwen3_5_moe_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(34660610688), TRUE, FALSE },
     { "olmo_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7430870688), TRUE, FALSE },
     { "granitemoehybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(38601064448), TRUE, FALSE },
+    { "bamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9992765440), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1517,7 +1530,8 @@ test_hf_family_defaults(void)
                     g_str_has_prefix(cases[i].type, "qwen3_next") ||
                         g_str_has_prefix(cases[i].type, "qwen3_5") ||
                         strcmp(cases[i].type, "olmo_hybrid") == 0 ||
-                        strcmp(cases[i].type, "granitemoehybrid") == 0);
+                        strcmp(cases[i].type, "granitemoehybrid") == 0 ||
+                        strcmp(cases[i].type, "bamba") == 0);
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);

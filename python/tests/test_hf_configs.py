@@ -365,6 +365,10 @@ SMALL = {
                          "num_experts_per_tok": 2, "vocab_size": 128,
                          "max_position_embeddings": 64, "mamba_n_heads": 8, "mamba_d_state": 16,
                          "layer_types": ["mamba", "attention", "mamba"]},
+    "bamba": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
+              "max_position_embeddings": 64, "mamba_n_heads": 8, "mamba_d_state": 16,
+              "attn_layer_indices": [1]},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -549,6 +553,13 @@ def variants(kind):
                       {"mamba_proj_bias": True}, {"mamba_n_heads": 6},
                       {"layer_types": None}, {"layer_types": ["attention"] * 3},
                       {"layer_types": ["linear_attention", "full_attention", "mamba"]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "bamba":  # Mamba-2 but in the blocks of attention it lists
+        for extra in ({"attn_layer_indices": None}, {"attn_layer_indices": [0, 2, 7]},
+                      {"attn_layer_indices": []}, {"mamba_n_groups": 2},
+                      {"mamba_d_head": 16}, {"mamba_d_head": 8}, {"mamba_expand": 1},
+                      {"mamba_proj_bias": True}, {"mamba_conv_bias": False},
+                      {"mlp_bias": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
