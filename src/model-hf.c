@@ -1546,6 +1546,26 @@ get_dense_types(const Hf *h, const char *key, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* The blocks list KEY (V, not null) names by their indices marked ON by SET in C, the others
+ * left as they are (an index beyond the blocks never read); a list refused where it is not one
+ * of whole numbers, naming the entry. */
+static gboolean
+mark_listed_blocks(const Hf *h, const char *key, const cJSON *v, StwModelConfig *c,
+                   void (*set)(StwModelConfig *, guint64, gboolean), gboolean on, GError **error)
+{
+  if (!cJSON_IsArray(v))
+    return stw_json_fail_at(h->r, key, error, "expected a list of block indices");
+  guint64 n = 0;
+  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+    guint64 i = 0;
+    if (!entry_u64(h, key, n, e, 0, STW_JSON_INT_MAX, &i, error))
+      return FALSE;
+    if (i < c->layers)
+      set(c, i, on);
+  }
+  return TRUE;
+}
+
 /* C's blocks of experts as Qwen's MoE classes choose them: a block is dense where list KEY of
  * block indices names it (mlp_only_layers; absent or null: the class's default, C's dense blocks
  * as they are; an index beyond the blocks never read) or where its number (its index + 1) is not
@@ -1557,18 +1577,10 @@ get_dense_list(const Hf *h, const char *key, StwModelConfig *c, GError **error)
   const cJSON *v = last_member(h->root, key);
   if (!get_u64(h, "decoder_sparse_step", FALSE, STW_MODEL_MAX_LAYERS, &step, error))
     return FALSE;
-  if (v != NULL && !cJSON_IsNull(v) && !cJSON_IsArray(v))
-    return stw_json_fail_at(h->r, key, error, "expected a list of block indices");
-  if (v != NULL && cJSON_IsArray(v)) { /* the list alone, not the default */
+  if (v != NULL && !cJSON_IsNull(v)) { /* the list alone, not the default */
     dense_first(c, 0);
-    guint64 n = 0;
-    for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
-      guint64 i = 0;
-      if (!entry_u64(h, key, n, e, 0, STW_JSON_INT_MAX, &i, error))
-        return FALSE;
-      if (i < c->layers)
-        stw_model_set_block_dense(c, i, TRUE);
-    }
+    if (!mark_listed_blocks(h, key, v, c, stw_model_set_block_dense, TRUE, error))
+      return FALSE;
   }
   for (guint64 l = 0; l < c->layers; l++)
     if ((l + 1) % step != 0)
@@ -1852,18 +1864,8 @@ llama4_dense_blocks(const Hf *h, StwModelConfig *c, GError **error)
       stw_model_set_block_dense(c, l, (l + 1) % step != 0);
     return TRUE;
   }
-  if (!cJSON_IsArray(v))
-    return stw_json_fail_at(h->r, "moe_layers", error, "expected a list of block indices");
   dense_first(c, c->layers);
-  guint64 n = 0;
-  for (const cJSON *x = v->child; x != NULL; x = x->next, n++) {
-    guint64 i = 0;
-    if (!entry_u64(h, "moe_layers", n, x, 0, STW_JSON_INT_MAX, &i, error))
-      return FALSE;
-    if (i < c->layers)
-      stw_model_set_block_dense(c, i, FALSE);
-  }
-  return TRUE;
+  return mark_listed_blocks(h, "moe_layers", v, c, stw_model_set_block_dense, FALSE, error);
 }
 
 /* Each of C's blocks linear or softmax attention by the list V of layer_types (read_linear_attn):
@@ -1951,18 +1953,8 @@ read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
     return TRUE;
   if (!row->attn_indices)
     return read_layer_types(h, v, c, error);
-  if (!cJSON_IsArray(v))
-    return stw_json_fail_at(h->r, "attn_layer_indices", error, "expected a list of block "
-                            "indices");
-  guint64 n = 0;
-  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
-    guint64 i = 0;
-    if (!entry_u64(h, "attn_layer_indices", n, e, 0, STW_JSON_INT_MAX, &i, error))
-      return FALSE;
-    if (i < c->layers)
-      stw_model_set_block_linear(c, i, FALSE);
-  }
-  return TRUE;
+  return mark_listed_blocks(h, "attn_layer_indices", v, c, stw_model_set_block_linear, FALSE,
+                            error);
 }
 
 /* The linear blocks and their sizes into C by ROW: Mamba-2's by read_mamba2, Gated DeltaNet's
