@@ -147,7 +147,12 @@ print_config_file(const char *file, gboolean json)
   g_string_free(biases, TRUE);
   if (stw_model_linear_blocks(&c) != 0) {
     g_autofree char *runs = block_runs(&c, stw_model_block_linear);
-    if (c.linear_kind == STW_LINEAR_MAMBA2)
+    if (c.linear_kind == STW_LINEAR_SHORT_CONV)
+      printf("linear attention: a gated short convolution in %" G_GUINT64_FORMAT " of the %"
+             G_GUINT64_FORMAT " blocks (%s), %" G_GUINT64_FORMAT " wide%s; softmax attention "
+             "in the others\n", stw_model_linear_blocks(&c), c.layers, runs, c.linear_conv,
+             c.linear_conv_bias ? ", biased" : "");
+    else if (c.linear_kind == STW_LINEAR_MAMBA2)
       printf("linear attention: Mamba-2 in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
              " blocks (%s): %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
              G_GUINT64_FORMAT " group%s of B and C, a state of %" G_GUINT64_FORMAT

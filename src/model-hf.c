@@ -120,6 +120,7 @@ typedef enum {
   HF_OLMO_HYBRID,
   HF_GRANITEMOEHYBRID,
   HF_BAMBA,
+  HF_LFM2,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -149,7 +150,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "hunyuan_v1_moe", "openai-gpt", "diffllama",
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
-                                           "olmo_hybrid", "granitemoehybrid", "bamba", NULL };
+                                           "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
+                                           NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -258,6 +260,8 @@ typedef struct {
                                      * (Granite 4.0's dense hybrids) */
   gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
                                      * others Mamba-2's (Bamba's), not by layer_types */
+  gboolean linear_short_conv;       /* LFM2's short convolutions in those blocks instead
+                                     * (read_lfm2) */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
   gboolean one_expert_not_modelled; /* experts 1 refused, not modelled: a routed expert beside
@@ -1302,6 +1306,14 @@ static const HfRow hf_rows[] = {
                  .max_seq_default = 262144, .vocab_default = 128000, .kv_default = 8,
                  .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
                  .reads_mlp_bias = TRUE },
+  /* LFM2 (Liquid AI): llama's blocks (RMSNorms, an RMSNorm over each head's queries and keys,
+   * no biases, head_dim absent: hidden / heads) with a gated short convolution
+   * in attention's place but in the blocks full_attn_idxs lists or layer_types names (read_lfm2),
+   * and its MLP's width adjusted from intermediate_size as its class adjusts it */
+  [HF_LFM2] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE }, .reads_linear_attn = TRUE,
+                .linear_short_conv = TRUE, .layers_default = 32, .hidden_default = 2560,
+                .heads_default = 32, .ffn_default = 12288, .max_seq_default = 128000,
+                .vocab_default = 65536, .kv_default = 8, .tied = TRUE, .reads_tie = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -1868,29 +1880,84 @@ llama4_dense_blocks(const Hf *h, StwModelConfig *c, GError **error)
   return mark_listed_blocks(h, "moe_layers", v, c, stw_model_set_block_dense, FALSE, error);
 }
 
-/* Each of C's blocks linear or softmax attention by the list V of layer_types (read_linear_attn):
- * one entry a block, no more and no fewer. */
+/* The names of layer_types' entries: a linear block (Qwen's, OLMo's, Granite's; the legacy name
+ * transformers remaps) and one of softmax attention, and LFM2's. */
+static const char *const linear_types[] = { "linear_attention", "mamba", NULL };
+static const char *const attention_types[] = { "full_attention", "attention", NULL };
+static const char *const conv_types[] = { "conv", NULL };
+static const char *const lfm2_attention_types[] = { "full_attention", "sliding_attention",
+                                                    "attention", NULL };
+
+/* Each of C's blocks linear or softmax attention by the list V of layer_types: one entry a
+ * block, no more and no fewer, each one of LINEAR's names or ATTENTION's. */
 static gboolean
-read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, GError **error)
+read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, const char *const *linear,
+                 const char *const *attention, GError **error)
 {
   if (!cJSON_IsArray(v))
-    return stw_json_fail_at(h->r, "layer_types", error, "expected a list of \"linear_attention\" "
-                            "and \"full_attention\"");
+    return stw_json_fail_at(h->r, "layer_types", error, "expected a list of \"%s\" and \"%s\"",
+                            linear[0], attention[0]);
   guint64 n = 0;
   for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
     const char *s = cJSON_IsString(e) ? e->valuestring : "";
-    gboolean linear = strcmp(s, "linear_attention") == 0 || strcmp(s, "mamba") == 0;
-    if (!linear && strcmp(s, "full_attention") != 0 && strcmp(s, "attention") != 0)
+    gboolean is_linear = g_strv_contains(linear, s);
+    if (!is_linear && !g_strv_contains(attention, s))
       return stw_json_fail_at(h->r, "layer_types", error, "entry %" G_GUINT64_FORMAT ": expected "
-                              "\"linear_attention\" or \"full_attention\"", n);
+                              "\"%s\" or \"%s\"", n, linear[0], attention[0]);
     if (n < c->layers)
-      stw_model_set_block_linear(c, n, linear);
+      stw_model_set_block_linear(c, n, is_linear);
   }
   if (n != c->layers)
     return stw_json_fail_at(h->r, "layer_types", error, "%" G_GUINT64_FORMAT " entries for %"
                             G_GUINT64_FORMAT " blocks: transformers requires one a block", n,
                             c->layers);
   return TRUE;
+}
+
+/* LFM2's blocks into C: a short convolution conv_L_cache (3) wide, its convolution and
+ * projections biased where conv_bias (false), in every block but those of attention:
+ * layer_types, one a block ("conv", or attention: "full_attention", "sliding_attention",
+ * "attention"), else full_attn_idxs (null: every block attention). Its MLP's width as its class
+ * adjusts it: intermediate_size (its old name block_ff_dim winning), where
+ * block_auto_adjust_ff_dim (true) two thirds of it floored, times block_ffn_dim_multiplier (1.0),
+ * floored, rounded up to a multiple of block_multiple_of (256);
+ * tie_embedding, the head's old name, wins over tie_word_embeddings. */
+static gboolean
+read_lfm2(const Hf *h, StwModelConfig *c, GError **error)
+{
+  gboolean bias = FALSE, adjust = TRUE;
+  guint64 multiple = 256;
+  double mult = 1.0;
+  c->linear_kind = STW_LINEAR_SHORT_CONV;
+  c->linear_conv = 3;
+  const cJSON *m = last_member(h->root, "block_ffn_dim_multiplier");
+  if (!get_u64(h, "conv_L_cache", FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, "conv_bias", &bias, error) ||
+      !get_u64(h, "block_ff_dim", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c->ffn, error) ||
+      !get_bool(h, "block_auto_adjust_ff_dim", &adjust, error) ||
+      !get_u64(h, "block_multiple_of", FALSE, STW_MODEL_MAX_WIDTH, &multiple, error) ||
+      !get_bool(h, "tie_embedding", &c->tied, error))
+    return FALSE;
+  if (m != NULL && (!cJSON_IsNumber(m) || !(m->valuedouble > 0) || m->valuedouble > 1024))
+    return stw_json_fail_at(h->r, "block_ffn_dim_multiplier", error, "expected a number above 0 "
+                            "(at most 1024)");
+  if (m != NULL)
+    mult = m->valuedouble;
+  c->linear_conv_bias = c->linear_proj_bias = bias;
+  if (adjust) {
+    c->ffn = (guint64)(mult * (double)(guint64)(2.0 * (double)c->ffn / 3.0));
+    c->ffn = multiple * ((c->ffn + multiple - 1) / multiple);
+  }
+  const cJSON *types = last_member(h->root, "layer_types");
+  if (types != NULL && !cJSON_IsNull(types))
+    return read_layer_types(h, types, c, conv_types, lfm2_attention_types, error);
+  const cJSON *idx = last_member(h->root, "full_attn_idxs");
+  if (idx == NULL || cJSON_IsNull(idx))
+    return TRUE; /* attention in every block */
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, TRUE);
+  return mark_listed_blocks(h, "full_attn_idxs", idx, c, stw_model_set_block_linear, FALSE,
+                            error);
 }
 
 /* C without a linear block: attention in every block, no linear sizes (which would be refused
@@ -1952,7 +2019,7 @@ read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
   if (v == NULL || cJSON_IsNull(v))
     return TRUE;
   if (!row->attn_indices)
-    return read_layer_types(h, v, c, error);
+    return read_layer_types(h, v, c, linear_types, attention_types, error);
   return mark_listed_blocks(h, "attn_layer_indices", v, c, stw_model_set_block_linear, FALSE,
                             error);
 }
@@ -1973,8 +2040,8 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
 {
   gboolean bias = FALSE, from_heads = row->linear_from_heads;
   guint64 interval = 4;
-  if (row->linear_mamba2) {
-    if (!read_mamba2(h, row, c, error))
+  if (row->linear_mamba2 || row->linear_short_conv) {
+    if (!(row->linear_mamba2 ? read_mamba2(h, row, c, error) : read_lfm2(h, c, error)))
       return FALSE;
     if (stw_model_linear_blocks(c) == 0)
       no_linear_sizes(c);
@@ -2008,7 +2075,7 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
                             "queries and the output gate is not modelled");
   const cJSON *v = last_member(h->root, "layer_types");
   if (v != NULL && !cJSON_IsNull(v)) {
-    if (!read_layer_types(h, v, c, error))
+    if (!read_layer_types(h, v, c, linear_types, attention_types, error))
       return FALSE;
   } else if (from_heads) {
     for (guint64 l = 0; l < c->layers; l++)

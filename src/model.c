@@ -190,6 +190,14 @@ stw_model_dense_prefix(const StwModelConfig *cfg)
 
 /* ---- configs ---------------------------------------------------------------------------- */
 
+/* Whether C gives its linear blocks' heads or their widths. */
+static gboolean
+linear_heads_given(const StwModelConfig *c)
+{
+  return c->linear_k_heads != 0 || c->linear_v_heads != 0 || c->linear_k_head_dim != 0 ||
+         c->linear_v_head_dim != 0;
+}
+
 /* The parameters of CFG's graph at LAYERS blocks of one kind: dense among experts where DENSE,
  * mixing by linear attention where LINEAR; FALSE where they overflow. */
 static gboolean
@@ -354,27 +362,33 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
             c->attn_sinks || c->sub_norms))
     problem = "linear attention (linear_blocks) is in llama blocks, beside softmax attention that "
               "is neither latent nor differential, without sinks or sub_norms";
-  else if ((mask_count(c->linear_blocks) != 0) !=
-           (c->linear_k_heads != 0 || c->linear_v_heads != 0 || c->linear_k_head_dim != 0 ||
-            c->linear_v_head_dim != 0 || c->linear_conv != 0))
-    problem = "linear_blocks go with linear_k_heads, linear_v_heads, linear_k_head_dim, "
-              "linear_v_head_dim and linear_conv";
-  else if (mask_count(c->linear_blocks) != 0 &&
+  else if ((guint)c->linear_kind >= STW_N_LINEAR_KINDS)
+    problem = "an unknown linear_kind";
+  else if (mask_count(c->linear_blocks) == 0 &&
+           (linear_heads_given(c) || c->linear_conv != 0 || c->linear_kind != STW_LINEAR_GDN ||
+            c->linear_conv_bias || c->linear_proj_bias))
+    problem = "linear_kind, linear_k_heads, linear_v_heads, linear_k_head_dim, "
+              "linear_v_head_dim, linear_conv and their biases go with linear_blocks";
+  else if (mask_count(c->linear_blocks) != 0 && (c->linear_conv < 1 || c->linear_conv > 1024))
+    problem = "linear_blocks go with linear_conv, 1 to 1024";
+  else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_SHORT_CONV &&
+           linear_heads_given(c))
+    problem = "a short convolution (linear_kind short_conv) has no heads: linear_k_heads, "
+              "linear_v_heads and their widths are not given";
+  else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_SHORT_CONV &&
            (c->linear_k_heads < 1 || c->linear_v_heads < 1 || c->linear_k_head_dim < 1 ||
-            c->linear_v_head_dim < 1 || c->linear_conv < 1 ||
+            c->linear_v_head_dim < 1 ||
             c->linear_k_heads * c->linear_k_head_dim > STW_MODEL_MAX_WIDTH ||
             c->linear_v_heads * c->linear_v_head_dim > STW_MODEL_MAX_WIDTH ||
-            c->linear_v_heads > STW_MODEL_MAX_WIDTH || c->linear_conv > 1024))
-    problem = "linear attention's heads and their widths must be 1 or more, each side's heads x "
-              "head width at most 1048576, and linear_conv 1 to 1024";
-  else if (mask_count(c->linear_blocks) != 0 && c->linear_v_heads % c->linear_k_heads != 0)
+            c->linear_v_heads > STW_MODEL_MAX_WIDTH))
+    problem = "linear_blocks go with linear_k_heads, linear_v_heads, linear_k_head_dim and "
+              "linear_v_head_dim, each 1 or more, each side's heads x head width at most 1048576";
+  else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_SHORT_CONV &&
+           c->linear_v_heads % c->linear_k_heads != 0)
     problem = "linear_k_heads must divide linear_v_heads";
-  else if ((guint)c->linear_kind >= STW_N_LINEAR_KINDS ||
-           ((c->linear_kind != STW_LINEAR_GDN || c->linear_conv_bias || c->linear_proj_bias) &&
-            mask_count(c->linear_blocks) == 0))
-    problem = "linear_kind, linear_conv_bias and linear_proj_bias go with linear_blocks";
-  else if ((c->linear_conv_bias || c->linear_proj_bias) && c->linear_kind != STW_LINEAR_MAMBA2)
-    problem = "linear_conv_bias and linear_proj_bias are Mamba-2's (linear_kind mamba2)";
+  else if ((c->linear_conv_bias || c->linear_proj_bias) && c->linear_kind == STW_LINEAR_GDN)
+    problem = "linear_conv_bias and linear_proj_bias are Mamba-2's and the short convolution's, "
+              "not Gated DeltaNet's";
   else if ((c->no_pooler || c->no_token_types) && c->arch != STW_ARCH_BERT)
     problem = "pooler and token_types 0 are bert's";
   else if (c->no_token_types && c->token_types != 0)
@@ -696,10 +710,12 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   }
   if (stw_model_linear_blocks(c) != 0) {
     add_block_list(o, "linear_blocks", c->linear_blocks, c->layers);
-    stw_json_add_u64(o, "linear_k_heads", c->linear_k_heads);
-    stw_json_add_u64(o, "linear_v_heads", c->linear_v_heads);
-    stw_json_add_u64(o, "linear_k_head_dim", c->linear_k_head_dim);
-    stw_json_add_u64(o, "linear_v_head_dim", c->linear_v_head_dim);
+    if (linear_heads_given(c)) { /* not a short convolution's */
+      stw_json_add_u64(o, "linear_k_heads", c->linear_k_heads);
+      stw_json_add_u64(o, "linear_v_heads", c->linear_v_heads);
+      stw_json_add_u64(o, "linear_k_head_dim", c->linear_k_head_dim);
+      stw_json_add_u64(o, "linear_v_head_dim", c->linear_v_head_dim);
+    }
     stw_json_add_u64(o, "linear_conv", c->linear_conv);
     if (c->linear_kind != STW_LINEAR_GDN)
       cJSON_AddStringToObject(o, "linear_kind", stw_linear_kind_names[c->linear_kind]);
@@ -1272,16 +1288,49 @@ linear_in_width(const StwModelConfig *c)
 {
   guint64 kd = c->linear_k_heads * c->linear_k_head_dim;
   guint64 vd = c->linear_v_heads * c->linear_v_head_dim;
+  if (c->linear_kind == STW_LINEAR_SHORT_CONV) /* B, C and x */
+    return 3 * c->hidden;
   return 2 * kd + 2 * vd + (c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2) * c->linear_v_heads;
 }
 
-/* The weights (Qwen3.5's names for Gated DeltaNet, Granite 4.0's for Mamba-2). */
+/* What the mixing op writes and the output projection reads in a linear block of C, and the
+ * channels its convolution runs over. */
+static guint64
+linear_out_width(const StwModelConfig *c)
+{
+  return c->linear_kind == STW_LINEAR_SHORT_CONV ? c->hidden
+                                                 : c->linear_v_heads * c->linear_v_head_dim;
+}
+
+static guint64
+linear_conv_width(const StwModelConfig *c)
+{
+  return c->linear_kind == STW_LINEAR_SHORT_CONV
+             ? c->hidden
+             : 2 * c->linear_k_heads * c->linear_k_head_dim + linear_out_width(c);
+}
+
+/* The weights (Qwen3.5's names for Gated DeltaNet, Granite 4.0's for Mamba-2, LFM2's for the
+ * short convolution). */
 static void
 gdn_params(Builder *b, const char *p, Gdn *g)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, kd = c->linear_k_heads * c->linear_k_head_dim;
   guint64 vd = c->linear_v_heads * c->linear_v_head_dim, hv = c->linear_v_heads;
+  if (c->linear_kind == STW_LINEAR_SHORT_CONV) {
+    g_autofree char *sc = g_strconcat(p, ".conv", NULL);
+    named(b, &g->in, 3 * d, d, sc, "in_proj.weight");
+    if (c->linear_proj_bias)
+      named(b, &g->in, 3 * d, 0, sc, "in_proj.bias");
+    named(b, &g->mix, d, c->linear_conv, sc, "conv.weight");
+    if (c->linear_conv_bias)
+      named(b, &g->mix, d, 0, sc, "conv.bias");
+    named(b, &g->out, d, d, sc, "out_proj.weight");
+    if (c->linear_proj_bias)
+      named(b, &g->out, d, 0, sc, "out_proj.bias");
+    return;
+  }
   if (c->linear_kind == STW_LINEAR_MAMBA2) {
     g_autofree char *m = g_strconcat(p, ".mamba", NULL);
     named(b, &g->in, linear_in_width(c), d, m, "in_proj.weight");
@@ -1312,7 +1361,8 @@ gdn_params(Builder *b, const char *p, Gdn *g)
 }
 
 /* Its ops, the first returned: the input's projection; the mixing; then the output projection,
- * left to the caller. Gated DeltaNet's mixing: the causal depthwise convolution and its SiLU
+ * left to the caller. The short convolution's mixing: B x, convolved depthwise, times C, its
+ * product and the convolution's output kept. Gated DeltaNet's mixing: the causal depthwise convolution and its SiLU
  * over queries, keys and values, the queries and keys L2-normed, each value head's decay and
  * rate, the delta rule's recurrence in chunks of GDN_CHUNK tokens (within a chunk an
  * attention-like product of its queries and keys and the keys' own triangular system, across
@@ -1327,9 +1377,9 @@ static StwGraphOp *
 gdn_ops(Builder *b, gint32 l, const Gdn *g)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 d = c->hidden, hk = c->linear_k_heads, hv = c->linear_v_heads;
+  guint64 d = c->hidden, hv = c->linear_v_heads;
   guint64 dk = c->linear_k_head_dim, dv = c->linear_v_head_dim, T = b->T, e = b->e;
-  guint64 kd = hk * dk, vd = hv * dv, conv = 2 * kd + vd, in_w = linear_in_width(c);
+  guint64 vd = linear_out_width(c), conv = linear_conv_width(c), in_w = linear_in_width(c);
   gboolean mamba = c->linear_kind == STW_LINEAR_MAMBA2;
   guint64 chunk = mamba ? MAMBA2_CHUNK : GDN_CHUNK;
   guint64 chunks = b->g->batch * ((b->g->seq + chunk - 1) / chunk);
@@ -1349,6 +1399,12 @@ gdn_ops(Builder *b, gint32 l, const Gdn *g)
                            T * vd * e;
   mix->work_bytes = chunks * hv * dk * dv * 4; /* the chunks' states */
   mix->bwd_work_bytes = 2 * mix->work_bytes;
+  if (c->linear_kind == STW_LINEAR_SHORT_CONV) { /* B x, its convolution, C times it: kept, the
+                                                  * product and the convolution's output */
+    mix->flops = 2 * T * d * c->linear_conv + 2 * T * d;
+    mix->saved_extra_bytes = 2 * T * d * e;
+    mix->work_bytes = mix->bwd_work_bytes = 0;
+  }
   return in;
 }
 
@@ -1534,7 +1590,7 @@ build_llama(Builder *b)
     /* the residual added after the post-norm where there is one */
     StwGraphOp *close =
         linear_attn ? linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj",
-                             c->linear_v_heads * c->linear_v_head_dim, d, gdn.out.n, gdn.out.id)
+                             linear_out_width(c), d, gdn.out.n, gdn.out.id)
                     : linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);

@@ -372,7 +372,11 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_LINEAR_ATTN: {
     double o = out, scalars = c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2;
     double conv = in - out - scalars * T * (double)c->linear_v_heads;
-    if (c->linear_kind == STW_LINEAR_MAMBA2) /* as transformers runs Mamba-2 with mamba_ssm's
+    if (c->linear_kind == STW_LINEAR_SHORT_CONV) /* LFM2's in eager PyTorch: B x, the channels
+                                                  * moved to the front and back (2), the
+                                                  * convolution, C times it (5; backward 8) */
+      x = (Eager){ 4 * e * o, 6 * e * o, 5, 8 };
+    else if (c->linear_kind == STW_LINEAR_MAMBA2) /* as transformers runs Mamba-2 with mamba_ssm's
                                               * kernels: the convolution (1), the step (2),
                                               * the chunked scan (5; backward 10), the gated
                                               * norm fused (1; 2) */

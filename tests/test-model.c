@@ -636,6 +636,19 @@ typedef struct {
   const char *json, *says;
 } Refusal;
 
+/* The elements of G's tensors whose names begin with PREFIX. */
+static guint64
+prefix_numel(const StwModelGraph *g, const char *prefix)
+{
+  guint64 n = 0;
+  for (guint i = 0; i < g->tensors->len; i++) {
+    const StwGraphTensor *x = g->tensors->pdata[i];
+    if (g_str_has_prefix(x->name, prefix))
+      n += x->numel;
+  }
+  return n;
+}
+
 /* C written in stowage's format, its text holding SAYS, and read back into *BACK with the same
  * parameters. */
 static void
@@ -1109,18 +1122,10 @@ test_linear_attention(void)
    * convolution 96 x 3, dt_bias and A_log 4 each, the norm 16, out_proj 64 x 64; a softmax
    * block's: q (and its gate) 2 x 64 x 64, k and v 32 x 64, o 64 x 64, the norms 16 each */
   g_autoptr(StwModelGraph) g = stw_model_graph_new(&q, 2, 32, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
-  guint64 linear_w = 0, softmax_w = 0;
-  for (guint i = 0; i < g->tensors->len; i++) {
-    const StwGraphTensor *x = g->tensors->pdata[i];
-    if (g_str_has_prefix(x->name, "layers.0.linear_attn."))
-      linear_w += x->numel;
-    if (g_str_has_prefix(x->name, "layers.1.self_attn."))
-      softmax_w += x->numel;
-    g_assert_false(g_str_has_prefix(x->name, "layers.0.self_attn.") ||
-                   g_str_has_prefix(x->name, "layers.1.linear_attn."));
-  }
-  g_assert_cmpuint(linear_w, ==, 96 * 64 + 64 * 64 + 2 * 4 * 64 + 96 * 3 + 2 * 4 + 16 + 64 * 64);
-  g_assert_cmpuint(softmax_w, ==, 2 * 64 * 64 + 2 * 32 * 64 + 64 * 64 + 2 * 16);
+  g_assert_cmpuint(prefix_numel(g, "layers.0.self_attn."), ==, 0);
+  g_assert_cmpuint(prefix_numel(g, "layers.1.linear_attn."), ==, 0);
+  g_assert_cmpuint(prefix_numel(g, "layers.0.linear_attn."), ==, 96 * 64 + 64 * 64 + 2 * 4 * 64 + 96 * 3 + 2 * 4 + 16 + 64 * 64);
+  g_assert_cmpuint(prefix_numel(g, "layers.1.self_attn."), ==, 2 * 64 * 64 + 2 * 32 * 64 + 64 * 64 + 2 * 16);
   GString *names = g_string_new(NULL);
   for (guint i = 0; i < g->ops->len; i++) {
     const StwGraphOp *o = g->ops->pdata[i];
@@ -1149,7 +1154,11 @@ test_linear_attention(void)
   static const struct {
     const char *with, *says;
   } invalid[] = {
-    { "\"linear_blocks\":[1]}", "linear_blocks go with linear_k_heads" },
+    { "\"linear_blocks\":[1]}", "linear_blocks go with linear_conv, 1 to 1024" },
+    { "\"linear_blocks\":[1],\"linear_conv\":4}", "linear_blocks go with linear_k_heads" },
+    { "\"linear_conv\":4}", "linear_kind, linear_k_heads, linear_v_heads, linear_k_head_dim, "
+                             "linear_v_head_dim, linear_conv and their biases go with "
+                             "linear_blocks" },
     { "\"linear_blocks\":[4],\"linear_k_heads\":1,\"linear_v_heads\":1,"
       "\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4}",
       "linear_blocks must be blocks below layers" },
@@ -1209,6 +1218,14 @@ test_linear_attention(void)
       "$.attn_layer_indices: expected a list of block indices" },
     { "{\"model_type\": \"bamba\", \"attn_layer_indices\": [9, -1]}",
       "$.attn_layer_indices[1]: -1 is out of range" },
+    { "{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"layer_types\": [\"conv\", "
+      "\"mamba\"]}", "$.layer_types: entry 1: expected \"conv\" or \"full_attention\"" },
+    { "{\"model_type\": \"lfm2\", \"block_ffn_dim_multiplier\": \"1\"}",
+      "$.block_ffn_dim_multiplier: expected a number above 0 (at most 1024)" },
+    { "{\"model_type\": \"lfm2\", \"block_multiple_of\": 0}",
+      "$.block_multiple_of: 0 is out of range" },
+    { "{\"model_type\": \"lfm2\", \"full_attn_idxs\": [\"2\"]}",
+      "$.full_attn_idxs[0]: expected an integer, found a string" },
   };
   /* OLMo Hybrid's sizes from its attention's: 6 heads of 64 -> key heads 0.75 x 384 / 6 = 48
    * wide, value heads 96; its last block softmax attention where it has fewer than four */
@@ -1237,12 +1254,7 @@ test_linear_attention(void)
   g_assert_cmpuint(m2.ffn, ==, 40);
   g_autoptr(StwModelGraph) mg = stw_model_graph_new(&m2, 1, 16, STW_DTYPE_BF16,
                                                     STW_ATTENTION_FLASH);
-  guint64 mixer = 0;
-  for (guint i = 0; i < mg->tensors->len; i++) {
-    const StwGraphTensor *x = mg->tensors->pdata[i];
-    if (g_str_has_prefix(x->name, "layers.0.mamba."))
-      mixer += x->numel;
-  }
+  guint64 mixer = prefix_numel(mg, "layers.0.mamba.");
   /* in_proj 32 -> x and z (64 each), B and C (2 x 2 x 8), a step a head (4): 164 x 32; the
    * convolution over 64 + 32 = 96 channels, 3 wide, and its bias; dt_bias, A_log, D; the norm
    * 64; out_proj 64 -> 32 */
@@ -1257,6 +1269,38 @@ test_linear_attention(void)
   StwModelConfig m2back;
   round_trip(&m2, "\"linear_conv\":3,\"linear_kind\":\"mamba2\",\"linear_conv_bias\":true",
              &m2back);
+  /* LFM2-1.2B: a short convolution in 10 of 16 blocks (in_proj 2048 -> 3 x 2048, the
+   * convolution 2048 x 3, out_proj 2048 x 2048), its MLP 12288 x 2/3 = 8192 wide; its count
+   * transformers 5.24's; no heads written */
+  StwModelConfig lfm;
+  resolve_text(dir,
+               "{\"model_type\": \"lfm2\", \"block_ff_dim\": 12288, \"full_attn_idxs\": [2, 5, 8, "
+               "10, 12, 14], \"hidden_size\": 2048, \"num_hidden_layers\": 16, \"tie_embedding\": "
+               "true}",
+               &lfm);
+  g_assert_cmpuint(stw_model_param_count(&lfm), ==, G_GUINT64_CONSTANT(1170340608));
+  g_assert_cmpuint(lfm.ffn, ==, 8192);
+  g_assert_cmpuint(stw_model_linear_blocks(&lfm), ==, 10);
+  g_autoptr(StwModelGraph) lg = stw_model_graph_new(&lfm, 1, 8, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(lg, "layers.0.conv."), ==, 3 * 2048 * 2048 + 2048 * 3 + 2048 * 2048);
+  for (guint i = 0; i < lg->ops->len; i++) {
+    const StwGraphOp *o = lg->ops->pdata[i];
+    if (o->kind == STW_OP_LINEAR_ATTN) { /* T = 8: B x and C y, the convolution 2 T d x 3 */
+      g_assert_cmpuint(o->flops, ==, 2 * 8 * 2048 * 3 + 2 * 8 * 2048);
+      g_assert_cmpuint(o->in_bytes, ==, 8 * 3 * 2048 * 2);
+      g_assert_cmpuint(o->saved_extra_bytes, ==, 2 * 8 * 2048 * 2);
+    }
+  }
+  StwModelConfig lback;
+  round_trip(&lfm, "\"linear_conv\":3,\"linear_kind\":\"short_conv\"", &lback);
+  g_autofree char *headed = g_strdup_printf(
+      "{\"format\":\"stowage-model\",\"version\":1,\"name\":\"m\",\"arch\":\"llama\","
+      "\"layers\":2,\"hidden\":64,\"heads\":4,\"vocab\":256,\"linear_blocks\":[0],"
+      "\"linear_kind\":\"short_conv\",\"linear_conv\":3,\"linear_k_heads\":2}");
+  GError *lerror = NULL;
+  g_assert_false(stw_model_config_parse("m.json", headed, strlen(headed), &lback, &lerror));
+  stw_assert_error_contains(lerror, "a short convolution (linear_kind short_conv) has no heads");
   /* Bamba's blocks of attention by their indices (9-B's: 9, 18 and 27 of 32; 40 beyond them);
    * the count transformers 5.24's */
   StwModelConfig bamba;
@@ -1484,6 +1528,7 @@ test_hf_family_defaults(void)
     { "olmo_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7430870688), TRUE, FALSE },
     { "granitemoehybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(38601064448), TRUE, FALSE },
     { "bamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9992765440), TRUE, FALSE },
+    { "lfm2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2705497600), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1531,7 +1576,8 @@ test_hf_family_defaults(void)
                         g_str_has_prefix(cases[i].type, "qwen3_5") ||
                         strcmp(cases[i].type, "olmo_hybrid") == 0 ||
                         strcmp(cases[i].type, "granitemoehybrid") == 0 ||
-                        strcmp(cases[i].type, "bamba") == 0);
+                        strcmp(cases[i].type, "bamba") == 0); /* LFM2's defaults: attention in
+                                                               * every block */
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);

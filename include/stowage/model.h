@@ -139,6 +139,7 @@ typedef enum {
 typedef enum {
   STW_LINEAR_GDN,    /* Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo Hybrid) */
   STW_LINEAR_MAMBA2, /* Mamba-2's state-space mixer (Granite 4.0's hybrids, Bamba) */
+  STW_LINEAR_SHORT_CONV, /* a gated short convolution (LFM2's): no heads, no state */
   STW_N_LINEAR_KINDS
 } StwLinearKind;
 
@@ -258,7 +259,10 @@ typedef struct {
    * head; the convolution over x, B and C; a step bias, a decay and a skip (D) a head; the
    * chunked scan over a state of state x head_dim a head; an RMSNorm inner wide gated by z; the
    * output projection. Its convolution and projections biased where linear_conv_bias and
-   * linear_proj_bias say (Mamba-2 only). */
+   * linear_proj_bias say (Mamba-2 and the short convolution).
+   * A short convolution (STW_LINEAR_SHORT_CONV, LFM2's) has no heads (linear_k_heads,
+   * linear_v_heads and their widths 0): one projection of the input to B, C and x (hidden
+   * each), B x convolved depthwise linear_conv wide, C times that, the output projection. */
   StwLinearKind linear_kind;
   gboolean linear_conv_bias, linear_proj_bias;
 } StwModelConfig;
@@ -495,7 +499,7 @@ extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
-extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2" */
+extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
                                                  * "layernorm_no_affine", "rmsnorm",

@@ -369,6 +369,9 @@ SMALL = {
               "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
               "max_position_embeddings": 64, "mamba_n_heads": 8, "mamba_d_state": 16,
               "attn_layer_indices": [1]},
+    "lfm2": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
+             "max_position_embeddings": 64, "block_multiple_of": 16, "full_attn_idxs": [1]},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -560,6 +563,14 @@ def variants(kind):
                       {"mamba_d_head": 16}, {"mamba_d_head": 8}, {"mamba_expand": 1},
                       {"mamba_proj_bias": True}, {"mamba_conv_bias": False},
                       {"mlp_bias": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "lfm2":  # short convolutions but in the blocks of attention; its MLP's width
+        for extra in ({"full_attn_idxs": None}, {"full_attn_idxs": [0, 2, 9]},
+                      {"full_attn_idxs": []}, {"layer_types": ["conv", "conv", "full_attention"]},
+                      {"layer_types": ["sliding_attention", "conv", "conv"]},
+                      {"conv_L_cache": 5}, {"conv_bias": True}, {"block_ff_dim": 200},
+                      {"block_auto_adjust_ff_dim": False}, {"block_ffn_dim_multiplier": 1.3}, {"block_multiple_of": 256},
+                      {"tie_embedding": False}, {"head_dim": 32}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
