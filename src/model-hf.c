@@ -121,6 +121,7 @@ typedef enum {
   HF_GRANITEMOEHYBRID,
   HF_BAMBA,
   HF_LFM2,
+  HF_LFM2_MOE,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -151,7 +152,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
-                                           NULL };
+                                           "lfm2_moe", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -262,6 +263,8 @@ typedef struct {
                                      * others Mamba-2's (Bamba's), not by layer_types */
   gboolean linear_short_conv;       /* LFM2's short convolutions in those blocks instead
                                      * (read_lfm2) */
+  gboolean ffn_adjusted;            /* its MLP's width adjusted from intermediate_size (LFM2's) */
+  gboolean layer_types_required;    /* layer_types, which the class needs (LFM2-MoE's) */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
   gboolean one_expert_not_modelled; /* experts 1 refused, not modelled: a routed expert beside
@@ -1311,9 +1314,23 @@ static const HfRow hf_rows[] = {
    * in attention's place but in the blocks full_attn_idxs lists or layer_types names (read_lfm2),
    * and its MLP's width adjusted from intermediate_size as its class adjusts it */
   [HF_LFM2] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE }, .reads_linear_attn = TRUE,
-                .linear_short_conv = TRUE, .layers_default = 32, .hidden_default = 2560,
+                .linear_short_conv = TRUE, .ffn_adjusted = TRUE, .layers_default = 32,
+                .hidden_default = 2560,
                 .heads_default = 32, .ffn_default = 12288, .max_seq_default = 128000,
                 .vocab_default = 65536, .kv_default = 8, .tied = TRUE, .reads_tie = TRUE },
+  /* LFM2-MoE: LFM2's blocks, their kinds by layer_types (required: the class builds no model
+   * without it), the first num_dense_layers blocks' MLP dense, intermediate_size wide as given,
+   * the others num_experts experts moe_intermediate_size wide, num_experts_per_tok a token (its
+   * expert bias a buffer, not a weight) */
+  [HF_LFM2_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                    .reads_linear_attn = TRUE, .linear_short_conv = TRUE,
+                    .layer_types_required = TRUE, .experts_member = "num_experts",
+                    .experts_default = 32, .experts_per_token_default = 4,
+                    .ffn = "moe_intermediate_size", .reads_dense_layers = TRUE,
+                    .dense_layers_member = "num_dense_layers", .dense_layers_default = 2,
+                    .dense_ffn_default = 7168, .layers_default = 32, .hidden_default = 2048,
+                    .heads_default = 32, .ffn_default = 1792, .max_seq_default = 128000,
+                    .vocab_default = 65536, .kv_default = 8, .tied = TRUE, .reads_tie = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -1917,26 +1934,28 @@ read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, const char *con
 /* LFM2's blocks into C: a short convolution conv_L_cache (3) wide, its convolution and
  * projections biased where conv_bias (false), in every block but those of attention:
  * layer_types, one a block ("conv", or attention: "full_attention", "sliding_attention",
- * "attention"), else full_attn_idxs (null: every block attention). Its MLP's width as its class
- * adjusts it: intermediate_size (its old name block_ff_dim winning), where
+ * "attention"; required where ROW says so), else full_attn_idxs (null: every block attention).
+ * Where ROW's class adjusts its MLP's width (LFM2's): intermediate_size (its old name
+ * block_ff_dim winning), where
  * block_auto_adjust_ff_dim (true) two thirds of it floored, times block_ffn_dim_multiplier (1.0),
  * floored, rounded up to a multiple of block_multiple_of (256);
  * tie_embedding, the head's old name, wins over tie_word_embeddings. */
 static gboolean
-read_lfm2(const Hf *h, StwModelConfig *c, GError **error)
+read_lfm2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
   gboolean bias = FALSE, adjust = TRUE;
   guint64 multiple = 256;
   double mult = 1.0;
   c->linear_kind = STW_LINEAR_SHORT_CONV;
   c->linear_conv = 3;
-  const cJSON *m = last_member(h->root, "block_ffn_dim_multiplier");
+  const cJSON *m = row->ffn_adjusted ? last_member(h->root, "block_ffn_dim_multiplier") : NULL;
   if (!get_u64(h, "conv_L_cache", FALSE, 1024, &c->linear_conv, error) ||
       !get_bool(h, "conv_bias", &bias, error) ||
-      !get_u64(h, "block_ff_dim", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c->ffn, error) ||
-      !get_bool(h, "block_auto_adjust_ff_dim", &adjust, error) ||
-      !get_u64(h, "block_multiple_of", FALSE, STW_MODEL_MAX_WIDTH, &multiple, error) ||
-      !get_bool(h, "tie_embedding", &c->tied, error))
+      !get_bool(h, "tie_embedding", &c->tied, error) ||
+      (row->ffn_adjusted &&
+       (!get_u64(h, "block_ff_dim", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c->ffn, error) ||
+        !get_bool(h, "block_auto_adjust_ff_dim", &adjust, error) ||
+        !get_u64(h, "block_multiple_of", FALSE, STW_MODEL_MAX_WIDTH, &multiple, error))))
     return FALSE;
   if (m != NULL && (!cJSON_IsNumber(m) || !(m->valuedouble > 0) || m->valuedouble > 1024))
     return stw_json_fail_at(h->r, "block_ffn_dim_multiplier", error, "expected a number above 0 "
@@ -1944,13 +1963,17 @@ read_lfm2(const Hf *h, StwModelConfig *c, GError **error)
   if (m != NULL)
     mult = m->valuedouble;
   c->linear_conv_bias = c->linear_proj_bias = bias;
-  if (adjust) {
+  if (adjust && row->ffn_adjusted) {
     c->ffn = (guint64)(mult * (double)(guint64)(2.0 * (double)c->ffn / 3.0));
     c->ffn = multiple * ((c->ffn + multiple - 1) / multiple);
   }
   const cJSON *types = last_member(h->root, "layer_types");
   if (types != NULL && !cJSON_IsNull(types))
     return read_layer_types(h, types, c, conv_types, lfm2_attention_types, error);
+  if (row->layer_types_required)
+    return stw_json_fail_at(h->r, "layer_types", error, "required (a list of \"conv\" and "
+                            "\"full_attention\", one a block): transformers builds no %s model "
+                            "without it", h->type);
   const cJSON *idx = last_member(h->root, "full_attn_idxs");
   if (idx == NULL || cJSON_IsNull(idx))
     return TRUE; /* attention in every block */
@@ -2041,7 +2064,7 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
   gboolean bias = FALSE, from_heads = row->linear_from_heads;
   guint64 interval = 4;
   if (row->linear_mamba2 || row->linear_short_conv) {
-    if (!(row->linear_mamba2 ? read_mamba2(h, row, c, error) : read_lfm2(h, c, error)))
+    if (!(row->linear_mamba2 ? read_mamba2(h, row, c, error) : read_lfm2(h, row, c, error)))
       return FALSE;
     if (stw_model_linear_blocks(c) == 0)
       no_linear_sizes(c);

@@ -1226,6 +1226,9 @@ test_linear_attention(void)
       "$.block_multiple_of: 0 is out of range" },
     { "{\"model_type\": \"lfm2\", \"full_attn_idxs\": [\"2\"]}",
       "$.full_attn_idxs[0]: expected an integer, found a string" },
+    { "{\"model_type\": \"lfm2_moe\"}",
+      "$.layer_types: required (a list of \"conv\" and \"full_attention\", one a block): "
+      "transformers builds no lfm2_moe model without it" },
   };
   /* OLMo Hybrid's sizes from its attention's: 6 heads of 64 -> key heads 0.75 x 384 / 6 = 48
    * wide, value heads 96; its last block softmax attention where it has fewer than four */
@@ -1294,6 +1297,15 @@ test_linear_attention(void)
   }
   StwModelConfig lback;
   round_trip(&lfm, "\"linear_conv\":3,\"linear_kind\":\"short_conv\"", &lback);
+  /* LFM2-MoE: its blocks' kinds required; experts after its dense blocks, none adjusted */
+  StwModelConfig lmoe;
+  resolve_text(dir,
+               "{\"model_type\": \"lfm2_moe\", \"num_hidden_layers\": 4, \"layer_types\": "
+               "[\"conv\", \"full_attention\", \"conv\", \"conv\"], \"block_ff_dim\": 99}",
+               &lmoe);
+  g_assert_cmpuint(stw_model_linear_blocks(&lmoe), ==, 3);
+  g_assert_cmpuint(stw_model_dense_prefix(&lmoe), ==, 2);
+  g_assert_true(lmoe.ffn == 1792 && lmoe.dense_ffn == 7168 && lmoe.experts == 32);
   g_autofree char *headed = g_strdup_printf(
       "{\"format\":\"stowage-model\",\"version\":1,\"name\":\"m\",\"arch\":\"llama\","
       "\"layers\":2,\"hidden\":64,\"heads\":4,\"vocab\":256,\"linear_blocks\":[0],"
@@ -2157,8 +2169,8 @@ test_hf_configs(void)
                                    "dbrx, dots1, granitemoeshared, minimax_m2, solar_open, glm4_moe_lite, flex_olmo, exaone_moe, ernie4_5_moe, "
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
-                                   "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text and "
-                                   "granitemoehybrid only");
+                                   "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text, "
+                                   "granitemoehybrid and lfm2_moe only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

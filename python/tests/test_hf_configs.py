@@ -372,6 +372,11 @@ SMALL = {
     "lfm2": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
              "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
              "max_position_embeddings": 64, "block_multiple_of": 16, "full_attn_idxs": [1]},
+    "lfm2_moe": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "intermediate_size": 96, "moe_intermediate_size": 32,
+                 "num_experts": 4, "num_experts_per_tok": 2, "num_dense_layers": 1,
+                 "vocab_size": 128, "max_position_embeddings": 64,
+                 "layer_types": ["conv", "full_attention", "conv"]},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -571,6 +576,11 @@ def variants(kind):
                       {"conv_L_cache": 5}, {"conv_bias": True}, {"block_ff_dim": 200},
                       {"block_auto_adjust_ff_dim": False}, {"block_ffn_dim_multiplier": 1.3}, {"block_multiple_of": 256},
                       {"tie_embedding": False}, {"head_dim": 32}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "lfm2_moe":  # experts after its dense blocks; its blocks' kinds required
+        for extra in ({"num_dense_layers": 0}, {"num_dense_layers": 3}, {"conv_bias": True},
+                      {"layer_types": None}, {"tie_embedding": False}, {"block_ff_dim": 40},
+                      {"layer_types": ["full_attention", "full_attention", "conv"]}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
