@@ -122,6 +122,7 @@ typedef enum {
   HF_BAMBA,
   HF_LFM2,
   HF_LFM2_MOE,
+  HF_MINIMAX,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -152,7 +153,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
-                                           "lfm2_moe", NULL };
+                                           "lfm2_moe", "minimax", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -264,6 +265,8 @@ typedef struct {
   gboolean linear_short_conv;       /* LFM2's short convolutions in those blocks instead
                                      * (read_lfm2) */
   gboolean ffn_adjusted;            /* its MLP's width adjusted from intermediate_size (LFM2's) */
+  gboolean linear_lightning;        /* MiniMax's lightning attention in those blocks instead
+                                     * (read_linear_attn) */
   gboolean layer_types_required;    /* layer_types, which the class needs (LFM2-MoE's) */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
@@ -1331,6 +1334,16 @@ static const HfRow hf_rows[] = {
                     .dense_ffn_default = 7168, .layers_default = 32, .hidden_default = 2048,
                     .heads_default = 32, .ffn_default = 1792, .max_seq_default = 128000,
                     .vocab_default = 65536, .kv_default = 8, .tied = TRUE, .reads_tie = TRUE },
+  /* MiniMax-Text-01 and MiniMax-M1: Mixtral's blocks (experts in every block) where every
+   * second block (layer_types; null: the odd ones) runs lightning attention with the softmax
+   * attention's heads and head width (read_linear_attn); its residual factors change no
+   * weight */
+  [HF_MINIMAX] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_linear_attn = TRUE,
+                   .linear_lightning = TRUE, .experts_member = "num_local_experts",
+                   .experts_default = 8, .experts_per_token_default = 2, .layers_default = 32,
+                   .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
+                   .max_seq_default = 131072, .vocab_default = 32000, .kv_default = 8,
+                   .head_dim_null_ok = TRUE, .reads_tie = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -2063,6 +2076,22 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
 {
   gboolean bias = FALSE, from_heads = row->linear_from_heads;
   guint64 interval = 4;
+  if (row->linear_lightning) { /* the attention's heads, every second block by default */
+    c->linear_kind = STW_LINEAR_LIGHTNING;
+    c->linear_k_heads = c->linear_v_heads = c->heads;
+    c->linear_k_head_dim = c->linear_v_head_dim = stw_model_head_dim(c);
+    const cJSON *v = last_member(h->root, "layer_types");
+    if (v != NULL && !cJSON_IsNull(v)) {
+      if (!read_layer_types(h, v, c, linear_types, attention_types, error))
+        return FALSE;
+    } else {
+      for (guint64 l = 0; l < c->layers; l++)
+        stw_model_set_block_linear(c, l, l % 2 == 1);
+    }
+    if (stw_model_linear_blocks(c) == 0)
+      no_linear_sizes(c);
+    return TRUE;
+  }
   if (row->linear_mamba2 || row->linear_short_conv) {
     if (!(row->linear_mamba2 ? read_mamba2(h, row, c, error) : read_lfm2(h, row, c, error)))
       return FALSE;

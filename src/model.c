@@ -369,7 +369,13 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
             c->linear_conv_bias || c->linear_proj_bias))
     problem = "linear_kind, linear_k_heads, linear_v_heads, linear_k_head_dim, "
               "linear_v_head_dim, linear_conv and their biases go with linear_blocks";
-  else if (mask_count(c->linear_blocks) != 0 && (c->linear_conv < 1 || c->linear_conv > 1024))
+  else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_LIGHTNING &&
+           (c->linear_conv != 0 || c->linear_k_heads != c->linear_v_heads ||
+            c->linear_k_head_dim != c->linear_v_head_dim))
+    problem = "lightning attention (linear_kind lightning) has no convolution (linear_conv not "
+              "given) and as many key as value heads, as wide";
+  else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_LIGHTNING &&
+           (c->linear_conv < 1 || c->linear_conv > 1024))
     problem = "linear_blocks go with linear_conv, 1 to 1024";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_SHORT_CONV &&
            linear_heads_given(c))
@@ -716,7 +722,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       stw_json_add_u64(o, "linear_k_head_dim", c->linear_k_head_dim);
       stw_json_add_u64(o, "linear_v_head_dim", c->linear_v_head_dim);
     }
-    stw_json_add_u64(o, "linear_conv", c->linear_conv);
+    if (c->linear_conv != 0) /* not lightning attention's */
+      stw_json_add_u64(o, "linear_conv", c->linear_conv);
     if (c->linear_kind != STW_LINEAR_GDN)
       cJSON_AddStringToObject(o, "linear_kind", stw_linear_kind_names[c->linear_kind]);
     if (c->linear_conv_bias)
@@ -1277,7 +1284,8 @@ typedef struct {
 } Gdn;
 
 /* The chunk Gated DeltaNet's kernels run its recurrence in (flash-linear-attention's 64), and
- * Mamba-2's scan (its configurations' mamba_chunk_size, 256). */
+ * Mamba-2's scan (its configurations' mamba_chunk_size, 256) and lightning attention's blocks
+ * (MiniMax's block_size, 256). */
 #define GDN_CHUNK 64
 #define MAMBA2_CHUNK 256
 
@@ -1290,6 +1298,8 @@ linear_in_width(const StwModelConfig *c)
   guint64 vd = c->linear_v_heads * c->linear_v_head_dim;
   if (c->linear_kind == STW_LINEAR_SHORT_CONV) /* B, C and x */
     return 3 * c->hidden;
+  if (c->linear_kind == STW_LINEAR_LIGHTNING) /* q, k, v and the output gate */
+    return 2 * kd + 2 * vd;
   return 2 * kd + 2 * vd + (c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2) * c->linear_v_heads;
 }
 
@@ -1305,6 +1315,8 @@ linear_out_width(const StwModelConfig *c)
 static guint64
 linear_conv_width(const StwModelConfig *c)
 {
+  if (c->linear_kind == STW_LINEAR_LIGHTNING) /* none */
+    return 0;
   return c->linear_kind == STW_LINEAR_SHORT_CONV
              ? c->hidden
              : 2 * c->linear_k_heads * c->linear_k_head_dim + linear_out_width(c);
@@ -1329,6 +1341,14 @@ gdn_params(Builder *b, const char *p, Gdn *g)
     named(b, &g->out, d, d, sc, "out_proj.weight");
     if (c->linear_proj_bias)
       named(b, &g->out, d, 0, sc, "out_proj.bias");
+    return;
+  }
+  if (c->linear_kind == STW_LINEAR_LIGHTNING) { /* MiniMax's names */
+    g_autofree char *sa = g_strconcat(p, ".self_attn", NULL);
+    named(b, &g->in, 3 * vd, d, sa, "qkv_proj.weight");
+    named(b, &g->in, vd, d, sa, "output_gate.weight");
+    named(b, &g->mix, vd, 0, sa, "norm.weight");
+    named(b, &g->out, d, vd, sa, "out_proj.weight");
     return;
   }
   if (c->linear_kind == STW_LINEAR_MAMBA2) {
@@ -1380,7 +1400,9 @@ gdn_ops(Builder *b, gint32 l, const Gdn *g)
   guint64 d = c->hidden, hv = c->linear_v_heads;
   guint64 dk = c->linear_k_head_dim, dv = c->linear_v_head_dim, T = b->T, e = b->e;
   guint64 vd = linear_out_width(c), conv = linear_conv_width(c), in_w = linear_in_width(c);
-  gboolean mamba = c->linear_kind == STW_LINEAR_MAMBA2;
+  /* Mamba-2's scan and lightning attention alike: a chunk's products 2 C (k + v) and the
+   * state's two k x v products a head and token */
+  gboolean mamba = c->linear_kind == STW_LINEAR_MAMBA2 || c->linear_kind == STW_LINEAR_LIGHTNING;
   guint64 chunk = mamba ? MAMBA2_CHUNK : GDN_CHUNK;
   guint64 chunks = b->g->batch * ((b->g->seq + chunk - 1) / chunk);
   StwGraphOp *in = linear(b, l, STW_OP_ATTN_QKV, "attn.in_proj", d, in_w, g->in.n, g->in.id);
@@ -1397,6 +1419,8 @@ gdn_ops(Builder *b, gint32 l, const Gdn *g)
   mix->saves_input = TRUE;
   mix->saved_extra_bytes = T * conv * e + T * hv * (mamba ? 4 : chunk * 4) + T * hv * 8 +
                            T * vd * e;
+  if (c->linear_kind == STW_LINEAR_LIGHTNING) /* its blocks' decayed scores, kept */
+    mix->saved_extra_bytes += T * hv * chunk * e;
   mix->work_bytes = chunks * hv * dk * dv * 4; /* the chunks' states */
   mix->bwd_work_bytes = 2 * mix->work_bytes;
   if (c->linear_kind == STW_LINEAR_SHORT_CONV) { /* B x, its convolution, C times it: kept, the

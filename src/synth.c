@@ -372,7 +372,16 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_LINEAR_ATTN: {
     double o = out, scalars = c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2;
     double conv = in - out - scalars * T * (double)c->linear_v_heads;
-    if (c->linear_kind == STW_LINEAR_SHORT_CONV) /* LFM2's in eager PyTorch: B x, the channels
+    if (c->linear_kind == STW_LINEAR_LIGHTNING) { /* MiniMax's, a PyTorch loop over blocks of
+                                                   * 256 tokens: each block's decayed scores
+                                                   * (written and read, kept), its products with
+                                                   * v and the state (8 kernels a block), the
+                                                   * norm op by op and the gate (10) */
+      double blocks = ceil((double)s->graph->seq / 256.0);
+      double scores = T * (double)c->linear_v_heads * 256.0 * e;
+      x = (Eager){ 2 * scores + o * (28 + 4 * e), 3 * scores + o * (52 + 6 * e),
+                   (guint)(8 * blocks) + 10, (guint)(16 * blocks) + 14 };
+    } else if (c->linear_kind == STW_LINEAR_SHORT_CONV) /* LFM2's in eager PyTorch: B x, the channels
                                                   * moved to the front and back (2), the
                                                   * convolution, C times it (5; backward 8) */
       x = (Eager){ 4 * e * o, 6 * e * o, 5, 8 };

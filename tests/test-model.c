@@ -1170,6 +1170,9 @@ test_linear_attention(void)
       "linear attention (linear_blocks) is in llama blocks" },
     { "\"linear_blocks\":[1,0]}", "$.linear_blocks[1]: 0 after 1: expected block indices" },
     { "\"linear_conv\":2000}", "$.linear_conv: 2000 is out of range" },
+    { "\"linear_blocks\":[1],\"linear_kind\":\"lightning\",\"linear_k_heads\":2,"
+      "\"linear_v_heads\":2,\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4}",
+      "lightning attention (linear_kind lightning) has no convolution" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(invalid); i++) {
     g_autofree char *bad = g_strconcat("{\"format\":\"stowage-model\",\"version\":1,"
@@ -1297,6 +1300,32 @@ test_linear_attention(void)
   }
   StwModelConfig lback;
   round_trip(&lfm, "\"linear_conv\":3,\"linear_kind\":\"short_conv\"", &lback);
+  /* MiniMax's lightning attention in its odd blocks by default: q, k, v and the gate 4 x 64 x 64,
+   * the norm 64, out_proj 64 x 64, no convolution; its blocks' scores kept */
+  StwModelConfig mm;
+  resolve_text(dir,
+               "{\"model_type\": \"minimax\", \"num_hidden_layers\": 3, \"hidden_size\": 64, "
+               "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 32, "
+               "\"num_local_experts\": 4, \"vocab_size\": 100}",
+               &mm);
+  g_assert_cmpint(mm.linear_kind, ==, STW_LINEAR_LIGHTNING);
+  g_assert_true(!stw_model_block_linear(&mm, 0) && stw_model_block_linear(&mm, 1) &&
+                !stw_model_block_linear(&mm, 2));
+  g_autoptr(StwModelGraph) mmg = stw_model_graph_new(&mm, 1, 8, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(mmg, "layers.1.self_attn."), ==, 4 * 64 * 64 + 64 + 64 * 64);
+  for (guint i = 0; i < mmg->ops->len; i++) {
+    const StwGraphOp *o = mmg->ops->pdata[i];
+    if (o->kind == STW_OP_LINEAR_ATTN) { /* T = 8 in a block of 256: 4 heads of 16 */
+      g_assert_cmpuint(o->flops, ==, 10 * 8 * 64 + 8 * 4 * (2 * 256 * 32 + 4 * 16 * 16));
+      g_assert_cmpuint(o->saved_extra_bytes, ==, 8 * 4 * 4 + 8 * 4 * 8 + 8 * 64 * 2 +
+                                                     8 * 4 * 256 * 2);
+    }
+  }
+  StwModelConfig mmback;
+  round_trip(&mm, "\"linear_blocks\":[1],\"linear_k_heads\":4,\"linear_v_heads\":4,"
+                  "\"linear_k_head_dim\":16,\"linear_v_head_dim\":16,\"linear_kind\":\"lightning\"",
+             &mmback);
   /* LFM2-MoE: its blocks' kinds required; experts after its dense blocks, none adjusted */
   StwModelConfig lmoe;
   resolve_text(dir,
@@ -1541,6 +1570,7 @@ test_hf_family_defaults(void)
     { "granitemoehybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(38601064448), TRUE, FALSE },
     { "bamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9992765440), TRUE, FALSE },
     { "lfm2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2705497600), TRUE, FALSE },
+    { "minimax", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(47373946880), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1588,8 +1618,9 @@ test_hf_family_defaults(void)
                         g_str_has_prefix(cases[i].type, "qwen3_5") ||
                         strcmp(cases[i].type, "olmo_hybrid") == 0 ||
                         strcmp(cases[i].type, "granitemoehybrid") == 0 ||
-                        strcmp(cases[i].type, "bamba") == 0); /* LFM2's defaults: attention in
-                                                               * every block */
+                        strcmp(cases[i].type, "bamba") == 0 ||
+                        strcmp(cases[i].type, "minimax") == 0); /* LFM2's defaults: attention
+                                                                 * in every block */
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);
@@ -2170,7 +2201,7 @@ test_hf_configs(void)
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
                                    "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text, "
-                                   "granitemoehybrid and lfm2_moe only");
+                                   "granitemoehybrid, lfm2_moe and minimax only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

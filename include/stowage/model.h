@@ -140,6 +140,8 @@ typedef enum {
   STW_LINEAR_GDN,    /* Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo Hybrid) */
   STW_LINEAR_MAMBA2, /* Mamba-2's state-space mixer (Granite 4.0's hybrids, Bamba) */
   STW_LINEAR_SHORT_CONV, /* a gated short convolution (LFM2's): no heads, no state */
+  STW_LINEAR_LIGHTNING,  /* lightning attention (MiniMax-Text-01's): decayed linear attention
+                          * in blocks, no convolution */
   STW_N_LINEAR_KINDS
 } StwLinearKind;
 
@@ -262,7 +264,12 @@ typedef struct {
    * linear_proj_bias say (Mamba-2 and the short convolution).
    * A short convolution (STW_LINEAR_SHORT_CONV, LFM2's) has no heads (linear_k_heads,
    * linear_v_heads and their widths 0): one projection of the input to B, C and x (hidden
-   * each), B x convolved depthwise linear_conv wide, C times that, the output projection. */
+   * each), B x convolved depthwise linear_conv wide, C times that, the output projection.
+   * Lightning attention (STW_LINEAR_LIGHTNING, MiniMax's) has no convolution (linear_conv 0) and
+   * as many key as value heads of one width: q, k and v and an output gate projected from the
+   * input (heads x width each), their decayed linear attention in blocks of 256 tokens over a
+   * state of width x width a head, an RMSNorm over all the heads' output, its sigmoid gate,
+   * the output projection. */
   StwLinearKind linear_kind;
   gboolean linear_conv_bias, linear_proj_bias;
 } StwModelConfig;
@@ -499,7 +506,8 @@ extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
-extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv" */
+extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
+                                                   * "lightning" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
                                                  * "layernorm_no_affine", "rmsnorm",

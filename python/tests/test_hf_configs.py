@@ -377,6 +377,9 @@ SMALL = {
                  "num_experts": 4, "num_experts_per_tok": 2, "num_dense_layers": 1,
                  "vocab_size": 128, "max_position_embeddings": 64,
                  "layer_types": ["conv", "full_attention", "conv"]},
+    "minimax": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 32, "num_local_experts": 4,
+                "vocab_size": 128, "max_position_embeddings": 64},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -581,6 +584,12 @@ def variants(kind):
         for extra in ({"num_dense_layers": 0}, {"num_dense_layers": 3}, {"conv_bias": True},
                       {"layer_types": None}, {"tie_embedding": False}, {"block_ff_dim": 40},
                       {"layer_types": ["full_attention", "full_attention", "conv"]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "minimax":  # lightning attention in every second block, or where it says
+        for extra in ({"layer_types": ["linear_attention"] * 3},
+                      {"layer_types": ["full_attention"] * 3},
+                      {"layer_types": ["linear_attention", "linear_attention", "full_attention"]},
+                      {"head_dim": 32}, {"head_dim": None}, {"num_hidden_layers": 8}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
