@@ -20,8 +20,11 @@ models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64
 {
   char num[6][32];
   guint64 v[] = { c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab };
+  /* no heads where every block's mixer is linear, no width where blocks have no MLP */
+  gboolean none[] = { FALSE, FALSE, stw_model_linear_blocks(c) == c->layers,
+                      stw_model_linear_blocks(c) == c->layers, c->no_mlp, FALSE };
   for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
-    g_snprintf(num[k], sizeof num[k], "%" G_GUINT64_FORMAT, v[k]);
+    g_snprintf(num[k], sizeof num[k], none[k] ? "-" : "%" G_GUINT64_FORMAT, v[k]);
   g_autofree char *p = stw_cli_group_digits(params);
   g_autofree char *bytes = stw_size_format(params * 14);
   stw_table_row(table, c->name, family, stw_arch_name(c->arch), num[0], num[1], num[2], num[3],
@@ -108,23 +111,33 @@ print_config_file(const char *file, gboolean json)
     latent = with;
   }
   g_autofree char *context =
-      c.alibi && c.max_seq == STW_MODEL_MAX_SEQ
-          ? g_strdup("positions by ALiBi (no longest context)")
-          : g_strdup_printf("%scontext %" G_GUINT64_FORMAT,
-                            c.alibi ? "positions by ALiBi, " : "", c.max_seq);
+      c.alibi && c.max_seq == STW_MODEL_MAX_SEQ ? g_strdup("positions by ALiBi (no longest context)")
+      : c.max_seq == STW_MODEL_MAX_SEQ          ? g_strdup("no longest context")
+                                                : g_strdup_printf("%scontext %" G_GUINT64_FORMAT,
+                                                                  c.alibi ? "positions by ALiBi, "
+                                                                          : "",
+                                                                  c.max_seq);
   GString *biases = g_string_new(NULL);
   for (int site = 0; site < STW_N_SITES; site++)
     if (stw_model_has_bias(&c, site))
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
-  printf("attention: %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-         " key/value heads%s%s%s%s%s; biases: %s; LM head %s%s; %s%s%s%s%s\n",
-         c.heads, stw_model_head_dim(&c), c.kv_heads, latent,
-         !c.qk_norm      ? ""
-         : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
-                          : ", queries and keys RMS-normed per head",
-         c.attn_softcap ? ", scores capped" : "", c.attn_sinks ? ", a sink logit per head" : "",
-         c.attn_gate ? ", an output gate" : c.diff_attn ? ", differential (two softmaxes a head)" : "",
+  /* softmax attention's heads, where any block has it */
+  g_autofree char *heads =
+      stw_model_linear_blocks(&c) == c.layers
+          ? g_strdup("none (every block's mixer linear)")
+          : g_strdup_printf("%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
+                            G_GUINT64_FORMAT " key/value heads%s%s%s%s%s",
+                            c.heads, stw_model_head_dim(&c), c.kv_heads, latent,
+                            !c.qk_norm      ? ""
+                            : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
+                                             : ", queries and keys RMS-normed per head",
+                            c.attn_softcap ? ", scores capped" : "",
+                            c.attn_sinks ? ", a sink logit per head" : "",
+                            c.attn_gate   ? ", an output gate"
+                            : c.diff_attn ? ", differential (two softmaxes a head)"
+                                          : "");
+  printf("attention: %s; biases: %s; LM head %s%s; %s%s%s%s%s%s\n", heads,
          biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own",
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",
@@ -143,31 +156,47 @@ print_config_file(const char *file, gboolean json)
          (const char *[STW_N_NORM_TYPES]){ "", "; LayerNorms (weight and bias)",
                                            "; LayerNorms without biases",
                                            "; LayerNorms without parameters", "; RMSNorms",
-                                           "; RMSNorms without parameters" }[c.norm_type]);
+                                           "; RMSNorms without parameters" }[c.norm_type],
+         c.no_mlp ? "; no MLP (a norm and the mixer a block)" : "");
   g_string_free(biases, TRUE);
   if (stw_model_linear_blocks(&c) != 0) {
-    g_autofree char *runs = block_runs(&c, stw_model_block_linear);
-    if (c.linear_kind == STW_LINEAR_SHORT_CONV)
-      printf("linear attention: a gated short convolution in %" G_GUINT64_FORMAT " of the %"
-             G_GUINT64_FORMAT " blocks (%s), %" G_GUINT64_FORMAT " wide%s; softmax attention "
-             "in the others\n", stw_model_linear_blocks(&c), c.layers, runs, c.linear_conv,
-             c.linear_conv_bias ? ", biased" : "");
-    else if (c.linear_kind == STW_LINEAR_MAMBA2)
-      printf("linear attention: Mamba-2 in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
-             " blocks (%s): %" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
-             G_GUINT64_FORMAT " group%s of B and C, a state of %" G_GUINT64_FORMAT
-             ", a convolution %" G_GUINT64_FORMAT " wide%s%s; softmax attention in the others\n",
-             stw_model_linear_blocks(&c), c.layers, runs, c.linear_v_heads, c.linear_v_head_dim,
-             c.linear_k_heads, c.linear_k_heads == 1 ? "" : "s", c.linear_k_head_dim,
-             c.linear_conv, c.linear_conv_bias ? ", biased" : "",
-             c.linear_proj_bias ? ", projections biased" : "");
-    else
-      printf("linear attention: Gated DeltaNet in %" G_GUINT64_FORMAT " of the %"
-             G_GUINT64_FORMAT " blocks (%s): %" G_GUINT64_FORMAT " key heads of %"
-             G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " value heads of %" G_GUINT64_FORMAT
-             ", a convolution %" G_GUINT64_FORMAT " wide; softmax attention in the others\n",
-             stw_model_linear_blocks(&c), c.layers, runs, c.linear_k_heads, c.linear_k_head_dim,
-             c.linear_v_heads, c.linear_v_head_dim, c.linear_conv);
+    gboolean all = stw_model_linear_blocks(&c) == c.layers;
+    g_autofree char *runs = all ? g_strdup("every block") : block_runs(&c, stw_model_block_linear);
+    g_autofree char *sizes = NULL;
+    const char *kind = NULL;
+    switch (c.linear_kind) {
+    case STW_LINEAR_SHORT_CONV:
+      kind = "a gated short convolution";
+      sizes = g_strdup_printf("%" G_GUINT64_FORMAT " wide%s", c.linear_conv,
+                              c.linear_conv_bias ? ", biased" : "");
+      break;
+    case STW_LINEAR_LIGHTNING:
+      kind = "lightning attention";
+      sizes = g_strdup_printf("%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT,
+                              c.linear_v_heads, c.linear_v_head_dim);
+      break;
+    case STW_LINEAR_MAMBA2:
+      kind = "Mamba-2";
+      sizes = g_strdup_printf("%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
+                              G_GUINT64_FORMAT " group%s of B and C, a state of %"
+                              G_GUINT64_FORMAT ", a convolution %" G_GUINT64_FORMAT " wide%s%s",
+                              c.linear_v_heads, c.linear_v_head_dim, c.linear_k_heads,
+                              c.linear_k_heads == 1 ? "" : "s", c.linear_k_head_dim,
+                              c.linear_conv, c.linear_conv_bias ? ", biased" : "",
+                              c.linear_proj_bias ? ", projections biased" : "");
+      break;
+    default:
+      kind = "Gated DeltaNet";
+      sizes = g_strdup_printf("%" G_GUINT64_FORMAT " key heads of %" G_GUINT64_FORMAT ", %"
+                              G_GUINT64_FORMAT " value heads of %" G_GUINT64_FORMAT
+                              ", a convolution %" G_GUINT64_FORMAT " wide",
+                              c.linear_k_heads, c.linear_k_head_dim, c.linear_v_heads,
+                              c.linear_v_head_dim, c.linear_conv);
+      break;
+    }
+    printf("linear attention: %s in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
+           " blocks (%s): %s%s\n", kind, stw_model_linear_blocks(&c), c.layers, runs, sizes,
+           all ? "" : "; softmax attention in the others");
   }
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

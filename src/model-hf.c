@@ -123,6 +123,7 @@ typedef enum {
   HF_LFM2,
   HF_LFM2_MOE,
   HF_MINIMAX,
+  HF_MAMBA2,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -153,7 +154,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
-                                           "lfm2_moe", "minimax", NULL };
+                                           "lfm2_moe", "minimax", "mamba2", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -258,6 +259,8 @@ typedef struct {
                                      * Hybrid's), else Qwen3-Next's */
   gboolean linear_mamba2;           /* Mamba-2's mixer in those blocks instead, by the mamba_*
                                      * members (read_mamba2) */
+  gboolean mamba_lm;                /* Mamba-2's own language model: its mixer's members
+                                     * without the prefix, in every block, no MLP */
   gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
                                      * (Granite 4.0's dense hybrids) */
   gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
@@ -1344,6 +1347,15 @@ static const HfRow hf_rows[] = {
                    .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
                    .max_seq_default = 131072, .vocab_default = 32000, .kv_default = 8,
                    .head_dim_null_ok = TRUE, .reads_tie = TRUE },
+  /* Mamba-2's language models (state-spaces' Mamba-2, Codestral Mamba): every block an RMSNorm
+   * and Mamba-2's mixer, no attention and no MLP (num_heads of head_dim over expand x hidden,
+   * n_groups of B and C of state_size, conv_kernel, use_conv_bias, use_bias; read_mamba2), no
+   * positions; untied by default */
+  [HF_MAMBA2] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE }, .reads_linear_attn = TRUE,
+                  .linear_mamba2 = TRUE, .mamba_lm = TRUE, .layers_default = 64,
+                  .hidden_default = 4096, .heads_default = 1, .ffn_default = 4096,
+                  .positions_unbounded = TRUE, .vocab_default = 32768, .kv_default = NOT_READ,
+                  .head_dim_default = NOT_READ, .reads_tie = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -2019,38 +2031,55 @@ no_linear_sizes(StwModelConfig *c)
 static gboolean
 read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
-  guint64 heads = 128, groups = 1, state = 256, expand = 2, head_dim = 0;
+  /* the members and defaults of the hybrids' (mamba_*) and of Mamba-2's own language model */
+  gboolean lm = row->mamba_lm;
+  const char *n_heads = lm ? "num_heads" : "mamba_n_heads", *n_head_dim = lm ? "head_dim"
+                                                                            : "mamba_d_head";
+  guint64 heads = 128, groups = lm ? 8 : 1, state = lm ? 128 : 256, expand = 2;
+  guint64 head_dim = lm ? 64 : 0;
   c->linear_kind = STW_LINEAR_MAMBA2;
   c->linear_conv = 4;
   c->linear_conv_bias = TRUE;
   c->linear_proj_bias = FALSE;
-  const cJSON *dh = last_member(h->root, "mamba_d_head");
-  gboolean auto_head = dh == NULL || (cJSON_IsString(dh) && strcmp(dh->valuestring, "auto") == 0);
-  if (!get_u64(h, "mamba_n_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
-      !get_u64(h, "mamba_n_groups", FALSE, STW_MODEL_MAX_WIDTH, &groups, error) ||
-      !get_u64(h, "mamba_d_state", FALSE, STW_MODEL_MAX_WIDTH, &state, error) ||
-      !get_u64(h, "mamba_expand", FALSE, 64, &expand, error) ||
-      !get_u64(h, "mamba_d_conv", FALSE, 1024, &c->linear_conv, error) ||
-      !get_bool(h, "mamba_conv_bias", &c->linear_conv_bias, error) ||
-      !get_bool(h, "mamba_proj_bias", &c->linear_proj_bias, error) ||
-      (!auto_head && !get_u64(h, "mamba_d_head", FALSE, STW_MODEL_MAX_WIDTH, &head_dim, error)))
+  const cJSON *dh = last_member(h->root, n_head_dim);
+  gboolean auto_head = !lm && (dh == NULL || (cJSON_IsString(dh) &&
+                                              strcmp(dh->valuestring, "auto") == 0));
+  if (!get_u64(h, n_heads, FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
+      !get_u64(h, lm ? "n_groups" : "mamba_n_groups", FALSE, STW_MODEL_MAX_WIDTH, &groups,
+               error) ||
+      !get_u64(h, lm ? "state_size" : "mamba_d_state", FALSE, STW_MODEL_MAX_WIDTH, &state,
+               error) ||
+      !get_u64(h, lm ? "expand" : "mamba_expand", FALSE, 64, &expand, error) ||
+      !get_u64(h, lm ? "conv_kernel" : "mamba_d_conv", FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, lm ? "use_conv_bias" : "mamba_conv_bias", &c->linear_conv_bias, error) ||
+      !get_bool(h, lm ? "use_bias" : "mamba_proj_bias", &c->linear_proj_bias, error) ||
+      (!auto_head && !get_u64(h, n_head_dim, FALSE, STW_MODEL_MAX_WIDTH, &head_dim, error)))
     return FALSE;
   guint64 inner = expand * c->hidden;
-  if (inner % heads != 0)
-    return stw_json_fail_at(h->r, "mamba_n_heads", error, "%" G_GUINT64_FORMAT " heads do not "
+  if (!lm && inner % heads != 0)
+    return stw_json_fail_at(h->r, n_heads, error, "%" G_GUINT64_FORMAT " heads do not "
                             "divide mamba_expand x hidden_size (%" G_GUINT64_FORMAT "): "
                             "transformers refuses it", heads, inner);
   if (!auto_head && head_dim * heads != inner)
-    return stw_json_fail_at(h->r, "mamba_d_head", error, "%" G_GUINT64_FORMAT " a head, %"
-                            G_GUINT64_FORMAT " heads: the mixer's forward runs only where heads "
-                            "x head width is mamba_expand x hidden_size (%" G_GUINT64_FORMAT "); "
-                            "not modelled", head_dim, heads, inner);
+    return stw_json_fail_at(h->r, n_head_dim, error, "%" G_GUINT64_FORMAT " a head, %"
+                            G_GUINT64_FORMAT " heads: %s (%" G_GUINT64_FORMAT ")%s", head_dim,
+                            heads,
+                            lm ? "transformers refuses heads x head width apart from expand x "
+                                 "hidden_size"
+                               : "the mixer's forward runs only where heads x head width is "
+                                 "mamba_expand x hidden_size",
+                            inner, lm ? "" : "; not modelled");
   c->linear_k_heads = groups;
   c->linear_k_head_dim = state;
   c->linear_v_heads = heads;
   c->linear_v_head_dim = inner / heads;
   for (guint64 l = 0; l < c->layers; l++)
     stw_model_set_block_linear(c, l, TRUE);
+  if (lm) { /* no attention, no MLP: a norm and the mixer a block */
+    c->heads = c->kv_heads = 1;
+    c->ffn = c->hidden;
+    return TRUE;
+  }
   const cJSON *v = last_member(h->root, row->attn_indices ? "attn_layer_indices" : "layer_types");
   if (v == NULL || cJSON_IsNull(v))
     return TRUE;

@@ -389,6 +389,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
             c->linear_v_heads > STW_MODEL_MAX_WIDTH))
     problem = "linear_blocks go with linear_k_heads, linear_v_heads, linear_k_head_dim and "
               "linear_v_head_dim, each 1 or more, each side's heads x head width at most 1048576";
+  else if (c->no_mlp && (c->arch != STW_ARCH_LLAMA || stw_model_experts(c) > 1 ||
+                         stw_model_linear_blocks(c) != c->layers || c->norms != STW_NORMS_PRE))
+    problem = "blocks without an MLP (mlp false) are Mamba's: llama blocks, every one linear "
+              "attention, norms before, no experts";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_SHORT_CONV &&
            c->linear_v_heads % c->linear_k_heads != 0)
     problem = "linear_k_heads must divide linear_v_heads";
@@ -461,6 +465,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "shared_expert_gate", "dense_layers", "dense_blocks", "dense_ffn", "kv_lora_rank",         \
       "linear_blocks", "linear_k_heads", "linear_v_heads", "linear_k_head_dim",                  \
       "linear_v_head_dim", "linear_conv", "linear_kind", "linear_conv_bias", "linear_proj_bias", \
+      "mlp",                                                                                     \
       "q_lora_rank",                                                                             \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
@@ -530,7 +535,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
   int linear_kind = (int)c->linear_kind;
   gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm,
-           pooler = !c->no_pooler;
+           pooler = !c->no_pooler, mlp = !c->no_mlp;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
       !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
@@ -550,6 +555,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "sub_norms", FALSE, &c->sub_norms, error) ||
       !stw_json_get_bool(r, obj, "attn_gate", FALSE, &c->attn_gate, error) ||
       !stw_json_get_bool(r, obj, "final_norm", FALSE, &final_norm, error) ||
+      !stw_json_get_bool(r, obj, "mlp", FALSE, &mlp, error) ||
       !stw_json_get_bool(r, obj, "diff_attn", FALSE, &c->diff_attn, error) ||
       !stw_json_get_bool(r, obj, "pooler", FALSE, &pooler, error) ||
       !stw_json_get_u64(r, obj, "index_heads", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->index_heads,
@@ -597,6 +603,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   c->activation = (StwActivation)activation;
   c->shared_expert_ungated = !gated;
   c->no_final_norm = !final_norm;
+  c->no_mlp = !mlp;
   c->no_pooler = !pooler;
   if (c->token_types == 2)
     c->token_types = 0; /* the usual: as the default */
@@ -773,6 +780,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "attn_gate", TRUE);
   if (c->no_final_norm)
     cJSON_AddBoolToObject(o, "final_norm", FALSE);
+  if (c->no_mlp)
+    cJSON_AddBoolToObject(o, "mlp", FALSE);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
   if (c->no_pooler)
@@ -1578,7 +1587,7 @@ build_llama(Builder *b)
     }
     if (post)
       model_norm_params(b, &post1, d, n3);
-    if (pre && !shared)
+    if (pre && !shared && !c->no_mlp)
       model_norm_params(b, &ln2, d, n2);
 
     /* the block opens at its first norm, or at the projections where there is none before */
@@ -1619,6 +1628,8 @@ build_llama(Builder *b)
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
     close->residual = STW_RESIDUAL_CLOSE;
+    if (c->no_mlp) /* Mamba's block: its norm and its mixer */
+      continue;
     if (pre && !shared)
       model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1 && !stw_model_block_dense(c, (guint64)l)) {

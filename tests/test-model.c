@@ -1170,6 +1170,8 @@ test_linear_attention(void)
       "linear attention (linear_blocks) is in llama blocks" },
     { "\"linear_blocks\":[1,0]}", "$.linear_blocks[1]: 0 after 1: expected block indices" },
     { "\"linear_conv\":2000}", "$.linear_conv: 2000 is out of range" },
+    { "\"mlp\":false}", "blocks without an MLP (mlp false) are Mamba's: llama blocks, every one "
+                        "linear attention, norms before, no experts" },
     { "\"linear_blocks\":[1],\"linear_kind\":\"lightning\",\"linear_k_heads\":2,"
       "\"linear_v_heads\":2,\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4}",
       "lightning attention (linear_kind lightning) has no convolution" },
@@ -1229,6 +1231,9 @@ test_linear_attention(void)
       "$.block_multiple_of: 0 is out of range" },
     { "{\"model_type\": \"lfm2\", \"full_attn_idxs\": [\"2\"]}",
       "$.full_attn_idxs[0]: expected an integer, found a string" },
+    { "{\"model_type\": \"mamba2\", \"head_dim\": 32}",
+      "$.head_dim: 32 a head, 128 heads: transformers refuses heads x head width apart from "
+      "expand x hidden_size (8192)" },
     { "{\"model_type\": \"lfm2_moe\"}",
       "$.layer_types: required (a list of \"conv\" and \"full_attention\", one a block): "
       "transformers builds no lfm2_moe model without it" },
@@ -1326,6 +1331,28 @@ test_linear_attention(void)
   round_trip(&mm, "\"linear_blocks\":[1],\"linear_k_heads\":4,\"linear_v_heads\":4,"
                   "\"linear_k_head_dim\":16,\"linear_v_head_dim\":16,\"linear_kind\":\"lightning\"",
              &mmback);
+  /* Mamba-2's language model: every block a norm and the mixer, no MLP; its ops so */
+  StwModelConfig mlm;
+  resolve_text(dir,
+               "{\"model_type\": \"mamba2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+               "\"num_heads\": 8, \"head_dim\": 16, \"n_groups\": 2, \"state_size\": 8, "
+               "\"vocab_size\": 128, \"use_bias\": true, \"use_conv_bias\": false, "
+               "\"tie_word_embeddings\": true}",
+               &mlm);
+  g_assert_true(mlm.no_mlp && mlm.linear_proj_bias && !mlm.linear_conv_bias);
+  g_assert_cmpuint(stw_model_param_count(&mlm), ==, 64960); /* transformers 5.24's count */
+  g_autoptr(StwModelGraph) mlg = stw_model_graph_new(&mlm, 1, 8, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+  GString *block = g_string_new(NULL);
+  for (guint i = 0; i < mlg->ops->len; i++) {
+    const StwGraphOp *o = mlg->ops->pdata[i];
+    if (o->layer == 1)
+      g_string_append_printf(block, "%s ", o->name + 3);
+  }
+  g_assert_cmpstr(block->str, ==, "ln_1 attn.in_proj attn.linear attn.out_proj ");
+  g_string_free(block, TRUE);
+  StwModelConfig mlback;
+  round_trip(&mlm, "\"mlp\":false", &mlback);
   /* LFM2-MoE: its blocks' kinds required; experts after its dense blocks, none adjusted */
   StwModelConfig lmoe;
   resolve_text(dir,
@@ -1571,6 +1598,7 @@ test_hf_family_defaults(void)
     { "bamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9992765440), TRUE, FALSE },
     { "lfm2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2705497600), TRUE, FALSE },
     { "minimax", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(47373946880), TRUE, FALSE },
+    { "mamba2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7285403648), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1619,8 +1647,10 @@ test_hf_family_defaults(void)
                         strcmp(cases[i].type, "olmo_hybrid") == 0 ||
                         strcmp(cases[i].type, "granitemoehybrid") == 0 ||
                         strcmp(cases[i].type, "bamba") == 0 ||
-                        strcmp(cases[i].type, "minimax") == 0); /* LFM2's defaults: attention
-                                                                 * in every block */
+                        strcmp(cases[i].type, "minimax") == 0 ||
+                        strcmp(cases[i].type, "mamba2") == 0); /* LFM2's defaults: attention
+                                                                * in every block */
+    g_assert_cmpint(cfg.no_mlp, ==, strcmp(cases[i].type, "mamba2") == 0);
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);

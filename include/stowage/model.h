@@ -209,6 +209,8 @@ typedef struct {
                             * and normed by an RMSNorm without weights before o_proj */
   gboolean no_token_types; /* bert only: no token-type embeddings at all (BertGeneration's) */
   gboolean no_pooler;      /* bert only: no pooler (BertGeneration's encoder) */
+  gboolean no_mlp;         /* blocks without an MLP: a norm and the mixer only (Mamba's; llama
+                            * only, every block linear attention, no experts) */
   gboolean no_final_norm;  /* no norm between the last block and the LM head (OpenAI GPT's,
                             * whose blocks norm after each residual add; gpt, neox, llama) */
   gboolean router_score_bias; /* with experts: the router's per-expert score correction kept

@@ -380,6 +380,8 @@ SMALL = {
     "minimax": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
                 "num_key_value_heads": 2, "intermediate_size": 32, "num_local_experts": 4,
                 "vocab_size": 128, "max_position_embeddings": 64},
+    "mamba2": {"num_hidden_layers": 2, "hidden_size": 64, "num_heads": 8, "head_dim": 16,
+               "n_groups": 2, "state_size": 8, "vocab_size": 128},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -590,6 +592,12 @@ def variants(kind):
                       {"layer_types": ["full_attention"] * 3},
                       {"layer_types": ["linear_attention", "linear_attention", "full_attention"]},
                       {"head_dim": 32}, {"head_dim": None}, {"num_hidden_layers": 8}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "mamba2":  # its mixer's members without the hybrids' prefix; no MLP
+        for extra in ({"use_bias": True}, {"use_conv_bias": False}, {"n_groups": 8},
+                      {"n_groups": 3}, {"state_size": 32}, {"conv_kernel": 2},
+                      {"expand": 1, "head_dim": 8}, {"head_dim": 8}, {"num_heads": 4},
+                      {"intermediate_size": 10}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
@@ -830,7 +838,10 @@ def stowage_count(path):
     if r.returncode != 0:
         return None, r.stderr.strip()
     j = json.loads(r.stdout)
-    return j["params"], j["model"].get("kv_heads", j["model"].get("heads"))
+    m = j["model"]
+    if m.get("mlp") is False:  # Mamba's blocks: a norm and the mixer, no attention, no heads
+        return j["params"], None
+    return j["params"], m.get("kv_heads", m.get("heads"))
 
 
 @unittest.skipIf(transformers is None, "transformers is not installed: %s"
