@@ -124,6 +124,8 @@ typedef enum {
   HF_LFM2_MOE,
   HF_MINIMAX,
   HF_MAMBA2,
+  HF_MAMBA,
+  HF_FALCON_MAMBA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -154,7 +156,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "deepseek_v32", "glm_moe_dsa", "bert-generation",
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
-                                           "lfm2_moe", "minimax", "mamba2", NULL };
+                                           "lfm2_moe", "minimax", "mamba2", "mamba",
+                                           "falcon_mamba", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -261,6 +264,8 @@ typedef struct {
                                      * members (read_mamba2) */
   gboolean mamba_lm;                /* Mamba-2's own language model: its mixer's members
                                      * without the prefix, in every block, no MLP */
+  gboolean mamba1_lm;               /* Mamba-1's language model: its mixer in every block, no
+                                     * MLP (read_mamba1) */
   gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
                                      * (Granite 4.0's dense hybrids) */
   gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
@@ -1356,6 +1361,20 @@ static const HfRow hf_rows[] = {
                   .hidden_default = 4096, .heads_default = 1, .ffn_default = 4096,
                   .positions_unbounded = TRUE, .vocab_default = 32768, .kv_default = NOT_READ,
                   .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* Mamba (Mamba-1's language models) and Falcon Mamba (its mixer's B, C and step RMS-normed
+   * without weights): every block an RMSNorm and Mamba-1's mixer (read_mamba1), no attention,
+   * no MLP, no positions; tied by default */
+  [HF_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE }, .reads_linear_attn = TRUE,
+                 .mamba1_lm = TRUE, .layers_default = 32, .hidden_default = 768,
+                 .heads_default = 1, .ffn_default = 768, .positions_unbounded = TRUE,
+                 .vocab_default = 50280, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
+                 .tied = TRUE, .reads_tie = TRUE },
+  [HF_FALCON_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE },
+                        .reads_linear_attn = TRUE, .mamba1_lm = TRUE, .layers_default = 32,
+                        .hidden_default = 768, .heads_default = 1, .ffn_default = 768,
+                        .positions_unbounded = TRUE, .vocab_default = 50280,
+                        .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
+                        .reads_tie = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -2089,6 +2108,38 @@ read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
                             error);
 }
 
+/* Mamba-1's mixer in every block of C (Mamba's and Falcon Mamba's language models): an inner
+ * width of expand (2) x hidden, state_size (16) a channel, a step of time_step_rank ("auto":
+ * hidden / 16 rounded up), a convolution conv_kernel (4) wide biased where use_conv_bias (true),
+ * the input's and output's projections biased where use_bias (false); no attention, no MLP. */
+static gboolean
+read_mamba1(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 expand = 2, state = 16, rank = (c->hidden + 15) / 16;
+  c->linear_kind = STW_LINEAR_MAMBA1;
+  c->linear_conv = 4;
+  c->linear_conv_bias = TRUE;
+  c->linear_proj_bias = FALSE;
+  const cJSON *tr = last_member(h->root, "time_step_rank");
+  gboolean auto_rank = tr == NULL || (cJSON_IsString(tr) && strcmp(tr->valuestring, "auto") == 0);
+  if (!get_u64(h, "expand", FALSE, 64, &expand, error) ||
+      !get_u64(h, "state_size", FALSE, STW_MODEL_MAX_WIDTH, &state, error) ||
+      !get_u64(h, "conv_kernel", FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, "use_conv_bias", &c->linear_conv_bias, error) ||
+      !get_bool(h, "use_bias", &c->linear_proj_bias, error) ||
+      (!auto_rank && !get_u64(h, "time_step_rank", FALSE, STW_MODEL_MAX_WIDTH, &rank, error)))
+    return FALSE;
+  c->linear_k_heads = c->linear_v_heads = 1;
+  c->linear_k_head_dim = state;
+  c->linear_v_head_dim = expand * c->hidden;
+  c->linear_dt_rank = rank;
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, TRUE);
+  c->heads = c->kv_heads = 1;
+  c->ffn = c->hidden;
+  return TRUE;
+}
+
 /* The linear blocks and their sizes into C by ROW: Mamba-2's by read_mamba2, Gated DeltaNet's
  * here: layer_types, one "linear_attention" or
  * "full_attention" a block (their old names "mamba" and "attention" too, as transformers remaps
@@ -2105,6 +2156,8 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
 {
   gboolean bias = FALSE, from_heads = row->linear_from_heads;
   guint64 interval = 4;
+  if (row->mamba1_lm)
+    return read_mamba1(h, c, error);
   if (row->linear_lightning) { /* the attention's heads, every second block by default */
     c->linear_kind = STW_LINEAR_LIGHTNING;
     c->linear_k_heads = c->linear_v_heads = c->heads;

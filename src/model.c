@@ -369,6 +369,14 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
             c->linear_conv_bias || c->linear_proj_bias))
     problem = "linear_kind, linear_k_heads, linear_v_heads, linear_k_head_dim, "
               "linear_v_head_dim, linear_conv and their biases go with linear_blocks";
+  else if ((c->linear_kind == STW_LINEAR_MAMBA1) !=
+           (c->linear_dt_rank != 0 && mask_count(c->linear_blocks) != 0))
+    problem = "linear_dt_rank (1 or more) goes with Mamba-1's mixer (linear_kind mamba1)";
+  else if (c->linear_kind == STW_LINEAR_MAMBA1 &&
+           (c->linear_k_heads != 1 || c->linear_v_heads != 1 ||
+            c->linear_dt_rank > STW_MODEL_MAX_WIDTH))
+    problem = "Mamba-1's mixer (linear_kind mamba1) has one key and one value head "
+              "(linear_k_heads and linear_v_heads 1) and linear_dt_rank at most 1048576";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_LIGHTNING &&
            (c->linear_conv != 0 || c->linear_k_heads != c->linear_v_heads ||
             c->linear_k_head_dim != c->linear_v_head_dim))
@@ -465,7 +473,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "shared_expert_gate", "dense_layers", "dense_blocks", "dense_ffn", "kv_lora_rank",         \
       "linear_blocks", "linear_k_heads", "linear_v_heads", "linear_k_head_dim",                  \
       "linear_v_head_dim", "linear_conv", "linear_kind", "linear_conv_bias", "linear_proj_bias", \
-      "mlp",                                                                                     \
+      "mlp", "linear_dt_rank",                                                                   \
       "q_lora_rank",                                                                             \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
@@ -578,6 +586,8 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_enum(r, obj, "linear_kind", FALSE, stw_linear_kind_names, &linear_kind,
                          error) ||
       !stw_json_get_bool(r, obj, "linear_conv_bias", FALSE, &c->linear_conv_bias, error) ||
+      !stw_json_get_u64(r, obj, "linear_dt_rank", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->linear_dt_rank, error) ||
       !stw_json_get_bool(r, obj, "linear_proj_bias", FALSE, &c->linear_proj_bias, error) ||
       !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->dense_ffn, error) ||
@@ -733,6 +743,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       stw_json_add_u64(o, "linear_conv", c->linear_conv);
     if (c->linear_kind != STW_LINEAR_GDN)
       cJSON_AddStringToObject(o, "linear_kind", stw_linear_kind_names[c->linear_kind]);
+    if (c->linear_dt_rank != 0)
+      stw_json_add_u64(o, "linear_dt_rank", c->linear_dt_rank);
     if (c->linear_conv_bias)
       cJSON_AddBoolToObject(o, "linear_conv_bias", TRUE);
     if (c->linear_proj_bias)
@@ -1309,6 +1321,8 @@ linear_in_width(const StwModelConfig *c)
     return 3 * c->hidden;
   if (c->linear_kind == STW_LINEAR_LIGHTNING) /* q, k, v and the output gate */
     return 2 * kd + 2 * vd;
+  if (c->linear_kind == STW_LINEAR_MAMBA1) /* x and z */
+    return 2 * vd;
   return 2 * kd + 2 * vd + (c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2) * c->linear_v_heads;
 }
 
@@ -1326,6 +1340,8 @@ linear_conv_width(const StwModelConfig *c)
 {
   if (c->linear_kind == STW_LINEAR_LIGHTNING) /* none */
     return 0;
+  if (c->linear_kind == STW_LINEAR_MAMBA1) /* x alone */
+    return linear_out_width(c);
   return c->linear_kind == STW_LINEAR_SHORT_CONV
              ? c->hidden
              : 2 * c->linear_k_heads * c->linear_k_head_dim + linear_out_width(c);
@@ -1350,6 +1366,25 @@ gdn_params(Builder *b, const char *p, Gdn *g)
     named(b, &g->out, d, d, sc, "out_proj.weight");
     if (c->linear_proj_bias)
       named(b, &g->out, d, 0, sc, "out_proj.bias");
+    return;
+  }
+  if (c->linear_kind == STW_LINEAR_MAMBA1) { /* Mamba's names */
+    g_autofree char *m = g_strconcat(p, ".mixer", NULL);
+    guint64 r = c->linear_dt_rank, n = c->linear_k_head_dim;
+    named(b, &g->in, 2 * vd, d, m, "in_proj.weight");
+    if (c->linear_proj_bias)
+      named(b, &g->in, 2 * vd, 0, m, "in_proj.bias");
+    named(b, &g->mix, vd, c->linear_conv, m, "conv1d.weight");
+    if (c->linear_conv_bias)
+      named(b, &g->mix, vd, 0, m, "conv1d.bias");
+    named(b, &g->mix, r + 2 * n, vd, m, "x_proj.weight");
+    named(b, &g->mix, vd, r, m, "dt_proj.weight");
+    named(b, &g->mix, vd, 0, m, "dt_proj.bias");
+    named(b, &g->mix, vd, n, m, "A_log");
+    named(b, &g->mix, vd, 0, m, "D");
+    named(b, &g->out, d, vd, m, "out_proj.weight");
+    if (c->linear_proj_bias)
+      named(b, &g->out, d, 0, m, "out_proj.bias");
     return;
   }
   if (c->linear_kind == STW_LINEAR_LIGHTNING) { /* MiniMax's names */
@@ -1432,6 +1467,19 @@ gdn_ops(Builder *b, gint32 l, const Gdn *g)
     mix->saved_extra_bytes += T * hv * chunk * e;
   mix->work_bytes = chunks * hv * dk * dv * 4; /* the chunks' states */
   mix->bwd_work_bytes = 2 * mix->work_bytes;
+  if (c->linear_kind == STW_LINEAR_MAMBA1) { /* the convolution, x's projection to the step, B
+                                              * and C, the step's up to inner, the scan (9 a
+                                              * channel and state: the decay's exp, B x, the
+                                              * state's update, C h), the skip and the gate;
+                                              * kept: the convolution's output, the projection's,
+                                              * the step (fp32), the scan's output */
+    guint64 r = c->linear_dt_rank, n = dk;
+    mix->flops = 2 * T * vd * c->linear_conv + 2 * T * vd * (r + 2 * n) + 2 * T * r * vd +
+                 9 * T * vd * n + 4 * T * vd;
+    mix->saved_extra_bytes = T * vd * e + T * (r + 2 * n) * e + T * vd * 4 + T * vd * e;
+    mix->work_bytes = b->g->batch * vd * n * 4; /* a sequence's state */
+    mix->bwd_work_bytes = 2 * mix->work_bytes;
+  }
   if (c->linear_kind == STW_LINEAR_SHORT_CONV) { /* B x, its convolution, C times it: kept, the
                                                   * product and the convolution's output */
     mix->flops = 2 * T * d * c->linear_conv + 2 * T * d;

@@ -372,7 +372,13 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_LINEAR_ATTN: {
     double o = out, scalars = c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2;
     double conv = in - out - scalars * T * (double)c->linear_v_heads;
-    if (c->linear_kind == STW_LINEAR_LIGHTNING) { /* MiniMax's, a PyTorch loop over blocks of
+    if (c->linear_kind == STW_LINEAR_MAMBA1) /* Mamba-1 as transformers runs it with mamba_ssm's
+                                              * and causal_conv1d's kernels: x and z apart and
+                                              * the channels moved (2), the convolution (1), the
+                                              * projections to the step, B and C and the step's
+                                              * up (2), the selective scan (1; backward 2) */
+      x = (Eager){ 4 * e * o, 6 * e * o, 6, 10 };
+    else if (c->linear_kind == STW_LINEAR_LIGHTNING) { /* MiniMax's, a PyTorch loop over blocks of
                                                    * 256 tokens: each block's decayed scores
                                                    * (written and read, kept), its products with
                                                    * v and the state (8 kernels a block), the

@@ -1172,6 +1172,9 @@ test_linear_attention(void)
     { "\"linear_conv\":2000}", "$.linear_conv: 2000 is out of range" },
     { "\"mlp\":false}", "blocks without an MLP (mlp false) are Mamba's: llama blocks, every one "
                         "linear attention, norms before, no experts" },
+    { "\"linear_blocks\":[1],\"linear_kind\":\"mamba1\",\"linear_k_heads\":1,"
+      "\"linear_v_heads\":1,\"linear_k_head_dim\":8,\"linear_v_head_dim\":64,\"linear_conv\":4}",
+      "linear_dt_rank (1 or more) goes with Mamba-1's mixer (linear_kind mamba1)" },
     { "\"linear_blocks\":[1],\"linear_kind\":\"lightning\",\"linear_k_heads\":2,"
       "\"linear_v_heads\":2,\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4}",
       "lightning attention (linear_kind lightning) has no convolution" },
@@ -1353,6 +1356,19 @@ test_linear_attention(void)
   g_string_free(block, TRUE);
   StwModelConfig mlback;
   round_trip(&mlm, "\"mlp\":false", &mlback);
+  /* Mamba-1 (mamba-130m's sizes): in_proj 768 -> 2 x 1536, the convolution 1536 x 4 and its
+   * bias, x_proj 1536 -> 48 + 2 x 16, dt_proj 48 -> 1536 and its bias, A_log 1536 x 16, D */
+  StwModelConfig m1;
+  resolve_text(dir, "{\"model_type\": \"mamba\", \"num_hidden_layers\": 24}", &m1);
+  g_assert_true(m1.linear_kind == STW_LINEAR_MAMBA1 && m1.linear_dt_rank == 48 && m1.no_mlp);
+  g_assert_cmpuint(stw_model_param_count(&m1), ==, G_GUINT64_CONSTANT(129135360));
+  g_autoptr(StwModelGraph) m1g = stw_model_graph_new(&m1, 1, 8, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(m1g, "layers.0.mixer."), ==,
+                   2 * 1536 * 768 + 1536 * 4 + 1536 + 80 * 1536 + 1536 * 48 + 1536 +
+                       1536 * 16 + 1536 + 768 * 1536);
+  StwModelConfig m1back;
+  round_trip(&m1, "\"linear_kind\":\"mamba1\",\"linear_dt_rank\":48", &m1back);
   /* LFM2-MoE: its blocks' kinds required; experts after its dense blocks, none adjusted */
   StwModelConfig lmoe;
   resolve_text(dir,
@@ -1599,6 +1615,8 @@ test_hf_family_defaults(void)
     { "lfm2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(2705497600), TRUE, FALSE },
     { "minimax", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(47373946880), TRUE, FALSE },
     { "mamba2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7285403648), TRUE, FALSE },
+    { "mamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(159308544), TRUE, FALSE },
+    { "falcon_mamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(159308544), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1648,9 +1666,11 @@ test_hf_family_defaults(void)
                         strcmp(cases[i].type, "granitemoehybrid") == 0 ||
                         strcmp(cases[i].type, "bamba") == 0 ||
                         strcmp(cases[i].type, "minimax") == 0 ||
-                        strcmp(cases[i].type, "mamba2") == 0); /* LFM2's defaults: attention
-                                                                * in every block */
-    g_assert_cmpint(cfg.no_mlp, ==, strcmp(cases[i].type, "mamba2") == 0);
+                        g_str_has_suffix(cases[i].type, "mamba2") ||
+                        g_str_has_suffix(cases[i].type, "mamba")); /* LFM2's defaults:
+                                                                    * attention in every block */
+    g_assert_cmpint(cfg.no_mlp, ==, g_str_has_suffix(cases[i].type, "mamba2") ||
+                                        g_str_has_suffix(cases[i].type, "mamba"));
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);

@@ -142,6 +142,8 @@ typedef enum {
   STW_LINEAR_SHORT_CONV, /* a gated short convolution (LFM2's): no heads, no state */
   STW_LINEAR_LIGHTNING,  /* lightning attention (MiniMax-Text-01's): decayed linear attention
                           * in blocks, no convolution */
+  STW_LINEAR_MAMBA1,     /* Mamba's selective scan (Mamba-1: Falcon Mamba, Jamba): a state a
+                          * channel, no heads */
   STW_N_LINEAR_KINDS
 } StwLinearKind;
 
@@ -271,8 +273,14 @@ typedef struct {
    * as many key as value heads of one width: q, k and v and an output gate projected from the
    * input (heads x width each), their decayed linear attention in blocks of 256 tokens over a
    * state of width x width a head, an RMSNorm over all the heads' output, its sigmoid gate,
-   * the output projection. */
+   * the output projection.
+   * Mamba-1's mixer (STW_LINEAR_MAMBA1) has one key and one value head: linear_v_head_dim its
+   * inner width, linear_k_head_dim its state a channel, linear_dt_rank its step's rank: the
+   * input projected to x and z (inner each), x convolved, projected to the step (dt_rank) and
+   * B and C (state each), the step projected up to inner (with a bias), a decay a channel and
+   * state (A) and a skip a channel (D), the selective scan, the gate, the output projection. */
   StwLinearKind linear_kind;
+  guint64 linear_dt_rank;
   gboolean linear_conv_bias, linear_proj_bias;
 } StwModelConfig;
 
@@ -509,7 +517,7 @@ extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
-                                                   * "lightning" */
+                                                   * "lightning", "mamba1" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
                                                  * "layernorm_no_affine", "rmsnorm",

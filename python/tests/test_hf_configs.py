@@ -382,6 +382,9 @@ SMALL = {
                 "vocab_size": 128, "max_position_embeddings": 64},
     "mamba2": {"num_hidden_layers": 2, "hidden_size": 64, "num_heads": 8, "head_dim": 16,
                "n_groups": 2, "state_size": 8, "vocab_size": 128},
+    "mamba": {"num_hidden_layers": 2, "hidden_size": 64, "state_size": 8, "vocab_size": 128},
+    "falcon_mamba": {"num_hidden_layers": 2, "hidden_size": 64, "state_size": 8,
+                     "vocab_size": 128},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -598,6 +601,11 @@ def variants(kind):
                       {"n_groups": 3}, {"state_size": 32}, {"conv_kernel": 2},
                       {"expand": 1, "head_dim": 8}, {"head_dim": 8}, {"num_heads": 4},
                       {"intermediate_size": 10}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind in ("mamba", "falcon_mamba"):  # Mamba-1's mixer in every block; no MLP
+        for extra in ({"use_bias": True}, {"use_conv_bias": False}, {"expand": 3},
+                      {"state_size": 4}, {"conv_kernel": 2}, {"time_step_rank": 7},
+                      {"time_step_rank": "auto"}, {"hidden_size": 72}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},

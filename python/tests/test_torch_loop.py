@@ -704,6 +704,10 @@ class TestHuggingFace(unittest.TestCase):
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
                 state_size=8, vocab_size=128, bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "mamba":  # Mamba-1's mixer alone in every block
+            return tf.MambaForCausalLM(tf.MambaConfig(
+                num_hidden_layers=2, hidden_size=32, state_size=8, vocab_size=128,
+                bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "bloom":  # ALiBi, a norm over the embeddings
             return tf.BloomForCausalLM(tf.BloomConfig(n_layer=2, hidden_size=32, n_head=2,
                                                       vocab_size=128, bos_token_id=0,
@@ -718,8 +722,8 @@ class TestHuggingFace(unittest.TestCase):
         """GPT-2, Llama (tied and untied), BLOOM, DeepSeek-V3 (latent attention, a dense
         block then experts), Qwen3-Next (Gated DeltaNet's linear attention beside softmax
         attention, experts), a Granite 4.0 hybrid (Mamba-2's mixer beside attention, experts)
-        LFM2 (a short convolution beside attention) and Mamba-2 (its mixer alone), each step 2
-        micro-steps with an evaluation between steps:
+        LFM2 (a short convolution beside attention), Mamba-2 and Mamba (their mixers alone),
+        each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -737,7 +741,7 @@ class TestHuggingFace(unittest.TestCase):
             return loss
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
-                     "granitemoehybrid", "lfm2", "mamba2"):
+                     "granitemoehybrid", "lfm2", "mamba2", "mamba"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
