@@ -170,6 +170,16 @@ print_config_file(const char *file, gboolean json)
       sizes = g_strdup_printf("%" G_GUINT64_FORMAT " wide%s", c.linear_conv,
                               c.linear_conv_bias ? ", biased" : "");
       break;
+    case STW_LINEAR_MAMBA1:
+      kind = "Mamba-1";
+      sizes = g_strdup_printf("an inner width of %" G_GUINT64_FORMAT ", a state of %"
+                              G_GUINT64_FORMAT " a channel, a step of rank %" G_GUINT64_FORMAT
+                              "%s, a convolution %" G_GUINT64_FORMAT " wide%s%s",
+                              c.linear_v_head_dim, c.linear_k_head_dim, c.linear_dt_rank,
+                              c.linear_norms ? " (the step, B and C RMS-normed)" : "",
+                              c.linear_conv, c.linear_conv_bias ? ", biased" : "",
+                              c.linear_proj_bias ? ", projections biased" : "");
+      break;
     case STW_LINEAR_LIGHTNING:
       kind = "lightning attention";
       sizes = g_strdup_printf("%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT,

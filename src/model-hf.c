@@ -126,6 +126,7 @@ typedef enum {
   HF_MAMBA2,
   HF_MAMBA,
   HF_FALCON_MAMBA,
+  HF_JAMBA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -157,7 +158,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
-                                           "falcon_mamba", NULL };
+                                           "falcon_mamba", "jamba", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -266,6 +267,7 @@ typedef struct {
                                      * without the prefix, in every block, no MLP */
   gboolean mamba1_lm;               /* Mamba-1's language model: its mixer in every block, no
                                      * MLP (read_mamba1) */
+  gboolean jamba;                   /* Jamba's blocks by their periods (read_jamba) */
   gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
                                      * (Granite 4.0's dense hybrids) */
   gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
@@ -1375,6 +1377,15 @@ static const HfRow hf_rows[] = {
                         .positions_unbounded = TRUE, .vocab_default = 50280,
                         .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
                         .reads_tie = TRUE },
+  /* Jamba (AI21): llama's blocks, softmax attention in those attn_layer_period and its offset
+   * choose and Mamba-1's mixer, its step, B and C RMS-normed, in the others; experts (Mixtral's,
+   * intermediate_size wide) in those expert_layer_period and its offset choose and a dense MLP
+   * as wide in the others (read_jamba) */
+  [HF_JAMBA] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_linear_attn = TRUE, .jamba = TRUE,
+                 .experts_member = "num_experts", .experts_default = 16,
+                 .experts_per_token_default = 2, .layers_default = 32, .hidden_default = 4096,
+                 .heads_default = 32, .ffn_default = 14336, .max_seq_default = 262144,
+                 .vocab_default = 65536, .kv_default = 8, .reads_tie = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -2035,7 +2046,8 @@ no_linear_sizes(StwModelConfig *c)
   c->linear_k_heads = c->linear_v_heads = c->linear_k_head_dim = c->linear_v_head_dim = 0;
   c->linear_conv = 0;
   c->linear_kind = STW_LINEAR_GDN;
-  c->linear_conv_bias = c->linear_proj_bias = FALSE;
+  c->linear_conv_bias = c->linear_proj_bias = c->linear_norms = FALSE;
+  c->linear_dt_rank = 0;
 }
 
 /* Mamba-2's mixer (Granite 4.0's hybrids, Bamba) into C by ROW: mamba_n_heads (128) heads over
@@ -2108,35 +2120,86 @@ read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
                             error);
 }
 
-/* Mamba-1's mixer in every block of C (Mamba's and Falcon Mamba's language models): an inner
- * width of expand (2) x hidden, state_size (16) a channel, a step of time_step_rank ("auto":
- * hidden / 16 rounded up), a convolution conv_kernel (4) wide biased where use_conv_bias (true),
- * the input's and output's projections biased where use_bias (false); no attention, no MLP. */
+/* The members of Mamba-1's mixer: Mamba's and Falcon Mamba's, and Jamba's */
+typedef struct {
+  const char *expand, *state, *conv, *conv_bias, *proj_bias, *rank;
+} Mamba1Names;
+static const Mamba1Names mamba1_names = { "expand", "state_size", "conv_kernel",
+                                          "use_conv_bias", "use_bias", "time_step_rank" };
+static const Mamba1Names jamba_names = { "mamba_expand", "mamba_d_state", "mamba_d_conv",
+                                         "mamba_conv_bias", "mamba_proj_bias", "mamba_dt_rank" };
+
+/* Mamba-1's mixer's sizes into C by the members N names: an inner width of the expansion (2) x
+ * hidden, a state (16) a channel, a step of a rank ("auto": hidden / 16 rounded up), a
+ * convolution (4) wide biased (true), the input's and output's projections biased (false). */
 static gboolean
-read_mamba1(const Hf *h, StwModelConfig *c, GError **error)
+read_mamba1_sizes(const Hf *h, const Mamba1Names *n, StwModelConfig *c, GError **error)
 {
   guint64 expand = 2, state = 16, rank = (c->hidden + 15) / 16;
   c->linear_kind = STW_LINEAR_MAMBA1;
   c->linear_conv = 4;
   c->linear_conv_bias = TRUE;
   c->linear_proj_bias = FALSE;
-  const cJSON *tr = last_member(h->root, "time_step_rank");
+  const cJSON *tr = last_member(h->root, n->rank);
   gboolean auto_rank = tr == NULL || (cJSON_IsString(tr) && strcmp(tr->valuestring, "auto") == 0);
-  if (!get_u64(h, "expand", FALSE, 64, &expand, error) ||
-      !get_u64(h, "state_size", FALSE, STW_MODEL_MAX_WIDTH, &state, error) ||
-      !get_u64(h, "conv_kernel", FALSE, 1024, &c->linear_conv, error) ||
-      !get_bool(h, "use_conv_bias", &c->linear_conv_bias, error) ||
-      !get_bool(h, "use_bias", &c->linear_proj_bias, error) ||
-      (!auto_rank && !get_u64(h, "time_step_rank", FALSE, STW_MODEL_MAX_WIDTH, &rank, error)))
+  if (!get_u64(h, n->expand, FALSE, 64, &expand, error) ||
+      !get_u64(h, n->state, FALSE, STW_MODEL_MAX_WIDTH, &state, error) ||
+      !get_u64(h, n->conv, FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, n->conv_bias, &c->linear_conv_bias, error) ||
+      !get_bool(h, n->proj_bias, &c->linear_proj_bias, error) ||
+      (!auto_rank && !get_u64(h, n->rank, FALSE, STW_MODEL_MAX_WIDTH, &rank, error)))
     return FALSE;
   c->linear_k_heads = c->linear_v_heads = 1;
   c->linear_k_head_dim = state;
   c->linear_v_head_dim = expand * c->hidden;
   c->linear_dt_rank = rank;
+  return TRUE;
+}
+
+/* Mamba-1's mixer in every block of C (Mamba's and Falcon Mamba's language models), by expand,
+ * state_size, time_step_rank, conv_kernel, use_conv_bias and use_bias; no attention, no MLP. */
+static gboolean
+read_mamba1(const Hf *h, StwModelConfig *c, GError **error)
+{
+  if (!read_mamba1_sizes(h, &mamba1_names, c, error))
+    return FALSE;
   for (guint64 l = 0; l < c->layers; l++)
     stw_model_set_block_linear(c, l, TRUE);
   c->heads = c->kv_heads = 1;
   c->ffn = c->hidden;
+  return TRUE;
+}
+
+/* Jamba's blocks into C: attention where the block's index modulo attn_layer_period (8) is
+ * attn_layer_offset (4), Mamba-1's mixer elsewhere (its mamba_* members, its step, B and C
+ * RMS-normed); experts where the index modulo expert_layer_period (2) is expert_layer_offset
+ * (1), a dense MLP as wide elsewhere. An offset not below its period is refused, as
+ * transformers refuses it. */
+static gboolean
+read_jamba(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 attn_period = 8, attn_offset = 4, exp_period = 2, exp_offset = 1;
+  if (!get_u64(h, "attn_layer_period", FALSE, STW_MODEL_MAX_LAYERS, &attn_period, error) ||
+      !get_count(h, "attn_layer_offset", STW_MODEL_MAX_LAYERS, &attn_offset, error) ||
+      !get_u64(h, "expert_layer_period", FALSE, STW_MODEL_MAX_LAYERS, &exp_period, error) ||
+      !get_count(h, "expert_layer_offset", STW_MODEL_MAX_LAYERS, &exp_offset, error) ||
+      !read_mamba1_sizes(h, &jamba_names, c, error))
+    return FALSE;
+  if (attn_offset >= attn_period || exp_offset >= exp_period)
+    return stw_json_fail_at(h->r, attn_offset >= attn_period ? "attn_layer_offset"
+                                                             : "expert_layer_offset",
+                            error, "%" G_GUINT64_FORMAT ": an offset must be below its period "
+                            "(%" G_GUINT64_FORMAT "), as transformers requires",
+                            attn_offset >= attn_period ? attn_offset : exp_offset,
+                            attn_offset >= attn_period ? attn_period : exp_period);
+  c->linear_norms = TRUE;
+  for (guint64 l = 0; l < c->layers; l++) {
+    stw_model_set_block_linear(c, l, l % attn_period != attn_offset);
+    stw_model_set_block_dense(c, l, c->experts > 1 && l % exp_period != exp_offset);
+  }
+  c->dense_ffn = stw_model_dense_blocks(c) != 0 ? c->ffn : 0;
+  if (stw_model_linear_blocks(c) == 0)
+    no_linear_sizes(c);
   return TRUE;
 }
 
@@ -2158,6 +2221,8 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
   guint64 interval = 4;
   if (row->mamba1_lm)
     return read_mamba1(h, c, error);
+  if (row->jamba)
+    return read_jamba(h, c, error);
   if (row->linear_lightning) { /* the attention's heads, every second block by default */
     c->linear_kind = STW_LINEAR_LIGHTNING;
     c->linear_k_heads = c->linear_v_heads = c->heads;

@@ -377,6 +377,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
             c->linear_dt_rank > STW_MODEL_MAX_WIDTH))
     problem = "Mamba-1's mixer (linear_kind mamba1) has one key and one value head "
               "(linear_k_heads and linear_v_heads 1) and linear_dt_rank at most 1048576";
+  else if (c->linear_norms && c->linear_kind != STW_LINEAR_MAMBA1)
+    problem = "linear_norms are Mamba-1's (linear_kind mamba1)";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_LIGHTNING &&
            (c->linear_conv != 0 || c->linear_k_heads != c->linear_v_heads ||
             c->linear_k_head_dim != c->linear_v_head_dim))
@@ -473,7 +475,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "shared_expert_gate", "dense_layers", "dense_blocks", "dense_ffn", "kv_lora_rank",         \
       "linear_blocks", "linear_k_heads", "linear_v_heads", "linear_k_head_dim",                  \
       "linear_v_head_dim", "linear_conv", "linear_kind", "linear_conv_bias", "linear_proj_bias", \
-      "mlp", "linear_dt_rank",                                                                   \
+      "mlp", "linear_dt_rank", "linear_norms",                                                   \
       "q_lora_rank",                                                                             \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
@@ -588,6 +590,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "linear_conv_bias", FALSE, &c->linear_conv_bias, error) ||
       !stw_json_get_u64(r, obj, "linear_dt_rank", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->linear_dt_rank, error) ||
+      !stw_json_get_bool(r, obj, "linear_norms", FALSE, &c->linear_norms, error) ||
       !stw_json_get_bool(r, obj, "linear_proj_bias", FALSE, &c->linear_proj_bias, error) ||
       !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->dense_ffn, error) ||
@@ -745,6 +748,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       cJSON_AddStringToObject(o, "linear_kind", stw_linear_kind_names[c->linear_kind]);
     if (c->linear_dt_rank != 0)
       stw_json_add_u64(o, "linear_dt_rank", c->linear_dt_rank);
+    if (c->linear_norms)
+      cJSON_AddBoolToObject(o, "linear_norms", TRUE);
     if (c->linear_conv_bias)
       cJSON_AddBoolToObject(o, "linear_conv_bias", TRUE);
     if (c->linear_proj_bias)
@@ -978,7 +983,7 @@ loss(Builder *b, guint64 vocab)
 
 /* The tensor ids one op reads. */
 typedef struct {
-  guint32 id[8];
+  guint32 id[12];
   guint n;
 } Ids;
 
@@ -1380,6 +1385,11 @@ gdn_params(Builder *b, const char *p, Gdn *g)
     named(b, &g->mix, r + 2 * n, vd, m, "x_proj.weight");
     named(b, &g->mix, vd, r, m, "dt_proj.weight");
     named(b, &g->mix, vd, 0, m, "dt_proj.bias");
+    if (c->linear_norms) { /* Jamba's norms over the step, B and C */
+      named(b, &g->mix, r, 0, m, "dt_layernorm.weight");
+      named(b, &g->mix, n, 0, m, "b_layernorm.weight");
+      named(b, &g->mix, n, 0, m, "c_layernorm.weight");
+    }
     named(b, &g->mix, vd, n, m, "A_log");
     named(b, &g->mix, vd, 0, m, "D");
     named(b, &g->out, d, vd, m, "out_proj.weight");

@@ -1237,6 +1237,11 @@ test_linear_attention(void)
     { "{\"model_type\": \"mamba2\", \"head_dim\": 32}",
       "$.head_dim: 32 a head, 128 heads: transformers refuses heads x head width apart from "
       "expand x hidden_size (8192)" },
+    { "{\"model_type\": \"jamba\", \"attn_layer_offset\": 8}",
+      "$.attn_layer_offset: 8: an offset must be below its period (8), as transformers "
+      "requires" },
+    { "{\"model_type\": \"jamba\", \"expert_layer_period\": 0}",
+      "$.expert_layer_period: 0 is out of range" },
     { "{\"model_type\": \"lfm2_moe\"}",
       "$.layer_types: required (a list of \"conv\" and \"full_attention\", one a block): "
       "transformers builds no lfm2_moe model without it" },
@@ -1369,6 +1374,22 @@ test_linear_attention(void)
                        1536 * 16 + 1536 + 768 * 1536);
   StwModelConfig m1back;
   round_trip(&m1, "\"linear_kind\":\"mamba1\",\"linear_dt_rank\":48", &m1back);
+  /* Jamba: attention in block 4 of every 8, experts in every odd block; its mixer's norms over
+   * the step (256), B and C (16 each) */
+  StwModelConfig jb;
+  resolve_text(dir, "{\"model_type\": \"jamba\", \"num_hidden_layers\": 8}", &jb);
+  g_assert_true(jb.linear_norms && stw_model_linear_blocks(&jb) == 7 &&
+                !stw_model_block_linear(&jb, 4));
+  g_assert_true(stw_model_block_dense(&jb, 0) && !stw_model_block_dense(&jb, 1) &&
+                jb.dense_ffn == 14336);
+  g_autoptr(StwModelGraph) jbg = stw_model_graph_new(&jb, 1, 8, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(jbg, "layers.0.mixer.dt_layernorm") +
+                       prefix_numel(jbg, "layers.0.mixer.b_layernorm") +
+                       prefix_numel(jbg, "layers.0.mixer.c_layernorm"),
+                   ==, 256 + 16 + 16);
+  StwModelConfig jbback;
+  round_trip(&jb, "\"linear_dt_rank\":256,\"linear_norms\":true", &jbback);
   /* LFM2-MoE: its blocks' kinds required; experts after its dense blocks, none adjusted */
   StwModelConfig lmoe;
   resolve_text(dir,
@@ -1617,6 +1638,7 @@ test_hf_family_defaults(void)
     { "mamba2", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7285403648), TRUE, FALSE },
     { "mamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(159308544), TRUE, FALSE },
     { "falcon_mamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(159308544), TRUE, FALSE },
+    { "jamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(51570323328), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1667,8 +1689,9 @@ test_hf_family_defaults(void)
                         strcmp(cases[i].type, "bamba") == 0 ||
                         strcmp(cases[i].type, "minimax") == 0 ||
                         g_str_has_suffix(cases[i].type, "mamba2") ||
-                        g_str_has_suffix(cases[i].type, "mamba")); /* LFM2's defaults:
-                                                                    * attention in every block */
+                        g_str_has_suffix(cases[i].type, "mamba") ||
+                        strcmp(cases[i].type, "jamba") == 0); /* LFM2's defaults: attention in
+                                                               * every block */
     g_assert_cmpint(cfg.no_mlp, ==, g_str_has_suffix(cases[i].type, "mamba2") ||
                                         g_str_has_suffix(cases[i].type, "mamba"));
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
@@ -2251,7 +2274,7 @@ test_hf_configs(void)
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
                                    "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text, "
-                                   "granitemoehybrid, lfm2_moe and minimax only");
+                                   "granitemoehybrid, lfm2_moe, minimax and jamba only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

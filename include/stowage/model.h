@@ -281,6 +281,7 @@ typedef struct {
    * state (A) and a skip a channel (D), the selective scan, the gate, the output projection. */
   StwLinearKind linear_kind;
   guint64 linear_dt_rank;
+  gboolean linear_norms; /* Mamba-1's step, B and C RMS-normed with weights (Jamba's) */
   gboolean linear_conv_bias, linear_proj_bias;
 } StwModelConfig;
 

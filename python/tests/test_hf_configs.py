@@ -385,6 +385,10 @@ SMALL = {
     "mamba": {"num_hidden_layers": 2, "hidden_size": 64, "state_size": 8, "vocab_size": 128},
     "falcon_mamba": {"num_hidden_layers": 2, "hidden_size": 64, "state_size": 8,
                      "vocab_size": 128},
+    "jamba": {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 48, "num_experts": 4,
+              "vocab_size": 128, "max_position_embeddings": 64, "attn_layer_period": 2,
+              "attn_layer_offset": 1, "mamba_d_state": 8},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -606,6 +610,15 @@ def variants(kind):
         for extra in ({"use_bias": True}, {"use_conv_bias": False}, {"expand": 3},
                       {"state_size": 4}, {"conv_kernel": 2}, {"time_step_rank": 7},
                       {"time_step_rank": "auto"}, {"hidden_size": 72}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "jamba":  # attention and experts by their periods and offsets; Mamba-1's norms
+        for extra in ({"attn_layer_period": 8, "attn_layer_offset": 4},
+                      {"attn_layer_offset": 0}, {"expert_layer_period": 1,
+                                                  "expert_layer_offset": 0},
+                      {"expert_layer_offset": 0}, {"expert_layer_period": 3},
+                      {"num_experts": 1}, {"mamba_dt_rank": 6}, {"mamba_expand": 3},
+                      {"mamba_conv_bias": False}, {"mamba_proj_bias": True},
+                      {"mamba_d_conv": 2}, {"attn_layer_offset": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
