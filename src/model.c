@@ -1307,7 +1307,7 @@ typedef struct {
  * each head's decay and step, the gated norm) and the output projection. */
 typedef struct {
   Ids in, mix, out;
-} Gdn;
+} LinearMix;
 
 /* The chunk Gated DeltaNet's kernels run its recurrence in (flash-linear-attention's 64), and
  * Mamba-2's scan (its configurations' mamba_chunk_size, 256) and lightning attention's blocks
@@ -1355,7 +1355,7 @@ linear_conv_width(const StwModelConfig *c)
 /* The weights (Qwen3.5's names for Gated DeltaNet, Granite 4.0's for Mamba-2, LFM2's for the
  * short convolution). */
 static void
-gdn_params(Builder *b, const char *p, Gdn *g)
+linear_mix_params(Builder *b, const char *p, LinearMix *g)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, kd = c->linear_k_heads * c->linear_k_head_dim;
@@ -1448,7 +1448,7 @@ gdn_params(Builder *b, const char *p, Gdn *g)
  * state of state x head_dim a head), the skip D x, the RMSNorm gated by SiLU(z); kept alike,
  * the chunks' cumulative decays (fp32) in the triangular matrices' place. */
 static StwGraphOp *
-gdn_ops(Builder *b, gint32 l, const Gdn *g)
+linear_mix_ops(Builder *b, gint32 l, const LinearMix *g)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, hv = c->linear_v_heads;
@@ -1615,10 +1615,10 @@ build_llama(Builder *b)
         named(b, &lambdas, stw_model_head_dim(c), 0, pa,
               (const char *[]){ "lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2" }[k]);
     Mla mla = { 0 };
-    Gdn gdn = { 0 };
+    LinearMix mix = { 0 };
     gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
     if (linear_attn) {
-      gdn_params(b, p, &gdn);
+      linear_mix_params(b, p, &mix);
     } else if (c->kv_lora_rank != 0) {
       mla_params(b, pa, &mla);
     } else {
@@ -1650,7 +1650,7 @@ build_llama(Builder *b)
 
     /* the block opens at its first norm, or at the projections where there is none before */
     StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
-    StwGraphOp *proj = linear_attn            ? gdn_ops(b, l, &gdn)
+    StwGraphOp *proj = linear_attn            ? linear_mix_ops(b, l, &mix)
                        : c->kv_lora_rank != 0 ? mla_ops(b, l, &mla)
                                               : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
                                                        q + 2 * kv + (c->attn_gate ? q : 0),
@@ -1681,7 +1681,7 @@ build_llama(Builder *b)
     /* the residual added after the post-norm where there is one */
     StwGraphOp *close =
         linear_attn ? linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj",
-                             linear_out_width(c), d, gdn.out.n, gdn.out.id)
+                             linear_out_width(c), d, mix.out.n, mix.out.id)
                     : linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
