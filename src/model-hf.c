@@ -127,6 +127,7 @@ typedef enum {
   HF_MAMBA,
   HF_FALCON_MAMBA,
   HF_JAMBA,
+  HF_KIMI_LINEAR,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -158,7 +159,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
-                                           "falcon_mamba", "jamba", NULL };
+                                           "falcon_mamba", "jamba", "kimi_linear", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -268,6 +269,7 @@ typedef struct {
   gboolean mamba1_lm;               /* Mamba-1's language model: its mixer in every block, no
                                      * MLP (read_mamba1) */
   gboolean jamba;                   /* Jamba's blocks by their periods (read_jamba) */
+  gboolean kda;                     /* Kimi Delta Attention in those blocks (read_kda) */
   gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
                                      * (Granite 4.0's dense hybrids) */
   gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
@@ -1386,6 +1388,23 @@ static const HfRow hf_rows[] = {
                  .experts_per_token_default = 2, .layers_default = 32, .hidden_default = 4096,
                  .heads_default = 32, .ffn_default = 14336, .max_seq_default = 262144,
                  .vocab_default = 65536, .kv_default = 8, .reads_tie = TRUE },
+  /* Kimi Linear (Moonshot): DeepSeek-V3's blocks (latent attention, experts after dense
+   * blocks, shared experts; the router's score correction a buffer, not a weight) where three
+   * blocks in four run Kimi Delta Attention instead (read_kda); its head its own whatever
+   * tie_word_embeddings says, as transformers builds it */
+  [HF_KIMI_LINEAR] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                       .reads_linear_attn = TRUE, .kda = TRUE,
+                       .experts_member = "num_local_experts", .experts_default = 256,
+                       .experts_per_token_default = 8, .experts_per_token_null_ok = TRUE,
+                       .shared_experts_default = 1, .shared_experts_member = "n_shared_experts",
+                       .reads_dense_layers = TRUE, .dense_types_member = "mlp_layer_types",
+                       .dense_layers_default = 1, .dense_ffn_default = 9216,
+                       .ffn = "moe_intermediate_size", .kv_lora_default = 512,
+                       .q_lora_default = 0, .rope_dim_default = 64, .nope_dim_default = 128,
+                       .v_head_dim_default = 128, .layers_default = 27, .hidden_default = 2304,
+                       .heads_default = 32, .ffn_default = 1024, .max_seq_default = 1048576,
+                       .vocab_default = 163840, .kv_default = NOT_READ,
+                       .head_dim_default = NOT_READ },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -2203,6 +2222,63 @@ read_jamba(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Kimi Linear's blocks into C: Kimi Delta Attention of linear_num_heads (32) heads of
+ * linear_head_dim (128) with a convolution linear_conv_kernel_dim (4) wide, which the
+ * checkpoints' linear_attn_config (num_heads, head_dim, short_conv_kernel_size) overrides; in
+ * the blocks layer_types names "linear_attention", else those linear_attn_config's kda_layers
+ * lists and not its full_attn_layers (both given; numbered from 1, 0 the last block as Python
+ * indexes it), else all but every fourth from block 4 on. */
+static gboolean
+read_kda(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->linear_kind = STW_LINEAR_KDA;
+  c->linear_v_heads = 32;
+  c->linear_v_head_dim = 128;
+  c->linear_conv = 4;
+  const cJSON *lac = last_member(h->root, "linear_attn_config");
+  if (lac != NULL && !cJSON_IsNull(lac) && !cJSON_IsObject(lac))
+    return stw_json_fail_at(h->r, "linear_attn_config", error, "expected an object");
+  if (!get_u64(h, "linear_num_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_heads, error) ||
+      !get_u64(h, "linear_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_head_dim, error) ||
+      !get_u64(h, "linear_conv_kernel_dim", FALSE, 1024, &c->linear_conv, error))
+    return FALSE;
+  const cJSON *full = NULL, *kda = NULL;
+  if (cJSON_IsObject(lac)) {
+    const Hf in = { .r = h->r, .root = lac, .type = h->type };
+    gsize saved = stw_json_push_key(h->r, "linear_attn_config");
+    if (!get_u64(&in, "num_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_heads, error) ||
+        !get_u64(&in, "head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_head_dim, error) ||
+        !get_u64(&in, "short_conv_kernel_size", FALSE, 1024, &c->linear_conv, error))
+      return FALSE;
+    stw_json_pop(h->r, saved);
+    full = last_member(lac, "full_attn_layers");
+    kda = last_member(lac, "kda_layers");
+  }
+  c->linear_k_heads = c->linear_v_heads;
+  c->linear_k_head_dim = c->linear_v_head_dim;
+  const cJSON *types = last_member(h->root, "layer_types");
+  if (types != NULL && !cJSON_IsNull(types))
+    return read_layer_types(h, types, c, linear_types, attention_types, error);
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, full != NULL && kda != NULL ? TRUE : !(l != 0 && l % 4 == 0));
+  if (full == NULL || kda == NULL)
+    return TRUE;
+  const cJSON *lists[] = { full, kda };
+  const char *names[] = { "linear_attn_config.full_attn_layers", "linear_attn_config.kda_layers" };
+  for (int k = 0; k < 2; k++) { /* the full ones first, then the linear ones over them */
+    if (!cJSON_IsArray(lists[k]))
+      return stw_json_fail_at(h->r, names[k], error, "expected a list of block numbers (from 1)");
+    guint64 n = 0;
+    for (const cJSON *e = lists[k]->child; e != NULL; e = e->next, n++) {
+      guint64 i = 0;
+      if (!entry_u64(h, names[k], n, e, 0, c->layers, &i, error))
+        return FALSE;
+      stw_model_set_block_linear(c, i == 0 ? c->layers - 1 : i - 1, k == 1);
+    }
+  }
+  return TRUE;
+}
+
 /* The linear blocks and their sizes into C by ROW: Mamba-2's by read_mamba2, Gated DeltaNet's
  * here: layer_types, one "linear_attention" or
  * "full_attention" a block (their old names "mamba" and "attention" too, as transformers remaps
@@ -2223,6 +2299,13 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
     return read_mamba1(h, c, error);
   if (row->jamba)
     return read_jamba(h, c, error);
+  if (row->kda) {
+    if (!read_kda(h, c, error))
+      return FALSE;
+    if (stw_model_linear_blocks(c) == 0)
+      no_linear_sizes(c);
+    return TRUE;
+  }
   if (row->linear_lightning) { /* the attention's heads, every second block by default */
     c->linear_kind = STW_LINEAR_LIGHTNING;
     c->linear_k_heads = c->linear_v_heads = c->heads;

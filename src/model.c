@@ -358,10 +358,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (mask_count(c->linear_blocks) != stw_model_linear_blocks(c))
     problem = "linear_blocks must be blocks below layers";
   else if (mask_count(c->linear_blocks) != 0 &&
-           (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0 || c->diff_attn ||
+           (c->arch != STW_ARCH_LLAMA || c->index_heads != 0 || c->diff_attn ||
             c->attn_sinks || c->sub_norms))
-    problem = "linear attention (linear_blocks) is in llama blocks, beside softmax attention that "
-              "is neither latent nor differential, without sinks or sub_norms";
+    problem = "linear attention (linear_blocks) is in llama blocks, beside softmax attention "
+              "without an indexer, not differential, without sinks or sub_norms";
   else if ((guint)c->linear_kind >= STW_N_LINEAR_KINDS)
     problem = "an unknown linear_kind";
   else if (mask_count(c->linear_blocks) == 0 &&
@@ -379,6 +379,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
               "(linear_k_heads and linear_v_heads 1) and linear_dt_rank at most 1048576";
   else if (c->linear_norms && c->linear_kind != STW_LINEAR_MAMBA1)
     problem = "linear_norms are Mamba-1's (linear_kind mamba1)";
+  else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_KDA &&
+           (c->linear_k_heads != c->linear_v_heads ||
+            c->linear_k_head_dim != c->linear_v_head_dim))
+    problem = "Kimi Delta Attention (linear_kind kda) has as many key as value heads, as wide";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_LIGHTNING &&
            (c->linear_conv != 0 || c->linear_k_heads != c->linear_v_heads ||
             c->linear_k_head_dim != c->linear_v_head_dim))
@@ -1328,6 +1332,8 @@ linear_in_width(const StwModelConfig *c)
     return 2 * kd + 2 * vd;
   if (c->linear_kind == STW_LINEAR_MAMBA1) /* x and z */
     return 2 * vd;
+  if (c->linear_kind == STW_LINEAR_KDA) /* q, k, v, the two gates' low ranks, a rate a head */
+    return 2 * kd + vd + 2 * c->linear_v_head_dim + c->linear_v_heads;
   return 2 * kd + 2 * vd + (c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2) * c->linear_v_heads;
 }
 
@@ -1395,6 +1401,24 @@ linear_mix_params(Builder *b, const char *p, LinearMix *g)
     named(b, &g->out, d, vd, m, "out_proj.weight");
     if (c->linear_proj_bias)
       named(b, &g->out, d, 0, m, "out_proj.bias");
+    return;
+  }
+  if (c->linear_kind == STW_LINEAR_KDA) { /* Kimi Linear's names */
+    g_autofree char *sa = g_strconcat(p, ".self_attn", NULL);
+    guint64 w = c->linear_v_head_dim;
+    named(b, &g->in, kd, d, sa, "q_proj.weight");
+    named(b, &g->in, kd, d, sa, "k_proj.weight");
+    named(b, &g->in, vd, d, sa, "v_proj.weight");
+    named(b, &g->in, w, d, sa, "forget_gate.f_a_proj.weight");
+    named(b, &g->in, hv, d, sa, "b_proj.weight");
+    named(b, &g->in, w, d, sa, "g_a_proj.weight");
+    named(b, &g->mix, 2 * kd + vd, c->linear_conv, sa, "conv1d.weight");
+    named(b, &g->mix, vd, w, sa, "forget_gate.f_b_proj.weight");
+    named(b, &g->mix, vd, 0, sa, "forget_gate.dt_bias");
+    named(b, &g->mix, hv, 0, sa, "forget_gate.A_log");
+    named(b, &g->mix, vd, w, sa, "g_b_proj.weight");
+    named(b, &g->mix, w, 0, sa, "o_norm.weight");
+    named(b, &g->out, d, vd, sa, "o_proj.weight");
     return;
   }
   if (c->linear_kind == STW_LINEAR_LIGHTNING) { /* MiniMax's names */
@@ -1477,6 +1501,12 @@ linear_mix_ops(Builder *b, gint32 l, const LinearMix *g)
     mix->saved_extra_bytes += T * hv * chunk * e;
   mix->work_bytes = chunks * hv * dk * dv * 4; /* the chunks' states */
   mix->bwd_work_bytes = 2 * mix->work_bytes;
+  if (c->linear_kind == STW_LINEAR_KDA) { /* Gated DeltaNet's, and the gates' up projections
+                                           * from a head's width to every channel; the decay a
+                                           * channel kept in fp32 */
+    mix->flops += 2 * 2 * T * dv * vd;
+    mix->saved_extra_bytes += T * vd * 4;
+  }
   if (c->linear_kind == STW_LINEAR_MAMBA1) { /* the convolution, x's projection to the step, B
                                               * and C, the step's up to inner, the scan (9 a
                                               * channel and state: the decay's exp, B x, the

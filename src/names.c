@@ -24,7 +24,7 @@ const char *const stw_op_kind_names[] = {
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_op_kind_names) == STW_N_OP_KINDS + 1);
 const char *const stw_norms_names[] = { "pre", "both", "post", "shared", NULL };
 const char *const stw_linear_kind_names[] = { "gdn", "mamba2", "short_conv", "lightning",
-                                                "mamba1", NULL };
+                                                "mamba1", "kda", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_linear_kind_names) == STW_N_LINEAR_KINDS + 1);
 const char *const stw_activation_names[] = { "default", "gelu_new", "gelu", "relu", "xielu",
                                              NULL };

@@ -370,8 +370,9 @@ eager_cost(const Synth *s, const StwGraphOp *g)
     x = (Eager){ 4 * e * in, 5 * e * in, 3, 3 };
     break;
   case STW_OP_LINEAR_ATTN: {
-    double o = out, scalars = c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2;
-    double conv = in - out - scalars * T * (double)c->linear_v_heads;
+    double o = out;
+    /* the convolved channels: queries and keys (B and C) and values (x) */
+    double conv = T * (2.0 * (double)(c->linear_k_heads * c->linear_k_head_dim) + o / T);
     if (c->linear_kind == STW_LINEAR_MAMBA1) /* Mamba-1 as transformers runs it with mamba_ssm's
                                               * and causal_conv1d's kernels: x and z apart and
                                               * the channels moved (2), the convolution (1), the

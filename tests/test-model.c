@@ -1242,6 +1242,11 @@ test_linear_attention(void)
       "requires" },
     { "{\"model_type\": \"jamba\", \"expert_layer_period\": 0}",
       "$.expert_layer_period: 0 is out of range" },
+    { "{\"model_type\": \"kimi_linear\", \"linear_attn_config\": 4}",
+      "$.linear_attn_config: expected an object" },
+    { "{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 4, \"linear_attn_config\": "
+      "{\"full_attn_layers\": [4], \"kda_layers\": [1, 2, 3, 5]}}",
+      "$.linear_attn_config.kda_layers[3]: 5 is out of range" },
     { "{\"model_type\": \"lfm2_moe\"}",
       "$.layer_types: required (a list of \"conv\" and \"full_attention\", one a block): "
       "transformers builds no lfm2_moe model without it" },
@@ -1390,6 +1395,27 @@ test_linear_attention(void)
                    ==, 256 + 16 + 16);
   StwModelConfig jbback;
   round_trip(&jb, "\"linear_dt_rank\":256,\"linear_norms\":true", &jbback);
+  /* Kimi Delta Attention (4 heads of 16 beside latent attention): q, k, v 3 x 64 x 64, the
+   * gates down 2 x 16 x 64 and up 2 x 64 x 16, a rate a head 4 x 64, the convolution 192 x 4,
+   * the decay bias 64 and decay 4, the norm 16, o_proj 64 x 64; its blocks by the checkpoint's
+   * lists, numbered from 1 */
+  StwModelConfig kl;
+  resolve_text(dir,
+               "{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 3, \"hidden_size\": 64, "
+               "\"num_attention_heads\": 4, \"kv_lora_rank\": 16, \"qk_rope_head_dim\": 8, "
+               "\"qk_nope_head_dim\": 8, \"v_head_dim\": 8, \"vocab_size\": 100, "
+               "\"linear_attn_config\": {\"num_heads\": 4, \"head_dim\": 16, "
+               "\"full_attn_layers\": [2], \"kda_layers\": [1, 3]}}",
+               &kl);
+  g_assert_true(kl.linear_kind == STW_LINEAR_KDA && stw_model_block_linear(&kl, 0) &&
+                !stw_model_block_linear(&kl, 1) && stw_model_block_linear(&kl, 2));
+  g_autoptr(StwModelGraph) klg = stw_model_graph_new(&kl, 1, 8, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(klg, "layers.0.self_attn."), ==,
+                   3 * 64 * 64 + 2 * 16 * 64 + 2 * 64 * 16 + 4 * 64 + 192 * 4 + 64 + 4 + 16 +
+                       64 * 64);
+  StwModelConfig klback;
+  round_trip(&kl, "\"linear_kind\":\"kda\"", &klback);
   /* LFM2-MoE: its blocks' kinds required; experts after its dense blocks, none adjusted */
   StwModelConfig lmoe;
   resolve_text(dir,
@@ -1639,6 +1665,7 @@ test_hf_family_defaults(void)
     { "mamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(159308544), TRUE, FALSE },
     { "falcon_mamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(159308544), TRUE, FALSE },
     { "jamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(51570323328), TRUE, FALSE },
+    { "kimi_linear", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(49133074464), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1690,8 +1717,10 @@ test_hf_family_defaults(void)
                         strcmp(cases[i].type, "minimax") == 0 ||
                         g_str_has_suffix(cases[i].type, "mamba2") ||
                         g_str_has_suffix(cases[i].type, "mamba") ||
-                        strcmp(cases[i].type, "jamba") == 0); /* LFM2's defaults: attention in
-                                                               * every block */
+                        strcmp(cases[i].type, "jamba") == 0 ||
+                        strcmp(cases[i].type, "kimi_linear") == 0); /* LFM2's defaults:
+                                                                     * attention in every
+                                                                     * block */
     g_assert_cmpint(cfg.no_mlp, ==, g_str_has_suffix(cases[i].type, "mamba2") ||
                                         g_str_has_suffix(cases[i].type, "mamba"));
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
@@ -2274,7 +2303,8 @@ test_hf_configs(void)
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
                                    "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text, "
-                                   "granitemoehybrid, lfm2_moe, minimax and jamba only");
+                                   "granitemoehybrid, lfm2_moe, minimax, jamba and kimi_linear "
+                                   "only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

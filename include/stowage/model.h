@@ -144,6 +144,8 @@ typedef enum {
                           * in blocks, no convolution */
   STW_LINEAR_MAMBA1,     /* Mamba's selective scan (Mamba-1: Falcon Mamba, Jamba): a state a
                           * channel, no heads */
+  STW_LINEAR_KDA,        /* Kimi Delta Attention (Kimi Linear's): Gated DeltaNet with a decay
+                          * a channel, its gates through low-rank projections */
   STW_N_LINEAR_KINDS
 } StwLinearKind;
 
@@ -278,7 +280,12 @@ typedef struct {
    * inner width, linear_k_head_dim its state a channel, linear_dt_rank its step's rank: the
    * input projected to x and z (inner each), x convolved, projected to the step (dt_rank) and
    * B and C (state each), the step projected up to inner (with a bias), a decay a channel and
-   * state (A) and a skip a channel (D), the selective scan, the gate, the output projection. */
+   * state (A) and a skip a channel (D), the selective scan, the gate, the output projection.
+   * Kimi Delta Attention (STW_LINEAR_KDA) has as many key as value heads of one width: q, k and v
+   * projected from the input (heads x width each), a forget gate's and an output gate's
+   * projections down to one head's width and up to all of them, a rate a head; the
+   * convolution over q, k and v; a decay bias a channel and a decay a head; the delta rule's
+   * recurrence as Gated DeltaNet's; the gated RMSNorm a head wide; the output projection. */
   StwLinearKind linear_kind;
   guint64 linear_dt_rank;
   gboolean linear_norms; /* Mamba-1's step, B and C RMS-normed with weights (Jamba's) */
@@ -518,7 +525,7 @@ extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
-                                                   * "lightning", "mamba1" */
+                                                   * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
 extern const char *const stw_norm_type_names[]; /* "default", "layernorm", "layernorm_no_bias",
                                                  * "layernorm_no_affine", "rmsnorm",

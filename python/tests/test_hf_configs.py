@@ -389,6 +389,12 @@ SMALL = {
               "num_key_value_heads": 2, "intermediate_size": 48, "num_experts": 4,
               "vocab_size": 128, "max_position_embeddings": 64, "attn_layer_period": 2,
               "attn_layer_offset": 1, "mamba_d_state": 8},
+    "kimi_linear": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
+                    "intermediate_size": 96, "moe_intermediate_size": 32, "num_local_experts": 4,
+                    "num_experts_per_tok": 2, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+                    "qk_nope_head_dim": 8, "v_head_dim": 8, "vocab_size": 128,
+                    "max_position_embeddings": 64, "linear_num_heads": 4, "linear_head_dim": 16,
+                    "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -619,6 +625,17 @@ def variants(kind):
                       {"num_experts": 1}, {"mamba_dt_rank": 6}, {"mamba_expand": 3},
                       {"mamba_conv_bias": False}, {"mamba_proj_bias": True},
                       {"mamba_d_conv": 2}, {"attn_layer_offset": 2}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "kimi_linear":  # KDA's blocks and sizes, the checkpoints' sub-object winning
+        for extra in ({"linear_attn_config": {"num_heads": 2, "head_dim": 8,
+                                              "short_conv_kernel_size": 3}},
+                      {"linear_attn_config": {"full_attn_layers": [1, 5],
+                                              "kda_layers": [2, 3, 4]}},
+                      {"linear_attn_config": {"full_attn_layers": [2]}},
+                      {"layer_types": ["full_attention"] + ["linear_attention"] * 4},
+                      {"linear_conv_kernel_dim": 2}, {"mlp_layer_types": ["sparse"] * 5},
+                      {"first_k_dense_replace": 3}, {"n_shared_experts": 2},
+                      {"q_lora_rank": 24}, {"num_hidden_layers": 9}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
