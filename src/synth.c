@@ -864,6 +864,16 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
                 "activation memory than a trace can express (2^49 bytes)", o->batch, o->seq);
     return FALSE;
   }
+  /* a linear block's recurrence: per token its heads' key x value states, counted exactly */
+  double state = (double)MAX(c->linear_v_heads, 1) *
+                 (double)MAX(c->linear_k_head_dim, 1) * (double)MAX(c->linear_v_head_dim, 1);
+  if (stw_model_linear_blocks(c) != 0 && T * state * 16.0 > (double)STW_JSON_INT_MAX) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT " over %s's linear "
+                "states (%.0f elements a token) needs more FLOPs than stowage counts exactly "
+                "(2^53)", o->batch, o->seq, c->name, state);
+    return FALSE;
+  }
   return TRUE;
 }
 

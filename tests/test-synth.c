@@ -1143,6 +1143,24 @@ test_bad_options(void)
   opt.seq = 8192;
   g_assert_null(stw_synth_trace(&cfg, &opt, &a100, &error));
   stw_assert_error_contains(error, "more activation memory than a trace can express");
+  /* a linear block's states a token times the tokens beyond what is counted exactly */
+  static const char huge[] = "{\"format\":\"stowage-model\",\"version\":1,\"name\":\"huge\","
+                             "\"arch\":\"llama\",\"layers\":1,\"hidden\":64,\"heads\":4,"
+                             "\"vocab\":256,\"linear_blocks\":[0],\"linear_k_heads\":1,"
+                             "\"linear_v_heads\":1,\"linear_k_head_dim\":1000000,"
+                             "\"linear_v_head_dim\":1000000,\"linear_conv\":4}";
+  g_assert_true(stw_model_config_parse("huge.json", huge, strlen(huge), &cfg, NULL));
+  opt.batch = 64;
+  opt.seq = 1024;
+  g_assert_null(stw_synth_trace(&cfg, &opt, &a100, &error));
+  stw_assert_error_contains(error, "batch 64 x seq 1024 over huge's linear states (1000000000000 "
+                                   "elements a token) needs more FLOPs than stowage counts "
+                                   "exactly (2^53)");
+  opt.batch = 1;
+  opt.seq = 8; /* 8 tokens: counted */
+  StwTrace *t = stw_synth_trace(&cfg, &opt, &a100, &error);
+  g_assert_no_error(error);
+  stw_trace_free(t);
 }
 
 static void
