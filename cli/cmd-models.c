@@ -134,9 +134,10 @@ print_config_file(const char *file, gboolean json)
                                              : ", queries and keys RMS-normed per head",
                             c.attn_softcap ? ", scores capped" : "",
                             c.attn_sinks ? ", a sink logit per head" : "",
-                            c.attn_gate   ? ", an output gate"
-                            : c.diff_attn ? ", differential (two softmaxes a head)"
-                                          : "");
+                            c.attn_gate        ? ", an output gate"
+                            : c.attn_head_gate ? ", a gate a head"
+                            : c.diff_attn      ? ", differential (two softmaxes a head)"
+                                               : "");
   printf("attention: %s; biases: %s; LM head %s%s; %s%s%s%s%s%s\n", heads,
          biases->len ? biases->str : "none",
          c.tied ? "tied to the embeddings" : "its own",

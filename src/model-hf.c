@@ -128,6 +128,7 @@ typedef enum {
   HF_FALCON_MAMBA,
   HF_JAMBA,
   HF_KIMI_LINEAR,
+  HF_BAILING_HYBRID,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -159,7 +160,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
-                                           "falcon_mamba", "jamba", "kimi_linear", NULL };
+                                           "falcon_mamba", "jamba", "kimi_linear",
+                                           "bailing_hybrid", NULL };
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
@@ -270,6 +272,7 @@ typedef struct {
                                      * MLP (read_mamba1) */
   gboolean jamba;                   /* Jamba's blocks by their periods (read_jamba) */
   gboolean kda;                     /* Kimi Delta Attention in those blocks (read_kda) */
+  gboolean bailing;                 /* Bailing's, its gates full rank (read_bailing) */
   gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
                                      * (Granite 4.0's dense hybrids) */
   gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
@@ -1405,6 +1408,26 @@ static const HfRow hf_rows[] = {
                        .heads_default = 32, .ffn_default = 1024, .max_seq_default = 1048576,
                        .vocab_default = 163840, .kv_default = NOT_READ,
                        .head_dim_default = NOT_READ },
+  /* Bailing's hybrids (inclusionAI's Ring and Ling linear): Kimi Linear's blocks with their
+   * own defaults, a gate a head on its latent attention's output (g_proj), Kimi Delta
+   * Attention's gates projected straight to every channel, as many
+   * linear heads as the attention's of head_dim, every layer_group_size-th block softmax
+   * attention (read_bailing); the multi-token-prediction layers are not built into the causal
+   * model; its head its own */
+  [HF_BAILING_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_head_gate = TRUE },
+                          .reads_attention_bias = TRUE,
+                          .reads_linear_attn = TRUE, .bailing = TRUE,
+                          .experts_member = "num_local_experts", .experts_default = 512,
+                          .experts_per_token_default = 8, .shared_experts_default = 1,
+                          .shared_experts_member = "n_shared_experts",
+                          .reads_dense_layers = TRUE, .dense_types_member = "mlp_layer_types",
+                          .dense_layers_default = 2, .dense_ffn_default = 6144,
+                          .ffn = "moe_intermediate_size", .kv_lora_default = 512,
+                          .q_lora_default = 0, .rope_dim_default = 64, .nope_dim_default = 128,
+                          .v_head_dim_default = 128, .layers_default = 42,
+                          .hidden_default = 2560, .heads_default = 32, .ffn_default = 768,
+                          .max_seq_default = 262144, .vocab_default = 157184,
+                          .kv_default = NOT_READ, .head_dim_default = NOT_READ },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
@@ -2065,7 +2088,7 @@ no_linear_sizes(StwModelConfig *c)
   c->linear_k_heads = c->linear_v_heads = c->linear_k_head_dim = c->linear_v_head_dim = 0;
   c->linear_conv = 0;
   c->linear_kind = STW_LINEAR_GDN;
-  c->linear_conv_bias = c->linear_proj_bias = c->linear_norms = FALSE;
+  c->linear_conv_bias = c->linear_proj_bias = c->linear_norms = c->linear_full_gates = FALSE;
   c->linear_dt_rank = 0;
 }
 
@@ -2279,6 +2302,32 @@ read_kda(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Bailing's blocks into C: Kimi Delta Attention with its gates full rank, as many heads as the
+ * attention's (num_attention_heads) of head_dim (128), a convolution short_conv_kernel_size (4)
+ * wide; in the blocks layer_types names "linear_attention", else in all but every
+ * layer_group_size-th (6). */
+static gboolean
+read_bailing(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 group = 6;
+  c->linear_kind = STW_LINEAR_KDA;
+  c->linear_full_gates = TRUE;
+  c->linear_k_heads = c->linear_v_heads = c->heads;
+  c->linear_v_head_dim = 128;
+  c->linear_conv = 4;
+  if (!get_u64(h, "head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_v_head_dim, error) ||
+      !get_u64(h, "short_conv_kernel_size", FALSE, 1024, &c->linear_conv, error) ||
+      !get_u64(h, "layer_group_size", FALSE, STW_MODEL_MAX_LAYERS, &group, error))
+    return FALSE;
+  c->linear_k_head_dim = c->linear_v_head_dim;
+  const cJSON *types = last_member(h->root, "layer_types");
+  if (types != NULL && !cJSON_IsNull(types))
+    return read_layer_types(h, types, c, linear_types, attention_types, error);
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, (l + 1) % group != 0);
+  return TRUE;
+}
+
 /* The linear blocks and their sizes into C by ROW: Mamba-2's by read_mamba2, Gated DeltaNet's
  * here: layer_types, one "linear_attention" or
  * "full_attention" a block (their old names "mamba" and "attention" too, as transformers remaps
@@ -2299,8 +2348,8 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
     return read_mamba1(h, c, error);
   if (row->jamba)
     return read_jamba(h, c, error);
-  if (row->kda) {
-    if (!read_kda(h, c, error))
+  if (row->kda || row->bailing) {
+    if (!(row->kda ? read_kda(h, c, error) : read_bailing(h, c, error)))
       return FALSE;
     if (stw_model_linear_blocks(c) == 0)
       no_linear_sizes(c);

@@ -379,6 +379,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
               "(linear_k_heads and linear_v_heads 1) and linear_dt_rank at most 1048576";
   else if (c->linear_norms && c->linear_kind != STW_LINEAR_MAMBA1)
     problem = "linear_norms are Mamba-1's (linear_kind mamba1)";
+  else if (c->linear_full_gates && c->linear_kind != STW_LINEAR_KDA)
+    problem = "linear_full_gates are Kimi Delta Attention's (linear_kind kda)";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind == STW_LINEAR_KDA &&
            (c->linear_k_heads != c->linear_v_heads ||
             c->linear_k_head_dim != c->linear_v_head_dim))
@@ -413,6 +415,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if ((c->linear_conv_bias || c->linear_proj_bias) && c->linear_kind == STW_LINEAR_GDN)
     problem = "linear_conv_bias and linear_proj_bias are Mamba-2's and the short convolution's, "
               "not Gated DeltaNet's";
+  else if (c->attn_head_gate && c->arch != STW_ARCH_LLAMA)
+    problem = "attn_head_gate is llama's";
   else if ((c->no_pooler || c->no_token_types) && c->arch != STW_ARCH_BERT)
     problem = "pooler and token_types 0 are bert's";
   else if (c->no_token_types && c->token_types != 0)
@@ -479,7 +483,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "shared_expert_gate", "dense_layers", "dense_blocks", "dense_ffn", "kv_lora_rank",         \
       "linear_blocks", "linear_k_heads", "linear_v_heads", "linear_k_head_dim",                  \
       "linear_v_head_dim", "linear_conv", "linear_kind", "linear_conv_bias", "linear_proj_bias", \
-      "mlp", "linear_dt_rank", "linear_norms",                                                   \
+      "mlp", "linear_dt_rank", "linear_norms", "linear_full_gates", "attn_head_gate",            \
       "q_lora_rank",                                                                             \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
@@ -568,6 +572,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "embed_norm", FALSE, &c->embed_norm, error) ||
       !stw_json_get_bool(r, obj, "sub_norms", FALSE, &c->sub_norms, error) ||
       !stw_json_get_bool(r, obj, "attn_gate", FALSE, &c->attn_gate, error) ||
+      !stw_json_get_bool(r, obj, "attn_head_gate", FALSE, &c->attn_head_gate, error) ||
       !stw_json_get_bool(r, obj, "final_norm", FALSE, &final_norm, error) ||
       !stw_json_get_bool(r, obj, "mlp", FALSE, &mlp, error) ||
       !stw_json_get_bool(r, obj, "diff_attn", FALSE, &c->diff_attn, error) ||
@@ -595,6 +600,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "linear_dt_rank", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->linear_dt_rank, error) ||
       !stw_json_get_bool(r, obj, "linear_norms", FALSE, &c->linear_norms, error) ||
+      !stw_json_get_bool(r, obj, "linear_full_gates", FALSE, &c->linear_full_gates, error) ||
       !stw_json_get_bool(r, obj, "linear_proj_bias", FALSE, &c->linear_proj_bias, error) ||
       !stw_json_get_u64(r, obj, "dense_ffn", FALSE, 1, 8 * (guint64)STW_MODEL_MAX_WIDTH,
                         &c->dense_ffn, error) ||
@@ -754,6 +760,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       stw_json_add_u64(o, "linear_dt_rank", c->linear_dt_rank);
     if (c->linear_norms)
       cJSON_AddBoolToObject(o, "linear_norms", TRUE);
+    if (c->linear_full_gates)
+      cJSON_AddBoolToObject(o, "linear_full_gates", TRUE);
     if (c->linear_conv_bias)
       cJSON_AddBoolToObject(o, "linear_conv_bias", TRUE);
     if (c->linear_proj_bias)
@@ -799,6 +807,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "sub_norms", TRUE);
   if (c->attn_gate)
     cJSON_AddBoolToObject(o, "attn_gate", TRUE);
+  if (c->attn_head_gate)
+    cJSON_AddBoolToObject(o, "attn_head_gate", TRUE);
   if (c->no_final_norm)
     cJSON_AddBoolToObject(o, "final_norm", FALSE);
   if (c->no_mlp)
@@ -1332,8 +1342,10 @@ linear_in_width(const StwModelConfig *c)
     return 2 * kd + 2 * vd;
   if (c->linear_kind == STW_LINEAR_MAMBA1) /* x and z */
     return 2 * vd;
-  if (c->linear_kind == STW_LINEAR_KDA) /* q, k, v, the two gates' low ranks, a rate a head */
-    return 2 * kd + vd + 2 * c->linear_v_head_dim + c->linear_v_heads;
+  if (c->linear_kind == STW_LINEAR_KDA) /* q, k, v, the two gates (or their low ranks), a rate a
+                                         * head */
+    return 2 * kd + vd + 2 * (c->linear_full_gates ? vd : c->linear_v_head_dim) +
+           c->linear_v_heads;
   return 2 * kd + 2 * vd + (c->linear_kind == STW_LINEAR_MAMBA2 ? 1 : 2) * c->linear_v_heads;
 }
 
@@ -1409,14 +1421,21 @@ linear_mix_params(Builder *b, const char *p, LinearMix *g)
     named(b, &g->in, kd, d, sa, "q_proj.weight");
     named(b, &g->in, kd, d, sa, "k_proj.weight");
     named(b, &g->in, vd, d, sa, "v_proj.weight");
-    named(b, &g->in, w, d, sa, "forget_gate.f_a_proj.weight");
+    if (c->linear_full_gates) { /* Bailing's, straight to every channel */
+      named(b, &g->in, vd, d, sa, "forget_gate.f_proj.weight");
+      named(b, &g->in, vd, d, sa, "g_proj.weight");
+    } else {
+      named(b, &g->in, w, d, sa, "forget_gate.f_a_proj.weight");
+      named(b, &g->in, w, d, sa, "g_a_proj.weight");
+    }
     named(b, &g->in, hv, d, sa, "b_proj.weight");
-    named(b, &g->in, w, d, sa, "g_a_proj.weight");
     named(b, &g->mix, 2 * kd + vd, c->linear_conv, sa, "conv1d.weight");
-    named(b, &g->mix, vd, w, sa, "forget_gate.f_b_proj.weight");
+    if (!c->linear_full_gates)
+      named(b, &g->mix, vd, w, sa, "forget_gate.f_b_proj.weight");
     named(b, &g->mix, vd, 0, sa, "forget_gate.dt_bias");
     named(b, &g->mix, hv, 0, sa, "forget_gate.A_log");
-    named(b, &g->mix, vd, w, sa, "g_b_proj.weight");
+    if (!c->linear_full_gates)
+      named(b, &g->mix, vd, w, sa, "g_b_proj.weight");
     named(b, &g->mix, w, 0, sa, "o_norm.weight");
     named(b, &g->out, d, vd, sa, "o_proj.weight");
     return;
@@ -1504,7 +1523,7 @@ linear_mix_ops(Builder *b, gint32 l, const LinearMix *g)
   if (c->linear_kind == STW_LINEAR_KDA) { /* Gated DeltaNet's, and the gates' up projections
                                            * from a head's width to every channel; the decay a
                                            * channel kept in fp32 */
-    mix->flops += 2 * 2 * T * dv * vd;
+    mix->flops += c->linear_full_gates ? 0 : 2 * 2 * T * dv * vd;
     mix->saved_extra_bytes += T * vd * 4;
   }
   if (c->linear_kind == STW_LINEAR_MAMBA1) { /* the convolution, x's projection to the step, B
@@ -1639,6 +1658,7 @@ build_llama(Builder *b)
       model_norm_params(b, &ln1, d, n1);
     if (c->attn_sinks) /* gpt-oss's logit per head, read by the attention's softmax */
       named(b, &sinks, c->heads, 0, pa, "sinks");
+    Ids head_gate = { 0 };
     Ids lambdas = { 0 };
     if (c->diff_attn) /* DiffLlama's lambdas, read where the two softmaxes' outputs combine */
       for (int k = 0; k < 4; k++)
@@ -1668,6 +1688,8 @@ build_llama(Builder *b)
     guint64 o_in = c->heads * stw_model_v_head_dim(c); /* what the output projection reads */
     if (!linear_attn)
       projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
+    if (c->attn_head_gate && !linear_attn) /* Bailing's scalar a head */
+      named(b, &head_gate, c->heads, d, pa, "g_proj.weight");
     Ids attn_sub = { 0 };
     if (c->sub_norms) { /* BitNet's norm over the heads' output, before o_proj */
       g_autofree char *ns = g_strconcat(pa, ".attn_sub_norm", NULL);
@@ -1704,6 +1726,11 @@ build_llama(Builder *b)
       }
       if (c->attn_gate) /* sigmoid(gate) x the heads' output: as the MLP's silu(gate) x up */
         elementwise(b, l, STW_OP_MLP_ACT, "attn.gate", 2 * q, q, 3, TRUE);
+    }
+    if (c->attn_head_gate && !linear_attn) { /* a scalar a head from the block's input, its
+                                              * sigmoid times the head's output */
+      linear(b, l, STW_OP_ATTN_QKV, "attn.head_gate", d, c->heads, head_gate.n, head_gate.id);
+      elementwise(b, l, STW_OP_MLP_ACT, "attn.head_gate_mul", o_in + c->heads, o_in, 3, TRUE);
     }
     /* (a norm of the 16-bit branch, as a post-norm is) */
     if (c->sub_norms)

@@ -1416,6 +1416,25 @@ test_linear_attention(void)
                        64 * 64);
   StwModelConfig klback;
   round_trip(&kl, "\"linear_kind\":\"kda\"", &klback);
+  /* Bailing's: the gates full rank (f_proj and g_proj 64 x 64 where Kimi's go through 16), and
+   * a gate a head on its latent attention (g_proj 4 x 64); every second block attention */
+  StwModelConfig bh;
+  resolve_text(dir,
+               "{\"model_type\": \"bailing_hybrid\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+               "\"num_attention_heads\": 4, \"head_dim\": 16, \"kv_lora_rank\": 16, "
+               "\"qk_rope_head_dim\": 8, \"qk_nope_head_dim\": 8, \"v_head_dim\": 8, "
+               "\"vocab_size\": 100, \"layer_group_size\": 2, \"num_local_experts\": 4, "
+               "\"num_experts_per_tok\": 2}",
+               &bh);
+  g_assert_true(bh.linear_full_gates && bh.attn_head_gate && stw_model_block_linear(&bh, 0) &&
+                !stw_model_block_linear(&bh, 1));
+  g_autoptr(StwModelGraph) bhg = stw_model_graph_new(&bh, 1, 8, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(bhg, "layers.0.self_attn."), ==,
+                   3 * 64 * 64 + 2 * 64 * 64 + 4 * 64 + 192 * 4 + 64 + 4 + 16 + 64 * 64);
+  g_assert_cmpuint(prefix_numel(bhg, "layers.1.self_attn.g_proj."), ==, 4 * 64);
+  StwModelConfig bhback;
+  round_trip(&bh, "\"linear_full_gates\":true", &bhback);
   /* LFM2-MoE: its blocks' kinds required; experts after its dense blocks, none adjusted */
   StwModelConfig lmoe;
   resolve_text(dir,
@@ -1666,6 +1685,7 @@ test_hf_family_defaults(void)
     { "falcon_mamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(159308544), TRUE, FALSE },
     { "jamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(51570323328), TRUE, FALSE },
     { "kimi_linear", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(49133074464), TRUE, FALSE },
+    { "bailing_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(124414191072), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1718,9 +1738,10 @@ test_hf_family_defaults(void)
                         g_str_has_suffix(cases[i].type, "mamba2") ||
                         g_str_has_suffix(cases[i].type, "mamba") ||
                         strcmp(cases[i].type, "jamba") == 0 ||
-                        strcmp(cases[i].type, "kimi_linear") == 0); /* LFM2's defaults:
-                                                                     * attention in every
-                                                                     * block */
+                        strcmp(cases[i].type, "kimi_linear") == 0 ||
+                        strcmp(cases[i].type, "bailing_hybrid") == 0); /* LFM2's defaults:
+                                                                        * attention in every
+                                                                        * block */
     g_assert_cmpint(cfg.no_mlp, ==, g_str_has_suffix(cases[i].type, "mamba2") ||
                                         g_str_has_suffix(cases[i].type, "mamba"));
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
@@ -2303,8 +2324,8 @@ test_hf_configs(void)
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
                                    "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text, "
-                                   "granitemoehybrid, lfm2_moe, minimax, jamba and kimi_linear "
-                                   "only");
+                                   "granitemoehybrid, lfm2_moe, minimax, jamba, kimi_linear and "
+                                   "bailing_hybrid only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

@@ -201,6 +201,10 @@ typedef struct {
   gboolean attn_gate;      /* an output gate on attention: a projection of the block's input as
                             * wide as the queries (gate_proj, no bias), its sigmoid times the
                             * heads' output before o_proj (AFMoE's; llama only) */
+  gboolean attn_head_gate; /* a gate a head on softmax attention's output: a projection of the
+                            * block's input to one scalar a head (g_proj, heads x hidden, no
+                            * bias), its sigmoid times that head's output before o_proj
+                            * (Bailing's; llama only) */
   gboolean alibi;          /* positions by ALiBi: a slope per head times the distance joins each
                             * score, no rotary op and no table, so no longest sequence but
                             * max_seq (BLOOM, Falcon's alibi; neox only) */
@@ -289,6 +293,8 @@ typedef struct {
   StwLinearKind linear_kind;
   guint64 linear_dt_rank;
   gboolean linear_norms; /* Mamba-1's step, B and C RMS-normed with weights (Jamba's) */
+  gboolean linear_full_gates; /* Kimi Delta Attention's gates projected from the input straight
+                               * to every channel, not through a head's width (Bailing's) */
   gboolean linear_conv_bias, linear_proj_bias;
 } StwModelConfig;
 

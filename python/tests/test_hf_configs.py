@@ -395,6 +395,13 @@ SMALL = {
                     "qk_nope_head_dim": 8, "v_head_dim": 8, "vocab_size": 128,
                     "max_position_embeddings": 64, "linear_num_heads": 4, "linear_head_dim": 16,
                     "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0},
+    "bailing_hybrid": {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+                       "head_dim": 16, "intermediate_size": 96, "moe_intermediate_size": 32,
+                       "num_local_experts": 4, "num_experts_per_tok": 2, "n_group": 1,
+                       "topk_group": 1, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+                       "qk_nope_head_dim": 8, "v_head_dim": 8, "vocab_size": 128,
+                       "max_position_embeddings": 64, "layer_group_size": 2, "pad_token_id": 0,
+                       "eos_token_id": 0},
     "olmo_hybrid": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
                     "max_position_embeddings": 64, "pad_token_id": 0, "eos_token_id": 0},
@@ -636,6 +643,11 @@ def variants(kind):
                       {"linear_conv_kernel_dim": 2}, {"mlp_layer_types": ["sparse"] * 5},
                       {"first_k_dense_replace": 3}, {"n_shared_experts": 2},
                       {"q_lora_rank": 24}, {"num_hidden_layers": 9}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "bailing_hybrid":  # KDA's gates full rank; a gate a head on its attention
+        for extra in ({"layer_group_size": 3}, {"layer_types": ["full_attention"] * 4},
+                      {"short_conv_kernel_size": 2}, {"head_dim": 8},
+                      {"first_k_dense_replace": 0}, {"n_shared_experts": 2}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "olmo_hybrid":  # its linear attention's sizes from the attention's by default
         for extra in ({"linear_num_key_heads": 2}, {"linear_num_value_heads": 8},
