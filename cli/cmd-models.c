@@ -111,8 +111,9 @@ print_config_file(const char *file, gboolean json)
     latent = with;
   }
   g_autofree char *context =
-      c.alibi && c.max_seq == STW_MODEL_MAX_SEQ ? g_strdup("positions by ALiBi (no longest context)")
-      : c.max_seq == STW_MODEL_MAX_SEQ          ? g_strdup("no longest context")
+      c.alibi && c.max_seq == STW_MODEL_MAX_SEQ
+          ? g_strdup("positions by ALiBi (no longest context)")
+      : c.max_seq == STW_MODEL_MAX_SEQ ? g_strdup("no longest context")
                                                 : g_strdup_printf("%scontext %" G_GUINT64_FORMAT,
                                                                   c.alibi ? "positions by ALiBi, "
                                                                           : "",

@@ -163,6 +163,25 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "falcon_mamba", "jamba", "kimi_linear",
                                            "bailing_hybrid", NULL };
 
+/* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
+ * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
+ * attention's (OLMo Hybrid's); Mamba-2 by its mamba_* members (Granite 4.0's, Bamba's) or its own
+ * language model's; Mamba-1's language model; Jamba's; LFM2's short convolutions; MiniMax's
+ * lightning attention; Kimi Delta Attention (Kimi Linear's) and Bailing's. */
+typedef enum {
+  HF_LINEAR_NONE,
+  HF_LINEAR_GDN,
+  HF_LINEAR_GDN_FROM_HEADS,
+  HF_LINEAR_MAMBA2,
+  HF_LINEAR_MAMBA2_LM,
+  HF_LINEAR_MAMBA1_LM,
+  HF_LINEAR_JAMBA,
+  HF_LINEAR_SHORT_CONV,
+  HF_LINEAR_LIGHTNING,
+  HF_LINEAR_KDA,
+  HF_LINEAR_BAILING,
+} HfLinear;
+
 /* What transformers' config class of a model type reads, and its defaults: a member left out
  * takes the default; one written null takes it too where the class's default is None (the
  * NULL_OK flags), and is refused where transformers refuses it. The table follows transformers 5
@@ -260,28 +279,13 @@ typedef struct {
                                      * intermediate_size wide, in any order */
   const char *rope_dim_alias;       /* qk_rope_head_dim's other name, which the class's
                                      * attribute_map reads into it (GLM-4.7-Flash's head_dim) */
-  gboolean reads_linear_attn;       /* Gated DeltaNet's linear attention in the blocks
-                                     * layer_types says (read_linear_attn) */
-  gboolean linear_from_heads;       /* its sizes by default from the attention's (OLMo
-                                     * Hybrid's), else Qwen3-Next's */
-  gboolean linear_mamba2;           /* Mamba-2's mixer in those blocks instead, by the mamba_*
-                                     * members (read_mamba2) */
-  gboolean mamba_lm;                /* Mamba-2's own language model: its mixer's members
-                                     * without the prefix, in every block, no MLP */
-  gboolean mamba1_lm;               /* Mamba-1's language model: its mixer in every block, no
-                                     * MLP (read_mamba1) */
-  gboolean jamba;                   /* Jamba's blocks by their periods (read_jamba) */
-  gboolean kda;                     /* Kimi Delta Attention in those blocks (read_kda) */
-  gboolean bailing;                 /* Bailing's, its gates full rank (read_bailing) */
+  HfLinear linear;                  /* how the class places and sizes its linear blocks, if
+                                     * it has any (read_linear_attn) */
   gboolean experts_zero_dense;      /* no experts (0) leaves the shared MLP alone, a dense MLP
                                      * (Granite 4.0's dense hybrids) */
   gboolean attn_indices;            /* the blocks of attention by attn_layer_indices, the
                                      * others Mamba-2's (Bamba's), not by layer_types */
-  gboolean linear_short_conv;       /* LFM2's short convolutions in those blocks instead
-                                     * (read_lfm2) */
   gboolean ffn_adjusted;            /* its MLP's width adjusted from intermediate_size (LFM2's) */
-  gboolean linear_lightning;        /* MiniMax's lightning attention in those blocks instead
-                                     * (read_linear_attn) */
   gboolean layer_types_required;    /* layer_types, which the class needs (LFM2-MoE's) */
   gboolean experts_per_token_by_layer; /* that member a whole number or a list of one a block
                                         * (Hunyuan's moe_topk), the blocks' all equal */
@@ -1276,7 +1280,7 @@ static const HfRow hf_rows[] = {
    * output gate (q_proj twice as wide: the queries' and the gate's) and per-head query and key
    * norms; its rotary share and its norms' zero-centred weights change no weight's size */
   [HF_QWEN3_NEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE },
-                      .reads_linear_attn = TRUE, .experts_member = "num_experts",
+                      .linear = HF_LINEAR_GDN, .experts_member = "num_experts",
                       .experts_default = 512, .experts_per_token_default = 10,
                       .shared_expert_default = 512, .ffn = "moe_intermediate_size",
                       .dense_list_member = "mlp_only_layers", .dense_ffn_default = 5632,
@@ -1287,13 +1291,13 @@ static const HfRow hf_rows[] = {
    * attention, linear and softmax, beside a dense MLP intermediate_size wide, or experts in
    * every block as Qwen3-Next's (no dense blocks) */
   [HF_QWEN3_5_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE },
-                        .reads_linear_attn = TRUE, .layers_default = 32,
+                        .linear = HF_LINEAR_GDN, .layers_default = 32,
                         .hidden_default = 4096, .heads_default = 16, .ffn_default = 12288,
                         .max_seq_default = 32768, .vocab_default = 248320, .kv_default = 4,
                         .head_dim_default = 256, .reads_tie = TRUE },
   [HF_QWEN3_5_MOE_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE,
                                        .attn_gate = TRUE },
-                            .reads_linear_attn = TRUE, .experts_member = "num_experts",
+                            .linear = HF_LINEAR_GDN, .experts_member = "num_experts",
                             .experts_default = 256, .experts_per_token_default = 8,
                             .shared_expert_default = 512, .ffn = "moe_intermediate_size",
                             .layers_default = 40, .hidden_default = 2048, .heads_default = 16,
@@ -1314,15 +1318,15 @@ static const HfRow hf_rows[] = {
                             .experts_member = "num_local_experts", .experts_default = 8,
                             .experts_per_token_default = 2, .experts_zero_dense = TRUE,
                             .shared_width_member = "shared_intermediate_size",
-                            .shared_width_default = 1024, .reads_linear_attn = TRUE,
-                            .linear_mamba2 = TRUE, .layers_default = 32, .hidden_default = 4096,
+                            .shared_width_default = 1024, .linear = HF_LINEAR_MAMBA2,
+                            .layers_default = 32, .hidden_default = 4096,
                             .heads_default = 32, .ffn_default = 11008, .max_seq_default = 2048,
                             .vocab_default = 32000, .kv_null_ok = TRUE, .reads_tie = TRUE,
                             .reads_attention_bias = TRUE },
   /* Bamba (IBM): llama's blocks (an MLP biased where mlp_bias says) with Mamba-2's mixer in
    * attention's place but in the blocks attn_layer_indices lists (null: none) */
-  [HF_BAMBA] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_linear_attn = TRUE,
-                 .linear_mamba2 = TRUE, .attn_indices = TRUE, .layers_default = 32,
+  [HF_BAMBA] = { .shape = { .arch = STW_ARCH_LLAMA }, .linear = HF_LINEAR_MAMBA2,
+                 .attn_indices = TRUE, .layers_default = 32,
                  .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
                  .max_seq_default = 262144, .vocab_default = 128000, .kv_default = 8,
                  .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE,
@@ -1331,8 +1335,8 @@ static const HfRow hf_rows[] = {
    * no biases, head_dim absent: hidden / heads) with a gated short convolution
    * in attention's place but in the blocks full_attn_idxs lists or layer_types names (read_lfm2),
    * and its MLP's width adjusted from intermediate_size as its class adjusts it */
-  [HF_LFM2] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE }, .reads_linear_attn = TRUE,
-                .linear_short_conv = TRUE, .ffn_adjusted = TRUE, .layers_default = 32,
+  [HF_LFM2] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                .linear = HF_LINEAR_SHORT_CONV, .ffn_adjusted = TRUE, .layers_default = 32,
                 .hidden_default = 2560,
                 .heads_default = 32, .ffn_default = 12288, .max_seq_default = 128000,
                 .vocab_default = 65536, .kv_default = 8, .tied = TRUE, .reads_tie = TRUE },
@@ -1341,7 +1345,7 @@ static const HfRow hf_rows[] = {
    * the others num_experts experts moe_intermediate_size wide, num_experts_per_tok a token (its
    * expert bias a buffer, not a weight) */
   [HF_LFM2_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
-                    .reads_linear_attn = TRUE, .linear_short_conv = TRUE,
+                    .linear = HF_LINEAR_SHORT_CONV,
                     .layer_types_required = TRUE, .experts_member = "num_experts",
                     .experts_default = 32, .experts_per_token_default = 4,
                     .ffn = "moe_intermediate_size", .reads_dense_layers = TRUE,
@@ -1353,8 +1357,8 @@ static const HfRow hf_rows[] = {
    * second block (layer_types; null: the odd ones) runs lightning attention with the softmax
    * attention's heads and head width (read_linear_attn); its residual factors change no
    * weight */
-  [HF_MINIMAX] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_linear_attn = TRUE,
-                   .linear_lightning = TRUE, .experts_member = "num_local_experts",
+  [HF_MINIMAX] = { .shape = { .arch = STW_ARCH_LLAMA }, .linear = HF_LINEAR_LIGHTNING,
+                   .experts_member = "num_local_experts",
                    .experts_default = 8, .experts_per_token_default = 2, .layers_default = 32,
                    .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
                    .max_seq_default = 131072, .vocab_default = 32000, .kv_default = 8,
@@ -1363,21 +1367,21 @@ static const HfRow hf_rows[] = {
    * and Mamba-2's mixer, no attention and no MLP (num_heads of head_dim over expand x hidden,
    * n_groups of B and C of state_size, conv_kernel, use_conv_bias, use_bias; read_mamba2), no
    * positions; untied by default */
-  [HF_MAMBA2] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE }, .reads_linear_attn = TRUE,
-                  .linear_mamba2 = TRUE, .mamba_lm = TRUE, .layers_default = 64,
+  [HF_MAMBA2] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE },
+                  .linear = HF_LINEAR_MAMBA2_LM, .layers_default = 64,
                   .hidden_default = 4096, .heads_default = 1, .ffn_default = 4096,
                   .positions_unbounded = TRUE, .vocab_default = 32768, .kv_default = NOT_READ,
                   .head_dim_default = NOT_READ, .reads_tie = TRUE },
   /* Mamba (Mamba-1's language models) and Falcon Mamba (its mixer's B, C and step RMS-normed
    * without weights): every block an RMSNorm and Mamba-1's mixer (read_mamba1), no attention,
    * no MLP, no positions; tied by default */
-  [HF_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE }, .reads_linear_attn = TRUE,
-                 .mamba1_lm = TRUE, .layers_default = 32, .hidden_default = 768,
+  [HF_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE },
+                 .linear = HF_LINEAR_MAMBA1_LM, .layers_default = 32, .hidden_default = 768,
                  .heads_default = 1, .ffn_default = 768, .positions_unbounded = TRUE,
                  .vocab_default = 50280, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                  .tied = TRUE, .reads_tie = TRUE },
   [HF_FALCON_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE },
-                        .reads_linear_attn = TRUE, .mamba1_lm = TRUE, .layers_default = 32,
+                        .linear = HF_LINEAR_MAMBA1_LM, .layers_default = 32,
                         .hidden_default = 768, .heads_default = 1, .ffn_default = 768,
                         .positions_unbounded = TRUE, .vocab_default = 50280,
                         .kv_default = NOT_READ, .head_dim_default = NOT_READ, .tied = TRUE,
@@ -1386,7 +1390,7 @@ static const HfRow hf_rows[] = {
    * choose and Mamba-1's mixer, its step, B and C RMS-normed, in the others; experts (Mixtral's,
    * intermediate_size wide) in those expert_layer_period and its offset choose and a dense MLP
    * as wide in the others (read_jamba) */
-  [HF_JAMBA] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_linear_attn = TRUE, .jamba = TRUE,
+  [HF_JAMBA] = { .shape = { .arch = STW_ARCH_LLAMA }, .linear = HF_LINEAR_JAMBA,
                  .experts_member = "num_experts", .experts_default = 16,
                  .experts_per_token_default = 2, .layers_default = 32, .hidden_default = 4096,
                  .heads_default = 32, .ffn_default = 14336, .max_seq_default = 262144,
@@ -1396,7 +1400,7 @@ static const HfRow hf_rows[] = {
    * blocks in four run Kimi Delta Attention instead (read_kda); its head its own whatever
    * tie_word_embeddings says, as transformers builds it */
   [HF_KIMI_LINEAR] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
-                       .reads_linear_attn = TRUE, .kda = TRUE,
+                       .linear = HF_LINEAR_KDA,
                        .experts_member = "num_local_experts", .experts_default = 256,
                        .experts_per_token_default = 8, .experts_per_token_null_ok = TRUE,
                        .shared_experts_default = 1, .shared_experts_member = "n_shared_experts",
@@ -1416,7 +1420,7 @@ static const HfRow hf_rows[] = {
    * model; its head its own */
   [HF_BAILING_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_head_gate = TRUE },
                           .reads_attention_bias = TRUE,
-                          .reads_linear_attn = TRUE, .bailing = TRUE,
+                          .linear = HF_LINEAR_BAILING,
                           .experts_member = "num_local_experts", .experts_default = 512,
                           .experts_per_token_default = 8, .shared_experts_default = 1,
                           .shared_experts_member = "n_shared_experts",
@@ -1430,7 +1434,7 @@ static const HfRow hf_rows[] = {
                           .kv_default = NOT_READ, .head_dim_default = NOT_READ },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
-                       .reads_linear_attn = TRUE, .linear_from_heads = TRUE,
+                       .linear = HF_LINEAR_GDN_FROM_HEADS,
                        .layers_default = 32, .hidden_default = 3840, .heads_default = 30,
                        .ffn_default = 11008, .max_seq_default = 65536, .vocab_default = 100352,
                        .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
@@ -2105,7 +2109,7 @@ static gboolean
 read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
   /* the members and defaults of the hybrids' (mamba_*) and of Mamba-2's own language model */
-  gboolean lm = row->mamba_lm;
+  gboolean lm = row->linear == HF_LINEAR_MAMBA2_LM;
   const char *n_heads = lm ? "num_heads" : "mamba_n_heads", *n_head_dim = lm ? "head_dim"
                                                                             : "mamba_d_head";
   guint64 heads = 128, groups = lm ? 8 : 1, state = lm ? 128 : 256, expand = 2;
@@ -2240,8 +2244,6 @@ read_jamba(const Hf *h, StwModelConfig *c, GError **error)
     stw_model_set_block_dense(c, l, c->experts > 1 && l % exp_period != exp_offset);
   }
   c->dense_ffn = stw_model_dense_blocks(c) != 0 ? c->ffn : 0;
-  if (stw_model_linear_blocks(c) == 0)
-    no_linear_sizes(c);
   return TRUE;
 }
 
@@ -2328,56 +2330,23 @@ read_bailing(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
-/* The linear blocks and their sizes into C by ROW: Mamba-2's by read_mamba2, Gated DeltaNet's
- * here: layer_types, one "linear_attention" or
+/* Gated DeltaNet's blocks and sizes into C: layer_types, one "linear_attention" or
  * "full_attention" a block (their old names "mamba" and "attention" too, as transformers remaps
  * them), else Qwen3-Next's and Qwen3.5's every full_attention_interval-th block softmax
- * attention and the others linear, or OLMo Hybrid's every fourth block softmax attention and
+ * attention and the others linear, or where FROM_HEADS OLMo Hybrid's every fourth block softmax
+ * attention and
  * the last at least (its class refuses a model without blocks of either kind). The sizes:
- * Qwen's 16 key heads and 32 value heads of 128, a convolution 4 wide; OLMo Hybrid's as many
+ * Qwen's 16 key heads and 32 value heads of 128, a convolution 4 wide; OLMo Hybrid's (FROM_HEADS)
+ * as many
  * key and value heads as the attention's (null as absent), a key head 0.75 x hidden / its heads
  * wide (floored), a value head twice that. Beside Qwen's gated attention, attention_bias true
  * is refused, not modelled: q_proj's bias would cover the gate's half, which stowage's output
  * gate (attn_gate) does not bias. */
 static gboolean
-read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
+read_gdn(const Hf *h, gboolean from_heads, StwModelConfig *c, GError **error)
 {
-  gboolean bias = FALSE, from_heads = row->linear_from_heads;
+  gboolean bias = FALSE;
   guint64 interval = 4;
-  if (row->mamba1_lm)
-    return read_mamba1(h, c, error);
-  if (row->jamba)
-    return read_jamba(h, c, error);
-  if (row->kda || row->bailing) {
-    if (!(row->kda ? read_kda(h, c, error) : read_bailing(h, c, error)))
-      return FALSE;
-    if (stw_model_linear_blocks(c) == 0)
-      no_linear_sizes(c);
-    return TRUE;
-  }
-  if (row->linear_lightning) { /* the attention's heads, every second block by default */
-    c->linear_kind = STW_LINEAR_LIGHTNING;
-    c->linear_k_heads = c->linear_v_heads = c->heads;
-    c->linear_k_head_dim = c->linear_v_head_dim = stw_model_head_dim(c);
-    const cJSON *v = last_member(h->root, "layer_types");
-    if (v != NULL && !cJSON_IsNull(v)) {
-      if (!read_layer_types(h, v, c, linear_types, attention_types, error))
-        return FALSE;
-    } else {
-      for (guint64 l = 0; l < c->layers; l++)
-        stw_model_set_block_linear(c, l, l % 2 == 1);
-    }
-    if (stw_model_linear_blocks(c) == 0)
-      no_linear_sizes(c);
-    return TRUE;
-  }
-  if (row->linear_mamba2 || row->linear_short_conv) {
-    if (!(row->linear_mamba2 ? read_mamba2(h, row, c, error) : read_lfm2(h, row, c, error)))
-      return FALSE;
-    if (stw_model_linear_blocks(c) == 0)
-      no_linear_sizes(c);
-    return TRUE;
-  }
   c->linear_k_heads = from_heads ? 0 : 16;
   c->linear_v_heads = from_heads ? 0 : 32;
   c->linear_k_head_dim = c->linear_v_head_dim = from_heads ? 0 : 128;
@@ -2427,9 +2396,65 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
                             "attention (transformers refuses the model)",
                             n == 0 ? "no block of linear attention" : "no block of attention",
                             h->type);
-  if (n == 0)
-    no_linear_sizes(c);
   return TRUE;
+}
+
+
+/* MiniMax's lightning attention into C: the attention's heads and head width, in the blocks
+ * layer_types names "linear_attention", else every second one. */
+static gboolean
+read_lightning(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->linear_kind = STW_LINEAR_LIGHTNING;
+  c->linear_k_heads = c->linear_v_heads = c->heads;
+  c->linear_k_head_dim = c->linear_v_head_dim = stw_model_head_dim(c);
+  const cJSON *v = last_member(h->root, "layer_types");
+  if (v != NULL && !cJSON_IsNull(v))
+    return read_layer_types(h, v, c, linear_types, attention_types, error);
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, l % 2 == 1);
+  return TRUE;
+}
+
+/* C's linear blocks and their sizes as ROW's class places them (HfLinear), none of the sizes
+ * where no block is linear. */
+static gboolean
+read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
+{
+  gboolean ok = TRUE;
+  switch (row->linear) {
+  case HF_LINEAR_GDN:
+  case HF_LINEAR_GDN_FROM_HEADS:
+    ok = read_gdn(h, row->linear == HF_LINEAR_GDN_FROM_HEADS, c, error);
+    break;
+  case HF_LINEAR_MAMBA2:
+  case HF_LINEAR_MAMBA2_LM:
+    ok = read_mamba2(h, row, c, error);
+    break;
+  case HF_LINEAR_MAMBA1_LM:
+    ok = read_mamba1(h, c, error);
+    break;
+  case HF_LINEAR_JAMBA:
+    ok = read_jamba(h, c, error);
+    break;
+  case HF_LINEAR_SHORT_CONV:
+    ok = read_lfm2(h, row, c, error);
+    break;
+  case HF_LINEAR_LIGHTNING:
+    ok = read_lightning(h, c, error);
+    break;
+  case HF_LINEAR_KDA:
+    ok = read_kda(h, c, error);
+    break;
+  case HF_LINEAR_BAILING:
+    ok = read_bailing(h, c, error);
+    break;
+  case HF_LINEAR_NONE:
+    break;
+  }
+  if (ok && stw_model_linear_blocks(c) == 0)
+    no_linear_sizes(c);
+  return ok;
 }
 
 /* What the file says of the parts that have no row in StwModelConfig: refused where it would
@@ -2778,7 +2803,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   }
   if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
     return FALSE;
-  if (row->reads_linear_attn && !read_linear_attn(h, row, &c, error))
+  if (row->linear != HF_LINEAR_NONE && !read_linear_attn(h, row, &c, error))
     return FALSE;
   gboolean post_norm = c.norms == STW_NORMS_BOTH;
   if (row->post_norm_member != NULL) {
