@@ -703,6 +703,39 @@ test_adam_avx512bw(void)
         g_assert_cmpmem(m, n * msize, m2, n * msize);
         g_assert_cmpmem(v, vn * msize, v2, vn * msize);
       }
+
+  /* the fp32 compute copy stepped in place (its master only read, or the copy itself: one
+   * rank's weights in one array) and one array's step (stw_adam_update): the bf16 moments'
+   * loops that ask for their lines ahead (kernels.c) give every other CPU's bits */
+  for (int aliased = 0; aliased <= 1; aliased++) {
+    StwAdamConfig c;
+    stw_adam_config_init(&c);
+    c.state_dtype = STW_DTYPE_BF16;
+    g_autofree float *param = randoms(n), *master = aliased ? NULL : randoms(n);
+    g_autofree uint16_t *m = g_new(uint16_t, n), *v = g_new(uint16_t, n);
+    for (size_t i = 0; i < n; i++) {
+      m[i] = stw_bf16_from_float(uniform() * 1e-3f);
+      v[i] = stw_bf16_from_float(fabsf(uniform()) * 1e-5f);
+    }
+    g_autofree float *param2 = copy(param, n), *master2 = aliased ? NULL : copy(master, n);
+    g_autofree uint16_t *m2 = g_memdup2(m, n * 2), *v2 = g_memdup2(v, n * 2);
+    g_autofree float *grad = randoms(n), *param3 = copy(param, n), *param4 = copy(param, n);
+    g_autofree uint16_t *m3 = g_memdup2(m, n * 2), *v3 = g_memdup2(v, n * 2),
+                        *m4 = g_memdup2(m, n * 2), *v4 = g_memdup2(v, n * 2);
+    stw_compute_host_adam_to_copy(param, aliased ? param : master, m, v, n, &c, 9);
+    stw_adam_update(param3, grad, m3, v3, n, &c, 9);
+    gboolean was = stw_kernels_allow_avx512bw(FALSE);
+    stw_compute_host_adam_to_copy(param2, aliased ? param2 : master2, m2, v2, n, &c, 9);
+    stw_adam_update(param4, grad, m4, v4, n, &c, 9);
+    stw_kernels_allow_avx512bw(was);
+    g_assert_cmpmem(param, n * 4, param2, n * 4);
+    g_assert_cmpmem(m, n * 2, m2, n * 2);
+    g_assert_cmpmem(v, n * 2, v2, n * 2);
+    g_assert_cmpmem(param3, n * 4, param4, n * 4);
+    g_assert_cmpmem(m3, n * 2, m4, n * 2);
+    g_assert_cmpmem(v3, n * 2, v4, n * 2);
+    g_assert_true(memcmp(m, m3, n * 2) != 0); /* the two steps' inputs differ: not one run */
+  }
 }
 
 static void
