@@ -21,8 +21,8 @@ models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64
   char num[6][32];
   guint64 v[] = { c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab };
   /* no heads where every block's mixer is linear, no width where blocks have no MLP */
-  gboolean none[] = { FALSE, FALSE, stw_model_linear_blocks(c) == c->layers,
-                      stw_model_linear_blocks(c) == c->layers, c->no_mlp, FALSE };
+  gboolean none[] = { FALSE, FALSE, !stw_model_has_softmax(c), !stw_model_has_softmax(c),
+                      c->no_mlp, FALSE };
   for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
     g_snprintf(num[k], sizeof num[k], none[k] ? "-" : "%" G_GUINT64_FORMAT, v[k]);
   g_autofree char *p = stw_cli_group_digits(params);
@@ -125,7 +125,7 @@ print_config_file(const char *file, gboolean json)
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
   /* softmax attention's heads, where any block has it */
   g_autofree char *heads =
-      stw_model_linear_blocks(&c) == c.layers
+      !stw_model_has_softmax(&c)
           ? g_strdup("none (every block's mixer linear)")
           : g_strdup_printf("%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
                             G_GUINT64_FORMAT " key/value heads%s%s%s%s%s",
@@ -191,11 +191,15 @@ print_config_file(const char *file, gboolean json)
       kind = "Mamba-2";
       sizes = g_strdup_printf("%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
                               G_GUINT64_FORMAT " group%s of B and C, a state of %"
-                              G_GUINT64_FORMAT ", a convolution %" G_GUINT64_FORMAT " wide%s%s",
+                              G_GUINT64_FORMAT ", a convolution %" G_GUINT64_FORMAT " wide%s%s%s",
                               c.linear_v_heads, c.linear_v_head_dim, c.linear_k_heads,
                               c.linear_k_heads == 1 ? "" : "s", c.linear_k_head_dim,
                               c.linear_conv, c.linear_conv_bias ? ", biased" : "",
-                              c.linear_proj_bias ? ", projections biased" : "");
+                              c.linear_proj_bias && c.linear_out_bias ? ", projections biased"
+                              : c.linear_proj_bias ? ", its input's projection biased"
+                              : c.linear_out_bias  ? ", its output's projection biased"
+                                                   : "",
+                              c.linear_no_out_norm ? ", no gated norm (SiLU(z) alone)" : "");
       break;
     default:
       kind = "Gated DeltaNet";
@@ -208,7 +212,9 @@ print_config_file(const char *file, gboolean json)
     }
     printf("linear attention: %s in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
            " blocks (%s): %s%s\n", kind, stw_model_linear_blocks(&c), c.layers, runs, sizes,
-           all ? "" : "; softmax attention in the others");
+           c.linear_parallel ? "; softmax attention beside it, the two summed"
+           : all             ? ""
+                             : "; softmax attention in the others");
   }
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));

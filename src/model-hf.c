@@ -129,6 +129,7 @@ typedef enum {
   HF_JAMBA,
   HF_KIMI_LINEAR,
   HF_BAILING_HYBRID,
+  HF_FALCON_H1,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -161,13 +162,14 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
                                            "falcon_mamba", "jamba", "kimi_linear",
-                                           "bailing_hybrid", NULL };
+                                           "bailing_hybrid", "falcon_h1", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
  * attention's (OLMo Hybrid's); Mamba-2 by its mamba_* members (Granite 4.0's, Bamba's) or its own
  * language model's; Mamba-1's language model; Jamba's; LFM2's short convolutions; MiniMax's
- * lightning attention; Kimi Delta Attention (Kimi Linear's) and Bailing's. */
+ * lightning attention; Kimi Delta Attention (Kimi Linear's) and Bailing's; Falcon-H1's Mamba-2
+ * beside attention in every block. */
 typedef enum {
   HF_LINEAR_NONE,
   HF_LINEAR_GDN,
@@ -180,6 +182,7 @@ typedef enum {
   HF_LINEAR_LIGHTNING,
   HF_LINEAR_KDA,
   HF_LINEAR_BAILING,
+  HF_LINEAR_FALCON_H1,
 } HfLinear;
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
@@ -1432,6 +1435,15 @@ static const HfRow hf_rows[] = {
                           .hidden_default = 2560, .heads_default = 32, .ffn_default = 768,
                           .max_seq_default = 262144, .vocab_default = 157184,
                           .kv_default = NOT_READ, .head_dim_default = NOT_READ },
+  /* Falcon-H1 (TII): llama's blocks (an MLP biased where mlp_bias says, attention where
+   * attention_bias) whose every block runs Mamba-2's mixer beside its attention, both on the
+   * block's norm, their outputs summed (read_falcon_h1); its multipliers (embedding, attention,
+   * SSM, MLP, lm_head, the mixer's mup_vector buffer) change no weight */
+  [HF_FALCON_H1] = { .shape = { .arch = STW_ARCH_LLAMA }, .linear = HF_LINEAR_FALCON_H1,
+                     .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                     .ffn_default = 14336, .max_seq_default = 8192, .vocab_default = 128000,
+                     .kv_default = 8, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                     .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .linear = HF_LINEAR_GDN_FROM_HEADS,
@@ -2063,7 +2075,7 @@ read_lfm2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
                             "(at most 1024)");
   if (m != NULL)
     mult = m->valuedouble;
-  c->linear_conv_bias = c->linear_proj_bias = bias;
+  c->linear_conv_bias = c->linear_proj_bias = c->linear_out_bias = bias;
   if (adjust && row->ffn_adjusted) {
     c->ffn = (guint64)(mult * (double)(guint64)(2.0 * (double)c->ffn / 3.0));
     c->ffn = multiple * ((c->ffn + multiple - 1) / multiple);
@@ -2092,7 +2104,8 @@ no_linear_sizes(StwModelConfig *c)
   c->linear_k_heads = c->linear_v_heads = c->linear_k_head_dim = c->linear_v_head_dim = 0;
   c->linear_conv = 0;
   c->linear_kind = STW_LINEAR_GDN;
-  c->linear_conv_bias = c->linear_proj_bias = c->linear_norms = c->linear_full_gates = FALSE;
+  c->linear_conv_bias = c->linear_proj_bias = c->linear_out_bias = FALSE;
+  c->linear_norms = c->linear_full_gates = c->linear_no_out_norm = c->linear_parallel = FALSE;
   c->linear_dt_rank = 0;
 }
 
@@ -2132,6 +2145,7 @@ read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
       !get_bool(h, lm ? "use_bias" : "mamba_proj_bias", &c->linear_proj_bias, error) ||
       (!auto_head && !get_u64(h, n_head_dim, FALSE, STW_MODEL_MAX_WIDTH, &head_dim, error)))
     return FALSE;
+  c->linear_out_bias = c->linear_proj_bias;
   guint64 inner = expand * c->hidden;
   if (!lm && inner % heads != 0)
     return stw_json_fail_at(h->r, n_heads, error, "%" G_GUINT64_FORMAT " heads do not "
@@ -2195,6 +2209,7 @@ read_mamba1_sizes(const Hf *h, const Mamba1Names *n, StwModelConfig *c, GError *
       !get_bool(h, n->proj_bias, &c->linear_proj_bias, error) ||
       (!auto_rank && !get_u64(h, n->rank, FALSE, STW_MODEL_MAX_WIDTH, &rank, error)))
     return FALSE;
+  c->linear_out_bias = c->linear_proj_bias;
   c->linear_k_heads = c->linear_v_heads = 1;
   c->linear_k_head_dim = state;
   c->linear_v_head_dim = expand * c->hidden;
@@ -2416,6 +2431,61 @@ read_lightning(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Falcon-H1's mixer into C: Mamba-2's in every block beside its attention (linear_parallel), an
+ * inner width of mamba_d_ssm (1024; null: mamba_expand (2) x hidden) over mamba_n_heads (128)
+ * heads, which must divide it, each mamba_d_head wide ("auto": inner / heads; another width
+ * must still make heads x width the inner one, as transformers requires), mamba_n_groups (1)
+ * groups of B and C of mamba_d_state (256), a convolution mamba_d_conv (4) wide biased where
+ * mamba_conv_bias (true), the input's projection biased where mamba_proj_bias (false) and the
+ * output's where projectors_bias (false), the gated RMSNorm only where mamba_rms_norm (false):
+ * without it SiLU(z) alone gates the scan's output. */
+static gboolean
+read_falcon_h1(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 heads = 128, groups = 1, state = 256, expand = 2, inner = 1024, head_dim = 0;
+  gboolean norm = FALSE;
+  c->linear_kind = STW_LINEAR_MAMBA2;
+  c->linear_conv = 4;
+  c->linear_conv_bias = TRUE;
+  c->linear_proj_bias = c->linear_out_bias = FALSE;
+  const cJSON *ssm = last_member(h->root, "mamba_d_ssm");
+  const cJSON *dh = last_member(h->root, "mamba_d_head");
+  gboolean auto_head = dh == NULL || (cJSON_IsString(dh) && strcmp(dh->valuestring, "auto") == 0);
+  if (!get_u64(h, "mamba_n_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
+      !get_u64(h, "mamba_n_groups", FALSE, STW_MODEL_MAX_WIDTH, &groups, error) ||
+      !get_u64(h, "mamba_d_state", FALSE, STW_MODEL_MAX_WIDTH, &state, error) ||
+      !get_u64(h, "mamba_expand", FALSE, 64, &expand, error) ||
+      !get_u64(h, "mamba_d_conv", FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, "mamba_conv_bias", &c->linear_conv_bias, error) ||
+      !get_bool(h, "mamba_proj_bias", &c->linear_proj_bias, error) ||
+      !get_bool(h, "projectors_bias", &c->linear_out_bias, error) ||
+      !get_bool(h, "mamba_rms_norm", &norm, error) ||
+      (ssm != NULL && !cJSON_IsNull(ssm) &&
+       !get_u64(h, "mamba_d_ssm", FALSE, STW_MODEL_MAX_WIDTH, &inner, error)) ||
+      (!auto_head && !get_u64(h, "mamba_d_head", FALSE, STW_MODEL_MAX_WIDTH, &head_dim, error)))
+    return FALSE;
+  if (ssm != NULL && cJSON_IsNull(ssm))
+    inner = expand * c->hidden;
+  if (inner % heads != 0)
+    return stw_json_fail_at(h->r, "mamba_n_heads", error, "%" G_GUINT64_FORMAT " heads do not "
+                            "divide the mixer's inner width (%" G_GUINT64_FORMAT "): "
+                            "transformers refuses it", heads, inner);
+  if (!auto_head && head_dim * heads != inner)
+    return stw_json_fail_at(h->r, "mamba_d_head", error, "%" G_GUINT64_FORMAT " a head, %"
+                            G_GUINT64_FORMAT " heads: transformers refuses heads x head width "
+                            "apart from the mixer's inner width (%" G_GUINT64_FORMAT ")",
+                            head_dim, heads, inner);
+  c->linear_k_heads = groups;
+  c->linear_k_head_dim = state;
+  c->linear_v_heads = heads;
+  c->linear_v_head_dim = inner / heads;
+  c->linear_no_out_norm = !norm;
+  c->linear_parallel = TRUE;
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, TRUE);
+  return TRUE;
+}
+
 /* C's linear blocks and their sizes as ROW's class places them (HfLinear), none of the sizes
  * where no block is linear. */
 static gboolean
@@ -2448,6 +2518,9 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
     break;
   case HF_LINEAR_BAILING:
     ok = read_bailing(h, c, error);
+    break;
+  case HF_LINEAR_FALCON_H1:
+    ok = read_falcon_h1(h, c, error);
     break;
   case HF_LINEAR_NONE:
     break;

@@ -169,6 +169,12 @@ stw_model_linear_blocks(const StwModelConfig *cfg)
   return n;
 }
 
+gboolean
+stw_model_has_softmax(const StwModelConfig *cfg)
+{
+  return cfg->linear_parallel || stw_model_linear_blocks(cfg) < cfg->layers;
+}
+
 guint64
 stw_model_dense_blocks(const StwModelConfig *cfg)
 {
@@ -366,9 +372,17 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "an unknown linear_kind";
   else if (mask_count(c->linear_blocks) == 0 &&
            (linear_heads_given(c) || c->linear_conv != 0 || c->linear_kind != STW_LINEAR_GDN ||
-            c->linear_conv_bias || c->linear_proj_bias))
+            c->linear_conv_bias || c->linear_proj_bias || c->linear_out_bias ||
+            c->linear_no_out_norm || c->linear_parallel))
     problem = "linear_kind, linear_k_heads, linear_v_heads, linear_k_head_dim, "
-              "linear_v_head_dim, linear_conv and their biases go with linear_blocks";
+              "linear_v_head_dim, linear_conv, their biases, linear_out_norm and "
+              "linear_parallel go with linear_blocks";
+  else if (c->linear_no_out_norm && c->linear_kind != STW_LINEAR_MAMBA2)
+    problem = "linear_out_norm false is Mamba-2's mixer without its gated norm (linear_kind "
+              "mamba2)";
+  else if (c->linear_parallel && c->kv_lora_rank != 0)
+    problem = "linear_parallel keeps softmax attention beside the linear mixer: not latent "
+              "attention's (kv_lora_rank)";
   else if ((c->linear_kind == STW_LINEAR_MAMBA1) !=
            (c->linear_dt_rank != 0 && mask_count(c->linear_blocks) != 0))
     problem = "linear_dt_rank (1 or more) goes with Mamba-1's mixer (linear_kind mamba1)";
@@ -412,9 +426,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_SHORT_CONV &&
            c->linear_v_heads % c->linear_k_heads != 0)
     problem = "linear_k_heads must divide linear_v_heads";
-  else if ((c->linear_conv_bias || c->linear_proj_bias) && c->linear_kind == STW_LINEAR_GDN)
-    problem = "linear_conv_bias and linear_proj_bias are Mamba-2's and the short convolution's, "
-              "not Gated DeltaNet's";
+  else if ((c->linear_conv_bias || c->linear_proj_bias || c->linear_out_bias) &&
+           c->linear_kind == STW_LINEAR_GDN)
+    problem = "linear_conv_bias, linear_proj_bias and linear_out_bias are Mamba-2's and the "
+              "short convolution's, not Gated DeltaNet's";
   else if (c->attn_head_gate && c->arch != STW_ARCH_LLAMA)
     problem = "attn_head_gate is llama's";
   else if ((c->no_pooler || c->no_token_types) && c->arch != STW_ARCH_BERT)
@@ -484,7 +499,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "linear_blocks", "linear_k_heads", "linear_v_heads", "linear_k_head_dim",                  \
       "linear_v_head_dim", "linear_conv", "linear_kind", "linear_conv_bias", "linear_proj_bias", \
       "mlp", "linear_dt_rank", "linear_norms", "linear_full_gates", "attn_head_gate",            \
-      "q_lora_rank",                                                                             \
+      "linear_out_bias", "linear_out_norm", "linear_parallel", "q_lora_rank",                    \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
@@ -618,6 +633,14 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "position_offset", FALSE, 0, STW_MODEL_MAX_POSITION_OFFSET,
                         &c->position_offset, error))
     return FALSE;
+  /* the output projection biased as the input's unless it says (Falcon-H1's apart) */
+  c->linear_out_bias = c->linear_proj_bias;
+  gboolean out_norm = TRUE;
+  if (!stw_json_get_bool(r, obj, "linear_out_bias", FALSE, &c->linear_out_bias, error) ||
+      !stw_json_get_bool(r, obj, "linear_out_norm", FALSE, &out_norm, error) ||
+      !stw_json_get_bool(r, obj, "linear_parallel", FALSE, &c->linear_parallel, error))
+    return FALSE;
+  c->linear_no_out_norm = !out_norm;
   c->norms = (StwNorms)norms;
   c->norm_type = (StwNormType)norm_type;
   c->linear_kind = (StwLinearKind)linear_kind;
@@ -766,6 +789,12 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       cJSON_AddBoolToObject(o, "linear_conv_bias", TRUE);
     if (c->linear_proj_bias)
       cJSON_AddBoolToObject(o, "linear_proj_bias", TRUE);
+    if (c->linear_out_bias != c->linear_proj_bias)
+      cJSON_AddBoolToObject(o, "linear_out_bias", c->linear_out_bias);
+    if (c->linear_no_out_norm)
+      cJSON_AddBoolToObject(o, "linear_out_norm", FALSE);
+    if (c->linear_parallel)
+      cJSON_AddBoolToObject(o, "linear_parallel", TRUE);
   }
   if (c->qk_norm)
     cJSON_AddBoolToObject(o, "qk_norm", TRUE);
@@ -1387,7 +1416,7 @@ linear_mix_params(Builder *b, const char *p, LinearMix *g)
     if (c->linear_conv_bias)
       named(b, &g->mix, d, 0, sc, "conv.bias");
     named(b, &g->out, d, d, sc, "out_proj.weight");
-    if (c->linear_proj_bias)
+    if (c->linear_out_bias)
       named(b, &g->out, d, 0, sc, "out_proj.bias");
     return;
   }
@@ -1411,7 +1440,7 @@ linear_mix_params(Builder *b, const char *p, LinearMix *g)
     named(b, &g->mix, vd, n, m, "A_log");
     named(b, &g->mix, vd, 0, m, "D");
     named(b, &g->out, d, vd, m, "out_proj.weight");
-    if (c->linear_proj_bias)
+    if (c->linear_out_bias)
       named(b, &g->out, d, 0, m, "out_proj.bias");
     return;
   }
@@ -1459,9 +1488,10 @@ linear_mix_params(Builder *b, const char *p, LinearMix *g)
     named(b, &g->mix, hv, 0, m, "dt_bias");
     named(b, &g->mix, hv, 0, m, "A_log");
     named(b, &g->mix, hv, 0, m, "D");
-    named(b, &g->mix, vd, 0, m, "norm.weight");
+    if (!c->linear_no_out_norm)
+      named(b, &g->mix, vd, 0, m, "norm.weight");
     named(b, &g->out, d, vd, m, "out_proj.weight");
-    if (c->linear_proj_bias)
+    if (c->linear_out_bias)
       named(b, &g->out, d, 0, m, "out_proj.bias");
     return;
   }
@@ -1667,18 +1697,20 @@ build_llama(Builder *b)
     Mla mla = { 0 };
     LinearMix mix = { 0 };
     gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
-    if (linear_attn) {
+    /* softmax attention: the block's mixer, or beside the linear one (Falcon-H1's) */
+    gboolean softmax = !linear_attn || c->linear_parallel;
+    if (linear_attn)
       linear_mix_params(b, p, &mix);
-    } else if (c->kv_lora_rank != 0) {
+    if (softmax && c->kv_lora_rank != 0) {
       mla_params(b, pa, &mla);
-    } else {
+    } else if (softmax) {
       projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
       projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
       projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
       if (c->attn_gate) /* AFMoE's output gate, read with the queries (never biased) */
         named(b, &qkv, q, d, pa, "gate_proj.weight");
     }
-    if (c->qk_norm && !linear_attn) {
+    if (c->qk_norm && softmax) {
       g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
       g_autofree char *nkn = g_strconcat(pa, ".k_norm", NULL);
       /* per head (Qwen3, Gemma 3), or over all the queries and all the keys (OLMo 2) */
@@ -1686,9 +1718,9 @@ build_llama(Builder *b)
       norm_params(b, &qk, c->qk_norm_full ? kv : stw_model_head_dim(c), TRUE, nkn);
     }
     guint64 o_in = c->heads * stw_model_v_head_dim(c); /* what the output projection reads */
-    if (!linear_attn)
+    if (softmax)
       projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
-    if (c->attn_head_gate && !linear_attn) /* Bailing's scalar a head */
+    if (c->attn_head_gate && softmax) /* Bailing's scalar a head */
       named(b, &head_gate, c->heads, d, pa, "g_proj.weight");
     Ids attn_sub = { 0 };
     if (c->sub_norms) { /* BitNet's norm over the heads' output, before o_proj */
@@ -1702,15 +1734,15 @@ build_llama(Builder *b)
 
     /* the block opens at its first norm, or at the projections where there is none before */
     StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
-    StwGraphOp *proj = linear_attn            ? linear_mix_ops(b, l, &mix)
+    StwGraphOp *proj = !softmax               ? linear_mix_ops(b, l, &mix)
                        : c->kv_lora_rank != 0 ? mla_ops(b, l, &mla)
                                               : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
                                                        q + 2 * kv + (c->attn_gate ? q : 0),
                                                        qkv.n, qkv.id);
     (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
-    if (c->qk_norm && !linear_attn)
+    if (c->qk_norm && softmax)
       qk_norm_op(b, l, &qk);
-    if (c->kv_lora_rank == 0 && !linear_attn) {
+    if (c->kv_lora_rank == 0 && softmax) {
       elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
       StwGraphOp *core = attention_core(b, l, q, kv, kv, q, TRUE);
       op_params(core, sinks.n, sinks.id);
@@ -1727,7 +1759,7 @@ build_llama(Builder *b)
       if (c->attn_gate) /* sigmoid(gate) x the heads' output: as the MLP's silu(gate) x up */
         elementwise(b, l, STW_OP_MLP_ACT, "attn.gate", 2 * q, q, 3, TRUE);
     }
-    if (c->attn_head_gate && !linear_attn) { /* a scalar a head from the block's input, its
+    if (c->attn_head_gate && softmax) { /* a scalar a head from the block's input, its
                                               * sigmoid times the head's output */
       linear(b, l, STW_OP_ATTN_QKV, "attn.head_gate", d, c->heads, head_gate.n, head_gate.id);
       elementwise(b, l, STW_OP_MLP_ACT, "attn.head_gate_mul", o_in + c->heads, o_in, 3, TRUE);
@@ -1737,9 +1769,13 @@ build_llama(Builder *b)
       model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.sub_norm", o_in, &attn_sub);
     /* the residual added after the post-norm where there is one */
     StwGraphOp *close =
-        linear_attn ? linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj",
-                             linear_out_width(c), d, mix.out.n, mix.out.id)
-                    : linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
+        !softmax ? NULL : linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
+    if (linear_attn && softmax) /* the linear mixer beside it, reading the same norm: its
+                                 * output and the attention's summed into the residual */
+      linear_mix_ops(b, l, &mix);
+    if (linear_attn)
+      close = linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj", linear_out_width(c), d, mix.out.n,
+                     mix.out.id);
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
     close->residual = STW_RESIDUAL_CLOSE;

@@ -1157,8 +1157,24 @@ test_linear_attention(void)
     { "\"linear_blocks\":[1]}", "linear_blocks go with linear_conv, 1 to 1024" },
     { "\"linear_blocks\":[1],\"linear_conv\":4}", "linear_blocks go with linear_k_heads" },
     { "\"linear_conv\":4}", "linear_kind, linear_k_heads, linear_v_heads, linear_k_head_dim, "
-                             "linear_v_head_dim, linear_conv and their biases go with "
-                             "linear_blocks" },
+                             "linear_v_head_dim, linear_conv, their biases, linear_out_norm and "
+                             "linear_parallel go with linear_blocks" },
+    { "\"linear_parallel\":true}", "linear_parallel go with linear_blocks" },
+    { "\"linear_blocks\":[1],\"linear_k_heads\":2,\"linear_v_heads\":2,"
+      "\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4,"
+      "\"linear_out_norm\":false}",
+      "linear_out_norm false is Mamba-2's mixer without its gated norm (linear_kind mamba2)" },
+    { "\"linear_blocks\":[1],\"linear_k_heads\":2,\"linear_v_heads\":2,"
+      "\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4,"
+      "\"linear_out_bias\":true}",
+      "linear_conv_bias, linear_proj_bias and linear_out_bias are Mamba-2's and the short "
+      "convolution's, not Gated DeltaNet's" },
+    { "\"linear_blocks\":[1],\"linear_kind\":\"mamba2\",\"linear_k_heads\":2,"
+      "\"linear_v_heads\":2,\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,"
+      "\"linear_conv\":4,\"linear_parallel\":true,\"kv_lora_rank\":16,\"rope_dim\":8,"
+      "\"v_head_dim\":16}",
+      "linear_parallel keeps softmax attention beside the linear mixer: not latent attention's" },
+    { "\"linear_parallel\":1}", "$.linear_parallel: expected true or false" },
     { "\"linear_blocks\":[4],\"linear_k_heads\":1,\"linear_v_heads\":1,"
       "\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,\"linear_conv\":4}",
       "linear_blocks must be blocks below layers" },
@@ -1247,6 +1263,16 @@ test_linear_attention(void)
     { "{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 4, \"linear_attn_config\": "
       "{\"full_attn_layers\": [4], \"kda_layers\": [1, 2, 3, 5]}}",
       "$.linear_attn_config.kda_layers[3]: 5 is out of range" },
+    { "{\"model_type\": \"falcon_h1\", \"mamba_n_heads\": 100}",
+      "$.mamba_n_heads: 100 heads do not divide the mixer's inner width (1024): transformers "
+      "refuses it" },
+    { "{\"model_type\": \"falcon_h1\", \"mamba_d_head\": 16}",
+      "$.mamba_d_head: 16 a head, 128 heads: transformers refuses heads x head width apart from "
+      "the mixer's inner width (1024)" },
+    { "{\"model_type\": \"falcon_h1\", \"mamba_d_ssm\": null, \"mamba_expand\": 0}",
+      "$.mamba_expand: 0 is out of range" },
+    { "{\"model_type\": \"falcon_h1\", \"mamba_rms_norm\": \"yes\"}",
+      "$.mamba_rms_norm: expected true or false" },
     { "{\"model_type\": \"lfm2_moe\"}",
       "$.layer_types: required (a list of \"conv\" and \"full_attention\", one a block): "
       "transformers builds no lfm2_moe model without it" },
@@ -1293,6 +1319,47 @@ test_linear_attention(void)
   StwModelConfig m2back;
   round_trip(&m2, "\"linear_conv\":3,\"linear_kind\":\"mamba2\",\"linear_conv_bias\":true",
              &m2back);
+  g_assert_true(m2back.linear_out_bias == m2back.linear_proj_bias);
+  /* Falcon-H1: Mamba-2 beside attention in every block, both on the block's norm (attention's
+   * ops first, then the mixer's, whose output projection closes the branch); 4 heads over
+   * mamba_d_ssm 48, 1 group of B and C of 8, the input's projection unbiased and the output's
+   * biased (projectors_bias), no gated norm (mamba_rms_norm false) */
+  StwModelConfig fh;
+  resolve_text(dir,
+               "{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 2, \"hidden_size\": 32, "
+               "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"intermediate_size\": "
+               "40, \"vocab_size\": 100, \"mamba_d_ssm\": 48, \"mamba_n_heads\": 4, "
+               "\"mamba_d_state\": 8, \"projectors_bias\": true}",
+               &fh);
+  g_assert_true(fh.linear_parallel && fh.linear_no_out_norm && fh.linear_out_bias &&
+                !fh.linear_proj_bias && fh.linear_conv_bias);
+  StwModelConfig all_mamba;
+  resolve_text(dir, "{\"model_type\": \"mamba2\"}", &all_mamba);
+  g_assert_true(stw_model_has_softmax(&fh) && stw_model_has_softmax(&m2) &&
+                !stw_model_has_softmax(&all_mamba));
+  g_autoptr(StwModelGraph) fg = stw_model_graph_new(&fh, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  /* in_proj 32 -> x and z (48 each), B and C (8 each), a step a head (4): 116 x 32; the
+   * convolution over 48 + 16 = 64 channels, 4 wide, and its bias; dt_bias, A_log, D; no norm;
+   * out_proj 48 -> 32 and its bias; attention's q 32 x 32, k and v 16 x 32, o 32 x 32 */
+  g_assert_cmpuint(prefix_numel(fg, "layers.1.mamba."), ==,
+                   116 * 32 + 64 * 4 + 64 + 3 * 4 + 32 * 48 + 32);
+  g_assert_cmpuint(prefix_numel(fg, "layers.1.self_attn."), ==, 2 * 32 * 32 + 2 * 16 * 32);
+  g_autoptr(GString) fops = g_string_new(NULL);
+  for (guint i = 0; i < fg->ops->len; i++) {
+    const StwGraphOp *o = fg->ops->pdata[i];
+    if (o->layer == 1 && g_str_has_prefix(o->name, "h1.attn."))
+      g_string_append_printf(fops, "%s%s ", o->name + 3,
+                             o->residual == STW_RESIDUAL_CLOSE ? "(closes)" : "");
+  }
+  g_assert_cmpstr(fops->str, ==, "attn.qkv attn.rope attn.core attn.o_proj attn.in_proj "
+                                 "attn.linear attn.out_proj(closes) ");
+  StwModelConfig fhback;
+  round_trip(&fh, "\"linear_kind\":\"mamba2\",\"linear_conv_bias\":true,"
+                  "\"linear_out_bias\":true,\"linear_out_norm\":false,\"linear_parallel\":true",
+             &fhback);
+  g_assert_true(fhback.linear_parallel && fhback.linear_no_out_norm && fhback.linear_out_bias &&
+                !fhback.linear_proj_bias);
   /* LFM2-1.2B: a short convolution in 10 of 16 blocks (in_proj 2048 -> 3 x 2048, the
    * convolution 2048 x 3, out_proj 2048 x 2048), its MLP 12288 x 2/3 = 8192 wide; its count
    * transformers 5.24's; no heads written */
@@ -1686,6 +1753,7 @@ test_hf_family_defaults(void)
     { "jamba", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(51570323328), TRUE, FALSE },
     { "kimi_linear", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(49133074464), TRUE, FALSE },
     { "bailing_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(124414191072), TRUE, FALSE },
+    { "falcon_h1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8514961408), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1739,11 +1807,15 @@ test_hf_family_defaults(void)
                         g_str_has_suffix(cases[i].type, "mamba") ||
                         strcmp(cases[i].type, "jamba") == 0 ||
                         strcmp(cases[i].type, "kimi_linear") == 0 ||
+                        strcmp(cases[i].type, "falcon_h1") == 0 ||
                         strcmp(cases[i].type, "bailing_hybrid") == 0); /* LFM2's defaults:
                                                                         * attention in every
                                                                         * block */
     g_assert_cmpint(cfg.no_mlp, ==, g_str_has_suffix(cases[i].type, "mamba2") ||
                                         g_str_has_suffix(cases[i].type, "mamba"));
+    /* Falcon-H1: Mamba-2 beside attention in every block, without its gated norm */
+    g_assert_cmpint(cfg.linear_parallel, ==, strcmp(cases[i].type, "falcon_h1") == 0);
+    g_assert_cmpint(cfg.linear_no_out_norm, ==, strcmp(cases[i].type, "falcon_h1") == 0);
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
                                             strcmp(cases[i].type, "flint") == 0);

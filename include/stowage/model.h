@@ -295,7 +295,13 @@ typedef struct {
   gboolean linear_norms; /* Mamba-1's step, B and C RMS-normed with weights (Jamba's) */
   gboolean linear_full_gates; /* Kimi Delta Attention's gates projected from the input straight
                                * to every channel, not through a head's width (Bailing's) */
-  gboolean linear_conv_bias, linear_proj_bias;
+  /* the convolution's bias, the input projection's (linear_proj_bias) and the output
+   * projection's (linear_out_bias: the model format's linear_out_bias, else linear_proj_bias's) */
+  gboolean linear_conv_bias, linear_proj_bias, linear_out_bias;
+  gboolean linear_no_out_norm; /* Mamba-2's mixer without its gated RMSNorm: SiLU(z) alone gates
+                                * the scan's output (Falcon-H1's mamba_rms_norm false) */
+  gboolean linear_parallel; /* the linear blocks keep their softmax attention too: both mixers
+                             * read the block's norm, their outputs summed (Falcon-H1's) */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -332,6 +338,9 @@ guint64 stw_model_dense_prefix(const StwModelConfig *cfg);
 gboolean stw_model_block_linear(const StwModelConfig *cfg, guint64 l);
 void stw_model_set_block_linear(StwModelConfig *cfg, guint64 l, gboolean linear);
 guint64 stw_model_linear_blocks(const StwModelConfig *cfg);
+/* Whether any block of CFG runs softmax attention: one not linear, or every linear one beside
+ * its mixer (linear_parallel). */
+gboolean stw_model_has_softmax(const StwModelConfig *cfg);
 
 /* Limits on configurations read from files (hostile input must not allocate without bound). */
 #define STW_MODEL_MAX_POSITION_OFFSET 1024

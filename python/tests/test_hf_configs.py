@@ -365,6 +365,10 @@ SMALL = {
                          "num_experts_per_tok": 2, "vocab_size": 128,
                          "max_position_embeddings": 64, "mamba_n_heads": 8, "mamba_d_state": 16,
                          "layer_types": ["mamba", "attention", "mamba"]},
+    "falcon_h1": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
+                  "max_position_embeddings": 64, "mamba_d_ssm": 96, "mamba_n_heads": 8,
+                  "mamba_d_state": 16},
     "bamba": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
               "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
               "max_position_embeddings": 64, "mamba_n_heads": 8, "mamba_d_state": 16,
@@ -586,6 +590,17 @@ def variants(kind):
                       {"mamba_proj_bias": True}, {"mamba_n_heads": 6},
                       {"layer_types": None}, {"layer_types": ["attention"] * 3},
                       {"layer_types": ["linear_attention", "full_attention", "mamba"]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "falcon_h1":  # Mamba-2 beside attention in every block, its own widths
+        for extra in ({"mamba_d_ssm": None}, {"mamba_d_ssm": None, "mamba_expand": 3},
+                      {"mamba_d_ssm": 64}, {"mamba_d_head": 12}, {"mamba_d_head": 8},
+                      {"mamba_d_head": "auto"}, {"mamba_n_heads": 5}, {"mamba_n_groups": 2},
+                      {"mamba_n_groups": 3}, {"mamba_rms_norm": True},
+                      {"mamba_proj_bias": True}, {"projectors_bias": True},
+                      {"mamba_conv_bias": False}, {"mamba_d_conv": 3}, {"head_dim": 24},
+                      {"mamba_norm_before_gate": False},
+                      {"attention_in_multiplier": 0.5,
+                       "ssm_multipliers": [1.0, 2.0, 3.0, 4.0, 5.0]}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "bamba":  # Mamba-2 but in the blocks of attention it lists
         for extra in ({"attn_layer_indices": None}, {"attn_layer_indices": [0, 2, 7]},
