@@ -700,6 +700,12 @@ class TestHuggingFace(unittest.TestCase):
                 num_hidden_layers=3, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
                 intermediate_size=96, block_multiple_of=16, full_attn_idxs=[1], vocab_size=128,
                 max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "falcon_h1":  # Mamba-2's mixer beside attention in every block
+            return tf.FalconH1ForCausalLM(tf.FalconH1Config(
+                num_hidden_layers=2, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                intermediate_size=48, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_state=8,
+                mamba_chunk_size=8, projectors_bias=True, vocab_size=128,
+                max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -723,6 +729,7 @@ class TestHuggingFace(unittest.TestCase):
         block then experts), Qwen3-Next (Gated DeltaNet's linear attention beside softmax
         attention, experts), a Granite 4.0 hybrid (Mamba-2's mixer beside attention, experts)
         LFM2 (a short convolution beside attention), Mamba-2 and Mamba (their mixers alone),
+        Falcon-H1 (Mamba-2's mixer and attention side by side in every block),
         each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
@@ -741,7 +748,7 @@ class TestHuggingFace(unittest.TestCase):
             return loss
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
-                     "granitemoehybrid", "lfm2", "mamba2", "mamba"):
+                     "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
