@@ -2109,6 +2109,64 @@ no_linear_sizes(StwModelConfig *c)
   c->linear_dt_rank = 0;
 }
 
+/* The members of Mamba-2's mixer and their defaults: the hybrids' (mamba_*: Granite 4.0's, Bamba's,
+ * Falcon-H1's) and Mamba-2's own language model's */
+typedef struct {
+  const char *heads, *head_dim, *groups, *state, *expand, *conv, *conv_bias, *proj_bias;
+  /* (head_dim_default 0: "auto", inner / heads, allowed and the default) */
+  guint64 heads_default, head_dim_default, groups_default, state_default;
+} Mamba2Names;
+static const Mamba2Names mamba2_hybrid_names = { "mamba_n_heads", "mamba_d_head", "mamba_n_groups",
+                                                 "mamba_d_state", "mamba_expand", "mamba_d_conv",
+                                                 "mamba_conv_bias", "mamba_proj_bias",
+                                                 128, 0, 1, 256 };
+static const Mamba2Names mamba2_lm_names = { "num_heads", "head_dim", "n_groups", "state_size",
+                                             "expand", "conv_kernel", "use_conv_bias", "use_bias",
+                                             128, 64, 8, 128 };
+
+/* Mamba-2's mixer's sizes by the members N names into C (its kind, groups of B and C and their
+ * state, convolution, biases: the output projection's as the input's) and *HEADS, *HEAD_DIM (0:
+ * "auto", where N allows it) and *EXPAND (2 by default); its heads' widths are the caller's. */
+static gboolean
+read_mamba2_members(const Hf *h, const Mamba2Names *n, guint64 *heads, guint64 *head_dim,
+                    guint64 *expand, StwModelConfig *c, GError **error)
+{
+  *heads = n->heads_default;
+  *head_dim = n->head_dim_default;
+  *expand = 2;
+  c->linear_kind = STW_LINEAR_MAMBA2;
+  c->linear_k_heads = n->groups_default;
+  c->linear_k_head_dim = n->state_default;
+  c->linear_conv = 4;
+  c->linear_conv_bias = TRUE;
+  c->linear_proj_bias = FALSE;
+  const cJSON *dh = last_member(h->root, n->head_dim);
+  gboolean auto_head = n->head_dim_default == 0 &&
+                       (dh == NULL ||
+                        (cJSON_IsString(dh) && strcmp(dh->valuestring, "auto") == 0));
+  if (!get_u64(h, n->heads, FALSE, STW_MODEL_MAX_WIDTH, heads, error) ||
+      !get_u64(h, n->groups, FALSE, STW_MODEL_MAX_WIDTH, &c->linear_k_heads, error) ||
+      !get_u64(h, n->state, FALSE, STW_MODEL_MAX_WIDTH, &c->linear_k_head_dim, error) ||
+      !get_u64(h, n->expand, FALSE, 64, expand, error) ||
+      !get_u64(h, n->conv, FALSE, 1024, &c->linear_conv, error) ||
+      !get_bool(h, n->conv_bias, &c->linear_conv_bias, error) ||
+      !get_bool(h, n->proj_bias, &c->linear_proj_bias, error) ||
+      (!auto_head && !get_u64(h, n->head_dim, FALSE, STW_MODEL_MAX_WIDTH, head_dim, error)))
+    return FALSE;
+  c->linear_out_bias = c->linear_proj_bias;
+  return TRUE;
+}
+
+/* Mamba-2's HEADS over an inner width of INNER in every block of C */
+static void
+mamba2_in_every_block(StwModelConfig *c, guint64 heads, guint64 inner)
+{
+  c->linear_v_heads = heads;
+  c->linear_v_head_dim = inner / heads;
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_linear(c, l, TRUE);
+}
+
 /* Mamba-2's mixer (Granite 4.0's hybrids, Bamba) into C by ROW: mamba_n_heads (128) heads over
  * an inner width
  * of mamba_expand (2) x hidden, which they must divide as transformers requires, each
@@ -2121,38 +2179,18 @@ no_linear_sizes(StwModelConfig *c)
 static gboolean
 read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
-  /* the members and defaults of the hybrids' (mamba_*) and of Mamba-2's own language model */
   gboolean lm = row->linear == HF_LINEAR_MAMBA2_LM;
-  const char *n_heads = lm ? "num_heads" : "mamba_n_heads", *n_head_dim = lm ? "head_dim"
-                                                                            : "mamba_d_head";
-  guint64 heads = 128, groups = lm ? 8 : 1, state = lm ? 128 : 256, expand = 2;
-  guint64 head_dim = lm ? 64 : 0;
-  c->linear_kind = STW_LINEAR_MAMBA2;
-  c->linear_conv = 4;
-  c->linear_conv_bias = TRUE;
-  c->linear_proj_bias = FALSE;
-  const cJSON *dh = last_member(h->root, n_head_dim);
-  gboolean auto_head = !lm && (dh == NULL || (cJSON_IsString(dh) &&
-                                              strcmp(dh->valuestring, "auto") == 0));
-  if (!get_u64(h, n_heads, FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
-      !get_u64(h, lm ? "n_groups" : "mamba_n_groups", FALSE, STW_MODEL_MAX_WIDTH, &groups,
-               error) ||
-      !get_u64(h, lm ? "state_size" : "mamba_d_state", FALSE, STW_MODEL_MAX_WIDTH, &state,
-               error) ||
-      !get_u64(h, lm ? "expand" : "mamba_expand", FALSE, 64, &expand, error) ||
-      !get_u64(h, lm ? "conv_kernel" : "mamba_d_conv", FALSE, 1024, &c->linear_conv, error) ||
-      !get_bool(h, lm ? "use_conv_bias" : "mamba_conv_bias", &c->linear_conv_bias, error) ||
-      !get_bool(h, lm ? "use_bias" : "mamba_proj_bias", &c->linear_proj_bias, error) ||
-      (!auto_head && !get_u64(h, n_head_dim, FALSE, STW_MODEL_MAX_WIDTH, &head_dim, error)))
+  const Mamba2Names *n = lm ? &mamba2_lm_names : &mamba2_hybrid_names;
+  guint64 heads = 0, head_dim = 0, expand = 0;
+  if (!read_mamba2_members(h, n, &heads, &head_dim, &expand, c, error))
     return FALSE;
-  c->linear_out_bias = c->linear_proj_bias;
   guint64 inner = expand * c->hidden;
   if (!lm && inner % heads != 0)
-    return stw_json_fail_at(h->r, n_heads, error, "%" G_GUINT64_FORMAT " heads do not "
+    return stw_json_fail_at(h->r, n->heads, error, "%" G_GUINT64_FORMAT " heads do not "
                             "divide mamba_expand x hidden_size (%" G_GUINT64_FORMAT "): "
                             "transformers refuses it", heads, inner);
-  if (!auto_head && head_dim * heads != inner)
-    return stw_json_fail_at(h->r, n_head_dim, error, "%" G_GUINT64_FORMAT " a head, %"
+  if (head_dim != 0 && head_dim * heads != inner)
+    return stw_json_fail_at(h->r, n->head_dim, error, "%" G_GUINT64_FORMAT " a head, %"
                             G_GUINT64_FORMAT " heads: %s (%" G_GUINT64_FORMAT ")%s", head_dim,
                             heads,
                             lm ? "transformers refuses heads x head width apart from expand x "
@@ -2160,12 +2198,7 @@ read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
                                : "the mixer's forward runs only where heads x head width is "
                                  "mamba_expand x hidden_size",
                             inner, lm ? "" : "; not modelled");
-  c->linear_k_heads = groups;
-  c->linear_k_head_dim = state;
-  c->linear_v_heads = heads;
-  c->linear_v_head_dim = inner / heads;
-  for (guint64 l = 0; l < c->layers; l++)
-    stw_model_set_block_linear(c, l, TRUE);
+  mamba2_in_every_block(c, heads, inner);
   if (lm) { /* no attention, no MLP: a norm and the mixer a block */
     c->heads = c->kv_heads = 1;
     c->ffn = c->hidden;
@@ -2442,27 +2475,16 @@ read_lightning(const Hf *h, StwModelConfig *c, GError **error)
 static gboolean
 read_falcon_h1(const Hf *h, StwModelConfig *c, GError **error)
 {
-  guint64 heads = 128, groups = 1, state = 256, expand = 2, inner = 1024, head_dim = 0;
+  guint64 heads = 0, head_dim = 0, expand = 0, inner = 1024;
   gboolean norm = FALSE;
-  c->linear_kind = STW_LINEAR_MAMBA2;
-  c->linear_conv = 4;
-  c->linear_conv_bias = TRUE;
-  c->linear_proj_bias = c->linear_out_bias = FALSE;
   const cJSON *ssm = last_member(h->root, "mamba_d_ssm");
-  const cJSON *dh = last_member(h->root, "mamba_d_head");
-  gboolean auto_head = dh == NULL || (cJSON_IsString(dh) && strcmp(dh->valuestring, "auto") == 0);
-  if (!get_u64(h, "mamba_n_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
-      !get_u64(h, "mamba_n_groups", FALSE, STW_MODEL_MAX_WIDTH, &groups, error) ||
-      !get_u64(h, "mamba_d_state", FALSE, STW_MODEL_MAX_WIDTH, &state, error) ||
-      !get_u64(h, "mamba_expand", FALSE, 64, &expand, error) ||
-      !get_u64(h, "mamba_d_conv", FALSE, 1024, &c->linear_conv, error) ||
-      !get_bool(h, "mamba_conv_bias", &c->linear_conv_bias, error) ||
-      !get_bool(h, "mamba_proj_bias", &c->linear_proj_bias, error) ||
-      !get_bool(h, "projectors_bias", &c->linear_out_bias, error) ||
+  if (!read_mamba2_members(h, &mamba2_hybrid_names, &heads, &head_dim, &expand, c, error))
+    return FALSE;
+  c->linear_out_bias = FALSE; /* projectors_bias's, apart from mamba_proj_bias */
+  if (!get_bool(h, "projectors_bias", &c->linear_out_bias, error) ||
       !get_bool(h, "mamba_rms_norm", &norm, error) ||
       (ssm != NULL && !cJSON_IsNull(ssm) &&
-       !get_u64(h, "mamba_d_ssm", FALSE, STW_MODEL_MAX_WIDTH, &inner, error)) ||
-      (!auto_head && !get_u64(h, "mamba_d_head", FALSE, STW_MODEL_MAX_WIDTH, &head_dim, error)))
+       !get_u64(h, "mamba_d_ssm", FALSE, STW_MODEL_MAX_WIDTH, &inner, error)))
     return FALSE;
   if (ssm != NULL && cJSON_IsNull(ssm))
     inner = expand * c->hidden;
@@ -2470,19 +2492,14 @@ read_falcon_h1(const Hf *h, StwModelConfig *c, GError **error)
     return stw_json_fail_at(h->r, "mamba_n_heads", error, "%" G_GUINT64_FORMAT " heads do not "
                             "divide the mixer's inner width (%" G_GUINT64_FORMAT "): "
                             "transformers refuses it", heads, inner);
-  if (!auto_head && head_dim * heads != inner)
+  if (head_dim != 0 && head_dim * heads != inner)
     return stw_json_fail_at(h->r, "mamba_d_head", error, "%" G_GUINT64_FORMAT " a head, %"
                             G_GUINT64_FORMAT " heads: transformers refuses heads x head width "
                             "apart from the mixer's inner width (%" G_GUINT64_FORMAT ")",
                             head_dim, heads, inner);
-  c->linear_k_heads = groups;
-  c->linear_k_head_dim = state;
-  c->linear_v_heads = heads;
-  c->linear_v_head_dim = inner / heads;
+  mamba2_in_every_block(c, heads, inner);
   c->linear_no_out_norm = !norm;
   c->linear_parallel = TRUE;
-  for (guint64 l = 0; l < c->layers; l++)
-    stw_model_set_block_linear(c, l, TRUE);
   return TRUE;
 }
 

@@ -1768,8 +1768,9 @@ build_llama(Builder *b)
     if (c->sub_norms)
       model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.sub_norm", o_in, &attn_sub);
     /* the residual added after the post-norm where there is one */
-    StwGraphOp *close =
-        !softmax ? NULL : linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
+    StwGraphOp *close = NULL;
+    if (softmax)
+      close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
     if (linear_attn && softmax) /* the linear mixer beside it, reading the same norm: its
                                  * output and the attention's summed into the residual */
       linear_mix_ops(b, l, &mix);
