@@ -22,7 +22,7 @@ models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64
   guint64 v[] = { c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab };
   /* no heads where every block's mixer is linear, no width where blocks have no MLP */
   gboolean none[] = { FALSE, FALSE, !stw_model_has_softmax(c), !stw_model_has_softmax(c),
-                      c->no_mlp, FALSE };
+                      stw_model_mlp_blocks(c) == 0, FALSE };
   for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
     g_snprintf(num[k], sizeof num[k], none[k] ? "-" : "%" G_GUINT64_FORMAT, v[k]);
   g_autofree char *p = stw_cli_group_digits(params);
@@ -58,6 +58,43 @@ block_runs(const StwModelConfig *c, gboolean (*in)(const StwModelConfig *, guint
   return g_strdup_printf("block%s %s", blocks == 1 ? "" : "s", runs->str);
 }
 
+static gboolean
+mixers_all(const StwModelConfig *c)
+{
+  for (guint64 l = 0; l < c->layers; l++)
+    if (!stw_model_block_mixer(c, l))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+mixer_only(const StwModelConfig *c, guint64 l)
+{
+  return !stw_model_block_mlp(c, l);
+}
+
+static gboolean
+mlp_only(const StwModelConfig *c, guint64 l)
+{
+  return !stw_model_block_mixer(c, l);
+}
+
+/* C's blocks of one part, a line ("" where every block has both, or every block is the
+ * mixer's: said with the MLP's activation). */
+static char *
+one_part_blocks_said(const StwModelConfig *c)
+{
+  guint64 mlps = stw_model_mlp_blocks(c);
+  if ((mlps == c->layers && mixers_all(c)) || mlps == 0)
+    return g_strdup("");
+  g_autofree char *a = mlps < c->layers ? block_runs(c, mixer_only) : NULL;
+  g_autofree char *b = !mixers_all(c) ? block_runs(c, mlp_only) : NULL;
+  return g_strdup_printf("blocks of one part:%s%s%s%s%s\n",
+                         a != NULL ? " a norm and the mixer in " : "", a != NULL ? a : "",
+                         a != NULL && b != NULL ? ";" : "",
+                         b != NULL ? " a norm and the MLP in " : "", b != NULL ? b : "");
+}
+
 /* Where C's dense blocks sit among the experts' (empty without them): " after N dense blocks
  * (MLP W wide)" where they come first, else which they are (block_runs). Follows "experts: E
  * per block". */
@@ -71,9 +108,11 @@ dense_blocks_said(const StwModelConfig *c)
     return g_strdup_printf(" after %" G_GUINT64_FORMAT " dense block%s (MLP %" G_GUINT64_FORMAT
                            " wide)", n, n == 1 ? "" : "s", c->dense_ffn);
   g_autofree char *runs = block_runs(c, stw_model_block_dense);
-  return g_strdup_printf(" in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT " blocks, the "
+  guint64 mlps = stw_model_mlp_blocks(c); /* (blocks of the mixer alone have neither) */
+  return g_strdup_printf(" in %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT " blocks%s, the "
                          "other %" G_GUINT64_FORMAT " dense (MLP %" G_GUINT64_FORMAT " wide: %s)",
-                         c->layers - n, c->layers, n, c->dense_ffn, runs);
+                         mlps - n, mlps, mlps < c->layers ? " with an MLP" : "", n, c->dense_ffn,
+                         runs);
 }
 
 static int
@@ -116,7 +155,9 @@ print_config_file(const char *file, gboolean json)
       : c.max_seq == STW_MODEL_MAX_SEQ ? g_strdup("no longest context")
                                                 : g_strdup_printf("%scontext %" G_GUINT64_FORMAT,
                                                                   c.alibi ? "positions by ALiBi, "
-                                                                          : "",
+                                                                  : c.no_rope ? "no positions "
+                                                                                "(no rotary), "
+                                                                              : "",
                                                                   c.max_seq);
   GString *biases = g_string_new(NULL);
   for (int site = 0; site < STW_N_SITES; site++)
@@ -159,8 +200,12 @@ print_config_file(const char *file, gboolean json)
                                            "; LayerNorms without biases",
                                            "; LayerNorms without parameters", "; RMSNorms",
                                            "; RMSNorms without parameters" }[c.norm_type],
-         c.no_mlp ? "; no MLP (a norm and the mixer a block)" : "");
+         stw_model_mlp_blocks(&c) == 0 ? "; no MLP (a norm and the mixer a block)"
+         : c.mlp_ungated                ? "; MLPs ungated (up, the activation, down)"
+                                        : "");
   g_string_free(biases, TRUE);
+  g_autofree char *one_part = one_part_blocks_said(&c);
+  printf("%s", one_part);
   if (stw_model_linear_blocks(&c) != 0) {
     gboolean all = stw_model_linear_blocks(&c) == c.layers;
     g_autofree char *runs = all ? g_strdup("every block") : block_runs(&c, stw_model_block_linear);
@@ -214,7 +259,9 @@ print_config_file(const char *file, gboolean json)
            " blocks (%s): %s%s\n", kind, stw_model_linear_blocks(&c), c.layers, runs, sizes,
            c.linear_parallel ? "; softmax attention beside it, the two summed"
            : all             ? ""
-                             : "; softmax attention in the others");
+           : !stw_model_has_softmax(&c)   ? ""
+           : mixers_all(&c)               ? "; softmax attention in the others"
+                                          : "; softmax attention in the others with a mixer");
   }
   if (stw_model_experts(&c) > 1) {
     g_autofree char *active = stw_cli_group_digits(stw_model_active_param_count(&c));
@@ -224,9 +271,14 @@ print_config_file(const char *file, gboolean json)
                                                     " wide%s", c.shared_expert_ffn,
                                                     c.shared_expert_ungated ? " (no gate)" : "");
     g_autofree char *dense = dense_blocks_said(&c);
+    g_autofree char *latent_said =
+        c.expert_latent == 0 ? g_strdup("")
+                             : g_strdup_printf(", reading and writing a latent %" G_GUINT64_FORMAT
+                                               " wide", c.expert_latent);
     printf("experts: %" G_GUINT64_FORMAT " per block%s, %" G_GUINT64_FORMAT
-           " per token%s; %s parameters active per token\n",
-           stw_model_experts(&c), dense, stw_model_active_experts(&c), shared, active);
+           " per token%s%s; %s parameters active per token\n",
+           stw_model_experts(&c), dense, stw_model_active_experts(&c), latent_said, shared,
+           active);
   }
   return STW_EXIT_OK;
 }

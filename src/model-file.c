@@ -46,9 +46,12 @@ stw_model_active_param_count(const StwModelConfig *c)
 {
   guint64 params = stw_model_param_count(c);
   guint64 E = stw_model_experts(c), k = stw_model_active_experts(c);
-  guint64 expert = 3 * c->hidden * c->ffn +
-                   (stw_model_has_bias(c, STW_SITE_MLP) ? 2 * c->ffn + c->hidden : 0);
-  return params - (E - k) * expert * (c->layers - stw_model_dense_blocks(c));
+  guint64 d = c->expert_latent != 0 ? c->expert_latent : c->hidden; /* what experts read */
+  guint64 ups = c->mlp_ungated ? 1 : 2; /* the gate's and up's projections, or up's */
+  guint64 expert = (ups + 1) * d * c->ffn +
+                   (stw_model_has_bias(c, STW_SITE_MLP) ? ups * c->ffn + d : 0);
+  /* the blocks of experts: those with an MLP that is not dense */
+  return params - (E - k) * expert * (stw_model_mlp_blocks(c) - stw_model_dense_blocks(c));
 }
 
 char *

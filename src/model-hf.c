@@ -130,6 +130,7 @@ typedef enum {
   HF_KIMI_LINEAR,
   HF_BAILING_HYBRID,
   HF_FALCON_H1,
+  HF_NEMOTRON_H,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -162,14 +163,14 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
                                            "falcon_mamba", "jamba", "kimi_linear",
-                                           "bailing_hybrid", "falcon_h1", NULL };
+                                           "bailing_hybrid", "falcon_h1", "nemotron_h", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
  * attention's (OLMo Hybrid's); Mamba-2 by its mamba_* members (Granite 4.0's, Bamba's) or its own
  * language model's; Mamba-1's language model; Jamba's; LFM2's short convolutions; MiniMax's
  * lightning attention; Kimi Delta Attention (Kimi Linear's) and Bailing's; Falcon-H1's Mamba-2
- * beside attention in every block. */
+ * beside attention in every block; Nemotron-H's blocks of one part. */
 typedef enum {
   HF_LINEAR_NONE,
   HF_LINEAR_GDN,
@@ -183,6 +184,7 @@ typedef enum {
   HF_LINEAR_KDA,
   HF_LINEAR_BAILING,
   HF_LINEAR_FALCON_H1,
+  HF_LINEAR_NEMOTRON_H,
 } HfLinear;
 
 /* What transformers' config class of a model type reads, and its defaults: a member left out
@@ -1370,7 +1372,7 @@ static const HfRow hf_rows[] = {
    * and Mamba-2's mixer, no attention and no MLP (num_heads of head_dim over expand x hidden,
    * n_groups of B and C of state_size, conv_kernel, use_conv_bias, use_bias; read_mamba2), no
    * positions; untied by default */
-  [HF_MAMBA2] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE },
+  [HF_MAMBA2] = { .shape = { .arch = STW_ARCH_LLAMA },
                   .linear = HF_LINEAR_MAMBA2_LM, .layers_default = 64,
                   .hidden_default = 4096, .heads_default = 1, .ffn_default = 4096,
                   .positions_unbounded = TRUE, .vocab_default = 32768, .kv_default = NOT_READ,
@@ -1378,12 +1380,12 @@ static const HfRow hf_rows[] = {
   /* Mamba (Mamba-1's language models) and Falcon Mamba (its mixer's B, C and step RMS-normed
    * without weights): every block an RMSNorm and Mamba-1's mixer (read_mamba1), no attention,
    * no MLP, no positions; tied by default */
-  [HF_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE },
+  [HF_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA },
                  .linear = HF_LINEAR_MAMBA1_LM, .layers_default = 32, .hidden_default = 768,
                  .heads_default = 1, .ffn_default = 768, .positions_unbounded = TRUE,
                  .vocab_default = 50280, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
                  .tied = TRUE, .reads_tie = TRUE },
-  [HF_FALCON_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA, .no_mlp = TRUE },
+  [HF_FALCON_MAMBA] = { .shape = { .arch = STW_ARCH_LLAMA },
                         .linear = HF_LINEAR_MAMBA1_LM, .layers_default = 32,
                         .hidden_default = 768, .heads_default = 1, .ffn_default = 768,
                         .positions_unbounded = TRUE, .vocab_default = 50280,
@@ -1444,6 +1446,18 @@ static const HfRow hf_rows[] = {
                      .ffn_default = 14336, .max_seq_default = 8192, .vocab_default = 128000,
                      .kv_default = 8, .kv_null_ok = TRUE, .reads_tie = TRUE,
                      .reads_attention_bias = TRUE, .reads_mlp_bias = TRUE },
+  /* Nemotron-H (NVIDIA's Nemotron-H, Nemotron Nano 2, Nemotron 3): llama's blocks of one part
+   * each, a norm and one of Mamba-2's mixer, attention without positions (q, k, v and o never
+   * biased), an ungated MLP (relu^2 by mlp_hidden_act) or experts as ungated, with a shared one
+   * and a latent, by layers_block_type or hybrid_override_pattern (read_nemotron_h); its
+   * multi-token-prediction layers are not built into the causal model; its head its own
+   * whatever tie_word_embeddings says, as transformers builds it */
+  [HF_NEMOTRON_H] = { .shape = { .arch = STW_ARCH_LLAMA, .mlp_ungated = TRUE, .no_rope = TRUE },
+                      .linear = HF_LINEAR_NEMOTRON_H, .layers_default = 4,
+                      .hidden_default = 4096, .heads_default = 32, .ffn_default = 21504,
+                      .max_seq_default = 4096, .vocab_default = 131072, .kv_default = 8,
+                      .head_dim_default = 128, .reads_mlp_bias = TRUE,
+                      .act_member = "mlp_hidden_act", .act_default = "relu2" },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .linear = HF_LINEAR_GDN_FROM_HEADS,
@@ -1512,9 +1526,6 @@ typedef struct {
   const char *type;
 } Hf;
 
-/* Member KEY as a whole number from 1 to MAX into *OUT: left as it is when absent; when null,
- * 0 (the class's None: "the usual", which the caller resolves) with NULL_OK, else refused, as
- * transformers refuses it. */
 /* KEY's whole number from MIN to MAX into *OUT (absent: as it was; null: 0 where NULL_OK,
  * else refused, as transformers refuses it). */
 static gboolean
@@ -2200,6 +2211,8 @@ read_mamba2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
                             inner, lm ? "" : "; not modelled");
   mamba2_in_every_block(c, heads, inner);
   if (lm) { /* no attention, no MLP: a norm and the mixer a block */
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_mlp(c, l, FALSE);
     c->heads = c->kv_heads = 1;
     c->ffn = c->hidden;
     return TRUE;
@@ -2257,8 +2270,10 @@ read_mamba1(const Hf *h, StwModelConfig *c, GError **error)
 {
   if (!read_mamba1_sizes(h, &mamba1_names, c, error))
     return FALSE;
-  for (guint64 l = 0; l < c->layers; l++)
+  for (guint64 l = 0; l < c->layers; l++) {
     stw_model_set_block_linear(c, l, TRUE);
+    stw_model_set_block_mlp(c, l, FALSE); /* a norm and the mixer a block */
+  }
   c->heads = c->kv_heads = 1;
   c->ffn = c->hidden;
   return TRUE;
@@ -2503,6 +2518,146 @@ read_falcon_h1(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Nemotron-H's Mamba-2 members, and their defaults (its mixer's inner width is its heads' alone) */
+static const Mamba2Names mamba2_nemotron_names = { "mamba_num_heads", "mamba_head_dim", "n_groups",
+                                                   "ssm_state_size", "expand", "conv_kernel",
+                                                   "use_conv_bias", "use_bias", 128, 64, 8,
+                                                   128 };
+
+/* Nemotron-H's blocks: each one of four parts, from the names of layers_block_type (layer_types,
+ * its other name, winning) or the letters of hybrid_override_pattern */
+typedef enum { NH_MAMBA, NH_ATTENTION, NH_MLP, NH_MOE } NhPart;
+
+/* The parts of Nemotron-H's blocks into PARTS (STW_MODEL_MAX_LAYERS of them) and *N: a list
+ * (layers_block_type, or layer_types winning: "linear_attention" or its old name "mamba",
+ * "full_attention" or "attention", "mlp", "moe"), else hybrid_override_pattern's letters (M,
+ * *, -, E), else the class's four; num_hidden_layers is not read (transformers ignores it). */
+static gboolean
+nemotron_parts(const Hf *h, NhPart *parts, guint64 *n, GError **error)
+{
+  static const char *const names[][2] = { { "linear_attention", "mamba" },
+                                          { "full_attention", "attention" },
+                                          { "mlp", NULL },
+                                          { "moe", NULL } };
+  const char *key = "layer_types";
+  const cJSON *v = last_member(h->root, key);
+  if (v == NULL || cJSON_IsNull(v))
+    v = last_member(h->root, key = "layers_block_type");
+  *n = 0;
+  if (v != NULL && !cJSON_IsNull(v)) {
+    if (!cJSON_IsArray(v))
+      return stw_json_fail_at(h->r, key, error, "expected a list of \"linear_attention\", "
+                              "\"full_attention\", \"mlp\" and \"moe\", one a block");
+    for (const cJSON *e = v->child; e != NULL; e = e->next, (*n)++) {
+      const char *s = cJSON_IsString(e) ? e->valuestring : "";
+      int part = -1;
+      for (int k = 0; k < 4 && part < 0; k++)
+        if (strcmp(s, names[k][0]) == 0 || (names[k][1] != NULL && strcmp(s, names[k][1]) == 0))
+          part = k;
+      if (part < 0)
+        return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected "
+                                "\"linear_attention\", \"full_attention\", \"mlp\" or "
+                                "\"moe\" (transformers refuses others)", *n);
+      if (*n >= STW_MODEL_MAX_LAYERS)
+        return stw_json_fail_at(h->r, key, error, "more than 4096 blocks");
+      parts[*n] = (NhPart)part;
+    }
+  } else {
+    const cJSON *p = last_member(h->root, "hybrid_override_pattern");
+    const char *pattern = "M*-E"; /* the class's default: one block of each */
+    if (p != NULL && !cJSON_IsString(p)) /* null too: transformers reads it as letters */
+      return stw_json_fail_at(h->r, "hybrid_override_pattern", error, "expected a string of M "
+                              "(Mamba-2), * (attention), - (MLP) and E (experts), one a block");
+    if (cJSON_IsString(p))
+      pattern = p->valuestring;
+    for (const char *ch = pattern; *ch != '\0'; ch++, (*n)++) {
+      const char *at = strchr("M*-E", *ch);
+      if (at == NULL)
+        return stw_json_fail_at(h->r, "hybrid_override_pattern", error, "'%c' at %"
+                                G_GUINT64_FORMAT ": expected M (Mamba-2), * (attention), - "
+                                "(MLP) or E (experts), as transformers does", *ch, *n);
+      if (*n >= STW_MODEL_MAX_LAYERS)
+        return stw_json_fail_at(h->r, "hybrid_override_pattern", error, "more than 4096 "
+                                "blocks");
+      parts[*n] = (NhPart)(at - "M*-E");
+    }
+    key = "hybrid_override_pattern";
+  }
+  if (*n == 0)
+    return stw_json_fail_at(h->r, key, error, "no blocks: a model needs one at least");
+  return TRUE;
+}
+
+/* Nemotron-H into C: its blocks of one part each (nemotron_parts); Mamba-2's mixer
+ * mamba_num_heads (128) heads of mamba_head_dim (64), n_groups (8; mamba_n_groups winning) of
+ * B and C of ssm_state_size (128), a convolution conv_kernel (4; mamba_d_conv) wide biased
+ * where use_conv_bias (true; mamba_conv_bias), its projections where use_bias (false); the MLP
+ * blocks intermediate_size wide; where any block has experts, n_routed_experts (8;
+ * num_local_experts winning) of moe_intermediate_size (7688), num_experts_per_tok (2) a token,
+ * a shared one moe_shared_expert_intermediate_size (7688; 0: intermediate_size) wide, the
+ * routed ones reading and writing
+ * through moe_latent_size (null: none), the MLP blocks then dense among them. */
+static gboolean
+read_nemotron_h(const Hf *h, StwModelConfig *c, GError **error)
+{
+  g_autofree NhPart *parts = g_new(NhPart, STW_MODEL_MAX_LAYERS);
+  guint64 n = 0, heads = 0, head_dim = 0, expand = 0, count[4] = { 0 };
+  if (!nemotron_parts(h, parts, &n, error))
+    return FALSE;
+  c->layers = n;
+  for (guint64 l = 0; l < n; l++)
+    count[parts[l]]++;
+  if (count[NH_MAMBA] != 0) {
+    if (!read_mamba2_members(h, &mamba2_nemotron_names, &heads, &head_dim, &expand, c, error) ||
+        !get_u64(h, "mamba_n_groups", FALSE, STW_MODEL_MAX_WIDTH, &c->linear_k_heads, error) ||
+        !get_u64(h, "mamba_d_conv", FALSE, 1024, &c->linear_conv, error) ||
+        !get_bool(h, "mamba_conv_bias", &c->linear_conv_bias, error))
+      return FALSE;
+    c->linear_v_heads = heads;
+    c->linear_v_head_dim = head_dim;
+  }
+  if (count[NH_MOE] != 0) {
+    gboolean bias = FALSE;
+    guint64 moe_ffn = 7688, latent = 0;
+    c->experts = 8;
+    c->experts_per_token = 2;
+    c->shared_expert_ffn = 7688;
+    if (!get_bool(h, "mlp_bias", &bias, error) ||
+        !get_whole(h, "n_routed_experts", FALSE, 0, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
+        !get_whole(h, "num_local_experts", FALSE, 0, STW_MODEL_MAX_EXPERTS, &c->experts,
+                   error) ||
+        !get_u64(h, "num_experts_per_tok", FALSE, STW_MODEL_MAX_EXPERTS, &c->experts_per_token,
+                 error) ||
+        !get_u64(h, "moe_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &moe_ffn,
+                 error) ||
+        !get_count(h, "moe_shared_expert_intermediate_size", 8 * (guint64)STW_MODEL_MAX_WIDTH,
+                   &c->shared_expert_ffn, error) ||
+        !get_u64(h, "moe_latent_size", TRUE, STW_MODEL_MAX_WIDTH, &latent, error))
+      return FALSE;
+    if (bias)
+      return stw_json_fail_at(h->r, "mlp_bias", error, "true with experts: not modelled (the "
+                              "shared expert and the latent's projections are biased, the "
+                              "routed experts and the router never)");
+    if (c->experts < 2)
+      return stw_json_fail_at(h->r, "n_routed_experts", error, "%" G_GUINT64_FORMAT ": not "
+                              "modelled (2 or more experts are)", c->experts);
+    if (c->shared_expert_ffn == 0) /* transformers' `0 or intermediate_size` */
+      c->shared_expert_ffn = c->ffn;
+    c->shared_expert_ungated = TRUE; /* one MLP, no gate of its own */
+    c->expert_latent = latent;
+    if (count[NH_MLP] != 0)
+      c->dense_ffn = c->ffn; /* the MLP blocks': intermediate_size */
+    c->ffn = moe_ffn;
+  }
+  for (guint64 l = 0; l < n; l++) {
+    stw_model_set_block_linear(c, l, parts[l] == NH_MAMBA);
+    stw_model_set_block_mlp(c, l, parts[l] == NH_MLP || parts[l] == NH_MOE);
+    stw_model_set_block_mixer(c, l, parts[l] == NH_MAMBA || parts[l] == NH_ATTENTION);
+    stw_model_set_block_dense(c, l, parts[l] == NH_MLP && count[NH_MOE] != 0);
+  }
+  return TRUE;
+}
+
 /* C's linear blocks and their sizes as ROW's class places them (HfLinear), none of the sizes
  * where no block is linear. */
 static gboolean
@@ -2538,6 +2693,9 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
     break;
   case HF_LINEAR_FALCON_H1:
     ok = read_falcon_h1(h, c, error);
+    break;
+  case HF_LINEAR_NEMOTRON_H:
+    ok = read_nemotron_h(h, c, error);
     break;
   case HF_LINEAR_NONE:
     break;

@@ -160,28 +160,66 @@ stw_model_set_block_linear(StwModelConfig *cfg, guint64 l, gboolean linear)
   mask_set(cfg->linear_blocks, l, linear);
 }
 
-guint64
-stw_model_linear_blocks(const StwModelConfig *cfg)
+/* How many of CFG's blocks IN says. */
+static guint64
+blocks_where(const StwModelConfig *cfg, gboolean (*in)(const StwModelConfig *, guint64))
 {
   guint64 n = 0;
   for (guint64 l = 0; l < cfg->layers; l++)
-    n += stw_model_block_linear(cfg, l);
+    n += in(cfg, l);
   return n;
+}
+
+guint64
+stw_model_linear_blocks(const StwModelConfig *cfg)
+{
+  return blocks_where(cfg, stw_model_block_linear);
+}
+
+gboolean
+stw_model_block_mlp(const StwModelConfig *cfg, guint64 l)
+{
+  return l < cfg->layers && !mask_get(cfg->mixer_only_blocks, l);
+}
+
+gboolean
+stw_model_block_mixer(const StwModelConfig *cfg, guint64 l)
+{
+  return l < cfg->layers && !mask_get(cfg->mlp_only_blocks, l);
+}
+
+void
+stw_model_set_block_mlp(StwModelConfig *cfg, guint64 l, gboolean mlp)
+{
+  mask_set(cfg->mixer_only_blocks, l, !mlp);
+}
+
+void
+stw_model_set_block_mixer(StwModelConfig *cfg, guint64 l, gboolean mixer)
+{
+  mask_set(cfg->mlp_only_blocks, l, !mixer);
+}
+
+guint64
+stw_model_mlp_blocks(const StwModelConfig *cfg)
+{
+  return blocks_where(cfg, stw_model_block_mlp);
 }
 
 gboolean
 stw_model_has_softmax(const StwModelConfig *cfg)
 {
-  return cfg->linear_parallel || stw_model_linear_blocks(cfg) < cfg->layers;
+  for (guint64 l = 0; l < cfg->layers; l++)
+    if (stw_model_block_mixer(cfg, l) &&
+        (!stw_model_block_linear(cfg, l) || cfg->linear_parallel))
+      return TRUE;
+  return FALSE;
 }
 
 guint64
 stw_model_dense_blocks(const StwModelConfig *cfg)
 {
-  guint64 n = 0;
-  for (guint64 l = 0; l < cfg->layers; l++)
-    n += stw_model_block_dense(cfg, l);
-  return n;
+  return blocks_where(cfg, stw_model_block_dense);
 }
 
 guint64
@@ -204,19 +242,40 @@ linear_heads_given(const StwModelConfig *c)
          c->linear_v_head_dim != 0;
 }
 
-/* The parameters of CFG's graph at LAYERS blocks of one kind: dense among experts where DENSE,
- * mixing by linear attention where LINEAR; FALSE where they overflow. */
+/* What sets a block's parameters apart from another's of the same model: a bit each. */
+enum {
+  KIND_DENSE = 1,       /* a dense MLP among experts */
+  KIND_LINEAR = 2,      /* mixing by linear attention */
+  KIND_NO_MIXER = 4,    /* a norm and the MLP only */
+  KIND_NO_MLP = 8,      /* a norm and the mixer only */
+  N_BLOCK_KINDS = 16
+};
+
+static guint
+block_kind(const StwModelConfig *cfg, guint64 l)
+{
+  return (stw_model_block_dense(cfg, l) ? KIND_DENSE : 0) |
+         (stw_model_block_linear(cfg, l) ? KIND_LINEAR : 0) |
+         (stw_model_block_mixer(cfg, l) ? 0 : KIND_NO_MIXER) |
+         (stw_model_block_mlp(cfg, l) ? 0 : KIND_NO_MLP);
+}
+
+/* The parameters of CFG's graph at LAYERS blocks of one KIND (block_kind's bits); FALSE where
+ * they overflow. */
 static gboolean
-graph_params(const StwModelConfig *cfg, guint64 layers, gboolean dense, gboolean linear,
-             guint64 *out)
+graph_params(const StwModelConfig *cfg, guint64 layers, guint kind, guint64 *out)
 {
   StwModelConfig few = *cfg;
   few.layers = layers;
   memset(few.dense_blocks, 0, sizeof few.dense_blocks);
   memset(few.linear_blocks, 0, sizeof few.linear_blocks);
+  memset(few.mixer_only_blocks, 0, sizeof few.mixer_only_blocks);
+  memset(few.mlp_only_blocks, 0, sizeof few.mlp_only_blocks);
   for (guint64 l = 0; l < layers; l++) {
-    stw_model_set_block_dense(&few, l, dense);
-    stw_model_set_block_linear(&few, l, linear);
+    stw_model_set_block_dense(&few, l, (kind & KIND_DENSE) != 0);
+    stw_model_set_block_linear(&few, l, (kind & KIND_LINEAR) != 0);
+    stw_model_set_block_mixer(&few, l, (kind & KIND_NO_MIXER) == 0);
+    stw_model_set_block_mlp(&few, l, (kind & KIND_NO_MLP) == 0);
   }
   g_autoptr(StwModelGraph) g = stw_model_graph_new(&few, 1, 1, STW_DTYPE_BF16,
                                                    STW_ATTENTION_NAIVE);
@@ -229,34 +288,52 @@ graph_params(const StwModelConfig *cfg, guint64 layers, gboolean dense, gboolean
 
 /* The parameters of CFG, every size otherwise valid, into *OUT (may be NULL): FALSE when they are
  * more than STW_MODEL_MAX_PARAMS. Blocks of a kind are alike wherever they sit (dense among
- * experts or not, linear attention or softmax), so the count is what the model holds outside
- * its blocks (from models of one and two plain blocks) and a line in each kind's blocks (from a
- * model of one block of each kind there is), in checked arithmetic: no sum wraps, and a model of
- * thousands of blocks costs a few small graphs. */
+ * experts or not, linear attention or softmax, with both parts or one: block_kind), so the
+ * count is what the model holds outside its blocks (from models of one and two plain blocks)
+ * and a line in each kind's blocks (from a model of one block of each kind there is), in
+ * checked arithmetic: no sum wraps, and a model of thousands of blocks costs a few small
+ * graphs. */
 static gboolean
 param_count_checked(const StwModelConfig *cfg, guint64 *out)
 {
-  guint64 one = 0, two = 0, count[2][2] = { { 0 } };
+  guint64 one = 0, two = 0, count[N_BLOCK_KINDS] = { 0 };
   for (guint64 l = 0; l < cfg->layers; l++)
-    count[stw_model_block_dense(cfg, l)][stw_model_block_linear(cfg, l)]++;
-  if (!graph_params(cfg, 1, FALSE, FALSE, &one) || !graph_params(cfg, 2, FALSE, FALSE, &two))
+    count[block_kind(cfg, l)]++;
+  if (!graph_params(cfg, 1, 0, &one) || !graph_params(cfg, 2, 0, &two))
     return FALSE;
   guint64 base = one - (two - one), total = base;
-  for (int dense = 0; dense < 2; dense++)
-    for (int linear = 0; linear < 2; linear++) {
-      guint64 with_one = 0, blocks = 0;
-      if (count[dense][linear] == 0)
-        continue;
-      if (!graph_params(cfg, 1, dense, linear, &with_one) ||
-          !g_uint64_checked_mul(&blocks, with_one - base, count[dense][linear]) ||
-          !g_uint64_checked_add(&total, total, blocks))
-        return FALSE;
-    }
+  for (guint kind = 0; kind < N_BLOCK_KINDS; kind++) {
+    guint64 with_one = 0, blocks = 0;
+    if (count[kind] == 0)
+      continue;
+    if (!graph_params(cfg, 1, kind, &with_one) ||
+        !g_uint64_checked_mul(&blocks, with_one - base, count[kind]) ||
+        !g_uint64_checked_add(&total, total, blocks))
+      return FALSE;
+  }
   if (total > STW_MODEL_MAX_PARAMS)
     return FALSE;
   if (out != NULL)
     *out = total;
   return TRUE;
+}
+
+
+/* What is wrong with C's blocks of one part, or NULL: a block with neither part, a linear one
+ * without a mixer, a dense MLP where there is none. */
+static const char *
+one_part_conflict(const StwModelConfig *c)
+{
+  for (guint64 l = 0; l < c->layers; l++) {
+    gboolean mixer = stw_model_block_mixer(c, l), mlp = stw_model_block_mlp(c, l);
+    if (!mixer && !mlp)
+      return "a block in both mixer_only_blocks and mlp_only_blocks would be no block";
+    if (!mixer && stw_model_block_linear(c, l))
+      return "a block of mlp_only_blocks has no mixer: not a linear block";
+    if (!mlp && stw_model_block_dense(c, l))
+      return "a block of mixer_only_blocks has no MLP: not a dense block";
+  }
+  return NULL;
 }
 
 gboolean
@@ -343,8 +420,12 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "an unknown norm_type";
   else if (c->norm_type != STW_NORM_DEFAULT && c->arch == STW_ARCH_BERT)
     problem = "norm_type is the decoders' (gpt, neox, llama)";
-  else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA)
-    problem = "activation is the gpt, neox and bert blocks' (llama-style blocks gate theirs)";
+  else if (c->activation != STW_ACT_DEFAULT && c->arch == STW_ARCH_LLAMA && !c->mlp_ungated)
+    problem = "activation is the gpt, neox and bert blocks' and llama's ungated MLPs' (mlp_gate "
+              "false; llama-style blocks gate theirs)";
+  else if (c->activation == STW_ACT_XIELU && c->arch == STW_ARCH_LLAMA)
+    problem = "xielu in llama blocks: not modelled (its learned scalars are, in gpt and neox "
+              "blocks)";
   else if (c->diff_attn && (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0 ||
                             c->attn_gate || c->attn_sinks))
     problem = "diff_attn is modelled for llama-style blocks without latent attention, an output "
@@ -419,10 +500,24 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
             c->linear_v_heads > STW_MODEL_MAX_WIDTH))
     problem = "linear_blocks go with linear_k_heads, linear_v_heads, linear_k_head_dim and "
               "linear_v_head_dim, each 1 or more, each side's heads x head width at most 1048576";
-  else if (c->no_mlp && (c->arch != STW_ARCH_LLAMA || stw_model_experts(c) > 1 ||
-                         stw_model_linear_blocks(c) != c->layers || c->norms != STW_NORMS_PRE))
-    problem = "blocks without an MLP (mlp false) are Mamba's: llama blocks, every one linear "
-              "attention, norms before, no experts";
+  else if (mask_count(c->mixer_only_blocks) != c->layers - stw_model_mlp_blocks(c) ||
+           mask_count(c->mlp_only_blocks) != c->layers - blocks_where(c, stw_model_block_mixer))
+    problem = "mixer_only_blocks and mlp_only_blocks must be blocks below layers";
+  else if ((mask_count(c->mixer_only_blocks) != 0 || mask_count(c->mlp_only_blocks) != 0) &&
+           (c->arch != STW_ARCH_LLAMA || c->norms != STW_NORMS_PRE))
+    problem = "blocks of one part (mixer_only_blocks, mlp_only_blocks, mlp false) are llama "
+              "blocks with norms before (Mamba's, Nemotron-H's)";
+  else if (one_part_conflict(c) != NULL)
+    problem = one_part_conflict(c);
+  else if (stw_model_experts(c) > 1 && stw_model_mlp_blocks(c) == 0)
+    problem = "experts go with blocks that have an MLP (not every block mixer-only)";
+  else if (c->mlp_ungated && c->arch != STW_ARCH_LLAMA)
+    problem = "mlp_gate false is llama's (gpt, neox and bert MLPs have no gate)";
+  else if (c->expert_latent != 0 && (stw_model_experts(c) < 2 ||
+                                     c->expert_latent > STW_MODEL_MAX_WIDTH))
+    problem = "expert_latent (1 to 1048576) goes with experts";
+  else if (c->no_rope && (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0))
+    problem = "rope false is llama's softmax attention (latent attention keeps its rotary part)";
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_SHORT_CONV &&
            c->linear_v_heads % c->linear_k_heads != 0)
     problem = "linear_k_heads must divide linear_v_heads";
@@ -500,7 +595,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "linear_v_head_dim", "linear_conv", "linear_kind", "linear_conv_bias", "linear_proj_bias", \
       "mlp", "linear_dt_rank", "linear_norms", "linear_full_gates", "attn_head_gate",            \
       "linear_out_bias", "linear_out_norm", "linear_parallel", "q_lora_rank",                    \
-      "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type"
+      "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type",                    \
+      "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -568,7 +664,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
   int linear_kind = (int)c->linear_kind;
   gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm,
-           pooler = !c->no_pooler, mlp = !c->no_mlp;
+           pooler = !c->no_pooler, mlp = TRUE, gate = !c->mlp_ungated, rope = !c->no_rope;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
       !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
@@ -600,6 +696,12 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "shared_expert_gate", FALSE, &gated, error) ||
       !read_dense_blocks(r, obj, c, error) ||
       !read_block_list(r, obj, "linear_blocks", c->linear_blocks, error) ||
+      !read_block_list(r, obj, "mixer_only_blocks", c->mixer_only_blocks, error) ||
+      !read_block_list(r, obj, "mlp_only_blocks", c->mlp_only_blocks, error) ||
+      !stw_json_get_bool(r, obj, "mlp_gate", FALSE, &gate, error) ||
+      !stw_json_get_bool(r, obj, "rope", FALSE, &rope, error) ||
+      !stw_json_get_u64(r, obj, "expert_latent", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->expert_latent, error) ||
       !stw_json_get_u64(r, obj, "linear_k_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->linear_k_heads, error) ||
       !stw_json_get_u64(r, obj, "linear_v_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
@@ -649,7 +751,13 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   c->activation = (StwActivation)activation;
   c->shared_expert_ungated = !gated;
   c->no_final_norm = !final_norm;
-  c->no_mlp = !mlp;
+  c->mlp_ungated = !gate;
+  c->no_rope = !rope;
+  if (!mlp && mask_count(c->mixer_only_blocks) != 0)
+    return stw_json_fail_at(r, "mixer_only_blocks", error, "expected mlp false (every block) or "
+                            "mixer_only_blocks (any), not both");
+  for (guint64 l = 0; !mlp && l < c->layers; l++)
+    stw_model_set_block_mlp(c, l, FALSE);
   c->no_pooler = !pooler;
   if (c->token_types == 2)
     c->token_types = 0; /* the usual: as the default */
@@ -840,8 +948,17 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "attn_head_gate", TRUE);
   if (c->no_final_norm)
     cJSON_AddBoolToObject(o, "final_norm", FALSE);
-  if (c->no_mlp)
+  if (stw_model_mlp_blocks(c) == 0) /* every block: Mamba's */
     cJSON_AddBoolToObject(o, "mlp", FALSE);
+  else if (stw_model_mlp_blocks(c) != c->layers)
+    add_block_list(o, "mixer_only_blocks", c->mixer_only_blocks, c->layers);
+  add_block_list(o, "mlp_only_blocks", c->mlp_only_blocks, c->layers);
+  if (c->mlp_ungated)
+    cJSON_AddBoolToObject(o, "mlp_gate", FALSE);
+  if (c->expert_latent != 0)
+    stw_json_add_u64(o, "expert_latent", c->expert_latent);
+  if (c->no_rope)
+    cJSON_AddBoolToObject(o, "rope", FALSE);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
   if (c->no_pooler)
@@ -1255,19 +1372,20 @@ build_neox(Builder *b)
   decoder_head(b, emb, "gpt_neox.final_layer_norm", "embed_out.weight");
 }
 
-/* One SwiGLU expert of width F named PREFIX.NAMES[0] (gate), [1] (down) and [2] (up), declared
- * in that order when DOWN_SECOND (Mixtral's), else gate, up, down: the gate and up projections
- * read by IN, the down one by OUT. */
+/* One SwiGLU expert of width F from and to width D named PREFIX.NAMES[0] (gate), [1] (down)
+ * and [2] (up), declared in that order when DOWN_SECOND (Mixtral's), else gate, up, down: the
+ * gate and up projections read by IN, the down one by OUT; no gate where the model's MLPs are
+ * ungated (Nemotron-H's). */
 static void
 swiglu_expert(Builder *b, StwGraphOp *in, StwGraphOp *out, const char *prefix,
-              const char *const names[3], guint64 f, gboolean down_second)
+              const char *const names[3], guint64 d, guint64 f, gboolean down_second)
 {
-  guint64 d = b->g->config.hidden;
   Ids gate_up = { 0 }, down = { 0 };
   g_autofree char *g = g_strconcat(prefix, ".", names[0], NULL);
   g_autofree char *dn = g_strconcat(prefix, ".", names[1], NULL);
   g_autofree char *u = g_strconcat(prefix, ".", names[2], NULL);
-  projection(b, &gate_up, STW_SITE_MLP, f, d, f, g);
+  if (!b->g->config.mlp_ungated)
+    projection(b, &gate_up, STW_SITE_MLP, f, d, f, g);
   if (down_second)
     projection(b, &down, STW_SITE_MLP, d, f, d, dn);
   projection(b, &gate_up, STW_SITE_MLP, f, d, f, u);
@@ -1288,6 +1406,8 @@ moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, f = c->ffn, E = stw_model_experts(c), k = stw_model_active_experts(c);
   guint64 fs = c->shared_expert_ffn, fa = k * f + fs; /* the widths every token runs through */
+  guint64 gates = c->mlp_ungated ? 1 : 2; /* projections up: the gate's and up's, or up's */
+  guint64 L = c->expert_latent, dr = L != 0 ? L : d; /* what the routed experts read */
   Ids gate = { 0 };
   g_autofree char *gate_name = g_strdup_printf("%s.block_sparse_moe.gate", p);
   /* with the MLP's biases, the router's too (gpt-oss) */
@@ -1313,24 +1433,34 @@ moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
   g_ptr_array_steal_index(b->g->ops, b->g->ops->len - 1); /* placed after the activation */
   static const char *const routed[] = { "w1", "w2", "w3" }; /* Mixtral's, in its order */
   static const char *const shared[] = { "gate_proj", "down_proj", "up_proj" };
+  if (L != 0) { /* the latent's projections (Nemotron 3's), timed with the experts' ops */
+    Ids down = { 0 }, up = { 0 };
+    g_autofree char *n1 = g_strdup_printf("%s.block_sparse_moe.fc1_latent_proj", p);
+    g_autofree char *n2 = g_strdup_printf("%s.block_sparse_moe.fc2_latent_proj", p);
+    projection(b, &down, STW_SITE_MLP, L, d, L, n1);
+    projection(b, &up, STW_SITE_MLP, d, L, d, n2);
+    op_params(in, down.n, down.id);
+    op_params(out, up.n, up.id);
+  }
   for (guint64 e = 0; e < E; e++) {
     g_autofree char *x = g_strdup_printf("%s.block_sparse_moe.experts.%" G_GUINT64_FORMAT, p, e);
-    swiglu_expert(b, in, out, x, routed, f, TRUE);
+    swiglu_expert(b, in, out, x, routed, dr, f, TRUE);
   }
   if (fs != 0) { /* a dense SwiGLU MLP beside the routed experts, for every token */
     g_autofree char *x = g_strdup_printf("%s.block_sparse_moe.shared_expert", p);
-    swiglu_expert(b, in, out, x, shared, fs, FALSE);
+    swiglu_expert(b, in, out, x, shared, d, fs, FALSE);
   }
-  in->flops = 2 * b->T * d * 2 * fa;
+  in->flops = 2 * b->T * (dr * gates * k * f + d * gates * fs + d * L);
   in->in_bytes = b->T * d * b->e;
-  in->out_bytes = b->T * 2 * fa * b->e;
+  in->out_bytes = b->T * gates * fa * b->e;
   in->saves_input = TRUE;
   if (opens) /* no norm before the branch: it opens at the experts' first projection (the
               * router passes its input through) */
     in->residual = STW_RESIDUAL_OPEN;
-  elementwise(b, l, STW_OP_MLP_ACT, "moe.swiglu", 2 * fa, fa, 3, TRUE);
+  elementwise(b, l, STW_OP_MLP_ACT, c->mlp_ungated ? "moe.act" : "moe.swiglu", gates * fa, fa,
+              gates == 1 ? 2 : 3, TRUE);
   g_ptr_array_add(b->g->ops, out);
-  out->flops = 2 * b->T * fa * d;
+  out->flops = 2 * b->T * (k * f * dr + fs * d + L * d);
   out->in_bytes = b->T * fa * b->e;
   out->out_bytes = b->T * d * b->e;
   out->saves_input = TRUE;
@@ -1684,21 +1814,25 @@ build_llama(Builder *b)
     g_autofree char *nv = g_strconcat(pa, ".v_proj", NULL), *no = g_strconcat(pa, ".o_proj", NULL);
     Ids ln1 = { 0 }, qkv = { 0 }, qk = { 0 }, out = { 0 }, ln2 = { 0 }, post1 = { 0 },
         post2 = { 0 }, sinks = { 0 };
-    if (pre)
+    /* a block of one part (Mamba's, Nemotron-H's): its norm and the mixer, or the MLP */
+    gboolean mixer = stw_model_block_mixer(c, (guint64)l);
+    gboolean mlp = stw_model_block_mlp(c, (guint64)l);
+    gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
+    /* softmax attention: the block's mixer, or beside the linear one (Falcon-H1's) */
+    gboolean softmax = mixer && (!linear_attn || c->linear_parallel);
+    if (pre && mixer)
       model_norm_params(b, &ln1, d, n1);
-    if (c->attn_sinks) /* gpt-oss's logit per head, read by the attention's softmax */
+    if (c->attn_sinks && softmax) /* gpt-oss's logit per head, read by the attention's softmax */
       named(b, &sinks, c->heads, 0, pa, "sinks");
     Ids head_gate = { 0 };
     Ids lambdas = { 0 };
-    if (c->diff_attn) /* DiffLlama's lambdas, read where the two softmaxes' outputs combine */
+    if (c->diff_attn && softmax) /* DiffLlama's lambdas, read where the two softmaxes' outputs
+                                  * combine */
       for (int k = 0; k < 4; k++)
         named(b, &lambdas, stw_model_head_dim(c), 0, pa,
               (const char *[]){ "lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2" }[k]);
     Mla mla = { 0 };
     LinearMix mix = { 0 };
-    gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
-    /* softmax attention: the block's mixer, or beside the linear one (Falcon-H1's) */
-    gboolean softmax = !linear_attn || c->linear_parallel;
     if (linear_attn)
       linear_mix_params(b, p, &mix);
     if (softmax && c->kv_lora_rank != 0) {
@@ -1723,64 +1857,67 @@ build_llama(Builder *b)
     if (c->attn_head_gate && softmax) /* Bailing's scalar a head */
       named(b, &head_gate, c->heads, d, pa, "g_proj.weight");
     Ids attn_sub = { 0 };
-    if (c->sub_norms) { /* BitNet's norm over the heads' output, before o_proj */
+    if (c->sub_norms && softmax) { /* BitNet's norm over the heads' output, before o_proj */
       g_autofree char *ns = g_strconcat(pa, ".attn_sub_norm", NULL);
       model_norm_params(b, &attn_sub, o_in, ns);
     }
-    if (post)
+    if (post && mixer)
       model_norm_params(b, &post1, d, n3);
-    if (pre && !shared && !c->no_mlp)
+    if (pre && !shared && mlp)
       model_norm_params(b, &ln2, d, n2);
 
-    /* the block opens at its first norm, or at the projections where there is none before */
-    StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
-    StwGraphOp *proj = !softmax               ? linear_mix_ops(b, l, &mix)
-                       : c->kv_lora_rank != 0 ? mla_ops(b, l, &mla)
-                                              : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
-                                                       q + 2 * kv + (c->attn_gate ? q : 0),
-                                                       qkv.n, qkv.id);
-    (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
-    if (c->qk_norm && softmax)
-      qk_norm_op(b, l, &qk);
-    if (c->kv_lora_rank == 0 && softmax) {
-      elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
-      StwGraphOp *core = attention_core(b, l, q, kv, kv, q, TRUE);
-      op_params(core, sinks.n, sinks.id);
-      if (c->diff_attn) {
-        /* two softmaxes one after the other, each with half the values: twice the products
-         * and what each keeps for backward, their outputs side by side; then combined pair by
-         * pair, normed (keeping its input) to the queries' width */
-        core->flops *= 2;
-        core->saved_extra_bytes *= 2;
-        core->out_bytes *= 2;
-        op_params(elementwise(b, l, STW_OP_MLP_ACT, "attn.diff", 2 * q, q, 8, TRUE), lambdas.n,
-                  lambdas.id);
+    StwGraphOp *close = NULL, *proj = NULL;
+    if (mixer) {
+      /* the block opens at its first norm, or at the projections where there is none before */
+      StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
+      proj = !softmax               ? linear_mix_ops(b, l, &mix)
+                         : c->kv_lora_rank != 0 ? mla_ops(b, l, &mla)
+                                                : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
+                                                         q + 2 * kv + (c->attn_gate ? q : 0),
+                                                         qkv.n, qkv.id);
+      (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
+      if (c->qk_norm && softmax)
+        qk_norm_op(b, l, &qk);
+      if (c->kv_lora_rank == 0 && softmax) {
+        if (!c->no_rope)
+          elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
+        StwGraphOp *core = attention_core(b, l, q, kv, kv, q, TRUE);
+        op_params(core, sinks.n, sinks.id);
+        if (c->diff_attn) {
+          /* two softmaxes one after the other, each with half the values: twice the products
+           * and what each keeps for backward, their outputs side by side; then combined pair by
+           * pair, normed (keeping its input) to the queries' width */
+          core->flops *= 2;
+          core->saved_extra_bytes *= 2;
+          core->out_bytes *= 2;
+          op_params(elementwise(b, l, STW_OP_MLP_ACT, "attn.diff", 2 * q, q, 8, TRUE), lambdas.n,
+                    lambdas.id);
+        }
+        if (c->attn_gate) /* sigmoid(gate) x the heads' output: as the MLP's silu(gate) x up */
+          elementwise(b, l, STW_OP_MLP_ACT, "attn.gate", 2 * q, q, 3, TRUE);
       }
-      if (c->attn_gate) /* sigmoid(gate) x the heads' output: as the MLP's silu(gate) x up */
-        elementwise(b, l, STW_OP_MLP_ACT, "attn.gate", 2 * q, q, 3, TRUE);
+      if (c->attn_head_gate && softmax) { /* a scalar a head from the block's input, its
+                                                * sigmoid times the head's output */
+        linear(b, l, STW_OP_ATTN_QKV, "attn.head_gate", d, c->heads, head_gate.n, head_gate.id);
+        elementwise(b, l, STW_OP_MLP_ACT, "attn.head_gate_mul", o_in + c->heads, o_in, 3, TRUE);
+      }
+      /* (a norm of the 16-bit branch, as a post-norm is) */
+      if (c->sub_norms)
+        model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.sub_norm", o_in, &attn_sub);
+      /* the residual added after the post-norm where there is one */
+      if (softmax)
+        close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
+      if (linear_attn && softmax) /* the linear mixer beside it, reading the same norm: its
+                                   * output and the attention's summed into the residual */
+        linear_mix_ops(b, l, &mix);
+      if (linear_attn)
+        close = linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj", linear_out_width(c), d, mix.out.n,
+                       mix.out.id);
+      if (post)
+        close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
+      close->residual = STW_RESIDUAL_CLOSE;
     }
-    if (c->attn_head_gate && softmax) { /* a scalar a head from the block's input, its
-                                              * sigmoid times the head's output */
-      linear(b, l, STW_OP_ATTN_QKV, "attn.head_gate", d, c->heads, head_gate.n, head_gate.id);
-      elementwise(b, l, STW_OP_MLP_ACT, "attn.head_gate_mul", o_in + c->heads, o_in, 3, TRUE);
-    }
-    /* (a norm of the 16-bit branch, as a post-norm is) */
-    if (c->sub_norms)
-      model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.sub_norm", o_in, &attn_sub);
-    /* the residual added after the post-norm where there is one */
-    StwGraphOp *close = NULL;
-    if (softmax)
-      close = linear(b, l, STW_OP_ATTN_OUT, "attn.o_proj", o_in, d, out.n, out.id);
-    if (linear_attn && softmax) /* the linear mixer beside it, reading the same norm: its
-                                 * output and the attention's summed into the residual */
-      linear_mix_ops(b, l, &mix);
-    if (linear_attn)
-      close = linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj", linear_out_width(c), d, mix.out.n,
-                     mix.out.id);
-    if (post)
-      close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
-    close->residual = STW_RESIDUAL_CLOSE;
-    if (c->no_mlp) /* Mamba's block: its norm and its mixer */
+    if (!mlp) /* Mamba's block: its norm and its mixer */
       continue;
     if (pre && !shared)
       model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
@@ -1799,7 +1936,9 @@ build_llama(Builder *b)
     Ids gate_up = { 0 }, down = { 0 };
     g_autofree char *ng = g_strconcat(pm, ".gate_proj", NULL), *nu = g_strconcat(pm, ".up_proj", NULL);
     g_autofree char *nd = g_strconcat(pm, ".down_proj", NULL);
-    projection(b, &gate_up, STW_SITE_MLP, w, d, w, ng);
+    guint64 gates = c->mlp_ungated ? 1 : 2; /* projections up: the gate's and up's, or up's */
+    if (!c->mlp_ungated)
+      projection(b, &gate_up, STW_SITE_MLP, w, d, w, ng);
     projection(b, &gate_up, STW_SITE_MLP, w, d, w, nu);
     projection(b, &down, STW_SITE_MLP, d, w, d, nd);
     Ids ffn_sub = { 0 };
@@ -1809,10 +1948,14 @@ build_llama(Builder *b)
     }
     if (post)
       model_norm_params(b, &post2, d, n4);
-    proj = linear(b, l, STW_OP_MLP_IN, "mlp.gate_up", d, 2 * w, gate_up.n, gate_up.id);
+    proj = linear(b, l, STW_OP_MLP_IN, c->mlp_ungated ? "mlp.up" : "mlp.gate_up", d, gates * w,
+                  gate_up.n, gate_up.id);
     if (!pre || shared) /* the MLP's branch opens at its first projection */
       proj->residual = STW_RESIDUAL_OPEN;
-    elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * w, w, 3, TRUE);
+    if (c->mlp_ungated)
+      elementwise(b, l, STW_OP_MLP_ACT, "mlp.act", w, w, 2, TRUE);
+    else
+      elementwise(b, l, STW_OP_MLP_ACT, "mlp.swiglu", 2 * w, w, 3, TRUE);
     if (c->sub_norms)
       model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.sub_norm", w, &ffn_sub);
     close = linear(b, l, STW_OP_MLP_OUT, "mlp.down", w, d, down.n, down.id);

@@ -363,7 +363,7 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_MLP_ACT:
     if (act_op_by_op(c)) /* GELU-new: tanh's approximation written out, 8 kernels */
       x = (Eager){ 16 * e * in, 27 * e * in, 8, 16 };
-    else if (c->arch == STW_ARCH_LLAMA) /* silu(gate) * up */
+    else if (c->arch == STW_ARCH_LLAMA && !c->mlp_ungated) /* silu(gate) * up */
       x = (Eager){ 2 * e * out, 4 * e * out, 2, 4 };
     break;
   case STW_OP_LOGIT_SOFTCAP: /* x / c, tanh, * c: three kernels over the logits */
@@ -470,7 +470,7 @@ eager_memory(const Synth *s, const StwGraphOp *g)
       double z = s->autocast ? FP32 : e;
       saved += in * 3 * z;
       work += in * 2 * z;
-    } else if (c->arch == STW_ARCH_LLAMA) {
+    } else if (c->arch == STW_ARCH_LLAMA && !c->mlp_ungated) {
       saved += in / 2 * e; /* silu(gate), kept by the product with up */
     }
     break;

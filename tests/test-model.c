@@ -676,6 +676,145 @@ assert_refused(const char *path, const Refusal *cases, gsize n)
   }
 }
 
+/* The ops of block L of G, their names joined by spaces. */
+static char *
+block_ops(const StwModelGraph *g, gint32 l)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < g->ops->len; i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    if (o->layer == l)
+      g_string_append_printf(s, "%s%s", s->len != 0 ? " " : "", o->name);
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* Nemotron-H: blocks of one part each, a norm and one of Mamba-2's mixer, attention without
+ * positions, an ungated MLP, experts (ungated, a shared one, an optional latent); every count
+ * transformers 5.24's (python/tests/test_hf_configs.py holds the variants to it) */
+static void
+test_nemotron_h(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-nh-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+      "\"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 96, "
+      "\"mamba_num_heads\": 8, \"mamba_head_dim\": 16, \"n_groups\": 2, \"ssm_state_size\": 8, "
+      "\"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, "
+      "\"moe_shared_expert_intermediate_size\": 48, \"vocab_size\": 128, "
+      "\"tie_word_embeddings\": true, \"hybrid_override_pattern\": \"M-*EM-\"%s}";
+  g_autofree char *plain = g_strdup_printf(small, "");
+  StwModelConfig c;
+  resolve_text(dir, plain, &c);
+  g_assert_cmpuint(c.layers, ==, 6);
+  for (guint64 l = 0; l < 6; l++) {
+    g_assert_cmpint(stw_model_block_linear(&c, l), ==, l == 0 || l == 4);
+    g_assert_cmpint(stw_model_block_mixer(&c, l), ==, l == 0 || l == 2 || l == 4);
+    g_assert_cmpint(stw_model_block_mlp(&c, l), ==, l == 1 || l == 3 || l == 5);
+    g_assert_cmpint(stw_model_block_dense(&c, l), ==, l == 1 || l == 5);
+  }
+  g_assert_true(c.mlp_ungated && c.no_rope && !c.tied && c.shared_expert_ungated);
+  g_assert_cmpuint(c.experts, ==, 4);
+  g_assert_cmpuint(c.ffn, ==, 32);
+  g_assert_cmpuint(c.dense_ffn, ==, 96);
+  g_assert_cmpuint(c.shared_expert_ffn, ==, 48);
+  g_assert_cmpint(stw_model_activation(&c), ==, STW_ACT_RELU); /* relu2 */
+  /* embeddings and head 2 x 128 x 64 and the final norm; two Mamba-2 blocks (in_proj 64 -> x
+   * and z 128 each, B and C 2 x 8 each, a step a head: 296 x 64; the convolution over 160
+   * channels, 4 wide, biased; dt_bias, A_log, D; the gated norm 128; out_proj 128 -> 64; the
+   * block's norm); two MLP blocks (up 96 x 64, down 64 x 96, the norm); attention (q and o 64 x
+   * 64, k and v 32 x 64, the norm); experts (the router 4 x 64, four of up 32 x 64 and down
+   * 64 x 32, the shared one 48 wide, the norm) */
+  guint64 mamba = 296 * 64 + 160 * 4 + 160 + 3 * 8 + 128 + 128 * 64 + 64;
+  guint64 mlp = 2 * 96 * 64 + 64, attn = 2 * 64 * 64 + 2 * 32 * 64 + 64;
+  guint64 moe = 4 * 64 + 4 * 2 * 32 * 64 + 2 * 48 * 64 + 64;
+  g_assert_cmpuint(stw_model_param_count(&c), ==,
+                   2 * 128 * 64 + 64 + 2 * mamba + 2 * mlp + attn + moe);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 132656); /* transformers' */
+  /* two of the four experts idle a token: their up and down */
+  g_assert_cmpuint(stw_model_active_param_count(&c), ==, 132656 - 2 * 2 * 32 * 64);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "layers.1.input_layernorm"), ==, 0);
+  g_assert_cmpuint(prefix_numel(g, "layers.0.post_attention_layernorm"), ==, 0);
+  g_assert_cmpuint(prefix_numel(g, "layers.2.self_attn."), ==, attn - 64);
+  g_assert_cmpuint(prefix_numel(g, "layers.3.block_sparse_moe."), ==, moe - 64);
+  g_assert_cmpuint(prefix_numel(g, "layers.5.mlp."), ==, mlp - 64);
+  const char *const expect[] = {
+    "h0.ln_1 h0.attn.in_proj h0.attn.linear h0.attn.out_proj",
+    "h1.ln_2 h1.mlp.up h1.mlp.act h1.mlp.down",
+    "h2.ln_1 h2.attn.qkv h2.attn.core h2.attn.o_proj", /* no rotary op */
+    "h3.ln_2 h3.moe.router h3.moe.w1_w3 h3.moe.act h3.moe.w2",
+  };
+  for (gint32 l = 0; l < 4; l++) {
+    g_autofree char *ops = block_ops(g, l);
+    g_assert_cmpstr(ops, ==, expect[l]);
+  }
+  StwModelConfig back;
+  round_trip(&c, "\"mixer_only_blocks\":[0,2,4],\"mlp_only_blocks\":[1,3,5],\"mlp_gate\":false,"
+                 "\"rope\":false", &back);
+  g_assert_true(memcmp(back.mixer_only_blocks, c.mixer_only_blocks,
+                       sizeof c.mixer_only_blocks) == 0 &&
+                memcmp(back.mlp_only_blocks, c.mlp_only_blocks, sizeof c.mlp_only_blocks) == 0);
+
+  /* Nemotron 3's latent: the routed experts read and write 24 wide, through a projection down
+   * (24 x 64) and one up (64 x 24); the shared expert reads the block's input */
+  g_autofree char *with_latent = g_strdup_printf(small, ", \"moe_latent_size\": 24");
+  StwModelConfig lat;
+  resolve_text(dir, with_latent, &lat);
+  g_assert_cmpuint(lat.expert_latent, ==, 24);
+  g_assert_cmpuint(stw_model_param_count(&lat), ==,
+                   132656 - 4 * 2 * 32 * (64 - 24) + 2 * 24 * 64);
+  g_assert_cmpuint(stw_model_param_count(&lat), ==, 125488); /* transformers' */
+  round_trip(&lat, "\"expert_latent\":24", &back);
+  /* the blocks by their names (layer_types winning over layers_block_type), and the shared
+   * expert 0 wide as transformers builds it: intermediate_size's */
+  StwModelConfig named;
+  g_autofree char *by_name = g_strdup_printf(
+      small, ", \"layers_block_type\": [\"mlp\"], \"layer_types\": [\"mamba\", \"attention\", "
+             "\"mlp\", \"moe\"], \"moe_shared_expert_intermediate_size\": 0");
+  resolve_text(dir, by_name, &named);
+  g_assert_cmpuint(named.layers, ==, 4);
+  g_assert_cmpuint(named.shared_expert_ffn, ==, 96);
+  g_assert_true(stw_model_block_linear(&named, 0) && !stw_model_block_mlp(&named, 1) &&
+                !stw_model_block_mixer(&named, 2) && stw_model_block_dense(&named, 2) &&
+                !stw_model_block_dense(&named, 3));
+  /* no experts where no block has them: the MLP blocks intermediate_size wide */
+  StwModelConfig dense;
+  resolve_text(dir, "{\"model_type\": \"nemotron_h\", \"hybrid_override_pattern\": \"M-*\"}",
+               &dense);
+  g_assert_cmpuint(dense.experts, ==, 0);
+  g_assert_cmpuint(dense.ffn, ==, 21504);
+
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"nemotron_h\", \"hybrid_override_pattern\": \"M*X\"}",
+      "$.hybrid_override_pattern: 'X' at 2: expected M (Mamba-2), * (attention), - (MLP) or E "
+      "(experts), as transformers does" },
+    { "{\"model_type\": \"nemotron_h\", \"hybrid_override_pattern\": null}",
+      "$.hybrid_override_pattern: expected a string of M (Mamba-2), * (attention), - (MLP) and "
+      "E (experts), one a block" },
+    { "{\"model_type\": \"nemotron_h\", \"hybrid_override_pattern\": \"\"}",
+      "$.hybrid_override_pattern: no blocks: a model needs one at least" },
+    { "{\"model_type\": \"nemotron_h\", \"layers_block_type\": [\"mamba\", \"conv\"]}",
+      "$.layers_block_type: entry 1: expected \"linear_attention\", \"full_attention\", "
+      "\"mlp\" or \"moe\"" },
+    { "{\"model_type\": \"nemotron_h\", \"layer_types\": \"M*\"}",
+      "$.layer_types: expected a list of \"linear_attention\", \"full_attention\", \"mlp\" and "
+      "\"moe\", one a block" },
+    { "{\"model_type\": \"nemotron_h\", \"mlp_bias\": true}",
+      "$.mlp_bias: true with experts: not modelled (the shared expert and the latent's "
+      "projections are biased, the routed experts and the router never)" },
+    { "{\"model_type\": \"nemotron_h\", \"n_routed_experts\": 1}",
+      "$.n_routed_experts: 1: not modelled (2 or more experts are)" },
+    { "{\"model_type\": \"nemotron_h\", \"moe_latent_size\": 0}",
+      "$.moe_latent_size: 0 is out of range" },
+  };
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_assert_cmpint(g_remove(path), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* BERT without token types and without a pooler (BertGeneration's encoder): the token-type
  * table's 2 x hidden and the pooler's hidden x (hidden + 1) fewer, no pooler op; written to
  * stowage's model format as "token_types": 0 and "pooler": false and read back; refused for
@@ -1186,8 +1325,31 @@ test_linear_attention(void)
       "linear attention (linear_blocks) is in llama blocks" },
     { "\"linear_blocks\":[1,0]}", "$.linear_blocks[1]: 0 after 1: expected block indices" },
     { "\"linear_conv\":2000}", "$.linear_conv: 2000 is out of range" },
-    { "\"mlp\":false}", "blocks without an MLP (mlp false) are Mamba's: llama blocks, every one "
-                        "linear attention, norms before, no experts" },
+    /* blocks of one part (Mamba's, Nemotron-H's) */
+    { "\"mlp\":false,\"mixer_only_blocks\":[1]}",
+      "$.mixer_only_blocks: expected mlp false (every block) or mixer_only_blocks (any), not "
+      "both" },
+    { "\"mixer_only_blocks\":[1],\"mlp_only_blocks\":[1]}",
+      "a block in both mixer_only_blocks and mlp_only_blocks would be no block" },
+    { "\"mlp_only_blocks\":[4]}",
+      "mixer_only_blocks and mlp_only_blocks must be blocks below layers" },
+    { "\"mlp_only_blocks\":[1],\"norms\":\"both\"}",
+      "blocks of one part (mixer_only_blocks, mlp_only_blocks, mlp false) are llama blocks with "
+      "norms before" },
+    { "\"mlp\":false,\"experts\":4}",
+      "experts go with blocks that have an MLP (not every block mixer-only)" },
+    { "\"linear_blocks\":[1],\"linear_kind\":\"lightning\",\"linear_k_heads\":2,"
+      "\"linear_v_heads\":2,\"linear_k_head_dim\":8,\"linear_v_head_dim\":8,"
+      "\"mlp_only_blocks\":[1]}",
+      "a block of mlp_only_blocks has no mixer: not a linear block" },
+    { "\"experts\":4,\"dense_blocks\":[2],\"dense_ffn\":64,\"mixer_only_blocks\":[2]}",
+      "a block of mixer_only_blocks has no MLP: not a dense block" },
+    { "\"activation\":\"relu\"}",
+      "activation is the gpt, neox and bert blocks' and llama's ungated MLPs' (mlp_gate false" },
+    { "\"mlp_gate\":false,\"activation\":\"xielu\"}", "xielu in llama blocks: not modelled" },
+    { "\"expert_latent\":16}", "expert_latent (1 to 1048576) goes with experts" },
+    { "\"rope\":false,\"kv_lora_rank\":16,\"v_head_dim\":16}",
+      "rope false is llama's softmax attention (latent attention keeps its rotary part)" },
     { "\"linear_blocks\":[1],\"linear_kind\":\"mamba1\",\"linear_k_heads\":1,"
       "\"linear_v_heads\":1,\"linear_k_head_dim\":8,\"linear_v_head_dim\":64,\"linear_conv\":4}",
       "linear_dt_rank (1 or more) goes with Mamba-1's mixer (linear_kind mamba1)" },
@@ -1419,7 +1581,7 @@ test_linear_attention(void)
                "\"vocab_size\": 128, \"use_bias\": true, \"use_conv_bias\": false, "
                "\"tie_word_embeddings\": true}",
                &mlm);
-  g_assert_true(mlm.no_mlp && mlm.linear_proj_bias && !mlm.linear_conv_bias);
+  g_assert_true(stw_model_mlp_blocks(&mlm) == 0 && mlm.linear_proj_bias && !mlm.linear_conv_bias);
   g_assert_cmpuint(stw_model_param_count(&mlm), ==, 64960); /* transformers 5.24's count */
   g_autoptr(StwModelGraph) mlg = stw_model_graph_new(&mlm, 1, 8, STW_DTYPE_BF16,
                                                      STW_ATTENTION_FLASH);
@@ -1437,7 +1599,8 @@ test_linear_attention(void)
    * bias, x_proj 1536 -> 48 + 2 x 16, dt_proj 48 -> 1536 and its bias, A_log 1536 x 16, D */
   StwModelConfig m1;
   resolve_text(dir, "{\"model_type\": \"mamba\", \"num_hidden_layers\": 24}", &m1);
-  g_assert_true(m1.linear_kind == STW_LINEAR_MAMBA1 && m1.linear_dt_rank == 48 && m1.no_mlp);
+  g_assert_true(m1.linear_kind == STW_LINEAR_MAMBA1 && m1.linear_dt_rank == 48 &&
+                stw_model_mlp_blocks(&m1) == 0);
   g_assert_cmpuint(stw_model_param_count(&m1), ==, G_GUINT64_CONSTANT(129135360));
   g_autoptr(StwModelGraph) m1g = stw_model_graph_new(&m1, 1, 8, STW_DTYPE_BF16,
                                                      STW_ATTENTION_FLASH);
@@ -1754,6 +1917,7 @@ test_hf_family_defaults(void)
     { "kimi_linear", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(49133074464), TRUE, FALSE },
     { "bailing_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(124414191072), TRUE, FALSE },
     { "falcon_h1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8514961408), TRUE, FALSE },
+    { "nemotron_h", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1968355712), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1808,10 +1972,11 @@ test_hf_family_defaults(void)
                         strcmp(cases[i].type, "jamba") == 0 ||
                         strcmp(cases[i].type, "kimi_linear") == 0 ||
                         strcmp(cases[i].type, "falcon_h1") == 0 ||
+                        strcmp(cases[i].type, "nemotron_h") == 0 ||
                         strcmp(cases[i].type, "bailing_hybrid") == 0); /* LFM2's defaults:
                                                                         * attention in every
                                                                         * block */
-    g_assert_cmpint(cfg.no_mlp, ==, g_str_has_suffix(cases[i].type, "mamba2") ||
+    g_assert_cmpint(stw_model_mlp_blocks(&cfg) == 0, ==, g_str_has_suffix(cases[i].type, "mamba2") ||
                                         g_str_has_suffix(cases[i].type, "mamba"));
     /* Falcon-H1: Mamba-2 beside attention in every block, without its gated norm */
     g_assert_cmpint(cfg.linear_parallel, ==, strcmp(cases[i].type, "falcon_h1") == 0);
@@ -2675,6 +2840,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/bert-without-types-or-pooler", test_bert_without_types_or_pooler);
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/linear-attention", test_linear_attention);
+  g_test_add_func("/model/nemotron-h", test_nemotron_h);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);

@@ -217,8 +217,6 @@ typedef struct {
                             * and normed by an RMSNorm without weights before o_proj */
   gboolean no_token_types; /* bert only: no token-type embeddings at all (BertGeneration's) */
   gboolean no_pooler;      /* bert only: no pooler (BertGeneration's encoder) */
-  gboolean no_mlp;         /* blocks without an MLP: a norm and the mixer only (Mamba's; llama
-                            * only, every block linear attention, no experts) */
   gboolean no_final_norm;  /* no norm between the last block and the LM head (OpenAI GPT's,
                             * whose blocks norm after each residual add; gpt, neox, llama) */
   gboolean router_score_bias; /* with experts: the router's per-expert score correction kept
@@ -302,6 +300,20 @@ typedef struct {
                                 * the scan's output (Falcon-H1's mamba_rms_norm false) */
   gboolean linear_parallel; /* the linear blocks keep their softmax attention too: both mixers
                              * read the block's norm, their outputs summed (Falcon-H1's) */
+  /* Blocks of one part (llama only, norms before): a norm and the mixer, no MLP (Mamba's every
+   * block; Nemotron-H's Mamba-2 and attention layers), or a norm and the MLP, no mixer
+   * (Nemotron-H's MLP and experts layers), a bit each (as dense_blocks; through
+   * stw_model_block_mlp and stw_model_block_mixer). */
+  guint64 mixer_only_blocks[STW_MODEL_MAX_LAYERS / 64];
+  guint64 mlp_only_blocks[STW_MODEL_MAX_LAYERS / 64];
+  gboolean mlp_ungated;  /* llama's MLPs (dense, experts and the shared one) without a gate: up,
+                          * the activation (StwModelConfig.activation), down (Nemotron-H's
+                          * relu^2) */
+  guint64 expert_latent; /* with experts: the routed experts read and write this width, a
+                          * projection of the block's input down to it before them and one up
+                          * after (Nemotron 3's moe_latent_size); 0: hidden */
+  gboolean no_rope;      /* llama's softmax attention without positions: no rotary op
+                          * (Nemotron-H's); changes no weight */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -338,6 +350,13 @@ guint64 stw_model_dense_prefix(const StwModelConfig *cfg);
 gboolean stw_model_block_linear(const StwModelConfig *cfg, guint64 l);
 void stw_model_set_block_linear(StwModelConfig *cfg, guint64 l, gboolean linear);
 guint64 stw_model_linear_blocks(const StwModelConfig *cfg);
+/* Whether block L of CFG has an MLP, and a mixer (attention or linear); marking it so (FALSE
+ * past its blocks); how many of its blocks have an MLP. */
+gboolean stw_model_block_mlp(const StwModelConfig *cfg, guint64 l);
+gboolean stw_model_block_mixer(const StwModelConfig *cfg, guint64 l);
+void stw_model_set_block_mlp(StwModelConfig *cfg, guint64 l, gboolean mlp);
+void stw_model_set_block_mixer(StwModelConfig *cfg, guint64 l, gboolean mixer);
+guint64 stw_model_mlp_blocks(const StwModelConfig *cfg);
 /* Whether any block of CFG runs softmax attention: one not linear, or every linear one beside
  * its mixer (linear_parallel). */
 gboolean stw_model_has_softmax(const StwModelConfig *cfg);

@@ -369,6 +369,13 @@ SMALL = {
                   "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
                   "max_position_embeddings": 64, "mamba_d_ssm": 96, "mamba_n_heads": 8,
                   "mamba_d_state": 16},
+    # Nemotron-H: blocks of one part each (Mamba-2, MLP, attention, experts, Mamba-2, MLP)
+    "nemotron_h": {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "intermediate_size": 96, "mamba_num_heads": 8,
+                   "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 8,
+                   "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "moe_shared_expert_intermediate_size": 48, "vocab_size": 128,
+                   "max_position_embeddings": 64, "hybrid_override_pattern": "M-*EM-"},
     "bamba": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
               "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
               "max_position_embeddings": 64, "mamba_n_heads": 8, "mamba_d_state": 16,
@@ -601,6 +608,26 @@ def variants(kind):
                       {"mamba_norm_before_gate": False},
                       {"attention_in_multiplier": 0.5,
                        "ssm_multipliers": [1.0, 2.0, 3.0, 4.0, 5.0]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "nemotron_h":  # its blocks' parts by letters or names; Mamba-2's; experts
+        for extra in ({"hybrid_override_pattern": "M*-"}, {"hybrid_override_pattern": "MMMM"},
+                      {"hybrid_override_pattern": "E*"}, {"hybrid_override_pattern": "-"},
+                      {"hybrid_override_pattern": "*E-E"}, {"hybrid_override_pattern": "M*X"},
+                      {"hybrid_override_pattern": None},
+                      {"layers_block_type": ["mamba", "attention", "mlp", "moe"]},
+                      {"layers_block_type": ["linear_attention", "full_attention"]},
+                      {"layers_block_type": ["mlp"], "layer_types": ["linear_attention", "moe"]},
+                      {"layers_block_type": None}, {"layers_block_type": ["mamba", "conv"]},
+                      {"n_groups": 4}, {"mamba_n_groups": 4}, {"n_groups": 3},
+                      {"conv_kernel": 3}, {"mamba_d_conv": 2}, {"use_conv_bias": False},
+                      {"mamba_conv_bias": False}, {"use_bias": True}, {"mamba_proj_bias": True},
+                      {"mamba_head_dim": 8}, {"mamba_num_heads": 4}, {"ssm_state_size": 16},
+                      {"moe_latent_size": 24}, {"moe_latent_size": None},
+                      {"moe_shared_expert_intermediate_size": 0}, {"num_local_experts": 6},
+                      {"n_routed_experts": 1}, {"num_experts_per_tok": 3},
+                      {"mlp_bias": True, "hybrid_override_pattern": "M-*"},
+                      {"mlp_hidden_act": "silu"}, {"num_nextn_predict_layers": 1},
+                      {"head_dim": 32}, {"num_key_value_heads": 4}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "bamba":  # Mamba-2 but in the blocks of attention it lists
         for extra in ({"attn_layer_indices": None}, {"attn_layer_indices": [0, 2, 7]},
@@ -897,14 +924,14 @@ def transformers_count(path, kind):
     return sum(p.numel() for p in model.parameters()), kv
 
 
-def stowage_count(path):
+def stowage_count(path, kind):
     r = subprocess.run([STOWAGE, "models", "--hf", path, "--json"], capture_output=True,
                        text=True)
     if r.returncode != 0:
         return None, r.stderr.strip()
     j = json.loads(r.stdout)
     m = j["model"]
-    if m.get("mlp") is False:  # Mamba's blocks: a norm and the mixer, no attention, no heads
+    if kind in ("mamba", "mamba2", "falcon_mamba"):  # a norm and the mixer, no attention
         return j["params"], None
     return j["params"], m.get("kv_heads", m.get("heads"))
 
@@ -925,7 +952,7 @@ class TestHfConfigs(unittest.TestCase):
                     with open(path, "w") as f:
                         f.write(text)
                     theirs = transformers_count(path, kind)
-                    ours = stowage_count(path)
+                    ours = stowage_count(path, kind)
                     checked += 1
                     if theirs[0] is None:
                         if ours[0] is not None:
@@ -960,7 +987,8 @@ class TestHfConfigs(unittest.TestCase):
         # 4.5's biased projections beside unbiased experts; Hy V3's MLP biases, as DeepSeek-V2's;
         # Hunyuan's one routed expert and blocks of other top-k; GLM-5's shared indexers;
         # BertGeneration's cross-attention; Qwen3-Next's and Qwen3.5's attention_bias, whose
-        # q_proj bias covers the output gate's half
+        # q_proj bias covers the output gate's half; Nemotron-H's MLP biases beside unbiased
+        # routed experts and router, and its one routed expert
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -983,7 +1011,9 @@ class TestHfConfigs(unittest.TestCase):
                                        '{"add_cross_attention": true, "is_decoder": true}'),
                                       ("qwen3_next", "attention_bias"),
                                       ("qwen3_5_text", "attention_bias"),
-                                      ("qwen3_5_moe_text", "attention_bias")])
+                                      ("qwen3_5_moe_text", "attention_bias"),
+                                      ("nemotron_h", "mlp_bias"),
+                                      ("nemotron_h", '{"n_routed_experts": 1}')])
 
 
 if __name__ == "__main__":

@@ -706,6 +706,14 @@ class TestHuggingFace(unittest.TestCase):
                 intermediate_size=48, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_state=8,
                 mamba_chunk_size=8, projectors_bias=True, vocab_size=128,
                 max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "nemotron_h":  # blocks of one part: Mamba-2, MLP, attention, experts
+            return tf.NemotronHForCausalLM(tf.NemotronHConfig(
+                hidden_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                intermediate_size=48, mamba_num_heads=4, mamba_head_dim=8, n_groups=2,
+                ssm_state_size=8, chunk_size=8, n_routed_experts=4, num_experts_per_tok=2,
+                moe_intermediate_size=16, moe_shared_expert_intermediate_size=24,
+                hybrid_override_pattern="M-*E", vocab_size=128, max_position_embeddings=32,
+                bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -729,7 +737,8 @@ class TestHuggingFace(unittest.TestCase):
         block then experts), Qwen3-Next (Gated DeltaNet's linear attention beside softmax
         attention, experts), a Granite 4.0 hybrid (Mamba-2's mixer beside attention, experts)
         LFM2 (a short convolution beside attention), Mamba-2 and Mamba (their mixers alone),
-        Falcon-H1 (Mamba-2's mixer and attention side by side in every block),
+        Falcon-H1 (Mamba-2's mixer and attention side by side in every block), Nemotron-H
+        (blocks of one part each: Mamba-2, an MLP, attention, experts),
         each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
@@ -748,7 +757,8 @@ class TestHuggingFace(unittest.TestCase):
             return loss
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
-                     "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1"):
+                     "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
+                     "nemotron_h"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
