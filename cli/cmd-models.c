@@ -58,6 +58,38 @@ block_runs(const StwModelConfig *c, gboolean (*in)(const StwModelConfig *, guint
   return g_strdup_printf("block%s %s", blocks == 1 ? "" : "s", runs->str);
 }
 
+/* C's global blocks, blocks of shared keys and values and per-layer inputs (Gemma 4's), a line
+ * each ("" for none). */
+static char *
+gemma4_parts_said(const StwModelConfig *c)
+{
+  GString *s = g_string_new(NULL);
+  guint64 global = 0, shared = 0;
+  for (guint64 l = 0; l < c->layers; l++) {
+    global += stw_model_block_global(c, l);
+    shared += stw_model_block_kv_shared(c, l);
+  }
+  if (global != 0) {
+    g_autofree char *runs = block_runs(c, stw_model_block_global);
+    guint64 last = c->layers - 1;
+    g_string_append_printf(s, "global attention in %" G_GUINT64_FORMAT " of the %"
+                           G_GUINT64_FORMAT " blocks (%s): heads of %" G_GUINT64_FORMAT ", %"
+                           G_GUINT64_FORMAT " key/value heads%s\n", global, c->layers, runs,
+                           stw_model_block_head_dim(c, last), stw_model_block_kv_heads(c, last),
+                           c->global_values_are_keys ? ", their values the keys" : "");
+  }
+  if (shared != 0) {
+    g_autofree char *runs = block_runs(c, stw_model_block_kv_shared);
+    g_string_append_printf(s, "keys and values of an earlier block reused in %s%s\n", runs,
+                           c->kv_shared_wide_mlp ? " (their MLP twice as wide)" : "");
+  }
+  if (c->per_layer_input != 0)
+    g_string_append_printf(s, "per-layer embeddings: %" G_GUINT64_FORMAT " wide a block, %"
+                           G_GUINT64_FORMAT " rows, and a gated branch in every block\n",
+                           c->per_layer_input, c->per_layer_vocab);
+  return g_string_free(s, FALSE);
+}
+
 static gboolean
 mixers_all(const StwModelConfig *c)
 {
@@ -205,7 +237,8 @@ print_config_file(const char *file, gboolean json)
                                         : "");
   g_string_free(biases, TRUE);
   g_autofree char *one_part = one_part_blocks_said(&c);
-  printf("%s", one_part);
+  g_autofree char *gemma4 = gemma4_parts_said(&c);
+  printf("%s%s", one_part, gemma4);
   if (stw_model_linear_blocks(&c) != 0) {
     gboolean all = stw_model_linear_blocks(&c) == c.layers;
     g_autofree char *runs = all ? g_strdup("every block") : block_runs(&c, stw_model_block_linear);
@@ -276,9 +309,9 @@ print_config_file(const char *file, gboolean json)
                              : g_strdup_printf(", reading and writing a latent %" G_GUINT64_FORMAT
                                                " wide", c.expert_latent);
     printf("experts: %" G_GUINT64_FORMAT " per block%s, %" G_GUINT64_FORMAT
-           " per token%s%s; %s parameters active per token\n",
+           " per token%s%s%s; %s parameters active per token\n",
            stw_model_experts(&c), dense, stw_model_active_experts(&c), latent_said, shared,
-           active);
+           c.experts_normed ? " (the block's MLP, each branch normed apart)" : "", active);
   }
   return STW_EXIT_OK;
 }

@@ -131,6 +131,7 @@ typedef enum {
   HF_BAILING_HYBRID,
   HF_FALCON_H1,
   HF_NEMOTRON_H,
+  HF_GEMMA4_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -163,7 +164,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "olmo_hybrid", "granitemoehybrid", "bamba", "lfm2",
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
                                            "falcon_mamba", "jamba", "kimi_linear",
-                                           "bailing_hybrid", "falcon_h1", "nemotron_h", NULL };
+                                           "bailing_hybrid", "falcon_h1", "nemotron_h",
+                                           "gemma4_text", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -257,8 +259,10 @@ typedef struct {
   gboolean out_hidden_wide;         /* the output projection hidden x hidden whatever the heads
                                      * (Helium's): a head_dim apart from hidden / heads, whose
                                      * forward cannot run, is refused (not modelled) */
-  gboolean experts_nested;          /* experts read from an object of their own (DBRX's
-                                     * ffn_config: read_dbrx), not from EXPERTS_MEMBER */
+  gboolean experts_apart;           /* experts read by the type's own reader, not from
+                                     * EXPERTS_MEMBER: from an object of their own (DBRX's
+                                     * ffn_config: read_dbrx), by the blocks' parts
+                                     * (read_nemotron_h), by enable_moe_block (read_gemma4) */
   guint64 shared_expert_default;    /* nonzero: shared_expert_intermediate_size is read */
   const char *shared_width_member;  /* a shared expert this member's width (0: none), one MLP
                                      * without a gate of its own (GraniteMoeShared's
@@ -848,7 +852,7 @@ static const HfRow hf_rows[] = {
                 .max_seq = "max_seq_len", .layers_default = 24, .hidden_default = 2048,
                 .heads_default = 16, .max_seq_default = 2048, .vocab_default = 32000,
                 .ffn_fixed = TRUE, .kv_default = NOT_READ, .head_dim_default = NOT_READ,
-                .experts_nested = TRUE, .resid_dropout_member = "resid_pdrop" },
+                .experts_apart = TRUE, .resid_dropout_member = "resid_pdrop" },
   /* EXAONE 3 and 3.5 (LG AI Research): llama's block (num_layers is num_hidden_layers'
    * other name, and wins where both are given) */
   [HF_EXAONE] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 32,
@@ -1456,8 +1460,21 @@ static const HfRow hf_rows[] = {
                       .linear = HF_LINEAR_NEMOTRON_H, .layers_default = 4,
                       .hidden_default = 4096, .heads_default = 32, .ffn_default = 21504,
                       .max_seq_default = 4096, .vocab_default = 131072, .kv_default = 8,
-                      .head_dim_default = 128, .reads_mlp_bias = TRUE,
+                      .head_dim_default = 128, .reads_mlp_bias = TRUE, .experts_apart = TRUE,
                       .act_member = "mlp_hidden_act", .act_default = "relu2" },
+  /* Gemma 4's language model (the text_config of a gemma4 file): Gemma 3's block (norms before
+   * and after attention and the MLP, each head's queries and keys normed, its values normed
+   * without weights) whose full-attention blocks among the sliding ones have heads of their own
+   * width and may take their values from their keys, whose last blocks may reuse an earlier
+   * block's keys and values, with per-layer embeddings and a MoE block beside the MLP
+   * (read_gemma4); its logits capped where final_logit_softcapping says */
+  [HF_GEMMA4_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH,
+                                  .qk_norm = TRUE },
+                       .reads_logit_softcap = TRUE, .layers_default = 30,
+                       .hidden_default = 2304, .heads_default = 8, .ffn_default = 9216,
+                       .max_seq_default = 131072, .vocab_default = 262144, .kv_default = 4,
+                       .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
+                       .reads_attention_bias = TRUE, .experts_apart = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .linear = HF_LINEAR_GDN_FROM_HEADS,
@@ -1470,7 +1487,7 @@ static const HfRow hf_rows[] = {
 static gboolean
 reads_experts(const HfRow *row)
 {
-  return row->experts_member != NULL || row->experts_nested;
+  return row->experts_member != NULL || row->experts_apart;
 }
 
 /* TYPE's row: its own, or the type's whose class it repeats. */
@@ -2028,6 +2045,9 @@ static const char *const attention_types[] = { "full_attention", "attention", NU
 static const char *const conv_types[] = { "conv", NULL };
 static const char *const lfm2_attention_types[] = { "full_attention", "sliding_attention",
                                                     "attention", NULL };
+/* Gemma 4's (its legacy "attention" refused, as transformers refuses the blocks it makes) */
+static const char *const sliding_types[] = { "sliding_attention", NULL };
+static const char *const full_types[] = { "full_attention", NULL };
 
 /* Each of C's blocks linear or softmax attention by the list V of layer_types: one entry a
  * block, no more and no fewer, each one of LINEAR's names or ATTENTION's. */
@@ -2658,6 +2678,105 @@ read_nemotron_h(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Gemma 4's blocks into C (its sizes read before): layer_types, one a block of
+ * "sliding_attention" or "full_attention" (null: every sixth full), the last made full as
+ * transformers makes it; the full ones global, their heads global_head_dim (512) wide, with
+ * num_global_key_value_heads (null: the others') key/value heads and no values of their own
+ * where attention_k_eq_v (false), which the first applies with only; the last
+ * num_kv_shared_layers (0) reusing an earlier block's keys and values, as transformers allows
+ * (every block, or blocks of every kind before them), their MLP twice as wide where
+ * use_double_wide_mlp (false); per-layer embeddings hidden_size_per_layer_input (256; 0: none)
+ * wide of vocab_size_per_layer_input (262144) rows; with enable_moe_block (false), experts
+ * beside each block's MLP: num_experts of moe_intermediate_size (both required), top_k_experts
+ * a token (null: one), their branch and the MLP's normed apart (experts_normed); per_layer_config (any
+ * block's own sizes) is not modelled. */
+static gboolean
+read_gemma4(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 global_dim = 512, global_kv = 0, shared = 0, per_layer = 256, per_vocab = 262144;
+  gboolean k_eq_v = FALSE, wide = FALSE, moe = FALSE;
+  if (member(h->root, "per_layer_config") != NULL)
+    return stw_json_fail_at(h->r, "per_layer_config", error, "blocks with sizes of their own "
+                            "beyond the global ones: not modelled");
+  if (!get_u64(h, "global_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &global_dim, error) ||
+      !get_u64(h, "num_global_key_value_heads", TRUE, STW_MODEL_MAX_WIDTH, &global_kv, error) ||
+      !get_bool(h, "attention_k_eq_v", &k_eq_v, error) ||
+      !get_count(h, "num_kv_shared_layers", STW_MODEL_MAX_LAYERS, &shared, error) ||
+      !get_bool(h, "use_double_wide_mlp", &wide, error) ||
+      !get_count(h, "hidden_size_per_layer_input", STW_MODEL_MAX_WIDTH, &per_layer, error) ||
+      !get_bool(h, "enable_moe_block", &moe, error))
+    return FALSE;
+  const cJSON *types = last_member(h->root, "layer_types");
+  if (types != NULL && !cJSON_IsNull(types)) {
+    if (!read_layer_types(h, types, c, sliding_types, full_types, error))
+      return FALSE;
+    for (guint64 l = 0; l < c->layers; l++) { /* read as "linear": the sliding ones */
+      stw_model_set_block_global(c, l, !stw_model_block_linear(c, l));
+      stw_model_set_block_linear(c, l, FALSE);
+    }
+  } else {
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_global(c, l, (l + 1) % 6 == 0);
+  }
+  stw_model_set_block_global(c, c->layers - 1, TRUE); /* transformers forces the last */
+  c->global_head_dim = global_dim == stw_model_head_dim(c) ? 0 : global_dim;
+  if (k_eq_v && global_kv != 0 && global_kv != c->kv_heads)
+    c->global_kv_heads = global_kv;
+  c->global_values_are_keys = k_eq_v;
+  if (shared > c->layers)
+    return stw_json_fail_at(h->r, "num_kv_shared_layers", error, "%" G_GUINT64_FORMAT " of %"
+                            G_GUINT64_FORMAT " blocks: more than there are, not modelled "
+                            "(transformers' arithmetic then runs on negative indices)", shared,
+                            c->layers);
+  guint64 first = c->layers - shared, kinds_before = 0, kinds_after = 0;
+  for (guint64 l = 0; l < c->layers; l++) {
+    guint64 kind = stw_model_block_global(c, l) ? 2 : 1;
+    if (l < first)
+      kinds_before |= kind;
+    kinds_after |= kind;
+    stw_model_set_block_kv_shared(c, l, l >= first);
+  }
+  if (shared != 0 && shared != c->layers && kinds_before != kinds_after)
+    return stw_json_fail_at(h->r, "num_kv_shared_layers", error, "%" G_GUINT64_FORMAT ": the "
+                            "blocks before them are not of every kind they are (sliding and "
+                            "full): transformers refuses it", shared);
+  c->kv_shared_wide_mlp = wide && shared != 0;
+  if (per_layer != 0) {
+    if (!get_u64(h, "vocab_size_per_layer_input", FALSE, STW_MODEL_MAX_VOCAB, &per_vocab,
+                 error))
+      return FALSE;
+    c->per_layer_input = per_layer;
+    c->per_layer_vocab = per_vocab;
+  }
+  if (moe) {
+    static const char *const required[] = { "num_experts", "moe_intermediate_size" };
+    for (gsize i = 0; i < G_N_ELEMENTS(required); i++)
+      if (!cJSON_IsNumber(last_member(h->root, required[i])))
+        return stw_json_fail_at(h->r, required[i], error, "required (a number) with "
+                                "enable_moe_block: transformers builds no experts without it");
+    guint64 ffn = 0;
+    if (!get_u64(h, "num_experts", FALSE, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
+        !get_u64(h, "top_k_experts", TRUE, STW_MODEL_MAX_EXPERTS, &c->experts_per_token,
+                 error) ||
+        !get_u64(h, "moe_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &ffn,
+                 error))
+      return FALSE;
+    if (c->experts < 2)
+      return stw_json_fail_at(h->r, "num_experts", error, "%" G_GUINT64_FORMAT ": one expert "
+                              "beside the MLP, with its router: not modelled (2 or more are)",
+                              c->experts);
+    if (c->kv_shared_wide_mlp)
+      return stw_json_fail_at(h->r, "use_double_wide_mlp", error, "true with enable_moe_block "
+                              "and shared keys and values: not modelled (its MLP beside the "
+                              "experts twice as wide in some blocks)");
+    c->shared_expert_ffn = c->ffn; /* the block's MLP, beside the experts */
+    c->shared_expert_ungated = TRUE;
+    c->experts_normed = TRUE;
+    c->ffn = ffn;
+  }
+  return TRUE;
+}
+
 /* C's linear blocks and their sizes as ROW's class places them (HfLinear), none of the sizes
  * where no block is linear. */
 static gboolean
@@ -3052,6 +3171,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (row->qk_norm_member != NULL && !get_bool(h, row->qk_norm_member, &c.qk_norm, error))
     return FALSE;
   if (row->linear != HF_LINEAR_NONE && !read_linear_attn(h, row, &c, error))
+    return FALSE;
+  if (type == HF_GEMMA4_TEXT && !read_gemma4(h, &c, error))
     return FALSE;
   gboolean post_norm = c.norms == STW_NORMS_BOTH;
   if (row->post_norm_member != NULL) {

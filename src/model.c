@@ -207,6 +207,44 @@ stw_model_mlp_blocks(const StwModelConfig *cfg)
 }
 
 gboolean
+stw_model_block_global(const StwModelConfig *cfg, guint64 l)
+{
+  return l < cfg->layers && mask_get(cfg->global_blocks, l);
+}
+
+gboolean
+stw_model_block_kv_shared(const StwModelConfig *cfg, guint64 l)
+{
+  return l < cfg->layers && mask_get(cfg->kv_shared_blocks, l);
+}
+
+void
+stw_model_set_block_global(StwModelConfig *cfg, guint64 l, gboolean global)
+{
+  mask_set(cfg->global_blocks, l, global);
+}
+
+void
+stw_model_set_block_kv_shared(StwModelConfig *cfg, guint64 l, gboolean shared)
+{
+  mask_set(cfg->kv_shared_blocks, l, shared);
+}
+
+guint64
+stw_model_block_head_dim(const StwModelConfig *cfg, guint64 l)
+{
+  return stw_model_block_global(cfg, l) && cfg->global_head_dim != 0 ? cfg->global_head_dim
+                                                                      : stw_model_head_dim(cfg);
+}
+
+guint64
+stw_model_block_kv_heads(const StwModelConfig *cfg, guint64 l)
+{
+  return stw_model_block_global(cfg, l) && cfg->global_kv_heads != 0 ? cfg->global_kv_heads
+                                                                      : cfg->kv_heads;
+}
+
+gboolean
 stw_model_has_softmax(const StwModelConfig *cfg)
 {
   for (guint64 l = 0; l < cfg->layers; l++)
@@ -248,7 +286,9 @@ enum {
   KIND_LINEAR = 2,      /* mixing by linear attention */
   KIND_NO_MIXER = 4,    /* a norm and the MLP only */
   KIND_NO_MLP = 8,      /* a norm and the mixer only */
-  N_BLOCK_KINDS = 16
+  KIND_GLOBAL = 16,     /* global attention, its own head width and key/value heads */
+  KIND_KV_SHARED = 32,  /* an earlier block's keys and values */
+  N_BLOCK_KINDS = 64
 };
 
 static guint
@@ -257,7 +297,9 @@ block_kind(const StwModelConfig *cfg, guint64 l)
   return (stw_model_block_dense(cfg, l) ? KIND_DENSE : 0) |
          (stw_model_block_linear(cfg, l) ? KIND_LINEAR : 0) |
          (stw_model_block_mixer(cfg, l) ? 0 : KIND_NO_MIXER) |
-         (stw_model_block_mlp(cfg, l) ? 0 : KIND_NO_MLP);
+         (stw_model_block_mlp(cfg, l) ? 0 : KIND_NO_MLP) |
+         (stw_model_block_global(cfg, l) ? KIND_GLOBAL : 0) |
+         (stw_model_block_kv_shared(cfg, l) ? KIND_KV_SHARED : 0);
 }
 
 /* The parameters of CFG's graph at LAYERS blocks of one KIND (block_kind's bits); FALSE where
@@ -271,7 +313,11 @@ graph_params(const StwModelConfig *cfg, guint64 layers, guint kind, guint64 *out
   memset(few.linear_blocks, 0, sizeof few.linear_blocks);
   memset(few.mixer_only_blocks, 0, sizeof few.mixer_only_blocks);
   memset(few.mlp_only_blocks, 0, sizeof few.mlp_only_blocks);
+  memset(few.global_blocks, 0, sizeof few.global_blocks);
+  memset(few.kv_shared_blocks, 0, sizeof few.kv_shared_blocks);
   for (guint64 l = 0; l < layers; l++) {
+    stw_model_set_block_global(&few, l, (kind & KIND_GLOBAL) != 0);
+    stw_model_set_block_kv_shared(&few, l, (kind & KIND_KV_SHARED) != 0);
     stw_model_set_block_dense(&few, l, (kind & KIND_DENSE) != 0);
     stw_model_set_block_linear(&few, l, (kind & KIND_LINEAR) != 0);
     stw_model_set_block_mixer(&few, l, (kind & KIND_NO_MIXER) == 0);
@@ -333,6 +379,47 @@ one_part_conflict(const StwModelConfig *c)
     if (!mlp && stw_model_block_dense(c, l))
       return "a block of mixer_only_blocks has no MLP: not a dense block";
   }
+  return NULL;
+}
+
+/* What is wrong with C's global blocks, blocks of shared keys and values, per-layer inputs or
+ * normed experts (Gemma 4's), or NULL. */
+static const char *
+gemma4_conflict(const StwModelConfig *c)
+{
+  guint64 global = mask_count(c->global_blocks), shared = mask_count(c->kv_shared_blocks);
+  if (global != blocks_where(c, stw_model_block_global) ||
+      shared != blocks_where(c, stw_model_block_kv_shared))
+    return "global_blocks and kv_shared_blocks must be blocks below layers";
+  if ((global != 0 || shared != 0) && (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0))
+    return "global_blocks and kv_shared_blocks are llama's softmax attention (not latent "
+           "attention's)";
+  if (global == 0 && (c->global_head_dim != 0 || c->global_kv_heads != 0 ||
+                      c->global_values_are_keys))
+    return "global_head_dim, global_kv_heads and global_values_are_keys go with global_blocks";
+  if (c->global_head_dim > STW_MODEL_MAX_WIDTH ||
+      c->heads * c->global_head_dim > 8 * (guint64)STW_MODEL_MAX_WIDTH)
+    return "heads * global_head_dim must be at most 8388608";
+  if (c->global_kv_heads != 0 && c->heads % c->global_kv_heads != 0)
+    return "global_kv_heads must divide heads";
+  for (guint64 l = 0; l < c->layers; l++)
+    if ((stw_model_block_global(c, l) || stw_model_block_kv_shared(c, l)) &&
+        (stw_model_block_linear(c, l) || !stw_model_block_mixer(c, l)))
+      return "a block of global_blocks or kv_shared_blocks runs softmax attention: not linear "
+             "attention, not a block without a mixer";
+  if (c->kv_shared_wide_mlp && (shared == 0 || stw_model_experts(c) > 1))
+    return "kv_shared_wide_mlp goes with kv_shared_blocks and dense MLPs";
+  if ((c->per_layer_input != 0) != (c->per_layer_vocab != 0))
+    return "per_layer_input and per_layer_vocab go together";
+  if (c->per_layer_input != 0 &&
+      (c->arch != STW_ARCH_LLAMA || c->per_layer_vocab > STW_MODEL_MAX_VOCAB ||
+       c->per_layer_input * c->layers > 8 * (guint64)STW_MODEL_MAX_WIDTH))
+    return "per-layer inputs are llama's: per_layer_vocab at most 16777216, per_layer_input x "
+           "layers at most 8388608";
+  if (c->experts_normed && (stw_model_experts(c) < 2 || c->shared_expert_ffn == 0 ||
+                            !c->shared_expert_ungated))
+    return "experts_normed goes with experts and a shared expert without a gate of its own (the "
+           "block's dense MLP: Gemma 4's)";
   return NULL;
 }
 
@@ -518,6 +605,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "expert_latent (1 to 1048576) goes with experts";
   else if (c->no_rope && (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0))
     problem = "rope false is llama's softmax attention (latent attention keeps its rotary part)";
+  else if (gemma4_conflict(c) != NULL)
+    problem = gemma4_conflict(c);
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_SHORT_CONV &&
            c->linear_v_heads % c->linear_k_heads != 0)
     problem = "linear_k_heads must divide linear_v_heads";
@@ -596,7 +685,10 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "mlp", "linear_dt_rank", "linear_norms", "linear_full_gates", "attn_head_gate",            \
       "linear_out_bias", "linear_out_norm", "linear_parallel", "q_lora_rank",                    \
       "rope_dim", "v_head_dim", "attn_dropout", "resid_dropout", "norm_type",                    \
-      "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope"
+      "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope",               \
+      "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
+      "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
+      "experts_normed"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -702,6 +794,20 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "rope", FALSE, &rope, error) ||
       !stw_json_get_u64(r, obj, "expert_latent", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->expert_latent, error) ||
+      !read_block_list(r, obj, "global_blocks", c->global_blocks, error) ||
+      !stw_json_get_u64(r, obj, "global_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->global_head_dim, error) ||
+      !stw_json_get_u64(r, obj, "global_kv_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->global_kv_heads, error) ||
+      !stw_json_get_bool(r, obj, "global_values_are_keys", FALSE, &c->global_values_are_keys,
+                         error) ||
+      !read_block_list(r, obj, "kv_shared_blocks", c->kv_shared_blocks, error) ||
+      !stw_json_get_bool(r, obj, "kv_shared_wide_mlp", FALSE, &c->kv_shared_wide_mlp, error) ||
+      !stw_json_get_u64(r, obj, "per_layer_input", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->per_layer_input, error) ||
+      !stw_json_get_u64(r, obj, "per_layer_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB,
+                        &c->per_layer_vocab, error) ||
+      !stw_json_get_bool(r, obj, "experts_normed", FALSE, &c->experts_normed, error) ||
       !stw_json_get_u64(r, obj, "linear_k_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->linear_k_heads, error) ||
       !stw_json_get_u64(r, obj, "linear_v_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
@@ -959,6 +1065,22 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "expert_latent", c->expert_latent);
   if (c->no_rope)
     cJSON_AddBoolToObject(o, "rope", FALSE);
+  add_block_list(o, "global_blocks", c->global_blocks, c->layers);
+  if (c->global_head_dim != 0)
+    stw_json_add_u64(o, "global_head_dim", c->global_head_dim);
+  if (c->global_kv_heads != 0)
+    stw_json_add_u64(o, "global_kv_heads", c->global_kv_heads);
+  if (c->global_values_are_keys)
+    cJSON_AddBoolToObject(o, "global_values_are_keys", TRUE);
+  add_block_list(o, "kv_shared_blocks", c->kv_shared_blocks, c->layers);
+  if (c->kv_shared_wide_mlp)
+    cJSON_AddBoolToObject(o, "kv_shared_wide_mlp", TRUE);
+  if (c->per_layer_input != 0) {
+    stw_json_add_u64(o, "per_layer_input", c->per_layer_input);
+    stw_json_add_u64(o, "per_layer_vocab", c->per_layer_vocab);
+  }
+  if (c->experts_normed)
+    cJSON_AddBoolToObject(o, "experts_normed", TRUE);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
   if (c->no_pooler)
@@ -1225,10 +1347,9 @@ kv_width(const StwModelConfig *c)
  * counted with the queries and keys as the rotary op after it counts them (a kv-wide
  * overcount of what is kept). */
 static void
-qk_norm_op(Builder *b, gint32 l, const Ids *qk)
+qk_norm_op(Builder *b, gint32 l, const Ids *qk, guint64 q, guint64 kv)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 q = q_width(c), kv = kv_width(c);
   StwGraphOp *qkn = op(b, l, STW_OP_NORM_QK, "attn.qk_norm");
   op_params(qkn, qk->n, qk->id);
   qkn->flops = 4 * b->T * (q + kv);
@@ -1283,7 +1404,7 @@ gelu_block(Builder *b, gint32 l, const GeluBlockNames *nm, gboolean rope)
   model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1)->residual = STW_RESIDUAL_OPEN;
   linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d, q + 2 * kv, qkv.n, qkv.id);
   if (c->qk_norm)
-    qk_norm_op(b, l, &qk);
+    qk_norm_op(b, l, &qk, q, kv);
   if (rope)
     elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
   attention_core(b, l, q, kv, kv, q, TRUE);
@@ -1416,6 +1537,11 @@ moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
     g_autofree char *sb = g_strdup_printf("%s.block_sparse_moe.gate.moe_statics", p);
     named(b, &gate, E, 0, sb, "e_score_correction_bias");
   }
+  if (c->experts_normed) { /* Gemma 4's scales of the router's input and of its choices */
+    g_autofree char *rs = g_strdup_printf("%s.router", p);
+    named(b, &gate, d, 0, rs, "scale");
+    named(b, &gate, E, 0, rs, "per_expert_scale");
+  }
   gboolean shared_gate = fs != 0 && !c->shared_expert_ungated;
   if (shared_gate) { /* the shared expert's own gate, a sigmoid of one score a token */
     g_autofree char *sg = g_strdup_printf("%s.block_sparse_moe.shared_expert_gate", p);
@@ -1449,6 +1575,18 @@ moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
   if (fs != 0) { /* a dense SwiGLU MLP beside the routed experts, for every token */
     g_autofree char *x = g_strdup_printf("%s.block_sparse_moe.shared_expert", p);
     swiglu_expert(b, in, out, x, shared, d, fs, FALSE);
+  }
+  if (c->experts_normed) { /* the experts' input normed apart, each branch's output normed
+                            * (timed with the experts' projections) */
+    Ids before = { 0 }, after = { 0 };
+    g_autofree char *n0 = g_strdup_printf("%s.pre_feedforward_layernorm_2", p);
+    g_autofree char *n1 = g_strdup_printf("%s.post_feedforward_layernorm_1", p);
+    g_autofree char *n2 = g_strdup_printf("%s.post_feedforward_layernorm_2", p);
+    model_norm_params(b, &before, d, n0);
+    model_norm_params(b, &after, d, n1);
+    model_norm_params(b, &after, d, n2);
+    op_params(in, before.n, before.id);
+    op_params(out, after.n, after.id);
   }
   in->flops = 2 * b->T * (dr * gates * k * f + d * gates * fs + d * L);
   in->in_bytes = b->T * d * b->e;
@@ -1786,15 +1924,60 @@ mla_ops(Builder *b, gint32 l, const Mla *m)
   return down;
 }
 
+/* Gemma 4's per-layer inputs, after the embeddings: each token's rows of the per-layer table
+ * (layers x per_layer_input wide) and a projection of its embedding to as many, normed per
+ * layer, kept to the end of backward for the blocks to read (one op, its GEMM the projection's;
+ * it passes the embeddings on) */
+static void
+per_layer_inputs(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 P = c->per_layer_input, LP = c->layers * P;
+  if (P == 0)
+    return;
+  Ids ple = { 0 };
+  named(b, &ple, c->per_layer_vocab, LP, "embed_tokens_per_layer", "weight");
+  named(b, &ple, LP, c->hidden, "per_layer_model_projection", "weight");
+  model_norm_params(b, &ple, P, "per_layer_projection_norm");
+  StwGraphOp *o = linear(b, -1, STW_OP_MLP_IN, "per_layer_inputs", c->hidden, LP, ple.n, ple.id);
+  o->passthrough = TRUE;
+  o->saves_input = FALSE;
+  o->saved_extra_bytes = o->out_bytes; /* read by every block */
+  o->out_bytes = 0;
+}
+
+/* Gemma 4's per-layer input branch of block L (its names under PREFIX), after its MLP: a gate
+ * from the block's input, its activation times the block's per-layer input, a projection back,
+ * a norm, added to the residual */
+static void
+per_layer_branch(Builder *b, gint32 l, const char *prefix)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, P = c->per_layer_input;
+  if (P == 0)
+    return;
+  Ids gate = { 0 }, proj = { 0 }, norm_ids = { 0 };
+  g_autofree char *nn = g_strconcat(prefix, ".post_per_layer_input_norm", NULL);
+  named(b, &gate, P, d, prefix, "per_layer_input_gate.weight");
+  named(b, &proj, d, P, prefix, "per_layer_projection.weight");
+  model_norm_params(b, &norm_ids, d, nn);
+  linear(b, l, STW_OP_MLP_IN, "ple.gate", d, P, gate.n, gate.id)->residual = STW_RESIDUAL_OPEN;
+  elementwise(b, l, STW_OP_MLP_ACT, "ple.act", P, P, 3, TRUE);
+  linear(b, l, STW_OP_MLP_OUT, "ple.proj", P, d, proj.n, proj.id);
+  model_norm(b, l, STW_OP_NORM_POST_MLP, "ple.post_norm", d, &norm_ids)->residual =
+      STW_RESIDUAL_CLOSE;
+}
+
 static void
 build_llama(Builder *b)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 d = c->hidden, f = c->ffn, q = q_width(c), kv = kv_width(c);
+  guint64 d = c->hidden, f = c->ffn;
   guint32 emb = tensor(b, c->vocab, d, "embed_tokens.weight");
   StwGraphOp *o = op(b, -1, STW_OP_EMBED, "embed");
   op_params(o, 1, &emb);
   o->out_bytes = b->T * d * b->e;
+  per_layer_inputs(b);
 
   for (gint32 l = 0; l < (gint32)c->layers; l++) {
     g_autofree char *p = g_strdup_printf("layers.%d", l);
@@ -1817,6 +2000,14 @@ build_llama(Builder *b)
     /* a block of one part (Mamba's, Nemotron-H's): its norm and the mixer, or the MLP */
     gboolean mixer = stw_model_block_mixer(c, (guint64)l);
     gboolean mlp = stw_model_block_mlp(c, (guint64)l);
+    /* the attention's widths (a global block's its own, Gemma 4's); keys and values of its
+     * own unless it reuses an earlier block's, values unless they are its keys */
+    guint64 hd = stw_model_block_head_dim(c, (guint64)l);
+    guint64 q = c->heads * hd, kv = stw_model_block_kv_heads(c, (guint64)l) * hd;
+    gboolean own_kv = !stw_model_block_kv_shared(c, (guint64)l);
+    gboolean own_v =
+        own_kv && !(c->global_values_are_keys && stw_model_block_global(c, (guint64)l));
+    guint64 kv_proj = own_kv ? (own_v ? 2 : 1) * kv : 0; /* what the block projects */
     gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
     /* softmax attention: the block's mixer, or beside the linear one (Falcon-H1's) */
     gboolean softmax = mixer && (!linear_attn || c->linear_parallel);
@@ -1839,8 +2030,10 @@ build_llama(Builder *b)
       mla_params(b, pa, &mla);
     } else if (softmax) {
       projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
-      projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
-      projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
+      if (own_kv)
+        projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
+      if (own_v)
+        projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
       if (c->attn_gate) /* AFMoE's output gate, read with the queries (never biased) */
         named(b, &qkv, q, d, pa, "gate_proj.weight");
     }
@@ -1848,10 +2041,12 @@ build_llama(Builder *b)
       g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
       g_autofree char *nkn = g_strconcat(pa, ".k_norm", NULL);
       /* per head (Qwen3, Gemma 3), or over all the queries and all the keys (OLMo 2) */
-      norm_params(b, &qk, c->qk_norm_full ? q : stw_model_head_dim(c), TRUE, nqn);
-      norm_params(b, &qk, c->qk_norm_full ? kv : stw_model_head_dim(c), TRUE, nkn);
+      norm_params(b, &qk, c->qk_norm_full ? q : hd, TRUE, nqn);
+      if (own_kv)
+        norm_params(b, &qk, c->qk_norm_full ? kv : hd, TRUE, nkn);
     }
-    guint64 o_in = c->heads * stw_model_v_head_dim(c); /* what the output projection reads */
+    /* what the output projection reads */
+    guint64 o_in = c->kv_lora_rank != 0 ? c->heads * stw_model_v_head_dim(c) : q;
     if (softmax)
       projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
     if (c->attn_head_gate && softmax) /* Bailing's scalar a head */
@@ -1873,11 +2068,11 @@ build_llama(Builder *b)
       proj = !softmax               ? linear_mix_ops(b, l, &mix)
                          : c->kv_lora_rank != 0 ? mla_ops(b, l, &mla)
                                                 : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
-                                                         q + 2 * kv + (c->attn_gate ? q : 0),
+                                                         q + kv_proj + (c->attn_gate ? q : 0),
                                                          qkv.n, qkv.id);
       (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
       if (c->qk_norm && softmax)
-        qk_norm_op(b, l, &qk);
+        qk_norm_op(b, l, &qk, q, kv);
       if (c->kv_lora_rank == 0 && softmax) {
         if (!c->no_rope)
           elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
@@ -1917,8 +2112,10 @@ build_llama(Builder *b)
         close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
       close->residual = STW_RESIDUAL_CLOSE;
     }
-    if (!mlp) /* Mamba's block: its norm and its mixer */
+    if (!mlp) { /* Mamba's block: its norm and its mixer */
+      per_layer_branch(b, l, p);
       continue;
+    }
     if (pre && !shared)
       model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1 && !stw_model_block_dense(c, (guint64)l)) {
@@ -1929,10 +2126,13 @@ build_llama(Builder *b)
         close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);
         close->residual = STW_RESIDUAL_CLOSE;
       }
+      per_layer_branch(b, l, p);
       continue;
     }
     /* a dense MLP: every block's, or one of the dense blocks' among the experts' */
     guint64 w = stw_model_experts(c) > 1 ? c->dense_ffn : f;
+    if (c->kv_shared_wide_mlp && !own_kv) /* Gemma 4's double-wide MLP */
+      w *= 2;
     Ids gate_up = { 0 }, down = { 0 };
     g_autofree char *ng = g_strconcat(pm, ".gate_proj", NULL), *nu = g_strconcat(pm, ".up_proj", NULL);
     g_autofree char *nd = g_strconcat(pm, ".down_proj", NULL);
@@ -1962,6 +2162,7 @@ build_llama(Builder *b)
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);
     close->residual = STW_RESIDUAL_CLOSE;
+    per_layer_branch(b, l, p);
   }
   decoder_head(b, emb, "norm", "lm_head.weight");
 }

@@ -815,6 +815,117 @@ test_nemotron_h(void)
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* Gemma 4's language model: global blocks among sliding ones with heads of their own width,
+ * blocks reusing an earlier block's keys and values (their MLP twice as wide), values from the
+ * keys, per-layer embeddings, experts beside the MLP; every count transformers 5.24's */
+static void
+test_gemma4(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-g4-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+      "\"global_head_dim\": 32, \"intermediate_size\": 96, \"vocab_size\": 128, "
+      "\"hidden_size_per_layer_input\": 8, \"vocab_size_per_layer_input\": 64, "
+      "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+      "\"sliding_attention\"]%s}";
+  g_autofree char *plain = g_strdup_printf(small, "");
+  StwModelConfig c;
+  resolve_text(dir, plain, &c);
+  /* the last block made global, as transformers makes it */
+  for (guint64 l = 0; l < 4; l++)
+    g_assert_cmpint(stw_model_block_global(&c, l), ==, l % 2 == 1);
+  g_assert_cmpuint(stw_model_block_head_dim(&c, 0), ==, 16);
+  g_assert_cmpuint(stw_model_block_head_dim(&c, 1), ==, 32);
+  /* outside the blocks: the embeddings (tied), the per-layer table 64 x 4 x 8, its projection
+   * 32 x 64 and norm 8, the final norm; a sliding block: q and o 64 x 64, k and v 32 x 64, the
+   * query and key norms 16 each, four norms, the MLP 3 x 64 x 96, the per-layer branch (a gate
+   * 8 x 64, a projection 64 x 8, a norm 64); a global one: q and o 128 x 64, k and v 64 x 64,
+   * its query and key norms 32 each */
+  guint64 outside = 128 * 64 + 64 * 32 + 32 * 64 + 8 + 64;
+  guint64 rest = 4 * 64 + 3 * 64 * 96 + 2 * 8 * 64 + 64;
+  guint64 sliding = 2 * 64 * 64 + 2 * 32 * 64 + 2 * 16 + rest;
+  guint64 global = 2 * 128 * 64 + 2 * 64 * 64 + 2 * 32 + rest;
+  g_assert_cmpuint(stw_model_param_count(&c), ==, outside + 2 * sliding + 2 * global);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 165384); /* transformers' */
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "layers.1.self_attn."), ==, 2 * 128 * 64 + 2 * 64 * 64 + 64);
+  g_autofree char *ops = block_ops(g, 0);
+  g_assert_cmpstr(ops, ==, "h0.ln_1 h0.attn.qkv h0.attn.qk_norm h0.attn.rope h0.attn.core "
+                           "h0.attn.o_proj h0.attn.post_norm h0.ln_2 h0.mlp.gate_up "
+                           "h0.mlp.swiglu h0.mlp.down h0.mlp.post_norm h0.ple.gate h0.ple.act "
+                           "h0.ple.proj h0.ple.post_norm");
+  /* the per-layer inputs: one op after the embeddings, kept for every block (4 x 8 a token) */
+  const StwGraphOp *ple = g->ops->pdata[1];
+  g_assert_cmpstr(ple->name, ==, "per_layer_inputs");
+  g_assert_true(ple->passthrough);
+  g_assert_cmpuint(ple->saved_extra_bytes, ==, 16 * 4 * 8 * 2);
+  StwModelConfig back;
+  round_trip(&c, "\"global_blocks\":[1,3],\"global_head_dim\":32,\"per_layer_input\":8,"
+                 "\"per_layer_vocab\":64", &back);
+
+  /* the last two blocks reuse the keys and values of earlier ones (no k or v, no key norm),
+   * their MLP twice as wide; the global ones take their values from their keys, one key head */
+  g_autofree char *shared_text = g_strdup_printf(
+      small, ", \"num_kv_shared_layers\": 2, \"use_double_wide_mlp\": true, "
+             "\"attention_k_eq_v\": true, \"num_global_key_value_heads\": 1");
+  StwModelConfig sh;
+  resolve_text(dir, shared_text, &sh);
+  g_assert_true(!stw_model_block_kv_shared(&sh, 1) && stw_model_block_kv_shared(&sh, 2) &&
+                sh.kv_shared_wide_mlp && sh.global_values_are_keys);
+  g_assert_cmpuint(stw_model_block_kv_heads(&sh, 1), ==, 1);
+  guint64 mlp = 3 * 64 * 96;
+  guint64 b1 = 2 * 128 * 64 + 32 * 64 + 2 * 32 + rest;          /* global: k, no v */
+  guint64 b2 = 2 * 64 * 64 + 16 + rest + mlp;                    /* sliding, shared */
+  guint64 b3 = 2 * 128 * 64 + 32 + rest + mlp;                   /* global, shared */
+  g_assert_cmpuint(stw_model_param_count(&sh), ==, outside + sliding + b1 + b2 + b3);
+  g_assert_cmpuint(stw_model_param_count(&sh), ==, 183768); /* transformers' */
+  round_trip(&sh, "\"global_kv_heads\":1,\"global_values_are_keys\":true,"
+                  "\"kv_shared_blocks\":[2,3],\"kv_shared_wide_mlp\":true", &back);
+
+  /* experts beside each block's MLP (the shared expert, ungated): the router 4 x 64 with its
+   * scales (64 and 4), four experts 3 x 32 x 64, the three norms of the branches */
+  g_autofree char *moe_text = g_strdup_printf(
+      small, ", \"enable_moe_block\": true, \"num_experts\": 4, \"top_k_experts\": 2, "
+             "\"moe_intermediate_size\": 32");
+  StwModelConfig moe;
+  resolve_text(dir, moe_text, &moe);
+  g_assert_true(moe.experts_normed && moe.shared_expert_ungated);
+  g_assert_cmpuint(moe.shared_expert_ffn, ==, 96);
+  g_assert_cmpuint(stw_model_param_count(&moe), ==,
+                   165384 + 4 * (4 * 64 + 64 + 4 + 4 * 3 * 32 * 64 + 3 * 64));
+  g_assert_cmpuint(stw_model_param_count(&moe), ==, 265752); /* transformers' */
+  round_trip(&moe, "\"experts_normed\":true", &back);
+
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 2, \"layer_types\": "
+      "[\"sliding_attention\", \"attention\"]}",
+      "$.layer_types: entry 1: expected \"sliding_attention\" or \"full_attention\"" },
+    { "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 4, \"num_kv_shared_layers\": 5}",
+      "$.num_kv_shared_layers: 5 of 4 blocks: more than there are, not modelled" },
+    { "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 4, \"layer_types\": "
+      "[\"sliding_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\"], "
+      "\"num_kv_shared_layers\": 3}",
+      "$.num_kv_shared_layers: 3: the blocks before them are not of every kind they are "
+      "(sliding and full): transformers refuses it" },
+    { "{\"model_type\": \"gemma4_text\", \"enable_moe_block\": true, \"num_experts\": 8}",
+      "$.moe_intermediate_size: required (a number) with enable_moe_block" },
+    { "{\"model_type\": \"gemma4_text\", \"enable_moe_block\": true, \"num_experts\": 1, "
+      "\"moe_intermediate_size\": 64}",
+      "$.num_experts: 1: one expert beside the MLP, with its router: not modelled" },
+    { "{\"model_type\": \"gemma4_text\", \"per_layer_config\": {\"1\": {\"head_dim\": 32}}}",
+      "$.per_layer_config: blocks with sizes of their own beyond the global ones: not "
+      "modelled" },
+    { "{\"model_type\": \"gemma4_text\", \"global_head_dim\": null}",
+      "$.global_head_dim: null, where a gemma4_text config.json needs a whole number" },
+  };
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_assert_cmpint(g_remove(path), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* BERT without token types and without a pooler (BertGeneration's encoder): the token-type
  * table's 2 x hidden and the pooler's hidden x (hidden + 1) fewer, no pooler op; written to
  * stowage's model format as "token_types": 0 and "pooler": false and read back; refused for
@@ -1918,6 +2029,7 @@ test_hf_family_defaults(void)
     { "bailing_hybrid", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(124414191072), TRUE, FALSE },
     { "falcon_h1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8514961408), TRUE, FALSE },
     { "nemotron_h", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1968355712), TRUE, FALSE },
+    { "gemma4_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(5077177856), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1988,7 +2100,7 @@ test_hf_family_defaults(void)
      * and OLMo Hybrid's after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
     gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0 ||
-                    strcmp(type, "afmoe") == 0;
+                    strcmp(type, "afmoe") == 0 || strcmp(type, "gemma4_text") == 0;
     g_assert_cmpint(cfg.norms, ==, both                              ? STW_NORMS_BOTH
                                    : strcmp(type, "flex_olmo") == 0 ||
                                            strcmp(type, "olmo_hybrid") == 0
@@ -2561,8 +2673,8 @@ test_hf_configs(void)
                                    "granitemoe_swa, hy_v3, kolibri1, mellum, sarvam_moe, "
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
                                    "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text, "
-                                   "granitemoehybrid, lfm2_moe, minimax, jamba, kimi_linear and "
-                                   "bailing_hybrid only");
+                                   "granitemoehybrid, lfm2_moe, minimax, jamba, kimi_linear, "
+                                   "bailing_hybrid, nemotron_h and gemma4_text only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {
@@ -2841,6 +2953,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/hf-family-defaults", test_hf_family_defaults);
   g_test_add_func("/model/linear-attention", test_linear_attention);
   g_test_add_func("/model/nemotron-h", test_nemotron_h);
+  g_test_add_func("/model/gemma4", test_gemma4);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);

@@ -314,6 +314,30 @@ typedef struct {
                           * after (Nemotron 3's moe_latent_size); 0: hidden */
   gboolean no_rope;      /* llama's softmax attention without positions: no rotary op
                           * (Nemotron-H's); changes no weight */
+  /* Gemma 4's blocks of global attention among sliding ones (llama only, without latent or
+   * linear attention), a bit each (through stw_model_block_global): their heads global_head_dim
+   * wide (0: head_dim's) with global_kv_heads key/value heads (0: kv_heads), their values the
+   * keys where global_values_are_keys (no v projection: attention_k_eq_v). */
+  guint64 global_blocks[STW_MODEL_MAX_LAYERS / 64];
+  guint64 global_head_dim, global_kv_heads;
+  gboolean global_values_are_keys;
+  /* Blocks that reuse an earlier block's keys and values (llama only, without latent or linear
+   * attention): no key or value projection and no key norm (Gemma 4's num_kv_shared_layers);
+   * their MLP twice ffn wide where kv_shared_wide_mlp (use_double_wide_mlp; dense MLPs only). */
+  guint64 kv_shared_blocks[STW_MODEL_MAX_LAYERS / 64];
+  gboolean kv_shared_wide_mlp;
+  /* Gemma 4's per-layer embeddings, where per_layer_input > 0 (llama only): a table of
+   * per_layer_vocab rows, layers x per_layer_input wide, and a projection of the embeddings to
+   * as many (hidden x layers x per_layer_input) with a norm per_layer_input wide, their sum
+   * each block's own input; in each block after its MLP, a third residual branch: a gate
+   * (per_layer_input x hidden), its activation times the block's input, a projection back
+   * (hidden x per_layer_input) and a norm (hidden). */
+  guint64 per_layer_input, per_layer_vocab;
+  gboolean experts_normed; /* with experts and a shared expert: Gemma 4's MoE block, the experts
+                            * beside its dense MLP (the shared expert): their input normed apart
+                            * and each branch's output normed (three norms, hidden each), the
+                            * router's input scaled by a weight a channel and its choices by one
+                            * an expert */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -357,6 +381,15 @@ gboolean stw_model_block_mixer(const StwModelConfig *cfg, guint64 l);
 void stw_model_set_block_mlp(StwModelConfig *cfg, guint64 l, gboolean mlp);
 void stw_model_set_block_mixer(StwModelConfig *cfg, guint64 l, gboolean mixer);
 guint64 stw_model_mlp_blocks(const StwModelConfig *cfg);
+/* Whether block L of CFG is one of global attention (global_blocks), and one that reuses an
+ * earlier block's keys and values (kv_shared_blocks); marking it so. */
+gboolean stw_model_block_global(const StwModelConfig *cfg, guint64 l);
+gboolean stw_model_block_kv_shared(const StwModelConfig *cfg, guint64 l);
+void stw_model_set_block_global(StwModelConfig *cfg, guint64 l, gboolean global);
+void stw_model_set_block_kv_shared(StwModelConfig *cfg, guint64 l, gboolean shared);
+/* Block L's attention head width and key/value heads (its global ones in a global block). */
+guint64 stw_model_block_head_dim(const StwModelConfig *cfg, guint64 l);
+guint64 stw_model_block_kv_heads(const StwModelConfig *cfg, guint64 l);
 /* Whether any block of CFG runs softmax attention: one not linear, or every linear one beside
  * its mixer (linear_parallel). */
 gboolean stw_model_has_softmax(const StwModelConfig *cfg);

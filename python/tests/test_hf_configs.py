@@ -369,6 +369,14 @@ SMALL = {
                   "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
                   "max_position_embeddings": 64, "mamba_d_ssm": 96, "mamba_n_heads": 8,
                   "mamba_d_state": 16},
+    # Gemma 4's language model: sliding blocks and a global one (its own head width), per-layer
+    # embeddings
+    "gemma4_text": {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "head_dim": 16, "global_head_dim": 32,
+                    "intermediate_size": 96, "vocab_size": 128, "max_position_embeddings": 64,
+                    "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 64,
+                    "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                                    "full_attention"]},
     # Nemotron-H: blocks of one part each (Mamba-2, MLP, attention, experts, Mamba-2, MLP)
     "nemotron_h": {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
                    "head_dim": 16, "intermediate_size": 96, "mamba_num_heads": 8,
@@ -608,6 +616,31 @@ def variants(kind):
                       {"mamba_norm_before_gate": False},
                       {"attention_in_multiplier": 0.5,
                        "ssm_multipliers": [1.0, 2.0, 3.0, 4.0, 5.0]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "gemma4_text":  # global blocks, shared keys and values, per-layer inputs, experts
+        moe = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2,
+               "moe_intermediate_size": 32}
+        for extra in ({"layer_types": None}, {"num_hidden_layers": 12, "layer_types": None},
+                      {"layer_types": ["sliding_attention"] * 4},
+                      {"layer_types": ["full_attention", "attention", "sliding_attention",
+                                       "full_attention"]},
+                      {"layer_types": ["sliding_attention", "chunked_attention",
+                                       "sliding_attention", "full_attention"]},
+                      {"layer_types": ["sliding_attention", "full_attention"]},
+                      {"global_head_dim": 16}, {"global_head_dim": None},
+                      {"attention_k_eq_v": True}, {"attention_k_eq_v": True,
+                                                   "num_global_key_value_heads": 1},
+                      {"num_global_key_value_heads": 1}, {"num_kv_shared_layers": 2},
+                      {"num_kv_shared_layers": 4}, {"num_kv_shared_layers": 3},
+                      {"num_kv_shared_layers": 5},
+                      {"num_kv_shared_layers": 2, "use_double_wide_mlp": True},
+                      {"use_double_wide_mlp": True}, {"hidden_size_per_layer_input": 0},
+                      {"hidden_size_per_layer_input": None}, {"vocab_size_per_layer_input": 32},
+                      moe, dict(moe, top_k_experts=None), dict(moe, num_experts=1),
+                      dict(moe, num_kv_shared_layers=2, use_double_wide_mlp=True),
+                      dict(moe, num_kv_shared_layers=2, attention_k_eq_v=True),
+                      {"per_layer_config": {"1": {"head_dim": 32}}},
+                      {"final_logit_softcapping": 30.0}, {"use_bidirectional_attention": "all"}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "nemotron_h":  # its blocks' parts by letters or names; Mamba-2's; experts
         for extra in ({"hybrid_override_pattern": "M*-"}, {"hybrid_override_pattern": "MMMM"},
@@ -911,8 +944,11 @@ def transformers_count(path, kind):
     # the heads of keys and values where the class has them (GPT-NeoX keeps an extra member of
     # that name without using it), else the heads
     reads_kv = "num_key_value_heads" in inspect.signature(type(cfg).__init__).parameters
-    kv = (getattr(cfg, "num_key_value_heads", None) if reads_kv else None) or \
-        getattr(cfg, "num_attention_heads", None)
+    try:
+        kv = getattr(cfg, "num_key_value_heads", None) if reads_kv else None
+    except Exception:  # noqa: BLE001 (Gemma 4's differ by block: the model-wide one)
+        kv = cfg.__dict__.get("num_key_value_heads")
+    kv = kv or getattr(cfg, "num_attention_heads", None)
     if kind == "dbrx":  # its attention's own config
         kv = cfg.attn_config.kv_n_heads
     elif getattr(cfg, "kv_lora_rank", None):  # latent attention: a key and value per head
@@ -988,7 +1024,8 @@ class TestHfConfigs(unittest.TestCase):
         # Hunyuan's one routed expert and blocks of other top-k; GLM-5's shared indexers;
         # BertGeneration's cross-attention; Qwen3-Next's and Qwen3.5's attention_bias, whose
         # q_proj bias covers the output gate's half; Nemotron-H's MLP biases beside unbiased
-        # routed experts and router, and its one routed expert
+        # routed experts and router, and its one routed expert; Gemma 4's kv-shared blocks
+        # beyond its blocks, one expert, and double-wide MLPs beside experts
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -1012,6 +1049,14 @@ class TestHfConfigs(unittest.TestCase):
                                       ("qwen3_next", "attention_bias"),
                                       ("qwen3_5_text", "attention_bias"),
                                       ("qwen3_5_moe_text", "attention_bias"),
+                                      ("gemma4_text", '{"num_kv_shared_layers": 5}'),
+                                      ("gemma4_text", '{"enable_moe_block": true, '
+                                       '"num_experts": 1, "top_k_experts": 2, '
+                                       '"moe_intermediate_size": 32}'),
+                                      ("gemma4_text", '{"enable_moe_block": true, '
+                                       '"num_experts": 4, "top_k_experts": 2, '
+                                       '"moe_intermediate_size": 32, "num_kv_shared_layers": 2, '
+                                       '"use_double_wide_mlp": true}'),
                                       ("nemotron_h", "mlp_bias"),
                                       ("nemotron_h", '{"n_routed_experts": 1}')])
 

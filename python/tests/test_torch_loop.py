@@ -714,6 +714,16 @@ class TestHuggingFace(unittest.TestCase):
                 moe_intermediate_size=16, moe_shared_expert_intermediate_size=24,
                 hybrid_override_pattern="M-*E", vocab_size=128, max_position_embeddings=32,
                 bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "gemma4_text":  # a global block of wider heads, keys and values shared,
+            # per-layer embeddings, experts beside the MLP
+            return tf.Gemma4ForCausalLM(tf.Gemma4TextConfig(
+                num_hidden_layers=3, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                head_dim=16, global_head_dim=32, intermediate_size=48, num_kv_shared_layers=1,
+                layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                hidden_size_per_layer_input=4, vocab_size_per_layer_input=128,
+                enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=16,
+                vocab_size=128, max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
+                pad_token_id=0))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -738,7 +748,8 @@ class TestHuggingFace(unittest.TestCase):
         attention, experts), a Granite 4.0 hybrid (Mamba-2's mixer beside attention, experts)
         LFM2 (a short convolution beside attention), Mamba-2 and Mamba (their mixers alone),
         Falcon-H1 (Mamba-2's mixer and attention side by side in every block), Nemotron-H
-        (blocks of one part each: Mamba-2, an MLP, attention, experts),
+        (blocks of one part each: Mamba-2, an MLP, attention, experts), Gemma 4 (a global
+        block, shared keys and values, per-layer embeddings, experts beside the MLP),
         each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
@@ -758,7 +769,7 @@ class TestHuggingFace(unittest.TestCase):
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
-                     "nemotron_h"):
+                     "nemotron_h", "gemma4_text"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
