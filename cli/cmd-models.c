@@ -74,8 +74,9 @@ gemma4_parts_said(const StwModelConfig *c)
     guint64 last = c->layers - 1;
     g_string_append_printf(s, "global attention in %" G_GUINT64_FORMAT " of the %"
                            G_GUINT64_FORMAT " blocks (%s): heads of %" G_GUINT64_FORMAT ", %"
-                           G_GUINT64_FORMAT " key/value heads%s\n", global, c->layers, runs,
+                           G_GUINT64_FORMAT " key/value head%s%s\n", global, c->layers, runs,
                            stw_model_block_head_dim(c, last), stw_model_block_kv_heads(c, last),
+                           stw_model_block_kv_heads(c, last) == 1 ? "" : "s",
                            c->global_values_are_keys ? ", their values the keys" : "");
   }
   if (shared != 0) {

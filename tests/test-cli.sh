@@ -20,6 +20,10 @@ expect 0 '"params":	109482240' "models --json" -- $S models --json --family bert
 expect 0 "Mixtral-8x7B-v0.1  -       llama      32    4096     32   8  14336  32000  46,702,792,704  608.94 GiB" "models --hf reads a Hugging Face config.json" -- $S models --hf "$F/hf/Mixtral-8x7B-v0.1/config.json"
 expect 0 "experts: 8 per block, 2 per token; 12,879,925,248 parameters active per token" "models --hf counts the active parameters" -- $S models --hf "$F/hf/Mixtral-8x7B-v0.1/config.json"
 expect 0 '"active_params":	494032768' "models --hf --json" -- $S models --hf "$F/hf/Qwen2-0.5B/config.json" --json
+expect 0 "Nemotron-H-8B-Base-8K  -       llama      52    4096     32   8  21504  131072  8,100,852,736  105.62 GiB" "models --hf reads Nemotron-H's blocks of one part" -- $S models --hf "$F/hf/Nemotron-H-8B-Base-8K/config.json"
+expect 0 "experts: 128 per block, 6 per token, and a shared expert 3712 wide (no gate); 3,580,073,408 parameters active per token" "models --hf counts Nemotron 3's active parameters" -- $S models --hf "$F/hf/NVIDIA-Nemotron-3-Nano-30B-A3B/config.json"
+expect 0 "global attention in 2 of the 4 blocks (blocks 1, 3): heads of 32, 1 key/value head, their values the keys" "models reads Gemma 4's blocks in stowage's format" -- $S models --hf "$F/models/tiny-gemma4.json"
+expect 0 "tiny-nemotron-h  -       llama       6      64      4   2   32    256     149,040    1.99 MiB" "models reads blocks of one part in stowage's format" -- $S models --hf "$F/models/tiny-nemotron-h.json"
 expect 1 "bad-type.json: \$.model_type: \"t5\" is not one of" "models --hf with an unknown model type" -- $S models --hf "$F/hf/bad-type.json"
 expect 2 "models: give --hf or --family, not both" "models --hf with --family" -- $S models --hf "$F/hf/gpt2/config.json" --family gpt2
 expect 0 "Mistral-7B-v0.1 (7,241,732,096 parameters), 291 tensors" "synth --model-config" -- $S synth --model-config "$F/hf/Mistral-7B-v0.1/config.json" --seq 128 -o "$T/mistral.json"
