@@ -132,6 +132,7 @@ typedef enum {
   HF_FALCON_H1,
   HF_NEMOTRON_H,
   HF_GEMMA4_TEXT,
+  HF_LFM3,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -165,13 +166,13 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
                                            "falcon_mamba", "jamba", "kimi_linear",
                                            "bailing_hybrid", "falcon_h1", "nemotron_h",
-                                           "gemma4_text", NULL };
+                                           "gemma4_text", "lfm3", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
  * attention's (OLMo Hybrid's); Mamba-2 by its mamba_* members (Granite 4.0's, Bamba's) or its own
  * language model's; Mamba-1's language model; Jamba's; LFM2's short convolutions; MiniMax's
- * lightning attention; Kimi Delta Attention (Kimi Linear's) and Bailing's; Falcon-H1's Mamba-2
+ * lightning attention (and LFM3's: read_lfm2); Kimi Delta Attention (Kimi Linear's) and Bailing's; Falcon-H1's Mamba-2
  * beside attention in every block; Nemotron-H's blocks of one part. */
 typedef enum {
   HF_LINEAR_NONE,
@@ -182,6 +183,7 @@ typedef enum {
   HF_LINEAR_MAMBA1_LM,
   HF_LINEAR_JAMBA,
   HF_LINEAR_SHORT_CONV,
+  HF_LINEAR_SHORT_CONV_LFM3,
   HF_LINEAR_LIGHTNING,
   HF_LINEAR_KDA,
   HF_LINEAR_BAILING,
@@ -1353,6 +1355,18 @@ static const HfRow hf_rows[] = {
    * without it), the first num_dense_layers blocks' MLP dense, intermediate_size wide as given,
    * the others num_experts experts moe_intermediate_size wide, num_experts_per_tok a token (its
    * expert bias a buffer, not a weight) */
+  /* LFM3 (Liquid AI): LFM2's blocks with norms after the mixer and the MLP too where
+   * use_sandwich_norm (true), a gate a head on attention's output where use_attention_gate
+   * (true), q, k, v and o biased where attention_bias (false), the MLP intermediate_size wide as
+   * given; its short convolutions conv_L_cache (7) wide, in the blocks its own default pattern
+   * leaves them (read_lfm2) */
+  [HF_LFM3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .norms = STW_NORMS_BOTH,
+                           .attn_head_gate = TRUE },
+                .linear = HF_LINEAR_SHORT_CONV_LFM3, .post_norm_member = "use_sandwich_norm",
+                .layers_default = 24, .hidden_default = 2048, .heads_default = 16,
+                .ffn_default = 7680, .max_seq_default = 128000, .vocab_default = 128000,
+                .kv_default = 4, .head_dim_default = 128, .tied = TRUE, .reads_tie = TRUE,
+                .reads_attention_bias = TRUE },
   [HF_LFM2_MOE] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
                     .linear = HF_LINEAR_SHORT_CONV,
                     .layer_types_required = TRUE, .experts_member = "num_experts",
@@ -2083,19 +2097,23 @@ read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, const char *con
  * block_ff_dim winning), where
  * block_auto_adjust_ff_dim (true) two thirds of it floored, times block_ffn_dim_multiplier (1.0),
  * floored, rounded up to a multiple of block_multiple_of (256);
- * tie_embedding, the head's old name, wins over tie_word_embeddings. */
+ * tie_embedding, the head's old name, wins over tie_word_embeddings. LFM3's (ROW's linear
+ * HF_LINEAR_SHORT_CONV_LFM3): 7 wide by default, layer_types absent or null its own pattern
+ * (full attention in blocks 2, 6, 10, ..., sliding in 4, 8, 12, ..., the rest convolutions),
+ * the gate a head on attention's output where use_attention_gate (true); no old names. */
 static gboolean
 read_lfm2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
 {
-  gboolean bias = FALSE, adjust = TRUE;
+  gboolean bias = FALSE, adjust = TRUE, lfm3 = row->linear == HF_LINEAR_SHORT_CONV_LFM3;
   guint64 multiple = 256;
   double mult = 1.0;
   c->linear_kind = STW_LINEAR_SHORT_CONV;
-  c->linear_conv = 3;
+  c->linear_conv = lfm3 ? 7 : 3;
   const cJSON *m = row->ffn_adjusted ? last_member(h->root, "block_ffn_dim_multiplier") : NULL;
   if (!get_u64(h, "conv_L_cache", FALSE, 1024, &c->linear_conv, error) ||
       !get_bool(h, "conv_bias", &bias, error) ||
-      !get_bool(h, "tie_embedding", &c->tied, error) ||
+      (!lfm3 && !get_bool(h, "tie_embedding", &c->tied, error)) ||
+      (lfm3 && !get_bool(h, "use_attention_gate", &c->attn_head_gate, error)) ||
       (row->ffn_adjusted &&
        (!get_u64(h, "block_ff_dim", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c->ffn, error) ||
         !get_bool(h, "block_auto_adjust_ff_dim", &adjust, error) ||
@@ -2114,6 +2132,11 @@ read_lfm2(const Hf *h, const HfRow *row, StwModelConfig *c, GError **error)
   const cJSON *types = last_member(h->root, "layer_types");
   if (types != NULL && !cJSON_IsNull(types))
     return read_layer_types(h, types, c, conv_types, lfm2_attention_types, error);
+  if (lfm3) { /* attention in blocks 2, 6, 10, ... (full) and 4, 8, 12, ... (sliding) */
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_linear(c, l, l % 4 != 2 && !(l % 4 == 0 && l > 0));
+    return TRUE;
+  }
   if (row->layer_types_required)
     return stw_json_fail_at(h->r, "layer_types", error, "required (a list of \"conv\" and "
                             "\"full_attention\", one a block): transformers builds no %s model "
@@ -2799,6 +2822,7 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
     ok = read_jamba(h, c, error);
     break;
   case HF_LINEAR_SHORT_CONV:
+  case HF_LINEAR_SHORT_CONV_LFM3:
     ok = read_lfm2(h, row, c, error);
     break;
   case HF_LINEAR_LIGHTNING:

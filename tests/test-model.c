@@ -2030,6 +2030,7 @@ test_hf_family_defaults(void)
     { "falcon_h1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8514961408), TRUE, FALSE },
     { "nemotron_h", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1968355712), TRUE, FALSE },
     { "gemma4_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(5077177856), TRUE, FALSE },
+    { "lfm3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1728801536), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -2085,6 +2086,7 @@ test_hf_family_defaults(void)
                         strcmp(cases[i].type, "kimi_linear") == 0 ||
                         strcmp(cases[i].type, "falcon_h1") == 0 ||
                         strcmp(cases[i].type, "nemotron_h") == 0 ||
+                        strcmp(cases[i].type, "lfm3") == 0 || /* its short convolutions */
                         strcmp(cases[i].type, "bailing_hybrid") == 0); /* LFM2's defaults:
                                                                         * attention in every
                                                                         * block */
@@ -2100,7 +2102,8 @@ test_hf_family_defaults(void)
      * and OLMo Hybrid's after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
     gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0 ||
-                    strcmp(type, "afmoe") == 0 || strcmp(type, "gemma4_text") == 0;
+                    strcmp(type, "afmoe") == 0 || strcmp(type, "gemma4_text") == 0 ||
+                    strcmp(type, "lfm3") == 0;
     g_assert_cmpint(cfg.norms, ==, both                              ? STW_NORMS_BOTH
                                    : strcmp(type, "flex_olmo") == 0 ||
                                            strcmp(type, "olmo_hybrid") == 0

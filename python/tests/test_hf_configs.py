@@ -369,6 +369,11 @@ SMALL = {
                   "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
                   "max_position_embeddings": 64, "mamba_d_ssm": 96, "mamba_n_heads": 8,
                   "mamba_d_state": 16},
+    # LFM3: short convolutions and attention (its own pattern), sandwich norms, a gate a head
+    "lfm3": {"num_hidden_layers": 6, "hidden_size": 64, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+             "vocab_size": 128, "max_position_embeddings": 64, "conv_L_cache": 3,
+             "pad_token_id": 0},
     # Gemma 4's language model: sliding blocks and a global one (its own head width), per-layer
     # embeddings
     "gemma4_text": {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
@@ -616,6 +621,16 @@ def variants(kind):
                       {"mamba_norm_before_gate": False},
                       {"attention_in_multiplier": 0.5,
                        "ssm_multipliers": [1.0, 2.0, 3.0, 4.0, 5.0]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "lfm3":  # its blocks' kinds, norms, gate and convolution
+        for extra in ({"layer_types": None}, {"layer_types": ["conv"] * 6},
+                      {"layer_types": ["conv", "full_attention", "sliding_attention", "conv",
+                                       "attention", "conv"]},
+                      {"layer_types": ["conv"] * 5},
+                      {"use_sandwich_norm": False}, {"use_attention_gate": False},
+                      {"conv_bias": True}, {"conv_L_cache": 5}, {"tie_embedding": False},
+                      {"full_attn_idxs": [0, 1]}, {"num_hidden_layers": 9},
+                      {"block_auto_adjust_ff_dim": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "gemma4_text":  # global blocks, shared keys and values, per-layer inputs, experts
         moe = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2,

@@ -714,6 +714,12 @@ class TestHuggingFace(unittest.TestCase):
                 moe_intermediate_size=16, moe_shared_expert_intermediate_size=24,
                 hybrid_override_pattern="M-*E", vocab_size=128, max_position_embeddings=32,
                 bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "lfm3":  # short convolutions, sliding and full attention gated a head
+            return tf.Lfm3ForCausalLM(tf.Lfm3Config(
+                num_hidden_layers=3, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                head_dim=16, intermediate_size=48, conv_L_cache=3,
+                layer_types=["conv", "sliding_attention", "full_attention"], vocab_size=128,
+                max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "gemma4_text":  # a global block of wider heads, keys and values shared,
             # per-layer embeddings, experts beside the MLP
             return tf.Gemma4ForCausalLM(tf.Gemma4TextConfig(
@@ -749,7 +755,8 @@ class TestHuggingFace(unittest.TestCase):
         LFM2 (a short convolution beside attention), Mamba-2 and Mamba (their mixers alone),
         Falcon-H1 (Mamba-2's mixer and attention side by side in every block), Nemotron-H
         (blocks of one part each: Mamba-2, an MLP, attention, experts), Gemma 4 (a global
-        block, shared keys and values, per-layer embeddings, experts beside the MLP),
+        block, shared keys and values, per-layer embeddings, experts beside the MLP), LFM3
+        (short convolutions, attention gated a head, norms after each branch too),
         each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
@@ -769,7 +776,7 @@ class TestHuggingFace(unittest.TestCase):
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
-                     "nemotron_h", "gemma4_text"):
+                     "nemotron_h", "gemma4_text", "lfm3"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
