@@ -133,6 +133,7 @@ typedef enum {
   HF_NEMOTRON_H,
   HF_GEMMA4_TEXT,
   HF_LFM3,
+  HF_APERTUS1P5_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -166,7 +167,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "lfm2_moe", "minimax", "mamba2", "mamba",
                                            "falcon_mamba", "jamba", "kimi_linear",
                                            "bailing_hybrid", "falcon_h1", "nemotron_h",
-                                           "gemma4_text", "lfm3", NULL };
+                                           "gemma4_text", "lfm3",
+                                           "apertus1p5_text", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1360,6 +1362,16 @@ static const HfRow hf_rows[] = {
    * (true), q, k, v and o biased where attention_bias (false), the MLP intermediate_size wide as
    * given; its short convolutions conv_L_cache (7) wide, in the blocks its own default pattern
    * leaves them (read_lfm2) */
+  /* Apertus 1.5's language model (the text_config of an apertus1p5 file): Apertus's blocks and
+   * defaults over a vocabulary of 266752, its own LM head output_vocab_size rows where given
+   * (pruned to the text's; null: every one): head_vocab (read_head_vocab) */
+  [HF_APERTUS1P5_TEXT] = { .shape = { .arch = STW_ARCH_NEOX, .norm_type = STW_NORM_RMS,
+                                      .qk_norm = TRUE },
+                           .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                           .ffn_default = 14336, .max_seq_default = 65536,
+                           .vocab_default = 266752, .kv_null_ok = TRUE, .reads_tie = TRUE,
+                           .reads_attention_bias = TRUE, .act_member = "hidden_act",
+                           .act_default = "xielu", .attn_dropout_member = "attention_dropout" },
   [HF_LFM3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .norms = STW_NORMS_BOTH,
                            .attn_head_gate = TRUE },
                 .linear = HF_LINEAR_SHORT_CONV_LFM3, .post_norm_member = "use_sandwich_norm",
@@ -2800,6 +2812,23 @@ read_gemma4(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* The LM head's rows into C: output_vocab_size (null: vocab_size's), 1 to vocab_size as
+ * transformers requires, for a head of its own (a tied head is the embeddings, every row, as
+ * transformers ties it whatever output_vocab_size says). */
+static gboolean
+read_head_vocab(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 rows = 0;
+  if (!get_u64(h, "output_vocab_size", TRUE, STW_MODEL_MAX_VOCAB, &rows, error))
+    return FALSE;
+  if (rows > c->vocab)
+    return stw_json_fail_at(h->r, "output_vocab_size", error, "%" G_GUINT64_FORMAT " above "
+                            "vocab_size (%" G_GUINT64_FORMAT "): transformers refuses it", rows,
+                            c->vocab);
+  c->head_vocab = rows < c->vocab && !c->tied ? rows : 0;
+  return TRUE;
+}
+
 /* C's linear blocks and their sizes as ROW's class places them (HfLinear), none of the sizes
  * where no block is linear. */
 static gboolean
@@ -3197,6 +3226,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (row->linear != HF_LINEAR_NONE && !read_linear_attn(h, row, &c, error))
     return FALSE;
   if (type == HF_GEMMA4_TEXT && !read_gemma4(h, &c, error))
+    return FALSE;
+  if (type == HF_APERTUS1P5_TEXT && !read_head_vocab(h, &c, error))
     return FALSE;
   gboolean post_norm = c.norms == STW_NORMS_BOTH;
   if (row->post_norm_member != NULL) {

@@ -231,6 +231,12 @@ stw_model_set_block_kv_shared(StwModelConfig *cfg, guint64 l, gboolean shared)
 }
 
 guint64
+stw_model_head_vocab(const StwModelConfig *cfg)
+{
+  return cfg->head_vocab != 0 ? cfg->head_vocab : cfg->vocab;
+}
+
+guint64
 stw_model_block_head_dim(const StwModelConfig *cfg, guint64 l)
 {
   return stw_model_block_global(cfg, l) && cfg->global_head_dim != 0 ? cfg->global_head_dim
@@ -409,6 +415,9 @@ gemma4_conflict(const StwModelConfig *c)
              "attention, not a block without a mixer";
   if (c->kv_shared_wide_mlp && (shared == 0 || stw_model_experts(c) > 1))
     return "kv_shared_wide_mlp goes with kv_shared_blocks and dense MLPs";
+  if (c->head_vocab != 0 && (c->head_vocab >= c->vocab || c->tied || c->arch == STW_ARCH_BERT))
+    return "head_vocab (fewer rows in the LM head than vocab) goes with an untied head of a "
+           "decoder, below vocab";
   if ((c->per_layer_input != 0) != (c->per_layer_vocab != 0))
     return "per_layer_input and per_layer_vocab go together";
   if (c->per_layer_input != 0 &&
@@ -688,7 +697,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope",               \
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
-      "experts_normed"
+      "experts_normed", "head_vocab"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -808,6 +817,8 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "per_layer_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB,
                         &c->per_layer_vocab, error) ||
       !stw_json_get_bool(r, obj, "experts_normed", FALSE, &c->experts_normed, error) ||
+      !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
+                        error) ||
       !stw_json_get_u64(r, obj, "linear_k_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->linear_k_heads, error) ||
       !stw_json_get_u64(r, obj, "linear_v_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
@@ -1081,6 +1092,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   }
   if (c->experts_normed)
     cJSON_AddBoolToObject(o, "experts_normed", TRUE);
+  if (c->head_vocab != 0)
+    stw_json_add_u64(o, "head_vocab", c->head_vocab);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
   if (c->no_pooler)
@@ -1422,6 +1435,7 @@ decoder_head(Builder *b, guint32 embedding, const char *final_norm,
              const char *head)
 {
   const StwModelConfig *c = &b->g->config;
+  guint64 V = stw_model_head_vocab(c); /* the logits' width */
   Ids ln = { 0 }, lm = { 0 };
   if (!c->no_final_norm)
     model_norm_params(b, &ln, c->hidden, final_norm);
@@ -1429,20 +1443,20 @@ decoder_head(Builder *b, guint32 embedding, const char *final_norm,
     tie(b, embedding, head);
     ids_add(&lm, embedding);
   } else {
-    ids_add(&lm, tensor(b, c->vocab, c->hidden, "%s", head));
+    ids_add(&lm, tensor(b, V, c->hidden, "%s", head));
   }
   if (c->head_bias) { /* HEAD's bias: "lm_head.weight" -> "lm_head.bias" */
     g_autofree char *stem = g_str_has_suffix(head, ".weight")
                                 ? g_strndup(head, strlen(head) - strlen(".weight"))
                                 : g_strdup(head);
-    ids_add(&lm, tensor(b, c->vocab, 0, "%s.bias", stem));
+    ids_add(&lm, tensor(b, V, 0, "%s.bias", stem));
   }
   if (!c->no_final_norm)
     model_norm(b, -1, STW_OP_NORM_FINAL, "ln_f", c->hidden, &ln);
-  linear(b, -1, STW_OP_LM_HEAD, "lm_head", c->hidden, c->vocab, lm.n, lm.id);
+  linear(b, -1, STW_OP_LM_HEAD, "lm_head", c->hidden, V, lm.n, lm.id);
   if (c->logit_softcap) /* x / c, tanh, * c: tanh keeps its output (the logits' size) */
-    elementwise(b, -1, STW_OP_LOGIT_SOFTCAP, "logit_softcap", c->vocab, c->vocab, 3, TRUE);
-  loss(b, c->vocab);
+    elementwise(b, -1, STW_OP_LOGIT_SOFTCAP, "logit_softcap", V, V, 3, TRUE);
+  loss(b, V);
   b->g->io_bytes = 2 * b->T * 8; /* int64 input ids and targets */
 }
 
@@ -2283,7 +2297,8 @@ stw_model_graph_chunk_loss(StwModelGraph *g, gboolean weight_grad)
     cap = o->kind == STW_OP_LOGIT_SOFTCAP ? o : cap;
   }
   g_assert(head != NULL && loss != NULL);
-  guint64 T = g->batch * g->seq, e = stw_dtype_bytes(g->dtype), vocab = g->config.vocab;
+  guint64 T = g->batch * g->seq, e = stw_dtype_bytes(g->dtype);
+  guint64 vocab = stw_model_head_vocab(&g->config);
   guint64 width = head->in_bytes / (T * e), weight = weight_grad ? vocab * width * e : 0;
   /* the forward: one piece's logits at a time (their gradient written over them); the hidden
    * states' gradient and the head's weight gradient (zeros, then summed into) kept for the

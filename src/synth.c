@@ -577,7 +577,7 @@ hidden_traffic(const Synth *s, const StwGraphOp *g)
   if (g->kind != STW_OP_LOSS || s->graph->loss != STW_LOSS_CHUNKED)
     return 0;
   return 2.0 * (double)s->graph->batch * (double)s->graph->seq *
-         (double)s->graph->config.vocab * (double)s->e;
+         (double)stw_model_head_vocab(&s->graph->config) * (double)s->e;
 }
 
 /* The share of op G's parameter elements that are trained (1 without parameters). */

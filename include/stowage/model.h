@@ -333,6 +333,8 @@ typedef struct {
    * (per_layer_input x hidden), its activation times the block's input, a projection back
    * (hidden x per_layer_input) and a norm (hidden). */
   guint64 per_layer_input, per_layer_vocab;
+  guint64 head_vocab;       /* the LM head's rows where fewer than vocab (Apertus 1.5's pruned
+                            * output_vocab_size: its logits and loss that wide); 0: vocab */
   gboolean experts_normed; /* with experts and a shared expert: Gemma 4's MoE block, the experts
                             * beside its dense MLP (the shared expert): their input normed apart
                             * and each branch's output normed (three norms, hidden each), the
@@ -387,6 +389,8 @@ gboolean stw_model_block_global(const StwModelConfig *cfg, guint64 l);
 gboolean stw_model_block_kv_shared(const StwModelConfig *cfg, guint64 l);
 void stw_model_set_block_global(StwModelConfig *cfg, guint64 l, gboolean global);
 void stw_model_set_block_kv_shared(StwModelConfig *cfg, guint64 l, gboolean shared);
+/* The LM head's rows: head_vocab, or vocab. */
+guint64 stw_model_head_vocab(const StwModelConfig *cfg);
 /* Block L's attention head width and key/value heads (its global ones in a global block). */
 guint64 stw_model_block_head_dim(const StwModelConfig *cfg, guint64 l);
 guint64 stw_model_block_kv_heads(const StwModelConfig *cfg, guint64 l);

@@ -340,6 +340,9 @@ SMALL = {
     "apertus": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                 "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
                 "max_position_embeddings": 64},
+    "apertus1p5_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                        "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+                        "max_position_embeddings": 64, "output_vocab_size": 96},
     "hunyuan_v1_moe": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                        "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 48,
                        "num_experts": 4, "moe_topk": 2, "vocab_size": 128,
@@ -911,6 +914,12 @@ def variants(kind):
                       {"moe_topk": [2]}, {"num_experts": 1, "moe_topk": 1},
                       {"num_local_experts": 8}, {"num_experts": 8, "num_local_experts": 6},
                       {"num_experts": [4, 4]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "apertus1p5_text":  # its LM head pruned, whole, tied
+        for extra in ({"output_vocab_size": None}, {"output_vocab_size": 128},
+                      {"output_vocab_size": 200}, {"output_vocab_size": 0},
+                      {"output_vocab_size": 96, "tie_word_embeddings": True},
+                      {"hidden_act": "silu"}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "apertus":  # xIELU's two scalars a block; other activations have none
         for act in ("xielu", "silu", "relu2", "gelu"):
