@@ -134,6 +134,7 @@ typedef enum {
   HF_GEMMA4_TEXT,
   HF_LFM3,
   HF_APERTUS1P5_TEXT,
+  HF_LARA_MINI,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -168,7 +169,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "falcon_mamba", "jamba", "kimi_linear",
                                            "bailing_hybrid", "falcon_h1", "nemotron_h",
                                            "gemma4_text", "lfm3",
-                                           "apertus1p5_text", NULL };
+                                           "apertus1p5_text", "lara_mini", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -180,6 +181,7 @@ typedef enum {
   HF_LINEAR_NONE,
   HF_LINEAR_GDN,
   HF_LINEAR_GDN_FROM_HEADS,
+  HF_LINEAR_GDN_SLIDING,
   HF_LINEAR_MAMBA2,
   HF_LINEAR_MAMBA2_LM,
   HF_LINEAR_MAMBA1_LM,
@@ -1372,6 +1374,20 @@ static const HfRow hf_rows[] = {
                            .vocab_default = 266752, .kv_null_ok = TRUE, .reads_tie = TRUE,
                            .reads_attention_bias = TRUE, .act_member = "hidden_act",
                            .act_default = "xielu", .attn_dropout_member = "attention_dropout" },
+  /* LaraMini: Qwen3.5's Gated DeltaNet beside softmax attention (Qwen3's: each head's queries
+   * and keys normed, no output gate), full or sliding, by layer_types (null: a period of five,
+   * linear, sliding, linear, full, sliding; read_gdn); in every block num_experts (128)
+   * experts moe_intermediate_size (512) wide, num_experts_per_tok (4) a token, and a shared
+   * MLP shared_expert_intermediate_size (512) wide without a gate of its own */
+  [HF_LARA_MINI] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                     .linear = HF_LINEAR_GDN_SLIDING, .experts_member = "num_experts",
+                     .experts_default = 128, .experts_per_token_default = 4,
+                     .ffn = "moe_intermediate_size", .shared_width_member =
+                     "shared_expert_intermediate_size", .shared_width_default = 512,
+                     .layers_default = 34, .hidden_default = 1024, .heads_default = 16,
+                     .ffn_default = 512, .max_seq_default = 131072, .vocab_default = 151936,
+                     .kv_default = 4, .head_dim_default = 128, .tied = TRUE, .reads_tie = TRUE,
+                     .reads_attention_bias = TRUE },
   [HF_LFM3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .norms = STW_NORMS_BOTH,
                            .attn_head_gate = TRUE },
                 .linear = HF_LINEAR_SHORT_CONV_LFM3, .post_norm_member = "use_sandwich_norm",
@@ -2448,25 +2464,26 @@ read_bailing(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
-/* Gated DeltaNet's blocks and sizes into C: layer_types, one "linear_attention" or
- * "full_attention" a block (their old names "mamba" and "attention" too, as transformers remaps
- * them), else Qwen3-Next's and Qwen3.5's every full_attention_interval-th block softmax
- * attention and the others linear, or where FROM_HEADS OLMo Hybrid's every fourth block softmax
- * attention and
- * the last at least (its class refuses a model without blocks of either kind). The sizes:
- * Qwen's 16 key heads and 32 value heads of 128, a convolution 4 wide; OLMo Hybrid's (FROM_HEADS)
- * as many
- * key and value heads as the attention's (null as absent), a key head 0.75 x hidden / its heads
- * wide (floored), a value head twice that. Beside Qwen's gated attention, attention_bias true
+/* Gated DeltaNet's blocks and sizes into C as the class KIND reads them: layer_types, one
+ * "linear_attention" or "full_attention" a block (their old names "mamba" and "attention" too,
+ * as transformers remaps them; LaraMini's, HF_LINEAR_GDN_SLIDING, "sliding_attention" too),
+ * else Qwen3-Next's and Qwen3.5's every full_attention_interval-th block softmax attention and
+ * the others linear, LaraMini's period of five (linear, sliding, linear, full, sliding), or
+ * OLMo Hybrid's (HF_LINEAR_GDN_FROM_HEADS) every fourth block softmax attention and the last at
+ * least (its class refuses a model without blocks of either kind). The sizes: Qwen's 16 key
+ * heads and 32 value heads of 128 (LaraMini's 8 and 16), a convolution 4 wide; OLMo Hybrid's as
+ * many key and value heads as the attention's (null as absent), a key head 0.75 x hidden / its
+ * heads wide (floored), a value head twice that. Beside Qwen's gated attention, attention_bias true
  * is refused, not modelled: q_proj's bias would cover the gate's half, which stowage's output
  * gate (attn_gate) does not bias. */
 static gboolean
-read_gdn(const Hf *h, gboolean from_heads, StwModelConfig *c, GError **error)
+read_gdn(const Hf *h, HfLinear kind, StwModelConfig *c, GError **error)
 {
-  gboolean bias = FALSE;
+  gboolean bias = FALSE, from_heads = kind == HF_LINEAR_GDN_FROM_HEADS;
+  gboolean sliding = kind == HF_LINEAR_GDN_SLIDING;
   guint64 interval = 4;
-  c->linear_k_heads = from_heads ? 0 : 16;
-  c->linear_v_heads = from_heads ? 0 : 32;
+  c->linear_k_heads = from_heads ? 0 : sliding ? 8 : 16;
+  c->linear_v_heads = from_heads ? 0 : sliding ? 16 : 32;
   c->linear_k_head_dim = c->linear_v_head_dim = from_heads ? 0 : 128;
   c->linear_conv = 4;
   if (!get_u64(h, "linear_num_key_heads", from_heads, STW_MODEL_MAX_WIDTH, &c->linear_k_heads,
@@ -2493,8 +2510,12 @@ read_gdn(const Hf *h, gboolean from_heads, StwModelConfig *c, GError **error)
                             "queries and the output gate is not modelled");
   const cJSON *v = last_member(h->root, "layer_types");
   if (v != NULL && !cJSON_IsNull(v)) {
-    if (!read_layer_types(h, v, c, linear_types, attention_types, error))
+    if (!read_layer_types(h, v, c, linear_types,
+                          sliding ? lfm2_attention_types : attention_types, error))
       return FALSE;
+  } else if (sliding) { /* linear, sliding, linear, full, sliding */
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_linear(c, l, l % 5 == 0 || l % 5 == 2);
   } else if (from_heads) {
     for (guint64 l = 0; l < c->layers; l++)
       stw_model_set_block_linear(c, l, l % 4 != 3);
@@ -2838,7 +2859,8 @@ read_linear_attn(const Hf *h, const HfRow *row, StwModelConfig *c, GError **erro
   switch (row->linear) {
   case HF_LINEAR_GDN:
   case HF_LINEAR_GDN_FROM_HEADS:
-    ok = read_gdn(h, row->linear == HF_LINEAR_GDN_FROM_HEADS, c, error);
+  case HF_LINEAR_GDN_SLIDING:
+    ok = read_gdn(h, row->linear, c, error);
     break;
   case HF_LINEAR_MAMBA2:
   case HF_LINEAR_MAMBA2_LM:

@@ -2089,6 +2089,7 @@ test_hf_family_defaults(void)
     { "gemma4_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(5077177856), TRUE, FALSE },
     { "lfm3", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(1728801536), TRUE, FALSE },
     { "apertus1p5_text", STW_ARCH_NEOX, G_GUINT64_CONSTANT(8091086912), TRUE, FALSE },
+    { "lara_mini", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7281684672), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -2145,6 +2146,7 @@ test_hf_family_defaults(void)
                         strcmp(cases[i].type, "falcon_h1") == 0 ||
                         strcmp(cases[i].type, "nemotron_h") == 0 ||
                         strcmp(cases[i].type, "lfm3") == 0 || /* its short convolutions */
+                        strcmp(cases[i].type, "lara_mini") == 0 ||
                         strcmp(cases[i].type, "bailing_hybrid") == 0); /* LFM2's defaults:
                                                                         * attention in every
                                                                         * block */
@@ -2735,7 +2737,8 @@ test_hf_configs(void)
                                    "sarvam_mla, cohere2_moe, afmoe, flint, hunyuan_v1_moe, "
                                    "deepseek_v32, glm_moe_dsa, qwen3_next, qwen3_5_moe_text, "
                                    "granitemoehybrid, lfm2_moe, minimax, jamba, kimi_linear, "
-                                   "bailing_hybrid, nemotron_h and gemma4_text only");
+                                   "bailing_hybrid, nemotron_h, gemma4_text and lara_mini "
+                                   "only");
   g_clear_error(&error);
   /* OPT's variants that are not modelled, and an activation transformers does not know */
   static const struct {

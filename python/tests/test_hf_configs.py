@@ -372,6 +372,10 @@ SMALL = {
                   "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
                   "max_position_embeddings": 64, "mamba_d_ssm": 96, "mamba_n_heads": 8,
                   "mamba_d_state": 16},
+    # LaraMini: Gated DeltaNet beside full and sliding attention, experts and a shared MLP
+    "lara_mini": dict(GDN_SMALL, num_hidden_layers=5, num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                      full_attention_interval=None),
     # LFM3: short convolutions and attention (its own pattern), sandwich norms, a gate a head
     "lfm3": {"num_hidden_layers": 6, "hidden_size": 64, "num_attention_heads": 4,
              "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
@@ -624,6 +628,14 @@ def variants(kind):
                       {"mamba_norm_before_gate": False},
                       {"attention_in_multiplier": 0.5,
                        "ssm_multipliers": [1.0, 2.0, 3.0, 4.0, 5.0]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "lara_mini":  # its blocks' kinds; Gated DeltaNet's heads; the shared MLP
+        for extra in ({"layer_types": ["linear_attention", "sliding_attention", "full_attention",
+                                       "linear_attention", "attention"]},
+                      {"layer_types": ["linear_attention"] * 5}, {"num_hidden_layers": 12},
+                      {"linear_num_key_heads": 2, "linear_num_value_heads": 6},
+                      {"shared_expert_intermediate_size": 0}, {"attention_bias": True},
+                      {"full_attention_interval": 2}, {"head_dim": 32}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "lfm3":  # its blocks' kinds, norms, gate and convolution
         for extra in ({"layer_types": None}, {"layer_types": ["conv"] * 6},
