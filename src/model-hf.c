@@ -135,6 +135,7 @@ typedef enum {
   HF_LFM3,
   HF_APERTUS1P5_TEXT,
   HF_LARA_MINI,
+  HF_AXK1,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -169,7 +170,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "falcon_mamba", "jamba", "kimi_linear",
                                            "bailing_hybrid", "falcon_h1", "nemotron_h",
                                            "gemma4_text", "lfm3",
-                                           "apertus1p5_text", "lara_mini", NULL };
+                                           "apertus1p5_text", "lara_mini",
+                                           "axk1", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1388,6 +1390,23 @@ static const HfRow hf_rows[] = {
                      .ffn_default = 512, .max_seq_default = 131072, .vocab_default = 151936,
                      .kv_default = 4, .head_dim_default = 128, .tied = TRUE, .reads_tie = TRUE,
                      .reads_attention_bias = TRUE },
+  /* A.X K1 (SK Telecom): DeepSeek-V3's blocks, its queries always through q_lora_rank (null
+   * refused, as its class refuses it, and num_key_value_heads's), its blocks' MLPs by mlp_layer_types (null: the first
+   * first_k_dense_replace (1) dense and those whose index moe_layer_freq (1) does not divide;
+   * read_axk1), a norm over the experts' output in their blocks (post_mlp_layernorm) */
+  [HF_AXK1] = { .shape = { .arch = STW_ARCH_LLAMA, .experts_post_norm = TRUE },
+                .reads_attention_bias = TRUE,
+                .not_null = { "q_lora_rank", "num_key_value_heads" },
+                .experts_member = "n_routed_experts", .experts_alias = "num_local_experts",
+                .experts_default = 192, .experts_per_token_default = 8,
+                .shared_experts_default = 1, .shared_experts_member = "n_shared_experts",
+                .dense_types_member = "mlp_layer_types", .dense_layers_default = 1,
+                .dense_ffn_default = 18432, .ffn = "moe_intermediate_size",
+                .kv_lora_default = 512, .q_lora_default = 1536, .rope_dim_default = 64,
+                .nope_dim_default = 128, .v_head_dim_default = 128, .layers_default = 61,
+                .hidden_default = 7168, .heads_default = 64, .ffn_default = 2048,
+                .max_seq_default = 32768, .vocab_default = 163840, .kv_default = NOT_READ,
+                .head_dim_default = NOT_READ, .reads_tie = TRUE },
   [HF_LFM3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .norms = STW_NORMS_BOTH,
                            .attn_head_gate = TRUE },
                 .linear = HF_LINEAR_SHORT_CONV_LFM3, .post_norm_member = "use_sandwich_norm",
@@ -2833,6 +2852,26 @@ read_gemma4(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* A.X K1's blocks' MLPs into C where mlp_layer_types is absent or null (its class builds them
+ * from its legacy members): sparse from first_k_dense_replace (1) on where moe_layer_freq (1)
+ * divides the block's index, dense elsewhere. */
+static gboolean
+read_axk1(const Hf *h, StwModelConfig *c, GError **error)
+{
+  const cJSON *types = last_member(h->root, "mlp_layer_types");
+  guint64 first = 1, freq = 1;
+  if (types != NULL && !cJSON_IsNull(types))
+    return TRUE;
+  if (!get_count(h, "first_k_dense_replace", STW_MODEL_MAX_LAYERS, &first, error) ||
+      !get_u64(h, "moe_layer_freq", FALSE, STW_MODEL_MAX_LAYERS, &freq, error))
+    return FALSE;
+  for (guint64 l = 0; l < c->layers; l++)
+    stw_model_set_block_dense(c, l, !(l >= first && l % freq == 0));
+  if (stw_model_dense_blocks(c) == 0)
+    c->dense_ffn = 0; /* (intermediate_size then unused) */
+  return TRUE;
+}
+
 /* The LM head's rows into C: output_vocab_size (null: vocab_size's), 1 to vocab_size as
  * transformers requires, for a head of its own (a tied head is the embeddings, every row, as
  * transformers ties it whatever output_vocab_size says). */
@@ -3250,6 +3289,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (type == HF_GEMMA4_TEXT && !read_gemma4(h, &c, error))
     return FALSE;
   if (type == HF_APERTUS1P5_TEXT && !read_head_vocab(h, &c, error))
+    return FALSE;
+  if (type == HF_AXK1 && !read_axk1(h, &c, error))
     return FALSE;
   gboolean post_norm = c.norms == STW_NORMS_BOTH;
   if (row->post_norm_member != NULL) {

@@ -425,6 +425,8 @@ gemma4_conflict(const StwModelConfig *c)
        c->per_layer_input * c->layers > 8 * (guint64)STW_MODEL_MAX_WIDTH))
     return "per-layer inputs are llama's: per_layer_vocab at most 16777216, per_layer_input x "
            "layers at most 8388608";
+  if (c->experts_post_norm && (stw_model_experts(c) < 2 || c->norms != STW_NORMS_PRE))
+    return "experts_post_norm goes with experts and norms before only (A.X K1's)";
   if (c->experts_normed && (stw_model_experts(c) < 2 || c->shared_expert_ffn == 0 ||
                             !c->shared_expert_ungated))
     return "experts_normed goes with experts and a shared expert without a gate of its own (the "
@@ -697,7 +699,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope",               \
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
-      "experts_normed", "head_vocab"
+      "experts_normed", "head_vocab", "experts_post_norm"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -817,6 +819,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "per_layer_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB,
                         &c->per_layer_vocab, error) ||
       !stw_json_get_bool(r, obj, "experts_normed", FALSE, &c->experts_normed, error) ||
+      !stw_json_get_bool(r, obj, "experts_post_norm", FALSE, &c->experts_post_norm, error) ||
       !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
                         error) ||
       !stw_json_get_u64(r, obj, "linear_k_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
@@ -1094,6 +1097,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "experts_normed", TRUE);
   if (c->head_vocab != 0)
     stw_json_add_u64(o, "head_vocab", c->head_vocab);
+  if (c->experts_post_norm)
+    cJSON_AddBoolToObject(o, "experts_post_norm", TRUE);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
   if (c->no_pooler)
@@ -2134,8 +2139,10 @@ build_llama(Builder *b)
       model_norm(b, l, STW_OP_NORM_MLP, "ln_2", d, &ln2)->residual = STW_RESIDUAL_OPEN;
     if (stw_model_experts(c) > 1 && !stw_model_block_dense(c, (guint64)l)) {
       close = moe_mlp(b, l, p, !pre || shared);
-      if (post) { /* the residual added after the experts' norm (FlexOlmo's) */
-        model_norm_params(b, &post2, d, n4);
+      if (post || c->experts_post_norm) { /* the residual added after the experts' norm
+                                           * (FlexOlmo's; A.X K1's post_mlp_layernorm) */
+        g_autofree char *np = g_strconcat(pm, ".post_mlp_layernorm", NULL);
+        model_norm_params(b, &post2, d, post ? n4 : np);
         close->residual = STW_RESIDUAL_NONE;
         close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);
         close->residual = STW_RESIDUAL_CLOSE;

@@ -333,6 +333,9 @@ typedef struct {
    * (per_layer_input x hidden), its activation times the block's input, a projection back
    * (hidden x per_layer_input) and a norm (hidden). */
   guint64 per_layer_input, per_layer_vocab;
+  gboolean experts_post_norm; /* in the blocks of experts, a norm over their output (and the
+                              * shared experts') before the residual add (A.X K1's
+                              * post_mlp_layernorm; norms before only) */
   guint64 head_vocab;       /* the LM head's rows where fewer than vocab (Apertus 1.5's pruned
                             * output_vocab_size: its logits and loss that wide); 0: vocab */
   gboolean experts_normed; /* with experts and a shared expert: Gemma 4's MoE block, the experts

@@ -372,6 +372,9 @@ SMALL = {
                   "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
                   "max_position_embeddings": 64, "mamba_d_ssm": 96, "mamba_n_heads": 8,
                   "mamba_d_state": 16},
+    # A.X K1: DeepSeek-V3's blocks, a norm after the experts
+    "axk1": {k: v for k, v in DSA_SMALL.items()
+             if k not in ("index_n_heads", "index_head_dim", "first_k_dense_replace")},
     # LaraMini: Gated DeltaNet beside full and sliding attention, experts and a shared MLP
     "lara_mini": dict(GDN_SMALL, num_hidden_layers=5, num_experts=4, num_experts_per_tok=2,
                       moe_intermediate_size=32, shared_expert_intermediate_size=48,
@@ -628,6 +631,14 @@ def variants(kind):
                       {"mamba_norm_before_gate": False},
                       {"attention_in_multiplier": 0.5,
                        "ssm_multipliers": [1.0, 2.0, 3.0, 4.0, 5.0]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "axk1":  # its MLPs by list or legacy members; its queries' rank required
+        for extra in ({"mlp_layer_types": ["dense", "sparse", "sparse"]},
+                      {"mlp_layer_types": ["sparse"] * 3}, {"mlp_layer_types": ["dense"] * 3},
+                      {"first_k_dense_replace": 0}, {"first_k_dense_replace": 2},
+                      {"moe_layer_freq": 2}, {"first_k_dense_replace": 3},
+                      {"q_lora_rank": None}, {"n_shared_experts": 0}, {"num_local_experts": 6},
+                      {"attention_bias": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "lara_mini":  # its blocks' kinds; Gated DeltaNet's heads; the shared MLP
         for extra in ({"layer_types": ["linear_attention", "sliding_attention", "full_attention",
