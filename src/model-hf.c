@@ -136,6 +136,7 @@ typedef enum {
   HF_APERTUS1P5_TEXT,
   HF_LARA_MINI,
   HF_AXK1,
+  HF_MIMO_V2_FLASH,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -171,7 +172,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "bailing_hybrid", "falcon_h1", "nemotron_h",
                                            "gemma4_text", "lfm3",
                                            "apertus1p5_text", "lara_mini",
-                                           "axk1", NULL };
+                                           "axk1", "mimo_v2_flash", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1407,6 +1408,23 @@ static const HfRow hf_rows[] = {
                 .hidden_default = 7168, .heads_default = 64, .ffn_default = 2048,
                 .max_seq_default = 32768, .vocab_default = 163840, .kv_default = NOT_READ,
                 .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* MiMo-V2-Flash (Xiaomi): llama's blocks (q, k and v biased where attention_bias, o never),
+   * each head's values v_head_dim (128) wide beside queries and keys head_dim (192) wide, full
+   * attention in the blocks layer_types says (null: the first and every sixth) and sliding in
+   * the others, which have twice num_key_value_heads and a sink logit a head (read_mimo); the
+   * MLPs by mlp_layer_types (null: the first dense, intermediate_size wide), the others
+   * n_routed_experts experts (DeepSeek-V3's router, its score correction a buffer), no shared
+   * one; its multi-token-prediction layers are not built into the causal model */
+  [HF_MIMO_V2_FLASH] = { .shape = { .arch = STW_ARCH_LLAMA, .attn_sinks = TRUE },
+                         .reads_attention_bias = TRUE, .out_bias_never = TRUE,
+                         .experts_member = "n_routed_experts",
+                         .experts_alias = "num_local_experts", .experts_default = 256,
+                         .experts_per_token_default = 8, .dense_types_member = "mlp_layer_types",
+                         .dense_layers_default = 1, .dense_ffn_default = 16384,
+                         .ffn = "moe_intermediate_size", .layers_default = 48,
+                         .hidden_default = 4096, .heads_default = 64, .ffn_default = 2048,
+                         .max_seq_default = 131072, .vocab_default = 152576, .kv_default = 4,
+                         .head_dim_default = 192, .reads_tie = TRUE },
   [HF_LFM3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .norms = STW_NORMS_BOTH,
                            .attn_head_gate = TRUE },
                 .linear = HF_LINEAR_SHORT_CONV_LFM3, .post_norm_member = "use_sandwich_norm",
@@ -2852,6 +2870,45 @@ read_gemma4(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* MiMo-V2-Flash's attention into C (its kv_heads read as num_key_value_heads): layer_types,
+ * one "full_attention" or "sliding_attention" a block (null: full in the first and every
+ * sixth); the sliding blocks twice as many key/value heads as the full ones (those global, with
+ * kv_heads as read) and a sink logit a head (global_no_sinks); values v_head_dim (128) wide. */
+static gboolean
+read_mimo(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 v_dim = 128, kv = c->kv_heads;
+  const cJSON *types = last_member(h->root, "layer_types");
+  if (!get_u64(h, "v_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &v_dim, error))
+    return FALSE;
+  if (types != NULL && !cJSON_IsNull(types)) {
+    if (!read_layer_types(h, types, c, sliding_types, full_types, error))
+      return FALSE;
+    for (guint64 l = 0; l < c->layers; l++) { /* read as "linear": the sliding ones */
+      stw_model_set_block_global(c, l, !stw_model_block_linear(c, l));
+      stw_model_set_block_linear(c, l, FALSE);
+    }
+  } else {
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_global(c, l, l == 0 || (l + 1) % 6 == 0);
+  }
+  guint64 global = 0;
+  for (guint64 l = 0; l < c->layers; l++)
+    global += stw_model_block_global(c, l);
+  c->v_head_dim = v_dim == stw_model_head_dim(c) ? 0 : v_dim;
+  if (global == c->layers) { /* no sliding block: the model-wide kv heads, no sinks */
+    memset(c->global_blocks, 0, sizeof c->global_blocks);
+    c->attn_sinks = FALSE;
+    return TRUE;
+  }
+  c->kv_heads = 2 * kv;
+  if (global != 0) {
+    c->global_kv_heads = kv;
+    c->global_no_sinks = TRUE;
+  }
+  return TRUE;
+}
+
 /* A.X K1's blocks' MLPs into C where mlp_layer_types is absent or null (its class builds them
  * from its legacy members): sparse from first_k_dense_replace (1) on where moe_layer_freq (1)
  * divides the block's index, dense elsewhere. */
@@ -3291,6 +3348,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (type == HF_APERTUS1P5_TEXT && !read_head_vocab(h, &c, error))
     return FALSE;
   if (type == HF_AXK1 && !read_axk1(h, &c, error))
+    return FALSE;
+  if (type == HF_MIMO_V2_FLASH && !read_mimo(h, &c, error))
     return FALSE;
   gboolean post_norm = c.norms == STW_NORMS_BOTH;
   if (row->post_norm_member != NULL) {

@@ -94,7 +94,7 @@ stw_model_qk_head_dim(const StwModelConfig *cfg)
 guint64
 stw_model_v_head_dim(const StwModelConfig *cfg)
 {
-  return cfg->kv_lora_rank != 0 ? cfg->v_head_dim : stw_model_head_dim(cfg);
+  return cfg->v_head_dim != 0 ? cfg->v_head_dim : stw_model_head_dim(cfg);
 }
 
 guint64
@@ -425,6 +425,8 @@ gemma4_conflict(const StwModelConfig *c)
        c->per_layer_input * c->layers > 8 * (guint64)STW_MODEL_MAX_WIDTH))
     return "per-layer inputs are llama's: per_layer_vocab at most 16777216, per_layer_input x "
            "layers at most 8388608";
+  if (c->global_no_sinks && (global == 0 || !c->attn_sinks))
+    return "global_sinks false goes with global_blocks and attn_sinks";
   if (c->experts_post_norm && (stw_model_experts(c) < 2 || c->norms != STW_NORMS_PRE))
     return "experts_post_norm goes with experts and norms before only (A.X K1's)";
   if (c->experts_normed && (stw_model_experts(c) < 2 || c->shared_expert_ffn == 0 ||
@@ -483,9 +485,13 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "attn_gate is modelled for llama-style blocks without latent attention only";
   else if (c->kv_lora_rank != 0 && c->arch != STW_ARCH_LLAMA)
     problem = "latent attention (kv_lora_rank) is modelled for llama-style blocks only";
-  else if (c->kv_lora_rank == 0 && (c->q_lora_rank != 0 || c->rope_dim != 0 ||
-                                    c->v_head_dim != 0))
-    problem = "q_lora_rank, rope_dim and v_head_dim go with latent attention (kv_lora_rank)";
+  else if (c->kv_lora_rank == 0 && (c->q_lora_rank != 0 || c->rope_dim != 0))
+    problem = "q_lora_rank and rope_dim go with latent attention (kv_lora_rank)";
+  else if (c->kv_lora_rank == 0 && c->v_head_dim != 0 &&
+           (c->arch != STW_ARCH_LLAMA || c->attn_gate || c->diff_attn ||
+            c->heads * c->v_head_dim > 8 * (guint64)STW_MODEL_MAX_WIDTH))
+    problem = "v_head_dim apart from latent attention is llama's softmax attention's, without "
+              "attn_gate or diff_attn, heads * v_head_dim at most 8388608 (MiMo-V2-Flash's)";
   else if (c->kv_lora_rank != 0 && c->v_head_dim == 0)
     problem = "latent attention needs v_head_dim";
   else if (c->kv_lora_rank != 0 && c->kv_heads != c->heads)
@@ -699,7 +705,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope",               \
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
-      "experts_normed", "head_vocab", "experts_post_norm"
+      "experts_normed", "head_vocab", "experts_post_norm", "global_sinks"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -767,7 +773,8 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
   int linear_kind = (int)c->linear_kind;
   gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm,
-           pooler = !c->no_pooler, mlp = TRUE, gate = !c->mlp_ungated, rope = !c->no_rope;
+           pooler = !c->no_pooler, mlp = TRUE, gate = !c->mlp_ungated, rope = !c->no_rope,
+           global_sinks = !c->global_no_sinks;
   if (!stw_json_get_enum(r, obj, "activation", FALSE, stw_activation_names, &activation, error) ||
       !stw_json_get_u64(r, obj, "head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->head_dim, error) ||
       !stw_json_get_u64(r, obj, "experts", FALSE, 1, STW_MODEL_MAX_EXPERTS, &c->experts, error) ||
@@ -820,6 +827,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->per_layer_vocab, error) ||
       !stw_json_get_bool(r, obj, "experts_normed", FALSE, &c->experts_normed, error) ||
       !stw_json_get_bool(r, obj, "experts_post_norm", FALSE, &c->experts_post_norm, error) ||
+      !stw_json_get_bool(r, obj, "global_sinks", FALSE, &global_sinks, error) ||
       !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
                         error) ||
       !stw_json_get_u64(r, obj, "linear_k_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
@@ -873,6 +881,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   c->no_final_norm = !final_norm;
   c->mlp_ungated = !gate;
   c->no_rope = !rope;
+  c->global_no_sinks = !global_sinks;
   if (!mlp && mask_count(c->mixer_only_blocks) != 0)
     return stw_json_fail_at(r, "mixer_only_blocks", error, "expected mlp false (every block) or "
                             "mixer_only_blocks (any), not both");
@@ -1099,6 +1108,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "head_vocab", c->head_vocab);
   if (c->experts_post_norm)
     cJSON_AddBoolToObject(o, "experts_post_norm", TRUE);
+  if (c->global_no_sinks)
+    cJSON_AddBoolToObject(o, "global_sinks", FALSE);
+  if (c->kv_lora_rank == 0 && c->v_head_dim != 0) /* (latent attention's written with it) */
+    stw_json_add_u64(o, "v_head_dim", c->v_head_dim);
   if (c->diff_attn)
     cJSON_AddBoolToObject(o, "diff_attn", TRUE);
   if (c->no_pooler)
@@ -2026,13 +2039,19 @@ build_llama(Builder *b)
     gboolean own_kv = !stw_model_block_kv_shared(c, (guint64)l);
     gboolean own_v =
         own_kv && !(c->global_values_are_keys && stw_model_block_global(c, (guint64)l));
-    guint64 kv_proj = own_kv ? (own_v ? 2 : 1) * kv : 0; /* what the block projects */
+    /* the values' width: the keys', or v_head_dim's (MiMo-V2-Flash's narrower heads) */
+    guint64 kvv = c->kv_lora_rank == 0 && c->v_head_dim != 0
+                      ? stw_model_block_kv_heads(c, (guint64)l) * c->v_head_dim
+                      : kv;
+    guint64 kv_proj = own_kv ? kv + (own_v ? kvv : 0) : 0; /* what the block projects */
     gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
     /* softmax attention: the block's mixer, or beside the linear one (Falcon-H1's) */
     gboolean softmax = mixer && (!linear_attn || c->linear_parallel);
     if (pre && mixer)
       model_norm_params(b, &ln1, d, n1);
-    if (c->attn_sinks && softmax) /* gpt-oss's logit per head, read by the attention's softmax */
+    gboolean has_sinks = c->attn_sinks && softmax &&
+                         !(c->global_no_sinks && stw_model_block_global(c, (guint64)l));
+    if (has_sinks) /* gpt-oss's logit per head, read by the attention's softmax */
       named(b, &sinks, c->heads, 0, pa, "sinks");
     Ids head_gate = { 0 };
     Ids lambdas = { 0 };
@@ -2052,7 +2071,7 @@ build_llama(Builder *b)
       if (own_kv)
         projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
       if (own_v)
-        projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nv);
+        projection(b, &qkv, STW_SITE_QKV, kvv, d, kvv, nv);
       if (c->attn_gate) /* AFMoE's output gate, read with the queries (never biased) */
         named(b, &qkv, q, d, pa, "gate_proj.weight");
     }
@@ -2065,7 +2084,9 @@ build_llama(Builder *b)
         norm_params(b, &qk, c->qk_norm_full ? kv : hd, TRUE, nkn);
     }
     /* what the output projection reads */
-    guint64 o_in = c->kv_lora_rank != 0 ? c->heads * stw_model_v_head_dim(c) : q;
+    guint64 o_in = c->kv_lora_rank != 0 || c->v_head_dim != 0
+                       ? c->heads * stw_model_v_head_dim(c)
+                       : q;
     if (softmax)
       projection(b, &out, STW_SITE_OUT, d, o_in, d, no);
     if (c->attn_head_gate && softmax) /* Bailing's scalar a head */
@@ -2095,7 +2116,7 @@ build_llama(Builder *b)
       if (c->kv_lora_rank == 0 && softmax) {
         if (!c->no_rope)
           elementwise(b, l, STW_OP_ROPE, "attn.rope", q + 2 * kv, q + 2 * kv, 3, FALSE);
-        StwGraphOp *core = attention_core(b, l, q, kv, kv, q, TRUE);
+        StwGraphOp *core = attention_core(b, l, q, kv, kvv, o_in, TRUE);
         op_params(core, sinks.n, sinks.id);
         if (c->diff_attn) {
           /* two softmaxes one after the other, each with half the values: twice the products

@@ -983,6 +983,55 @@ test_head_vocab(void)
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* MiMo-V2-Flash: values narrower than queries and keys (v_head_dim beside head_dim, not latent
+ * attention), full attention (global blocks) with the model's key/value heads and no sinks,
+ * sliding attention with twice as many and a sink logit a head; transformers 5.24's counts */
+static void
+test_mimo(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-mimo-XXXXXX", NULL);
+  StwModelConfig c;
+  resolve_text(dir, "{\"model_type\": \"mimo_v2_flash\", \"num_hidden_layers\": 4, "
+                    "\"hidden_size\": 64, \"num_attention_heads\": 8, \"num_key_value_heads\": 2, "
+                    "\"head_dim\": 12, \"v_head_dim\": 8, \"intermediate_size\": 96, "
+                    "\"moe_intermediate_size\": 32, \"n_routed_experts\": 4, "
+                    "\"num_experts_per_tok\": 2, \"vocab_size\": 128, \"layer_types\": "
+                    "[\"full_attention\", \"sliding_attention\", \"sliding_attention\", "
+                    "\"full_attention\"]}",
+               &c);
+  g_assert_true(stw_model_block_global(&c, 0) && !stw_model_block_global(&c, 1) &&
+                c.global_no_sinks && c.attn_sinks);
+  g_assert_cmpuint(stw_model_block_kv_heads(&c, 0), ==, 2);
+  g_assert_cmpuint(stw_model_block_kv_heads(&c, 1), ==, 4);
+  g_assert_cmpuint(stw_model_v_head_dim(&c), ==, 8);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 166224); /* transformers' */
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  /* full: q 96 x 64, k 24 x 64, v 16 x 64, o 64 x 64 (8 heads of 8 values); sliding: k and v
+   * twice, and 8 sinks */
+  g_assert_cmpuint(prefix_numel(g, "layers.0.self_attn."), ==,
+                   96 * 64 + 24 * 64 + 16 * 64 + 64 * 64);
+  g_assert_cmpuint(prefix_numel(g, "layers.1.self_attn."), ==,
+                   96 * 64 + 48 * 64 + 32 * 64 + 64 * 64 + 8);
+  StwModelConfig back;
+  round_trip(&c, "\"global_blocks\":[0,3],\"global_kv_heads\":2,\"global_sinks\":false,"
+                 "\"v_head_dim\":8", &back);
+  g_assert_cmpuint(back.v_head_dim, ==, 8);
+  StwModelConfig bad = c;
+  GError *error = NULL;
+  bad.attn_gate = TRUE;
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "v_head_dim apart from latent attention is llama's softmax "
+                                   "attention's, without attn_gate or diff_attn");
+  g_clear_error(&error);
+  bad = c;
+  bad.attn_sinks = FALSE;
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "global_sinks false goes with global_blocks and attn_sinks");
+  g_clear_error(&error);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* BERT without token types and without a pooler (BertGeneration's encoder): the token-type
  * table's 2 x hidden and the pooler's hidden x (hidden + 1) fewer, no pooler op; written to
  * stowage's model format as "token_types": 0 and "pooler": false and read back; refused for
@@ -2091,6 +2140,7 @@ test_hf_family_defaults(void)
     { "apertus1p5_text", STW_ARCH_NEOX, G_GUINT64_CONSTANT(8091086912), TRUE, FALSE },
     { "lara_mini", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7281684672), TRUE, FALSE },
     { "axk1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(518983052288), TRUE, FALSE },
+    { "mimo_v2_flash", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(308778768832), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -2158,7 +2208,8 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.linear_no_out_norm, ==, strcmp(cases[i].type, "falcon_h1") == 0);
     /* Granite's sliding-window models and Flint: gpt-oss's sink logit per head */
     g_assert_cmpint(cfg.attn_sinks, ==, g_str_has_suffix(cases[i].type, "_swa") ||
-                                            strcmp(cases[i].type, "flint") == 0);
+                                            strcmp(cases[i].type, "flint") == 0 ||
+                                            strcmp(cases[i].type, "mimo_v2_flash") == 0);
     /* HyperCLOVA X's norms after the branches too (use_post_norm, on by default), FlexOlmo's
      * and OLMo Hybrid's after them only, CodeGen's one norm both branches read */
     const char *type = cases[i].type;
@@ -2739,7 +2790,7 @@ test_hf_configs(void)
     "granitemoe_swa", "hy_v3", "kolibri1", "mellum", "sarvam_moe", "sarvam_mla", "cohere2_moe",
     "afmoe", "flint", "hunyuan_v1_moe", "deepseek_v32", "glm_moe_dsa", "qwen3_next",
     "qwen3_5_moe_text", "granitemoehybrid", "lfm2_moe", "minimax", "jamba", "kimi_linear",
-    "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1"
+    "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash"
   };
   for (gsize i = 0; i < G_N_ELEMENTS(moe_types); i++)
     g_string_append_printf(with, "%s%s", i == 0                              ? ""
@@ -3029,6 +3080,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/nemotron-h", test_nemotron_h);
   g_test_add_func("/model/gemma4", test_gemma4);
   g_test_add_func("/model/head-vocab", test_head_vocab);
+  g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);

@@ -333,6 +333,8 @@ typedef struct {
    * (per_layer_input x hidden), its activation times the block's input, a projection back
    * (hidden x per_layer_input) and a norm (hidden). */
   guint64 per_layer_input, per_layer_vocab;
+  gboolean global_no_sinks; /* with attn_sinks and global_blocks: the sinks in the other blocks
+                             * only (MiMo-V2-Flash's sliding ones) */
   gboolean experts_post_norm; /* in the blocks of experts, a norm over their output (and the
                               * shared experts') before the residual add (A.X K1's
                               * post_mlp_layernorm; norms before only) */

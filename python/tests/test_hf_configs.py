@@ -372,6 +372,15 @@ SMALL = {
                   "num_key_value_heads": 2, "intermediate_size": 80, "vocab_size": 128,
                   "max_position_embeddings": 64, "mamba_d_ssm": 96, "mamba_n_heads": 8,
                   "mamba_d_state": 16},
+    # MiMo-V2-Flash: full and sliding attention (twice the key/value heads, sinks), narrower
+    # values, a dense block then experts
+    "mimo_v2_flash": {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 8,
+                      "num_key_value_heads": 2, "head_dim": 12, "v_head_dim": 8,
+                      "intermediate_size": 96, "moe_intermediate_size": 32,
+                      "n_routed_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
+                      "max_position_embeddings": 64,
+                      "layer_types": ["full_attention", "sliding_attention",
+                                      "sliding_attention", "full_attention"]},
     # A.X K1: DeepSeek-V3's blocks, a norm after the experts
     "axk1": {k: v for k, v in DSA_SMALL.items()
              if k not in ("index_n_heads", "index_head_dim", "first_k_dense_replace")},
@@ -631,6 +640,15 @@ def variants(kind):
                       {"mamba_norm_before_gate": False},
                       {"attention_in_multiplier": 0.5,
                        "ssm_multipliers": [1.0, 2.0, 3.0, 4.0, 5.0]}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "mimo_v2_flash":  # its blocks' kinds and widths; its MLPs
+        for extra in ({"layer_types": None}, {"num_hidden_layers": 12, "layer_types": None},
+                      {"layer_types": ["sliding_attention"] * 4},
+                      {"layer_types": ["full_attention"] * 4}, {"v_head_dim": 12},
+                      {"v_head_dim": None}, {"mlp_layer_types": ["sparse"] * 4},
+                      {"mlp_layer_types": ["dense", "dense", "sparse", "sparse"]},
+                      {"attention_bias": True}, {"num_key_value_heads": 4},
+                      {"num_local_experts": 6}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "axk1":  # its MLPs by list or legacy members; its queries' rank required
         for extra in ({"mlp_layer_types": ["dense", "sparse", "sparse"]},
@@ -1014,6 +1032,11 @@ def stowage_count(path, kind):
         return None, r.stderr.strip()
     j = json.loads(r.stdout)
     m = j["model"]
+    if kind == "mimo_v2_flash":  # num_key_value_heads is the full blocks' (global ones'); the
+        # sliding blocks (the others, with sinks) have twice as many
+        full = m.get("global_kv_heads") or \
+            (m["kv_heads"] // 2 if m.get("attn_sinks") else m["kv_heads"])
+        return j["params"], full
     if kind in ("mamba", "mamba2", "falcon_mamba"):  # a norm and the mixer, no attention
         return j["params"], None
     return j["params"], m.get("kv_heads", m.get("heads"))

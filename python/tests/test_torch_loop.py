@@ -714,6 +714,14 @@ class TestHuggingFace(unittest.TestCase):
                 moe_intermediate_size=16, moe_shared_expert_intermediate_size=24,
                 hybrid_override_pattern="M-*E", vocab_size=128, max_position_embeddings=32,
                 bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "mimo_v2_flash":  # narrower values; sliding blocks with sinks, more kv heads
+            return tf.MiMoV2FlashForCausalLM(tf.MiMoV2FlashConfig(
+                num_hidden_layers=3, hidden_size=32, num_attention_heads=4, num_key_value_heads=1,
+                head_dim=12, v_head_dim=8, intermediate_size=48, moe_intermediate_size=16,
+                n_routed_experts=4, num_experts_per_tok=2,
+                layer_types=["full_attention", "sliding_attention", "full_attention"],
+                vocab_size=128, max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
+                pad_token_id=0))
         if kind == "lfm3":  # short convolutions, sliding and full attention gated a head
             return tf.Lfm3ForCausalLM(tf.Lfm3Config(
                 num_hidden_layers=3, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
@@ -757,6 +765,7 @@ class TestHuggingFace(unittest.TestCase):
         (blocks of one part each: Mamba-2, an MLP, attention, experts), Gemma 4 (a global
         block, shared keys and values, per-layer embeddings, experts beside the MLP), LFM3
         (short convolutions, attention gated a head, norms after each branch too),
+        MiMo-V2-Flash (values narrower than keys, sinks in its sliding blocks, experts),
         each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
@@ -776,7 +785,7 @@ class TestHuggingFace(unittest.TestCase):
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
-                     "nemotron_h", "gemma4_text", "lfm3"):
+                     "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
