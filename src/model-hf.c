@@ -2771,6 +2771,27 @@ read_nemotron_h(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* The blocks of full attention among sliding ones into C as global blocks: layer_types, one
+ * "sliding_attention" or "full_attention" a block, else every sixth full (and the first, where
+ * FIRST: MiMo-V2-Flash's) */
+static gboolean
+read_global_blocks(const Hf *h, StwModelConfig *c, gboolean first, GError **error)
+{
+  const cJSON *types = last_member(h->root, "layer_types");
+  if (types == NULL || cJSON_IsNull(types)) {
+    for (guint64 l = 0; l < c->layers; l++)
+      stw_model_set_block_global(c, l, (first && l == 0) || (l + 1) % 6 == 0);
+    return TRUE;
+  }
+  if (!read_layer_types(h, types, c, sliding_types, full_types, error))
+    return FALSE;
+  for (guint64 l = 0; l < c->layers; l++) { /* read as "linear": the sliding ones */
+    stw_model_set_block_global(c, l, !stw_model_block_linear(c, l));
+    stw_model_set_block_linear(c, l, FALSE);
+  }
+  return TRUE;
+}
+
 /* Gemma 4's blocks into C (its sizes read before): layer_types, one a block of
  * "sliding_attention" or "full_attention" (null: every sixth full), the last made full as
  * transformers makes it; the full ones global, their heads global_head_dim (512) wide, with
@@ -2799,18 +2820,8 @@ read_gemma4(const Hf *h, StwModelConfig *c, GError **error)
       !get_count(h, "hidden_size_per_layer_input", STW_MODEL_MAX_WIDTH, &per_layer, error) ||
       !get_bool(h, "enable_moe_block", &moe, error))
     return FALSE;
-  const cJSON *types = last_member(h->root, "layer_types");
-  if (types != NULL && !cJSON_IsNull(types)) {
-    if (!read_layer_types(h, types, c, sliding_types, full_types, error))
-      return FALSE;
-    for (guint64 l = 0; l < c->layers; l++) { /* read as "linear": the sliding ones */
-      stw_model_set_block_global(c, l, !stw_model_block_linear(c, l));
-      stw_model_set_block_linear(c, l, FALSE);
-    }
-  } else {
-    for (guint64 l = 0; l < c->layers; l++)
-      stw_model_set_block_global(c, l, (l + 1) % 6 == 0);
-  }
+  if (!read_global_blocks(h, c, FALSE, error))
+    return FALSE;
   stw_model_set_block_global(c, c->layers - 1, TRUE); /* transformers forces the last */
   c->global_head_dim = global_dim == stw_model_head_dim(c) ? 0 : global_dim;
   if (k_eq_v && global_kv != 0 && global_kv != c->kv_heads)
@@ -2878,20 +2889,9 @@ static gboolean
 read_mimo(const Hf *h, StwModelConfig *c, GError **error)
 {
   guint64 v_dim = 128, kv = c->kv_heads;
-  const cJSON *types = last_member(h->root, "layer_types");
-  if (!get_u64(h, "v_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &v_dim, error))
+  if (!get_u64(h, "v_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &v_dim, error) ||
+      !read_global_blocks(h, c, TRUE, error))
     return FALSE;
-  if (types != NULL && !cJSON_IsNull(types)) {
-    if (!read_layer_types(h, types, c, sliding_types, full_types, error))
-      return FALSE;
-    for (guint64 l = 0; l < c->layers; l++) { /* read as "linear": the sliding ones */
-      stw_model_set_block_global(c, l, !stw_model_block_linear(c, l));
-      stw_model_set_block_linear(c, l, FALSE);
-    }
-  } else {
-    for (guint64 l = 0; l < c->layers; l++)
-      stw_model_set_block_global(c, l, l == 0 || (l + 1) % 6 == 0);
-  }
   guint64 global = 0;
   for (guint64 l = 0; l < c->layers; l++)
     global += stw_model_block_global(c, l);
