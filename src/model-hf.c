@@ -1297,31 +1297,35 @@ static const HfRow hf_rows[] = {
    * DeltaNet's linear attention (read_linear_attn), the others by softmax attention with an
    * output gate (q_proj twice as wide: the queries' and the gate's) and per-head query and key
    * norms; its rotary share and its norms' zero-centred weights change no weight's size */
-  [HF_QWEN3_NEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE },
+  [HF_QWEN3_NEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE,
+                                  .attn_gate_in_q = TRUE },
                       .linear = HF_LINEAR_GDN, .experts_member = "num_experts",
                       .experts_default = 512, .experts_per_token_default = 10,
                       .shared_expert_default = 512, .ffn = "moe_intermediate_size",
                       .dense_list_member = "mlp_only_layers", .dense_ffn_default = 5632,
                       .layers_default = 48, .hidden_default = 2048, .heads_default = 16,
                       .ffn_default = 512, .max_seq_default = 32768, .vocab_default = 151936,
-                      .kv_default = 2, .head_dim_default = 256, .reads_tie = TRUE },
+                      .kv_default = 2, .head_dim_default = 256, .reads_tie = TRUE,
+                      .reads_attention_bias = TRUE },
   /* Qwen3.5's language models (the text_config of a qwen3_5 or qwen3_5_moe file): Qwen3-Next's
    * attention, linear and softmax, beside a dense MLP intermediate_size wide, or experts in
    * every block as Qwen3-Next's (no dense blocks) */
-  [HF_QWEN3_5_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE },
+  [HF_QWEN3_5_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .attn_gate = TRUE,
+                                    .attn_gate_in_q = TRUE },
                         .linear = HF_LINEAR_GDN, .layers_default = 32,
                         .hidden_default = 4096, .heads_default = 16, .ffn_default = 12288,
                         .max_seq_default = 32768, .vocab_default = 248320, .kv_default = 4,
-                        .head_dim_default = 256, .reads_tie = TRUE },
+                        .head_dim_default = 256, .reads_tie = TRUE,
+                        .reads_attention_bias = TRUE },
   [HF_QWEN3_5_MOE_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE,
-                                       .attn_gate = TRUE },
+                                       .attn_gate = TRUE, .attn_gate_in_q = TRUE },
                             .linear = HF_LINEAR_GDN, .experts_member = "num_experts",
                             .experts_default = 256, .experts_per_token_default = 8,
                             .shared_expert_default = 512, .ffn = "moe_intermediate_size",
                             .layers_default = 40, .hidden_default = 2048, .heads_default = 16,
                             .ffn_default = 512, .max_seq_default = 32768,
                             .vocab_default = 248320, .kv_default = 2, .head_dim_default = 256,
-                            .reads_tie = TRUE },
+                            .reads_tie = TRUE, .reads_attention_bias = TRUE },
   /* OLMo Hybrid (Ai2): OLMo 2's blocks (norms after attention and the MLP, one RMSNorm over all
    * the queries and one over all the keys) where one block in four runs softmax attention and
    * the others Gated DeltaNet (q, k, v, a, b and its gate apart: the same weights as Qwen's
@@ -2510,13 +2514,11 @@ read_bailing(const Hf *h, StwModelConfig *c, GError **error)
  * least (its class refuses a model without blocks of either kind). The sizes: Qwen's 16 key
  * heads and 32 value heads of 128 (LaraMini's 8 and 16), a convolution 4 wide; OLMo Hybrid's as
  * many key and value heads as the attention's (null as absent), a key head 0.75 x hidden / its
- * heads wide (floored), a value head twice that. Beside Qwen's gated attention, attention_bias true
- * is refused, not modelled: q_proj's bias would cover the gate's half, which stowage's output
- * gate (attn_gate) does not bias. */
+ * heads wide (floored), a value head twice that. */
 static gboolean
 read_gdn(const Hf *h, HfLinear kind, StwModelConfig *c, GError **error)
 {
-  gboolean bias = FALSE, from_heads = kind == HF_LINEAR_GDN_FROM_HEADS;
+  gboolean from_heads = kind == HF_LINEAR_GDN_FROM_HEADS;
   gboolean sliding = kind == HF_LINEAR_GDN_SLIDING;
   guint64 interval = 4;
   c->linear_k_heads = from_heads ? 0 : sliding ? 8 : 16;
@@ -2531,8 +2533,7 @@ read_gdn(const Hf *h, HfLinear kind, StwModelConfig *c, GError **error)
                error) ||
       !get_u64(h, "linear_value_head_dim", from_heads, STW_MODEL_MAX_WIDTH,
                &c->linear_v_head_dim, error) ||
-      !get_u64(h, "linear_conv_kernel_dim", FALSE, 1024, &c->linear_conv, error) ||
-      !get_bool(h, "attention_bias", &bias, error))
+      !get_u64(h, "linear_conv_kernel_dim", FALSE, 1024, &c->linear_conv, error))
     return FALSE;
   if (from_heads) {
     c->linear_k_heads = c->linear_k_heads != 0 ? c->linear_k_heads : c->heads;
@@ -2542,9 +2543,6 @@ read_gdn(const Hf *h, HfLinear kind, StwModelConfig *c, GError **error)
     if (c->linear_v_head_dim == 0)
       c->linear_v_head_dim = 2 * c->linear_k_head_dim;
   }
-  if (bias && c->attn_gate)
-    return stw_json_fail_at(h->r, "attention_bias", error, "true: q_proj's bias over the "
-                            "queries and the output gate is not modelled");
   const cJSON *v = last_member(h->root, "layer_types");
   if (v != NULL && !cJSON_IsNull(v)) {
     if (!read_layer_types(h, v, c, linear_types,

@@ -425,6 +425,8 @@ gemma4_conflict(const StwModelConfig *c)
        c->per_layer_input * c->layers > 8 * (guint64)STW_MODEL_MAX_WIDTH))
     return "per-layer inputs are llama's: per_layer_vocab at most 16777216, per_layer_input x "
            "layers at most 8388608";
+  if (c->attn_gate_in_q && !c->attn_gate)
+    return "attn_gate_in_q goes with attn_gate";
   if (c->global_no_sinks && (global == 0 || !c->attn_sinks))
     return "global_sinks false goes with global_blocks and attn_sinks";
   if (c->experts_post_norm && (stw_model_experts(c) < 2 || c->norms != STW_NORMS_PRE))
@@ -705,7 +707,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope",               \
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
-      "experts_normed", "head_vocab", "experts_post_norm", "global_sinks"
+      "experts_normed", "head_vocab", "experts_post_norm", "global_sinks", "attn_gate_in_q"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -827,6 +829,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->per_layer_vocab, error) ||
       !stw_json_get_bool(r, obj, "experts_normed", FALSE, &c->experts_normed, error) ||
       !stw_json_get_bool(r, obj, "experts_post_norm", FALSE, &c->experts_post_norm, error) ||
+      !stw_json_get_bool(r, obj, "attn_gate_in_q", FALSE, &c->attn_gate_in_q, error) ||
       !stw_json_get_bool(r, obj, "global_sinks", FALSE, &global_sinks, error) ||
       !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
                         error) ||
@@ -1110,6 +1113,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "experts_post_norm", TRUE);
   if (c->global_no_sinks)
     cJSON_AddBoolToObject(o, "global_sinks", FALSE);
+  if (c->attn_gate_in_q)
+    cJSON_AddBoolToObject(o, "attn_gate_in_q", TRUE);
   if (c->kv_lora_rank == 0 && c->v_head_dim != 0) /* (latent attention's written with it) */
     stw_json_add_u64(o, "v_head_dim", c->v_head_dim);
   if (c->diff_attn)
@@ -1833,6 +1838,7 @@ linear_mix_ops(Builder *b, gint32 l, const LinearMix *g)
   guint64 chunk = mamba ? MAMBA2_CHUNK : GDN_CHUNK;
   guint64 chunks = b->g->batch * ((b->g->seq + chunk - 1) / chunk);
   StwGraphOp *in = linear(b, l, STW_OP_ATTN_QKV, "attn.in_proj", d, in_w, g->in.n, g->in.id);
+  in->linear_mixer = TRUE;
   StwGraphOp *mix = op(b, l, STW_OP_LINEAR_ATTN, "attn.linear");
   op_params(mix, g->mix.n, g->mix.id);
   /* the keys (B) repeated to every value head: per head and token, a chunk's products and the
@@ -2067,12 +2073,15 @@ build_llama(Builder *b)
     if (softmax && c->kv_lora_rank != 0) {
       mla_params(b, pa, &mla);
     } else if (softmax) {
-      projection(b, &qkv, STW_SITE_QKV, q, d, q, nq);
+      /* the queries, and the output gate's rows where q_proj makes them too (Qwen's) */
+      guint64 q_rows = c->attn_gate && c->attn_gate_in_q ? 2 * q : q;
+      projection(b, &qkv, STW_SITE_QKV, q_rows, d, q_rows, nq);
       if (own_kv)
         projection(b, &qkv, STW_SITE_QKV, kv, d, kv, nk);
       if (own_v)
         projection(b, &qkv, STW_SITE_QKV, kvv, d, kvv, nv);
-      if (c->attn_gate) /* AFMoE's output gate, read with the queries (never biased) */
+      if (c->attn_gate && !c->attn_gate_in_q) /* AFMoE's output gate, read with the queries
+                                               * (never biased) */
         named(b, &qkv, q, d, pa, "gate_proj.weight");
     }
     if (c->qk_norm && softmax) {
@@ -2145,9 +2154,11 @@ build_llama(Builder *b)
       if (linear_attn && softmax) /* the linear mixer beside it, reading the same norm: its
                                    * output and the attention's summed into the residual */
         linear_mix_ops(b, l, &mix);
-      if (linear_attn)
+      if (linear_attn) {
         close = linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj", linear_out_width(c), d, mix.out.n,
                        mix.out.id);
+        close->linear_mixer = TRUE;
+      }
       if (post)
         close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);
       close->residual = STW_RESIDUAL_CLOSE;

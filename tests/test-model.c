@@ -1032,6 +1032,69 @@ test_mimo(void)
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* LoRA on hybrid models adapts attention's projections only, as peft does with q_proj, v_proj
+ * and o_proj (a linear mixer's in_proj and out_proj are none of them), and Qwen's q_proj with
+ * the output gate's rows it makes: the adapters' parameters peft 0.21's (r 4) */
+static void
+test_lora_hybrid(void)
+{
+  static const struct {
+    const char *json;
+    guint64 qv, o;
+  } cases[] = {
+    { "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, \"num_attention_heads\": 4"
+      ", \"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 96, \"mam"
+      "ba_num_heads\": 8, \"mamba_head_dim\": 16, \"n_groups\": 2, \"ssm_state_size\": "
+      "8, \"vocab_size\": 128, \"hybrid_override_pattern\": \"M-*-M*\"}",
+      1792, 1024 },
+    { "{\"model_type\": \"qwen3_next\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, \"inte"
+      "rmediate_size\": 96, \"vocab_size\": 128, \"linear_num_key_heads\": 2, \"linear_"
+      "num_value_heads\": 4, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 16,"
+      " \"linear_conv_kernel_dim\": 3, \"full_attention_interval\": 2, \"num_experts\":"
+      " 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"shared_expert_i"
+      "ntermediate_size\": 48}",
+      2304, 1024 },
+    { "{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 8"
+      "0, \"vocab_size\": 128, \"mamba_d_ssm\": 96, \"mamba_n_heads\": 8, \"mamba_d_sta"
+      "te\": 16}",
+      1792, 1024 },
+  };
+  g_autofree char *dir = g_dir_make_tmp("stowage-lora-XXXXXX", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    StwModelConfig c;
+    resolve_text(dir, cases[i].json, &c);
+    const char *targets[] = { "q,v", "o" };
+    guint64 want[] = { cases[i].qv, cases[i].o };
+    for (gsize t = 0; t < 2; t++) {
+      g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                       STW_ATTENTION_FLASH);
+      guint32 n_base = 0;
+      GError *error = NULL;
+      g_assert_true(stw_model_graph_add_lora(g, 4, targets[t], &n_base, &error));
+      g_assert_no_error(error);
+      guint64 added = 0;
+      for (guint k = n_base; k < g->tensors->len; k++)
+        added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
+      g_assert_cmpuint(added, ==, want[t]);
+    }
+  }
+  /* a model of linear mixers alone has no attention to adapt */
+  StwModelConfig mamba;
+  resolve_text(dir, "{\"model_type\": \"mamba2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+                    "\"num_heads\": 4, \"head_dim\": 32, \"n_groups\": 2, \"vocab_size\": 128}",
+               &mamba);
+  g_autoptr(StwModelGraph) mg = stw_model_graph_new(&mamba, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  guint32 n_base = 0;
+  GError *error = NULL;
+  g_assert_false(stw_model_graph_add_lora(mg, 4, "q,v", &n_base, &error));
+  stw_assert_error_contains(error, "has no q projection");
+  g_clear_error(&error);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* BERT without token types and without a pooler (BertGeneration's encoder): the token-type
  * table's 2 x hidden and the pooler's hidden x (hidden + 1) fewer, no pooler op; written to
  * stowage's model format as "token_types": 0 and "pooler": false and read back; refused for
@@ -1586,9 +1649,6 @@ test_linear_attention(void)
     stw_assert_error_contains(error, invalid[i].says);
   }
   static const Refusal cases[] = {
-    { "{\"model_type\": \"qwen3_5_text\", \"attention_bias\": true}",
-      "$.attention_bias: true: q_proj's bias over the queries and the output gate is not "
-      "modelled" },
     { "{\"model_type\": \"qwen3_next\", \"num_hidden_layers\": 2, \"layer_types\": "
       "[\"full_attention\", \"sliding_attention\"]}",
       "$.layer_types: entry 1: expected \"linear_attention\" or \"full_attention\"" },
@@ -3081,6 +3141,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gemma4", test_gemma4);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
+  g_test_add_func("/model/lora-hybrid", test_lora_hybrid);
   g_test_add_func("/model/moe-graph", test_moe_graph);
   g_test_add_func("/model/graph-chain", test_graph_chain);
   g_test_add_func("/model/graph-shapes", test_graph_shapes);

@@ -335,6 +335,9 @@ typedef struct {
   guint64 per_layer_input, per_layer_vocab;
   gboolean global_no_sinks; /* with attn_sinks and global_blocks: the sinks in the other blocks
                              * only (MiMo-V2-Flash's sliding ones) */
+  gboolean attn_gate_in_q;  /* with attn_gate: its rows q_proj's, one projection to the queries
+                             * and the gate (Qwen3-Next's, Qwen3.5's; LoRA's q adapts both), not
+                             * a gate_proj of its own (AFMoE's); the same weights */
   gboolean experts_post_norm; /* in the blocks of experts, a norm over their output (and the
                               * shared experts') before the residual add (A.X K1's
                               * post_mlp_layernorm; norms before only) */
@@ -499,6 +502,9 @@ typedef struct {
   guint64 bwd_work_bytes;     /* backward transient */
   gboolean saves_input;       /* the input stays live until this op's backward */
   gboolean passthrough;       /* reads the current activation without consuming it */
+  gboolean linear_mixer;      /* a projection of a linear mixer (Mamba's, Gated DeltaNet's, a
+                               * short convolution's in_proj and out_proj): not attention's q, k,
+                               * v or o, which LoRA's roles name */
   gboolean no_grad;           /* forward only (torch.no_grad): no backward, nothing kept, and
                                * the weights only it reads never trained */
   StwResidual residual;

@@ -1092,8 +1092,7 @@ class TestHfConfigs(unittest.TestCase):
         # hidden x hidden), and BitNet so (its norm over the heads' output hidden wide); ERNIE
         # 4.5's biased projections beside unbiased experts; Hy V3's MLP biases, as DeepSeek-V2's;
         # Hunyuan's one routed expert and blocks of other top-k; GLM-5's shared indexers;
-        # BertGeneration's cross-attention; Qwen3-Next's and Qwen3.5's attention_bias, whose
-        # q_proj bias covers the output gate's half; Nemotron-H's MLP biases beside unbiased
+        # BertGeneration's cross-attention; Nemotron-H's MLP biases beside unbiased
         # routed experts and router, and its one routed expert; Gemma 4's kv-shared blocks
         # beyond its blocks, one expert, and double-wide MLPs beside experts
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
@@ -1116,9 +1115,6 @@ class TestHfConfigs(unittest.TestCase):
                                       ("glm_moe_dsa", '{"index_topk_freq": 2}'),
                                       ("bert-generation",
                                        '{"add_cross_attention": true, "is_decoder": true}'),
-                                      ("qwen3_next", "attention_bias"),
-                                      ("qwen3_5_text", "attention_bias"),
-                                      ("qwen3_5_moe_text", "attention_bias"),
                                       ("gemma4_text", '{"num_kv_shared_layers": 5}'),
                                       ("gemma4_text", '{"enable_moe_block": true, '
                                        '"num_experts": 1, "top_k_experts": 2, '
