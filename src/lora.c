@@ -6,21 +6,32 @@
 
 #include <stowage/model.h>
 
-/* A target's role: which op kind holds it, and which of that op's weight matrices it is when the
- * op holds them apart (q, k, v; gate, up); a fused weight serves every role of its op. */
+/* A target's role: which op kind holds it, the module whose weight it is where the op's weights
+ * are named so (llama-style blocks: q_proj, ...; peft's target_modules), and else which of that
+ * op's weight matrices it is when the op holds them apart (q, k, v; gate, up); a fused weight
+ * serves every role of its op. */
 typedef struct {
   const char *name;
   StwOpKind kind;
+  const char *module;
   guint index;  /* among the op's 2-D weights, when there are PARTS of them */
   guint parts;
 } Role;
 
 static const Role roles[] = {
-  { "q", STW_OP_ATTN_QKV, 0, 3 },   { "k", STW_OP_ATTN_QKV, 1, 3 },
-  { "v", STW_OP_ATTN_QKV, 2, 3 },   { "o", STW_OP_ATTN_OUT, 0, 1 },
-  { "gate", STW_OP_MLP_IN, 0, 2 },  { "up", STW_OP_MLP_IN, 1, 2 },
-  { "down", STW_OP_MLP_OUT, 0, 1 },
+  { "q", STW_OP_ATTN_QKV, "q_proj", 0, 3 },      { "k", STW_OP_ATTN_QKV, "k_proj", 1, 3 },
+  { "v", STW_OP_ATTN_QKV, "v_proj", 2, 3 },      { "o", STW_OP_ATTN_OUT, "o_proj", 0, 1 },
+  { "gate", STW_OP_MLP_IN, "gate_proj", 0, 2 },  { "up", STW_OP_MLP_IN, "up_proj", 1, 2 },
+  { "down", STW_OP_MLP_OUT, "down_proj", 0, 1 },
 };
+
+/* Whether tensor NAME is module MODULE's weight ("....MODULE.weight"). */
+static gboolean
+is_module_weight(const char *name, const char *module)
+{
+  g_autofree char *tail = g_strconcat(".", module, ".weight", NULL);
+  return g_str_has_suffix(name, tail);
+}
 
 const char *const stw_lora_target_names[] = { "q", "k", "v", "o", "gate", "up", "down", NULL };
 
@@ -66,6 +77,19 @@ weight_for(const StwModelGraph *g, const StwGraphOp *o, const Role *role, guint3
            GArray *scratch)
 {
   weights_of(g, o, n_base, scratch);
+  /* by name where the op's weights are its modules': a block without this one (Gemma 4's
+   * reused keys and values, its values from the keys) has none to adapt */
+  gboolean named = FALSE;
+  for (guint i = 0; i < scratch->len; i++) {
+    guint32 id = g_array_index(scratch, guint32, i);
+    const char *name = ((const StwGraphTensor *)g->tensors->pdata[id])->name;
+    if (is_module_weight(name, role->module))
+      return id;
+    for (gsize r = 0; r < G_N_ELEMENTS(roles); r++)
+      named |= roles[r].kind == role->kind && is_module_weight(name, roles[r].module);
+  }
+  if (named)
+    return G_MAXUINT32;
   if (scratch->len == role->parts)
     return g_array_index(scratch, guint32, role->index);
   if (scratch->len == 1 && (role->kind == STW_OP_ATTN_QKV || role->index == role->parts - 1))

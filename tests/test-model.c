@@ -1040,13 +1040,13 @@ test_lora_hybrid(void)
 {
   static const struct {
     const char *json;
-    guint64 qv, o;
+    guint64 qv, o, kv;
   } cases[] = {
     { "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, \"num_attention_heads\": 4"
       ", \"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 96, \"mam"
       "ba_num_heads\": 8, \"mamba_head_dim\": 16, \"n_groups\": 2, \"ssm_state_size\": "
       "8, \"vocab_size\": 128, \"hybrid_override_pattern\": \"M-*-M*\"}",
-      1792, 1024 },
+      1792, 1024, 1536 },
     { "{\"model_type\": \"qwen3_next\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
       "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, \"inte"
       "rmediate_size\": 96, \"vocab_size\": 128, \"linear_num_key_heads\": 2, \"linear_"
@@ -1054,20 +1054,20 @@ test_lora_hybrid(void)
       " \"linear_conv_kernel_dim\": 3, \"full_attention_interval\": 2, \"num_experts\":"
       " 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"shared_expert_i"
       "ntermediate_size\": 48}",
-      2304, 1024 },
+      2304, 1024, 1536 },
     { "{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
       "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 8"
       "0, \"vocab_size\": 128, \"mamba_d_ssm\": 96, \"mamba_n_heads\": 8, \"mamba_d_sta"
       "te\": 16}",
-      1792, 1024 },
+      1792, 1024, 1536 },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-lora-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     StwModelConfig c;
     resolve_text(dir, cases[i].json, &c);
-    const char *targets[] = { "q,v", "o" };
-    guint64 want[] = { cases[i].qv, cases[i].o };
-    for (gsize t = 0; t < 2; t++) {
+    const char *targets[] = { "q,v", "o", "k,v" };
+    guint64 want[] = { cases[i].qv, cases[i].o, cases[i].kv };
+    for (gsize t = 0; t < 3; t++) {
       g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
                                                        STW_ATTENTION_FLASH);
       guint32 n_base = 0;
@@ -1079,6 +1079,34 @@ test_lora_hybrid(void)
         added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
       g_assert_cmpuint(added, ==, want[t]);
     }
+  }
+  /* by name where a block lacks a projection: Gemma 4's blocks reusing keys and values have no
+   * k or v, its global ones no v (values the keys); MiMo-V2-Flash's values narrower */
+  static const struct {
+    const char *file, *targets;
+    guint64 params;
+  } named[] = {
+    { "tiny-gemma4", "q,k,v,o", 6272 },    { "tiny-gemma4", "k,v", 1152 },
+    { "tiny-gemma4", "o", 2560 },          { "tiny-mimo-v2-flash", "q,k,v,o", 7616 },
+    { "tiny-mimo-v2-flash", "k,v", 3008 }, { "tiny-mimo-v2-flash", "o", 2048 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(named); i++) {
+    g_autofree char *rel = g_strdup_printf("hf/%s/config.json", named[i].file);
+    g_autofree char *path = stw_test_fixture(rel);
+    StwModelConfig c;
+    GError *error = NULL;
+    g_assert_true(stw_model_resolve(path, &c, &error));
+    g_assert_no_error(error);
+    g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+    guint32 n_base = 0;
+    g_assert_true(stw_model_graph_add_lora(g, 4, named[i].targets, &n_base, &error));
+    g_assert_no_error(error);
+    guint64 added = 0;
+    for (guint k = n_base; k < g->tensors->len; k++)
+      added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
+    g_test_message("%s %s", named[i].file, named[i].targets);
+    g_assert_cmpuint(added, ==, named[i].params);
   }
   /* a model of linear mixers alone has no attention to adapt */
   StwModelConfig mamba;
@@ -2344,6 +2372,10 @@ test_hf_configs(void)
     { "Phi-3.5-MoE-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(41873153344), 8, 128, FALSE },
     { "dbrx-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(131596523520), 8, 128, FALSE },
     { "EXAONE-3.5-7.8B-Instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7818448896), 8, 128, FALSE },
+    /* (transformers' counts of the configs; their cards say 8B, and 31.6B with 3.6B active) */
+    { "Nemotron-H-8B-Base-8K", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8100852736), 8, 128, FALSE },
+    { "NVIDIA-Nemotron-3-Nano-30B-A3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(31577937344), 2, 128,
+      FALSE },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *rel = g_strdup_printf("hf/%s/config.json", cases[i].dir);
