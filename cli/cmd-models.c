@@ -227,7 +227,8 @@ print_config_file(const char *file, gboolean json)
                            "; one norm for attention and the MLP (a parallel block)" }[c.norms],
          (const char *[STW_N_ACTS]){ "", "; MLP activation GELU-new (tanh's approximation op by op)",
                                      "; MLP activation one kernel (GELU)", "; MLP activation ReLU",
-                                     "; MLP activation xIELU (two learned scalars a block)" }
+                                     "; MLP activation xIELU (two learned scalars a block)",
+                                     "; MLP activation ReLU squared (two kernels)" }
              [c.activation],
          (const char *[STW_N_NORM_TYPES]){ "", "; LayerNorms (weight and bias)",
                                            "; LayerNorms without biases",

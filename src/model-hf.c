@@ -1592,7 +1592,7 @@ static const struct {
   { "gelu_accurate", STW_ACT_GELU_NEW }, { "gelu_python_tanh", STW_ACT_GELU_NEW },
   { "relu", STW_ACT_RELU }, { "gelu", STW_ACT_GELU }, { "gelu_pytorch_tanh", STW_ACT_GELU },
   { "gelu_python", STW_ACT_GELU }, { "gelu_10", STW_ACT_GELU }, { "quick_gelu", STW_ACT_GELU },
-  { "silu", STW_ACT_GELU }, { "swish", STW_ACT_GELU }, { "relu2", STW_ACT_RELU },
+  { "silu", STW_ACT_GELU }, { "swish", STW_ACT_GELU }, { "relu2", STW_ACT_RELU2 },
   { "relu6", STW_ACT_RELU }, { "leaky_relu", STW_ACT_RELU }, { "tanh", STW_ACT_GELU },
   { "sigmoid", STW_ACT_GELU }, { "mish", STW_ACT_GELU }, { "linear", STW_ACT_GELU },
   { "hardswish", STW_ACT_GELU }, { "laplace", STW_ACT_GELU }, { "sqrtsoftplus", STW_ACT_GELU },

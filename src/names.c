@@ -27,7 +27,7 @@ const char *const stw_linear_kind_names[] = { "gdn", "mamba2", "short_conv", "li
                                                 "mamba1", "kda", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_linear_kind_names) == STW_N_LINEAR_KINDS + 1);
 const char *const stw_activation_names[] = { "default", "gelu_new", "gelu", "relu", "xielu",
-                                             NULL };
+                                             "relu2", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_activation_names) == STW_N_ACTS + 1);
 const char *const stw_norm_type_names[] = { "default", "layernorm", "layernorm_no_bias",
                                             "layernorm_no_affine", "rmsnorm",

@@ -365,6 +365,9 @@ eager_cost(const Synth *s, const StwGraphOp *g)
       x = (Eager){ 16 * e * in, 27 * e * in, 8, 16 };
     else if (c->arch == STW_ARCH_LLAMA && !c->mlp_ungated) /* silu(gate) * up */
       x = (Eager){ 2 * e * out, 4 * e * out, 2, 4 };
+    else if (stw_model_activation(c) == STW_ACT_RELU2) /* relu, then square reading its output
+                                                        * (which it keeps); backward, each */
+      x = (Eager){ 2 * e * in, 3 * e * in, 2, 4 };
     break;
   case STW_OP_LOGIT_SOFTCAP: /* x / c, tanh, * c: three kernels over the logits */
     x = (Eager){ 4 * e * in, 5 * e * in, 3, 3 };

@@ -718,7 +718,7 @@ test_nemotron_h(void)
   g_assert_cmpuint(c.ffn, ==, 32);
   g_assert_cmpuint(c.dense_ffn, ==, 96);
   g_assert_cmpuint(c.shared_expert_ffn, ==, 48);
-  g_assert_cmpint(stw_model_activation(&c), ==, STW_ACT_RELU); /* relu2 */
+  g_assert_cmpint(stw_model_activation(&c), ==, STW_ACT_RELU2);
   /* embeddings and head 2 x 128 x 64 and the final norm; two Mamba-2 blocks (in_proj 64 -> x
    * and z 128 each, B and C 2 x 8 each, a step a head: 296 x 64; the convolution over 160
    * channels, 4 wide, biased; dt_bias, A_log, D; the gated norm 128; out_proj 128 -> 64; the
@@ -2467,7 +2467,7 @@ test_hf_configs(void)
     g_autofree char *path = stw_test_fixture("hf/Minitron-4B-Base/config.json");
     StwModelConfig cfg;
     g_assert_true(stw_model_resolve(path, &cfg, NULL));
-    g_assert_cmpint(cfg.activation, ==, STW_ACT_RELU);
+    g_assert_cmpint(cfg.activation, ==, STW_ACT_RELU2); /* its hidden_act relu2 */
     g_assert_false(stw_model_has_bias(&cfg, STW_SITE_QKV) ||
                    stw_model_has_bias(&cfg, STW_SITE_MLP));
     /* its attention divides by num_key_value_heads: a file without it is refused */

@@ -773,6 +773,32 @@ test_eager_kernels(void)
   g_assert_cmpint(back->model.kernels, ==, STW_KERNELS_EAGER);
 }
 
+/* ReLU squared (Nemotron's ungated MLP, Arcee's): eager PyTorch runs relu and then square over
+ * the MLP's activation, the second reading the first's output and writing its own (2e n more
+ * forward, 3e n backward, n = T f); ReLU alone is one kernel, as the fused model counts it */
+static void
+test_eager_relu2(void)
+{
+  /* T = 4096, d = 1024, ffn 2816, an ungated MLP (up, the activation, down) */
+  StwModelConfig cfg = { .name = "relu2", .arch = STW_ARCH_LLAMA, .layers = 2, .hidden = 1024,
+                         .heads = 8, .kv_heads = 2, .ffn = 2816, .vocab = 1000, .max_seq = 512,
+                         .mlp_ungated = TRUE, .activation = STW_ACT_RELU2 };
+  StwSynthOptions opt = { .batch = 8, .seq = 512, .dtype = STW_DTYPE_BF16,
+                          .attention = STW_ATTENTION_FLASH, .kernels = STW_KERNELS_FUSED };
+  g_autoptr(StwTrace) fused = synth_on_default(&cfg, &opt);
+  opt.kernels = STW_KERNELS_EAGER;
+  g_autoptr(StwTrace) eager = synth_on_default(&cfg, &opt);
+  static const char *const names[] = { "h1.mlp.act", "h1.mlp.act.bwd" };
+  const double extra[] = { 2.0 * 2 * 4096 * 2816, 3.0 * 2 * 4096 * 2816 };
+  assert_eager_extra(fused, eager, names, extra, G_N_ELEMENTS(names));
+  cfg.activation = STW_ACT_RELU; /* one kernel: no more than the fused op */
+  g_autoptr(StwTrace) relu = synth_on_default(&cfg, &opt);
+  opt.kernels = STW_KERNELS_FUSED;
+  g_autoptr(StwTrace) relu_fused = synth_on_default(&cfg, &opt);
+  const double none[] = { 0, 0 };
+  assert_eager_extra(relu_fused, relu, names, none, G_N_ELEMENTS(names));
+}
+
 /* GPT-2's block with its attention's dropout as ATTN_DROPOUT says (DEFAULT: GPT-2's 0.1) */
 static StwTrace *
 synth_gpt_dropout(StwKernels kernels, gboolean amp, StwBias attn_dropout)
@@ -1203,6 +1229,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);
   g_test_add_func("/synth/eager-kernels", test_eager_kernels);
+  g_test_add_func("/synth/eager-relu2", test_eager_relu2);
   g_test_add_func("/synth/eager-autocast", test_eager_autocast);
   g_test_add_func("/synth/eager-memory", test_eager_memory);
   g_test_add_func("/synth/latent-attention", test_latent_attention);

@@ -132,6 +132,7 @@ typedef enum {
   STW_ACT_RELU,     /* one kernel (OPT) */
   STW_ACT_XIELU,    /* xIELU (Apertus): written out op by op, timed as GELU-new's kernels, and
                      * two learned scalars a block (alpha_p, alpha_n; gpt and neox only) */
+  STW_ACT_RELU2,    /* ReLU squared: two kernels, relu and square (Nemotron's, Arcee's) */
   STW_N_ACTS
 } StwActivation;
 
