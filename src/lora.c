@@ -166,8 +166,8 @@ stw_model_graph_add_lora(StwModelGraph *g, guint64 rank, const char *targets, gu
     guint found = 0;
     for (guint i = 0; i < g->ops->len; i++) {
       StwGraphOp *o = g->ops->pdata[i];
-      if (o->kind != role->kind || o->layer < 0 || o->linear_mixer)
-        continue; /* (a linear mixer's projections are none of attention's q, k, v, o) */
+      if (o->kind != role->kind || o->layer < 0 || o->outside_roles)
+        continue; /* (a linear mixer's projections, Gemma 4's per-layer ones: no role's) */
       guint32 w = weight_for(g, o, role, *n_base, scratch);
       if (w == G_MAXUINT32)
         continue;

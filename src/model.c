@@ -1838,7 +1838,7 @@ linear_mix_ops(Builder *b, gint32 l, const LinearMix *g)
   guint64 chunk = mamba ? MAMBA2_CHUNK : GDN_CHUNK;
   guint64 chunks = b->g->batch * ((b->g->seq + chunk - 1) / chunk);
   StwGraphOp *in = linear(b, l, STW_OP_ATTN_QKV, "attn.in_proj", d, in_w, g->in.n, g->in.id);
-  in->linear_mixer = TRUE;
+  in->outside_roles = TRUE;
   StwGraphOp *mix = op(b, l, STW_OP_LINEAR_ATTN, "attn.linear");
   op_params(mix, g->mix.n, g->mix.id);
   /* the keys (B) repeated to every value head: per head and token, a chunk's products and the
@@ -1999,9 +1999,11 @@ per_layer_branch(Builder *b, gint32 l, const char *prefix)
   named(b, &gate, P, d, prefix, "per_layer_input_gate.weight");
   named(b, &proj, d, P, prefix, "per_layer_projection.weight");
   model_norm_params(b, &norm_ids, d, nn);
-  linear(b, l, STW_OP_MLP_IN, "ple.gate", d, P, gate.n, gate.id)->residual = STW_RESIDUAL_OPEN;
+  StwGraphOp *in = linear(b, l, STW_OP_MLP_IN, "ple.gate", d, P, gate.n, gate.id);
+  in->residual = STW_RESIDUAL_OPEN;
+  in->outside_roles = TRUE;
   elementwise(b, l, STW_OP_MLP_ACT, "ple.act", P, P, 3, TRUE);
-  linear(b, l, STW_OP_MLP_OUT, "ple.proj", P, d, proj.n, proj.id);
+  linear(b, l, STW_OP_MLP_OUT, "ple.proj", P, d, proj.n, proj.id)->outside_roles = TRUE;
   model_norm(b, l, STW_OP_NORM_POST_MLP, "ple.post_norm", d, &norm_ids)->residual =
       STW_RESIDUAL_CLOSE;
 }
@@ -2157,7 +2159,7 @@ build_llama(Builder *b)
       if (linear_attn) {
         close = linear(b, l, STW_OP_ATTN_OUT, "attn.out_proj", linear_out_width(c), d, mix.out.n,
                        mix.out.id);
-        close->linear_mixer = TRUE;
+        close->outside_roles = TRUE;
       }
       if (post)
         close = model_norm(b, l, STW_OP_NORM_POST_ATTN, "attn.post_norm", d, &post1);

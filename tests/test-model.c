@@ -1108,6 +1108,28 @@ test_lora_hybrid(void)
     g_test_message("%s %s", named[i].file, named[i].targets);
     g_assert_cmpuint(added, ==, named[i].params);
   }
+  /* Gemma 4's per-layer input gate and projection are none of the MLP's (peft's gate_proj,
+   * up_proj, down_proj): 7,680 as peft makes on its dense model with per-layer inputs */
+  {
+    StwModelConfig c;
+    resolve_text(dir, "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 4, "
+                      "\"hidden_size\": 64, \"num_attention_heads\": 4, "
+                      "\"num_key_value_heads\": 2, \"head_dim\": 16, \"global_head_dim\": 32, "
+                      "\"intermediate_size\": 96, "
+                      "\"vocab_size\": 128, \"hidden_size_per_layer_input\": 8, "
+                      "\"vocab_size_per_layer_input\": 64}",
+                 &c);
+    g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+    guint32 n_base = 0;
+    GError *error = NULL;
+    g_assert_true(stw_model_graph_add_lora(g, 4, "gate,up,down", &n_base, &error));
+    g_assert_no_error(error);
+    guint64 added = 0;
+    for (guint k = n_base; k < g->tensors->len; k++)
+      added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
+    g_assert_cmpuint(added, ==, 7680);
+  }
   /* a model of linear mixers alone has no attention to adapt */
   StwModelConfig mamba;
   resolve_text(dir, "{\"model_type\": \"mamba2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "

@@ -503,9 +503,10 @@ typedef struct {
   guint64 bwd_work_bytes;     /* backward transient */
   gboolean saves_input;       /* the input stays live until this op's backward */
   gboolean passthrough;       /* reads the current activation without consuming it */
-  gboolean linear_mixer;      /* a projection of a linear mixer (Mamba's, Gated DeltaNet's, a
-                               * short convolution's in_proj and out_proj): not attention's q, k,
-                               * v or o, which LoRA's roles name */
+  gboolean outside_roles;     /* a projection none of LoRA's roles names: not attention's q, k,
+                               * v or o nor the MLP's (a linear mixer's in_proj and out_proj:
+                               * Mamba's, Gated DeltaNet's, a short convolution's; Gemma 4's
+                               * per-layer input gate and projection) */
   gboolean no_grad;           /* forward only (torch.no_grad): no backward, nothing kept, and
                                * the weights only it reads never trained */
   StwResidual residual;
