@@ -1035,6 +1035,22 @@ test_mimo(void)
 /* LoRA on hybrid models adapts attention's projections only, as peft does with q_proj, v_proj
  * and o_proj (a linear mixer's in_proj and out_proj are none of them), and Qwen's q_proj with
  * the output gate's rows it makes: the adapters' parameters peft 0.21's (r 4) */
+/* The parameters rank-4 LoRA adapters on TARGETS add to C's graph. */
+static guint64
+lora_params(const StwModelConfig *c, const char *targets)
+{
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(c, 1, 16, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
+  guint32 n_base = 0;
+  GError *error = NULL;
+  g_test_message("%s: %s", c->name, targets);
+  g_assert_true(stw_model_graph_add_lora(g, 4, targets, &n_base, &error));
+  g_assert_no_error(error);
+  guint64 added = 0;
+  for (guint k = n_base; k < g->tensors->len; k++)
+    added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
+  return added;
+}
+
 static void
 test_lora_hybrid(void)
 {
@@ -1042,23 +1058,23 @@ test_lora_hybrid(void)
     const char *json;
     guint64 qv, o, kv;
   } cases[] = {
-    { "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, \"num_attention_heads\": 4"
-      ", \"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 96, \"mam"
-      "ba_num_heads\": 8, \"mamba_head_dim\": 16, \"n_groups\": 2, \"ssm_state_size\": "
-      "8, \"vocab_size\": 128, \"hybrid_override_pattern\": \"M-*-M*\"}",
+    { "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+      "\"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 96, "
+      "\"mamba_num_heads\": 8, \"mamba_head_dim\": 16, \"n_groups\": 2, "
+      "\"ssm_state_size\": 8, \"vocab_size\": 128, \"hybrid_override_pattern\": \"M-*-M*\"}",
       1792, 1024, 1536 },
     { "{\"model_type\": \"qwen3_next\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
-      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, \"inte"
-      "rmediate_size\": 96, \"vocab_size\": 128, \"linear_num_key_heads\": 2, \"linear_"
-      "num_value_heads\": 4, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 16,"
-      " \"linear_conv_kernel_dim\": 3, \"full_attention_interval\": 2, \"num_experts\":"
-      " 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"shared_expert_i"
-      "ntermediate_size\": 48}",
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+      "\"intermediate_size\": 96, \"vocab_size\": 128, \"linear_num_key_heads\": 2, "
+      "\"linear_num_value_heads\": 4, \"linear_key_head_dim\": 8, "
+      "\"linear_value_head_dim\": 16, \"linear_conv_kernel_dim\": 3, "
+      "\"full_attention_interval\": 2, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+      "\"moe_intermediate_size\": 32, \"shared_expert_intermediate_size\": 48}",
       2304, 1024, 1536 },
     { "{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
-      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 8"
-      "0, \"vocab_size\": 128, \"mamba_d_ssm\": 96, \"mamba_n_heads\": 8, \"mamba_d_sta"
-      "te\": 16}",
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 80, "
+      "\"vocab_size\": 128, \"mamba_d_ssm\": 96, \"mamba_n_heads\": 8, "
+      "\"mamba_d_state\": 16}",
       1792, 1024, 1536 },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-lora-XXXXXX", NULL);
@@ -1067,18 +1083,8 @@ test_lora_hybrid(void)
     resolve_text(dir, cases[i].json, &c);
     const char *targets[] = { "q,v", "o", "k,v" };
     guint64 want[] = { cases[i].qv, cases[i].o, cases[i].kv };
-    for (gsize t = 0; t < 3; t++) {
-      g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
-                                                       STW_ATTENTION_FLASH);
-      guint32 n_base = 0;
-      GError *error = NULL;
-      g_assert_true(stw_model_graph_add_lora(g, 4, targets[t], &n_base, &error));
-      g_assert_no_error(error);
-      guint64 added = 0;
-      for (guint k = n_base; k < g->tensors->len; k++)
-        added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
-      g_assert_cmpuint(added, ==, want[t]);
-    }
+    for (gsize t = 0; t < 3; t++)
+      g_assert_cmpuint(lora_params(&c, targets[t]), ==, want[t]);
   }
   /* by name where a block lacks a projection: Gemma 4's blocks reusing keys and values have no
    * k or v, its global ones no v (values the keys); MiMo-V2-Flash's values narrower */
@@ -1097,16 +1103,7 @@ test_lora_hybrid(void)
     GError *error = NULL;
     g_assert_true(stw_model_resolve(path, &c, &error));
     g_assert_no_error(error);
-    g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
-                                                     STW_ATTENTION_FLASH);
-    guint32 n_base = 0;
-    g_assert_true(stw_model_graph_add_lora(g, 4, named[i].targets, &n_base, &error));
-    g_assert_no_error(error);
-    guint64 added = 0;
-    for (guint k = n_base; k < g->tensors->len; k++)
-      added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
-    g_test_message("%s %s", named[i].file, named[i].targets);
-    g_assert_cmpuint(added, ==, named[i].params);
+    g_assert_cmpuint(lora_params(&c, named[i].targets), ==, named[i].params);
   }
   /* Gemma 4's per-layer input gate and projection are none of the MLP's (peft's gate_proj,
    * up_proj, down_proj): 7,680 as peft makes on its dense model with per-layer inputs */
@@ -1119,16 +1116,7 @@ test_lora_hybrid(void)
                       "\"vocab_size\": 128, \"hidden_size_per_layer_input\": 8, "
                       "\"vocab_size_per_layer_input\": 64}",
                  &c);
-    g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
-                                                     STW_ATTENTION_FLASH);
-    guint32 n_base = 0;
-    GError *error = NULL;
-    g_assert_true(stw_model_graph_add_lora(g, 4, "gate,up,down", &n_base, &error));
-    g_assert_no_error(error);
-    guint64 added = 0;
-    for (guint k = n_base; k < g->tensors->len; k++)
-      added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
-    g_assert_cmpuint(added, ==, 7680);
+    g_assert_cmpuint(lora_params(&c, "gate,up,down"), ==, 7680);
   }
   /* a model of linear mixers alone has no attention to adapt */
   StwModelConfig mamba;
