@@ -197,25 +197,36 @@ print_config_file(const char *file, gboolean json)
     if (stw_model_has_bias(&c, site))
       g_string_append_printf(biases, "%s%s", biases->len ? ", " : "",
                              (const char *[]){ "q/k/v", "attention output", "MLP" }[site]);
+  /* values narrower than the heads' queries and keys, outside latent attention (MiMo's) */
+  g_autofree char *values =
+      c.kv_lora_rank == 0 && c.v_head_dim != 0
+          ? g_strdup_printf(", values %" G_GUINT64_FORMAT " wide", c.v_head_dim)
+          : g_strdup("");
+  /* an LM head of fewer rows than the vocabulary (Apertus 1.5's) */
+  g_autofree char *head_rows =
+      c.head_vocab != 0 ? g_strdup_printf(" (%" G_GUINT64_FORMAT " rows)", c.head_vocab)
+                        : g_strdup("");
   /* softmax attention's heads, where any block has it */
   g_autofree char *heads =
       !stw_model_has_softmax(&c)
           ? g_strdup("none (every block's mixer linear)")
           : g_strdup_printf("%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
-                            G_GUINT64_FORMAT " key/value heads%s%s%s%s%s",
-                            c.heads, stw_model_head_dim(&c), c.kv_heads, latent,
+                            G_GUINT64_FORMAT " key/value heads%s%s%s%s%s%s",
+                            c.heads, stw_model_head_dim(&c), c.kv_heads, latent, values,
                             !c.qk_norm      ? ""
                             : c.qk_norm_full ? ", queries and keys RMS-normed over all heads"
                                              : ", queries and keys RMS-normed per head",
                             c.attn_softcap ? ", scores capped" : "",
-                            c.attn_sinks ? ", a sink logit per head" : "",
+                            !c.attn_sinks       ? ""
+                            : c.global_no_sinks ? ", a sink logit per head outside global blocks"
+                                                : ", a sink logit per head",
                             c.attn_gate        ? ", an output gate"
                             : c.attn_head_gate ? ", a gate a head"
                             : c.diff_attn      ? ", differential (two softmaxes a head)"
                                                : "");
-  printf("attention: %s; biases: %s; LM head %s%s; %s%s%s%s%s%s\n", heads,
+  printf("attention: %s; biases: %s; LM head %s%s%s; %s%s%s%s%s%s\n", heads,
          biases->len ? biases->str : "none",
-         c.tied ? "tied to the embeddings" : "its own",
+         c.tied ? "tied to the embeddings" : "its own", head_rows,
          c.head_bias ? " with a bias" : c.logit_softcap ? ", logits capped" : "",
          context, c.embed_norm      ? "; a norm over the embeddings"
                   : c.no_final_norm ? "; no norm before the LM head"
@@ -311,9 +322,10 @@ print_config_file(const char *file, gboolean json)
                              : g_strdup_printf(", reading and writing a latent %" G_GUINT64_FORMAT
                                                " wide", c.expert_latent);
     printf("experts: %" G_GUINT64_FORMAT " per block%s, %" G_GUINT64_FORMAT
-           " per token%s%s%s; %s parameters active per token\n",
+           " per token%s%s%s%s; %s parameters active per token\n",
            stw_model_experts(&c), dense, stw_model_active_experts(&c), latent_said, shared,
-           c.experts_normed ? " (the block's MLP, each branch normed apart)" : "", active);
+           c.experts_normed ? ", the block's MLP beside them, each branch normed apart" : "",
+           c.experts_post_norm ? ", a norm over their output" : "", active);
   }
   return STW_EXIT_OK;
 }

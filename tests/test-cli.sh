@@ -26,6 +26,8 @@ expect 0 "global attention in 2 of the 4 blocks (blocks 1, 3): heads of 32, 1 ke
 expect 0 "tiny-gemma4  -       llama       4      64      4   2   32    128     247,272    3.30 MiB" "models --hf reads Gemma 4's experts, shared keys and values and per-layer embeddings" -- $S models --hf "$F/hf/tiny-gemma4/config.json"
 expect 0 "tiny-mimo-v2-flash  -       llama       4      64      8   4   32    128     166,224    2.22 MiB" "models --hf reads MiMo-V2-Flash's sliding and full blocks" -- $S models --hf "$F/hf/tiny-mimo-v2-flash/config.json"
 expect 0 "tiny-lfm3  -       llama       6      64      4   2   96    128     211,840    2.83 MiB" "models --hf reads LFM3's blocks" -- $S models --hf "$F/hf/tiny-lfm3/config.json"
+expect 0 "attention: 8 heads of 12, 4 key/value heads, values 8 wide, a sink logit per head outside global blocks;" "models says MiMo-V2-Flash's narrower values and where its sinks are" -- $S models --hf "$F/hf/tiny-mimo-v2-flash/config.json"
+expect 0 "and a shared expert 96 wide (no gate), the block's MLP beside them, each branch normed apart; 198,120 parameters active per token" "models says Gemma 4's experts beside the MLP" -- $S models --hf "$F/hf/tiny-gemma4/config.json"
 expect 0 "tiny-nemotron-h  -       llama       6      64      4   2   32    256     149,040    1.99 MiB" "models reads blocks of one part in stowage's format" -- $S models --hf "$F/models/tiny-nemotron-h.json"
 expect 1 "bad-type.json: \$.model_type: \"t5\" is not one of" "models --hf with an unknown model type" -- $S models --hf "$F/hf/bad-type.json"
 expect 2 "models: give --hf or --family, not both" "models --hf with --family" -- $S models --hf "$F/hf/gpt2/config.json" --family gpt2
