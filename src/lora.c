@@ -29,8 +29,9 @@ static const Role roles[] = {
 static gboolean
 is_module_weight(const char *name, const char *module)
 {
-  g_autofree char *tail = g_strconcat(".", module, ".weight", NULL);
-  return g_str_has_suffix(name, tail);
+  gsize n = strlen(name), m = strlen(module), w = strlen(".weight");
+  return n > m + w && name[n - m - w - 1] == '.' && strncmp(name + n - m - w, module, m) == 0 &&
+         strcmp(name + n - w, ".weight") == 0;
 }
 
 const char *const stw_lora_target_names[] = { "q", "k", "v", "o", "gate", "up", "down", NULL };

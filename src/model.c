@@ -388,10 +388,10 @@ one_part_conflict(const StwModelConfig *c)
   return NULL;
 }
 
-/* What is wrong with C's global blocks, blocks of shared keys and values, per-layer inputs or
- * normed experts (Gemma 4's), or NULL. */
+/* What is wrong with C's attention by block (global blocks, blocks of shared keys and values:
+ * Gemma 4's, MiMo-V2-Flash's), or with its gate's rows in q_proj, or NULL. */
 static const char *
-gemma4_conflict(const StwModelConfig *c)
+attention_variant_conflict(const StwModelConfig *c)
 {
   guint64 global = mask_count(c->global_blocks), shared = mask_count(c->kv_shared_blocks);
   if (global != blocks_where(c, stw_model_block_global) ||
@@ -415,6 +415,18 @@ gemma4_conflict(const StwModelConfig *c)
              "attention, not a block without a mixer";
   if (c->kv_shared_wide_mlp && (shared == 0 || stw_model_experts(c) > 1))
     return "kv_shared_wide_mlp goes with kv_shared_blocks and dense MLPs";
+  if (c->attn_gate_in_q && !c->attn_gate)
+    return "attn_gate_in_q goes with attn_gate";
+  if (c->global_no_sinks && (global == 0 || !c->attn_sinks))
+    return "global_sinks false goes with global_blocks and attn_sinks";
+  return NULL;
+}
+
+/* What is wrong with C's LM head rows, per-layer inputs (Gemma 4's) or the norms around its
+ * experts (Gemma 4's, A.X K1's), or NULL. */
+static const char *
+head_and_mlp_variant_conflict(const StwModelConfig *c)
+{
   if (c->head_vocab != 0 && (c->head_vocab >= c->vocab || c->tied || c->arch == STW_ARCH_BERT))
     return "head_vocab (fewer rows in the LM head than vocab) goes with an untied head of a "
            "decoder, below vocab";
@@ -425,10 +437,6 @@ gemma4_conflict(const StwModelConfig *c)
        c->per_layer_input * c->layers > 8 * (guint64)STW_MODEL_MAX_WIDTH))
     return "per-layer inputs are llama's: per_layer_vocab at most 16777216, per_layer_input x "
            "layers at most 8388608";
-  if (c->attn_gate_in_q && !c->attn_gate)
-    return "attn_gate_in_q goes with attn_gate";
-  if (c->global_no_sinks && (global == 0 || !c->attn_sinks))
-    return "global_sinks false goes with global_blocks and attn_sinks";
   if (c->experts_post_norm && (stw_model_experts(c) < 2 || c->norms != STW_NORMS_PRE))
     return "experts_post_norm goes with experts and norms before only (A.X K1's)";
   if (c->experts_normed && (stw_model_experts(c) < 2 || c->shared_expert_ffn == 0 ||
@@ -442,7 +450,7 @@ gboolean
 stw_model_config_validate(const StwModelConfig *c, const char *file, GError **error)
 {
   const char *where = file != NULL ? file : c->name;
-  const char *problem = NULL;
+  const char *problem = NULL, *conflict = NULL;
   if (c->name[0] == '\0')
     problem = "the name is empty";
   else if (c->layers < 1 || c->layers > STW_MODEL_MAX_LAYERS)
@@ -613,8 +621,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
            (c->arch != STW_ARCH_LLAMA || c->norms != STW_NORMS_PRE))
     problem = "blocks of one part (mixer_only_blocks, mlp_only_blocks, mlp false) are llama "
               "blocks with norms before (Mamba's, Nemotron-H's)";
-  else if (one_part_conflict(c) != NULL)
-    problem = one_part_conflict(c);
+  else if ((conflict = one_part_conflict(c)) != NULL)
+    problem = conflict;
   else if (stw_model_experts(c) > 1 && stw_model_mlp_blocks(c) == 0)
     problem = "experts go with blocks that have an MLP (not every block mixer-only)";
   else if (c->mlp_ungated && c->arch != STW_ARCH_LLAMA)
@@ -624,8 +632,9 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "expert_latent (1 to 1048576) goes with experts";
   else if (c->no_rope && (c->arch != STW_ARCH_LLAMA || c->kv_lora_rank != 0))
     problem = "rope false is llama's softmax attention (latent attention keeps its rotary part)";
-  else if (gemma4_conflict(c) != NULL)
-    problem = gemma4_conflict(c);
+  else if ((conflict = attention_variant_conflict(c)) != NULL ||
+           (conflict = head_and_mlp_variant_conflict(c)) != NULL)
+    problem = conflict;
   else if (mask_count(c->linear_blocks) != 0 && c->linear_kind != STW_LINEAR_SHORT_CONV &&
            c->linear_v_heads % c->linear_k_heads != 0)
     problem = "linear_k_heads must divide linear_v_heads";
@@ -1080,9 +1089,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "attn_head_gate", TRUE);
   if (c->no_final_norm)
     cJSON_AddBoolToObject(o, "final_norm", FALSE);
-  if (stw_model_mlp_blocks(c) == 0) /* every block: Mamba's */
+  guint64 mlps = stw_model_mlp_blocks(c);
+  if (mlps == 0) /* every block: Mamba's */
     cJSON_AddBoolToObject(o, "mlp", FALSE);
-  else if (stw_model_mlp_blocks(c) != c->layers)
+  else if (mlps != c->layers)
     add_block_list(o, "mixer_only_blocks", c->mixer_only_blocks, c->layers);
   add_block_list(o, "mlp_only_blocks", c->mlp_only_blocks, c->layers);
   if (c->mlp_ungated)
@@ -2043,14 +2053,13 @@ build_llama(Builder *b)
     /* the attention's widths (a global block's its own, Gemma 4's); keys and values of its
      * own unless it reuses an earlier block's, values unless they are its keys */
     guint64 hd = stw_model_block_head_dim(c, (guint64)l);
-    guint64 q = c->heads * hd, kv = stw_model_block_kv_heads(c, (guint64)l) * hd;
+    guint64 kvh = stw_model_block_kv_heads(c, (guint64)l);
+    guint64 q = c->heads * hd, kv = kvh * hd;
     gboolean own_kv = !stw_model_block_kv_shared(c, (guint64)l);
     gboolean own_v =
         own_kv && !(c->global_values_are_keys && stw_model_block_global(c, (guint64)l));
     /* the values' width: the keys', or v_head_dim's (MiMo-V2-Flash's narrower heads) */
-    guint64 kvv = c->kv_lora_rank == 0 && c->v_head_dim != 0
-                      ? stw_model_block_kv_heads(c, (guint64)l) * c->v_head_dim
-                      : kv;
+    guint64 kvv = c->kv_lora_rank == 0 && c->v_head_dim != 0 ? kvh * c->v_head_dim : kv;
     guint64 kv_proj = own_kv ? kv + (own_v ? kvv : 0) : 0; /* what the block projects */
     gboolean linear_attn = stw_model_block_linear(c, (guint64)l);
     /* softmax attention: the block's mixer, or beside the linear one (Falcon-H1's) */
