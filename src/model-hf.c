@@ -137,6 +137,7 @@ typedef enum {
   HF_LARA_MINI,
   HF_AXK1,
   HF_MIMO_V2_FLASH,
+  HF_ARIA_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -172,7 +173,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "bailing_hybrid", "falcon_h1", "nemotron_h",
                                            "gemma4_text", "lfm3",
                                            "apertus1p5_text", "lara_mini",
-                                           "axk1", "mimo_v2_flash", NULL };
+                                           "axk1", "mimo_v2_flash", "aria_text", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1429,6 +1430,19 @@ static const HfRow hf_rows[] = {
                          .hidden_default = 4096, .heads_default = 64, .ffn_default = 2048,
                          .max_seq_default = 131072, .vocab_default = 152576, .kv_default = 4,
                          .head_dim_default = 192, .reads_tie = TRUE },
+  /* Aria's language model (Rhymes AI): llama's blocks (q, k, v and o biased where
+   * attention_bias), each with moe_num_experts (8) experts intermediate_size (4096) wide,
+   * moe_topk (2) a token, beside moe_num_shared_experts (2) of that width for every token (one
+   * MLP without a gate of its own); mlp_bias true (biased shared experts beside unbiased
+   * routed ones) is refused, not modelled; 32 layers of 4096, 32 heads, vocab_size 32000 */
+  [HF_ARIA_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA }, .experts_member = "moe_num_experts",
+                     .experts_default = 8, .experts_per_token_member = "moe_topk",
+                     .experts_per_token_default = 2, .shared_experts_default = 2,
+                     .shared_experts_member = "moe_num_shared_experts",
+                     .mlp_bias_not_modelled = TRUE, .layers_default = 32,
+                     .hidden_default = 4096, .heads_default = 32, .ffn_default = 4096,
+                     .max_seq_default = 2048, .vocab_default = 32000, .kv_null_ok = TRUE,
+                     .head_dim_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_LFM3] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .norms = STW_NORMS_BOTH,
                            .attn_head_gate = TRUE },
                 .linear = HF_LINEAR_SHORT_CONV_LFM3, .post_norm_member = "use_sandwich_norm",

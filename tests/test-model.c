@@ -2239,6 +2239,7 @@ test_hf_family_defaults(void)
     { "lara_mini", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7281684672), TRUE, FALSE },
     { "axk1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(518983052288), TRUE, FALSE },
     { "mimo_v2_flash", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(308778768832), TRUE, FALSE },
+    { "aria_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(18517069824), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -2892,7 +2893,8 @@ test_hf_configs(void)
     "granitemoe_swa", "hy_v3", "kolibri1", "mellum", "sarvam_moe", "sarvam_mla", "cohere2_moe",
     "afmoe", "flint", "hunyuan_v1_moe", "deepseek_v32", "glm_moe_dsa", "qwen3_next",
     "qwen3_5_moe_text", "granitemoehybrid", "lfm2_moe", "minimax", "jamba", "kimi_linear",
-    "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash"
+    "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash",
+    "aria_text"
   };
   for (gsize i = 0; i < G_N_ELEMENTS(moe_types); i++)
     g_string_append_printf(with, "%s%s", i == 0                              ? ""

@@ -381,6 +381,11 @@ SMALL = {
                       "max_position_embeddings": 64,
                       "layer_types": ["full_attention", "sliding_attention",
                                       "sliding_attention", "full_attention"]},
+    # Aria's language model: experts in every block beside shared ones of their width
+    "aria_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "intermediate_size": 48, "moe_num_experts": 4, "moe_topk": 2,
+                  "moe_num_shared_experts": 1, "vocab_size": 128,
+                  "max_position_embeddings": 64},
     # A.X K1: DeepSeek-V3's blocks, a norm after the experts
     "axk1": {k: v for k, v in DSA_SMALL.items()
              if k not in ("index_n_heads", "index_head_dim", "first_k_dense_replace")},
@@ -902,6 +907,11 @@ def variants(kind):
                       {"moe_num_shared_experts": 0}, {"head_dim": 32},
                       {"tie_word_embeddings": False}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "aria_text":  # shared experts none or three; top-k; grouped heads
+        for extra in ({"moe_num_shared_experts": 0}, {"moe_num_shared_experts": 3},
+                      {"moe_topk": 1}, {"moe_num_experts": 8}, {"num_key_value_heads": 1},
+                      {"attention_bias": True, "tie_word_embeddings": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
         for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
                       {"hidden_act": "gelu"}):
@@ -1094,7 +1104,8 @@ class TestHfConfigs(unittest.TestCase):
         # Hunyuan's one routed expert and blocks of other top-k; GLM-5's shared indexers;
         # BertGeneration's cross-attention; Nemotron-H's MLP biases beside unbiased
         # routed experts and router, and its one routed expert; Gemma 4's kv-shared blocks
-        # beyond its blocks, one expert, and double-wide MLPs beside experts
+        # beyond its blocks, one expert, and double-wide MLPs beside experts; Aria's biased
+        # shared experts beside unbiased routed ones
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -1124,6 +1135,7 @@ class TestHfConfigs(unittest.TestCase):
                                        '"moe_intermediate_size": 32, "num_kv_shared_layers": 2, '
                                        '"use_double_wide_mlp": true}'),
                                       ("nemotron_h", "mlp_bias"),
+                                      ("aria_text", "mlp_bias"),
                                       ("nemotron_h", '{"n_routed_experts": 1}')])
 
 
