@@ -88,6 +88,13 @@ gemma4_parts_said(const StwModelConfig *c)
     g_string_append_printf(s, "per-layer embeddings: %" G_GUINT64_FORMAT " wide a block, %"
                            G_GUINT64_FORMAT " rows, and a gated branch in every block\n",
                            c->per_layer_input, c->per_layer_vocab);
+  if (c->altup_inputs != 0)
+    g_string_append_printf(s, "AltUp: the residual stream %" G_GUINT64_FORMAT " copies wide, "
+                           "each block run on one, predicting and correcting them all\n",
+                           c->altup_inputs);
+  if (c->laurel_rank != 0)
+    g_string_append_printf(s, "LAuReL: a rank-%" G_GUINT64_FORMAT " branch beside each "
+                           "block's attention\n", c->laurel_rank);
   return g_string_free(s, FALSE);
 }
 

@@ -138,6 +138,7 @@ typedef enum {
   HF_AXK1,
   HF_MIMO_V2_FLASH,
   HF_ARIA_TEXT,
+  HF_GEMMA3N_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -173,7 +174,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "bailing_hybrid", "falcon_h1", "nemotron_h",
                                            "gemma4_text", "lfm3",
                                            "apertus1p5_text", "lara_mini",
-                                           "axk1", "mimo_v2_flash", "aria_text", NULL };
+                                           "axk1", "mimo_v2_flash", "aria_text",
+                                           "gemma3n_text", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1572,6 +1574,17 @@ static const HfRow hf_rows[] = {
                        .max_seq_default = 131072, .vocab_default = 262144, .kv_default = 4,
                        .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
                        .reads_attention_bias = TRUE, .experts_apart = TRUE },
+  /* Gemma 3n's language model (the text_config of a gemma3n file): Gemma 3's block (norms before
+   * and after attention and the MLP, each head's queries and keys normed, its values normed
+   * without weights) with AltUp, LAuReL, per-layer embeddings and the last blocks reusing an
+   * earlier block's keys and values (read_gemma3n); its logits capped where
+   * final_logit_softcapping says */
+  [HF_GEMMA3N_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH,
+                                   .qk_norm = TRUE },
+                        .reads_logit_softcap = TRUE, .ffn_fixed = TRUE, .layers_default = 35,
+                        .hidden_default = 2048, .heads_default = 8, .max_seq_default = 32768,
+                        .vocab_default = 262400, .kv_default = 2, .head_dim_default = 256,
+                        .tied = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
   [HF_OLMO_HYBRID] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_POST,
                                   .qk_norm = TRUE, .qk_norm_full = TRUE },
                        .linear = HF_LINEAR_GDN_FROM_HEADS,
@@ -2784,15 +2797,16 @@ read_nemotron_h(const Hf *h, StwModelConfig *c, GError **error)
 }
 
 /* The blocks of full attention among sliding ones into C as global blocks: layer_types, one
- * "sliding_attention" or "full_attention" a block, else every sixth full (and the first, where
- * FIRST: MiMo-V2-Flash's) */
+ * "sliding_attention" or "full_attention" a block, else every PERIOD-th full (and the first,
+ * where FIRST: MiMo-V2-Flash's) */
 static gboolean
-read_global_blocks(const Hf *h, StwModelConfig *c, gboolean first, GError **error)
+read_global_blocks(const Hf *h, StwModelConfig *c, gboolean first, guint64 period,
+                   GError **error)
 {
   const cJSON *types = last_member(h->root, "layer_types");
   if (types == NULL || cJSON_IsNull(types)) {
     for (guint64 l = 0; l < c->layers; l++)
-      stw_model_set_block_global(c, l, (first && l == 0) || (l + 1) % 6 == 0);
+      stw_model_set_block_global(c, l, (first && l == 0) || (l + 1) % period == 0);
     return TRUE;
   }
   if (!read_layer_types(h, types, c, sliding_types, full_types, error))
@@ -2801,6 +2815,95 @@ read_global_blocks(const Hf *h, StwModelConfig *c, gboolean first, GError **erro
     stw_model_set_block_global(c, l, !stw_model_block_linear(c, l));
     stw_model_set_block_linear(c, l, FALSE);
   }
+  return TRUE;
+}
+
+/* The last SHARED of C's blocks reusing an earlier block's keys and values (Gemma 3n's and 4's
+ * num_kv_shared_layers), C's global blocks being the kinds (full attention, sliding) transformers
+ * matches them by: more than there are, or of a kind no block before them is, refused as
+ * transformers refuses them (every block shared, where ALL_OK, as Gemma 4's allows) */
+static gboolean
+set_kv_shared(const Hf *h, StwModelConfig *c, guint64 shared, gboolean all_ok, GError **error)
+{
+  if (shared > c->layers)
+    return stw_json_fail_at(h->r, "num_kv_shared_layers", error, "%" G_GUINT64_FORMAT " of %"
+                            G_GUINT64_FORMAT " blocks: more than there are, not modelled "
+                            "(transformers' arithmetic then runs on negative indices)", shared,
+                            c->layers);
+  guint64 first = c->layers - shared, kinds_before = 0, kinds_after = 0;
+  for (guint64 l = 0; l < c->layers; l++) {
+    guint64 kind = stw_model_block_global(c, l) ? 2 : 1;
+    if (l < first)
+      kinds_before |= kind;
+    kinds_after |= kind;
+    stw_model_set_block_kv_shared(c, l, l >= first);
+  }
+  if (shared != 0 && !(all_ok && shared == c->layers) && kinds_before != kinds_after)
+    return stw_json_fail_at(h->r, "num_kv_shared_layers", error, "%" G_GUINT64_FORMAT ": the "
+                            "blocks before them are not of every kind they are (sliding and "
+                            "full): transformers refuses it", shared);
+  return TRUE;
+}
+
+/* Gemma 3n's language model into C (its sizes read before, intermediate_size here): its MLPs
+ * intermediate_size (16384) wide, a whole number or one a block (exactly as many; blocks that
+ * differ are not modelled); the last num_kv_shared_layers (15) reusing an earlier block's keys
+ * and values, matched by layer_types (null: every fifth full); per-layer embeddings as Gemma
+ * 4's (hidden_size_per_layer_input 256 wide, vocab_size_per_layer_input 262144 rows); AltUp
+ * over altup_num_inputs (4) copies of the stream, altup_active_idx (0) below it; LAuReL of
+ * laurel_rank (64); activation_sparsity_pattern (null: its default) one number a block, as its
+ * class requires, which no weight depends on. */
+static gboolean
+read_gemma3n(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 shared = 15, per_layer = 256, per_vocab = 262144, inputs = 4, active = 0, rank = 64;
+  c->ffn = 16384;
+  if (cJSON_IsNull(last_member(h->root, "final_logit_softcapping")))
+    return stw_json_fail_at(h->r, "final_logit_softcapping", error, "null, where a gemma3n_text "
+                            "config.json needs a number (transformers refuses it)");
+  const cJSON *ffn = last_member(h->root, "intermediate_size");
+  if (cJSON_IsArray(ffn) && (guint64)cJSON_GetArraySize(ffn) != c->layers)
+    return stw_json_fail_at(h->r, "intermediate_size", error, "%d entries for %" G_GUINT64_FORMAT
+                            " blocks: one a block, or one number for all (transformers refuses "
+                            "any other count)", cJSON_GetArraySize(ffn), c->layers);
+  const cJSON *sparsity = last_member(h->root, "activation_sparsity_pattern");
+  if (sparsity != NULL && !cJSON_IsNull(sparsity) &&
+      !(cJSON_IsArray(sparsity) && (guint64)cJSON_GetArraySize(sparsity) == c->layers))
+    return stw_json_fail_at(h->r, "activation_sparsity_pattern", error, "expected null or a list "
+                            "of %" G_GUINT64_FORMAT " numbers, one a block (transformers "
+                            "refuses anything else)", c->layers);
+  for (const cJSON *e = sparsity != NULL ? sparsity->child : NULL; e != NULL; e = e->next)
+    if (!cJSON_IsNumber(e))
+      return stw_json_fail_at(h->r, "activation_sparsity_pattern", error, "expected a number "
+                              "a block");
+  if ((ffn != NULL && !get_by_layer(h, "intermediate_size", c->layers,
+                                    8 * (guint64)STW_MODEL_MAX_WIDTH, &c->ffn, error)) ||
+      !get_count(h, "num_kv_shared_layers", STW_MODEL_MAX_LAYERS, &shared, error) ||
+      !get_count(h, "hidden_size_per_layer_input", STW_MODEL_MAX_WIDTH, &per_layer, error) ||
+      !get_u64(h, "vocab_size_per_layer_input", FALSE, STW_MODEL_MAX_VOCAB, &per_vocab, error) ||
+      !get_count(h, "altup_num_inputs", STW_MODEL_MAX_WIDTH, &inputs, error) ||
+      !get_count(h, "altup_active_idx", STW_MODEL_MAX_WIDTH, &active, error) ||
+      !get_count(h, "laurel_rank", STW_MODEL_MAX_WIDTH, &rank, error) ||
+      !read_global_blocks(h, c, FALSE, 5, error) || !set_kv_shared(h, c, shared, FALSE, error))
+    return FALSE;
+  memset(c->global_blocks, 0, sizeof c->global_blocks); /* full blocks as wide as the others */
+  if (inputs == 0 || inputs > 64)
+    return stw_json_fail_at(h->r, "altup_num_inputs", error, "%" G_GUINT64_FORMAT ": not "
+                            "modelled (1 to 64 copies of the stream are)", inputs);
+  if (active >= inputs)
+    return stw_json_fail_at(h->r, "altup_active_idx", error, "%" G_GUINT64_FORMAT " of %"
+                            G_GUINT64_FORMAT " copies: no such copy, not modelled (transformers "
+                            "builds the weights; its forward fails)", active, inputs);
+  if (rank == 0 || rank > c->hidden)
+    return stw_json_fail_at(h->r, "laurel_rank", error, "%" G_GUINT64_FORMAT ": not modelled "
+                            "(1 to hidden_size is; 0 leaves LAuReL its norm alone)", rank);
+  if (per_layer == 0)
+    return stw_json_fail_at(h->r, "hidden_size_per_layer_input", error, "0: not modelled (each "
+                            "block's per-layer branch then its norm alone)");
+  c->altup_inputs = inputs;
+  c->laurel_rank = rank;
+  c->per_layer_input = per_layer;
+  c->per_layer_vocab = per_vocab;
   return TRUE;
 }
 
@@ -2832,30 +2935,15 @@ read_gemma4(const Hf *h, StwModelConfig *c, GError **error)
       !get_count(h, "hidden_size_per_layer_input", STW_MODEL_MAX_WIDTH, &per_layer, error) ||
       !get_bool(h, "enable_moe_block", &moe, error))
     return FALSE;
-  if (!read_global_blocks(h, c, FALSE, error))
+  if (!read_global_blocks(h, c, FALSE, 6, error))
     return FALSE;
   stw_model_set_block_global(c, c->layers - 1, TRUE); /* transformers forces the last */
   c->global_head_dim = global_dim == stw_model_head_dim(c) ? 0 : global_dim;
   if (k_eq_v && global_kv != 0 && global_kv != c->kv_heads)
     c->global_kv_heads = global_kv;
   c->global_values_are_keys = k_eq_v;
-  if (shared > c->layers)
-    return stw_json_fail_at(h->r, "num_kv_shared_layers", error, "%" G_GUINT64_FORMAT " of %"
-                            G_GUINT64_FORMAT " blocks: more than there are, not modelled "
-                            "(transformers' arithmetic then runs on negative indices)", shared,
-                            c->layers);
-  guint64 first = c->layers - shared, kinds_before = 0, kinds_after = 0;
-  for (guint64 l = 0; l < c->layers; l++) {
-    guint64 kind = stw_model_block_global(c, l) ? 2 : 1;
-    if (l < first)
-      kinds_before |= kind;
-    kinds_after |= kind;
-    stw_model_set_block_kv_shared(c, l, l >= first);
-  }
-  if (shared != 0 && shared != c->layers && kinds_before != kinds_after)
-    return stw_json_fail_at(h->r, "num_kv_shared_layers", error, "%" G_GUINT64_FORMAT ": the "
-                            "blocks before them are not of every kind they are (sliding and "
-                            "full): transformers refuses it", shared);
+  if (!set_kv_shared(h, c, shared, TRUE, error))
+    return FALSE;
   c->kv_shared_wide_mlp = wide && shared != 0;
   if (per_layer != 0) {
     if (!get_u64(h, "vocab_size_per_layer_input", FALSE, STW_MODEL_MAX_VOCAB, &per_vocab,
@@ -2902,7 +2990,7 @@ read_mimo(const Hf *h, StwModelConfig *c, GError **error)
 {
   guint64 v_dim = 128, kv = c->kv_heads;
   if (!get_u64(h, "v_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &v_dim, error) ||
-      !read_global_blocks(h, c, TRUE, error))
+      !read_global_blocks(h, c, TRUE, 6, error))
     return FALSE;
   guint64 global = 0;
   for (guint64 l = 0; l < c->layers; l++)
@@ -3356,6 +3444,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (row->linear != HF_LINEAR_NONE && !read_linear_attn(h, row, &c, error))
     return FALSE;
   if (type == HF_GEMMA4_TEXT && !read_gemma4(h, &c, error))
+    return FALSE;
+  if (type == HF_GEMMA3N_TEXT && !read_gemma3n(h, &c, error))
     return FALSE;
   if (type == HF_APERTUS1P5_TEXT && !read_head_vocab(h, &c, error))
     return FALSE;

@@ -443,6 +443,14 @@ head_and_mlp_variant_conflict(const StwModelConfig *c)
                             !c->shared_expert_ungated))
     return "experts_normed goes with experts and a shared expert without a gate of its own (the "
            "block's dense MLP: Gemma 4's)";
+  if ((c->altup_inputs != 0 || c->laurel_rank != 0) &&
+      (c->arch != STW_ARCH_LLAMA || c->norms == STW_NORMS_POST || c->norms == STW_NORMS_SHARED))
+    return "altup_inputs and laurel_rank are llama's, with norms before each part (pre or both: "
+           "Gemma 3n's)";
+  if (c->altup_inputs > 64)
+    return "altup_inputs must be 1 to 64";
+  if (c->laurel_rank > c->hidden)
+    return "laurel_rank must be 1 to hidden";
   return NULL;
 }
 
@@ -716,7 +724,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "mixer_only_blocks", "mlp_only_blocks", "mlp_gate", "expert_latent", "rope",               \
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
-      "experts_normed", "head_vocab", "experts_post_norm", "global_sinks", "attn_gate_in_q"
+      "experts_normed", "head_vocab", "experts_post_norm", "global_sinks", "attn_gate_in_q",   \
+      "altup_inputs", "laurel_rank"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -839,6 +848,10 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "experts_normed", FALSE, &c->experts_normed, error) ||
       !stw_json_get_bool(r, obj, "experts_post_norm", FALSE, &c->experts_post_norm, error) ||
       !stw_json_get_bool(r, obj, "attn_gate_in_q", FALSE, &c->attn_gate_in_q, error) ||
+      !stw_json_get_u64(r, obj, "altup_inputs", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->altup_inputs,
+                        error) ||
+      !stw_json_get_u64(r, obj, "laurel_rank", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->laurel_rank,
+                        error) ||
       !stw_json_get_bool(r, obj, "global_sinks", FALSE, &global_sinks, error) ||
       !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
                         error) ||
@@ -1123,6 +1136,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     cJSON_AddBoolToObject(o, "experts_post_norm", TRUE);
   if (c->global_no_sinks)
     cJSON_AddBoolToObject(o, "global_sinks", FALSE);
+  if (c->altup_inputs != 0)
+    stw_json_add_u64(o, "altup_inputs", c->altup_inputs);
+  if (c->laurel_rank != 0)
+    stw_json_add_u64(o, "laurel_rank", c->laurel_rank);
   if (c->attn_gate_in_q)
     cJSON_AddBoolToObject(o, "attn_gate_in_q", TRUE);
   if (c->kv_lora_rank == 0 && c->v_head_dim != 0) /* (latent attention's written with it) */
@@ -2018,6 +2035,116 @@ per_layer_branch(Builder *b, gint32 l, const char *prefix)
       STW_RESIDUAL_CLOSE;
 }
 
+/* Gemma 3n's AltUp at the stream's ends: OUT false, after the embeddings, each other copy of
+ * the stream a projection of them (hidden x hidden, altup_projections) rescaled to their
+ * magnitude; OUT true, before the final norm, each other copy projected back
+ * (altup_unembed_projections), rescaled to the first's magnitude, and the copies averaged */
+static void
+altup_end(Builder *b, gboolean out)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 n = c->altup_inputs, d = c->hidden;
+  if (n == 0)
+    return;
+  StwGraphOp *o = linear(b, -1, STW_OP_MLP_IN, out ? "altup.out" : "altup.in", d, (n - 1) * d, 0,
+                         NULL);
+  for (guint64 i = 1; i < n; i++) {
+    guint32 id = tensor(b, d, d, "%s.%" G_GUINT64_FORMAT ".weight",
+                        out ? "altup_unembed_projections" : "altup_projections", i - 1);
+    op_params(o, 1, &id);
+  }
+  o->flops += 6 * b->T * n * d; /* each copy's magnitude, and the rescaling */
+  if (out) { /* all the copies in, the first's rows out */
+    o->in_bytes = b->T * n * d * b->e;
+    o->out_bytes = b->T * d * b->e;
+  } else {
+    o->out_bytes = b->T * n * d * b->e;
+  }
+  o->outside_roles = TRUE;
+}
+
+/* Gemma 3n's AltUp router of a block (names under PREFIX, ids into ROUTER), which its
+ * prediction and its correction both run: a norm and altup_inputs scores a token */
+static void
+altup_router(Builder *b, const char *prefix, Ids *router)
+{
+  const StwModelConfig *c = &b->g->config;
+  if (c->altup_inputs == 0)
+    return;
+  g_autofree char *pa = g_strconcat(prefix, ".altup", NULL);
+  g_autofree char *rn = g_strconcat(pa, ".router_norm", NULL);
+  model_norm_params(b, router, c->hidden, rn);
+  named(b, router, c->altup_inputs, c->hidden, pa, "modality_router.weight");
+}
+
+/* Gemma 3n's AltUp in block L (names under PREFIX, its router's ids ROUTER): CORRECT false,
+ * before the block, every copy of the stream predicted from all of them (the router over the
+ * first copy, the tanh of its scores, altup_inputs^2 coefficients a token from them); the block
+ * then runs on the first copy, the others kept for the correction. CORRECT true, after it, each
+ * copy corrected by the block's output (the router again over it, altup_inputs coefficients),
+ * the first scaled a channel for the per-layer branch. */
+static void
+altup_step(Builder *b, gint32 l, const char *prefix, gboolean correct, const Ids *router)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 n = c->altup_inputs, d = c->hidden, T = b->T, e = b->e;
+  if (n == 0)
+    return;
+  g_autofree char *pa = g_strconcat(prefix, ".altup", NULL);
+  Ids ids = *router;
+  StwGraphOp *o = op(b, l, STW_OP_ALTUP, correct ? "altup.correct" : "altup.predict");
+  guint64 routing = 4 * T * d + 2 * T * d * n + T * n; /* its norm, scores and tanh */
+  if (correct) {
+    named(b, &ids, n, n, pa, "correction_coefs.weight");
+    named(b, &ids, d, 0, pa, "correct_output_scale");
+    /* the innovation (the block's output less the first prediction), each copy's share of it
+     * added, the first copy scaled */
+    o->flops = routing + 2 * T * n * n + T * d + 2 * T * n * d + T * d;
+    o->in_bytes = T * d * e;      /* the block's output */
+    o->out_bytes = T * n * d * e; /* the next block's stream */
+    o->saved_extra_bytes = T * (d * e + n * 4); /* the innovation, the coefficients */
+  } else {
+    named(b, &ids, n * n, n, pa, "prediction_coefs.weight");
+    /* every copy a mix of all of them, added to itself */
+    o->flops = routing + 2 * T * n * n * n + 2 * T * n * n * d + T * n * d;
+    o->in_bytes = T * n * d * e;  /* the stream */
+    o->out_bytes = T * d * e;     /* the first copy's prediction, which the block runs on */
+    o->saves_input = TRUE;
+    o->saved_extra_bytes = T * ((n - 1) * d * e + (n + n * n) * 4); /* the other predictions,
+                                                                      * the coefficients */
+  }
+  op_params(o, ids.n, ids.id);
+}
+
+/* Gemma 3n's LAuReL in block L (names under PREFIX), beside its attention: the normed input
+ * through hidden x laurel_rank and back, normed (its sum into the residual not timed apart) */
+static void
+laurel_branch(Builder *b, gint32 l, const char *prefix)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->hidden, r = c->laurel_rank;
+  if (r == 0)
+    return;
+  g_autofree char *pl = g_strconcat(prefix, ".laurel", NULL);
+  g_autofree char *nn = g_strconcat(pl, ".post_laurel_norm", NULL);
+  Ids left = { 0 }, right = { 0 }, norm_ids = { 0 };
+  named(b, &left, r, d, pl, "linear_left.weight");
+  named(b, &right, d, r, pl, "linear_right.weight");
+  model_norm_params(b, &norm_ids, d, nn);
+  linear(b, l, STW_OP_MLP_IN, "laurel.left", d, r, left.n, left.id)->outside_roles = TRUE;
+  linear(b, l, STW_OP_MLP_OUT, "laurel.right", r, d, right.n, right.id)->outside_roles = TRUE;
+  model_norm(b, l, STW_OP_NORM_POST_ATTN, "laurel.norm", d, &norm_ids);
+}
+
+/* The end of llama block L (names under PREFIX, its AltUp router's ids ROUTER): AltUp's
+ * correction, then the per-layer branch */
+static void
+block_end(Builder *b, gint32 l, const char *prefix, const Ids *router)
+{
+  altup_step(b, l, prefix, TRUE, router);
+  per_layer_branch(b, l, prefix);
+}
+
 static void
 build_llama(Builder *b)
 {
@@ -2028,6 +2155,7 @@ build_llama(Builder *b)
   op_params(o, 1, &emb);
   o->out_bytes = b->T * d * b->e;
   per_layer_inputs(b);
+  altup_end(b, FALSE);
 
   for (gint32 l = 0; l < (gint32)c->layers; l++) {
     g_autofree char *p = g_strdup_printf("layers.%d", l);
@@ -2122,9 +2250,14 @@ build_llama(Builder *b)
       model_norm_params(b, &ln2, d, n2);
 
     StwGraphOp *close = NULL, *proj = NULL;
+    Ids router = { 0 };
+    altup_router(b, p, &router);
+    altup_step(b, l, p, FALSE, &router);
     if (mixer) {
       /* the block opens at its first norm, or at the projections where there is none before */
       StwGraphOp *open = pre ? model_norm(b, l, STW_OP_NORM_ATTN, "ln_1", d, &ln1) : NULL;
+      if (pre)
+        laurel_branch(b, l, p);
       proj = !softmax               ? linear_mix_ops(b, l, &mix)
                          : c->kv_lora_rank != 0 ? mla_ops(b, l, &mla)
                                                 : linear(b, l, STW_OP_ATTN_QKV, "attn.qkv", d,
@@ -2175,7 +2308,7 @@ build_llama(Builder *b)
       close->residual = STW_RESIDUAL_CLOSE;
     }
     if (!mlp) { /* Mamba's block: its norm and its mixer */
-      per_layer_branch(b, l, p);
+      block_end(b, l, p, &router);
       continue;
     }
     if (pre && !shared)
@@ -2190,7 +2323,7 @@ build_llama(Builder *b)
         close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);
         close->residual = STW_RESIDUAL_CLOSE;
       }
-      per_layer_branch(b, l, p);
+      block_end(b, l, p, &router);
       continue;
     }
     /* a dense MLP: every block's, or one of the dense blocks' among the experts' */
@@ -2226,8 +2359,9 @@ build_llama(Builder *b)
     if (post)
       close = model_norm(b, l, STW_OP_NORM_POST_MLP, "mlp.post_norm", d, &post2);
     close->residual = STW_RESIDUAL_CLOSE;
-    per_layer_branch(b, l, p);
+    block_end(b, l, p, &router);
   }
+  altup_end(b, TRUE);
   decoder_head(b, emb, "norm", "lm_head.weight");
 }
 

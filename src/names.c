@@ -19,7 +19,7 @@ const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",
   "pooler", "lm_head", "loss", "moe_router", "norm_qk", "logit_softcap", "indexer",
-  "linear_attn", NULL
+  "linear_attn", "altup", NULL
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_op_kind_names) == STW_N_OP_KINDS + 1);
 const char *const stw_norms_names[] = { "pre", "both", "post", "shared", NULL };

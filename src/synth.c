@@ -372,6 +372,20 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   case STW_OP_LOGIT_SOFTCAP: /* x / c, tanh, * c: three kernels over the logits */
     x = (Eager){ 4 * e * in, 5 * e * in, 3, 3 };
     break;
+  case STW_OP_ALTUP: {
+    /* Gemma 3n's module op by op: the router's RMSNorm in fp32 and its scale over the first
+     * copy (or the block's output); predicting, the copies permuted to the matmul and its
+     * output back, added to them and made contiguous (7 passes over all the copies);
+     * correcting, the innovation repeated to every copy, scaled, added to the predictions and
+     * made contiguous (9), the first copy cloned and scaled. Backward as the chain reversed,
+     * each pass's gradient read and written */
+    double Td = T * (double)c->hidden, nTd = (double)c->altup_inputs * Td;
+    if (g->out_bytes > g->in_bytes) /* the correction: one stream in, every copy out */
+      x = (Eager){ Td * (28 + 12 * e) + 9 * e * nTd, Td * (52 + 16 * e) + 14 * e * nTd, 22, 30 };
+    else
+      x = (Eager){ Td * (28 + 4 * e) + 7 * e * nTd, Td * (52 + 6 * e) + 10 * e * nTd, 17, 26 };
+    break;
+  }
   case STW_OP_LINEAR_ATTN: {
     double o = out;
     /* the convolved channels: queries and keys (B and C) and values (x) */

@@ -926,6 +926,119 @@ test_gemma4(void)
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* Gemma 3n's language model: AltUp over copies of the stream, LAuReL beside attention,
+ * per-layer embeddings, the last blocks reusing earlier keys and values; every count
+ * transformers 5.24's */
+static void
+test_gemma3n(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-g3n-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 5, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+      "\"intermediate_size\": %s, \"vocab_size\": 128, \"vocab_size_per_layer_input\": 100, "
+      "\"hidden_size_per_layer_input\": 8, \"altup_num_inputs\": 3, \"laurel_rank\": 4, "
+      "\"num_kv_shared_layers\": 2, \"layer_types\": [\"sliding_attention\", "
+      "\"full_attention\", \"sliding_attention\", \"sliding_attention\", \"full_attention\"]}";
+  g_autofree char *plain = g_strdup_printf(small, "96");
+  StwModelConfig c;
+  resolve_text(dir, plain, &c);
+  g_assert_cmpuint(c.altup_inputs, ==, 3);
+  g_assert_cmpuint(c.laurel_rank, ==, 4);
+  for (guint64 l = 0; l < 5; l++) /* the full blocks as wide as the sliding ones */
+    g_assert_true(!stw_model_block_global(&c, l) && stw_model_block_kv_shared(&c, l) == (l > 2));
+  /* outside the blocks: the embeddings (tied), the per-layer table 100 x 5 x 8, its projection
+   * 40 x 64 and norm 8, the final norm, AltUp's two projections in and two out (64 x 64); a
+   * block: q and o 64 x 64, k and v 32 x 64, the query and key norms 16 each, four norms, the
+   * MLP 3 x 64 x 96, the per-layer branch (8 x 64, 64 x 8, a norm 64), AltUp's router (a norm
+   * 64, 3 x 64), its coefficients (9 x 3, 3 x 3) and scale 64, LAuReL's 4 x 64 and 64 x 4 and
+   * norm 64; the last two without k, v and the key norm */
+  guint64 outside = 128 * 64 + 100 * 40 + 40 * 64 + 8 + 64 + 4 * 64 * 64;
+  guint64 block = 2 * 64 * 64 + 2 * 32 * 64 + 2 * 16 + 4 * 64 + 3 * 64 * 96 +
+                  (2 * 8 * 64 + 64) + (64 + 3 * 64 + 27 + 9 + 64) + (2 * 4 * 64 + 64);
+  guint64 shared = block - 2 * 32 * 64 - 16;
+  g_assert_cmpuint(stw_model_param_count(&c), ==, outside + 3 * block + 2 * shared);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 188124); /* transformers' */
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "layers.0.altup."), ==, 64 + 3 * 64 + 27 + 9 + 64);
+  g_assert_cmpuint(prefix_numel(g, "layers.4.laurel."), ==, 2 * 4 * 64 + 64);
+  g_autofree char *ops = block_ops(g, 0);
+  g_assert_cmpstr(ops, ==, "h0.altup.predict h0.ln_1 h0.laurel.left h0.laurel.right "
+                           "h0.laurel.norm h0.attn.qkv h0.attn.qk_norm h0.attn.rope h0.attn.core "
+                           "h0.attn.o_proj h0.attn.post_norm h0.ln_2 h0.mlp.gate_up "
+                           "h0.mlp.swiglu h0.mlp.down h0.mlp.post_norm h0.altup.correct "
+                           "h0.ple.gate h0.ple.act h0.ple.proj h0.ple.post_norm");
+  /* the stream three copies wide: made after the per-layer inputs, read by each prediction,
+   * written by each correction, merged back before the final norm */
+  const StwGraphOp *in = g->ops->pdata[2], *predict = g->ops->pdata[3];
+  g_assert_cmpstr(in->name, ==, "altup.in");
+  g_assert_cmpuint(in->out_bytes, ==, 16 * 3 * 64 * 2);
+  g_assert_cmpuint(predict->in_bytes, ==, 16 * 3 * 64 * 2);
+  g_assert_cmpuint(predict->out_bytes, ==, 16 * 64 * 2);
+  g_assert_cmpint(predict->kind, ==, STW_OP_ALTUP);
+  StwModelConfig back;
+  round_trip(&c, "\"altup_inputs\":3,\"laurel_rank\":4", &back);
+  g_assert_true(back.altup_inputs == 3 && back.laurel_rank == 4);
+  /* one width a block, all equal */
+  g_autofree char *listed = g_strdup_printf(small, "[96, 96, 96, 96, 96]");
+  StwModelConfig l;
+  resolve_text(dir, listed, &l);
+  g_assert_cmpuint(stw_model_param_count(&l), ==, 188124);
+  /* the defaults: Gemma 3n E4B's language model */
+  StwModelConfig e4b;
+  resolve_text(dir, "{\"model_type\": \"gemma3n_text\"}", &e4b);
+  g_assert_cmpuint(stw_model_param_count(&e4b), ==, G_GUINT64_CONSTANT(6835235568));
+  guint64 sharing = 0;
+  for (guint64 k = 0; k < e4b.layers; k++)
+    sharing += stw_model_block_kv_shared(&e4b, k);
+  g_assert_cmpuint(sharing, ==, 15);
+
+  g_autofree char *uneven = g_strdup_printf(small, "[96, 96, 64, 96, 96]");
+  g_autofree char *short_list = g_strdup_printf(small, "[96, 96]");
+  const Refusal cases[] = {
+    { uneven, "$.intermediate_size: entry 2 is 64 where entry 0 is 96: blocks that differ are "
+              "not modelled" },
+    { short_list, "$.intermediate_size: 2 entries for 5 blocks: one a block, or one number for "
+                  "all (transformers refuses any other count)" },
+    { "{\"model_type\": \"gemma3n_text\", \"altup_num_inputs\": 2, \"altup_active_idx\": 2}",
+      "$.altup_active_idx: 2 of 2 copies: no such copy, not modelled" },
+    { "{\"model_type\": \"gemma3n_text\", \"laurel_rank\": 0}",
+      "$.laurel_rank: 0: not modelled (1 to hidden_size is; 0 leaves LAuReL its norm alone)" },
+    { "{\"model_type\": \"gemma3n_text\", \"hidden_size_per_layer_input\": 0}",
+      "$.hidden_size_per_layer_input: 0: not modelled" },
+    { "{\"model_type\": \"gemma3n_text\", \"activation_sparsity_pattern\": [0.95]}",
+      "$.activation_sparsity_pattern: expected null or a list of 35 numbers, one a block" },
+    { "{\"model_type\": \"gemma3n_text\", \"final_logit_softcapping\": null}",
+      "$.final_logit_softcapping: null, where a gemma3n_text config.json needs a number" },
+    { "{\"model_type\": \"gemma3n_text\", \"num_kv_shared_layers\": 33}",
+      "$.num_kv_shared_layers: 33: the blocks before them are not of every kind they are" },
+  };
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_assert_cmpint(g_remove(path), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  /* the model format: AltUp and LAuReL are llama's, before-norm blocks' */
+  StwModelConfig bad = c;
+  GError *error = NULL;
+  bad.norms = STW_NORMS_POST;
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "m.json: invalid model: altup_inputs and laurel_rank are "
+                                   "llama's, with norms before each part (pre or both: Gemma "
+                                   "3n's)");
+  g_clear_error(&error);
+  bad = c;
+  bad.laurel_rank = 65;
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "laurel_rank must be 1 to hidden");
+  g_clear_error(&error);
+  bad = c;
+  bad.altup_inputs = 65;
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "altup_inputs must be 1 to 64");
+  g_clear_error(&error);
+}
+
 /* An LM head of fewer rows than the embeddings (Apertus 1.5's pruned output_vocab_size): its
  * weight, its logits and its loss that wide; refused tied or as wide as the vocabulary; tied, a
  * config.json's head is the embeddings' every row, as transformers ties it */
@@ -2240,6 +2353,7 @@ test_hf_family_defaults(void)
     { "axk1", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(518983052288), TRUE, FALSE },
     { "mimo_v2_flash", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(308778768832), TRUE, FALSE },
     { "aria_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(18517069824), TRUE, FALSE },
+    { "gemma3n_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6835235568), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -2314,6 +2428,7 @@ test_hf_family_defaults(void)
     const char *type = cases[i].type;
     gboolean both = strcmp(type, "hyperclovax") == 0 || strcmp(type, "kolibri1") == 0 ||
                     strcmp(type, "afmoe") == 0 || strcmp(type, "gemma4_text") == 0 ||
+                    strcmp(type, "gemma3n_text") == 0 ||
                     strcmp(type, "lfm3") == 0;
     g_assert_cmpint(cfg.norms, ==, both                              ? STW_NORMS_BOTH
                                    : strcmp(type, "flex_olmo") == 0 ||
@@ -3183,6 +3298,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/linear-attention", test_linear_attention);
   g_test_add_func("/model/nemotron-h", test_nemotron_h);
   g_test_add_func("/model/gemma4", test_gemma4);
+  g_test_add_func("/model/gemma3n", test_gemma3n);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

@@ -349,6 +349,17 @@ typedef struct {
                             * and each branch's output normed (three norms, hidden each), the
                             * router's input scaled by a weight a channel and its choices by one
                             * an expert */
+  /* Gemma 3n's alternating updates, where altup_inputs > 1 (llama only): the residual stream
+   * altup_inputs copies wide, the others made from the embeddings by a projection each (hidden
+   * x hidden) and merged back before the final norm by another; in each block a prediction of
+   * every copy from all of them before it (a router: a norm and altup_inputs x hidden; its
+   * coefficients, altup_inputs^3) and a correction after it (altup_inputs^2, and a scale a
+   * channel), the block itself running on the first copy. */
+  guint64 altup_inputs;
+  /* Gemma 3n's learned augmented residual (LAuReL), where laurel_rank > 0 (llama only): beside
+   * each block's attention, its normed input through hidden x laurel_rank and back and a norm,
+   * added to the residual. */
+  guint64 laurel_rank;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -487,6 +498,8 @@ typedef enum {
                           * DSA): projections and fp32 scores, forward only */
   STW_OP_LINEAR_ATTN,    /* a linear attention's mixing (Gated DeltaNet's): convolution, the
                           * delta rule's chunked recurrence, the gated norm */
+  STW_OP_ALTUP,          /* AltUp's prediction or correction of the residual stream's copies
+                          * (Gemma 3n): a router and per-token coefficients mixing the copies */
   STW_N_OP_KINDS
 } StwOpKind;
 

@@ -381,6 +381,15 @@ SMALL = {
                       "max_position_embeddings": 64,
                       "layer_types": ["full_attention", "sliding_attention",
                                       "sliding_attention", "full_attention"]},
+    # Gemma 3n's language model: AltUp over three copies, LAuReL, per-layer embeddings, the last
+    # two blocks reusing earlier keys and values
+    "gemma3n_text": {"num_hidden_layers": 5, "hidden_size": 64, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                     "vocab_size": 128, "vocab_size_per_layer_input": 100,
+                     "hidden_size_per_layer_input": 8, "max_position_embeddings": 64,
+                     "altup_num_inputs": 3, "laurel_rank": 4, "num_kv_shared_layers": 2,
+                     "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                                     "sliding_attention", "full_attention"]},
     # Aria's language model: experts in every block beside shared ones of their width
     "aria_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                   "intermediate_size": 48, "moe_num_experts": 4, "moe_topk": 2,
@@ -907,6 +916,22 @@ def variants(kind):
                       {"moe_num_shared_experts": 0}, {"head_dim": 32},
                       {"tie_word_embeddings": False}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "gemma3n_text":  # its MLPs a block; AltUp's copies; sharing; its patterns
+        for extra in ({"intermediate_size": [96] * 5}, {"intermediate_size": [96, 96, 64, 96, 96]},
+                      {"intermediate_size": [96] * 4}, {"altup_num_inputs": 1},
+                      {"altup_num_inputs": 6, "altup_active_idx": 5}, {"altup_active_idx": 3},
+                      {"laurel_rank": 64}, {"laurel_rank": 0}, {"num_kv_shared_layers": 0},
+                      {"num_kv_shared_layers": 5}, {"num_kv_shared_layers": 1},
+                      {"layer_types": ["sliding_attention"] * 4 + ["full_attention"]},
+                      {"layer_types": ["full_attention"] * 5}, {"hidden_size_per_layer_input": 0},
+                      {"activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0, 0.0]},
+                      {"activation_sparsity_pattern": [0.5]}, {"final_logit_softcapping": None},
+                      {"tie_word_embeddings": False}, {"altup_num_inputs": None},
+                      {"laurel_rank": None}, {"num_kv_shared_layers": None},
+                      {"hidden_size_per_layer_input": None}, {"vocab_size_per_layer_input": None},
+                      {"intermediate_size": None}, {"altup_active_idx": None},
+                      {"activation_sparsity_pattern": None}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "aria_text":  # shared experts none or three; top-k; grouped heads
         for extra in ({"moe_num_shared_experts": 0}, {"moe_num_shared_experts": 3},
                       {"moe_topk": 1}, {"moe_num_experts": 8}, {"num_key_value_heads": 1},
@@ -1105,7 +1130,9 @@ class TestHfConfigs(unittest.TestCase):
         # BertGeneration's cross-attention; Nemotron-H's MLP biases beside unbiased
         # routed experts and router, and its one routed expert; Gemma 4's kv-shared blocks
         # beyond its blocks, one expert, and double-wide MLPs beside experts; Aria's biased
-        # shared experts beside unbiased routed ones
+        # shared experts beside unbiased routed ones; Gemma 3n's blocks of MLPs of differing
+        # widths, an AltUp copy that is not there (its forward fails), LAuReL and per-layer
+        # branches of no width (their norms alone)
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -1126,6 +1153,12 @@ class TestHfConfigs(unittest.TestCase):
                                       ("glm_moe_dsa", '{"index_topk_freq": 2}'),
                                       ("bert-generation",
                                        '{"add_cross_attention": true, "is_decoder": true}'),
+                                      ("gemma3n_text",
+                                       '{"intermediate_size": [96, 96, 64, 96, 96]}'),
+                                      ("gemma3n_text", '{"altup_active_idx": 3}'),
+                                      ("gemma3n_text", '{"laurel_rank": 0}'),
+                                      ("gemma3n_text", '{"hidden_size_per_layer_input": 0}'),
+                                      ("aria_text", "mlp_bias"),
                                       ("gemma4_text", '{"num_kv_shared_layers": 5}'),
                                       ("gemma4_text", '{"enable_moe_block": true, '
                                        '"num_experts": 1, "top_k_experts": 2, '
@@ -1135,7 +1168,6 @@ class TestHfConfigs(unittest.TestCase):
                                        '"moe_intermediate_size": 32, "num_kv_shared_layers": 2, '
                                        '"use_double_wide_mlp": true}'),
                                       ("nemotron_h", "mlp_bias"),
-                                      ("aria_text", "mlp_bias"),
                                       ("nemotron_h", '{"n_routed_experts": 1}')])
 
 
