@@ -738,6 +738,15 @@ class TestHuggingFace(unittest.TestCase):
                 enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=16,
                 vocab_size=128, max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
                 pad_token_id=0))
+        if kind == "gemma3n_text":  # AltUp over three copies of the stream, LAuReL, per-layer
+            # embeddings, keys and values shared
+            return tf.Gemma3nForCausalLM(tf.Gemma3nTextConfig(
+                num_hidden_layers=3, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                head_dim=16, intermediate_size=48, num_kv_shared_layers=1,
+                layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                hidden_size_per_layer_input=4, vocab_size_per_layer_input=128,
+                altup_num_inputs=3, laurel_rank=4, vocab_size=128, max_position_embeddings=32,
+                bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -766,7 +775,7 @@ class TestHuggingFace(unittest.TestCase):
         block, shared keys and values, per-layer embeddings, experts beside the MLP), LFM3
         (short convolutions, attention gated a head, norms after each branch too),
         MiMo-V2-Flash (values narrower than keys, sinks in its sliding blocks, experts),
-        each step 2 micro-steps with an evaluation between steps:
+        Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -785,7 +794,7 @@ class TestHuggingFace(unittest.TestCase):
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
-                     "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash"):
+                     "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
