@@ -328,9 +328,16 @@ print_config_file(const char *file, gboolean json)
         c.expert_latent == 0 ? g_strdup("")
                              : g_strdup_printf(", reading and writing a latent %" G_GUINT64_FORMAT
                                                " wide", c.expert_latent);
+    g_autofree char *zero =
+        c.zero_experts == 0
+            ? g_strdup("")
+            : g_strdup_printf(" chosen among them and %" G_GUINT64_FORMAT " zero experts, which "
+                              "compute nothing (%" G_GUINT64_FORMAT " experts a token as "
+                              "uniform routing expects)", c.zero_experts,
+                              stw_model_routed_experts(&c));
     printf("experts: %" G_GUINT64_FORMAT " per block%s, %" G_GUINT64_FORMAT
-           " per token%s%s%s%s; %s parameters active per token\n",
-           stw_model_experts(&c), dense, stw_model_active_experts(&c), latent_said, shared,
+           " per token%s%s%s%s%s; %s parameters active per token\n",
+           stw_model_experts(&c), dense, stw_model_active_experts(&c), zero, latent_said, shared,
            c.experts_normed ? ", the block's MLP beside them, each branch normed apart" : "",
            c.experts_post_norm ? ", a norm over their output" : "", active);
   }

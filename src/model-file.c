@@ -45,7 +45,7 @@ guint64
 stw_model_active_param_count(const StwModelConfig *c)
 {
   guint64 params = stw_model_param_count(c);
-  guint64 E = stw_model_experts(c), k = stw_model_active_experts(c);
+  guint64 E = stw_model_experts(c), k = stw_model_routed_experts(c);
   guint64 d = c->expert_latent != 0 ? c->expert_latent : c->hidden; /* what experts read */
   guint64 ups = c->mlp_ungated ? 1 : 2; /* the gate's and up's projections, or up's */
   guint64 expert = (ups + 1) * d * c->ffn +

@@ -139,6 +139,7 @@ typedef enum {
   HF_MIMO_V2_FLASH,
   HF_ARIA_TEXT,
   HF_GEMMA3N_TEXT,
+  HF_LONGCAT_FLASH,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -175,7 +176,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma4_text", "lfm3",
                                            "apertus1p5_text", "lara_mini",
                                            "axk1", "mimo_v2_flash", "aria_text",
-                                           "gemma3n_text", NULL };
+                                           "gemma3n_text", "longcat_flash", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -214,7 +215,7 @@ typedef struct {
                                      * (Qwen2's default is 32, and null is the heads) */
   guint64 head_dim_default;         /* head_dim: 0 = hidden / heads (None); NOT_READ: always */
   gboolean kv_null_ok, head_dim_null_ok; /* null allowed (the class's default is None) */
-  const char *not_null[2];          /* members whose null the class's types refuse where
+  const char *not_null[3];          /* members whose null the class's types refuse where
                                      * stowage does not read them (DeepSeek-V3.2's head_dim, an
                                      * int it then overwrites) or reads null as a default (Llama
                                      * 4's intermediate_size_mlp), refused null */
@@ -1574,6 +1575,21 @@ static const HfRow hf_rows[] = {
                        .max_seq_default = 131072, .vocab_default = 262144, .kv_default = 4,
                        .head_dim_default = 256, .tied = TRUE, .reads_tie = TRUE,
                        .reads_attention_bias = TRUE, .experts_apart = TRUE },
+  /* LongCat-Flash (Meituan): num_layers layers of two blocks each (read_longcat), every block
+   * latent attention and a dense MLP ffn_hidden_size wide, the first of each pair also experts
+   * beside its MLP (n_routed_experts of expert_ffn_hidden_size, moe_topk a token among them and
+   * zero_expert_num zero experts); its multi-token-prediction layers are not built */
+  [HF_LONGCAT_FLASH] = { .shape = { .arch = STW_ARCH_LLAMA }, .reads_attention_bias = TRUE,
+                         .experts_member = "n_routed_experts",
+                         .experts_alias = "num_local_experts", .experts_default = 512,
+                         .experts_per_token_member = "moe_topk", .experts_per_token_default = 12,
+                         .ffn = "expert_ffn_hidden_size", .kv_lora_default = 512,
+                         .q_lora_default = 1536, .rope_dim_default = 64, .nope_dim_default = 128,
+                         .v_head_dim_default = 128, .layers = "num_layers", .layers_default = 28,
+                         .hidden_default = 6144, .heads_default = 64, .ffn_default = 2048,
+                         .max_seq_default = 131072, .vocab_default = 131072,
+                         .kv_default = NOT_READ, .head_dim_default = NOT_READ, .reads_tie = TRUE,
+                         .not_null = { "q_lora_rank", "kv_lora_rank", "head_dim" } },
   /* Gemma 3n's language model (the text_config of a gemma3n file): Gemma 3's block (norms before
    * and after attention and the MLP, each head's queries and keys normed, its values normed
    * without weights) with AltUp, LAuReL, per-layer embeddings and the last blocks reusing an
@@ -2907,6 +2923,56 @@ read_gemma3n(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* LongCat-Flash's blocks into C (its sizes and latent attention read before): num_layers (28)
+ * layers of two blocks, num_hidden_layers (twice num_layers, and the one that wins where both
+ * are given, as its class reads it) naming the blocks; in each block a dense MLP
+ * ffn_hidden_size (12288; intermediate_size winning) wide, beside it in the first of a layer's
+ * two the experts (expert_ffn_hidden_size 2048 wide, moe_intermediate_size winning) and
+ * zero_expert_num (256) zero experts among the router's choices. One routed expert, a biased
+ * router (router_bias) and queries apart from qk_nope_head_dim + qk_rope_head_dim wide
+ * (qk_head_dim) are not modelled. Its class builds gate_up_proj for the zero experts too, which
+ * no checkpoint holds and no token reads: not counted. */
+static gboolean
+read_longcat(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 zero = 256, dense = 12288, qk = 0;
+  gboolean router_bias = FALSE;
+  if (!get_count(h, "zero_expert_num", STW_MODEL_MAX_EXPERTS, &zero, error) ||
+      !get_u64(h, "ffn_hidden_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &dense, error) ||
+      !get_u64(h, "intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &dense, error) ||
+      !get_u64(h, "moe_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH, &c->ffn,
+               error) ||
+      !get_u64(h, "qk_head_dim", TRUE, STW_MODEL_MAX_WIDTH, &qk, error) ||
+      !get_bool(h, "router_bias", &router_bias, error))
+    return FALSE;
+  gboolean blocks_given = member(h->root, "num_hidden_layers") != NULL;
+  guint64 layers = blocks_given ? c->layers / 2 : c->layers;
+  if (layers == 0 || 2 * layers > STW_MODEL_MAX_LAYERS)
+    return stw_json_fail_at(h->r, blocks_given ? "num_hidden_layers" : "num_layers", error,
+                            "%" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT " layers of two blocks "
+                            "each: not modelled (1 to %d are)", c->layers, layers,
+                            STW_MODEL_MAX_LAYERS / 2);
+  if (c->experts < 2)
+    return stw_json_fail_at(h->r, "n_routed_experts", error, "%" G_GUINT64_FORMAT ": not "
+                            "modelled (2 or more experts are)", c->experts);
+  if (router_bias)
+    return stw_json_fail_at(h->r, "router_bias", error, "true: a biased router is not modelled");
+  guint64 nope = c->head_dim != 0 ? c->head_dim : c->hidden / c->heads;
+  if (qk != 0 && qk != nope + c->rope_dim)
+    return stw_json_fail_at(h->r, "qk_head_dim", error, "%" G_GUINT64_FORMAT ": queries apart "
+                            "from qk_nope_head_dim + qk_rope_head_dim (%" G_GUINT64_FORMAT ") "
+                            "wide are not modelled", qk, nope + c->rope_dim);
+  c->layers = 2 * layers;
+  c->zero_experts = zero;
+  c->shared_expert_ffn = dense; /* the first block's MLP, beside the experts */
+  c->shared_expert_ungated = TRUE;
+  c->dense_ffn = dense;
+  memset(c->dense_blocks, 0, sizeof c->dense_blocks);
+  for (guint64 l = 1; l < c->layers; l += 2)
+    stw_model_set_block_dense(c, l, TRUE);
+  return TRUE;
+}
+
 /* Gemma 4's blocks into C (its sizes read before): layer_types, one a block of
  * "sliding_attention" or "full_attention" (null: every sixth full), the last made full as
  * transformers makes it; the full ones global, their heads global_head_dim (512) wide, with
@@ -3495,6 +3561,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     c.kv_heads = c.heads;
     c.head_dim = nope * c.heads == c.hidden ? 0 : nope;
   }
+  if (type == HF_LONGCAT_FLASH && !read_longcat(h, &c, error))
+    return FALSE;
   if (row->heads_divide_hidden && c.heads != 0 && c.hidden % c.heads != 0)
     return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "
                             "not divide hidden_size %" G_GUINT64_FORMAT ": %s's class refuses "

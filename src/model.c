@@ -109,6 +109,15 @@ stw_model_active_experts(const StwModelConfig *cfg)
   return stw_model_experts(cfg) > 1 ? MAX(cfg->experts_per_token, 1) : 1;
 }
 
+guint64
+stw_model_routed_experts(const StwModelConfig *cfg)
+{
+  guint64 k = stw_model_active_experts(cfg), E = stw_model_experts(cfg), Z = cfg->zero_experts;
+  if (E < 2 || Z == 0)
+    return k;
+  return MAX((k * E + (E + Z) / 2) / (E + Z), 1);
+}
+
 /* A mask of blocks, a bit each (StwModelConfig's dense_blocks and linear_blocks): block L's
  * bit, setting it, and how many are set whatever the model's layers. */
 #define MASK_WORDS (STW_MODEL_MAX_LAYERS / 64)
@@ -681,8 +690,11 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "dense_ffn must be 1 to 8388608";
   else if (c->shared_expert_ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
     problem = "shared_expert_ffn must be 1 to 8388608";
-  else if (c->experts_per_token > stw_model_experts(c))
-    problem = "experts_per_token must be at most experts";
+  else if (c->zero_experts != 0 && (stw_model_experts(c) < 2 ||
+                                     c->zero_experts > STW_MODEL_MAX_EXPERTS))
+    problem = "zero_experts go with experts, at most 1024";
+  else if (c->experts_per_token > stw_model_experts(c) + c->zero_experts)
+    problem = "experts_per_token must be at most experts (and zero_experts)";
   else if (c->ffn < 1 || c->ffn > 8 * (guint64)STW_MODEL_MAX_WIDTH)
     problem = "ffn must be 1 to 8388608";
   else if (c->vocab < 1 || c->vocab > STW_MODEL_MAX_VOCAB)
@@ -725,7 +737,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
       "experts_normed", "head_vocab", "experts_post_norm", "global_sinks", "attn_gate_in_q",   \
-      "altup_inputs", "laurel_rank"
+      "altup_inputs", "laurel_rank", "zero_experts"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -852,6 +864,8 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         error) ||
       !stw_json_get_u64(r, obj, "laurel_rank", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->laurel_rank,
                         error) ||
+      !stw_json_get_u64(r, obj, "zero_experts", FALSE, 1, STW_MODEL_MAX_EXPERTS,
+                        &c->zero_experts, error) ||
       !stw_json_get_bool(r, obj, "global_sinks", FALSE, &global_sinks, error) ||
       !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
                         error) ||
@@ -1017,6 +1031,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   if (stw_model_experts(c) > 1) {
     stw_json_add_u64(o, "experts", c->experts);
     stw_json_add_u64(o, "experts_per_token", stw_model_active_experts(c));
+    if (c->zero_experts != 0)
+      stw_json_add_u64(o, "zero_experts", c->zero_experts);
     if (c->shared_expert_ffn != 0)
       stw_json_add_u64(o, "shared_expert_ffn", c->shared_expert_ffn);
     if (c->shared_expert_ungated)
@@ -1589,14 +1605,15 @@ static StwGraphOp *
 moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 d = c->hidden, f = c->ffn, E = stw_model_experts(c), k = stw_model_active_experts(c);
+  guint64 d = c->hidden, f = c->ffn, E = stw_model_experts(c), k = stw_model_routed_experts(c);
+  guint64 R = E + c->zero_experts; /* the router's choices: the experts, and zero experts */
   guint64 fs = c->shared_expert_ffn, fa = k * f + fs; /* the widths every token runs through */
   guint64 gates = c->mlp_ungated ? 1 : 2; /* projections up: the gate's and up's, or up's */
   guint64 L = c->expert_latent, dr = L != 0 ? L : d; /* what the routed experts read */
   Ids gate = { 0 };
   g_autofree char *gate_name = g_strdup_printf("%s.block_sparse_moe.gate", p);
   /* with the MLP's biases, the router's too (gpt-oss) */
-  projection(b, &gate, STW_SITE_MLP, E, d, E, gate_name);
+  projection(b, &gate, STW_SITE_MLP, R, d, R, gate_name);
   if (c->router_score_bias) { /* ERNIE 4.5's score correction, a weight an expert */
     g_autofree char *sb = g_strdup_printf("%s.block_sparse_moe.gate.moe_statics", p);
     named(b, &gate, E, 0, sb, "e_score_correction_bias");
@@ -1613,10 +1630,11 @@ moe_mlp(Builder *b, gint32 l, const char *p, gboolean opens)
   }
   StwGraphOp *r = op(b, l, STW_OP_MOE_ROUTER, "moe.router");
   op_params(r, gate.n, gate.id);
-  r->flops = 2 * b->T * d * (E + (shared_gate ? 1 : 0));
+  r->flops = 2 * b->T * d * (R + (shared_gate ? 1 : 0));
   r->in_bytes = b->T * d * b->e;
   r->passthrough = TRUE;
-  r->saved_extra_bytes = b->T * (E * 4 + k * 8); /* fp32 router logits; the chosen experts */
+  /* fp32 router logits; the chosen experts */
+  r->saved_extra_bytes = b->T * (R * 4 + stw_model_active_experts(c) * 8);
 
   StwGraphOp *in = op(b, l, STW_OP_MLP_IN, "moe.w1_w3");
   StwGraphOp *out = op(b, l, STW_OP_MLP_OUT, "moe.w2");

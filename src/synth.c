@@ -195,7 +195,7 @@ autocast_cost(const Synth *s, const StwGraphOp *g, Eager *x)
     guint64 experts = stw_model_experts(c);
     if (g->kind == STW_OP_MLP_IN && experts > 1) {
       double shared = c->shared_expert_ffn != 0 ? 2 : 0;
-      casts = (casts - shared) / (double)experts * (double)stw_model_active_experts(c) + shared;
+      casts = (casts - shared) / (double)experts * (double)stw_model_routed_experts(c) + shared;
     }
     x->fwd_bytes += casts * (FP32 + e) * in;
     x->bwd_bytes += casts * (FP32 + e) * in;

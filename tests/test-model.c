@@ -1039,6 +1039,91 @@ test_gemma3n(void)
   g_clear_error(&error);
 }
 
+/* LongCat-Flash: layers of two blocks of latent attention and a dense MLP, experts and zero
+ * experts beside the first one's; every count transformers 5.24's but for the gate_up rows its
+ * class builds for the zero experts, which no checkpoint holds */
+static void
+test_longcat(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-lc-XXXXXX", NULL);
+  StwModelConfig c;
+  resolve_text(dir, "{\"model_type\": \"longcat_flash\", \"num_layers\": 2, \"hidden_size\": 64, "
+                    "\"num_attention_heads\": 4, \"ffn_hidden_size\": 96, "
+                    "\"expert_ffn_hidden_size\": 32, \"n_routed_experts\": 4, "
+                    "\"zero_expert_num\": 2, \"moe_topk\": 3, \"kv_lora_rank\": 16, "
+                    "\"q_lora_rank\": 24, \"qk_rope_head_dim\": 8, \"qk_nope_head_dim\": 8, "
+                    "\"v_head_dim\": 16, \"vocab_size\": 128}",
+               &c);
+  g_assert_cmpuint(c.layers, ==, 4);
+  for (guint64 l = 0; l < 4; l++)
+    g_assert_cmpint(stw_model_block_dense(&c, l), ==, l % 2 == 1);
+  g_assert_cmpuint(c.zero_experts, ==, 2);
+  g_assert_cmpuint(stw_model_active_experts(&c), ==, 3);
+  g_assert_cmpuint(stw_model_routed_experts(&c), ==, 2); /* 3 x 4 / 6 */
+  /* outside the blocks: the embeddings, the head, the final norm; a block: latent attention
+   * (q_a 24 x 64 and its norm, q_b 64 x 24, kv_a 24 x 64 and its norm 16, kv_b 96 x 16, o 64 x
+   * 64), two norms, the MLP 3 x 64 x 96; the first of each layer's two also the router (4
+   * experts and 2 zero experts: 6 x 64) and four experts 3 x 32 x 64 */
+  guint64 block = (24 * 64 + 24 + 64 * 24 + 24 * 64 + 16 + 96 * 16 + 64 * 64) + 2 * 64 +
+                  3 * 64 * 96;
+  guint64 experts = 6 * 64 + 4 * 3 * 32 * 64;
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 2 * 128 * 64 + 64 + 4 * block + 2 * experts);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 181728);
+  /* a token runs through two experts of the four: the other two's weights idle */
+  g_assert_cmpuint(stw_model_active_param_count(&c), ==, 181728 - 2 * 2 * 3 * 32 * 64);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "layers.0.block_sparse_moe.gate."), ==, 6 * 64);
+  for (guint i = 0; i < g->ops->len; i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    if (strcmp(o->name, "h0.moe.router") == 0) /* every choice scored, zero experts too */
+      g_assert_cmpuint(o->flops, ==, 2 * 16 * 64 * 6);
+    if (strcmp(o->name, "h0.moe.w1_w3") == 0) /* two experts' gate and up, the MLP's */
+      g_assert_cmpuint(o->flops, ==, 2 * 16 * (64 * 2 * 2 * 32 + 64 * 2 * 96));
+  }
+  StwModelConfig back;
+  round_trip(&c, "\"experts_per_token\":3,\"zero_experts\":2", &back);
+  g_assert_cmpuint(back.zero_experts, ==, 2);
+  /* the defaults: LongCat-Flash's 560B, about 27B a token */
+  StwModelConfig flash;
+  resolve_text(dir, "{\"model_type\": \"longcat_flash\"}", &flash);
+  g_assert_cmpuint(stw_model_param_count(&flash), ==, G_GUINT64_CONSTANT(560664958976));
+  g_assert_cmpuint(stw_model_routed_experts(&flash), ==, 8);
+  g_assert_cmpuint(stw_model_active_param_count(&flash), ==, G_GUINT64_CONSTANT(27954796544));
+
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"longcat_flash\", \"num_hidden_layers\": 1}",
+      "$.num_hidden_layers: 1: 0 layers of two blocks each: not modelled (1 to 2048 are)" },
+    { "{\"model_type\": \"longcat_flash\", \"n_routed_experts\": 1}",
+      "$.n_routed_experts: 1: not modelled (2 or more experts are)" },
+    { "{\"model_type\": \"longcat_flash\", \"router_bias\": true}",
+      "$.router_bias: true: a biased router is not modelled" },
+    { "{\"model_type\": \"longcat_flash\", \"qk_head_dim\": 100}",
+      "$.qk_head_dim: 100: queries apart from qk_nope_head_dim + qk_rope_head_dim (192) wide "
+      "are not modelled" },
+    { "{\"model_type\": \"longcat_flash\", \"q_lora_rank\": null}",
+      "$.q_lora_rank: null, where a longcat_flash config.json needs a whole number" },
+    { "{\"model_type\": \"longcat_flash\", \"moe_topk\": 800}",
+      "experts_per_token must be at most experts (and zero_experts)" },
+  };
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_assert_cmpint(g_remove(path), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  StwModelConfig bad = c;
+  GError *error = NULL;
+  bad.experts = 0;
+  bad.experts_per_token = 0;
+  memset(bad.dense_blocks, 0, sizeof bad.dense_blocks);
+  bad.dense_ffn = 0;
+  bad.shared_expert_ffn = 0;
+  bad.shared_expert_ungated = FALSE;
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "m.json: invalid model: zero_experts go with experts, at "
+                                   "most 1024");
+  g_clear_error(&error);
+}
+
 /* An LM head of fewer rows than the embeddings (Apertus 1.5's pruned output_vocab_size): its
  * weight, its logits and its loss that wide; refused tied or as wide as the vocabulary; tied, a
  * config.json's head is the embeddings' every row, as transformers ties it */
@@ -2354,6 +2439,7 @@ test_hf_family_defaults(void)
     { "mimo_v2_flash", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(308778768832), TRUE, FALSE },
     { "aria_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(18517069824), TRUE, FALSE },
     { "gemma3n_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6835235568), TRUE, FALSE },
+    { "longcat_flash", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(560664958976), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -3009,7 +3095,7 @@ test_hf_configs(void)
     "afmoe", "flint", "hunyuan_v1_moe", "deepseek_v32", "glm_moe_dsa", "qwen3_next",
     "qwen3_5_moe_text", "granitemoehybrid", "lfm2_moe", "minimax", "jamba", "kimi_linear",
     "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash",
-    "aria_text"
+    "aria_text", "longcat_flash"
   };
   for (gsize i = 0; i < G_N_ELEMENTS(moe_types); i++)
     g_string_append_printf(with, "%s%s", i == 0                              ? ""
@@ -3299,6 +3385,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/nemotron-h", test_nemotron_h);
   g_test_add_func("/model/gemma4", test_gemma4);
   g_test_add_func("/model/gemma3n", test_gemma3n);
+  g_test_add_func("/model/longcat", test_longcat);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

@@ -360,6 +360,11 @@ typedef struct {
    * each block's attention, its normed input through hidden x laurel_rank and back and a norm,
    * added to the residual. */
   guint64 laurel_rank;
+  /* with experts: the router's choices that are no expert (LongCat-Flash's zero-computation
+   * experts, each returning its input): zero_experts more rows in the router, a token's
+   * experts_per_token choices among experts + zero_experts, its routed work that of the share
+   * of them that are experts (stw_model_routed_experts) */
+  guint64 zero_experts;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -383,6 +388,10 @@ guint64 stw_model_v_head_dim(const StwModelConfig *cfg);
 /* Experts per block (1 for a dense MLP) and experts active per token (1 for a dense MLP). */
 guint64 stw_model_experts(const StwModelConfig *cfg);
 guint64 stw_model_active_experts(const StwModelConfig *cfg);
+/* The experts a token runs through: its active experts, less the choices of zero experts as
+ * uniform routing expects them (experts_per_token x experts / (experts + zero_experts), to the
+ * nearest, at least 1), which LongCat-Flash's router is trained to hold on average. */
+guint64 stw_model_routed_experts(const StwModelConfig *cfg);
 /* Whether block L of CFG has a dense MLP among blocks of experts (FALSE past its blocks and
  * without experts), and marking it so. */
 gboolean stw_model_block_dense(const StwModelConfig *cfg, guint64 l);
@@ -457,7 +466,8 @@ extern const char *const stw_hf_model_types[];
 /* Exact parameter count of a valid model (at most STW_MODEL_MAX_PARAMS: validation refuses
  * more); G_MAXUINT64 for one beyond it. */
 guint64 stw_model_param_count(const StwModelConfig *cfg);
-/* The parameters one token's forward pass uses: all but the experts it is not routed to. */
+/* The parameters one token's forward pass uses: all but the experts it is not routed to (with
+ * zero experts, the routed share of its choices: stw_model_routed_experts). */
 guint64 stw_model_active_param_count(const StwModelConfig *cfg);
 /* The records `stowage models --json` prints, new strings the caller frees (g_free): one model
  * ("model": a model file in stowage's format, which loads where a model goes; "params",

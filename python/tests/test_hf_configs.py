@@ -390,6 +390,13 @@ SMALL = {
                      "altup_num_inputs": 3, "laurel_rank": 4, "num_kv_shared_layers": 2,
                      "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
                                      "sliding_attention", "full_attention"]},
+    # LongCat-Flash: two layers of two blocks, latent attention, experts and zero experts
+    # beside the first block's MLP
+    "longcat_flash": {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                      "ffn_hidden_size": 96, "expert_ffn_hidden_size": 32, "n_routed_experts": 4,
+                      "zero_expert_num": 2, "moe_topk": 3, "kv_lora_rank": 16, "q_lora_rank": 24,
+                      "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
+                      "vocab_size": 128, "max_position_embeddings": 64},
     # Aria's language model: experts in every block beside shared ones of their width
     "aria_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                   "intermediate_size": 48, "moe_num_experts": 4, "moe_topk": 2,
@@ -932,6 +939,16 @@ def variants(kind):
                       {"intermediate_size": None}, {"altup_active_idx": None},
                       {"activation_sparsity_pattern": None}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "longcat_flash":  # its blocks' count, its widths' other names, zero experts
+        for extra in ({"num_hidden_layers": 6}, {"num_hidden_layers": 5, "num_layers": 1},
+                      {"num_hidden_layers": 1}, {"intermediate_size": 48},
+                      {"moe_intermediate_size": 16}, {"num_local_experts": 8},
+                      {"num_experts_per_tok": 2}, {"zero_expert_num": 0},
+                      {"zero_expert_num": None}, {"n_routed_experts": 1},
+                      {"router_bias": True}, {"qk_head_dim": 16}, {"qk_head_dim": 20},
+                      {"q_lora_rank": None}, {"attention_bias": True}, {"moe_topk": 7},
+                      {"tie_word_embeddings": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "aria_text":  # shared experts none or three; top-k; grouped heads
         for extra in ({"moe_num_shared_experts": 0}, {"moe_num_shared_experts": 3},
                       {"moe_topk": 1}, {"moe_num_experts": 8}, {"num_key_value_heads": 1},
@@ -1057,7 +1074,14 @@ def transformers_count(path, kind):
         kv = cfg.num_kv_heads
     elif getattr(cfg, "multi_query", False):  # GPT-BigCode's and Falcon's one key and value head
         kv = 1
-    return sum(p.numel() for p in model.parameters()), kv
+    params = sum(p.numel() for p in model.parameters())
+    if kind == "longcat_flash" and cfg.n_routed_experts > 0:
+        # its class builds gate_up_proj for the zero experts too (n_routed_experts +
+        # zero_expert_num rows), which no checkpoint holds and no token reads: the checkpoint's
+        # count (LongCat-Flash's 560B) is the routed experts' alone
+        params -= cfg.num_layers * (cfg.zero_expert_num or 0) * 2 * \
+            cfg.expert_ffn_hidden_size * cfg.hidden_size
+    return params, kv
 
 
 def stowage_count(path, kind):
@@ -1132,7 +1156,8 @@ class TestHfConfigs(unittest.TestCase):
         # beyond its blocks, one expert, and double-wide MLPs beside experts; Aria's biased
         # shared experts beside unbiased routed ones; Gemma 3n's blocks of MLPs of differing
         # widths, an AltUp copy that is not there (its forward fails), LAuReL and per-layer
-        # branches of no width (their norms alone)
+        # branches of no width (their norms alone); LongCat-Flash without a layer, with one
+        # routed expert, a biased router, or queries wider than their parts
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -1158,6 +1183,10 @@ class TestHfConfigs(unittest.TestCase):
                                       ("gemma3n_text", '{"altup_active_idx": 3}'),
                                       ("gemma3n_text", '{"laurel_rank": 0}'),
                                       ("gemma3n_text", '{"hidden_size_per_layer_input": 0}'),
+                                      ("longcat_flash", '{"num_hidden_layers": 1}'),
+                                      ("longcat_flash", '{"n_routed_experts": 1}'),
+                                      ("longcat_flash", '{"router_bias": true}'),
+                                      ("longcat_flash", '{"qk_head_dim": 20}'),
                                       ("aria_text", "mlp_bias"),
                                       ("gemma4_text", '{"num_kv_shared_layers": 5}'),
                                       ("gemma4_text", '{"enable_moe_block": true, '
