@@ -140,6 +140,7 @@ typedef enum {
   HF_ARIA_TEXT,
   HF_GEMMA3N_TEXT,
   HF_LONGCAT_FLASH,
+  HF_LAGUNA,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -176,7 +177,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma4_text", "lfm3",
                                            "apertus1p5_text", "lara_mini",
                                            "axk1", "mimo_v2_flash", "aria_text",
-                                           "gemma3n_text", "longcat_flash", NULL };
+                                           "gemma3n_text", "longcat_flash", "laguna", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1590,6 +1591,21 @@ static const HfRow hf_rows[] = {
                          .max_seq_default = 131072, .vocab_default = 131072,
                          .kv_default = NOT_READ, .head_dim_default = NOT_READ, .reads_tie = TRUE,
                          .not_null = { "q_lora_rank", "kv_lora_rank", "head_dim" } },
+  /* Laguna (Poolside): llama's blocks with each head's queries and keys normed and its output
+   * gated from the block's input (read_laguna: a scalar a head, or a channel), the first block's
+   * MLP dense (mlp_layer_types), the others num_experts experts moe_intermediate_size wide
+   * beside a shared MLP shared_expert_intermediate_size wide, the router's score correction a
+   * weight; its sliding windows change no weight */
+  [HF_LAGUNA] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE, .router_score_bias = TRUE },
+                  .experts_member = "num_experts", .experts_default = 256,
+                  .experts_per_token_default = 8, .shared_width_member =
+                  "shared_expert_intermediate_size", .shared_width_default = 512,
+                  .dense_types_member = "mlp_layer_types", .dense_layers_default = 1,
+                  .dense_ffn_default = 8192, .ffn = "moe_intermediate_size",
+                  .layers_default = 40, .hidden_default = 2048, .heads_default = 48,
+                  .ffn_default = 512, .max_seq_default = 131072, .vocab_default = 100352,
+                  .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE,
+                  .reads_attention_bias = TRUE },
   /* Gemma 3n's language model (the text_config of a gemma3n file): Gemma 3's block (norms before
    * and after attention and the MLP, each head's queries and keys normed, its values normed
    * without weights) with AltUp, LAuReL, per-layer embeddings and the last blocks reusing an
@@ -2973,6 +2989,44 @@ read_longcat(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Laguna's attention into C: gating (true) a scalar a head from the block's input (true or
+ * "per-head"), else one a channel; num_attention_heads_per_layer (null: num_attention_heads in
+ * every block) exactly one a block, all equal (blocks that differ are not modelled);
+ * layer_types one a block where given (its class requires it); the router's weight on its
+ * input (moe_apply_router_weight_on_input), which its class does not run, refused. */
+static gboolean
+read_laguna(const Hf *h, StwModelConfig *c, GError **error)
+{
+  const cJSON *gating = last_member(h->root, "gating");
+  gboolean per_head = TRUE, on_input = FALSE;
+  if (cJSON_IsString(gating))
+    per_head = strcmp(gating->valuestring, "per-head") == 0;
+  else if (gating != NULL && !get_bool(h, "gating", &per_head, error))
+    return FALSE;
+  if (!get_bool(h, "moe_apply_router_weight_on_input", &on_input, error))
+    return FALSE;
+  if (on_input)
+    return stw_json_fail_at(h->r, "moe_apply_router_weight_on_input", error, "true: not run "
+                            "by its class (transformers refuses it)");
+  static const char *const lists[] = { "num_attention_heads_per_layer", "layer_types" };
+  for (gsize i = 0; i < G_N_ELEMENTS(lists); i++) {
+    const cJSON *list = last_member(h->root, lists[i]);
+    if (list != NULL && !cJSON_IsNull(list) &&
+        (!cJSON_IsArray(list) || (guint64)cJSON_GetArraySize(list) != c->layers))
+      return stw_json_fail_at(h->r, lists[i], error, "expected null or a list of %"
+                              G_GUINT64_FORMAT ", one a block (transformers refuses anything "
+                              "else)", c->layers);
+  }
+  const cJSON *heads = last_member(h->root, "num_attention_heads_per_layer");
+  if (cJSON_IsArray(heads) &&
+      !get_by_layer(h, "num_attention_heads_per_layer", c->layers, STW_MODEL_MAX_WIDTH,
+                    &c->heads, error))
+    return FALSE;
+  c->attn_head_gate = per_head;
+  c->attn_gate = !per_head;
+  return TRUE;
+}
+
 /* Gemma 4's blocks into C (its sizes read before): layer_types, one a block of
  * "sliding_attention" or "full_attention" (null: every sixth full), the last made full as
  * transformers makes it; the full ones global, their heads global_head_dim (512) wide, with
@@ -3562,6 +3616,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     c.head_dim = nope * c.heads == c.hidden ? 0 : nope;
   }
   if (type == HF_LONGCAT_FLASH && !read_longcat(h, &c, error))
+    return FALSE;
+  if (type == HF_LAGUNA && !read_laguna(h, &c, error))
     return FALSE;
   if (row->heads_divide_hidden && c.heads != 0 && c.hidden % c.heads != 0)
     return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "

@@ -1124,6 +1124,63 @@ test_longcat(void)
   g_clear_error(&error);
 }
 
+/* Laguna: attention gated a head (or a channel) from the block's input, heads given a block,
+ * a dense block then experts beside a shared MLP, the router's score correction a weight;
+ * every count transformers 5.24's */
+static void
+test_laguna(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-lg-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"laguna\", \"num_hidden_layers\": 3, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+      "\"intermediate_size\": 96, \"moe_intermediate_size\": 32, "
+      "\"shared_expert_intermediate_size\": 48, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+      "\"vocab_size\": 128%s}";
+  g_autofree char *plain = g_strdup_printf(small, "");
+  StwModelConfig c;
+  resolve_text(dir, plain, &c);
+  g_assert_true(c.attn_head_gate && !c.attn_gate && c.router_score_bias && c.qk_norm);
+  g_assert_true(stw_model_block_dense(&c, 0) && !stw_model_block_dense(&c, 1));
+  /* outside: the embeddings and the head (untied), the final norm; a block: q and o 64 x 64, k
+   * and v 32 x 64, the query and key norms 16 each, the gate 4 x 64, two norms; the first the
+   * MLP 3 x 64 x 96, the others the router 4 x 64 and its correction 4, four experts 3 x 32 x
+   * 64 and the shared MLP 3 x 48 x 64 */
+  guint64 attn = 2 * 64 * 64 + 2 * 32 * 64 + 2 * 16 + 4 * 64 + 2 * 64;
+  guint64 moe = 4 * 64 + 4 + 4 * 3 * 32 * 64 + 3 * 48 * 64;
+  g_assert_cmpuint(stw_model_param_count(&c), ==,
+                   2 * 128 * 64 + 64 + 3 * attn + 3 * 64 * 96 + 2 * moe);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 141096); /* transformers' */
+  /* gated a channel: q-wide */
+  g_autofree char *channel = g_strdup_printf(small, ", \"gating\": \"per-channel\"");
+  StwModelConfig ch;
+  resolve_text(dir, channel, &ch);
+  g_assert_true(ch.attn_gate && !ch.attn_head_gate);
+  g_assert_cmpuint(stw_model_param_count(&ch), ==, 141096 + 3 * (64 - 4) * 64);
+  /* heads a block, all equal */
+  g_autofree char *wide = g_strdup_printf(small, ", \"num_attention_heads_per_layer\": [8, 8, 8]");
+  StwModelConfig w;
+  resolve_text(dir, wide, &w);
+  g_assert_cmpuint(w.heads, ==, 8);
+  g_assert_cmpuint(stw_model_param_count(&w), ==, 166440); /* transformers' */
+
+  g_autofree char *uneven = g_strdup_printf(small, ", \"num_attention_heads_per_layer\": [4, 8, 4]");
+  g_autofree char *two = g_strdup_printf(small, ", \"layer_types\": [\"full_attention\"]");
+  const Refusal cases[] = {
+    { uneven, "$.num_attention_heads_per_layer: entry 1 is 8 where entry 0 is 4: blocks that "
+              "differ are not modelled" },
+    { two, "$.layer_types: expected null or a list of 3, one a block (transformers refuses "
+           "anything else)" },
+    { "{\"model_type\": \"laguna\", \"moe_apply_router_weight_on_input\": true}",
+      "$.moe_apply_router_weight_on_input: true: not run by its class" },
+    { "{\"model_type\": \"laguna\", \"gating\": 3}", "$.gating: expected true or false" },
+  };
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_assert_cmpint(g_remove(path), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* An LM head of fewer rows than the embeddings (Apertus 1.5's pruned output_vocab_size): its
  * weight, its logits and its loss that wide; refused tied or as wide as the vocabulary; tied, a
  * config.json's head is the embeddings' every row, as transformers ties it */
@@ -2440,6 +2497,7 @@ test_hf_family_defaults(void)
     { "aria_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(18517069824), TRUE, FALSE },
     { "gemma3n_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6835235568), TRUE, FALSE },
     { "longcat_flash", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(560664958976), TRUE, FALSE },
+    { "laguna", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(33189975808), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -2478,7 +2536,12 @@ test_hf_family_defaults(void)
     g_assert_cmpint(cfg.attn_softcap, ==, vault);
     g_assert_cmpint(cfg.sub_norms, ==, strcmp(cases[i].type, "bitnet") == 0);
     g_assert_cmpint(cfg.router_score_bias, ==, strcmp(cases[i].type, "ernie4_5_moe") == 0 ||
-                                                   strcmp(cases[i].type, "afmoe") == 0);
+                                                   strcmp(cases[i].type, "afmoe") == 0 ||
+                                                   strcmp(cases[i].type, "laguna") == 0);
+    /* a gate a head on attention's output: Laguna's by default, Ring's and LFM3's */
+    g_assert_cmpint(cfg.attn_head_gate, ==, strcmp(cases[i].type, "laguna") == 0 ||
+                                                strcmp(cases[i].type, "lfm3") == 0 ||
+                                                strcmp(cases[i].type, "bailing_hybrid") == 0);
     g_assert_cmpint(cfg.attn_gate, ==, strcmp(cases[i].type, "afmoe") == 0 ||
                                            g_str_has_prefix(cases[i].type, "qwen3_next") ||
                                            g_str_has_prefix(cases[i].type, "qwen3_5"));
@@ -3095,7 +3158,7 @@ test_hf_configs(void)
     "afmoe", "flint", "hunyuan_v1_moe", "deepseek_v32", "glm_moe_dsa", "qwen3_next",
     "qwen3_5_moe_text", "granitemoehybrid", "lfm2_moe", "minimax", "jamba", "kimi_linear",
     "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash",
-    "aria_text", "longcat_flash"
+    "aria_text", "longcat_flash", "laguna"
   };
   for (gsize i = 0; i < G_N_ELEMENTS(moe_types); i++)
     g_string_append_printf(with, "%s%s", i == 0                              ? ""
@@ -3386,6 +3449,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gemma4", test_gemma4);
   g_test_add_func("/model/gemma3n", test_gemma3n);
   g_test_add_func("/model/longcat", test_longcat);
+  g_test_add_func("/model/laguna", test_laguna);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

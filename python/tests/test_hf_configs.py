@@ -397,6 +397,12 @@ SMALL = {
                       "zero_expert_num": 2, "moe_topk": 3, "kv_lora_rank": 16, "q_lora_rank": 24,
                       "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
                       "vocab_size": 128, "max_position_embeddings": 64},
+    # Laguna: heads gated, a dense block then experts beside a shared MLP
+    "laguna": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+               "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+               "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
+               "max_position_embeddings": 64},
     # Aria's language model: experts in every block beside shared ones of their width
     "aria_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                   "intermediate_size": 48, "moe_num_experts": 4, "moe_topk": 2,
@@ -949,6 +955,19 @@ def variants(kind):
                       {"q_lora_rank": None}, {"attention_bias": True}, {"moe_topk": 7},
                       {"tie_word_embeddings": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "laguna":  # its gates, heads a block, blocks' MLPs and attention's kinds
+        for extra in ({"gating": False}, {"gating": "per-head"}, {"gating": "per-channel"},
+                      {"num_attention_heads_per_layer": [4, 4, 4]},
+                      {"num_attention_heads_per_layer": [8, 8, 8]},
+                      {"num_attention_heads_per_layer": [4, 8, 4]},
+                      {"num_attention_heads_per_layer": [4, 4]},
+                      {"mlp_layer_types": ["sparse", "dense", "sparse"]},
+                      {"mlp_layer_types": ["dense"] * 3}, {"shared_expert_intermediate_size": 0},
+                      {"layer_types": ["sliding_attention", "full_attention", "full_attention"]},
+                      {"layer_types": ["full_attention"]},
+                      {"moe_apply_router_weight_on_input": True}, {"attention_bias": True},
+                      {"num_experts": 8, "num_experts_per_tok": 1}, {"tie_word_embeddings": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "aria_text":  # shared experts none or three; top-k; grouped heads
         for extra in ({"moe_num_shared_experts": 0}, {"moe_num_shared_experts": 3},
                       {"moe_topk": 1}, {"moe_num_experts": 8}, {"num_key_value_heads": 1},
@@ -1157,7 +1176,8 @@ class TestHfConfigs(unittest.TestCase):
         # shared experts beside unbiased routed ones; Gemma 3n's blocks of MLPs of differing
         # widths, an AltUp copy that is not there (its forward fails), LAuReL and per-layer
         # branches of no width (their norms alone); LongCat-Flash without a layer, with one
-        # routed expert, a biased router, or queries wider than their parts
+        # routed expert, a biased router, or queries wider than their parts; Laguna's blocks of
+        # differing heads
         self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
@@ -1187,6 +1207,8 @@ class TestHfConfigs(unittest.TestCase):
                                       ("longcat_flash", '{"n_routed_experts": 1}'),
                                       ("longcat_flash", '{"router_bias": true}'),
                                       ("longcat_flash", '{"qk_head_dim": 20}'),
+                                      ("laguna",
+                                       '{"num_attention_heads_per_layer": [4, 8, 4]}'),
                                       ("aria_text", "mlp_bias"),
                                       ("gemma4_text", '{"num_kv_shared_layers": 5}'),
                                       ("gemma4_text", '{"enable_moe_block": true, '
