@@ -6,23 +6,27 @@
 
 #include <stowage/model.h>
 
-/* A target's role: which op kind holds it, the module whose weight it is where the op's weights
- * are named so (llama-style blocks: q_proj, ...; peft's target_modules), and else which of that
- * op's weight matrices it is when the op holds them apart (q, k, v; gate, up); a fused weight
- * serves every role of its op. */
+/* A target's role: which op kind holds it, the modules whose weights it is where the op's
+ * weights are named so (llama-style blocks: q_proj, ...; latent attention's down and up
+ * projections, q_a_proj and q_b_proj for q, kv_a_proj_with_mqa and kv_b_proj serving both k
+ * and v; peft's target_modules), and else which of that op's weight matrices it is when the op
+ * holds them apart (q, k, v; gate, up); a fused weight serves every role of its op. */
 typedef struct {
   const char *name;
   StwOpKind kind;
-  const char *module;
+  const char *modules[3];
   guint index;  /* among the op's 2-D weights, when there are PARTS of them */
   guint parts;
 } Role;
 
 static const Role roles[] = {
-  { "q", STW_OP_ATTN_QKV, "q_proj", 0, 3 },      { "k", STW_OP_ATTN_QKV, "k_proj", 1, 3 },
-  { "v", STW_OP_ATTN_QKV, "v_proj", 2, 3 },      { "o", STW_OP_ATTN_OUT, "o_proj", 0, 1 },
-  { "gate", STW_OP_MLP_IN, "gate_proj", 0, 2 },  { "up", STW_OP_MLP_IN, "up_proj", 1, 2 },
-  { "down", STW_OP_MLP_OUT, "down_proj", 0, 1 },
+  { "q", STW_OP_ATTN_QKV, { "q_proj", "q_a_proj", "q_b_proj" }, 0, 3 },
+  { "k", STW_OP_ATTN_QKV, { "k_proj", "kv_a_proj_with_mqa", "kv_b_proj" }, 1, 3 },
+  { "v", STW_OP_ATTN_QKV, { "v_proj", "kv_a_proj_with_mqa", "kv_b_proj" }, 2, 3 },
+  { "o", STW_OP_ATTN_OUT, { "o_proj" }, 0, 1 },
+  { "gate", STW_OP_MLP_IN, { "gate_proj" }, 0, 2 },
+  { "up", STW_OP_MLP_IN, { "up_proj" }, 1, 2 },
+  { "down", STW_OP_MLP_OUT, { "down_proj" }, 0, 1 },
 };
 
 /* Whether tensor NAME is module MODULE's weight ("....MODULE.weight"). */
@@ -32,6 +36,16 @@ is_module_weight(const char *name, const char *module)
   gsize n = strlen(name), m = strlen(module), w = strlen(".weight");
   return n > m + w && name[n - m - w - 1] == '.' && strncmp(name + n - m - w, module, m) == 0 &&
          strcmp(name + n - w, ".weight") == 0;
+}
+
+/* Whether tensor NAME is the weight of one of ROLE's modules. */
+static gboolean
+is_role_weight(const char *name, const Role *role)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(role->modules) && role->modules[i] != NULL; i++)
+    if (is_module_weight(name, role->modules[i]))
+      return TRUE;
+  return FALSE;
 }
 
 const char *const stw_lora_target_names[] = { "q", "k", "v", "o", "gate", "up", "down", NULL };
@@ -72,23 +86,26 @@ weights_of(const StwModelGraph *g, const StwGraphOp *o, guint32 n_base, GArray *
   }
 }
 
-/* The weight of op O that ROLE names; G_MAXUINT32 where O holds none (a GPT has no gate). */
+/* The weight of op O that ROLE names; G_MAXUINT32 where O holds none (a GPT has no gate).
+ * *BY_NAME: whether it was found by its module's name, its layout then PyTorch Linear's. */
 static guint32
 weight_for(const StwModelGraph *g, const StwGraphOp *o, const Role *role, guint32 n_base,
-           GArray *scratch)
+           GArray *scratch, gboolean *by_name)
 {
   weights_of(g, o, n_base, scratch);
   /* by name where the op's weights are its modules': a block without this one (Gemma 4's
    * reused keys and values, its values from the keys) has none to adapt */
   gboolean named = FALSE;
+  *by_name = TRUE;
   for (guint i = 0; i < scratch->len; i++) {
     guint32 id = g_array_index(scratch, guint32, i);
     const char *name = ((const StwGraphTensor *)g->tensors->pdata[id])->name;
-    if (is_module_weight(name, role->module))
+    if (is_role_weight(name, role))
       return id;
     for (gsize r = 0; r < G_N_ELEMENTS(roles); r++)
-      named |= roles[r].kind == role->kind && is_module_weight(name, roles[r].module);
+      named |= roles[r].kind == role->kind && is_role_weight(name, &roles[r]);
   }
+  *by_name = FALSE;
   if (named)
     return G_MAXUINT32;
   if (scratch->len == role->parts)
@@ -121,14 +138,14 @@ in_width(const StwModelGraph *g, const StwGraphOp *o)
   return o->in_bytes / (g->batch * g->seq * stw_dtype_bytes(g->dtype));
 }
 
-/* Adapters A [RANK, in] and B [out, RANK] (PyTorch's Linear layout, as peft makes them) for
+/* Adapters A [RANK, IN] and B [out, RANK] (PyTorch's Linear layout, as peft makes them) for
  * weight W of op O, whatever W's own layout (GPT-2's Conv1D weights are [in, out]): read by O,
  * which computes x A^T B^T beside x W^T and keeps x A^T for backward. */
 static void
-adapt(StwModelGraph *g, StwGraphOp *o, guint32 w, guint64 rank)
+adapt(StwModelGraph *g, StwGraphOp *o, guint32 w, guint64 rank, guint64 in)
 {
   const StwGraphTensor *base = g->tensors->pdata[w];
-  guint64 in = in_width(g, o), out = base->numel / in, T = g->batch * g->seq;
+  guint64 out = base->numel / in, T = g->batch * g->seq;
   g_autofree char *name = g_strdup(base->name); /* the array may move as it grows */
   guint32 a = add_tensor(g, name, "lora_A", rank, in);
   guint32 b = add_tensor(g, name, "lora_B", out, rank);
@@ -160,28 +177,27 @@ stw_model_graph_add_lora(StwModelGraph *g, guint64 rank, const char *targets, gu
       return invalid(error, "--lora-targets: %s is an MLP projection, and %s's MLP is a mixture "
                      "of experts, which stowage does not adapt: target q, k, v, o", *n,
                      g->config.name);
-    if (g->config.kv_lora_rank != 0 && role->kind == STW_OP_ATTN_QKV)
-      return invalid(error, "--lora-targets: %s's latent attention makes its queries, keys and "
-                     "values in down and up projections (q_a_proj, q_b_proj, kv_a_proj_with_mqa, "
-                     "kv_b_proj), which stowage does not adapt: target o", g->config.name);
     guint found = 0;
     for (guint i = 0; i < g->ops->len; i++) {
       StwGraphOp *o = g->ops->pdata[i];
       if (o->kind != role->kind || o->layer < 0 || o->outside_roles)
         continue; /* (a linear mixer's projections, Gemma 4's per-layer ones: no role's) */
-      guint32 w = weight_for(g, o, role, *n_base, scratch);
+      gboolean by_name = FALSE;
+      guint32 w = weight_for(g, o, role, *n_base, scratch, &by_name);
       if (w == G_MAXUINT32)
         continue;
       found++;
       const StwGraphTensor *x = g->tensors->pdata[w];
       if (!g_hash_table_add(adapted, GUINT_TO_POINTER(w + 1)))
         continue;
-      guint64 in = in_width(g, o), out = x->numel / MAX(in, 1);
+      /* a named module's input its weight's (latent attention's up projections read the
+       * latents), else the op's (a fused or Conv1D weight) */
+      guint64 in = by_name ? x->shape[1] : in_width(g, o), out = x->numel / MAX(in, 1);
       if (rank < 1 || rank > MIN(in, out))
         return invalid(error, "--lora: rank %" G_GUINT64_FORMAT " is out of range for %s (%"
                        G_GUINT64_FORMAT " in, %" G_GUINT64_FORMAT " out): 1 to %"
                        G_GUINT64_FORMAT, rank, x->name, in, out, MIN(in, out));
-      adapt(g, o, w, rank);
+      adapt(g, o, w, rank, in);
     }
     if (found == 0)
       return invalid(error, "--lora-targets: %s has no %s projection", g->config.name, *n);

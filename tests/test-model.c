@@ -1373,6 +1373,28 @@ test_lora_hybrid(void)
                  &c);
     g_assert_cmpuint(lora_params(&c, "gate,up,down"), ==, 7680);
   }
+  /* latent attention: q its down and up projections (or q_proj without a rank of its own), k
+   * and v both kv_a_proj_with_mqa and kv_b_proj, each its own input wide; counts peft 0.21's
+   * with those modules named */
+  static const char mla[] =
+      "{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 3, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"intermediate_size\": 96, \"moe_intermediate_size\": 32, "
+      "\"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"kv_lora_rank\": 16, "
+      "\"q_lora_rank\": %s, \"qk_rope_head_dim\": 8, \"qk_nope_head_dim\": 8, "
+      "\"v_head_dim\": 16, \"first_k_dense_replace\": 1, \"vocab_size\": 128}";
+  static const struct {
+    const char *q_rank, *targets;
+    guint64 params;
+  } latent[] = {
+    { "24", "q,v", 4512 },   { "24", "q", 2112 },     { "24", "k", 2400 },
+    { "24", "q,k,v,o", 6048 }, { "null", "q,v", 3936 }, { "null", "q", 1536 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(latent); i++) {
+    g_autofree char *text = g_strdup_printf(mla, latent[i].q_rank);
+    StwModelConfig c;
+    resolve_text(dir, text, &c);
+    g_assert_cmpuint(lora_params(&c, latent[i].targets), ==, latent[i].params);
+  }
   /* a model of linear mixers alone has no attention to adapt */
   StwModelConfig mamba;
   resolve_text(dir, "{\"model_type\": \"mamba2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
