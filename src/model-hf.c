@@ -3366,12 +3366,63 @@ get_size(const Hf *h, const char *name, const char *common, gboolean null_ok, gu
   return common == NULL || get_u64(h, common, FALSE, max, out, error);
 }
 
+/* Multimodal classes whose causal language model (AutoModelForCausalLM's) is their text_config's
+ * alone, as transformers builds it from the whole file: that file read as its language model */
+static const struct {
+  const char *outer, *inner;
+} language_models[] = {
+  { "qwen3_5", "qwen3_5_text" },
+  { "qwen3_5_moe", "qwen3_5_moe_text" },
+  { "llama4", "llama4_text" },
+};
+
+static gboolean read_hf(StwJsonReader *r, const cJSON *root, const char *file,
+                        StwModelConfig *out, GError **error);
+
+/* ROOT, a multimodal file of type INNER's language model, read as its text_config (absent: the
+ * language model's defaults), errors named under $.text_config; the model named as the file
+ * is. */
+static gboolean
+read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const char *inner,
+                    StwModelConfig *out, GError **error)
+{
+  const cJSON *text = last_member(root, "text_config");
+  if (text != NULL && !cJSON_IsObject(text))
+    return stw_json_fail_at(r, "text_config", error, "expected an object: the language "
+                            "model's config");
+  const cJSON *type = text != NULL ? last_member(text, "model_type") : NULL;
+  if (type != NULL && !(cJSON_IsString(type) && strcmp(type->valuestring, inner) == 0)) {
+    gsize len = r->path->len;
+    g_string_append(r->path, ".text_config");
+    stw_json_fail_at(r, "model_type", error, "expected \"%s\", this file's language model",
+                     inner);
+    g_string_truncate(r->path, len);
+    return FALSE;
+  }
+  cJSON *lm = text != NULL ? cJSON_Duplicate(text, TRUE) : cJSON_CreateObject();
+  if (type == NULL)
+    cJSON_AddStringToObject(lm, "model_type", inner);
+  const cJSON *name = member(root, "_name_or_path");
+  if (member(lm, "_name_or_path") == NULL && cJSON_IsString(name))
+    cJSON_AddStringToObject(lm, "_name_or_path", name->valuestring);
+  gsize len = r->path->len;
+  g_string_append(r->path, ".text_config");
+  gboolean ok = read_hf(r, lm, file, out, error);
+  g_string_truncate(r->path, len);
+  cJSON_Delete(lm);
+  return ok;
+}
+
 static gboolean
 read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *out,
         GError **error)
 {
   int t = 0;
   const cJSON *outer = member(root, "model_type"), *text = member(root, "text_config");
+  const cJSON *given_type = last_member(root, "model_type");
+  for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(language_models); i++)
+    if (strcmp(given_type->valuestring, language_models[i].outer) == 0)
+      return read_language_model(r, root, file, language_models[i].inner, out, error);
   if (cJSON_IsString(outer) && cJSON_IsObject(text) &&
       !g_strv_contains((const char *const *)stw_hf_model_types, outer->valuestring)) {
     /* a multimodal model's config (Gemma 3, LLaVA, Mistral 3): its language model inside */

@@ -1181,6 +1181,48 @@ test_laguna(void)
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* A multimodal file whose causal language model is its text_config's alone (Qwen3.5's, Llama
+ * 4's): read as that language model, as AutoModelForCausalLM builds it; its errors under
+ * $.text_config */
+static void
+test_language_model_of_multimodal(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-mm-XXXXXX", NULL);
+  static const char inner[] =
+      "\"num_hidden_layers\": 4, \"hidden_size\": 64, \"num_attention_heads\": 4, "
+      "\"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 96, "
+      "\"vocab_size\": 128, \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, "
+      "\"linear_key_head_dim\": 8, \"linear_value_head_dim\": 16, "
+      "\"linear_conv_kernel_dim\": 3, \"full_attention_interval\": 2";
+  g_autofree char *text_only = g_strdup_printf("{\"model_type\": \"qwen3_5_text\", %s}", inner);
+  g_autofree char *wrapped = g_strdup_printf(
+      "{\"model_type\": \"qwen3_5\", \"tie_word_embeddings\": true, \"_name_or_path\": "
+      "\"Qwen/Qwen3.5-Tiny\", \"vision_config\": {\"depth\": 2}, \"text_config\": {%s}}", inner);
+  StwModelConfig a, b;
+  resolve_text(dir, text_only, &a);
+  resolve_text(dir, wrapped, &b);
+  g_assert_cmpuint(stw_model_param_count(&b), ==, stw_model_param_count(&a));
+  g_assert_cmpuint(stw_model_param_count(&b), ==, 153840); /* transformers' causal LM */
+  g_assert_false(b.tied); /* the outer file's tie is not the language model's */
+  g_assert_cmpstr(b.name, ==, "Qwen3.5-Tiny");
+  StwModelConfig scout;
+  resolve_text(dir, "{\"model_type\": \"llama4\"}", &scout);
+  g_assert_cmpuint(stw_model_param_count(&scout), ==, G_GUINT64_CONSTANT(107769861120));
+
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"qwen3_5\", \"text_config\": {\"num_hidden_layers\": \"4\"}}",
+      "$.text_config.num_hidden_layers: expected an integer, found a string" },
+    { "{\"model_type\": \"qwen3_5_moe\", \"text_config\": {\"model_type\": \"qwen3_5_text\"}}",
+      "$.text_config.model_type: expected \"qwen3_5_moe_text\", this file's language model" },
+    { "{\"model_type\": \"llama4\", \"text_config\": [1]}",
+      "$.text_config: expected an object: the language model's config" },
+  };
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, G_N_ELEMENTS(cases));
+  g_assert_cmpint(g_remove(path), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* An LM head of fewer rows than the embeddings (Apertus 1.5's pruned output_vocab_size): its
  * weight, its logits and its loss that wide; refused tied or as wide as the vocabulary; tied, a
  * config.json's head is the embeddings' every row, as transformers ties it */
@@ -3472,6 +3514,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gemma3n", test_gemma3n);
   g_test_add_func("/model/longcat", test_longcat);
   g_test_add_func("/model/laguna", test_laguna);
+  g_test_add_func("/model/language-model-of-multimodal", test_language_model_of_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

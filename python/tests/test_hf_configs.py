@@ -973,6 +973,15 @@ def variants(kind):
                       {"moe_topk": 1}, {"moe_num_experts": 8}, {"num_key_value_heads": 1},
                       {"attention_bias": True, "tie_word_embeddings": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
+    wrapper = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe",
+               "llama4_text": "llama4"}.get(kind)
+    if wrapper:  # the multimodal file, whose causal language model is its text_config's alone
+        out.append(("in a %s file" % wrapper, {"model_type": wrapper, "text_config": base}))
+        out.append(("in a %s file, text_config without model_type" % wrapper,
+                    {"model_type": wrapper, "text_config": dict(SMALL[kind])}))
+        out.append(("a %s file's defaults" % wrapper, {"model_type": wrapper}))
+        out.append(("in a %s file, tied outside" % wrapper,
+                    {"model_type": wrapper, "text_config": base, "tie_word_embeddings": True}))
     if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
         for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
                       {"hidden_act": "gelu"}):
@@ -1077,6 +1086,7 @@ def transformers_count(path, kind):
     except Exception as e:  # noqa: BLE001 (a config transformers cannot build either)
         return None, str(e)
     import inspect
+    cfg = cfg.get_text_config()  # a multimodal file's: its language model's
     # the heads of keys and values where the class has them (GPT-NeoX keeps an extra member of
     # that name without using it), else the heads
     reads_kv = "num_key_value_heads" in inspect.signature(type(cfg).__init__).parameters
