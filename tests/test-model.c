@@ -676,6 +676,17 @@ assert_refused(const char *path, const Refusal *cases, gsize n)
   }
 }
 
+/* Each of CASES refused as assert_refused says, written to DIR's config.json; then DIR and its
+ * file removed. */
+static void
+assert_refused_in(const char *dir, const Refusal *cases, gsize n)
+{
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, cases, n);
+  g_assert_cmpint(g_remove(path), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* The ops of block L of G, their names joined by spaces. */
 static char *
 block_ops(const StwModelGraph *g, gint32 l)
@@ -809,10 +820,7 @@ test_nemotron_h(void)
     { "{\"model_type\": \"nemotron_h\", \"moe_latent_size\": 0}",
       "$.moe_latent_size: 0 is out of range" },
   };
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  assert_refused(path, cases, G_N_ELEMENTS(cases));
-  g_assert_cmpint(g_remove(path), ==, 0);
-  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
 /* Gemma 4's language model: global blocks among sliding ones with heads of their own width,
@@ -920,10 +928,7 @@ test_gemma4(void)
     { "{\"model_type\": \"gemma4_text\", \"global_head_dim\": null}",
       "$.global_head_dim: null, where a gemma4_text config.json needs a whole number" },
   };
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  assert_refused(path, cases, G_N_ELEMENTS(cases));
-  g_assert_cmpint(g_remove(path), ==, 0);
-  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
 /* Gemma 3n's language model: AltUp over copies of the stream, LAuReL beside attention,
@@ -1014,10 +1019,7 @@ test_gemma3n(void)
     { "{\"model_type\": \"gemma3n_text\", \"num_kv_shared_layers\": 33}",
       "$.num_kv_shared_layers: 33: the blocks before them are not of every kind they are" },
   };
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  assert_refused(path, cases, G_N_ELEMENTS(cases));
-  g_assert_cmpint(g_remove(path), ==, 0);
-  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
   /* the model format: AltUp and LAuReL are llama's, before-norm blocks' */
   StwModelConfig bad = c;
   GError *error = NULL;
@@ -1106,10 +1108,7 @@ test_longcat(void)
     { "{\"model_type\": \"longcat_flash\", \"moe_topk\": 800}",
       "experts_per_token must be at most experts (and zero_experts)" },
   };
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  assert_refused(path, cases, G_N_ELEMENTS(cases));
-  g_assert_cmpint(g_remove(path), ==, 0);
-  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
   StwModelConfig bad = c;
   GError *error = NULL;
   bad.experts = 0;
@@ -1175,10 +1174,7 @@ test_laguna(void)
       "$.moe_apply_router_weight_on_input: true: not run by its class" },
     { "{\"model_type\": \"laguna\", \"gating\": 3}", "$.gating: expected true or false" },
   };
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  assert_refused(path, cases, G_N_ELEMENTS(cases));
-  g_assert_cmpint(g_remove(path), ==, 0);
-  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
 /* A multimodal file whose causal language model is its text_config's alone (Qwen3.5's, Llama
@@ -1217,10 +1213,7 @@ test_language_model_of_multimodal(void)
     { "{\"model_type\": \"llama4\", \"text_config\": [1]}",
       "$.text_config: expected an object: the language model's config" },
   };
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  assert_refused(path, cases, G_N_ELEMENTS(cases));
-  g_assert_cmpint(g_remove(path), ==, 0);
-  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
 /* An LM head of fewer rows than the embeddings (Apertus 1.5's pruned output_vocab_size): its
@@ -1274,10 +1267,7 @@ test_head_vocab(void)
     { "{\"model_type\": \"apertus1p5_text\", \"vocab_size\": 128, \"output_vocab_size\": 200}",
       "$.output_vocab_size: 200 above vocab_size (128): transformers refuses it" },
   };
-  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
-  assert_refused(path, cases, G_N_ELEMENTS(cases));
-  g_assert_cmpint(g_remove(path), ==, 0);
-  g_assert_cmpint(g_rmdir(dir), ==, 0);
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
 /* MiMo-V2-Flash: values narrower than queries and keys (v_head_dim beside head_dim, not latent
