@@ -183,9 +183,15 @@ print_config_file(const char *file, gboolean json)
                             c.kv_lora_rank, c.q_lora_rank != 0 ? "through rank " : "directly",
                             q_rank, stw_model_head_dim(&c), c.rope_dim, c.v_head_dim);
   if (c.index_heads != 0) {
+    guint64 indexed = 0;
+    for (guint64 l = 0; l < c.layers; l++)
+      indexed += stw_model_block_indexed(&c, l);
+    g_autofree char *runs = block_runs(&c, stw_model_block_indexed);
+    g_autofree char *where = indexed == c.layers ? g_strdup("")
+                                                 : g_strdup_printf(" in %s", runs);
     char *with = g_strdup_printf("%s; keys chosen by an indexer of %" G_GUINT64_FORMAT " heads of %"
-                                 G_GUINT64_FORMAT " (forward only, its weights never trained)",
-                                 latent, c.index_heads, c.index_head_dim);
+                                 G_GUINT64_FORMAT "%s (forward only, its weights never trained)",
+                                 latent, c.index_heads, c.index_head_dim, where);
     g_free(latent);
     latent = with;
   }

@@ -141,6 +141,7 @@ typedef enum {
   HF_GEMMA3N_TEXT,
   HF_LONGCAT_FLASH,
   HF_LAGUNA,
+  HF_MINIMAX_M3_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -177,7 +178,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma4_text", "lfm3",
                                            "apertus1p5_text", "lara_mini",
                                            "axk1", "mimo_v2_flash", "aria_text",
-                                           "gemma3n_text", "longcat_flash", "laguna", NULL };
+                                           "gemma3n_text", "longcat_flash", "laguna",
+                                           "minimax_m3_vl_text", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1606,6 +1608,23 @@ static const HfRow hf_rows[] = {
                   .ffn_default = 512, .max_seq_default = 131072, .vocab_default = 100352,
                   .kv_default = 8, .head_dim_default = 128, .reads_tie = TRUE,
                   .reads_attention_bias = TRUE },
+  /* MiniMax-M3's language model (the text_config of a minimax_m3_vl file): llama's blocks
+   * without biases, each head's queries and keys normed (Gemma's norms: 1 + a weight, the same
+   * parameters), MiniMax-M3's block indexer in its sparse-attention blocks (read_minimax_m3);
+   * the MLPs by mlp_layer_types (null: all sparse), the dense ones dense_intermediate_size wide,
+   * the others num_local_experts experts intermediate_size wide beside a shared MLP
+   * shared_intermediate_size wide, the router's score correction a buffer */
+  [HF_MINIMAX_M3_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                           .experts_member = "num_local_experts", .experts_default = 128,
+                           .experts_per_token_default = 4,
+                           .shared_width_member = "shared_intermediate_size",
+                           .shared_width_default = 3072,
+                           .dense_ffn_member = "dense_intermediate_size",
+                           .dense_ffn_default = 12288, .layers_default = 60,
+                           .hidden_default = 6144, .heads_default = 64, .ffn_default = 3072,
+                           .max_seq_default = 524288, .vocab_default = 200064, .kv_default = 4,
+                           .head_dim_default = 128, .reads_tie = TRUE,
+                           .not_null = { "dense_intermediate_size" } },
   /* Gemma 3n's language model (the text_config of a gemma3n file): Gemma 3's block (norms before
    * and after attention and the MLP, each head's queries and keys normed, its values normed
    * without weights) with AltUp, LAuReL, per-layer embeddings and the last blocks reusing an
@@ -3027,6 +3046,90 @@ read_laguna(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* MiniMax-M3's blocks into C (its sizes read before): layer_types, "full_attention" or
+ * "minimax_m3_sparse" a block (null: sparse_attention_config's sparse_attention_freq, one a
+ * block, true for sparse; else every block full), the sparse ones with an indexer of
+ * index_n_heads (4) heads of index_head_dim (128), sparse_attention_config's
+ * sparse_num_index_heads and sparse_index_dim winning; no sparse block, no indexer. The MLPs
+ * by mlp_layer_types, else moe_layer_freq (one a block, true for experts). */
+static gboolean
+read_minimax_m3(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 ih = 4, id = 128;
+  const cJSON *sparse = last_member(h->root, "sparse_attention_config");
+  if (sparse != NULL && !cJSON_IsNull(sparse) && !cJSON_IsObject(sparse))
+    return stw_json_fail_at(h->r, "sparse_attention_config", error, "expected an object");
+  if (!get_u64(h, "index_n_heads", FALSE, STW_MODEL_MAX_WIDTH, &ih, error) ||
+      !get_u64(h, "index_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &id, error) ||
+      (cJSON_IsObject(sparse) &&
+       (!get_nested(h, "sparse_attention_config", "sparse_num_index_heads", 1,
+                    STW_MODEL_MAX_WIDTH, &ih, error) ||
+        !get_nested(h, "sparse_attention_config", "sparse_index_dim", 1, STW_MODEL_MAX_WIDTH,
+                    &id, error))))
+    return FALSE;
+  /* the blocks' attention, and their MLPs, by a list of one flag a block where the named
+   * lists are absent (their legacy forms) */
+  static const struct {
+    const char *list, *legacy, *on, *off;
+  } kinds[] = {
+    { "layer_types", "sparse_attention_freq", "minimax_m3_sparse", "full_attention" },
+    { "mlp_layer_types", "moe_layer_freq", "sparse", "dense" },
+  };
+  guint64 indexed = 0;
+  for (gsize k = 0; k < G_N_ELEMENTS(kinds); k++) {
+    const cJSON *v = last_member(h->root, kinds[k].list);
+    const char *key = kinds[k].list;
+    gboolean flags = FALSE;
+    if (v == NULL || cJSON_IsNull(v)) {
+      v = k == 0 ? (cJSON_IsObject(sparse) ? last_member(sparse, kinds[k].legacy) : NULL)
+                 : last_member(h->root, kinds[k].legacy);
+      key = k == 0 ? "sparse_attention_config" : kinds[k].legacy;
+      flags = TRUE;
+    }
+    if (v == NULL || cJSON_IsNull(v)) {
+      if (k == 1)
+        break; /* the MLPs all sparse, as the class makes them */
+      continue; /* every block full attention */
+    }
+    if (!cJSON_IsArray(v) || (guint64)cJSON_GetArraySize(v) != c->layers)
+      return stw_json_fail_at(h->r, key, error, "expected a list of %" G_GUINT64_FORMAT ", one a "
+                              "block (transformers requires one a block)", c->layers);
+    guint64 n = 0;
+    for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+      gboolean on = flags ? (cJSON_IsBool(e) ? cJSON_IsTrue(e) : cJSON_IsNumber(e) &&
+                                                                     e->valuedouble != 0)
+                          : cJSON_IsString(e) && strcmp(e->valuestring, kinds[k].on) == 0;
+      gboolean known = flags ? cJSON_IsBool(e) || cJSON_IsNumber(e)
+                             : on || (cJSON_IsString(e) && strcmp(e->valuestring, kinds[k].off) == 0);
+      if (!known)
+        return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected %s",
+                                n, flags ? "a flag (true, false, 1 or 0)"
+                                         : k == 0 ? "\"full_attention\" or \"minimax_m3_sparse\""
+                                                  : "\"dense\" or \"sparse\"");
+      if (k == 0) {
+        stw_model_set_block_indexed(c, n, on);
+        indexed += on;
+      } else {
+        stw_model_set_block_dense(c, n, !on);
+      }
+    }
+  }
+  if (indexed != 0) {
+    c->index_heads = ih;
+    c->index_head_dim = id;
+  } else {
+    memset(c->unindexed_blocks, 0, sizeof c->unindexed_blocks);
+  }
+  c->dense_ffn = 0;
+  if (stw_model_dense_blocks(c) != 0) {
+    c->dense_ffn = 12288;
+    if (!get_u64(h, "dense_intermediate_size", FALSE, 8 * (guint64)STW_MODEL_MAX_WIDTH,
+                 &c->dense_ffn, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 /* Gemma 4's blocks into C (its sizes read before): layer_types, one a block of
  * "sliding_attention" or "full_attention" (null: every sixth full), the last made full as
  * transformers makes it; the full ones global, their heads global_head_dim (512) wide, with
@@ -3669,6 +3772,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   if (type == HF_LONGCAT_FLASH && !read_longcat(h, &c, error))
     return FALSE;
   if (type == HF_LAGUNA && !read_laguna(h, &c, error))
+    return FALSE;
+  if (type == HF_MINIMAX_M3_TEXT && !read_minimax_m3(h, &c, error))
     return FALSE;
   if (row->heads_divide_hidden && c.heads != 0 && c.hidden % c.heads != 0)
     return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "

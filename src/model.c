@@ -239,6 +239,18 @@ stw_model_set_block_kv_shared(StwModelConfig *cfg, guint64 l, gboolean shared)
   mask_set(cfg->kv_shared_blocks, l, shared);
 }
 
+gboolean
+stw_model_block_indexed(const StwModelConfig *cfg, guint64 l)
+{
+  return cfg->index_heads != 0 && l < cfg->layers && !mask_get(cfg->unindexed_blocks, l);
+}
+
+void
+stw_model_set_block_indexed(StwModelConfig *cfg, guint64 l, gboolean indexed)
+{
+  mask_set(cfg->unindexed_blocks, l, !indexed);
+}
+
 guint64
 stw_model_head_vocab(const StwModelConfig *cfg)
 {
@@ -303,7 +315,8 @@ enum {
   KIND_NO_MLP = 8,      /* a norm and the mixer only */
   KIND_GLOBAL = 16,     /* global attention, its own head width and key/value heads */
   KIND_KV_SHARED = 32,  /* an earlier block's keys and values */
-  N_BLOCK_KINDS = 64
+  KIND_UNINDEXED = 64,  /* no indexer where the others have one */
+  N_BLOCK_KINDS = 128
 };
 
 static guint
@@ -314,7 +327,8 @@ block_kind(const StwModelConfig *cfg, guint64 l)
          (stw_model_block_mixer(cfg, l) ? 0 : KIND_NO_MIXER) |
          (stw_model_block_mlp(cfg, l) ? 0 : KIND_NO_MLP) |
          (stw_model_block_global(cfg, l) ? KIND_GLOBAL : 0) |
-         (stw_model_block_kv_shared(cfg, l) ? KIND_KV_SHARED : 0);
+         (stw_model_block_kv_shared(cfg, l) ? KIND_KV_SHARED : 0) |
+         (cfg->index_heads != 0 && !stw_model_block_indexed(cfg, l) ? KIND_UNINDEXED : 0);
 }
 
 /* The parameters of CFG's graph at LAYERS blocks of one KIND (block_kind's bits); FALSE where
@@ -330,7 +344,9 @@ graph_params(const StwModelConfig *cfg, guint64 layers, guint kind, guint64 *out
   memset(few.mlp_only_blocks, 0, sizeof few.mlp_only_blocks);
   memset(few.global_blocks, 0, sizeof few.global_blocks);
   memset(few.kv_shared_blocks, 0, sizeof few.kv_shared_blocks);
+  memset(few.unindexed_blocks, 0, sizeof few.unindexed_blocks);
   for (guint64 l = 0; l < layers; l++) {
+    stw_model_set_block_indexed(&few, l, (kind & KIND_UNINDEXED) == 0);
     stw_model_set_block_global(&few, l, (kind & KIND_GLOBAL) != 0);
     stw_model_set_block_kv_shared(&few, l, (kind & KIND_KV_SHARED) != 0);
     stw_model_set_block_dense(&few, l, (kind & KIND_DENSE) != 0);
@@ -570,9 +586,15 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
     problem = "index_heads and index_head_dim go together";
   else if (c->index_heads > STW_MODEL_MAX_WIDTH || c->index_head_dim > STW_MODEL_MAX_WIDTH)
     problem = "index_heads and index_head_dim must be 1 to 1048576";
-  else if (c->index_heads != 0 && (c->kv_lora_rank == 0 || c->q_lora_rank == 0))
-    problem = "an indexer (index_heads) reads the queries' latent: it goes with latent attention "
-              "and a q_lora_rank";
+  else if (c->index_heads != 0 && c->kv_lora_rank != 0 && c->q_lora_rank == 0)
+    problem = "an indexer (index_heads) of latent attention reads the queries' latent: it goes "
+              "with a q_lora_rank";
+  else if (c->index_heads != 0 && (c->arch != STW_ARCH_LLAMA || c->diff_attn))
+    problem = "an indexer (index_heads) is llama's, not differential attention's";
+  else if (mask_count(c->unindexed_blocks) != 0 &&
+           (c->index_heads == 0 ||
+            mask_count(c->unindexed_blocks) != c->layers - blocks_where(c, stw_model_block_indexed)))
+    problem = "unindexed_blocks go with index_heads, blocks below layers";
   else if (mask_count(c->linear_blocks) != stw_model_linear_blocks(c))
     problem = "linear_blocks must be blocks below layers";
   else if (mask_count(c->linear_blocks) != 0 &&
@@ -737,7 +759,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
       "experts_normed", "head_vocab", "experts_post_norm", "global_sinks", "attn_gate_in_q",   \
-      "altup_inputs", "laurel_rank", "zero_experts"
+      "altup_inputs", "laurel_rank", "zero_experts", "unindexed_blocks"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -852,6 +874,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "global_values_are_keys", FALSE, &c->global_values_are_keys,
                          error) ||
       !read_block_list(r, obj, "kv_shared_blocks", c->kv_shared_blocks, error) ||
+      !read_block_list(r, obj, "unindexed_blocks", c->unindexed_blocks, error) ||
       !stw_json_get_bool(r, obj, "kv_shared_wide_mlp", FALSE, &c->kv_shared_wide_mlp, error) ||
       !stw_json_get_u64(r, obj, "per_layer_input", FALSE, 1, STW_MODEL_MAX_WIDTH,
                         &c->per_layer_input, error) ||
@@ -1138,6 +1161,7 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   if (c->global_values_are_keys)
     cJSON_AddBoolToObject(o, "global_values_are_keys", TRUE);
   add_block_list(o, "kv_shared_blocks", c->kv_shared_blocks, c->layers);
+  add_block_list(o, "unindexed_blocks", c->unindexed_blocks, c->layers);
   if (c->kv_shared_wide_mlp)
     cJSON_AddBoolToObject(o, "kv_shared_wide_mlp", TRUE);
   if (c->per_layer_input != 0) {
@@ -1930,7 +1954,7 @@ linear_mix_ops(Builder *b, gint32 l, const LinearMix *g)
 }
 
 static void
-mla_params(Builder *b, const char *pa, Mla *m)
+mla_params(Builder *b, gint32 l, const char *pa, Mla *m)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->hidden, H = c->heads, qk = stw_model_qk_head_dim(c);
@@ -1950,7 +1974,8 @@ mla_params(Builder *b, const char *pa, Mla *m)
   projection(b, &m->down, STW_SITE_QKV, kl + c->rope_dim, d, kl + c->rope_dim, ka);
   norm_params(b, &m->norms, kl, TRUE, kn);
   named(b, &m->up, H * (nope + c->v_head_dim), kl, kb, "weight");
-  if (c->index_heads != 0) { /* DSA's indexer: its queries from the queries' latent */
+  if (stw_model_block_indexed(c, (guint64)l)) { /* DSA's indexer: its queries from the
+                                                  * queries' latent */
     guint64 ih = c->index_heads, id = c->index_head_dim;
     g_autofree char *ix = g_strconcat(pa, ".indexer", NULL);
     named(b, &m->indexer, ih * id, ql, ix, "wq_b.weight");
@@ -1989,7 +2014,7 @@ mla_ops(Builder *b, gint32 l, const Mla *m)
   up->in_bytes = T * latent * e;
   up->out_bytes = T * upped * e;
   up->saves_input = TRUE;
-  if (c->index_heads != 0) {
+  if (m->indexer.n != 0) {
     /* DSA's indexer, forward only: its projections, then every query's fp32 score of every key
      * per indexer head, weighted and summed over the heads, the top keys chosen and scattered
      * into a mask of the scores' shape; none of it kept */
@@ -2154,6 +2179,44 @@ laurel_branch(Builder *b, gint32 l, const char *prefix)
   model_norm(b, l, STW_OP_NORM_POST_ATTN, "laurel.norm", d, &norm_ids);
 }
 
+/* MiniMax-M3's block indexer of block L (names under PA.indexer, ids into IDS), where it has one
+ * and its attention is not latent (DSA's reads the queries' latent: mla_params): queries
+ * index_heads x index_head_dim and one key from the block's input, each normed a head */
+static void
+block_indexer_params(Builder *b, gint32 l, const char *pa, Ids *ids)
+{
+  const StwModelConfig *c = &b->g->config;
+  if (c->kv_lora_rank != 0 || !stw_model_block_indexed(c, (guint64)l))
+    return;
+  guint64 ih = c->index_heads, id = c->index_head_dim, d = c->hidden;
+  g_autofree char *ix = g_strconcat(pa, ".indexer", NULL);
+  named(b, ids, ih * id, d, ix, "q_proj.weight");
+  named(b, ids, id, d, ix, "k_proj.weight");
+  named(b, ids, id, 0, ix, "q_norm.weight");
+  named(b, ids, id, 0, ix, "k_norm.weight");
+}
+
+/* Its op, forward only (its choice of key blocks carries no gradient): the projections and
+ * norms, every query's fp32 score of every key a head, max-pooled over blocks of keys, the best
+ * chosen and expanded into the attention's mask (heads x seq x seq, as eager PyTorch builds
+ * it); none of it kept */
+static void
+block_indexer_op(Builder *b, gint32 l, const Ids *ids)
+{
+  const StwModelConfig *c = &b->g->config;
+  if (ids->n == 0)
+    return;
+  guint64 ih = c->index_heads, id = c->index_head_dim, d = c->hidden, T = b->T, e = b->e;
+  guint64 B = b->g->batch, S = b->g->seq;
+  StwGraphOp *ix = op(b, l, STW_OP_INDEXER, "attn.indexer");
+  op_params(ix, ids->n, ids->id);
+  ix->flops = 2 * T * d * (ih * id + id) + 4 * T * (ih + 1) * id + 2 * B * S * S * ih * id;
+  ix->in_bytes = T * d * e;
+  ix->work_bytes = T * (ih + 1) * id * 4 + B * S * S * ih * 4 + B * S * S * c->heads * e;
+  ix->passthrough = TRUE;
+  ix->no_grad = TRUE;
+}
+
 /* The end of llama block L (names under PREFIX, its AltUp router's ids ROUTER): AltUp's
  * correction, then the per-layer branch */
 static void
@@ -2225,10 +2288,11 @@ build_llama(Builder *b)
               (const char *[]){ "lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2" }[k]);
     Mla mla = { 0 };
     LinearMix mix = { 0 };
+    Ids indexer = { 0 };
     if (linear_attn)
       linear_mix_params(b, p, &mix);
     if (softmax && c->kv_lora_rank != 0) {
-      mla_params(b, pa, &mla);
+      mla_params(b, l, pa, &mla);
     } else if (softmax) {
       /* the queries, and the output gate's rows where q_proj makes them too (Qwen's) */
       guint64 q_rows = c->attn_gate && c->attn_gate_in_q ? 2 * q : q;
@@ -2240,6 +2304,7 @@ build_llama(Builder *b)
       if (c->attn_gate && !c->attn_gate_in_q) /* AFMoE's output gate, read with the queries
                                                * (never biased) */
         named(b, &qkv, q, d, pa, "gate_proj.weight");
+      block_indexer_params(b, l, pa, &indexer);
     }
     if (c->qk_norm && softmax) {
       g_autofree char *nqn = g_strconcat(pa, ".q_norm", NULL);
@@ -2282,6 +2347,7 @@ build_llama(Builder *b)
                                                          q + kv_proj + (c->attn_gate ? q : 0),
                                                          qkv.n, qkv.id);
       (open != NULL ? open : proj)->residual = STW_RESIDUAL_OPEN;
+      block_indexer_op(b, l, &indexer);
       if (c->qk_norm && softmax)
         qk_norm_op(b, l, &qk, q, kv);
       if (c->kv_lora_rank == 0 && softmax) {

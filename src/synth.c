@@ -551,10 +551,11 @@ fp32_scores_ns(const Synth *s, const StwGraphOp *g, gboolean backward)
   if (r16 <= 0 || r32 <= 0 || s->e >= FP32)
     return 0;
   double flops;
-  if (g->kind == STW_OP_INDEXER && !backward) { /* DSA's indexer scores every key in fp32 */
+  if (g->kind == STW_OP_INDEXER && !backward) { /* an indexer scores every key in fp32 (DSA's
+                                                 * its heads' weights too) */
     double S = (double)s->graph->seq;
     flops = 2 * (double)s->graph->batch * S * S * (double)c->index_heads *
-            (double)(c->index_head_dim + 1);
+            (double)(c->index_head_dim + (c->kv_lora_rank != 0 ? 1 : 0));
     return fmax(flops / s->hw->matmul_efficiency * (1 / r32 - 1 / r16) * 1e9, 0);
   }
   if (g->kind != STW_OP_ATTN_CORE || !c->attn_fp32 ||

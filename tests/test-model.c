@@ -1177,6 +1177,94 @@ test_laguna(void)
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
+/* MiniMax-M3's language model: a block indexer in its sparse-attention blocks (queries and a
+ * key from the block's input, normed a head; forward only, never trained), a dense block among
+ * experts beside a shared MLP; every count transformers 5.24's */
+static void
+test_minimax_m3(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-mm3-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"minimax_m3_vl_text\", \"num_hidden_layers\": 3, \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+      "\"intermediate_size\": 32, \"dense_intermediate_size\": 96, "
+      "\"shared_intermediate_size\": 48, \"num_local_experts\": 4, \"num_experts_per_tok\": 2, "
+      "\"index_n_heads\": 2, \"index_head_dim\": 8, \"vocab_size\": 128%s}";
+  g_autofree char *plain = g_strdup_printf(
+      small, ", \"layer_types\": [\"full_attention\", \"minimax_m3_sparse\", \"full_attention\"], "
+             "\"mlp_layer_types\": [\"dense\", \"sparse\", \"sparse\"]");
+  StwModelConfig c;
+  resolve_text(dir, plain, &c);
+  g_assert_cmpuint(c.index_heads, ==, 2);
+  for (guint64 l = 0; l < 3; l++)
+    g_assert_cmpint(stw_model_block_indexed(&c, l), ==, l == 1);
+  /* outside: the embeddings and the head, the final norm; a block: q and o 64 x 64, k and v 32
+   * x 64, the query and key norms 16 each, two norms; the first the MLP 3 x 64 x 96, the others
+   * the router 4 x 64, four experts 3 x 32 x 64 and the shared MLP 3 x 48 x 64; the sparse one
+   * its indexer's queries 16 x 64, key 8 x 64 and their norms 8 each */
+  guint64 attn = 2 * 64 * 64 + 2 * 32 * 64 + 2 * 16 + 2 * 64;
+  guint64 moe = 4 * 64 + 4 * 3 * 32 * 64 + 3 * 48 * 64, indexer = 16 * 64 + 8 * 64 + 2 * 8;
+  g_assert_cmpuint(stw_model_param_count(&c), ==,
+                   2 * 128 * 64 + 64 + 3 * attn + 3 * 64 * 96 + 2 * moe + indexer);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 141872); /* transformers' */
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 2, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "layers.1.self_attn.indexer."), ==, indexer);
+  g_assert_cmpuint(prefix_numel(g, "layers.0.self_attn.indexer."), ==, 0);
+  g_autofree char *ops = block_ops(g, 1);
+  g_assert_nonnull(strstr(ops, "h1.attn.qkv h1.attn.indexer h1.attn.qk_norm"));
+  for (guint i = 0; i < g->ops->len; i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    if (strcmp(o->name, "h1.attn.indexer") != 0)
+      continue;
+    g_assert_true(o->no_grad && o->passthrough);
+    /* its projections and norms, and every query's score of every key a head */
+    g_assert_cmpuint(o->flops, ==, 2 * 32 * 64 * (16 + 8) + 4 * 32 * 3 * 8 + 2 * 2 * 16 * 16 * 2 * 8);
+    /* fp32 queries and key, fp32 scores a head, the attention's mask a head in bf16 */
+    g_assert_cmpuint(o->work_bytes, ==, 32 * 3 * 8 * 4 + 2 * 16 * 16 * 2 * 4 + 2 * 16 * 16 * 4 * 2);
+  }
+  StwModelConfig back;
+  round_trip(&c, "\"unindexed_blocks\":[0,2]", &back);
+  g_assert_true(!stw_model_block_indexed(&back, 0) && stw_model_block_indexed(&back, 1));
+  /* the legacy forms: sparse_attention_config's flags and sizes, moe_layer_freq */
+  g_autofree char *legacy = g_strdup_printf(
+      small, ", \"sparse_attention_config\": {\"sparse_attention_freq\": [0, 1, 0], "
+             "\"sparse_num_index_heads\": 2, \"sparse_index_dim\": 8}, "
+             "\"moe_layer_freq\": [0, 1, 1]");
+  StwModelConfig old;
+  resolve_text(dir, legacy, &old);
+  g_assert_cmpuint(stw_model_param_count(&old), ==, 141872);
+  /* no sparse block: no indexer at all */
+  g_autofree char *full = g_strdup_printf(small, "");
+  StwModelConfig f;
+  resolve_text(dir, full, &f);
+  g_assert_cmpuint(f.index_heads, ==, 0);
+  g_assert_cmpuint(stw_model_param_count(&f), ==, 2 * 128 * 64 + 64 + 3 * attn + 3 * moe);
+  g_assert_cmpuint(stw_model_param_count(&f), ==, 155936); /* transformers' (all sparse MLPs) */
+
+  g_autofree char *wrong = g_strdup_printf(
+      small, ", \"layer_types\": [\"full_attention\", \"sparse\", \"full_attention\"]");
+  g_autofree char *few = g_strdup_printf(small, ", \"mlp_layer_types\": [\"dense\"]");
+  const Refusal cases[] = {
+    { wrong, "$.layer_types: entry 1: expected \"full_attention\" or \"minimax_m3_sparse\"" },
+    { few, "$.mlp_layer_types: expected a list of 3, one a block (transformers requires one a "
+           "block)" },
+    { "{\"model_type\": \"minimax_m3_vl_text\", \"sparse_attention_config\": 3}",
+      "$.sparse_attention_config: expected an object" },
+    { "{\"model_type\": \"minimax_m3_vl_text\", \"dense_intermediate_size\": null}",
+      "$.dense_intermediate_size: null, where a minimax_m3_vl_text config.json needs a whole "
+      "number" },
+  };
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+  StwModelConfig bad = f;
+  GError *error = NULL;
+  stw_model_set_block_indexed(&bad, 1, FALSE);
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "m.json: invalid model: unindexed_blocks go with index_heads, "
+                                   "blocks below layers");
+  g_clear_error(&error);
+}
+
 /* A multimodal file whose causal language model is its text_config's alone (Qwen3.5's, Llama
  * 4's): read as that language model, as AutoModelForCausalLM builds it; its errors under
  * $.text_config */
@@ -1537,8 +1625,8 @@ test_indexer(void)
   StwModelConfig bad = c;
   bad.q_lora_rank = 0;
   g_assert_false(stw_model_config_validate(&bad, "d.json", &error));
-  stw_assert_error_contains(error, "an indexer (index_heads) reads the queries' latent: it goes "
-                                   "with latent attention and a q_lora_rank");
+  stw_assert_error_contains(error, "an indexer (index_heads) of latent attention reads the "
+                                   "queries' latent: it goes with a q_lora_rank");
   bad = c;
   bad.index_head_dim = 0;
   g_assert_false(stw_model_config_validate(&bad, "d.json", &error));
@@ -1571,7 +1659,7 @@ test_indexer(void)
       "\"is_decoder\": true}",
       "$.add_cross_attention: true: cross-attention to an encoder is not modelled" },
     { "{\"model_type\": \"deepseek_v32\", \"q_lora_rank\": null}",
-      "an indexer (index_heads) reads the queries' latent: it goes with latent attention and a "
+      "an indexer (index_heads) of latent attention reads the queries' latent: it goes with a "
       "q_lora_rank" },
     { "{\"model_type\": \"deepseek_v32\", \"head_dim\": null}",
       "$.head_dim: null, where a deepseek_v32 config.json needs a whole number" },
@@ -2552,6 +2640,7 @@ test_hf_family_defaults(void)
     { "gemma3n_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(6835235568), TRUE, FALSE },
     { "longcat_flash", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(560664958976), TRUE, FALSE },
     { "laguna", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(33189975808), TRUE, FALSE },
+    { "minimax_m3_vl_text", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(447186441216), TRUE, FALSE },
   };
   g_autofree char *dir = g_dir_make_tmp("stowage-hf-XXXXXX", NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -3212,7 +3301,7 @@ test_hf_configs(void)
     "afmoe", "flint", "hunyuan_v1_moe", "deepseek_v32", "glm_moe_dsa", "qwen3_next",
     "qwen3_5_moe_text", "granitemoehybrid", "lfm2_moe", "minimax", "jamba", "kimi_linear",
     "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash",
-    "aria_text", "longcat_flash", "laguna"
+    "aria_text", "longcat_flash", "laguna", "minimax_m3_vl_text"
   };
   for (gsize i = 0; i < G_N_ELEMENTS(moe_types); i++)
     g_string_append_printf(with, "%s%s", i == 0                              ? ""
@@ -3504,6 +3593,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gemma3n", test_gemma3n);
   g_test_add_func("/model/longcat", test_longcat);
   g_test_add_func("/model/laguna", test_laguna);
+  g_test_add_func("/model/minimax-m3", test_minimax_m3);
   g_test_add_func("/model/language-model-of-multimodal", test_language_model_of_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);

@@ -250,9 +250,17 @@ typedef struct {
    * carries no gradient): queries from the queries' latent (q_lora_rank to index_heads x
    * index_head_dim), one key from the block's input (index_head_dim, LayerNormed), a weight per
    * head from the input, and every query's score of every key in fp32; the attention then
-   * masked to the chosen keys (computed whole in eager PyTorch) */
+   * masked to the chosen keys (computed whole in eager PyTorch). Without latent attention
+   * (llama's own): MiniMax-M3's block indexer, its queries (index_heads x index_head_dim) and
+   * one key from the block's input, each RMS-normed a head, every query's fp32 score of every
+   * key max-pooled over blocks of keys, the best blocks chosen, the attention masked to them
+   * (its mask heads x seq x seq, as eager PyTorch builds it) */
   guint64 index_heads;
   guint64 index_head_dim;
+  /* with index_heads: the blocks whose attention has no indexer (MiniMax-M3's full-attention
+   * blocks among its sparse ones), a bit each (through stw_model_block_indexed); none: an
+   * indexer in every block */
+  guint64 unindexed_blocks[STW_MODEL_MAX_LAYERS / 64];
   /* Gated DeltaNet's linear attention (Qwen3-Next, Qwen3.5; llama only, no latent attention) in
    * the blocks marked in linear_blocks (a bit each, as dense_blocks; through
    * stw_model_block_linear), softmax attention in the others: one projection of the block's
@@ -418,6 +426,10 @@ gboolean stw_model_block_global(const StwModelConfig *cfg, guint64 l);
 gboolean stw_model_block_kv_shared(const StwModelConfig *cfg, guint64 l);
 void stw_model_set_block_global(StwModelConfig *cfg, guint64 l, gboolean global);
 void stw_model_set_block_kv_shared(StwModelConfig *cfg, guint64 l, gboolean shared);
+/* Whether block L of CFG has a sparse-attention indexer (index_heads, but for unindexed_blocks);
+ * marking it so. */
+gboolean stw_model_block_indexed(const StwModelConfig *cfg, guint64 l);
+void stw_model_set_block_indexed(StwModelConfig *cfg, guint64 l, gboolean indexed);
 /* The LM head's rows: head_vocab, or vocab. */
 guint64 stw_model_head_vocab(const StwModelConfig *cfg);
 /* Block L's attention head width and key/value heads (its global ones in a global block). */

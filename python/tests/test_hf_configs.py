@@ -403,6 +403,17 @@ SMALL = {
                "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
                "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128,
                "max_position_embeddings": 64},
+    # MiniMax-M3's language model: a sparse-attention block (its indexer) among full ones, a
+    # dense block among experts beside a shared MLP
+    "minimax_m3_vl_text": {"num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+                           "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32,
+                           "dense_intermediate_size": 96, "shared_intermediate_size": 48,
+                           "num_local_experts": 4, "num_experts_per_tok": 2,
+                           "index_n_heads": 2, "index_head_dim": 8, "vocab_size": 128,
+                           "max_position_embeddings": 64,
+                           "layer_types": ["full_attention", "minimax_m3_sparse",
+                                           "full_attention"],
+                           "mlp_layer_types": ["dense", "sparse", "sparse"]},
     # Aria's language model: experts in every block beside shared ones of their width
     "aria_text": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                   "intermediate_size": 48, "moe_num_experts": 4, "moe_topk": 2,
@@ -967,6 +978,20 @@ def variants(kind):
                       {"layer_types": ["full_attention"]},
                       {"moe_apply_router_weight_on_input": True}, {"attention_bias": True},
                       {"num_experts": 8, "num_experts_per_tok": 1}, {"tie_word_embeddings": True}):
+            out.append((json.dumps(extra), dict(base, **extra)))
+    if kind == "minimax_m3_vl_text":  # its blocks' kinds, their legacy forms, its indexer
+        for extra in ({"layer_types": None}, {"layer_types": ["minimax_m3_sparse"] * 3},
+                      {"layer_types": ["full_attention"]},
+                      {"layer_types": None, "sparse_attention_config":
+                       {"sparse_attention_freq": [1, 0, 1], "sparse_num_index_heads": 4,
+                        "sparse_index_dim": 16}},
+                      {"sparse_attention_config": {"sparse_num_index_heads": 3}},
+                      {"mlp_layer_types": None}, {"mlp_layer_types": None,
+                                                  "moe_layer_freq": [0, 1, 1]},
+                      {"mlp_layer_types": ["sparse"] * 4}, {"mlp_layer_types": ["dense"] * 3},
+                      {"shared_intermediate_size": 0}, {"dense_intermediate_size": None},
+                      {"index_n_heads": 6}, {"tie_word_embeddings": True},
+                      {"attention_bias": True}):
             out.append((json.dumps(extra), dict(base, **extra)))
     if kind == "aria_text":  # shared experts none or three; top-k; grouped heads
         for extra in ({"moe_num_shared_experts": 0}, {"moe_num_shared_experts": 3},
