@@ -348,7 +348,7 @@ typedef struct {
   guint64 index_heads_default, index_head_dim_default; /* nonzero: DSA's indexer, read from
                                                          * index_n_heads and index_head_dim */
   gboolean reads_indexer_types;     /* blocks that share the last one's choice of keys (GLM's
-                                     * indexer_types "shared") refused, not modelled */
+                                     * indexer_types "shared"): no indexer of their own */
   gboolean act_gpt1;                /* the activation from OpenAI GPT's own table (ACT_FNS):
                                      * gelu its GELU-new, relu, silu and swish; no other name */
   const char *act_member, *act_default; /* the MLP's activation's member (activation_function,
@@ -1193,9 +1193,9 @@ static const HfRow hf_rows[] = {
                               .index_heads_default = 64, .layers_default = 61,
                               .hidden_default = 7168, .heads_default = 128,
                               .max_seq_default = 163840, .vocab_default = 129280),
-  /* GLM-5 (glm_moe_dsa): DeepSeek-V3.2's blocks with GLM's defaults; every block its own
-   * indexer (indexer_types, or the pattern and frequency it is made from: blocks that reuse the
-   * last one's choice are refused, not modelled) */
+  /* GLM-5 (glm_moe_dsa): DeepSeek-V3.2's blocks with GLM's defaults; the blocks that reuse the
+   * last one's choice of keys (indexer_types, or the pattern and frequency it is made from) no
+   * indexer of their own (read_indexer_types) */
   [HF_GLM_MOE_DSA] = DSA_ROW(.dense_ffn_default = 12288, .q_lora_default = 2048,
                              .nope_dim_default = 192, .v_head_dim_default = 256,
                              .index_heads_default = 32, .reads_indexer_types = TRUE,
@@ -1748,12 +1748,13 @@ entry_u64(const Hf *h, const char *key, guint64 n, const cJSON *e, guint64 min, 
 }
 
 /* GLM's blocks that reuse the last one's choice of keys ("shared": no indexer of their own)
- * refused, not modelled: indexer_types (an entry a block, LAYERS at least), else the pattern
- * index_topk_pattern ("F" full, "S" shared), else every index_topk_freq-th block from
- * index_skip_topk_offset on, as the class makes them; every block full passes. */
+ * marked unindexed in C: indexer_types (an entry a block, C's layers at least), else the
+ * pattern index_topk_pattern ("F" full, "S" shared), else every block but every
+ * index_topk_freq-th from index_skip_topk_offset on, as the class makes them. */
 static gboolean
-check_indexer_types(const Hf *h, guint64 layers, GError **error)
+read_indexer_types(const Hf *h, StwModelConfig *c, GError **error)
 {
+  guint64 layers = c->layers;
   const char *key = "indexer_types";
   const cJSON *v = member(h->root, key);
   if (v == NULL && (v = member(h->root, "index_topk_pattern")) != NULL)
@@ -1768,10 +1769,7 @@ check_indexer_types(const Hf *h, guint64 layers, GError **error)
       if (p[i] != 'F' && p[i] != 'S')
         return stw_json_fail_at(h->r, key, error, "'%c' at %" G_GUINT64_FORMAT ": expected F "
                                 "(full) or S (shared), as transformers reads it", p[i], i);
-      if (p[i] == 'S')
-        return stw_json_fail_at(h->r, key, error, "block %" G_GUINT64_FORMAT " shares the last "
-                                "one's choice of keys: not modelled (an indexer in every block "
-                                "is)", i);
+      stw_model_set_block_indexed(c, i, p[i] == 'F');
     }
     return TRUE;
   }
@@ -1779,11 +1777,13 @@ check_indexer_types(const Hf *h, guint64 layers, GError **error)
     if (!cJSON_IsArray(v))
       return stw_json_fail_at(h->r, key, error, "expected a list of \"full\" and \"shared\"");
     guint64 n = 0;
-    for (const cJSON *e = v->child; e != NULL && n < layers; e = e->next, n++)
-      if (cJSON_IsString(e) && strcmp(e->valuestring, "shared") == 0)
-        return stw_json_fail_at(h->r, key, error, "block %" G_GUINT64_FORMAT " shares the last "
-                                "one's choice of keys: not modelled (an indexer in every block "
-                                "is)", n);
+    for (const cJSON *e = v->child; e != NULL && n < layers; e = e->next, n++) {
+      gboolean shared = cJSON_IsString(e) && strcmp(e->valuestring, "shared") == 0;
+      if (!shared && !(cJSON_IsString(e) && strcmp(e->valuestring, "full") == 0))
+        return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected "
+                                "\"full\" or \"shared\"", n);
+      stw_model_set_block_indexed(c, n, !shared);
+    }
     if (n < layers)
       return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %"
                               G_GUINT64_FORMAT " blocks (transformers reads one a block)", n,
@@ -1805,10 +1805,7 @@ check_indexer_types(const Hf *h, guint64 layers, GError **error)
   }
   freq = MAX(freq, 1);
   for (guint64 i = 0; i < layers; i++)
-    if (MAX((gint64)i - offset + 1, 0) % freq != 0)
-      return stw_json_fail_at(h->r, "index_topk_freq", error, "%" G_GINT64_FORMAT ": block %"
-                              G_GUINT64_FORMAT " shares the last one's choice of keys: not "
-                              "modelled (an indexer in every block is)", freq, i);
+    stw_model_set_block_indexed(c, i, MAX((gint64)i - offset + 1, 0) % freq == 0);
   return TRUE;
 }
 
@@ -3763,7 +3760,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
       c.index_head_dim = row->index_head_dim_default;
       if (!get_u64(h, "index_n_heads", FALSE, STW_MODEL_MAX_WIDTH, &c.index_heads, error) ||
           !get_u64(h, "index_head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c.index_head_dim, error) ||
-          (row->reads_indexer_types && !check_indexer_types(h, c.layers, error)))
+          (row->reads_indexer_types && !read_indexer_types(h, &c, error)))
         return FALSE;
     }
     c.kv_heads = c.heads;

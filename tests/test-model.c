@@ -1631,20 +1631,51 @@ test_indexer(void)
   bad.index_head_dim = 0;
   g_assert_false(stw_model_config_validate(&bad, "d.json", &error));
   stw_assert_error_contains(error, "index_heads and index_head_dim go together");
-  /* GLM-5's blocks that reuse the last one's choice of keys, by each of its three members */
+  /* GLM-5's blocks that reuse the last one's choice of keys, by each of its three members: no
+   * indexer of their own (the small DSA model's counts, transformers 5.24's) */
+  static const struct {
+    const char *extra;
+    gboolean indexed[3];
+  } shared[] = {
+    { "\"indexer_types\": [\"full\", \"shared\", \"full\"]", { TRUE, FALSE, TRUE } },
+    { "\"index_topk_pattern\": \"FSS\"", { TRUE, FALSE, FALSE } },
+    { "\"index_topk_freq\": 2", { TRUE, TRUE, FALSE } }, /* from index_skip_topk_offset 2 */
+    { "\"index_topk_freq\": 2, \"index_skip_topk_offset\": 9", { TRUE, TRUE, TRUE } },
+  };
+  g_autofree char *dsa_dir = g_dir_make_tmp("stowage-dsa-XXXXXX", NULL);
+  guint64 full = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(shared); i++) {
+    g_autofree char *text = g_strdup_printf(
+        "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, \"hidden_size\": 64, "
+        "\"num_attention_heads\": 4, \"intermediate_size\": 96, \"moe_intermediate_size\": 32, "
+        "\"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"kv_lora_rank\": 16, "
+        "\"q_lora_rank\": 24, \"qk_rope_head_dim\": 8, \"qk_nope_head_dim\": 8, "
+        "\"v_head_dim\": 16, \"index_n_heads\": 4, \"index_head_dim\": 16, "
+        "\"first_k_dense_replace\": 1, \"vocab_size\": 128, %s}",
+        shared[i].extra);
+    StwModelConfig s;
+    resolve_text(dsa_dir, text, &s);
+    guint64 indexed = 0;
+    for (guint64 l = 0; l < 3; l++) {
+      g_assert_cmpint(stw_model_block_indexed(&s, l), ==, shared[i].indexed[l]);
+      indexed += shared[i].indexed[l];
+    }
+    if (indexed == 3)
+      full = stw_model_param_count(&s);
+    else /* an indexer a block: queries 64 x 24, a key 16 x 64 and its norm, weights 4 x 64 */
+      g_assert_cmpuint(stw_model_param_count(&s) + (3 - indexed) * (64 * 24 + 16 * 64 + 2 * 16 +
+                                                                      4 * 64), ==, 136600);
+  }
+  g_assert_cmpuint(full, ==, 136600); /* transformers' */
+  g_assert_cmpint(g_rmdir(dsa_dir), ==, 0);
   static const Refusal cases[] = {
-    { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
-      "\"indexer_types\": [\"full\", \"shared\", \"full\"]}",
-      "$.indexer_types: block 1 shares the last one's choice of keys: not modelled (an indexer "
-      "in every block is)" },
+    { "{\"model_type\": \"glm_moe_dsa\", \"indexer_types\": [\"full\", \"half\"]}",
+      "$.indexer_types: entry 1: expected \"full\" or \"shared\"" },
     { "{\"model_type\": \"glm_moe_dsa\", \"indexer_types\": \"full\"}",
       "$.indexer_types: expected a list of \"full\" and \"shared\"" },
     { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
       "\"index_topk_pattern\": \"FFX\"}",
       "$.index_topk_pattern: 'X' at 2: expected F (full) or S (shared)" },
-    { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
-      "\"index_topk_freq\": 2}",
-      "$.index_topk_freq: 2: block 2 shares the last one's choice of keys: not modelled" },
     { "{\"model_type\": \"glm_moe_dsa\", \"index_topk_freq\": 1e300}",
       "$.index_topk_freq: expected a whole number from -4096 to 4096" },
     { "{\"model_type\": \"glm_moe_dsa\", \"index_skip_topk_offset\": \"2\"}",

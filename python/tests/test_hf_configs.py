@@ -1204,8 +1204,8 @@ class TestHfConfigs(unittest.TestCase):
         # routed experts'); Helium with heads x head_dim apart from hidden (its output projection
         # hidden x hidden), and BitNet so (its norm over the heads' output hidden wide); ERNIE
         # 4.5's biased projections beside unbiased experts; Hy V3's MLP biases, as DeepSeek-V2's;
-        # Hunyuan's one routed expert and blocks of other top-k; GLM-5's shared indexers;
-        # BertGeneration's cross-attention; Nemotron-H's MLP biases beside unbiased
+        # Hunyuan's one routed expert and blocks of other top-k; BertGeneration's
+        # cross-attention; Nemotron-H's MLP biases beside unbiased
         # routed experts and router, and its one routed expert; Gemma 4's kv-shared blocks
         # beyond its blocks, one expert, and double-wide MLPs beside experts; Aria's biased
         # shared experts beside unbiased routed ones; Gemma 3n's blocks of MLPs of differing
@@ -1227,10 +1227,6 @@ class TestHfConfigs(unittest.TestCase):
                                       ("hunyuan_v1_moe", "without num_experts"),
                                       ("hunyuan_v1_moe", '{"moe_topk": [2, 3]}'),
                                       ("hunyuan_v1_moe", '{"num_experts": 1, "moe_topk": 1}'),
-                                      ("glm_moe_dsa",
-                                       '{"indexer_types": ["full", "shared", "full"]}'),
-                                      ("glm_moe_dsa", '{"index_topk_pattern": "FSF"}'),
-                                      ("glm_moe_dsa", '{"index_topk_freq": 2}'),
                                       ("bert-generation",
                                        '{"add_cross_attention": true, "is_decoder": true}'),
                                       ("gemma3n_text",
