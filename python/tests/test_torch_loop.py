@@ -747,6 +747,22 @@ class TestHuggingFace(unittest.TestCase):
                 hidden_size_per_layer_input=4, vocab_size_per_layer_input=128,
                 altup_num_inputs=3, laurel_rank=4, vocab_size=128, max_position_embeddings=32,
                 bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "longcat_flash":  # layers of two blocks, experts and zero experts
+            return tf.LongcatFlashForCausalLM(tf.LongcatFlashConfig(
+                num_layers=1, hidden_size=32, num_attention_heads=2, ffn_hidden_size=48,
+                expert_ffn_hidden_size=16, n_routed_experts=4, zero_expert_num=2, moe_topk=2,
+                kv_lora_rank=8, q_lora_rank=12, qk_rope_head_dim=4, qk_nope_head_dim=4,
+                v_head_dim=8, head_dim=4, vocab_size=128, max_position_embeddings=32,
+                bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "minimax_m3_vl_text":  # a block indexer, a dense block, experts
+            return tf.MiniMaxM3VLForCausalLM(tf.MiniMaxM3VLTextConfig(
+                num_hidden_layers=2, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                head_dim=16, intermediate_size=16, dense_intermediate_size=48,
+                shared_intermediate_size=24, num_local_experts=4, num_experts_per_tok=2,
+                index_n_heads=1, index_head_dim=8, index_block_size=4, index_topk_blocks=2,
+                layer_types=["minimax_m3_sparse", "full_attention"],
+                mlp_layer_types=["dense", "sparse"], vocab_size=128, max_position_embeddings=32,
+                bos_token_id=0, eos_token_id=0, pad_token_id=0))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -775,7 +791,9 @@ class TestHuggingFace(unittest.TestCase):
         block, shared keys and values, per-layer embeddings, experts beside the MLP), LFM3
         (short convolutions, attention gated a head, norms after each branch too),
         MiMo-V2-Flash (values narrower than keys, sinks in its sliding blocks, experts),
-        Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), each step 2 micro-steps with an evaluation between steps:
+        Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), LongCat-Flash
+        (layers of two blocks, experts and zero experts), MiniMax-M3 (a block indexer, a dense
+        block among experts), each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -794,7 +812,8 @@ class TestHuggingFace(unittest.TestCase):
 
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
-                     "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text"):
+                     "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text",
+                     "longcat_flash", "minimax_m3_vl_text"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
