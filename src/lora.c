@@ -92,6 +92,7 @@ static guint32
 weight_for(const StwModelGraph *g, const StwGraphOp *o, const Role *role, guint32 n_base,
            GArray *scratch, gboolean *by_name)
 {
+  gboolean names_only = o->kind != role->kind; /* (an indexer's: by name or none) */
   weights_of(g, o, n_base, scratch);
   /* by name where the op's weights are its modules': a block without this one (Gemma 4's
    * reused keys and values, its values from the keys) has none to adapt */
@@ -106,7 +107,7 @@ weight_for(const StwModelGraph *g, const StwGraphOp *o, const Role *role, guint3
       named |= roles[r].kind == role->kind && is_role_weight(name, &roles[r]);
   }
   *by_name = FALSE;
-  if (named)
+  if (named || names_only)
     return G_MAXUINT32;
   if (scratch->len == role->parts)
     return g_array_index(scratch, guint32, role->index);
@@ -152,7 +153,8 @@ adapt(StwModelGraph *g, StwGraphOp *o, guint32 w, guint64 rank, guint64 in)
   g_array_append_val(o->params, a);
   g_array_append_val(o->params, b);
   o->flops += 2 * T * rank * (in + out);
-  o->saved_extra_bytes += T * rank * stw_dtype_bytes(g->dtype);
+  if (!o->no_grad) /* (a forward-only op keeps nothing for a backward) */
+    o->saved_extra_bytes += T * rank * stw_dtype_bytes(g->dtype);
 }
 
 gboolean
@@ -180,7 +182,10 @@ stw_model_graph_add_lora(StwModelGraph *g, guint64 rank, const char *targets, gu
     guint found = 0;
     for (guint i = 0; i < g->ops->len; i++) {
       StwGraphOp *o = g->ops->pdata[i];
-      if (o->kind != role->kind || o->layer < 0 || o->outside_roles)
+      /* an indexer's projections are q's and k's where named so (MiniMax-M3's q_proj and
+       * k_proj, which peft's target_modules reach too) */
+      gboolean indexer = o->kind == STW_OP_INDEXER && role->kind == STW_OP_ATTN_QKV;
+      if ((o->kind != role->kind && !indexer) || o->layer < 0 || o->outside_roles)
         continue; /* (a linear mixer's projections, Gemma 4's per-layer ones: no role's) */
       gboolean by_name = FALSE;
       guint32 w = weight_for(g, o, role, *n_base, scratch, &by_name);

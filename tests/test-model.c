@@ -687,6 +687,22 @@ assert_refused_in(const char *dir, const Refusal *cases, gsize n)
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* The parameters rank-4 LoRA adapters on TARGETS add to C's graph. */
+static guint64
+lora_params(const StwModelConfig *c, const char *targets)
+{
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(c, 1, 16, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
+  guint32 n_base = 0;
+  GError *error = NULL;
+  g_test_message("%s: %s", c->name, targets);
+  g_assert_true(stw_model_graph_add_lora(g, 4, targets, &n_base, &error));
+  g_assert_no_error(error);
+  guint64 added = 0;
+  for (guint k = n_base; k < g->tensors->len; k++)
+    added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
+  return added;
+}
+
 /* The ops of block L of G, their names joined by spaces. */
 static char *
 block_ops(const StwModelGraph *g, gint32 l)
@@ -1223,6 +1239,10 @@ test_minimax_m3(void)
     /* fp32 queries and key, fp32 scores a head, the attention's mask a head in bf16 */
     g_assert_cmpuint(o->work_bytes, ==, 32 * 3 * 8 * 4 + 2 * 16 * 16 * 2 * 4 + 2 * 16 * 16 * 4 * 2);
   }
+  /* LoRA's q and k reach the indexer's q_proj and k_proj too, as peft's target_modules do (its
+   * counts, peft 0.21's; no gradient reaches them) */
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 3008);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o"), ==, 5984);
   StwModelConfig back;
   round_trip(&c, "\"unindexed_blocks\":[0,2]", &back);
   g_assert_true(!stw_model_block_indexed(&back, 0) && stw_model_block_indexed(&back, 1));
@@ -1410,22 +1430,6 @@ test_mimo(void)
 /* LoRA on hybrid models adapts attention's projections only, as peft does with q_proj, v_proj
  * and o_proj (a linear mixer's in_proj and out_proj are none of them), and Qwen's q_proj with
  * the output gate's rows it makes: the adapters' parameters peft 0.21's (r 4) */
-/* The parameters rank-4 LoRA adapters on TARGETS add to C's graph. */
-static guint64
-lora_params(const StwModelConfig *c, const char *targets)
-{
-  g_autoptr(StwModelGraph) g = stw_model_graph_new(c, 1, 16, STW_DTYPE_BF16, STW_ATTENTION_FLASH);
-  guint32 n_base = 0;
-  GError *error = NULL;
-  g_test_message("%s: %s", c->name, targets);
-  g_assert_true(stw_model_graph_add_lora(g, 4, targets, &n_base, &error));
-  g_assert_no_error(error);
-  guint64 added = 0;
-  for (guint k = n_base; k < g->tensors->len; k++)
-    added += ((StwGraphTensor *)g->tensors->pdata[k])->numel;
-  return added;
-}
-
 static void
 test_lora_hybrid(void)
 {
