@@ -43,11 +43,18 @@ if "$PY" -c 'import pytest' >/dev/null 2>&1; then
   # every case alone too (as test-alone.sh runs the C cases): none depends on an earlier one
   ids=$(cd "$STW_SRCDIR/python" && "$PY" -m pytest --collect-only -q -p no:cacheprovider tests 2>/dev/null |
         grep '::')
-  failed=""
-  for id in $ids; do
-    (cd "$STW_SRCDIR/python" && "$PY" -W ignore -m pytest -q -p no:cacheprovider "$id") \
-      > "$TAP_TMP/alone.log" 2>&1 || failed="$failed $id"
-  done
+  # (as many at once as there are CPUs: each its own process, none sharing a file)
+  failed=$(cd "$STW_SRCDIR/python" && printf '%s\n' $ids |
+           xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} sh -c \
+             '"$0" -W ignore -m pytest -q -p no:cacheprovider "$1" > /dev/null 2>&1 || echo " $1"' \
+             "$PY" {} | tr -d '\n')
+  first=${failed# }
+  first=${first%% *}
+  : > "$TAP_TMP/alone.log"
+  if [ -n "$first" ]; then # the first to fail, again for its output
+    (cd "$STW_SRCDIR/python" && "$PY" -W ignore -m pytest -q -p no:cacheprovider "$first") \
+      > "$TAP_TMP/alone.log" 2>&1
+  fi
   [ -n "$ids" ] && [ -z "$failed" ]
   tap_result $? "python: every case alone ($(echo "$ids" | wc -l))" "failed alone:$failed" \
     "$(tail -n 20 "$TAP_TMP/alone.log")"

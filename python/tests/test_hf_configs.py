@@ -1155,48 +1155,66 @@ def stowage_count(path, kind):
     return j["params"], m.get("kv_heads", m.get("heads"))
 
 
+def check_family(kind):
+    """(wrong, unmodelled, checked) of KIND's variants: what stowage reads apart from
+    transformers, what it refuses by name though transformers builds it (in order), and how many
+    were read."""
+    wrong, unmodelled = [], []
+    checked = 0
+    with tempfile.TemporaryDirectory() as d:
+        for what, text in variants(kind):
+            folder = os.path.join(d, "%s-%d" % (kind, checked))
+            os.makedirs(folder)
+            path = os.path.join(folder, "config.json")
+            with open(path, "w") as f:
+                f.write(text)
+            theirs = transformers_count(path, kind)
+            ours = stowage_count(path, kind)
+            checked += 1
+            if theirs[0] is None:
+                if ours[0] is not None:
+                    wrong.append("%s, %s: transformers builds no model (%s), stowage reads %s"
+                                 % (kind, what, theirs[1][:100], ours))
+                continue
+            heads = json.loads(text).get("num_attention_heads")
+            if theirs[1] and heads and heads % theirs[1] != 0 and ours[0] is None and \
+                    "kv_heads must divide heads" in ours[1]:
+                continue  # weights transformers builds, and no forward it can run
+            if ours[0] is None and "linear_k_heads must divide linear_v_heads" in ours[1]:
+                continue  # the same of Gated DeltaNet's heads (repeat_interleave by 0)
+            hidden = json.loads(text).get("hidden_size")
+            if heads is None and hidden and ours[0] is None and \
+                    "heads must divide hidden" in ours[1]:
+                continue  # the default heads do not divide a small width: no model
+            if ours[0] is None and "not modelled" in ours[1]:
+                unmodelled.append((kind, what))  # refused by name: listed in the test
+                continue
+            if ours[0] is None and "experts_per_token must be at most experts" in ours[1]:
+                continue  # more experts a token than there are: the same
+            if ours != theirs:
+                wrong.append("%s, %s: transformers %s parameters, %s kv heads; stowage %s"
+                             % (kind, what, theirs[0], theirs[1], ours))
+    return wrong, unmodelled, checked
+
+
 @unittest.skipIf(transformers is None, "transformers is not installed: %s"
                  % (None if transformers else WHY))
 @unittest.skipIf(not STOWAGE, "STOWAGE (the built stowage) is not set")
 class TestHfConfigs(unittest.TestCase):
     def test_every_family_as_transformers_reads_it(self):
-        wrong, unmodelled = [], []
-        checked = 0
-        with tempfile.TemporaryDirectory() as d:
-            for kind in SMALL:
-                for what, text in variants(kind):
-                    folder = os.path.join(d, "%s-%d" % (kind, checked))
-                    os.makedirs(folder)
-                    path = os.path.join(folder, "config.json")
-                    with open(path, "w") as f:
-                        f.write(text)
-                    theirs = transformers_count(path, kind)
-                    ours = stowage_count(path, kind)
-                    checked += 1
-                    if theirs[0] is None:
-                        if ours[0] is not None:
-                            wrong.append("%s, %s: transformers builds no model (%s), stowage "
-                                         "reads %s" % (kind, what, theirs[1][:100], ours))
-                        continue
-                    heads = json.loads(text).get("num_attention_heads")
-                    if theirs[1] and heads and heads % theirs[1] != 0 and ours[0] is None and \
-                            "kv_heads must divide heads" in ours[1]:
-                        continue  # weights transformers builds, and no forward it can run
-                    if ours[0] is None and "linear_k_heads must divide linear_v_heads" in ours[1]:
-                        continue  # the same of Gated DeltaNet's heads (repeat_interleave by 0)
-                    hidden = json.loads(text).get("hidden_size")
-                    if heads is None and hidden and ours[0] is None and \
-                            "heads must divide hidden" in ours[1]:
-                        continue  # the default heads do not divide a small width: no model
-                    if ours[0] is None and "not modelled" in ours[1]:
-                        unmodelled.append((kind, what))  # refused by name: listed below
-                        continue
-                    if ours[0] is None and "experts_per_token must be at most experts" in ours[1]:
-                        continue  # more experts a token than there are: the same
-                    if ours != theirs:
-                        wrong.append("%s, %s: transformers %s parameters, %s kv heads; stowage "
-                                     "%s" % (kind, what, theirs[0], theirs[1], ours))
-        self.assertGreater(checked, 100)
+        # the families side by side, a process a CPU (each builds its models on the meta
+        # device, nothing shared), their findings in the families' order
+        import multiprocessing
+        workers = min(len(os.sched_getaffinity(0)), 4)
+        if workers > 1:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                found = pool.map(check_family, list(SMALL), chunksize=1)
+        else:
+            found = [check_family(kind) for kind in SMALL]
+        wrong = [w for f in found for w in f[0]]
+        unmodelled = [u for f in found for u in f[1]]
+        checked = sum(f[2] for f in found)
+        self.assertGreater(checked, 3000)
         self.assertEqual(wrong, [], "\n".join(wrong))
         # what stowage refuses by name though transformers builds it: OLMoE with a head width
         # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
