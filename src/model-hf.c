@@ -3491,12 +3491,11 @@ read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const
     return stw_json_fail_at(r, "text_config", error, "expected an object: the language "
                             "model's config");
   const cJSON *type = text != NULL ? last_member(text, "model_type") : NULL;
+  gsize saved = stw_json_push_key(r, "text_config");
   if (type != NULL && !(cJSON_IsString(type) && strcmp(type->valuestring, inner) == 0)) {
-    gsize len = r->path->len;
-    g_string_append(r->path, ".text_config");
     stw_json_fail_at(r, "model_type", error, "expected \"%s\", this file's language model",
                      inner);
-    g_string_truncate(r->path, len);
+    stw_json_pop(r, saved);
     return FALSE;
   }
   cJSON *lm = text != NULL ? cJSON_Duplicate(text, TRUE) : cJSON_CreateObject();
@@ -3505,10 +3504,8 @@ read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const
   const cJSON *name = member(root, "_name_or_path");
   if (member(lm, "_name_or_path") == NULL && cJSON_IsString(name))
     cJSON_AddStringToObject(lm, "_name_or_path", name->valuestring);
-  gsize len = r->path->len;
-  g_string_append(r->path, ".text_config");
   gboolean ok = read_hf(r, lm, file, out, error);
-  g_string_truncate(r->path, len);
+  stw_json_pop(r, saved);
   cJSON_Delete(lm);
   return ok;
 }

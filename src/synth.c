@@ -380,7 +380,8 @@ eager_cost(const Synth *s, const StwGraphOp *g)
      * made contiguous (9), the first copy cloned and scaled. Backward as the chain reversed,
      * each pass's gradient read and written */
     double Td = T * (double)c->hidden, nTd = (double)c->altup_inputs * Td;
-    if (g->out_bytes > g->in_bytes) /* the correction: one stream in, every copy out */
+    if (!g->saves_input) /* the correction (the prediction keeps the copies it read; with one
+                          * copy both read and write as much, so widths cannot tell them) */
       x = (Eager){ Td * (28 + 12 * e) + 9 * e * nTd, Td * (52 + 16 * e) + 14 * e * nTd, 22, 30 };
     else
       x = (Eager){ Td * (28 + 4 * e) + 7 * e * nTd, Td * (52 + 6 * e) + 10 * e * nTd, 17, 26 };

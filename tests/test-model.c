@@ -1034,6 +1034,11 @@ test_gemma3n(void)
       "$.final_logit_softcapping: null, where a gemma3n_text config.json needs a number" },
     { "{\"model_type\": \"gemma3n_text\", \"num_kv_shared_layers\": 33}",
       "$.num_kv_shared_layers: 33: the blocks before them are not of every kind they are" },
+    { "{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 2, \"num_kv_shared_layers\": 0, "
+      "\"activation_sparsity_pattern\": [0.5, \"x\"]}",
+      "$.activation_sparsity_pattern: expected a number a block" },
+    { "{\"model_type\": \"gemma3n_text\", \"altup_num_inputs\": 0}",
+      "$.altup_num_inputs: 0: not modelled (1 to 64 copies of the stream are)" },
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
   /* the model format: AltUp and LAuReL are llama's, before-norm blocks' */
@@ -1274,6 +1279,9 @@ test_minimax_m3(void)
     { "{\"model_type\": \"minimax_m3_vl_text\", \"dense_intermediate_size\": null}",
       "$.dense_intermediate_size: null, where a minimax_m3_vl_text config.json needs a whole "
       "number" },
+    { "{\"model_type\": \"minimax_m3_vl_text\", \"num_hidden_layers\": 2, "
+      "\"moe_layer_freq\": [1, \"yes\"]}",
+      "$.moe_layer_freq: entry 1: expected a flag (true, false, 1 or 0)" },
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
   StwModelConfig bad = f;
@@ -1282,6 +1290,12 @@ test_minimax_m3(void)
   g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
   stw_assert_error_contains(error, "m.json: invalid model: unindexed_blocks go with index_heads, "
                                    "blocks below layers");
+  g_clear_error(&error);
+  bad = c;
+  bad.diff_attn = TRUE;
+  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
+  stw_assert_error_contains(error, "m.json: invalid model: an indexer (index_heads) is llama's, "
+                                   "not differential attention's");
   g_clear_error(&error);
 }
 
