@@ -26,7 +26,7 @@ models_row(StwTable *table, const StwModelConfig *c, const char *family, guint64
   for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
     g_snprintf(num[k], sizeof num[k], none[k] ? "-" : "%" G_GUINT64_FORMAT, v[k]);
   g_autofree char *p = stw_cli_group_digits(params);
-  g_autofree char *bytes = stw_size_format(params * 14);
+  g_autofree char *bytes = stw_size_format(stw_model_data_bytes(c));
   stw_table_row(table, c->name, family, stw_arch_name(c->arch), num[0], num[1], num[2], num[3],
                 num[4], num[5], p, bytes);
 }
@@ -58,10 +58,11 @@ block_runs(const StwModelConfig *c, gboolean (*in)(const StwModelConfig *, guint
   return g_strdup_printf("block%s %s", blocks == 1 ? "" : "s", runs->str);
 }
 
-/* C's global blocks, blocks of shared keys and values and per-layer inputs (Gemma 4's), a line
- * each ("" for none). */
+/* C's parts beyond its blocks' kind: global blocks, blocks of shared keys and values and
+ * per-layer inputs (Gemma 4's), AltUp and LAuReL (Gemma 3n's), a vision tower (Gemma 3's), a
+ * line each ("" for none). */
 static char *
-gemma4_parts_said(const StwModelConfig *c)
+variant_parts_said(const StwModelConfig *c)
 {
   GString *s = g_string_new(NULL);
   guint64 global = 0, shared = 0;
@@ -95,6 +96,16 @@ gemma4_parts_said(const StwModelConfig *c)
   if (c->laurel_rank != 0)
     g_string_append_printf(s, "LAuReL: a rank-%" G_GUINT64_FORMAT " branch beside each "
                            "block's attention\n", c->laurel_rank);
+  if (c->vision_layers != 0) {
+    g_autofree char *n = stw_cli_group_digits(stw_model_vision_param_count(c));
+    g_string_append_printf(s, "vision tower: SigLIP, %" G_GUINT64_FORMAT " blocks of %"
+                           G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
+                           "-pixel images in %" G_GUINT64_FORMAT "-pixel patches%s, and Gemma "
+                           "3's projector: %s parameters a text step never reads (held in 16 "
+                           "bits: no gradient, no optimizer state)\n", c->vision_layers,
+                           c->vision_hidden, c->vision_ffn, c->vision_image, c->vision_patch,
+                           c->vision_pooling_head ? ", an attention-pooling head" : "", n);
+  }
   return g_string_free(s, FALSE);
 }
 
@@ -263,8 +274,8 @@ print_config_file(const char *file, gboolean json)
                                         : "");
   g_string_free(biases, TRUE);
   g_autofree char *one_part = one_part_blocks_said(&c);
-  g_autofree char *gemma4 = gemma4_parts_said(&c);
-  printf("%s%s", one_part, gemma4);
+  g_autofree char *variants = variant_parts_said(&c);
+  printf("%s%s", one_part, variants);
   if (stw_model_linear_blocks(&c) != 0) {
     gboolean all = stw_model_linear_blocks(&c) == c.layers;
     g_autofree char *runs = all ? g_strdup("every block") : block_runs(&c, stw_model_block_linear);

@@ -157,6 +157,37 @@ adapt(StwModelGraph *g, StwGraphOp *o, guint32 w, guint64 rank, guint64 in)
     o->saved_extra_bytes += T * rank * stw_dtype_bytes(g->dtype);
 }
 
+/* Adapters for the weights of ROLE's modules that no op reads (a vision tower's q_proj, k_proj
+ * and v_proj beside a language model trained on text), as peft adds them by the modules' names:
+ * held, and never given a gradient. */
+static gboolean
+adapt_unread(StwModelGraph *g, const Role *role, guint64 rank, guint32 n_base, GError **error)
+{
+  if (role->kind != STW_OP_ATTN_QKV)
+    return TRUE;
+  g_autofree guint8 *read = g_new0(guint8, MAX(n_base, 1));
+  for (guint i = 0; i < g->ops->len; i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    for (guint k = 0; k < o->params->len; k++)
+      if (g_array_index(o->params, guint32, k) < n_base)
+        read[g_array_index(o->params, guint32, k)] = 1;
+  }
+  for (guint32 id = 0; id < n_base; id++) {
+    const StwGraphTensor *x = g->tensors->pdata[id];
+    if (read[id] || x->ndim != 2 || !is_role_weight(x->name, role))
+      continue;
+    guint64 in = x->shape[1], out = x->shape[0];
+    if (rank < 1 || rank > MIN(in, out))
+      return invalid(error, "--lora: rank %" G_GUINT64_FORMAT " is out of range for %s (%"
+                     G_GUINT64_FORMAT " in, %" G_GUINT64_FORMAT " out): 1 to %" G_GUINT64_FORMAT,
+                     rank, x->name, in, out, MIN(in, out));
+    g_autofree char *name = g_strdup(x->name); /* the array may move as it grows */
+    add_tensor(g, name, "lora_A", rank, in);
+    add_tensor(g, name, "lora_B", out, rank);
+  }
+  return TRUE;
+}
+
 gboolean
 stw_model_graph_add_lora(StwModelGraph *g, guint64 rank, const char *targets, guint32 *n_base,
                          GError **error)
@@ -206,6 +237,8 @@ stw_model_graph_add_lora(StwModelGraph *g, guint64 rank, const char *targets, gu
     }
     if (found == 0)
       return invalid(error, "--lora-targets: %s has no %s projection", g->config.name, *n);
+    if (!adapt_unread(g, role, rank, *n_base, error))
+      return FALSE;
   }
   return TRUE;
 }

@@ -3510,6 +3510,97 @@ read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const
   return ok;
 }
 
+/* Whether C, read from a TYPE config.json, is a model stowage can build; where not, the error
+ * says why as that type's. */
+static gboolean
+valid_as(StwJsonReader *r, const char *type, const StwModelConfig *c, GError **error)
+{
+  GError *local = NULL;
+  if (stw_model_config_validate(c, NULL, &local))
+    return TRUE;
+  const char *msg = strstr(local->message, "invalid model: ");
+  stw_json_fail(r, error, "as a %s model: %s", type,
+                msg != NULL ? msg + strlen("invalid model: ") : local->message);
+  g_error_free(local);
+  return FALSE;
+}
+
+/* SigLIP's vision config (VISION; NULL: its defaults) into C's vision tower, errors named under
+ * $.vision_config: hidden_size (768), intermediate_size (3072), num_hidden_layers (12),
+ * num_attention_heads (12, dividing hidden_size as SigLIP's attention requires),
+ * num_channels (3), image_size (224), patch_size (16), vision_use_head (true). */
+static gboolean
+read_siglip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+{
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none,
+                  .type = "siglip_vision_model" }, *h = &hv;
+  guint64 heads = 12;
+  c->vision_hidden = 768;
+  c->vision_ffn = 3072;
+  c->vision_layers = 12;
+  c->vision_channels = 3;
+  c->vision_image = 224;
+  c->vision_patch = 16;
+  c->vision_pooling_head = TRUE;
+  const cJSON *type = last_member(h->root, "model_type");
+  if (type != NULL && !(cJSON_IsString(type) &&
+                        strcmp(type->valuestring, "siglip_vision_model") == 0))
+    return stw_json_fail_at(r, "model_type", error, "expected \"siglip_vision_model\" (Gemma "
+                            "3's checkpoints' SigLIP): another vision tower is not modelled");
+  if (!get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
+      !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
+      !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
+               error) ||
+      !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
+      !get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
+      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
+      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error) ||
+      !get_bool(h, "vision_use_head", &c->vision_pooling_head, error))
+    return FALSE;
+  if (c->vision_hidden % heads != 0)
+    return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "
+                            "not divide hidden_size %" G_GUINT64_FORMAT " (SigLIP's attention "
+                            "refuses it)", heads, c->vision_hidden);
+  if (c->vision_patch > c->vision_image)
+    return stw_json_fail_at(r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
+                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image, a "
+                            "position embedding of no rows; not modelled",
+                            c->vision_patch, c->vision_image);
+  return TRUE;
+}
+
+/* Gemma 3's multimodal file (model_type "gemma3") as AutoModelForCausalLM builds it whole
+ * (Gemma3ForConditionalGeneration): its language model (text_config), the LM head tied as the
+ * file's own tie_word_embeddings says (default true), and beside it the vision tower
+ * (vision_config: SigLIP's) and Gemma 3's projector, which a text step never reads. */
+static gboolean
+read_gemma3(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *out,
+            GError **error)
+{
+  StwModelConfig c;
+  if (!read_language_model(r, root, file, "gemma3_text", &c, error))
+    return FALSE;
+  const cJSON *vision = last_member(root, "vision_config");
+  if (vision != NULL && !cJSON_IsNull(vision) && !cJSON_IsObject(vision))
+    return stw_json_fail_at(r, "vision_config", error, "expected an object: the vision tower's "
+                            "config (null: SigLIP's defaults)");
+  const Hf top = { .r = r, .root = root, .type = "gemma3" };
+  gboolean tied = TRUE;
+  if (!get_bool(&top, "tie_word_embeddings", &tied, error))
+    return FALSE;
+  c.tied = tied;
+  gsize saved = stw_json_push_key(r, "vision_config");
+  gboolean ok = read_siglip(r, cJSON_IsObject(vision) ? vision : NULL, &c, error);
+  stw_json_pop(r, saved);
+  if (!ok)
+    return FALSE;
+  if (!valid_as(r, "gemma3", &c, error))
+    return FALSE;
+  *out = c;
+  return TRUE;
+}
+
 static gboolean
 read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *out,
         GError **error)
@@ -3520,6 +3611,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(language_models); i++)
     if (strcmp(given_type->valuestring, language_models[i].outer) == 0)
       return read_language_model(r, root, file, language_models[i].inner, out, error);
+  if (cJSON_IsString(given_type) && strcmp(given_type->valuestring, "gemma3") == 0)
+    return read_gemma3(r, root, file, out, error);
   if (cJSON_IsString(outer) && cJSON_IsObject(text) &&
       !g_strv_contains((const char *const *)stw_hf_model_types, outer->valuestring)) {
     /* a multimodal model's config (Gemma 3, LLaVA, Mistral 3): its language model inside */
@@ -3808,14 +3901,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
     return FALSE;
   model_name(root, file, type_name, c.name);
 
-  GError *local = NULL;
-  if (!stw_model_config_validate(&c, NULL, &local)) {
-    const char *msg = strstr(local->message, "invalid model: ");
-    stw_json_fail(r, error, "as a %s model: %s", type_name,
-                  msg != NULL ? msg + strlen("invalid model: ") : local->message);
-    g_error_free(local);
+  if (!valid_as(r, type_name, &c, error))
     return FALSE;
-  }
   *out = c;
   return TRUE;
 }

@@ -396,6 +396,30 @@ param_count_checked(const StwModelConfig *cfg, guint64 *out)
 }
 
 
+/* What is wrong with C's vision tower, or NULL: members without vision_layers, a size missing,
+ * no whole patch in the image, more positions or a wider patch than stowage counts. */
+static const char *
+vision_conflict(const StwModelConfig *c)
+{
+  if (c->vision_layers == 0)
+    return c->vision_hidden || c->vision_ffn || c->vision_channels || c->vision_patch ||
+                   c->vision_image || c->vision_pooling_head
+               ? "the vision tower's members go with vision_layers"
+               : NULL;
+  if (!c->vision_hidden || !c->vision_ffn || !c->vision_channels || !c->vision_patch ||
+      !c->vision_image)
+    return "a vision tower needs vision_hidden, vision_ffn, vision_channels, vision_patch and "
+           "vision_image";
+  if (c->vision_patch > c->vision_image)
+    return "vision_patch must be at most vision_image (a whole patch in the image)";
+  guint64 side = c->vision_image / c->vision_patch;
+  if (side * side > STW_MODEL_MAX_VOCAB ||
+      c->vision_channels * c->vision_patch * c->vision_patch > STW_MODEL_MAX_WIDTH)
+    return "a vision tower of at most 16777216 patches an image, each of at most 1048576 values "
+           "(vision_channels x vision_patch^2)";
+  return NULL;
+}
+
 /* What is wrong with C's blocks of one part, or NULL: a block with neither part, a linear one
  * without a mixer, a dense MLP where there is none. */
 static const char *
@@ -476,7 +500,7 @@ head_and_mlp_variant_conflict(const StwModelConfig *c)
     return "altup_inputs must be 1 to 64";
   if (c->laurel_rank > c->hidden)
     return "laurel_rank must be 1 to hidden";
-  return NULL;
+  return vision_conflict(c);
 }
 
 gboolean
@@ -759,7 +783,9 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "global_blocks", "global_head_dim", "global_kv_heads", "global_values_are_keys",           \
       "kv_shared_blocks", "kv_shared_wide_mlp", "per_layer_input", "per_layer_vocab",            \
       "experts_normed", "head_vocab", "experts_post_norm", "global_sinks", "attn_gate_in_q",   \
-      "altup_inputs", "laurel_rank", "zero_experts", "unindexed_blocks"
+      "altup_inputs", "laurel_rank", "zero_experts", "unindexed_blocks", "vision_layers",        \
+      "vision_hidden", "vision_ffn", "vision_channels", "vision_patch", "vision_image",          \
+      "vision_pooling_head"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -889,6 +915,20 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         error) ||
       !stw_json_get_u64(r, obj, "zero_experts", FALSE, 1, STW_MODEL_MAX_EXPERTS,
                         &c->zero_experts, error) ||
+      !stw_json_get_u64(r, obj, "vision_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
+                        &c->vision_layers, error) ||
+      !stw_json_get_u64(r, obj, "vision_hidden", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->vision_hidden, error) ||
+      !stw_json_get_u64(r, obj, "vision_ffn", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->vision_ffn,
+                        error) ||
+      !stw_json_get_u64(r, obj, "vision_channels", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->vision_channels, error) ||
+      !stw_json_get_u64(r, obj, "vision_patch", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->vision_patch, error) ||
+      !stw_json_get_u64(r, obj, "vision_image", FALSE, 1, STW_MODEL_MAX_SEQ, &c->vision_image,
+                        error) ||
+      !stw_json_get_bool(r, obj, "vision_pooling_head", FALSE, &c->vision_pooling_head,
+                         error) ||
       !stw_json_get_bool(r, obj, "global_sinks", FALSE, &global_sinks, error) ||
       !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
                         error) ||
@@ -1180,6 +1220,16 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     stw_json_add_u64(o, "altup_inputs", c->altup_inputs);
   if (c->laurel_rank != 0)
     stw_json_add_u64(o, "laurel_rank", c->laurel_rank);
+  if (c->vision_layers != 0) {
+    stw_json_add_u64(o, "vision_layers", c->vision_layers);
+    stw_json_add_u64(o, "vision_hidden", c->vision_hidden);
+    stw_json_add_u64(o, "vision_ffn", c->vision_ffn);
+    stw_json_add_u64(o, "vision_channels", c->vision_channels);
+    stw_json_add_u64(o, "vision_patch", c->vision_patch);
+    stw_json_add_u64(o, "vision_image", c->vision_image);
+    if (c->vision_pooling_head)
+      cJSON_AddBoolToObject(o, "vision_pooling_head", TRUE);
+  }
   if (c->attn_gate_in_q)
     cJSON_AddBoolToObject(o, "attn_gate_in_q", TRUE);
   if (c->kv_lora_rank == 0 && c->v_head_dim != 0) /* (latent attention's written with it) */
@@ -2518,6 +2568,79 @@ build_bert(Builder *b)
   b->g->io_bytes = 4 * b->T * 8; /* ids, token types, attention mask, targets */
 }
 
+/* A LayerNorm's weight and bias over D, named PREFIX.weight and PREFIX.bias. */
+static void
+layer_norm_params(Builder *b, guint64 d, const char *prefix)
+{
+  tensor(b, d, 0, "%s.weight", prefix);
+  tensor(b, d, 0, "%s.bias", prefix);
+}
+
+/* A Linear's weight [OUT, IN] and bias [OUT], named PREFIX.weight and PREFIX.bias. */
+static void
+linear_params(Builder *b, guint64 in, guint64 out, const char *prefix)
+{
+  tensor(b, out, in, "%s.weight", prefix);
+  tensor(b, out, 0, "%s.bias", prefix);
+}
+
+/* SigLIP's MLP (fc1, fc2) under PREFIX. */
+static void
+siglip_mlp_params(Builder *b, guint64 d, guint64 ffn, const char *prefix)
+{
+  g_autofree char *fc1 = g_strconcat(prefix, ".fc1", NULL);
+  g_autofree char *fc2 = g_strconcat(prefix, ".fc2", NULL);
+  linear_params(b, d, ffn, fc1);
+  linear_params(b, ffn, d, fc2);
+}
+
+/* The model's vision tower and projector (vision_layers > 0), as transformers names them:
+ * weights read by no op of a text step (the patch embedding's convolution as its [hidden,
+ * channels x patch^2] matrix). */
+static void
+vision_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, side = c->vision_patch ? c->vision_image / c->vision_patch : 0;
+  if (c->vision_layers == 0)
+    return;
+  const char *v = "model.vision_tower.vision_model";
+  tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
+         "%s.embeddings.patch_embedding.weight", v);
+  tensor(b, d, 0, "%s.embeddings.patch_embedding.bias", v);
+  tensor(b, side * side, d, "%s.embeddings.position_embedding.weight", v);
+  for (guint64 l = 0; l < c->vision_layers; l++) {
+    g_autofree char *p = g_strdup_printf("%s.encoder.layers.%" G_GUINT64_FORMAT, v, l);
+    g_autofree char *ln1 = g_strconcat(p, ".layer_norm1", NULL);
+    g_autofree char *ln2 = g_strconcat(p, ".layer_norm2", NULL);
+    g_autofree char *mlp = g_strconcat(p, ".mlp", NULL);
+    layer_norm_params(b, d, ln1);
+    static const char *const proj[] = { "k_proj", "v_proj", "q_proj", "out_proj" };
+    for (gsize i = 0; i < G_N_ELEMENTS(proj); i++) {
+      g_autofree char *name = g_strdup_printf("%s.self_attn.%s", p, proj[i]);
+      linear_params(b, d, d, name);
+    }
+    layer_norm_params(b, d, ln2);
+    siglip_mlp_params(b, d, c->vision_ffn, mlp);
+  }
+  g_autofree char *post = g_strconcat(v, ".post_layernorm", NULL);
+  layer_norm_params(b, d, post);
+  if (c->vision_pooling_head) { /* a probe, torch's MultiheadAttention, a LayerNorm, an MLP */
+    g_autofree char *h = g_strconcat(v, ".head", NULL);
+    g_autofree char *ln = g_strconcat(h, ".layernorm", NULL);
+    g_autofree char *mlp = g_strconcat(h, ".mlp", NULL);
+    g_autofree char *out = g_strconcat(h, ".attention.out_proj", NULL);
+    tensor(b, d, 0, "%s.probe", h);
+    tensor(b, 3 * d, d, "%s.attention.in_proj_weight", h);
+    tensor(b, 3 * d, 0, "%s.attention.in_proj_bias", h);
+    linear_params(b, d, d, out);
+    layer_norm_params(b, d, ln);
+    siglip_mlp_params(b, d, c->vision_ffn, mlp);
+  }
+  tensor(b, d, c->hidden, "model.multi_modal_projector.mm_input_projection_weight");
+  tensor(b, d, 0, "model.multi_modal_projector.mm_soft_emb_norm.weight");
+}
+
 StwModelGraph *
 stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq, StwDtype dtype,
                     StwAttention attention)
@@ -2538,6 +2661,7 @@ stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq, StwDt
   case STW_ARCH_NEOX: build_neox(&b); break;
   default: g_assert_not_reached();
   }
+  vision_tower(&b);
   return g;
 }
 
@@ -2591,6 +2715,25 @@ stw_model_param_count(const StwModelConfig *cfg)
 {
   guint64 n = 0;
   return param_count_checked(cfg, &n) ? n : G_MAXUINT64;
+}
+
+guint64
+stw_model_vision_param_count(const StwModelConfig *cfg)
+{
+  if (cfg->vision_layers == 0)
+    return 0;
+  StwModelConfig text = *cfg;
+  text.vision_layers = text.vision_hidden = text.vision_ffn = text.vision_channels = 0;
+  text.vision_patch = text.vision_image = 0;
+  text.vision_pooling_head = FALSE;
+  return stw_model_param_count(cfg) - stw_model_param_count(&text);
+}
+
+guint64
+stw_model_data_bytes(const StwModelConfig *cfg)
+{
+  guint64 unread = stw_model_vision_param_count(cfg);
+  return (stw_model_param_count(cfg) - unread) * 14 + unread * 2;
 }
 
 const char *const stw_chunk_list_names[] = { "param", "master", "momentum", "variance", NULL };

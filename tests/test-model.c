@@ -662,6 +662,16 @@ round_trip(const StwModelConfig *c, const char *says, StwModelConfig *back)
   g_assert_cmpuint(stw_model_param_count(back), ==, stw_model_param_count(c));
 }
 
+/* BAD refused by stw_model_config_validate as m.json, saying SAYS. */
+static void
+assert_invalid(const StwModelConfig *bad, const char *says)
+{
+  GError *error = NULL;
+  g_assert_false(stw_model_config_validate(bad, "m.json", &error));
+  stw_assert_error_contains(error, says);
+  g_clear_error(&error);
+}
+
 /* Each of CASES written to PATH is refused, saying what it says. */
 static void
 assert_refused(const char *path, const Refusal *cases, gsize n)
@@ -1043,23 +1053,16 @@ test_gemma3n(void)
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
   /* the model format: AltUp and LAuReL are llama's, before-norm blocks' */
   StwModelConfig bad = c;
-  GError *error = NULL;
   bad.norms = STW_NORMS_POST;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "m.json: invalid model: altup_inputs and laurel_rank are "
-                                   "llama's, with norms before each part (pre or both: Gemma "
-                                   "3n's)");
-  g_clear_error(&error);
+  assert_invalid(&bad, "m.json: invalid model: altup_inputs and laurel_rank are "
+                       "llama's, with norms before each part (pre or both: Gemma "
+                       "3n's)");
   bad = c;
   bad.laurel_rank = 65;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "laurel_rank must be 1 to hidden");
-  g_clear_error(&error);
+  assert_invalid(&bad, "laurel_rank must be 1 to hidden");
   bad = c;
   bad.altup_inputs = 65;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "altup_inputs must be 1 to 64");
-  g_clear_error(&error);
+  assert_invalid(&bad, "altup_inputs must be 1 to 64");
 }
 
 /* LongCat-Flash: layers of two blocks of latent attention and a dense MLP, experts and zero
@@ -1131,17 +1134,14 @@ test_longcat(void)
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
   StwModelConfig bad = c;
-  GError *error = NULL;
   bad.experts = 0;
   bad.experts_per_token = 0;
   memset(bad.dense_blocks, 0, sizeof bad.dense_blocks);
   bad.dense_ffn = 0;
   bad.shared_expert_ffn = 0;
   bad.shared_expert_ungated = FALSE;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "m.json: invalid model: zero_experts go with experts, at "
-                                   "most 1024");
-  g_clear_error(&error);
+  assert_invalid(&bad, "m.json: invalid model: zero_experts go with experts, at "
+                       "most 1024");
 }
 
 /* Laguna: attention gated a head (or a channel) from the block's input, heads given a block,
@@ -1285,18 +1285,13 @@ test_minimax_m3(void)
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
   StwModelConfig bad = f;
-  GError *error = NULL;
   stw_model_set_block_indexed(&bad, 1, FALSE);
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "m.json: invalid model: unindexed_blocks go with index_heads, "
-                                   "blocks below layers");
-  g_clear_error(&error);
+  assert_invalid(&bad, "m.json: invalid model: unindexed_blocks go with index_heads, "
+                       "blocks below layers");
   bad = c;
   bad.diff_attn = TRUE;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "m.json: invalid model: an indexer (index_heads) is llama's, "
-                                   "not differential attention's");
-  g_clear_error(&error);
+  assert_invalid(&bad, "m.json: invalid model: an indexer (index_heads) is llama's, "
+                       "not differential attention's");
 }
 
 /* A multimodal file whose causal language model is its text_config's alone (Qwen3.5's, Llama
@@ -1334,8 +1329,100 @@ test_language_model_of_multimodal(void)
       "$.text_config.model_type: expected \"qwen3_5_moe_text\", this file's language model" },
     { "{\"model_type\": \"llama4\", \"text_config\": [1]}",
       "$.text_config: expected an object: the language model's config" },
+    { "{\"model_type\": \"gemma3\", \"vision_config\": 3}",
+      "$.vision_config: expected an object: the vision tower's config (null: SigLIP's defaults)" },
+    { "{\"model_type\": \"gemma3\", \"vision_config\": {\"model_type\": \"clip_vision_model\"}}",
+      "$.vision_config.model_type: expected \"siglip_vision_model\" (Gemma 3's checkpoints' "
+      "SigLIP): another vision tower is not modelled" },
+    { "{\"model_type\": \"gemma3\", \"vision_config\": {\"num_attention_heads\": 5}}",
+      "$.vision_config.num_attention_heads: 5 heads do not divide hidden_size 768 (SigLIP's "
+      "attention refuses it)" },
+    { "{\"model_type\": \"gemma3\", \"vision_config\": {\"patch_size\": 300}}",
+      "$.vision_config.patch_size: 300 is larger than image_size 224: no whole patch in the "
+      "image, a position embedding of no rows; not modelled" },
+    { "{\"model_type\": \"gemma3\", \"vision_config\": {\"num_hidden_layers\": 0}}",
+      "$.vision_config.num_hidden_layers: 0 is out of range (expected 1 to 4096)" },
+    { "{\"model_type\": \"gemma3\", \"text_config\": {\"hidden_size\": \"x\"}}",
+      "$.text_config.hidden_size: expected an integer, found a string" },
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+}
+
+/* Gemma 3's multimodal file, which AutoModelForCausalLM builds whole: its language model with
+ * SigLIP's vision tower and the projector beside it, weights a text step never reads (no
+ * gradient, no optimizer state); LoRA's q, k and v reach the tower's q_proj, k_proj and v_proj
+ * too, as peft's target_modules do */
+static void
+test_gemma3_multimodal(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-g3-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"gemma3\", \"mm_tokens_per_image\": 4, \"text_config\": "
+      "{\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+      "\"intermediate_size\": 128, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+      "\"head_dim\": 16, \"vocab_size\": 1000, \"sliding_window\": 16}, \"vision_config\": "
+      "{\"model_type\": \"siglip_vision_model\", \"hidden_size\": 32, \"intermediate_size\": "
+      "48, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"image_size\": 28, "
+      "\"patch_size\": 14, \"vision_use_head\": false}%s}";
+  g_autofree char *text = g_strdup_printf(small, "");
+  StwModelConfig c;
+  resolve_text(dir, text, &c);
+  g_assert_cmpuint(c.vision_layers, ==, 2);
+  g_assert_false(c.vision_pooling_head);
+  g_assert_true(c.tied);
+  /* transformers' count: the language model's 138,368 (its head tied), the tower's 36,128
+   * (patches 3 x 14^2 x 32 and 32, 4 positions x 32, 2 blocks of 8,416, a final LayerNorm)
+   * and the projector's 32 x 64 and 32 */
+  guint64 tower = 3 * 14 * 14 * 32 + 32 + 4 * 32 + 2 * (4 * (32 * 32 + 32) + 4 * 32 +
+                                                      32 * 48 + 48 + 48 * 32 + 32) + 2 * 32;
+  g_assert_cmpuint(tower + 32 * 64 + 32, ==, 36128);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 174496);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "model.vision_tower."), ==, tower);
+  g_assert_cmpuint(prefix_numel(g, "model.multi_modal_projector."), ==, 32 * 64 + 32);
+  for (guint i = 0; i < g->ops->len; i++) { /* no op reads them */
+    const StwGraphOp *o = g->ops->pdata[i];
+    for (guint k = 0; k < o->params->len; k++) {
+      const StwGraphTensor *x = g->tensors->pdata[g_array_index(o->params, guint32, k)];
+      g_assert_false(g_str_has_prefix(x->name, "model.vision_tower.") ||
+                     g_str_has_prefix(x->name, "model.multi_modal_projector."));
+    }
+  }
+  /* peft 0.21's adapters at rank 4 (the tower's: 2 blocks x (4 x 32 + 32 x 4) a projection) */
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 2816);
+  g_assert_cmpuint(lora_params(&c, "k"), ==, 1280);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 9728);
+  StwModelConfig back;
+  round_trip(&c, "\"vision_layers\":2,\"vision_hidden\":32,\"vision_ffn\":48,"
+                 "\"vision_channels\":3,\"vision_patch\":14,\"vision_image\":28", &back);
+  g_assert_cmpuint(back.vision_image, ==, 28);
+  /* the file's own tie decides the head, not its language model's; SigLIP's pooling head */
+  g_autofree char *untied = g_strdup_printf(small, ", \"tie_word_embeddings\": false");
+  resolve_text(dir, untied, &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, 174496 + 1000 * 64);
+  StwModelConfig dflt;
+  resolve_text(dir, "{\"model_type\": \"gemma3\"}", &dflt);
+  g_assert_true(dflt.vision_pooling_head);
+  g_assert_cmpuint(stw_model_param_count(&dflt), ==, G_GUINT64_CONSTANT(2723312896));
+
+  /* the model format: a tower's members go together, with a whole patch */
+  StwModelConfig bad = c;
+  bad.vision_layers = 0;
+  assert_invalid(&bad, "m.json: invalid model: the vision tower's members go with "
+                       "vision_layers");
+  bad = c;
+  bad.vision_ffn = 0;
+  assert_invalid(&bad, "a vision tower needs vision_hidden, vision_ffn, "
+                       "vision_channels, vision_patch and vision_image");
+  bad = c;
+  bad.vision_patch = 29;
+  assert_invalid(&bad, "vision_patch must be at most vision_image");
+  bad = c;
+  bad.vision_patch = 1;
+  bad.vision_image = 5000;
+  assert_invalid(&bad, "a vision tower of at most 16777216 patches an image");
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
 /* An LM head of fewer rows than the embeddings (Apertus 1.5's pruned output_vocab_size): its
@@ -1374,17 +1461,13 @@ test_head_vocab(void)
                &tied);
   g_assert_cmpuint(tied.head_vocab, ==, 0);
   StwModelConfig bad = c;
-  GError *error = NULL;
   bad.tied = TRUE;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "m.json: invalid model: head_vocab (fewer rows in the LM "
-                                   "head than vocab) goes with an untied head of a decoder, "
-                                   "below vocab");
-  g_clear_error(&error);
+  assert_invalid(&bad, "m.json: invalid model: head_vocab (fewer rows in the LM "
+                       "head than vocab) goes with an untied head of a decoder, "
+                       "below vocab");
   bad = c;
   bad.head_vocab = 128;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  g_clear_error(&error);
+  assert_invalid(&bad, "goes with an untied head of a decoder, below vocab");
   static const Refusal cases[] = {
     { "{\"model_type\": \"apertus1p5_text\", \"vocab_size\": 128, \"output_vocab_size\": 200}",
       "$.output_vocab_size: 200 above vocab_size (128): transformers refuses it" },
@@ -1427,17 +1510,12 @@ test_mimo(void)
                  "\"v_head_dim\":8", &back);
   g_assert_cmpuint(back.v_head_dim, ==, 8);
   StwModelConfig bad = c;
-  GError *error = NULL;
   bad.attn_gate = TRUE;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "v_head_dim apart from latent attention is llama's softmax "
-                                   "attention's, without attn_gate or diff_attn");
-  g_clear_error(&error);
+  assert_invalid(&bad, "v_head_dim apart from latent attention is llama's softmax "
+                       "attention's, without attn_gate or diff_attn");
   bad = c;
   bad.attn_sinks = FALSE;
-  g_assert_false(stw_model_config_validate(&bad, "m.json", &error));
-  stw_assert_error_contains(error, "global_sinks false goes with global_blocks and attn_sinks");
-  g_clear_error(&error);
+  assert_invalid(&bad, "global_sinks false goes with global_blocks and attn_sinks");
   g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
@@ -2809,6 +2887,9 @@ test_hf_configs(void)
     { "Phi-3-mini-4k-instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3821079552), 32, 96, FALSE },
     { "gemma-2-9b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(9241705984), 8, 256, TRUE },
     { "gemma-3-1b-pt", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(999885952), 1, 256, TRUE },
+    /* (the multimodal checkpoint as AutoModelForCausalLM builds it: 419,816,304 of SigLIP's and
+     * the projector's beside the language model's 3,880,263,168) */
+    { "gemma-3-4b-it", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4300079472), 4, 256, TRUE },
     { "Qwen3-30B-A3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(30532122624), 4, 128, FALSE },
     { "granite-3.1-8b-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8170848256), 8, 128, TRUE },
     { "SmolLM3-3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3075098624), 4, 128, TRUE },
@@ -3317,8 +3398,8 @@ test_hf_configs(void)
                                 "multi-token-prediction layer (transformers refuses more)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
-      "$.model_type: \"gemma3\" is a multimodal model, and stowage models language models: "
-      "write $.text_config (model_type \"gemma3_text\") to a file of its own and give that" },
+      "$.model_type: \"mistral3\" is a multimodal model, and stowage models language models: "
+      "write $.text_config (model_type \"mistral\") to a file of its own and give that" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
     /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
     { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "
@@ -3644,6 +3725,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/laguna", test_laguna);
   g_test_add_func("/model/minimax-m3", test_minimax_m3);
   g_test_add_func("/model/language-model-of-multimodal", test_language_model_of_multimodal);
+  g_test_add_func("/model/gemma3-multimodal", test_gemma3_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

@@ -373,6 +373,17 @@ typedef struct {
    * experts_per_token choices among experts + zero_experts, its routed work that of the share
    * of them that are experts (stw_model_routed_experts) */
   guint64 zero_experts;
+  /* A vision tower beside the language model, where vision_layers > 0: a multimodal checkpoint
+   * that AutoModelForCausalLM builds whole (Gemma 3's), trained on text. SigLIP's encoder (a
+   * patch embedding of vision_channels x vision_patch^2 x vision_hidden and a bias, a position
+   * embedding a patch, (vision_image / vision_patch)^2 of them, vision_layers blocks of two
+   * LayerNorms, q, k, v and out projections with biases and an MLP vision_ffn wide, a final
+   * LayerNorm; with vision_pooling_head SigLIP's attention-pooling head) and Gemma 3's projector
+   * (vision_hidden x hidden and an RMSNorm). Its weights are held and read by no op of a text
+   * step, so never given a gradient or optimizer state (PyTorch's optimizers keep none for a
+   * parameter without a gradient). */
+  guint64 vision_layers, vision_hidden, vision_ffn, vision_channels, vision_patch, vision_image;
+  gboolean vision_pooling_head;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -481,6 +492,12 @@ guint64 stw_model_param_count(const StwModelConfig *cfg);
 /* The parameters one token's forward pass uses: all but the experts it is not routed to (with
  * zero experts, the routed share of its choices: stw_model_routed_experts). */
 guint64 stw_model_active_param_count(const StwModelConfig *cfg);
+/* The parameters of CFG's vision tower and projector (0 without one): held, and read by no op of
+ * a text step. */
+guint64 stw_model_vision_param_count(const StwModelConfig *cfg);
+/* The bytes of CFG's model data in mixed-precision Adam: 14 a parameter (a 16-bit weight, an
+ * fp32 master and two fp32 moments), 2 a parameter no step reads (its weight alone). */
+guint64 stw_model_data_bytes(const StwModelConfig *cfg);
 /* The records `stowage models --json` prints, new strings the caller frees (g_free): one model
  * ("model": a model file in stowage's format, which loads where a model goes; "params",
  * "active_params", "model_bytes_16bit"), and the zoo, FAMILY's members only (NULL: all). */

@@ -1007,6 +1007,27 @@ def variants(kind):
         out.append(("a %s file's defaults" % wrapper, {"model_type": wrapper}))
         out.append(("in a %s file, tied outside" % wrapper,
                     {"model_type": wrapper, "text_config": base, "tie_word_embeddings": True}))
+    if kind == "gemma3_text":  # Gemma 3's multimodal file, which AutoModelForCausalLM builds
+        # whole: its language model, SigLIP's vision tower and the projector beside it
+        vision = {"model_type": "siglip_vision_model", "hidden_size": 32,
+                  "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "image_size": 28, "patch_size": 14}
+        for extra in ({}, {"vision_use_head": False}, {"image_size": 30, "patch_size": 7},
+                      {"num_channels": 1}, {"num_hidden_layers": 3}, {"model_type": None},
+                      {"num_attention_heads": 5}, {"patch_size": 29},
+                      {"model_type": "clip_vision_model"}):
+            v = {k: x for k, x in dict(vision, **extra).items() if x is not None}
+            out.append(("in a gemma3 file, vision %s" % json.dumps(extra),
+                        {"model_type": "gemma3", "text_config": base, "vision_config": v,
+                         "mm_tokens_per_image": 4}))
+        for what, extra in (("defaults", {}), ("untied", {"tie_word_embeddings": False}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config untied, the file tied",
+                             {"text_config": dict(base, tie_word_embeddings=False)})):
+            f = {"model_type": "gemma3", "text_config": base, "vision_config": vision,
+                 "mm_tokens_per_image": 4}
+            out.append(("a gemma3 file, %s" % what,
+                        {"model_type": "gemma3"} if what == "defaults" else dict(f, **extra)))
     if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
         for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
                       {"hidden_act": "gelu"}):
@@ -1216,7 +1237,9 @@ class TestHfConfigs(unittest.TestCase):
         checked = sum(f[2] for f in found)
         self.assertGreater(checked, 3000)
         self.assertEqual(wrong, [], "\n".join(wrong))
-        # what stowage refuses by name though transformers builds it: OLMoE with a head width
+        # what stowage refuses by name though transformers builds it: Gemma 3's multimodal file
+        # with a vision tower other than SigLIP, or an image smaller than a patch; OLMoE with a
+        # head width
         # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
         # OPT-350m's embeddings narrower than its blocks; DeepSeek-V2's MLP biases (not the
         # routed experts'); Helium with heads x head_dim apart from hidden (its output projection
@@ -1231,7 +1254,11 @@ class TestHfConfigs(unittest.TestCase):
         # branches of no width (their norms alone); LongCat-Flash without a layer, with one
         # routed expert, a biased router, or queries wider than their parts; Laguna's blocks of
         # differing heads
-        self.assertEqual(unmodelled, [("olmoe", "head_dim 32"),
+        self.assertEqual(unmodelled, [("gemma3_text",
+                                       'in a gemma3 file, vision {"patch_size": 29}'),
+                                      ("gemma3_text", 'in a gemma3 file, vision '
+                                       '{"model_type": "clip_vision_model"}'),
+                                      ("olmoe", "head_dim 32"),
                                       ("opt", '{"word_embed_proj_dim": 32}'),
                                       ("deepseek_v2", "mlp_bias"),
                                       ("helium", "without hidden_size"),
