@@ -2604,7 +2604,7 @@ vision_tower(Builder *b)
   guint64 d = c->vision_hidden, side = c->vision_patch ? c->vision_image / c->vision_patch : 0;
   if (c->vision_layers == 0)
     return;
-  const char *v = "model.vision_tower.vision_model";
+  const char *v = "vision_tower";
   tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
          "%s.embeddings.patch_embedding.weight", v);
   tensor(b, d, 0, "%s.embeddings.patch_embedding.bias", v);
@@ -2637,8 +2637,8 @@ vision_tower(Builder *b)
     layer_norm_params(b, d, ln);
     siglip_mlp_params(b, d, c->vision_ffn, mlp);
   }
-  tensor(b, d, c->hidden, "model.multi_modal_projector.mm_input_projection_weight");
-  tensor(b, d, 0, "model.multi_modal_projector.mm_soft_emb_norm.weight");
+  tensor(b, d, c->hidden, "multi_modal_projector.mm_input_projection_weight");
+  tensor(b, d, 0, "multi_modal_projector.mm_soft_emb_norm.weight");
 }
 
 StwModelGraph *

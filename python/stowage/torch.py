@@ -644,6 +644,7 @@ class profile:
         self.params, self.index = self.m.params, self.m.index
         self.cuda = any(p.is_cuda for _, p in self.params)
         self.iterations = []  # (ops, input shape) of every iteration completed
+        self.unreached = []  # of each: the trained parameters no gradient reached
         self.current = []
         self.op = None  # the open _Op (the ops never nest)
         self.shape = None  # the iteration's first training forward's (batch, sequence)
@@ -784,6 +785,13 @@ class profile:
 
         def timed_step(opt, *args, **kwargs):
             self._close()
+            # the trained parameters no gradient reached (a multimodal model's vision tower in a
+            # text step): PyTorch's optimizers step none of them and keep them no state. Not
+            # known where the step computes the gradients (a closure) or none arrived at all
+            trained = self.m.trained(range(len(self.params)))
+            none = [i for i in trained if self.params[i][1].grad is None]
+            closure = bool(args) or "closure" in kwargs
+            unreached = [] if closure or len(none) == len(trained) else none
             op = self._begin("optimizer.step", "optim", [])
             try:
                 if self.mixed is not None:
@@ -792,6 +800,7 @@ class profile:
             finally:
                 self._end(op)
                 self.iterations.append((self.current, self.shape))
+                self.unreached.append(unreached)
                 self.current, self.shape = [], None
                 self._stop_watching_uses()
 
@@ -916,6 +925,10 @@ class profile:
             raise StowageError("profile: the trace is made after the `with` block (its "
                                "memory is measured when the profile ends)")
         recorded, shape = self.iterations[-1]
+        # a parameter no gradient reached in that iteration is frozen in the trace: no gradient,
+        # no optimizer op, no optimizer state (wrap refuses a step that a gradient reaches it in)
+        for i in self.unreached[-1]:
+            self.m.frozen[i] = True
         held = self._held()
         ops = sorted((o for o in recorded if o.params is not None or held),
                      key=lambda o: o.start)
@@ -1137,8 +1150,10 @@ class wrap:
         # the initial weights from host memory in fp32 (a GPU model's copied to the host first)
         init = [p.detach().to("cpu", _torch.float32) for _, p in self.m.params]
         from . import Runtime
-        self.model_trace = profile(model, optimizer, depth=self.m.depth, name=self.m.name,
-                                   precision=self.mixed).model_trace()
+        structure = profile(model, optimizer, depth=self.m.depth, name=self.m.name,
+                            precision=self.mixed)
+        structure.m.frozen = list(self.m.frozen)  # the plan's trace's (see _model)
+        self.model_trace = structure.model_trace()
         self.rt = Runtime(self.model_trace, budget, plan=self.plan, plan_trace=self.trace,
                           init_addresses=[t.data_ptr() for t in init],
                           device="cuda" if self.cuda else "host", storage_dir=storage_dir)
@@ -1181,7 +1196,17 @@ class wrap:
 
     def _model(self, tj, depth):
         """The model as the trace saw it: at DEPTH, else at the depth whose ops are the trace's
-        (the profile's depth= is not in the trace)."""
+        (the profile's depth= is not in the trace); the parameters the trace has frozen that
+        the optimizer would step (no gradient reached them when it was profiled) frozen too."""
+        m = self._model_at(tj, depth)
+        self.unreached = []
+        for i, t in enumerate(tj["tensors"][:len(m.params)]):
+            if t.get("frozen") and not m.frozen[i] and t["name"] == m.params[i][0]:
+                m.frozen[i] = True
+                self.unreached.append(i)
+        return m
+
+    def _model_at(self, tj, depth):
         name = tj["model"]["name"]
         m = Model(self.model, self.optimizer, depth, name)
         if depth is not None:
@@ -1618,6 +1643,12 @@ class wrap:
         group_of = {id(q): g for g in optimizer.param_groups for q in g["params"]}
         # everything that can refuse the step is checked before any parameter is stepped, and
         # Ctrl-C waits for the step's end: the step completes, or leaves the model as it was
+        for i in self.unreached:
+            if self.m.params[i][1].grad is not None:
+                raise StowageError("wrap: a gradient reached %s, which none reached in the "
+                                   "iteration the plan's trace was profiled from (the plan "
+                                   "keeps it no optimizer state): profile an iteration that "
+                                   "reaches it and plan again" % self.m.params[i][0])
         for i, (name, p) in enumerate(self.m.params):
             grad = p.grad
             if self.m.frozen[i] or grad is None:

@@ -93,6 +93,27 @@ class RootParams(torch.nn.Module if torch else object):
         return self.head(self.ln_f(y))[:, 1:]
 
 
+class BranchBlock(Block if torch else object):
+    """A block with a branch it runs only when asked: the optimizer holds the branch's
+    weights, and no gradient reaches them unless it runs (a multimodal model's vision tower in a
+    text step is the same, as a module of its own)."""
+
+    def __init__(self, d):
+        super().__init__(d)
+        self.aux = torch.nn.Linear(d, d)
+        self.use_aux = False
+
+    def forward(self, x):
+        y = super().forward(x)
+        return y + self.aux(y) if self.use_aux else y
+
+
+class UnusedBranch(TinyLM if torch else object):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.h = torch.nn.ModuleList(BranchBlock(16) for _ in range(2))
+
+
 class ParentHead(TinyLM if torch else object):
     """A head tied to the embedding and computed in the parent's forward."""
 
@@ -257,6 +278,42 @@ class TestLoops(unittest.TestCase):
         self.assertGreater(w.stats["ops"], 0)
         with self.assertRaisesRegex(stowage.StowageError, "^unwrap: the model is not wrapped$"):
             st.unwrap(m)
+
+    def test_parameters_no_gradient_reaches(self):
+        """A parameter the optimizer holds and no gradient reaches in the profiled step is
+        frozen in the trace (no optimizer state planned, as PyTorch keeps it none); wrap trains
+        the loop bitwise as plain PyTorch, and refuses a step that a gradient reaches it in,
+        before anything is stepped."""
+        def make():
+            m, x = self.tiny(UnusedBranch)
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+            return m, opt, x, self.profiled(m, opt, x)
+
+        m, opt, x, t = make()
+        frozen = [x_["name"] for x_ in t.json()["tensors"] if x_.get("frozen")]
+        self.assertEqual(frozen, ["h.0.aux.weight", "h.0.aux.bias", "h.1.aux.weight",
+                                  "h.1.aux.bias"])
+        self.assertEqual(t.summary()["frozen"], {"tensors": 4, "params": 2 * (16 * 16 + 16)})
+        self.assertNotIn("optimizer.h.0.aux.weight", [o["name"] for o in t.json()["ops"]])
+        self.same_training(make)
+        plan = stowage.plan(t, gpu=self.budget(t, 0.25))
+        start = m.h[1].aux.weight.detach().clone()
+        with st.wrap(m, opt, plan, t):
+            self.step(m, opt, x)
+            m.h[1].use_aux = True
+            before = {k: v.clone() for k, v in m.state_dict().items()}
+            with self.assertRaisesRegex(stowage.StowageError, "^wrap: a gradient reached "
+                                        "h.1.aux.weight, which none reached in the iteration "
+                                        "the plan's trace was profiled from"):
+                self.step(m, opt, x)
+            for k, v in m.state_dict().items():  # nothing stepped
+                self.assertTrue(torch.equal(v, before[k]), k)
+            opt.zero_grad()
+            m.h[1].use_aux = False
+            with self.assertWarnsRegex(UserWarning, "the last iteration stopped after 10 of its "
+                                       "25 ops .*: it is abandoned"):
+                self.step(m, opt, x)
+        self.assertTrue(torch.equal(m.h[1].aux.weight, start))
 
     def test_wrap_arguments_refused_with_their_reason(self):
         m, x = self.tiny()
@@ -763,6 +820,18 @@ class TestHuggingFace(unittest.TestCase):
                 layer_types=["minimax_m3_sparse", "full_attention"],
                 mlp_layer_types=["dense", "sparse"], vocab_size=128, max_position_embeddings=32,
                 bos_token_id=0, eos_token_id=0, pad_token_id=0))
+        if kind == "gemma3":  # the multimodal model: SigLIP's tower, which text never reaches
+            return tf.Gemma3ForConditionalGeneration(tf.Gemma3Config(
+                text_config=tf.Gemma3TextConfig(
+                    num_hidden_layers=2, hidden_size=32, num_attention_heads=2,
+                    num_key_value_heads=1, head_dim=16, intermediate_size=48, sliding_window=8,
+                    vocab_size=128, max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
+                    pad_token_id=0),
+                vision_config=tf.SiglipVisionConfig(
+                    hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+                    num_attention_heads=2, image_size=28, patch_size=14, vision_use_head=False),
+                mm_tokens_per_image=4, image_token_index=127, boi_token_index=125,
+                eoi_token_index=126))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -793,7 +862,8 @@ class TestHuggingFace(unittest.TestCase):
         MiMo-V2-Flash (values narrower than keys, sinks in its sliding blocks, experts),
         Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), LongCat-Flash
         (layers of two blocks, experts and zero experts), MiniMax-M3 (a block indexer, a dense
-        block among experts), each step 2 micro-steps with an evaluation between steps:
+        block among experts), Gemma 3's multimodal model (SigLIP's tower, which no gradient of a
+        text step reaches: frozen in the trace), each step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -813,7 +883,7 @@ class TestHuggingFace(unittest.TestCase):
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
                      "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text",
-                     "longcat_flash", "minimax_m3_vl_text"):
+                     "longcat_flash", "minimax_m3_vl_text", "gemma3"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
