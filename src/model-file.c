@@ -51,7 +51,7 @@ stw_model_active_param_count(const StwModelConfig *c)
   guint64 expert = (ups + 1) * d * c->ffn +
                    (stw_model_has_bias(c, STW_SITE_MLP) ? ups * c->ffn + d : 0);
   /* the blocks of experts: those with an MLP that is not dense */
-  return params - stw_model_vision_param_count(c) -
+  return params - stw_model_tower_param_count(c) -
          (E - k) * expert * (stw_model_mlp_blocks(c) - stw_model_dense_blocks(c));
 }
 
@@ -63,8 +63,8 @@ stw_model_record_json(const StwModelConfig *c)
   cJSON_AddItemToObject(o, "model", stw_model_config_to_json(c, TRUE));
   stw_json_add_u64(o, "params", params);
   stw_json_add_u64(o, "active_params", stw_model_active_param_count(c));
-  if (c->vision_layers != 0)
-    stw_json_add_u64(o, "vision_params", stw_model_vision_param_count(c));
+  if (c->vision_layers != 0 || c->audio_layers != 0)
+    stw_json_add_u64(o, "tower_params", stw_model_tower_param_count(c));
   stw_json_add_u64(o, "model_bytes_16bit", stw_model_data_bytes(c));
   return stw_json_take_text(o, TRUE);
 }

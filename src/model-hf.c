@@ -3525,6 +3525,20 @@ valid_as(StwJsonReader *r, const char *type, const StwModelConfig *c, GError **e
   return FALSE;
 }
 
+/* Whether OBJ's model_type, where it gives one, is TYPE; else the error says so, and that
+ * another tower is not modelled. */
+static gboolean
+tower_type(StwJsonReader *r, const cJSON *obj, const char *type, const char *whose,
+           GError **error)
+{
+  const cJSON *given = last_member(obj, "model_type");
+  if (given == NULL || (cJSON_IsString(given) && strcmp(given->valuestring, type) == 0))
+    return TRUE;
+  return stw_json_fail_at(r, "model_type", error, "expected \"%s\" (%s): another %s tower is "
+                          "not modelled", type, whose,
+                          strcmp(type, "gemma4_audio") == 0 ? "audio" : "vision");
+}
+
 /* SigLIP's vision config (VISION; NULL: its defaults) into C's vision tower, errors named under
  * $.vision_config: hidden_size (768), intermediate_size (3072), num_hidden_layers (12),
  * num_attention_heads (12, dividing hidden_size as SigLIP's attention requires),
@@ -3543,12 +3557,8 @@ read_siglip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **e
   c->vision_image = 224;
   c->vision_patch = 16;
   c->vision_pooling_head = TRUE;
-  const cJSON *type = last_member(h->root, "model_type");
-  if (type != NULL && !(cJSON_IsString(type) &&
-                        strcmp(type->valuestring, "siglip_vision_model") == 0))
-    return stw_json_fail_at(r, "model_type", error, "expected \"siglip_vision_model\" (Gemma "
-                            "3's checkpoints' SigLIP): another vision tower is not modelled");
-  if (!get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
+  if (!tower_type(r, h->root, "siglip_vision_model", "Gemma 3's checkpoints' SigLIP", error) ||
+      !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
       !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
       !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
                error) ||
@@ -3570,32 +3580,134 @@ read_siglip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **e
   return TRUE;
 }
 
-/* Gemma 3's multimodal file (model_type "gemma3") as AutoModelForCausalLM builds it whole
- * (Gemma3ForConditionalGeneration): its language model (text_config), the LM head tied as the
- * file's own tie_word_embeddings says (default true), and beside it the vision tower
- * (vision_config: SigLIP's) and Gemma 3's projector, which a text step never reads. */
+/* Gemma 4's vision config (VISION; NULL: its defaults) into C's vision tower: hidden_size (768),
+ * intermediate_size (3072), num_hidden_layers (16), num_attention_heads (12),
+ * num_key_value_heads (12), head_dim (64), patch_size (16), position_embedding_size (10240). */
 static gboolean
-read_gemma3(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *out,
-            GError **error)
+read_gemma4_vision(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+{
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = "gemma4_vision" },
+           *h = &hv;
+  c->vision_kind = STW_VISION_GEMMA4;
+  c->vision_hidden = 768;
+  c->vision_ffn = 3072;
+  c->vision_layers = 16;
+  c->vision_heads = c->vision_kv_heads = 12;
+  c->vision_head_dim = 64;
+  c->vision_patch = 16;
+  c->vision_positions = 10240;
+  return tower_type(r, h->root, "gemma4_vision", "Gemma 4's", error) &&
+         get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) &&
+         get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) &&
+         get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
+                 error) &&
+         get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_heads,
+                 error) &&
+         get_u64(h, "num_key_value_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_kv_heads,
+                 error) &&
+         get_u64(h, "head_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_head_dim, error) &&
+         get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error) &&
+         get_u64(h, "position_embedding_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_positions,
+                 error);
+}
+
+/* Gemma 4's audio config (AUDIO; NULL: its defaults) into C's audio tower: hidden_size (1024),
+ * num_hidden_layers (12), num_attention_heads (8), subsampling_conv_channels ([128, 32]),
+ * conv_kernel_size (5), output_proj_dims (1536). */
+static gboolean
+read_gemma4_audio(StwJsonReader *r, const cJSON *audio, StwModelConfig *c, GError **error)
+{
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf ha = { .r = r, .root = audio != NULL ? audio : none, .type = "gemma4_audio" },
+           *h = &ha;
+  c->audio_hidden = 1024;
+  c->audio_layers = 12;
+  c->audio_heads = 8;
+  c->audio_conv = 128;
+  c->audio_conv2 = 32;
+  c->audio_kernel = 5;
+  c->audio_output = 1536;
+  if (!tower_type(r, h->root, "gemma4_audio", "Gemma 4's", error) ||
+      !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->audio_hidden, error) ||
+      !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->audio_layers, error) ||
+      !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->audio_heads, error) ||
+      !get_u64(h, "conv_kernel_size", FALSE, STW_MODEL_MAX_WIDTH, &c->audio_kernel, error) ||
+      !get_u64(h, "output_proj_dims", FALSE, STW_MODEL_MAX_WIDTH, &c->audio_output, error))
+    return FALSE;
+  const cJSON *channels = last_member(h->root, "subsampling_conv_channels");
+  if (channels != NULL) {
+    if (!cJSON_IsArray(channels) || cJSON_GetArraySize(channels) != 2)
+      return stw_json_fail_at(r, "subsampling_conv_channels", error, "expected a list of two "
+                              "whole numbers: the two convolutions' channels");
+    if (!entry_u64(h, "subsampling_conv_channels", 0, channels->child, 1, STW_MODEL_MAX_WIDTH,
+                   &c->audio_conv, error) ||
+        !entry_u64(h, "subsampling_conv_channels", 1, channels->child->next, 1,
+                   STW_MODEL_MAX_WIDTH, &c->audio_conv2, error))
+      return FALSE;
+  }
+  if (c->audio_heads > c->audio_hidden)
+    return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads for "
+                            "hidden_size %" G_GUINT64_FORMAT ": heads of no width; not modelled",
+                            c->audio_heads, c->audio_hidden);
+  if (c->audio_conv < 4)
+    return stw_json_fail_at(r, "subsampling_conv_channels", error, "%" G_GUINT64_FORMAT
+                            " channels first: the projection after the convolutions reads a "
+                            "quarter of them, none; not modelled", c->audio_conv);
+  return TRUE;
+}
+
+/* The multimodal files whose AutoModelForCausalLM is the whole model (their
+ * ForConditionalGeneration): the language model of type INNER, and beside it the towers that
+ * VISION and AUDIO read (NULL: none) and their projectors, which a text step never reads. A
+ * tower's config null or absent is its defaults where DEFAULTS_WHEN_NULL says, else none. */
+static const struct {
+  const char *outer, *inner;
+  gboolean (*vision)(StwJsonReader *, const cJSON *, StwModelConfig *, GError **);
+  gboolean (*audio)(StwJsonReader *, const cJSON *, StwModelConfig *, GError **);
+  gboolean defaults_when_null;
+} towered_models[] = {
+  { "gemma3", "gemma3_text", read_siglip, NULL, TRUE },
+  { "gemma4", "gemma4_text", read_gemma4_vision, read_gemma4_audio, FALSE },
+};
+
+/* ROOT, a file of towered_models[I], as AutoModelForCausalLM builds it whole: its language
+ * model (text_config), the LM head tied as the file's own tie_word_embeddings says (default
+ * true: transformers ties by the outer config), and its towers. */
+static gboolean
+read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
+             StwModelConfig *out, GError **error)
 {
   StwModelConfig c;
-  if (!read_language_model(r, root, file, "gemma3_text", &c, error))
+  if (!read_language_model(r, root, file, towered_models[i].inner, &c, error))
     return FALSE;
-  const cJSON *vision = last_member(root, "vision_config");
-  if (vision != NULL && !cJSON_IsNull(vision) && !cJSON_IsObject(vision))
-    return stw_json_fail_at(r, "vision_config", error, "expected an object: the vision tower's "
-                            "config (null: SigLIP's defaults)");
-  const Hf top = { .r = r, .root = root, .type = "gemma3" };
+  const Hf top = { .r = r, .root = root, .type = towered_models[i].outer };
   gboolean tied = TRUE;
   if (!get_bool(&top, "tie_word_embeddings", &tied, error))
     return FALSE;
   c.tied = tied;
-  gsize saved = stw_json_push_key(r, "vision_config");
-  gboolean ok = read_siglip(r, cJSON_IsObject(vision) ? vision : NULL, &c, error);
-  stw_json_pop(r, saved);
-  if (!ok)
-    return FALSE;
-  if (!valid_as(r, "gemma3", &c, error))
+  const char *keys[] = { "vision_config", "audio_config" };
+  gboolean (*readers[])(StwJsonReader *, const cJSON *, StwModelConfig *, GError **) = {
+    towered_models[i].vision, towered_models[i].audio
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
+    const cJSON *tower = last_member(root, keys[k]);
+    if (readers[k] == NULL)
+      continue;
+    if (tower != NULL && !cJSON_IsNull(tower) && !cJSON_IsObject(tower))
+      return stw_json_fail_at(r, keys[k], error, "expected an object: the %s tower's config "
+                              "(null: %s)", k == 0 ? "vision" : "audio",
+                              towered_models[i].defaults_when_null ? "SigLIP's defaults"
+                                                                   : "no such tower");
+    if (!cJSON_IsObject(tower) && !towered_models[i].defaults_when_null)
+      continue;
+    gsize saved = stw_json_push_key(r, keys[k]);
+    gboolean ok = readers[k](r, cJSON_IsObject(tower) ? tower : NULL, &c, error);
+    stw_json_pop(r, saved);
+    if (!ok)
+      return FALSE;
+  }
+  if (!valid_as(r, towered_models[i].outer, &c, error))
     return FALSE;
   *out = c;
   return TRUE;
@@ -3611,8 +3723,9 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(language_models); i++)
     if (strcmp(given_type->valuestring, language_models[i].outer) == 0)
       return read_language_model(r, root, file, language_models[i].inner, out, error);
-  if (cJSON_IsString(given_type) && strcmp(given_type->valuestring, "gemma3") == 0)
-    return read_gemma3(r, root, file, out, error);
+  for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(towered_models); i++)
+    if (strcmp(given_type->valuestring, towered_models[i].outer) == 0)
+      return read_towered(r, root, file, i, out, error);
   if (cJSON_IsString(outer) && cJSON_IsObject(text) &&
       !g_strv_contains((const char *const *)stw_hf_model_types, outer->valuestring)) {
     /* a multimodal model's config (Gemma 3, LLaVA, Mistral 3): its language model inside */

@@ -401,22 +401,60 @@ param_count_checked(const StwModelConfig *cfg, guint64 *out)
 static const char *
 vision_conflict(const StwModelConfig *c)
 {
+  gboolean siglip = c->vision_kind == STW_VISION_SIGLIP;
+  gboolean siglip_members = c->vision_channels || c->vision_image || c->vision_pooling_head;
+  gboolean gemma4_members = c->vision_heads || c->vision_kv_heads || c->vision_head_dim ||
+                            c->vision_positions;
+  if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
+    return "an unknown vision_kind";
   if (c->vision_layers == 0)
-    return c->vision_hidden || c->vision_ffn || c->vision_channels || c->vision_patch ||
-                   c->vision_image || c->vision_pooling_head
+    return c->vision_hidden || c->vision_ffn || c->vision_patch || !siglip || siglip_members ||
+                   gemma4_members
                ? "the vision tower's members go with vision_layers"
                : NULL;
-  if (!c->vision_hidden || !c->vision_ffn || !c->vision_channels || !c->vision_patch ||
-      !c->vision_image)
-    return "a vision tower needs vision_hidden, vision_ffn, vision_channels, vision_patch and "
-           "vision_image";
-  if (c->vision_patch > c->vision_image)
+  if (!c->vision_hidden || !c->vision_ffn || !c->vision_patch)
+    return "a vision tower needs vision_hidden, vision_ffn and vision_patch";
+  if (siglip && gemma4_members)
+    return "vision_heads, vision_kv_heads, vision_head_dim and vision_positions are Gemma 4's "
+           "tower's (vision_kind gemma4)";
+  if (!siglip && siglip_members)
+    return "vision_channels, vision_image and vision_pooling_head are SigLIP's tower's "
+           "(vision_kind siglip)";
+  if (siglip && (!c->vision_channels || !c->vision_image))
+    return "SigLIP's tower needs vision_channels and vision_image";
+  if (!siglip && (!c->vision_heads || !c->vision_kv_heads || !c->vision_head_dim ||
+                  !c->vision_positions))
+    return "Gemma 4's tower needs vision_heads, vision_kv_heads, vision_head_dim and "
+           "vision_positions";
+  if (siglip && c->vision_patch > c->vision_image)
     return "vision_patch must be at most vision_image (a whole patch in the image)";
-  guint64 side = c->vision_image / c->vision_patch;
+  guint64 side = siglip ? c->vision_image / c->vision_patch : 1;
+  guint64 channels = siglip ? c->vision_channels : 3;
   if (side * side > STW_MODEL_MAX_VOCAB ||
-      c->vision_channels * c->vision_patch * c->vision_patch > STW_MODEL_MAX_WIDTH)
+      channels * c->vision_patch * c->vision_patch > STW_MODEL_MAX_WIDTH)
     return "a vision tower of at most 16777216 patches an image, each of at most 1048576 values "
            "(vision_channels x vision_patch^2)";
+  return NULL;
+}
+
+/* What is wrong with C's audio tower, or NULL. */
+static const char *
+audio_conflict(const StwModelConfig *c)
+{
+  if (c->audio_layers == 0)
+    return c->audio_hidden || c->audio_heads || c->audio_conv || c->audio_conv2 ||
+                   c->audio_kernel || c->audio_output
+               ? "the audio tower's members go with audio_layers"
+               : NULL;
+  if (!c->audio_hidden || !c->audio_heads || !c->audio_conv || !c->audio_conv2 ||
+      !c->audio_kernel || !c->audio_output)
+    return "an audio tower needs audio_hidden, audio_heads, audio_conv, audio_conv2, "
+           "audio_kernel and audio_output";
+  if (c->audio_heads > c->audio_hidden)
+    return "audio_heads must be at most audio_hidden (a head at least a channel wide)";
+  if (c->audio_conv < 4)
+    return "audio_conv must be at least 4 (the projection after the convolutions reads "
+           "audio_conv / 4 x audio_conv2)";
   return NULL;
 }
 
@@ -500,7 +538,8 @@ head_and_mlp_variant_conflict(const StwModelConfig *c)
     return "altup_inputs must be 1 to 64";
   if (c->laurel_rank > c->hidden)
     return "laurel_rank must be 1 to hidden";
-  return vision_conflict(c);
+  const char *vision = vision_conflict(c);
+  return vision != NULL ? vision : audio_conflict(c);
 }
 
 gboolean
@@ -785,7 +824,9 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "experts_normed", "head_vocab", "experts_post_norm", "global_sinks", "attn_gate_in_q",   \
       "altup_inputs", "laurel_rank", "zero_experts", "unindexed_blocks", "vision_layers",        \
       "vision_hidden", "vision_ffn", "vision_channels", "vision_patch", "vision_image",          \
-      "vision_pooling_head"
+      "vision_pooling_head", "vision_kind", "vision_heads", "vision_kv_heads", "vision_head_dim", \
+      "vision_positions", "audio_layers", "audio_hidden", "audio_heads", "audio_conv",           \
+      "audio_conv2", "audio_kernel", "audio_output"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -851,7 +892,7 @@ static gboolean
 read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GError **error)
 {
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
-  int linear_kind = (int)c->linear_kind;
+  int linear_kind = (int)c->linear_kind, vision_kind = (int)c->vision_kind;
   gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm,
            pooler = !c->no_pooler, mlp = TRUE, gate = !c->mlp_ungated, rope = !c->no_rope,
            global_sinks = !c->global_no_sinks;
@@ -929,6 +970,30 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         error) ||
       !stw_json_get_bool(r, obj, "vision_pooling_head", FALSE, &c->vision_pooling_head,
                          error) ||
+      !stw_json_get_enum(r, obj, "vision_kind", FALSE, stw_vision_kind_names, &vision_kind,
+                         error) ||
+      !stw_json_get_u64(r, obj, "vision_heads", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->vision_heads,
+                        error) ||
+      !stw_json_get_u64(r, obj, "vision_kv_heads", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->vision_kv_heads, error) ||
+      !stw_json_get_u64(r, obj, "vision_head_dim", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->vision_head_dim, error) ||
+      !stw_json_get_u64(r, obj, "vision_positions", FALSE, 1, STW_MODEL_MAX_SEQ,
+                        &c->vision_positions, error) ||
+      !stw_json_get_u64(r, obj, "audio_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
+                        &c->audio_layers, error) ||
+      !stw_json_get_u64(r, obj, "audio_hidden", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->audio_hidden,
+                        error) ||
+      !stw_json_get_u64(r, obj, "audio_heads", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->audio_heads,
+                        error) ||
+      !stw_json_get_u64(r, obj, "audio_conv", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->audio_conv,
+                        error) ||
+      !stw_json_get_u64(r, obj, "audio_conv2", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->audio_conv2,
+                        error) ||
+      !stw_json_get_u64(r, obj, "audio_kernel", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->audio_kernel,
+                        error) ||
+      !stw_json_get_u64(r, obj, "audio_output", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->audio_output,
+                        error) ||
       !stw_json_get_bool(r, obj, "global_sinks", FALSE, &global_sinks, error) ||
       !stw_json_get_u64(r, obj, "head_vocab", FALSE, 1, STW_MODEL_MAX_VOCAB, &c->head_vocab,
                         error) ||
@@ -976,6 +1041,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   c->norms = (StwNorms)norms;
   c->norm_type = (StwNormType)norm_type;
   c->linear_kind = (StwLinearKind)linear_kind;
+  c->vision_kind = (StwVisionKind)vision_kind;
   if (cJSON_GetObjectItemCaseSensitive(obj, "token_types") != NULL && c->token_types == 0)
     c->no_token_types = TRUE; /* 0 written: none at all (absent: the usual 2) */
   c->activation = (StwActivation)activation;
@@ -1221,14 +1287,32 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
   if (c->laurel_rank != 0)
     stw_json_add_u64(o, "laurel_rank", c->laurel_rank);
   if (c->vision_layers != 0) {
-    stw_json_add_u64(o, "vision_layers", c->vision_layers);
-    stw_json_add_u64(o, "vision_hidden", c->vision_hidden);
-    stw_json_add_u64(o, "vision_ffn", c->vision_ffn);
-    stw_json_add_u64(o, "vision_channels", c->vision_channels);
-    stw_json_add_u64(o, "vision_patch", c->vision_patch);
-    stw_json_add_u64(o, "vision_image", c->vision_image);
+    if (c->vision_kind != STW_VISION_SIGLIP)
+      cJSON_AddStringToObject(o, "vision_kind", stw_vision_kind_names[c->vision_kind]);
+    const struct {
+      const char *key;
+      guint64 value;
+    } sizes[] = {
+      { "vision_layers", c->vision_layers },       { "vision_hidden", c->vision_hidden },
+      { "vision_ffn", c->vision_ffn },             { "vision_channels", c->vision_channels },
+      { "vision_patch", c->vision_patch },         { "vision_image", c->vision_image },
+      { "vision_heads", c->vision_heads },         { "vision_kv_heads", c->vision_kv_heads },
+      { "vision_head_dim", c->vision_head_dim },   { "vision_positions", c->vision_positions },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++)
+      if (sizes[i].value != 0)
+        stw_json_add_u64(o, sizes[i].key, sizes[i].value);
     if (c->vision_pooling_head)
       cJSON_AddBoolToObject(o, "vision_pooling_head", TRUE);
+  }
+  if (c->audio_layers != 0) {
+    stw_json_add_u64(o, "audio_layers", c->audio_layers);
+    stw_json_add_u64(o, "audio_hidden", c->audio_hidden);
+    stw_json_add_u64(o, "audio_heads", c->audio_heads);
+    stw_json_add_u64(o, "audio_conv", c->audio_conv);
+    stw_json_add_u64(o, "audio_conv2", c->audio_conv2);
+    stw_json_add_u64(o, "audio_kernel", c->audio_kernel);
+    stw_json_add_u64(o, "audio_output", c->audio_output);
   }
   if (c->attn_gate_in_q)
     cJSON_AddBoolToObject(o, "attn_gate_in_q", TRUE);
@@ -2594,16 +2678,106 @@ siglip_mlp_params(Builder *b, guint64 d, guint64 ffn, const char *prefix)
   linear_params(b, ffn, d, fc2);
 }
 
-/* The model's vision tower and projector (vision_layers > 0), as transformers names them:
- * weights read by no op of a text step (the patch embedding's convolution as its [hidden,
- * channels x patch^2] matrix). */
+/* A bias-free Linear of Gemma 4's towers (Gemma4ClippableLinear: its weight under .linear). */
+static void
+clippable(Builder *b, guint64 in, guint64 out, const char *prefix, const char *name)
+{
+  tensor(b, out, in, "%s.%s.linear.weight", prefix, name);
+}
+
+/* Gemma 4's vision tower and its embedder. */
+static void
+gemma4_vision_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, hd = c->vision_head_dim;
+  tensor(b, 2 * c->vision_positions, d, "vision_tower.patch_embedder.position_embedding_table");
+  tensor(b, d, 3 * c->vision_patch * c->vision_patch,
+         "vision_tower.patch_embedder.input_proj.weight");
+  for (guint64 l = 0; l < c->vision_layers; l++) {
+    g_autofree char *p = g_strdup_printf("vision_tower.encoder.layers.%" G_GUINT64_FORMAT, l);
+    g_autofree char *attn = g_strconcat(p, ".self_attn", NULL);
+    g_autofree char *mlp = g_strconcat(p, ".mlp", NULL);
+    clippable(b, d, c->vision_heads * hd, attn, "q_proj");
+    clippable(b, d, c->vision_kv_heads * hd, attn, "k_proj");
+    clippable(b, d, c->vision_kv_heads * hd, attn, "v_proj");
+    clippable(b, c->vision_heads * hd, d, attn, "o_proj");
+    tensor(b, hd, 0, "%s.q_norm.weight", attn);
+    tensor(b, hd, 0, "%s.k_norm.weight", attn);
+    clippable(b, d, c->vision_ffn, mlp, "gate_proj");
+    clippable(b, d, c->vision_ffn, mlp, "up_proj");
+    clippable(b, c->vision_ffn, d, mlp, "down_proj");
+    static const char *const norms[] = { "input_layernorm", "post_attention_layernorm",
+                                         "pre_feedforward_layernorm",
+                                         "post_feedforward_layernorm" };
+    for (gsize i = 0; i < G_N_ELEMENTS(norms); i++)
+      tensor(b, d, 0, "%s.%s.weight", p, norms[i]);
+  }
+  tensor(b, c->hidden, d, "embed_vision.embedding_projection.weight");
+}
+
+/* Gemma 4's audio tower (audio_layers > 0) and its embedder: the convolutions' kernels as
+ * [out, in x 3 x 3] and [channels, kernel] matrices. */
+static void
+audio_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->audio_hidden, hd = d / MAX(c->audio_heads, 1), inner = c->audio_heads * hd;
+  if (c->audio_layers == 0)
+    return;
+  const char *sub = "audio_tower.subsample_conv_projection";
+  tensor(b, c->audio_conv, 9, "%s.layer0.conv.weight", sub);
+  tensor(b, c->audio_conv, 0, "%s.layer0.norm.weight", sub);
+  tensor(b, c->audio_conv2, c->audio_conv * 9, "%s.layer1.conv.weight", sub);
+  tensor(b, c->audio_conv2, 0, "%s.layer1.norm.weight", sub);
+  tensor(b, d, c->audio_conv / 4 * c->audio_conv2, "%s.input_proj_linear.weight", sub);
+  for (guint64 l = 0; l < c->audio_layers; l++) {
+    g_autofree char *p = g_strdup_printf("audio_tower.layers.%" G_GUINT64_FORMAT, l);
+    for (int k = 1; k <= 2; k++) {
+      g_autofree char *ff = g_strdup_printf("%s.feed_forward%d", p, k);
+      clippable(b, d, 4 * d, ff, "ffw_layer_1");
+      clippable(b, 4 * d, d, ff, "ffw_layer_2");
+      tensor(b, d, 0, "%s.pre_layer_norm.weight", ff);
+      tensor(b, d, 0, "%s.post_layer_norm.weight", ff);
+    }
+    g_autofree char *attn = g_strconcat(p, ".self_attn", NULL);
+    tensor(b, hd, 0, "%s.per_dim_scale", attn);
+    clippable(b, d, inner, attn, "q_proj");
+    clippable(b, d, inner, attn, "k_proj");
+    clippable(b, d, inner, attn, "v_proj");
+    clippable(b, d, d, attn, "post");
+    tensor(b, inner, d, "%s.relative_k_proj.weight", attn);
+    g_autofree char *conv = g_strconcat(p, ".lconv1d", NULL);
+    clippable(b, d, 2 * d, conv, "linear_start");
+    clippable(b, d, d, conv, "linear_end");
+    tensor(b, d, c->audio_kernel, "%s.depthwise_conv1d.weight", conv);
+    tensor(b, d, 0, "%s.pre_layer_norm.weight", conv);
+    tensor(b, d, 0, "%s.conv_norm.weight", conv);
+    static const char *const norms[] = { "norm_pre_attn", "norm_post_attn", "norm_out" };
+    for (gsize i = 0; i < G_N_ELEMENTS(norms); i++)
+      tensor(b, d, 0, "%s.%s.weight", p, norms[i]);
+  }
+  tensor(b, c->audio_output, d, "audio_tower.output_proj.weight");
+  tensor(b, c->audio_output, 0, "audio_tower.output_proj.bias");
+  tensor(b, c->hidden, c->audio_output, "embed_audio.embedding_projection.weight");
+}
+
+/* The model's vision tower and projector (vision_layers > 0), and its audio tower, as
+ * transformers names them (without Gemma3ForConditionalGeneration's "model."): weights read by
+ * no op of a text step (SigLIP's patch embedding's convolution as its [hidden, channels x
+ * patch^2] matrix). */
 static void
 vision_tower(Builder *b)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->vision_hidden, side = c->vision_patch ? c->vision_image / c->vision_patch : 0;
+  audio_tower(b);
   if (c->vision_layers == 0)
     return;
+  if (c->vision_kind == STW_VISION_GEMMA4) {
+    gemma4_vision_tower(b);
+    return;
+  }
   const char *v = "vision_tower";
   tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
          "%s.embeddings.patch_embedding.weight", v);
@@ -2718,21 +2892,25 @@ stw_model_param_count(const StwModelConfig *cfg)
 }
 
 guint64
-stw_model_vision_param_count(const StwModelConfig *cfg)
+stw_model_tower_param_count(const StwModelConfig *cfg)
 {
-  if (cfg->vision_layers == 0)
+  if (cfg->vision_layers == 0 && cfg->audio_layers == 0)
     return 0;
   StwModelConfig text = *cfg;
   text.vision_layers = text.vision_hidden = text.vision_ffn = text.vision_channels = 0;
   text.vision_patch = text.vision_image = 0;
   text.vision_pooling_head = FALSE;
+  text.vision_kind = STW_VISION_SIGLIP;
+  text.vision_heads = text.vision_kv_heads = text.vision_head_dim = text.vision_positions = 0;
+  text.audio_layers = text.audio_hidden = text.audio_heads = text.audio_conv = 0;
+  text.audio_conv2 = text.audio_kernel = text.audio_output = 0;
   return stw_model_param_count(cfg) - stw_model_param_count(&text);
 }
 
 guint64
 stw_model_data_bytes(const StwModelConfig *cfg)
 {
-  guint64 unread = stw_model_vision_param_count(cfg);
+  guint64 unread = stw_model_tower_param_count(cfg);
   return (stw_model_param_count(cfg) - unread) * 14 + unread * 2;
 }
 

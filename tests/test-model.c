@@ -1348,6 +1348,106 @@ test_language_model_of_multimodal(void)
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
+/* Gemma 4's multimodal file, which AutoModelForCausalLM builds whole: its language model with
+ * Gemma 4's vision and audio towers beside it (each optional) and their embedders, read by no
+ * op of a text step; LoRA adapts the language model alone (peft refuses the towers' clippable
+ * linears by name: a user's target_modules reach the language model's alone). Every count
+ * transformers 5.24's and peft 0.21's. */
+static void
+test_gemma4_multimodal(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-g4-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"gemma4\", \"text_config\": {\"model_type\": \"gemma4_text\", "
+      "\"num_hidden_layers\": 2, \"hidden_size\": 64, \"intermediate_size\": 96, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+      "\"global_head_dim\": 16, \"vocab_size\": 128, \"vocab_size_per_layer_input\": 128, "
+      "\"hidden_size_per_layer_input\": 4}, \"vision_config\": {\"model_type\": "
+      "\"gemma4_vision\", \"num_hidden_layers\": 1, \"hidden_size\": 32, \"intermediate_size\": "
+      "48, \"num_attention_heads\": 2, \"num_key_value_heads\": 2, \"head_dim\": 16, "
+      "\"position_embedding_size\": 64}, \"audio_config\": {\"model_type\": \"gemma4_audio\", "
+      "\"num_hidden_layers\": 1, \"hidden_size\": 32, \"num_attention_heads\": 2, "
+      "\"output_proj_dims\": 48}}";
+  StwModelConfig c;
+  resolve_text(dir, small, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_GEMMA4);
+  g_assert_cmpuint(c.audio_conv, ==, 128);
+  /* the vision tower: positions 2 x 64 x 32, patches 32 x 768, a block of 4 x 32 x 32
+   * projections, two head norms, 3 x 32 x 48 of MLP and four norms; its embedder 64 x 32 */
+  guint64 vision = 2 * 64 * 32 + 32 * 768 + 4 * 32 * 32 + 2 * 16 + 3 * 32 * 48 + 4 * 32 + 64 * 32;
+  /* the audio tower: convolutions 128 x 9 and 32 x 128 x 9, their norms, a projection of 32 x
+   * 32 x 32; a block of two feed-forwards (2 x 4 x 32 x 32 and two norms each), attention
+   * (5 x 32 x 32, a scale of 16), the light convolution (3 x 32 x 32, 32 x 5, two norms) and
+   * three norms; the output 48 x 32 and its bias; its embedder 64 x 48 */
+  guint64 audio = 128 * 9 + 128 + 32 * 128 * 9 + 32 + 32 * 32 * 32 +
+                  2 * (2 * 4 * 32 * 32 + 2 * 32) + 5 * 32 * 32 + 16 + 3 * 32 * 32 + 32 * 5 +
+                  2 * 32 + 3 * 32 + 48 * 32 + 48 + 64 * 48;
+  g_assert_cmpuint(stw_model_tower_param_count(&c), ==, vision + audio);
+  g_assert_cmpuint(vision + audio, ==, 140224);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 213188);
+  g_assert_cmpuint(stw_model_active_param_count(&c), ==, 213188 - 140224);
+  g_assert_cmpuint(stw_model_data_bytes(&c), ==, (213188 - 140224) * 14 + 140224 * 2);
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 1792);
+  StwModelConfig back;
+  round_trip(&c, "\"vision_kind\":\"gemma4\"", &back);
+  g_assert_cmpuint(back.audio_output, ==, 48);
+  g_assert_cmpuint(back.vision_positions, ==, 64);
+  /* without towers (Gemma4Config's defaults), and both towers' defaults */
+  resolve_text(dir, "{\"model_type\": \"gemma4\"}", &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, G_GUINT64_CONSTANT(5077177856));
+  g_assert_cmpuint(back.vision_layers + back.audio_layers, ==, 0);
+  resolve_text(dir, "{\"model_type\": \"gemma4\", \"vision_config\": {}, \"audio_config\": {}}",
+               &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, G_GUINT64_CONSTANT(5554675488));
+
+  StwModelConfig bad = c;
+  bad.vision_positions = 0;
+  assert_invalid(&bad, "Gemma 4's tower needs vision_heads, vision_kv_heads, vision_head_dim "
+                       "and vision_positions");
+  bad = c;
+  bad.vision_image = 224;
+  assert_invalid(&bad, "vision_channels, vision_image and vision_pooling_head are SigLIP's "
+                       "tower's (vision_kind siglip)");
+  bad = c;
+  bad.audio_conv = 3;
+  assert_invalid(&bad, "audio_conv must be at least 4");
+  bad = c;
+  bad.audio_heads = 33;
+  assert_invalid(&bad, "audio_heads must be at most audio_hidden");
+  bad = c;
+  bad.audio_layers = 0;
+  assert_invalid(&bad, "the audio tower's members go with audio_layers");
+  bad = c;
+  bad.audio_kernel = 0;
+  assert_invalid(&bad, "an audio tower needs audio_hidden, audio_heads, audio_conv, "
+                       "audio_conv2, audio_kernel and audio_output");
+  bad = c;
+  bad.vision_kind = STW_N_VISION_KINDS;
+  assert_invalid(&bad, "an unknown vision_kind");
+
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"gemma4\", \"audio_config\": \"x\"}",
+      "$.audio_config: expected an object: the audio tower's config (null: no such tower)" },
+    { "{\"model_type\": \"gemma4\", \"vision_config\": {\"model_type\": \"siglip_vision_model\"}}",
+      "$.vision_config.model_type: expected \"gemma4_vision\" (Gemma 4's): another vision tower "
+      "is not modelled" },
+    { "{\"model_type\": \"gemma4\", \"audio_config\": {\"subsampling_conv_channels\": [8]}}",
+      "$.audio_config.subsampling_conv_channels: expected a list of two whole numbers: the two "
+      "convolutions' channels" },
+    { "{\"model_type\": \"gemma4\", \"audio_config\": {\"subsampling_conv_channels\": [8, 0]}}",
+      "$.audio_config.subsampling_conv_channels[1]: 0 is out of range (expected 1 to 1048576)" },
+    { "{\"model_type\": \"gemma4\", \"audio_config\": {\"subsampling_conv_channels\": [2, 8]}}",
+      "$.audio_config.subsampling_conv_channels: 2 channels first: the projection after the "
+      "convolutions reads a quarter of them, none; not modelled" },
+    { "{\"model_type\": \"gemma4\", \"audio_config\": {\"num_attention_heads\": 2000}}",
+      "$.audio_config.num_attention_heads: 2000 heads for hidden_size 1024: heads of no width; "
+      "not modelled" },
+    { "{\"model_type\": \"gemma4\", \"vision_config\": {\"head_dim\": null}}",
+      "$.vision_config.head_dim: null, where a gemma4_vision config.json needs a whole number" },
+  };
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+}
+
 /* Gemma 3's multimodal file, which AutoModelForCausalLM builds whole: its language model with
  * SigLIP's vision tower and the projector beside it, weights a text step never reads (no
  * gradient, no optimizer state); LoRA's q, k and v reach the tower's q_proj, k_proj and v_proj
@@ -1413,8 +1513,14 @@ test_gemma3_multimodal(void)
                        "vision_layers");
   bad = c;
   bad.vision_ffn = 0;
-  assert_invalid(&bad, "a vision tower needs vision_hidden, vision_ffn, "
-                       "vision_channels, vision_patch and vision_image");
+  assert_invalid(&bad, "a vision tower needs vision_hidden, vision_ffn and vision_patch");
+  bad = c;
+  bad.vision_image = 0;
+  assert_invalid(&bad, "SigLIP's tower needs vision_channels and vision_image");
+  bad = c;
+  bad.vision_heads = 2;
+  assert_invalid(&bad, "vision_heads, vision_kv_heads, vision_head_dim and vision_positions are "
+                       "Gemma 4's tower's (vision_kind gemma4)");
   bad = c;
   bad.vision_patch = 29;
   assert_invalid(&bad, "vision_patch must be at most vision_image");
@@ -3726,6 +3832,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/minimax-m3", test_minimax_m3);
   g_test_add_func("/model/language-model-of-multimodal", test_language_model_of_multimodal);
   g_test_add_func("/model/gemma3-multimodal", test_gemma3_multimodal);
+  g_test_add_func("/model/gemma4-multimodal", test_gemma4_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

@@ -94,6 +94,14 @@ typedef enum {
   STW_N_LOSSES
 } StwLoss;
 
+/* Which vision tower a multimodal checkpoint holds beside its language model
+ * (StwModelConfig.vision_kind). */
+typedef enum {
+  STW_VISION_SIGLIP, /* SigLIP's (Gemma 3's), with Gemma 3's projector */
+  STW_VISION_GEMMA4, /* Gemma 4's, with its multimodal embedder */
+  STW_N_VISION_KINDS
+} StwVisionKind;
+
 /* Where a llama-style block's RMSNorms sit (StwModelConfig.norms). */
 typedef enum {
   STW_NORMS_PRE,  /* before attention and before the MLP (the default) */
@@ -384,6 +392,23 @@ typedef struct {
    * parameter without a gradient). */
   guint64 vision_layers, vision_hidden, vision_ffn, vision_channels, vision_patch, vision_image;
   gboolean vision_pooling_head;
+  /* vision_kind gemma4 (Gemma 4's tower): a patch embedding of 3 x vision_patch^2 x
+   * vision_hidden without a bias, a position table of 2 x vision_positions rows, vision_layers
+   * blocks of four RMSNorms, q, k, v and o projections (vision_heads and vision_kv_heads of
+   * vision_head_dim) with a norm over each head's queries and keys, and a gated MLP vision_ffn
+   * wide, none biased; its embedder a projection to hidden (vision_channels and vision_image
+   * unused: 0). */
+  StwVisionKind vision_kind;
+  guint64 vision_heads, vision_kv_heads, vision_head_dim, vision_positions;
+  /* Gemma 4's audio tower, where audio_layers > 0: two convolutions of 3 x 3 to audio_conv and
+   * audio_conv2 channels (each with a LayerNorm's weight) and a projection of (audio_conv / 4) x
+   * audio_conv2 to audio_hidden; audio_layers Conformer blocks (two feed-forwards 4 x
+   * audio_hidden wide, attention of audio_heads heads with a relative-position projection and a
+   * scale a head channel, a light convolution audio_kernel wide, their RMSNorms); an output
+   * projection to audio_output with a bias; its embedder a projection to hidden. Read by no op
+   * of a text step, as the vision tower. */
+  guint64 audio_layers, audio_hidden, audio_heads, audio_conv, audio_conv2, audio_kernel;
+  guint64 audio_output;
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
@@ -492,9 +517,9 @@ guint64 stw_model_param_count(const StwModelConfig *cfg);
 /* The parameters one token's forward pass uses: all but the experts it is not routed to (with
  * zero experts, the routed share of its choices: stw_model_routed_experts). */
 guint64 stw_model_active_param_count(const StwModelConfig *cfg);
-/* The parameters of CFG's vision tower and projector (0 without one): held, and read by no op of
- * a text step. */
-guint64 stw_model_vision_param_count(const StwModelConfig *cfg);
+/* The parameters of CFG's vision and audio towers and their projectors (0 without them): held,
+ * and read by no op of a text step. */
+guint64 stw_model_tower_param_count(const StwModelConfig *cfg);
 /* The bytes of CFG's model data in mixed-precision Adam: 14 a parameter (a 16-bit weight, an
  * fp32 master and two fp32 moments), 2 a parameter no step reads (its weight alone). */
 guint64 stw_model_data_bytes(const StwModelConfig *cfg);
@@ -660,6 +685,7 @@ extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
+extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */

@@ -1028,6 +1028,38 @@ def variants(kind):
                  "mm_tokens_per_image": 4}
             out.append(("a gemma3 file, %s" % what,
                         {"model_type": "gemma3"} if what == "defaults" else dict(f, **extra)))
+    if kind == "gemma4_text":  # Gemma 4's multimodal file, built whole: its vision and audio
+        # towers (each optional) and their embedders beside the language model
+        vision = {"model_type": "gemma4_vision", "num_hidden_layers": 1, "hidden_size": 32,
+                  "intermediate_size": 48, "num_attention_heads": 2, "num_key_value_heads": 2,
+                  "head_dim": 16, "position_embedding_size": 64, "patch_size": 4}
+        audio = {"model_type": "gemma4_audio", "num_hidden_layers": 1, "hidden_size": 32,
+                 "num_attention_heads": 2, "output_proj_dims": 48,
+                 "subsampling_conv_channels": [8, 4], "conv_kernel_size": 3}
+        f = {"model_type": "gemma4", "text_config": base}
+        for what, extra in (("vision and audio", {"vision_config": vision,
+                                                  "audio_config": audio}),
+                            ("vision", {"vision_config": vision}),
+                            ("audio", {"audio_config": audio, "vision_config": None}),
+                            ("neither", {}), ("untied", {"vision_config": vision,
+                                                         "tie_word_embeddings": False}),
+                            ("vision kv heads 1, head_dim 8",
+                             {"vision_config": dict(vision, num_key_value_heads=1,
+                                                    head_dim=8)}),
+                            ("vision without model_type",
+                             {"vision_config": {k: v for k, v in vision.items()
+                                                if k != "model_type"}}),
+                            ("audio heads 3, channels [12, 5], two blocks",
+                             {"audio_config": dict(audio, num_attention_heads=3,
+                                                   subsampling_conv_channels=[12, 5],
+                                                   num_hidden_layers=2)}),
+                            ("audio heads 40", {"audio_config": dict(audio,
+                                                                     num_attention_heads=40)}),
+                            ("audio channels [3, 4]",
+                             {"audio_config": dict(audio, subsampling_conv_channels=[3, 4])})):
+            out.append(("a gemma4 file, %s" % what, dict(f, **extra)))
+        out.append(("a gemma4 file's defaults, with both towers'",
+                    {"model_type": "gemma4", "vision_config": {}, "audio_config": {}}))
     if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
         for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
                       {"hidden_act": "gelu"}):
@@ -1248,7 +1280,8 @@ class TestHfConfigs(unittest.TestCase):
         # Hunyuan's one routed expert and blocks of other top-k; BertGeneration's
         # cross-attention; Nemotron-H's MLP biases beside unbiased
         # routed experts and router, and its one routed expert; Gemma 4's kv-shared blocks
-        # beyond its blocks, one expert, and double-wide MLPs beside experts; Aria's biased
+        # beyond its blocks, one expert, and double-wide MLPs beside experts, and its audio
+        # tower with fewer than 4 channels first (a projection of none); Aria's biased
         # shared experts beside unbiased routed ones; Gemma 3n's blocks of MLPs of differing
         # widths, an AltUp copy that is not there (its forward fails), LAuReL and per-layer
         # branches of no width (their norms alone); LongCat-Flash without a layer, with one
@@ -1294,6 +1327,7 @@ class TestHfConfigs(unittest.TestCase):
                                        '"num_experts": 4, "top_k_experts": 2, '
                                        '"moe_intermediate_size": 32, "num_kv_shared_layers": 2, '
                                        '"use_double_wide_mlp": true}'),
+                                      ("gemma4_text", "a gemma4 file, audio channels [3, 4]"),
                                       ("nemotron_h", "mlp_bias"),
                                       ("nemotron_h", '{"n_routed_experts": 1}')])
 
