@@ -97,25 +97,28 @@ variant_parts_said(const StwModelConfig *c)
     g_string_append_printf(s, "LAuReL: a rank-%" G_GUINT64_FORMAT " branch beside each "
                            "block's attention\n", c->laurel_rank);
   if (c->vision_layers != 0 && c->vision_kind == STW_VISION_SIGLIP)
-    g_string_append_printf(s, "vision tower: SigLIP, %" G_GUINT64_FORMAT " blocks of %"
+    g_string_append_printf(s, "vision tower: SigLIP, %" G_GUINT64_FORMAT " block%s of %"
                            G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
                            "-pixel images in %" G_GUINT64_FORMAT "-pixel patches%s, and Gemma "
-                           "3's projector\n", c->vision_layers, c->vision_hidden, c->vision_ffn,
+                           "3's projector\n", c->vision_layers, c->vision_layers == 1 ? "" : "s",
+                           c->vision_hidden, c->vision_ffn,
                            c->vision_image, c->vision_patch,
                            c->vision_pooling_head ? ", an attention-pooling head" : "");
   if (c->vision_layers != 0 && c->vision_kind == STW_VISION_GEMMA4)
-    g_string_append_printf(s, "vision tower: Gemma 4's, %" G_GUINT64_FORMAT " blocks of %"
+    g_string_append_printf(s, "vision tower: Gemma 4's, %" G_GUINT64_FORMAT " block%s of %"
                            G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT
                            ", %" G_GUINT64_FORMAT " key/value heads, MLP %" G_GUINT64_FORMAT
                            "), %" G_GUINT64_FORMAT "-pixel patches, and its embedder\n",
-                           c->vision_layers, c->vision_hidden, c->vision_heads,
+                           c->vision_layers, c->vision_layers == 1 ? "" : "s", c->vision_hidden,
+                           c->vision_heads,
                            c->vision_head_dim, c->vision_kv_heads, c->vision_ffn,
                            c->vision_patch);
   if (c->audio_layers != 0)
-    g_string_append_printf(s, "audio tower: Gemma 4's Conformer, %" G_GUINT64_FORMAT " blocks of "
-                           "%" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " heads), its output %"
+    g_string_append_printf(s, "audio tower: Gemma 4's Conformer, %" G_GUINT64_FORMAT " block%s "
+                           "of %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " heads), its output %"
                            G_GUINT64_FORMAT " wide, and its embedder\n", c->audio_layers,
-                           c->audio_hidden, c->audio_heads, c->audio_output);
+                           c->audio_layers == 1 ? "" : "s", c->audio_hidden, c->audio_heads,
+                           c->audio_output);
   if (c->vision_layers != 0 || c->audio_layers != 0) {
     g_autofree char *n = stw_cli_group_digits(stw_model_tower_param_count(c));
     g_string_append_printf(s, "towers: %s parameters a text step never reads (held in 16 bits: "

@@ -24,6 +24,14 @@ expect 0 "Nemotron-H-8B-Base-8K  -       llama      52    4096     32   8  21504
 expect 0 "experts: 128 per block, 6 per token, and a shared expert 3712 wide (no gate); 3,580,073,408 parameters active per token" "models --hf counts Nemotron 3's active parameters" -- $S models --hf "$F/hf/NVIDIA-Nemotron-3-Nano-30B-A3B/config.json"
 expect 0 "global attention in 2 of the 4 blocks (blocks 1, 3): heads of 32, 1 key/value head, their values the keys" "models reads Gemma 4's blocks in stowage's format" -- $S models --hf "$F/models/tiny-gemma4.json"
 expect 0 "tiny-gemma4  -       llama       4      64      4   2   32    128     247,272    3.30 MiB" "models --hf reads Gemma 4's experts, shared keys and values and per-layer embeddings" -- $S models --hf "$F/hf/tiny-gemma4/config.json"
+# multimodal checkpoints: their towers counted, held, and read by no op of a text step
+expect 0 "tiny-gemma4-multimodal  -       llama       2      64      4   2   96    128     213,188    1.24 MiB" "models --hf counts Gemma 4's towers at 2 bytes of model data each" -- $S models --hf "$F/hf/tiny-gemma4-multimodal/config.json"
+expect 0 "audio tower: Gemma 4's Conformer, 1 block of 32 (2 heads), its output 48 wide, and its embedder" "models says Gemma 4's audio tower" -- $S models --hf "$F/hf/tiny-gemma4-multimodal/config.json"
+expect 0 "towers: 140,224 parameters a text step never reads (held in 16 bits: no gradient, no optimizer state)" "models reads the towers in stowage's format" -- $S models --hf "$F/models/tiny-gemma4-towers.json"
+expect 0 '"tower_params":	140224' "models --json counts the towers apart" -- $S models --hf "$F/models/tiny-gemma4-towers.json" --json
+expect 0 "vision tower: SigLIP, 27 blocks of 1152 (MLP 4304), 896-pixel images in 14-pixel patches, and Gemma 3's projector" "models says Gemma 3's vision tower" -- $S models --hf "$F/hf/gemma-3-4b-it/config.json"
+expect 0 "tiny-gemma4-multimodal (213,188 parameters), 83 tensors (46 frozen: 140,224 parameters)" "synth traces the towers frozen" -- $S synth --model-config "$F/hf/tiny-gemma4-multimodal/config.json" --seq 16 -o "$T/towers.json"
+expect 0 "is sound for" "a plan of a trace with towers is sound" -- sh -c "$S plan '$T/towers.json' --gpu 1MiB -o '$T/towers-plan.json' > /dev/null && $S check '$T/towers-plan.json' '$T/towers.json'"
 expect 0 "tiny-mimo-v2-flash  -       llama       4      64      8   4   32    128     166,224    2.22 MiB" "models --hf reads MiMo-V2-Flash's sliding and full blocks" -- $S models --hf "$F/hf/tiny-mimo-v2-flash/config.json"
 expect 0 "tiny-lfm3  -       llama       6      64      4   2   96    128     211,840    2.83 MiB" "models --hf reads LFM3's blocks" -- $S models --hf "$F/hf/tiny-lfm3/config.json"
 expect 0 "attention: 8 heads of 12, 4 key/value heads, values 8 wide, a sink logit per head outside global blocks;" "models says MiMo-V2-Flash's narrower values and where its sinks are" -- $S models --hf "$F/hf/tiny-mimo-v2-flash/config.json"
