@@ -787,11 +787,14 @@ class profile:
             self._close()
             # the trained parameters no gradient reached (a multimodal model's vision tower in a
             # text step): PyTorch's optimizers step none of them and keep them no state. Not
-            # known where the step computes the gradients (a closure) or none arrived at all
+            # known where the step computes the gradients (a closure) or none arrived at all;
+            # and in mixed precision they stay trained, their fp32 masters whole (a frozen
+            # parameter is held in the 16-bit dtype, which would round them)
             trained = self.m.trained(range(len(self.params)))
             none = [i for i in trained if self.params[i][1].grad is None]
             closure = bool(args) or "closure" in kwargs
-            unreached = [] if closure or len(none) == len(trained) else none
+            unreached = [] if closure or len(none) == len(trained) or \
+                self.precision is not None else none
             op = self._begin("optimizer.step", "optim", [])
             try:
                 if self.mixed is not None:

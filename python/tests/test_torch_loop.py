@@ -315,6 +315,21 @@ class TestLoops(unittest.TestCase):
                                        "25 ops .*: it is abandoned"):
                 self.step(m, opt, x)
         self.assertTrue(torch.equal(m.h[1].aux.weight, start))
+        # in mixed precision they stay trained: a frozen parameter is held in 16 bits, which
+        # would round their fp32 weights; wrapped, they come back bitwise as they were
+        m, x = self.tiny(UnusedBranch)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        start = {k: v.clone() for k, v in m.state_dict().items()}
+        with st.profile(m, opt, precision="bf16") as p:
+            self.step(m, opt, x)
+        t = p.trace()
+        self.assertEqual(t.summary()["frozen"], {"tensors": 0, "params": 0})
+        m.load_state_dict(start)
+        opt.state.clear()
+        with st.wrap(m, opt, stowage.plan(t, gpu=self.budget(t, 0.25)), t, precision="bf16"):
+            self.step(m, opt, x)
+        self.assertTrue(torch.equal(m.h[0].aux.weight, start["h.0.aux.weight"]))
+        self.assertFalse(torch.equal(m.h[0].fc.weight, start["h.0.fc.weight"]))
 
     def test_wrap_arguments_refused_with_their_reason(self):
         m, x = self.tiny()
