@@ -158,13 +158,11 @@ adapt(StwModelGraph *g, StwGraphOp *o, guint32 w, guint64 rank, guint64 in)
 }
 
 /* Adapters for the weights of ROLE's modules that no op reads (a vision tower's q_proj, k_proj
- * and v_proj beside a language model trained on text), as peft adds them by the modules' names:
- * held, and never given a gradient. */
+ * and v_proj beside a language model trained on text, Pixtral's o_proj and MLP too), as peft
+ * adds them by the modules' names: held, and never given a gradient. */
 static gboolean
 adapt_unread(StwModelGraph *g, const Role *role, guint64 rank, guint32 n_base, GError **error)
 {
-  if (role->kind != STW_OP_ATTN_QKV)
-    return TRUE;
   g_autofree guint8 *read = g_new0(guint8, MAX(n_base, 1));
   for (guint i = 0; i < g->ops->len; i++) {
     const StwGraphOp *o = g->ops->pdata[i];

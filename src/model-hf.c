@@ -3480,13 +3480,13 @@ static gboolean read_hf(StwJsonReader *r, const cJSON *root, const char *file,
                         StwModelConfig *out, GError **error);
 
 /* ROOT, a multimodal file of type INNER's language model, read as its text_config (absent: the
- * language model's defaults), errors named under $.text_config; the model named as the file
- * is. */
+ * members DEFAULTS gives, a JSON object, or NULL: the language model's defaults), errors named
+ * under $.text_config; the model named as the file is. */
 static gboolean
 read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const char *inner,
-                    StwModelConfig *out, GError **error)
+                    const char *defaults, StwModelConfig *out, GError **error)
 {
-  const cJSON *text = last_member(root, "text_config");
+  const cJSON *text = member(root, "text_config"); /* (null: as absent) */
   if (text != NULL && !cJSON_IsObject(text))
     return stw_json_fail_at(r, "text_config", error, "expected an object: the language "
                             "model's config");
@@ -3498,7 +3498,10 @@ read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const
     stw_json_pop(r, saved);
     return FALSE;
   }
-  cJSON *lm = text != NULL ? cJSON_Duplicate(text, TRUE) : cJSON_CreateObject();
+  cJSON *lm = text != NULL   ? cJSON_Duplicate(text, TRUE)
+              : defaults != NULL ? cJSON_Parse(defaults)
+                                 : cJSON_CreateObject();
+  g_assert(lm != NULL);
   if (type == NULL)
     cJSON_AddStringToObject(lm, "model_type", inner);
   const cJSON *name = member(root, "_name_or_path");
@@ -3657,18 +3660,76 @@ read_gemma4_audio(StwJsonReader *r, const cJSON *audio, StwModelConfig *c, GErro
   return TRUE;
 }
 
-/* The multimodal files whose AutoModelForCausalLM is the whole model (their
- * ForConditionalGeneration): the language model of type INNER, and beside it the towers that
- * VISION and AUDIO read (NULL: none) and their projectors, which a text step never reads. A
- * tower's config null or absent is its defaults where DEFAULTS_WHEN_NULL says, else none. */
+/* Mistral 3's projector, from the file's top level: spatial_merge_size (2), vision_feature_layer
+ * (-1: one layer's features; a list, as many), multimodal_projector_bias (false). */
+static gboolean
+read_mistral3_projector(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_merge = 2;
+  c->vision_feature_layers = 1;
+  c->vision_projector_bias = FALSE;
+  if (!get_u64(h, "spatial_merge_size", FALSE, 1024, &c->vision_merge, error) ||
+      !get_bool(h, "multimodal_projector_bias", &c->vision_projector_bias, error))
+    return FALSE;
+  const cJSON *layer = member(h->root, "vision_feature_layer");
+  if (cJSON_IsArray(layer) && cJSON_GetArraySize(layer) > 0)
+    c->vision_feature_layers = (guint64)cJSON_GetArraySize(layer);
+  else if (layer != NULL && !cJSON_IsNumber(layer))
+    return stw_json_fail_at(h->r, "vision_feature_layer", error, "expected a layer's index or "
+                            "a list of them");
+  if (c->vision_feature_layers > STW_MODEL_MAX_LAYERS)
+    return stw_json_fail_at(h->r, "vision_feature_layer", error, "%" G_GUINT64_FORMAT
+                            " layers: at most 4096", c->vision_feature_layers);
+  return TRUE;
+}
+
+/* Pixtral's vision config (VISION; NULL: Mistral 3's own, patches of 14) into C's vision tower:
+ * hidden_size (1024), intermediate_size (4096), num_hidden_layers (24), num_channels (3),
+ * patch_size (16) (its heads, image size and head width change no weight). */
+static gboolean
+read_pixtral(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+{
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = "pixtral" }, *h = &hv;
+  c->vision_kind = STW_VISION_PIXTRAL;
+  c->vision_hidden = 1024;
+  c->vision_ffn = 4096;
+  c->vision_layers = 24;
+  c->vision_channels = 3;
+  c->vision_patch = vision != NULL ? 16 : 14;
+  return tower_type(r, h->root, "pixtral", "Mistral 3's checkpoints' Pixtral", error) &&
+         get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) &&
+         get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) &&
+         get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
+                 error) &&
+         get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) &&
+         get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error);
+}
+
+/* Mistral 3's language model where its file gives none: the Mistral the class makes */
+static const char mistral3_text[] =
+    "{\"model_type\": \"mistral\", \"head_dim\": 128, \"hidden_size\": 5120, "
+    "\"intermediate_size\": 32768, \"max_position_embeddings\": 131072, "
+    "\"num_attention_heads\": 32, \"num_hidden_layers\": 40, \"num_key_value_heads\": 8, "
+    "\"sliding_window\": null, \"vocab_size\": 131072}";
+
+/* The multimodal files read as their whole model (their ForConditionalGeneration, which
+ * AutoModelForCausalLM builds for Gemma 3 and 4, AutoModelForImageTextToText for Mistral 3):
+ * the language model of type INNER (absent: TEXT_DEFAULTS, else its defaults), and beside it
+ * the towers that VISION and AUDIO read (NULL: none) and their projectors (PROJECTOR reads the
+ * members the file gives them at its top level), which a text step never reads. A tower's
+ * config null or absent is its defaults where DEFAULTS_WHEN_NULL says, else none. */
 static const struct {
   const char *outer, *inner;
   gboolean (*vision)(StwJsonReader *, const cJSON *, StwModelConfig *, GError **);
   gboolean (*audio)(StwJsonReader *, const cJSON *, StwModelConfig *, GError **);
+  gboolean (*projector)(const Hf *, StwModelConfig *, GError **);
   gboolean defaults_when_null;
+  const char *text_defaults;
 } towered_models[] = {
-  { "gemma3", "gemma3_text", read_siglip, NULL, TRUE },
-  { "gemma4", "gemma4_text", read_gemma4_vision, read_gemma4_audio, FALSE },
+  { "gemma3", "gemma3_text", read_siglip, NULL, NULL, TRUE, NULL },
+  { "gemma4", "gemma4_text", read_gemma4_vision, read_gemma4_audio, NULL, FALSE, NULL },
+  { "mistral3", "mistral", read_pixtral, NULL, read_mistral3_projector, TRUE, mistral3_text },
 };
 
 /* ROOT, a file of towered_models[I], as AutoModelForCausalLM builds it whole: its language
@@ -3679,7 +3740,8 @@ read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
              StwModelConfig *out, GError **error)
 {
   StwModelConfig c;
-  if (!read_language_model(r, root, file, towered_models[i].inner, &c, error))
+  if (!read_language_model(r, root, file, towered_models[i].inner,
+                           towered_models[i].text_defaults, &c, error))
     return FALSE;
   const Hf top = { .r = r, .root = root, .type = towered_models[i].outer };
   gboolean tied = TRUE;
@@ -3697,7 +3759,7 @@ read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
     if (tower != NULL && !cJSON_IsNull(tower) && !cJSON_IsObject(tower))
       return stw_json_fail_at(r, keys[k], error, "expected an object: the %s tower's config "
                               "(null: %s)", k == 0 ? "vision" : "audio",
-                              towered_models[i].defaults_when_null ? "SigLIP's defaults"
+                              towered_models[i].defaults_when_null ? "its defaults"
                                                                    : "no such tower");
     if (!cJSON_IsObject(tower) && !towered_models[i].defaults_when_null)
       continue;
@@ -3707,6 +3769,8 @@ read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
     if (!ok)
       return FALSE;
   }
+  if (towered_models[i].projector != NULL && !towered_models[i].projector(&top, &c, error))
+    return FALSE;
   if (!valid_as(r, towered_models[i].outer, &c, error))
     return FALSE;
   *out = c;
@@ -3722,7 +3786,7 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   const cJSON *given_type = last_member(root, "model_type");
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(language_models); i++)
     if (strcmp(given_type->valuestring, language_models[i].outer) == 0)
-      return read_language_model(r, root, file, language_models[i].inner, out, error);
+      return read_language_model(r, root, file, language_models[i].inner, NULL, out, error);
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(towered_models); i++)
     if (strcmp(given_type->valuestring, towered_models[i].outer) == 0)
       return read_towered(r, root, file, i, out, error);

@@ -402,34 +402,46 @@ static const char *
 vision_conflict(const StwModelConfig *c)
 {
   gboolean siglip = c->vision_kind == STW_VISION_SIGLIP;
-  gboolean siglip_members = c->vision_channels || c->vision_image || c->vision_pooling_head;
+  gboolean gemma4 = c->vision_kind == STW_VISION_GEMMA4;
+  gboolean pixtral = c->vision_kind == STW_VISION_PIXTRAL;
+  gboolean siglip_members = c->vision_image || c->vision_pooling_head;
   gboolean gemma4_members = c->vision_heads || c->vision_kv_heads || c->vision_head_dim ||
                             c->vision_positions;
+  gboolean pixtral_members = c->vision_merge || c->vision_feature_layers ||
+                             c->vision_projector_bias;
   if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
     return "an unknown vision_kind";
   if (c->vision_layers == 0)
-    return c->vision_hidden || c->vision_ffn || c->vision_patch || !siglip || siglip_members ||
-                   gemma4_members
+    return c->vision_hidden || c->vision_ffn || c->vision_patch || c->vision_channels ||
+                   !siglip || siglip_members || gemma4_members || pixtral_members
                ? "the vision tower's members go with vision_layers"
                : NULL;
   if (!c->vision_hidden || !c->vision_ffn || !c->vision_patch)
     return "a vision tower needs vision_hidden, vision_ffn and vision_patch";
-  if (siglip && gemma4_members)
+  if (!gemma4 && gemma4_members)
     return "vision_heads, vision_kv_heads, vision_head_dim and vision_positions are Gemma 4's "
            "tower's (vision_kind gemma4)";
   if (!siglip && siglip_members)
-    return "vision_channels, vision_image and vision_pooling_head are SigLIP's tower's "
-           "(vision_kind siglip)";
+    return "vision_image and vision_pooling_head are SigLIP's tower's (vision_kind siglip)";
+  if (!pixtral && pixtral_members)
+    return "vision_merge, vision_feature_layers and vision_projector_bias are Pixtral's tower's "
+           "(vision_kind pixtral)";
+  if (gemma4 && c->vision_channels)
+    return "vision_channels is SigLIP's and Pixtral's (Gemma 4's tower reads 3)";
   if (siglip && (!c->vision_channels || !c->vision_image))
     return "SigLIP's tower needs vision_channels and vision_image";
-  if (!siglip && (!c->vision_heads || !c->vision_kv_heads || !c->vision_head_dim ||
-                  !c->vision_positions))
+  if (gemma4 && (!c->vision_heads || !c->vision_kv_heads || !c->vision_head_dim ||
+                 !c->vision_positions))
     return "Gemma 4's tower needs vision_heads, vision_kv_heads, vision_head_dim and "
            "vision_positions";
+  if (pixtral && (!c->vision_channels || !c->vision_merge || !c->vision_feature_layers))
+    return "Pixtral's tower needs vision_channels, vision_merge and vision_feature_layers";
+  if (pixtral && (c->vision_merge > 1024 || c->vision_feature_layers > STW_MODEL_MAX_LAYERS))
+    return "vision_merge at most 1024, vision_feature_layers at most 4096";
   if (siglip && c->vision_patch > c->vision_image)
     return "vision_patch must be at most vision_image (a whole patch in the image)";
   guint64 side = siglip ? c->vision_image / c->vision_patch : 1;
-  guint64 channels = siglip ? c->vision_channels : 3;
+  guint64 channels = gemma4 ? 3 : c->vision_channels;
   if (side * side > STW_MODEL_MAX_VOCAB ||
       channels * c->vision_patch * c->vision_patch > STW_MODEL_MAX_WIDTH)
     return "a vision tower of at most 16777216 patches an image, each of at most 1048576 values "
@@ -826,7 +838,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "vision_hidden", "vision_ffn", "vision_channels", "vision_patch", "vision_image",          \
       "vision_pooling_head", "vision_kind", "vision_heads", "vision_kv_heads", "vision_head_dim", \
       "vision_positions", "audio_layers", "audio_hidden", "audio_heads", "audio_conv",           \
-      "audio_conv2", "audio_kernel", "audio_output"
+      "audio_conv2", "audio_kernel", "audio_output", "vision_merge", "vision_feature_layers",    \
+      "vision_projector_bias"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -980,6 +993,11 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->vision_head_dim, error) ||
       !stw_json_get_u64(r, obj, "vision_positions", FALSE, 1, STW_MODEL_MAX_SEQ,
                         &c->vision_positions, error) ||
+      !stw_json_get_u64(r, obj, "vision_merge", FALSE, 1, 1024, &c->vision_merge, error) ||
+      !stw_json_get_u64(r, obj, "vision_feature_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
+                        &c->vision_feature_layers, error) ||
+      !stw_json_get_bool(r, obj, "vision_projector_bias", FALSE, &c->vision_projector_bias,
+                         error) ||
       !stw_json_get_u64(r, obj, "audio_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
                         &c->audio_layers, error) ||
       !stw_json_get_u64(r, obj, "audio_hidden", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->audio_hidden,
@@ -1298,12 +1316,16 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       { "vision_patch", c->vision_patch },         { "vision_image", c->vision_image },
       { "vision_heads", c->vision_heads },         { "vision_kv_heads", c->vision_kv_heads },
       { "vision_head_dim", c->vision_head_dim },   { "vision_positions", c->vision_positions },
+      { "vision_merge", c->vision_merge },
+      { "vision_feature_layers", c->vision_feature_layers },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++)
       if (sizes[i].value != 0)
         stw_json_add_u64(o, sizes[i].key, sizes[i].value);
     if (c->vision_pooling_head)
       cJSON_AddBoolToObject(o, "vision_pooling_head", TRUE);
+    if (c->vision_projector_bias)
+      cJSON_AddBoolToObject(o, "vision_projector_bias", TRUE);
   }
   if (c->audio_layers != 0) {
     stw_json_add_u64(o, "audio_layers", c->audio_layers);
@@ -2716,6 +2738,38 @@ gemma4_vision_tower(Builder *b)
   tensor(b, c->hidden, d, "embed_vision.embedding_projection.weight");
 }
 
+/* Pixtral's vision tower and Mistral 3's projector (the patch embedding's convolution as its
+ * [hidden, channels x patch^2] matrix). */
+static void
+pixtral_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, f = c->vision_ffn;
+  tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
+         "vision_tower.patch_conv.weight");
+  tensor(b, d, 0, "vision_tower.ln_pre.weight");
+  for (guint64 l = 0; l < c->vision_layers; l++) {
+    g_autofree char *p = g_strdup_printf("vision_tower.transformer.layers.%" G_GUINT64_FORMAT, l);
+    tensor(b, d, 0, "%s.attention_norm.weight", p);
+    tensor(b, f, d, "%s.feed_forward.gate_proj.weight", p);
+    tensor(b, f, d, "%s.feed_forward.up_proj.weight", p);
+    tensor(b, d, f, "%s.feed_forward.down_proj.weight", p);
+    static const char *const proj[] = { "k_proj", "v_proj", "q_proj", "o_proj" };
+    for (gsize i = 0; i < G_N_ELEMENTS(proj); i++)
+      tensor(b, d, d, "%s.attention.%s.weight", p, proj[i]);
+    tensor(b, d, 0, "%s.ffn_norm.weight", p);
+  }
+  const char *m = "multi_modal_projector";
+  tensor(b, d, 0, "%s.norm.weight", m);
+  tensor(b, d, c->vision_merge * c->vision_merge * d, "%s.patch_merger.merging_layer.weight", m);
+  tensor(b, c->hidden, c->vision_feature_layers * d, "%s.linear_1.weight", m);
+  if (c->vision_projector_bias)
+    tensor(b, c->hidden, 0, "%s.linear_1.bias", m);
+  tensor(b, c->hidden, c->hidden, "%s.linear_2.weight", m);
+  if (c->vision_projector_bias)
+    tensor(b, c->hidden, 0, "%s.linear_2.bias", m);
+}
+
 /* Gemma 4's audio tower (audio_layers > 0) and its embedder: the convolutions' kernels as
  * [out, in x 3 x 3] and [channels, kernel] matrices. */
 static void
@@ -2776,6 +2830,10 @@ vision_tower(Builder *b)
     return;
   if (c->vision_kind == STW_VISION_GEMMA4) {
     gemma4_vision_tower(b);
+    return;
+  }
+  if (c->vision_kind == STW_VISION_PIXTRAL) {
+    pixtral_tower(b);
     return;
   }
   const char *v = "vision_tower";
@@ -2902,6 +2960,8 @@ stw_model_tower_param_count(const StwModelConfig *cfg)
   text.vision_pooling_head = FALSE;
   text.vision_kind = STW_VISION_SIGLIP;
   text.vision_heads = text.vision_kv_heads = text.vision_head_dim = text.vision_positions = 0;
+  text.vision_merge = text.vision_feature_layers = 0;
+  text.vision_projector_bias = FALSE;
   text.audio_layers = text.audio_hidden = text.audio_heads = text.audio_conv = 0;
   text.audio_conv2 = text.audio_kernel = text.audio_output = 0;
   return stw_model_param_count(cfg) - stw_model_param_count(&text);

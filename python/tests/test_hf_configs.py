@@ -490,6 +490,9 @@ SMALL = {
 
 
 # the encoders, counted as transformers' AutoModel builds them (no LM head)
+# multimodal files read whole that AutoModelForCausalLM does not build: their
+# ForConditionalGeneration, as a user fine-tuning on text loads it
+IMAGE_TEXT = ("mistral3",)
 ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text", "ernie",
             "bert-generation")
 
@@ -1060,6 +1063,25 @@ def variants(kind):
             out.append(("a gemma4 file, %s" % what, dict(f, **extra)))
         out.append(("a gemma4 file's defaults, with both towers'",
                     {"model_type": "gemma4", "vision_config": {}, "audio_config": {}}))
+    if kind == "mistral":  # Mistral 3's multimodal file, read whole: Pixtral's tower and
+        # Mistral 3's projector beside the language model
+        vision = {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 48,
+                  "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4,
+                  "image_size": 16, "head_dim": 8}
+        f = {"model_type": "mistral3", "text_config": base, "vision_config": vision}
+        for what, extra in (("", {}), ("untied", {"tie_word_embeddings": False}),
+                            ("projector biased", {"multimodal_projector_bias": True}),
+                            ("merge 3", {"spatial_merge_size": 3}),
+                            ("two feature layers", {"vision_feature_layer": [-1, -2]}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("channels 1, patches of 6",
+                             {"vision_config": dict(vision, num_channels=1, patch_size=6)}),
+                            ("vision without model_type",
+                             {"vision_config": {k: v for k, v in vision.items()
+                                                if k != "model_type"}}),
+                            ("text_config null", {"text_config": None})):
+            out.append(("a mistral3 file%s" % (", " + what if what else ""), dict(f, **extra)))
+        out.append(("a mistral3 file's defaults", {"model_type": "mistral3"}))
     if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
         for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
                       {"hidden_act": "gelu"}):
@@ -1159,6 +1181,8 @@ def transformers_count(path, kind):
         with torch.device("meta"):
             if kind in ENCODERS:
                 model = transformers.AutoModel.from_config(cfg)
+            elif cfg.model_type in IMAGE_TEXT:
+                model = transformers.AutoModelForImageTextToText.from_config(cfg)
             else:
                 model = transformers.AutoModelForCausalLM.from_config(cfg)
     except Exception as e:  # noqa: BLE001 (a config transformers cannot build either)
