@@ -1747,6 +1747,35 @@ entry_u64(const Hf *h, const char *key, guint64 n, const cJSON *e, guint64 min, 
   return ok;
 }
 
+/* List KEY (V, an array) of one name a block, read as transformers indexes it by block: an entry
+ * among ON (NULL-terminated) turns the block's flag on through SET, one among OFF off; any other
+ * refused, naming ON's first and OFF's; fewer entries than blocks refused; where EXACT (the class
+ * requires one a block) more refused too, else those beyond the blocks never read. */
+static gboolean
+read_block_names(const Hf *h, const char *key, const cJSON *v, const char *const *on,
+                 const char *const *off, gboolean exact,
+                 void (*set)(StwModelConfig *, guint64, gboolean), StwModelConfig *c,
+                 GError **error)
+{
+  guint64 n = 0;
+  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
+    if (n >= c->layers && !exact)
+      continue;
+    const char *s = cJSON_IsString(e) ? e->valuestring : "";
+    gboolean is_on = g_strv_contains(on, s);
+    if (!is_on && !g_strv_contains(off, s))
+      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected \"%s\" "
+                              "or \"%s\"", n, on[0], off[0]);
+    if (n < c->layers)
+      set(c, n, is_on);
+  }
+  if (n < c->layers || (exact && n != c->layers))
+    return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %"
+                            G_GUINT64_FORMAT " blocks: transformers %s one a block", n,
+                            c->layers, exact ? "requires" : "reads");
+  return TRUE;
+}
+
 /* GLM's blocks that reuse the last one's choice of keys ("shared": no indexer of their own)
  * marked unindexed in C: indexer_types (an entry a block, C's layers at least), else the
  * pattern index_topk_pattern ("F" full, "S" shared), else every block but every
@@ -1765,7 +1794,7 @@ read_indexer_types(const Hf *h, StwModelConfig *c, GError **error)
     for (guint64 i = 0; i < layers; i++) {
       if (p[i] == '\0')
         return stw_json_fail_at(h->r, key, error, "%zu blocks' letters for %" G_GUINT64_FORMAT
-                                " blocks (transformers reads one a block)", strlen(p), layers);
+                                " blocks: transformers reads one a block", strlen(p), layers);
       if (p[i] != 'F' && p[i] != 'S')
         return stw_json_fail_at(h->r, key, error, "'%c' at %" G_GUINT64_FORMAT ": expected F "
                                 "(full) or S (shared), as transformers reads it", p[i], i);
@@ -1774,21 +1803,11 @@ read_indexer_types(const Hf *h, StwModelConfig *c, GError **error)
     return TRUE;
   }
   if (v != NULL) {
+    static const char *const full[] = { "full", NULL }, *const shared[] = { "shared", NULL };
     if (!cJSON_IsArray(v))
       return stw_json_fail_at(h->r, key, error, "expected a list of \"full\" and \"shared\"");
-    guint64 n = 0;
-    for (const cJSON *e = v->child; e != NULL && n < layers; e = e->next, n++) {
-      gboolean shared = cJSON_IsString(e) && strcmp(e->valuestring, "shared") == 0;
-      if (!shared && !(cJSON_IsString(e) && strcmp(e->valuestring, "full") == 0))
-        return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected "
-                                "\"full\" or \"shared\"", n);
-      stw_model_set_block_indexed(c, n, !shared);
-    }
-    if (n < layers)
-      return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %"
-                              G_GUINT64_FORMAT " blocks (transformers reads one a block)", n,
-                              layers);
-    return TRUE;
+    return read_block_names(h, key, v, full, shared, FALSE, stw_model_set_block_indexed, c,
+                            error);
   }
   gint64 freq = 1, offset = 2;
   static const char *const keys[] = { "index_topk_freq", "index_skip_topk_offset" };
@@ -1833,8 +1852,7 @@ get_by_layer(const Hf *h, const char *key, guint64 layers, guint64 max, guint64 
   }
   if (n < layers)
     return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %"
-                            G_GUINT64_FORMAT " blocks (transformers reads one a block)", n,
-                            layers);
+                            G_GUINT64_FORMAT " blocks: transformers reads one a block", n, layers);
   *out = first;
   return TRUE;
 }
@@ -1856,22 +1874,10 @@ get_dense_types(const Hf *h, const char *key, StwModelConfig *c, GError **error)
   const cJSON *v = last_member(h->root, key);
   if (v == NULL || cJSON_IsNull(v))
     return TRUE;
+  static const char *const dense[] = { "dense", NULL }, *const sparse[] = { "sparse", NULL };
   if (!cJSON_IsArray(v))
     return stw_json_fail_at(h->r, key, error, "expected a list of \"dense\" and \"sparse\"");
-  guint64 n = 0;
-  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
-    if (n >= c->layers)
-      continue; /* beyond the blocks: never read */
-    gboolean is_dense = cJSON_IsString(e) && strcmp(e->valuestring, "dense") == 0;
-    if (!is_dense && !(cJSON_IsString(e) && strcmp(e->valuestring, "sparse") == 0))
-      return stw_json_fail_at(h->r, key, error, "entry %" G_GUINT64_FORMAT ": expected \"dense\" "
-                              "or \"sparse\"", n);
-    stw_model_set_block_dense(c, n, is_dense);
-  }
-  if (n < c->layers)
-    return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " entries for %" G_GUINT64_FORMAT
-                            " blocks: transformers reads one a block", n, c->layers);
-  return TRUE;
+  return read_block_names(h, key, v, dense, sparse, FALSE, stw_model_set_block_dense, c, error);
 }
 
 /* The blocks list KEY (V, not null) names by their indices marked ON by SET in C, the others
@@ -2216,21 +2222,8 @@ read_layer_types(const Hf *h, const cJSON *v, StwModelConfig *c, const char *con
   if (!cJSON_IsArray(v))
     return stw_json_fail_at(h->r, "layer_types", error, "expected a list of \"%s\" and \"%s\"",
                             linear[0], attention[0]);
-  guint64 n = 0;
-  for (const cJSON *e = v->child; e != NULL; e = e->next, n++) {
-    const char *s = cJSON_IsString(e) ? e->valuestring : "";
-    gboolean is_linear = g_strv_contains(linear, s);
-    if (!is_linear && !g_strv_contains(attention, s))
-      return stw_json_fail_at(h->r, "layer_types", error, "entry %" G_GUINT64_FORMAT ": expected "
-                              "\"%s\" or \"%s\"", n, linear[0], attention[0]);
-    if (n < c->layers)
-      stw_model_set_block_linear(c, n, is_linear);
-  }
-  if (n != c->layers)
-    return stw_json_fail_at(h->r, "layer_types", error, "%" G_GUINT64_FORMAT " entries for %"
-                            G_GUINT64_FORMAT " blocks: transformers requires one a block", n,
-                            c->layers);
-  return TRUE;
+  return read_block_names(h, "layer_types", v, linear, attention, TRUE,
+                          stw_model_set_block_linear, c, error);
 }
 
 /* LFM2's blocks into C: a short convolution conv_L_cache (3) wide, its convolution and

@@ -1956,10 +1956,10 @@ test_indexer(void)
       "$.index_skip_topk_offset: expected a whole number from -4096 to 4096" },
     { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
       "\"index_topk_pattern\": \"FF\"}",
-      "$.index_topk_pattern: 2 blocks' letters for 3 blocks (transformers reads one a block)" },
+      "$.index_topk_pattern: 2 blocks' letters for 3 blocks: transformers reads one a block" },
     { "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, "
       "\"indexer_types\": [\"full\"]}",
-      "$.indexer_types: 1 entries for 3 blocks (transformers reads one a block)" },
+      "$.indexer_types: 1 entries for 3 blocks: transformers reads one a block" },
     { "{\"model_type\": \"bert-generation\", \"add_cross_attention\": true, "
       "\"is_decoder\": true}",
       "$.add_cross_attention: true: cross-attention to an encoder is not modelled" },
@@ -2735,6 +2735,12 @@ test_hf_dense_list_and_task_types(void)
     { "{\"model_type\": \"glm4_moe_lite\", \"num_hidden_layers\": 2, "
       "\"mlp_layer_types\": [\"dense\", \"moe\"]}",
       "$.mlp_layer_types: entry 1: expected \"dense\" or \"sparse\"" },
+    { "{\"model_type\": \"glm4_moe_lite\", \"num_hidden_layers\": 3, "
+      "\"mlp_layer_types\": [\"dense\", \"sparse\"]}",
+      "$.mlp_layer_types: 2 entries for 3 blocks: transformers reads one a block" },
+    { "{\"model_type\": \"glm4_moe_lite\", \"num_hidden_layers\": 2, "
+      "\"mlp_layer_types\": [7, \"sparse\", \"dense\"]}",
+      "$.mlp_layer_types: entry 0: expected \"dense\" or \"sparse\"" },
     { "{\"model_type\": \"ernie\", \"use_task_id\": \"yes\"}", "$.use_task_id" },
     { "{\"model_type\": \"ernie\", \"use_task_id\": true, \"task_type_vocab_size\": 1023}",
       "$.task_type_vocab_size: 1023 is out of range (expected 1 to 1022)" },
@@ -2826,7 +2832,7 @@ test_hf_hunyuan_moe(void)
       "count for every block is)" },
     { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
       "\"num_hidden_layers\": 3, \"moe_topk\": [8, 8]}",
-      "$.moe_topk: 2 entries for 3 blocks (transformers reads one a block)" },
+      "$.moe_topk: 2 entries for 3 blocks: transformers reads one a block" },
     { "{\"model_type\": \"hunyuan_v1_moe\", \"head_dim\": 128, \"num_experts\": 64, "
       "\"moe_topk\": [8, 0]}",
       "$.moe_topk[1]: 0 is out of range" },
