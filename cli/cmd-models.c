@@ -121,6 +121,13 @@ variant_parts_said(const StwModelConfig *c)
                            c->vision_layers == 1 ? "" : "s", c->vision_hidden, c->vision_ffn,
                            c->vision_patch, c->vision_merge, c->vision_merge,
                            c->vision_projector_bias ? ", biased" : "");
+  if (c->vision_layers != 0 && c->vision_kind == STW_VISION_CLIP)
+    g_string_append_printf(s, "vision tower: CLIP, %" G_GUINT64_FORMAT " block%s of %"
+                           G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
+                           "-pixel images in %" G_GUINT64_FORMAT "-pixel patches, and LLaVA's "
+                           "projector%s\n", c->vision_layers, c->vision_layers == 1 ? "" : "s",
+                           c->vision_hidden, c->vision_ffn, c->vision_image, c->vision_patch,
+                           c->vision_projector_bias ? " (biased)" : "");
   if (c->audio_layers != 0)
     g_string_append_printf(s, "audio tower: Gemma 4's Conformer, %" G_GUINT64_FORMAT " block%s "
                            "of %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " heads), its output %"

@@ -3472,12 +3472,16 @@ static const struct {
 static gboolean read_hf(StwJsonReader *r, const cJSON *root, const char *file,
                         StwModelConfig *out, GError **error);
 
-/* ROOT, a multimodal file of type INNER's language model, read as its text_config (absent: the
- * members DEFAULTS gives, a JSON object, or NULL: the language model's defaults), errors named
- * under $.text_config; the model named as the file is. */
+static gboolean is_wrapper_type(const char *type);
+
+/* ROOT, a multimodal file of type INNER's language model (where ANY_TYPE, of any language model's
+ * type, INNER where it gives none), read as its text_config (absent: the members DEFAULTS gives,
+ * a JSON object, or NULL: the language model's defaults), errors named under $.text_config; the
+ * model named as the file is. */
 static gboolean
 read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const char *inner,
-                    const char *defaults, StwModelConfig *out, GError **error)
+                    gboolean any_type, const char *defaults, StwModelConfig *out,
+                    GError **error)
 {
   const cJSON *text = member(root, "text_config"); /* (null: as absent) */
   if (text != NULL && !cJSON_IsObject(text))
@@ -3485,9 +3489,15 @@ read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const
                             "model's config");
   const cJSON *type = text != NULL ? last_member(text, "model_type") : NULL;
   gsize saved = stw_json_push_key(r, "text_config");
-  if (type != NULL && !(cJSON_IsString(type) && strcmp(type->valuestring, inner) == 0)) {
-    stw_json_fail_at(r, "model_type", error, "expected \"%s\", this file's language model",
-                     inner);
+  gboolean named = cJSON_IsString(type);
+  if (type != NULL && (any_type ? !named || is_wrapper_type(type->valuestring)
+                                : !(named && strcmp(type->valuestring, inner) == 0))) {
+    if (any_type)
+      stw_json_fail_at(r, "model_type", error, "expected a language model's type (\"%s\" where "
+                       "absent), not a multimodal model's", inner);
+    else
+      stw_json_fail_at(r, "model_type", error, "expected \"%s\", this file's language model",
+                       inner);
     stw_json_pop(r, saved);
     return FALSE;
   }
@@ -3497,8 +3507,12 @@ read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const
   g_assert(lm != NULL);
   if (type == NULL)
     cJSON_AddStringToObject(lm, "model_type", inner);
+  /* named as the file is (its _name_or_path, else its folder), not as the language model it
+   * was made from (LLaVA's text_config names Vicuna) */
   const cJSON *name = member(root, "_name_or_path");
-  if (member(lm, "_name_or_path") == NULL && cJSON_IsString(name))
+  while (cJSON_GetObjectItemCaseSensitive(lm, "_name_or_path") != NULL)
+    cJSON_DeleteItemFromObjectCaseSensitive(lm, "_name_or_path");
+  if (cJSON_IsString(name))
     cJSON_AddStringToObject(lm, "_name_or_path", name->valuestring);
   gboolean ok = read_hf(r, lm, file, out, error);
   stw_json_pop(r, saved);
@@ -3653,19 +3667,31 @@ read_gemma4_audio(StwJsonReader *r, const cJSON *audio, StwModelConfig *c, GErro
   return TRUE;
 }
 
+static gboolean read_feature_layers(const Hf *h, StwModelConfig *c, GError **error);
+
 /* Mistral 3's projector, from the file's top level: spatial_merge_size (2), vision_feature_layer
  * (-1: one layer's features; a list, as many), multimodal_projector_bias (false). */
 static gboolean
 read_mistral3_projector(const Hf *h, StwModelConfig *c, GError **error)
 {
   c->vision_merge = 2;
-  c->vision_feature_layers = 1;
   c->vision_projector_bias = FALSE;
-  if (!get_u64(h, "spatial_merge_size", FALSE, 1024, &c->vision_merge, error) ||
-      !get_bool(h, "multimodal_projector_bias", &c->vision_projector_bias, error))
-    return FALSE;
+  return get_u64(h, "spatial_merge_size", FALSE, 1024, &c->vision_merge, error) &&
+         get_bool(h, "multimodal_projector_bias", &c->vision_projector_bias, error) &&
+         read_feature_layers(h, c, error);
+}
+
+/* The layers whose features the projector reads (vision_feature_layer: an index, one; a list,
+ * as many). */
+static gboolean
+read_feature_layers(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_feature_layers = 1;
   const cJSON *layer = member(h->root, "vision_feature_layer");
-  if (cJSON_IsArray(layer) && cJSON_GetArraySize(layer) > 0)
+  if (cJSON_IsArray(layer) && cJSON_GetArraySize(layer) == 0)
+    return stw_json_fail_at(h->r, "vision_feature_layer", error, "an empty list: a projector "
+                            "of no features; not modelled");
+  if (cJSON_IsArray(layer))
     c->vision_feature_layers = (guint64)cJSON_GetArraySize(layer);
   else if (layer != NULL && !cJSON_IsNumber(layer))
     return stw_json_fail_at(h->r, "vision_feature_layer", error, "expected a layer's index or "
@@ -3699,6 +3725,55 @@ read_pixtral(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **
          get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error);
 }
 
+/* CLIP's vision config (VISION; NULL: LLaVA's own, CLIP ViT-L/14 at 336 pixels) into C's vision
+ * tower: hidden_size (768), intermediate_size (3072), num_hidden_layers (12),
+ * num_attention_heads (12, dividing hidden_size as CLIP's attention requires), num_channels (3),
+ * image_size (224), patch_size (32). */
+static gboolean
+read_clip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+{
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none,
+                  .type = "clip_vision_model" }, *h = &hv;
+  guint64 heads = vision != NULL ? 12 : 16;
+  c->vision_kind = STW_VISION_CLIP;
+  c->vision_hidden = vision != NULL ? 768 : 1024;
+  c->vision_ffn = vision != NULL ? 3072 : 4096;
+  c->vision_layers = vision != NULL ? 12 : 24;
+  c->vision_channels = 3;
+  c->vision_image = vision != NULL ? 224 : 336;
+  c->vision_patch = vision != NULL ? 32 : 14;
+  if (!tower_type(r, h->root, "clip_vision_model", "LLaVA's checkpoints' CLIP", error) ||
+      !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
+      !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
+      !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
+               error) ||
+      !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
+      !get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
+      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
+      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error))
+    return FALSE;
+  if (c->vision_hidden % heads != 0)
+    return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "
+                            "not divide hidden_size %" G_GUINT64_FORMAT " (CLIP's attention "
+                            "refuses it)", heads, c->vision_hidden);
+  if (c->vision_patch > c->vision_image)
+    return stw_json_fail_at(r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
+                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image; not "
+                            "modelled", c->vision_patch, c->vision_image);
+  return TRUE;
+}
+
+/* LLaVA's projector, from the file's top level: vision_feature_layer (-2: one layer's features;
+ * a list, as many), multimodal_projector_bias (true). */
+static gboolean
+read_llava_projector(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_projector_bias = TRUE;
+  return get_bool(h, "multimodal_projector_bias", &c->vision_projector_bias, error) &&
+         read_feature_layers(h, c, error);
+}
+
 /* Mistral 3's language model where its file gives none: the Mistral the class makes */
 static const char mistral3_text[] =
     "{\"model_type\": \"mistral\", \"head_dim\": 128, \"hidden_size\": 5120, "
@@ -3719,25 +3794,43 @@ static const struct {
   gboolean (*projector)(const Hf *, StwModelConfig *, GError **);
   gboolean defaults_when_null;
   const char *text_defaults;
+  gboolean any_text; /* a language model of any type, INNER where the file names none */
+  gboolean tied;     /* the class's tie_word_embeddings */
 } towered_models[] = {
-  { "gemma3", "gemma3_text", read_siglip, NULL, NULL, TRUE, NULL },
-  { "gemma4", "gemma4_text", read_gemma4_vision, read_gemma4_audio, NULL, FALSE, NULL },
-  { "mistral3", "mistral", read_pixtral, NULL, read_mistral3_projector, TRUE, mistral3_text },
+  { "gemma3", "gemma3_text", read_siglip, NULL, NULL, TRUE, NULL, FALSE, TRUE },
+  { "gemma4", "gemma4_text", read_gemma4_vision, read_gemma4_audio, NULL, FALSE, NULL, FALSE,
+    TRUE },
+  { "mistral3", "mistral", read_pixtral, NULL, read_mistral3_projector, TRUE, mistral3_text,
+    FALSE, TRUE },
+  { "llava", "llama", read_clip, NULL, read_llava_projector, TRUE, NULL, TRUE, FALSE },
 };
 
-/* ROOT, a file of towered_models[I], as AutoModelForCausalLM builds it whole: its language
- * model (text_config), the LM head tied as the file's own tie_word_embeddings says (default
- * true: transformers ties by the outer config), and its towers. */
+/* Whether TYPE is a multimodal file's that stowage reads through its language model. */
+static gboolean
+is_wrapper_type(const char *type)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(towered_models); i++)
+    if (strcmp(type, towered_models[i].outer) == 0)
+      return TRUE;
+  for (gsize i = 0; i < G_N_ELEMENTS(language_models); i++)
+    if (strcmp(type, language_models[i].outer) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* ROOT, a file of towered_models[I], as transformers builds it whole: its language model
+ * (text_config), the LM head tied as the file's own tie_word_embeddings says (default: the
+ * class's; transformers ties by the outer config), and its towers. */
 static gboolean
 read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
              StwModelConfig *out, GError **error)
 {
   StwModelConfig c;
-  if (!read_language_model(r, root, file, towered_models[i].inner,
+  if (!read_language_model(r, root, file, towered_models[i].inner, towered_models[i].any_text,
                            towered_models[i].text_defaults, &c, error))
     return FALSE;
   const Hf top = { .r = r, .root = root, .type = towered_models[i].outer };
-  gboolean tied = TRUE;
+  gboolean tied = towered_models[i].tied;
   if (!get_bool(&top, "tie_word_embeddings", &tied, error))
     return FALSE;
   c.tied = tied;
@@ -3779,7 +3872,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   const cJSON *given_type = last_member(root, "model_type");
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(language_models); i++)
     if (strcmp(given_type->valuestring, language_models[i].outer) == 0)
-      return read_language_model(r, root, file, language_models[i].inner, NULL, out, error);
+      return read_language_model(r, root, file, language_models[i].inner, FALSE, NULL, out,
+                                 error);
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(towered_models); i++)
     if (strcmp(given_type->valuestring, towered_models[i].outer) == 0)
       return read_towered(r, root, file, i, out, error);

@@ -396,52 +396,88 @@ param_count_checked(const StwModelConfig *cfg, guint64 *out)
 }
 
 
-/* What is wrong with C's vision tower, or NULL: members without vision_layers, a size missing,
- * no whole patch in the image, more positions or a wider patch than stowage counts. */
+/* The members of a vision tower beyond its layers, width, MLP and patch, a bit each: what each
+ * kind reads, and what it needs */
+enum {
+  VISION_CHANNELS = 1 << 0,
+  VISION_IMAGE = 1 << 1,
+  VISION_POOLING_HEAD = 1 << 2,
+  VISION_HEADS = 1 << 3, /* vision_heads, vision_kv_heads, vision_head_dim, vision_positions */
+  VISION_MERGE = 1 << 4,
+  VISION_FEATURE_LAYERS = 1 << 5,
+  VISION_PROJECTOR_BIAS = 1 << 6,
+};
+static const char *const vision_member_names[] = {
+  "vision_channels", "vision_image", "vision_pooling_head",
+  "vision_heads, vision_kv_heads, vision_head_dim and vision_positions", "vision_merge",
+  "vision_feature_layers", "vision_projector_bias",
+};
+static const struct {
+  const char *whose;
+  guint reads, needs;
+} vision_kinds[STW_N_VISION_KINDS] = {
+  [STW_VISION_SIGLIP] = { "SigLIP's", VISION_CHANNELS | VISION_IMAGE | VISION_POOLING_HEAD,
+                          VISION_CHANNELS | VISION_IMAGE },
+  [STW_VISION_GEMMA4] = { "Gemma 4's", VISION_HEADS, VISION_HEADS },
+  [STW_VISION_PIXTRAL] = { "Pixtral's",
+                           VISION_CHANNELS | VISION_MERGE | VISION_FEATURE_LAYERS |
+                               VISION_PROJECTOR_BIAS,
+                           VISION_CHANNELS | VISION_MERGE | VISION_FEATURE_LAYERS },
+  [STW_VISION_CLIP] = { "CLIP's",
+                        VISION_CHANNELS | VISION_IMAGE | VISION_FEATURE_LAYERS |
+                            VISION_PROJECTOR_BIAS,
+                        VISION_CHANNELS | VISION_IMAGE | VISION_FEATURE_LAYERS },
+};
+
+/* What is wrong with C's vision tower, or NULL: members without vision_layers or of another
+ * kind's tower, a size missing, no whole patch in the image, more positions or a wider patch
+ * than stowage counts. */
 static const char *
 vision_conflict(const StwModelConfig *c)
 {
-  gboolean siglip = c->vision_kind == STW_VISION_SIGLIP;
-  gboolean gemma4 = c->vision_kind == STW_VISION_GEMMA4;
-  gboolean pixtral = c->vision_kind == STW_VISION_PIXTRAL;
-  gboolean siglip_members = c->vision_image || c->vision_pooling_head;
-  gboolean gemma4_members = c->vision_heads || c->vision_kv_heads || c->vision_head_dim ||
-                            c->vision_positions;
-  gboolean pixtral_members = c->vision_merge || c->vision_feature_layers ||
-                             c->vision_projector_bias;
+  gboolean heads = c->vision_heads && c->vision_kv_heads && c->vision_head_dim &&
+                   c->vision_positions;
+  guint given = (c->vision_channels ? VISION_CHANNELS : 0) | (c->vision_image ? VISION_IMAGE : 0) |
+                (c->vision_pooling_head ? VISION_POOLING_HEAD : 0) |
+                (c->vision_heads || c->vision_kv_heads || c->vision_head_dim ||
+                         c->vision_positions
+                     ? VISION_HEADS
+                     : 0) |
+                (c->vision_merge ? VISION_MERGE : 0) |
+                (c->vision_feature_layers ? VISION_FEATURE_LAYERS : 0) |
+                (c->vision_projector_bias ? VISION_PROJECTOR_BIAS : 0);
   if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
     return "an unknown vision_kind";
   if (c->vision_layers == 0)
-    return c->vision_hidden || c->vision_ffn || c->vision_patch || c->vision_channels ||
-                   !siglip || siglip_members || gemma4_members || pixtral_members
+    return c->vision_hidden || c->vision_ffn || c->vision_patch || given ||
+                   c->vision_kind != STW_VISION_SIGLIP
                ? "the vision tower's members go with vision_layers"
                : NULL;
   if (!c->vision_hidden || !c->vision_ffn || !c->vision_patch)
     return "a vision tower needs vision_hidden, vision_ffn and vision_patch";
-  if (!gemma4 && gemma4_members)
-    return "vision_heads, vision_kv_heads, vision_head_dim and vision_positions are Gemma 4's "
-           "tower's (vision_kind gemma4)";
-  if (!siglip && siglip_members)
-    return "vision_image and vision_pooling_head are SigLIP's tower's (vision_kind siglip)";
-  if (!pixtral && pixtral_members)
-    return "vision_merge, vision_feature_layers and vision_projector_bias are Pixtral's tower's "
-           "(vision_kind pixtral)";
-  if (gemma4 && c->vision_channels)
-    return "vision_channels is SigLIP's and Pixtral's (Gemma 4's tower reads 3)";
-  if (siglip && (!c->vision_channels || !c->vision_image))
-    return "SigLIP's tower needs vision_channels and vision_image";
-  if (gemma4 && (!c->vision_heads || !c->vision_kv_heads || !c->vision_head_dim ||
-                 !c->vision_positions))
-    return "Gemma 4's tower needs vision_heads, vision_kv_heads, vision_head_dim and "
-           "vision_positions";
-  if (pixtral && (!c->vision_channels || !c->vision_merge || !c->vision_feature_layers))
-    return "Pixtral's tower needs vision_channels, vision_merge and vision_feature_layers";
-  if (pixtral && (c->vision_merge > 1024 || c->vision_feature_layers > STW_MODEL_MAX_LAYERS))
+  const char *whose = vision_kinds[c->vision_kind].whose;
+  const char *kind = stw_vision_kind_names[c->vision_kind];
+  guint missing = vision_kinds[c->vision_kind].needs & ~(heads ? given : given & ~VISION_HEADS);
+  /* (the messages interned: a few, each kept once for the process) */
+  for (guint bit = 0; bit < G_N_ELEMENTS(vision_member_names); bit++)
+    if (given & ~vision_kinds[c->vision_kind].reads & (1u << bit)) {
+      g_autofree char *m = g_strdup_printf("%s: not %s tower's (vision_kind %s)",
+                                           vision_member_names[bit], whose, kind);
+      return g_intern_string(m);
+    }
+  for (guint bit = 0; bit < G_N_ELEMENTS(vision_member_names); bit++) {
+    if (missing & (1u << bit)) {
+      g_autofree char *m = g_strdup_printf("%s tower (vision_kind %s) needs %s", whose, kind,
+                                           vision_member_names[bit]);
+      return g_intern_string(m);
+    }
+  }
+  if (c->vision_merge > 1024 || c->vision_feature_layers > STW_MODEL_MAX_LAYERS)
     return "vision_merge at most 1024, vision_feature_layers at most 4096";
-  if (siglip && c->vision_patch > c->vision_image)
+  if (c->vision_image && c->vision_patch > c->vision_image)
     return "vision_patch must be at most vision_image (a whole patch in the image)";
-  guint64 side = siglip ? c->vision_image / c->vision_patch : 1;
-  guint64 channels = gemma4 ? 3 : c->vision_channels;
+  guint64 side = c->vision_image ? c->vision_image / c->vision_patch : 1;
+  guint64 channels = c->vision_channels ? c->vision_channels : 3;
   if (side * side > STW_MODEL_MAX_VOCAB ||
       channels * c->vision_patch * c->vision_patch > STW_MODEL_MAX_WIDTH)
     return "a vision tower of at most 16777216 patches an image, each of at most 1048576 values "
@@ -2738,6 +2774,60 @@ gemma4_vision_tower(Builder *b)
   tensor(b, c->hidden, d, "embed_vision.embedding_projection.weight");
 }
 
+/* SigLIP's and CLIP's encoder blocks under PREFIX (LayerNorms; q, k, v and out projections and
+ * an MLP, biased), L of them D wide with MLPs FFN wide. */
+static void
+vit_blocks(Builder *b, const char *prefix, guint64 layers, guint64 d, guint64 ffn)
+{
+  for (guint64 l = 0; l < layers; l++) {
+    g_autofree char *p = g_strdup_printf("%s.encoder.layers.%" G_GUINT64_FORMAT, prefix, l);
+    g_autofree char *ln1 = g_strconcat(p, ".layer_norm1", NULL);
+    g_autofree char *ln2 = g_strconcat(p, ".layer_norm2", NULL);
+    g_autofree char *mlp = g_strconcat(p, ".mlp", NULL);
+    layer_norm_params(b, d, ln1);
+    static const char *const proj[] = { "k_proj", "v_proj", "q_proj", "out_proj" };
+    for (gsize i = 0; i < G_N_ELEMENTS(proj); i++) {
+      g_autofree char *name = g_strdup_printf("%s.self_attn.%s", p, proj[i]);
+      linear_params(b, d, d, name);
+    }
+    layer_norm_params(b, d, ln2);
+    siglip_mlp_params(b, d, ffn, mlp);
+  }
+}
+
+/* LLaVA's projector (multi_modal_projector: vision_feature_layers x the tower's width to hidden,
+ * hidden to hidden, biased where vision_projector_bias); Mistral 3's has it after its norm and
+ * merger. */
+static void
+two_layer_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  const char *m = "multi_modal_projector";
+  tensor(b, c->hidden, c->vision_feature_layers * c->vision_hidden, "%s.linear_1.weight", m);
+  if (c->vision_projector_bias)
+    tensor(b, c->hidden, 0, "%s.linear_1.bias", m);
+  tensor(b, c->hidden, c->hidden, "%s.linear_2.weight", m);
+  if (c->vision_projector_bias)
+    tensor(b, c->hidden, 0, "%s.linear_2.bias", m);
+}
+
+/* CLIP's vision tower (a class embedding, a patch embedding without a bias, a position a patch
+ * and one more, LayerNorms before and after the blocks) and LLaVA's projector. */
+static void
+clip_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, side = c->vision_image / c->vision_patch;
+  tensor(b, d, 0, "vision_tower.embeddings.class_embedding");
+  tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
+         "vision_tower.embeddings.patch_embedding.weight");
+  tensor(b, side * side + 1, d, "vision_tower.embeddings.position_embedding.weight");
+  layer_norm_params(b, d, "vision_tower.pre_layrnorm");
+  vit_blocks(b, "vision_tower", c->vision_layers, d, c->vision_ffn);
+  layer_norm_params(b, d, "vision_tower.post_layernorm");
+  two_layer_projector(b);
+}
+
 /* Pixtral's vision tower and Mistral 3's projector (the patch embedding's convolution as its
  * [hidden, channels x patch^2] matrix). */
 static void
@@ -2762,12 +2852,7 @@ pixtral_tower(Builder *b)
   const char *m = "multi_modal_projector";
   tensor(b, d, 0, "%s.norm.weight", m);
   tensor(b, d, c->vision_merge * c->vision_merge * d, "%s.patch_merger.merging_layer.weight", m);
-  tensor(b, c->hidden, c->vision_feature_layers * d, "%s.linear_1.weight", m);
-  if (c->vision_projector_bias)
-    tensor(b, c->hidden, 0, "%s.linear_1.bias", m);
-  tensor(b, c->hidden, c->hidden, "%s.linear_2.weight", m);
-  if (c->vision_projector_bias)
-    tensor(b, c->hidden, 0, "%s.linear_2.bias", m);
+  two_layer_projector(b);
 }
 
 /* Gemma 4's audio tower (audio_layers > 0) and its embedder: the convolutions' kernels as
@@ -2836,25 +2921,16 @@ vision_tower(Builder *b)
     pixtral_tower(b);
     return;
   }
+  if (c->vision_kind == STW_VISION_CLIP) {
+    clip_tower(b);
+    return;
+  }
   const char *v = "vision_tower";
   tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
          "%s.embeddings.patch_embedding.weight", v);
   tensor(b, d, 0, "%s.embeddings.patch_embedding.bias", v);
   tensor(b, side * side, d, "%s.embeddings.position_embedding.weight", v);
-  for (guint64 l = 0; l < c->vision_layers; l++) {
-    g_autofree char *p = g_strdup_printf("%s.encoder.layers.%" G_GUINT64_FORMAT, v, l);
-    g_autofree char *ln1 = g_strconcat(p, ".layer_norm1", NULL);
-    g_autofree char *ln2 = g_strconcat(p, ".layer_norm2", NULL);
-    g_autofree char *mlp = g_strconcat(p, ".mlp", NULL);
-    layer_norm_params(b, d, ln1);
-    static const char *const proj[] = { "k_proj", "v_proj", "q_proj", "out_proj" };
-    for (gsize i = 0; i < G_N_ELEMENTS(proj); i++) {
-      g_autofree char *name = g_strdup_printf("%s.self_attn.%s", p, proj[i]);
-      linear_params(b, d, d, name);
-    }
-    layer_norm_params(b, d, ln2);
-    siglip_mlp_params(b, d, c->vision_ffn, mlp);
-  }
+  vit_blocks(b, v, c->vision_layers, d, c->vision_ffn);
   g_autofree char *post = g_strconcat(v, ".post_layernorm", NULL);
   layer_norm_params(b, d, post);
   if (c->vision_pooling_head) { /* a probe, torch's MultiheadAttention, a LayerNorm, an MLP */

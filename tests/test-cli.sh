@@ -30,6 +30,8 @@ expect 0 "audio tower: Gemma 4's Conformer, 1 block of 32 (2 heads), its output 
 expect 0 "towers: 140,224 parameters a text step never reads (held in 16 bits: no gradient, no optimizer state)" "models reads the towers in stowage's format" -- $S models --hf "$F/models/tiny-gemma4-towers.json"
 expect 0 '"tower_params":	140224' "models --json counts the towers apart" -- $S models --hf "$F/models/tiny-gemma4-towers.json" --json
 expect 0 "vision tower: Pixtral, 24 blocks of 1024 (MLP 4096), 14-pixel patches, and Mistral 3's projector (patches merged 2 x 2)" "models says Mistral 3's vision tower" -- $S models --hf "$F/hf/Mistral-Small-3.1-24B-Instruct-2503/config.json"
+expect 0 "llava-1.5-7b-hf  -       llama      32    4096     32  32  11008  32064  7,063,427,072   88.47 GiB" "models --hf reads LLaVA whole, named as its file (not its Vicuna)" -- $S models --hf "$F/hf/llava-1.5-7b-hf/config.json"
+expect 0 "vision tower: CLIP, 24 blocks of 1024 (MLP 4096), 336-pixel images in 14-pixel patches, and LLaVA's projector (biased)" "models says LLaVA's vision tower" -- $S models --hf "$F/hf/llava-1.5-7b-hf/config.json"
 expect 0 "vision tower: SigLIP, 27 blocks of 1152 (MLP 4304), 896-pixel images in 14-pixel patches, and Gemma 3's projector" "models says Gemma 3's vision tower" -- $S models --hf "$F/hf/gemma-3-4b-it/config.json"
 expect 0 "tiny-gemma4-multimodal (213,188 parameters), 83 tensors (46 frozen: 140,224 parameters)" "synth traces the towers frozen" -- $S synth --model-config "$F/hf/tiny-gemma4-multimodal/config.json" --seq 16 -o "$T/towers.json"
 expect 0 "is sound for" "a plan of a trace with towers is sound" -- sh -c "$S plan '$T/towers.json' --gpu 1MiB -o '$T/towers-plan.json' > /dev/null && $S check '$T/towers-plan.json' '$T/towers.json'"

@@ -1402,15 +1402,14 @@ test_gemma4_multimodal(void)
 
   StwModelConfig bad = c;
   bad.vision_positions = 0;
-  assert_invalid(&bad, "Gemma 4's tower needs vision_heads, vision_kv_heads, vision_head_dim "
-                       "and vision_positions");
+  assert_invalid(&bad, "Gemma 4's tower (vision_kind gemma4) needs vision_heads, "
+                       "vision_kv_heads, vision_head_dim and vision_positions");
   bad = c;
   bad.vision_image = 224;
-  assert_invalid(&bad, "vision_image and vision_pooling_head are SigLIP's tower's (vision_kind "
-                       "siglip)");
+  assert_invalid(&bad, "vision_image: not Gemma 4's tower's (vision_kind gemma4)");
   bad = c;
   bad.vision_channels = 3;
-  assert_invalid(&bad, "vision_channels is SigLIP's and Pixtral's (Gemma 4's tower reads 3)");
+  assert_invalid(&bad, "vision_channels: not Gemma 4's tower's (vision_kind gemma4)");
   bad = c;
   bad.audio_conv = 3;
   assert_invalid(&bad, "audio_conv must be at least 4");
@@ -1500,12 +1499,10 @@ test_mistral3_multimodal(void)
 
   StwModelConfig bad = c;
   bad.vision_merge = 0;
-  assert_invalid(&bad, "Pixtral's tower needs vision_channels, vision_merge and "
-                       "vision_feature_layers");
+  assert_invalid(&bad, "Pixtral's tower (vision_kind pixtral) needs vision_merge");
   bad = c;
   bad.vision_kind = STW_VISION_SIGLIP;
-  assert_invalid(&bad, "vision_merge, vision_feature_layers and vision_projector_bias are "
-                       "Pixtral's tower's (vision_kind pixtral)");
+  assert_invalid(&bad, "vision_merge: not SigLIP's tower's (vision_kind siglip)");
   static const Refusal cases[] = {
     { "{\"model_type\": \"mistral3\", \"vision_config\": {\"model_type\": \"siglip_vision_model\"}}",
       "$.vision_config.model_type: expected \"pixtral\" (Mistral 3's checkpoints' Pixtral): "
@@ -1516,6 +1513,68 @@ test_mistral3_multimodal(void)
       "$.spatial_merge_size: 0 is out of range (expected 1 to 1024)" },
     { "{\"model_type\": \"mistral3\", \"text_config\": {\"model_type\": \"llama\"}}",
       "$.text_config.model_type: expected \"mistral\", this file's language model" },
+  };
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+}
+
+/* LLaVA's file, read whole as AutoModelForImageTextToText builds it: CLIP's tower and LLaVA's
+ * projector beside a language model of any type stowage reads (a Llama where the file names
+ * none); LoRA reaches the tower's q, k and v as peft does (its counts, peft 0.21's) */
+static void
+test_llava_multimodal(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-lv-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"llava\", \"text_config\": {%s\"num_hidden_layers\": 2, "
+      "\"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+      "\"intermediate_size\": 96, \"vocab_size\": 128}, \"vision_config\": {\"model_type\": "
+      "\"clip_vision_model\", \"hidden_size\": 32, \"intermediate_size\": 48, "
+      "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"patch_size\": 4, "
+      "\"image_size\": 16}%s}";
+  g_autofree char *text = g_strdup_printf(small, "\"model_type\": \"llama\", ", "");
+  StwModelConfig c;
+  resolve_text(dir, text, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_CLIP);
+  g_assert_false(c.tied); /* LlavaConfig's default */
+  g_assert_true(c.vision_projector_bias);
+  /* the tower: a class embedding, patches 32 x 48, 17 positions, two LayerNorms around two
+   * blocks of 8,416; the projector 64 x 32 and 64 x 64, biased */
+  guint64 tower = 32 + 32 * 48 + 17 * 32 + 2 * 64 +
+                  2 * (4 * (32 * 32 + 32) + 4 * 32 + 32 * 48 + 48 + 48 * 32 + 32) + 64 * 32 +
+                  64 + 64 * 64 + 64;
+  g_assert_cmpuint(stw_model_tower_param_count(&c), ==, tower);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 101664);
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 2816);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 8960);
+  g_assert_cmpuint(lora_params(&c, "down"), ==, 1280);
+  StwModelConfig back;
+  round_trip(&c, "\"vision_kind\":\"clip\"", &back);
+  g_assert_cmpuint(back.vision_image, ==, 16);
+  /* any language model inside; none named: a Llama */
+  g_autofree char *qwen = g_strdup_printf(small, "\"model_type\": \"qwen2\", ", "");
+  resolve_text(dir, qwen, &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, 101664 + 2 * (64 + 32 + 32)); /* biases */
+  g_autofree char *untyped = g_strdup_printf(small, "", ", \"vision_feature_layer\": [-1, -2]");
+  resolve_text(dir, untyped, &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, 101664 + 64 * 32);
+
+  StwModelConfig bad = c;
+  bad.vision_image = 0;
+  assert_invalid(&bad, "CLIP's tower (vision_kind clip) needs vision_image");
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"gemma3\"}}",
+      "$.text_config.model_type: expected a language model's type (\"llama\" where absent), not a "
+      "multimodal model's" },
+    { "{\"model_type\": \"llava\", \"vision_config\": {\"model_type\": \"siglip_vision_model\"}}",
+      "$.vision_config.model_type: expected \"clip_vision_model\" (LLaVA's checkpoints' CLIP): "
+      "another vision tower is not modelled" },
+    { "{\"model_type\": \"llava\", \"vision_config\": {\"num_attention_heads\": 7}}",
+      "$.vision_config.num_attention_heads: 7 heads do not divide hidden_size 768 (CLIP's "
+      "attention refuses it)" },
+    { "{\"model_type\": \"llava\", \"vision_feature_layer\": []}",
+      "$.vision_feature_layer: an empty list: a projector of no features; not modelled" },
+    { "{\"model_type\": \"llava\", \"multimodal_projector_bias\": 1}",
+      "$.multimodal_projector_bias: expected true or false" },
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
@@ -1588,11 +1647,11 @@ test_gemma3_multimodal(void)
   assert_invalid(&bad, "a vision tower needs vision_hidden, vision_ffn and vision_patch");
   bad = c;
   bad.vision_image = 0;
-  assert_invalid(&bad, "SigLIP's tower needs vision_channels and vision_image");
+  assert_invalid(&bad, "SigLIP's tower (vision_kind siglip) needs vision_image");
   bad = c;
   bad.vision_heads = 2;
-  assert_invalid(&bad, "vision_heads, vision_kv_heads, vision_head_dim and vision_positions are "
-                       "Gemma 4's tower's (vision_kind gemma4)");
+  assert_invalid(&bad, "vision_heads, vision_kv_heads, vision_head_dim and vision_positions: "
+                       "not SigLIP's tower's (vision_kind siglip)");
   bad = c;
   bad.vision_patch = 29;
   assert_invalid(&bad, "vision_patch must be at most vision_image");
@@ -3078,6 +3137,8 @@ test_hf_configs(void)
     /* (the multimodal checkpoint as AutoModelForCausalLM builds it: 419,816,304 of SigLIP's and
      * the projector's beside the language model's 3,880,263,168) */
     { "gemma-3-4b-it", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4300079472), 4, 256, TRUE },
+    /* (324,487,168 of CLIP's and the projector's beside Vicuna's 6,738,939,904) */
+    { "llava-1.5-7b-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7063427072), 32, 128, FALSE },
     { "Qwen3-30B-A3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(30532122624), 4, 128, FALSE },
     { "granite-3.1-8b-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8170848256), 8, 128, TRUE },
     { "SmolLM3-3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3075098624), 4, 128, TRUE },
@@ -3586,8 +3647,8 @@ test_hf_configs(void)
                                 "multi-token-prediction layer (transformers refuses more)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
-      "$.model_type: \"llava\" is a multimodal model, and stowage models language models: "
-      "write $.text_config (model_type \"llama\") to a file of its own and give that" },
+      "$.model_type: \"qwen2_5_vl\" is a multimodal model, and stowage models language models: "
+      "write $.text_config (model_type \"qwen2_5_vl_text\") to a file of its own and give that" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
     /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
     { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "
@@ -3916,6 +3977,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gemma3-multimodal", test_gemma3_multimodal);
   g_test_add_func("/model/gemma4-multimodal", test_gemma4_multimodal);
   g_test_add_func("/model/mistral3-multimodal", test_mistral3_multimodal);
+  g_test_add_func("/model/llava-multimodal", test_llava_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

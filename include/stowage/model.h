@@ -100,6 +100,7 @@ typedef enum {
   STW_VISION_SIGLIP, /* SigLIP's (Gemma 3's), with Gemma 3's projector */
   STW_VISION_GEMMA4, /* Gemma 4's, with its multimodal embedder */
   STW_VISION_PIXTRAL, /* Pixtral's (Mistral 3's), with Mistral 3's projector */
+  STW_VISION_CLIP,    /* CLIP's (LLaVA's), with LLaVA's projector */
   STW_N_VISION_KINDS
 } StwVisionKind;
 
@@ -409,6 +410,10 @@ typedef struct {
    * to hidden, biased where vision_projector_bias (vision_image unused: 0). */
   guint64 vision_merge, vision_feature_layers;
   gboolean vision_projector_bias;
+  /* vision_kind clip (LLaVA's tower): a class embedding, a patch embedding of vision_channels x
+   * vision_patch^2 without a bias, a position embedding a patch of (vision_image /
+   * vision_patch)^2 and one more, a LayerNorm before and after SigLIP's blocks; LLaVA's
+   * projector, Mistral 3's two projections alone (vision_feature_layers, vision_projector_bias). */
   /* Gemma 4's audio tower, where audio_layers > 0: two convolutions of 3 x 3 to audio_conv and
    * audio_conv2 channels (each with a LayerNorm's weight) and a projection of (audio_conv / 4) x
    * audio_conv2 to audio_hidden; audio_layers Conformer blocks (two feed-forwards 4 x
@@ -694,7 +699,7 @@ extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
-extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtral" */
+extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtral", "clip" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */

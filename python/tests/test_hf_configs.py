@@ -492,7 +492,7 @@ SMALL = {
 # the encoders, counted as transformers' AutoModel builds them (no LM head)
 # multimodal files read whole that AutoModelForCausalLM does not build: their
 # ForConditionalGeneration, as a user fine-tuning on text loads it
-IMAGE_TEXT = ("mistral3",)
+IMAGE_TEXT = ("mistral3", "llava")
 ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text", "ernie",
             "bert-generation")
 
@@ -1082,6 +1082,30 @@ def variants(kind):
                             ("text_config null", {"text_config": None})):
             out.append(("a mistral3 file%s" % (", " + what if what else ""), dict(f, **extra)))
         out.append(("a mistral3 file's defaults", {"model_type": "mistral3"}))
+    if kind == "llama":  # LLaVA's file, read whole: CLIP's tower and LLaVA's projector beside
+        # a language model of any type
+        vision = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+                  "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4,
+                  "image_size": 16}
+        f = {"model_type": "llava", "text_config": base, "vision_config": vision}
+        mistral = dict(SMALL["mistral"], model_type="mistral")
+        for what, extra in (("", {}), ("tied", {"tie_word_embeddings": True}),
+                            ("projector unbiased", {"multimodal_projector_bias": False}),
+                            ("three feature layers", {"vision_feature_layer": [-1, -2, -5]}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None}),
+                            ("a mistral inside", {"text_config": mistral}),
+                            ("text without model_type",
+                             {"text_config": {k: v for k, v in base.items()
+                                              if k != "model_type"}}),
+                            ("channels 1, image 20, patch 5",
+                             {"vision_config": dict(vision, num_channels=1, image_size=20,
+                                                    patch_size=5)}),
+                            ("vision heads 5", {"vision_config": dict(vision,
+                                                                      num_attention_heads=5)}),
+                            ("an empty feature list", {"vision_feature_layer": []})):
+            out.append(("a llava file%s" % (", " + what if what else ""), dict(f, **extra)))
+        out.append(("a llava file's defaults", {"model_type": "llava"}))
     if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
         for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
                       {"hidden_act": "gelu"}):
@@ -1293,8 +1317,9 @@ class TestHfConfigs(unittest.TestCase):
         checked = sum(f[2] for f in found)
         self.assertGreater(checked, 3000)
         self.assertEqual(wrong, [], "\n".join(wrong))
-        # what stowage refuses by name though transformers builds it: Gemma 3's multimodal file
-        # with a vision tower other than SigLIP, or an image smaller than a patch; OLMoE with a
+        # what stowage refuses by name though transformers builds it: LLaVA's projector of no
+        # features (an empty vision_feature_layer); Gemma 3's multimodal file with a vision
+        # tower other than SigLIP, or an image smaller than a patch; OLMoE with a
         # head width
         # apart from hidden / heads, whose query and key norms stay hidden / heads wide a head;
         # OPT-350m's embeddings narrower than its blocks; DeepSeek-V2's MLP biases (not the
@@ -1311,7 +1336,8 @@ class TestHfConfigs(unittest.TestCase):
         # branches of no width (their norms alone); LongCat-Flash without a layer, with one
         # routed expert, a biased router, or queries wider than their parts; Laguna's blocks of
         # differing heads
-        self.assertEqual(unmodelled, [("gemma3_text",
+        self.assertEqual(unmodelled, [("llama", "a llava file, an empty feature list"),
+                                      ("gemma3_text",
                                        'in a gemma3 file, vision {"patch_size": 29}'),
                                       ("gemma3_text", 'in a gemma3 file, vision '
                                        '{"model_type": "clip_vision_model"}'),

@@ -877,6 +877,17 @@ class TestHuggingFace(unittest.TestCase):
                     hidden_size=16, intermediate_size=24, num_hidden_layers=1,
                     num_attention_heads=2, head_dim=8, patch_size=4, image_size=16),
                 image_token_index=127, tie_word_embeddings=False))
+        if kind == "llava":  # the multimodal model: CLIP's tower, LLaVA's projector
+            return tf.LlavaForConditionalGeneration(tf.LlavaConfig(
+                text_config=tf.LlamaConfig(
+                    num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                    num_attention_heads=2, num_key_value_heads=1, vocab_size=128,
+                    max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
+                    pad_token_id=0),
+                vision_config=tf.CLIPVisionConfig(
+                    hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                    num_attention_heads=2, patch_size=4, image_size=16),
+                image_token_index=127))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -907,8 +918,9 @@ class TestHuggingFace(unittest.TestCase):
         MiMo-V2-Flash (values narrower than keys, sinks in its sliding blocks, experts),
         Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), LongCat-Flash
         (layers of two blocks, experts and zero experts), MiniMax-M3 (a block indexer, a dense
-        block among experts), Gemma 3's, Gemma 4's and Mistral 3's multimodal models (their
-        towers, which no gradient of a text step reaches: frozen in the trace), each step 2 micro-steps with an evaluation between steps:
+        block among experts), Gemma 3's, Gemma 4's, Mistral 3's and LLaVA's multimodal models
+        (their towers, which no gradient of a text step reaches: frozen in the trace), each
+        step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
         weights state_dict gathers inside wrap bitwise plain PyTorch's."""
         x = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(1))
@@ -928,7 +940,8 @@ class TestHuggingFace(unittest.TestCase):
         for kind in ("gpt2", "llama", "llama-tied", "bloom", "deepseek_v3", "qwen3_next",
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
                      "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text",
-                     "longcat_flash", "minimax_m3_vl_text", "gemma3", "gemma4", "mistral3"):
+                     "longcat_flash", "minimax_m3_vl_text", "gemma3", "gemma4", "mistral3",
+                     "llava"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
