@@ -3549,6 +3549,33 @@ tower_type(StwJsonReader *r, const cJSON *obj, const char *type, const char *who
                           strcmp(type, "gemma4_audio") == 0 ? "audio" : "vision");
 }
 
+/* A ViT's sizes from its config (SigLIP's, CLIP's: WHOSE), over the tower's defaults in C and
+ * HEADS: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads (dividing
+ * hidden_size, as its attention requires), num_channels, image_size, patch_size (a patch larger
+ * than the image refused, not modelled). */
+static gboolean
+read_vit(const Hf *h, const char *whose, guint64 heads, StwModelConfig *c, GError **error)
+{
+  if (!get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
+      !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
+      !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
+               error) ||
+      !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
+      !get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
+      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
+      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error))
+    return FALSE;
+  if (c->vision_hidden % heads != 0)
+    return stw_json_fail_at(h->r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads "
+                            "do not divide hidden_size %" G_GUINT64_FORMAT " (%s attention "
+                            "refuses it)", heads, c->vision_hidden, whose);
+  if (c->vision_patch > c->vision_image)
+    return stw_json_fail_at(h->r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
+                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image; not "
+                            "modelled", c->vision_patch, c->vision_image);
+  return TRUE;
+}
+
 /* SigLIP's vision config (VISION; NULL: its defaults) into C's vision tower, errors named under
  * $.vision_config: hidden_size (768), intermediate_size (3072), num_hidden_layers (12),
  * num_attention_heads (12, dividing hidden_size as SigLIP's attention requires),
@@ -3567,27 +3594,9 @@ read_siglip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **e
   c->vision_image = 224;
   c->vision_patch = 16;
   c->vision_pooling_head = TRUE;
-  if (!tower_type(r, h->root, "siglip_vision_model", "Gemma 3's checkpoints' SigLIP", error) ||
-      !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
-      !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
-      !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
-               error) ||
-      !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
-      !get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
-      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
-      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error) ||
-      !get_bool(h, "vision_use_head", &c->vision_pooling_head, error))
-    return FALSE;
-  if (c->vision_hidden % heads != 0)
-    return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "
-                            "not divide hidden_size %" G_GUINT64_FORMAT " (SigLIP's attention "
-                            "refuses it)", heads, c->vision_hidden);
-  if (c->vision_patch > c->vision_image)
-    return stw_json_fail_at(r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
-                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image, a "
-                            "position embedding of no rows; not modelled",
-                            c->vision_patch, c->vision_image);
-  return TRUE;
+  return tower_type(r, h->root, "siglip_vision_model", "Gemma 3's checkpoints' SigLIP", error) &&
+         read_vit(h, "SigLIP's", heads, c, error) &&
+         get_bool(h, "vision_use_head", &c->vision_pooling_head, error);
 }
 
 /* Gemma 4's vision config (VISION; NULL: its defaults) into C's vision tower: hidden_size (768),
@@ -3743,25 +3752,8 @@ read_clip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **err
   c->vision_channels = 3;
   c->vision_image = vision != NULL ? 224 : 336;
   c->vision_patch = vision != NULL ? 32 : 14;
-  if (!tower_type(r, h->root, "clip_vision_model", "LLaVA's checkpoints' CLIP", error) ||
-      !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
-      !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
-      !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
-               error) ||
-      !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
-      !get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
-      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
-      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error))
-    return FALSE;
-  if (c->vision_hidden % heads != 0)
-    return stw_json_fail_at(r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads do "
-                            "not divide hidden_size %" G_GUINT64_FORMAT " (CLIP's attention "
-                            "refuses it)", heads, c->vision_hidden);
-  if (c->vision_patch > c->vision_image)
-    return stw_json_fail_at(r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
-                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image; not "
-                            "modelled", c->vision_patch, c->vision_image);
-  return TRUE;
+  return tower_type(r, h->root, "clip_vision_model", "LLaVA's checkpoints' CLIP", error) &&
+         read_vit(h, "CLIP's", heads, c, error);
 }
 
 /* LLaVA's projector, from the file's top level: vision_feature_layer (-2: one layer's features;

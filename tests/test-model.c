@@ -1339,7 +1339,7 @@ test_language_model_of_multimodal(void)
       "attention refuses it)" },
     { "{\"model_type\": \"gemma3\", \"vision_config\": {\"patch_size\": 300}}",
       "$.vision_config.patch_size: 300 is larger than image_size 224: no whole patch in the "
-      "image, a position embedding of no rows; not modelled" },
+      "image; not modelled" },
     { "{\"model_type\": \"gemma3\", \"vision_config\": {\"num_hidden_layers\": 0}}",
       "$.vision_config.num_hidden_layers: 0 is out of range (expected 1 to 4096)" },
     { "{\"model_type\": \"gemma3\", \"text_config\": {\"hidden_size\": \"x\"}}",
