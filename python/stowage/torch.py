@@ -976,6 +976,8 @@ class profile:
             _lib.trace_set_gpu_process_bytes(t._h, self.gpu_outside)
         if self.outside:
             _lib.trace_warn(t._h, b"params_outside_ops", len(self.outside))
+        if self.unreached[-1]:  # frozen above: said, counted
+            _lib.trace_warn(t._h, b"params_unreached", len(self.unreached[-1]))
         b, s = shape or (0, 0)
         _lib.trace_set_shape(t._h, b * micro if batch is None else batch,
                              s if seq is None else seq)

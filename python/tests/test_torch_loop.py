@@ -295,6 +295,7 @@ class TestLoops(unittest.TestCase):
         self.assertEqual(frozen, ["h.0.aux.weight", "h.0.aux.bias", "h.1.aux.weight",
                                   "h.1.aux.bias"])
         self.assertEqual(t.summary()["frozen"], {"tensors": 4, "params": 2 * (16 * 16 + 16)})
+        self.assertEqual(t.json()["source"]["warnings"], {"params_unreached": 4})
         self.assertNotIn("optimizer.h.0.aux.weight", [o["name"] for o in t.json()["ops"]])
         self.same_training(make)
         plan = stowage.plan(t, gpu=self.budget(t, 0.25))
@@ -324,6 +325,7 @@ class TestLoops(unittest.TestCase):
             self.step(m, opt, x)
         t = p.trace()
         self.assertEqual(t.summary()["frozen"], {"tensors": 0, "params": 0})
+        self.assertNotIn("params_unreached", t.json()["source"].get("warnings", {}))
         m.load_state_dict(start)
         opt.state.clear()
         with st.wrap(m, opt, stowage.plan(t, gpu=self.budget(t, 0.25)), t, precision="bf16"):
