@@ -3536,17 +3536,16 @@ valid_as(StwJsonReader *r, const char *type, const StwModelConfig *c, GError **e
 }
 
 /* Whether OBJ's model_type, where it gives one, is TYPE; else the error says so, and that
- * another tower is not modelled. */
+ * another KIND ("vision", "audio") tower is not modelled. */
 static gboolean
 tower_type(StwJsonReader *r, const cJSON *obj, const char *type, const char *whose,
-           GError **error)
+           const char *kind, GError **error)
 {
   const cJSON *given = last_member(obj, "model_type");
   if (given == NULL || (cJSON_IsString(given) && strcmp(given->valuestring, type) == 0))
     return TRUE;
   return stw_json_fail_at(r, "model_type", error, "expected \"%s\" (%s): another %s tower is "
-                          "not modelled", type, whose,
-                          strcmp(type, "gemma4_audio") == 0 ? "audio" : "vision");
+                          "not modelled", type, whose, kind);
 }
 
 /* A ViT's sizes from its config (SigLIP's, CLIP's: WHOSE), over the tower's defaults in C and
@@ -3594,7 +3593,8 @@ read_siglip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **e
   c->vision_image = 224;
   c->vision_patch = 16;
   c->vision_pooling_head = TRUE;
-  return tower_type(r, h->root, "siglip_vision_model", "Gemma 3's checkpoints' SigLIP", error) &&
+  return tower_type(r, h->root, "siglip_vision_model", "Gemma 3's checkpoints' SigLIP", "vision",
+                    error) &&
          read_vit(h, "SigLIP's", heads, c, error) &&
          get_bool(h, "vision_use_head", &c->vision_pooling_head, error);
 }
@@ -3616,7 +3616,7 @@ read_gemma4_vision(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GEr
   c->vision_head_dim = 64;
   c->vision_patch = 16;
   c->vision_positions = 10240;
-  return tower_type(r, h->root, "gemma4_vision", "Gemma 4's", error) &&
+  return tower_type(r, h->root, "gemma4_vision", "Gemma 4's", "vision", error) &&
          get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) &&
          get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) &&
          get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
@@ -3647,7 +3647,7 @@ read_gemma4_audio(StwJsonReader *r, const cJSON *audio, StwModelConfig *c, GErro
   c->audio_conv2 = 32;
   c->audio_kernel = 5;
   c->audio_output = 1536;
-  if (!tower_type(r, h->root, "gemma4_audio", "Gemma 4's", error) ||
+  if (!tower_type(r, h->root, "gemma4_audio", "Gemma 4's", "audio", error) ||
       !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->audio_hidden, error) ||
       !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->audio_layers, error) ||
       !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &c->audio_heads, error) ||
@@ -3725,7 +3725,8 @@ read_pixtral(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **
   c->vision_layers = 24;
   c->vision_channels = 3;
   c->vision_patch = vision != NULL ? 16 : 14;
-  return tower_type(r, h->root, "pixtral", "Mistral 3's checkpoints' Pixtral", error) &&
+  return tower_type(r, h->root, "pixtral", "Mistral 3's checkpoints' Pixtral", "vision",
+                    error) &&
          get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) &&
          get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) &&
          get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
@@ -3752,7 +3753,8 @@ read_clip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **err
   c->vision_channels = 3;
   c->vision_image = vision != NULL ? 224 : 336;
   c->vision_patch = vision != NULL ? 32 : 14;
-  return tower_type(r, h->root, "clip_vision_model", "LLaVA's checkpoints' CLIP", error) &&
+  return tower_type(r, h->root, "clip_vision_model", "LLaVA's checkpoints' CLIP", "vision",
+                    error) &&
          read_vit(h, "CLIP's", heads, c, error);
 }
 

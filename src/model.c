@@ -2901,16 +2901,14 @@ audio_tower(Builder *b)
   tensor(b, c->hidden, c->audio_output, "embed_audio.embedding_projection.weight");
 }
 
-/* The model's vision tower and projector (vision_layers > 0), and its audio tower, as
- * transformers names them (without Gemma3ForConditionalGeneration's "model."): weights read by
- * no op of a text step (SigLIP's patch embedding's convolution as its [hidden, channels x
- * patch^2] matrix). */
+/* The model's vision tower and projector (vision_layers > 0), as transformers names them
+ * (without Gemma3ForConditionalGeneration's "model."): weights read by no op of a text step
+ * (SigLIP's patch embedding's convolution as its [hidden, channels x patch^2] matrix). */
 static void
 vision_tower(Builder *b)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->vision_hidden, side = c->vision_patch ? c->vision_image / c->vision_patch : 0;
-  audio_tower(b);
   if (c->vision_layers == 0)
     return;
   if (c->vision_kind == STW_VISION_GEMMA4) {
@@ -2969,6 +2967,7 @@ stw_model_graph_new(const StwModelConfig *cfg, guint64 batch, guint64 seq, StwDt
   case STW_ARCH_NEOX: build_neox(&b); break;
   default: g_assert_not_reached();
   }
+  audio_tower(&b);
   vision_tower(&b);
   return g;
 }
