@@ -128,6 +128,24 @@ variant_parts_said(const StwModelConfig *c)
                            "projector%s\n", c->vision_layers, c->vision_layers == 1 ? "" : "s",
                            c->vision_hidden, c->vision_ffn, c->vision_image, c->vision_patch,
                            c->vision_projector_bias ? " (biased)" : "");
+  if (c->vision_layers != 0 && (c->vision_kind == STW_VISION_QWEN2_VL ||
+                                c->vision_kind == STW_VISION_QWEN2_5_VL ||
+                                c->vision_kind == STW_VISION_QWEN3_VL)) {
+    static const char *const whose[] = { "Qwen2-VL's", "Qwen2.5-VL's", "Qwen3-VL's" };
+    g_string_append_printf(s, "vision tower: %s, %" G_GUINT64_FORMAT " block%s of %"
+                           G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
+                           "-pixel patches of %" G_GUINT64_FORMAT " frame%s, and its patch "
+                           "merger (%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " patches to %"
+                           G_GUINT64_FORMAT ")", whose[c->vision_kind - STW_VISION_QWEN2_VL],
+                           c->vision_layers, c->vision_layers == 1 ? "" : "s", c->vision_hidden,
+                           c->vision_ffn, c->vision_patch, c->vision_temporal_patch,
+                           c->vision_temporal_patch == 1 ? "" : "s", c->vision_merge,
+                           c->vision_merge, c->vision_out);
+    if (c->vision_deepstack != 0)
+      g_string_append_printf(s, ", %" G_GUINT64_FORMAT " DeepStack merger%s more",
+                             c->vision_deepstack, c->vision_deepstack == 1 ? "" : "s");
+    g_string_append(s, "\n");
+  }
   if (c->audio_layers != 0)
     g_string_append_printf(s, "audio tower: Gemma 4's Conformer, %" G_GUINT64_FORMAT " block%s "
                            "of %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " heads), its output %"

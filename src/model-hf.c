@@ -142,6 +142,10 @@ typedef enum {
   HF_LONGCAT_FLASH,
   HF_LAGUNA,
   HF_MINIMAX_M3_TEXT,
+  HF_QWEN2_VL_TEXT,
+  HF_QWEN2_5_VL_TEXT,
+  HF_QWEN3_VL_TEXT,
+  HF_QWEN3_VL_MOE_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -179,7 +183,9 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "apertus1p5_text", "lara_mini",
                                            "axk1", "mimo_v2_flash", "aria_text",
                                            "gemma3n_text", "longcat_flash", "laguna",
-                                           "minimax_m3_vl_text", NULL };
+                                           "minimax_m3_vl_text", "qwen2_vl_text",
+                                           "qwen2_5_vl_text", "qwen3_vl_text",
+                                           "qwen3_vl_moe_text", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1642,6 +1648,36 @@ static const HfRow hf_rows[] = {
                        .layers_default = 32, .hidden_default = 3840, .heads_default = 30,
                        .ffn_default = 11008, .max_seq_default = 65536, .vocab_default = 100352,
                        .kv_null_ok = TRUE, .reads_tie = TRUE, .reads_attention_bias = TRUE },
+  /* The Qwen-VL files' language models (their text_config, or Qwen2-VL's and Qwen2.5-VL's own
+   * members where they give none): Qwen2's block with a head width of hidden / heads whatever
+   * head_dim says; Qwen3's; Qwen3-MoE's */
+  [HF_QWEN2_VL_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA }, .qkv_bias_only = TRUE,
+                         .layers_default = 80, .hidden_default = 8192, .heads_default = 64,
+                         .ffn_default = 29568, .max_seq_default = 32768,
+                         .vocab_default = 152064, .kv_default = 8, .kv_null_ok = TRUE,
+                         .head_dim_default = NOT_READ, .heads_divide_hidden = TRUE,
+                         .reads_tie = TRUE },
+  [HF_QWEN2_5_VL_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA }, .qkv_bias_only = TRUE,
+                           .layers_default = 80, .hidden_default = 8192, .heads_default = 64,
+                           .ffn_default = 29568, .max_seq_default = 32768,
+                           .vocab_default = 152064, .kv_default = 8, .kv_null_ok = TRUE,
+                           .head_dim_default = NOT_READ, .heads_divide_hidden = TRUE,
+                           .reads_tie = TRUE },
+  [HF_QWEN3_VL_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                         .layers_default = 32, .hidden_default = 4096, .heads_default = 32,
+                         .ffn_default = 22016, .max_seq_default = 128000,
+                         .vocab_default = 151936, .kv_default = 32, .kv_null_ok = TRUE,
+                         .head_dim_default = 128, .reads_tie = TRUE,
+                         .reads_attention_bias = TRUE },
+  [HF_QWEN3_VL_MOE_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .qk_norm = TRUE },
+                             .experts_member = "num_experts", .experts_default = 60,
+                             .experts_per_token_default = 4, .ffn = "moe_intermediate_size",
+                             .dense_list_member = "mlp_only_layers", .dense_ffn_default = 5632,
+                             .layers_default = 24, .hidden_default = 2048, .heads_default = 16,
+                             .ffn_default = 1408, .max_seq_default = 128000,
+                             .vocab_default = 151936, .kv_default = 16,
+                             .head_dim_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
+                             .reads_attention_bias = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -3475,14 +3511,25 @@ static gboolean read_hf(StwJsonReader *r, const cJSON *root, const char *file,
 static gboolean is_wrapper_type(const char *type);
 
 /* ROOT, a multimodal file of type INNER's language model (where ANY_TYPE, of any language model's
- * type, INNER where it gives none), read as its text_config (absent: the members DEFAULTS gives,
- * a JSON object, or NULL: the language model's defaults), errors named under $.text_config; the
- * model named as the file is. */
+ * type, INNER where it gives none), read as its text_config (absent or null: the members
+ * DEFAULTS gives, a JSON object, or NULL: the language model's defaults; where FLAT, ROOT's own
+ * members), errors named under $.text_config; the model named as the file is. */
 static gboolean
 read_language_model(StwJsonReader *r, const cJSON *root, const char *file, const char *inner,
-                    gboolean any_type, const char *defaults, StwModelConfig *out,
+                    gboolean any_type, const char *defaults, gboolean flat, StwModelConfig *out,
                     GError **error)
 {
+  if (flat && member(root, "text_config") == NULL) {
+    /* the file's members are its language model's (transformers reads them so where
+     * text_config is absent or null), its type INNER */
+    g_autoptr(cJSON) lm = cJSON_Duplicate(root, TRUE);
+    static const char *const outer_only[] = { "model_type", "text_config", "vision_config" };
+    for (gsize k = 0; k < G_N_ELEMENTS(outer_only); k++)
+      while (cJSON_GetObjectItemCaseSensitive(lm, outer_only[k]) != NULL)
+        cJSON_DeleteItemFromObjectCaseSensitive(lm, outer_only[k]);
+    cJSON_AddStringToObject(lm, "model_type", inner);
+    return read_hf(r, lm, file, out, error);
+  }
   const cJSON *text = member(root, "text_config"); /* (null: as absent) */
   if (text != NULL && !cJSON_IsObject(text))
     return stw_json_fail_at(r, "text_config", error, "expected an object: the language "
@@ -3535,17 +3582,27 @@ valid_as(StwJsonReader *r, const char *type, const StwModelConfig *c, GError **e
   return FALSE;
 }
 
-/* Whether OBJ's model_type, where it gives one, is TYPE; else the error says so, and that
- * another KIND ("vision", "audio") tower is not modelled. */
+/* Whether OBJ's model_type, where it gives one, is TYPE (or ALSO, where not NULL: the name the
+ * class renames to TYPE, as Qwen-VL's checkpoints give their file's type); else the error says
+ * so, and that another KIND ("vision", "audio") tower is not modelled. */
+static gboolean
+tower_type_or(StwJsonReader *r, const cJSON *obj, const char *type, const char *also,
+              const char *whose, const char *kind, GError **error)
+{
+  const cJSON *given = last_member(obj, "model_type");
+  if (given == NULL || (cJSON_IsString(given) && (strcmp(given->valuestring, type) == 0 ||
+                                                  (also != NULL &&
+                                                   strcmp(given->valuestring, also) == 0))))
+    return TRUE;
+  return stw_json_fail_at(r, "model_type", error, "expected \"%s\" (%s): another %s tower is "
+                          "not modelled", type, whose, kind);
+}
+
 static gboolean
 tower_type(StwJsonReader *r, const cJSON *obj, const char *type, const char *whose,
            const char *kind, GError **error)
 {
-  const cJSON *given = last_member(obj, "model_type");
-  if (given == NULL || (cJSON_IsString(given) && strcmp(given->valuestring, type) == 0))
-    return TRUE;
-  return stw_json_fail_at(r, "model_type", error, "expected \"%s\" (%s): another %s tower is "
-                          "not modelled", type, whose, kind);
+  return tower_type_or(r, obj, type, NULL, whose, kind, error);
 }
 
 /* A ViT's sizes from its config (SigLIP's, CLIP's: WHOSE), over the tower's defaults in C and
@@ -3580,7 +3637,8 @@ read_vit(const Hf *h, const char *whose, guint64 heads, StwModelConfig *c, GErro
  * num_attention_heads (12, dividing hidden_size as SigLIP's attention requires),
  * num_channels (3), image_size (224), patch_size (16), vision_use_head (true). */
 static gboolean
-read_siglip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+read_siglip(StwJsonReader *r, const cJSON *vision, const char *outer G_GNUC_UNUSED,
+            StwModelConfig *c, GError **error)
 {
   g_autoptr(cJSON) none = cJSON_CreateObject();
   const Hf hv = { .r = r, .root = vision != NULL ? vision : none,
@@ -3603,7 +3661,8 @@ read_siglip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **e
  * intermediate_size (3072), num_hidden_layers (16), num_attention_heads (12),
  * num_key_value_heads (12), head_dim (64), patch_size (16), position_embedding_size (10240). */
 static gboolean
-read_gemma4_vision(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+read_gemma4_vision(StwJsonReader *r, const cJSON *vision, const char *outer G_GNUC_UNUSED,
+                   StwModelConfig *c, GError **error)
 {
   g_autoptr(cJSON) none = cJSON_CreateObject();
   const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = "gemma4_vision" },
@@ -3635,7 +3694,8 @@ read_gemma4_vision(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GEr
  * num_hidden_layers (12), num_attention_heads (8), subsampling_conv_channels ([128, 32]),
  * conv_kernel_size (5), output_proj_dims (1536). */
 static gboolean
-read_gemma4_audio(StwJsonReader *r, const cJSON *audio, StwModelConfig *c, GError **error)
+read_gemma4_audio(StwJsonReader *r, const cJSON *audio, const char *outer G_GNUC_UNUSED,
+                  StwModelConfig *c, GError **error)
 {
   g_autoptr(cJSON) none = cJSON_CreateObject();
   const Hf ha = { .r = r, .root = audio != NULL ? audio : none, .type = "gemma4_audio" },
@@ -3715,7 +3775,8 @@ read_feature_layers(const Hf *h, StwModelConfig *c, GError **error)
  * hidden_size (1024), intermediate_size (4096), num_hidden_layers (24), num_channels (3),
  * patch_size (16) (its heads, image size and head width change no weight). */
 static gboolean
-read_pixtral(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+read_pixtral(StwJsonReader *r, const cJSON *vision, const char *outer G_GNUC_UNUSED,
+             StwModelConfig *c, GError **error)
 {
   g_autoptr(cJSON) none = cJSON_CreateObject();
   const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = "pixtral" }, *h = &hv;
@@ -3740,7 +3801,8 @@ read_pixtral(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **
  * num_attention_heads (12, dividing hidden_size as CLIP's attention requires), num_channels (3),
  * image_size (224), patch_size (32). */
 static gboolean
-read_clip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
+read_clip(StwJsonReader *r, const cJSON *vision, const char *outer G_GNUC_UNUSED,
+          StwModelConfig *c, GError **error)
 {
   g_autoptr(cJSON) none = cJSON_CreateObject();
   const Hf hv = { .r = r, .root = vision != NULL ? vision : none,
@@ -3768,6 +3830,91 @@ read_llava_projector(const Hf *h, StwModelConfig *c, GError **error)
          read_feature_layers(h, c, error);
 }
 
+/* The blocks whose features DeepStack's mergers carry into the language model
+ * (deepstack_visual_indexes: a merger each). */
+static gboolean
+read_deepstack(const Hf *h, StwModelConfig *c, GError **error)
+{
+  const cJSON *list = member(h->root, "deepstack_visual_indexes");
+  if (list == NULL)
+    return TRUE;
+  if (!cJSON_IsArray(list))
+    return stw_json_fail_at(h->r, "deepstack_visual_indexes", error, "expected a list of the "
+                            "vision blocks' indices (a merger each)");
+  c->vision_deepstack = (guint64)cJSON_GetArraySize(list);
+  if (c->vision_deepstack > STW_MODEL_MAX_LAYERS)
+    return stw_json_fail_at(h->r, "deepstack_visual_indexes", error, "%" G_GUINT64_FORMAT
+                            " entries: at most 4096", c->vision_deepstack);
+  return TRUE;
+}
+
+/* A Qwen-VL vision config (VISION; NULL: its defaults) of an OUTER file into C's vision tower,
+ * its model_type OUTER_vision or OUTER (which the class renames so): depth
+ * (num_hidden_layers, its other name, wins where both are given), the tower's width (Qwen2-VL's
+ * embed_dim, the others' hidden_size), its MLP's (Qwen2-VL's embed_dim x mlp_ratio, the others'
+ * intermediate_size), the mergers' output (Qwen2-VL's hidden_size, the others'
+ * out_hidden_size), in_channels, patch_size, temporal_patch_size, spatial_merge_size; Qwen3-VL's
+ * num_position_embeddings and deepstack_visual_indexes. The heads change no weight. */
+static gboolean
+read_qwen_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwModelConfig *c,
+                 GError **error)
+{
+  static const struct {
+    const char *outer, *whose;
+    StwVisionKind kind;
+  } towers[] = {
+    { "qwen2_vl", "Qwen2-VL's", STW_VISION_QWEN2_VL },
+    { "qwen2_5_vl", "Qwen2.5-VL's", STW_VISION_QWEN2_5_VL },
+    { "qwen3_vl", "Qwen3-VL's", STW_VISION_QWEN3_VL },
+    { "qwen3_vl_moe", "Qwen3-VL-MoE's", STW_VISION_QWEN3_VL },
+  };
+  gsize t = 0;
+  while (strcmp(towers[t].outer, outer) != 0)
+    t++;
+  StwVisionKind kind = towers[t].kind;
+  g_autofree char *type = g_strconcat(outer, "_vision", NULL);
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = type }, *h = &hv;
+  gboolean qwen2 = kind == STW_VISION_QWEN2_VL, qwen3 = kind == STW_VISION_QWEN3_VL;
+  guint64 ratio = 4;
+  c->vision_kind = kind;
+  c->vision_hidden = qwen2 ? 1280 : qwen3 ? 1152 : 3584;
+  c->vision_ffn = qwen3 ? 4304 : 3420;
+  c->vision_out = 3584;
+  c->vision_channels = 3;
+  c->vision_patch = qwen3 ? 16 : 14;
+  c->vision_temporal_patch = 2;
+  c->vision_merge = 2;
+  c->vision_positions = qwen3 ? 2304 : 0;
+  c->vision_deepstack = qwen3 ? 3 : 0;
+  if (!tower_type_or(r, h->root, type, outer, towers[t].whose, "vision", error) ||
+      !get_size(h, "depth", "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, qwen3 ? 27 : 32,
+                &c->vision_layers, error) ||
+      !get_u64(h, qwen2 ? "embed_dim" : "hidden_size", FALSE, STW_MODEL_MAX_WIDTH,
+               &c->vision_hidden, error) ||
+      !get_u64(h, qwen2 ? "hidden_size" : "out_hidden_size", FALSE, STW_MODEL_MAX_WIDTH,
+               &c->vision_out, error) ||
+      !get_u64(h, qwen2 ? "mlp_ratio" : "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH,
+               qwen2 ? &ratio : &c->vision_ffn, error) ||
+      !get_u64(h, "in_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
+      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error) ||
+      !get_u64(h, "temporal_patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_temporal_patch,
+               error) ||
+      !get_u64(h, "spatial_merge_size", FALSE, 1024, &c->vision_merge, error))
+    return FALSE;
+  if (qwen3 && (!get_u64(h, "num_position_embeddings", FALSE, STW_MODEL_MAX_SEQ,
+                         &c->vision_positions, error) ||
+                !read_deepstack(h, c, error)))
+    return FALSE;
+  if (qwen2 && !g_uint64_checked_mul(&c->vision_ffn, c->vision_hidden, ratio))
+    c->vision_ffn = G_MAXUINT64;
+  if (qwen2 && c->vision_ffn > STW_MODEL_MAX_WIDTH)
+    return stw_json_fail_at(r, "mlp_ratio", error, "%" G_GUINT64_FORMAT " x embed_dim %"
+                            G_GUINT64_FORMAT ": an MLP more than 1048576 wide", ratio,
+                            c->vision_hidden);
+  return TRUE;
+}
+
 /* Mistral 3's language model where its file gives none: the Mistral the class makes */
 static const char mistral3_text[] =
     "{\"model_type\": \"mistral\", \"head_dim\": 128, \"hidden_size\": 5120, "
@@ -3775,28 +3922,47 @@ static const char mistral3_text[] =
     "\"num_attention_heads\": 32, \"num_hidden_layers\": 40, \"num_key_value_heads\": 8, "
     "\"sliding_window\": null, \"vocab_size\": 131072}";
 
+/* A tower's config (NULL: its defaults) in a file of type OUTER into C's tower, errors named
+ * under the config's key. */
+typedef gboolean TowerReader(StwJsonReader *r, const cJSON *config, const char *outer,
+                             StwModelConfig *c, GError **error);
+
 /* The multimodal files read as their whole model (their ForConditionalGeneration, which
- * AutoModelForCausalLM builds for Gemma 3 and 4, AutoModelForImageTextToText for Mistral 3):
- * the language model of type INNER (absent: TEXT_DEFAULTS, else its defaults), and beside it
+ * AutoModelForCausalLM builds for Gemma 3 and 4, AutoModelForImageTextToText for the others):
+ * the language model of type INNER (absent: TEXT_DEFAULTS, else its defaults; FLAT_TEXT: the
+ * file's own members, as Qwen2-VL's and Qwen2.5-VL's checkpoints give them), and beside it
  * the towers that VISION and AUDIO read (NULL: none) and their projectors (PROJECTOR reads the
  * members the file gives them at its top level), which a text step never reads. A tower's
  * config null or absent is its defaults where DEFAULTS_WHEN_NULL says, else none. */
 static const struct {
   const char *outer, *inner;
-  gboolean (*vision)(StwJsonReader *, const cJSON *, StwModelConfig *, GError **);
-  gboolean (*audio)(StwJsonReader *, const cJSON *, StwModelConfig *, GError **);
+  TowerReader *vision, *audio;
   gboolean (*projector)(const Hf *, StwModelConfig *, GError **);
   gboolean defaults_when_null;
   const char *text_defaults;
-  gboolean any_text; /* a language model of any type, INNER where the file names none */
-  gboolean tied;     /* the class's tie_word_embeddings */
+  gboolean flat_text;
+  gboolean any_text;   /* a language model of any type, INNER where the file names none */
+  gboolean tied;       /* the class's tie_word_embeddings */
+  gboolean tie_either; /* tied where the file or its language model says so (the Qwen2-VL
+                        * classes'), not by the file's alone */
 } towered_models[] = {
-  { "gemma3", "gemma3_text", read_siglip, NULL, NULL, TRUE, NULL, FALSE, TRUE },
-  { "gemma4", "gemma4_text", read_gemma4_vision, read_gemma4_audio, NULL, FALSE, NULL, FALSE,
-    TRUE },
-  { "mistral3", "mistral", read_pixtral, NULL, read_mistral3_projector, TRUE, mistral3_text,
-    FALSE, TRUE },
-  { "llava", "llama", read_clip, NULL, read_llava_projector, TRUE, NULL, TRUE, FALSE },
+  { .outer = "gemma3", .inner = "gemma3_text", .vision = read_siglip,
+    .defaults_when_null = TRUE, .tied = TRUE },
+  { .outer = "gemma4", .inner = "gemma4_text", .vision = read_gemma4_vision,
+    .audio = read_gemma4_audio, .tied = TRUE },
+  { .outer = "mistral3", .inner = "mistral", .vision = read_pixtral,
+    .projector = read_mistral3_projector, .defaults_when_null = TRUE,
+    .text_defaults = mistral3_text, .tied = TRUE },
+  { .outer = "llava", .inner = "llama", .vision = read_clip, .projector = read_llava_projector,
+    .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "qwen2_vl", .inner = "qwen2_vl_text", .vision = read_qwen_vision,
+    .defaults_when_null = TRUE, .flat_text = TRUE, .tie_either = TRUE },
+  { .outer = "qwen2_5_vl", .inner = "qwen2_5_vl_text", .vision = read_qwen_vision,
+    .defaults_when_null = TRUE, .flat_text = TRUE, .tie_either = TRUE },
+  { .outer = "qwen3_vl", .inner = "qwen3_vl_text", .vision = read_qwen_vision,
+    .defaults_when_null = TRUE },
+  { .outer = "qwen3_vl_moe", .inner = "qwen3_vl_moe_text", .vision = read_qwen_vision,
+    .defaults_when_null = TRUE },
 };
 
 /* Whether TYPE is a multimodal file's that stowage reads through its language model. */
@@ -3821,15 +3987,16 @@ read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
 {
   StwModelConfig c;
   if (!read_language_model(r, root, file, towered_models[i].inner, towered_models[i].any_text,
-                           towered_models[i].text_defaults, &c, error))
+                           towered_models[i].text_defaults, towered_models[i].flat_text, &c,
+                           error))
     return FALSE;
   const Hf top = { .r = r, .root = root, .type = towered_models[i].outer };
   gboolean tied = towered_models[i].tied;
   if (!get_bool(&top, "tie_word_embeddings", &tied, error))
     return FALSE;
-  c.tied = tied;
+  c.tied = tied || (towered_models[i].tie_either && c.tied);
   const char *keys[] = { "vision_config", "audio_config" };
-  gboolean (*readers[])(StwJsonReader *, const cJSON *, StwModelConfig *, GError **) = {
+  TowerReader *readers[] = {
     towered_models[i].vision, towered_models[i].audio
   };
   for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
@@ -3844,7 +4011,8 @@ read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
     if (!cJSON_IsObject(tower) && !towered_models[i].defaults_when_null)
       continue;
     gsize saved = stw_json_push_key(r, keys[k]);
-    gboolean ok = readers[k](r, cJSON_IsObject(tower) ? tower : NULL, &c, error);
+    gboolean ok = readers[k](r, cJSON_IsObject(tower) ? tower : NULL, towered_models[i].outer, &c,
+                             error);
     stw_json_pop(r, saved);
     if (!ok)
       return FALSE;
@@ -3866,8 +4034,8 @@ read_hf(StwJsonReader *r, const cJSON *root, const char *file, StwModelConfig *o
   const cJSON *given_type = last_member(root, "model_type");
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(language_models); i++)
     if (strcmp(given_type->valuestring, language_models[i].outer) == 0)
-      return read_language_model(r, root, file, language_models[i].inner, FALSE, NULL, out,
-                                 error);
+      return read_language_model(r, root, file, language_models[i].inner, FALSE, NULL, FALSE,
+                                 out, error);
   for (gsize i = 0; cJSON_IsString(given_type) && i < G_N_ELEMENTS(towered_models); i++)
     if (strcmp(given_type->valuestring, towered_models[i].outer) == 0)
       return read_towered(r, root, file, i, out, error);

@@ -7,6 +7,7 @@
 #include "json.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 G_DEFINE_QUARK(stw-model-error-quark, stw_model_error)
@@ -402,15 +403,22 @@ enum {
   VISION_CHANNELS = 1 << 0,
   VISION_IMAGE = 1 << 1,
   VISION_POOLING_HEAD = 1 << 2,
-  VISION_HEADS = 1 << 3, /* vision_heads, vision_kv_heads, vision_head_dim, vision_positions */
+  VISION_HEADS = 1 << 3, /* vision_heads, vision_kv_heads, vision_head_dim */
   VISION_MERGE = 1 << 4,
   VISION_FEATURE_LAYERS = 1 << 5,
   VISION_PROJECTOR_BIAS = 1 << 6,
+  VISION_POSITIONS = 1 << 7,
+  VISION_TEMPORAL_PATCH = 1 << 8,
+  VISION_DEEPSTACK = 1 << 9,
+  VISION_OUT = 1 << 10,
+  /* the Qwen-VL towers' members */
+  VISION_QWEN = VISION_CHANNELS | VISION_MERGE | VISION_TEMPORAL_PATCH | VISION_OUT,
 };
 static const char *const vision_member_names[] = {
   "vision_channels", "vision_image", "vision_pooling_head",
-  "vision_heads, vision_kv_heads, vision_head_dim and vision_positions", "vision_merge",
-  "vision_feature_layers", "vision_projector_bias",
+  "vision_heads, vision_kv_heads and vision_head_dim", "vision_merge",
+  "vision_feature_layers", "vision_projector_bias", "vision_positions",
+  "vision_temporal_patch", "vision_deepstack", "vision_out",
 };
 static const struct {
   const char *whose;
@@ -418,7 +426,8 @@ static const struct {
 } vision_kinds[STW_N_VISION_KINDS] = {
   [STW_VISION_SIGLIP] = { "SigLIP's", VISION_CHANNELS | VISION_IMAGE | VISION_POOLING_HEAD,
                           VISION_CHANNELS | VISION_IMAGE },
-  [STW_VISION_GEMMA4] = { "Gemma 4's", VISION_HEADS, VISION_HEADS },
+  [STW_VISION_GEMMA4] = { "Gemma 4's", VISION_HEADS | VISION_POSITIONS,
+                          VISION_HEADS | VISION_POSITIONS },
   [STW_VISION_PIXTRAL] = { "Pixtral's",
                            VISION_CHANNELS | VISION_MERGE | VISION_FEATURE_LAYERS |
                                VISION_PROJECTOR_BIAS,
@@ -427,6 +436,10 @@ static const struct {
                         VISION_CHANNELS | VISION_IMAGE | VISION_FEATURE_LAYERS |
                             VISION_PROJECTOR_BIAS,
                         VISION_CHANNELS | VISION_IMAGE | VISION_FEATURE_LAYERS },
+  [STW_VISION_QWEN2_VL] = { "Qwen2-VL's", VISION_QWEN, VISION_QWEN },
+  [STW_VISION_QWEN2_5_VL] = { "Qwen2.5-VL's", VISION_QWEN, VISION_QWEN },
+  [STW_VISION_QWEN3_VL] = { "Qwen3-VL's", VISION_QWEN | VISION_POSITIONS | VISION_DEEPSTACK,
+                            VISION_QWEN | VISION_POSITIONS },
 };
 
 /* What is wrong with C's vision tower, or NULL: members without vision_layers or of another
@@ -435,17 +448,16 @@ static const struct {
 static const char *
 vision_conflict(const StwModelConfig *c)
 {
-  gboolean heads = c->vision_heads && c->vision_kv_heads && c->vision_head_dim &&
-                   c->vision_positions;
+  gboolean heads = c->vision_heads && c->vision_kv_heads && c->vision_head_dim;
   guint given = (c->vision_channels ? VISION_CHANNELS : 0) | (c->vision_image ? VISION_IMAGE : 0) |
                 (c->vision_pooling_head ? VISION_POOLING_HEAD : 0) |
-                (c->vision_heads || c->vision_kv_heads || c->vision_head_dim ||
-                         c->vision_positions
-                     ? VISION_HEADS
-                     : 0) |
+                (c->vision_heads || c->vision_kv_heads || c->vision_head_dim ? VISION_HEADS : 0) |
                 (c->vision_merge ? VISION_MERGE : 0) |
                 (c->vision_feature_layers ? VISION_FEATURE_LAYERS : 0) |
-                (c->vision_projector_bias ? VISION_PROJECTOR_BIAS : 0);
+                (c->vision_projector_bias ? VISION_PROJECTOR_BIAS : 0) |
+                (c->vision_positions ? VISION_POSITIONS : 0) |
+                (c->vision_temporal_patch ? VISION_TEMPORAL_PATCH : 0) |
+                (c->vision_deepstack ? VISION_DEEPSTACK : 0) | (c->vision_out ? VISION_OUT : 0);
   if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
     return "an unknown vision_kind";
   if (c->vision_layers == 0)
@@ -472,16 +484,24 @@ vision_conflict(const StwModelConfig *c)
       return g_intern_string(m);
     }
   }
-  if (c->vision_merge > 1024 || c->vision_feature_layers > STW_MODEL_MAX_LAYERS)
-    return "vision_merge at most 1024, vision_feature_layers at most 4096";
+  if (c->vision_merge > 1024 || c->vision_feature_layers > STW_MODEL_MAX_LAYERS ||
+      c->vision_deepstack > STW_MODEL_MAX_LAYERS)
+    return "vision_merge at most 1024, vision_feature_layers and vision_deepstack at most 4096";
+  if (c->vision_out > STW_MODEL_MAX_WIDTH || c->vision_temporal_patch > STW_MODEL_MAX_WIDTH ||
+      (c->vision_out &&
+       c->vision_merge * c->vision_merge * c->vision_hidden > STW_MODEL_MAX_WIDTH))
+    return "vision_out and the patch merger's width (vision_merge^2 x vision_hidden) at most "
+           "1048576";
   if (c->vision_image && c->vision_patch > c->vision_image)
     return "vision_patch must be at most vision_image (a whole patch in the image)";
   guint64 side = c->vision_image ? c->vision_image / c->vision_patch : 1;
   guint64 channels = c->vision_channels ? c->vision_channels : 3;
-  if (side * side > STW_MODEL_MAX_VOCAB ||
-      channels * c->vision_patch * c->vision_patch > STW_MODEL_MAX_WIDTH)
+  guint64 frames = c->vision_temporal_patch ? c->vision_temporal_patch : 1;
+  if (side * side > STW_MODEL_MAX_VOCAB || c->vision_patch > STW_MODEL_MAX_WIDTH ||
+      (double)channels * (double)frames * (double)c->vision_patch * (double)c->vision_patch >
+          STW_MODEL_MAX_WIDTH)
     return "a vision tower of at most 16777216 patches an image, each of at most 1048576 values "
-           "(vision_channels x vision_patch^2)";
+           "(vision_channels x vision_temporal_patch x vision_patch^2)";
   return NULL;
 }
 
@@ -875,7 +895,7 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "vision_pooling_head", "vision_kind", "vision_heads", "vision_kv_heads", "vision_head_dim", \
       "vision_positions", "audio_layers", "audio_hidden", "audio_heads", "audio_conv",           \
       "audio_conv2", "audio_kernel", "audio_output", "vision_merge", "vision_feature_layers",    \
-      "vision_projector_bias"
+      "vision_projector_bias", "vision_temporal_patch", "vision_deepstack", "vision_out"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -1032,6 +1052,12 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_u64(r, obj, "vision_merge", FALSE, 1, 1024, &c->vision_merge, error) ||
       !stw_json_get_u64(r, obj, "vision_feature_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
                         &c->vision_feature_layers, error) ||
+      !stw_json_get_u64(r, obj, "vision_temporal_patch", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->vision_temporal_patch, error) ||
+      !stw_json_get_u64(r, obj, "vision_deepstack", FALSE, 1, STW_MODEL_MAX_LAYERS,
+                        &c->vision_deepstack, error) ||
+      !stw_json_get_u64(r, obj, "vision_out", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->vision_out,
+                        error) ||
       !stw_json_get_bool(r, obj, "vision_projector_bias", FALSE, &c->vision_projector_bias,
                          error) ||
       !stw_json_get_u64(r, obj, "audio_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
@@ -1354,6 +1380,8 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       { "vision_head_dim", c->vision_head_dim },   { "vision_positions", c->vision_positions },
       { "vision_merge", c->vision_merge },
       { "vision_feature_layers", c->vision_feature_layers },
+      { "vision_temporal_patch", c->vision_temporal_patch },
+      { "vision_deepstack", c->vision_deepstack }, { "vision_out", c->vision_out },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++)
       if (sizes[i].value != 0)
@@ -2855,6 +2883,82 @@ pixtral_tower(Builder *b)
   two_layer_projector(b);
 }
 
+/* A Qwen-VL patch merger under PREFIX: a norm over the tower's width (NORM_MERGED: over the
+ * merged width, as DeepStack's mergers norm after merging; Qwen2.5-VL's an RMSNorm, the others'
+ * LayerNorms), then vision_merge^2 x vision_hidden to as wide and to vision_out, biased; named
+ * ln_q, mlp.0 and mlp.2 (Qwen2-VL's, Qwen2.5-VL's) or norm, linear_fc1, linear_fc2 (Qwen3-VL's). */
+static void
+qwen_merger(Builder *b, const char *prefix, gboolean norm_merged)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, w = c->vision_merge * c->vision_merge * d;
+  gboolean qwen3 = c->vision_kind == STW_VISION_QWEN3_VL;
+  g_autofree char *norm = g_strconcat(prefix, qwen3 ? ".norm" : ".ln_q", NULL);
+  g_autofree char *fc1 = g_strconcat(prefix, qwen3 ? ".linear_fc1" : ".mlp.0", NULL);
+  g_autofree char *fc2 = g_strconcat(prefix, qwen3 ? ".linear_fc2" : ".mlp.2", NULL);
+  if (c->vision_kind == STW_VISION_QWEN2_5_VL)
+    tensor(b, d, 0, "%s.weight", norm);
+  else
+    layer_norm_params(b, norm_merged ? w : d, norm);
+  linear_params(b, w, w, fc1);
+  linear_params(b, w, c->vision_out, fc2);
+}
+
+/* A Qwen-VL vision tower (vision_kind qwen2_vl, qwen2_5_vl, qwen3_vl) and its mergers, as
+ * transformers names them under the model's "visual" (the patch embedding's 3-D convolution as
+ * its [hidden, channels x frames x patch^2] matrix). */
+static void
+qwen_vl_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, f = c->vision_ffn;
+  gboolean qwen3 = c->vision_kind == STW_VISION_QWEN3_VL;
+  gboolean rms = c->vision_kind == STW_VISION_QWEN2_5_VL;
+  tensor(b, d, c->vision_channels * c->vision_temporal_patch * c->vision_patch * c->vision_patch,
+         "visual.patch_embed.proj.weight");
+  if (qwen3) {
+    tensor(b, d, 0, "visual.patch_embed.proj.bias");
+    tensor(b, c->vision_positions, d, "visual.pos_embed.weight");
+  }
+  for (guint64 l = 0; l < c->vision_layers; l++) {
+    g_autofree char *p = g_strdup_printf("visual.blocks.%" G_GUINT64_FORMAT, l);
+    static const char *const norms[] = { "norm1", "norm2" };
+    for (gsize i = 0; i < G_N_ELEMENTS(norms); i++) {
+      g_autofree char *n = g_strdup_printf("%s.%s", p, norms[i]);
+      if (rms)
+        tensor(b, d, 0, "%s.weight", n);
+      else
+        layer_norm_params(b, d, n);
+    }
+    g_autofree char *qkv = g_strconcat(p, ".attn.qkv", NULL);
+    g_autofree char *proj = g_strconcat(p, ".attn.proj", NULL);
+    g_autofree char *mlp = g_strconcat(p, ".mlp", NULL);
+    linear_params(b, d, 3 * d, qkv);
+    linear_params(b, d, d, proj);
+    if (c->vision_kind == STW_VISION_QWEN2_VL) {
+      siglip_mlp_params(b, d, f, mlp); /* fc1, fc2 */
+    } else if (rms) {
+      static const char *const in[] = { "gate_proj", "up_proj" };
+      for (gsize i = 0; i < G_N_ELEMENTS(in); i++) {
+        g_autofree char *n = g_strdup_printf("%s.%s", mlp, in[i]);
+        linear_params(b, d, f, n);
+      }
+      g_autofree char *down = g_strconcat(mlp, ".down_proj", NULL);
+      linear_params(b, f, d, down);
+    } else {
+      g_autofree char *fc1 = g_strconcat(mlp, ".linear_fc1", NULL);
+      g_autofree char *fc2 = g_strconcat(mlp, ".linear_fc2", NULL);
+      linear_params(b, d, f, fc1);
+      linear_params(b, f, d, fc2);
+    }
+  }
+  qwen_merger(b, "visual.merger", FALSE);
+  for (guint64 i = 0; i < c->vision_deepstack; i++) {
+    g_autofree char *p = g_strdup_printf("visual.deepstack_merger_list.%" G_GUINT64_FORMAT, i);
+    qwen_merger(b, p, TRUE);
+  }
+}
+
 /* Gemma 4's audio tower (audio_layers > 0) and its embedder: the convolutions' kernels as
  * [out, in x 3 x 3] and [channels, kernel] matrices. */
 static void
@@ -2901,28 +3005,13 @@ audio_tower(Builder *b)
   tensor(b, c->hidden, c->audio_output, "embed_audio.embedding_projection.weight");
 }
 
-/* The model's vision tower and projector (vision_layers > 0), as transformers names them
- * (without Gemma3ForConditionalGeneration's "model."): weights read by no op of a text step
- * (SigLIP's patch embedding's convolution as its [hidden, channels x patch^2] matrix). */
+/* SigLIP's vision tower and Gemma 3's projector (the patch embedding's convolution as its
+ * [hidden, channels x patch^2] matrix). */
 static void
-vision_tower(Builder *b)
+siglip_tower(Builder *b)
 {
   const StwModelConfig *c = &b->g->config;
-  guint64 d = c->vision_hidden, side = c->vision_patch ? c->vision_image / c->vision_patch : 0;
-  if (c->vision_layers == 0)
-    return;
-  if (c->vision_kind == STW_VISION_GEMMA4) {
-    gemma4_vision_tower(b);
-    return;
-  }
-  if (c->vision_kind == STW_VISION_PIXTRAL) {
-    pixtral_tower(b);
-    return;
-  }
-  if (c->vision_kind == STW_VISION_CLIP) {
-    clip_tower(b);
-    return;
-  }
+  guint64 d = c->vision_hidden, side = c->vision_image / c->vision_patch;
   const char *v = "vision_tower";
   tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
          "%s.embeddings.patch_embedding.weight", v);
@@ -2945,6 +3034,21 @@ vision_tower(Builder *b)
   }
   tensor(b, d, c->hidden, "multi_modal_projector.mm_input_projection_weight");
   tensor(b, d, 0, "multi_modal_projector.mm_soft_emb_norm.weight");
+}
+
+/* The model's vision tower and projector (vision_layers > 0), as transformers names them
+ * (without the ForConditionalGeneration's "model."): weights read by no op of a text step. */
+static void
+vision_tower(Builder *b)
+{
+  static void (*const build[STW_N_VISION_KINDS])(Builder *) = {
+    [STW_VISION_SIGLIP] = siglip_tower,      [STW_VISION_GEMMA4] = gemma4_vision_tower,
+    [STW_VISION_PIXTRAL] = pixtral_tower,    [STW_VISION_CLIP] = clip_tower,
+    [STW_VISION_QWEN2_VL] = qwen_vl_tower,   [STW_VISION_QWEN2_5_VL] = qwen_vl_tower,
+    [STW_VISION_QWEN3_VL] = qwen_vl_tower,
+  };
+  if (b->g->config.vision_layers != 0)
+    build[b->g->config.vision_kind](b);
 }
 
 StwModelGraph *
@@ -3029,16 +3133,13 @@ stw_model_tower_param_count(const StwModelConfig *cfg)
 {
   if (cfg->vision_layers == 0 && cfg->audio_layers == 0)
     return 0;
+  /* the towers' members are the struct's last, from vision_layers on (model.h): cleared, the
+   * language model alone is left (vision_kind 0, SigLIP, is no tower without layers) */
+  G_STATIC_ASSERT(offsetof(StwModelConfig, audio_output) + sizeof(guint64) ==
+                  sizeof(StwModelConfig));
   StwModelConfig text = *cfg;
-  text.vision_layers = text.vision_hidden = text.vision_ffn = text.vision_channels = 0;
-  text.vision_patch = text.vision_image = 0;
-  text.vision_pooling_head = FALSE;
-  text.vision_kind = STW_VISION_SIGLIP;
-  text.vision_heads = text.vision_kv_heads = text.vision_head_dim = text.vision_positions = 0;
-  text.vision_merge = text.vision_feature_layers = 0;
-  text.vision_projector_bias = FALSE;
-  text.audio_layers = text.audio_hidden = text.audio_heads = text.audio_conv = 0;
-  text.audio_conv2 = text.audio_kernel = text.audio_output = 0;
+  gsize first = offsetof(StwModelConfig, vision_layers);
+  memset((char *)&text + first, 0, sizeof text - first);
   return stw_model_param_count(cfg) - stw_model_param_count(&text);
 }
 

@@ -1402,8 +1402,11 @@ test_gemma4_multimodal(void)
 
   StwModelConfig bad = c;
   bad.vision_positions = 0;
+  assert_invalid(&bad, "Gemma 4's tower (vision_kind gemma4) needs vision_positions");
+  bad = c;
+  bad.vision_kv_heads = 0;
   assert_invalid(&bad, "Gemma 4's tower (vision_kind gemma4) needs vision_heads, "
-                       "vision_kv_heads, vision_head_dim and vision_positions");
+                       "vision_kv_heads and vision_head_dim");
   bad = c;
   bad.vision_image = 224;
   assert_invalid(&bad, "vision_image: not Gemma 4's tower's (vision_kind gemma4)");
@@ -1579,6 +1582,104 @@ test_llava_multimodal(void)
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
+/* The Qwen-VL files (qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe), read whole: each vision
+ * tower and its patch merger (Qwen3-VL's DeepStack mergers too) beside the language model,
+ * given as text_config or, in Qwen2-VL's and Qwen2.5-VL's checkpoints, as the file's own
+ * members; LoRA reaches Qwen2.5-VL's gated vision MLPs by their names, as peft does (peft 0.21's
+ * counts at rank 4) */
+static void
+test_qwen_vl_multimodal(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-qvl-XXXXXX", NULL);
+  static const char text[] = "\"num_hidden_layers\": 2, \"hidden_size\": 64, "
+                             "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                             "\"intermediate_size\": 96, \"vocab_size\": 128";
+  g_autofree char *qwen25 = g_strdup_printf(
+      "{\"model_type\": \"qwen2_5_vl\", \"text_config\": {\"model_type\": "
+      "\"qwen2_5_vl_text\", %s}, \"vision_config\": {\"depth\": 2, \"hidden_size\": 32, "
+      "\"intermediate_size\": 40, \"out_hidden_size\": 64, \"num_heads\": 2, "
+      "\"patch_size\": 4}}", text);
+  StwModelConfig c;
+  resolve_text(dir, qwen25, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_QWEN2_5_VL);
+  g_assert_false(c.tied);
+  /* the tower: patches 3 x 2 x 4^2 to 32; two blocks of two RMSNorms, q, k and v 32 to 96 and
+   * the output 32 to 32, the gated MLP 40 wide, all biased; the merger an RMSNorm, 128 to 128
+   * and to 64, biased */
+  guint64 block = 2 * 32 + 96 * 32 + 96 + 32 * 32 + 32 + 2 * (40 * 32 + 40) + 32 * 40 + 32;
+  guint64 tower = 3 * 2 * 16 * 32 + 2 * block + 32 + 128 * 128 + 128 + 64 * 128 + 64;
+  g_assert_cmpuint(tower, ==, 44352);
+  g_assert_cmpuint(stw_model_tower_param_count(&c), ==, tower);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 122752);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "visual."), ==, tower);
+  /* peft adds the vision MLPs' too (2 blocks x 3 x 288) where gate, up and down are targets */
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 1792);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 9152);
+  g_assert_cmpuint(lora_params(&c, "down"), ==, 1856);
+  StwModelConfig back;
+  round_trip(&c, "\"vision_kind\":\"qwen2_5_vl\"", &back);
+  g_assert_cmpuint(back.vision_out, ==, 64);
+  g_assert_cmpuint(back.vision_temporal_patch, ==, 2);
+
+  /* Qwen2-VL's checkpoints: the language model's members the file's own, tied where it says */
+  g_autofree char *qwen2 = g_strdup_printf(
+      "{\"model_type\": \"qwen2_vl\", %s, \"vision_config\": {\"depth\": 2, "
+      "\"embed_dim\": 32, \"hidden_size\": 64, \"num_heads\": 2, \"patch_size\": 4, "
+      "\"mlp_ratio\": 2}%%s}", text);
+  g_autofree char *flat = g_strdup_printf(qwen2, "");
+  resolve_text(dir, flat, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_QWEN2_VL);
+  g_assert_cmpuint(c.vision_ffn, ==, 64); /* embed_dim x mlp_ratio */
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 123392);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 7424);
+  g_autofree char *tied = g_strdup_printf(qwen2, ", \"tie_word_embeddings\": true");
+  resolve_text(dir, tied, &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, 123392 - 128 * 64);
+
+  /* Qwen3-VL's: a position table, biased patches, two DeepStack mergers normed after merging */
+  g_autofree char *qwen3 = g_strdup_printf(
+      "{\"model_type\": \"qwen3_vl\", \"text_config\": {\"model_type\": \"qwen3_vl_text\", "
+      "\"head_dim\": 16, %s}, \"vision_config\": {\"model_type\": \"qwen3_vl\", "
+      "\"depth\": 3, \"hidden_size\": 32, \"intermediate_size\": 40, "
+      "\"out_hidden_size\": 64, \"num_heads\": 2, \"patch_size\": 4, "
+      "\"num_position_embeddings\": 16, \"deepstack_visual_indexes\": [0, 2]}}", text);
+  resolve_text(dir, qwen3, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_QWEN3_VL);
+  g_assert_cmpuint(c.vision_deepstack, ==, 2);
+  g_assert_cmpuint(c.vision_positions, ==, 16);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 177656);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 7424);
+  round_trip(&c, "\"vision_deepstack\":2", &back);
+
+  StwModelConfig bad = c;
+  bad.vision_out = 0;
+  assert_invalid(&bad, "Qwen3-VL's tower (vision_kind qwen3_vl) needs vision_out");
+  bad = c;
+  bad.vision_kind = STW_VISION_QWEN2_VL;
+  assert_invalid(&bad, "vision_positions: not Qwen2-VL's tower's (vision_kind qwen2_vl)");
+  bad = c;
+  bad.vision_merge = 1024;
+  assert_invalid(&bad, "vision_out and the patch merger's width (vision_merge^2 x vision_hidden) "
+                       "at most 1048576");
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"qwen2_vl\", \"num_hidden_layers\": \"x\"}",
+      "$.num_hidden_layers: expected an integer, found a string" },
+    { "{\"model_type\": \"qwen3_vl\", \"vision_config\": {\"deepstack_visual_indexes\": 3}}",
+      "$.vision_config.deepstack_visual_indexes: expected a list of the vision blocks' indices "
+      "(a merger each)" },
+    { "{\"model_type\": \"qwen2_vl\", \"vision_config\": {\"mlp_ratio\": 1000}}",
+      "$.vision_config.mlp_ratio: 1000 x embed_dim 1280: an MLP more than 1048576 wide" },
+    { "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": {\"model_type\": \"qwen2_vl\"}}",
+      "$.vision_config.model_type: expected \"qwen2_5_vl_vision\" (Qwen2.5-VL's): another "
+      "vision tower is not modelled" },
+    { "{\"model_type\": \"qwen3_vl_moe\", \"text_config\": {\"model_type\": \"qwen3_moe\"}}",
+      "$.text_config.model_type: expected \"qwen3_vl_moe_text\", this file's language model" },
+  };
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+}
+
 /* Gemma 3's multimodal file, which AutoModelForCausalLM builds whole: its language model with
  * SigLIP's vision tower and the projector beside it, weights a text step never reads (no
  * gradient, no optimizer state); LoRA's q, k and v reach the tower's q_proj, k_proj and v_proj
@@ -1650,7 +1751,7 @@ test_gemma3_multimodal(void)
   assert_invalid(&bad, "SigLIP's tower (vision_kind siglip) needs vision_image");
   bad = c;
   bad.vision_heads = 2;
-  assert_invalid(&bad, "vision_heads, vision_kv_heads, vision_head_dim and vision_positions: "
+  assert_invalid(&bad, "vision_heads, vision_kv_heads and vision_head_dim: "
                        "not SigLIP's tower's (vision_kind siglip)");
   bad = c;
   bad.vision_patch = 29;
@@ -3139,6 +3240,14 @@ test_hf_configs(void)
     { "gemma-3-4b-it", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4300079472), 4, 256, TRUE },
     /* (324,487,168 of CLIP's and the projector's beside Vicuna's 6,738,939,904) */
     { "llava-1.5-7b-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7063427072), 32, 128, FALSE },
+    /* (the Qwen-VL checkpoints whole, as AutoModelForImageTextToText builds them: 675,759,104,
+     * 676,550,144, 576,388,336 and 538,631,408 of their vision towers and mergers; Qwen2-VL's
+     * and Qwen2.5-VL's language models given as the file's own members) */
+    { "Qwen2-VL-7B-Instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8291375616), 4, 128, FALSE },
+    { "Qwen2.5-VL-7B-Instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8292166656), 4, 128, FALSE },
+    { "Qwen3-VL-8B-Instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8767123696), 8, 128, FALSE },
+    { "Qwen3-VL-30B-A3B-Instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(31070754032), 4, 128,
+      FALSE },
     { "Qwen3-30B-A3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(30532122624), 4, 128, FALSE },
     { "granite-3.1-8b-base", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8170848256), 8, 128, TRUE },
     { "SmolLM3-3B", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3075098624), 4, 128, TRUE },
@@ -3647,8 +3756,8 @@ test_hf_configs(void)
                                 "multi-token-prediction layer (transformers refuses more)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
-      "$.model_type: \"qwen2_5_vl\" is a multimodal model, and stowage models language models: "
-      "write $.text_config (model_type \"qwen2_5_vl_text\") to a file of its own and give that" },
+      "$.model_type: \"glm4v\" is a multimodal model, and stowage models language models: "
+      "write $.text_config (model_type \"glm4v_text\") to a file of its own and give that" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
     /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
     { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "
@@ -3680,7 +3789,7 @@ test_hf_configs(void)
     "afmoe", "flint", "hunyuan_v1_moe", "deepseek_v32", "glm_moe_dsa", "qwen3_next",
     "qwen3_5_moe_text", "granitemoehybrid", "lfm2_moe", "minimax", "jamba", "kimi_linear",
     "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash",
-    "aria_text", "longcat_flash", "laguna", "minimax_m3_vl_text"
+    "aria_text", "longcat_flash", "laguna", "minimax_m3_vl_text", "qwen3_vl_moe_text"
   };
   for (gsize i = 0; i < G_N_ELEMENTS(moe_types); i++)
     g_string_append_printf(with, "%s%s", i == 0                              ? ""
@@ -3978,6 +4087,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/gemma4-multimodal", test_gemma4_multimodal);
   g_test_add_func("/model/mistral3-multimodal", test_mistral3_multimodal);
   g_test_add_func("/model/llava-multimodal", test_llava_multimodal);
+  g_test_add_func("/model/qwen-vl-multimodal", test_qwen_vl_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

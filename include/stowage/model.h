@@ -101,6 +101,9 @@ typedef enum {
   STW_VISION_GEMMA4, /* Gemma 4's, with its multimodal embedder */
   STW_VISION_PIXTRAL, /* Pixtral's (Mistral 3's), with Mistral 3's projector */
   STW_VISION_CLIP,    /* CLIP's (LLaVA's), with LLaVA's projector */
+  STW_VISION_QWEN2_VL,   /* Qwen2-VL's, with its patch merger */
+  STW_VISION_QWEN2_5_VL, /* Qwen2.5-VL's, with its patch merger */
+  STW_VISION_QWEN3_VL,   /* Qwen3-VL's, with its patch merger and DeepStack's mergers */
   STW_N_VISION_KINDS
 } StwVisionKind;
 
@@ -414,6 +417,14 @@ typedef struct {
    * vision_patch^2 without a bias, a position embedding a patch of (vision_image /
    * vision_patch)^2 and one more, a LayerNorm before and after SigLIP's blocks; LLaVA's
    * projector, Mistral 3's two projections alone (vision_feature_layers, vision_projector_bias). */
+  /* vision_kind qwen2_vl, qwen2_5_vl, qwen3_vl (the Qwen-VL towers): a patch embedding of
+   * vision_channels x vision_temporal_patch x vision_patch^2 x vision_hidden (Qwen3-VL's with a
+   * bias, and a position table of vision_positions rows), vision_layers blocks of two norms
+   * (Qwen2.5-VL's RMSNorms, the others' LayerNorms), a fused q, k and v projection and an output
+   * projection, biased, and an MLP vision_ffn wide, biased (Qwen2.5-VL's gated); a patch merger:
+   * a norm, vision_merge^2 x vision_hidden to as wide and to vision_out, biased; Qwen3-VL's
+   * vision_deepstack mergers more, each normed after its merge (vision_image unused: 0). */
+  guint64 vision_temporal_patch, vision_deepstack, vision_out;
   /* Gemma 4's audio tower, where audio_layers > 0: two convolutions of 3 x 3 to audio_conv and
    * audio_conv2 channels (each with a LayerNorm's weight) and a projection of (audio_conv / 4) x
    * audio_conv2 to audio_hidden; audio_layers Conformer blocks (two feed-forwards 4 x
@@ -422,7 +433,8 @@ typedef struct {
    * projection to audio_output with a bias; its embedder a projection to hidden. Read by no op
    * of a text step, as the vision tower. */
   guint64 audio_layers, audio_hidden, audio_heads, audio_conv, audio_conv2, audio_kernel;
-  guint64 audio_output;
+  guint64 audio_output; /* (the towers' members, vision_layers to here, are the struct's last:
+                         * stw_model_tower_param_count clears them together) */
 } StwModelConfig;
 
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */

@@ -492,7 +492,7 @@ SMALL = {
 # the encoders, counted as transformers' AutoModel builds them (no LM head)
 # multimodal files read whole that AutoModelForCausalLM does not build: their
 # ForConditionalGeneration, as a user fine-tuning on text loads it
-IMAGE_TEXT = ("mistral3", "llava")
+IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
 ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text", "ernie",
             "bert-generation")
 
@@ -1106,6 +1106,71 @@ def variants(kind):
                             ("an empty feature list", {"vision_feature_layer": []})):
             out.append(("a llava file%s" % (", " + what if what else ""), dict(f, **extra)))
         out.append(("a llava file's defaults", {"model_type": "llava"}))
+    if kind == "qwen2":  # Qwen2-VL's and Qwen2.5-VL's files, read whole: their vision towers
+        # and patch mergers beside a language model given as text_config or as the file's own
+        # members (their checkpoints'), tied where either says so
+        towers = {"qwen2_vl": {"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 2,
+                               "patch_size": 4, "mlp_ratio": 2},
+                  "qwen2_5_vl": {"depth": 2, "hidden_size": 32, "intermediate_size": 40,
+                                 "out_hidden_size": 64, "num_heads": 2, "patch_size": 4,
+                                 "fullatt_block_indexes": [1]}}
+        for outer, vision in towers.items():
+            text = dict(SMALL[kind], model_type=outer + "_text")
+            flat = dict(SMALL[kind], model_type=outer, vision_config=vision)
+            f = {"model_type": outer, "text_config": text, "vision_config": vision}
+            for what, c in (("", f), ("flat", flat),
+                            ("flat, tied", dict(flat, tie_word_embeddings=True)),
+                            ("text tied", dict(f, text_config=dict(text,
+                                                                   tie_word_embeddings=True))),
+                            ("tied outside, text untied",
+                             dict(f, tie_word_embeddings=True,
+                                  text_config=dict(text, tie_word_embeddings=False))),
+                            ("text_config null, flat", dict(flat, text_config=None)),
+                            ("vision_config null", dict(f, vision_config=None)),
+                            ("vision typed as the file", dict(f, vision_config=dict(
+                                vision, model_type=outer))),
+                            ("vision num_hidden_layers 3", dict(f, vision_config=dict(
+                                {k: v for k, v in vision.items() if k != "depth"},
+                                num_hidden_layers=3))),
+                            ("channels 1, one frame, patch 6, merge 3",
+                             dict(f, vision_config=dict(vision, in_channels=1,
+                                                        temporal_patch_size=1, patch_size=6,
+                                                        spatial_merge_size=3))),
+                            ("merged into 48", dict(f, vision_config=dict(
+                                vision, **{"hidden_size" if outer == "qwen2_vl"
+                                           else "out_hidden_size": 48}))),
+                            ("defaults", {"model_type": outer})):
+                out.append(("a %s file%s" % (outer, ", " + what if what else ""), c))
+    if kind in ("qwen3", "qwen3_moe"):  # Qwen3-VL's files, read whole: the vision tower, its
+        # merger and DeepStack's beside the language model (text_config's alone, tied by the
+        # file's own tie_word_embeddings)
+        outer = {"qwen3": "qwen3_vl", "qwen3_moe": "qwen3_vl_moe"}[kind]
+        vision = {"depth": 3, "hidden_size": 32, "intermediate_size": 40, "out_hidden_size": 64,
+                  "num_heads": 2, "patch_size": 4, "num_position_embeddings": 16,
+                  "deepstack_visual_indexes": [0, 2]}
+        text = dict(SMALL[kind], model_type=outer + "_text", head_dim=16)
+        f = {"model_type": outer, "text_config": text, "vision_config": vision}
+        extras = [("", f), ("tied", dict(f, tie_word_embeddings=True)),
+                  ("text tied", dict(f, text_config=dict(text, tie_word_embeddings=True))),
+                  ("no DeepStack", dict(f, vision_config=dict(vision,
+                                                              deepstack_visual_indexes=[]))),
+                  ("vision defaults", dict(f, vision_config=None)),
+                  ("vision typed as the file", dict(f, vision_config=dict(vision,
+                                                                          model_type=outer))),
+                  ("positions 9, merge 1, two channels",
+                   dict(f, vision_config=dict(vision, num_position_embeddings=9,
+                                              spatial_merge_size=1, in_channels=2))),
+                  ("text_config null", dict(f, text_config=None)),
+                  ("text without model_type", dict(f, text_config=dict(SMALL[kind],
+                                                                       head_dim=16))),
+                  ("defaults", {"model_type": outer})]
+        if kind == "qwen3_moe":
+            extras += [("a dense block", dict(f, text_config=dict(text, mlp_only_layers=[1],
+                                                                  intermediate_size=40))),
+                       ("sparse every second block",
+                        dict(f, text_config=dict(text, decoder_sparse_step=2)))]
+        for what, c in extras:
+            out.append(("a %s file%s" % (outer, ", " + what if what else ""), c))
     if kind == "persimmon":  # no norms over the queries and keys; tied; another activation
         for extra in ({"qk_layernorm": False}, {"tie_word_embeddings": True},
                       {"hidden_act": "gelu"}):
