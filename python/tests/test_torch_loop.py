@@ -890,6 +890,32 @@ class TestHuggingFace(unittest.TestCase):
                     hidden_size=16, intermediate_size=24, num_hidden_layers=1,
                     num_attention_heads=2, patch_size=4, image_size=16),
                 image_token_index=127))
+        if kind == "qwen2_5_vl":  # the multimodal model: Qwen2.5-VL's tower, its merger
+            return tf.Qwen2_5_VLForConditionalGeneration(tf.Qwen2_5_VLConfig(
+                text_config=dict(
+                    num_hidden_layers=2, hidden_size=32, intermediate_size=48,
+                    num_attention_heads=2, num_key_value_heads=1, vocab_size=128,
+                    max_position_embeddings=32, rope_scaling={"type": "mrope",
+                                                              "mrope_section": [2, 3, 3]},
+                    bos_token_id=0, eos_token_id=0, pad_token_id=0),
+                vision_config=dict(depth=1, hidden_size=16, intermediate_size=24, num_heads=2,
+                                   out_hidden_size=32, patch_size=4, fullatt_block_indexes=[0]),
+                image_token_id=127, video_token_id=126, vision_start_token_id=125,
+                vision_end_token_id=124))
+        if kind == "qwen3_vl":  # the multimodal model: Qwen3-VL's tower and DeepStack
+            return tf.Qwen3VLForConditionalGeneration(tf.Qwen3VLConfig(
+                text_config=dict(
+                    num_hidden_layers=2, hidden_size=32, intermediate_size=48,
+                    num_attention_heads=2, num_key_value_heads=1, head_dim=16, vocab_size=128,
+                    max_position_embeddings=32, rope_scaling={"rope_type": "default",
+                                                              "mrope_section": [2, 3, 3],
+                                                              "mrope_interleaved": True},
+                    bos_token_id=0, eos_token_id=0, pad_token_id=0),
+                vision_config=dict(depth=2, hidden_size=16, intermediate_size=24, num_heads=2,
+                                   out_hidden_size=32, patch_size=4, num_position_embeddings=16,
+                                   deepstack_visual_indexes=[0]),
+                image_token_id=127, video_token_id=126, vision_start_token_id=125,
+                vision_end_token_id=124))
         if kind == "mamba2":  # Mamba-2's mixer alone in every block, no attention, no MLP
             return tf.Mamba2ForCausalLM(tf.Mamba2Config(
                 num_hidden_layers=2, hidden_size=32, num_heads=4, head_dim=16, n_groups=2,
@@ -920,7 +946,8 @@ class TestHuggingFace(unittest.TestCase):
         MiMo-V2-Flash (values narrower than keys, sinks in its sliding blocks, experts),
         Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), LongCat-Flash
         (layers of two blocks, experts and zero experts), MiniMax-M3 (a block indexer, a dense
-        block among experts), Gemma 3's, Gemma 4's, Mistral 3's and LLaVA's multimodal models
+        block among experts), Gemma 3's, Gemma 4's, Mistral 3's, LLaVA's, Qwen2.5-VL's and
+        Qwen3-VL's multimodal models
         (their towers, which no gradient of a text step reaches: frozen in the trace), each
         step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
@@ -943,7 +970,7 @@ class TestHuggingFace(unittest.TestCase):
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
                      "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text",
                      "longcat_flash", "minimax_m3_vl_text", "gemma3", "gemma4", "mistral3",
-                     "llava"):
+                     "llava", "qwen2_5_vl", "qwen3_vl"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
