@@ -397,8 +397,8 @@ param_count_checked(const StwModelConfig *cfg, guint64 *out)
 }
 
 
-/* The members of a vision tower beyond its layers, width, MLP and patch, a bit each: what each
- * kind reads, and what it needs */
+/* The members of a vision tower and its projector beyond the tower's layers, width, MLP and
+ * patch, a bit each: what each kind of tower and of projector reads, and what it needs */
 enum {
   VISION_CHANNELS = 1 << 0,
   VISION_IMAGE = 1 << 1,
@@ -411,36 +411,56 @@ enum {
   VISION_TEMPORAL_PATCH = 1 << 8,
   VISION_DEEPSTACK = 1 << 9,
   VISION_OUT = 1 << 10,
+  VISION_NEWLINE = 1 << 11,
   /* the Qwen-VL towers' members */
-  VISION_QWEN = VISION_CHANNELS | VISION_MERGE | VISION_TEMPORAL_PATCH | VISION_OUT,
+  VISION_QWEN = VISION_CHANNELS | VISION_TEMPORAL_PATCH,
 };
 static const char *const vision_member_names[] = {
   "vision_channels", "vision_image", "vision_pooling_head",
   "vision_heads, vision_kv_heads and vision_head_dim", "vision_merge",
   "vision_feature_layers", "vision_projector_bias", "vision_positions",
-  "vision_temporal_patch", "vision_deepstack", "vision_out",
+  "vision_temporal_patch", "vision_deepstack", "vision_out", "vision_newline",
 };
+#define PROJECTOR(p) (1u << (p))
 static const struct {
   const char *whose;
   guint reads, needs;
+  StwVisionProjector own; /* its projector where the config names none */
+  guint others;           /* the projectors a file may pair it with instead, a bit each */
 } vision_kinds[STW_N_VISION_KINDS] = {
   [STW_VISION_SIGLIP] = { "SigLIP's", VISION_CHANNELS | VISION_IMAGE | VISION_POOLING_HEAD,
-                          VISION_CHANNELS | VISION_IMAGE },
+                          VISION_CHANNELS | VISION_IMAGE, STW_PROJECTOR_GEMMA3,
+                          PROJECTOR(STW_PROJECTOR_LLAVA) | PROJECTOR(STW_PROJECTOR_PALIGEMMA) },
   [STW_VISION_GEMMA4] = { "Gemma 4's", VISION_HEADS | VISION_POSITIONS,
-                          VISION_HEADS | VISION_POSITIONS },
-  [STW_VISION_PIXTRAL] = { "Pixtral's",
-                           VISION_CHANNELS | VISION_MERGE | VISION_FEATURE_LAYERS |
-                               VISION_PROJECTOR_BIAS,
-                           VISION_CHANNELS | VISION_MERGE | VISION_FEATURE_LAYERS },
-  [STW_VISION_CLIP] = { "CLIP's",
-                        VISION_CHANNELS | VISION_IMAGE | VISION_FEATURE_LAYERS |
-                            VISION_PROJECTOR_BIAS,
-                        VISION_CHANNELS | VISION_IMAGE | VISION_FEATURE_LAYERS },
-  [STW_VISION_QWEN2_VL] = { "Qwen2-VL's", VISION_QWEN, VISION_QWEN },
-  [STW_VISION_QWEN2_5_VL] = { "Qwen2.5-VL's", VISION_QWEN, VISION_QWEN },
+                          VISION_HEADS | VISION_POSITIONS, STW_PROJECTOR_GEMMA4, 0 },
+  [STW_VISION_PIXTRAL] = { "Pixtral's", VISION_CHANNELS, VISION_CHANNELS, STW_PROJECTOR_MISTRAL3,
+                           PROJECTOR(STW_PROJECTOR_LLAVA) },
+  [STW_VISION_CLIP] = { "CLIP's", VISION_CHANNELS | VISION_IMAGE, VISION_CHANNELS | VISION_IMAGE,
+                        STW_PROJECTOR_LLAVA, 0 },
+  [STW_VISION_QWEN2_VL] = { "Qwen2-VL's", VISION_QWEN, VISION_QWEN, STW_PROJECTOR_QWEN, 0 },
+  [STW_VISION_QWEN2_5_VL] = { "Qwen2.5-VL's", VISION_QWEN, VISION_QWEN, STW_PROJECTOR_QWEN, 0 },
   [STW_VISION_QWEN3_VL] = { "Qwen3-VL's", VISION_QWEN | VISION_POSITIONS | VISION_DEEPSTACK,
-                            VISION_QWEN | VISION_POSITIONS },
+                            VISION_QWEN | VISION_POSITIONS, STW_PROJECTOR_QWEN, 0 },
 };
+static const struct {
+  guint reads, needs;
+} vision_projectors[STW_N_PROJECTORS] = {
+  [STW_PROJECTOR_MISTRAL3] = { VISION_MERGE | VISION_FEATURE_LAYERS | VISION_PROJECTOR_BIAS,
+                               VISION_MERGE | VISION_FEATURE_LAYERS },
+  [STW_PROJECTOR_LLAVA] = { VISION_FEATURE_LAYERS | VISION_PROJECTOR_BIAS | VISION_NEWLINE,
+                            VISION_FEATURE_LAYERS },
+  [STW_PROJECTOR_PALIGEMMA] = { VISION_OUT, VISION_OUT },
+  [STW_PROJECTOR_QWEN] = { VISION_MERGE | VISION_OUT, VISION_MERGE | VISION_OUT },
+};
+
+StwVisionProjector
+stw_model_vision_projector(const StwModelConfig *cfg)
+{
+  if (cfg->vision_projector != STW_PROJECTOR_DEFAULT ||
+      (guint)cfg->vision_kind >= STW_N_VISION_KINDS)
+    return cfg->vision_projector;
+  return vision_kinds[cfg->vision_kind].own;
+}
 
 /* What is wrong with C's vision tower, or NULL: members without vision_layers or of another
  * kind's tower, a size missing, no whole patch in the image, more positions or a wider patch
@@ -457,30 +477,49 @@ vision_conflict(const StwModelConfig *c)
                 (c->vision_projector_bias ? VISION_PROJECTOR_BIAS : 0) |
                 (c->vision_positions ? VISION_POSITIONS : 0) |
                 (c->vision_temporal_patch ? VISION_TEMPORAL_PATCH : 0) |
-                (c->vision_deepstack ? VISION_DEEPSTACK : 0) | (c->vision_out ? VISION_OUT : 0);
+                (c->vision_deepstack ? VISION_DEEPSTACK : 0) | (c->vision_out ? VISION_OUT : 0) |
+                (c->vision_newline ? VISION_NEWLINE : 0);
   if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
     return "an unknown vision_kind";
+  if ((guint)c->vision_projector >= STW_N_PROJECTORS)
+    return "an unknown vision_projector";
   if (c->vision_layers == 0)
     return c->vision_hidden || c->vision_ffn || c->vision_patch || given ||
-                   c->vision_kind != STW_VISION_SIGLIP
+                   c->vision_kind != STW_VISION_SIGLIP ||
+                   c->vision_projector != STW_PROJECTOR_DEFAULT
                ? "the vision tower's members go with vision_layers"
                : NULL;
   if (!c->vision_hidden || !c->vision_ffn || !c->vision_patch)
     return "a vision tower needs vision_hidden, vision_ffn and vision_patch";
   const char *whose = vision_kinds[c->vision_kind].whose;
   const char *kind = stw_vision_kind_names[c->vision_kind];
-  guint missing = vision_kinds[c->vision_kind].needs & ~(heads ? given : given & ~VISION_HEADS);
+  StwVisionProjector p = stw_model_vision_projector(c);
   /* (the messages interned: a few, each kept once for the process) */
+  if (p != vision_kinds[c->vision_kind].own &&
+      (vision_kinds[c->vision_kind].others & PROJECTOR(p)) == 0) {
+    g_autofree char *m = g_strdup_printf("vision_projector %s does not go with %s tower "
+                                         "(vision_kind %s)", stw_vision_projector_names[p],
+                                         whose, kind);
+    return g_intern_string(m);
+  }
+  /* the projector named where it is not the tower's own */
+  g_autofree char *with = p == vision_kinds[c->vision_kind].own
+                              ? g_strdup("")
+                              : g_strdup_printf(", vision_projector %s",
+                                                stw_vision_projector_names[p]);
+  guint reads = vision_kinds[c->vision_kind].reads | vision_projectors[p].reads;
+  guint needs = vision_kinds[c->vision_kind].needs | vision_projectors[p].needs;
+  guint missing = needs & ~(heads ? given : given & ~VISION_HEADS);
   for (guint bit = 0; bit < G_N_ELEMENTS(vision_member_names); bit++)
-    if (given & ~vision_kinds[c->vision_kind].reads & (1u << bit)) {
-      g_autofree char *m = g_strdup_printf("%s: not %s tower's (vision_kind %s)",
-                                           vision_member_names[bit], whose, kind);
+    if (given & ~reads & (1u << bit)) {
+      g_autofree char *m = g_strdup_printf("%s: not %s tower's (vision_kind %s%s)",
+                                           vision_member_names[bit], whose, kind, with);
       return g_intern_string(m);
     }
   for (guint bit = 0; bit < G_N_ELEMENTS(vision_member_names); bit++) {
     if (missing & (1u << bit)) {
-      g_autofree char *m = g_strdup_printf("%s tower (vision_kind %s) needs %s", whose, kind,
-                                           vision_member_names[bit]);
+      g_autofree char *m = g_strdup_printf("%s tower (vision_kind %s%s) needs %s", whose, kind,
+                                           with, vision_member_names[bit]);
       return g_intern_string(m);
     }
   }
@@ -895,7 +934,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "vision_pooling_head", "vision_kind", "vision_heads", "vision_kv_heads", "vision_head_dim", \
       "vision_positions", "audio_layers", "audio_hidden", "audio_heads", "audio_conv",           \
       "audio_conv2", "audio_kernel", "audio_output", "vision_merge", "vision_feature_layers",    \
-      "vision_projector_bias", "vision_temporal_patch", "vision_deepstack", "vision_out"
+      "vision_projector_bias", "vision_temporal_patch", "vision_deepstack", "vision_out",      \
+      "vision_projector", "vision_newline"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -962,6 +1002,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
 {
   int norms = (int)c->norms, activation = (int)c->activation, norm_type = (int)c->norm_type;
   int linear_kind = (int)c->linear_kind, vision_kind = (int)c->vision_kind;
+  int vision_projector = (int)c->vision_projector;
   gboolean gated = !c->shared_expert_ungated, final_norm = !c->no_final_norm,
            pooler = !c->no_pooler, mlp = TRUE, gate = !c->mlp_ungated, rope = !c->no_rope,
            global_sinks = !c->global_no_sinks;
@@ -1058,6 +1099,9 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->vision_deepstack, error) ||
       !stw_json_get_u64(r, obj, "vision_out", FALSE, 1, STW_MODEL_MAX_WIDTH, &c->vision_out,
                         error) ||
+      !stw_json_get_enum(r, obj, "vision_projector", FALSE, stw_vision_projector_names,
+                         &vision_projector, error) ||
+      !stw_json_get_bool(r, obj, "vision_newline", FALSE, &c->vision_newline, error) ||
       !stw_json_get_bool(r, obj, "vision_projector_bias", FALSE, &c->vision_projector_bias,
                          error) ||
       !stw_json_get_u64(r, obj, "audio_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
@@ -1122,6 +1166,7 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
   c->norm_type = (StwNormType)norm_type;
   c->linear_kind = (StwLinearKind)linear_kind;
   c->vision_kind = (StwVisionKind)vision_kind;
+  c->vision_projector = (StwVisionProjector)vision_projector;
   if (cJSON_GetObjectItemCaseSensitive(obj, "token_types") != NULL && c->token_types == 0)
     c->no_token_types = TRUE; /* 0 written: none at all (absent: the usual 2) */
   c->activation = (StwActivation)activation;
@@ -1390,6 +1435,13 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       cJSON_AddBoolToObject(o, "vision_pooling_head", TRUE);
     if (c->vision_projector_bias)
       cJSON_AddBoolToObject(o, "vision_projector_bias", TRUE);
+    if (c->vision_newline)
+      cJSON_AddBoolToObject(o, "vision_newline", TRUE);
+    if (c->vision_projector != STW_PROJECTOR_DEFAULT &&
+        (guint)c->vision_kind < STW_N_VISION_KINDS &&
+        c->vision_projector != vision_kinds[c->vision_kind].own)
+      cJSON_AddStringToObject(o, "vision_projector",
+                              stw_vision_projector_names[c->vision_projector]);
   }
   if (c->audio_layers != 0) {
     stw_json_add_u64(o, "audio_layers", c->audio_layers);
@@ -2771,7 +2823,7 @@ clippable(Builder *b, guint64 in, guint64 out, const char *prefix, const char *n
   tensor(b, out, in, "%s.%s.linear.weight", prefix, name);
 }
 
-/* Gemma 4's vision tower and its embedder. */
+/* Gemma 4's vision tower. */
 static void
 gemma4_vision_tower(Builder *b)
 {
@@ -2799,7 +2851,6 @@ gemma4_vision_tower(Builder *b)
     for (gsize i = 0; i < G_N_ELEMENTS(norms); i++)
       tensor(b, d, 0, "%s.%s.weight", p, norms[i]);
   }
-  tensor(b, c->hidden, d, "embed_vision.embedding_projection.weight");
 }
 
 /* SigLIP's and CLIP's encoder blocks under PREFIX (LayerNorms; q, k, v and out projections and
@@ -2823,24 +2874,8 @@ vit_blocks(Builder *b, const char *prefix, guint64 layers, guint64 d, guint64 ff
   }
 }
 
-/* LLaVA's projector (multi_modal_projector: vision_feature_layers x the tower's width to hidden,
- * hidden to hidden, biased where vision_projector_bias); Mistral 3's has it after its norm and
- * merger. */
-static void
-two_layer_projector(Builder *b)
-{
-  const StwModelConfig *c = &b->g->config;
-  const char *m = "multi_modal_projector";
-  tensor(b, c->hidden, c->vision_feature_layers * c->vision_hidden, "%s.linear_1.weight", m);
-  if (c->vision_projector_bias)
-    tensor(b, c->hidden, 0, "%s.linear_1.bias", m);
-  tensor(b, c->hidden, c->hidden, "%s.linear_2.weight", m);
-  if (c->vision_projector_bias)
-    tensor(b, c->hidden, 0, "%s.linear_2.bias", m);
-}
-
 /* CLIP's vision tower (a class embedding, a patch embedding without a bias, a position a patch
- * and one more, LayerNorms before and after the blocks) and LLaVA's projector. */
+ * and one more, LayerNorms before and after the blocks). */
 static void
 clip_tower(Builder *b)
 {
@@ -2853,11 +2888,10 @@ clip_tower(Builder *b)
   layer_norm_params(b, d, "vision_tower.pre_layrnorm");
   vit_blocks(b, "vision_tower", c->vision_layers, d, c->vision_ffn);
   layer_norm_params(b, d, "vision_tower.post_layernorm");
-  two_layer_projector(b);
 }
 
-/* Pixtral's vision tower and Mistral 3's projector (the patch embedding's convolution as its
- * [hidden, channels x patch^2] matrix). */
+/* Pixtral's vision tower (the patch embedding's convolution as its [hidden, channels x patch^2]
+ * matrix). */
 static void
 pixtral_tower(Builder *b)
 {
@@ -2877,10 +2911,6 @@ pixtral_tower(Builder *b)
       tensor(b, d, d, "%s.attention.%s.weight", p, proj[i]);
     tensor(b, d, 0, "%s.ffn_norm.weight", p);
   }
-  const char *m = "multi_modal_projector";
-  tensor(b, d, 0, "%s.norm.weight", m);
-  tensor(b, d, c->vision_merge * c->vision_merge * d, "%s.patch_merger.merging_layer.weight", m);
-  two_layer_projector(b);
 }
 
 /* A Qwen-VL patch merger under PREFIX: a norm over the tower's width (NORM_MERGED: over the
@@ -2904,9 +2934,9 @@ qwen_merger(Builder *b, const char *prefix, gboolean norm_merged)
   linear_params(b, w, c->vision_out, fc2);
 }
 
-/* A Qwen-VL vision tower (vision_kind qwen2_vl, qwen2_5_vl, qwen3_vl) and its mergers, as
- * transformers names them under the model's "visual" (the patch embedding's 3-D convolution as
- * its [hidden, channels x frames x patch^2] matrix). */
+/* A Qwen-VL vision tower (vision_kind qwen2_vl, qwen2_5_vl, qwen3_vl), as transformers names it
+ * under the model's "visual" (the patch embedding's 3-D convolution as its [hidden, channels x
+ * frames x patch^2] matrix). */
 static void
 qwen_vl_tower(Builder *b)
 {
@@ -2951,11 +2981,6 @@ qwen_vl_tower(Builder *b)
       linear_params(b, d, f, fc1);
       linear_params(b, f, d, fc2);
     }
-  }
-  qwen_merger(b, "visual.merger", FALSE);
-  for (guint64 i = 0; i < c->vision_deepstack; i++) {
-    g_autofree char *p = g_strdup_printf("visual.deepstack_merger_list.%" G_GUINT64_FORMAT, i);
-    qwen_merger(b, p, TRUE);
   }
 }
 
@@ -3005,7 +3030,7 @@ audio_tower(Builder *b)
   tensor(b, c->hidden, c->audio_output, "embed_audio.embedding_projection.weight");
 }
 
-/* SigLIP's vision tower and Gemma 3's projector (the patch embedding's convolution as its
+/* SigLIP's vision tower (the patch embedding's convolution as its
  * [hidden, channels x patch^2] matrix). */
 static void
 siglip_tower(Builder *b)
@@ -3032,8 +3057,73 @@ siglip_tower(Builder *b)
     layer_norm_params(b, d, ln);
     siglip_mlp_params(b, d, c->vision_ffn, mlp);
   }
-  tensor(b, d, c->hidden, "multi_modal_projector.mm_input_projection_weight");
-  tensor(b, d, 0, "multi_modal_projector.mm_soft_emb_norm.weight");
+}
+
+/* Gemma 3's projector: the tower's width to hidden, and an RMSNorm. */
+static void
+gemma3_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  tensor(b, c->vision_hidden, c->hidden, "multi_modal_projector.mm_input_projection_weight");
+  tensor(b, c->vision_hidden, 0, "multi_modal_projector.mm_soft_emb_norm.weight");
+}
+
+/* Gemma 4's vision embedder: a projection to hidden. */
+static void
+gemma4_embedder(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  tensor(b, c->hidden, c->vision_hidden, "embed_vision.embedding_projection.weight");
+}
+
+/* LLaVA's projector (multi_modal_projector: vision_feature_layers x the tower's width to hidden,
+ * hidden to hidden, biased where vision_projector_bias; with vision_newline LLaVA-NeXT's
+ * image_newline, hidden values). */
+static void
+llava_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  const char *m = "multi_modal_projector";
+  if (c->vision_newline)
+    tensor(b, c->hidden, 0, "image_newline");
+  tensor(b, c->hidden, c->vision_feature_layers * c->vision_hidden, "%s.linear_1.weight", m);
+  if (c->vision_projector_bias)
+    tensor(b, c->hidden, 0, "%s.linear_1.bias", m);
+  tensor(b, c->hidden, c->hidden, "%s.linear_2.weight", m);
+  if (c->vision_projector_bias)
+    tensor(b, c->hidden, 0, "%s.linear_2.bias", m);
+}
+
+/* Mistral 3's projector: an RMSNorm, a patch merger of vision_merge^2 x the tower's width, and
+ * LLaVA's. */
+static void
+mistral3_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden;
+  const char *m = "multi_modal_projector";
+  tensor(b, d, 0, "%s.norm.weight", m);
+  tensor(b, d, c->vision_merge * c->vision_merge * d, "%s.patch_merger.merging_layer.weight", m);
+  llava_projector(b);
+}
+
+/* PaliGemma's projector: the tower's width to vision_out, biased. */
+static void
+paligemma_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  linear_params(b, c->vision_hidden, c->vision_out, "multi_modal_projector.linear");
+}
+
+/* The Qwen-VL mergers: the patch merger, and Qwen3-VL's DeepStack mergers. */
+static void
+qwen_mergers(Builder *b)
+{
+  qwen_merger(b, "visual.merger", FALSE);
+  for (guint64 i = 0; i < b->g->config.vision_deepstack; i++) {
+    g_autofree char *p = g_strdup_printf("visual.deepstack_merger_list.%" G_GUINT64_FORMAT, i);
+    qwen_merger(b, p, TRUE);
+  }
 }
 
 /* The model's vision tower and projector (vision_layers > 0), as transformers names them
@@ -3041,14 +3131,21 @@ siglip_tower(Builder *b)
 static void
 vision_tower(Builder *b)
 {
-  static void (*const build[STW_N_VISION_KINDS])(Builder *) = {
+  static void (*const tower[STW_N_VISION_KINDS])(Builder *) = {
     [STW_VISION_SIGLIP] = siglip_tower,      [STW_VISION_GEMMA4] = gemma4_vision_tower,
     [STW_VISION_PIXTRAL] = pixtral_tower,    [STW_VISION_CLIP] = clip_tower,
     [STW_VISION_QWEN2_VL] = qwen_vl_tower,   [STW_VISION_QWEN2_5_VL] = qwen_vl_tower,
     [STW_VISION_QWEN3_VL] = qwen_vl_tower,
   };
-  if (b->g->config.vision_layers != 0)
-    build[b->g->config.vision_kind](b);
+  static void (*const projector[STW_N_PROJECTORS])(Builder *) = {
+    [STW_PROJECTOR_GEMMA3] = gemma3_projector,       [STW_PROJECTOR_GEMMA4] = gemma4_embedder,
+    [STW_PROJECTOR_MISTRAL3] = mistral3_projector,   [STW_PROJECTOR_LLAVA] = llava_projector,
+    [STW_PROJECTOR_PALIGEMMA] = paligemma_projector, [STW_PROJECTOR_QWEN] = qwen_mergers,
+  };
+  if (b->g->config.vision_layers == 0)
+    return;
+  tower[b->g->config.vision_kind](b);
+  projector[stw_model_vision_projector(&b->g->config)](b);
 }
 
 StwModelGraph *

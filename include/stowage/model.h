@@ -107,6 +107,22 @@ typedef enum {
   STW_N_VISION_KINDS
 } StwVisionKind;
 
+/* What carries a vision tower's features into the language model
+ * (StwModelConfig.vision_projector): DEFAULT, the tower's own (Gemma 3's beside SigLIP, Gemma
+ * 4's embedder, Mistral 3's beside Pixtral, LLaVA's beside CLIP, the Qwen-VL mergers), or another
+ * that a file pairs the tower with (LLaVA's beside SigLIP or Pixtral, PaliGemma's beside
+ * SigLIP). */
+typedef enum {
+  STW_PROJECTOR_DEFAULT,
+  STW_PROJECTOR_GEMMA3,    /* vision_hidden x hidden and an RMSNorm */
+  STW_PROJECTOR_GEMMA4,    /* a projection to hidden */
+  STW_PROJECTOR_MISTRAL3,  /* an RMSNorm, a patch merger and LLaVA's */
+  STW_PROJECTOR_LLAVA,     /* two projections (and LLaVA-NeXT's image_newline) */
+  STW_PROJECTOR_PALIGEMMA, /* one projection to vision_out, biased */
+  STW_PROJECTOR_QWEN,      /* the Qwen-VL patch mergers */
+  STW_N_PROJECTORS
+} StwVisionProjector;
+
 /* Where a llama-style block's RMSNorms sit (StwModelConfig.norms). */
 typedef enum {
   STW_NORMS_PRE,  /* before attention and before the MLP (the default) */
@@ -425,6 +441,10 @@ typedef struct {
    * a norm, vision_merge^2 x vision_hidden to as wide and to vision_out, biased; Qwen3-VL's
    * vision_deepstack mergers more, each normed after its merge (vision_image unused: 0). */
   guint64 vision_temporal_patch, vision_deepstack, vision_out;
+  /* The projector (DEFAULT: the tower's own); LLaVA's with vision_newline: LLaVA-NeXT's
+   * image_newline, hidden values; PaliGemma's: vision_hidden to vision_out and a bias. */
+  StwVisionProjector vision_projector;
+  gboolean vision_newline;
   /* Gemma 4's audio tower, where audio_layers > 0: two convolutions of 3 x 3 to audio_conv and
    * audio_conv2 channels (each with a LayerNorm's weight) and a projection of (audio_conv / 4) x
    * audio_conv2 to audio_hidden; audio_layers Conformer blocks (two feed-forwards 4 x
@@ -437,6 +457,8 @@ typedef struct {
                          * stw_model_tower_param_count clears them together) */
 } StwModelConfig;
 
+/* The projector CFG's vision tower feeds (its vision_projector, or the tower's own). */
+StwVisionProjector stw_model_vision_projector(const StwModelConfig *cfg);
 /* Whether CFG's projections at SITE have biases (its bias[] or its architecture's default). */
 gboolean stw_model_has_bias(const StwModelConfig *cfg, StwBiasSite site);
 /* Whether CFG trains with dropout on the attention probabilities, and on the residual branches
@@ -711,7 +733,11 @@ extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
-extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtral", "clip" */
+extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtral", "clip",
+                                                   * "qwen2_vl", "qwen2_5_vl", "qwen3_vl" */
+extern const char *const stw_vision_projector_names[]; /* "default", "gemma3", "gemma4",
+                                                        * "mistral3", "llava", "paligemma",
+                                                        * "qwen" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */
