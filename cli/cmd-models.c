@@ -58,6 +58,81 @@ block_runs(const StwModelConfig *c, gboolean (*in)(const StwModelConfig *, guint
   return g_strdup_printf("block%s %s", blocks == 1 ? "" : "s", runs->str);
 }
 
+/* A vision tower's kind and sizes ("SigLIP, 27 blocks of 1152 (MLP 4304), ..."). */
+static void
+append_vision_tower(GString *s, const StwModelConfig *c)
+{
+  const char *blocks = c->vision_layers == 1 ? "block" : "blocks";
+  switch (c->vision_kind) {
+  case STW_VISION_SIGLIP:
+  case STW_VISION_CLIP:
+    g_string_append_printf(s, "%s, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
+                           G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT "-pixel images in %"
+                           G_GUINT64_FORMAT "-pixel patches%s",
+                           c->vision_kind == STW_VISION_CLIP ? "CLIP" : "SigLIP",
+                           c->vision_layers, blocks, c->vision_hidden, c->vision_ffn,
+                           c->vision_image, c->vision_patch,
+                           c->vision_pooling_head ? ", an attention-pooling head" : "");
+    break;
+  case STW_VISION_GEMMA4:
+    g_string_append_printf(s, "Gemma 4's, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT
+                           " (%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT ", %"
+                           G_GUINT64_FORMAT " key/value heads, MLP %" G_GUINT64_FORMAT "), %"
+                           G_GUINT64_FORMAT "-pixel patches", c->vision_layers, blocks,
+                           c->vision_hidden, c->vision_heads, c->vision_head_dim,
+                           c->vision_kv_heads, c->vision_ffn, c->vision_patch);
+    break;
+  case STW_VISION_PIXTRAL:
+    g_string_append_printf(s, "Pixtral, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
+                           G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT "-pixel patches",
+                           c->vision_layers, blocks, c->vision_hidden, c->vision_ffn,
+                           c->vision_patch);
+    break;
+  default: { /* the Qwen-VL towers */
+    static const char *const whose[] = { "Qwen2-VL's", "Qwen2.5-VL's", "Qwen3-VL's" };
+    g_string_append_printf(s, "%s, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
+                           G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT "-pixel patches of %"
+                           G_GUINT64_FORMAT " frame%s",
+                           whose[c->vision_kind - STW_VISION_QWEN2_VL], c->vision_layers, blocks,
+                           c->vision_hidden, c->vision_ffn, c->vision_patch,
+                           c->vision_temporal_patch, c->vision_temporal_patch == 1 ? "" : "s");
+  }
+  }
+}
+
+/* What carries a vision tower's features into the language model ("Gemma 3's projector"). */
+static void
+append_vision_projector(GString *s, const StwModelConfig *c)
+{
+  switch (stw_model_vision_projector(c)) {
+  case STW_PROJECTOR_GEMMA4:
+    g_string_append(s, "its embedder");
+    break;
+  case STW_PROJECTOR_MISTRAL3:
+    g_string_append_printf(s, "Mistral 3's projector (patches merged %" G_GUINT64_FORMAT " x %"
+                           G_GUINT64_FORMAT "%s)", c->vision_merge, c->vision_merge,
+                           c->vision_projector_bias ? ", biased" : "");
+    break;
+  case STW_PROJECTOR_LLAVA:
+    g_string_append_printf(s, "LLaVA's projector%s%s", c->vision_projector_bias ? " (biased)" : "",
+                           c->vision_newline ? " with LLaVA-NeXT's image_newline" : "");
+    break;
+  case STW_PROJECTOR_PALIGEMMA:
+    g_string_append_printf(s, "PaliGemma's projector (to %" G_GUINT64_FORMAT ")", c->vision_out);
+    break;
+  case STW_PROJECTOR_QWEN:
+    g_string_append_printf(s, "its patch merger (%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                           " patches to %" G_GUINT64_FORMAT ")", c->vision_merge, c->vision_merge,
+                           c->vision_out);
+    if (c->vision_deepstack != 0)
+      g_string_append_printf(s, ", %" G_GUINT64_FORMAT " DeepStack merger%s more",
+                             c->vision_deepstack, c->vision_deepstack == 1 ? "" : "s");
+    break;
+  default:
+    g_string_append(s, "Gemma 3's projector");
+  }
+}
+
 /* C's parts beyond its blocks' kind: global blocks, blocks of shared keys and values and
  * per-layer inputs (Gemma 4's), AltUp and LAuReL (Gemma 3n's), vision and audio towers (Gemma 3's
  * and 4's multimodal checkpoints), a line each ("" for none). */
@@ -96,54 +171,11 @@ variant_parts_said(const StwModelConfig *c)
   if (c->laurel_rank != 0)
     g_string_append_printf(s, "LAuReL: a rank-%" G_GUINT64_FORMAT " branch beside each "
                            "block's attention\n", c->laurel_rank);
-  if (c->vision_layers != 0 && c->vision_kind == STW_VISION_SIGLIP)
-    g_string_append_printf(s, "vision tower: SigLIP, %" G_GUINT64_FORMAT " block%s of %"
-                           G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
-                           "-pixel images in %" G_GUINT64_FORMAT "-pixel patches%s, and Gemma "
-                           "3's projector\n", c->vision_layers, c->vision_layers == 1 ? "" : "s",
-                           c->vision_hidden, c->vision_ffn,
-                           c->vision_image, c->vision_patch,
-                           c->vision_pooling_head ? ", an attention-pooling head" : "");
-  if (c->vision_layers != 0 && c->vision_kind == STW_VISION_GEMMA4)
-    g_string_append_printf(s, "vision tower: Gemma 4's, %" G_GUINT64_FORMAT " block%s of %"
-                           G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " heads of %" G_GUINT64_FORMAT
-                           ", %" G_GUINT64_FORMAT " key/value heads, MLP %" G_GUINT64_FORMAT
-                           "), %" G_GUINT64_FORMAT "-pixel patches, and its embedder\n",
-                           c->vision_layers, c->vision_layers == 1 ? "" : "s", c->vision_hidden,
-                           c->vision_heads,
-                           c->vision_head_dim, c->vision_kv_heads, c->vision_ffn,
-                           c->vision_patch);
-  if (c->vision_layers != 0 && c->vision_kind == STW_VISION_PIXTRAL)
-    g_string_append_printf(s, "vision tower: Pixtral, %" G_GUINT64_FORMAT " block%s of %"
-                           G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
-                           "-pixel patches, and Mistral 3's projector (patches merged %"
-                           G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT "%s)\n", c->vision_layers,
-                           c->vision_layers == 1 ? "" : "s", c->vision_hidden, c->vision_ffn,
-                           c->vision_patch, c->vision_merge, c->vision_merge,
-                           c->vision_projector_bias ? ", biased" : "");
-  if (c->vision_layers != 0 && c->vision_kind == STW_VISION_CLIP)
-    g_string_append_printf(s, "vision tower: CLIP, %" G_GUINT64_FORMAT " block%s of %"
-                           G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
-                           "-pixel images in %" G_GUINT64_FORMAT "-pixel patches, and LLaVA's "
-                           "projector%s\n", c->vision_layers, c->vision_layers == 1 ? "" : "s",
-                           c->vision_hidden, c->vision_ffn, c->vision_image, c->vision_patch,
-                           c->vision_projector_bias ? " (biased)" : "");
-  if (c->vision_layers != 0 && (c->vision_kind == STW_VISION_QWEN2_VL ||
-                                c->vision_kind == STW_VISION_QWEN2_5_VL ||
-                                c->vision_kind == STW_VISION_QWEN3_VL)) {
-    static const char *const whose[] = { "Qwen2-VL's", "Qwen2.5-VL's", "Qwen3-VL's" };
-    g_string_append_printf(s, "vision tower: %s, %" G_GUINT64_FORMAT " block%s of %"
-                           G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
-                           "-pixel patches of %" G_GUINT64_FORMAT " frame%s, and its patch "
-                           "merger (%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " patches to %"
-                           G_GUINT64_FORMAT ")", whose[c->vision_kind - STW_VISION_QWEN2_VL],
-                           c->vision_layers, c->vision_layers == 1 ? "" : "s", c->vision_hidden,
-                           c->vision_ffn, c->vision_patch, c->vision_temporal_patch,
-                           c->vision_temporal_patch == 1 ? "" : "s", c->vision_merge,
-                           c->vision_merge, c->vision_out);
-    if (c->vision_deepstack != 0)
-      g_string_append_printf(s, ", %" G_GUINT64_FORMAT " DeepStack merger%s more",
-                             c->vision_deepstack, c->vision_deepstack == 1 ? "" : "s");
+  if (c->vision_layers != 0) {
+    g_string_append(s, "vision tower: ");
+    append_vision_tower(s, c);
+    g_string_append(s, ", and ");
+    append_vision_projector(s, c);
     g_string_append(s, "\n");
   }
   if (c->audio_layers != 0)

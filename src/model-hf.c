@@ -3796,39 +3796,102 @@ read_pixtral(StwJsonReader *r, const cJSON *vision, const char *outer G_GNUC_UNU
          get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error);
 }
 
-/* CLIP's vision config (VISION; NULL: LLaVA's own, CLIP ViT-L/14 at 336 pixels) into C's vision
- * tower: hidden_size (768), intermediate_size (3072), num_hidden_layers (12),
- * num_attention_heads (12, dividing hidden_size as CLIP's attention requires), num_channels (3),
- * image_size (224), patch_size (32). */
+/* CLIP's vision config into C's vision tower: hidden_size (768), intermediate_size (3072),
+ * num_hidden_layers (12), num_attention_heads (12, dividing hidden_size as CLIP's attention
+ * requires), num_channels (3), image_size (224), patch_size (32). */
 static gboolean
-read_clip(StwJsonReader *r, const cJSON *vision, const char *outer G_GNUC_UNUSED,
-          StwModelConfig *c, GError **error)
+read_clip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
 {
-  g_autoptr(cJSON) none = cJSON_CreateObject();
-  const Hf hv = { .r = r, .root = vision != NULL ? vision : none,
-                  .type = "clip_vision_model" }, *h = &hv;
-  guint64 heads = vision != NULL ? 12 : 16;
+  const Hf hv = { .r = r, .root = vision, .type = "clip_vision_model" };
   c->vision_kind = STW_VISION_CLIP;
-  c->vision_hidden = vision != NULL ? 768 : 1024;
-  c->vision_ffn = vision != NULL ? 3072 : 4096;
-  c->vision_layers = vision != NULL ? 12 : 24;
+  c->vision_hidden = 768;
+  c->vision_ffn = 3072;
+  c->vision_layers = 12;
   c->vision_channels = 3;
-  c->vision_image = vision != NULL ? 224 : 336;
-  c->vision_patch = vision != NULL ? 32 : 14;
-  return tower_type(r, h->root, "clip_vision_model", "LLaVA's checkpoints' CLIP", "vision",
-                    error) &&
-         read_vit(h, "CLIP's", heads, c, error);
+  c->vision_image = 224;
+  c->vision_patch = 32;
+  return read_vit(&hv, "CLIP's", 12, c, error);
 }
 
-/* LLaVA's projector, from the file's top level: vision_feature_layer (-2: one layer's features;
- * a list, as many), multimodal_projector_bias (true). */
+/* The LLaVA family's classes: the vision tower's type where its config names none, and the
+ * tower the class makes where the file gives no config (LLaVA's and LLaVA-NeXT's CLIP
+ * ViT-L/14 at 336 pixels, LLaVA-OneVision's SigLIP at 384 and PaliGemma's at 224, neither with
+ * its pooling head). */
+static const struct {
+  const char *outer, *type, *tower;
+} llava_classes[] = {
+  { "llava", "clip_vision_model",
+    "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 24, "
+    "\"num_attention_heads\": 16, \"image_size\": 336, \"patch_size\": 14}" },
+  { "llava_next", "clip_vision_model",
+    "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 24, "
+    "\"num_attention_heads\": 16, \"image_size\": 336, \"patch_size\": 14}" },
+  { "llava_onevision", "siglip_vision_model",
+    "{\"hidden_size\": 1152, \"intermediate_size\": 4304, \"num_hidden_layers\": 26, "
+    "\"num_attention_heads\": 16, \"image_size\": 384, \"patch_size\": 14, "
+    "\"vision_use_head\": false}" },
+  { "paligemma", "siglip_vision_model",
+    "{\"hidden_size\": 1152, \"intermediate_size\": 4096, \"num_hidden_layers\": 27, "
+    "\"num_attention_heads\": 16, \"image_size\": 224, \"patch_size\": 14, "
+    "\"vision_use_head\": false}" },
+};
+
+/* A LLaVA-family file's vision tower (OUTER's: llava_classes): its vision_config read by its
+ * model_type (CLIP's, SigLIP's or Pixtral's; none: the class's type), or, null or absent, the
+ * tower the class makes. */
+static gboolean
+read_llava_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwModelConfig *c,
+                  GError **error)
+{
+  gsize k = 0;
+  while (strcmp(llava_classes[k].outer, outer) != 0)
+    k++;
+  g_autoptr(cJSON) own = vision == NULL ? cJSON_Parse(llava_classes[k].tower) : NULL;
+  const cJSON *config = vision != NULL ? vision : own;
+  const cJSON *type = last_member(config, "model_type");
+  const char *name = cJSON_IsString(type) ? type->valuestring : llava_classes[k].type;
+  if (type == NULL || cJSON_IsString(type)) {
+    if (strcmp(name, "clip_vision_model") == 0)
+      return read_clip(r, config, c, error);
+    if (strcmp(name, "siglip_vision_model") == 0)
+      return read_siglip(r, config, outer, c, error);
+    if (strcmp(name, "pixtral") == 0)
+      return read_pixtral(r, config, outer, c, error);
+  }
+  return stw_json_fail_at(r, "model_type", error, "expected \"clip_vision_model\", "
+                          "\"siglip_vision_model\" or \"pixtral\" (the vision towers this "
+                          "class is read with): another vision tower is not modelled");
+}
+
+/* LLaVA's projector, from the file's top level: vision_feature_layer (one layer's features; a
+ * list, as many), multimodal_projector_bias (true); LLaVA-NeXT's and LLaVA-OneVision's
+ * image_newline beside it. */
 static gboolean
 read_llava_projector(const Hf *h, StwModelConfig *c, GError **error)
 {
+  c->vision_projector = STW_PROJECTOR_LLAVA;
   c->vision_projector_bias = TRUE;
+  c->vision_newline = strcmp(h->type, "llava_next") == 0 ||
+                      strcmp(h->type, "llava_onevision") == 0;
   return get_bool(h, "multimodal_projector_bias", &c->vision_projector_bias, error) &&
          read_feature_layers(h, c, error);
 }
+
+/* PaliGemma's projector, from the file's top level: the tower's width to projection_dim
+ * (2048), biased. */
+static gboolean
+read_paligemma_projector(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_projector = STW_PROJECTOR_PALIGEMMA;
+  c->vision_out = 2048;
+  return get_u64(h, "projection_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_out, error);
+}
+
+/* PaliGemma's language model where its file gives none: the Gemma its class makes */
+static const char paligemma_text[] =
+    "{\"model_type\": \"gemma\", \"hidden_size\": 2048, \"num_hidden_layers\": 18, "
+    "\"intermediate_size\": 16384, \"num_attention_heads\": 8, \"num_key_value_heads\": 1, "
+    "\"vocab_size\": 257152}";
 
 /* The blocks whose features DeepStack's mergers carry into the language model
  * (deepstack_visual_indexes: a merger each). */
@@ -3953,8 +4016,15 @@ static const struct {
   { .outer = "mistral3", .inner = "mistral", .vision = read_pixtral,
     .projector = read_mistral3_projector, .defaults_when_null = TRUE,
     .text_defaults = mistral3_text, .tied = TRUE },
-  { .outer = "llava", .inner = "llama", .vision = read_clip, .projector = read_llava_projector,
-    .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "llava", .inner = "llama", .vision = read_llava_vision,
+    .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "llava_next", .inner = "llama", .vision = read_llava_vision,
+    .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "llava_onevision", .inner = "qwen2", .vision = read_llava_vision,
+    .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "paligemma", .inner = "gemma", .vision = read_llava_vision,
+    .projector = read_paligemma_projector, .defaults_when_null = TRUE,
+    .text_defaults = paligemma_text, .any_text = TRUE, .tied = TRUE },
   { .outer = "qwen2_vl", .inner = "qwen2_vl_text", .vision = read_qwen_vision,
     .defaults_when_null = TRUE, .flat_text = TRUE, .tie_either = TRUE },
   { .outer = "qwen2_5_vl", .inner = "qwen2_5_vl_text", .vision = read_qwen_vision,

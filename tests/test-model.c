@@ -1568,9 +1568,12 @@ test_llava_multimodal(void)
     { "{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"gemma3\"}}",
       "$.text_config.model_type: expected a language model's type (\"llama\" where absent), not a "
       "multimodal model's" },
-    { "{\"model_type\": \"llava\", \"vision_config\": {\"model_type\": \"siglip_vision_model\"}}",
-      "$.vision_config.model_type: expected \"clip_vision_model\" (LLaVA's checkpoints' CLIP): "
-      "another vision tower is not modelled" },
+    { "{\"model_type\": \"llava\", \"vision_config\": {\"model_type\": \"gemma4_vision\"}}",
+      "$.vision_config.model_type: expected \"clip_vision_model\", \"siglip_vision_model\" or "
+      "\"pixtral\" (the vision towers this class is read with): another vision tower is not "
+      "modelled" },
+    { "{\"model_type\": \"paligemma\", \"projection_dim\": 0}",
+      "$.projection_dim: 0 is out of range" },
     { "{\"model_type\": \"llava\", \"vision_config\": {\"num_attention_heads\": 7}}",
       "$.vision_config.num_attention_heads: 7 heads do not divide hidden_size 768 (CLIP's "
       "attention refuses it)" },
@@ -1678,6 +1681,77 @@ test_qwen_vl_multimodal(void)
       "$.text_config.model_type: expected \"qwen3_vl_moe_text\", this file's language model" },
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+}
+
+/* The rest of the LLaVA family: LLaVA with SigLIP's or Pixtral's tower, LLaVA-NeXT's and
+ * LLaVA-OneVision's image_newline beside LLaVA's projector, PaliGemma's one projection; the
+ * projector written in stowage's format where it is not the tower's own, and refused beside a
+ * tower it does not go with (peft 0.21's counts at rank 4) */
+static void
+test_llava_family(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-lf-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"%s\", \"text_config\": {\"model_type\": \"%s\", %s"
+      "\"num_hidden_layers\": 2, \"hidden_size\": 64, \"num_attention_heads\": 4, "
+      "\"num_key_value_heads\": 2, \"intermediate_size\": 96, \"vocab_size\": 128}, "
+      "\"vision_config\": {\"model_type\": \"%s\", \"hidden_size\": 32, "
+      "\"intermediate_size\": 48, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+      "\"patch_size\": 4, \"image_size\": 16, \"head_dim\": 8}%s}";
+  /* LLaVA-NeXT with SigLIP's tower (its pooling head, SigLIP's default): LLaVA's projector and
+   * the image_newline, 64 values */
+  g_autofree char *next = g_strdup_printf(small, "llava_next", "llama", "",
+                                          "siglip_vision_model", "");
+  StwModelConfig c, back;
+  resolve_text(dir, next, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_SIGLIP);
+  g_assert_cmpint(stw_model_vision_projector(&c), ==, STW_PROJECTOR_LLAVA);
+  g_assert_true(c.vision_newline && c.vision_pooling_head);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 109104);
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "image_newline"), ==, 64);
+  g_assert_cmpuint(prefix_numel(g, "multi_modal_projector."), ==, 64 * 32 + 64 + 64 * 64 + 64);
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 2816);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 8960);
+  round_trip(&c, "\"vision_projector\":\"llava\"", &back);
+  g_assert_true(back.vision_newline);
+  /* LLaVA with Pixtral's tower (Pixtral-12B's checkpoint): LLaVA's projector, no merger */
+  g_autofree char *pix = g_strdup_printf(small, "llava", "llama", "", "pixtral", "");
+  resolve_text(dir, pix, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_PIXTRAL);
+  g_assert_cmpint(stw_model_vision_projector(&c), ==, STW_PROJECTOR_LLAVA);
+  g_assert_false(c.vision_newline);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 103520);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 11392);
+  /* PaliGemma: a Gemma inside, tied; SigLIP's width to projection_dim and a bias */
+  g_autofree char *pali = g_strdup_printf(small, "paligemma", "gemma", "\"head_dim\": 16, ",
+                                          "siglip_vision_model", ", \"projection_dim\": 64");
+  resolve_text(dir, pali, &c);
+  g_assert_cmpint(stw_model_vision_projector(&c), ==, STW_PROJECTOR_PALIGEMMA);
+  g_assert_true(c.tied);
+  g_assert_cmpuint(c.vision_out, ==, 64);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 96688);
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 2816);
+  round_trip(&c, "\"vision_projector\":\"paligemma\"", &back);
+  g_assert_cmpuint(back.vision_out, ==, 64);
+
+  StwModelConfig bad = c;
+  bad.vision_kind = STW_VISION_PIXTRAL;
+  bad.vision_image = 0;
+  assert_invalid(&bad, "vision_projector paligemma does not go with Pixtral's tower "
+                       "(vision_kind pixtral)");
+  bad = c;
+  bad.vision_newline = TRUE;
+  assert_invalid(&bad, "vision_newline: not SigLIP's tower's (vision_kind siglip, "
+                       "vision_projector paligemma)");
+  bad = c;
+  bad.vision_out = 0;
+  assert_invalid(&bad, "SigLIP's tower (vision_kind siglip, vision_projector paligemma) needs "
+                       "vision_out");
+  bad = c;
+  bad.vision_projector = STW_PROJECTOR_DEFAULT;
+  assert_invalid(&bad, "vision_out: not SigLIP's tower's (vision_kind siglip)");
 }
 
 /* Gemma 3's multimodal file, which AutoModelForCausalLM builds whole: its language model with
@@ -3240,6 +3314,14 @@ test_hf_configs(void)
     { "gemma-3-4b-it", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(4300079472), 4, 256, TRUE },
     /* (324,487,168 of CLIP's and the projector's beside Vicuna's 6,738,939,904) */
     { "llava-1.5-7b-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7063427072), 32, 128, FALSE },
+    /* (the rest of the LLaVA family: 324,491,264, 414,732,320, 434,957,312 and 415,098,864 of
+     * their towers and projectors) */
+    { "llava-v1.6-mistral-7b-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(7566747648), 8, 128,
+      FALSE },
+    { "llava-onevision-qwen2-7b-ov-hf", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(8030807584), 4, 128,
+      FALSE },
+    { "pixtral-12b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(12682739712), 8, 128, FALSE },
+    { "paligemma2-3b-pt-224", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3032242416), 4, 256, TRUE },
     /* (the Qwen-VL checkpoints whole, as AutoModelForImageTextToText builds them: 675,759,104,
      * 676,550,144, 576,388,336 and 538,631,408 of their vision towers and mergers; Qwen2-VL's
      * and Qwen2.5-VL's language models given as the file's own members) */
@@ -4088,6 +4170,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/mistral3-multimodal", test_mistral3_multimodal);
   g_test_add_func("/model/llava-multimodal", test_llava_multimodal);
   g_test_add_func("/model/qwen-vl-multimodal", test_qwen_vl_multimodal);
+  g_test_add_func("/model/llava-family", test_llava_family);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

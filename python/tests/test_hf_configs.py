@@ -492,7 +492,16 @@ SMALL = {
 # the encoders, counted as transformers' AutoModel builds them (no LM head)
 # multimodal files read whole that AutoModelForCausalLM does not build: their
 # ForConditionalGeneration, as a user fine-tuning on text loads it
-IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
+IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
+              "llava_next", "llava_onevision", "paligemma")
+# small towers of the kinds the LLaVA family reads
+CLIP = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16}
+SIGLIP = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+          "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16}
+PIXTRAL = {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 48,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16,
+           "head_dim": 8}
 ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "data2vec-text", "ernie",
             "bert-generation")
 
@@ -1106,6 +1115,22 @@ def variants(kind):
                             ("an empty feature list", {"vision_feature_layer": []})):
             out.append(("a llava file%s" % (", " + what if what else ""), dict(f, **extra)))
         out.append(("a llava file's defaults", {"model_type": "llava"}))
+        for what, extra in (("SigLIP's tower", {"vision_config": SIGLIP}),
+                            ("SigLIP's tower without its head",
+                             {"vision_config": dict(SIGLIP, vision_use_head=False)}),
+                            ("Pixtral's tower", {"vision_config": PIXTRAL}),
+                            ("Pixtral's tower, two feature layers, unbiased",
+                             {"vision_config": PIXTRAL, "vision_feature_layer": [-1, -3],
+                              "multimodal_projector_bias": False})):
+            out.append(("a llava file, %s" % what, dict(f, **extra)))
+        # LLaVA-NeXT's: LLaVA's with an image_newline
+        g = dict(f, model_type="llava_next")
+        for what, extra in (("", {}), ("SigLIP's tower", {"vision_config": SIGLIP}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None}),
+                            ("tied", {"tie_word_embeddings": True})):
+            out.append(("a llava_next file%s" % (", " + what if what else ""), dict(g, **extra)))
+        out.append(("a llava_next file's defaults", {"model_type": "llava_next"}))
     if kind == "qwen2":  # Qwen2-VL's and Qwen2.5-VL's files, read whole: their vision towers
         # and patch mergers beside a language model given as text_config or as the file's own
         # members (their checkpoints'), tied where either says so
@@ -1141,6 +1166,34 @@ def variants(kind):
                                            else "out_hidden_size": 48}))),
                             ("defaults", {"model_type": outer})):
                 out.append(("a %s file%s" % (outer, ", " + what if what else ""), c))
+    if kind == "qwen2":  # LLaVA-OneVision's files: SigLIP's tower by default, a Qwen2 inside
+        f = {"model_type": "llava_onevision", "text_config": base, "vision_config": SIGLIP}
+        for what, extra in (("", {}), ("CLIP's tower", {"vision_config": CLIP}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None}),
+                            ("a llama inside", {"text_config": dict(SMALL["llama"],
+                                                                    model_type="llama")}),
+                            ("text without model_type", {"text_config": dict(SMALL[kind])}),
+                            ("vision without model_type",
+                             {"vision_config": {k: v for k, v in SIGLIP.items()
+                                                if k != "model_type"}})):
+            out.append(("a llava_onevision file%s" % (", " + what if what else ""),
+                        dict(f, **extra)))
+        out.append(("a llava_onevision file's defaults", {"model_type": "llava_onevision"}))
+    if kind in ("gemma", "gemma2"):  # PaliGemma's files (PaliGemma 2's a Gemma 2 inside):
+        # SigLIP's tower and one projection to projection_dim
+        f = {"model_type": "paligemma", "text_config": base, "vision_config": SIGLIP,
+             "projection_dim": 64}
+        for what, extra in (("", {}), ("untied", {"tie_word_embeddings": False}),
+                            ("projection_dim 48", {"projection_dim": 48}),
+                            ("projection_dim absent", {"projection_dim": None}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None})):
+            c = {k: v for k, v in dict(f, **extra).items()
+                 if v is not None or k != "projection_dim"}
+            out.append(("a paligemma file%s" % (", " + what if what else ""), c))
+        if kind == "gemma":
+            out.append(("a paligemma file's defaults", {"model_type": "paligemma"}))
     if kind in ("qwen3", "qwen3_moe"):  # Qwen3-VL's files, read whole: the vision tower, its
         # merger and DeepStack's beside the language model (text_config's alone, tied by the
         # file's own tie_word_embeddings)
