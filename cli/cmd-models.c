@@ -120,6 +120,10 @@ append_vision_projector(GString *s, const StwModelConfig *c)
   case STW_PROJECTOR_PALIGEMMA:
     g_string_append_printf(s, "PaliGemma's projector (to %" G_GUINT64_FORMAT ")", c->vision_out);
     break;
+  case STW_PROJECTOR_IDEFICS3:
+    g_string_append_printf(s, "Idefics3's connector (patches shuffled %" G_GUINT64_FORMAT " x %"
+                           G_GUINT64_FORMAT ")", c->vision_merge, c->vision_merge);
+    break;
   case STW_PROJECTOR_QWEN:
     g_string_append_printf(s, "its patch merger (%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
                            " patches to %" G_GUINT64_FORMAT ")", c->vision_merge, c->vision_merge,

@@ -3887,6 +3887,39 @@ read_paligemma_projector(const Hf *h, StwModelConfig *c, GError **error)
   return get_u64(h, "projection_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_out, error);
 }
 
+/* Idefics3's and SmolVLM's vision config (their type OUTER_vision; NULL: its defaults) into C's
+ * vision tower, SigLIP's blocks without a pooling head: hidden_size (1152), intermediate_size
+ * (3072), num_hidden_layers (12), num_attention_heads (16, dividing hidden_size), num_channels
+ * (3), image_size (224), patch_size (32). */
+static gboolean
+read_idefics3_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwModelConfig *c,
+                     GError **error)
+{
+  g_autofree char *type = g_strconcat(outer, "_vision", NULL);
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = type };
+  c->vision_kind = STW_VISION_SIGLIP;
+  c->vision_pooling_head = FALSE;
+  c->vision_hidden = 1152;
+  c->vision_ffn = 3072;
+  c->vision_layers = 12;
+  c->vision_channels = 3;
+  c->vision_image = 224;
+  c->vision_patch = 32;
+  return tower_type(r, hv.root, type, "its SigLIP blocks", "vision", error) &&
+         read_vit(&hv, "SigLIP's", 16, c, error);
+}
+
+/* Idefics3's and SmolVLM's connector, from the file's top level: scale_factor (2), the pixel
+ * shuffle's merge. */
+static gboolean
+read_idefics3_projector(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_projector = STW_PROJECTOR_IDEFICS3;
+  c->vision_merge = 2;
+  return get_u64(h, "scale_factor", FALSE, 1024, &c->vision_merge, error);
+}
+
 /* PaliGemma's language model where its file gives none: the Gemma its class makes */
 static const char paligemma_text[] =
     "{\"model_type\": \"gemma\", \"hidden_size\": 2048, \"num_hidden_layers\": 18, "
@@ -4022,6 +4055,10 @@ static const struct {
     .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "llava_onevision", .inner = "qwen2", .vision = read_llava_vision,
     .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "idefics3", .inner = "llama", .vision = read_idefics3_vision,
+    .projector = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "smolvlm", .inner = "llama", .vision = read_idefics3_vision,
+    .projector = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "paligemma", .inner = "gemma", .vision = read_llava_vision,
     .projector = read_paligemma_projector, .defaults_when_null = TRUE,
     .text_defaults = paligemma_text, .any_text = TRUE, .tied = TRUE },

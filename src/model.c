@@ -430,7 +430,8 @@ static const struct {
 } vision_kinds[STW_N_VISION_KINDS] = {
   [STW_VISION_SIGLIP] = { "SigLIP's", VISION_CHANNELS | VISION_IMAGE | VISION_POOLING_HEAD,
                           VISION_CHANNELS | VISION_IMAGE, STW_PROJECTOR_GEMMA3,
-                          PROJECTOR(STW_PROJECTOR_LLAVA) | PROJECTOR(STW_PROJECTOR_PALIGEMMA) },
+                          PROJECTOR(STW_PROJECTOR_LLAVA) | PROJECTOR(STW_PROJECTOR_PALIGEMMA) |
+                              PROJECTOR(STW_PROJECTOR_IDEFICS3) },
   [STW_VISION_GEMMA4] = { "Gemma 4's", VISION_HEADS | VISION_POSITIONS,
                           VISION_HEADS | VISION_POSITIONS, STW_PROJECTOR_GEMMA4, 0 },
   [STW_VISION_PIXTRAL] = { "Pixtral's", VISION_CHANNELS, VISION_CHANNELS, STW_PROJECTOR_MISTRAL3,
@@ -451,6 +452,7 @@ static const struct {
                             VISION_FEATURE_LAYERS },
   [STW_PROJECTOR_PALIGEMMA] = { VISION_OUT, VISION_OUT },
   [STW_PROJECTOR_QWEN] = { VISION_MERGE | VISION_OUT, VISION_MERGE | VISION_OUT },
+  [STW_PROJECTOR_IDEFICS3] = { VISION_MERGE, VISION_MERGE },
 };
 
 StwVisionProjector
@@ -527,8 +529,7 @@ vision_conflict(const StwModelConfig *c)
       c->vision_deepstack > STW_MODEL_MAX_LAYERS)
     return "vision_merge at most 1024, vision_feature_layers and vision_deepstack at most 4096";
   if (c->vision_out > STW_MODEL_MAX_WIDTH || c->vision_temporal_patch > STW_MODEL_MAX_WIDTH ||
-      (c->vision_out &&
-       c->vision_merge * c->vision_merge * c->vision_hidden > STW_MODEL_MAX_WIDTH))
+      c->vision_merge * c->vision_merge * c->vision_hidden > STW_MODEL_MAX_WIDTH)
     return "vision_out and the patch merger's width (vision_merge^2 x vision_hidden) at most "
            "1048576";
   if (c->vision_image && c->vision_patch > c->vision_image)
@@ -3037,7 +3038,9 @@ siglip_tower(Builder *b)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 d = c->vision_hidden, side = c->vision_image / c->vision_patch;
-  const char *v = "vision_tower";
+  /* (Idefics3's and SmolVLM's vision_model) */
+  const char *v = stw_model_vision_projector(c) == STW_PROJECTOR_IDEFICS3 ? "vision_model"
+                                                                         : "vision_tower";
   tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
          "%s.embeddings.patch_embedding.weight", v);
   tensor(b, d, 0, "%s.embeddings.patch_embedding.bias", v);
@@ -3115,6 +3118,16 @@ paligemma_projector(Builder *b)
   linear_params(b, c->vision_hidden, c->vision_out, "multi_modal_projector.linear");
 }
 
+/* Idefics3's connector (SmolVLM's too): the pixel shuffle's vision_merge^2 x the tower's width
+ * to hidden, without a bias. */
+static void
+idefics3_connector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  tensor(b, c->hidden, c->vision_merge * c->vision_merge * c->vision_hidden,
+         "connector.modality_projection.proj.weight");
+}
+
 /* The Qwen-VL mergers: the patch merger, and Qwen3-VL's DeepStack mergers. */
 static void
 qwen_mergers(Builder *b)
@@ -3141,6 +3154,7 @@ vision_tower(Builder *b)
     [STW_PROJECTOR_GEMMA3] = gemma3_projector,       [STW_PROJECTOR_GEMMA4] = gemma4_embedder,
     [STW_PROJECTOR_MISTRAL3] = mistral3_projector,   [STW_PROJECTOR_LLAVA] = llava_projector,
     [STW_PROJECTOR_PALIGEMMA] = paligemma_projector, [STW_PROJECTOR_QWEN] = qwen_mergers,
+    [STW_PROJECTOR_IDEFICS3] = idefics3_connector,
   };
   if (b->g->config.vision_layers == 0)
     return;

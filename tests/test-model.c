@@ -1736,6 +1736,23 @@ test_llava_family(void)
   round_trip(&c, "\"vision_projector\":\"paligemma\"", &back);
   g_assert_cmpuint(back.vision_out, ==, 64);
 
+  /* SmolVLM (and Idefics3): SigLIP's blocks under vision_model, without a head, and the pixel
+   * shuffle's connector, 2^2 x 32 to 64 without a bias */
+  g_autofree char *smol = g_strdup_printf(small, "smolvlm", "llama", "", "smolvlm_vision",
+                                          ", \"scale_factor\": 2");
+  StwModelConfig s;
+  resolve_text(dir, smol, &s);
+  g_assert_cmpint(stw_model_vision_projector(&s), ==, STW_PROJECTOR_IDEFICS3);
+  g_assert_false(s.vision_pooling_head);
+  g_assert_cmpuint(stw_model_param_count(&s), ==, 103488);
+  g_autoptr(StwModelGraph) sg = stw_model_graph_new(&s, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(sg, "connector."), ==, 64 * 4 * 32);
+  g_assert_cmpuint(prefix_numel(sg, "vision_model."), ==,
+                   stw_model_tower_param_count(&s) - 64 * 4 * 32);
+  g_assert_cmpuint(lora_params(&s, "q,v"), ==, 2816);
+  round_trip(&s, "\"vision_projector\":\"idefics3\"", &back);
+
   StwModelConfig bad = c;
   bad.vision_kind = STW_VISION_PIXTRAL;
   bad.vision_image = 0;

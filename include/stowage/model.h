@@ -110,8 +110,8 @@ typedef enum {
 /* What carries a vision tower's features into the language model
  * (StwModelConfig.vision_projector): DEFAULT, the tower's own (Gemma 3's beside SigLIP, Gemma
  * 4's embedder, Mistral 3's beside Pixtral, LLaVA's beside CLIP, the Qwen-VL mergers), or another
- * that a file pairs the tower with (LLaVA's beside SigLIP or Pixtral, PaliGemma's beside
- * SigLIP). */
+ * that a file pairs the tower with (LLaVA's beside SigLIP or Pixtral, PaliGemma's and
+ * Idefics3's connector beside SigLIP's blocks). */
 typedef enum {
   STW_PROJECTOR_DEFAULT,
   STW_PROJECTOR_GEMMA3,    /* vision_hidden x hidden and an RMSNorm */
@@ -120,6 +120,7 @@ typedef enum {
   STW_PROJECTOR_LLAVA,     /* two projections (and LLaVA-NeXT's image_newline) */
   STW_PROJECTOR_PALIGEMMA, /* one projection to vision_out, biased */
   STW_PROJECTOR_QWEN,      /* the Qwen-VL patch mergers */
+  STW_PROJECTOR_IDEFICS3,  /* a pixel shuffle's vision_merge^2 x vision_hidden to hidden */
   STW_N_PROJECTORS
 } StwVisionProjector;
 
@@ -737,7 +738,7 @@ extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtra
                                                    * "qwen2_vl", "qwen2_5_vl", "qwen3_vl" */
 extern const char *const stw_vision_projector_names[]; /* "default", "gemma3", "gemma4",
                                                         * "mistral3", "llava", "paligemma",
-                                                        * "qwen" */
+                                                        * "qwen", "idefics3" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */

@@ -493,7 +493,7 @@ SMALL = {
 # multimodal files read whole that AutoModelForCausalLM does not build: their
 # ForConditionalGeneration, as a user fine-tuning on text loads it
 IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
-              "llava_next", "llava_onevision", "paligemma")
+              "llava_next", "llava_onevision", "paligemma", "idefics3", "smolvlm")
 # small towers of the kinds the LLaVA family reads
 CLIP = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
         "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16}
@@ -1131,6 +1131,21 @@ def variants(kind):
                             ("tied", {"tie_word_embeddings": True})):
             out.append(("a llava_next file%s" % (", " + what if what else ""), dict(g, **extra)))
         out.append(("a llava_next file's defaults", {"model_type": "llava_next"}))
+        # Idefics3's and SmolVLM's: SigLIP's blocks without a head, the pixel shuffle's connector
+        for outer in ("idefics3", "smolvlm"):
+            vision = {k: v for k, v in SIGLIP.items() if k != "model_type"}
+            g = {"model_type": outer, "text_config": base, "vision_config": vision}
+            for what, extra in (("", {}), ("scale_factor 3", {"scale_factor": 3}),
+                                ("vision typed", {"vision_config": dict(
+                                    vision, model_type=outer + "_vision")}),
+                                ("vision_config null", {"vision_config": None}),
+                                ("text_config null", {"text_config": None}),
+                                ("tied", {"tie_word_embeddings": True}),
+                                ("a qwen2 inside", {"text_config": dict(SMALL["qwen2"],
+                                                                        model_type="qwen2")})):
+                out.append(("a %s file%s" % (outer, ", " + what if what else ""),
+                            dict(g, **extra)))
+            out.append(("a %s file's defaults" % outer, {"model_type": outer}))
     if kind == "qwen2":  # Qwen2-VL's and Qwen2.5-VL's files, read whole: their vision towers
         # and patch mergers beside a language model given as text_config or as the file's own
         # members (their checkpoints'), tied where either says so
