@@ -64,6 +64,15 @@ append_vision_tower(GString *s, const StwModelConfig *c)
 {
   const char *blocks = c->vision_layers == 1 ? "block" : "blocks";
   switch (c->vision_kind) {
+  case STW_VISION_INTERNVL:
+    g_string_append_printf(s, "InternViT, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
+                           G_GUINT64_FORMAT "%s%s), %" G_GUINT64_FORMAT "-pixel images in %"
+                           G_GUINT64_FORMAT "-pixel patches", c->vision_layers, blocks,
+                           c->vision_hidden, c->vision_ffn,
+                           c->vision_qk_norm ? ", queries and keys RMS-normed" : "",
+                           c->vision_rms_norm ? ", RMSNorms" : "", c->vision_image,
+                           c->vision_patch);
+    break;
   case STW_VISION_SIGLIP:
   case STW_VISION_CLIP:
     g_string_append_printf(s, "%s, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
@@ -119,6 +128,10 @@ append_vision_projector(GString *s, const StwModelConfig *c)
     break;
   case STW_PROJECTOR_PALIGEMMA:
     g_string_append_printf(s, "PaliGemma's projector (to %" G_GUINT64_FORMAT ")", c->vision_out);
+    break;
+  case STW_PROJECTOR_INTERNVL:
+    g_string_append_printf(s, "InternVL's projector (patches shuffled %" G_GUINT64_FORMAT " x %"
+                           G_GUINT64_FORMAT ")", c->vision_merge, c->vision_merge);
     break;
   case STW_PROJECTOR_IDEFICS3:
     g_string_append_printf(s, "Idefics3's connector (patches shuffled %" G_GUINT64_FORMAT " x %"

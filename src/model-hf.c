@@ -3605,21 +3605,39 @@ tower_type(StwJsonReader *r, const cJSON *obj, const char *type, const char *who
   return tower_type_or(r, obj, type, NULL, whose, kind, error);
 }
 
-/* A ViT's sizes from its config (SigLIP's, CLIP's: WHOSE), over the tower's defaults in C and
- * HEADS: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads (dividing
- * hidden_size, as its attention requires), num_channels, image_size, patch_size (a patch larger
- * than the image refused, not modelled). */
+static gboolean get_square(const Hf *h, const char *key, guint64 max, guint64 *out,
+                           GError **error);
+
+/* A ViT's sizes where its config gives none: its class's */
+typedef struct {
+  guint64 hidden, ffn, layers, heads, image, patch;
+} Vit;
+
+/* A ViT of KIND (SigLIP's, CLIP's, Idefics3's, InternViT: WHOSE) from its config H, over its
+ * class's sizes D: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads
+ * (dividing hidden_size, as its attention requires), num_channels (3), image_size and patch_size
+ * (a number or a list of two equal ones; a patch larger than the image refused, not
+ * modelled). */
 static gboolean
-read_vit(const Hf *h, const char *whose, guint64 heads, StwModelConfig *c, GError **error)
+read_vit(const Hf *h, const char *whose, StwVisionKind kind, Vit d, StwModelConfig *c,
+         GError **error)
 {
+  guint64 heads = d.heads;
+  c->vision_kind = kind;
+  c->vision_hidden = d.hidden;
+  c->vision_ffn = d.ffn;
+  c->vision_layers = d.layers;
+  c->vision_channels = 3;
+  c->vision_image = d.image;
+  c->vision_patch = d.patch;
   if (!get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
       !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
       !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
                error) ||
       !get_u64(h, "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, &heads, error) ||
       !get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
-      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
-      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error))
+      !get_square(h, "image_size", STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
+      !get_square(h, "patch_size", STW_MODEL_MAX_WIDTH, &c->vision_patch, error))
     return FALSE;
   if (c->vision_hidden % heads != 0)
     return stw_json_fail_at(h->r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads "
@@ -3643,17 +3661,11 @@ read_siglip(StwJsonReader *r, const cJSON *vision, const char *outer G_GNUC_UNUS
   g_autoptr(cJSON) none = cJSON_CreateObject();
   const Hf hv = { .r = r, .root = vision != NULL ? vision : none,
                   .type = "siglip_vision_model" }, *h = &hv;
-  guint64 heads = 12;
-  c->vision_hidden = 768;
-  c->vision_ffn = 3072;
-  c->vision_layers = 12;
-  c->vision_channels = 3;
-  c->vision_image = 224;
-  c->vision_patch = 16;
   c->vision_pooling_head = TRUE;
   return tower_type(r, h->root, "siglip_vision_model", "Gemma 3's checkpoints' SigLIP", "vision",
                     error) &&
-         read_vit(h, "SigLIP's", heads, c, error) &&
+         read_vit(h, "SigLIP's", STW_VISION_SIGLIP, (Vit){ 768, 3072, 12, 12, 224, 16 }, c,
+                  error) &&
          get_bool(h, "vision_use_head", &c->vision_pooling_head, error);
 }
 
@@ -3803,14 +3815,8 @@ static gboolean
 read_clip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **error)
 {
   const Hf hv = { .r = r, .root = vision, .type = "clip_vision_model" };
-  c->vision_kind = STW_VISION_CLIP;
-  c->vision_hidden = 768;
-  c->vision_ffn = 3072;
-  c->vision_layers = 12;
-  c->vision_channels = 3;
-  c->vision_image = 224;
-  c->vision_patch = 32;
-  return read_vit(&hv, "CLIP's", 12, c, error);
+  return read_vit(&hv, "CLIP's", STW_VISION_CLIP, (Vit){ 768, 3072, 12, 12, 224, 32 }, c,
+                  error);
 }
 
 /* The LLaVA family's classes: the vision tower's type where its config names none, and the
@@ -3898,16 +3904,10 @@ read_idefics3_vision(StwJsonReader *r, const cJSON *vision, const char *outer, S
   g_autofree char *type = g_strconcat(outer, "_vision", NULL);
   g_autoptr(cJSON) none = cJSON_CreateObject();
   const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = type };
-  c->vision_kind = STW_VISION_SIGLIP;
   c->vision_pooling_head = FALSE;
-  c->vision_hidden = 1152;
-  c->vision_ffn = 3072;
-  c->vision_layers = 12;
-  c->vision_channels = 3;
-  c->vision_image = 224;
-  c->vision_patch = 32;
   return tower_type(r, hv.root, type, "its SigLIP blocks", "vision", error) &&
-         read_vit(&hv, "SigLIP's", 16, c, error);
+         read_vit(&hv, "SigLIP's", STW_VISION_SIGLIP, (Vit){ 1152, 3072, 12, 16, 224, 32 }, c,
+                  error);
 }
 
 /* Idefics3's and SmolVLM's connector, from the file's top level: scale_factor (2), the pixel
@@ -3918,6 +3918,83 @@ read_idefics3_projector(const Hf *h, StwModelConfig *c, GError **error)
   c->vision_projector = STW_PROJECTOR_IDEFICS3;
   c->vision_merge = 2;
   return get_u64(h, "scale_factor", FALSE, 1024, &c->vision_merge, error);
+}
+
+/* A square size of a vision config (image_size, patch_size): a whole number, or a list of two
+ * equal ones (another, not modelled). */
+static gboolean
+get_square(const Hf *h, const char *key, guint64 max, guint64 *out, GError **error)
+{
+  const cJSON *v = member(h->root, key);
+  if (!cJSON_IsArray(v))
+    return get_u64(h, key, FALSE, max, out, error);
+  guint64 side[2] = { 0, 0 };
+  if (cJSON_GetArraySize(v) != 2)
+    return stw_json_fail_at(h->r, key, error, "expected a whole number or a list of two");
+  if (!entry_u64(h, key, 0, v->child, 1, max, &side[0], error) ||
+      !entry_u64(h, key, 1, v->child->next, 1, max, &side[1], error))
+    return FALSE;
+  if (side[0] != side[1])
+    return stw_json_fail_at(h->r, key, error, "%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                            ": not square; not modelled", side[0], side[1]);
+  *out = side[0];
+  return TRUE;
+}
+
+/* InternVL's vision config (NULL: its defaults) into C's InternViT tower: hidden_size (1024),
+ * intermediate_size (4096), num_hidden_layers (24), num_attention_heads (16, dividing
+ * hidden_size), num_channels (3), image_size (448), patch_size (14) (each a number or a list of
+ * two equal ones), attention_bias (false), use_qk_norm (false), norm_type ("layer_norm" or
+ * "rms_norm"), use_mean_pooling (true: no final LayerNorm); a mask token or no position table
+ * (use_mask_token, use_absolute_position_embeddings false) not modelled. */
+static gboolean
+read_internvl_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwModelConfig *c,
+                     GError **error)
+{
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = "internvl_vision" },
+           *h = &hv;
+  gboolean pooling = TRUE, mask = FALSE, positions = TRUE;
+  if (!tower_type_or(r, h->root, "internvl_vision", outer, "InternVL's InternViT", "vision",
+                     error) ||
+      !read_vit(h, "InternViT's", STW_VISION_INTERNVL, (Vit){ 1024, 4096, 24, 16, 448, 14 }, c,
+                error) ||
+      !get_bool(h, "attention_bias", &c->vision_attn_bias, error) ||
+      !get_bool(h, "use_qk_norm", &c->vision_qk_norm, error) ||
+      !get_bool(h, "use_mean_pooling", &pooling, error) ||
+      !get_bool(h, "use_mask_token", &mask, error) ||
+      !get_bool(h, "use_absolute_position_embeddings", &positions, error))
+    return FALSE;
+  c->vision_final_norm = !pooling;
+  const cJSON *norm = member(h->root, "norm_type");
+  if (norm != NULL && !(cJSON_IsString(norm) && (strcmp(norm->valuestring, "layer_norm") == 0 ||
+                                                 strcmp(norm->valuestring, "rms_norm") == 0)))
+    return stw_json_fail_at(r, "norm_type", error, "expected \"layer_norm\" or \"rms_norm\"");
+  c->vision_rms_norm = norm != NULL && strcmp(norm->valuestring, "rms_norm") == 0;
+  if (mask || !positions)
+    return stw_json_fail_at(r, mask ? "use_mask_token" : "use_absolute_position_embeddings",
+                            error, "%s: InternViT %s; not modelled", mask ? "true" : "false",
+                            mask ? "with a mask token" : "without its position table");
+  return TRUE;
+}
+
+/* InternVL's projector, from the file's top level: downsample_ratio (0.5), its pixel shuffle
+ * merging int(1 / downsample_ratio) patches a side. */
+static gboolean
+read_internvl_projector(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_projector = STW_PROJECTOR_INTERNVL;
+  const cJSON *ratio = member(h->root, "downsample_ratio");
+  double r = 0.5;
+  if (ratio != NULL && !cJSON_IsNumber(ratio))
+    return stw_json_fail_at(h->r, "downsample_ratio", error, "expected a number");
+  if (ratio != NULL)
+    r = ratio->valuedouble;
+  if (!(r > 0) || !(1 / r >= 1) || 1 / r > 1024)
+    return stw_json_fail_at(h->r, "downsample_ratio", error, "%g: a pixel shuffle of %s patches "
+                            "a side; not modelled (1/1024 to 1)", r, r > 1 ? "no" : "that many");
+  c->vision_merge = (guint64)floor(1 / r);
+  return TRUE;
 }
 
 /* PaliGemma's language model where its file gives none: the Gemma its class makes */
@@ -4059,6 +4136,9 @@ static const struct {
     .projector = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "smolvlm", .inner = "llama", .vision = read_idefics3_vision,
     .projector = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+  { .outer = "internvl", .inner = "qwen2", .vision = read_internvl_vision,
+    .projector = read_internvl_projector, .defaults_when_null = TRUE, .any_text = TRUE,
+    .tied = TRUE },
   { .outer = "paligemma", .inner = "gemma", .vision = read_llava_vision,
     .projector = read_paligemma_projector, .defaults_when_null = TRUE,
     .text_defaults = paligemma_text, .any_text = TRUE, .tied = TRUE },

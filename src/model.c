@@ -412,6 +412,8 @@ enum {
   VISION_DEEPSTACK = 1 << 9,
   VISION_OUT = 1 << 10,
   VISION_NEWLINE = 1 << 11,
+  VISION_INTERNVL = 1 << 12, /* vision_qk_norm, vision_attn_bias, vision_rms_norm,
+                              * vision_final_norm */
   /* the Qwen-VL towers' members */
   VISION_QWEN = VISION_CHANNELS | VISION_TEMPORAL_PATCH,
 };
@@ -420,6 +422,7 @@ static const char *const vision_member_names[] = {
   "vision_heads, vision_kv_heads and vision_head_dim", "vision_merge",
   "vision_feature_layers", "vision_projector_bias", "vision_positions",
   "vision_temporal_patch", "vision_deepstack", "vision_out", "vision_newline",
+  "vision_qk_norm, vision_attn_bias, vision_rms_norm and vision_final_norm",
 };
 #define PROJECTOR(p) (1u << (p))
 static const struct {
@@ -442,6 +445,8 @@ static const struct {
   [STW_VISION_QWEN2_5_VL] = { "Qwen2.5-VL's", VISION_QWEN, VISION_QWEN, STW_PROJECTOR_QWEN, 0 },
   [STW_VISION_QWEN3_VL] = { "Qwen3-VL's", VISION_QWEN | VISION_POSITIONS | VISION_DEEPSTACK,
                             VISION_QWEN | VISION_POSITIONS, STW_PROJECTOR_QWEN, 0 },
+  [STW_VISION_INTERNVL] = { "InternViT's", VISION_CHANNELS | VISION_IMAGE | VISION_INTERNVL,
+                            VISION_CHANNELS | VISION_IMAGE, STW_PROJECTOR_INTERNVL, 0 },
 };
 static const struct {
   guint reads, needs;
@@ -453,6 +458,7 @@ static const struct {
   [STW_PROJECTOR_PALIGEMMA] = { VISION_OUT, VISION_OUT },
   [STW_PROJECTOR_QWEN] = { VISION_MERGE | VISION_OUT, VISION_MERGE | VISION_OUT },
   [STW_PROJECTOR_IDEFICS3] = { VISION_MERGE, VISION_MERGE },
+  [STW_PROJECTOR_INTERNVL] = { VISION_MERGE, VISION_MERGE },
 };
 
 StwVisionProjector
@@ -480,7 +486,11 @@ vision_conflict(const StwModelConfig *c)
                 (c->vision_positions ? VISION_POSITIONS : 0) |
                 (c->vision_temporal_patch ? VISION_TEMPORAL_PATCH : 0) |
                 (c->vision_deepstack ? VISION_DEEPSTACK : 0) | (c->vision_out ? VISION_OUT : 0) |
-                (c->vision_newline ? VISION_NEWLINE : 0);
+                (c->vision_newline ? VISION_NEWLINE : 0) |
+                (c->vision_qk_norm || c->vision_attn_bias || c->vision_rms_norm ||
+                         c->vision_final_norm
+                     ? VISION_INTERNVL
+                     : 0);
   if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
     return "an unknown vision_kind";
   if ((guint)c->vision_projector >= STW_N_PROJECTORS)
@@ -936,7 +946,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "vision_positions", "audio_layers", "audio_hidden", "audio_heads", "audio_conv",           \
       "audio_conv2", "audio_kernel", "audio_output", "vision_merge", "vision_feature_layers",    \
       "vision_projector_bias", "vision_temporal_patch", "vision_deepstack", "vision_out",      \
-      "vision_projector", "vision_newline"
+      "vision_projector", "vision_newline", "vision_qk_norm", "vision_attn_bias",            \
+      "vision_rms_norm", "vision_final_norm"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -1103,6 +1114,10 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_enum(r, obj, "vision_projector", FALSE, stw_vision_projector_names,
                          &vision_projector, error) ||
       !stw_json_get_bool(r, obj, "vision_newline", FALSE, &c->vision_newline, error) ||
+      !stw_json_get_bool(r, obj, "vision_qk_norm", FALSE, &c->vision_qk_norm, error) ||
+      !stw_json_get_bool(r, obj, "vision_attn_bias", FALSE, &c->vision_attn_bias, error) ||
+      !stw_json_get_bool(r, obj, "vision_rms_norm", FALSE, &c->vision_rms_norm, error) ||
+      !stw_json_get_bool(r, obj, "vision_final_norm", FALSE, &c->vision_final_norm, error) ||
       !stw_json_get_bool(r, obj, "vision_projector_bias", FALSE, &c->vision_projector_bias,
                          error) ||
       !stw_json_get_u64(r, obj, "audio_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
@@ -1436,8 +1451,17 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       cJSON_AddBoolToObject(o, "vision_pooling_head", TRUE);
     if (c->vision_projector_bias)
       cJSON_AddBoolToObject(o, "vision_projector_bias", TRUE);
-    if (c->vision_newline)
-      cJSON_AddBoolToObject(o, "vision_newline", TRUE);
+    const struct {
+      const char *key;
+      gboolean on;
+    } flags[] = {
+      { "vision_newline", c->vision_newline },       { "vision_qk_norm", c->vision_qk_norm },
+      { "vision_attn_bias", c->vision_attn_bias },   { "vision_rms_norm", c->vision_rms_norm },
+      { "vision_final_norm", c->vision_final_norm },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(flags); i++)
+      if (flags[i].on)
+        cJSON_AddBoolToObject(o, flags[i].key, TRUE);
     if (c->vision_projector != STW_PROJECTOR_DEFAULT &&
         (guint)c->vision_kind < STW_N_VISION_KINDS &&
         c->vision_projector != vision_kinds[c->vision_kind].own)
@@ -3118,6 +3142,63 @@ paligemma_projector(Builder *b)
   linear_params(b, c->vision_hidden, c->vision_out, "multi_modal_projector.linear");
 }
 
+/* InternViT's tower (InternVL's). */
+static void
+internvl_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, side = c->vision_image / c->vision_patch;
+  const char *v = "vision_tower";
+  tensor(b, d, 0, "%s.embeddings.cls_token", v);
+  tensor(b, side * side + 1, d, "%s.embeddings.position_embeddings", v);
+  tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch,
+         "%s.embeddings.patch_embeddings.projection.weight", v);
+  tensor(b, d, 0, "%s.embeddings.patch_embeddings.projection.bias", v);
+  for (guint64 l = 0; l < c->vision_layers; l++) {
+    g_autofree char *p = g_strdup_printf("%s.encoder.layer.%" G_GUINT64_FORMAT, v, l);
+    tensor(b, d, 0, "%s.lambda_1", p);
+    tensor(b, d, 0, "%s.lambda_2", p);
+    static const char *const qkv[] = { "q_proj", "k_proj", "v_proj" };
+    for (gsize i = 0; i < G_N_ELEMENTS(qkv); i++) {
+      tensor(b, d, d, "%s.attention.%s.weight", p, qkv[i]);
+      if (c->vision_attn_bias)
+        tensor(b, d, 0, "%s.attention.%s.bias", p, qkv[i]);
+    }
+    g_autofree char *out = g_strconcat(p, ".attention.projection_layer", NULL);
+    g_autofree char *mlp = g_strconcat(p, ".mlp", NULL);
+    linear_params(b, d, d, out);
+    if (c->vision_qk_norm) {
+      tensor(b, d, 0, "%s.attention.q_norm.weight", p);
+      tensor(b, d, 0, "%s.attention.k_norm.weight", p);
+    }
+    siglip_mlp_params(b, d, c->vision_ffn, mlp);
+    static const char *const norms[] = { "layernorm_before", "layernorm_after" };
+    for (gsize i = 0; i < G_N_ELEMENTS(norms); i++) {
+      g_autofree char *n = g_strdup_printf("%s.%s", p, norms[i]);
+      if (c->vision_rms_norm)
+        tensor(b, d, 0, "%s.weight", n);
+      else
+        layer_norm_params(b, d, n);
+    }
+  }
+  if (c->vision_final_norm) {
+    g_autofree char *n = g_strconcat(v, ".layernorm", NULL);
+    layer_norm_params(b, d, n);
+  }
+}
+
+/* InternVL's projector: a LayerNorm over the pixel shuffle's vision_merge^2 x the tower's width,
+ * to hidden and to hidden, biased. */
+static void
+internvl_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 w = c->vision_merge * c->vision_merge * c->vision_hidden;
+  layer_norm_params(b, w, "multi_modal_projector.layer_norm");
+  linear_params(b, w, c->hidden, "multi_modal_projector.linear_1");
+  linear_params(b, c->hidden, c->hidden, "multi_modal_projector.linear_2");
+}
+
 /* Idefics3's connector (SmolVLM's too): the pixel shuffle's vision_merge^2 x the tower's width
  * to hidden, without a bias. */
 static void
@@ -3148,13 +3229,13 @@ vision_tower(Builder *b)
     [STW_VISION_SIGLIP] = siglip_tower,      [STW_VISION_GEMMA4] = gemma4_vision_tower,
     [STW_VISION_PIXTRAL] = pixtral_tower,    [STW_VISION_CLIP] = clip_tower,
     [STW_VISION_QWEN2_VL] = qwen_vl_tower,   [STW_VISION_QWEN2_5_VL] = qwen_vl_tower,
-    [STW_VISION_QWEN3_VL] = qwen_vl_tower,
+    [STW_VISION_QWEN3_VL] = qwen_vl_tower,   [STW_VISION_INTERNVL] = internvl_tower,
   };
   static void (*const projector[STW_N_PROJECTORS])(Builder *) = {
     [STW_PROJECTOR_GEMMA3] = gemma3_projector,       [STW_PROJECTOR_GEMMA4] = gemma4_embedder,
     [STW_PROJECTOR_MISTRAL3] = mistral3_projector,   [STW_PROJECTOR_LLAVA] = llava_projector,
     [STW_PROJECTOR_PALIGEMMA] = paligemma_projector, [STW_PROJECTOR_QWEN] = qwen_mergers,
-    [STW_PROJECTOR_IDEFICS3] = idefics3_connector,
+    [STW_PROJECTOR_IDEFICS3] = idefics3_connector, [STW_PROJECTOR_INTERNVL] = internvl_projector,
   };
   if (b->g->config.vision_layers == 0)
     return;

@@ -1574,6 +1574,14 @@ test_llava_multimodal(void)
       "modelled" },
     { "{\"model_type\": \"paligemma\", \"projection_dim\": 0}",
       "$.projection_dim: 0 is out of range" },
+    { "{\"model_type\": \"internvl\", \"vision_config\": {\"image_size\": [448, 224]}}",
+      "$.vision_config.image_size: 448 x 224: not square; not modelled" },
+    { "{\"model_type\": \"internvl\", \"vision_config\": {\"norm_type\": \"batch_norm\"}}",
+      "$.vision_config.norm_type: expected \"layer_norm\" or \"rms_norm\"" },
+    { "{\"model_type\": \"internvl\", \"vision_config\": {\"use_mask_token\": true}}",
+      "$.vision_config.use_mask_token: true: InternViT with a mask token; not modelled" },
+    { "{\"model_type\": \"internvl\", \"downsample_ratio\": 2}",
+      "$.downsample_ratio: 2: a pixel shuffle of no patches a side; not modelled (1/1024 to 1)" },
     { "{\"model_type\": \"llava\", \"vision_config\": {\"num_attention_heads\": 7}}",
       "$.vision_config.num_attention_heads: 7 heads do not divide hidden_size 768 (CLIP's "
       "attention refuses it)" },
@@ -1752,6 +1760,24 @@ test_llava_family(void)
                    stw_model_tower_param_count(&s) - 64 * 4 * 32);
   g_assert_cmpuint(lora_params(&s, "q,v"), ==, 2816);
   round_trip(&s, "\"vision_projector\":\"idefics3\"", &back);
+
+  /* InternVL: InternViT (its q, k and v unbiased unless attention_bias, two layer scales a
+   * block) and a LayerNorm over the pixel shuffle's 2^2 x 32 before two projections */
+  g_autofree char *intern = g_strdup_printf(small, "internvl", "qwen2", "", "internvl_vision",
+                                            ", \"downsample_ratio\": 0.5");
+  resolve_text(dir, intern, &s);
+  g_assert_cmpint(s.vision_kind, ==, STW_VISION_INTERNVL);
+  g_assert_true(s.tied && !s.vision_attn_bias && !s.vision_final_norm);
+  g_assert_cmpuint(s.vision_merge, ==, 2);
+  g_assert_cmpuint(stw_model_param_count(&s), ==, 99968);
+  g_assert_cmpuint(lora_params(&s, "q,v"), ==, 2816);
+  g_assert_cmpuint(lora_params(&s, "q,k,v,o,gate,up,down"), ==, 8960);
+  StwModelConfig rms = s;
+  rms.vision_rms_norm = rms.vision_qk_norm = rms.vision_final_norm = TRUE;
+  round_trip(&rms, "\"vision_qk_norm\":true,\"vision_rms_norm\":true,\"vision_final_norm\":true",
+             &back);
+  g_assert_true(back.vision_qk_norm && back.vision_rms_norm && back.vision_final_norm);
+  g_assert_false(back.vision_attn_bias);
 
   StwModelConfig bad = c;
   bad.vision_kind = STW_VISION_PIXTRAL;

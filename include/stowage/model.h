@@ -104,6 +104,7 @@ typedef enum {
   STW_VISION_QWEN2_VL,   /* Qwen2-VL's, with its patch merger */
   STW_VISION_QWEN2_5_VL, /* Qwen2.5-VL's, with its patch merger */
   STW_VISION_QWEN3_VL,   /* Qwen3-VL's, with its patch merger and DeepStack's mergers */
+  STW_VISION_INTERNVL,   /* InternViT (InternVL's), with InternVL's projector */
   STW_N_VISION_KINDS
 } StwVisionKind;
 
@@ -121,6 +122,7 @@ typedef enum {
   STW_PROJECTOR_PALIGEMMA, /* one projection to vision_out, biased */
   STW_PROJECTOR_QWEN,      /* the Qwen-VL patch mergers */
   STW_PROJECTOR_IDEFICS3,  /* a pixel shuffle's vision_merge^2 x vision_hidden to hidden */
+  STW_PROJECTOR_INTERNVL,  /* a LayerNorm over a pixel shuffle's width, two projections */
   STW_N_PROJECTORS
 } StwVisionProjector;
 
@@ -446,6 +448,14 @@ typedef struct {
    * image_newline, hidden values; PaliGemma's: vision_hidden to vision_out and a bias. */
   StwVisionProjector vision_projector;
   gboolean vision_newline;
+  /* vision_kind internvl (InternViT): a class token, a position a patch and one more, a patch
+   * embedding of vision_channels x vision_patch^2 with a bias; vision_layers blocks of two
+   * norms (RMSNorms where vision_rms_norm, else LayerNorms), q, k and v (biased where
+   * vision_attn_bias) with an RMSNorm over all the queries and one over the keys where
+   * vision_qk_norm, a biased output projection, a biased MLP and two layer scales; a final
+   * LayerNorm where vision_final_norm; InternVL's projector: a LayerNorm over vision_merge^2 x
+   * vision_hidden, to hidden and to hidden, biased. */
+  gboolean vision_qk_norm, vision_attn_bias, vision_rms_norm, vision_final_norm;
   /* Gemma 4's audio tower, where audio_layers > 0: two convolutions of 3 x 3 to audio_conv and
    * audio_conv2 channels (each with a LayerNorm's weight) and a projection of (audio_conv / 4) x
    * audio_conv2 to audio_hidden; audio_layers Conformer blocks (two feed-forwards 4 x
@@ -735,10 +745,11 @@ extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtral", "clip",
-                                                   * "qwen2_vl", "qwen2_5_vl", "qwen3_vl" */
+                                                   * "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
+                                                   * "internvl" */
 extern const char *const stw_vision_projector_names[]; /* "default", "gemma3", "gemma4",
                                                         * "mistral3", "llava", "paligemma",
-                                                        * "qwen", "idefics3" */
+                                                        * "qwen", "idefics3", "internvl" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */

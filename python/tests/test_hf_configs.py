@@ -493,7 +493,7 @@ SMALL = {
 # multimodal files read whole that AutoModelForCausalLM does not build: their
 # ForConditionalGeneration, as a user fine-tuning on text loads it
 IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
-              "llava_next", "llava_onevision", "paligemma", "idefics3", "smolvlm")
+              "llava_next", "llava_onevision", "paligemma", "idefics3", "smolvlm", "internvl")
 # small towers of the kinds the LLaVA family reads
 CLIP = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
         "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16}
@@ -1195,6 +1195,25 @@ def variants(kind):
             out.append(("a llava_onevision file%s" % (", " + what if what else ""),
                         dict(f, **extra)))
         out.append(("a llava_onevision file's defaults", {"model_type": "llava_onevision"}))
+        # InternVL's (HF-native InternVL3): InternViT and a pixel shuffle's projector
+        vision = {"model_type": "internvl_vision", "hidden_size": 32, "intermediate_size": 48,
+                  "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 16,
+                  "patch_size": 4, "attention_bias": True}
+        f = {"model_type": "internvl", "text_config": base, "vision_config": vision}
+        for what, extra in (("", {}), ("untied", {"tie_word_embeddings": False}),
+                            ("InternViT-6B's kind", {"vision_config": dict(
+                                vision, attention_bias=False, use_qk_norm=True,
+                                norm_type="rms_norm", use_mean_pooling=False)}),
+                            ("sizes as lists", {"vision_config": dict(
+                                vision, image_size=[16, 16], patch_size=[4, 4])}),
+                            ("downsample_ratio 0.25", {"downsample_ratio": 0.25}),
+                            ("downsample_ratio 0.3", {"downsample_ratio": 0.3}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None}),
+                            ("a llama inside", {"text_config": dict(SMALL["llama"],
+                                                                    model_type="llama")})):
+            out.append(("an internvl file%s" % (", " + what if what else ""), dict(f, **extra)))
+        out.append(("an internvl file's defaults", {"model_type": "internvl"}))
     if kind in ("gemma", "gemma2"):  # PaliGemma's files (PaliGemma 2's a Gemma 2 inside):
         # SigLIP's tower and one projection to projection_dim
         f = {"model_type": "paligemma", "text_config": base, "vision_config": SIGLIP,

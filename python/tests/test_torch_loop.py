@@ -912,6 +912,27 @@ class TestHuggingFace(unittest.TestCase):
                                    intermediate_size=24, num_hidden_layers=1,
                                    num_attention_heads=2, patch_size=4, image_size=16),
                 projection_dim=32, image_token_index=127))
+        if kind == "internvl":  # InternViT, InternVL's projector, a Qwen2 inside
+            return tf.InternVLForConditionalGeneration(tf.InternVLConfig(
+                text_config=dict(
+                    model_type="qwen2", num_hidden_layers=2, hidden_size=32,
+                    intermediate_size=48, num_attention_heads=2, num_key_value_heads=1,
+                    vocab_size=128, max_position_embeddings=32, bos_token_id=0,
+                    eos_token_id=0, pad_token_id=0),
+                vision_config=dict(hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                                   num_attention_heads=2, patch_size=4, image_size=16,
+                                   attention_bias=True),
+                image_token_id=127))
+        if kind == "smolvlm":  # SigLIP's blocks, the pixel shuffle's connector, a Llama inside
+            return tf.SmolVLMForConditionalGeneration(tf.SmolVLMConfig(
+                text_config=dict(
+                    model_type="llama", num_hidden_layers=2, hidden_size=32,
+                    intermediate_size=48, num_attention_heads=2, num_key_value_heads=1,
+                    vocab_size=128, max_position_embeddings=32, bos_token_id=0,
+                    eos_token_id=0, pad_token_id=0),
+                vision_config=dict(hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                                   num_attention_heads=2, patch_size=4, image_size=16),
+                image_token_id=127))
         if kind == "qwen2_5_vl":  # the multimodal model: Qwen2.5-VL's tower, its merger
             return tf.Qwen2_5_VLForConditionalGeneration(tf.Qwen2_5_VLConfig(
                 text_config=dict(
@@ -969,7 +990,7 @@ class TestHuggingFace(unittest.TestCase):
         Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), LongCat-Flash
         (layers of two blocks, experts and zero experts), MiniMax-M3 (a block indexer, a dense
         block among experts), Gemma 3's, Gemma 4's, Mistral 3's, LLaVA's, Qwen2.5-VL's,
-        Qwen3-VL's, LLaVA-OneVision's and PaliGemma's multimodal models
+        Qwen3-VL's, LLaVA-OneVision's, PaliGemma's, InternVL's and SmolVLM's multimodal models
         (their towers, which no gradient of a text step reaches: frozen in the trace), each
         step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
@@ -992,7 +1013,8 @@ class TestHuggingFace(unittest.TestCase):
                      "granitemoehybrid", "lfm2", "mamba2", "mamba", "falcon_h1",
                      "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text",
                      "longcat_flash", "minimax_m3_vl_text", "gemma3", "gemma4", "mistral3",
-                     "llava", "qwen2_5_vl", "qwen3_vl", "llava_onevision", "paligemma"):
+                     "llava", "qwen2_5_vl", "qwen3_vl", "llava_onevision", "paligemma",
+                     "internvl", "smolvlm"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
