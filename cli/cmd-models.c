@@ -73,6 +73,16 @@ append_vision_tower(GString *s, const StwModelConfig *c)
                            c->vision_rms_norm ? ", RMSNorms" : "", c->vision_image,
                            c->vision_patch);
     break;
+  case STW_VISION_MLLAMA:
+    g_string_append_printf(s, "Llama 3.2 Vision's, %" G_GUINT64_FORMAT " %s and %" G_GUINT64_FORMAT
+                           " global of %" G_GUINT64_FORMAT " (MLP %" G_GUINT64_FORMAT "), %"
+                           G_GUINT64_FORMAT "-pixel tiles (at most %" G_GUINT64_FORMAT ") in %"
+                           G_GUINT64_FORMAT "-pixel patches, %" G_GUINT64_FORMAT
+                           " cross-attention blocks in the language model",
+                           c->vision_layers, blocks, c->vision_global_layers, c->vision_hidden,
+                           c->vision_ffn, c->vision_image, c->vision_tiles, c->vision_patch,
+                           c->vision_cross_layers);
+    break;
   case STW_VISION_SIGLIP:
   case STW_VISION_CLIP:
     g_string_append_printf(s, "%s, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
@@ -128,6 +138,9 @@ append_vision_projector(GString *s, const StwModelConfig *c)
     break;
   case STW_PROJECTOR_PALIGEMMA:
     g_string_append_printf(s, "PaliGemma's projector (to %" G_GUINT64_FORMAT ")", c->vision_out);
+    break;
+  case STW_PROJECTOR_MLLAMA:
+    g_string_append_printf(s, "its projector (%" G_GUINT64_FORMAT " features)", c->vision_features);
     break;
   case STW_PROJECTOR_INTERNVL:
     g_string_append_printf(s, "InternVL's projector (patches shuffled %" G_GUINT64_FORMAT " x %"

@@ -146,6 +146,7 @@ typedef enum {
   HF_QWEN2_5_VL_TEXT,
   HF_QWEN3_VL_TEXT,
   HF_QWEN3_VL_MOE_TEXT,
+  HF_MLLAMA_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -185,7 +186,7 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma3n_text", "longcat_flash", "laguna",
                                            "minimax_m3_vl_text", "qwen2_vl_text",
                                            "qwen2_5_vl_text", "qwen3_vl_text",
-                                           "qwen3_vl_moe_text", NULL };
+                                           "qwen3_vl_moe_text", "mllama_text_model", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1678,6 +1679,13 @@ static const HfRow hf_rows[] = {
                              .vocab_default = 151936, .kv_default = 16,
                              .head_dim_null_ok = TRUE, .tied = TRUE, .reads_tie = TRUE,
                              .reads_attention_bias = TRUE },
+  /* Llama 3.2 Vision's language model (an mllama file's text_config): Llama's blocks, a head
+   * width of hidden / heads; its cross-attention blocks, which a text step skips, are read with
+   * the file (read_mllama_text) */
+  [HF_MLLAMA_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA }, .layers_default = 40,
+                       .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
+                       .max_seq_default = 131072, .vocab_default = 128256, .kv_default = 8,
+                       .head_dim_default = NOT_READ, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -3997,6 +4005,135 @@ read_internvl_projector(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Llama 3.2 Vision's tower (VISION; NULL: its defaults): hidden_size (1280), intermediate_size
+ * (5120), num_hidden_layers (32), num_global_layers (8), attention_heads (its other name
+ * num_attention_heads; 16, dividing hidden_size: otherwise its attention is narrower than its
+ * width, not modelled), num_channels (3), image_size (448), patch_size (14), max_num_tiles (4),
+ * supported_aspect_ratios (a list; eight by default, which need four tiles, as transformers
+ * refuses others), vision_output_dim (7680: the projector's input). */
+static gboolean
+read_mllama_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwModelConfig *c,
+                   GError **error)
+{
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none,
+                  .type = "mllama_vision_model" }, *h = &hv;
+  guint64 heads = 16;
+  c->vision_kind = STW_VISION_MLLAMA;
+  c->vision_hidden = 1280;
+  c->vision_ffn = 5120;
+  c->vision_layers = 32;
+  c->vision_global_layers = 8;
+  c->vision_channels = 3;
+  c->vision_image = 448;
+  c->vision_patch = 14;
+  c->vision_tiles = 4;
+  c->vision_aspect_ratios = 8;
+  c->vision_features = 7680;
+  if (!tower_type_or(r, h->root, "mllama_vision_model", outer, "Llama 3.2 Vision's", "vision",
+                     error) ||
+      !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
+      !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
+      !get_u64(h, "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_layers,
+               error) ||
+      !get_u64(h, "num_global_layers", FALSE, STW_MODEL_MAX_LAYERS, &c->vision_global_layers,
+               error) ||
+      !get_size(h, "attention_heads", "num_attention_heads", FALSE, STW_MODEL_MAX_WIDTH, 16,
+                &heads, error) ||
+      !get_u64(h, "num_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
+      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
+      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error) ||
+      !get_u64(h, "max_num_tiles", FALSE, 64, &c->vision_tiles, error) ||
+      !get_u64(h, "vision_output_dim", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_features, error))
+    return FALSE;
+  const cJSON *ratios = member(h->root, "supported_aspect_ratios");
+  if (ratios != NULL && !cJSON_IsArray(ratios))
+    return stw_json_fail_at(r, "supported_aspect_ratios", error, "expected a list of [width, "
+                            "height] in tiles");
+  static const int standard[][2] = { { 1, 1 }, { 1, 2 }, { 1, 3 }, { 1, 4 },
+                                     { 2, 1 }, { 2, 2 }, { 3, 1 }, { 4, 1 } };
+  gboolean default_ratios = TRUE;
+  if (ratios != NULL) {
+    c->vision_aspect_ratios = (guint64)cJSON_GetArraySize(ratios);
+    default_ratios = c->vision_aspect_ratios == G_N_ELEMENTS(standard);
+    gsize i = 0;
+    for (const cJSON *e = ratios->child; e != NULL && default_ratios; e = e->next, i++)
+      default_ratios = cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 &&
+                       cJSON_IsNumber(e->child) && e->child->valuedouble == standard[i][0] &&
+                       cJSON_IsNumber(e->child->next) &&
+                       e->child->next->valuedouble == standard[i][1];
+  }
+  if (c->vision_aspect_ratios == 0 || c->vision_aspect_ratios > 64)
+    return stw_json_fail_at(r, "supported_aspect_ratios", error, "%" G_GUINT64_FORMAT
+                            " entries: 1 to 64", c->vision_aspect_ratios);
+  if (default_ratios && c->vision_tiles != 4)
+    return stw_json_fail_at(r, "max_num_tiles", error, "%" G_GUINT64_FORMAT ": the default "
+                            "supported_aspect_ratios need 4 (transformers refuses others)",
+                            c->vision_tiles);
+  if (c->vision_hidden % heads != 0)
+    return stw_json_fail_at(r, "attention_heads", error, "%" G_GUINT64_FORMAT " heads do not "
+                            "divide hidden_size %" G_GUINT64_FORMAT ": Llama 3.2 Vision's "
+                            "attention is then narrower than its width; not modelled", heads,
+                            c->vision_hidden);
+  if (c->vision_patch > c->vision_image)
+    return stw_json_fail_at(r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
+                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image; not "
+                            "modelled", c->vision_patch, c->vision_image);
+  return TRUE;
+}
+
+/* Llama 3.2 Vision's language model's cross-attention blocks, from the file's text_config:
+ * cross_attention_layers (absent or null: [3, 8, ..., 38]), the indices of the blocks that
+ * attend to the image (those below num_hidden_layers), which a text step skips: held beside
+ * the tower (vision_cross_layers), the others the language model's layers; its embeddings 8
+ * rows more than its head (image tokens), so the head is never tied. */
+static gboolean
+read_mllama_text(const Hf *h, StwModelConfig *c, GError **error)
+{
+  static const double standard[] = { 3, 8, 13, 18, 23, 28, 33, 38 };
+  const cJSON *text = member(h->root, "text_config");
+  const cJSON *list = cJSON_IsObject(text) ? member(text, "cross_attention_layers") : NULL;
+  gsize saved = stw_json_push_key(h->r, "text_config");
+  if (list != NULL && !cJSON_IsArray(list)) {
+    stw_json_fail_at(h->r, "cross_attention_layers", error, "expected a list of the blocks' "
+                     "indices");
+    stw_json_pop(h->r, saved);
+    return FALSE;
+  }
+  g_autofree guint8 *cross = g_new0(guint8, c->layers);
+  guint64 n = 0;
+  gsize k = 0;
+  for (const cJSON *e = list != NULL ? list->child : NULL;
+       list != NULL ? e != NULL : k < G_N_ELEMENTS(standard); k++) {
+    double v = list != NULL ? e->valuedouble : standard[k];
+    if (list != NULL && (!cJSON_IsNumber(e) || v != floor(v))) {
+      stw_json_fail_at(h->r, "cross_attention_layers", error, "entry %" G_GSIZE_FORMAT ": "
+                       "expected a block's index", k);
+      stw_json_pop(h->r, saved);
+      return FALSE;
+    }
+    if (v >= 0 && v < (double)c->layers && !cross[(gsize)v]) {
+      cross[(gsize)v] = 1;
+      n++;
+    }
+    if (list != NULL)
+      e = e->next;
+  }
+  if (n == c->layers) {
+    stw_json_fail_at(h->r, "cross_attention_layers", error, "every one of the %" G_GUINT64_FORMAT
+                     " blocks: a language model of cross-attention alone; not modelled", n);
+    stw_json_pop(h->r, saved);
+    return FALSE;
+  }
+  stw_json_pop(h->r, saved);
+  c->layers -= n;
+  c->vision_cross_layers = n;
+  c->tied = FALSE; /* (whatever the file says: transformers ties no head 8 rows short) */
+  c->head_vocab = c->vocab;
+  c->vocab += 8;
+  return TRUE;
+}
+
 /* PaliGemma's language model where its file gives none: the Gemma its class makes */
 static const char paligemma_text[] =
     "{\"model_type\": \"gemma\", \"hidden_size\": 2048, \"num_hidden_layers\": 18, "
@@ -4139,6 +4276,8 @@ static const struct {
   { .outer = "internvl", .inner = "qwen2", .vision = read_internvl_vision,
     .projector = read_internvl_projector, .defaults_when_null = TRUE, .any_text = TRUE,
     .tied = TRUE },
+  { .outer = "mllama", .inner = "mllama_text_model", .vision = read_mllama_vision,
+    .projector = read_mllama_text, .defaults_when_null = TRUE },
   { .outer = "paligemma", .inner = "gemma", .vision = read_llava_vision,
     .projector = read_paligemma_projector, .defaults_when_null = TRUE,
     .text_defaults = paligemma_text, .any_text = TRUE, .tied = TRUE },

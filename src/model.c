@@ -414,6 +414,10 @@ enum {
   VISION_NEWLINE = 1 << 11,
   VISION_INTERNVL = 1 << 12, /* vision_qk_norm, vision_attn_bias, vision_rms_norm,
                               * vision_final_norm */
+  VISION_TILES = 1 << 13,    /* vision_tiles, vision_aspect_ratios */
+  VISION_GLOBAL_LAYERS = 1 << 14,
+  VISION_FEATURES = 1 << 15,
+  VISION_CROSS_LAYERS = 1 << 16,
   /* the Qwen-VL towers' members */
   VISION_QWEN = VISION_CHANNELS | VISION_TEMPORAL_PATCH,
 };
@@ -423,6 +427,8 @@ static const char *const vision_member_names[] = {
   "vision_feature_layers", "vision_projector_bias", "vision_positions",
   "vision_temporal_patch", "vision_deepstack", "vision_out", "vision_newline",
   "vision_qk_norm, vision_attn_bias, vision_rms_norm and vision_final_norm",
+  "vision_tiles and vision_aspect_ratios", "vision_global_layers", "vision_features",
+  "vision_cross_layers",
 };
 #define PROJECTOR(p) (1u << (p))
 static const struct {
@@ -447,6 +453,11 @@ static const struct {
                             VISION_QWEN | VISION_POSITIONS, STW_PROJECTOR_QWEN, 0 },
   [STW_VISION_INTERNVL] = { "InternViT's", VISION_CHANNELS | VISION_IMAGE | VISION_INTERNVL,
                             VISION_CHANNELS | VISION_IMAGE, STW_PROJECTOR_INTERNVL, 0 },
+  [STW_VISION_MLLAMA] = { "Llama 3.2 Vision's",
+                          VISION_CHANNELS | VISION_IMAGE | VISION_TILES | VISION_GLOBAL_LAYERS |
+                              VISION_CROSS_LAYERS,
+                          VISION_CHANNELS | VISION_IMAGE | VISION_TILES, STW_PROJECTOR_MLLAMA,
+                          0 },
 };
 static const struct {
   guint reads, needs;
@@ -459,6 +470,7 @@ static const struct {
   [STW_PROJECTOR_QWEN] = { VISION_MERGE | VISION_OUT, VISION_MERGE | VISION_OUT },
   [STW_PROJECTOR_IDEFICS3] = { VISION_MERGE, VISION_MERGE },
   [STW_PROJECTOR_INTERNVL] = { VISION_MERGE, VISION_MERGE },
+  [STW_PROJECTOR_MLLAMA] = { VISION_FEATURES, VISION_FEATURES },
 };
 
 StwVisionProjector
@@ -490,7 +502,13 @@ vision_conflict(const StwModelConfig *c)
                 (c->vision_qk_norm || c->vision_attn_bias || c->vision_rms_norm ||
                          c->vision_final_norm
                      ? VISION_INTERNVL
-                     : 0);
+                     : 0) |
+                (c->vision_tiles && c->vision_aspect_ratios ? VISION_TILES : 0) |
+                (c->vision_global_layers ? VISION_GLOBAL_LAYERS : 0) |
+                (c->vision_features ? VISION_FEATURES : 0) |
+                (c->vision_cross_layers ? VISION_CROSS_LAYERS : 0);
+  if ((c->vision_tiles != 0) != (c->vision_aspect_ratios != 0))
+    return "vision_tiles and vision_aspect_ratios go together";
   if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
     return "an unknown vision_kind";
   if ((guint)c->vision_projector >= STW_N_PROJECTORS)
@@ -538,6 +556,13 @@ vision_conflict(const StwModelConfig *c)
   if (c->vision_merge > 1024 || c->vision_feature_layers > STW_MODEL_MAX_LAYERS ||
       c->vision_deepstack > STW_MODEL_MAX_LAYERS)
     return "vision_merge at most 1024, vision_feature_layers and vision_deepstack at most 4096";
+  if (c->vision_tiles > 64 || c->vision_aspect_ratios > 64 ||
+      c->vision_global_layers > STW_MODEL_MAX_LAYERS ||
+      c->vision_cross_layers > STW_MODEL_MAX_LAYERS || c->vision_features > STW_MODEL_MAX_WIDTH)
+    return "vision_tiles and vision_aspect_ratios at most 64, vision_global_layers and "
+           "vision_cross_layers at most 4096, vision_features at most 1048576";
+  if (c->vision_cross_layers != 0 && c->arch != STW_ARCH_LLAMA)
+    return "vision_cross_layers: llama only (Llama 3.2 Vision's cross-attention blocks)";
   if (c->vision_out > STW_MODEL_MAX_WIDTH || c->vision_temporal_patch > STW_MODEL_MAX_WIDTH ||
       c->vision_merge * c->vision_merge * c->vision_hidden > STW_MODEL_MAX_WIDTH)
     return "vision_out and the patch merger's width (vision_merge^2 x vision_hidden) at most "
@@ -947,7 +972,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "audio_conv2", "audio_kernel", "audio_output", "vision_merge", "vision_feature_layers",    \
       "vision_projector_bias", "vision_temporal_patch", "vision_deepstack", "vision_out",      \
       "vision_projector", "vision_newline", "vision_qk_norm", "vision_attn_bias",            \
-      "vision_rms_norm", "vision_final_norm"
+      "vision_rms_norm", "vision_final_norm", "vision_global_layers", "vision_tiles",          \
+      "vision_aspect_ratios", "vision_features", "vision_cross_layers"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -1118,6 +1144,15 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
       !stw_json_get_bool(r, obj, "vision_attn_bias", FALSE, &c->vision_attn_bias, error) ||
       !stw_json_get_bool(r, obj, "vision_rms_norm", FALSE, &c->vision_rms_norm, error) ||
       !stw_json_get_bool(r, obj, "vision_final_norm", FALSE, &c->vision_final_norm, error) ||
+      !stw_json_get_u64(r, obj, "vision_global_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
+                        &c->vision_global_layers, error) ||
+      !stw_json_get_u64(r, obj, "vision_tiles", FALSE, 1, 64, &c->vision_tiles, error) ||
+      !stw_json_get_u64(r, obj, "vision_aspect_ratios", FALSE, 1, 64, &c->vision_aspect_ratios,
+                        error) ||
+      !stw_json_get_u64(r, obj, "vision_features", FALSE, 1, STW_MODEL_MAX_WIDTH,
+                        &c->vision_features, error) ||
+      !stw_json_get_u64(r, obj, "vision_cross_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
+                        &c->vision_cross_layers, error) ||
       !stw_json_get_bool(r, obj, "vision_projector_bias", FALSE, &c->vision_projector_bias,
                          error) ||
       !stw_json_get_u64(r, obj, "audio_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
@@ -1443,6 +1478,10 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       { "vision_feature_layers", c->vision_feature_layers },
       { "vision_temporal_patch", c->vision_temporal_patch },
       { "vision_deepstack", c->vision_deepstack }, { "vision_out", c->vision_out },
+      { "vision_global_layers", c->vision_global_layers },
+      { "vision_tiles", c->vision_tiles }, { "vision_aspect_ratios", c->vision_aspect_ratios },
+      { "vision_features", c->vision_features },
+      { "vision_cross_layers", c->vision_cross_layers },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++)
       if (sizes[i].value != 0)
@@ -3187,6 +3226,85 @@ internvl_tower(Builder *b)
   }
 }
 
+/* Llama 3.2 Vision's encoder blocks under PREFIX (bias-free q, k, v, o, a biased MLP, two
+ * LayerNorms; GATED, two gates more), L of them. */
+static void
+mllama_blocks(Builder *b, const char *prefix, guint64 layers, gboolean gated)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden;
+  for (guint64 l = 0; l < layers; l++) {
+    g_autofree char *p = g_strdup_printf("%s.layers.%" G_GUINT64_FORMAT, prefix, l);
+    if (gated) {
+      tensor(b, 1, 0, "%s.gate_attn", p);
+      tensor(b, 1, 0, "%s.gate_ffn", p);
+    }
+    static const char *const proj[] = { "q_proj", "k_proj", "v_proj", "o_proj" };
+    for (gsize i = 0; i < G_N_ELEMENTS(proj); i++)
+      tensor(b, d, d, "%s.self_attn.%s.weight", p, proj[i]);
+    g_autofree char *mlp = g_strconcat(p, ".mlp", NULL);
+    g_autofree char *ln1 = g_strconcat(p, ".input_layernorm", NULL);
+    g_autofree char *ln2 = g_strconcat(p, ".post_attention_layernorm", NULL);
+    siglip_mlp_params(b, d, c->vision_ffn, mlp);
+    layer_norm_params(b, d, ln1);
+    layer_norm_params(b, d, ln2);
+  }
+}
+
+/* Llama 3.2 Vision's tower (under vision_model), and the language model's cross-attention
+ * blocks, which attend to its features alone (named cross_attention_layers.N: a text step skips
+ * them). */
+static void
+mllama_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, side = c->vision_image / c->vision_patch;
+  guint64 positions = side * side + 1, ratios = c->vision_aspect_ratios + 1;
+  const char *v = "vision_model";
+  tensor(b, d, 0, "%s.class_embedding", v);
+  tensor(b, d, c->vision_channels * c->vision_patch * c->vision_patch, "%s.patch_embedding.weight",
+         v);
+  tensor(b, 1, 0, "%s.gated_positional_embedding.gate", v);
+  tensor(b, positions, d, "%s.gated_positional_embedding.embedding", v);
+  tensor(b, ratios, c->vision_tiles * positions * d,
+         "%s.gated_positional_embedding.tile_embedding.weight", v);
+  static const char *const tiles[] = { "pre_tile_positional_embedding",
+                                       "post_tile_positional_embedding" };
+  for (gsize i = 0; i < G_N_ELEMENTS(tiles); i++) {
+    tensor(b, 1, 0, "%s.%s.gate", v, tiles[i]);
+    tensor(b, ratios, c->vision_tiles * d, "%s.%s.embedding.weight", v, tiles[i]);
+  }
+  layer_norm_params(b, d, "vision_model.layernorm_pre");
+  layer_norm_params(b, d, "vision_model.layernorm_post");
+  mllama_blocks(b, "vision_model.transformer", c->vision_layers, FALSE);
+  mllama_blocks(b, "vision_model.global_transformer", c->vision_global_layers, TRUE);
+  guint64 h = c->hidden, hd = stw_model_head_dim(c), q = c->heads * hd, kv = c->kv_heads * hd;
+  for (guint64 l = 0; l < c->vision_cross_layers; l++) {
+    g_autofree char *p = g_strdup_printf("cross_attention_layers.%" G_GUINT64_FORMAT, l);
+    tensor(b, q, h, "%s.cross_attn.q_proj.weight", p);
+    tensor(b, kv, h, "%s.cross_attn.k_proj.weight", p);
+    tensor(b, kv, h, "%s.cross_attn.v_proj.weight", p);
+    tensor(b, h, q, "%s.cross_attn.o_proj.weight", p);
+    tensor(b, hd, 0, "%s.cross_attn.q_norm.weight", p);
+    tensor(b, hd, 0, "%s.cross_attn.k_norm.weight", p);
+    tensor(b, h, 0, "%s.input_layernorm.weight", p);
+    tensor(b, 1, 0, "%s.cross_attn_attn_gate", p);
+    tensor(b, c->ffn, h, "%s.mlp.gate_proj.weight", p);
+    tensor(b, c->ffn, h, "%s.mlp.up_proj.weight", p);
+    tensor(b, h, c->ffn, "%s.mlp.down_proj.weight", p);
+    tensor(b, 1, 0, "%s.cross_attn_mlp_gate", p);
+    tensor(b, h, 0, "%s.post_attention_layernorm.weight", p);
+  }
+}
+
+/* Llama 3.2 Vision's projector: vision_features to hidden, biased. */
+static void
+mllama_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  linear_params(b, c->vision_features, c->hidden, "multi_modal_projector");
+}
+
 /* InternVL's projector: a LayerNorm over the pixel shuffle's vision_merge^2 x the tower's width,
  * to hidden and to hidden, biased. */
 static void
@@ -3230,12 +3348,14 @@ vision_tower(Builder *b)
     [STW_VISION_PIXTRAL] = pixtral_tower,    [STW_VISION_CLIP] = clip_tower,
     [STW_VISION_QWEN2_VL] = qwen_vl_tower,   [STW_VISION_QWEN2_5_VL] = qwen_vl_tower,
     [STW_VISION_QWEN3_VL] = qwen_vl_tower,   [STW_VISION_INTERNVL] = internvl_tower,
+    [STW_VISION_MLLAMA] = mllama_tower,
   };
   static void (*const projector[STW_N_PROJECTORS])(Builder *) = {
     [STW_PROJECTOR_GEMMA3] = gemma3_projector,       [STW_PROJECTOR_GEMMA4] = gemma4_embedder,
     [STW_PROJECTOR_MISTRAL3] = mistral3_projector,   [STW_PROJECTOR_LLAVA] = llava_projector,
     [STW_PROJECTOR_PALIGEMMA] = paligemma_projector, [STW_PROJECTOR_QWEN] = qwen_mergers,
     [STW_PROJECTOR_IDEFICS3] = idefics3_connector, [STW_PROJECTOR_INTERNVL] = internvl_projector,
+    [STW_PROJECTOR_MLLAMA] = mllama_projector,
   };
   if (b->g->config.vision_layers == 0)
     return;

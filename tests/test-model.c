@@ -1691,6 +1691,76 @@ test_qwen_vl_multimodal(void)
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
+/* Llama 3.2 Vision's file (mllama): its tower and projector, and the language model's
+ * cross-attention blocks, which a text step skips (held with the tower, frozen by synth): the
+ * language model's layers are its self-attention blocks; its embeddings 8 rows more than its
+ * head, which is never tied (peft 0.21's counts at rank 4, the cross-attention blocks' and the
+ * tower's adapters among them) */
+static void
+test_mllama_multimodal(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-ml-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"mllama\", \"text_config\": {\"model_type\": \"mllama_text_model\", "
+      "\"num_hidden_layers\": 3, \"cross_attention_layers\": [1%s], \"hidden_size\": 64, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 96, "
+      "\"vocab_size\": 128, \"pad_token_id\": 0}, \"vision_config\": {\"hidden_size\": 32, "
+      "\"intermediate_size\": 48, \"num_hidden_layers\": 2, \"num_global_layers\": 1, "
+      "\"attention_heads\": 4, \"image_size\": 16, \"patch_size\": 4, \"max_num_tiles\": 2, "
+      "\"supported_aspect_ratios\": [[1, 1], [1, 2], [2, 1]], \"vision_output_dim\": 96}%s}";
+  g_autofree char *text = g_strdup_printf(small, "", "");
+  StwModelConfig c, back;
+  resolve_text(dir, text, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_MLLAMA);
+  g_assert_cmpuint(c.layers, ==, 2);
+  g_assert_cmpuint(c.vision_cross_layers, ==, 1);
+  g_assert_cmpuint(c.vocab, ==, 136);
+  g_assert_cmpuint(stw_model_head_vocab(&c), ==, 128);
+  g_assert_false(c.tied);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 144983);
+  /* a cross-attention block: q and o 64 x 64, k and v 32 x 64, the heads' norms 16 each, an
+   * MLP 3 x 64 x 96, two norms, two gates */
+  guint64 cross = 2 * 64 * 64 + 2 * 32 * 64 + 2 * 16 + 3 * 64 * 96 + 2 * 64 + 2;
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "cross_attention_layers."), ==, cross);
+  g_assert_cmpuint(prefix_numel(g, "multi_modal_projector."), ==, 96 * 64 + 64);
+  g_assert_cmpuint(prefix_numel(g, "vision_model.") + cross + 96 * 64 + 64, ==,
+                   stw_model_tower_param_count(&c));
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 4224);
+  g_assert_cmpuint(lora_params(&c, "q,k,v,o,gate,up,down"), ==, 14208);
+  round_trip(&c, "\"vision_cross_layers\":1", &back);
+  g_assert_cmpuint(back.vision_tiles, ==, 2);
+  g_assert_cmpuint(back.vision_aspect_ratios, ==, 3);
+  /* the file's tie changes nothing; indices past the blocks and repeated count once */
+  g_autofree char *tied = g_strdup_printf(small, ", 1, 9", ", \"tie_word_embeddings\": true");
+  resolve_text(dir, tied, &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, 144983);
+  g_assert_cmpuint(back.vision_cross_layers, ==, 1);
+
+  StwModelConfig bad = c;
+  bad.vision_tiles = 0;
+  assert_invalid(&bad, "vision_tiles and vision_aspect_ratios go together");
+  bad = c;
+  bad.vision_features = 0;
+  assert_invalid(&bad, "Llama 3.2 Vision's tower (vision_kind mllama) needs vision_features");
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"mllama\", \"vision_config\": {\"max_num_tiles\": 2}}",
+      "$.vision_config.max_num_tiles: 2: the default supported_aspect_ratios need 4 "
+      "(transformers refuses others)" },
+    { "{\"model_type\": \"mllama\", \"vision_config\": {\"attention_heads\": 7}}",
+      "$.vision_config.attention_heads: 7 heads do not divide hidden_size 1280: Llama 3.2 "
+      "Vision's attention is then narrower than its width; not modelled" },
+    { "{\"model_type\": \"mllama\", \"text_config\": {\"num_hidden_layers\": 2, "
+      "\"cross_attention_layers\": [0, 1]}}",
+      "$.text_config.cross_attention_layers: every one of the 2 blocks: a language model of "
+      "cross-attention alone; not modelled" },
+    { "{\"model_type\": \"mllama\", \"text_config\": {\"cross_attention_layers\": [\"3\"]}}",
+      "$.text_config.cross_attention_layers: entry 0: expected a block's index" },
+  };
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+}
+
 /* The rest of the LLaVA family: LLaVA with SigLIP's or Pixtral's tower, LLaVA-NeXT's and
  * LLaVA-OneVision's image_newline beside LLaVA's projector, PaliGemma's one projection; the
  * projector written in stowage's format where it is not the tower's own, and refused beside a
@@ -3365,6 +3435,10 @@ test_hf_configs(void)
       FALSE },
     { "pixtral-12b", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(12682739712), 8, 128, FALSE },
     { "paligemma2-3b-pt-224", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(3032242416), 4, 256, TRUE },
+    /* (the checkpoint's count: 2,639,926,819 of the tower's, its projector's and the language
+     * model's 8 cross-attention blocks, which a text step skips) */
+    { "Llama-3.2-11B-Vision-Instruct", STW_ARCH_LLAMA, G_GUINT64_CONSTANT(10670220835), 8, 128,
+      FALSE },
     /* (the Qwen-VL checkpoints whole, as AutoModelForImageTextToText builds them: 675,759,104,
      * 676,550,144, 576,388,336 and 538,631,408 of their vision towers and mergers; Qwen2-VL's
      * and Qwen2.5-VL's language models given as the file's own members) */
@@ -4214,6 +4288,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/llava-multimodal", test_llava_multimodal);
   g_test_add_func("/model/qwen-vl-multimodal", test_qwen_vl_multimodal);
   g_test_add_func("/model/llava-family", test_llava_family);
+  g_test_add_func("/model/mllama-multimodal", test_mllama_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

@@ -105,6 +105,7 @@ typedef enum {
   STW_VISION_QWEN2_5_VL, /* Qwen2.5-VL's, with its patch merger */
   STW_VISION_QWEN3_VL,   /* Qwen3-VL's, with its patch merger and DeepStack's mergers */
   STW_VISION_INTERNVL,   /* InternViT (InternVL's), with InternVL's projector */
+  STW_VISION_MLLAMA,     /* Llama 3.2 Vision's, its projector, its cross-attention blocks */
   STW_N_VISION_KINDS
 } StwVisionKind;
 
@@ -123,6 +124,7 @@ typedef enum {
   STW_PROJECTOR_QWEN,      /* the Qwen-VL patch mergers */
   STW_PROJECTOR_IDEFICS3,  /* a pixel shuffle's vision_merge^2 x vision_hidden to hidden */
   STW_PROJECTOR_INTERNVL,  /* a LayerNorm over a pixel shuffle's width, two projections */
+  STW_PROJECTOR_MLLAMA,    /* vision_features to hidden, biased */
   STW_N_PROJECTORS
 } StwVisionProjector;
 
@@ -456,6 +458,17 @@ typedef struct {
    * LayerNorm where vision_final_norm; InternVL's projector: a LayerNorm over vision_merge^2 x
    * vision_hidden, to hidden and to hidden, biased. */
   gboolean vision_qk_norm, vision_attn_bias, vision_rms_norm, vision_final_norm;
+  /* vision_kind mllama (Llama 3.2 Vision's tower): a class embedding, a patch embedding of
+   * vision_channels x vision_patch^2 without a bias, gated position embeddings (a position a
+   * patch and one more; a row a tile of vision_tiles for each of vision_aspect_ratios + 1 aspect
+   * ratios, before and after the blocks too), LayerNorms before and after, vision_layers blocks
+   * (bias-free q, k, v, o, a biased MLP, two LayerNorms) and vision_global_layers more with two
+   * gates; its projector vision_features to hidden, biased (vision_projector mllama); and
+   * vision_cross_layers of the language model's blocks that attend to the image alone
+   * (cross-attention: q, k, v and o of the language model's heads, an RMSNorm over each head's
+   * queries and keys, an MLP ffn wide, two RMSNorms and two gates), which a text step skips. */
+  guint64 vision_global_layers, vision_tiles, vision_aspect_ratios, vision_features;
+  guint64 vision_cross_layers;
   /* Gemma 4's audio tower, where audio_layers > 0: two convolutions of 3 x 3 to audio_conv and
    * audio_conv2 channels (each with a LayerNorm's weight) and a projection of (audio_conv / 4) x
    * audio_conv2 to audio_hidden; audio_layers Conformer blocks (two feed-forwards 4 x
@@ -746,10 +759,11 @@ extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtral", "clip",
                                                    * "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
-                                                   * "internvl" */
+                                                   * "internvl", "mllama" */
 extern const char *const stw_vision_projector_names[]; /* "default", "gemma3", "gemma4",
                                                         * "mistral3", "llava", "paligemma",
-                                                        * "qwen", "idefics3", "internvl" */
+                                                        * "qwen", "idefics3", "internvl",
+                                                        * "mllama" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */

@@ -493,7 +493,8 @@ SMALL = {
 # multimodal files read whole that AutoModelForCausalLM does not build: their
 # ForConditionalGeneration, as a user fine-tuning on text loads it
 IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
-              "llava_next", "llava_onevision", "paligemma", "idefics3", "smolvlm", "internvl")
+              "llava_next", "llava_onevision", "paligemma", "idefics3", "smolvlm", "internvl",
+              "mllama")
 # small towers of the kinds the LLaVA family reads
 CLIP = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
         "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16}
@@ -1146,6 +1147,37 @@ def variants(kind):
                 out.append(("a %s file%s" % (outer, ", " + what if what else ""),
                             dict(g, **extra)))
             out.append(("a %s file's defaults" % outer, {"model_type": outer}))
+        # Llama 3.2 Vision's: its tower, its projector, and the language model's cross-attention
+        # blocks, which a text step skips
+        text = dict(SMALL[kind], model_type="mllama_text_model", pad_token_id=0,
+                    num_key_value_heads=2,
+                    num_hidden_layers=3, cross_attention_layers=[1])
+        vision = {"model_type": "mllama_vision_model", "hidden_size": 32,
+                  "intermediate_size": 48, "num_hidden_layers": 2, "num_global_layers": 1,
+                  "attention_heads": 4, "image_size": 16, "patch_size": 4, "max_num_tiles": 2,
+                  "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]],
+                  "vision_output_dim": 96}
+        f = {"model_type": "mllama", "text_config": text, "vision_config": vision}
+        for what, extra in (("", {}),
+                            ("text tied", {"text_config": dict(text, tie_word_embeddings=True)}),
+                            ("tied outside", {"tie_word_embeddings": True}),
+                            ("cross-attention blocks 0, 2 and 7",
+                             {"text_config": dict(text, cross_attention_layers=[0, 2, 7])}),
+                            ("the default cross-attention blocks (none below 3)",
+                             {"text_config": {k: v for k, v in text.items()
+                                              if k != "cross_attention_layers"}}),
+                            ("num_attention_heads in the tower",
+                             {"vision_config": dict({k: v for k, v in vision.items()
+                                                     if k != "attention_heads"},
+                                                    num_attention_heads=2)}),
+                            ("the default aspect ratios, four tiles",
+                             {"vision_config": dict({k: v for k, v in vision.items()
+                                                     if k != "supported_aspect_ratios"},
+                                                    max_num_tiles=4)}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None})):
+            out.append(("an mllama file%s" % (", " + what if what else ""), dict(f, **extra)))
+        out.append(("an mllama file's defaults", {"model_type": "mllama"}))
     if kind == "qwen2":  # Qwen2-VL's and Qwen2.5-VL's files, read whole: their vision towers
         # and patch mergers beside a language model given as text_config or as the file's own
         # members (their checkpoints'), tied where either says so

@@ -933,6 +933,19 @@ class TestHuggingFace(unittest.TestCase):
                 vision_config=dict(hidden_size=16, intermediate_size=24, num_hidden_layers=1,
                                    num_attention_heads=2, patch_size=4, image_size=16),
                 image_token_id=127))
+        if kind == "mllama":  # Llama 3.2 Vision's: a cross-attention block text skips
+            return tf.MllamaForConditionalGeneration(tf.MllamaConfig(
+                text_config=dict(
+                    num_hidden_layers=3, cross_attention_layers=[1], hidden_size=32,
+                    intermediate_size=48, num_attention_heads=2, num_key_value_heads=1,
+                    vocab_size=128, max_position_embeddings=32, bos_token_id=0,
+                    eos_token_id=0, pad_token_id=0),
+                vision_config=dict(hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                                   num_global_layers=1, attention_heads=2, patch_size=4,
+                                   image_size=16, max_num_tiles=2,
+                                   supported_aspect_ratios=[[1, 1], [1, 2]],
+                                   vision_output_dim=32),
+                image_token_index=128))
         if kind == "qwen2_5_vl":  # the multimodal model: Qwen2.5-VL's tower, its merger
             return tf.Qwen2_5_VLForConditionalGeneration(tf.Qwen2_5_VLConfig(
                 text_config=dict(
@@ -990,7 +1003,9 @@ class TestHuggingFace(unittest.TestCase):
         Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), LongCat-Flash
         (layers of two blocks, experts and zero experts), MiniMax-M3 (a block indexer, a dense
         block among experts), Gemma 3's, Gemma 4's, Mistral 3's, LLaVA's, Qwen2.5-VL's,
-        Qwen3-VL's, LLaVA-OneVision's, PaliGemma's, InternVL's and SmolVLM's multimodal models
+        Qwen3-VL's, LLaVA-OneVision's, PaliGemma's, InternVL's, SmolVLM's and Llama 3.2
+        Vision's multimodal models (Llama 3.2 Vision's cross-attention blocks, which text
+        skips, frozen with its tower)
         (their towers, which no gradient of a text step reaches: frozen in the trace), each
         step 2 micro-steps with an evaluation between steps:
         wrapped at everything resident and at a quarter of the model data, the losses and the
@@ -1014,7 +1029,7 @@ class TestHuggingFace(unittest.TestCase):
                      "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text",
                      "longcat_flash", "minimax_m3_vl_text", "gemma3", "gemma4", "mistral3",
                      "llava", "qwen2_5_vl", "qwen3_vl", "llava_onevision", "paligemma",
-                     "internvl", "smolvlm"):
+                     "internvl", "smolvlm", "mllama"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
