@@ -107,6 +107,13 @@ append_vision_tower(GString *s, const StwModelConfig *c)
                            c->vision_layers, blocks, c->vision_hidden, c->vision_ffn,
                            c->vision_patch);
     break;
+  case STW_VISION_GLM4V:
+    g_string_append_printf(s, "GLM-4V's, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
+                           G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT "-pixel images in %"
+                           G_GUINT64_FORMAT "-pixel patches of %" G_GUINT64_FORMAT " frames",
+                           c->vision_layers, blocks, c->vision_hidden, c->vision_out,
+                           c->vision_image, c->vision_patch, c->vision_temporal_patch);
+    break;
   default: { /* the Qwen-VL towers */
     static const char *const whose[] = { "Qwen2-VL's", "Qwen2.5-VL's", "Qwen3-VL's" };
     g_string_append_printf(s, "%s, %" G_GUINT64_FORMAT " %s of %" G_GUINT64_FORMAT " (MLP %"
@@ -138,6 +145,11 @@ append_vision_projector(GString *s, const StwModelConfig *c)
     break;
   case STW_PROJECTOR_PALIGEMMA:
     g_string_append_printf(s, "PaliGemma's projector (to %" G_GUINT64_FORMAT ")", c->vision_out);
+    break;
+  case STW_PROJECTOR_GLM4V:
+    g_string_append_printf(s, "its merger (%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                           " patches to %" G_GUINT64_FORMAT ", MLP %" G_GUINT64_FORMAT ")",
+                           c->vision_merge, c->vision_merge, c->vision_out, c->vision_ffn);
     break;
   case STW_PROJECTOR_MLLAMA:
     g_string_append_printf(s, "its projector (%" G_GUINT64_FORMAT " features)", c->vision_features);

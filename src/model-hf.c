@@ -147,6 +147,8 @@ typedef enum {
   HF_QWEN3_VL_TEXT,
   HF_QWEN3_VL_MOE_TEXT,
   HF_MLLAMA_TEXT,
+  HF_GLM4V_TEXT,
+  HF_GLM4V_MOE_TEXT,
 } HfType;
 
 const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mistral", "mixtral",
@@ -186,7 +188,8 @@ const char *const stw_hf_model_types[] = { "gpt2",    "gpt_neox", "llama", "mist
                                            "gemma3n_text", "longcat_flash", "laguna",
                                            "minimax_m3_vl_text", "qwen2_vl_text",
                                            "qwen2_5_vl_text", "qwen3_vl_text",
-                                           "qwen3_vl_moe_text", "mllama_text_model", NULL };
+                                           "qwen3_vl_moe_text", "mllama_text_model",
+                                           "glm4v_text", "glm4v_moe_text", NULL };
 
 /* How a class places and sizes its linear blocks (HfRow.linear; read_linear_attn): none; Gated
  * DeltaNet by layer_types or full_attention_interval (Qwen3-Next's, Qwen3.5's), or sized from the
@@ -1686,6 +1689,25 @@ static const HfRow hf_rows[] = {
                        .hidden_default = 4096, .heads_default = 32, .ffn_default = 14336,
                        .max_seq_default = 131072, .vocab_default = 128256, .kv_default = 8,
                        .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  /* GLM-4.1V's language model: GLM-4-0414's block (norms after attention and the MLP too), q,
+   * k and v biased, o never, a head width of hidden / heads; GLM-4.5V's: GLM-4.5's, attention
+   * biased by default, no norms over the queries and keys */
+  [HF_GLM4V_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA, .norms = STW_NORMS_BOTH },
+                      .qkv_bias_only = TRUE, .layers_default = 40, .hidden_default = 4096,
+                      .heads_default = 32, .ffn_default = 13696, .max_seq_default = 32768,
+                      .vocab_default = 151552, .kv_default = 2, .kv_null_ok = TRUE,
+                      .head_dim_default = NOT_READ, .reads_tie = TRUE },
+  [HF_GLM4V_MOE_TEXT] = { .shape = { .arch = STW_ARCH_LLAMA }, .out_bias_never = TRUE,
+                          .reads_attention_bias = TRUE, .attention_bias = TRUE,
+                          .experts_member = "n_routed_experts",
+                          .experts_alias = "num_local_experts", .experts_default = 128,
+                          .experts_per_token_default = 8, .shared_experts_default = 1,
+                          .shared_experts_member = "n_shared_experts",
+                          .reads_dense_layers = TRUE, .dense_layers_default = 1,
+                          .dense_ffn_default = 10944, .ffn = "moe_intermediate_size",
+                          .layers_default = 46, .hidden_default = 4096, .heads_default = 96,
+                          .ffn_default = 1408, .max_seq_default = 65536,
+                          .vocab_default = 151424, .kv_default = 8, .reads_tie = TRUE },
 };
 
 /* Whether ROW's type has experts a file can give: at the top (experts_member) or nested. */
@@ -3616,6 +3638,18 @@ tower_type(StwJsonReader *r, const cJSON *obj, const char *type, const char *who
 static gboolean get_square(const Hf *h, const char *key, guint64 max, guint64 *out,
                            GError **error);
 
+/* Whether C's vision tower, read from H, has a whole patch in its image (a patch larger than
+ * the image: none, not modelled). */
+static gboolean
+whole_patch(const Hf *h, const StwModelConfig *c, GError **error)
+{
+  if (c->vision_patch <= c->vision_image)
+    return TRUE;
+  return stw_json_fail_at(h->r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
+                          "image_size %" G_GUINT64_FORMAT ": no whole patch in the image; not "
+                          "modelled", c->vision_patch, c->vision_image);
+}
+
 /* A ViT's sizes where its config gives none: its class's */
 typedef struct {
   guint64 hidden, ffn, layers, heads, image, patch;
@@ -3651,10 +3685,8 @@ read_vit(const Hf *h, const char *whose, StwVisionKind kind, Vit d, StwModelConf
     return stw_json_fail_at(h->r, "num_attention_heads", error, "%" G_GUINT64_FORMAT " heads "
                             "do not divide hidden_size %" G_GUINT64_FORMAT " (%s attention "
                             "refuses it)", heads, c->vision_hidden, whose);
-  if (c->vision_patch > c->vision_image)
-    return stw_json_fail_at(h->r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
-                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image; not "
-                            "modelled", c->vision_patch, c->vision_image);
+  if (!whole_patch(h, c, error))
+    return FALSE;
   return TRUE;
 }
 
@@ -4075,10 +4107,8 @@ read_mllama_vision(StwJsonReader *r, const cJSON *vision, const char *outer, Stw
                             "divide hidden_size %" G_GUINT64_FORMAT ": Llama 3.2 Vision's "
                             "attention is then narrower than its width; not modelled", heads,
                             c->vision_hidden);
-  if (c->vision_patch > c->vision_image)
-    return stw_json_fail_at(r, "patch_size", error, "%" G_GUINT64_FORMAT " is larger than "
-                            "image_size %" G_GUINT64_FORMAT ": no whole patch in the image; not "
-                            "modelled", c->vision_patch, c->vision_image);
+  if (!whole_patch(h, c, error))
+    return FALSE;
   return TRUE;
 }
 
@@ -4131,6 +4161,46 @@ read_mllama_text(const Hf *h, StwModelConfig *c, GError **error)
   c->tied = FALSE; /* (whatever the file says: transformers ties no head 8 rows short) */
   c->head_vocab = c->vocab;
   c->vocab += 8;
+  return TRUE;
+}
+
+/* GLM-4.1V's and GLM-4.5V's vision config (NULL: its defaults; its type OUTER_vision or
+ * OUTER) into C's glm4v tower: depth (24; num_hidden_layers its other name), hidden_size
+ * (1536), out_hidden_size (4096: the blocks' MLPs and the merger), intermediate_size (13696: the
+ * merger's MLP), in_channels (3), image_size (336: a position a patch), patch_size (14),
+ * temporal_patch_size (2), spatial_merge_size (2), attention_bias (false). */
+static gboolean
+read_glm4v_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwModelConfig *c,
+                  GError **error)
+{
+  g_autofree char *type = g_strconcat(outer, "_vision", NULL);
+  g_autoptr(cJSON) none = cJSON_CreateObject();
+  const Hf hv = { .r = r, .root = vision != NULL ? vision : none, .type = type }, *h = &hv;
+  c->vision_kind = STW_VISION_GLM4V;
+  c->vision_hidden = 1536;
+  c->vision_out = 4096;
+  c->vision_ffn = 13696;
+  c->vision_channels = 3;
+  c->vision_image = 336;
+  c->vision_patch = 14;
+  c->vision_temporal_patch = 2;
+  c->vision_merge = 2;
+  if (!tower_type_or(r, h->root, type, outer, "GLM-4V's", "vision", error) ||
+      !get_size(h, "depth", "num_hidden_layers", FALSE, STW_MODEL_MAX_LAYERS, 24,
+                &c->vision_layers, error) ||
+      !get_u64(h, "hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_hidden, error) ||
+      !get_u64(h, "out_hidden_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_out, error) ||
+      !get_u64(h, "intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_ffn, error) ||
+      !get_u64(h, "in_channels", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_channels, error) ||
+      !get_u64(h, "image_size", FALSE, STW_MODEL_MAX_SEQ, &c->vision_image, error) ||
+      !get_u64(h, "patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_patch, error) ||
+      !get_u64(h, "temporal_patch_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_temporal_patch,
+               error) ||
+      !get_u64(h, "spatial_merge_size", FALSE, 1024, &c->vision_merge, error) ||
+      !get_bool(h, "attention_bias", &c->vision_attn_bias, error))
+    return FALSE;
+  if (!whole_patch(h, c, error))
+    return FALSE;
   return TRUE;
 }
 
@@ -4276,6 +4346,10 @@ static const struct {
   { .outer = "internvl", .inner = "qwen2", .vision = read_internvl_vision,
     .projector = read_internvl_projector, .defaults_when_null = TRUE, .any_text = TRUE,
     .tied = TRUE },
+  { .outer = "glm4v", .inner = "glm4v_text", .vision = read_glm4v_vision,
+    .defaults_when_null = TRUE, .tie_either = TRUE },
+  { .outer = "glm4v_moe", .inner = "glm4v_moe_text", .vision = read_glm4v_vision,
+    .defaults_when_null = TRUE, .tie_either = TRUE },
   { .outer = "mllama", .inner = "mllama_text_model", .vision = read_mllama_vision,
     .projector = read_mllama_text, .defaults_when_null = TRUE },
   { .outer = "paligemma", .inner = "gemma", .vision = read_llava_vision,

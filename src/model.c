@@ -412,12 +412,12 @@ enum {
   VISION_DEEPSTACK = 1 << 9,
   VISION_OUT = 1 << 10,
   VISION_NEWLINE = 1 << 11,
-  VISION_INTERNVL = 1 << 12, /* vision_qk_norm, vision_attn_bias, vision_rms_norm,
-                              * vision_final_norm */
+  VISION_INTERNVL = 1 << 12, /* vision_qk_norm, vision_rms_norm, vision_final_norm */
   VISION_TILES = 1 << 13,    /* vision_tiles, vision_aspect_ratios */
   VISION_GLOBAL_LAYERS = 1 << 14,
   VISION_FEATURES = 1 << 15,
   VISION_CROSS_LAYERS = 1 << 16,
+  VISION_ATTN_BIAS = 1 << 17,
   /* the Qwen-VL towers' members */
   VISION_QWEN = VISION_CHANNELS | VISION_TEMPORAL_PATCH,
 };
@@ -426,9 +426,9 @@ static const char *const vision_member_names[] = {
   "vision_heads, vision_kv_heads and vision_head_dim", "vision_merge",
   "vision_feature_layers", "vision_projector_bias", "vision_positions",
   "vision_temporal_patch", "vision_deepstack", "vision_out", "vision_newline",
-  "vision_qk_norm, vision_attn_bias, vision_rms_norm and vision_final_norm",
+  "vision_qk_norm, vision_rms_norm and vision_final_norm",
   "vision_tiles and vision_aspect_ratios", "vision_global_layers", "vision_features",
-  "vision_cross_layers",
+  "vision_cross_layers", "vision_attn_bias",
 };
 #define PROJECTOR(p) (1u << (p))
 static const struct {
@@ -451,13 +451,16 @@ static const struct {
   [STW_VISION_QWEN2_5_VL] = { "Qwen2.5-VL's", VISION_QWEN, VISION_QWEN, STW_PROJECTOR_QWEN, 0 },
   [STW_VISION_QWEN3_VL] = { "Qwen3-VL's", VISION_QWEN | VISION_POSITIONS | VISION_DEEPSTACK,
                             VISION_QWEN | VISION_POSITIONS, STW_PROJECTOR_QWEN, 0 },
-  [STW_VISION_INTERNVL] = { "InternViT's", VISION_CHANNELS | VISION_IMAGE | VISION_INTERNVL,
+  [STW_VISION_INTERNVL] = { "InternViT's",
+                            VISION_CHANNELS | VISION_IMAGE | VISION_INTERNVL | VISION_ATTN_BIAS,
                             VISION_CHANNELS | VISION_IMAGE, STW_PROJECTOR_INTERNVL, 0 },
   [STW_VISION_MLLAMA] = { "Llama 3.2 Vision's",
                           VISION_CHANNELS | VISION_IMAGE | VISION_TILES | VISION_GLOBAL_LAYERS |
                               VISION_CROSS_LAYERS,
                           VISION_CHANNELS | VISION_IMAGE | VISION_TILES, STW_PROJECTOR_MLLAMA,
                           0 },
+  [STW_VISION_GLM4V] = { "GLM-4V's", VISION_QWEN | VISION_IMAGE | VISION_ATTN_BIAS,
+                         VISION_QWEN | VISION_IMAGE, STW_PROJECTOR_GLM4V, 0 },
 };
 static const struct {
   guint reads, needs;
@@ -471,6 +474,7 @@ static const struct {
   [STW_PROJECTOR_IDEFICS3] = { VISION_MERGE, VISION_MERGE },
   [STW_PROJECTOR_INTERNVL] = { VISION_MERGE, VISION_MERGE },
   [STW_PROJECTOR_MLLAMA] = { VISION_FEATURES, VISION_FEATURES },
+  [STW_PROJECTOR_GLM4V] = { VISION_MERGE | VISION_OUT, VISION_MERGE | VISION_OUT },
 };
 
 StwVisionProjector
@@ -499,10 +503,10 @@ vision_conflict(const StwModelConfig *c)
                 (c->vision_temporal_patch ? VISION_TEMPORAL_PATCH : 0) |
                 (c->vision_deepstack ? VISION_DEEPSTACK : 0) | (c->vision_out ? VISION_OUT : 0) |
                 (c->vision_newline ? VISION_NEWLINE : 0) |
-                (c->vision_qk_norm || c->vision_attn_bias || c->vision_rms_norm ||
-                         c->vision_final_norm
+                (c->vision_qk_norm || c->vision_rms_norm || c->vision_final_norm
                      ? VISION_INTERNVL
                      : 0) |
+                (c->vision_attn_bias ? VISION_ATTN_BIAS : 0) |
                 (c->vision_tiles && c->vision_aspect_ratios ? VISION_TILES : 0) |
                 (c->vision_global_layers ? VISION_GLOBAL_LAYERS : 0) |
                 (c->vision_features ? VISION_FEATURES : 0) |
@@ -3297,6 +3301,48 @@ mllama_tower(Builder *b)
   }
 }
 
+/* GLM-4V's tower (GLM-4.1V's, GLM-4.5V's), under the model's "visual". */
+static void
+glm4v_tower(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 d = c->vision_hidden, side = c->vision_image / c->vision_patch, f = c->vision_out;
+  tensor(b, side * side, d, "visual.embeddings.position_embedding.weight");
+  tensor(b, d, c->vision_channels * c->vision_temporal_patch * c->vision_patch * c->vision_patch,
+         "visual.patch_embed.proj.weight");
+  tensor(b, d, 0, "visual.patch_embed.proj.bias");
+  for (guint64 l = 0; l < c->vision_layers; l++) {
+    g_autofree char *p = g_strdup_printf("visual.blocks.%" G_GUINT64_FORMAT, l);
+    tensor(b, d, 0, "%s.norm1.weight", p);
+    tensor(b, d, 0, "%s.norm2.weight", p);
+    tensor(b, 3 * d, d, "%s.attn.qkv.weight", p);
+    if (c->vision_attn_bias)
+      tensor(b, 3 * d, 0, "%s.attn.qkv.bias", p);
+    tensor(b, d, d, "%s.attn.proj.weight", p);
+    tensor(b, f, d, "%s.mlp.gate_proj.weight", p);
+    tensor(b, f, d, "%s.mlp.up_proj.weight", p);
+    tensor(b, d, f, "%s.mlp.down_proj.weight", p);
+  }
+  tensor(b, d, 0, "visual.post_conv_layernorm.weight");
+  tensor(b, d, 0, "visual.post_layernorm.weight");
+}
+
+/* GLM-4V's merger: a strided convolution of vision_merge^2 x the tower's width to vision_out
+ * with a bias, then vision_out to vision_out, a LayerNorm and a gated MLP vision_ffn wide. */
+static void
+glm4v_merger(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 o = c->vision_out, f = c->vision_ffn;
+  tensor(b, o, c->vision_merge * c->vision_merge * c->vision_hidden, "visual.downsample.weight");
+  tensor(b, o, 0, "visual.downsample.bias");
+  tensor(b, o, o, "visual.merger.proj.weight");
+  layer_norm_params(b, o, "visual.merger.post_projection_norm");
+  tensor(b, f, o, "visual.merger.gate_proj.weight");
+  tensor(b, f, o, "visual.merger.up_proj.weight");
+  tensor(b, o, f, "visual.merger.down_proj.weight");
+}
+
 /* Llama 3.2 Vision's projector: vision_features to hidden, biased. */
 static void
 mllama_projector(Builder *b)
@@ -3348,14 +3394,14 @@ vision_tower(Builder *b)
     [STW_VISION_PIXTRAL] = pixtral_tower,    [STW_VISION_CLIP] = clip_tower,
     [STW_VISION_QWEN2_VL] = qwen_vl_tower,   [STW_VISION_QWEN2_5_VL] = qwen_vl_tower,
     [STW_VISION_QWEN3_VL] = qwen_vl_tower,   [STW_VISION_INTERNVL] = internvl_tower,
-    [STW_VISION_MLLAMA] = mllama_tower,
+    [STW_VISION_MLLAMA] = mllama_tower,      [STW_VISION_GLM4V] = glm4v_tower,
   };
   static void (*const projector[STW_N_PROJECTORS])(Builder *) = {
     [STW_PROJECTOR_GEMMA3] = gemma3_projector,       [STW_PROJECTOR_GEMMA4] = gemma4_embedder,
     [STW_PROJECTOR_MISTRAL3] = mistral3_projector,   [STW_PROJECTOR_LLAVA] = llava_projector,
     [STW_PROJECTOR_PALIGEMMA] = paligemma_projector, [STW_PROJECTOR_QWEN] = qwen_mergers,
     [STW_PROJECTOR_IDEFICS3] = idefics3_connector, [STW_PROJECTOR_INTERNVL] = internvl_projector,
-    [STW_PROJECTOR_MLLAMA] = mllama_projector,
+    [STW_PROJECTOR_MLLAMA] = mllama_projector,     [STW_PROJECTOR_GLM4V] = glm4v_merger,
   };
   if (b->g->config.vision_layers == 0)
     return;

@@ -25,11 +25,12 @@ G_STATIC_ASSERT(G_N_ELEMENTS(stw_op_kind_names) == STW_N_OP_KINDS + 1);
 const char *const stw_norms_names[] = { "pre", "both", "post", "shared", NULL };
 const char *const stw_vision_kind_names[] = { "siglip", "gemma4", "pixtral", "clip",
                                                 "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
-                                                "internvl", "mllama", NULL };
+                                                "internvl", "mllama", "glm4v", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_vision_kind_names) == STW_N_VISION_KINDS + 1);
 const char *const stw_vision_projector_names[] = { "default", "gemma3", "gemma4", "mistral3",
                                                      "llava", "paligemma", "qwen",
-                                                     "idefics3", "internvl", "mllama", NULL };
+                                                     "idefics3", "internvl", "mllama",
+                                                     "glm4v", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_vision_projector_names) == STW_N_PROJECTORS + 1);
 const char *const stw_linear_kind_names[] = { "gdn", "mamba2", "short_conv", "lightning",
                                                 "mamba1", "kda", NULL };

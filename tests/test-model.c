@@ -1761,6 +1761,50 @@ test_mllama_multimodal(void)
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
+/* GLM-4.1V's and GLM-4.5V's files (glm4v, glm4v_moe): their tower (its MLPs out_hidden_size
+ * wide) and its downsampling merger beside a GLM-4-0414 (GLM-4.5) language model; the class's
+ * defaults are GLM-4.1V-9B's, 10,292,777,472 parameters (transformers'); peft's adapters reach the
+ * tower's and the merger's gated MLPs by name */
+static void
+test_glm4v_multimodal(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-g4v-XXXXXX", NULL);
+  static const char small[] =
+      "{\"model_type\": \"glm4v\", \"text_config\": {\"model_type\": \"glm4v_text\", "
+      "\"num_hidden_layers\": 2, \"hidden_size\": 64, \"num_attention_heads\": 4, "
+      "\"num_key_value_heads\": 2, \"intermediate_size\": 96, \"vocab_size\": 128}, "
+      "\"vision_config\": {\"depth\": 2, \"hidden_size\": 32, \"out_hidden_size\": 48, "
+      "\"intermediate_size\": 40, \"num_heads\": 2, \"image_size\": 16, \"patch_size\": 4}}";
+  StwModelConfig c, back;
+  resolve_text(dir, small, &c);
+  g_assert_cmpint(c.vision_kind, ==, STW_VISION_GLM4V);
+  g_assert_cmpuint(stw_model_param_count(&c), ==, 114224);
+  /* the merger: 2^2 x 32 to 48 and a bias, 48 x 48, a LayerNorm, a gated MLP 40 wide */
+  guint64 merger = 48 * 128 + 48 + 48 * 48 + 2 * 48 + 3 * 40 * 48;
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 1, 16, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(g, "visual.merger.") + prefix_numel(g, "visual.downsample."), ==,
+                   merger);
+  g_assert_cmpuint(lora_params(&c, "q,v"), ==, 1792);
+  g_assert_cmpuint(lora_params(&c, "down"), ==, 1280 + 2 * 320 + 352);
+  round_trip(&c, "\"vision_kind\":\"glm4v\"", &back);
+  g_assert_cmpuint(back.vision_out, ==, 48);
+  resolve_text(dir, "{\"model_type\": \"glm4v\"}", &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, G_GUINT64_CONSTANT(10292777472));
+  resolve_text(dir, "{\"model_type\": \"glm4v_moe\"}", &back);
+  g_assert_cmpuint(stw_model_param_count(&back), ==, G_GUINT64_CONSTANT(104372866880));
+  g_assert_cmpuint(stw_model_experts(&back), ==, 128);
+  static const Refusal cases[] = {
+    { "{\"model_type\": \"glm4v\", \"vision_config\": {\"model_type\": \"qwen2_vl\"}}",
+      "$.vision_config.model_type: expected \"glm4v_vision\" (GLM-4V's): another vision tower "
+      "is not modelled" },
+    { "{\"model_type\": \"glm4v_moe\", \"vision_config\": {\"patch_size\": 400}}",
+      "$.vision_config.patch_size: 400 is larger than image_size 336: no whole patch in the "
+      "image; not modelled" },
+  };
+  assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
+}
+
 /* The rest of the LLaVA family: LLaVA with SigLIP's or Pixtral's tower, LLaVA-NeXT's and
  * LLaVA-OneVision's image_newline beside LLaVA's projector, PaliGemma's one projection; the
  * projector written in stowage's format where it is not the tower's own, and refused beside a
@@ -3955,8 +3999,8 @@ test_hf_configs(void)
                                 "multi-token-prediction layer (transformers refuses more)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
-      "$.model_type: \"glm4v\" is a multimodal model, and stowage models language models: "
-      "write $.text_config (model_type \"glm4v_text\") to a file of its own and give that" },
+      "$.model_type: \"aya_vision\" is a multimodal model, and stowage models language models: "
+      "write $.text_config (model_type \"cohere2\") to a file of its own and give that" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
     /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
     { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "
@@ -3988,7 +4032,8 @@ test_hf_configs(void)
     "afmoe", "flint", "hunyuan_v1_moe", "deepseek_v32", "glm_moe_dsa", "qwen3_next",
     "qwen3_5_moe_text", "granitemoehybrid", "lfm2_moe", "minimax", "jamba", "kimi_linear",
     "bailing_hybrid", "nemotron_h", "gemma4_text", "lara_mini", "axk1", "mimo_v2_flash",
-    "aria_text", "longcat_flash", "laguna", "minimax_m3_vl_text", "qwen3_vl_moe_text"
+    "aria_text", "longcat_flash", "laguna", "minimax_m3_vl_text", "qwen3_vl_moe_text",
+    "glm4v_moe_text"
   };
   for (gsize i = 0; i < G_N_ELEMENTS(moe_types); i++)
     g_string_append_printf(with, "%s%s", i == 0                              ? ""
@@ -4289,6 +4334,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/qwen-vl-multimodal", test_qwen_vl_multimodal);
   g_test_add_func("/model/llava-family", test_llava_family);
   g_test_add_func("/model/mllama-multimodal", test_mllama_multimodal);
+  g_test_add_func("/model/glm4v-multimodal", test_glm4v_multimodal);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

@@ -106,6 +106,7 @@ typedef enum {
   STW_VISION_QWEN3_VL,   /* Qwen3-VL's, with its patch merger and DeepStack's mergers */
   STW_VISION_INTERNVL,   /* InternViT (InternVL's), with InternVL's projector */
   STW_VISION_MLLAMA,     /* Llama 3.2 Vision's, its projector, its cross-attention blocks */
+  STW_VISION_GLM4V,      /* GLM-4.1V's and GLM-4.5V's, with their downsampling merger */
   STW_N_VISION_KINDS
 } StwVisionKind;
 
@@ -125,6 +126,7 @@ typedef enum {
   STW_PROJECTOR_IDEFICS3,  /* a pixel shuffle's vision_merge^2 x vision_hidden to hidden */
   STW_PROJECTOR_INTERNVL,  /* a LayerNorm over a pixel shuffle's width, two projections */
   STW_PROJECTOR_MLLAMA,    /* vision_features to hidden, biased */
+  STW_PROJECTOR_GLM4V,     /* a strided convolution to vision_out and a gated merger */
   STW_N_PROJECTORS
 } StwVisionProjector;
 
@@ -469,6 +471,13 @@ typedef struct {
    * queries and keys, an MLP ffn wide, two RMSNorms and two gates), which a text step skips. */
   guint64 vision_global_layers, vision_tiles, vision_aspect_ratios, vision_features;
   guint64 vision_cross_layers;
+  /* vision_kind glm4v (GLM-4.1V's and GLM-4.5V's tower): a position a patch, a patch embedding
+   * of vision_channels x vision_temporal_patch x vision_patch^2 with a bias, an RMSNorm after
+   * it and one after the blocks; vision_layers blocks of two RMSNorms, a fused q, k and v
+   * projection (biased where vision_attn_bias) and a bias-free output projection, a gated MLP
+   * vision_out wide, bias-free; its merger: a strided convolution of vision_merge^2 x
+   * vision_hidden to vision_out with a bias, vision_out to vision_out, a LayerNorm, and a gated
+   * MLP vision_ffn wide, bias-free. */
   /* Gemma 4's audio tower, where audio_layers > 0: two convolutions of 3 x 3 to audio_conv and
    * audio_conv2 channels (each with a LayerNorm's weight) and a projection of (audio_conv / 4) x
    * audio_conv2 to audio_hidden; audio_layers Conformer blocks (two feed-forwards 4 x
@@ -759,11 +768,11 @@ extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order
 extern const char *const stw_norms_names[];     /* "pre", "both", "post" */
 extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtral", "clip",
                                                    * "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
-                                                   * "internvl", "mllama" */
+                                                   * "internvl", "mllama", "glm4v" */
 extern const char *const stw_vision_projector_names[]; /* "default", "gemma3", "gemma4",
                                                         * "mistral3", "llava", "paligemma",
                                                         * "qwen", "idefics3", "internvl",
-                                                        * "mllama" */
+                                                        * "mllama", "glm4v" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */

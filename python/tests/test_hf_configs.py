@@ -494,7 +494,7 @@ SMALL = {
 # ForConditionalGeneration, as a user fine-tuning on text loads it
 IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
               "llava_next", "llava_onevision", "paligemma", "idefics3", "smolvlm", "internvl",
-              "mllama")
+              "mllama", "glm4v", "glm4v_moe")
 # small towers of the kinds the LLaVA family reads
 CLIP = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
         "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16}
@@ -1260,6 +1260,29 @@ def variants(kind):
             out.append(("a paligemma file%s" % (", " + what if what else ""), c))
         if kind == "gemma":
             out.append(("a paligemma file's defaults", {"model_type": "paligemma"}))
+    if kind in ("glm4", "glm4_moe"):  # GLM-4.1V's and GLM-4.5V's files: their tower, its
+        # downsampling merger, a GLM-4 (or GLM-4.5) inside
+        outer = {"glm4": "glm4v", "glm4_moe": "glm4v_moe"}[kind]
+        text = dict({k: v for k, v in SMALL[kind].items() if k != "head_dim"},
+                    model_type=outer + "_text")
+        vision = {"depth": 2, "hidden_size": 32, "out_hidden_size": 48, "intermediate_size": 40,
+                  "num_heads": 2, "image_size": 16, "patch_size": 4}
+        f = {"model_type": outer, "text_config": text, "vision_config": vision}
+        for what, extra in (("", {}), ("tied", {"tie_word_embeddings": True}),
+                            ("text tied", {"text_config": dict(text, tie_word_embeddings=True)}),
+                            ("vision attention biased, merge 4, one frame",
+                             {"vision_config": dict(vision, attention_bias=True,
+                                                    spatial_merge_size=4,
+                                                    temporal_patch_size=1)}),
+                            ("vision typed as the file", {"vision_config": dict(
+                                vision, model_type=outer)}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None}),
+                            ("head_dim 32", {"text_config": dict(text, head_dim=32)}),
+                            ("attention unbiased", {"text_config": dict(text,
+                                                                        attention_bias=False)})):
+            out.append(("a %s file%s" % (outer, ", " + what if what else ""), dict(f, **extra)))
+        out.append(("a %s file's defaults" % outer, {"model_type": outer}))
     if kind in ("qwen3", "qwen3_moe"):  # Qwen3-VL's files, read whole: the vision tower, its
         # merger and DeepStack's beside the language model (text_config's alone, tied by the
         # file's own tie_word_embeddings)

@@ -946,6 +946,20 @@ class TestHuggingFace(unittest.TestCase):
                                    supported_aspect_ratios=[[1, 1], [1, 2]],
                                    vision_output_dim=32),
                 image_token_index=128))
+        if kind == "glm4v":  # GLM-4.1V's: its tower and downsampling merger, a GLM-4 inside
+            return tf.Glm4vForConditionalGeneration(tf.Glm4vConfig(
+                text_config=dict(
+                    num_hidden_layers=2, hidden_size=32, intermediate_size=48,
+                    num_attention_heads=2, num_key_value_heads=1, vocab_size=128,
+                    max_position_embeddings=32, rope_parameters={
+                        "rope_type": "default", "mrope_section": [1, 1, 2],
+                        "partial_rotary_factor": 0.5},
+                    pad_token_id=0),
+                vision_config=dict(depth=1, hidden_size=16, out_hidden_size=32,
+                                   intermediate_size=24, num_heads=2, image_size=16,
+                                   patch_size=4),
+                image_token_id=127, video_token_id=126, image_start_token_id=125,
+                image_end_token_id=124, video_start_token_id=123, video_end_token_id=122))
         if kind == "qwen2_5_vl":  # the multimodal model: Qwen2.5-VL's tower, its merger
             return tf.Qwen2_5_VLForConditionalGeneration(tf.Qwen2_5_VLConfig(
                 text_config=dict(
@@ -1003,8 +1017,8 @@ class TestHuggingFace(unittest.TestCase):
         Gemma 3n (AltUp over copies of the stream, LAuReL, per-layer embeddings), LongCat-Flash
         (layers of two blocks, experts and zero experts), MiniMax-M3 (a block indexer, a dense
         block among experts), Gemma 3's, Gemma 4's, Mistral 3's, LLaVA's, Qwen2.5-VL's,
-        Qwen3-VL's, LLaVA-OneVision's, PaliGemma's, InternVL's, SmolVLM's and Llama 3.2
-        Vision's multimodal models (Llama 3.2 Vision's cross-attention blocks, which text
+        Qwen3-VL's, LLaVA-OneVision's, PaliGemma's, InternVL's, SmolVLM's, GLM-4.1V's and
+        Llama 3.2 Vision's multimodal models (Llama 3.2 Vision's cross-attention blocks, which text
         skips, frozen with its tower)
         (their towers, which no gradient of a text step reaches: frozen in the trace), each
         step 2 micro-steps with an evaluation between steps:
@@ -1029,7 +1043,7 @@ class TestHuggingFace(unittest.TestCase):
                      "nemotron_h", "gemma4_text", "lfm3", "mimo_v2_flash", "gemma3n_text",
                      "longcat_flash", "minimax_m3_vl_text", "gemma3", "gemma4", "mistral3",
                      "llava", "qwen2_5_vl", "qwen3_vl", "llava_onevision", "paligemma",
-                     "internvl", "smolvlm", "mllama"):
+                     "internvl", "smolvlm", "mllama", "glm4v"):
             runs = []
             for share in (4, 0.25, None):
                 m = self.model(kind)
