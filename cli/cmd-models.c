@@ -146,6 +146,11 @@ append_vision_projector(GString *s, const StwModelConfig *c)
   case STW_PROJECTOR_PALIGEMMA:
     g_string_append_printf(s, "PaliGemma's projector (to %" G_GUINT64_FORMAT ")", c->vision_out);
     break;
+  case STW_PROJECTOR_AYA:
+    g_string_append_printf(s, "Aya Vision's projector (patches shuffled %" G_GUINT64_FORMAT " x %"
+                           G_GUINT64_FORMAT ", SwiGLU %" G_GUINT64_FORMAT ")", c->vision_merge,
+                           c->vision_merge, c->vision_out);
+    break;
   case STW_PROJECTOR_GLM4V:
     g_string_append_printf(s, "its merger (%" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
                            " patches to %" G_GUINT64_FORMAT ", MLP %" G_GUINT64_FORMAT ")",

@@ -3880,6 +3880,10 @@ static const struct {
     "{\"hidden_size\": 1152, \"intermediate_size\": 4096, \"num_hidden_layers\": 27, "
     "\"num_attention_heads\": 16, \"image_size\": 224, \"patch_size\": 14, "
     "\"vision_use_head\": false}" },
+  { "aya_vision", "siglip_vision_model",
+    "{\"hidden_size\": 1152, \"intermediate_size\": 4304, \"num_hidden_layers\": 26, "
+    "\"num_attention_heads\": 14, \"image_size\": 384, \"patch_size\": 14, "
+    "\"vision_use_head\": false}" },
 };
 
 /* A LLaVA-family file's vision tower (OUTER's: llava_classes): its vision_config read by its
@@ -4204,6 +4208,24 @@ read_glm4v_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwM
   return TRUE;
 }
 
+/* Aya Vision's projector, from the file's top level: downsample_factor (2, its pixel
+ * shuffle's), alignment_intermediate_size (the language model's width: its SwiGLU's). */
+static gboolean
+read_aya_projector(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_projector = STW_PROJECTOR_AYA;
+  c->vision_merge = 2;
+  c->vision_out = c->hidden;
+  if (!get_u64(h, "downsample_factor", FALSE, 1024, &c->vision_merge, error) ||
+      !get_u64(h, "alignment_intermediate_size", FALSE, STW_MODEL_MAX_WIDTH, &c->vision_out,
+               error))
+    return FALSE;
+  if (c->vision_out < 2)
+    return stw_json_fail_at(h->r, "alignment_intermediate_size", error, "%" G_GUINT64_FORMAT
+                            ": a SwiGLU of no width; not modelled", c->vision_out);
+  return TRUE;
+}
+
 /* PaliGemma's language model where its file gives none: the Gemma its class makes */
 static const char paligemma_text[] =
     "{\"model_type\": \"gemma\", \"hidden_size\": 2048, \"num_hidden_layers\": 18, "
@@ -4352,6 +4374,9 @@ static const struct {
     .defaults_when_null = TRUE, .tie_either = TRUE },
   { .outer = "mllama", .inner = "mllama_text_model", .vision = read_mllama_vision,
     .projector = read_mllama_text, .defaults_when_null = TRUE },
+  { .outer = "aya_vision", .inner = "cohere2", .vision = read_llava_vision,
+    .projector = read_aya_projector, .defaults_when_null = TRUE, .any_text = TRUE,
+    .tied = TRUE },
   { .outer = "paligemma", .inner = "gemma", .vision = read_llava_vision,
     .projector = read_paligemma_projector, .defaults_when_null = TRUE,
     .text_defaults = paligemma_text, .any_text = TRUE, .tied = TRUE },

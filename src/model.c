@@ -440,7 +440,7 @@ static const struct {
   [STW_VISION_SIGLIP] = { "SigLIP's", VISION_CHANNELS | VISION_IMAGE | VISION_POOLING_HEAD,
                           VISION_CHANNELS | VISION_IMAGE, STW_PROJECTOR_GEMMA3,
                           PROJECTOR(STW_PROJECTOR_LLAVA) | PROJECTOR(STW_PROJECTOR_PALIGEMMA) |
-                              PROJECTOR(STW_PROJECTOR_IDEFICS3) },
+                              PROJECTOR(STW_PROJECTOR_IDEFICS3) | PROJECTOR(STW_PROJECTOR_AYA) },
   [STW_VISION_GEMMA4] = { "Gemma 4's", VISION_HEADS | VISION_POSITIONS,
                           VISION_HEADS | VISION_POSITIONS, STW_PROJECTOR_GEMMA4, 0 },
   [STW_VISION_PIXTRAL] = { "Pixtral's", VISION_CHANNELS, VISION_CHANNELS, STW_PROJECTOR_MISTRAL3,
@@ -475,6 +475,7 @@ static const struct {
   [STW_PROJECTOR_INTERNVL] = { VISION_MERGE, VISION_MERGE },
   [STW_PROJECTOR_MLLAMA] = { VISION_FEATURES, VISION_FEATURES },
   [STW_PROJECTOR_GLM4V] = { VISION_MERGE | VISION_OUT, VISION_MERGE | VISION_OUT },
+  [STW_PROJECTOR_AYA] = { VISION_MERGE | VISION_OUT, VISION_MERGE | VISION_OUT },
 };
 
 StwVisionProjector
@@ -3343,6 +3344,18 @@ glm4v_merger(Builder *b)
   tensor(b, o, f, "visual.merger.down_proj.weight");
 }
 
+/* Aya Vision's projector: a LayerNorm over the pixel shuffle's vision_merge^2 x the tower's
+ * width, to vision_out, and half of that (SwiGLU's halves multiplied) to hidden, biased. */
+static void
+aya_projector(Builder *b)
+{
+  const StwModelConfig *c = &b->g->config;
+  guint64 w = c->vision_merge * c->vision_merge * c->vision_hidden;
+  layer_norm_params(b, w, "multi_modal_projector.layernorm");
+  linear_params(b, w, c->vision_out, "multi_modal_projector.linear_1");
+  linear_params(b, c->vision_out / 2, c->hidden, "multi_modal_projector.linear_2");
+}
+
 /* Llama 3.2 Vision's projector: vision_features to hidden, biased. */
 static void
 mllama_projector(Builder *b)
@@ -3402,6 +3415,7 @@ vision_tower(Builder *b)
     [STW_PROJECTOR_PALIGEMMA] = paligemma_projector, [STW_PROJECTOR_QWEN] = qwen_mergers,
     [STW_PROJECTOR_IDEFICS3] = idefics3_connector, [STW_PROJECTOR_INTERNVL] = internvl_projector,
     [STW_PROJECTOR_MLLAMA] = mllama_projector,     [STW_PROJECTOR_GLM4V] = glm4v_merger,
+    [STW_PROJECTOR_AYA] = aya_projector,
   };
   if (b->g->config.vision_layers == 0)
     return;

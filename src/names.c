@@ -30,7 +30,7 @@ G_STATIC_ASSERT(G_N_ELEMENTS(stw_vision_kind_names) == STW_N_VISION_KINDS + 1);
 const char *const stw_vision_projector_names[] = { "default", "gemma3", "gemma4", "mistral3",
                                                      "llava", "paligemma", "qwen",
                                                      "idefics3", "internvl", "mllama",
-                                                     "glm4v", NULL };
+                                                     "glm4v", "aya", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_vision_projector_names) == STW_N_PROJECTORS + 1);
 const char *const stw_linear_kind_names[] = { "gdn", "mamba2", "short_conv", "lightning",
                                                 "mamba1", "kda", NULL };

@@ -1893,6 +1893,21 @@ test_llava_family(void)
   g_assert_true(back.vision_qk_norm && back.vision_rms_norm && back.vision_final_norm);
   g_assert_false(back.vision_attn_bias);
 
+  /* Aya Vision: SigLIP's tower (its head: the file's vision_use_head), a LayerNorm over the
+   * pixel shuffle's 2^2 x 32, to 96 and half of it to 64, biased; a Command R7B inside, tied */
+  g_autofree char *aya = g_strdup_printf(small, "aya_vision", "cohere2", "\"pad_token_id\": 0, ",
+                                         "siglip_vision_model",
+                                         ", \"alignment_intermediate_size\": 96");
+  resolve_text(dir, aya, &s);
+  g_assert_cmpint(stw_model_vision_projector(&s), ==, STW_PROJECTOR_AYA);
+  g_assert_true(s.tied);
+  g_assert_cmpuint(stw_model_param_count(&s), ==, 110224);
+  g_autoptr(StwModelGraph) ag = stw_model_graph_new(&s, 1, 16, STW_DTYPE_BF16,
+                                                    STW_ATTENTION_FLASH);
+  g_assert_cmpuint(prefix_numel(ag, "multi_modal_projector."), ==,
+                   2 * 128 + 96 * 128 + 96 + 64 * 48 + 64);
+  round_trip(&s, "\"vision_projector\":\"aya\"", &back);
+
   StwModelConfig bad = c;
   bad.vision_kind = STW_VISION_PIXTRAL;
   bad.vision_image = 0;
@@ -3999,8 +4014,8 @@ test_hf_configs(void)
                                 "multi-token-prediction layer (transformers refuses more)" },
     { "hf/bad-types.json", "$.type_vocab_size: 0 is out of range (expected 1 to 1024)" },
     { "hf/bad-multimodal.json",
-      "$.model_type: \"aya_vision\" is a multimodal model, and stowage models language models: "
-      "write $.text_config (model_type \"cohere2\") to a file of its own and give that" },
+      "$.model_type: \"idefics2\" is a multimodal model, and stowage models language models: "
+      "write $.text_config (model_type \"mistral\") to a file of its own and give that" },
     { "hf/bad-layers.json", "$.n_layer: expected an integer" },
     /* 1.1e20 parameters: the count used to wrap at 2^64 and print 1.8e16 */
     { "hf/bad-huge.json", "$: as a mixtral model: more than 2^53 parameters (9.0e15): beyond what "

@@ -127,6 +127,7 @@ typedef enum {
   STW_PROJECTOR_INTERNVL,  /* a LayerNorm over a pixel shuffle's width, two projections */
   STW_PROJECTOR_MLLAMA,    /* vision_features to hidden, biased */
   STW_PROJECTOR_GLM4V,     /* a strided convolution to vision_out and a gated merger */
+  STW_PROJECTOR_AYA,       /* a pixel shuffle's LayerNorm and a SwiGLU vision_out wide */
   STW_N_PROJECTORS
 } StwVisionProjector;
 
@@ -772,7 +773,7 @@ extern const char *const stw_vision_kind_names[]; /* "siglip", "gemma4", "pixtra
 extern const char *const stw_vision_projector_names[]; /* "default", "gemma3", "gemma4",
                                                         * "mistral3", "llava", "paligemma",
                                                         * "qwen", "idefics3", "internvl",
-                                                        * "mllama", "glm4v" */
+                                                        * "mllama", "glm4v", "aya" */
 extern const char *const stw_linear_kind_names[]; /* "gdn", "mamba2", "short_conv",
                                                    * "lightning", "mamba1", "kda" */
 extern const char *const stw_activation_names[]; /* "default", "gelu_new", "gelu", "relu" */

@@ -494,7 +494,7 @@ SMALL = {
 # ForConditionalGeneration, as a user fine-tuning on text loads it
 IMAGE_TEXT = ("mistral3", "llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
               "llava_next", "llava_onevision", "paligemma", "idefics3", "smolvlm", "internvl",
-              "mllama", "glm4v", "glm4v_moe")
+              "mllama", "glm4v", "glm4v_moe", "aya_vision")
 # small towers of the kinds the LLaVA family reads
 CLIP = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
         "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 4, "image_size": 16}
@@ -1260,6 +1260,21 @@ def variants(kind):
             out.append(("a paligemma file%s" % (", " + what if what else ""), c))
         if kind == "gemma":
             out.append(("a paligemma file's defaults", {"model_type": "paligemma"}))
+    if kind == "cohere2":  # Aya Vision's files: SigLIP's tower, a pixel shuffle's SwiGLU
+        # projector, a Command R7B inside
+        f = {"model_type": "aya_vision", "text_config": base,
+             "vision_config": dict(SIGLIP, vision_use_head=False)}
+        for what, extra in (("", {}), ("untied", {"tie_word_embeddings": False}),
+                            ("text untied", {"text_config": dict(base,
+                                                                 tie_word_embeddings=False)}),
+                            ("alignment 96, downsample 3", {"alignment_intermediate_size": 96,
+                                                            "downsample_factor": 3}),
+                            ("alignment odd", {"alignment_intermediate_size": 33}),
+                            ("vision_config null", {"vision_config": None}),
+                            ("text_config null", {"text_config": None})):
+            out.append(("an aya_vision file%s" % (", " + what if what else ""),
+                        dict(f, **extra)))
+        out.append(("an aya_vision file's defaults", {"model_type": "aya_vision"}))
     if kind in ("glm4", "glm4_moe"):  # GLM-4.1V's and GLM-4.5V's files: their tower, its
         # downsampling merger, a GLM-4 (or GLM-4.5) inside
         outer = {"glm4": "glm4v", "glm4_moe": "glm4v_moe"}[kind]
