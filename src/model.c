@@ -3344,16 +3344,25 @@ glm4v_merger(Builder *b)
   tensor(b, o, f, "visual.merger.down_proj.weight");
 }
 
-/* Aya Vision's projector: a LayerNorm over the pixel shuffle's vision_merge^2 x the tower's
- * width, to vision_out, and half of that (SwiGLU's halves multiplied) to hidden, biased. */
+/* A projector after a pixel shuffle: a LayerNorm (named NORM) over vision_merge^2 x the tower's
+ * width, a projection to MID, and one of IN (MID, or SwiGLU's half of it) to hidden, biased. */
 static void
-aya_projector(Builder *b)
+shuffle_projector(Builder *b, const char *norm, guint64 mid, guint64 in)
 {
   const StwModelConfig *c = &b->g->config;
   guint64 w = c->vision_merge * c->vision_merge * c->vision_hidden;
-  layer_norm_params(b, w, "multi_modal_projector.layernorm");
-  linear_params(b, w, c->vision_out, "multi_modal_projector.linear_1");
-  linear_params(b, c->vision_out / 2, c->hidden, "multi_modal_projector.linear_2");
+  g_autofree char *n = g_strconcat("multi_modal_projector.", norm, NULL);
+  layer_norm_params(b, w, n);
+  linear_params(b, w, mid, "multi_modal_projector.linear_1");
+  linear_params(b, in, c->hidden, "multi_modal_projector.linear_2");
+}
+
+/* Aya Vision's projector: to vision_out, and half of that (SwiGLU's halves multiplied) to
+ * hidden. */
+static void
+aya_projector(Builder *b)
+{
+  shuffle_projector(b, "layernorm", b->g->config.vision_out, b->g->config.vision_out / 2);
 }
 
 /* Llama 3.2 Vision's projector: vision_features to hidden, biased. */
@@ -3364,16 +3373,11 @@ mllama_projector(Builder *b)
   linear_params(b, c->vision_features, c->hidden, "multi_modal_projector");
 }
 
-/* InternVL's projector: a LayerNorm over the pixel shuffle's vision_merge^2 x the tower's width,
- * to hidden and to hidden, biased. */
+/* InternVL's projector: to hidden and to hidden. */
 static void
 internvl_projector(Builder *b)
 {
-  const StwModelConfig *c = &b->g->config;
-  guint64 w = c->vision_merge * c->vision_merge * c->vision_hidden;
-  layer_norm_params(b, w, "multi_modal_projector.layer_norm");
-  linear_params(b, w, c->hidden, "multi_modal_projector.linear_1");
-  linear_params(b, c->hidden, c->hidden, "multi_modal_projector.linear_2");
+  shuffle_projector(b, "layer_norm", b->g->config.hidden, b->g->config.hidden);
 }
 
 /* Idefics3's connector (SmolVLM's too): the pixel shuffle's vision_merge^2 x the tower's width
