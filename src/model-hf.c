@@ -4333,13 +4333,14 @@ typedef gboolean TowerReader(StwJsonReader *r, const cJSON *config, const char *
  * AutoModelForCausalLM builds for Gemma 3 and 4, AutoModelForImageTextToText for the others):
  * the language model of type INNER (absent: TEXT_DEFAULTS, else its defaults; FLAT_TEXT: the
  * file's own members, as Qwen2-VL's and Qwen2.5-VL's checkpoints give them), and beside it
- * the towers that VISION and AUDIO read (NULL: none) and their projectors (PROJECTOR reads the
- * members the file gives them at its top level), which a text step never reads. A tower's
- * config null or absent is its defaults where DEFAULTS_WHEN_NULL says, else none. */
+ * the towers that VISION and AUDIO read (NULL: none) and their projectors, which a text step
+ * never reads; TOP_LEVEL reads what the file gives beside them at its top level (a projector's
+ * members; Llama 3.2 Vision's cross-attention blocks, from its text_config). A tower's config
+ * null or absent is its defaults where DEFAULTS_WHEN_NULL says, else none. */
 static const struct {
   const char *outer, *inner;
   TowerReader *vision, *audio;
-  gboolean (*projector)(const Hf *, StwModelConfig *, GError **);
+  gboolean (*top_level)(const Hf *, StwModelConfig *, GError **);
   gboolean defaults_when_null;
   const char *text_defaults;
   gboolean flat_text;
@@ -4353,32 +4354,32 @@ static const struct {
   { .outer = "gemma4", .inner = "gemma4_text", .vision = read_gemma4_vision,
     .audio = read_gemma4_audio, .tied = TRUE },
   { .outer = "mistral3", .inner = "mistral", .vision = read_pixtral,
-    .projector = read_mistral3_projector, .defaults_when_null = TRUE,
+    .top_level = read_mistral3_projector, .defaults_when_null = TRUE,
     .text_defaults = mistral3_text, .tied = TRUE },
   { .outer = "llava", .inner = "llama", .vision = read_llava_vision,
-    .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+    .top_level = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "llava_next", .inner = "llama", .vision = read_llava_vision,
-    .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+    .top_level = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "llava_onevision", .inner = "qwen2", .vision = read_llava_vision,
-    .projector = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+    .top_level = read_llava_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "idefics3", .inner = "llama", .vision = read_idefics3_vision,
-    .projector = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+    .top_level = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "smolvlm", .inner = "llama", .vision = read_idefics3_vision,
-    .projector = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
+    .top_level = read_idefics3_projector, .defaults_when_null = TRUE, .any_text = TRUE },
   { .outer = "internvl", .inner = "qwen2", .vision = read_internvl_vision,
-    .projector = read_internvl_projector, .defaults_when_null = TRUE, .any_text = TRUE,
+    .top_level = read_internvl_projector, .defaults_when_null = TRUE, .any_text = TRUE,
     .tied = TRUE },
   { .outer = "glm4v", .inner = "glm4v_text", .vision = read_glm4v_vision,
     .defaults_when_null = TRUE, .tie_either = TRUE },
   { .outer = "glm4v_moe", .inner = "glm4v_moe_text", .vision = read_glm4v_vision,
     .defaults_when_null = TRUE, .tie_either = TRUE },
   { .outer = "mllama", .inner = "mllama_text_model", .vision = read_mllama_vision,
-    .projector = read_mllama_text, .defaults_when_null = TRUE },
+    .top_level = read_mllama_text, .defaults_when_null = TRUE },
   { .outer = "aya_vision", .inner = "cohere2", .vision = read_llava_vision,
-    .projector = read_aya_projector, .defaults_when_null = TRUE, .any_text = TRUE,
+    .top_level = read_aya_projector, .defaults_when_null = TRUE, .any_text = TRUE,
     .tied = TRUE },
   { .outer = "paligemma", .inner = "gemma", .vision = read_llava_vision,
-    .projector = read_paligemma_projector, .defaults_when_null = TRUE,
+    .top_level = read_paligemma_projector, .defaults_when_null = TRUE,
     .text_defaults = paligemma_text, .any_text = TRUE, .tied = TRUE },
   { .outer = "qwen2_vl", .inner = "qwen2_vl_text", .vision = read_qwen_vision,
     .defaults_when_null = TRUE, .flat_text = TRUE, .tie_either = TRUE },
@@ -4442,7 +4443,7 @@ read_towered(StwJsonReader *r, const cJSON *root, const char *file, gsize i,
     if (!ok)
       return FALSE;
   }
-  if (towered_models[i].projector != NULL && !towered_models[i].projector(&top, &c, error))
+  if (towered_models[i].top_level != NULL && !towered_models[i].top_level(&top, &c, error))
     return FALSE;
   if (!valid_as(r, towered_models[i].outer, &c, error))
     return FALSE;
