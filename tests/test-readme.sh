@@ -10,6 +10,7 @@ T=$TAP_TMP
 mkdir -p "$T/run/out"
 ln -s "$STOWAGE" "$T/run/stowage"
 ln -s "$STW_SRCDIR/traces" "$T/run/traces"
+ln -s "$STW_SRCDIR/tests" "$T/run/tests"
 
 # the blocks: one file per command, its expected lines beside it
 awk -v dir="$T" '
