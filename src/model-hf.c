@@ -3863,15 +3863,14 @@ read_clip(StwJsonReader *r, const cJSON *vision, StwModelConfig *c, GError **err
  * tower the class makes where the file gives no config (LLaVA's and LLaVA-NeXT's CLIP
  * ViT-L/14 at 336 pixels, LLaVA-OneVision's SigLIP at 384 and PaliGemma's at 224, neither with
  * its pooling head). */
+#define CLIP_VIT_L_336                                                                          \
+  "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 24, "            \
+  "\"num_attention_heads\": 16, \"image_size\": 336, \"patch_size\": 14}"
 static const struct {
   const char *outer, *type, *tower;
 } llava_classes[] = {
-  { "llava", "clip_vision_model",
-    "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 24, "
-    "\"num_attention_heads\": 16, \"image_size\": 336, \"patch_size\": 14}" },
-  { "llava_next", "clip_vision_model",
-    "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 24, "
-    "\"num_attention_heads\": 16, \"image_size\": 336, \"patch_size\": 14}" },
+  { "llava", "clip_vision_model", CLIP_VIT_L_336 },
+  { "llava_next", "clip_vision_model", CLIP_VIT_L_336 },
   { "llava_onevision", "siglip_vision_model",
     "{\"hidden_size\": 1152, \"intermediate_size\": 4304, \"num_hidden_layers\": 26, "
     "\"num_attention_heads\": 16, \"image_size\": 384, \"patch_size\": 14, "
@@ -4116,6 +4115,33 @@ read_mllama_vision(StwJsonReader *r, const cJSON *vision, const char *outer, Stw
   return TRUE;
 }
 
+/* How many of LAYERS blocks LIST (a text_config's cross_attention_layers) names, each once,
+ * into N; errors named under $.text_config. */
+static gboolean
+count_cross_layers(const Hf *h, const cJSON *list, guint64 layers, guint64 *n, GError **error)
+{
+  if (!cJSON_IsArray(list))
+    return stw_json_fail_at(h->r, "cross_attention_layers", error, "expected a list of the "
+                            "blocks' indices");
+  g_autofree guint8 *cross = g_new0(guint8, layers);
+  gsize k = 0;
+  *n = 0;
+  for (const cJSON *e = list->child; e != NULL; e = e->next, k++) {
+    if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble))
+      return stw_json_fail_at(h->r, "cross_attention_layers", error, "entry %" G_GSIZE_FORMAT
+                              ": expected a block's index", k);
+    if (e->valuedouble >= 0 && e->valuedouble < (double)layers && !cross[(gsize)e->valuedouble]) {
+      cross[(gsize)e->valuedouble] = 1;
+      (*n)++;
+    }
+  }
+  if (*n == layers)
+    return stw_json_fail_at(h->r, "cross_attention_layers", error, "every one of the %"
+                            G_GUINT64_FORMAT " blocks: a language model of cross-attention "
+                            "alone; not modelled", *n);
+  return TRUE;
+}
+
 /* Llama 3.2 Vision's language model's cross-attention blocks, from the file's text_config:
  * cross_attention_layers (absent or null: [3, 8, ..., 38]), the indices of the blocks that
  * attend to the image (those below num_hidden_layers), which a text step skips: held beside
@@ -4124,42 +4150,16 @@ read_mllama_vision(StwJsonReader *r, const cJSON *vision, const char *outer, Stw
 static gboolean
 read_mllama_text(const Hf *h, StwModelConfig *c, GError **error)
 {
-  static const double standard[] = { 3, 8, 13, 18, 23, 28, 33, 38 };
   const cJSON *text = member(h->root, "text_config");
-  const cJSON *list = cJSON_IsObject(text) ? member(text, "cross_attention_layers") : NULL;
-  gsize saved = stw_json_push_key(h->r, "text_config");
-  if (list != NULL && !cJSON_IsArray(list)) {
-    stw_json_fail_at(h->r, "cross_attention_layers", error, "expected a list of the blocks' "
-                     "indices");
-    stw_json_pop(h->r, saved);
-    return FALSE;
-  }
-  g_autofree guint8 *cross = g_new0(guint8, c->layers);
+  const cJSON *given = cJSON_IsObject(text) ? member(text, "cross_attention_layers") : NULL;
+  g_autoptr(cJSON) standard = given == NULL ? cJSON_Parse("[3, 8, 13, 18, 23, 28, 33, 38]")
+                                            : NULL;
   guint64 n = 0;
-  gsize k = 0;
-  for (const cJSON *e = list != NULL ? list->child : NULL;
-       list != NULL ? e != NULL : k < G_N_ELEMENTS(standard); k++) {
-    double v = list != NULL ? e->valuedouble : standard[k];
-    if (list != NULL && (!cJSON_IsNumber(e) || v != floor(v))) {
-      stw_json_fail_at(h->r, "cross_attention_layers", error, "entry %" G_GSIZE_FORMAT ": "
-                       "expected a block's index", k);
-      stw_json_pop(h->r, saved);
-      return FALSE;
-    }
-    if (v >= 0 && v < (double)c->layers && !cross[(gsize)v]) {
-      cross[(gsize)v] = 1;
-      n++;
-    }
-    if (list != NULL)
-      e = e->next;
-  }
-  if (n == c->layers) {
-    stw_json_fail_at(h->r, "cross_attention_layers", error, "every one of the %" G_GUINT64_FORMAT
-                     " blocks: a language model of cross-attention alone; not modelled", n);
-    stw_json_pop(h->r, saved);
-    return FALSE;
-  }
+  gsize saved = stw_json_push_key(h->r, "text_config");
+  gboolean ok = count_cross_layers(h, given != NULL ? given : standard, c->layers, &n, error);
   stw_json_pop(h->r, saved);
+  if (!ok)
+    return FALSE;
   c->layers -= n;
   c->vision_cross_layers = n;
   c->tied = FALSE; /* (whatever the file says: transformers ties no head 8 rows short) */

@@ -1582,6 +1582,17 @@ test_llava_multimodal(void)
       "$.vision_config.use_mask_token: true: InternViT with a mask token; not modelled" },
     { "{\"model_type\": \"internvl\", \"downsample_ratio\": 2}",
       "$.downsample_ratio: 2: a pixel shuffle of no patches a side; not modelled (1/1024 to 1)" },
+    { "{\"model_type\": \"internvl\", \"downsample_ratio\": \"half\"}",
+      "$.downsample_ratio: expected a number" },
+    { "{\"model_type\": \"internvl\", \"vision_config\": {\"patch_size\": [14, 14, 14]}}",
+      "$.vision_config.patch_size: expected a whole number or a list of two" },
+    { "{\"model_type\": \"internvl\", \"vision_config\": "
+      "{\"use_absolute_position_embeddings\": false}}",
+      "$.vision_config.use_absolute_position_embeddings: false: InternViT without its position "
+      "table; not modelled" },
+    { "{\"model_type\": \"aya_vision\", \"vision_config\": {}, "
+      "\"alignment_intermediate_size\": 1}",
+      "$.alignment_intermediate_size: 1: a SwiGLU of no width; not modelled" },
     { "{\"model_type\": \"llava\", \"vision_config\": {\"num_attention_heads\": 7}}",
       "$.vision_config.num_attention_heads: 7 heads do not divide hidden_size 768 (CLIP's "
       "attention refuses it)" },
@@ -1744,6 +1755,13 @@ test_mllama_multimodal(void)
   bad = c;
   bad.vision_features = 0;
   assert_invalid(&bad, "Llama 3.2 Vision's tower (vision_kind mllama) needs vision_features");
+  bad = c;
+  bad.vision_tiles = 65;
+  assert_invalid(&bad, "vision_tiles and vision_aspect_ratios at most 64");
+  bad = c;
+  bad.arch = STW_ARCH_GPT;
+  assert_invalid(&bad, "vision_cross_layers: llama only (Llama 3.2 Vision's cross-attention "
+                       "blocks)");
   static const Refusal cases[] = {
     { "{\"model_type\": \"mllama\", \"vision_config\": {\"max_num_tiles\": 2}}",
       "$.vision_config.max_num_tiles: 2: the default supported_aspect_ratios need 4 "
@@ -1757,6 +1775,12 @@ test_mllama_multimodal(void)
       "cross-attention alone; not modelled" },
     { "{\"model_type\": \"mllama\", \"text_config\": {\"cross_attention_layers\": [\"3\"]}}",
       "$.text_config.cross_attention_layers: entry 0: expected a block's index" },
+    { "{\"model_type\": \"mllama\", \"text_config\": {\"cross_attention_layers\": 3}}",
+      "$.text_config.cross_attention_layers: expected a list of the blocks' indices" },
+    { "{\"model_type\": \"mllama\", \"vision_config\": {\"supported_aspect_ratios\": 8}}",
+      "$.vision_config.supported_aspect_ratios: expected a list of [width, height] in tiles" },
+    { "{\"model_type\": \"mllama\", \"vision_config\": {\"supported_aspect_ratios\": []}}",
+      "$.vision_config.supported_aspect_ratios: 0 entries: 1 to 64" },
   };
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
