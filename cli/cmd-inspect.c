@@ -27,6 +27,10 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
            stw_model_experts(&m->config), stw_model_active_experts(&m->config));
   if (m->batch > 0)
     printf("; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT, m->batch, m->seq);
+  if (m->images > 0)
+    printf(" with %" G_GUINT64_FORMAT " image%s of %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+           " pixels a sequence", m->images, m->images == 1 ? "" : "s", m->image_size,
+           m->image_size);
   if (t->tensors->len > 0)
     printf(", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
   if (m->autocast != STW_DTYPE_FP32) /* PyTorch's AMP: fp32 weights, 16-bit GEMMs */

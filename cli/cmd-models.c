@@ -122,6 +122,20 @@ append_vision_tower(GString *s, const StwModelConfig *c)
                            whose[c->vision_kind - STW_VISION_QWEN2_VL], c->vision_layers, blocks,
                            c->vision_hidden, c->vision_ffn, c->vision_patch,
                            c->vision_temporal_patch, c->vision_temporal_patch == 1 ? "" : "s");
+    if (c->vision_window != 0) { /* Qwen2.5-VL's windows */
+      g_string_append_printf(s, ", attending within windows of %" G_GUINT64_FORMAT " pixels",
+                             c->vision_window);
+      const char *sep = " but over the whole image in block";
+      guint64 full = 0;
+      for (guint64 l = 0; l < c->vision_layers; l++)
+        full += stw_model_vision_full_block(c, l);
+      for (guint64 l = 0; l < c->vision_layers; l++)
+        if (stw_model_vision_full_block(c, l)) {
+          g_string_append_printf(s, "%s%s %" G_GUINT64_FORMAT, sep,
+                                 sep[0] == ' ' && full > 1 ? "s" : "", l);
+          sep = ",";
+        }
+    }
   }
   }
 }
@@ -177,6 +191,9 @@ append_vision_projector(GString *s, const StwModelConfig *c)
     break;
   default:
     g_string_append(s, "Gemma 3's projector");
+    if (c->vision_merge != 0)
+      g_string_append_printf(s, " (patches pooled %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT ")",
+                             c->vision_merge, c->vision_merge);
   }
 }
 

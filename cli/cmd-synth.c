@@ -13,7 +13,7 @@
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
-      *optimizer_impl;
+      *optimizer_impl, *images, *image_size;
   gboolean checkpointing, amp;
 } Line;
 
@@ -23,7 +23,7 @@ line_clear(Line *l)
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->hw_name,
                      &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
-                     &l->optimizer_impl };
+                     &l->optimizer_impl, &l->images, &l->image_size };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -76,6 +76,12 @@ parse(Line *l, int argc, char **argv)
     { "lora-targets", 0, 0, STW_OPTION_TEXT, &l->lora_targets,
       "the projections --lora adapts, by role: q, k, v, o, gate, up, down (comma-separated; "
       "default q,v)", "LIST" },
+    { "images", 0, 0, STW_OPTION_TEXT, &l->images,
+      "images in each sequence, run through a vision-language model's tower (frozen) before "
+      "its language model reads their features (default: none, a text step)", "N" },
+    { "image-size", 0, 0, STW_OPTION_TEXT, &l->image_size,
+      "with --images: their side in pixels (default: the size the tower's processor resizes "
+      "images or their tiles to; required for Qwen-VL's, Pixtral's and GLM-4V's towers)", "PX" },
     { "hw", 0, 0, STW_OPTION_TEXT, &l->hw_name,
       "hardware profile name or file (default " STW_HARDWARE_DEFAULT ")", "PROFILE" },
     { "memory", 0, 0, STW_OPTION_TEXT, &l->memory,
@@ -119,7 +125,8 @@ request_of(const Line *l)
     { "attention", l->attention }, { "kernels", l->kernels }, { "loss", l->loss },
     { "micro-steps", l->micro_steps }, { "freeze", l->freeze }, { "lora", l->lora },
     { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory },
-    { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl }
+    { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
+    { "images", l->images }, { "image-size", l->image_size }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);
@@ -152,8 +159,15 @@ stw_cmd_synth(int argc, char **argv)
     g_autofree char *of_them = frozen > 0 ? g_strdup_printf(" (%u frozen: %s parameters)", frozen,
                                                             frozen_params)
                                           : g_strdup("");
-    fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors%s, %u ops\n", l.output,
-            trace->model.name, params, trace->tensors->len, of_them, trace->ops->len);
+    g_autofree char *images =
+        trace->model.images == 0
+            ? g_strdup("")
+            : g_strdup_printf("; %" G_GUINT64_FORMAT " image%s of %" G_GUINT64_FORMAT " x %"
+                              G_GUINT64_FORMAT " pixels a sequence through the vision tower",
+                              trace->model.images, trace->model.images == 1 ? "" : "s",
+                              trace->model.image_size, trace->model.image_size);
+    fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors%s, %u ops%s\n", l.output,
+            trace->model.name, params, trace->tensors->len, of_them, trace->ops->len, images);
   }
   return STW_EXIT_OK;
 }

@@ -17,7 +17,7 @@ typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
-      *optimizer_impl;
+      *optimizer_impl, *images, *image_size;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -28,7 +28,7 @@ line_clear(Line *l)
   char **texts[] = { &l->gpu, &l->policy, &l->model, &l->model_config, &l->batch, &l->seq,
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
-                     &l->lora_targets, &l->optimizer_impl };
+                     &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -84,6 +84,10 @@ parse(Line *l, int *argc, char ***argv)
       "with --model: LoRA adapters of this rank, the base frozen", "RANK" },
     { "lora-targets", 0, 0, STW_OPTION_TEXT, &l->lora_targets,
       "with --lora: q, k, v, o, gate, up, down (default q,v)", "LIST" },
+    { "images", 0, 0, STW_OPTION_TEXT, &l->images,
+      "with --model: images a sequence through the vision tower, as synth --images", "N" },
+    { "image-size", 0, 0, STW_OPTION_TEXT, &l->image_size,
+      "with --images: their side in pixels, as synth --image-size", "PX" },
     { "chunk-size", 0, 0, STW_OPTION_TEXT, &l->chunks, "comma list of chunk sizes (default: "
       "search)", "LIST" },
     STW_CLI_PLANNING_ENTRIES(l->pl),
@@ -118,7 +122,8 @@ request_of(const Line *l, const char *trace)
     { "dtype", l->dtype }, { "attention", l->attention }, { "kernels", l->kernels },
     { "loss", l->loss }, { "micro-steps", l->micro_steps }, { "chunk-size", l->chunks },
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
-    { "lora", l->lora }, { "lora-targets", l->lora_targets }
+    { "lora", l->lora }, { "lora-targets", l->lora_targets }, { "images", l->images },
+    { "image-size", l->image_size }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

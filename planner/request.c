@@ -33,15 +33,15 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "batch", "seq", "dtype", "checkpointing",
                                               "checkpoint-every", "amp", "attention", "kernels",
                                               "loss", "micro-steps", "optimizer-impl",
-                                              "chunk-size", "lora", "lora-targets",
-                                              PLANNING_OPTIONS, NULL };
+                                              "chunk-size", "lora", "lora-targets", "images",
+                                              "image-size", PLANNING_OPTIONS, NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
 static const char *const synth_options[] = { "model", "model-config", "batch", "seq", "dtype",
                                              "checkpointing", "checkpoint-every", "amp",
                                              "attention", "kernels", "loss", "micro-steps",
                                              "optimizer-impl", "freeze", "lora", "lora-targets",
-                                             "hw", "memory", NULL };
+                                             "images", "image-size", "hw", "memory", NULL };
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
@@ -60,19 +60,7 @@ struct StwRequest {
   GHashTable *values; /* option -> text, both owned */
 };
 
-static gboolean
-usage(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-usage(GError **error, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *message = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error_literal(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, message);
-  return FALSE;
-}
+#define usage(error, ...) stw_fail(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, __VA_ARGS__)
 
 static gboolean
 in_list(const char *const *list, const char *name)

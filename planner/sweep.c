@@ -52,7 +52,7 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
  * the model's longest sequence ("seq"), bf16 ("dtype"), "checkpointing" (of segments of
  * "checkpoint-every" blocks, which implies it), naive "attention", eager
  * "kernels", the full "loss", a fused "optimizer-impl", "lora" and "lora-targets", one run
- * ("micro-steps"); the request's
+ * ("micro-steps"), no "images" (of "image-size" pixels a side); the request's
  * texts borrowed. */
 static gboolean
 synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,
@@ -69,6 +69,8 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                          error) ||
       !stw_request_count(r, "checkpoint-every", 1, STW_MODEL_MAX_LAYERS, &so->checkpoint_every,
                          error) ||
+      !stw_request_count(r, "images", 1, STW_MODEL_MAX_IMAGES, &so->images, error) ||
+      !stw_request_count(r, "image-size", 1, STW_MODEL_MAX_IMAGE, &so->image_size, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dtype, error) ||
       !stw_request_enum(r, "attention", stw_attention_names, &attention, error) ||
       !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
@@ -218,12 +220,13 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
     return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
                                             "checkpoint-every", "amp", "attention", "kernels",
-                                            "loss", "micro-steps", "optimizer-impl", NULL };
+                                            "loss", "micro-steps", "optimizer-impl", "images",
+                                            "image-size", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
-                   "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps "
-                   "and --optimizer-impl go with --model");
+                   "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, "
+                   "--optimizer-impl, --images and --image-size go with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

@@ -59,19 +59,7 @@ role_named(const char *name)
   return NULL;
 }
 
-static gboolean
-invalid(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-invalid(GError **error, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *message = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error_literal(error, STW_MODEL_ERROR, STW_MODEL_ERROR_INVALID, message);
-  return FALSE;
-}
+#define invalid(error, ...) stw_fail(error, STW_MODEL_ERROR, STW_MODEL_ERROR_INVALID, __VA_ARGS__)
 
 /* The 2-D weights of op O, in order, into OUT (tensor ids): the model's, below N_BASE, not the
  * adapters added to it. */

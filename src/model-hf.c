@@ -3926,6 +3926,25 @@ read_llava_projector(const Hf *h, StwModelConfig *c, GError **error)
          read_feature_layers(h, c, error);
 }
 
+/* Gemma 3's projector's pooling, from the file's top level: mm_tokens_per_image (256) tokens an
+ * image, a square's, each the average of vision_merge x vision_merge patches (its AvgPool2d's
+ * kernel: the tower's patches a side over the tokens'); none where the tokens outnumber the
+ * patches (a file transformers builds but cannot run images through: its weights are read). */
+static gboolean
+read_gemma3_projector(const Hf *h, StwModelConfig *c, GError **error)
+{
+  guint64 tokens = 256;
+  if (!get_u64(h, "mm_tokens_per_image", FALSE, STW_MODEL_MAX_SEQ, &tokens, error))
+    return FALSE;
+  guint64 per_side = (guint64)sqrt((double)tokens), side = c->vision_image / c->vision_patch;
+  while (per_side * per_side > tokens)
+    per_side--;
+  while ((per_side + 1) * (per_side + 1) <= tokens)
+    per_side++;
+  c->vision_merge = per_side == 0 || per_side > side ? 0 : side / per_side;
+  return TRUE;
+}
+
 /* PaliGemma's projector, from the file's top level: the tower's width to projection_dim
  * (2048), biased. */
 static gboolean
@@ -4250,13 +4269,43 @@ read_deepstack(const Hf *h, StwModelConfig *c, GError **error)
   return TRUE;
 }
 
+/* Qwen2.5-VL's attention windows: window_size (112 pixels a side) and the blocks that attend
+ * over the whole image instead (fullatt_block_indexes: 7, 15, 23 and 31; those past depth, as
+ * transformers ignores them, ignored). */
+static gboolean
+read_windows(const Hf *h, StwModelConfig *c, GError **error)
+{
+  c->vision_window = 112;
+  if (!get_u64(h, "window_size", FALSE, STW_MODEL_MAX_IMAGE, &c->vision_window, error))
+    return FALSE;
+  const cJSON *list = member(h->root, "fullatt_block_indexes");
+  if (list == NULL) {
+    for (guint64 l = 7; l < c->vision_layers; l += 8)
+      stw_model_set_vision_full_block(c, l, l < 32);
+    return TRUE;
+  }
+  if (!cJSON_IsArray(list))
+    return stw_json_fail_at(h->r, "fullatt_block_indexes", error, "expected a list of the "
+                            "vision blocks' indices");
+  for (const cJSON *e = list->child; e != NULL; e = e->next) {
+    double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
+    if (!(v >= 0) || v != floor(v))
+      return stw_json_fail_at(h->r, "fullatt_block_indexes", error, "expected the indices of "
+                              "blocks (whole numbers from 0)");
+    if (v < (double)c->vision_layers)
+      stw_model_set_vision_full_block(c, (guint64)v, TRUE);
+  }
+  return TRUE;
+}
+
 /* A Qwen-VL vision config (VISION; NULL: its defaults) of an OUTER file into C's vision tower,
  * its model_type OUTER_vision or OUTER (which the class renames so): depth
  * (num_hidden_layers, its other name, wins where both are given), the tower's width (Qwen2-VL's
  * embed_dim, the others' hidden_size), its MLP's (Qwen2-VL's embed_dim x mlp_ratio, the others'
  * intermediate_size), the mergers' output (Qwen2-VL's hidden_size, the others'
  * out_hidden_size), in_channels, patch_size, temporal_patch_size, spatial_merge_size; Qwen3-VL's
- * num_position_embeddings and deepstack_visual_indexes. The heads change no weight. */
+ * num_position_embeddings and deepstack_visual_indexes; Qwen2.5-VL's windows (read_windows).
+ * The heads change no weight. */
 static gboolean
 read_qwen_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwModelConfig *c,
                  GError **error)
@@ -4308,6 +4357,8 @@ read_qwen_vision(StwJsonReader *r, const cJSON *vision, const char *outer, StwMo
                          &c->vision_positions, error) ||
                 !read_deepstack(h, c, error)))
     return FALSE;
+  if (kind == STW_VISION_QWEN2_5_VL && !read_windows(h, c, error))
+    return FALSE;
   if (qwen2 && !g_uint64_checked_mul(&c->vision_ffn, c->vision_hidden, ratio))
     c->vision_ffn = G_MAXUINT64;
   if (qwen2 && c->vision_ffn > STW_MODEL_MAX_WIDTH)
@@ -4350,7 +4401,7 @@ static const struct {
                         * classes'), not by the file's alone */
 } towered_models[] = {
   { .outer = "gemma3", .inner = "gemma3_text", .vision = read_siglip,
-    .defaults_when_null = TRUE, .tied = TRUE },
+    .top_level = read_gemma3_projector, .defaults_when_null = TRUE, .tied = TRUE },
   { .outer = "gemma4", .inner = "gemma4_text", .vision = read_gemma4_vision,
     .audio = read_gemma4_audio, .tied = TRUE },
   { .outer = "mistral3", .inner = "mistral", .vision = read_pixtral,

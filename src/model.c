@@ -228,6 +228,18 @@ stw_model_block_kv_shared(const StwModelConfig *cfg, guint64 l)
   return l < cfg->layers && mask_get(cfg->kv_shared_blocks, l);
 }
 
+gboolean
+stw_model_vision_full_block(const StwModelConfig *cfg, guint64 l)
+{
+  return l < cfg->vision_layers && mask_get(cfg->vision_full_blocks, l);
+}
+
+void
+stw_model_set_vision_full_block(StwModelConfig *cfg, guint64 l, gboolean full)
+{
+  mask_set(cfg->vision_full_blocks, l, full);
+}
+
 void
 stw_model_set_block_global(StwModelConfig *cfg, guint64 l, gboolean global)
 {
@@ -418,6 +430,7 @@ enum {
   VISION_FEATURES = 1 << 15,
   VISION_CROSS_LAYERS = 1 << 16,
   VISION_ATTN_BIAS = 1 << 17,
+  VISION_WINDOW = 1 << 18, /* vision_window, vision_full_blocks */
   /* the Qwen-VL towers' members */
   VISION_QWEN = VISION_CHANNELS | VISION_TEMPORAL_PATCH,
 };
@@ -428,7 +441,7 @@ static const char *const vision_member_names[] = {
   "vision_temporal_patch", "vision_deepstack", "vision_out", "vision_newline",
   "vision_qk_norm, vision_rms_norm and vision_final_norm",
   "vision_tiles and vision_aspect_ratios", "vision_global_layers", "vision_features",
-  "vision_cross_layers", "vision_attn_bias",
+  "vision_cross_layers", "vision_attn_bias", "vision_window and vision_full_blocks",
 };
 #define PROJECTOR(p) (1u << (p))
 static const struct {
@@ -448,7 +461,8 @@ static const struct {
   [STW_VISION_CLIP] = { "CLIP's", VISION_CHANNELS | VISION_IMAGE, VISION_CHANNELS | VISION_IMAGE,
                         STW_PROJECTOR_LLAVA, 0 },
   [STW_VISION_QWEN2_VL] = { "Qwen2-VL's", VISION_QWEN, VISION_QWEN, STW_PROJECTOR_QWEN, 0 },
-  [STW_VISION_QWEN2_5_VL] = { "Qwen2.5-VL's", VISION_QWEN, VISION_QWEN, STW_PROJECTOR_QWEN, 0 },
+  [STW_VISION_QWEN2_5_VL] = { "Qwen2.5-VL's", VISION_QWEN | VISION_WINDOW, VISION_QWEN,
+                              STW_PROJECTOR_QWEN, 0 },
   [STW_VISION_QWEN3_VL] = { "Qwen3-VL's", VISION_QWEN | VISION_POSITIONS | VISION_DEEPSTACK,
                             VISION_QWEN | VISION_POSITIONS, STW_PROJECTOR_QWEN, 0 },
   [STW_VISION_INTERNVL] = { "InternViT's",
@@ -465,6 +479,8 @@ static const struct {
 static const struct {
   guint reads, needs;
 } vision_projectors[STW_N_PROJECTORS] = {
+  [STW_PROJECTOR_GEMMA3] = { VISION_MERGE, 0 }, /* its pooling's kernel (side / 16: 256 tokens
+                                                 * where not given) */
   [STW_PROJECTOR_MISTRAL3] = { VISION_MERGE | VISION_FEATURE_LAYERS | VISION_PROJECTOR_BIAS,
                                VISION_MERGE | VISION_FEATURE_LAYERS },
   [STW_PROJECTOR_LLAVA] = { VISION_FEATURE_LAYERS | VISION_PROJECTOR_BIAS | VISION_NEWLINE,
@@ -511,7 +527,8 @@ vision_conflict(const StwModelConfig *c)
                 (c->vision_tiles && c->vision_aspect_ratios ? VISION_TILES : 0) |
                 (c->vision_global_layers ? VISION_GLOBAL_LAYERS : 0) |
                 (c->vision_features ? VISION_FEATURES : 0) |
-                (c->vision_cross_layers ? VISION_CROSS_LAYERS : 0);
+                (c->vision_cross_layers ? VISION_CROSS_LAYERS : 0) |
+                (c->vision_window || mask_count(c->vision_full_blocks) ? VISION_WINDOW : 0);
   if ((c->vision_tiles != 0) != (c->vision_aspect_ratios != 0))
     return "vision_tiles and vision_aspect_ratios go together";
   if ((guint)c->vision_kind >= STW_N_VISION_KINDS)
@@ -574,6 +591,18 @@ vision_conflict(const StwModelConfig *c)
            "1048576";
   if (c->vision_image && c->vision_patch > c->vision_image)
     return "vision_patch must be at most vision_image (a whole patch in the image)";
+  guint64 full = 0;
+  for (guint64 l = 0; l < c->vision_layers && l < STW_MODEL_MAX_LAYERS; l++)
+    full += mask_get(c->vision_full_blocks, l) ? 1 : 0;
+  if (full != mask_count(c->vision_full_blocks))
+    return "vision_full_blocks must be blocks below vision_layers";
+  if (full != 0 && c->vision_window == 0)
+    return "vision_full_blocks go with vision_window (the other blocks' windows)";
+  guint64 merged = c->vision_patch * MAX(c->vision_merge, 1);
+  if (c->vision_window != 0 && (c->vision_window > STW_MODEL_MAX_IMAGE ||
+                                c->vision_window < merged))
+    return "vision_window must hold a merged patch (vision_patch x vision_merge pixels a "
+           "side), and be at most 16384 pixels";
   guint64 side = c->vision_image ? c->vision_image / c->vision_patch : 1;
   guint64 channels = c->vision_channels ? c->vision_channels : 3;
   guint64 frames = c->vision_temporal_patch ? c->vision_temporal_patch : 1;
@@ -978,7 +1007,8 @@ stw_model_config_validate(const StwModelConfig *c, const char *file, GError **er
       "vision_projector_bias", "vision_temporal_patch", "vision_deepstack", "vision_out",      \
       "vision_projector", "vision_newline", "vision_qk_norm", "vision_attn_bias",            \
       "vision_rms_norm", "vision_final_norm", "vision_global_layers", "vision_tiles",          \
-      "vision_aspect_ratios", "vision_features", "vision_cross_layers"
+      "vision_aspect_ratios", "vision_features", "vision_cross_layers", "vision_window",        \
+      "vision_full_blocks"
 static const char *const config_members[] = { MODEL_MEMBERS, NULL };
 static const char *const standalone_members[] = { "format", "version", MODEL_MEMBERS, NULL };
 
@@ -1158,6 +1188,9 @@ read_optional_shape(StwJsonReader *r, const cJSON *obj, StwModelConfig *c, GErro
                         &c->vision_features, error) ||
       !stw_json_get_u64(r, obj, "vision_cross_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
                         &c->vision_cross_layers, error) ||
+      !stw_json_get_u64(r, obj, "vision_window", FALSE, 1, STW_MODEL_MAX_IMAGE,
+                        &c->vision_window, error) ||
+      !read_block_list(r, obj, "vision_full_blocks", c->vision_full_blocks, error) ||
       !stw_json_get_bool(r, obj, "vision_projector_bias", FALSE, &c->vision_projector_bias,
                          error) ||
       !stw_json_get_u64(r, obj, "audio_layers", FALSE, 1, STW_MODEL_MAX_LAYERS,
@@ -1487,6 +1520,7 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
       { "vision_tiles", c->vision_tiles }, { "vision_aspect_ratios", c->vision_aspect_ratios },
       { "vision_features", c->vision_features },
       { "vision_cross_layers", c->vision_cross_layers },
+      { "vision_window", c->vision_window },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++)
       if (sizes[i].value != 0)
@@ -1506,6 +1540,7 @@ stw_model_config_to_json(const StwModelConfig *c, gboolean standalone)
     for (gsize i = 0; i < G_N_ELEMENTS(flags); i++)
       if (flags[i].on)
         cJSON_AddBoolToObject(o, flags[i].key, TRUE);
+    add_block_list(o, "vision_full_blocks", c->vision_full_blocks, c->vision_layers);
     if (c->vision_projector != STW_PROJECTOR_DEFAULT &&
         (guint)c->vision_kind < STW_N_VISION_KINDS &&
         c->vision_projector != vision_kinds[c->vision_kind].own)
@@ -3421,10 +3456,341 @@ vision_tower(Builder *b)
     [STW_PROJECTOR_MLLAMA] = mllama_projector,     [STW_PROJECTOR_GLM4V] = glm4v_merger,
     [STW_PROJECTOR_AYA] = aya_projector,
   };
-  if (b->g->config.vision_layers == 0)
+  StwModelGraph *g = b->g;
+  g->vision_first = g->projector_first = g->tensors->len;
+  if (g->config.vision_layers != 0) {
+    tower[g->config.vision_kind](b);
+    g->projector_first = g->tensors->len;
+    projector[stw_model_vision_projector(&g->config)](b);
+  }
+  g->vision_end = g->tensors->len;
+}
+
+/* ---- images through the vision tower ----------------------------------------------------- */
+
+guint64
+stw_model_image_size(const StwModelConfig *c)
+{
+  switch (c->vision_kind) {
+  case STW_VISION_QWEN2_VL:
+  case STW_VISION_QWEN2_5_VL:
+  case STW_VISION_QWEN3_VL:
+  case STW_VISION_PIXTRAL:
+  case STW_VISION_GLM4V:
+    return 0;
+  default:
+    return c->vision_layers != 0 ? c->vision_image : 0;
+  }
+}
+
+/* The tower's name in messages. */
+static const char *
+tower_name(const StwModelConfig *c)
+{
+  static const char *const names[STW_N_VISION_KINDS] = {
+    [STW_VISION_SIGLIP] = "SigLIP's",       [STW_VISION_GEMMA4] = "Gemma 4's",
+    [STW_VISION_PIXTRAL] = "Pixtral's",     [STW_VISION_CLIP] = "CLIP's",
+    [STW_VISION_QWEN2_VL] = "Qwen2-VL's",   [STW_VISION_QWEN2_5_VL] = "Qwen2.5-VL's",
+    [STW_VISION_QWEN3_VL] = "Qwen3-VL's",   [STW_VISION_INTERNVL] = "InternViT's",
+    [STW_VISION_MLLAMA] = "Llama 3.2 Vision's", [STW_VISION_GLM4V] = "GLM-4V's",
+  };
+  return names[c->vision_kind];
+}
+
+#define model_fail(error, ...)                                                                  \
+  stw_fail(error, STW_MODEL_ERROR, STW_MODEL_ERROR_INVALID, __VA_ARGS__)
+
+/* Gemma 3's projector pools an image's patches to mm_tokens_per_image tokens, 16 x 16 in every
+ * checkpoint Google released and transformers' default (vision_merge, the pooling's kernel,
+ * where a file says otherwise). */
+#define GEMMA3_SIDE_TOKENS 16
+
+gboolean
+stw_model_image_tokens(const StwModelConfig *c, guint64 px, StwImageTokens *out, GError **error)
+{
+  *out = (StwImageTokens){ 0 };
+  if (c->vision_layers == 0)
+    return model_fail(error, "%s has no vision tower to take images", c->name);
+  if (c->vision_kind == STW_VISION_MLLAMA)
+    return model_fail(error, "%s: Llama 3.2 Vision's images reach its language model through "
+                      "cross-attention blocks, which stowage does not model with images (a text "
+                      "step skips them)", c->name);
+  if (c->vision_kind == STW_VISION_GEMMA4)
+    return model_fail(error, "%s: Gemma 4's tower pools each image to a budget of soft tokens "
+                      "that stowage does not model yet", c->name);
+  guint64 fixed = stw_model_image_size(c), m = MAX(c->vision_merge, 1);
+  StwVisionProjector p = stw_model_vision_projector(c);
+  /* Qwen-VL's, GLM-4V's and Mistral 3's processors resize to whole merged patches */
+  gboolean merges = p == STW_PROJECTOR_QWEN || p == STW_PROJECTOR_GLM4V ||
+                    p == STW_PROJECTOR_MISTRAL3;
+  guint64 unit = c->vision_patch * (merges ? m : 1);
+  if (px < 1 || px > STW_MODEL_MAX_IMAGE)
+    return model_fail(error, "an image side of %" G_GUINT64_FORMAT " pixels is out of range "
+                      "(expected 1 to %d)", px, STW_MODEL_MAX_IMAGE);
+  if (fixed != 0 && px != fixed)
+    return model_fail(error, "%s: %s tower takes images of %" G_GUINT64_FORMAT " x %"
+                      G_GUINT64_FORMAT " pixels (its processor resizes images, or cuts them "
+                      "into tiles, to that size), not %" G_GUINT64_FORMAT, c->name,
+                      tower_name(c), fixed, fixed, px);
+  if (fixed == 0 && px % unit != 0) /* (a fixed size's convolution drops what is left) */
+    return model_fail(error, "%s: an image side of %" G_GUINT64_FORMAT " pixels is not a whole "
+                      "number of %" G_GUINT64_FORMAT "-pixel %s (its processor resizes images "
+                      "to such sides)", c->name, px, unit, merges && m > 1 ? "merged patches"
+                                                                           : "patches");
+  out->side = px / c->vision_patch;
+  out->patches = out->side * out->side;
+  gboolean class_token = c->vision_kind == STW_VISION_CLIP ||
+                         c->vision_kind == STW_VISION_INTERNVL;
+  out->tower = out->patches + (class_token ? 1 : 0);
+  if (p == STW_PROJECTOR_GEMMA3 && c->vision_merge == 0) { /* AvgPool2d's kernel for 256 */
+    m = out->side / GEMMA3_SIDE_TOKENS;
+    if (m == 0)
+      return model_fail(error, "%s: Gemma 3's projector pools an image to 16 x 16 tokens, "
+                        "more than its tower's %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                        " patches", c->name, out->side, out->side);
+  }
+  out->merged = (out->side / m) * (out->side / m); /* (AvgPool2d's floor) */
+  return TRUE;
+}
+
+/* Whether tensor NAME of a tower is read by a lookup, not a matmul: a position table, a class
+ * token, a probe, LLaVA-NeXT's image_newline. */
+static gboolean
+image_lookup(const char *name)
+{
+  static const char *const looked_up[] = { "position", "pos_embed", "class_embedding",
+                                           "cls_token", ".probe", "image_newline" };
+  for (gsize i = 0; i < G_N_ELEMENTS(looked_up); i++)
+    if (strstr(name, looked_up[i]) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* The module a tensor of the tower belongs to: its name without the last component. */
+static char *
+module_of(const char *name)
+{
+  const char *dot = strrchr(name, '.');
+  return dot != NULL ? g_strndup(name, (gsize)(dot - name)) : g_strdup(name);
+}
+
+/* Whether module MODULE is a norm (LayerNorm, RMSNorm; Qwen-VL's ln_q, Pixtral's ln_pre). */
+static gboolean
+image_norm(const char *module)
+{
+  const char *last = strrchr(module, '.');
+  last = last != NULL ? last + 1 : module;
+  return strstr(last, "norm") != NULL || g_str_has_prefix(last, "ln_") ||
+         strcmp(last, "ln") == 0;
+}
+
+/* The encoder block tensor NAME belongs to ("....layers.3"), NULL outside the blocks. */
+static char *
+image_block(const char *name)
+{
+  static const char *const lists[] = { ".layers.", ".layer.", ".blocks." };
+  for (gsize i = 0; i < G_N_ELEMENTS(lists); i++) {
+    const char *at = strstr(name, lists[i]);
+    if (at == NULL)
+      continue;
+    const char *n = at + strlen(lists[i]);
+    const char *end = n;
+    while (g_ascii_isdigit(*end))
+      end++;
+    if (end > n)
+      return g_strndup(name, (gsize)(end - name));
+  }
+  return NULL;
+}
+
+/* Building the image ops: the rows the next op applies to, the bytes the last one produced. */
+typedef struct {
+  Builder b;
+  const StwImageTokens *tok;
+  guint64 images;      /* in the micro-batch */
+  guint64 rows;        /* the rows the ops apply to now */
+  guint64 live_bytes;  /* the last op's output */
+  GArray *pending;     /* guint32: looked-up tensors, read by the next op */
+} Images;
+
+static StwGraphOp *
+image_op(Images *im, StwOpKind kind, const char *name, guint64 out_bytes)
+{
+  StwGraphOp *o = op(&im->b, -1, kind, "%s", name);
+  o->image = TRUE;
+  o->no_grad = TRUE;
+  o->outside_roles = TRUE;
+  o->in_bytes = im->live_bytes;
+  o->out_bytes = out_bytes;
+  o->passthrough = im->b.g->ops->len == 1; /* the first reads the pixels, which stay */
+  op_params(o, im->pending->len, (const guint32 *)im->pending->data);
+  g_array_set_size(im->pending, 0);
+  im->live_bytes = out_bytes;
+  return o;
+}
+
+/* The sum of the squares of the tokens in each attention window of an image SIDE patches a
+ * side, windows of WINDOW merged patches (of MERGE x MERGE) a side cut from its top left as
+ * Qwen2.5-VL's get_window_index cuts them, the last ones on each side narrower (WINDOW:
+ * vision_window / merged patch's pixels, rounded down as transformers rounds it). */
+static double
+window_squares(guint64 side, guint64 merge, guint64 window)
+{
+  guint64 grid = side / merge, whole = grid / window, rest = grid % window;
+  double along = (double)whole * (double)(window * window) + (double)(rest * rest);
+  double m2 = (double)(merge * merge);
+  return along * along * m2 * m2;
+}
+
+/* Each block's attention: scores and weighted sums over the tokens an image's block attends
+ * (Pixtral's over every image of the call at once: transformers puts them in one sequence and
+ * masks across them; Qwen2.5-VL's windowed blocks within each window), 4 T^2 A FLOPs for T
+ * tokens A wide. */
+static void
+image_attention(Images *im, const char *block)
+{
+  const StwModelConfig *c = &im->b.g->config;
+  double A = (double)c->vision_hidden, N = (double)im->tok->tower, n = (double)im->images;
+  const char *digits = block + strlen(block);
+  while (digits > block && g_ascii_isdigit(digits[-1]))
+    digits--;
+  guint64 l = g_ascii_strtoull(digits, NULL, 10);
+  double flops = n * 4 * N * N * A;
+  if (c->vision_kind == STW_VISION_PIXTRAL)
+    flops = 4 * (n * N) * (n * N) * A;
+  else if (c->vision_window != 0 && !mask_get(c->vision_full_blocks, l))
+    flops = n * 4 * A * window_squares(im->tok->side, MAX(c->vision_merge, 1),
+                                       c->vision_window / (c->vision_patch *
+                                                           MAX(c->vision_merge, 1)));
+  g_autofree char *name = g_strconcat(block, ".attention", NULL);
+  StwGraphOp *o = image_op(im, STW_OP_ATTN_CORE, name,
+                           im->images * im->tok->tower * c->vision_hidden * im->b.e);
+  o->flops = (guint64)flops;
+}
+
+/* The tensors of module MODULE, [first, end), as one op: a norm, or a matmul of its 2-D weight
+ * (with its bias), or read with the next op (a lookup, a layer scale). */
+static void
+image_module(Images *im, const char *module, guint first, guint end)
+{
+  StwModelGraph *g = im->b.g;
+  const StwModelConfig *c = &g->config;
+  const StwGraphTensor *w = NULL;
+  gboolean lookup = FALSE;
+  for (guint i = first; i < end; i++) {
+    const StwGraphTensor *t = g->tensors->pdata[i];
+    lookup |= image_lookup(t->name);
+    if (t->ndim == 2 && w == NULL)
+      w = t;
+  }
+  gboolean projector = first >= g->projector_first;
+  guint64 e = im->b.e, d = c->vision_hidden;
+  /* the rows: the patch embedding's the patches, the blocks' their tokens, SigLIP's pooling
+   * head's its probe's one an image; the projector's from the patches (the class token
+   * dropped; Gemma 3's pooled to its tokens), the merged ones from the layer whose input is a
+   * merge's vision_merge^2 patches side by side */
+  gboolean head = strstr(module, ".head.") != NULL;
+  if (!projector)
+    im->rows = im->images * (strstr(module, "patch") != NULL ? im->tok->patches
+                             : head                         ? 1
+                                                            : im->tok->tower);
+  else if (first == g->projector_first)
+    im->rows = im->images * (stw_model_vision_projector(c) == STW_PROJECTOR_GEMMA3
+                                 ? im->tok->merged
+                                 : im->tok->patches);
+  if (lookup || (w == NULL && !image_norm(module))) {
+    for (guint32 i = first; i < end; i++)
+      g_array_append_val(im->pending, i);
     return;
-  tower[b->g->config.vision_kind](b);
-  projector[stw_model_vision_projector(&b->g->config)](b);
+  }
+  for (guint32 i = first; i < end; i++)
+    g_array_append_val(im->pending, i);
+  if (w == NULL) { /* a norm over the activations as they are */
+    StwGraphTensor *t = g->tensors->pdata[first];
+    guint64 width = t->numel, bytes = im->rows * width * e;
+    StwGraphOp *o = image_op(im, STW_OP_NORM_ATTN, module, bytes);
+    o->rms = end - first == 1; /* a LayerNorm has a bias */
+    o->flops = (o->rms ? 4 : 8) * im->rows * width;
+    return;
+  }
+  guint64 m = MAX(c->vision_merge, 1);
+  gboolean gemma3 = strstr(w->name, "mm_input_projection_weight") != NULL;
+  if (projector && m > 1 && w->shape[1] == m * m * d)
+    im->rows = im->images * im->tok->merged;
+  guint64 out_w = gemma3 ? w->shape[1] : w->shape[0];
+  if (head && g_str_has_suffix(module, ".head.attention")) {
+    /* the pooling head's attention (torch's MultiheadAttention): the probe's query, every
+     * token's key and value, the probe attending to them */
+    double n = (double)im->images, N = (double)im->tok->tower;
+    StwGraphOp *o = image_op(im, STW_OP_ATTN_QKV, module, im->rows * out_w * e);
+    o->flops = (guint64)(2 * n * (1 + 2 * N) * (double)(d * d));
+    g_autofree char *name = g_strconcat(module, ".core", NULL);
+    o = image_op(im, STW_OP_ATTN_CORE, name, im->rows * d * e);
+    o->flops = (guint64)(4 * n * N * (double)d);
+    return;
+  }
+  StwGraphOp *o = image_op(im, STW_OP_ATTN_QKV, module, im->rows * out_w * e);
+  o->flops = 2 * im->rows * w->numel;
+}
+
+gboolean
+stw_model_graph_add_images(StwModelGraph *g, guint64 images, guint64 px, GError **error)
+{
+  const StwModelConfig *c = &g->config;
+  StwImageTokens tok;
+  if (!stw_model_image_tokens(c, px, &tok, error))
+    return FALSE;
+  if (images == 0)
+    return TRUE;
+  if (images > STW_MODEL_MAX_IMAGES || images * tok.merged > g->seq)
+    return model_fail(error, "%s: %" G_GUINT64_FORMAT " images of %" G_GUINT64_FORMAT " x %"
+                      G_GUINT64_FORMAT " pixels are %" G_GUINT64_FORMAT " tokens of features "
+                      "(%" G_GUINT64_FORMAT " an image), more than a sequence of %"
+                      G_GUINT64_FORMAT " holds", c->name, images, px, px,
+                      images * tok.merged, tok.merged, g->seq);
+  /* the largest op's FLOPs (an attention over every image of Pixtral's call) stay exact */
+  double n = (double)(images * g->batch), N = (double)tok.tower;
+  double worst = 4 * n * n * N * N * (double)c->vision_hidden;
+  if (worst > (double)STW_JSON_INT_MAX / 4)
+    return model_fail(error, "%s: %" G_GUINT64_FORMAT " images of %" G_GUINT64_FORMAT " x %"
+                      G_GUINT64_FORMAT " pixels a sequence, %" G_GUINT64_FORMAT " sequences, "
+                      "need more FLOPs than a trace counts exactly (2^51)", c->name, images, px,
+                      px, g->batch);
+  GPtrArray *text = g->ops;
+  g->ops = g_ptr_array_new_with_free_func(graph_op_free);
+  Images im = { .b = { .g = g, .T = g->batch * g->seq, .e = stw_dtype_bytes(g->dtype) },
+                .tok = &tok, .images = images * g->batch,
+                .pending = g_array_new(FALSE, FALSE, sizeof(guint32)) };
+  /* the pixels, as processors give them: fp32, channels x side^2 (Qwen-VL's and GLM-4V's each
+   * image its temporal patch's frames, repeated) */
+  im.live_bytes = im.images * c->vision_channels * MAX(c->vision_temporal_patch, 1) * px * px * 4;
+  g->io_bytes += im.live_bytes;
+  g_autofree char *block = NULL;
+  for (guint first = g->vision_first; first < g->vision_end;) {
+    const StwGraphTensor *t = g->tensors->pdata[first];
+    g_autofree char *module = module_of(t->name);
+    guint end = first + 1;
+    while (end < g->vision_end && end != g->projector_first) {
+      g_autofree char *next = module_of(((StwGraphTensor *)g->tensors->pdata[end])->name);
+      if (strcmp(next, module) != 0)
+        break;
+      end++;
+    }
+    g_autofree char *in_block = first < g->projector_first ? image_block(t->name) : NULL;
+    if (block != NULL && g_strcmp0(block, in_block) != 0) /* a block ended */
+      image_attention(&im, block);
+    g_free(block);
+    block = g_steal_pointer(&in_block);
+    image_module(&im, module, first, end);
+    first = end;
+  }
+  if (block != NULL)
+    image_attention(&im, block);
+  /* the features scattered into the embeddings the language model reads */
+  image_op(&im, STW_OP_EMBED, "image_features.merge", 0);
+  g_array_unref(im.pending);
+  g_ptr_array_extend_and_steal(g->ops, text);
+  return TRUE;
 }
 
 StwModelGraph *

@@ -102,6 +102,10 @@ stw_trace_summary_to_json(const StwTrace *t, const StwTraceSummary *s)
   stw_json_add_u64(frozen, "tensors", s->frozen_tensors);
   stw_json_add_u64(frozen, "params", s->frozen_params);
   stw_json_add_u64(root, "micro_steps", stw_trace_micro_steps(t));
+  if (t->model.images > 0) {
+    stw_json_add_u64(root, "images", t->model.images);
+    stw_json_add_u64(root, "image_size", t->model.image_size);
+  }
   cJSON_AddStringToObject(root, "gradients", stw_gradients_names[t->model.gradients]);
   cJSON *md = cJSON_AddObjectToObject(root, "model_bytes");
   for (int l = 0; l < STW_N_LISTS; l++)

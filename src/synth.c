@@ -281,6 +281,16 @@ eager_cost(const Synth *s, const StwGraphOp *g)
    * probabilities and the residual branches by default; OPT's on the residuals) */
   gboolean dropout = stw_model_attn_dropout(c), resid_dropout = stw_model_resid_dropout(c);
   Eager x = { 0, 0, 1, 2 }; /* one kernel; backward: the input's gradient and the weights' */
+  if (g->image) { /* the tower's own sizes, forward only: its RMSNorms op by op in fp32, its
+                   * attention's heads split and merged */
+    if (g->kind == STW_OP_NORM_ATTN && g->rms)
+      x = (Eager){ in * (28 + 2 * e), 0, 8, 0 };
+    else if (g->kind == STW_OP_ATTN_CORE)
+      x = (Eager){ 2 * out * e, 0, 2, 0 };
+    if (s->autocast)
+      autocast_cost(s, g, &x);
+    return x;
+  }
   if (is_norm(g) && stw_model_rms_norm(c)) /* RMSNorm in fp32, op by op; LayerNorm is one
                                            * kernel */
     x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
@@ -451,7 +461,7 @@ static EagerMemory
 eager_memory(const Synth *s, const StwGraphOp *g)
 {
   EagerMemory m = { 0, 0 };
-  if (s->kernels != STW_KERNELS_EAGER)
+  if (s->kernels != STW_KERNELS_EAGER || g->image) /* an image's op keeps nothing */
     return m;
   const StwModelConfig *c = &s->graph->config;
   double e = (double)s->e, in = (double)g->in_bytes / e, out = (double)g->out_bytes / e;
@@ -559,7 +569,7 @@ fp32_scores_ns(const Synth *s, const StwGraphOp *g, gboolean backward)
             (double)(c->index_head_dim + (c->kv_lora_rank != 0 ? 1 : 0));
     return fmax(flops / s->hw->matmul_efficiency * (1 / r32 - 1 / r16) * 1e9, 0);
   }
-  if (g->kind != STW_OP_ATTN_CORE || !c->attn_fp32 ||
+  if (g->kind != STW_OP_ATTN_CORE || g->image || !c->attn_fp32 ||
       s->graph->attention != STW_ATTENTION_NAIVE)
     return 0;
   flops = 2 * naive_scores(s) * (double)stw_model_head_dim(c) * (backward ? 2 : 1);
@@ -848,6 +858,11 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
                 "--amp computes in 16 bits: give --dtype bf16 or fp16 with it");
     return FALSE;
   }
+  if (o->image_size != 0 && o->images == 0) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "--image-size goes with --images N; without it the option would be ignored");
+    return FALSE;
+  }
   if (o->checkpoint_every > STW_MODEL_MAX_LAYERS) {
     g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
                 "checkpoint segments of %" G_GUINT64_FORMAT " blocks are out of range (expected "
@@ -891,6 +906,26 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
                 "batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT " over %s's linear "
                 "states (%.0f elements a token) needs more FLOPs than stowage counts exactly "
                 "(2^53)", o->batch, o->seq, c->name, state);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* OPTIONS' images of IMAGE_SIZE pixels a side through GRAPH's vision tower. */
+static gboolean
+images(StwModelGraph *graph, const StwSynthOptions *options, guint64 image_size, GError **error)
+{
+  const StwModelConfig *c = &graph->config;
+  GError *local = NULL;
+  if (c->vision_layers != 0 && image_size == 0) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "--images: %s's vision tower takes images of any size: give their side with "
+                "--image-size PIXELS", c->name);
+    return FALSE;
+  }
+  if (!stw_model_graph_add_images(graph, options->images, image_size, &local)) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID, "--images: %s", local->message);
+    g_error_free(local);
     return FALSE;
   }
   return TRUE;
@@ -981,6 +1016,10 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
       !stw_model_graph_add_lora(graph, options->lora_rank, options->lora_targets, &n_base,
                                 error))
     return NULL;
+  guint64 image_size = options->image_size != 0 ? options->image_size
+                                                : stw_model_image_size(config);
+  if (options->images > 0 && !images(graph, options, image_size, error))
+    return NULL;
   StwTrace *t = stw_trace_new();
   t->source.kind = STW_SOURCE_SYNTHETIC;
   g_free(t->source.created);
@@ -996,6 +1035,8 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.attention = options->attention;
   t->model.kernels = options->kernels;
   t->model.optimizer_impl = options->optimizer_impl;
+  t->model.images = options->images;
+  t->model.image_size = options->images > 0 ? image_size : 0;
   g_free(t->device.name);
   t->device.name = g_strdup(hw->name);
   t->device.memory_bytes = hw->gpu_memory_bytes;

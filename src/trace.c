@@ -568,6 +568,10 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     cJSON_AddStringToObject(model, "gradients", stw_gradients_names[t->model.gradients]);
   if (t->model.amsgrad)
     cJSON_AddBoolToObject(model, "amsgrad", TRUE);
+  if (t->model.images > 0) {
+    stw_json_add_u64(model, "images", t->model.images);
+    stw_json_add_u64(model, "image_size", t->model.image_size);
+  }
   if (t->model.state_dtype != STW_DTYPE_FP32)
     cJSON_AddStringToObject(model, "optimizer_state", stw_state_dtype_name(t->model.state_dtype));
 
@@ -695,7 +699,8 @@ static const char *const source_members[] = { "kind", "tool", "created", "warnin
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "kernels", "loss",
                                              "autocast", "micro_steps", "gradients", "amsgrad",
-                                             "optimizer_state", "optimizer_impl", NULL };
+                                             "optimizer_state", "optimizer_impl", "images",
+                                             "image_size", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               "process_bytes", "gpu_process_bytes", NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -794,7 +799,11 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_bool(r, obj, "amsgrad", FALSE, &t->model.amsgrad, error) &&
       stw_json_get_enum(r, obj, "optimizer_state", FALSE, stw_state_dtype_names, &state, error) &&
       stw_json_get_enum(r, obj, "optimizer_impl", FALSE, stw_optimizer_impl_names,
-                        &optimizer_impl, error);
+                        &optimizer_impl, error) &&
+      stw_json_get_u64(r, obj, "images", FALSE, 0, STW_MODEL_MAX_IMAGES, &t->model.images,
+                       error) &&
+      stw_json_get_u64(r, obj, "image_size", t->model.images > 0, 1, STW_MODEL_MAX_IMAGE,
+                       &t->model.image_size, error);
   if (ok && config != NULL) {
     gsize s2 = stw_json_push_key(r, "config");
     ok = stw_model_config_read(r, config, FALSE, &t->model.config, error);

@@ -42,6 +42,23 @@ expect 0 "Llama-3.2-11B-Vision-Instruct (10,670,220,835 parameters), 906 tensors
 expect 0 "Qwen2.5-VL-7B-Instruct  -       llama      28    3584     28   4  18944  152064  8,292,166,656  100.56 GiB" "models --hf reads Qwen2.5-VL whole, its language model the file's own members" -- $S models --hf "$F/hf/Qwen2.5-VL-7B-Instruct/config.json"
 expect 0 "vision tower: Qwen3-VL's, 27 blocks of 1152 (MLP 4304), 16-pixel patches of 2 frames, and its patch merger (2 x 2 patches to 4096), 3 DeepStack mergers more" "models says Qwen3-VL's vision tower" -- $S models --hf "$F/hf/Qwen3-VL-8B-Instruct/config.json"
 expect 0 "Qwen3-VL-8B-Instruct (8,767,123,696 parameters), 750 tensors (351 frozen: 576,388,336 parameters)" "synth traces Qwen3-VL's tower and mergers frozen" -- $S synth --model-config "$F/hf/Qwen3-VL-8B-Instruct/config.json" --seq 16 -o "$T/qwen3-vl.json"
+# images through the tower (docs/synth.md, "Images")
+expect 0 "910 tensors (782 frozen: 7,064,999,936 parameters), 934 ops; 1 image of 336 x 336 pixels a sequence through the vision tower" "synth --images runs LLaVA's images through CLIP's tower, at the size its processor gives" -- $S synth --model-config "$F/hf/llava-1.5-7b-hf/config.json" --seq 1024 --images 1 --lora 16 -o "$T/llava-images.json"
+expect 0 "batch 1 x seq 1024 with 1 image of 336 x 336 pixels a sequence" "inspect says the images" -- $S inspect "$T/llava-images.json"
+expect 0 '"images":	1,' "inspect --json says the images" -- $S inspect "$T/llava-images.json" --json
+expect 0 "is sound for" "a plan of a step with images is sound" -- sh -c "$S plan '$T/llava-images.json' --gpu 20GiB -o '$T/llava-images-plan.json' > /dev/null && $S check '$T/llava-images-plan.json' '$T/llava-images.json'"
+expect 0 "841 tensors (729 frozen: 8,292,166,656 parameters), 885 ops; 2 images of 448 x 448 pixels a sequence" "synth --images --image-size for Qwen2.5-VL's tower" -- $S synth --model-config "$F/hf/Qwen2.5-VL-7B-Instruct/config.json" --seq 1024 --images 2 --image-size 448 --lora 16 -o "$T/qwen-images.json"
+expect 0 "attending within windows of 112 pixels but over the whole image in blocks 7, 15, 23, 31" "models says Qwen2.5-VL's windows" -- $S models --hf "$F/hf/Qwen2.5-VL-7B-Instruct/config.json"
+expect 0 "Gemma 3's projector (patches pooled 4 x 4)" "models says Gemma 3's pooling" -- $S models --hf "$F/hf/gemma-3-4b-it/config.json"
+expect 2 "--images: Qwen2.5-VL-7B-Instruct's vision tower takes images of any size: give their side with --image-size PIXELS" "synth --images needs a side for a tower of any size" -- $S synth --model-config "$F/hf/Qwen2.5-VL-7B-Instruct/config.json" --seq 1024 --images 1 -o "$T/x.json"
+expect 2 "an image side of 450 pixels is not a whole number of 28-pixel merged patches (its processor resizes images to such sides)" "synth --image-size not of whole merged patches" -- $S synth --model-config "$F/hf/Qwen2.5-VL-7B-Instruct/config.json" --seq 1024 --images 1 --image-size 450 -o "$T/x.json"
+expect 2 "CLIP's tower takes images of 336 x 336 pixels (its processor resizes images, or cuts them into tiles, to that size), not 224" "synth --image-size other than a fixed tower's" -- $S synth --model-config "$F/hf/llava-1.5-7b-hf/config.json" --seq 1024 --images 1 --image-size 224 -o "$T/x.json"
+expect 2 "2 images of 336 x 336 pixels are 1152 tokens of features (576 an image), more than a sequence of 1000 holds" "synth --images more than the sequence holds" -- $S synth --model-config "$F/hf/llava-1.5-7b-hf/config.json" --seq 1000 --images 2 -o "$T/x.json"
+expect 2 "--image-size goes with --images N" "synth --image-size alone" -- $S synth --model-config "$F/hf/llava-1.5-7b-hf/config.json" --seq 1000 --image-size 336 -o "$T/x.json"
+expect 2 "--images: gpt2 has no vision tower to take images" "synth --images on a text model" -- $S synth --model gpt2 --images 1 -o "$T/x.json"
+expect 2 "Llama 3.2 Vision's images reach its language model through cross-attention blocks, which stowage does not model with images" "synth --images refuses Llama 3.2 Vision's cross-attention" -- $S synth --model-config "$F/hf/Llama-3.2-11B-Vision-Instruct/config.json" --seq 4096 --images 1 -o "$T/x.json"
+expect 2 "--images: '0' is not valid: expected a whole number from 1 to 4096" "synth --images 0" -- $S synth --model-config "$F/hf/llava-1.5-7b-hf/config.json" --images 0 -o "$T/x.json"
+check "no trace written where the images are refused" -- test ! -e "$T/x.json"
 expect 0 "tiny-gemma4-multimodal (213,188 parameters), 83 tensors (46 frozen: 140,224 parameters)" "synth traces the towers frozen" -- $S synth --model-config "$F/hf/tiny-gemma4-multimodal/config.json" --seq 16 -o "$T/towers.json"
 expect 0 "is sound for" "a plan of a trace with towers is sound" -- sh -c "$S plan '$T/towers.json' --gpu 1MiB -o '$T/towers-plan.json' > /dev/null && $S check '$T/towers-plan.json' '$T/towers.json'"
 expect 0 "tiny-mimo-v2-flash  -       llama       4      64      8   4   32    128     166,224    2.22 MiB" "models --hf reads MiMo-V2-Flash's sliding and full blocks" -- $S models --hf "$F/hf/tiny-mimo-v2-flash/config.json"
@@ -272,8 +289,9 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps and --optimizer-impl go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
-expect 2 "--kernels, --loss, --micro-steps and --optimizer-impl go with --model" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --optimizer-impl, --images and --image-size go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels, --loss, --micro-steps, --optimizer-impl, --images and --image-size go with --model" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--images and --image-size go with --model" "whatif --images with a trace" -- $S whatif "$TR" --gpu 8GiB --images 1
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
 # the default policy uses the host budget it is given: where only a placement that keeps more on

@@ -1604,6 +1604,112 @@ test_llava_multimodal(void)
   assert_refused_in(dir, cases, G_N_ELEMENTS(cases));
 }
 
+/* The FLOPs of GRAPH's image ops, and how many there are; *NORMS: their norms' share. */
+static guint64
+image_flops(const StwModelGraph *g, guint *n, guint64 *norms)
+{
+  guint64 flops = 0;
+  *n = 0;
+  *norms = 0;
+  for (guint i = 0; i < g->ops->len; i++) {
+    const StwGraphOp *o = g->ops->pdata[i];
+    if (!o->image)
+      continue;
+    g_assert_true(o->no_grad);
+    g_assert_cmpuint(i, ==, *n); /* before every op of the language model */
+    flops += o->flops;
+    *norms += o->kind == STW_OP_NORM_ATTN ? o->flops : 0;
+    (*n)++;
+  }
+  return flops;
+}
+
+/* Images through a vision tower (stw_model_graph_add_images): what an image becomes, one op per
+ * matmul at the rows it is applied to, each block's attention (Qwen2.5-VL's in windows), the
+ * pixels held, and the images refused (python/tests/test_images.py holds the FLOPs of every
+ * family to torch's FlopCounterMode over transformers' own modules) */
+static void
+test_images(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("stowage-img-XXXXXX", NULL);
+  StwModelConfig c;
+  resolve_text(dir,
+               "{\"model_type\": \"qwen2_5_vl\", \"text_config\": {\"model_type\": "
+               "\"qwen2_5_vl_text\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+               "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+               "\"intermediate_size\": 96, \"vocab_size\": 128}, \"vision_config\": "
+               "{\"depth\": 2, \"hidden_size\": 32, \"intermediate_size\": 40, "
+               "\"out_hidden_size\": 64, \"num_heads\": 2, \"patch_size\": 4, "
+               "\"window_size\": 16, \"fullatt_block_indexes\": [1, 7]}}",
+               &c);
+  g_assert_cmpuint(c.vision_window, ==, 16);
+  g_assert_true(stw_model_vision_full_block(&c, 1));
+  g_assert_false(stw_model_vision_full_block(&c, 0)); /* (7: past the tower's 2 blocks) */
+  g_assert_cmpuint(stw_model_image_size(&c), ==, 0);
+  StwImageTokens tok;
+  g_assert_true(stw_model_image_tokens(&c, 48, &tok, NULL));
+  g_assert_cmpuint(tok.side, ==, 12);
+  g_assert_cmpuint(tok.patches, ==, 144);
+  g_assert_cmpuint(tok.tower, ==, 144);
+  g_assert_cmpuint(tok.merged, ==, 36);
+  /* two sequences of one image each: patches 2 x 144 rows of 3 x 2 x 16 to 32; a block's q, k
+   * and v 32 to 96, its output 32 to 32, its gated MLP 40 wide; the merger 128 to 128 and to
+   * 64 at 2 x 36 merged rows */
+  g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 2, 64, STW_DTYPE_BF16,
+                                                   STW_ATTENTION_FLASH);
+  guint64 io = g->io_bytes;
+  g_assert_true(stw_model_graph_add_images(g, 1, 48, NULL));
+  g_assert_cmpuint(g->io_bytes - io, ==, 2 * 3 * 2 * 48 * 48 * 4); /* fp32, two frames */
+  double rows = 288, merged = 72;
+  double block = 2 * rows * (96 * 32 + 32 * 32 + 3 * 40 * 32);
+  /* block 0 attends within windows of 2 x 2 merged patches (16 patches), 9 of them an image;
+   * block 1 over the whole image */
+  double windowed = 2 * 4 * 32 * 9.0 * 16 * 16, whole = 2 * 4 * 32 * 144.0 * 144;
+  double expected = 2 * rows * (3 * 2 * 16 * 32) + 2 * block + windowed + whole +
+                    2 * merged * (128 * 128 + 64 * 128);
+  guint n = 0;
+  guint64 norms = 0, flops = image_flops(g, &n, &norms);
+  g_assert_cmpuint(flops - norms, ==, (guint64)expected);
+  g_assert_cmpuint(norms, ==, 4 * 32 * 288 * 5); /* RMSNorms: 2 a block, the merger's */
+  /* the patch embedding, 2 x (2 norms, 5 projections, the attention), the merger's norm and
+   * its 2 projections, the merge */
+  g_assert_cmpuint(n, ==, 1 + 2 * 8 + 3 + 1);
+  const StwGraphOp *first = g->ops->pdata[0], *merge = g->ops->pdata[n - 1];
+  g_assert_cmpstr(first->name, ==, "visual.patch_embed.proj");
+  g_assert_true(first->passthrough); /* the pixels stay */
+  g_assert_cmpstr(merge->name, ==, "image_features.merge");
+  g_assert_cmpuint(merge->out_bytes, ==, 0);
+  g_assert_cmpuint(merge->in_bytes, ==, 72 * 64 * 2); /* the features, into the embeddings */
+
+  /* refused: a side that is not whole merged patches, more tokens than the sequence, Llama 3.2
+   * Vision's cross-attention, a text model */
+  GError *error = NULL;
+  g_assert_false(stw_model_image_tokens(&c, 50, &tok, &error));
+  g_assert_nonnull(strstr(error->message, "an image side of 50 pixels is not a whole number of "
+                                          "8-pixel merged patches"));
+  g_clear_error(&error);
+  g_assert_false(stw_model_graph_add_images(g, 2, 48, &error));
+  g_assert_nonnull(strstr(error->message, "2 images of 48 x 48 pixels are 72 tokens of features "
+                                          "(36 an image), more than a sequence of 64 holds"));
+  g_clear_error(&error);
+  StwModelConfig text;
+  g_assert_true(stw_zoo_lookup("gpt2", &text, NULL));
+  g_assert_false(stw_model_image_tokens(&text, 224, &tok, &error));
+  g_assert_nonnull(strstr(error->message, "gpt2 has no vision tower to take images"));
+  g_clear_error(&error);
+  StwModelConfig bad = c;
+  bad.vision_window = 4; /* less than a merged patch */
+  assert_invalid(&bad, "vision_window must hold a merged patch");
+  bad = c;
+  stw_model_set_vision_full_block(&bad, 5, TRUE);
+  assert_invalid(&bad, "vision_full_blocks must be blocks below vision_layers");
+  StwModelConfig back;
+  round_trip(&c, "\"vision_full_blocks\":[1]", &back);
+  g_assert_cmpuint(back.vision_window, ==, 16);
+  g_assert_true(stw_model_vision_full_block(&back, 1));
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 /* The Qwen-VL files (qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe), read whole: each vision
  * tower and its patch merger (Qwen3-VL's DeepStack mergers too) beside the language model,
  * given as text_config or, in Qwen2-VL's and Qwen2.5-VL's checkpoints, as the file's own
@@ -4374,6 +4480,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/llava-family", test_llava_family);
   g_test_add_func("/model/mllama-multimodal", test_mllama_multimodal);
   g_test_add_func("/model/glm4v-multimodal", test_glm4v_multimodal);
+  g_test_add_func("/model/images", test_images);
   g_test_add_func("/model/head-vocab", test_head_vocab);
   g_test_add_func("/model/mimo-v2-flash", test_mimo);
   g_test_add_func("/model/lora-hybrid", test_lora_hybrid);

@@ -39,6 +39,9 @@ typedef enum {
  * `return stw_fail_file(...)`. */
 gboolean stw_fail_file(GError **error, GQuark domain, int code, const char *file,
                        const char *fmt, ...) G_GNUC_PRINTF(5, 6);
+/* Sets ERROR to MESSAGE in DOMAIN with CODE, for what is not a file's. Returns FALSE. */
+gboolean stw_fail(GError **error, GQuark domain, int code, const char *fmt, ...)
+    G_GNUC_PRINTF(4, 5);
 
 STW_END_DECLS
 

@@ -472,6 +472,11 @@ typedef struct {
    * queries and keys, an MLP ffn wide, two RMSNorms and two gates), which a text step skips. */
   guint64 vision_global_layers, vision_tiles, vision_aspect_ratios, vision_features;
   guint64 vision_cross_layers;
+  /* vision_kind qwen2_5_vl: its blocks attend within windows of vision_window x vision_window
+   * pixels (window_size, 112), but those in vision_full_blocks (fullatt_block_indexes), which
+   * attend over the whole image; no weight changes (vision_window 0: every block over it). */
+  guint64 vision_window;
+  guint64 vision_full_blocks[STW_MODEL_MAX_LAYERS / 64];
   /* vision_kind glm4v (GLM-4.1V's and GLM-4.5V's tower): a position a patch, a patch embedding
    * of vision_channels x vision_temporal_patch x vision_patch^2 with a bias, an RMSNorm after
    * it and one after the blocks; vision_layers blocks of two RMSNorms, a fused q, k and v
@@ -548,6 +553,10 @@ void stw_model_set_block_kv_shared(StwModelConfig *cfg, guint64 l, gboolean shar
  * marking it so. */
 gboolean stw_model_block_indexed(const StwModelConfig *cfg, guint64 l);
 void stw_model_set_block_indexed(StwModelConfig *cfg, guint64 l, gboolean indexed);
+/* Whether block L of CFG's vision tower attends over the whole image (vision_full_blocks);
+ * marking it so. */
+gboolean stw_model_vision_full_block(const StwModelConfig *cfg, guint64 l);
+void stw_model_set_vision_full_block(StwModelConfig *cfg, guint64 l, gboolean full);
 /* The LM head's rows: head_vocab, or vocab. */
 guint64 stw_model_head_vocab(const StwModelConfig *cfg);
 /* Block L's attention head width and key/value heads (its global ones in a global block). */
@@ -668,6 +677,10 @@ typedef struct {
                                * per-layer input gate and projection) */
   gboolean no_grad;           /* forward only (torch.no_grad): no backward, nothing kept, and
                                * the weights only it reads never trained */
+  gboolean image;             /* an op of images through the vision tower and its projector
+                               * (stw_model_graph_add_images): its sizes are the tower's own,
+                               * not the language model's */
+  gboolean rms;               /* with IMAGE, a norm: an RMSNorm (else a LayerNorm) */
   StwResidual residual;
 } StwGraphOp;
 
@@ -687,7 +700,11 @@ typedef struct {
   StwLoss loss;               /* full unless stw_model_graph_chunk_loss made it chunked */
   GPtrArray *tensors;         /* StwGraphTensor* */
   GPtrArray *ops;             /* StwGraphOp* */
-  guint64 io_bytes;           /* token ids, targets, masks: live for the whole fwd and bwd */
+  guint64 io_bytes;           /* token ids, targets, masks (and images' pixels): live for the
+                               * whole fwd and bwd */
+  /* the tensor ids of the vision tower, [vision_first, vision_end), its projector's from
+   * projector_first (all three tensors->len when the model has none) */
+  guint32 vision_first, projector_first, vision_end;
 } StwModelGraph;
 
 /* The graph of a valid configuration CFG (stw_model_config_validate) for BATCH sequences of SEQ
@@ -707,6 +724,45 @@ void stw_model_graph_chunk_loss(StwModelGraph *graph, gboolean weight_grad);
  * states: Liger's choice, about as many logits as the hidden states have elements (the next
  * power of two of T / ceil(VOCAB / WIDTH)), at most T. */
 guint64 stw_model_loss_piece(guint64 tokens, guint64 vocab, guint64 width);
+
+/* What an image of a vision-language model becomes (stw_model_image_tokens). */
+typedef struct {
+  guint64 side;    /* the image's side in patches */
+  guint64 patches; /* side^2: the patch embedding's rows */
+  guint64 tower;   /* the tokens each block of the tower attends over: the patches, and a class
+                    * token (CLIP's, InternViT's) */
+  guint64 merged;  /* the image's features after the projector merges patches (Qwen-VL's merger,
+                    * a pixel shuffle, Gemma 3's pooling to 256): what the language model reads */
+  guint64 window;  /* the patches a side of an attention window (Qwen2.5-VL's windowed blocks),
+                    * 0: every block attends over the whole image */
+} StwImageTokens;
+
+/* The largest image side stw_model_image_tokens takes, in pixels; the most images a sequence
+ * holds (stw_model_graph_add_images). */
+#define STW_MODEL_MAX_IMAGE 16384
+#define STW_MODEL_MAX_IMAGES 4096
+
+/* The side of the images CFG's vision tower takes when not told (its configuration's
+ * image_size: the size its processor resizes images, or their tiles, to); 0 where it takes
+ * images of any size (Qwen-VL's, Pixtral's, GLM-4V's). */
+guint64 stw_model_image_size(const StwModelConfig *cfg);
+
+/* What an image of PX x PX pixels becomes in CFG's vision tower, in *OUT; FALSE with ERROR
+ * (STW_MODEL_ERROR_INVALID) where CFG has no vision tower, its tower takes no such image (a
+ * fixed-size tower's other sizes, a side that is not a whole number of the patches it merges),
+ * or stowage does not model images through it (Llama 3.2 Vision's cross-attention, Gemma 4's
+ * pooling). */
+gboolean stw_model_image_tokens(const StwModelConfig *cfg, guint64 px, StwImageTokens *out,
+                                GError **error);
+
+/* IMAGES images of PX x PX pixels in each of GRAPH's sequences, run through its vision tower and
+ * projector before the language model reads their features (docs/synth.md, "Images"): forward
+ * ops only, the tower and projector frozen (no_grad), one op per matmul at the rows it is applied
+ * to, per norm, per block's attention, and the features' merge into the embeddings; their
+ * pixels (fp32, as processors give them) in io_bytes. FALSE with ERROR (STW_MODEL_ERROR_INVALID)
+ * as stw_model_image_tokens, or where the sequence cannot hold the images' tokens. */
+gboolean stw_model_graph_add_images(StwModelGraph *graph, guint64 images, guint64 px,
+                                    GError **error);
 
 /* LoRA target roles: "q", "k", "v", "o", "gate", "up", "down" (NULL-terminated). */
 extern const char *const stw_lora_target_names[];

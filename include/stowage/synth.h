@@ -63,6 +63,10 @@ typedef struct {
                              * sequences (gradient accumulation), then one optimizer step; 0 or
                              * 1: one. Several keep the gradients as the framework's own tensors
                              * (model.gradients "framework"), counted in the non-model memory */
+  guint64 images;           /* images in each sequence, run through the model's vision tower
+                             * (frozen) before the language model reads their features
+                             * (stw_model_graph_add_images); 0: a text step */
+  guint64 image_size;       /* their side in pixels; 0: the tower's own (stw_model_image_size) */
 } StwSynthOptions;
 
 #define STW_SYNTH_MAX_MICRO_STEPS 1024

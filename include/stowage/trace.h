@@ -137,6 +137,9 @@ typedef struct {
                              * variance list holds two values per element */
   StwDtype state_dtype;     /* the optimizer's moments: STW_DTYPE_FP32 (0, the default) or
                              * STW_DTYPE_BF16 ("optimizer_state") */
+  guint64 images;           /* synthesized: images a sequence through the vision tower
+                             * ("images", written when some), each image_size pixels a side */
+  guint64 image_size;
 } StwTraceModel;
 
 typedef struct {
