@@ -1083,6 +1083,85 @@ class TestHuggingFace(unittest.TestCase):
                 for k, v in weights.items():
                     self.assertTrue(torch.equal(v, runs[2][1][k]), (kind, k))
 
+    def test_vision_language_models_train_on_images(self):
+        """LLaVA's and Qwen2.5-VL's multimodal models fine-tuned on images and text, their
+        images through the tower and projector inside the step: the whole model trained (the
+        gradients reach the tower), and the language model alone (the tower and projector frozen,
+        as a LoRA or LM-only fine-tune leaves them), each step 2 micro-steps with an evaluation
+        between steps: wrapped at a quarter of the model data, the losses and the weights bitwise
+        plain PyTorch's, the bytes moved the plan's."""
+        g = torch.Generator().manual_seed(3)
+
+        def batch(kind, k):
+            """The k-th micro-batch: two sequences of an image and text, as the processor
+            writes them (the image's placeholder tokens, the pixels, their grid)."""
+            text = torch.randint(1, 120, (2, 8), generator=g)
+            if kind == "llava":  # 16 x 16 pixels, 16 patches of 4: 16 image tokens
+                ids = torch.cat([torch.full((2, 16), 127), text], 1)
+                pixels = torch.randn(2, 3, 16, 16, generator=g)
+                extra = {}
+            else:  # Qwen2.5-VL: 8 x 8 pixels, 2 x 2 patches of 4 merged into one token
+                ids = torch.cat([torch.tensor([[125, 127, 124]] * 2), text], 1)
+                pixels = torch.randn(2 * 4, 3 * 2 * 16, generator=g)
+                extra = {"image_grid_thw": torch.tensor([[1, 2, 2]] * 2)}
+            labels = ids.masked_fill(ids >= 124, -100)
+            return dict(input_ids=ids, labels=labels, pixel_values=pixels, **extra)
+
+        for kind in ("llava", "qwen2_5_vl"):
+            g.manual_seed(3)
+            batches = [batch(kind, k) for k in range(2)]
+
+            def step(m, opt, stepper=None):
+                loss = 0.0
+                for b in batches:
+                    part = m(**b).loss / 2
+                    part.backward()
+                    loss += part.item()
+                (stepper or opt).step()
+                opt.zero_grad()
+                with torch.no_grad():
+                    m(**batches[0])
+                return loss
+
+            for frozen in (False, True):
+                runs = []
+                for share in (0.25, None):
+                    torch.manual_seed(0)
+                    m = self.model(kind)
+                    m.eval()  # no dropout: the runs compare bitwise
+                    if frozen:
+                        tower = m.model.vision_tower if kind == "llava" else m.model.visual
+                        tower.requires_grad_(False)
+                        if kind == "llava":
+                            m.model.multi_modal_projector.requires_grad_(False)
+                    opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad],
+                                            lr=1e-2)
+                    start = {k: v.clone() for k, v in m.state_dict().items()}
+                    if share is None:
+                        ref = LibraryAdam(opt)
+                        runs.append(([step(m, opt, ref) for _ in range(3)], m.state_dict()))
+                        continue
+                    with st.profile(m, opt) as p:
+                        step(m, opt)
+                    t = p.trace()
+                    m.load_state_dict(start)
+                    opt.state.clear()
+                    n = t.summary()["params"]
+                    budget = int(16 * n * share) + t.summary()["peak_nonmodel"]["bytes"]
+                    plan = stowage.plan(t, gpu=budget)
+                    with st.wrap(m, opt, plan, t) as w:
+                        losses = [step(m, opt) for _ in range(3)]
+                        runs.append((losses, {k: v.clone() for k, v in m.state_dict().items()}))
+                    pred = stowage.check(plan, t)
+                    what = (kind, "frozen tower" if frozen else "trained")
+                    self.assertEqual(w.stats["h2d_bytes"], pred["h2d_bytes"], what)
+                    self.assertEqual(w.stats["deviations"], 0, what)
+                    self.assertGreater(w.stats["h2d_bytes"], 0, what)
+                    self.assertLessEqual(w.stats["peak_device_bytes"], budget, what)
+                self.assertEqual(runs[0][0], runs[1][0], what)
+                for k, v in runs[0][1].items():
+                    self.assertTrue(torch.equal(v, runs[1][1][k]), (what, k))
+
     def test_blocks_recomputed_and_offloaded(self):
         """GPT-2 and Llama with their decoder layers' activations kept, recomputed and
         offloaded to host memory (plan(activations=...)): the losses bitwise across the three,
