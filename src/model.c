@@ -3748,14 +3748,15 @@ stw_model_graph_add_images(StwModelGraph *g, guint64 images, guint64 px, GError 
                       "(%" G_GUINT64_FORMAT " an image), more than a sequence of %"
                       G_GUINT64_FORMAT " holds", c->name, images, px, px,
                       images * tok.merged, tok.merged, g->seq);
-  /* the largest op's FLOPs (an attention over every image of Pixtral's call) stay exact */
-  double n = (double)(images * g->batch), N = (double)tok.tower;
-  double worst = 4 * n * n * N * N * (double)c->vision_hidden;
-  if (worst > (double)STW_JSON_INT_MAX / 4)
+  /* the largest op's FLOPs (an attention: over every image of Pixtral's call at once) and
+   * activations stay exact */
+  double n = (double)(images * g->batch), N = (double)tok.tower, A = (double)c->vision_hidden;
+  double worst = c->vision_kind == STW_VISION_PIXTRAL ? 4 * n * n * N * N * A : 4 * n * N * N * A;
+  if (worst > (double)STW_JSON_INT_MAX / 4 || n * N > (double)(G_GUINT64_CONSTANT(1) << 31))
     return model_fail(error, "%s: %" G_GUINT64_FORMAT " images of %" G_GUINT64_FORMAT " x %"
                       G_GUINT64_FORMAT " pixels a sequence, %" G_GUINT64_FORMAT " sequences, "
-                      "need more FLOPs than a trace counts exactly (2^51)", c->name, images, px,
-                      px, g->batch);
+                      "need more FLOPs or tokens than a trace counts exactly (2^51 FLOPs an op, "
+                      "2^31 tokens)", c->name, images, px, px, g->batch);
   GPtrArray *text = g->ops;
   g->ops = g_ptr_array_new_with_free_func(graph_op_free);
   Images im = { .b = { .g = g, .T = g->batch * g->seq, .e = stw_dtype_bytes(g->dtype) },

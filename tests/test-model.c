@@ -1692,6 +1692,13 @@ test_images(void)
   g_assert_nonnull(strstr(error->message, "2 images of 48 x 48 pixels are 72 tokens of features "
                                           "(36 an image), more than a sequence of 64 holds"));
   g_clear_error(&error);
+  /* an image of 16384 x 16384 pixels: 4096^2 patches, whose attention is 2^55 FLOPs */
+  g_autoptr(StwModelGraph) huge = stw_model_graph_new(&c, 1, 1u << 23, STW_DTYPE_BF16,
+                                                      STW_ATTENTION_FLASH);
+  g_assert_false(stw_model_graph_add_images(huge, 1, 16384, &error));
+  g_assert_nonnull(strstr(error->message, "need more FLOPs or tokens than a trace counts "
+                                          "exactly"));
+  g_clear_error(&error);
   StwModelConfig text;
   g_assert_true(stw_zoo_lookup("gpt2", &text, NULL));
   g_assert_false(stw_model_image_tokens(&text, 224, &tok, &error));
