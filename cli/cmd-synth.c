@@ -13,7 +13,7 @@
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size;
+      *optimizer_impl, *images, *image_size, *vision_trained;
   gboolean checkpointing, amp;
 } Line;
 
@@ -23,7 +23,7 @@ line_clear(Line *l)
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->hw_name,
                      &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
-                     &l->optimizer_impl, &l->images, &l->image_size };
+                     &l->optimizer_impl, &l->images, &l->image_size, &l->vision_trained };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -82,6 +82,9 @@ parse(Line *l, int argc, char **argv)
     { "image-size", 0, 0, STW_OPTION_TEXT, &l->image_size,
       "with --images: their side in pixels (default: the size the tower's processor resizes "
       "images or their tiles to; required for Qwen-VL's, Pixtral's and GLM-4V's towers)", "PX" },
+    { "vision-trained", 0, 0, STW_OPTION_TEXT, &l->vision_trained,
+      "with --images: what of the vision side they train: none (default: the tower and "
+      "projector frozen, forward only), projector (the tower frozen below it) or all", "W" },
     { "hw", 0, 0, STW_OPTION_TEXT, &l->hw_name,
       "hardware profile name or file (default " STW_HARDWARE_DEFAULT ")", "PROFILE" },
     { "memory", 0, 0, STW_OPTION_TEXT, &l->memory,
@@ -126,7 +129,8 @@ request_of(const Line *l)
     { "micro-steps", l->micro_steps }, { "freeze", l->freeze }, { "lora", l->lora },
     { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory },
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
-    { "images", l->images }, { "image-size", l->image_size }
+    { "images", l->images }, { "image-size", l->image_size },
+    { "vision-trained", l->vision_trained }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -17,7 +17,7 @@ typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size;
+      *optimizer_impl, *images, *image_size, *vision_trained;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -28,7 +28,8 @@ line_clear(Line *l)
   char **texts[] = { &l->gpu, &l->policy, &l->model, &l->model_config, &l->batch, &l->seq,
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
-                     &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size };
+                     &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size,
+                     &l->vision_trained };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -88,6 +89,8 @@ parse(Line *l, int *argc, char ***argv)
       "with --model: images a sequence through the vision tower, as synth --images", "N" },
     { "image-size", 0, 0, STW_OPTION_TEXT, &l->image_size,
       "with --images: their side in pixels, as synth --image-size", "PX" },
+    { "vision-trained", 0, 0, STW_OPTION_TEXT, &l->vision_trained,
+      "with --images: none, projector or all, as synth --vision-trained", "W" },
     { "chunk-size", 0, 0, STW_OPTION_TEXT, &l->chunks, "comma list of chunk sizes (default: "
       "search)", "LIST" },
     STW_CLI_PLANNING_ENTRIES(l->pl),
@@ -123,7 +126,7 @@ request_of(const Line *l, const char *trace)
     { "loss", l->loss }, { "micro-steps", l->micro_steps }, { "chunk-size", l->chunks },
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "lora", l->lora }, { "lora-targets", l->lora_targets }, { "images", l->images },
-    { "image-size", l->image_size }
+    { "image-size", l->image_size }, { "vision-trained", l->vision_trained }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -34,14 +34,16 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "checkpoint-every", "amp", "attention", "kernels",
                                               "loss", "micro-steps", "optimizer-impl",
                                               "chunk-size", "lora", "lora-targets", "images",
-                                              "image-size", PLANNING_OPTIONS, NULL };
+                                              "image-size", "vision-trained", PLANNING_OPTIONS,
+                                              NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
 static const char *const synth_options[] = { "model", "model-config", "batch", "seq", "dtype",
                                              "checkpointing", "checkpoint-every", "amp",
                                              "attention", "kernels", "loss", "micro-steps",
                                              "optimizer-impl", "freeze", "lora", "lora-targets",
-                                             "images", "image-size", "hw", "memory", NULL };
+                                             "images", "image-size", "vision-trained", "hw",
+                                             "memory", NULL };
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",

@@ -52,7 +52,8 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
  * the model's longest sequence ("seq"), bf16 ("dtype"), "checkpointing" (of segments of
  * "checkpoint-every" blocks, which implies it), naive "attention", eager
  * "kernels", the full "loss", a fused "optimizer-impl", "lora" and "lora-targets", one run
- * ("micro-steps"), no "images" (of "image-size" pixels a side); the request's
+ * ("micro-steps"), no "images" (of "image-size" pixels a side, "vision-trained" what of the
+ * tower they train); the request's
  * texts borrowed. */
 static gboolean
 synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,
@@ -63,7 +64,7 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                            .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
   int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss,
-      optimizer = so->optimizer_impl;
+      optimizer = so->optimizer_impl, trained = so->vision_trained;
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &so->micro_steps,
                          error) ||
@@ -76,10 +77,12 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
       !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
       !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
+      !stw_request_enum(r, "vision-trained", stw_vision_trained_names, &trained, error) ||
       !stw_request_lora(r, so, error))
     return FALSE;
   so->checkpointing |= so->checkpoint_every > 0; /* segments are checkpointing's */
   so->optimizer_impl = (StwOptimizerImpl)optimizer;
+  so->vision_trained = (StwVisionTrained)trained;
   so->dtype = (StwDtype)dtype;
   so->attention = (StwAttention)attention;
   so->kernels = (StwKernels)kernels;
@@ -221,12 +224,13 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
                                             "checkpoint-every", "amp", "attention", "kernels",
                                             "loss", "micro-steps", "optimizer-impl", "images",
-                                            "image-size", NULL };
+                                            "image-size", "vision-trained", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
                    "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, "
-                   "--optimizer-impl, --images and --image-size go with --model");
+                   "--optimizer-impl, --images, --image-size and --vision-trained go with "
+                   "--model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

@@ -3607,18 +3607,27 @@ image_block(const char *name)
 typedef struct {
   Builder b;
   const StwImageTokens *tok;
+  StwVisionTrained trained;
+  gboolean below;      /* no op below the next is differentiated */
   guint64 images;      /* in the micro-batch */
   guint64 rows;        /* the rows the ops apply to now */
   guint64 live_bytes;  /* the last op's output */
   GArray *pending;     /* guint32: looked-up tensors, read by the next op */
 } Images;
 
+/* An op of the images' path, in the projector where PROJECTOR: forward only unless what it
+ * belongs to is trained, and then keeping its input; the first trained one computes no
+ * gradient for its input. */
 static StwGraphOp *
-image_op(Images *im, StwOpKind kind, const char *name, guint64 out_bytes)
+image_op(Images *im, StwOpKind kind, const char *name, guint64 out_bytes, gboolean projector)
 {
   StwGraphOp *o = op(&im->b, -1, kind, "%s", name);
   o->image = TRUE;
-  o->no_grad = TRUE;
+  o->no_grad = im->trained == STW_VISION_TRAINED_NONE ||
+               (im->trained == STW_VISION_TRAINED_PROJECTOR && !projector);
+  o->saves_input = !o->no_grad && kind != STW_OP_EMBED; /* (the merge needs none) */
+  o->no_input_grad = !o->no_grad && im->below;
+  im->below &= o->no_grad;
   o->outside_roles = TRUE;
   o->in_bytes = im->live_bytes;
   o->out_bytes = out_bytes;
@@ -3664,7 +3673,7 @@ image_attention(Images *im, const char *block)
                                                            MAX(c->vision_merge, 1)));
   g_autofree char *name = g_strconcat(block, ".attention", NULL);
   StwGraphOp *o = image_op(im, STW_OP_ATTN_CORE, name,
-                           im->images * im->tok->tower * c->vision_hidden * im->b.e);
+                           im->images * im->tok->tower * c->vision_hidden * im->b.e, FALSE);
   o->flops = (guint64)flops;
 }
 
@@ -3708,9 +3717,11 @@ image_module(Images *im, const char *module, guint first, guint end)
   if (w == NULL) { /* a norm over the activations as they are */
     StwGraphTensor *t = g->tensors->pdata[first];
     guint64 width = t->numel, bytes = im->rows * width * e;
-    StwGraphOp *o = image_op(im, STW_OP_NORM_ATTN, module, bytes);
+    StwGraphOp *o = image_op(im, STW_OP_NORM_ATTN, module, bytes, projector);
     o->rms = end - first == 1; /* a LayerNorm has a bias */
     o->flops = (o->rms ? 4 : 8) * im->rows * width;
+    if (!o->no_grad) /* its fp32 statistics, a row each */
+      o->saved_extra_bytes = im->rows * (o->rms ? 4 : 8);
     return;
   }
   guint64 m = MAX(c->vision_merge, 1);
@@ -3722,19 +3733,20 @@ image_module(Images *im, const char *module, guint first, guint end)
     /* the pooling head's attention (torch's MultiheadAttention): the probe's query, every
      * token's key and value, the probe attending to them */
     double n = (double)im->images, N = (double)im->tok->tower;
-    StwGraphOp *o = image_op(im, STW_OP_ATTN_QKV, module, im->rows * out_w * e);
+    StwGraphOp *o = image_op(im, STW_OP_ATTN_QKV, module, im->rows * out_w * e, FALSE);
     o->flops = (guint64)(2 * n * (1 + 2 * N) * (double)(d * d));
     g_autofree char *name = g_strconcat(module, ".core", NULL);
-    o = image_op(im, STW_OP_ATTN_CORE, name, im->rows * d * e);
+    o = image_op(im, STW_OP_ATTN_CORE, name, im->rows * d * e, FALSE);
     o->flops = (guint64)(4 * n * N * (double)d);
     return;
   }
-  StwGraphOp *o = image_op(im, STW_OP_ATTN_QKV, module, im->rows * out_w * e);
+  StwGraphOp *o = image_op(im, STW_OP_ATTN_QKV, module, im->rows * out_w * e, projector);
   o->flops = 2 * im->rows * w->numel;
 }
 
 gboolean
-stw_model_graph_add_images(StwModelGraph *g, guint64 images, guint64 px, GError **error)
+stw_model_graph_add_images(StwModelGraph *g, guint64 images, guint64 px,
+                           StwVisionTrained trained, GError **error)
 {
   const StwModelConfig *c = &g->config;
   StwImageTokens tok;
@@ -3760,7 +3772,7 @@ stw_model_graph_add_images(StwModelGraph *g, guint64 images, guint64 px, GError 
   GPtrArray *text = g->ops;
   g->ops = g_ptr_array_new_with_free_func(graph_op_free);
   Images im = { .b = { .g = g, .T = g->batch * g->seq, .e = stw_dtype_bytes(g->dtype) },
-                .tok = &tok, .images = images * g->batch,
+                .tok = &tok, .trained = trained, .below = TRUE, .images = images * g->batch,
                 .pending = g_array_new(FALSE, FALSE, sizeof(guint32)) };
   /* the pixels, as processors give them: fp32, channels x side^2 (Qwen-VL's and GLM-4V's each
    * image its temporal patch's frames, repeated) */
@@ -3788,7 +3800,7 @@ stw_model_graph_add_images(StwModelGraph *g, guint64 images, guint64 px, GError 
   if (block != NULL)
     image_attention(&im, block);
   /* the features scattered into the embeddings the language model reads */
-  image_op(&im, STW_OP_EMBED, "image_features.merge", 0);
+  image_op(&im, STW_OP_EMBED, "image_features.merge", 0, TRUE);
   g_array_unref(im.pending);
   g_ptr_array_extend_and_steal(g->ops, text);
   return TRUE;

@@ -284,9 +284,9 @@ eager_cost(const Synth *s, const StwGraphOp *g)
   if (g->image) { /* the tower's own sizes, forward only: its RMSNorms op by op in fp32, its
                    * attention's heads split and merged */
     if (g->kind == STW_OP_NORM_ATTN && g->rms)
-      x = (Eager){ in * (28 + 2 * e), 0, 8, 0 };
+      x = (Eager){ in * (28 + 2 * e), in * (52 + 4 * e), 8, 12 };
     else if (g->kind == STW_OP_ATTN_CORE)
-      x = (Eager){ 2 * out * e, 0, 2, 0 };
+      x = (Eager){ 2 * out * e, 2 * out * e, 2, 3 };
     if (s->autocast)
       autocast_cost(s, g, &x);
     return x;
@@ -673,7 +673,7 @@ static void
 backward_op(Synth *s, const StwGraphOp *g)
 {
   StwOp *op = emit(s, g, ".bwd", STW_STAGE_BWD, TRUE);
-  guint64 grad_in = g->passthrough ? 0 : g->in_bytes;
+  guint64 grad_in = g->passthrough || g->no_input_grad ? 0 : g->in_bytes;
   /* autocast: the weights' 16-bit gradients, cast into the fp32 ones, and then the 16-bit
    * weights the op kept go */
   guint64 cast = cast_bytes(s, g, FALSE), cast_grads = cast_bytes(s, g, TRUE);
@@ -695,6 +695,9 @@ backward_op(Synth *s, const StwGraphOp *g)
       s->live -= g_array_index(s->residuals, guint64, s->residuals->len - 1);
       g_array_set_size(s->residuals, s->residuals->len - 1);
     }
+  } else { /* its output's gradient, where it has an output (the first op of images, which
+            * reads the pixels) */
+    s->live -= g->out_bytes;
   }
   if (s->framework) {
     /* PyTorch's AccumulateGrad: a parameter's first gradient becomes its .grad, held to the
@@ -713,10 +716,10 @@ backward_op(Synth *s, const StwGraphOp *g)
     op->nonmodel_peak_bytes += held + added;
     s->live += held;
   }
-  /* the input's gradient costs the forward's FLOPs, the weights' gradient as much again: a
-   * frozen weight has none */
+  /* the input's gradient costs the forward's FLOPs (none where nothing below is
+   * differentiated), the weights' gradient as much again: a frozen weight has none */
   double share = trained_share(s, g);
-  double flops = (1.0 + share) * (double)g->flops;
+  double flops = (g->no_input_grad ? share : 1.0 + share) * (double)g->flops;
   op->flops = (guint64)flops;
   guint64 pbytes = param_bytes(s, g);
   double bytes = (double)pbytes * (1.0 + share) +
@@ -923,7 +926,8 @@ images(StwModelGraph *graph, const StwSynthOptions *options, guint64 image_size,
                 "--image-size PIXELS", c->name);
     return FALSE;
   }
-  if (!stw_model_graph_add_images(graph, options->images, image_size, &local)) {
+  if (!stw_model_graph_add_images(graph, options->images, image_size, options->vision_trained,
+                                  &local)) {
     g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID, "--images: %s", local->message);
     g_error_free(local);
     return FALSE;
@@ -1020,6 +1024,12 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
                                                 : stw_model_image_size(config);
   if (options->images > 0 && !images(graph, options, image_size, error))
     return NULL;
+  if (options->vision_trained != STW_VISION_TRAINED_NONE && options->images == 0) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "--vision-trained goes with --images N: without images no gradient reaches "
+                "the tower or the projector");
+    return NULL;
+  }
   StwTrace *t = stw_trace_new();
   t->source.kind = STW_SOURCE_SYNTHETIC;
   g_free(t->source.created);
@@ -1051,16 +1061,18 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
       g_ptr_array_add(x->aliases, g_strdup(gt->aliases->pdata[k]));
     x->frozen = id < n_base; /* with LoRA, the base model */
   }
-  /* weights only forward-only ops read (DSA's indexer) are never trained */
+  /* weights only forward-only ops read (DSA's indexer) are never trained; the tower's and
+   * projector's that images train are, LoRA or not */
   g_autofree guint8 *read_with_grad = g_new0(guint8, MAX(graph->tensors->len, 1));
   for (guint i = 0; i < graph->ops->len; i++) {
     const StwGraphOp *g = graph->ops->pdata[i];
     for (guint k = 0; !g->no_grad && k < g->params->len; k++)
-      read_with_grad[g_array_index(g->params, guint32, k)] = 1;
+      read_with_grad[g_array_index(g->params, guint32, k)] = g->image ? 2 : 1;
   }
-  for (guint i = 0; i < graph->tensors->len; i++)
-    if (!read_with_grad[i])
-      g_array_index(t->tensors, StwTensor, i).frozen = TRUE;
+  for (guint i = 0; i < graph->tensors->len; i++) {
+    StwTensor *x = &g_array_index(t->tensors, StwTensor, i);
+    x->frozen = read_with_grad[i] == 0 || (x->frozen && read_with_grad[i] != 2);
+  }
 
   if (options->freeze != NULL && !stw_trace_freeze(t, options->freeze, NULL, error)) {
     stw_trace_free(t);

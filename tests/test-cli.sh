@@ -57,6 +57,12 @@ expect 2 "2 images of 336 x 336 pixels are 1152 tokens of features (576 an image
 expect 2 "--image-size goes with --images N" "synth --image-size alone" -- $S synth --model-config "$F/hf/llava-1.5-7b-hf/config.json" --seq 1000 --image-size 336 -o "$T/x.json"
 expect 2 "--images: gpt2 has no vision tower to take images" "synth --images on a text model" -- $S synth --model gpt2 --images 1 -o "$T/x.json"
 expect 2 "Llama 3.2 Vision's images reach its language model through cross-attention blocks, which stowage does not model with images" "synth --images refuses Llama 3.2 Vision's cross-attention" -- $S synth --model-config "$F/hf/Llama-3.2-11B-Vision-Instruct/config.json" --seq 4096 --images 1 -o "$T/x.json"
+expect 0 "729 tensors (385 frozen: 631,975,680 parameters), 1121 ops; 1 image" "synth --vision-trained projector trains Qwen2.5-VL's merger, the tower frozen below it" -- $S synth --model-config "$F/hf/Qwen2.5-VL-7B-Instruct/config.json" --batch 2 --seq 1024 --images 1 --image-size 448 --vision-trained projector -o "$T/qwen-merger.json"
+expect 0 "841 tensors (724 frozen: 8,247,592,192 parameters), 894 ops; 1 image" "synth --vision-trained projector with --lora: the adapters and the merger trained" -- $S synth --model-config "$F/hf/Qwen2.5-VL-7B-Instruct/config.json" --batch 2 --seq 1024 --images 1 --image-size 448 --vision-trained projector --lora 16 -o "$T/qwen-merger-lora.json"
+expect 0 "729 tensors, 1763 ops; 1 image" "synth --vision-trained all trains the tower too" -- $S synth --model-config "$F/hf/Qwen2.5-VL-7B-Instruct/config.json" --batch 2 --seq 1024 --images 1 --image-size 448 --vision-trained all -o "$T/qwen-all.json"
+expect 0 "is sound for" "a plan of images training the tower is sound" -- sh -c "$S plan '$T/qwen-all.json' --gpu 40GiB -o '$T/qwen-all-plan.json' > /dev/null && $S check '$T/qwen-all-plan.json' '$T/qwen-all.json'"
+expect 2 "--vision-trained goes with --images N" "synth --vision-trained without images" -- $S synth --model gpt2 --vision-trained all -o "$T/x.json"
+expect 2 "--vision-trained: 'tower' is not one of none, projector, all" "synth --vision-trained of no such kind" -- $S synth --model-config "$F/hf/Qwen2.5-VL-7B-Instruct/config.json" --images 1 --image-size 448 --vision-trained tower -o "$T/x.json"
 expect 2 "--images: '0' is not valid: expected a whole number from 1 to 4096" "synth --images 0" -- $S synth --model-config "$F/hf/llava-1.5-7b-hf/config.json" --images 0 -o "$T/x.json"
 check "no trace written where the images are refused" -- test ! -e "$T/x.json"
 expect 0 "tiny-gemma4-multimodal (213,188 parameters), 83 tensors (46 frozen: 140,224 parameters)" "synth traces the towers frozen" -- $S synth --model-config "$F/hf/tiny-gemma4-multimodal/config.json" --seq 16 -o "$T/towers.json"
@@ -289,9 +295,9 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --optimizer-impl, --images and --image-size go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
-expect 2 "--kernels, --loss, --micro-steps, --optimizer-impl, --images and --image-size go with --model" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
-expect 2 "--images and --image-size go with --model" "whatif --images with a trace" -- $S whatif "$TR" --gpu 8GiB --images 1
+expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --optimizer-impl, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels, --loss, --micro-steps, --optimizer-impl, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--images, --image-size and --vision-trained go with" "whatif --images with a trace" -- $S whatif "$TR" --gpu 8GiB --images 1
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
 # the default policy uses the host budget it is given: where only a placement that keeps more on

@@ -1504,8 +1504,8 @@ test_mistral3_multimodal(void)
   bad.vision_merge = 0;
   assert_invalid(&bad, "Pixtral's tower (vision_kind pixtral) needs vision_merge");
   bad = c;
-  bad.vision_kind = STW_VISION_SIGLIP;
-  assert_invalid(&bad, "vision_merge: not SigLIP's tower's (vision_kind siglip)");
+  bad.vision_kind = STW_VISION_SIGLIP; /* (Gemma 3's projector reads vision_merge: its pooling) */
+  assert_invalid(&bad, "vision_feature_layers: not SigLIP's tower's (vision_kind siglip)");
   static const Refusal cases[] = {
     { "{\"model_type\": \"mistral3\", \"vision_config\": {\"model_type\": \"siglip_vision_model\"}}",
       "$.vision_config.model_type: expected \"pixtral\" (Mistral 3's checkpoints' Pixtral): "
@@ -1658,7 +1658,7 @@ test_images(void)
   g_autoptr(StwModelGraph) g = stw_model_graph_new(&c, 2, 64, STW_DTYPE_BF16,
                                                    STW_ATTENTION_FLASH);
   guint64 io = g->io_bytes;
-  g_assert_true(stw_model_graph_add_images(g, 1, 48, NULL));
+  g_assert_true(stw_model_graph_add_images(g, 1, 48, STW_VISION_TRAINED_NONE, NULL));
   g_assert_cmpuint(g->io_bytes - io, ==, 2 * 3 * 2 * 48 * 48 * 4); /* fp32, two frames */
   double rows = 288, merged = 72;
   double block = 2 * rows * (96 * 32 + 32 * 32 + 3 * 40 * 32);
@@ -1681,6 +1681,35 @@ test_images(void)
   g_assert_cmpuint(merge->out_bytes, ==, 0);
   g_assert_cmpuint(merge->in_bytes, ==, 72 * 64 * 2); /* the features, into the embeddings */
 
+  for (guint i = 0; i < n; i++) /* the tower and projector frozen: forward only */
+    g_assert_true(((StwGraphOp *)g->ops->pdata[i])->no_grad);
+
+  /* the projector trained: its ops (and the merge) differentiated and keeping their inputs, the
+   * first of them computing no gradient for the frozen tower's output; all trained: the patch
+   * embedding first, reading the pixels */
+  static const StwVisionTrained trained[] = { STW_VISION_TRAINED_PROJECTOR,
+                                              STW_VISION_TRAINED_ALL };
+  for (gsize k = 0; k < G_N_ELEMENTS(trained); k++) {
+    g_autoptr(StwModelGraph) t = stw_model_graph_new(&c, 2, 64, STW_DTYPE_BF16,
+                                                     STW_ATTENTION_FLASH);
+    g_assert_true(stw_model_graph_add_images(t, 1, 48, trained[k], NULL));
+    guint differentiated = 0, lowest = G_MAXUINT;
+    for (guint i = 0; i < n; i++) {
+      const StwGraphOp *o = t->ops->pdata[i];
+      gboolean in_projector = i >= n - 4; /* the merger's norm and projections, the merge */
+      g_assert_cmpint(o->no_grad, ==, trained[k] == STW_VISION_TRAINED_PROJECTOR &&
+                                          !in_projector);
+      if (!o->no_grad) {
+        differentiated++;
+        lowest = MIN(lowest, i);
+        g_assert_cmpint(o->no_input_grad, ==, i == lowest);
+        g_assert_cmpint(o->saves_input, ==, i != n - 1);
+      }
+    }
+    g_assert_cmpuint(differentiated, ==, k == 0 ? 4 : n);
+    g_assert_cmpuint(lowest, ==, k == 0 ? n - 4 : 0);
+  }
+
   /* refused: a side that is not whole merged patches, more tokens than the sequence, Llama 3.2
    * Vision's cross-attention, a text model */
   GError *error = NULL;
@@ -1688,14 +1717,14 @@ test_images(void)
   g_assert_nonnull(strstr(error->message, "an image side of 50 pixels is not a whole number of "
                                           "8-pixel merged patches"));
   g_clear_error(&error);
-  g_assert_false(stw_model_graph_add_images(g, 2, 48, &error));
+  g_assert_false(stw_model_graph_add_images(g, 2, 48, STW_VISION_TRAINED_NONE, &error));
   g_assert_nonnull(strstr(error->message, "2 images of 48 x 48 pixels are 72 tokens of features "
                                           "(36 an image), more than a sequence of 64 holds"));
   g_clear_error(&error);
   /* an image of 16384 x 16384 pixels: 4096^2 patches, whose attention is 2^55 FLOPs */
   g_autoptr(StwModelGraph) huge = stw_model_graph_new(&c, 1, 1u << 23, STW_DTYPE_BF16,
                                                       STW_ATTENTION_FLASH);
-  g_assert_false(stw_model_graph_add_images(huge, 1, 16384, &error));
+  g_assert_false(stw_model_graph_add_images(huge, 1, 16384, STW_VISION_TRAINED_NONE, &error));
   g_assert_nonnull(strstr(error->message, "need more FLOPs or tokens than a trace counts "
                                           "exactly"));
   g_clear_error(&error);

@@ -681,6 +681,9 @@ typedef struct {
                                * (stw_model_graph_add_images): its sizes are the tower's own,
                                * not the language model's */
   gboolean rms;               /* with IMAGE, a norm: an RMSNorm (else a LayerNorm) */
+  gboolean no_input_grad;     /* its backward computes no gradient for its input (what feeds it
+                               * is not differentiated: a frozen tower below a trained
+                               * projector) */
   StwResidual residual;
 } StwGraphOp;
 
@@ -725,6 +728,16 @@ void stw_model_graph_chunk_loss(StwModelGraph *graph, gboolean weight_grad);
  * power of two of T / ceil(VOCAB / WIDTH)), at most T. */
 guint64 stw_model_loss_piece(guint64 tokens, guint64 vocab, guint64 width);
 
+/* What of a vision-language model images train (stw_model_graph_add_images). */
+typedef enum {
+  STW_VISION_TRAINED_NONE,      /* neither tower nor projector: forward only */
+  STW_VISION_TRAINED_PROJECTOR, /* the projector (LLaVA's pretraining, Qwen-VL's tune_mm_mlp),
+                                 * the tower frozen below it */
+  STW_VISION_TRAINED_ALL,       /* the tower and the projector */
+  STW_N_VISION_TRAINED
+} StwVisionTrained;
+extern const char *const stw_vision_trained_names[]; /* "none", "projector", "all" */
+
 /* What an image of a vision-language model becomes (stw_model_image_tokens). */
 typedef struct {
   guint64 side;    /* the image's side in patches */
@@ -756,13 +769,14 @@ gboolean stw_model_image_tokens(const StwModelConfig *cfg, guint64 px, StwImageT
                                 GError **error);
 
 /* IMAGES images of PX x PX pixels in each of GRAPH's sequences, run through its vision tower and
- * projector before the language model reads their features (docs/synth.md, "Images"): forward
- * ops only, the tower and projector frozen (no_grad), one op per matmul at the rows it is applied
- * to, per norm, per block's attention, and the features' merge into the embeddings; their
- * pixels (fp32, as processors give them) in io_bytes. FALSE with ERROR (STW_MODEL_ERROR_INVALID)
- * as stw_model_image_tokens, or where the sequence cannot hold the images' tokens. */
+ * projector before the language model reads their features (docs/synth.md, "Images"): one op
+ * per matmul at the rows it is applied to, per norm, per block's attention, and the features'
+ * merge into the embeddings; their pixels (fp32, as processors give them) in io_bytes. The ops
+ * of what TRAINED leaves frozen run forward only (no_grad); the trained ones keep their inputs
+ * for a backward. FALSE with ERROR (STW_MODEL_ERROR_INVALID) as stw_model_image_tokens, or where
+ * the sequence cannot hold the images' tokens. */
 gboolean stw_model_graph_add_images(StwModelGraph *graph, guint64 images, guint64 px,
-                                    GError **error);
+                                    StwVisionTrained trained, GError **error);
 
 /* LoRA target roles: "q", "k", "v", "o", "gate", "up", "down" (NULL-terminated). */
 extern const char *const stw_lora_target_names[];

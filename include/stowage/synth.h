@@ -67,6 +67,8 @@ typedef struct {
                              * (frozen) before the language model reads their features
                              * (stw_model_graph_add_images); 0: a text step */
   guint64 image_size;       /* their side in pixels; 0: the tower's own (stw_model_image_size) */
+  StwVisionTrained vision_trained; /* with IMAGES, what of the tower and projector trains
+                                    * (default none: forward only), trained even under LoRA */
 } StwSynthOptions;
 
 #define STW_SYNTH_MAX_MICRO_STEPS 1024

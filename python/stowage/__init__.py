@@ -111,18 +111,19 @@ class Trace:
 def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, checkpointing=None,
           attention=None, kernels=None, loss=None, freeze=None, lora=None, lora_targets=None,
           hw=None, memory=None, micro_steps=None, checkpoint_every=None, amp=None,
-          optimizer_impl=None, images=None, image_size=None):
+          optimizer_impl=None, images=None, image_size=None, vision_trained=None):
     """The trace of one training iteration of MODEL (a zoo name or a model config file) or
     MODEL_CONFIG (a file), not run but modelled: what `stowage synth` writes, the options read
     and refused as it reads them (docs/synth.md). FREEZE, LORA_TARGETS: comma text or lists.
-    IMAGES, IMAGE_SIZE: images a sequence through a vision tower, their side in pixels."""
+    IMAGES, IMAGE_SIZE: images a sequence through a vision tower, their side in pixels;
+    VISION_TRAINED: "none", "projector" or "all", what of the tower they train."""
     opts = _options("synth", model=model, model_config=os.fspath(model_config)
                     if model_config is not None else None, batch=batch, seq=seq, dtype=dtype,
                     checkpointing=checkpointing, attention=attention, kernels=kernels, loss=loss,
                     freeze=text_list(freeze), lora=lora, lora_targets=text_list(lora_targets),
                     hw=hw, memory=memory, micro_steps=micro_steps,
                     checkpoint_every=checkpoint_every, amp=amp, optimizer_impl=optimizer_impl,
-                    images=images, image_size=image_size)
+                    images=images, image_size=image_size, vision_trained=vision_trained)
     return Trace(_call(_lib.synth, opts), None)
 
 
@@ -294,7 +295,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
            lora_targets=None, activations=None, nvme=None, nvme_devices=None, storage=None,
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
-           amp=None, optimizer_impl=None, images=None, image_size=None):
+           amp=None, optimizer_impl=None, images=None, image_size=None, vision_trained=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -314,7 +315,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     optimizer_state=text(optimizer_state),
                     pinned=pinned, lora=lora, lora_targets=text(lora_targets),
                     micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp,
-                    optimizer_impl=optimizer_impl, images=images, image_size=image_size)
+                    optimizer_impl=optimizer_impl, images=images, image_size=image_size,
+                    vision_trained=vision_trained)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 

@@ -180,11 +180,12 @@ class TestImages(unittest.TestCase):
             path = os.path.join(d, "config.json")
             with open(path, "w") as f:
                 json.dump(c, f)
-            t = stowage.synth(model_config=path, images=1, image_size=24, seq=32)
+            t = stowage.synth(model_config=path, images=1, image_size=24, seq=32,
+                              vision_trained="projector")
             cli = os.path.join(d, "cli.json")
             subprocess.run([STOWAGE, "synth", "--model-config", path, "--images", "1",
-                            "--image-size", "24", "--seq", "32", "-o", cli], check=True,
-                           capture_output=True)
+                            "--image-size", "24", "--seq", "32", "--vision-trained",
+                            "projector", "-o", cli], check=True, capture_output=True)
             with open(cli) as f:
                 want = json.load(f)
             got = t.json()
@@ -193,6 +194,12 @@ class TestImages(unittest.TestCase):
             self.assertEqual(got["model"]["images"], 1)
             self.assertEqual(got["model"]["image_size"], 24)
             self.assertEqual(got, want)
+            # the merger trained (its norm, two projections and biases), the tower frozen
+            trained = [x["name"] for x in got["tensors"]
+                       if x["name"].startswith("visual.") and not x.get("frozen")]
+            self.assertEqual(trained, ["visual.merger.ln_q.weight", "visual.merger.mlp.0.weight",
+                                       "visual.merger.mlp.0.bias", "visual.merger.mlp.2.weight",
+                                       "visual.merger.mlp.2.bias"])
             with self.assertRaisesRegex(stowage.StowageError, "image_size|--image-size"):
                 stowage.synth(model_config=path, images=1, seq=32)
 
