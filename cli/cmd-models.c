@@ -197,6 +197,39 @@ append_vision_projector(GString *s, const StwModelConfig *c)
   }
 }
 
+/* What an image becomes in C's tower (synth --images): its tokens at the tower's own size, or
+ * at a few sides where it takes any; nothing where stowage runs no image through it. */
+static void
+append_image_tokens(GString *s, const StwModelConfig *c)
+{
+  guint64 fixed = stw_model_image_size(c);
+  StwImageTokens tok;
+  if (fixed != 0) {
+    if (stw_model_image_tokens(c, fixed, &tok, NULL))
+      g_string_append_printf(s, "images (synth --images): %" G_GUINT64_FORMAT " x %"
+                             G_GUINT64_FORMAT " pixels: %" G_GUINT64_FORMAT " tokens in the "
+                             "tower, %" G_GUINT64_FORMAT " of features\n", fixed, fixed,
+                             tok.tower, tok.merged);
+    return;
+  }
+  guint64 unit = c->vision_patch * MAX(c->vision_merge, 1);
+  if (c->vision_kind == STW_VISION_PIXTRAL && stw_model_vision_projector(c) == STW_PROJECTOR_LLAVA)
+    unit = c->vision_patch;
+  if (unit == 0 || !stw_model_image_tokens(c, unit, &tok, NULL))
+    return;
+  g_string_append_printf(s, "images (synth --images --image-size PX): of any side a multiple of "
+                         "%" G_GUINT64_FORMAT " pixels", unit);
+  static const guint64 sides[] = { 448, 896 };
+  for (gsize i = 0; i < G_N_ELEMENTS(sides); i++) {
+    guint64 px = (sides[i] + unit / 2) / unit * unit;
+    if (px != 0 && stw_model_image_tokens(c, px, &tok, NULL))
+      g_string_append_printf(s, "%s %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " pixels: %"
+                             G_GUINT64_FORMAT " tokens in the tower, %" G_GUINT64_FORMAT
+                             " of features", i == 0 ? ";" : ",", px, px, tok.tower, tok.merged);
+  }
+  g_string_append(s, "\n");
+}
+
 /* C's parts beyond its blocks' kind: global blocks, blocks of shared keys and values and
  * per-layer inputs (Gemma 4's), AltUp and LAuReL (Gemma 3n's), vision and audio towers (Gemma 3's
  * and 4's multimodal checkpoints), a line each ("" for none). */
@@ -241,6 +274,7 @@ variant_parts_said(const StwModelConfig *c)
     g_string_append(s, ", and ");
     append_vision_projector(s, c);
     g_string_append(s, "\n");
+    append_image_tokens(s, c);
   }
   if (c->audio_layers != 0)
     g_string_append_printf(s, "audio tower: Gemma 4's Conformer, %" G_GUINT64_FORMAT " block%s "
