@@ -173,6 +173,35 @@ class TestImages(unittest.TestCase):
                                     "internvl", "llava", "mistral3", "paligemma", "qwen2_5_vl",
                                     "qwen2_vl", "qwen3_vl", "qwen3_vl_moe", "smolvlm"])
 
+    def test_a_video_is_its_temporal_patches_as_images(self):
+        # a video of F frames through a Qwen-VL tower is F / temporal_patch_size images: each
+        # temporal patch of frames attends on its own (transformers' cu_seqlens a grid_t slice),
+        # so `synth --images F/2` is its cost
+        frames = 6
+        checked = 0
+        for what, c in cases():
+            if c["model_type"] not in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl") or "file," in what:
+                continue
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "config.json")
+                with open(path, "w") as f:
+                    json.dump(c, f)
+                cfg = transformers.AutoConfig.from_pretrained(d)
+                for sub in (cfg, cfg.vision_config, getattr(cfg, "text_config", None)):
+                    if sub is not None:
+                        sub._attn_implementation = "eager"
+                model = transformers.AutoModelForImageTextToText.from_config(cfg).eval().model
+                vc = cfg.vision_config
+                p, t, n = vc.patch_size, vc.temporal_patch_size, vc.spatial_merge_size * 3
+                pixels = torch.randn((frames // t) * n * n, 3 * t * p * p)
+                with torch.no_grad(), FlopCounterMode(display=False) as counter:
+                    model.get_video_features(pixel_values_videos=pixels,
+                                             video_grid_thw=torch.tensor([[frames // t, n, n]]))
+                got, why = stowage_flops(path, frames // t, n * p)
+                self.assertEqual(got, counter.get_total_flops(), (what, why))
+                checked += 1
+        self.assertEqual(checked, 4)
+
     def test_python_synth_gives_the_cli_trace(self):
         import stowage
         c = next(c for w, c in cases() if w == "qwen2: a qwen2_5_vl file")
