@@ -212,9 +212,7 @@ append_image_tokens(GString *s, const StwModelConfig *c)
                              tok.tower, tok.merged);
     return;
   }
-  guint64 unit = c->vision_patch * MAX(c->vision_merge, 1);
-  if (c->vision_kind == STW_VISION_PIXTRAL && stw_model_vision_projector(c) == STW_PROJECTOR_LLAVA)
-    unit = c->vision_patch;
+  guint64 unit = stw_model_image_step(c);
   if (unit == 0 || !stw_model_image_tokens(c, unit, &tok, NULL))
     return;
   g_string_append_printf(s, "images (synth --images --image-size PX): of any side a multiple of "

@@ -3483,18 +3483,14 @@ stw_model_image_size(const StwModelConfig *c)
   }
 }
 
-/* The tower's name in messages. */
-static const char *
-tower_name(const StwModelConfig *c)
+guint64
+stw_model_image_step(const StwModelConfig *c)
 {
-  static const char *const names[STW_N_VISION_KINDS] = {
-    [STW_VISION_SIGLIP] = "SigLIP's",       [STW_VISION_GEMMA4] = "Gemma 4's",
-    [STW_VISION_PIXTRAL] = "Pixtral's",     [STW_VISION_CLIP] = "CLIP's",
-    [STW_VISION_QWEN2_VL] = "Qwen2-VL's",   [STW_VISION_QWEN2_5_VL] = "Qwen2.5-VL's",
-    [STW_VISION_QWEN3_VL] = "Qwen3-VL's",   [STW_VISION_INTERNVL] = "InternViT's",
-    [STW_VISION_MLLAMA] = "Llama 3.2 Vision's", [STW_VISION_GLM4V] = "GLM-4V's",
-  };
-  return names[c->vision_kind];
+  StwVisionProjector p = stw_model_vision_projector(c);
+  /* Qwen-VL's, GLM-4V's and Mistral 3's processors resize to whole merged patches */
+  gboolean merges = p == STW_PROJECTOR_QWEN || p == STW_PROJECTOR_GLM4V ||
+                    p == STW_PROJECTOR_MISTRAL3;
+  return c->vision_patch * (merges ? MAX(c->vision_merge, 1) : 1);
 }
 
 #define model_fail(error, ...)                                                                  \
@@ -3520,10 +3516,7 @@ stw_model_image_tokens(const StwModelConfig *c, guint64 px, StwImageTokens *out,
                       "that stowage does not model yet", c->name);
   guint64 fixed = stw_model_image_size(c), m = MAX(c->vision_merge, 1);
   StwVisionProjector p = stw_model_vision_projector(c);
-  /* Qwen-VL's, GLM-4V's and Mistral 3's processors resize to whole merged patches */
-  gboolean merges = p == STW_PROJECTOR_QWEN || p == STW_PROJECTOR_GLM4V ||
-                    p == STW_PROJECTOR_MISTRAL3;
-  guint64 unit = c->vision_patch * (merges ? m : 1);
+  guint64 unit = stw_model_image_step(c);
   if (px < 1 || px > STW_MODEL_MAX_IMAGE)
     return model_fail(error, "an image side of %" G_GUINT64_FORMAT " pixels is out of range "
                       "(expected 1 to %d)", px, STW_MODEL_MAX_IMAGE);
@@ -3531,12 +3524,12 @@ stw_model_image_tokens(const StwModelConfig *c, guint64 px, StwImageTokens *out,
     return model_fail(error, "%s: %s tower takes images of %" G_GUINT64_FORMAT " x %"
                       G_GUINT64_FORMAT " pixels (its processor resizes images, or cuts them "
                       "into tiles, to that size), not %" G_GUINT64_FORMAT, c->name,
-                      tower_name(c), fixed, fixed, px);
+                      vision_kinds[c->vision_kind].whose, fixed, fixed, px);
   if (fixed == 0 && px % unit != 0) /* (a fixed size's convolution drops what is left) */
     return model_fail(error, "%s: an image side of %" G_GUINT64_FORMAT " pixels is not a whole "
                       "number of %" G_GUINT64_FORMAT "-pixel %s (its processor resizes images "
-                      "to such sides)", c->name, px, unit, merges && m > 1 ? "merged patches"
-                                                                           : "patches");
+                      "to such sides)", c->name, px, unit,
+                      unit > c->vision_patch ? "merged patches" : "patches");
   out->side = px / c->vision_patch;
   out->patches = out->side * out->side;
   gboolean class_token = c->vision_kind == STW_VISION_CLIP ||
@@ -3707,13 +3700,10 @@ image_module(Images *im, const char *module, guint first, guint end)
     im->rows = im->images * (stw_model_vision_projector(c) == STW_PROJECTOR_GEMMA3
                                  ? im->tok->merged
                                  : im->tok->patches);
-  if (lookup || (w == NULL && !image_norm(module))) {
-    for (guint32 i = first; i < end; i++)
-      g_array_append_val(im->pending, i);
-    return;
-  }
-  for (guint32 i = first; i < end; i++)
+  for (guint32 i = first; i < end; i++) /* read by this op, or the next one */
     g_array_append_val(im->pending, i);
+  if (lookup || (w == NULL && !image_norm(module)))
+    return;
   if (w == NULL) { /* a norm over the activations as they are */
     StwGraphTensor *t = g->tensors->pdata[first];
     guint64 width = t->numel, bytes = im->rows * width * e;

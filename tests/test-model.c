@@ -1733,9 +1733,36 @@ test_images(void)
   g_assert_false(stw_model_image_tokens(&text, 224, &tok, &error));
   g_assert_nonnull(strstr(error->message, "gpt2 has no vision tower to take images"));
   g_clear_error(&error);
+  g_assert_false(stw_model_image_tokens(&c, 0, &tok, &error));
+  g_assert_nonnull(strstr(error->message, "an image side of 0 pixels is out of range (expected 1 "
+                                          "to 16384)"));
+  g_clear_error(&error);
+  /* Gemma 3's class defaults: SigLIP's 14 x 14 patches, fewer than the 16 x 16 tokens its
+   * projector pools to (transformers builds it, and cannot run an image through it) */
+  StwModelConfig gemma3;
+  resolve_text(dir, "{\"model_type\": \"gemma3\"}", &gemma3);
+  g_assert_cmpuint(gemma3.vision_merge, ==, 0);
+  g_assert_false(stw_model_image_tokens(&gemma3, 224, &tok, &error));
+  g_assert_nonnull(strstr(error->message, "Gemma 3's projector pools an image to 16 x 16 tokens, "
+                                          "more than its tower's 14 x 14 patches"));
+  g_clear_error(&error);
+  static const Refusal windows[] = {
+    { "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": {\"fullatt_block_indexes\": 7}}",
+      "$.vision_config.fullatt_block_indexes: expected a list of the vision blocks' indices" },
+    { "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": "
+      "{\"fullatt_block_indexes\": [7, -1]}}",
+      "$.vision_config.fullatt_block_indexes: expected the indices of blocks (whole numbers "
+      "from 0)" },
+  };
+  g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+  assert_refused(path, windows, G_N_ELEMENTS(windows));
+  g_assert_cmpint(g_remove(path), ==, 0);
   StwModelConfig bad = c;
   bad.vision_window = 4; /* less than a merged patch */
   assert_invalid(&bad, "vision_window must hold a merged patch");
+  bad = c;
+  bad.vision_window = 0;
+  assert_invalid(&bad, "vision_full_blocks go with vision_window");
   bad = c;
   stw_model_set_vision_full_block(&bad, 5, TRUE);
   assert_invalid(&bad, "vision_full_blocks must be blocks below vision_layers");

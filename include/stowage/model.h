@@ -759,6 +759,10 @@ typedef struct {
  * image_size: the size its processor resizes images, or their tiles, to); 0 where it takes
  * images of any size (Qwen-VL's, Pixtral's, GLM-4V's). */
 guint64 stw_model_image_size(const StwModelConfig *cfg);
+/* The step of the image sides CFG's tower takes where it takes any: a patch, or a merged patch
+ * where its processor resizes to those (Qwen-VL's, GLM-4V's, Mistral 3's: vision_patch x
+ * vision_merge pixels). */
+guint64 stw_model_image_step(const StwModelConfig *cfg);
 
 /* What an image of PX x PX pixels becomes in CFG's vision tower, in *OUT; FALSE with ERROR
  * (STW_MODEL_ERROR_INVALID) where CFG has no vision tower, its tower takes no such image (a
