@@ -389,6 +389,7 @@ try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guin
     best = make_plan(at, optim, &near, pd);
   }
   stw_schedule_hoist(d, &s, ahead_bytes);
+  stw_schedule_write_back_early(d, &s);
   StwPlan *far = make_plan(at, optim, &s, pd);
   if (far == NULL)
     return best;
@@ -507,7 +508,9 @@ plan_zero_offload(Attempt *at)
   }
   for (guint32 g = 0; g < stw_chunking_groups(at->c); g++)
     hold[stw_plan_group_item(at->c, g)] = 1;
-  return try_placement(at, optim, NULL, hold, cap, STW_EVICT_FARTHEST, FALSE, 0, FALSE);
+  /* each chunk back as soon as its CPU Adam is done: DeepSpeed copies the new 16-bit weights to
+   * the GPU inside step(), tile by tile behind the Adam */
+  return try_placement(at, optim, NULL, hold, cap, STW_EVICT_FARTHEST, FALSE, G_MAXUINT64, FALSE);
 }
 
 static StwPlan *

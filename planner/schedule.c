@@ -532,6 +532,36 @@ hoist_across(const StwDemand *d, StwSchedule *s, guint64 *occupancy, guint64 *ah
 }
 
 void
+stw_schedule_write_back_early(const StwDemand *d, StwSchedule *s)
+{
+  /* per item, the first moment it may leave: after the last step that needs or writes it, after
+   * its last fetch, not before its last reduce-scatter */
+  g_autofree guint32 *since = g_new0(guint32, MAX(d->n_items, 1));
+  StwAction *a = (StwAction *)s->actions->data;
+  guint32 i = 0;
+  for (guint32 m = 0; m <= d->n_steps; m++) {
+    for (; i < s->actions->len && a[i].moment == m; i++) {
+      guint32 item = a[i].item;
+      if (item >= d->n_items)
+        continue;
+      if (a[i].kind == STW_ACTION_EVICT && since[item] > 0 && since[item] < m)
+        a[i].moment = since[item];
+      else if (a[i].kind == STW_ACTION_FETCH || a[i].kind == STW_ACTION_GATHER)
+        since[item] = m + 1;
+      else if (a[i].kind == STW_ACTION_REDUCE_SCATTER)
+        since[item] = MAX(since[item], m);
+    }
+    if (m == d->n_steps)
+      break;
+    for (guint32 j = d->need_start[m]; j < d->need_start[m + 1]; j++)
+      since[d->need[j]] = m + 1;
+    for (guint32 j = d->write_start[m]; j < d->write_start[m + 1]; j++)
+      since[d->write[j]] = m + 1;
+  }
+  stw_actions_sort(s->actions);
+}
+
+void
 stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
 {
   if (max_ahead_bytes == 0 || d->n_steps == 0)

@@ -49,6 +49,12 @@ gboolean stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, St
  * removal, never more than MAX_AHEAD_BYTES of fetched-ahead chunks waiting at any moment),
  * treating the end-of-iteration fetches as cyclic prefetches into the iteration's tail. */
 void stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes);
+/* Moves each eviction (a dirty item's write-back) to the moment after the item's last need,
+ * write or fetch before it (never before a reduce-scatter it waits for), so the copy overlaps
+ * the steps in between instead of holding up the step that forbids the item: gradients that CPU
+ * Adam steps leave as backward goes on. Removing earlier never raises occupancy; the bytes moved
+ * are the same. */
+void stw_schedule_write_back_early(const StwDemand *d, StwSchedule *s);
 
 /* ---- replay --------------------------------------------------------------------------- */
 

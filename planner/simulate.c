@@ -34,6 +34,8 @@ typedef struct {
   guint64 *gpu_ready;         /* per item: its GPU copy is valid from then */
   guint64 *cpu_ready;         /* per item: its CPU copy is valid from then */
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
+  guint64 thread_free;         /* when the thread that issues the ops is free: after the CPU
+                               * Adam of the last optimizer op it stepped */
   GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
                                * in issue order */
   guint64 storage_free;       /* the storage tier: its reads and writes share the device, one
@@ -678,10 +680,15 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       guint64 dur = op_duration(p, t, op);
       s.nonmodel = op->nonmodel_peak_bytes;
       sample(&s, ready);
+      /* the thread that steps on the CPU is the one that issues the ops (stowage's trainer and
+       * wrap, and the step() of DeepSpeed, Colossal-AI and PyTorch): nothing after an optimizer
+       * op starts before its CPU Adam has finished, the next iteration's forward included */
+      ready = MAX(ready, s.thread_free);
       if (op->stage == STW_STAGE_OPTIM) {
         cpu_adam(&s, op, ready);
         if (p->hw.compute_on_host) /* the same cores: the stream waits for them */
           ready = MAX(ready, s.cpu_free);
+        s.thread_free = s.cpu_free;
       }
       guint64 own = dur;
       if (p->hw.copy_interference > 0 && dur > 0)

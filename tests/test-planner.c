@@ -536,7 +536,9 @@ test_feasibility_monotone(void)
  * recomputation, backward) and releasing them after; so its GPU peak is below stage 2's, where
  * every GPU holds the whole model, and it receives the gathers' bytes, three passes of the
  * others' chunks a step (1/4 of them its own) beside the gradients' reduce-scatter. On one GPU
- * there is no one to shard with: the plans are the same. Both pass check. */
+ * there is no one to shard with: the plans move the same bytes at the same GPU peak, and stage 3,
+ * which fetches at most a prefetch bucket ahead where stage 2 brings each chunk back as soon as
+ * its CPU Adam is done, is no faster. Both pass check. */
 static void
 test_zero_stage_3(void)
 {
@@ -554,7 +556,9 @@ test_zero_stage_3(void)
       g_assert_true(stw_plan_check(plans[world][stage], t, "p", NULL, NULL, &error));
       g_assert_no_error(error);
     }
-  g_assert_cmpuint(plans[0][1]->pred.cost_ns, ==, plans[0][0]->pred.cost_ns);
+  g_assert_cmpuint(plans[0][1]->pred.cost_ns, >=, plans[0][0]->pred.cost_ns);
+  g_assert_cmpuint(plans[0][1]->pred.h2d_bytes, ==, plans[0][0]->pred.h2d_bytes);
+  g_assert_cmpuint(plans[0][1]->pred.d2h_bytes, ==, plans[0][0]->pred.d2h_bytes);
   g_assert_cmpuint(plans[0][1]->pred.peak_gpu_bytes, ==, plans[0][0]->pred.peak_gpu_bytes);
   const StwPlanPredictions *two = &plans[1][0]->pred, *three = &plans[1][1]->pred;
   g_test_message("4 GPUs: stage 2 peak %" G_GUINT64_FORMAT " received %" G_GUINT64_FORMAT
@@ -680,8 +684,8 @@ test_process_bytes(void)
 /* A plan of OPTIONS' activations for T at GPU bytes (NULL when none fits). */
 
 /* GPT-2 at batch 8 x 1024 (activations 7.59 GiB kept, 3.23 GiB recomputed): at 8 GiB keeping
- * stalls on CPU Adam and moves (133 ms), recomputing all costs a forward (74 ms), and auto
- * recomputes the first 4 blocks (64.1 ms); at 6 GiB only recomputation fits. Each plan checks
+ * stalls on CPU Adam and moves (144 ms), recomputing all costs a forward (74 ms), and auto
+ * recomputes the first 4 blocks (64.3 ms); at 6 GiB only recomputation fits (9 blocks). Each plan checks
  * against the trace as recorded, survives its file (the recompute list in $.trace), and a
  * listing that is not one is refused at its path; a budget its activations do not fit, naming
  * the moment and the blocks whose activations are on the device then. */
@@ -715,7 +719,7 @@ test_activations(void)
   g_assert_null(plan_activations(t, 6 * STW_GiB, STW_ACTIVATIONS_KEEP));
   g_autoptr(StwPlan) lean = plan_activations(t, 6 * STW_GiB, STW_ACTIVATIONS_AUTO);
   g_assert_nonnull(lean);
-  g_assert_cmpuint(lean->recompute->len, ==, 10);
+  g_assert_cmpuint(lean->recompute->len, ==, 9);
   /* a trace without blocks to decide is planned as recorded */
   g_autoptr(StwTrace) ckpt = stw_test_synth("gpt2", 8, 1024, TRUE);
   g_autoptr(StwPlan) as_is = plan_activations(ckpt, 8 * STW_GiB, STW_ACTIVATIONS_AUTO);
@@ -863,7 +867,7 @@ test_storage_state(void)
   guint32 stored = 0;
   for (guint32 i = 0; i < stw_chunking_count(p->chunking); i++)
     stored += p->optim[i] == STW_OPTIM_CPU_STORAGE;
-  g_assert_cmpuint(stored, ==, 6); /* of its 8 CPU Adam chunks */
+  g_assert_cmpuint(stored, ==, 5); /* all 5 of its CPU Adam chunks */
   g_assert_cmpuint(p->pred.storage_bytes, >, 6 * STW_GiB);
   g_assert_cmpuint(p->pred.storage_bytes, <=, o.budgets.storage_bytes);
   g_assert_cmpuint(p->pred.storage_ns, >, 0);

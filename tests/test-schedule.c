@@ -166,6 +166,39 @@ test_steady_and_hoist(void)
   stw_schedule_clear(&s);
 }
 
+/* Early write-back: a and b are written by backward at steps 0 and 1, then their optimizer
+ * steps (2 and 3) forbid them on the GPU; the engine evicts each at the step that forbids it,
+ * and write_back_early moves each to the moment after its last write (a at 1, b at 2), where its
+ * copy overlaps the steps between. c, fetched clean and read at step 1, is dropped, not moved;
+ * the bytes are the same and the schedule replays. */
+static void
+test_write_back_early(void)
+{
+  g_autoptr(StwDemand) d = demand(3, 10);
+  step(d, 100, "a", "a", "");
+  step(d, 100, "bc", "b", "");
+  step(d, 100, "", "", "ac");
+  step(d, 100, "", "", "b");
+  stw_demand_finish(d);
+  StwEngineOptions o = { .rule = STW_EVICT_FARTHEST_CLEAN };
+  StwSchedule s;
+  g_assert_true(stw_schedule_run(d, NULL, NULL, &o, &s));
+  GString *got = actions_string(&s);
+  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:fetch b, 1:fetch c, 2:evict a, 2:drop c, 3:evict b");
+  g_string_free(got, TRUE);
+  guint64 d2h = s.d2h_bytes;
+  stw_schedule_write_back_early(d, &s);
+  got = actions_string(&s);
+  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:evict a, 1:fetch b, 1:fetch c, 2:evict b, 2:drop c");
+  g_string_free(got, TRUE);
+  StwReplay r;
+  g_assert_true(stw_schedule_replay(d, &s, FALSE, &r));
+  g_assert_cmpuint(r.d2h_bytes, ==, d2h);
+  g_assert_cmpuint(r.d2h_bytes, ==, 20);
+  stw_replay_clear(&r);
+  stw_schedule_clear(&s);
+}
+
 static void
 test_replay_failures(void)
 {
@@ -480,6 +513,7 @@ main(int argc, char **argv)
   g_test_add_func("/schedule/clean-preference", test_clean_preference);
   g_test_add_func("/schedule/forbid-and-infeasible", test_forbid_and_infeasible);
   g_test_add_func("/schedule/steady-and-hoist", test_steady_and_hoist);
+  g_test_add_func("/schedule/write-back-early", test_write_back_early);
   g_test_add_func("/schedule/replay-failures", test_replay_failures);
   g_test_add_func("/schedule/random-uniform", test_random_uniform);
   g_test_add_func("/schedule/random-mixed", test_random_mixed);

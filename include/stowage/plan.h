@@ -207,8 +207,10 @@ typedef struct {
  * 7: parameters on storage copied through two buffers, a fetch or copy out waiting (the compute
  * behind it) while both are in use, a storage request behind one the other way slowed as the
  * mixed figure is slower than the two curves (never sped up), and staged requests paying the
- * runtime's checksum at cpu.checksum_bytes_per_s. */
-#define STW_COST_MODEL 7
+ * runtime's checksum at cpu.checksum_bytes_per_s; 8: the op after an optimizer op waits for its
+ * CPU Adam (the thread that steps issues the next op), where the compute stream went on, the next
+ * iteration's forward overlapping the step. */
+#define STW_COST_MODEL 8
 
 /* One prediction, by name: every field but cost_model, in the file's order. */
 typedef struct {
