@@ -386,6 +386,7 @@ try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guin
     StwSchedule near;
     schedule_copy(&s, &near, d->n_items);
     stw_schedule_hoist(d, &near, 2 * param_chunk_bytes(at->c));
+    stw_schedule_write_back_early(d, &near);
     best = make_plan(at, optim, &near, pd);
   }
   stw_schedule_hoist(d, &s, ahead_bytes);

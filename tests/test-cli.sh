@@ -338,7 +338,7 @@ expect 2 "--checkpoint-every, --amp, --attention" "whatif --checkpoint-every wit
 $S synth --model gpt2 --batch 2 --seq 512 --amp -o "$T/amp.json" > /dev/null 2>&1
 expect 0 "batch 2 x seq 512, fp32 weights, autocast to bf16" "synth --amp: fp32 weights, autocast's dtype" -- $S inspect "$T/amp.json"
 expect 0 "param       474.70 MiB  124,439,808              4" "synth --amp: 4 bytes a weight" -- $S inspect "$T/amp.json"
-expect 0 "stowage  gpt-h2048-l93      93  4,788,346,880    7.674 s       534  9.3%  50.61 GiB  host memory" "capacity --amp: fp32 weights fill the host sooner (120 layers in bf16); MFU against the bf16 peak autocast computes at" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage --amp
+expect 0 "stowage  gpt-h2048-l93      93  4,788,346,880    7.361 s       556  9.7%  50.61 GiB  host memory" "capacity --amp: fp32 weights fill the host sooner (120 layers in bf16); MFU against the bf16 peak autocast computes at" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage --amp
 expect 2 "--amp computes in 16 bits: give --dtype bf16 or fp16 with it" "synth --amp --dtype fp32" -- $S synth --model gpt2 --amp --dtype fp32 -o "$T/never.json"
 # the optimizer's implementations: fused 32 bytes an element, foreach 72 and GradScaler's 8 under
 # fp16 autocast (2.5x), a for-loop seven launches a tensor (GPT-2's 148 tensors at 10 us each)
