@@ -672,6 +672,10 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       guint64 budget = stw_budgets_usable(&p->budgets);
       guint64 limit = budget > op->nonmodel_peak_bytes ? budget - op->nonmodel_peak_bytes : 0;
       ready = wait_memory(&s, ready, 0, limit);
+      /* the thread that steps on the CPU is the one that issues the ops (stowage's trainer and
+       * wrap, and the step() of DeepSpeed, Colossal-AI and PyTorch): nothing after an optimizer
+       * op starts before its CPU Adam has finished, the next iteration's forward included */
+      ready = MAX(ready, s.thread_free);
       if (k == 0) {
         starts[it] = ready;
         if (s.record)
@@ -680,10 +684,6 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       guint64 dur = op_duration(p, t, op);
       s.nonmodel = op->nonmodel_peak_bytes;
       sample(&s, ready);
-      /* the thread that steps on the CPU is the one that issues the ops (stowage's trainer and
-       * wrap, and the step() of DeepSpeed, Colossal-AI and PyTorch): nothing after an optimizer
-       * op starts before its CPU Adam has finished, the next iteration's forward included */
-      ready = MAX(ready, s.thread_free);
       if (op->stage == STW_STAGE_OPTIM) {
         cpu_adam(&s, op, ready);
         if (p->hw.compute_on_host) /* the same cores: the stream waits for them */

@@ -131,6 +131,32 @@ test_framework_gradients_cross(void)
   stw_simulation_clear(&s);
 }
 
+/* The thread that steps on the CPU launches the next op: under every policy that steps chunks
+ * with CPU Adam, each step of the measured iteration has ended before the next iteration's first
+ * op starts (cost model 8; before it the next forward ran beside the step). */
+static void
+test_step_before_next_forward(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 8, 1024, TRUE);
+  const StwPolicy policies[] = { STW_POLICY_STOWAGE, STW_POLICY_PATRICKSTAR,
+                                 STW_POLICY_ZERO_OFFLOAD, STW_POLICY_ZERO_INFINITY };
+  guint stepped = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(policies); i++) {
+    g_autoptr(StwPlan) p = plan_for(t, 4 * STW_GiB, policies[i]);
+    StwSimulation s;
+    stw_simulate(p, t, TRUE, &s);
+    for (guint j = 0; j < s.tasks->len; j++) {
+      const StwSimTask *x = &g_array_index(s.tasks, StwSimTask, j);
+      if (x->lane != STW_SIM_CPU_ADAM)
+        continue;
+      stepped++;
+      g_assert_cmpuint(x->end_ns, <=, s.iteration_ns);
+    }
+    stw_simulation_clear(&s);
+  }
+  g_assert_cmpuint(stepped, >, 100);
+}
+
 /* Every event of the Chrome trace lies within the iteration: a stall carried into the first op
  * from the iteration before begins at 0 (it was written at 2^64 - x ns, 584 years away). */
 static void
@@ -451,6 +477,7 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/storage-shared", test_storage_shared);
   g_test_add_func("/simulate/framework-gradients-cross", test_framework_gradients_cross);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
+  g_test_add_func("/simulate/step-before-next-forward", test_step_before_next_forward);
   g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
   g_test_add_func("/simulate/whatif-points", test_whatif_points);
