@@ -34,7 +34,7 @@ typedef struct {
   guint64 *gpu_ready;         /* per item: its GPU copy is valid from then */
   guint64 *cpu_ready;         /* per item: its CPU copy is valid from then */
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
-  guint64 thread_free;         /* when the thread that issues the ops is free: after the CPU
+  guint64 thread_free;        /* when the thread that issues the ops is free: after the CPU
                                * Adam of the last optimizer op it stepped */
   GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
                                * in issue order */

@@ -29,16 +29,17 @@ step(StwDemand *d, guint64 cap, const char *need, const char *write, const char 
     stw_demand_forbid(d, (guint32)(*p - 'a'));
 }
 
-static GString *
-actions_string(const StwSchedule *s)
+/* Asserts that S's actions, written "moment:kind item, ...", are WANT. */
+static void
+assert_actions(const StwSchedule *s, const char *want)
 {
-  GString *out = g_string_new(NULL);
+  g_autoptr(GString) got = g_string_new(NULL);
   for (guint i = 0; i < s->actions->len; i++) {
     const StwAction *a = &g_array_index(s->actions, StwAction, i);
-    g_string_append_printf(out, "%s%u:%s %c", i ? ", " : "", a->moment,
+    g_string_append_printf(got, "%s%u:%s %c", i ? ", " : "", a->moment,
                            stw_action_kind_name(a->kind), 'a' + a->item);
   }
-  return out;
+  g_assert_cmpstr(got->str, ==, want);
 }
 
 /* Belady on the classic sequence: capacity 2, a b c a b; at c it evicts b (used after a). */
@@ -55,11 +56,9 @@ test_belady(void)
   StwEngineOptions o = { .rule = STW_EVICT_FARTHEST };
   StwSchedule s;
   g_assert_true(stw_schedule_run(d, NULL, NULL, &o, &s));
-  GString *got = actions_string(&s);
-  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:fetch b, 2:drop b, 2:fetch c, 4:drop a, 4:fetch b");
+  assert_actions(&s, "0:fetch a, 1:fetch b, 2:drop b, 2:fetch c, 4:drop a, 4:fetch b");
   g_assert_cmpuint(s.h2d_bytes, ==, 40);
   g_assert_cmpuint(s.d2h_bytes, ==, 0);
-  g_string_free(got, TRUE);
   stw_schedule_clear(&s);
 
   o.rule = STW_EVICT_LRU; /* LRU evicts a at c, then misses on a and b */
@@ -86,9 +85,7 @@ test_clean_preference(void)
   o.rule = STW_EVICT_FARTHEST_CLEAN;
   g_assert_true(stw_schedule_run(d, NULL, NULL, &o, &s));
   g_assert_cmpuint(s.d2h_bytes, ==, 0);
-  GString *got = actions_string(&s);
-  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:fetch b, 2:drop b, 2:fetch c");
-  g_string_free(got, TRUE);
+  assert_actions(&s, "0:fetch a, 1:fetch b, 2:drop b, 2:fetch c");
   stw_schedule_clear(&s);
 }
 
@@ -104,9 +101,7 @@ test_forbid_and_infeasible(void)
   StwEngineOptions o = { .rule = STW_EVICT_FARTHEST_CLEAN };
   StwSchedule s;
   g_assert_true(stw_schedule_run(d, NULL, NULL, &o, &s));
-  GString *got = actions_string(&s);
-  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:evict a, 2:fetch a");
-  g_string_free(got, TRUE);
+  assert_actions(&s, "0:fetch a, 1:evict a, 2:fetch a");
   g_assert_cmpuint(stw_schedule_lower_bound(d, NULL), ==, 20); /* fetch + forced write-back */
   stw_schedule_clear(&s);
 
@@ -136,9 +131,7 @@ test_steady_and_hoist(void)
   StwSchedule s;
   g_assert_true(stw_schedule_steady(d, &o, &s));
   g_assert_true(s.resident[0] && !s.resident[1] && s.resident[2]);
-  GString *got = actions_string(&s);
-  g_assert_cmpstr(got->str, ==, "1:drop a, 1:fetch b, 4:drop b, 4:fetch a");
-  g_string_free(got, TRUE);
+  assert_actions(&s, "1:drop a, 1:fetch b, 4:drop b, 4:fetch a");
   StwReplay r;
   g_assert_true(stw_schedule_replay(d, &s, TRUE, &r));
   stw_replay_clear(&r);
@@ -153,9 +146,7 @@ test_steady_and_hoist(void)
   stw_demand_finish(h);
   g_assert_true(stw_schedule_run(h, NULL, NULL, &o, &s));
   stw_schedule_hoist(h, &s, G_MAXUINT64);
-  got = actions_string(&s);
-  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:fetch b");
-  g_string_free(got, TRUE);
+  assert_actions(&s, "0:fetch a, 1:fetch b");
   g_assert_true(stw_schedule_replay(h, &s, FALSE, &r));
   stw_replay_clear(&r);
   stw_schedule_clear(&s);
@@ -183,14 +174,10 @@ test_write_back_early(void)
   StwEngineOptions o = { .rule = STW_EVICT_FARTHEST_CLEAN };
   StwSchedule s;
   g_assert_true(stw_schedule_run(d, NULL, NULL, &o, &s));
-  GString *got = actions_string(&s);
-  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:fetch b, 1:fetch c, 2:evict a, 2:drop c, 3:evict b");
-  g_string_free(got, TRUE);
+  assert_actions(&s, "0:fetch a, 1:fetch b, 1:fetch c, 2:evict a, 2:drop c, 3:evict b");
   guint64 d2h = s.d2h_bytes;
   stw_schedule_write_back_early(d, &s);
-  got = actions_string(&s);
-  g_assert_cmpstr(got->str, ==, "0:fetch a, 1:evict a, 1:fetch b, 1:fetch c, 2:evict b, 2:drop c");
-  g_string_free(got, TRUE);
+  assert_actions(&s, "0:fetch a, 1:evict a, 1:fetch b, 1:fetch c, 2:evict b, 2:drop c");
   StwReplay r;
   g_assert_true(stw_schedule_replay(d, &s, FALSE, &r));
   g_assert_cmpuint(r.d2h_bytes, ==, d2h);
