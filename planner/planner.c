@@ -361,7 +361,11 @@ schedule_copy(const StwSchedule *from, StwSchedule *to, guint32 n_items)
 
 /* Schedules one placement and prefetches at most AHEAD_BYTES ahead; with PREFETCH_SEARCH it also
  * tries a short prefetch distance (two parameter chunks) and keeps whichever the simulator finds
- * faster. Returns a plan with predictions, or NULL after noting why there is none. */
+ * faster. The items PINNED keeps on the GPU are not held back by that distance where they come
+ * back (after CPU Adam stepped them on the host): the policy keeps them there, so they return as
+ * soon as there is room (DeepSpeed's ZeRO-3 copies a rank's updated partition back inside
+ * step(), its prefetch bucket bounding only the gathers). Returns a plan with predictions, or
+ * NULL after noting why there is none. */
 static StwPlan *
 try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guint8 *hold,
               const guint64 *cap, StwEvictRule rule, gboolean release, guint64 ahead_bytes,
@@ -385,11 +389,11 @@ try_placement(Attempt *at, const guint8 *optim, const guint8 *pinned, const guin
   if (prefetch_search) {
     StwSchedule near;
     schedule_copy(&s, &near, d->n_items);
-    stw_schedule_hoist(d, &near, 2 * param_chunk_bytes(at->c));
+    stw_schedule_hoist(d, &near, 2 * param_chunk_bytes(at->c), pinned);
     stw_schedule_write_back_early(d, &near);
     best = make_plan(at, optim, &near, pd);
   }
-  stw_schedule_hoist(d, &s, ahead_bytes);
+  stw_schedule_hoist(d, &s, ahead_bytes, pinned);
   stw_schedule_write_back_early(d, &s);
   StwPlan *far = make_plan(at, optim, &s, pd);
   if (far == NULL)

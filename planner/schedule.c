@@ -461,24 +461,33 @@ stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, StwSchedule
 
 /* ---- prefetch ----------------------------------------------------------------------------- */
 
-/* Whether B more bytes fit in every step of [FROM, TO). */
+/* The bytes of ITEM's fetch that count against the prefetch distance: none where UNBOUNDED
+ * says the distance does not bound it. */
+static guint64
+ahead_bytes(const StwDemand *d, const guint8 *unbounded, guint32 item)
+{
+  return unbounded != NULL && unbounded[item] ? 0 : d->bytes[item];
+}
+
+/* Whether B more bytes fit in every step of [FROM, TO), AHEAD_B of them fetched ahead. */
 static gboolean
 room(const StwDemand *d, const guint64 *occupancy, const guint64 *ahead, guint64 max_ahead,
-     guint32 from, guint32 to, guint64 b)
+     guint32 from, guint32 to, guint64 b, guint64 ahead_b)
 {
   for (guint32 j = from; j < to; j++) {
-    if (occupancy[j] + b > d->capacity[j] || ahead[j] + b > max_ahead)
+    if (occupancy[j] + b > d->capacity[j] || ahead[j] + ahead_b > max_ahead)
       return FALSE;
   }
   return TRUE;
 }
 
 static void
-take_room(guint64 *occupancy, guint64 *ahead, guint32 from, guint32 to, guint64 b)
+take_room(guint64 *occupancy, guint64 *ahead, guint32 from, guint32 to, guint64 b,
+          guint64 ahead_b)
 {
   for (guint32 j = from; j < to; j++) {
     occupancy[j] = stw_cost_add(occupancy[j], b);
-    ahead[j] = stw_cost_add(ahead[j], b);
+    ahead[j] = stw_cost_add(ahead[j], ahead_b);
   }
 }
 
@@ -489,7 +498,7 @@ take_room(guint64 *occupancy, guint64 *ahead, guint32 from, guint32 to, guint64 
  * the optimizer stage. */
 static void
 hoist_across(const StwDemand *d, StwSchedule *s, guint64 *occupancy, guint64 *ahead,
-             guint64 max_ahead)
+             guint64 max_ahead, const guint8 *unbounded)
 {
   guint32 n = d->n_steps;
   g_autofree guint32 *first = g_new(guint32, MAX(d->n_items, 1));   /* first action index */
@@ -515,16 +524,16 @@ hoist_across(const StwDemand *d, StwSchedule *s, guint64 *occupancy, guint64 *ah
    * before its fetch cannot start the iteration on it */
   for (guint32 i = 0; i < s->actions->len; i++) {
     guint32 item = a[i].item, m = a[i].moment;
-    guint64 b = d->bytes[item];
+    guint64 b = d->bytes[item], counted = ahead_bytes(d, unbounded, item);
     if (a[i].kind != STW_ACTION_FETCH || first[item] != i || s->resident[item] ||
         floor_at[item] == 0 || m == n || first_forbid[item] < m ||
-        !room(d, occupancy, ahead, max_ahead, 0, m, b))
+        !room(d, occupancy, ahead, max_ahead, 0, m, b, counted))
       continue;
     guint32 t = n;
-    while (t > floor_at[item] && room(d, occupancy, ahead, max_ahead, t - 1, t, b))
+    while (t > floor_at[item] && room(d, occupancy, ahead, max_ahead, t - 1, t, b, counted))
       t--;
-    take_room(occupancy, ahead, 0, m, b);
-    take_room(occupancy, ahead, t, n, b);
+    take_room(occupancy, ahead, 0, m, b, counted);
+    take_room(occupancy, ahead, t, n, b, counted);
     a[i].moment = t;
     s->resident[item] = 1;
     s->dirty[item] = 0;
@@ -562,7 +571,8 @@ stw_schedule_write_back_early(const StwDemand *d, StwSchedule *s)
 }
 
 void
-stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
+stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes,
+                   const guint8 *unbounded)
 {
   if (max_ahead_bytes == 0 || d->n_steps == 0)
     return;
@@ -587,19 +597,12 @@ stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
         continue;
       }
       guint32 item = a[k].item;
-      guint64 b = d->bytes[item];
-      guint32 lo = floor_at[item];
+      guint64 b = d->bytes[item], counted = ahead_bytes(d, unbounded, item);
       guint32 target = m;
-      while (target > lo) {
-        guint32 j = target - 1;
-        if (r.occupancy[j] + b > d->capacity[j] || ahead[j] + b > max_ahead_bytes)
-          break;
-        target = j;
-      }
-      for (guint32 j = target; j < m; j++) {
-        r.occupancy[j] = stw_cost_add(r.occupancy[j], b);
-        ahead[j] = stw_cost_add(ahead[j], b);
-      }
+      while (target > floor_at[item] &&
+             room(d, r.occupancy, ahead, max_ahead_bytes, target - 1, target, b, counted))
+        target--;
+      take_room(r.occupancy, ahead, target, m, b, counted);
       a[k].moment = target;
     }
     i = batch_end;
@@ -609,7 +612,7 @@ stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes)
     }
   }
   stw_actions_sort(s->actions);
-  hoist_across(d, s, r.occupancy, ahead, max_ahead_bytes);
+  hoist_across(d, s, r.occupancy, ahead, max_ahead_bytes, unbounded);
   stw_actions_sort(s->actions);
   stw_replay_clear(&r);
 }

@@ -47,8 +47,12 @@ gboolean stw_schedule_steady(const StwDemand *d, const StwEngineOptions *opt, St
 
 /* Moves fetches earlier, as early as free capacity allows (never before the chunk's previous
  * removal, never more than MAX_AHEAD_BYTES of fetched-ahead chunks waiting at any moment),
- * treating the end-of-iteration fetches as cyclic prefetches into the iteration's tail. */
-void stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes);
+ * treating the end-of-iteration fetches as cyclic prefetches into the iteration's tail. The
+ * fetches of the items UNBOUNDED marks (may be NULL) neither count against that distance nor
+ * are held by it, only by capacity: a rank's own chunks coming back after CPU Adam, where the
+ * distance is the prefetch bucket of the others' gathers. */
+void stw_schedule_hoist(const StwDemand *d, StwSchedule *s, guint64 max_ahead_bytes,
+                        const guint8 *unbounded);
 /* Moves each eviction (a dirty item's write-back) to the moment after the item's last need,
  * write or fetch before it (never before a reduce-scatter it waits for), so the copy overlaps
  * the steps in between instead of holding up the step that forbids the item: gradients that CPU

@@ -56,9 +56,9 @@ has "an epoch's time as the row derives a step from it; a 24 GB card's whole mem
 has "the policy the row's emulation target names; a Llama; four micro-steps; no checkpointing where it fits without" \
   "| T10 | FSDP CPU offload | Llama-3.2-1B-like (made  | 1 x 1 | zero-offload on RTX4090-24GB-PCIe4 | 3.000 s | 1.762 s | -41.3% |"
 has "DeepSpeed ZeRO-3 with offload_optimizer alone: zero-offload at stage 3" \
-  "| T12 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 4 x 8 | zero-offload --zero-stage 3 on A100-80GB-PCIe4 | 4.000 s | 2.021 s | -49.5% |"
+  "| T12 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 4 x 8 | zero-offload --zero-stage 3 on A100-80GB-PCIe4 | 4.000 s | 1.982 s | -50.4% |"
 has "two DGX nodes: --gpus 8 --nodes 2, the host memory a node's" \
-  "| T13 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 16 x 8 | zero-offload --zero-stage 3 on A100-SXM4-80GB | 5.000 s | 1.541 s | -69.2% |"
+  "| T13 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 16 x 8 | zero-offload --zero-stage 3 on A100-SXM4-80GB | 5.000 s | 1.515 s | -69.7% |"
 has "a 512-GPU run whose chunk groups no GPU holds: not replayed, said why" \
   "- D02: a chunk group of 512 GPUs is gathered whole, each chunk at least the largest tensor: no plan fits below 2.91 TiB a GPU (ZeRO-3 partitions each tensor across the GPUs instead)"
 has "a row that does not say whether it offloaded: not replayed, said" "- D11: whether it offloaded is not stated"

@@ -145,15 +145,21 @@ test_steady_and_hoist(void)
   step(h, 20, "b", "", "");
   stw_demand_finish(h);
   g_assert_true(stw_schedule_run(h, NULL, NULL, &o, &s));
-  stw_schedule_hoist(h, &s, G_MAXUINT64);
+  stw_schedule_hoist(h, &s, G_MAXUINT64, NULL);
   assert_actions(&s, "0:fetch a, 1:fetch b");
   g_assert_true(stw_schedule_replay(h, &s, FALSE, &r));
   stw_replay_clear(&r);
   stw_schedule_clear(&s);
   /* a prefetch bucket smaller than the chunk keeps it where it was */
   g_assert_true(stw_schedule_run(h, NULL, NULL, &o, &s));
-  stw_schedule_hoist(h, &s, 5);
+  stw_schedule_hoist(h, &s, 5, NULL);
   g_assert_cmpuint(g_array_index(s.actions, StwAction, 1).moment, ==, 2);
+  stw_schedule_clear(&s);
+  /* unless b is one the bucket does not bound (a rank's own chunk coming back): room alone */
+  const guint8 unbounded[2] = { 0, 1 };
+  g_assert_true(stw_schedule_run(h, NULL, NULL, &o, &s));
+  stw_schedule_hoist(h, &s, 5, unbounded);
+  assert_actions(&s, "0:fetch a, 1:fetch b");
   stw_schedule_clear(&s);
 }
 
@@ -419,7 +425,7 @@ test_iteration_boundary(void)
       stw_schedule_clear(&s);
       continue;
     }
-    stw_schedule_hoist(d, &s, G_MAXUINT64);
+    stw_schedule_hoist(d, &s, G_MAXUINT64, NULL);
     guint64 start = 0;
     for (guint32 k = 0; k < d->n_items; k++)
       start += s.resident[k] ? d->bytes[k] : 0;
