@@ -40,14 +40,12 @@ if "$PY" -c 'import pytest' >/dev/null 2>&1; then
         cases=$((cases + 1)) ;;
     esac
   done < "$log"
-  # every case alone too (as test-alone.sh runs the C cases): none depends on an earlier one
+  # every case alone too (as test-alone.sh runs the C cases): none depends on an earlier one.
+  # Each in a process of its own, forked after PyTorch's import and before any case ran
+  # (tests/python-alone.py: as many at once as there are CPUs, none sharing a file)
   ids=$(cd "$STW_SRCDIR/python" && "$PY" -m pytest --collect-only -q -p no:cacheprovider tests 2>/dev/null |
         grep '::')
-  # (as many at once as there are CPUs: each its own process, none sharing a file)
-  failed=$(cd "$STW_SRCDIR/python" && printf '%s\n' $ids |
-           xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} sh -c \
-             '"$0" -W ignore -m pytest -q -p no:cacheprovider "$1" > /dev/null 2>&1 || echo " $1"' \
-             "$PY" {} | tr -d '\n')
+  failed=$(cd "$STW_SRCDIR/python" && "$PY" "$STW_SRCDIR/tests/python-alone.py" $ids)
   first=${failed# }
   first=${first%% *}
   : > "$TAP_TMP/alone.log"
