@@ -10,7 +10,9 @@ smollm; bloom; a mixture of experts by its words: Mixtral's or Qwen3-MoE's block
 experts" and "top-K" or "K active", ffn_hidden an expert's width, Mixtral's two a token where
 the row does not say; shared experts and latent attention, whose sizes the columns do not give,
 listed as not replayed), synthesized at the
-row's batch, sequence and gradient accumulation (micro-steps) in its precision (`stowage synth`;
+row's batch, sequence and gradient accumulation (micro-steps; each micro-step's gradients
+copied to the host and added there, `--gradients host`, where the row's gradients are on the CPU
+and not in Gemini's chunks) in its precision (`stowage synth`;
 PyTorch's AMP, fp32 weights and 16-bit GEMMs, under plain DDP: `--amp`;
 attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
 where it says so, or where it does not and only that fits), planned on the shipped profile of
@@ -472,6 +474,16 @@ def chunked_loss(row):
     return "resident in CPU RAM" in row["policy_config"]
 
 
+def gradients_on_host(row):
+    """Whether the row's loop copies each micro-step's gradients to host memory and adds them
+    there (FSDP's CPU offload, DeepSpeed's ZeRO-Offload under gradient accumulation): its
+    gradients on the CPU, not in chunks of their own (Gemini's), and several micro-steps a step
+    (with one, the gradients leave the device once, as the chunks' evictions take them)."""
+    where = row.get("grads_location", "").strip().lower()
+    return where.startswith("cpu") and "chunk" not in where and \
+        whole(row, "grad_accum_steps", 1) > 1
+
+
 def forward_backward_only(row):
     """Whether the row times forward and backward only, not the optimizer step."""
     return row["metric"].startswith("Step time (forward+backward only)")
@@ -522,8 +534,11 @@ def predict(row, policy, extra, tmp, ckpt=None):
     loss = ["--loss", "chunked"] if chunked_loss(row) else []
     loss += ["--amp"] if autocast(row) else []
     accum = whole(row, "grad_accum_steps", 1)  # gradient accumulation: micro-steps a step
+    grads = ["--gradients", "host"] if gradients_on_host(row) else []
+    if grads:
+        assume(row, "each micro-step's gradients to the host")
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
-                  "--micro-steps", str(accum),
+                  "--micro-steps", str(accum), *grads,
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
                   *loss, "--kernels", "fused" if megatron(row) else "eager",
                   "--optimizer-impl", optimizer_impl_of(row), "-o", trace)

@@ -55,7 +55,10 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
   if (stw_trace_micro_steps(t) > 1 || t->model.gradients != STW_GRADIENTS_CHUNKS)
     printf("iteration   %u micro-step%s; gradients in the %s\n", stw_trace_micro_steps(t),
            stw_trace_micro_steps(t) > 1 ? "s" : "",
-           t->model.gradients == STW_GRADIENTS_CHUNKS ? "param chunks" : "framework's tensors");
+           t->model.gradients == STW_GRADIENTS_CHUNKS ? "param chunks"
+           : t->model.gradients == STW_GRADIENTS_HOST
+               ? "framework's tensors, each micro-step's copied to host memory and added there"
+               : "framework's tensors");
 }
 
 /* Model data by list: its bytes, the parameters it holds (the param list every one, the others

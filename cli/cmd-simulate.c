@@ -43,7 +43,12 @@ print_engines(const StwPlan *p, const StwSimulation *s)
       note = g_strdup_printf("%s received, ring of %u ranks over %s", bytes, world,
                              p->hw.interconnect_kind[0] ? p->hw.interconnect_kind : "?");
     } else {
-      note = g_strdup(world > 1 ? "each rank's, the ranks of a node at once" : "");
+      g_autofree char *add = stw_duration_format(s->cpu_add_ns);
+      note = g_strdup_printf("%s%s%s%s", world > 1 ? "each rank's, the ranks of a node at once" : "",
+                             world > 1 && s->cpu_add_ns > 0 ? "; " : "",
+                             s->cpu_add_ns > 0 ? add : "",
+                             s->cpu_add_ns > 0 ? " of it adding each micro-step's gradients on the "
+                                                 "host" : "");
     }
     stw_table_row(tab, lanes[i].name, busy, share, note);
   }

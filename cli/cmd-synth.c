@@ -13,7 +13,7 @@
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size, *vision_trained;
+      *optimizer_impl, *images, *image_size, *vision_trained, *gradients;
   gboolean checkpointing, amp;
 } Line;
 
@@ -23,7 +23,8 @@ line_clear(Line *l)
   char **texts[] = { &l->model, &l->model_config, &l->batch, &l->seq, &l->dtype, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->hw_name,
                      &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
-                     &l->optimizer_impl, &l->images, &l->image_size, &l->vision_trained };
+                     &l->optimizer_impl, &l->images, &l->image_size, &l->vision_trained,
+                     &l->gradients };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -64,6 +65,11 @@ parse(Line *l, int argc, char **argv)
       "forward-backward passes per iteration, each over --batch sequences, then one optimizer "
       "step (gradient accumulation; default 1): the gradients are then the framework's "
       "tensors, held to the step", "K" },
+    { "gradients", 0, 0, STW_OPTION_TEXT, &l->gradients,
+      "where the loop keeps its gradients to the step: device (default) or host (each "
+      "micro-step's copied to host memory after the backward op that last writes it, freed on "
+      "the device and added there to the earlier ones': FSDP's CPU offload, DeepSpeed's "
+      "ZeRO-Offload)", "WHERE" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
       "how the optimizer steps the tensors on the GPU: fused (default: one kernel, torch's "
       "fused=True, FusedAdam), foreach (torch 2's default on CUDA: seven passes, many tensors a "
@@ -130,7 +136,7 @@ request_of(const Line *l)
     { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory },
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "images", l->images }, { "image-size", l->image_size },
-    { "vision-trained", l->vision_trained }
+    { "vision-trained", l->vision_trained }, { "gradients", l->gradients }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -18,6 +18,18 @@ stw_transfer_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gb
 }
 
 guint64
+stw_host_add_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes)
+{
+  guint32 ranks = MAX(ranks_per_node, 1);
+  double bw = hw->cpu_adam_elems_per_s * STW_ADAM_PROFILE_BYTES;
+  if (hw->host_memory_bytes_per_s > 0)
+    bw = MIN(bw, hw->host_memory_bytes_per_s / ranks);
+  if (!(bw > 0))
+    return 0;
+  return stw_cost_ns(3.0 * (double)bytes / bw * 1e9);
+}
+
+guint64
 stw_storage_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes, gboolean write,
                gboolean turn)
 {

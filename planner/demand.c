@@ -178,7 +178,7 @@ stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwGradients grad
   g_array_set_size(out->need, 0);
   g_array_set_size(out->forbid, 0);
   g_array_set_size(out->write, 0);
-  if (gradients == STW_GRADIENTS_FRAMEWORK)
+  if (gradients != STW_GRADIENTS_CHUNKS)
     n_grads = 0; /* the framework's own tensors: nothing of the chunks is written */
   if (stage != STW_STAGE_OPTIM) {
     for (guint32 i = 0; i < n_params + n_grads; i++) {

@@ -10,19 +10,29 @@
 #include "simulate-demand.h"
 
 /* The bytes of the framework's gradients copied to the host at the step, where CPU Adam steps
- * their chunks (stw_gradients_cross_at_step): moves whatever the schedule. */
+ * their chunks (stw_gradients_cross_at_step), or, with the gradients on the host, each
+ * micro-step's copied there; moves whatever the schedule. Those copied back for a step on the
+ * GPU (gradients on the host) into *BACK. */
 static guint64
-gradient_copies(const StwPlan *p, const StwTrace *t)
+gradient_copies(const StwPlan *p, const StwTrace *t, guint64 *back)
 {
   guint64 bytes = 0;
+  *back = 0;
   for (guint32 id = 0; id < t->tensors->len; id++) {
     const StwTensor *x = stw_trace_tensor(t, id);
     guint32 ch = p->chunking->chunk_of[id];
-    if (!x->frozen && stw_chunking_owned(p->chunking, ch) &&
-        stw_gradients_cross_at_step(p->chunking, ch, p->optim[ch], t->model.gradients))
-      bytes = stw_cost_add(bytes, x->numel * stw_dtype_bytes(x->dtype));
+    guint64 b = x->numel * stw_dtype_bytes(x->dtype);
+    if (x->frozen || !stw_chunking_owned(p->chunking, ch))
+      continue;
+    if (stw_gradients_cross_at_step(p->chunking, ch, p->optim[ch], t->model.gradients))
+      bytes = stw_cost_add(bytes, b);
+    if (t->model.gradients == STW_GRADIENTS_HOST && !stw_optim_on_cpu(p->optim[ch]))
+      *back = stw_cost_add(*back, b);
   }
-  return bytes;
+  guint64 host = stw_trace_host_gradient_bytes(t);
+  return stw_cost_add(bytes, host > STW_COST_MAX / stw_trace_micro_steps(t)
+                                 ? STW_COST_MAX
+                                 : host * stw_trace_micro_steps(t));
 }
 
 void
@@ -53,7 +63,9 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
     else if (a[i].kind == STW_ACTION_EVICT)
       out->d2h_bytes = stw_cost_add(out->d2h_bytes, d->bytes[a[i].item]);
   }
-  out->d2h_bytes = stw_cost_add(out->d2h_bytes, gradient_copies(p, t));
+  guint64 back = 0;
+  out->d2h_bytes = stw_cost_add(out->d2h_bytes, gradient_copies(p, t, &back));
+  out->h2d_bytes = stw_cost_add(out->h2d_bytes, back);
   /* the offloaded blocks' activations, out and back on the same links, held by the host */
   g_autoptr(GArray) moves = stw_trace_activation_moves(t);
   for (guint i = 0; i < moves->len; i++) {
@@ -61,10 +73,7 @@ stw_plan_evaluate(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbool
     out->h2d_bytes = stw_cost_add(out->h2d_bytes, b);
     out->d2h_bytes = stw_cost_add(out->d2h_bytes, b);
   }
-  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
-                                                      p->hw.storage_gpudirect,
-                                                      &out->storage_bytes),
-                                stw_activation_moves_host_peak(moves));
+  out->cpu_bytes = stw_plan_host_bytes(p, t, d, moves, &out->storage_bytes);
   out->host_overhead_bytes = stw_process_bytes(t, &p->hw, NULL) * MAX(p->chunking->world, 1);
   StwSimulation local, *s = sim != NULL ? sim : &local;
   stw_simulate_demand(p, t, d, detail && sim != NULL, s);
@@ -99,6 +108,7 @@ stw_plan_lower_bound(const StwPlan *best, const StwTrace *t)
   guint64 activations = 0;
   for (guint i = 0; i < moves->len; i++)
     activations = stw_cost_add(activations, 2 * g_array_index(moves, StwActivationMove, i).bytes);
+  guint64 back = 0, grads = gradient_copies(best, t, &back);
   return stw_cost_add(stw_cost_add(stw_schedule_lower_bound(d, pinned), activations),
-                      gradient_copies(best, t));
+                      stw_cost_add(grads, back));
 }

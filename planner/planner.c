@@ -780,11 +780,11 @@ check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
     return FALSE;
   }
   /* the ranks reduce-scatter gradients out of the chunks, where the framework's never are */
-  if (stw_planner_world(t, o) > 1 && t->model.gradients == STW_GRADIENTS_FRAMEWORK) {
+  if (stw_planner_world(t, o) > 1 && t->model.gradients != STW_GRADIENTS_CHUNKS) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "%u GPUs: the trace's gradients "
-                "are the framework's own tensors (model.gradients \"framework\"), which the "
+                "are the framework's own tensors (model.gradients \"%s\"), which the "
                 "ranks cannot reduce-scatter out of the chunks; plan it for one GPU",
-                stw_planner_world(t, o));
+                stw_planner_world(t, o), stw_gradients_names[t->model.gradients]);
     return FALSE;
   }
   if (o->budgets.gpu_bytes == 0) {

@@ -15,12 +15,32 @@
 enum { PID = 1, TID_COMPUTE = 1, TID_H2D = 2, TID_D2H = 3, TID_CPU = 4, TID_COMM = 5,
        TID_STORAGE_READ = 6, TID_STORAGE_WRITE = 7 };
 
+/* Whether X copies or adds up the framework's gradients held on the host (its item an op). */
+static gboolean
+is_gradients(const StwSimTask *x)
+{
+  return (x->lane == STW_SIM_H2D || x->lane == STW_SIM_D2H || x->lane == STW_SIM_CPU_ADAM) &&
+         x->kind == STW_SIM_GRADIENTS;
+}
+
 /* Whether X runs on one of the lanes whose item is a chunk index (CPU Adam, the storage's). */
 static gboolean
 on_chunk_lane(const StwSimTask *x)
 {
-  return x->lane == STW_SIM_CPU_ADAM || x->lane == STW_SIM_STORAGE_READ ||
-         x->lane == STW_SIM_STORAGE_WRITE;
+  return (x->lane == STW_SIM_CPU_ADAM && !is_gradients(x)) ||
+         x->lane == STW_SIM_STORAGE_READ || x->lane == STW_SIM_STORAGE_WRITE;
+}
+
+/* "gradients after OP", "gradients for OP" (back for a step on the GPU), "add gradients of
+ * OP" for gradients task X of T. */
+static char *
+gradients_name(const StwTrace *t, const StwSimTask *x)
+{
+  const char *op = x->item < t->ops->len ? stw_trace_op(t, x->item)->name : "?";
+  return g_strdup_printf(x->lane == STW_SIM_D2H   ? "gradients after %s"
+                         : x->lane == STW_SIM_H2D ? "gradients for %s"
+                                                  : "add gradients of %s",
+                         op);
 }
 
 static void
@@ -75,6 +95,9 @@ lane_category(const StwSimTask *x)
 {
   if (is_activations(x))
     return x->lane == STW_SIM_D2H ? "offload" : "restore";
+  if (is_gradients(x))
+    return x->lane == STW_SIM_D2H ? "gradients out" : x->lane == STW_SIM_H2D ? "gradients back"
+                                                                         : "accumulate";
   switch (x->lane) {
   case STW_SIM_H2D: return "fetch";
   case STW_SIM_D2H: return "evict";
@@ -120,7 +143,8 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSim
   }
   for (guint i = 0; i < sim->tasks->len; i++) {
     const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
-    g_autofree char *name = x->lane == STW_SIM_CPU_ADAM ? g_strdup_printf("adam chunk %u", x->item)
+    g_autofree char *name = is_gradients(x) ? gradients_name(t, x)
+                            : x->lane == STW_SIM_CPU_ADAM ? g_strdup_printf("adam chunk %u", x->item)
                             : on_chunk_lane(x) && x->kind == STW_SIM_STORAGE_PARAMS
                                 ? g_strdup_printf("params of chunk %u", x->item)
                             : on_chunk_lane(x)  ? g_strdup_printf("state of chunk %u", x->item)
@@ -169,6 +193,8 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
   stw_json_add_u64(root, "h2d_busy_ns", sim->h2d_busy_ns);
   stw_json_add_u64(root, "d2h_busy_ns", sim->d2h_busy_ns);
   stw_json_add_u64(root, "cpu_busy_ns", sim->cpu_busy_ns);
+  if (sim->cpu_add_ns > 0) /* of it, adding the gradients on the host */
+    stw_json_add_u64(root, "cpu_add_ns", sim->cpu_add_ns);
   if (sim->storage_busy_ns > 0) {
     stw_json_add_u64(root, "storage_busy_ns", sim->storage_busy_ns);
     stw_json_add_u64(root, "storage_read_bytes", sim->storage_read_bytes);
@@ -208,8 +234,12 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
         cJSON_AddStringToObject(e, "collective", lane_category(x));
       g_autofree char *name = on_chunk_lane(x) ? g_strdup_printf("chunk %u", x->item)
                               : is_activations(x) ? activations_name(t, x)
+                              : is_gradients(x)   ? gradients_name(t, x)
                                                   : stw_plan_item_name(p->chunking, x->item);
-      cJSON_AddStringToObject(e, is_activations(x) ? "activations" : "chunk", name);
+      cJSON_AddStringToObject(e, is_activations(x) ? "activations"
+                                 : is_gradients(x) ? "gradients"
+                                                   : "chunk",
+                              name);
       stw_json_add_u64(e, "start_ns", x->start_ns);
       stw_json_add_u64(e, "end_ns", x->end_ns);
       stw_json_add_u64(e, "bytes", x->bytes);
@@ -368,7 +398,7 @@ moving_rows(const StwPlan *plan, const StwSimulation *sim, guint32 *n_moving_out
   g_autofree guint8 *moves = g_malloc0(MAX(n_items, 1));
   for (guint i = 0; i < sim->tasks->len; i++) {
     const StwSimTask *x = &g_array_index(sim->tasks, StwSimTask, i);
-    if (!on_chunk_lane(x) && !is_activations(x))
+    if (!on_chunk_lane(x) && !is_activations(x) && !is_gradients(x))
       moves[x->item] = 1;
   }
   guint32 n_moving = 0;
@@ -454,7 +484,8 @@ chunk_map(GString *s, const StwPlan *plan, const StwSimulation *sim, const GArra
     double since = 0;
     for (guint i = 0; i <= sim->tasks->len; i++) {
       const StwSimTask *x = i < sim->tasks->len ? &g_array_index(sim->tasks, StwSimTask, i) : NULL;
-      if (x != NULL && (on_chunk_lane(x) || is_activations(x) || x->item != item))
+      if (x != NULL && (on_chunk_lane(x) || is_activations(x) || is_gradients(x) ||
+                        x->item != item))
         continue;
       double a = MIN(x ? x->start_ns / 1e6 : T, T), b = MIN(x ? x->end_ns / 1e6 : T, T);
       g_string_append_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "

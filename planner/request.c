@@ -43,7 +43,7 @@ static const char *const synth_options[] = { "model", "model-config", "batch", "
                                              "attention", "kernels", "loss", "micro-steps",
                                              "optimizer-impl", "freeze", "lora", "lora-targets",
                                              "images", "image-size", "vision-trained", "hw",
-                                             "memory", NULL };
+                                             "memory", "gradients", NULL };
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",

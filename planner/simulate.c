@@ -54,6 +54,11 @@ typedef struct {
   guint next_event;           /* the first not yet seen in this iteration */
   guint64 *out_end, *in_end;  /* per move: when its copy out, its copy back completes */
   guint8 *pageable;           /* per item, then per move: its host copy beyond the pinned budget */
+  guint64 *grads_out;         /* per op, with the gradients on the host: the bytes copied there
+                               * after it (of the tensors whose micro-step it last writes) */
+  guint64 *grads_added;       /* ... of them, those added there to an earlier micro-step's */
+  gboolean grads_pageable;    /* their host buffers beyond the pinned budget */
+  guint64 grads_ready;        /* when the last copied are on the host, and added */
 } Sim;
 
 /* What happens to move MOVE at MOMENT. */
@@ -167,6 +172,8 @@ task(Sim *s, StwSimLane lane, guint32 item, guint32 kind, guint64 start, guint64
     break;
   case STW_SIM_CPU_ADAM:
     s->out->cpu_busy_ns = stw_cost_add(s->out->cpu_busy_ns, end - start);
+    if (kind == STW_SIM_GRADIENTS)
+      s->out->cpu_add_ns = stw_cost_add(s->out->cpu_add_ns, end - start);
     break;
   case STW_SIM_COMM:
     s->out->comm_busy_ns = stw_cost_add(s->out->comm_busy_ns, end - start);
@@ -446,6 +453,8 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
       continue;
     guint32 param = stw_plan_item(c, STW_LIST_PARAM, ch);
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
+    if (s->grads_out != NULL) /* every gradient on the host, added up */
+      start = MAX(start, s->grads_ready);
     const StwTensor *x = stw_trace_tensor(s->t, op->params[i]);
     double numel = (double)x->numel;
     if (stw_gradients_cross_at_step(c, ch, s->p->optim[ch], s->t->model.gradients)) {
@@ -501,6 +510,104 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
   }
 }
 
+/* Under model.gradients "host": per op K of T, the bytes of gradients copied to the host after
+ * it, those of the tensors whose last write in a micro-step K is (a tied weight's is written by
+ * two ops), into OUT[K], and of them those added there to an earlier micro-step's into
+ * ADDED[K]. A micro-step ends where a forward op follows a backward one, and at the first
+ * optimizer op. */
+static void
+host_gradient_copies(const StwTrace *t, guint64 *out, guint64 *added)
+{
+  guint32 n = MAX(t->tensors->len, 1);
+  g_autofree guint32 *last = g_new(guint32, n);
+  g_autofree guint8 *before = g_new0(guint8, n);
+  g_autoptr(GArray) touched = g_array_new(FALSE, FALSE, sizeof(guint32));
+  memset(last, 0xff, n * sizeof(guint32));
+  StwStage prev = STW_STAGE_FWD;
+  for (guint32 k = 0; k <= t->ops->len; k++) {
+    const StwOp *op = k < t->ops->len ? stw_trace_op(t, k) : NULL;
+    gboolean ends = op == NULL || op->stage == STW_STAGE_OPTIM ||
+                    (op->stage == STW_STAGE_FWD && prev == STW_STAGE_BWD);
+    for (guint i = 0; ends && i < touched->len; i++) {
+      guint32 id = g_array_index(touched, guint32, i);
+      const StwTensor *x = stw_trace_tensor(t, id);
+      guint64 b = x->numel * stw_dtype_bytes(x->dtype);
+      out[last[id]] = stw_cost_add(out[last[id]], b);
+      if (before[id])
+        added[last[id]] = stw_cost_add(added[last[id]], b);
+      before[id] = 1;
+      last[id] = G_MAXUINT32;
+    }
+    if (ends)
+      g_array_set_size(touched, 0);
+    if (op == NULL)
+      break;
+    for (guint32 i = 0; op->stage == STW_STAGE_BWD && i < op->n_grads; i++) {
+      guint32 id = op->grads[i];
+      if (stw_trace_tensor(t, id)->frozen)
+        continue;
+      if (last[id] == G_MAXUINT32)
+        g_array_append_val(touched, id);
+      last[id] = k;
+    }
+    prev = op->stage;
+  }
+}
+
+/* The gradients copied to the host after op K (model.gradients "host"), from the end of its
+ * compute, and those of them added there to an earlier micro-step's. As FSDP's CPU offload
+ * does (torch's _fsdp_collectives.foreach_reduce): a copy nothing is added to goes without
+ * waiting; where the host adds, the thread that issues the ops waits for the copy and adds
+ * ("the CPU add kernel depends on the copy result"), and issues nothing more until it is
+ * done. */
+static void
+host_gradients(Sim *s, guint32 k)
+{
+  const StwHardware *hw = &s->p->hw;
+  guint32 ranks = stw_chunking_ranks_per_node(s->p->chunking);
+  guint64 b = s->grads_out[k], added = s->grads_added[k];
+  guint64 from = MAX(s->compute_free, s->d2h_free);
+  guint64 to = stw_cost_add(from, stw_transfer_ns(hw, ranks, b, !s->grads_pageable));
+  s->d2h_free = to;
+  copy_on_cores(s, from, to);
+  task(s, STW_SIM_D2H, k, STW_SIM_GRADIENTS, from, to, b);
+  s->grads_ready = MAX(s->grads_ready, to);
+  if (added == 0)
+    return;
+  guint64 start = MAX(to, s->cpu_free);
+  guint64 end = stw_cost_add(start, stw_host_add_ns(hw, ranks, added));
+  s->cpu_free = end;
+  task(s, STW_SIM_CPU_ADAM, k, STW_SIM_GRADIENTS, start, end, added);
+  s->grads_ready = MAX(s->grads_ready, end);
+  s->thread_free = MAX(s->thread_free, end);
+}
+
+/* Before optimizer op OP (op K) steps on the GPU, from T: the gradients of the tensors it steps
+ * there come back from the host (model.gradients "host"), once all are there. When they are
+ * back (T where none is stepped there). */
+static guint64
+gradients_back(Sim *s, const StwOp *op, guint32 k, guint64 t)
+{
+  const StwChunking *c = s->p->chunking;
+  guint64 b = 0;
+  for (guint32 i = 0; i < op->n_params; i++) {
+    guint32 ch = c->chunk_of[op->params[i]];
+    const StwTensor *x = stw_trace_tensor(s->t, op->params[i]);
+    if (!stw_optim_on_cpu(s->p->optim[ch]) && stw_chunking_owned(c, ch) && !x->frozen)
+      b += x->numel * stw_dtype_bytes(x->dtype);
+  }
+  if (b == 0)
+    return t;
+  guint64 from = MAX(MAX(t, s->h2d_free), s->grads_ready);
+  guint64 to = stw_cost_add(from, stw_transfer_ns(&s->p->hw,
+                                                  stw_chunking_ranks_per_node(c), b,
+                                                  !s->grads_pageable));
+  s->h2d_free = to;
+  copy_on_cores(s, from, to);
+  task(s, STW_SIM_H2D, k, STW_SIM_GRADIENTS, from, to, b);
+  return to;
+}
+
 /* The compute stream's time for OP. An optimizer op runs on the GPU when any chunk it steps
  * there is placed on the GPU, and with several ranks a rank steps only the tensors of the
  * chunks it owns: the traced time scaled by their share of the op's elements. */
@@ -530,13 +637,15 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
 }
 
 /* Which host copies are pinned: every item the schedule fetches or evicts, then every offloaded
- * block's buffer, in that order, as long as the plan's pinned budget (this rank's share) holds
- * them; the rest PAGEABLE (per item, then per move; NULL: only the sums). The bytes the copies
- * touch into *NEED, those beyond the budget into *OVER. */
+ * block's buffer, then the gradients the loop holds on the host (T's model.gradients "host"),
+ * in that order, as long as the plan's pinned budget (this rank's share) holds them; the rest
+ * PAGEABLE (per item, then per move; NULL: only the sums), and the gradients' *GRADS_PAGEABLE
+ * (may be NULL). The bytes the copies touch into *NEED, those beyond the budget into *OVER. */
 static void
-pinned_copies(const StwPlan *p, const StwDemand *d, StwGradients gradients, const GArray *moves,
-              guint8 *pageable, guint64 *need, guint64 *over)
+pinned_copies(const StwPlan *p, const StwDemand *d, const StwTrace *t, const GArray *moves,
+              guint8 *pageable, gboolean *grads_pageable, guint64 *need, guint64 *over)
 {
+  StwGradients gradients = t->model.gradients;
   g_autofree guint8 *copied = g_malloc0(MAX(d->n_items, 1));
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   for (guint i = 0; i < p->schedule.actions->len; i++)
@@ -578,6 +687,13 @@ pinned_copies(const StwPlan *p, const StwDemand *d, StwGradients gradients, cons
     if (pageable != NULL)
       pageable[k] = beyond;
   }
+  guint64 grads = stw_trace_host_gradient_bytes(t);
+  gboolean beyond = grads > 0 && stw_cost_add(*need, grads) > budget;
+  *need = stw_cost_add(*need, grads);
+  if (beyond)
+    *over = stw_cost_add(*over, grads);
+  if (grads_pageable != NULL)
+    *grads_pageable = beyond;
 }
 
 guint64
@@ -587,12 +703,24 @@ stw_plan_staging_bytes(const StwPlan *p, const StwTrace *t)
   return stw_demand_staging_bytes(d, p->chunking, p->optim, p->hw.storage_gpudirect);
 }
 
+guint64
+stw_plan_host_bytes(const StwPlan *p, const StwTrace *t, const StwDemand *d,
+                    const GArray *moves, guint64 *storage_out)
+{
+  guint64 grads = stw_trace_host_gradient_bytes(t);
+  guint64 world = MAX(p->chunking->world, 1);
+  return stw_cost_add(stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
+                                                         p->hw.storage_gpudirect, storage_out),
+                                   stw_activation_moves_host_peak(moves)),
+                      grads > STW_COST_MAX / world ? STW_COST_MAX : grads * world);
+}
+
 void
 stw_plan_pinned(const StwPlan *p, const StwTrace *t, guint64 *need, guint64 *pageable)
 {
   g_autoptr(StwDemand) d = stw_demand_of_plan(p, t);
   g_autoptr(GArray) moves = stw_trace_activation_moves(t);
-  pinned_copies(p, d, t->model.gradients, moves, NULL, need, pageable);
+  pinned_copies(p, d, t, moves, NULL, NULL, need, pageable);
 }
 
 void
@@ -623,8 +751,13 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   s.cpu_ready = g_new0(guint64, MAX(d->n_items, 1));
   s.moves = stw_trace_activation_moves(t);
   s.pageable = g_malloc0(MAX(d->n_items + s.moves->len, 1));
-  pinned_copies(p, d, t->model.gradients, s.moves, s.pageable, &out->pinned_bytes,
+  pinned_copies(p, d, t, s.moves, s.pageable, &s.grads_pageable, &out->pinned_bytes,
                 &out->pageable_bytes);
+  if (t->model.gradients == STW_GRADIENTS_HOST) {
+    s.grads_out = g_new0(guint64, t->ops->len);
+    s.grads_added = g_new0(guint64, t->ops->len);
+    host_gradient_copies(t, s.grads_out, s.grads_added);
+  }
   move_events(&s);
   guint32 n_chunks = stw_chunking_count(p->chunking);
   s.adam_steps = g_new0(guint32, MAX(n_chunks, 1));
@@ -643,10 +776,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
     if (p->schedule.resident[i])
       s.chunk_mem += d->bytes[i];
   }
-  out->cpu_bytes = stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
-                                                      p->hw.storage_gpudirect,
-                                                      NULL),
-                                stw_activation_moves_host_peak(s.moves));
+  out->cpu_bytes = stw_plan_host_bytes(p, t, d, s.moves, NULL);
   const StwAction *a = (const StwAction *)p->schedule.actions->data;
   guint n_actions = p->schedule.actions->len;
   guint32 n = t->ops->len;
@@ -683,6 +813,8 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       }
       guint64 dur = op_duration(p, t, op);
       s.nonmodel = op->nonmodel_peak_bytes;
+      if (s.grads_out != NULL && dur > 0 && op->stage == STW_STAGE_OPTIM)
+        ready = gradients_back(&s, op, k, ready);
       sample(&s, ready);
       if (op->stage == STW_STAGE_OPTIM) {
         cpu_adam(&s, op, ready);
@@ -694,6 +826,8 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
       if (p->hw.copy_interference > 0 && dur > 0)
         dur = slowed(&s, ready, dur);
       s.compute_free = stw_cost_add(ready, dur);
+      if (s.grads_out != NULL && s.grads_out[k] > 0)
+        host_gradients(&s, k);
       if (s.record) {
         out->compute_busy_ns = stw_cost_add(out->compute_busy_ns, dur);
         out->copy_slowdown_ns = stw_cost_add(out->copy_slowdown_ns, dur - own);
@@ -722,6 +856,8 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   g_free(s.out_end);
   g_free(s.in_end);
   g_free(s.pageable);
+  g_free(s.grads_out);
+  g_free(s.grads_added);
 }
 
 void

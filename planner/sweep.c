@@ -53,8 +53,8 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
  * "checkpoint-every" blocks, which implies it), naive "attention", eager
  * "kernels", the full "loss", a fused "optimizer-impl", "lora" and "lora-targets", one run
  * ("micro-steps"), no "images" (of "image-size" pixels a side, "vision-trained" what of the
- * tower they train); the request's
- * texts borrowed. */
+ * tower they train), the gradients on the "device" between micro-steps ("gradients"; "host":
+ * each micro-step's offloaded); the request's texts borrowed. */
 static gboolean
 synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,
               GError **error)
@@ -64,7 +64,8 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                            .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
   int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss,
-      optimizer = so->optimizer_impl, trained = so->vision_trained;
+      optimizer = so->optimizer_impl, trained = so->vision_trained, gradients = 0;
+  static const char *const gradients_names[] = { "device", "host", NULL };
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &so->micro_steps,
                          error) ||
@@ -78,9 +79,11 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
       !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
       !stw_request_enum(r, "vision-trained", stw_vision_trained_names, &trained, error) ||
+      !stw_request_enum(r, "gradients", gradients_names, &gradients, error) ||
       !stw_request_lora(r, so, error))
     return FALSE;
   so->checkpointing |= so->checkpoint_every > 0; /* segments are checkpointing's */
+  so->host_gradients = gradients == 1;
   so->optimizer_impl = (StwOptimizerImpl)optimizer;
   so->vision_trained = (StwVisionTrained)trained;
   so->dtype = (StwDtype)dtype;

@@ -787,6 +787,14 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
                 "verify with the host backend", backend->name);
     return NULL;
   }
+  if (model->model.gradients == STW_GRADIENTS_HOST) {
+    g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
+                "the trace's gradients are copied to the host after each micro-step "
+                "(model.gradients \"host\": a loop that offloads them, as FSDP's CPU offload "
+                "does), and stowage's runtime keeps them on the device to the step: "
+                "synthesize or profile the loop the runtime runs (synth --gradients device)");
+    return NULL;
+  }
   if (o->comm != NULL && o->comm->world > 1 && o->comm->device_memory == backend->device_is_host) {
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
                 "the %s communicator works on %s memory and the %s backend's device memory is "

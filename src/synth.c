@@ -22,6 +22,9 @@ typedef struct {
   guint64 live;           /* non-model bytes live now */
   GArray *residuals;      /* guint64: skipped gradients waiting for their block's start */
   gboolean framework;     /* gradients are the framework's tensors (several micro-steps) */
+  gboolean host_gradients; /* ... copied to the host after the op that writes them */
+  guint32 *writes_left;   /* per tensor, with HOST_GRADIENTS: the ops of this micro-step's
+                           * backward still to write its gradient (a tied weight's several) */
   guint8 *has_grad;       /* per tensor, with FRAMEWORK: its gradient tensor exists */
   gboolean autocast;      /* fp32 weights cast to the compute dtype at each GEMM's use */
   guint64 cached;         /* with AUTOCAST, in a checkpointed forward: the casts autocast's
@@ -703,18 +706,28 @@ backward_op(Synth *s, const StwGraphOp *g)
     /* PyTorch's AccumulateGrad: a parameter's first gradient becomes its .grad, held to the
      * optimizer step; a later one (a tied weight's second use, the next micro-steps) is
      * computed apart and added in, only at its op */
-    guint64 held = 0, added = 0;
+    guint64 made = 0, added = 0, kept = 0, gone = 0;
     for (guint32 k = 0; k < op->n_grads; k++) {
-      const StwTensor *x = stw_trace_tensor(s->trace, op->grads[k]);
+      guint32 id = op->grads[k];
+      const StwTensor *x = stw_trace_tensor(s->trace, id);
       guint64 bytes = x->numel * stw_dtype_bytes(x->dtype);
-      if (s->has_grad[op->grads[k]])
+      gboolean held = s->has_grad[id];
+      if (held)
         added += bytes;
       else
-        held += bytes;
-      s->has_grad[op->grads[k]] = 1;
+        made += bytes;
+      /* on the host: copied there after its micro-step's last write, and freed here (a tied
+       * weight's gradient stays on the device from its first write to its last) */
+      gboolean leaves = s->host_gradients && --s->writes_left[id] == 0;
+      if (!held && !leaves)
+        kept += bytes;
+      if (held && leaves)
+        gone += bytes;
+      s->has_grad[id] = !leaves;
     }
-    op->nonmodel_peak_bytes += held + added;
-    s->live += held;
+    op->nonmodel_peak_bytes += made + added;
+    s->live += kept;
+    s->live -= gone;
   }
   /* the input's gradient costs the forward's FLOPs (none where nothing below is
    * differentiated), the weights' gradient as much again: a frozen weight has none */
@@ -962,6 +975,13 @@ micro_step(Synth *s, gboolean checkpointing, guint64 every, guint32 *ops_noted)
   memset(ops_noted, 0xff, 4 * L * sizeof(guint32));
   BlockOps bo = { ops_noted, ops_noted + L, ops_noted + 2 * L, ops_noted + 3 * L };
   guint64 live_before = s->live;
+  for (guint i = 0; s->host_gradients && i < graph->ops->len; i++) {
+    const StwGraphOp *g = graph->ops->pdata[i];
+    for (guint k = 0; !g->no_grad && k < g->params->len; k++) {
+      guint32 id = g_array_index(g->params, guint32, k);
+      s->writes_left[id] += !stw_trace_tensor(t, id)->frozen;
+    }
+  }
 
   /* forward */
   for (guint i = 0; i < graph->ops->len; i++) {
@@ -998,7 +1018,8 @@ micro_step(Synth *s, gboolean checkpointing, guint64 every, guint32 *ops_noted)
   }
   g_assert(s->residuals->len == 0);
   /* what is left is what was there before and the gradients the run made */
-  g_assert(s->framework ? s->live >= live_before : s->live == live_before);
+  g_assert(s->framework && !s->host_gradients ? s->live >= live_before
+                                               : s->live == live_before);
 }
 
 StwTrace *
@@ -1092,13 +1113,18 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.loss = options->loss;
   t->model.autocast = options->amp ? options->dtype : STW_DTYPE_FP32;
   t->model.micro_steps = micro_steps;
-  if (micro_steps > 1) /* the next forward must not find gradients in the chunks */
+  if (options->host_gradients)
+    t->model.gradients = STW_GRADIENTS_HOST;
+  else if (micro_steps > 1) /* the next forward must not find gradients in the chunks */
     t->model.gradients = STW_GRADIENTS_FRAMEWORK;
   g_autofree guint8 *has_grad = g_new0(guint8, t->tensors->len);
+  g_autofree guint32 *writes_left = g_new0(guint32, MAX(t->tensors->len, 1));
   Synth s = { .trace = t, .graph = graph, .hw = hw, .kernels = options->kernels,
               .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)),
-              .framework = micro_steps > 1, .has_grad = has_grad, .autocast = options->amp };
+              .framework = t->model.gradients != STW_GRADIENTS_CHUNKS,
+              .host_gradients = options->host_gradients, .writes_left = writes_left,
+              .has_grad = has_grad, .autocast = options->amp };
   gsize L = MAX(config->layers, 1);
   g_autofree guint32 *ops_noted = g_new(guint32, 4 * L);
   for (guint32 m = 0; m < micro_steps; m++)

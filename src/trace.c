@@ -18,7 +18,7 @@
 G_DEFINE_QUARK(stw-trace-error-quark, stw_trace_error)
 
 static const char *const stage_names[] = { "fwd", "bwd", "optim", NULL };
-const char *const stw_gradients_names[] = { "chunks", "framework", NULL };
+const char *const stw_gradients_names[] = { "chunks", "framework", "host", NULL };
 static const char *const source_kind_names[] = { "runtime", "cupti", "kineto", "synthetic",
                                                  NULL };
 
@@ -501,6 +501,18 @@ stw_trace_freeze(StwTrace *t, const char *patterns, guint32 *n_out, GError **err
   if (n_out != NULL)
     *n_out = n;
   return TRUE;
+}
+
+guint64
+stw_trace_host_gradient_bytes(const StwTrace *t)
+{
+  guint64 bytes = 0;
+  for (guint32 i = 0; t->model.gradients == STW_GRADIENTS_HOST && i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    if (!x->frozen)
+      bytes += x->numel * stw_dtype_bytes(x->dtype);
+  }
+  return bytes;
 }
 
 guint32

@@ -328,6 +328,17 @@ expect 0 "peak non-model memory  489.87 MiB at op 301 lm_head.bwd (bwd)" "synth 
 expect 0 "    2  2.00 GiB  stowage  38,597,632  294.48 MiB  91.64 MiB   47.40 ms    21,605  5.2%     1.37x  yes    2.58 GiB  fp32" "whatif --micro-steps: a chunk moves to make room for the gradients, and their gradients to the host for CPU Adam" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gpu 2GiB --policy stowage
 expect 0 "stowage       gpt-h2048-l104     104  5,342,287,872   13.734 s     1,193  23.1%  180.02 GiB  host memory" "capacity --micro-steps: the gradients held on the GPU leave room for fewer layers (120 in one step)" -- $S capacity --family gpt --hidden 2048 --batch 4 --seq 1024 --hw RTX4090-24GB-PCIe4 --cpu 64GiB --policy stowage,zero-offload --micro-steps 4
 expect 2 "--micro-steps: '0' is not valid: expected a whole number from 1 to 1024" "synth --micro-steps 0" -- $S synth --model gpt2 --micro-steps 0 -o "$T/never.json"
+# the same with each micro-step's gradients copied to the host and added there (FSDP's CPU
+# offload): none held on the GPU (252.52 MiB at the peak, not 489.87), four copies of the 474.70
+# MiB of gradients out, three added on the host while the ops wait
+$S synth --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gradients host -o "$T/accumh.json" > /dev/null 2>&1
+expect 0 "iteration   4 micro-steps; gradients in the framework's tensors, each micro-step's copied to host memory and added there" "synth --gradients host: the trace says where its gradients go" -- $S inspect "$T/accumh.json"
+expect 0 "peak non-model memory  252.52 MiB at op 101 lm_head.bwd (bwd)" "synth --gradients host: no gradients held on the device" -- $S inspect "$T/accumh.json"
+$S plan "$T/accumh.json" --gpu 2GiB --policy zero-offload -o "$T/accumh.plan.json" > /dev/null 2>&1
+expect 0 "D2H        45.85 ms    21%  949.40 MiB, 21.7 GB/s while busy" "simulate --gradients host: each micro-step's gradients to the host" -- $S simulate "$T/accumh.plan.json" "$T/accumh.json"
+expect 0 "59.26 ms of it adding each micro-step's gradients on the host" "simulate --gradients host: the host adds three of them" -- $S simulate "$T/accumh.plan.json" "$T/accumh.json"
+expect 1 "2 GPUs: the trace's gradients are the framework's own tensors (model.gradients \"host\"), which the ranks cannot reduce-scatter out of the chunks; plan it for one GPU" "plan: gradients on the host on several GPUs" -- $S plan "$T/accumh.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
+expect 2 "--gradients: 'sideways' is not one of device, host" "synth --gradients with an unknown place" -- $S synth --model gpt2 --gradients sideways -o "$T/never.json"
 # checkpointed segments: GPT-2's 12 blocks in segments of 4 keep 3 block inputs, not 12
 $S synth --model gpt2 --batch 2 --seq 512 --checkpoint-every 4 -o "$T/seg4.json" > /dev/null 2>&1
 expect 0 "batch 2 x seq 512, bf16, checkpointing" "synth --checkpoint-every: a checkpointed trace" -- $S inspect "$T/seg4.json"

@@ -49,12 +49,12 @@ has "a run that ran where no plan fits: said, with the planner's reason and the 
   "| M01 | MegaTrain | Qwen/Qwen2.5-32B-Instruc | 1 x 96 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 74.614 s | does not fit | disagrees |"
 has "the planner's reason for a run that ran where no plan fits" \
   "- M01: ran (its GPU memory as published: ~40 GB (README \"GPU VRAM\")); no plan fits a GPU budget of 80.00 GiB (512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 80.00 GiB outside its tensors (its CUDA context and libraries; the profile's gpu.process_bytes)): at op 574 (h63.mlp.gate_up, fwd) the non-model memory alone, with the reserve, needs 80.75 GiB, 769.50 MiB short, before any chunk"
-has "Qwen3 in two micro-steps of gradient accumulation on an RTX PRO 6000" \
-  "| P02 | prime-rl FSDP CPU offload | Qwen/Qwen3-4B-Instruct-2 | 1 x 1 | zero-offload on RTXPRO6000-96GB-PCIe5 | 5.629 s | 4.745 s | -15.7% |"
+has "Qwen3 in two micro-steps of gradient accumulation on an RTX PRO 6000, each micro-step's gradients to the host (FSDP's CPU offload)" \
+  "| P02 | prime-rl FSDP CPU offload | Qwen/Qwen3-4B-Instruct-2 | 1 x 1 | zero-offload on RTXPRO6000-96GB-PCIe5, each micro-step's gradients to the host | 5.629 s | 5.605 s | -0.4% |"
 has "an epoch's time as the row derives a step from it; a 24 GB card's whole memory" \
   "| D14 | ZeRO-3 Offload (params+optimizer to CPU) | gpt2-xl (HF config) | 2 x 16 | zero-infinity on TitanRTX-24GB-PCIe3, published: an epoch's time; a step as the row derives it | 11.400 s | 1.800 s | -84.2% |"
-has "the policy the row's emulation target names; a Llama; four micro-steps; no checkpointing where it fits without" \
-  "| T10 | FSDP CPU offload | Llama-3.2-1B-like (made  | 1 x 1 | zero-offload on RTX4090-24GB-PCIe4 | 3.000 s | 1.762 s | -41.3% |"
+has "the policy the row's emulation target names; a Llama; four micro-steps, their gradients to the host; no checkpointing where it fits without" \
+  "| T10 | FSDP CPU offload | Llama-3.2-1B-like (made  | 1 x 1 | zero-offload on RTX4090-24GB-PCIe4, each micro-step's gradients to the host | 3.000 s | 2.759 s | -8.0% |"
 has "DeepSpeed ZeRO-3 with offload_optimizer alone: zero-offload at stage 3" \
   "| T12 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 4 x 8 | zero-offload --zero-stage 3 on A100-80GB-PCIe4 | 4.000 s | 1.982 s | -50.4% |"
 has "two DGX nodes: --gpus 8 --nodes 2, the host memory a node's" \

@@ -465,6 +465,29 @@ op_times(gboolean device_is_host, guint64 *first_ns, guint64 *second_ns)
   be->free(be);
 }
 
+/* A trace whose loop copies its gradients to the host each micro-step (model.gradients
+ * "host") is not the loop the runtime runs, which keeps them on the device to the step: it is
+ * refused, saying why and what to do. */
+static void
+test_host_gradients_refused(void)
+{
+  StwTrainerConfig c;
+  small_config(&c);
+  GError *error = NULL;
+  g_autoptr(StwTrace) model = stw_trainer_model(&c, &error);
+  g_assert_no_error(error);
+  model->model.gradients = STW_GRADIENTS_HOST;
+  StwBackend *be = stw_backend_host_new();
+  StwRuntimeOptions ro = { .check_store = TRUE, .mode = STW_RUNTIME_PROFILE,
+                           .device_bytes = STW_GiB };
+  g_assert_null(stw_runtime_new(model, NULL, &ro, be, &error));
+  g_assert_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED);
+  g_assert_nonnull(strstr(error->message, "synth --gradients device"));
+  stw_assert_error_contains(error, "the trace's gradients are copied to the host after each "
+                            "micro-step (model.gradients \"host\"");
+  be->free(be);
+}
+
 static void
 test_op_times(void)
 {
@@ -876,6 +899,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/spans", test_spans);
   g_test_add_func("/runtime/iteration-range", test_iteration_range);
   g_test_add_func("/runtime/op-times", test_op_times);
+  g_test_add_func("/runtime/host-gradients-refused", test_host_gradients_refused);
   g_test_add_func("/runtime/gpu-process-memory", test_gpu_process_memory);
   g_test_add_func("/runtime/loop-every-policy", test_loop_every_policy);
   g_test_add_func("/runtime/unplanned-and-frozen", test_unplanned_and_frozen);

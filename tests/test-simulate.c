@@ -131,6 +131,70 @@ test_framework_gradients_cross(void)
   stw_simulation_clear(&s);
 }
 
+/* mini-host.json: mini.json's forward and backward twice (two micro-steps) with the gradients
+ * on the host (model.gradients "host"), its backward's peak with them (232 bytes). Each fc.bwd is the last op of its micro-step to write
+ * both gradients, and they go to the host after it (40 bytes: 10,000 ns latency + 4 ns): the
+ * first micro-step's from 3,000 to 13,004 without waiting, the second forward and backward
+ * running 3,000-6,000 beside it; the second's behind it on the engine, 13,004-23,008, and then
+ * added on the host to the first's (120 bytes touched at 1.35e9 x 28 B/s: 3 ns, to 23,011)
+ * while the thread that issues the ops waits; CPU Adam from 23,011 (11 ns, then 2 for the
+ * bias, to 23,024), the updated chunk back (10,204 ns): 33,228. Nothing is copied at the step,
+ * and the host holds the 40 bytes of gradients beside the chunks. */
+static void
+test_host_gradients(void)
+{
+  g_autofree char *path = stw_test_fixture("traces/mini-host.json");
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_trace_load(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(t->model.gradients, ==, STW_GRADIENTS_HOST);
+  g_assert_cmpuint(stw_trace_host_gradient_bytes(t), ==, 40);
+  g_autoptr(StwPlan) p = plan_for(t, 2048 + 232, STW_POLICY_STOWAGE);
+  g_assert_true(stw_optim_on_cpu(p->optim[0]));
+  StwSimulation s;
+  stw_simulate(p, t, TRUE, &s);
+  g_assert_cmpuint(s.d2h_bytes, ==, 2 * 40);
+  g_assert_cmpuint(p->pred.d2h_bytes, ==, 2 * 40);
+  g_assert_cmpuint(p->pred.lower_bound_bytes, ==, 2048 + 2 * 40);
+  static const struct {
+    guint32 lane, item;
+    guint64 start, end, bytes;
+  } want[] = {
+    { STW_SIM_D2H, 1, 3000, 13004, 40 },
+    { STW_SIM_D2H, 3, 13004, 23008, 40 },
+    { STW_SIM_CPU_ADAM, 3, 23008, 23011, 40 },
+  };
+  guint n = 0;
+  for (guint i = 0; i < s.tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(s.tasks, StwSimTask, i);
+    if (x->kind != STW_SIM_GRADIENTS || x->lane == STW_SIM_COMM)
+      continue;
+    g_assert_cmpuint(n, <, G_N_ELEMENTS(want));
+    g_assert_cmpuint(x->lane, ==, want[n].lane);
+    g_assert_cmpuint(x->item, ==, want[n].item);
+    g_assert_cmpuint(x->start_ns, ==, want[n].start);
+    g_assert_cmpuint(x->end_ns, ==, want[n].end);
+    g_assert_cmpuint(x->bytes, ==, want[n].bytes);
+    n++;
+  }
+  g_assert_cmpuint(n, ==, G_N_ELEMENTS(want));
+  g_assert_cmpuint(g_array_index(s.ops, StwSimOp, 3).end_ns, ==, 6000);
+  g_assert_cmpuint(g_array_index(s.ops, StwSimOp, 4).start_ns, ==, 23011);
+  g_assert_cmpuint(s.iteration_ns, ==, 33228);
+  guint64 framework_host = 0;
+  {
+    g_autoptr(StwTrace) f = stw_trace_load(path, NULL);
+    f->model.gradients = STW_GRADIENTS_FRAMEWORK;
+    g_autoptr(StwPlan) q = plan_for(f, 2048 + 232, STW_POLICY_STOWAGE);
+    framework_host = q->pred.cpu_bytes;
+  }
+  g_assert_cmpuint(p->pred.cpu_bytes, ==, framework_host + 40);
+  g_autofree char *chrome = stw_report_chrome_trace(p, t, &s);
+  g_assert_nonnull(strstr(chrome, "\"gradients after fc.bwd\""));
+  g_assert_nonnull(strstr(chrome, "\"add gradients of fc.bwd\""));
+  stw_simulation_clear(&s);
+}
+
 /* The thread that steps on the CPU launches the next op: under every policy that steps chunks
  * with CPU Adam, each step of the measured iteration has ended before the next iteration's first
  * op starts (cost model 8; before it the next forward ran beside the step). */
@@ -476,6 +540,7 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/hand-timeline", test_hand_timeline);
   g_test_add_func("/simulate/storage-shared", test_storage_shared);
   g_test_add_func("/simulate/framework-gradients-cross", test_framework_gradients_cross);
+  g_test_add_func("/simulate/host-gradients", test_host_gradients);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
   g_test_add_func("/simulate/step-before-next-forward", test_step_before_next_forward);
   g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);

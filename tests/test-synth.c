@@ -42,13 +42,16 @@ synth_on_default(const StwModelConfig *cfg, const StwSynthOptions *opt)
   return t;
 }
 
+/* A 1-layer GPT, d = 4, ffn 16, vocab 10, 2 heads, its head tied to its embedding. */
+static const StwModelConfig tiny_gpt = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1,
+                                         .hidden = 4, .heads = 2, .kv_heads = 2, .ffn = 16,
+                                         .vocab = 10, .max_seq = 8, .tied = TRUE };
+
 /* A 1-layer GPT of 6 tokens, d = 4, ffn 16, vocab 10, 2 heads, fp32. */
 static StwTrace *
 synth_tiny_kernels(gboolean checkpointing, StwAttention attention, StwKernels kernels)
 {
-  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
-                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
-                         .tied = TRUE };
+  StwModelConfig cfg = tiny_gpt;
   StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
                           .checkpointing = checkpointing, .attention = attention,
                           .kernels = kernels };
@@ -132,9 +135,7 @@ static void
 test_micro_steps(void)
 {
   g_autoptr(StwTrace) one = synth_tiny(FALSE, STW_ATTENTION_NAIVE);
-  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
-                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
-                         .tied = TRUE };
+  StwModelConfig cfg = tiny_gpt;
   StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32, .micro_steps = 3 };
   g_autoptr(StwTrace) t = synth_on_default(&cfg, &opt);
   g_assert_cmpuint(t->ops->len, ==, 3 * 24 + 16);
@@ -180,6 +181,48 @@ test_micro_steps(void)
   g_assert_cmpuint(b->saved_bytes, ==, g_array_index(one->blocks, StwBlock, 0).saved_bytes);
 }
 
+/* The same accumulation with the gradients on the host (synth --gradients host): none held on
+ * the device between micro-steps or to the step. A gradient is there at the op that writes
+ * it, and leaves after its micro-step's last write: the tied wte's from lm_head.bwd (its first)
+ * to embed.bwd (its last, where it is added to and wpe's made), every other at its op alone.
+ * Every op starts and peaks as the single run's (gradients in the chunks, not counted) but for
+ * the gradients its op writes and wte's between its two writes; the ops, times and FLOPs as
+ * with the gradients on the device. */
+static void
+test_host_gradients(void)
+{
+  g_autoptr(StwTrace) one = synth_tiny(FALSE, STW_ATTENTION_NAIVE);
+  StwModelConfig cfg = tiny_gpt;
+  StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32, .micro_steps = 3 };
+  g_autoptr(StwTrace) framework = synth_on_default(&cfg, &opt);
+  opt.host_gradients = TRUE;
+  g_autoptr(StwTrace) t = synth_on_default(&cfg, &opt);
+  g_assert_cmpint(t->model.gradients, ==, STW_GRADIENTS_HOST);
+  g_assert_cmpuint(stw_trace_host_gradient_bytes(t), ==, 1296);
+  g_assert_cmpuint(stw_trace_host_gradient_bytes(framework), ==, 0);
+  g_assert_cmpuint(t->ops->len, ==, framework->ops->len);
+  guint32 head = nth_op(one, "lm_head.bwd", 0), embed = nth_op(one, "embed.bwd", 0);
+  for (guint run = 0; run < 3; run++)
+    for (guint i = 0; i < 24; i++) {
+      const StwOp *a = stw_trace_op(one, i), *b = stw_trace_op(t, run * 24 + i);
+      guint64 grads = 0;
+      for (guint32 k = 0; k < a->n_grads; k++)
+        grads += stw_trace_tensor(t, a->grads[k])->numel * 4;
+      guint64 wte = i > head && i <= embed ? 160 : 0; /* held between its writes */
+      g_test_message("run %u, %s", run, a->name);
+      g_assert_cmpstr(a->name, ==, b->name);
+      g_assert_cmpuint(b->nonmodel_bytes, ==, a->nonmodel_bytes + wte);
+      g_assert_cmpuint(b->nonmodel_peak_bytes, ==, a->nonmodel_peak_bytes + wte + grads);
+      g_assert_cmpuint(b->duration_ns, ==, stw_trace_op(framework, run * 24 + i)->duration_ns);
+    }
+  g_assert_cmpuint(stw_trace_op(t, head)->nonmodel_peak_bytes, ==, 2448 + 160);
+  g_assert_cmpuint(stw_trace_op(t, embed)->nonmodel_bytes, ==, 192 + 160);
+  g_assert_cmpuint(stw_trace_op(t, embed)->nonmodel_peak_bytes, ==, 192 + 160 + 128 + 160);
+  const StwOp *adam = stw_trace_op(t, nth_op(t, "adam.wte", 0));
+  g_assert_cmpuint(adam->nonmodel_bytes, ==, 0); /* nothing on the device to the step */
+  g_assert_cmpuint(adam->nonmodel_peak_bytes, ==, 0);
+}
+
 /* The chunked loss (synth --loss chunked) on the same GPT: pieces of 2 tokens (T = 6 over
  * ceil(10 / 4) = 3, to a power of two), a piece's logits 2 x 10 x 4 = 80 bytes at a time; the
  * hidden states' gradient (96) and the tied head's weight gradient (160) kept from the forward
@@ -194,9 +237,7 @@ test_chunked_loss(void)
   g_assert_cmpuint(stw_model_loss_piece(1, 50257, 768), ==, 1);
   g_assert_cmpuint(stw_model_loss_piece(256, 50257, 768), ==, 4);
   g_assert_cmpuint(stw_model_loss_piece(8192, 128256, 4096), ==, 256); /* Llama-3 at 8k */
-  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
-                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
-                         .tied = TRUE };
+  StwModelConfig cfg = tiny_gpt;
   StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32,
                           .attention = STW_ATTENTION_NAIVE };
   g_autoptr(StwTrace) full = synth_on_default(&cfg, &opt);
@@ -298,9 +339,7 @@ op_index(const StwTrace *t, const char *name)
 static void
 test_autocast(void)
 {
-  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
-                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
-                         .tied = TRUE };
+  StwModelConfig cfg = tiny_gpt;
   for (int ck = 0; ck < 2; ck++) {
     StwSynthOptions plain_o = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_BF16,
                                 .checkpointing = ck };
@@ -349,9 +388,7 @@ test_autocast(void)
 static void
 test_optimizer_impl(void)
 {
-  StwModelConfig cfg = { .name = "tiny", .arch = STW_ARCH_GPT, .layers = 1, .hidden = 4,
-                         .heads = 2, .kv_heads = 2, .ffn = 16, .vocab = 10, .max_seq = 8,
-                         .tied = TRUE };
+  StwModelConfig cfg = tiny_gpt;
   StwHardware hw;
   g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
   hw.hbm_bytes_per_s = 1e12;
@@ -1221,6 +1258,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
   g_test_add_func("/synth/chunked-loss", test_chunked_loss);
   g_test_add_func("/synth/micro-steps", test_micro_steps);
+  g_test_add_func("/synth/host-gradients", test_host_gradients);
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);
   g_test_add_func("/synth/checkpoint-segments", test_checkpoint_segments);
   g_test_add_func("/synth/autocast", test_autocast);

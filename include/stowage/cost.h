@@ -78,6 +78,12 @@ double stw_adam_bytes_per_elem(StwDtype dtype, StwDtype state, gboolean amsgrad,
  * gradients and moments, stw_adam_update) moves 28 bytes an element; its
  * cpu.adam_bf16_elems_per_s, the same with bf16 moments, 20. */
 #define STW_ADAM_PROFILE_BYTES 28.0
+
+/* The host's addition of BYTES of gradients into as many held there (each read, the sum
+ * written: 3 BYTES touched), by one of RANKS_PER_NODE ranks: at the bytes a second the profile's
+ * CPU Adam streams (cpu.adam_elems_per_s of STW_ADAM_PROFILE_BYTES each), within the host's
+ * memory bandwidth the node's ranks share. */
+guint64 stw_host_add_ns(const StwHardware *hw, guint32 ranks_per_node, guint64 bytes);
 #define STW_ADAM_PROFILE_BF16_BYTES 20.0
 
 /* CPU Adam elements per second on chunks of layout C (stepped in their copy: IN_COPY) for one

@@ -42,6 +42,10 @@ typedef enum {
 
 /* The kind of a copy of an offloaded block's activations (its item: the block). */
 #define STW_SIM_ACTIVATIONS 1u
+/* The kind of a copy of the framework's gradients under model.gradients "host" (its item: the
+ * op after which they go, or the optimizer op they come back for), and of the CPU's addition of
+ * them to the earlier micro-steps' */
+#define STW_SIM_GRADIENTS 2u
 /* What a storage read or write moves: a chunk's optimizer state (with its parameters, for a
  * chunk placed "storage", at its step), or its parameters alone (a fetch's read, a copy out's
  * write) */
@@ -50,10 +54,12 @@ typedef enum {
 
 typedef struct {
   guint32 lane;              /* StwSimLane */
-  guint32 item;              /* chunk item (H2D/D2H/COMM), chunk index (CPU Adam, storage), or
-                              * block (STW_SIM_ACTIVATIONS) */
+  guint32 item;              /* chunk item (H2D/D2H/COMM), chunk index (CPU Adam, storage),
+                              * block (STW_SIM_ACTIVATIONS) or op (STW_SIM_GRADIENTS) */
   guint32 kind;              /* COMM: STW_ACTION_GATHER or STW_ACTION_REDUCE_SCATTER; H2D/D2H:
-                              * STW_SIM_ACTIVATIONS for a block's activations, else 0; storage:
+                              * STW_SIM_ACTIVATIONS for a block's activations, STW_SIM_GRADIENTS
+                              * for gradients, else 0; CPU: STW_SIM_GRADIENTS for their
+                              * addition, else 0 (Adam); storage:
                               * STW_SIM_STORAGE_STATE or STW_SIM_STORAGE_PARAMS */
   guint64 start_ns, end_ns;
   guint64 bytes;             /* transfers */
@@ -71,6 +77,8 @@ typedef struct {
   guint64 copy_slowdown_ns;  /* of compute_busy_ns: lost to copies on the compute's own cores
                               * (the profile's copy_interference) */
   guint64 h2d_busy_ns, d2h_busy_ns, cpu_busy_ns;
+  guint64 cpu_add_ns;        /* of cpu_busy_ns: the host adding each micro-step's gradients to
+                              * the earlier ones' (model.gradients "host") */
   guint64 storage_busy_ns;   /* the storage reading and writing optimizer state */
   guint64 storage_read_bytes, storage_write_bytes; /* and how much, each way (what the runtime's
                                                     * replay moves, byte for byte) */

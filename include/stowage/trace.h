@@ -105,6 +105,11 @@ typedef enum {
   STW_GRADIENTS_FRAMEWORK, /* in the framework's own tensors (PyTorch's .grad), counted in the
                             * ops' non-model memory; the optimizer op takes them into the chunks
                             * where it steps them, and the parameters stay clean until then */
+  STW_GRADIENTS_HOST,      /* the framework's, each copied to host memory once its last backward
+                            * op of a micro-step wrote it and freed on the device, added there
+                            * to the earlier micro-steps' (FSDP's CPU offload, DeepSpeed's
+                            * ZeRO-Offload under gradient accumulation): on the device only at
+                            * the op that writes it; the optimizer steps them on the host */
   STW_N_GRADIENTS
 } StwGradients;
 
@@ -281,6 +286,11 @@ stw_trace_micro_steps(const StwTrace *t)
 
 /* How many of the trace's tensors are frozen, and their elements. */
 guint32 stw_trace_frozen(const StwTrace *trace, guint64 *numel_out);
+
+/* The bytes of gradients TRACE's loop holds in host memory to the step: with model.gradients
+ * "host", every trained tensor's in its dtype (the buffers each micro-step's are added into);
+ * 0 for the others. */
+guint64 stw_trace_host_gradient_bytes(const StwTrace *trace);
 
 /* Freezes every tensor whose name or an alias matches one of PATTERNS (globs separated by
  * commas: '*' any text, '?' one character), and takes the frozen tensors out of the ops: out of

@@ -111,19 +111,21 @@ class Trace:
 def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, checkpointing=None,
           attention=None, kernels=None, loss=None, freeze=None, lora=None, lora_targets=None,
           hw=None, memory=None, micro_steps=None, checkpoint_every=None, amp=None,
-          optimizer_impl=None, images=None, image_size=None, vision_trained=None):
+          optimizer_impl=None, images=None, image_size=None, vision_trained=None, gradients=None):
     """The trace of one training iteration of MODEL (a zoo name or a model config file) or
     MODEL_CONFIG (a file), not run but modelled: what `stowage synth` writes, the options read
     and refused as it reads them (docs/synth.md). FREEZE, LORA_TARGETS: comma text or lists.
     IMAGES, IMAGE_SIZE: images a sequence through a vision tower, their side in pixels;
-    VISION_TRAINED: "none", "projector" or "all", what of the tower they train."""
+    VISION_TRAINED: "none", "projector" or "all", what of the tower they train. GRADIENTS:
+    "device" or "host", where the loop keeps its gradients to the step."""
     opts = _options("synth", model=model, model_config=os.fspath(model_config)
                     if model_config is not None else None, batch=batch, seq=seq, dtype=dtype,
                     checkpointing=checkpointing, attention=attention, kernels=kernels, loss=loss,
                     freeze=text_list(freeze), lora=lora, lora_targets=text_list(lora_targets),
                     hw=hw, memory=memory, micro_steps=micro_steps,
                     checkpoint_every=checkpoint_every, amp=amp, optimizer_impl=optimizer_impl,
-                    images=images, image_size=image_size, vision_trained=vision_trained)
+                    images=images, image_size=image_size, vision_trained=vision_trained,
+                    gradients=gradients)
     return Trace(_call(_lib.synth, opts), None)
 
 
