@@ -75,7 +75,7 @@ parse(int argc, char **argv, gboolean *json)
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
                   *lora = NULL, *lora_targets = NULL, *micro_steps = NULL,
-                  *optimizer_impl = NULL;
+                  *optimizer_impl = NULL, *gradients = NULL;
   gboolean no_ckpt = FALSE, amp = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -97,6 +97,9 @@ parse(int argc, char **argv, gboolean *json)
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &micro_steps,
       "forward-backward passes per step (gradient accumulation), as synth --micro-steps "
       "(default 1)", "K" },
+    { "gradients", 0, 0, STW_OPTION_TEXT, &gradients,
+      "device (default) or host, where the loop keeps its gradients, as synth --gradients",
+      "WHERE" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &optimizer_impl,
       "fused (default), foreach or for-loop, as synth --optimizer-impl", "I" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,

@@ -17,7 +17,7 @@ typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size, *vision_trained;
+      *optimizer_impl, *images, *image_size, *vision_trained, *gradients;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -29,7 +29,7 @@ line_clear(Line *l)
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
                      &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size,
-                     &l->vision_trained };
+                     &l->vision_trained, &l->gradients };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -81,6 +81,9 @@ parse(Line *l, int *argc, char ***argv)
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &l->micro_steps,
       "with --model: forward-backward passes per step (gradient accumulation), as synth "
       "--micro-steps", "K" },
+    { "gradients", 0, 0, STW_OPTION_TEXT, &l->gradients,
+      "with --model: device (default) or host, where the loop keeps its gradients, as synth "
+      "--gradients", "WHERE" },
     { "lora", 0, 0, STW_OPTION_TEXT, &l->lora,
       "with --model: LoRA adapters of this rank, the base frozen", "RANK" },
     { "lora-targets", 0, 0, STW_OPTION_TEXT, &l->lora_targets,
@@ -126,7 +129,8 @@ request_of(const Line *l, const char *trace)
     { "loss", l->loss }, { "micro-steps", l->micro_steps }, { "chunk-size", l->chunks },
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "lora", l->lora }, { "lora-targets", l->lora_targets }, { "images", l->images },
-    { "image-size", l->image_size }, { "vision-trained", l->vision_trained }
+    { "image-size", l->image_size }, { "vision-trained", l->vision_trained },
+    { "gradients", l->gradients }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -287,6 +287,7 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
       !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dt, error) || !family(r, out, error) ||
       !stw_request_lora(r, &out->synth, error) ||
+      !stw_request_gradients(r, &out->synth, error) ||
       !stw_option_enum_list("--policy", stw_request_get(r, "policy"), stw_policy_names,
                             out->policies, error))
     return FALSE;

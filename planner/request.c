@@ -32,7 +32,8 @@ const StwRequestKind stw_request_minmem_kind = { "minmem", minmem_options, minme
 static const char *const whatif_options[] = { "trace", "gpu", "policy", "model", "model-config",
                                               "batch", "seq", "dtype", "checkpointing",
                                               "checkpoint-every", "amp", "attention", "kernels",
-                                              "loss", "micro-steps", "optimizer-impl",
+                                              "loss", "micro-steps", "gradients",
+                                              "optimizer-impl",
                                               "chunk-size", "lora", "lora-targets", "images",
                                               "image-size", "vision-trained", PLANNING_OPTIONS,
                                               NULL };
@@ -47,8 +48,8 @@ static const char *const synth_options[] = { "model", "model-config", "batch", "
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
-                                                "micro-steps", "no-checkpointing", "amp",
-                                                "attention",
+                                                "micro-steps", "gradients", "no-checkpointing",
+                                                "amp", "attention",
                                                 "kernels", "loss", "dtype", "optimizer-impl",
                                                 "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
@@ -308,6 +309,17 @@ stw_request_count(const StwRequest *r, const char *option, guint64 min, guint64 
 {
   DASHED(option);
   return stw_option_count(dashed, stw_request_get(r, option), min, max, out, error);
+}
+
+gboolean
+stw_request_gradients(const StwRequest *r, StwSynthOptions *so, GError **error)
+{
+  static const char *const names[] = { "device", "host", NULL };
+  int where = 0;
+  if (!stw_request_enum(r, "gradients", names, &where, error))
+    return FALSE;
+  so->host_gradients = where == 1;
+  return TRUE;
 }
 
 gboolean

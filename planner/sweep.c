@@ -64,8 +64,7 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                            .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
   int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss,
-      optimizer = so->optimizer_impl, trained = so->vision_trained, gradients = 0;
-  static const char *const gradients_names[] = { "device", "host", NULL };
+      optimizer = so->optimizer_impl, trained = so->vision_trained;
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &so->micro_steps,
                          error) ||
@@ -79,11 +78,10 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
       !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
       !stw_request_enum(r, "vision-trained", stw_vision_trained_names, &trained, error) ||
-      !stw_request_enum(r, "gradients", gradients_names, &gradients, error) ||
+      !stw_request_gradients(r, so, error) ||
       !stw_request_lora(r, so, error))
     return FALSE;
   so->checkpointing |= so->checkpoint_every > 0; /* segments are checkpointing's */
-  so->host_gradients = gradients == 1;
   so->optimizer_impl = (StwOptimizerImpl)optimizer;
   so->vision_trained = (StwVisionTrained)trained;
   so->dtype = (StwDtype)dtype;
@@ -226,14 +224,14 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
     return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
                                             "checkpoint-every", "amp", "attention", "kernels",
-                                            "loss", "micro-steps", "optimizer-impl", "images",
-                                            "image-size", "vision-trained", NULL };
+                                            "loss", "micro-steps", "gradients", "optimizer-impl",
+                                            "images", "image-size", "vision-trained", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
                    "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, "
-                   "--optimizer-impl, --images, --image-size and --vision-trained go with "
-                   "--model");
+                   "--gradients, --optimizer-impl, --images, --image-size and --vision-trained "
+                   "go with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

@@ -846,6 +846,10 @@ optimizer_ops(Synth *s)
     g_autofree char *name = g_strconcat("adam.", x->name, NULL);
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
     op->nonmodel_bytes = op->nonmodel_peak_bytes = grads;
+    /* with the gradients on the host, a step on the GPU brings its tensor's back first: counted
+     * whatever the plan places (the trace does not know), the step never the backward's peak */
+    if (s->host_gradients)
+      op->nonmodel_peak_bytes += x->numel * stw_dtype_bytes(x->dtype);
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
     double elem = (double)(2 * stw_dtype_bytes(x->dtype) + 24);
     elem += unfused ? UNFUSED_ADAM_EXTRA_BYTES : 0;

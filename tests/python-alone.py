@@ -31,7 +31,8 @@ def main(cases):
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 (what is missing, a case imports and reports itself)
             pass
-    width = max(os.cpu_count() or 1, 1)
+    # as many at once as this process may run on (its CPU affinity, as nproc counts them)
+    width = max(len(os.sched_getaffinity(0)), 1)
     running, failed = {}, []
     pending = list(cases)
     while pending or running:

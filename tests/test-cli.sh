@@ -297,8 +297,8 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --optimizer-impl, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
-expect 2 "--kernels, --loss, --micro-steps, --optimizer-impl, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --gradients, --optimizer-impl, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels, --loss, --micro-steps, --gradients, --optimizer-impl, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
 expect 2 "--images, --image-size and --vision-trained go with" "whatif --images with a trace" -- $S whatif "$TR" --gpu 8GiB --images 1
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
@@ -339,6 +339,8 @@ expect 0 "D2H        45.85 ms    21%  949.40 MiB, 21.7 GB/s while busy" "simulat
 expect 0 "59.26 ms of it adding each micro-step's gradients on the host" "simulate --gradients host: the host adds three of them" -- $S simulate "$T/accumh.plan.json" "$T/accumh.json"
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors (model.gradients \"host\"), which the ranks cannot reduce-scatter out of the chunks; plan it for one GPU" "plan: gradients on the host on several GPUs" -- $S plan "$T/accumh.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
 expect 2 "--gradients: 'sideways' is not one of device, host" "synth --gradients with an unknown place" -- $S synth --model gpt2 --gradients sideways -o "$T/never.json"
+expect 0 "    2  2.00 GiB  zero-offload  38,597,632  294.48 MiB  949.40 MiB  222.06 ms     4,611  1.1%     1.54x  yes    4.24 GiB  fp32" "whatif --gradients host: the plan synth --gradients host makes" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gradients host --gpu 2GiB --policy zero-offload,stowage
+expect 2 "--gradients: 'up' is not one of device, host" "capacity --gradients with an unknown place" -- $S capacity --family gpt --gradients up
 # checkpointed segments: GPT-2's 12 blocks in segments of 4 keep 3 block inputs, not 12
 $S synth --model gpt2 --batch 2 --seq 512 --checkpoint-every 4 -o "$T/seg4.json" > /dev/null 2>&1
 expect 0 "batch 2 x seq 512, bf16, checkpointing" "synth --checkpoint-every: a checkpointed trace" -- $S inspect "$T/seg4.json"

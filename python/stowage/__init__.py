@@ -256,7 +256,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
              beyond_device=None, lora=None, lora_targets=None,
              activations=None, nvme=None, nvme_devices=None, storage=None,
              optimizer_state=None, pinned=None,
-             micro_steps=None, amp=None, optimizer_impl=None):
+             micro_steps=None, amp=None, optimizer_impl=None, gradients=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
@@ -269,7 +269,8 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
-                    micro_steps=micro_steps, amp=amp, optimizer_impl=optimizer_impl)
+                    micro_steps=micro_steps, amp=amp, optimizer_impl=optimizer_impl,
+                    gradients=gradients)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
@@ -297,7 +298,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None, lora=None,
            lora_targets=None, activations=None, nvme=None, nvme_devices=None, storage=None,
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
-           amp=None, optimizer_impl=None, images=None, image_size=None, vision_trained=None):
+           amp=None, optimizer_impl=None, images=None, image_size=None, vision_trained=None,
+           gradients=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -318,7 +320,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     pinned=pinned, lora=lora, lora_targets=text(lora_targets),
                     micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp,
                     optimizer_impl=optimizer_impl, images=images, image_size=image_size,
-                    vision_trained=vision_trained)
+                    vision_trained=vision_trained, gradients=gradients)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 

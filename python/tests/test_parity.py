@@ -104,6 +104,7 @@ SWEEPS = [
     ("whatif", ["--gpu", "16GiB..8GiB:1GiB"], dict(gpu="16GiB..8GiB:1GiB")),
     ("whatif", ["--gpu", "8GiB", "--policy", "best"], dict(gpu="8GiB", policy="best")),
     ("whatif", ["--gpu", "8GiB", "--batch", "2"], dict(gpu="8GiB", batch=2)),
+    ("whatif", ["--gpu", "8GiB", "--gradients", "host"], dict(gpu="8GiB", gradients="host")),
     ("whatif", ["--gpu", "8GiB", "--chunk-size", "0"], dict(gpu="8GiB", chunk_size=0)),
     ("minmem", [], dict()),
     ("minmem", ["--slowdown", "25%"], dict(slowdown="25%")),
