@@ -348,7 +348,7 @@ stw_cli_slowdown_cell(double slowdown)
 }
 
 char *
-stw_cli_host_figure(const StwPlan *p, guint64 staging)
+stw_cli_host_figure(const StwPlan *p, guint64 staging, guint64 gradients)
 {
   const StwPlanPredictions *q = &p->pred;
   g_autofree char *all = stw_size_format(q->cpu_bytes + q->host_overhead_bytes);
@@ -358,8 +358,12 @@ stw_cli_host_figure(const StwPlan *p, guint64 staging)
   g_autofree char *of_it = staging > 0 ? g_strdup_printf(", of which %s staging buffers for the "
                                                          "storage tier", st)
                                        : g_strdup("");
-  return g_strdup_printf("%s (%s of chunks%s%s, %s for the %s)", all, chunks,
-                         p->offload->len > 0 ? " and offloaded activations" : "", of_it, over,
+  g_autofree char *grads = stw_size_format(gradients);
+  g_autofree char *with = gradients > 0 ? g_strdup_printf(", of which %s the gradients", grads)
+                                        : g_strdup("");
+  return g_strdup_printf("%s (%s of chunks%s%s%s%s, %s for the %s)", all, chunks,
+                         p->offload->len > 0 ? " and offloaded activations" : "",
+                         gradients > 0 ? " and gradients" : "", with, of_it, over,
                          p->chunking->world > 1 ? "ranks' processes" : "process");
 }
 

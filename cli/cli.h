@@ -218,9 +218,10 @@ char *stw_cli_slowdown_cell(double slowdown);
 
 /* The host memory a plan needs, for people: "2.65 GiB (662.57 MiB of chunks, 2.00 GiB for the
  * process)", the processes of all ranks together, the chunks' figure with the offloaded
- * activations where the plan has them, and how much of it is STAGING (the storage tier's
- * buffers: stw_plan_staging_bytes) where there is some. */
-char *stw_cli_host_figure(const StwPlan *p, guint64 staging);
+ * activations and the GRADIENTS the loop holds there (stw_trace_host_gradient_bytes) where the
+ * plan has them, and how much of it is STAGING (the storage tier's buffers:
+ * stw_plan_staging_bytes) where there is some. */
+char *stw_cli_host_figure(const StwPlan *p, guint64 staging, guint64 gradients);
 /* What a prediction on HW assumes of T's op times where they were measured on another device
  * (stw_trace_measured_elsewhere), in one line for people; NULL where they were not. */
 char *stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw);

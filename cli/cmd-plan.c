@@ -157,7 +157,8 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   g_autofree char *peak = stw_size_format(q->peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
   g_autofree char *cpub = stw_size_format(p->budgets.cpu_bytes);
-  g_autofree char *host = stw_cli_host_figure(p, stw_plan_staging_bytes(p, t));
+  g_autofree char *host = stw_cli_host_figure(p, stw_plan_staging_bytes(p, t),
+                                              stw_trace_host_gradient_bytes(t));
   printf("  GPU peak     %s of %s (chunks and non-model at op %u %s)\n", peak, budget, q->peak_op,
          stw_trace_op(t, q->peak_op)->name);
   StwPlannerOptions planned; /* the plan's budget and profile, as the planner had them */

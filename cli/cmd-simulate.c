@@ -99,7 +99,11 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
     g_autofree char *when = stw_duration_format(s->over_budget_ns);
     printf("ABOVE THE BUDGET by %s at %s\n", over, when);
   }
-  printf("host memory %s for chunks%s\n", cpu, p->chunking->world > 1 ? ", all ranks" : "");
+  guint64 gradients = stw_trace_host_gradient_bytes(t);
+  g_autofree char *grads = stw_size_format(gradients);
+  printf("host memory %s for chunks%s%s%s%s\n", cpu, gradients > 0 ? " and gradients (" : "",
+         gradients > 0 ? grads : "", gradients > 0 ? ")" : "",
+         p->chunking->world > 1 ? ", all ranks" : "");
   printf("achieved    %.1f TFLOP/s (%.2f TFLOP per iteration)\n",
          s->iteration_ns ? (double)s->flops / (double)s->iteration_ns / 1e3 : 0,
          (double)s->flops / 1e12);

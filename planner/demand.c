@@ -214,14 +214,15 @@ stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwGradients grad
   }
 }
 
-/* The first and last backward op writing a gradient of each group (G_MAXUINT32: none). */
+/* The first and last backward op writing a gradient of each group into its chunks
+ * (G_MAXUINT32: none; none at all where the gradients are the framework's). */
 static void
 gradient_spans(const StwTrace *t, const StwChunking *c, guint32 *first, guint32 *last)
 {
   guint32 groups = stw_chunking_groups(c);
   for (guint32 g = 0; g < groups; g++)
     first[g] = last[g] = G_MAXUINT32;
-  for (guint32 k = 0; k < t->ops->len; k++) {
+  for (guint32 k = 0; t->model.gradients == STW_GRADIENTS_CHUNKS && k < t->ops->len; k++) {
     const StwOp *op = stw_trace_op(t, k);
     if (op->stage == STW_STAGE_OPTIM)
       continue;

@@ -11,8 +11,8 @@
 
 /* The bytes of the framework's gradients copied to the host at the step, where CPU Adam steps
  * their chunks (stw_gradients_cross_at_step), or, with the gradients on the host, each
- * micro-step's copied there; moves whatever the schedule. Those copied back for a step on the
- * GPU (gradients on the host) into *BACK. */
+ * micro-step's copied there (rank 0's share); moves whatever the schedule. Those copied back
+ * for a step on the GPU (gradients on the host) into *BACK. */
 static guint64
 gradient_copies(const StwPlan *p, const StwTrace *t, guint64 *back)
 {
@@ -29,7 +29,7 @@ gradient_copies(const StwPlan *p, const StwTrace *t, guint64 *back)
     if (t->model.gradients == STW_GRADIENTS_HOST && !stw_optim_on_cpu(p->optim[ch]))
       *back = stw_cost_add(*back, b);
   }
-  guint64 host = stw_trace_host_gradient_bytes(t);
+  guint64 host = stw_trace_host_gradient_bytes(t) / MAX(p->chunking->world, 1);
   return stw_cost_add(bytes, host > STW_COST_MAX / stw_trace_micro_steps(t)
                                  ? STW_COST_MAX
                                  : host * stw_trace_micro_steps(t));

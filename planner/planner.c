@@ -779,8 +779,9 @@ check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
                 "supported", stw_planner_world(t, o), STW_PLAN_MAX_WORLD);
     return FALSE;
   }
-  /* the ranks reduce-scatter gradients out of the chunks, where the framework's never are */
-  if (stw_planner_world(t, o) > 1 && t->model.gradients != STW_GRADIENTS_CHUNKS) {
+  /* the ranks reduce-scatter gradients out of the chunks, where the framework's held to the
+   * step never are (those copied to the host are reduce-scattered as they go) */
+  if (stw_planner_world(t, o) > 1 && t->model.gradients == STW_GRADIENTS_FRAMEWORK) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INVALID, "%u GPUs: the trace's gradients "
                 "are the framework's own tensors (model.gradients \"%s\"), which the "
                 "ranks cannot reduce-scatter out of the chunks; plan it for one GPU",

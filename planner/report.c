@@ -19,8 +19,7 @@ enum { PID = 1, TID_COMPUTE = 1, TID_H2D = 2, TID_D2H = 3, TID_CPU = 4, TID_COMM
 static gboolean
 is_gradients(const StwSimTask *x)
 {
-  return (x->lane == STW_SIM_H2D || x->lane == STW_SIM_D2H || x->lane == STW_SIM_CPU_ADAM) &&
-         x->kind == STW_SIM_GRADIENTS;
+  return x->kind == STW_SIM_GRADIENTS;
 }
 
 /* Whether X runs on one of the lanes whose item is a chunk index (CPU Adam, the storage's). */
@@ -32,14 +31,15 @@ on_chunk_lane(const StwSimTask *x)
 }
 
 /* "gradients after OP", "gradients for OP" (back for a step on the GPU), "add gradients of
- * OP" for gradients task X of T. */
+ * OP", "reduce-scatter gradients of OP" for gradients task X of T. */
 static char *
 gradients_name(const StwTrace *t, const StwSimTask *x)
 {
   const char *op = x->item < t->ops->len ? stw_trace_op(t, x->item)->name : "?";
-  return g_strdup_printf(x->lane == STW_SIM_D2H   ? "gradients after %s"
-                         : x->lane == STW_SIM_H2D ? "gradients for %s"
-                                                  : "add gradients of %s",
+  return g_strdup_printf(x->lane == STW_SIM_D2H    ? "gradients after %s"
+                         : x->lane == STW_SIM_H2D  ? "gradients for %s"
+                         : x->lane == STW_SIM_COMM ? "reduce-scatter gradients of %s"
+                                                   : "add gradients of %s",
                          op);
 }
 
@@ -96,8 +96,10 @@ lane_category(const StwSimTask *x)
   if (is_activations(x))
     return x->lane == STW_SIM_D2H ? "offload" : "restore";
   if (is_gradients(x))
-    return x->lane == STW_SIM_D2H ? "gradients out" : x->lane == STW_SIM_H2D ? "gradients back"
-                                                                         : "accumulate";
+    return x->lane == STW_SIM_D2H    ? "gradients out"
+           : x->lane == STW_SIM_H2D  ? "gradients back"
+           : x->lane == STW_SIM_COMM ? "gradients reduce-scatter"
+                                     : "accumulate";
   switch (x->lane) {
   case STW_SIM_H2D: return "fetch";
   case STW_SIM_D2H: return "evict";

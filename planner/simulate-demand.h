@@ -18,7 +18,8 @@ void stw_simulate_demand(const StwPlan *plan, const StwTrace *t, const StwDemand
 
 /* The host memory plan P holds over T with demand D and activation moves MOVES: its chunks on
  * the host, the staging buffers, the offloaded activations at their most and the gradients the
- * loop holds there (stw_trace_host_gradient_bytes), all ranks together; the bytes on the
+ * loop holds there (stw_trace_host_gradient_bytes, the ranks a share each), all ranks together;
+ * the bytes on the
  * storage tier into *STORAGE_OUT (may be NULL). */
 guint64 stw_plan_host_bytes(const StwPlan *p, const StwTrace *t, const StwDemand *d,
                             const GArray *moves, guint64 *storage_out);

@@ -556,7 +556,8 @@ host_gradient_copies(const StwTrace *t, guint64 *out, guint64 *added)
 
 /* The gradients copied to the host after op K (model.gradients "host"), from the end of its
  * compute, and those of them added there to an earlier micro-step's. As FSDP's CPU offload
- * does (torch's _fsdp_collectives.foreach_reduce): a copy nothing is added to goes without
+ * does (torch's _fsdp_collectives.foreach_reduce): with several ranks they are reduce-scattered
+ * first, each rank copying and adding its share; a copy nothing is added to goes without
  * waiting; where the host adds, the thread that issues the ops waits for the copy and adds
  * ("the CPU add kernel depends on the copy result"), and issues nothing more until it is
  * done. */
@@ -564,9 +565,16 @@ static void
 host_gradients(Sim *s, guint32 k)
 {
   const StwHardware *hw = &s->p->hw;
-  guint32 ranks = stw_chunking_ranks_per_node(s->p->chunking);
-  guint64 b = s->grads_out[k], added = s->grads_added[k];
-  guint64 from = MAX(s->compute_free, s->d2h_free);
+  const StwChunking *c = s->p->chunking;
+  guint32 ranks = stw_chunking_ranks_per_node(c), world = MAX(c->world, 1);
+  guint64 b = s->grads_out[k] / world, added = s->grads_added[k] / world;
+  guint64 ready = s->compute_free;
+  if (world > 1) {
+    guint64 start = MAX(ready, s->comm_free);
+    ready = s->comm_free = stw_cost_add(start, stw_collective_ns(hw, world, c->nodes, b));
+    task(s, STW_SIM_COMM, k, STW_SIM_GRADIENTS, start, ready, (guint64)(world - 1) * b);
+  }
+  guint64 from = MAX(ready, s->d2h_free);
   guint64 to = stw_cost_add(from, stw_transfer_ns(hw, ranks, b, !s->grads_pageable));
   s->d2h_free = to;
   copy_on_cores(s, from, to);
@@ -687,7 +695,7 @@ pinned_copies(const StwPlan *p, const StwDemand *d, const StwTrace *t, const GAr
     if (pageable != NULL)
       pageable[k] = beyond;
   }
-  guint64 grads = stw_trace_host_gradient_bytes(t);
+  guint64 grads = stw_trace_host_gradient_bytes(t) / world; /* this rank's share */
   gboolean beyond = grads > 0 && stw_cost_add(*need, grads) > budget;
   *need = stw_cost_add(*need, grads);
   if (beyond)
@@ -707,12 +715,11 @@ guint64
 stw_plan_host_bytes(const StwPlan *p, const StwTrace *t, const StwDemand *d,
                     const GArray *moves, guint64 *storage_out)
 {
-  guint64 grads = stw_trace_host_gradient_bytes(t);
-  guint64 world = MAX(p->chunking->world, 1);
+  /* the ranks' shares of the gradients on the host: one copy of them together */
   return stw_cost_add(stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
                                                          p->hw.storage_gpudirect, storage_out),
                                    stw_activation_moves_host_peak(moves)),
-                      grads > STW_COST_MAX / world ? STW_COST_MAX : grads * world);
+                      stw_trace_host_gradient_bytes(t));
 }
 
 void

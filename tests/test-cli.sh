@@ -337,7 +337,11 @@ expect 0 "peak non-model memory  252.52 MiB at op 101 lm_head.bwd (bwd)" "synth 
 $S plan "$T/accumh.json" --gpu 2GiB --policy zero-offload -o "$T/accumh.plan.json" > /dev/null 2>&1
 expect 0 "D2H        45.85 ms    21%  949.40 MiB, 21.7 GB/s while busy" "simulate --gradients host: each micro-step's gradients to the host" -- $S simulate "$T/accumh.plan.json" "$T/accumh.json"
 expect 0 "59.26 ms of it adding each micro-step's gradients on the host" "simulate --gradients host: the host adds three of them" -- $S simulate "$T/accumh.plan.json" "$T/accumh.json"
-expect 1 "2 GPUs: the trace's gradients are the framework's own tensors (model.gradients \"host\"), which the ranks cannot reduce-scatter out of the chunks; plan it for one GPU" "plan: gradients on the host on several GPUs" -- $S plan "$T/accumh.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
+expect 1 "2 GPUs: the trace's gradients are the framework's own tensors (model.gradients \"framework\"), which the ranks cannot reduce-scatter out of the chunks; plan it for one GPU" "plan: gradients held on the device on several GPUs" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
+# on two GPUs each micro-step's gradients are reduce-scattered as they go, each rank copying and
+# adding its half; the host holds them once between the ranks
+expect 0 "  host         6.24 GiB (2.24 GiB of chunks and gradients, of which 237.35 MiB the gradients, 4.00 GiB for the ranks' processes) of 512.00 GiB" "plan --gpus 2 with the gradients on the host: the host holds them" -- $S plan "$T/accumh.json" --gpu 2GiB --gpus 2 --policy zero-offload -o "$T/accumh2.plan.json"
+expect 0 "collectives  29.07 ms    18%  621.94 MiB received, ring of 2 ranks over pcie" "simulate --gpus 2 with the gradients on the host: each op's reduce-scattered" -- $S simulate "$T/accumh2.plan.json" "$T/accumh.json"
 expect 2 "--gradients: 'sideways' is not one of device, host" "synth --gradients with an unknown place" -- $S synth --model gpt2 --gradients sideways -o "$T/never.json"
 expect 0 "    2  2.00 GiB  zero-offload  38,597,632  294.48 MiB  949.40 MiB  222.06 ms     4,611  1.1%     1.54x  yes    4.24 GiB  fp32" "whatif --gradients host: the plan synth --gradients host makes" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gradients host --gpu 2GiB --policy zero-offload,stowage
 expect 2 "--gradients: 'up' is not one of device, host" "capacity --gradients with an unknown place" -- $S capacity --family gpt --gradients up

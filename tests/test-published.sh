@@ -55,6 +55,8 @@ has "an epoch's time as the row derives a step from it; a 24 GB card's whole mem
   "| D14 | ZeRO-3 Offload (params+optimizer to CPU) | gpt2-xl (HF config) | 2 x 16 | zero-infinity on TitanRTX-24GB-PCIe3, published: an epoch's time; a step as the row derives it | 11.400 s | 1.800 s | -84.2% |"
 has "the policy the row's emulation target names; a Llama; four micro-steps, their gradients to the host; no checkpointing where it fits without" \
   "| T10 | FSDP CPU offload | Llama-3.2-1B-like (made  | 1 x 1 | zero-offload on RTX4090-24GB-PCIe4, each micro-step's gradients to the host | 3.000 s | 2.759 s | -8.0% |"
+has "the same FSDP offload on two GPUs: each micro-step's gradients reduce-scattered to the hosts, each rank stepping its half" \
+  "| T30 | FSDP CPU offload (2 GPUs) | Llama-3.2-1B-like (made  | 2 x 1 | zero-offload on RTX4090-24GB-PCIe4, each micro-step's gradients to the host | 3.000 s | 1.869 s | -37.7% |"
 has "DeepSpeed ZeRO-3 with offload_optimizer alone: zero-offload at stage 3" \
   "| T12 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 4 x 8 | zero-offload --zero-stage 3 on A100-80GB-PCIe4 | 4.000 s | 1.982 s | -50.4% |"
 has "two DGX nodes: --gpus 8 --nodes 2, the host memory a node's" \

@@ -195,6 +195,62 @@ test_host_gradients(void)
   stw_simulation_clear(&s);
 }
 
+/* GPT-2 in two micro-steps with its gradients on the host, on two ranks (zero-offload): no
+ * chunk group is reduce-scattered (nothing is written into the chunks); each op's gradients are
+ * reduce-scattered as they go to the host, each rank copying its half after the collective and,
+ * in the second micro-step, adding it to the first's. Rank 0's copies are half of every
+ * gradient twice (the bf16 gradients' bytes in all), its additions half of them once. */
+static void
+test_host_gradients_ranks(void)
+{
+  StwModelConfig cfg;
+  g_assert_true(stw_model_resolve("gpt2", &cfg, NULL));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions so = { .batch = 1, .seq = 64, .dtype = STW_DTYPE_BF16, .micro_steps = 2,
+                         .host_gradients = TRUE };
+  GError *error = NULL;
+  g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, &error);
+  g_assert_no_error(error);
+  guint64 grads = stw_trace_host_gradient_bytes(t);
+  g_assert_cmpuint(grads, ==, 124439808ull * 2);
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_ZERO_OFFLOAD, 8 * STW_GiB, STW_TiB);
+  o.world_size = 2;
+  g_autoptr(StwPlan) p = stw_planner_plan(t, "t", &o, &error);
+  g_assert_no_error(error);
+  const StwAction *a = (const StwAction *)p->schedule.actions->data;
+  for (guint i = 0; i < p->schedule.actions->len; i++)
+    g_assert_cmpint(a[i].kind, !=, STW_ACTION_REDUCE_SCATTER);
+  StwSimulation s;
+  stw_simulate(p, t, TRUE, &s);
+  guint64 comm = 0, out = 0, added = 0, comm_end = 0;
+  guint32 comm_op = G_MAXUINT32;
+  for (guint i = 0; i < s.tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(s.tasks, StwSimTask, i);
+    if (x->kind != STW_SIM_GRADIENTS)
+      continue;
+    if (x->lane == STW_SIM_COMM) {
+      comm += x->bytes;
+      comm_op = x->item;
+      comm_end = x->end_ns;
+    } else if (x->lane == STW_SIM_D2H) {
+      g_assert_cmpuint(x->item, ==, comm_op); /* after its own op's collective */
+      g_assert_cmpuint(x->start_ns, >=, comm_end);
+      out += x->bytes;
+    } else if (x->lane == STW_SIM_CPU_ADAM) {
+      added += x->bytes;
+    }
+  }
+  g_assert_cmpuint(comm, ==, grads); /* (2 - 1) x half of them, twice */
+  g_assert_cmpuint(out, ==, grads);
+  g_assert_cmpuint(added, ==, grads / 2);
+  g_assert_cmpuint(s.d2h_bytes, ==, grads);
+  g_assert_cmpuint(p->pred.d2h_bytes, ==, grads);
+  g_assert_cmpuint(s.cpu_add_ns, >, 0);
+  stw_simulation_clear(&s);
+}
+
 /* The thread that steps on the CPU launches the next op: under every policy that steps chunks
  * with CPU Adam, each step of the measured iteration has ended before the next iteration's first
  * op starts (cost model 8; before it the next forward ran beside the step). */
@@ -541,6 +597,7 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/storage-shared", test_storage_shared);
   g_test_add_func("/simulate/framework-gradients-cross", test_framework_gradients_cross);
   g_test_add_func("/simulate/host-gradients", test_host_gradients);
+  g_test_add_func("/simulate/host-gradients-ranks", test_host_gradients_ranks);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
   g_test_add_func("/simulate/step-before-next-forward", test_step_before_next_forward);
   g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);

@@ -43,9 +43,10 @@ typedef enum {
 /* The kind of a copy of an offloaded block's activations (its item: the block). */
 #define STW_SIM_ACTIVATIONS 1u
 /* The kind of a copy of the framework's gradients under model.gradients "host" (its item: the
- * op after which they go, or the optimizer op they come back for), and of the CPU's addition of
- * them to the earlier micro-steps' */
-#define STW_SIM_GRADIENTS 2u
+ * op after which they go, or the optimizer op they come back for), of their reduce-scatter
+ * among several ranks before it, and of the CPU's addition of them to the earlier
+ * micro-steps' (apart from every StwActionKind, which the collectives' lane holds too) */
+#define STW_SIM_GRADIENTS 256u
 /* What a storage read or write moves: a chunk's optimizer state (with its parameters, for a
  * chunk placed "storage", at its step), or its parameters alone (a fetch's read, a copy out's
  * write) */
@@ -56,7 +57,8 @@ typedef struct {
   guint32 lane;              /* StwSimLane */
   guint32 item;              /* chunk item (H2D/D2H/COMM), chunk index (CPU Adam, storage),
                               * block (STW_SIM_ACTIVATIONS) or op (STW_SIM_GRADIENTS) */
-  guint32 kind;              /* COMM: STW_ACTION_GATHER or STW_ACTION_REDUCE_SCATTER; H2D/D2H:
+  guint32 kind;              /* COMM: STW_ACTION_GATHER or STW_ACTION_REDUCE_SCATTER of a chunk
+                              * group, or STW_SIM_GRADIENTS of an op's gradients; H2D/D2H:
                               * STW_SIM_ACTIVATIONS for a block's activations, STW_SIM_GRADIENTS
                               * for gradients, else 0; CPU: STW_SIM_GRADIENTS for their
                               * addition, else 0 (Adam); storage:
