@@ -11,8 +11,9 @@ experts" and "top-K" or "K active", ffn_hidden an expert's width, Mixtral's two 
 the row does not say; shared experts and latent attention, whose sizes the columns do not give,
 listed as not replayed), synthesized at the
 row's batch, sequence and gradient accumulation (micro-steps; each micro-step's gradients
-copied to the host and added there, `--gradients host`, where the row's gradients are on the CPU
-and not in Gemini's chunks) in its precision (`stowage synth`;
+copied to the host, where the row's gradients are on the CPU and not in Gemini's chunks: added
+there, `--gradients host`, as FSDP does, or on the GPU, `--gradients host-via-device`, as
+DeepSpeed does) in its precision (`stowage synth`;
 PyTorch's AMP, fp32 weights and 16-bit GEMMs, under plain DDP: `--amp`;
 attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
 where it says so, or where it does not and only that fits), planned on the shipped profile of
@@ -475,13 +476,16 @@ def chunked_loss(row):
 
 
 def gradients_on_host(row):
-    """Whether the row's loop copies each micro-step's gradients to host memory and adds them
-    there (FSDP's CPU offload, DeepSpeed's ZeRO-Offload under gradient accumulation): its
-    gradients on the CPU, not in chunks of their own (Gemini's), and several micro-steps a step
-    (with one, the gradients leave the device once, as the chunks' evictions take them)."""
+    """How the row's loop accumulates gradients on the host, as `synth --gradients` takes it,
+    or None: where its gradients are on the CPU, not in chunks of their own (Gemini's), and it
+    runs several micro-steps a step (with one, the gradients leave the device once, as the
+    chunks' evictions take them). DeepSpeed brings the host's sum back and adds on the GPU
+    (host-via-device); FSDP, and a system the row does not name, adds on the host (host)."""
     where = row.get("grads_location", "").strip().lower()
-    return where.startswith("cpu") and "chunk" not in where and \
-        whole(row, "grad_accum_steps", 1) > 1
+    if not where.startswith("cpu") or "chunk" in where or whole(row, "grad_accum_steps", 1) < 2:
+        return None
+    system = row.get("system", "")
+    return "host-via-device" if "DeepSpeed" in system and "FSDP" not in system else "host"
 
 
 def forward_backward_only(row):
@@ -534,9 +538,11 @@ def predict(row, policy, extra, tmp, ckpt=None):
     loss = ["--loss", "chunked"] if chunked_loss(row) else []
     loss += ["--amp"] if autocast(row) else []
     accum = whole(row, "grad_accum_steps", 1)  # gradient accumulation: micro-steps a step
-    grads = ["--gradients", "host"] if gradients_on_host(row) else []
+    on_host = gradients_on_host(row)
+    grads = ["--gradients", on_host] if on_host else []
     if grads:
-        assume(row, "each micro-step's gradients to the host")
+        assume(row, "each micro-step's gradients to the host" +
+               (", added on the GPU" if on_host == "host-via-device" else ""))
     rc, out = run("synth", "--model-config", path, "--batch", row["micro_batch_per_gpu"],
                   "--micro-steps", str(accum), *grads,
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,

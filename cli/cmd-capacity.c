@@ -98,7 +98,8 @@ parse(int argc, char **argv, gboolean *json)
       "forward-backward passes per step (gradient accumulation), as synth --micro-steps "
       "(default 1)", "K" },
     { "gradients", 0, 0, STW_OPTION_TEXT, &gradients,
-      "device (default) or host, where the loop keeps its gradients, as synth --gradients",
+      "device (default), host or host-via-device, where the loop keeps its gradients, as synth "
+      "--gradients",
       "WHERE" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &optimizer_impl,
       "fused (default), foreach or for-loop, as synth --optimizer-impl", "I" },

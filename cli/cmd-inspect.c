@@ -58,6 +58,9 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
            t->model.gradients == STW_GRADIENTS_CHUNKS ? "param chunks"
            : t->model.gradients == STW_GRADIENTS_HOST
                ? "framework's tensors, each micro-step's copied to host memory and added there"
+           : t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE
+               ? "framework's tensors, each micro-step's copied to host memory, added on the "
+                 "device"
                : "framework's tensors");
 }
 

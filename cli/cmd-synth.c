@@ -66,10 +66,11 @@ parse(Line *l, int argc, char **argv)
       "step (gradient accumulation; default 1): the gradients are then the framework's "
       "tensors, held to the step", "K" },
     { "gradients", 0, 0, STW_OPTION_TEXT, &l->gradients,
-      "where the loop keeps its gradients to the step: device (default) or host (each "
+      "where the loop keeps its gradients to the step: device (default), host (each "
       "micro-step's copied to host memory after the backward op that last writes it, freed on "
-      "the device and added there to the earlier ones': FSDP's CPU offload, DeepSpeed's "
-      "ZeRO-Offload)", "WHERE" },
+      "the device and added there to the earlier ones': FSDP's CPU offload) or host-via-device "
+      "(the same, the host's sum brought back and added on the device, the copies on the "
+      "compute stream: DeepSpeed's ZeRO-Offload)", "WHERE" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
       "how the optimizer steps the tensors on the GPU: fused (default: one kernel, torch's "
       "fused=True, FusedAdam), foreach (torch 2's default on CUDA: seven passes, many tensors a "

@@ -82,7 +82,8 @@ parse(Line *l, int *argc, char ***argv)
       "with --model: forward-backward passes per step (gradient accumulation), as synth "
       "--micro-steps", "K" },
     { "gradients", 0, 0, STW_OPTION_TEXT, &l->gradients,
-      "with --model: device (default) or host, where the loop keeps its gradients, as synth "
+      "with --model: device (default), host or host-via-device, where the loop keeps its "
+      "gradients, as synth "
       "--gradients", "WHERE" },
     { "lora", 0, 0, STW_OPTION_TEXT, &l->lora,
       "with --model: LoRA adapters of this rank, the base frozen", "RANK" },

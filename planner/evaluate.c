@@ -26,10 +26,15 @@ gradient_copies(const StwPlan *p, const StwTrace *t, guint64 *back)
       continue;
     if (stw_gradients_cross_at_step(p->chunking, ch, p->optim[ch], t->model.gradients))
       bytes = stw_cost_add(bytes, b);
-    if (t->model.gradients == STW_GRADIENTS_HOST && !stw_optim_on_cpu(p->optim[ch]))
+    if (stw_gradients_on_host(t->model.gradients) && !stw_optim_on_cpu(p->optim[ch]))
       *back = stw_cost_add(*back, b);
   }
   guint64 host = stw_trace_host_gradient_bytes(t) / MAX(p->chunking->world, 1);
+  /* added on the device, the host's sum comes back for each micro-step after the first */
+  if (t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE)
+    *back = stw_cost_add(*back, host > STW_COST_MAX / stw_trace_micro_steps(t)
+                                    ? STW_COST_MAX
+                                    : host * (stw_trace_micro_steps(t) - 1));
   return stw_cost_add(bytes, host > STW_COST_MAX / stw_trace_micro_steps(t)
                                  ? STW_COST_MAX
                                  : host * stw_trace_micro_steps(t));

@@ -314,11 +314,12 @@ stw_request_count(const StwRequest *r, const char *option, guint64 min, guint64 
 gboolean
 stw_request_gradients(const StwRequest *r, StwSynthOptions *so, GError **error)
 {
-  static const char *const names[] = { "device", "host", NULL };
+  static const char *const names[] = { "device", "host", "host-via-device", NULL };
+  static const StwGradients values[] = { 0, STW_GRADIENTS_HOST, STW_GRADIENTS_HOST_VIA_DEVICE };
   int where = 0;
   if (!stw_request_enum(r, "gradients", names, &where, error))
     return FALSE;
-  so->host_gradients = where == 1;
+  so->host_gradients = values[where];
   return TRUE;
 }
 

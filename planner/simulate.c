@@ -560,7 +560,8 @@ host_gradient_copies(const StwTrace *t, guint64 *out, guint64 *added)
  * first, each rank copying and adding its share; a copy nothing is added to goes without
  * waiting; where the host adds, the thread that issues the ops waits for the copy and adds
  * ("the CPU add kernel depends on the copy result"), and issues nothing more until it is
- * done. */
+ * done. With "host-via-device", as DeepSpeed's ZeRO-Offload does, the host's sum comes back
+ * and is added on the device, and the copies hold the compute stream. */
 static void
 host_gradients(Sim *s, guint32 k)
 {
@@ -574,12 +575,25 @@ host_gradients(Sim *s, guint32 k)
     ready = s->comm_free = stw_cost_add(start, stw_collective_ns(hw, world, c->nodes, b));
     task(s, STW_SIM_COMM, k, STW_SIM_GRADIENTS, start, ready, (guint64)(world - 1) * b);
   }
+  if (s->t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE && added > 0) {
+    /* DeepSpeed's (async_accumulate_grad_in_cpu_via_gpu): on the compute stream, the host's
+     * sum back, added to the new ones there (3 bytes touched a byte), and out again below */
+    guint64 from = MAX(ready, s->h2d_free);
+    guint64 to = stw_cost_add(from, stw_transfer_ns(hw, ranks, added, !s->grads_pageable));
+    s->h2d_free = to;
+    copy_on_cores(s, from, to);
+    task(s, STW_SIM_H2D, k, STW_SIM_GRADIENTS, from, to, added);
+    ready = stw_cost_add(to, stw_hardware_memory_op_ns(hw, 3.0 * (double)added));
+    added = 0; /* nothing for the host to add */
+  }
   guint64 from = MAX(ready, s->d2h_free);
   guint64 to = stw_cost_add(from, stw_transfer_ns(hw, ranks, b, !s->grads_pageable));
   s->d2h_free = to;
   copy_on_cores(s, from, to);
   task(s, STW_SIM_D2H, k, STW_SIM_GRADIENTS, from, to, b);
   s->grads_ready = MAX(s->grads_ready, to);
+  if (s->t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE) /* the stream's copies */
+    s->thread_free = MAX(s->thread_free, to);
   if (added == 0)
     return;
   guint64 start = MAX(to, s->cpu_free);
@@ -760,7 +774,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   s.pageable = g_malloc0(MAX(d->n_items + s.moves->len, 1));
   pinned_copies(p, d, t, s.moves, s.pageable, &s.grads_pageable, &out->pinned_bytes,
                 &out->pageable_bytes);
-  if (t->model.gradients == STW_GRADIENTS_HOST) {
+  if (stw_gradients_on_host(t->model.gradients)) {
     s.grads_out = g_new0(guint64, t->ops->len);
     s.grads_added = g_new0(guint64, t->ops->len);
     host_gradient_copies(t, s.grads_out, s.grads_added);

@@ -787,12 +787,13 @@ stw_runtime_new(const StwTrace *model, const float *const *init, const StwRuntim
                 "verify with the host backend", backend->name);
     return NULL;
   }
-  if (model->model.gradients == STW_GRADIENTS_HOST) {
+  if (stw_gradients_on_host(model->model.gradients)) {
     g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_UNSUPPORTED,
                 "the trace's gradients are copied to the host after each micro-step "
-                "(model.gradients \"host\": a loop that offloads them, as FSDP's CPU offload "
+                "(model.gradients \"%s\": a loop that offloads them, as FSDP's CPU offload "
                 "does), and stowage's runtime keeps them on the device to the step: "
-                "synthesize or profile the loop the runtime runs (synth --gradients device)");
+                "synthesize or profile the loop the runtime runs (synth --gradients device)",
+                stw_gradients_names[model->model.gradients]);
     return NULL;
   }
   if (o->comm != NULL && o->comm->world > 1 && o->comm->device_memory == backend->device_is_host) {

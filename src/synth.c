@@ -1117,8 +1117,9 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.loss = options->loss;
   t->model.autocast = options->amp ? options->dtype : STW_DTYPE_FP32;
   t->model.micro_steps = micro_steps;
-  if (options->host_gradients)
-    t->model.gradients = STW_GRADIENTS_HOST;
+  gboolean on_host = stw_gradients_on_host(options->host_gradients);
+  if (on_host)
+    t->model.gradients = options->host_gradients;
   else if (micro_steps > 1) /* the next forward must not find gradients in the chunks */
     t->model.gradients = STW_GRADIENTS_FRAMEWORK;
   g_autofree guint8 *has_grad = g_new0(guint8, t->tensors->len);
@@ -1127,7 +1128,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
               .e = stw_dtype_bytes(options->dtype), .live = graph->io_bytes,
               .residuals = g_array_new(FALSE, FALSE, sizeof(guint64)),
               .framework = t->model.gradients != STW_GRADIENTS_CHUNKS,
-              .host_gradients = options->host_gradients, .writes_left = writes_left,
+              .host_gradients = on_host, .writes_left = writes_left,
               .has_grad = has_grad, .autocast = options->amp };
   gsize L = MAX(config->layers, 1);
   g_autofree guint32 *ops_noted = g_new(guint32, 4 * L);

@@ -18,7 +18,8 @@
 G_DEFINE_QUARK(stw-trace-error-quark, stw_trace_error)
 
 static const char *const stage_names[] = { "fwd", "bwd", "optim", NULL };
-const char *const stw_gradients_names[] = { "chunks", "framework", "host", NULL };
+const char *const stw_gradients_names[] = { "chunks", "framework", "host", "host-via-device",
+                                             NULL };
 static const char *const source_kind_names[] = { "runtime", "cupti", "kineto", "synthetic",
                                                  NULL };
 
@@ -507,7 +508,7 @@ guint64
 stw_trace_host_gradient_bytes(const StwTrace *t)
 {
   guint64 bytes = 0;
-  for (guint32 i = 0; t->model.gradients == STW_GRADIENTS_HOST && i < t->tensors->len; i++) {
+  for (guint32 i = 0; stw_gradients_on_host(t->model.gradients) && i < t->tensors->len; i++) {
     const StwTensor *x = stw_trace_tensor(t, i);
     if (!x->frozen)
       bytes += x->numel * stw_dtype_bytes(x->dtype);

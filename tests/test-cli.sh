@@ -342,9 +342,13 @@ expect 1 "2 GPUs: the trace's gradients are the framework's own tensors (model.g
 # adding its half; the host holds them once between the ranks
 expect 0 "  host         6.24 GiB (2.24 GiB of chunks and gradients, of which 237.35 MiB the gradients, 4.00 GiB for the ranks' processes) of 512.00 GiB" "plan --gpus 2 with the gradients on the host: the host holds them" -- $S plan "$T/accumh.json" --gpu 2GiB --gpus 2 --policy zero-offload -o "$T/accumh2.plan.json"
 expect 0 "collectives  29.07 ms    18%  621.94 MiB received, ring of 2 ranks over pcie" "simulate --gpus 2 with the gradients on the host: each op's reduce-scattered" -- $S simulate "$T/accumh2.plan.json" "$T/accumh.json"
-expect 2 "--gradients: 'sideways' is not one of device, host" "synth --gradients with an unknown place" -- $S synth --model gpt2 --gradients sideways -o "$T/never.json"
+$S synth --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gradients host-via-device -o "$T/accumd.json" > /dev/null 2>&1
+$S plan "$T/accumd.json" --gpu 2GiB --policy zero-offload -o "$T/accumd.plan.json" > /dev/null 2>&1
+expect 0 "iteration   4 micro-steps; gradients in the framework's tensors, each micro-step's copied to host memory, added on the device" "synth --gradients host-via-device: DeepSpeed's accumulation" -- $S inspect "$T/accumd.json"
+expect 0 "H2D       46.96 ms    22%  1006.53 MiB, 22.5 GB/s while busy" "simulate --gradients host-via-device: the host's sum back three times" -- $S simulate "$T/accumd.plan.json" "$T/accumd.json"
+expect 2 "--gradients: 'sideways' is not one of device, host, host-via-device" "synth --gradients with an unknown place" -- $S synth --model gpt2 --gradients sideways -o "$T/never.json"
 expect 0 "    2  2.00 GiB  zero-offload  38,597,632  294.48 MiB  949.40 MiB  222.06 ms     4,611  1.1%     1.54x  yes    4.24 GiB  fp32" "whatif --gradients host: the plan synth --gradients host makes" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gradients host --gpu 2GiB --policy zero-offload,stowage
-expect 2 "--gradients: 'up' is not one of device, host" "capacity --gradients with an unknown place" -- $S capacity --family gpt --gradients up
+expect 2 "--gradients: 'up' is not one of device, host, host-via-device" "capacity --gradients with an unknown place" -- $S capacity --family gpt --gradients up
 # checkpointed segments: GPT-2's 12 blocks in segments of 4 keep 3 block inputs, not 12
 $S synth --model gpt2 --batch 2 --seq 512 --checkpoint-every 4 -o "$T/seg4.json" > /dev/null 2>&1
 expect 0 "batch 2 x seq 512, bf16, checkpointing" "synth --checkpoint-every: a checkpointed trace" -- $S inspect "$T/seg4.json"

@@ -57,6 +57,8 @@ has "the policy the row's emulation target names; a Llama; four micro-steps, the
   "| T10 | FSDP CPU offload | Llama-3.2-1B-like (made  | 1 x 1 | zero-offload on RTX4090-24GB-PCIe4, each micro-step's gradients to the host | 3.000 s | 2.759 s | -8.0% |"
 has "the same FSDP offload on two GPUs: each micro-step's gradients reduce-scattered to the hosts, each rank stepping its half" \
   "| T30 | FSDP CPU offload (2 GPUs) | Llama-3.2-1B-like (made  | 2 x 1 | zero-offload on RTX4090-24GB-PCIe4, each micro-step's gradients to the host | 3.000 s | 1.869 s | -37.7% |"
+has "DeepSpeed's ZeRO-Offload accumulating four micro-steps: the host's sum added on the GPU" \
+  "| T31 | ZeRO-Offload, accumulating | a small Mixtral 8x7B-sha | 1 x 4 | zero-offload on A100-80GB-PCIe4, 2 experts a token (Mixtral's; not stated); each micro-step's gradients to the host, added on the GPU | 1.000 s | 0.729 s | -27.1% |"
 has "DeepSpeed ZeRO-3 with offload_optimizer alone: zero-offload at stage 3" \
   "| T12 | ZeRO-3 + CPU optimizer offload | gpt2-xl (HF config) | 4 x 8 | zero-offload --zero-stage 3 on A100-80GB-PCIe4 | 4.000 s | 1.982 s | -50.4% |"
 has "two DGX nodes: --gpus 8 --nodes 2, the host memory a node's" \

@@ -195,6 +195,51 @@ test_host_gradients(void)
   stw_simulation_clear(&s);
 }
 
+/* mini-host.json with the gradients added on the device (model.gradients "host-via-device",
+ * DeepSpeed's ZeRO-Offload): every copy holds the compute stream. The first micro-step's 40 bytes
+ * go out 3,000-13,004 and the second forward waits for them; after the second backward (to
+ * 16,004) the host's sum comes back (16,004-26,008), is added on the device (an op's 10,000 ns
+ * of overhead on the A100 profile, to 36,008) and goes out again (36,008-46,012); the host adds
+ * nothing. CPU Adam from 46,012 (11 + 2 ns), the chunk back: 56,229. */
+static void
+test_host_gradients_via_device(void)
+{
+  g_autofree char *path = stw_test_fixture("traces/mini-host.json");
+  g_autoptr(StwTrace) t = stw_trace_load(path, NULL);
+  t->model.gradients = STW_GRADIENTS_HOST_VIA_DEVICE;
+  g_autoptr(StwPlan) p = plan_for(t, 2048 + 232, STW_POLICY_STOWAGE);
+  StwSimulation s;
+  stw_simulate(p, t, TRUE, &s);
+  static const struct {
+    guint32 lane;
+    guint64 start, end;
+  } want[] = {
+    { STW_SIM_D2H, 3000, 13004 },
+    { STW_SIM_H2D, 16004, 26008 },
+    { STW_SIM_D2H, 36008, 46012 },
+  };
+  guint n = 0;
+  for (guint i = 0; i < s.tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(s.tasks, StwSimTask, i);
+    if (x->kind != STW_SIM_GRADIENTS)
+      continue;
+    g_assert_cmpuint(n, <, G_N_ELEMENTS(want));
+    g_assert_cmpuint(x->lane, ==, want[n].lane);
+    g_assert_cmpuint(x->start_ns, ==, want[n].start);
+    g_assert_cmpuint(x->end_ns, ==, want[n].end);
+    g_assert_cmpuint(x->bytes, ==, 40);
+    n++;
+  }
+  g_assert_cmpuint(n, ==, G_N_ELEMENTS(want));
+  g_assert_cmpuint(s.cpu_add_ns, ==, 0);
+  g_assert_cmpuint(g_array_index(s.ops, StwSimOp, 2).start_ns, ==, 13004);
+  g_assert_cmpuint(g_array_index(s.ops, StwSimOp, 4).start_ns, ==, 46012);
+  g_assert_cmpuint(s.iteration_ns, ==, 56229);
+  g_assert_cmpuint(p->pred.h2d_bytes, ==, 2048 + 40);
+  g_assert_cmpuint(p->pred.d2h_bytes, ==, 2 * 40);
+  stw_simulation_clear(&s);
+}
+
 /* GPT-2 in two micro-steps with its gradients on the host, on two ranks (zero-offload): no
  * chunk group is reduce-scattered (nothing is written into the chunks); each op's gradients are
  * reduce-scattered as they go to the host, each rank copying its half after the collective and,
@@ -208,7 +253,7 @@ test_host_gradients_ranks(void)
   StwHardware hw;
   g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
   StwSynthOptions so = { .batch = 1, .seq = 64, .dtype = STW_DTYPE_BF16, .micro_steps = 2,
-                         .host_gradients = TRUE };
+                         .host_gradients = STW_GRADIENTS_HOST };
   GError *error = NULL;
   g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, &error);
   g_assert_no_error(error);
@@ -598,6 +643,7 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/framework-gradients-cross", test_framework_gradients_cross);
   g_test_add_func("/simulate/host-gradients", test_host_gradients);
   g_test_add_func("/simulate/host-gradients-ranks", test_host_gradients_ranks);
+  g_test_add_func("/simulate/host-gradients-via-device", test_host_gradients_via_device);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
   g_test_add_func("/simulate/step-before-next-forward", test_step_before_next_forward);
   g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);

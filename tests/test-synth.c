@@ -195,7 +195,7 @@ test_host_gradients(void)
   StwModelConfig cfg = tiny_gpt;
   StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32, .micro_steps = 3 };
   g_autoptr(StwTrace) framework = synth_on_default(&cfg, &opt);
-  opt.host_gradients = TRUE;
+  opt.host_gradients = STW_GRADIENTS_HOST;
   g_autoptr(StwTrace) t = synth_on_default(&cfg, &opt);
   g_assert_cmpint(t->model.gradients, ==, STW_GRADIENTS_HOST);
   g_assert_cmpuint(stw_trace_host_gradient_bytes(t), ==, 1296);

@@ -122,7 +122,7 @@ gboolean stw_request_on_device(const StwRequest *r, const char *option,
  * "lora-targets" (borrowed from R: it must outlive SO) into its lora_targets. */
 gboolean stw_request_lora(const StwRequest *r, StwSynthOptions *so, GError **error);
 /* Where a model synthesized from a request keeps its gradients: "gradients" "device" (the
- * default) or "host" into SO's host_gradients. */
+ * default), "host" or "host-via-device" into SO's host_gradients. */
 gboolean stw_request_gradients(const StwRequest *r, StwSynthOptions *so, GError **error);
 /* What `stowage whatif` sweeps: "trace" (a file) or "model" (or "model-config", a file) with
  * "batch" (a comma list), "seq", "dtype", "attention", "checkpointing", "lora", "lora-targets";

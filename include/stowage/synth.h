@@ -63,10 +63,12 @@ typedef struct {
                              * sequences (gradient accumulation), then one optimizer step; 0 or
                              * 1: one. Several keep the gradients as the framework's own tensors
                              * (model.gradients "framework"), counted in the non-model memory */
-  gboolean host_gradients;  /* each micro-step's gradients copied to host memory after the
-                             * backward op that last writes them and added there
-                             * (model.gradients "host": FSDP's CPU offload, DeepSpeed's
-                             * ZeRO-Offload), none held on the device between ops */
+  StwGradients host_gradients; /* STW_GRADIENTS_HOST: each micro-step's gradients copied to
+                                * host memory after the backward op that last writes them and
+                                * added there (FSDP's CPU offload), none held on the device
+                                * between ops; STW_GRADIENTS_HOST_VIA_DEVICE: the same, added
+                                * on the device (DeepSpeed's ZeRO-Offload); else (0) where the
+                                * micro-steps put them */
   guint64 images;           /* images in each sequence, run through the model's vision tower
                              * (frozen) before the language model reads their features
                              * (stw_model_graph_add_images); 0: a text step */

@@ -110,8 +110,19 @@ typedef enum {
                             * to the earlier micro-steps' (FSDP's CPU offload, DeepSpeed's
                             * ZeRO-Offload under gradient accumulation): on the device only at
                             * the op that writes it; the optimizer steps them on the host */
+  STW_GRADIENTS_HOST_VIA_DEVICE, /* as HOST, but a later micro-step's added on the device: the
+                                  * host's sum copied back and added there, then out again, the
+                                  * copies on the compute stream (DeepSpeed's ZeRO-Offload,
+                                  * async_accumulate_grad_in_cpu_via_gpu) */
   STW_N_GRADIENTS
 } StwGradients;
+
+/* Whether gradients G are copied to the host each micro-step (HOST, HOST_VIA_DEVICE). */
+static inline gboolean
+stw_gradients_on_host(StwGradients g)
+{
+  return g == STW_GRADIENTS_HOST || g == STW_GRADIENTS_HOST_VIA_DEVICE;
+}
 
 extern const char *const stw_gradients_names[]; /* NULL-terminated, in enum order */
 
