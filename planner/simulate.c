@@ -560,8 +560,9 @@ host_gradient_copies(const StwTrace *t, guint64 *out, guint64 *added)
  * first, each rank copying and adding its share; a copy nothing is added to goes without
  * waiting; where the host adds, the thread that issues the ops waits for the copy and adds
  * ("the CPU add kernel depends on the copy result"), and issues nothing more until it is
- * done. With "host-via-device", as DeepSpeed's ZeRO-Offload does, the host's sum comes back
- * and is added on the device, and the copies hold the compute stream. */
+ * done, as it waits for a copy into pageable memory (beyond the pinned budget). With
+ * "host-via-device", as DeepSpeed's ZeRO-Offload does, the host's sum comes back and is added
+ * on the device, and the copies hold the compute stream. */
 static void
 host_gradients(Sim *s, guint32 k)
 {
@@ -592,7 +593,8 @@ host_gradients(Sim *s, guint32 k)
   copy_on_cores(s, from, to);
   task(s, STW_SIM_D2H, k, STW_SIM_GRADIENTS, from, to, b);
   s->grads_ready = MAX(s->grads_ready, to);
-  if (s->t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE) /* the stream's copies */
+  /* the stream's copies; and a copy into pageable memory, which FSDP makes blocking */
+  if (s->t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE || s->grads_pageable)
     s->thread_free = MAX(s->thread_free, to);
   if (added == 0)
     return;

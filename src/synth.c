@@ -847,7 +847,8 @@ optimizer_ops(Synth *s)
     StwOp *op = stw_trace_add_op(t, name, STW_STAGE_OPTIM, &id, 1, NULL, 0);
     op->nonmodel_bytes = op->nonmodel_peak_bytes = grads;
     /* with the gradients on the host, a step on the GPU brings its tensor's back first: counted
-     * whatever the plan places (the trace does not know), the step never the backward's peak */
+     * whatever the plan places, which the trace does not know (one tensor's gradient over a
+     * CPU step, far below backward's peak) */
     if (s->host_gradients)
       op->nonmodel_peak_bytes += x->numel * stw_dtype_bytes(x->dtype);
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */

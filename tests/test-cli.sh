@@ -346,6 +346,10 @@ $S synth --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gradients host-via-d
 $S plan "$T/accumd.json" --gpu 2GiB --policy zero-offload -o "$T/accumd.plan.json" > /dev/null 2>&1
 expect 0 "iteration   4 micro-steps; gradients in the framework's tensors, each micro-step's copied to host memory, added on the device" "synth --gradients host-via-device: DeepSpeed's accumulation" -- $S inspect "$T/accumd.json"
 expect 0 "H2D       46.96 ms    22%  1006.53 MiB, 22.5 GB/s while busy" "simulate --gradients host-via-device: the host's sum back three times" -- $S simulate "$T/accumd.plan.json" "$T/accumd.json"
+# beyond the pinned budget the gradients' host buffers are pageable: slower copies, which FSDP
+# makes blocking
+expect 0 "  pinned       531.83 MiB of it the copies touch, 300.00 MiB pinned (--pinned): 237.35 MiB of it copied at pageable speed" "plan --pinned with the gradients on the host: their buffers counted last" -- $S plan "$T/accumh.json" --gpu 2GiB --policy zero-offload --pinned 300MiB -o "$T/accumh-pg.plan.json"
+expect 0 "  iteration    276.59 ms simulated" "plan --pinned with the gradients on the host: pageable copies the ops wait for" -- $S plan "$T/accumh.json" --gpu 2GiB --policy zero-offload --pinned 300MiB -o "$T/accumh-pg.plan.json"
 expect 2 "--gradients: 'sideways' is not one of device, host, host-via-device" "synth --gradients with an unknown place" -- $S synth --model gpt2 --gradients sideways -o "$T/never.json"
 expect 0 "    2  2.00 GiB  zero-offload  38,597,632  294.48 MiB  949.40 MiB  222.06 ms     4,611  1.1%     1.54x  yes    4.24 GiB  fp32" "whatif --gradients host: the plan synth --gradients host makes" -- $S whatif --model gpt2 --batch 2 --seq 128 --micro-steps 4 --gradients host --gpu 2GiB --policy zero-offload,stowage
 expect 2 "--gradients: 'up' is not one of device, host, host-via-device" "capacity --gradients with an unknown place" -- $S capacity --family gpt --gradients up
