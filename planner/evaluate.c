@@ -21,7 +21,7 @@ gradient_copies(const StwPlan *p, const StwTrace *t, guint64 *back)
   for (guint32 id = 0; id < t->tensors->len; id++) {
     const StwTensor *x = stw_trace_tensor(t, id);
     guint32 ch = p->chunking->chunk_of[id];
-    guint64 b = x->numel * stw_dtype_bytes(x->dtype);
+    guint64 b = stw_tensor_bytes(x);
     if (x->frozen || !stw_chunking_owned(p->chunking, ch))
       continue;
     if (stw_gradients_cross_at_step(p->chunking, ch, p->optim[ch], t->model.gradients))
@@ -29,15 +29,14 @@ gradient_copies(const StwPlan *p, const StwTrace *t, guint64 *back)
     if (stw_gradients_on_host(t->model.gradients) && !stw_optim_on_cpu(p->optim[ch]))
       *back = stw_cost_add(*back, b);
   }
+  /* with the gradients on the host, each micro-step's go out; added on the device, the host's
+   * sum comes back for each micro-step after the first */
   guint64 host = stw_trace_host_gradient_bytes(t) / MAX(p->chunking->world, 1);
-  /* added on the device, the host's sum comes back for each micro-step after the first */
+  guint32 steps = stw_trace_micro_steps(t);
+  gboolean capped = host > STW_COST_MAX / steps;
   if (t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE)
-    *back = stw_cost_add(*back, host > STW_COST_MAX / stw_trace_micro_steps(t)
-                                    ? STW_COST_MAX
-                                    : host * (stw_trace_micro_steps(t) - 1));
-  return stw_cost_add(bytes, host > STW_COST_MAX / stw_trace_micro_steps(t)
-                                 ? STW_COST_MAX
-                                 : host * stw_trace_micro_steps(t));
+    *back = stw_cost_add(*back, capped ? STW_COST_MAX : host * (steps - 1));
+  return stw_cost_add(bytes, capped ? STW_COST_MAX : host * steps);
 }
 
 void

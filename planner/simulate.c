@@ -530,8 +530,7 @@ host_gradient_copies(const StwTrace *t, guint64 *out, guint64 *added)
                     (op->stage == STW_STAGE_FWD && prev == STW_STAGE_BWD);
     for (guint i = 0; ends && i < touched->len; i++) {
       guint32 id = g_array_index(touched, guint32, i);
-      const StwTensor *x = stw_trace_tensor(t, id);
-      guint64 b = x->numel * stw_dtype_bytes(x->dtype);
+      guint64 b = stw_tensor_bytes(stw_trace_tensor(t, id));
       out[last[id]] = stw_cost_add(out[last[id]], b);
       if (before[id])
         added[last[id]] = stw_cost_add(added[last[id]], b);
@@ -618,7 +617,7 @@ gradients_back(Sim *s, const StwOp *op, guint32 k, guint64 t)
     guint32 ch = c->chunk_of[op->params[i]];
     const StwTensor *x = stw_trace_tensor(s->t, op->params[i]);
     if (!stw_optim_on_cpu(s->p->optim[ch]) && stw_chunking_owned(c, ch) && !x->frozen)
-      b += x->numel * stw_dtype_bytes(x->dtype);
+      b += stw_tensor_bytes(x);
   }
   if (b == 0)
     return t;
@@ -658,6 +657,18 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
   if (owned == all && scale == 1.0)
     return op->duration_ns;
   return (guint64)((double)op->duration_ns * owned / all * scale);
+}
+
+/* BYTES more of the host copies into *NEED (and *OVER where they go beyond BUDGET): whether
+ * they do. */
+static gboolean
+pin(guint64 *need, guint64 *over, guint64 bytes, guint64 budget)
+{
+  gboolean beyond = bytes > 0 && stw_cost_add(*need, bytes) > budget;
+  *need = stw_cost_add(*need, bytes);
+  if (beyond)
+    *over = stw_cost_add(*over, bytes);
+  return beyond;
 }
 
 /* Which host copies are pinned: every item the schedule fetches or evicts, then every offloaded
@@ -704,18 +715,12 @@ pinned_copies(const StwPlan *p, const StwDemand *d, const StwTrace *t, const GAr
                     : g_array_index(moves, StwActivationMove, k - d->n_items).bytes;
     if (b == 0)
       continue;
-    gboolean beyond = stw_cost_add(*need, b) > budget;
-    *need = stw_cost_add(*need, b);
-    if (beyond)
-      *over = stw_cost_add(*over, b);
+    gboolean beyond = pin(need, over, b, budget);
     if (pageable != NULL)
       pageable[k] = beyond;
   }
-  guint64 grads = stw_trace_host_gradient_bytes(t) / world; /* this rank's share */
-  gboolean beyond = grads > 0 && stw_cost_add(*need, grads) > budget;
-  *need = stw_cost_add(*need, grads);
-  if (beyond)
-    *over = stw_cost_add(*over, grads);
+  /* this rank's share of the gradients the loop holds on the host */
+  gboolean beyond = pin(need, over, stw_trace_host_gradient_bytes(t) / world, budget);
   if (grads_pageable != NULL)
     *grads_pageable = beyond;
 }

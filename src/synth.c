@@ -709,8 +709,7 @@ backward_op(Synth *s, const StwGraphOp *g)
     guint64 made = 0, added = 0, kept = 0, gone = 0;
     for (guint32 k = 0; k < op->n_grads; k++) {
       guint32 id = op->grads[k];
-      const StwTensor *x = stw_trace_tensor(s->trace, id);
-      guint64 bytes = x->numel * stw_dtype_bytes(x->dtype);
+      guint64 bytes = stw_tensor_bytes(stw_trace_tensor(s->trace, id));
       gboolean held = s->has_grad[id];
       if (held)
         added += bytes;
@@ -850,7 +849,7 @@ optimizer_ops(Synth *s)
      * whatever the plan places, which the trace does not know (one tensor's gradient over a
      * CPU step, far below backward's peak) */
     if (s->host_gradients)
-      op->nonmodel_peak_bytes += x->numel * stw_dtype_bytes(x->dtype);
+      op->nonmodel_peak_bytes += stw_tensor_bytes(x);
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
     double elem = (double)(2 * stw_dtype_bytes(x->dtype) + 24);
     elem += unfused ? UNFUSED_ADAM_EXTRA_BYTES : 0;

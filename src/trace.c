@@ -511,7 +511,7 @@ stw_trace_host_gradient_bytes(const StwTrace *t)
   for (guint32 i = 0; stw_gradients_on_host(t->model.gradients) && i < t->tensors->len; i++) {
     const StwTensor *x = stw_trace_tensor(t, i);
     if (!x->frozen)
-      bytes += x->numel * stw_dtype_bytes(x->dtype);
+      bytes += stw_tensor_bytes(x);
   }
   return bytes;
 }
