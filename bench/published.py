@@ -457,11 +457,16 @@ def autocast(row):
 
 
 def optimizer_impl_of(row):
-    """How the row's optimizer steps on the GPU: PyTorch's own Adam or AdamW named without
+    """How the row's optimizer steps on the GPU: DeepSpeed's ZeRO keeping its optimizer state on
+    the GPU steps its partition its own way (fp64 norms, the gradients cast to fp32 and the
+    weights cast back around FusedAdam: `deepspeed`); PyTorch's own Adam or AdamW named without
     fused=True steps tensor by tensor before torch 2.0 (March 2023: its default then, the
     for-loop) and many tensors a launch from it (foreach); every other optimizer the rows name
-    (FusedAdam, HybridAdam, DeepSpeed's) is fused, and so are rows that do not say."""
+    (FusedAdam, HybridAdam) is fused, and so are rows that do not say."""
     impl = row["optimizer_impl"]
+    if "deepspeed" in row["system"].lower() and \
+            row["optimizer_state_and_master_location"].strip().upper().startswith("GPU"):
+        return "deepspeed"
     if not re.match(r"\s*torch\.optim\.Adam(W)?\b", impl) or "fused" in impl.lower():
         return "fused"
     date = re.match(r"\s*(\d{4})-(\d{2})", row["source_date"] or "")

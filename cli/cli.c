@@ -314,6 +314,10 @@ stw_cli_optimizer_assumed(const StwTrace *t)
   StwOptimizerImpl impl = t->model.optimizer_impl;
   if (impl == STW_OPTIMIZER_FUSED)
     return NULL;
+  if (impl == STW_OPTIMIZER_DEEPSPEED)
+    return g_strdup("the GPU's optimizer step as DeepSpeed's ZeRO runs it: fp64 norms tensor by "
+                    "tensor, the gradients flattened and cast to fp32, FusedAdam on the fp32 "
+                    "partition, the weights cast back");
   return g_strdup_printf("the GPU's optimizer step as PyTorch's %s Adam runs it: seven "
                          "passes%s", stw_optimizer_impl_name(impl),
                          impl == STW_OPTIMIZER_FOR_LOOP ? ", seven launches a tensor" : "");

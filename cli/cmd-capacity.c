@@ -102,7 +102,7 @@ parse(int argc, char **argv, gboolean *json)
       "--gradients",
       "WHERE" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &optimizer_impl,
-      "fused (default), foreach or for-loop, as synth --optimizer-impl", "I" },
+      "fused (default), foreach, for-loop or deepspeed, as synth --optimizer-impl", "I" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "amp", 0, 0, G_OPTION_ARG_NONE, &amp,

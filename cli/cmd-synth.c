@@ -74,7 +74,9 @@ parse(Line *l, int argc, char **argv)
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
       "how the optimizer steps the tensors on the GPU: fused (default: one kernel, torch's "
       "fused=True, FusedAdam), foreach (torch 2's default on CUDA: seven passes, many tensors a "
-      "launch) or for-loop (torch 1's: seven launches a tensor)", "I" },
+      "launch), for-loop (torch 1's: seven launches a tensor) or deepspeed (DeepSpeed ZeRO's "
+      "step without offload: fp64 norms, the gradients cast to fp32, the weights cast back)",
+      "I" },
     { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },

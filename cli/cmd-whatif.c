@@ -77,7 +77,8 @@ parse(Line *l, int *argc, char ***argv)
     { "loss", 0, 0, STW_OPTION_TEXT, &l->loss,
       "with --model: full (default) or chunked, as synth --loss", "L" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
-      "with --model: fused (default), foreach or for-loop, as synth --optimizer-impl", "I" },
+      "with --model: fused (default), foreach, for-loop or deepspeed, as synth "
+      "--optimizer-impl", "I" },
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &l->micro_steps,
       "with --model: forward-backward passes per step (gradient accumulation), as synth "
       "--micro-steps", "K" },

@@ -13,7 +13,8 @@ const char *const stw_bias_site_names[] = { "qkv_bias", "out_bias", "mlp_bias", 
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
 const char *const stw_kernels_names[] = { "fused", "eager", NULL };
 const char *const stw_loss_names[] = { "full", "chunked", NULL };
-const char *const stw_optimizer_impl_names[] = { "fused", "foreach", "for-loop", NULL };
+const char *const stw_optimizer_impl_names[] = { "fused", "foreach", "for-loop", "deepspeed",
+                                                 NULL };
 const char *const stw_vision_trained_names[] = { "none", "projector", "all", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_vision_trained_names) == STW_N_VISION_TRAINED + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_optimizer_impl_names) == STW_N_OPTIMIZERS + 1);

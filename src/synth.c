@@ -826,6 +826,15 @@ block_range(const StwModelGraph *g, gint32 layer, guint *first, guint *last)
 /* GradScaler's unscale_ under fp16 autocast: each fp32 gradient read and written, one
  * multi-tensor pass; a fused step takes the scale itself */
 #define UNSCALE_BYTES 8
+/* DeepSpeed ZeRO's step on the GPU (stage_1_and_2.py's and stage3.py's step(), no
+ * offload_optimizer), beyond the fused step's 2e + 24, with gradients of e bytes: the global norm
+ * from each gradient cast to fp64 (torch.linalg.vector_norm(g.double()): e + 16, two launches a
+ * tensor), the partition's gradients flattened (2e) and cast to fp32 (e + 4), scaled by the loss
+ * scale and the clip in one mul_ (8), FusedAdam on the fp32 partition (28: it writes no 16-bit
+ * copy), and the fp32 partition copied into the compute copy's (4 + e): 5e + 60 in all, 3e + 36
+ * more than fused (docs/synth.md, "The optimizer step") */
+#define DEEPSPEED_EXTRA_BYTES(e) (3 * (e) + 36)
+#define DEEPSPEED_NORM_KERNELS 2
 
 static void
 optimizer_ops(Synth *s)
@@ -833,7 +842,7 @@ optimizer_ops(Synth *s)
   StwTrace *t = s->trace;
   guint64 grads = s->live - s->graph->io_bytes; /* the framework's gradients, to the step */
   StwOptimizerImpl impl = t->model.optimizer_impl; /* how the loop's optimizer steps */
-  gboolean unfused = impl != STW_OPTIMIZER_FUSED;
+  gboolean unfused = impl == STW_OPTIMIZER_FOREACH || impl == STW_OPTIMIZER_FOR_LOOP;
   gboolean unscale = unfused && t->model.autocast == STW_DTYPE_FP16;
   double hbm = s->hw->hbm_bytes_per_s * s->hw->memory_efficiency;
   if (unscale) /* GradScaler reads whether a gradient overflowed: the host waits for the GPU */
@@ -854,9 +863,12 @@ optimizer_ops(Synth *s)
     double elem = (double)(2 * stw_dtype_bytes(x->dtype) + 24);
     elem += unfused ? UNFUSED_ADAM_EXTRA_BYTES : 0;
     elem += unscale ? UNSCALE_BYTES : 0;
+    elem += impl == STW_OPTIMIZER_DEEPSPEED ? DEEPSPEED_EXTRA_BYTES(stw_dtype_bytes(x->dtype)) : 0;
     double work_ns = (double)x->numel * elem / hbm * 1e9;
     if (impl == STW_OPTIMIZER_FOR_LOOP)
       op->duration_ns = issue_kernels(s, work_ns, UNFUSED_ADAM_KERNELS);
+    else if (impl == STW_OPTIMIZER_DEEPSPEED) /* the norm's launches, tensor by tensor */
+      op->duration_ns = issue_kernels(s, work_ns, DEEPSPEED_NORM_KERNELS);
     else /* no per-operator overhead: many tensors a launch (multi-tensor apply) */
       op->duration_ns = (guint64)llround(work_ns);
     op->flops = 12 * x->numel;

@@ -377,9 +377,17 @@ expect 0 "autocast to fp16, naive attention, eager kernels, for-loop optimizer" 
 expect 0 "  optimizer    0 chunks CPU Adam, 0 GPU Adam in margin space, 3 GPU Adam with resident state; the GPU's optimizer step as PyTorch's for-loop Adam runs it: seven passes, seven launches a tensor" "plan names the GPU step the trace assumed" -- $S plan "$T/opt-for-loop.json" --gpu 8GiB -o "$T/opt-plan.json"
 expect 0 "assumes the GPU's optimizer step as PyTorch's foreach Adam runs it: seven passes" "compare names it" -- $S compare "$T/opt-foreach.json" --gpu 8GiB
 expect 0 "assumes the GPU's optimizer step as PyTorch's foreach Adam runs it: seven passes" "whatif --model names it" -- $S whatif --model gpt2 --batch 2 --seq 128 --gpu 2GiB --policy stowage --optimizer-impl foreach
-expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop" "synth with an unknown optimizer" -- $S synth --model gpt2 --optimizer-impl apex -o "$T/never.json"
+# DeepSpeed ZeRO's step on the GPU: 5e + 60 = 70 bytes an element in bf16 against fused's 2e + 24 = 28
+for impl in fused deepspeed; do
+  $S synth --model gpt2 --batch 2 --seq 512 --optimizer-impl $impl -o "$T/opt-bf16-$impl.json" > /dev/null 2>&1
+done
+expect 0 "optim  148   2.25 ms   0.00" "synth bf16, fused: 28 bytes an element" -- $S inspect "$T/opt-bf16-fused.json"
+expect 0 "optim  148   5.63 ms   0.00" "synth --optimizer-impl deepspeed: 70 bytes an element, 2.5x" -- $S inspect "$T/opt-bf16-deepspeed.json"
+expect 0 "batch 2 x seq 512, bf16, naive attention, eager kernels, deepspeed optimizer" "inspect names DeepSpeed's step" -- $S inspect "$T/opt-bf16-deepspeed.json"
+expect 0 "3 GPU Adam with resident state; the GPU's optimizer step as DeepSpeed's ZeRO runs it: fp64 norms tensor by tensor, the gradients flattened and cast to fp32, FusedAdam on the fp32 partition, the weights cast back" "plan names DeepSpeed's step" -- $S plan "$T/opt-bf16-deepspeed.json" --gpu 8GiB -o "$T/opt-ds-plan.json"
+expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop, deepspeed" "synth with an unknown optimizer" -- $S synth --model gpt2 --optimizer-impl apex -o "$T/never.json"
 expect 0 "RTX4090-24GB-PCIe4, 1 GPU, 128.00 GiB of host memory; batch 8 x 1024 tokens per GPU, checkpointing, flash attention, eager kernels, for-loop optimizer, bf16 (defaults: the batch and sequence, checkpointing, flash attention, eager kernels, bf16)" "capacity names the optimizer where it is not fused" -- $S capacity --hw RTX4090-24GB-PCIe4 --family gpt2 --optimizer-impl for-loop --policy stowage
-expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop" "capacity with an unknown optimizer" -- $S capacity --family gpt2 --optimizer-impl apex
+expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop, deepspeed" "capacity with an unknown optimizer" -- $S capacity --family gpt2 --optimizer-impl apex
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "micro-steps on two GPUs: refused, said" -- $S plan "$T/accum.json" --gpu 8GiB --gpus 2 -o "$T/never.json"
 # ZeRO-3 with CPU Adam: each of 4 GPUs keeps its quarter, gathering the rest for each use
 $S synth --model gpt2-xl --batch 4 --seq 1024 --checkpointing -o "$T/xl4.json" > /dev/null 2>&1

@@ -132,12 +132,17 @@ rm "$T/keep/G01.plan.json"
 eval "$plan_line" > "$T/again.txt" 2>&1 &&
   grep -q "iteration  *24.985 s simulated" "$T/again.txt"
 tap_result $? "the plan command as printed runs again to the same iteration time" "$(cat "$T/again.txt")"
-# torch.optim.Adam named in 2022 (torch 1): a for-loop; FusedAdam and HybridAdam: fused
+# torch.optim.Adam named in 2022 (torch 1): a for-loop; FusedAdam and HybridAdam: fused, and
+# DeepSpeed's CPU Adam (Z08: no step on the GPU); DeepSpeed's ZeRO with its optimizer state on
+# the GPU (L05, each of its 14 bisection's traces): DeepSpeed's own step
 python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" \
-  --rows L09,G01 --commands > /dev/null 2> "$T/impl.err"
+  --rows L09,G01,L05,Z08 --commands > /dev/null 2> "$T/impl.err"
 [ "$(grep -c -- '--optimizer-impl for-loop' "$T/impl.err")" = 1 ] &&
-  [ "$(grep -c -- '--optimizer-impl fused' "$T/impl.err")" = 1 ] &&
-  grep -q 'L09.config.json .*--optimizer-impl for-loop' "$T/impl.err"
+  [ "$(grep -c -- '--optimizer-impl fused' "$T/impl.err")" = 2 ] &&
+  [ "$(grep -c -- 'L05.config.json .*--optimizer-impl deepspeed' "$T/impl.err")" = 14 ] &&
+  [ "$(grep -c -- '--optimizer-impl deepspeed' "$T/impl.err")" = 14 ] &&
+  grep -q 'L09.config.json .*--optimizer-impl for-loop' "$T/impl.err" &&
+  grep -q 'Z08.config.json .*--optimizer-impl fused' "$T/impl.err"
 tap_result $? "each row's optimizer as its source names it" "$(cat "$T/impl.err")"
 expect 1 "published.py: --rows: Q99 not a row_id of" "--rows naming no row of the set: said, exit 1" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" --rows G01,Q99

@@ -383,7 +383,8 @@ test_autocast(void)
  * 10 us a launch): the tiny GPT's tensors (wte 10 x 4 = 40 elements; h.0.mlp.c_fc.weight 4 x 16 =
  * 64) stepped fused move 32 bytes an element (fp32: gradient, master, moments and the compute
  * copy), foreach 72 (seven passes), and a for-loop's seven launches a tensor at 10 us each bound
- * it: 70 us a tensor. Under fp16 autocast GradScaler's unscale_ reads and writes each gradient
+ * it: 70 us a tensor; DeepSpeed's step two launches a tensor (its fp64 norm), 20 us. Under fp16
+ * autocast GradScaler's unscale_ reads and writes each gradient
  * too (80 bytes with foreach); a fused step takes the scale itself. */
 static void
 test_optimizer_impl(void)
@@ -406,6 +407,12 @@ test_optimizer_impl(void)
                                                       * the fractions carried) */
     { STW_OPTIMIZER_FUSED, TRUE, 1, 2 },         /* fp32 weights: 32 B, no unscale pass */
     { STW_OPTIMIZER_FOREACH, TRUE, 3, 5 },       /* 40 x 80 B = 3.2 ns; 64 x 80: 5.12 */
+    { STW_OPTIMIZER_DEEPSPEED, FALSE, 20002, 20003 }, /* 5e + 60 = 80 B an element (40 x 80 B
+                                                       * = 3.2 ns), bound by the norm's two
+                                                       * launches a tensor: 20 us, the last
+                                                       * kernel's half of the work after the
+                                                       * last launch, and the fractions
+                                                       * carried */
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = cases[i].amp ? STW_DTYPE_FP16
@@ -464,7 +471,7 @@ test_optimizer_impl(void)
   GError *error = NULL;
   g_assert_null(stw_trace_parse("impl.json", broken, strlen(broken), &error));
   stw_assert_error_contains(error, "$.model.optimizer_impl: \"apex\" is not one of \"fused\", "
-                                   "\"foreach\", \"for-loop\"");
+                                   "\"foreach\", \"for-loop\", \"deepspeed\"");
 }
 
 /* Checkpointed segments: the tiny GPT with 3 blocks (each hidden state 96 B), in segments of 2

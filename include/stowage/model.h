@@ -81,6 +81,11 @@ typedef enum {
                            * addcdiv), each one launch for many tensors (torch 2's default on
                            * CUDA) */
   STW_OPTIMIZER_FOR_LOOP, /* the same seven passes, seven launches a tensor (torch 1's default) */
+  STW_OPTIMIZER_DEEPSPEED, /* DeepSpeed ZeRO's step with its optimizer on the GPU (any stage, no
+                            * offload_optimizer): each gradient's norm in fp64 (two launches a
+                            * tensor), the partition's gradients flattened, cast to fp32 and
+                            * scaled, FusedAdam on the fp32 partition, the new weights cast back
+                            * to the compute copy */
   STW_N_OPTIMIZERS
 } StwOptimizerImpl;
 
@@ -835,7 +840,8 @@ extern const char *const stw_dtype_names[];     /* NULL-terminated, in enum orde
 extern const char *const stw_arch_names[];
 extern const char *const stw_attention_names[];
 extern const char *const stw_kernels_names[];   /* "fused", "eager" */
-extern const char *const stw_optimizer_impl_names[]; /* "fused", "foreach", "for-loop" */
+extern const char *const stw_optimizer_impl_names[]; /* "fused", "foreach", "for-loop",
+                                                     * "deepspeed" */
 extern const char *const stw_loss_names[];      /* "full", "chunked" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */

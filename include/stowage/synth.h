@@ -52,7 +52,7 @@ typedef struct {
   StwKernels kernels;       /* fused (0) or PyTorch eager's chains of kernels */
   StwLoss loss;             /* full (0) or chunked (stw_model_graph_chunk_loss) */
   StwOptimizerImpl optimizer_impl; /* how the optimizer steps what it steps on the GPU: fused
-                                    * (0), foreach or for-loop */
+                                    * (0), foreach, for-loop or deepspeed */
   const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
                              * no gradient, no optimizer op, and a backward without the weight
                              * gradient's half of the FLOPs */

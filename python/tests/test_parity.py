@@ -206,6 +206,8 @@ SYNTH = [
     ("synth", ["--model", "gpt2", "--seq", "128", "--amp", "--dtype", "fp16", "--optimizer-impl",
                "for-loop"], dict(model="gpt2", seq=128, amp=True, dtype="fp16",
                                  optimizer_impl="for-loop")),
+    ("synth", ["--model", "gpt2", "--seq", "128", "--optimizer-impl", "deepspeed"],
+     dict(model="gpt2", seq=128, optimizer_impl="deepspeed")),
     ("synth", ["--model", "gpt2", "--optimizer-impl", "apex"],
      dict(model="gpt2", optimizer_impl="apex")),
     ("synth", ["--model", "gpt2", "--seq", "2048"], dict(model="gpt2", seq=2048)),
