@@ -474,6 +474,22 @@ def optimizer_impl_of(row):
     return "for-loop" if before_2 else "foreach"
 
 
+def collectives_of(row):
+    """Whether the row's collectives hold the compute stream, as `synth --collectives` takes
+    it: DeepSpeed's ZeRO at stage 1 or 2 (ZeRO-Offload's is 2) reduces the gradients on the
+    current stream unless `overlap_comm` is on, which is off by default there, and gathers the
+    updated partitions inside step() (`blocking`); at stage 3 `overlap_comm` is on by default
+    and the gathers are prefetched on a stream of their own, as every other system's
+    (`overlapped`)."""
+    text = row["system"] + " " + row["policy_config"]
+    if "deepspeed" not in row["system"].lower():
+        return "overlapped"
+    m = re.search(r"ZeRO[- ]?([123])\b|stage[ _=:]*([123])\b", text, re.IGNORECASE)
+    stage = int(m.group(1) or m.group(2)) if m else (2 if "ZeRO-Offload" in text else 3)
+    on = re.search(r"overlap_comm\b(?!\s*[=:]?\s*(false|off|no)\b)", text, re.IGNORECASE)
+    return "blocking" if stage <= 2 and not on else "overlapped"
+
+
 def chunked_loss(row):
     """Whether the row's system computes its loss over pieces of tokens, never all the logits at
     once (MegaTrain does)."""
@@ -552,7 +568,8 @@ def predict(row, policy, extra, tmp, ckpt=None):
                   "--micro-steps", str(accum), *grads,
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
                   *loss, "--kernels", "fused" if megatron(row) else "eager",
-                  "--optimizer-impl", optimizer_impl_of(row), "-o", trace)
+                  "--optimizer-impl", optimizer_impl_of(row),
+                  "--collectives", collectives_of(row), "-o", trace)
     if rc != 0:
         return None, "synth: " + out.strip().splitlines()[-1]
     gpu_mem = gpu_budget(row, hw)

@@ -324,6 +324,16 @@ stw_cli_optimizer_assumed(const StwTrace *t)
 }
 
 char *
+stw_cli_collectives_assumed(const StwTrace *t, guint32 world)
+{
+  if (world < 2 || t->model.collectives != STW_COLLECTIVES_BLOCKING)
+    return NULL;
+  return g_strdup("the collectives on the compute stream, each op waiting for those issued "
+                  "before it (the trace's collectives blocking: DeepSpeed ZeRO-1 and 2 with "
+                  "overlap_comm off)");
+}
+
+char *
 stw_cli_bound_by(const StwPlan *p)
 {
   const StwPlanPredictions *q = &p->pred;

@@ -231,6 +231,9 @@ char *stw_cli_host_said(const StwHardware *hw);
 /* How T's optimizer ops time the GPU's step where it is not one fused pass (the trace's
  * model.optimizer_impl), in words; NULL where it is. */
 char *stw_cli_optimizer_assumed(const StwTrace *t);
+/* What T's loop does with its collectives on WORLD ranks, where it holds the compute stream:
+ * a new string, or NULL. */
+char *stw_cli_collectives_assumed(const StwTrace *t, guint32 world);
 /* What bounds plan P's iteration, in words, with its busy time: the engine busiest of compute,
  * the copies each way, CPU Adam, the storage tier and the collectives. */
 char *stw_cli_bound_by(const StwPlan *p);

@@ -75,7 +75,7 @@ parse(int argc, char **argv, gboolean *json)
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
                   *lora = NULL, *lora_targets = NULL, *micro_steps = NULL,
-                  *optimizer_impl = NULL, *gradients = NULL;
+                  *optimizer_impl = NULL, *gradients = NULL, *collectives = NULL;
   gboolean no_ckpt = FALSE, amp = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -101,6 +101,9 @@ parse(int argc, char **argv, gboolean *json)
       "device (default), host or host-via-device, where the loop keeps its gradients, as synth "
       "--gradients",
       "WHERE" },
+    { "collectives", 0, 0, STW_OPTION_TEXT, &collectives,
+      "overlapped (default) or blocking, whether the loop's collectives hold the compute "
+      "stream, as synth --collectives", "WHEN" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &optimizer_impl,
       "fused (default), foreach, for-loop or deepspeed, as synth --optimizer-impl", "I" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,

@@ -41,6 +41,8 @@ print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
          m->loss == STW_LOSS_CHUNKED ? ", chunked loss" : "");
   if (m->optimizer_impl != STW_OPTIMIZER_FUSED)
     printf(", %s optimizer", stw_optimizer_impl_name(m->optimizer_impl));
+  if (m->collectives == STW_COLLECTIVES_BLOCKING)
+    printf(", collectives on the compute stream");
   printf("\n");
   g_autofree char *devmem = stw_size_format(t->device.memory_bytes);
   printf("device      %s, %s (rank %u of %u)\n", t->device.name, devmem, t->device.rank,

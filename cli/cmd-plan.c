@@ -215,7 +215,10 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
     g_autofree char *recv = stw_size_format(q->comm_bytes);
     g_autofree char *busy = stw_duration_format(q->comm_ns);
     printf("  ranks        %u, sharing the model in chunk groups: %s received per rank and "
-           "iteration in collectives, busy %s\n", c->world, recv, busy);
+           "iteration in collectives, busy %s%s\n", c->world, recv, busy,
+           t->model.collectives == STW_COLLECTIVES_BLOCKING
+               ? ", on the compute stream (the trace's collectives blocking)"
+               : "");
   }
 }
 

@@ -13,7 +13,7 @@
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size, *vision_trained, *gradients;
+      *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives;
   gboolean checkpointing, amp;
 } Line;
 
@@ -24,7 +24,7 @@ line_clear(Line *l)
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->hw_name,
                      &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
                      &l->optimizer_impl, &l->images, &l->image_size, &l->vision_trained,
-                     &l->gradients };
+                     &l->gradients, &l->collectives };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -71,6 +71,10 @@ parse(Line *l, int argc, char **argv)
       "the device and added there to the earlier ones': FSDP's CPU offload) or host-via-device "
       "(the same, the host's sum brought back and added on the device, the copies on the "
       "compute stream: DeepSpeed's ZeRO-Offload)", "WHERE" },
+    { "collectives", 0, 0, STW_OPTION_TEXT, &l->collectives,
+      "whether the loop's collectives hold the compute stream: overlapped (default: on a "
+      "stream of their own) or blocking (each op waits for those issued before it: DeepSpeed "
+      "ZeRO-1 and 2 with overlap_comm off, its default there)", "WHEN" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
       "how the optimizer steps the tensors on the GPU: fused (default: one kernel, torch's "
       "fused=True, FusedAdam), foreach (torch 2's default on CUDA: seven passes, many tensors a "
@@ -139,7 +143,8 @@ request_of(const Line *l)
     { "lora-targets", l->lora_targets }, { "hw", l->hw_name }, { "memory", l->memory },
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "images", l->images }, { "image-size", l->image_size },
-    { "vision-trained", l->vision_trained }, { "gradients", l->gradients }
+    { "vision-trained", l->vision_trained }, { "gradients", l->gradients },
+    { "collectives", l->collectives }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

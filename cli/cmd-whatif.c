@@ -17,7 +17,7 @@ typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size, *vision_trained, *gradients;
+      *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -29,7 +29,7 @@ line_clear(Line *l)
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
                      &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size,
-                     &l->vision_trained, &l->gradients };
+                     &l->vision_trained, &l->gradients, &l->collectives };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -86,6 +86,9 @@ parse(Line *l, int *argc, char ***argv)
       "with --model: device (default), host or host-via-device, where the loop keeps its "
       "gradients, as synth "
       "--gradients", "WHERE" },
+    { "collectives", 0, 0, STW_OPTION_TEXT, &l->collectives,
+      "with --model: overlapped (default) or blocking, whether the loop's collectives hold the "
+      "compute stream, as synth --collectives", "WHEN" },
     { "lora", 0, 0, STW_OPTION_TEXT, &l->lora,
       "with --model: LoRA adapters of this rank, the base frozen", "RANK" },
     { "lora-targets", 0, 0, STW_OPTION_TEXT, &l->lora_targets,
@@ -132,7 +135,7 @@ request_of(const Line *l, const char *trace)
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "lora", l->lora }, { "lora-targets", l->lora_targets }, { "images", l->images },
     { "image-size", l->image_size }, { "vision-trained", l->vision_trained },
-    { "gradients", l->gradients }
+    { "gradients", l->gradients }, { "collectives", l->collectives }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);
@@ -259,6 +262,14 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
                                      : NULL;
     if (optimizer != NULL)
       printf("assumes %s\n", optimizer);
+    g_autofree char *collectives =
+        s->traces->len > 0
+            ? stw_cli_collectives_assumed(g_ptr_array_index(s->traces, 0),
+                                          stw_planner_world(g_ptr_array_index(s->traces, 0),
+                                                            &s->options))
+            : NULL;
+    if (collectives != NULL)
+      printf("assumes %s\n", collectives);
     print_table(rows);
   }
   return STW_EXIT_OK;

@@ -33,7 +33,7 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "batch", "seq", "dtype", "checkpointing",
                                               "checkpoint-every", "amp", "attention", "kernels",
                                               "loss", "micro-steps", "gradients",
-                                              "optimizer-impl",
+                                              "collectives", "optimizer-impl",
                                               "chunk-size", "lora", "lora-targets", "images",
                                               "image-size", "vision-trained", PLANNING_OPTIONS,
                                               NULL };
@@ -44,11 +44,12 @@ static const char *const synth_options[] = { "model", "model-config", "batch", "
                                              "attention", "kernels", "loss", "micro-steps",
                                              "optimizer-impl", "freeze", "lora", "lora-targets",
                                              "images", "image-size", "vision-trained", "hw",
-                                             "memory", "gradients", NULL };
+                                             "memory", "gradients", "collectives", NULL };
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
 const StwRequestKind stw_request_synth_kind = { "synth", synth_options, synth_flags };
 static const char *const capacity_options[] = { "family", "hidden", "batch", "seq",
-                                                "micro-steps", "gradients", "no-checkpointing",
+                                                "micro-steps", "gradients", "collectives",
+                                                "no-checkpointing",
                                                 "amp", "attention",
                                                 "kernels", "loss", "dtype", "optimizer-impl",
                                                 "lora", "lora-targets", "policy",

@@ -36,6 +36,8 @@ typedef struct {
   guint64 compute_free, h2d_free, d2h_free, cpu_free, comm_free;
   guint64 thread_free;        /* when the thread that issues the ops is free: after the CPU
                                * Adam of the last optimizer op it stepped */
+  guint64 stream_held;        /* with model.collectives "blocking": the end of the last
+                               * collective, which the compute stream runs (the next op waits) */
   GArray *copies;             /* Interval: the copies that slow compute (copy_interference),
                                * in issue order */
   guint64 storage_free;       /* the storage tier: its reads and writes share the device, one
@@ -241,6 +243,8 @@ collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
   guint64 end = stw_cost_add(start, stw_collective_ns(&s->p->hw, c->world, c->nodes, chunk));
   s->comm_free = end;
   task(s, STW_SIM_COMM, item, kind, start, end, (guint64)(c->world - 1) * chunk);
+  if (s->t->model.collectives == STW_COLLECTIVES_BLOCKING)
+    s->stream_held = MAX(s->stream_held, end);
   return end;
 }
 
@@ -574,6 +578,8 @@ host_gradients(Sim *s, guint32 k)
     guint64 start = MAX(ready, s->comm_free);
     ready = s->comm_free = stw_cost_add(start, stw_collective_ns(hw, world, c->nodes, b));
     task(s, STW_SIM_COMM, k, STW_SIM_GRADIENTS, start, ready, (guint64)(world - 1) * b);
+    if (s->t->model.collectives == STW_COLLECTIVES_BLOCKING)
+      s->stream_held = MAX(s->stream_held, ready);
   }
   if (s->t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE && added > 0) {
     /* DeepSpeed's (async_accumulate_grad_in_cpu_via_gpu): on the compute stream, the host's
@@ -834,6 +840,8 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
        * wrap, and the step() of DeepSpeed, Colossal-AI and PyTorch): nothing after an optimizer
        * op starts before its CPU Adam has finished, the next iteration's forward included */
       ready = MAX(ready, s.thread_free);
+      /* collectives on the compute stream (model.collectives "blocking") run before the op */
+      ready = MAX(ready, s.stream_held);
       if (k == 0) {
         starts[it] = ready;
         if (s.record)

@@ -64,7 +64,8 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                            .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
   int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss,
-      optimizer = so->optimizer_impl, trained = so->vision_trained;
+      optimizer = so->optimizer_impl, trained = so->vision_trained,
+      collectives = so->collectives;
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &so->micro_steps,
                          error) ||
@@ -77,12 +78,14 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
       !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
       !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
+      !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error) ||
       !stw_request_enum(r, "vision-trained", stw_vision_trained_names, &trained, error) ||
       !stw_request_gradients(r, so, error) ||
       !stw_request_lora(r, so, error))
     return FALSE;
   so->checkpointing |= so->checkpoint_every > 0; /* segments are checkpointing's */
   so->optimizer_impl = (StwOptimizerImpl)optimizer;
+  so->collectives = (StwCollectives)collectives;
   so->vision_trained = (StwVisionTrained)trained;
   so->dtype = (StwDtype)dtype;
   so->attention = (StwAttention)attention;
@@ -224,14 +227,15 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
     return usage(error, "whatif: --gpu LIST is required (e.g. 8GiB..80GiB:8GiB)");
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
                                             "checkpoint-every", "amp", "attention", "kernels",
-                                            "loss", "micro-steps", "gradients", "optimizer-impl",
+                                            "loss", "micro-steps", "gradients", "collectives",
+                                            "optimizer-impl",
                                             "images", "image-size", "vision-trained", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
                    "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, "
-                   "--gradients, --optimizer-impl, --images, --image-size and --vision-trained "
-                   "go with --model");
+                   "--gradients, --collectives, --optimizer-impl, --images, --image-size and "
+                   "--vision-trained go with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

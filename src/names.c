@@ -18,6 +18,8 @@ const char *const stw_optimizer_impl_names[] = { "fused", "foreach", "for-loop",
 const char *const stw_vision_trained_names[] = { "none", "projector", "all", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_vision_trained_names) == STW_N_VISION_TRAINED + 1);
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_optimizer_impl_names) == STW_N_OPTIMIZERS + 1);
+const char *const stw_collectives_names[] = { "overlapped", "blocking", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(stw_collectives_names) == STW_N_COLLECTIVES + 1);
 const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",

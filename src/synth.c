@@ -1082,6 +1082,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.attention = options->attention;
   t->model.kernels = options->kernels;
   t->model.optimizer_impl = options->optimizer_impl;
+  t->model.collectives = options->collectives;
   t->model.images = options->images;
   t->model.image_size = options->images > 0 ? image_size : 0;
   g_free(t->device.name);

@@ -579,6 +579,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     stw_json_add_u64(model, "micro_steps", stw_trace_micro_steps(t));
   if (t->model.gradients != STW_GRADIENTS_CHUNKS)
     cJSON_AddStringToObject(model, "gradients", stw_gradients_names[t->model.gradients]);
+  if (t->model.collectives != STW_COLLECTIVES_OVERLAPPED)
+    cJSON_AddStringToObject(model, "collectives", stw_collectives_names[t->model.collectives]);
   if (t->model.amsgrad)
     cJSON_AddBoolToObject(model, "amsgrad", TRUE);
   if (t->model.images > 0) {
@@ -711,7 +713,7 @@ static const char *const block_members[] = { "name", "forward", "backward", "inp
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "kernels", "loss",
-                                             "autocast", "micro_steps", "gradients", "amsgrad",
+                                             "autocast", "micro_steps", "gradients", "collectives", "amsgrad",
                                              "optimizer_state", "optimizer_impl", "images",
                                              "image_size", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
@@ -793,7 +795,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   const cJSON *config = NULL;
   int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED, loss = STW_LOSS_FULL;
   int gradients = STW_GRADIENTS_CHUNKS, state = 0, autocast = STW_DTYPE_FP32;
-  int optimizer_impl = STW_OPTIMIZER_FUSED;
+  int optimizer_impl = STW_OPTIMIZER_FUSED, collectives = STW_COLLECTIVES_OVERLAPPED;
   guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
@@ -809,6 +811,8 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_u64(r, obj, "micro_steps", FALSE, 1, STW_TRACE_MAX_MICRO_STEPS, &micro_steps,
                        error) &&
       stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
+      stw_json_get_enum(r, obj, "collectives", FALSE, stw_collectives_names, &collectives,
+                        error) &&
       stw_json_get_bool(r, obj, "amsgrad", FALSE, &t->model.amsgrad, error) &&
       stw_json_get_enum(r, obj, "optimizer_state", FALSE, stw_state_dtype_names, &state, error) &&
       stw_json_get_enum(r, obj, "optimizer_impl", FALSE, stw_optimizer_impl_names,
@@ -833,6 +837,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     t->model.autocast = (StwDtype)autocast;
     t->model.micro_steps = (guint32)micro_steps;
     t->model.gradients = (StwGradients)gradients;
+    t->model.collectives = (StwCollectives)collectives;
     t->model.state_dtype = stw_state_dtype_at(state);
   }
   stw_json_pop(r, saved);

@@ -297,8 +297,8 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --gradients, --optimizer-impl, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
-expect 2 "--kernels, --loss, --micro-steps, --gradients, --optimizer-impl, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
 expect 2 "--images, --image-size and --vision-trained go with" "whatif --images with a trace" -- $S whatif "$TR" --gpu 8GiB --images 1
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
@@ -385,6 +385,20 @@ expect 0 "optim  148   2.25 ms   0.00" "synth bf16, fused: 28 bytes an element" 
 expect 0 "optim  148   5.63 ms   0.00" "synth --optimizer-impl deepspeed: 70 bytes an element, 2.5x" -- $S inspect "$T/opt-bf16-deepspeed.json"
 expect 0 "batch 2 x seq 512, bf16, naive attention, eager kernels, deepspeed optimizer" "inspect names DeepSpeed's step" -- $S inspect "$T/opt-bf16-deepspeed.json"
 expect 0 "3 GPU Adam with resident state; the GPU's optimizer step as DeepSpeed's ZeRO runs it: fp64 norms tensor by tensor, the gradients flattened and cast to fp32, FusedAdam on the fp32 partition, the weights cast back" "plan names DeepSpeed's step" -- $S plan "$T/opt-bf16-deepspeed.json" --gpu 8GiB -o "$T/opt-ds-plan.json"
+# collectives on the compute stream (DeepSpeed ZeRO-1 and 2 with overlap_comm off): GPT-2 on two
+# GPUs, the iteration its compute and its collectives one after the other
+for c in overlapped blocking; do
+  $S synth --model gpt2 --batch 2 --seq 256 --collectives $c -o "$T/coll-$c.json" > /dev/null 2>&1
+done
+expect 0 "batch 2 x seq 256, bf16, naive attention, eager kernels, collectives on the compute stream" "inspect names blocking collectives" -- $S inspect "$T/coll-blocking.json"
+expect 0 "iteration    17.55 ms simulated: compute 9.56 ms + stalls 7.98 ms; H2D busy 0 ns, D2H busy 0 ns, CPU Adam 0 ns" "plan on two GPUs, the collectives beside compute" -- $S plan "$T/coll-overlapped.json" --gpu 8GiB --gpus 2 -o "$T/coll-o.plan.json"
+expect 0 "iteration    19.73 ms simulated: compute 9.32 ms + stalls 10.41 ms; H2D busy 0 ns, D2H busy 0 ns, CPU Adam 0 ns" "plan --collectives blocking: the stalls are the collectives' 10.41 ms" -- $S plan "$T/coll-blocking.json" --gpu 8GiB --gpus 2 -o "$T/coll-b.plan.json"
+expect 0 "busy 10.41 ms, on the compute stream (the trace's collectives blocking)" "plan says the collectives hold the stream" -- $S plan "$T/coll-blocking.json" --gpu 8GiB --gpus 2 -o "$T/coll-b.plan.json"
+expect 0 "19.73 ms per iteration" "simulate replays the plan's blocking collectives" -- $S simulate "$T/coll-b.plan.json" "$T/coll-blocking.json"
+expect 0 "assumes the collectives on the compute stream, each op waiting for those issued before it (the trace's collectives blocking: DeepSpeed ZeRO-1 and 2 with overlap_comm off)" "compare says so on two GPUs" -- $S compare "$T/coll-blocking.json" --gpu 8GiB --gpus 2
+expect 0 "assumes the collectives on the compute stream" "whatif --model --collectives blocking says so" -- $S whatif --model gpt2 --batch 2 --seq 256 --gpu 8GiB --gpus 2 --policy stowage --collectives blocking
+expect 2 "--collectives: 'sometimes' is not one of overlapped, blocking" "synth with an unknown --collectives" -- $S synth --model gpt2 --collectives sometimes -o "$T/never.json"
+expect 2 "--collectives: 'sometimes' is not one of overlapped, blocking" "capacity with an unknown --collectives" -- $S capacity --family gpt2 --collectives sometimes
 expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop, deepspeed" "synth with an unknown optimizer" -- $S synth --model gpt2 --optimizer-impl apex -o "$T/never.json"
 expect 0 "RTX4090-24GB-PCIe4, 1 GPU, 128.00 GiB of host memory; batch 8 x 1024 tokens per GPU, checkpointing, flash attention, eager kernels, for-loop optimizer, bf16 (defaults: the batch and sequence, checkpointing, flash attention, eager kernels, bf16)" "capacity names the optimizer where it is not fused" -- $S capacity --hw RTX4090-24GB-PCIe4 --family gpt2 --optimizer-impl for-loop --policy stowage
 expect 2 "--optimizer-impl: 'apex' is not one of fused, foreach, for-loop, deepspeed" "capacity with an unknown optimizer" -- $S capacity --family gpt2 --optimizer-impl apex

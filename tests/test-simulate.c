@@ -296,6 +296,68 @@ test_host_gradients_ranks(void)
   stw_simulation_clear(&s);
 }
 
+/* Whether an op of S's measured iteration runs while one of its collectives does; counts the
+ * collectives into *N. */
+static gboolean
+op_beside_collective(const StwSimulation *s, guint *n)
+{
+  gboolean beside = FALSE;
+  *n = 0;
+  for (guint i = 0; i < s->tasks->len; i++) {
+    const StwSimTask *x = &g_array_index(s->tasks, StwSimTask, i);
+    if (x->lane != STW_SIM_COMM)
+      continue;
+    (*n)++;
+    gint64 from = (gint64)x->start_ns, to = (gint64)x->end_ns; /* before the base: negative */
+    for (guint k = 0; k < s->ops->len; k++) {
+      const StwSimOp *op = &g_array_index(s->ops, StwSimOp, k);
+      if (op->end_ns > op->start_ns && (gint64)op->start_ns < to && (gint64)op->end_ns > from)
+        beside = TRUE;
+    }
+  }
+  return beside;
+}
+
+/* model.collectives "blocking" (DeepSpeed ZeRO-1 and 2 with overlap_comm off): the collectives
+ * run on the compute stream, so no op of the iteration runs beside any of them, where the same
+ * trace with its collectives overlapped runs some beside compute; on two ranks, for the stowage
+ * policy with its gathers and reduce-scatters and ZeRO-Offload's, and the iteration is no
+ * shorter. */
+static void
+test_collectives_blocking(void)
+{
+  StwModelConfig cfg;
+  g_assert_true(stw_model_resolve("gpt2", &cfg, NULL));
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  const StwPolicy policies[] = { STW_POLICY_STOWAGE, STW_POLICY_ZERO_OFFLOAD };
+  for (gsize i = 0; i < G_N_ELEMENTS(policies); i++) {
+    guint64 iteration[2] = { 0 };
+    for (int blocking = 0; blocking < 2; blocking++) {
+      StwSynthOptions so = { .batch = 2, .seq = 256, .dtype = STW_DTYPE_BF16,
+                             .collectives = blocking ? STW_COLLECTIVES_BLOCKING
+                                                     : STW_COLLECTIVES_OVERLAPPED };
+      GError *error = NULL;
+      g_autoptr(StwTrace) t = stw_synth_trace(&cfg, &so, &hw, &error);
+      g_assert_no_error(error);
+      g_assert_cmpint(t->model.collectives, ==, so.collectives);
+      StwPlannerOptions o;
+      stw_test_planner_options(&o, policies[i], 16 * STW_GiB, STW_TiB);
+      o.world_size = 2;
+      g_autoptr(StwPlan) p = stw_planner_plan(t, "t", &o, &error);
+      g_assert_no_error(error);
+      StwSimulation s;
+      stw_simulate(p, t, TRUE, &s);
+      guint n = 0;
+      g_assert_cmpint(op_beside_collective(&s, &n), ==, !blocking);
+      g_assert_cmpuint(n, >, 0);
+      iteration[blocking] = s.iteration_ns;
+      stw_simulation_clear(&s);
+    }
+    g_assert_cmpuint(iteration[1], >, iteration[0]);
+  }
+}
+
 /* The thread that steps on the CPU launches the next op: under every policy that steps chunks
  * with CPU Adam, each step of the measured iteration has ended before the next iteration's first
  * op starts (cost model 8; before it the next forward ran beside the step). */
@@ -646,6 +708,7 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/host-gradients-via-device", test_host_gradients_via_device);
   g_test_add_func("/simulate/unlimited-is-compute", test_unlimited_is_compute);
   g_test_add_func("/simulate/step-before-next-forward", test_step_before_next_forward);
+  g_test_add_func("/simulate/collectives-blocking", test_collectives_blocking);
   g_test_add_func("/simulate/chrome-trace-times", test_chrome_trace_times);
   g_test_add_func("/simulate/never-over-budget", test_never_over_budget);
   g_test_add_func("/simulate/whatif-points", test_whatif_points);

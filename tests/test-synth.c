@@ -474,6 +474,46 @@ test_optimizer_impl(void)
                                    "\"foreach\", \"for-loop\", \"deepspeed\"");
 }
 
+/* model.collectives: written only when blocking (so the traces before it keep their digests),
+ * read back, in the digest; the ops themselves the same; a name the reader does not know is
+ * refused, said where. */
+static void
+test_collectives(void)
+{
+  StwModelConfig cfg = tiny_gpt;
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_BF16 };
+  GError *error = NULL;
+  g_autoptr(StwTrace) overlapped = stw_synth_trace(&cfg, &opt, &hw, &error);
+  g_assert_no_error(error);
+  opt.collectives = STW_COLLECTIVES_BLOCKING;
+  g_autoptr(StwTrace) blocking = stw_synth_trace(&cfg, &opt, &hw, &error);
+  g_assert_no_error(error);
+  g_autofree char *plain = stw_trace_to_string(overlapped, NULL);
+  g_autofree char *text = stw_trace_to_string(blocking, NULL);
+  g_assert_null(strstr(plain, "\"collectives\""));
+  g_assert_nonnull(strstr(text, "\"collectives\""));
+  g_assert_nonnull(strstr(text, "\"blocking\""));
+  g_assert_cmpuint(overlapped->ops->len, ==, blocking->ops->len);
+  for (guint k = 0; k < blocking->ops->len; k++)
+    g_assert_cmpuint(stw_trace_op(blocking, k)->duration_ns, ==,
+                     stw_trace_op(overlapped, k)->duration_ns);
+  g_autoptr(StwTrace) back = stw_trace_parse("c.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(back->model.collectives, ==, STW_COLLECTIVES_BLOCKING);
+  g_autofree char *d0 = stw_trace_digest(overlapped), *d1 = stw_trace_digest(blocking),
+                  *d2 = stw_trace_digest(back);
+  g_assert_cmpstr(d1, ==, d2);
+  g_assert_cmpstr(d0, !=, d1);
+  char *at = strstr(text, "\"blocking\"");
+  g_autofree char *broken = g_strdup_printf("%.*s\"sometimes\"%s", (int)(at - text), text,
+                                            at + strlen("\"blocking\""));
+  g_assert_null(stw_trace_parse("c.json", broken, strlen(broken), &error));
+  stw_assert_error_contains(error, "$.model.collectives: \"sometimes\" is not one of "
+                                   "\"overlapped\", \"blocking\"");
+}
+
 /* Checkpointed segments: the tiny GPT with 3 blocks (each hidden state 96 B), in segments of 2
  * (h0-h1, h2): only the segments' inputs survive the forward, so ln_f starts at io 96 + 2
  * inputs + the last output = 384 B (480 with every block's input kept, 288 with one segment),
@@ -1270,6 +1310,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/checkpoint-segments", test_checkpoint_segments);
   g_test_add_func("/synth/autocast", test_autocast);
   g_test_add_func("/synth/optimizer-impl", test_optimizer_impl);
+  g_test_add_func("/synth/collectives", test_collectives);
   g_test_add_func("/synth/attn-fp32", test_attn_fp32);
   g_test_add_func("/synth/recompute-is-checkpointing", test_recompute_is_checkpointing);
   g_test_add_func("/synth/flash-attention", test_flash_attention);

@@ -89,6 +89,17 @@ typedef enum {
   STW_N_OPTIMIZERS
 } StwOptimizerImpl;
 
+/* Whether the loop's collectives (the gradients' reductions, the parameters' gathers) run beside
+ * the compute stream or on it (docs/synth.md, "Collectives on the compute stream"). */
+typedef enum {
+  STW_COLLECTIVES_OVERLAPPED, /* on a stream of their own, compute going on beside them */
+  STW_COLLECTIVES_BLOCKING,   /* on the compute stream: each op waits for those issued before
+                               * it (DeepSpeed ZeRO-1 and 2 where overlap_comm is off, its
+                               * default there: the reductions on the current stream, and the
+                               * gathers of the updated partitions inside step()) */
+  STW_N_COLLECTIVES
+} StwCollectives;
+
 /* How the loss is computed from the last hidden states (docs/synth.md, "Chunked loss"). */
 typedef enum {
   STW_LOSS_FULL,    /* the LM head's logits for every token, kept for the loss's backward, and
@@ -843,6 +854,7 @@ extern const char *const stw_kernels_names[];   /* "fused", "eager" */
 extern const char *const stw_optimizer_impl_names[]; /* "fused", "foreach", "for-loop",
                                                      * "deepspeed" */
 extern const char *const stw_loss_names[];      /* "full", "chunked" */
+extern const char *const stw_collectives_names[]; /* "overlapped", "blocking" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */

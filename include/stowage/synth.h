@@ -63,6 +63,8 @@ typedef struct {
                              * sequences (gradient accumulation), then one optimizer step; 0 or
                              * 1: one. Several keep the gradients as the framework's own tensors
                              * (model.gradients "framework"), counted in the non-model memory */
+  StwCollectives collectives; /* whether the loop's collectives hold the compute stream
+                               * (model.collectives): overlapped (0) or blocking */
   StwGradients host_gradients; /* STW_GRADIENTS_HOST: each micro-step's gradients copied to
                                 * host memory after the backward op that last writes them and
                                 * added there (FSDP's CPU offload), none held on the device

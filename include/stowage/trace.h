@@ -149,6 +149,8 @@ typedef struct {
                              * the ops are that many runs of forward then backward ops, then the
                              * optimizer's; 1 in a new trace */
   StwGradients gradients;   /* where the gradients live until the optimizer op */
+  StwCollectives collectives; /* whether the loop's collectives hold the compute stream
+                               * ("collectives", written when blocking) */
   gboolean amsgrad;         /* the optimizer keeps the largest variance too (AMSGrad): the
                              * variance list holds two values per element */
   StwDtype state_dtype;     /* the optimizer's moments: STW_DTYPE_FP32 (0, the default) or
