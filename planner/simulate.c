@@ -233,6 +233,15 @@ slowed(Sim *s, guint64 start, guint64 dur)
   return d;
 }
 
+/* A collective that ends at END: where the trace's loop runs its collectives on the compute
+ * stream (model.collectives "blocking"), the next op waits for it. */
+static void
+collective_done(Sim *s, guint64 end)
+{
+  if (s->t->model.collectives == STW_COLLECTIVES_BLOCKING)
+    s->stream_held = MAX(s->stream_held, end);
+}
+
 /* A collective of group G's chunks on the comm lane, from T at the earliest. */
 static guint64
 collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
@@ -243,8 +252,7 @@ collective(Sim *s, guint32 item, StwActionKind kind, guint64 t)
   guint64 end = stw_cost_add(start, stw_collective_ns(&s->p->hw, c->world, c->nodes, chunk));
   s->comm_free = end;
   task(s, STW_SIM_COMM, item, kind, start, end, (guint64)(c->world - 1) * chunk);
-  if (s->t->model.collectives == STW_COLLECTIVES_BLOCKING)
-    s->stream_held = MAX(s->stream_held, end);
+  collective_done(s, end);
   return end;
 }
 
@@ -578,8 +586,7 @@ host_gradients(Sim *s, guint32 k)
     guint64 start = MAX(ready, s->comm_free);
     ready = s->comm_free = stw_cost_add(start, stw_collective_ns(hw, world, c->nodes, b));
     task(s, STW_SIM_COMM, k, STW_SIM_GRADIENTS, start, ready, (guint64)(world - 1) * b);
-    if (s->t->model.collectives == STW_COLLECTIVES_BLOCKING)
-      s->stream_held = MAX(s->stream_held, ready);
+    collective_done(s, ready);
   }
   if (s->t->model.gradients == STW_GRADIENTS_HOST_VIA_DEVICE && added > 0) {
     /* DeepSpeed's (async_accumulate_grad_in_cpu_via_gpu): on the compute stream, the host's

@@ -713,7 +713,8 @@ static const char *const block_members[] = { "name", "forward", "backward", "inp
 static const char *const source_members[] = { "kind", "tool", "created", "warnings", NULL };
 static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "checkpointing", "attention", "kernels", "loss",
-                                             "autocast", "micro_steps", "gradients", "collectives", "amsgrad",
+                                             "autocast", "micro_steps", "gradients",
+                                             "collectives", "amsgrad",
                                              "optimizer_state", "optimizer_impl", "images",
                                              "image_size", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
