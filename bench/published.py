@@ -279,6 +279,11 @@ def megatron(row):
     return re.search(r"megatron.*gpt", row["arch_type"], re.IGNORECASE) is not None
 
 
+def deepspeed(row):
+    """Whether the row's system is DeepSpeed's (its ZeRO, ZeRO-Offload, ZeRO-Infinity)."""
+    return "deepspeed" in row["system"].lower()
+
+
 def offloads(cfg, what):
     """Where DeepSpeed's offload_WHAT sends its data in policy text CFG ("cpu", "nvme"), or
     None: `offload_optimizer cpu`, `offload_param.device=nvme` and the like."""
@@ -464,7 +469,7 @@ def optimizer_impl_of(row):
     for-loop) and many tensors a launch from it (foreach); every other optimizer the rows name
     (FusedAdam, HybridAdam) is fused, and so are rows that do not say."""
     impl = row["optimizer_impl"]
-    if "deepspeed" in row["system"].lower() and \
+    if deepspeed(row) and \
             row["optimizer_state_and_master_location"].strip().upper().startswith("GPU"):
         return "deepspeed"
     if not re.match(r"\s*torch\.optim\.Adam(W)?\b", impl) or "fused" in impl.lower():
@@ -481,9 +486,9 @@ def collectives_of(row):
     updated partitions inside step() (`blocking`); at stage 3 `overlap_comm` is on by default
     and the gathers are prefetched on a stream of their own, as every other system's
     (`overlapped`)."""
-    text = row["system"] + " " + row["policy_config"]
-    if "deepspeed" not in row["system"].lower():
+    if not deepspeed(row):
         return "overlapped"
+    text = row["system"] + " " + row["policy_config"]
     m = re.search(r"ZeRO[- ]?([123])\b|stage[ _=:]*([123])\b", text, re.IGNORECASE)
     stage = int(m.group(1) or m.group(2)) if m else (2 if "ZeRO-Offload" in text else 3)
     on = re.search(r"overlap_comm\b(?!\s*[=:]?\s*(false|off|no)\b)", text, re.IGNORECASE)

@@ -275,8 +275,7 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   if (hw->flops_per_s[STW_DTYPE_BF16] <= 0) /* V100: no bf16 */
     out->synth.dtype = STW_DTYPE_FP16;
   int att = out->synth.attention, dt = out->synth.dtype, kern = out->synth.kernels,
-      loss = out->synth.loss, optimizer = out->synth.optimizer_impl,
-      collectives = out->synth.collectives;
+      loss = out->synth.loss, optimizer = out->synth.optimizer_impl;
   if (!stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &out->synth.batch, error) ||
       !stw_request_count(r, "seq", 1, STW_MODEL_MAX_SEQ, &out->synth.seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &out->synth.micro_steps,
@@ -286,10 +285,9 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
       !stw_request_enum(r, "kernels", stw_kernels_names, &kern, error) ||
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
       !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
-      !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error) ||
       !stw_request_enum(r, "dtype", stw_dtype_names, &dt, error) || !family(r, out, error) ||
       !stw_request_lora(r, &out->synth, error) ||
-      !stw_request_gradients(r, &out->synth, error) ||
+      !stw_request_loop(r, &out->synth, error) ||
       !stw_option_enum_list("--policy", stw_request_get(r, "policy"), stw_policy_names,
                             out->policies, error))
     return FALSE;
@@ -299,7 +297,6 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   out->synth.kernels = (StwKernels)kern;
   out->synth.loss = (StwLoss)loss;
   out->synth.optimizer_impl = (StwOptimizerImpl)optimizer;
-  out->synth.collectives = (StwCollectives)collectives;
   out->synth.dtype = (StwDtype)dt;
   if (hw->flops_per_s[out->synth.dtype] <= 0) {
     g_set_error(error, STW_REQUEST_ERROR, STW_REQUEST_ERROR_USAGE, "--dtype: %s has no %s "

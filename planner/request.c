@@ -313,14 +313,16 @@ stw_request_count(const StwRequest *r, const char *option, guint64 min, guint64 
 }
 
 gboolean
-stw_request_gradients(const StwRequest *r, StwSynthOptions *so, GError **error)
+stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error)
 {
   static const char *const names[] = { "device", "host", "host-via-device", NULL };
   static const StwGradients values[] = { 0, STW_GRADIENTS_HOST, STW_GRADIENTS_HOST_VIA_DEVICE };
-  int where = 0;
-  if (!stw_request_enum(r, "gradients", names, &where, error))
+  int where = 0, collectives = so->collectives;
+  if (!stw_request_enum(r, "gradients", names, &where, error) ||
+      !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error))
     return FALSE;
   so->host_gradients = values[where];
+  so->collectives = (StwCollectives)collectives;
   return TRUE;
 }
 

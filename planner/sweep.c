@@ -64,8 +64,7 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
                            .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
   int dtype = so->dtype, attention = so->attention, kernels = so->kernels, loss = so->loss,
-      optimizer = so->optimizer_impl, trained = so->vision_trained,
-      collectives = so->collectives;
+      optimizer = so->optimizer_impl, trained = so->vision_trained;
   if (!stw_request_count(r, "seq", 1, cfg->max_seq, &so->seq, error) ||
       !stw_request_count(r, "micro-steps", 1, STW_SYNTH_MAX_MICRO_STEPS, &so->micro_steps,
                          error) ||
@@ -78,14 +77,12 @@ synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *s
       !stw_request_enum(r, "kernels", stw_kernels_names, &kernels, error) ||
       !stw_request_enum(r, "loss", stw_loss_names, &loss, error) ||
       !stw_request_enum(r, "optimizer-impl", stw_optimizer_impl_names, &optimizer, error) ||
-      !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error) ||
       !stw_request_enum(r, "vision-trained", stw_vision_trained_names, &trained, error) ||
-      !stw_request_gradients(r, so, error) ||
+      !stw_request_loop(r, so, error) ||
       !stw_request_lora(r, so, error))
     return FALSE;
   so->checkpointing |= so->checkpoint_every > 0; /* segments are checkpointing's */
   so->optimizer_impl = (StwOptimizerImpl)optimizer;
-  so->collectives = (StwCollectives)collectives;
   so->vision_trained = (StwVisionTrained)trained;
   so->dtype = (StwDtype)dtype;
   so->attention = (StwAttention)attention;

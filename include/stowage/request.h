@@ -121,9 +121,11 @@ gboolean stw_request_on_device(const StwRequest *r, const char *option,
 /* LoRA for a model synthesized from a request: "lora" (a rank, 1 to 65536) into SO's lora_rank,
  * "lora-targets" (borrowed from R: it must outlive SO) into its lora_targets. */
 gboolean stw_request_lora(const StwRequest *r, StwSynthOptions *so, GError **error);
-/* Where a model synthesized from a request keeps its gradients: "gradients" "device" (the
- * default), "host" or "host-via-device" into SO's host_gradients. */
-gboolean stw_request_gradients(const StwRequest *r, StwSynthOptions *so, GError **error);
+/* How the loop of a model synthesized from a request runs: where it keeps its gradients,
+ * "gradients" "device" (the default), "host" or "host-via-device" into SO's host_gradients, and
+ * its collectives, "collectives" "overlapped" (the default) or "blocking" into SO's
+ * collectives. */
+gboolean stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error);
 /* What `stowage whatif` sweeps: "trace" (a file) or "model" (or "model-config", a file) with
  * "batch" (a comma list), "seq", "dtype", "attention", "checkpointing", "lora", "lora-targets";
  * "gpu" (budgets:
