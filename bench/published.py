@@ -41,10 +41,12 @@ simulated end of the last backward op), whether it ran out of memory, or
 the largest model of a zoo that ran (the most layers at the row's width whose plan fits, against
 the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
 rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line
-per row, then the mean absolute error per system, the peaks and largest models where rows publish
-them, and where a row ran out of memory or its plan does not fit, what each says (the plan's GPU
-peak against its budget, or the planner's reason). Its last result is
-bench/results/published.md.
+per row, then the mean absolute error per system, the rates in the rows' own units where they
+publish one (TFLOPS, samples or tokens a second: the published rate times the published step
+time over the simulated one) with their mean absolute error per system, the peaks (and theirs)
+and largest models where rows publish them, and where a row ran out of memory or its plan does
+not fit, what each says (the plan's GPU peak against its budget, or the planner's reason). Its
+last result is bench/results/published.md.
 
   --rows ID,...  replay only these rows (their row_id), in the set's order
   --keep DIR     write each row's config, trace and plan into DIR (made where missing) and keep
@@ -442,6 +444,22 @@ def published_step_s(row):
     return None
 
 
+def is_rate(unit):
+    """Whether a published unit is a rate (TFLOPS, samples or tokens a second), which the
+    prediction is set against in the row's own terms as well as a step time."""
+    return unit.startswith("TFLOPS") or "samples/s" in unit or "tokens/s" in unit
+
+
+def summary(errors, what):
+    """Prints the mean absolute error of WHAT per system, from ERRORS (system -> percents)."""
+    print("| system | rows | mean absolute error%s | worst |" % what)
+    print("|---|---:|---:|---:|")
+    for system, errs in sorted(errors.items()):
+        mae = sum(abs(e) for e in errs) / len(errs)
+        worst = max(errs, key=abs)
+        print("| %s | %d | %.1f%% | %+.1f%% |" % (system, len(errs), mae, worst))
+
+
 def dtype_of(row):
     """The row's 16-bit compute dtype: as its precision says, else fp16 on GPUs before bf16
     (Volta, Turing), bf16 on the others."""
@@ -647,6 +665,7 @@ def fit_said(row, got, note):
 
 FITS = []  # rows of a run that did or did not fit: (row id, what the run and the plan say)
 PEAKS = {}  # row -> the plan's predicted GPU peak, bytes
+RATES = []  # rows that publish a rate: (row id, system, published, its unit, predicted)
 NOTES = {}  # row -> what its replay assumed where the source is silent
 
 
@@ -783,6 +802,9 @@ def replay(row, tmp, errors, skipped):
         return
     err = 100.0 * (got - want) / want
     errors.setdefault(system, []).append(err)
+    if is_rate(row["unit"]):  # the row's own figure, a rate: inversely as the step's time
+        RATES.append((rid, system, float(row["value"]), row["unit"],
+                      float(row["value"]) * want / got))
     print("| %s | %s | %s | %s | %s | %.3f s | %.3f s | %+.1f%% |" % (
         rid, system, row["model_name"][:24], what, label, want, got, err))
 
@@ -821,12 +843,23 @@ def main():
                 skipped.append((row.get("row_id", "?"), "a field this bench cannot read (%s: %s)"
                                 % (type(e).__name__, e)))
     print()
-    print("| system | rows | mean absolute error | worst |")
-    print("|---|---:|---:|---:|")
-    for system, errs in sorted(errors.items()):
-        mae = sum(abs(e) for e in errs) / len(errs)
-        worst = max(errs, key=abs)
-        print("| %s | %d | %.1f%% | %+.1f%% |" % (system, len(errs), mae, worst))
+    summary(errors, "")
+    if RATES:
+        print()
+        print("Throughput where the row publishes a rate, in its own unit (the prediction: the "
+              "published rate times the published step time over the simulated one, by the "
+              "row's own formula):")
+        print()
+        print("| row | system | published | predicted | error |")
+        print("|---|---|---:|---:|---:|")
+        rate_errors = {}
+        for rid, system, want, unit, got in RATES:
+            err = 100.0 * (got - want) / want
+            rate_errors.setdefault(system, []).append(err)
+            print("| %s | %s | %.2f %s | %.2f %s | %+.1f%% |" % (rid, system, want, unit, got,
+                                                             unit, err))
+        print()
+        summary(rate_errors, " of the rate")
     print()
     print("Peak GPU memory where the row publishes PyTorch's `max_memory_allocated` (rank 0), "
           "against the plan's GPU peak (chunks and activations; DDP's: the whole model, "
@@ -834,6 +867,7 @@ def main():
     print()
     print("| row | system | published | predicted | error |")
     print("|---|---|---:|---:|---:|")
+    peak_errors = {}
     for row in rows:
         want = published_peak(row)
         if want is None or row["metric"].startswith("Max model size"):
@@ -843,9 +877,13 @@ def main():
             print("| %s | %s | %.2f GiB | - | not replayed |" % (
                 row["row_id"], row["system_family"], want / 2 ** 30))
             continue
+        err = 100.0 * (got - want) / want
+        peak_errors.setdefault(row["system_family"], []).append(err)
         print("| %s | %s | %.2f GiB | %.2f GiB | %+.1f%% |" % (
-            row["row_id"], row["system_family"], want / 2 ** 30, got / 2 ** 30,
-            100.0 * (got - want) / want))
+            row["row_id"], row["system_family"], want / 2 ** 30, got / 2 ** 30, err))
+    if peak_errors:
+        print()
+        summary(peak_errors, " of the peak")
     if LARGEST:
         print()
         print("The largest model that fits, where the row is the largest of a zoo that ran (the "

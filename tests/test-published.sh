@@ -41,6 +41,13 @@ has "a GPU's tokens a second, as a step time" \
 has "seconds an iteration, as a step time" \
   "| T09 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A100-80GB-PCIe4 | 22.078 s | 24.985 s | +13.2% |"
 has "the mean absolute error per system" "| ZeRO-Infinity | 3 | 233.0% | +380.4% |"
+has "a published rate against the prediction in the row's own unit (TFLOPS a GPU)" \
+  "| G01 | Gemini | 122.05 TFLOPS/GPU | 107.85 TFLOPS/GPU | -11.6% |"
+has "a published rate against the prediction in the row's own unit (a GPU's tokens a second)" \
+  "| T08 | Gemini | 1484.19 tokens/s per GPU | 1311.51 tokens/s per GPU | -11.6% |"
+has "the mean absolute error of the rate per system" \
+  "| ZeRO-Infinity | 3 | 60.1% | -79.2% |"
+has "the mean absolute error of the GPU peak per system" "| PyTorch DDP | 2 | 6.6% | -6.6% |"
 has "forward and backward only: the simulated end of backward; checkpointing where the source is silent and only it fits" \
   "| U01 | Gemini | meta-llama/Llama-2-13b | 8 x 8 | gemini-static --gemini-fraction 1 on A100-80GB-PCIe4, checkpointing (not stated; without it the plan does not fit), to the end of backward | 19.200 s | 24.065 s | +25.3% |"
 has "an out-of-memory row the plan fits: said, with the plan's GPU peak against its budget" \
@@ -121,8 +128,10 @@ expect 1 "published.py: $T/none/stowage: no stowage binary" "no stowage to repla
 # one row, its files kept and its commands shown: the commands run again as they are
 python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" \
   --rows G01 --keep "$T/keep" --commands > "$T/one.md" 2> "$T/one.err"
-[ "$(grep -c '^| G01 ' "$T/one.md")" = 1 ] && [ "$(grep -c '^| [A-Z][0-9]* |' "$T/one.md")" = 1 ] &&
+# (its step time, and its rate in its own unit)
+[ "$(grep -c '^| G01 ' "$T/one.md")" = 2 ] && [ "$(grep -c '^| [A-Z][0-9]* |' "$T/one.md")" = 2 ] &&
   grep -qxF "| G01 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A100-80GB-PCIe4 | 22.078 s | 24.985 s | +13.2% |" "$T/one.md" &&
+  grep -qxF "| G01 | Gemini | 122.05 TFLOPS/GPU | 107.85 TFLOPS/GPU | -11.6% |" "$T/one.md" &&
   [ "$(grep -c '^\$ ' "$T/one.err")" = 2 ] && [ -f "$T/keep/G01.trace.json" ] &&
   [ -f "$T/keep/G01.plan.json" ]
 tap_result $? "--rows G01 --keep --commands: the one row, its files kept, its two commands" \
