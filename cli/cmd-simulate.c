@@ -108,19 +108,22 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
          s->iteration_ns ? (double)s->flops / (double)s->iteration_ns / 1e3 : 0,
          (double)s->flops / 1e12);
   StwThroughput th;
-  g_autofree char *tps = NULL;
-  if (stw_throughput(t, &p->hw, p->chunking->world, s->iteration_ns, &th) &&
-      th.peak_flops_per_s > 0)
-    printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s), MFU %.1f%% of %.1f "
-           "TFLOP/s dense %s%s\n", tps = stw_cli_rate_format(th.tokens_per_s),
-           th.model_flops_per_s / 1e12,
-           th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "", th.mfu * 100,
+  if (!stw_throughput(t, &p->hw, p->chunking->world, s->iteration_ns, &th) ||
+      th.tokens_per_s <= 0)
+    return;
+  g_autofree char *tps = stw_cli_rate_format(th.tokens_per_s);
+  /* how the model's FLOPs are counted: a frozen parameter has no weight gradient */
+  g_autofree char *basis = g_strdup_printf(
+      "6 N per token%s%s", th.frozen_share > 0 ? ", 4 for the frozen of them" : "",
+      th.recompute ? "; 2 N more with the checkpointed blocks' recompute" : "");
+  if (th.peak_flops_per_s > 0)
+    printf("throughput  %s tokens/s; model %.1f TFLOP/s (%s), MFU %.1f%% of %.1f TFLOP/s dense "
+           "%s%s\n", tps, th.model_flops_per_s / 1e12, basis, th.mfu * 100,
            th.peak_flops_per_s / 1e12, stw_dtype_name(stw_trace_compute_dtype(t)),
            p->chunking->world > 1 ? " (all the GPUs together)" : "");
-  else if (th.tokens_per_s > 0) /* measured elsewhere: no MFU of this device */
-    printf("throughput  %s tokens/s; model %.1f TFLOP/s (6 N per token%s)\n",
-           tps = stw_cli_rate_format(th.tokens_per_s), th.model_flops_per_s / 1e12,
-           th.recompute ? "; 8 N with the checkpointed blocks' recompute" : "");
+  else /* measured elsewhere: no MFU of this device */
+    printf("throughput  %s tokens/s; model %.1f TFLOP/s (%s)\n", tps,
+           th.model_flops_per_s / 1e12, basis);
 }
 
 /* The Chrome trace and the SVG where asked for, then the record or the summary. */

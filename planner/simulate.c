@@ -966,21 +966,30 @@ stw_throughput(const StwTrace *t, const StwHardware *hw, guint32 world, guint64 
   memset(out, 0, sizeof *out);
   if (t->model.batch == 0 || t->model.seq == 0 || iteration_ns == 0 || t->tensors->len == 0)
     return FALSE;
-  double n = 0;
-  for (guint32 i = 0; i < t->tensors->len; i++)
-    n += (double)stw_trace_tensor(t, i)->numel;
+  double n = 0, frozen = 0;
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    n += (double)x->numel;
+    frozen += x->frozen ? (double)x->numel : 0;
+  }
   /* a mixture of experts computes with the experts a token reaches: N its active parameters
-   * (where the trace knows its model) */
-  if (t->model.has_config && stw_model_experts(&t->model.config) > 1)
-    n -= (double)(stw_model_param_count(&t->model.config) -
-                  stw_model_active_param_count(&t->model.config));
+   * (where the trace knows its model), the frozen ones among them in their share */
+  if (t->model.has_config && stw_model_experts(&t->model.config) > 1 && n > 0) {
+    double active = n - (double)(stw_model_param_count(&t->model.config) -
+                                 stw_model_active_param_count(&t->model.config));
+    frozen *= active / n;
+    n = active;
+  }
   double ranks = MAX(world, 1), seconds = (double)iteration_ns / 1e9;
   double tokens = (double)t->model.batch * (double)t->model.seq * ranks;
   StwDtype dtype = stw_trace_compute_dtype(t);
   out->recompute = t->model.checkpointing;
   out->tokens_per_s = tokens / seconds;
-  out->model_flops_per_s = 6.0 * n * out->tokens_per_s;
-  out->hardware_flops_per_s = (out->recompute ? 8.0 : 6.0) * n * out->tokens_per_s;
+  out->frozen_share = n > 0 ? frozen / n : 0;
+  /* a frozen parameter's backward has no weight gradient: 4 a token, not 6 */
+  out->model_flops_per_s = (6.0 * n - 2.0 * frozen) * out->tokens_per_s;
+  out->hardware_flops_per_s = out->model_flops_per_s + (out->recompute ? 2.0 * n : 0) *
+                                                           out->tokens_per_s;
   /* no GPU MFU from times measured on another device (a CPU's) */
   out->peak_flops_per_s = stw_trace_measured_elsewhere(t, hw) == NULL
                               ? hw->flops_per_s[dtype] * ranks : 0;

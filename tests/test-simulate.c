@@ -647,6 +647,40 @@ test_throughput_moe(void)
   g_assert_cmpfloat(th.model_flops_per_s, ==, 6.0 * 46702792704.0 * 128);
 }
 
+/* A frozen parameter's backward has no weight gradient: the model's FLOPs count it 4 times a
+ * token, not 6 (a LoRA's base), and the recompute of checkpointed blocks 2 N more, frozen or
+ * not. GPT-2's 124,439,808 parameters at 128 tokens a second. */
+static void
+test_throughput_frozen(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 128, TRUE);
+  StwHardware a100;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &a100, NULL));
+  StwThroughput th;
+  g_assert_true(stw_throughput(t, &a100, 1, 1000000000, &th));
+  g_assert_cmpfloat(th.frozen_share, ==, 0);
+  g_assert_cmpfloat(th.model_flops_per_s, ==, 6.0 * 124439808.0 * 128);
+  g_assert_cmpfloat(th.hardware_flops_per_s, ==, 8.0 * 124439808.0 * 128);
+  guint64 frozen = 0;
+  for (guint32 i = 0; i < t->tensors->len; i += 2) { /* every other tensor */
+    StwTensor *x = &g_array_index(t->tensors, StwTensor, i);
+    x->frozen = TRUE;
+    frozen += x->numel;
+  }
+  g_assert_cmpuint(frozen, >, 0);
+  g_assert_cmpuint(frozen, <, 124439808);
+  g_assert_true(stw_throughput(t, &a100, 1, 1000000000, &th));
+  g_assert_cmpfloat(th.frozen_share, ==, (double)frozen / 124439808.0);
+  g_assert_cmpfloat(th.model_flops_per_s, ==, (6.0 * 124439808.0 - 2.0 * (double)frozen) * 128);
+  g_assert_cmpfloat(th.hardware_flops_per_s, ==,
+                    (6.0 * 124439808.0 - 2.0 * (double)frozen) * 128 + 2.0 * 124439808.0 * 128);
+  for (guint32 i = 0; i < t->tensors->len; i++)
+    g_array_index(t->tensors, StwTensor, i).frozen = TRUE;
+  g_assert_true(stw_throughput(t, &a100, 1, 1000000000, &th));
+  g_assert_cmpfloat(th.model_flops_per_s, ==, 4.0 * 124439808.0 * 128);
+  g_assert_cmpfloat(th.mfu, ==, th.model_flops_per_s / th.peak_flops_per_s);
+}
+
 /* A storage request's time: its latency and its bytes at the drives' bandwidth for its size,
  * shared by the node's ranks; staged through host memory, no faster than the ranks' share of it;
  * with GPUDirect Storage, not bound by host memory; taking turns with the other direction, its
@@ -716,5 +750,6 @@ main(int argc, char **argv)
   g_test_add_func("/simulate/copy-interference", test_copy_interference);
   g_test_add_func("/simulate/measured-elsewhere", test_measured_elsewhere);
   g_test_add_func("/simulate/throughput-moe", test_throughput_moe);
+  g_test_add_func("/simulate/throughput-frozen", test_throughput_frozen);
   return g_test_run();
 }

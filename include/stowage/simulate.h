@@ -119,12 +119,15 @@ void stw_simulation_clear(StwSimulation *s);
 
 /* What an iteration's time means as throughput, for all ranks together. Model FLOPs are the
  * usual 6 N per token (N the model's parameters: forward 2N, backward 4N; attention's score
- * FLOPs not counted, as in PaLM's MFU); with checkpointing the GPUs also re-run each block's
- * forward, 2N more per token, which `hardware_flops_per_s` counts and MFU does not. */
+ * FLOPs not counted, as in PaLM's MFU), 4 for a frozen parameter, whose backward computes the
+ * input's gradient and no weight gradient (a LoRA's base); with checkpointing the GPUs also
+ * re-run each block's forward, 2N more per token, which `hardware_flops_per_s` counts and MFU
+ * does not. */
 typedef struct {
   double tokens_per_s;
-  double model_flops_per_s;     /* 6 N per token */
-  double hardware_flops_per_s;  /* 6 N, or 8 N with recompute, per token */
+  double model_flops_per_s;     /* 6 N per token, 4 for the frozen of them */
+  double hardware_flops_per_s;  /* that, and 2 N more with recompute, per token */
+  double frozen_share;          /* the frozen parameters' share of N */
   double mfu;                   /* model FLOP/s over the ranks' dense peak in the trace's dtype */
   double peak_flops_per_s;      /* that peak, all ranks */
   gboolean recompute;           /* the trace checkpoints its blocks */
