@@ -111,13 +111,21 @@ STOWAGE = os.path.join(BUILD, "stowage")
 # (servers of SXM boards are DGX/HGX systems whose users name them; bench/results/published.md
 # has both readings of those rows); the SXM part where it names one, a DGX or NVLink, or where
 # one GPU's workers share nothing. The row's own GPU memory is the plan's budget.
-GPUS = [
+GPUS = [  # (the GPU's name, its SXM or NVLink board's profile, its PCIe card's)
     (r"GH200", "GH200-96GB", "GH200-96GB"),
     (r"A100\S*[ -]\(?40 ?GB", "A100-SXM4-40GB", "A100-40GB-PCIe4"),
     (r"A100", "A100-SXM4-80GB", "A100-80GB-PCIe4"),
+    (r"A800", "A800-SXM4-80GB", "A100-80GB-PCIe4"),  # the PCIe A800 computes as the A100's
     (r"H200", "H200-SXM-141GB", "H200-141GB-PCIe5"),
     (r"H100", "H100-SXM5-80GB", "H100-80GB-PCIe5"),
+    (r"H800", "H800-SXM5-80GB", "H100-80GB-PCIe5"),
     (r"V100", "V100-SXM2-32GB", "V100-32GB-PCIe3"),
+    (r"\bA6000\b", "RTXA6000-48GB-PCIe4", "RTXA6000-48GB-PCIe4"),
+    (r"\bA40\b", "A40-48GB-PCIe4", "A40-48GB-PCIe4"),
+    (r"\bL4\b", "L4-24GB-PCIe4", "L4-24GB-PCIe4"),
+    (r"\bA10G?\b", "A10-24GB-PCIe4", "A10-24GB-PCIe4"),
+    (r"\bT4\b", "T4-16GB-PCIe3", "T4-16GB-PCIe3"),
+    (r"2080 ?Ti", "RTX2080Ti-11GB-PCIe3", "RTX2080Ti-11GB-PCIe3"),
     (r"RTX ?4090", "RTX4090-24GB-PCIe4", "RTX4090-24GB-PCIe4"),
     (r"RTX ?3090", "RTX3090-24GB-PCIe4", "RTX3090-24GB-PCIe4"),
     (r"L40S", "L40S-48GB-PCIe4", "L40S-48GB-PCIe4"),
@@ -131,6 +139,13 @@ def run(*args):
         sys.stderr.write("$ %s\n" % " ".join(shlex.quote(a) for a in (STOWAGE, *args)))
     r = subprocess.run([STOWAGE, *args], capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
+
+
+def failed(command, out):
+    """What a stowage COMMAND that failed said, in one line: its last, named by the command
+    once (the CLI's own "stowage: " and, where it gives it, the command's name taken off)."""
+    said = re.sub(r"^stowage: ", "", out.strip().splitlines()[-1] if out.strip() else "no output")
+    return "%s: %s" % (command, re.sub(r"^%s: " % command, "", said))
 
 
 def profile_of(row):
@@ -594,7 +609,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
                   "--optimizer-impl", optimizer_impl_of(row),
                   "--collectives", collectives_of(row), "-o", trace)
     if rc != 0:
-        return None, "synth: " + out.strip().splitlines()[-1]
+        return None, failed("synth", out)
     gpu_mem = gpu_budget(row, hw)
     # several nodes: --gpus a node's, --nodes theirs; the row's host memory is a node's
     nodes = whole(row, "n_nodes", 1)
@@ -609,7 +624,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
         try:
             ddp = json.loads(out)["ddp"]
         except (ValueError, KeyError):
-            return None, "compare: " + out.strip().splitlines()[-1]
+            return None, failed("compare", out)
         if "peak_gpu_bytes" in ddp:
             PEAKS[row["row_id"]] = ddp["peak_gpu_bytes"]
         if not ddp["feasible"]:
@@ -621,7 +636,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
         rc, out = run("compare", trace, "--gpu", gpu_mem, *gpus, "--hw", hw, *cpu)
         m = re.search(r"unlimited memory: ([\d.]+) (ns|us|ms|s) per iteration", out)
         if not m:
-            return None, "compare: " + out.strip().splitlines()[-1]
+            return None, failed("compare", out)
         return seconds(m.group(1), m.group(2)), None
     if policy == "gemini-const":  # the const boundary's share of the model data
         m = re.search(r"const_memory_boundary=(\d+)\*1024 MB", row["policy_config"])
@@ -634,7 +649,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
     if rc != 0 and re.search(r"cannot fit|no plan fits|more than the CPU budget", out):
         return "OOM", out.strip().splitlines()[-1]
     if rc != 0:
-        return None, "plan: " + out.strip().splitlines()[-1]
+        return None, failed("plan", out)
     m = re.search(r"iteration +([\d.]+) (ns|us|ms|s) simulated", out)
     peak = re.search(r"GPU peak +([\d.]+) (B|KiB|MiB|GiB|TiB) of", out)
     if peak:
@@ -643,7 +658,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
     if forward_backward_only(row):  # the end of the last backward op, the step not counted
         rc, out = run("simulate", plan, trace, "--json")
         if rc != 0:
-            return None, "simulate: " + out.strip().splitlines()[-1]
+            return None, failed("simulate", out)
         ops = json.loads(out)["ops"]
         return max(op["end_ns"] for op in ops if not op["name"].startswith("adam.")) / 1e9, None
     return seconds(m.group(1), m.group(2)), None

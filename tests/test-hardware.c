@@ -18,11 +18,12 @@ static void
 test_shipped(void)
 {
   g_auto(GStrv) names = stw_hardware_names();
-  g_assert_cmpuint(g_strv_length(names), ==, 17);
-  g_assert_cmpstr(names[0], ==, "A100-40GB-PCIe4");
-  g_assert_cmpstr(names[1], ==, "A100-80GB-PCIe4");
-  g_assert_cmpstr(names[14], ==, "TitanRTX-24GB-PCIe3");
-  g_assert_cmpstr(names[16], ==, "V100-SXM2-32GB");
+  g_assert_cmpuint(g_strv_length(names), ==, 25);
+  g_assert_cmpstr(names[0], ==, "A10-24GB-PCIe4");
+  g_assert_cmpstr(names[1], ==, "A100-40GB-PCIe4");
+  g_assert_cmpstr(names[2], ==, "A100-80GB-PCIe4");
+  g_assert_cmpstr(names[22], ==, "TitanRTX-24GB-PCIe3");
+  g_assert_cmpstr(names[24], ==, "V100-SXM2-32GB");
   for (char **n = names; *n != NULL; n++) {
     StwHardware hw;
     GError *error = NULL;
@@ -47,6 +48,25 @@ test_shipped(void)
   g_assert_cmpfloat(titan.flops_per_s[STW_DTYPE_BF16], ==, 0);
   g_assert_cmpfloat(titan.flops_per_s[STW_DTYPE_FP16], ==, 130.5e12);
   g_assert_cmpuint(titan.gpu_memory_bytes, ==, 24220 * STW_MiB);
+  StwHardware t4; /* Turing's cloud card: fp16 with fp32 accumulation, no bf16 */
+  g_assert_true(stw_hardware_lookup("T4-16GB-PCIe3", &t4, NULL));
+  g_assert_cmpfloat(t4.flops_per_s[STW_DTYPE_BF16], ==, 0);
+  g_assert_cmpfloat(t4.flops_per_s[STW_DTYPE_FP16], ==, 65e12);
+  g_assert_cmpuint(t4.gpu_memory_bytes, ==, 15360 * STW_MiB);
+  g_assert_cmpuint(t4.pcie_generation, ==, 3);
+  StwHardware ti; /* the GeForce Turing: half the TITAN's fp16 rate with fp32 accumulation */
+  g_assert_true(stw_hardware_lookup("RTX2080Ti-11GB-PCIe3", &ti, NULL));
+  g_assert_cmpfloat(ti.flops_per_s[STW_DTYPE_FP16], ==, 53.8e12);
+  g_assert_cmpuint(ti.gpu_memory_bytes, ==, 11019 * STW_MiB);
+  StwHardware a800; /* an A100 whose NVLink carries 400 GB/s both ways: 160 as NCCL's busbw */
+  g_assert_true(stw_hardware_lookup("A800-SXM4-80GB", &a800, NULL));
+  g_assert_cmpfloat(a800.flops_per_s[STW_DTYPE_BF16], ==, 312e12);
+  g_assert_cmpstr(a800.interconnect_kind, ==, "nvswitch");
+  g_assert_cmpfloat(a800.interconnect_bytes_per_s, ==, 160e9);
+  StwHardware h800;
+  g_assert_true(stw_hardware_lookup("H800-SXM5-80GB", &h800, NULL));
+  g_assert_cmpfloat(h800.flops_per_s[STW_DTYPE_BF16], ==, 989e12);
+  g_assert_cmpfloat(h800.interconnect_bytes_per_s, ==, 160e9);
   /* the servers: nodes, fabrics, networks */
   StwHardware dgx;
   g_assert_true(stw_hardware_lookup("A100-SXM4-80GB", &dgx, NULL));
@@ -207,7 +227,8 @@ test_unknown(void)
   g_assert_false(stw_hardware_lookup("TPU-v5", &hw, &error));
   g_assert_error(error, STW_HARDWARE_ERROR, STW_HARDWARE_ERROR_UNKNOWN);
   stw_assert_error_contains(error, "unknown hardware profile 'TPU-v5': expected a profile file "
-                                   "(.json) or one of: A100-40GB-PCIe4, A100-80GB-PCIe4, A100-SXM4-40GB, A100-SXM4-80GB");
+                                   "(.json) or one of: A10-24GB-PCIe4, A100-40GB-PCIe4, "
+                                   "A100-80GB-PCIe4, A100-SXM4-40GB");
 }
 
 static void

@@ -82,6 +82,12 @@ has "ZeRO-Infinity's optimizer on the row's two Gen4 drives of 1 TB: --storage n
 has "a TFLOPS formula it cannot read: not replayed, said" \
   "- T04: TFLOPS by a formula this bench does not read (TFLOPS as the logger prints them)"
 has "a GPU without a profile: not replayed, said" "- T05: no profile of its GPU (NVIDIA B300)"
+has "an A800 on NVLink: its SXM board's profile, an A100 whose NVLink carries 400 GB/s" \
+  "| T40 | Gemini | gpt2_10b (ColossalAI exa | 2 x 32 | gemini-static --gemini-fraction 0 on A800-SXM4-80GB | 22.078 s | 27.747 s | +25.7% |"
+has "a T4 in fp16: its profile (a cloud card on PCIe 3.0)" \
+  "| T41 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | Qwen/Qwen2.5-1.5B | 1 x 4 | zero-offload on T4-16GB-PCIe3 | 1.365 s | 2.395 s | +75.5% |"
+has "a T4 in bf16, which it does not compute: not replayed, said once by the command that refused" \
+  "- T42: synth: T4-16GB-PCIe3 has no bf16 compute: choose another --dtype"
 has "a largest-model row: the most layers at its width that fit, against the zoo's sizes" \
   "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 17.7B (87 layers) | within one step |"
 has "a row whose GPU count is no number: not replayed, said" \
@@ -91,7 +97,7 @@ has "a Gemma 2 by its architecture's name, the head's width the row's" \
 has "a row whose GPU memory is not given: not replayed, said" \
   "- T14: a field this bench cannot read (ValueError: gpu_mem_GB: '' is not a memory size in GB)"
 has "an out-of-memory row whose model synth refuses: not replayed, said" \
-  "- T15: synth: stowage: T15.config.json: \$: as a gpt2 model: heads must divide hidden (or head_dim be given)"
+  "- T15: synth: T15.config.json: \$: as a gpt2 model: heads must divide hidden (or head_dim be given)"
 has "Gemini's auto placement with its optimizer's share of the margin (0: every chunk stepped on the CPU)" \
   "| G04 | Gemini | gpt2_10b (ColossalAI exa | 4 x 8 | patrickstar --margin 0 on A100-80GB-PCIe4 | 7.598 s | 7.508 s | -1.2% |"
 has "an OPT by its architecture's name: a Hugging Face OPT config, its ReLU MLP" \
