@@ -45,8 +45,9 @@ per row, then the mean absolute error per system, the rates in the rows' own uni
 publish one (TFLOPS, samples or tokens a second: the published rate times the published step
 time over the simulated one) with their mean absolute error per system, the peaks (and theirs)
 and largest models where rows publish them, and where a row ran out of memory or its plan does
-not fit, what each says (the plan's GPU peak against its budget, or the planner's reason). Its
-last result is bench/results/published.md.
+not fit, what each says (the plan's GPU peak against its budget, or the planner's reason, and
+for a GPT-2 row of one node the most layers at its width whose plan fits). Its last result is
+bench/results/published.md.
 
   --rows ID,...  replay only these rows (their row_id), in the set's order
   --keep DIR     write each row's config, trace and plan into DIR (made where missing) and keep
@@ -699,15 +700,10 @@ def gpt2_params(layers, h, vocab, positions):
     return layers * (12 * h * h + 13 * h) + vocab * h + positions * h + 2 * h
 
 
-def largest(row, policy, extra, tmp):
-    """A capacity row ("the largest model of the benchmark's zoo that ran"): the most layers at
-    the row's width whose plan fits, bisected, set against the zoo's sizes in the row's own
-    definition (LARGEST); or why it is not replayed."""
-    zoo = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?)B", row["metric_definition"])]
-    got = number(row, "value")
-    if config_of(row) is None or config_of(row)["model_type"] != "gpt2" or got not in zoo:
-        return "a largest-model row of a zoo this bench cannot rebuild (%s)" % (
-            row["metric_definition"][:50])
+def most_layers(row, policy, extra, tmp):
+    """The most layers at a GPT-2 row's width (its hidden size, heads, vocabulary, batch and
+    sequence) whose plan fits, bisected, and their parameters in billions; or why there is no
+    answer (a string)."""
     h, vocab = whole(row, "hidden_size"), whole(row, "vocab_size")
     positions = max(whole(row, "seq_len"), 1024)
 
@@ -723,7 +719,22 @@ def largest(row, policy, extra, tmp):
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    billions = gpt2_params(lo, h, vocab, positions) / 1e9
+    return lo, gpt2_params(lo, h, vocab, positions) / 1e9
+
+
+def largest(row, policy, extra, tmp):
+    """A capacity row ("the largest model of the benchmark's zoo that ran"): the most layers at
+    the row's width whose plan fits, bisected, set against the zoo's sizes in the row's own
+    definition (LARGEST); or why it is not replayed."""
+    zoo = [float(x) for x in re.findall(r"(\d+(?:\.\d+)?)B", row["metric_definition"])]
+    got = number(row, "value")
+    if config_of(row) is None or config_of(row)["model_type"] != "gpt2" or got not in zoo:
+        return "a largest-model row of a zoo this bench cannot rebuild (%s)" % (
+            row["metric_definition"][:50])
+    most = most_layers(row, policy, extra, tmp)
+    if isinstance(most, str):
+        return most
+    lo, billions = most
     i = zoo.index(got)
     nxt = zoo[i + 1] if i + 1 < len(zoo) else float("inf")
     if got <= billions < nxt:
@@ -809,7 +820,17 @@ def replay(row, tmp, errors, skipped):
         return
     if oom or got == "OOM":
         verdict = ("agrees" if (got == "OOM") == oom else "disagrees")
-        FITS.append((rid, fit_said(row, got, note)))
+        said = fit_said(row, got, note)
+        if config_of(row) is not None and config_of(row)["model_type"] == "gpt2" and \
+                whole(row, "n_nodes", 1) == 1:  # how far the plan's capacity is from the run
+            most = most_layers(row, policy, extra, tmp)
+            if not isinstance(most, str):
+                said += "; at its width the most that fits is %.1fB (%d layers), the row's %.1fB " \
+                        "(%s)" % (most[1], most[0], gpt2_params(
+                            whole(row, "n_layers"), whole(row, "hidden_size"),
+                            whole(row, "vocab_size"), max(whole(row, "seq_len"), 1024)) / 1e9,
+                            row["n_layers"])
+        FITS.append((rid, said))
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             rid, system, row["model_name"][:24], what, label,
             "OOM" if oom else "%.3f s" % want,

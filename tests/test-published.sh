@@ -50,8 +50,8 @@ has "the mean absolute error of the rate per system" \
 has "the mean absolute error of the GPU peak per system" "| PyTorch DDP | 2 | 6.6% | -6.6% |"
 has "forward and backward only: the simulated end of backward; checkpointing where the source is silent and only it fits" \
   "| U01 | Gemini | meta-llama/Llama-2-13b | 8 x 8 | gemini-static --gemini-fraction 1 on A100-80GB-PCIe4, checkpointing (not stated; without it the plan does not fit), to the end of backward | 19.200 s | 24.065 s | +25.3% |"
-has "an out-of-memory row the plan fits: said, with the plan's GPU peak against its budget" \
-  "- G05: ran out of GPU memory; the plan fits, its GPU peak 43.51 GiB of 80.00 GiB"
+has "an out-of-memory row the plan fits: said, with the plan's GPU peak against its budget and the most layers at its width that fit" \
+  "- G05: ran out of GPU memory; the plan fits, its GPU peak 43.51 GiB of 80.00 GiB; at its width the most that fits is 20.1B (99 layers), the row's 10.3B (50)"
 has "a run that ran where no plan fits: said, with the planner's reason and the run's published memory" \
   "| M01 | MegaTrain | Qwen/Qwen2.5-32B-Instruc | 1 x 96 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 74.614 s | does not fit | disagrees |"
 has "the planner's reason for a run that ran where no plan fits" \
