@@ -35,8 +35,9 @@ its GPU with its host memory and GPU count (`stowage plan`):
                                  --gemini-fraction 1 where sharded, else the ddp baseline
 
 and the published figure is set against the prediction in the row's own terms: the step time
-(from TFLOPS by the source's own formula, from samples or tokens a second, or an epoch's time as
-the row derives a step from it; forward and backward alone where the row times only those: the
+(from TFLOPS or PFLOPS by the source's own formula; from iterations, samples or tokens a second,
+a GPU's where the unit says so; from seconds an iteration in any of their spellings, `ms/step`,
+`s/it`, `sec/iteration`; or from an epoch's time as the row derives a step from it; forward and backward alone where the row times only those: the
 simulated end of the last backward op), whether it ran out of memory, or
 the largest model of a zoo that ran (the most layers at the row's width whose plan fits, against
 the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
@@ -429,6 +430,38 @@ def flops_per_gpu(row):
     return int(m.group(1)) * number(row, "params_total_B_computed") * 1e9 * batch * seq
 
 
+TIME = r"(ns|us|\u00b5s|ms|s|secs?|seconds?|min|mins|minutes?|h|hours?)"
+SECONDS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "min": 60.0, "h": 3600.0}
+A_SECOND = r"\s*/\s*(s|secs?|seconds?)\b"
+
+
+def unit_of(unit, metric=""):
+    """What a published unit measures, as (kind, scale): ("flops", FLOP/s a unit: TFLOPS,
+    TFLOP/s, PFLOPS), ("time", seconds a unit: ms/step, s/it, sec/iteration, or a bare time
+    where the metric is a step time), ("steps", 1: it/s, steps/s), ("samples", 1: samples/s,
+    samples/sec, sequences/s), ("tokens", 1: tokens/s, tok/s, tokens/sec), ("epoch", seconds a
+    unit: s/epoch, min/epoch); None for another."""
+    u = unit.strip()
+    m = re.match(r"([TP])FLOP/?S?\b", u, re.IGNORECASE)
+    if m:
+        return "flops", 1e12 if m.group(1).upper() == "T" else 1e15
+    m = re.match(TIME + r"\s*/\s*(step|steps|iter|iters|iteration|it|batch)\b", u, re.IGNORECASE)
+    if m or (metric.startswith("Step time") and re.fullmatch(TIME, u, re.IGNORECASE)):
+        t = (m.group(1) if m else u).lower()
+        return "time", SECONDS.get(t, SECONDS.get(t[:3], SECONDS.get(t[:1], 1.0)))
+    m = re.match(TIME + r"\s*/\s*epoch\b", u, re.IGNORECASE)
+    if m:
+        t = m.group(1).lower()
+        return "epoch", SECONDS.get(t, SECONDS.get(t[:3], SECONDS.get(t[:1], 1.0)))
+    if re.match(r"(it|its|iters?|iterations?|steps?)" + A_SECOND, u, re.IGNORECASE):
+        return "steps", 1.0
+    if re.match(r"(samples?|seqs?|sequences?)" + A_SECOND, u, re.IGNORECASE):
+        return "samples", 1.0
+    if re.match(r"(tokens?|toks?)" + A_SECOND, u, re.IGNORECASE):
+        return "tokens", 1.0
+    return None
+
+
 def published_step_s(row):
     """The published figure as seconds per step (per rank's micro-batch), or None."""
     v, unit, metric = row["value"], row["unit"], row["metric"]
@@ -436,34 +469,36 @@ def published_step_s(row):
         value = float(v)
     except ValueError:
         return None
+    kind = unit_of(unit, metric)
+    if kind is None or not value > 0:
+        return None
+    kind, scale = kind
     batch, seq = whole(row, "micro_batch_per_gpu"), whole(row, "seq_len")
-    if unit.startswith("TFLOPS"):
+    if kind == "flops":
         per_gpu = value / whole(row, "n_gpus") if "aggregate" in unit else value
         flops = flops_per_gpu(row)
-        return flops / (per_gpu * 1e12) if flops else None
-    if not value > 0:
-        return None
+        return flops / (per_gpu * scale) if flops else None
     # a rate is global unless the unit says it is a GPU's
-    gpus = 1 if re.search(r"per GPU|/GPU|per rank", unit, re.IGNORECASE) else whole(row, "n_gpus")
-    if re.match(r"(ms|s)/(step|iter)", unit) or (metric.startswith("Step time") and
-                                                 re.fullmatch(r"(ms|s)", unit)):
-        return value / 1e3 if unit.startswith("ms") else value
-    if unit.endswith("/epoch"):  # a step's share, where the row derives it (steps an epoch)
+    gpus = 1 if re.search(r"per GPU|/GPU|per rank|/rank|per device|/device", unit,
+                          re.IGNORECASE) else whole(row, "n_gpus")
+    if kind == "time":
+        return value * scale
+    if kind == "epoch":  # a step's share, where the row derives it (steps an epoch)
         m = re.search(r"([\d.]+) s/step", row["metric_definition"])
         if m:
             assume(row, "published: an epoch's time; a step as the row derives it")
         return float(m.group(1)) if m else None
-    if "samples/s" in unit:
+    if kind == "steps":
+        return 1.0 / value
+    if kind == "samples":
         return batch * gpus / value
-    if "tokens/s" in unit:
-        return batch * seq * gpus / value
-    return None
+    return batch * seq * gpus / value  # tokens
 
 
 def is_rate(unit):
-    """Whether a published unit is a rate (TFLOPS, samples or tokens a second), which the
-    prediction is set against in the row's own terms as well as a step time."""
-    return unit.startswith("TFLOPS") or "samples/s" in unit or "tokens/s" in unit
+    """Whether a published unit is a rate (TFLOPS; steps, samples or tokens a second), which
+    the prediction is set against in the row's own terms as well as a step time."""
+    return (unit_of(unit) or ("",))[0] in ("flops", "steps", "samples", "tokens")
 
 
 def summary(errors, what):
@@ -790,9 +825,14 @@ def replay(row, tmp, errors, skipped):
         if note is not None:
             skipped.append((rid, note))
         return
-    if want is None and not oom and row["unit"].startswith("TFLOPS"):
+    if want is None and not oom and (unit_of(row["unit"]) or ("",))[0] == "flops":
         skipped.append((rid, "TFLOPS by a formula this bench does not read (%s)"
                         % row["metric_definition"][:60]))
+        return
+    if want is None and not oom and unit_of(row["unit"]) is None and \
+            re.match(r"(step time|throughput|time per)", row["metric"], re.IGNORECASE):
+        skipped.append((rid, "a %s in a unit this bench does not read (%s)" % (
+            row["metric"][:40], row["unit"][:40])))
         return
     if want is None and not oom:
         skipped.append((rid, "a %s figure (%s), not a step time" % (row["metric"],
