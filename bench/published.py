@@ -37,8 +37,9 @@ its GPU with its host memory and GPU count (`stowage plan`):
 and the published figure is set against the prediction in the row's own terms: the step time
 (from TFLOPS or PFLOPS by the source's own formula; from iterations, samples or tokens a second,
 a GPU's where the unit says so; from seconds an iteration in any of their spellings, `ms/step`,
-`s/it`, `sec/iteration`; or from an epoch's time as the row derives a step from it; forward and backward alone where the row times only those: the
-simulated end of the last backward op), whether it ran out of memory, or
+`s/it`, `sec/iteration`; or from an epoch's time as the row derives a step from it; forward and
+backward alone where the row times only those: the simulated end of the last backward op),
+whether it ran out of memory, or
 the largest model of a zoo that ran (the most layers at the row's width whose plan fits, against
 the zoo's sizes). Each row names the profile it replays on. Rows no policy can represent, and
 rows with a field this bench cannot read, are listed with the reason. Prints Markdown: one line
