@@ -54,13 +54,20 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   /* what was assumed, the defaults named as such */
   gboolean any = q->assumed[0] != '\0';
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-         " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s%s\n\n", o->hw.name,
+         " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s%s%s\n", o->hw.name,
          o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq, steps,
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_kernels_name(so->kernels),
-         optimizer, so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "", stw_dtype_name(so->dtype),
+         optimizer, so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "",
+         so->collectives == STW_COLLECTIVES_BLOCKING && o->world_size > 1
+             ? "collectives on the compute stream, "
+             : "",
+         stw_dtype_name(so->dtype),
          o->state_dtype == STW_DTYPE_BF16 ? ", Adam's moments in bf16" : "",
          any ? " (defaults: " : "", q->assumed, any ? ")" : "");
+  /* the hardware it assumes and where that came from, as plan and compare say them */
+  g_autofree char *host = stw_cli_host_said(&o->hw);
+  printf("%s: %s\nhost CPU %s\n\n", o->hw.name, o->hw.origin, host);
   if (so->lora_rank > 0)
     printf("LoRA rank %" G_GUINT64_FORMAT " on %s, the base frozen\n\n", so->lora_rank,
            so->lora_targets != NULL ? so->lora_targets : "q,v");

@@ -165,6 +165,14 @@ expect 2 "minmem: --gpu goes with --host (without it minmem searches the GPU bud
 expect 2 "minmem: --host searches the host budget: give the GPU's with --gpu, not --cpu" "minmem --host --cpu: refused, said" -- $S minmem "$T/l8.json" --host --cpu 64GiB
 expect 1 "minmem --host: policy stowage has no plan at 1.00 GiB of GPU memory even with host memory to spare:" "minmem --host at a GPU budget nothing fits: said, exit 1" -- $S minmem "$T/l8.json" --host --gpu 1GiB
 expect 0 "LoRA rank 16 on q,v, the base frozen" "capacity --lora names the adapters" -- $S capacity --family llama --hw RTX4090-24GB-PCIe4 --cpu 64GiB --batch 1 --seq 1024 --policy zero-offload --lora 16
+$S capacity --family gpt2 --hw T4-16GB-PCIe3 --cpu 16GiB --dtype fp16 --policy stowage --lora 8 \
+  > "$T/cap-t4.txt" 2>/dev/null
+sed -n 2,3p "$T/cap-t4.txt" > "$T/cap-t4-said.txt"
+printf '%s\n' "T4-16GB-PCIe3: shipped profile (its sources: docs/hardware.md)" \
+  "host CPU 2x Intel Xeon (2 sockets; the host of DeepSpeed's CPU Adam figure): CPU Adam 1.00 G elements/s a rank, its memory 200 GB/s read and written, for all of a node's ranks" |
+  cmp -s - "$T/cap-t4-said.txt"
+tap_result $? "capacity names the hardware profile it assumes, where it came from, and its host's CPU Adam" \
+  "$(cat "$T/cap-t4.txt")"
 expect 0 "    2  1.00 GiB  stowage  38,597,632  0 B  0 B" "whatif --model --lora" -- $S whatif --model gpt2 --batch 2 --seq 128 --lora 8 --gpu 1GiB --policy stowage
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "a trace of PyTorch's gradients plans for one GPU" -- $S plan "$F/traces/accumulate.json" --gpu 1GiB --gpus 2 -o "$T/x.json"
 
