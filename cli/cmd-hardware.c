@@ -42,7 +42,7 @@ stw_cmd_hardware(int argc, char **argv)
                                               "read GB/s", "write GB/s", "queue depth");
   g_autoptr(StwTable) table = stw_table_new(15, "<profile", "<gpu", "memory", "process",
                                             "HBM GB/s",
-                                            "bf16 TFLOP/s", "fp32 TFLOP/s", "PCIe",
+                                            "16-bit TFLOP/s", "fp32 TFLOP/s", "PCIe",
                                             "pinned GB/s", "GPUs/node", "<GPU link GB/s",
                                             "<network GB/s", "CPU Adam G/s", "host GB/s",
                                             "<host CPU");
@@ -61,9 +61,13 @@ stw_cmd_hardware(int argc, char **argv)
     /* what a process holds of it outside its tensors (gpu.process_bytes) */
     g_autofree char *process = hw.gpu_process_bytes ? stw_size_format(hw.gpu_process_bytes)
                                                     : g_strdup("-");
-    char hbm[32], bf16[32], fp32[32], gen[16], pcie[32];
+    char hbm[32], half[32], fp32[32], gen[16], pcie[32];
     g_snprintf(hbm, sizeof hbm, "%.0f", hw.hbm_bytes_per_s / 1e9);
-    g_snprintf(bf16, sizeof bf16, "%.1f", hw.flops_per_s[STW_DTYPE_BF16] / 1e12);
+    /* bf16's rate, or fp16's on a GPU without bf16 (Volta, Turing), named */
+    if (hw.flops_per_s[STW_DTYPE_BF16] > 0)
+      g_snprintf(half, sizeof half, "%.1f", hw.flops_per_s[STW_DTYPE_BF16] / 1e12);
+    else
+      g_snprintf(half, sizeof half, "fp16 %.1f", hw.flops_per_s[STW_DTYPE_FP16] / 1e12);
     g_snprintf(fp32, sizeof fp32, "%.1f", hw.flops_per_s[STW_DTYPE_FP32] / 1e12);
     g_snprintf(gen, sizeof gen, "gen%u", hw.pcie_generation);
     g_snprintf(pcie, sizeof pcie, "%.1f", hw.pinned[hw.n_pinned - 1].bytes_per_s / 1e9);
@@ -85,7 +89,7 @@ stw_cmd_hardware(int argc, char **argv)
     g_autofree char *host = hw.host_memory_bytes_per_s > 0
                                 ? g_strdup_printf("%.0f", hw.host_memory_bytes_per_s / 1e9)
                                 : g_strdup("-");
-    stw_table_row(table, hw.name, hw.gpu_model, mem, process, hbm, bf16, fp32, gen, pcie, node,
+    stw_table_row(table, hw.name, hw.gpu_model, mem, process, hbm, half, fp32, gen, pcie, node,
                   link, net, adam, host, hw.cpu_model[0] != '\0' ? hw.cpu_model : "-");
   }
   for (char **n = presets; *n != NULL; n++) {

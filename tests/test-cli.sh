@@ -89,6 +89,8 @@ expect 1 "qk-text.json: \$.qk_norm: expected true or false, found a string" "qk_
 
 # hardware
 expect 0 "V100-32GB-PCIe3" "hardware lists the shipped profiles" -- $S hardware
+expect 0 "T4-16GB-PCIe3              Tesla T4                        15.00 GiB  512.00 MiB       320       fp16 65.0" \
+  "hardware gives a GPU without bf16 its fp16 rate, named" -- $S hardware
 expect 0 "RTX4090-24GB-PCIe4         NVIDIA GeForce RTX 4090         23.99 GiB  512.00 MiB" "hardware lists what a process holds of each GPU outside its tensors" -- $S hardware
 expect 0 "my-gpu" "hardware checks a profile file" -- $S hardware "$F/hw/my-gpu.json"
 expect 1 "bad-curve-order.json: \$.pcie.pinned[2].bytes" "a bad profile file fails with its path" -- $S hardware "$F/hw/bad-curve-order.json"
