@@ -41,8 +41,8 @@ parse(Line *l, int argc, char **argv)
     { "batch", 'b', 0, STW_OPTION_TEXT, &l->batch, "sequences per iteration (default 1)", "B" },
     { "seq", 's', 0, STW_OPTION_TEXT, &l->seq,
       "tokens per sequence (default: the model's maximum)", "S" },
-    { "dtype", 0, 0, STW_OPTION_TEXT, &l->dtype, "compute dtype: bf16 (default), fp16, fp32",
-      "T" },
+    { "dtype", 0, 0, STW_OPTION_TEXT, &l->dtype,
+      "compute dtype: bf16 (default; fp16 on a GPU without bf16), fp16, fp32", "T" },
     { "checkpointing", 'c', 0, G_OPTION_ARG_NONE, &l->checkpointing,
       "activation checkpointing per transformer block", NULL },
     { "amp", 0, 0, G_OPTION_ARG_NONE, &l->amp,
@@ -186,6 +186,9 @@ stw_cmd_synth(int argc, char **argv)
                               trace->model.image_size, trace->model.image_size);
     fprintf(stderr, "wrote %s: %s (%s parameters), %u tensors%s, %u ops%s\n", l.output,
             trace->model.name, params, trace->tensors->len, of_them, trace->ops->len, images);
+    if (l.dtype == NULL && stw_trace_compute_dtype(trace) == STW_DTYPE_FP16) /* the default */
+      fprintf(stderr, "synth: %s has no bf16: the model computes in fp16 (--dtype to choose)\n",
+              trace->device.name);
   }
   return STW_EXIT_OK;
 }

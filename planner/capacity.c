@@ -267,13 +267,12 @@ stw_request_capacity(const StwRequest *r, StwCapacityQuery *out, GError **error)
   out->options.world_size = MAX(out->options.world_size, 1);
   const StwHardware *hw = &out->options.hw;
   out->width = 4096;
-  out->synth = (StwSynthOptions){ .batch = 8, .seq = 1024, .dtype = STW_DTYPE_BF16,
+  out->synth = (StwSynthOptions){ .batch = 8, .seq = 1024,
+                                  .dtype = stw_hardware_default_dtype(hw),
                                   .checkpointing = stw_request_get(r, "no-checkpointing") == NULL,
                                   .amp = stw_request_get(r, "amp") != NULL,
                                   .attention = STW_ATTENTION_FLASH,
                                   .kernels = STW_KERNELS_DEFAULT };
-  if (hw->flops_per_s[STW_DTYPE_BF16] <= 0) /* V100: no bf16 */
-    out->synth.dtype = STW_DTYPE_FP16;
   int att = out->synth.attention, dt = out->synth.dtype, kern = out->synth.kernels,
       loss = out->synth.loss, optimizer = out->synth.optimizer_impl;
   if (!stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &out->synth.batch, error) ||

@@ -48,18 +48,20 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
   return TRUE;
 }
 
-/* The synthesis options a request gives for model CFG, the defaults where it does not: batch 1,
- * the model's longest sequence ("seq"), bf16 ("dtype"), "checkpointing" (of segments of
+/* The synthesis options a request gives for model CFG on HW, the defaults where it does not:
+ * batch 1, the model's longest sequence ("seq"), bf16 or fp16 on a GPU without it ("dtype",
+ * stw_hardware_default_dtype), "checkpointing" (of segments of
  * "checkpoint-every" blocks, which implies it), naive "attention", eager
  * "kernels", the full "loss", a fused "optimizer-impl", "lora" and "lora-targets", one run
  * ("micro-steps"), no "images" (of "image-size" pixels a side, "vision-trained" what of the
  * tower they train), the gradients on the "device" between micro-steps ("gradients"; "host":
  * each micro-step's offloaded); the request's texts borrowed. */
 static gboolean
-synth_options(const StwRequest *r, const StwModelConfig *cfg, StwSynthOptions *so,
-              GError **error)
+synth_options(const StwRequest *r, const StwModelConfig *cfg, const StwHardware *hw,
+              StwSynthOptions *so, GError **error)
 {
-  *so = (StwSynthOptions){ .batch = 1, .seq = cfg->max_seq, .dtype = STW_DTYPE_BF16,
+  *so = (StwSynthOptions){ .batch = 1, .seq = cfg->max_seq,
+                           .dtype = stw_hardware_default_dtype(hw),
                            .checkpointing = stw_request_get(r, "checkpointing") != NULL,
                            .amp = stw_request_get(r, "amp") != NULL,
                            .kernels = STW_KERNELS_DEFAULT };
@@ -104,12 +106,11 @@ stw_request_synth(const StwRequest *r, GError **error)
   StwModelConfig cfg;
   StwSynthOptions so;
   StwHardware hw;
-  if (!stw_model_resolve(model, &cfg, error) ||
-      !synth_options(r, &cfg, &so, error) ||
-      !stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &so.batch, error))
-    return NULL;
   const char *hw_name = stw_request_get(r, "hw");
-  if (!stw_hardware_lookup(hw_name != NULL ? hw_name : STW_HARDWARE_DEFAULT, &hw, error) ||
+  if (!stw_model_resolve(model, &cfg, error) ||
+      !stw_hardware_lookup(hw_name != NULL ? hw_name : STW_HARDWARE_DEFAULT, &hw, error) ||
+      !synth_options(r, &cfg, &hw, &so, error) ||
+      !stw_request_count(r, "batch", 1, STW_SYNTH_MAX_BATCH, &so.batch, error) ||
       (stw_request_get(r, "memory") != NULL &&
        !stw_request_budget(r, "memory", &hw.gpu_memory_bytes, error)))
     return NULL;
@@ -143,8 +144,9 @@ traces(const StwRequest *r, const StwTrace *given, const char *model, StwWhatifS
   }
   StwModelConfig cfg;
   StwSynthOptions so;
-  if (!stw_model_resolve(model, &cfg, error) || !synth_options(r, &cfg, &so, error) ||
-      !stw_request_planning(r, NULL, &s->options, error))
+  if (!stw_model_resolve(model, &cfg, error) ||
+      !stw_request_planning(r, NULL, &s->options, error) ||
+      !synth_options(r, &cfg, &s->options.hw, &so, error))
     return FALSE;
   if (s->batches->len == 0) {
     guint64 one = 1;

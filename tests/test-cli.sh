@@ -110,7 +110,10 @@ expect 2 "--dtype: 'fp8' is not one of fp32, fp16, bf16" "unknown dtype" -- $S s
 expect 2 "--attention: 'sparse' is not one of naive, flash" "unknown attention" -- $S synth --model gpt2 --attention sparse -o "$T/x.json"
 expect 2 "--memory: '40X' is not a size: expected a number of bytes" "bad size lists the units" -- $S synth --model gpt2 --memory 40X -o "$T/x.json"
 expect 2 "--memory: '-4GiB' is not a size: sizes cannot be negative" "negative size" -- $S synth --model gpt2 --memory -4GiB -o "$T/x.json"
-expect 2 "V100-32GB-PCIe3 has no bf16 compute" "dtype the hardware lacks" -- $S synth --model gpt2 --hw V100-32GB-PCIe3 -o "$T/x.json"
+expect 2 "V100-32GB-PCIe3 has no bf16 compute" "dtype the hardware lacks" -- $S synth --model gpt2 --hw V100-32GB-PCIe3 --dtype bf16 -o "$T/x.json"
+expect 0 "synth: V100-32GB-PCIe3 has no bf16: the model computes in fp16 (--dtype to choose)" \
+  "no --dtype on a GPU without bf16: fp16, said" -- $S synth --model gpt2 --hw V100-32GB-PCIe3 -o "$T/v100-default.json"
+expect 0 "batch 1 x seq 1024, fp16," "and the trace computes in fp16" -- $S inspect "$T/v100-default.json"
 expect 1 "bad-heads.json: \$: invalid model: heads must divide hidden" "a bad model file fails with its path" -- $S synth --model "$F/models/bad-heads.json" -o "$T/x.json"
 expect 2 "synth: --freeze: \"head*\" matches none of the 148 tensors (names such as ln_f.bias; '*' matches any text)" "freeze matching nothing" -- $S synth --model gpt2 --seq 128 --freeze 'h.0.*,head*' -o "$T/x.json"
 test ! -e "$T/x.json"; tap_result $? "failed synths wrote nothing"

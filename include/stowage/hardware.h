@@ -163,6 +163,14 @@ stw_hardware_host_overhead(const StwHardware *hw)
   return hw->cpu_overhead_bytes ? hw->cpu_overhead_bytes : STW_HARDWARE_HOST_OVERHEAD_BYTES;
 }
 
+/* The 16-bit dtype a model computes in on HW unless asked otherwise: bf16, or fp16 on a GPU
+ * without bf16 (Volta, Turing). */
+static inline StwDtype
+stw_hardware_default_dtype(const StwHardware *hw)
+{
+  return hw->flops_per_s[STW_DTYPE_BF16] > 0 ? STW_DTYPE_BF16 : STW_DTYPE_FP16;
+}
+
 /* The default of matmul_half_time_ns: a matmul of 1.5 us at full rate runs at half of it. */
 #define STW_HARDWARE_MATMUL_HALF_TIME_NS 1500
 

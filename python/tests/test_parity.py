@@ -220,8 +220,10 @@ SYNTH = [
      dict(model="gpt2", optimizer_impl="apex")),
     ("synth", ["--model", "gpt2", "--seq", "2048"], dict(model="gpt2", seq=2048)),
     ("synth", ["--model", "gpt5"], dict(model="gpt5")),
-    ("synth", ["--model", "gpt2", "--hw", "V100-32GB-PCIe3"],
-     dict(model="gpt2", hw="V100-32GB-PCIe3")),
+    ("synth", ["--model", "gpt2", "--seq", "128", "--hw", "V100-32GB-PCIe3"],
+     dict(model="gpt2", seq=128, hw="V100-32GB-PCIe3")),  # fp16 there, no bf16
+    ("synth", ["--model", "gpt2", "--hw", "V100-32GB-PCIe3", "--dtype", "bf16"],
+     dict(model="gpt2", hw="V100-32GB-PCIe3", dtype="bf16")),
     ("synth", ["--model", "gpt2", "--freeze", "head*"], dict(model="gpt2", freeze="head*")),
     ("synth", ["--model", "gpt2", "--memory", "40X"], dict(model="gpt2", memory="40X")),
 ]
