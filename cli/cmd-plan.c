@@ -309,9 +309,10 @@ stw_cmd_plan(int argc, char **argv)
   g_autoptr(StwPlan) plan = stw_planner_plan(trace, trace_name, &o, &error);
   if (plan == NULL || !stw_plan_save(plan, trace, output, &error))
     return stw_cli_error(error);
-  /* the stowage policy's choice (the baselines keep what their systems keep) */
+  /* the stowage policy's choice (the baselines keep what their systems keep), where it was asked
+   * for: the default says nothing of a trace that decides its blocks itself */
   if (o.policy == STW_POLICY_STOWAGE && o.activations != STW_ACTIVATIONS_KEEP &&
-      !stw_planner_decides_blocks(trace))
+      stw_request_get(r, "activations") != NULL && !stw_planner_decides_blocks(trace))
     g_printerr("stowage: plan: --activations %s: the trace %s, so they are planned as it has "
                "them\n", stw_activations_names[o.activations],
                trace->blocks->len == 0 ? "has no blocks (version 1, or a source that does not "

@@ -664,6 +664,9 @@ tap_result $? "a refused --storage writes no plan"
 expect 2 "--activations: 'sometimes' is not one of keep, recompute, offload, auto" "an unknown --activations" -- $S plan "$T/tt.json" --gpu 400KiB --activations sometimes -o "$T/x.json"
 expect 2 "--activations goes with --policy stowage" "--activations with a baseline policy" -- $S plan "$T/tt.json" --gpu 400KiB --policy lru --activations auto -o "$T/x.json"
 expect 0 "--activations auto: the trace has no blocks" "--activations on a trace without blocks says so" -- $S plan "$F/traces/mini.json" --gpu 1GiB --activations auto -o "$T/x.json"
+out=$($S plan "$F/traces/mini.json" --gpu 1GiB -o "$T/x.json" 2>&1)
+echo "$out" | grep -q "^$T/x.json: policy stowage" && ! echo "$out" | grep -q "activations"
+tap_result $? "the default --activations says nothing of a trace whose blocks are not its to decide" "$out"
 grep -q '"version": 2,' "$T/tt.json" && grep -q '{"name":"h0","forward":\[1,8\],"backward":\[' "$T/tt.json" &&
   grep -q '{"name":"h1","forward":\[9,16\],' "$T/tt.json"
 tap_result $? "the trainer's trace has a block per layer, over its forward ops"
