@@ -309,6 +309,44 @@ stw_cli_host_said(const StwHardware *hw)
 }
 
 char *
+stw_cli_model_said(const StwTrace *t, gboolean batch)
+{
+  const StwTraceModel *m = &t->model;
+  GString *s = g_string_new(m->name);
+  if (m->has_config)
+    g_string_append_printf(s, ": %s, %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT
+                           ", %" G_GUINT64_FORMAT " heads", stw_arch_name(m->config.arch),
+                           m->config.layers, m->config.hidden, m->config.heads);
+  if (m->has_config && m->config.kv_heads != m->config.heads)
+    g_string_append_printf(s, " (%" G_GUINT64_FORMAT " key/value)", m->config.kv_heads);
+  if (m->has_config && stw_model_experts(&m->config) > 1)
+    g_string_append_printf(s, ", %" G_GUINT64_FORMAT " experts, top %" G_GUINT64_FORMAT,
+                           stw_model_experts(&m->config), stw_model_active_experts(&m->config));
+  if (batch && m->batch > 0)
+    g_string_append_printf(s, "; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT,
+                           m->batch, m->seq);
+  else if (!batch && m->seq > 0)
+    g_string_append_printf(s, "; seq %" G_GUINT64_FORMAT, m->seq);
+  if (m->images > 0)
+    g_string_append_printf(s, " with %" G_GUINT64_FORMAT " image%s of %" G_GUINT64_FORMAT
+                           " x %" G_GUINT64_FORMAT " pixels a sequence", m->images,
+                           m->images == 1 ? "" : "s", m->image_size, m->image_size);
+  if (t->tensors->len > 0)
+    g_string_append_printf(s, ", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
+  if (m->autocast != STW_DTYPE_FP32) /* PyTorch's AMP: fp32 weights, 16-bit GEMMs */
+    g_string_append_printf(s, " weights, autocast to %s", stw_dtype_name(m->autocast));
+  g_string_append_printf(s, "%s, %s attention%s%s", m->checkpointing ? ", checkpointing" : "",
+                         stw_attention_name(m->attention),
+                         m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "",
+                         m->loss == STW_LOSS_CHUNKED ? ", chunked loss" : "");
+  if (m->optimizer_impl != STW_OPTIMIZER_FUSED)
+    g_string_append_printf(s, ", %s optimizer", stw_optimizer_impl_name(m->optimizer_impl));
+  if (m->collectives == STW_COLLECTIVES_BLOCKING)
+    g_string_append(s, ", collectives on the compute stream");
+  return g_string_free(s, FALSE);
+}
+
+char *
 stw_cli_optimizer_assumed(const StwTrace *t)
 {
   StwOptimizerImpl impl = t->model.optimizer_impl;

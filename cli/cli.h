@@ -231,6 +231,11 @@ char *stw_cli_host_said(const StwHardware *hw);
 /* How T's optimizer ops time the GPU's step where it is not one fused pass (the trace's
  * model.optimizer_impl), in words; NULL where it is. */
 char *stw_cli_optimizer_assumed(const StwTrace *t);
+/* T's model in words: its name and shape, with BATCH its batch and sequence, then its dtype,
+ * autocast, checkpointing, attention, kernels, loss, optimizer and collectives ("llama3.2-1b:
+ * llama, 16 layers, hidden 2048, 32 heads (8 key/value); batch 1 x seq 1024, fp16, naive
+ * attention, eager kernels"). */
+char *stw_cli_model_said(const StwTrace *t, gboolean batch);
 /* What T's loop does with its collectives on WORLD ranks, where it holds the compute stream:
  * a new string, or NULL. */
 char *stw_cli_collectives_assumed(const StwTrace *t, guint32 world);

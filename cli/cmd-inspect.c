@@ -11,39 +11,11 @@
 static void
 print_header(const char *file, const StwTrace *t, const StwTraceSummary *s)
 {
-  const StwTraceModel *m = &t->model;
   printf("trace       %s (%s, %s%s%s)\n", file, stw_source_kind_name(t->source.kind),
          t->source.tool, t->source.created[0] ? ", " : "", t->source.created);
   printf("digest      %s\n", s->digest);
-  printf("model       %s", m->name);
-  if (m->has_config)
-    printf(": %s, %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-           " heads", stw_arch_name(m->config.arch), m->config.layers, m->config.hidden,
-           m->config.heads);
-  if (m->has_config && m->config.kv_heads != m->config.heads)
-    printf(" (%" G_GUINT64_FORMAT " key/value)", m->config.kv_heads);
-  if (m->has_config && stw_model_experts(&m->config) > 1)
-    printf(", %" G_GUINT64_FORMAT " experts, top %" G_GUINT64_FORMAT,
-           stw_model_experts(&m->config), stw_model_active_experts(&m->config));
-  if (m->batch > 0)
-    printf("; batch %" G_GUINT64_FORMAT " x seq %" G_GUINT64_FORMAT, m->batch, m->seq);
-  if (m->images > 0)
-    printf(" with %" G_GUINT64_FORMAT " image%s of %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-           " pixels a sequence", m->images, m->images == 1 ? "" : "s", m->image_size,
-           m->image_size);
-  if (t->tensors->len > 0)
-    printf(", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
-  if (m->autocast != STW_DTYPE_FP32) /* PyTorch's AMP: fp32 weights, 16-bit GEMMs */
-    printf(" weights, autocast to %s", stw_dtype_name(m->autocast));
-  printf("%s, %s attention%s%s", m->checkpointing ? ", checkpointing" : "",
-         stw_attention_name(m->attention),
-         m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "",
-         m->loss == STW_LOSS_CHUNKED ? ", chunked loss" : "");
-  if (m->optimizer_impl != STW_OPTIMIZER_FUSED)
-    printf(", %s optimizer", stw_optimizer_impl_name(m->optimizer_impl));
-  if (m->collectives == STW_COLLECTIVES_BLOCKING)
-    printf(", collectives on the compute stream");
-  printf("\n");
+  g_autofree char *model = stw_cli_model_said(t, TRUE);
+  printf("model       %s\n", model);
   g_autofree char *devmem = stw_size_format(t->device.memory_bytes);
   printf("device      %s, %s (rank %u of %u)\n", t->device.name, devmem, t->device.rank,
          t->device.world_size);

@@ -248,6 +248,10 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
     g_autofree char *text = stw_whatif_rows_json(rows);
     printf("%s\n", text);
   } else if (l->csv_file == NULL || strcmp(l->csv_file, "-") != 0) {
+    if (l->model != NULL || l->model_config != NULL) { /* synthesized: what it was made as */
+      g_autofree char *model = stw_cli_model_said(g_ptr_array_index(s->traces, 0), FALSE);
+      printf("model %s\n", model);
+    }
     printf("%s: %s\n", s->options.hw.name, s->options.hw.origin);
     g_autofree char *host = stw_cli_host_said(&s->options.hw);
     printf("host CPU %s\n", host);

@@ -288,6 +288,9 @@ expect 0 "batch,gpu_bytes,policy" "whatif --csv -" -- $S whatif "$TR" --gpu 8GiB
 lines=$($S whatif "$TR" --gpu 8GiB..10GiB:1GiB --policy stowage,lru --csv - | wc -l)
 [ "$lines" = 7 ]; tap_result $? "whatif: 3 budgets x 2 policies (got $((lines - 1)) rows)"
 expect 0 "yes" "whatif from a model" -- $S whatif --model gpt2 --batch 2,4 --seq 512 --gpu 4GiB --policy stowage
+expect 0 "model gpt2: gpt, 12 layers, hidden 768, 12 heads; seq 512, fp16, naive attention, eager kernels" \
+  "whatif --model says what it synthesized, the dtype the GPU has among the defaults" -- \
+  $S whatif --model gpt2 --batch 2,4 --seq 512 --gpu 4GiB --policy stowage --hw V100-32GB-PCIe3
 $S whatif --model gpt2 --batch 2 --seq 512 --gpu 1GiB --policy stowage --optimizer-state fp32,bf16 --csv - |
   cut -d, -f3,13,14 > "$T/states.csv"
 printf 'policy,host_bytes,optimizer_state\nstowage,3768584192,fp32\nstowage,3073826816,bf16\n' | cmp -s - "$T/states.csv"
