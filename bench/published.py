@@ -4,12 +4,15 @@ predictions against what other people measured for offloaded training
 (../shared/data/published/measurements.csv, read its README).
 
 Every usable row is replayed with the policy it names: the model rebuilt from the row's own
-architecture columns (a Hugging Face config: gpt2, opt, gpt_neox (Pythia), or a llama-style
-family by its name: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, granite,
-smollm; bloom; a mixture of experts by its words: Mixtral's or Qwen3-MoE's blocks with "N
-experts" and "top-K" or "K active", ffn_hidden an expert's width, Mixtral's two a token where
-the row does not say; shared experts and latent attention, whose sizes the columns do not give,
-listed as not replayed), synthesized at the
+architecture columns (a Hugging Face config: gpt2, opt, gpt_neox (Pythia), falcon, gptj,
+gpt_bigcode (StarCoder), mpt, or a llama-style family by its name: llama, mistral, qwen2, qwen3,
+gemma, gemma2, gemma3, phi3, granite, smollm, and as llama the families without a config class
+of their own (Yi, InternLM, Baichuan, DeepSeek's dense models, Vicuna, OLMo, Aquila) or a row
+that names llama's blocks (SwiGLU, RMSNorm, rotary positions, grouped queries); bloom; a
+mixture of experts by its words: Mixtral's or Qwen3-MoE's blocks with "N experts" and "top-K"
+or "K active", ffn_hidden an expert's width, Mixtral's two a token where the row does not say;
+shared experts and latent attention, whose sizes the columns do not give, listed as not
+replayed), synthesized at the
 row's batch, sequence and gradient accumulation (micro-steps; each micro-step's gradients
 copied to the host, where the row's gradients are on the CPU and not in Gemini's chunks: added
 there, `--gradients host`, as FSDP does, or on the GPU, `--gradients host-via-device`, as
@@ -224,6 +227,26 @@ def config_of(row):
         return {"model_type": "bloom", "n_layer": layers, "hidden_size": hidden, "n_head": heads,
                 "vocab_size": vocab,
                 "tie_word_embeddings": not row["tied_embeddings"].startswith("no")}
+    # the other families the C side reads by their own members (docs/models.md), by their names
+    kv = whole(row, "n_kv_heads", heads)
+    words = arch + " " + name
+    if re.search(r"falcon", words) and not re.search(r"mamba|falcon[ -]?h1", words):
+        return {"model_type": "falcon", "num_hidden_layers": layers, "hidden_size": hidden,
+                "num_attention_heads": heads, "num_kv_heads": kv, "vocab_size": vocab,
+                "parallel_attn": True, "multi_query": kv == 1,
+                "new_decoder_architecture": 1 < kv < heads, "bias": False}
+    if re.search(r"gpt-?j\b", words):
+        return {"model_type": "gptj", "n_layer": layers, "n_embd": hidden, "n_head": heads,
+                "rotary_dim": 64, "vocab_size": vocab, "n_positions": max(seq, 2048),
+                "n_inner": whole(row, "ffn_hidden", 4 * hidden)}
+    if re.search(r"starcoder(?!2)|bigcode|santacoder", words):
+        return {"model_type": "gpt_bigcode", "n_layer": layers, "n_embd": hidden,
+                "n_head": heads, "multi_query": kv == 1, "vocab_size": vocab,
+                "n_positions": max(seq, 8192), "n_inner": whole(row, "ffn_hidden", 4 * hidden)}
+    if re.search(r"\bmpt\b", words):
+        return {"model_type": "mpt", "n_layers": layers, "d_model": hidden, "n_heads": heads,
+                "vocab_size": vocab, "max_seq_len": max(seq, 2048),
+                "expansion_ratio": whole(row, "ffn_hidden", 4 * hidden) / hidden}
     if re.search(r"neox|pythia", arch):
         return {"model_type": "gpt_neox", "num_hidden_layers": layers, "hidden_size": hidden,
                 "num_attention_heads": heads,
@@ -254,11 +277,19 @@ def config_of(row):
                     intermediate_size=whole(row, "ffn_hidden"))
     # the llama-style families, by the words of the row's architecture (the first that
     # matches); the head's width where the row says it, else the family's
+    # (by the names of the llama-style families without a config class of their own, or by
+    # the blocks the row describes: SwiGLU, RMSNorm, rotary positions, grouped queries; not
+    # latent attention, whose sizes the columns do not give)
+    if re.search(r"latent|\bmla\b", arch):
+        return None
     for pattern, model_type in ((r"qwen3", "qwen3"), (r"qwen2", "qwen2"),
                                 (r"gemma[ -]?3", "gemma3_text"), (r"gemma[ -]?2", "gemma2"),
                                 (r"gemma", "gemma"), (r"phi[ -]?3", "phi3"),
-                                (r"llama|mistral|granite|smollm|\byi\b", "llama")):
-        if not re.search(pattern, arch):
+                                (r"llama|mistral|granite|smollm|\byi\b|internlm|baichuan|"
+                                 r"deepseek|vicuna|alpaca|olmo|aquila|swiglu|rmsnorm|\brope\b|"
+                                 r"rotary|\bgqa\b", "llama")):
+        if not re.search(pattern, arch) and not (model_type == "llama" and
+                                                 re.search(pattern, name)):
             continue
         cfg = {"model_type": model_type, "num_hidden_layers": layers, "hidden_size": hidden,
                "num_attention_heads": heads,

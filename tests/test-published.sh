@@ -95,6 +95,20 @@ has "TFLOP/s written with its slash" "| T46 | Gemini | 122.05 TFLOP/s per GPU | 
 has "a GPU's tokens a second written tok/s" "| T47 | Gemini | 1484.19 tok/s per GPU | 1311.51 tok/s per GPU | -11.6% |"
 has "a step time in a unit it does not read: not replayed, said" \
   "- T48: a Step time in a unit this bench does not read (furlongs/fortnight)"
+has "a Falcon by its name: a Hugging Face falcon config, multi-query and parallel attention" \
+  "| T49 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | tiiuae/falcon-7b | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 5.794 s | +324.5% |"
+has "a GPT-J by its name" \
+  "| T50 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | EleutherAI/gpt-j-6b | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 4.939 s | +261.8% |"
+has "a StarCoder by its name: GPT-BigCode's multi-query blocks" \
+  "| T51 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | bigcode/starcoderbase-7b | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 6.083 s | +345.6% |"
+has "an MPT by its name" \
+  "| T52 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | mosaicml/mpt-7b | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 5.459 s | +299.9% |"
+has "an InternLM2 by its model's name: a llama-style family without a config class of its own" \
+  "| T53 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | internlm/internlm2-chat- | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 6.078 s | +345.3% |"
+has "a decoder named by its blocks (RMSNorm, SwiGLU, RoPE, GQA): llama-style" \
+  "| T54 | ZeRO-Offload (ZeRO-2 + CPU optimizer) | a made-up decoder | 2 x 4 | zero-offload on A100-SXM4-40GB | 1.365 s | 1.096 s | -19.7% |"
+has "latent attention, whose sizes the columns do not give: not replayed, said" \
+  "- T55: an architecture this bench does not build (DeepSeek-V2 (MLA))"
 has "a T4 in bf16, which it does not compute: not replayed, said once by the command that refused" \
   "- T42: synth: T4-16GB-PCIe3 has no bf16 compute: choose another --dtype"
 has "a largest-model row: the most layers at its width that fit, against the zoo's sizes" \
