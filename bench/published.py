@@ -154,6 +154,17 @@ def failed(command, out):
     return "%s: %s" % (command, re.sub(r"^%s: " % command, "", said))
 
 
+COLUMNS = (  # the columns of the published set this bench reads (its README defines them)
+    "row_id", "system_family", "emulation_target", "system", "policy_config",
+    "params_fp16_location", "grads_location", "optimizer_state_and_master_location",
+    "optimizer_impl", "activation_checkpointing", "precision", "model_name", "arch_type",
+    "n_layers", "hidden_size", "n_heads", "n_kv_heads", "ffn_hidden", "vocab_size",
+    "tied_embeddings", "seq_len", "params_total_B_computed", "micro_batch_per_gpu",
+    "grad_accum_steps", "global_batch", "n_gpus", "n_nodes", "tensor_parallel", "gpu_model",
+    "gpu_mem_GB", "gpu_gpu_link", "host_mem_GB", "nvme", "metric", "value", "unit",
+    "metric_definition", "peak_gpu_mem_measured", "source_date")
+
+
 def profile_of(row):
     gpu, link = row["gpu_model"], row["gpu_gpu_link"].strip().lower()
     sxm = re.search(r"SXM|DGX|HGX|NVLink|NVSwitch", gpu + " " + link, re.IGNORECASE)
@@ -925,7 +936,25 @@ def main():
     if not os.access(STOWAGE, os.X_OK):
         sys.exit("published.py: %s: no stowage binary (build it, or name its build directory)"
                  % STOWAGE)
-    rows = list(csv.DictReader(open(path)))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = reader.fieldnames or []
+    except UnicodeDecodeError as e:
+        sys.exit("published.py: %s: not UTF-8 text (%s)" % (path, e))
+    except (OSError, csv.Error) as e:
+        sys.exit("published.py: %s: %s" % (path, e))
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        sys.exit("published.py: %s: no column %s (the published set's columns: its README)"
+                 % (path, ", ".join(missing)))
+    # a row of more or fewer fields than the header: listed, not read
+    def fields(r):
+        return sum(1 for k, v in r.items() if k is not None and v is not None) + \
+            len(r.get(None) or [])
+    ragged = [(r.get("row_id") or "line %d" % (i + 2), "%d fields where the header has %d" % (
+        fields(r), len(header))) for i, r in enumerate(rows) if fields(r) != len(header)]
     if ROWS is not None:
         known = [r.get("row_id", "") for r in rows]
         unknown = [r for r in ROWS if r not in known]
@@ -934,9 +963,11 @@ def main():
         if unknown:
             sys.exit("published.py: --rows: %s not a row_id of %s" % (", ".join(unknown), path))
         rows = [r for r in rows if r.get("row_id", "") in ROWS]
+        ragged = [x for x in ragged if x[0] in ROWS]
+    rows = [r for r in rows if fields(r) == len(header)]
     print("| row | system | model | GPUs x batch | emulated as | published | predicted | error |")
     print("|---|---|---|---|---|---:|---:|---:|")
-    errors, skipped = {}, []
+    errors, skipped = {}, list(ragged)
     if KEEP is not None:
         try:
             os.makedirs(KEEP, exist_ok=True)

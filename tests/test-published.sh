@@ -189,6 +189,25 @@ python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixt
 tap_result $? "each row's optimizer as its source names it" "$(cat "$T/impl.err")"
 expect 1 "published.py: --rows: Q99 not a row_id of" "--rows naming no row of the set: said, exit 1" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" --rows G01,Q99
+# a set without a column the bench reads, one that is not UTF-8, rows of other lengths
+mkdir -p "$T/nocol" "$T/latin" "$T/ragged"
+head -n 1 "$STW_SRCDIR/tests/fixtures/published/measurements.csv" |
+  sed 's/peak_gpu_mem_measured,//' > "$T/nocol/measurements.csv"
+expect 1 "published.py: $T/nocol/measurements.csv: no column peak_gpu_mem_measured (the published set's columns: its README)" \
+  "a set without a column it reads: the file and the column said, exit 1, nothing replayed" \
+  -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$T/nocol"
+{ head -n 2 "$STW_SRCDIR/tests/fixtures/published/measurements.csv"; printf 'Z\377\r\n'; } \
+  > "$T/latin/measurements.csv"
+expect 1 "published.py: $T/latin/measurements.csv: not UTF-8 text" \
+  "a set that is not UTF-8 text: said, exit 1" \
+  -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$T/latin"
+{ head -n 2 "$STW_SRCDIR/tests/fixtures/published/measurements.csv"; printf 'ZZ1,Gemini,Gemini\r\n'; } \
+  > "$T/ragged/measurements.csv"
+python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$T/ragged" > "$T/ragged.md" 2>&1 &&
+  grep -qxF -- "- ZZ1: 3 fields where the header has 51" "$T/ragged.md" &&
+  grep -q "^| G01 | Gemini " "$T/ragged.md"
+tap_result $? "a row shorter than the header: listed with its count of fields, the others replayed" \
+  "$(cat "$T/ragged.md")"
 expect 1 "published.py: --rows: no row_id given" "--rows naming nothing: said, exit 1" \
   -- python3 "$STW_SRCDIR/bench/published.py" "$STW_BUILDDIR" "$STW_SRCDIR/tests/fixtures/published" --rows ,
 expect 2 "published.py: --keep needs a value" "--keep without a directory: said, exit 2" \
