@@ -978,7 +978,8 @@ def main():
         for row in rows:
             try:
                 replay(row, tmp, errors, skipped)
-            except (ValueError, KeyError, ZeroDivisionError, OverflowError) as e:
+            except (ValueError, KeyError, ZeroDivisionError, OverflowError, TypeError,
+                    IndexError, AttributeError) as e:  # a row's, said; the others go on
                 skipped.append((row.get("row_id", "?"), "a field this bench cannot read (%s: %s)"
                                 % (type(e).__name__, e)))
     print()
