@@ -140,10 +140,17 @@ GPUS = [  # (the GPU's name, its SXM or NVLink board's profile, its PCIe card's)
 ]
 
 
+COMMAND_LIMIT_S = 600  # a command longer than this (a row's values far out of range) fails
+
+
 def run(*args):
     if COMMANDS:
         sys.stderr.write("$ %s\n" % " ".join(shlex.quote(a) for a in (STOWAGE, *args)))
-    r = subprocess.run([STOWAGE, *args], capture_output=True, text=True)
+    try:
+        r = subprocess.run([STOWAGE, *args], capture_output=True, text=True,
+                           timeout=COMMAND_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        return 124, "stowage: %s: no answer within %d s" % (args[0], COMMAND_LIMIT_S)
     return r.returncode, r.stdout + r.stderr
 
 
