@@ -249,8 +249,15 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
     printf("%s\n", text);
   } else if (l->csv_file == NULL || strcmp(l->csv_file, "-") != 0) {
     if (l->model != NULL || l->model_config != NULL) { /* synthesized: what it was made as */
-      g_autofree char *model = stw_cli_model_said(g_ptr_array_index(s->traces, 0), FALSE);
-      printf("model %s\n", model);
+      const StwTrace *t0 = g_ptr_array_index(s->traces, 0);
+      g_autofree char *model = stw_cli_model_said(t0, FALSE);
+      guint64 frozen_numel = 0;
+      guint32 frozen = stw_trace_frozen(t0, &frozen_numel);
+      g_autofree char *params = stw_cli_group_digits(frozen_numel);
+      g_autofree char *of_them = frozen > 0 ? g_strdup_printf("; %s parameters frozen in %u "
+                                                              "tensors", params, frozen)
+                                            : g_strdup("");
+      printf("model %s%s\n", model, of_them);
     }
     printf("%s: %s\n", s->options.hw.name, s->options.hw.origin);
     g_autofree char *host = stw_cli_host_said(&s->options.hw);

@@ -179,6 +179,8 @@ printf '%s\n' "T4-16GB-PCIe3: shipped profile (its sources: docs/hardware.md)" \
 tap_result $? "capacity names the hardware profile it assumes, where it came from, and its host's CPU Adam" \
   "$(cat "$T/cap-t4.txt")"
 expect 0 "    2  1.00 GiB  stowage  38,597,632  0 B  0 B" "whatif --model --lora" -- $S whatif --model gpt2 --batch 2 --seq 128 --lora 8 --gpu 1GiB --policy stowage
+expect 0 "model gpt2: gpt, 12 layers, hidden 768, 12 heads; seq 128, bf16, naive attention, eager kernels; 124,439,808 parameters frozen in 148 tensors" \
+  "whatif --model --lora says the base it froze" -- $S whatif --model gpt2 --batch 2 --seq 128 --lora 8 --gpu 1GiB --policy stowage
 expect 1 "2 GPUs: the trace's gradients are the framework's own tensors" "a trace of PyTorch's gradients plans for one GPU" -- $S plan "$F/traces/accumulate.json" --gpu 1GiB --gpus 2 -o "$T/x.json"
 
 # synth: output is never half-written
