@@ -481,8 +481,19 @@ def flops_per_gpu(row):
 
 
 TIME = r"(ns|us|\u00b5s|ms|s|secs?|seconds?|min|mins|minutes?|h|hours?)"
-SECONDS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "min": 60.0, "h": 3600.0}
+SECONDS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0,
+           "h": 3600.0}
 A_SECOND = r"\s*/\s*(s|secs?|seconds?)\b"
+
+
+def unit_seconds(t):
+    """Seconds in a unit of time in any of TIME's spellings ("ms", "sec", "minutes", "h")."""
+    t = t.lower()
+    return SECONDS.get(t, SECONDS.get(t[:3], SECONDS.get(t[:1], 1.0)))
+
+
+def seconds(v, unit):
+    return float(v) * unit_seconds(unit)
 
 
 def unit_of(unit, metric=""):
@@ -497,12 +508,10 @@ def unit_of(unit, metric=""):
         return "flops", 1e12 if m.group(1).upper() == "T" else 1e15
     m = re.match(TIME + r"\s*/\s*(step|steps|iter|iters|iteration|it|batch)\b", u, re.IGNORECASE)
     if m or (metric.startswith("Step time") and re.fullmatch(TIME, u, re.IGNORECASE)):
-        t = (m.group(1) if m else u).lower()
-        return "time", SECONDS.get(t, SECONDS.get(t[:3], SECONDS.get(t[:1], 1.0)))
+        return "time", unit_seconds(m.group(1) if m else u)
     m = re.match(TIME + r"\s*/\s*epoch\b", u, re.IGNORECASE)
     if m:
-        t = m.group(1).lower()
-        return "epoch", SECONDS.get(t, SECONDS.get(t[:3], SECONDS.get(t[:1], 1.0)))
+        return "epoch", unit_seconds(m.group(1))
     if re.match(r"(it|its|iters?|iterations?|steps?)" + A_SECOND, u, re.IGNORECASE):
         return "steps", 1.0
     if re.match(r"(samples?|seqs?|sequences?)" + A_SECOND, u, re.IGNORECASE):
@@ -545,10 +554,16 @@ def published_step_s(row):
     return batch * seq * gpus / value  # tokens
 
 
+def unit_kind(unit):
+    """unit_of's kind alone ("flops", "time", ...), or None."""
+    kind = unit_of(unit)
+    return kind[0] if kind is not None else None
+
+
 def is_rate(unit):
     """Whether a published unit is a rate (TFLOPS; steps, samples or tokens a second), which
     the prediction is set against in the row's own terms as well as a step time."""
-    return (unit_of(unit) or ("",))[0] in ("flops", "steps", "samples", "tokens")
+    return unit_kind(unit) in ("flops", "steps", "samples", "tokens")
 
 
 def summary(errors, what):
@@ -785,13 +800,16 @@ def gpt2_params(layers, h, vocab, positions):
     return layers * (12 * h * h + 13 * h) + vocab * h + positions * h + 2 * h
 
 
+def row_gpt2_billions(row, layers):
+    """A GPT-2 row's parameters in billions with LAYERS layers at its width."""
+    return gpt2_params(layers, whole(row, "hidden_size"), whole(row, "vocab_size"),
+                       max(whole(row, "seq_len"), 1024)) / 1e9
+
+
 def most_layers(row, policy, extra, tmp):
     """The most layers at a GPT-2 row's width (its hidden size, heads, vocabulary, batch and
     sequence) whose plan fits, bisected, and their parameters in billions; or why there is no
     answer (a string)."""
-    h, vocab = whole(row, "hidden_size"), whole(row, "vocab_size")
-    positions = max(whole(row, "seq_len"), 1024)
-
     def fits(layers):
         r = dict(row, n_layers=str(layers), metric="Step time")
         return isinstance(predict(r, policy, extra, tmp)[0], float)
@@ -804,7 +822,7 @@ def most_layers(row, policy, extra, tmp):
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo, gpt2_params(lo, h, vocab, positions) / 1e9
+    return lo, row_gpt2_billions(row, lo)
 
 
 def largest(row, policy, extra, tmp):
@@ -840,10 +858,6 @@ def published_peak(row):
     return float(m.group(1)) * 2 ** 20 if m else None
 
 
-def seconds(v, unit):
-    return float(v) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
-
-
 def replay(row, tmp, errors, skipped):
     """Row ROW replayed: its line printed and its error added to ERRORS (by system), or the
     reason it is not replayed added to SKIPPED."""
@@ -875,11 +889,11 @@ def replay(row, tmp, errors, skipped):
         if note is not None:
             skipped.append((rid, note))
         return
-    if want is None and not oom and (unit_of(row["unit"]) or ("",))[0] == "flops":
+    if want is None and not oom and unit_kind(row["unit"]) == "flops":
         skipped.append((rid, "TFLOPS by a formula this bench does not read (%s)"
                         % row["metric_definition"][:60]))
         return
-    if want is None and not oom and unit_of(row["unit"]) is None and \
+    if want is None and not oom and unit_kind(row["unit"]) is None and \
             re.match(r"(step time|throughput|time per)", row["metric"], re.IGNORECASE):
         skipped.append((rid, "a %s in a unit this bench does not read (%s)" % (
             row["metric"][:40], row["unit"][:40])))
@@ -915,11 +929,10 @@ def replay(row, tmp, errors, skipped):
                 whole(row, "n_nodes", 1) == 1:  # how far the plan's capacity is from the run
             most = most_layers(row, policy, extra, tmp)
             if not isinstance(most, str):
-                said += "; at its width the most that fits is %.1fB (%d layers), the row's %.1fB " \
-                        "(%s)" % (most[1], most[0], gpt2_params(
-                            whole(row, "n_layers"), whole(row, "hidden_size"),
-                            whole(row, "vocab_size"), max(whole(row, "seq_len"), 1024)) / 1e9,
-                            row["n_layers"])
+                said += "; at its width the most that fits is %.1fB (%d layers), the row's " \
+                        "%.1fB (%s)" % (most[1], most[0],
+                                        row_gpt2_billions(row, whole(row, "n_layers")),
+                                        row["n_layers"])
         FITS.append((rid, said))
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             rid, system, row["model_name"][:24], what, label,
