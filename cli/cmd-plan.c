@@ -170,8 +170,7 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
   printf("  host         %s of %s\n", host, cpub);
   if (p->hw.compute_on_host) { /* the emulated device is host memory too */
     guint64 world = MAX(p->chunking->world, 1);
-    guint64 rss = q->peak_gpu_bytes + (q->cpu_bytes + q->host_overhead_bytes) / world;
-    g_autofree char *r = stw_size_format(rss);
+    g_autofree char *r = stw_size_format(stw_plan_rank_rss(p));
     g_autofree char *proc = stw_size_format(q->host_overhead_bytes / world);
     g_autofree char *chunks = stw_size_format(q->cpu_bytes / world);
     const char *origin = NULL;

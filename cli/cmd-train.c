@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -599,18 +600,27 @@ run(Training *x, float *loss, StepTimes *times, int *status)
   return TRUE;
 }
 
-/* Every rank's figures, to every rank: the largest device peak and the most deviations of
- * all, and whether every rank moved and received what rank 0 did. */
+/* Every rank's figures, to every rank: the largest device peak, resident memory and the most
+ * deviations of all, and whether every rank moved and received what rank 0 did. */
 typedef struct {
-  guint64 peak, settled, h2d, d2h, comm, deviations, comm_wait_ns;
+  guint64 peak, settled, h2d, d2h, comm, deviations, comm_wait_ns, rss;
 } RankFigures;
+
+/* The most this process has held resident, in bytes (getrusage's ru_maxrss, KiB on Linux). */
+static guint64
+peak_rss_bytes(void)
+{
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? (guint64)u.ru_maxrss * 1024 : 0;
+}
 
 static gboolean
 all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboolean *same,
           GError **error)
 {
   RankFigures mine = { st->peak_device_bytes, st->peak_settled_bytes, st->h2d_bytes,
-                       st->d2h_bytes, st->comm_bytes, st->deviations, st->comm_wait_ns };
+                       st->d2h_bytes, st->comm_bytes, st->deviations, st->comm_wait_ns,
+                       peak_rss_bytes() };
   *worst = mine;
   *same = TRUE;
   guint32 world = x->comm != NULL ? x->comm->world : 1;
@@ -626,6 +636,7 @@ all_ranks(const Training *x, const StwRuntimeStats *st, RankFigures *worst, gboo
     worst->settled = MAX(worst->settled, f.settled);
     worst->deviations = MAX(worst->deviations, f.deviations);
     worst->comm_wait_ns = MAX(worst->comm_wait_ns, f.comm_wait_ns);
+    worst->rss = MAX(worst->rss, f.rss);
     *same &= f.h2d == first.h2d && f.d2h == first.d2h && f.comm == first.comm;
   }
   return TRUE;
@@ -725,6 +736,15 @@ output(const Training *x, float loss, const StepTimes *times)
          "peak %s of %s%s; %" G_GUINT64_FORMAT " deviations from the plan%s\n", x->n_steps,
          ranks, on, what, loss, tokens * (double)x->n_steps / total_s, peak, budget, each,
          worst.deviations, x->verify ? ", every move checksummed" : "");
+  /* where the plan predicts the process's resident memory (its device emulated in host memory,
+   * as this one is), what it held against it */
+  guint64 rss = x->plan != NULL && x->cx == NULL ? stw_plan_rank_rss(x->plan) : 0;
+  if (rss > 0 && worst.rss > 0) {
+    g_autofree char *held_rss = stw_size_format(worst.rss);
+    g_autofree char *planned = stw_size_format(rss);
+    printf("host memory: peak RSS %s a rank, the plan's %s (%+.1f%%)\n", held_rss, planned,
+           100.0 * ((double)rss - (double)worst.rss) / (double)worst.rss);
+  }
   const StwRuntimeStats *st = stw_runtime_stats(stw_trainer_runtime(x->tr));
   if (st->storage_engine[0] != '\0') /* where a replay slower than its plan lost the time */
     printf("storage tier: %.2f ms a step waiting for its reads and writes, %.2f ms for the "

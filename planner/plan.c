@@ -51,6 +51,15 @@ stw_plan_predictions_list(const StwPlanPredictions *p, StwPrediction out[STW_N_P
   }
 }
 
+guint64
+stw_plan_rank_rss(const StwPlan *p)
+{
+  if (!p->hw.compute_on_host)
+    return 0;
+  guint64 world = MAX(p->chunking->world, 1);
+  return p->pred.peak_gpu_bytes + (p->pred.cpu_bytes + p->pred.host_overhead_bytes) / world;
+}
+
 gboolean
 stw_plan_within_limits(const StwPlan *p, GError **error)
 {

@@ -514,6 +514,19 @@ proc=$(sed -n "s/^  RSS .*, the process's \(.*\) (the profile's)$/\1/p" "$T/rss-
 [ -n "$ovh" ] && [ "$ovh" -gt 1048576 ] && [ "$ovh" -lt 1073741824 ] &&
   [ "$proc" = "$(awk -v b="$ovh" 'BEGIN { printf "%.2f MiB", b / 1048576 }')" ]
 tap_result $? "probe --device host measures the process ($ovh bytes); the plan's RSS line counts it ($proc)" "$(cat "$T/rss-plan.txt")"
+# and the replay of a plan on that profile holds what the plan's RSS line says, within 5% (but
+# under AddressSanitizer, whose shadow memory and allocator no plan counts), and says so
+M4="--layers 4 --width 256 --heads 4 --context 64 --batch 4 --data $STW_SRCDIR/README.md"
+$S train $M4 --steps 2 --profile "$T/rss-t.json" > /dev/null &&
+  $S plan "$T/rss-t.json" --gpu 60MiB --hw "$T/emulated.json" -o "$T/rss-p.json" > "$T/rss-p.txt" &&
+  out=$(OMP_NUM_THREADS=2 $S train $M4 --steps 3 --plan "$T/rss-p.json" -q) &&
+  planned=$(sed -n 's/^  RSS          \([0-9.]* [KMG]iB\) a rank on this host backend.*/\1/p' "$T/rss-p.txt") &&
+  e=$(echo "$out" | sed -n "s/^host memory: peak RSS [0-9.]* [KMG]iB a rank, the plan's $planned (\([-+][0-9.]*\)%)\$/\1/p") &&
+  [ -n "$planned" ] && [ -n "$e" ] &&
+  { ldd "$(dirname "$S")/.libs/libstowage.so" 2>/dev/null | grep -q libasan ||
+    awk -v e="$e" 'BEGIN { exit !(e >= -5 && e <= 5) }'; }
+tap_result $? "a replay on the probed profile says its peak RSS against the plan's: ${e:-none}%" "$out
+$(cat "$T/rss-p.txt")"
 # a profile whose copies slow the compute beside them: simulate says by how much, and plans for it
 sed 's/"op_overhead_ns": 10000/"op_overhead_ns": 10000, "compute_on_host": true, "copy_interference": 1.0/; s/"name": "A100-80GB-PCIe4"/"name": "slowed"/' \
   "$STW_SRCDIR/hw/A100-80GB-PCIe4.json" > "$T/slowed.json"

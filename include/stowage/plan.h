@@ -227,7 +227,6 @@ void stw_plan_predictions_list(const StwPlanPredictions *p,
                                StwPrediction out[STW_N_PREDICTIONS]);
 
 
-
 typedef struct {
   char *trace_digest;        /* the trace the plan was made for, as recorded */
   char *trace_file;          /* informational */
@@ -247,6 +246,12 @@ typedef struct {
   StwSchedule schedule;      /* over items; moments 0 .. trace_ops */
   StwPlanPredictions pred;
 } StwPlan;
+
+/* The resident memory a rank's process reaches replaying PLAN where its profile's device is
+ * emulated in host memory (compute_on_host: the host backend): the device's peak, and the rank's
+ * share of the chunks' host memory and of the processes' own; 0 where the device is not host
+ * memory (there the process's memory is `host` alone, stw_cli_host_figure). */
+guint64 stw_plan_rank_rss(const StwPlan *plan);
 
 /* The trace P's schedule runs over, for T, the trace P was made for: T itself when P decides
  * no block, or when T is that trace already (its blocks decided as P's); else T with P's blocks
