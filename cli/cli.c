@@ -284,15 +284,54 @@ stw_cli_throughput_cells(const StwThroughput *th, char **tokens_per_s, char **mf
   *mfu = th->peak_flops_per_s > 0 ? g_strdup_printf("%.1f%%", th->mfu * 100) : g_strdup("-");
 }
 
+/* FLOPS in words, to three significant digits: "6.96 MFLOP", "17.2 PFLOP" */
+static char *
+flop_amount(double flops)
+{
+  static const char *const prefix[] = { "", "k", "M", "G", "T", "P", "E" };
+  guint i = 0;
+  while (flops >= 999.5 && i + 1 < G_N_ELEMENTS(prefix)) {
+    flops /= 1000;
+    i++;
+  }
+  return g_strdup_printf("%.3g %sFLOP", flops, prefix[i]);
+}
+
 char *
-stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
+stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw, gboolean kept)
 {
   const char *on = stw_trace_measured_elsewhere(t, hw);
   if (on == NULL)
     return NULL;
-  return g_strdup_printf("the trace's op times as measured on %s, not on %s, which runs them at "
-                         "its own speed (synthesize the trace for it with `stowage synth`, or "
-                         "profile there); no MFU from them", on, hw->name);
+  StwRetiming rt;
+  StwRetimingBasis b;
+  g_autofree char *why_not = NULL;
+  gboolean retimable = stw_retiming(t, hw, &rt, &b, &why_not);
+  if (!retimable && why_not == NULL) /* another GPU's */
+    return g_strdup_printf("the trace's op times as measured on %s, not on %s, which runs them at "
+                           "its own speed (synthesize the trace for it with `stowage synth`, or "
+                           "profile there); no MFU from them", on, hw->name);
+  if (!retimable)
+    return g_strdup_printf("the trace's op times as measured on %s, not on %s, which runs them "
+                           "at its own speed: they cannot be re-timed for it (%s); synthesize "
+                           "the trace for it with `stowage synth`, or profile there; no MFU from "
+                           "them", on, hw->name, why_not);
+  if (kept)
+    return g_strdup_printf("the trace's op times as measured on %s, not on %s, which runs them "
+                           "at its own speed: kept as measured (--measured-times; without it "
+                           "they are re-timed for the profile); no MFU from them", on, hw->name);
+  StwDtype dtype = stw_trace_compute_dtype(t);
+  g_autofree char *launch = stw_duration_format(rt.op_overhead_ns);
+  g_autofree char *measured = stw_duration_format(b.measured_ns);
+  g_autofree char *flops = flop_amount(b.flops);
+  return g_strdup_printf("the trace's op times, measured on %s, re-timed for %s: each forward and "
+                         "backward op %s (a launch) and %.3g of its measured time, the "
+                         "iteration's %s at %.4g TFLOP/s (%.0f%% of the profile's %s %.4g) "
+                         "where %s measured %s; each optimizer step on the GPU from its bytes at "
+                         "the profile's memory bandwidth (--measured-times keeps them as "
+                         "measured); no MFU from them", on, hw->name, launch, rt.scale, flops,
+                         b.flops_per_s / 1e12, hw->matmul_efficiency * 100, stw_dtype_name(dtype),
+                         hw->flops_per_s[dtype] / 1e12, on, measured);
 }
 
 char *
@@ -549,6 +588,7 @@ stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
   stw_request_set(r, "storage", p->storage);
   stw_request_set(r, "optimizer-state", p->optimizer_state);
   stw_request_set(r, "pinned", p->pinned);
+  stw_request_set_flag(r, "measured-times", p->measured_times);
   return r;
 }
 

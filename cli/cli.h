@@ -106,6 +106,8 @@ typedef struct {
   char *storage;      /* --storage: another storage tier than the profile's (a preset or file) */
   char *optimizer_state; /* --optimizer-state: Adam's moments in fp32 or bf16 */
   char *pinned;          /* --pinned: host memory that may be page-locked for the copies */
+  gboolean measured_times; /* --measured-times: a trace measured on another device keeps its
+                            * times */
 } StwCliPlanning;
 
 void stw_cli_planning_clear(StwCliPlanning *p);
@@ -150,6 +152,12 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "pinned", 0, 0, STW_OPTION_TEXT, &(p).pinned,                                                \
     "host memory that may be pinned (page-locked) for the copies, all GPUs together: what they "   \
     "touch beyond it is copied at the profile's pageable speed (default: all they need)", "SIZE" }
+
+/* --measured-times, for the commands that plan a trace given (plan, compare, minmem, whatif) */
+#define STW_CLI_MEASURED_TIMES_ENTRY(p)                                                         \
+  { "measured-times", 0, 0, G_OPTION_ARG_NONE, &(p).measured_times,                             \
+    "a trace measured on another device than the profile's (a CPU's) keeps the op times "        \
+    "measured there (default: re-timed for the profile from the iteration's FLOPs)", NULL }
 
 /* Into R, every option of ENTRIES (a command's table, parsed) that R's kind takes, by its long
  * name: text as given, flags on or off. The table and the request name options alike. */
@@ -223,8 +231,10 @@ char *stw_cli_slowdown_cell(double slowdown);
  * stw_plan_staging_bytes) where there is some. */
 char *stw_cli_host_figure(const StwPlan *p, guint64 staging, guint64 gradients);
 /* What a prediction on HW assumes of T's op times where they were measured on another device
- * (stw_trace_measured_elsewhere), in one line for people; NULL where they were not. */
-char *stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw);
+ * (stw_trace_measured_elsewhere), in one line for people: re-timed for HW (stw_retiming), or
+ * KEPT as measured (--measured-times, or a plan that kept them), or kept as they cannot be
+ * re-timed, and why; NULL where they were measured on HW's device. */
+char *stw_cli_measured_elsewhere(const StwTrace *t, const StwHardware *hw, gboolean kept);
 /* The host HW assumes, in one line for people: its CPU (cpu.model), CPU Adam's rate a rank and
  * the host memory's bandwidth. */
 char *stw_cli_host_said(const StwHardware *hw);

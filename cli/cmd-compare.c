@@ -100,7 +100,8 @@ print_table(const Comparison *c)
   g_autofree char *process = stw_planner_process_said(c->trace, &at);
   if (process != NULL)
     printf("GPU process %s\n", process);
-  g_autofree char *elsewhere = stw_cli_measured_elsewhere(c->trace, &c->o->hw);
+  g_autofree char *elsewhere = stw_cli_measured_elsewhere(c->trace, &c->o->hw,
+                                                             c->o->measured_times);
   if (elsewhere != NULL)
     printf("assumes %s\n", elsewhere);
   g_autofree char *optimizer = stw_cli_optimizer_assumed(c->trace);
@@ -150,6 +151,7 @@ stw_cmd_compare(int argc, char **argv)
   GOptionEntry entries[] = {
     { "gpu", 'g', 0, STW_OPTION_TEXT, &gpu, "GPU memory budget (required)", "SIZE" },
     STW_CLI_PLANNING_ENTRIES(pl),
+    STW_CLI_MEASURED_TIMES_ENTRY(pl),
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
     G_OPTION_ENTRY_NULL
   };

@@ -25,6 +25,7 @@ stw_cmd_minmem(int argc, char **argv)
     { "gpu", 0, 0, STW_OPTION_TEXT, &gpu,
       "with --host: the GPU budget (default: all the profile's GPU memory)", "SIZE" },
     STW_CLI_PLANNING_ENTRIES(pl),
+    STW_CLI_MEASURED_TIMES_ENTRY(pl),
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "machine-readable output", NULL },
     G_OPTION_ENTRY_NULL
   };

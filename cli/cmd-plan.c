@@ -77,8 +77,9 @@ print_lists(const StwChunking *c, const StwTrace *t)
   printf("  waste        %s in the param list, %s in all four\n", waste, waste_all);
 }
 
+/* PLAN made for the trace RECORDED, its schedule over T (stw_plan_trace) */
 static void
-print_plan(const char *file, const StwPlan *p, const StwTrace *t)
+print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const StwTrace *t)
 {
   const StwChunking *c = p->chunking;
   const StwPlanPredictions *q = &p->pred;
@@ -91,7 +92,8 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *t)
          p->hw.origin[0] != '\0' ? p->hw.origin : "as the plan records it");
   g_autofree char *host_cpu = stw_cli_host_said(&p->hw);
   printf("  host CPU     %s\n", host_cpu);
-  g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
+  g_autofree char *elsewhere = stw_cli_measured_elsewhere(recorded, &p->hw,
+                                                          p->retiming.scale == 0);
   if (elsewhere != NULL)
     printf("  assumes      %s\n", elsewhere);
   gboolean cpu_adam = FALSE;
@@ -234,6 +236,7 @@ parse(int argc, char **argv, char **trace, char **output_out)
     { "gpu", 'g', 0, STW_OPTION_TEXT, &gpu, "GPU memory budget (required), e.g. 16GiB",
       "SIZE" },
     STW_CLI_PLANNING_ENTRIES(pl),
+    STW_CLI_MEASURED_TIMES_ENTRY(pl),
     { "policy", 'p', 0, STW_OPTION_TEXT, &policy,
       "stowage (default), patrickstar, zero-offload, zero-infinity, gemini-static, lru", "P" },
     { "objective", 0, 0, STW_OPTION_TEXT, &objective,
@@ -323,6 +326,6 @@ stw_cmd_plan(int argc, char **argv)
   if (runs == NULL)
     return stw_cli_error(error);
   if (strcmp(output, "-") != 0)
-    print_plan(output, plan, runs);
+    print_plan(output, plan, trace, runs);
   return STW_EXIT_OK;
 }

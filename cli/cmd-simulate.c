@@ -83,7 +83,7 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
          p->hw.origin[0] != '\0' ? p->hw.origin : "as the plan records it");
   g_autofree char *host = stw_cli_host_said(&p->hw);
   printf("host CPU    %s\n", host);
-  g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw);
+  g_autofree char *elsewhere = stw_cli_measured_elsewhere(t, &p->hw, p->retiming.scale == 0);
   if (elsewhere != NULL)
     printf("assumes     %s\n", elsewhere);
   print_engines(p, s);

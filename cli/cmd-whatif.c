@@ -103,6 +103,7 @@ parse(Line *l, int *argc, char ***argv)
     { "chunk-size", 0, 0, STW_OPTION_TEXT, &l->chunks, "comma list of chunk sizes (default: "
       "search)", "LIST" },
     STW_CLI_PLANNING_ENTRIES(l->pl),
+    STW_CLI_MEASURED_TIMES_ENTRY(l->pl),
     { "csv", 0, 0, G_OPTION_ARG_FILENAME, &l->csv_file, "write the rows as CSV ('-': stdout)",
       "FILE" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &l->json, "print the rows as JSON", NULL },
@@ -265,7 +266,8 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
     /* a loaded trace (a synthesized one is the profile's own) */
     g_autofree char *elsewhere = s->traces->len == 1
                                      ? stw_cli_measured_elsewhere(g_ptr_array_index(s->traces, 0),
-                                                                  &s->options.hw)
+                                                                  &s->options.hw,
+                                                                  s->options.measured_times)
                                      : NULL;
     if (elsewhere != NULL)
       printf("assumes %s\n", elsewhere);

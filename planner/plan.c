@@ -337,6 +337,11 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
                                                             p->offload->len));
     cJSON_AddItemToObject(tr, "activation_moves", stw_json_activation_moves(p->moves));
   }
+  if (p->retiming.scale > 0) { /* measured on another device, re-timed for the profile */
+    cJSON *ot = cJSON_AddObjectToObject(tr, "op_times");
+    cJSON_AddNumberToObject(ot, "scale", p->retiming.scale);
+    stw_json_add_u64(ot, "op_overhead_ns", p->retiming.op_overhead_ns);
+  }
   cJSON_AddStringToObject(root, "policy", stw_policy_names[p->policy]);
   cJSON *b = cJSON_AddObjectToObject(root, "budgets");
   stw_json_add_u64(b, "gpu_bytes", p->budgets.gpu_bytes);
@@ -439,7 +444,8 @@ static const char *const root_members[] = { "format", "version", "trace", "polic
                                             "predictions", "hardware", "chunks", "layout",
                                             "initial", "schedule", NULL };
 static const char *const trace_members[] = { "digest", "file", "ops", "recompute", "offload",
-                                             "activation_moves", NULL };
+                                             "activation_moves", "op_times", NULL };
+static const char *const op_times_members[] = { "scale", "op_overhead_ns", NULL };
 static const char *const move_members[] = { "block", "out", "in", "bytes", NULL };
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes",
                                                "storage_bytes", "pinned_bytes", NULL };
@@ -761,6 +767,25 @@ read_moves(StwJsonReader *r, const cJSON *tr, StwPlan *p, GError **error)
   return TRUE;
 }
 
+/* "op_times" (optional): how the plan re-timed a trace measured on another device. */
+static gboolean
+read_op_times(StwJsonReader *r, const cJSON *tr, StwRetiming *out, GError **error)
+{
+  const cJSON *ot = NULL;
+  if (!stw_json_get_object(r, tr, "op_times", FALSE, &ot, error))
+    return FALSE;
+  if (ot == NULL)
+    return TRUE;
+  gsize saved = stw_json_push_key(r, "op_times");
+  if (!stw_json_check_object(r, ot, op_times_members, error) ||
+      !stw_json_get_double(r, ot, "scale", TRUE, 1e-12, 1e12, &out->scale, error) ||
+      !stw_json_get_u64(r, ot, "op_overhead_ns", TRUE, 0, STW_RETIMING_MAX_OVERHEAD_NS,
+                        &out->op_overhead_ns, error))
+    return FALSE;
+  stw_json_pop(r, saved);
+  return TRUE;
+}
+
 static gboolean
 read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
 {
@@ -801,7 +826,8 @@ read_plan(StwJsonReader *r, const cJSON *root, gpointer out, GError **error)
   p->trace_file = g_strdup(file);
   p->trace_ops = (guint32)ops;
   if (!read_block_list(r, tr, "recompute", p->recompute, error) ||
-      !read_block_list(r, tr, "offload", p->offload, error) || !read_moves(r, tr, p, error))
+      !read_block_list(r, tr, "offload", p->offload, error) || !read_moves(r, tr, p, error) ||
+      !read_op_times(r, tr, &p->retiming, error))
     return FALSE;
   stw_json_pop(r, saved);
 

@@ -328,6 +328,7 @@ make_plan(Attempt *at, const guint8 *optim, StwSchedule *s, const StwDemand *pla
   p->policy = at->o->policy;
   p->budgets = at->o->budgets;
   p->hw = at->o->hw;
+  p->retiming = at->o->retiming;
   p->trace_ops = at->t->ops->len;
   p->optim = g_memdup2(optim, at->n);
   p->schedule = *s;
@@ -1092,6 +1093,10 @@ stw_planner_on_device(StwPlannerOptions *o, const StwTrace *t)
 {
   o->hw.gpu_process_bytes = stw_gpu_process_bytes(t, &o->hw, NULL);
   stw_budgets_on_device(&o->budgets, &o->hw);
+  if (o->measured_times)
+    o->retiming = (StwRetiming){ 0 };
+  else
+    stw_retiming(t, &o->hw, &o->retiming, NULL, NULL);
 }
 
 StwPlan *

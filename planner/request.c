@@ -15,16 +15,18 @@ G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 #define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations", \
                          "nvme", "nvme-devices", "storage", "optimizer-state", "pinned"
 
-static const char *const planning_flags[] = { "beyond-device", NULL };
-static const char *const plan_flags[] = { "beyond-device", "oversized", NULL };
+static const char *const planning_flags[] = { "beyond-device", "measured-times", NULL };
+static const char *const plan_flags[] = { "beyond-device", "oversized", "measured-times", NULL };
 
-static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "policy", "objective",
-                                            "chunk-size", "oversized", "gemini-fraction",
-                                            "margin", "prefetch-bucket", "zero-stage", NULL };
-static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, NULL };
+/* "measured-times": the commands that plan a trace given (not capacity's synthesized ones) */
+static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "measured-times", "policy",
+                                            "objective", "chunk-size", "oversized",
+                                            "gemini-fraction", "margin", "prefetch-bucket",
+                                            "zero-stage", NULL };
+static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, "measured-times", NULL };
 static const char *const minmem_options[] = { "slowdown", "policy", "host", "gpu",
-                                              PLANNING_OPTIONS, NULL };
-static const char *const minmem_flags[] = { "beyond-device", "host", NULL };
+                                              PLANNING_OPTIONS, "measured-times", NULL };
+static const char *const minmem_flags[] = { "beyond-device", "host", "measured-times", NULL };
 
 const StwRequestKind stw_request_plan_kind = { "plan", plan_options, plan_flags };
 const StwRequestKind stw_request_compare_kind = { "compare", compare_options, planning_flags };
@@ -36,8 +38,9 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "collectives", "optimizer-impl",
                                               "chunk-size", "lora", "lora-targets", "images",
                                               "image-size", "vision-trained", PLANNING_OPTIONS,
-                                              NULL };
-static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp", NULL };
+                                              "measured-times", NULL };
+static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp",
+                                            "measured-times", NULL };
 const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whatif_flags };
 static const char *const synth_options[] = { "model", "model-config", "batch", "seq", "dtype",
                                              "checkpointing", "checkpoint-every", "amp",
@@ -425,6 +428,10 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
   if (!hardware(r, t, &hw, error))
     return FALSE;
   stw_planner_options_init(o, &hw);
+  o->measured_times = stw_request_get(r, "measured-times") != NULL;
+  if (o->measured_times && t == NULL)
+    return usage(error, "%s: --measured-times goes with a trace; a model is synthesized for its "
+                 "profile, and timed there", r->kind->command);
   int activations = o->activations;
   if (!stw_request_enum(r, "activations", stw_activations_names, &activations, error))
     return FALSE;

@@ -3,6 +3,7 @@
 
 #include <stowage/simulate.h>
 
+#include <math.h>
 #include <string.h>
 
 #include <stowage/cost.h>
@@ -650,8 +651,12 @@ gradients_back(Sim *s, const StwOp *op, guint32 k, guint64 t)
 static guint64
 op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
 {
+  const StwRetiming *rt = &p->retiming;
   if (op->stage != STW_STAGE_OPTIM)
-    return op->duration_ns;
+    return rt->scale > 0
+               ? stw_cost_add(rt->op_overhead_ns, (guint64)llround((double)op->duration_ns *
+                                                                   rt->scale))
+               : op->duration_ns;
   const StwChunking *c = p->chunking;
   double all = 0, owned = 0;
   gboolean on_gpu = FALSE;
@@ -667,9 +672,18 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
   if (!on_gpu)
     return 0;
   double scale = state_time_scale(p, t);
-  if (owned == all && scale == 1.0)
+  double traced = (double)op->duration_ns;
+  if (rt->scale > 0) { /* re-timed: the op's elements from their bytes at the profile's HBM */
+    traced = 0;
+    for (guint32 i = 0; i < op->n_params; i++) {
+      const StwTensor *x = stw_trace_tensor(t, op->params[i]);
+      traced += (double)x->numel * stw_gpu_adam_bytes_per_elem(x->dtype) /
+                (p->hw.hbm_bytes_per_s * p->hw.memory_efficiency) * 1e9;
+    }
+  } else if (owned == all && scale == 1.0) {
     return op->duration_ns;
-  return (guint64)((double)op->duration_ns * owned / all * scale);
+  }
+  return (guint64)(traced * owned / all * scale);
 }
 
 /* BYTES more of the host copies into *NEED (and *OVER where they go beyond BUDGET): whether
@@ -928,6 +942,55 @@ stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
                                    strstr(hw->gpu_model, on) != NULL))
     return NULL;
   return on;
+}
+
+gboolean
+stw_retiming(const StwTrace *t, const StwHardware *hw, StwRetiming *out, StwRetimingBasis *basis,
+             char **why_not)
+{
+  *out = (StwRetiming){ 0 };
+  StwRetimingBasis b = { 0 };
+  if (basis != NULL)
+    *basis = b;
+  if (why_not != NULL)
+    *why_not = NULL;
+  const char *on = stw_trace_measured_elsewhere(t, hw);
+  /* a CPU's times on a GPU's profile (another GPU's keep theirs: its kernels' times, which no
+   * FLOP count replaces) */
+  if (on == NULL || hw->compute_on_host ||
+      (g_ascii_strcasecmp(on, "host") != 0 && g_ascii_strcasecmp(on, "cpu") != 0))
+    return FALSE;
+  StwDtype dtype = stw_trace_compute_dtype(t);
+  b.flops_per_s = hw->flops_per_s[dtype] * hw->matmul_efficiency;
+  for (guint32 k = 0; k < t->ops->len; k++)
+    if (stw_trace_op(t, k)->stage != STW_STAGE_OPTIM)
+      b.measured_ns += stw_trace_op(t, k)->duration_ns;
+  StwThroughput th; /* over an iteration of a second: its FLOPs */
+  gboolean sized = stw_throughput(t, hw, 1, 1000000000, &th);
+  b.flops = th.hardware_flops_per_s;
+  const StwModelConfig *m = &t->model.config;
+  if (sized && t->model.has_config) /* attention's products, forward and backward */
+    b.flops += (t->model.checkpointing ? 16.0 : 12.0) * (double)m->layers * (double)m->hidden *
+               (double)t->model.seq * th.tokens_per_s;
+  char *missing = !sized ? g_strdup("the trace does not say its batch and sequence, which give "
+                                     "its FLOPs")
+                  : b.flops_per_s <= 0 ? g_strdup_printf("%s has no %s rate", hw->name,
+                                                         stw_dtype_name(dtype))
+                  : b.measured_ns == 0 ? g_strdup("its forward and backward ops measured no time")
+                                       : NULL;
+  if (missing != NULL) {
+    if (why_not != NULL)
+      *why_not = missing;
+    else
+      g_free(missing);
+    return FALSE;
+  }
+  /* within what a plan file may say (plan.c's reader) */
+  out->scale = CLAMP(b.flops / b.flops_per_s * 1e9 / (double)b.measured_ns, 1e-12, 1e12);
+  out->op_overhead_ns = MIN(hw->op_overhead_ns, STW_RETIMING_MAX_OVERHEAD_NS);
+  if (basis != NULL)
+    *basis = b;
+  return TRUE;
 }
 
 guint64

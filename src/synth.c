@@ -860,7 +860,7 @@ optimizer_ops(Synth *s)
     if (s->host_gradients)
       op->nonmodel_peak_bytes += stw_tensor_bytes(x);
     /* reads the gradient, master, m, v; writes master, m, v and the new compute copy */
-    double elem = (double)(2 * stw_dtype_bytes(x->dtype) + 24);
+    double elem = stw_gpu_adam_bytes_per_elem(x->dtype);
     elem += unfused ? UNFUSED_ADAM_EXTRA_BYTES : 0;
     elem += unscale ? UNSCALE_BYTES : 0;
     elem += impl == STW_OPTIMIZER_DEEPSPEED ? DEEPSPEED_EXTRA_BYTES(stw_dtype_bytes(x->dtype)) : 0;

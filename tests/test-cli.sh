@@ -694,20 +694,42 @@ $S train $M --steps 3 | grep '^step' | awk '{print $4}' > "$T/a"
 grep '^step' "$T/rep.log" | awk '{print $4}' > "$T/b"
 cmp -s "$T/a" "$T/b"; tap_result $? "replaying the plan gives bitwise the same losses" "$(paste "$T/a" "$T/b")"
 # what a prediction assumes: the profile and where it came from, the device the trace's times
-# were measured on where it is another, what bounds the plan; no GPU MFU from a CPU's times
+# were measured on where it is another, what bounds the plan; no GPU MFU from a CPU's times. A
+# CPU's times are re-timed for the GPU's profile (the iteration's FLOPs: 6 x 34,176 parameters x
+# 32 tokens and 12 x 2 layers x 32 wide x 16 positions x 32 tokens, 6.96 MFLOP, at 60% of the
+# A100's fp32 19.5 TFLOP/s), unless asked to keep them
 out=$($S plan "$T/tt.json" --gpu 400KiB -o "$T/x.json")
 echo "$out" | grep -qx "  hardware     A100-80GB-PCIe4: the default: the trace's device, host, has no profile of that name (--hw names one)" &&
-  echo "$out" | grep -q "^  assumes      the trace's op times as measured on host, not on A100-80GB-PCIe4, which runs them at its own speed" &&
-  echo "$out" | grep -q "^  bound by     [a-zA-Z ()-]*, busy [0-9.]* [mun]*s of the [0-9.]* [mun]*s iteration\$"
-tap_result $? "plan names its profile, says the host trace's times are the host's, and what bounds it" "$out"
+  echo "$out" | grep -qx "  assumes      the trace's op times, measured on host, re-timed for A100-80GB-PCIe4: each forward and backward op 10.0 us (a launch) and [0-9.e-]* of its measured time, the iteration's 6.96 MFLOP at 11.7 TFLOP/s (60% of the profile's fp32 19.5) where host measured [0-9.]* [mun]*s; each optimizer step on the GPU from its bytes at the profile's memory bandwidth (--measured-times keeps them as measured); no MFU from them" &&
+  echo "$out" | grep -q "^  bound by     [a-zA-Z ()-]*, busy [0-9.]* [mun]*s of the [0-9.]* [mun]*s iteration\$" &&
+  grep -q '"op_times":{"scale":[0-9.e-]*,"op_overhead_ns":10000}' "$T/x.json"
+tap_result $? "plan names its profile, re-times the host trace's times for it, and says what bounds it" "$out"
+# the re-timed plan: every forward and backward op 10 us and its share of the FLOPs, so the
+# iteration is at least the 40 ops' launches; kept, the host's (which may be less: a CPU runs
+# such small ops faster than a GPU launches them)
+ops=$(grep -c '"stage":"\(fwd\|bwd\)"' "$T/tt.json")
+re=$($S simulate "$T/x.json" "$T/tt.json" | sed -n 's/.*: \([0-9.]* [mun]*s\) per iteration.*/\1/p')
+out=$($S plan "$T/tt.json" --gpu 400KiB --measured-times -o "$T/xm.json")
+kept=$($S simulate "$T/xm.json" "$T/tt.json" | sed -n 's/.*: \([0-9.]* [mun]*s\) per iteration.*/\1/p')
+echo "$out" | grep -qx "  assumes      the trace's op times as measured on host, not on A100-80GB-PCIe4, which runs them at its own speed: kept as measured (--measured-times; without it they are re-timed for the profile); no MFU from them" &&
+  ! grep -q '"op_times"' "$T/xm.json" && $S check "$T/xm.json" "$T/tt.json" > /dev/null &&
+  $S check "$T/x.json" "$T/tt.json" > /dev/null &&
+  awk -v re="$re" -v kept="$kept" -v ops="$ops" 'function ns(s,  v, u) { split(s, v, " "); u = v[2];
+      return v[1] * (u == "s" ? 1e9 : u == "ms" ? 1e6 : u == "us" ? 1e3 : 1) }
+    BEGIN { exit !(ops == 40 && ns(re) >= ops * 10000 && ns(re) != ns(kept)) }'
+tap_result $? "--measured-times keeps the host's times, said; re-timed, the iteration is at least the launches ($re against $kept kept, $ops ops)" "$out"
+expect 2 "whatif: --measured-times goes with a trace; a model is synthesized for its profile, and timed there" \
+  "--measured-times with a synthesized model" -- $S whatif --model gpt2 --gpu 8GiB --measured-times
+expect 2 "Unknown option --measured-times" "capacity synthesizes its traces: no --measured-times" -- \
+  $S capacity --family gpt --measured-times
 out=$($S plan "$TR" --gpu 9GiB --hw a100-80gb-pcie4 -o "$T/x.json")
 echo "$out" | grep -qx "  hardware     A100-80GB-PCIe4: shipped profile (its sources: docs/hardware.md)" &&
   ! echo "$out" | grep -q "assumes"
 tap_result $? "a synthesized trace on its own shipped profile assumes nothing of another device" "$out"
 out=$($S compare "$T/tt.json" --gpu 400KiB)
-echo "$out" | grep -q "^assumes the trace's op times as measured on host" &&
+echo "$out" | grep -q "^assumes the trace's op times, measured on host, re-timed for A100-80GB-PCIe4: " &&
   echo "$out" | grep -q "^stowage  .*  -  *[0-9.]*x  *yes\$"
-tap_result $? "compare gives no MFU from the host's times" "$out"
+tap_result $? "compare re-times the host's times, and gives no MFU from them" "$out"
 # the storage plan: its chunks' optimizer state in a file under --nvme-dir, read before each CPU
 # Adam step and written back behind it, bitwise; the bytes each way the plan's state
 $S train $M --steps 3 --plan "$T/tn.json" --nvme-dir "$T/nvme" > "$T/nv.log"

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <stowage/check.h>
 #include <stowage/cost.h>
 #include <stowage/hardware.h>
 #include <stowage/planner.h>
@@ -35,6 +36,72 @@ plan_for(const StwTrace *t, guint64 gpu, StwPolicy policy)
  * (the cost model's nanoseconds round down), to 13,215, and the second optimizer op, which waits
  * for it (the thread that steps issues the next op), 2 ns on 4, to 13,217; the fetch
  * 13,217-23,421; the next iteration starts at 23,421. */
+/* mini.json measured on the host (mini-on-host.json) and planned on the A100 profile: re-timed.
+ * Its iteration's FLOPs: 6 x 20 parameters x 4 tokens = 480 (it knows no model config: no
+ * attention), at 60% of the A100's fp16 312 TFLOP/s; its forward and backward ops measured 1,000
+ * and 2,000 ns. So each takes 10,000 ns (the profile's launch) and round(d x 480 / 187.2e12 s /
+ * 3,000 ns) = 0 more: 20,000 ns of compute where the trace's own times give 3,000. Asked to keep
+ * them, the times are the trace's. The plan carries the scale, and reads back with it; check
+ * proves it against the trace as recorded; an edited scale is refused where it cannot be one. */
+static void
+test_retimed_cpu_trace(void)
+{
+  g_autofree char *path = stw_test_fixture("traces/mini-on-host.json");
+  g_autoptr(StwTrace) t = stw_trace_load(path, NULL);
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 2240, STW_TiB);
+  StwRetiming rt;
+  StwRetimingBasis b;
+  char *why_not = NULL;
+  g_assert_true(stw_retiming(t, &o.hw, &rt, &b, &why_not));
+  g_assert_null(why_not);
+  g_assert_cmpfloat(b.flops, ==, 480.0);
+  g_assert_cmpfloat(b.flops_per_s, ==, 312e12 * 0.6);
+  g_assert_cmpuint(b.measured_ns, ==, 3000);
+  g_assert_cmpfloat(rt.scale, ==, 480.0 / (312e12 * 0.6) * 1e9 / 3000.0);
+  g_assert_cmpuint(rt.op_overhead_ns, ==, 10000);
+  GError *error = NULL;
+  g_autoptr(StwPlan) p = stw_planner_plan(t, "t", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(p->retiming.scale, ==, rt.scale);
+  StwSimulation s;
+  stw_simulate(p, t, TRUE, &s);
+  g_assert_cmpuint(s.compute_busy_ns, ==, 20000);
+  stw_simulation_clear(&s);
+  g_autofree char *text = stw_plan_to_string(p, t);
+  g_autoptr(StwPlan) back = stw_plan_parse("p.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(back->retiming.scale, ==, rt.scale);
+  g_assert_cmpuint(back->retiming.op_overhead_ns, ==, 10000);
+  g_assert_true(stw_plan_check(back, t, "p.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  g_autoptr(GString) edited = g_string_new(text);
+  g_assert_cmpuint(g_string_replace(edited, "\"op_overhead_ns\":10000", "\"op_overhead_ns\":-1",
+                                    1), ==, 1);
+  g_assert_null(stw_plan_parse("e.json", edited->str, edited->len, &error));
+  stw_assert_error_contains(error, "e.json: $.trace.op_times.op_overhead_ns: ");
+  g_clear_error(&error);
+  o.measured_times = TRUE;
+  g_autoptr(StwPlan) kept = stw_planner_plan(t, "t", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(kept->retiming.scale, ==, 0);
+  stw_simulate(kept, t, TRUE, &s);
+  g_assert_cmpuint(s.compute_busy_ns, ==, 3000);
+  stw_simulation_clear(&s);
+  /* another GPU's times are kept, said by no reason; a CPU's without its tokens cannot be
+   * re-timed, and why */
+  g_autofree char *gpu_path = stw_test_fixture("traces/mini.json");
+  g_autoptr(StwTrace) gpu = stw_trace_load(gpu_path, NULL);
+  g_assert_false(stw_retiming(gpu, &o.hw, &rt, NULL, &why_not));
+  g_assert_null(why_not);
+  t->model.batch = 0;
+  g_assert_false(stw_retiming(t, &o.hw, &rt, NULL, &why_not));
+  g_assert_cmpstr(why_not, ==, "the trace does not say its batch and sequence, which give its "
+                               "FLOPs");
+  g_free(why_not);
+  g_assert_cmpfloat(rt.scale, ==, 0);
+}
+
 static void
 test_hand_timeline(void)
 {
@@ -735,6 +802,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/simulate/hand-timeline", test_hand_timeline);
+  g_test_add_func("/simulate/retimed-cpu-trace", test_retimed_cpu_trace);
   g_test_add_func("/simulate/storage-shared", test_storage_shared);
   g_test_add_func("/simulate/framework-gradients-cross", test_framework_gradients_cross);
   g_test_add_func("/simulate/host-gradients", test_host_gradients);

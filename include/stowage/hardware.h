@@ -183,6 +183,15 @@ guint64 stw_hardware_matmul_ns(const StwHardware *hw, StwDtype dtype, double flo
  * BYTES: bytes at the achieved HBM bandwidth, plus the per-operator overhead. */
 guint64 stw_hardware_memory_op_ns(const StwHardware *hw, double bytes);
 
+/* The bytes a fused Adam step on the GPU reads and writes for one element of a DTYPE compute
+ * copy: the gradient, master weight and both moments read, the three written, and the new
+ * compute copy (fp32 state: 2 x dtype + 24). */
+static inline double
+stw_gpu_adam_bytes_per_elem(StwDtype dtype)
+{
+  return (double)(2 * stw_dtype_bytes(dtype) + 24);
+}
+
 /* Bandwidth for a transfer of BYTES, interpolated (log-size) between the profile's points. */
 double stw_hardware_pcie_bandwidth(const StwHardware *hw, guint64 bytes, gboolean pinned);
 

@@ -227,6 +227,19 @@ void stw_plan_predictions_list(const StwPlanPredictions *p,
                                StwPrediction out[STW_N_PREDICTIONS]);
 
 
+/* How a plan times the ops of a trace measured on another device than its profile's (a CPU's
+ * op times planned on a GPU: stw_retiming): each forward and backward op the profile's launch,
+ * OP_OVERHEAD_NS, plus its measured time times SCALE, the iteration's FLOPs at the profile's
+ * matmul rate over the time the trace measured for them; each optimizer op stepped on the GPU
+ * from the bytes it reads and writes at the profile's memory bandwidth. SCALE 0: the trace's
+ * times as recorded (its own device's, or kept as measured: `--measured-times`). */
+typedef struct {
+  double scale;
+  guint64 op_overhead_ns;
+} StwRetiming;
+
+#define STW_RETIMING_MAX_OVERHEAD_NS 1000000000ull /* a second a launch: no profile's */
+
 typedef struct {
   char *trace_digest;        /* the trace the plan was made for, as recorded */
   char *trace_file;          /* informational */
@@ -245,6 +258,7 @@ typedef struct {
   guint8 *optim;             /* per chunk: StwOptimPlace */
   StwSchedule schedule;      /* over items; moments 0 .. trace_ops */
   StwPlanPredictions pred;
+  StwRetiming retiming;      /* the trace's op times re-timed for HW, or as recorded */
 } StwPlan;
 
 /* The resident memory a rank's process reaches replaying PLAN where its profile's device is

@@ -62,6 +62,11 @@ typedef struct {
   guint32 nodes;                 /* the nodes they are spread over, evenly; 0: one */
   int state_dtype;               /* Adam's moments in the plan's layout: STW_DTYPE_FP32 or
                                   * STW_DTYPE_BF16; -1 (the default): the trace's */
+  gboolean measured_times;       /* a trace measured on another device than HW's keeps the op
+                                  * times measured there (default FALSE: re-timed for HW where
+                                  * it can be, stw_retiming) */
+  StwRetiming retiming;          /* set by stw_planner_on_device: how the plans time the
+                                  * trace's ops */
   StwProgressFunc progress;
   gpointer progress_data;
 } StwPlannerOptions;
@@ -97,7 +102,8 @@ StwPolicy stw_policy_from_name(const char *name); /* STW_N_POLICIES when unknown
 /* O with its GPU budget as the device leaves it to T's process: O's profile's process memory the
  * one T measured where measured on that device (stw_gpu_process_bytes), and that much of the card
  * kept free as the reserve keeps its bytes (stw_budgets_on_device). The planner plans every
- * budget so, and the plan's profile carries the figure, which check holds it to. */
+ * budget so, and the plan's profile carries the figure, which check holds it to. And how T's
+ * ops are timed there (O's retiming: stw_retiming, unless O keeps the times measured). */
 void stw_planner_on_device(StwPlannerOptions *o, const StwTrace *t);
 /* What of O's GPU budget the process on its device holds outside its tensors (as
  * stw_planner_on_device keeps it free: T's measured figure or O's profile's), in one line for

@@ -135,9 +135,30 @@ typedef struct {
 
 /* The device T's op times were measured on when it is not the one HW describes (a trace the
  * runtime recorded on the host backend, "host", planned on a GPU's profile; a GPU trace on
- * another GPU's): its name, owned by T; NULL when they are the same, or T does not say. Such a
- * trace's ops keep the times measured there. */
+ * another GPU's): its name, owned by T; NULL when they are the same, or T does not say. A CPU's
+ * are re-timed for a GPU's profile (stw_retiming) unless the planner is asked to keep the times
+ * measured there (StwPlannerOptions.measured_times); another GPU's are kept. */
 const char *stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *hw);
+
+/* What re-timing T's ops for HW works from: the iteration's FLOPs (its parameters' 6 N a token,
+ * 4 for a frozen one, 2 N more recomputed, and its attention's 12 x layers x hidden x seq a
+ * token, 4 more recomputed, where the trace knows its model), HW's rate for them (the trace's
+ * compute dtype at the profile's matmul efficiency) and the time T measured for its forward and
+ * backward ops. */
+typedef struct {
+  double flops;
+  double flops_per_s;
+  guint64 measured_ns;
+} StwRetimingBasis;
+
+/* How a plan on HW times T's ops (StwRetiming, plan.h): re-timed where T was measured on a CPU
+ * (the host backend's "host", PyTorch's "cpu") and HW is a GPU's profile, and it can be: TRUE
+ * with *OUT (and *BASIS, when not NULL). FALSE with *OUT zero otherwise: *WHY_NOT (when not
+ * NULL) is then NULL where T's times are HW's own or another GPU's (kept: its kernels' times), or
+ * says why a CPU's cannot be (the caller's to free): the trace does not say its batch and
+ * sequence, HW has no rate for its dtype, or its ops measured no time. */
+gboolean stw_retiming(const StwTrace *t, const StwHardware *hw, StwRetiming *out,
+                      StwRetimingBasis *basis, char **why_not);
 
 /* A rank's host memory beside the chunks: its process's framework, libraries, CUDA context and
  * allocator slack. The figure measured in the profiled process (T's device.process_bytes) where

@@ -192,16 +192,17 @@ def _options(command, **given):
 def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None,
          policy=None, objective=None, chunk_size=None, oversized=None, gemini_fraction=None,
          prefetch_bucket=None, activations=None, nvme=None, nvme_devices=None, storage=None,
-         optimizer_state=None, pinned=None, zero_stage=None, margin=None):
+         optimizer_state=None, pinned=None, zero_stage=None, margin=None, measured_times=None):
     """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan, whose
-    options these are (--chunk-size is chunk_size), read and refused as the CLI reads them."""
+    options these are (--chunk-size is chunk_size), read and refused as the CLI reads them. A
+    trace measured on a CPU is re-timed for a GPU's profile unless MEASURED_TIMES."""
     text = _options("plan", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, policy=policy, objective=objective,
                     chunk_size=chunk_size, oversized=oversized, gemini_fraction=gemini_fraction,
                     prefetch_bucket=prefetch_bucket, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
-                    zero_stage=zero_stage, margin=margin)
+                    zero_stage=zero_stage, margin=margin, measured_times=measured_times)
     _of(trace, Trace, "plan: trace")
     trace_file = _path(trace.path) if trace.path else None
     return Plan(_call(_lib.plan, trace._h, trace_file, text))
@@ -224,13 +225,14 @@ def simulate(plan, trace, detail=False):
 
 def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
             beyond_device=None, activations=None, nvme=None, nvme_devices=None, storage=None,
-            optimizer_state=None, pinned=None):
+            optimizer_state=None, pinned=None, measured_times=None):
     """Every policy on TRACE with a GPU budget against unlimited memory: the record `stowage
     compare --json` prints, the options read and refused as the CLI reads them."""
     text = _options("compare", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, storage=storage,
-                    optimizer_state=optimizer_state, pinned=pinned)
+                    optimizer_state=optimizer_state, pinned=pinned,
+                    measured_times=measured_times)
     _of(trace, Trace, "compare: trace")
     return json.loads(_lib.take(_call(_lib.compare, trace._h,
                                       trace.path.encode() if trace.path else None, text)))
@@ -279,7 +281,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
 def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None,
            hw=None, beyond_device=None, activations=None, nvme=None, nvme_devices=None,
            storage=None,
-           optimizer_state=None, pinned=None, host=None, gpu=None):
+           optimizer_state=None, pinned=None, host=None, gpu=None, measured_times=None):
     """The smallest GPU budget (to 64 MiB) whose plan is within SLOWDOWN (a percentage, "10%"
     by default) of unlimited memory; with HOST, the smallest host budget at the GPU budget GPU
     (all the profile's by default) within SLOWDOWN of host memory to spare: the record
@@ -288,7 +290,8 @@ def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None,
                     reserve=reserve,
                     gpus=gpus, nodes=nodes, hw=hw, beyond_device=beyond_device,
                     activations=activations, nvme=nvme, nvme_devices=nvme_devices, storage=storage,
-                    optimizer_state=optimizer_state, pinned=pinned)
+                    optimizer_state=optimizer_state, pinned=pinned,
+                    measured_times=measured_times)
     _of(trace, Trace, "minmem: trace")
     return json.loads(_lib.take(_call(_lib.minmem, trace._h,
                                       trace.path.encode() if trace.path else None, text)))
@@ -301,7 +304,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            lora_targets=None, activations=None, nvme=None, nvme_devices=None, storage=None,
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
            amp=None, optimizer_impl=None, images=None, image_size=None, vision_trained=None,
-           gradients=None, collectives=None):
+           gradients=None, collectives=None, measured_times=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -323,7 +326,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp,
                     optimizer_impl=optimizer_impl, images=images, image_size=image_size,
                     vision_trained=vision_trained, gradients=gradients,
-                    collectives=collectives)
+                    collectives=collectives, measured_times=measured_times)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 

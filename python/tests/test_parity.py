@@ -13,6 +13,7 @@ import stowage
 SRC = os.environ.get("STW_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 FIX = os.path.join(SRC, "tests", "fixtures")
 MINI = os.path.join(FIX, "traces", "mini.json")
+MINI_ON_HOST = os.path.join(FIX, "traces", "mini-on-host.json")  # mini.json measured on the host
 GPT2 = os.path.join(SRC, "traces", "gpt2-b8-s1024.json")
 CLI = os.environ.get("STOWAGE")
 
@@ -229,6 +230,18 @@ SYNTH = [
 ]
 
 
+# a trace measured on a CPU: re-timed for the GPU's profile, or kept as measured when asked
+CPU_TRACE = [
+    ("plan", ["--gpu", "2240"], dict(gpu=2240)),
+    ("plan", ["--gpu", "2240", "--measured-times"], dict(gpu=2240, measured_times=True)),
+    ("compare", ["--gpu", "2240"], dict(gpu=2240)),
+    ("compare", ["--gpu", "2240", "--measured-times"], dict(gpu=2240, measured_times=True)),
+    ("minmem", ["--measured-times"], dict(measured_times=True)),
+    ("whatif", ["--gpu", "2240,4096", "--measured-times"],
+     dict(gpu="2240,4096", measured_times=True)),
+]
+
+
 PROBE_REFUSALS = [
     ("probe", ["--device", "tpu"], dict(device="tpu")),
     ("probe", ["--base", "TPU"], dict(base="TPU")),
@@ -320,6 +333,9 @@ class TestParity(unittest.TestCase):
 
     def test_compare_whatif_minmem(self):
         self.check(SWEEPS, GPT2)
+
+    def test_cpu_trace(self):
+        self.check(CPU_TRACE, MINI_ON_HOST)
 
     def test_models(self):
         self.check(MODELS, None)
