@@ -718,10 +718,15 @@ class profile:
 
     def _count_saved(self, op, args):
         """A module's forward OP: its input's bytes, and the storages autograd saves for backward
-        while it runs (the parameters' own left out: they are model data), by address."""
-        op.input = _tensor_bytes(_first_input(args or (), {}))
+        while it runs (the parameters' own left out: they are model data; and the input's, which
+        the block's saved bytes count as its input's whether autograd saves it or not: what an
+        offloaded block copies out, and a recomputed one frees, is the rest), by address."""
+        x = _first_input(args or (), {})
+        op.input = _tensor_bytes(x)
         op.saved = {}
         params = {q.untyped_storage().data_ptr() for _, q in self.params}
+        if isinstance(x, _torch.Tensor):
+            params.add(x.untyped_storage().data_ptr())
 
         def pack(x):
             try:
@@ -998,7 +1003,7 @@ class profile:
                 continue
             taken.add(back)
             _lib.trace_add_block(t._h, op.name.encode(), k, k, back, back, op.input,
-                                 sum(op.saved.values()), max(op.end - op.start, 0))
+                                 op.input + sum(op.saved.values()), max(op.end - op.start, 0))
 
     def model_trace(self):
         """The model's tensors as a trace of their own (one op), for the runtime to hold them
