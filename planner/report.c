@@ -9,6 +9,7 @@
 #include <stowage/units.h>
 
 #include "json.h"
+#include "op-times.h"
 
 /* ---- Chrome trace --------------------------------------------------------------------------- */
 
@@ -179,6 +180,20 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSim
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
+void
+stw_op_times_add_json(cJSON *record, const StwOpTimes *o)
+{
+  if (o->measured_on == NULL)
+    return;
+  cJSON *ot = cJSON_AddObjectToObject(record, "op_times");
+  cJSON_AddStringToObject(ot, "measured_on", o->measured_on);
+  cJSON_AddBoolToObject(ot, "retimed", o->retiming.scale > 0);
+  if (o->retiming.scale > 0) {
+    cJSON_AddNumberToObject(ot, "scale", o->retiming.scale);
+    stw_json_add_u64(ot, "op_overhead_ns", o->retiming.op_overhead_ns);
+  }
+}
+
 char *
 stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const StwSimulation *sim)
 {
@@ -188,6 +203,10 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
     t = recorded;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "hardware", p->hw.name);
+  /* the plan's re-timing, as it was made */
+  StwOpTimes op_times = { .measured_on = (char *)stw_trace_measured_elsewhere(recorded, &p->hw),
+                          .retiming = p->retiming };
+  stw_op_times_add_json(root, &op_times);
   stw_json_add_u64(root, "iteration_ns", sim->iteration_ns);
   stw_json_add_u64(root, "compute_busy_ns", sim->compute_busy_ns);
   stw_json_add_u64(root, "compute_stall_ns", sim->compute_stall_ns);

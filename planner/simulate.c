@@ -993,6 +993,21 @@ stw_retiming(const StwTrace *t, const StwHardware *hw, StwRetiming *out, StwReti
   return TRUE;
 }
 
+void
+stw_op_times_of(const StwTrace *t, const StwHardware *hw, gboolean keep, StwOpTimes *out)
+{
+  const char *on = stw_trace_measured_elsewhere(t, hw);
+  *out = (StwOpTimes){ .measured_on = g_strdup(on) };
+  if (on != NULL && !keep)
+    stw_retiming(t, hw, &out->retiming, NULL, NULL);
+}
+
+void
+stw_op_times_clear(StwOpTimes *o)
+{
+  g_clear_pointer(&o->measured_on, g_free);
+}
+
 guint64
 stw_process_bytes(const StwTrace *t, const StwHardware *hw, const char **origin)
 {

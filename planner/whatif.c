@@ -11,6 +11,7 @@
 #include <stowage/units.h>
 
 #include "json.h"
+#include "op-times.h"
 
 #define UNLIMITED STW_TRACE_MAX_INT /* 8 PiB, the most a plan holds: nothing is ever short */
 
@@ -228,6 +229,7 @@ stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu
   memset(out, 0, sizeof *out);
   out->gpu_bytes = gpu_bytes;
   out->world_size = base->world_size;
+  stw_op_times_of(t, &base->hw, base->measured_times, &out->op_times);
   stw_whatif_unlimited(t, base, &out->unlimited_ns, &out->unlimited_why);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_run(t, base, (StwPolicy)p, gpu_bytes, out->unlimited_ns, &out->points[p]);
@@ -238,6 +240,7 @@ void
 stw_whatif_comparison_clear(StwComparison *c)
 {
   g_clear_pointer(&c->unlimited_why, g_free);
+  stw_op_times_clear(&c->op_times);
   for (int p = 0; p < STW_N_POLICIES; p++)
     stw_whatif_point_clear(&c->points[p]);
   stw_whatif_ddp_clear(&c->ddp);
@@ -309,6 +312,7 @@ stw_whatif_comparison_json(const StwComparison *c, const char *trace_file, const
   cJSON_AddStringToObject(root, "hardware", hardware);
   stw_json_add_u64(root, "gpu_bytes", c->gpu_bytes);
   stw_json_add_u64(root, "gpus", c->world_size);
+  stw_op_times_add_json(root, &c->op_times);
   if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
     cJSON_AddNullToObject(root, "unlimited_iteration_ns");
   else
@@ -438,6 +442,7 @@ stw_whatif_minmem(const StwTrace *t, const StwPlannerOptions *base, StwPolicy po
   memset(out, 0, sizeof *out);
   out->policy = policy;
   out->allowed = allowed;
+  stw_op_times_of(t, &base->hw, base->measured_times, &out->op_times);
   g_autofree char *why = NULL;
   if (!stw_whatif_unlimited(t, base, &out->unlimited_ns, &why)) {
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE, "minmem: the trace cannot be "
@@ -475,6 +480,7 @@ stw_whatif_minmem_host(const StwTrace *t, const StwPlannerOptions *base, StwPoli
   out->policy = policy;
   out->allowed = allowed;
   out->host = TRUE;
+  stw_op_times_of(t, &base->hw, base->measured_times, &out->op_times);
   const Search s = { t, base, policy, TRUE, gpu_bytes };
   StwWhatifPoint *best = &out->best;
   search_run(&s, UNLIMITED, STW_WHATIF_UNKNOWN, best);
@@ -510,6 +516,7 @@ void
 stw_whatif_minmem_clear(StwMinmem *m)
 {
   stw_whatif_point_clear(&m->best);
+  stw_op_times_clear(&m->op_times);
 }
 
 char *
@@ -519,6 +526,7 @@ stw_whatif_minmem_json(const StwMinmem *m, const char *trace_file, const char *h
   if (trace_file != NULL)
     cJSON_AddStringToObject(root, "trace", trace_file);
   cJSON_AddStringToObject(root, "hardware", hardware);
+  stw_op_times_add_json(root, &m->op_times);
   cJSON_AddNumberToObject(root, "slowdown_allowed", m->allowed);
   /* what was searched, and the time the slowdown is against: unlimited GPU memory's, or with
    * --host the same GPU budget's with host memory to spare */

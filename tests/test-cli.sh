@@ -718,6 +718,17 @@ echo "$out" | grep -qx "  assumes      the trace's op times as measured on host,
       return v[1] * (u == "s" ? 1e9 : u == "ms" ? 1e6 : u == "us" ? 1e3 : 1) }
     BEGIN { exit !(ops == 40 && ns(re) >= ops * 10000 && ns(re) != ns(kept)) }'
 tap_result $? "--measured-times keeps the host's times, said; re-timed, the iteration is at least the launches ($re against $kept kept, $ops ops)" "$out"
+# the records say it too: compare's, minmem's and simulate's "op_times", none on the profile's own
+a=$($S compare "$T/tt.json" --gpu 400KiB --json | tr -d ' \t\n')
+b=$($S minmem "$T/tt.json" --measured-times --json | tr -d ' \t\n')
+c=$($S simulate "$T/x.json" "$T/tt.json" --json | tr -d ' \t\n')
+d=$($S compare "$TR" --gpu 9GiB --json | tr -d ' \t\n')
+echo "$a" | grep -q '"op_times":{"measured_on":"host","retimed":true,"scale":[0-9.e-]*,"op_overhead_ns":10000}' &&
+  echo "$b" | grep -q '"op_times":{"measured_on":"host","retimed":false}' &&
+  echo "$c" | grep -q '"op_times":{"measured_on":"host","retimed":true,"scale":[0-9.e-]*,"op_overhead_ns":10000}' &&
+  ! echo "$d" | grep -q op_times
+tap_result $? "compare, minmem and simulate records say how the host trace's times were taken" "$a
+$b"
 expect 2 "whatif: --measured-times goes with a trace; a model is synthesized for its profile, and timed there" \
   "--measured-times with a synthesized model" -- $S whatif --model gpt2 --gpu 8GiB --measured-times
 expect 2 "Unknown option --measured-times" "capacity synthesizes its traces: no --measured-times" -- \

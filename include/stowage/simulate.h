@@ -160,6 +160,19 @@ typedef struct {
 gboolean stw_retiming(const StwTrace *t, const StwHardware *hw, StwRetiming *out,
                       StwRetimingBasis *basis, char **why_not);
 
+/* How a prediction on a profile took a trace's op times where they were measured on another
+ * device (stw_trace_measured_elsewhere): MEASURED_ON that device (NULL: the profile's own, and
+ * nothing to say), RETIMING how they were re-timed (scale 0: kept as measured). */
+typedef struct {
+  char *measured_on;
+  StwRetiming retiming;
+} StwOpTimes;
+
+/* T's op times on HW as a plan takes them, KEEP as StwPlannerOptions.measured_times; OUT the
+ * caller's, cleared with stw_op_times_clear. */
+void stw_op_times_of(const StwTrace *t, const StwHardware *hw, gboolean keep, StwOpTimes *out);
+void stw_op_times_clear(StwOpTimes *o);
+
 /* A rank's host memory beside the chunks: its process's framework, libraries, CUDA context and
  * allocator slack. The figure measured in the profiled process (T's device.process_bytes) where
  * T's times were measured on HW's device (stw_trace_measured_elsewhere), else HW's

@@ -103,6 +103,7 @@ typedef struct {
   char *unlimited_why;  /* and why */
   StwWhatifPoint points[STW_N_POLICIES];
   StwDdpPoint ddp;
+  StwOpTimes op_times;  /* how the trace's op times were taken */
 } StwComparison;
 
 /* Plans T with BASE's options and each policy at GPU_BYTES; never fails (a point says why it
@@ -123,6 +124,7 @@ typedef struct {
   gboolean host;          /* the host budget searched (stw_whatif_minmem_host) */
   guint64 host_budget;    /* with HOST: the smallest host budget found */
   StwWhatifPoint best;    /* its plan at the smallest budget found */
+  StwOpTimes op_times;    /* how the trace's op times were taken */
 } StwMinmem;
 
 /* Bisects the GPU budget for T with BASE's options (the budgets above the profile's GPU memory

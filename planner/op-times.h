@@ -1,0 +1,21 @@
+/* op-times.h — how a prediction took a trace's op times, in its JSON record.
+ *
+ * Internal to the library: not installed.
+ */
+#ifndef STW_OP_TIMES_H
+#define STW_OP_TIMES_H
+
+#include <stowage/simulate.h>
+
+#include "json.h"
+
+G_BEGIN_DECLS
+
+/* Into RECORD, where O's trace was measured on another device than the profile's, "op_times":
+ * {"measured_on": NAME, "retimed": BOOL} and, re-timed, its "scale" and "op_overhead_ns" (the
+ * plan file's trace.op_times); nothing where the times are the profile's own. */
+void stw_op_times_add_json(cJSON *record, const StwOpTimes *o);
+
+G_END_DECLS
+
+#endif
