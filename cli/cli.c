@@ -413,23 +413,11 @@ stw_cli_collectives_assumed(const StwTrace *t, guint32 world)
 char *
 stw_cli_bound_by(const StwPlan *p)
 {
-  const StwPlanPredictions *q = &p->pred;
-  struct {
-    const char *what;
-    guint64 ns;
-  } engines[] = { { "compute", q->compute_ns },
-                  { "host-to-device copies (PCIe)", q->h2d_ns },
-                  { "device-to-host copies (PCIe)", q->d2h_ns },
-                  { "CPU Adam", q->cpu_adam_ns },
-                  { "the storage tier", q->storage_ns },
-                  { "the collectives", p->chunking->world > 1 ? q->comm_ns : 0 } };
-  guint best = 0;
-  for (guint i = 1; i < G_N_ELEMENTS(engines); i++)
-    if (engines[i].ns > engines[best].ns)
-      best = i;
-  g_autofree char *busy = stw_duration_format(engines[best].ns);
-  g_autofree char *all = stw_duration_format(q->cost_ns);
-  return g_strdup_printf("%s, busy %s of the %s iteration", engines[best].what, busy, all);
+  guint64 ns = 0;
+  StwBound b = stw_plan_bound(p, &ns);
+  g_autofree char *busy = stw_duration_format(ns);
+  g_autofree char *all = stw_duration_format(p->pred.cost_ns);
+  return g_strdup_printf("%s, busy %s of the %s iteration", stw_bound_words[b], busy, all);
 }
 
 char *

@@ -30,7 +30,8 @@ unlimited_text(const StwComparison *c)
 
 /* The table's columns; the gathered column only with several GPUs. */
 static const char *const heads[] = { "<policy", "chunk size", "H2D", "D2H", "gathered",
-                                     "iteration", "tokens/s", "MFU", "slowdown", "<fits?" };
+                                     "iteration", "tokens/s", "MFU", "slowdown", "<fits?",
+                                     "<bound by" };
 enum { GATHERED = 4, N_COLS = G_N_ELEMENTS(heads) };
 
 /* A row of CELLS (one a column) into TAB: a point that does not fit shows its name and why
@@ -42,7 +43,7 @@ add_row(StwTable *tab, gboolean multi, gboolean feasible, const char *const cell
   guint k = 0;
   for (guint i = 0; i < N_COLS; i++)
     if (multi || i != GATHERED)
-      row[k++] = feasible || i == 0 || i == N_COLS - 1 ? cells[i] : "-";
+      row[k++] = feasible || i == 0 || i == N_COLS - 2 ? cells[i] : "-";
   stw_table_row_v(tab, row);
 }
 
@@ -68,7 +69,8 @@ print_table(const Comparison *c)
     g_autofree char *tps = NULL, *mfu = NULL;
     stw_cli_throughput_cells(&pt->throughput, &tps, &mfu);
     g_autofree char *sd = stw_cli_slowdown_cell(pt->slowdown);
-    const char *cells[] = { stw_policy_names[p], cs, h, d, g, it, tps, mfu, sd, note };
+    const char *cells[] = { stw_policy_names[p], cs, h, d, g, it, tps, mfu, sd, note,
+                            stw_bound_words[pt->bound] };
     add_row(tab, multi, pt->feasible, cells);
   }
   /* the DDP baseline: every GPU the whole model, the gradients all-reduced */
@@ -80,7 +82,7 @@ print_table(const Comparison *c)
   g_autofree char *dtps = NULL, *dmfu = NULL;
   stw_cli_throughput_cells(&dp->throughput, &dtps, &dmfu);
   g_autofree char *dsd = stw_cli_slowdown_cell(dp->slowdown);
-  const char *dcells[] = { "ddp", "-", "0 B", "0 B", dg, dit, dtps, dmfu, dsd, dnote };
+  const char *dcells[] = { "ddp", "-", "0 B", "0 B", dg, dit, dtps, dmfu, dsd, dnote, "-" };
   add_row(tab, multi, dp->feasible, dcells);
   g_autofree char *b = stw_size_format(c->c.gpu_bytes);
   g_autofree char *u = unlimited_text(&c->c);

@@ -87,6 +87,8 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
   if (elsewhere != NULL)
     printf("assumes     %s\n", elsewhere);
   print_engines(p, s);
+  g_autofree char *bound = stw_cli_bound_by(p);
+  printf("bound by    %s\n", bound);
   g_autofree char *peak = stw_size_format(s->peak_gpu_bytes);
   g_autofree char *budget = stw_size_format(p->budgets.gpu_bytes);
   g_autofree char *at = stw_duration_format(s->peak_time_ns);

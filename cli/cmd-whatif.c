@@ -203,9 +203,9 @@ svg(const GArray *rows, const StwWhatifSweep *s)
 static void
 print_table(const GArray *rows)
 {
-  g_autoptr(StwTable) tab = stw_table_new(13, "batch", "budget", "<policy", "chunk size", "H2D",
+  g_autoptr(StwTable) tab = stw_table_new(14, "batch", "budget", "<policy", "chunk size", "H2D",
                                           "D2H", "iteration", "tokens/s", "MFU", "slowdown",
-                                          "<fits?", "host", "<moments");
+                                          "<fits?", "host", "<moments", "<bound by");
   for (guint i = 0; i < rows->len; i++) {
     const StwWhatifRow *r = &g_array_index(rows, StwWhatifRow, i);
     const StwWhatifPoint *p = &r->point;
@@ -214,7 +214,7 @@ print_table(const GArray *rows)
     g_autofree char *bu = stw_size_format(p->gpu_bytes);
     if (!p->feasible) { /* --json and --csv carry the reason */
       stw_table_row(tab, bt, bu, stw_policy_names[p->policy], "-", "-", "-", "-", "-", "-",
-                    "-", "no", "-", stw_state_dtype_name(p->state_dtype));
+                    "-", "no", "-", stw_state_dtype_name(p->state_dtype), "-");
       continue;
     }
     g_autofree char *cs = stw_cli_group_digits(p->chunk_size_elems);
@@ -226,7 +226,7 @@ print_table(const GArray *rows)
     stw_cli_throughput_cells(&p->throughput, &tps, &mfu);
     g_autofree char *host = stw_size_format(p->host_bytes);
     stw_table_row(tab, bt, bu, stw_policy_names[p->policy], cs, h, d, it, tps, mfu, sd, "yes",
-                  host, stw_state_dtype_name(p->state_dtype));
+                  host, stw_state_dtype_name(p->state_dtype), stw_bound_words[p->bound]);
   }
   stw_table_print(tab, stdout);
 }

@@ -51,6 +51,27 @@ stw_plan_predictions_list(const StwPlanPredictions *p, StwPrediction out[STW_N_P
   }
 }
 
+const char *const stw_bound_names[] = { "compute", "h2d", "d2h", "cpu_adam", "storage",
+                                        "collectives", NULL };
+const char *const stw_bound_words[] = { "compute", "host-to-device copies (PCIe)",
+                                        "device-to-host copies (PCIe)", "CPU Adam",
+                                        "the storage tier", "the collectives", NULL };
+
+StwBound
+stw_plan_bound(const StwPlan *p, guint64 *busy_ns)
+{
+  const StwPlanPredictions *q = &p->pred;
+  const guint64 busy[STW_N_BOUNDS] = { q->compute_ns, q->h2d_ns, q->d2h_ns, q->cpu_adam_ns,
+                                       q->storage_ns, p->chunking->world > 1 ? q->comm_ns : 0 };
+  StwBound best = STW_BOUND_COMPUTE;
+  for (int b = 1; b < STW_N_BOUNDS; b++)
+    if (busy[b] > busy[best])
+      best = (StwBound)b;
+  if (busy_ns != NULL)
+    *busy_ns = busy[best];
+  return best;
+}
+
 guint64
 stw_plan_rank_rss(const StwPlan *p)
 {

@@ -207,6 +207,7 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
   StwOpTimes op_times = { .measured_on = (char *)stw_trace_measured_elsewhere(recorded, &p->hw),
                           .retiming = p->retiming };
   stw_op_times_add_json(root, &op_times);
+  cJSON_AddStringToObject(root, "bound_by", stw_bound_names[stw_plan_bound(p, NULL)]);
   stw_json_add_u64(root, "iteration_ns", sim->iteration_ns);
   stw_json_add_u64(root, "compute_busy_ns", sim->compute_busy_ns);
   stw_json_add_u64(root, "compute_stall_ns", sim->compute_stall_ns);

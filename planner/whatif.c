@@ -73,6 +73,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   out->offloaded_blocks = p->offload->len;
   out->host_bytes = stw_cost_add(p->pred.cpu_bytes, p->pred.host_overhead_bytes);
   out->storage_bytes = p->pred.storage_bytes;
+  out->bound = stw_plan_bound(p, NULL);
   out->slowdown = stw_whatif_slowdown(out->iteration_ns, unlimited_ns);
   stw_throughput(t, &o.hw, p->chunking->world, out->iteration_ns, &out->throughput);
 }
@@ -265,6 +266,7 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
   stw_json_add_u64(o, "d2h_bytes", p->d2h_bytes);
   stw_json_add_u64(o, "comm_bytes", p->comm_bytes);
   stw_json_add_u64(o, "iteration_ns", p->iteration_ns);
+  cJSON_AddStringToObject(o, "bound_by", stw_bound_names[p->bound]);
   stw_json_add_u64(o, "host_bytes", p->host_bytes);
   if (p->storage_bytes > 0)
     stw_json_add_u64(o, "storage_bytes", p->storage_bytes);

@@ -276,7 +276,7 @@ expect 0 "ddp: every GPU holds the whole model, its gradients and its optimizer 
 expect 0 '"bucket_bytes":	248879616' "and its buckets in JSON: every bf16 gradient once" -- $S compare "$TR" --gpu 9GiB --gpus 4 --json
 expect 0 "the gradients all-reduced in 25 MiB buckets as backward makes them, 15.35 ms, 6.20 ms of it after backward's last op" "compare's DDP baseline where it fits" -- $S compare "$TR" --gpu 12GiB --gpus 4
 out=$($S compare "$TR" --gpu 12GiB --gpus 4 | grep '^ddp ')
-echo "$out" | grep -q '^ddp  *-  *0 B  *0 B  *356.03 MiB  *65.58 ms .* yes$'
+echo "$out" | grep -q '^ddp  *-  *0 B  *0 B  *356.03 MiB  *65.58 ms .* yes  *-$'
 tap_result $? "compare's DDP row: nothing moved, every gradient all-reduced, it fits" "$out"
 expect 2 "--gpus: 'many' is not valid" "plan with a bad --gpus" -- $S plan "$TR" --gpu 9GiB --gpus many -o "$T/x.json"
 expect 0 "" "plan for 4 GPUs" -- $S plan "$TR" --gpu 8GiB --gpus 4 -o "$T/p4.json"
@@ -718,6 +718,18 @@ echo "$out" | grep -qx "  assumes      the trace's op times as measured on host,
       return v[1] * (u == "s" ? 1e9 : u == "ms" ? 1e6 : u == "us" ? 1e3 : 1) }
     BEGIN { exit !(ops == 40 && ns(re) >= ops * 10000 && ns(re) != ns(kept)) }'
 tap_result $? "--measured-times keeps the host's times, said; re-timed, the iteration is at least the launches ($re against $kept kept, $ops ops)" "$out"
+# what bounds each plan, in words: simulate's line, compare's and whatif's last column, and the
+# records' bound_by (the 12B GPT on 8 A100s: PatrickStar's gathers bind it, stowage's compute)
+out=$($S simulate "$T/x.json" "$T/tt.json")
+cmp8=$($S compare "$STW_SRCDIR/traces/pstar-12b-b8-s1024-ckpt.json" --gpu 32GiB --gpus 8 --cpu 240GiB --hw A100-80GB-PCIe4)
+j8=$($S compare "$STW_SRCDIR/traces/pstar-12b-b8-s1024-ckpt.json" --gpu 32GiB --gpus 8 --cpu 240GiB --hw A100-80GB-PCIe4 --json | tr -d ' \t\n')
+echo "$out" | grep -q "^bound by    [a-zA-Z ()-]*, busy [0-9.]* [mun]*s of the [0-9.]* [mun]*s iteration\$" &&
+  echo "$cmp8" | grep -q "^stowage  .* yes  *compute\$" &&
+  echo "$cmp8" | grep -q "^patrickstar  .* yes  *the collectives\$" &&
+  echo "$j8" | grep -q '"policy":"stowage",.*"bound_by":"compute"' &&
+  $S simulate "$T/x.json" "$T/tt.json" --json | grep -q '"bound_by": "[a-z_]*"'
+tap_result $? "simulate, compare and their records say what bounds each plan" "$out
+$cmp8"
 # the records say it too: compare's, minmem's and simulate's "op_times", none on the profile's own
 a=$($S compare "$T/tt.json" --gpu 400KiB --json | tr -d ' \t\n')
 b=$($S minmem "$T/tt.json" --measured-times --json | tr -d ' \t\n')
@@ -739,7 +751,7 @@ echo "$out" | grep -qx "  hardware     A100-80GB-PCIe4: shipped profile (its sou
 tap_result $? "a synthesized trace on its own shipped profile assumes nothing of another device" "$out"
 out=$($S compare "$T/tt.json" --gpu 400KiB)
 echo "$out" | grep -q "^assumes the trace's op times, measured on host, re-timed for A100-80GB-PCIe4: " &&
-  echo "$out" | grep -q "^stowage  .*  -  *[0-9.]*x  *yes\$"
+  echo "$out" | grep -q "^stowage  .*  -  *[0-9.]*x  *yes  *[a-zA-Z ()-]*\$"
 tap_result $? "compare re-times the host's times, and gives no MFU from them" "$out"
 # the storage plan: its chunks' optimizer state in a file under --nvme-dir, read before each CPU
 # Adam step and written back behind it, bitwise; the bytes each way the plan's state

@@ -261,6 +261,24 @@ typedef struct {
   StwRetiming retiming;      /* the trace's op times re-timed for HW, or as recorded */
 } StwPlan;
 
+/* The engines a plan's iteration keeps busy; what bounds it is the busiest (stw_plan_bound). */
+typedef enum {
+  STW_BOUND_COMPUTE,
+  STW_BOUND_H2D,
+  STW_BOUND_D2H,
+  STW_BOUND_CPU_ADAM,
+  STW_BOUND_STORAGE,
+  STW_BOUND_COLLECTIVES,
+  STW_N_BOUNDS
+} StwBound;
+
+extern const char *const stw_bound_names[]; /* "compute", "h2d", ...: NULL-terminated */
+extern const char *const stw_bound_words[]; /* "compute", "host-to-device copies (PCIe)", ... */
+
+/* The busiest engine of PLAN's predicted iteration (the collectives counted with several
+ * ranks); its busy time in *BUSY_NS (may be NULL). */
+StwBound stw_plan_bound(const StwPlan *plan, guint64 *busy_ns);
+
 /* The resident memory a rank's process reaches replaying PLAN where its profile's device is
  * emulated in host memory (compute_on_host: the host backend): the device's peak, and the rank's
  * share of the chunks' host memory and of the processes' own; 0 where the device is not host

@@ -39,6 +39,7 @@ typedef struct {
   guint64 host_bytes;        /* host memory the plan holds: chunks, staging and the process */
   guint64 storage_bytes;     /* on the storage tier (--nvme) */
   StwDtype state_dtype;      /* Adam's moments in the plan (the trace's where none was made) */
+  StwBound bound;            /* what bounds the plan's iteration: its busiest engine */
 } StwWhatifPoint;
 
 void stw_whatif_point_clear(StwWhatifPoint *p);
