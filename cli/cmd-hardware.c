@@ -64,10 +64,9 @@ stw_cmd_hardware(int argc, char **argv)
     char hbm[32], half[32], fp32[32], gen[16], pcie[32];
     g_snprintf(hbm, sizeof hbm, "%.0f", hw.hbm_bytes_per_s / 1e9);
     /* bf16's rate, or fp16's on a GPU without bf16 (Volta, Turing), named */
-    if (hw.flops_per_s[STW_DTYPE_BF16] > 0)
-      g_snprintf(half, sizeof half, "%.1f", hw.flops_per_s[STW_DTYPE_BF16] / 1e12);
-    else
-      g_snprintf(half, sizeof half, "fp16 %.1f", hw.flops_per_s[STW_DTYPE_FP16] / 1e12);
+    StwDtype d16 = stw_hardware_default_dtype(&hw);
+    g_snprintf(half, sizeof half, "%s%.1f", d16 == STW_DTYPE_BF16 ? "" : "fp16 ",
+               hw.flops_per_s[d16] / 1e12);
     g_snprintf(fp32, sizeof fp32, "%.1f", hw.flops_per_s[STW_DTYPE_FP32] / 1e12);
     g_snprintf(gen, sizeof gen, "gen%u", hw.pcie_generation);
     g_snprintf(pcie, sizeof pcie, "%.1f", hw.pinned[hw.n_pinned - 1].bytes_per_s / 1e9);

@@ -11,10 +11,11 @@
 
 G_BEGIN_DECLS
 
-/* Into RECORD, where O's trace was measured on another device than the profile's, "op_times":
- * {"measured_on": NAME, "retimed": BOOL} and, re-timed, its "scale" and "op_overhead_ns" (the
- * plan file's trace.op_times); nothing where the times are the profile's own. */
-void stw_op_times_add_json(cJSON *record, const StwOpTimes *o);
+/* Into RECORD, where a trace was measured on another device than the profile's (MEASURED_ON,
+ * stw_trace_measured_elsewhere; NULL: the profile's own, nothing said), "op_times":
+ * {"measured_on": NAME, "retimed": BOOL} and, re-timed by R, its "scale" and "op_overhead_ns"
+ * (the plan file's trace.op_times). */
+void stw_op_times_add_json(cJSON *record, const char *measured_on, const StwRetiming *r);
 
 G_END_DECLS
 

@@ -181,16 +181,16 @@ stw_report_chrome_trace(const StwPlan *p, const StwTrace *recorded, const StwSim
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
 void
-stw_op_times_add_json(cJSON *record, const StwOpTimes *o)
+stw_op_times_add_json(cJSON *record, const char *measured_on, const StwRetiming *r)
 {
-  if (o->measured_on == NULL)
+  if (measured_on == NULL)
     return;
   cJSON *ot = cJSON_AddObjectToObject(record, "op_times");
-  cJSON_AddStringToObject(ot, "measured_on", o->measured_on);
-  cJSON_AddBoolToObject(ot, "retimed", o->retiming.scale > 0);
-  if (o->retiming.scale > 0) {
-    cJSON_AddNumberToObject(ot, "scale", o->retiming.scale);
-    stw_json_add_u64(ot, "op_overhead_ns", o->retiming.op_overhead_ns);
+  cJSON_AddStringToObject(ot, "measured_on", measured_on);
+  cJSON_AddBoolToObject(ot, "retimed", r->scale > 0);
+  if (r->scale > 0) {
+    cJSON_AddNumberToObject(ot, "scale", r->scale);
+    stw_json_add_u64(ot, "op_overhead_ns", r->op_overhead_ns);
   }
 }
 
@@ -204,9 +204,7 @@ stw_report_simulation_json(const StwPlan *p, const StwTrace *recorded, const Stw
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "hardware", p->hw.name);
   /* the plan's re-timing, as it was made */
-  StwOpTimes op_times = { .measured_on = (char *)stw_trace_measured_elsewhere(recorded, &p->hw),
-                          .retiming = p->retiming };
-  stw_op_times_add_json(root, &op_times);
+  stw_op_times_add_json(root, stw_trace_measured_elsewhere(recorded, &p->hw), &p->retiming);
   cJSON_AddStringToObject(root, "bound_by", stw_bound_names[stw_plan_bound(p, NULL)]);
   stw_json_add_u64(root, "iteration_ns", sim->iteration_ns);
   stw_json_add_u64(root, "compute_busy_ns", sim->compute_busy_ns);

@@ -929,15 +929,21 @@ stw_simulation_clear(StwSimulation *s)
   s->ops = s->tasks = s->memory = NULL;
 }
 
+/* Whether device ON is a CPU: the runtime's host backend ("host"), PyTorch's CPU ("cpu"). */
+static gboolean
+measured_on_cpu(const char *on)
+{
+  return g_ascii_strcasecmp(on, "host") == 0 || g_ascii_strcasecmp(on, "cpu") == 0;
+}
+
 const char *
 stw_trace_measured_elsewhere(const StwTrace *t, const StwHardware *hw)
 {
   const char *on = t->device.name;
   if (on == NULL || on[0] == '\0' || g_ascii_strcasecmp(on, hw->name) == 0)
     return NULL;
-  if (hw->compute_on_host) /* a probed host profile: the runtime's host traces ("host") and
-                           * PyTorch's on the CPU ("cpu") are its own */
-    return g_ascii_strcasecmp(on, "host") == 0 || g_ascii_strcasecmp(on, "cpu") == 0 ? NULL : on;
+  if (hw->compute_on_host) /* a probed host profile: a CPU's traces are its own */
+    return measured_on_cpu(on) ? NULL : on;
   if (hw->gpu_model[0] != '\0' && (strstr(on, hw->gpu_model) != NULL ||
                                    strstr(hw->gpu_model, on) != NULL))
     return NULL;
@@ -957,8 +963,7 @@ stw_retiming(const StwTrace *t, const StwHardware *hw, StwRetiming *out, StwReti
   const char *on = stw_trace_measured_elsewhere(t, hw);
   /* a CPU's times on a GPU's profile (another GPU's keep theirs: its kernels' times, which no
    * FLOP count replaces) */
-  if (on == NULL || hw->compute_on_host ||
-      (g_ascii_strcasecmp(on, "host") != 0 && g_ascii_strcasecmp(on, "cpu") != 0))
+  if (on == NULL || hw->compute_on_host || !measured_on_cpu(on))
     return FALSE;
   StwDtype dtype = stw_trace_compute_dtype(t);
   b.flops_per_s = hw->flops_per_s[dtype] * hw->matmul_efficiency;

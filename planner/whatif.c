@@ -314,7 +314,7 @@ stw_whatif_comparison_json(const StwComparison *c, const char *trace_file, const
   cJSON_AddStringToObject(root, "hardware", hardware);
   stw_json_add_u64(root, "gpu_bytes", c->gpu_bytes);
   stw_json_add_u64(root, "gpus", c->world_size);
-  stw_op_times_add_json(root, &c->op_times);
+  stw_op_times_add_json(root, c->op_times.measured_on, &c->op_times.retiming);
   if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
     cJSON_AddNullToObject(root, "unlimited_iteration_ns");
   else
@@ -528,7 +528,7 @@ stw_whatif_minmem_json(const StwMinmem *m, const char *trace_file, const char *h
   if (trace_file != NULL)
     cJSON_AddStringToObject(root, "trace", trace_file);
   cJSON_AddStringToObject(root, "hardware", hardware);
-  stw_op_times_add_json(root, &m->op_times);
+  stw_op_times_add_json(root, m->op_times.measured_on, &m->op_times.retiming);
   cJSON_AddNumberToObject(root, "slowdown_allowed", m->allowed);
   /* what was searched, and the time the slowdown is against: unlimited GPU memory's, or with
    * --host the same GPU budget's with host memory to spare */

@@ -724,14 +724,14 @@ class profile:
         x = _first_input(args or (), {})
         op.input = _tensor_bytes(x)
         op.saved = {}
-        params = {q.untyped_storage().data_ptr() for _, q in self.params}
+        apart = {q.untyped_storage().data_ptr() for _, q in self.params}  # and the input's:
         if isinstance(x, _torch.Tensor):
-            params.add(x.untyped_storage().data_ptr())
+            apart.add(x.untyped_storage().data_ptr())
 
         def pack(x):
             try:
                 storage = x.untyped_storage()
-                if storage.data_ptr() not in params:
+                if storage.data_ptr() not in apart:
                     op.saved[storage.data_ptr()] = storage.nbytes()
             except RuntimeError:  # a tensor without storage: not counted
                 pass
