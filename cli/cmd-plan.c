@@ -86,8 +86,15 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const S
   guint32 n = stw_chunking_count(c);
   g_autofree char *size = stw_cli_group_digits(c->size_elems);
   g_autofree char *chunk_bytes = stw_size_format(stw_chunk_bytes(c, 0, STW_LIST_PARAM));
-  printf("%s: policy %s, chunk size %s elements (%s per param chunk), %u chunks per list\n",
-         file, stw_policy_names[p->policy], size, chunk_bytes, n);
+  if (c->shards) { /* a chunk is a group, each rank's shard of it the layout's chunk */
+    g_autofree char *whole = stw_cli_group_digits(c->size_elems * c->world);
+    printf("%s: policy %s, chunk size %s elements split across %u ranks (%s elements, %s a "
+           "rank's shard of the param chunk), %u chunks per list\n", file,
+           stw_policy_names[p->policy], whole, c->world, size, chunk_bytes, n / c->world);
+  } else {
+    printf("%s: policy %s, chunk size %s elements (%s per param chunk), %u chunks per list\n",
+           file, stw_policy_names[p->policy], size, chunk_bytes, n);
+  }
   printf("  hardware     %s: %s\n", p->hw.name,
          p->hw.origin[0] != '\0' ? p->hw.origin : "as the plan records it");
   g_autofree char *host_cpu = stw_cli_host_said(&p->hw);
@@ -215,8 +222,9 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const S
   if (c->world > 1) {
     g_autofree char *recv = stw_size_format(q->comm_bytes);
     g_autofree char *busy = stw_duration_format(q->comm_ns);
-    printf("  ranks        %u, sharing the model in chunk groups: %s received per rank and "
-           "iteration in collectives, busy %s%s\n", c->world, recv, busy,
+    printf("  ranks        %u, sharing the model in %s: %s received per rank and "
+           "iteration in collectives, busy %s%s\n", c->world,
+           c->shards ? "shards of every chunk" : "chunk groups", recv, busy,
            t->model.collectives == STW_COLLECTIVES_BLOCKING
                ? ", on the compute stream (the trace's collectives blocking)"
                : "");
@@ -228,7 +236,7 @@ static StwRequest *
 parse(int argc, char **argv, char **trace, char **output_out)
 {
   g_auto(StwCliPlanning) pl = { 0 };
-  g_autofree char *margin = NULL;
+  g_autofree char *margin = NULL, *layout = NULL;
   g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL,
                   *stage = NULL, *output = NULL, *objective = NULL;
   gboolean oversized = FALSE;
@@ -256,6 +264,10 @@ parse(int argc, char **argv, char **trace, char **output_out)
     { "zero-stage", 0, 0, STW_OPTION_TEXT, &stage,
       "zero-offload: DeepSpeed's ZeRO stage, 2 (default: every GPU holds the whole 16-bit "
       "model) or 3 (its shard, the others' gathered for each use)", "S" },
+    { "layout", 0, 0, STW_OPTION_TEXT, &layout,
+      "how several GPUs share the chunks: groups (default: PatrickStar's, whole chunks, each "
+      "GPU's own gathered with the others' of its group) or shards (ZeRO-3's and Gemini's: each "
+      "chunk split across the GPUs, gathered alone; the chunk size a whole chunk's)", "L" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "plan file to write ('-': stdout)",
       "FILE" },
     G_OPTION_ENTRY_NULL

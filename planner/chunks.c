@@ -4,6 +4,7 @@
 #include <stowage/chunks.h>
 
 #include <stowage/errors.h>
+#include <stowage/plan.h>
 
 /* "FILE: message" in this module's domain */
 #define invalid(error, file, ...) \
@@ -71,6 +72,7 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
   c->placements = g_array_sized_new(FALSE, FALSE, sizeof(StwPlacement), t->tensors->len);
   c->n_tensors = t->tensors->len;
   c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
+  c->offset_of = g_new0(guint64, MAX(c->n_tensors, 1));
   c->world = 1;
   c->nodes = 1;
   c->amsgrad = t->model.amsgrad;
@@ -101,6 +103,7 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
     ch->used_elems += numel;
     ch->count++;
     c->chunk_of[id] = *o;
+    c->offset_of[id] = p.offset;
     if (oversized)
       *o = G_MAXUINT32; /* nothing shares an oversized tensor's chunk */
   }
@@ -118,6 +121,107 @@ stw_chunking_pack(const StwTrace *t, guint64 size_elems, gboolean allow_oversize
     g_array_index(c->placements, StwPlacement, next[c->chunk_of[p->tensor]]++) = *p;
   }
   return c;
+}
+
+/* Where group coordinate POS of a group of chunks of CAPACITY elements falls: the chunk's index
+ * in the group, and the offset in it into *OFFSET. */
+static guint32
+shard_at(guint64 pos, guint64 capacity, guint64 *offset)
+{
+  *offset = pos % capacity;
+  return (guint32)(pos / capacity);
+}
+
+/* Each chunk's elements used in a layout of shards: the parts of the tensors in it. */
+static void
+count_shards(StwChunking *c, const StwTrace *t)
+{
+  for (guint32 i = 0; i < stw_chunking_count(c); i++)
+    g_array_index(c->chunks, StwChunk, i).used_elems = 0;
+  for (guint32 id = 0; id < c->n_tensors; id++) {
+    guint32 i = c->chunk_of[id];
+    guint64 cap = stw_chunking_chunk(c, i)->capacity_elems;
+    guint64 pos = (guint64)(i % c->world) * cap + c->offset_of[id];
+    guint64 end = pos + stw_trace_tensor(t, id)->numel;
+    for (guint32 g0 = i - i % c->world; pos < end; pos = (pos / cap + 1) * cap) {
+      guint64 off;
+      guint32 q = shard_at(pos, cap, &off);
+      g_array_index(c->chunks, StwChunk, g0 + q).used_elems += MIN(end - pos, cap - off);
+    }
+  }
+}
+
+StwChunking *
+stw_chunking_pack_shards(const StwTrace *t, guint64 group_elems, guint32 world,
+                         gboolean allow_oversized, GError **error)
+{
+  g_assert(world > 1);
+  g_autoptr(StwChunking) whole = stw_chunking_pack(t, group_elems, allow_oversized, error);
+  if (whole == NULL)
+    return NULL;
+  guint32 n = stw_chunking_count(whole);
+  if ((guint64)n * world > STW_PLAN_MAX_CHUNKS) {
+    g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_TOO_SMALL,
+                "%u chunks of %" G_GUINT64_FORMAT " elements, each split into %u shards, are "
+                "more than the %u chunks a layout holds: use a larger chunk size", n,
+                group_elems, world, STW_PLAN_MAX_CHUNKS);
+    return NULL;
+  }
+  StwChunking *c = stw_chunking_copy(whole);
+  c->size_elems = (group_elems + world - 1) / world;
+  c->shards = TRUE;
+  g_array_set_size(c->chunks, 0);
+  g_array_set_size(c->placements, 0);
+  for (guint32 j = 0; j < n; j++) {
+    const StwChunk *w = stw_chunking_chunk(whole, j);
+    guint64 cap = MAX((w->capacity_elems + world - 1) / world, c->size_elems);
+    guint32 base = c->chunks->len;
+    for (guint32 q = 0; q < world; q++) {
+      StwChunk k = { .capacity_elems = cap, .frozen = w->frozen, .first = c->placements->len };
+      g_array_append_val(c->chunks, k);
+    }
+    /* the group's tensors in order, each listed in the shard it begins in */
+    for (guint32 k = 0; k < w->count; k++) {
+      StwPlacement p = g_array_index(whole->placements, StwPlacement, w->first + k);
+      guint32 q = shard_at(p.offset, cap, &p.offset);
+      StwChunk *s = &g_array_index(c->chunks, StwChunk, base + q);
+      if (s->count == 0)
+        s->first = c->placements->len;
+      s->count++;
+      g_array_append_val(c->placements, p);
+      c->chunk_of[p.tensor] = base + q;
+      c->offset_of[p.tensor] = p.offset;
+    }
+  }
+  for (guint32 i = 1; i < stw_chunking_count(c); i++) { /* empty shards: first where they'd be */
+    StwChunk *s = &g_array_index(c->chunks, StwChunk, i);
+    const StwChunk *before = stw_chunking_chunk(c, i - 1);
+    if (s->count == 0)
+      s->first = before->first + before->count;
+  }
+  stw_chunking_set_world(c, world);
+  count_shards(c, t);
+  return c;
+}
+
+guint64
+stw_chunking_owned_part(const StwChunking *c, guint32 id, guint64 numel, guint32 *chunk)
+{
+  guint32 i = c->chunk_of[id];
+  *chunk = G_MAXUINT32;
+  if (!c->shards) {
+    if (!stw_chunking_owned(c, i))
+      return 0;
+    *chunk = i;
+    return numel;
+  }
+  /* rank 0's shard is the group's first: the tensor's part in group coordinates [0, cap) */
+  guint64 cap = stw_chunking_chunk(c, i)->capacity_elems;
+  guint64 pos = (guint64)(i % c->world) * cap + c->offset_of[id];
+  if (pos >= cap)
+    return 0;
+  *chunk = i - i % c->world;
+  return MIN(numel, cap - pos);
 }
 
 void
@@ -174,6 +278,7 @@ stw_chunking_free(StwChunking *c)
   g_array_unref(c->chunks);
   g_array_unref(c->placements);
   g_free(c->chunk_of);
+  g_free(c->offset_of);
   g_free(c);
 }
 
@@ -185,6 +290,7 @@ stw_chunking_copy(const StwChunking *c)
   d->chunks = g_array_copy(c->chunks);
   d->placements = g_array_copy(c->placements);
   d->chunk_of = g_memdup2(c->chunk_of, MAX(c->n_tensors, 1) * sizeof(guint32));
+  d->offset_of = g_memdup2(c->offset_of, MAX(c->n_tensors, 1) * sizeof(guint64));
   return d;
 }
 
@@ -243,9 +349,19 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
     return invalid(error, file, "$.chunks.amsgrad: the layout %s AMSGrad's largest variances, "
                    "and the trace's optimizer %s", c->amsgrad ? "keeps" : "has no room for",
                    t->model.amsgrad ? "keeps them (model.amsgrad)" : "has none");
+  if (c->shards && (c->world < 2 || stw_chunking_count(c) % c->world != 0))
+    return invalid(error, file, "$.chunks.shards: a layout of shards needs several ranks and "
+                   "whole groups (%u chunks, %u ranks)", stw_chunking_count(c), c->world);
+  /* a group of shards is checked as one chunk, in its coordinates: shard q's offset 0 at q
+   * capacities; PatrickStar's chunks alone */
+  guint32 span = c->shards ? c->world : 1;
   g_autofree guint8 *placed = g_malloc0(MAX(c->n_tensors, 1));
+  guint64 end_prev = 0, offset_prev = 0;
+  guint32 frozen = 0, count = 0, prev = 0;
   for (guint32 i = 0; i < stw_chunking_count(c); i++) {
     const StwChunk *ch = stw_chunking_chunk(c, i);
+    const StwChunk *lead = stw_chunking_chunk(c, i - i % span);
+    guint32 q = i % span;
     if (ch->owner != i % MAX(c->world, 1))
       return invalid(error, file, "$.layout[%u].owner: %u, but with %u ranks chunk %u belongs "
                      "to rank %u (chunk index mod the world size)", i, ch->owner, c->world, i,
@@ -255,11 +371,21 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
                      " is below the chunk size %" G_GUINT64_FORMAT " (only the last chunk of "
                      "each kind, on one rank with frozen chunks, holds less)", i,
                      ch->capacity_elems, c->size_elems);
-    if (ch->capacity_elems > c->size_elems && ch->count != 1)
+    if (ch->capacity_elems != lead->capacity_elems || ch->frozen != lead->frozen)
+      return invalid(error, file, "$.layout[%u]: its %s differs from chunk %u's, the first of "
+                     "its group: a group's shards are alike", i, ch->frozen != lead->frozen
+                     ? "frozen flag" : "capacity_elems", i - q);
+    if (q == 0) {
+      end_prev = offset_prev = 0;
+      frozen = count = 0;
+      for (guint32 j = i; j < i + span; j++)
+        count += stw_chunking_chunk(c, j)->count;
+    }
+    if (ch->capacity_elems > c->size_elems && count != 1)
       return invalid(error, file, "$.layout[%u]: a chunk larger than the chunk size "
-                     "must hold exactly one (oversized) tensor", i);
-    guint64 end_prev = 0, offset_prev = 0;
-    guint32 frozen = 0;
+                     "must hold exactly one (oversized) tensor%s", i, span > 1 ? " in its group"
+                                                                              : "");
+    guint64 base = (guint64)q * ch->capacity_elems, room = (span - q) * ch->capacity_elems;
     for (guint32 k = 0; k < ch->count; k++) {
       const StwPlacement *p = &g_array_index(c->placements, StwPlacement, ch->first + k);
       if (p->tensor >= c->n_tensors)
@@ -271,32 +397,35 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
       placed[p->tensor] = 1;
       guint64 numel = stw_trace_tensor(t, p->tensor)->numel;
       const char *name = stw_trace_tensor(t, p->tensor)->name;
-      if (p->offset > ch->capacity_elems || numel > ch->capacity_elems - p->offset)
+      if (p->offset > ch->capacity_elems || numel > room - p->offset)
         return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s of %" G_GUINT64_FORMAT
-                       " elements at offset %" G_GUINT64_FORMAT " ends beyond the chunk's %"
+                       " elements at offset %" G_GUINT64_FORMAT " ends beyond the %s %"
                        G_GUINT64_FORMAT " elements", i, k, name, numel, p->offset,
-                       ch->capacity_elems);
-      if (k > 0 && p->offset < offset_prev)
+                       span > 1 ? "group's" : "chunk's", room);
+      guint64 at = base + p->offset;
+      if (k > 0 && at < offset_prev)
         return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s at offset %"
                        G_GUINT64_FORMAT " is listed after one at offset %" G_GUINT64_FORMAT
                        ": a chunk's tensors are listed by offset, ascending", i, k, name,
-                       p->offset, offset_prev);
-      if (p->offset < end_prev)
+                       p->offset, offset_prev - base);
+      if (at < end_prev)
         return invalid(error, file, "$.layout[%u].tensors[%u]: tensor %s at offset %"
                        G_GUINT64_FORMAT " overlaps tensor %s before it, which ends at %"
-                       G_GUINT64_FORMAT, i, k, name, p->offset,
-                       stw_trace_tensor(t, g_array_index(c->placements, StwPlacement,
-                                                          ch->first + k - 1).tensor)->name,
-                       end_prev);
-      end_prev = p->offset + numel;
-      offset_prev = p->offset;
+                       G_GUINT64_FORMAT, i, k, name, p->offset, stw_trace_tensor(t, prev)->name,
+                       end_prev - base); /* (AT >= BASE: it ends in this chunk) */
+      end_prev = at + numel;
+      prev = p->tensor;
+      offset_prev = at;
       frozen += stw_trace_tensor(t, p->tensor)->frozen ? 1 : 0;
     }
-    if (ch->frozen && frozen < ch->count)
-      return invalid(error, file, "$.layout[%u].frozen: the chunk holds %u tensor%s that %s "
-                     "trained (a frozen chunk keeps no optimizer state)", i, ch->count - frozen,
-                     ch->count - frozen == 1 ? "" : "s", ch->count - frozen == 1 ? "is" : "are");
-    if (!ch->frozen && ch->count > 0 && frozen == ch->count)
+    if (q + 1 < span)
+      continue; /* the group's flags once its tensors are counted */
+    if (ch->frozen && frozen < count)
+      return invalid(error, file, "$.layout[%u].frozen: the %s holds %u tensor%s that %s "
+                     "trained (a frozen chunk keeps no optimizer state)", i,
+                     span > 1 ? "group" : "chunk", count - frozen, count - frozen == 1 ? "" : "s",
+                     count - frozen == 1 ? "is" : "are");
+    if (!ch->frozen && count > 0 && frozen == count)
       return invalid(error, file, "$.layout[%u].frozen: every tensor of the chunk is frozen, "
                      "and the chunk is not (its optimizer state would be kept for nothing)", i);
   }
@@ -311,6 +440,10 @@ stw_chunking_validate(const StwChunking *c, const StwTrace *t, const char *file,
 void
 stw_chunking_recount(StwChunking *c, const StwTrace *t)
 {
+  if (c->shards) {
+    count_shards(c, t);
+    return;
+  }
   for (guint32 i = 0; i < stw_chunking_count(c); i++) {
     StwChunk *ch = &g_array_index(c->chunks, StwChunk, i);
     ch->used_elems = 0;

@@ -20,9 +20,9 @@ gradient_copies(const StwPlan *p, const StwTrace *t, guint64 *back)
   *back = 0;
   for (guint32 id = 0; id < t->tensors->len; id++) {
     const StwTensor *x = stw_trace_tensor(t, id);
-    guint32 ch = p->chunking->chunk_of[id];
-    guint64 b = stw_tensor_bytes(x);
-    if (x->frozen || !stw_chunking_owned(p->chunking, ch))
+    guint32 ch;
+    guint64 b = stw_chunking_owned_part(p->chunking, id, x->numel, &ch) * stw_dtype_bytes(x->dtype);
+    if (x->frozen || ch == G_MAXUINT32)
       continue;
     if (stw_gradients_cross_at_step(p->chunking, ch, p->optim[ch], t->model.gradients))
       bytes = stw_cost_add(bytes, b);

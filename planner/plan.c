@@ -396,6 +396,8 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
     stw_json_add_u64(ch, "nodes", c->nodes);
   if (c->amsgrad)
     cJSON_AddBoolToObject(ch, "amsgrad", TRUE);
+  if (c->shards)
+    cJSON_AddBoolToObject(ch, "shards", TRUE);
   if (c->state_dtype != STW_DTYPE_FP32)
     cJSON_AddStringToObject(ch, "optimizer_state", stw_state_dtype_name(c->state_dtype));
   cJSON *layout = cJSON_AddArrayToObject(root, "layout");
@@ -471,7 +473,7 @@ static const char *const move_members[] = { "block", "out", "in", "bytes", NULL 
 static const char *const budget_members[] = { "gpu_bytes", "cpu_bytes", "reserved_bytes",
                                                "storage_bytes", "pinned_bytes", NULL };
 static const char *const chunks_members[] = { "size_elems", "dtype", "count", "world_size", "nodes",
-                                              "amsgrad", "optimizer_state", NULL };
+                                              "amsgrad", "optimizer_state", "shards", NULL };
 static const char *const layout_members[] = { "chunk", "capacity_elems", "owner", "optimizer",
                                               "frozen", "tensors", NULL };
 static const char *const initial_members[] = { "chunk", "dirty", NULL };
@@ -545,7 +547,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   const cJSON *chunks = NULL, *layout = NULL;
   guint64 size = 0, count = 0, world = 1, nodes = 1;
   int dtype = 0, state = 0;
-  gboolean amsgrad = FALSE;
+  gboolean amsgrad = FALSE, shards = FALSE;
   if (!stw_json_get_object(r, root, "chunks", TRUE, &chunks, error))
     return FALSE;
   gsize saved = stw_json_push_key(r, "chunks");
@@ -556,9 +558,14 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
       !stw_json_get_u64(r, chunks, "world_size", FALSE, 1, STW_PLAN_MAX_WORLD, &world, error) ||
       !stw_json_get_u64(r, chunks, "nodes", FALSE, 1, world, &nodes, error) ||
       !stw_json_get_bool(r, chunks, "amsgrad", FALSE, &amsgrad, error) ||
+      !stw_json_get_bool(r, chunks, "shards", FALSE, &shards, error) ||
       !stw_json_get_enum(r, chunks, "optimizer_state", FALSE, stw_state_dtype_names, &state,
                          error))
     return FALSE;
+  if (shards && (world < 2 || count % world != 0))
+    return stw_json_fail_at(r, "shards", error, "a layout of shards needs several ranks "
+                            "(world_size) and whole groups: %" G_GUINT64_FORMAT " chunks for %"
+                            G_GUINT64_FORMAT " ranks", count, world);
   if (world % nodes != 0)
     return stw_json_fail_at(r, "nodes", error, "%" G_GUINT64_FORMAT " nodes do not divide the %"
                             G_GUINT64_FORMAT " ranks evenly", nodes, world);
@@ -575,6 +582,7 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   c->world = (guint32)world;
   c->nodes = (guint32)nodes;
   c->amsgrad = amsgrad;
+  c->shards = shards;
   c->state_dtype = stw_state_dtype_at(state);
   c->chunks = g_array_new(FALSE, TRUE, sizeof(StwChunk));
   c->placements = g_array_new(FALSE, FALSE, sizeof(StwPlacement));
@@ -626,10 +634,14 @@ read_layout(StwJsonReader *r, const cJSON *root, Reading *rd, GError **error)
   rd->n_groups = stw_chunking_groups(c);
   c->n_tensors = c->placements->len > 0 ? max_id + 1 : 0;
   c->chunk_of = g_new0(guint32, MAX(c->n_tensors, 1));
+  c->offset_of = g_new0(guint64, MAX(c->n_tensors, 1));
   for (guint32 ci = 0; ci < c->chunks->len; ci++) {
     const StwChunk *k = stw_chunking_chunk(c, ci);
-    for (guint32 j = 0; j < k->count; j++)
-      c->chunk_of[g_array_index(c->placements, StwPlacement, k->first + j).tensor] = ci;
+    for (guint32 j = 0; j < k->count; j++) {
+      const StwPlacement *pl = &g_array_index(c->placements, StwPlacement, k->first + j);
+      c->chunk_of[pl->tensor] = ci;
+      c->offset_of[pl->tensor] = pl->offset;
+    }
   }
   return TRUE;
 }

@@ -39,6 +39,7 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
 
 const char *const stw_objective_names[] = { "time", "bytes", NULL };
 const char *const stw_activations_names[] = { "keep", "recompute", "offload", "auto", NULL };
+const char *const stw_layout_names[] = { "groups", "shards", NULL };
 
 StwPolicy
 stw_policy_from_name(const char *name)
@@ -862,12 +863,16 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
 {
   *out = NULL;
   se->layout = NULL;
-  StwChunking *c = stw_chunking_pack(se->t, size, se->o->allow_oversized, error);
+  guint32 world = stw_planner_world(se->t, se->o);
+  StwChunking *c = se->o->layout == STW_LAYOUT_SHARDS && world > 1
+                       ? stw_chunking_pack_shards(se->t, size, world, se->o->allow_oversized,
+                                                  error)
+                       : stw_chunking_pack(se->t, size, se->o->allow_oversized, error);
   if (c == NULL)
     return FALSE;
   if (se->o->state_dtype >= 0)
     c->state_dtype = (StwDtype)se->o->state_dtype;
-  stw_chunking_set_world(c, stw_planner_world(se->t, se->o));
+  stw_chunking_set_world(c, world);
   stw_chunking_trim_tails(c);
   c->nodes = MAX(se->o->nodes, 1);
   guint32 op = 0;

@@ -22,7 +22,7 @@ static const char *const plan_flags[] = { "beyond-device", "oversized", "measure
 static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "measured-times", "policy",
                                             "objective", "chunk-size", "oversized",
                                             "gemini-fraction", "margin", "prefetch-bucket",
-                                            "zero-stage", NULL };
+                                            "zero-stage", "layout", NULL };
 static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, "measured-times", NULL };
 static const char *const minmem_options[] = { "slowdown", "policy", "host", "gpu",
                                               PLANNING_OPTIONS, "measured-times", NULL };
@@ -566,6 +566,13 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
   o->policy = (StwPolicy)policy;
   o->objective = (StwObjective)objective;
   o->allow_oversized = stw_request_get(r, "oversized") != NULL;
+  int layout = o->layout;
+  if (!stw_request_enum(r, "layout", stw_layout_names, &layout, error))
+    return FALSE;
+  o->layout = (StwLayout)layout;
+  if (o->layout == STW_LAYOUT_SHARDS && stw_planner_world(t, o) < 2)
+    return usage(error, "--layout shards: one GPU has no ranks to share its chunks among (give "
+                 "--gpus)");
   if (!needs(r, "zero-stage", "--policy zero-offload", o->policy == STW_POLICY_ZERO_OFFLOAD,
              error) ||
       !stw_request_count(r, "zero-stage", 2, 3, &o->zero_stage, error))

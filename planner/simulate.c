@@ -461,18 +461,18 @@ cpu_adam(Sim *s, const StwOp *op, guint64 t)
     traced_rate = all / ((double)op->duration_ns / 1e9) / state_time_scale(s->p, s->t);
   }
   for (guint32 i = 0; i < op->n_params; i++) {
-    guint32 ch = c->chunk_of[op->params[i]];
-    if (!stw_optim_on_cpu(s->p->optim[ch]) || !stw_chunking_owned(c, ch))
+    const StwTensor *x = stw_trace_tensor(s->t, op->params[i]);
+    guint32 ch;
+    double numel = (double)stw_chunking_owned_part(c, op->params[i], x->numel, &ch);
+    if (ch == G_MAXUINT32 || !stw_optim_on_cpu(s->p->optim[ch]))
       continue;
     guint32 param = stw_plan_item(c, STW_LIST_PARAM, ch);
     guint64 start = MAX(MAX(t, s->cpu_free), s->cpu_ready[param]);
     if (s->grads_out != NULL) /* every gradient on the host, added up */
       start = MAX(start, s->grads_ready);
-    const StwTensor *x = stw_trace_tensor(s->t, op->params[i]);
-    double numel = (double)x->numel;
     if (stw_gradients_cross_at_step(c, ch, s->p->optim[ch], s->t->model.gradients)) {
       /* the framework's gradient copied from the device into the chunk, tensor by tensor */
-      guint64 b = x->numel * stw_dtype_bytes(x->dtype);
+      guint64 b = (guint64)numel * stw_dtype_bytes(x->dtype);
       guint64 from = MAX(t, s->d2h_free);
       guint64 to = stw_cost_add(from, stw_transfer_ns(&s->p->hw,
                                                       stw_chunking_ranks_per_node(c), b,
@@ -628,10 +628,11 @@ gradients_back(Sim *s, const StwOp *op, guint32 k, guint64 t)
   const StwChunking *c = s->p->chunking;
   guint64 b = 0;
   for (guint32 i = 0; i < op->n_params; i++) {
-    guint32 ch = c->chunk_of[op->params[i]];
     const StwTensor *x = stw_trace_tensor(s->t, op->params[i]);
-    if (!stw_optim_on_cpu(s->p->optim[ch]) && stw_chunking_owned(c, ch) && !x->frozen)
-      b += stw_tensor_bytes(x);
+    guint32 ch;
+    guint64 part = stw_chunking_owned_part(c, op->params[i], x->numel, &ch);
+    if (ch != G_MAXUINT32 && !stw_optim_on_cpu(s->p->optim[ch]) && !x->frozen)
+      b += part * stw_dtype_bytes(x->dtype);
   }
   if (b == 0)
     return t;
@@ -661,11 +662,12 @@ op_duration(const StwPlan *p, const StwTrace *t, const StwOp *op)
   double all = 0, owned = 0;
   gboolean on_gpu = FALSE;
   for (guint32 i = 0; i < op->n_params; i++) {
-    guint32 ch = c->chunk_of[op->params[i]];
-    double numel = (double)stw_trace_tensor(t, op->params[i])->numel;
-    all += numel;
-    if (stw_chunking_owned(c, ch)) {
-      owned += numel;
+    guint64 numel = stw_trace_tensor(t, op->params[i])->numel;
+    guint32 ch;
+    guint64 part = stw_chunking_owned_part(c, op->params[i], numel, &ch);
+    all += (double)numel;
+    if (ch != G_MAXUINT32) {
+      owned += (double)part;
       on_gpu |= !stw_optim_on_cpu(p->optim[ch]);
     }
   }
@@ -820,8 +822,10 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   for (guint32 k = 0; k < t->ops->len; k++) {
     const StwOp *op = stw_trace_op(t, k);
     for (guint32 i = 0; op->stage == STW_STAGE_OPTIM && i < op->n_params; i++) {
-      guint32 ch = p->chunking->chunk_of[op->params[i]];
-      s.adam_steps[ch] += stw_optim_state_stored(p->optim[ch]);
+      guint32 ch;
+      stw_chunking_owned_part(p->chunking, op->params[i], 1, &ch);
+      if (ch != G_MAXUINT32)
+        s.adam_steps[ch] += stw_optim_state_stored(p->optim[ch]);
     }
   }
   s.adam_left = g_memdup2(s.adam_steps, MAX(n_chunks, 1) * sizeof(guint32));

@@ -245,6 +245,14 @@ set_layout(StwRuntime *rt, GError **error)
   }
   if (o->mode == STW_RUNTIME_REPLAY) {
     guint32 pw = o->plan->chunking->world, cw = world_of(o);
+    if (o->plan->chunking->shards) {
+      g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
+                  "the plan splits each chunk across its %u ranks (its layout's shards, as "
+                  "ZeRO-3 and Gemini share a model), which the runtime does not replay: it "
+                  "gathers groups of whole chunks; plan with --layout groups (the default) to "
+                  "train with it", pw);
+      return FALSE;
+    }
     if (pw != cw) {
       g_set_error(error, STW_RUNTIME_ERROR, STW_RUNTIME_ERROR_MISMATCH,
                   "the plan is for %u rank%s, and this run has %u: start %u (mpirun -np %u), or "

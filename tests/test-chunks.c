@@ -125,6 +125,81 @@ test_validate_errors(void)
   stw_assert_error_contains(error, "the chunk size must be positive");
 }
 
+/* ZeRO-3's and Gemini's layout: the 40M-element packing's chunks each split into 4 shards, every
+ * tensor where it was in its chunk, now in group coordinates; rank 0 holds a quarter of each. */
+static void
+test_shards(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  GError *error = NULL;
+  g_autoptr(StwChunking) whole = stw_chunking_pack(t, 40000000, FALSE, &error);
+  g_autoptr(StwChunking) c = stw_chunking_pack_shards(t, 40000000, 4, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_true(c->shards);
+  g_assert_cmpuint(c->world, ==, 4);
+  g_assert_cmpuint(c->size_elems, ==, 10000000);
+  g_assert_cmpuint(stw_chunking_count(c), ==, 4 * stw_chunking_count(whole));
+  g_assert_cmpuint(stw_chunking_groups(c), ==, stw_chunking_count(whole));
+  g_assert_true(stw_chunking_validate(c, t, "sharded", &error));
+  guint64 used = 0;
+  for (guint32 i = 0; i < stw_chunking_count(c); i++) {
+    g_assert_cmpuint(stw_chunking_chunk(c, i)->owner, ==, i % 4);
+    g_assert_cmpuint(stw_chunking_chunk(c, i)->capacity_elems, ==, 10000000);
+    used += stw_chunking_chunk(c, i)->used_elems;
+  }
+  g_assert_cmpuint(used, ==, 124439808);
+  g_assert_cmpuint(stw_chunking_chunk(c, 0)->used_elems, ==, 10000000); /* wte's first part */
+  for (guint32 id = 0; id < t->tensors->len; id++) {
+    g_assert_cmpuint(c->chunk_of[id] / 4, ==, whole->chunk_of[id]);
+    g_assert_cmpuint(c->chunk_of[id] % 4 * 10000000 + c->offset_of[id], ==, whole->offset_of[id]);
+  }
+  /* rank 0's parts: a quarter of wte (38,597,376 from 0), none of wpe (from 38,597,376) */
+  guint32 ch = 0;
+  g_assert_cmpuint(stw_chunking_owned_part(c, 0, 38597376, &ch), ==, 10000000);
+  g_assert_cmpuint(ch, ==, 0);
+  g_assert_cmpuint(stw_chunking_owned_part(c, 1, 786432, &ch), ==, 0);
+  g_assert_cmpuint(ch, ==, G_MAXUINT32);
+  g_assert_cmpuint(c->chunk_of[1], ==, 3);
+  g_assert_cmpuint(c->offset_of[1], ==, 8597376);
+  /* PatrickStar's groups: a tensor is its owner's whole */
+  g_assert_cmpuint(stw_chunking_owned_part(whole, 1, 786432, &ch), ==, 786432);
+  g_assert_cmpuint(ch, ==, 0);
+
+  /* a tensor larger than a chunk: a group of its own, its shards a quarter of it */
+  g_assert_null(stw_chunking_pack_shards(t, 20000000, 4, FALSE, &error));
+  stw_assert_error_contains(error, "chunk size 20000000 elements is below the largest tensor");
+  g_autoptr(StwChunking) o = stw_chunking_pack_shards(t, 20000000, 4, TRUE, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(stw_chunking_chunk(o, 3)->capacity_elems, ==, 9649344); /* 38,597,376 / 4 */
+  g_assert_cmpuint(stw_chunking_chunk(o, 4)->capacity_elems, ==, 5000000);
+  g_assert_true(stw_chunking_validate(o, t, "sharded", &error));
+
+  /* bad layouts, said in group terms */
+  StwPlacement *wpe = &g_array_index(c->placements, StwPlacement,
+                                     stw_chunking_chunk(c, 3)->first);
+  g_assert_cmpuint(wpe->tensor, ==, 1);
+  wpe->offset = 9999999;
+  g_assert_false(stw_chunking_validate(c, t, "L", &error));
+  stw_assert_error_contains(error, "L: $.layout[3].tensors[0]: tensor wpe of 786432 elements at "
+                                   "offset 9999999 ends beyond the group's 10000000 elements");
+  wpe->offset = 100;
+  g_assert_false(stw_chunking_validate(c, t, "L", &error));
+  stw_assert_error_contains(error, "L: $.layout[3].tensors[0]: tensor wpe at offset 100 overlaps "
+                                   "tensor wte before it, which ends at 8597376");
+  wpe->offset = 8597376;
+  g_array_index(c->chunks, StwChunk, 2).capacity_elems = 10000001;
+  g_assert_false(stw_chunking_validate(c, t, "L", &error));
+  stw_assert_error_contains(error, "L: $.layout[2]: its capacity_elems differs from chunk 0's, "
+                                   "the first of its group: a group's shards are alike");
+  g_array_index(c->chunks, StwChunk, 2).capacity_elems = 10000000;
+  c->world = 1;
+  g_assert_false(stw_chunking_validate(c, t, "L", &error));
+  stw_assert_error_contains(error, "L: $.chunks.shards: a layout of shards needs several ranks");
+  c->world = 4;
+  g_assert_true(stw_chunking_validate(c, t, "L", &error));
+  g_clear_error(&error);
+}
+
 static void
 test_mixed_dtypes(void)
 {
@@ -220,6 +295,7 @@ main(int argc, char **argv)
   g_test_add_func("/chunks/oversized", test_oversized);
   g_test_add_func("/chunks/world-owners", test_world_owners);
   g_test_add_func("/chunks/validate-errors", test_validate_errors);
+  g_test_add_func("/chunks/shards", test_shards);
   g_test_add_func("/chunks/mixed-dtypes", test_mixed_dtypes);
   g_test_add_func("/chunks/frozen", test_frozen);
   g_test_add_func("/chunks/amsgrad", test_amsgrad);

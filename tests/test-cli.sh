@@ -558,6 +558,14 @@ expect 0 "step    1  loss 5.5" "train a few steps" -- $S train $M --steps 3 --pr
 # follows the profiled times, which vary from run to run)
 expect 0 "optimizer    4 chunks CPU Adam (4 of them in their fp32 compute copies: 28 bytes an element, not 32), 0 GPU Adam" "plan the trained model's trace: its fp32 chunks stepped in their compute copies" -- $S plan "$T/tt.json" --gpu 400KiB --policy zero-offload -o "$T/tz.json"
 expect 0 "tp.json: policy stowage, chunk size" "plan the trained model's trace" -- $S plan "$T/tt.json" --gpu 400KiB -o "$T/tp.json"
+expect 0 "ts.json: policy gemini-static, chunk size 8,192 elements split across 2 ranks (4,096 elements, 16.00 KiB a rank's shard of the param chunk), 6 chunks per list" \
+  "plan --layout shards: each chunk split across the GPUs" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --policy gemini-static --layout shards -o "$T/ts.json"
+expect 0 "ranks        2, sharing the model in shards of every chunk" "plan --layout shards says how the ranks share it" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --policy gemini-static --layout shards -o "$T/ts.json"
+expect 0 "is sound for" "check proves a plan of shards" -- $S check "$T/ts.json" "$T/tt.json"
+expect 1 "the plan splits each chunk across its 2 ranks (its layout's shards, as ZeRO-3 and Gemini share a model), which the runtime does not replay: it gathers groups of whole chunks; plan with --layout groups (the default) to train with it" \
+  "train refuses a plan of shards, saying why" -- $S train $M --steps 1 --plan "$T/ts.json"
+expect 2 "--layout shards: one GPU has no ranks to share its chunks among (give --gpus)" "--layout shards on one GPU" -- $S plan "$T/tt.json" --gpu 400KiB --layout shards -o "$T/x.json"
+expect 2 "--layout: 'rows' is not one of groups, shards" "--layout of another name" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --layout rows -o "$T/x.json"
 expect 0 "lists        param 4 B x 34,176; master 4 B, momentum 2 B, variance 2 B x 34,176: 12 B a parameter" \
   "plan --optimizer-state bf16: the moments two bytes each" -- $S plan "$T/tt.json" --gpu 400KiB --optimizer-state bf16 -o "$T/tb.json"
 expect 0 "is sound for" "the plan of bf16 moments checks against the fp32 trace" -- $S check "$T/tb.json" "$T/tt.json"

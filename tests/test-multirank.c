@@ -132,6 +132,103 @@ test_every_policy_checks(void)
   }
 }
 
+/* ZeRO-3's and Gemini's layout: every policy's plan of shards for 4 GPUs checks and survives the
+ * file; each collective moves (world - 1) shards, a quarter of a 4M-element chunk (the
+ * embedding's group a quarter of it); rank 0 holds a quarter of every chunk's state, so the GPU
+ * peak of a plan keeping it all there is below the groups' (which gather four whole chunks at
+ * once), and CPU Adam steps rank 0's part of every tensor. */
+static void
+test_shards(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  for (int pol = 0; pol < STW_N_POLICIES; pol++) {
+    GError *error = NULL;
+    StwPlannerOptions o;
+    stw_test_planner_options(&o, (StwPolicy)pol, 400 * STW_MiB, STW_TiB);
+    o.chunk_size_elems = CHUNK;
+    o.allow_oversized = TRUE;
+    o.world_size = WORLD;
+    o.layout = STW_LAYOUT_SHARDS;
+    g_autoptr(StwPlan) p = stw_planner_plan(t, "gpt2.json", &o, &error);
+    if (p == NULL) {
+      g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
+      g_assert_true(pol == STW_POLICY_ZERO_OFFLOAD); /* it keeps the whole fp16 model */
+      g_clear_error(&error);
+      continue;
+    }
+    const StwChunking *c = p->chunking;
+    g_assert_true(c->shards);
+    g_assert_cmpuint(c->size_elems, ==, CHUNK / WORLD);
+    g_assert_cmpuint(stw_chunking_groups(c), ==, 37);
+    g_assert_true(stw_plan_check(p, t, "p.json", NULL, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(count_kind(p, STW_ACTION_REDUCE_SCATTER), ==, 37);
+    guint64 expected = 0;
+    for (guint i = 0; i < p->schedule.actions->len; i++) {
+      const StwAction *a = &g_array_index(p->schedule.actions, StwAction, i);
+      guint32 g = stw_plan_item_group(c, a->item);
+      if (g != G_MAXUINT32 && (a->kind == STW_ACTION_GATHER ||
+                               a->kind == STW_ACTION_REDUCE_SCATTER))
+        expected += 3 * (g == 0 ? 38597376 / 4 * 2 : CHUNK / 4 * 2);
+    }
+    g_assert_cmpuint(p->pred.comm_bytes, ==, expected);
+    g_autofree char *text = stw_plan_to_string(p, t);
+    g_assert_nonnull(strstr(text, "\"shards\":true"));
+    g_autoptr(StwPlan) back = stw_plan_parse("p.json", text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_true(back->chunking->shards);
+    g_assert_true(stw_plan_check(back, t, "p.json", NULL, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(back->pred.cost_ns, ==, p->pred.cost_ns);
+  }
+  GError *error = NULL;
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_GEMINI_STATIC, 2 * STW_GiB, STW_TiB);
+  o.gemini_fraction = 1;
+  o.chunk_size_elems = 38597376;
+  o.world_size = WORLD;
+  g_autoptr(StwPlan) groups = stw_planner_plan(t, "gpt2.json", &o, &error);
+  g_assert_no_error(error);
+  o.layout = STW_LAYOUT_SHARDS;
+  g_autoptr(StwPlan) shards = stw_planner_plan(t, "gpt2.json", &o, &error);
+  g_assert_no_error(error);
+  g_test_message("GPU peak: groups %" G_GUINT64_FORMAT ", shards %" G_GUINT64_FORMAT,
+                 groups->pred.peak_gpu_bytes, shards->pred.peak_gpu_bytes);
+  /* the state a rank holds is a quarter either way; the groups' one group gathers the 3 other
+   * chunks of the model at once, the shards a group or two at a time: more than one chunk's
+   * 16-bit parameters fewer */
+  g_assert_cmpuint(shards->pred.peak_gpu_bytes + 2 * 38597376, <, groups->pred.peak_gpu_bytes);
+
+  /* ZeRO-Offload at stage 3: CPU Adam steps rank 0's quarter of each group, every tensor's part
+   * there, at one rank's rate */
+  stw_test_planner_options(&o, STW_POLICY_ZERO_OFFLOAD, 8 * STW_GiB, STW_TiB);
+  o.zero_stage = 3;
+  o.chunk_size_elems = CHUNK;
+  o.allow_oversized = TRUE;
+  o.world_size = WORLD;
+  o.layout = STW_LAYOUT_SHARDS;
+  g_autoptr(StwPlan) z = stw_planner_plan(t, "gpt2.json", &o, &error);
+  g_assert_no_error(error);
+  o.world_size = 1;
+  o.layout = STW_LAYOUT_GROUPS;
+  g_autoptr(StwPlan) one = stw_planner_plan(t, "gpt2.json", &o, &error);
+  g_assert_no_error(error);
+  double owned = 0, all = 0;
+  for (guint32 i = 0; i < stw_chunking_count(z->chunking); i++) {
+    all += (double)stw_chunking_chunk(z->chunking, i)->used_elems;
+    owned += i % WORLD == 0 ? (double)stw_chunking_chunk(z->chunking, i)->used_elems : 0;
+  }
+  /* at least a quarter: a group's unused tail is in its last shard, as in Gemini's chunks */
+  g_assert_cmpfloat(owned / all, >=, 0.25);
+  g_assert_cmpfloat(owned / all, <, 0.4);
+  StwSimulation s, s1;
+  stw_simulate(z, t, FALSE, &s);
+  stw_simulate(one, t, FALSE, &s1);
+  g_assert_cmpfloat(fabs((double)s.cpu_busy_ns / (double)s1.cpu_busy_ns - owned / all), <, 0.01);
+  stw_simulation_clear(&s);
+  stw_simulation_clear(&s1);
+}
+
 /* ZeRO-Offload keeps every rank's own optimizer state on the CPU: the host holds four ranks'
  * shares of the fp16, master, momentum and variance lists, 14 bytes per element owned. */
 static void
@@ -360,6 +457,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/multirank/collective-time", test_collective_time);
   g_test_add_func("/multirank/every-policy-checks", test_every_policy_checks);
+  g_test_add_func("/multirank/shards", test_shards);
   g_test_add_func("/multirank/host-memory-is-shared", test_host_memory_is_shared);
   g_test_add_func("/multirank/simulation", test_simulation);
   g_test_add_func("/multirank/check-catches", test_check_catches);

@@ -55,6 +55,7 @@ typedef struct {
   GArray *chunks;          /* StwChunk */
   GArray *placements;      /* StwPlacement, chunk by chunk */
   guint32 *chunk_of;       /* per tensor id: its chunk */
+  guint64 *offset_of;      /* per tensor id: its offset in that chunk, elements */
   guint32 n_tensors;
   guint32 world;           /* data-parallel ranks sharing the layout (1: one GPU) */
   guint32 nodes;           /* the nodes they are spread over, evenly (1: one machine) */
@@ -62,6 +63,10 @@ typedef struct {
                             * variance, then its largest so far: AMSGrad); the trace's */
   StwDtype state_dtype;    /* the moments' dtype (fp32 or bf16): the trace's, or the planner's
                             * choice (--optimizer-state) */
+  gboolean shards;         /* several ranks, each group one chunk of ZeRO-3's or Gemini's split
+                            * evenly across them: a tensor may run on from its chunk into the
+                            * next ones of its group (stw_chunking_pack_shards), where
+                            * PatrickStar's groups are of whole chunks */
 } StwChunking;
 
 /* Packs TRACE's tensors into chunks of SIZE_ELEMS elements. With ALLOW_OVERSIZED false, a
@@ -69,6 +74,14 @@ typedef struct {
  * smallest size that fits (NULL returned). The caller frees the layout with stw_chunking_free. */
 StwChunking *stw_chunking_pack(const StwTrace *trace, guint64 size_elems,
                                gboolean allow_oversized, GError **error);
+/* Packs TRACE's tensors as ZeRO-3 and Gemini share them among WORLD (>1) ranks: into chunks of
+ * GROUP_ELEMS elements (a tensor larger than that, with ALLOW_OVERSIZED, one of its own; else
+ * an error as stw_chunking_pack's), each split into WORLD equal
+ * shards, the layout's chunks, rank r owning shard r (stw_chunking_set_world's owners). A
+ * tensor keeps its place in its group and may span shards; rank 0 holds a 1/WORLD slice of every
+ * group. The chunk size is a shard's, ceil(GROUP_ELEMS / WORLD). */
+StwChunking *stw_chunking_pack_shards(const StwTrace *trace, guint64 group_elems, guint32 world,
+                                      gboolean allow_oversized, GError **error);
 void stw_chunking_free(StwChunking *c);
 /* A copy of C that owns its arrays: the caller frees it with stw_chunking_free. */
 StwChunking *stw_chunking_copy(const StwChunking *c);
@@ -116,6 +129,12 @@ stw_chunking_owned(const StwChunking *c, guint32 i)
 {
   return stw_chunking_chunk(c, i)->owner == 0;
 }
+
+/* The elements of tensor ID (of NUMEL) that rank 0 owns, and in *CHUNK the chunk holding them
+ * (G_MAXUINT32 where it owns none): all of it in its chunk where rank 0 owns that; in a layout
+ * of shards, the part of it in rank 0's shard of its group. */
+guint64 stw_chunking_owned_part(const StwChunking *c, guint32 id, guint64 numel,
+                                guint32 *chunk);
 
 /* Bytes per element of LIST in layout C: stw_chunk_list_elem_bytes's, twice it in the variance
  * list with AMSGrad. */

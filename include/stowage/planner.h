@@ -41,6 +41,15 @@ typedef enum {
 
 extern const char *const stw_activations_names[]; /* NULL-terminated, in enum order */
 
+/* How several ranks share the chunks (stw_chunking_set_world, stw_chunking_pack_shards). */
+typedef enum {
+  STW_LAYOUT_GROUPS, /* PatrickStar's: groups of whole chunks, one a rank, gathered together */
+  STW_LAYOUT_SHARDS, /* ZeRO-3's and Gemini's: every chunk split across the ranks, gathered
+                      * alone */
+} StwLayout;
+
+extern const char *const stw_layout_names[]; /* NULL-terminated, in enum order */
+
 typedef struct {
   StwPolicy policy;
   StwObjective objective;        /* what the stowage policy's search minimizes */
@@ -60,6 +69,9 @@ typedef struct {
                                   * others' gathered for each use and released after) */
   guint32 world_size;            /* data-parallel GPUs; 0: the trace's world size */
   guint32 nodes;                 /* the nodes they are spread over, evenly; 0: one */
+  StwLayout layout;              /* how several ranks share the chunks (default groups); the
+                                  * chunk size is then a whole chunk's, each rank's shard of it
+                                  * 1/world */
   int state_dtype;               /* Adam's moments in the plan's layout: STW_DTYPE_FP32 or
                                   * STW_DTYPE_BF16; -1 (the default): the trace's */
   gboolean measured_times;       /* a trace measured on another device than HW's keeps the op

@@ -192,7 +192,8 @@ def _options(command, **given):
 def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, beyond_device=None,
          policy=None, objective=None, chunk_size=None, oversized=None, gemini_fraction=None,
          prefetch_bucket=None, activations=None, nvme=None, nvme_devices=None, storage=None,
-         optimizer_state=None, pinned=None, zero_stage=None, margin=None, measured_times=None):
+         optimizer_state=None, pinned=None, zero_stage=None, margin=None, measured_times=None,
+         layout=None):
     """Plans TRACE for a GPU budget (bytes, or a size such as "4GiB"): stowage plan, whose
     options these are (--chunk-size is chunk_size), read and refused as the CLI reads them. A
     trace measured on a CPU is re-timed for a GPU's profile unless MEASURED_TIMES."""
@@ -202,7 +203,8 @@ def plan(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None, bey
                     prefetch_bucket=prefetch_bucket, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
-                    zero_stage=zero_stage, margin=margin, measured_times=measured_times)
+                    zero_stage=zero_stage, margin=margin, measured_times=measured_times,
+                    layout=layout)
     _of(trace, Trace, "plan: trace")
     trace_file = _path(trace.path) if trace.path else None
     return Plan(_call(_lib.plan, trace._h, trace_file, text))

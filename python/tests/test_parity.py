@@ -91,6 +91,13 @@ PLAN = [
     ("plan", ["--gpu", "4096", "--cpu", "-5"], dict(gpu=4096, cpu=-5)),
     ("plan", ["--gpu", "4096", "--reserve", "8KiB"], dict(gpu=4096, reserve="8KiB")),
     ("plan", ["--gpu", "4096", "--oversized"], dict(gpu=4096, oversized=True)),
+    ("plan", ["--gpu", "4KiB", "--gpus", "2", "--layout", "shards"],
+     dict(gpu="4KiB", gpus=2, layout="shards")),
+    ("plan", ["--gpu", "4KiB", "--gpus", "2", "--policy", "zero-infinity", "--layout", "groups"],
+     dict(gpu="4KiB", gpus=2, policy="zero-infinity", layout="groups")),
+    ("plan", ["--gpu", "4KiB", "--layout", "shards"], dict(gpu="4KiB", layout="shards")),
+    ("plan", ["--gpu", "4KiB", "--gpus", "2", "--layout", "rows"],
+     dict(gpu="4KiB", gpus=2, layout="rows")),
 ]
 SWEEPS = [
     ("compare", ["--gpu", "9GiB"], dict(gpu="9GiB")),
