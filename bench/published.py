@@ -462,6 +462,25 @@ def emulation(row):
     return None, "no stowage policy is this system's (%s)" % cfg[:60]
 
 
+def layout_of(row, policy, extra):
+    """The plan's --layout for the row's system on several GPUs: each chunk split across them
+    (shards) where the system partitions its parameters so, ZeRO-3 (each tensor, in buckets),
+    Gemini and FSDP (each chunk or flat parameter); PatrickStar's groups of whole chunks where
+    the row is PatrickStar's; none where every GPU holds the whole 16-bit model (ZeRO-2, DDP)."""
+    if whole(row, "n_gpus") < 2 or policy in ("ddp", "unlimited") or \
+            "patrickstar" in (row["system_family"] + " " + row["system"]).lower():
+        return []
+    if policy == "zero-offload" and "3" not in extra:
+        return []
+    return ["--layout", "shards"]
+
+
+def emulated_options(row, policy, extra):
+    """The plan's options beyond its policy, as the tables show them: " OPTIONS", or ""."""
+    options = extra + layout_of(row, policy, extra)
+    return " " + " ".join(options) if options else ""
+
+
 def flops_per_gpu(row):
     """A GPU's FLOPs a step by the row's own TFLOPS formula (its metric_definition), or None:
     K * N * tokens (MegaTrain's 6 N, the ColossalAI example's `numel * batch * seq * 8`), or
@@ -746,7 +765,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
         policy, extra = "gemini-static", ["--gemini-fraction", "%.3f" % share]
     plan = os.path.join(tmp, row["row_id"] + ".plan.json")
     rc, out = run("plan", trace, "--gpu", gpu_mem, *gpus, "--hw", hw, "--policy",
-                  policy, *extra, *cpu, "-o", plan)
+                  policy, *extra, *layout_of(row, policy, extra), *cpu, "-o", plan)
     if rc != 0 and re.search(r"cannot fit|no plan fits|more than the CPU budget", out):
         return "OOM", out.strip().splitlines()[-1]
     if rc != 0:
@@ -904,7 +923,7 @@ def replay(row, tmp, errors, skipped):
         return
     got, note = predict(row, policy, extra, tmp)
     label = "%s%s on %s%s%s%s%s" % (
-        policy, " " + " ".join(extra) if extra else "", profile_of(row),
+        policy, emulated_options(row, policy, extra), profile_of(row),
         ", chunked loss" if chunked_loss(row) else "", ", AMP" if autocast(row) else "",
         ", " + NOTES[rid] if rid in NOTES else "",
         ", to the end of backward" if forward_backward_only(row) else "")
@@ -913,11 +932,12 @@ def replay(row, tmp, errors, skipped):
     m = re.search(r"smallest budget any plan can use is ([\d.]+) (GiB|TiB)", note or "")
     if got == "OOM" and not oom and whole(row, "n_gpus") > 1 and m and \
             float(m.group(1)) * (1024 if m.group(2) == "TiB" else 1) > gib(row["gpu_mem_GB"]):
-        # a run that ran, where no budget of its GPU's size plans: the chunk groups' gathers
-        skipped.append((rid, "a chunk group of %s GPUs is gathered whole, each chunk at least the "
-                        "largest tensor: no plan fits below %s %s a GPU (ZeRO-3 partitions each "
-                        "tensor across the GPUs instead)" % (row["n_gpus"], m.group(1),
-                                                             m.group(2))))
+        # a run that ran, where no budget of its GPU's size plans: the gathers of its layout
+        skipped.append((rid, ("each chunk, at least the largest tensor, split across %s GPUs"
+                              if layout_of(row, policy, extra) else
+                              "a chunk group of %s GPUs is gathered whole, each chunk at least "
+                              "the largest tensor") % row["n_gpus"] +
+                        ": no plan fits below %s %s a GPU" % (m.group(1), m.group(2))))
         return
     if got is None:  # the row's files by their names, not the temporary directory's
         skipped.append((rid, note.replace(tmp + os.sep, "")))
@@ -1055,7 +1075,7 @@ def main():
             emu = emulation(row)[0]
             print("| %s | %s | %s on %s | %gB (of %s) | %.1fB (%d layers) | %s |" % (
                 row["row_id"], row["system_family"],
-                emu[0] + (" " + " ".join(emu[1]) if emu[1] else ""), profile_of(row),
+                emu[0] + emulated_options(row, emu[0], emu[1]), profile_of(row),
                 number(row, "value"), ", ".join("%g" % z for z in zoo), billions, layers,
                 verdict))
     if FITS:
