@@ -411,6 +411,16 @@ stw_cli_collectives_assumed(const StwTrace *t, guint32 world)
 }
 
 char *
+stw_cli_layout_assumed(StwLayout layout, guint32 world)
+{
+  if (world < 2 || layout != STW_LAYOUT_SHARDS)
+    return NULL;
+  return g_strdup_printf("every chunk split across the %u GPUs and gathered alone, for every "
+                         "policy (--layout shards: ZeRO-3's and Gemini's layout; train replays "
+                         "PatrickStar's groups only)", world);
+}
+
+char *
 stw_cli_bound_by(const StwPlan *p)
 {
   guint64 ns = 0;
@@ -545,6 +555,7 @@ stw_cli_planning_clear(StwCliPlanning *p)
   g_clear_pointer(&p->storage, g_free);
   g_clear_pointer(&p->optimizer_state, g_free);
   g_clear_pointer(&p->pinned, g_free);
+  g_clear_pointer(&p->layout, g_free);
 }
 
 void
@@ -576,6 +587,7 @@ stw_cli_planning_request(const StwCliPlanning *p, const StwRequestKind *kind)
   stw_request_set(r, "storage", p->storage);
   stw_request_set(r, "optimizer-state", p->optimizer_state);
   stw_request_set(r, "pinned", p->pinned);
+  stw_request_set(r, "layout", p->layout);
   stw_request_set_flag(r, "measured-times", p->measured_times);
   return r;
 }

@@ -106,6 +106,7 @@ typedef struct {
   char *storage;      /* --storage: another storage tier than the profile's (a preset or file) */
   char *optimizer_state; /* --optimizer-state: Adam's moments in fp32 or bf16 */
   char *pinned;          /* --pinned: host memory that may be page-locked for the copies */
+  char *layout;          /* --layout: how several GPUs share the chunks, groups or shards */
   gboolean measured_times; /* --measured-times: a trace measured on another device keeps its
                             * times */
 } StwCliPlanning;
@@ -127,7 +128,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "reserve", 0, 0, STW_OPTION_TEXT, &(p).reserve, "GPU memory kept free (default 0)",     \
     "SIZE" },                                                                                   \
   { "gpus", 0, 0, STW_OPTION_TEXT, &(p).gpus,                                               \
-    "data-parallel GPUs sharing the model in chunk groups (default: the trace's world size)",   \
+    "data-parallel GPUs sharing the model (default: the trace's world size)",                   \
     "N" },                                                                                      \
   { "nodes", 0, 0, STW_OPTION_TEXT, &(p).nodes,                                             \
     "nodes of --gpus GPUs each (default 1; --gpus defaults to the profile's node)", "M" },     \
@@ -151,7 +152,11 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "(default: the trace's, fp32 unless it says)", "fp32|bf16" },                                \
   { "pinned", 0, 0, STW_OPTION_TEXT, &(p).pinned,                                                \
     "host memory that may be pinned (page-locked) for the copies, all GPUs together: what they "   \
-    "touch beyond it is copied at the profile's pageable speed (default: all they need)", "SIZE" }
+    "touch beyond it is copied at the profile's pageable speed (default: all they need)", "SIZE" }, \
+  { "layout", 0, 0, STW_OPTION_TEXT, &(p).layout,                                                \
+    "how several GPUs share the chunks: groups (default: PatrickStar's, whole chunks, each GPU's " \
+    "own gathered with the others' of its group) or shards (ZeRO-3's and Gemini's: each chunk "  \
+    "split across the GPUs, gathered alone; the chunk size a whole chunk's)", "L" }
 
 /* --measured-times, for the commands that plan a trace given (plan, compare, minmem, whatif) */
 #define STW_CLI_MEASURED_TIMES_ENTRY(p)                                                         \
@@ -249,6 +254,9 @@ char *stw_cli_model_said(const StwTrace *t, gboolean batch);
 /* What T's loop does with its collectives on WORLD ranks, where it holds the compute stream:
  * a new string, or NULL. */
 char *stw_cli_collectives_assumed(const StwTrace *t, guint32 world);
+/* "every chunk split across ..." where LAYOUT is shards and WORLD several GPUs, else NULL: what
+ * compare and whatif assume of every policy they plan */
+char *stw_cli_layout_assumed(StwLayout layout, guint32 world);
 /* What bounds plan P's iteration, in words, with its busy time: the engine busiest of compute,
  * the copies each way, CPU Adam, the storage tier and the collectives. */
 char *stw_cli_bound_by(const StwPlan *p);

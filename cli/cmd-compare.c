@@ -113,6 +113,10 @@ print_table(const Comparison *c)
       stw_cli_collectives_assumed(c->trace, stw_planner_world(c->trace, c->o));
   if (collectives != NULL)
     printf("assumes %s\n", collectives);
+  g_autofree char *layout = stw_cli_layout_assumed(c->o->layout,
+                                                   stw_planner_world(c->trace, c->o));
+  if (layout != NULL)
+    printf("assumes %s\n", layout);
   printf("\n");
   stw_table_print(tab, stdout);
   n_why = 0;

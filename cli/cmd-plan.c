@@ -87,7 +87,7 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const S
   g_autofree char *size = stw_cli_group_digits(c->size_elems);
   g_autofree char *chunk_bytes = stw_size_format(stw_chunk_bytes(c, 0, STW_LIST_PARAM));
   if (c->shards) { /* a chunk is a group, each rank's shard of it the layout's chunk */
-    g_autofree char *whole = stw_cli_group_digits(c->size_elems * c->world);
+    g_autofree char *whole = stw_cli_group_digits(stw_chunking_whole_size(c));
     printf("%s: policy %s, chunk size %s elements split across %u ranks (%s elements, %s a "
            "rank's shard of the param chunk), %u chunks per list\n", file,
            stw_policy_names[p->policy], whole, c->world, size, chunk_bytes, n / c->world);
@@ -236,7 +236,7 @@ static StwRequest *
 parse(int argc, char **argv, char **trace, char **output_out)
 {
   g_auto(StwCliPlanning) pl = { 0 };
-  g_autofree char *margin = NULL, *layout = NULL;
+  g_autofree char *margin = NULL;
   g_autofree char *gpu = NULL, *policy = NULL, *chunk = NULL, *fraction = NULL, *bucket = NULL,
                   *stage = NULL, *output = NULL, *objective = NULL;
   gboolean oversized = FALSE;
@@ -264,10 +264,6 @@ parse(int argc, char **argv, char **trace, char **output_out)
     { "zero-stage", 0, 0, STW_OPTION_TEXT, &stage,
       "zero-offload: DeepSpeed's ZeRO stage, 2 (default: every GPU holds the whole 16-bit "
       "model) or 3 (its shard, the others' gathered for each use)", "S" },
-    { "layout", 0, 0, STW_OPTION_TEXT, &layout,
-      "how several GPUs share the chunks: groups (default: PatrickStar's, whole chunks, each "
-      "GPU's own gathered with the others' of its group) or shards (ZeRO-3's and Gemini's: each "
-      "chunk split across the GPUs, gathered alone; the chunk size a whole chunk's)", "L" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "plan file to write ('-': stdout)",
       "FILE" },
     G_OPTION_ENTRY_NULL

@@ -284,6 +284,9 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
             : NULL;
     if (collectives != NULL)
       printf("assumes %s\n", collectives);
+    g_autofree char *layout = stw_cli_layout_assumed(s->options.layout, s->options.world_size);
+    if (layout != NULL)
+      printf("assumes %s\n", layout);
     print_table(rows);
   }
   return STW_EXIT_OK;

@@ -13,7 +13,7 @@
 G_DEFINE_QUARK(stw-request-error-quark, stw_request_error)
 
 #define PLANNING_OPTIONS "hw", "cpu", "reserve", "gpus", "nodes", "beyond-device", "activations", \
-                         "nvme", "nvme-devices", "storage", "optimizer-state", "pinned"
+                         "nvme", "nvme-devices", "storage", "optimizer-state", "pinned", "layout"
 
 static const char *const planning_flags[] = { "beyond-device", "measured-times", NULL };
 static const char *const plan_flags[] = { "beyond-device", "oversized", "measured-times", NULL };
@@ -22,7 +22,7 @@ static const char *const plan_flags[] = { "beyond-device", "oversized", "measure
 static const char *const plan_options[] = { "gpu", PLANNING_OPTIONS, "measured-times", "policy",
                                             "objective", "chunk-size", "oversized",
                                             "gemini-fraction", "margin", "prefetch-bucket",
-                                            "zero-stage", "layout", NULL };
+                                            "zero-stage", NULL };
 static const char *const compare_options[] = { "gpu", PLANNING_OPTIONS, "measured-times", NULL };
 static const char *const minmem_options[] = { "slowdown", "policy", "host", "gpu",
                                               PLANNING_OPTIONS, "measured-times", NULL };
@@ -420,6 +420,21 @@ world(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, GError **err
   return TRUE;
 }
 
+/* "layout": how several GPUs share the chunks; shards refused where the world is one GPU (a
+ * world not known yet, left to each trace's: one GPU's plans keep the groups' layout). */
+static gboolean
+layout(const StwRequest *r, StwPlannerOptions *o, GError **error)
+{
+  int l = o->layout;
+  if (!stw_request_enum(r, "layout", stw_layout_names, &l, error))
+    return FALSE;
+  o->layout = (StwLayout)l;
+  if (o->layout == STW_LAYOUT_SHARDS && o->world_size == 1)
+    return usage(error, "%s: --layout shards: one GPU has no ranks to share its chunks among "
+                 "(give --gpus)", r->kind->command);
+  return TRUE;
+}
+
 gboolean
 stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o,
                      GError **error)
@@ -471,7 +486,7 @@ stw_request_planning(const StwRequest *r, const StwTrace *t, StwPlannerOptions *
   return stw_request_size(r, "cpu", &o->budgets.cpu_bytes, error) &&
          stw_request_size(r, "pinned", &o->budgets.pinned_bytes, error) &&
          stw_request_size(r, "reserve", &o->budgets.reserved_bytes, error) &&
-         world(r, t, o, error);
+         world(r, t, o, error) && layout(r, o, error);
 }
 
 gboolean
@@ -566,13 +581,6 @@ stw_request_plan(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, G
   o->policy = (StwPolicy)policy;
   o->objective = (StwObjective)objective;
   o->allow_oversized = stw_request_get(r, "oversized") != NULL;
-  int layout = o->layout;
-  if (!stw_request_enum(r, "layout", stw_layout_names, &layout, error))
-    return FALSE;
-  o->layout = (StwLayout)layout;
-  if (o->layout == STW_LAYOUT_SHARDS && stw_planner_world(t, o) < 2)
-    return usage(error, "--layout shards: one GPU has no ranks to share its chunks among (give "
-                 "--gpus)");
   if (!needs(r, "zero-stage", "--policy zero-offload", o->policy == STW_POLICY_ZERO_OFFLOAD,
              error) ||
       !stw_request_count(r, "zero-stage", 2, 3, &o->zero_stage, error))

@@ -63,7 +63,7 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   if (p == NULL)
     return;
   out->feasible = TRUE;
-  out->chunk_size_elems = p->chunking->size_elems;
+  out->chunk_size_elems = stw_chunking_whole_size(p->chunking);
   out->h2d_bytes = p->pred.h2d_bytes;
   out->d2h_bytes = p->pred.d2h_bytes;
   out->comm_bytes = p->pred.comm_bytes;
@@ -230,6 +230,7 @@ stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu
   memset(out, 0, sizeof *out);
   out->gpu_bytes = gpu_bytes;
   out->world_size = base->world_size;
+  out->layout = base->layout;
   stw_op_times_of(t, &base->hw, base->measured_times, &out->op_times);
   stw_whatif_unlimited(t, base, &out->unlimited_ns, &out->unlimited_why);
   for (int p = 0; p < STW_N_POLICIES; p++)
@@ -314,6 +315,8 @@ stw_whatif_comparison_json(const StwComparison *c, const char *trace_file, const
   cJSON_AddStringToObject(root, "hardware", hardware);
   stw_json_add_u64(root, "gpu_bytes", c->gpu_bytes);
   stw_json_add_u64(root, "gpus", c->world_size);
+  if (c->layout == STW_LAYOUT_SHARDS && c->world_size > 1)
+    cJSON_AddStringToObject(root, "layout", stw_layout_names[c->layout]);
   stw_op_times_add_json(root, c->op_times.measured_on, &c->op_times.retiming);
   if (c->unlimited_ns == STW_WHATIF_UNKNOWN)
     cJSON_AddNullToObject(root, "unlimited_iteration_ns");

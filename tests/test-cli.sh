@@ -564,7 +564,11 @@ expect 0 "ranks        2, sharing the model in shards of every chunk" "plan --la
 expect 0 "is sound for" "check proves a plan of shards" -- $S check "$T/ts.json" "$T/tt.json"
 expect 1 "the plan splits each chunk across its 2 ranks (its layout's shards, as ZeRO-3 and Gemini share a model), which the runtime does not replay: it gathers groups of whole chunks; plan with --layout groups (the default) to train with it" \
   "train refuses a plan of shards, saying why" -- $S train $M --steps 1 --plan "$T/ts.json"
-expect 2 "--layout shards: one GPU has no ranks to share its chunks among (give --gpus)" "--layout shards on one GPU" -- $S plan "$T/tt.json" --gpu 400KiB --layout shards -o "$T/x.json"
+expect 0 "assumes every chunk split across the 2 GPUs and gathered alone, for every policy (--layout shards: ZeRO-3's and Gemini's layout; train replays PatrickStar's groups only)" \
+  "compare --layout shards says it once" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2 --layout shards
+expect 0 '"layout":	"shards"' "compare --json --layout shards: the record says it" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2 --layout shards --json
+expect 2 "compare: --layout shards: one GPU has no ranks" "compare --layout shards on one GPU" -- $S compare "$T/tt.json" --gpu 400KiB --layout shards
+expect 2 "plan: --layout shards: one GPU has no ranks to share its chunks among (give --gpus)" "--layout shards on one GPU" -- $S plan "$T/tt.json" --gpu 400KiB --layout shards -o "$T/x.json"
 expect 2 "--layout: 'rows' is not one of groups, shards" "--layout of another name" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --layout rows -o "$T/x.json"
 expect 0 "lists        param 4 B x 34,176; master 4 B, momentum 2 B, variance 2 B x 34,176: 12 B a parameter" \
   "plan --optimizer-state bf16: the moments two bytes each" -- $S plan "$T/tt.json" --gpu 400KiB --optimizer-state bf16 -o "$T/tb.json"

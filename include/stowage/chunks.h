@@ -123,6 +123,14 @@ stw_chunking_groups(const StwChunking *c)
   return c->world > 1 ? (stw_chunking_count(c) + c->world - 1) / c->world : 0;
 }
 
+/* The chunk size as it was asked for (--chunk-size): a whole chunk's, in a layout of shards the
+ * N shards of a group together; else the layout's chunk size. */
+static inline guint64
+stw_chunking_whole_size(const StwChunking *c)
+{
+  return c->shards ? c->size_elems * c->world : c->size_elems;
+}
+
 /* Whether chunk I is owned by rank 0, the rank a plan describes (every chunk with one rank). */
 static inline gboolean
 stw_chunking_owned(const StwChunking *c, guint32 i)

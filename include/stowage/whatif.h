@@ -100,6 +100,7 @@ void stw_whatif_ddp_clear(StwDdpPoint *p);
 typedef struct {
   guint64 gpu_bytes;
   guint32 world_size;
+  StwLayout layout;     /* how the GPUs share the chunks, in every policy's plan */
   guint64 unlimited_ns; /* STW_WHATIF_UNKNOWN where unlimited memory cannot be planned */
   char *unlimited_why;  /* and why */
   StwWhatifPoint points[STW_N_POLICIES];

@@ -227,14 +227,14 @@ def simulate(plan, trace, detail=False):
 
 def compare(trace, gpu, cpu=None, reserve=None, gpus=None, nodes=None, hw=None,
             beyond_device=None, activations=None, nvme=None, nvme_devices=None, storage=None,
-            optimizer_state=None, pinned=None, measured_times=None):
+            optimizer_state=None, pinned=None, measured_times=None, layout=None):
     """Every policy on TRACE with a GPU budget against unlimited memory: the record `stowage
     compare --json` prints, the options read and refused as the CLI reads them."""
     text = _options("compare", gpu=gpu, cpu=cpu, reserve=reserve, gpus=gpus, nodes=nodes, hw=hw,
                     beyond_device=beyond_device, activations=activations, nvme=nvme,
                     nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
-                    measured_times=measured_times)
+                    measured_times=measured_times, layout=layout)
     _of(trace, Trace, "compare: trace")
     return json.loads(_lib.take(_call(_lib.compare, trace._h,
                                       trace.path.encode() if trace.path else None, text)))
@@ -262,7 +262,8 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
              beyond_device=None, lora=None, lora_targets=None,
              activations=None, nvme=None, nvme_devices=None, storage=None,
              optimizer_state=None, pinned=None,
-             micro_steps=None, amp=None, optimizer_impl=None, gradients=None, collectives=None):
+             micro_steps=None, amp=None, optimizer_impl=None, gradients=None, collectives=None,
+             layout=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
@@ -276,14 +277,15 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
                     micro_steps=micro_steps, amp=amp, optimizer_impl=optimizer_impl,
-                    gradients=gradients, collectives=collectives)
+                    gradients=gradients, collectives=collectives, layout=layout)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
 def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None, nodes=None,
            hw=None, beyond_device=None, activations=None, nvme=None, nvme_devices=None,
            storage=None,
-           optimizer_state=None, pinned=None, host=None, gpu=None, measured_times=None):
+           optimizer_state=None, pinned=None, host=None, gpu=None, measured_times=None,
+           layout=None):
     """The smallest GPU budget (to 64 MiB) whose plan is within SLOWDOWN (a percentage, "10%"
     by default) of unlimited memory; with HOST, the smallest host budget at the GPU budget GPU
     (all the profile's by default) within SLOWDOWN of host memory to spare: the record
@@ -293,7 +295,7 @@ def minmem(trace, slowdown=None, policy=None, cpu=None, reserve=None, gpus=None,
                     gpus=gpus, nodes=nodes, hw=hw, beyond_device=beyond_device,
                     activations=activations, nvme=nvme, nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
-                    measured_times=measured_times)
+                    measured_times=measured_times, layout=layout)
     _of(trace, Trace, "minmem: trace")
     return json.loads(_lib.take(_call(_lib.minmem, trace._h,
                                       trace.path.encode() if trace.path else None, text)))
@@ -306,7 +308,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            lora_targets=None, activations=None, nvme=None, nvme_devices=None, storage=None,
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
            amp=None, optimizer_impl=None, images=None, image_size=None, vision_trained=None,
-           gradients=None, collectives=None, measured_times=None):
+           gradients=None, collectives=None, measured_times=None, layout=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -328,7 +330,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp,
                     optimizer_impl=optimizer_impl, images=images, image_size=image_size,
                     vision_trained=vision_trained, gradients=gradients,
-                    collectives=collectives, measured_times=measured_times)
+                    collectives=collectives, measured_times=measured_times, layout=layout)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 
