@@ -401,6 +401,23 @@ stw_cli_optimizer_assumed(const StwTrace *t)
 }
 
 char *
+stw_cli_loop_buffers_said(const StwTrace *t, guint32 world)
+{
+  StwLoopBuffers b;
+  if (!stw_trace_loop_buffers(t, world, &b))
+    return NULL;
+  g_autofree char *part = stw_size_format(b.partition);
+  g_autofree char *bucket = stw_size_format(b.bucket);
+  g_autofree char *step = stw_size_format(b.step);
+  g_autofree char *where = world > 1 ? g_strdup_printf("each of %u GPUs", world)
+                                      : g_strdup("the GPU");
+  return g_strdup_printf("DeepSpeed's buffers beside the model on %s: its gradient partition %s, "
+                         "a reduce bucket of %s in backward, the step's fp32 gradients %s (its "
+                         "defaults: reduce_bucket_size 5e8, sub_group_size 1e9)", where, part,
+                         bucket, step);
+}
+
+char *
 stw_cli_collectives_assumed(const StwTrace *t, guint32 world)
 {
   if (world < 2 || t->model.collectives != STW_COLLECTIVES_BLOCKING)

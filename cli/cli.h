@@ -254,6 +254,9 @@ char *stw_cli_model_said(const StwTrace *t, gboolean batch);
 /* What T's loop does with its collectives on WORLD ranks, where it holds the compute stream:
  * a new string, or NULL. */
 char *stw_cli_collectives_assumed(const StwTrace *t, guint32 world);
+/* What T's loop holds beside the model on each of WORLD GPUs (stw_trace_loop_buffers), in one
+ * line: a new string, or NULL where it holds none. */
+char *stw_cli_loop_buffers_said(const StwTrace *t, guint32 world);
 /* "every chunk split across ..." where LAYOUT is shards and WORLD several GPUs, else NULL: what
  * compare and whatif assume of every policy they plan */
 char *stw_cli_layout_assumed(StwLayout layout, guint32 world);

@@ -109,6 +109,10 @@ print_table(const Comparison *c)
   g_autofree char *optimizer = stw_cli_optimizer_assumed(c->trace);
   if (optimizer != NULL)
     printf("assumes %s\n", optimizer);
+  g_autofree char *buffers = stw_cli_loop_buffers_said(c->trace,
+                                                       stw_planner_world(c->trace, c->o));
+  if (buffers != NULL)
+    printf("assumes %s\n", buffers);
   g_autofree char *collectives =
       stw_cli_collectives_assumed(c->trace, stw_planner_world(c->trace, c->o));
   if (collectives != NULL)

@@ -103,6 +103,9 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const S
                                                           p->retiming.scale == 0);
   if (elsewhere != NULL)
     printf("  assumes      %s\n", elsewhere);
+  g_autofree char *buffers = stw_cli_loop_buffers_said(recorded, c->world);
+  if (buffers != NULL)
+    printf("  assumes      %s\n", buffers);
   gboolean cpu_adam = FALSE;
   guint in_copies = 0; /* the runtime steps them in their compute copies (cost.h) */
   for (guint32 i = 0; i < n; i++) {

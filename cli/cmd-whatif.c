@@ -276,6 +276,14 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
                                      : NULL;
     if (optimizer != NULL)
       printf("assumes %s\n", optimizer);
+    g_autofree char *buffers =
+        s->traces->len > 0 ? stw_cli_loop_buffers_said(g_ptr_array_index(s->traces, 0),
+                                                       stw_planner_world(
+                                                           g_ptr_array_index(s->traces, 0),
+                                                           &s->options))
+                           : NULL;
+    if (buffers != NULL)
+      printf("assumes %s\n", buffers);
     g_autofree char *collectives =
         s->traces->len > 0
             ? stw_cli_collectives_assumed(g_ptr_array_index(s->traces, 0),

@@ -170,12 +170,25 @@ decided_as(const StwTrace *t, const guint8 *choice, gboolean *same)
   return decided;
 }
 
+/* T with the loop buffers of P's ranks (stw_trace_with_loop_buffers), in *OWNED where it has
+ * any (what *OWNED held freed). */
+static const StwTrace *
+with_loop_buffers(const StwPlan *p, const StwTrace *t, StwTrace **owned)
+{
+  StwTrace *buffered = stw_trace_with_loop_buffers(t, p->chunking->world);
+  if (buffered == NULL)
+    return t;
+  stw_trace_free(*owned);
+  *owned = buffered;
+  return buffered;
+}
+
 const StwTrace *
 stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned, GError **error)
 {
   *owned = NULL;
   if (p->recompute->len == 0 && p->offload->len == 0)
-    return t;
+    return with_loop_buffers(p, t, owned);
   g_autofree guint8 *choice = stw_plan_block_choices(p, t->blocks->len, error);
   if (choice == NULL)
     return NULL;
@@ -184,7 +197,7 @@ stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned, GError **e
     if (!same)
       g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_MISMATCH, "the trace decides its "
                   "blocks' activations, and not as the plan does");
-    return same ? t : NULL;
+    return same ? with_loop_buffers(p, t, owned) : NULL;
   }
   GError *local = NULL;
   *owned = stw_trace_decide(t, choice, &local);
@@ -193,8 +206,9 @@ stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned, GError **e
                 "activations of its trace's blocks, and this trace's cannot be: %s",
                 local->message);
     g_error_free(local);
+    return NULL;
   }
-  return *owned;
+  return with_loop_buffers(p, *owned, owned);
 }
 
 void

@@ -1015,9 +1015,14 @@ search_sizes(Search *se, const GArray *sizes, GError **error)
 /* The best plan of T as recorded (its blocks as they are); QUICK: where O gives the chunk size,
  * with the search's first-pass placements only (a candidate of a wider search). */
 static StwPlan *
-plan_recorded(const StwTrace *t, const char *trace_file, const StwPlannerOptions *o,
+plan_recorded(const StwTrace *recorded, const char *trace_file, const StwPlannerOptions *o,
               gboolean quick, GError **error)
 {
+  /* the loop's own buffers beside the model on each rank (DeepSpeed's), as stw_plan_trace
+   * derives them for check and simulate */
+  g_autoptr(StwTrace) buffered = stw_trace_with_loop_buffers(recorded,
+                                                             stw_planner_world(recorded, o));
+  const StwTrace *t = buffered != NULL ? buffered : recorded;
   if (!check_inputs(t, o, error) || !check_nonmodel(t, o, error))
     return NULL;
   g_autoptr(GArray) sizes = candidate_sizes(t, o);
@@ -1044,7 +1049,7 @@ plan_recorded(const StwTrace *t, const char *trace_file, const StwPlannerOptions
     return NULL;
   }
   g_free(best->trace_digest);
-  best->trace_digest = stw_trace_digest(t);
+  best->trace_digest = stw_trace_digest(recorded);
   g_free(best->trace_file);
   best->trace_file = g_strdup(trace_file != NULL ? trace_file : "");
   best->pred.lower_bound_bytes = stw_plan_lower_bound(best, t);

@@ -183,6 +183,58 @@ offload_blocks(StwTrace *c)
   }
 }
 
+gboolean
+stw_trace_loop_buffers(const StwTrace *t, guint32 world, StwLoopBuffers *out)
+{
+  *out = (StwLoopBuffers){ 0 };
+  if (t->model.optimizer_impl != STW_OPTIMIZER_DEEPSPEED)
+    return FALSE;
+  guint64 trained = 0, bytes = 0; /* elements, and their gradients' bytes */
+  for (guint32 i = 0; i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    if (!x->frozen) {
+      trained += x->numel;
+      bytes = MAX(bytes, stw_dtype_bytes(x->dtype));
+    }
+  }
+  if (trained == 0)
+    return FALSE;
+  world = MAX(world, 1);
+  guint64 part = trained / world + (trained % world != 0);
+  out->partition = part * bytes;
+  out->bucket = MIN(trained, STW_DEEPSPEED_REDUCE_BUCKET_ELEMS) * bytes;
+  out->step = MIN(part, STW_DEEPSPEED_SUB_GROUP_ELEMS) * 4;
+  return TRUE;
+}
+
+StwTrace *
+stw_trace_with_loop_buffers(const StwTrace *t, guint32 world)
+{
+  StwLoopBuffers b;
+  if (!stw_trace_loop_buffers(t, world, &b))
+    return NULL;
+  StwTrace *c = copy_header(t);
+  for (guint32 i = 0; i < t->ops->len; i++) {
+    const StwOp *op = stw_trace_op(t, i);
+    StwOp *o = copy_op(c, op, op->name, op->stage, TRUE);
+    guint64 extra = b.partition + (op->stage == STW_STAGE_BWD     ? b.bucket
+                                   : op->stage == STW_STAGE_OPTIM ? b.step
+                                                                  : 0);
+    o->nonmodel_bytes = op->nonmodel_bytes + extra;
+    o->nonmodel_peak_bytes = op->nonmodel_peak_bytes + extra;
+  }
+  for (guint32 k = 0; k < t->blocks->len; k++) {
+    const StwBlock *x = &g_array_index(t->blocks, StwBlock, k);
+    StwBlock *y = stw_trace_add_block(c, x->name, x->fwd_first, x->fwd_last, x->bwd_first,
+                                      x->bwd_last);
+    y->input_bytes = x->input_bytes;
+    y->saved_bytes = x->saved_bytes;
+    y->forward_ns = x->forward_ns;
+    y->choice = x->choice;
+  }
+  return c;
+}
+
 StwTrace *
 stw_trace_decide(const StwTrace *t, const guint8 *choice, GError **error)
 {

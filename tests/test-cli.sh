@@ -403,6 +403,9 @@ expect 0 "optim  148   2.25 ms   0.00" "synth bf16, fused: 28 bytes an element" 
 expect 0 "optim  148   5.63 ms   0.00" "synth --optimizer-impl deepspeed: 70 bytes an element, 2.5x" -- $S inspect "$T/opt-bf16-deepspeed.json"
 expect 0 "batch 2 x seq 512, bf16, naive attention, eager kernels, deepspeed optimizer" "inspect names DeepSpeed's step" -- $S inspect "$T/opt-bf16-deepspeed.json"
 expect 0 "3 GPU Adam with resident state; the GPU's optimizer step as DeepSpeed's ZeRO runs it: fp64 norms tensor by tensor, the gradients flattened and cast to fp32, FusedAdam on the fp32 partition, the weights cast back" "plan names DeepSpeed's step" -- $S plan "$T/opt-bf16-deepspeed.json" --gpu 8GiB -o "$T/opt-ds-plan.json"
+expect 0 "  assumes      DeepSpeed's buffers beside the model on each of 4 GPUs: its gradient partition 59.34 MiB, a reduce bucket of 237.35 MiB in backward, the step's fp32 gradients 118.68 MiB (its defaults: reduce_bucket_size 5e8, sub_group_size 1e9)" \
+  "plan says DeepSpeed's buffers, a GPU's share of them" -- $S plan "$T/opt-bf16-deepspeed.json" --gpu 8GiB --gpus 4 -o "$T/opt-ds-plan4.json"
+expect 0 "assumes DeepSpeed's buffers beside the model on the GPU: its gradient partition 237.35 MiB" "compare says them" -- $S compare "$T/opt-bf16-deepspeed.json" --gpu 8GiB
 # collectives on the compute stream (DeepSpeed ZeRO-1 and 2 with overlap_comm off): GPT-2 on two
 # GPUs, the iteration its compute and its collectives one after the other
 for c in overlapped blocking; do

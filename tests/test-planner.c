@@ -1238,6 +1238,68 @@ test_bf16_moments(void)
   g_assert_no_error(error);
 }
 
+/* DeepSpeed's step on the GPU (model.optimizer_impl deepspeed) holds buffers of its own on each
+ * rank: its gradient partition at every op, a reduce bucket in backward, the step's fp32
+ * gradients in the optimizer ops; GPT-2's 124,439,808 bf16 elements on 4 ranks: 31,109,952 a
+ * rank. The planner plans the trace with them, and stw_plan_trace derives it so for check. */
+static void
+test_loop_buffers(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 2, 512, FALSE);
+  StwLoopBuffers b;
+  g_assert_false(stw_trace_loop_buffers(t, 4, &b));
+  g_assert_null(stw_trace_with_loop_buffers(t, 4));
+  GError *error = NULL;
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_GEMINI_STATIC, 8 * STW_GiB, STW_TiB);
+  o.gemini_fraction = 1;
+  g_autoptr(StwPlan) fused = stw_planner_plan(t, "t.json", &o, &error);
+  g_assert_no_error(error);
+
+  t->model.optimizer_impl = STW_OPTIMIZER_DEEPSPEED;
+  g_assert_true(stw_trace_loop_buffers(t, 4, &b));
+  g_assert_cmpuint(b.partition, ==, 31109952 * 2);
+  g_assert_cmpuint(b.bucket, ==, 124439808 * 2); /* below reduce_bucket_size: all of it */
+  g_assert_cmpuint(b.step, ==, 31109952 * 4);
+  g_autoptr(StwTrace) w = stw_trace_with_loop_buffers(t, 4);
+  g_assert_cmpuint(w->ops->len, ==, t->ops->len);
+  g_assert_cmpuint(w->blocks->len, ==, t->blocks->len);
+  for (guint32 k = 0; k < t->ops->len; k++) {
+    const StwOp *x = stw_trace_op(t, k), *y = stw_trace_op(w, k);
+    guint64 extra = b.partition + (x->stage == STW_STAGE_BWD     ? b.bucket
+                                   : x->stage == STW_STAGE_OPTIM ? b.step
+                                                                 : 0);
+    g_assert_cmpuint(y->nonmodel_bytes, ==, x->nonmodel_bytes + extra);
+    g_assert_cmpuint(y->nonmodel_peak_bytes, ==, x->nonmodel_peak_bytes + extra);
+  }
+  /* a rank's partition of a model beyond sub_group_size: the step casts 1e9 at a time */
+  g_assert_true(stw_trace_loop_buffers(t, 1, &b));
+  g_assert_cmpuint(b.step, ==, 124439808 * 4);
+
+  /* one GPU, everything resident: the peak, at the loss's backward, higher by the partition and
+   * the bucket; check holds the plan to the trace with them */
+  g_autoptr(StwPlan) ds = stw_planner_plan(t, "t.json", &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ds->pred.peak_op, ==, fused->pred.peak_op);
+  g_assert_cmpuint(ds->pred.peak_gpu_bytes, ==,
+                   fused->pred.peak_gpu_bytes + b.partition + b.bucket);
+  StwTrace *owned = NULL;
+  const StwTrace *runs = stw_plan_trace(ds, t, &owned, &error);
+  g_assert_nonnull(owned);
+  g_assert_true(runs == owned);
+  g_assert_cmpuint(stw_trace_op(runs, 0)->nonmodel_bytes, ==,
+                   stw_trace_op(t, 0)->nonmodel_bytes + b.partition);
+  stw_trace_free(owned);
+  g_assert_true(stw_plan_check(ds, t, "ds.json", NULL, NULL, &error));
+  g_assert_no_error(error);
+  /* the fused trace's plan, whose budget left no room for them, against the buffers: refused */
+  o.budgets.gpu_bytes = fused->pred.peak_gpu_bytes + o.budgets.reserved_bytes;
+  g_autoptr(StwPlan) tight = stw_planner_plan(t, "t.json", &o, &error);
+  g_assert_null(tight);
+  g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
+  g_clear_error(&error);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1259,6 +1321,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/activations-offload", test_activations_offload);
   g_test_add_func("/planner/storage-state", test_storage_state);
   g_test_add_func("/planner/storage-params", test_storage_params);
+  g_test_add_func("/planner/loop-buffers", test_loop_buffers);
   g_test_add_func("/planner/bf16-moments", test_bf16_moments);
   g_test_add_func("/planner/adam-in-copy", test_adam_in_copy);
   g_test_add_func("/planner/activations-against-exhaustive", test_activations_against_exhaustive);

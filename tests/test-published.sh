@@ -114,7 +114,7 @@ has "latent attention, whose sizes the columns do not give: not replayed, said" 
 has "a T4 in bf16, which it does not compute: not replayed, said once by the command that refused" \
   "- T42: synth: T4-16GB-PCIe3 has no bf16 compute: choose another --dtype"
 has "a largest-model row: the most layers at its width that fit, against the zoo's sizes" \
-  "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 22.4B (110 layers) | disagrees |"
+  "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 18.3B (90 layers) | disagrees |"
 has "a row whose GPU count is no number: not replayed, said" \
   "- T06: a field this bench cannot read (ValueError: n_gpus: 'eight' is not a whole number from 1 up)"
 has "a Gemma 2 by its architecture's name, the head's width the row's" \

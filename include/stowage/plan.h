@@ -287,7 +287,9 @@ guint64 stw_plan_rank_rss(const StwPlan *plan);
 
 /* The trace P's schedule runs over, for T, the trace P was made for: T itself when P decides
  * no block, or when T is that trace already (its blocks decided as P's); else T with P's blocks
- * decided (stw_trace_decide), a new trace left in *OWNED for the caller to free. NULL with ERROR
+ * decided (stw_trace_decide); and then, where T's loop holds buffers of its own beside the model
+ * (DeepSpeed's step: stw_trace_with_loop_buffers), with those of P's ranks. A trace made so is
+ * left in *OWNED for the caller to free. NULL with ERROR
  * (STW_PLAN_ERROR_MISMATCH) when T lacks the blocks P decides, they cannot be decided, or T
  * decides them otherwise. */
 const StwTrace *stw_plan_trace(const StwPlan *p, const StwTrace *t, StwTrace **owned,

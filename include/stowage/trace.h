@@ -325,6 +325,29 @@ gboolean stw_trace_freeze(StwTrace *trace, const char *patterns, guint32 *n_out,
  * several micro-steps. */
 StwTrace *stw_trace_decide(const StwTrace *trace, const guint8 *choice, GError **error);
 
+/* What a loop holds on each of its ranks beside the model's chunks and its activations, where
+ * the trace's optimizer is DeepSpeed ZeRO's step on the GPU (model.optimizer_impl deepspeed: no
+ * offload_optimizer), with DeepSpeed's defaults (stage3.py, stage_1_and_2.py): PARTITION, the
+ * rank's reduced gradients in a buffer of their own, 1/WORLD of the trained elements in their
+ * dtype (stage 3 allocates it at start, contiguous_gradients), on at every op; BUCKET, the
+ * gradients gathered for one reduction (reduce_bucket_size, 5e8 elements), during backward;
+ * STEP, the gradients the step casts to fp32, a sub-group of the rank's partition at a time
+ * (sub_group_size, 1e9 elements), during the optimizer ops. */
+typedef struct {
+  guint64 partition, bucket, step;
+} StwLoopBuffers;
+
+#define STW_DEEPSPEED_REDUCE_BUCKET_ELEMS G_GUINT64_CONSTANT(500000000)
+#define STW_DEEPSPEED_SUB_GROUP_ELEMS G_GUINT64_CONSTANT(1000000000)
+
+/* TRACE's loop buffers on WORLD ranks into *OUT; FALSE (all 0) where its loop holds none. */
+gboolean stw_trace_loop_buffers(const StwTrace *trace, guint32 world, StwLoopBuffers *out);
+
+/* TRACE with its loop buffers on WORLD ranks (stw_trace_loop_buffers) in every op's non-model
+ * memory, at its start and its peak: a new trace, the caller's; NULL where the loop holds none.
+ * The planner plans such a trace, and stw_plan_trace derives it for check and simulate. */
+StwTrace *stw_trace_with_loop_buffers(const StwTrace *trace, guint32 world);
+
 /* The activation moves of TRACE's offloaded blocks (their choice OFFLOAD), in block order: a new
  * array of StwActivationMove, the caller's (g_array_unref). */
 GArray *stw_trace_activation_moves(const StwTrace *trace);
