@@ -161,7 +161,7 @@ stw_chunking_pack_shards(const StwTrace *t, guint64 group_elems, guint32 world,
     return NULL;
   guint32 n = stw_chunking_count(whole);
   if ((guint64)n * world > STW_PLAN_MAX_CHUNKS) {
-    g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_TOO_SMALL,
+    g_set_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_TOO_MANY,
                 "%u chunks of %" G_GUINT64_FORMAT " elements, each split into %u shards, are "
                 "more than the %u chunks a layout holds: use a larger chunk size", n,
                 group_elems, world, STW_PLAN_MAX_CHUNKS);

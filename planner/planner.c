@@ -815,6 +815,7 @@ typedef struct {
   guint64 min_bytes, min_chunk;
   guint32 min_op;
   gboolean quick;            /* one size given: planned with the first pass's placements only */
+  GError *too_many;          /* the first size searched whose shards a layout cannot hold */
 } Search;
 
 typedef struct {
@@ -864,12 +865,23 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   *out = NULL;
   se->layout = NULL;
   guint32 world = stw_planner_world(se->t, se->o);
+  GError *local = NULL;
   StwChunking *c = se->o->layout == STW_LAYOUT_SHARDS && world > 1
                        ? stw_chunking_pack_shards(se->t, size, world, se->o->allow_oversized,
-                                                  error)
-                       : stw_chunking_pack(se->t, size, se->o->allow_oversized, error);
-  if (c == NULL)
+                                                  &local)
+                       : stw_chunking_pack(se->t, size, se->o->allow_oversized, &local);
+  /* a searched size too small for so many shards: no plan there, the larger ones tried */
+  if (c == NULL && se->o->chunk_size_elems == 0 &&
+      g_error_matches(local, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_TOO_MANY)) {
+    if (se->too_many == NULL)
+      se->too_many = g_steal_pointer(&local);
+    g_clear_error(&local);
+    return TRUE;
+  }
+  if (c == NULL) {
+    g_propagate_error(error, local);
     return FALSE;
+  }
   if (se->o->state_dtype >= 0)
     c->state_dtype = (StwDtype)se->o->state_dtype;
   stw_chunking_set_world(c, world);
@@ -1027,12 +1039,20 @@ plan_recorded(const StwTrace *recorded, const char *trace_file, const StwPlanner
     return NULL;
   g_autoptr(GArray) sizes = candidate_sizes(t, o);
   Search se = { .t = t, .o = o, .quick = quick };
-  if (!search_sizes(&se, sizes, error)) {
+  gboolean searched = search_sizes(&se, sizes, error);
+  GError *too_many = g_steal_pointer(&se.too_many);
+  if (!searched) {
+    g_clear_error(&too_many);
     release_candidate(se.best);
     stw_chunking_free(se.best_layout);
     return NULL;
   }
   StwPlan *best = se.best;
+  if (best == NULL && too_many != NULL && !se.first_failure.failed && se.host_need == 0) {
+    g_propagate_error(error, too_many); /* no size the search tried could be planned */
+    return NULL;
+  }
+  g_clear_error(&too_many);
   if (best == NULL) {
     infeasible_error(t, o, &se.first_failure, se.host_need, se.min_bytes, se.min_op,
                      se.min_chunk, error);

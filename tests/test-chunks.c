@@ -173,6 +173,13 @@ test_shards(void)
   g_assert_cmpuint(stw_chunking_chunk(o, 3)->capacity_elems, ==, 9649344); /* 38,597,376 / 4 */
   g_assert_cmpuint(stw_chunking_chunk(o, 4)->capacity_elems, ==, 5000000);
   g_assert_true(stw_chunking_validate(o, t, "sharded", &error));
+  /* more shards than a layout holds: said (the planner's search goes on to larger sizes) */
+  g_assert_null(stw_chunking_pack_shards(t, 1, 8192, TRUE, &error));
+  g_assert_error(error, STW_CHUNKS_ERROR, STW_CHUNKS_ERROR_TOO_MANY);
+  stw_assert_error_contains(error, "148 chunks of 1 elements, each split into 8192 shards, are "
+                                   "more than the 1048576 chunks a layout holds: use a larger "
+                                   "chunk size");
+  g_clear_error(&error);
 
   /* bad layouts, said in group terms */
   StwPlacement *wpe = &g_array_index(c->placements, StwPlacement,

@@ -31,6 +31,7 @@ GQuark stw_chunks_error_quark(void);
 typedef enum {
   STW_CHUNKS_ERROR_TOO_SMALL, /* a tensor is larger than the chunk size */
   STW_CHUNKS_ERROR_INVALID,   /* a layout that does not place every tensor exactly once */
+  STW_CHUNKS_ERROR_TOO_MANY,  /* shards of more chunks than a layout holds */
 } StwChunksError;
 
 typedef struct {
