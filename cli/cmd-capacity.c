@@ -67,7 +67,11 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
          any ? " (defaults: " : "", q->assumed, any ? ")" : "");
   /* the hardware it assumes and where that came from, as plan and compare say them */
   g_autofree char *host = stw_cli_host_said(&o->hw);
-  printf("%s: %s\nhost CPU %s\n\n", o->hw.name, o->hw.origin, host);
+  printf("%s: %s\nhost CPU %s\n", o->hw.name, o->hw.origin, host);
+  g_autofree char *layout = stw_cli_layout_assumed(o->layout, o->world_size);
+  if (layout != NULL)
+    printf("assumes %s\n", layout);
+  printf("\n");
   if (so->lora_rank > 0)
     printf("LoRA rank %" G_GUINT64_FORMAT " on %s, the base frozen\n\n", so->lora_rank,
            so->lora_targets != NULL ? so->lora_targets : "q,v");

@@ -570,6 +570,7 @@ expect 1 "the plan splits each chunk across its 2 ranks (its layout's shards, as
 expect 0 "assumes every chunk split across the 2 GPUs and gathered alone, for every policy (--layout shards: ZeRO-3's and Gemini's layout; train replays PatrickStar's groups only)" \
   "compare --layout shards says it once" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2 --layout shards
 expect 0 '"layout":	"shards"' "compare --json --layout shards: the record says it" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2 --layout shards --json
+expect 0 "assumes every chunk split across the 2 GPUs and gathered alone" "capacity --layout shards says it" -- $S capacity --family gpt --hidden 256 --batch 1 --seq 128 --gpus 2 --cpu 8GiB --policy gemini-static --layout shards
 expect 2 "compare: --layout shards: one GPU has no ranks" "compare --layout shards on one GPU" -- $S compare "$T/tt.json" --gpu 400KiB --layout shards
 expect 2 "plan: --layout shards: one GPU has no ranks to share its chunks among (give --gpus)" "--layout shards on one GPU" -- $S plan "$T/tt.json" --gpu 400KiB --layout shards -o "$T/x.json"
 expect 2 "--layout: 'rows' is not one of groups, shards" "--layout of another name" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --layout rows -o "$T/x.json"
