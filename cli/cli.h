@@ -152,7 +152,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "(default: the trace's, fp32 unless it says)", "fp32|bf16" },                                \
   { "pinned", 0, 0, STW_OPTION_TEXT, &(p).pinned,                                                \
     "host memory that may be pinned (page-locked) for the copies, all GPUs together: what they "   \
-    "touch beyond it is copied at the profile's pageable speed (default: all they need)", "SIZE" }, \
+    "touch beyond it is copied at the profile's pageable speed (default: all they need)",        \
+    "SIZE" },                                                                                   \
   { "layout", 0, 0, STW_OPTION_TEXT, &(p).layout,                                                \
     "how several GPUs share the chunks: groups (default: PatrickStar's, whole chunks, each GPU's " \
     "own gathered with the others' of its group) or shards (ZeRO-3's and Gemini's: each chunk "  \

@@ -90,7 +90,8 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const S
     g_autofree char *whole = stw_cli_group_digits(stw_chunking_whole_size(c));
     printf("%s: policy %s, chunk size %s elements split across %u ranks (%s elements, %s a "
            "rank's shard of the param chunk), %u chunks per list\n", file,
-           stw_policy_names[p->policy], whole, c->world, size, chunk_bytes, n / c->world);
+           stw_policy_names[p->policy], whole, c->world, size, chunk_bytes,
+           stw_chunking_groups(c));
   } else {
     printf("%s: policy %s, chunk size %s elements (%s per param chunk), %u chunks per list\n",
            file, stw_policy_names[p->policy], size, chunk_bytes, n);

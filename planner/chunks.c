@@ -132,6 +132,15 @@ shard_at(guint64 pos, guint64 capacity, guint64 *offset)
   return (guint32)(pos / capacity);
 }
 
+/* Where tensor ID begins in a layout of shards: its offset in group coordinates (shard q's
+ * offset 0 at q capacities). */
+static guint64
+group_position(const StwChunking *c, guint32 id)
+{
+  guint32 i = c->chunk_of[id];
+  return (guint64)(i % c->world) * stw_chunking_chunk(c, i)->capacity_elems + c->offset_of[id];
+}
+
 /* Each chunk's elements used in a layout of shards: the parts of the tensors in it. */
 static void
 count_shards(StwChunking *c, const StwTrace *t)
@@ -141,7 +150,7 @@ count_shards(StwChunking *c, const StwTrace *t)
   for (guint32 id = 0; id < c->n_tensors; id++) {
     guint32 i = c->chunk_of[id];
     guint64 cap = stw_chunking_chunk(c, i)->capacity_elems;
-    guint64 pos = (guint64)(i % c->world) * cap + c->offset_of[id];
+    guint64 pos = group_position(c, id);
     guint64 end = pos + stw_trace_tensor(t, id)->numel;
     for (guint32 g0 = i - i % c->world; pos < end; pos = (pos / cap + 1) * cap) {
       guint64 off;
@@ -204,24 +213,26 @@ stw_chunking_pack_shards(const StwTrace *t, guint64 group_elems, guint32 world,
   return c;
 }
 
+guint32
+stw_chunking_owned_chunk(const StwChunking *c, guint32 id)
+{
+  guint32 i = c->chunk_of[id];
+  if (!c->shards)
+    return stw_chunking_owned(c, i) ? i : G_MAXUINT32;
+  /* rank 0's shard is the group's first, [0, capacity) in group coordinates */
+  return group_position(c, id) < stw_chunking_chunk(c, i)->capacity_elems ? i - i % c->world
+                                                                          : G_MAXUINT32;
+}
+
 guint64
 stw_chunking_owned_part(const StwChunking *c, guint32 id, guint64 numel, guint32 *chunk)
 {
-  guint32 i = c->chunk_of[id];
-  *chunk = G_MAXUINT32;
-  if (!c->shards) {
-    if (!stw_chunking_owned(c, i))
-      return 0;
-    *chunk = i;
-    return numel;
-  }
-  /* rank 0's shard is the group's first: the tensor's part in group coordinates [0, cap) */
-  guint64 cap = stw_chunking_chunk(c, i)->capacity_elems;
-  guint64 pos = (guint64)(i % c->world) * cap + c->offset_of[id];
-  if (pos >= cap)
+  *chunk = stw_chunking_owned_chunk(c, id);
+  if (*chunk == G_MAXUINT32)
     return 0;
-  *chunk = i - i % c->world;
-  return MIN(numel, cap - pos);
+  if (!c->shards)
+    return numel;
+  return MIN(numel, stw_chunking_chunk(c, *chunk)->capacity_elems - group_position(c, id));
 }
 
 void

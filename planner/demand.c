@@ -200,7 +200,7 @@ stw_demand_op_items(const StwChunking *c, const guint8 *optim, StwGradients grad
     guint32 ch = c->chunk_of[params[i]];
     if (multi)
       append(out->forbid, stw_plan_group_item(c, ch / c->world));
-    stw_chunking_owned_part(c, params[i], 1, &ch); /* (the chunk rank 0 steps it in) */
+    ch = stw_chunking_owned_chunk(c, params[i]);
     if (ch == G_MAXUINT32)
       continue;
     for (int l = 0; l < STW_N_LISTS; l++) {

@@ -822,8 +822,7 @@ stw_simulate_demand(const StwPlan *p, const StwTrace *t, const StwDemand *d, gbo
   for (guint32 k = 0; k < t->ops->len; k++) {
     const StwOp *op = stw_trace_op(t, k);
     for (guint32 i = 0; op->stage == STW_STAGE_OPTIM && i < op->n_params; i++) {
-      guint32 ch;
-      stw_chunking_owned_part(p->chunking, op->params[i], 1, &ch);
+      guint32 ch = stw_chunking_owned_chunk(p->chunking, op->params[i]);
       if (ch != G_MAXUINT32)
         s.adam_steps[ch] += stw_optim_state_stored(p->optim[ch]);
     }

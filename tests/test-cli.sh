@@ -572,6 +572,13 @@ expect 0 "assumes every chunk split across the 2 GPUs and gathered alone, for ev
 expect 0 '"layout":	"shards"' "compare --json --layout shards: the record says it" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2 --layout shards --json
 expect 0 "assumes every chunk split across the 2 GPUs and gathered alone" "capacity --layout shards says it" -- $S capacity --family gpt --hidden 256 --batch 1 --seq 128 --gpus 2 --cpu 8GiB --policy gemini-static --layout shards
 expect 2 "compare: --layout shards: one GPU has no ranks" "compare --layout shards on one GPU" -- $S compare "$T/tt.json" --gpu 400KiB --layout shards
+# 400 narrow blocks on 1,024 GPUs: the search's smallest size would split 2,002 chunks into more
+# shards than a layout holds; it goes on to a larger one, and a size given so is refused
+printf '{"model_type":"gpt2","n_layer":400,"n_embd":64,"n_head":2,"vocab_size":64,"n_positions":64}' > "$T/deep.json"
+$S synth --model-config "$T/deep.json" --batch 1 --seq 64 --hw A100-SXM4-80GB -o "$T/deep-t.json" > /dev/null
+expect 0 "split across 1024 ranks" "a searched size with too many shards is passed over" -- $S plan "$T/deep-t.json" --gpu 8GiB --gpus 8 --nodes 128 --cpu 4TiB --hw A100-SXM4-80GB --layout shards --policy zero-infinity -o "$T/deep-p.json"
+expect 1 "2002 chunks of 16384 elements, each split into 1024 shards, are more than the 1048576 chunks a layout holds: use a larger chunk size" \
+  "a given size with too many shards is refused" -- $S plan "$T/deep-t.json" --gpu 8GiB --gpus 8 --nodes 128 --cpu 4TiB --hw A100-SXM4-80GB --layout shards --policy zero-infinity --chunk-size 16384 -o "$T/deep-p.json"
 expect 2 "plan: --layout shards: one GPU has no ranks to share its chunks among (give --gpus)" "--layout shards on one GPU" -- $S plan "$T/tt.json" --gpu 400KiB --layout shards -o "$T/x.json"
 expect 2 "--layout: 'rows' is not one of groups, shards" "--layout of another name" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --layout rows -o "$T/x.json"
 expect 0 "lists        param 4 B x 34,176; master 4 B, momentum 2 B, variance 2 B x 34,176: 12 B a parameter" \

@@ -180,6 +180,18 @@ test_shards(void)
     g_assert_true(stw_plan_check(back, t, "p.json", NULL, NULL, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(back->pred.cost_ns, ==, p->pred.cost_ns);
+    /* the file's shards on one rank, and not a boolean: refused by name */
+    g_autoptr(GString) one = g_string_new(text);
+    g_string_replace(one, "\"world_size\":4", "\"world_size\":1", 1);
+    g_assert_null(stw_plan_parse("one.json", one->str, one->len, &error));
+    stw_assert_error_contains(error, "one.json: $.chunks.shards: a layout of shards needs several "
+                                     "ranks (world_size) and whole groups: 148 chunks for 1 ranks");
+    g_clear_error(&error);
+    g_autoptr(GString) word = g_string_new(text);
+    g_string_replace(word, "\"shards\":true", "\"shards\":\"yes\"", 1);
+    g_assert_null(stw_plan_parse("word.json", word->str, word->len, &error));
+    stw_assert_error_contains(error, "word.json: $.chunks.shards: expected true or false");
+    g_clear_error(&error);
   }
   GError *error = NULL;
   StwPlannerOptions o;

@@ -139,9 +139,12 @@ stw_chunking_owned(const StwChunking *c, guint32 i)
   return stw_chunking_chunk(c, i)->owner == 0;
 }
 
-/* The elements of tensor ID (of NUMEL) that rank 0 owns, and in *CHUNK the chunk holding them
- * (G_MAXUINT32 where it owns none): all of it in its chunk where rank 0 owns that; in a layout
- * of shards, the part of it in rank 0's shard of its group. */
+/* The chunk in which rank 0 holds (and steps) its part of tensor ID, or G_MAXUINT32 where it
+ * holds none: the tensor's chunk where rank 0 owns it; in a layout of shards, rank 0's shard of
+ * its group where the tensor begins there. */
+guint32 stw_chunking_owned_chunk(const StwChunking *c, guint32 id);
+/* The elements of tensor ID (of NUMEL) that rank 0 owns, their chunk in *CHUNK
+ * (stw_chunking_owned_chunk): all of it, or in a layout of shards its part in rank 0's shard. */
 guint64 stw_chunking_owned_part(const StwChunking *c, guint32 id, guint64 numel,
                                 guint32 *chunk);
 
