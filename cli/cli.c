@@ -427,14 +427,78 @@ stw_cli_collectives_assumed(const StwTrace *t, guint32 world)
                   "overlap_comm off)");
 }
 
-char *
-stw_cli_layout_assumed(StwLayout layout, guint32 world)
+/* The system POLICY (at ZERO_STAGE) emulates, where it splits its chunks across the ranks */
+static const char *
+splitting_system(StwPolicy policy, guint64 zero_stage)
 {
-  if (world < 2 || layout != STW_LAYOUT_SHARDS)
+  if (!stw_policy_splits_chunks(policy, zero_stage))
     return NULL;
-  return g_strdup_printf("every chunk split across the %u GPUs and gathered alone, for every "
-                         "policy (--layout shards: ZeRO-3's and Gemini's layout; train replays "
-                         "PatrickStar's groups only)", world);
+  return policy == STW_POLICY_GEMINI_STATIC ? "Gemini" : "ZeRO-3";
+}
+
+/* POLICIES' names whose SPLIT (whether their systems split chunks) is WANT, "a, b and c" */
+static char *
+policies_named(const StwPolicy *policies, guint n, const gboolean *split, gboolean want)
+{
+  GString *s = g_string_new(NULL);
+  guint total = 0, k = 0;
+  for (guint i = 0; i < n; i++)
+    total += split[i] == want;
+  for (guint i = 0; i < n; i++) {
+    if (split[i] != want)
+      continue;
+    if (k > 0)
+      g_string_append(s, k + 1 == total ? " and " : ", ");
+    g_string_append(s, stw_policy_names[policies[i]]);
+    k++;
+  }
+  return g_string_free(s, FALSE);
+}
+
+char *
+stw_cli_layout_assumed(const StwPlannerOptions *o, guint32 world, const StwPolicy *policies,
+                       guint n_policies)
+{
+  if (world < 2 || n_policies == 0)
+    return NULL;
+  g_autofree gboolean *split = g_new0(gboolean, n_policies);
+  guint n_split = 0;
+  const char *systems[2] = { NULL, NULL }; /* ZeRO-3, Gemini: as the policies name them */
+  for (guint i = 0; i < n_policies; i++) {
+    const char *system = splitting_system(policies[i], o->zero_stage);
+    split[i] = system != NULL;
+    n_split += split[i];
+    if (system != NULL && systems[0] == NULL)
+      systems[0] = system;
+    else if (system != NULL && strcmp(system, systems[0]) != 0)
+      systems[1] = system;
+  }
+  g_autofree char *splitting = policies_named(policies, n_policies, split, TRUE);
+  g_autofree char *kept = policies_named(policies, n_policies, split, FALSE);
+  g_autofree char *as_systems = systems[1] != NULL
+                                    ? g_strdup_printf("%s and %s do", systems[0], systems[1])
+                                    : g_strdup_printf("%s does", systems[0]);
+  if (o->layout == STW_LAYOUT_SHARDS)
+    return g_strdup_printf("every chunk split across the %u GPUs and gathered alone, for %s "
+                           "(--layout shards: ZeRO-3's and Gemini's layout; train replays "
+                           "PatrickStar's groups only)", world,
+                           n_policies > 1 ? "every policy" : stw_policy_names[policies[0]]);
+  if (n_split == 0)
+    return NULL;
+  if (o->layout == STW_LAYOUT_GROUPS)
+    return g_strdup_printf("PatrickStar's groups of whole chunks on the %u GPUs for %s too, not "
+                           "the chunks split across them as %s (--layout policy plans %s so; "
+                           "train replays groups only)", world, splitting, as_systems,
+                           n_split > 1 ? "them" : "it");
+  if (n_split == n_policies)
+    return g_strdup_printf("every chunk split across the %u GPUs and gathered alone, as %s "
+                           "(each policy's own layout, --layout policy; train replays "
+                           "PatrickStar's groups only: --layout groups)", world, as_systems);
+  return g_strdup_printf("each policy's own layout on the %u GPUs (--layout policy): %s with "
+                         "every chunk split across them and gathered alone, as %s; %s in "
+                         "PatrickStar's groups of whole chunks, the layout train replays "
+                         "(--layout groups or shards: one for all)", world, splitting,
+                         as_systems, kept);
 }
 
 char *

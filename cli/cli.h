@@ -106,7 +106,8 @@ typedef struct {
   char *storage;      /* --storage: another storage tier than the profile's (a preset or file) */
   char *optimizer_state; /* --optimizer-state: Adam's moments in fp32 or bf16 */
   char *pinned;          /* --pinned: host memory that may be page-locked for the copies */
-  char *layout;          /* --layout: how several GPUs share the chunks, groups or shards */
+  char *layout;          /* --layout: how several GPUs share the chunks: groups, shards or each
+                          * policy's own */
   gboolean measured_times; /* --measured-times: a trace measured on another device keeps its
                             * times */
 } StwCliPlanning;
@@ -124,7 +125,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
   { "hw", 0, 0, STW_OPTION_TEXT, &(p).hw_name,                                              \
     "hardware profile or file (default: the trace's device)", "PROFILE" },                      \
   { "cpu", 0, 0, STW_OPTION_TEXT, &(p).cpu,                                                 \
-    "host memory for all GPUs together (default: the profile's)", "SIZE" },                     \
+    "host memory for all GPUs together (default: the profile's, a node's, on each of --nodes)",   \
+    "SIZE" },                     \
   { "reserve", 0, 0, STW_OPTION_TEXT, &(p).reserve, "GPU memory kept free (default 0)",     \
     "SIZE" },                                                                                   \
   { "gpus", 0, 0, STW_OPTION_TEXT, &(p).gpus,                                               \
@@ -155,9 +157,12 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(StwCliPlanning, stw_cli_planning_clear)
     "touch beyond it is copied at the profile's pageable speed (default: all they need)",        \
     "SIZE" },                                                                                   \
   { "layout", 0, 0, STW_OPTION_TEXT, &(p).layout,                                                \
-    "how several GPUs share the chunks: groups (default: PatrickStar's, whole chunks, each GPU's " \
-    "own gathered with the others' of its group) or shards (ZeRO-3's and Gemini's: each chunk "  \
-    "split across the GPUs, gathered alone; the chunk size a whole chunk's)", "L" }
+    "how several GPUs share the chunks: groups (PatrickStar's: whole chunks, each GPU's own "     \
+    "gathered with the others' of its group; plan's default, the layout train replays), shards "  \
+    "(ZeRO-3's and Gemini's: each chunk split across the GPUs, gathered alone; the chunk size a "  \
+    "whole chunk's) or policy (each policy's system's own: shards for zero-infinity, "            \
+    "gemini-static and zero-offload at stage 3, groups for the others; the default of compare, "  \
+    "whatif, minmem and capacity)", "L" }
 
 /* --measured-times, for the commands that plan a trace given (plan, compare, minmem, whatif) */
 #define STW_CLI_MEASURED_TIMES_ENTRY(p)                                                         \
@@ -258,9 +263,13 @@ char *stw_cli_collectives_assumed(const StwTrace *t, guint32 world);
 /* What T's loop holds beside the model on each of WORLD GPUs (stw_trace_loop_buffers), in one
  * line: a new string, or NULL where it holds none. */
 char *stw_cli_loop_buffers_said(const StwTrace *t, guint32 world);
-/* "every chunk split across ..." where LAYOUT is shards and WORLD several GPUs, else NULL: what
- * compare and whatif assume of every policy they plan */
-char *stw_cli_layout_assumed(StwLayout layout, guint32 world);
+/* How the N_POLICIES POLICIES planned with O on WORLD GPUs share the chunks, in one line, where
+ * it is not what train replays for what they emulate: the chunks split across the GPUs (shards,
+ * for every policy asked, or each policy's own for those whose systems split them), or an
+ * emulation of a system that splits them kept in PatrickStar's groups. NULL on one GPU or where
+ * every plan is in groups and no policy's system splits its chunks. */
+char *stw_cli_layout_assumed(const StwPlannerOptions *o, guint32 world, const StwPolicy *policies,
+                             guint n_policies);
 /* What bounds plan P's iteration, in words, with its busy time: the engine busiest of compute,
  * the copies each way, CPU Adam, the storage tier and the collectives. */
 char *stw_cli_bound_by(const StwPlan *p);

@@ -68,7 +68,10 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   /* the hardware it assumes and where that came from, as plan and compare say them */
   g_autofree char *host = stw_cli_host_said(&o->hw);
   printf("%s: %s\nhost CPU %s\n", o->hw.name, o->hw.origin, host);
-  g_autofree char *layout = stw_cli_layout_assumed(o->layout, o->world_size);
+  g_autofree StwPolicy *policies = g_new(StwPolicy, MAX(n, 1));
+  for (guint k = 0; k < n; k++)
+    policies[k] = answers[k].policy;
+  g_autofree char *layout = stw_cli_layout_assumed(o, o->world_size, policies, n);
   if (layout != NULL)
     printf("assumes %s\n", layout);
   printf("\n");

@@ -117,8 +117,11 @@ print_table(const Comparison *c)
       stw_cli_collectives_assumed(c->trace, stw_planner_world(c->trace, c->o));
   if (collectives != NULL)
     printf("assumes %s\n", collectives);
-  g_autofree char *layout = stw_cli_layout_assumed(c->o->layout,
-                                                   stw_planner_world(c->trace, c->o));
+  StwPolicy every[STW_N_POLICIES];
+  for (int p = 0; p < STW_N_POLICIES; p++)
+    every[p] = (StwPolicy)p;
+  g_autofree char *layout = stw_cli_layout_assumed(c->o, stw_planner_world(c->trace, c->o),
+                                                   every, STW_N_POLICIES);
   if (layout != NULL)
     printf("assumes %s\n", layout);
   printf("\n");

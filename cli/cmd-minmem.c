@@ -85,6 +85,10 @@ stw_cmd_minmem(int argc, char **argv)
            "slower than unlimited memory (%s); it moves %s per iteration\n", argv[1],
            stw_policy_names[pol], o.hw.name, b, it, (m.best.slowdown - 1) * 100, un, moved);
   }
+  g_autofree char *layout = json ? NULL : stw_cli_layout_assumed(&o, stw_planner_world(trace, &o),
+                                                                 &pol, 1);
+  if (layout != NULL)
+    printf("assumes %s\n", layout);
   stw_whatif_minmem_clear(&m);
   return STW_EXIT_OK;
 }

@@ -77,9 +77,10 @@ print_lists(const StwChunking *c, const StwTrace *t)
   printf("  waste        %s in the param list, %s in all four\n", waste, waste_all);
 }
 
-/* PLAN made for the trace RECORDED, its schedule over T (stw_plan_trace) */
+/* PLAN made for the trace RECORDED with O, its schedule over T (stw_plan_trace) */
 static void
-print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const StwTrace *t)
+print_plan(const char *file, const StwPlan *p, const StwPlannerOptions *o,
+           const StwTrace *recorded, const StwTrace *t)
 {
   const StwChunking *c = p->chunking;
   const StwPlanPredictions *q = &p->pred;
@@ -107,6 +108,9 @@ print_plan(const char *file, const StwPlan *p, const StwTrace *recorded, const S
   g_autofree char *buffers = stw_cli_loop_buffers_said(recorded, c->world);
   if (buffers != NULL)
     printf("  assumes      %s\n", buffers);
+  g_autofree char *layout = stw_cli_layout_assumed(o, c->world, &p->policy, 1);
+  if (layout != NULL)
+    printf("  assumes      %s\n", layout);
   gboolean cpu_adam = FALSE;
   guint in_copies = 0; /* the runtime steps them in their compute copies (cost.h) */
   for (guint32 i = 0; i < n; i++) {
@@ -338,6 +342,6 @@ stw_cmd_plan(int argc, char **argv)
   if (runs == NULL)
     return stw_cli_error(error);
   if (strcmp(output, "-") != 0)
-    print_plan(output, plan, trace, runs);
+    print_plan(output, plan, &o, trace, runs);
   return STW_EXIT_OK;
 }

@@ -292,7 +292,14 @@ output(const Line *l, const StwWhatifSweep *s, const GArray *rows)
             : NULL;
     if (collectives != NULL)
       printf("assumes %s\n", collectives);
-    g_autofree char *layout = stw_cli_layout_assumed(s->options.layout, s->options.world_size);
+    g_autofree StwPolicy *policies = g_new(StwPolicy, MAX(s->policies->len, 1));
+    for (guint k = 0; k < s->policies->len; k++)
+      policies[k] = (StwPolicy)g_array_index(s->policies, int, k);
+    guint32 world = s->traces->len > 0 ? stw_planner_world(g_ptr_array_index(s->traces, 0),
+                                                           &s->options)
+                                       : s->options.world_size;
+    g_autofree char *layout = stw_cli_layout_assumed(&s->options, world, policies,
+                                                     s->policies->len);
     if (layout != NULL)
       printf("assumes %s\n", layout);
     print_table(rows);

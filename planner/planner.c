@@ -39,7 +39,25 @@ stw_planner_options_init(StwPlannerOptions *o, const StwHardware *hw)
 
 const char *const stw_objective_names[] = { "time", "bytes", NULL };
 const char *const stw_activations_names[] = { "keep", "recompute", "offload", "auto", NULL };
-const char *const stw_layout_names[] = { "groups", "shards", NULL };
+const char *const stw_layout_names[] = { "groups", "shards", "policy", NULL };
+
+gboolean
+stw_policy_splits_chunks(StwPolicy policy, guint64 zero_stage)
+{
+  return policy == STW_POLICY_ZERO_INFINITY || policy == STW_POLICY_GEMINI_STATIC ||
+         (policy == STW_POLICY_ZERO_OFFLOAD && zero_stage == 3);
+}
+
+StwLayout
+stw_planner_layout(const StwPlannerOptions *o, guint32 world)
+{
+  if (world < 2)
+    return STW_LAYOUT_GROUPS;
+  if (o->layout != STW_LAYOUT_POLICY)
+    return o->layout;
+  return stw_policy_splits_chunks(o->policy, o->zero_stage) ? STW_LAYOUT_SHARDS
+                                                             : STW_LAYOUT_GROUPS;
+}
 
 StwPolicy
 stw_policy_from_name(const char *name)
@@ -722,14 +740,24 @@ infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *a
                                                                        at->fail_capacity));
   g_autofree char *minb = stw_size_format(min_bytes);
   g_autofree char *process = process_said(t, o);
+  /* where the groups' gathers are what cannot fit, the layout that gathers less */
+  guint32 world = stw_planner_world(t, o);
+  g_autofree char *groups = stw_planner_layout(o, world) == STW_LAYOUT_GROUPS && world > 1 &&
+                                    min_bytes > o->budgets.gpu_bytes
+                                ? g_strdup_printf(", in PatrickStar's groups: a GPU gathers a "
+                                                  "group of %u whole chunks for each use; "
+                                                  "--layout shards splits every chunk across "
+                                                  "the GPUs instead, as ZeRO-3 does, which "
+                                                  "train does not replay", world)
+                                : g_strdup("");
   g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
               "policy %s cannot fit a GPU budget of %s%s: at op %u (%s, %s) it needs %s of "
               "chunks resident where %s is left beside non-model memory%s: %s short. The "
               "smallest budget any plan can use is %s (chunk size %" G_GUINT64_FORMAT
-              ", tightest at op %u %s)", stw_policy_names[o->policy], budget, process,
+              ", tightest at op %u %s%s)", stw_policy_names[o->policy], budget, process,
               at->fail_op, op->name, stw_stage_name(op->stage), need, cap,
               o->policy == STW_POLICY_PATRICKSTAR ? " and PatrickStar's reserves" : "",
-              shortb, minb, min_chunk, min_op, stw_trace_op(t, min_op)->name);
+              shortb, minb, min_chunk, min_op, stw_trace_op(t, min_op)->name, groups);
 }
 
 guint32
@@ -866,7 +894,7 @@ evaluate_size(Search *se, guint64 size, gboolean quick, StwPlan **out, GError **
   se->layout = NULL;
   guint32 world = stw_planner_world(se->t, se->o);
   GError *local = NULL;
-  StwChunking *c = se->o->layout == STW_LAYOUT_SHARDS && world > 1
+  StwChunking *c = stw_planner_layout(se->o, world) == STW_LAYOUT_SHARDS
                        ? stw_chunking_pack_shards(se->t, size, world, se->o->allow_oversized,
                                                   &local)
                        : stw_chunking_pack(se->t, size, se->o->allow_oversized, &local);

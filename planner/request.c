@@ -408,6 +408,10 @@ world(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, GError **err
                    STW_PLAN_MAX_WORLD);
     o->nodes = (guint32)nodes;
     o->world_size = (guint32)(per_node * nodes);
+    if (stw_request_get(r, "cpu") == NULL) /* the profile's host memory is one node's */
+      o->budgets.cpu_bytes = o->hw.cpu_memory_bytes > G_MAXUINT64 / nodes
+                                 ? G_MAXUINT64
+                                 : o->hw.cpu_memory_bytes * nodes;
   }
   if (o->world_size == 0 && t != NULL) /* the world the trace was profiled in */
     o->world_size = MAX(t->device.world_size, 1);
@@ -421,11 +425,13 @@ world(const StwRequest *r, const StwTrace *t, StwPlannerOptions *o, GError **err
 }
 
 /* "layout": how several GPUs share the chunks; shards refused where the world is one GPU (a
- * world not known yet, left to each trace's: one GPU's plans keep the groups' layout). */
+ * world not known yet, left to each trace's: one GPU's plans keep the groups' layout). By
+ * default each policy's own where a command predicts, and groups where `plan` writes a plan to
+ * train with (the runtime replays groups only). */
 static gboolean
 layout(const StwRequest *r, StwPlannerOptions *o, GError **error)
 {
-  int l = o->layout;
+  int l = r->kind == &stw_request_plan_kind ? STW_LAYOUT_GROUPS : STW_LAYOUT_POLICY;
   if (!stw_request_enum(r, "layout", stw_layout_names, &l, error))
     return FALSE;
   o->layout = (StwLayout)l;

@@ -59,6 +59,8 @@ stw_whatif_run(const StwTrace *t, const StwPlannerOptions *base, StwPolicy polic
   o.policy = policy;
   o.budgets.gpu_bytes = gpu_bytes;
   o.progress = NULL;
+  out->world_size = stw_planner_world(t, &o);
+  out->layout = stw_planner_layout(&o, out->world_size);
   g_autoptr(StwPlan) p = checked_plan(t, &o, &out->why);
   if (p == NULL)
     return;
@@ -229,7 +231,7 @@ stw_whatif_compare(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu
 {
   memset(out, 0, sizeof *out);
   out->gpu_bytes = gpu_bytes;
-  out->world_size = base->world_size;
+  out->world_size = stw_planner_world(t, base);
   out->layout = base->layout;
   stw_op_times_of(t, &base->hw, base->measured_times, &out->op_times);
   stw_whatif_unlimited(t, base, &out->unlimited_ns, &out->unlimited_why);
@@ -256,6 +258,8 @@ point_members(cJSON *o, const StwWhatifPoint *p, guint64 batch)
     stw_json_add_u64(o, "batch", batch);
   stw_json_add_u64(o, "gpu_bytes", p->gpu_bytes);
   cJSON_AddStringToObject(o, "policy", stw_policy_names[p->policy]);
+  if (p->world_size > 1)
+    cJSON_AddStringToObject(o, "layout", stw_layout_names[p->layout]);
   cJSON_AddStringToObject(o, "optimizer_state", stw_state_dtype_name(p->state_dtype));
   cJSON_AddBoolToObject(o, "feasible", p->feasible);
   if (!p->feasible) {
@@ -315,7 +319,7 @@ stw_whatif_comparison_json(const StwComparison *c, const char *trace_file, const
   cJSON_AddStringToObject(root, "hardware", hardware);
   stw_json_add_u64(root, "gpu_bytes", c->gpu_bytes);
   stw_json_add_u64(root, "gpus", c->world_size);
-  if (c->layout == STW_LAYOUT_SHARDS && c->world_size > 1)
+  if (c->world_size > 1) /* as asked; each policy's record says its plan's */
     cJSON_AddStringToObject(root, "layout", stw_layout_names[c->layout]);
   stw_op_times_add_json(root, c->op_times.measured_on, &c->op_times.retiming);
   if (c->unlimited_ns == STW_WHATIF_UNKNOWN)

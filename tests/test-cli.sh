@@ -572,6 +572,30 @@ expect 0 "assumes every chunk split across the 2 GPUs and gathered alone, for ev
 expect 0 '"layout":	"shards"' "compare --json --layout shards: the record says it" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2 --layout shards --json
 expect 0 "assumes every chunk split across the 2 GPUs and gathered alone" "capacity --layout shards says it" -- $S capacity --family gpt --hidden 256 --batch 1 --seq 128 --gpus 2 --cpu 8GiB --policy gemini-static --layout shards
 expect 2 "compare: --layout shards: one GPU has no ranks" "compare --layout shards on one GPU" -- $S compare "$T/tt.json" --gpu 400KiB --layout shards
+# each policy in its own system's layout: compare's default, plan's where asked
+expect 0 "assumes each policy's own layout on the 2 GPUs (--layout policy): zero-infinity and gemini-static with every chunk split across them and gathered alone, as ZeRO-3 and Gemini do; stowage, patrickstar, zero-offload and lru in PatrickStar's groups of whole chunks, the layout train replays (--layout groups or shards: one for all)" \
+  "compare plans each policy in its own layout by default, and says so" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2
+$S compare "$T/tt.json" --gpu 400KiB --gpus 2 --json > "$T/cl.json" 2>&1
+got=$(tr -d ' \t\n' < "$T/cl.json" | grep -o '"policy":"[a-z-]*","layout":"[a-z]*"' | tr '\n' ' ')
+[ "$got" = '"policy":"stowage","layout":"groups" "policy":"patrickstar","layout":"groups" "policy":"zero-offload","layout":"groups" "policy":"zero-infinity","layout":"shards" "policy":"gemini-static","layout":"shards" "policy":"lru","layout":"groups" ' ] &&
+  tr -d ' \t\n' < "$T/cl.json" | grep -q '"gpus":2,"layout":"policy"'
+tap_result $? "compare --json: each policy's record says its plan's layout, the top the option's" "$got"
+expect 0 "assumes PatrickStar's groups of whole chunks on the 2 GPUs for zero-infinity and gemini-static too, not the chunks split across them as ZeRO-3 and Gemini do (--layout policy plans them so; train replays groups only)" \
+  "compare --layout groups says which emulations it keeps in groups" -- $S compare "$T/tt.json" --gpu 400KiB --gpus 2 --layout groups
+expect 0 "assumes      PatrickStar's groups of whole chunks on the 2 GPUs for gemini-static too, not the chunks split across them as Gemini does (--layout policy plans it so; train replays groups only)" \
+  "plan keeps groups by default (train replays them), and says so of an emulation" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --policy gemini-static -o "$T/tg.json"
+expect 0 "tg.json: policy gemini-static, chunk size 8,192 elements split across 2 ranks (4,096 elements, 16.00 KiB a rank's shard of the param chunk), 6 chunks per list" \
+  "plan --layout policy: Gemini's in shards" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --policy gemini-static --layout policy -o "$T/tg.json"
+expect 0 "tg.json: policy stowage, chunk size 8,192 elements (32.00 KiB per param chunk), 6 chunks per list" \
+  "plan --layout policy: stowage's in groups" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --layout policy -o "$T/tg.json"
+expect 0 "assumes every chunk split across the 2 GPUs and gathered alone, as ZeRO-3 does (each policy's own layout, --layout policy; train replays PatrickStar's groups only: --layout groups)" \
+  "minmem of zero-infinity plans ZeRO-3's layout by default, and says so" -- $S minmem "$T/tt.json" --gpus 2 --policy zero-infinity
+expect 0 "assumes every chunk split across the 2 GPUs and gathered alone, as Gemini does (each policy's own layout, --layout policy; train replays PatrickStar's groups only: --layout groups)" \
+  "capacity of gemini-static plans Gemini's layout by default" -- $S capacity --family gpt --hidden 256 --batch 1 --seq 128 --gpus 2 --cpu 8GiB --policy gemini-static
+expect 1 "tightest at op 31 h1.mlp.proj.bwd, in PatrickStar's groups: a GPU gathers a group of 16 whole chunks for each use; --layout shards splits every chunk across the GPUs instead, as ZeRO-3 does, which train does not replay)" \
+  "a budget the groups' gathers cannot fit names the layout that gathers less" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 8 --nodes 2 --hw A100-SXM4-80GB -o "$T/x.json"
+expect 0 "host         32.00 GiB (0 B of chunks, 32.00 GiB for the ranks' processes) of 2.00 TiB" \
+  "the default host memory is the profile's on each node" -- $S plan "$T/tt.json" --gpu 2MiB --gpus 8 --nodes 2 --hw A100-SXM4-80GB -o "$T/x.json"
 # 400 narrow blocks on 1,024 GPUs: the search's smallest size would split 2,002 chunks into more
 # shards than a layout holds; it goes on to a larger one, and a size given so is refused
 printf '{"model_type":"gpt2","n_layer":400,"n_embd":64,"n_head":2,"vocab_size":64,"n_positions":64}' > "$T/deep.json"
@@ -580,7 +604,7 @@ expect 0 "split across 1024 ranks" "a searched size with too many shards is pass
 expect 1 "2002 chunks of 16384 elements, each split into 1024 shards, are more than the 1048576 chunks a layout holds: use a larger chunk size" \
   "a given size with too many shards is refused" -- $S plan "$T/deep-t.json" --gpu 8GiB --gpus 8 --nodes 128 --cpu 4TiB --hw A100-SXM4-80GB --layout shards --policy zero-infinity --chunk-size 16384 -o "$T/deep-p.json"
 expect 2 "plan: --layout shards: one GPU has no ranks to share its chunks among (give --gpus)" "--layout shards on one GPU" -- $S plan "$T/tt.json" --gpu 400KiB --layout shards -o "$T/x.json"
-expect 2 "--layout: 'rows' is not one of groups, shards" "--layout of another name" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --layout rows -o "$T/x.json"
+expect 2 "--layout: 'rows' is not one of groups, shards, policy" "--layout of another name" -- $S plan "$T/tt.json" --gpu 400KiB --gpus 2 --layout rows -o "$T/x.json"
 expect 0 "lists        param 4 B x 34,176; master 4 B, momentum 2 B, variance 2 B x 34,176: 12 B a parameter" \
   "plan --optimizer-state bf16: the moments two bytes each" -- $S plan "$T/tt.json" --gpu 400KiB --optimizer-state bf16 -o "$T/tb.json"
 expect 0 "is sound for" "the plan of bf16 moments checks against the fp32 trace" -- $S check "$T/tb.json" "$T/tt.json"

@@ -241,6 +241,52 @@ test_shards(void)
   stw_simulation_clear(&s1);
 }
 
+/* Each policy's own layout (STW_LAYOUT_POLICY): shards for the systems that split every chunk
+ * across the ranks, ZeRO-3's and Gemini's, groups for the others and on one rank; a layout named
+ * is every policy's. A plan of Gemini's in its own layout is the plan of shards, byte for byte. */
+static void
+test_policy_layout(void)
+{
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 2 * STW_GiB, STW_TiB);
+  const StwLayout want[STW_N_POLICIES] = {
+    [STW_POLICY_STOWAGE] = STW_LAYOUT_GROUPS,       [STW_POLICY_PATRICKSTAR] = STW_LAYOUT_GROUPS,
+    [STW_POLICY_ZERO_OFFLOAD] = STW_LAYOUT_GROUPS,  [STW_POLICY_ZERO_INFINITY] = STW_LAYOUT_SHARDS,
+    [STW_POLICY_GEMINI_STATIC] = STW_LAYOUT_SHARDS, [STW_POLICY_LRU] = STW_LAYOUT_GROUPS,
+  };
+  for (int p = 0; p < STW_N_POLICIES; p++) {
+    o.policy = (StwPolicy)p;
+    o.layout = STW_LAYOUT_POLICY;
+    g_assert_cmpint(stw_planner_layout(&o, WORLD), ==, want[p]);
+    g_assert_cmpint(stw_planner_layout(&o, 1), ==, STW_LAYOUT_GROUPS);
+    o.layout = STW_LAYOUT_GROUPS;
+    g_assert_cmpint(stw_planner_layout(&o, WORLD), ==, STW_LAYOUT_GROUPS);
+    o.layout = STW_LAYOUT_SHARDS;
+    g_assert_cmpint(stw_planner_layout(&o, WORLD), ==, STW_LAYOUT_SHARDS);
+    g_assert_cmpint(stw_planner_layout(&o, 1), ==, STW_LAYOUT_GROUPS);
+  }
+  o.policy = STW_POLICY_ZERO_OFFLOAD; /* ZeRO-Offload at stage 3 partitions its parameters */
+  o.layout = STW_LAYOUT_POLICY;
+  o.zero_stage = 3;
+  g_assert_cmpint(stw_planner_layout(&o, WORLD), ==, STW_LAYOUT_SHARDS);
+
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 64, FALSE);
+  GError *error = NULL;
+  stw_test_planner_options(&o, STW_POLICY_GEMINI_STATIC, 2 * STW_GiB, STW_TiB);
+  o.gemini_fraction = 1;
+  o.world_size = WORLD;
+  o.layout = STW_LAYOUT_POLICY;
+  g_autoptr(StwPlan) own = stw_planner_plan(t, "gpt2.json", &o, &error);
+  g_assert_no_error(error);
+  o.layout = STW_LAYOUT_SHARDS;
+  g_autoptr(StwPlan) shards = stw_planner_plan(t, "gpt2.json", &o, &error);
+  g_assert_no_error(error);
+  g_assert_true(own->chunking->shards);
+  g_autofree char *a = stw_plan_to_string(own, t);
+  g_autofree char *b = stw_plan_to_string(shards, t);
+  g_assert_cmpstr(a, ==, b);
+}
+
 /* ZeRO-Offload keeps every rank's own optimizer state on the CPU: the host holds four ranks'
  * shares of the fp16, master, momentum and variance lists, 14 bytes per element owned. */
 static void
@@ -470,6 +516,7 @@ main(int argc, char **argv)
   g_test_add_func("/multirank/collective-time", test_collective_time);
   g_test_add_func("/multirank/every-policy-checks", test_every_policy_checks);
   g_test_add_func("/multirank/shards", test_shards);
+  g_test_add_func("/multirank/policy-layout", test_policy_layout);
   g_test_add_func("/multirank/host-memory-is-shared", test_host_memory_is_shared);
   g_test_add_func("/multirank/simulation", test_simulation);
   g_test_add_func("/multirank/check-catches", test_check_catches);

@@ -46,6 +46,8 @@ typedef enum {
   STW_LAYOUT_GROUPS, /* PatrickStar's: groups of whole chunks, one a rank, gathered together */
   STW_LAYOUT_SHARDS, /* ZeRO-3's and Gemini's: every chunk split across the ranks, gathered
                       * alone */
+  STW_LAYOUT_POLICY, /* each policy's system's own (stw_planner_layout): shards for the ZeRO-3
+                      * and Gemini emulations, groups for the others */
 } StwLayout;
 
 extern const char *const stw_layout_names[]; /* NULL-terminated, in enum order */
@@ -69,8 +71,9 @@ typedef struct {
                                   * others' gathered for each use and released after) */
   guint32 world_size;            /* data-parallel GPUs; 0: the trace's world size */
   guint32 nodes;                 /* the nodes they are spread over, evenly; 0: one */
-  StwLayout layout;              /* how several ranks share the chunks (default groups); the
-                                  * chunk size is then a whole chunk's, each rank's shard of it
+  StwLayout layout;              /* how several ranks share the chunks (default groups, the
+                                  * layout train replays; stw_planner_layout); in shards the
+                                  * chunk size is a whole chunk's, each rank's shard of it
                                   * 1/world */
   int state_dtype;               /* Adam's moments in the plan's layout: STW_DTYPE_FP32 or
                                   * STW_DTYPE_BF16; -1 (the default): the trace's */
@@ -125,6 +128,17 @@ char *stw_planner_process_said(const StwTrace *t, const StwPlannerOptions *o);
 
 /* The data-parallel ranks a plan of T with O is for: O's world_size, else the trace's. */
 guint32 stw_planner_world(const StwTrace *t, const StwPlannerOptions *o);
+
+/* The layout a plan of O's policy takes on WORLD ranks: groups on one rank; O's layout where it
+ * names one; with STW_LAYOUT_POLICY the policy's system's own: shards for DeepSpeed ZeRO-3's
+ * (zero-infinity, zero-offload at stage 3) and Gemini's (gemini-static), which split every
+ * parameter or chunk across the ranks, groups for PatrickStar's, stowage's and lru's (ZeRO-2's
+ * ranks each hold the whole 16-bit model, gathering nothing: groups too). */
+StwLayout stw_planner_layout(const StwPlannerOptions *o, guint32 world);
+
+/* Whether POLICY at ZeRO stage ZERO_STAGE emulates a system that splits every chunk across the
+ * ranks (what STW_LAYOUT_POLICY plans in shards). */
+gboolean stw_policy_splits_chunks(StwPolicy policy, guint64 zero_stage);
 
 /* Whether WORLD ranks on NODES nodes of HW can run: the nodes share the ranks evenly, a node holds
  * that many GPUs, and the links their collectives need exist. FALSE with ERROR

@@ -23,6 +23,8 @@ STW_BEGIN_DECLS
 typedef struct {
   StwPolicy policy;
   guint64 gpu_bytes;
+  guint32 world_size;        /* the GPUs the plan is for */
+  StwLayout layout;          /* how they share its chunks (stw_planner_layout; groups on one) */
   gboolean feasible;
   char *why;                 /* when not feasible: the planner's message */
   guint64 chunk_size_elems;
@@ -100,7 +102,8 @@ void stw_whatif_ddp_clear(StwDdpPoint *p);
 typedef struct {
   guint64 gpu_bytes;
   guint32 world_size;
-  StwLayout layout;     /* how the GPUs share the chunks, in every policy's plan */
+  StwLayout layout;     /* how the GPUs share the chunks, as asked (STW_LAYOUT_POLICY: each
+                         * policy's own; each point says its plan's) */
   guint64 unlimited_ns; /* STW_WHATIF_UNKNOWN where unlimited memory cannot be planned */
   char *unlimited_why;  /* and why */
   StwWhatifPoint points[STW_N_POLICIES];
