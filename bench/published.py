@@ -632,6 +632,40 @@ def optimizer_impl_of(row):
     return "for-loop" if before_2 else "foreach"
 
 
+# PyTorch Lightning's DeepSpeedStrategy writes its own ZeRO configuration (its constructor's
+# defaults), not DeepSpeed's: reduce_bucket_size 2e8 (DeepSpeed's 5e8), sub_group_size 1e12
+# (DeepSpeed's 1e9: the step casts a rank's whole partition's gradients to fp32 at once)
+LIGHTNING_ZERO = (("reduce_bucket_size", 200000000), ("sub_group_size", 1000000000000))
+
+
+def lightning(row):
+    """Whether the row's loop ran under PyTorch Lightning (its strategy configuring the system)."""
+    return re.search(r"\bLightning\b", " ".join((row["precision"], row["source_doc"],
+                                                row["system"]))) is not None
+
+
+def zero_buffers_of(row):
+    """`synth --reduce-bucket-size N --sub-group-size N` where the row's step is DeepSpeed's on
+    the GPU (`optimizer_impl_of`), sizing the buffers it holds beside the model: the sizes its
+    policy_config states, else Lightning's DeepSpeedStrategy's where it ran under Lightning,
+    else none (DeepSpeed's defaults, 5e8 and 1e9)."""
+    if optimizer_impl_of(row) != "deepspeed":
+        return []
+    sizes = dict(LIGHTNING_ZERO) if lightning(row) else {}
+    stated = {}
+    for key in ("reduce_bucket_size", "sub_group_size"):
+        m = re.search(key + r"[\s=:]*(\d+(?:\.\d+)?(?:e\d+)?)\b", row["policy_config"])
+        if m:
+            stated[key] = sizes[key] = int(float(m.group(1)))
+    e = lambda n: ("%.0e" % n).replace("e+0", "e").replace("e+", "e")  # 2e8, 1e12
+    said = ", ".join("%s %s" % (key, e(sizes[key])) for key in sorted(sizes))
+    if sizes:
+        assume(row, ("DeepSpeed's %s (its configuration)" if len(stated) == len(sizes)
+                     else "Lightning's DeepSpeedStrategy: %s") % said)
+    return [x for key in ("reduce_bucket_size", "sub_group_size") if key in sizes
+            for x in ("--" + key.replace("_", "-"), str(sizes[key]))]
+
+
 def collectives_of(row):
     """Whether the row's collectives hold the compute stream, as `synth --collectives` takes
     it: DeepSpeed's ZeRO at stage 1 or 2 (ZeRO-Offload's is 2) reduces the gradients on the
@@ -726,7 +760,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
                   "--micro-steps", str(accum), *grads,
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
                   *loss, "--kernels", "fused" if megatron(row) else "eager",
-                  "--optimizer-impl", optimizer_impl_of(row),
+                  "--optimizer-impl", optimizer_impl_of(row), *zero_buffers_of(row),
                   "--collectives", collectives_of(row), "-o", trace)
     if rc != 0:
         return None, failed("synth", out)

@@ -411,10 +411,20 @@ stw_cli_loop_buffers_said(const StwTrace *t, guint32 world)
   g_autofree char *step = stw_size_format(b.step);
   g_autofree char *where = world > 1 ? g_strdup_printf("each of %u GPUs", world)
                                       : g_strdup("the GPU");
+  const StwTraceModel *m = &t->model;
+  g_autofree char *rb = stw_cli_group_digits(m->reduce_bucket_size > 0
+                                                 ? m->reduce_bucket_size
+                                                 : STW_DEEPSPEED_REDUCE_BUCKET_ELEMS);
+  g_autofree char *sg = stw_cli_group_digits(m->sub_group_size > 0 ? m->sub_group_size
+                                                                   : STW_DEEPSPEED_SUB_GROUP_ELEMS);
+  const char *whose = m->reduce_bucket_size > 0 && m->sub_group_size > 0 ? "the trace's"
+                      : m->reduce_bucket_size > 0 || m->sub_group_size > 0
+                          ? "the trace's and DeepSpeed's defaults"
+                          : "DeepSpeed's defaults";
   return g_strdup_printf("DeepSpeed's buffers beside the model on %s: its gradient partition %s, "
-                         "a reduce bucket of %s in backward, the step's fp32 gradients %s (its "
-                         "defaults: reduce_bucket_size 5e8, sub_group_size 1e9)", where, part,
-                         bucket, step);
+                         "a reduce bucket of %s in backward, the step's fp32 gradients %s "
+                         "(reduce_bucket_size %s, sub_group_size %s elements: %s)", where, part,
+                         bucket, step, rb, sg, whose);
 }
 
 char *

@@ -89,7 +89,8 @@ parse(int argc, char **argv, gboolean *json)
   g_autofree char *family = NULL, *hidden = NULL, *batch = NULL, *seq = NULL, *policy = NULL,
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
                   *lora = NULL, *lora_targets = NULL, *micro_steps = NULL,
-                  *optimizer_impl = NULL, *gradients = NULL, *collectives = NULL;
+                  *optimizer_impl = NULL, *gradients = NULL, *collectives = NULL,
+                  *reduce_bucket_size = NULL, *sub_group_size = NULL;
   gboolean no_ckpt = FALSE, amp = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -120,6 +121,10 @@ parse(int argc, char **argv, gboolean *json)
       "stream, as synth --collectives", "WHEN" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &optimizer_impl,
       "fused (default), foreach, for-loop or deepspeed, as synth --optimizer-impl", "I" },
+    { "reduce-bucket-size", 0, 0, STW_OPTION_TEXT, &reduce_bucket_size,
+      "with --optimizer-impl deepspeed: its reduce_bucket_size, as synth's", "N" },
+    { "sub-group-size", 0, 0, STW_OPTION_TEXT, &sub_group_size,
+      "with --optimizer-impl deepspeed: its sub_group_size, as synth's", "N" },
     { "dtype", 0, 0, STW_OPTION_TEXT, &dtype,
       "compute dtype: bf16 (default; fp16 where the GPU has no bf16), fp16 or fp32", "T" },
     { "amp", 0, 0, G_OPTION_ARG_NONE, &amp,

@@ -13,7 +13,8 @@
 typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives;
+      *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives,
+      *reduce_bucket_size, *sub_group_size;
   gboolean checkpointing, amp;
 } Line;
 
@@ -24,7 +25,8 @@ line_clear(Line *l)
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->hw_name,
                      &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
                      &l->optimizer_impl, &l->images, &l->image_size, &l->vision_trained,
-                     &l->gradients, &l->collectives };
+                     &l->gradients, &l->collectives, &l->reduce_bucket_size,
+                     &l->sub_group_size };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -81,6 +83,14 @@ parse(Line *l, int argc, char **argv)
       "launch), for-loop (torch 1's: seven launches a tensor) or deepspeed (DeepSpeed ZeRO's "
       "step without offload: fp64 norms, the gradients cast to fp32, the weights cast back)",
       "I" },
+    { "reduce-bucket-size", 0, 0, STW_OPTION_TEXT, &l->reduce_bucket_size,
+      "with --optimizer-impl deepspeed: its ZeRO configuration's reduce_bucket_size, the "
+      "gradients it reduces at once, in elements (default 500000000, DeepSpeed's; PyTorch "
+      "Lightning's DeepSpeedStrategy sets 200000000)", "N" },
+    { "sub-group-size", 0, 0, STW_OPTION_TEXT, &l->sub_group_size,
+      "with --optimizer-impl deepspeed: its sub_group_size, the elements of a rank's partition "
+      "whose gradients its step casts to fp32 at once (default 1000000000, DeepSpeed's; PyTorch "
+      "Lightning's DeepSpeedStrategy sets 1000000000000, the whole partition)", "N" },
     { "freeze", 0, 0, STW_OPTION_TEXT, &l->freeze,
       "tensors nobody trains, by name (globs, comma-separated; e.g. 'h.*.attn.*,wte.weight'): "
       "no gradient, no optimizer state", "PATTERNS" },
@@ -144,7 +154,8 @@ request_of(const Line *l)
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "images", l->images }, { "image-size", l->image_size },
     { "vision-trained", l->vision_trained }, { "gradients", l->gradients },
-    { "collectives", l->collectives }
+    { "collectives", l->collectives }, { "reduce-bucket-size", l->reduce_bucket_size },
+    { "sub-group-size", l->sub_group_size }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -17,7 +17,8 @@ typedef struct {
   StwCliPlanning pl;
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
-      *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives;
+      *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives,
+      *reduce_bucket_size, *sub_group_size;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -29,7 +30,8 @@ line_clear(Line *l)
                      &l->dtype, &l->chunks, &l->csv_file, &l->svg_file, &l->attention,
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
                      &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size,
-                     &l->vision_trained, &l->gradients, &l->collectives };
+                     &l->vision_trained, &l->gradients, &l->collectives,
+                     &l->reduce_bucket_size, &l->sub_group_size };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -80,6 +82,10 @@ parse(Line *l, int *argc, char ***argv)
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
       "with --model: fused (default), foreach, for-loop or deepspeed, as synth "
       "--optimizer-impl", "I" },
+    { "reduce-bucket-size", 0, 0, STW_OPTION_TEXT, &l->reduce_bucket_size,
+      "with --model --optimizer-impl deepspeed: its reduce_bucket_size, as synth's", "N" },
+    { "sub-group-size", 0, 0, STW_OPTION_TEXT, &l->sub_group_size,
+      "with --model --optimizer-impl deepspeed: its sub_group_size, as synth's", "N" },
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &l->micro_steps,
       "with --model: forward-backward passes per step (gradient accumulation), as synth "
       "--micro-steps", "K" },
@@ -137,7 +143,8 @@ request_of(const Line *l, const char *trace)
     { "checkpoint-every", l->checkpoint_every }, { "optimizer-impl", l->optimizer_impl },
     { "lora", l->lora }, { "lora-targets", l->lora_targets }, { "images", l->images },
     { "image-size", l->image_size }, { "vision-trained", l->vision_trained },
-    { "gradients", l->gradients }, { "collectives", l->collectives }
+    { "gradients", l->gradients }, { "collectives", l->collectives },
+    { "reduce-bucket-size", l->reduce_bucket_size }, { "sub-group-size", l->sub_group_size }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -36,6 +36,7 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "checkpoint-every", "amp", "attention", "kernels",
                                               "loss", "micro-steps", "gradients",
                                               "collectives", "optimizer-impl",
+                                              "reduce-bucket-size", "sub-group-size",
                                               "chunk-size", "lora", "lora-targets", "images",
                                               "image-size", "vision-trained", PLANNING_OPTIONS,
                                               "measured-times", NULL };
@@ -45,7 +46,8 @@ const StwRequestKind stw_request_whatif_kind = { "whatif", whatif_options, whati
 static const char *const synth_options[] = { "model", "model-config", "batch", "seq", "dtype",
                                              "checkpointing", "checkpoint-every", "amp",
                                              "attention", "kernels", "loss", "micro-steps",
-                                             "optimizer-impl", "freeze", "lora", "lora-targets",
+                                             "optimizer-impl", "reduce-bucket-size",
+                                             "sub-group-size", "freeze", "lora", "lora-targets",
                                              "images", "image-size", "vision-trained", "hw",
                                              "memory", "gradients", "collectives", NULL };
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
@@ -55,6 +57,7 @@ static const char *const capacity_options[] = { "family", "hidden", "batch", "se
                                                 "no-checkpointing",
                                                 "amp", "attention",
                                                 "kernels", "loss", "dtype", "optimizer-impl",
+                                                "reduce-bucket-size", "sub-group-size",
                                                 "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
 static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", "amp",
@@ -322,7 +325,11 @@ stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error)
   static const StwGradients values[] = { 0, STW_GRADIENTS_HOST, STW_GRADIENTS_HOST_VIA_DEVICE };
   int where = 0, collectives = so->collectives;
   if (!stw_request_enum(r, "gradients", names, &where, error) ||
-      !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error))
+      !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error) ||
+      !stw_request_count(r, "reduce-bucket-size", 1, STW_DEEPSPEED_MAX_BUFFER_ELEMS,
+                         &so->reduce_bucket_size, error) ||
+      !stw_request_count(r, "sub-group-size", 1, STW_DEEPSPEED_MAX_BUFFER_ELEMS,
+                         &so->sub_group_size, error))
     return FALSE;
   so->host_gradients = values[where];
   so->collectives = (StwCollectives)collectives;

@@ -54,8 +54,7 @@ model_of(const StwRequest *r, const char *command, char **model, GError **error)
  * "checkpoint-every" blocks, which implies it), naive "attention", eager
  * "kernels", the full "loss", a fused "optimizer-impl", "lora" and "lora-targets", one run
  * ("micro-steps"), no "images" (of "image-size" pixels a side, "vision-trained" what of the
- * tower they train), the gradients on the "device" between micro-steps ("gradients"; "host":
- * each micro-step's offloaded); the request's texts borrowed. */
+ * tower they train), the loop's (stw_request_loop); the request's texts borrowed. */
 static gboolean
 synth_options(const StwRequest *r, const StwModelConfig *cfg, const StwHardware *hw,
               StwSynthOptions *so, GError **error)
@@ -227,14 +226,16 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
   static const char *const model_only[] = { "batch", "seq", "dtype", "checkpointing",
                                             "checkpoint-every", "amp", "attention", "kernels",
                                             "loss", "micro-steps", "gradients", "collectives",
-                                            "optimizer-impl",
+                                            "optimizer-impl", "reduce-bucket-size",
+                                            "sub-group-size",
                                             "images", "image-size", "vision-trained", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
                    "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, "
-                   "--gradients, --collectives, --optimizer-impl, --images, --image-size and "
-                   "--vision-trained go with --model");
+                   "--gradients, --collectives, --optimizer-impl, --reduce-bucket-size, "
+                   "--sub-group-size, --images, --image-size and --vision-trained go with "
+                   "--model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

@@ -1067,6 +1067,15 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
                 "the tower or the projector");
     return NULL;
   }
+  if ((options->reduce_bucket_size > 0 || options->sub_group_size > 0) &&
+      options->optimizer_impl != STW_OPTIMIZER_DEEPSPEED) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "--%s goes with --optimizer-impl deepspeed: it sizes the buffers DeepSpeed's "
+                "step holds on the GPU, and the loop's optimizer is %s",
+                options->sub_group_size > 0 ? "sub-group-size" : "reduce-bucket-size",
+                stw_optimizer_impl_name(options->optimizer_impl));
+    return NULL;
+  }
   StwTrace *t = stw_trace_new();
   t->source.kind = STW_SOURCE_SYNTHETIC;
   g_free(t->source.created);
@@ -1082,6 +1091,8 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.attention = options->attention;
   t->model.kernels = options->kernels;
   t->model.optimizer_impl = options->optimizer_impl;
+  t->model.reduce_bucket_size = options->reduce_bucket_size;
+  t->model.sub_group_size = options->sub_group_size;
   t->model.collectives = options->collectives;
   t->model.images = options->images;
   t->model.image_size = options->images > 0 ? image_size : 0;

@@ -589,6 +589,10 @@ trace_to_json(const StwTrace *t, gboolean with_source)
   }
   if (t->model.state_dtype != STW_DTYPE_FP32)
     cJSON_AddStringToObject(model, "optimizer_state", stw_state_dtype_name(t->model.state_dtype));
+  if (t->model.reduce_bucket_size > 0)
+    stw_json_add_u64(model, "reduce_bucket_size", t->model.reduce_bucket_size);
+  if (t->model.sub_group_size > 0)
+    stw_json_add_u64(model, "sub_group_size", t->model.sub_group_size);
 
   cJSON *dev = cJSON_AddObjectToObject(root, "device");
   cJSON_AddStringToObject(dev, "name", t->device.name);
@@ -716,7 +720,8 @@ static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "autocast", "micro_steps", "gradients",
                                              "collectives", "amsgrad",
                                              "optimizer_state", "optimizer_impl", "images",
-                                             "image_size", NULL };
+                                             "image_size", "reduce_bucket_size",
+                                             "sub_group_size", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               "process_bytes", "gpu_process_bytes", NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -821,7 +826,18 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_u64(r, obj, "images", FALSE, 0, STW_MODEL_MAX_IMAGES, &t->model.images,
                        error) &&
       stw_json_get_u64(r, obj, "image_size", t->model.images > 0, 1, STW_MODEL_MAX_IMAGE,
-                       &t->model.image_size, error);
+                       &t->model.image_size, error) &&
+      stw_json_get_u64(r, obj, "reduce_bucket_size", FALSE, 1, STW_DEEPSPEED_MAX_BUFFER_ELEMS,
+                       &t->model.reduce_bucket_size, error) &&
+      stw_json_get_u64(r, obj, "sub_group_size", FALSE, 1, STW_DEEPSPEED_MAX_BUFFER_ELEMS,
+                       &t->model.sub_group_size, error);
+  /* DeepSpeed's configuration sizes its buffers, which only its step holds */
+  const char *zero = t->model.sub_group_size > 0 ? "sub_group_size" : "reduce_bucket_size";
+  if (ok && optimizer_impl != STW_OPTIMIZER_DEEPSPEED &&
+      (t->model.reduce_bucket_size > 0 || t->model.sub_group_size > 0))
+    ok = stw_json_fail_at(r, zero, error, "DeepSpeed's %s goes with optimizer_impl "
+                          "\"deepspeed\" (its step on the GPU), and the trace's is \"%s\"",
+                          zero, stw_optimizer_impl_names[optimizer_impl]);
   if (ok && config != NULL) {
     gsize s2 = stw_json_push_key(r, "config");
     ok = stw_model_config_read(r, config, FALSE, &t->model.config, error);

@@ -315,8 +315,8 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
-expect 2 "--kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --reduce-bucket-size, --sub-group-size, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --reduce-bucket-size, --sub-group-size, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
 expect 2 "--images, --image-size and --vision-trained go with" "whatif --images with a trace" -- $S whatif "$TR" --gpu 8GiB --images 1
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
@@ -403,8 +403,21 @@ expect 0 "optim  148   2.25 ms   0.00" "synth bf16, fused: 28 bytes an element" 
 expect 0 "optim  148   5.63 ms   0.00" "synth --optimizer-impl deepspeed: 70 bytes an element, 2.5x" -- $S inspect "$T/opt-bf16-deepspeed.json"
 expect 0 "batch 2 x seq 512, bf16, naive attention, eager kernels, deepspeed optimizer" "inspect names DeepSpeed's step" -- $S inspect "$T/opt-bf16-deepspeed.json"
 expect 0 "3 GPU Adam with resident state; the GPU's optimizer step as DeepSpeed's ZeRO runs it: fp64 norms tensor by tensor, the gradients flattened and cast to fp32, FusedAdam on the fp32 partition, the weights cast back" "plan names DeepSpeed's step" -- $S plan "$T/opt-bf16-deepspeed.json" --gpu 8GiB -o "$T/opt-ds-plan.json"
-expect 0 "  assumes      DeepSpeed's buffers beside the model on each of 4 GPUs: its gradient partition 59.34 MiB, a reduce bucket of 237.35 MiB in backward, the step's fp32 gradients 118.68 MiB (its defaults: reduce_bucket_size 5e8, sub_group_size 1e9)" \
+expect 0 "  assumes      DeepSpeed's buffers beside the model on each of 4 GPUs: its gradient partition 59.34 MiB, a reduce bucket of 237.35 MiB in backward, the step's fp32 gradients 118.68 MiB (reduce_bucket_size 500,000,000, sub_group_size 1,000,000,000 elements: DeepSpeed's defaults)" \
   "plan says DeepSpeed's buffers, a GPU's share of them" -- $S plan "$T/opt-bf16-deepspeed.json" --gpu 8GiB --gpus 4 -o "$T/opt-ds-plan4.json"
+# the loop's own ZeRO configuration (PyTorch Lightning's DeepSpeedStrategy: 2e8 and 1e12)
+expect 0 "wrote" "synth --reduce-bucket-size --sub-group-size" -- $S synth --model gpt2 --batch 2 --seq 512 --optimizer-impl deepspeed --reduce-bucket-size 20000000 --sub-group-size 1000000000000 -o "$T/opt-ds-pl.json"
+expect 0 "  assumes      DeepSpeed's buffers beside the model on each of 4 GPUs: its gradient partition 59.34 MiB, a reduce bucket of 38.15 MiB in backward, the step's fp32 gradients 118.68 MiB (reduce_bucket_size 20,000,000, sub_group_size 1,000,000,000,000 elements: the trace's)" \
+  "plan sizes DeepSpeed's buffers by the trace's configuration" -- $S plan "$T/opt-ds-pl.json" --gpu 8GiB --gpus 4 -o "$T/opt-ds-plan5.json"
+expect 0 "the step's fp32 gradients 381.47 MiB (reduce_bucket_size 500,000,000, sub_group_size 100,000,000 elements: the trace's and DeepSpeed's defaults)" \
+  "whatif --model --sub-group-size: a sub-group below the partition" -- $S whatif --model gpt2 --batch 2 --seq 512 --gpu 8GiB --policy stowage --optimizer-impl deepspeed --sub-group-size 100000000
+expect 2 "synth: --sub-group-size goes with --optimizer-impl deepspeed: it sizes the buffers DeepSpeed's step holds on the GPU, and the loop's optimizer is fused" \
+  "--sub-group-size without DeepSpeed's step" -- $S synth --model gpt2 --seq 128 --sub-group-size 1000 -o "$T/x.json"
+expect 2 "--reduce-bucket-size: '5e8' is not valid: expected a whole number from 1 to 1000000000000000" \
+  "--reduce-bucket-size not a whole number" -- $S synth --model gpt2 --seq 128 --optimizer-impl deepspeed --reduce-bucket-size 5e8 -o "$T/x.json"
+sed 's/"optimizer_impl":"deepspeed",//; s/"optimizer_impl": *"deepspeed", *//' "$T/opt-ds-pl.json" > "$T/bad-ds.json"
+expect 1 "bad-ds.json: \$.model.sub_group_size: DeepSpeed's sub_group_size goes with optimizer_impl \"deepspeed\" (its step on the GPU), and the trace's is \"fused\"" \
+  "a trace with DeepSpeed's configuration and not its step: refused, named" -- $S inspect "$T/bad-ds.json"
 expect 0 "assumes DeepSpeed's buffers beside the model on the GPU: its gradient partition 237.35 MiB" "compare says them" -- $S compare "$T/opt-bf16-deepspeed.json" --gpu 8GiB
 # collectives on the compute stream (DeepSpeed ZeRO-1 and 2 with overlap_comm off): GPT-2 on two
 # GPUs, the iteration its compute and its collectives one after the other

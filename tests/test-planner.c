@@ -1298,6 +1298,37 @@ test_loop_buffers(void)
   g_assert_null(tight);
   g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
   g_clear_error(&error);
+
+  /* the loop's own ZeRO configuration: a bucket of 1e6 elements, sub-groups of 1e7, which the
+   * trace's file keeps (and its digest binds); without DeepSpeed's step, refused by name */
+  g_autofree char *before = stw_trace_digest(t);
+  t->model.reduce_bucket_size = 1000000;
+  t->model.sub_group_size = 10000000;
+  g_assert_true(stw_trace_loop_buffers(t, 4, &b));
+  g_assert_cmpuint(b.partition, ==, 31109952 * 2);
+  g_assert_cmpuint(b.bucket, ==, 1000000 * 2);
+  g_assert_cmpuint(b.step, ==, 10000000 * 4);
+  t->model.sub_group_size = 1000000000000; /* Lightning's: the whole partition */
+  g_assert_true(stw_trace_loop_buffers(t, 4, &b));
+  g_assert_cmpuint(b.step, ==, 31109952 * 4);
+  g_autofree char *after = stw_trace_digest(t);
+  g_assert_cmpstr(before, !=, after);
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_autoptr(StwTrace) back = stw_trace_parse("ds.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(back->model.reduce_bucket_size, ==, 1000000);
+  g_assert_cmpuint(back->model.sub_group_size, ==, 1000000000000);
+  g_autofree char *again = stw_trace_digest(back);
+  g_assert_cmpstr(again, ==, after);
+  t->model.optimizer_impl = STW_OPTIMIZER_FUSED;
+  g_autofree char *fused_text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_assert_null(stw_trace_parse("f.json", fused_text, strlen(fused_text), &error));
+  stw_assert_error_contains(error, "f.json: $.model.sub_group_size: DeepSpeed's sub_group_size "
+                                   "goes with optimizer_impl \"deepspeed\" (its step on the GPU), "
+                                   "and the trace's is \"fused\"");
+  g_clear_error(&error);
 }
 
 int

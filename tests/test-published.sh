@@ -114,7 +114,15 @@ has "latent attention, whose sizes the columns do not give: not replayed, said" 
 has "a T4 in bf16, which it does not compute: not replayed, said once by the command that refused" \
   "- T42: synth: T4-16GB-PCIe3 has no bf16 compute: choose another --dtype"
 has "a largest-model row: the most layers at its width that fit, against the zoo's sizes" \
-  "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 18.3B (90 layers) | disagrees |"
+  "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 16.3B (80 layers) | within one step |"
+has "ZeRO-3 under PyTorch Lightning: its DeepSpeedStrategy's buffer sizes, said" \
+  "| L06 | ZeRO-3 (no offload) | gpt2_12B (PL benchmark) | 8 x 1 | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4, Lightning's DeepSpeedStrategy: reduce_bucket_size 2e8, sub_group_size 1e12 | 9.060 s | 8.101 s | -10.6% |"
+has "... its whole partition's fp32 gradients in the step: the published peak" \
+  "| L06 | ZeRO-3 (no offload) | 29.05 GiB | 29.05 GiB | -0.0% |"
+has "DeepSpeed's buffer sizes the row's configuration states, said" \
+  "| T57 | ZeRO-3 (no offload) | gpt2_12B (PL benchmark) | 8 x 1 | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4, DeepSpeed's reduce_bucket_size 1e8, sub_group_size 5e8 (its configuration) | 9.060 s | 8.101 s | -10.6% |"
+has "... and its peak from them: a step of 5e8 fp32 gradients" \
+  "| T57 | ZeRO-3 (no offload) | 29.05 GiB | 25.19 GiB | -13.3% |"
 has "a row whose GPU count is no number: not replayed, said" \
   "- T06: a field this bench cannot read (ValueError: n_gpus: 'eight' is not a whole number from 1 up)"
 has "a Gemma 2 by its architecture's name, the head's width the row's" \

@@ -122,9 +122,10 @@ gboolean stw_request_on_device(const StwRequest *r, const char *option,
  * "lora-targets" (borrowed from R: it must outlive SO) into its lora_targets. */
 gboolean stw_request_lora(const StwRequest *r, StwSynthOptions *so, GError **error);
 /* How the loop of a model synthesized from a request runs: where it keeps its gradients,
- * "gradients" "device" (the default), "host" or "host-via-device" into SO's host_gradients, and
- * its collectives, "collectives" "overlapped" (the default) or "blocking" into SO's
- * collectives. */
+ * "gradients" "device" (the default), "host" or "host-via-device" into SO's host_gradients, its
+ * collectives, "collectives" "overlapped" (the default) or "blocking" into SO's collectives, and
+ * DeepSpeed's "reduce-bucket-size" and "sub-group-size" (elements; none: DeepSpeed's defaults;
+ * the synthesis refuses them without its step) into SO's. */
 gboolean stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error);
 /* What `stowage whatif` sweeps: "trace" (a file) or "model" (or "model-config", a file) with
  * "batch" (a comma list), "seq", "dtype", "attention", "checkpointing", "lora", "lora-targets";

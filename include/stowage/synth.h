@@ -53,6 +53,10 @@ typedef struct {
   StwLoss loss;             /* full (0) or chunked (stw_model_graph_chunk_loss) */
   StwOptimizerImpl optimizer_impl; /* how the optimizer steps what it steps on the GPU: fused
                                     * (0), foreach, for-loop or deepspeed */
+  guint64 reduce_bucket_size;      /* with deepspeed: its ZeRO configuration's, in elements
+                                    * (model.reduce_bucket_size, model.sub_group_size); 0:
+                                    * DeepSpeed's defaults */
+  guint64 sub_group_size;
   const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
                              * no gradient, no optimizer op, and a backward without the weight
                              * gradient's half of the FLOPs */

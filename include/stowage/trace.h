@@ -158,6 +158,10 @@ typedef struct {
   guint64 images;           /* synthesized: images a sequence through the vision tower
                              * ("images", written when some), each image_size pixels a side */
   guint64 image_size;
+  guint64 reduce_bucket_size; /* with optimizer_impl deepspeed: its loop's ZeRO configuration,
+                               * in elements ("reduce_bucket_size", "sub_group_size", written
+                               * when set); 0: DeepSpeed's defaults (stw_trace_loop_buffers) */
+  guint64 sub_group_size;
 } StwTraceModel;
 
 typedef struct {
@@ -327,18 +331,22 @@ StwTrace *stw_trace_decide(const StwTrace *trace, const guint8 *choice, GError *
 
 /* What a loop holds on each of its ranks beside the model's chunks and its activations, where
  * the trace's optimizer is DeepSpeed ZeRO's step on the GPU (model.optimizer_impl deepspeed: no
- * offload_optimizer), with DeepSpeed's defaults (stage3.py, stage_1_and_2.py): PARTITION, the
- * rank's reduced gradients in a buffer of their own, 1/WORLD of the trained elements in their
- * dtype (stage 3 allocates it at start, contiguous_gradients), on at every op; BUCKET, the
- * gradients gathered for one reduction (reduce_bucket_size, 5e8 elements), during backward;
- * STEP, the gradients the step casts to fp32, a sub-group of the rank's partition at a time
- * (sub_group_size, 1e9 elements), during the optimizer ops. */
+ * offload_optimizer), sized by its ZeRO configuration (model.reduce_bucket_size and
+ * sub_group_size; where the trace gives none, DeepSpeed's defaults: stage3.py,
+ * stage_1_and_2.py): PARTITION, the rank's reduced gradients in a buffer of their own, 1/WORLD
+ * of the trained elements in their dtype (stage 3 allocates it at start, contiguous_gradients),
+ * on at every op; BUCKET, the gradients gathered for one reduction (reduce_bucket_size, 5e8
+ * elements by default), during backward; STEP, the gradients the step casts to fp32, a
+ * sub-group of the rank's partition at a time (sub_group_size, 1e9 elements by default;
+ * PyTorch Lightning's DeepSpeedStrategy sets 1e12, the whole partition), during the optimizer
+ * ops. */
 typedef struct {
   guint64 partition, bucket, step;
 } StwLoopBuffers;
 
 #define STW_DEEPSPEED_REDUCE_BUCKET_ELEMS G_GUINT64_CONSTANT(500000000)
 #define STW_DEEPSPEED_SUB_GROUP_ELEMS G_GUINT64_CONSTANT(1000000000)
+#define STW_DEEPSPEED_MAX_BUFFER_ELEMS G_GUINT64_CONSTANT(1000000000000000) /* a config's 1e15 */
 
 /* TRACE's loop buffers on WORLD ranks into *OUT; FALSE (all 0) where its loop holds none. */
 gboolean stw_trace_loop_buffers(const StwTrace *trace, guint32 world, StwLoopBuffers *out);

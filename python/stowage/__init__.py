@@ -112,14 +112,16 @@ def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, check
           attention=None, kernels=None, loss=None, freeze=None, lora=None, lora_targets=None,
           hw=None, memory=None, micro_steps=None, checkpoint_every=None, amp=None,
           optimizer_impl=None, images=None, image_size=None, vision_trained=None, gradients=None,
-          collectives=None):
+          collectives=None, reduce_bucket_size=None, sub_group_size=None):
     """The trace of one training iteration of MODEL (a zoo name or a model config file) or
     MODEL_CONFIG (a file), not run but modelled: what `stowage synth` writes, the options read
     and refused as it reads them (docs/synth.md). FREEZE, LORA_TARGETS: comma text or lists.
     IMAGES, IMAGE_SIZE: images a sequence through a vision tower, their side in pixels;
     VISION_TRAINED: "none", "projector" or "all", what of the tower they train. GRADIENTS:
     "device", "host" or "host-via-device", where the loop keeps its gradients to the step.
-    COLLECTIVES: "overlapped" or "blocking", whether its collectives hold the compute stream."""
+    COLLECTIVES: "overlapped" or "blocking", whether its collectives hold the compute stream.
+    REDUCE_BUCKET_SIZE, SUB_GROUP_SIZE: with OPTIMIZER_IMPL "deepspeed", its ZeRO configuration's,
+    in elements, which size the buffers its step holds (DeepSpeed's defaults where not given)."""
     opts = _options("synth", model=model, model_config=os.fspath(model_config)
                     if model_config is not None else None, batch=batch, seq=seq, dtype=dtype,
                     checkpointing=checkpointing, attention=attention, kernels=kernels, loss=loss,
@@ -127,7 +129,8 @@ def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, check
                     hw=hw, memory=memory, micro_steps=micro_steps,
                     checkpoint_every=checkpoint_every, amp=amp, optimizer_impl=optimizer_impl,
                     images=images, image_size=image_size, vision_trained=vision_trained,
-                    gradients=gradients, collectives=collectives)
+                    gradients=gradients, collectives=collectives,
+                    reduce_bucket_size=reduce_bucket_size, sub_group_size=sub_group_size)
     return Trace(_call(_lib.synth, opts), None)
 
 
@@ -263,7 +266,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
              activations=None, nvme=None, nvme_devices=None, storage=None,
              optimizer_state=None, pinned=None,
              micro_steps=None, amp=None, optimizer_impl=None, gradients=None, collectives=None,
-             layout=None):
+             layout=None, reduce_bucket_size=None, sub_group_size=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
@@ -277,7 +280,8 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     nvme_devices=nvme_devices, storage=storage,
                     optimizer_state=optimizer_state, pinned=pinned,
                     micro_steps=micro_steps, amp=amp, optimizer_impl=optimizer_impl,
-                    gradients=gradients, collectives=collectives, layout=layout)
+                    gradients=gradients, collectives=collectives, layout=layout,
+                    reduce_bucket_size=reduce_bucket_size, sub_group_size=sub_group_size)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
@@ -308,7 +312,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            lora_targets=None, activations=None, nvme=None, nvme_devices=None, storage=None,
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
            amp=None, optimizer_impl=None, images=None, image_size=None, vision_trained=None,
-           gradients=None, collectives=None, measured_times=None, layout=None):
+           gradients=None, collectives=None, measured_times=None, layout=None,
+           reduce_bucket_size=None, sub_group_size=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -330,7 +335,8 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     micro_steps=micro_steps, checkpoint_every=checkpoint_every, amp=amp,
                     optimizer_impl=optimizer_impl, images=images, image_size=image_size,
                     vision_trained=vision_trained, gradients=gradients,
-                    collectives=collectives, measured_times=measured_times, layout=layout)
+                    collectives=collectives, measured_times=measured_times, layout=layout,
+                    reduce_bucket_size=reduce_bucket_size, sub_group_size=sub_group_size)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 
