@@ -682,6 +682,23 @@ def collectives_of(row):
     return "blocking" if stage <= 2 and not on else "overlapped"
 
 
+def loss_of(row):
+    """`synth --loss` for the row: chunked where its system computes the loss over pieces of
+    tokens (MegaTrain); native where nn.CrossEntropyLoss runs on a 16-bit model's logits as they
+    are, without autocast: Hugging Face's GPT2LMHeadModel before transformers 4.46 (October 2024,
+    whose loss function casts the logits to fp32 first) and the ColossalAI example built on it;
+    else full, the cross-entropy in fp32 (Llama's and the others' logits.float(), Megatron's
+    output.float(), autocast's fp32 log_softmax)."""
+    if chunked_loss(row):
+        return "chunked"
+    date = re.match(r"\s*(\d{4})-(\d{2})", row["source_date"] or "")
+    before = date is not None and (int(date.group(1)), int(date.group(2))) < (2024, 10)
+    sixteen = dtype_of(row) in ("fp16", "bf16") and not autocast(row)
+    if "GPT2LMHeadModel" in row["arch_type"] and before and sixteen:
+        return "native"
+    return "full"
+
+
 def chunked_loss(row):
     """Whether the row's system computes its loss over pieces of tokens, never all the logits at
     once (MegaTrain does)."""
@@ -748,7 +765,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
     dtype = dtype_of(row)
     ckpt = ["--checkpointing"] if ckpt else []
     attention = ["--attention", attention_of(row)]
-    loss = ["--loss", "chunked"] if chunked_loss(row) else []
+    loss = ["--loss", loss_of(row)] if loss_of(row) != "full" else []
     loss += ["--amp"] if autocast(row) else []
     accum = whole(row, "grad_accum_steps", 1)  # gradient accumulation: micro-steps a step
     on_host = gradients_on_host(row)
@@ -956,9 +973,11 @@ def replay(row, tmp, errors, skipped):
                                                                   row["unit"])))
         return
     got, note = predict(row, policy, extra, tmp)
-    label = "%s%s on %s%s%s%s%s" % (
+    label = "%s%s on %s%s%s%s%s%s" % (
         policy, emulated_options(row, policy, extra), profile_of(row),
-        ", chunked loss" if chunked_loss(row) else "", ", AMP" if autocast(row) else "",
+        ", chunked loss" if chunked_loss(row) else "",
+        ", its loss in %s" % dtype_of(row) if loss_of(row) == "native" else "",
+        ", AMP" if autocast(row) else "",
         ", " + NOTES[rid] if rid in NOTES else "",
         ", to the end of backward" if forward_backward_only(row) else "")
     what = "%s x %s" % (row["n_gpus"], row["micro_batch_per_gpu"])

@@ -377,7 +377,9 @@ stw_cli_model_said(const StwTrace *t, gboolean batch)
   g_string_append_printf(s, "%s, %s attention%s%s", m->checkpointing ? ", checkpointing" : "",
                          stw_attention_name(m->attention),
                          m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "",
-                         m->loss == STW_LOSS_CHUNKED ? ", chunked loss" : "");
+                         m->loss == STW_LOSS_CHUNKED  ? ", chunked loss"
+                         : m->loss == STW_LOSS_NATIVE ? ", the loss in the logits' dtype"
+                                                      : "");
   if (m->optimizer_impl != STW_OPTIMIZER_FUSED)
     g_string_append_printf(s, ", %s optimizer", stw_optimizer_impl_name(m->optimizer_impl));
   if (m->collectives == STW_COLLECTIVES_BLOCKING)

@@ -58,7 +58,10 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
          o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq, steps,
          so->checkpointing ? "checkpointing" : "no checkpointing",
          stw_attention_name(so->attention), stw_kernels_name(so->kernels),
-         optimizer, so->loss == STW_LOSS_CHUNKED ? "chunked loss, " : "",
+         optimizer,
+         so->loss == STW_LOSS_CHUNKED  ? "chunked loss, "
+         : so->loss == STW_LOSS_NATIVE ? "the loss in the logits' dtype, "
+                                       : "",
          so->collectives == STW_COLLECTIVES_BLOCKING && o->world_size > 1
              ? "collectives on the compute stream, "
              : "",
@@ -107,8 +110,8 @@ parse(int argc, char **argv, gboolean *json)
     { "kernels", 0, 0, STW_OPTION_TEXT, &kernels,
       "eager (default: PyTorch eager, as synth --kernels) or fused", "K" },
     { "loss", 0, 0, STW_OPTION_TEXT, &loss,
-      "full (default) or chunked: the LM head and cross-entropy over pieces of tokens, as "
-      "synth --loss", "L" },
+      "full (default), native (in the logits' 16-bit dtype) or chunked (the LM head and "
+      "cross-entropy over pieces of tokens), as synth --loss", "L" },
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &micro_steps,
       "forward-backward passes per step (gradient accumulation), as synth --micro-steps "
       "(default 1)", "K" },

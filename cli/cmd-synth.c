@@ -60,9 +60,12 @@ parse(Line *l, int argc, char **argv)
       "them, chains of kernels, fp32 upcasts) or fused (one kernel each: compiled or fused "
       "models, stowage's trainer)", "K" },
     { "loss", 0, 0, STW_OPTION_TEXT, &l->loss,
-      "the loss: full (default: every token's logits kept for backward, as Hugging Face's "
-      "models) or chunked (the LM head and cross-entropy fused over pieces of tokens, no logits "
-      "kept: Liger's FusedLinearCrossEntropy, torchtune's chunked loss)", "L" },
+      "the loss: full (default: every token's logits kept for backward, the cross-entropy in "
+      "fp32, as Hugging Face's models), native (the same in the logits' 16-bit dtype: "
+      "nn.CrossEntropyLoss on a 16-bit model without autocast, Hugging Face's GPT-2 before "
+      "transformers 4.46) or chunked (the LM head and cross-entropy fused over pieces of "
+      "tokens, no logits kept: Liger's FusedLinearCrossEntropy, torchtune's chunked loss)",
+      "L" },
     { "micro-steps", 0, 0, STW_OPTION_TEXT, &l->micro_steps,
       "forward-backward passes per iteration, each over --batch sequences, then one optimizer "
       "step (gradient accumulation; default 1): the gradients are then the framework's "

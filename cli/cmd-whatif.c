@@ -78,7 +78,7 @@ parse(Line *l, int *argc, char ***argv)
     { "kernels", 0, 0, STW_OPTION_TEXT, &l->kernels,
       "with --model: eager (default) or fused, as synth --kernels", "K" },
     { "loss", 0, 0, STW_OPTION_TEXT, &l->loss,
-      "with --model: full (default) or chunked, as synth --loss", "L" },
+      "with --model: full (default), native or chunked, as synth --loss", "L" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
       "with --model: fused (default), foreach, for-loop or deepspeed, as synth "
       "--optimizer-impl", "I" },

@@ -1728,7 +1728,8 @@ attention_core(Builder *b, gint32 layer, guint64 q_w, guint64 kv_w, guint64 v_w,
   return o;
 }
 
-/* Cross-entropy over VOCAB logits: keeps the logits, computes softmax in fp32. */
+/* Cross-entropy over VOCAB logits: keeps the logits, computes softmax in fp32 (Hugging Face's
+ * logits.float(); stw_model_graph_native_loss for the logits' own dtype). */
 static void
 loss(Builder *b, guint64 vocab)
 {
@@ -3864,6 +3865,21 @@ stw_model_graph_chunk_loss(StwModelGraph *g, gboolean weight_grad)
   loss->saves_input = FALSE;
   loss->saved_extra_bytes = loss->work_bytes = loss->bwd_work_bytes = 0;
   g->loss = STW_LOSS_CHUNKED;
+}
+
+void
+stw_model_graph_native_loss(StwModelGraph *g)
+{
+  if (g->loss != STW_LOSS_FULL)
+    return;
+  guint64 T = g->batch * g->seq, e = stw_dtype_bytes(g->dtype);
+  guint64 vocab = stw_model_head_vocab(&g->config);
+  for (guint i = 0; i < g->ops->len; i++) {
+    StwGraphOp *o = g_ptr_array_index(g->ops, i);
+    if (o->kind == STW_OP_LOSS) /* the shifted copy, log_softmax's output and its gradient */
+      o->work_bytes = o->bwd_work_bytes = T * vocab * e;
+  }
+  g->loss = STW_LOSS_NATIVE;
 }
 
 guint64

@@ -12,7 +12,7 @@ const char *const stw_bias_names[] = { "default", "yes", "no", NULL };
 const char *const stw_bias_site_names[] = { "qkv_bias", "out_bias", "mlp_bias", NULL };
 const char *const stw_attention_names[] = { "naive", "flash", NULL };
 const char *const stw_kernels_names[] = { "fused", "eager", NULL };
-const char *const stw_loss_names[] = { "full", "chunked", NULL };
+const char *const stw_loss_names[] = { "full", "chunked", "native", NULL };
 const char *const stw_optimizer_impl_names[] = { "fused", "foreach", "for-loop", "deepspeed",
                                                  NULL };
 const char *const stw_vision_trained_names[] = { "none", "projector", "all", NULL };

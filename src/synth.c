@@ -434,8 +434,13 @@ eager_cost(const Synth *s, const StwGraphOp *g)
       x = (Eager){ o * (28 + 2 * e) + conv * 2 * e, o * (52 + 4 * e) + conv * 3 * e, 22, 34 };
     break;
   }
-  case STW_OP_LOSS: /* logits.float(), then log_softmax and the loss in fp32 */
-    x = (Eager){ 12 * in, (12 - e) * in, 4, 4 };
+  case STW_OP_LOSS:
+    if (s->graph->loss == STW_LOSS_NATIVE) /* the shifted logits made contiguous, log_softmax
+                                            * and NLL in their dtype; backward NLL's gradient,
+                                            * log_softmax's reading its output, the slice's */
+      x = (Eager){ 4 * e * in, 5 * e * in, 3, 3 };
+    else /* logits.float(), then log_softmax and the loss in fp32 */
+      x = (Eager){ 12 * in, (12 - e) * in, 4, 4 };
     break;
   default:
     break;
@@ -890,6 +895,13 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
                 "--amp computes in 16 bits: give --dtype bf16 or fp16 with it");
     return FALSE;
   }
+  if (o->loss == STW_LOSS_NATIVE && (o->amp || o->dtype == STW_DTYPE_FP32)) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
+                "--loss native computes the cross-entropy in the logits' 16-bit dtype, and %s: "
+                "that is --loss full", o->amp ? "autocast computes it in fp32 (--amp)"
+                                              : "the model's logits are fp32 (--dtype fp32)");
+    return FALSE;
+  }
   if (o->image_size != 0 && o->images == 0) {
     g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
                 "--image-size goes with --images N; without it the option would be ignored");
@@ -1137,6 +1149,8 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
         trained |= !stw_trace_tensor(t, g_array_index(g->params, guint32, k))->frozen;
     }
     stw_model_graph_chunk_loss(graph, trained);
+  } else if (options->loss == STW_LOSS_NATIVE) {
+    stw_model_graph_native_loss(graph);
   }
   t->model.loss = options->loss;
   t->model.autocast = options->amp ? options->dtype : STW_DTYPE_FP32;

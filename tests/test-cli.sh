@@ -334,9 +334,16 @@ expect 0 "llama, 32 layers, hidden 4096, 32 heads (8 key/value); batch 1 x seq 8
 expect 0 "peak non-model memory  3.97 GiB at op 305 h31.mlp.swiglu.bwd (bwd)" "the chunked loss keeps no logits" -- $S inspect "$T/l3c.json"
 $S synth --model llama3-8b --seq 8192 --attention flash --checkpointing -o "$T/l3f.json" > /dev/null 2>&1
 expect 0 "peak non-model memory  10.08 GiB at op 292 loss.bwd (bwd)" "the full loss keeps every token's logits" -- $S inspect "$T/l3f.json"
-expect 2 "--loss: 'sliced' is not one of full, chunked" "synth with an unknown loss" -- $S synth --model gpt2 --loss sliced -o "$T/never.json"
-expect 2 "--loss: 'sliced' is not one of full, chunked" "whatif with an unknown loss" -- $S whatif --model gpt2 --gpu 8GiB --loss sliced
-expect 2 "--loss: 'sliced' is not one of full, chunked" "capacity with an unknown loss" -- $S capacity --family gpt2 --loss sliced
+# the loss in the logits' own dtype: GPT-2 XL at 40 x 1024 tokens in fp16, its peak at the loss's
+# backward 21.50 GiB with the fp32 loss, 3.83 GiB less in fp16 (2 bytes of 2.06e9 logits)
+$S synth --model gpt2-xl --batch 40 --seq 1024 --dtype fp16 --checkpointing --loss native -o "$T/xln.json" > /dev/null 2>&1
+expect 0 "batch 40 x seq 1024, fp16, checkpointing, naive attention, eager kernels, the loss in the logits' dtype" "inspect names the loss in the logits' dtype" -- $S inspect "$T/xln.json"
+expect 0 "peak non-model memory  17.67 GiB at op 388 loss.bwd (bwd)" "the loss in fp16 holds 2 bytes a logit, not 4" -- $S inspect "$T/xln.json"
+expect 2 "synth: --loss native computes the cross-entropy in the logits' 16-bit dtype, and autocast computes it in fp32 (--amp): that is --loss full" \
+  "--loss native under --amp: refused, said" -- $S synth --model gpt2 --seq 128 --amp --dtype fp16 --loss native -o "$T/never.json"
+expect 2 "--loss: 'sliced' is not one of full, chunked, native" "synth with an unknown loss" -- $S synth --model gpt2 --loss sliced -o "$T/never.json"
+expect 2 "--loss: 'sliced' is not one of full, chunked, native" "whatif with an unknown loss" -- $S whatif --model gpt2 --gpu 8GiB --loss sliced
+expect 2 "--loss: 'sliced' is not one of full, chunked, native" "capacity with an unknown loss" -- $S capacity --family gpt2 --loss sliced
 # gradient accumulation: four micro-steps of 2 x 128, their gradients PyTorch's .grad tensors
 # held from the first backward to the step (237 MiB more at the peak), the tokens/s the iteration's
 $S synth --model gpt2 --batch 2 --seq 128 --micro-steps 4 -o "$T/accum.json" > /dev/null 2>&1

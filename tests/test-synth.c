@@ -294,6 +294,54 @@ test_chunked_loss(void)
   g_assert_cmpuint(head->nonmodel_peak_bytes - head->nonmodel_bytes, ==, 4 + 80 + 96);
 }
 
+/* The loss in the logits' own dtype (synth --loss native) on the same GPT in bf16: the shifted
+ * logits' copy and log_softmax's output 2 bytes an element where the fp32 loss holds 4, forward
+ * and backward (T V = 6 x 10: 120 bytes less at the loss's two ops), every other op as with
+ * the full loss; the trace says it; refused under autocast and on fp32 logits, by name. */
+static void
+test_native_loss(void)
+{
+  StwModelConfig cfg = tiny_gpt;
+  StwSynthOptions opt = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_BF16,
+                          .attention = STW_ATTENTION_NAIVE, .kernels = STW_KERNELS_EAGER };
+  g_autoptr(StwTrace) full = synth_on_default(&cfg, &opt);
+  opt.loss = STW_LOSS_NATIVE;
+  g_autoptr(StwTrace) t = synth_on_default(&cfg, &opt);
+  g_assert_cmpint(t->model.loss, ==, STW_LOSS_NATIVE);
+  g_assert_cmpuint(t->ops->len, ==, full->ops->len);
+  for (guint i = 0; i < t->ops->len; i++) {
+    const StwOp *a = stw_trace_op(full, i), *b = stw_trace_op(t, i);
+    g_assert_cmpstr(a->name, ==, b->name);
+    gboolean loss = g_str_has_prefix(a->name, "loss");
+    g_test_message("%s", a->name);
+    g_assert_cmpuint(b->nonmodel_bytes, ==, a->nonmodel_bytes);
+    g_assert_cmpuint(b->nonmodel_peak_bytes, ==, a->nonmodel_peak_bytes - (loss ? 120 : 0));
+    g_assert_cmpuint(b->flops, ==, a->flops);
+  }
+  /* fewer bytes moved at the loss: 4e T V forward, not 12 T V */
+  g_assert_cmpuint(find_op(t, "loss")->duration_ns, <, find_op(full, "loss")->duration_ns);
+  GError *error = NULL;
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(text, "\"loss\":\"native\""));
+  g_autoptr(StwTrace) back = stw_trace_parse("native.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(back->model.loss, ==, STW_LOSS_NATIVE);
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  opt.amp = TRUE;
+  g_assert_null(stw_synth_trace(&cfg, &opt, &hw, &error));
+  stw_assert_error_contains(error, "--loss native computes the cross-entropy in the logits' "
+                                   "16-bit dtype, and autocast computes it in fp32 (--amp): that "
+                                   "is --loss full");
+  g_clear_error(&error);
+  opt.amp = FALSE;
+  opt.dtype = STW_DTYPE_FP32;
+  g_assert_null(stw_synth_trace(&cfg, &opt, &hw, &error));
+  stw_assert_error_contains(error, "the model's logits are fp32 (--dtype fp32)");
+  g_clear_error(&error);
+}
+
 static void
 test_tiny_checkpointing(void)
 {
@@ -1304,6 +1352,7 @@ main(int argc, char **argv)
   g_test_add_func("/synth/tiny-exact-bytes", test_tiny_exact_bytes);
   g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
   g_test_add_func("/synth/chunked-loss", test_chunked_loss);
+  g_test_add_func("/synth/native-loss", test_native_loss);
   g_test_add_func("/synth/micro-steps", test_micro_steps);
   g_test_add_func("/synth/host-gradients", test_host_gradients);
   g_test_add_func("/synth/tiny-blocks", test_tiny_blocks);

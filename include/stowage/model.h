@@ -107,6 +107,9 @@ typedef enum {
   STW_LOSS_CHUNKED, /* the LM head and the cross-entropy fused over pieces of tokens, each
                      * piece's gradients computed at once, so no logits outlive a piece (Liger's
                      * FusedLinearCrossEntropy, torchtune's and MegaTrain's chunked losses) */
+  STW_LOSS_NATIVE,  /* every token's logits, the cross-entropy in their own 16-bit dtype
+                     * (nn.CrossEntropyLoss on a 16-bit model's logits without autocast:
+                     * Hugging Face's GPT-2 before transformers 4.46, ColossalAI's GPT example) */
   STW_N_LOSSES
 } StwLoss;
 
@@ -739,6 +742,9 @@ void stw_model_graph_free(StwModelGraph *graph);
  * to the backward; no logits are kept. The FLOPs stay where the unfused ops have them (the
  * iteration's total is the same). */
 void stw_model_graph_chunk_loss(StwModelGraph *graph, gboolean weight_grad);
+/* The loss of GRAPH in its logits' own dtype (STW_LOSS_NATIVE): the shifted logits' copy and
+ * log_softmax's output in the compute dtype, not fp32, forward and backward. */
+void stw_model_graph_native_loss(StwModelGraph *graph);
 /* Tokens a piece of the chunked loss holds for T tokens, VOCAB logits each from WIDTH-wide hidden
  * states: Liger's choice, about as many logits as the hidden states have elements (the next
  * power of two of T / ceil(VOCAB / WIDTH)), at most T. */
@@ -853,7 +859,7 @@ extern const char *const stw_attention_names[];
 extern const char *const stw_kernels_names[];   /* "fused", "eager" */
 extern const char *const stw_optimizer_impl_names[]; /* "fused", "foreach", "for-loop",
                                                      * "deepspeed" */
-extern const char *const stw_loss_names[];      /* "full", "chunked" */
+extern const char *const stw_loss_names[];      /* "full", "chunked", "native" */
 extern const char *const stw_collectives_names[]; /* "overlapped", "blocking" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
