@@ -666,6 +666,19 @@ def zero_buffers_of(row):
             for x in ("--" + key.replace("_", "-"), str(sizes[key]))]
 
 
+def init_of(row):
+    """`synth --init` for the row: how each rank built its model before training it. Lightning's
+    ColossalAIStrategy builds it under ColossalAI's ColoInitContext, whose device is the CPU and
+    dtype fp32 by default (ColossalAI 0.1.x): each rank holds the whole model in fp32 on the host
+    before it is chunked (`host-fp32`, said in the row). Else `sharded`, the default: DeepSpeed's
+    zero.Init and ColossalAI's own examples (ColoInitContext on the GPU in 16 bits, sharded as it
+    goes) never hold it whole, and the other sources do not say."""
+    if lightning(row) and "colossalai" in row["system"].lower():
+        assume(row, "Lightning's ColossalAIStrategy: each rank builds the model in fp32 on the host")
+        return "host-fp32"
+    return "sharded"
+
+
 def collectives_of(row):
     """Whether the row's collectives hold the compute stream, as `synth --collectives` takes
     it: DeepSpeed's ZeRO at stage 1 or 2 (ZeRO-Offload's is 2) reduces the gradients on the
@@ -778,6 +791,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
                   *loss, "--kernels", "fused" if megatron(row) else "eager",
                   "--optimizer-impl", optimizer_impl_of(row), *zero_buffers_of(row),
+                  *(["--init", init_of(row)] if init_of(row) != "sharded" else []),
                   "--collectives", collectives_of(row), "-o", trace)
     if rc != 0:
         return None, failed("synth", out)

@@ -384,6 +384,9 @@ stw_cli_model_said(const StwTrace *t, gboolean batch)
     g_string_append_printf(s, ", %s optimizer", stw_optimizer_impl_name(m->optimizer_impl));
   if (m->collectives == STW_COLLECTIVES_BLOCKING)
     g_string_append(s, ", collectives on the compute stream");
+  if (m->init != STW_INIT_SHARDED)
+    g_string_append_printf(s, ", the model built whole on the host%s first",
+                           m->init == STW_INIT_HOST_FP32 ? " in fp32" : "");
   return g_string_free(s, FALSE);
 }
 

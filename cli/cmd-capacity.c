@@ -93,7 +93,7 @@ parse(int argc, char **argv, gboolean *json)
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
                   *lora = NULL, *lora_targets = NULL, *micro_steps = NULL,
                   *optimizer_impl = NULL, *gradients = NULL, *collectives = NULL,
-                  *reduce_bucket_size = NULL, *sub_group_size = NULL;
+                  *reduce_bucket_size = NULL, *sub_group_size = NULL, *init = NULL;
   gboolean no_ckpt = FALSE, amp = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -124,6 +124,9 @@ parse(int argc, char **argv, gboolean *json)
       "stream, as synth --collectives", "WHEN" },
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &optimizer_impl,
       "fused (default), foreach, for-loop or deepspeed, as synth --optimizer-impl", "I" },
+    { "init", 0, 0, STW_OPTION_TEXT, &init,
+      "sharded (default), host or host-fp32: how each rank builds the model, as synth --init",
+      "HOW" },
     { "reduce-bucket-size", 0, 0, STW_OPTION_TEXT, &reduce_bucket_size,
       "with --optimizer-impl deepspeed: its reduce_bucket_size, as synth's", "N" },
     { "sub-group-size", 0, 0, STW_OPTION_TEXT, &sub_group_size,

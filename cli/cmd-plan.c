@@ -185,6 +185,16 @@ print_plan(const char *file, const StwPlan *p, const StwPlannerOptions *o,
   if (process != NULL)
     printf("  GPU process  %s\n", process);
   printf("  host         %s of %s\n", host, cpub);
+  guint64 rank_model = 0, startup = stw_planner_startup_host_bytes(t, o, &rank_model);
+  if (startup > 0) { /* the loop builds its whole model on the host before it is chunked */
+    g_autofree char *all = stw_size_format(startup);
+    g_autofree char *per = stw_size_format(rank_model);
+    printf("  start-up     %s of host memory: %s the whole model there%s before it is chunked "
+           "(model.init %s: %s a rank, beside its process)\n", all,
+           c->world > 1 ? "each rank builds" : "the loop builds",
+           t->model.init == STW_INIT_HOST_FP32 ? " in fp32" : "", stw_init_names[t->model.init],
+           per);
+  }
   if (p->hw.compute_on_host) { /* the emulated device is host memory too */
     guint64 world = MAX(p->chunking->world, 1);
     g_autofree char *r = stw_size_format(stw_plan_rank_rss(p));

@@ -14,7 +14,7 @@ typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
       *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives,
-      *reduce_bucket_size, *sub_group_size;
+      *reduce_bucket_size, *sub_group_size, *init;
   gboolean checkpointing, amp;
 } Line;
 
@@ -26,7 +26,7 @@ line_clear(Line *l)
                      &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
                      &l->optimizer_impl, &l->images, &l->image_size, &l->vision_trained,
                      &l->gradients, &l->collectives, &l->reduce_bucket_size,
-                     &l->sub_group_size };
+                     &l->sub_group_size, &l->init };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -86,6 +86,13 @@ parse(Line *l, int argc, char **argv)
       "launch), for-loop (torch 1's: seven launches a tensor) or deepspeed (DeepSpeed ZeRO's "
       "step without offload: fp64 norms, the gradients cast to fp32, the weights cast back)",
       "I" },
+    { "init", 0, 0, STW_OPTION_TEXT, &l->init,
+      "how each rank builds its model before training it: sharded (default: straight into its "
+      "chunks or shards, as stowage's trainer and DeepSpeed's zero.Init), host (whole on the "
+      "host in its dtype first: from_pretrained, then wrapped) or host-fp32 (whole on the host "
+      "in fp32 first: a model constructed in PyTorch's default dtype, ColossalAI's "
+      "ColoInitContext on the CPU); the plan holds every rank's start-up to the host budget",
+      "HOW" },
     { "reduce-bucket-size", 0, 0, STW_OPTION_TEXT, &l->reduce_bucket_size,
       "with --optimizer-impl deepspeed: its ZeRO configuration's reduce_bucket_size, the "
       "gradients it reduces at once, in elements (default 500000000, DeepSpeed's; PyTorch "
@@ -158,7 +165,7 @@ request_of(const Line *l)
     { "images", l->images }, { "image-size", l->image_size },
     { "vision-trained", l->vision_trained }, { "gradients", l->gradients },
     { "collectives", l->collectives }, { "reduce-bucket-size", l->reduce_bucket_size },
-    { "sub-group-size", l->sub_group_size }
+    { "sub-group-size", l->sub_group_size }, { "init", l->init }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

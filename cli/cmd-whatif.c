@@ -18,7 +18,7 @@ typedef struct {
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
       *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives,
-      *reduce_bucket_size, *sub_group_size;
+      *reduce_bucket_size, *sub_group_size, *init;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -31,7 +31,7 @@ line_clear(Line *l)
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
                      &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size,
                      &l->vision_trained, &l->gradients, &l->collectives,
-                     &l->reduce_bucket_size, &l->sub_group_size };
+                     &l->reduce_bucket_size, &l->sub_group_size, &l->init };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -82,6 +82,8 @@ parse(Line *l, int *argc, char ***argv)
     { "optimizer-impl", 0, 0, STW_OPTION_TEXT, &l->optimizer_impl,
       "with --model: fused (default), foreach, for-loop or deepspeed, as synth "
       "--optimizer-impl", "I" },
+    { "init", 0, 0, STW_OPTION_TEXT, &l->init,
+      "with --model: sharded (default), host or host-fp32, as synth --init", "HOW" },
     { "reduce-bucket-size", 0, 0, STW_OPTION_TEXT, &l->reduce_bucket_size,
       "with --model --optimizer-impl deepspeed: its reduce_bucket_size, as synth's", "N" },
     { "sub-group-size", 0, 0, STW_OPTION_TEXT, &l->sub_group_size,
@@ -144,7 +146,8 @@ request_of(const Line *l, const char *trace)
     { "lora", l->lora }, { "lora-targets", l->lora_targets }, { "images", l->images },
     { "image-size", l->image_size }, { "vision-trained", l->vision_trained },
     { "gradients", l->gradients }, { "collectives", l->collectives },
-    { "reduce-bucket-size", l->reduce_bucket_size }, { "sub-group-size", l->sub_group_size }
+    { "reduce-bucket-size", l->reduce_bucket_size }, { "sub-group-size", l->sub_group_size },
+    { "init", l->init }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <stowage/cost.h>
+#include <stowage/simulate.h>
 #include <stowage/units.h>
 
 #include "demand.h"
@@ -799,6 +800,51 @@ stw_planner_check_topology(const StwHardware *hw, guint32 world, guint32 nodes, 
   return TRUE;
 }
 
+guint64
+stw_planner_startup_host_bytes(const StwTrace *t, const StwPlannerOptions *o,
+                               guint64 *rank_model)
+{
+  guint64 model = 0;
+  for (guint32 i = 0; t->model.init != STW_INIT_SHARDED && i < t->tensors->len; i++) {
+    const StwTensor *x = stw_trace_tensor(t, i);
+    model = stw_cost_add(model, x->numel * (t->model.init == STW_INIT_HOST_FP32
+                                                ? 4
+                                                : stw_dtype_bytes(x->dtype)));
+  }
+  if (rank_model != NULL)
+    *rank_model = model;
+  if (model == 0)
+    return 0;
+  guint64 rank = stw_cost_add(model, stw_process_bytes(t, &o->hw, NULL));
+  guint32 world = stw_planner_world(t, o);
+  return rank > STW_COST_MAX / world ? STW_COST_MAX : rank * world;
+}
+
+/* The loop's start-up within the host budget (stw_planner_startup_host_bytes) */
+static gboolean
+check_startup(const StwTrace *t, const StwPlannerOptions *o, GError **error)
+{
+  guint64 model = 0, all = stw_planner_startup_host_bytes(t, o, &model);
+  if (all <= o->budgets.cpu_bytes)
+    return TRUE;
+  g_autofree char *have = stw_size_format(o->budgets.cpu_bytes);
+  g_autofree char *per = stw_size_format(model);
+  g_autofree char *process = stw_size_format(stw_process_bytes(t, &o->hw, NULL));
+  g_autofree char *need = stw_size_format(all);
+  g_autofree char *over = stw_size_format(all - o->budgets.cpu_bytes);
+  guint32 world = stw_planner_world(t, o);
+  g_autofree char *who = world > 1 ? g_strdup_printf("each of its %u ranks", world)
+                                   : g_strdup("the loop");
+  g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
+              "policy %s cannot fit the host budget of %s at start-up: %s builds the whole "
+              "model on the host%s before it is chunked (the trace's model.init \"%s\": %s a "
+              "rank, beside its process's %s), %s in all, %s more",
+              stw_policy_names[o->policy], have, who,
+              t->model.init == STW_INIT_HOST_FP32 ? " in fp32" : "",
+              stw_init_names[t->model.init], per, process, need, over);
+  return FALSE;
+}
+
 static gboolean
 check_inputs(const StwTrace *t, const StwPlannerOptions *o, GError **error)
 {
@@ -1063,7 +1109,8 @@ plan_recorded(const StwTrace *recorded, const char *trace_file, const StwPlanner
   g_autoptr(StwTrace) buffered = stw_trace_with_loop_buffers(recorded,
                                                              stw_planner_world(recorded, o));
   const StwTrace *t = buffered != NULL ? buffered : recorded;
-  if (!check_inputs(t, o, error) || !check_nonmodel(t, o, error))
+  if (!check_inputs(t, o, error) || !check_nonmodel(t, o, error) ||
+      !check_startup(t, o, error))
     return NULL;
   g_autoptr(GArray) sizes = candidate_sizes(t, o);
   Search se = { .t = t, .o = o, .quick = quick };

@@ -36,7 +36,7 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "checkpoint-every", "amp", "attention", "kernels",
                                               "loss", "micro-steps", "gradients",
                                               "collectives", "optimizer-impl",
-                                              "reduce-bucket-size", "sub-group-size",
+                                              "reduce-bucket-size", "sub-group-size", "init",
                                               "chunk-size", "lora", "lora-targets", "images",
                                               "image-size", "vision-trained", PLANNING_OPTIONS,
                                               "measured-times", NULL };
@@ -47,7 +47,8 @@ static const char *const synth_options[] = { "model", "model-config", "batch", "
                                              "checkpointing", "checkpoint-every", "amp",
                                              "attention", "kernels", "loss", "micro-steps",
                                              "optimizer-impl", "reduce-bucket-size",
-                                             "sub-group-size", "freeze", "lora", "lora-targets",
+                                             "sub-group-size", "init", "freeze", "lora",
+                                             "lora-targets",
                                              "images", "image-size", "vision-trained", "hw",
                                              "memory", "gradients", "collectives", NULL };
 static const char *const synth_flags[] = { "checkpointing", "amp", NULL };
@@ -57,7 +58,7 @@ static const char *const capacity_options[] = { "family", "hidden", "batch", "se
                                                 "no-checkpointing",
                                                 "amp", "attention",
                                                 "kernels", "loss", "dtype", "optimizer-impl",
-                                                "reduce-bucket-size", "sub-group-size",
+                                                "reduce-bucket-size", "sub-group-size", "init",
                                                 "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
 static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", "amp",
@@ -323,8 +324,9 @@ stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error)
 {
   static const char *const names[] = { "device", "host", "host-via-device", NULL };
   static const StwGradients values[] = { 0, STW_GRADIENTS_HOST, STW_GRADIENTS_HOST_VIA_DEVICE };
-  int where = 0, collectives = so->collectives;
+  int where = 0, collectives = so->collectives, init = so->init;
   if (!stw_request_enum(r, "gradients", names, &where, error) ||
+      !stw_request_enum(r, "init", stw_init_names, &init, error) ||
       !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error) ||
       !stw_request_count(r, "reduce-bucket-size", 1, STW_DEEPSPEED_MAX_BUFFER_ELEMS,
                          &so->reduce_bucket_size, error) ||
@@ -333,6 +335,7 @@ stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error)
     return FALSE;
   so->host_gradients = values[where];
   so->collectives = (StwCollectives)collectives;
+  so->init = (StwInit)init;
   return TRUE;
 }
 

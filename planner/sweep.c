@@ -227,15 +227,15 @@ stw_request_whatif_trace(const StwRequest *r, const StwTrace *trace, StwWhatifSw
                                             "checkpoint-every", "amp", "attention", "kernels",
                                             "loss", "micro-steps", "gradients", "collectives",
                                             "optimizer-impl", "reduce-bucket-size",
-                                            "sub-group-size",
+                                            "sub-group-size", "init",
                                             "images", "image-size", "vision-trained", NULL };
   for (gsize i = 0; model == NULL && model_only[i] != NULL; i++)
     if (stw_request_get(r, model_only[i]) != NULL)
       return usage(error, "whatif: --batch, --seq, --dtype, --checkpointing, "
                    "--checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, "
                    "--gradients, --collectives, --optimizer-impl, --reduce-bucket-size, "
-                   "--sub-group-size, --images, --image-size and --vision-trained go with "
-                   "--model");
+                   "--sub-group-size, --init, --images, --image-size and --vision-trained go "
+                   "with --model");
   if (!lists(r, out, error) || !traces(r, trace, model, out, error))
     return FALSE;
   for (guint b = 0; b < out->budgets->len; b++)

@@ -20,6 +20,8 @@ G_STATIC_ASSERT(G_N_ELEMENTS(stw_vision_trained_names) == STW_N_VISION_TRAINED +
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_optimizer_impl_names) == STW_N_OPTIMIZERS + 1);
 const char *const stw_collectives_names[] = { "overlapped", "blocking", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_collectives_names) == STW_N_COLLECTIVES + 1);
+const char *const stw_init_names[] = { "sharded", "host", "host-fp32", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(stw_init_names) == STW_N_INITS + 1);
 const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",

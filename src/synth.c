@@ -1106,6 +1106,7 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   t->model.reduce_bucket_size = options->reduce_bucket_size;
   t->model.sub_group_size = options->sub_group_size;
   t->model.collectives = options->collectives;
+  t->model.init = options->init;
   t->model.images = options->images;
   t->model.image_size = options->images > 0 ? image_size : 0;
   g_free(t->device.name);

@@ -581,6 +581,8 @@ trace_to_json(const StwTrace *t, gboolean with_source)
     cJSON_AddStringToObject(model, "gradients", stw_gradients_names[t->model.gradients]);
   if (t->model.collectives != STW_COLLECTIVES_OVERLAPPED)
     cJSON_AddStringToObject(model, "collectives", stw_collectives_names[t->model.collectives]);
+  if (t->model.init != STW_INIT_SHARDED)
+    cJSON_AddStringToObject(model, "init", stw_init_names[t->model.init]);
   if (t->model.amsgrad)
     cJSON_AddBoolToObject(model, "amsgrad", TRUE);
   if (t->model.images > 0) {
@@ -721,7 +723,7 @@ static const char *const model_members[] = { "name", "config", "batch", "seq",
                                              "collectives", "amsgrad",
                                              "optimizer_state", "optimizer_impl", "images",
                                              "image_size", "reduce_bucket_size",
-                                             "sub_group_size", NULL };
+                                             "sub_group_size", "init", NULL };
 static const char *const device_members[] = { "name", "memory_bytes", "rank", "world_size",
                                               "process_bytes", "gpu_process_bytes", NULL };
 /* The sizes the reader allows, checked before the tree is built (json.h): at most 2^24 values in
@@ -802,6 +804,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
   int attention = STW_ATTENTION_NAIVE, kernels = STW_KERNELS_FUSED, loss = STW_LOSS_FULL;
   int gradients = STW_GRADIENTS_CHUNKS, state = 0, autocast = STW_DTYPE_FP32;
   int optimizer_impl = STW_OPTIMIZER_FUSED, collectives = STW_COLLECTIVES_OVERLAPPED;
+  int init = STW_INIT_SHARDED;
   guint64 micro_steps = 1;
   gboolean ok =
       stw_json_check_object(r, obj, model_members, error) &&
@@ -819,6 +822,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
       stw_json_get_enum(r, obj, "gradients", FALSE, stw_gradients_names, &gradients, error) &&
       stw_json_get_enum(r, obj, "collectives", FALSE, stw_collectives_names, &collectives,
                         error) &&
+      stw_json_get_enum(r, obj, "init", FALSE, stw_init_names, &init, error) &&
       stw_json_get_bool(r, obj, "amsgrad", FALSE, &t->model.amsgrad, error) &&
       stw_json_get_enum(r, obj, "optimizer_state", FALSE, stw_state_dtype_names, &state, error) &&
       stw_json_get_enum(r, obj, "optimizer_impl", FALSE, stw_optimizer_impl_names,
@@ -855,6 +859,7 @@ read_model(StwJsonReader *r, const cJSON *obj, StwTrace *t, GError **error)
     t->model.micro_steps = (guint32)micro_steps;
     t->model.gradients = (StwGradients)gradients;
     t->model.collectives = (StwCollectives)collectives;
+    t->model.init = (StwInit)init;
     t->model.state_dtype = stw_state_dtype_at(state);
   }
   stw_json_pop(r, saved);

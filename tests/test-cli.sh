@@ -315,8 +315,8 @@ expect 0 "0.0% slower than unlimited memory (0 ns); it moves 0 B per iteration" 
 expect 2 "--gpu: the budget must be positive" "train --gpu 0 is a usage error, as plan's" -- $S train --gpu 0 --steps 1
 expect 2 "give either one trace file or --model" "whatif with neither" -- $S whatif --gpu 8GiB
 expect 2 "--policy: 'fast' is not one of" "whatif with an unknown policy" -- $S whatif "$TR" --gpu 8GiB --policy fast
-expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --reduce-bucket-size, --sub-group-size, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
-expect 2 "--kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --reduce-bucket-size, --sub-group-size, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
+expect 2 "--batch, --seq, --dtype, --checkpointing, --checkpoint-every, --amp, --attention, --kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --reduce-bucket-size, --sub-group-size, --init, --images, --image-size and --vision-trained go with --model" "whatif --batch with a trace" -- $S whatif "$TR" --gpu 8GiB --batch 2
+expect 2 "--kernels, --loss, --micro-steps, --gradients, --collectives, --optimizer-impl, --reduce-bucket-size, --sub-group-size, --init, --images, --image-size and --vision-trained go with" "whatif --loss with a trace" -- $S whatif "$TR" --gpu 8GiB --loss chunked
 expect 2 "--images, --image-size and --vision-trained go with" "whatif --images with a trace" -- $S whatif "$TR" --gpu 8GiB --images 1
 expect 0 "of GPU memory is enough for" "minmem" -- $S minmem "$TR" --slowdown 50%
 expect 2 "--slowdown: 'lots' is not a percentage" "minmem with a bad slowdown" -- $S minmem "$TR" --slowdown lots
@@ -418,6 +418,15 @@ expect 0 "  assumes      DeepSpeed's buffers beside the model on each of 4 GPUs:
   "plan sizes DeepSpeed's buffers by the trace's configuration" -- $S plan "$T/opt-ds-pl.json" --gpu 8GiB --gpus 4 -o "$T/opt-ds-plan5.json"
 expect 0 "the step's fp32 gradients 381.47 MiB (reduce_bucket_size 500,000,000, sub_group_size 100,000,000 elements: the trace's and DeepSpeed's defaults)" \
   "whatif --model --sub-group-size: a sub-group below the partition" -- $S whatif --model gpt2 --batch 2 --seq 512 --gpu 8GiB --policy stowage --optimizer-impl deepspeed --sub-group-size 100000000
+# a loop that builds its whole model on each rank's host first (model.init): its start-up held
+# to the host budget before any policy plans, and said
+expect 0 "batch 1 x seq 1024, bf16, naive attention, eager kernels, the model built whole on the host in fp32 first" \
+  "synth --init host-fp32: inspect says it" -- sh -c "$S synth --model gpt2-xl --batch 1 --seq 1024 --init host-fp32 -o '$T/init.json' > /dev/null && $S inspect '$T/init.json'"
+expect 0 "  start-up     31.21 GiB of host memory: each rank builds the whole model there in fp32 before it is chunked (model.init host-fp32: 5.80 GiB a rank, beside its process)" \
+  "plan prints the ranks' start-up" -- $S plan "$T/init.json" --gpu 20GiB --gpus 4 --cpu 64GiB -o "$T/init-plan.json"
+expect 1 "policy stowage cannot fit the host budget of 30.00 GiB at start-up: each of its 4 ranks builds the whole model on the host in fp32 before it is chunked (the trace's model.init \"host-fp32\": 5.80 GiB a rank, beside its process's 2.00 GiB), 31.21 GiB in all, 1.21 GiB more" \
+  "a host budget below the ranks' start-up: refused, said" -- $S plan "$T/init.json" --gpu 20GiB --gpus 4 --cpu 30GiB -o "$T/init-plan.json"
+expect 2 "--init: 'lazy' is not one of sharded, host, host-fp32" "synth --init of another name" -- $S synth --model gpt2 --seq 128 --init lazy -o "$T/never.json"
 expect 2 "synth: --sub-group-size goes with --optimizer-impl deepspeed: it sizes the buffers DeepSpeed's step holds on the GPU, and the loop's optimizer is fused" \
   "--sub-group-size without DeepSpeed's step" -- $S synth --model gpt2 --seq 128 --sub-group-size 1000 -o "$T/x.json"
 expect 2 "--reduce-bucket-size: '5e8' is not valid: expected a whole number from 1 to 1000000000000000" \

@@ -1331,6 +1331,47 @@ test_loop_buffers(void)
   g_clear_error(&error);
 }
 
+/* A loop that builds its whole model on each rank's host before chunking it (model.init): the
+ * ranks' start-up is their models in fp32 (host-fp32) or in their dtype (host) beside their
+ * processes, held to the host budget before any policy plans; one byte short is refused, by
+ * name and figure, and the trace keeps it. */
+static void
+test_startup_host(void)
+{
+  g_autoptr(StwTrace) t = stw_test_synth("gpt2", 1, 128, FALSE);
+  StwPlannerOptions o;
+  stw_test_planner_options(&o, STW_POLICY_STOWAGE, 8 * STW_GiB, STW_TiB);
+  o.world_size = 4;
+  guint64 model = 1, process = stw_process_bytes(t, &o.hw, NULL);
+  g_assert_cmpuint(stw_planner_startup_host_bytes(t, &o, &model), ==, 0); /* sharded */
+  g_assert_cmpuint(model, ==, 0);
+  t->model.init = STW_INIT_HOST; /* bf16 weights: 2 bytes an element */
+  g_assert_cmpuint(stw_planner_startup_host_bytes(t, &o, &model), ==,
+                   4 * (124439808 * 2 + process));
+  g_assert_cmpuint(model, ==, 124439808 * 2);
+  t->model.init = STW_INIT_HOST_FP32;
+  guint64 all = stw_planner_startup_host_bytes(t, &o, &model);
+  g_assert_cmpuint(model, ==, 124439808 * 4);
+  g_assert_cmpuint(all, ==, 4 * (124439808 * 4 + process));
+  GError *error = NULL;
+  o.budgets.cpu_bytes = all;
+  g_autoptr(StwPlan) fits = stw_planner_plan(t, "t.json", &o, &error);
+  g_assert_no_error(error);
+  o.budgets.cpu_bytes = all - 1;
+  g_assert_null(stw_planner_plan(t, "t.json", &o, &error));
+  g_assert_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE);
+  g_assert_nonnull(strstr(error->message, "policy stowage cannot fit the host budget of "));
+  stw_assert_error_contains(error, " at start-up: each of its 4 ranks builds the whole model on "
+                                   "the host in fp32 before it is chunked (the trace's "
+                                   "model.init \"host-fp32\": 474.70 MiB a rank");
+  g_autofree char *text = stw_trace_to_string(t, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(text, "\"init\":\"host-fp32\""));
+  g_autoptr(StwTrace) back = stw_trace_parse("init.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(back->model.init, ==, STW_INIT_HOST_FP32);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1353,6 +1394,7 @@ main(int argc, char **argv)
   g_test_add_func("/planner/storage-state", test_storage_state);
   g_test_add_func("/planner/storage-params", test_storage_params);
   g_test_add_func("/planner/loop-buffers", test_loop_buffers);
+  g_test_add_func("/planner/startup-host", test_startup_host);
   g_test_add_func("/planner/bf16-moments", test_bf16_moments);
   g_test_add_func("/planner/adam-in-copy", test_adam_in_copy);
   g_test_add_func("/planner/activations-against-exhaustive", test_activations_against_exhaustive);

@@ -117,6 +117,8 @@ has "a largest-model row: the most layers at its width that fit, against the zoo
   "| L05 | ZeRO-3 (no offload) | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 16.3B (80 layers) | within one step |"
 has "Hugging Face's GPT-2 of 2022 in fp16: its cross-entropy in fp16, said; the peak of GPT-2 XL at 40 x 1024 tokens a GPU" \
   "| L10 | ZeRO-3 (no offload) | 24.77 GiB | 24.38 GiB | -1.6% |"
+has "Gemini under Lightning's ColossalAIStrategy: each rank's model built whole in fp32 on the host, its start-up held to the host: the largest model" \
+  "| L07 | Gemini | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4 | 12B (of 12, 15, 18, 20, 24, 28) | 14.9B (73 layers) | agrees |"
 has "ZeRO-3 under PyTorch Lightning: its DeepSpeedStrategy's buffer sizes, said" \
   "| L06 | ZeRO-3 (no offload) | gpt2_12B (PL benchmark) | 8 x 1 | gemini-static --gemini-fraction 1 --layout shards on A100-40GB-PCIe4, its loss in fp16, Lightning's DeepSpeedStrategy: reduce_bucket_size 2e8, sub_group_size 1e12 | 9.060 s | 8.100 s | -10.6% |"
 has "... its whole partition's fp32 gradients in the step: the published peak" \

@@ -100,6 +100,18 @@ typedef enum {
   STW_N_COLLECTIVES
 } StwCollectives;
 
+/* How each rank's loop builds its model before training it (docs/synth.md, "The model at
+ * start-up"): what its host holds before the model is in its chunks or shards. */
+typedef enum {
+  STW_INIT_SHARDED,   /* straight into its shards or chunks, never whole (stowage's trainer,
+                       * DeepSpeed's zero.Init, a model built on the meta device) */
+  STW_INIT_HOST,      /* whole on the host in its own dtype first (from_pretrained with
+                       * torch_dtype, then wrapped or sharded) */
+  STW_INIT_HOST_FP32, /* whole on the host in fp32 first (a model constructed in PyTorch's
+                       * default dtype, ColossalAI's ColoInitContext on the CPU) */
+  STW_N_INITS
+} StwInit;
+
 /* How the loss is computed from the last hidden states (docs/synth.md, "Chunked loss"). */
 typedef enum {
   STW_LOSS_FULL,    /* the LM head's logits for every token, kept for the loss's backward, and
@@ -861,6 +873,7 @@ extern const char *const stw_optimizer_impl_names[]; /* "fused", "foreach", "for
                                                      * "deepspeed" */
 extern const char *const stw_loss_names[];      /* "full", "chunked", "native" */
 extern const char *const stw_collectives_names[]; /* "overlapped", "blocking" */
+extern const char *const stw_init_names[];      /* "sharded", "host", "host-fp32" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */

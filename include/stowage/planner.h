@@ -136,6 +136,15 @@ guint32 stw_planner_world(const StwTrace *t, const StwPlannerOptions *o);
  * ranks each hold the whole 16-bit model, gathering nothing: groups too). */
 StwLayout stw_planner_layout(const StwPlannerOptions *o, guint32 world);
 
+/* The host memory T's loop holds at start-up on the ranks of a plan of T with O, where each
+ * rank builds its whole model on the host before it is chunked (model.init host: its tensors in
+ * their dtype; host-fp32: 4 bytes an element): a rank's model and its process
+ * (stw_process_bytes), times the ranks; 0 where the loop builds it straight into its chunks or
+ * shards (sharded). *RANK_MODEL, when not NULL: a rank's model bytes. The planner holds it to
+ * O's host budget before it plans (no policy fits a budget below it). */
+guint64 stw_planner_startup_host_bytes(const StwTrace *t, const StwPlannerOptions *o,
+                                       guint64 *rank_model);
+
 /* Whether POLICY at ZeRO stage ZERO_STAGE emulates a system that splits every chunk across the
  * ranks (what STW_LAYOUT_POLICY plans in shards). */
 gboolean stw_policy_splits_chunks(StwPolicy policy, guint64 zero_stage);

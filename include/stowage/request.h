@@ -125,7 +125,8 @@ gboolean stw_request_lora(const StwRequest *r, StwSynthOptions *so, GError **err
  * "gradients" "device" (the default), "host" or "host-via-device" into SO's host_gradients, its
  * collectives, "collectives" "overlapped" (the default) or "blocking" into SO's collectives, and
  * DeepSpeed's "reduce-bucket-size" and "sub-group-size" (elements; none: DeepSpeed's defaults;
- * the synthesis refuses them without its step) into SO's. */
+ * the synthesis refuses them without its step) into SO's, and how each rank builds its model,
+ * "init" "sharded" (the default), "host" or "host-fp32", into SO's init. */
 gboolean stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error);
 /* What `stowage whatif` sweeps: "trace" (a file) or "model" (or "model-config", a file) with
  * "batch" (a comma list), "seq", "dtype", "attention", "checkpointing", "lora", "lora-targets";

@@ -57,6 +57,8 @@ typedef struct {
                                     * (model.reduce_bucket_size, model.sub_group_size); 0:
                                     * DeepSpeed's defaults */
   guint64 sub_group_size;
+  StwInit init;                    /* how each rank builds the model before training it
+                                    * (model.init): sharded (0), host or host-fp32 */
   const char *freeze;       /* NULL, or globs of the tensors nobody trains (stw_trace_freeze):
                              * no gradient, no optimizer op, and a backward without the weight
                              * gradient's half of the FLOPs */

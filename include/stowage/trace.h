@@ -151,6 +151,8 @@ typedef struct {
   StwGradients gradients;   /* where the gradients live until the optimizer op */
   StwCollectives collectives; /* whether the loop's collectives hold the compute stream
                                * ("collectives", written when blocking) */
+  StwInit init;             /* how each rank builds its model before training it ("init",
+                             * written when not sharded) */
   gboolean amsgrad;         /* the optimizer keeps the largest variance too (AMSGrad): the
                              * variance list holds two values per element */
   StwDtype state_dtype;     /* the optimizer's moments: STW_DTYPE_FP32 (0, the default) or
