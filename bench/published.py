@@ -779,6 +779,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
     ckpt = ["--checkpointing"] if ckpt else []
     attention = ["--attention", attention_of(row)]
     loss = ["--loss", loss_of(row)] if loss_of(row) != "full" else []
+    init = init_of(row)
     loss += ["--amp"] if autocast(row) else []
     accum = whole(row, "grad_accum_steps", 1)  # gradient accumulation: micro-steps a step
     on_host = gradients_on_host(row)
@@ -791,7 +792,7 @@ def predict(row, policy, extra, tmp, ckpt=None):
                   "--seq", row["seq_len"], "--dtype", dtype, "--hw", hw, *ckpt, *attention,
                   *loss, "--kernels", "fused" if megatron(row) else "eager",
                   "--optimizer-impl", optimizer_impl_of(row), *zero_buffers_of(row),
-                  *(["--init", init_of(row)] if init_of(row) != "sharded" else []),
+                  *(["--init", init] if init != "sharded" else []),
                   "--collectives", collectives_of(row), "-o", trace)
     if rc != 0:
         return None, failed("synth", out)
