@@ -160,6 +160,18 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
   guint32 world = stw_planner_world(t, base);
   out->gpu_bytes = gpu_bytes;
   out->world_size = world;
+  /* the loop's start-up on the host holds for DDP's ranks as for every policy's */
+  guint64 startup = stw_planner_startup_host_bytes(t, base, NULL);
+  if (startup > base->budgets.cpu_bytes) {
+    g_autofree char *need = stw_size_format(startup);
+    g_autofree char *have = stw_size_format(base->budgets.cpu_bytes);
+    out->why = g_strdup_printf("ddp: the host budget of %s cannot hold the loop's start-up, %s: "
+                               "each rank builds the whole model on the host%s first "
+                               "(model.init %s)", have, need,
+                               t->model.init == STW_INIT_HOST_FP32 ? " in fp32" : "",
+                               stw_init_names[t->model.init]);
+    return;
+  }
   /* one rank with every chunk resident, stepped on the GPU: what each DDP rank holds and runs */
   StwPlannerOptions o = *base;
   o.world_size = 1;

@@ -426,6 +426,8 @@ expect 0 "  start-up     31.21 GiB of host memory: each rank builds the whole mo
   "plan prints the ranks' start-up" -- $S plan "$T/init.json" --gpu 20GiB --gpus 4 --cpu 64GiB -o "$T/init-plan.json"
 expect 1 "policy stowage cannot fit the host budget of 30.00 GiB at start-up: each of its 4 ranks builds the whole model on the host in fp32 before it is chunked (the trace's model.init \"host-fp32\": 5.80 GiB a rank, beside its process's 2.00 GiB), 31.21 GiB in all, 1.21 GiB more" \
   "a host budget below the ranks' start-up: refused, said" -- $S plan "$T/init.json" --gpu 20GiB --gpus 4 --cpu 30GiB -o "$T/init-plan.json"
+expect 0 "ddp: the host budget of 30.00 GiB cannot hold the loop's start-up, 31.21 GiB: each rank builds the whole model on the host in fp32 first (model.init host-fp32)" \
+  "compare's DDP baseline holds the start-up to the host budget too" -- $S compare "$T/init.json" --gpu 20GiB --gpus 4 --cpu 30GiB
 expect 2 "--init: 'lazy' is not one of sharded, host, host-fp32" "synth --init of another name" -- $S synth --model gpt2 --seq 128 --init lazy -o "$T/never.json"
 expect 2 "synth: --sub-group-size goes with --optimizer-impl deepspeed: it sizes the buffers DeepSpeed's step holds on the GPU, and the loop's optimizer is fused" \
   "--sub-group-size without DeepSpeed's step" -- $S synth --model gpt2 --seq 128 --sub-group-size 1000 -o "$T/x.json"
