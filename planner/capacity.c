@@ -331,6 +331,11 @@ stw_capacity_json(const StwCapacityQuery *q, const StwCapacityAnswer *answers, g
   cJSON_AddStringToObject(root, "loss", stw_loss_name(q->synth.loss));
   cJSON_AddStringToObject(root, "optimizer_impl",
                           stw_optimizer_impl_name(q->synth.optimizer_impl));
+  if (q->synth.reduce_bucket_size > 0) /* DeepSpeed's, where the loop gives its own */
+    stw_json_add_u64(root, "reduce_bucket_size", q->synth.reduce_bucket_size);
+  if (q->synth.sub_group_size > 0)
+    stw_json_add_u64(root, "sub_group_size", q->synth.sub_group_size);
+  cJSON_AddStringToObject(root, "init", stw_init_names[q->synth.init]);
   cJSON_AddStringToObject(root, "dtype", stw_dtype_name(q->synth.dtype));
   cJSON_AddBoolToObject(root, "amp", q->synth.amp);
   if (q->synth.lora_rank > 0) {

@@ -428,6 +428,9 @@ expect 1 "policy stowage cannot fit the host budget of 30.00 GiB at start-up: ea
   "a host budget below the ranks' start-up: refused, said" -- $S plan "$T/init.json" --gpu 20GiB --gpus 4 --cpu 30GiB -o "$T/init-plan.json"
 expect 0 "ddp: the host budget of 30.00 GiB cannot hold the loop's start-up, 31.21 GiB: each rank builds the whole model on the host in fp32 first (model.init host-fp32)" \
   "compare's DDP baseline holds the start-up to the host budget too" -- $S compare "$T/init.json" --gpu 20GiB --gpus 4 --cpu 30GiB
+$S capacity --family gpt2 --seq 128 --policy stowage --init host --optimizer-impl deepspeed --sub-group-size 1000000 --json > "$T/cap-init.json" 2>&1
+tr -d ' \t\n' < "$T/cap-init.json" | grep -q '"optimizer_impl":"deepspeed","sub_group_size":1000000,"init":"host"'
+tap_result $? "capacity --json records the loop's start-up and DeepSpeed's configuration" "$(head -c 600 "$T/cap-init.json")"
 expect 2 "--init: 'lazy' is not one of sharded, host, host-fp32" "synth --init of another name" -- $S synth --model gpt2 --seq 128 --init lazy -o "$T/never.json"
 expect 2 "synth: --sub-group-size goes with --optimizer-impl deepspeed: it sizes the buffers DeepSpeed's step holds on the GPU, and the loop's optimizer is fused" \
   "--sub-group-size without DeepSpeed's step" -- $S synth --model gpt2 --seq 128 --sub-group-size 1000 -o "$T/x.json"
