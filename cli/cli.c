@@ -417,11 +417,8 @@ stw_cli_loop_buffers_said(const StwTrace *t, guint32 world)
   g_autofree char *where = world > 1 ? g_strdup_printf("each of %u GPUs", world)
                                       : g_strdup("the GPU");
   const StwTraceModel *m = &t->model;
-  g_autofree char *rb = stw_cli_group_digits(m->reduce_bucket_size > 0
-                                                 ? m->reduce_bucket_size
-                                                 : STW_DEEPSPEED_REDUCE_BUCKET_ELEMS);
-  g_autofree char *sg = stw_cli_group_digits(m->sub_group_size > 0 ? m->sub_group_size
-                                                                   : STW_DEEPSPEED_SUB_GROUP_ELEMS);
+  g_autofree char *rb = stw_cli_group_digits(b.reduce_bucket_size);
+  g_autofree char *sg = stw_cli_group_digits(b.sub_group_size);
   const char *whose = m->reduce_bucket_size > 0 && m->sub_group_size > 0 ? "the trace's"
                       : m->reduce_bucket_size > 0 || m->sub_group_size > 0
                           ? "the trace's and DeepSpeed's defaults"

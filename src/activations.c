@@ -202,12 +202,12 @@ stw_trace_loop_buffers(const StwTrace *t, guint32 world, StwLoopBuffers *out)
   world = MAX(world, 1);
   guint64 part = trained / world + (trained % world != 0);
   out->partition = part * bytes;
-  guint64 bucket = t->model.reduce_bucket_size > 0 ? t->model.reduce_bucket_size
-                                                   : STW_DEEPSPEED_REDUCE_BUCKET_ELEMS;
-  guint64 group = t->model.sub_group_size > 0 ? t->model.sub_group_size
-                                              : STW_DEEPSPEED_SUB_GROUP_ELEMS;
-  out->bucket = MIN(trained, bucket) * bytes;
-  out->step = MIN(part, group) * 4;
+  out->reduce_bucket_size = t->model.reduce_bucket_size > 0 ? t->model.reduce_bucket_size
+                                                           : STW_DEEPSPEED_REDUCE_BUCKET_ELEMS;
+  out->sub_group_size = t->model.sub_group_size > 0 ? t->model.sub_group_size
+                                                    : STW_DEEPSPEED_SUB_GROUP_ELEMS;
+  out->bucket = MIN(trained, out->reduce_bucket_size) * bytes;
+  out->step = MIN(part, out->sub_group_size) * 4;
   return TRUE;
 }
 

@@ -344,6 +344,8 @@ StwTrace *stw_trace_decide(const StwTrace *trace, const guint8 *choice, GError *
  * ops. */
 typedef struct {
   guint64 partition, bucket, step;
+  guint64 reduce_bucket_size, sub_group_size; /* the sizes they were made with, in elements:
+                                               * the trace's, else DeepSpeed's defaults */
 } StwLoopBuffers;
 
 #define STW_DEEPSPEED_REDUCE_BUCKET_ELEMS G_GUINT64_CONSTANT(500000000)
