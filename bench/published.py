@@ -19,7 +19,9 @@ there, `--gradients host`, as FSDP does, or on the GPU, `--gradients host-via-de
 DeepSpeed does) in its precision (`stowage synth`;
 PyTorch's AMP, fp32 weights and 16-bit GEMMs, under plain DDP: `--amp`;
 attention fused where its configuration says so or, in bf16, from 2024 on; activations recomputed
-where it says so, or where it does not and only that fits), planned on the shipped profile of
+where it says so, or where it does not and only that fits; their checkpoints in host memory,
+`--checkpoints host`, where it says so, or where its sources disagree and only that fits),
+planned on the shipped profile of
 its GPU with its host memory and GPU count (`stowage plan`):
 
   Gemini placement_policy=cpu    gemini-static, --gemini-fraction 0 (every chunk on the host)
@@ -757,10 +759,22 @@ def checkpointing_of(row):
     return None if ckpt.startswith("not stated") else False
 
 
-def predict(row, policy, extra, tmp, ckpt=None):
+def checkpoints_of(row):
+    """Where the row keeps its checkpoints (`synth --checkpoints`): "host" where its source
+    offloads them, "device" where it does not, None where its sources disagree (DeepSpeed's
+    Azure rows: the blog's text has the activations in main memory, the recipe no
+    cpu_checkpointing)."""
+    off = row["activation_offload"].lower()
+    if off.startswith(("yes", "on", "cpu", "host")):
+        return "host"
+    return None if re.search(r"main memory|host memory|\bcpu\b", off) else "device"
+
+
+def predict(row, policy, extra, tmp, ckpt=None, where=None):
     """The row's predicted step time in seconds, "OOM" (the plan does not fit), or None; and a
     note. Where the source does not say whether it recomputed activations, without unless only
-    recomputing fits (the run did run), said in NOTES."""
+    recomputing fits (the run did run), said in NOTES; where its sources disagree on where its
+    checkpoints waited, on the GPU unless only host memory fits them, said there too."""
     if ckpt is None:
         ckpt = checkpointing_of(row)
         if ckpt is None:
@@ -769,6 +783,15 @@ def predict(row, policy, extra, tmp, ckpt=None):
                 return got, note
             assume(row, "checkpointing (not stated; without it the plan does not fit)")
             return predict(row, policy, extra, tmp, True)
+    if where is None:
+        where = checkpoints_of(row) if ckpt else "device"
+        if where is None:
+            got, note = predict(row, policy, extra, tmp, ckpt, "device")
+            if got != "OOM":
+                return got, note
+            assume(row, "its checkpoints in host memory, as its source's text says (its recipe "
+                   "does not; on the GPU the plan does not fit)")
+            return predict(row, policy, extra, tmp, ckpt, "host")
     hw = profile_of(row)
     cfg = config_of(row)
     path = os.path.join(tmp, row["row_id"] + ".config.json")
@@ -776,7 +799,8 @@ def predict(row, policy, extra, tmp, ckpt=None):
         json.dump(cfg, f)
     trace = os.path.join(tmp, row["row_id"] + ".trace.json")
     dtype = dtype_of(row)
-    ckpt = ["--checkpointing"] if ckpt else []
+    ckpt = (["--checkpointing"] if ckpt else []) + (["--checkpoints", "host"] if where == "host"
+                                                    else [])
     attention = ["--attention", attention_of(row)]
     loss = ["--loss", loss_of(row)] if loss_of(row) != "full" else []
     init = init_of(row)

@@ -374,7 +374,11 @@ stw_cli_model_said(const StwTrace *t, gboolean batch)
     g_string_append_printf(s, ", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
   if (m->autocast != STW_DTYPE_FP32) /* PyTorch's AMP: fp32 weights, 16-bit GEMMs */
     g_string_append_printf(s, " weights, autocast to %s", stw_dtype_name(m->autocast));
-  g_string_append_printf(s, "%s, %s attention%s%s", m->checkpointing ? ", checkpointing" : "",
+  gboolean on_host = FALSE; /* synth --checkpoints host: the blocks' inputs wait on the host */
+  for (guint32 k = 0; k < t->blocks->len; k++)
+    on_host |= g_array_index(t->blocks, StwBlock, k).choice == STW_BLOCK_RECOMPUTE_HOST;
+  g_string_append_printf(s, "%s%s, %s attention%s%s", m->checkpointing ? ", checkpointing" : "",
+                         on_host ? ", its checkpoints in host memory" : "",
                          stw_attention_name(m->attention),
                          m->kernels == STW_KERNELS_EAGER ? ", eager kernels" : "",
                          m->loss == STW_LOSS_CHUNKED  ? ", chunked loss"
@@ -544,7 +548,7 @@ stw_cli_host_figure(const StwPlan *p, guint64 staging, guint64 gradients)
   g_autofree char *with = gradients > 0 ? g_strdup_printf(", of which %s the gradients", grads)
                                         : g_strdup("");
   return g_strdup_printf("%s (%s of chunks%s%s%s%s, %s for the %s)", all, chunks,
-                         p->offload->len > 0 ? " and offloaded activations" : "",
+                         p->moves->len > 0 ? " and offloaded activations" : "",
                          gradients > 0 ? " and gradients" : "", with, of_it, over,
                          p->chunking->world > 1 ? "ranks' processes" : "process");
 }

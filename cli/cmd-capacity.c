@@ -93,7 +93,8 @@ parse(int argc, char **argv, gboolean *json)
                   *attention = NULL, *kernels = NULL, *loss = NULL, *dtype = NULL,
                   *lora = NULL, *lora_targets = NULL, *micro_steps = NULL,
                   *optimizer_impl = NULL, *gradients = NULL, *collectives = NULL,
-                  *reduce_bucket_size = NULL, *sub_group_size = NULL, *init = NULL;
+                  *reduce_bucket_size = NULL, *sub_group_size = NULL, *init = NULL,
+                  *checkpoints = NULL;
   gboolean no_ckpt = FALSE, amp = FALSE;
   GOptionEntry entries[] = {
     STW_CLI_PLANNING_ENTRIES(pl),
@@ -106,6 +107,9 @@ parse(int argc, char **argv, gboolean *json)
     { "seq", 's', 0, STW_OPTION_TEXT, &seq, "tokens per sequence (default 1024)", "S" },
     { "no-checkpointing", 0, 0, G_OPTION_ARG_NONE, &no_ckpt,
       "keep all activations (default: checkpoint every block)", NULL },
+    { "checkpoints", 0, 0, STW_OPTION_TEXT, &checkpoints,
+      "device (default) or host: where each checkpoint waits for its block's recomputation, "
+      "as synth --checkpoints", "WHERE" },
     { "attention", 0, 0, STW_OPTION_TEXT, &attention, "flash (default) or naive", "A" },
     { "kernels", 0, 0, STW_OPTION_TEXT, &kernels,
       "eager (default: PyTorch eager, as synth --kernels) or fused", "K" },

@@ -103,7 +103,9 @@ print_simulation(const char *file, const StwPlan *p, const StwTrace *t, const St
   }
   guint64 gradients = stw_trace_host_gradient_bytes(t);
   g_autofree char *grads = stw_size_format(gradients);
-  printf("host memory %s for chunks%s%s%s%s\n", cpu, gradients > 0 ? " and gradients (" : "",
+  printf("host memory %s for chunks%s%s%s%s%s\n", cpu,
+         p->moves->len > 0 ? " and offloaded activations" : "",
+         gradients > 0 ? " and gradients (" : "",
          gradients > 0 ? grads : "", gradients > 0 ? ")" : "",
          p->chunking->world > 1 ? ", all ranks" : "");
   printf("achieved    %.1f TFLOP/s (%.2f TFLOP per iteration)\n",

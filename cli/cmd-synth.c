@@ -14,7 +14,7 @@ typedef struct {
   char *model, *model_config, *batch, *seq, *dtype, *attention, *kernels, *loss, *micro_steps,
       *checkpoint_every, *hw_name, *memory, *output, *freeze, *lora, *lora_targets,
       *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives,
-      *reduce_bucket_size, *sub_group_size, *init;
+      *reduce_bucket_size, *sub_group_size, *init, *checkpoints;
   gboolean checkpointing, amp;
 } Line;
 
@@ -26,7 +26,7 @@ line_clear(Line *l)
                      &l->memory, &l->output, &l->freeze, &l->lora, &l->lora_targets,
                      &l->optimizer_impl, &l->images, &l->image_size, &l->vision_trained,
                      &l->gradients, &l->collectives, &l->reduce_bucket_size,
-                     &l->sub_group_size, &l->init };
+                     &l->sub_group_size, &l->init, &l->checkpoints };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -53,6 +53,10 @@ parse(Line *l, int argc, char **argv)
     { "checkpoint-every", 0, 0, STW_OPTION_TEXT, &l->checkpoint_every,
       "checkpointing of segments of N blocks: only a segment's input kept, its blocks "
       "recomputed together (Megatron's --recompute-num-layers; implies --checkpointing)", "N" },
+    { "checkpoints", 0, 0, STW_OPTION_TEXT, &l->checkpoints,
+      "with --checkpointing: where each block's input waits for its recomputation: device "
+      "(default) or host (copied to host memory after the block's forward and back before its "
+      "recomputation: DeepSpeed's cpu_checkpointing)", "WHERE" },
     { "attention", 0, 0, STW_OPTION_TEXT, &l->attention,
       "attention kernel: naive (default) or flash", "A" },
     { "kernels", 0, 0, STW_OPTION_TEXT, &l->kernels,
@@ -165,7 +169,8 @@ request_of(const Line *l)
     { "images", l->images }, { "image-size", l->image_size },
     { "vision-trained", l->vision_trained }, { "gradients", l->gradients },
     { "collectives", l->collectives }, { "reduce-bucket-size", l->reduce_bucket_size },
-    { "sub-group-size", l->sub_group_size }, { "init", l->init }
+    { "sub-group-size", l->sub_group_size }, { "init", l->init },
+    { "checkpoints", l->checkpoints }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

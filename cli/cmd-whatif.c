@@ -18,7 +18,7 @@ typedef struct {
   char *gpu, *policy, *model, *model_config, *batch, *seq, *dtype, *chunks, *csv_file, *svg_file,
       *attention, *kernels, *loss, *micro_steps, *checkpoint_every, *lora, *lora_targets,
       *optimizer_impl, *images, *image_size, *vision_trained, *gradients, *collectives,
-      *reduce_bucket_size, *sub_group_size, *init;
+      *reduce_bucket_size, *sub_group_size, *init, *checkpoints;
   gboolean json, checkpointing, amp;
 } Line;
 
@@ -31,7 +31,7 @@ line_clear(Line *l)
                      &l->kernels, &l->loss, &l->micro_steps, &l->checkpoint_every, &l->lora,
                      &l->lora_targets, &l->optimizer_impl, &l->images, &l->image_size,
                      &l->vision_trained, &l->gradients, &l->collectives,
-                     &l->reduce_bucket_size, &l->sub_group_size, &l->init };
+                     &l->reduce_bucket_size, &l->sub_group_size, &l->init, &l->checkpoints };
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++)
     g_clear_pointer(texts[i], g_free);
 }
@@ -84,6 +84,9 @@ parse(Line *l, int *argc, char ***argv)
       "--optimizer-impl", "I" },
     { "init", 0, 0, STW_OPTION_TEXT, &l->init,
       "with --model: sharded (default), host or host-fp32, as synth --init", "HOW" },
+    { "checkpoints", 0, 0, STW_OPTION_TEXT, &l->checkpoints,
+      "with --model --checkpointing: device (default) or host, as synth --checkpoints",
+      "WHERE" },
     { "reduce-bucket-size", 0, 0, STW_OPTION_TEXT, &l->reduce_bucket_size,
       "with --model --optimizer-impl deepspeed: its reduce_bucket_size, as synth's", "N" },
     { "sub-group-size", 0, 0, STW_OPTION_TEXT, &l->sub_group_size,
@@ -147,7 +150,7 @@ request_of(const Line *l, const char *trace)
     { "image-size", l->image_size }, { "vision-trained", l->vision_trained },
     { "gradients", l->gradients }, { "collectives", l->collectives },
     { "reduce-bucket-size", l->reduce_bucket_size }, { "sub-group-size", l->sub_group_size },
-    { "init", l->init }
+    { "init", l->init }, { "checkpoints", l->checkpoints }
   };
   for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
     stw_request_set(r, pairs[i][0], pairs[i][1]);

@@ -367,11 +367,11 @@ stw_plan_to_string(const StwPlan *p, const StwTrace *recorded)
   if (p->recompute->len > 0)
     cJSON_AddItemToObject(tr, "recompute", stw_json_u64_array((const guint32 *)p->recompute->data,
                                                               p->recompute->len));
-  if (p->offload->len > 0) {
+  if (p->offload->len > 0)
     cJSON_AddItemToObject(tr, "offload", stw_json_u64_array((const guint32 *)p->offload->data,
                                                             p->offload->len));
+  if (p->moves->len > 0) /* the offloaded blocks', or the trace's checkpoints on the host */
     cJSON_AddItemToObject(tr, "activation_moves", stw_json_activation_moves(p->moves));
-  }
   if (p->retiming.scale > 0) { /* measured on another device, re-timed for the profile */
     cJSON *ot = cJSON_AddObjectToObject(tr, "op_times");
     cJSON_AddNumberToObject(ot, "scale", p->retiming.scale);
@@ -785,7 +785,8 @@ read_moments(StwJsonReader *r, const cJSON *obj, const char *key, guint32 *first
   return TRUE;
 }
 
-/* $.trace.activation_moves: the offloaded blocks' copies. */
+/* $.trace.activation_moves: the copies of the blocks' activations the plan offloads, or of
+ * the checkpoints the trace keeps on the host. */
 static gboolean
 read_moves(StwJsonReader *r, const cJSON *tr, StwPlan *p, GError **error)
 {

@@ -1148,6 +1148,8 @@ plan_recorded(const StwTrace *recorded, const char *trace_file, const StwPlanner
   g_free(best->trace_file);
   best->trace_file = g_strdup(trace_file != NULL ? trace_file : "");
   best->pred.lower_bound_bytes = stw_plan_lower_bound(best, t);
+  g_autoptr(GArray) moves = stw_trace_activation_moves(t); /* the blocks' own, as recorded */
+  g_array_append_vals(best->moves, moves->data, moves->len);
   if (!stw_plan_within_limits(best, error)) {
     stw_plan_free(best);
     return NULL;
@@ -1186,8 +1188,6 @@ plan_blocks(const StwTrace *t, const guint8 *choice, const char *trace_file,
     else if (choice[b] == STW_BLOCK_OFFLOAD)
       g_array_append_val(p->offload, b);
   }
-  g_autoptr(GArray) moves = stw_trace_activation_moves(decided);
-  g_array_append_vals(p->moves, moves->data, moves->len);
   g_free(p->trace_digest);
   p->trace_digest = stw_trace_digest(t);
   return p;

@@ -37,7 +37,7 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "loss", "micro-steps", "gradients",
                                               "collectives", "optimizer-impl",
                                               "reduce-bucket-size", "sub-group-size", "init",
-                                              "chunk-size", "lora", "lora-targets", "images",
+                                              "checkpoints", "chunk-size", "lora", "lora-targets", "images",
                                               "image-size", "vision-trained", PLANNING_OPTIONS,
                                               "measured-times", NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp",
@@ -47,7 +47,8 @@ static const char *const synth_options[] = { "model", "model-config", "batch", "
                                              "checkpointing", "checkpoint-every", "amp",
                                              "attention", "kernels", "loss", "micro-steps",
                                              "optimizer-impl", "reduce-bucket-size",
-                                             "sub-group-size", "init", "freeze", "lora",
+                                             "sub-group-size", "init", "checkpoints", "freeze",
+                                             "lora",
                                              "lora-targets",
                                              "images", "image-size", "vision-trained", "hw",
                                              "memory", "gradients", "collectives", NULL };
@@ -59,7 +60,7 @@ static const char *const capacity_options[] = { "family", "hidden", "batch", "se
                                                 "amp", "attention",
                                                 "kernels", "loss", "dtype", "optimizer-impl",
                                                 "reduce-bucket-size", "sub-group-size", "init",
-                                                "lora", "lora-targets", "policy",
+                                                "checkpoints", "lora", "lora-targets", "policy",
                                                 PLANNING_OPTIONS, NULL };
 static const char *const capacity_flags[] = { "beyond-device", "no-checkpointing", "amp",
                                                NULL };
@@ -324,9 +325,10 @@ stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error)
 {
   static const char *const names[] = { "device", "host", "host-via-device", NULL };
   static const StwGradients values[] = { 0, STW_GRADIENTS_HOST, STW_GRADIENTS_HOST_VIA_DEVICE };
-  int where = 0, collectives = so->collectives, init = so->init;
+  int where = 0, collectives = so->collectives, init = so->init, checkpoints = so->checkpoints;
   if (!stw_request_enum(r, "gradients", names, &where, error) ||
       !stw_request_enum(r, "init", stw_init_names, &init, error) ||
+      !stw_request_enum(r, "checkpoints", stw_checkpoints_names, &checkpoints, error) ||
       !stw_request_enum(r, "collectives", stw_collectives_names, &collectives, error) ||
       !stw_request_count(r, "reduce-bucket-size", 1, STW_DEEPSPEED_MAX_BUFFER_ELEMS,
                          &so->reduce_bucket_size, error) ||
@@ -336,6 +338,7 @@ stw_request_loop(const StwRequest *r, StwSynthOptions *so, GError **error)
   so->host_gradients = values[where];
   so->collectives = (StwCollectives)collectives;
   so->init = (StwInit)init;
+  so->checkpoints = (StwCheckpoints)checkpoints;
   return TRUE;
 }
 

@@ -765,10 +765,14 @@ guint64
 stw_plan_host_bytes(const StwPlan *p, const StwTrace *t, const StwDemand *d,
                     const GArray *moves, guint64 *storage_out)
 {
-  /* the ranks' shares of the gradients on the host: one copy of them together */
+  /* the ranks' shares of the gradients on the host: one copy of them together; the offloaded
+   * activations: each rank its own */
+  guint64 activations = 0;
+  for (guint32 r = 0; r < MAX(p->chunking->world, 1); r++)
+    activations = stw_cost_add(activations, stw_activation_moves_host_peak(moves));
   return stw_cost_add(stw_cost_add(stw_demand_host_bytes(d, p->chunking, p->optim, &p->schedule,
                                                          p->hw.storage_gpudirect, storage_out),
-                                   stw_activation_moves_host_peak(moves)),
+                                   activations),
                       stw_trace_host_gradient_bytes(t));
 }
 

@@ -9,7 +9,16 @@
 
 #include "json.h"
 
-const char *const stw_block_choice_names[] = { "keep", "recompute", "offload", NULL };
+const char *const stw_block_choice_names[] = { "keep", "recompute", "offload", "recompute-host",
+                                                NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(stw_block_choice_names) == STW_N_BLOCK_CHOICES + 1);
+
+/* Whether CHOICE runs the block's forward again before its backward. */
+static gboolean
+recomputes(StwBlockChoice choice)
+{
+  return choice == STW_BLOCK_RECOMPUTE || choice == STW_BLOCK_RECOMPUTE_HOST;
+}
 
 /* What recomputing (or offloading) block B frees between its forward and its recomputation: what it keeps,
  * less the input a recomputation starts from. */
@@ -87,7 +96,7 @@ add_blocks(StwTrace *c, const StwTrace *t, const guint8 *choice, const guint32 *
   gboolean all = TRUE;
   for (guint32 k = 0; k < t->blocks->len; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
-    gboolean re = choice[k] == STW_BLOCK_RECOMPUTE;
+    gboolean re = recomputes((StwBlockChoice)choice[k]);
     guint32 span = b->fwd_last - b->fwd_first + 1; /* its recomputation's ops */
     StwBlock *d = stw_trace_add_block(c, b->name, moved[b->fwd_first], moved[b->fwd_last],
                                       moved[b->bwd_first] - (re ? span : 0), moved[b->bwd_last]);
@@ -117,7 +126,7 @@ stw_trace_activation_moves(const StwTrace *t)
   guint32 nb = t->blocks->len, bwd0 = first_backward(t);
   for (guint32 k = 0; k < nb; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
-    if (b->choice != STW_BLOCK_OFFLOAD)
+    if (b->choice != STW_BLOCK_OFFLOAD && b->choice != STW_BLOCK_RECOMPUTE_HOST)
       continue;
     /* the block whose backward runs right before this one's */
     guint32 in = bwd0;
@@ -128,7 +137,8 @@ stw_trace_activation_moves(const StwTrace *t)
     }
     guint32 done = k + 1 < nb ? g_array_index(t->blocks, StwBlock, k + 1).fwd_last + 1
                               : b->fwd_last + 2;
-    StwActivationMove m = { k, b->fwd_last + 1, MIN(done, in), in, b->bwd_first, freed_by(b) };
+    StwActivationMove m = { k, b->fwd_last + 1, MIN(done, in), in, b->bwd_first,
+                            b->choice == STW_BLOCK_OFFLOAD ? freed_by(b) : b->input_bytes };
     g_array_append_val(moves, m);
   }
   return moves;
@@ -168,9 +178,8 @@ stw_json_activation_moves(const GArray *moves)
   return arr;
 }
 
-/* C's offloaded blocks off the device between their moves. */
-static void
-offload_blocks(StwTrace *c)
+void
+stw_trace_free_moved_activations(StwTrace *c)
 {
   g_autoptr(GArray) moves = stw_trace_activation_moves(c);
   for (guint i = 0; i < moves->len; i++) {
@@ -253,7 +262,7 @@ stw_trace_decide(const StwTrace *t, const guint8 *choice, GError **error)
     decided |= g_array_index(t->blocks, StwBlock, k).choice != STW_BLOCK_KEEP;
     if (choice[k] >= STW_N_BLOCK_CHOICES) {
       g_set_error(error, STW_TRACE_ERROR, STW_TRACE_ERROR_INVALID, "block %u (%s): choice %u, "
-                  "not keep, recompute or offload", k,
+                  "not keep, recompute, offload or recompute-host", k,
                   g_array_index(t->blocks, StwBlock, k).name, choice[k]);
       return NULL;
     }
@@ -275,7 +284,7 @@ stw_trace_decide(const StwTrace *t, const guint8 *choice, GError **error)
     before[i] = -1;
   for (guint32 k = 0; k < nb; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
-    if (choice[k] != STW_BLOCK_RECOMPUTE)
+    if (!recomputes((StwBlockChoice)choice[k]))
       continue;
     for (guint32 i = b->fwd_last + 1; i < b->bwd_first; i++)
       freed[i] += freed_by(b);
@@ -293,7 +302,7 @@ stw_trace_decide(const StwTrace *t, const guint8 *choice, GError **error)
     o->nonmodel_peak_bytes = op->nonmodel_peak_bytes - MIN(op->nonmodel_peak_bytes, freed[i]);
   }
   add_blocks(c, t, choice, moved);
-  offload_blocks(c);
+  stw_trace_free_moved_activations(c);
   if (!stw_trace_validate(c, "(the trace with its blocks' activations decided)", error)) {
     stw_trace_free(c);
     return NULL;

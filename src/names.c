@@ -22,6 +22,8 @@ const char *const stw_collectives_names[] = { "overlapped", "blocking", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_collectives_names) == STW_N_COLLECTIVES + 1);
 const char *const stw_init_names[] = { "sharded", "host", "host-fp32", NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_init_names) == STW_N_INITS + 1);
+const char *const stw_checkpoints_names[] = { "device", "host", NULL };
+G_STATIC_ASSERT(G_N_ELEMENTS(stw_checkpoints_names) == STW_N_CHECKPOINTS + 1);
 const char *const stw_op_kind_names[] = {
   "embed", "norm_embed", "norm_attn", "attn_qkv", "rope", "attn_core", "attn_out",
   "norm_post_attn", "norm_mlp", "mlp_in", "mlp_act", "mlp_out", "norm_post_mlp", "norm_final",

@@ -913,6 +913,19 @@ check_options(const StwModelConfig *c, const StwSynthOptions *o, const StwHardwa
                 "1 to %d)", o->checkpoint_every, STW_MODEL_MAX_LAYERS);
     return FALSE;
   }
+  if (o->checkpoints == STW_CHECKPOINTS_HOST &&
+      (!o->checkpointing || o->checkpoint_every > 1 || o->micro_steps > 1)) {
+    g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID, "--checkpoints host %s",
+                !o->checkpointing ? "keeps the checkpoints of a checkpointed loop in host "
+                                    "memory: give --checkpointing with it"
+                : o->checkpoint_every > 1
+                    ? "copies each block's input, the checkpoint of one block: give it without "
+                      "--checkpoint-every"
+                    : "copies the checkpoints of one forward-backward run, as a trace's blocks "
+                      "describe it, and several micro-steps each keep their own: give it "
+                      "without --micro-steps");
+    return FALSE;
+  }
   if (o->micro_steps > STW_SYNTH_MAX_MICRO_STEPS) {
     g_set_error(error, STW_SYNTH_ERROR, STW_SYNTH_ERROR_INVALID,
                 "%" G_GUINT64_FORMAT " micro-steps are out of range (expected 1 to %d)",
@@ -1179,6 +1192,11 @@ stw_synth_trace(const StwModelConfig *config, const StwSynthOptions *options,
   /* the blocks of the last forward-backward run (with several, the planner decides none: they
    * say what each block keeps) */
   add_blocks(&s, &(BlockOps){ ops_noted, ops_noted + L, ops_noted + 2 * L, ops_noted + 3 * L });
+  if (options->checkpoints == STW_CHECKPOINTS_HOST) { /* each block's input off the device */
+    for (guint32 k = 0; k < t->blocks->len; k++)
+      g_array_index(t->blocks, StwBlock, k).choice = STW_BLOCK_RECOMPUTE_HOST;
+    stw_trace_free_moved_activations(t);
+  }
 
   g_autofree char *what = g_strdup_printf("the trace of %s at batch %" G_GUINT64_FORMAT " x seq %"
                                           G_GUINT64_FORMAT, config->name, options->batch,

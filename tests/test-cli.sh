@@ -344,6 +344,27 @@ expect 2 "synth: --loss native computes the cross-entropy in the logits' 16-bit 
 expect 2 "--loss: 'sliced' is not one of full, chunked, native" "synth with an unknown loss" -- $S synth --model gpt2 --loss sliced -o "$T/never.json"
 expect 2 "--loss: 'sliced' is not one of full, chunked, native" "whatif with an unknown loss" -- $S whatif --model gpt2 --gpu 8GiB --loss sliced
 expect 2 "--loss: 'sliced' is not one of full, chunked, native" "capacity with an unknown loss" -- $S capacity --family gpt2 --loss sliced
+# DeepSpeed's cpu_checkpointing: GPT-2 XL at 8 x 1024 checkpointed, each block's input (25.00
+# MiB) in host memory from the next block's forward to the backward before its recomputation:
+# the peak 4.30 GiB -> 3.15 GiB (47 inputs on the host at the loss), 1.17 GiB of them at most
+$S synth --model gpt2-xl --batch 8 --seq 1024 --checkpointing -o "$T/ckd.json" > /dev/null 2>&1
+$S synth --model gpt2-xl --batch 8 --seq 1024 --checkpointing --checkpoints host -o "$T/ckh.json" > /dev/null 2>&1
+expect 0 "peak non-model memory  4.30 GiB at op 388 loss.bwd (bwd)" "checkpoints on the device: the peak" -- $S inspect "$T/ckd.json"
+expect 0 "peak non-model memory  3.15 GiB at op 388 loss.bwd (bwd)" "checkpoints on the host: the peak without 47 inputs" -- $S inspect "$T/ckh.json"
+expect 0 "checkpointing, its checkpoints in host memory, naive attention" "inspect says the checkpoints are on the host" -- $S inspect "$T/ckh.json"
+expect 0 "  activations  the inputs of 48 of 48 blocks in host memory from their forward to their recomputation, 1.17 GiB at most a rank (the trace's checkpoints on the host)" \
+  "plan says the checkpoints on the host, a rank's" -- $S plan "$T/ckh.json" --gpu 12GiB --gpus 2 --hw A100-80GB-PCIe4 -o "$T/ckh.plan.json"
+expect 0 "  host         11.00 GiB (7.00 GiB of chunks and offloaded activations, 4.00 GiB for the ranks' processes) of 512.00 GiB" \
+  "plan: both ranks' checkpoints in the host figure" -- $S plan "$T/ckh.json" --gpu 12GiB --gpus 2 --hw A100-80GB-PCIe4 -o "$T/ckh.plan.json"
+expect 0 "is sound for" "check: the plan's moves are the trace's checkpoints" -- $S check "$T/ckh.plan.json" "$T/ckh.json"
+expect 0 "host memory 7.00 GiB for chunks and offloaded activations, all ranks" "simulate counts the checkpoints on the host" -- $S simulate "$T/ckh.plan.json" "$T/ckh.json"
+expect 2 "synth: --checkpoints host keeps the checkpoints of a checkpointed loop in host memory: give --checkpointing with it" \
+  "--checkpoints host without checkpointing: refused" -- $S synth --model gpt2 --checkpoints host -o "$T/never.json"
+expect 2 "copies the checkpoints of one forward-backward run, as a trace's blocks describe it, and several micro-steps each keep their own: give it without --micro-steps" \
+  "--checkpoints host with micro-steps: refused" -- $S synth --model gpt2 --checkpointing --micro-steps 2 --checkpoints host -o "$T/never.json"
+expect 2 "--checkpoints: 'disk' is not one of device, host" "synth with an unknown place for checkpoints" -- $S synth --model gpt2 --checkpointing --checkpoints disk -o "$T/never.json"
+expect 2 "--checkpoints: 'disk' is not one of device, host" "capacity with an unknown place for checkpoints" -- $S capacity --family gpt2 --checkpoints disk
+test ! -e "$T/never.json"; tap_result $? "no trace written where --checkpoints is refused" "$T/never.json exists"
 # gradient accumulation: four micro-steps of 2 x 128, their gradients PyTorch's .grad tensors
 # held from the first backward to the step (237 MiB more at the peak), the tokens/s the iteration's
 $S synth --model gpt2 --batch 2 --seq 128 --micro-steps 4 -o "$T/accum.json" > /dev/null 2>&1

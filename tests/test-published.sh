@@ -56,6 +56,8 @@ has "a run that ran where no plan fits: said, with the planner's reason and the 
   "| M01 | MegaTrain | Qwen/Qwen2.5-32B-Instruc | 1 x 96 | gemini-static --gemini-fraction 0 on H100-SXM5-80GB, chunked loss | 74.614 s | does not fit | disagrees |"
 has "the planner's reason for a run that ran where no plan fits" \
   "- M01: ran (its GPU memory as published: ~40 GB (README \"GPU VRAM\")); no plan fits a GPU budget of 80.00 GiB (512.00 MiB of the budget kept free: a process holds 512.00 MiB of the GPU's 80.00 GiB outside its tensors (its CUDA context and libraries; the profile's gpu.process_bytes)): at op 574 (h63.mlp.gate_up, fwd) the non-model memory alone, with the reserve, needs 80.75 GiB, 769.50 MiB short, before any chunk"
+has "checkpoints in host memory where the source's text says so and only there do they fit (the 1T at 8 a GPU on 512)" \
+  "| D05 | ZeRO-3 + CPU optimizer offload | Megatron GPT 1T (Azure b | 512 x 8 | zero-offload --zero-stage 3 --layout shards on A100-SXM4-80GB, its checkpoints in host memory, as its source's text says (its recipe does not; on the GPU the plan does not fit) | 440.224 s | 423.107 s | -3.9% |"
 has "Qwen3 in two micro-steps of gradient accumulation on an RTX PRO 6000, each micro-step's gradients to the host (FSDP's CPU offload)" \
   "| P02 | prime-rl FSDP CPU offload | Qwen/Qwen3-4B-Instruct-2 | 1 x 1 | zero-offload on RTXPRO6000-96GB-PCIe5, each micro-step's gradients to the host | 5.629 s | 5.605 s | -0.4% |"
 has "an epoch's time as the row derives a step from it; a 24 GB card's whole memory" \

@@ -371,6 +371,104 @@ test_tiny_checkpointing(void)
   g_assert_cmpuint(qkv, <, core_bwd);
 }
 
+/* DeepSpeed's cpu_checkpointing on a 2-layer tiny GPT (T = 6 tokens, d = 4, fp32): each
+ * block's input, 96 bytes, leaves the device once the next block's forward is done and comes
+ * back as the backward of the block after it begins; every op holds exactly the inputs on the
+ * host less than the checkpointed trace, and nothing else changes. */
+static void
+test_checkpoints_host(void)
+{
+  StwModelConfig cfg = tiny_gpt;
+  cfg.layers = 2;
+  StwSynthOptions o = { .batch = 2, .seq = 3, .dtype = STW_DTYPE_FP32, .checkpointing = TRUE };
+  g_autoptr(StwTrace) dev = synth_on_default(&cfg, &o);
+  o.checkpoints = STW_CHECKPOINTS_HOST;
+  g_autoptr(StwTrace) host = synth_on_default(&cfg, &o);
+  g_assert_cmpuint(host->ops->len, ==, dev->ops->len);
+  g_assert_cmpuint(host->blocks->len, ==, 2);
+  g_autoptr(GArray) none = stw_trace_activation_moves(dev);
+  g_autoptr(GArray) moves = stw_trace_activation_moves(host);
+  g_assert_cmpuint(none->len, ==, 0);
+  g_assert_cmpuint(moves->len, ==, 2);
+  const StwBlock *h0 = &g_array_index(host->blocks, StwBlock, 0);
+  const StwBlock *h1 = &g_array_index(host->blocks, StwBlock, 1);
+  const StwActivationMove *m0 = &g_array_index(moves, StwActivationMove, 0);
+  const StwActivationMove *m1 = &g_array_index(moves, StwActivationMove, 1);
+  g_assert_cmpint(h0->choice, ==, STW_BLOCK_RECOMPUTE_HOST);
+  g_assert_cmpint(h1->choice, ==, STW_BLOCK_RECOMPUTE_HOST);
+  g_assert_cmpuint(h0->input_bytes, ==, 96);
+  g_assert_cmpuint(m0->bytes, ==, 96);
+  g_assert_cmpuint(m1->bytes, ==, 96);
+  g_assert_cmpuint(m0->out_moment, ==, h0->fwd_last + 1);
+  g_assert_cmpuint(m0->out_done, ==, h1->fwd_last + 1);
+  g_assert_cmpuint(m0->in_moment, ==, h1->bwd_first);
+  g_assert_cmpuint(m0->in_done, ==, h0->bwd_first);
+  g_assert_cmpstr(stw_trace_op(host, h0->bwd_first)->name, ==, "h0.ln_1.recompute");
+  g_assert_cmpuint(stw_activation_moves_host_peak(moves), ==, 192);
+  for (guint32 i = 0; i < host->ops->len; i++) {
+    const StwOp *a = stw_trace_op(host, i), *b = stw_trace_op(dev, i);
+    guint64 away = 0;
+    for (guint k = 0; k < moves->len; k++) {
+      const StwActivationMove *m = &g_array_index(moves, StwActivationMove, k);
+      away += m->out_done <= i && i < m->in_moment ? m->bytes : 0;
+    }
+    g_assert_cmpstr(a->name, ==, b->name);
+    g_assert_cmpuint(a->nonmodel_bytes + away, ==, b->nonmodel_bytes);
+    g_assert_cmpuint(a->nonmodel_peak_bytes + away, ==, b->nonmodel_peak_bytes);
+    g_assert_cmpuint(a->duration_ns, ==, b->duration_ns);
+  }
+  /* at the loss, both inputs are on the host */
+  g_assert_cmpuint(find_op(dev, "loss")->nonmodel_bytes - find_op(host, "loss")->nonmodel_bytes,
+                   ==, 192);
+  /* the choice is the trace's: written, read back, and in its digest */
+  GError *error = NULL;
+  g_autofree char *text = stw_trace_to_string(host, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(strstr(text, "\"activations\":\"recompute-host\""));
+  g_autoptr(StwTrace) back = stw_trace_parse("host.json", text, strlen(text), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(g_array_index(back->blocks, StwBlock, 1).choice, ==, STW_BLOCK_RECOMPUTE_HOST);
+  g_autofree char *d_back = stw_trace_digest(back), *d_host = stw_trace_digest(host);
+  g_autofree char *d_dev = stw_trace_digest(dev);
+  g_assert_cmpstr(d_back, ==, d_host);
+  g_assert_cmpstr(d_host, !=, d_dev);
+  /* the planner's decision of the same, from the trace that keeps every block: the same ops,
+   * moves and memory outside the blocks' forwards (as for recomputing, test below) */
+  o.checkpointing = FALSE;
+  o.checkpoints = STW_CHECKPOINTS_DEVICE;
+  g_autoptr(StwTrace) kept = synth_on_default(&cfg, &o);
+  guint8 all[2] = { STW_BLOCK_RECOMPUTE_HOST, STW_BLOCK_RECOMPUTE_HOST };
+  g_autoptr(StwTrace) decided = stw_trace_decide(kept, all, &error);
+  g_assert_no_error(error);
+  g_assert_true(decided->model.checkpointing);
+  g_autoptr(GArray) decided_moves = stw_trace_activation_moves(decided);
+  g_assert_cmpuint(decided_moves->len, ==, moves->len);
+  g_assert_cmpmem(decided_moves->data, moves->len * sizeof(StwActivationMove), moves->data,
+                  moves->len * sizeof(StwActivationMove));
+  for (guint32 i = 0; i < host->ops->len; i++) {
+    gboolean in_forward = (i > h0->fwd_first && i <= h0->fwd_last) ||
+                          (i > h1->fwd_first && i <= h1->fwd_last);
+    const StwOp *a = stw_trace_op(decided, i), *b = stw_trace_op(host, i);
+    g_assert_cmpstr(a->name, ==, b->name);
+    if (!in_forward)
+      g_assert_cmpuint(a->nonmodel_bytes, ==, b->nonmodel_bytes);
+  }
+  /* refused without checkpointing, with segments of several blocks, with micro-steps */
+  o.checkpoints = STW_CHECKPOINTS_HOST;
+  StwHardware hw;
+  g_assert_true(stw_hardware_lookup(STW_HARDWARE_DEFAULT, &hw, NULL));
+  g_assert_null(stw_synth_trace(&cfg, &o, &hw, &error));
+  stw_assert_error_contains(error, "give --checkpointing with it");
+  o.checkpointing = TRUE;
+  o.checkpoint_every = 2;
+  g_assert_null(stw_synth_trace(&cfg, &o, &hw, &error));
+  stw_assert_error_contains(error, "give it without --checkpoint-every");
+  o.checkpoint_every = 1;
+  o.micro_steps = 2;
+  g_assert_null(stw_synth_trace(&cfg, &o, &hw, &error));
+  stw_assert_error_contains(error, "give it without --micro-steps");
+}
+
 static guint32
 op_index(const StwTrace *t, const char *name)
 {
@@ -717,10 +815,11 @@ test_recompute_is_checkpointing(void)
     g_assert_null(stw_trace_decide(off, all, &error));
     stw_assert_error_contains(error, "decides its blocks' activations (a planned trace)");
     g_assert_false(stw_planner_decides_blocks(off));
-    /* and a choice that is none of the three */
+    /* and a choice that is none of the four */
     one[0] = STW_N_BLOCK_CHOICES;
     g_assert_null(stw_trace_decide(kept, one, &error));
-    stw_assert_error_contains(error, "block 0 (h0): choice 3, not keep, recompute or offload");
+    stw_assert_error_contains(error, "block 0 (h0): choice 4, not keep, recompute, offload or "
+                              "recompute-host");
     /* and one without blocks */
     g_array_set_size(kept->blocks, 0);
     g_assert_null(stw_trace_decide(kept, all, &error));
@@ -1351,6 +1450,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/synth/tiny-exact-bytes", test_tiny_exact_bytes);
   g_test_add_func("/synth/tiny-checkpointing", test_tiny_checkpointing);
+  g_test_add_func("/synth/checkpoints-host", test_checkpoints_host);
   g_test_add_func("/synth/chunked-loss", test_chunked_loss);
   g_test_add_func("/synth/native-loss", test_native_loss);
   g_test_add_func("/synth/micro-steps", test_micro_steps);

@@ -100,6 +100,16 @@ typedef enum {
   STW_N_COLLECTIVES
 } StwCollectives;
 
+/* Where a checkpointed loop keeps each block's input, the checkpoint its recomputation starts
+ * from (docs/synth.md, "Checkpoints in host memory"). */
+typedef enum {
+  STW_CHECKPOINTS_DEVICE, /* in GPU memory (PyTorch's and Megatron's checkpointing) */
+  STW_CHECKPOINTS_HOST,   /* copied to host memory after the block's forward, back before its
+                           * recomputation (DeepSpeed's activation checkpointing with
+                           * cpu_checkpointing; Megatron-DeepSpeed's --cpu-checkpointing) */
+  STW_N_CHECKPOINTS
+} StwCheckpoints;
+
 /* How each rank's loop builds its model before training it (docs/synth.md, "The model at
  * start-up"): what its host holds before the model is in its chunks or shards. */
 typedef enum {
@@ -874,6 +884,7 @@ extern const char *const stw_optimizer_impl_names[]; /* "fused", "foreach", "for
 extern const char *const stw_loss_names[];      /* "full", "chunked", "native" */
 extern const char *const stw_collectives_names[]; /* "overlapped", "blocking" */
 extern const char *const stw_init_names[];      /* "sharded", "host", "host-fp32" */
+extern const char *const stw_checkpoints_names[]; /* "device", "host" */
 extern const char *const stw_bias_names[];      /* "default", "yes", "no" */
 extern const char *const stw_bias_site_names[]; /* "qkv_bias", "out_bias", "mlp_bias" */
 extern const char *const stw_op_kind_names[];  /* NULL-terminated, in enum order */

@@ -48,6 +48,10 @@ typedef struct {
                              * each block): only a segment's input is kept, and its blocks are
                              * recomputed together before the last one's backward (Megatron's
                              * --recompute-num-layers, torch's checkpoint_sequential) */
+  StwCheckpoints checkpoints; /* with checkpointing, where each block's input waits for its
+                               * recomputation: the device (0), or host memory, its blocks'
+                               * activations "recompute-host" (one block a segment, one
+                               * micro-step) */
   StwAttention attention;
   StwKernels kernels;       /* fused (0) or PyTorch eager's chains of kernels */
   StwLoss loss;             /* full (0) or chunked (stw_model_graph_chunk_loss) */

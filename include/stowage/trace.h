@@ -187,6 +187,9 @@ typedef enum {
   STW_BLOCK_KEEP,      /* kept on the device (as profiled) */
   STW_BLOCK_RECOMPUTE, /* dropped after its forward, its forward run again before its backward */
   STW_BLOCK_OFFLOAD,   /* copied to host memory after its forward, back before its backward */
+  STW_BLOCK_RECOMPUTE_HOST, /* recomputed as RECOMPUTE, the input it starts from copied to host
+                             * memory after its forward and back before its recomputation
+                             * (DeepSpeed's cpu_checkpointing: synth --checkpoints host) */
   STW_N_BLOCK_CHOICES
 } StwBlockChoice;
 
@@ -207,7 +210,8 @@ typedef struct {
 } StwBlock;
 
 /* The copies of an offloaded block's activations (what it keeps, less its input: the bytes
- * recomputing it would free), in the moments of the trace that offloads it. Out: issued at
+ * recomputing it would free; a block recomputed from its input on the host: that input), in
+ * the moments of the trace that offloads it. Out: issued at
  * OUT_MOMENT, the end of the block's forward, on the device-to-host engine; complete by
  * OUT_DONE, the end of the next block's forward (or the op after its own where none follows),
  * from when the device memory is free. In: issued at IN_MOMENT, when the backward of the block
@@ -360,9 +364,16 @@ gboolean stw_trace_loop_buffers(const StwTrace *trace, guint32 world, StwLoopBuf
  * The planner plans such a trace, and stw_plan_trace derives it for check and simulate. */
 StwTrace *stw_trace_with_loop_buffers(const StwTrace *trace, guint32 world);
 
-/* The activation moves of TRACE's offloaded blocks (their choice OFFLOAD), in block order: a new
- * array of StwActivationMove, the caller's (g_array_unref). */
+/* The activation moves of TRACE's offloaded blocks (their choice OFFLOAD: what they keep less
+ * their input; RECOMPUTE_HOST: their input), in block order: a new array of
+ * StwActivationMove, the caller's (g_array_unref). */
 GArray *stw_trace_activation_moves(const StwTrace *trace);
+
+/* TRACE's ops without the bytes of its activation moves (stw_trace_activation_moves) in their
+ * non-model memory while each is off the device: from its copy out's completion to its copy
+ * back's issue. For a trace whose ops count every block's activations as kept, or its
+ * recomputed blocks' inputs (stw_trace_decide and synth --checkpoints host call it). */
+void stw_trace_free_moved_activations(StwTrace *trace);
 
 /* The most host memory MOVES (StwActivationMove) hold at once: each from its copy out's issue
  * to its copy back's completion. */

@@ -112,7 +112,8 @@ def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, check
           attention=None, kernels=None, loss=None, freeze=None, lora=None, lora_targets=None,
           hw=None, memory=None, micro_steps=None, checkpoint_every=None, amp=None,
           optimizer_impl=None, images=None, image_size=None, vision_trained=None, gradients=None,
-          collectives=None, reduce_bucket_size=None, sub_group_size=None, init=None):
+          collectives=None, reduce_bucket_size=None, sub_group_size=None, init=None,
+          checkpoints=None):
     """The trace of one training iteration of MODEL (a zoo name or a model config file) or
     MODEL_CONFIG (a file), not run but modelled: what `stowage synth` writes, the options read
     and refused as it reads them (docs/synth.md). FREEZE, LORA_TARGETS: comma text or lists.
@@ -122,7 +123,9 @@ def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, check
     COLLECTIVES: "overlapped" or "blocking", whether its collectives hold the compute stream.
     REDUCE_BUCKET_SIZE, SUB_GROUP_SIZE: with OPTIMIZER_IMPL "deepspeed", its ZeRO configuration's,
     in elements, which size the buffers its step holds (DeepSpeed's defaults where not given).
-    INIT: "sharded", "host" or "host-fp32", how each rank builds its model before training it."""
+    INIT: "sharded", "host" or "host-fp32", how each rank builds its model before training it.
+    CHECKPOINTS: with CHECKPOINTING, "device" or "host", where each block's input waits for its
+    recomputation (DeepSpeed's cpu_checkpointing: host)."""
     opts = _options("synth", model=model, model_config=os.fspath(model_config)
                     if model_config is not None else None, batch=batch, seq=seq, dtype=dtype,
                     checkpointing=checkpointing, attention=attention, kernels=kernels, loss=loss,
@@ -132,7 +135,7 @@ def synth(model=None, model_config=None, batch=None, seq=None, dtype=None, check
                     images=images, image_size=image_size, vision_trained=vision_trained,
                     gradients=gradients, collectives=collectives,
                     reduce_bucket_size=reduce_bucket_size, sub_group_size=sub_group_size,
-                    init=init)
+                    init=init, checkpoints=checkpoints)
     return Trace(_call(_lib.synth, opts), None)
 
 
@@ -268,7 +271,8 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
              activations=None, nvme=None, nvme_devices=None, storage=None,
              optimizer_state=None, pinned=None,
              micro_steps=None, amp=None, optimizer_impl=None, gradients=None, collectives=None,
-             layout=None, reduce_bucket_size=None, sub_group_size=None, init=None):
+             layout=None, reduce_bucket_size=None, sub_group_size=None, init=None,
+             checkpoints=None):
     """The largest model of FAMILY ("gpt": layers at HIDDEN; or a zoo family) whose checked
     plan fits, per policy: the record `stowage capacity --json` prints (LORA: each model
     LoRA-tuned, adapters of that rank on LORA_TARGETS, the base frozen)."""
@@ -284,7 +288,7 @@ def capacity(family, hidden=None, batch=None, seq=None, no_checkpointing=None, a
                     micro_steps=micro_steps, amp=amp, optimizer_impl=optimizer_impl,
                     gradients=gradients, collectives=collectives, layout=layout,
                     reduce_bucket_size=reduce_bucket_size, sub_group_size=sub_group_size,
-                    init=init)
+                    init=init, checkpoints=checkpoints)
     return json.loads(_lib.take(_call(_lib.capacity, text)))
 
 
@@ -316,7 +320,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
            optimizer_state=None, pinned=None, micro_steps=None, checkpoint_every=None,
            amp=None, optimizer_impl=None, images=None, image_size=None, vision_trained=None,
            gradients=None, collectives=None, measured_times=None, layout=None,
-           reduce_bucket_size=None, sub_group_size=None, init=None):
+           reduce_bucket_size=None, sub_group_size=None, init=None, checkpoints=None):
     """Sweeps budgets (GPU: "8GiB..80GiB:8GiB" or "8GiB,16GiB"), policies, batch sizes and chunk
     sizes for TRACE (a stowage.Trace or a file) or a MODEL: the rows `stowage whatif --json`
     prints, the options read and refused as the CLI reads them (lists as their comma text, or
@@ -340,7 +344,7 @@ def whatif(trace=None, gpu=None, policy=None, model=None, model_config=None, bat
                     vision_trained=vision_trained, gradients=gradients,
                     collectives=collectives, measured_times=measured_times, layout=layout,
                     reduce_bucket_size=reduce_bucket_size, sub_group_size=sub_group_size,
-                    init=init)
+                    init=init, checkpoints=checkpoints)
     return json.loads(_lib.take(_call(_lib.whatif, handle, opts)))
 
 

@@ -207,6 +207,13 @@ MODELS = [
                 "--optimizer-impl", "deepspeed", "--reduce-bucket-size", "1000"],
      dict(model="gpt2", seq=256, gpu="4GiB", policy="stowage", optimizer_impl="deepspeed",
           reduce_bucket_size=1000)),
+    ("whatif", ["--model", "gpt2", "--seq", "512", "--batch", "4", "--checkpointing",
+                "--checkpoints", "host", "--gpu", "2GiB,4GiB", "--policy", "zero-offload"],
+     dict(model="gpt2", seq=512, batch=4, checkpointing=True, checkpoints="host",
+          gpu="2GiB,4GiB", policy="zero-offload")),
+    ("capacity", ["--family", "gpt2", "--seq", "512", "--policy", "zero-offload",
+                  "--checkpoints", "host"],
+     dict(family="gpt2", seq=512, policy="zero-offload", checkpoints="host")),
 ]
 
 
@@ -262,6 +269,12 @@ SYNTH = [
     ("synth", ["--model", "gpt2", "--seq", "128", "--init", "host-fp32"],
      dict(model="gpt2", seq=128, init="host-fp32")),
     ("synth", ["--model", "gpt2", "--init", "lazy"], dict(model="gpt2", init="lazy")),
+    ("synth", ["--model", "gpt2", "--seq", "128", "--checkpointing", "--checkpoints", "host"],
+     dict(model="gpt2", seq=128, checkpointing=True, checkpoints="host")),
+    ("synth", ["--model", "gpt2", "--seq", "128", "--checkpoints", "host"],
+     dict(model="gpt2", seq=128, checkpoints="host")),
+    ("synth", ["--model", "gpt2", "--checkpointing", "--checkpoints", "disk"],
+     dict(model="gpt2", checkpointing=True, checkpoints="disk")),
     ("synth", ["--model", "gpt2", "--seq", "128", "--collectives", "blocking"],
      dict(model="gpt2", seq=128, collectives="blocking")),
     ("synth", ["--model", "gpt2", "--collectives", "sometimes"],
