@@ -56,7 +56,9 @@ print_table(const StwCapacityQuery *q, const StwCapacityAnswer *answers, guint n
   printf("%s, %u GPU%s, %s of host memory; batch %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
          " tokens per GPU%s, %s, %s attention, %s kernels, %s%s%s%s%s%s%s%s\n", o->hw.name,
          o->world_size, o->world_size > 1 ? "s" : "", cpub, so->batch, so->seq, steps,
-         so->checkpointing ? "checkpointing" : "no checkpointing",
+         !so->checkpointing                          ? "no checkpointing"
+         : so->checkpoints == STW_CHECKPOINTS_HOST ? "checkpointing, the checkpoints in host memory"
+                                                   : "checkpointing",
          stw_attention_name(so->attention), stw_kernels_name(so->kernels),
          optimizer,
          so->loss == STW_LOSS_CHUNKED  ? "chunked loss, "

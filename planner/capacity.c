@@ -326,6 +326,7 @@ stw_capacity_json(const StwCapacityQuery *q, const StwCapacityAnswer *answers, g
   stw_json_add_u64(root, "seq", q->synth.seq);
   stw_json_add_u64(root, "micro_steps", MAX(q->synth.micro_steps, 1));
   cJSON_AddBoolToObject(root, "checkpointing", q->synth.checkpointing);
+  cJSON_AddStringToObject(root, "checkpoints", stw_checkpoints_names[q->synth.checkpoints]);
   cJSON_AddStringToObject(root, "attention", stw_attention_name(q->synth.attention));
   cJSON_AddStringToObject(root, "kernels", stw_kernels_name(q->synth.kernels));
   cJSON_AddStringToObject(root, "loss", stw_loss_name(q->synth.loss));

@@ -364,6 +364,10 @@ expect 2 "copies the checkpoints of one forward-backward run, as a trace's block
   "--checkpoints host with micro-steps: refused" -- $S synth --model gpt2 --checkpointing --micro-steps 2 --checkpoints host -o "$T/never.json"
 expect 2 "--checkpoints: 'disk' is not one of device, host" "synth with an unknown place for checkpoints" -- $S synth --model gpt2 --checkpointing --checkpoints disk -o "$T/never.json"
 expect 2 "--checkpoints: 'disk' is not one of device, host" "capacity with an unknown place for checkpoints" -- $S capacity --family gpt2 --checkpoints disk
+expect 0 "batch 8 x 512 tokens per GPU, checkpointing, the checkpoints in host memory, flash attention" "capacity says the checkpoints on the host" -- $S capacity --family gpt2 --seq 512 --policy zero-offload --checkpoints host
+$S capacity --family gpt2 --seq 512 --policy zero-offload --checkpoints host --json > "$T/cap-ckh.json" 2>&1
+tr -d ' \t\n' < "$T/cap-ckh.json" | grep -q '"checkpointing":true,"checkpoints":"host"'
+tap_result $? "capacity --json records where the checkpoints wait" "$(head -c 600 "$T/cap-ckh.json")"
 test ! -e "$T/never.json"; tap_result $? "no trace written where --checkpoints is refused" "$T/never.json exists"
 # gradient accumulation: four micro-steps of 2 x 128, their gradients PyTorch's .grad tensors
 # held from the first backward to the step (237 MiB more at the peak), the tokens/s the iteration's
