@@ -779,6 +779,19 @@ test_activations_offload(void)
   g_assert_cmpuint(p->pred.d2h_bytes, ==, 12 * m0->bytes);
   g_assert_cmpuint(p->pred.lower_bound_bytes, ==, 24 * m0->bytes);
   g_assert_cmpuint(p->pred.cpu_bytes, >=, 11 * m0->bytes);
+  /* on two ranks, each rank's own on the host */
+  {
+    StwPlannerOptions o2;
+    stw_test_planner_options(&o2, STW_POLICY_STOWAGE, 6 * STW_GiB, 8 * STW_TiB);
+    o2.activations = STW_ACTIVATIONS_OFFLOAD;
+    o2.world_size = 2;
+    g_autoptr(StwPlan) p2 = stw_planner_plan(t, "bundled", &o2, NULL);
+    g_assert_nonnull(p2);
+    guint64 peak = stw_activation_moves_host_peak(p2->moves);
+    g_test_message("two ranks: host %" G_GUINT64_FORMAT ", moves' peak %" G_GUINT64_FORMAT,
+                   p2->pred.cpu_bytes, peak);
+    g_assert_cmpuint(p2->pred.cpu_bytes, ==, 2 * peak);
+  }
   GError *error = NULL;
   g_assert_true(stw_plan_check(p, t, "plan", NULL, NULL, &error));
   g_assert_no_error(error);
