@@ -37,8 +37,9 @@ static const char *const whatif_options[] = { "trace", "gpu", "policy", "model",
                                               "loss", "micro-steps", "gradients",
                                               "collectives", "optimizer-impl",
                                               "reduce-bucket-size", "sub-group-size", "init",
-                                              "checkpoints", "chunk-size", "lora", "lora-targets", "images",
-                                              "image-size", "vision-trained", PLANNING_OPTIONS,
+                                              "checkpoints", "chunk-size", "lora", "lora-targets",
+                                              "images", "image-size", "vision-trained",
+                                              PLANNING_OPTIONS,
                                               "measured-times", NULL };
 static const char *const whatif_flags[] = { "beyond-device", "checkpointing", "amp",
                                             "measured-times", NULL };
