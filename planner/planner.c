@@ -727,10 +727,12 @@ infeasible_error(const StwTrace *t, const StwPlannerOptions *o, const Attempt *a
     g_autofree char *have = stw_size_format(o->budgets.cpu_bytes);
     /* the shortfall too: two figures that round alike can be apart by a few KiB */
     g_autofree char *shortb = stw_size_format(host_need - MIN(host_need, o->budgets.cpu_bytes));
+    g_autoptr(GArray) moves = stw_trace_activation_moves(t); /* the trace's own, as recorded */
     g_set_error(error, STW_PLAN_ERROR, STW_PLAN_ERROR_INFEASIBLE,
                 "policy %s cannot fit the host budget of %s: its plans that fit the GPU need at "
-                "least %s of host memory (chunks, and %s per rank for the process), %s more",
-                stw_policy_names[o->policy], have, need, over, shortb);
+                "least %s of host memory (chunks%s, and %s per rank for the process), %s more",
+                stw_policy_names[o->policy], have, need,
+                moves->len > 0 ? " and offloaded activations" : "", over, shortb);
     return;
   }
   const StwOp *op = stw_trace_op(t, at->fail_op);

@@ -172,6 +172,21 @@ stw_whatif_ddp(const StwTrace *t, const StwPlannerOptions *base, guint64 gpu_byt
                                stw_init_names[t->model.init]);
     return;
   }
+  /* the checkpoints its loop keeps on the host (synth --checkpoints host): each rank's beside
+   * its process */
+  g_autoptr(GArray) moves = stw_trace_activation_moves(t);
+  guint64 held = stw_activation_moves_host_peak(moves);
+  guint64 rank = stw_cost_add(held, stw_process_bytes(t, &base->hw, NULL));
+  guint64 ranks = rank > STW_COST_MAX / world ? STW_COST_MAX : rank * world;
+  if (held > 0 && ranks > base->budgets.cpu_bytes) {
+    g_autofree char *need = stw_size_format(ranks);
+    g_autofree char *have = stw_size_format(base->budgets.cpu_bytes);
+    g_autofree char *each = stw_size_format(held);
+    out->why = g_strdup_printf("ddp: the host budget of %s cannot hold its ranks' checkpoints "
+                               "and processes, %s: each rank's checkpoints take %s of it at "
+                               "most", have, need, each);
+    return;
+  }
   /* one rank with every chunk resident, stepped on the GPU: what each DDP rank holds and runs */
   StwPlannerOptions o = *base;
   o.world_size = 1;

@@ -358,6 +358,10 @@ expect 0 "  host         11.00 GiB (7.00 GiB of chunks and offloaded activations
   "plan: both ranks' checkpoints in the host figure" -- $S plan "$T/ckh.json" --gpu 12GiB --gpus 2 --hw A100-80GB-PCIe4 -o "$T/ckh.plan.json"
 expect 0 "is sound for" "check: the plan's moves are the trace's checkpoints" -- $S check "$T/ckh.plan.json" "$T/ckh.json"
 expect 0 "host memory 7.00 GiB for chunks and offloaded activations, all ranks" "simulate counts the checkpoints on the host" -- $S simulate "$T/ckh.plan.json" "$T/ckh.json"
+expect 0 "(7) ddp: the host budget of 6.00 GiB cannot hold its ranks' checkpoints and processes, 6.34 GiB: each rank's checkpoints take 1.17 GiB of it at most" \
+  "compare's DDP baseline holds its ranks' checkpoints on the host to the budget" -- $S compare "$T/ckh.json" --gpu 40GiB --gpus 2 --cpu 6GiB --hw A100-80GB-PCIe4
+expect 0 "(5) policy gemini-static cannot fit the host budget of 6.00 GiB: its plans that fit the GPU need at least 6.34 GiB of host memory (chunks and offloaded activations, and 2.00 GiB per rank for the process), 352.00 MiB more" \
+  "a policy's host shortfall names the checkpoints on the host" -- $S compare "$T/ckh.json" --gpu 40GiB --gpus 2 --cpu 6GiB --hw A100-80GB-PCIe4
 expect 2 "synth: --checkpoints host keeps the checkpoints of a checkpointed loop in host memory: give --checkpointing with it" \
   "--checkpoints host without checkpointing: refused" -- $S synth --model gpt2 --checkpoints host -o "$T/never.json"
 expect 2 "copies the checkpoints of one forward-backward run, as a trace's blocks describe it, and several micro-steps each keep their own: give it without --micro-steps" \
