@@ -374,9 +374,8 @@ stw_cli_model_said(const StwTrace *t, gboolean batch)
     g_string_append_printf(s, ", %s", stw_dtype_name(stw_trace_tensor(t, 0)->dtype));
   if (m->autocast != STW_DTYPE_FP32) /* PyTorch's AMP: fp32 weights, 16-bit GEMMs */
     g_string_append_printf(s, " weights, autocast to %s", stw_dtype_name(m->autocast));
-  gboolean on_host = FALSE; /* synth --checkpoints host: the blocks' inputs wait on the host */
-  for (guint32 k = 0; k < t->blocks->len; k++)
-    on_host |= g_array_index(t->blocks, StwBlock, k).choice == STW_BLOCK_RECOMPUTE_HOST;
+  /* synth --checkpoints host: the blocks' inputs wait on the host */
+  gboolean on_host = stw_trace_blocks_chosen(t, STW_BLOCK_RECOMPUTE_HOST) > 0;
   g_string_append_printf(s, "%s%s, %s attention%s%s", m->checkpointing ? ", checkpointing" : "",
                          on_host ? ", its checkpoints in host memory" : "",
                          stw_attention_name(m->attention),

@@ -164,14 +164,14 @@ print_plan(const char *file, const StwPlan *p, const StwPlannerOptions *o,
     print_blocks(t, p->recompute, "recomputed in backward", &first);
     printf(", the others kept\n");
   }
-  guint32 on_host = 0; /* blocks the trace recomputes from an input on the host */
-  for (guint32 b = 0; b < t->blocks->len; b++)
-    on_host += g_array_index(t->blocks, StwBlock, b).choice == STW_BLOCK_RECOMPUTE_HOST;
-  g_autofree char *moved_peak = stw_size_format(stw_activation_moves_host_peak(p->moves));
-  if (on_host > 0)
+  /* blocks the trace recomputes from an input on the host */
+  guint32 on_host = stw_trace_blocks_chosen(t, STW_BLOCK_RECOMPUTE_HOST);
+  if (on_host > 0) {
+    g_autofree char *moved_peak = stw_size_format(stw_activation_moves_host_peak(p->moves));
     printf("  activations  the inputs of %u of %u blocks in host memory from their forward to "
            "their recomputation, %s at most%s (the trace's checkpoints on the host)\n", on_host,
            t->blocks->len, moved_peak, c->world > 1 ? " a rank" : "");
+  }
   g_autofree char *h2d = stw_size_format(q->h2d_bytes);
   g_autofree char *d2h = stw_size_format(q->d2h_bytes);
   g_autofree char *lb = stw_size_format(q->lower_bound_bytes);

@@ -30,7 +30,7 @@ live_activations(const StwTrace *t, guint32 m)
   for (guint32 k = 0, mv = 0; k < t->blocks->len; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
     const StwActivationMove *move = NULL;
-    if (b->choice == STW_BLOCK_OFFLOAD || b->choice == STW_BLOCK_RECOMPUTE_HOST)
+    if (stw_block_moves(b->choice))
       move = &g_array_index(moves, StwActivationMove, mv++);
     guint32 span = b->fwd_last - b->fwd_first + 1;
     const char *why = NULL;
@@ -38,8 +38,7 @@ live_activations(const StwTrace *t, guint32 m)
       continue;
     if (b->choice == STW_BLOCK_KEEP)
       why = "kept";
-    else if ((b->choice == STW_BLOCK_RECOMPUTE || b->choice == STW_BLOCK_RECOMPUTE_HOST) &&
-             m >= b->bwd_first + span)
+    else if (stw_block_recomputes(b->choice) && m >= b->bwd_first + span)
       why = "recomputed";
     else if (move != NULL && m < move->out_done)
       why = "being offloaded";

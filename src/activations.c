@@ -13,11 +13,25 @@ const char *const stw_block_choice_names[] = { "keep", "recompute", "offload", "
                                                 NULL };
 G_STATIC_ASSERT(G_N_ELEMENTS(stw_block_choice_names) == STW_N_BLOCK_CHOICES + 1);
 
-/* Whether CHOICE runs the block's forward again before its backward. */
-static gboolean
-recomputes(StwBlockChoice choice)
+gboolean
+stw_block_recomputes(StwBlockChoice choice)
 {
   return choice == STW_BLOCK_RECOMPUTE || choice == STW_BLOCK_RECOMPUTE_HOST;
+}
+
+gboolean
+stw_block_moves(StwBlockChoice choice)
+{
+  return choice == STW_BLOCK_OFFLOAD || choice == STW_BLOCK_RECOMPUTE_HOST;
+}
+
+guint32
+stw_trace_blocks_chosen(const StwTrace *t, StwBlockChoice choice)
+{
+  guint32 n = 0;
+  for (guint32 k = 0; k < t->blocks->len; k++)
+    n += g_array_index(t->blocks, StwBlock, k).choice == choice;
+  return n;
 }
 
 /* What recomputing (or offloading) block B frees between its forward and its recomputation: what it keeps,
@@ -96,7 +110,7 @@ add_blocks(StwTrace *c, const StwTrace *t, const guint8 *choice, const guint32 *
   gboolean all = TRUE;
   for (guint32 k = 0; k < t->blocks->len; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
-    gboolean re = recomputes((StwBlockChoice)choice[k]);
+    gboolean re = stw_block_recomputes((StwBlockChoice)choice[k]);
     guint32 span = b->fwd_last - b->fwd_first + 1; /* its recomputation's ops */
     StwBlock *d = stw_trace_add_block(c, b->name, moved[b->fwd_first], moved[b->fwd_last],
                                       moved[b->bwd_first] - (re ? span : 0), moved[b->bwd_last]);
@@ -126,7 +140,7 @@ stw_trace_activation_moves(const StwTrace *t)
   guint32 nb = t->blocks->len, bwd0 = first_backward(t);
   for (guint32 k = 0; k < nb; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
-    if (b->choice != STW_BLOCK_OFFLOAD && b->choice != STW_BLOCK_RECOMPUTE_HOST)
+    if (!stw_block_moves(b->choice))
       continue;
     /* the block whose backward runs right before this one's */
     guint32 in = bwd0;
@@ -284,7 +298,7 @@ stw_trace_decide(const StwTrace *t, const guint8 *choice, GError **error)
     before[i] = -1;
   for (guint32 k = 0; k < nb; k++) {
     const StwBlock *b = &g_array_index(t->blocks, StwBlock, k);
-    if (!recomputes((StwBlockChoice)choice[k]))
+    if (!stw_block_recomputes((StwBlockChoice)choice[k]))
       continue;
     for (guint32 i = b->fwd_last + 1; i < b->bwd_first; i++)
       freed[i] += freed_by(b);

@@ -195,6 +195,12 @@ typedef enum {
 
 extern const char *const stw_block_choice_names[]; /* "keep", ...; NULL-terminated */
 
+/* Whether CHOICE runs the block's forward again before its backward (RECOMPUTE,
+ * RECOMPUTE_HOST), and whether it copies some of its activations to the host and back (OFFLOAD,
+ * RECOMPUTE_HOST: stw_trace_activation_moves). */
+gboolean stw_block_recomputes(StwBlockChoice choice);
+gboolean stw_block_moves(StwBlockChoice choice);
+
 /* A checkpointable block (a transformer layer; a PyTorch module at the profile's depth) in one
  * forward-backward run: what deciding to keep, recompute or offload its activations needs. */
 typedef struct {
@@ -368,6 +374,9 @@ StwTrace *stw_trace_with_loop_buffers(const StwTrace *trace, guint32 world);
  * their input; RECOMPUTE_HOST: their input), in block order: a new array of
  * StwActivationMove, the caller's (g_array_unref). */
 GArray *stw_trace_activation_moves(const StwTrace *trace);
+
+/* How many of TRACE's blocks CHOICE decides. */
+guint32 stw_trace_blocks_chosen(const StwTrace *trace, StwBlockChoice choice);
 
 /* TRACE's ops without the bytes of its activation moves (stw_trace_activation_moves) in their
  * non-model memory while each is off the device: from its copy out's completion to its copy
